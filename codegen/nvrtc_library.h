@@ -1,0 +1,35 @@
+// Finding NVRTC libraries and what each can compile for. CUDA 13's NVRTC targets sm_75 and
+// newer; CUDA 12's (PyPI wheel nvidia-cuda-nvrtc-cu12, installed by scripts/setup.sh) reaches
+// sm_61 and sm_70, so bertc looks for both.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "codegen/shared_library.h"
+
+namespace bertc::codegen {
+
+struct NvrtcLibrary {
+  SharedLibrary library;
+  int major = 0, minor = 0;
+  std::vector<int> archs;  // compute capabilities it targets, e.g. 75, 80, 90
+
+  bool supports(int arch) const;
+};
+
+struct NvrtcProbe {
+  std::string candidate;               // what was tried
+  std::optional<NvrtcLibrary> found;   // empty: not loadable or not NVRTC
+  std::string error;                   // why not, when not found
+};
+
+// Where bertc looks, in order: $BERTC_NVRTC alone when set; else libnvrtc.so.13 (system, then
+// /usr/local/cuda), then libnvrtc.so.12 (system, then the project-local wheel).
+std::vector<std::string> nvrtc_candidates();
+
+// Tries every candidate; a library reached through two candidates is listed once.
+std::vector<NvrtcProbe> probe_nvrtc_libraries();
+
+}  // namespace bertc::codegen

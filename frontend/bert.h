@@ -1,0 +1,63 @@
+// BERT for pretraining (Hugging Face BertForPreTraining), written in the DSL, and the building
+// blocks a custom BERT variant reuses. Parameter names are Hugging Face's.
+#pragma once
+
+#include "frontend/builder.h"
+#include "frontend/config.h"
+#include "frontend/model.h"
+
+namespace bertc::frontend {
+
+// One pretraining batch, in the original BERT data format. P = max_predictions_per_seq.
+struct BertInputs {
+  Tensor input_ids;             // i32[B,S]
+  Tensor token_type_ids;        // i32[B,S]
+  Tensor attention_mask;        // i32[B,S]: 1 real token, 0 padding
+  Tensor masked_lm_positions;   // i32[B,P]
+  Tensor masked_lm_ids;         // i32[B,P]
+  Tensor masked_lm_weights;     // f32[B,P]: 1 real prediction, 0 padding
+  Tensor next_sentence_labels;  // i32[B]: 0 is-next, 1 random
+};
+BertInputs add_pretraining_inputs(Builder& b, const TrainConfig& train);
+
+// Dropout probabilities in effect ([compile] dropout = false turns them all off).
+double hidden_dropout(const Config& c);
+double attention_dropout(const Config& c);
+
+// x @ weight^T + bias, with params "<name>.weight" [out, in] and "<name>.bias" [out].
+Tensor dense(Builder& b, Tensor x, int64_t out_features, std::string_view name);
+// Layer norm over the last axis with params "<name>.weight" and "<name>.bias".
+Tensor layer_norm(Builder& b, Tensor x, std::string_view name, double eps);
+
+struct Embeddings {
+  Tensor output;           // f32[B,S,H]
+  Tensor word_embeddings;  // the table, tied to the MLM decoder
+};
+// word + token type + position embeddings, layer norm, dropout (params under bert.embeddings).
+Embeddings embeddings(Builder& b, const Config& c, const BertInputs& in);
+
+// The additive attention bias [B,1,1,S]: 0 for real tokens, -10000 for padding.
+Tensor attention_bias(Builder& b, Tensor attention_mask);
+
+// Scaled dot-product self-attention with the QKV projection fused into one matmul (query, key and
+// value keep their own parameters "self.query.*" ...); returns the merged heads [B,S,H] before the
+// output projection. Params are named relative to the current scope.
+Tensor self_attention(Builder& b, const Config& c, Tensor x, Tensor bias);
+
+// One post-layer-norm BERT encoder layer (in scope bert.encoder.layer.N).
+Tensor encoder_layer(Builder& b, const Config& c, Tensor x, Tensor bias);
+
+struct PretrainingLosses {
+  Tensor mlm;    // mean cross-entropy over real masked positions
+  Tensor nsp;    // mean cross-entropy over the batch
+  Tensor total;  // mlm + nsp
+};
+// Pooler, MLM head (at masked positions only, decoder tied to the word embeddings) and NSP head.
+PretrainingLosses pretraining_heads(Builder& b, const Config& c, Tensor sequence_output, Tensor word_embeddings,
+                                    const BertInputs& in);
+
+// The whole BertForPreTraining graph; outputs loss, mlm_loss, nsp_loss.
+ir::Graph build_bert_pretraining(const Config& c);
+ModelDefinition bert_model_definition();
+
+}  // namespace bertc::frontend

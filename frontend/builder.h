@@ -1,0 +1,130 @@
+// The C++ DSL: a graph builder with typed helpers, so a model is a plain C++ function.
+//
+//   Builder b("tiny");
+//   Tensor x = b.input("x", DType::F32, {8, 128});
+//   Tensor w = b.param("dense.weight", {64, 128});
+//   Tensor y = gelu(b.matmul(x, w, false, true));
+//   b.output(y, "y");
+//   ir::Graph g = std::move(b).finish();
+//
+// Every op is checked by its shape rule as it is created, so a mistake in a model definition
+// stops at the line that made it, with the op, the operand and expected vs found.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace bertc::frontend {
+
+using ir::DType;
+using ir::Shape;
+
+class Builder;
+
+// A handle on one value under construction; cheap to copy.
+class Tensor {
+ public:
+  Tensor() = default;
+  Tensor(Builder* builder, ir::ValueId id) : builder_(builder), id_(id) {}
+
+  ir::ValueId id() const { return id_; }
+  Builder& builder() const { return *builder_; }
+  const ir::TensorType& type() const;
+  const Shape& shape() const { return type().shape; }
+  DType dtype() const { return type().dtype; }
+  int64_t rank() const { return type().rank(); }
+  int64_t dim(int64_t axis) const;  // negative counts from the end
+
+ private:
+  Builder* builder_ = nullptr;
+  ir::ValueId id_ = 0;
+};
+
+class Builder {
+ public:
+  explicit Builder(std::string graph_name) : graph_(std::move(graph_name)) {}
+
+  const ir::Graph& graph() const { return graph_; }
+  // Verifies and hands over the graph; the builder is spent.
+  ir::Graph finish() &&;
+
+  // Sources. Parameter names get the current scope as prefix ("bert.encoder.layer.0." + name).
+  Tensor input(const std::string& name, DType dtype, Shape shape);
+  Tensor param(std::string_view name, Shape shape, DType dtype = DType::F32);
+  Tensor constant(double value, DType dtype = DType::F32);
+
+  // Any op from ops.def; `declared` is the result type of Declared ops (reshape, cast, ...).
+  Tensor op(ir::OpKind kind, const std::vector<Tensor>& operands, std::vector<ir::NamedAttr> attrs = {},
+            std::optional<ir::TensorType> declared = std::nullopt);
+
+  Tensor matmul(Tensor a, Tensor b, bool transpose_a = false, bool transpose_b = false);
+  Tensor reduce_sum(Tensor x, std::vector<int64_t> axes, bool keepdim = false);
+  Tensor reduce_max(Tensor x, std::vector<int64_t> axes, bool keepdim = false);
+  Tensor reduce_mean(Tensor x, std::vector<int64_t> axes, bool keepdim = false);
+  Tensor reshape(Tensor x, Shape shape);
+  Tensor permute(Tensor x, std::vector<int64_t> perm);
+  Tensor broadcast(Tensor x, Shape shape);
+  Tensor slice(Tensor x, int64_t axis, int64_t start, int64_t end);
+  Tensor concat(const std::vector<Tensor>& xs, int64_t axis);
+  Tensor gather(Tensor table, Tensor indices, int64_t batch_dims = 0);
+  Tensor cast(Tensor x, DType to);
+  Tensor softmax(Tensor x);
+  Tensor layer_norm(Tensor x, Tensor weight, Tensor bias, double eps);
+  // p == 0 returns x unchanged. Each dropout gets its own Philox offset; all share one seed input.
+  Tensor dropout(Tensor x, double p);
+  Tensor cross_entropy(Tensor logits, Tensor labels, std::optional<Tensor> weights = std::nullopt,
+                       int64_t ignore_index = -100);
+
+  // Names a value (shown in IR dumps) and returns it.
+  Tensor name(Tensor x, const std::string& name);
+  // Marks a graph output under a name.
+  void output(Tensor x, const std::string& name);
+
+  // RAII name scope for parameters: { auto s = b.scope("attention"); b.param("self.query.weight", ...); }
+  class [[nodiscard]] Scope {
+   public:
+    explicit Scope(Builder& b) : b_(&b) {}
+    Scope(Scope&& other) noexcept : b_(other.b_) { other.b_ = nullptr; }
+    Scope(const Scope&) = delete;
+    ~Scope() {
+      if (b_) b_->scopes_.pop_back();
+    }
+
+   private:
+    Builder* b_;
+  };
+  Scope scope(std::string_view part);
+  std::string scoped_name(std::string_view name) const;
+
+ private:
+  int64_t normalize_axis(const Tensor& x, int64_t axis) const;
+  Tensor source(ir::OpKind kind, const std::string& name, ir::TensorType type);
+
+  ir::Graph graph_;
+  std::vector<std::string> scopes_;
+  std::optional<Tensor> dropout_seed_;
+  int64_t next_dropout_offset_ = 0;
+};
+
+// Elementwise math. Scalars become rank-0 constants of the tensor's dtype.
+Tensor operator+(Tensor a, Tensor b);
+Tensor operator-(Tensor a, Tensor b);
+Tensor operator*(Tensor a, Tensor b);
+Tensor operator/(Tensor a, Tensor b);
+Tensor operator+(Tensor a, double s);
+Tensor operator-(double s, Tensor a);
+Tensor operator*(Tensor a, double s);
+Tensor operator-(Tensor a);
+Tensor exp(Tensor x);
+Tensor log(Tensor x);
+Tensor sqrt(Tensor x);
+Tensor rsqrt(Tensor x);
+Tensor tanh(Tensor x);
+Tensor gelu(Tensor x);
+Tensor relu(Tensor x);
+
+}  // namespace bertc::frontend

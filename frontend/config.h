@@ -1,0 +1,89 @@
+// Model, training and compile settings, loaded from a TOML file ([model] [train] [compile]).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace bertc::frontend {
+
+// Hugging Face BertConfig names and meanings; the defaults are BERT-base.
+struct ModelConfig {
+  int64_t vocab_size = 30522;
+  int64_t hidden_size = 768;
+  int64_t num_hidden_layers = 12;
+  int64_t num_attention_heads = 12;
+  int64_t intermediate_size = 3072;
+  int64_t max_position_embeddings = 512;
+  int64_t type_vocab_size = 2;
+  double hidden_dropout_prob = 0.1;
+  double attention_probs_dropout_prob = 0.1;
+  double layer_norm_eps = 1e-12;
+  double initializer_range = 0.02;
+
+  int64_t head_size() const { return hidden_size / num_attention_heads; }
+};
+
+// The shape of one training step's batch (and, in later issues, the optimizer and schedule).
+struct TrainConfig {
+  int64_t batch_size = 32;
+  int64_t seq_len = 128;
+  int64_t max_predictions_per_seq = 20;
+  int64_t seed = 12345;
+};
+
+struct CompileConfig {
+  bool dropout = true;  // false builds the graph without dropout ops (evaluation)
+};
+
+using ConfigValue = std::variant<bool, int64_t, double, std::string>;
+
+// A [model] key that a custom model definition adds (see model.h).
+struct ExtraKey {
+  std::string name;
+  ConfigValue default_value;  // also fixes the key's type
+  std::string doc;
+};
+
+struct Config {
+  std::string source;  // file it came from, for messages
+  std::string name;    // top-level `name`, else the file's stem
+  ModelConfig model;
+  TrainConfig train;
+  CompileConfig compile;
+  std::map<std::string, ConfigValue> extra;  // values of the model definition's ExtraKeys
+
+  // A custom model's extra key; throws ConfigError when absent or of another type.
+  template <typename T>
+  T extra_value(const std::string& key) const;
+};
+
+class ConfigError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Reads and checks a config file. Errors name the file, line and column, the key and the fix.
+Config load_config(const std::filesystem::path& path, std::span<const ExtraKey> extra_keys = {});
+// The same from text; `source` is the name shown in messages.
+Config parse_config(std::string_view toml_text, const std::string& source,
+                    std::span<const ExtraKey> extra_keys = {});
+
+// Checks relations between keys (hidden divisible by heads, sequence within positions, ...).
+void validate(const Config& config);
+
+template <typename T>
+T Config::extra_value(const std::string& key) const {
+  auto it = extra.find(key);
+  if (it == extra.end() || !std::holds_alternative<T>(it->second))
+    throw ConfigError("model definition asked for [model] " + key + ", which it did not declare with that type");
+  return std::get<T>(it->second);
+}
+
+}  // namespace bertc::frontend

@@ -1,0 +1,39 @@
+// What a model program provides: a named function from a config to a training graph.
+//
+// A model definition file (see examples/prenorm_bert/) ends with
+//   BERTC_MODEL(bertc::frontend::ModelDefinition{"my-bert", "what it is", build_my_bert, {extra keys}})
+// and is linked with the bertc driver by the CMake function bertc_add_model(); the result is a
+// program with the subcommands of `bertc` for that model.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "frontend/config.h"
+#include "ir/graph.h"
+
+namespace bertc::frontend {
+
+struct ModelDefinition {
+  std::string name;
+  std::string description;
+  // Builds the forward graph with its losses; outputs must include a scalar named "loss".
+  std::function<ir::Graph(const Config&)> build;
+  // [model] keys this model accepts beyond the BERT ones.
+  std::vector<ExtraKey> extra_keys;
+};
+
+// Defined once per program by BERTC_MODEL; the driver calls it.
+ModelDefinition model_definition();
+
+// Builds the graph for `config`, verifies it and checks that it outputs a scalar "loss".
+ir::Graph build_model(const ModelDefinition& definition, const Config& config);
+
+// "bert-base" -> "bert_base": a graph name printable as @name.
+std::string graph_name_for(const std::string& config_name);
+
+}  // namespace bertc::frontend
+
+#define BERTC_MODEL(...) \
+  ::bertc::frontend::ModelDefinition bertc::frontend::model_definition() { return __VA_ARGS__; }

@@ -1,0 +1,83 @@
+// The graph IR: SSA values with static types, and ops in topological order that define them.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "ir/error.h"
+#include "ir/op_info.h"
+
+namespace bertc::ir {
+
+using ValueId = uint32_t;
+using OpId = uint32_t;
+
+struct Value {
+  TensorType type;
+  std::string name;  // empty: unnamed (printed as %N)
+  OpId producer = 0;
+  uint32_t result_index = 0;
+};
+
+struct Op {
+  OpKind kind;
+  std::vector<ValueId> operands;
+  std::vector<ValueId> results;
+  std::vector<AttrValue> attrs;  // complete, in the schema order of op_info(kind)
+  SourceLoc loc;
+
+  const OpInfo& info() const { return op_info(kind); }
+  ValueId result() const { return results.at(0); }
+  template <typename T>
+  const T& attr(std::string_view name) const {
+    return std::get<T>(attrs.at(info().attr_index(name).value()));
+  }
+};
+
+// A value name may be used in IR text: [A-Za-z_][A-Za-z0-9_.]*
+bool is_valid_value_name(std::string_view name);
+
+class Graph {
+ public:
+  explicit Graph(std::string name = "main") : name_(std::move(name)) {}
+
+  const std::string& name() const { return name_; }
+
+  // Appends an op with the given (already checked or to-be-verified) result types.
+  OpId add_op(OpKind kind, std::vector<ValueId> operands, std::vector<AttrValue> attrs,
+              std::vector<TensorType> result_types, SourceLoc loc = {});
+
+  const std::vector<Op>& ops() const { return ops_; }
+  const Op& op(OpId id) const { return ops_.at(id); }
+  const Value& value(ValueId id) const { return values_.at(id); }
+  const Op& producer(ValueId id) const { return ops_.at(values_.at(id).producer); }
+  size_t num_values() const { return values_.size(); }
+
+  // Gives a value a name; throws ir::Error if the name is malformed or taken.
+  void name_value(ValueId id, std::string name);
+  std::optional<ValueId> find(std::string_view name) const;
+
+  const std::vector<ValueId>& outputs() const { return outputs_; }
+  void add_output(ValueId id) { outputs_.push_back(id); }
+
+  // Values defined by ops of one kind, in op order (e.g. every param).
+  std::vector<ValueId> values_of(OpKind kind) const;
+
+  // Removes the ops for which `drop` is true. The caller keeps the graph consistent (no
+  // remaining op or output may use a dropped value); value ids of kept ops stay valid.
+  void erase_ops_if(const std::function<bool(const Op&)>& drop);
+
+ private:
+  std::string name_;
+  std::vector<Op> ops_;
+  std::vector<Value> values_;
+  std::vector<ValueId> outputs_;
+  std::unordered_map<std::string, ValueId> by_name_;
+};
+
+}  // namespace bertc::ir

@@ -1,0 +1,114 @@
+// The op table: ops.def expanded into OpInfo entries.
+#include "ir/op_info.h"
+
+#include <limits>
+
+#include "ir/error.h"
+#include "ir/shape_rules.h"
+
+namespace bertc::ir {
+namespace {
+
+// "logits, labels, weights?" -> three OperandSpecs; "inputs..." is variadic.
+std::vector<OperandSpec> operand_specs(std::string_view list) {
+  std::vector<OperandSpec> specs;
+  while (!list.empty()) {
+    size_t comma = list.find(',');
+    std::string_view item = list.substr(0, comma);
+    list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    OperandSpec spec;
+    if (item.ends_with("...")) { spec.variadic = true; item.remove_suffix(3); }
+    if (item.ends_with("?")) { spec.optional = true; item.remove_suffix(1); }
+    spec.name = std::string(item);
+    specs.push_back(spec);
+  }
+  return specs;
+}
+
+#define REQ(n, k) AttrSpec{#n, AttrKind::k, std::nullopt},
+#define OPT(n, k, d) AttrSpec{#n, AttrKind::k, attr_default<AttrKind::k>(d)},
+#define BERTC_OP(id, text, rule, results, operands, flops, attrs, doc)                  \
+  OpInfo{OpKind::id, #text, &rules::rule, ResultTypes::results, operand_specs(operands), \
+         flops, {attrs}, doc},
+// A function-local static, so other static initialisers may use the table safely.
+const std::vector<OpInfo>& table() {
+  static const std::vector<OpInfo> ops = {
+#include "ir/ops.def"
+  };
+  return ops;
+}
+#undef BERTC_OP
+#undef OPT
+#undef REQ
+
+}  // namespace
+
+size_t OpInfo::min_operands() const {
+  size_t n = 0;
+  for (const auto& o : operands) n += o.optional ? 0 : 1;
+  return n;
+}
+
+size_t OpInfo::max_operands() const {
+  for (const auto& o : operands)
+    if (o.variadic) return std::numeric_limits<size_t>::max();
+  return operands.size();
+}
+
+std::string OpInfo::operand_name(size_t i) const {
+  if (!operands.empty() && operands.back().variadic && i + 1 >= operands.size())
+    return operands.back().name + "[" + std::to_string(i - (operands.size() - 1)) + "]";
+  return i < operands.size() ? operands[i].name : "extra";
+}
+
+std::optional<size_t> OpInfo::attr_index(std::string_view attr_name) const {
+  for (size_t i = 0; i < attrs.size(); ++i)
+    if (attrs[i].name == attr_name) return i;
+  return std::nullopt;
+}
+
+const OpInfo& op_info(OpKind kind) { return table()[static_cast<size_t>(kind)]; }
+
+std::optional<OpKind> op_kind_from_name(std::string_view name) {
+  for (const auto& info : table())
+    if (info.name == name) return info.kind;
+  return std::nullopt;
+}
+
+std::span<const OpInfo> all_ops() { return table(); }
+
+}  // namespace bertc::ir
+
+namespace bertc::ir {
+
+std::string unknown_attr_message(const OpInfo& info, std::string_view name) {
+  std::vector<std::string_view> known;
+  for (const auto& spec : info.attrs) known.push_back(spec.name);
+  return fmt::format("{} has no attribute '{}' (it takes: {})", info.name, name,
+                     known.empty() ? "none" : fmt::format("{}", fmt::join(known, ", ")));
+}
+
+std::vector<AttrValue> complete_attrs(const OpInfo& info, std::span<const NamedAttr> given) {
+  std::vector<std::optional<AttrValue>> slots(info.attrs.size());
+  for (const auto& a : given) {
+    auto index = info.attr_index(a.name);
+    if (!index) throw Error(unknown_attr_message(info, a.name));
+    const AttrSpec& spec = info.attrs[*index];
+    if (slots[*index]) throw Error(fmt::format("{}: attribute '{}' given twice", info.name, a.name));
+    if (kind_of(a.value) != spec.kind)
+      throw Error(fmt::format("{}: attribute '{}' expects a {}, found {} {}", info.name, a.name,
+                              attr_kind_name(spec.kind), attr_kind_name(kind_of(a.value)), format_attr(a.value)));
+    slots[*index] = a.value;
+  }
+  std::vector<AttrValue> out;
+  for (size_t i = 0; i < slots.size(); ++i) {
+    if (!slots[i] && !info.attrs[i].default_value)
+      throw Error(fmt::format("{}: missing required attribute '{}' ({})", info.name, info.attrs[i].name,
+                              attr_kind_name(info.attrs[i].kind)));
+    out.push_back(slots[i] ? *slots[i] : *info.attrs[i].default_value);
+  }
+  return out;
+}
+
+}  // namespace bertc::ir

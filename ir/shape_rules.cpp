@@ -1,0 +1,267 @@
+// The shape and dtype rules named in ops.def. Each checks what its ops need and says, in terms
+// of the op's operand names, what it expected and what it found.
+#include "ir/shape_rules.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace bertc::ir {
+
+const TensorType& InferContext::declared() const {
+  if (declared_.size() != 1) fail("needs exactly one declared result type");
+  return declared_[0];
+}
+
+void InferContext::require_float(size_t i) const {
+  if (!is_float(operand(i).dtype))
+    fail_operand(i, fmt::format("expected a floating-point dtype, found {}", dtype_name(operand(i).dtype)));
+}
+
+std::vector<TensorType> infer_result_types(OpKind kind, std::span<const TensorType> operands,
+                                           std::span<const AttrValue> attrs,
+                                           std::span<const TensorType> declared) {
+  const OpInfo& info = op_info(kind);
+  InferContext ctx(info, operands, attrs, declared);
+  try {
+    for (const auto& t : operands) t.numel();
+    for (const auto& t : declared) t.numel();
+  } catch (const Error& e) {
+    ctx.fail(e.what());
+  }
+  return info.rule(ctx);
+}
+
+std::string explain_infer_error(const InferError& e, const OpInfo& info, std::span<const std::string> operand_labels,
+                                std::span<const TensorType> operand_types) {
+  if (e.operand() < 0) return e.what();
+  const auto i = static_cast<size_t>(e.operand());
+  return fmt::format("operand {} '{}' ({} : {}): {}", i, info.operand_name(i), operand_labels[i],
+                     to_string(operand_types[i]), e.what());
+}
+
+namespace rules {
+namespace {
+
+// Checks that `axis` indexes a dimension of operand i.
+void require_axis(const InferContext& c, size_t i, int64_t axis, std::string_view what) {
+  const int64_t rank = c.operand(i).rank();
+  if (axis < 0 || axis >= rank)
+    c.fail(fmt::format("{} = {} is out of range for rank-{} {} (expected 0..{})", what, axis, rank,
+                       c.info().operand_name(i), rank - 1));
+}
+
+void require_same_dtype(const InferContext& c, size_t i, size_t j) {
+  if (c.operand(i).dtype != c.operand(j).dtype)
+    c.fail_operand(j, fmt::format("expected dtype {} (that of {}), found {}", dtype_name(c.operand(i).dtype),
+                                  c.info().operand_name(i), dtype_name(c.operand(j).dtype)));
+}
+
+// Fails unless operand i is exactly `shape` (a vector of per-feature weights, for instance).
+void require_shape(const InferContext& c, size_t i, const Shape& shape, std::string_view why) {
+  if (c.operand(i).shape != shape)
+    c.fail_operand(i, fmt::format("expected shape {} ({}), found {}", shape_string(shape), why,
+                                  shape_string(c.operand(i).shape)));
+}
+
+}  // namespace
+
+std::vector<TensorType> Source(const InferContext& c) { return {c.declared()}; }
+
+std::vector<TensorType> Constant(const InferContext& c) {
+  if (c.declared().dtype == DType::Bool) c.fail("a constant must be numeric, found bool");
+  return {c.declared()};
+}
+
+std::vector<TensorType> UnaryFloat(const InferContext& c) {
+  c.require_float(0);
+  return {c.operand(0)};
+}
+
+std::vector<TensorType> Rowwise(const InferContext& c) {
+  c.require_float(0);
+  if (c.operand(0).rank() == 0) c.fail_operand(0, "expected rank >= 1 (the op works on the last axis), found a scalar");
+  return {c.operand(0)};
+}
+
+std::vector<TensorType> Binary(const InferContext& c) {
+  require_same_dtype(c, 0, 1);
+  auto shape = broadcast_shapes(c.operand(0).shape, c.operand(1).shape);
+  if (!shape)
+    c.fail_operand(1, fmt::format("expected a shape that broadcasts with {}, found {}",
+                                  shape_string(c.operand(0).shape), shape_string(c.operand(1).shape)));
+  return {{c.operand(0).dtype, *shape}};
+}
+
+std::vector<TensorType> Matmul(const InferContext& c) {
+  c.require_float(0);
+  require_same_dtype(c, 0, 1);
+  for (size_t i = 0; i < 2; ++i)
+    if (c.operand(i).rank() < 2)
+      c.fail_operand(i, fmt::format("expected rank >= 2, found {}", to_string(c.operand(i))));
+  const Shape& a = c.operand(0).shape;
+  const Shape& b = c.operand(1).shape;
+  const bool ta = c.attr<bool>("transpose_a"), tb = c.attr<bool>("transpose_b");
+  const int64_t m = a[a.size() - (ta ? 1 : 2)], ka = a[a.size() - (ta ? 2 : 1)];
+  const int64_t kb = b[b.size() - (tb ? 1 : 2)], n = b[b.size() - (tb ? 2 : 1)];
+  if (ka != kb)
+    c.fail_operand(1, fmt::format("expected contraction size {} (from lhs {}{}), found {} in {}{}", ka,
+                                  shape_string(a), ta ? " transposed" : "", kb, shape_string(b),
+                                  tb ? " transposed" : ""));
+  auto batch = broadcast_shapes(Shape(a.begin(), a.end() - 2), Shape(b.begin(), b.end() - 2));
+  if (!batch)
+    c.fail_operand(1, fmt::format("expected batch dims that broadcast with lhs {}, found {}",
+                                  shape_string(a), shape_string(b)));
+  batch->push_back(m);
+  batch->push_back(n);
+  return {{c.operand(0).dtype, *batch}};
+}
+
+std::vector<TensorType> Reduce(const InferContext& c) {
+  c.require_float(0);
+  const auto& axes = c.attr<std::vector<int64_t>>("axes");
+  if (axes.empty()) c.fail("axes is empty: expected at least one axis to reduce");
+  for (size_t i = 0; i < axes.size(); ++i) {
+    require_axis(c, 0, axes[i], "axes entry");
+    if (i > 0 && axes[i] <= axes[i - 1])
+      c.fail(fmt::format("axes {} must be strictly ascending", format_attr(axes)));
+  }
+  const bool keepdim = c.attr<bool>("keepdim");
+  Shape out;
+  const Shape& in = c.operand(0).shape;
+  for (int64_t d = 0; d < static_cast<int64_t>(in.size()); ++d) {
+    const bool reduced = std::find(axes.begin(), axes.end(), d) != axes.end();
+    if (!reduced) out.push_back(in[d]);
+    else if (keepdim) out.push_back(1);
+  }
+  return {{c.operand(0).dtype, out}};
+}
+
+std::vector<TensorType> Reshape(const InferContext& c) {
+  const TensorType& to = c.declared();
+  if (to.dtype != c.operand(0).dtype)
+    c.fail(fmt::format("declared dtype {} differs from the operand's {}", dtype_name(to.dtype),
+                       dtype_name(c.operand(0).dtype)));
+  if (to.numel() != c.operand(0).numel())
+    c.fail(fmt::format("cannot reshape {} ({} elements) to {} ({} elements)", to_string(c.operand(0)),
+                       c.operand(0).numel(), shape_string(to.shape), to.numel()));
+  return {to};
+}
+
+std::vector<TensorType> Permute(const InferContext& c) {
+  const auto& perm = c.attr<std::vector<int64_t>>("perm");
+  const Shape& in = c.operand(0).shape;
+  std::vector<int64_t> sorted = perm;
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<int64_t> iota(in.size());
+  std::iota(iota.begin(), iota.end(), 0);
+  if (sorted != iota)
+    c.fail(fmt::format("perm {} is not a permutation of the {} dims of {}", format_attr(perm), in.size(),
+                       shape_string(in)));
+  Shape out;
+  for (int64_t p : perm) out.push_back(in[p]);
+  return {{c.operand(0).dtype, out}};
+}
+
+std::vector<TensorType> Broadcast(const InferContext& c) {
+  const TensorType& to = c.declared();
+  if (to.dtype != c.operand(0).dtype)
+    c.fail(fmt::format("declared dtype {} differs from the operand's {}", dtype_name(to.dtype),
+                       dtype_name(c.operand(0).dtype)));
+  if (!broadcasts_to(c.operand(0).shape, to.shape))
+    c.fail_operand(0, fmt::format("expected a shape that broadcasts to {}, found {}", shape_string(to.shape),
+                                  shape_string(c.operand(0).shape)));
+  return {to};
+}
+
+std::vector<TensorType> Slice(const InferContext& c) {
+  const int64_t axis = c.attr<int64_t>("axis"), start = c.attr<int64_t>("start"), end = c.attr<int64_t>("end");
+  require_axis(c, 0, axis, "axis");
+  Shape out = c.operand(0).shape;
+  if (start < 0 || start >= end || end > out[axis])
+    c.fail(fmt::format("expected 0 <= start < end <= {} (dim {} of {}), found start = {}, end = {}", out[axis],
+                       axis, shape_string(out), start, end));
+  out[axis] = end - start;
+  return {{c.operand(0).dtype, out}};
+}
+
+std::vector<TensorType> Concat(const InferContext& c) {
+  const int64_t axis = c.attr<int64_t>("axis");
+  require_axis(c, 0, axis, "axis");
+  Shape out = c.operand(0).shape;
+  for (size_t i = 1; i < c.num_operands(); ++i) {
+    require_same_dtype(c, 0, i);
+    Shape s = c.operand(i).shape;
+    if (s.size() != out.size())
+      c.fail_operand(i, fmt::format("expected rank {}, found {}", out.size(), shape_string(s)));
+    const int64_t along = s[axis];
+    s[axis] = out[axis];
+    if (s != out)
+      c.fail_operand(i, fmt::format("expected every dim but {} to match {}, found {}", axis,
+                                    shape_string(c.operand(0).shape), shape_string(c.operand(i).shape)));
+    out[axis] += along;
+  }
+  return {{c.operand(0).dtype, out}};
+}
+
+std::vector<TensorType> Gather(const InferContext& c) {
+  const int64_t batch_dims = c.attr<int64_t>("batch_dims");
+  const Shape& table = c.operand(0).shape;
+  const Shape& idx = c.operand(1).shape;
+  if (batch_dims < 0 || batch_dims >= static_cast<int64_t>(table.size()))
+    c.fail(fmt::format("batch_dims = {} needs table rank > {}, found {}", batch_dims, batch_dims, shape_string(table)));
+  if (!is_integer(c.operand(1).dtype))
+    c.fail_operand(1, fmt::format("expected an integer dtype, found {}", dtype_name(c.operand(1).dtype)));
+  if (static_cast<int64_t>(idx.size()) < batch_dims ||
+      !std::equal(table.begin(), table.begin() + batch_dims, idx.begin()))
+    c.fail_operand(1, fmt::format("expected the first {} dims to equal table's {}, found {}", batch_dims,
+                                  shape_string(table), shape_string(idx)));
+  Shape out(idx);
+  out.insert(out.end(), table.begin() + batch_dims + 1, table.end());
+  return {{c.operand(0).dtype, out}};
+}
+
+std::vector<TensorType> Cast(const InferContext& c) {
+  if (c.declared().shape != c.operand(0).shape)
+    c.fail(fmt::format("declared shape {} differs from the operand's {}", shape_string(c.declared().shape),
+                       shape_string(c.operand(0).shape)));
+  return {c.declared()};
+}
+
+std::vector<TensorType> LayerNorm(const InferContext& c) {
+  Rowwise(c);
+  const Shape features{c.operand(0).shape.back()};
+  for (size_t i = 1; i < 3; ++i) {
+    require_same_dtype(c, 0, i);
+    require_shape(c, i, features, "the last dim of x");
+  }
+  if (!(c.attr<double>("eps") > 0)) c.fail(fmt::format("eps = {} must be positive", c.attr<double>("eps")));
+  return {c.operand(0)};
+}
+
+std::vector<TensorType> Dropout(const InferContext& c) {
+  c.require_float(0);
+  if (c.operand(1) != TensorType{DType::I64, {}})
+    c.fail_operand(1, fmt::format("expected the seed as i64[], found {}", to_string(c.operand(1))));
+  const double p = c.attr<double>("p");
+  if (!(p >= 0 && p < 1)) c.fail(fmt::format("p = {} must be in [0, 1)", p));
+  if (c.attr<int64_t>("offset") < 0) c.fail(fmt::format("offset = {} must be >= 0", c.attr<int64_t>("offset")));
+  return {c.operand(0)};
+}
+
+std::vector<TensorType> CrossEntropy(const InferContext& c) {
+  c.require_float(0);
+  if (c.operand(0).rank() != 2)
+    c.fail_operand(0, fmt::format("expected [rows, classes], found {}", shape_string(c.operand(0).shape)));
+  const Shape rows{c.operand(0).shape[0]};
+  if (!is_integer(c.operand(1).dtype))
+    c.fail_operand(1, fmt::format("expected an integer dtype, found {}", dtype_name(c.operand(1).dtype)));
+  require_shape(c, 1, rows, "one label per row of logits");
+  if (c.num_operands() == 3) {
+    c.require_float(2);
+    require_shape(c, 2, rows, "one weight per row of logits");
+  }
+  return {{DType::F32, {}}};
+}
+
+}  // namespace rules
+}  // namespace bertc::ir

@@ -1,0 +1,119 @@
+// Checks a graph op by op and words each problem so a person can fix it.
+#include "ir/verifier.h"
+
+#include "ir/printer.h"
+#include "ir/shape_rules.h"
+
+namespace bertc::ir {
+namespace {
+
+class Verifier {
+ public:
+  explicit Verifier(const Graph& g) : g_(g), labels_(value_labels(g)), defined_(g.num_values(), false) {}
+
+  std::vector<Diagnostic> run() {
+    for (const Op& op : g_.ops()) check_op(op);
+    if (g_.outputs().empty()) diags_.push_back({{}, "graph has no outputs: expected 'return %value'"});
+    for (ValueId v : g_.outputs())
+      if (v >= defined_.size() || !defined_[v]) diags_.push_back({{}, "return uses a value that no op defines"});
+    return std::move(diags_);
+  }
+
+ private:
+  std::string op_label(const Op& op) const {
+    std::vector<std::string> results;
+    for (ValueId r : op.results) results.push_back(labels_[r]);
+    return fmt::format("{} = {}", fmt::join(results, ", "), op.info().name);
+  }
+
+  void report(const Op& op, const std::string& message) {
+    diags_.push_back({op.loc, fmt::format("op {}: {}", op_label(op), message)});
+  }
+
+  bool check_operands(const Op& op) {
+    const OpInfo& info = op.info();
+    const size_t n = op.operands.size();
+    if (n < info.min_operands() || n > info.max_operands()) {
+      std::vector<std::string> names;
+      for (const auto& s : info.operands) names.push_back(s.name + (s.optional ? "?" : s.variadic ? "..." : ""));
+      report(op, fmt::format("expected operands ({}), found {}", fmt::join(names, ", "), n));
+      return false;
+    }
+    for (size_t i = 0; i < n; ++i) {
+      const ValueId v = op.operands[i];
+      if (v >= defined_.size() || !defined_[v]) {
+        report(op, fmt::format("operand {} '{}' is used before it is defined", i, info.operand_name(i)));
+        return false;
+      }
+    }
+    return true;
+  }
+
+  bool check_attrs(const Op& op) {
+    const auto& specs = op.info().attrs;
+    if (op.attrs.size() != specs.size()) {
+      report(op, fmt::format("has {} attribute values, its schema {}", op.attrs.size(), specs.size()));
+      return false;
+    }
+    for (size_t i = 0; i < specs.size(); ++i)
+      if (kind_of(op.attrs[i]) != specs[i].kind) {
+        report(op, fmt::format("attribute '{}' expects a {}, found {}", specs[i].name, attr_kind_name(specs[i].kind),
+                               format_attr(op.attrs[i])));
+        return false;
+      }
+    return true;
+  }
+
+  void check_types(const Op& op) {
+    std::vector<TensorType> operand_types, result_types;
+    for (ValueId v : op.operands) operand_types.push_back(g_.value(v).type);
+    for (ValueId r : op.results) result_types.push_back(g_.value(r).type);
+    const bool declared = op.info().result_types == ResultTypes::Declared;
+    std::vector<TensorType> inferred;
+    try {
+      inferred = infer_result_types(op.kind, operand_types, op.attrs,
+                                    declared ? std::span<const TensorType>(result_types) : std::span<const TensorType>{});
+    } catch (const InferError& e) {
+      std::vector<std::string> operand_labels;
+      for (ValueId v : op.operands) operand_labels.push_back(labels_[v]);
+      return report(op, explain_infer_error(e, op.info(), operand_labels, operand_types));
+    }
+    if (inferred.size() != result_types.size())
+      return report(op, fmt::format("expected {} results, found {}", inferred.size(), result_types.size()));
+    for (size_t i = 0; i < inferred.size(); ++i)
+      if (inferred[i] != result_types[i])
+        report(op, fmt::format("result {} has type {}, expected {} from its operands", labels_[op.results[i]],
+                               to_string(result_types[i]), to_string(inferred[i])));
+  }
+
+  void check_op(const Op& op) {
+    if (check_operands(op) && check_attrs(op)) check_types(op);
+    for (ValueId r : op.results) defined_[r] = true;
+  }
+
+  const Graph& g_;
+  std::vector<std::string> labels_;
+  std::vector<bool> defined_;
+  std::vector<Diagnostic> diags_;
+};
+
+}  // namespace
+
+std::vector<Diagnostic> verify(const Graph& graph) { return Verifier(graph).run(); }
+
+VerifyError::VerifyError(std::vector<Diagnostic> diagnostics)
+    : Error(diagnostics.empty() ? "verification failed" : diagnostics.front().message,
+            diagnostics.empty() ? SourceLoc{} : diagnostics.front().loc),
+      diagnostics_(std::move(diagnostics)) {}
+
+void verify_or_throw(const Graph& graph) {
+  auto diags = verify(graph);
+  if (!diags.empty()) throw VerifyError(std::move(diags));
+}
+
+std::string format_diagnostic(const std::string& file, SourceLoc loc, const std::string& message) {
+  if (loc.known()) return fmt::format("{}:{}:{}: error: {}", file, loc.line, loc.column, message);
+  return fmt::format("{}: error: {}", file, message);
+}
+
+}  // namespace bertc::ir

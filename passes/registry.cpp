@@ -1,0 +1,26 @@
+// The list of passes bertc-opt can run by name. Add a pass here when you add its file pair.
+#include "passes/registry.h"
+
+#include "ir/verifier.h"
+#include "passes/dce.h"
+
+namespace bertc::passes {
+namespace {
+
+const PassInfo kPasses[] = {
+    {"verify", "check SSA order, attributes and every op's shape rule",
+     [](ir::Graph& g) { ir::verify_or_throw(g); }},
+    {"dce", "remove ops no output depends on", [](ir::Graph& g) { eliminate_dead_code(g); }},
+};
+
+}  // namespace
+
+std::span<const PassInfo> registered_passes() { return kPasses; }
+
+const PassInfo* find_pass(std::string_view name) {
+  for (const PassInfo& p : kPasses)
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+}  // namespace bertc::passes

@@ -1,0 +1,22 @@
+# lit configuration for bertc's IR tests: %bertc, %bertc-opt and %prenorm-bert are the built
+# tools; FileCheck, not and split-file come from LLVM 14 through PATH.
+import os
+import lit.formats
+
+config.name = "bertc"
+config.test_format = lit.formats.ShTest(execute_external=False)
+config.suffixes = [".ir", ".test"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.bertc_bin_dir, "tests", "lit-out")
+config.excludes = ["Inputs"]
+
+tools = {
+    "%bertc-opt": os.path.join(config.bertc_bin_dir, "tools", "bertc-opt"),
+    "%bertc": os.path.join(config.bertc_bin_dir, "tools", "bertc"),
+    "%prenorm-bert": os.path.join(config.bertc_bin_dir, "examples", "prenorm-bert"),
+    "%examples": os.path.join(config.bertc_source_dir, "examples"),
+}
+# Longest first, so %bertc-opt is not read as %bertc followed by "-opt".
+for name in sorted(tools, key=len, reverse=True):
+    config.substitutions.append((name, tools[name]))
+config.environment["PATH"] = config.llvm_bin_dir + os.pathsep + os.environ.get("PATH", "")

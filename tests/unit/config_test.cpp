@@ -1,0 +1,110 @@
+// Unit tests for config loading: values land in the right fields; bad configs are refused with
+// the location, the key and the reason.
+#include <gtest/gtest.h>
+
+#include "frontend/config.h"
+
+namespace bertc::frontend {
+namespace {
+
+std::string error_of(const std::string& toml, std::span<const ExtraKey> extra = {}) {
+  try {
+    parse_config(toml, "test.toml", extra);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(Config, ReadsEverySection) {
+  Config c = parse_config(R"(
+name = "my-bert"
+[model]
+hidden_size = 256
+num_attention_heads = 4
+hidden_dropout_prob = 0
+layer_norm_eps = 1e-5
+[train]
+batch_size = 2
+seq_len = 64
+max_predictions_per_seq = 10
+[compile]
+dropout = false
+)", "test.toml");
+  EXPECT_EQ(c.name, "my-bert");
+  EXPECT_EQ(c.model.hidden_size, 256);
+  EXPECT_EQ(c.model.head_size(), 64);
+  EXPECT_EQ(c.model.hidden_dropout_prob, 0.0);  // an integer is accepted for a number
+  EXPECT_EQ(c.model.layer_norm_eps, 1e-5);
+  EXPECT_EQ(c.model.vocab_size, 30522);  // default (BERT-base)
+  EXPECT_EQ(c.train.batch_size, 2);
+  EXPECT_EQ(c.train.max_predictions_per_seq, 10);
+  EXPECT_FALSE(c.compile.dropout);
+}
+
+TEST(Config, NameDefaultsToTheFileStem) {
+  EXPECT_EQ(parse_config("", "configs/bert-small.toml").name, "bert-small");
+}
+
+TEST(Config, RefusesUnknownKeysWithASuggestion) {
+  EXPECT_EQ(error_of("[model]\nnum_hiden_layers = 3\n"),
+            "test.toml:2:1: unknown key 'num_hiden_layers' in [model]; did you mean 'num_hidden_layers'?");
+  EXPECT_EQ(error_of("[optimizer]\nlr = 1\n"),
+            "test.toml:1:2: unknown top-level key 'optimizer' (expected name, [model], [train] or [compile])");
+  EXPECT_EQ(error_of("[train]\nzzz = 1\n"), "test.toml:2:1: unknown key 'zzz' in [train]");
+}
+
+TEST(Config, RefusesWrongTypesAndRanges) {
+  EXPECT_EQ(error_of("[model]\nhidden_size = \"768\"\n"),
+            "test.toml:2:15: [model] hidden_size must be an integer, found string '768'");
+  EXPECT_EQ(error_of("[model]\nnum_hidden_layers = 0\n"),
+            "test.toml:2:21: [model] num_hidden_layers must be positive, found 0");
+  EXPECT_EQ(error_of("[model]\nattention_probs_dropout_prob = -0.1\n"),
+            "test.toml:2:32: [model] attention_probs_dropout_prob must be a probability in [0, 1), found -0.1");
+  EXPECT_EQ(error_of("[compile]\ndropout = 1\n"),
+            "test.toml:2:11: [compile] dropout must be true or false, found integer 1");
+  EXPECT_EQ(error_of("name = 3\n"), "test.toml:1:8: 'name' must be a string");
+}
+
+TEST(Config, RefusesInconsistentShapes) {
+  EXPECT_EQ(error_of("[model]\nhidden_size = 768\nnum_attention_heads = 10\n"),
+            "test.toml:3:23: [model] hidden_size = 768 is not divisible by num_attention_heads = 10: pick a head "
+            "count that divides it (BERT uses hidden_size / 64)");
+  EXPECT_NE(error_of("[model]\nhidden_size = 100\n").find("num_attention_heads is not set, so its default applies"),
+            std::string::npos);
+  EXPECT_NE(error_of("[train]\nseq_len = 513\n").find("exceeds [model] max_position_embeddings = 512"),
+            std::string::npos);
+  EXPECT_NE(error_of("[train]\nseq_len = 16\nmax_predictions_per_seq = 20\n").find("exceeds seq_len = 16"),
+            std::string::npos);
+}
+
+TEST(Config, SyntaxErrorsAreLocated) {
+  const std::string msg = error_of("[model]\nhidden_size = = 3\n");
+  EXPECT_EQ(msg.rfind("test.toml:2:", 0), 0u) << msg;
+  EXPECT_NE(msg.find("TOML syntax error"), std::string::npos) << msg;
+}
+
+TEST(Config, ExtraKeysOfACustomModel) {
+  const std::vector<ExtraKey> extra = {{"gated_ffn", true, "a bool"}, {"ffn_scale", 2.5, "a number"}};
+  Config c = parse_config("[model]\ngated_ffn = false\n", "test.toml", extra);
+  EXPECT_FALSE(c.extra_value<bool>("gated_ffn"));
+  EXPECT_EQ(c.extra_value<double>("ffn_scale"), 2.5);  // default
+  EXPECT_THROW(c.extra_value<int64_t>("gated_ffn"), ConfigError);
+  EXPECT_THROW(c.extra_value<bool>("undeclared"), ConfigError);
+  EXPECT_EQ(error_of("[model]\nffn_scale = \"big\"\n", extra),
+            "test.toml:2:13: [model] ffn_scale has the wrong type (string 'big'); a number");
+  EXPECT_EQ(error_of("[model]\ngated_fn = true\n", extra),
+            "test.toml:2:1: unknown key 'gated_fn' in [model]; did you mean 'gated_ffn'?");
+}
+
+TEST(Config, MissingFile) {
+  try {
+    load_config("/nonexistent/bert.toml");
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(), "/nonexistent/bert.toml: cannot open config file (does it exist?)");
+  }
+}
+
+}  // namespace
+}  // namespace bertc::frontend

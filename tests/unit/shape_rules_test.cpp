@@ -1,0 +1,117 @@
+// Unit tests for the shape and dtype rules: right result types, and refusals that name the
+// operand at fault.
+#include <gtest/gtest.h>
+
+#include "ir/shape_rules.h"
+
+namespace bertc::ir {
+namespace {
+
+TensorType f32(Shape s) { return {DType::F32, std::move(s)}; }
+TensorType i32(Shape s) { return {DType::I32, std::move(s)}; }
+
+std::vector<TensorType> infer(OpKind kind, std::vector<TensorType> operands, std::vector<NamedAttr> attrs = {},
+                              std::vector<TensorType> declared = {}) {
+  return infer_result_types(kind, operands, complete_attrs(op_info(kind), attrs), declared);
+}
+
+// The rule's complaint for operand `operand` (-1: the op as a whole), as text.
+std::string refusal(OpKind kind, std::vector<TensorType> operands, std::vector<NamedAttr> attrs, int operand,
+                    std::vector<TensorType> declared = {}) {
+  try {
+    infer(kind, operands, attrs, declared);
+  } catch (const InferError& e) {
+    EXPECT_EQ(e.operand(), operand);
+    return e.what();
+  }
+  ADD_FAILURE() << "the rule accepted it";
+  return "";
+}
+
+TEST(Rules, MatmulShapesWithTransposesAndBatchBroadcast) {
+  EXPECT_EQ(infer(OpKind::Matmul, {f32({32, 128, 768}), f32({2304, 768})}, {{"transpose_b", true}})[0],
+            f32({32, 128, 2304}));
+  EXPECT_EQ(infer(OpKind::Matmul, {f32({8, 12, 128, 64}), f32({8, 12, 128, 64})}, {{"transpose_b", true}})[0],
+            f32({8, 12, 128, 128}));
+  EXPECT_EQ(infer(OpKind::Matmul, {f32({4, 3}), f32({4, 5})}, {{"transpose_a", true}})[0], f32({3, 5}));
+  EXPECT_EQ(infer(OpKind::Matmul, {f32({2, 1, 3, 4}), f32({5, 4, 6})})[0], f32({2, 5, 3, 6}));
+  EXPECT_NE(refusal(OpKind::Matmul, {f32({3, 4}), f32({5, 6})}, {}, 1).find("expected contraction size 4"),
+            std::string::npos);
+  EXPECT_NE(refusal(OpKind::Matmul, {f32({3, 4}), i32({4, 6})}, {}, 1).find("expected dtype f32"), std::string::npos);
+  EXPECT_NE(refusal(OpKind::Matmul, {f32({2, 3, 4}), f32({3, 4, 6})}, {}, 1).find("batch dims"), std::string::npos);
+}
+
+TEST(Rules, BinaryBroadcastsAndChecksDtype) {
+  EXPECT_EQ(infer(OpKind::Add, {f32({8, 128, 768}), f32({768})})[0], f32({8, 128, 768}));
+  EXPECT_EQ(infer(OpKind::Mul, {f32({}), f32({2, 3})})[0], f32({2, 3}));
+  refusal(OpKind::Sub, {f32({3}), f32({4})}, {}, 1);
+  refusal(OpKind::Div, {f32({3}), i32({3})}, {}, 1);
+}
+
+TEST(Rules, UnaryNeedsFloat) {
+  EXPECT_EQ(infer(OpKind::Gelu, {f32({2, 3})})[0], f32({2, 3}));
+  refusal(OpKind::Exp, {i32({2})}, {}, 0);
+  refusal(OpKind::Softmax, {f32({})}, {}, 0);  // no last axis
+}
+
+TEST(Rules, Reductions) {
+  EXPECT_EQ(infer(OpKind::ReduceSum, {f32({2, 3, 4})}, {{"axes", std::vector<int64_t>{0, 2}}})[0], f32({3}));
+  EXPECT_EQ(infer(OpKind::ReduceMax, {f32({2, 3, 4})}, {{"axes", std::vector<int64_t>{1}}, {"keepdim", true}})[0],
+            f32({2, 1, 4}));
+  refusal(OpKind::ReduceMean, {f32({2, 3})}, {{"axes", std::vector<int64_t>{2}}}, -1);
+  refusal(OpKind::ReduceMean, {f32({2, 3})}, {{"axes", std::vector<int64_t>{}}}, -1);
+  refusal(OpKind::ReduceMean, {f32({2, 3})}, {{"axes", std::vector<int64_t>{1, 1}}}, -1);
+}
+
+TEST(Rules, LayoutOps) {
+  EXPECT_EQ(infer(OpKind::Permute, {f32({3, 8, 2, 128, 64})}, {{"perm", std::vector<int64_t>{1, 3, 0, 2, 4}}})[0],
+            f32({8, 128, 3, 2, 64}));
+  refusal(OpKind::Permute, {f32({2, 3})}, {{"perm", std::vector<int64_t>{0, 2}}}, -1);
+  EXPECT_EQ(infer(OpKind::Reshape, {f32({8, 128, 768})}, {}, {f32({1024, 768})})[0], f32({1024, 768}));
+  refusal(OpKind::Reshape, {f32({2, 3})}, {}, -1, {f32({7})});
+  refusal(OpKind::Reshape, {f32({2, 3})}, {}, -1, {i32({6})});
+  EXPECT_EQ(infer(OpKind::Broadcast, {f32({1, 4})}, {}, {f32({3, 4})})[0], f32({3, 4}));
+  refusal(OpKind::Broadcast, {f32({2, 4})}, {}, 0, {f32({3, 4})});
+  EXPECT_EQ(infer(OpKind::Slice, {f32({512, 768})}, {{"axis", int64_t{0}}, {"start", int64_t{0}}, {"end", int64_t{128}}})[0],
+            f32({128, 768}));
+  refusal(OpKind::Slice, {f32({4})}, {{"axis", int64_t{0}}, {"start", int64_t{3}}, {"end", int64_t{3}}}, -1);
+  refusal(OpKind::Slice, {f32({4})}, {{"axis", int64_t{1}}, {"start", int64_t{0}}, {"end", int64_t{1}}}, -1);
+  EXPECT_EQ(infer(OpKind::Concat, {f32({768, 768}), f32({768, 768}), f32({768, 768})}, {{"axis", int64_t{0}}})[0],
+            f32({2304, 768}));
+  refusal(OpKind::Concat, {f32({2, 3}), f32({2, 4})}, {{"axis", int64_t{0}}}, 1);
+  EXPECT_EQ(infer(OpKind::Cast, {f32({2, 3})}, {}, {{DType::BF16, {2, 3}}})[0], TensorType({DType::BF16, {2, 3}}));
+  refusal(OpKind::Cast, {f32({2, 3})}, {}, -1, {{DType::BF16, {3, 2}}});
+}
+
+TEST(Rules, GatherForEmbeddingsAndMaskedPositions) {
+  EXPECT_EQ(infer(OpKind::Gather, {f32({30522, 768}), i32({32, 128})})[0], f32({32, 128, 768}));
+  EXPECT_EQ(infer(OpKind::Gather, {f32({32, 128, 768}), i32({32, 20})}, {{"batch_dims", int64_t{1}}})[0],
+            f32({32, 20, 768}));
+  refusal(OpKind::Gather, {f32({32, 128, 768}), i32({16, 20})}, {{"batch_dims", int64_t{1}}}, 1);
+  refusal(OpKind::Gather, {f32({10, 4}), f32({3})}, {}, 1);
+  refusal(OpKind::Gather, {f32({10}), i32({3})}, {{"batch_dims", int64_t{1}}}, -1);
+}
+
+TEST(Rules, CompositeOps) {
+  EXPECT_EQ(infer(OpKind::LayerNorm, {f32({8, 128}), f32({128}), f32({128})})[0], f32({8, 128}));
+  refusal(OpKind::LayerNorm, {f32({8, 128}), f32({128}), f32({64})}, {}, 2);
+  refusal(OpKind::LayerNorm, {f32({8, 128}), f32({128}), f32({128})}, {{"eps", 0.0}}, -1);
+  const TensorType seed{DType::I64, {}};
+  EXPECT_EQ(infer(OpKind::Dropout, {f32({8, 128}), seed}, {{"p", 0.1}, {"offset", int64_t{4}}})[0], f32({8, 128}));
+  refusal(OpKind::Dropout, {f32({8}), seed}, {{"p", 1.0}, {"offset", int64_t{0}}}, -1);
+  refusal(OpKind::Dropout, {f32({8}), seed}, {{"p", 0.5}, {"offset", int64_t{-1}}}, -1);
+  EXPECT_EQ(infer(OpKind::CrossEntropy, {f32({640, 30522}), i32({640}), f32({640})})[0], f32({}));
+  refusal(OpKind::CrossEntropy, {f32({640, 30522}), i32({641})}, {}, 1);
+  refusal(OpKind::CrossEntropy, {f32({640, 30522}), i32({640}), f32({3})}, {}, 2);
+  refusal(OpKind::CrossEntropy, {f32({640}), i32({640})}, {}, 0);
+}
+
+TEST(Rules, SourcesTakeTheDeclaredType) {
+  EXPECT_EQ(infer(OpKind::Param, {}, {}, {f32({768})})[0], f32({768}));
+  refusal(OpKind::Input, {}, {}, -1);  // no declared type
+  refusal(OpKind::Constant, {}, {{"value", 1.0}}, -1, {{DType::Bool, {}}});
+  refusal(OpKind::Input, {}, {}, -1, {f32({int64_t{1} << 40, int64_t{1} << 40})});  // too large
+}
+
+}  // namespace
+}  // namespace bertc::ir

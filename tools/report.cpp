@@ -1,0 +1,156 @@
+// Formatting of graph statistics, parameter lists and the toolchain/GPU probe.
+#include "tools/report.h"
+
+#include <fmt/format.h>
+
+#include "ir/stats.h"
+
+namespace bertc::tools {
+namespace {
+
+// 110106428 -> "110,106,428"
+std::string grouped(int64_t n) {
+  std::string digits = std::to_string(n < 0 ? -n : n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return (n < 0 ? "-" : "") + out;
+}
+
+std::string giga(double flops) { return fmt::format("{:.2f} GFLOP", flops / 1e9); }
+std::string mib(double bytes) { return fmt::format("{:.1f} MiB", bytes / (1024.0 * 1024.0)); }
+
+}  // namespace
+
+nlohmann::json stats_json(const frontend::Config& config, const std::string& model_name, const ir::Graph& graph) {
+  const ir::GraphStats s = ir::graph_stats(graph);
+  const auto& t = config.train;
+  nlohmann::json j;
+  j["model"] = model_name;
+  j["config"] = config.source;
+  j["name"] = config.name;
+  j["graph"] = graph.name();
+  j["parameters"] = s.parameters;
+  j["parameter_tensors"] = s.parameter_tensors;
+  j["parameter_bytes"] = s.parameter_bytes;
+  j["batch"] = {{"batch_size", t.batch_size}, {"seq_len", t.seq_len},
+                {"max_predictions_per_seq", t.max_predictions_per_seq}, {"input_bytes", s.input_bytes}};
+  j["ops"] = s.ops;
+  j["ops_by_kind"] = s.ops_by_kind;
+  j["forward_flops"] = s.flops();
+  j["forward_matmul_flops"] = s.matmul_flops;
+  j["forward_other_flops"] = s.other_flops;
+  j["forward_flops_per_token"] = static_cast<double>(s.flops()) / static_cast<double>(t.batch_size * t.seq_len);
+  return j;
+}
+
+std::string stats_text(const nlohmann::json& j) {
+  const auto& b = j["batch"];
+  const double flops = j["forward_flops"].get<double>();
+  std::string kinds;
+  for (const auto& [kind, count] : j["ops_by_kind"].items()) kinds += fmt::format(" {} {},", kind, count.get<int64_t>());
+  if (!kinds.empty()) kinds.pop_back();
+  return fmt::format(
+      "model       {} (model {}, {}, graph @{})\n"
+      "parameters  {} in {} tensors ({})\n"
+      "batch       {} x {} tokens, {} masked-LM predictions per sequence\n"
+      "ops         {}:{}\n"
+      "forward     {} per step ({} in matmuls, {} other), {:.2f} MFLOP per token\n",
+      j["name"].get<std::string>(), j["model"].get<std::string>(), j["config"].get<std::string>(),
+      j["graph"].get<std::string>(),
+      grouped(j["parameters"].get<int64_t>()), j["parameter_tensors"].get<int64_t>(),
+      mib(j["parameter_bytes"].get<double>()), b["batch_size"].get<int64_t>(), b["seq_len"].get<int64_t>(),
+      b["max_predictions_per_seq"].get<int64_t>(), grouped(j["ops"].get<int64_t>()), kinds, giga(flops),
+      giga(j["forward_matmul_flops"].get<double>()), giga(j["forward_other_flops"].get<double>()),
+      j["forward_flops_per_token"].get<double>() / 1e6);
+}
+
+nlohmann::json params_json(const ir::Graph& graph) {
+  nlohmann::json list = nlohmann::json::array();
+  for (ir::ValueId v : graph.values_of(ir::OpKind::Param)) {
+    const auto& value = graph.value(v);
+    list.push_back({{"name", value.name},
+                    {"dtype", std::string(ir::dtype_name(value.type.dtype))},
+                    {"shape", value.type.shape},
+                    {"elements", value.type.numel()}});
+  }
+  return list;
+}
+
+std::string params_text(const nlohmann::json& params) {
+  std::string out;
+  int64_t total = 0;
+  for (const auto& p : params) {
+    out += fmt::format("{:<60} {}{}  {}\n", p["name"].get<std::string>(), p["dtype"].get<std::string>(),
+                       ir::shape_string(p["shape"].get<ir::Shape>()), grouped(p["elements"].get<int64_t>()));
+    total += p["elements"].get<int64_t>();
+  }
+  return out + fmt::format("{} tensors, {} parameters\n", params.size(), grouped(total));
+}
+
+nlohmann::json info_json(const runtime::CudaDriverProbe& driver, const std::vector<codegen::NvrtcProbe>& nvrtc) {
+  nlohmann::json j;
+  j["cuda_driver"] = {{"found", driver.loaded}, {"path", driver.path}, {"version", driver.version},
+                      {"error", driver.error}};
+  j["gpus"] = nlohmann::json::array();
+  for (const auto& d : driver.devices)
+    j["gpus"].push_back({{"ordinal", d.ordinal}, {"name", d.name}, {"arch", fmt::format("sm_{}", d.arch)},
+                         {"multiprocessors", d.multiprocessors}, {"memory_bytes", d.memory_bytes}});
+  j["nvrtc"] = nlohmann::json::array();
+  std::map<int, std::string> archs;  // arch -> first NVRTC that reaches it
+  for (const auto& p : nvrtc) {
+    nlohmann::json e = {{"candidate", p.candidate}, {"found", p.found.has_value()}};
+    if (p.found) {
+      const std::string version = fmt::format("{}.{}", p.found->major, p.found->minor);
+      e["path"] = p.found->library.path();
+      e["version"] = version;
+      e["archs"] = nlohmann::json::array();
+      for (int a : p.found->archs) {
+        e["archs"].push_back(fmt::format("sm_{}", a));
+        archs.emplace(a, version);
+      }
+    } else {
+      e["error"] = p.error;
+    }
+    j["nvrtc"].push_back(e);
+  }
+  j["compile_archs"] = nlohmann::json::array();  // ascending arch, with the NVRTC that reaches it
+  for (const auto& [a, version] : archs) j["compile_archs"].push_back({{"arch", fmt::format("sm_{}", a)}, {"nvrtc", version}});
+  return j;
+}
+
+std::string info_text(const nlohmann::json& j) {
+  std::string out;
+  const auto& d = j["cuda_driver"];
+  if (d["found"].get<bool>())
+    out += fmt::format("CUDA driver  {} (CUDA {}.{})\n", d["path"].get<std::string>(),
+                       d["version"].get<int>() / 1000, d["version"].get<int>() % 1000 / 10);
+  else
+    out += "CUDA driver  none\n";
+  if (j["gpus"].empty())
+    out += fmt::format("GPUs         none ({}); training runs on the CPU\n", d["error"].get<std::string>());
+  for (const auto& g : j["gpus"])
+    out += fmt::format("GPU {}        {}, {}, {} SMs, {}\n", g["ordinal"].get<int>(), g["name"].get<std::string>(),
+                       g["arch"].get<std::string>(), g["multiprocessors"].get<int>(), mib(g["memory_bytes"].get<double>()));
+  out += "NVRTC\n";
+  for (const auto& n : j["nvrtc"]) {
+    if (n["found"].get<bool>()) {
+      std::vector<std::string> archs = n["archs"].get<std::vector<std::string>>();
+      const std::string candidate = n["candidate"].get<std::string>(), path = n["path"].get<std::string>();
+      out += fmt::format("  {}: NVRTC {}, targets {}\n", candidate == path ? path : candidate + " -> " + path,
+                         n["version"].get<std::string>(), fmt::join(archs, " "));
+    } else {
+      out += fmt::format("  {}: not usable ({})\n", n["candidate"].get<std::string>(), n["error"].get<std::string>());
+    }
+  }
+  std::vector<std::string> targets;
+  for (const auto& t : j["compile_archs"])
+    targets.push_back(fmt::format("{} (NVRTC {})", t["arch"].get<std::string>(), t["nvrtc"].get<std::string>()));
+  out += fmt::format("can compile  {}\n", targets.empty() ? "none: no NVRTC found (set BERTC_NVRTC to a libnvrtc.so, "
+                                                            "or run scripts/setup.sh)"
+                                                          : fmt::format("{}", fmt::join(targets, ", ")));
+  return out;
+}
+
+}  // namespace bertc::tools

@@ -1,0 +1,24 @@
+// What `compile --emit stats|params` and `info` print, as text for people and JSON for scripts.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "codegen/nvrtc_library.h"
+#include "frontend/config.h"
+#include "ir/graph.h"
+#include "runtime/cuda_driver.h"
+
+namespace bertc::tools {
+
+nlohmann::json stats_json(const frontend::Config& config, const std::string& model_name, const ir::Graph& graph);
+std::string stats_text(const nlohmann::json& stats);
+
+nlohmann::json params_json(const ir::Graph& graph);
+std::string params_text(const nlohmann::json& params);
+
+nlohmann::json info_json(const runtime::CudaDriverProbe& driver, const std::vector<codegen::NvrtcProbe>& nvrtc);
+std::string info_text(const nlohmann::json& info);
+
+}  // namespace bertc::tools
