@@ -127,7 +127,7 @@ PretrainingLosses pretraining_heads(Builder& b, const Config& c, Tensor sequence
   return {mlm, nsp, mlm + nsp};
 }
 
-ir::Graph build_bert_pretraining(const Config& c) {
+ir::Graph build_pretraining_graph(const Config& c, const EncoderLayer& layer, const AfterEncoder& after) {
   Builder b(graph_name_for(c.name));
   const BertInputs in = add_pretraining_inputs(b, c.train);
   const Embeddings emb = embeddings(b, c, in);
@@ -135,14 +135,17 @@ ir::Graph build_bert_pretraining(const Config& c) {
   Tensor x = emb.output;
   for (int64_t i = 0; i < c.model.num_hidden_layers; ++i) {
     auto scope = b.scope(fmt::format("bert.encoder.layer.{}", i));
-    x = encoder_layer(b, c, x, bias);
+    x = layer(b, c, x, bias);
   }
+  if (after) x = after(b, c, x);
   const PretrainingLosses losses = pretraining_heads(b, c, x, emb.word_embeddings, in);
   b.output(losses.total, "loss");
   b.output(losses.mlm, "mlm_loss");
   b.output(losses.nsp, "nsp_loss");
   return std::move(b).finish();
 }
+
+ir::Graph build_bert_pretraining(const Config& c) { return build_pretraining_graph(c, encoder_layer); }
 
 ModelDefinition bert_model_definition() {
   return {"bert", "BERT for pretraining (MLM + NSP), as Hugging Face BertForPreTraining", build_bert_pretraining, {}};

@@ -2,6 +2,8 @@
 // blocks a custom BERT variant reuses. Parameter names are Hugging Face's.
 #pragma once
 
+#include <functional>
+
 #include "frontend/builder.h"
 #include "frontend/config.h"
 #include "frontend/model.h"
@@ -56,7 +58,17 @@ struct PretrainingLosses {
 PretrainingLosses pretraining_heads(Builder& b, const Config& c, Tensor sequence_output, Tensor word_embeddings,
                                     const BertInputs& in);
 
-// The whole BertForPreTraining graph; outputs loss, mlm_loss, nsp_loss.
+// What varies between BERT-like pretraining models: the encoder layer (called in scope
+// bert.encoder.layer.N with the layer input and the attention bias) and an optional step after
+// the last layer (a pre-layer-norm stack's final norm, say).
+using EncoderLayer = std::function<Tensor(Builder& b, const Config& c, Tensor x, Tensor attention_bias)>;
+using AfterEncoder = std::function<Tensor(Builder& b, const Config& c, Tensor x)>;
+
+// Inputs, embeddings, num_hidden_layers encoder layers, pretraining heads; outputs loss,
+// mlm_loss and nsp_loss.
+ir::Graph build_pretraining_graph(const Config& c, const EncoderLayer& layer, const AfterEncoder& after = {});
+
+// The whole BertForPreTraining graph (post-layer-norm encoder_layer).
 ir::Graph build_bert_pretraining(const Config& c);
 ModelDefinition bert_model_definition();
 

@@ -69,7 +69,7 @@ Tensor Builder::op(OpKind kind, const std::vector<Tensor>& operands, std::vector
     types.push_back(t.type());
   }
   if (ids.size() < info.min_operands() || ids.size() > info.max_operands())
-    throw ir::Error(fmt::format("{}: expected {} operands, found {}", context(), info.operands.size(), ids.size()));
+    throw ir::Error(fmt::format("{}: expected operands ({}), found {}", context(), info.operand_signature(), ids.size()));
   std::vector<ir::AttrValue> complete;
   std::vector<ir::TensorType> results;
   try {

@@ -62,6 +62,13 @@ std::string OpInfo::operand_name(size_t i) const {
   return i < operands.size() ? operands[i].name : "extra";
 }
 
+std::string OpInfo::operand_signature() const {
+  std::string out;
+  for (const auto& o : operands)
+    out += (out.empty() ? "" : ", ") + o.name + (o.optional ? "?" : o.variadic ? "..." : "");
+  return out;
+}
+
 std::optional<size_t> OpInfo::attr_index(std::string_view attr_name) const {
   for (size_t i = 0; i < attrs.size(); ++i)
     if (attrs[i].name == attr_name) return i;

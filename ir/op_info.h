@@ -47,6 +47,8 @@ struct OpInfo {
   // Name shown for operand i in messages (the variadic name repeats with its index).
   std::string operand_name(size_t i) const;
   std::optional<size_t> attr_index(std::string_view attr_name) const;
+  // "logits, labels, weights?" as in ops.def, for "expected operands (...)" messages.
+  std::string operand_signature() const;
 };
 
 const OpInfo& op_info(OpKind kind);

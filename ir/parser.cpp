@@ -68,15 +68,18 @@ class Parser {
     return it->second;
   }
 
-  int64_t parse_int() {
-    const Token t = expect(Tok::Number);
-    int64_t v = 0;
+  // The whole of a Number token as T, or an error at it ("99999999999999999999" is no int64).
+  template <typename T>
+  T number_value(const Token& t, std::string_view what) {
+    T v{};
     const char* end = t.text.data() + t.text.size();
     const char* first = t.text.data() + (t.text[0] == '+' ? 1 : 0);
     auto [ptr, ec] = std::from_chars(first, end, v);
-    if (ec != std::errc() || ptr != end) fail_at(t, fmt::format("expected an integer, found '{}'", t.text));
+    if (ec != std::errc() || ptr != end) fail_at(t, fmt::format("expected {}, found '{}'", what, t.text));
     return v;
   }
+
+  int64_t parse_int() { return number_value<int64_t>(expect(Tok::Number), "an integer"); }
 
   double parse_float() {
     bool negative = accept(Tok::Minus);
@@ -86,13 +89,7 @@ class Parser {
       return negative ? -v : v;
     }
     if (negative) fail(fmt::format("expected 'inf' after '-', found {}", describe(tok_)));
-    const Token t = expect(Tok::Number);
-    double v = 0;
-    const char* end = t.text.data() + t.text.size();
-    const char* first = t.text.data() + (t.text[0] == '+' ? 1 : 0);
-    auto [ptr, ec] = std::from_chars(first, end, v);
-    if (ec != std::errc() || ptr != end) fail_at(t, fmt::format("expected a number, found '{}'", t.text));
-    return v;
+    return number_value<double>(expect(Tok::Number), "a number");
   }
 
   DType parse_dtype() {

@@ -63,6 +63,15 @@ void require_shape(const InferContext& c, size_t i, const Shape& shape, std::str
                                   shape_string(c.operand(i).shape)));
 }
 
+// The declared result type of a layout op, which must keep the operand's dtype.
+const TensorType& declared_with_operand_dtype(const InferContext& c) {
+  const TensorType& to = c.declared();
+  if (to.dtype != c.operand(0).dtype)
+    c.fail(fmt::format("declared dtype {} differs from the operand's {}", dtype_name(to.dtype),
+                       dtype_name(c.operand(0).dtype)));
+  return to;
+}
+
 }  // namespace
 
 std::vector<TensorType> Source(const InferContext& c) { return {c.declared()}; }
@@ -137,10 +146,7 @@ std::vector<TensorType> Reduce(const InferContext& c) {
 }
 
 std::vector<TensorType> Reshape(const InferContext& c) {
-  const TensorType& to = c.declared();
-  if (to.dtype != c.operand(0).dtype)
-    c.fail(fmt::format("declared dtype {} differs from the operand's {}", dtype_name(to.dtype),
-                       dtype_name(c.operand(0).dtype)));
+  const TensorType& to = declared_with_operand_dtype(c);
   if (to.numel() != c.operand(0).numel())
     c.fail(fmt::format("cannot reshape {} ({} elements) to {} ({} elements)", to_string(c.operand(0)),
                        c.operand(0).numel(), shape_string(to.shape), to.numel()));
@@ -163,10 +169,7 @@ std::vector<TensorType> Permute(const InferContext& c) {
 }
 
 std::vector<TensorType> Broadcast(const InferContext& c) {
-  const TensorType& to = c.declared();
-  if (to.dtype != c.operand(0).dtype)
-    c.fail(fmt::format("declared dtype {} differs from the operand's {}", dtype_name(to.dtype),
-                       dtype_name(c.operand(0).dtype)));
+  const TensorType& to = declared_with_operand_dtype(c);
   if (!broadcasts_to(c.operand(0).shape, to.shape))
     c.fail_operand(0, fmt::format("expected a shape that broadcasts to {}, found {}", shape_string(to.shape),
                                   shape_string(c.operand(0).shape)));

@@ -34,9 +34,7 @@ class Verifier {
     const OpInfo& info = op.info();
     const size_t n = op.operands.size();
     if (n < info.min_operands() || n > info.max_operands()) {
-      std::vector<std::string> names;
-      for (const auto& s : info.operands) names.push_back(s.name + (s.optional ? "?" : s.variadic ? "..." : ""));
-      report(op, fmt::format("expected operands ({}), found {}", fmt::join(names, ", "), n));
+      report(op, fmt::format("expected operands ({}), found {}", info.operand_signature(), n));
       return false;
     }
     for (size_t i = 0; i < n; ++i) {

@@ -24,22 +24,11 @@ Tensor prenorm_layer(Builder& b, const Config& c, Tensor x, Tensor bias) {
 }
 
 bertc::ir::Graph build_prenorm_bert(const Config& c) {
-  Builder b(graph_name_for(c.name));
-  const BertInputs in = add_pretraining_inputs(b, c.train);
-  const Embeddings emb = embeddings(b, c, in);
-  const Tensor bias = attention_bias(b, in.attention_mask);
-  Tensor x = emb.output;
-  for (int64_t i = 0; i < c.model.num_hidden_layers; ++i) {
-    auto scope = b.scope(fmt::format("bert.encoder.layer.{}", i));
-    x = prenorm_layer(b, c, x, bias);
-  }
   // Pre-LN stacks need a final norm: the residual stream is never normalised otherwise.
-  x = layer_norm(b, x, "bert.encoder.final_layer_norm", c.model.layer_norm_eps);
-  const PretrainingLosses losses = pretraining_heads(b, c, x, emb.word_embeddings, in);
-  b.output(losses.total, "loss");
-  b.output(losses.mlm, "mlm_loss");
-  b.output(losses.nsp, "nsp_loss");
-  return std::move(b).finish();
+  auto final_norm = [](Builder& b, const Config& c, Tensor x) {
+    return layer_norm(b, x, "bert.encoder.final_layer_norm", c.model.layer_norm_eps);
+  };
+  return build_pretraining_graph(c, prenorm_layer, final_norm);
 }
 
 }  // namespace

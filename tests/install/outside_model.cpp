@@ -19,20 +19,7 @@ Tensor relu_layer(Builder& b, const Config& c, Tensor x, Tensor bias) {
   return layer_norm(b, out + attention_out, "output.LayerNorm", m.layer_norm_eps);
 }
 
-bertc::ir::Graph build(const Config& c) {
-  Builder b(graph_name_for(c.name));
-  const BertInputs in = add_pretraining_inputs(b, c.train);
-  const Embeddings emb = embeddings(b, c, in);
-  const Tensor bias = attention_bias(b, in.attention_mask);
-  Tensor x = emb.output;
-  for (int64_t i = 0; i < c.model.num_hidden_layers; ++i) {
-    auto scope = b.scope(fmt::format("bert.encoder.layer.{}", i));
-    x = relu_layer(b, c, x, bias);
-  }
-  const PretrainingLosses losses = pretraining_heads(b, c, x, emb.word_embeddings, in);
-  b.output(losses.total, "loss");
-  return std::move(b).finish();
-}
+bertc::ir::Graph build(const Config& c) { return build_pretraining_graph(c, relu_layer); }
 
 }  // namespace
 

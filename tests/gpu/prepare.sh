@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Run on the build machine: builds what the GPU test machine needs (it has no network and none
+# of our Debian packages) with static libstdc++/libgcc into .gpu/ (git-ignored), to be carried
+# there with the working tree. fmt and toml++ are header-only in bertc, so nothing else is linked.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+build=$root/build-gpu
+"$root/scripts/setup.sh" >/dev/null  # Debian packages for the build
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBERTC_STATIC_RUNTIME=ON \
+  -DBERTC_BUILD_TESTS=OFF >/dev/null
+cmake --build "$build" --target bertc bertc-opt -- -j"$(nproc)"
+rm -rf "$root/.gpu" && mkdir -p "$root/.gpu/bin"
+cp "$build/tools/bertc" "$build/tools/bertc-opt" "$root/.gpu/bin/"
+strip "$root/.gpu/bin/"*
+du -sh "$root/.gpu"
+# Nothing beyond glibc may be needed there.
+if ldd "$root/.gpu/bin/bertc" | grep -vE 'linux-vdso|libc\.so|libm\.so|ld-linux|libdl|libpthread'; then
+  echo "prepare: unexpected shared-library dependency above" >&2
+  exit 1
+fi

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The GPU check, run on the GPU machine from the repository root after tests/gpu/prepare.sh
+# built .gpu/ here. So far (foundation issue): the CUDA driver and GPU are found through dlopen,
+# NVRTC is found, and the BERT graphs have exactly Hugging Face BertForPreTraining's parameters
+# (transformers is installed there, not here). Writes a summary to $OUT when that is set.
+set -uo pipefail
+out=${OUT:-$(mktemp -d)}
+bin=.gpu/bin
+failed=0
+step() {  # step NAME COMMAND...: runs it, keeps its log, prints PASS/FAIL and the log's tail
+  local name=$1; shift
+  if "$@" >"$out/$name.log" 2>&1; then echo "PASS $name"; else echo "FAIL $name"; failed=1; fi
+  tail -n 25 "$out/$name.log"
+}
+[ -x "$bin/bertc" ] || { echo "no $bin/bertc: run tests/gpu/prepare.sh on the build machine and carry .gpu"; exit 2; }
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >"$out/gpu.txt" 2>&1
+cat "$out/gpu.txt"
+step info "$bin/bertc" info
+step driver_sees_gpu python3 tests/gpu/check_info.py "$bin/bertc"
+step hf_parameter_parity python3 tests/gpu/hf_parity.py "$bin/bertc" examples/bert-tiny.toml \
+  examples/bert-base.toml examples/bert-large.toml
+{ echo "gpu: $(cat "$out/gpu.txt")"; grep -h '^PASS\|^FAIL\|^parity' "$out"/*.log; } >"$out/summary.txt" 2>/dev/null
+exit $failed
