@@ -59,7 +59,7 @@ Tensor Builder::op(OpKind kind, const std::vector<Tensor>& operands, std::vector
   const ir::OpInfo& info = ir::op_info(kind);
   auto context = [&] {
     return scopes_.empty() ? fmt::format("building {}", info.name)
-                           : fmt::format("building {} in {}", info.name, scoped_name(""));
+                           : fmt::format("building {} in {}", info.name, fmt::join(scopes_, "."));
   };
   std::vector<ir::ValueId> ids;
   std::vector<ir::TensorType> types;

@@ -50,15 +50,17 @@ std::vector<ValueId> Graph::values_of(OpKind kind) const {
   return out;
 }
 
-void Graph::erase_ops_if(const std::function<bool(const Op&)>& drop) {
+void Graph::retain_ops(const std::vector<bool>& keep) {
+  if (keep.size() != ops_.size())
+    throw Error(fmt::format("retain_ops: {} flags for {} ops", keep.size(), ops_.size()));
   std::vector<Op> kept;
-  for (Op& op : ops_) {
-    if (drop(op)) {
-      for (ValueId r : op.results)
-        if (!values_[r].name.empty()) by_name_.erase(values_[r].name);
+  for (size_t i = 0; i < ops_.size(); ++i) {
+    if (keep[i]) {
+      kept.push_back(std::move(ops_[i]));
       continue;
     }
-    kept.push_back(std::move(op));
+    for (ValueId r : ops_[i].results)
+      if (!values_[r].name.empty()) by_name_.erase(values_[r].name);
   }
   ops_ = std::move(kept);
   for (OpId i = 0; i < ops_.size(); ++i)

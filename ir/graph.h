@@ -2,7 +2,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -68,9 +67,9 @@ class Graph {
   // Values defined by ops of one kind, in op order (e.g. every param).
   std::vector<ValueId> values_of(OpKind kind) const;
 
-  // Removes the ops for which `drop` is true. The caller keeps the graph consistent (no
-  // remaining op or output may use a dropped value); value ids of kept ops stay valid.
-  void erase_ops_if(const std::function<bool(const Op&)>& drop);
+  // Keeps op i where keep[i] (one flag per op, in op order) and removes the rest. The caller keeps
+  // the graph consistent (nothing kept may use a removed value); value ids of kept ops stay valid.
+  void retain_ops(const std::vector<bool>& keep);
 
  private:
   std::string name_;

@@ -18,8 +18,7 @@ size_t eliminate_dead_code(ir::Graph& graph) {
     for (ir::ValueId v : op.operands) live[v] = true;
   }
   const size_t before = graph.ops().size();
-  size_t index = 0;
-  graph.erase_ops_if([&](const ir::Op&) { return !keep[index++]; });
+  graph.retain_ops(keep);
   return before - graph.ops().size();
 }
 

@@ -44,7 +44,7 @@ TEST(Builder, ShapeMistakesStopAtTheOpWithContext) {
   auto scope = b.scope("encoder");
   Tensor w = b.param("w", {16, 9});
   const std::string msg = error_of([&] { b.matmul(x, w, false, true); });
-  EXPECT_EQ(msg, "building matmul in encoder.: operand 1 'rhs' (%encoder.w : f32[16,9]): expected contraction size 8 "
+  EXPECT_EQ(msg, "building matmul in encoder: operand 1 'rhs' (%encoder.w : f32[16,9]): expected contraction size 8 "
                  "(from lhs [4,8]), found 9 in [16,9] transposed");
   EXPECT_NE(error_of([&] { b.reshape(x, {5, 5}); }).find("cannot reshape f32[4,8] (32 elements) to [5,5]"),
             std::string::npos);
