@@ -157,10 +157,12 @@ class Parser {
   }
 
   void parse_op() {
-    std::vector<Token> results;
-    do results.push_back(expect(Tok::Value));
-    while (accept(Tok::Comma));
-    expect(Tok::Equal);
+    std::vector<Token> results;  // none for an effect such as update(%w, %1)
+    if (tok_.kind != Tok::Ident) {
+      do results.push_back(expect(Tok::Value));
+      while (accept(Tok::Comma));
+      expect(Tok::Equal);
+    }
     const Token op_token = expect(Tok::Ident);
     auto kind = op_kind_from_name(op_token.text);
     if (!kind) fail_at(op_token, fmt::format("unknown op '{}'", op_token.text));
@@ -173,10 +175,12 @@ class Parser {
       expect(Tok::RParen);
     }
     std::vector<AttrValue> attrs = parse_attrs(info, op_token);
-    expect(Tok::Colon);
     std::vector<TensorType> types;
-    do types.push_back(parse_type());
-    while (accept(Tok::Comma));
+    if (!results.empty()) {
+      expect(Tok::Colon);
+      do types.push_back(parse_type());
+      while (accept(Tok::Comma));
+    }
     if (types.size() != results.size())
       fail_at(op_token, fmt::format("{} results but {} types after ':'", results.size(), types.size()));
 

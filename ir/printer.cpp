@@ -36,8 +36,13 @@ void print_op(const Graph& g, const Op& op, const std::vector<std::string>& labe
   }
   // A pass under construction may leave a dangling operand; print it rather than crash.
   for (ValueId v : op.operands) operands.push_back(v < labels.size() ? labels[v] : fmt::format("%<invalid {}>", v));
-  // Sources print without parentheses: "%w = param : f32[2]".
+  // Sources print without parentheses: "%w = param : f32[2]"; effects without results or types:
+  // "update(%w, %3)".
   const std::string args = operands.empty() ? "" : fmt::format("({})", fmt::join(operands, ", "));
+  if (results.empty()) {
+    out << fmt::format("  {}{}{}\n", op.info().name, args, attrs_text(op));
+    return;
+  }
   out << fmt::format("  {} = {}{}{} : {}\n", fmt::join(results, ", "), op.info().name, args, attrs_text(op),
                      fmt::join(types, ", "));
 }

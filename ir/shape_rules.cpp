@@ -218,6 +218,8 @@ std::vector<TensorType> Gather(const InferContext& c) {
       !std::equal(table.begin(), table.begin() + batch_dims, idx.begin()))
     c.fail_operand(1, fmt::format("expected the first {} dims to equal table's {}, found {}", batch_dims,
                                   shape_string(table), shape_string(idx)));
+  if (c.attr<int64_t>("padding_idx") < -1)
+    c.fail(fmt::format("padding_idx = {} must be a row index or -1 (none)", c.attr<int64_t>("padding_idx")));
   Shape out(idx);
   out.insert(out.end(), table.begin() + batch_dims + 1, table.end());
   return {{c.operand(0).dtype, out}};
@@ -264,6 +266,97 @@ std::vector<TensorType> CrossEntropy(const InferContext& c) {
     require_shape(c, 2, rows, "one weight per row of logits");
   }
   return {{DType::F32, {}}};
+}
+
+std::vector<TensorType> Update(const InferContext& c) {
+  if (c.operand(1) != c.operand(0))
+    c.fail_operand(1, fmt::format("expected the target's type {}, found {}", to_string(c.operand(0)),
+                                  to_string(c.operand(1))));
+  return {};
+}
+
+std::vector<TensorType> GradUnary(const InferContext& c) {
+  c.require_float(0);
+  for (size_t i = 1; i < c.num_operands(); ++i)
+    if (c.operand(i) != c.operand(0))
+      c.fail_operand(i, fmt::format("expected {} (the type of dy), found {}", to_string(c.operand(0)),
+                                    to_string(c.operand(i))));
+  return {c.operand(0)};
+}
+
+std::vector<TensorType> GradRowwise(const InferContext& c) {
+  Rowwise(c);
+  return GradUnary(c);
+}
+
+std::vector<TensorType> LayerNormGrad(const InferContext& c) {
+  c.require_float(0);
+  if (c.operand(1) != c.operand(0))
+    c.fail_operand(1, fmt::format("expected {} (the type of dy), found {}", to_string(c.operand(0)),
+                                  to_string(c.operand(1))));
+  Rowwise(c);
+  require_same_dtype(c, 0, 2);
+  require_shape(c, 2, {c.operand(0).shape.back()}, "the last dim of x");
+  if (!(c.attr<double>("eps") > 0)) c.fail(fmt::format("eps = {} must be positive", c.attr<double>("eps")));
+  return {c.operand(0), c.operand(2), c.operand(2)};
+}
+
+std::vector<TensorType> CrossEntropyGrad(const InferContext& c) {
+  if (c.operand(0) != TensorType{DType::F32, {}})
+    c.fail_operand(0, fmt::format("expected the loss gradient as f32[], found {}", to_string(c.operand(0))));
+  std::vector<TensorType> rest(c.operands().begin() + 1, c.operands().end());
+  const std::vector<AttrValue> attrs = {AttrValue(c.attr<int64_t>("ignore_index"))};
+  try {
+    infer_result_types(OpKind::CrossEntropy, rest, attrs, {});
+  } catch (const InferError& e) {
+    // The forward op's rule checks logits, labels and weights; shift its operand index by one.
+    if (e.operand() < 0) throw;
+    c.fail_operand(static_cast<size_t>(e.operand()) + 1, e.what());
+  }
+  return {c.operand(1)};
+}
+
+std::vector<TensorType> ScatterAdd(const InferContext& c) {
+  const TensorType& table = c.declared();
+  if (table.dtype != c.operand(0).dtype)
+    c.fail(fmt::format("declared dtype {} differs from the updates' {}", dtype_name(table.dtype),
+                       dtype_name(c.operand(0).dtype)));
+  // The updates must be exactly what gather(table, indices) would give.
+  const std::vector<TensorType> gather_operands = {table, c.operand(1)};
+  const std::vector<AttrValue> attrs = {AttrValue(c.attr<int64_t>("batch_dims")),
+                                        AttrValue(c.attr<int64_t>("padding_idx"))};
+  const TensorType gathered = infer_result_types(OpKind::Gather, gather_operands, attrs, {})[0];
+  if (gathered != c.operand(0))
+    c.fail_operand(0, fmt::format("expected {} (gather's result for this table and indices), found {}",
+                                  to_string(gathered), to_string(c.operand(0))));
+  return {table};
+}
+
+std::vector<TensorType> Pad(const InferContext& c) {
+  const int64_t axis = c.attr<int64_t>("axis"), before = c.attr<int64_t>("before"), after = c.attr<int64_t>("after");
+  require_axis(c, 0, axis, "axis");
+  if (before < 0 || after < 0) c.fail(fmt::format("before = {} and after = {} must be >= 0", before, after));
+  Shape out = c.operand(0).shape;
+  out[axis] += before + after;
+  return {{c.operand(0).dtype, out}};
+}
+
+std::vector<TensorType> Optimizer(const InferContext& c) {
+  c.require_float(0);
+  for (size_t i = 1; i < 4; ++i)
+    if (c.operand(i).shape != c.operand(0).shape || !is_float(c.operand(i).dtype))
+      c.fail_operand(i, fmt::format("expected a float tensor of the param's shape {}, found {}",
+                                    shape_string(c.operand(0).shape), to_string(c.operand(i))));
+  if (c.operand(4) != TensorType{DType::F32, {}})
+    c.fail_operand(4, fmt::format("expected the learning rate as f32[], found {}", to_string(c.operand(4))));
+  if (c.operand(5) != TensorType{DType::I64, {}})
+    c.fail_operand(5, fmt::format("expected the step count as i64[], found {}", to_string(c.operand(5))));
+  for (const char* beta : {"beta1", "beta2"})
+    if (double b = c.attr<double>(beta); !(b >= 0 && b < 1)) c.fail(fmt::format("{} = {} must be in [0, 1)", beta, b));
+  if (!(c.attr<double>("eps") > 0)) c.fail(fmt::format("eps = {} must be positive", c.attr<double>("eps")));
+  if (!(c.attr<double>("weight_decay") >= 0))
+    c.fail(fmt::format("weight_decay = {} must be >= 0", c.attr<double>("weight_decay")));
+  return {c.operand(0), c.operand(2), c.operand(3)};
 }
 
 }  // namespace rules

@@ -23,7 +23,8 @@ GraphStats graph_stats(const Graph& graph) {
   for (const Op& op : graph.ops()) {
     ++s.ops;
     ++s.ops_by_kind[std::string(op.info().name)];
-    const TensorType& t = graph.value(op.results.at(0)).type;
+    if (op.results.empty()) continue;  // an effect (update): no FLOPs, no tensor of its own
+    const TensorType& t = graph.value(op.results[0]).type;
     if (op.kind == OpKind::Param) {
       ++s.parameter_tensors;
       s.parameters += t.numel();

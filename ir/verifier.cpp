@@ -1,6 +1,8 @@
 // Checks a graph op by op and words each problem so a person can fix it.
 #include "ir/verifier.h"
 
+#include <set>
+
 #include "ir/printer.h"
 #include "ir/shape_rules.h"
 
@@ -12,8 +14,16 @@ class Verifier {
   explicit Verifier(const Graph& g) : g_(g), labels_(value_labels(g)), defined_(g.num_values(), false) {}
 
   std::vector<Diagnostic> run() {
-    for (const Op& op : g_.ops()) check_op(op);
-    if (g_.outputs().empty()) diags_.push_back({{}, "graph has no outputs: expected 'return %value'"});
+    bool has_effects = false;
+    for (const Op& op : g_.ops()) {
+      check_op(op);
+      if (op.kind == OpKind::Update) {
+        has_effects = true;
+        check_update(op);
+      }
+    }
+    if (g_.outputs().empty() && !has_effects)
+      diags_.push_back({{}, "graph has no outputs and no updates, so it computes nothing: expected 'return %value'"});
     for (ValueId v : g_.outputs())
       if (v >= defined_.size() || !defined_[v]) diags_.push_back({{}, "return uses a value that no op defines"});
     return std::move(diags_);
@@ -23,6 +33,7 @@ class Verifier {
   std::string op_label(const Op& op) const {
     std::vector<std::string> results;
     for (ValueId r : op.results) results.push_back(labels_[r]);
+    if (results.empty()) return std::string(op.info().name);
     return fmt::format("{} = {}", fmt::join(results, ", "), op.info().name);
   }
 
@@ -84,6 +95,17 @@ class Verifier {
                                to_string(result_types[i]), to_string(inferred[i])));
   }
 
+  // An update writes a persistent value (param or state), and each one at most once a step.
+  void check_update(const Op& op) {
+    if (op.operands.empty() || op.operands[0] >= defined_.size()) return;  // reported already
+    const ValueId target = op.operands[0];
+    const OpKind source = g_.producer(target).kind;
+    if (source != OpKind::Param && source != OpKind::State)
+      return report(op, fmt::format("target {} is not a param or state, so it has nothing to update",
+                                    labels_[target]));
+    if (!updated_.insert(target).second) report(op, fmt::format("{} is updated twice in one step", labels_[target]));
+  }
+
   void check_op(const Op& op) {
     if (check_operands(op) && check_attrs(op)) check_types(op);
     for (ValueId r : op.results) defined_[r] = true;
@@ -93,6 +115,7 @@ class Verifier {
   std::vector<std::string> labels_;
   std::vector<bool> defined_;
   std::vector<Diagnostic> diags_;
+  std::set<ValueId> updated_;
 };
 
 }  // namespace

@@ -11,7 +11,9 @@ size_t eliminate_dead_code(ir::Graph& graph) {
   std::vector<bool> keep(graph.ops().size(), false);
   for (size_t i = graph.ops().size(); i-- > 0;) {
     const ir::Op& op = graph.ops()[i];
-    bool needed = op.kind == ir::OpKind::Input || op.kind == ir::OpKind::Param;
+    // Sources are the step's interface and effects (updates, no results) its purpose.
+    bool needed = op.kind == ir::OpKind::Input || op.kind == ir::OpKind::Param || op.kind == ir::OpKind::State ||
+                  op.results.empty();
     for (ir::ValueId r : op.results) needed = needed || live[r];
     if (!needed) continue;
     keep[i] = true;

@@ -106,6 +106,37 @@ TEST(Rules, CompositeOps) {
   refusal(OpKind::CrossEntropy, {f32({640}), i32({640})}, {}, 0);
 }
 
+TEST(Rules, GradientOps) {
+  EXPECT_EQ(infer(OpKind::GeluGrad, {f32({2, 3}), f32({2, 3})})[0], f32({2, 3}));
+  refusal(OpKind::GeluGrad, {f32({2, 3}), f32({3, 2})}, {}, 1);
+  const auto ln = infer(OpKind::LayerNormGrad, {f32({8, 16}), f32({8, 16}), f32({16})});
+  EXPECT_EQ(ln, (std::vector<TensorType>{f32({8, 16}), f32({16}), f32({16})}));
+  refusal(OpKind::LayerNormGrad, {f32({8, 16}), f32({8, 16}), f32({8})}, {}, 2);
+  EXPECT_EQ(infer(OpKind::CrossEntropyGrad, {f32({}), f32({6, 5}), i32({6}), f32({6})})[0], f32({6, 5}));
+  // The forward rule's complaint about labels (its operand 1) is this op's operand 2.
+  refusal(OpKind::CrossEntropyGrad, {f32({}), f32({6, 5}), i32({7})}, {}, 2);
+  refusal(OpKind::CrossEntropyGrad, {f32({2}), f32({6, 5}), i32({6})}, {}, 0);
+  EXPECT_EQ(infer(OpKind::ScatterAdd, {f32({4, 3, 8}), i32({4, 3})}, {}, {f32({100, 8})})[0], f32({100, 8}));
+  refusal(OpKind::ScatterAdd, {f32({4, 3, 7}), i32({4, 3})}, {}, 0, {f32({100, 8})});
+  EXPECT_EQ(infer(OpKind::Pad, {f32({2, 1, 4})}, {{"axis", int64_t{1}}, {"before", int64_t{0}}, {"after", int64_t{127}}})[0],
+            f32({2, 128, 4}));
+  refusal(OpKind::Pad, {f32({2})}, {{"axis", int64_t{0}}, {"before", int64_t{-1}}, {"after", int64_t{0}}}, -1);
+}
+
+TEST(Rules, OptimizerAndUpdate) {
+  const TensorType lr{DType::F32, {}}, step{DType::I64, {}};
+  const std::vector<NamedAttr> hyper = {{"beta1", 0.9}, {"beta2", 0.999}, {"eps", 1e-6}, {"weight_decay", 0.01}};
+  EXPECT_EQ(infer(OpKind::Adamw, {f32({4, 4}), f32({4, 4}), f32({4, 4}), f32({4, 4}), lr, step}, hyper),
+            (std::vector<TensorType>{f32({4, 4}), f32({4, 4}), f32({4, 4})}));
+  refusal(OpKind::Lamb, {f32({4, 4}), f32({4, 3}), f32({4, 4}), f32({4, 4}), lr, step}, hyper, 1);
+  refusal(OpKind::Lamb, {f32({4}), f32({4}), f32({4}), f32({4}), lr, lr}, hyper, 5);
+  auto bad = hyper;
+  bad[1].value = 1.0;
+  refusal(OpKind::Adamw, {f32({4}), f32({4}), f32({4}), f32({4}), lr, step}, bad, -1);
+  EXPECT_TRUE(infer(OpKind::Update, {f32({4}), f32({4})}).empty());
+  refusal(OpKind::Update, {f32({4}), f32({5})}, {}, 1);
+}
+
 TEST(Rules, SourcesTakeTheDeclaredType) {
   EXPECT_EQ(infer(OpKind::Param, {}, {}, {f32({768})})[0], f32({768}));
   refusal(OpKind::Input, {}, {}, -1);  // no declared type
