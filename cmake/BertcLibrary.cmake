@@ -18,8 +18,8 @@ function(bertc_stage_library stage)
   # Absolute source list, for test builds that recompile a stage with sanitizers.
   list(TRANSFORM ARG_SOURCES PREPEND "${CMAKE_CURRENT_SOURCE_DIR}/")
   set_property(GLOBAL PROPERTY BERTC_${stage}_SOURCES ${ARG_SOURCES})
-  # Headers install under the folder's name, matching the "folder/x.h" include spelling.
-  get_filename_component(folder "${CMAKE_CURRENT_SOURCE_DIR}" NAME)
+  # Headers install under their path in the tree, matching the "folder/x.h" include spelling.
+  file(RELATIVE_PATH folder "${PROJECT_SOURCE_DIR}" "${CMAKE_CURRENT_SOURCE_DIR}")
   file(GLOB headers CONFIGURE_DEPENDS "${CMAKE_CURRENT_SOURCE_DIR}/*.h" "${CMAKE_CURRENT_SOURCE_DIR}/*.def")
   install(FILES ${headers} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/bertc/${folder})
   install(TARGETS ${target} EXPORT bertcTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})

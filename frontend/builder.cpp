@@ -56,6 +56,21 @@ Tensor Builder::constant(double value, DType dtype) {
 
 Tensor Builder::op(OpKind kind, const std::vector<Tensor>& operands, std::vector<ir::NamedAttr> attrs,
                    std::optional<ir::TensorType> declared) {
+  std::vector<Tensor> results = ops(kind, operands, std::move(attrs), std::move(declared));
+  if (results.size() != 1)
+    throw ir::Error(fmt::format("building {}: it has {} results; use Builder::ops", ir::op_info(kind).name,
+                                results.size()));
+  return results[0];
+}
+
+Tensor Builder::state(const std::string& name, ir::TensorType type) {
+  return source(OpKind::State, name, std::move(type));
+}
+
+void Builder::update(Tensor target, Tensor value) { ops(OpKind::Update, {target, value}); }
+
+std::vector<Tensor> Builder::ops(OpKind kind, const std::vector<Tensor>& operands, std::vector<ir::NamedAttr> attrs,
+                                 std::optional<ir::TensorType> declared) {
   const ir::OpInfo& info = ir::op_info(kind);
   auto context = [&] {
     return scopes_.empty() ? fmt::format("building {}", info.name)
@@ -86,7 +101,9 @@ Tensor Builder::op(OpKind kind, const std::vector<Tensor>& operands, std::vector
     throw ir::Error(fmt::format("{}: {}", context(), e.what()));
   }
   const ir::OpId id = graph_.add_op(kind, std::move(ids), std::move(complete), std::move(results));
-  return Tensor(this, graph_.op(id).result());
+  std::vector<Tensor> out;
+  for (ir::ValueId r : graph_.op(id).results) out.emplace_back(this, r);
+  return out;
 }
 
 int64_t Builder::normalize_axis(const Tensor& x, int64_t axis) const {

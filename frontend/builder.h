@@ -57,9 +57,18 @@ class Builder {
   Tensor param(std::string_view name, Shape shape, DType dtype = DType::F32);
   Tensor constant(double value, DType dtype = DType::F32);
 
-  // Any op from ops.def; `declared` is the result type of Declared ops (reshape, cast, ...).
+  // Any op from ops.def, returning all its results (none for an effect, three for adamw);
+  // `declared` is the result type of Declared ops (reshape, cast, ...).
+  std::vector<Tensor> ops(ir::OpKind kind, const std::vector<Tensor>& operands, std::vector<ir::NamedAttr> attrs = {},
+                          std::optional<ir::TensorType> declared = std::nullopt);
+  // The same for an op with exactly one result.
   Tensor op(ir::OpKind kind, const std::vector<Tensor>& operands, std::vector<ir::NamedAttr> attrs = {},
             std::optional<ir::TensorType> declared = std::nullopt);
+
+  // A persistent, untrained value (optimizer moment, gradient accumulator), named as given.
+  Tensor state(const std::string& name, ir::TensorType type);
+  // After the step, `target` (a param or state) holds `value`.
+  void update(Tensor target, Tensor value);
 
   Tensor matmul(Tensor a, Tensor b, bool transpose_a = false, bool transpose_b = false);
   Tensor reduce_sum(Tensor x, std::vector<int64_t> axes, bool keepdim = false);

@@ -121,3 +121,39 @@ TEST(Graph, NamesAreValidatedAndUnique) {
 
 }  // namespace
 }  // namespace bertc::ir
+
+#include "ir/philox.h"
+
+namespace bertc::ir {
+namespace {
+
+// Known-answer vectors of Random123 (tests/kat_vectors, "philox4x32 10").
+TEST(Philox, MatchesRandom123KnownAnswers) {
+  EXPECT_EQ(philox4x32_10({0, 0, 0, 0}, {0, 0}), (PhiloxCounter{0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}));
+  EXPECT_EQ(philox4x32_10({0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff}, {0xffffffff, 0xffffffff}),
+            (PhiloxCounter{0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}));
+  EXPECT_EQ(philox4x32_10({0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344}, {0xa4093822, 0x299f31d0}),
+            (PhiloxCounter{0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}));
+}
+
+TEST(Philox, DropoutMaskKeepsAboutOneMinusP) {
+  const uint32_t threshold = dropout_threshold(0.1);
+  EXPECT_EQ(threshold, 1677722u);  // ceil(0.1 * 2^24)
+  int kept = 0;
+  const int n = 100000;
+  for (int i = 0; i < n; ++i) kept += dropout_keep(42, 3, static_cast<uint64_t>(i), threshold);
+  // Binomial(1e5, 0.9): standard deviation ~95, so +-600 is a > 6 sigma band.
+  EXPECT_NEAR(kept, 90000, 600);
+  // Another offset (another dropout op) or seed (another step) gives another mask.
+  int same_offset = 0, same_seed = 0;
+  for (int i = 0; i < 1000; ++i) {
+    same_offset += dropout_keep(42, 3, i, threshold) == dropout_keep(42, 4, i, threshold);
+    same_seed += dropout_keep(42, 3, i, threshold) == dropout_keep(43, 3, i, threshold);
+  }
+  EXPECT_LT(same_offset, 900);  // independent masks agree on ~82% of elements
+  EXPECT_LT(same_seed, 900);
+  EXPECT_EQ(dropout_threshold(0.0), 0u);  // p = 0 keeps everything
+}
+
+}  // namespace
+}  // namespace bertc::ir

@@ -1,0 +1,241 @@
+// Unit tests for the reference executor: each op family against values worked out by hand or by
+// an independent naive loop.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "frontend/builder.h"
+#include "ir/philox.h"
+#include "runtime/reference/executor.h"
+
+namespace bertc::reference {
+namespace {
+
+using frontend::Builder;
+using frontend::Tensor;
+using ir::DType;
+
+HostTensor<double> real(ir::Shape shape, std::vector<double> values, DType dtype = DType::F32) {
+  HostTensor<double> t = HostTensor<double>::zeros({dtype, std::move(shape)});
+  t.real = std::move(values);
+  return t;
+}
+HostTensor<double> ints(ir::Shape shape, std::vector<int64_t> values, DType dtype = DType::I32) {
+  HostTensor<double> t = HostTensor<double>::zeros({dtype, std::move(shape)});
+  t.integer = std::move(values);
+  return t;
+}
+
+// Builds with `make`, runs in double on `env`, returns the first output's values.
+std::vector<double> run1(const std::function<Tensor(Builder&)>& make, Environment<double> env) {
+  Builder b("t");
+  b.output(make(b), "out");
+  ir::Graph g = std::move(b).finish();
+  return Executor<double>(g).run(env).outputs.at(0).real;
+}
+
+void expect_near(const std::vector<double>& got, const std::vector<double>& want, double tol = 1e-12) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], tol) << "element " << i;
+}
+
+TEST(Reference, BroadcastingArithmetic) {
+  auto out = run1([](Builder& b) { return b.input("a", DType::F32, {2, 3}) + b.input("b", DType::F32, {3}); },
+                  {{"a", real({2, 3}, {1, 2, 3, 4, 5, 6})}, {"b", real({3}, {10, 20, 30})}});
+  expect_near(out, {11, 22, 33, 14, 25, 36});
+  out = run1([](Builder& b) { return b.input("a", DType::F32, {2, 1}) * b.input("b", DType::F32, {1, 3}); },
+             {{"a", real({2, 1}, {2, 3})}, {"b", real({1, 3}, {1, 10, 100})}});
+  expect_near(out, {2, 20, 200, 3, 30, 300});
+}
+
+TEST(Reference, MatmulAgainstNaiveLoopsWithTransposesAndBatchBroadcast) {
+  // a: [2,1,3,4] read transposed as [.., 4, 3]; b: [5,4,2] read as-is: out [2,5,3,2]... with
+  // transpose_a the contraction is over a's dim 2 (size 3), so use a [2,1,4,3].
+  const ir::Shape sa{2, 1, 4, 3}, sb{5, 4, 2};
+  std::vector<double> va(24), vb(40);
+  for (size_t i = 0; i < va.size(); ++i) va[i] = std::sin(double(i));
+  for (size_t i = 0; i < vb.size(); ++i) vb[i] = std::cos(double(i));
+  auto out = run1([&](Builder& b) { return b.matmul(b.input("a", DType::F32, sa), b.input("b", DType::F32, sb), true); },
+                  {{"a", real(sa, va)}, {"b", real(sb, vb)}});
+  ASSERT_EQ(out.size(), 2u * 5 * 3 * 2);
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 5; ++j)
+      for (int m = 0; m < 3; ++m)
+        for (int n = 0; n < 2; ++n) {
+          double want = 0;
+          for (int k = 0; k < 4; ++k) want += va[i * 12 + k * 3 + m] * vb[j * 8 + k * 2 + n];
+          EXPECT_NEAR(out[((i * 5 + j) * 3 + m) * 2 + n], want, 1e-12);
+        }
+}
+
+TEST(Reference, Reductions) {
+  const ir::Shape s{2, 2, 3};
+  const std::vector<double> v{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+  auto x = [&](Builder& b) { return b.input("x", DType::F32, s); };
+  expect_near(run1([&](Builder& b) { return b.reduce_sum(x(b), {0, 2}, true); }, {{"x", real(s, v)}}),
+              {1 + 2 + 3 + 7 + 8 + 9, 4 + 5 + 6 + 10 + 11 + 12});
+  expect_near(run1([&](Builder& b) { return b.reduce_max(x(b), {1}); }, {{"x", real(s, v)}}), {4, 5, 6, 10, 11, 12});
+  expect_near(run1([&](Builder& b) { return b.reduce_mean(x(b), {2}); }, {{"x", real(s, v)}}), {2, 5, 8, 11});
+}
+
+TEST(Reference, LayoutOps) {
+  const ir::Shape s{2, 3};
+  const std::vector<double> v{1, 2, 3, 4, 5, 6};
+  auto x = [&](Builder& b) { return b.input("x", DType::F32, s); };
+  expect_near(run1([&](Builder& b) { return b.permute(x(b), {1, 0}); }, {{"x", real(s, v)}}), {1, 4, 2, 5, 3, 6});
+  expect_near(run1([&](Builder& b) { return b.slice(x(b), 1, 1, 3); }, {{"x", real(s, v)}}), {2, 3, 5, 6});
+  expect_near(run1([&](Builder& b) { return b.op(ir::OpKind::Pad, {b.slice(x(b), 1, 1, 2)},
+                                                {{"axis", int64_t{1}}, {"before", int64_t{1}}, {"after", int64_t{1}}}); },
+                   {{"x", real(s, v)}}),
+              {0, 2, 0, 0, 5, 0});
+  expect_near(run1([&](Builder& b) {
+                Tensor in = x(b);
+                return b.concat({in, b.slice(in, 1, 0, 1)}, 1);
+              }, {{"x", real(s, v)}}),
+              {1, 2, 3, 1, 4, 5, 6, 4});
+  expect_near(run1([&](Builder& b) { return b.broadcast(b.slice(x(b), 0, 1, 2), {2, 3}); }, {{"x", real(s, v)}}),
+              {4, 5, 6, 4, 5, 6});
+}
+
+TEST(Reference, GatherAndScatterAdd) {
+  const ir::Shape table{4, 2};
+  const std::vector<double> t{0, 1, 10, 11, 20, 21, 30, 31};
+  Environment<double> env{{"t", real(table, t)}, {"i", ints({3}, {3, 0, 3})}};
+  auto gathered = run1([&](Builder& b) { return b.gather(b.input("t", DType::F32, table), b.input("i", DType::I32, {3})); }, env);
+  expect_near(gathered, {30, 31, 0, 1, 30, 31});
+  // Row 3 is named twice, so it receives both updates; padding_idx 0 receives nothing.
+  env = {{"u", real({3, 2}, {1, 2, 3, 4, 5, 6})}, {"i", ints({3}, {3, 0, 3})}};
+  auto scattered = run1([&](Builder& b) {
+    return b.op(ir::OpKind::ScatterAdd, {b.input("u", DType::F32, {3, 2}), b.input("i", DType::I32, {3})},
+                {{"padding_idx", int64_t{0}}}, ir::TensorType{DType::F32, table});
+  }, env);
+  expect_near(scattered, {0, 0, 0, 0, 0, 0, 6, 8});
+  // Batched gather: per batch row, positions into that row's sequence.
+  env = {{"x", real({2, 3, 1}, {1, 2, 3, 4, 5, 6})}, {"p", ints({2, 2}, {2, 0, 1, 1})}};
+  expect_near(run1([&](Builder& b) { return b.gather(b.input("x", DType::F32, {2, 3, 1}), b.input("p", DType::I32, {2, 2}), 1); }, env),
+              {3, 1, 5, 5});
+}
+
+TEST(Reference, OutOfRangeIndexIsAnErrorNamingTheOp) {
+  Builder b("t");
+  b.output(b.gather(b.input("t", DType::F32, {4, 2}), b.input("i", DType::I32, {2})), "out");
+  ir::Graph g = std::move(b).finish();
+  Environment<double> env{{"t", HostTensor<double>::zeros({DType::F32, {4, 2}})}, {"i", ints({2}, {1, 4})}};
+  try {
+    Executor<double>(g).run(env);
+    FAIL();
+  } catch (const EvalError& e) {
+    EXPECT_STREQ(e.what(), "op %out = gather: index 4 at position 1 is outside [0, 4)");
+  }
+}
+
+TEST(Reference, SoftmaxAndLayerNorm) {
+  expect_near(run1([](Builder& b) { return b.softmax(b.input("x", DType::F32, {1, 2})); },
+                   {{"x", real({1, 2}, {0, std::log(2.0)})}}),
+              {1.0 / 3, 2.0 / 3});
+  // Row [1,2,3,4]: mean 2.5, biased variance 1.25.
+  const double rstd = 1 / std::sqrt(1.25 + 1e-12);
+  auto ln = run1([](Builder& b) {
+    return b.layer_norm(b.input("x", DType::F32, {1, 4}), b.input("w", DType::F32, {4}), b.input("b", DType::F32, {4}), 1e-12);
+  }, {{"x", real({1, 4}, {1, 2, 3, 4})}, {"w", real({4}, {1, 1, 2, 2})}, {"b", real({4}, {0, 0, 0, 1})}});
+  expect_near(ln, {-1.5 * rstd, -0.5 * rstd, 2 * 0.5 * rstd, 2 * 1.5 * rstd + 1}, 1e-9);
+}
+
+TEST(Reference, DropoutDrawsThePhiloxMask) {
+  const int64_t n = 1000;
+  std::vector<double> ones(n, 1.0);
+  Builder b("t");
+  Tensor x = b.input("x", DType::F32, {n});
+  b.output(b.dropout(x, 0.25), "out");
+  ir::Graph g = std::move(b).finish();
+  Environment<double> env{{"x", real({n}, ones)}, {"dropout_seed", ints({}, {987654321}, DType::I64)}};
+  auto out = Executor<double>(g).run(env).outputs.at(0).real;
+  const uint32_t threshold = ir::dropout_threshold(0.25);
+  for (int64_t i = 0; i < n; ++i)
+    EXPECT_EQ(out[i], ir::dropout_keep(987654321, 0, i, threshold) ? 1 / 0.75 : 0.0) << i;
+}
+
+TEST(Reference, CrossEntropyMeanWeightsAndIgnoredRows) {
+  // Row 0: logits (0, 0), label 0: ln 2. Row 1: (ln 3, 0), label 1: ln(3 + 1) - 0 = ln 4.
+  auto ce = [](std::optional<std::vector<double>> weights, int64_t ignore, std::vector<int64_t> labels) {
+    Builder b("t");
+    Tensor logits = b.input("l", DType::F32, {2, 2});
+    Tensor y = b.input("y", DType::I32, {2});
+    std::optional<Tensor> w;
+    if (weights) w = b.input("w", DType::F32, {2});
+    b.output(b.cross_entropy(logits, y, w, ignore), "out");
+    ir::Graph g = std::move(b).finish();
+    Environment<double> env{{"l", real({2, 2}, {0, 0, std::log(3.0), 0})}, {"y", ints({2}, labels)}};
+    if (weights) env["w"] = real({2}, *weights);
+    return Executor<double>(g).run(env).outputs.at(0).real.at(0);
+  };
+  EXPECT_NEAR(ce(std::nullopt, -100, {0, 1}), (std::log(2.0) + std::log(4.0)) / 2, 1e-12);
+  EXPECT_NEAR(ce(std::vector<double>{1, 0}, -100, {0, 1}), std::log(2.0), 1e-12);
+  EXPECT_NEAR(ce(std::nullopt, 1, {0, 1}), std::log(2.0), 1e-12);  // row 1's label is ignore_index
+  EXPECT_EQ(ce(std::vector<double>{0, 0}, -100, {0, 1}), 0.0);     // nothing counts
+  EXPECT_THROW(ce(std::nullopt, -100, {0, 2}), EvalError);         // label 2 of 2 classes
+}
+
+// One AdamW step worked by hand: m' = 0.05, v' = 0.00025, m^ = 0.5, v^ = 0.25,
+// u = 0.5 / (0.5 + 1e-8) + 0.01 * 1, p' = 1 - 0.1 * u.
+TEST(Reference, AdamwAndLambStep) {
+  auto step = [](ir::OpKind kind, std::vector<double> p, std::vector<double> g) {
+    const ir::Shape s{static_cast<int64_t>(p.size())};
+    Builder b("t");
+    Tensor param = b.param("p", s), grad = b.input("g", DType::F32, s);
+    Tensor m = b.state("m", {DType::F32, s});
+    Tensor v = b.state("v", {DType::F32, s});
+    Tensor lr = b.input("lr", DType::F32, {}), t = b.input("t", DType::I64, {});
+    auto out = b.ops(kind, {param, grad, m, v, lr, t},
+                     {{"beta1", 0.9}, {"beta2", 0.999}, {"eps", 1e-8}, {"weight_decay", 0.01}});
+    b.output(out[0], "p1");
+    ir::Graph g2 = std::move(b).finish();
+    Environment<double> env{{"p", real(s, p)}, {"g", real(s, g)}, {"m", HostTensor<double>::zeros({DType::F32, s})},
+                            {"v", HostTensor<double>::zeros({DType::F32, s})}, {"lr", real({}, {0.1})},
+                            {"t", ints({}, {1}, DType::I64)}};
+    return Executor<double>(g2).run(env).outputs.at(0).real;
+  };
+  const double u = 0.5 / (0.5 + 1e-8) + 0.01;
+  expect_near(step(ir::OpKind::Adamw, {1.0}, {0.5}), {1 - 0.1 * u}, 1e-12);
+  // LAMB on p = (3, 4), g = (1, -1): u_i = sign(g_i) * ~1 + 0.01 p_i; trust = |p| / |u| = 5 / |u|.
+  const double u0 = 1 / (1 + 1e-8) + 0.03, u1 = -1 / (1 + 1e-8) + 0.04;
+  const double trust = 5 / std::sqrt(u0 * u0 + u1 * u1);
+  expect_near(step(ir::OpKind::Lamb, {3, 4}, {1, -1}), {3 - 0.1 * trust * u0, 4 - 0.1 * trust * u1}, 1e-12);
+}
+
+TEST(Reference, UpdatesWriteBackAfterTheStepAndSourcesAreChecked) {
+  Builder b("t");
+  Tensor w = b.param("w", {2});
+  Tensor doubled = w * 2.0;
+  b.update(w, doubled);
+  b.output(w + 0.0, "seen");  // reads the old w even though the update comes first in op order
+  ir::Graph g = std::move(b).finish();
+  Environment<double> env{{"w", real({2}, {1, 2})}};
+  auto result = Executor<double>(g).run(env);
+  expect_near(result.outputs[0].real, {1, 2});
+  expect_near(env["w"].real, {2, 4});
+  Environment<double> wrong{{"w", real({3}, {1, 2, 3})}};
+  try {
+    Executor<double>(g).run(wrong);
+    FAIL();
+  } catch (const EvalError& e) {
+    EXPECT_STREQ(e.what(), "op %w = param: param %w is f32[2], but the value given is f32[3]");
+  }
+  Environment<double> none;
+  EXPECT_THROW(Executor<double>(g).run(none), EvalError);
+}
+
+TEST(Reference, SixteenBitStorageRounds) {
+  auto cast = [](DType to, double x) {
+    return run1([&](Builder& b) { return b.cast(b.cast(b.input("x", DType::F32, {1}), to), DType::F32); },
+                {{"x", real({1}, {x})}})[0];
+  };
+  EXPECT_EQ(cast(DType::F16, 1.0 + 1.0 / 4096), 1.0);           // below half an fp16 ulp (2^-10)
+  EXPECT_EQ(cast(DType::F16, 1.0 + 3.0 / 2048), 1.0 + 1.0 / 512);  // 1.5 ulp rounds to even (2 ulp)
+  EXPECT_EQ(cast(DType::F16, 70000.0), INFINITY);               // beyond fp16's range
+  EXPECT_EQ(cast(DType::BF16, 1.0 + 1.0 / 256), 1.0);           // bf16 keeps 7 mantissa bits
+  EXPECT_EQ(cast(DType::BF16, 3.0e38), 3.00405527047391e38);   // nearest bf16 (0x7f62), no overflow
+}
+
+}  // namespace
+}  // namespace bertc::reference
