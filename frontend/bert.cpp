@@ -45,7 +45,7 @@ Embeddings embeddings(Builder& b, const Config& c, const BertInputs& in) {
   Tensor token_type = b.param("token_type_embeddings.weight", {m.type_vocab_size, m.hidden_size});
   // Hugging Face order: (word + token type) + position; position ids are 0..S-1. One op per
   // statement throughout: C++ leaves argument evaluation order open, and the IR must not vary.
-  Tensor words = b.gather(word, in.input_ids);
+  Tensor words = b.gather(word, in.input_ids, 0, m.pad_token_id);
   Tensor types = b.gather(token_type, in.token_type_ids);
   Tensor sum = words + types;
   sum = sum + b.slice(position, 0, 0, S);

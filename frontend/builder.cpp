@@ -11,13 +11,19 @@ namespace bertc::frontend {
 
 using ir::OpKind;
 
-const ir::TensorType& Tensor::type() const { return builder_->graph().value(id_).type; }
+ir::TensorType Tensor::type() const { return builder_->graph().value(id_).type; }
 
 int64_t Tensor::dim(int64_t axis) const {
   const int64_t r = rank();
   if (axis < -r || axis >= r)
     throw ir::Error(fmt::format("axis {} is out of range for {}", axis, to_string(type())));
   return shape()[axis < 0 ? axis + r : axis];
+}
+
+Builder::Builder(ir::Graph graph) : graph_(std::move(graph)) {
+  if (auto seed = graph_.find("dropout_seed")) dropout_seed_ = Tensor(this, *seed);
+  for (const ir::Op& op : graph_.ops())
+    if (op.kind == OpKind::Dropout) next_dropout_offset_ = std::max(next_dropout_offset_, op.attr<int64_t>("offset") + 1);
 }
 
 ir::Graph Builder::finish() && {
@@ -159,8 +165,8 @@ Tensor Builder::concat(const std::vector<Tensor>& xs, int64_t axis) {
   return op(OpKind::Concat, xs, {{"axis", normalize_axis(xs[0], axis)}});
 }
 
-Tensor Builder::gather(Tensor table, Tensor indices, int64_t batch_dims) {
-  return op(OpKind::Gather, {table, indices}, {{"batch_dims", batch_dims}});
+Tensor Builder::gather(Tensor table, Tensor indices, int64_t batch_dims, int64_t padding_idx) {
+  return op(OpKind::Gather, {table, indices}, {{"batch_dims", batch_dims}, {"padding_idx", padding_idx}});
 }
 
 Tensor Builder::cast(Tensor x, DType to) {

@@ -33,8 +33,9 @@ class Tensor {
 
   ir::ValueId id() const { return id_; }
   Builder& builder() const { return *builder_; }
-  const ir::TensorType& type() const;
-  const Shape& shape() const { return type().shape; }
+  // By value: the graph's storage moves as ops are added, so a reference would dangle.
+  ir::TensorType type() const;
+  Shape shape() const { return type().shape; }
   DType dtype() const { return type().dtype; }
   int64_t rank() const { return type().rank(); }
   int64_t dim(int64_t axis) const;  // negative counts from the end
@@ -47,6 +48,12 @@ class Tensor {
 class Builder {
  public:
   explicit Builder(std::string graph_name) : graph_(std::move(graph_name)) {}
+  // Continues an existing graph (passes use this to append ops): new dropouts share its
+  // dropout_seed input and take offsets after its largest.
+  explicit Builder(ir::Graph graph);
+
+  // A handle on a value already in the graph.
+  Tensor value(ir::ValueId id) { return Tensor(this, id); }
 
   const ir::Graph& graph() const { return graph_; }
   // Verifies and hands over the graph; the builder is spent.
@@ -79,7 +86,8 @@ class Builder {
   Tensor broadcast(Tensor x, Shape shape);
   Tensor slice(Tensor x, int64_t axis, int64_t start, int64_t end);
   Tensor concat(const std::vector<Tensor>& xs, int64_t axis);
-  Tensor gather(Tensor table, Tensor indices, int64_t batch_dims = 0);
+  // padding_idx: the row that receives no gradient (-1: none), as nn.Embedding's padding_idx.
+  Tensor gather(Tensor table, Tensor indices, int64_t batch_dims = 0, int64_t padding_idx = -1);
   Tensor cast(Tensor x, DType to);
   Tensor softmax(Tensor x);
   Tensor layer_norm(Tensor x, Tensor weight, Tensor bias, double eps);

@@ -32,6 +32,7 @@ std::vector<Field> fields_of(Config& c) {
       {"model", "intermediate_size", &m.intermediate_size, Range::Positive},
       {"model", "max_position_embeddings", &m.max_position_embeddings, Range::Positive},
       {"model", "type_vocab_size", &m.type_vocab_size, Range::Positive},
+      {"model", "pad_token_id", &m.pad_token_id, Range::NonNegative},
       {"model", "hidden_dropout_prob", &m.hidden_dropout_prob, Range::Probability},
       {"model", "attention_probs_dropout_prob", &m.attention_probs_dropout_prob, Range::Probability},
       {"model", "layer_norm_eps", &m.layer_norm_eps, Range::PositiveFloat},
@@ -182,6 +183,10 @@ std::optional<RelationIssue> check_relations(const Config& c) {
                          fmt::format("[model] hidden_size = {} is not divisible by num_attention_heads = {}: pick a "
                                      "head count that divides it (BERT uses hidden_size / 64)",
                                      m.hidden_size, m.num_attention_heads)};
+  if (m.pad_token_id >= m.vocab_size)
+    return RelationIssue{"model", "pad_token_id",
+                         fmt::format("[model] pad_token_id = {} is not below vocab_size = {}", m.pad_token_id,
+                                     m.vocab_size)};
   if (t.seq_len > m.max_position_embeddings)
     return RelationIssue{"train", "seq_len",
                          fmt::format("[train] seq_len = {} exceeds [model] max_position_embeddings = {}", t.seq_len,

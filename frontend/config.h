@@ -22,6 +22,7 @@ struct ModelConfig {
   int64_t intermediate_size = 3072;
   int64_t max_position_embeddings = 512;
   int64_t type_vocab_size = 2;
+  int64_t pad_token_id = 0;  // its word-embedding row gets no gradient (Hugging Face's padding_idx)
   double hidden_dropout_prob = 0.1;
   double attention_probs_dropout_prob = 0.1;
   double layer_norm_eps = 1e-12;

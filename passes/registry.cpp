@@ -2,6 +2,7 @@
 #include "passes/registry.h"
 
 #include "ir/verifier.h"
+#include "passes/autodiff.h"
 #include "passes/dce.h"
 
 namespace bertc::passes {
@@ -11,6 +12,7 @@ const PassInfo kPasses[] = {
     {"verify", "check SSA order, attributes and every op's shape rule",
      [](ir::Graph& g) { ir::verify_or_throw(g); }},
     {"dce", "remove ops no output depends on", [](ir::Graph& g) { eliminate_dead_code(g); }},
+    {"autodiff", "append d loss / d param as outputs <param>.grad", [](ir::Graph& g) { differentiate(g); }},
 };
 
 }  // namespace

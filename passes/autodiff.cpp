@@ -1,0 +1,234 @@
+// Reverse-mode differentiation: walk the forward ops backwards, apply each op's chain rule,
+// sum the contributions each value receives.
+#include "passes/autodiff.h"
+
+#include <map>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "frontend/builder.h"
+
+namespace bertc::passes {
+namespace {
+
+using frontend::Builder;
+using frontend::Tensor;
+using ir::OpKind;
+
+class Differentiator {
+ public:
+  explicit Differentiator(ir::Graph graph) : forward_ops_(graph.ops()), b_(std::move(graph)) {}
+
+  ir::Graph run() {
+    const ir::Graph& g = b_.graph();
+    auto loss = g.find("loss");
+    if (!loss || g.value(*loss).type != ir::TensorType{ir::DType::F32, {}})
+      throw ir::Error("autodiff: the graph needs a scalar f32 value named 'loss'");
+    mark_needs_grad();
+    grads_[*loss] = b_.constant(1.0);
+    for (auto op = forward_ops_.rbegin(); op != forward_ops_.rend(); ++op) backprop(*op);
+    for (ir::ValueId p : b_.graph().values_of(OpKind::Param)) {
+      const ir::TensorType type = b_.graph().value(p).type;
+      auto it = grads_.find(p);
+      Tensor grad = it != grads_.end() ? it->second : b_.broadcast(b_.constant(0.0, type.dtype), type.shape);
+      b_.output(grad, b_.graph().value(p).name + ".grad");
+    }
+    return std::move(b_).finish();
+  }
+
+ private:
+  // A value needs a gradient when a param reaches it through float operands.
+  void mark_needs_grad() {
+    const ir::Graph& g = b_.graph();
+    needs_.assign(g.num_values(), false);
+    for (const ir::Op& op : forward_ops_) {
+      bool needs = op.kind == OpKind::Param;
+      for (ir::ValueId v : op.operands) needs = needs || (needs_[v] && ir::is_float(g.value(v).type.dtype));
+      for (ir::ValueId r : op.results) needs_[r] = needs && ir::is_float(g.value(r).type.dtype);
+    }
+  }
+
+  void accumulate(ir::ValueId v, Tensor g) {
+    if (!needs_[v]) return;
+    auto it = grads_.find(v);
+    if (it == grads_.end()) grads_.emplace(v, g);
+    else it->second = it->second + g;
+  }
+
+  Tensor operand(const ir::Op& op, size_t i) { return b_.value(op.operands[i]); }
+  Tensor result(const ir::Op& op) { return b_.value(op.result()); }
+  // Copies, never references: adding ops moves the graph's value storage.
+  ir::Shape shape_of(ir::ValueId v) const { return b_.graph().value(v).type.shape; }
+
+  // Sums g over the dims that broadcasting added or stretched, giving shape `to`.
+  Tensor unbroadcast(Tensor g, const ir::Shape& to) {
+    const ir::Shape from = g.shape();
+    if (from == to) return g;
+    const size_t lead = from.size() - to.size();
+    std::vector<int64_t> axes;
+    for (size_t d = 0; d < from.size(); ++d)
+      if (d < lead || (to[d - lead] == 1 && from[d] != 1)) axes.push_back(static_cast<int64_t>(d));
+    return b_.reshape(axes.empty() ? g : b_.reduce_sum(g, axes), to);
+  }
+
+  void backprop(const ir::Op& op) {
+    if (op.results.size() != 1) return;  // effects have no gradient to pass on
+    auto it = grads_.find(op.result());
+    if (it == grads_.end()) return;
+    const Tensor dy = it->second;
+    const bool any_input_needs =
+        std::any_of(op.operands.begin(), op.operands.end(), [&](ir::ValueId v) { return needs_[v]; });
+    if (!any_input_needs) return;
+    apply_rule(op, dy);
+  }
+
+  void apply_rule(const ir::Op& op, Tensor dy) {
+    const ir::ValueId x = op.operands.empty() ? 0 : op.operands[0];
+    switch (op.kind) {
+      case OpKind::Neg: return accumulate(x, -dy);
+      case OpKind::Exp: return accumulate(x, dy * result(op));
+      case OpKind::Log: return accumulate(x, dy / operand(op, 0));
+      case OpKind::Sqrt: return accumulate(x, (dy * 0.5) / result(op));
+      case OpKind::Rsqrt: {
+        const Tensor y = result(op);
+        return accumulate(x, dy * (y * y * y * -0.5));
+      }
+      case OpKind::Tanh: {
+        const Tensor y = result(op);
+        return accumulate(x, dy * (1.0 - y * y));
+      }
+      case OpKind::Gelu: return accumulate(x, b_.op(OpKind::GeluGrad, {dy, operand(op, 0)}));
+      case OpKind::Relu: return accumulate(x, b_.op(OpKind::ReluGrad, {dy, operand(op, 0)}));
+      case OpKind::Add:
+      case OpKind::Sub: return binary_sum(op, dy, op.kind == OpKind::Sub);
+      case OpKind::Mul: return binary_product(op, dy);
+      case OpKind::Div: return binary_quotient(op, dy);
+      case OpKind::Matmul: return matmul(op, dy);
+      case OpKind::ReduceSum:
+      case OpKind::ReduceMean: return reduction(op, dy);
+      case OpKind::Reshape: return accumulate(x, b_.reshape(dy, shape_of(x)));
+      case OpKind::Permute: return permute(op, dy);
+      case OpKind::Broadcast: return accumulate(x, unbroadcast(dy, shape_of(x)));
+      case OpKind::Slice: return slice(op, dy);
+      case OpKind::Pad: {
+        const int64_t axis = op.attr<int64_t>("axis"), before = op.attr<int64_t>("before");
+        return accumulate(x, b_.slice(dy, axis, before, before + shape_of(x)[axis]));
+      }
+      case OpKind::Concat: return concat(op, dy);
+      case OpKind::Gather: return gather(op, dy);
+      case OpKind::Cast: return accumulate(x, b_.cast(dy, b_.graph().value(x).type.dtype));
+      case OpKind::Softmax: return accumulate(x, b_.op(OpKind::SoftmaxGrad, {dy, result(op)}));
+      case OpKind::LayerNorm: return layer_norm(op, dy);
+      case OpKind::Dropout:
+        return accumulate(x, b_.op(OpKind::Dropout, {dy, operand(op, 1)},
+                                   {{"p", op.attr<double>("p")}, {"offset", op.attr<int64_t>("offset")}}));
+      case OpKind::CrossEntropy: return cross_entropy(op, dy);
+      default:
+        throw ir::Error(fmt::format("autodiff: {} has no gradient rule, but the loss depends on a param through it",
+                                    op.info().name));
+    }
+  }
+
+  void binary_sum(const ir::Op& op, Tensor dy, bool subtract) {
+    accumulate(op.operands[0], unbroadcast(dy, shape_of(op.operands[0])));
+    if (needs_[op.operands[1]]) accumulate(op.operands[1], unbroadcast(subtract ? -dy : dy, shape_of(op.operands[1])));
+  }
+
+  void binary_product(const ir::Op& op, Tensor dy) {
+    if (needs_[op.operands[0]]) accumulate(op.operands[0], unbroadcast(dy * operand(op, 1), shape_of(op.operands[0])));
+    if (needs_[op.operands[1]]) accumulate(op.operands[1], unbroadcast(dy * operand(op, 0), shape_of(op.operands[1])));
+  }
+
+  // d(a/b) = da / b - a db / b^2 = (dy / b) da - (dy * y / b) db.
+  void binary_quotient(const ir::Op& op, Tensor dy) {
+    const Tensor q = dy / operand(op, 1);
+    if (needs_[op.operands[0]]) accumulate(op.operands[0], unbroadcast(q, shape_of(op.operands[0])));
+    if (needs_[op.operands[1]]) accumulate(op.operands[1], unbroadcast(-(q * result(op)), shape_of(op.operands[1])));
+  }
+
+  // C = op(A) @ op(B): dA = dC @ op(B)^T and dB = op(A)^T @ dC, written back through the
+  // transposes; a shared rank-2 operand (a weight) sums over the other side's batch by folding the
+  // batch into the matrix rows instead of materialising one product per batch element.
+  void matmul(const ir::Op& op, Tensor dc) {
+    const bool ta = op.attr<bool>("transpose_a"), tb = op.attr<bool>("transpose_b");
+    const Tensor a = operand(op, 0), b = operand(op, 1);
+    if (needs_[op.operands[0]]) {
+      const Tensor da = ta ? b_.matmul(b, dc, tb, true) : b_.matmul(dc, b, false, !tb);
+      accumulate(op.operands[0], unbroadcast(da, a.shape()));
+    }
+    if (!needs_[op.operands[1]]) return;
+    if (b.rank() == 2 && a.rank() > 2 && !ta) {
+      const int64_t k = a.dim(-1), n = dc.dim(-1), rows = a.type().numel() / k;
+      const Tensor a2 = b_.reshape(a, {rows, k}), dc2 = b_.reshape(dc, {rows, n});
+      return accumulate(op.operands[1], tb ? b_.matmul(dc2, a2, true, false) : b_.matmul(a2, dc2, true, false));
+    }
+    const Tensor db = tb ? b_.matmul(dc, a, true, ta) : b_.matmul(a, dc, !ta, false);
+    accumulate(op.operands[1], unbroadcast(db, b.shape()));
+  }
+
+  void reduction(const ir::Op& op, Tensor dy) {
+    const ir::Shape& in = shape_of(op.operands[0]);
+    ir::Shape kept = in;
+    for (int64_t a : op.attr<std::vector<int64_t>>("axes")) kept[a] = 1;
+    Tensor g = b_.broadcast(b_.reshape(dy, kept), in);
+    if (op.kind == OpKind::ReduceMean) {
+      const double n = static_cast<double>(ir::checked_numel(in)) / static_cast<double>(ir::checked_numel(kept));
+      g = g * (1.0 / n);
+    }
+    accumulate(op.operands[0], g);
+  }
+
+  void permute(const ir::Op& op, Tensor dy) {
+    const auto& perm = op.attr<std::vector<int64_t>>("perm");
+    std::vector<int64_t> inverse(perm.size());
+    for (size_t i = 0; i < perm.size(); ++i) inverse[perm[i]] = static_cast<int64_t>(i);
+    accumulate(op.operands[0], b_.permute(dy, inverse));
+  }
+
+  void slice(const ir::Op& op, Tensor dy) {
+    const int64_t axis = op.attr<int64_t>("axis"), start = op.attr<int64_t>("start"), end = op.attr<int64_t>("end");
+    const int64_t dim = shape_of(op.operands[0])[axis];
+    accumulate(op.operands[0], b_.op(OpKind::Pad, {dy}, {{"axis", axis}, {"before", start}, {"after", dim - end}}));
+  }
+
+  void concat(const ir::Op& op, Tensor dy) {
+    const int64_t axis = op.attr<int64_t>("axis");
+    int64_t at = 0;
+    for (ir::ValueId part : op.operands) {
+      const int64_t size = shape_of(part)[axis];
+      if (needs_[part]) accumulate(part, b_.slice(dy, axis, at, at + size));
+      at += size;
+    }
+  }
+
+  void gather(const ir::Op& op, Tensor dy) {
+    accumulate(op.operands[0], b_.op(OpKind::ScatterAdd, {dy, operand(op, 1)},
+                                     {{"batch_dims", op.attr<int64_t>("batch_dims")},
+                                      {"padding_idx", op.attr<int64_t>("padding_idx")}},
+                                     b_.graph().value(op.operands[0]).type));
+  }
+
+  void layer_norm(const ir::Op& op, Tensor dy) {
+    auto g = b_.ops(OpKind::LayerNormGrad, {dy, operand(op, 0), operand(op, 1)}, {{"eps", op.attr<double>("eps")}});
+    for (size_t i = 0; i < 3; ++i) accumulate(op.operands[i], g[i]);
+  }
+
+  void cross_entropy(const ir::Op& op, Tensor dloss) {
+    std::vector<Tensor> in{dloss};
+    for (size_t i = 0; i < op.operands.size(); ++i) in.push_back(operand(op, i));
+    accumulate(op.operands[0],
+               b_.op(OpKind::CrossEntropyGrad, in, {{"ignore_index", op.attr<int64_t>("ignore_index")}}));
+  }
+
+  std::vector<ir::Op> forward_ops_;  // a copy: the graph's op list grows while we walk this one
+  Builder b_;
+  std::vector<bool> needs_;
+  std::map<ir::ValueId, Tensor> grads_;
+};
+
+}  // namespace
+
+void differentiate(ir::Graph& graph) { graph = Differentiator(std::move(graph)).run(); }
+
+}  // namespace bertc::passes
