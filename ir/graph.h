@@ -63,6 +63,7 @@ class Graph {
 
   const std::vector<ValueId>& outputs() const { return outputs_; }
   void add_output(ValueId id) { outputs_.push_back(id); }
+  void set_outputs(std::vector<ValueId> ids) { outputs_ = std::move(ids); }
 
   // Values defined by ops of one kind, in op order (e.g. every param).
   std::vector<ValueId> values_of(OpKind kind) const;

@@ -1,0 +1,30 @@
+// Turns gradient outputs into accumulator updates.
+#include "passes/accumulate.h"
+
+#include <fmt/format.h>
+
+#include "frontend/builder.h"
+
+namespace bertc::passes {
+
+void accumulate_gradients(ir::Graph& graph) {
+  frontend::Builder b(std::move(graph));
+  std::vector<ir::ValueId> kept_outputs;
+  std::vector<std::pair<ir::ValueId, ir::ValueId>> grads;  // (param, gradient)
+  for (ir::ValueId out : b.graph().outputs()) {
+    const std::string& name = b.graph().value(out).name;
+    auto param = name.ends_with(".grad") ? b.graph().find(name.substr(0, name.size() - 5)) : std::nullopt;
+    if (param && b.graph().producer(*param).kind == ir::OpKind::Param) grads.emplace_back(*param, out);
+    else kept_outputs.push_back(out);
+  }
+  if (grads.empty()) throw ir::Error("accumulate: the graph has no <param>.grad outputs; run autodiff first");
+  for (const auto& [param, grad] : grads) {
+    const ir::Value& p = b.graph().value(param);
+    frontend::Tensor acc = b.state(p.name + ".grad_acc", p.type);
+    b.update(acc, acc + b.value(grad));
+  }
+  graph = std::move(b).finish();
+  graph.set_outputs(kept_outputs);
+}
+
+}  // namespace bertc::passes

@@ -1,0 +1,31 @@
+// The optimizer step as a graph of its own, run once per K micro-batches.
+//
+// Pre:  a verified step graph after accumulate_gradients (states "<p>.grad_acc").
+// Post: returns a new graph reading inputs learning_rate (f32[]) and step (i64[], updates so far
+//       including this one) and, per param p: the mean gradient grad_acc / K; the global L2 norm
+//       of all of them (output grad_norm); clipping to max_grad_norm (when > 0) by the factor
+//       min(1, max_grad_norm / (norm + 1e-6)); one adamw or lamb op; updates of p and its moments
+//       "<p>.exp_avg", "<p>.exp_avg_sq"; and the accumulator set back to zero. Weight decay skips
+//       biases and layer-norm params (names containing "bias", "LayerNorm" or "layer_norm"), as in
+//       the BERT recipe.
+#pragma once
+
+#include <string>
+
+#include "ir/graph.h"
+
+namespace bertc::passes {
+
+struct OptimizerOptions {
+  std::string kind = "adamw";  // or "lamb"
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-6, weight_decay = 0.01;
+  double max_grad_norm = 1.0;  // <= 0: no clipping
+  int64_t accumulation_steps = 1;
+};
+
+// True for the params the BERT recipe exempts from weight decay.
+bool exempt_from_weight_decay(const std::string& param_name);
+
+ir::Graph build_optimizer_graph(const ir::Graph& step_graph, const OptimizerOptions& options);
+
+}  // namespace bertc::passes
