@@ -12,13 +12,14 @@
 namespace bertc::frontend {
 namespace {
 
-enum class Range { Any, Positive, NonNegative, Probability, PositiveFloat };
+enum class Range { Any, Positive, NonNegative, Probability, PositiveFloat, NonNegativeFloat };
 
 struct Field {
   std::string_view section;
   std::string_view key;
   std::variant<int64_t*, double*, bool*, std::string*> target;
   Range range;
+  std::vector<std::string_view> choices = {};  // allowed strings, when limited
 };
 
 std::vector<Field> fields_of(Config& c) {
@@ -40,7 +41,29 @@ std::vector<Field> fields_of(Config& c) {
       {"train", "batch_size", &t.batch_size, Range::Positive},
       {"train", "seq_len", &t.seq_len, Range::Positive},
       {"train", "max_predictions_per_seq", &t.max_predictions_per_seq, Range::Positive},
+      {"train", "gradient_accumulation_steps", &t.gradient_accumulation_steps, Range::Positive},
       {"train", "seed", &t.seed, Range::NonNegative},
+      {"train", "steps", &t.steps, Range::Positive},
+      {"train", "optimizer", &t.optimizer, Range::Any, {"adamw", "lamb"}},
+      {"train", "learning_rate", &t.learning_rate, Range::PositiveFloat},
+      {"train", "warmup_steps", &t.warmup_steps, Range::NonNegative},
+      {"train", "lr_decay", &t.lr_decay, Range::Any, {"linear", "polynomial", "constant"}},
+      {"train", "lr_decay_power", &t.lr_decay_power, Range::PositiveFloat},
+      {"train", "end_learning_rate", &t.end_learning_rate, Range::NonNegativeFloat},
+      {"train", "beta1", &t.beta1, Range::Probability},
+      {"train", "beta2", &t.beta2, Range::Probability},
+      {"train", "epsilon", &t.epsilon, Range::PositiveFloat},
+      {"train", "weight_decay", &t.weight_decay, Range::NonNegativeFloat},
+      {"train", "max_grad_norm", &t.max_grad_norm, Range::NonNegativeFloat},
+      {"train", "checkpoint_every", &t.checkpoint_every, Range::NonNegative},
+      {"train", "keep_checkpoints", &t.keep_checkpoints, Range::Positive},
+      {"train", "log_every", &t.log_every, Range::Positive},
+      {"train", "data", &t.data, Range::Any},
+      {"train", "vocab", &t.vocab, Range::Any},
+      {"train", "do_lower_case", &t.do_lower_case, Range::Any},
+      {"train", "masked_lm_prob", &t.masked_lm_prob, Range::Probability},
+      {"train", "short_seq_prob", &t.short_seq_prob, Range::Probability},
+      {"train", "dupe_factor", &t.dupe_factor, Range::Positive},
       {"compile", "dropout", &c.compile.dropout, Range::Any},
   };
 }
@@ -134,11 +157,16 @@ class Loader {
         fail(node, fmt::format("{} must be a probability in [0, 1), found {}", where, **d));
       if (f.range == Range::PositiveFloat && !(**d > 0))
         fail(node, fmt::format("{} must be positive, found {}", where, **d));
+      if (f.range == Range::NonNegativeFloat && !(**d >= 0))
+        fail(node, fmt::format("{} must be >= 0, found {}", where, **d));
     } else if (auto* b = std::get_if<bool*>(&f.target)) {
       if (!node.is_boolean()) fail(node, fmt::format("{} must be true or false, found {}", where, describe(node)));
       **b = *node.value<bool>();
     } else {
-      set_string(node, where, *std::get<std::string*>(f.target));
+      std::string& out = *std::get<std::string*>(f.target);
+      set_string(node, where, out);
+      if (!f.choices.empty() && std::find(f.choices.begin(), f.choices.end(), out) == f.choices.end())
+        fail(node, fmt::format("{} must be one of {}, found \"{}\"", where, fmt::join(f.choices, ", "), out));
     }
   }
 
@@ -226,6 +254,12 @@ Config parse_config(std::string_view toml_text, const std::string& source, std::
     throw ConfigError(fmt::format("{}:{}:{}: {}", source, b.line, b.column, issue->message));
   }
   return config;
+}
+
+std::filesystem::path Config::resolve(const std::string& path) const {
+  const std::filesystem::path p(path);
+  if (p.is_absolute() || source.empty()) return p;
+  return std::filesystem::path(source).parent_path() / p;
 }
 
 Config load_config(const std::filesystem::path& path, std::span<const ExtraKey> extra_keys) {

@@ -31,12 +31,38 @@ struct ModelConfig {
   int64_t head_size() const { return hidden_size / num_attention_heads; }
 };
 
-// The shape of one training step's batch (and, in later issues, the optimizer and schedule).
+// Training: the batch, the optimizer and its schedule, checkpoints, and the data.
 struct TrainConfig {
+  // One micro-batch; an optimizer step sums gradient_accumulation_steps of them.
   int64_t batch_size = 32;
   int64_t seq_len = 128;
   int64_t max_predictions_per_seq = 20;
+  int64_t gradient_accumulation_steps = 1;
   int64_t seed = 12345;
+  int64_t steps = 1000;  // optimizer steps
+
+  std::string optimizer = "adamw";  // adamw | lamb
+  double learning_rate = 1e-4;
+  int64_t warmup_steps = 0;          // linear warmup from 0
+  std::string lr_decay = "linear";   // linear | polynomial | constant, after warmup
+  double lr_decay_power = 1.0;       // polynomial: lr ~ (1 - progress)^power
+  double end_learning_rate = 0.0;
+  double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-6;
+  double weight_decay = 0.01;        // not for biases and layer norms
+  double max_grad_norm = 1.0;        // global-norm clipping; 0 turns it off
+
+  int64_t checkpoint_every = 0;      // steps between checkpoints; 0: only at the end
+  int64_t keep_checkpoints = 2;
+  int64_t log_every = 10;            // steps between metric lines
+
+  // Data (paths relative to the config file): text with one sentence a line and blank lines
+  // between documents, and a WordPiece vocab.txt.
+  std::string data = "data/corpus.txt";
+  std::string vocab = "data/vocab.txt";
+  bool do_lower_case = true;
+  double masked_lm_prob = 0.15;
+  double short_seq_prob = 0.1;
+  int64_t dupe_factor = 5;  // passes over the corpus, each masked differently
 };
 
 struct CompileConfig {
@@ -63,6 +89,8 @@ struct Config {
   // A custom model's extra key; throws ConfigError when absent or of another type.
   template <typename T>
   T extra_value(const std::string& key) const;
+  // A path from the config, resolved against the config file's folder when relative.
+  std::filesystem::path resolve(const std::string& path) const;
 };
 
 class ConfigError : public std::runtime_error {

@@ -27,14 +27,16 @@ constexpr PhiloxCounter philox4x32_10(PhiloxCounter c, PhiloxKey k) {
   return c;
 }
 
-// The 24-bit draw of element `index` of the dropout op with `offset`, under the step's `seed`:
-// one Philox block serves four consecutive elements.
+// The Philox block behind elements 4*block .. 4*block+3 of the dropout op with `offset`, under
+// the step's `seed`.
+constexpr PhiloxCounter dropout_block(uint64_t seed, uint64_t offset, uint64_t block) {
+  return philox4x32_10({static_cast<uint32_t>(block), static_cast<uint32_t>(block >> 32), static_cast<uint32_t>(offset), 0},
+                       {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)});
+}
+
+// The 24-bit draw of element `index`: word index % 4 of its block, top 24 bits.
 constexpr uint32_t dropout_draw(uint64_t seed, uint64_t offset, uint64_t index) {
-  const uint64_t block = index >> 2;
-  const PhiloxCounter r = philox4x32_10(
-      {static_cast<uint32_t>(block), static_cast<uint32_t>(block >> 32), static_cast<uint32_t>(offset), 0},
-      {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)});
-  return r[index & 3] >> 8;
+  return dropout_block(seed, offset, index >> 2)[index & 3] >> 8;
 }
 
 // An element is kept when draw / 2^24 >= p, i.e. draw >= ceil(p * 2^24): an integer comparison, so

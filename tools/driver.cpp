@@ -1,6 +1,9 @@
 // Command line of bertc and of model programs: parse arguments (CLI11), run a subcommand.
 #include "tools/driver.h"
 
+#include <unistd.h>
+
+#include <chrono>
 #include <filesystem>
 #include <iostream>
 
@@ -8,6 +11,10 @@
 #include <fmt/format.h>
 
 #include "ir/printer.h"
+#include "passes/pipeline.h"
+#include "runtime/evaluate.h"
+#include "runtime/safetensors.h"
+#include "runtime/trainer.h"
 #include "tools/output_file.h"
 #include "tools/report.h"
 
@@ -27,6 +34,11 @@ int compile(const CompileArgs& args, const frontend::ModelDefinition& model) {
   std::string text;
   if (args.emit == "ir") {
     text = ir::print(graph);
+  } else if (args.emit == "step-ir" || args.emit == "optimizer-ir") {
+    const auto& t = config.train;
+    const passes::TrainingProgram p = passes::compile_training(
+        graph, {t.optimizer, t.beta1, t.beta2, t.epsilon, t.weight_decay, t.max_grad_norm, t.gradient_accumulation_steps});
+    text = ir::print(args.emit == "step-ir" ? p.step : p.optimizer);
   } else if (args.emit == "stats") {
     auto stats = stats_json(config, model.name, graph);
     text = args.json ? stats.dump(2) + "\n" : stats_text(stats);
@@ -35,6 +47,76 @@ int compile(const CompileArgs& args, const frontend::ModelDefinition& model) {
     text = args.json ? params.dump(2) + "\n" : params_text(params);
   }
   write_output(args.output, text);
+  return 0;
+}
+
+struct TrainArgs {
+  std::string config, data, vocab, device = "auto", checkpoint_dir, metrics, init;
+  int64_t steps = 0;
+  bool resume = false;
+};
+
+// bertc cannot run on a GPU yet: say which device trains and why, never silently.
+void choose_device(const std::string& device) {
+  if (device == "cuda")
+    throw std::runtime_error("--device cuda: bertc cannot train on a GPU yet (its GPU runtime is a later piece of "
+                             "work); use --device cpu or --device auto");
+  if (device == "cpu") {
+    std::cerr << "device: CPU reference executor (--device cpu)\n";
+    return;
+  }
+  const runtime::CudaDriverProbe probe = runtime::probe_cuda_driver();
+  if (probe.devices.empty())
+    std::cerr << fmt::format("device: no usable GPU ({}); training on the CPU reference executor\n", probe.error);
+  else
+    std::cerr << fmt::format("device: found {} ({}), but bertc's GPU runtime is not built yet; training on the CPU "
+                             "reference executor\n", probe.devices[0].name, fmt::format("sm_{}", probe.devices[0].arch));
+}
+
+int train(const TrainArgs& args, const frontend::ModelDefinition& model) {
+  runtime::TrainOptions o;
+  o.config = frontend::load_config(args.config, model.extra_keys);
+  const auto& t = o.config.train;
+  o.steps = args.steps > 0 ? args.steps : t.steps;
+  o.data = args.data.empty() ? o.config.resolve(t.data) : std::filesystem::path(args.data);
+  o.vocab = args.vocab.empty() ? o.config.resolve(t.vocab) : std::filesystem::path(args.vocab);
+  o.checkpoint_dir = args.checkpoint_dir.empty() ? std::filesystem::path("checkpoints") / o.config.name
+                                                 : std::filesystem::path(args.checkpoint_dir);
+  o.metrics = args.metrics.empty() ? o.checkpoint_dir / "metrics.jsonl" : std::filesystem::path(args.metrics);
+  o.resume = args.resume;
+  if (!args.init.empty()) o.init = args.init;
+  o.live_progress = ::isatty(STDERR_FILENO) != 0;
+  choose_device(args.device);
+  std::cerr << fmt::format("train: {} ({}), {} steps of {} x {} x {} tokens, {} optimizer, checkpoints in {}\n",
+                           o.config.name, model.name, o.steps, t.gradient_accumulation_steps, t.batch_size, t.seq_len,
+                           t.optimizer, o.checkpoint_dir.string());
+  const auto began = std::chrono::steady_clock::now();
+  const runtime::TrainSummary s = runtime::train_on_cpu(model, o, std::cerr);
+  if (!s.losses.empty())
+    std::cerr << fmt::format("train: steps {}-{}: mean loss {:.4f} over the first {} steps -> {:.4f} over the last; "
+                             "{:.1f} s; metrics in {}\n",
+                             s.first_step, s.last_step, s.first_loss,
+                             std::min<size_t>(static_cast<size_t>(o.config.train.log_every), s.losses.size()), s.last_loss,
+                             std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count(),
+                             o.metrics.string());
+  return 0;
+}
+
+struct EvalArgs {
+  std::string config, init, batch, dump_grads;
+};
+
+int eval(const EvalArgs& args, const frontend::ModelDefinition& model) {
+  const frontend::Config config = frontend::load_config(args.config, model.extra_keys);
+  const runtime::EvalResult r = runtime::evaluate_batch(model, config, args.init, args.batch);
+  std::cout << fmt::format("mlm_loss {:.9g}\nnsp_loss {:.9g}\nloss {:.9g}\n", r.mlm_loss, r.nsp_loss, r.loss);
+  if (!args.dump_grads.empty()) {
+    runtime::Safetensors file;
+    for (const auto& [name, grad] : r.gradients) file.tensors[name] = runtime::to_stored(grad);
+    file.metadata["format"] = "bertc-gradients";
+    runtime::write_safetensors(args.dump_grads, file);
+    std::cerr << fmt::format("gradients of {} params written to {}\n", r.gradients.size(), args.dump_grads);
+  }
   return 0;
 }
 
@@ -58,10 +140,38 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
   compile_cmd->add_option("config", compile_args.config, "TOML config ([model] [train] [compile])")
       ->required()
       ->check(CLI::ExistingFile);
-  compile_cmd->add_option("--emit", compile_args.emit, "What to write: ir (re-readable by bertc-opt), stats, params")
-      ->check(CLI::IsMember({"ir", "stats", "params"}));
+  compile_cmd->add_option("--emit", compile_args.emit,
+                           "What to write: ir (forward graph), step-ir (forward, backward, accumulation), optimizer-ir, "
+                           "stats, params; every IR re-reads with bertc-opt")
+      ->check(CLI::IsMember({"ir", "step-ir", "optimizer-ir", "stats", "params"}));
   compile_cmd->add_flag("--json", compile_args.json, "Write stats or params as JSON");
   compile_cmd->add_option("-o,--output", compile_args.output, "Output file (written atomically); default stdout");
+
+  TrainArgs train_args;
+  CLI::App* train_cmd = app.add_subcommand("train", "Train the model (on the CPU reference executor for now)");
+  train_cmd->add_option("config", train_args.config, "TOML config")->required()->check(CLI::ExistingFile);
+  train_cmd->add_option("--steps", train_args.steps, "Optimizer steps to reach (default: [train] steps)")
+      ->check(CLI::PositiveNumber);
+  train_cmd->add_option("--data", train_args.data, "Text file or folder of .txt files (default: [train] data)");
+  train_cmd->add_option("--vocab", train_args.vocab, "WordPiece vocab.txt (default: [train] vocab)");
+  train_cmd->add_option("--device", train_args.device, "auto, cpu or cuda")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  train_cmd->add_option("--checkpoint-dir", train_args.checkpoint_dir, "Checkpoints and metrics (default: checkpoints/NAME)");
+  train_cmd->add_option("--metrics", train_args.metrics, "JSON-lines metrics file (default: CHECKPOINT_DIR/metrics.jsonl)");
+  train_cmd->add_flag("--resume", train_args.resume, "Continue from the newest checkpoint in the checkpoint folder");
+  train_cmd->add_option("--init", train_args.init, "Start from a Hugging Face BertForPreTraining .safetensors")
+      ->check(CLI::ExistingFile);
+
+  EvalArgs eval_args;
+  CLI::App* eval_cmd = app.add_subcommand("eval", "Losses and gradients of one batch, dropout off");
+  eval_cmd->add_option("config", eval_args.config, "TOML config")->required()->check(CLI::ExistingFile);
+  eval_cmd->add_option("--init", eval_args.init, "Weights (.safetensors, Hugging Face names)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  eval_cmd->add_option("--batch", eval_args.batch, "Batch (.safetensors: input_ids, token_type_ids, ...)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  eval_cmd->add_option("--dump-grads", eval_args.dump_grads, "Write every param's gradient here (.safetensors)");
 
   bool info_json_flag = false;
   CLI::App* info_cmd = app.add_subcommand("info", "Show the CUDA driver, GPUs and NVRTC libraries found");
@@ -74,6 +184,8 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
   }
   try {
     if (*compile_cmd) return compile(compile_args, model);
+    if (*train_cmd) return train(train_args, model);
+    if (*eval_cmd) return eval(eval_args, model);
     return info(info_json_flag, model);
   } catch (const std::exception& e) {
     std::cerr << fmt::format("{}: error: {}\n", program, e.what());

@@ -128,7 +128,13 @@ void eval_Dropout(OpEval<T>& e) {
   const T scale = T(1) / (T(1) - static_cast<T>(p));
   const std::vector<T>& x = e.real(0);
   std::vector<T>& y = e.out[0].real;
-  for (size_t i = 0; i < x.size(); ++i) y[i] = ir::dropout_keep(seed, offset, i, threshold) ? x[i] * scale : T(0);
+  for (size_t block = 0; 4 * block < x.size(); ++block) {  // one Philox call per four elements
+    const ir::PhiloxCounter r = ir::dropout_block(seed, offset, block);
+    for (size_t j = 0; j < 4 && 4 * block + j < x.size(); ++j) {
+      const size_t i = 4 * block + j;
+      y[i] = (r[j] >> 8) >= threshold ? x[i] * scale : T(0);
+    }
+  }
 }
 
 template <typename T>

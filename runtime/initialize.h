@@ -1,0 +1,20 @@
+// Fresh parameters, as Hugging Face's BertPreTrainedModel._init_weights makes them.
+#pragma once
+
+#include <cstdint>
+
+#include "ir/graph.h"
+#include "runtime/tensor_io.h"
+
+namespace bertc::runtime {
+
+// Sets every param of `graph` that `env` lacks: biases 0; layer-norm weights 1; other weights and
+// embeddings N(0, stddev), drawn from Philox keyed by seed, so the same seed gives the same model
+// anywhere; and row pad_token_id of the word embeddings 0 (nn.Embedding's padding_idx).
+void initialize_parameters(const ir::Graph& graph, double stddev, int64_t pad_token_id, uint64_t seed,
+                           Environment& env);
+
+// Sets every state of `graph` that `env` lacks to zeros (fresh optimizer moments, accumulators).
+void initialize_states(const ir::Graph& graph, Environment& env);
+
+}  // namespace bertc::runtime

@@ -1,0 +1,20 @@
+// Converting between the reference executor's tensors and stored (safetensors) tensors.
+#pragma once
+
+#include <string>
+
+#include "runtime/reference/host_tensor.h"
+#include "runtime/safetensors.h"
+
+namespace bertc::runtime {
+
+using HostTensor = reference::HostTensor<float>;
+using Environment = reference::Environment<float>;
+
+// Stored bytes as a tensor of `dtype` (F64/F32/F16/BF16 to any float dtype, integer dtypes to any
+// integer dtype); throws SafetensorsError naming `what` when the kinds do not convert.
+HostTensor to_host(const StoredTensor& stored, ir::DType dtype, const std::string& what);
+// A tensor as stored bytes: real values as F32, integers as I64.
+StoredTensor to_stored(const HostTensor& tensor);
+
+}  // namespace bertc::runtime

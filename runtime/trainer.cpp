@@ -1,0 +1,290 @@
+// The CPU training loop around the reference executor.
+#include "runtime/trainer.h"
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <numeric>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "ir/philox.h"
+#include "passes/pipeline.h"
+#include "runtime/checkpoint.h"
+#include "runtime/data/pretraining_data.h"
+#include "runtime/initialize.h"
+#include "runtime/lr_schedule.h"
+#include "runtime/reference/executor.h"
+
+namespace bertc::runtime {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+class TrainError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+HostTensor integer_tensor(ir::Shape shape, const std::vector<int64_t>& values) {
+  HostTensor t = HostTensor::zeros({ir::DType::I32, std::move(shape)});
+  t.integer = values;
+  return t;
+}
+
+void bind_batch(const data::Batch& b, Environment& env) {
+  const int64_t B = b.batch_size, S = b.seq_len, P = b.predictions;
+  env["input_ids"] = integer_tensor({B, S}, b.input_ids);
+  env["token_type_ids"] = integer_tensor({B, S}, b.token_type_ids);
+  env["attention_mask"] = integer_tensor({B, S}, b.attention_mask);
+  env["masked_lm_positions"] = integer_tensor({B, P}, b.masked_lm_positions);
+  env["masked_lm_ids"] = integer_tensor({B, P}, b.masked_lm_ids);
+  env["next_sentence_labels"] = integer_tensor({B}, b.next_sentence_labels);
+  HostTensor w = HostTensor::zeros({ir::DType::F32, {B, P}});
+  w.real = b.masked_lm_weights;
+  env["masked_lm_weights"] = std::move(w);
+}
+
+// A fresh dropout seed per micro-batch, a function of the run's seed only: a resumed run draws
+// the same masks as an uninterrupted one.
+int64_t dropout_seed(uint64_t seed, int64_t micro_batch) {
+  const auto m = static_cast<uint64_t>(micro_batch);
+  const auto r = ir::philox4x32_10({static_cast<uint32_t>(m), static_cast<uint32_t>(m >> 32), 0xd207u, 0},
+                                   {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)});
+  return static_cast<int64_t>((static_cast<uint64_t>(r[0]) << 32 | r[1]) >> 1);
+}
+
+// Correct and counted masked-LM predictions (argmax over the vocabulary at real positions).
+std::pair<int64_t, int64_t> mlm_hits(const HostTensor& logits, const data::Batch& b) {
+  const int64_t vocab = logits.type.shape[1];
+  int64_t correct = 0, counted = 0;
+  for (size_t r = 0; r < b.masked_lm_weights.size(); ++r) {
+    if (b.masked_lm_weights[r] == 0) continue;
+    const float* row = logits.real.data() + r * vocab;
+    correct += std::max_element(row, row + vocab) - row == b.masked_lm_ids[r];
+    ++counted;
+  }
+  return {correct, counted};
+}
+
+struct StepStats {
+  int64_t step = 0;
+  double loss = 0, mlm_loss = 0, nsp_loss = 0, learning_rate = 0, grad_norm = 0;
+  int64_t mlm_correct = 0, mlm_counted = 0, tokens = 0;
+  double seconds = 0;
+};
+
+// The live progress line (or periodic lines) and the JSON-lines metrics file.
+class Progress {
+ public:
+  Progress(std::ostream& log, const std::filesystem::path& metrics, int64_t first, int64_t last, int64_t every, bool live)
+      : log_(log), metrics_(metrics, std::ios::app), first_(first), last_(last), every_(every), live_(live) {
+    if (!metrics_) throw TrainError(fmt::format("{}: cannot open the metrics file for appending", metrics.string()));
+  }
+
+  void record(const StepStats& s) {
+    total_seconds_ += s.seconds;
+    total_tokens_ += s.tokens;
+    window_.add(s);
+    const double accuracy = s.mlm_counted ? double(s.mlm_correct) / double(s.mlm_counted) : 0.0;
+    const double tokens_per_s = total_seconds_ > 0 ? double(total_tokens_) / total_seconds_ : 0.0;
+    metrics_ << nlohmann::json{{"step", s.step},           {"loss", s.loss},
+                               {"mlm_loss", s.mlm_loss},   {"nsp_loss", s.nsp_loss},
+                               {"mlm_accuracy", accuracy}, {"learning_rate", s.learning_rate},
+                               {"grad_norm", s.grad_norm}, {"tokens_per_second", tokens_per_s},
+                               {"step_seconds", s.seconds}}
+                    .dump()
+             << "\n"
+             << std::flush;
+    const bool print = live_ || s.step == first_ || s.step == last_ || s.step % every_ == 0;
+    if (!print) return;
+    // Mean over the steps since the last printed line: one step of a small batch is noisy.
+    const double eta = total_seconds_ / double(s.step - first_ + 1) * double(last_ - s.step);
+    const Window& w = window_;
+    const std::string line = fmt::format(
+        "step {}/{}  loss {:.4f} (mlm {:.4f}, nsp {:.4f})  mlm acc {:.1f}%  lr {:.2e}  |g| {:.3f}  {:.0f} tok/s  ETA {}",
+        s.step, last_, w.loss / w.steps, w.mlm / w.steps, w.nsp / w.steps,
+        w.counted ? 100.0 * double(w.correct) / double(w.counted) : 0.0, s.learning_rate, w.grad_norm / w.steps,
+        tokens_per_s, duration(eta));
+    if (live_) log_ << "\r\033[K" << line << (s.step == last_ ? "\n" : "") << std::flush;
+    else log_ << line << "\n" << std::flush;
+    if (!live_ || s.step % every_ == 0) window_ = {};
+  }
+
+  void note(const std::string& message) {  // a message between progress lines
+    log_ << (live_ ? "\r\033[K" : "") << message << "\n" << std::flush;
+  }
+
+ private:
+  static std::string duration(double seconds) {
+    const auto s = static_cast<int64_t>(seconds + 0.5);
+    return s >= 3600 ? fmt::format("{}h{:02d}m", s / 3600, s % 3600 / 60) : fmt::format("{}m{:02d}s", s / 60, s % 60);
+  }
+
+  struct Window {  // sums since the last printed line
+    double loss = 0, mlm = 0, nsp = 0, grad_norm = 0;
+    int64_t steps = 0, correct = 0, counted = 0;
+    void add(const StepStats& s) {
+      loss += s.loss, mlm += s.mlm_loss, nsp += s.nsp_loss, grad_norm += s.grad_norm;
+      ++steps, correct += s.mlm_correct, counted += s.mlm_counted;
+    }
+  };
+
+  std::ostream& log_;
+  std::ofstream metrics_;
+  Window window_;
+  int64_t first_, last_, every_;
+  bool live_;
+  double total_seconds_ = 0;
+  int64_t total_tokens_ = 0;
+};
+
+data::BatchStream load_data(const TrainOptions& o, std::ostream& log) {
+  const frontend::TrainConfig& t = o.config.train;
+  const data::Vocab vocab = data::Vocab::load(o.vocab);
+  if (vocab.size() > o.config.model.vocab_size)
+    throw TrainError(fmt::format("{} has {} tokens but [model] vocab_size = {}: set vocab_size to at least {}",
+                                 o.vocab.string(), vocab.size(), o.config.model.vocab_size, vocab.size()));
+  const data::Tokenizer tokenizer(vocab, t.do_lower_case);
+  auto docs = data::load_documents(o.data, tokenizer, [&](const std::string& m) { log << "data: " << m << "\n"; });
+  data::ExampleOptions eo{t.seq_len, t.max_predictions_per_seq, t.masked_lm_prob, t.short_seq_prob, t.dupe_factor,
+                          static_cast<uint64_t>(t.seed)};
+  auto examples = data::create_examples(docs, vocab, eo);
+  log << fmt::format("data: {} documents from {}, {} examples (dupe_factor {}), vocabulary of {} from {}\n", docs.size(),
+                     o.data.string(), examples.size(), t.dupe_factor, vocab.size(), o.vocab.string());
+  return data::BatchStream(std::move(examples), t.batch_size, t.seq_len, t.max_predictions_per_seq, vocab.pad(),
+                           static_cast<uint64_t>(t.seed));
+}
+
+// Params and optimizer moments: what a checkpoint holds (accumulators are zero between steps).
+TensorManifest manifest_of(const passes::TrainingProgram& p) {
+  TensorManifest m;
+  for (ir::ValueId v : p.step.values_of(ir::OpKind::Param)) m[p.step.value(v).name] = p.step.value(v).type;
+  for (ir::ValueId v : p.optimizer.values_of(ir::OpKind::State))
+    if (!p.optimizer.value(v).name.ends_with(".grad_acc")) m[p.optimizer.value(v).name] = p.optimizer.value(v).type;
+  return m;
+}
+
+// The run facts a resumed run must share with its checkpoint to continue the same data stream.
+std::map<std::string, std::string> run_metadata(const frontend::ModelDefinition& model, const frontend::Config& c) {
+  const frontend::TrainConfig& t = c.train;
+  return {{"model", model.name},
+          {"config", c.name},
+          {"optimizer", t.optimizer},
+          {"seed", std::to_string(t.seed)},
+          {"batch_size", std::to_string(t.batch_size)},
+          {"seq_len", std::to_string(t.seq_len)},
+          {"max_predictions_per_seq", std::to_string(t.max_predictions_per_seq)},
+          {"gradient_accumulation_steps", std::to_string(t.gradient_accumulation_steps)}};
+}
+
+// Fills env with params and states; returns the step training continues after.
+int64_t prepare_state(const frontend::ModelDefinition& model, const TrainOptions& o,
+                      const passes::TrainingProgram& program, Environment& env, std::ostream& log) {
+  const auto existing = list_checkpoints(o.checkpoint_dir);
+  int64_t start = 0;
+  if (o.resume) {
+    if (existing.empty())
+      throw TrainError(fmt::format("--resume: no checkpoint in {} (run without --resume to start fresh)",
+                                   o.checkpoint_dir.string()));
+    const CheckpointContents c = load_checkpoint(existing.back().path, manifest_of(program), env);
+    for (const auto& [key, value] : run_metadata(model, o.config)) {
+      auto it = c.metadata.find(key);
+      if (it != c.metadata.end() && it->second != value)
+        throw TrainError(fmt::format("{}: trained with {} = {}, but this run has {}: resume with the same settings, "
+                                     "or start a fresh run in another --checkpoint-dir",
+                                     existing.back().path.string(), key, it->second, value));
+    }
+    start = c.step;
+    log << fmt::format("resuming from {} (step {})\n", existing.back().path.string(), start);
+  } else {
+    if (!existing.empty())
+      throw TrainError(fmt::format("{} already holds checkpoints (newest: step {}): pass --resume to continue that run, "
+                                   "or choose another --checkpoint-dir",
+                                   o.checkpoint_dir.string(), existing.back().step));
+    if (o.init) {
+      const PretrainedReport r = load_pretrained(*o.init, program.step, env);
+      log << fmt::format("init: {} params from {}\n", r.loaded.size(), o.init->string());
+      if (!r.missing.empty())
+        log << fmt::format("init: {} params not in the file, initialized fresh: {}\n", r.missing.size(),
+                           fmt::join(r.missing, ", "));
+      if (!r.unexpected.empty())
+        log << fmt::format("init: {} tensors of the file are not params of this model, ignored: {}\n",
+                           r.unexpected.size(), fmt::join(r.unexpected, ", "));
+    }
+  }
+  const frontend::ModelConfig& m = o.config.model;
+  initialize_parameters(program.step, m.initializer_range, m.pad_token_id, static_cast<uint64_t>(o.config.train.seed), env);
+  initialize_states(program.step, env);
+  initialize_states(program.optimizer, env);
+  return start;
+}
+
+}  // namespace
+
+TrainSummary train_on_cpu(const frontend::ModelDefinition& model, const TrainOptions& o, std::ostream& log) {
+  const frontend::TrainConfig& t = o.config.train;
+  data::BatchStream stream = load_data(o, log);
+  passes::OptimizerOptions opt{t.optimizer, t.beta1,         t.beta2, t.epsilon, t.weight_decay,
+                               t.max_grad_norm, t.gradient_accumulation_steps};
+  const passes::TrainingProgram program = passes::compile_training(frontend::build_model(model, o.config), opt);
+  Environment env;
+  const int64_t start = prepare_state(model, o, program, env, log);
+  TrainSummary summary;
+  if (start >= o.steps) {
+    log << fmt::format("already at step {} of {}: nothing to do (raise --steps to train on)\n", start, o.steps);
+    return summary;
+  }
+  std::filesystem::create_directories(o.checkpoint_dir);
+  const reference::Executor<float> step_exec(program.step), opt_exec(program.optimizer);
+  const bool has_logits = program.step.find("mlm_logits").has_value();
+  std::vector<std::string> fetch = {"mlm_loss", "nsp_loss"};
+  if (has_logits) fetch.push_back("mlm_logits");
+  const int64_t K = t.gradient_accumulation_steps;
+  Progress progress(log, o.metrics, start + 1, o.steps, t.log_every, o.live_progress);
+  summary.first_step = start + 1;
+  for (int64_t s = start + 1; s <= o.steps; ++s) {
+    const auto began = Clock::now();
+    StepStats stats;
+    stats.step = s;
+    for (int64_t k = 0; k < K; ++k) {
+      const int64_t micro = (s - 1) * K + k;
+      const data::Batch batch = stream.batch(micro);
+      bind_batch(batch, env);
+      env["dropout_seed"] = HostTensor::scalar(ir::DType::I64, 0);
+      env["dropout_seed"].integer[0] = dropout_seed(static_cast<uint64_t>(t.seed), micro);
+      const auto r = step_exec.run(env, fetch);
+      stats.loss += r.outputs.at(0).real.at(0) / double(K);
+      stats.mlm_loss += r.fetched.at("mlm_loss").real.at(0) / double(K);
+      stats.nsp_loss += r.fetched.at("nsp_loss").real.at(0) / double(K);
+      if (has_logits) {
+        const auto [correct, counted] = mlm_hits(r.fetched.at("mlm_logits"), batch);
+        stats.mlm_correct += correct;
+        stats.mlm_counted += counted;
+      }
+      for (int64_t m : batch.attention_mask) stats.tokens += m;
+    }
+    if (!std::isfinite(stats.loss))
+      throw TrainError(fmt::format("the loss is {} at step {}: lower [train] learning_rate or raise warmup_steps, and "
+                                   "--resume from the last checkpoint", stats.loss, s));
+    stats.learning_rate = learning_rate_at(t, s);
+    env["learning_rate"] = HostTensor::scalar(ir::DType::F32, stats.learning_rate);
+    env["step"] = HostTensor::scalar(ir::DType::I64, static_cast<double>(s));
+    stats.grad_norm = opt_exec.run(env).outputs.at(0).real.at(0);
+    stats.seconds = std::chrono::duration<double>(Clock::now() - began).count();
+    progress.record(stats);
+    summary.losses.push_back(stats.loss);
+    if ((t.checkpoint_every > 0 && s % t.checkpoint_every == 0) || s == o.steps) {
+      save_checkpoint(o.checkpoint_dir, s, manifest_of(program), env, run_metadata(model, o.config), t.keep_checkpoints);
+      if (s == o.steps || !o.live_progress) progress.note(fmt::format("checkpoint: {}", checkpoint_path(o.checkpoint_dir, s).string()));
+    }
+  }
+  summary.last_step = o.steps;
+  const size_t n = std::min<size_t>(static_cast<size_t>(t.log_every), summary.losses.size());
+  summary.first_loss = std::accumulate(summary.losses.begin(), summary.losses.begin() + n, 0.0) / double(n);
+  summary.last_loss = std::accumulate(summary.losses.end() - n, summary.losses.end(), 0.0) / double(n);
+  return summary;
+}
+
+}  // namespace bertc::runtime

@@ -1,0 +1,33 @@
+// Training on the CPU with the reference executor: the BERT data pipeline, the step and optimizer
+// graphs, the learning-rate schedule, progress and metrics, checkpoints and resume.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <ostream>
+
+#include "frontend/model.h"
+
+namespace bertc::runtime {
+
+struct TrainOptions {
+  frontend::Config config;
+  int64_t steps = 0;                          // total optimizer steps to reach
+  std::filesystem::path data, vocab;          // resolved paths
+  std::filesystem::path checkpoint_dir;
+  std::filesystem::path metrics;              // JSON lines, appended
+  bool resume = false;                        // continue from the newest checkpoint in checkpoint_dir
+  std::optional<std::filesystem::path> init;  // Hugging Face safetensors to start from
+  bool live_progress = false;                 // rewrite one progress line (a terminal) or print lines
+};
+
+struct TrainSummary {
+  int64_t first_step = 0, last_step = 0;      // optimizer steps run in this call
+  double first_loss = 0, last_loss = 0;       // mean loss of the first and of the last log_every steps
+  std::vector<double> losses;                 // every step's loss, in order
+};
+
+// Trains; progress goes to `log`. Throws std::runtime_error subclasses with actionable messages.
+TrainSummary train_on_cpu(const frontend::ModelDefinition& model, const TrainOptions& options, std::ostream& log);
+
+}  // namespace bertc::runtime
