@@ -37,9 +37,15 @@ void save_checkpoint(const std::filesystem::path& dir, int64_t step, const Tenso
   metadata["step"] = std::to_string(step);
   file.metadata = std::move(metadata);
   write_safetensors(checkpoint_path(dir, step), file);
-  // Only now that the new checkpoint is durable may older ones go.
+  // Only now that the new checkpoint is durable may older ones go, with temporaries a killed
+  // run left behind (one training run writes to a folder at a time).
   auto all = list_checkpoints(dir);
   for (size_t i = 0; i + keep < all.size(); ++i) std::filesystem::remove(all[i].path);
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string file = entry.path().filename().string();
+    if (file.starts_with(".checkpoint-") && file.find(".safetensors.tmp.") != std::string::npos)
+      std::filesystem::remove(entry.path());
+  }
 }
 
 CheckpointContents load_checkpoint(const std::filesystem::path& path, const TensorManifest& manifest, Environment& env) {

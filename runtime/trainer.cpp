@@ -11,6 +11,7 @@
 
 #include "ir/philox.h"
 #include "passes/pipeline.h"
+#include "runtime/batches.h"
 #include "runtime/checkpoint.h"
 #include "runtime/data/pretraining_data.h"
 #include "runtime/initialize.h"
@@ -26,25 +27,6 @@ class TrainError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
-
-HostTensor integer_tensor(ir::Shape shape, const std::vector<int64_t>& values) {
-  HostTensor t = HostTensor::zeros({ir::DType::I32, std::move(shape)});
-  t.integer = values;
-  return t;
-}
-
-void bind_batch(const data::Batch& b, Environment& env) {
-  const int64_t B = b.batch_size, S = b.seq_len, P = b.predictions;
-  env["input_ids"] = integer_tensor({B, S}, b.input_ids);
-  env["token_type_ids"] = integer_tensor({B, S}, b.token_type_ids);
-  env["attention_mask"] = integer_tensor({B, S}, b.attention_mask);
-  env["masked_lm_positions"] = integer_tensor({B, P}, b.masked_lm_positions);
-  env["masked_lm_ids"] = integer_tensor({B, P}, b.masked_lm_ids);
-  env["next_sentence_labels"] = integer_tensor({B}, b.next_sentence_labels);
-  HostTensor w = HostTensor::zeros({ir::DType::F32, {B, P}});
-  w.real = b.masked_lm_weights;
-  env["masked_lm_weights"] = std::move(w);
-}
 
 // A fresh dropout seed per micro-batch, a function of the run's seed only: a resumed run draws
 // the same masks as an uninterrupted one.
@@ -140,23 +122,6 @@ class Progress {
   int64_t total_tokens_ = 0;
 };
 
-data::BatchStream load_data(const TrainOptions& o, std::ostream& log) {
-  const frontend::TrainConfig& t = o.config.train;
-  const data::Vocab vocab = data::Vocab::load(o.vocab);
-  if (vocab.size() > o.config.model.vocab_size)
-    throw TrainError(fmt::format("{} has {} tokens but [model] vocab_size = {}: set vocab_size to at least {}",
-                                 o.vocab.string(), vocab.size(), o.config.model.vocab_size, vocab.size()));
-  const data::Tokenizer tokenizer(vocab, t.do_lower_case);
-  auto docs = data::load_documents(o.data, tokenizer, [&](const std::string& m) { log << "data: " << m << "\n"; });
-  data::ExampleOptions eo{t.seq_len, t.max_predictions_per_seq, t.masked_lm_prob, t.short_seq_prob, t.dupe_factor,
-                          static_cast<uint64_t>(t.seed)};
-  auto examples = data::create_examples(docs, vocab, eo);
-  log << fmt::format("data: {} documents from {}, {} examples (dupe_factor {}), vocabulary of {} from {}\n", docs.size(),
-                     o.data.string(), examples.size(), t.dupe_factor, vocab.size(), o.vocab.string());
-  return data::BatchStream(std::move(examples), t.batch_size, t.seq_len, t.max_predictions_per_seq, vocab.pad(),
-                           static_cast<uint64_t>(t.seed));
-}
-
 // Params and optimizer moments: what a checkpoint holds (accumulators are zero between steps).
 TensorManifest manifest_of(const passes::TrainingProgram& p) {
   TensorManifest m;
@@ -225,7 +190,7 @@ int64_t prepare_state(const frontend::ModelDefinition& model, const TrainOptions
 
 TrainSummary train_on_cpu(const frontend::ModelDefinition& model, const TrainOptions& o, std::ostream& log) {
   const frontend::TrainConfig& t = o.config.train;
-  data::BatchStream stream = load_data(o, log);
+  data::BatchStream stream = open_batch_stream(o.config, o.data, o.vocab, log);
   passes::OptimizerOptions opt{t.optimizer, t.beta1,         t.beta2, t.epsilon, t.weight_decay,
                                t.max_grad_norm, t.gradient_accumulation_steps};
   const passes::TrainingProgram program = passes::compile_training(frontend::build_model(model, o.config), opt);

@@ -12,6 +12,7 @@
 
 #include "ir/printer.h"
 #include "passes/pipeline.h"
+#include "runtime/batches.h"
 #include "runtime/evaluate.h"
 #include "runtime/safetensors.h"
 #include "runtime/trainer.h"
@@ -120,6 +121,22 @@ int eval(const EvalArgs& args, const frontend::ModelDefinition& model) {
   return 0;
 }
 
+struct BatchArgs {
+  std::string config, data, vocab, output;
+  int64_t index = 0;
+};
+
+// Writes micro-batch `index` of the config's training stream, the input bertc eval reads.
+int batch(const BatchArgs& args, const frontend::ModelDefinition& model) {
+  const frontend::Config config = frontend::load_config(args.config, model.extra_keys);
+  const auto data = args.data.empty() ? config.resolve(config.train.data) : std::filesystem::path(args.data);
+  const auto vocab = args.vocab.empty() ? config.resolve(config.train.vocab) : std::filesystem::path(args.vocab);
+  const data::BatchStream stream = runtime::open_batch_stream(config, data, vocab, std::cerr);
+  runtime::write_safetensors(args.output, runtime::batch_to_safetensors(stream.batch(args.index)));
+  std::cerr << fmt::format("micro-batch {} written to {}\n", args.index, args.output);
+  return 0;
+}
+
 int info(bool json, const frontend::ModelDefinition& model) {
   auto j = info_json(runtime::probe_cuda_driver(), codegen::probe_nvrtc_libraries());
   j["model"] = model.name;
@@ -173,6 +190,15 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
       ->check(CLI::ExistingFile);
   eval_cmd->add_option("--dump-grads", eval_args.dump_grads, "Write every param's gradient here (.safetensors)");
 
+  BatchArgs batch_args;
+  CLI::App* batch_cmd = app.add_subcommand("batch", "Write one micro-batch of the training data (input of eval)");
+  batch_cmd->add_option("config", batch_args.config, "TOML config")->required()->check(CLI::ExistingFile);
+  batch_cmd->add_option("--index", batch_args.index, "Micro-batch number (step * accumulation + micro)")
+      ->check(CLI::NonNegativeNumber);
+  batch_cmd->add_option("-o,--output", batch_args.output, "Output .safetensors")->required();
+  batch_cmd->add_option("--data", batch_args.data, "Text file or folder (default: [train] data)");
+  batch_cmd->add_option("--vocab", batch_args.vocab, "vocab.txt (default: [train] vocab)");
+
   bool info_json_flag = false;
   CLI::App* info_cmd = app.add_subcommand("info", "Show the CUDA driver, GPUs and NVRTC libraries found");
   info_cmd->add_flag("--json", info_json_flag, "Write JSON");
@@ -186,6 +212,7 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
     if (*compile_cmd) return compile(compile_args, model);
     if (*train_cmd) return train(train_args, model);
     if (*eval_cmd) return eval(eval_args, model);
+    if (*batch_cmd) return batch(batch_args, model);
     return info(info_json_flag, model);
   } catch (const std::exception& e) {
     std::cerr << fmt::format("{}: error: {}\n", program, e.what());

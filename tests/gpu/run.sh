@@ -17,7 +17,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >"
 cat "$out/gpu.txt"
 step info "$bin/bertc" info
 step driver_sees_gpu python3 tests/gpu/check_info.py "$bin/bertc"
-step hf_parameter_parity python3 tests/gpu/hf_parity.py "$bin/bertc" examples/bert-tiny.toml \
+step hf_parameter_parity python3 tests/parity/hf_param_parity.py "$bin/bertc" examples/bert-tiny.toml \
   examples/bert-base.toml examples/bert-large.toml
 { echo "gpu: $(cat "$out/gpu.txt")"; grep -h '^PASS\|^FAIL\|^parity' "$out"/*.log; } >"$out/summary.txt" 2>/dev/null
 exit $failed

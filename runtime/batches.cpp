@@ -1,0 +1,74 @@
+// Batch plumbing between the data pipeline, the executor and files.
+#include "runtime/batches.h"
+
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace bertc::runtime {
+namespace {
+
+struct NamedInts {
+  const char* name;
+  const std::vector<int64_t>* values;
+  ir::Shape shape;
+};
+
+std::vector<NamedInts> integer_inputs(const data::Batch& b) {
+  const int64_t B = b.batch_size, S = b.seq_len, P = b.predictions;
+  return {{"input_ids", &b.input_ids, {B, S}},
+          {"token_type_ids", &b.token_type_ids, {B, S}},
+          {"attention_mask", &b.attention_mask, {B, S}},
+          {"masked_lm_positions", &b.masked_lm_positions, {B, P}},
+          {"masked_lm_ids", &b.masked_lm_ids, {B, P}},
+          {"next_sentence_labels", &b.next_sentence_labels, {B}}};
+}
+
+HostTensor weights_of(const data::Batch& b) {
+  HostTensor w = HostTensor::zeros({ir::DType::F32, {b.batch_size, b.predictions}});
+  w.real = b.masked_lm_weights;
+  return w;
+}
+
+}  // namespace
+
+data::BatchStream open_batch_stream(const frontend::Config& c, const std::filesystem::path& data_path,
+                                    const std::filesystem::path& vocab_path, std::ostream& log) {
+  const frontend::TrainConfig& t = c.train;
+  const data::Vocab vocab = data::Vocab::load(vocab_path);
+  if (vocab.size() > c.model.vocab_size)
+    throw data::DataError(fmt::format("{} has {} tokens but [model] vocab_size = {}: set vocab_size to at least {}",
+                                      vocab_path.string(), vocab.size(), c.model.vocab_size, vocab.size()));
+  const data::Tokenizer tokenizer(vocab, t.do_lower_case);
+  auto docs = data::load_documents(data_path, tokenizer, [&](const std::string& m) { log << "data: " << m << "\n"; });
+  const data::ExampleOptions options{t.seq_len,        t.max_predictions_per_seq, t.masked_lm_prob,
+                                     t.short_seq_prob, t.dupe_factor,             static_cast<uint64_t>(t.seed)};
+  auto examples = data::create_examples(docs, vocab, options);
+  log << fmt::format("data: {} documents from {}, {} examples (dupe_factor {}), vocabulary of {} from {}\n", docs.size(),
+                     data_path.string(), examples.size(), t.dupe_factor, vocab.size(), vocab_path.string());
+  return data::BatchStream(std::move(examples), t.batch_size, t.seq_len, t.max_predictions_per_seq, vocab.pad(),
+                           static_cast<uint64_t>(t.seed));
+}
+
+void bind_batch(const data::Batch& b, Environment& env) {
+  for (const NamedInts& in : integer_inputs(b)) {
+    HostTensor t = HostTensor::zeros({ir::DType::I32, in.shape});
+    t.integer = *in.values;
+    env[in.name] = std::move(t);
+  }
+  env["masked_lm_weights"] = weights_of(b);
+}
+
+Safetensors batch_to_safetensors(const data::Batch& b) {
+  Safetensors file;
+  for (const NamedInts& in : integer_inputs(b)) {
+    StoredTensor s{ir::DType::I64, in.shape, std::vector<uint8_t>(in.values->size() * 8)};
+    std::memcpy(s.bytes.data(), in.values->data(), s.bytes.size());
+    file.tensors[in.name] = std::move(s);
+  }
+  file.tensors["masked_lm_weights"] = to_stored(weights_of(b));
+  file.metadata["format"] = "bertc-batch";
+  return file;
+}
+
+}  // namespace bertc::runtime

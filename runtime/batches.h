@@ -1,0 +1,25 @@
+// Training batches for the runtime: the batch stream of a config, a batch as graph inputs, and a
+// batch as a safetensors file (the format bertc eval reads).
+#pragma once
+
+#include <filesystem>
+#include <ostream>
+
+#include "frontend/config.h"
+#include "runtime/data/pretraining_data.h"
+#include "runtime/safetensors.h"
+#include "runtime/tensor_io.h"
+
+namespace bertc::runtime {
+
+// Tokenizes the text, makes the examples and returns their batch stream; reports to `log`.
+data::BatchStream open_batch_stream(const frontend::Config& config, const std::filesystem::path& data,
+                                    const std::filesystem::path& vocab, std::ostream& log);
+
+// The batch as the BERT graph's inputs (input_ids, ..., next_sentence_labels).
+void bind_batch(const data::Batch& batch, Environment& env);
+
+// The batch as tensors: integers as I64 (as PyTorch writes them), masked_lm_weights as F32.
+Safetensors batch_to_safetensors(const data::Batch& batch);
+
+}  // namespace bertc::runtime

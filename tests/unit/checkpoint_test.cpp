@@ -1,0 +1,174 @@
+// Unit tests for safetensors files and checkpoints: exact round trips, and a clear refusal of
+// every kind of damaged or mismatched file.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <fstream>
+
+#include "runtime/checkpoint.h"
+#include "runtime/lr_schedule.h"
+#include "runtime/safetensors.h"
+
+namespace bertc::runtime {
+namespace {
+
+std::filesystem::path scratch(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() / ("bertc-checkpoint-test-" + name);
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+HostTensor real(ir::Shape shape, std::vector<float> v) {
+  HostTensor t = HostTensor::zeros({ir::DType::F32, std::move(shape)});
+  t.real = std::move(v);
+  return t;
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(Safetensors, RoundTripsTensorsAndMetadata) {
+  Safetensors file;
+  file.tensors["a.weight"] = to_stored(real({2, 2}, {1, -2, 3.5f, 1e-30f}));
+  file.tensors["b"] = to_stored(real({}, {7}));
+  file.metadata["step"] = "12";
+  const std::string bytes = encode_safetensors(file);
+  // 8-byte length, then JSON; the header is padded so that data starts 8-byte aligned.
+  uint64_t n = 0;
+  std::memcpy(&n, bytes.data(), 8);
+  EXPECT_EQ((8 + n) % 8, 0u);
+  EXPECT_EQ(bytes[8], '{');
+  const Safetensors back = decode_safetensors(bytes, "mem");
+  EXPECT_EQ(back.metadata, file.metadata);
+  ASSERT_EQ(back.tensors.size(), 2u);
+  EXPECT_EQ(to_host(back.tensors.at("a.weight"), ir::DType::F32, "a").real, (std::vector<float>{1, -2, 3.5f, 1e-30f}));
+  EXPECT_EQ(back.tensors.at("b").shape, ir::Shape{});
+}
+
+TEST(Safetensors, ReadsSixteenBitFloats) {
+  // fp16 1.0 = 0x3c00, -2.0 = 0xc000, 2^-24 (smallest subnormal) = 0x0001; bf16 1.5 = 0x3fc0.
+  StoredTensor half{ir::DType::F16, {3}, {0x00, 0x3c, 0x00, 0xc0, 0x01, 0x00}};
+  EXPECT_EQ(to_host(half, ir::DType::F32, "h").real, (std::vector<float>{1.0f, -2.0f, 5.9604644775390625e-08f}));
+  StoredTensor bf{ir::DType::BF16, {1}, {0xc0, 0x3f}};
+  EXPECT_EQ(to_host(bf, ir::DType::F32, "b").real, std::vector<float>{1.5f});
+  StoredTensor ints{ir::DType::I64, {1}, std::vector<uint8_t>(8, 0)};
+  EXPECT_NE(error_of([&] { to_host(ints, ir::DType::F32, "file: tensor 'x'"); }).find("stored as i64"), std::string::npos);
+}
+
+TEST(Safetensors, RefusesDamagedFiles) {
+  Safetensors file;
+  file.tensors["w"] = to_stored(real({4}, {1, 2, 3, 4}));
+  const std::string good = encode_safetensors(file);
+  auto refuse = [](const std::string& bytes) { return error_of([&] { decode_safetensors(bytes, "ck.safetensors"); }); };
+  EXPECT_NE(refuse(good.substr(0, 5)).find("ck.safetensors: only 5 bytes"), std::string::npos);
+  EXPECT_NE(refuse(good.substr(0, good.size() - 4)).find("tensor 'w': data_offsets [0,16] lie outside the 12 data bytes"),
+            std::string::npos);
+  EXPECT_NE(refuse(good + "xx").find("2 data bytes after the last tensor"), std::string::npos);
+  std::string huge = good;
+  huge[6] = 1;  // header length ~2^48
+  EXPECT_NE(refuse(huge).find("does not fit in the file"), std::string::npos);
+  std::string garbled = good;
+  garbled[9] = '#';
+  EXPECT_NE(refuse(garbled).find("header is not valid JSON"), std::string::npos);
+  std::string wrong_dtype = good;
+  wrong_dtype.replace(wrong_dtype.find("F32"), 3, "F31");
+  EXPECT_NE(refuse(wrong_dtype).find("tensor 'w': dtype \"F31\" is not one bertc reads"), std::string::npos);
+  std::string wrong_shape = good;
+  wrong_shape.replace(wrong_shape.find("[4]"), 3, "[5]");
+  EXPECT_NE(refuse(wrong_shape).find("16 bytes stored for F32[5] which needs 20"), std::string::npos);
+}
+
+TEST(Checkpoint, SavesLoadsAndKeepsTheNewest) {
+  const auto dir = scratch("save");
+  const TensorManifest manifest = {{"w", {ir::DType::F32, {2}}}, {"w.exp_avg", {ir::DType::F32, {2}}}};
+  Environment env{{"w", real({2}, {1, 2})}, {"w.exp_avg", real({2}, {0.5f, 0.25f})}, {"w.grad_acc", real({2}, {9, 9})}};
+  for (int64_t step : {10, 20, 30}) save_checkpoint(dir, step, manifest, env, {{"seed", "1"}}, 2);
+  const auto files = list_checkpoints(dir);
+  ASSERT_EQ(files.size(), 2u);
+  EXPECT_EQ(files[0].step, 20);
+  EXPECT_EQ(files[1].path.filename(), "checkpoint-000030.safetensors");
+  Environment loaded;
+  const CheckpointContents c = load_checkpoint(files[1].path, manifest, loaded);
+  EXPECT_EQ(c.step, 30);
+  EXPECT_EQ(c.metadata.at("seed"), "1");
+  EXPECT_EQ(loaded.at("w").real, (std::vector<float>{1, 2}));
+  EXPECT_EQ(loaded.at("w.exp_avg").real, (std::vector<float>{0.5f, 0.25f}));
+  EXPECT_EQ(loaded.count("w.grad_acc"), 0u);  // not part of a checkpoint
+}
+
+TEST(Checkpoint, RefusesAnotherModelsCheckpoint) {
+  const auto dir = scratch("mismatch");
+  save_checkpoint(dir, 1, {{"w", {ir::DType::F32, {2}}}}, {{"w", real({2}, {1, 2})}}, {}, 1);
+  const auto path = checkpoint_path(dir, 1);
+  Environment env;
+  EXPECT_NE(error_of([&] { load_checkpoint(path, {{"w", {ir::DType::F32, {3}}}}, env); })
+                .find("tensor 'w' is f32[2], the model needs f32[3]"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { load_checkpoint(path, {{"w", {ir::DType::F32, {2}}}, {"v", {ir::DType::F32, {2}}}}, env); })
+                .find("tensor 'v' is missing"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { load_checkpoint(path, {}, env); }).find("tensor 'w' is not part of this model"),
+            std::string::npos);
+  Safetensors foreign;
+  foreign.tensors["w"] = to_stored(real({2}, {1, 2}));
+  write_safetensors(dir / "foreign.safetensors", foreign);
+  EXPECT_NE(error_of([&] { load_checkpoint(dir / "foreign.safetensors", {{"w", {ir::DType::F32, {2}}}}, env); })
+                .find("no 'format' in its metadata: not a bertc checkpoint"),
+            std::string::npos);
+}
+
+TEST(Checkpoint, PretrainedFilesMatchByNameAndReportTheRest) {
+  const auto dir = scratch("pretrained");
+  ir::Graph g("g");
+  for (const char* name : {"bert.embeddings.word_embeddings.weight", "cls.predictions.bias"}) {
+    const ir::OpId id = g.add_op(ir::OpKind::Param, {}, {}, {{ir::DType::F32, {2}}});
+    g.name_value(g.op(id).result(), name);
+  }
+  Safetensors hf;
+  StoredTensor half{ir::DType::F16, {2}, {0x00, 0x3c, 0x00, 0x40}};  // 1.0, 2.0 in fp16
+  hf.tensors["bert.embeddings.word_embeddings.weight"] = half;
+  hf.tensors["cls.predictions.decoder.weight"] = half;  // tied: skipped silently
+  hf.tensors["bert.embeddings.position_ids"] = StoredTensor{ir::DType::I64, {1}, std::vector<uint8_t>(8, 0)};
+  hf.tensors["classifier.weight"] = half;
+  write_safetensors(dir / "hf.safetensors", hf);
+  Environment env;
+  const PretrainedReport r = load_pretrained(dir / "hf.safetensors", g, env);
+  EXPECT_EQ(r.loaded, std::vector<std::string>{"bert.embeddings.word_embeddings.weight"});
+  EXPECT_EQ(r.missing, std::vector<std::string>{"cls.predictions.bias"});
+  EXPECT_EQ(r.unexpected, std::vector<std::string>{"classifier.weight"});
+  EXPECT_EQ(env.at("bert.embeddings.word_embeddings.weight").real, (std::vector<float>{1, 2}));
+  hf.tensors["cls.predictions.bias"] = StoredTensor{ir::DType::F16, {1}, {0, 0}};
+  write_safetensors(dir / "bad.safetensors", hf);
+  EXPECT_NE(error_of([&] { load_pretrained(dir / "bad.safetensors", g, env); })
+                .find("1 tensors have another shape than the model's: cls.predictions.bias (file [1], model [2])"),
+            std::string::npos);
+}
+
+TEST(LearningRate, WarmupThenDecay) {
+  frontend::TrainConfig t;
+  t.learning_rate = 1e-3;
+  t.warmup_steps = 10;
+  t.steps = 110;
+  t.end_learning_rate = 0;
+  EXPECT_DOUBLE_EQ(learning_rate_at(t, 1), 1e-4);
+  EXPECT_DOUBLE_EQ(learning_rate_at(t, 10), 1e-3);
+  EXPECT_DOUBLE_EQ(learning_rate_at(t, 60), 5e-4);  // halfway through the decay
+  EXPECT_DOUBLE_EQ(learning_rate_at(t, 110), 0.0);
+  t.lr_decay = "polynomial";
+  t.lr_decay_power = 2;
+  EXPECT_DOUBLE_EQ(learning_rate_at(t, 60), 2.5e-4);
+  t.lr_decay = "constant";
+  EXPECT_DOUBLE_EQ(learning_rate_at(t, 100), 1e-3);
+  t.warmup_steps = 0;
+  EXPECT_DOUBLE_EQ(learning_rate_at(t, 1), 1e-3);
+}
+
+}  // namespace
+}  // namespace bertc::runtime

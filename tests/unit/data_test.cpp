@@ -1,0 +1,148 @@
+// Unit tests for the tokenizer (cases from BERT's own tokenization tests) and pretraining data.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "runtime/data/pretraining_data.h"
+
+namespace bertc::data {
+namespace {
+
+Vocab small_vocab() {
+  return Vocab::from_tokens({"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "want", "##want", "##ed", "wa", "un",
+                             "runn", "##ing", ",", "low", "lowest", "hello", "the", "cat", "sat", ".", "a", "dog", "ran"},
+                            "test-vocab");
+}
+
+TEST(Tokenizer, BasicTokenization) {
+  const Vocab v = small_vocab();
+  EXPECT_EQ(Tokenizer(v, true).basic_tokens(" \tHeLLo!how  \n Are yoU?  "),
+            (std::vector<std::string>{"hello", "!", "how", "are", "you", "?"}));
+  EXPECT_EQ(Tokenizer(v, false).basic_tokens(" \tHeLLo!how  \n Are yoU?  "),
+            (std::vector<std::string>{"HeLLo", "!", "how", "Are", "yoU", "?"}));
+  // Accents stripped only when lower-casing; "\u00E9" is é.
+  EXPECT_EQ(Tokenizer(v, true).basic_tokens("H\u00E9llo"), std::vector<std::string>{"hello"});
+  EXPECT_EQ(Tokenizer(v, false).basic_tokens("H\u00E9llo"), std::vector<std::string>{"H\u00E9llo"});
+  // CJK characters become words of their own; control characters vanish.
+  EXPECT_EQ(Tokenizer(v, true).basic_tokens("ah\u535A\u63A8zz"), (std::vector<std::string>{"ah", "\u535A", "\u63A8", "zz"}));
+  EXPECT_EQ(Tokenizer(v, true).basic_tokens("a\x01" "b\tc"), (std::vector<std::string>{"ab", "c"}));
+  // "$" and "`" are ASCII punctuation for BERT though Unicode calls them symbols.
+  EXPECT_EQ(Tokenizer(v, true).basic_tokens("a$b`c"), (std::vector<std::string>{"a", "$", "b", "`", "c"}));
+  EXPECT_EQ(Tokenizer(v, true).basic_tokens("bad\xff utf8"), (std::vector<std::string>{"bad", "utf8"}));
+}
+
+TEST(Tokenizer, WordPieceGreedyLongestMatch) {
+  const Vocab v = small_vocab();
+  const Tokenizer t(v, true);
+  EXPECT_EQ(t.wordpieces("unwanted"), (std::vector<std::string>{"un", "##want", "##ed"}));
+  EXPECT_EQ(t.wordpieces("running"), (std::vector<std::string>{"runn", "##ing"}));
+  EXPECT_EQ(t.wordpieces("unwantedx"), std::vector<std::string>{"[UNK]"});
+  EXPECT_EQ(t.wordpieces(std::string(101, 'a')), std::vector<std::string>{"[UNK]"});  // too long
+  EXPECT_EQ(t.encode("UNwant\u00E9d,running"), (std::vector<int64_t>{9, 6, 7, 12, 10, 11}));
+}
+
+TEST(Vocab, RefusesIncompleteOrDuplicateVocabularies) {
+  EXPECT_THROW(Vocab::from_tokens({"[PAD]", "[UNK]", "[CLS]", "[SEP]"}, "v"), DataError);
+  try {
+    Vocab::from_tokens({"[PAD]", "[UNK]", "a", "[CLS]", "[SEP]", "[MASK]", "a"}, "vocab.txt");
+    FAIL();
+  } catch (const DataError& e) {
+    EXPECT_STREQ(e.what(), "vocab.txt:7: token 'a' appears twice (first on line 3)");
+  }
+}
+
+std::vector<Document> documents() {
+  const Vocab v = small_vocab();
+  const Tokenizer t(v, true);
+  std::vector<Document> docs;
+  for (int d = 0; d < 20; ++d) {
+    Document doc;
+    for (int s = 0; s < 6; ++s) doc.push_back(t.encode(s % 2 ? "the cat sat ." : "a dog ran , hello the cat ."));
+    docs.push_back(doc);
+  }
+  return docs;
+}
+
+TEST(PretrainingData, ExamplesHaveTheBertLayout) {
+  const Vocab v = small_vocab();
+  ExampleOptions o;
+  o.max_seq_length = 32;
+  o.max_predictions_per_seq = 5;
+  o.dupe_factor = 3;
+  const auto examples = create_examples(documents(), v, o);
+  ASSERT_GT(examples.size(), 50u);
+  int64_t random_next = 0, masked = 0, tokens = 0;
+  for (const Example& ex : examples) {
+    ASSERT_LE(ex.tokens.size(), 32u);
+    EXPECT_EQ(ex.tokens.front(), v.cls());
+    EXPECT_EQ(ex.tokens.back(), v.sep());
+    // Two structural [SEP]s, never masked (a random replacement may add another at a masked spot).
+    std::vector<int64_t> unmasked = ex.tokens;
+    for (int64_t p : ex.masked_positions) unmasked[p] = -1;
+    EXPECT_EQ(std::count(unmasked.begin(), unmasked.end(), v.sep()), 2);
+    const auto first_sep = std::find(unmasked.begin(), unmasked.end(), v.sep()) - unmasked.begin();
+    for (size_t i = 0; i < ex.tokens.size(); ++i) EXPECT_EQ(ex.segment_ids[i], i <= size_t(first_sep) ? 0 : 1);
+    EXPECT_LE(ex.masked_positions.size(), 5u);
+    EXPECT_TRUE(std::is_sorted(ex.masked_positions.begin(), ex.masked_positions.end()));
+    for (size_t i = 0; i < ex.masked_positions.size(); ++i) {
+      EXPECT_GT(ex.masked_positions[i], 0);
+      EXPECT_NE(ex.masked_labels[i], v.sep());
+      EXPECT_NE(ex.masked_labels[i], v.cls());
+    }
+    random_next += ex.is_random_next;
+    masked += static_cast<int64_t>(ex.masked_positions.size());
+    tokens += static_cast<int64_t>(ex.tokens.size());
+  }
+  // About half the pairs are random (binomial over > 50 examples: +-20% is > 3 sigma).
+  EXPECT_NEAR(double(random_next) / examples.size(), 0.5, 0.2);
+  // 15% of tokens, rounded per example and capped at 5: between 10% and 20% overall here.
+  EXPECT_GT(double(masked) / tokens, 0.10);
+  EXPECT_LT(double(masked) / tokens, 0.20);
+}
+
+TEST(PretrainingData, MaskingReplacesAsTheRecipeSays) {
+  // With one long sentence pair per example, 80% of masked positions read [MASK], 10% keep the
+  // original token and 10% a random one; labels always hold the original.
+  const Vocab v = small_vocab();
+  ExampleOptions o;
+  o.max_seq_length = 64;
+  o.max_predictions_per_seq = 20;
+  o.dupe_factor = 20;
+  int64_t as_mask = 0, total = 0;
+  for (const Example& ex : create_examples(documents(), v, o))
+    for (size_t i = 0; i < ex.masked_positions.size(); ++i, ++total) as_mask += ex.tokens[ex.masked_positions[i]] == v.mask();
+  ASSERT_GT(total, 1000);
+  EXPECT_NEAR(double(as_mask) / total, 0.8, 0.04);  // > 3 sigma of a binomial over > 1000 draws
+}
+
+TEST(PretrainingData, DeterministicAndBatchedInEpochs) {
+  const Vocab v = small_vocab();
+  ExampleOptions o;
+  o.max_seq_length = 32;
+  o.max_predictions_per_seq = 5;
+  const auto a = create_examples(documents(), v, o);
+  const auto b = create_examples(documents(), v, o);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].tokens, b[i].tokens);
+  const BatchStream stream(a, 4, 32, 5, v.pad(), 7);
+  const Batch first = stream.batch(3), again = stream.batch(3);
+  EXPECT_EQ(first.input_ids, again.input_ids);
+  EXPECT_EQ(first.input_ids.size(), 4u * 32);
+  // Padding: ids [PAD], mask 0, prediction weights 0 past each example's real predictions.
+  for (int64_t r = 0; r < 4; ++r) {
+    const int64_t real = std::count(first.attention_mask.begin() + r * 32, first.attention_mask.begin() + r * 32 + 32, 1);
+    for (int64_t i = real; i < 32; ++i) EXPECT_EQ(first.input_ids[r * 32 + i], v.pad());
+  }
+  // One epoch visits every example once.
+  const int64_t per_epoch = stream.examples() / 4;
+  std::multiset<std::vector<int64_t>> seen;
+  for (int64_t k = 0; k < per_epoch; ++k) {
+    const Batch batch = stream.batch(k);
+    for (int64_t r = 0; r < 4; ++r)
+      seen.insert(std::vector<int64_t>(batch.input_ids.begin() + r * 32, batch.input_ids.begin() + r * 32 + 32));
+  }
+  EXPECT_EQ(static_cast<int64_t>(seen.size()), per_epoch * 4);
+}
+
+}  // namespace
+}  // namespace bertc::data
