@@ -1,12 +1,11 @@
 #!/usr/bin/env bash
-# The README's main command: set up and build, then compile examples/bert-base.toml and show its
-# IR and statistics. (Training replaces this once it exists.) Extra arguments go to `bertc compile`.
+# The README's main command: set up and build, then train bert-tiny on the bundled corpus
+# (examples/data) from scratch, on a GPU once bertc has a GPU runtime, on the CPU until then.
+# A fresh run each time: checkpoints and metrics go to a new folder under runs/.
+# Extra arguments go to `bertc train` (e.g. --steps 100).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${BERTC_BUILD_DIR:-$root/build}
 "$root/scripts/setup.sh"
-bertc=$build/tools/bertc
-config=$root/examples/bert-base.toml
-"$bertc" compile "$config" --emit ir "$@"
-echo
-"$bertc" compile "$config" --emit stats "$@"
+run_dir=$root/runs/bert-tiny-$(date +%Y%m%d-%H%M%S)
+exec "$build/tools/bertc" train "$root/examples/bert-tiny.toml" --device auto --checkpoint-dir "$run_dir" "$@"
