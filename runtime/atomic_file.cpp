@@ -11,6 +11,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include <fmt/format.h>
+
 namespace bertc::runtime {
 namespace {
 
@@ -35,7 +37,7 @@ bool write_all(int fd, std::string_view bytes) {
 
 void write_file_atomically(const std::filesystem::path& path, std::string_view bytes) {
   const std::filesystem::path folder = path.has_parent_path() ? path.parent_path() : ".";
-  const std::filesystem::path tmp = folder / ("." + path.filename().string() + ".tmp." + std::to_string(::getpid()));
+  const std::filesystem::path tmp = folder / fmt::format(".{}.tmp.{}", path.filename().string(), ::getpid());
   auto fail = [&](const std::string& step) {
     const std::string reason = std::strerror(errno);
     ::unlink(tmp.c_str());

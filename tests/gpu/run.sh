@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The GPU check, run on the GPU machine from the repository root after tests/gpu/prepare.sh
-# built .gpu/ here. So far (foundation issue): the CUDA driver and GPU are found through dlopen,
-# NVRTC is found, and the BERT graphs have exactly Hugging Face BertForPreTraining's parameters
-# (transformers is installed there, not here). Writes a summary to $OUT when that is set.
+# built .gpu/ here. So far: the CUDA driver and GPU are found through dlopen, NVRTC is found, the
+# BERT graphs have exactly Hugging Face BertForPreTraining's parameters, and bertc eval (the CPU
+# reference) gives transformers' losses and gradients (PyTorch and transformers are installed
+# there). GPU kernels join this check as they are built. Writes a summary to $OUT when set.
 set -uo pipefail
 out=${OUT:-$(mktemp -d)}
 bin=.gpu/bin
@@ -19,5 +20,6 @@ step info "$bin/bertc" info
 step driver_sees_gpu python3 tests/gpu/check_info.py "$bin/bertc"
 step hf_parameter_parity python3 tests/parity/hf_param_parity.py "$bin/bertc" examples/bert-tiny.toml \
   examples/bert-base.toml examples/bert-large.toml
+step hf_eval_parity python3 tests/parity/hf_eval_parity.py "$bin/bertc" examples/bert-tiny.toml "$out/parity" --device cuda
 { echo "gpu: $(cat "$out/gpu.txt")"; grep -h '^PASS\|^FAIL\|^parity' "$out"/*.log; } >"$out/summary.txt" 2>/dev/null
 exit $failed

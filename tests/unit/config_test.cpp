@@ -97,6 +97,22 @@ TEST(Config, ExtraKeysOfACustomModel) {
             "test.toml:2:1: unknown key 'gated_fn' in [model]; did you mean 'gated_ffn'?");
 }
 
+TEST(Config, TrainKeysWithChoicesAndPaths) {
+  Config c = parse_config("[train]\noptimizer = \"lamb\"\nlr_decay = \"polynomial\"\ndata = \"text\"\n"
+                          "vocab = \"/abs/vocab.txt\"\n", "configs/run.toml");
+  EXPECT_EQ(c.train.optimizer, "lamb");
+  EXPECT_EQ(c.train.lr_decay, "polynomial");
+  EXPECT_EQ(c.resolve(c.train.data), std::filesystem::path("configs/text"));  // beside the config file
+  EXPECT_EQ(c.resolve(c.train.vocab), std::filesystem::path("/abs/vocab.txt"));
+  EXPECT_EQ(error_of("[train]\noptimizer = \"sgd\"\n"),
+            "test.toml:2:13: [train] optimizer must be one of adamw, lamb, found \"sgd\"");
+  EXPECT_EQ(error_of("[train]\nweight_decay = -1\n"), "test.toml:2:16: [train] weight_decay must be >= 0, found -1");
+  EXPECT_EQ(error_of("[train]\ngradient_accumulation_steps = 0\n"),
+            "test.toml:2:31: [train] gradient_accumulation_steps must be positive, found 0");
+  EXPECT_NE(error_of("[model]\nvocab_size = 10\npad_token_id = 10\n").find("pad_token_id = 10 is not below vocab_size"),
+            std::string::npos);
+}
+
 TEST(Config, MissingFile) {
   try {
     load_config("/nonexistent/bert.toml");
