@@ -20,6 +20,6 @@ step info "$bin/bertc" info
 step driver_sees_gpu python3 tests/gpu/check_info.py "$bin/bertc"
 step hf_parameter_parity python3 tests/parity/hf_param_parity.py "$bin/bertc" examples/bert-tiny.toml \
   examples/bert-base.toml examples/bert-large.toml
-step hf_eval_parity python3 tests/parity/hf_eval_parity.py "$bin/bertc" examples/bert-tiny.toml "$out/parity" --device cuda
+step hf_eval_parity python3 tests/parity/hf_eval_parity.py "$bin/bertc" examples/bert-tiny.toml /tmp/bertc-parity --device cuda
 { echo "gpu: $(cat "$out/gpu.txt")"; grep -h '^PASS\|^FAIL\|^parity' "$out"/*.log; } >"$out/summary.txt" 2>/dev/null
 exit $failed
