@@ -51,6 +51,11 @@ int compile(const CompileArgs& args, const frontend::ModelDefinition& model) {
   return 0;
 }
 
+// A path given on the command line, else the config's (relative to the config file).
+std::filesystem::path chosen_path(const std::string& flag, const frontend::Config& c, const std::string& from_config) {
+  return flag.empty() ? c.resolve(from_config) : std::filesystem::path(flag);
+}
+
 struct TrainArgs {
   std::string config, data, vocab, device = "auto", checkpoint_dir, metrics, init;
   int64_t steps = 0;
@@ -79,8 +84,8 @@ int train(const TrainArgs& args, const frontend::ModelDefinition& model) {
   o.config = frontend::load_config(args.config, model.extra_keys);
   const auto& t = o.config.train;
   o.steps = args.steps > 0 ? args.steps : t.steps;
-  o.data = args.data.empty() ? o.config.resolve(t.data) : std::filesystem::path(args.data);
-  o.vocab = args.vocab.empty() ? o.config.resolve(t.vocab) : std::filesystem::path(args.vocab);
+  o.data = chosen_path(args.data, o.config, t.data);
+  o.vocab = chosen_path(args.vocab, o.config, t.vocab);
   o.checkpoint_dir = args.checkpoint_dir.empty() ? std::filesystem::path("checkpoints") / o.config.name
                                                  : std::filesystem::path(args.checkpoint_dir);
   o.metrics = args.metrics.empty() ? o.checkpoint_dir / "metrics.jsonl" : std::filesystem::path(args.metrics);
@@ -129,9 +134,9 @@ struct BatchArgs {
 // Writes micro-batch `index` of the config's training stream, the input bertc eval reads.
 int batch(const BatchArgs& args, const frontend::ModelDefinition& model) {
   const frontend::Config config = frontend::load_config(args.config, model.extra_keys);
-  const auto data = args.data.empty() ? config.resolve(config.train.data) : std::filesystem::path(args.data);
-  const auto vocab = args.vocab.empty() ? config.resolve(config.train.vocab) : std::filesystem::path(args.vocab);
-  const data::BatchStream stream = runtime::open_batch_stream(config, data, vocab, std::cerr);
+  const data::BatchStream stream = runtime::open_batch_stream(config, chosen_path(args.data, config, config.train.data),
+                                                             chosen_path(args.vocab, config, config.train.vocab),
+                                                             std::cerr);
   runtime::write_safetensors(args.output, runtime::batch_to_safetensors(stream.batch(args.index)));
   std::cerr << fmt::format("micro-batch {} written to {}\n", args.index, args.output);
   return 0;
