@@ -190,10 +190,10 @@ int64_t prepare_state(const frontend::ModelDefinition& model, const TrainOptions
 
 TrainSummary train_on_cpu(const frontend::ModelDefinition& model, const TrainOptions& o, std::ostream& log) {
   const frontend::TrainConfig& t = o.config.train;
-  data::BatchStream stream = open_batch_stream(o.config, o.data, o.vocab, log);
   passes::OptimizerOptions opt{t.optimizer, t.beta1,         t.beta2, t.epsilon, t.weight_decay,
                                t.max_grad_norm, t.gradient_accumulation_steps};
   const passes::TrainingProgram program = passes::compile_training(frontend::build_model(model, o.config), opt);
+  // Checkpoint problems first: they are cheaper to find than the data is to load.
   Environment env;
   const int64_t start = prepare_state(model, o, program, env, log);
   TrainSummary summary;
@@ -201,6 +201,7 @@ TrainSummary train_on_cpu(const frontend::ModelDefinition& model, const TrainOpt
     log << fmt::format("already at step {} of {}: nothing to do (raise --steps to train on)\n", start, o.steps);
     return summary;
   }
+  const data::BatchStream stream = open_batch_stream(o.config, o.data, o.vocab, log);
   std::filesystem::create_directories(o.checkpoint_dir);
   const reference::Executor<float> step_exec(program.step), opt_exec(program.optimizer);
   const bool has_logits = program.step.find("mlm_logits").has_value();
@@ -217,8 +218,9 @@ TrainSummary train_on_cpu(const frontend::ModelDefinition& model, const TrainOpt
       const int64_t micro = (s - 1) * K + k;
       const data::Batch batch = stream.batch(micro);
       bind_batch(batch, env);
-      env["dropout_seed"] = HostTensor::scalar(ir::DType::I64, 0);
-      env["dropout_seed"].integer[0] = dropout_seed(static_cast<uint64_t>(t.seed), micro);
+      HostTensor seed = HostTensor::zeros({ir::DType::I64, {}});  // 63-bit: no trip through double
+      seed.integer[0] = dropout_seed(static_cast<uint64_t>(t.seed), micro);
+      env["dropout_seed"] = std::move(seed);
       const auto r = step_exec.run(env, fetch);
       stats.loss += r.outputs.at(0).real.at(0) / double(K);
       stats.mlm_loss += r.fetched.at("mlm_loss").real.at(0) / double(K);
