@@ -86,7 +86,10 @@ PretrainedReport load_pretrained(const std::filesystem::path& path, const ir::Gr
   std::map<std::string, ir::TensorType> params;
   for (ir::ValueId p : graph.values_of(ir::OpKind::Param)) params[graph.value(p).name] = graph.value(p).type;
   std::vector<std::string> misshaped;
-  for (const auto& [name, stored] : file.tensors) {
+  for (const auto& [file_name, stored] : file.tensors) {
+    // A BertModel file names its tensors without the "bert." of BertForPreTraining.
+    const std::string name = !params.count(file_name) && params.count("bert." + file_name) ? "bert." + file_name
+                                                                                           : file_name;
     auto it = params.find(name);
     if (it == params.end()) {
       // The tied decoder (same storage as the word embeddings and cls.predictions.bias) and the

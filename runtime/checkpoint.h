@@ -43,7 +43,7 @@ struct PretrainedReport {
   std::vector<std::string> loaded, missing, unexpected;
 };
 // Loads params from a Hugging Face BertForPreTraining (or BertModel) safetensors file: tensors are
-// matched by name and converted to f32; tied or buffer entries (cls.predictions.decoder.*,
+// matched by name (a BertModel file's names gain the "bert." prefix) and converted to f32; tied or buffer entries (cls.predictions.decoder.*,
 // *.position_ids) are skipped; a param of another shape is an error listing them all. Missing
 // params stay unset (to be initialized fresh) and are reported, as are unexpected names.
 PretrainedReport load_pretrained(const std::filesystem::path& path, const ir::Graph& graph, Environment& env);

@@ -144,6 +144,13 @@ TEST(Checkpoint, PretrainedFilesMatchByNameAndReportTheRest) {
   EXPECT_EQ(r.missing, std::vector<std::string>{"cls.predictions.bias"});
   EXPECT_EQ(r.unexpected, std::vector<std::string>{"classifier.weight"});
   EXPECT_EQ(env.at("bert.embeddings.word_embeddings.weight").real, (std::vector<float>{1, 2}));
+  // A BertModel file: names without "bert.".
+  Safetensors bert_model;
+  bert_model.tensors["embeddings.word_embeddings.weight"] = half;
+  write_safetensors(dir / "bert_model.safetensors", bert_model);
+  Environment from_base;
+  EXPECT_EQ(load_pretrained(dir / "bert_model.safetensors", g, from_base).loaded,
+            std::vector<std::string>{"bert.embeddings.word_embeddings.weight"});
   hf.tensors["cls.predictions.bias"] = StoredTensor{ir::DType::F16, {1}, {0, 0}};
   write_safetensors(dir / "bad.safetensors", hf);
   EXPECT_NE(error_of([&] { load_pretrained(dir / "bad.safetensors", g, env); })
