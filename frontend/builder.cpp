@@ -107,6 +107,9 @@ std::vector<Tensor> Builder::ops(OpKind kind, const std::vector<Tensor>& operand
     throw ir::Error(fmt::format("{}: {}", context(), e.what()));
   }
   const ir::OpId id = graph_.add_op(kind, std::move(ids), std::move(complete), std::move(results));
+  const bool source = kind == OpKind::Input || kind == OpKind::Param || kind == OpKind::State;
+  if (op_scope_) graph_.set_scope(id, *op_scope_);
+  else if (!source) graph_.set_scope(id, fmt::format("{}", fmt::join(scopes_, ".")));
   std::vector<Tensor> out;
   for (ir::ValueId r : graph_.op(id).results) out.emplace_back(this, r);
   return out;
@@ -182,7 +185,10 @@ Tensor Builder::layer_norm(Tensor x, Tensor weight, Tensor bias, double eps) {
 
 Tensor Builder::dropout(Tensor x, double p) {
   if (p == 0) return x;
-  if (!dropout_seed_) dropout_seed_ = input("dropout_seed", DType::I64, {});
+  if (!dropout_seed_) {
+    auto existing = graph_.find("dropout_seed");
+    dropout_seed_ = existing ? Tensor(this, *existing) : input("dropout_seed", DType::I64, {});
+  }
   return op(OpKind::Dropout, {x, *dropout_seed_}, {{"p", p}, {"offset", next_dropout_offset_++}});
 }
 

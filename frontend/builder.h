@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "ir/graph.h"
@@ -117,6 +118,19 @@ class Builder {
   Scope scope(std::string_view part);
   std::string scoped_name(std::string_view name) const;
 
+  // Ops record where they come from (Op::scope): the name scopes joined by ".", or, while an
+  // OpScope is alive, the scope it names (passes use it: "backward/...", "recompute/...").
+  class [[nodiscard]] OpScope {
+   public:
+    OpScope(Builder& b, std::string scope) : b_(&b), saved_(std::exchange(b.op_scope_, std::move(scope))) {}
+    OpScope(const OpScope&) = delete;
+    ~OpScope() { b_->op_scope_ = std::move(saved_); }
+
+   private:
+    Builder* b_;
+    std::optional<std::string> saved_;
+  };
+
  private:
   int64_t normalize_axis(const Tensor& x, int64_t axis) const;
   Tensor source(ir::OpKind kind, const std::string& name, ir::TensorType type);
@@ -124,6 +138,7 @@ class Builder {
   ir::Graph graph_;
   std::vector<std::string> scopes_;
   std::optional<Tensor> dropout_seed_;
+  std::optional<std::string> op_scope_;
   int64_t next_dropout_offset_ = 0;
 };
 

@@ -5,12 +5,26 @@
 
 namespace bertc::ir {
 
+std::string quote(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
 std::string_view attr_kind_name(AttrKind kind) {
   switch (kind) {
     case AttrKind::Bool: return "bool";
     case AttrKind::Int: return "int";
     case AttrKind::Float: return "float";
     case AttrKind::Ints: return "int list";
+    case AttrKind::String: return "string";
   }
   return "?";
 }
@@ -24,6 +38,7 @@ std::string format_attr(const AttrValue& value) {
     std::string operator()(const std::vector<int64_t>& v) const {
       return fmt::format("[{}]", fmt::join(v, ","));
     }
+    std::string operator()(const std::string& s) const { return quote(s); }
   };
   return std::visit(Visitor{}, value);
 }

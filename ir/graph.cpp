@@ -5,6 +5,17 @@
 
 namespace bertc::ir {
 
+Region::Region() = default;
+Region::Region(Graph graph) : graph_(std::make_unique<Graph>(std::move(graph))) {}
+Region::Region(const Region& other) : graph_(other.graph_ ? std::make_unique<Graph>(*other.graph_) : nullptr) {}
+Region& Region::operator=(const Region& other) {
+  if (this != &other) graph_ = other.graph_ ? std::make_unique<Graph>(*other.graph_) : nullptr;
+  return *this;
+}
+Region::Region(Region&&) noexcept = default;
+Region& Region::operator=(Region&&) noexcept = default;
+Region::~Region() = default;
+
 bool is_valid_value_name(std::string_view name) {
   if (name.empty() || !(std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_')) return false;
   for (char ch : name) {
@@ -35,6 +46,14 @@ void Graph::name_value(ValueId id, std::string name) {
   if (!v.name.empty()) by_name_.erase(v.name);
   by_name_[name] = id;
   v.name = std::move(name);
+}
+
+void Graph::set_attr(OpId id, std::string_view name, AttrValue value) {
+  Op& op = ops_.at(id);
+  auto index = op.info().attr_index(name);
+  if (!index || kind_of(value) != op.info().attrs[*index].kind)
+    throw Error(fmt::format("{} has no {} attribute '{}'", op.info().name, attr_kind_name(kind_of(value)), name));
+  op.attrs[*index] = std::move(value);
 }
 
 std::optional<ValueId> Graph::find(std::string_view name) const {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -23,12 +24,38 @@ struct Value {
   uint32_t result_index = 0;
 };
 
+class Graph;
+
+// A graph nested in an op (a fused kernel's body), owned by value: its input ops stand for the
+// op's operands in order, its outputs are the op's results in order.
+class Region {
+ public:
+  Region();
+  explicit Region(Graph graph);
+  Region(const Region& other);
+  Region& operator=(const Region& other);
+  Region(Region&&) noexcept;
+  Region& operator=(Region&&) noexcept;
+  ~Region();
+
+  explicit operator bool() const { return graph_ != nullptr; }
+  const Graph& graph() const { return *graph_; }
+  Graph& graph() { return *graph_; }
+
+ private:
+  std::unique_ptr<Graph> graph_;
+};
+
 struct Op {
   OpKind kind;
   std::vector<ValueId> operands;
   std::vector<ValueId> results;
   std::vector<AttrValue> attrs;  // complete, in the schema order of op_info(kind)
   SourceLoc loc;
+  // Where the op comes from ("bert.encoder.layer.3.attention"; backward ops "backward/...",
+  // recomputed ones "recompute/..."), printed as loc("..."); empty when unknown.
+  std::string scope;
+  Region region;  // the body of a fused op; empty otherwise
 
   const OpInfo& info() const { return op_info(kind); }
   ValueId result() const { return results.at(0); }
@@ -54,6 +81,11 @@ class Graph {
   const std::vector<Op>& ops() const { return ops_; }
   const Op& op(OpId id) const { return ops_.at(id); }
   const Value& value(ValueId id) const { return values_.at(id); }
+  // For passes that rewrite in place: the op's scope, region and attributes.
+  void set_scope(OpId id, std::string scope) { ops_.at(id).scope = std::move(scope); }
+  void set_region(OpId id, Region region) { ops_.at(id).region = std::move(region); }
+  // Sets attribute `name` (which the op's schema must have, of the same kind).
+  void set_attr(OpId id, std::string_view name, AttrValue value);
   const Op& producer(ValueId id) const { return ops_.at(values_.at(id).producer); }
   size_t num_values() const { return values_.size(); }
 

@@ -19,6 +19,7 @@ std::string_view tok_name(Tok t) {
     case Tok::Value: return "value (%name)";
     case Tok::Global: return "graph name (@name)";
     case Tok::Number: return "number";
+    case Tok::String: return "string";
     case Tok::LParen: return "'('";
     case Tok::RParen: return "')'";
     case Tok::LBrace: return "'{'";
@@ -80,6 +81,27 @@ Token Lexer::lex_number(SourceLoc loc) {
   return {Tok::Number, s, loc};
 }
 
+Token Lexer::lex_string(SourceLoc loc) {
+  std::string s;
+  advance();  // opening quote
+  for (;;) {
+    if (pos_ >= text_.size() || peek() == '\n') throw Error("unterminated string", loc);
+    const char c = peek();
+    advance();
+    if (c == '"') return {Tok::String, s, loc};
+    if (c != '\\') {
+      s += c;
+      continue;
+    }
+    if (pos_ >= text_.size()) throw Error("unterminated string", loc);
+    const char e = peek();
+    advance();
+    if (e == 'n') s += '\n';
+    else if (e == '"' || e == '\\') s += e;
+    else throw Error(fmt::format("unknown escape '\\{}' in a string", e), loc);
+  }
+}
+
 Token Lexer::next() {
   skip_space_and_comments();
   const SourceLoc loc{line_, column_};
@@ -99,6 +121,7 @@ Token Lexer::next() {
     case ',': return single(Tok::Comma);
     case '=': return single(Tok::Equal);
     case ':': return single(Tok::Colon);
+    case '"': return lex_string(loc);
     default: break;
   }
   if (c == '%' || c == '@') {

@@ -14,6 +14,7 @@ enum class Tok {
   Value,    // %name or %12 (text excludes the %)
   Global,   // @name (text excludes the @)
   Number,   // -12, 3.5, 1e-12
+  String,   // "..." (text is the unescaped contents)
   LParen, RParen, LBrace, RBrace, LBracket, RBracket, Comma, Equal, Colon, Minus,
 };
 
@@ -37,6 +38,7 @@ class Lexer {
   void advance();
   void skip_space_and_comments();
   Token lex_number(SourceLoc loc);
+  Token lex_string(SourceLoc loc);
   std::string lex_word();
 
   std::string_view text_;

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "ir/lexer.h"
 
@@ -23,13 +24,7 @@ class Parser {
     expect_keyword("graph");
     const Token name = expect(Tok::Global);
     Graph graph(name.text);
-    graph_ = &graph;
-    expect(Tok::LBrace);
-    while (!(tok_.kind == Tok::Ident && tok_.text == "return")) parse_op();
-    take();
-    do graph.add_output(resolve(expect(Tok::Value)));
-    while (accept(Tok::Comma));
-    expect(Tok::RBrace);
+    parse_body(graph);
     if (tok_.kind != Tok::End) fail(fmt::format("expected end of input after the graph, found {}", describe(tok_)));
     return graph;
   }
@@ -108,6 +103,7 @@ class Parser {
       }
       case AttrKind::Int: return parse_int();
       case AttrKind::Float: return parse_float();
+      case AttrKind::String: return expect(Tok::String).text;
       case AttrKind::Ints: {
         std::vector<int64_t> v;
         expect(Tok::LBracket);
@@ -156,6 +152,25 @@ class Parser {
     return t;
   }
 
+  // "{ ops... return %a, %b }" into `graph`, with value names scoped to it (regions nest).
+  void parse_body(Graph& graph) {
+    Graph* outer_graph = std::exchange(graph_, &graph);
+    auto outer_labels = std::exchange(labels_, {});
+    auto outer_defined = std::exchange(defined_at_, {});
+    expect(Tok::LBrace);
+    while (!(tok_.kind == Tok::Ident && tok_.text == "return")) {
+      if (tok_.kind == Tok::End || tok_.kind == Tok::RBrace) fail(fmt::format("expected 'return', found {}", describe(tok_)));
+      parse_op();
+    }
+    take();
+    do graph.add_output(resolve(expect(Tok::Value)));
+    while (accept(Tok::Comma));
+    expect(Tok::RBrace);
+    graph_ = outer_graph;
+    labels_ = std::move(outer_labels);
+    defined_at_ = std::move(outer_defined);
+  }
+
   void parse_op() {
     std::vector<Token> results;  // none for an effect such as update(%w, %1)
     if (tok_.kind != Tok::Ident) {
@@ -183,8 +198,27 @@ class Parser {
     }
     if (types.size() != results.size())
       fail_at(op_token, fmt::format("{} results but {} types after ':'", results.size(), types.size()));
+    std::string scope;
+    if (tok_.kind == Tok::Ident && tok_.text == "loc") {
+      take();
+      expect(Tok::LParen);
+      scope = expect(Tok::String).text;
+      expect(Tok::RParen);
+    }
+    Region region;
+    if (tok_.kind == Tok::LBrace) {
+      if (*kind != OpKind::Fused) fail(fmt::format("only a fused op has a region, not {}", info.name));
+      // Kernels do not nest; the bound keeps hostile input from exhausting the stack.
+      if (++region_depth_ > 2) fail("regions nest too deeply (a fused op inside a fused op's region)");
+      Graph body("region");
+      parse_body(body);
+      region = Region(std::move(body));
+      --region_depth_;
+    }
 
     const OpId id = graph_->add_op(*kind, std::move(operands), std::move(attrs), std::move(types), op_token.loc);
+    graph_->set_scope(id, std::move(scope));
+    graph_->set_region(id, std::move(region));
     for (size_t i = 0; i < results.size(); ++i) define(results[i], graph_->op(id).results[i]);
   }
 
@@ -202,6 +236,7 @@ class Parser {
   Lexer lexer_;
   Token tok_;
   Graph* graph_ = nullptr;
+  int region_depth_ = 0;
   std::unordered_map<std::string, ValueId> labels_;
   std::unordered_map<std::string, SourceLoc> defined_at_;
 };

@@ -28,7 +28,10 @@ std::string attrs_text(const Op& op) {
   return parts.empty() ? "" : fmt::format(" {{{}}}", fmt::join(parts, ", "));
 }
 
-void print_op(const Graph& g, const Op& op, const std::vector<std::string>& labels, std::ostream& out) {
+void print_body(const Graph& g, std::ostream& out, const std::string& indent);
+
+void print_op(const Graph& g, const Op& op, const std::vector<std::string>& labels, std::ostream& out,
+              const std::string& indent) {
   std::vector<std::string> results, operands, types;
   for (ValueId r : op.results) {
     results.push_back(labels[r]);
@@ -39,23 +42,34 @@ void print_op(const Graph& g, const Op& op, const std::vector<std::string>& labe
   // Sources print without parentheses: "%w = param : f32[2]"; effects without results or types:
   // "update(%w, %3)".
   const std::string args = operands.empty() ? "" : fmt::format("({})", fmt::join(operands, ", "));
-  if (results.empty()) {
-    out << fmt::format("  {}{}{}\n", op.info().name, args, attrs_text(op));
-    return;
+  out << indent;
+  if (!results.empty()) out << fmt::format("{} = ", fmt::join(results, ", "));
+  out << op.info().name << args << attrs_text(op);
+  if (!results.empty()) out << fmt::format(" : {}", fmt::join(types, ", "));
+  if (!op.scope.empty()) out << " loc(" << quote(op.scope) << ")";
+  if (op.region) {
+    out << " {\n";
+    print_body(op.region.graph(), out, indent + "  ");
+    out << indent << "}";
   }
-  out << fmt::format("  {} = {}{}{} : {}\n", fmt::join(results, ", "), op.info().name, args, attrs_text(op),
-                     fmt::join(types, ", "));
+  out << "\n";
+}
+
+// The ops and the return line of a graph or region.
+void print_body(const Graph& g, std::ostream& out, const std::string& indent) {
+  const auto labels = value_labels(g);
+  for (const Op& op : g.ops()) print_op(g, op, labels, out, indent);
+  std::vector<std::string> outs;
+  for (ValueId v : g.outputs()) outs.push_back(v < labels.size() ? labels[v] : fmt::format("%<invalid {}>", v));
+  out << fmt::format("{}return {}\n", indent, fmt::join(outs, ", "));
 }
 
 }  // namespace
 
 void print(const Graph& graph, std::ostream& out) {
-  const auto labels = value_labels(graph);
   out << "graph @" << graph.name() << " {\n";
-  for (const Op& op : graph.ops()) print_op(graph, op, labels, out);
-  std::vector<std::string> outs;
-  for (ValueId v : graph.outputs()) outs.push_back(v < labels.size() ? labels[v] : fmt::format("%<invalid {}>", v));
-  out << fmt::format("  return {}\n}}\n", fmt::join(outs, ", "));
+  print_body(graph, out, "  ");
+  out << "}\n";
 }
 
 std::string print(const Graph& graph) {

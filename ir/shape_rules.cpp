@@ -359,5 +359,71 @@ std::vector<TensorType> Optimizer(const InferContext& c) {
   return {c.operand(0), c.operand(2), c.operand(3)};
 }
 
+std::vector<TensorType> Where(const InferContext& c) {
+  require_same_dtype(c, 1, 2);
+  auto shape = broadcast_shapes(c.operand(1).shape, c.operand(2).shape);
+  if (shape) shape = broadcast_shapes(*shape, c.operand(0).shape);
+  if (!shape)
+    c.fail(fmt::format("shapes {}, {} and {} do not broadcast together", shape_string(c.operand(0).shape),
+                       shape_string(c.operand(1).shape), shape_string(c.operand(2).shape)));
+  return {{c.operand(1).dtype, *shape}};
+}
+
+std::vector<TensorType> AllFinite(const InferContext& c) {
+  for (size_t i = 0; i < c.num_operands(); ++i) c.require_float(i);
+  return {{DType::F32, {}}};
+}
+
+namespace {
+
+// Checks attention's q, k, v [B,h,S,d] (k and v with their own S), the bias broadcasting to the
+// scores [B,h,Sq,Sk], the seed and the dropout attributes; returns the scores' shape.
+Shape check_attention(const InferContext& c, size_t q_at) {
+  const size_t k_at = q_at + 1, v_at = q_at + 2, bias_at = q_at + 3;
+  c.require_float(q_at);
+  for (size_t i : {k_at, v_at, bias_at}) require_same_dtype(c, q_at, i);
+  const Shape& q = c.operand(q_at).shape;
+  if (q.size() != 4) c.fail_operand(q_at, fmt::format("expected [batch, heads, seq, head_dim], found {}", shape_string(q)));
+  const Shape& k = c.operand(k_at).shape;
+  if (k.size() != 4 || k[0] != q[0] || k[1] != q[1] || k[3] != q[3])
+    c.fail_operand(k_at, fmt::format("expected [{}, {}, seq, {}] to match q, found {}", q[0], q[1], q[3], shape_string(k)));
+  if (c.operand(v_at).shape != k) require_shape(c, v_at, k, "the shape of k");
+  const Shape scores{q[0], q[1], q[2], k[2]};
+  if (!broadcasts_to(c.operand(bias_at).shape, scores))
+    c.fail_operand(bias_at, fmt::format("expected a shape that broadcasts to the scores {}, found {}",
+                                        shape_string(scores), shape_string(c.operand(bias_at).shape)));
+  const double p = c.attr<double>("p");
+  if (!(p >= 0 && p < 1)) c.fail(fmt::format("p = {} must be in [0, 1)", p));
+  const size_t seed_at = c.num_operands() - 1;
+  const bool has_seed = c.num_operands() == c.info().operands.size();
+  if (p > 0 && !has_seed) c.fail(fmt::format("p = {} needs the seed operand", p));
+  if (has_seed && c.operand(seed_at) != TensorType{DType::I64, {}})
+    c.fail_operand(seed_at, fmt::format("expected the seed as i64[], found {}", to_string(c.operand(seed_at))));
+  return scores;
+}
+
+}  // namespace
+
+std::vector<TensorType> Attention(const InferContext& c) {
+  const Shape scores = check_attention(c, 0);
+  return {c.operand(0), {DType::F32, {scores[0], scores[1], scores[2]}}};
+}
+
+std::vector<TensorType> AttentionGrad(const InferContext& c) {
+  const Shape scores = check_attention(c, 1);
+  require_shape(c, 0, c.operand(1).shape, "the shape of attention's output");
+  require_shape(c, 5, c.operand(1).shape, "attention's output");
+  if (c.operand(6) != TensorType{DType::F32, {scores[0], scores[1], scores[2]}})
+    c.fail_operand(6, fmt::format("expected attention's logsumexp f32{}, found {}",
+                                  shape_string({scores[0], scores[1], scores[2]}), to_string(c.operand(6))));
+  return {c.operand(1), c.operand(2), c.operand(3)};
+}
+
+// Result types are declared (one per region output); the verifier checks them against the region.
+std::vector<TensorType> Fused(const InferContext& c) {
+  if (c.declared_types().empty()) c.fail("a fused op needs at least one result");
+  return {c.declared_types().begin(), c.declared_types().end()};
+}
+
 }  // namespace rules
 }  // namespace bertc::ir

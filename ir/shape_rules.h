@@ -36,6 +36,8 @@ class InferContext {
   std::span<const TensorType> operands() const { return operands_; }
   // The one declared result type of a Declared op.
   const TensorType& declared() const;
+  // All declared result types (fused ops declare several).
+  std::span<const TensorType> declared_types() const { return declared_; }
 
   template <typename T>
   const T& attr(std::string_view name) const {

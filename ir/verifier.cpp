@@ -106,7 +106,40 @@ class Verifier {
     if (!updated_.insert(target).second) report(op, fmt::format("{} is updated twice in one step", labels_[target]));
   }
 
+  // A fused op's region: a well-formed, pure graph whose inputs and outputs match the op's
+  // operands and results one for one.
+  void check_region(const Op& op) {
+    if (!op.region) return report(op, "has no region: a fused op needs the graph of its kernel");
+    const Graph& body = op.region.graph();
+    for (const Diagnostic& d : verify(body)) diags_.push_back({d.loc, fmt::format("in the region of {}: {}", op_label(op), d.message)});
+    std::vector<ValueId> inputs;
+    for (const Op& inner : body.ops()) {
+      if (inner.kind == OpKind::Input) {
+        inputs.push_back(inner.result());
+        if (body.value(inner.result()).name.empty())
+          return report(op, "a region input needs a name (%in0 = input : ...): operands bind to inputs by it");
+      }
+      if (inner.kind == OpKind::Param || inner.kind == OpKind::State || inner.kind == OpKind::Update)
+        return report(op, fmt::format("its region holds a {} op; a region only computes (params enter as operands)",
+                                      inner.info().name));
+    }
+    if (inputs.size() != op.operands.size())
+      return report(op, fmt::format("has {} operands but its region {} inputs", op.operands.size(), inputs.size()));
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (op.operands[i] < defined_.size() && body.value(inputs[i]).type != g_.value(op.operands[i]).type)
+        report(op, fmt::format("operand {} is {}, but region input %{} is {}", i, to_string(g_.value(op.operands[i]).type),
+                               body.value(inputs[i]).name, to_string(body.value(inputs[i]).type)));
+    if (body.outputs().size() != op.results.size())
+      return report(op, fmt::format("has {} results but its region returns {}", op.results.size(), body.outputs().size()));
+    for (size_t i = 0; i < op.results.size(); ++i)
+      if (body.outputs()[i] < body.num_values() && body.value(body.outputs()[i]).type != g_.value(op.results[i]).type)
+        report(op, fmt::format("result {} is {}, but the region returns {}", i, to_string(g_.value(op.results[i]).type),
+                               to_string(body.value(body.outputs()[i]).type)));
+  }
+
   void check_op(const Op& op) {
+    if (op.kind == OpKind::Fused) check_region(op);
+    else if (op.region) report(op, "only a fused op may have a region");
     if (check_operands(op) && check_attrs(op)) check_types(op);
     for (ValueId r : op.results) defined_[r] = true;
   }

@@ -73,13 +73,20 @@ class Differentiator {
   }
 
   void backprop(const ir::Op& op) {
-    if (op.results.size() != 1) return;  // effects have no gradient to pass on
-    auto it = grads_.find(op.result());
+    if (op.results.empty()) return;  // effects have no gradient to pass on
+    // Every rule differentiates through result 0; attention's second result (logsumexp) is only
+    // for its own backward and takes no gradient.
+    for (size_t r = 1; r < op.results.size(); ++r)
+      if (grads_.count(op.results[r]))
+        throw ir::Error(fmt::format("autodiff: the loss depends on result {} of {}, which has no gradient rule", r,
+                                    op.info().name));
+    auto it = grads_.find(op.results[0]);
     if (it == grads_.end()) return;
     const Tensor dy = it->second;
     const bool any_input_needs =
         std::any_of(op.operands.begin(), op.operands.end(), [&](ir::ValueId v) { return needs_[v]; });
     if (!any_input_needs) return;
+    Builder::OpScope scope(b_, op.scope.empty() ? "backward" : "backward/" + op.scope);
     apply_rule(op, dy);
   }
 
@@ -124,6 +131,15 @@ class Differentiator {
         return accumulate(x, b_.op(OpKind::Dropout, {dy, operand(op, 1)},
                                    {{"p", op.attr<double>("p")}, {"offset", op.attr<int64_t>("offset")}}));
       case OpKind::CrossEntropy: return cross_entropy(op, dy);
+      case OpKind::Attention: return attention(op, dy);
+      case OpKind::Where: {
+        const Tensor zero = b_.constant(0.0, dy.dtype());
+        if (needs_[op.operands[1]])
+          accumulate(op.operands[1], unbroadcast(b_.op(OpKind::Where, {operand(op, 0), dy, zero}), shape_of(op.operands[1])));
+        if (needs_[op.operands[2]])
+          accumulate(op.operands[2], unbroadcast(b_.op(OpKind::Where, {operand(op, 0), zero, dy}), shape_of(op.operands[2])));
+        return;
+      }
       default:
         throw ir::Error(fmt::format("autodiff: {} has no gradient rule, but the loss depends on a param through it",
                                     op.info().name));
@@ -219,6 +235,18 @@ class Differentiator {
     for (size_t i = 0; i < op.operands.size(); ++i) in.push_back(operand(op, i));
     accumulate(op.operands[0],
                b_.op(OpKind::CrossEntropyGrad, in, {{"ignore_index", op.attr<int64_t>("ignore_index")}}));
+  }
+
+  // (dq, dk, dv) from attention_grad, which recomputes the probabilities from q, k, the bias and
+  // the saved logsumexp; the bias (the padding mask) takes no gradient.
+  void attention(const ir::Op& op, Tensor dout) {
+    if (needs_[op.operands[3]]) throw ir::Error("autodiff: attention's bias (the mask) has no gradient rule");
+    std::vector<Tensor> in{dout, operand(op, 0), operand(op, 1), operand(op, 2), operand(op, 3), result(op),
+                           b_.value(op.results[1])};
+    if (op.operands.size() == 5) in.push_back(operand(op, 4));
+    auto g = b_.ops(OpKind::AttentionGrad, in,
+                    {{"scale", op.attr<double>("scale")}, {"p", op.attr<double>("p")}, {"offset", op.attr<int64_t>("offset")}});
+    for (size_t i = 0; i < 3; ++i) accumulate(op.operands[i], g[i]);
   }
 
   std::vector<ir::Op> forward_ops_;  // a copy: the graph's op list grows while we walk this one

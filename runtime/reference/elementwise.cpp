@@ -66,6 +66,32 @@ void eval_GeluGrad(OpEval<T>& e) {
 template <typename T> void eval_ReluGrad(OpEval<T>& e) { binary(e, [](T dy, T x) { return x > 0 ? dy : T(0); }); }
 
 template <typename T>
+void eval_Where(OpEval<T>& e) {
+  const ir::Shape& shape = e.out[0].type.shape;
+  const HostTensor<T>& cond = *e.in[0];
+  const std::vector<T>&a = e.real(1), &b = e.real(2);
+  std::vector<T>& y = e.out[0].real;
+  for_each_offset<3>(shape, {broadcast_strides(e.shape(0), shape), broadcast_strides(e.shape(1), shape),
+                             broadcast_strides(e.shape(2), shape)},
+                     [&](int64_t i, const std::array<int64_t, 3>& o) {
+                       const bool c = cond.is_real() ? cond.real[o[0]] != T(0) : cond.integer[o[0]] != 0;
+                       y[i] = c ? a[o[1]] : b[o[2]];
+                     });
+}
+
+template <typename T>
+void eval_AllFinite(OpEval<T>& e) {
+  bool finite = true;
+  for (size_t i = 0; i < e.in.size() && finite; ++i)
+    for (T x : e.real(i))
+      if (!std::isfinite(x)) {
+        finite = false;
+        break;
+      }
+  e.out[0].real[0] = finite ? T(1) : T(0);
+}
+
+template <typename T>
 void eval_Cast(OpEval<T>& e) {
   const HostTensor<T>& x = *e.in[0];
   HostTensor<T>& y = e.out[0];
@@ -94,5 +120,7 @@ BERTC_INSTANTIATE_EVAL(eval_Maximum)
 BERTC_INSTANTIATE_EVAL(eval_GeluGrad)
 BERTC_INSTANTIATE_EVAL(eval_ReluGrad)
 BERTC_INSTANTIATE_EVAL(eval_Cast)
+BERTC_INSTANTIATE_EVAL(eval_Where)
+BERTC_INSTANTIATE_EVAL(eval_AllFinite)
 
 }  // namespace bertc::reference

@@ -94,7 +94,19 @@ RunResult<T> Executor<T>::run(Environment<T>& env, const std::vector<std::string
   return result;
 }
 
+// A fused op runs its region: region inputs bound in order to the operands.
+template <typename T>
+void eval_Fused(OpEval<T>& e) {
+  const ir::Graph& body = e.op.region.graph();
+  Environment<T> env;
+  const auto inputs = body.values_of(ir::OpKind::Input);
+  for (size_t i = 0; i < inputs.size(); ++i) env[body.value(inputs[i]).name] = *e.in[i];
+  auto result = Executor<T>(body).run(env);
+  for (size_t i = 0; i < e.out.size(); ++i) e.out[i] = std::move(result.outputs[i]);
+}
+
 template class Executor<float>;
 template class Executor<double>;
+BERTC_INSTANTIATE_EVAL(eval_Fused)
 
 }  // namespace bertc::reference

@@ -1,21 +1,21 @@
 // Matrix products through BLAS (OpenBLAS), looping over broadcast batch dimensions.
 #include <cblas.h>
 
+#include "runtime/reference/blas.h"
 #include "runtime/reference/kernels.h"
 #include "runtime/reference/strided.h"
 
 namespace bertc::reference {
-namespace {
-
-// C[M,N] = op(A) @ op(B), row-major; lda/ldb follow from the transposes.
-void gemm(bool ta, bool tb, int m, int n, int k, const float* a, const float* b, float* c) {
+void gemm(bool ta, bool tb, int m, int n, int k, const float* a, const float* b, float* c, bool accumulate) {
   cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a,
-              ta ? m : k, b, tb ? k : n, 0.0f, c, n);
+              ta ? m : k, b, tb ? k : n, accumulate ? 1.0f : 0.0f, c, n);
 }
-void gemm(bool ta, bool tb, int m, int n, int k, const double* a, const double* b, double* c) {
+void gemm(bool ta, bool tb, int m, int n, int k, const double* a, const double* b, double* c, bool accumulate) {
   cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, 1.0, a,
-              ta ? m : k, b, tb ? k : n, 0.0, c, n);
+              ta ? m : k, b, tb ? k : n, accumulate ? 1.0 : 0.0, c, n);
 }
+
+namespace {
 
 ir::Shape batch_of(const ir::Shape& s) { return ir::Shape(s.begin(), s.end() - 2); }
 

@@ -159,6 +159,22 @@ TEST(Gradients, CompositeOps) {
   check_rule([](Builder& b) { return b.cross_entropy(b.param("logits", {4, 3}), b.input("y", DType::I32, {4})); }, labels);
 }
 
+TEST(Gradients, FusedAttentionAndWhere) {
+  Env env{{"dropout_seed", reference::HostTensor<double>::scalar(DType::I64, 77)}};
+  env["bias"] = filled({DType::F32, {2, 1, 1, 5}}, 2.0);
+  for (double p : {0.0, 0.25})
+    check_rule([p](Builder& b) {
+      std::vector<Tensor> in{b.param("q", {2, 2, 3, 4}), b.param("k", {2, 2, 5, 4}), b.param("v", {2, 2, 5, 4}),
+                             b.input("bias", DType::F32, {2, 1, 1, 5})};
+      if (p > 0) in.push_back(b.input("dropout_seed", DType::I64, {}));
+      return b.ops(OpKind::Attention, in, {{"scale", 0.7}, {"p", p}, {"offset", int64_t{3}}})[0];
+    }, env);
+  Env cond{{"c", filled({DType::F32, {2, 3}})}};
+  check_rule([](Builder& b) {
+    return b.op(OpKind::Where, {b.input("c", DType::F32, {2, 3}), b.param("a", {2, 3}), b.param("bias", {3})});
+  }, cond);
+}
+
 TEST(Gradients, ParamsTheLossIgnoresGetZeros) {
   Builder b("t");
   Tensor used = b.param("used", {2});

@@ -225,6 +225,72 @@ TEST(Reference, UpdatesWriteBackAfterTheStepAndSourcesAreChecked) {
   EXPECT_THROW(Executor<double>(g).run(none), EvalError);
 }
 
+// The fused attention op computes exactly what matmul, scale, bias, softmax, dropout and matmul
+// compute as separate ops: same operations in the same order, same dropout mask.
+TEST(Reference, AttentionEqualsItsUnfusedOps) {
+  const ir::Shape sq{2, 2, 3, 4}, sk{2, 2, 5, 4}, sb{2, 1, 1, 5};
+  Environment<double> env{{"dropout_seed", ints({}, {4242}, DType::I64)}};
+  auto fill = [&](const char* name, const ir::Shape& s, double f) {
+    auto t = HostTensor<double>::zeros({DType::F32, s});
+    for (int64_t i = 0; i < t.numel(); ++i) t.real[i] = std::sin(f * double(i) + 1);
+    env[name] = t;
+  };
+  fill("q", sq, 0.7);
+  fill("k", sk, 1.3);
+  fill("v", sk, 0.4);
+  fill("bias", sb, 2.1);
+  auto build = [&](bool fused) {
+    Builder b("t");
+    Tensor q = b.input("q", DType::F32, sq), k = b.input("k", DType::F32, sk), v = b.input("v", DType::F32, sk);
+    Tensor bias = b.input("bias", DType::F32, sb), seed = b.input("dropout_seed", DType::I64, {});
+    Tensor out;
+    if (fused) {
+      out = b.ops(ir::OpKind::Attention, {q, k, v, bias, seed}, {{"scale", 0.5}, {"p", 0.3}, {"offset", int64_t{0}}})[0];
+    } else {
+      Tensor probs = b.softmax(b.matmul(q, k, false, true) * 0.5 + bias);
+      out = b.matmul(b.dropout(probs, 0.3), v);  // the builder's first dropout gets offset 0
+    }
+    b.output(out, "out");
+    return std::move(b).finish();
+  };
+  const ir::Graph fused = build(true), unfused = build(false);
+  EXPECT_EQ(Executor<double>(fused).run(env).outputs[0].real, Executor<double>(unfused).run(env).outputs[0].real);
+}
+
+TEST(Reference, FusedOpRunsItsRegion) {
+  ir::Graph body("region");
+  const ir::OpId in0 = body.add_op(ir::OpKind::Input, {}, {}, {{DType::F32, {3}}});
+  body.name_value(body.op(in0).result(), "in0");
+  const ir::OpId n = body.add_op(ir::OpKind::Neg, {body.op(in0).result()}, {}, {{DType::F32, {3}}});
+  const ir::OpId e = body.add_op(ir::OpKind::Exp, {body.op(n).result()}, {}, {{DType::F32, {3}}});
+  body.add_output(body.op(n).result());
+  body.add_output(body.op(e).result());
+  ir::Graph g("g");
+  const ir::OpId x = g.add_op(ir::OpKind::Input, {}, {}, {{DType::F32, {3}}});
+  g.name_value(g.op(x).result(), "x");
+  const ir::OpId f = g.add_op(ir::OpKind::Fused, {g.op(x).result()}, {ir::AttrValue(std::string("pointwise")),
+                              ir::AttrValue(int64_t{0}), ir::AttrValue(int64_t{0}), ir::AttrValue(0.0)},
+                              {{DType::F32, {3}}, {DType::F32, {3}}});
+  g.set_region(f, ir::Region(std::move(body)));
+  g.add_output(g.op(f).results[1]);
+  Environment<double> env{{"x", real({3}, {0, 1, -1})}};
+  expect_near(Executor<double>(g).run(env).outputs[0].real, {1, std::exp(-1.0), std::exp(1.0)});
+}
+
+TEST(Reference, WhereAndAllFinite) {
+  expect_near(run1([](Builder& b) {
+                return b.op(ir::OpKind::Where, {b.input("c", DType::I32, {3}), b.input("a", DType::F32, {3}), b.constant(9.0)});
+              }, {{"c", ints({3}, {1, 0, 2})}, {"a", real({3}, {1, 2, 3})}}),
+              {1, 9, 3});
+  auto finite = [](double x) {
+    return run1([](Builder& b) { return b.op(ir::OpKind::AllFinite, {b.input("a", DType::F32, {2}), b.input("b", DType::F32, {1})}); },
+                {{"a", real({2}, {1, 2})}, {"b", real({1}, {x})}})[0];
+  };
+  EXPECT_EQ(finite(3.0), 1.0);
+  EXPECT_EQ(finite(INFINITY), 0.0);
+  EXPECT_EQ(finite(NAN), 0.0);
+}
+
 TEST(Reference, SixteenBitStorageRounds) {
   auto cast = [](DType to, double x) {
     return run1([&](Builder& b) { return b.cast(b.cast(b.input("x", DType::F32, {1}), to), DType::F32); },
