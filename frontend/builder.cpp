@@ -69,8 +69,40 @@ Tensor Builder::op(OpKind kind, const std::vector<Tensor>& operands, std::vector
   return results[0];
 }
 
-Tensor Builder::state(const std::string& name, ir::TensorType type) {
-  return source(OpKind::State, name, std::move(type));
+std::vector<Tensor> Builder::copy_op(const ir::Op& op, const std::vector<Tensor>& operands,
+                                     const std::vector<ir::TensorType>& result_types) {
+  std::vector<ir::NamedAttr> attrs;
+  for (size_t i = 0; i < op.attrs.size(); ++i) attrs.push_back({std::string(op.info().attrs[i].name), op.attrs[i]});
+  std::vector<ir::ValueId> ids;
+  std::vector<ir::TensorType> types;
+  for (const Tensor& t : operands) {
+    ids.push_back(t.id());
+    types.push_back(t.type());
+  }
+  const bool declared = op.info().result_types == ir::ResultTypes::Declared;
+  std::vector<ir::TensorType> inferred;
+  try {
+    inferred = ir::infer_result_types(op.kind, types, op.attrs,
+                                      declared ? std::span<const ir::TensorType>(result_types)
+                                               : std::span<const ir::TensorType>{});
+  } catch (const ir::InferError& e) {
+    throw ir::Error(fmt::format("copying {}: {}", op.info().name, e.what()));
+  }
+  if (inferred != result_types)
+    throw ir::Error(fmt::format("copying {}: result types differ from the operands' ({} results)", op.info().name,
+                                result_types.size()));
+  const ir::OpId id = graph_.add_op(op.kind, std::move(ids), op.attrs, inferred, op.loc);
+  graph_.set_scope(id, op_scope_ ? *op_scope_ : op.scope);
+  graph_.set_region(id, op.region);
+  std::vector<Tensor> out;
+  for (ir::ValueId r : graph_.op(id).results) out.emplace_back(this, r);
+  return out;
+}
+
+Tensor Builder::state(const std::string& name, ir::TensorType type, double init) {
+  Tensor t = op(OpKind::State, {}, {{"init", init}}, std::move(type));
+  graph_.name_value(t.id(), name);
+  return t;
 }
 
 void Builder::update(Tensor target, Tensor value) { ops(OpKind::Update, {target, value}); }
@@ -108,8 +140,7 @@ std::vector<Tensor> Builder::ops(OpKind kind, const std::vector<Tensor>& operand
   }
   const ir::OpId id = graph_.add_op(kind, std::move(ids), std::move(complete), std::move(results));
   const bool source = kind == OpKind::Input || kind == OpKind::Param || kind == OpKind::State;
-  if (op_scope_) graph_.set_scope(id, *op_scope_);
-  else if (!source) graph_.set_scope(id, fmt::format("{}", fmt::join(scopes_, ".")));
+  if (!source) graph_.set_scope(id, op_scope_ ? *op_scope_ : fmt::format("{}", fmt::join(scopes_, ".")));
   std::vector<Tensor> out;
   for (ir::ValueId r : graph_.op(id).results) out.emplace_back(this, r);
   return out;

@@ -69,12 +69,17 @@ class Builder {
   // `declared` is the result type of Declared ops (reshape, cast, ...).
   std::vector<Tensor> ops(ir::OpKind kind, const std::vector<Tensor>& operands, std::vector<ir::NamedAttr> attrs = {},
                           std::optional<ir::TensorType> declared = std::nullopt);
+  // Appends a copy of `op` from another graph reading `operands`: its attributes, scope and region
+  // are kept; `result_types` are its results' types (checked like any op's). For passes.
+  std::vector<Tensor> copy_op(const ir::Op& op, const std::vector<Tensor>& operands,
+                              const std::vector<ir::TensorType>& result_types);
   // The same for an op with exactly one result.
   Tensor op(ir::OpKind kind, const std::vector<Tensor>& operands, std::vector<ir::NamedAttr> attrs = {},
             std::optional<ir::TensorType> declared = std::nullopt);
 
-  // A persistent, untrained value (optimizer moment, gradient accumulator), named as given.
-  Tensor state(const std::string& name, ir::TensorType type);
+  // A persistent, untrained value (optimizer moment, gradient accumulator), named as given, whose
+  // elements start at `init`.
+  Tensor state(const std::string& name, ir::TensorType type, double init = 0.0);
   // After the step, `target` (a param or state) holds `value`.
   void update(Tensor target, Tensor value);
 
@@ -101,6 +106,8 @@ class Builder {
   Tensor name(Tensor x, const std::string& name);
   // Marks a graph output under a name.
   void output(Tensor x, const std::string& name);
+  // Marks a graph output, keeping whatever name it has.
+  void add_output(Tensor x) { graph_.add_output(x.id()); }
 
   // RAII name scope for parameters: { auto s = b.scope("attention"); b.param("self.query.weight", ...); }
   class [[nodiscard]] Scope {

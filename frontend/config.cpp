@@ -65,6 +65,12 @@ std::vector<Field> fields_of(Config& c) {
       {"train", "short_seq_prob", &t.short_seq_prob, Range::Probability},
       {"train", "dupe_factor", &t.dupe_factor, Range::Positive},
       {"compile", "dropout", &c.compile.dropout, Range::Any},
+      {"compile", "arch", &c.compile.arch, Range::Any},
+      {"compile", "precision", &c.compile.precision, Range::Any, {"auto", "fp32", "fp16", "bf16", "fp32-fp16storage"}},
+      {"compile", "recompute", &c.compile.recompute, Range::Any, {"none", "selective", "full", "auto"}},
+      {"compile", "memory_budget", &c.compile.memory_budget, Range::NonNegative},
+      {"compile", "fusion", &c.compile.fusion, Range::Any},
+      {"compile", "fused_attention", &c.compile.fused_attention, Range::Any},
   };
 }
 
@@ -215,6 +221,9 @@ std::optional<RelationIssue> check_relations(const Config& c) {
     return RelationIssue{"model", "pad_token_id",
                          fmt::format("[model] pad_token_id = {} is not below vocab_size = {}", m.pad_token_id,
                                      m.vocab_size)};
+  if (c.compile.recompute == "auto" && c.compile.memory_budget == 0)
+    return RelationIssue{"compile", "recompute",
+                         "[compile] recompute = \"auto\" needs memory_budget (bytes of activations to fit in)"};
   if (t.seq_len > m.max_position_embeddings)
     return RelationIssue{"train", "seq_len",
                          fmt::format("[train] seq_len = {} exceeds [model] max_position_embeddings = {}", t.seq_len,

@@ -65,8 +65,16 @@ struct TrainConfig {
   int64_t dupe_factor = 5;  // passes over the corpus, each masked differently
 };
 
-struct CompileConfig {
-  bool dropout = true;  // false builds the graph without dropout ops (evaluation)
+// Every compiler option ([compile] in the config; each has a bertc compile/train flag too).
+struct CompileOptions {
+  bool dropout = true;             // false builds the graph without dropout ops (evaluation)
+  std::string arch = "auto";       // sm_61 ... sm_90, a GPU name (p40, v100, t4, a100, rtx3090,
+                                   // h100, h200), or auto: the GPU present, else none
+  std::string precision = "auto";  // auto | fp32 | fp16 | bf16 | fp32-fp16storage
+  std::string recompute = "none";  // none | selective | full | auto
+  int64_t memory_budget = 0;       // bytes of activations for recompute = auto
+  bool fusion = true;              // group ops into fused kernels
+  bool fused_attention = true;     // one attention op instead of matmul, softmax, dropout, matmul
 };
 
 using ConfigValue = std::variant<bool, int64_t, double, std::string>;
@@ -83,7 +91,7 @@ struct Config {
   std::string name;    // top-level `name`, else the file's stem
   ModelConfig model;
   TrainConfig train;
-  CompileConfig compile;
+  CompileOptions compile;
   std::map<std::string, ConfigValue> extra;  // values of the model definition's ExtraKeys
 
   // A custom model's extra key; throws ConfigError when absent or of another type.

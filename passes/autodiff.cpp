@@ -22,9 +22,11 @@ class Differentiator {
 
   ir::Graph run() {
     const ir::Graph& g = b_.graph();
-    auto loss = g.find("loss");
+    // The precision pass's loss-scaled objective when there is one, else the loss itself.
+    auto loss = g.find("scaled_loss");
+    if (!loss) loss = g.find("loss");
     if (!loss || g.value(*loss).type != ir::TensorType{ir::DType::F32, {}})
-      throw ir::Error("autodiff: the graph needs a scalar f32 value named 'loss'");
+      throw ir::Error("autodiff: the graph needs a scalar f32 value named 'loss' (or 'scaled_loss')");
     mark_needs_grad();
     grads_[*loss] = b_.constant(1.0);
     for (auto op = forward_ops_.rbegin(); op != forward_ops_.rend(); ++op) backprop(*op);

@@ -1,6 +1,7 @@
 // Reverse-mode automatic differentiation of the loss.
 //
-// Pre:  a verified forward graph with a scalar f32 output named "loss".
+// Pre:  a verified forward graph with a scalar f32 output named "loss" (or "scaled_loss", from the
+//       precision pass, which is then what is differentiated).
 // Post: every param p has a value "<p>.grad" of p's type holding d loss / d p (zeros where the
 //       loss does not depend on p), appended to the outputs in param order; the original outputs
 //       and their values are unchanged. The backward ops are ordinary IR: the chain rule per op

@@ -33,32 +33,54 @@ ir::Graph build_optimizer_graph(const ir::Graph& step_graph, const OptimizerOpti
     throw ir::Error(fmt::format("optimizer '{}' is not one bertc has (adamw, lamb)", o.kind));
   if (o.accumulation_steps < 1) throw ir::Error("optimizer: accumulation_steps must be >= 1");
   Builder b(step_graph.name() + "_optimizer");
+  frontend::Builder::OpScope scope(b, "optimizer");
   Tensor lr = b.input("learning_rate", ir::DType::F32, {});
-  Tensor step = b.input("step", ir::DType::I64, {});
+  // Updates done so far, a state so that a skipped step needs no word from the host.
+  Tensor done = b.state("optimizer_step", {ir::DType::F32, {}});
+  const bool scaling = step_graph.find("loss_scale").has_value();
+  Tensor loss_scale = scaling ? b.state("loss_scale", {ir::DType::F32, {}}, 65536.0) : Tensor{};
 
   struct Slot {
     std::string name;
     Tensor param, acc, grad;
   };
   std::vector<Slot> slots;
-  Tensor total_sq;
   for (ir::ValueId p : step_graph.values_of(ir::OpKind::Param)) {
     const ir::Value& v = step_graph.value(p);
     if (!step_graph.find(v.name + ".grad_acc"))
       throw ir::Error(fmt::format("optimizer: param %{} has no gradient accumulator; run accumulate first", v.name));
-    Slot s{v.name, b.param(v.name, v.type.shape, v.type.dtype), b.state(v.name + ".grad_acc", v.type), {}};
-    s.grad = o.accumulation_steps == 1 ? s.acc : s.acc * (1.0 / static_cast<double>(o.accumulation_steps));
-    const Tensor sq = sum_of_squares(b, s.grad);
-    total_sq = slots.empty() ? sq : total_sq + sq;
-    slots.push_back(s);
+    slots.push_back({v.name, b.param(v.name, v.type.shape, v.type.dtype), b.state(v.name + ".grad_acc", v.type), {}});
   }
   if (slots.empty()) throw ir::Error("optimizer: the step graph has no params");
+  // Mean gradient: the accumulated sum over K micro-batches, unscaled.
+  const double k = static_cast<double>(o.accumulation_steps);
+  const std::optional<Tensor> unscale =
+      scaling ? std::optional<Tensor>(b.constant(1.0) / (loss_scale * k))
+              : (k > 1 ? std::optional<Tensor>(b.constant(1.0 / k)) : std::nullopt);
+  Tensor total_sq;
+  for (size_t i = 0; i < slots.size(); ++i) {
+    Slot& s = slots[i];
+    s.grad = unscale ? s.acc * *unscale : s.acc;
+    const Tensor sq = sum_of_squares(b, s.grad);
+    total_sq = i == 0 ? sq : total_sq + sq;
+  }
   const Tensor norm = b.name(sqrt(total_sq), "grad_norm");
   std::optional<Tensor> clip;
   if (o.max_grad_norm > 0) {
     // torch.nn.utils.clip_grad_norm_'s factor: max_norm / (norm + 1e-6), at most 1.
     clip = b.op(ir::OpKind::Minimum, {b.constant(1.0), b.constant(o.max_grad_norm) / (norm + 1e-6)});
   }
+  // With loss scaling, an overflow anywhere skips the whole update (params and moments keep
+  // their values) and halves the scale; 2000 clean steps in a row double it.
+  std::optional<Tensor> finite;
+  if (scaling) {
+    std::vector<Tensor> accs;
+    for (const Slot& s : slots) accs.push_back(s.acc);
+    finite = b.op(ir::OpKind::AllFinite, accs);
+  }
+  auto keep_if_overflow = [&](Tensor next, Tensor old) { return finite ? b.op(ir::OpKind::Where, {*finite, next, old}) : next; };
+  const Tensor count = done + 1.0;
+  const Tensor step = b.cast(count, ir::DType::I64);
   const ir::OpKind kind = o.kind == "adamw" ? ir::OpKind::Adamw : ir::OpKind::Lamb;
   for (const Slot& s : slots) {
     const ir::TensorType type = s.param.type();
@@ -67,12 +89,24 @@ ir::Graph build_optimizer_graph(const ir::Graph& step_graph, const OptimizerOpti
     const double decay = exempt_from_weight_decay(s.name) ? 0.0 : o.weight_decay;
     auto next = b.ops(kind, {s.param, g, m, v, lr, step},
                       {{"beta1", o.beta1}, {"beta2", o.beta2}, {"eps", o.eps}, {"weight_decay", decay}});
-    b.update(s.param, next[0]);
-    b.update(m, next[1]);
-    b.update(v, next[2]);
+    b.update(s.param, keep_if_overflow(next[0], s.param));
+    b.update(m, keep_if_overflow(next[1], m));
+    b.update(v, keep_if_overflow(next[2], v));
     b.update(s.acc, b.broadcast(b.constant(0.0, type.dtype), type.shape));
   }
+  b.update(done, keep_if_overflow(count, done));
   b.output(norm, "grad_norm");
+  if (scaling) {
+    Tensor good = b.state("loss_scale_good_steps", {ir::DType::F32, {}});
+    const Tensor good_next = b.op(ir::OpKind::Where, {*finite, good + 1.0, b.constant(0.0)});
+    const Tensor grow = b.op(ir::OpKind::Maximum, {good_next + -1999.0, b.constant(0.0)});  // > 0 at 2000
+    const Tensor scale_next =
+        b.op(ir::OpKind::Where, {*finite, b.op(ir::OpKind::Where, {grow, loss_scale * 2.0, loss_scale}), loss_scale * 0.5});
+    b.update(good, b.op(ir::OpKind::Where, {grow, b.constant(0.0), good_next}));
+    b.update(loss_scale, scale_next);
+    b.output(1.0 - *finite, "step_skipped");
+    b.output(loss_scale + 0.0, "loss_scale_used");
+  }
   return std::move(b).finish();
 }
 

@@ -5,6 +5,7 @@
 #include <functional>
 #include <string>
 
+#include "frontend/config.h"
 #include "ir/graph.h"
 #include "passes/optimizer.h"
 
@@ -15,8 +16,13 @@ struct TrainingProgram {
   ir::Graph optimizer;  // run once per optimizer step
 };
 
-// `after_pass(name, graph)`, when given, sees the graph after every pass (for --print-ir-after-all).
-TrainingProgram compile_training(ir::Graph forward, const OptimizerOptions& options,
+// The optimizer settings of a [train] section.
+OptimizerOptions optimizer_options(const frontend::TrainConfig& train);
+
+// `options` must be resolved (resolve_options in targets.h). `after_pass(name, graph)`, when
+// given, sees the graph after every pass (for --print-ir-after-all and --dump-ir).
+TrainingProgram compile_training(ir::Graph forward, const frontend::CompileOptions& options,
+                                 const OptimizerOptions& optimizer,
                                  const std::function<void(const std::string&, const ir::Graph&)>& after_pass = {});
 
 }  // namespace bertc::passes

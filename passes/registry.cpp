@@ -3,8 +3,10 @@
 
 #include "ir/verifier.h"
 #include "passes/accumulate.h"
+#include "passes/attention.h"
 #include "passes/autodiff.h"
 #include "passes/optimizer.h"
+#include "passes/precision.h"
 #include "passes/dce.h"
 
 namespace bertc::passes {
@@ -14,6 +16,10 @@ const PassInfo kPasses[] = {
     {"verify", "check SSA order, attributes and every op's shape rule",
      [](ir::Graph& g) { ir::verify_or_throw(g); }},
     {"dce", "remove ops no output depends on", [](ir::Graph& g) { eliminate_dead_code(g); }},
+    {"attention", "fuse matmul, scale, bias, softmax, dropout, matmul chains into attention ops",
+     [](ir::Graph& g) { fuse_attention(g); }},
+    {"precision-bf16", "store activations in bf16 (fp32 master weights)", [](ir::Graph& g) { apply_precision(g, "bf16"); }},
+    {"precision-fp16", "store activations in fp16, with loss scaling", [](ir::Graph& g) { apply_precision(g, "fp16"); }},
     {"autodiff", "append d loss / d param as outputs <param>.grad", [](ir::Graph& g) { differentiate(g); }},
     {"accumulate", "sum <param>.grad into states <param>.grad_acc", [](ir::Graph& g) { accumulate_gradients(g); }},
     {"optimizer", "replace the graph by its AdamW step graph (default settings)",

@@ -48,7 +48,10 @@ void initialize_parameters(const ir::Graph& graph, double stddev, int64_t pad_to
 void initialize_states(const ir::Graph& graph, Environment& env) {
   for (ir::ValueId s : graph.values_of(ir::OpKind::State)) {
     const ir::Value& v = graph.value(s);
-    if (!env.count(v.name)) env[v.name] = HostTensor::zeros(v.type);
+    if (env.count(v.name)) continue;
+    HostTensor t = HostTensor::zeros(v.type);
+    std::fill(t.real.begin(), t.real.end(), static_cast<float>(graph.producer(s).attr<double>("init")));
+    env[v.name] = std::move(t);
   }
 }
 

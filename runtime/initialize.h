@@ -14,7 +14,8 @@ namespace bertc::runtime {
 void initialize_parameters(const ir::Graph& graph, double stddev, int64_t pad_token_id, uint64_t seed,
                            Environment& env);
 
-// Sets every state of `graph` that `env` lacks to zeros (fresh optimizer moments, accumulators).
+// Sets every state of `graph` that `env` lacks to its init value (zeros for optimizer moments and
+// accumulators, 2^16 for the loss scale).
 void initialize_states(const ir::Graph& graph, Environment& env);
 
 }  // namespace bertc::runtime

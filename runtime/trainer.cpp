@@ -55,6 +55,8 @@ struct StepStats {
   double loss = 0, mlm_loss = 0, nsp_loss = 0, learning_rate = 0, grad_norm = 0;
   int64_t mlm_correct = 0, mlm_counted = 0, tokens = 0;
   double seconds = 0;
+  bool skipped = false;    // loss scaling found an overflow: no update
+  double loss_scale = 0;   // 0 without loss scaling
 };
 
 // The live progress line (or periodic lines) and the JSON-lines metrics file.
@@ -68,6 +70,7 @@ class Progress {
   void record(const StepStats& s) {
     total_seconds_ += s.seconds;
     total_tokens_ += s.tokens;
+    skipped_ += s.skipped;
     window_.add(s);
     const double accuracy = s.mlm_counted ? double(s.mlm_correct) / double(s.mlm_counted) : 0.0;
     const double tokens_per_s = total_seconds_ > 0 ? double(total_tokens_) / total_seconds_ : 0.0;
@@ -75,7 +78,8 @@ class Progress {
                                {"mlm_loss", s.mlm_loss},   {"nsp_loss", s.nsp_loss},
                                {"mlm_accuracy", accuracy}, {"learning_rate", s.learning_rate},
                                {"grad_norm", s.grad_norm}, {"tokens_per_second", tokens_per_s},
-                               {"step_seconds", s.seconds}}
+                               {"step_seconds", s.seconds}, {"step_skipped", s.skipped},
+                               {"loss_scale", s.loss_scale}}
                     .dump()
              << "\n"
              << std::flush;
@@ -84,11 +88,12 @@ class Progress {
     // Mean over the steps since the last printed line: one step of a small batch is noisy.
     const double eta = total_seconds_ / double(s.step - first_ + 1) * double(last_ - s.step);
     const Window& w = window_;
-    const std::string line = fmt::format(
+    std::string line = fmt::format(
         "step {}/{}  loss {:.4f} (mlm {:.4f}, nsp {:.4f})  mlm acc {:.1f}%  lr {:.2e}  |g| {:.3f}  {:.0f} tok/s  ETA {}",
         s.step, last_, w.loss / w.steps, w.mlm / w.steps, w.nsp / w.steps,
         w.counted ? 100.0 * double(w.correct) / double(w.counted) : 0.0, s.learning_rate, w.grad_norm / w.steps,
         tokens_per_s, duration(eta));
+    if (s.loss_scale > 0) line += fmt::format("  scale {:g}, {} skipped", s.loss_scale, skipped_);
     if (live_) log_ << "\r\033[K" << line << (s.step == last_ ? "\n" : "") << std::flush;
     else log_ << line << "\n" << std::flush;
     if (!live_ || s.step % every_ == 0) window_ = {};
@@ -119,7 +124,7 @@ class Progress {
   int64_t first_, last_, every_;
   bool live_;
   double total_seconds_ = 0;
-  int64_t total_tokens_ = 0;
+  int64_t total_tokens_ = 0, skipped_ = 0;
 };
 
 // Params and optimizer moments: what a checkpoint holds (accumulators are zero between steps).
@@ -190,9 +195,8 @@ int64_t prepare_state(const frontend::ModelDefinition& model, const TrainOptions
 
 TrainSummary train_on_cpu(const frontend::ModelDefinition& model, const TrainOptions& o, std::ostream& log) {
   const frontend::TrainConfig& t = o.config.train;
-  passes::OptimizerOptions opt{t.optimizer, t.beta1,         t.beta2, t.epsilon, t.weight_decay,
-                               t.max_grad_norm, t.gradient_accumulation_steps};
-  const passes::TrainingProgram program = passes::compile_training(frontend::build_model(model, o.config), opt);
+  const passes::TrainingProgram program = passes::compile_training(frontend::build_model(model, o.config),
+                                                                   o.config.compile, passes::optimizer_options(t));
   // Checkpoint problems first: they are cheaper to find than the data is to load.
   Environment env;
   const int64_t start = prepare_state(model, o, program, env, log);
@@ -205,6 +209,9 @@ TrainSummary train_on_cpu(const frontend::ModelDefinition& model, const TrainOpt
   std::filesystem::create_directories(o.checkpoint_dir);
   const reference::Executor<float> step_exec(program.step), opt_exec(program.optimizer);
   const bool has_logits = program.step.find("mlm_logits").has_value();
+  const bool scaling = program.optimizer.find("step_skipped").has_value();
+  std::vector<std::string> opt_fetch = {"grad_norm"};
+  if (scaling) opt_fetch.insert(opt_fetch.end(), {"step_skipped", "loss_scale_used"});
   std::vector<std::string> fetch = {"mlm_loss", "nsp_loss"};
   if (has_logits) fetch.push_back("mlm_logits");
   const int64_t K = t.gradient_accumulation_steps;
@@ -237,8 +244,12 @@ TrainSummary train_on_cpu(const frontend::ModelDefinition& model, const TrainOpt
                                    "--resume from the last checkpoint", stats.loss, s));
     stats.learning_rate = learning_rate_at(t, s);
     env["learning_rate"] = HostTensor::scalar(ir::DType::F32, stats.learning_rate);
-    env["step"] = HostTensor::scalar(ir::DType::I64, static_cast<double>(s));
-    stats.grad_norm = opt_exec.run(env).outputs.at(0).real.at(0);
+    const auto r = opt_exec.run(env, opt_fetch);
+    stats.grad_norm = r.fetched.at("grad_norm").real.at(0);
+    if (scaling) {
+      stats.skipped = r.fetched.at("step_skipped").real.at(0) != 0;
+      stats.loss_scale = r.fetched.at("loss_scale_used").real.at(0);
+    }
     stats.seconds = std::chrono::duration<double>(Clock::now() - began).count();
     progress.record(stats);
     summary.losses.push_back(stats.loss);

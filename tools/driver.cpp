@@ -12,6 +12,7 @@
 
 #include "ir/printer.h"
 #include "passes/pipeline.h"
+#include "passes/targets.h"
 #include "runtime/batches.h"
 #include "runtime/evaluate.h"
 #include "runtime/safetensors.h"
@@ -29,16 +30,49 @@ struct CompileArgs {
   bool json = false;
 };
 
-int compile(const CompileArgs& args, const frontend::ModelDefinition& model) {
-  const frontend::Config config = frontend::load_config(args.config, model.extra_keys);
+// Compiler flags shared by compile and train; each overrides its [compile] key when given.
+struct CompileFlags {
+  std::optional<std::string> arch, precision, recompute;
+  std::optional<int64_t> memory_budget;
+  std::optional<bool> fusion, fused_attention;
+
+  void add_to(CLI::App* cmd) {
+    cmd->add_option("--arch", arch, "Target: sm_61 ... sm_90, a GPU (p40, v100, t4, a100, rtx3090, h100, h200), "
+                                    "none, or auto (the GPU present)");
+    cmd->add_option("--precision", precision, "auto, fp32, fp16, bf16 or fp32-fp16storage")
+        ->check(CLI::IsMember({"auto", "fp32", "fp16", "bf16", "fp32-fp16storage"}));
+    cmd->add_option("--recompute", recompute, "Activation recomputation: none, selective, full or auto")
+        ->check(CLI::IsMember({"none", "selective", "full", "auto"}));
+    cmd->add_option("--memory-budget", memory_budget, "Bytes of activations for --recompute auto")
+        ->check(CLI::NonNegativeNumber);
+    cmd->add_option("--fusion", fusion, "Fuse ops into kernels (true/false)");
+    cmd->add_option("--fused-attention", fused_attention, "One attention op per layer (true/false)");
+  }
+
+  // The config's options with these flags applied and arch/precision made concrete.
+  frontend::CompileOptions apply(frontend::CompileOptions o) const {
+    if (arch) o.arch = *arch;
+    if (precision) o.precision = *precision;
+    if (recompute) o.recompute = *recompute;
+    if (memory_budget) o.memory_budget = *memory_budget;
+    if (fusion) o.fusion = *fusion;
+    if (fused_attention) o.fused_attention = *fused_attention;
+    const runtime::CudaDriverProbe probe = runtime::probe_cuda_driver();
+    const std::string detected = probe.devices.empty() ? "none" : fmt::format("sm_{}", probe.devices[0].arch);
+    return passes::resolve_options(o, detected);
+  }
+};
+
+int compile(const CompileArgs& args, const CompileFlags& flags, const frontend::ModelDefinition& model) {
+  frontend::Config config = frontend::load_config(args.config, model.extra_keys);
+  config.compile = flags.apply(config.compile);
   const ir::Graph graph = frontend::build_model(model, config);
   std::string text;
   if (args.emit == "ir") {
     text = ir::print(graph);
   } else if (args.emit == "step-ir" || args.emit == "optimizer-ir") {
-    const auto& t = config.train;
-    const passes::TrainingProgram p = passes::compile_training(
-        graph, {t.optimizer, t.beta1, t.beta2, t.epsilon, t.weight_decay, t.max_grad_norm, t.gradient_accumulation_steps});
+    const passes::TrainingProgram p =
+        passes::compile_training(graph, config.compile, passes::optimizer_options(config.train));
     text = ir::print(args.emit == "step-ir" ? p.step : p.optimizer);
   } else if (args.emit == "stats") {
     auto stats = stats_json(config, model.name, graph);
@@ -79,11 +113,13 @@ void choose_device(const std::string& device) {
                              "reference executor\n", probe.devices[0].name, fmt::format("sm_{}", probe.devices[0].arch));
 }
 
-int train(const TrainArgs& args, const frontend::ModelDefinition& model) {
+int train(const TrainArgs& args, const CompileFlags& flags, const frontend::ModelDefinition& model) {
   runtime::TrainOptions o;
   o.config = frontend::load_config(args.config, model.extra_keys);
+  o.config.compile = flags.apply(o.config.compile);
+  if (args.steps > 0) o.config.train.steps = args.steps;  // the schedule decays over the run's length
   const auto& t = o.config.train;
-  o.steps = args.steps > 0 ? args.steps : t.steps;
+  o.steps = t.steps;
   o.data = chosen_path(args.data, o.config, t.data);
   o.vocab = chosen_path(args.vocab, o.config, t.vocab);
   o.checkpoint_dir = args.checkpoint_dir.empty() ? std::filesystem::path("checkpoints") / o.config.name
@@ -93,9 +129,9 @@ int train(const TrainArgs& args, const frontend::ModelDefinition& model) {
   if (!args.init.empty()) o.init = args.init;
   o.live_progress = ::isatty(STDERR_FILENO) != 0;
   choose_device(args.device);
-  std::cerr << fmt::format("train: {} ({}), {} steps of {} x {} x {} tokens, {} optimizer, checkpoints in {}\n",
+  std::cerr << fmt::format("train: {} ({}), {} steps of {} x {} x {} tokens, {} optimizer, {} precision, checkpoints in {}\n",
                            o.config.name, model.name, o.steps, t.gradient_accumulation_steps, t.batch_size, t.seq_len,
-                           t.optimizer, o.checkpoint_dir.string());
+                           t.optimizer, o.config.compile.precision, o.checkpoint_dir.string());
   const auto began = std::chrono::steady_clock::now();
   const runtime::TrainSummary s = runtime::train_on_cpu(model, o, std::cerr);
   if (!s.losses.empty())
@@ -168,6 +204,8 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
       ->check(CLI::IsMember({"ir", "step-ir", "optimizer-ir", "stats", "params"}));
   compile_cmd->add_flag("--json", compile_args.json, "Write stats or params as JSON");
   compile_cmd->add_option("-o,--output", compile_args.output, "Output file (written atomically); default stdout");
+  CompileFlags compile_flags;
+  compile_flags.add_to(compile_cmd);
 
   TrainArgs train_args;
   CLI::App* train_cmd = app.add_subcommand("train", "Train the model (on the CPU reference executor for now)");
@@ -183,6 +221,8 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
   train_cmd->add_flag("--resume", train_args.resume, "Continue from the newest checkpoint in the checkpoint folder");
   train_cmd->add_option("--init", train_args.init, "Start from a Hugging Face BertForPreTraining .safetensors")
       ->check(CLI::ExistingFile);
+  CompileFlags train_flags;
+  train_flags.add_to(train_cmd);
 
   EvalArgs eval_args;
   CLI::App* eval_cmd = app.add_subcommand("eval", "Losses and gradients of one batch, dropout off");
@@ -214,8 +254,8 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
     return app.exit(e);
   }
   try {
-    if (*compile_cmd) return compile(compile_args, model);
-    if (*train_cmd) return train(train_args, model);
+    if (*compile_cmd) return compile(compile_args, compile_flags, model);
+    if (*train_cmd) return train(train_args, train_flags, model);
     if (*eval_cmd) return eval(eval_args, model);
     if (*batch_cmd) return batch(batch_args, model);
     return info(info_json_flag, model);

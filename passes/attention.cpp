@@ -1,0 +1,124 @@
+// Pattern match of the attention chain and its rewrite into one attention op.
+#include "passes/attention.h"
+
+#include <optional>
+
+#include "passes/graph_copy.h"
+
+namespace bertc::passes {
+namespace {
+
+using ir::OpKind;
+
+struct Chain {
+  ir::ValueId q, k, v, bias;
+  std::optional<ir::ValueId> seed;
+  double scale, p = 0;
+  int64_t offset = 0;
+  std::vector<ir::OpId> ops;  // the chain's ops; the last is the second matmul
+};
+
+class Matcher {
+ public:
+  explicit Matcher(const ir::Graph& g) : g_(g), uses_(g.num_values(), 0) {
+    for (const ir::Op& op : g.ops())
+      for (ir::ValueId v : op.operands) ++uses_[v];
+    for (ir::ValueId v : g.outputs()) ++uses_[v];
+    consumer_.assign(g.num_values(), -1);
+    for (ir::OpId i = 0; i < g.ops().size(); ++i)
+      for (ir::ValueId v : g.ops()[i].operands) consumer_[v] = static_cast<int64_t>(i);
+  }
+
+  // The chain through the softmax op `at`, if every link is there and private to it.
+  std::optional<Chain> match(ir::OpId at) const {
+    const ir::Op& softmax = g_.op(at);
+    Chain c;
+    auto producer = [&](ir::ValueId v, OpKind kind) -> const ir::Op* {
+      const ir::Op& op = g_.producer(v);
+      return op.kind == kind && uses_[v] == 1 ? &op : nullptr;
+    };
+    const ir::Op* add = producer(softmax.operands[0], OpKind::Add);
+    if (!add) return std::nullopt;
+    const ir::Op* mul = nullptr;
+    for (int side : {0, 1})
+      if (!mul && (mul = producer(add->operands[side], OpKind::Mul))) c.bias = add->operands[1 - side];
+    if (!mul) return std::nullopt;
+    const ir::Op* qk = nullptr;
+    for (int side : {0, 1}) {
+      const ir::Op& scale = g_.producer(mul->operands[1 - side]);
+      if (!qk && scale.kind == OpKind::Constant && g_.value(scale.result()).type.rank() == 0 &&
+          (qk = producer(mul->operands[side], OpKind::Matmul)))
+        c.scale = scale.attr<double>("value");
+    }
+    if (!qk || qk->attr<bool>("transpose_a") || !qk->attr<bool>("transpose_b")) return std::nullopt;
+    c.q = qk->operands[0];
+    c.k = qk->operands[1];
+    if (g_.value(c.q).type.rank() != 4) return std::nullopt;
+    ir::ValueId probs = softmax.result();
+    if (uses_[probs] != 1) return std::nullopt;
+    std::vector<ir::OpId> ops = {g_.value(qk->result()).producer, g_.value(mul->result()).producer,
+                                 g_.value(add->result()).producer, at};
+    const ir::Op* next = &g_.op(static_cast<ir::OpId>(consumer_[probs]));
+    if (next->kind == OpKind::Dropout) {
+      c.seed = next->operands[1];
+      c.p = next->attr<double>("p");
+      c.offset = next->attr<int64_t>("offset");
+      ops.push_back(g_.value(next->result()).producer);
+      probs = next->result();
+      if (uses_[probs] != 1) return std::nullopt;
+      next = &g_.op(static_cast<ir::OpId>(consumer_[probs]));
+    }
+    if (next->kind != OpKind::Matmul || next->operands[0] != probs || next->attr<bool>("transpose_a") ||
+        next->attr<bool>("transpose_b"))
+      return std::nullopt;
+    c.v = next->operands[1];
+    ops.push_back(g_.value(next->result()).producer);
+    c.ops = ops;
+    return c;
+  }
+
+ private:
+  const ir::Graph& g_;
+  std::vector<int> uses_;
+  std::vector<int64_t> consumer_;  // an op reading the value (the only one where uses == 1)
+};
+
+}  // namespace
+
+size_t fuse_attention(ir::Graph& graph) {
+  const Matcher matcher(graph);
+  std::vector<std::optional<Chain>> ending_at(graph.ops().size());
+  std::vector<bool> in_chain(graph.ops().size(), false);
+  size_t found = 0;
+  for (ir::OpId i = 0; i < graph.ops().size(); ++i) {
+    if (graph.op(i).kind != OpKind::Softmax) continue;
+    auto chain = matcher.match(i);
+    if (!chain) continue;
+    for (ir::OpId op : chain->ops) in_chain[op] = true;
+    ending_at[chain->ops.back()] = chain;
+    ++found;
+  }
+  if (!found) return 0;
+  frontend::Builder b(graph.name());
+  GraphCopy copy(graph, b);
+  for (ir::OpId i = 0; i < graph.ops().size(); ++i) {
+    const ir::Op& op = graph.op(i);
+    if (!in_chain[i]) {
+      copy.copy(op);
+      continue;
+    }
+    if (!ending_at[i]) continue;  // an inner link: the attention op replaces it
+    const Chain& c = *ending_at[i];
+    std::vector<frontend::Tensor> in{copy[c.q], copy[c.k], copy[c.v], copy[c.bias]};
+    if (c.seed) in.push_back(copy[*c.seed]);
+    frontend::Builder::OpScope scope(b, op.scope);
+    const auto out = b.ops(OpKind::Attention, in, {{"scale", c.scale}, {"p", c.p}, {"offset", c.offset}});
+    copy.map(op.result(), out[0]);
+    if (!graph.value(op.result()).name.empty()) b.name(out[0], graph.value(op.result()).name);
+  }
+  copy.copy_outputs();
+  graph = std::move(b).finish();
+  return found;
+}
+
+}  // namespace bertc::passes

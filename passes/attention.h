@@ -1,0 +1,19 @@
+// Fused attention.
+//
+// Pre:  a verified forward graph (before autodiff).
+// Post: every chain matmul(q, k^T) -> mul by a scalar constant -> add a bias -> softmax ->
+//       [dropout] -> matmul(., v) whose intermediate values have no other use is one attention op
+//       with the same scale, bias, dropout probability and offset. The math and the dropout mask
+//       are the same (the reference computes both bit for bit alike); autodiff then gives the
+//       attention its own backward (attention_grad) and no [B,h,S,S] tensor is kept for it.
+// Order: first: before precision (which casts the scale constant) and before autodiff.
+#pragma once
+
+#include "ir/graph.h"
+
+namespace bertc::passes {
+
+// Returns the number of attention chains fused.
+size_t fuse_attention(ir::Graph& graph);
+
+}  // namespace bertc::passes

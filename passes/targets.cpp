@@ -1,0 +1,49 @@
+// GPU figures from vendor datasheets (dense peaks at boost clock), as in ../shared/FACTS.md.
+#include "passes/targets.h"
+
+#include <stdexcept>
+#include <vector>
+
+#include <fmt/format.h>
+
+namespace bertc::passes {
+namespace {
+
+constexpr GpuSpec kGpus[] = {
+    // name       title             arch  SMs  fp32   fp16    fp16TC bf16TC  GB/s   GB   smem/block
+    {"p40", "Tesla P40", 61, 30, 11.76, 0.18, 0, 0, 346, 24, 48},
+    {"p100", "Tesla P100 SXM2", 60, 56, 10.6, 21.2, 0, 0, 732, 16, 48},
+    {"v100", "Tesla V100 SXM2", 70, 80, 15.7, 31.4, 125, 0, 900, 32, 96},
+    {"t4", "Tesla T4", 75, 40, 8.1, 16.2, 65, 0, 320, 16, 64},
+    {"a100", "A100 SXM4 80GB", 80, 108, 19.5, 78, 312, 312, 2039, 80, 163},
+    {"rtx3090", "RTX 3090", 86, 82, 35.6, 35.6, 71, 71, 936, 24, 99},
+    {"h100", "H100 SXM", 90, 132, 67, 134, 989, 989, 3350, 80, 227},
+    {"h200", "H200 SXM", 90, 132, 67, 134, 989, 989, 4800, 141, 227},
+};
+
+}  // namespace
+
+std::span<const GpuSpec> gpu_specs() { return kGpus; }
+
+std::optional<GpuSpec> find_gpu(std::string_view arch_or_name) {
+  if (arch_or_name == "none" || arch_or_name == "cpu") return std::nullopt;
+  for (const GpuSpec& g : kGpus)
+    if (g.name == arch_or_name || fmt::format("sm_{}", g.arch) == arch_or_name) return g;
+  std::vector<std::string> choices;
+  for (const GpuSpec& g : kGpus) choices.push_back(fmt::format("sm_{} or {}", g.arch, g.name));
+  throw std::invalid_argument(fmt::format("unknown arch '{}' (known: {}, none)", arch_or_name, fmt::join(choices, ", ")));
+}
+
+std::string auto_precision(const std::optional<GpuSpec>& gpu) {
+  if (!gpu || gpu->arch < 70) return "fp32";
+  return gpu->arch < 80 ? "fp16" : "bf16";
+}
+
+frontend::CompileOptions resolve_options(frontend::CompileOptions o, const std::string& detected) {
+  if (o.arch == "auto") o.arch = detected;
+  const std::optional<GpuSpec> gpu = find_gpu(o.arch);
+  if (o.precision == "auto") o.precision = auto_precision(gpu);
+  return o;
+}
+
+}  // namespace bertc::passes
