@@ -201,8 +201,9 @@ TrainSummary train_on_cpu(const frontend::ModelDefinition& model, const TrainOpt
   Environment env;
   const int64_t start = prepare_state(model, o, program, env, log);
   TrainSummary summary;
-  if (start >= o.steps) {
-    log << fmt::format("already at step {} of {}: nothing to do (raise --steps to train on)\n", start, o.steps);
+  const int64_t last = std::min(o.stop_after, t.steps);
+  if (start >= last) {
+    log << fmt::format("already at step {} of {}: nothing to do (raise --steps to train on)\n", start, last);
     return summary;
   }
   const data::BatchStream stream = open_batch_stream(o.config, o.data, o.vocab, log);
@@ -215,9 +216,9 @@ TrainSummary train_on_cpu(const frontend::ModelDefinition& model, const TrainOpt
   std::vector<std::string> fetch = {"mlm_loss", "nsp_loss"};
   if (has_logits) fetch.push_back("mlm_logits");
   const int64_t K = t.gradient_accumulation_steps;
-  Progress progress(log, o.metrics, start + 1, o.steps, t.log_every, o.live_progress);
+  Progress progress(log, o.metrics, start + 1, last, t.log_every, o.live_progress);
   summary.first_step = start + 1;
-  for (int64_t s = start + 1; s <= o.steps; ++s) {
+  for (int64_t s = start + 1; s <= last; ++s) {
     const auto began = Clock::now();
     StepStats stats;
     stats.step = s;
@@ -253,12 +254,12 @@ TrainSummary train_on_cpu(const frontend::ModelDefinition& model, const TrainOpt
     stats.seconds = std::chrono::duration<double>(Clock::now() - began).count();
     progress.record(stats);
     summary.losses.push_back(stats.loss);
-    if ((t.checkpoint_every > 0 && s % t.checkpoint_every == 0) || s == o.steps) {
+    if ((t.checkpoint_every > 0 && s % t.checkpoint_every == 0) || s == last) {
       save_checkpoint(o.checkpoint_dir, s, manifest_of(program), env, run_metadata(model, o.config), t.keep_checkpoints);
-      if (s == o.steps || !o.live_progress) progress.note(fmt::format("checkpoint: {}", checkpoint_path(o.checkpoint_dir, s).string()));
+      if (s == last || !o.live_progress) progress.note(fmt::format("checkpoint: {}", checkpoint_path(o.checkpoint_dir, s).string()));
     }
   }
-  summary.last_step = o.steps;
+  summary.last_step = last;
   const size_t n = std::min<size_t>(static_cast<size_t>(t.log_every), summary.losses.size());
   summary.first_loss = std::accumulate(summary.losses.begin(), summary.losses.begin() + n, 0.0) / double(n);
   summary.last_loss = std::accumulate(summary.losses.end() - n, summary.losses.end(), 0.0) / double(n);

@@ -12,7 +12,7 @@ namespace bertc::runtime {
 
 struct TrainOptions {
   frontend::Config config;
-  int64_t steps = 0;                          // total optimizer steps to reach
+  int64_t stop_after = 0;                     // last step to run in this call (the run is [train] steps long)
   std::filesystem::path data, vocab;          // resolved paths
   std::filesystem::path checkpoint_dir;
   std::filesystem::path metrics;              // JSON lines, appended

@@ -92,7 +92,7 @@ std::filesystem::path chosen_path(const std::string& flag, const frontend::Confi
 
 struct TrainArgs {
   std::string config, data, vocab, device = "auto", checkpoint_dir, metrics, init;
-  int64_t steps = 0;
+  int64_t steps = 0, until = 0;
   bool resume = false;
 };
 
@@ -119,7 +119,7 @@ int train(const TrainArgs& args, const CompileFlags& flags, const frontend::Mode
   o.config.compile = flags.apply(o.config.compile);
   if (args.steps > 0) o.config.train.steps = args.steps;  // the schedule decays over the run's length
   const auto& t = o.config.train;
-  o.steps = t.steps;
+  o.stop_after = args.until > 0 ? args.until : t.steps;
   o.data = chosen_path(args.data, o.config, t.data);
   o.vocab = chosen_path(args.vocab, o.config, t.vocab);
   o.checkpoint_dir = args.checkpoint_dir.empty() ? std::filesystem::path("checkpoints") / o.config.name
@@ -130,7 +130,7 @@ int train(const TrainArgs& args, const CompileFlags& flags, const frontend::Mode
   o.live_progress = ::isatty(STDERR_FILENO) != 0;
   choose_device(args.device);
   std::cerr << fmt::format("train: {} ({}), {} steps of {} x {} x {} tokens, {} optimizer, {} precision, checkpoints in {}\n",
-                           o.config.name, model.name, o.steps, t.gradient_accumulation_steps, t.batch_size, t.seq_len,
+                           o.config.name, model.name, t.steps, t.gradient_accumulation_steps, t.batch_size, t.seq_len,
                            t.optimizer, o.config.compile.precision, o.checkpoint_dir.string());
   const auto began = std::chrono::steady_clock::now();
   const runtime::TrainSummary s = runtime::train_on_cpu(model, o, std::cerr);
@@ -210,7 +210,9 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
   TrainArgs train_args;
   CLI::App* train_cmd = app.add_subcommand("train", "Train the model (on the CPU reference executor for now)");
   train_cmd->add_option("config", train_args.config, "TOML config")->required()->check(CLI::ExistingFile);
-  train_cmd->add_option("--steps", train_args.steps, "Optimizer steps to reach (default: [train] steps)")
+  train_cmd->add_option("--steps", train_args.steps, "Length of the run in optimizer steps (default: [train] steps)")
+      ->check(CLI::PositiveNumber);
+  train_cmd->add_option("--until", train_args.until, "Stop (with a checkpoint) after this step; --resume continues")
       ->check(CLI::PositiveNumber);
   train_cmd->add_option("--data", train_args.data, "Text file or folder of .txt files (default: [train] data)");
   train_cmd->add_option("--vocab", train_args.vocab, "WordPiece vocab.txt (default: [train] vocab)");

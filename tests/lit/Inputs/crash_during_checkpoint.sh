@@ -5,7 +5,7 @@
 set -euo pipefail
 bertc=$1 config=$2 dir=$3
 rm -rf "$dir"
-"$bertc" train "$config" --device cpu --steps 3 --checkpoint-dir "$dir" 2>/dev/null
+"$bertc" train "$config" --device cpu --until 3 --checkpoint-dir "$dir" 2>/dev/null
 test -e "$dir/checkpoint-000003.safetensors"
 
 # Continue towards step 6 with every file write paused halfway (BERTC_TEST_SLOW_WRITE_MS), and
