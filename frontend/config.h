@@ -75,6 +75,8 @@ struct CompileOptions {
   int64_t memory_budget = 0;       // bytes of activations for recompute = auto
   bool fusion = true;              // group ops into fused kernels
   bool fused_attention = true;     // one attention op instead of matmul, softmax, dropout, matmul
+  bool print_ir_after_all = false; // every stage's IR to stderr
+  std::string dump_ir;             // folder for every stage's IR as NN-<pass>-<graph>.ir ("": none)
 };
 
 using ConfigValue = std::variant<bool, int64_t, double, std::string>;

@@ -1,5 +1,10 @@
-// The training pipeline: forward graph -> step graph (forward, backward, gradient accumulation)
-// and optimizer graph, each pass followed by the verifier.
+// The training pipeline, one pass after another, each followed by the verifier:
+//   forward graph: attention (optional), precision
+//   -> autodiff -> accumulate: the step graph (one micro-batch: forward, backward, accumulation)
+//   -> the optimizer graph (one optimizer step), built from the step graph
+//   -> recompute (step) -> fusion (both, optional) -> schedule (both).
+// Precision and attention come before autodiff (DESIGN.md lists precision later): autodiff then
+// derives the mixed-precision backward and attention's own backward with no further pass.
 #pragma once
 
 #include <functional>

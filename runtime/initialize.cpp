@@ -4,6 +4,8 @@
 #include <cmath>
 #include <numbers>
 
+#include <xxhash.h>
+
 #include "ir/philox.h"
 
 namespace bertc::runtime {
@@ -15,8 +17,9 @@ bool is_layer_norm_weight(const std::string& name) {
 }
 
 // Standard normal number i of stream `stream`: Box-Muller on two 32-bit Philox words.
-double normal(uint64_t seed, uint32_t stream, uint64_t i) {
-  const auto r = ir::philox4x32_10({static_cast<uint32_t>(i), static_cast<uint32_t>(i >> 32), stream, 0x1417u},
+double normal(uint64_t seed, uint64_t stream, uint64_t i) {
+  const auto r = ir::philox4x32_10({static_cast<uint32_t>(i), static_cast<uint32_t>(i >> 32),
+                                    static_cast<uint32_t>(stream), static_cast<uint32_t>(stream >> 32)},
                                    {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)});
   const double u1 = (r[0] + 0.5) / 4294967296.0, u2 = (r[1] + 0.5) / 4294967296.0;
   return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
@@ -26,11 +29,11 @@ double normal(uint64_t seed, uint32_t stream, uint64_t i) {
 
 void initialize_parameters(const ir::Graph& graph, double stddev, int64_t pad_token_id, uint64_t seed,
                            Environment& env) {
-  uint32_t stream = 0;
   for (ir::ValueId p : graph.values_of(ir::OpKind::Param)) {
     const ir::Value& v = graph.value(p);
-    ++stream;  // by position, so adding a param later does not reshuffle the ones before it
     if (env.count(v.name)) continue;
+    // One stream per param name: the values do not depend on where passes put the param.
+    const uint64_t stream = XXH64(v.name.data(), v.name.size(), 0);
     HostTensor t = HostTensor::zeros(v.type);
     if (is_layer_norm_weight(v.name)) {
       std::fill(t.real.begin(), t.real.end(), 1.0f);

@@ -9,8 +9,8 @@
 namespace bertc::runtime {
 
 // Sets every param of `graph` that `env` lacks: biases 0; layer-norm weights 1; other weights and
-// embeddings N(0, stddev), drawn from Philox keyed by seed, so the same seed gives the same model
-// anywhere; and row pad_token_id of the word embeddings 0 (nn.Embedding's padding_idx).
+// embeddings N(0, stddev), drawn from Philox keyed by seed and the param's name (XXH64), so the
+// same seed gives the same model anywhere, whatever order the graph lists params in; and row pad_token_id of the word embeddings 0 (nn.Embedding's padding_idx).
 void initialize_parameters(const ir::Graph& graph, double stddev, int64_t pad_token_id, uint64_t seed,
                            Environment& env);
 

@@ -35,6 +35,8 @@ struct CompileFlags {
   std::optional<std::string> arch, precision, recompute;
   std::optional<int64_t> memory_budget;
   std::optional<bool> fusion, fused_attention;
+  bool print_ir_after_all = false;
+  std::optional<std::string> dump_ir;
 
   void add_to(CLI::App* cmd) {
     cmd->add_option("--arch", arch, "Target: sm_61 ... sm_90, a GPU (p40, v100, t4, a100, rtx3090, h100, h200), "
@@ -47,6 +49,8 @@ struct CompileFlags {
         ->check(CLI::NonNegativeNumber);
     cmd->add_option("--fusion", fusion, "Fuse ops into kernels (true/false)");
     cmd->add_option("--fused-attention", fused_attention, "One attention op per layer (true/false)");
+    cmd->add_flag("--print-ir-after-all", print_ir_after_all, "Print every stage's IR to stderr");
+    cmd->add_option("--dump-ir", dump_ir, "Write every stage's IR into this folder (NN-<pass>-<graph>.ir)");
   }
 
   // The config's options with these flags applied and arch/precision made concrete.
@@ -57,6 +61,8 @@ struct CompileFlags {
     if (memory_budget) o.memory_budget = *memory_budget;
     if (fusion) o.fusion = *fusion;
     if (fused_attention) o.fused_attention = *fused_attention;
+    if (print_ir_after_all) o.print_ir_after_all = true;
+    if (dump_ir) o.dump_ir = *dump_ir;
     const runtime::CudaDriverProbe probe = runtime::probe_cuda_driver();
     const std::string detected = probe.devices.empty() ? "none" : fmt::format("sm_{}", probe.devices[0].arch);
     return passes::resolve_options(o, detected);

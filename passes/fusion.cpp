@@ -1,0 +1,370 @@
+// Greedy grouping of ops into kernels (union-find over ops, anchors first), then rebuilding the
+// graph with one fused op per group in a topological order of the groups.
+#include "passes/fusion.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <numeric>
+#include <queue>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "passes/graph_copy.h"
+
+namespace bertc::passes {
+namespace {
+
+using ir::OpKind;
+
+enum class Role { Skip, Pointwise, Load, Row, Matmul, Reduce, Optimizer, Opaque };
+
+Role role_of(const ir::Op& op) {
+  switch (op.kind) {
+    case OpKind::Input: case OpKind::Param: case OpKind::State: case OpKind::Constant: case OpKind::Reshape:
+    case OpKind::Update:
+      return Role::Skip;
+    case OpKind::Neg: case OpKind::Exp: case OpKind::Log: case OpKind::Sqrt: case OpKind::Rsqrt: case OpKind::Tanh:
+    case OpKind::Gelu: case OpKind::Relu: case OpKind::Add: case OpKind::Sub: case OpKind::Mul: case OpKind::Div:
+    case OpKind::Minimum: case OpKind::Maximum: case OpKind::Where: case OpKind::Cast: case OpKind::Dropout:
+    case OpKind::GeluGrad: case OpKind::ReluGrad: case OpKind::Broadcast:
+      return Role::Pointwise;
+    case OpKind::Slice: case OpKind::Pad: case OpKind::Permute:
+      return Role::Load;
+    case OpKind::Gather:
+      return op.attr<int64_t>("batch_dims") == 0 ? Role::Load : Role::Opaque;
+    case OpKind::Softmax: case OpKind::LayerNorm: case OpKind::SoftmaxGrad: case OpKind::LayerNormGrad:
+    case OpKind::CrossEntropy: case OpKind::CrossEntropyGrad:
+      return Role::Row;
+    case OpKind::Matmul:
+      return Role::Matmul;
+    case OpKind::ReduceSum: case OpKind::ReduceMean: case OpKind::ReduceMax: case OpKind::AllFinite:
+      return Role::Reduce;
+    case OpKind::Adamw: case OpKind::Lamb:
+      return Role::Optimizer;
+    default:
+      return Role::Opaque;
+  }
+}
+
+class Fuser {
+ public:
+  explicit Fuser(const ir::Graph& g) : g_(g), n_(g.ops().size()), parent_(n_), anchor_(n_, Role::Pointwise), stamp_(n_, 0) {
+    std::iota(parent_.begin(), parent_.end(), 0);
+    members_.resize(n_);
+    for (size_t i = 0; i < n_; ++i) {
+      members_[i] = {i};
+      const Role r = role_of(g.ops()[i]);
+      anchor_[i] = r == Role::Load ? Role::Pointwise : r;
+    }
+    succ_.resize(n_);
+    for (size_t i = 0; i < n_; ++i)
+      for (ir::ValueId v : g.ops()[i].operands) succ_[g.value(v).producer].push_back(i);
+  }
+
+  std::vector<std::vector<size_t>> groups() {
+    const bool optimizer = std::any_of(g_.ops().begin(), g_.ops().end(),
+                                       [](const ir::Op& op) { return role_of(op) == Role::Optimizer; });
+    if (optimizer) {
+      group_optimizer();
+    } else {
+      for (size_t i = 0; i < n_; ++i)
+        if (role_of(op(i)) == Role::Row) grow_row(i);
+      pair_cross_entropy();
+      for (size_t i = 0; i < n_; ++i)
+        if (role_of(op(i)) == Role::Matmul) grow_epilogue(i, out_shape(i));
+      for (size_t i = 0; i < n_; ++i)
+        if (role_of(op(i)) == Role::Reduce && singleton(i)) grow_reduce(i);
+      for (size_t i = 0; i < n_; ++i) grow_pointwise(i);
+    }
+    std::map<size_t, std::vector<size_t>> by_root;
+    for (size_t i = 0; i < n_; ++i)
+      if (role_of(op(i)) != Role::Skip) by_root[find(i)].push_back(i);
+    std::vector<std::vector<size_t>> out;
+    for (auto& [root, m] : by_root) out.push_back(std::move(m));
+    return out;
+  }
+
+  std::string kernel_name(const std::vector<size_t>& group) const {
+    const Role a = anchor_[find_const(group.front())];
+    switch (a) {
+      case Role::Row: return "row_reduction";
+      case Role::Matmul: return "matmul_epilogue";
+      case Role::Reduce: return "reduction";
+      default: break;
+    }
+    for (size_t i : group)
+      if (role_of(op(i)) == Role::Optimizer) return "multi_tensor_update";
+    for (size_t i : group)
+      if (role_of(op(i)) == Role::Reduce) return "multi_tensor_norm";
+    return "pointwise";
+  }
+
+ private:
+  const ir::Op& op(size_t i) const { return g_.ops()[i]; }
+  ir::Shape out_shape(size_t i) const { return g_.value(op(i).results[0]).type.shape; }
+  size_t find(size_t x) { return parent_[x] == x ? x : parent_[x] = find(parent_[x]); }
+  size_t find_const(size_t x) const {
+    while (parent_[x] != x) x = parent_[x];
+    return x;
+  }
+  bool singleton(size_t i) { return members_[find(i)].size() == 1; }
+  size_t producer(ir::ValueId v) const { return g_.value(v).producer; }
+
+  // True when some path leads from group a to group b through an op of neither: merging them
+  // would then make the fused op depend on itself.
+  bool path_through_outside(size_t a, size_t b) {
+    ++epoch_;
+    size_t last_b = 0;
+    for (size_t m : members_[b]) last_b = std::max(last_b, m);
+    std::vector<std::pair<size_t, bool>> stack;  // (op, left the pair of groups already)
+    for (size_t m : members_[a]) stack.emplace_back(m, false);
+    while (!stack.empty()) {
+      auto [x, outside] = stack.back();
+      stack.pop_back();
+      for (size_t y : succ_[x]) {
+        if (y > last_b) continue;  // ops are in topological order: no way back to b from here
+        const size_t gy = find(y);
+        if (gy == b) {
+          if (outside) return true;
+          continue;
+        }
+        if (gy == a) continue;
+        if (stamp_[y] == epoch_) continue;
+        stamp_[y] = epoch_;
+        stack.emplace_back(y, true);
+      }
+    }
+    return false;
+  }
+
+  // Merges the groups of ops x and y when that keeps the group graph acyclic; the anchor of the
+  // result is the non-pointwise one (at most one may have an anchor).
+  bool merge(size_t x, size_t y) {
+    size_t a = find(x), b = find(y);
+    if (a == b) return true;
+    const Role ra = anchor_[a], rb = anchor_[b];
+    if (ra != Role::Pointwise && rb != Role::Pointwise && !(ra == Role::Row && rb == Role::Row && allow_row_pair_))
+      return false;
+    if (path_through_outside(a, b) || path_through_outside(b, a)) return false;
+    if (members_[a].size() < members_[b].size()) std::swap(a, b);
+    parent_[b] = a;
+    members_[a].insert(members_[a].end(), members_[b].begin(), members_[b].end());
+    members_[b].clear();
+    anchor_[a] = ra != Role::Pointwise ? ra : rb;
+    return true;
+  }
+
+  bool pointwise_like(size_t i) const {
+    const Role r = role_of(op(i));
+    return r == Role::Pointwise || r == Role::Load;
+  }
+
+  // Producers of a row or reduce op's input (pointwise ops and loads whose result broadcasts to
+  // `shape`), recursively: they run inside the kernel, before the reduction.
+  void grow_prologue(size_t at, const ir::Shape& shape) {
+    for (ir::ValueId v : op(at).operands) {
+      const size_t p = producer(v);
+      if (!pointwise_like(p) || !singleton(p) || op(p).results.size() != 1) continue;
+      if (!ir::broadcasts_to(out_shape(p), shape)) continue;
+      if (merge(at, p)) grow_prologue(p, shape);
+    }
+  }
+
+  // Pointwise consumers of op `at`'s results with the kernel's output shape, recursively.
+  void grow_epilogue(size_t at, const ir::Shape& shape) {
+    for (size_t c : succ_[at]) {
+      if (role_of(op(c)) != Role::Pointwise || !singleton(c) || out_shape(c) != shape) continue;
+      if (merge(at, c)) grow_epilogue(c, shape);
+    }
+  }
+
+  void grow_row(size_t i) {
+    grow_prologue(i, g_.value(op(i).operands[0]).type.shape);
+    if (op(i).results.size() == 1 && op(i).kind != OpKind::CrossEntropy) grow_epilogue(i, out_shape(i));
+  }
+
+  // The loss and its gradient read the same logits: one kernel computes both.
+  void pair_cross_entropy() {
+    allow_row_pair_ = true;
+    for (size_t i = 0; i < n_; ++i) {
+      if (op(i).kind != OpKind::CrossEntropyGrad) continue;
+      for (size_t j = 0; j < i; ++j)
+        if (op(j).kind == OpKind::CrossEntropy && op(j).operands[0] == op(i).operands[1]) merge(j, i);
+    }
+    allow_row_pair_ = false;
+  }
+
+  void grow_reduce(size_t i) {
+    grow_prologue(i, g_.value(op(i).operands[0]).type.shape);
+    grow_epilogue(i, out_shape(i));
+  }
+
+  // Elementwise ops of one shape merge with the pointwise groups of their operands.
+  void grow_pointwise(size_t i) {
+    if (!pointwise_like(i) || op(i).results.size() != 1) return;
+    if (anchor_[find(i)] != Role::Pointwise) return;
+    const ir::Shape shape = out_shape(i);
+    for (ir::ValueId v : op(i).operands) {
+      const size_t p = producer(v);
+      if (!pointwise_like(p) || anchor_[find(p)] != Role::Pointwise || out_shape(p) != shape) continue;
+      merge(i, p);
+    }
+  }
+
+  // The optimizer graph: everything the gradient norm needs in one kernel, the rest in another.
+  void group_optimizer() {
+    auto norm = g_.find("grad_norm");
+    std::vector<bool> for_norm(n_, false);
+    if (norm) {
+      std::vector<size_t> stack{producer(*norm)};
+      while (!stack.empty()) {
+        const size_t x = stack.back();
+        stack.pop_back();
+        if (for_norm[x] || role_of(op(x)) == Role::Skip) continue;
+        for_norm[x] = true;
+        for (ir::ValueId v : op(x).operands) stack.push_back(producer(v));
+      }
+    }
+    std::optional<size_t> first_norm, first_update;
+    for (size_t i = 0; i < n_; ++i) {
+      if (role_of(op(i)) == Role::Skip) continue;
+      std::optional<size_t>& first = for_norm[i] ? first_norm : first_update;
+      if (!first) first = i;
+      else force_merge(*first, i);
+    }
+  }
+
+  void force_merge(size_t x, size_t y) {
+    const size_t a = find(x), b = find(y);
+    if (a == b) return;
+    parent_[b] = a;
+    members_[a].insert(members_[a].end(), members_[b].begin(), members_[b].end());
+    members_[b].clear();
+  }
+
+  const ir::Graph& g_;
+  size_t n_;
+  std::vector<size_t> parent_;
+  std::vector<Role> anchor_;
+  std::vector<std::vector<size_t>> members_, succ_;
+  std::vector<uint64_t> stamp_;
+  uint64_t epoch_ = 0;
+  bool allow_row_pair_ = false;
+};
+
+}  // namespace
+
+size_t count_launches(const ir::Graph& graph) {
+  size_t n = 0;
+  for (const ir::Op& op : graph.ops()) n += role_of(op) != Role::Skip;
+  return n;
+}
+
+FusionResult fuse(ir::Graph& graph) {
+  FusionResult result;
+  result.kernels_before = count_launches(graph);
+  Fuser fuser(graph);
+  const std::vector<std::vector<size_t>> groups = fuser.groups();
+
+  // Which group each op is in (skip ops: none), and the group order: a topological order of the
+  // groups, earliest first member first.
+  std::vector<int64_t> group_of(graph.ops().size(), -1);
+  for (size_t k = 0; k < groups.size(); ++k)
+    for (size_t i : groups[k]) group_of[i] = static_cast<int64_t>(k);
+  const auto& ops = graph.ops();
+  // Units to emit: each group, and each skip op (sources, constants, reshapes, updates) alone.
+  std::vector<std::vector<size_t>> units;
+  std::vector<int64_t> unit_of(ops.size());
+  for (size_t k = 0; k < groups.size(); ++k) units.push_back(groups[k]);
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (group_of[i] >= 0) unit_of[i] = group_of[i];
+    else {
+      unit_of[i] = static_cast<int64_t>(units.size());
+      units.push_back({i});
+    }
+  }
+  std::vector<std::set<size_t>> next(units.size());
+  std::vector<size_t> indegree(units.size(), 0);
+  for (size_t i = 0; i < ops.size(); ++i)
+    for (ir::ValueId v : ops[i].operands) {
+      const auto from = static_cast<size_t>(unit_of[graph.value(v).producer]), to = static_cast<size_t>(unit_of[i]);
+      if (from != to && next[from].insert(to).second) ++indegree[to];
+    }
+  // Updates read the old target values: they keep running after every reader of their target.
+  std::priority_queue<std::pair<size_t, size_t>, std::vector<std::pair<size_t, size_t>>, std::greater<>> ready;
+  auto first_member = [&](size_t u) { return *std::min_element(units[u].begin(), units[u].end()); };
+  for (size_t u = 0; u < units.size(); ++u)
+    if (indegree[u] == 0) ready.emplace(first_member(u), u);
+
+  frontend::Builder b(graph.name());
+  GraphCopy copy(graph, b);
+  size_t emitted = 0;
+  while (!ready.empty()) {
+    const size_t u = ready.top().second;
+    ready.pop();
+    ++emitted;
+    const std::vector<size_t>& members = units[u];
+    if (members.size() == 1) {
+      copy.copy(ops[members[0]]);
+    } else {
+      std::vector<size_t> sorted = members;
+      std::sort(sorted.begin(), sorted.end());
+      std::set<size_t> in_group(sorted.begin(), sorted.end());
+      // External operands become region inputs; constants are copied into the region instead.
+      frontend::Builder rb("region");
+      GraphCopy inner(graph, rb);
+      std::vector<frontend::Tensor> operands;
+      std::set<ir::ValueId> bound;
+      for (size_t i : sorted)
+        for (ir::ValueId v : ops[i].operands) {
+          const size_t p = graph.value(v).producer;
+          if (in_group.count(p) || bound.count(v)) continue;
+          bound.insert(v);
+          if (ops[p].kind == OpKind::Constant) {
+            inner.copy(ops[p], false);
+            continue;
+          }
+          const ir::TensorType& t = graph.value(v).type;
+          inner.map(v, rb.input(fmt::format("in{}", operands.size()), t.dtype, t.shape));
+          operands.push_back(copy[v]);
+        }
+      for (size_t i : sorted) inner.copy(ops[i], false);
+      // Results: values read outside the group, graph outputs and update values.
+      std::set<ir::ValueId> outside;
+      for (size_t i = 0; i < ops.size(); ++i)
+        if (!in_group.count(i))
+          for (ir::ValueId v : ops[i].operands)
+            if (in_group.count(graph.value(v).producer)) outside.insert(v);
+      for (ir::ValueId v : graph.outputs())
+        if (in_group.count(graph.value(v).producer)) outside.insert(v);
+      std::vector<ir::ValueId> results(outside.begin(), outside.end());
+      std::vector<ir::TensorType> types;
+      for (ir::ValueId v : results) {
+        rb.add_output(inner[v]);
+        types.push_back(graph.value(v).type);
+      }
+      ir::Op fused{OpKind::Fused, {}, {}, ir::complete_attrs(ir::op_info(OpKind::Fused),
+                                                             std::vector<ir::NamedAttr>{{"kernel", fuser.kernel_name(sorted)}}),
+                   {}, ops[sorted.front()].scope, ir::Region(std::move(rb).finish())};
+      for (size_t i : sorted)
+        if (role_of(ops[i]) != Role::Pointwise && role_of(ops[i]) != Role::Load) fused.scope = ops[i].scope;
+      const auto out = b.copy_op(fused, operands, types);
+      for (size_t k = 0; k < results.size(); ++k) {
+        copy.map(results[k], out[k]);
+        if (!graph.value(results[k]).name.empty()) b.name(out[k], graph.value(results[k]).name);
+      }
+      ++result.fused_ops;
+    }
+    for (size_t w : next[u])
+      if (--indegree[w] == 0) ready.emplace(first_member(w), w);
+  }
+  if (emitted != units.size()) throw ir::Error("fusion: the kernel groups depend on each other in a cycle");
+  copy.copy_outputs();
+  graph = std::move(b).finish();
+  result.kernels_after = count_launches(graph);
+  return result;
+}
+
+}  // namespace bertc::passes

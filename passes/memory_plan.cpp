@@ -1,0 +1,152 @@
+// Lifetimes, in-place aliasing and greedy-by-size offset assignment.
+#include "passes/memory_plan.h"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+
+#include <fmt/format.h>
+
+namespace bertc::passes {
+namespace {
+
+using ir::OpKind;
+
+int64_t aligned(int64_t bytes) { return (bytes + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment; }
+
+bool is_source(OpKind k) { return k == OpKind::Input || k == OpKind::Param || k == OpKind::State || k == OpKind::Constant; }
+
+// Pointwise ops whose result may overwrite an operand that dies there (same size, same element
+// order): the kernel reads each element before it writes it.
+bool may_run_in_place(OpKind k) {
+  switch (k) {
+    case OpKind::Neg: case OpKind::Exp: case OpKind::Log: case OpKind::Sqrt: case OpKind::Rsqrt:
+    case OpKind::Tanh: case OpKind::Gelu: case OpKind::Relu: case OpKind::Add: case OpKind::Sub:
+    case OpKind::Mul: case OpKind::Div: case OpKind::Minimum: case OpKind::Maximum: case OpKind::Dropout:
+    case OpKind::GeluGrad: case OpKind::ReluGrad:
+      return true;
+    default:
+      return false;
+  }
+}
+
+struct UnionFind {
+  std::vector<size_t> parent;
+  explicit UnionFind(size_t n) : parent(n) { std::iota(parent.begin(), parent.end(), 0); }
+  size_t find(size_t x) { return parent[x] == x ? x : parent[x] = find(parent[x]); }
+  void join(size_t a, size_t b) { parent[find(a)] = find(b); }
+};
+
+}  // namespace
+
+MemoryPlan plan_memory(const ir::Graph& g) {
+  MemoryPlan plan;
+  const size_t n = g.ops().size();
+  std::vector<size_t> def(g.num_values(), 0), last(g.num_values(), 0);
+  std::vector<bool> planned(g.num_values(), false);
+  for (size_t i = 0; i < n; ++i) {
+    const ir::Op& op = g.ops()[i];
+    for (ir::ValueId v : op.operands) last[v] = std::max(last[v], i);
+    for (ir::ValueId r : op.results) {
+      def[r] = last[r] = i;
+      const int64_t bytes = g.value(r).type.bytes();
+      switch (op.kind) {
+        case OpKind::Param: plan.param_bytes += bytes; break;
+        case OpKind::State: plan.state_bytes += bytes; break;
+        case OpKind::Input: plan.input_bytes += bytes; break;
+        case OpKind::Constant: break;  // a literal in the kernels that read it
+        default: planned[r] = true;
+      }
+    }
+  }
+  for (ir::ValueId v : g.outputs()) last[v] = n;  // read back after the step
+  // A value that becomes a param's or state's next value is written straight into that persistent
+  // buffer when nothing reads the old contents after it is made (gradient accumulation, optimizer
+  // updates): it takes no arena space.
+  std::vector<size_t> last_read(g.num_values(), 0);
+  for (size_t i = 0; i < n; ++i)
+    if (g.ops()[i].kind != OpKind::Update)
+      for (ir::ValueId v : g.ops()[i].operands) last_read[v] = std::max(last_read[v], i);
+  for (const ir::Op& op : g.ops()) {
+    if (op.kind != OpKind::Update) continue;
+    const ir::ValueId target = op.operands[0], next = op.operands[1];
+    if (planned[next] && last_read[target] <= def[next]) planned[next] = false;
+  }
+  // Alias classes: a reshape is a view of its operand; an in-place op reuses a dying operand.
+  UnionFind alias(g.num_values());
+  for (size_t i = 0; i < n; ++i) {
+    const ir::Op& op = g.ops()[i];
+    if (op.results.size() != 1 || !planned[op.result()]) continue;
+    const int64_t bytes = g.value(op.result()).type.bytes();
+    for (ir::ValueId v : op.operands) {
+      const bool view = op.kind == OpKind::Reshape;
+      const bool in_place = may_run_in_place(op.kind) && last[v] == i && planned[v] && g.value(v).type.bytes() == bytes;
+      if (planned[v] && (view || in_place)) {
+        alias.join(op.result(), v);
+        break;
+      }
+    }
+  }
+  std::map<size_t, Buffer> classes;
+  for (ir::ValueId v = 0; v < g.num_values(); ++v) {
+    if (!planned[v]) continue;
+    Buffer& b = classes[alias.find(v)];
+    if (b.values.empty()) b.first = def[v];
+    b.values.push_back(v);
+    b.bytes = std::max(b.bytes, aligned(g.value(v).type.bytes()));
+    b.first = std::min(b.first, def[v]);
+    b.last = std::max(b.last, last[v]);
+  }
+  for (auto& [root, b] : classes) plan.buffers.push_back(std::move(b));
+
+  // The live total over time (a lower bound on any placement), by a sweep over events.
+  std::vector<int64_t> delta(n + 2, 0);
+  for (const Buffer& b : plan.buffers) {
+    delta[b.first] += b.bytes;
+    delta[b.last + 1] -= b.bytes;
+  }
+  int64_t live = 0;
+  for (size_t i = 0; i <= n; ++i) {
+    live += delta[i];
+    if (live > plan.live_peak_bytes) plan.live_peak_bytes = live, plan.peak_op = i;
+  }
+
+  // Greedy by size: the largest buffers first, each at the lowest offset free for its lifetime.
+  std::vector<size_t> order(plan.buffers.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return plan.buffers[a].bytes != plan.buffers[b].bytes ? plan.buffers[a].bytes > plan.buffers[b].bytes : a < b;
+  });
+  std::vector<size_t> placed;
+  for (size_t i : order) {
+    Buffer& b = plan.buffers[i];
+    std::vector<std::pair<int64_t, int64_t>> taken;  // [offset, end) of buffers alive at the same time
+    for (size_t j : placed) {
+      const Buffer& o = plan.buffers[j];
+      if (o.first <= b.last && b.first <= o.last) taken.emplace_back(o.offset, o.offset + o.bytes);
+    }
+    std::sort(taken.begin(), taken.end());
+    int64_t offset = 0;
+    for (const auto& [start, end] : taken) {
+      if (start - offset >= b.bytes) break;
+      offset = std::max(offset, end);
+    }
+    b.offset = offset;
+    plan.arena_bytes = std::max(plan.arena_bytes, offset + b.bytes);
+    placed.push_back(i);
+  }
+  plan.offset_of.assign(g.num_values(), -1);
+  for (const Buffer& b : plan.buffers)
+    for (ir::ValueId v : b.values) plan.offset_of[v] = b.offset;
+  return plan;
+}
+
+std::string describe(const MemoryPlan& p) {
+  auto mib = [](int64_t b) { return fmt::format("{:.1f} MiB", static_cast<double>(b) / (1 << 20)); };
+  return fmt::format("arena {} in {} buffers (live peak {} at op {}), params {}, optimizer state {}, inputs {}, "
+                     "total {}",
+                     mib(p.arena_bytes), p.buffers.size(), mib(p.live_peak_bytes), p.peak_op, mib(p.param_bytes),
+                     mib(p.state_bytes), mib(p.input_bytes), mib(p.total_bytes()));
+}
+
+}  // namespace bertc::passes

@@ -1,0 +1,34 @@
+// Activation recomputation (checkpointing): drop forward activations that the backward would
+// keep alive, and recompute them where the backward needs them.
+//
+// Pre:  a verified step graph after autodiff (backward ops have scopes "backward/...").
+// Post: the chosen forward values are no longer read by backward ops; each backward use reads a
+//       copy ("recompute/<scope>") made from kept values just before the first backward use.
+//       Loss, gradients and dropout masks (same seed and offset) are unchanged.
+// Policies: none; selective: drop what cheap ops make again from kept values (pointwise, layout,
+//       softmax, dropout, layer norm, attention; no weight matmul) and every [B,h,S,S] attention
+//       tensor; full: in each encoder layer (scope "...layer.N")
+//       keep only values other layers read (the layer inputs and outputs) and recompute the rest;
+//       auto: the cheapest of none, selective, then full on 1, 2, ... layers whose planned
+//       activation memory fits memory_budget.
+// Order: after autodiff and accumulation, before fusion and schedule.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "ir/graph.h"
+
+namespace bertc::passes {
+
+struct RecomputeResult {
+  std::string policy;             // what was applied (auto names its choice)
+  int64_t layers = 0;             // full: layers recomputed
+  int64_t dropped_values = 0;     // forward values no longer kept for the backward
+  int64_t recompute_flops = 0;    // FLOPs of the recomputing ops
+};
+
+// policy: none | selective | full | auto (with memory_budget > 0, in bytes of planned arena).
+RecomputeResult recompute(ir::Graph& graph, const std::string& policy, int64_t memory_budget = 0);
+
+}  // namespace bertc::passes
