@@ -6,6 +6,19 @@
 namespace bertc::ir {
 
 int64_t op_flops(const Graph& graph, const Op& op) {
+  if (op.kind == OpKind::Fused) {  // the ops of its region
+    int64_t sum = 0;
+    for (const Op& inner : op.region.graph().ops()) sum += op_flops(op.region.graph(), inner);
+    return sum;
+  }
+  if (op.kind == OpKind::Attention || op.kind == OpKind::AttentionGrad) {
+    // Per score: the q.k and p.v products (2 each per head dim) forward; the backward recomputes
+    // the scores and forms dv, dp, dq and dk (10); plus softmax and dropout work per score.
+    const Shape& q = graph.value(op.operands[op.kind == OpKind::Attention ? 0 : 1]).type.shape;
+    const Shape& k = graph.value(op.operands[op.kind == OpKind::Attention ? 1 : 2]).type.shape;
+    const int64_t scores = q[0] * q[1] * q[2] * k[2];
+    return op.kind == OpKind::Attention ? scores * (4 * q[3] + 5) : scores * (10 * q[3] + 8);
+  }
   if (op.kind == OpKind::Matmul) {
     const TensorType& out = graph.value(op.result()).type;
     const Shape& lhs = graph.value(op.operands[0]).type.shape;

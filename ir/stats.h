@@ -9,8 +9,9 @@
 
 namespace bertc::ir {
 
-// FLOPs of one op: 2*M*N*K per matrix product; otherwise ops.def's flops_per_element times
-// the element count of the op's largest tensor (a transcendental counts as one FLOP).
+// FLOPs of one op: 2*M*N*K per matrix product; a fused op's region op by op; otherwise
+// ops.def's flops_per_element times the element count of the op's largest tensor (a
+// transcendental counts as one FLOP).
 int64_t op_flops(const Graph& graph, const Op& op);
 
 struct GraphStats {

@@ -18,6 +18,7 @@ void accumulate_gradients(ir::Graph& graph) {
     else kept_outputs.push_back(out);
   }
   if (grads.empty()) throw ir::Error("accumulate: the graph has no <param>.grad outputs; run autodiff first");
+  frontend::Builder::OpScope scope(b, "backward/accumulate");
   for (const auto& [param, grad] : grads) {
     const ir::Value& p = b.graph().value(param);
     frontend::Tensor acc = b.state(p.name + ".grad_acc", p.type);

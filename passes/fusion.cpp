@@ -141,9 +141,14 @@ class Fuser {
 
   // Merges the groups of ops x and y when that keeps the group graph acyclic; the anchor of the
   // result is the non-pointwise one (at most one may have an anchor).
+  // Forward or backward (recomputed ops run in the backward): a kernel never spans both, or it
+  // would keep forward values alive into the backward and undo recomputation.
+  static bool backward(const ir::Op& op) { return op.scope.starts_with("backward") || op.scope.starts_with("recompute"); }
+
   bool merge(size_t x, size_t y) {
     size_t a = find(x), b = find(y);
     if (a == b) return true;
+    if (backward(op(x)) != backward(op(y)) && !allow_row_pair_) return false;
     const Role ra = anchor_[a], rb = anchor_[b];
     if (ra != Role::Pointwise && rb != Role::Pointwise && !(ra == Role::Row && rb == Role::Row && allow_row_pair_))
       return false;
@@ -294,9 +299,37 @@ FusionResult fuse(ir::Graph& graph) {
     }
   // Updates read the old target values: they keep running after every reader of their target.
   std::priority_queue<std::pair<size_t, size_t>, std::vector<std::pair<size_t, size_t>>, std::greater<>> ready;
-  auto first_member = [&](size_t u) { return *std::min_element(units[u].begin(), units[u].end()); };
+  // Ready units go out in the order of their last member: a group runs where its last op ran, and
+  // a unit waiting on a group can only let ops within that group's span run ahead of it (with the
+  // first member, recomputation would drift into the forward pass).
+  // When each op is due: its index, except that sources are due at once (they cost nothing and
+  // block their readers) and an op whose results only feed updates (gradient accumulation, added
+  // at the end of the graph) is due with its latest operand.
+  std::vector<size_t> due(ops.size());
+  {
+    std::vector<bool> only_updates(ops.size(), true);
+    for (const ir::Op& o : ops)
+      for (ir::ValueId v : o.operands)
+        if (o.kind != OpKind::Update) only_updates[graph.value(v).producer] = false;
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const OpKind k = ops[i].kind;
+      if (k == OpKind::Input || k == OpKind::Param || k == OpKind::State || k == OpKind::Constant) {
+        due[i] = 0;
+      } else if (only_updates[i] && !ops[i].results.empty()) {
+        due[i] = 0;
+        for (ir::ValueId v : ops[i].operands) due[i] = std::max(due[i], due[graph.value(v).producer]);
+      } else {
+        due[i] = i;
+      }
+    }
+  }
+  auto last_member = [&](size_t u) {
+    size_t t = 0;
+    for (size_t i : units[u]) t = std::max(t, due[i]);
+    return t;
+  };
   for (size_t u = 0; u < units.size(); ++u)
-    if (indegree[u] == 0) ready.emplace(first_member(u), u);
+    if (indegree[u] == 0) ready.emplace(last_member(u), u);
 
   frontend::Builder b(graph.name());
   GraphCopy copy(graph, b);
@@ -358,7 +391,7 @@ FusionResult fuse(ir::Graph& graph) {
       ++result.fused_ops;
     }
     for (size_t w : next[u])
-      if (--indegree[w] == 0) ready.emplace(first_member(w), w);
+      if (--indegree[w] == 0) ready.emplace(last_member(w), w);
   }
   if (emitted != units.size()) throw ir::Error("fusion: the kernel groups depend on each other in a cycle");
   copy.copy_outputs();

@@ -54,7 +54,7 @@ TrainingProgram compile_training(ir::Graph forward, const frontend::CompileOptio
   done("accumulate", forward);
   ir::Graph optimizer_graph = build_optimizer_graph(forward, optimizer);
   done("optimizer", optimizer_graph);
-  recompute(forward, options.recompute, options.memory_budget);
+  const RecomputeResult recomputed = recompute(forward, options.recompute, options.memory_budget);
   done("recompute", forward);
   if (options.fusion) {
     fuse(forward);
@@ -66,7 +66,7 @@ TrainingProgram compile_training(ir::Graph forward, const frontend::CompileOptio
   done("schedule", forward);
   schedule_for_memory(optimizer_graph);
   done("schedule", optimizer_graph);
-  return {std::move(forward), std::move(optimizer_graph)};
+  return {std::move(forward), std::move(optimizer_graph), recomputed.policy};
 }
 
 }  // namespace bertc::passes

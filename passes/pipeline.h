@@ -19,6 +19,7 @@ namespace bertc::passes {
 struct TrainingProgram {
   ir::Graph step;       // run once per micro-batch
   ir::Graph optimizer;  // run once per optimizer step
+  std::string recompute;  // the policy applied ("auto: full on 3 of 12 layers", ...)
 };
 
 // The optimizer settings of a [train] section.

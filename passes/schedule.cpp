@@ -29,7 +29,9 @@ size_t schedule_for_memory(ir::Graph& graph) {
     if (op.results.empty()) continue;
     bool from_weights = true;
     for (ir::ValueId v : op.operands) from_weights = from_weights && weight_only[graph.value(v).producer];
-    floating[i] = weight_only[i] = from_weights;
+    weight_only[i] = from_weights;
+    // Recomputed values exist to be made late: right before the backward op that needs them.
+    floating[i] = from_weights || op.scope.starts_with("recompute");
   }
   // Eager: an op whose results only feed updates (gradient accumulation): it runs as soon as its
   // operands exist, so the gradient it consumes dies at once.

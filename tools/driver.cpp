@@ -76,12 +76,14 @@ int compile(const CompileArgs& args, const CompileFlags& flags, const frontend::
   std::string text;
   if (args.emit == "ir") {
     text = ir::print(graph);
-  } else if (args.emit == "step-ir" || args.emit == "optimizer-ir") {
-    const passes::TrainingProgram p =
-        passes::compile_training(graph, config.compile, passes::optimizer_options(config.train));
-    text = ir::print(args.emit == "step-ir" ? p.step : p.optimizer);
+  } else if (args.emit == "step-ir" || args.emit == "optimizer-ir" || args.emit == "report") {
+    passes::TrainingProgram p;
+    const passes::CompileReport report = passes::compile_report(graph, config, &p);
+    if (args.emit == "report") text = args.json ? report_json(report).dump(2) + "\n" : report_text(report, config.name);
+    else text = ir::print(args.emit == "step-ir" ? p.step : p.optimizer);
   } else if (args.emit == "stats") {
     auto stats = stats_json(config, model.name, graph);
+    if (args.json) stats["report"] = report_json(passes::compile_report(graph, config));
     text = args.json ? stats.dump(2) + "\n" : stats_text(stats);
   } else {  // params
     auto params = params_json(graph);
@@ -205,9 +207,11 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
       ->required()
       ->check(CLI::ExistingFile);
   compile_cmd->add_option("--emit", compile_args.emit,
-                           "What to write: ir (forward graph), step-ir (forward, backward, accumulation), optimizer-ir, "
-                           "stats, params; every IR re-reads with bertc-opt")
-      ->check(CLI::IsMember({"ir", "step-ir", "optimizer-ir", "stats", "params"}));
+                           "What to write: ir (forward graph), step-ir (forward, backward, accumulation, compiled), "
+                           "optimizer-ir, report (passes, kernels, FLOPs, memory, estimate), stats, params; every IR "
+                           "re-reads with bertc-opt")
+      ->check(CLI::IsMember({"ir", "step-ir", "optimizer-ir", "report", "stats", "params"}));
+  compile_cmd->add_flag_callback("--report", [&] { compile_args.emit = "report"; }, "The same as --emit report");
   compile_cmd->add_flag("--json", compile_args.json, "Write stats or params as JSON");
   compile_cmd->add_option("-o,--output", compile_args.output, "Output file (written atomically); default stdout");
   CompileFlags compile_flags;

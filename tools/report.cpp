@@ -89,6 +89,85 @@ std::string params_text(const nlohmann::json& params) {
   return out + fmt::format("{} tensors, {} parameters\n", params.size(), grouped(total));
 }
 
+namespace {
+
+nlohmann::json figures_json(const passes::GraphFigures& f) {
+  return {{"ops", f.ops},
+          {"fused_kernels", f.fused_kernels},
+          {"launches", f.launches},
+          {"flops", {{"forward", f.flops_forward}, {"backward", f.flops_backward}, {"recompute", f.flops_recompute},
+                     {"optimizer", f.flops_optimizer}}},
+          {"bytes", f.bytes},
+          {"seconds", f.seconds}};
+}
+
+nlohmann::json memory_json(const passes::MemoryPlan& m) {
+  return {{"arena_bytes", m.arena_bytes}, {"live_peak_bytes", m.live_peak_bytes}, {"param_bytes", m.param_bytes},
+          {"state_bytes", m.state_bytes}, {"input_bytes", m.input_bytes},     {"buffers", m.buffers.size()}};
+}
+
+}  // namespace
+
+nlohmann::json report_json(const passes::CompileReport& r) {
+  nlohmann::json j;
+  const auto& o = r.options;
+  j["options"] = {{"arch", o.arch},           {"precision", o.precision}, {"recompute", r.recompute},
+                  {"memory_budget", o.memory_budget}, {"fusion", o.fusion}, {"fused_attention", o.fused_attention}};
+  j["gpu"] = r.gpu ? nlohmann::json(std::string(r.gpu->title)) : nlohmann::json(nullptr);
+  j["stages"] = nlohmann::json::array();
+  for (const auto& s : r.stages) j["stages"].push_back({{"pass", s.pass}, {"graph", s.graph}, {"figures", figures_json(s.figures)}});
+  j["step_graph"] = figures_json(r.step);
+  j["optimizer_graph"] = figures_json(r.optimizer);
+  j["memory"] = {{"step", memory_json(r.step_memory)}, {"optimizer", memory_json(r.optimizer_memory)},
+                 {"activation_bytes", r.step_memory.arena_bytes},
+                 {"total_bytes", std::max(r.step_memory.arena_bytes, r.optimizer_memory.arena_bytes) +
+                                     r.step_memory.param_bytes + r.optimizer_memory.state_bytes + r.step_memory.input_bytes}};
+  j["per_step"] = {{"micro_batches", r.micro_batches},       {"sequences", r.sequences_per_step},
+                   {"launches_before_fusion", r.launches_before_fusion}, {"launches", r.launches_per_step},
+                   {"flops", r.flops_per_step},              {"bytes", r.bytes_per_step},
+                   {"estimated_seconds", r.step_seconds},    {"estimated_sequences_per_second", r.sequences_per_second}};
+  j["compile_seconds"] = r.seconds_to_compile;
+  return j;
+}
+
+std::string report_text(const passes::CompileReport& r, const std::string& name) {
+  const auto& o = r.options;
+  std::string out = fmt::format("compile report: {}, arch {}{}, precision {}, recompute {}, fusion {}, fused attention {}\n\n",
+                                name, o.arch, r.gpu ? fmt::format(" ({})", r.gpu->title) : "", o.precision, r.recompute,
+                                o.fusion ? "on" : "off", o.fused_attention ? "on" : "off");
+  out += fmt::format("{:<11} {:<9} {:>6} {:>6} {:>8} {:>10} {:>10} {:>10} {:>10} {:>9}\n", "after", "graph", "ops", "fused",
+                     "launches", "fwd GFLOP", "bwd GFLOP", "recompute", "optimizer", "GB moved");
+  for (const auto& s : r.stages) {
+    const auto& f = s.figures;
+    out += fmt::format("{:<11} {:<9} {:>6} {:>6} {:>8} {:>10.1f} {:>10.1f} {:>10.1f} {:>10.2f} {:>9.2f}\n", s.pass, s.graph, f.ops,
+                       f.fused_kernels, f.launches, f.flops_forward / 1e9, f.flops_backward / 1e9, f.flops_recompute / 1e9,
+                       f.flops_optimizer / 1e9, f.bytes / 1e9);
+  }
+  const int64_t total = std::max(r.step_memory.arena_bytes, r.optimizer_memory.arena_bytes) + r.step_memory.param_bytes +
+                        r.optimizer_memory.state_bytes + r.step_memory.input_bytes;
+  out += fmt::format("\nper optimizer step ({} micro-batch{} of {} sequences):\n", r.micro_batches,
+                     r.micro_batches == 1 ? "" : "es", r.sequences_per_step / r.micro_batches);
+  out += fmt::format("  launches   {} before fusion, {} after ({:.1f}%)\n", r.launches_before_fusion, r.launches_per_step,
+                     100.0 * double(r.launches_per_step) / double(std::max<int64_t>(1, r.launches_before_fusion)));
+  out += fmt::format("  FLOPs      {:.1f} GFLOP (forward {:.1f}, backward {:.1f}, recompute {:.1f}, optimizer {:.2f})\n",
+                     r.flops_per_step / 1e9, r.micro_batches * r.step.flops_forward / 1e9,
+                     r.micro_batches * r.step.flops_backward / 1e9, r.micro_batches * r.step.flops_recompute / 1e9,
+                     r.optimizer.flops_optimizer / 1e9);
+  out += fmt::format("  bytes      {:.2f} GB read and written by kernels\n", r.bytes_per_step / 1e9);
+  out += fmt::format("  memory     activations {} planned ({} live peak), params {}, optimizer state {}, inputs {}; "
+                     "total {}\n",
+                     mib(r.step_memory.arena_bytes), mib(r.step_memory.live_peak_bytes), mib(r.step_memory.param_bytes),
+                     mib(r.optimizer_memory.state_bytes), mib(r.step_memory.input_bytes), mib(total));
+  if (r.gpu)
+    out += fmt::format("  estimate   {:.2f} ms per step, {:.0f} sequences/s on {} (roofline per launch: max(FLOPs / peak, "
+                       "bytes / bandwidth) + 1 us)\n",
+                       r.step_seconds * 1e3, r.sequences_per_second, r.gpu->title);
+  else
+    out += "  estimate   none: give --arch (sm_61 ... sm_90 or a GPU name) for a roofline step time\n";
+  out += fmt::format("  compile    {:.2f} s for all passes and planning\n", r.seconds_to_compile);
+  return out;
+}
+
 nlohmann::json info_json(const runtime::CudaDriverProbe& driver, const std::vector<codegen::NvrtcProbe>& nvrtc) {
   nlohmann::json j;
   j["cuda_driver"] = {{"found", driver.loaded}, {"path", driver.path}, {"version", driver.version},

@@ -8,6 +8,7 @@
 #include "codegen/nvrtc_library.h"
 #include "frontend/config.h"
 #include "ir/graph.h"
+#include "passes/report.h"
 #include "runtime/cuda_driver.h"
 
 namespace bertc::tools {
@@ -17,6 +18,9 @@ std::string stats_text(const nlohmann::json& stats);
 
 nlohmann::json params_json(const ir::Graph& graph);
 std::string params_text(const nlohmann::json& params);
+
+nlohmann::json report_json(const passes::CompileReport& report);
+std::string report_text(const passes::CompileReport& report, const std::string& name);
 
 nlohmann::json info_json(const runtime::CudaDriverProbe& driver, const std::vector<codegen::NvrtcProbe>& nvrtc);
 std::string info_text(const nlohmann::json& info);

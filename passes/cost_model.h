@@ -1,0 +1,32 @@
+// The cost model: FLOPs, bytes moved and a roofline time for every kernel launch, on a GPU of
+// the datasheet table (targets.h). Fused ops carry their figures as attributes in IR dumps.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "ir/graph.h"
+#include "passes/targets.h"
+
+namespace bertc::passes {
+
+// Fixed cost of one kernel launch inside a CUDA graph, added to every launch's roofline time.
+inline constexpr double kLaunchSeconds = 1e-6;
+
+struct LaunchCost {
+  bool launch = false;  // sources, constants, reshapes (views) and updates launch nothing
+  int64_t flops = 0;
+  int64_t bytes = 0;     // read and written once each: operands (gathered rows of a gathered table) plus results
+  double seconds = 0;    // max(flops / peak, bytes / bandwidth) + kLaunchSeconds; 0 without a GPU
+};
+
+// The cost of op under `precision` (which picks the matmul peak: fp32 SIMT, FP16 or BF16 tensor
+// cores; fp32-fp16storage does fp32 math on fp16 data).
+LaunchCost launch_cost(const ir::Graph& graph, const ir::Op& op, const std::optional<GpuSpec>& gpu,
+                       const std::string& precision);
+
+// Sets flops, bytes and (with a GPU) time_us on every fused op.
+void annotate_costs(ir::Graph& graph, const std::optional<GpuSpec>& gpu, const std::string& precision);
+
+}  // namespace bertc::passes

@@ -1,0 +1,82 @@
+// Gathering the compile report while the pipeline runs.
+#include "passes/report.h"
+
+#include <chrono>
+
+#include "ir/stats.h"
+#include "passes/cost_model.h"
+
+namespace bertc::passes {
+namespace {
+
+// Forward, backward, recompute or optimizer, from the scope autodiff and recompute give ops.
+int64_t& bucket(GraphFigures& f, const std::string& scope, bool optimizer_graph) {
+  if (optimizer_graph) return f.flops_optimizer;
+  if (scope.starts_with("backward")) return f.flops_backward;
+  if (scope.starts_with("recompute")) return f.flops_recompute;
+  return f.flops_forward;
+}
+
+void add_flops(const ir::Graph& g, const ir::Op& op, GraphFigures& f, bool optimizer_graph) {
+  if (op.kind == ir::OpKind::Fused) {
+    for (const ir::Op& inner : op.region.graph().ops()) add_flops(op.region.graph(), inner, f, optimizer_graph);
+    return;
+  }
+  bucket(f, op.scope, optimizer_graph) += ir::op_flops(g, op);
+}
+
+}  // namespace
+
+GraphFigures graph_figures(const ir::Graph& g, const std::optional<GpuSpec>& gpu, const std::string& precision) {
+  GraphFigures f;
+  const bool optimizer_graph = g.name().ends_with("_optimizer");
+  for (const ir::Op& op : g.ops()) {
+    ++f.ops;
+    const LaunchCost c = launch_cost(g, op, gpu, precision);
+    if (!c.launch) continue;
+    ++f.launches;
+    f.fused_kernels += op.kind == ir::OpKind::Fused;
+    f.bytes += c.bytes;
+    f.seconds += c.seconds;
+    add_flops(g, op, f, optimizer_graph);
+  }
+  return f;
+}
+
+CompileReport compile_report(const ir::Graph& forward, const frontend::Config& config, TrainingProgram* program) {
+  CompileReport r;
+  r.options = config.compile;
+  r.gpu = find_gpu(config.compile.arch);
+  r.micro_batches = config.train.gradient_accumulation_steps;
+  r.sequences_per_step = config.train.batch_size * r.micro_batches;
+  const std::string& precision = config.compile.precision;
+  int64_t step_before = 0, optimizer_before = 0;
+  const auto started = std::chrono::steady_clock::now();
+  TrainingProgram p = compile_training(
+      forward, config.compile, optimizer_options(config.train), [&](const std::string& pass, const ir::Graph& g) {
+        const bool opt = g.name().ends_with("_optimizer");
+        StageFigures s{pass, opt ? "optimizer" : "step", graph_figures(g, r.gpu, precision)};
+        if (!opt && (pass == "recompute")) step_before = s.figures.launches;
+        if (opt && pass == "optimizer") optimizer_before = s.figures.launches;
+        r.stages.push_back(std::move(s));
+      });
+  r.recompute = p.recompute;
+  annotate_costs(p.step, r.gpu, precision);
+  annotate_costs(p.optimizer, r.gpu, precision);
+  r.step_memory = plan_memory(p.step);
+  r.optimizer_memory = plan_memory(p.optimizer);
+  r.seconds_to_compile = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  r.step = graph_figures(p.step, r.gpu, precision);
+  r.optimizer = graph_figures(p.optimizer, r.gpu, precision);
+  const int64_t k = r.micro_batches;
+  r.launches_before_fusion = k * step_before + optimizer_before;
+  r.launches_per_step = k * r.step.launches + r.optimizer.launches;
+  r.flops_per_step = k * r.step.flops() + r.optimizer.flops();
+  r.bytes_per_step = k * r.step.bytes + r.optimizer.bytes;
+  r.step_seconds = static_cast<double>(k) * r.step.seconds + r.optimizer.seconds;
+  if (r.step_seconds > 0) r.sequences_per_second = static_cast<double>(r.sequences_per_step) / r.step_seconds;
+  if (program) *program = std::move(p);
+  return r;
+}
+
+}  // namespace bertc::passes

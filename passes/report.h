@@ -1,0 +1,54 @@
+// The compile report: per stage of the pipeline, what the graphs cost, and the planned memory and
+// a roofline estimate of one training step for the target GPU.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "frontend/config.h"
+#include "ir/graph.h"
+#include "passes/memory_plan.h"
+#include "passes/pipeline.h"
+#include "passes/targets.h"
+
+namespace bertc::passes {
+
+struct GraphFigures {
+  int64_t ops = 0, fused_kernels = 0, launches = 0;
+  int64_t flops_forward = 0, flops_backward = 0, flops_recompute = 0, flops_optimizer = 0;
+  int64_t bytes = 0;       // read and written by all launches
+  double seconds = 0;      // roofline time of all launches (0 without a GPU)
+  int64_t flops() const { return flops_forward + flops_backward + flops_recompute + flops_optimizer; }
+};
+
+GraphFigures graph_figures(const ir::Graph& graph, const std::optional<GpuSpec>& gpu, const std::string& precision);
+
+struct StageFigures {
+  std::string pass;
+  std::string graph;  // "step" (one micro-batch) or "optimizer"
+  GraphFigures figures;
+};
+
+struct CompileReport {
+  frontend::CompileOptions options;  // resolved
+  std::string recompute;             // the policy applied (auto names its choice)
+  std::optional<GpuSpec> gpu;
+  int64_t micro_batches = 1;         // gradient accumulation steps
+  int64_t sequences_per_step = 0;
+  std::vector<StageFigures> stages;
+  GraphFigures step, optimizer;      // the final graphs
+  MemoryPlan step_memory, optimizer_memory;
+  int64_t launches_before_fusion = 0, launches_per_step = 0;  // per optimizer step
+  int64_t flops_per_step = 0, bytes_per_step = 0;
+  double step_seconds = 0, sequences_per_second = 0;  // roofline estimate (0 without a GPU)
+  double seconds_to_compile = 0;     // all passes and planning, measured here
+};
+
+// Compiles the training program for `config` (options resolved) and reports on it; `program`
+// receives the compiled graphs when given.
+CompileReport compile_report(const ir::Graph& forward, const frontend::Config& config,
+                             TrainingProgram* program = nullptr);
+
+}  // namespace bertc::passes
