@@ -142,7 +142,9 @@ MemoryPlan plan_memory(const ir::Graph& g) {
 }
 
 std::string describe(const MemoryPlan& p) {
-  auto mib = [](int64_t b) { return fmt::format("{:.1f} MiB", static_cast<double>(b) / (1 << 20)); };
+  auto mib = [](int64_t b) {
+    return b < (1 << 20) ? fmt::format("{} bytes", b) : fmt::format("{:.1f} MiB", static_cast<double>(b) / (1 << 20));
+  };
   return fmt::format("arena {} in {} buffers (live peak {} at op {}), params {}, optimizer state {}, inputs {}, "
                      "total {}",
                      mib(p.arena_bytes), p.buffers.size(), mib(p.live_peak_bytes), p.peak_op, mib(p.param_bytes),
