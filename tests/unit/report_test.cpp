@@ -1,0 +1,171 @@
+// The cost model and the compile report against figures worked out by hand: FLOPs and bytes of
+// single ops, BERT-base's FLOPs from its shapes, and what fusion and recompute promise (fewer
+// launches, less planned activation memory, little extra work). No timing is asserted.
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+
+#include "frontend/bert.h"
+#include "frontend/builder.h"
+#include "frontend/config.h"
+#include "passes/cost_model.h"
+#include "passes/report.h"
+#include "passes/targets.h"
+
+namespace bertc::passes {
+namespace {
+
+using ir::DType;
+
+// A graph with one matmul [64,32] x [32,16] and one gather of 10 rows from a [1000,8] table.
+ir::Graph small_graph() {
+  frontend::Builder b("small");
+  auto x = b.input("x", DType::F32, {64, 32});
+  auto w = b.param("w", {32, 16});
+  b.output(b.matmul(x, w), "y");
+  auto table = b.param("table", {1000, 8});
+  auto ids = b.input("ids", DType::I32, {10});
+  b.output(b.gather(table, ids), "rows");
+  return std::move(b).finish();
+}
+
+const ir::Op& first(const ir::Graph& g, ir::OpKind kind) {
+  for (const ir::Op& op : g.ops())
+    if (op.kind == kind) return op;
+  throw std::logic_error("no such op");
+}
+
+TEST(CostModel, MatmulFlopsBytesAndRoofline) {
+  const ir::Graph g = small_graph();
+  const ir::Op& mm = first(g, ir::OpKind::Matmul);
+  const auto h200 = find_gpu("h200");
+  const LaunchCost c = launch_cost(g, mm, h200, "fp32");
+  EXPECT_TRUE(c.launch);
+  EXPECT_EQ(c.flops, 2 * 64 * 32 * 16);                   // a multiply and an add per term
+  EXPECT_EQ(c.bytes, (64 * 32 + 32 * 16 + 64 * 16) * 4);  // both operands and the result, once
+  // So small a matmul is bound by neither peak: the launch cost dominates, and the rest is the
+  // larger of the two roofline terms.
+  const double expect = std::max(c.flops / (h200->fp32_tflops * 1e12), c.bytes / (h200->bandwidth_gbs * 1e9)) +
+                        kLaunchSeconds;
+  EXPECT_DOUBLE_EQ(c.seconds, expect);
+  EXPECT_EQ(launch_cost(g, mm, std::nullopt, "fp32").seconds, 0.0);
+}
+
+TEST(CostModel, GatherReadsOnlyTheGatheredRows) {
+  const ir::Graph g = small_graph();
+  const LaunchCost c = launch_cost(g, first(g, ir::OpKind::Gather), find_gpu("p40"), "fp32");
+  // 10 rows of 8 floats read, 10 int32 ids read, 10 rows written; not the 1000-row table.
+  EXPECT_EQ(c.bytes, 10 * 8 * 4 + 10 * 4 + 10 * 8 * 4);
+}
+
+TEST(CostModel, SourcesLaunchNothing) {
+  const ir::Graph g = small_graph();
+  int sources = 0;
+  for (const ir::Op& op : g.ops()) {
+    if (op.kind != ir::OpKind::Param && op.kind != ir::OpKind::Input) continue;
+    ++sources;
+    EXPECT_FALSE(launch_cost(g, op, find_gpu("h200"), "fp32").launch);
+  }
+  EXPECT_EQ(sources, 4);
+}
+
+TEST(CostModel, TensorCoresRaiseTheMatmulPeak) {
+  frontend::Builder b("big");
+  // Large enough to be compute-bound on every GPU (arithmetic intensity ~ 1365 FLOP/byte).
+  auto x = b.input("x", DType::BF16, {4096, 4096});
+  auto w = b.param("w", {4096, 4096}, DType::BF16);
+  b.output(b.matmul(x, w), "y");
+  const ir::Graph g = std::move(b).finish();
+  const ir::Op& mm = first(g, ir::OpKind::Matmul);
+  const auto h200 = find_gpu("h200");
+  const LaunchCost c = launch_cost(g, mm, h200, "bf16");
+  EXPECT_NEAR(c.seconds - kLaunchSeconds, c.flops / (h200->bf16_tensor_tflops * 1e12), 1e-12);
+  // The P40 has no tensor cores and no BF16 peak: the FP32 SIMT peak applies.
+  const auto p40 = find_gpu("p40");
+  const LaunchCost p = launch_cost(g, mm, p40, "bf16");
+  EXPECT_NEAR(p.seconds - kLaunchSeconds, p.flops / (p40->fp32_tflops * 1e12), 1e-9);
+}
+
+// BERT-base pretraining (examples/bert-base.toml: batch 32, seq 128, 20 predictions) for `recompute`.
+CompileReport bert_base(const std::string& recompute, int64_t budget = 0) {
+  frontend::Config config = frontend::load_config(BERTC_SOURCE_DIR "/examples/bert-base.toml");
+  config.compile.arch = "h200";
+  config.compile.precision = "fp32";
+  config.compile.recompute = recompute;
+  config.compile.memory_budget = budget;
+  config.compile = resolve_options(config.compile, "none");
+  return compile_report(frontend::build_bert_pretraining(config), config);
+}
+
+// Forward FLOPs of BERT-base's matrix products, from its shapes alone.
+double bert_base_matmul_flops() {
+  const double B = 32, S = 128, H = 768, I = 3072, L = 12, V = 30522, P = 20;
+  const double tokens = B * S;
+  const double per_layer = 2 * tokens * (4 * H * H + 2 * H * I)  // QKV, output, FFN up and down
+                           + 2 * 2 * B * S * S * H;              // QK^T and PV over all heads
+  const double heads = 2 * B * P * H * H + 2 * B * P * H * V     // MLM transform and decoder
+                       + 2 * B * H * H + 2 * B * H * 2;          // pooler, NSP classifier
+  return L * per_layer + heads;
+}
+
+TEST(CompileReport, BertBaseFlopsMatchTheShapes) {
+  const CompileReport r = bert_base("none");
+  const double matmuls = bert_base_matmul_flops();
+  // Pointwise work (layer norms, GELU, softmax, dropout, the loss) adds about 1% to the products;
+  // 3% allows it without letting a missing or doubled matmul (>= 4% each) through.
+  EXPECT_GE(r.step.flops_forward, matmuls);
+  EXPECT_LE(r.step.flops_forward, 1.03 * matmuls);
+  // The backward of a product is two products (input and weight gradients); the embedding
+  // input gradient is the only one saved, so the ratio lies just under or over 2.
+  const double ratio = static_cast<double>(r.step.flops_backward) / r.step.flops_forward;
+  EXPECT_GT(ratio, 1.9);
+  EXPECT_LT(ratio, 2.1);
+  EXPECT_EQ(r.step.flops_recompute, 0);
+}
+
+TEST(CompileReport, FusionCutsLaunchesWithoutChangingWork) {
+  const CompileReport r = bert_base("none");
+  EXPECT_LE(r.launches_per_step, r.launches_before_fusion * 4 / 10);  // the bar: <= 40%
+  const GraphFigures* before = nullptr;
+  const GraphFigures* after = nullptr;
+  for (const StageFigures& s : r.stages) {
+    if (s.graph != "step") continue;
+    if (s.pass == "recompute") before = &s.figures;
+    if (s.pass == "fusion") after = &s.figures;
+  }
+  ASSERT_NE(before, nullptr);
+  ASSERT_NE(after, nullptr);
+  EXPECT_EQ(after->flops(), before->flops());  // fusion regroups ops, it adds and drops none
+  EXPECT_LT(after->bytes, before->bytes);      // intermediates inside a kernel never reach memory
+}
+
+TEST(CompileReport, RecomputeTradesMemoryForLittleWork) {
+  const CompileReport none = bert_base("none");
+  const CompileReport selective = bert_base("selective");
+  const CompileReport full = bert_base("full");
+  const double base = static_cast<double>(none.step_memory.arena_bytes);
+  EXPECT_LE(selective.step_memory.arena_bytes, 0.70 * base);
+  EXPECT_LE(full.step_memory.arena_bytes, 0.30 * base);
+  // Selective recomputes only cheap ops: a few percent of the step's FLOPs.
+  EXPECT_GT(selective.step.flops_recompute, 0);
+  EXPECT_LE(selective.step.flops_recompute, 0.05 * none.flops_per_step);
+  // Full recomputes each layer's forward once: at most a third more work.
+  EXPECT_GT(full.step.flops_recompute, selective.step.flops_recompute);
+  EXPECT_LE(full.step.flops_recompute, 0.34 * none.flops_per_step);
+  // Loss and gradients are the same ops: forward and backward FLOPs do not move.
+  EXPECT_EQ(full.step.flops_forward, none.step.flops_forward);
+  EXPECT_EQ(full.step.flops_backward, none.step.flops_backward);
+}
+
+TEST(CompileReport, AutoFitsTheBudget) {
+  const int64_t none = bert_base("none").step_memory.arena_bytes;
+  const int64_t budget = none / 2;  // between full (17%) and selective (63%): needs some full layers
+  const CompileReport r = bert_base("auto", budget);
+  EXPECT_LE(r.step_memory.arena_bytes, budget);
+  EXPECT_NE(r.recompute.find("full on"), std::string::npos) << r.recompute;
+  // A budget everything fits leaves the program as it is.
+  EXPECT_EQ(bert_base("auto", 2 * none).recompute, "auto: none");
+}
+
+}  // namespace
+}  // namespace bertc::passes
