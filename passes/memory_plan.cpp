@@ -72,6 +72,10 @@ MemoryPlan plan_memory(const ir::Graph& g) {
     const ir::ValueId target = op.operands[0], next = op.operands[1];
     if (planned[next] && last_read[target] <= def[next]) planned[next] = false;
   }
+  // A reshape of a value outside the arena (an input, a param, a next value written into its
+  // param) is a view of that buffer and takes no arena space either.
+  for (const ir::Op& op : g.ops())
+    if (op.kind == OpKind::Reshape) planned[op.result()] = planned[op.operands[0]];
   // Alias classes: a reshape is a view of its operand; an in-place op reuses a dying operand.
   UnionFind alias(g.num_values());
   for (size_t i = 0; i < n; ++i) {

@@ -32,7 +32,9 @@ struct MemoryPlan {
   int64_t input_bytes = 0;       // one batch
   size_t peak_op = 0;            // where live_peak_bytes is reached
   std::vector<Buffer> buffers;
-  std::vector<int64_t> offset_of;  // per value (-1: not in the arena)
+  // Per value; -1: not in the arena (sources, next values written into their param or state,
+  // and reshapes of those, which are views).
+  std::vector<int64_t> offset_of;
 
   int64_t total_bytes() const { return arena_bytes + param_bytes + state_bytes + input_bytes; }
 };

@@ -9,6 +9,7 @@
 #include "passes/accumulate.h"
 #include "passes/autodiff.h"
 #include "passes/optimizer.h"
+#include "passes/precision.h"
 
 namespace bertc::testing {
 namespace {
@@ -118,6 +119,101 @@ void train_and_compare(const std::string& kind, double max_norm) {
 TEST(Optimizer, AdamwWithAccumulation) { train_and_compare("adamw", 0.0); }
 TEST(Optimizer, AdamwWithClipping) { train_and_compare("adamw", 0.01); }  // small enough to clip every step
 TEST(Optimizer, LambWithClipping) { train_and_compare("lamb", 0.01); }
+
+// Dynamic loss scaling (fp16): the optimizer divides the scale out, so a clean step equals the
+// unscaled f32 step; a step with inf or nan anywhere changes no param, moment or step count,
+// halves the scale and clears the accumulators; 2000 clean steps in a row double the scale.
+struct ScaledTraining {
+  ir::Graph apply32, apply16;  // optimizer graphs without and with loss scaling
+  Env env32, env16;
+
+  ScaledTraining() {
+    ir::Graph plain = model(), scaled = model();
+    passes::apply_precision(scaled, "fp16");
+    for (ir::Graph* g : {&plain, &scaled}) {
+      passes::differentiate(*g);
+      passes::accumulate_gradients(*g);
+    }
+    passes::OptimizerOptions o;
+    o.max_grad_norm = 0.5;  // the gradients below clip: clipping must see the unscaled norm
+    apply32 = passes::build_optimizer_graph(plain, o);
+    apply16 = passes::build_optimizer_graph(scaled, o);
+    for (auto [g, env] : {std::pair{&apply32, &env32}, std::pair{&apply16, &env16}}) {
+      fill_params(*g, *env, [](const std::string& n, int64_t i) { return 0.5 * std::cos(i + n.size()); });
+      for (ir::ValueId v : g->values_of(ir::OpKind::State)) (*env)[g->value(v).name] = Tensor64::zeros(g->value(v).type);
+      (*env)["learning_rate"] = Tensor64::scalar(DType::F32, 0.05);
+    }
+    env16["loss_scale"] = Tensor64::scalar(DType::F32, 1024);
+  }
+  // Accumulated gradients g (f32) and scale * g (f16 run), g[i] = sin(i + name length).
+  void set_gradients() {
+    for (auto& [name, t] : env32)
+      if (name.ends_with(".grad_acc"))
+        for (size_t i = 0; i < t.real.size(); ++i) {
+          t.real[i] = std::sin(i + name.size());
+          env16[name].real[i] = env16["loss_scale"].real[0] * t.real[i];
+        }
+  }
+  std::map<std::string, double> run16() {
+    std::map<std::string, double> out;
+    auto r = reference::Executor<double>(apply16).run(env16, {"grad_norm", "step_skipped", "loss_scale_used"});
+    for (auto& [name, t] : r.fetched) out[name] = t.real.at(0);
+    return out;
+  }
+};
+
+TEST(Optimizer, LossScalingCleanStepEqualsUnscaledStep) {
+  ScaledTraining t;
+  t.set_gradients();
+  const double norm32 = reference::Executor<double>(t.apply32).run(t.env32).outputs.at(0).real.at(0);
+  const auto out = t.run16();
+  EXPECT_EQ(out.at("step_skipped"), 0.0);
+  EXPECT_EQ(out.at("loss_scale_used"), 1024.0);
+  EXPECT_NEAR(out.at("grad_norm"), norm32, 1e-12 * norm32);  // dividing by 1024 is exact
+  for (ir::ValueId p : t.apply32.values_of(ir::OpKind::Param)) {
+    const std::string& n = t.apply32.value(p).name;
+    for (size_t i = 0; i < t.env32[n].real.size(); ++i) EXPECT_NEAR(t.env16[n].real[i], t.env32[n].real[i], 1e-12) << n;
+  }
+  EXPECT_EQ(t.env16["loss_scale"].real[0], 1024.0);
+  EXPECT_EQ(t.env16["loss_scale_good_steps"].real[0], 1.0);
+  EXPECT_EQ(t.env16["optimizer_step"].real[0], 1.0);
+}
+
+TEST(Optimizer, LossScalingSkipsAnOverflowingStep) {
+  for (double bad : {INFINITY, -INFINITY, NAN}) {
+    ScaledTraining t;
+    t.set_gradients();
+    t.run16();  // one clean step, so the moments are not zero
+    const Env before = t.env16;
+    t.set_gradients();
+    t.env16["dense.weight.grad_acc"].real[3] = bad;
+    const auto out = t.run16();
+    EXPECT_EQ(out.at("step_skipped"), 1.0) << bad;
+    for (const auto& [name, v] : before) {
+      if (name.ends_with(".grad_acc")) {
+        for (double x : t.env16[name].real) ASSERT_EQ(x, 0.0) << name << ": accumulator not cleared";
+      } else if (name == "loss_scale") {
+        EXPECT_EQ(t.env16[name].real[0], 512.0);
+      } else if (name != "learning_rate") {
+        // Params, moments, the step count and the clean-step count as before (good steps: reset).
+        const std::vector<double> want = name == "loss_scale_good_steps" ? std::vector<double>{0.0} : v.real;
+        EXPECT_EQ(t.env16[name].real, want) << name << " changed on a skipped step (" << bad << ")";
+      }
+    }
+  }
+}
+
+TEST(Optimizer, LossScaleGrowsAfter2000CleanSteps) {
+  ScaledTraining t;
+  t.set_gradients();
+  t.env16["loss_scale_good_steps"].real[0] = 1998;
+  t.run16();
+  EXPECT_EQ(t.env16["loss_scale"].real[0], 1024.0);  // 1999 clean steps: not yet
+  t.set_gradients();
+  t.run16();
+  EXPECT_EQ(t.env16["loss_scale"].real[0], 2048.0);
+  EXPECT_EQ(t.env16["loss_scale_good_steps"].real[0], 0.0);
+}
 
 TEST(Optimizer, WeightDecayExemptionsFollowTheBertRecipe) {
   EXPECT_TRUE(passes::exempt_from_weight_decay("bert.encoder.layer.0.attention.output.LayerNorm.weight"));

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <map>
 
 #include "frontend/bert.h"
 #include "passes/accumulate.h"
@@ -11,6 +13,7 @@
 #include "passes/autodiff.h"
 #include "passes/fusion.h"
 #include "passes/optimizer.h"
+#include "passes/precision.h"
 #include "passes/recompute.h"
 #include "passes/schedule.h"
 #include "runtime/initialize.h"
@@ -110,6 +113,72 @@ TEST(PassEquivalence, FusionAndSchedule) {
     expect_same(step_graph(fa), g, "fusion + schedule");
   }
 }
+// Reduced precision changes the numbers by rounding only. The reference rounds every value the IR
+// types f16 or bf16, so the difference to f32 is real (asserted non-zero) and bounded by the
+// storage format: bf16 keeps 8 significant bits (unit roundoff 2^-9 = 0.2%), f16 11 bits
+// (2^-12 = 0.024%). The deepest gradient (the embeddings') passes through about twenty rounded
+// values (both layers' forward and backward, and the heads), so a tensor's relative L2 error may
+// reach twenty roundoffs: 3.9% for bf16, 0.49% for f16 (measured: at most 1.8% and 0.42%);
+// `tol` is 1.5 times that. A wrong pass (a missing cast, an unscaled gradient) is off by O(1).
+// The loss has the same bound.
+void expect_close_to_f32(const std::string& precision, double tol) {
+  const ir::Graph f32 = step_graph(true);
+  ir::Graph reduced = frontend::build_bert_pretraining(tiny());
+  fuse_attention(reduced);
+  apply_precision(reduced, precision);
+  differentiate(reduced);
+  accumulate_gradients(reduced);
+  Env a = environment(f32), b = environment(reduced);
+  // Both f16 formats underflow where bf16 does not: they scale the loss (by 65536 at first).
+  ASSERT_EQ(b.count("loss_scale"), precision == "bf16" ? 0u : 1u) << precision;
+  // 65536 overflows f16 (max 65504) in this model's larger gradients, which would make the
+  // optimizer skip the step; 1024 is what the scale halves down to within a few steps.
+  const double scale = b.count("loss_scale") ? 1024.0 : 1.0;
+  if (b.count("loss_scale")) b["loss_scale"].real.at(0) = scale;
+  const double la = run(f32, a), lb = run(reduced, b);
+  EXPECT_NEAR(la, lb, tol * std::abs(la)) << precision;
+  EXPECT_NE(la, lb) << precision << ": no rounding happened";
+  struct Error {
+    double f32_norm, reduced_norm, relative;
+  };
+  std::map<std::string, Error> errors;
+  double smallest_norm = INFINITY;
+  for (const auto& [name, t] : a) {
+    if (!name.ends_with(".grad_acc")) continue;
+    ASSERT_TRUE(b.count(name)) << precision << ": " << name;
+    double d2 = 0, f2 = 0, r2 = 0;
+    for (size_t i = 0; i < t.real.size(); ++i) {
+      const double r = b[name].real[i] / scale;
+      d2 += (t.real[i] - r) * (t.real[i] - r);
+      f2 += t.real[i] * t.real[i];
+      r2 += r * r;
+    }
+    errors[name] = {std::sqrt(f2), std::sqrt(r2), std::sqrt(d2 / f2)};
+    if (std::sqrt(f2) > 1e-9) smallest_norm = std::min(smallest_norm, std::sqrt(f2));
+  }
+  double worst = 0;
+  for (const auto& [name, e] : errors) {
+    if (e.f32_norm > 1e-9) {
+      EXPECT_LE(e.relative, tol) << precision << ": " << name;
+      worst = std::max(worst, e.relative);
+    } else {
+      // The key bias's gradient vanishes in exact arithmetic (softmax ignores a shift common to a
+      // row of scores): in reduced precision it is rounding noise, below the error any real
+      // gradient may have.
+      EXPECT_LE(e.reduced_norm, tol * smallest_norm) << precision << ": " << name;
+    }
+  }
+  EXPECT_GT(worst, 0) << precision << ": gradients identical to f32";
+  std::printf("%s: loss %.6f vs f32 %.6f; largest relative L2 error of a gradient %.2e\n", precision.c_str(), lb, la,
+              worst);
+}
+
+TEST(PassEquivalence, PrecisionBf16) { expect_close_to_f32("bf16", 6e-2); }
+TEST(PassEquivalence, PrecisionFp16WithLossScaling) { expect_close_to_f32("fp16", 7.5e-3); }
+// The reference computes in f32 for both f16 formats, so this matches fp16 here; on a GPU
+// fp16 multiplies on tensor cores where fp32-fp16storage does f32 arithmetic.
+TEST(PassEquivalence, PrecisionFp16Storage) { expect_close_to_f32("fp32-fp16storage", 7.5e-3); }
+
 // Fresh params depend on the seed and each param's name, not on where the passes put it.
 TEST(PassEquivalence, InitializationIgnoresOpOrder) {
   ir::Graph g = step_graph(true);
