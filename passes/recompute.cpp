@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <optional>
 #include <regex>
 #include <set>
 
@@ -90,13 +91,17 @@ std::set<ir::ValueId> choose_selective(const ir::Graph& g, const StepInfo& s) {
   return drop;
 }
 
-std::set<ir::ValueId> choose_full(const ir::Graph& g, const StepInfo& s, int64_t max_layers) {
-  std::vector<std::string> layers;  // in forward order
+// The first `count` encoder layers, in forward order.
+std::set<std::string> first_layers(const ir::Graph& g, const StepInfo& s, int64_t count) {
+  std::vector<std::string> layers;
   for (size_t i = 0; i < s.boundary; ++i) {
     const std::string l = layer_of(g.ops()[i].scope);
     if (!l.empty() && std::find(layers.begin(), layers.end(), l) == layers.end()) layers.push_back(l);
   }
-  std::set<std::string> chosen(layers.begin(), layers.begin() + std::min<int64_t>(max_layers, layers.size()));
+  return {layers.begin(), layers.begin() + std::min<int64_t>(count, layers.size())};
+}
+
+std::set<ir::ValueId> choose_full(const ir::Graph& g, const StepInfo& s, const std::set<std::string>& chosen) {
   // Every forward value of a chosen layer that stays in the layer; only those the backward reads,
   // and what they are made from, get recomputed (copies are made on demand).
   std::set<ir::ValueId> drop;
@@ -162,42 +167,96 @@ int64_t apply(ir::Graph& g, const StepInfo& s, const std::set<ir::ValueId>& drop
   return flops;
 }
 
+// policy: none, selective, full (on the first `layers` encoder layers), or selective+full (full
+// on those layers, selective elsewhere; auto's mixture).
 RecomputeResult apply_policy(ir::Graph& g, const std::string& policy, int64_t layers) {
   const StepInfo s = analyse(g);
   std::set<ir::ValueId> drop;
-  if (policy == "selective") drop = choose_selective(g, s);
-  else if (policy == "full") drop = choose_full(g, s, layers);
-  else if (policy != "none") throw ir::Error(fmt::format("recompute policy '{}' is not none, selective, full or auto", policy));
-  RecomputeResult r{policy, policy == "full" ? layers : 0, static_cast<int64_t>(drop.size()), 0};
+  const std::set<std::string> chosen = first_layers(g, s, layers);
+  if (policy == "selective" || policy == "selective+full") drop = choose_selective(g, s);
+  if (policy == "selective+full") {
+    // A fully recomputed layer keeps its outputs: were selective to drop one, the backward of
+    // the next layer would recompute the whole chain of dropped layers before it, at once.
+    std::erase_if(drop, [&](ir::ValueId v) { return chosen.count(layer_of(g.producer(v).scope)) > 0; });
+  }
+  if (policy == "full" || policy == "selective+full") drop.merge(choose_full(g, s, chosen));
+  if (policy != "none" && policy != "selective" && policy != "full" && policy != "selective+full")
+    throw ir::Error(fmt::format("recompute policy '{}' is not none, selective, full or auto", policy));
+  RecomputeResult r{policy, policy == "none" || policy == "selective" ? 0 : layers, static_cast<int64_t>(drop.size()), 0};
   r.recompute_flops = apply(g, s, drop);
   return r;
+}
+
+struct Trial {
+  ir::Graph graph;
+  RecomputeResult result;
+  int64_t arena = 0;
+};
+
+Trial trial(const ir::Graph& g, const std::string& policy, int64_t layers) {
+  Trial t{g, {}, 0};
+  t.result = apply_policy(t.graph, policy, layers);
+  t.arena = plan_memory(t.graph).arena_bytes;
+  return t;
+}
+
+// The fewest layers k in 1..L for which `policy` on k layers fits, by bisection (activation
+// memory falls as k grows); nullopt when not even all L fit. `smallest` gets the least arena seen.
+std::optional<Trial> fewest_layers(const ir::Graph& g, const std::string& policy, int64_t layers, int64_t budget,
+                                   int64_t& smallest) {
+  std::optional<Trial> best;
+  int64_t lo = 1, hi = layers;
+  while (lo <= hi) {
+    const int64_t k = (lo + hi) / 2;
+    Trial t = trial(g, policy, k);
+    smallest = std::min(smallest, t.arena);
+    if (t.arena <= budget) {
+      best = std::move(t);
+      hi = k - 1;
+    } else {
+      lo = k + 1;
+    }
+  }
+  return best;
 }
 
 }  // namespace
 
 RecomputeResult recompute(ir::Graph& graph, const std::string& policy, int64_t memory_budget) {
   const int64_t layers = count_layers(graph);
-  if (policy != "auto") return apply_policy(graph, policy, layers);
-  if (memory_budget <= 0) throw ir::Error("recompute auto needs a memory budget (bytes)");
-  // Candidates from the fewest recompute FLOPs up: none, selective, full on 1..L layers.
-  std::vector<std::pair<std::string, int64_t>> candidates = {{"none", 0}, {"selective", 0}};
-  for (int64_t k = 1; k <= layers; ++k) candidates.emplace_back("full", k);
-  int64_t smallest = -1;
-  for (const auto& [p, k] : candidates) {
-    ir::Graph trial = graph;
-    RecomputeResult r = apply_policy(trial, p, k);
-    const int64_t arena = plan_memory(trial).arena_bytes;
-    if (arena <= memory_budget) {
-      graph = std::move(trial);
-      r.policy = p == "full" ? fmt::format("auto: full on {} of {} layers", k, layers) : "auto: " + p;
-      return r;
-    }
-    smallest = smallest < 0 ? arena : std::min(smallest, arena);
+  if (policy != "auto") {
+    if (policy == "selective+full") throw ir::Error("recompute policy 'selective+full' is auto's choice; pick auto");
+    return apply_policy(graph, policy, layers);
   }
-  throw ir::Error(fmt::format("recompute auto: no policy fits the memory budget of {} bytes; the smallest planned "
-                              "activation memory is {} bytes (full recompute). Raise [compile] memory_budget or "
-                              "lower the batch size",
-                              memory_budget, smallest));
+  if (memory_budget <= 0) throw ir::Error("recompute auto needs a memory budget (bytes)");
+  // Of the plans that fit, the one with the fewest recompute FLOPs: none, selective, or full
+  // recompute of the fewest layers (alone or with selective on the other layers).
+  std::vector<Trial> fitting;
+  int64_t smallest = INT64_MAX;
+  for (const char* p : {"none", "selective"}) {
+    Trial t = trial(graph, p, 0);
+    smallest = std::min(smallest, t.arena);
+    if (t.arena <= memory_budget) fitting.push_back(std::move(t));
+    if (!fitting.empty()) break;  // none costs nothing; selective costs less than any full layer's forward
+  }
+  if (fitting.empty())
+    for (const char* p : {"full", "selective+full"})
+      if (auto t = fewest_layers(graph, p, layers, memory_budget, smallest)) fitting.push_back(std::move(*t));
+  if (fitting.empty())
+    throw ir::Error(fmt::format("recompute auto: no policy fits the memory budget of {} bytes; the smallest planned "
+                                "activation memory of any policy is {} bytes. Raise [compile] memory_budget (--memory-budget) or "
+                                "lower the batch size",
+                                memory_budget, smallest));
+  Trial& best = *std::min_element(fitting.begin(), fitting.end(), [](const Trial& a, const Trial& b) {
+    return a.result.recompute_flops < b.result.recompute_flops;
+  });
+  RecomputeResult r = best.result;
+  const std::string& p = r.policy;
+  r.policy = p == "none" || p == "selective" ? "auto: " + p
+             : p == "full"                   ? fmt::format("auto: full on {} of {} layers", r.layers, layers)
+                           : fmt::format("auto: full on {} of {} layers, selective on the rest", r.layers, layers);
+  graph = std::move(best.graph);
+  return r;
 }
 
 }  // namespace bertc::passes

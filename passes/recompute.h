@@ -9,8 +9,9 @@
 //       softmax, dropout, layer norm, attention; no weight matmul) and every [B,h,S,S] attention
 //       tensor; full: in each encoder layer (scope "...layer.N")
 //       keep only values other layers read (the layer inputs and outputs) and recompute the rest;
-//       auto: the cheapest of none, selective, then full on 1, 2, ... layers whose planned
-//       activation memory fits memory_budget.
+//       auto: of the plans whose planned activation memory fits memory_budget, the one with the
+//       fewest recompute FLOPs among none, selective, full on the first k layers, and full on the
+//       first k layers with selective on the rest (the fewest k of each found by bisection).
 // Order: after autodiff and accumulation, before fusion and schedule.
 #pragma once
 

@@ -6,12 +6,17 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "frontend/bert.h"
 #include "passes/accumulate.h"
 #include "passes/attention.h"
 #include "passes/autodiff.h"
 #include "passes/fusion.h"
+#include "passes/memory_plan.h"
 #include "passes/optimizer.h"
 #include "passes/precision.h"
 #include "passes/recompute.h"
@@ -25,6 +30,7 @@ namespace {
 using Env = reference::Environment<double>;
 using ir::DType;
 
+// Two layers, batch 2, sequences of 8.
 frontend::Config tiny() {
   frontend::Config c;
   c.name = "eq";
@@ -33,10 +39,21 @@ frontend::Config tiny() {
   c.model.num_hidden_layers = 2;
   c.model.num_attention_heads = 2;
   c.model.intermediate_size = 32;
-  c.model.max_position_embeddings = 16;
+  c.model.max_position_embeddings = 64;
   c.train.batch_size = 2;
   c.train.seq_len = 8;
   c.train.max_predictions_per_seq = 3;
+  return c;
+}
+
+// Four layers of width 32 and sequences of 64: the layers' activations, not the param
+// gradients, are the bulk of the arena, as in real BERTs, so that recompute choices matter.
+frontend::Config activation_heavy() {
+  frontend::Config c = tiny();
+  c.model.hidden_size = 32;
+  c.model.intermediate_size = 128;
+  c.model.num_hidden_layers = 4;
+  c.train.seq_len = 64;
   return c;
 }
 
@@ -46,17 +63,27 @@ reference::HostTensor<double> ints(ir::Shape s, std::vector<int64_t> v, DType d 
   return t;
 }
 
-// Params, states and one batch for the tiny model (padding, unequal weights, dropout seed).
+// Params, states and one batch for the tiny model: padding (the second sequence's last quarter),
+// two segments, unequal weights (one masked position unused), a dropout seed.
 Env environment(const ir::Graph& step) {
   runtime::Environment f32;
   runtime::initialize_parameters(step, 0.2, 0, 7, f32);
   runtime::initialize_states(step, f32);
   Env env;
   for (auto& [name, t] : f32) env[name] = reference::convert<double>(t);
-  env["input_ids"] = ints({2, 8}, {2, 7, 4, 3, 9, 3, 5, 8, 2, 11, 4, 3, 12, 13, 0, 0});
-  env["token_type_ids"] = ints({2, 8}, {0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 1, 1, 1, 0, 0});
-  env["attention_mask"] = ints({2, 8}, {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0});
-  env["masked_lm_positions"] = ints({2, 3}, {1, 4, 6, 2, 5, 0});
+  const int64_t S = step.value(*step.find("input_ids")).type.shape[1];
+  std::vector<int64_t> ids, types, mask;
+  for (int64_t b = 0; b < 2; ++b)
+    for (int64_t s = 0; s < S; ++s) {
+      const bool pad = b == 1 && s >= S * 3 / 4;
+      ids.push_back(pad ? 0 : 2 + (b * S + s) * 7 % 47);
+      types.push_back(pad ? 0 : s >= S / 2);
+      mask.push_back(!pad);
+    }
+  env["input_ids"] = ints({2, S}, ids);
+  env["token_type_ids"] = ints({2, S}, types);
+  env["attention_mask"] = ints({2, S}, mask);
+  env["masked_lm_positions"] = ints({2, 3}, {1, S / 2, S - 2, 2, S / 2 + 1, 0});
   env["masked_lm_ids"] = ints({2, 3}, {17, 33, 5, 8, 21, 0});
   env["masked_lm_weights"] = reference::HostTensor<double>::zeros({DType::F32, {2, 3}});
   env["masked_lm_weights"].real = {1, 1, 1, 1, 1, 0};
@@ -65,8 +92,8 @@ Env environment(const ir::Graph& step) {
   return env;
 }
 
-ir::Graph step_graph(bool fused_attention) {
-  ir::Graph g = frontend::build_bert_pretraining(tiny());
+ir::Graph step_graph(bool fused_attention, const frontend::Config& config = tiny()) {
+  ir::Graph g = frontend::build_bert_pretraining(config);
   if (fused_attention) fuse_attention(g);
   differentiate(g);
   accumulate_gradients(g);
@@ -101,6 +128,36 @@ TEST(PassEquivalence, Recompute) {
       recompute(g, policy);
       expect_same(step_graph(fa), g, std::string("recompute ") + policy);
     }
+}
+
+// Auto between selective and the least memory mixes full recompute of some layers with
+// selective on the rest; every choice computes the same numbers.
+TEST(PassEquivalence, RecomputeAuto) {
+  const ir::Graph none = step_graph(true, activation_heavy());
+  auto arena_of = [&](const char* policy) {
+    ir::Graph g = none;
+    recompute(g, policy);
+    return plan_memory(g).arena_bytes;
+  };
+  const int64_t selective = arena_of("selective"), full = arena_of("full");
+  std::printf("arena: none %ld, selective %ld, full %ld bytes\n", static_cast<long>(plan_memory(none).arena_bytes),
+              static_cast<long>(selective), static_cast<long>(full));
+  std::vector<int64_t> budgets = {plan_memory(none).arena_bytes, selective};
+  for (int i = 1; i <= 8; ++i) budgets.push_back(selective - (selective - full) * i / 8);
+  std::set<std::string> policies;
+  for (int64_t budget : budgets) {
+    ir::Graph g = none;
+    const RecomputeResult r = recompute(g, "auto", budget);
+    EXPECT_LE(plan_memory(g).arena_bytes, budget) << r.policy;
+    expect_same(none, g, r.policy);
+    policies.insert(r.policy);
+  }
+  EXPECT_TRUE(policies.count("auto: none"));
+  EXPECT_TRUE(policies.count("auto: selective"));
+  EXPECT_TRUE(policies.count("auto: full on 1 of 4 layers, selective on the rest"))
+      << fmt::format("{}", fmt::join(policies, "; "));
+  ir::Graph g = none;
+  EXPECT_THROW(recompute(g, "auto", 256), ir::Error);  // no plan of this model fits 256 bytes
 }
 
 TEST(PassEquivalence, FusionAndSchedule) {

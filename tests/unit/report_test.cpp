@@ -158,11 +158,15 @@ TEST(CompileReport, RecomputeTradesMemoryForLittleWork) {
 }
 
 TEST(CompileReport, AutoFitsTheBudget) {
-  const int64_t none = bert_base("none").step_memory.arena_bytes;
+  const CompileReport plain = bert_base("none");
+  const int64_t none = plain.step_memory.arena_bytes;
   const int64_t budget = none / 2;  // between full (17%) and selective (63%): needs some full layers
   const CompileReport r = bert_base("auto", budget);
   EXPECT_LE(r.step_memory.arena_bytes, budget);
   EXPECT_NE(r.recompute.find("full on"), std::string::npos) << r.recompute;
+  // Full recompute of half the layers costs half a forward, a sixth of the step, and does not fit
+  // alone (7 layers do); auto's mix of full and selective layers must be cheaper.
+  EXPECT_LT(r.step.flops_recompute, plain.flops_per_step / 6) << r.recompute;
   // A budget everything fits leaves the program as it is.
   EXPECT_EQ(bert_base("auto", 2 * none).recompute, "auto: none");
 }
