@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "ir/philox.h"
+#include "passes/cost_model.h"
+#include "passes/memory_plan.h"
 #include "passes/pipeline.h"
 #include "runtime/batches.h"
 #include "runtime/checkpoint.h"
@@ -191,12 +193,25 @@ int64_t prepare_state(const frontend::ModelDefinition& model, const TrainOptions
   return start;
 }
 
+// "compile: precision fp32, recompute none, 271 kernels (fusion on, fused attention on), planned
+// activations 150.2 MiB" : what the user's options became.
+std::string compile_summary(const frontend::CompileOptions& c, const passes::TrainingProgram& p) {
+  int64_t launches = 0;
+  for (const ir::Graph* g : {&p.step, &p.optimizer})
+    for (const ir::Op& op : g->ops()) launches += passes::launch_cost(*g, op, std::nullopt, c.precision).launch;
+  return fmt::format("compile: precision {}, recompute {}, {} kernels per micro-batch and optimizer step (fusion {}, "
+                     "fused attention {}), planned activations {:.1f} MiB",
+                     c.precision, p.recompute, launches, c.fusion ? "on" : "off", c.fused_attention ? "on" : "off",
+                     static_cast<double>(passes::plan_memory(p.step).arena_bytes) / (1 << 20));
+}
+
 }  // namespace
 
 TrainSummary train_on_cpu(const frontend::ModelDefinition& model, const TrainOptions& o, std::ostream& log) {
   const frontend::TrainConfig& t = o.config.train;
   const passes::TrainingProgram program = passes::compile_training(frontend::build_model(model, o.config),
                                                                    o.config.compile, passes::optimizer_options(t));
+  log << compile_summary(o.config.compile, program) << "\n";
   // Checkpoint problems first: they are cheaper to find than the data is to load.
   Environment env;
   const int64_t start = prepare_state(model, o, program, env, log);
