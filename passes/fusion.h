@@ -3,15 +3,15 @@
 // Pre:  a verified step or optimizer graph (after recompute).
 // Post: groups of ops become fused ops, one kernel launch each, named by family (the `kernel`
 //       attribute codegen renders):
-//         matmul        a matrix product with its pointwise epilogue (bias, GELU, dropout,
-//                       residual add, gradient accumulation, cast);
-//         row:<op>      softmax, layer norm, cross-entropy or their gradients, with pointwise (and
-//                       gather/slice loads) before and pointwise after: bias + dropout + residual
-//                       + layer norm; embedding sum + layer norm + dropout; scale + mask +
-//                       softmax + dropout;
-//         cross_entropy the loss and its gradient in one pass over the logits;
-//         reduce        a reduction with pointwise before and after (bias gradients);
-//         pointwise     elementwise chains with broadcasts, slices and pads as loads;
+//         matmul_epilogue  a matrix product with its pointwise epilogue (bias, GELU, dropout,
+//                          residual add, gradient accumulation, cast);
+//         row_reduction    softmax, layer norm, cross-entropy or their gradients, with pointwise
+//                          (and gather/slice loads) before and pointwise after: bias + dropout +
+//                          residual + layer norm; embedding sum + layer norm + dropout; scale +
+//                          mask + softmax + dropout; the loss and its gradient over the logits
+//                          in one pass;
+//         reduction        a reduction with pointwise before and after (bias gradients);
+//         pointwise        elementwise chains with broadcasts, slices and pads as loads;
 //         multi_tensor_norm, multi_tensor_update   the optimizer step for all params in two kernels.
 //       Values only used inside a group are gone from the graph; every value used outside (or an
 //       output, or an update's value) is a result of its fused op, under its old name. Loss,
