@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ir/error.h"
-#include "runtime/atomic_file.h"
+#include "codegen/atomic_file.h"
 
 namespace bertc::runtime {
 namespace {
@@ -117,7 +117,7 @@ Safetensors decode_safetensors(std::string_view bytes, const std::string& source
 }
 
 void write_safetensors(const std::filesystem::path& path, const Safetensors& file) {
-  write_file_atomically(path, encode_safetensors(file));
+  codegen::write_file_atomically(path, encode_safetensors(file));
 }
 
 Safetensors read_safetensors(const std::filesystem::path& path) {

@@ -36,7 +36,7 @@ std::string encode_safetensors(const Safetensors& file);
 // Parses and checks every structural rule; `source` names the file in messages.
 Safetensors decode_safetensors(std::string_view bytes, const std::string& source);
 
-// Atomic write (runtime/atomic_file.h) and checked read.
+// Atomic write (codegen/atomic_file.h) and checked read.
 void write_safetensors(const std::filesystem::path& path, const Safetensors& file);
 Safetensors read_safetensors(const std::filesystem::path& path);
 

@@ -1,5 +1,5 @@
 // Atomic replacement of a file: temporary, fsync, rename, fsync of the folder.
-#include "runtime/atomic_file.h"
+#include "codegen/atomic_file.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -13,7 +13,7 @@
 
 #include <fmt/format.h>
 
-namespace bertc::runtime {
+namespace bertc::codegen {
 namespace {
 
 // For the crash test only: BERTC_TEST_SLOW_WRITE_MS pauses halfway through every write, so a test
@@ -70,4 +70,4 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view b
   }
 }
 
-}  // namespace bertc::runtime
+}  // namespace bertc::codegen

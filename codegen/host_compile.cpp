@@ -1,0 +1,106 @@
+// Host compilation of kernel sources: prelude on disk, one compiler run per distinct source.
+#include "codegen/host_compile.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <vector>
+
+#include <fmt/format.h>
+#include <xxhash.h>
+
+#include "codegen/atomic_file.h"
+#include "codegen/prelude.h"
+
+extern char** environ;
+
+namespace bertc::codegen {
+namespace {
+
+// Runs argv, its stdout and stderr into `log`; returns the exit status (-1: could not start).
+int run_command(const std::vector<std::string>& argv, const std::filesystem::path& log) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = 0;
+  const int spawned = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (spawned != 0) return -1;
+  int status = 0;
+  if (waitpid(pid, &status, 0) < 0) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::string read_text(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+std::string host_compiler() {
+  const char* cxx = std::getenv("BERTC_HOST_CXX");
+  return cxx && *cxx ? cxx : "c++";
+}
+
+// -O1: kernels are large switch-free loops; more optimisation buys little and costs compile time.
+const std::vector<std::string> kFlags = {"-std=c++17", "-O1", "-shared", "-fPIC", "-w", "-DBX_HOST_LIBRARY"};
+
+}  // namespace
+
+HostKernelLibrary::HostKernelLibrary(SharedLibrary library, std::filesystem::path path)
+    : library_(std::move(library)), path_(std::move(path)) {}
+
+HostEntry HostKernelLibrary::entry(const std::string& name) const {
+  auto fn = library_.function<HostEntry>((name + "__entry").c_str());
+  if (!fn) throw KernelCompileError(fmt::format("{} has no kernel {}", path_.string(), name));
+  return fn;
+}
+
+std::filesystem::path default_cache_folder() {
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return std::filesystem::path(xdg) / "bertc";
+  if (const char* home = std::getenv("HOME"); home && *home) return std::filesystem::path(home) / ".cache" / "bertc";
+  return std::filesystem::temp_directory_path() / "bertc-cache";
+}
+
+HostKernelLibrary compile_for_host(const std::string& source, const std::filesystem::path& cache, bx_host_api* api) {
+  const std::string compiler = host_compiler();
+  std::string key = source + compiler;
+  for (const std::string& f : kFlags) key += f;
+  for (const EmbeddedFile& f : prelude_files()) key += f.text;
+  const std::filesystem::path folder = cache / "host";
+  const std::string stem = fmt::format("{:016x}", XXH3_64bits(key.data(), key.size()));
+  const std::filesystem::path library = folder / (stem + ".so"), source_path = folder / (stem + ".cpp");
+  if (!std::filesystem::exists(library)) {
+    const std::filesystem::path prelude = folder / "prelude";
+    write_prelude(prelude);
+    write_file_atomically(source_path, source);
+    // Compile to a private name, then rename: a concurrent or interrupted build leaves no half library.
+    const std::filesystem::path partial = folder / fmt::format("{}.{}.so.tmp", stem, ::getpid());
+    const std::filesystem::path log = folder / (stem + ".log");
+    std::vector<std::string> argv = {compiler};
+    argv.insert(argv.end(), kFlags.begin(), kFlags.end());
+    argv.insert(argv.end(), {"-I", prelude.string(), source_path.string(), "-o", partial.string()});
+    const int status = run_command(argv, log);
+    if (status != 0)
+      throw KernelCompileError(fmt::format("the host compiler ({}) failed on {} (exit {}):\n{}", compiler,
+                                           source_path.string(), status, read_text(log)));
+    std::filesystem::rename(partial, library);
+  }
+  std::string error;
+  SharedLibrary lib = SharedLibrary::open(std::filesystem::absolute(library).string(), &error);
+  if (!lib.loaded()) throw KernelCompileError(fmt::format("cannot load {}: {}", library.string(), error));
+  auto install = lib.function<void (*)(bx_host_api*)>("bx_install");
+  if (!install) throw KernelCompileError(fmt::format("{} has no bx_install: not a bertc kernel library", library.string()));
+  install(api);
+  return HostKernelLibrary(std::move(lib), library);
+}
+
+}  // namespace bertc::codegen

@@ -1,0 +1,170 @@
+// The fiber scheduler behind HostEmulator: Boost.Context fibers, round-robin, spinning waits.
+#include "codegen/host_emulation.h"
+
+#include <boost/context/fiber.hpp>
+#include <boost/context/pooled_fixedsize_stack.hpp>
+
+#include <map>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+namespace bertc::codegen {
+
+namespace ctx = boost::context;
+
+struct HostEmulator::Scheduler {
+  struct Thread {
+    bx_thread_state state{};
+    ctx::fiber fiber;  // the thread, while suspended
+    ctx::fiber sink;   // inside the thread: the scheduler, to switch back to
+    bool done = false;
+  };
+  struct Barrier {  // counts arrivals; a generation passes when all `size` threads arrived
+    int size = 0, arrived = 0;
+    unsigned long long generation = 0;
+  };
+  struct Warp {
+    Barrier barrier;
+    unsigned int slot[32] = {};
+  };
+
+  bx_host_api api{};
+  ctx::pooled_fixedsize_stack stacks{64 * 1024};
+  std::vector<Thread> threads;
+  Thread* running = nullptr;
+  Barrier block_barrier;
+  std::vector<Warp> warps;
+  std::map<int, std::vector<unsigned char>> shared;  // this block's, by declaration key
+  unsigned long long events = 0;                      // barriers passed and threads done
+  bool cooperative = true;
+  std::string kernel;
+  std::string error;  // raised inside a thread, rethrown by the scheduler
+
+  Scheduler() {
+    api.scheduler = this;
+    api.sync = [](void* s) { static_cast<Scheduler*>(s)->sync(); };
+    api.shfl_xor = [](void* s, unsigned int bits, int mask) { return static_cast<Scheduler*>(s)->shfl_xor(bits, mask); };
+    api.shared = [](void* s, unsigned long bytes, int key) { return static_cast<Scheduler*>(s)->shared_memory(bytes, key); };
+  }
+
+  void yield() { running->sink = std::move(running->sink).resume(); }
+
+  void wait(Barrier& b) {
+    if (!cooperative) throw EmulationError(fmt::format("kernel {}: a barrier or shuffle in a launch declared without them", kernel));
+    if (++b.arrived == b.size) {
+      b.arrived = 0;
+      ++b.generation;
+      ++events;
+      return;
+    }
+    const unsigned long long generation = b.generation;
+    while (b.generation == generation) yield();
+  }
+
+  int linear_tid(const bx_thread_state& s) const { return s.tid[0] + s.bdim[0] * (s.tid[1] + s.bdim[1] * s.tid[2]); }
+
+  void sync() { wait(block_barrier); }
+
+  unsigned int shfl_xor(unsigned int bits, int mask) {
+    const int tid = linear_tid(running->state), lane = tid & 31;
+    Warp& w = warps[static_cast<size_t>(tid >> 5)];
+    if (w.barrier.size != 32) throw EmulationError(fmt::format("kernel {}: a shuffle in a partial warp", kernel));
+    w.slot[lane] = bits;
+    wait(w.barrier);
+    const unsigned int got = w.slot[(lane ^ mask) & 31];
+    wait(w.barrier);  // nobody overwrites a slot before every lane has read
+    return got;
+  }
+
+  void* shared_memory(unsigned long bytes, int key) {
+    auto [it, fresh] = shared.try_emplace(key);
+    if (fresh) it->second.assign(bytes, 0xff);  // NaN as float, -1 as integer: unwritten reads show
+    if (it->second.size() != bytes)
+      throw EmulationError(fmt::format("kernel {}: shared array at line {} declared with two sizes", kernel, key));
+    return it->second.data();
+  }
+
+  void run_block(HostEntry entry, void** args, const bx_thread_state& block, ThreadOrder order) {
+    const int n = block.bdim[0] * block.bdim[1] * block.bdim[2];
+    shared.clear();
+    threads.clear();
+    threads.resize(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) {
+      bx_thread_state& s = threads[static_cast<size_t>(i)].state;
+      s = block;
+      s.tid[0] = i % block.bdim[0];
+      s.tid[1] = (i / block.bdim[0]) % block.bdim[1];
+      s.tid[2] = i / (block.bdim[0] * block.bdim[1]);
+    }
+    if (!cooperative) {  // no switches: each thread runs to its end in turn
+      for (int k = 0; k < n; ++k) {
+        running = &threads[static_cast<size_t>(order == ThreadOrder::Forward ? k : n - 1 - k)];
+        api.current = &running->state;
+        entry(args);
+      }
+      return;
+    }
+    block_barrier = Barrier{n, 0, 0};
+    warps.assign(static_cast<size_t>((n + 31) / 32), Warp{});
+    for (size_t w = 0; w < warps.size(); ++w) warps[w].barrier.size = std::min(32, n - static_cast<int>(w) * 32);
+    for (Thread& t : threads)
+      t.fiber = ctx::fiber(std::allocator_arg, stacks, [this, &t, entry, args](ctx::fiber&& sink) {
+        t.sink = std::move(sink);
+        try {  // an exception must not leave a fiber: the scheduler rethrows it from its own stack
+          entry(args);
+        } catch (const EmulationError& e) {
+          error = e.what();
+        }
+        t.done = true;
+        ++events;
+        return std::move(t.sink);
+      });
+    for (int live = n; live > 0;) {
+      const unsigned long long before = events;
+      for (int k = 0; k < n; ++k) {
+        Thread& t = threads[static_cast<size_t>(order == ThreadOrder::Forward ? k : n - 1 - k)];
+        if (t.done) continue;
+        running = &t;
+        api.current = &t.state;
+        t.fiber = std::move(t.fiber).resume();
+        if (!error.empty()) throw EmulationError(std::exchange(error, {}));
+        if (t.done) --live;
+      }
+      if (live > 0 && events == before)
+        throw EmulationError(fmt::format("kernel {}: block ({},{},{}) waits at a barrier that not all of its threads "
+                                         "reach",
+                                         kernel, block.bid[0], block.bid[1], block.bid[2]));
+    }
+  }
+
+  void launch(HostEntry entry, void** args, const HostLaunch& l) {
+    cooperative = l.cooperative;
+    bx_thread_state block{};
+    block.bdim[0] = l.block.x, block.bdim[1] = l.block.y, block.bdim[2] = l.block.z;
+    block.gdim[0] = l.grid.x, block.gdim[1] = l.grid.y, block.gdim[2] = l.grid.z;
+    for (int z = 0; z < l.grid.z; ++z)
+      for (int y = 0; y < l.grid.y; ++y)
+        for (int x = 0; x < l.grid.x; ++x) {
+          block.bid[0] = x, block.bid[1] = y, block.bid[2] = z;
+          run_block(entry, args, block, l.order);
+        }
+    threads.clear();
+  }
+};
+
+HostEmulator::HostEmulator() : scheduler_(std::make_unique<Scheduler>()) {}
+HostEmulator::~HostEmulator() = default;
+
+bx_host_api* HostEmulator::api() { return &scheduler_->api; }
+
+void HostEmulator::launch(const std::string& kernel, HostEntry entry, void** args, const HostLaunch& launch) {
+  if (launch.block.count() < 1 || launch.block.count() > 1024 || launch.grid.count() < 1)
+    throw EmulationError(fmt::format("kernel {}: launch of {}x{}x{} blocks of {}x{}x{} threads", kernel, launch.grid.x,
+                                     launch.grid.y, launch.grid.z, launch.block.x, launch.block.y, launch.block.z));
+  scheduler_->kernel = kernel;
+  scheduler_->launch(entry, args, launch);
+}
+
+}  // namespace bertc::codegen

@@ -1,0 +1,43 @@
+// The prelude on the GPU: indices, barriers, warp shuffles, atomics and bit casts over NVRTC's
+// built-in device functions. Nothing here includes a header.
+#ifndef BX_DEVICE_H
+#define BX_DEVICE_H
+
+#define BERTC_HD __host__ __device__
+#define BX_FN __device__ __forceinline__
+#define BX_KERNEL extern "C" __global__
+#define BX_SHARED(type, name, count) __shared__ type name[count]
+
+BX_FN int bx_tid_x() { return threadIdx.x; }
+BX_FN int bx_tid_y() { return threadIdx.y; }
+BX_FN int bx_bid_x() { return blockIdx.x; }
+BX_FN int bx_bdim_x() { return blockDim.x; }
+BX_FN int bx_bdim_y() { return blockDim.y; }
+BX_FN int bx_gdim_x() { return gridDim.x; }
+BX_FN void bx_sync() { __syncthreads(); }
+BX_FN void bx_threadfence() { __threadfence(); }
+
+BX_FN float bx_shfl_xor(float v, int lane_mask) { return __shfl_xor_sync(0xffffffffu, v, lane_mask); }
+
+BX_FN float bx_atomic_add(float* p, float v) { return atomicAdd(p, v); }
+BX_FN unsigned int bx_atomic_inc(unsigned int* p) { return atomicAdd(p, 1u); }
+BX_FN unsigned int bx_atomic_cas(unsigned int* p, unsigned int expected, unsigned int desired) {
+  return atomicCAS(p, expected, desired);
+}
+// A read that sees other blocks' atomics (after their threadfence).
+BX_FN float bx_volatile_load(const float* p) { return *(const volatile float*)p; }
+
+BX_FN unsigned int bx_float_bits(float f) { return __float_as_uint(f); }
+BX_FN float bx_bits_float(unsigned int u) { return __uint_as_float(u); }
+
+BX_FN float bx_exp(float x) { return expf(x); }
+BX_FN float bx_log(float x) { return logf(x); }
+BX_FN float bx_sqrt(float x) { return sqrtf(x); }
+BX_FN float bx_rsqrt(float x) { return rsqrtf(x); }
+BX_FN float bx_tanh(float x) { return tanhf(x); }
+BX_FN float bx_erf(float x) { return erff(x); }
+BX_FN bool bx_isfinite(float x) { return isfinite(x); }
+BX_FN float bx_fmax(float a, float b) { return fmaxf(a, b); }
+BX_FN float bx_fmin(float a, float b) { return fminf(a, b); }
+
+#endif  // BX_DEVICE_H

@@ -1,0 +1,178 @@
+// The prelude's host side and the fiber scheduler: barriers, shuffles and shared memory behave as
+// on a GPU; a kernel that misses a barrier or lets threads diverge at one is caught; 16-bit storage
+// and dropout are bit-exact with the reference executor.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "codegen/host_compile.h"
+#include "frontend/builder.h"
+#include "ir/philox.h"
+#include "runtime/reference/executor.h"
+
+namespace bertc::codegen {
+namespace {
+
+// Hand-written kernels over the prelude, with their host entries.
+const char* kSource = R"(
+#include "bx.h"
+
+// out[block] = sum over the block's threads of (tid + 1000 * block), by warp shuffles and shared memory.
+BX_KERNEL void block_sums(float* out) {
+  BX_SHARED(float, scratch, 32);
+  const float s = bx_block_sum((float)(bx_tid_x() + 1000 * bx_bid_x()), scratch);
+  if (bx_tid_x() == 0) out[bx_bid_x()] = s;
+}
+BX_KERNEL void block_maxes(const float* in, float* out) {
+  BX_SHARED(float, scratch, 32);
+  const float m = bx_block_max(in[bx_bid_x() * bx_bdim_x() + bx_tid_x()], scratch);
+  if (bx_tid_x() == 0) out[bx_bid_x()] = m;
+}
+// Reverses each block's slice through shared memory; `barrier` selects the right or broken version.
+BX_KERNEL void reverse(const float* in, float* out, const int* barrier) {
+  BX_SHARED(float, tile, 256);
+  const int t = bx_tid_x(), n = bx_bdim_x(), base = bx_bid_x() * n;
+  tile[t] = in[base + t];
+  if (*barrier) bx_sync();
+  out[base + t] = tile[n - 1 - t];
+}
+// Only half of the threads reach the barrier: a deadlock on a GPU.
+BX_KERNEL void divergent(float* out) {
+  if (bx_tid_x() < 16) bx_sync();
+  out[bx_tid_x()] = 1.0f;
+}
+BX_KERNEL void round_both(const float* in, float* f16, float* bf16) {
+  const int i = bx_bid_x() * bx_bdim_x() + bx_tid_x();
+  f16[i] = bx_round_f16(in[i]);
+  bf16[i] = bx_round_bf16(in[i]);
+}
+BX_KERNEL void keep_mask(const bx_i64* seed, float* out) {
+  const int i = bx_bid_x() * bx_bdim_x() + bx_tid_x();
+  out[i] = bx_dropout_keep(*seed, 7, i, 1677722u) ? 1.0f : 0.0f;  // threshold ceil(0.1 * 2^24)
+}
+BX_KERNEL void add_16(bx_f16* h, bx_bf16* b) {
+  bx_atomic_add_st(h, bx_tid_x() & 3, 0.5f);
+  bx_atomic_add_st(b, bx_tid_x() & 3, 0.5f);
+}
+
+extern "C" void block_sums__entry(void** a) { block_sums((float*)a[0]); }
+extern "C" void block_maxes__entry(void** a) { block_maxes((const float*)a[0], (float*)a[1]); }
+extern "C" void reverse__entry(void** a) { reverse((const float*)a[0], (float*)a[1], (const int*)a[2]); }
+extern "C" void divergent__entry(void** a) { divergent((float*)a[0]); }
+extern "C" void round_both__entry(void** a) { round_both((const float*)a[0], (float*)a[1], (float*)a[2]); }
+extern "C" void keep_mask__entry(void** a) { keep_mask((const bx_i64*)a[0], (float*)a[1]); }
+extern "C" void add_16__entry(void** a) { add_16((bx_f16*)a[0], (bx_bf16*)a[1]); }
+)";
+
+class HostEmulation : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    emulator = new HostEmulator;
+    library = new HostKernelLibrary(compile_for_host(kSource, BERTC_TEST_CACHE, emulator->api()));
+  }
+  static void TearDownTestSuite() {
+    delete library;
+    delete emulator;
+  }
+  void launch(const char* kernel, std::vector<void*> args, int grid, int block, bool cooperative = true,
+              ThreadOrder order = ThreadOrder::Forward) {
+    emulator->launch(kernel, library->entry(kernel), args.data(), {{grid}, {block}, cooperative, order});
+  }
+  static HostEmulator* emulator;
+  static HostKernelLibrary* library;
+};
+HostEmulator* HostEmulation::emulator = nullptr;
+HostKernelLibrary* HostEmulation::library = nullptr;
+
+TEST_F(HostEmulation, BlockReductionsThroughShufflesAndSharedMemory) {
+  for (int threads : {32, 96, 256, 1024})
+    for (ThreadOrder order : {ThreadOrder::Forward, ThreadOrder::Reverse}) {
+      std::vector<float> out(3, -1);
+      launch("block_sums", {out.data()}, 3, threads, true, order);
+      for (int b = 0; b < 3; ++b)  // sum of tid over the block plus 1000 * b per thread
+        EXPECT_EQ(out[b], threads * (threads - 1) / 2.0f + 1000.0f * b * threads) << threads << " threads";
+    }
+  std::vector<float> in(2 * 64), out(2);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = std::sin(static_cast<float>(i));
+  launch("block_maxes", {in.data(), out.data()}, 2, 64);
+  for (int b = 0; b < 2; ++b) EXPECT_EQ(out[b], *std::max_element(in.begin() + 64 * b, in.begin() + 64 * (b + 1)));
+}
+
+TEST_F(HostEmulation, AMissingBarrierShowsInEitherThreadOrder) {
+  std::vector<float> in(2 * 128), out(in.size());
+  for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>(i);
+  for (ThreadOrder order : {ThreadOrder::Forward, ThreadOrder::Reverse}) {
+    int barrier = 1;
+    launch("reverse", {in.data(), out.data(), &barrier}, 2, 128, true, order);
+    for (int b = 0; b < 2; ++b)
+      for (int t = 0; t < 128; ++t) ASSERT_EQ(out[128 * b + t], in[128 * b + 127 - t]);
+    // Without the barrier a thread reads slots not yet written: the poison (NaN) comes through,
+    // in forward order for the first half of the threads, in reverse order for the second.
+    barrier = 0;
+    launch("reverse", {in.data(), out.data(), &barrier}, 2, 128, true, order);
+    int wrong = 0;
+    for (size_t i = 0; i < out.size(); ++i) wrong += std::isnan(out[i]);
+    EXPECT_GE(wrong, 2 * 63) << (order == ThreadOrder::Forward ? "forward" : "reverse");
+  }
+}
+
+TEST_F(HostEmulation, DivergentBarrierAndUndeclaredBarrierAreErrors) {
+  std::vector<float> out(64);
+  try {
+    launch("divergent", {out.data()}, 1, 64);
+    FAIL() << "no error";
+  } catch (const EmulationError& e) {
+    EXPECT_NE(std::string(e.what()).find("waits at a barrier that not all of its threads reach"), std::string::npos) << e.what();
+  }
+  std::vector<float> sums(1);
+  EXPECT_THROW(launch("block_sums", {sums.data()}, 1, 64, /*cooperative=*/false), EmulationError);
+}
+
+// The reference executor's rounding, through a cast op: what the IR's f16/bf16 values hold.
+std::vector<float> reference_round(const std::vector<float>& x, ir::DType dtype) {
+  frontend::Builder b("r");
+  b.output(b.cast(b.input("x", ir::DType::F32, {static_cast<int64_t>(x.size())}), dtype), "y");
+  const ir::Graph g = std::move(b).finish();
+  reference::Environment<float> env;
+  env["x"] = reference::HostTensor<float>::zeros({ir::DType::F32, {static_cast<int64_t>(x.size())}});
+  env["x"].real = x;
+  return reference::Executor<float>(g).run(env).outputs.at(0).real;
+}
+
+TEST_F(HostEmulation, SixteenBitStorageIsBitExactWithTheReference) {
+  std::vector<float> x;
+  for (float v : {0.0f, -0.0f, 1.0f, 65504.0f, 65519.9f, 65520.0f, 1e6f, 5.9604645e-08f, 2.9802322e-08f,
+                  2.9802326e-08f, 6.1035156e-05f, 6.097555e-05f, 1.00048828125f, 1.00146484375f, 3.140625f})
+    x.push_back(v), x.push_back(-v);
+  for (int i = 0; x.size() < 1024; ++i) x.push_back(std::ldexp(std::sin(i * 0.37f), (i % 40) - 25));
+  std::vector<float> f16(x.size()), bf16(x.size());
+  launch("round_both", {x.data(), f16.data(), bf16.data()}, 4, 256, false);
+  const auto want16 = reference_round(x, ir::DType::F16), want_bf16 = reference_round(x, ir::DType::BF16);
+  for (size_t i = 0; i < x.size(); ++i) {
+    EXPECT_EQ(std::memcmp(&f16[i], &want16[i], 4), 0) << "f16 of " << x[i] << ": " << f16[i] << " vs " << want16[i];
+    EXPECT_EQ(std::memcmp(&bf16[i], &want_bf16[i], 4), 0) << "bf16 of " << x[i];
+  }
+}
+
+TEST_F(HostEmulation, DropoutMaskIsTheReferenceMask) {
+  long long seed = 0x123456789abcLL;
+  std::vector<float> keep(4096);
+  launch("keep_mask", {&seed, keep.data()}, 16, 256, false);
+  const uint32_t threshold = ir::dropout_threshold(0.1);
+  ASSERT_EQ(threshold, 1677722u);
+  for (size_t i = 0; i < keep.size(); ++i) ASSERT_EQ(keep[i] == 1.0f, ir::dropout_keep(seed, 7, i, threshold)) << i;
+}
+
+TEST_F(HostEmulation, SixteenBitAtomicAddsTouchOnlyTheirHalfWord) {
+  uint16_t h[4] = {}, b[4] = {};
+  launch("add_16", {h, b}, 1, 64, false);  // 16 adds of 0.5 into each of 4 adjacent slots: 8.0
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(h[i], 0x4800) << i;  // 8.0 in IEEE half
+    EXPECT_EQ(b[i], 0x4100) << i;  // 8.0 in bfloat16
+  }
+}
+
+}  // namespace
+}  // namespace bertc::codegen
