@@ -1,0 +1,289 @@
+// NVRTC through dlopen: program creation with the prelude as in-memory headers, compilation,
+// images and logs; the parallel driver and the checksummed disk cache.
+#include "codegen/nvrtc_compiler.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <mutex>
+#include <regex>
+#include <stdexcept>
+#include <thread>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <xxhash.h>
+
+#include "codegen/atomic_file.h"
+#include "codegen/prelude.h"
+
+namespace bertc::codegen {
+namespace {
+
+using Program = void*;
+struct Api {  // the NVRTC entry points bertc calls; each returns nvrtcResult (0: success)
+  int (*create)(Program*, const char*, const char*, int, const char* const*, const char* const*);
+  int (*compile)(Program, int, const char* const*);
+  int (*log_size)(Program, size_t*);
+  int (*log)(Program, char*);
+  int (*cubin_size)(Program, size_t*);
+  int (*cubin)(Program, char*);
+  int (*ptx_size)(Program, size_t*);
+  int (*ptx)(Program, char*);
+  int (*destroy)(Program*);
+  const char* (*error_string)(int);
+};
+
+Api api_of(const SharedLibrary& lib) {
+  Api a{};
+  auto get = [&](auto& fn, const char* name) {
+    fn = lib.function<std::remove_reference_t<decltype(fn)>>(name);
+    if (!fn) throw std::runtime_error(fmt::format("{} lacks {}: not a usable NVRTC", lib.path(), name));
+  };
+  get(a.create, "nvrtcCreateProgram");
+  get(a.compile, "nvrtcCompileProgram");
+  get(a.log_size, "nvrtcGetProgramLogSize");
+  get(a.log, "nvrtcGetProgramLog");
+  get(a.cubin_size, "nvrtcGetCUBINSize");
+  get(a.cubin, "nvrtcGetCUBIN");
+  get(a.ptx_size, "nvrtcGetPTXSize");
+  get(a.ptx, "nvrtcGetPTX");
+  get(a.destroy, "nvrtcDestroyProgram");
+  get(a.error_string, "nvrtcGetErrorString");
+  return a;
+}
+
+std::string describe_libraries(const std::vector<NvrtcProbe>& probes) {
+  std::string s;
+  for (const NvrtcProbe& p : probes) {
+    if (!p.found) {
+      s += fmt::format("\n  {}: {}", p.candidate, p.error);
+      continue;
+    }
+    std::vector<std::string> archs;
+    for (int a : p.found->archs) archs.push_back(fmt::format("sm_{}", a));
+    s += fmt::format("\n  {} (NVRTC {}.{}): {}", p.found->library.path(), p.found->major, p.found->minor,
+                     fmt::join(archs, " "));
+  }
+  return s;
+}
+
+}  // namespace
+
+NvrtcCompiler::NvrtcCompiler(NvrtcLibrary library, int arch, int target, bool ptx)
+    : library_(std::move(library)), arch_(arch), target_(target), ptx_(ptx) {}
+
+NvrtcCompiler NvrtcCompiler::for_arch(int arch) {
+  std::vector<NvrtcProbe> probes = probe_nvrtc_libraries();
+  for (NvrtcProbe& p : probes)
+    if (p.found && p.found->supports(arch)) return NvrtcCompiler(std::move(*p.found), arch, arch, false);
+  // No cubin anywhere: PTX for the newest arch below, which the driver compiles when loading.
+  for (NvrtcProbe& p : probes) {
+    if (!p.found) continue;
+    int target = 0;
+    for (int a : p.found->archs)
+      if (a <= arch) target = std::max(target, a);
+    if (target > 0) return NvrtcCompiler(std::move(*p.found), arch, target, true);
+  }
+  throw std::runtime_error(fmt::format(
+      "no NVRTC library compiles for sm_{}. Found:{}\nCUDA 13's NVRTC starts at sm_75; for sm_61 and sm_70 run "
+      "scripts/setup.sh (it installs the CUDA 12 NVRTC wheel into .deps/) or point BERTC_NVRTC at a libnvrtc.so.12",
+      arch, describe_libraries(probes)));
+}
+
+std::string NvrtcCompiler::version() const { return fmt::format("{}.{}", library_.major, library_.minor); }
+
+std::vector<std::string> NvrtcCompiler::options() const {
+  return {fmt::format("--gpu-architecture={}_{}", ptx_ ? "compute" : "sm", target_), "--std=c++17",
+          "--device-as-default-execution-space", "--ptxas-options=-v"};
+}
+
+PtxasInfo parse_ptxas_log(const std::string& full_log, const std::string& kernel) {
+  // The section of `kernel`: from "Compiling entry function '<kernel>'" to the next entry.
+  std::string log = full_log;
+  if (!kernel.empty()) {
+    const std::string marker = "Compiling entry function '" + kernel + "'";
+    const size_t at = full_log.find(marker);
+    if (at == std::string::npos) return {};
+    const size_t next = full_log.find("Compiling entry function", at + marker.size());
+    log = full_log.substr(at, next == std::string::npos ? std::string::npos : next - at);
+  }
+  PtxasInfo info;
+  std::smatch m;
+  auto number = [&](const std::regex& re, int& out) {
+    if (std::regex_search(log, m, re)) out = std::stoi(m[1].str());
+  };
+  number(std::regex(R"(Used (\d+) registers)"), info.registers);
+  number(std::regex(R"((\d+) bytes smem)"), info.shared_bytes);
+  number(std::regex(R"((\d+) bytes stack frame)"), info.stack_bytes);
+  number(std::regex(R"((\d+) bytes spill stores)"), info.spill_store_bytes);
+  number(std::regex(R"((\d+) bytes spill loads)"), info.spill_load_bytes);
+  return info;
+}
+
+GpuImage NvrtcCompiler::compile(const KernelSource& kernel, const std::filesystem::path& failed_folder) const {
+  const Api a = api_of(library_.library);
+  std::vector<const char*> header_texts, header_names;
+  for (const EmbeddedFile& f : prelude_files()) {
+    header_texts.push_back(f.text.data());
+    header_names.push_back(f.name.data());
+  }
+  // The embedded texts are NUL-terminated string literals, so .data() is a C string.
+  Program prog = nullptr;
+  if (int r = a.create(&prog, kernel.source.c_str(), (kernel.name + ".cu").c_str(), static_cast<int>(header_texts.size()),
+                       header_texts.data(), header_names.data());
+      r != 0)
+    throw KernelCompileError(fmt::format("NVRTC could not create program {}: {}", kernel.name, a.error_string(r)));
+  const std::vector<std::string> opts = options();
+  std::vector<const char*> opt_ptrs;
+  for (const std::string& o : opts) opt_ptrs.push_back(o.c_str());
+  const int result = a.compile(prog, static_cast<int>(opt_ptrs.size()), opt_ptrs.data());
+  size_t log_size = 0;
+  a.log_size(prog, &log_size);
+  std::string log(log_size, '\0');
+  if (log_size > 0) a.log(prog, log.data());
+  if (!log.empty() && log.back() == '\0') log.pop_back();
+  if (result != 0) {
+    a.destroy(&prog);
+    std::filesystem::create_directories(failed_folder);
+    const auto path = failed_folder / (kernel.name + ".cu");
+    write_file_atomically(path, kernel.source);
+    throw KernelCompileError(fmt::format("NVRTC {} ({}) failed to compile kernel {} for sm_{}: {}\nsource: {}\n{}",
+                                         version(), library(), kernel.name, arch_, a.error_string(result),
+                                         path.string(), log));
+  }
+  GpuImage out{kernel.name, {}, ptx_, parse_ptxas_log(log, kernel.name), false};
+  size_t size = 0;
+  (ptx_ ? a.ptx_size : a.cubin_size)(prog, &size);
+  out.image.resize(size);
+  (ptx_ ? a.ptx : a.cubin)(prog, out.image.data());
+  a.destroy(&prog);
+  return out;
+}
+
+namespace {
+
+// A cache entry: magic, payload size, XXH3 of the payload, then the payload (figures, kind, name,
+// image). Anything else is corrupt.
+constexpr char kMagic[8] = {'B', 'X', 'N', 'V', 'R', 'T', 'C', '1'};
+
+std::string encode_entry(const GpuImage& g) {
+  std::string payload;
+  auto put = [&](const void* p, size_t n) { payload.append(static_cast<const char*>(p), n); };
+  const int32_t figures[5] = {g.ptxas.registers, g.ptxas.shared_bytes, g.ptxas.stack_bytes, g.ptxas.spill_store_bytes,
+                              g.ptxas.spill_load_bytes};
+  put(figures, sizeof figures);
+  const uint8_t ptx = g.ptx;
+  put(&ptx, 1);
+  const uint64_t name_size = g.name.size(), image_size = g.image.size();
+  put(&name_size, 8);
+  put(g.name.data(), g.name.size());
+  put(&image_size, 8);
+  put(g.image.data(), g.image.size());
+  std::string out(kMagic, 8);
+  const uint64_t size = payload.size(), sum = XXH3_64bits(payload.data(), payload.size());
+  out.append(reinterpret_cast<const char*>(&size), 8);
+  out.append(reinterpret_cast<const char*>(&sum), 8);
+  return out + payload;
+}
+
+std::optional<GpuImage> decode_entry(const std::string& bytes) {
+  if (bytes.size() < 24 || std::memcmp(bytes.data(), kMagic, 8) != 0) return std::nullopt;
+  uint64_t size = 0, sum = 0;
+  std::memcpy(&size, bytes.data() + 8, 8);
+  std::memcpy(&sum, bytes.data() + 16, 8);
+  if (size != bytes.size() - 24 || XXH3_64bits(bytes.data() + 24, size) != sum) return std::nullopt;
+  const char* p = bytes.data() + 24;
+  const char* end = p + size;
+  GpuImage g;
+  int32_t figures[5];
+  auto take = [&](void* dst, size_t n) {
+    if (static_cast<size_t>(end - p) < n) return false;
+    std::memcpy(dst, p, n);
+    p += n;
+    return true;
+  };
+  uint8_t ptx = 0;
+  uint64_t name_size = 0, image_size = 0;
+  if (!take(figures, sizeof figures) || !take(&ptx, 1) || !take(&name_size, 8) || name_size > size) return std::nullopt;
+  g.name.resize(name_size);
+  if (!take(g.name.data(), name_size) || !take(&image_size, 8) || image_size > size) return std::nullopt;
+  g.image.resize(image_size);
+  if (!take(g.image.data(), image_size) || p != end) return std::nullopt;
+  g.ptxas = {figures[0], figures[1], figures[2], figures[3], figures[4]};
+  g.ptx = ptx != 0;
+  return g;
+}
+
+std::string read_bytes(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+std::filesystem::path entry_path(const NvrtcCompiler& c, const KernelSource& k, const std::filesystem::path& cache) {
+  std::string key = k.source + '\0' + c.version() + '\0' + fmt::format("{}", fmt::join(c.options(), " "));
+  for (const EmbeddedFile& f : prelude_files()) key += f.text;
+  const XXH128_hash_t h = XXH3_128bits(key.data(), key.size());
+  return cache / "nvrtc" / fmt::format("{}-{:016x}{:016x}.bin", k.name, h.high64, h.low64);
+}
+
+}  // namespace
+
+std::vector<GpuImage> compile_all(const NvrtcCompiler& compiler, const std::vector<KernelSource>& kernels,
+                                  const std::optional<std::filesystem::path>& cache, CompileStats* stats,
+                                  unsigned threads) {
+  const auto began = std::chrono::steady_clock::now();
+  std::vector<GpuImage> out(kernels.size());
+  std::atomic<size_t> next{0}, hits{0}, corrupt{0};
+  std::mutex error_mutex;
+  std::optional<KernelCompileError> first_error;
+  const std::filesystem::path failed = cache ? *cache / "failed" : std::filesystem::temp_directory_path() / "bertc-failed";
+  auto work = [&] {
+    for (size_t i = next++; i < kernels.size(); i = next++) {
+      try {
+        const KernelSource& k = kernels[i];
+        std::optional<std::filesystem::path> path;
+        if (cache) {
+          path = entry_path(compiler, k, *cache);
+          if (std::filesystem::exists(*path)) {
+            if (auto g = decode_entry(read_bytes(*path)); g && g->name == k.name) {
+              out[i] = std::move(*g);
+              out[i].from_cache = true;
+              ++hits;
+              continue;
+            }
+            ++corrupt;  // rebuilt below and written over
+          }
+        }
+        out[i] = compiler.compile(k, failed);
+        if (path) {
+          std::filesystem::create_directories(path->parent_path());
+          write_file_atomically(*path, encode_entry(out[i]));
+        }
+      } catch (const KernelCompileError& e) {
+        std::lock_guard lock(error_mutex);
+        if (!first_error) first_error = e;
+        next = kernels.size();  // stop the others early
+      }
+    }
+  };
+  const unsigned n = std::max(1u, std::min<unsigned>(threads ? threads : std::thread::hardware_concurrency(),
+                                                     static_cast<unsigned>(kernels.size())));
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < n; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+  if (first_error) throw *first_error;
+  if (stats) {
+    stats->kernels = kernels.size();
+    stats->cache_hits = hits;
+    stats->corrupt_entries = corrupt;
+    stats->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+  }
+  return out;
+}
+
+}  // namespace bertc::codegen

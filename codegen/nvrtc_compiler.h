@@ -1,0 +1,74 @@
+// Kernel source to GPU code with NVRTC: the library that reaches the target arch, cubin for the
+// exact arch (PTX only where that library's newest arch is older), ptxas figures per kernel, many
+// kernels in parallel, and a disk cache keyed by source, options and NVRTC version.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "codegen/host_compile.h"
+#include "codegen/nvrtc_library.h"
+
+namespace bertc::codegen {
+
+struct PtxasInfo {  // what `ptxas -v` says of a kernel (cubin only)
+  int registers = 0, shared_bytes = 0, stack_bytes = 0, spill_store_bytes = 0, spill_load_bytes = 0;
+};
+
+struct GpuImage {
+  std::string name;      // the kernel
+  std::string image;     // cubin, or PTX text
+  bool ptx = false;
+  PtxasInfo ptxas;
+  bool from_cache = false;
+};
+
+struct KernelSource {
+  std::string name;    // the __global__ function
+  std::string source;  // a translation unit including "bx.h"
+};
+
+class NvrtcCompiler {
+ public:
+  // The first NVRTC library (in nvrtc_candidates() order) that compiles for sm_<arch>, as cubin if
+  // any does, else as PTX of the newest arch below. Throws std::runtime_error listing the libraries
+  // found and the archs each reaches, and how to get one (BERTC_NVRTC, scripts/setup.sh).
+  static NvrtcCompiler for_arch(int arch);
+
+  int arch() const { return arch_; }
+  bool ptx() const { return ptx_; }
+  std::string version() const;       // "13.0"
+  const std::string& library() const { return library_.library.path(); }
+  std::vector<std::string> options() const;
+
+  // One kernel, no cache. Throws KernelCompileError with NVRTC's log and the path where the failing
+  // source was written (under `failed_folder`).
+  GpuImage compile(const KernelSource& kernel, const std::filesystem::path& failed_folder) const;
+
+  NvrtcCompiler(NvrtcCompiler&&) = default;
+
+ private:
+  NvrtcCompiler(NvrtcLibrary library, int arch, int target, bool ptx);
+  NvrtcLibrary library_;
+  int arch_, target_;  // asked for, and compiled for (differ only for PTX)
+  bool ptx_;
+};
+
+struct CompileStats {
+  size_t kernels = 0, cache_hits = 0, corrupt_entries = 0;
+  double seconds = 0;
+};
+
+// Compiles every kernel on `threads` threads (0: all cores), reading and filling the cache under
+// `cache` (nullopt: no cache). Entries carry a checksum; a corrupt one is rebuilt and counted.
+std::vector<GpuImage> compile_all(const NvrtcCompiler& compiler, const std::vector<KernelSource>& kernels,
+                                  const std::optional<std::filesystem::path>& cache, CompileStats* stats = nullptr,
+                                  unsigned threads = 0);
+
+// Parses the ptxas -v lines of an NVRTC log for `kernel` (all of the log when empty).
+PtxasInfo parse_ptxas_log(const std::string& log, const std::string& kernel = {});
+
+}  // namespace bertc::codegen

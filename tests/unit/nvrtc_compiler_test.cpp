@@ -1,0 +1,101 @@
+// NVRTC compilation of prelude kernels for every arch bertc targets (CUDA 13's NVRTC from sm_75,
+// the CUDA 12 wheel's for sm_61 and sm_70), with ptxas figures, the disk cache (hits, corrupt
+// entries rebuilt) and a failing compile that reports NVRTC's log and keeps the source.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "codegen/nvrtc_compiler.h"
+#include "prelude_kernels.h"
+
+namespace bertc::codegen {
+namespace {
+
+std::vector<KernelSource> prelude_kernels() {
+  std::vector<KernelSource> k;
+  for (const char* name : testing::kPreludeKernelNames) k.push_back({name, testing::kPreludeKernels});
+  return k;
+}
+
+TEST(Nvrtc, PreludeKernelsCompileForEveryArchWithoutSpills) {
+  for (int arch : {61, 70, 75, 80, 86, 89, 90}) {
+    const NvrtcCompiler compiler = NvrtcCompiler::for_arch(arch);
+    EXPECT_FALSE(compiler.ptx()) << "sm_" << arch << " should get a cubin";
+    EXPECT_EQ(compiler.version().substr(0, 3), arch < 75 ? "12." : "13.") << compiler.library();
+    const std::vector<GpuImage> images = compile_all(compiler, prelude_kernels(), std::nullopt);
+    for (const GpuImage& g : images) {
+      EXPECT_GT(g.image.size(), 1000u) << g.name;
+      EXPECT_EQ(g.image.substr(0, 4), "\x7f" "ELF") << g.name << ": a cubin is an ELF file";
+      EXPECT_GT(g.ptxas.registers, 0) << g.name << " sm_" << arch;
+      EXPECT_EQ(g.ptxas.spill_store_bytes + g.ptxas.spill_load_bytes, 0) << g.name << " sm_" << arch;
+    }
+    // block_sums declares 32 floats of shared memory.
+    EXPECT_EQ(images[0].ptxas.shared_bytes, 128) << "sm_" << arch;
+  }
+}
+
+TEST(Nvrtc, CacheHitsAndRebuildsCorruptEntries) {
+  const std::filesystem::path cache = std::filesystem::path(BERTC_TEST_CACHE) / "nvrtc-cache-test";
+  std::filesystem::remove_all(cache);
+  const NvrtcCompiler compiler = NvrtcCompiler::for_arch(80);
+  CompileStats cold, warm, repaired;
+  const auto first = compile_all(compiler, prelude_kernels(), cache, &cold);
+  EXPECT_EQ(cold.cache_hits, 0u);
+  const auto second = compile_all(compiler, prelude_kernels(), cache, &warm);
+  EXPECT_EQ(warm.cache_hits, first.size());
+  for (size_t i = 0; i < first.size(); ++i) {
+    EXPECT_TRUE(second[i].from_cache);
+    EXPECT_EQ(second[i].image, first[i].image);
+    EXPECT_EQ(second[i].ptxas.registers, first[i].ptxas.registers);
+  }
+  // Flip one byte in the middle of one entry and truncate another: both are rebuilt.
+  std::vector<std::filesystem::path> entries;
+  for (const auto& e : std::filesystem::directory_iterator(cache / "nvrtc")) entries.push_back(e.path());
+  ASSERT_EQ(entries.size(), first.size());
+  {
+    std::fstream f(entries[0], std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(std::filesystem::file_size(entries[0]) / 2));
+    f.put('\x5a');
+  }
+  std::filesystem::resize_file(entries[1], 10);
+  const auto third = compile_all(compiler, prelude_kernels(), cache, &repaired);
+  EXPECT_EQ(repaired.corrupt_entries, 2u);
+  EXPECT_EQ(repaired.cache_hits, first.size() - 2);
+  for (size_t i = 0; i < first.size(); ++i) EXPECT_EQ(third[i].image, first[i].image);
+}
+
+TEST(Nvrtc, AFailedCompileCarriesTheLogAndTheSource) {
+  const std::filesystem::path cache = std::filesystem::path(BERTC_TEST_CACHE) / "nvrtc-fail-test";
+  const NvrtcCompiler compiler = NvrtcCompiler::for_arch(75);
+  const KernelSource broken{"broken", "#include \"bx.h\"\nBX_KERNEL void broken(float* x) { x[0] = undefined_name; }\n"};
+  try {
+    compile_all(compiler, {broken}, cache);
+    FAIL() << "no error";
+  } catch (const KernelCompileError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("undefined_name"), std::string::npos) << what;  // NVRTC's log
+    EXPECT_NE(what.find((cache / "failed" / "broken.cu").string()), std::string::npos) << what;
+    EXPECT_TRUE(std::filesystem::exists(cache / "failed" / "broken.cu"));
+  }
+}
+
+TEST(Nvrtc, PtxasLogParsing) {
+  const std::string log =
+      "ptxas info    : Compiling entry function 'other' for 'sm_80'\n"
+      "ptxas info    : Used 7 registers, 4096 bytes smem\n"
+      "ptxas info    : Compiling entry function 'k' for 'sm_80'\n"
+      "ptxas info    : Function properties for k\n"
+      "ptxas         .     16 bytes stack frame, 8 bytes spill stores, 4 bytes spill loads\n"
+      "ptxas info    : Used 40 registers, used 1 barriers, 512 bytes smem, 368 bytes cmem[0]\n";
+  const PtxasInfo i = parse_ptxas_log(log, "k");
+  EXPECT_EQ(i.registers, 40);
+  EXPECT_EQ(i.shared_bytes, 512);
+  EXPECT_EQ(i.stack_bytes, 16);
+  EXPECT_EQ(i.spill_store_bytes, 8);
+  EXPECT_EQ(i.spill_load_bytes, 4);
+  EXPECT_EQ(parse_ptxas_log(log, "other").registers, 7);
+  EXPECT_EQ(parse_ptxas_log(log, "absent").registers, 0);
+}
+
+}  // namespace
+}  // namespace bertc::codegen
