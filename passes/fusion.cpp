@@ -218,12 +218,17 @@ class Fuser {
     }
   }
 
-  // The optimizer graph: everything the gradient norm needs in one kernel, the rest in another.
+  // The optimizer graph: everything the gradient norm and the overflow check need in one kernel,
+  // the rest in another. Both are reductions over every gradient, which the update must wait
+  // for: no kernel can finish a reduction over all its blocks and then use it.
   void group_optimizer() {
     auto norm = g_.find("grad_norm");
     std::vector<bool> for_norm(n_, false);
-    if (norm) {
-      std::vector<size_t> stack{producer(*norm)};
+    std::vector<size_t> stack;
+    if (norm) stack.push_back(producer(*norm));
+    for (size_t i = 0; i < n_; ++i)
+      if (op(i).kind == ir::OpKind::AllFinite) stack.push_back(i);
+    {
       while (!stack.empty()) {
         const size_t x = stack.back();
         stack.pop_back();

@@ -30,6 +30,26 @@ bool may_run_in_place(OpKind k) {
   }
 }
 
+// Whether `op` reads `target` only element by element, each element where it writes the same
+// element of its results (so a kernel may overwrite target in place): not a single-element value,
+// which every thread reads, and within a fused op not through a broadcast, reduction or layout op.
+bool reads_only_elementwise(const ir::Graph& g, const ir::Op& op, ir::ValueId target) {
+  const ir::TensorType& type = g.value(target).type;
+  if (type.numel() <= 1) return false;
+  if (op.kind != OpKind::Fused) return true;  // single ops that read and write a tensor of its size
+  const ir::Graph& body = op.region.graph();
+  const auto inputs = body.values_of(OpKind::Input);
+  for (size_t i = 0; i < op.operands.size(); ++i) {
+    if (op.operands[i] != target) continue;
+    for (const ir::Op& inner : body.ops())
+      for (ir::ValueId v : inner.operands)
+        if (v == inputs[i] && (inner.results.empty() || body.value(inner.result()).type.shape != type.shape ||
+                               inner.kind == OpKind::Permute || inner.kind == OpKind::Gather))
+          return false;
+  }
+  return true;
+}
+
 struct UnionFind {
   std::vector<size_t> parent;
   explicit UnionFind(size_t n) : parent(n) { std::iota(parent.begin(), parent.end(), 0); }
@@ -70,7 +90,8 @@ MemoryPlan plan_memory(const ir::Graph& g) {
   for (const ir::Op& op : g.ops()) {
     if (op.kind != OpKind::Update) continue;
     const ir::ValueId target = op.operands[0], next = op.operands[1];
-    if (planned[next] && last_read[target] <= def[next]) planned[next] = false;
+    if (planned[next] && last_read[target] <= def[next] && reads_only_elementwise(g, g.producer(next), target))
+      planned[next] = false;
   }
   // A reshape of a value outside the arena (an input, a param, a next value written into its
   // param) is a view of that buffer and takes no arena space either.
