@@ -70,11 +70,13 @@ BX_FN float bx_ld(const bx_f16* p, bx_i64 i) { return bx_f16_bits_to_f32(p[i].bi
 BX_FN float bx_ld(const bx_bf16* p, bx_i64 i) { return bx_bf16_bits_to_f32(p[i].bits); }
 BX_FN bx_i64 bx_ld(const int* p, bx_i64 i) { return p[i]; }
 BX_FN bx_i64 bx_ld(const bx_i64* p, bx_i64 i) { return p[i]; }
+BX_FN bx_i64 bx_ld(const unsigned char* p, bx_i64 i) { return p[i]; }
 BX_FN void bx_st(float* p, bx_i64 i, float v) { p[i] = v; }
 BX_FN void bx_st(bx_f16* p, bx_i64 i, float v) { p[i].bits = bx_f32_to_f16_bits(v); }
 BX_FN void bx_st(bx_bf16* p, bx_i64 i, float v) { p[i].bits = bx_f32_to_bf16_bits(v); }
 BX_FN void bx_st(int* p, bx_i64 i, bx_i64 v) { p[i] = (int)v; }
 BX_FN void bx_st(bx_i64* p, bx_i64 i, bx_i64 v) { p[i] = v; }
+BX_FN void bx_st(unsigned char* p, bx_i64 i, bx_i64 v) { p[i] = (unsigned char)v; }
 
 // Atomic adds for every float storage type; 16-bit ones through a compare-and-swap of the
 // 32-bit word that holds them (any arch).

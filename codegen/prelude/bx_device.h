@@ -7,6 +7,7 @@
 #define BX_FN __device__ __forceinline__
 #define BX_KERNEL extern "C" __global__
 #define BX_SHARED(type, name, count) __shared__ type name[count]
+#define BX_CONSTANT __constant__ const
 
 BX_FN int bx_tid_x() { return threadIdx.x; }
 BX_FN int bx_tid_y() { return threadIdx.y; }
@@ -35,6 +36,7 @@ BX_FN float bx_log(float x) { return logf(x); }
 BX_FN float bx_sqrt(float x) { return sqrtf(x); }
 BX_FN float bx_rsqrt(float x) { return rsqrtf(x); }
 BX_FN float bx_tanh(float x) { return tanhf(x); }
+BX_FN float bx_pow(float x, float y) { return powf(x, y); }
 BX_FN float bx_erf(float x) { return erff(x); }
 BX_FN bool bx_isfinite(float x) { return isfinite(x); }
 BX_FN float bx_fmax(float a, float b) { return fmaxf(a, b); }

@@ -23,6 +23,7 @@ void bx_install(bx_host_api* api) { bx_api = api; }
 }
 #endif
 
+#define BX_CONSTANT static const
 #define BX_SHARED(type, name, count) type* name = static_cast<type*>(bx_api->shared(bx_api->scheduler, sizeof(type) * (count), __LINE__))
 
 BX_FN int bx_tid_x() { return bx_api->current->tid[0]; }
@@ -68,6 +69,7 @@ BX_FN float bx_log(float x) { return std::log(x); }
 BX_FN float bx_sqrt(float x) { return std::sqrt(x); }
 BX_FN float bx_rsqrt(float x) { return 1.0f / std::sqrt(x); }
 BX_FN float bx_tanh(float x) { return std::tanh(x); }
+BX_FN float bx_pow(float x, float y) { return std::pow(x, y); }
 BX_FN float bx_erf(float x) { return std::erf(x); }
 BX_FN bool bx_isfinite(float x) { return std::isfinite(x); }
 BX_FN float bx_fmax(float a, float b) { return std::fmax(a, b); }

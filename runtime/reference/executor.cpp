@@ -56,7 +56,8 @@ Executor<T>::Executor(const ir::Graph& graph) : graph_(graph), last_use_(graph.n
 }
 
 template <typename T>
-RunResult<T> Executor<T>::run(Environment<T>& env, const std::vector<std::string>& fetch) const {
+RunResult<T> Executor<T>::run(Environment<T>& env, const std::vector<std::string>& fetch,
+                              std::vector<HostTensor<T>>* all) const {
   std::vector<HostTensor<T>> values(graph_.num_values());
   std::vector<bool> keep(graph_.num_values(), false);
   for (const auto& name : fetch) {
@@ -85,12 +86,13 @@ RunResult<T> Executor<T>::run(Environment<T>& env, const std::vector<std::string
       values[op.results[r]] = std::move(out[r]);
     }
     for (ir::ValueId v : op.operands)
-      if (last_use_[v] == i && !keep[v]) values[v] = HostTensor<T>{};  // free early: activations are large
+      if (last_use_[v] == i && !keep[v] && !all) values[v] = HostTensor<T>{};  // free early: activations are large
   }
   RunResult<T> result;
   for (ir::ValueId v : graph_.outputs()) result.outputs.push_back(values[v]);
   for (const auto& name : fetch) result.fetched[name] = values[*graph_.find(name)];
   for (auto& [name, tensor] : updates) env[name] = std::move(tensor);
+  if (all) *all = std::move(values);
   return result;
 }
 

@@ -27,7 +27,10 @@ class Executor {
   // Reads inputs, params and states from `env` by name (types must match the IR), evaluates every
   // op, then writes update ops' values back into `env`. `fetch` names extra values to return.
   // Throws EvalError naming the op on bad data.
-  RunResult<T> run(Environment<T>& env, const std::vector<std::string>& fetch = {}) const;
+  // With `all` given, it receives every value of the graph, indexed by ValueId (nothing is freed):
+  // what kernel tests compare each kernel's outputs with.
+  RunResult<T> run(Environment<T>& env, const std::vector<std::string>& fetch = {},
+                   std::vector<HostTensor<T>>* all = nullptr) const;
 
  private:
   const ir::Graph& graph_;

@@ -1,0 +1,50 @@
+// What the kernel families share: the op being rendered with its body (the fused region, or a
+// one-op region around a plain op), its parameters, and the assembly of the kernel text.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "codegen/emitter.h"
+#include "codegen/kernel.h"
+
+namespace bertc::codegen {
+
+struct KernelInput {
+  const ir::Graph& graph;  // the graph the op belongs to
+  size_t op_index;
+  const ir::Op& op;
+  const ir::Graph& body;   // what the kernel computes: inputs stand for op's operands, outputs its results
+};
+
+// Buffer parameters in0.. (operands, read) and out0.. (results, written), in order.
+std::vector<KernelParam> buffer_params(const KernelInput& in);
+std::vector<std::string> input_names(const KernelInput& in);
+std::string output_name(size_t result);
+
+// The kernel text: `BX_KERNEL void BX_NAME(<params>) {` + body + `}` (BX_NAME becomes the name).
+std::string kernel_text(const std::vector<KernelParam>& params, const std::string& body);
+
+// Stores value `v` of the body at `at` into output `k` (as the output's dtype).
+void store_output(Emitter& e, size_t k, const Coords& at);
+
+// Cross-block sums: a Scratch parameter "scratch" of `floats` zeroed floats and a counter after
+// them; the kernel adds its partial sums into it, and the last block to finish (counted by
+// `emit_last_block`) reads the totals, runs `finish` and leaves the scratch zeroed again.
+KernelParam scratch_param(size_t floats);
+void emit_last_block(Emitter& e, size_t floats, const std::function<void()>& finish);
+
+// Block size for a 1-D loop over `n` items, and a grid that covers them (grid-stride beyond).
+int threads_for(long long n);
+int blocks_for(long long n, int threads);
+
+// The family renderers. Each throws ir::Error naming the op when its body has a shape the family
+// does not handle.
+KernelSpec render_pointwise(const KernelInput& in);
+KernelSpec render_row(const KernelInput& in);
+KernelSpec render_reduction(const KernelInput& in);
+KernelSpec render_scatter_add(const KernelInput& in);
+KernelSpec render_multi_tensor(const KernelInput& in);
+
+}  // namespace bertc::codegen

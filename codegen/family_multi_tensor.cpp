@@ -1,0 +1,314 @@
+// The multi-tensor family: the optimizer step for every parameter in one kernel (the gradient
+// norm and overflow check in one, the updates in another). The group's work splits into
+// segments, one per tensor (or set of same-sized tensors computed together); blocks take chunks
+// of segments. Segments whose code is the same up to which tensors they touch share it: the
+// tensors come from a pointer table (kernel parameters would overflow their 4 KB), each segment
+// finding its own at a base offset. Sums over tensors go through scratch, finished by the last block.
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "codegen/family.h"
+
+namespace bertc::codegen {
+namespace {
+
+using ir::OpKind;
+
+constexpr int kThreads = 256;
+constexpr int64_t kChunk = kThreads * 16;  // elements per block
+
+bool is_reduction(const ir::Graph& g, const ir::Op& op) {
+  if (op.kind == OpKind::AllFinite) return true;
+  // (Not max: the scratch starts at zero, which is a sum's identity only.)
+  return (op.kind == OpKind::ReduceSum || op.kind == OpKind::ReduceMean) && g.value(op.result()).type.numel() == 1;
+}
+
+struct Task {
+  enum Kind { Accumulate, Check, Write } kind;
+  ir::ValueId value;  // what is summed, checked or written
+  size_t index;       // Accumulate: the reduction (slot); Check: the all_finite op (slot); Write: the output
+};
+
+struct Segment {
+  int64_t n = 0;
+  std::set<ir::ValueId> tensors;  // the tensor inputs its values read
+  std::vector<Task> tasks;
+  std::vector<size_t> locals;     // table entries of its own, from `base` on
+  size_t base = 0, first_block = 0, template_id = 0, first_slot = 0;
+};
+
+class MultiTensorKernel {
+ public:
+  explicit MultiTensorKernel(const KernelInput& in) : in_(in), body_(in.body), inputs_(body_.values_of(OpKind::Input)) {
+    for (const ir::Op& op : body_.ops())
+      if (op.kind == OpKind::Lamb)
+        throw ir::Error("multi-tensor family: LAMB needs a per-tensor norm before its update; not rendered yet");
+    depends_.resize(body_.num_values());
+    for (const ir::Op& op : body_.ops()) {
+      std::set<ir::ValueId> d;
+      for (ir::ValueId v : op.operands) d.insert(depends_[v].begin(), depends_[v].end());
+      if (op.kind == OpKind::Input && body_.value(op.result()).type.numel() > 1) d.insert(op.result());
+      for (ir::ValueId r : op.results) depends_[r] = is_reduction(body_, op) ? std::set<ir::ValueId>{} : d;
+      if (is_reduction(body_, op)) reductions_.push_back(&op);
+    }
+    make_segments();
+    make_table();
+  }
+
+  std::string emit() {
+    std::vector<std::string> templates;
+    std::map<std::string, size_t> seen;
+    for (Segment& s : segments_) {
+      const std::string t = segment_code(s);
+      auto [it, fresh] = seen.try_emplace(t, templates.size());
+      if (fresh) templates.push_back(t);
+      s.template_id = it->second;
+    }
+    // Constant tables: each segment's first block, size, table base, first slot and template.
+    auto column = [&](auto field) {
+      std::vector<std::string> v;
+      for (const Segment& s : segments_) v.push_back(fmt::format("{}", field(s)));
+      return fmt::format("{}", fmt::join(v, ", "));
+    };
+    tables_ = fmt::format(
+        "BX_CONSTANT int BX_NAME_first[] = {{{}}};\nBX_CONSTANT bx_i64 BX_NAME_n[] = {{{}}};\n"
+        "BX_CONSTANT int BX_NAME_base[] = {{{}}};\nBX_CONSTANT int BX_NAME_slot[] = {{{}}};\n"
+        "BX_CONSTANT int BX_NAME_template[] = {{{}}};\n",
+        column([](const Segment& s) { return s.first_block; }), column([](const Segment& s) { return s.n; }),
+        column([](const Segment& s) { return s.base; }), column([](const Segment& s) { return s.first_slot; }),
+        column([](const Segment& s) { return s.template_id; }));
+    std::string body;
+    body += fmt::format(
+        "  // This block's segment: the last whose first block is not after it.\n"
+        "  const int b = bx_bid_x();\n"
+        "  int lo = 0, hi = {};\n"
+        "  while (lo < hi) {{\n"
+        "    const int mid = (lo + hi + 1) / 2;\n"
+        "    if (BX_NAME_first[mid] <= b) lo = mid; else hi = mid - 1;\n"
+        "  }}\n"
+        "  const bx_i64 n = BX_NAME_n[lo];\n"
+        "  const int sb = BX_NAME_base[lo], ss = BX_NAME_slot[lo];\n"
+        "  const bx_i64 begin = (bx_i64)(b - BX_NAME_first[lo]) * {};\n"
+        "  const bx_i64 end = begin + {} < n ? begin + {} : n;\n",
+        segments_.size() - 1, kChunk, kChunk, kChunk);
+    if (cooperative_) body += "  BX_SHARED(float, red, 32);\n";
+    body += "  switch (BX_NAME_template[lo]) {\n";
+    for (size_t t = 0; t < templates.size(); ++t) body += fmt::format("    case {}: {{\n{}      break;\n    }}\n", t, templates[t]);
+    body += "  }\n";
+    body += final_code();
+    return body;
+  }
+
+  std::vector<KernelParam> params() const {
+    KernelParam table;
+    table.kind = ParamKind::Table;
+    table.name = "tb";
+    table.c_type = "void* const*";
+    for (const Entry& e : table_) {
+      table.table.push_back(e.outer);
+      table.table_written.push_back(e.written);
+    }
+    std::vector<KernelParam> p = {table};
+    if (!reductions_.empty()) p.push_back(scratch_param(slots_));
+    return p;
+  }
+  const std::string& tables() const { return tables_; }
+  int blocks() const { return static_cast<int>(blocks_); }
+  bool cooperative() const { return cooperative_; }
+
+ private:
+  struct Entry {
+    ir::ValueId outer;  // the value in the outer graph
+    bool written;
+    ir::DType dtype;
+  };
+
+  bool scalar(ir::ValueId v) const { return body_.value(v).type.numel() == 1; }
+
+  // One segment per (size, tensors read): what one pass over same-indexed elements computes.
+  void make_segments() {
+    std::map<std::pair<int64_t, std::set<ir::ValueId>>, size_t> by_key;
+    auto add = [&](Task t) {
+      const std::pair<int64_t, std::set<ir::ValueId>> key{body_.value(t.value).type.numel(), depends_[t.value]};
+      auto [it, fresh] = by_key.try_emplace(key, segments_.size());
+      if (fresh) segments_.push_back({key.first, key.second, {}, {}, 0, 0, 0, 0});
+      segments_[it->second].tasks.push_back(t);
+    };
+    for (size_t r = 0; r < reductions_.size(); ++r) {
+      const ir::Op& op = *reductions_[r];
+      if (op.kind == OpKind::AllFinite) {
+        for (ir::ValueId v : op.operands) add({Task::Check, v, r});
+      } else {
+        add({Task::Accumulate, op.operands[0], r});
+      }
+    }
+    const auto& outputs = body_.outputs();
+    for (size_t k = 0; k < outputs.size(); ++k)
+      if (!scalar(outputs[k])) add({Task::Write, outputs[k], k});
+    // Slots: every reduction one float; a segment's own reductions are numbered from its first slot.
+    slot_of_.assign(reductions_.size(), 0);
+    for (Segment& s : segments_) {
+      s.first_slot = slots_;
+      for (const Task& t : s.tasks)
+        if (t.kind == Task::Accumulate) slot_of_[t.index] = slots_++;
+    }
+    for (size_t r = 0; r < reductions_.size(); ++r)
+      if (reductions_[r]->kind == OpKind::AllFinite) slot_of_[r] = slots_++;
+    size_t block = 0;
+    for (Segment& s : segments_) {
+      s.first_block = block;
+      block += static_cast<size_t>(std::max<int64_t>(1, (s.n + kChunk - 1) / kChunk));
+    }
+    blocks_ = block;
+    for (const Segment& s : segments_)
+      for (const Task& t : s.tasks) cooperative_ = cooperative_ || t.kind != Task::Write;
+    cooperative_ = cooperative_ || !reductions_.empty();
+  }
+
+  // The table: global entries (scalars, and tensors several segments read) then each segment's own.
+  void make_table() {
+    const auto& outputs = body_.outputs();
+    std::map<ir::ValueId, int> readers;
+    for (const Segment& s : segments_)
+      for (ir::ValueId v : s.tensors) ++readers[v];
+    for (size_t i = 0; i < inputs_.size(); ++i)
+      if (scalar(inputs_[i]) || readers[inputs_[i]] != 1) global_input_[i] = add_entry(in_.op.operands[i], false, inputs_[i]);
+    for (size_t k = 0; k < outputs.size(); ++k)
+      if (scalar(outputs[k])) global_output_[k] = add_entry(in_.op.results[k], true, outputs[k]);
+    for (Segment& s : segments_) {
+      s.base = table_.size();
+      for (size_t i = 0; i < inputs_.size(); ++i)
+        if (s.tensors.count(inputs_[i]) && !global_input_.count(i)) {
+          local_input_[{&s, i}] = table_.size() - s.base;
+          add_entry(in_.op.operands[i], false, inputs_[i]);
+        }
+      for (const Task& t : s.tasks)
+        if (t.kind == Task::Write) {
+          local_output_[{&s, t.index}] = table_.size() - s.base;
+          add_entry(in_.op.results[t.index], true, outputs[t.index]);
+        }
+    }
+  }
+  size_t add_entry(ir::ValueId outer, bool written, ir::ValueId inner) {
+    table_.push_back({outer, written, body_.value(inner).type.dtype});
+    return table_.size() - 1;
+  }
+  std::string entry_expr(const std::string& type, bool constant, const std::string& index) const {
+    return fmt::format("(({}{}*)tb[{}])", constant ? "const " : "", type, index);
+  }
+
+  std::vector<std::string> input_names(const Segment* s) const {
+    std::vector<std::string> names;
+    for (size_t i = 0; i < inputs_.size(); ++i) {
+      const std::string type = storage_type(body_.value(inputs_[i]).type.dtype);
+      if (auto g = global_input_.find(i); g != global_input_.end()) names.push_back(entry_expr(type, true, std::to_string(g->second)));
+      else if (auto l = s ? local_input_.find({s, i}) : local_input_.end(); l != local_input_.end())
+        names.push_back(entry_expr(type, true, fmt::format("sb + {}", l->second)));
+      else names.push_back("not_available_here");  // another segment's tensor: a compile error if ever used
+    }
+    return names;
+  }
+
+  // One pass over this block's chunk of the segment, then its sums into scratch.
+  std::string segment_code(const Segment& s) {
+    Emitter e(body_, input_names(&s));
+    e.flat(s.n, "i");
+    std::vector<std::string> accs;
+    for (const Task& t : s.tasks)
+      if (t.kind != Task::Write) {
+        accs.push_back(e.fresh("acc"));
+        e.line(fmt::format("float {} = 0.0f;", accs.back()));
+      }
+    e.open("for (bx_i64 i = begin + bx_tid_x(); i < end; i += bx_bdim_x())");
+    size_t a = 0;
+    for (const Task& t : s.tasks) {
+      const std::string v = e.at(t.value, {});
+      if (t.kind == Task::Write) {
+        const std::string type = storage_type(body_.value(t.value).type.dtype);
+        e.line(fmt::format("bx_st({}, i, {});", entry_expr(type, false, fmt::format("sb + {}", local_output_.at({&s, t.index}))), v));
+      } else if (t.kind == Task::Check) {
+        e.line(fmt::format("{} += bx_isfinite({}) ? 0.0f : 1.0f;", accs[a++], v));
+      } else {
+        e.line(fmt::format("{} += {};", accs[a++], v));
+      }
+    }
+    e.close();
+    a = 0;
+    for (const Task& t : s.tasks) {
+      if (t.kind == Task::Write) continue;
+      const std::string total = e.local("float", fmt::format("bx_block_sum({}, red)", accs[a++]));
+      // A segment's own sums are relative to its first slot; the overflow check's slot is shared.
+      const std::string slot = t.kind == Task::Accumulate ? fmt::format("ss + {}", slot_of_[t.index] - s.first_slot)
+                                                          : std::to_string(slot_of_[t.index]);
+      e.line(fmt::format("if (bx_tid_x() == 0) bx_atomic_add(scratch + {}, {});", slot, total));
+    }
+    return e.take();
+  }
+
+  // The scalar results: after every block's sums (the last block), or at once by block 0.
+  std::string final_code() {
+    Emitter e(body_, input_names(nullptr));
+    const auto& outputs = body_.outputs();
+    auto scalars = [&] {
+      e.open("if (bx_tid_x() == 0)");
+      for (size_t r = 0; r < reductions_.size(); ++r) {
+        const ir::Op& op = *reductions_[r];
+        const std::string sum = fmt::format("bx_volatile_load(scratch + {})", slot_of_[r]);
+        std::string value = op.kind == OpKind::AllFinite ? fmt::format("({} == 0.0f ? 1.0f : 0.0f)", sum) : sum;
+        if (op.kind == OpKind::ReduceMean)
+          value = fmt::format("{} / {}", sum, float_literal(static_cast<double>(body_.value(op.operands[0]).type.numel())));
+        e.bind(op.result(), Coords(body_.value(op.result()).type.shape.size(), "0"), e.local("float", value));
+      }
+      for (size_t k = 0; k < outputs.size(); ++k) {
+        if (!scalar(outputs[k])) continue;
+        const Coords zero(body_.value(outputs[k]).type.shape.size(), "0");
+        const std::string type = storage_type(body_.value(outputs[k]).type.dtype);
+        e.line(fmt::format("bx_st({}, 0, {});", entry_expr(type, false, std::to_string(global_output_.at(k))), e.at(outputs[k], zero)));
+      }
+      for (size_t r = 0; r < slots_; ++r) e.line(fmt::format("scratch[{}] = 0.0f;", r));
+      e.close();
+    };
+    if (!reductions_.empty()) {
+      emit_last_block(e, slots_, scalars);
+    } else if (!global_output_.empty()) {
+      e.open("if (bx_bid_x() == 0)");
+      scalars();
+      e.close();
+    }
+    return e.take();
+  }
+
+  const KernelInput& in_;
+  const ir::Graph& body_;
+  std::vector<ir::ValueId> inputs_;
+  std::vector<std::set<ir::ValueId>> depends_;
+  std::vector<const ir::Op*> reductions_;
+  std::vector<Segment> segments_;
+  std::vector<size_t> slot_of_;
+  size_t slots_ = 0, blocks_ = 0;
+  bool cooperative_ = false;
+  std::vector<Entry> table_;
+  std::map<size_t, size_t> global_input_, global_output_;
+  std::map<std::pair<const Segment*, size_t>, size_t> local_input_, local_output_;
+  std::string tables_;
+};
+
+}  // namespace
+
+KernelSpec render_multi_tensor(const KernelInput& in) {
+  MultiTensorKernel m(in);
+  const std::string body = m.emit();
+  KernelSpec k;
+  k.params = m.params();
+  k.source = m.tables() + kernel_text(k.params, body);
+  k.block = {kThreads};
+  k.grid = {std::max(1, m.blocks())};
+  k.cooperative = m.cooperative();
+  return k;
+}
+
+}  // namespace bertc::codegen

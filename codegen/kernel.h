@@ -1,0 +1,63 @@
+// A rendered kernel and everything a runtime needs to launch it without re-deriving anything:
+// the source, the launch geometry, and per parameter the buffer (a value of the graph) it gets.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "codegen/host_emulation.h"
+#include "ir/graph.h"
+
+namespace bertc::codegen {
+
+enum class ParamKind {
+  Buffer,   // the buffer of `value`
+  Table,    // a device array of pointers: the buffers of `table`, in order (multi-tensor kernels)
+  Scratch,  // `scratch_bytes` of memory zeroed once when the plan loads; the kernel leaves it zeroed
+};
+
+struct KernelParam {
+  ParamKind kind = ParamKind::Buffer;
+  std::string name;    // in the source
+  std::string c_type;  // "const float*", "bx_f16*", "void* const*", "unsigned int*"
+  ir::ValueId value = 0;
+  std::vector<ir::ValueId> table;
+  std::vector<bool> table_written;  // per table entry: the kernel writes that buffer
+  size_t scratch_bytes = 0;
+  bool written = false;
+};
+
+struct KernelSpec {
+  std::string name;     // k_<hash of the source>: kernels with the same source share one
+  std::string family;   // pointwise, row_reduction, reduction, gather, scatter_add, multi_tensor_norm, ...
+  std::string label;    // where it comes from: the op's scope
+  size_t op_index = 0;  // the op of the graph it runs
+  std::string source;   // the kernel function, named `name` (no #include)
+  std::vector<KernelParam> params;
+  Dim3 grid, block;
+  bool cooperative = false;              // uses barriers or warp shuffles
+  std::vector<ir::ValueId> zero_before;  // buffers the launch expects zeroed (it accumulates into them)
+};
+
+// An op the renderer leaves to the matrix-product kernels (matmuls and attention): its place in
+// the launch order and why.
+struct DeferredOp {
+  size_t op_index = 0;
+  std::string family;  // "matmul", "matmul_epilogue", "attention", "attention_grad"
+  std::string label;
+};
+
+// The kernels of one graph (a training step or the optimizer step), in launch order.
+struct GraphKernels {
+  std::vector<KernelSpec> kernels;
+  std::vector<DeferredOp> deferred;
+};
+
+// The translation unit NVRTC compiles for one kernel.
+std::string device_source(const KernelSpec& kernel);
+// One translation unit with all `kernels` (each distinct name once) and their host entries
+// ("<name>__entry", unpacking void** arguments), for the host compiler.
+std::string host_source(const std::vector<const KernelSpec*>& kernels);
+
+}  // namespace bertc::codegen

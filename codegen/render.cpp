@@ -1,0 +1,179 @@
+// Classifying each op of a graph into its kernel family, shared kernel assembly, and naming
+// kernels by the hash of their source.
+#include "codegen/render.h"
+
+#include <set>
+
+#include <fmt/format.h>
+#include <xxhash.h>
+
+#include "codegen/family.h"
+#include "frontend/builder.h"
+
+namespace bertc::codegen {
+namespace {
+
+using ir::OpKind;
+
+bool launches(OpKind k) {
+  return k != OpKind::Input && k != OpKind::Param && k != OpKind::State && k != OpKind::Constant &&
+         k != OpKind::Reshape && k != OpKind::Update;
+}
+
+// The family of a launching op, or "" for the ops the matrix kernels take.
+std::string family_of(const ir::Op& op) {
+  switch (op.kind) {
+    case OpKind::Matmul: case OpKind::Attention: case OpKind::AttentionGrad: return "";
+    case OpKind::Softmax: case OpKind::LayerNorm: case OpKind::SoftmaxGrad: case OpKind::LayerNormGrad:
+    case OpKind::CrossEntropy: case OpKind::CrossEntropyGrad:
+      return "row_reduction";
+    case OpKind::ReduceSum: case OpKind::ReduceMax: case OpKind::ReduceMean: return "reduction";
+    case OpKind::ScatterAdd: return "scatter_add";
+    case OpKind::AllFinite: case OpKind::Lamb: return "multi_tensor_norm";
+    case OpKind::Fused: {
+      const auto& kernel = op.attr<std::string>("kernel");
+      if (kernel == "matmul_epilogue") return "";
+      if (kernel == "multi_tensor_update") return "multi_tensor_update";
+      return kernel;
+    }
+    default: return "pointwise";
+  }
+}
+
+std::string deferred_family(const ir::Op& op) {
+  return op.kind == OpKind::Fused ? op.attr<std::string>("kernel") : std::string(op.info().name);
+}
+
+// A region around a plain op: one input per operand, the op, its results as outputs.
+ir::Graph single_op_body(const ir::Graph& g, const ir::Op& op) {
+  frontend::Builder b("op");
+  std::vector<frontend::Tensor> in;
+  for (size_t i = 0; i < op.operands.size(); ++i) {
+    const ir::TensorType& t = g.value(op.operands[i]).type;
+    in.push_back(b.input(fmt::format("in{}", i), t.dtype, t.shape));
+  }
+  std::vector<ir::TensorType> types;
+  for (ir::ValueId r : op.results) types.push_back(g.value(r).type);
+  for (const frontend::Tensor& t : b.copy_op(op, in, types)) b.add_output(t);
+  return std::move(b).finish();
+}
+
+KernelSpec render_one(const KernelInput& in, const std::string& family) {
+  if (family == "pointwise") return render_pointwise(in);
+  if (family == "row_reduction") return render_row(in);
+  if (family == "reduction") return render_reduction(in);
+  if (family == "scatter_add") return render_scatter_add(in);
+  if (family == "multi_tensor_norm" || family == "multi_tensor_update") return render_multi_tensor(in);
+  throw ir::Error(fmt::format("no kernel family '{}'", family));
+}
+
+}  // namespace
+
+std::vector<KernelParam> buffer_params(const KernelInput& in) {
+  std::vector<KernelParam> params;
+  for (size_t i = 0; i < in.op.operands.size(); ++i) {
+    const ir::ValueId v = in.op.operands[i];
+    params.push_back({ParamKind::Buffer, fmt::format("in{}", i),
+                      "const " + storage_type(in.graph.value(v).type.dtype) + "*", v, {}, {}, 0, false});
+  }
+  for (size_t r = 0; r < in.op.results.size(); ++r) {
+    const ir::ValueId v = in.op.results[r];
+    params.push_back({ParamKind::Buffer, output_name(r), storage_type(in.graph.value(v).type.dtype) + "*", v, {}, {}, 0, true});
+  }
+  return params;
+}
+
+std::vector<std::string> input_names(const KernelInput& in) {
+  std::vector<std::string> names;
+  for (size_t i = 0; i < in.op.operands.size(); ++i) names.push_back(fmt::format("in{}", i));
+  return names;
+}
+
+std::string output_name(size_t result) { return fmt::format("out{}", result); }
+
+std::string kernel_text(const std::vector<KernelParam>& params, const std::string& body) {
+  std::string signature;
+  for (const KernelParam& p : params) signature += (signature.empty() ? "" : ", ") + p.c_type + " " + p.name;
+  return fmt::format("BX_KERNEL void BX_NAME({}) {{\n{}}}\n", signature, body);
+}
+
+void store_output(Emitter& e, size_t k, const Coords& at) {
+  const ir::ValueId v = e.body().outputs().at(k);
+  e.line(fmt::format("bx_st({}, {}, {});", output_name(k), Emitter::linear(e.body().value(v).type.shape, at), e.at(v, at)));
+}
+
+KernelParam scratch_param(size_t floats) {
+  KernelParam p;
+  p.kind = ParamKind::Scratch;
+  p.name = "scratch";
+  p.c_type = "float*";
+  p.scratch_bytes = 4 * floats + 4;  // the floats, then the block counter
+  p.written = true;
+  return p;
+}
+
+void emit_last_block(Emitter& e, size_t floats, const std::function<void()>& finish) {
+  e.line(fmt::format("unsigned int* counter = (unsigned int*)(scratch + {});", floats));
+  e.line("bx_threadfence();  // this block's sums are visible before it is counted");
+  e.line("BX_SHARED(unsigned int, last, 1);");
+  e.line("bx_sync();");
+  e.line("if (bx_tid_x() == 0 && bx_tid_y() == 0) last[0] = bx_atomic_inc(counter) == (unsigned int)(bx_gdim_x() - 1);");
+  e.line("bx_sync();");
+  e.open("if (last[0])");
+  finish();
+  e.line("if (bx_tid_x() == 0 && bx_tid_y() == 0) *counter = 0;");
+  e.close();
+}
+
+int threads_for(long long n) { return n >= 256 ? 256 : std::max(32, static_cast<int>((n + 31) / 32 * 32)); }
+
+int blocks_for(long long n, int threads) {
+  // Enough blocks to fill any GPU of the table several times over; a grid-stride loop covers more.
+  return static_cast<int>(std::max(1LL, std::min((n + threads - 1) / threads, 4096LL)));
+}
+
+std::string device_source(const KernelSpec& kernel) { return "#include \"bx.h\"\n\n" + kernel.source; }
+
+std::string host_source(const std::vector<const KernelSpec*>& kernels) {
+  std::string s = "#include \"bx.h\"\n\n";
+  std::set<std::string> seen;
+  for (const KernelSpec* k : kernels) {
+    if (!seen.insert(k->name).second) continue;
+    std::string args;
+    for (size_t i = 0; i < k->params.size(); ++i)
+      args += fmt::format("{}({})a[{}]", i ? ", " : "", k->params[i].c_type, i);
+    s += k->source + fmt::format("extern \"C\" void {0}__entry(void** a) {{ {0}({1}); }}\n\n", k->name, args);
+  }
+  return s;
+}
+
+GraphKernels render_graph(const ir::Graph& graph) {
+  GraphKernels out;
+  for (size_t i = 0; i < graph.ops().size(); ++i) {
+    const ir::Op& op = graph.ops()[i];
+    if (!launches(op.kind)) continue;
+    const std::string family = family_of(op);
+    if (family.empty()) {
+      out.deferred.push_back({i, deferred_family(op), op.scope});
+      continue;
+    }
+    const ir::Graph body = op.kind == OpKind::Fused ? op.region.graph() : single_op_body(graph, op);
+    KernelSpec k;
+    try {
+      k = render_one({graph, i, op, body}, family);
+    } catch (const ir::Error& e) {
+      throw ir::Error(fmt::format("rendering op {} ({}, {}): {}", i, op.info().name, op.scope, e.what()));
+    }
+    k.family = family;
+    k.label = op.scope;
+    k.op_index = i;
+    const std::string unnamed = k.source;
+    k.name = fmt::format("k_{:016x}", XXH3_64bits(unnamed.data(), unnamed.size()));
+    for (size_t at = k.source.find("BX_NAME"); at != std::string::npos; at = k.source.find("BX_NAME", at))
+      k.source.replace(at, 7, k.name);
+    out.kernels.push_back(std::move(k));
+  }
+  return out;
+}
+
+}  // namespace bertc::codegen

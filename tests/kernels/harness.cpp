@@ -1,0 +1,211 @@
+// Buffers in storage formats, poisoned outputs with canaries, the launch, the comparison.
+#include "harness.h"
+
+#include <cmath>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "codegen/render.h"
+
+namespace bertc::testing {
+namespace {
+
+using codegen::KernelParam;
+using codegen::KernelSpec;
+using codegen::ParamKind;
+using reference::HostTensor;
+
+constexpr size_t kCanary = 64;            // bytes before and after every written buffer
+constexpr unsigned char kCanaryByte = 0xa5;
+
+uint16_t to_f16_bits(float f) {
+  _Float16 h = static_cast<_Float16>(f);  // round to nearest even, as the reference's rounding
+  uint16_t b;
+  std::memcpy(&b, &h, 2);
+  return b;
+}
+float from_f16_bits(uint16_t b) {
+  _Float16 h;
+  std::memcpy(&h, &b, 2);
+  return static_cast<float>(h);
+}
+uint16_t to_bf16_bits(float f) {  // exact: the reference already holds bf16-representable floats
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return static_cast<uint16_t>(u >> 16);
+}
+float from_bf16_bits(uint16_t b) {
+  const uint32_t u = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+// A buffer of one value in its storage format, between canaries.
+struct Buffer {
+  ir::TensorType type;
+  std::vector<unsigned char> bytes;  // canary, data, canary
+  unsigned char* data() { return bytes.data() + kCanary; }
+  size_t size() const { return bytes.size() - 2 * kCanary; }
+
+  explicit Buffer(const ir::TensorType& t) : type(t), bytes(2 * kCanary + static_cast<size_t>(t.bytes()), kCanaryByte) {}
+
+  void fill(unsigned char byte) { std::memset(data(), byte, size()); }
+
+  void write(const HostTensor<float>& v) {
+    const int64_t n = type.numel();
+    for (int64_t i = 0; i < n; ++i) {
+      unsigned char* p = data() + i * ir::dtype_bytes(type.dtype);
+      switch (type.dtype) {
+        case ir::DType::F32: std::memcpy(p, &v.real[i], 4); break;
+        case ir::DType::F16: { const uint16_t b = to_f16_bits(v.real[i]); std::memcpy(p, &b, 2); break; }
+        case ir::DType::BF16: { const uint16_t b = to_bf16_bits(v.real[i]); std::memcpy(p, &b, 2); break; }
+        case ir::DType::I32: { const int32_t x = static_cast<int32_t>(v.integer[i]); std::memcpy(p, &x, 4); break; }
+        case ir::DType::I64: std::memcpy(p, &v.integer[i], 8); break;
+        case ir::DType::U8: case ir::DType::Bool: *p = static_cast<unsigned char>(v.integer[i]); break;
+        case ir::DType::F64: throw std::runtime_error("f64 buffer");
+      }
+    }
+  }
+
+  double element(int64_t i) const {
+    const unsigned char* p = bytes.data() + kCanary + i * ir::dtype_bytes(type.dtype);
+    switch (type.dtype) {
+      case ir::DType::F32: { float f; std::memcpy(&f, p, 4); return f; }
+      case ir::DType::F16: { uint16_t b; std::memcpy(&b, p, 2); return from_f16_bits(b); }
+      case ir::DType::BF16: { uint16_t b; std::memcpy(&b, p, 2); return from_bf16_bits(b); }
+      case ir::DType::I32: { int32_t x; std::memcpy(&x, p, 4); return x; }
+      case ir::DType::I64: { int64_t x; std::memcpy(&x, p, 8); return static_cast<double>(x); }
+      default: return *p;
+    }
+  }
+
+  bool canaries_intact() const {
+    for (size_t i = 0; i < kCanary; ++i)
+      if (bytes[i] != kCanaryByte || bytes[bytes.size() - 1 - i] != kCanaryByte) return false;
+    return true;
+  }
+};
+
+double reference_element(const HostTensor<float>& t, int64_t i) {
+  return t.is_real() ? t.real[static_cast<size_t>(i)] : static_cast<double>(t.integer[static_cast<size_t>(i)]);
+}
+
+}  // namespace
+
+// f32: the kernels compute in float what the reference computes partly in double (row statistics,
+// erf, exp): a few float roundings (6e-8 each) per op plus sums over up to a few hundred terms
+// in another order give ~1e-6 of the row's scale; 1e-5 of the tensor's largest value and 1e-4
+// relative leave room without hiding a wrong index (errors of order 1).
+// f16 / bf16: the result is rounded to 11 / 8 significant bits; a float result that differs from
+// the reference's by a few ulps of float can round to the neighbouring 16-bit value: one ulp,
+// 2^-10 / 2^-7 relative; twice that is allowed.
+Tolerance tolerance_for(ir::DType dtype) {
+  switch (dtype) {
+    case ir::DType::F16: return {2e-3, 2e-3};
+    case ir::DType::BF16: return {1.6e-2, 1.6e-2};
+    case ir::DType::F32: return {1e-5, 1e-4};
+    default: return {0, 0};  // integers: exact
+  }
+}
+
+KernelHarness::KernelHarness(const ir::Graph& graph, const std::filesystem::path& cache)
+    : graph_(graph), kernels_(codegen::render_graph(graph)) {
+  std::vector<const KernelSpec*> all;
+  for (const KernelSpec& k : kernels_.kernels) all.push_back(&k);
+  library_ = std::make_unique<codegen::HostKernelLibrary>(
+      codegen::compile_for_host(codegen::host_source(all), cache, emulator_.api()));
+}
+
+std::vector<KernelCheck> KernelHarness::check_all(reference::Environment<float> env, codegen::ThreadOrder order) {
+  std::vector<HostTensor<float>> values;
+  reference::Executor<float>(graph_).run(env, {}, &values);
+  std::vector<KernelCheck> out;
+  for (const KernelSpec& k : kernels_.kernels) out.push_back(check(k, values, order));
+  return out;
+}
+
+KernelCheck KernelHarness::check(const KernelSpec& kernel, const std::vector<HostTensor<float>>& values,
+                                 codegen::ThreadOrder order) {
+  KernelCheck result{kernel.name, kernel.family, kernel.label};
+  auto fail = [&](std::string problem) {
+    if (getenv("HARNESS_VERBOSE")) fprintf(stderr, "problem: %s\n", problem.c_str());
+    if (result.ok) result.problem = std::move(problem);
+    result.ok = false;
+  };
+  // One buffer per (param, table entry); written ones poisoned (or zeroed if the launch expects).
+  struct Slot {
+    ir::ValueId value;
+    bool written;
+    std::unique_ptr<Buffer> buffer;
+    std::vector<unsigned char> before;  // inputs: their bytes, to check they are left alone
+  };
+  std::vector<Slot> slots;
+  auto make = [&](ir::ValueId v, bool written) {
+    auto b = std::make_unique<Buffer>(graph_.value(v).type);
+    const bool zeroed = std::find(kernel.zero_before.begin(), kernel.zero_before.end(), v) != kernel.zero_before.end();
+    if (!written) b->write(values.at(v));
+    else b->fill(zeroed ? 0x00 : 0xff);
+    slots.push_back({v, written, std::move(b), {}});
+    if (!written) slots.back().before = slots.back().buffer->bytes;
+    return slots.back().buffer->data();
+  };
+  std::vector<void*> args;
+  std::vector<std::vector<void*>> tables;
+  std::vector<std::vector<unsigned char>> scratch;
+  tables.reserve(kernel.params.size());
+  scratch.reserve(kernel.params.size());
+  for (const KernelParam& p : kernel.params) {
+    switch (p.kind) {
+      case ParamKind::Buffer: args.push_back(make(p.value, p.written)); break;
+      case ParamKind::Table: {
+        tables.emplace_back();
+        for (size_t i = 0; i < p.table.size(); ++i) tables.back().push_back(make(p.table[i], p.table_written[i]));
+        args.push_back(tables.back().data());
+        break;
+      }
+      case ParamKind::Scratch:
+        scratch.emplace_back(p.scratch_bytes, 0);
+        args.push_back(scratch.back().data());
+        break;
+    }
+  }
+  try {
+    emulator_.launch(kernel.name, library_->entry(kernel.name), args.data(),
+                     {kernel.grid, kernel.block, kernel.cooperative, order});
+  } catch (const std::exception& e) {
+    fail(e.what());
+    return result;
+  }
+  for (const auto& s : scratch)
+    if (std::any_of(s.begin(), s.end(), [](unsigned char c) { return c != 0; })) fail("scratch memory not left zeroed");
+  for (Slot& s : slots) {
+    const std::string name = fmt::format("%{}", graph_.value(s.value).name.empty() ? std::to_string(s.value)
+                                                                                 : graph_.value(s.value).name);
+    if (!s.written) {
+      if (s.buffer->bytes != s.before) fail(name + ": an input buffer was modified");
+      continue;
+    }
+    if (!s.buffer->canaries_intact()) fail(name + ": written outside its buffer");
+    const HostTensor<float>& want = values.at(s.value);
+    const Tolerance tol = tolerance_for(s.buffer->type.dtype);
+    double largest = 0;
+    for (int64_t i = 0; i < s.buffer->type.numel(); ++i) largest = std::max(largest, std::abs(reference_element(want, i)));
+    for (int64_t i = 0; i < s.buffer->type.numel(); ++i) {
+      const double w = reference_element(want, i), g = s.buffer->element(i);
+      const double allowed = tol.abs_of_max * largest + tol.rel * std::abs(w);
+      if (std::isnan(w) && std::isnan(g)) continue;
+      const double err = std::abs(g - w);
+      if (!(err <= allowed)) {  // also catches NaN (the poison of an unwritten element)
+        fail(fmt::format("{}[{}] = {} where the reference has {} (allowed difference {:.3g})", name, i, g, w, allowed));
+        result.worst = std::max(result.worst, std::isnan(err) ? INFINITY : (allowed > 0 ? err / allowed : INFINITY));
+        break;
+      }
+      if (allowed > 0) result.worst = std::max(result.worst, err / allowed);
+    }
+  }
+  return result;
+}
+
+}  // namespace bertc::testing

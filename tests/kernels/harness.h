@@ -1,0 +1,53 @@
+// The kernel harness: renders every kernel of a graph, compiles them for the host, runs each
+// under host emulation on the reference executor's values of its inputs, and compares what it
+// writes with the reference's values of its outputs. Written buffers start poisoned (NaN) and
+// sit between canaries; inputs must come back unchanged. Reusable by a host runtime later.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "codegen/host_compile.h"
+#include "codegen/kernel.h"
+#include "runtime/reference/executor.h"
+
+namespace bertc::testing {
+
+// Allowed difference per element: abs_of_max * max|reference| over the tensor + rel * |reference|.
+struct Tolerance {
+  double abs_of_max, rel;
+};
+
+// The tolerance for a result dtype (explained in harness.cpp).
+Tolerance tolerance_for(ir::DType dtype);
+
+struct KernelCheck {
+  std::string kernel, family, label;
+  bool ok = true;
+  double worst = 0;      // largest error as a fraction of what was allowed (<= 1 passes)
+  std::string problem;   // the first failure, readably
+};
+
+class KernelHarness {
+ public:
+  // Renders `graph`'s kernels and compiles them for the host (cached under `cache`).
+  KernelHarness(const ir::Graph& graph, const std::filesystem::path& cache);
+
+  const codegen::GraphKernels& kernels() const { return kernels_; }
+
+  // Runs the reference on `env` (inputs, params, states) once, then every kernel in `order`.
+  std::vector<KernelCheck> check_all(reference::Environment<float> env, codegen::ThreadOrder order);
+
+  // Runs one kernel on the reference values `values` (indexed by ValueId).
+  KernelCheck check(const codegen::KernelSpec& kernel, const std::vector<reference::HostTensor<float>>& values,
+                    codegen::ThreadOrder order);
+
+ private:
+  const ir::Graph& graph_;
+  codegen::GraphKernels kernels_;
+  codegen::HostEmulator emulator_;
+  std::unique_ptr<codegen::HostKernelLibrary> library_;
+};
+
+}  // namespace bertc::testing

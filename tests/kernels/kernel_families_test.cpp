@@ -1,0 +1,207 @@
+// Each kernel family on small graphs written for it, under host emulation against the reference,
+// in both thread orders: index transformations, broadcasts, 16-bit storage, dropout, rows,
+// reductions, scatter-add and the multi-tensor optimizer kernels.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "harness.h"
+#include "ir/parser.h"
+#include "passes/fusion.h"
+
+namespace bertc::testing {
+namespace {
+
+using reference::HostTensor;
+
+// Deterministic data for every input, param and state of `g`: floats in [-2, 2], integers in
+// [0, bound) with bound from `int_bounds` by name (default 2).
+reference::Environment<float> environment(const ir::Graph& g, const std::map<std::string, int64_t>& int_bounds = {}) {
+  reference::Environment<float> env;
+  int salt = 0;
+  for (ir::OpKind kind : {ir::OpKind::Input, ir::OpKind::Param, ir::OpKind::State})
+    for (ir::ValueId v : g.values_of(kind)) {
+      const ir::Value& val = g.value(v);
+      auto t = HostTensor<float>::zeros(val.type);
+      ++salt;
+      if (t.is_real()) {
+        for (size_t i = 0; i < t.real.size(); ++i) t.real[i] = 2.0f * std::sin(0.7f * static_cast<float>(i) + salt);
+      } else {
+        const int64_t bound = int_bounds.count(val.name) ? int_bounds.at(val.name) : 2;
+        for (size_t i = 0; i < t.integer.size(); ++i) t.integer[i] = static_cast<int64_t>((i * 7 + salt) % bound);
+      }
+      env[val.name] = std::move(t);
+    }
+  return env;
+}
+
+// Renders, compiles and checks every kernel of `text` (fused first when asked) in both orders.
+void expect_kernels_match(const std::string& text, bool fuse, const std::map<std::string, int64_t>& int_bounds = {},
+                          size_t expect_kernels = 0) {
+  ir::Graph g = ir::parse(text);
+  if (fuse) passes::fuse(g);
+  KernelHarness h(g, BERTC_TEST_CACHE);
+  if (expect_kernels) {
+    EXPECT_EQ(h.kernels().kernels.size(), expect_kernels);
+  }
+  for (auto order : {codegen::ThreadOrder::Forward, codegen::ThreadOrder::Reverse})
+    for (const KernelCheck& c : h.check_all(environment(g, int_bounds), order))
+      EXPECT_TRUE(c.ok) << c.family << " kernel " << c.kernel << " (" << c.label << "): " << c.problem;
+}
+
+TEST(KernelFamilies, PointwiseLoadsAndBroadcasts) {
+  expect_kernels_match(R"(
+graph @pw {
+  %x = input : f32[4,6]
+  %y = input : f32[6]
+  %ids = input : i32[3]
+  %table = param : f32[10,6]
+  %seed = input : i64[]
+  %0 = add(%x, %y) : f32[4,6]
+  %1 = slice(%0) {axis = 1, start = 2, end = 5} : f32[4,3]
+  %2 = pad(%1) {axis = 0, before = 1, after = 2} : f32[7,3]
+  %3 = permute(%2) {perm = [1,0]} : f32[3,7]
+  %4 = gelu(%3) : f32[3,7]
+  %5 = gather(%table, %ids) : f32[3,6]
+  %6 = concat(%5, %0) {axis = 0} : f32[7,6]
+  %7 = cast(%6) : f16[7,6]
+  %8 = tanh(%7) : f16[7,6]
+  %9 = dropout(%8, %seed) {p = 0.25, offset = 3} : f16[7,6]
+  %10 = cast(%9) : bf16[7,6]
+  %11 = where(%x, %0, %y) : f32[4,6]
+  %12 = reshape(%11) : f32[24]
+  %13 = exp(%12) : f32[24]
+  return %4, %10, %13
+}
+)", /*fuse=*/false, {{"ids", 10}});
+}
+
+// Rows of 32 (a warp each) and of 700 (a block each): softmax, layer norm with bias + dropout +
+// residual before it, and their gradients; the fusion pass makes the groups.
+TEST(KernelFamilies, RowOpsAndTheirGradients) {
+  for (int n : {32, 700})
+    expect_kernels_match(fmt::format(R"(
+graph @rows {{
+  %x = input : f32[3,5,{0}]
+  %r = input : f32[3,5,{0}]
+  %dy = input : f32[3,5,{0}]
+  %b = param : f32[{0}]
+  %w = param : f32[{0}]
+  %seed = input : i64[]
+  %0 = add(%x, %b) : f32[3,5,{0}]
+  %1 = dropout(%0, %seed) {{p = 0.1, offset = 5}} : f32[3,5,{0}]
+  %2 = add(%1, %r) : f32[3,5,{0}]
+  %3 = layer_norm(%2, %w, %b) {{eps = 1e-5}} : f32[3,5,{0}]
+  %4 = softmax(%3) : f32[3,5,{0}]
+  %5 = softmax_grad(%dy, %4) : f32[3,5,{0}]
+  %6, %7, %8 = layer_norm_grad(%5, %2, %w) {{eps = 1e-5}} : f32[3,5,{0}], f32[{0}], f32[{0}]
+  %9 = cast(%6) : bf16[3,5,{0}]
+  return %9, %7, %8
+}}
+)", n), /*fuse=*/true);
+}
+
+// The MLM loss and its gradient in one kernel: weights, an ignored label, f16 logits.
+TEST(KernelFamilies, CrossEntropyWithItsGradient) {
+  for (int classes : {40, 900})
+    expect_kernels_match(fmt::format(R"(
+graph @ce {{
+  %logits = input : f16[6,{0}]
+  %labels = input : i32[6]
+  %weights = input : f32[6]
+  %dloss = input : f32[]
+  %0 = cross_entropy(%logits, %labels, %weights) {{ignore_index = 1}} : f32[]
+  %1 = cross_entropy_grad(%dloss, %logits, %labels, %weights) {{ignore_index = 1}} : f16[6,{0}]
+  return %0, %1
+}}
+)", classes), /*fuse=*/true, {{"labels", 4}}, 1);
+}
+
+// Reductions over the last axis (a block per output) and over leading axes (32 x 8 tiles), with
+// ops before and after, keepdim and mean.
+TEST(KernelFamilies, Reductions) {
+  expect_kernels_match(R"(
+graph @red {
+  %x = input : f32[6,5,70]
+  %acc = state : f32[70]
+  %seed = input : i64[]
+  %0 = dropout(%x, %seed) {p = 0.2, offset = 9} : f32[6,5,70]
+  %1 = reduce_sum(%0) {axes = [0,1]} : f32[70]
+  %2 = add(%acc, %1) : f32[70]
+  %3 = reduce_mean(%x) {axes = [2], keepdim = true} : f32[6,5,1]
+  %4 = reduce_max(%x) {axes = [0,2]} : f32[5]
+  %5 = cast(%x) : f16[6,5,70]
+  %6 = reduce_sum(%5) {axes = [1]} : f16[6,70]
+  return %2, %3, %4, %6
+}
+)", /*fuse=*/true);
+}
+
+// Gather's gradient: rows added where indices point (repeats add up), padding rows skipped.
+TEST(KernelFamilies, ScatterAdd) {
+  expect_kernels_match(R"(
+graph @scatter {
+  %updates = input : f32[4,6,16]
+  %ids = input : i32[4,6]
+  %pos = input : i32[2,3]
+  %rows = input : bf16[2,3,16]
+  %0 = scatter_add(%updates, %ids) {padding_idx = 0} : f32[9,16]
+  %1 = scatter_add(%rows, %pos) {batch_dims = 1} : bf16[2,7,16]
+  return %0, %1
+}
+)", /*fuse=*/false, {{"ids", 9}, {"pos", 7}});
+}
+
+// The optimizer graph of a small model: gradient norm and overflow check, then AdamW for every
+// parameter with loss scaling, in two multi-tensor kernels.
+TEST(KernelFamilies, MultiTensorOptimizer) {
+  expect_kernels_match(R"(
+graph @opt {
+  %lr = input : f32[]
+  %step = state : f32[]
+  %loss_scale = state {init = 1024} : f32[]
+  %w = param : f32[7,33]
+  %b = param : f32[33]
+  %w.grad_acc = state : f32[7,33]
+  %b.grad_acc = state : f32[33]
+  %w.m = state : f32[7,33]
+  %w.v = state : f32[7,33]
+  %b.m = state : f32[33]
+  %b.v = state : f32[33]
+  %c1 = constant {value = 1} : f32[]
+  %c0 = constant {value = 0} : f32[]
+  %unscale = div(%c1, %loss_scale) : f32[]
+  %0 = mul(%w.grad_acc, %unscale) : f32[7,33]
+  %1 = mul(%b.grad_acc, %unscale) : f32[33]
+  %2 = mul(%0, %0) : f32[7,33]
+  %3 = reduce_sum(%2) {axes = [0,1]} : f32[]
+  %4 = mul(%1, %1) : f32[33]
+  %5 = reduce_sum(%4) {axes = [0]} : f32[]
+  %6 = add(%3, %5) : f32[]
+  %grad_norm = sqrt(%6) : f32[]
+  %finite = all_finite(%w.grad_acc, %b.grad_acc) : f32[]
+  %count = add(%step, %c1) : f32[]
+  %n = cast(%count) : i64[]
+  %7, %8, %9 = adamw(%w, %0, %w.m, %w.v, %lr, %n) {beta1 = 0.9, beta2 = 0.999, eps = 1e-6, weight_decay = 0.01} : f32[7,33], f32[7,33], f32[7,33]
+  %10, %11, %12 = adamw(%b, %1, %b.m, %b.v, %lr, %n) {beta1 = 0.9, beta2 = 0.999, eps = 1e-6, weight_decay = 0.0} : f32[33], f32[33], f32[33]
+  %13 = where(%finite, %7, %w) : f32[7,33]
+  %14 = where(%finite, %10, %b) : f32[33]
+  %15 = broadcast(%c0) : f32[7,33]
+  %16 = where(%finite, %count, %step) : f32[]
+  update(%w, %13)
+  update(%b, %14)
+  update(%w.m, %8)
+  update(%w.v, %9)
+  update(%b.m, %11)
+  update(%b.v, %12)
+  update(%w.grad_acc, %15)
+  update(%step, %16)
+  return %grad_norm
+}
+)", /*fuse=*/true, {}, 2);
+}
+
+}  // namespace
+}  // namespace bertc::testing
