@@ -7,6 +7,7 @@
 #include <optional>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "codegen/family.h"
 
@@ -107,17 +108,53 @@ class RowKernel {
     return nullptr;
   }
 
-  // Outputs of the row's shape are written in the last pass; outputs of shape [N] (layer-norm
-  // weight gradients) and scalars (the loss) after all rows.
+  // Outputs of the row's shape are written in the last pass; the layer-norm weight gradients and
+  // the loss (and what is computed from them) after all rows; other outputs that broadcast to
+  // the row's shape (a weight cast to f16, say) in the last pass, by the threads at their origin.
   void classify_outputs() {
     const auto& outputs = in_.body.outputs();
+    const ir::Op* lng = find(OpKind::LayerNormGrad);
+    const ir::Op* loss = find(OpKind::CrossEntropy);
     for (size_t k = 0; k < outputs.size(); ++k) {
-      const ir::Shape& s = in_.body.value(outputs[k]).type.shape;
-      if (s == domain_) row_outputs_.push_back(k);
-      else if ((s == ir::Shape{domain_.back()} && find(OpKind::LayerNormGrad)) || (s.empty() && find(OpKind::CrossEntropy)))
-        final_outputs_.push_back(k);
-      else
-        throw ir::Error(fmt::format("row family: output {} has a shape the kernel cannot write", k));
+      const ir::ValueId v = outputs[k];
+      const ir::Shape& s = in_.body.value(v).type.shape;
+      const bool after_rows = (lng && (depends_on(v, lng->results[1]) || depends_on(v, lng->results[2]))) ||
+                              (loss && depends_on(v, loss->results[0]));
+      if (s == domain_ && !after_rows) row_outputs_.push_back(k);
+      else if (after_rows && ((lng && s == ir::Shape{domain_.back()}) || (loss && s.empty()))) final_outputs_.push_back(k);
+      else if (!after_rows && broadcasts_to_domain(s)) broadcast_outputs_.push_back(k);
+      else throw ir::Error(fmt::format("row family: output {} has a shape the kernel cannot write", k));
+    }
+  }
+  bool depends_on(ir::ValueId v, ir::ValueId on) const {
+    if (v == on) return true;
+    for (ir::ValueId u : in_.body.producer(v).operands)
+      if (depends_on(u, on)) return true;
+    return false;
+  }
+  bool broadcasts_to_domain(const ir::Shape& s) const {
+    if (s.size() > domain_.size()) return false;
+    for (size_t j = 0; j < s.size(); ++j)
+      if (s[j] != 1 && s[j] != domain_[j + domain_.size() - s.size()]) return false;
+    return true;
+  }
+  // Writes the broadcast outputs at the current (row, j) where their broadcast coordinates are 0.
+  void write_broadcast_outputs() {
+    const Coords at = at_j();
+    for (size_t k : broadcast_outputs_) {
+      const ir::Shape& s = in_.body.value(in_.body.outputs()[k]).type.shape;
+      Coords c;
+      std::vector<std::string> guard;
+      for (size_t d = 0; d < domain_.size(); ++d) {
+        const bool present = d + s.size() >= domain_.size();
+        const bool kept = present && s[d + s.size() - domain_.size()] == domain_[d];
+        if (kept) c.push_back(at[d]);
+        else guard.push_back(at[d] + " == 0");
+        if (present && !kept) c.push_back("0");
+      }
+      e_.open(fmt::format("if ({})", guard.empty() ? std::string("true") : fmt::format("{}", fmt::join(guard, " && "))));
+      store_output(e_, k, c);
+      e_.close();
     }
   }
 
@@ -133,6 +170,7 @@ class RowKernel {
   }
   void write_row_outputs() {
     for (size_t k : row_outputs_) store_output(e_, k, at_j());
+    write_broadcast_outputs();
   }
   // sum over the row of `term(j)`, into a fresh local
   std::string row_sum(const std::function<std::string()>& term) {
@@ -263,7 +301,7 @@ class RowKernel {
       e_.line(fmt::format("loss_part += {} * ({} - {}) * inv_weight;", w, lse, e_.at(logits, at_label)));
       e_.close();
     }
-    if (grad || !row_outputs_.empty()) {
+    if (grad || !row_outputs_.empty() || !broadcast_outputs_.empty()) {
       const std::string scale = grad ? e_.local("float", fmt::format("{} * {} * inv_weight", e_.at(grad->operands[0], {}), w)) : "";
       open_columns(e_, walk_);
       if (grad)
@@ -315,7 +353,7 @@ class RowKernel {
   ir::Shape domain_, row_shape_;
   RowWalk walk_;
   Coords rc_;
-  std::vector<size_t> row_outputs_, final_outputs_;
+  std::vector<size_t> row_outputs_, final_outputs_, broadcast_outputs_;
   std::optional<ir::ValueId> labels_, weights_;
   int64_t ignore_ = -100;
   size_t scratch_floats_ = 0;

@@ -1,0 +1,89 @@
+// Every kernel of a bert-tiny training step (forward, backward and optimizer; fp32, fp16 and bf16;
+// recompute none and full) under host emulation against the reference executor, in both thread
+// orders. Matrix products and attention are the matrix kernels' (listed, not run here).
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include "frontend/bert.h"
+#include "harness.h"
+#include "passes/pipeline.h"
+#include "passes/targets.h"
+#include "runtime/initialize.h"
+
+namespace bertc::testing {
+namespace {
+
+using reference::HostTensor;
+
+HostTensor<float> ints(const ir::Shape& s, const std::function<int64_t(int64_t)>& f, ir::DType d = ir::DType::I32) {
+  auto t = HostTensor<float>::zeros({d, s});
+  for (size_t i = 0; i < t.integer.size(); ++i) t.integer[i] = f(static_cast<int64_t>(i));
+  return t;
+}
+
+// Params and states as training starts, and one deterministic batch: padding at the end of every
+// other sequence, two segments, masked positions with one unused (weight 0).
+reference::Environment<float> batch_environment(const frontend::Config& c, const passes::TrainingProgram& p) {
+  runtime::Environment env;
+  runtime::initialize_parameters(p.step, c.model.initializer_range, c.model.pad_token_id, 7, env);
+  runtime::initialize_states(p.step, env);
+  runtime::initialize_states(p.optimizer, env);
+  const int64_t B = c.train.batch_size, S = c.train.seq_len, P = c.train.max_predictions_per_seq, V = c.model.vocab_size;
+  auto padded = [&](int64_t i) { return (i / S) % 2 == 1 && i % S >= S * 3 / 4; };
+  env["input_ids"] = ints({B, S}, [&](int64_t i) { return padded(i) ? 0 : 1 + (i * 37) % (V - 1); });
+  env["token_type_ids"] = ints({B, S}, [&](int64_t i) { return padded(i) ? 0 : (i % S >= S / 2); });
+  env["attention_mask"] = ints({B, S}, [&](int64_t i) { return padded(i) ? 0 : 1; });
+  env["masked_lm_positions"] = ints({B, P}, [&](int64_t i) { return (i % P) * (S / P) + 1; });
+  env["masked_lm_ids"] = ints({B, P}, [&](int64_t i) { return (i * 11) % V; });
+  env["masked_lm_weights"] = HostTensor<float>::zeros({ir::DType::F32, {B, P}});
+  for (int64_t i = 0; i < B * P; ++i) env["masked_lm_weights"].real[static_cast<size_t>(i)] = i % P == P - 1 ? 0.0f : 1.0f;
+  env["next_sentence_labels"] = ints({B}, [](int64_t i) { return i % 2; });
+  env["dropout_seed"] = ints({}, [](int64_t) { return 20261130; }, ir::DType::I64);
+  env["learning_rate"] = HostTensor<float>::zeros({ir::DType::F32, {}});
+  env["learning_rate"].real[0] = 1e-3f;
+  return env;
+}
+
+void expect_all_kernels_match(const std::string& precision, const std::string& recompute) {
+  frontend::Config c = frontend::load_config(BERTC_SOURCE_DIR "/examples/bert-tiny.toml");
+  c.compile.arch = "none";
+  c.compile.precision = precision;
+  c.compile.recompute = recompute;
+  c.compile = passes::resolve_options(c.compile, "none");
+  const passes::TrainingProgram p =
+      passes::compile_training(frontend::build_bert_pretraining(c), c.compile, passes::optimizer_options(c.train));
+  reference::Environment<float> env = batch_environment(c, p);
+  if (precision == "fp16") env["loss_scale"].real[0] = 1024;  // 65536 overflows f16 in bert-tiny's gradients
+  const std::string what = precision + ", recompute " + recompute;
+  KernelHarness step(p.step, BERTC_TEST_CACHE), optimizer(p.optimizer, BERTC_TEST_CACHE);
+  // The step's kernels, then the optimizer's on the accumulated gradients the step leaves.
+  reference::Environment<float> after_step = env;
+  reference::Executor<float>(p.step).run(after_step);
+  size_t checked = 0;
+  for (auto order : {codegen::ThreadOrder::Forward, codegen::ThreadOrder::Reverse}) {
+    for (const KernelCheck& k : step.check_all(env, order)) {
+      EXPECT_TRUE(k.ok) << what << ": step " << k.family << " kernel " << k.kernel << " (" << k.label << "): " << k.problem;
+      ++checked;
+    }
+    for (const KernelCheck& k : optimizer.check_all(after_step, order)) {
+      EXPECT_TRUE(k.ok) << what << ": optimizer " << k.family << " kernel " << k.kernel << ": " << k.problem;
+      ++checked;
+    }
+  }
+  // Everything that launches is a kernel here or a matrix kernel: nothing is silently skipped.
+  EXPECT_GT(step.kernels().kernels.size(), 20u) << what;
+  EXPECT_EQ(optimizer.kernels().kernels.size(), 2u) << what;
+  std::printf("%s: %zu step kernels (+%zu matrix ops), %zu optimizer kernels; %zu checks\n", what.c_str(),
+              step.kernels().kernels.size(), step.kernels().deferred.size(), optimizer.kernels().kernels.size(), checked);
+}
+
+TEST(BertTinyKernels, Fp32) { expect_all_kernels_match("fp32", "none"); }
+TEST(BertTinyKernels, Fp32FullRecompute) { expect_all_kernels_match("fp32", "full"); }
+TEST(BertTinyKernels, Fp16) { expect_all_kernels_match("fp16", "none"); }
+TEST(BertTinyKernels, Fp16FullRecompute) { expect_all_kernels_match("fp16", "full"); }
+TEST(BertTinyKernels, Bf16) { expect_all_kernels_match("bf16", "none"); }
+TEST(BertTinyKernels, Bf16SelectiveRecompute) { expect_all_kernels_match("bf16", "selective"); }
+
+}  // namespace
+}  // namespace bertc::testing
