@@ -111,7 +111,10 @@ Tolerance tolerance_for(ir::DType dtype) {
 }
 
 KernelHarness::KernelHarness(const ir::Graph& graph, const std::filesystem::path& cache)
-    : graph_(graph), kernels_(codegen::render_graph(graph)) {
+    : KernelHarness(graph, codegen::render_graph(graph), cache) {}
+
+KernelHarness::KernelHarness(const ir::Graph& graph, codegen::GraphKernels kernels, const std::filesystem::path& cache)
+    : graph_(graph), kernels_(std::move(kernels)) {
   std::vector<const KernelSpec*> all;
   for (const KernelSpec& k : kernels_.kernels) all.push_back(&k);
   library_ = std::make_unique<codegen::HostKernelLibrary>(

@@ -33,6 +33,8 @@ class KernelHarness {
  public:
   // Renders `graph`'s kernels and compiles them for the host (cached under `cache`).
   KernelHarness(const ir::Graph& graph, const std::filesystem::path& cache);
+  // Takes `kernels` as given (a test may have broken one on purpose).
+  KernelHarness(const ir::Graph& graph, codegen::GraphKernels kernels, const std::filesystem::path& cache);
 
   const codegen::GraphKernels& kernels() const { return kernels_; }
 

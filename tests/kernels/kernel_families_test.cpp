@@ -4,11 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 
 #include <fmt/format.h>
 
 #include "harness.h"
 #include "ir/parser.h"
+#include "codegen/render.h"
 #include "passes/fusion.h"
 
 namespace bertc::testing {
@@ -156,8 +158,7 @@ graph @scatter {
 
 // The optimizer graph of a small model: gradient norm and overflow check, then AdamW for every
 // parameter with loss scaling, in two multi-tensor kernels.
-TEST(KernelFamilies, MultiTensorOptimizer) {
-  expect_kernels_match(R"(
+const char* kOptimizerGraph = R"(
 graph @opt {
   %lr = input : f32[]
   %step = state : f32[]
@@ -200,7 +201,91 @@ graph @opt {
   update(%step, %16)
   return %grad_norm
 }
-)", /*fuse=*/true, {}, 2);
+)";
+
+TEST(KernelFamilies, MultiTensorOptimizer) {
+  expect_kernels_match(kOptimizerGraph, /*fuse=*/true, {}, 2);
+}
+
+}  // namespace
+}  // namespace bertc::testing
+
+namespace bertc::testing {
+namespace {
+
+// A kernel broken on purpose must fail the harness: the checks above mean something.
+struct Broken {
+  std::string what;
+  std::function<bool(codegen::KernelSpec&)> breaks;  // false: this kernel is not one to break
+};
+
+void expect_caught(const std::string& text, const Broken& b) {
+  const ir::Graph g = [&] {
+    ir::Graph x = ir::parse(text);
+    passes::fuse(x);
+    return x;
+  }();
+  codegen::GraphKernels kernels = codegen::render_graph(g);
+  size_t broken = 0;
+  for (codegen::KernelSpec& k : kernels.kernels)
+    if (b.breaks(k)) {
+      ++broken;
+      k.name += "_broken";  // another name: another entry in the host library
+      for (size_t at = k.source.find("BX_KERNEL void k_"); at != std::string::npos; at = std::string::npos) {
+        const size_t paren = k.source.find('(', at);
+        k.source.insert(paren, "_broken");
+      }
+    }
+  ASSERT_GT(broken, 0u) << b.what << ": nothing to break";
+  // The harness runs both thread orders; a race may show in one of them only (the other happens
+  // to run the writers first), so the pair must catch it.
+  KernelHarness h(g, std::move(kernels), BERTC_TEST_CACHE);
+  bool caught = false;
+  for (auto order : {codegen::ThreadOrder::Forward, codegen::ThreadOrder::Reverse})
+    for (const KernelCheck& c : h.check_all(environment(g), order))
+      if (c.kernel.ends_with("_broken")) caught = caught || !c.ok;
+  EXPECT_TRUE(caught) << b.what << " passed the harness";
+}
+
+bool replace_first(std::string& s, const std::string& from, const std::string& to) {
+  const size_t at = s.find(from);
+  if (at == std::string::npos) return false;
+  s.replace(at, from.size(), to);
+  return true;
+}
+
+const char* kBiasGradient = R"(
+graph @bias_grad {
+  %dy = input : f32[4,16,48]
+  %0 = reduce_sum(%dy) {axes = [0,1]} : f32[48]
+  %1 = gelu(%dy) : f32[4,16,48]
+  return %0, %1
+}
+)";
+
+TEST(BrokenKernels, AMissingBarrierIsCaught) {
+  // The column reduction stores partial sums in shared memory, then one row of threads adds them.
+  expect_caught(kBiasGradient, {"reduction without its first barrier", [](codegen::KernelSpec& k) {
+                                  return k.family == "reduction" && replace_first(k.source, "bx_sync();", "");
+                                }});
+}
+
+TEST(BrokenKernels, AnOffByOneIndexIsCaught) {
+  // Every element one further on: the last thread writes past the end of the output.
+  expect_caught(kBiasGradient, {"pointwise writing at i + 1", [](codegen::KernelSpec& k) {
+                                  return k.family == "pointwise" && replace_first(k.source, "bx_st(out0, ", "bx_st(out0, 1 + ");
+                                }});
+  // Reading one element further on: wrong values, even where the writes stay in bounds.
+  expect_caught(kBiasGradient, {"pointwise reading at i + 1", [](codegen::KernelSpec& k) {
+                                  return k.family == "pointwise" && replace_first(k.source, "bx_ld(in0, ", "bx_ld(in0, 1 + ");
+                                }});
+}
+
+TEST(BrokenKernels, AKernelThatLeavesItsScratchDirtyIsCaught) {
+  // The next launch would start its sums from this one's totals.
+  expect_caught(kOptimizerGraph, {"multi-tensor norm without the scratch reset", [](codegen::KernelSpec& k) {
+                                    return k.family == "multi_tensor_norm" && replace_first(k.source, "scratch[0] = 0.0f;", "");
+                                  }});
 }
 
 }  // namespace
