@@ -5,11 +5,16 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <iterator>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "codegen/host_compile.h"
+#include "codegen/program.h"
+#include "codegen/render.h"
 #include "ir/printer.h"
 #include "passes/pipeline.h"
 #include "passes/targets.h"
@@ -26,6 +31,7 @@ namespace {
 struct CompileArgs {
   std::string config;
   std::string emit = "ir";
+  bool emit_given = false;
   std::string output;
   bool json = false;
 };
@@ -69,18 +75,64 @@ struct CompileFlags {
   }
 };
 
-int compile(const CompileArgs& args, const CompileFlags& flags, const frontend::ModelDefinition& model) {
+// The config file's text, kept in a .bertx beside the program compiled from it.
+std::string read_text_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// Renders and compiles the program's kernels for the config's arch, with a line on stderr
+// before and after (a cold compile of BERT-base takes seconds).
+codegen::CompiledProgram compile_kernels(const passes::TrainingProgram& p, const frontend::Config& config) {
+  codegen::CompileSettings settings;
+  settings.cache = codegen::default_cache_folder();
+  settings.on_start = [&](size_t kernels, const codegen::NvrtcCompiler& c) {
+    std::cerr << fmt::format("kernels: compiling {} distinct kernels for {} with NVRTC {} ({}), cache {}\n", kernels,
+                             config.compile.arch, c.version(), c.library(), settings.cache->string());
+  };
+  codegen::CompiledProgram out = codegen::compile_program(p, config.compile, config.name, read_text_file(config.source), settings);
+  std::cerr << fmt::format("kernels: done in {:.2f} s ({} from the cache)\n", out.stats.seconds, out.stats.cache_hits);
+  return out;
+}
+
+bool real_arch(const frontend::CompileOptions& o) { return o.arch.rfind("sm_", 0) == 0; }
+
+int compile(CompileArgs args, const CompileFlags& flags, const frontend::ModelDefinition& model) {
   frontend::Config config = frontend::load_config(args.config, model.extra_keys);
   config.compile = flags.apply(config.compile);
+  if (!args.emit_given && args.output.ends_with(".bertx")) args.emit = "plan";
   const ir::Graph graph = frontend::build_model(model, config);
   std::string text;
   if (args.emit == "ir") {
     text = ir::print(graph);
-  } else if (args.emit == "step-ir" || args.emit == "optimizer-ir" || args.emit == "report") {
+  } else if (args.emit == "step-ir" || args.emit == "optimizer-ir" || args.emit == "report" || args.emit == "cuda" ||
+             args.emit == "plan") {
     passes::TrainingProgram p;
     const passes::CompileReport report = passes::compile_report(graph, config, &p);
-    if (args.emit == "report") text = args.json ? report_json(report).dump(2) + "\n" : report_text(report, config.name);
-    else text = ir::print(args.emit == "step-ir" ? p.step : p.optimizer);
+    if (args.emit == "plan") {
+      if (args.output.empty()) throw std::runtime_error("--emit plan writes a .bertx file: give it with -o FILE.bertx");
+      codegen::write_bertx(args.output, compile_kernels(p, config));
+      std::cerr << fmt::format("wrote {}\n", args.output);
+      return 0;
+    }
+    if (args.emit == "cuda") {
+      text = codegen::cuda_listing(codegen::render_graph(p.step), codegen::render_graph(p.optimizer));
+    } else if (args.emit == "report") {
+      const std::optional<codegen::CompiledProgram> kernels =
+          real_arch(config.compile) ? std::optional(compile_kernels(p, config)) : std::nullopt;
+      if (args.json) {
+        nlohmann::json j = report_json(report);
+        if (kernels) j["kernels"] = kernels_json(*kernels);
+        text = j.dump(2) + "\n";
+      } else {
+        text = report_text(report, config.name) +
+               (kernels ? kernels_text(*kernels)
+                        : "\nkernels: not compiled (arch none): pass --arch sm_XX for their registers, shared memory "
+                          "and spills\n");
+      }
+    } else {
+      text = ir::print(args.emit == "step-ir" ? p.step : p.optimizer);
+    }
   } else if (args.emit == "stats") {
     auto stats = stats_json(config, model.name, graph);
     if (args.json) stats["report"] = report_json(passes::compile_report(graph, config));
@@ -186,7 +238,12 @@ int batch(const BatchArgs& args, const frontend::ModelDefinition& model) {
   return 0;
 }
 
-int info(bool json, const frontend::ModelDefinition& model) {
+int info(bool json, const std::string& bertx, const frontend::ModelDefinition& model) {
+  if (!bertx.empty()) {
+    const codegen::CompiledProgram p = codegen::read_bertx(bertx);
+    std::cout << (json ? bertx_json(p).dump(2) + "\n" : bertx_text(p, bertx));
+    return 0;
+  }
   auto j = info_json(runtime::probe_cuda_driver(), codegen::probe_nvrtc_libraries());
   j["model"] = model.name;
   std::cout << (json ? j.dump(2) + "\n" : fmt::format("model        {}: {}\n", model.name, model.description) + info_text(j));
@@ -208,10 +265,15 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
       ->check(CLI::ExistingFile);
   compile_cmd->add_option("--emit", compile_args.emit,
                            "What to write: ir (forward graph), step-ir (forward, backward, accumulation, compiled), "
-                           "optimizer-ir, report (passes, kernels, FLOPs, memory, estimate), stats, params; every IR "
-                           "re-reads with bertc-opt")
-      ->check(CLI::IsMember({"ir", "step-ir", "optimizer-ir", "report", "stats", "params"}));
-  compile_cmd->add_flag_callback("--report", [&] { compile_args.emit = "report"; }, "The same as --emit report");
+                           "optimizer-ir, report (passes, kernels, FLOPs, memory, estimate), stats, params, cuda (every "
+                           "kernel's source), plan (the program compiled for --arch: a .bertx file); every IR "
+                           "re-reads with bertc-opt. -o FILE.bertx implies plan")
+      ->check(CLI::IsMember({"ir", "step-ir", "optimizer-ir", "report", "stats", "params", "cuda", "plan"}))
+      ->each([&](const std::string&) { compile_args.emit_given = true; });
+  compile_cmd->add_flag_callback("--report", [&] {
+    compile_args.emit = "report";
+    compile_args.emit_given = true;
+  }, "The same as --emit report");
   compile_cmd->add_flag("--json", compile_args.json, "Write stats or params as JSON");
   compile_cmd->add_option("-o,--output", compile_args.output, "Output file (written atomically); default stdout");
   CompileFlags compile_flags;
@@ -257,7 +319,10 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
   batch_cmd->add_option("--vocab", batch_args.vocab, "vocab.txt (default: [train] vocab)");
 
   bool info_json_flag = false;
-  CLI::App* info_cmd = app.add_subcommand("info", "Show the CUDA driver, GPUs and NVRTC libraries found");
+  std::string info_file;
+  CLI::App* info_cmd = app.add_subcommand("info", "Show the CUDA driver, GPUs and NVRTC libraries found, or what a "
+                                                   ".bertx file holds");
+  info_cmd->add_option("file", info_file, "A compiled program (.bertx) to describe")->check(CLI::ExistingFile);
   info_cmd->add_flag("--json", info_json_flag, "Write JSON");
 
   try {
@@ -270,7 +335,7 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
     if (*train_cmd) return train(train_args, train_flags, model);
     if (*eval_cmd) return eval(eval_args, model);
     if (*batch_cmd) return batch(batch_args, model);
-    return info(info_json_flag, model);
+    return info(info_json_flag, info_file, model);
   } catch (const std::exception& e) {
     std::cerr << fmt::format("{}: error: {}\n", program, e.what());
     return 1;

@@ -1,6 +1,9 @@
 // Formatting of graph statistics, parameter lists and the toolchain/GPU probe.
 #include "tools/report.h"
 
+#include <map>
+#include <set>
+
 #include <fmt/format.h>
 
 #include "ir/stats.h"
@@ -230,6 +233,94 @@ std::string info_text(const nlohmann::json& j) {
                                                             "or run scripts/setup.sh)"
                                                           : fmt::format("{}", fmt::join(targets, ", ")));
   return out;
+}
+
+namespace {
+
+struct FamilyFigures {
+  int kernels = 0, launches = 0, max_registers = 0, max_shared = 0, spill_bytes = 0;
+};
+
+std::map<std::string, FamilyFigures> by_family(const codegen::CompiledProgram& p) {
+  std::map<std::string, FamilyFigures> f;
+  std::set<std::string> seen;
+  for (const codegen::GraphKernels* g : {&p.step, &p.optimizer})
+    for (const codegen::KernelSpec& k : g->kernels) {
+      FamilyFigures& x = f[k.family];
+      ++x.launches;
+      if (!seen.insert(k.name).second) continue;
+      const codegen::PtxasInfo& i = p.images.at(k.name).ptxas;
+      ++x.kernels;
+      x.max_registers = std::max(x.max_registers, i.registers);
+      x.max_shared = std::max(x.max_shared, i.shared_bytes);
+      x.spill_bytes += i.spill_store_bytes + i.spill_load_bytes;
+    }
+  return f;
+}
+
+}  // namespace
+
+nlohmann::json kernels_json(const codegen::CompiledProgram& p) {
+  nlohmann::json j;
+  j["arch"] = p.options.arch;
+  j["nvrtc"] = p.nvrtc_version;
+  j["compile_seconds"] = p.stats.seconds;
+  j["cache_hits"] = p.stats.cache_hits;
+  j["distinct_kernels"] = p.images.size();
+  j["matrix_ops_left"] = p.step.deferred.size() + p.optimizer.deferred.size();
+  for (const auto& [family, x] : by_family(p))
+    j["families"][family] = {{"kernels", x.kernels}, {"launches", x.launches}, {"max_registers", x.max_registers},
+                             {"max_shared_bytes", x.max_shared}, {"spill_bytes", x.spill_bytes}};
+  j["per_kernel"] = nlohmann::json::array();
+  std::set<std::string> seen;
+  for (const codegen::GraphKernels* g : {&p.step, &p.optimizer})
+    for (const codegen::KernelSpec& k : g->kernels) {
+      if (!seen.insert(k.name).second) continue;
+      const codegen::PtxasInfo& i = p.images.at(k.name).ptxas;
+      j["per_kernel"].push_back({{"name", k.name}, {"family", k.family}, {"first_use", k.label},
+                                 {"registers", i.registers}, {"shared_bytes", i.shared_bytes}, {"stack_bytes", i.stack_bytes},
+                                 {"spill_bytes", i.spill_store_bytes + i.spill_load_bytes}, {"ptx", p.images.at(k.name).ptx}});
+    }
+  return j;
+}
+
+std::string kernels_text(const codegen::CompiledProgram& p, bool compiled_now) {
+  const std::string how =
+      compiled_now ? fmt::format(", compiled in {:.2f} s ({} from the cache)", p.stats.seconds, p.stats.cache_hits) : "";
+  std::string out = fmt::format(
+      "\nkernels for {} (NVRTC {}): {} distinct{}; {} matrix ops left to the matrix kernels\n"
+      "  {:<20} {:>7} {:>9} {:>10} {:>13} {:>12}\n",
+      p.options.arch, p.nvrtc_version, p.images.size(), how, p.step.deferred.size() + p.optimizer.deferred.size(),
+      "family", "kernels", "launches", "registers", "shared bytes", "spill bytes");
+  for (const auto& [family, x] : by_family(p))
+    out += fmt::format("  {:<20} {:>7} {:>9} {:>10} {:>13} {:>12}\n", family, x.kernels, x.launches, x.max_registers,
+                       x.max_shared, x.spill_bytes);
+  out += "  (registers and shared bytes: the most any kernel of the family uses; launches per micro-batch and optimizer step)\n";
+  return out;
+}
+
+nlohmann::json bertx_json(const codegen::CompiledProgram& p) {
+  nlohmann::json j = kernels_json(p);
+  j["model"] = p.model;
+  j["precision"] = p.options.precision;
+  j["recompute"] = p.options.recompute;
+  j["step_kernels"] = p.step.kernels.size();
+  j["optimizer_kernels"] = p.optimizer.kernels.size();
+  size_t bytes = 0;
+  for (const auto& [name, g] : p.images) bytes += g.image.size();
+  j["image_bytes"] = bytes;
+  return j;
+}
+
+std::string bertx_text(const codegen::CompiledProgram& p, const std::string& path) {
+  size_t bytes = 0, ptx = 0;
+  for (const auto& [name, g] : p.images) bytes += g.image.size(), ptx += g.ptx;
+  std::string out = fmt::format(
+      "{}: {} compiled for {}, precision {}, recompute {}\n  step: {} kernel launches + {} matrix ops; optimizer: {} "
+      "kernel launches\n  {} images ({} as PTX), {:.1f} KiB; every checksum matches\n",
+      path, p.model, p.options.arch, p.options.precision, p.options.recompute, p.step.kernels.size(),
+      p.step.deferred.size(), p.optimizer.kernels.size(), p.images.size(), ptx, static_cast<double>(bytes) / 1024);
+  return out + kernels_text(p, false);
 }
 
 }  // namespace bertc::tools

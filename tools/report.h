@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "codegen/nvrtc_library.h"
+#include "codegen/program.h"
 #include "frontend/config.h"
 #include "ir/graph.h"
 #include "passes/report.h"
@@ -21,6 +22,15 @@ std::string params_text(const nlohmann::json& params);
 
 nlohmann::json report_json(const passes::CompileReport& report);
 std::string report_text(const passes::CompileReport& report, const std::string& name);
+
+// The compiled kernels: per family how many, their launches, registers, shared memory and
+// spills (ptxas), and the compile's time and cache hits.
+nlohmann::json kernels_json(const codegen::CompiledProgram& p);
+std::string kernels_text(const codegen::CompiledProgram& p, bool compiled_now = true);
+
+// What a .bertx file holds (bertc info FILE.bertx).
+nlohmann::json bertx_json(const codegen::CompiledProgram& p);
+std::string bertx_text(const codegen::CompiledProgram& p, const std::string& path);
 
 nlohmann::json info_json(const runtime::CudaDriverProbe& driver, const std::vector<codegen::NvrtcProbe>& nvrtc);
 std::string info_text(const nlohmann::json& info);

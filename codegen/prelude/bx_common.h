@@ -78,6 +78,40 @@ BX_FN void bx_st(int* p, bx_i64 i, bx_i64 v) { p[i] = (int)v; }
 BX_FN void bx_st(bx_i64* p, bx_i64 i, bx_i64 v) { p[i] = v; }
 BX_FN void bx_st(unsigned char* p, bx_i64 i, bx_i64 v) { p[i] = (unsigned char)v; }
 
+// Vector access to N consecutive elements starting at i (a multiple of N): one load or store of
+// N * sizeof(T) bytes where the buffer is aligned to it, as kernel buffers are (256 bytes).
+template <typename T, int N>
+struct alignas(sizeof(T) * N) bx_vec {
+  T v[N];
+};
+template <int N> BX_FN void bx_ldv(const float* p, bx_i64 i, float* out) {
+  const bx_vec<float, N> x = *(const bx_vec<float, N>*)(p + i);
+  for (int k = 0; k < N; ++k) out[k] = x.v[k];
+}
+template <int N> BX_FN void bx_ldv(const bx_f16* p, bx_i64 i, float* out) {
+  const bx_vec<bx_u16, N> x = *(const bx_vec<bx_u16, N>*)(p + i);
+  for (int k = 0; k < N; ++k) out[k] = bx_f16_bits_to_f32(x.v[k]);
+}
+template <int N> BX_FN void bx_ldv(const bx_bf16* p, bx_i64 i, float* out) {
+  const bx_vec<bx_u16, N> x = *(const bx_vec<bx_u16, N>*)(p + i);
+  for (int k = 0; k < N; ++k) out[k] = bx_bf16_bits_to_f32(x.v[k]);
+}
+template <int N> BX_FN void bx_stv(float* p, bx_i64 i, const float* in) {
+  bx_vec<float, N> x;
+  for (int k = 0; k < N; ++k) x.v[k] = in[k];
+  *(bx_vec<float, N>*)(p + i) = x;
+}
+template <int N> BX_FN void bx_stv(bx_f16* p, bx_i64 i, const float* in) {
+  bx_vec<bx_u16, N> x;
+  for (int k = 0; k < N; ++k) x.v[k] = bx_f32_to_f16_bits(in[k]);
+  *(bx_vec<bx_u16, N>*)(p + i) = x;
+}
+template <int N> BX_FN void bx_stv(bx_bf16* p, bx_i64 i, const float* in) {
+  bx_vec<bx_u16, N> x;
+  for (int k = 0; k < N; ++k) x.v[k] = bx_f32_to_bf16_bits(in[k]);
+  *(bx_vec<bx_u16, N>*)(p + i) = x;
+}
+
 // Atomic adds for every float storage type; 16-bit ones through a compare-and-swap of the
 // 32-bit word that holds them (any arch).
 BX_FN void bx_atomic_add_st(float* p, bx_i64 i, float v) { bx_atomic_add(p + i, v); }

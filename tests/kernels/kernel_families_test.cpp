@@ -271,13 +271,22 @@ TEST(BrokenKernels, AMissingBarrierIsCaught) {
 }
 
 TEST(BrokenKernels, AnOffByOneIndexIsCaught) {
-  // Every element one further on: the last thread writes past the end of the output.
+  // The GELU kernel stores four elements at a time; store each one place further on: the last
+  // thread writes past the end of the output.
   expect_caught(kBiasGradient, {"pointwise writing at i + 1", [](codegen::KernelSpec& k) {
-                                  return k.family == "pointwise" && replace_first(k.source, "bx_st(out0, ", "bx_st(out0, 1 + ");
+                                  return k.family == "pointwise" &&
+                                         replace_first(k.source, "bx_stv<4>(out0, i0, vout0);",
+                                                       "for (int k = 0; k < 4; ++k) bx_st(out0, i0 + k + 1, vout0[k]);");
                                 }});
-  // Reading one element further on: wrong values, even where the writes stay in bounds.
+  // Read each element one place further on: wrong values, and a read past the end.
   expect_caught(kBiasGradient, {"pointwise reading at i + 1", [](codegen::KernelSpec& k) {
-                                  return k.family == "pointwise" && replace_first(k.source, "bx_ld(in0, ", "bx_ld(in0, 1 + ");
+                                  return k.family == "pointwise" &&
+                                         replace_first(k.source, "bx_ldv<4>(in0, i0, vin0);",
+                                                       "for (int k = 0; k < 4; ++k) vin0[k] = bx_ld(in0, i0 + k + 1);");
+                                }});
+  // The column reduction's rows, one too few: the last row of each column is left out.
+  expect_caught(kBiasGradient, {"reduction stopping a row early", [](codegen::KernelSpec& k) {
+                                  return k.family == "reduction" && replace_first(k.source, "k < 64; k += 8", "k < 63; k += 8");
                                 }});
 }
 

@@ -20,3 +20,5 @@ tools = {
 for name in sorted(tools, key=len, reverse=True):
     config.substitutions.append((name, tools[name]))
 config.environment["PATH"] = config.llvm_bin_dir + os.pathsep + os.environ.get("PATH", "")
+# Kernels compiled by the tests are cached in the build tree, not in the user's cache.
+config.environment["XDG_CACHE_HOME"] = os.path.join(config.bertc_bin_dir, "tests", "kernel-cache-lit")

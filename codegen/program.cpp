@@ -1,0 +1,267 @@
+// Compiling a training program's kernels, the .bertx container, and the kernel listing.
+#include "codegen/program.h"
+
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <set>
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <xxhash.h>
+
+#include "codegen/atomic_file.h"
+#include "codegen/render.h"
+#include "ir/parser.h"
+#include "ir/printer.h"
+
+namespace bertc::codegen {
+namespace {
+
+using nlohmann::json;
+
+constexpr char kMagic[8] = {'B', 'E', 'R', 'T', 'C', 'X', '0', '1'};
+
+int arch_number(const std::string& arch) {
+  if (arch.rfind("sm_", 0) != 0 || arch.size() < 5)
+    throw std::runtime_error(fmt::format("compiling kernels needs a GPU arch (sm_61 ... sm_90 or a GPU name), not '{}': "
+                                         "pass --arch", arch));
+  return std::stoi(arch.substr(3));
+}
+
+// The kernels of both graphs, each distinct source once.
+std::vector<KernelSource> distinct_sources(const GraphKernels& step, const GraphKernels& optimizer) {
+  std::vector<KernelSource> out;
+  std::set<std::string> seen;
+  for (const GraphKernels* g : {&step, &optimizer})
+    for (const KernelSpec& k : g->kernels)
+      if (seen.insert(k.name).second) out.push_back({k.name, device_source(k)});
+  return out;
+}
+
+const char* kind_name(ParamKind k) { return k == ParamKind::Buffer ? "buffer" : k == ParamKind::Table ? "table" : "scratch"; }
+ParamKind kind_of(const std::string& s) {
+  if (s == "buffer") return ParamKind::Buffer;
+  if (s == "table") return ParamKind::Table;
+  if (s == "scratch") return ParamKind::Scratch;
+  throw std::runtime_error("unknown parameter kind '" + s + "'");
+}
+
+json dim_json(const Dim3& d) { return json::array({d.x, d.y, d.z}); }
+Dim3 dim_of(const json& j) { return {j.at(0).get<int>(), j.at(1).get<int>(), j.at(2).get<int>()}; }
+
+json kernels_json(const GraphKernels& g, const std::vector<std::string>& labels) {
+  json kernels = json::array();
+  for (const KernelSpec& k : g.kernels) {
+    json params = json::array();
+    for (const KernelParam& p : k.params) {
+      json jp = {{"kind", kind_name(p.kind)}, {"name", p.name}, {"c_type", p.c_type}, {"written", p.written}};
+      if (p.kind == ParamKind::Buffer) jp["value"] = labels.at(p.value);
+      if (p.kind == ParamKind::Scratch) jp["scratch_bytes"] = p.scratch_bytes;
+      if (p.kind == ParamKind::Table) {
+        jp["table"] = json::array();
+        for (ir::ValueId v : p.table) jp["table"].push_back(labels.at(v));
+        jp["table_written"] = p.table_written;
+      }
+      params.push_back(jp);
+    }
+    json zero = json::array();
+    for (ir::ValueId v : k.zero_before) zero.push_back(labels.at(v));
+    kernels.push_back({{"name", k.name}, {"family", k.family}, {"label", k.label}, {"op_index", k.op_index},
+                       {"grid", dim_json(k.grid)}, {"block", dim_json(k.block)}, {"cooperative", k.cooperative},
+                       {"zero_before", zero}, {"params", params}, {"source", k.source}});
+  }
+  json deferred = json::array();
+  for (const DeferredOp& d : g.deferred) deferred.push_back({{"op_index", d.op_index}, {"family", d.family}, {"label", d.label}});
+  return {{"kernels", kernels}, {"deferred", deferred}};
+}
+
+GraphKernels kernels_of(const json& j, const ir::Graph& graph) {
+  std::map<std::string, ir::ValueId> by_label;
+  const std::vector<std::string> labels = ir::value_labels(graph);
+  for (ir::ValueId v = 0; v < labels.size(); ++v)
+    if (!labels[v].empty()) by_label[labels[v]] = v;
+  auto value = [&](const json& label) {
+    auto it = by_label.find(label.get<std::string>());
+    if (it == by_label.end()) throw std::runtime_error("a kernel refers to " + label.get<std::string>() + ", which the IR lacks");
+    return it->second;
+  };
+  GraphKernels g;
+  for (const json& jk : j.at("kernels")) {
+    KernelSpec k;
+    k.name = jk.at("name");
+    k.family = jk.at("family");
+    k.label = jk.at("label");
+    k.op_index = jk.at("op_index");
+    if (k.op_index >= graph.ops().size()) throw std::runtime_error("kernel " + k.name + " runs an op the IR lacks");
+    k.grid = dim_of(jk.at("grid"));
+    k.block = dim_of(jk.at("block"));
+    k.cooperative = jk.at("cooperative");
+    for (const json& z : jk.at("zero_before")) k.zero_before.push_back(value(z));
+    for (const json& jp : jk.at("params")) {
+      KernelParam p;
+      p.kind = kind_of(jp.at("kind"));
+      p.name = jp.at("name");
+      p.c_type = jp.at("c_type");
+      p.written = jp.at("written");
+      if (p.kind == ParamKind::Buffer) p.value = value(jp.at("value"));
+      if (p.kind == ParamKind::Scratch) p.scratch_bytes = jp.at("scratch_bytes");
+      if (p.kind == ParamKind::Table) {
+        for (const json& t : jp.at("table")) p.table.push_back(value(t));
+        p.table_written = jp.at("table_written").get<std::vector<bool>>();
+      }
+      k.params.push_back(std::move(p));
+    }
+    k.source = jk.at("source");
+    g.kernels.push_back(std::move(k));
+  }
+  for (const json& d : j.at("deferred")) g.deferred.push_back({d.at("op_index"), d.at("family"), d.at("label")});
+  return g;
+}
+
+json options_json(const frontend::CompileOptions& o) {
+  return {{"arch", o.arch}, {"precision", o.precision}, {"recompute", o.recompute}, {"memory_budget", o.memory_budget},
+          {"fusion", o.fusion}, {"fused_attention", o.fused_attention}, {"dropout", o.dropout}};
+}
+frontend::CompileOptions options_of(const json& j) {
+  frontend::CompileOptions o;
+  o.arch = j.at("arch");
+  o.precision = j.at("precision");
+  o.recompute = j.at("recompute");
+  o.memory_budget = j.at("memory_budget");
+  o.fusion = j.at("fusion");
+  o.fused_attention = j.at("fused_attention");
+  o.dropout = j.at("dropout");
+  return o;
+}
+
+}  // namespace
+
+CompiledProgram compile_program(const passes::TrainingProgram& program, const frontend::CompileOptions& options,
+                                const std::string& model, const std::string& config_text,
+                                const CompileSettings& settings) {
+  const int arch = arch_number(options.arch);
+  CompiledProgram p;
+  p.model = model;
+  p.options = options;
+  p.config_text = config_text;
+  p.step_ir = ir::print(program.step);
+  p.optimizer_ir = ir::print(program.optimizer);
+  p.step = render_graph(program.step);
+  p.optimizer = render_graph(program.optimizer);
+  const NvrtcCompiler compiler = NvrtcCompiler::for_arch(arch);
+  p.nvrtc_version = compiler.version();
+  p.nvrtc_library = compiler.library();
+  const std::vector<KernelSource> sources = distinct_sources(p.step, p.optimizer);
+  if (settings.on_start) settings.on_start(sources.size(), compiler);
+  for (GpuImage& g : compile_all(compiler, sources, settings.cache, &p.stats, settings.threads)) p.images[g.name] = std::move(g);
+  return p;
+}
+
+void write_bertx(const std::filesystem::path& path, const CompiledProgram& p) {
+  const ir::Graph step = ir::parse(p.step_ir), optimizer = ir::parse(p.optimizer_ir);
+  json images = json::array();
+  std::string blob;
+  for (const auto& [name, g] : p.images) {
+    images.push_back({{"name", name}, {"offset", blob.size()}, {"size", g.image.size()}, {"ptx", g.ptx},
+                      {"xxh3", XXH3_64bits(g.image.data(), g.image.size())}, {"registers", g.ptxas.registers},
+                      {"shared_bytes", g.ptxas.shared_bytes}, {"stack_bytes", g.ptxas.stack_bytes},
+                      {"spill_store_bytes", g.ptxas.spill_store_bytes}, {"spill_load_bytes", g.ptxas.spill_load_bytes}});
+    blob += g.image;
+  }
+  const json header = {{"format", "bertx"}, {"version", 1}, {"model", p.model}, {"options", options_json(p.options)},
+                       {"config", p.config_text}, {"nvrtc", {{"version", p.nvrtc_version}, {"library", p.nvrtc_library}}},
+                       {"step", {{"ir", p.step_ir}, {"kernels", kernels_json(p.step, ir::value_labels(step))}}},
+                       {"optimizer", {{"ir", p.optimizer_ir}, {"kernels", kernels_json(p.optimizer, ir::value_labels(optimizer))}}},
+                       {"images", images}};
+  const std::string text = header.dump();
+  std::string out(kMagic, 8);
+  const uint64_t size = text.size(), sum = XXH3_64bits(text.data(), text.size());
+  out.append(reinterpret_cast<const char*>(&size), 8);
+  out.append(reinterpret_cast<const char*>(&sum), 8);
+  write_file_atomically(path, out + text + blob);
+}
+
+CompiledProgram read_bertx(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error(fmt::format("{}: cannot open", path.string()));
+  const std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  auto bad = [&](const std::string& why) {
+    return std::runtime_error(fmt::format("{}: not a usable .bertx file: {}. Write it again with bertc compile CONFIG "
+                                          "--arch sm_XX -o FILE.bertx",
+                                          path.string(), why));
+  };
+  if (bytes.size() < 24 || std::memcmp(bytes.data(), kMagic, 8) != 0) throw bad("it does not start with the .bertx magic");
+  uint64_t size = 0, sum = 0;
+  std::memcpy(&size, bytes.data() + 8, 8);
+  std::memcpy(&sum, bytes.data() + 16, 8);
+  if (size > bytes.size() - 24) throw bad("it is truncated (the header runs past the end)");
+  const std::string text = bytes.substr(24, size);
+  if (XXH3_64bits(text.data(), text.size()) != sum) throw bad("the header's checksum does not match");
+  const std::string blob = bytes.substr(24 + size);
+  try {
+    const json h = json::parse(text);
+    if (h.at("format") != "bertx" || h.at("version") != 1) throw bad("an unknown format version");
+    CompiledProgram p;
+    p.model = h.at("model");
+    p.options = options_of(h.at("options"));
+    p.config_text = h.at("config");
+    p.nvrtc_version = h.at("nvrtc").at("version");
+    p.nvrtc_library = h.at("nvrtc").at("library");
+    p.step_ir = h.at("step").at("ir");
+    p.optimizer_ir = h.at("optimizer").at("ir");
+    const ir::Graph step = ir::parse(p.step_ir), optimizer = ir::parse(p.optimizer_ir);
+    p.step = kernels_of(h.at("step").at("kernels"), step);
+    p.optimizer = kernels_of(h.at("optimizer").at("kernels"), optimizer);
+    for (const json& ji : h.at("images")) {
+      GpuImage g;
+      g.name = ji.at("name");
+      const uint64_t offset = ji.at("offset"), n = ji.at("size");
+      if (offset > blob.size() || n > blob.size() - offset) throw bad("image " + g.name + " runs past the end of the file");
+      g.image = blob.substr(offset, n);
+      if (XXH3_64bits(g.image.data(), g.image.size()) != ji.at("xxh3").get<uint64_t>())
+        throw bad("image " + g.name + "'s checksum does not match");
+      g.ptx = ji.at("ptx");
+      g.ptxas = {ji.at("registers"), ji.at("shared_bytes"), ji.at("stack_bytes"), ji.at("spill_store_bytes"),
+                 ji.at("spill_load_bytes")};
+      p.images[g.name] = std::move(g);
+    }
+    for (const GraphKernels* g : {&p.step, &p.optimizer})
+      for (const KernelSpec& k : g->kernels)
+        if (!p.images.count(k.name)) throw bad("kernel " + k.name + " has no image");
+    return p;
+  } catch (const json::exception& e) {
+    throw bad(std::string("its header is malformed: ") + e.what());
+  } catch (const ir::Error& e) {
+    throw bad(std::string("its IR does not parse: ") + e.what());
+  }
+}
+
+std::string cuda_listing(const GraphKernels& step, const GraphKernels& optimizer) {
+  std::string out = "// Kernels of the training program, in launch order; each distinct source once.\n"
+                    "// They include only bertc's prelude (\"bx.h\").\n";
+  std::set<std::string> printed;
+  auto graph = [&](const char* title, const GraphKernels& k) {
+    out += fmt::format("\n// ===== {} graph: {} kernels, {} matrix ops left to the matrix kernels =====\n", title,
+                       k.kernels.size(), k.deferred.size());
+    size_t d = 0;
+    for (const KernelSpec& s : k.kernels) {
+      for (; d < k.deferred.size() && k.deferred[d].op_index < s.op_index; ++d)
+        out += fmt::format("\n// op {}: {} ({}) -- matrix kernel\n", k.deferred[d].op_index, k.deferred[d].family,
+                           k.deferred[d].label);
+      out += fmt::format("\n// op {}: {} ({}), grid {}x{}x{}, block {}x{}x{}{}\n", s.op_index, s.family, s.label, s.grid.x,
+                         s.grid.y, s.grid.z, s.block.x, s.block.y, s.block.z,
+                         s.zero_before.empty() ? "" : ", outputs zeroed first");
+      if (printed.insert(s.name).second) out += s.source;
+      else out += fmt::format("// (the same kernel as above: {})\n", s.name);
+    }
+    for (; d < k.deferred.size(); ++d)
+      out += fmt::format("\n// op {}: {} ({}) -- matrix kernel\n", k.deferred[d].op_index, k.deferred[d].family, k.deferred[d].label);
+  };
+  graph("step", step);
+  graph("optimizer", optimizer);
+  return out;
+}
+
+}  // namespace bertc::codegen

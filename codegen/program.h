@@ -1,0 +1,54 @@
+// A training program compiled for one GPU arch: both graphs' kernels rendered, each distinct
+// kernel compiled by NVRTC (through the disk cache), and the .bertx file that holds it all so that
+// compiling and training can be separate steps.
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "codegen/kernel.h"
+#include "codegen/nvrtc_compiler.h"
+#include "passes/pipeline.h"
+
+namespace bertc::codegen {
+
+struct CompiledProgram {
+  std::string model;                      // the config's name
+  frontend::CompileOptions options;       // resolved (arch sm_XX, precision)
+  std::string config_text;                // the TOML the program was compiled from
+  std::string step_ir, optimizer_ir;      // the compiled graphs, as IR text
+  GraphKernels step, optimizer;
+  std::map<std::string, GpuImage> images;  // by kernel name
+  std::string nvrtc_version, nvrtc_library;
+  CompileStats stats;
+};
+
+struct CompileSettings {
+  std::optional<std::filesystem::path> cache;  // nullopt: no disk cache
+  unsigned threads = 0;                        // 0: all cores
+  // Called once before compiling with the number of distinct kernels; for progress output.
+  std::function<void(size_t kernels, const NvrtcCompiler&)> on_start;
+};
+
+// Renders and compiles `program` for options.arch (an "sm_XX"). Throws std::runtime_error when
+// the arch is none, no NVRTC reaches it, or a kernel fails to compile (KernelCompileError).
+CompiledProgram compile_program(const passes::TrainingProgram& program, const frontend::CompileOptions& options,
+                                const std::string& model, const std::string& config_text,
+                                const CompileSettings& settings);
+
+// Writes `p` as a .bertx file (atomically): a JSON header (metadata, IR, kernels and their
+// launch records, image index with checksums) and the images.
+void write_bertx(const std::filesystem::path& path, const CompiledProgram& p);
+
+// Reads a .bertx file back; throws std::runtime_error naming the file and what is wrong
+// (not a .bertx, truncated, a checksum that does not match, IR that does not parse).
+CompiledProgram read_bertx(const std::filesystem::path& path);
+
+// Every kernel source of the program, with where it is launched: what --emit cuda prints.
+std::string cuda_listing(const GraphKernels& step, const GraphKernels& optimizer);
+
+}  // namespace bertc::codegen

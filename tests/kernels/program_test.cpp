@@ -1,0 +1,92 @@
+// Compiled programs: every kernel of a BERT-base training step compiles with NVRTC for each arch
+// bertc targets, at the precision that arch trains in, without register spills; a .bertx file
+// reads back to the same program.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "codegen/program.h"
+#include "ir/parser.h"
+#include "ir/printer.h"
+#include "frontend/bert.h"
+#include "passes/targets.h"
+
+namespace bertc::codegen {
+namespace {
+
+struct Compiled {
+  passes::TrainingProgram program;
+  CompiledProgram compiled;
+};
+
+Compiled compile_for(const std::string& config, const std::string& arch) {
+  frontend::Config c = frontend::load_config(std::string(BERTC_SOURCE_DIR) + "/examples/" + config);
+  c.compile.arch = arch;
+  c.compile = passes::resolve_options(c.compile, "none");  // precision auto: what that arch trains in
+  Compiled out;
+  out.program = passes::compile_training(frontend::build_bert_pretraining(c), c.compile, passes::optimizer_options(c.train));
+  CompileSettings s;
+  s.cache = std::filesystem::path(BERTC_TEST_CACHE);
+  out.compiled = compile_program(out.program, c.compile, c.name, "", s);
+  return out;
+}
+
+TEST(CompiledProgram, BertBaseCompilesForEveryArchWithoutSpills) {
+  for (const char* arch : {"sm_61", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90"}) {
+    const Compiled c = compile_for("bert-base.toml", arch);
+    const CompiledProgram& p = c.compiled;
+    std::set<std::string> names;
+    for (const GraphKernels* g : {&p.step, &p.optimizer})
+      for (const KernelSpec& k : g->kernels) names.insert(k.name);
+    EXPECT_EQ(p.images.size(), names.size()) << arch;
+    EXPECT_GT(names.size(), 50u) << arch;
+    for (const auto& [name, image] : p.images) {
+      EXPECT_FALSE(image.ptx) << arch << " " << name << ": a cubin is expected for every arch of the table";
+      EXPECT_GT(image.ptxas.registers, 0) << arch << " " << name;
+      EXPECT_EQ(image.ptxas.spill_store_bytes + image.ptxas.spill_load_bytes, 0) << arch << " " << name << " spills";
+      EXPECT_LE(image.ptxas.shared_bytes, 48 * 1024) << arch << " " << name << ": over the static shared limit";
+    }
+    std::printf("%s (%s): %zu distinct kernels, %zu launches, compiled in %.2f s, %zu from the cache\n", arch,
+                p.options.precision.c_str(), names.size(), p.step.kernels.size() + p.optimizer.kernels.size(),
+                p.stats.seconds, p.stats.cache_hits);
+  }
+}
+
+TEST(CompiledProgram, BertxReadsBackTheSameProgram) {
+  const Compiled c = compile_for("bert-tiny.toml", "sm_75");
+  const std::filesystem::path path = std::filesystem::path(BERTC_TEST_CACHE) / "tiny.bertx";
+  write_bertx(path, c.compiled);
+  const CompiledProgram r = read_bertx(path);
+  EXPECT_EQ(r.model, c.compiled.model);
+  EXPECT_EQ(r.options.precision, "fp16");
+  EXPECT_EQ(r.step_ir, c.compiled.step_ir);
+  for (auto [a, b] : {std::pair{&r.step, &c.compiled.step}, std::pair{&r.optimizer, &c.compiled.optimizer}}) {
+    ASSERT_EQ(a->kernels.size(), b->kernels.size());
+    ASSERT_EQ(a->deferred.size(), b->deferred.size());
+    for (size_t i = 0; i < a->kernels.size(); ++i) {
+      const KernelSpec &x = a->kernels[i], &y = b->kernels[i];
+      EXPECT_EQ(x.name, y.name);
+      EXPECT_EQ(x.source, y.source);
+      EXPECT_EQ(x.op_index, y.op_index);
+      EXPECT_EQ(x.grid.x, y.grid.x);
+      EXPECT_EQ(x.block.x * x.block.y, y.block.x * y.block.y);
+      ASSERT_EQ(x.params.size(), y.params.size());
+      for (size_t j = 0; j < x.params.size(); ++j) {
+        EXPECT_EQ(x.params[j].c_type, y.params[j].c_type);
+        EXPECT_EQ(x.params[j].table.size(), y.params[j].table.size());
+      }
+    }
+  }
+  // Buffers are named by IR labels in the file: they resolve to the same values of the re-read IR.
+  const ir::Graph step = ir::parse(r.step_ir);
+  const auto labels = ir::value_labels(step), original = ir::value_labels(c.program.step);
+  for (size_t i = 0; i < r.step.kernels.size(); ++i)
+    for (size_t j = 0; j < r.step.kernels[i].params.size(); ++j) {
+      if (r.step.kernels[i].params[j].kind != ParamKind::Buffer) continue;
+      EXPECT_EQ(labels[r.step.kernels[i].params[j].value], original[c.compiled.step.kernels[i].params[j].value]);
+    }
+  for (const auto& [name, image] : c.compiled.images) EXPECT_EQ(r.images.at(name).image, image.image) << name;
+}
+
+}  // namespace
+}  // namespace bertc::codegen
