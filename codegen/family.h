@@ -8,6 +8,7 @@
 
 #include "codegen/emitter.h"
 #include "codegen/kernel.h"
+#include "codegen/matrix_strategy.h"
 
 namespace bertc::codegen {
 
@@ -16,6 +17,7 @@ struct KernelInput {
   size_t op_index;
   const ir::Op& op;
   const ir::Graph& body;   // what the kernel computes: inputs stand for op's operands, outputs its results
+  RenderTarget target{};   // the GPU arch the matrix kernels' strategy follows
 };
 
 // Buffer parameters in0.. (operands, read) and out0.. (results, written), in order.
@@ -46,5 +48,7 @@ KernelSpec render_row(const KernelInput& in);
 KernelSpec render_reduction(const KernelInput& in);
 KernelSpec render_scatter_add(const KernelInput& in);
 KernelSpec render_multi_tensor(const KernelInput& in);
+KernelSpec render_matmul(const KernelInput& in);     // a matmul with its fused epilogue
+KernelSpec render_attention(const KernelInput& in);  // attention or attention_grad
 
 }  // namespace bertc::codegen

@@ -4,6 +4,7 @@
 #include <boost/context/fiber.hpp>
 #include <boost/context/pooled_fixedsize_stack.hpp>
 
+#include <cstring>
 #include <map>
 #include <utility>
 #include <vector>
@@ -20,6 +21,12 @@ struct HostEmulator::Scheduler {
     ctx::fiber fiber;  // the thread, while suspended
     ctx::fiber sink;   // inside the thread: the scheduler, to switch back to
     bool done = false;
+    struct Copy {
+      void* dst;
+      const void* src;  // null: zeros
+      unsigned int bytes;
+    };
+    std::vector<std::vector<Copy>> copy_groups{1};  // cp.async: committed groups, then the open one
   };
   struct Barrier {  // counts arrivals; a generation passes when all `size` threads arrived
     int size = 0, arrived = 0;
@@ -28,6 +35,7 @@ struct HostEmulator::Scheduler {
   struct Warp {
     Barrier barrier;
     unsigned int slot[32] = {};
+    unsigned char exchange[32][64] = {};
   };
 
   bx_host_api api{};
@@ -47,6 +55,14 @@ struct HostEmulator::Scheduler {
     api.sync = [](void* s) { static_cast<Scheduler*>(s)->sync(); };
     api.shfl_xor = [](void* s, unsigned int bits, int mask) { return static_cast<Scheduler*>(s)->shfl_xor(bits, mask); };
     api.shared = [](void* s, unsigned long bytes, int key) { return static_cast<Scheduler*>(s)->shared_memory(bytes, key); };
+    api.warp_gather = [](void* s, const void* mine, unsigned int bytes, void* all) {
+      static_cast<Scheduler*>(s)->warp_gather(mine, bytes, all);
+    };
+    api.cp_async = [](void* s, void* dst, const void* src, unsigned int bytes) {
+      static_cast<Scheduler*>(s)->running->copy_groups.back().push_back({dst, src, bytes});
+    };
+    api.cp_async_commit = [](void* s) { static_cast<Scheduler*>(s)->running->copy_groups.emplace_back(); };
+    api.cp_async_wait = [](void* s, int pending) { static_cast<Scheduler*>(s)->cp_async_wait(pending); };
   }
 
   void yield() { running->sink = std::move(running->sink).resume(); }
@@ -68,14 +84,44 @@ struct HostEmulator::Scheduler {
   void sync() { wait(block_barrier); }
 
   unsigned int shfl_xor(unsigned int bits, int mask) {
-    const int tid = linear_tid(running->state), lane = tid & 31;
-    Warp& w = warps[static_cast<size_t>(tid >> 5)];
-    if (w.barrier.size != 32) throw EmulationError(fmt::format("kernel {}: a shuffle in a partial warp", kernel));
+    const int lane = linear_tid(running->state) & 31;
+    Warp& w = full_warp("a shuffle");
     w.slot[lane] = bits;
     wait(w.barrier);
     const unsigned int got = w.slot[(lane ^ mask) & 31];
     wait(w.barrier);  // nobody overwrites a slot before every lane has read
     return got;
+  }
+
+  Warp& full_warp(const char* what) {
+    const int tid = linear_tid(running->state);
+    Warp& w = warps[static_cast<size_t>(tid >> 5)];
+    if (w.barrier.size != 32) throw EmulationError(fmt::format("kernel {}: {} in a partial warp", kernel, what));
+    return w;
+  }
+
+  void warp_gather(const void* mine, unsigned int bytes, void* all) {
+    if (bytes > 64) throw EmulationError(fmt::format("kernel {}: a warp exchange of {} bytes per lane", kernel, bytes));
+    Warp& w = full_warp("a matrix instruction");
+    const int lane = linear_tid(running->state) & 31;
+    std::memcpy(w.exchange[lane], mine, bytes);
+    wait(w.barrier);
+    for (int l = 0; l < 32; ++l) std::memcpy(static_cast<unsigned char*>(all) + l * bytes, w.exchange[l], bytes);
+    wait(w.barrier);  // nobody overwrites a slot before every lane has read
+  }
+
+  // Lands every committed group but the newest `pending` (the open group is not committed).
+  void cp_async_wait(int pending) {
+    auto& groups = running->copy_groups;
+    const size_t committed = groups.size() - 1;
+    if (pending < 0 || static_cast<size_t>(pending) >= committed) return;
+    const size_t land = committed - static_cast<size_t>(pending);
+    for (size_t g = 0; g < land; ++g)
+      for (const Thread::Copy& c : groups[g]) {
+        if (c.src) std::memcpy(c.dst, c.src, c.bytes);
+        else std::memset(c.dst, 0, c.bytes);
+      }
+    groups.erase(groups.begin(), groups.begin() + static_cast<std::ptrdiff_t>(land));
   }
 
   void* shared_memory(unsigned long bytes, int key) {

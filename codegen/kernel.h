@@ -32,6 +32,7 @@ struct KernelSpec {
   std::string name;     // k_<hash of the source>: kernels with the same source share one
   std::string family;   // pointwise, row_reduction, reduction, gather, scatter_add, multi_tensor_norm, ...
   std::string label;    // where it comes from: the op's scope
+  std::string strategy; // matrix kernels: simt, hmma884 or hmma16816 (matrix_strategy.h); else empty
   size_t op_index = 0;  // the op of the graph it runs
   std::string source;   // the kernel function, named `name` (no #include)
   std::vector<KernelParam> params;
@@ -40,18 +41,9 @@ struct KernelSpec {
   std::vector<ir::ValueId> zero_before;  // buffers the launch expects zeroed (it accumulates into them)
 };
 
-// An op the renderer leaves to the matrix-product kernels (matmuls and attention): its place in
-// the launch order and why.
-struct DeferredOp {
-  size_t op_index = 0;
-  std::string family;  // "matmul", "matmul_epilogue", "attention", "attention_grad"
-  std::string label;
-};
-
 // The kernels of one graph (a training step or the optimizer step), in launch order.
 struct GraphKernels {
   std::vector<KernelSpec> kernels;
-  std::vector<DeferredOp> deferred;
 };
 
 // The translation unit NVRTC compiles for one kernel.

@@ -68,13 +68,11 @@ json kernels_json(const GraphKernels& g, const std::vector<std::string>& labels)
     }
     json zero = json::array();
     for (ir::ValueId v : k.zero_before) zero.push_back(labels.at(v));
-    kernels.push_back({{"name", k.name}, {"family", k.family}, {"label", k.label}, {"op_index", k.op_index},
+    kernels.push_back({{"name", k.name}, {"family", k.family}, {"strategy", k.strategy}, {"label", k.label}, {"op_index", k.op_index},
                        {"grid", dim_json(k.grid)}, {"block", dim_json(k.block)}, {"cooperative", k.cooperative},
                        {"zero_before", zero}, {"params", params}, {"source", k.source}});
   }
-  json deferred = json::array();
-  for (const DeferredOp& d : g.deferred) deferred.push_back({{"op_index", d.op_index}, {"family", d.family}, {"label", d.label}});
-  return {{"kernels", kernels}, {"deferred", deferred}};
+  return {{"kernels", kernels}};
 }
 
 GraphKernels kernels_of(const json& j, const ir::Graph& graph) {
@@ -92,6 +90,7 @@ GraphKernels kernels_of(const json& j, const ir::Graph& graph) {
     KernelSpec k;
     k.name = jk.at("name");
     k.family = jk.at("family");
+    k.strategy = jk.at("strategy");
     k.label = jk.at("label");
     k.op_index = jk.at("op_index");
     if (k.op_index >= graph.ops().size()) throw std::runtime_error("kernel " + k.name + " runs an op the IR lacks");
@@ -116,7 +115,6 @@ GraphKernels kernels_of(const json& j, const ir::Graph& graph) {
     k.source = jk.at("source");
     g.kernels.push_back(std::move(k));
   }
-  for (const json& d : j.at("deferred")) g.deferred.push_back({d.at("op_index"), d.at("family"), d.at("label")});
   return g;
 }
 
@@ -148,8 +146,8 @@ CompiledProgram compile_program(const passes::TrainingProgram& program, const fr
   p.config_text = config_text;
   p.step_ir = ir::print(program.step);
   p.optimizer_ir = ir::print(program.optimizer);
-  p.step = render_graph(program.step);
-  p.optimizer = render_graph(program.optimizer);
+  p.step = render_graph(program.step, {arch});
+  p.optimizer = render_graph(program.optimizer, {arch});
   const NvrtcCompiler compiler = NvrtcCompiler::for_arch(arch);
   p.nvrtc_version = compiler.version();
   p.nvrtc_library = compiler.library();
@@ -243,21 +241,15 @@ std::string cuda_listing(const GraphKernels& step, const GraphKernels& optimizer
                     "// They include only bertc's prelude (\"bx.h\").\n";
   std::set<std::string> printed;
   auto graph = [&](const char* title, const GraphKernels& k) {
-    out += fmt::format("\n// ===== {} graph: {} kernels, {} matrix ops left to the matrix kernels =====\n", title,
-                       k.kernels.size(), k.deferred.size());
-    size_t d = 0;
+    out += fmt::format("\n// ===== {} graph: {} kernels =====\n", title, k.kernels.size());
     for (const KernelSpec& s : k.kernels) {
-      for (; d < k.deferred.size() && k.deferred[d].op_index < s.op_index; ++d)
-        out += fmt::format("\n// op {}: {} ({}) -- matrix kernel\n", k.deferred[d].op_index, k.deferred[d].family,
-                           k.deferred[d].label);
-      out += fmt::format("\n// op {}: {} ({}), grid {}x{}x{}, block {}x{}x{}{}\n", s.op_index, s.family, s.label, s.grid.x,
+      const std::string family = s.strategy.empty() ? s.family : s.family + ", " + s.strategy;
+      out += fmt::format("\n// op {}: {} ({}), grid {}x{}x{}, block {}x{}x{}{}\n", s.op_index, family, s.label, s.grid.x,
                          s.grid.y, s.grid.z, s.block.x, s.block.y, s.block.z,
                          s.zero_before.empty() ? "" : ", outputs zeroed first");
       if (printed.insert(s.name).second) out += s.source;
       else out += fmt::format("// (the same kernel as above: {})\n", s.name);
     }
-    for (; d < k.deferred.size(); ++d)
-      out += fmt::format("\n// op {}: {} ({}) -- matrix kernel\n", k.deferred[d].op_index, k.deferred[d].family, k.deferred[d].label);
   };
   graph("step", step);
   graph("optimizer", optimizer);

@@ -20,10 +20,11 @@ bool launches(OpKind k) {
          k != OpKind::Reshape && k != OpKind::Update;
 }
 
-// The family of a launching op, or "" for the ops the matrix kernels take.
+// The family of a launching op.
 std::string family_of(const ir::Op& op) {
   switch (op.kind) {
-    case OpKind::Matmul: case OpKind::Attention: case OpKind::AttentionGrad: return "";
+    case OpKind::Matmul: return "matmul";
+    case OpKind::Attention: case OpKind::AttentionGrad: return "attention";
     case OpKind::Softmax: case OpKind::LayerNorm: case OpKind::SoftmaxGrad: case OpKind::LayerNormGrad:
     case OpKind::CrossEntropy: case OpKind::CrossEntropyGrad:
       return "row_reduction";
@@ -32,16 +33,12 @@ std::string family_of(const ir::Op& op) {
     case OpKind::AllFinite: case OpKind::Lamb: return "multi_tensor_norm";
     case OpKind::Fused: {
       const auto& kernel = op.attr<std::string>("kernel");
-      if (kernel == "matmul_epilogue") return "";
+      if (kernel == "matmul_epilogue") return "matmul";
       if (kernel == "multi_tensor_update") return "multi_tensor_update";
       return kernel;
     }
     default: return "pointwise";
   }
-}
-
-std::string deferred_family(const ir::Op& op) {
-  return op.kind == OpKind::Fused ? op.attr<std::string>("kernel") : std::string(op.info().name);
 }
 
 // A region around a plain op: one input per operand, the op, its results as outputs.
@@ -64,6 +61,8 @@ KernelSpec render_one(const KernelInput& in, const std::string& family) {
   if (family == "reduction") return render_reduction(in);
   if (family == "scatter_add") return render_scatter_add(in);
   if (family == "multi_tensor_norm" || family == "multi_tensor_update") return render_multi_tensor(in);
+  if (family == "matmul") return render_matmul(in);
+  if (family == "attention") return render_attention(in);
   throw ir::Error(fmt::format("no kernel family '{}'", family));
 }
 
@@ -147,20 +146,16 @@ std::string host_source(const std::vector<const KernelSpec*>& kernels) {
   return s;
 }
 
-GraphKernels render_graph(const ir::Graph& graph) {
+GraphKernels render_graph(const ir::Graph& graph, const RenderTarget& target) {
   GraphKernels out;
   for (size_t i = 0; i < graph.ops().size(); ++i) {
     const ir::Op& op = graph.ops()[i];
     if (!launches(op.kind)) continue;
     const std::string family = family_of(op);
-    if (family.empty()) {
-      out.deferred.push_back({i, deferred_family(op), op.scope});
-      continue;
-    }
     const ir::Graph body = op.kind == OpKind::Fused ? op.region.graph() : single_op_body(graph, op);
     KernelSpec k;
     try {
-      k = render_one({graph, i, op, body}, family);
+      k = render_one({graph, i, op, body, target}, family);
     } catch (const ir::Error& e) {
       throw ir::Error(fmt::format("rendering op {} ({}, {}): {}", i, op.info().name, op.scope, e.what()));
     }

@@ -1,17 +1,18 @@
 // The renderer: every fused group and every other launching op of a graph becomes one CUDA C++
 // kernel over the prelude, by kernel family (pointwise, row reduction, reduction, scatter-add,
-// multi-tensor norm and update). Matrix products and attention are left to the matrix kernels.
+// multi-tensor norm and update, matmul with its epilogue, fused attention). Matrix kernels follow
+// the strategy rule of matrix_strategy.h for target.sm.
 //
 // Pre:  a verified graph after fusion and schedule (the op order is the launch order).
-// Post: one KernelSpec per launching op that is not a matmul or attention op, in op order; the
-//       others listed as deferred. Kernels with equal source share a name.
+// Post: one KernelSpec per launching op, in op order. Kernels with equal source share a name.
 #pragma once
 
 #include "codegen/kernel.h"
+#include "codegen/matrix_strategy.h"
 #include "ir/graph.h"
 
 namespace bertc::codegen {
 
-GraphKernels render_graph(const ir::Graph& graph);
+GraphKernels render_graph(const ir::Graph& graph, const RenderTarget& target = {});
 
 }  // namespace bertc::codegen

@@ -116,7 +116,9 @@ int compile(CompileArgs args, const CompileFlags& flags, const frontend::ModelDe
       return 0;
     }
     if (args.emit == "cuda") {
-      text = codegen::cuda_listing(codegen::render_graph(p.step), codegen::render_graph(p.optimizer));
+      // Without a GPU arch the listing shows the kernels the host emulation runs (sm_61's).
+      const codegen::RenderTarget target{real_arch(config.compile) ? std::stoi(config.compile.arch.substr(3)) : 0};
+      text = codegen::cuda_listing(codegen::render_graph(p.step, target), codegen::render_graph(p.optimizer, target));
     } else if (args.emit == "report") {
       const std::optional<codegen::CompiledProgram> kernels =
           real_arch(config.compile) ? std::optional(compile_kernels(p, config)) : std::nullopt;

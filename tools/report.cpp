@@ -246,7 +246,7 @@ std::map<std::string, FamilyFigures> by_family(const codegen::CompiledProgram& p
   std::set<std::string> seen;
   for (const codegen::GraphKernels* g : {&p.step, &p.optimizer})
     for (const codegen::KernelSpec& k : g->kernels) {
-      FamilyFigures& x = f[k.family];
+      FamilyFigures& x = f[k.strategy.empty() ? k.family : k.family + " " + k.strategy];
       ++x.launches;
       if (!seen.insert(k.name).second) continue;
       const codegen::PtxasInfo& i = p.images.at(k.name).ptxas;
@@ -267,7 +267,11 @@ nlohmann::json kernels_json(const codegen::CompiledProgram& p) {
   j["compile_seconds"] = p.stats.seconds;
   j["cache_hits"] = p.stats.cache_hits;
   j["distinct_kernels"] = p.images.size();
-  j["matrix_ops_left"] = p.step.deferred.size() + p.optimizer.deferred.size();
+  j["matrix_ops"] = nlohmann::json::array();
+  for (const codegen::KernelSpec& k : p.step.kernels)
+    if (!k.strategy.empty())
+      j["matrix_ops"].push_back({{"op_index", k.op_index}, {"family", k.family}, {"label", k.label}, {"strategy", k.strategy},
+                                 {"kernel", k.name}});
   for (const auto& [family, x] : by_family(p))
     j["families"][family] = {{"kernels", x.kernels}, {"launches", x.launches}, {"max_registers", x.max_registers},
                              {"max_shared_bytes", x.max_shared}, {"spill_bytes", x.spill_bytes}};
@@ -277,7 +281,7 @@ nlohmann::json kernels_json(const codegen::CompiledProgram& p) {
     for (const codegen::KernelSpec& k : g->kernels) {
       if (!seen.insert(k.name).second) continue;
       const codegen::PtxasInfo& i = p.images.at(k.name).ptxas;
-      j["per_kernel"].push_back({{"name", k.name}, {"family", k.family}, {"first_use", k.label},
+      j["per_kernel"].push_back({{"name", k.name}, {"family", k.family}, {"strategy", k.strategy}, {"first_use", k.label},
                                  {"registers", i.registers}, {"shared_bytes", i.shared_bytes}, {"stack_bytes", i.stack_bytes},
                                  {"spill_bytes", i.spill_store_bytes + i.spill_load_bytes}, {"ptx", p.images.at(k.name).ptx}});
     }
@@ -288,14 +292,19 @@ std::string kernels_text(const codegen::CompiledProgram& p, bool compiled_now) {
   const std::string how =
       compiled_now ? fmt::format(", compiled in {:.2f} s ({} from the cache)", p.stats.seconds, p.stats.cache_hits) : "";
   std::string out = fmt::format(
-      "\nkernels for {} (NVRTC {}): {} distinct{}; {} matrix ops left to the matrix kernels\n"
-      "  {:<20} {:>7} {:>9} {:>10} {:>13} {:>12}\n",
-      p.options.arch, p.nvrtc_version, p.images.size(), how, p.step.deferred.size() + p.optimizer.deferred.size(),
-      "family", "kernels", "launches", "registers", "shared bytes", "spill bytes");
+      "\nkernels for {} (NVRTC {}): {} distinct{}\n"
+      "  {:<26} {:>7} {:>9} {:>10} {:>13} {:>12}\n",
+      p.options.arch, p.nvrtc_version, p.images.size(), how, "family (strategy)", "kernels", "launches", "registers",
+      "shared bytes", "spill bytes");
   for (const auto& [family, x] : by_family(p))
-    out += fmt::format("  {:<20} {:>7} {:>9} {:>10} {:>13} {:>12}\n", family, x.kernels, x.launches, x.max_registers,
+    out += fmt::format("  {:<26} {:>7} {:>9} {:>10} {:>13} {:>12}\n", family, x.kernels, x.launches, x.max_registers,
                        x.max_shared, x.spill_bytes);
   out += "  (registers and shared bytes: the most any kernel of the family uses; launches per micro-batch and optimizer step)\n";
+  out += "\nmatrix ops of the step and the strategy each got (rule: codegen/matrix_strategy.h)\n";
+  for (const codegen::KernelSpec& k : p.step.kernels)
+    if (!k.strategy.empty())
+      out += fmt::format("  op {:<5} {:<10} {:<10} grid {}x{}x{} block {}  {}\n", k.op_index, k.family, k.strategy, k.grid.x,
+                         k.grid.y, k.grid.z, k.block.x, k.label);
   return out;
 }
 
@@ -316,10 +325,10 @@ std::string bertx_text(const codegen::CompiledProgram& p, const std::string& pat
   size_t bytes = 0, ptx = 0;
   for (const auto& [name, g] : p.images) bytes += g.image.size(), ptx += g.ptx;
   std::string out = fmt::format(
-      "{}: {} compiled for {}, precision {}, recompute {}\n  step: {} kernel launches + {} matrix ops; optimizer: {} "
+      "{}: {} compiled for {}, precision {}, recompute {}\n  step: {} kernel launches; optimizer: {} "
       "kernel launches\n  {} images ({} as PTX), {:.1f} KiB; every checksum matches\n",
       path, p.model, p.options.arch, p.options.precision, p.options.recompute, p.step.kernels.size(),
-      p.step.deferred.size(), p.optimizer.kernels.size(), p.images.size(), ptx, static_cast<double>(bytes) / 1024);
+      p.optimizer.kernels.size(), p.images.size(), ptx, static_cast<double>(bytes) / 1024);
   return out + kernels_text(p, false);
 }
 

@@ -5,6 +5,8 @@
 
 #define BERTC_HD __host__ __device__
 #define BX_FN __device__ __forceinline__
+#define BX_MEMBER __device__ __forceinline__         // member functions
+#define BX_STATIC __device__ __forceinline__ static  // static member functions
 #define BX_KERNEL extern "C" __global__
 #define BX_SHARED(type, name, count) __shared__ type name[count]
 #define BX_CONSTANT __constant__ const
@@ -12,6 +14,8 @@
 BX_FN int bx_tid_x() { return threadIdx.x; }
 BX_FN int bx_tid_y() { return threadIdx.y; }
 BX_FN int bx_bid_x() { return blockIdx.x; }
+BX_FN int bx_bid_y() { return blockIdx.y; }
+BX_FN int bx_bid_z() { return blockIdx.z; }
 BX_FN int bx_bdim_x() { return blockDim.x; }
 BX_FN int bx_bdim_y() { return blockDim.y; }
 BX_FN int bx_gdim_x() { return gridDim.x; }

@@ -10,6 +10,8 @@
 
 #define BERTC_HD
 #define BX_FN static inline
+#define BX_MEMBER inline         // member functions
+#define BX_STATIC static inline  // static member functions
 #define BX_KERNEL extern "C"
 #define BX_HOST 1
 
@@ -29,6 +31,8 @@ void bx_install(bx_host_api* api) { bx_api = api; }
 BX_FN int bx_tid_x() { return bx_api->current->tid[0]; }
 BX_FN int bx_tid_y() { return bx_api->current->tid[1]; }
 BX_FN int bx_bid_x() { return bx_api->current->bid[0]; }
+BX_FN int bx_bid_y() { return bx_api->current->bid[1]; }
+BX_FN int bx_bid_z() { return bx_api->current->bid[2]; }
 BX_FN int bx_bdim_x() { return bx_api->current->bdim[0]; }
 BX_FN int bx_bdim_y() { return bx_api->current->bdim[1]; }
 BX_FN int bx_gdim_x() { return bx_api->current->gdim[0]; }

@@ -13,6 +13,14 @@ struct bx_host_api {
   void (*sync)(void* scheduler);                                          // __syncthreads
   unsigned int (*shfl_xor)(void* scheduler, unsigned int bits, int lane_mask);
   void* (*shared)(void* scheduler, unsigned long bytes, int key);         // per block, poisoned
+  // Every lane of the warp passes `bytes` (at most 64); all lanes get the 32 lanes' bytes, in
+  // lane order, in `all`: what mma.sync and ldmatrix exchange among a warp's registers.
+  void (*warp_gather)(void* scheduler, const void* mine, unsigned int bytes, void* all);
+  // cp.async: the copy of `bytes` from src (zeros when src is null) lands at dst only when a
+  // wait_group leaves its group behind, so a kernel that reads before waiting sees stale data.
+  void (*cp_async)(void* scheduler, void* dst, const void* src, unsigned int bytes);
+  void (*cp_async_commit)(void* scheduler);
+  void (*cp_async_wait)(void* scheduler, int pending_groups);
 };
 
 #endif  // BX_HOST_ABI_H

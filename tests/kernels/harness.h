@@ -10,6 +10,7 @@
 
 #include "codegen/host_compile.h"
 #include "codegen/kernel.h"
+#include "codegen/matrix_strategy.h"
 #include "runtime/reference/executor.h"
 
 namespace bertc::testing {
@@ -31,8 +32,8 @@ struct KernelCheck {
 
 class KernelHarness {
  public:
-  // Renders `graph`'s kernels and compiles them for the host (cached under `cache`).
-  KernelHarness(const ir::Graph& graph, const std::filesystem::path& cache);
+  // Renders `graph`'s kernels as for `target` and compiles them for the host (cached under `cache`).
+  KernelHarness(const ir::Graph& graph, const std::filesystem::path& cache, codegen::RenderTarget target = {});
   // Takes `kernels` as given (a test may have broken one on purpose).
   KernelHarness(const ir::Graph& graph, codegen::GraphKernels kernels, const std::filesystem::path& cache);
 

@@ -62,7 +62,6 @@ TEST(CompiledProgram, BertxReadsBackTheSameProgram) {
   EXPECT_EQ(r.step_ir, c.compiled.step_ir);
   for (auto [a, b] : {std::pair{&r.step, &c.compiled.step}, std::pair{&r.optimizer, &c.compiled.optimizer}}) {
     ASSERT_EQ(a->kernels.size(), b->kernels.size());
-    ASSERT_EQ(a->deferred.size(), b->deferred.size());
     for (size_t i = 0; i < a->kernels.size(); ++i) {
       const KernelSpec &x = a->kernels[i], &y = b->kernels[i];
       EXPECT_EQ(x.name, y.name);

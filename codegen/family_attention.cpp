@@ -1,0 +1,102 @@
+// The attention family: attention and attention_grad as one bx_attention instantiation of the
+// prelude (flash-attention style, see bx_matrix.h), its strategy from the rule of
+// matrix_strategy.h, its tiles and warp layouts chosen here to fit 48 KB of shared memory.
+#include <fmt/format.h>
+
+#include "codegen/family.h"
+#include "ir/philox.h"
+
+namespace bertc::codegen {
+namespace {
+
+using ir::OpKind;
+
+constexpr int kWarps = 4;
+constexpr int64_t kSharedLimit = 48 * 1024;  // static shared memory of one block, every arch
+
+// Warp rows (of 4 warps) for a rows x cols product whose warp tiles the strategy can take.
+int warp_rows(MatrixStrategy s, int64_t rows, int64_t cols) {
+  for (int g : {4, 2, 1})
+    if (rows % g == 0 && (rows / g) % strategy_warp_rows(s) == 0 && cols % (kWarps / g) == 0 &&
+        (cols / (kWarps / g)) % strategy_warp_cols(s) == 0)
+      return g;
+  throw ir::Error(fmt::format("attention: no layout of 4 warps over a {} x {} tile for {}", rows, cols, strategy_name(s)));
+}
+
+// Strides of a bias of `shape` broadcast (right-aligned) to [batch, heads, sq, sk]; 0 where it
+// broadcasts.
+std::vector<int64_t> bias_strides(const ir::Shape& shape) {
+  if (shape.size() > 4) throw ir::Error("attention: a bias of more than 4 dims");
+  std::vector<int64_t> strides(4, 0);
+  int64_t stride = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    const size_t d = i + 4 - shape.size();
+    strides[d] = shape[i] == 1 ? 0 : stride;
+    stride *= shape[i];
+  }
+  return strides;
+}
+
+}  // namespace
+
+KernelSpec render_attention(const KernelInput& in) {
+  const bool backward = in.op.kind == OpKind::AttentionGrad;
+  if (!backward && in.op.kind != OpKind::Attention) throw ir::Error("attention: not an attention op");
+  const size_t q_at = backward ? 1 : 0, bias_at = q_at + 3, seed_at = backward ? 7 : 4;
+  const ir::TensorType& q = in.graph.value(in.op.operands[q_at]).type;
+  const ir::TensorType& k = in.graph.value(in.op.operands[q_at + 1]).type;
+  const ir::TensorType& bias = in.graph.value(in.op.operands[bias_at]).type;
+  const int64_t batch = q.shape[0], heads = q.shape[1], sq = q.shape[2], sk = k.shape[2], d = q.shape[3];
+  const bool has_seed = in.op.operands.size() > seed_at;
+  const double p = in.op.attr<double>("p");
+  const bool dropout = has_seed && p > 0;
+
+  MatrixStrategy s = choose_strategy(in.target.sm, q.dtype);
+  if (d % strategy_k_step(s) != 0 || d % 16 != 0) s = MatrixStrategy::Simt;  // the score product's depth is d
+  const bool tensor = s != MatrixStrategy::Simt;
+  const int bq = tensor ? (backward ? 32 : 64) : (backward ? 16 : 32), bkv = tensor ? 32 : (backward ? 16 : 32);
+  const int sg = warp_rows(s, bq, bkv), og = warp_rows(s, bq, d), kg = backward ? warp_rows(s, bkv, d) : 1;
+
+  // Shared bytes as bx_attention lays them out (rows padded by 16 bytes).
+  const int64_t bytes = static_cast<int64_t>(ir::dtype_bytes(q.dtype)), pad = 16 / bytes;
+  const int64_t ldh = d + pad, lds = bkv + 1, ldp = bkv + pad;
+  const int64_t shared = backward ? (2 * (bq + bkv) * ldh + 2 * bq * ldp) * bytes + (2 * bq * lds + 2 * bq) * 4
+                                  : ((bq + 2 * bkv) * ldh + bq * ldp) * bytes + (bq * lds + 3 * bq) * 4;
+  if (shared > kSharedLimit)
+    throw ir::Error(fmt::format("attention: head size {} needs {} bytes of shared memory for {} x {} tiles, over the {} "
+                                "a block may use; run the unfused attention (compile.fused_attention = false)",
+                                d, shared, bq, bkv, kSharedLimit));
+  if (batch * heads > int64_t{1} << 24 || sq >= int64_t{1} << 30 || sk >= int64_t{1} << 30)
+    throw ir::Error("attention: a problem beyond one launch's grid");
+
+  const std::string T = storage_type(q.dtype), TB = storage_type(bias.dtype);
+  const std::vector<int64_t> bs = bias_strides(bias.shape);
+  const float keep_scale = dropout ? 1.0f / (1.0f - static_cast<float>(p)) : 1.0f;
+  Emitter e(in.body, input_names(in));
+  e.line(fmt::format("typedef bx_attention<bx_{}, {}, {}, {}, {}, {}, {}, {}, {}, {}> attention;", strategy_name(s), T, TB,
+                     d, bq, bkv, sg, og, kg, uses_cp_async(in.target.sm) ? "true" : "false"));
+  const char* part = backward ? "BACKWARD" : "FORWARD";
+  e.line(fmt::format("BX_SHARED({}, sh, attention::{}_H);", T, part));
+  e.line(fmt::format("BX_SHARED(float, sf, attention::{}_F);", part));
+  e.line(fmt::format("const bx_attention_problem a = {{{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}u, {}}};",
+                     batch * heads, heads, sq, sk, bs[0], bs[1], bs[2], bs[3], float_literal(in.op.attr<double>("scale")),
+                     dropout ? "true" : "false", in.op.attr<int64_t>("offset"), dropout ? ir::dropout_threshold(p) : 0,
+                     float_literal(keep_scale)));
+  const std::string seed = has_seed ? fmt::format("in{}", seed_at) : "(const bx_i64*)0";
+  if (backward)
+    e.line(fmt::format("attention::backward(in0, in1, in2, in3, in4, in5, in6, {}, out0, out1, out2, a, sh, sf);", seed));
+  else
+    e.line(fmt::format("attention::forward(in0, in1, in2, in3, {}, out0, out1, a, sh, sf);", seed));
+
+  KernelSpec spec;
+  spec.params = buffer_params(in);
+  spec.source = kernel_text(spec.params, e.take());
+  spec.block = {kWarps * 32};
+  const int64_t q_tiles = (sq + bq - 1) / bq, k_tiles = (sk + bkv - 1) / bkv;
+  spec.grid = {static_cast<int>(batch * heads * (backward ? q_tiles + k_tiles : q_tiles))};
+  spec.cooperative = true;
+  spec.strategy = strategy_name(s);
+  return spec;
+}
+
+}  // namespace bertc::codegen

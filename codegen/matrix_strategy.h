@@ -1,0 +1,47 @@
+// Which warp-level strategy and tile sizes a matrix kernel (GEMM or fused attention) gets on a GPU
+// arch: the one written-down rule, shared by the renderers, `bertc compile --report` and the tests.
+//
+// The rule (inputs = the dtype of the matrix operands):
+//   f16 inputs   sm_80+ and sm_75: hmma16816 (mma.m16n8k16; on sm_75 as two m16n8k8, and without
+//                cp.async, which starts at sm_80); sm_70/72: hmma884 (mma.m8n8k4); older: simt.
+//   bf16 inputs  sm_80+: hmma16816; older: simt (bf16 tensor-core math starts at sm_80).
+//   f32 inputs   simt everywhere (tensor cores would need TF32, which would change the numbers).
+//   simt converts 16-bit inputs to f32 on load and never computes in half: the P40 runs FP16
+//   arithmetic at 1/64 of its FP32 rate.
+// cp.async pipelines (async) on sm_80+; register-staged double buffering before.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "ir/dtype.h"
+
+namespace bertc::codegen {
+
+enum class MatrixStrategy { Simt, Hmma884, Hmma16816 };
+
+// What the renderer targets. sm = 0 means no GPU (host emulation only): the sm_61 kernels.
+struct RenderTarget {
+  int sm = 0;
+};
+
+MatrixStrategy choose_strategy(int sm, ir::DType inputs);
+// "simt", "hmma884", "hmma16816": the prelude's template name is "bx_" + this.
+std::string strategy_name(MatrixStrategy s);
+bool uses_cp_async(int sm);
+// The instruction step along k: what a product's depth must be a multiple of.
+int strategy_k_step(MatrixStrategy s);
+// A warp's tile granularity (rows, columns): warp tiles are multiples of it.
+int strategy_warp_rows(MatrixStrategy s);
+int strategy_warp_cols(MatrixStrategy s);
+
+// A GEMM block tile: BM x BN per block, BK per stage, WGM x WGN warps, STAGES in the ring.
+struct GemmTiles {
+  int bm, bn, bk, wgm, wgn, stages;
+  int threads() const { return wgm * wgn * 32; }
+};
+
+// The default tiles of a strategy (static shared memory stays under 48 KB on every arch).
+GemmTiles default_gemm_tiles(MatrixStrategy s, int sm);
+
+}  // namespace bertc::codegen

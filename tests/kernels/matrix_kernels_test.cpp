@@ -1,0 +1,183 @@
+// The matrix kernels — GEMM with fused epilogues and fused attention forward and backward — in
+// every strategy (simt on sm_61, hmma884 on sm_70, hmma16816 on sm_75 and, with cp.async, sm_80),
+// under host emulation against the reference executor, on shapes that are not multiples of any
+// tile: M, N, K of 1 and odd sizes, folded and broadcast batches, seq 1, seq not a multiple of 16,
+// fully padded rows, dropout.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "codegen/render.h"
+#include "harness.h"
+#include "ir/parser.h"
+#include "passes/fusion.h"
+
+namespace bertc::testing {
+namespace {
+
+using reference::HostTensor;
+
+reference::Environment<float> environment(const ir::Graph& g) {
+  reference::Environment<float> env;
+  int salt = 0;
+  for (ir::ValueId v : g.values_of(ir::OpKind::Input)) {
+    const ir::Value& val = g.value(v);
+    auto t = HostTensor<float>::zeros(val.type);
+    ++salt;
+    if (t.is_real())
+      for (size_t i = 0; i < t.real.size(); ++i) t.real[i] = 2.0f * std::sin(0.37f * static_cast<float>(i) + salt);
+    else
+      for (size_t i = 0; i < t.integer.size(); ++i) t.integer[i] = 20261130 + static_cast<int64_t>(i);
+    env[val.name] = std::move(t);
+  }
+  return env;
+}
+
+// Renders `g` for `sm`, checks every kernel in both thread orders, and that the matrix kernels got
+// `strategy`. `adjust` may change the inputs (padding masks).
+void expect_match(const ir::Graph& g, int sm, const std::string& strategy,
+                  const std::function<void(reference::Environment<float>&)>& adjust = {}) {
+  KernelHarness h(g, BERTC_TEST_CACHE, codegen::RenderTarget{sm});
+  size_t matrix = 0;
+  for (const codegen::KernelSpec& k : h.kernels().kernels)
+    if (!k.strategy.empty()) {
+      ++matrix;
+      EXPECT_EQ(k.strategy, strategy) << "sm_" << sm << " " << k.family;
+    }
+  EXPECT_GT(matrix, 0u);
+  reference::Environment<float> env = environment(g);
+  if (adjust) adjust(env);
+  for (auto order : {codegen::ThreadOrder::Forward, codegen::ThreadOrder::Reverse})
+    for (const KernelCheck& c : h.check_all(env, order))
+      EXPECT_TRUE(c.ok) << "sm_" << sm << " " << strategy << ": " << c.family << " kernel " << c.kernel << ": " << c.problem;
+}
+
+struct Arch {
+  int sm;
+  const char* strategy;
+};
+// Each dtype's strategies (the rule of codegen/matrix_strategy.h).
+std::vector<Arch> archs_for(const std::string& dtype) {
+  if (dtype == "f32") return {{61, "simt"}, {80, "simt"}};
+  if (dtype == "f16") return {{61, "simt"}, {70, "hmma884"}, {75, "hmma16816"}, {80, "hmma16816"}};
+  return {{75, "simt"}, {80, "hmma16816"}};
+}
+
+ir::Graph fused(const std::string& text) {
+  ir::Graph g = ir::parse(text);
+  passes::fuse(g);
+  return g;
+}
+
+class Gemm : public ::testing::TestWithParam<std::string> {};
+
+// Odd M, N, K with a bias + GELU epilogue (two results), one element, and an accumulation.
+TEST_P(Gemm, OddSizesAndEpilogues) {
+  const std::string t = GetParam();
+  const ir::Graph g = fused(fmt::format(R"(
+graph @gemm {{
+  %a = input : {0}[33,45]
+  %b = input : {0}[45,17]
+  %bias = input : {0}[17]
+  %one_a = input : {0}[1,3]
+  %one_b = input : {0}[3,1]
+  %c = input : f32[130,70]
+  %d = input : {0}[19,130]
+  %e = input : {0}[19,70]
+  %0 = matmul(%a, %b) : {0}[33,17]
+  %1 = add(%0, %bias) : {0}[33,17]
+  %2 = gelu(%1) : {0}[33,17]
+  %3 = matmul(%one_a, %one_b) : {0}[1,1]
+  %4 = matmul(%d, %e) {{transpose_a = true}} : {0}[130,70]
+  %5 = cast(%4) : f32[130,70]
+  %6 = add(%5, %c) : f32[130,70]
+  return %1, %2, %3, %6
+}}
+)",
+                                        t));
+  for (const Arch& a : archs_for(t)) expect_match(g, a.sm, a.strategy);
+}
+
+// A batch folded into M (right operand without batch, transposed) and broadcast batches.
+TEST_P(Gemm, Batches) {
+  const std::string t = GetParam();
+  const ir::Graph g = fused(fmt::format(R"(
+graph @batches {{
+  %x = input : {0}[2,20,24]
+  %w = input : {0}[40,24]
+  %p = input : {0}[2,1,9,16]
+  %q = input : {0}[3,24,16]
+  %0 = matmul(%x, %w) {{transpose_b = true}} : {0}[2,20,40]
+  %1 = matmul(%p, %q) {{transpose_b = true}} : {0}[2,3,9,24]
+  return %0, %1
+}}
+)",
+                                        t));
+  for (const Arch& a : archs_for(t)) expect_match(g, a.sm, a.strategy);
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, Gemm, ::testing::Values("f32", "f16", "bf16"));
+
+// Attention forward and backward, batch 2, 2 heads, padding as quantize_and_mask sets it.
+ir::Graph attention_graph(const std::string& t, int seq, int d, double p) {
+  return ir::parse(fmt::format(R"(
+graph @attention {{
+  %q = input : {0}[2,2,{1},{2}]
+  %k = input : {0}[2,2,{1},{2}]
+  %v = input : {0}[2,2,{1},{2}]
+  %bias = input : {0}[2,1,1,{1}]
+  %dout = input : {0}[2,2,{1},{2}]
+  %seed = input : i64[]
+  %o, %lse = attention(%q, %k, %v, %bias, %seed) {{scale = 0.125, p = {3}, offset = 7}} : {0}[2,2,{1},{2}], f32[2,2,{1}]
+  %dq, %dk, %dv = attention_grad(%dout, %q, %k, %v, %bias, %o, %lse, %seed) {{scale = 0.125, p = {3}, offset = 7}} : {0}[2,2,{1},{2}], {0}[2,2,{1},{2}], {0}[2,2,{1},{2}]
+  return %o, %lse, %dq, %dk, %dv
+}}
+)",
+                               t, seq, d, p));
+}
+
+// q and k on a grid of 1/16 in [-1, 1] (logits of order 1, as trained attention has): every score
+// is then exact whatever the order of its sum, in 16 bits too, so the -10000 of padding (whose
+// float ulp is 1e-3) rounds alike in kernel and reference. Batch 0's last 3 keys are padded with
+// BERT's -10000 (exactly zero probability). Every key of batch 1 is padded with -30 instead: a
+// row whose every logit sits near -10000 has a logsumexp whose f32 rounding (5e-4) makes the
+// backward's recomputed probabilities sum to 1 +- 5e-4 — in any flash-attention backward and in
+// the reference alike, but differently — while -30 masks as completely and stays well-conditioned.
+void quantize_and_mask(reference::Environment<float>& env) {
+  for (const char* name : {"q", "k"})
+    for (float& x : env.at(name).real) x = std::round(x * 8.0f) / 16.0f;
+  HostTensor<float>& bias = env.at("bias");
+  const size_t seq = bias.real.size() / 2;
+  for (size_t j = 0; j < seq; ++j) {
+    bias.real[j] = j + 3 >= seq && seq > 3 ? -10000.0f : 0.0f;
+    bias.real[seq + j] = -30.0f;
+  }
+}
+
+struct AttentionCase {
+  std::string dtype;
+  int seq, d;
+  double p;
+};
+
+class Attention : public ::testing::TestWithParam<AttentionCase> {};
+
+TEST_P(Attention, MatchesReference) {
+  const AttentionCase c = GetParam();
+  const ir::Graph g = attention_graph(c.dtype, c.seq, c.d, c.p);
+  for (const Arch& a : archs_for(c.dtype)) expect_match(g, a.sm, a.strategy, quantize_and_mask);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, Attention,
+                         ::testing::Values(AttentionCase{"f32", 20, 64, 0.1}, AttentionCase{"f32", 1, 32, 0.0},
+                                           AttentionCase{"f16", 33, 64, 0.1}, AttentionCase{"f16", 1, 64, 0.1},
+                                           AttentionCase{"bf16", 20, 32, 0.1}, AttentionCase{"bf16", 70, 64, 0.0}),
+                         [](const auto& info) {
+                           return fmt::format("{}_seq{}_d{}_{}", info.param.dtype, info.param.seq, info.param.d,
+                                              info.param.p > 0 ? "dropout" : "nodropout");
+                         });
+
+}  // namespace
+}  // namespace bertc::testing
