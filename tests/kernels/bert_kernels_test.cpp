@@ -1,12 +1,16 @@
 // Every kernel of a bert-tiny training step (forward, backward and optimizer; fp32, fp16 and bf16;
-// recompute none and full) under host emulation against the reference executor, in both thread
-// orders. Matrix products and attention are the matrix kernels' (listed, not run here).
+// recompute none, selective and full) as rendered for sm_61, sm_70, sm_75 and sm_80, under host
+// emulation against the reference executor, in both thread orders: every launch of the step,
+// matrix products and fused attention in their arch's strategy included.
 #include <gtest/gtest.h>
+
+#include <set>
 
 #include <fmt/format.h>
 
 #include "frontend/bert.h"
 #include "harness.h"
+#include "passes/fusion.h"
 #include "passes/pipeline.h"
 #include "passes/targets.h"
 #include "runtime/initialize.h"
@@ -45,7 +49,8 @@ reference::Environment<float> batch_environment(const frontend::Config& c, const
   return env;
 }
 
-void expect_all_kernels_match(const std::string& precision, const std::string& recompute) {
+void expect_all_kernels_match(const std::string& precision, const std::string& recompute, int sm,
+                              const std::set<std::string>& expected_strategies) {
   frontend::Config c = frontend::load_config(BERTC_SOURCE_DIR "/examples/bert-tiny.toml");
   c.compile.arch = "none";
   c.compile.precision = precision;
@@ -55,8 +60,8 @@ void expect_all_kernels_match(const std::string& precision, const std::string& r
       passes::compile_training(frontend::build_bert_pretraining(c), c.compile, passes::optimizer_options(c.train));
   reference::Environment<float> env = batch_environment(c, p);
   if (precision == "fp16") env["loss_scale"].real[0] = 1024;  // 65536 overflows f16 in bert-tiny's gradients
-  const std::string what = precision + ", recompute " + recompute;
-  KernelHarness step(p.step, BERTC_TEST_CACHE), optimizer(p.optimizer, BERTC_TEST_CACHE);
+  const std::string what = precision + ", recompute " + recompute + ", sm_" + std::to_string(sm);
+  KernelHarness step(p.step, BERTC_TEST_CACHE, {sm}), optimizer(p.optimizer, BERTC_TEST_CACHE, {sm});
   // The step's kernels, then the optimizer's on the accumulated gradients the step leaves.
   reference::Environment<float> after_step = env;
   reference::Executor<float>(p.step).run(after_step);
@@ -71,19 +76,25 @@ void expect_all_kernels_match(const std::string& precision, const std::string& r
       ++checked;
     }
   }
-  // Everything that launches is a kernel here or a matrix kernel: nothing is silently skipped.
-  EXPECT_GT(step.kernels().kernels.size(), 20u) << what;
+  // Everything that launches is a kernel here, matrix products and attention included.
+  EXPECT_EQ(step.kernels().kernels.size(), passes::count_launches(p.step)) << what;
+  std::set<std::string> strategies;
+  for (const codegen::KernelSpec& k : step.kernels().kernels)
+    if (!k.strategy.empty()) strategies.insert(k.strategy);
+  EXPECT_EQ(strategies, expected_strategies) << what;
   EXPECT_EQ(optimizer.kernels().kernels.size(), 2u) << what;
   std::printf("%s: %zu step kernels, %zu optimizer kernels; %zu checks\n", what.c_str(),
               step.kernels().kernels.size(), optimizer.kernels().kernels.size(), checked);
 }
 
-TEST(BertTinyKernels, Fp32) { expect_all_kernels_match("fp32", "none"); }
-TEST(BertTinyKernels, Fp32FullRecompute) { expect_all_kernels_match("fp32", "full"); }
-TEST(BertTinyKernels, Fp16) { expect_all_kernels_match("fp16", "none"); }
-TEST(BertTinyKernels, Fp16FullRecompute) { expect_all_kernels_match("fp16", "full"); }
-TEST(BertTinyKernels, Bf16) { expect_all_kernels_match("bf16", "none"); }
-TEST(BertTinyKernels, Bf16SelectiveRecompute) { expect_all_kernels_match("bf16", "selective"); }
+// Each strategy once at least: simt (sm_61, and sm_80 with cp.async), hmma884 (sm_70), hmma16816
+// without cp.async (sm_75) and with it (sm_80); bf16 on sm_61 is simt with 16-bit storage.
+TEST(BertTinyKernels, Fp32Sm61) { expect_all_kernels_match("fp32", "none", 61, {"simt"}); }
+TEST(BertTinyKernels, Fp32FullRecomputeSm80) { expect_all_kernels_match("fp32", "full", 80, {"simt"}); }
+TEST(BertTinyKernels, Fp16Sm70) { expect_all_kernels_match("fp16", "none", 70, {"hmma884"}); }
+TEST(BertTinyKernels, Fp16FullRecomputeSm75) { expect_all_kernels_match("fp16", "full", 75, {"hmma16816"}); }
+TEST(BertTinyKernels, Bf16Sm80) { expect_all_kernels_match("bf16", "none", 80, {"hmma16816"}); }
+TEST(BertTinyKernels, Bf16SelectiveRecomputeSm61) { expect_all_kernels_match("bf16", "selective", 61, {"simt"}); }
 
 }  // namespace
 }  // namespace bertc::testing
