@@ -94,6 +94,13 @@ NvrtcCompiler NvrtcCompiler::for_arch(int arch) {
       arch, describe_libraries(probes)));
 }
 
+NvrtcCompiler NvrtcCompiler::ptx_for_arch(int arch) {
+  NvrtcCompiler c = for_arch(arch);
+  c.target_ = arch;
+  c.ptx_ = true;
+  return c;
+}
+
 std::string NvrtcCompiler::version() const { return fmt::format("{}.{}", library_.major, library_.minor); }
 
 std::vector<std::string> NvrtcCompiler::options() const {

@@ -37,6 +37,8 @@ class NvrtcCompiler {
   // any does, else as PTX of the newest arch below. Throws std::runtime_error listing the libraries
   // found and the archs each reaches, and how to get one (BERTC_NVRTC, scripts/setup.sh).
   static NvrtcCompiler for_arch(int arch);
+  // PTX for compute_<arch>, to read which instructions a kernel uses. Throws like for_arch.
+  static NvrtcCompiler ptx_for_arch(int arch);
 
   int arch() const { return arch_; }
   bool ptx() const { return ptx_; }

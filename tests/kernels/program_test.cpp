@@ -6,6 +6,7 @@
 #include <set>
 
 #include "codegen/program.h"
+#include "codegen/render.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "frontend/bert.h"
@@ -49,6 +50,46 @@ TEST(CompiledProgram, BertBaseCompilesForEveryArchWithoutSpills) {
     std::printf("%s (%s): %zu distinct kernels, %zu launches, compiled in %.2f s, %zu from the cache\n", arch,
                 p.options.precision.c_str(), names.size(), p.step.kernels.size() + p.optimizer.kernels.size(),
                 p.stats.seconds, p.stats.cache_hits);
+  }
+}
+
+// The PTX of bert-tiny's matrix kernels (each GEMM and attention kernel) holds the instructions
+// of the arch's strategy and none of the others': no mma on sm_61, m8n8k4 without ldmatrix on
+// sm_70, m16n8k16 with ldmatrix and cp.async on sm_80 and sm_90.
+TEST(CompiledProgram, MatrixKernelsUseTheirArchsInstructions) {
+  struct Expect {
+    const char* arch;
+    const char* precision;
+    std::vector<std::string> present, absent;
+  };
+  const std::vector<Expect> cases = {
+      {"sm_61", "fp32", {"fma.rn.f32"}, {"mma.sync", "ldmatrix", "cp.async"}},
+      {"sm_61", "fp16", {"fma.rn.f32"}, {"mma.sync", "ldmatrix", "cp.async", "fma.rn.f16"}},
+      {"sm_70", "fp16", {"mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.f32"}, {"ldmatrix", "cp.async", "m16n8k16"}},
+      {"sm_80", "bf16", {"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", "ldmatrix.sync.aligned", "cp.async"}, {"m8n8k4"}},
+      {"sm_90", "fp16", {"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "ldmatrix.sync.aligned", "cp.async"}, {"m8n8k4"}},
+  };
+  for (const Expect& e : cases) {
+    frontend::Config c = frontend::load_config(std::string(BERTC_SOURCE_DIR) + "/examples/bert-tiny.toml");
+    c.compile.arch = e.arch;
+    c.compile.precision = e.precision;
+    c.compile = passes::resolve_options(c.compile, "none");
+    const passes::TrainingProgram p =
+        passes::compile_training(frontend::build_bert_pretraining(c), c.compile, passes::optimizer_options(c.train));
+    const NvrtcCompiler ptx = NvrtcCompiler::ptx_for_arch(std::stoi(std::string(e.arch).substr(3)));
+    std::set<std::string> families;
+    std::set<std::string> done;
+    for (const KernelSpec& k : render_graph(p.step, {ptx.arch()}).kernels) {
+      if (k.strategy.empty() || !done.insert(k.name).second) continue;
+      families.insert(k.family);
+      const GpuImage image = ptx.compile({k.name, device_source(k)}, std::filesystem::path(BERTC_TEST_CACHE) / "failed");
+      ASSERT_TRUE(image.ptx);
+      for (const std::string& s : e.present)
+        EXPECT_NE(image.image.find(s), std::string::npos) << e.arch << " " << e.precision << " " << k.family << ": no " << s;
+      for (const std::string& s : e.absent)
+        EXPECT_EQ(image.image.find(s), std::string::npos) << e.arch << " " << e.precision << " " << k.family << ": " << s;
+    }
+    EXPECT_EQ(families, (std::set<std::string>{"attention", "matmul"})) << e.arch;
   }
 }
 
