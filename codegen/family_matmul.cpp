@@ -63,7 +63,58 @@ std::string batch_offset(const Operand& o, const Coords& z) {
 
 }  // namespace
 
+namespace {
+
+// cuBLAS computes the product; a plain one needs nothing more, any other gets a generated epilogue
+// kernel over the result, reading the product from the f32 workspace (row-major, as the result).
+KernelSpec render_library(const KernelInput& in, const LibraryGemm& g) {
+  KernelSpec spec;
+  spec.library = g;
+  spec.strategy = "cublas";
+  if (!g.to_workspace) {
+    const ir::Graph& graph = in.graph;
+    for (ir::ValueId v : {g.a, g.b})
+      spec.params.push_back({ParamKind::Buffer, "", storage_type(graph.value(v).type.dtype), v, {}, {}, 0, false});
+    spec.params.push_back({ParamKind::Buffer, "", storage_type(g.c_dtype), g.c, {}, {}, 0, true});
+    return spec;
+  }
+  const ir::Op* mm = nullptr;
+  for (const ir::Op& op : in.body.ops())
+    if (op.kind == OpKind::Matmul) mm = &op;
+  const ir::TensorType& result = in.body.value(mm->results[0]).type;
+  spec.params = buffer_params(in);
+  KernelParam ws;
+  ws.kind = ParamKind::Workspace;
+  ws.name = "ws";
+  ws.c_type = "const float*";
+  ws.scratch_bytes = g.workspace_bytes();
+  spec.params.push_back(ws);
+  Emitter e(in.body, input_names(in));
+  const int64_t n = result.numel();
+  e.open(fmt::format("for (bx_i64 i = (bx_i64)bx_bid_x() * bx_bdim_x() + bx_tid_x(); i < {}; "
+                     "i += (bx_i64)bx_gdim_x() * bx_bdim_x())",
+                     n));
+  const Coords at = e.decompose(result.shape, "i");
+  e.bind(mm->results[0], at,
+         result.dtype == ir::DType::F32 ? "ws[i]" : fmt::format("bx_round_{}(ws[i])", ir::dtype_name(result.dtype)));
+  for (size_t k = 0; k < in.body.outputs().size(); ++k) {
+    if (in.body.value(in.body.outputs()[k]).type.shape != result.shape)
+      throw ir::Error("matmul: an epilogue result of another shape than the product");
+    store_output(e, k, at);
+  }
+  e.close();
+  spec.source = kernel_text(spec.params, e.take());
+  spec.block = {threads_for(n)};
+  spec.grid = {blocks_for(n, spec.block.x)};
+  return spec;
+}
+
+}  // namespace
+
 KernelSpec render_matmul(const KernelInput& in) {
+  if (const std::optional<LibraryGemm> g = library_gemm(in.graph, in.op, in.body);
+      g && use_library(in.target.matmul, !g->to_workspace, 2.0 * g->m * g->n * g->k * g->batch))
+    return render_library(in, *g);
   const ir::Graph& body = in.body;
   const ir::Op* mm = nullptr;
   for (const ir::Op& op : body.ops())

@@ -3,10 +3,12 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "codegen/host_emulation.h"
+#include "codegen/library_gemm.h"
 #include "ir/graph.h"
 
 namespace bertc::codegen {
@@ -15,6 +17,7 @@ enum class ParamKind {
   Buffer,   // the buffer of `value`
   Table,    // a device array of pointers: the buffers of `table`, in order (multi-tensor kernels)
   Scratch,  // `scratch_bytes` of memory zeroed once when the plan loads; the kernel leaves it zeroed
+  Workspace,  // `scratch_bytes` the launch's library call (KernelSpec::library) writes and the kernel reads
 };
 
 struct KernelParam {
@@ -39,6 +42,9 @@ struct KernelSpec {
   Dim3 grid, block;
   bool cooperative = false;              // uses barriers or warp shuffles
   std::vector<ir::ValueId> zero_before;  // buffers the launch expects zeroed (it accumulates into them)
+  // A cuBLAS product the launch runs first (strategy "cublas"); `source` is then the epilogue kernel
+  // reading its workspace, or empty when cuBLAS writes the result itself.
+  std::optional<LibraryGemm> library;
 };
 
 // The kernels of one graph (a training step or the optimizer step), in launch order.
@@ -46,10 +52,13 @@ struct GraphKernels {
   std::vector<KernelSpec> kernels;
 };
 
+// A one-line description of a library product (what names a cuBLAS-only launch).
+std::string library_text(const LibraryGemm& g);
 // The translation unit NVRTC compiles for one kernel.
 std::string device_source(const KernelSpec& kernel);
 // One translation unit with all `kernels` (each distinct name once) and their host entries
-// ("<name>__entry", unpacking void** arguments), for the host compiler.
+// ("<name>__entry", unpacking void** arguments), for the host compiler; kernels without source
+// (cuBLAS-only launches) are left out.
 std::string host_source(const std::vector<const KernelSpec*>& kernels);
 
 }  // namespace bertc::codegen

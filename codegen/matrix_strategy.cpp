@@ -23,6 +23,13 @@ std::string strategy_name(MatrixStrategy s) {
   throw std::logic_error("unknown matrix strategy");
 }
 
+bool use_library(const std::string& choice, bool plain, double flops) {
+  if (choice == "generated") return false;
+  if (choice == "library") return true;
+  if (choice == "auto") return plain && flops >= 1073741824.0;
+  throw std::invalid_argument("matmul must be auto, generated or library, not '" + choice + "'");
+}
+
 bool uses_cp_async(int sm) { return sm >= 80; }
 
 int strategy_k_step(MatrixStrategy s) {

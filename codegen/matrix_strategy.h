@@ -9,6 +9,15 @@
 //   simt converts 16-bit inputs to f32 on load and never computes in half: the P40 runs FP16
 //   arithmetic at 1/64 of its FP32 rate.
 // cp.async pipelines (async) on sm_80+; register-staged double buffering before.
+//
+// Generated kernel or cuBLAS, per matmul (RenderTarget::matmul):
+//   generated  every product is a generated kernel;
+//   library    every product cuBLAS can express (one strided batch) runs in cuBLAS, its epilogue in
+//              a generated kernel after it;
+//   auto       cuBLAS for a plain product (nothing fused after it, so fusion loses nothing) of at
+//              least 2^30 FLOPs, where cuBLAS's arch-tuned kernels are the safer bet until the GPU
+//              runtime measures both (autotuning); generated for the rest, whose fused epilogues
+//              save a round trip of the result through memory.
 #pragma once
 
 #include <optional>
@@ -23,7 +32,11 @@ enum class MatrixStrategy { Simt, Hmma884, Hmma16816 };
 // What the renderer targets. sm = 0 means no GPU (host emulation only): the sm_61 kernels.
 struct RenderTarget {
   int sm = 0;
+  std::string matmul = "auto";  // auto | generated | library
 };
+
+// Whether a product (plain: nothing fused after it) goes to cuBLAS under `choice`.
+bool use_library(const std::string& choice, bool plain, double flops);
 
 MatrixStrategy choose_strategy(int sm, ir::DType inputs);
 // "simt", "hmma884", "hmma16816": the prelude's template name is "bx_" + this.

@@ -36,15 +36,24 @@ std::vector<KernelSource> distinct_sources(const GraphKernels& step, const Graph
   std::set<std::string> seen;
   for (const GraphKernels* g : {&step, &optimizer})
     for (const KernelSpec& k : g->kernels)
-      if (seen.insert(k.name).second) out.push_back({k.name, device_source(k)});
+      if (!k.source.empty() && seen.insert(k.name).second) out.push_back({k.name, device_source(k)});
   return out;
 }
 
-const char* kind_name(ParamKind k) { return k == ParamKind::Buffer ? "buffer" : k == ParamKind::Table ? "table" : "scratch"; }
+const char* kind_name(ParamKind k) {
+  switch (k) {
+    case ParamKind::Buffer: return "buffer";
+    case ParamKind::Table: return "table";
+    case ParamKind::Scratch: return "scratch";
+    case ParamKind::Workspace: return "workspace";
+  }
+  return "?";
+}
 ParamKind kind_of(const std::string& s) {
   if (s == "buffer") return ParamKind::Buffer;
   if (s == "table") return ParamKind::Table;
   if (s == "scratch") return ParamKind::Scratch;
+  if (s == "workspace") return ParamKind::Workspace;
   throw std::runtime_error("unknown parameter kind '" + s + "'");
 }
 
@@ -58,7 +67,7 @@ json kernels_json(const GraphKernels& g, const std::vector<std::string>& labels)
     for (const KernelParam& p : k.params) {
       json jp = {{"kind", kind_name(p.kind)}, {"name", p.name}, {"c_type", p.c_type}, {"written", p.written}};
       if (p.kind == ParamKind::Buffer) jp["value"] = labels.at(p.value);
-      if (p.kind == ParamKind::Scratch) jp["scratch_bytes"] = p.scratch_bytes;
+      if (p.kind == ParamKind::Scratch || p.kind == ParamKind::Workspace) jp["scratch_bytes"] = p.scratch_bytes;
       if (p.kind == ParamKind::Table) {
         jp["table"] = json::array();
         for (ir::ValueId v : p.table) jp["table"].push_back(labels.at(v));
@@ -68,9 +77,16 @@ json kernels_json(const GraphKernels& g, const std::vector<std::string>& labels)
     }
     json zero = json::array();
     for (ir::ValueId v : k.zero_before) zero.push_back(labels.at(v));
+    json library = nullptr;
+    if (const auto& g = k.library)
+      library = {{"transpose_a", g->transpose_a}, {"transpose_b", g->transpose_b}, {"m", g->m}, {"n", g->n}, {"k", g->k},
+                 {"batch", g->batch}, {"lda", g->lda}, {"ldb", g->ldb}, {"ldc", g->ldc}, {"stride_a", g->stride_a},
+                 {"stride_b", g->stride_b}, {"stride_c", g->stride_c}, {"a", labels.at(g->a)}, {"b", labels.at(g->b)},
+                 {"to_workspace", g->to_workspace}, {"c", g->to_workspace ? json(nullptr) : json(labels.at(g->c))},
+                 {"ab_dtype", ir::dtype_name(g->ab_dtype)}, {"c_dtype", ir::dtype_name(g->c_dtype)}};
     kernels.push_back({{"name", k.name}, {"family", k.family}, {"strategy", k.strategy}, {"label", k.label}, {"op_index", k.op_index},
                        {"grid", dim_json(k.grid)}, {"block", dim_json(k.block)}, {"cooperative", k.cooperative},
-                       {"zero_before", zero}, {"params", params}, {"source", k.source}});
+                       {"zero_before", zero}, {"params", params}, {"source", k.source}, {"library", library}});
   }
   return {{"kernels", kernels}};
 }
@@ -105,7 +121,7 @@ GraphKernels kernels_of(const json& j, const ir::Graph& graph) {
       p.c_type = jp.at("c_type");
       p.written = jp.at("written");
       if (p.kind == ParamKind::Buffer) p.value = value(jp.at("value"));
-      if (p.kind == ParamKind::Scratch) p.scratch_bytes = jp.at("scratch_bytes");
+      if (p.kind == ParamKind::Scratch || p.kind == ParamKind::Workspace) p.scratch_bytes = jp.at("scratch_bytes");
       if (p.kind == ParamKind::Table) {
         for (const json& t : jp.at("table")) p.table.push_back(value(t));
         p.table_written = jp.at("table_written").get<std::vector<bool>>();
@@ -113,6 +129,24 @@ GraphKernels kernels_of(const json& j, const ir::Graph& graph) {
       k.params.push_back(std::move(p));
     }
     k.source = jk.at("source");
+    if (const json& l = jk.at("library"); !l.is_null()) {
+      LibraryGemm lib;
+      lib.transpose_a = l.at("transpose_a"), lib.transpose_b = l.at("transpose_b");
+      lib.m = l.at("m"), lib.n = l.at("n"), lib.k = l.at("k"), lib.batch = l.at("batch");
+      lib.lda = l.at("lda"), lib.ldb = l.at("ldb"), lib.ldc = l.at("ldc");
+      lib.stride_a = l.at("stride_a"), lib.stride_b = l.at("stride_b"), lib.stride_c = l.at("stride_c");
+      lib.a = value(l.at("a")), lib.b = value(l.at("b"));
+      lib.to_workspace = l.at("to_workspace");
+      if (!lib.to_workspace) lib.c = value(l.at("c"));
+      auto dtype = [&](const char* key) {
+        const auto d = ir::dtype_from_name(l.at(key).get<std::string>());
+        if (!d) throw std::runtime_error("kernel " + k.name + " has a library product of unknown dtype");
+        return *d;
+      };
+      lib.ab_dtype = dtype("ab_dtype");
+      lib.c_dtype = dtype("c_dtype");
+      k.library = lib;
+    }
     g.kernels.push_back(std::move(k));
   }
   return g;
@@ -120,7 +154,7 @@ GraphKernels kernels_of(const json& j, const ir::Graph& graph) {
 
 json options_json(const frontend::CompileOptions& o) {
   return {{"arch", o.arch}, {"precision", o.precision}, {"recompute", o.recompute}, {"memory_budget", o.memory_budget},
-          {"fusion", o.fusion}, {"fused_attention", o.fused_attention}, {"dropout", o.dropout}};
+          {"fusion", o.fusion}, {"fused_attention", o.fused_attention}, {"dropout", o.dropout}, {"matmul", o.matmul}};
 }
 frontend::CompileOptions options_of(const json& j) {
   frontend::CompileOptions o;
@@ -130,6 +164,7 @@ frontend::CompileOptions options_of(const json& j) {
   o.memory_budget = j.at("memory_budget");
   o.fusion = j.at("fusion");
   o.fused_attention = j.at("fused_attention");
+  o.matmul = j.at("matmul");
   o.dropout = j.at("dropout");
   return o;
 }
@@ -146,8 +181,8 @@ CompiledProgram compile_program(const passes::TrainingProgram& program, const fr
   p.config_text = config_text;
   p.step_ir = ir::print(program.step);
   p.optimizer_ir = ir::print(program.optimizer);
-  p.step = render_graph(program.step, {arch});
-  p.optimizer = render_graph(program.optimizer, {arch});
+  p.step = render_graph(program.step, {arch, options.matmul});
+  p.optimizer = render_graph(program.optimizer, {arch, options.matmul});
   const NvrtcCompiler compiler = NvrtcCompiler::for_arch(arch);
   p.nvrtc_version = compiler.version();
   p.nvrtc_library = compiler.library();

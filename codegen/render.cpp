@@ -131,13 +131,19 @@ int blocks_for(long long n, int threads) {
   return static_cast<int>(std::max(1LL, std::min((n + threads - 1) / threads, 4096LL)));
 }
 
+std::string library_text(const LibraryGemm& g) {
+  return fmt::format("gemm ta={} tb={} m={} n={} k={} batch={} ld={},{},{} strides={},{},{} types={},{} ws={}", g.transpose_a,
+                     g.transpose_b, g.m, g.n, g.k, g.batch, g.lda, g.ldb, g.ldc, g.stride_a, g.stride_b, g.stride_c,
+                     ir::dtype_name(g.ab_dtype), ir::dtype_name(g.c_dtype), g.to_workspace);
+}
+
 std::string device_source(const KernelSpec& kernel) { return "#include \"bx.h\"\n\n" + kernel.source; }
 
 std::string host_source(const std::vector<const KernelSpec*>& kernels) {
   std::string s = "#include \"bx.h\"\n\n";
   std::set<std::string> seen;
   for (const KernelSpec* k : kernels) {
-    if (!seen.insert(k->name).second) continue;
+    if (k->source.empty() || !seen.insert(k->name).second) continue;
     std::string args;
     for (size_t i = 0; i < k->params.size(); ++i)
       args += fmt::format("{}({})a[{}]", i ? ", " : "", k->params[i].c_type, i);
@@ -162,8 +168,9 @@ GraphKernels render_graph(const ir::Graph& graph, const RenderTarget& target) {
     k.family = family;
     k.label = op.scope;
     k.op_index = i;
-    const std::string unnamed = k.source;
-    k.name = fmt::format("k_{:016x}", XXH3_64bits(unnamed.data(), unnamed.size()));
+    // A cuBLAS-only launch has no source: it is named after the product it describes.
+    const std::string unnamed = k.source.empty() ? library_text(*k.library) : k.source;
+    k.name = fmt::format("{}_{:016x}", k.source.empty() ? "cublas" : "k", XXH3_64bits(unnamed.data(), unnamed.size()));
     for (size_t at = k.source.find("BX_NAME"); at != std::string::npos; at = k.source.find("BX_NAME", at))
       k.source.replace(at, 7, k.name);
     out.kernels.push_back(std::move(k));

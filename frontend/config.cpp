@@ -71,6 +71,7 @@ std::vector<Field> fields_of(Config& c) {
       {"compile", "memory_budget", &c.compile.memory_budget, Range::NonNegative},
       {"compile", "fusion", &c.compile.fusion, Range::Any},
       {"compile", "fused_attention", &c.compile.fused_attention, Range::Any},
+      {"compile", "matmul", &c.compile.matmul, Range::Any, {"auto", "generated", "library"}},
       {"compile", "print_ir_after_all", &c.compile.print_ir_after_all, Range::Any},
       {"compile", "dump_ir", &c.compile.dump_ir, Range::Any},
   };

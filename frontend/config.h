@@ -75,6 +75,8 @@ struct CompileOptions {
   int64_t memory_budget = 0;       // bytes of activations for recompute = auto
   bool fusion = true;              // group ops into fused kernels
   bool fused_attention = true;     // one attention op instead of matmul, softmax, dropout, matmul
+  std::string matmul = "auto";     // auto | generated | library: generated kernels or cuBLAS per
+                                   // matmul (the rule: codegen/matrix_strategy.h)
   bool print_ir_after_all = false; // every stage's IR to stderr
   std::string dump_ir;             // folder for every stage's IR as NN-<pass>-<graph>.ir ("": none)
 };

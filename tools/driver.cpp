@@ -38,7 +38,7 @@ struct CompileArgs {
 
 // Compiler flags shared by compile and train; each overrides its [compile] key when given.
 struct CompileFlags {
-  std::optional<std::string> arch, precision, recompute;
+  std::optional<std::string> arch, precision, recompute, matmul;
   std::optional<int64_t> memory_budget;
   std::optional<bool> fusion, fused_attention;
   bool print_ir_after_all = false;
@@ -55,6 +55,9 @@ struct CompileFlags {
         ->check(CLI::NonNegativeNumber);
     cmd->add_option("--fusion", fusion, "Fuse ops into kernels (true/false)");
     cmd->add_option("--fused-attention", fused_attention, "One attention op per layer (true/false)");
+    cmd->add_option("--matmul", matmul, "Matrix products as generated kernels, cuBLAS calls, or auto (big plain ones "
+                                        "to cuBLAS)")
+        ->check(CLI::IsMember({"auto", "generated", "library"}));
     cmd->add_flag("--print-ir-after-all", print_ir_after_all, "Print every stage's IR to stderr");
     cmd->add_option("--dump-ir", dump_ir, "Write every stage's IR into this folder (NN-<pass>-<graph>.ir)");
   }
@@ -67,6 +70,7 @@ struct CompileFlags {
     if (memory_budget) o.memory_budget = *memory_budget;
     if (fusion) o.fusion = *fusion;
     if (fused_attention) o.fused_attention = *fused_attention;
+    if (matmul) o.matmul = *matmul;
     if (print_ir_after_all) o.print_ir_after_all = true;
     if (dump_ir) o.dump_ir = *dump_ir;
     const runtime::CudaDriverProbe probe = runtime::probe_cuda_driver();
@@ -117,7 +121,8 @@ int compile(CompileArgs args, const CompileFlags& flags, const frontend::ModelDe
     }
     if (args.emit == "cuda") {
       // Without a GPU arch the listing shows the kernels the host emulation runs (sm_61's).
-      const codegen::RenderTarget target{real_arch(config.compile) ? std::stoi(config.compile.arch.substr(3)) : 0};
+      const codegen::RenderTarget target{real_arch(config.compile) ? std::stoi(config.compile.arch.substr(3)) : 0,
+                                         config.compile.matmul};
       text = codegen::cuda_listing(codegen::render_graph(p.step, target), codegen::render_graph(p.optimizer, target));
     } else if (args.emit == "report") {
       const std::optional<codegen::CompiledProgram> kernels =

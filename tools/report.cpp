@@ -115,7 +115,8 @@ nlohmann::json report_json(const passes::CompileReport& r) {
   nlohmann::json j;
   const auto& o = r.options;
   j["options"] = {{"arch", o.arch},           {"precision", o.precision}, {"recompute", r.recompute},
-                  {"memory_budget", o.memory_budget}, {"fusion", o.fusion}, {"fused_attention", o.fused_attention}};
+                  {"memory_budget", o.memory_budget}, {"fusion", o.fusion}, {"fused_attention", o.fused_attention},
+                  {"matmul", o.matmul}};
   j["gpu"] = r.gpu ? nlohmann::json(std::string(r.gpu->title)) : nlohmann::json(nullptr);
   j["stages"] = nlohmann::json::array();
   for (const auto& s : r.stages) j["stages"].push_back({{"pass", s.pass}, {"graph", s.graph}, {"figures", figures_json(s.figures)}});
@@ -135,9 +136,10 @@ nlohmann::json report_json(const passes::CompileReport& r) {
 
 std::string report_text(const passes::CompileReport& r, const std::string& name) {
   const auto& o = r.options;
-  std::string out = fmt::format("compile report: {}, arch {}{}, precision {}, recompute {}, fusion {}, fused attention {}\n\n",
-                                name, o.arch, r.gpu ? fmt::format(" ({})", r.gpu->title) : "", o.precision, r.recompute,
-                                o.fusion ? "on" : "off", o.fused_attention ? "on" : "off");
+  std::string out = fmt::format(
+      "compile report: {}, arch {}{}, precision {}, recompute {}, fusion {}, fused attention {}, matmul {}\n\n", name, o.arch,
+      r.gpu ? fmt::format(" ({})", r.gpu->title) : "", o.precision, r.recompute, o.fusion ? "on" : "off",
+      o.fused_attention ? "on" : "off", o.matmul);
   out += fmt::format("{:<11} {:<9} {:>6} {:>6} {:>8} {:>10} {:>10} {:>10} {:>10} {:>9}\n", "after", "graph", "ops", "fused",
                      "launches", "fwd GFLOP", "bwd GFLOP", "recompute", "optimizer", "GB moved");
   for (const auto& s : r.stages) {
@@ -249,8 +251,9 @@ std::map<std::string, FamilyFigures> by_family(const codegen::CompiledProgram& p
       FamilyFigures& x = f[k.strategy.empty() ? k.family : k.family + " " + k.strategy];
       ++x.launches;
       if (!seen.insert(k.name).second) continue;
-      const codegen::PtxasInfo& i = p.images.at(k.name).ptxas;
       ++x.kernels;
+      if (k.source.empty()) continue;  // a cuBLAS-only launch: no kernel of ours
+      const codegen::PtxasInfo& i = p.images.at(k.name).ptxas;
       x.max_registers = std::max(x.max_registers, i.registers);
       x.max_shared = std::max(x.max_shared, i.shared_bytes);
       x.spill_bytes += i.spill_store_bytes + i.spill_load_bytes;
@@ -279,7 +282,7 @@ nlohmann::json kernels_json(const codegen::CompiledProgram& p) {
   std::set<std::string> seen;
   for (const codegen::GraphKernels* g : {&p.step, &p.optimizer})
     for (const codegen::KernelSpec& k : g->kernels) {
-      if (!seen.insert(k.name).second) continue;
+      if (!seen.insert(k.name).second || k.source.empty()) continue;
       const codegen::PtxasInfo& i = p.images.at(k.name).ptxas;
       j["per_kernel"].push_back({{"name", k.name}, {"family", k.family}, {"strategy", k.strategy}, {"first_use", k.label},
                                  {"registers", i.registers}, {"shared_bytes", i.shared_bytes}, {"stack_bytes", i.stack_bytes},
@@ -302,7 +305,10 @@ std::string kernels_text(const codegen::CompiledProgram& p, bool compiled_now) {
   out += "  (registers and shared bytes: the most any kernel of the family uses; launches per micro-batch and optimizer step)\n";
   out += "\nmatrix ops of the step and the strategy each got (rule: codegen/matrix_strategy.h)\n";
   for (const codegen::KernelSpec& k : p.step.kernels)
-    if (!k.strategy.empty())
+    if (k.library)
+      out += fmt::format("  op {:<5} {:<10} {:<10} {}x{}x{} (x{}){}  {}\n", k.op_index, k.family, k.strategy, k.library->m,
+                         k.library->n, k.library->k, k.library->batch, k.source.empty() ? "" : " + epilogue kernel", k.label);
+    else if (!k.strategy.empty())
       out += fmt::format("  op {:<5} {:<10} {:<10} grid {}x{}x{} block {}  {}\n", k.op_index, k.family, k.strategy, k.grid.x,
                          k.grid.y, k.grid.z, k.block.x, k.label);
   return out;

@@ -30,10 +30,10 @@ float from_f16_bits(uint16_t b) {
   std::memcpy(&h, &b, 2);
   return static_cast<float>(h);
 }
-uint16_t to_bf16_bits(float f) {  // exact: the reference already holds bf16-representable floats
+uint16_t to_bf16_bits(float f) {  // round to nearest even (values are finite here)
   uint32_t u;
   std::memcpy(&u, &f, 4);
-  return static_cast<uint16_t>(u >> 16);
+  return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 float from_bf16_bits(uint16_t b) {
   const uint32_t u = static_cast<uint32_t>(b) << 16;
@@ -170,6 +170,7 @@ KernelCheck KernelHarness::check(const KernelSpec& kernel, const std::vector<Hos
   std::vector<void*> args;
   std::vector<std::vector<void*>> tables;
   std::vector<std::vector<unsigned char>> scratch;
+  std::vector<float> workspace;
   tables.reserve(kernel.params.size());
   scratch.reserve(kernel.params.size());
   for (const KernelParam& p : kernel.params) {
@@ -185,11 +186,42 @@ KernelCheck KernelHarness::check(const KernelSpec& kernel, const std::vector<Hos
         scratch.emplace_back(p.scratch_bytes, 0);
         args.push_back(scratch.back().data());
         break;
+      case ParamKind::Workspace:
+        workspace.assign(p.scratch_bytes / 4, std::nanf(""));
+        args.push_back(workspace.data());
+        break;
+    }
+  }
+  if (kernel.library) {  // cuBLAS's part, as cublas_args() would have it run
+    const codegen::LibraryGemm& g = *kernel.library;
+    auto floats = [&](ir::ValueId v) {
+      for (Slot& s : slots)
+        if (s.value == v && !s.written) {
+          std::vector<float> f(static_cast<size_t>(s.buffer->type.numel()));
+          for (size_t i = 0; i < f.size(); ++i) f[i] = static_cast<float>(s.buffer->element(static_cast<int64_t>(i)));
+          return f;
+        }
+      throw std::runtime_error("the library product's operand is not a parameter of its launch");
+    };
+    const std::vector<float> a = floats(g.a), b = floats(g.b);
+    std::vector<float> c(static_cast<size_t>(g.batch * g.m * g.n));
+    codegen::run_cublas_on_host(codegen::cublas_args(g), b.data(), a.data(), c.data());
+    if (g.to_workspace) {
+      if (workspace.size() != c.size()) fail("the workspace does not hold the product");
+      else std::copy(c.begin(), c.end(), workspace.begin());
+    } else {
+      for (Slot& s : slots)
+        if (s.value == g.c && s.written) {
+          auto t = HostTensor<float>::zeros(s.buffer->type);
+          t.real = c;
+          s.buffer->write(t);
+        }
     }
   }
   try {
-    emulator_.launch(kernel.name, library_->entry(kernel.name), args.data(),
-                     {kernel.grid, kernel.block, kernel.cooperative, order});
+    if (!kernel.source.empty())
+      emulator_.launch(kernel.name, library_->entry(kernel.name), args.data(),
+                       {kernel.grid, kernel.block, kernel.cooperative, order});
   } catch (const std::exception& e) {
     fail(e.what());
     return result;

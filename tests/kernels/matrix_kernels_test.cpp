@@ -6,8 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "codegen/render.h"
 #include "harness.h"
@@ -35,18 +37,17 @@ reference::Environment<float> environment(const ir::Graph& g) {
   return env;
 }
 
-// Renders `g` for `sm`, checks every kernel in both thread orders, and that the matrix kernels got
-// `strategy`. `adjust` may change the inputs (padding masks).
-void expect_match(const ir::Graph& g, int sm, const std::string& strategy,
+// Renders `g` for `target`, checks every kernel in both thread orders, and that the matrix kernels
+// got `strategies` (each one at least once). `adjust` may change the inputs (padding masks).
+void expect_match(const ir::Graph& g, const codegen::RenderTarget& target, const std::set<std::string>& strategies,
                   const std::function<void(reference::Environment<float>&)>& adjust = {}) {
-  KernelHarness h(g, BERTC_TEST_CACHE, codegen::RenderTarget{sm});
-  size_t matrix = 0;
+  KernelHarness h(g, BERTC_TEST_CACHE, target);
+  std::set<std::string> seen;
   for (const codegen::KernelSpec& k : h.kernels().kernels)
-    if (!k.strategy.empty()) {
-      ++matrix;
-      EXPECT_EQ(k.strategy, strategy) << "sm_" << sm << " " << k.family;
-    }
-  EXPECT_GT(matrix, 0u);
+    if (!k.strategy.empty()) seen.insert(k.strategy);
+  EXPECT_EQ(seen, strategies) << "sm_" << target.sm << ", matmul " << target.matmul;
+  const int sm = target.sm;
+  const std::string strategy = fmt::format("{}", fmt::join(strategies, "+"));
   reference::Environment<float> env = environment(g);
   if (adjust) adjust(env);
   for (auto order : {codegen::ThreadOrder::Forward, codegen::ThreadOrder::Reverse})
@@ -97,7 +98,7 @@ graph @gemm {{
 }}
 )",
                                         t));
-  for (const Arch& a : archs_for(t)) expect_match(g, a.sm, a.strategy);
+  for (const Arch& a : archs_for(t)) expect_match(g, {a.sm}, {a.strategy});
 }
 
 // A batch folded into M (right operand without batch, transposed) and broadcast batches.
@@ -115,10 +116,70 @@ graph @batches {{
 }}
 )",
                                         t));
-  for (const Arch& a : archs_for(t)) expect_match(g, a.sm, a.strategy);
+  for (const Arch& a : archs_for(t)) expect_match(g, {a.sm}, {a.strategy});
+}
+
+// The same products through cuBLAS (run on the host exactly as cublas_args() hands them to
+// cuBLAS, column-major): plain ones write their result, the others go through the workspace and
+// a generated epilogue kernel; the broadcast batch ([2,1] against [3]) is no strided batch and
+// stays generated.
+TEST_P(Gemm, Library) {
+  const std::string t = GetParam();
+  const std::string generated = t == "f32" ? "simt" : "hmma16816";
+  const ir::Graph odd = fused(fmt::format(R"(
+graph @library {{
+  %a = input : {0}[33,45]
+  %b = input : {0}[17,45]
+  %bias = input : {0}[17]
+  %c = input : f32[130,70]
+  %d = input : {0}[19,130]
+  %e = input : {0}[19,70]
+  %x = input : {0}[2,20,24]
+  %w = input : {0}[24,40]
+  %p = input : {0}[2,1,9,16]
+  %q = input : {0}[3,24,16]
+  %u = input : {0}[3,9,16]
+  %0 = matmul(%a, %b) {{transpose_b = true}} : {0}[33,17]
+  %1 = add(%0, %bias) : {0}[33,17]
+  %2 = gelu(%1) : {0}[33,17]
+  %4 = matmul(%d, %e) {{transpose_a = true}} : {0}[130,70]
+  %5 = cast(%4) : f32[130,70]
+  %6 = add(%5, %c) : f32[130,70]
+  %7 = matmul(%x, %w) : {0}[2,20,40]
+  %8 = matmul(%p, %q) {{transpose_b = true}} : {0}[2,3,9,24]
+  %9 = matmul(%u, %q) {{transpose_b = true}} : {0}[3,9,24]
+  return %2, %6, %7, %8, %9
+}}
+)",
+                                          t));
+  expect_match(odd, {80, "library"}, {"cublas", generated});
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, Gemm, ::testing::Values("f32", "f16", "bf16"));
+
+// matmul = auto: cuBLAS takes a plain product of 2^30 FLOPs and more; a smaller one, or one with
+// an epilogue to fuse, is generated.
+TEST(MatmulChoice, AutoSendsBigPlainProductsToCublas) {
+  const ir::Graph g = fused(R"(
+graph @choice {
+  %a = input : bf16[1024,1024]
+  %b = input : bf16[1024,512]
+  %s = input : bf16[1024,511]
+  %bias = input : bf16[512]
+  %0 = matmul(%a, %b) : bf16[1024,512]
+  %1 = matmul(%a, %s) : bf16[1024,511]
+  %2 = matmul(%a, %b) : bf16[1024,512]
+  %3 = add(%2, %bias) : bf16[1024,512]
+  return %0, %1, %3
+}
+)");
+  std::vector<std::string> strategies;
+  for (const codegen::KernelSpec& k : codegen::render_graph(g, {80, "auto"}).kernels)
+    if (!k.strategy.empty()) strategies.push_back(k.strategy);
+  EXPECT_EQ(strategies, (std::vector<std::string>{"cublas", "hmma16816", "hmma16816"}));
+  for (const codegen::KernelSpec& k : codegen::render_graph(g, {80, "generated"}).kernels)
+    EXPECT_NE(k.strategy, "cublas");
+}
 
 // Attention forward and backward, batch 2, 2 heads, padding as quantize_and_mask sets it.
 ir::Graph attention_graph(const std::string& t, int seq, int d, double p) {
@@ -167,7 +228,7 @@ class Attention : public ::testing::TestWithParam<AttentionCase> {};
 TEST_P(Attention, MatchesReference) {
   const AttentionCase c = GetParam();
   const ir::Graph g = attention_graph(c.dtype, c.seq, c.d, c.p);
-  for (const Arch& a : archs_for(c.dtype)) expect_match(g, a.sm, a.strategy, quantize_and_mask);
+  for (const Arch& a : archs_for(c.dtype)) expect_match(g, {a.sm}, {a.strategy}, quantize_and_mask);
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, Attention,

@@ -1,0 +1,122 @@
+// cuBLAS launch records: from a matmul group, to cuBLAS's arguments, and run on the host.
+#include "codegen/library_gemm.h"
+
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace bertc::codegen {
+namespace {
+
+using ir::OpKind;
+
+std::string cuda_type(ir::DType d) {
+  switch (d) {
+    case ir::DType::F32: return "CUDA_R_32F";
+    case ir::DType::F16: return "CUDA_R_16F";
+    case ir::DType::BF16: return "CUDA_R_16BF";
+    default: throw std::invalid_argument(fmt::format("cuBLAS takes no {} matrices", ir::dtype_name(d)));
+  }
+}
+
+int64_t numel(const ir::Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+ir::Shape without_leading_ones(ir::Shape s) {
+  while (!s.empty() && s.front() == 1) s.erase(s.begin());
+  return s;
+}
+
+}  // namespace
+
+CublasGemmArgs cublas_args(const LibraryGemm& g) {
+  CublasGemmArgs a;
+  // Column-major views of the row-major buffers: B's is B^T (or B when stored transposed), so
+  // C^T (n x m) = op(view of B) op(view of A), each transposed exactly when the IR's is.
+  a.transpose_first = g.transpose_b;
+  a.transpose_second = g.transpose_a;
+  a.m = g.n, a.n = g.m, a.k = g.k;
+  a.ld_first = g.ldb, a.ld_second = g.lda, a.ldc = g.ldc;
+  a.stride_first = g.stride_b, a.stride_second = g.stride_a, a.stride_c = g.stride_c;
+  a.batch = g.batch;
+  a.type_ab = cuda_type(g.ab_dtype);
+  a.type_c = cuda_type(g.to_workspace ? ir::DType::F32 : g.c_dtype);
+  return a;
+}
+
+void run_cublas_on_host(const CublasGemmArgs& a, const float* first, const float* second, float* c) {
+  // X = op(first) is m x k, Y = op(second) is k x n; element (i, j) of a column-major matrix with
+  // leading dimension ld is at i + j * ld.
+  for (int64_t b = 0; b < a.batch; ++b) {
+    const float* x = first + b * a.stride_first;
+    const float* y = second + b * a.stride_second;
+    float* out = c + b * a.stride_c;
+    for (int64_t j = 0; j < a.n; ++j)
+      for (int64_t i = 0; i < a.m; ++i) {
+        double sum = 0;
+        for (int64_t l = 0; l < a.k; ++l) {
+          const float xv = a.transpose_first ? x[l + i * a.ld_first] : x[i + l * a.ld_first];
+          const float yv = a.transpose_second ? y[j + l * a.ld_second] : y[l + j * a.ld_second];
+          sum += static_cast<double>(xv) * yv;
+        }
+        out[i + j * a.ldc] = static_cast<float>(sum);
+      }
+  }
+}
+
+std::optional<LibraryGemm> library_gemm(const ir::Graph& graph, const ir::Op& op, const ir::Graph& body) {
+  const ir::Op* mm = nullptr;
+  size_t computing = 0;
+  for (const ir::Op& o : body.ops()) {
+    if (o.kind == OpKind::Matmul) mm = &o;
+    if (o.kind != OpKind::Input && o.kind != OpKind::Constant) ++computing;
+  }
+  if (!mm) return std::nullopt;
+  const auto inputs = body.values_of(OpKind::Input);
+  auto outer = [&](ir::ValueId v) -> std::optional<ir::ValueId> {
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (inputs[i] == v) return op.operands[i];
+    return std::nullopt;
+  };
+  const auto a_value = outer(mm->operands[0]), b_value = outer(mm->operands[1]);
+  if (!a_value || !b_value) return std::nullopt;
+  const ir::TensorType& at = graph.value(*a_value).type;
+  const ir::TensorType& bt = graph.value(*b_value).type;
+  const ir::TensorType& rt = body.value(mm->results[0]).type;
+  LibraryGemm g;
+  g.transpose_a = mm->attr<bool>("transpose_a");
+  g.transpose_b = mm->attr<bool>("transpose_b");
+  const int64_t a_rows = at.shape[at.shape.size() - 2], a_cols = at.shape.back();
+  const int64_t b_rows = bt.shape[bt.shape.size() - 2], b_cols = bt.shape.back();
+  g.m = g.transpose_a ? a_cols : a_rows;
+  g.k = g.transpose_a ? a_rows : a_cols;
+  g.n = g.transpose_b ? b_rows : b_cols;
+  g.lda = a_cols, g.ldb = b_cols, g.ldc = g.n;
+  const ir::Shape rbatch(rt.shape.begin(), rt.shape.end() - 2);
+  const ir::Shape abatch(at.shape.begin(), at.shape.end() - 2), bbatch(bt.shape.begin(), bt.shape.end() - 2);
+  if (numel(bbatch) == 1 && !g.transpose_a) {  // A's batch folds into its rows
+    g.m *= numel(rbatch);
+  } else {
+    g.batch = numel(rbatch);
+    auto stride = [&](const ir::Shape& batch, int64_t matrix) -> std::optional<int64_t> {
+      if (numel(batch) == 1) return 0;
+      if (without_leading_ones(batch) == without_leading_ones(rbatch)) return matrix;
+      return std::nullopt;  // a broadcast inside the batch dims: not one strided batch
+    };
+    const auto sa = stride(abatch, a_rows * a_cols), sb = stride(bbatch, b_rows * b_cols);
+    if (!sa || !sb) return std::nullopt;
+    g.stride_a = *sa, g.stride_b = *sb, g.stride_c = g.m * g.n;
+  }
+  g.a = *a_value, g.b = *b_value;
+  g.ab_dtype = at.dtype;
+  const bool plain = computing == 1 && body.outputs().size() == 1 && body.outputs()[0] == mm->results[0];
+  g.to_workspace = !plain;
+  g.c = plain ? op.results[0] : 0;
+  g.c_dtype = plain ? rt.dtype : ir::DType::F32;
+  return g;
+}
+
+}  // namespace bertc::codegen
