@@ -1,6 +1,8 @@
 // The attention family: attention and attention_grad as one bx_attention instantiation of the
 // prelude (flash-attention style, see bx_matrix.h), its strategy from the rule of
 // matrix_strategy.h, its tiles and warp layouts chosen here to fit 48 KB of shared memory.
+#include <optional>
+
 #include <fmt/format.h>
 
 #include "codegen/family.h"
@@ -15,12 +17,26 @@ constexpr int kWarps = 4;
 constexpr int64_t kSharedLimit = 48 * 1024;  // static shared memory of one block, every arch
 
 // Warp rows (of 4 warps) for a rows x cols product whose warp tiles the strategy can take.
-int warp_rows(MatrixStrategy s, int64_t rows, int64_t cols) {
+std::optional<int> warp_rows(MatrixStrategy s, int64_t rows, int64_t cols) {
   for (int g : {4, 2, 1})
     if (rows % g == 0 && (rows / g) % strategy_warp_rows(s) == 0 && cols % (kWarps / g) == 0 &&
         (cols / (kWarps / g)) % strategy_warp_cols(s) == 0)
       return g;
-  throw ir::Error(fmt::format("attention: no layout of 4 warps over a {} x {} tile for {}", rows, cols, strategy_name(s)));
+  return std::nullopt;
+}
+
+struct Tiling {
+  MatrixStrategy strategy;
+  int bq, bkv, sg, og, kg;  // tiles and warp rows of the score, query-side and key-side products
+};
+
+std::optional<Tiling> tiling(MatrixStrategy s, bool backward, int64_t d) {
+  const bool tensor = s != MatrixStrategy::Simt;
+  if (d % strategy_k_step(s) != 0 || (tensor && d % 16 != 0)) return std::nullopt;  // d is the score product's depth
+  const int bq = tensor ? (backward ? 32 : 64) : (backward ? 16 : 32), bkv = tensor ? 32 : (backward ? 16 : 32);
+  const auto sg = warp_rows(s, bq, bkv), og = warp_rows(s, bq, d), kg = backward ? warp_rows(s, bkv, d) : 1;
+  if (!sg || !og || !kg) return std::nullopt;
+  return Tiling{s, bq, bkv, *sg, *og, *kg};
 }
 
 // Strides of a bias of `shape` broadcast (right-aligned) to [batch, heads, sq, sk]; 0 where it
@@ -51,11 +67,12 @@ KernelSpec render_attention(const KernelInput& in) {
   const double p = in.op.attr<double>("p");
   const bool dropout = has_seed && p > 0;
 
-  MatrixStrategy s = choose_strategy(in.target.sm, q.dtype);
-  if (d % strategy_k_step(s) != 0 || d % 16 != 0) s = MatrixStrategy::Simt;  // the score product's depth is d
-  const bool tensor = s != MatrixStrategy::Simt;
-  const int bq = tensor ? (backward ? 32 : 64) : (backward ? 16 : 32), bkv = tensor ? 32 : (backward ? 16 : 32);
-  const int sg = warp_rows(s, bq, bkv), og = warp_rows(s, bq, d), kg = backward ? warp_rows(s, bkv, d) : 1;
+  // The arch's strategy where its tiles fit the head size, else simt (head sizes not a multiple of 16).
+  std::optional<Tiling> t = tiling(choose_strategy(in.target.sm, q.dtype), backward, d);
+  if (!t) t = tiling(MatrixStrategy::Simt, backward, d);
+  if (!t) throw ir::Error(fmt::format("attention: head size {} fits no tiling of 4 warps (it must be a multiple of 8)", d));
+  const MatrixStrategy s = t->strategy;
+  const int bq = t->bq, bkv = t->bkv, sg = t->sg, og = t->og, kg = t->kg;
 
   // Shared bytes as bx_attention lays them out (rows padded by 16 bytes).
   const int64_t bytes = static_cast<int64_t>(ir::dtype_bytes(q.dtype)), pad = 16 / bytes;

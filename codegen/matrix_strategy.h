@@ -6,6 +6,7 @@
 //                cp.async, which starts at sm_80); sm_70/72: hmma884 (mma.m8n8k4); older: simt.
 //   bf16 inputs  sm_80+: hmma16816; older: simt (bf16 tensor-core math starts at sm_80).
 //   f32 inputs   simt everywhere (tensor cores would need TF32, which would change the numbers).
+//   Fused attention whose head size the strategy's tiles do not fit (not a multiple of 16) runs simt.
 //   simt converts 16-bit inputs to f32 on load and never computes in half: the P40 runs FP16
 //   arithmetic at 1/64 of its FP32 rate.
 // cp.async pipelines (async) on sm_80+; register-staged double buffering before.
