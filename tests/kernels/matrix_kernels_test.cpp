@@ -223,6 +223,10 @@ struct AttentionCase {
   double p;
 };
 
+void PrintTo(const AttentionCase& c, std::ostream* os) {
+  *os << c.dtype << " seq " << c.seq << " d " << c.d << " p " << c.p;
+}
+
 class Attention : public ::testing::TestWithParam<AttentionCase> {};
 
 TEST_P(Attention, MatchesReference) {
