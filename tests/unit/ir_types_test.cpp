@@ -66,8 +66,11 @@ TEST(OpTable, NamesAreUniqueAndLookUpBack) {
     EXPECT_EQ(op_kind_from_name(info.name), info.kind);
     EXPECT_EQ(&op_info(info.kind), &info);
     EXPECT_FALSE(info.doc.empty()) << info.name << " needs a one-line doc";
-    for (const AttrSpec& spec : info.attrs)
-      if (spec.default_value) EXPECT_EQ(kind_of(*spec.default_value), spec.kind) << info.name << "." << spec.name;
+    for (const AttrSpec& spec : info.attrs) {
+      if (spec.default_value) {
+        EXPECT_EQ(kind_of(*spec.default_value), spec.kind) << info.name << "." << spec.name;
+      }
+    }
   }
   EXPECT_FALSE(op_kind_from_name("matmull").has_value());
 }
