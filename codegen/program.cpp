@@ -262,7 +262,7 @@ CompiledProgram read_bertx(const std::filesystem::path& path) {
     }
     for (const GraphKernels* g : {&p.step, &p.optimizer})
       for (const KernelSpec& k : g->kernels)
-        if (!p.images.count(k.name)) throw bad("kernel " + k.name + " has no image");
+        if (!k.source.empty() && !p.images.count(k.name)) throw bad("kernel " + k.name + " has no image");
     return p;
   } catch (const json::exception& e) {
     throw bad(std::string("its header is malformed: ") + e.what());

@@ -20,9 +20,10 @@ struct Compiled {
   CompiledProgram compiled;
 };
 
-Compiled compile_for(const std::string& config, const std::string& arch) {
+Compiled compile_for(const std::string& config, const std::string& arch, const std::string& matmul = "auto") {
   frontend::Config c = frontend::load_config(std::string(BERTC_SOURCE_DIR) + "/examples/" + config);
   c.compile.arch = arch;
+  c.compile.matmul = matmul;
   c.compile = passes::resolve_options(c.compile, "none");  // precision auto: what that arch trains in
   Compiled out;
   out.program = passes::compile_training(frontend::build_bert_pretraining(c), c.compile, passes::optimizer_options(c.train));
@@ -94,8 +95,9 @@ TEST(CompiledProgram, MatrixKernelsUseTheirArchsInstructions) {
   }
 }
 
+// With every matmul through cuBLAS, so that the file holds library records and workspaces too.
 TEST(CompiledProgram, BertxReadsBackTheSameProgram) {
-  const Compiled c = compile_for("bert-tiny.toml", "sm_75");
+  const Compiled c = compile_for("bert-tiny.toml", "sm_75", "library");
   const std::filesystem::path path = std::filesystem::path(BERTC_TEST_CACHE) / "tiny.bertx";
   write_bertx(path, c.compiled);
   const CompiledProgram r = read_bertx(path);
@@ -110,6 +112,10 @@ TEST(CompiledProgram, BertxReadsBackTheSameProgram) {
       EXPECT_EQ(x.source, y.source);
       EXPECT_EQ(x.op_index, y.op_index);
       EXPECT_EQ(x.grid.x, y.grid.x);
+      EXPECT_EQ(x.grid.y * x.grid.z, y.grid.y * y.grid.z);
+      EXPECT_EQ(x.strategy, y.strategy);
+      ASSERT_EQ(x.library.has_value(), y.library.has_value());
+      if (x.library) EXPECT_EQ(library_text(*x.library), library_text(*y.library));
       EXPECT_EQ(x.block.x * x.block.y, y.block.x * y.block.y);
       ASSERT_EQ(x.params.size(), y.params.size());
       for (size_t j = 0; j < x.params.size(); ++j) {
@@ -121,11 +127,20 @@ TEST(CompiledProgram, BertxReadsBackTheSameProgram) {
   // Buffers are named by IR labels in the file: they resolve to the same values of the re-read IR.
   const ir::Graph step = ir::parse(r.step_ir);
   const auto labels = ir::value_labels(step), original = ir::value_labels(c.program.step);
-  for (size_t i = 0; i < r.step.kernels.size(); ++i)
+  size_t library = 0;
+  for (size_t i = 0; i < r.step.kernels.size(); ++i) {
+    if (const auto& g = r.step.kernels[i].library) {
+      ++library;
+      EXPECT_EQ(labels[g->a], original[c.compiled.step.kernels[i].library->a]);
+      EXPECT_EQ(labels[g->b], original[c.compiled.step.kernels[i].library->b]);
+      if (!g->to_workspace) EXPECT_EQ(labels[g->c], original[c.compiled.step.kernels[i].library->c]);
+    }
     for (size_t j = 0; j < r.step.kernels[i].params.size(); ++j) {
       if (r.step.kernels[i].params[j].kind != ParamKind::Buffer) continue;
       EXPECT_EQ(labels[r.step.kernels[i].params[j].value], original[c.compiled.step.kernels[i].params[j].value]);
     }
+  }
+  EXPECT_GT(library, 10u);
   for (const auto& [name, image] : c.compiled.images) EXPECT_EQ(r.images.at(name).image, image.image) << name;
 }
 
