@@ -35,7 +35,7 @@ struct KernelSpec {
   std::string name;     // k_<hash of the source>: kernels with the same source share one
   std::string family;   // pointwise, row_reduction, reduction, gather, scatter_add, multi_tensor_norm, ...
   std::string label;    // where it comes from: the op's scope
-  std::string strategy; // matrix kernels: simt, hmma884 or hmma16816 (matrix_strategy.h); else empty
+  std::string strategy; // matrix kernels: simt, hmma884, hmma16816 or cublas (matrix_strategy.h); else empty
   size_t op_index = 0;  // the op of the graph it runs
   std::string source;   // the kernel function, named `name` (no #include)
   std::vector<KernelParam> params;

@@ -282,6 +282,10 @@ std::string cuda_listing(const GraphKernels& step, const GraphKernels& optimizer
       out += fmt::format("\n// op {}: {} ({}), grid {}x{}x{}, block {}x{}x{}{}\n", s.op_index, family, s.label, s.grid.x,
                          s.grid.y, s.grid.z, s.block.x, s.block.y, s.block.z,
                          s.zero_before.empty() ? "" : ", outputs zeroed first");
+      if (s.library)
+        out += fmt::format("// cuBLAS first: {}\n// (cublasGemmStridedBatchedEx; {})\n", library_text(*s.library),
+                           s.source.empty() ? "no kernel after it" : "then this epilogue kernel on its workspace");
+      if (s.source.empty()) continue;
       if (printed.insert(s.name).second) out += s.source;
       else out += fmt::format("// (the same kernel as above: {})\n", s.name);
     }

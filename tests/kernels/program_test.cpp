@@ -115,7 +115,9 @@ TEST(CompiledProgram, BertxReadsBackTheSameProgram) {
       EXPECT_EQ(x.grid.y * x.grid.z, y.grid.y * y.grid.z);
       EXPECT_EQ(x.strategy, y.strategy);
       ASSERT_EQ(x.library.has_value(), y.library.has_value());
-      if (x.library) EXPECT_EQ(library_text(*x.library), library_text(*y.library));
+      if (x.library) {
+        EXPECT_EQ(library_text(*x.library), library_text(*y.library));
+      }
       EXPECT_EQ(x.block.x * x.block.y, y.block.x * y.block.y);
       ASSERT_EQ(x.params.size(), y.params.size());
       for (size_t j = 0; j < x.params.size(); ++j) {
@@ -133,7 +135,9 @@ TEST(CompiledProgram, BertxReadsBackTheSameProgram) {
       ++library;
       EXPECT_EQ(labels[g->a], original[c.compiled.step.kernels[i].library->a]);
       EXPECT_EQ(labels[g->b], original[c.compiled.step.kernels[i].library->b]);
-      if (!g->to_workspace) EXPECT_EQ(labels[g->c], original[c.compiled.step.kernels[i].library->c]);
+      if (!g->to_workspace) {
+        EXPECT_EQ(labels[g->c], original[c.compiled.step.kernels[i].library->c]);
+      }
     }
     for (size_t j = 0; j < r.step.kernels[i].params.size(); ++j) {
       if (r.step.kernels[i].params[j].kind != ParamKind::Buffer) continue;
