@@ -28,6 +28,17 @@ int vector_elements(int64_t row_length, ir::DType dtype) {
   return v;
 }
 
+// Every epilogue result at `at`, all computed before the first store: a result may be written in
+// the place of an input it reads (a gradient accumulator), so no store may precede a load.
+void store_outputs(Emitter& e, const ir::Shape& shape, const Coords& at) {
+  const auto& outputs = e.body().outputs();
+  for (ir::ValueId v : outputs) {
+    if (e.body().value(v).type.shape != shape) throw ir::Error("matmul: an epilogue result of another shape than the product");
+    e.at(v, at);
+  }
+  for (size_t k = 0; k < outputs.size(); ++k) store_output(e, k, at);
+}
+
 struct Operand {
   size_t input;         // region input index
   ir::Shape batch;      // leading dims
@@ -97,11 +108,7 @@ KernelSpec render_library(const KernelInput& in, const LibraryGemm& g) {
   const Coords at = e.decompose(result.shape, "i");
   e.bind(mm->results[0], at,
          result.dtype == ir::DType::F32 ? "ws[i]" : fmt::format("bx_round_{}(ws[i])", ir::dtype_name(result.dtype)));
-  for (size_t k = 0; k < in.body.outputs().size(); ++k) {
-    if (in.body.value(in.body.outputs()[k]).type.shape != result.shape)
-      throw ir::Error("matmul: an epilogue result of another shape than the product");
-    store_output(e, k, at);
-  }
+  store_outputs(e, result.shape, at);
   e.close();
   spec.source = kernel_text(spec.params, e.take());
   spec.block = {threads_for(n)};
@@ -165,11 +172,7 @@ KernelSpec render_matmul(const KernelInput& in) {
   at.push_back("n");
   const std::string value = dtype == ir::DType::F32 ? "acc[i]" : fmt::format("bx_round_{}(acc[i])", ir::dtype_name(dtype));
   e.bind(mm->results[0], at, value);
-  for (size_t k = 0; k < body.outputs().size(); ++k) {
-    if (body.value(body.outputs()[k]).type.shape != result.shape)
-      throw ir::Error("matmul: an epilogue result of another shape than the product");
-    store_output(e, k, at);
-  }
+  store_outputs(e, result.shape, at);
   e.close();
   e.close();
 

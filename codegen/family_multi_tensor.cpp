@@ -6,6 +6,7 @@
 // finding its own at a base offset. Sums over tensors go through scratch, finished by the last block.
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -147,8 +148,23 @@ class MultiTensorKernel {
       }
     }
     const auto& outputs = body_.outputs();
-    for (size_t k = 0; k < outputs.size(); ++k)
-      if (!scalar(outputs[k])) add({Task::Write, outputs[k], k});
+    // A write that reads no tensor (the zeroed gradient accumulators) joins the segment reading the
+    // tensor it replaces, if any: the memory plan may put it in that tensor's place, and then only
+    // the same thread, reading first, may overwrite the element (another block could run first).
+    std::vector<size_t> constant_writes;
+    for (size_t k = 0; k < outputs.size(); ++k) {
+      if (scalar(outputs[k])) continue;
+      if (depends_[outputs[k]].empty() && replaced_input(k)) constant_writes.push_back(k);
+      else add({Task::Write, outputs[k], k});
+    }
+    for (size_t k : constant_writes) {
+      const ir::ValueId input = *replaced_input(k);
+      auto reader = std::find_if(segments_.begin(), segments_.end(), [&](const Segment& s) {
+        return s.n == body_.value(outputs[k]).type.numel() && s.tensors.count(input);
+      });
+      if (reader != segments_.end()) reader->tasks.push_back({Task::Write, outputs[k], k});
+      else add({Task::Write, outputs[k], k});
+    }
     // Slots: every reduction one float; a segment's own reductions are numbered from its first slot.
     slot_of_.assign(reductions_.size(), 0);
     for (Segment& s : segments_) {
@@ -167,6 +183,16 @@ class MultiTensorKernel {
     for (const Segment& s : segments_)
       for (const Task& t : s.tasks) cooperative_ = cooperative_ || t.kind != Task::Write;
     cooperative_ = cooperative_ || !reductions_.empty();
+  }
+
+  // The region input whose op operand output k becomes the next value of (an update in the graph).
+  std::optional<ir::ValueId> replaced_input(size_t k) const {
+    const ir::ValueId result = in_.op.results.at(k);
+    for (const ir::Op& op : in_.graph.ops())
+      if (op.kind == OpKind::Update && op.operands[1] == result)
+        for (size_t j = 0; j < in_.op.operands.size(); ++j)
+          if (in_.op.operands[j] == op.operands[0]) return inputs_.at(j);
+    return std::nullopt;
   }
 
   // The table: global entries (scalars, and tensors several segments read) then each segment's own.
@@ -224,9 +250,13 @@ class MultiTensorKernel {
         e.line(fmt::format("float {} = 0.0f;", accs.back()));
       }
     e.open("for (bx_i64 i = begin + bx_tid_x(); i < end; i += bx_bdim_x())");
+    // Every value first, then the stores: an output may be written in place of an input.
+    std::vector<std::string> values;
+    for (const Task& t : s.tasks) values.push_back(e.at(t.value, {}));
     size_t a = 0;
-    for (const Task& t : s.tasks) {
-      const std::string v = e.at(t.value, {});
+    for (size_t k = 0; k < s.tasks.size(); ++k) {
+      const Task& t = s.tasks[k];
+      const std::string& v = values[k];
       if (t.kind == Task::Write) {
         const std::string type = storage_type(body_.value(t.value).type.dtype);
         e.line(fmt::format("bx_st({}, i, {});", entry_expr(type, false, fmt::format("sb + {}", local_output_.at({&s, t.index}))), v));

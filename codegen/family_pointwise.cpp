@@ -91,6 +91,9 @@ std::string indexed_body(const KernelInput& in, const ir::Shape& domain, int64_t
                      "i += (bx_i64)bx_gdim_x() * bx_bdim_x())",
                      n));
   const Coords at = e.decompose(domain, "i");
+  // Every full-size result before the first store: one may take the place of an input it reads.
+  for (ir::ValueId v : outputs)
+    if (in.body.value(v).type.shape == domain) e.at(v, at);
   for (size_t k = 0; k < outputs.size(); ++k) {
     const ir::Shape& s = in.body.value(outputs[k]).type.shape;
     if (s == domain) {
