@@ -71,4 +71,30 @@ StoredTensor to_stored(const HostTensor& t) {
   return s;
 }
 
+StoredTensor to_storage(const HostTensor& t) {
+  const ir::DType d = t.type.dtype;
+  StoredTensor s{d, t.type.shape, std::vector<uint8_t>(static_cast<size_t>(t.type.bytes()))};
+  auto put = [&](size_t i, const auto& v) { std::memcpy(s.bytes.data() + i * sizeof(v), &v, sizeof(v)); };
+  for (size_t i = 0; i < static_cast<size_t>(t.numel()); ++i) {
+    switch (d) {
+      case ir::DType::F64: put(i, static_cast<double>(t.real[i])); break;
+      case ir::DType::F32: put(i, t.real[i]); break;
+      case ir::DType::F16: put(i, static_cast<_Float16>(t.real[i])); break;  // round to nearest even
+      case ir::DType::BF16: {
+        uint32_t u;
+        std::memcpy(&u, &t.real[i], 4);
+        const uint16_t b = std::isnan(t.real[i]) ? static_cast<uint16_t>((u >> 16) | 0x40)
+                                                 : static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+        put(i, b);
+        break;
+      }
+      case ir::DType::I64: put(i, t.integer[i]); break;
+      case ir::DType::I32: put(i, static_cast<int32_t>(t.integer[i])); break;
+      case ir::DType::U8:
+      case ir::DType::Bool: s.bytes[i] = static_cast<uint8_t>(t.integer[i]); break;
+    }
+  }
+  return s;
+}
+
 }  // namespace bertc::runtime

@@ -16,5 +16,7 @@ using Environment = reference::Environment<float>;
 HostTensor to_host(const StoredTensor& stored, ir::DType dtype, const std::string& what);
 // A tensor as stored bytes: real values as F32, integers as I64.
 StoredTensor to_stored(const HostTensor& tensor);
+// A tensor as the bytes of its own dtype (what kernels read: f16 and bf16 rounded to nearest even).
+StoredTensor to_storage(const HostTensor& tensor);
 
 }  // namespace bertc::runtime

@@ -1,0 +1,42 @@
+// Where every value of a compiled graph lives at run time, as the memory plan decided: per-step
+// values in one arena at their planned offsets; inputs, params, states and constants in buffers
+// of their own; a reshape on its operand's bytes; a param's or state's next value, when the plan
+// writes it in place, on the param or state itself. Device-independent: the host runner and the
+// GPU runtime both bind kernel arguments through it.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "ir/graph.h"
+#include "passes/memory_plan.h"
+
+namespace bertc::runtime {
+
+struct ValuePlace {
+  enum Kind { Arena, Own } kind = Arena;
+  int64_t offset = 0;     // Arena: bytes into the arena
+  ir::ValueId owner = 0;  // Own: the source value whose buffer it is
+};
+
+class PlanLayout {
+ public:
+  explicit PlanLayout(const ir::Graph& graph);
+
+  const passes::MemoryPlan& plan() const { return plan_; }
+  // The values with a buffer of their own (inputs, params, states, constants), in value order.
+  const std::vector<ir::ValueId>& owned() const { return owned_; }
+  // Throws std::logic_error naming the value when the plan gives it no storage.
+  ValuePlace place(ir::ValueId v) const;
+  // The value an update op writes back into `target` lives: true when it is `target`'s own buffer.
+  bool in_place(ir::ValueId target) const;
+
+ private:
+  passes::MemoryPlan plan_;
+  std::vector<ir::ValueId> owned_;
+  std::vector<ValuePlace> place_;
+  std::vector<bool> has_place_;
+  std::vector<bool> in_place_;  // per target of an update
+};
+
+}  // namespace bertc::runtime

@@ -1,0 +1,103 @@
+// The runtime's Host device: a bert-tiny training step and optimizer step run as compiled — every
+// value at its memory-plan offset in one arena (buffers reused as the plan says), launches in
+// order with the arguments of their records, cuBLAS records through the host — equal the
+// reference executor's loss, gradients and updated parameters.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "bert_batch.h"
+#include "codegen/render.h"
+#include "frontend/bert.h"
+#include "passes/targets.h"
+#include "runtime/host_runner.h"
+#include "runtime/reference/executor.h"
+
+namespace bertc::testing {
+namespace {
+
+// Largest difference over a tensor as a fraction of its largest reference magnitude.
+double relative_error(const HostTensor<float>& got, const HostTensor<float>& want) {
+  double largest = 0, worst = 0;
+  for (size_t i = 0; i < want.real.size(); ++i) largest = std::max(largest, std::abs(double(want.real[i])));
+  for (size_t i = 0; i < want.real.size(); ++i) {
+    const double d = std::abs(double(got.real[i]) - want.real[i]);
+    worst = std::max(worst, std::isnan(d) ? INFINITY : d);
+  }
+  return largest == 0 ? worst : worst / largest;
+}
+
+double largest(const HostTensor<float>& t) {
+  double m = 0;
+  for (float x : t.real) m = std::max(m, std::abs(double(x)));
+  return m;
+}
+
+// The key projection's bias has a gradient of exactly zero (softmax ignores a constant added to a
+// row of scores), so both sides hold only rounding noise there, which Adam then normalizes into
+// steps of arbitrary sign: those tensors are checked to stay tiny, not compared.
+bool noise_only(const std::string& name) { return name.find("attention.self.key.bias") != std::string::npos; }
+
+// `tolerance`: the largest error allowed in any tensor, relative to its largest value.
+// `chain`: the optimizer step starts from the runner's own gradients; else from the reference's
+// (where Adam's first step, which normalizes each gradient element to about +-1, would turn
+// a 16-bit rounding difference of a near-zero gradient into a full step of the other sign).
+void expect_step_matches(const std::string& precision, int sm, const std::string& matmul, double tolerance, bool chain) {
+  frontend::Config c = frontend::load_config(BERTC_SOURCE_DIR "/examples/bert-tiny.toml");
+  c.compile.arch = "none";
+  c.compile.precision = precision;
+  c.compile = passes::resolve_options(c.compile, "none");
+  const passes::TrainingProgram p =
+      passes::compile_training(frontend::build_bert_pretraining(c), c.compile, passes::optimizer_options(c.train));
+  reference::Environment<float> want = batch_environment(c, p);
+  if (precision == "fp16") want["loss_scale"].real[0] = 1024;
+  reference::Environment<float> got = want;
+  const codegen::RenderTarget target{sm, matmul};
+  runtime::HostRunner step(p.step, codegen::render_graph(p.step, target), BERTC_TEST_CACHE);
+  runtime::HostRunner optimizer(p.optimizer, codegen::render_graph(p.optimizer, target), BERTC_TEST_CACHE);
+  EXPECT_GT(step.layout().plan().buffers.size(), 50u);  // the arena is really shared out
+  const auto want_out = reference::Executor<float>(p.step).run(want).outputs;
+  const auto got_out = step.run(got);
+  ASSERT_EQ(got_out.size(), want_out.size());
+  for (size_t i = 0; i < got_out.size(); ++i)
+    EXPECT_LE(relative_error(got_out[i], want_out[i]), tolerance) << "step output " << i;
+  for (const auto& [name, w] : want) {
+    if (!w.is_real()) continue;
+    if (noise_only(name)) {
+      EXPECT_LE(largest(got.at(name)), 1e-6) << name << " should vanish";
+      continue;
+    }
+    EXPECT_LE(relative_error(got.at(name), w), tolerance) << "after the step: " << name;
+  }
+  if (!chain) got = want;
+  const auto want_opt = reference::Executor<float>(p.optimizer).run(want).outputs;
+  const auto got_opt = optimizer.run(got);
+  ASSERT_EQ(got_opt.size(), want_opt.size());
+  for (size_t i = 0; i < got_opt.size(); ++i)
+    EXPECT_LE(relative_error(got_opt[i], want_opt[i]), tolerance) << "optimizer output " << i;
+  size_t compared = 0;
+  for (const auto& [name, w] : want) {
+    if (!w.is_real() || noise_only(name)) continue;
+    ASSERT_TRUE(got.count(name)) << name;
+    EXPECT_LE(relative_error(got.at(name), w), tolerance) << precision << " sm_" << sm << " " << matmul << ": " << name;
+    ++compared;
+  }
+  EXPECT_GT(compared, 40u);
+}
+
+// fp32: ~130 launches in a row, each summing in its own order (the reference sums rows and
+// products in double or BLAS order): errors of 1e-6..1e-5 of a tensor's scale pile up through
+// the backward; 1e-3 still catches a wrong offset or a launch out of order (errors of order 1).
+TEST(HostRunner, Fp32StepOnSm61KernelsMatchesTheReference) { expect_step_matches("fp32", 61, "generated", 1e-3, true); }
+
+// bf16 with every product through cuBLAS records and workspaces: bf16 activations carry 2^-9 of
+// rounding per op, and a rounding flip in an early activation moves a gradient by a few bf16
+// ulps; 5e-2 of a tensor's scale allows that and still catches misplaced data.
+TEST(HostRunner, Bf16StepWithCublasRecordsMatchesTheReference) {
+  expect_step_matches("bf16", 80, "library", 5e-2, false);
+}
+
+}  // namespace
+}  // namespace bertc::testing
