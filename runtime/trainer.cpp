@@ -16,6 +16,7 @@
 #include "runtime/batches.h"
 #include "runtime/checkpoint.h"
 #include "runtime/data/pretraining_data.h"
+#include "runtime/graph_runner.h"
 #include "runtime/initialize.h"
 #include "runtime/lr_schedule.h"
 #include "runtime/reference/executor.h"
@@ -223,13 +224,23 @@ TrainSummary train_on_cpu(const frontend::ModelDefinition& model, const TrainOpt
   }
   const data::BatchStream stream = open_batch_stream(o.config, o.data, o.vocab, log);
   std::filesystem::create_directories(o.checkpoint_dir);
-  const reference::Executor<float> step_exec(program.step), opt_exec(program.optimizer);
   const bool has_logits = program.step.find("mlm_logits").has_value();
   const bool scaling = program.optimizer.find("step_skipped").has_value();
   std::vector<std::string> opt_fetch = {"grad_norm"};
   if (scaling) opt_fetch.insert(opt_fetch.end(), {"step_skipped", "loss_scale_used"});
   std::vector<std::string> fetch = {"mlm_loss", "nsp_loss"};
   if (has_logits) fetch.push_back("mlm_logits");
+  std::unique_ptr<GraphRunner> step_exec, opt_exec;
+  if (o.device == "host") {
+    const codegen::RenderTarget target{o.host_sm, o.config.compile.matmul};
+    step_exec = host_plan_runner(program.step, fetch, target, o.kernel_cache);
+    opt_exec = host_plan_runner(program.optimizer, opt_fetch, target, o.kernel_cache);
+  } else if (o.device == "cpu") {
+    step_exec = reference_runner(program.step, fetch);
+    opt_exec = reference_runner(program.optimizer, opt_fetch);
+  } else {
+    throw TrainError(fmt::format("no training device '{}' on the CPU: cpu or host", o.device));
+  }
   const int64_t K = t.gradient_accumulation_steps;
   Progress progress(log, o.metrics, start + 1, last, t.log_every, o.live_progress);
   summary.first_step = start + 1;
@@ -244,7 +255,7 @@ TrainSummary train_on_cpu(const frontend::ModelDefinition& model, const TrainOpt
       HostTensor seed = HostTensor::zeros({ir::DType::I64, {}});  // 63-bit: no trip through double
       seed.integer[0] = dropout_seed(static_cast<uint64_t>(t.seed), micro);
       env["dropout_seed"] = std::move(seed);
-      const auto r = step_exec.run(env, fetch);
+      const auto r = step_exec->run(env);
       stats.loss += r.outputs.at(0).real.at(0) / double(K);
       stats.mlm_loss += r.fetched.at("mlm_loss").real.at(0) / double(K);
       stats.nsp_loss += r.fetched.at("nsp_loss").real.at(0) / double(K);
@@ -260,7 +271,7 @@ TrainSummary train_on_cpu(const frontend::ModelDefinition& model, const TrainOpt
                                    "--resume from the last checkpoint", stats.loss, s));
     stats.learning_rate = learning_rate_at(t, s);
     env["learning_rate"] = HostTensor::scalar(ir::DType::F32, stats.learning_rate);
-    const auto r = opt_exec.run(env, opt_fetch);
+    const auto r = opt_exec->run(env);
     stats.grad_norm = r.fetched.at("grad_norm").real.at(0);
     if (scaling) {
       stats.skipped = r.fetched.at("step_skipped").real.at(0) != 0;

@@ -1,4 +1,4 @@
-// Training on the CPU with the reference executor: the BERT data pipeline, the step and optimizer
+// Training on the CPU, with the reference executor or the compiled plan under host emulation: the BERT data pipeline, the step and optimizer
 // graphs, the learning-rate schedule, progress and metrics, checkpoints and resume.
 #pragma once
 
@@ -19,6 +19,11 @@ struct TrainOptions {
   bool resume = false;                        // continue from the newest checkpoint in checkpoint_dir
   std::optional<std::filesystem::path> init;  // Hugging Face safetensors to start from
   bool live_progress = false;                 // rewrite one progress line (a terminal) or print lines
+  // cpu: the reference executor, op by op; host: the compiled plan (rendered kernels at memory-plan
+  // offsets) under the host emulation, the kernels of sm_`host_sm` (0: sm_61's), cached in `cache`.
+  std::string device = "cpu";
+  int host_sm = 0;
+  std::filesystem::path kernel_cache;
 };
 
 struct TrainSummary {

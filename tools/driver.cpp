@@ -172,6 +172,11 @@ void choose_device(const std::string& device) {
     std::cerr << "device: CPU reference executor (--device cpu)\n";
     return;
   }
+  if (device == "host") {
+    std::cerr << "device: the compiled plan's kernels under host emulation (--device host; slow: it checks the GPU "
+                 "runtime's plan on the CPU)\n";
+    return;
+  }
   const runtime::CudaDriverProbe probe = runtime::probe_cuda_driver();
   if (probe.devices.empty())
     std::cerr << fmt::format("device: no usable GPU ({}); training on the CPU reference executor\n", probe.error);
@@ -196,6 +201,11 @@ int train(const TrainArgs& args, const CompileFlags& flags, const frontend::Mode
   if (!args.init.empty()) o.init = args.init;
   o.live_progress = ::isatty(STDERR_FILENO) != 0;
   choose_device(args.device);
+  o.device = args.device == "host" ? "host" : "cpu";
+  // Host emulation runs the kernels of the configured arch, else sm_61's.
+  const std::string& arch = o.config.compile.arch;
+  o.host_sm = arch.rfind("sm_", 0) == 0 ? std::stoi(arch.substr(3)) : 0;
+  o.kernel_cache = codegen::default_cache_folder();
   std::cerr << fmt::format("train: {} ({}), {} steps of {} x {} x {} tokens, {} optimizer, {} precision, checkpoints in {}\n",
                            o.config.name, model.name, t.steps, t.gradient_accumulation_steps, t.batch_size, t.seq_len,
                            t.optimizer, o.config.compile.precision, o.checkpoint_dir.string());
@@ -295,8 +305,9 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
       ->check(CLI::PositiveNumber);
   train_cmd->add_option("--data", train_args.data, "Text file or folder of .txt files (default: [train] data)");
   train_cmd->add_option("--vocab", train_args.vocab, "WordPiece vocab.txt (default: [train] vocab)");
-  train_cmd->add_option("--device", train_args.device, "auto, cpu or cuda")
-      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  train_cmd->add_option("--device", train_args.device,
+                        "auto, cpu, cuda, or host (the compiled kernels under host emulation: a slow check of the plan)")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda", "host"}));
   train_cmd->add_option("--checkpoint-dir", train_args.checkpoint_dir, "Checkpoints and metrics (default: checkpoints/NAME)");
   train_cmd->add_option("--metrics", train_args.metrics, "JSON-lines metrics file (default: CHECKPOINT_DIR/metrics.jsonl)");
   train_cmd->add_flag("--resume", train_args.resume, "Continue from the newest checkpoint in the checkpoint folder");

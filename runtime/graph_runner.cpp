@@ -1,0 +1,66 @@
+// The trainer's graph runners: reference executor or compiled plan (see graph_runner.h).
+#include "runtime/graph_runner.h"
+
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "codegen/render.h"
+#include "runtime/host_runner.h"
+
+namespace bertc::runtime {
+namespace {
+
+class ReferenceRunner : public GraphRunner {
+ public:
+  ReferenceRunner(const ir::Graph& graph, std::vector<std::string> fetch) : executor_(graph), fetch_(std::move(fetch)) {}
+  reference::RunResult<float> run(reference::Environment<float>& env) override { return executor_.run(env, fetch_); }
+
+ private:
+  reference::Executor<float> executor_;
+  std::vector<std::string> fetch_;
+};
+
+class PlanRunner : public GraphRunner {
+ public:
+  PlanRunner(const ir::Graph& graph, std::vector<std::string> fetch, const codegen::RenderTarget& target,
+             const std::filesystem::path& cache)
+      : graph_(graph), fetch_(std::move(fetch)), outputs_(graph.outputs().size()) {
+    // A fetched value becomes an output too, so that the memory plan keeps it to the end.
+    for (const std::string& name : fetch_) {
+      const auto v = graph_.find(name);
+      if (!v) throw std::invalid_argument(fmt::format("the compiled graph has no value '{}' to fetch", name));
+      graph_.add_output(*v);
+    }
+    runner_ = std::make_unique<HostRunner>(graph_, codegen::render_graph(graph_, target), cache);
+  }
+
+  reference::RunResult<float> run(reference::Environment<float>& env) override {
+    std::vector<reference::HostTensor<float>> all = runner_->run(env);
+    reference::RunResult<float> r;
+    for (size_t i = 0; i < all.size(); ++i) {
+      if (i < outputs_) r.outputs.push_back(std::move(all[i]));
+      else r.fetched[fetch_[i - outputs_]] = std::move(all[i]);
+    }
+    return r;
+  }
+
+ private:
+  ir::Graph graph_;  // the compiled graph with the fetched values as extra outputs
+  std::vector<std::string> fetch_;
+  size_t outputs_;
+  std::unique_ptr<HostRunner> runner_;
+};
+
+}  // namespace
+
+std::unique_ptr<GraphRunner> reference_runner(const ir::Graph& graph, std::vector<std::string> fetch) {
+  return std::make_unique<ReferenceRunner>(graph, std::move(fetch));
+}
+
+std::unique_ptr<GraphRunner> host_plan_runner(const ir::Graph& graph, std::vector<std::string> fetch,
+                                              const codegen::RenderTarget& target, const std::filesystem::path& cache) {
+  return std::make_unique<PlanRunner>(graph, std::move(fetch), target, cache);
+}
+
+}  // namespace bertc::runtime

@@ -1,0 +1,33 @@
+// How the trainer runs its two graphs: op by op on the reference executor, or as the compiled
+// plan — rendered kernels at memory-plan offsets — on a device. The Host device runs the plan's
+// kernels under codegen's emulation (slow; it is how the GPU runtime's plan execution is checked
+// without a GPU).
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "codegen/matrix_strategy.h"
+#include "ir/graph.h"
+#include "runtime/reference/executor.h"
+
+namespace bertc::runtime {
+
+class GraphRunner {
+ public:
+  virtual ~GraphRunner() = default;
+  // As reference::Executor::run: reads inputs, params and states from `env`, writes the updates
+  // back, returns the outputs and the values named in `fetch` (given when the runner was made).
+  virtual reference::RunResult<float> run(reference::Environment<float>& env) = 0;
+};
+
+std::unique_ptr<GraphRunner> reference_runner(const ir::Graph& graph, std::vector<std::string> fetch);
+
+// The compiled plan on the Host device: kernels rendered for `target` (sm 0: sm_61's), compiled
+// for the host under `cache`. Fetched values are kept alive to the end of the plan.
+std::unique_ptr<GraphRunner> host_plan_runner(const ir::Graph& graph, std::vector<std::string> fetch,
+                                              const codegen::RenderTarget& target, const std::filesystem::path& cache);
+
+}  // namespace bertc::runtime
