@@ -1,6 +1,7 @@
 // cuBLAS launch records: from a matmul group, to cuBLAS's arguments, and run on the host.
 #include "codegen/library_gemm.h"
 
+#include <cstring>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -47,24 +48,77 @@ CublasGemmArgs cublas_args(const LibraryGemm& g) {
   return a;
 }
 
-void run_cublas_on_host(const CublasGemmArgs& a, const float* first, const float* second, float* c) {
-  // X = op(first) is m x k, Y = op(second) is k x n; element (i, j) of a column-major matrix with
-  // leading dimension ld is at i + j * ld.
-  for (int64_t b = 0; b < a.batch; ++b) {
-    const float* x = first + b * a.stride_first;
-    const float* y = second + b * a.stride_second;
-    float* out = c + b * a.stride_c;
+namespace {
+
+// The cuBLAS definition over element accessors: X = op(first) is m x k, Y = op(second) is k x n;
+// element (i, j) of a column-major matrix with leading dimension ld is at i + j * ld.
+template <typename First, typename Second, typename Store>
+void column_major_gemm(const CublasGemmArgs& a, First first, Second second, Store store) {
+  for (int64_t b = 0; b < a.batch; ++b)
     for (int64_t j = 0; j < a.n; ++j)
       for (int64_t i = 0; i < a.m; ++i) {
         double sum = 0;
         for (int64_t l = 0; l < a.k; ++l) {
-          const float xv = a.transpose_first ? x[l + i * a.ld_first] : x[i + l * a.ld_first];
-          const float yv = a.transpose_second ? y[j + l * a.ld_second] : y[l + j * a.ld_second];
+          const float xv = first(b * a.stride_first + (a.transpose_first ? l + i * a.ld_first : i + l * a.ld_first));
+          const float yv = second(b * a.stride_second + (a.transpose_second ? j + l * a.ld_second : l + j * a.ld_second));
           sum += static_cast<double>(xv) * yv;
         }
-        out[i + j * a.ldc] = static_cast<float>(sum);
+        store(b * a.stride_c + i + j * a.ldc, static_cast<float>(sum));
       }
+}
+
+enum class Storage { F32, F16, BF16 };
+
+Storage storage_of(const std::string& type) {
+  if (type == "CUDA_R_32F") return Storage::F32;
+  if (type == "CUDA_R_16F") return Storage::F16;
+  if (type == "CUDA_R_16BF") return Storage::BF16;
+  throw std::invalid_argument("no host product for cuBLAS type " + type);
+}
+
+float load_typed(const void* p, int64_t i, Storage type) {
+  if (type == Storage::F32) return static_cast<const float*>(p)[i];
+  uint16_t bits;
+  std::memcpy(&bits, static_cast<const unsigned char*>(p) + 2 * i, 2);
+  if (type == Storage::BF16) {
+    const uint32_t u = static_cast<uint32_t>(bits) << 16;
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
   }
+  _Float16 h;
+  std::memcpy(&h, &bits, 2);
+  return static_cast<float>(h);
+}
+
+void store_typed(void* p, int64_t i, float v, Storage type) {
+  if (type == Storage::F32) {
+    static_cast<float*>(p)[i] = v;
+    return;
+  }
+  uint16_t bits;
+  if (type == Storage::BF16) {
+    uint32_t u;
+    std::memcpy(&u, &v, 4);
+    bits = static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);  // nearest even (finite values)
+  } else {
+    const _Float16 h = static_cast<_Float16>(v);
+    std::memcpy(&bits, &h, 2);
+  }
+  std::memcpy(static_cast<unsigned char*>(p) + 2 * i, &bits, 2);
+}
+
+}  // namespace
+
+void run_cublas_on_host(const CublasGemmArgs& a, const float* first, const float* second, float* c) {
+  column_major_gemm(a, [&](int64_t i) { return first[i]; }, [&](int64_t i) { return second[i]; },
+                    [&](int64_t i, float v) { c[i] = v; });
+}
+
+void run_cublas_on_host_typed(const CublasGemmArgs& a, const void* first, const void* second, void* c) {
+  const Storage ab = storage_of(a.type_ab), out = storage_of(a.type_c);
+  column_major_gemm(a, [&](int64_t i) { return load_typed(first, i, ab); }, [&](int64_t i) { return load_typed(second, i, ab); },
+                    [&](int64_t i, float v) { store_typed(c, i, v, out); });
 }
 
 std::optional<LibraryGemm> library_gemm(const ir::Graph& graph, const ir::Op& op, const ir::Graph& body) {

@@ -1,0 +1,34 @@
+// A device the compiled plan runs on: memory, the plan's kernels, cuBLAS products. The plan
+// executor (plan_executor.h) does everything else — where values live, what each launch gets, in
+// which order — the same way for every device, so the Host device's tests cover it for CUDA too.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "codegen/kernel.h"
+
+namespace bertc::runtime {
+
+class Device {
+ public:
+  virtual ~Device() = default;
+  virtual std::string name() const = 0;
+  // `bytes` of device memory, 256-byte aligned, owned by the device (freed with it). Throws with a
+  // message naming the size and what to change when the device is out of memory.
+  virtual void* allocate(size_t bytes) = 0;
+  virtual void upload(void* device, const void* host, size_t bytes) = 0;
+  virtual void download(void* host, const void* device, size_t bytes) = 0;
+  virtual void fill(void* device, unsigned char byte, size_t bytes) = 0;
+  // Makes `kernels` launchable (the Host device compiles them; CUDA loads their images).
+  virtual void load(const std::vector<const codegen::KernelSpec*>& kernels) = 0;
+  // args[i] points at the value of parameter i (cuLaunchKernel's convention).
+  virtual void launch(const codegen::KernelSpec& kernel, void** args) = 0;
+  // A cuBLAS product: cublasGemmStridedBatchedEx with `args` (first = the IR's B).
+  virtual void gemm(const codegen::CublasGemmArgs& args, const void* first, const void* second, void* c) = 0;
+  // Waits for everything launched so far.
+  virtual void synchronize() = 0;
+};
+
+}  // namespace bertc::runtime

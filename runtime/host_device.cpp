@@ -1,0 +1,40 @@
+// The Host device (see host_device.h).
+#include "runtime/host_device.h"
+
+#include <cstring>
+
+namespace bertc::runtime {
+
+HostDevice::HostDevice(std::filesystem::path cache, codegen::ThreadOrder order) : cache_(std::move(cache)), order_(order) {}
+HostDevice::~HostDevice() = default;
+
+void* HostDevice::allocate(size_t bytes) {
+  constexpr size_t kAlign = 256;
+  blocks_.push_back(std::make_unique<unsigned char[]>(bytes + kAlign));
+  unsigned char* p = blocks_.back().get();
+  p += (kAlign - reinterpret_cast<uintptr_t>(p) % kAlign) % kAlign;
+  std::memset(p, 0xff, bytes);  // poisoned (NaN as floats) until written, as a GPU's memory is garbage
+  return p;
+}
+
+void HostDevice::upload(void* device, const void* host, size_t bytes) { std::memcpy(device, host, bytes); }
+void HostDevice::download(void* host, const void* device, size_t bytes) { std::memcpy(host, device, bytes); }
+void HostDevice::fill(void* device, unsigned char byte, size_t bytes) { std::memset(device, byte, bytes); }
+
+void HostDevice::load(const std::vector<const codegen::KernelSpec*>& kernels) {
+  library_ = std::make_unique<codegen::HostKernelLibrary>(
+      codegen::compile_for_host(codegen::host_source(kernels), cache_, emulator_.api()));
+}
+
+void HostDevice::launch(const codegen::KernelSpec& k, void** args) {
+  // args[i] points at argument i (as cuLaunchKernel takes them); host entries take the values.
+  std::vector<void*> values;
+  for (size_t i = 0; i < k.params.size(); ++i) values.push_back(*static_cast<void**>(args[i]));
+  emulator_.launch(k.name, library_->entry(k.name), values.data(), {k.grid, k.block, k.cooperative, order_});
+}
+
+void HostDevice::gemm(const codegen::CublasGemmArgs& args, const void* first, const void* second, void* c) {
+  codegen::run_cublas_on_host_typed(args, first, second, c);
+}
+
+}  // namespace bertc::runtime

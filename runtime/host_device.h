@@ -1,0 +1,41 @@
+// The Host device: memory is host memory, kernels are compiled for the host and run under
+// codegen's emulation, cuBLAS products run on the host exactly as their arguments define them.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <vector>
+
+#include "codegen/host_compile.h"
+#include "codegen/host_emulation.h"
+#include "runtime/device.h"
+
+namespace bertc::runtime {
+
+class HostDevice : public Device {
+ public:
+  // Compiled kernels are cached under `cache`; blocks run their threads in `order`.
+  explicit HostDevice(std::filesystem::path cache, codegen::ThreadOrder order = codegen::ThreadOrder::Forward);
+  ~HostDevice() override;
+
+  std::string name() const override { return "host emulation"; }
+  void* allocate(size_t bytes) override;
+  void upload(void* device, const void* host, size_t bytes) override;
+  void download(void* host, const void* device, size_t bytes) override;
+  void fill(void* device, unsigned char byte, size_t bytes) override;
+  void load(const std::vector<const codegen::KernelSpec*>& kernels) override;
+  void launch(const codegen::KernelSpec& kernel, void** args) override;
+  void gemm(const codegen::CublasGemmArgs& args, const void* first, const void* second, void* c) override;
+  void synchronize() override {}
+
+  void set_order(codegen::ThreadOrder order) { order_ = order; }
+
+ private:
+  std::filesystem::path cache_;
+  codegen::ThreadOrder order_;
+  codegen::HostEmulator emulator_;
+  std::unique_ptr<codegen::HostKernelLibrary> library_;
+  std::vector<std::unique_ptr<unsigned char[]>> blocks_;
+};
+
+}  // namespace bertc::runtime
