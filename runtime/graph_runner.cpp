@@ -6,7 +6,8 @@
 #include <fmt/format.h>
 
 #include "codegen/render.h"
-#include "runtime/host_runner.h"
+#include "runtime/host_device.h"
+#include "runtime/plan_executor.h"
 
 namespace bertc::runtime {
 namespace {
@@ -24,19 +25,19 @@ class ReferenceRunner : public GraphRunner {
 class PlanRunner : public GraphRunner {
  public:
   PlanRunner(const ir::Graph& graph, std::vector<std::string> fetch, const codegen::RenderTarget& target,
-             const std::filesystem::path& cache)
-      : graph_(graph), fetch_(std::move(fetch)), outputs_(graph.outputs().size()) {
+             std::shared_ptr<Device> device)
+      : graph_(graph), fetch_(std::move(fetch)), outputs_(graph.outputs().size()), device_(std::move(device)) {
     // A fetched value becomes an output too, so that the memory plan keeps it to the end.
     for (const std::string& name : fetch_) {
       const auto v = graph_.find(name);
       if (!v) throw std::invalid_argument(fmt::format("the compiled graph has no value '{}' to fetch", name));
       graph_.add_output(*v);
     }
-    runner_ = std::make_unique<HostRunner>(graph_, codegen::render_graph(graph_, target), cache);
+    executor_ = std::make_unique<PlanExecutor>(graph_, codegen::render_graph(graph_, target), *device_);
   }
 
   reference::RunResult<float> run(reference::Environment<float>& env) override {
-    std::vector<reference::HostTensor<float>> all = runner_->run(env);
+    std::vector<reference::HostTensor<float>> all = executor_->run(env);
     reference::RunResult<float> r;
     for (size_t i = 0; i < all.size(); ++i) {
       if (i < outputs_) r.outputs.push_back(std::move(all[i]));
@@ -49,7 +50,8 @@ class PlanRunner : public GraphRunner {
   ir::Graph graph_;  // the compiled graph with the fetched values as extra outputs
   std::vector<std::string> fetch_;
   size_t outputs_;
-  std::unique_ptr<HostRunner> runner_;
+  std::shared_ptr<Device> device_;
+  std::unique_ptr<PlanExecutor> executor_;
 };
 
 }  // namespace
@@ -58,9 +60,9 @@ std::unique_ptr<GraphRunner> reference_runner(const ir::Graph& graph, std::vecto
   return std::make_unique<ReferenceRunner>(graph, std::move(fetch));
 }
 
-std::unique_ptr<GraphRunner> host_plan_runner(const ir::Graph& graph, std::vector<std::string> fetch,
-                                              const codegen::RenderTarget& target, const std::filesystem::path& cache) {
-  return std::make_unique<PlanRunner>(graph, std::move(fetch), target, cache);
+std::unique_ptr<GraphRunner> plan_runner(const ir::Graph& graph, std::vector<std::string> fetch,
+                                         const codegen::RenderTarget& target, std::shared_ptr<Device> device) {
+  return std::make_unique<PlanRunner>(graph, std::move(fetch), target, std::move(device));
 }
 
 }  // namespace bertc::runtime

@@ -11,6 +11,7 @@
 
 #include "codegen/matrix_strategy.h"
 #include "ir/graph.h"
+#include "runtime/device.h"
 #include "runtime/reference/executor.h"
 
 namespace bertc::runtime {
@@ -25,9 +26,9 @@ class GraphRunner {
 
 std::unique_ptr<GraphRunner> reference_runner(const ir::Graph& graph, std::vector<std::string> fetch);
 
-// The compiled plan on the Host device: kernels rendered for `target` (sm 0: sm_61's), compiled
-// for the host under `cache`. Fetched values are kept alive to the end of the plan.
-std::unique_ptr<GraphRunner> host_plan_runner(const ir::Graph& graph, std::vector<std::string> fetch,
-                                              const codegen::RenderTarget& target, const std::filesystem::path& cache);
+// The compiled plan on `device` (shared by the step and optimizer runners): kernels rendered for
+// `target` (sm 0: sm_61's). Fetched values are kept alive to the end of the plan.
+std::unique_ptr<GraphRunner> plan_runner(const ir::Graph& graph, std::vector<std::string> fetch,
+                                         const codegen::RenderTarget& target, std::shared_ptr<Device> device);
 
 }  // namespace bertc::runtime

@@ -2,6 +2,7 @@
 #include "runtime/host_device.h"
 
 #include <cstring>
+#include <stdexcept>
 
 namespace bertc::runtime {
 
@@ -22,15 +23,22 @@ void HostDevice::download(void* host, const void* device, size_t bytes) { std::m
 void HostDevice::fill(void* device, unsigned char byte, size_t bytes) { std::memset(device, byte, bytes); }
 
 void HostDevice::load(const std::vector<const codegen::KernelSpec*>& kernels) {
-  library_ = std::make_unique<codegen::HostKernelLibrary>(
-      codegen::compile_for_host(codegen::host_source(kernels), cache_, emulator_.api()));
+  std::vector<const codegen::KernelSpec*> fresh;
+  for (const codegen::KernelSpec* k : kernels)
+    if (!k->source.empty() && !entries_.count(k->name)) fresh.push_back(k);
+  if (fresh.empty()) return;
+  libraries_.push_back(std::make_unique<codegen::HostKernelLibrary>(
+      codegen::compile_for_host(codegen::host_source(fresh), cache_, emulator_.api())));
+  for (const codegen::KernelSpec* k : fresh) entries_[k->name] = libraries_.back()->entry(k->name);
 }
 
 void HostDevice::launch(const codegen::KernelSpec& k, void** args) {
   // args[i] points at argument i (as cuLaunchKernel takes them); host entries take the values.
   std::vector<void*> values;
   for (size_t i = 0; i < k.params.size(); ++i) values.push_back(*static_cast<void**>(args[i]));
-  emulator_.launch(k.name, library_->entry(k.name), values.data(), {k.grid, k.block, k.cooperative, order_});
+  const auto it = entries_.find(k.name);
+  if (it == entries_.end()) throw std::logic_error("kernel " + k.name + " was not loaded");
+  emulator_.launch(k.name, it->second, values.data(), {k.grid, k.block, k.cooperative, order_});
 }
 
 void HostDevice::gemm(const codegen::CublasGemmArgs& args, const void* first, const void* second, void* c) {

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
+#include <string>
 #include <memory>
 #include <vector>
 
@@ -34,7 +36,8 @@ class HostDevice : public Device {
   std::filesystem::path cache_;
   codegen::ThreadOrder order_;
   codegen::HostEmulator emulator_;
-  std::unique_ptr<codegen::HostKernelLibrary> library_;
+  std::vector<std::unique_ptr<codegen::HostKernelLibrary>> libraries_;  // one per load()
+  std::map<std::string, codegen::HostEntry> entries_;                    // every loaded kernel
   std::vector<std::unique_ptr<unsigned char[]>> blocks_;
 };
 

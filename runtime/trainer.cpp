@@ -16,7 +16,9 @@
 #include "runtime/batches.h"
 #include "runtime/checkpoint.h"
 #include "runtime/data/pretraining_data.h"
+#include "runtime/cuda_device.h"
 #include "runtime/graph_runner.h"
+#include "runtime/host_device.h"
 #include "runtime/initialize.h"
 #include "runtime/lr_schedule.h"
 #include "runtime/reference/executor.h"
@@ -222,8 +224,7 @@ TrainSummary train_on_cpu(const frontend::ModelDefinition& model, const TrainOpt
     log << fmt::format("already at step {} of {}: nothing to do (raise --steps to train on)\n", start, last);
     return summary;
   }
-  const data::BatchStream stream = open_batch_stream(o.config, o.data, o.vocab, log);
-  std::filesystem::create_directories(o.checkpoint_dir);
+  // The device first: a missing GPU is cheaper to find than the data is to load.
   const bool has_logits = program.step.find("mlm_logits").has_value();
   const bool scaling = program.optimizer.find("step_skipped").has_value();
   std::vector<std::string> opt_fetch = {"grad_norm"};
@@ -231,16 +232,28 @@ TrainSummary train_on_cpu(const frontend::ModelDefinition& model, const TrainOpt
   std::vector<std::string> fetch = {"mlm_loss", "nsp_loss"};
   if (has_logits) fetch.push_back("mlm_logits");
   std::unique_ptr<GraphRunner> step_exec, opt_exec;
-  if (o.device == "host") {
-    const codegen::RenderTarget target{o.host_sm, o.config.compile.matmul};
-    step_exec = host_plan_runner(program.step, fetch, target, o.kernel_cache);
-    opt_exec = host_plan_runner(program.optimizer, opt_fetch, target, o.kernel_cache);
+  if (o.device == "host" || o.device == "cuda") {
+    std::shared_ptr<Device> device;
+    int sm = o.host_sm;
+    if (o.device == "cuda") {
+      auto gpu = std::make_shared<CudaDevice>(0, o.kernel_cache);
+      sm = gpu->arch();
+      log << fmt::format("device: {} (the CUDA runtime has not been validated on a GPU yet)\n", gpu->name());
+      device = std::move(gpu);
+    } else {
+      device = std::make_shared<HostDevice>(o.kernel_cache);
+    }
+    const codegen::RenderTarget target{sm, o.config.compile.matmul};
+    step_exec = plan_runner(program.step, fetch, target, device);
+    opt_exec = plan_runner(program.optimizer, opt_fetch, target, device);
   } else if (o.device == "cpu") {
     step_exec = reference_runner(program.step, fetch);
     opt_exec = reference_runner(program.optimizer, opt_fetch);
   } else {
-    throw TrainError(fmt::format("no training device '{}' on the CPU: cpu or host", o.device));
+    throw TrainError(fmt::format("no training device '{}': cpu, host or cuda", o.device));
   }
+  const data::BatchStream stream = open_batch_stream(o.config, o.data, o.vocab, log);
+  std::filesystem::create_directories(o.checkpoint_dir);
   const int64_t K = t.gradient_accumulation_steps;
   Progress progress(log, o.metrics, start + 1, last, t.log_every, o.live_progress);
   summary.first_step = start + 1;

@@ -20,7 +20,8 @@ struct TrainOptions {
   std::optional<std::filesystem::path> init;  // Hugging Face safetensors to start from
   bool live_progress = false;                 // rewrite one progress line (a terminal) or print lines
   // cpu: the reference executor, op by op; host: the compiled plan (rendered kernels at memory-plan
-  // offsets) under the host emulation, the kernels of sm_`host_sm` (0: sm_61's), cached in `cache`.
+  // offsets) under the host emulation, the kernels of sm_`host_sm` (0: sm_61's), cached in
+  // `kernel_cache`; cuda: the compiled plan on GPU 0 (not yet validated on a GPU).
   std::string device = "cpu";
   int host_sm = 0;
   std::filesystem::path kernel_cache;

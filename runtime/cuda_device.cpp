@@ -1,0 +1,210 @@
+// The CUDA device over the dlopen'ed driver API and cuBLAS (see cuda_device.h). The values of the
+// enums below are those of cuda.h, library_types.h and cublas_api.h (CUDA 12 and 13 agree).
+#include "runtime/cuda_device.h"
+
+#include <set>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "codegen/nvrtc_compiler.h"
+#include "codegen/shared_library.h"
+#include "runtime/cuda_driver.h"
+
+namespace bertc::runtime {
+
+using CUresult = int;
+using CUdevice = int;
+using CUdeviceptr = unsigned long long;
+using Handle = void*;  // CUcontext, CUmodule, CUfunction, CUstream, cublasHandle_t
+
+constexpr int kCublasOpN = 0, kCublasOpT = 1;
+constexpr int kCudaR32F = 0, kCudaR16F = 2, kCudaR16BF = 14;
+constexpr int kCublasCompute32F = 68;
+constexpr int kCublasGemmDefault = -1;
+constexpr CUresult kCudaErrorOutOfMemory = 2;
+
+struct CudaDevice::Api {
+  codegen::SharedLibrary cuda, cublas;
+  CUresult (*cuInit)(unsigned);
+  CUresult (*cuDeviceGet)(CUdevice*, int);
+  CUresult (*cuDevicePrimaryCtxRetain)(Handle*, CUdevice);
+  CUresult (*cuDevicePrimaryCtxRelease)(CUdevice);
+  CUresult (*cuCtxSetCurrent)(Handle);
+  CUresult (*cuModuleLoadData)(Handle*, const void*);
+  CUresult (*cuModuleGetFunction)(Handle*, Handle, const char*);
+  CUresult (*cuMemAlloc)(CUdeviceptr*, size_t);
+  CUresult (*cuMemFree)(CUdeviceptr);
+  CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void*, size_t, Handle);
+  CUresult (*cuMemcpyDtoHAsync)(void*, CUdeviceptr, size_t, Handle);
+  CUresult (*cuMemsetD8Async)(CUdeviceptr, unsigned char, size_t, Handle);
+  CUresult (*cuLaunchKernel)(Handle, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, Handle, void**,
+                             void**);
+  CUresult (*cuStreamCreate)(Handle*, unsigned);
+  CUresult (*cuStreamSynchronize)(Handle);
+  CUresult (*cuGetErrorString)(CUresult, const char**);
+  int (*cublasCreate)(Handle*) = nullptr;
+  int (*cublasSetStream)(Handle, Handle) = nullptr;
+  int (*cublasGemmStridedBatchedEx)(Handle, int, int, int, int, int, const void*, const void*, int, int, long long,
+                                    const void*, int, int, long long, const void*, void*, int, int, long long, int, int,
+                                    int) = nullptr;
+
+  CudaDeviceInfo info;
+  CUdevice device = 0;
+  Handle context = nullptr, stream = nullptr, blas = nullptr;
+  std::vector<CUdeviceptr> allocations;
+  std::vector<Handle> modules;
+  std::map<std::string, Handle> functions;
+  std::optional<std::filesystem::path> cache;
+
+  void check(CUresult rc, const std::string& what) const {
+    if (rc == 0) return;
+    const char* text = nullptr;
+    if (cuGetErrorString) cuGetErrorString(rc, &text);
+    throw std::runtime_error(fmt::format("CUDA: {} failed: {} ({})", what, text ? text : "unknown error", rc));
+  }
+
+  template <typename Fn>
+  void bind(Fn& fn, const codegen::SharedLibrary& lib, const char* symbol) {
+    fn = lib.function<Fn>(symbol);
+    if (!fn) throw std::runtime_error(fmt::format("{} lacks {} (a driver or cuBLAS older than CUDA 12?)", lib.path(), symbol));
+  }
+};
+
+namespace {
+
+int cuda_type(const std::string& t) {
+  if (t == "CUDA_R_32F") return kCudaR32F;
+  if (t == "CUDA_R_16F") return kCudaR16F;
+  if (t == "CUDA_R_16BF") return kCudaR16BF;
+  throw std::invalid_argument("no cuBLAS data type " + t);
+}
+
+}  // namespace
+
+CudaDevice::CudaDevice(int ordinal, std::optional<std::filesystem::path> cache) : api_(std::make_unique<Api>()) {
+  Api& a = *api_;
+  a.cache = std::move(cache);
+  const CudaDriverProbe probe = probe_cuda_driver();
+  if (probe.devices.size() <= static_cast<size_t>(ordinal))
+    throw std::runtime_error(fmt::format("no usable GPU {} ({}); train with --device cpu", ordinal,
+                                         probe.devices.empty() ? probe.error : "fewer GPUs than that"));
+  a.info = probe.devices[static_cast<size_t>(ordinal)];
+  std::string error;
+  a.cuda = codegen::SharedLibrary::open("libcuda.so.1", &error);
+  if (!a.cuda.loaded()) throw std::runtime_error("no CUDA driver (" + error + "); train with --device cpu");
+  a.bind(a.cuInit, a.cuda, "cuInit");
+  a.bind(a.cuDeviceGet, a.cuda, "cuDeviceGet");
+  a.bind(a.cuDevicePrimaryCtxRetain, a.cuda, "cuDevicePrimaryCtxRetain");
+  a.bind(a.cuDevicePrimaryCtxRelease, a.cuda, "cuDevicePrimaryCtxRelease_v2");
+  a.bind(a.cuCtxSetCurrent, a.cuda, "cuCtxSetCurrent");
+  a.bind(a.cuModuleLoadData, a.cuda, "cuModuleLoadData");
+  a.bind(a.cuModuleGetFunction, a.cuda, "cuModuleGetFunction");
+  a.bind(a.cuMemAlloc, a.cuda, "cuMemAlloc_v2");
+  a.bind(a.cuMemFree, a.cuda, "cuMemFree_v2");
+  a.bind(a.cuMemcpyHtoDAsync, a.cuda, "cuMemcpyHtoDAsync_v2");
+  a.bind(a.cuMemcpyDtoHAsync, a.cuda, "cuMemcpyDtoHAsync_v2");
+  a.bind(a.cuMemsetD8Async, a.cuda, "cuMemsetD8Async");
+  a.bind(a.cuLaunchKernel, a.cuda, "cuLaunchKernel");
+  a.bind(a.cuStreamCreate, a.cuda, "cuStreamCreate");
+  a.bind(a.cuStreamSynchronize, a.cuda, "cuStreamSynchronize");
+  a.bind(a.cuGetErrorString, a.cuda, "cuGetErrorString");
+  a.check(a.cuInit(0), "cuInit");
+  a.check(a.cuDeviceGet(&a.device, ordinal), "cuDeviceGet");
+  a.check(a.cuDevicePrimaryCtxRetain(&a.context, a.device), "cuDevicePrimaryCtxRetain");
+  a.check(a.cuCtxSetCurrent(a.context), "cuCtxSetCurrent");
+  a.check(a.cuStreamCreate(&a.stream, 0), "cuStreamCreate");
+}
+
+CudaDevice::~CudaDevice() {
+  Api& a = *api_;
+  if (!a.context) return;
+  if (a.stream) a.cuStreamSynchronize(a.stream);
+  for (CUdeviceptr p : a.allocations) a.cuMemFree(p);
+  a.cuDevicePrimaryCtxRelease(a.device);
+}
+
+std::string CudaDevice::name() const { return fmt::format("{} (sm_{})", api_->info.name, api_->info.arch); }
+int CudaDevice::arch() const { return api_->info.arch; }
+
+void* CudaDevice::allocate(size_t bytes) {
+  CUdeviceptr p = 0;
+  const CUresult rc = api_->cuMemAlloc(&p, bytes);
+  if (rc == kCudaErrorOutOfMemory)
+    throw std::runtime_error(fmt::format("out of GPU memory allocating {:.1f} MiB on {}: lower [train] batch_size (with "
+                                         "gradient_accumulation_steps to keep the global batch) or use --recompute",
+                                         static_cast<double>(bytes) / (1 << 20), name()));
+  api_->check(rc, fmt::format("cuMemAlloc of {} bytes", bytes));
+  api_->allocations.push_back(p);
+  return reinterpret_cast<void*>(p);  // cuMemAlloc aligns to 256 bytes at least
+}
+
+void CudaDevice::upload(void* device, const void* host, size_t bytes) {
+  api_->check(api_->cuMemcpyHtoDAsync(reinterpret_cast<CUdeviceptr>(device), host, bytes, api_->stream), "upload");
+  synchronize();  // the host buffer may go away when this returns
+}
+
+void CudaDevice::download(void* host, const void* device, size_t bytes) {
+  api_->check(api_->cuMemcpyDtoHAsync(host, reinterpret_cast<CUdeviceptr>(device), bytes, api_->stream), "download");
+  synchronize();
+}
+
+void CudaDevice::fill(void* device, unsigned char byte, size_t bytes) {
+  api_->check(api_->cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(device), byte, bytes, api_->stream), "memset");
+}
+
+void CudaDevice::load(const std::vector<const codegen::KernelSpec*>& kernels) {
+  Api& a = *api_;
+  std::vector<codegen::KernelSource> sources;
+  std::set<std::string> seen;
+  for (const codegen::KernelSpec* k : kernels)
+    if (!k->source.empty() && seen.insert(k->name).second) sources.push_back({k->name, codegen::device_source(*k)});
+  const codegen::NvrtcCompiler compiler = codegen::NvrtcCompiler::for_arch(a.info.arch);
+  for (const codegen::GpuImage& image : codegen::compile_all(compiler, sources, a.cache)) {
+    Handle module = nullptr, function = nullptr;
+    a.check(a.cuModuleLoadData(&module, image.image.c_str()), "loading kernel " + image.name);
+    a.modules.push_back(module);
+    a.check(a.cuModuleGetFunction(&function, module, image.name.c_str()), "finding kernel " + image.name);
+    a.functions[image.name] = function;
+  }
+}
+
+void CudaDevice::launch(const codegen::KernelSpec& k, void** args) {
+  Api& a = *api_;
+  const auto it = a.functions.find(k.name);
+  if (it == a.functions.end()) throw std::logic_error("kernel " + k.name + " was not loaded");
+  a.check(a.cuLaunchKernel(it->second, static_cast<unsigned>(k.grid.x), static_cast<unsigned>(k.grid.y),
+                           static_cast<unsigned>(k.grid.z), static_cast<unsigned>(k.block.x),
+                           static_cast<unsigned>(k.block.y), static_cast<unsigned>(k.block.z), 0, a.stream, args, nullptr),
+          "launching " + k.name + " (" + k.label + ")");
+}
+
+void CudaDevice::gemm(const codegen::CublasGemmArgs& g, const void* first, const void* second, void* c) {
+  Api& a = *api_;
+  if (!a.blas) {  // cuBLAS is loaded when the first product needs it
+    std::string error;
+    for (const char* soname : {"libcublas.so.13", "libcublas.so.12", "libcublas.so"}) {
+      a.cublas = codegen::SharedLibrary::open(soname, &error);
+      if (a.cublas.loaded()) break;
+    }
+    if (!a.cublas.loaded())
+      throw std::runtime_error("cuBLAS not found (" + error + "); compile with --matmul generated to need no cuBLAS");
+    a.bind(a.cublasCreate, a.cublas, "cublasCreate_v2");
+    a.bind(a.cublasSetStream, a.cublas, "cublasSetStream_v2");
+    a.bind(a.cublasGemmStridedBatchedEx, a.cublas, "cublasGemmStridedBatchedEx");
+    if (a.cublasCreate(&a.blas) != 0) throw std::runtime_error("cublasCreate failed");
+    if (a.cublasSetStream(a.blas, a.stream) != 0) throw std::runtime_error("cublasSetStream failed");
+  }
+  const float one = 1.0f, zero = 0.0f;  // CUBLAS_COMPUTE_32F: float scalars
+  const int rc = a.cublasGemmStridedBatchedEx(
+      a.blas, g.transpose_first ? kCublasOpT : kCublasOpN, g.transpose_second ? kCublasOpT : kCublasOpN,
+      static_cast<int>(g.m), static_cast<int>(g.n), static_cast<int>(g.k), &one, first, cuda_type(g.type_ab),
+      static_cast<int>(g.ld_first), g.stride_first, second, cuda_type(g.type_ab), static_cast<int>(g.ld_second),
+      g.stride_second, &zero, c, cuda_type(g.type_c), static_cast<int>(g.ldc), g.stride_c, static_cast<int>(g.batch),
+      kCublasCompute32F, kCublasGemmDefault);
+  if (rc != 0) throw std::runtime_error(fmt::format("cublasGemmStridedBatchedEx failed with status {}", rc));
+}
+
+void CudaDevice::synchronize() { api_->check(api_->cuStreamSynchronize(api_->stream), "cuStreamSynchronize"); }
+
+}  // namespace bertc::runtime

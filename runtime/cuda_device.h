@@ -1,0 +1,44 @@
+// The CUDA device: the driver API and cuBLAS through dlopen (a machine without them gets a clear
+// error, never a failed start), one context (the device's primary one), one stream, kernels
+// compiled by NVRTC for the GPU's arch (through the disk cache) and loaded as modules.
+//
+// NOT YET RUN ON A GPU: written against the documented driver API and cuBLAS signatures, built and
+// its error paths tested in CI; its first GPU run is the next step of the GPU runtime issue.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/device.h"
+
+namespace bertc::runtime {
+
+class CudaDevice : public Device {
+ public:
+  // Opens GPU `ordinal`; throws std::runtime_error saying why there is no usable GPU (no driver,
+  // no GPU, cuInit failing) and how to train without one. Kernels compile under `cache`.
+  CudaDevice(int ordinal, std::optional<std::filesystem::path> cache);
+  ~CudaDevice() override;
+
+  std::string name() const override;
+  int arch() const;
+  void* allocate(size_t bytes) override;
+  void upload(void* device, const void* host, size_t bytes) override;
+  void download(void* host, const void* device, size_t bytes) override;
+  void fill(void* device, unsigned char byte, size_t bytes) override;
+  void load(const std::vector<const codegen::KernelSpec*>& kernels) override;
+  void launch(const codegen::KernelSpec& kernel, void** args) override;
+  void gemm(const codegen::CublasGemmArgs& args, const void* first, const void* second, void* c) override;
+  void synchronize() override;
+
+  struct Api;  // the dlopen'ed entry points
+
+ private:
+  std::unique_ptr<Api> api_;
+};
+
+}  // namespace bertc::runtime
