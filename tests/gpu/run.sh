@@ -3,7 +3,9 @@
 # built .gpu/ here. So far: the CUDA driver and GPU are found through dlopen, NVRTC is found, the
 # BERT graphs have exactly Hugging Face BertForPreTraining's parameters, and bertc eval (the CPU
 # reference) gives transformers' losses and gradients (PyTorch and transformers are installed
-# there). GPU kernels join this check as they are built. Writes a summary to $OUT when set.
+# there), and bert-tiny trains on the GPU (--device cuda: every generated kernel and cuBLAS call
+# of the step) with the CPU reference's losses, at fp32 (simt), fp16 and bf16 (tensor cores).
+# Writes a summary to $OUT when set.
 set -uo pipefail
 out=${OUT:-$(mktemp -d)}
 bin=.gpu/bin
@@ -21,5 +23,17 @@ step driver_sees_gpu python3 tests/gpu/check_info.py "$bin/bertc"
 step hf_parameter_parity python3 tests/parity/hf_param_parity.py "$bin/bertc" examples/bert-tiny.toml \
   examples/bert-base.toml examples/bert-large.toml
 step hf_eval_parity python3 tests/parity/hf_eval_parity.py "$bin/bertc" examples/bert-tiny.toml /tmp/bertc-parity --device cuda
+# Training on the GPU against the CPU reference, 8 steps each: losses within 1e-3 relative
+# (the Host device's test gets 1e-5; a GPU's FMA contraction and summation order add a little).
+train_pair() {  # train_pair NAME FLAGS...
+  local name=$1; shift
+  rm -rf "/tmp/bertc-gpu-$name"
+  "$bin/bertc" train examples/bert-tiny.toml --steps 8 --device cuda --checkpoint-dir "/tmp/bertc-gpu-$name/cuda" "$@" &&
+    "$bin/bertc" train examples/bert-tiny.toml --steps 8 --device cpu --checkpoint-dir "/tmp/bertc-gpu-$name/cpu" "$@" &&
+    python3 tests/lit/Inputs/close_losses.py "/tmp/bertc-gpu-$name/cuda/metrics.jsonl" "/tmp/bertc-gpu-$name/cpu/metrics.jsonl" 1e-3
+}
+step train_cuda_fp32_simt train_pair fp32 --precision fp32
+step train_cuda_fp16 train_pair fp16 --precision fp16
+step train_cuda_bf16_cublas train_pair bf16 --precision bf16 --matmul library
 { echo "gpu: $(cat "$out/gpu.txt")"; grep -h '^PASS\|^FAIL\|^parity' "$out"/*.log; } >"$out/summary.txt" 2>/dev/null
 exit $failed
