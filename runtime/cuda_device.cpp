@@ -38,6 +38,7 @@ struct CudaDevice::Api {
   CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void*, size_t, Handle);
   CUresult (*cuMemcpyDtoHAsync)(void*, CUdeviceptr, size_t, Handle);
   CUresult (*cuMemsetD8Async)(CUdeviceptr, unsigned char, size_t, Handle);
+  CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, Handle);
   CUresult (*cuLaunchKernel)(Handle, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, Handle, void**,
                              void**);
   CUresult (*cuStreamCreate)(Handle*, unsigned);
@@ -105,6 +106,7 @@ CudaDevice::CudaDevice(int ordinal, std::optional<std::filesystem::path> cache) 
   a.bind(a.cuMemcpyHtoDAsync, a.cuda, "cuMemcpyHtoDAsync_v2");
   a.bind(a.cuMemcpyDtoHAsync, a.cuda, "cuMemcpyDtoHAsync_v2");
   a.bind(a.cuMemsetD8Async, a.cuda, "cuMemsetD8Async");
+  a.bind(a.cuMemcpyDtoDAsync, a.cuda, "cuMemcpyDtoDAsync_v2");
   a.bind(a.cuLaunchKernel, a.cuda, "cuLaunchKernel");
   a.bind(a.cuStreamCreate, a.cuda, "cuStreamCreate");
   a.bind(a.cuStreamSynchronize, a.cuda, "cuStreamSynchronize");
@@ -151,6 +153,12 @@ void CudaDevice::download(void* host, const void* device, size_t bytes) {
 
 void CudaDevice::fill(void* device, unsigned char byte, size_t bytes) {
   api_->check(api_->cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(device), byte, bytes, api_->stream), "memset");
+}
+
+void CudaDevice::copy(void* to, const void* from, size_t bytes) {
+  api_->check(api_->cuMemcpyDtoDAsync(reinterpret_cast<CUdeviceptr>(to), reinterpret_cast<CUdeviceptr>(from), bytes,
+                                      api_->stream),
+              "device copy");
 }
 
 void CudaDevice::load(const std::vector<const codegen::KernelSpec*>& kernels) {

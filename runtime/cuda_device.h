@@ -30,6 +30,7 @@ class CudaDevice : public Device {
   void upload(void* device, const void* host, size_t bytes) override;
   void download(void* host, const void* device, size_t bytes) override;
   void fill(void* device, unsigned char byte, size_t bytes) override;
+  void copy(void* to, const void* from, size_t bytes) override;
   void load(const std::vector<const codegen::KernelSpec*>& kernels) override;
   void launch(const codegen::KernelSpec& kernel, void** args) override;
   void gemm(const codegen::CublasGemmArgs& args, const void* first, const void* second, void* c) override;

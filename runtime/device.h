@@ -21,6 +21,7 @@ class Device {
   virtual void upload(void* device, const void* host, size_t bytes) = 0;
   virtual void download(void* host, const void* device, size_t bytes) = 0;
   virtual void fill(void* device, unsigned char byte, size_t bytes) = 0;
+  virtual void copy(void* to, const void* from, size_t bytes) = 0;  // device to device, in order
   // Makes `kernels` launchable (the Host device compiles them; CUDA loads their images).
   virtual void load(const std::vector<const codegen::KernelSpec*>& kernels) = 0;
   // args[i] points at the value of parameter i (cuLaunchKernel's convention).

@@ -25,15 +25,16 @@ class ReferenceRunner : public GraphRunner {
 class PlanRunner : public GraphRunner {
  public:
   PlanRunner(const ir::Graph& graph, std::vector<std::string> fetch, const codegen::RenderTarget& target,
-             std::shared_ptr<Device> device)
-      : graph_(graph), fetch_(std::move(fetch)), outputs_(graph.outputs().size()), device_(std::move(device)) {
+             std::shared_ptr<Device> device, std::shared_ptr<ResidentState> state)
+      : graph_(graph), fetch_(std::move(fetch)), outputs_(graph.outputs().size()), device_(std::move(device)),
+        state_(std::move(state)) {
     // A fetched value becomes an output too, so that the memory plan keeps it to the end.
     for (const std::string& name : fetch_) {
       const auto v = graph_.find(name);
       if (!v) throw std::invalid_argument(fmt::format("the compiled graph has no value '{}' to fetch", name));
       graph_.add_output(*v);
     }
-    executor_ = std::make_unique<PlanExecutor>(graph_, codegen::render_graph(graph_, target), *device_);
+    executor_ = std::make_unique<PlanExecutor>(graph_, codegen::render_graph(graph_, target), *device_, state_);
   }
 
   reference::RunResult<float> run(reference::Environment<float>& env) override {
@@ -46,11 +47,16 @@ class PlanRunner : public GraphRunner {
     return r;
   }
 
+  void download_state(reference::Environment<float>& env) override {
+    if (state_) state_->download(env);
+  }
+
  private:
   ir::Graph graph_;  // the compiled graph with the fetched values as extra outputs
   std::vector<std::string> fetch_;
   size_t outputs_;
   std::shared_ptr<Device> device_;
+  std::shared_ptr<ResidentState> state_;
   std::unique_ptr<PlanExecutor> executor_;
 };
 
@@ -61,8 +67,9 @@ std::unique_ptr<GraphRunner> reference_runner(const ir::Graph& graph, std::vecto
 }
 
 std::unique_ptr<GraphRunner> plan_runner(const ir::Graph& graph, std::vector<std::string> fetch,
-                                         const codegen::RenderTarget& target, std::shared_ptr<Device> device) {
-  return std::make_unique<PlanRunner>(graph, std::move(fetch), target, std::move(device));
+                                         const codegen::RenderTarget& target, std::shared_ptr<Device> device,
+                                         std::shared_ptr<ResidentState> state) {
+  return std::make_unique<PlanRunner>(graph, std::move(fetch), target, std::move(device), std::move(state));
 }
 
 }  // namespace bertc::runtime

@@ -12,6 +12,7 @@
 #include "codegen/matrix_strategy.h"
 #include "ir/graph.h"
 #include "runtime/device.h"
+#include "runtime/plan_executor.h"
 #include "runtime/reference/executor.h"
 
 namespace bertc::runtime {
@@ -22,13 +23,18 @@ class GraphRunner {
   // As reference::Executor::run: reads inputs, params and states from `env`, writes the updates
   // back, returns the outputs and the values named in `fetch` (given when the runner was made).
   virtual reference::RunResult<float> run(reference::Environment<float>& env) = 0;
+  // Brings params and states kept on a device back into `env` (before a checkpoint); a runner
+  // that writes updates into env at every run has nothing to do.
+  virtual void download_state(reference::Environment<float>& /*env*/) {}
 };
 
 std::unique_ptr<GraphRunner> reference_runner(const ir::Graph& graph, std::vector<std::string> fetch);
 
 // The compiled plan on `device` (shared by the step and optimizer runners): kernels rendered for
-// `target` (sm 0: sm_61's). Fetched values are kept alive to the end of the plan.
+// `target` (sm 0: sm_61's). Fetched values are kept alive to the end of the plan. With `state`
+// (shared too), params and states stay on the device between runs (see ResidentState).
 std::unique_ptr<GraphRunner> plan_runner(const ir::Graph& graph, std::vector<std::string> fetch,
-                                         const codegen::RenderTarget& target, std::shared_ptr<Device> device);
+                                         const codegen::RenderTarget& target, std::shared_ptr<Device> device,
+                                         std::shared_ptr<ResidentState> state = nullptr);
 
 }  // namespace bertc::runtime

@@ -21,6 +21,7 @@ void* HostDevice::allocate(size_t bytes) {
 void HostDevice::upload(void* device, const void* host, size_t bytes) { std::memcpy(device, host, bytes); }
 void HostDevice::download(void* host, const void* device, size_t bytes) { std::memcpy(host, device, bytes); }
 void HostDevice::fill(void* device, unsigned char byte, size_t bytes) { std::memset(device, byte, bytes); }
+void HostDevice::copy(void* to, const void* from, size_t bytes) { std::memmove(to, from, bytes); }
 
 void HostDevice::load(const std::vector<const codegen::KernelSpec*>& kernels) {
   std::vector<const codegen::KernelSpec*> fresh;

@@ -14,8 +14,56 @@ namespace bertc::runtime {
 using codegen::KernelSpec;
 using codegen::ParamKind;
 
-PlanExecutor::PlanExecutor(const ir::Graph& graph, codegen::GraphKernels kernels, Device& device)
-    : graph_(graph), kernels_(std::move(kernels)), device_(device), layout_(graph) {
+namespace {
+
+reference::HostTensor<float> downloaded(Device& device, const void* buffer, const ir::TensorType& t, const std::string& name) {
+  StoredTensor s{t.dtype, t.shape, std::vector<uint8_t>(static_cast<size_t>(t.bytes()))};
+  device.download(s.bytes.data(), buffer, s.bytes.size());
+  return to_host(s, t.dtype, name);
+}
+
+void upload(Device& device, void* buffer, const reference::HostTensor<float>& t) {
+  const StoredTensor s = to_storage(t);
+  device.upload(buffer, s.bytes.data(), s.bytes.size());
+}
+
+bool is_state(ir::OpKind k) { return k == ir::OpKind::Param || k == ir::OpKind::State; }
+
+}  // namespace
+
+void* ResidentState::buffer(const std::string& name, const ir::TensorType& type) {
+  auto [it, fresh] = entries_.try_emplace(name);
+  if (fresh) {
+    it->second.buffer = device_.allocate(static_cast<size_t>(std::max<int64_t>(type.bytes(), 1)));
+    it->second.type = type;
+  } else if (it->second.type != type) {
+    throw std::logic_error(fmt::format("'{}' is {} in one graph and {} in another", name, ir::to_string(it->second.type),
+                                       ir::to_string(type)));
+  }
+  return it->second.buffer;
+}
+
+void ResidentState::ensure_uploaded(const std::string& name, const reference::Environment<float>& env) {
+  Entry& e = entries_.at(name);
+  if (e.on_device) return;
+  const auto it = env.find(name);
+  if (it == env.end()) throw std::runtime_error(fmt::format("no value for '{}'", name));
+  if (it->second.type != e.type)
+    throw std::runtime_error(fmt::format("'{}' is {}, the program expects {}", name, ir::to_string(it->second.type),
+                                         ir::to_string(e.type)));
+  upload(device_, e.buffer, it->second);
+  e.on_device = true;
+}
+
+void ResidentState::download(reference::Environment<float>& env) const {
+  device_.synchronize();
+  for (const auto& [name, e] : entries_)
+    if (e.on_device) env[name] = downloaded(device_, e.buffer, e.type, name);
+}
+
+PlanExecutor::PlanExecutor(const ir::Graph& graph, codegen::GraphKernels kernels, Device& device,
+                           std::shared_ptr<ResidentState> state)
+    : graph_(graph), kernels_(std::move(kernels)), device_(device), state_(std::move(state)), layout_(graph) {
   // Updates are read back after the last launch: that is right only if no launch comes after one
   // (the schedule puts them last), since the arena may reuse a next value's bytes after its update.
   size_t first_update = graph.ops().size();
@@ -36,7 +84,10 @@ PlanExecutor::PlanExecutor(const ir::Graph& graph, codegen::GraphKernels kernels
   arena_ = device_.allocate(static_cast<size_t>(std::max<int64_t>(layout_.plan().arena_bytes, 1)));
   if (workspace > 0) workspace_ = device_.allocate(workspace);
   own_.assign(graph.num_values(), nullptr);
-  for (ir::ValueId v : layout_.owned()) own_[v] = device_.allocate(static_cast<size_t>(std::max<int64_t>(graph.value(v).type.bytes(), 1)));
+  for (ir::ValueId v : layout_.owned())
+    own_[v] = state_ && is_state(graph.producer(v).kind)
+                  ? state_->buffer(graph.value(v).name, graph.value(v).type)
+                  : device_.allocate(static_cast<size_t>(std::max<int64_t>(graph.value(v).type.bytes(), 1)));
   scratch_.assign(kernels_.kernels.size(), nullptr);
   tables_.resize(kernels_.kernels.size());
   for (size_t i = 0; i < kernels_.kernels.size(); ++i)
@@ -61,10 +112,7 @@ void* PlanExecutor::address(ir::ValueId v) {
 }
 
 reference::HostTensor<float> PlanExecutor::read(ir::ValueId v) {
-  const ir::TensorType& t = graph_.value(v).type;
-  StoredTensor s{t.dtype, t.shape, std::vector<uint8_t>(static_cast<size_t>(t.bytes()))};
-  device_.download(s.bytes.data(), address(v), s.bytes.size());
-  return to_host(s, t.dtype, graph_.value(v).name);
+  return downloaded(device_, address(v), graph_.value(v).type, graph_.value(v).name);
 }
 
 void PlanExecutor::launch(size_t index) {
@@ -91,6 +139,10 @@ std::vector<reference::HostTensor<float>> PlanExecutor::run(reference::Environme
   for (ir::ValueId v : layout_.owned()) {
     const ir::Op& op = graph_.producer(v);
     const ir::Value& value = graph_.value(v);
+    if (state_ && is_state(op.kind)) {
+      state_->ensure_uploaded(value.name, env);
+      continue;
+    }
     reference::HostTensor<float> t = reference::HostTensor<float>::zeros(value.type);
     if (op.kind == ir::OpKind::Constant) {
       std::fill(t.real.begin(), t.real.end(), static_cast<float>(op.attr<double>("value")));
@@ -102,8 +154,7 @@ std::vector<reference::HostTensor<float>> PlanExecutor::run(reference::Environme
                                              ir::to_string(value.type)));
       t = it->second;
     }
-    const StoredTensor s = to_storage(t);
-    device_.upload(own_[v], s.bytes.data(), s.bytes.size());
+    upload(device_, own_[v], t);
   }
   for (size_t i = 0; i < kernels_.kernels.size(); ++i) {
     try {
@@ -113,11 +164,20 @@ std::vector<reference::HostTensor<float>> PlanExecutor::run(reference::Environme
                                            kernels_.kernels[i].label, kernels_.kernels[i].op_index, e.what()));
     }
   }
+  // Updates: resident state takes the next values on the device (a copy unless the plan wrote
+  // them in place); otherwise they go back into env.
+  for (const ir::Op& op : graph_.ops()) {
+    if (op.kind != ir::OpKind::Update) continue;
+    const ir::ValueId target = op.operands[0], next = op.operands[1];
+    if (!state_) {
+      env[graph_.value(target).name] = read(next);
+    } else if (address(next) != address(target)) {
+      device_.copy(address(target), address(next), static_cast<size_t>(graph_.value(target).type.bytes()));
+    }
+  }
   device_.synchronize();
   std::vector<reference::HostTensor<float>> outputs;
   for (ir::ValueId v : graph_.outputs()) outputs.push_back(read(v));
-  for (const ir::Op& op : graph_.ops())
-    if (op.kind == ir::OpKind::Update) env[graph_.value(op.operands[0]).name] = read(op.operands[1]);
   return outputs;
 }
 

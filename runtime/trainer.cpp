@@ -244,8 +244,10 @@ TrainSummary train_on_cpu(const frontend::ModelDefinition& model, const TrainOpt
       device = std::make_shared<HostDevice>(o.kernel_cache);
     }
     const codegen::RenderTarget target{sm, o.config.compile.matmul};
-    step_exec = plan_runner(program.step, fetch, target, device);
-    opt_exec = plan_runner(program.optimizer, opt_fetch, target, device);
+    // Params, moments and accumulators stay on the device; checkpoints download them.
+    const auto state = std::make_shared<ResidentState>(*device);
+    step_exec = plan_runner(program.step, fetch, target, device, state);
+    opt_exec = plan_runner(program.optimizer, opt_fetch, target, device, state);
   } else if (o.device == "cpu") {
     step_exec = reference_runner(program.step, fetch);
     opt_exec = reference_runner(program.optimizer, opt_fetch);
@@ -294,6 +296,7 @@ TrainSummary train_on_cpu(const frontend::ModelDefinition& model, const TrainOpt
     progress.record(stats);
     summary.losses.push_back(stats.loss);
     if ((t.checkpoint_every > 0 && s % t.checkpoint_every == 0) || s == last) {
+      opt_exec->download_state(env);
       save_checkpoint(o.checkpoint_dir, s, manifest_of(program), env, run_metadata(model, o.config), t.keep_checkpoints);
       if (s == last || !o.live_progress) progress.note(fmt::format("checkpoint: {}", checkpoint_path(o.checkpoint_dir, s).string()));
     }
