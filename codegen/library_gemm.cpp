@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "ir/float16.h"
+
 namespace bertc::codegen {
 namespace {
 
@@ -80,15 +82,7 @@ float load_typed(const void* p, int64_t i, Storage type) {
   if (type == Storage::F32) return static_cast<const float*>(p)[i];
   uint16_t bits;
   std::memcpy(&bits, static_cast<const unsigned char*>(p) + 2 * i, 2);
-  if (type == Storage::BF16) {
-    const uint32_t u = static_cast<uint32_t>(bits) << 16;
-    float f;
-    std::memcpy(&f, &u, 4);
-    return f;
-  }
-  _Float16 h;
-  std::memcpy(&h, &bits, 2);
-  return static_cast<float>(h);
+  return type == Storage::BF16 ? ir::from_bf16_bits(bits) : ir::from_f16_bits(bits);
 }
 
 void store_typed(void* p, int64_t i, float v, Storage type) {
@@ -96,26 +90,13 @@ void store_typed(void* p, int64_t i, float v, Storage type) {
     static_cast<float*>(p)[i] = v;
     return;
   }
-  uint16_t bits;
-  if (type == Storage::BF16) {
-    uint32_t u;
-    std::memcpy(&u, &v, 4);
-    bits = static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);  // nearest even (finite values)
-  } else {
-    const _Float16 h = static_cast<_Float16>(v);
-    std::memcpy(&bits, &h, 2);
-  }
+  const uint16_t bits = type == Storage::BF16 ? ir::bf16_bits(v) : ir::f16_bits(v);
   std::memcpy(static_cast<unsigned char*>(p) + 2 * i, &bits, 2);
 }
 
 }  // namespace
 
-void run_cublas_on_host(const CublasGemmArgs& a, const float* first, const float* second, float* c) {
-  column_major_gemm(a, [&](int64_t i) { return first[i]; }, [&](int64_t i) { return second[i]; },
-                    [&](int64_t i, float v) { c[i] = v; });
-}
-
-void run_cublas_on_host_typed(const CublasGemmArgs& a, const void* first, const void* second, void* c) {
+void run_cublas_on_host(const CublasGemmArgs& a, const void* first, const void* second, void* c) {
   const Storage ab = storage_of(a.type_ab), out = storage_of(a.type_c);
   column_major_gemm(a, [&](int64_t i) { return load_typed(first, i, ab); }, [&](int64_t i) { return load_typed(second, i, ab); },
                     [&](int64_t i, float v) { store_typed(c, i, v, out); });

@@ -46,10 +46,9 @@ struct CublasGemmArgs {
 
 CublasGemmArgs cublas_args(const LibraryGemm& g);
 
-// C = op(first) op(second) for `args` in float, column-major as cuBLAS defines each argument.
-void run_cublas_on_host(const CublasGemmArgs& args, const float* first, const float* second, float* c);
-// The same on buffers in the types `args` names (f32, f16, bf16; C rounded to nearest even).
-void run_cublas_on_host_typed(const CublasGemmArgs& args, const void* first, const void* second, void* c);
+// C = op(first) op(second) for `args`, column-major as cuBLAS defines each argument, on host
+// buffers of the types `args` names (f32, f16, bf16; sums in double, C rounded to nearest even).
+void run_cublas_on_host(const CublasGemmArgs& args, const void* first, const void* second, void* c);
 
 // The library form of the product in `body` (a region computing `op` of `graph`), or nullopt when
 // cuBLAS's strided batch cannot express its batch broadcasting.

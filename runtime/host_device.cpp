@@ -43,7 +43,7 @@ void HostDevice::launch(const codegen::KernelSpec& k, void** args) {
 }
 
 void HostDevice::gemm(const codegen::CublasGemmArgs& args, const void* first, const void* second, void* c) {
-  codegen::run_cublas_on_host_typed(args, first, second, c);
+  codegen::run_cublas_on_host(args, first, second, c);
 }
 
 }  // namespace bertc::runtime

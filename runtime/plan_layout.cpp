@@ -12,8 +12,7 @@ using ir::OpKind;
 PlanLayout::PlanLayout(const ir::Graph& graph)
     : plan_(passes::plan_memory(graph)),
       place_(graph.num_values()),
-      has_place_(graph.num_values(), false),
-      in_place_(graph.num_values(), false) {
+      has_place_(graph.num_values(), false) {
   // In op order, so a reshape's operand and an update's target are resolved before they are needed.
   for (const ir::Op& op : graph.ops()) {
     for (ir::ValueId r : op.results) {
@@ -39,7 +38,6 @@ PlanLayout::PlanLayout(const ir::Graph& graph)
       if (op.kind == OpKind::Update && !has_place_[op.operands[1]] && has_place_[op.operands[0]]) {
         place_[op.operands[1]] = place_[op.operands[0]];
         has_place_[op.operands[1]] = true;
-        in_place_[op.operands[0]] = true;
         changed = true;
       }
       if (op.kind == OpKind::Reshape && !has_place_[op.result()] && has_place_[op.operands[0]]) {
@@ -56,7 +54,5 @@ ValuePlace PlanLayout::place(ir::ValueId v) const {
     throw std::logic_error(fmt::format("the memory plan gives value %{} no storage", v));
   return place_[v];
 }
-
-bool PlanLayout::in_place(ir::ValueId target) const { return target < in_place_.size() && in_place_[target]; }
 
 }  // namespace bertc::runtime

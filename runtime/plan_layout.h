@@ -28,15 +28,12 @@ class PlanLayout {
   const std::vector<ir::ValueId>& owned() const { return owned_; }
   // Throws std::logic_error naming the value when the plan gives it no storage.
   ValuePlace place(ir::ValueId v) const;
-  // The value an update op writes back into `target` lives: true when it is `target`'s own buffer.
-  bool in_place(ir::ValueId target) const;
 
  private:
   passes::MemoryPlan plan_;
   std::vector<ir::ValueId> owned_;
   std::vector<ValuePlace> place_;
   std::vector<bool> has_place_;
-  std::vector<bool> in_place_;  // per target of an update
 };
 
 }  // namespace bertc::runtime

@@ -1,4 +1,4 @@
-// Little-endian byte conversions for safetensors, including fp16 and bf16 decoding.
+// Little-endian byte conversions for safetensors and device buffers, fp16 and bf16 included.
 #include "runtime/tensor_io.h"
 
 #include <bit>
@@ -7,26 +7,13 @@
 
 #include <fmt/format.h>
 
+#include "ir/float16.h"
+
 namespace bertc::runtime {
 
 static_assert(std::endian::native == std::endian::little, "safetensors data is little-endian");
 
 namespace {
-
-float half_to_float(uint16_t h) {
-  const int exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
-  const float sign = (h & 0x8000) ? -1.0f : 1.0f;
-  if (exponent == 0) return sign * std::ldexp(static_cast<float>(mantissa), -24);  // subnormal
-  if (exponent == 31) return mantissa ? NAN : sign * INFINITY;
-  return sign * std::ldexp(static_cast<float>(mantissa | 0x400), exponent - 25);
-}
-
-float bf16_to_float(uint16_t b) {
-  const uint32_t bits = static_cast<uint32_t>(b) << 16;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
 
 template <typename S>
 S read_at(const std::vector<uint8_t>& bytes, size_t i) {
@@ -48,8 +35,8 @@ HostTensor to_host(const StoredTensor& stored, ir::DType dtype, const std::strin
     switch (stored.dtype) {
       case ir::DType::F64: t.real[i] = static_cast<float>(read_at<double>(stored.bytes, i)); break;
       case ir::DType::F32: t.real[i] = read_at<float>(stored.bytes, i); break;
-      case ir::DType::F16: t.real[i] = half_to_float(read_at<uint16_t>(stored.bytes, i)); break;
-      case ir::DType::BF16: t.real[i] = bf16_to_float(read_at<uint16_t>(stored.bytes, i)); break;
+      case ir::DType::F16: t.real[i] = ir::from_f16_bits(read_at<uint16_t>(stored.bytes, i)); break;
+      case ir::DType::BF16: t.real[i] = ir::from_bf16_bits(read_at<uint16_t>(stored.bytes, i)); break;
       case ir::DType::I64: t.integer[i] = read_at<int64_t>(stored.bytes, i); break;
       case ir::DType::I32: t.integer[i] = read_at<int32_t>(stored.bytes, i); break;
       case ir::DType::U8:
@@ -79,15 +66,8 @@ StoredTensor to_storage(const HostTensor& t) {
     switch (d) {
       case ir::DType::F64: put(i, static_cast<double>(t.real[i])); break;
       case ir::DType::F32: put(i, t.real[i]); break;
-      case ir::DType::F16: put(i, static_cast<_Float16>(t.real[i])); break;  // round to nearest even
-      case ir::DType::BF16: {
-        uint32_t u;
-        std::memcpy(&u, &t.real[i], 4);
-        const uint16_t b = std::isnan(t.real[i]) ? static_cast<uint16_t>((u >> 16) | 0x40)
-                                                 : static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-        put(i, b);
-        break;
-      }
+      case ir::DType::F16: put(i, ir::f16_bits(t.real[i])); break;
+      case ir::DType::BF16: put(i, ir::bf16_bits(t.real[i])); break;
       case ir::DType::I64: put(i, t.integer[i]); break;
       case ir::DType::I32: put(i, static_cast<int32_t>(t.integer[i])); break;
       case ir::DType::U8:

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 
+#include "ir/float16.h"
 #include "ir/printer.h"
 
 namespace bertc::reference {
@@ -13,20 +14,7 @@ namespace {
 // Rounds to the precision of a 16-bit float dtype (round to nearest even), so the reference sees
 // what fp16/bf16 storage keeps.
 float round_to(ir::DType dtype, float x) {
-  uint32_t bits;
-  std::memcpy(&bits, &x, 4);
-  if (dtype == ir::DType::BF16) {
-    if ((bits & 0x7f800000) != 0x7f800000) bits += 0x7fff + ((bits >> 16) & 1);
-    bits &= 0xffff0000;
-    std::memcpy(&x, &bits, 4);
-    return x;
-  }
-  // fp16: 10 mantissa bits, exponent range down to 2^-24 (subnormals), overflow to inf.
-  const float a = std::fabs(x);
-  if (!(a < 65520.0f)) return std::isnan(x) ? x : std::copysign(std::numeric_limits<float>::infinity(), x);
-  const float quantum = a < 6.103515625e-05f ? 5.9604644775390625e-08f
-                                             : std::ldexp(1.0f, std::ilogb(a) - 10);
-  return std::nearbyint(x / quantum) * quantum;
+  return dtype == ir::DType::BF16 ? ir::from_bf16_bits(ir::bf16_bits(x)) : ir::from_f16_bits(ir::f16_bits(x));
 }
 
 template <typename T>

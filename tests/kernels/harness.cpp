@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "codegen/render.h"
+#include "ir/float16.h"
 
 namespace bertc::testing {
 namespace {
@@ -18,29 +19,6 @@ using reference::HostTensor;
 
 constexpr size_t kCanary = 64;            // bytes before and after every written buffer
 constexpr unsigned char kCanaryByte = 0xa5;
-
-uint16_t to_f16_bits(float f) {
-  _Float16 h = static_cast<_Float16>(f);  // round to nearest even, as the reference's rounding
-  uint16_t b;
-  std::memcpy(&b, &h, 2);
-  return b;
-}
-float from_f16_bits(uint16_t b) {
-  _Float16 h;
-  std::memcpy(&h, &b, 2);
-  return static_cast<float>(h);
-}
-uint16_t to_bf16_bits(float f) {  // round to nearest even (values are finite here)
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-float from_bf16_bits(uint16_t b) {
-  const uint32_t u = static_cast<uint32_t>(b) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
 
 // A buffer of one value in its storage format, between canaries.
 struct Buffer {
@@ -59,8 +37,8 @@ struct Buffer {
       unsigned char* p = data() + i * ir::dtype_bytes(type.dtype);
       switch (type.dtype) {
         case ir::DType::F32: std::memcpy(p, &v.real[i], 4); break;
-        case ir::DType::F16: { const uint16_t b = to_f16_bits(v.real[i]); std::memcpy(p, &b, 2); break; }
-        case ir::DType::BF16: { const uint16_t b = to_bf16_bits(v.real[i]); std::memcpy(p, &b, 2); break; }
+        case ir::DType::F16: { const uint16_t b = ir::f16_bits(v.real[i]); std::memcpy(p, &b, 2); break; }
+        case ir::DType::BF16: { const uint16_t b = ir::bf16_bits(v.real[i]); std::memcpy(p, &b, 2); break; }
         case ir::DType::I32: { const int32_t x = static_cast<int32_t>(v.integer[i]); std::memcpy(p, &x, 4); break; }
         case ir::DType::I64: std::memcpy(p, &v.integer[i], 8); break;
         case ir::DType::U8: case ir::DType::Bool: *p = static_cast<unsigned char>(v.integer[i]); break;
@@ -73,8 +51,8 @@ struct Buffer {
     const unsigned char* p = bytes.data() + kCanary + i * ir::dtype_bytes(type.dtype);
     switch (type.dtype) {
       case ir::DType::F32: { float f; std::memcpy(&f, p, 4); return f; }
-      case ir::DType::F16: { uint16_t b; std::memcpy(&b, p, 2); return from_f16_bits(b); }
-      case ir::DType::BF16: { uint16_t b; std::memcpy(&b, p, 2); return from_bf16_bits(b); }
+      case ir::DType::F16: { uint16_t b; std::memcpy(&b, p, 2); return ir::from_f16_bits(b); }
+      case ir::DType::BF16: { uint16_t b; std::memcpy(&b, p, 2); return ir::from_bf16_bits(b); }
       case ir::DType::I32: { int32_t x; std::memcpy(&x, p, 4); return x; }
       case ir::DType::I64: { int64_t x; std::memcpy(&x, p, 8); return static_cast<double>(x); }
       default: return *p;
@@ -194,28 +172,16 @@ KernelCheck KernelHarness::check(const KernelSpec& kernel, const std::vector<Hos
   }
   if (kernel.library) {  // cuBLAS's part, as cublas_args() would have it run
     const codegen::LibraryGemm& g = *kernel.library;
-    auto floats = [&](ir::ValueId v) {
+    auto slot = [&](ir::ValueId v, bool written) -> Buffer& {
       for (Slot& s : slots)
-        if (s.value == v && !s.written) {
-          std::vector<float> f(static_cast<size_t>(s.buffer->type.numel()));
-          for (size_t i = 0; i < f.size(); ++i) f[i] = static_cast<float>(s.buffer->element(static_cast<int64_t>(i)));
-          return f;
-        }
-      throw std::runtime_error("the library product's operand is not a parameter of its launch");
+        if (s.value == v && s.written == written) return *s.buffer;
+      throw std::runtime_error("the library product's operand or result is not a parameter of its launch");
     };
-    const std::vector<float> a = floats(g.a), b = floats(g.b);
-    std::vector<float> c(static_cast<size_t>(g.batch * g.m * g.n));
-    codegen::run_cublas_on_host(codegen::cublas_args(g), b.data(), a.data(), c.data());
-    if (g.to_workspace) {
-      if (workspace.size() != c.size()) fail("the workspace does not hold the product");
-      else std::copy(c.begin(), c.end(), workspace.begin());
+    if (g.to_workspace && workspace.size() != static_cast<size_t>(g.batch * g.m * g.n)) {
+      fail("the workspace does not hold the product");
     } else {
-      for (Slot& s : slots)
-        if (s.value == g.c && s.written) {
-          auto t = HostTensor<float>::zeros(s.buffer->type);
-          t.real = c;
-          s.buffer->write(t);
-        }
+      codegen::run_cublas_on_host(codegen::cublas_args(g), slot(g.b, false).data(), slot(g.a, false).data(),
+                                  g.to_workspace ? static_cast<void*>(workspace.data()) : slot(g.c, true).data());
     }
   }
   try {
