@@ -56,13 +56,18 @@ const std::vector<std::string> kFlags = {"-std=c++17", "-O1", "-shared", "-fPIC"
 }  // namespace
 
 HostKernelLibrary::HostKernelLibrary(SharedLibrary library, std::filesystem::path path)
-    : library_(std::move(library)), path_(std::move(path)) {}
+    : library_(std::move(library)), path_(std::move(path)),
+      install_(library_.function<void (*)(bx_host_api*)>("bx_install")) {
+  if (!install_) throw KernelCompileError(fmt::format("{} has no bx_install: not a bertc kernel library", path_.string()));
+}
 
 HostEntry HostKernelLibrary::entry(const std::string& name) const {
   auto fn = library_.function<HostEntry>((name + "__entry").c_str());
   if (!fn) throw KernelCompileError(fmt::format("{} has no kernel {}", path_.string(), name));
   return fn;
 }
+
+void HostKernelLibrary::install(bx_host_api* api) const { install_(api); }
 
 std::filesystem::path default_cache_folder() {
   if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return std::filesystem::path(xdg) / "bertc";
@@ -97,10 +102,9 @@ HostKernelLibrary compile_for_host(const std::string& source, const std::filesys
   std::string error;
   SharedLibrary lib = SharedLibrary::open(std::filesystem::absolute(library).string(), &error);
   if (!lib.loaded()) throw KernelCompileError(fmt::format("cannot load {}: {}", library.string(), error));
-  auto install = lib.function<void (*)(bx_host_api*)>("bx_install");
-  if (!install) throw KernelCompileError(fmt::format("{} has no bx_install: not a bertc kernel library", library.string()));
-  install(api);
-  return HostKernelLibrary(std::move(lib), library);
+  HostKernelLibrary loaded(std::move(lib), library);
+  loaded.install(api);
+  return loaded;
 }
 
 }  // namespace bertc::codegen

@@ -22,10 +22,14 @@ class HostKernelLibrary {
   // The host entry of kernel `name` (its "<name>__entry" function); throws when absent.
   HostEntry entry(const std::string& name) const;
   const std::filesystem::path& path() const { return path_; }
+  // Points the library's kernels at `api`. The loader maps one library file once per process, so
+  // two emulators that load the same kernels share it: each installs its api before launching.
+  void install(bx_host_api* api) const;
 
  private:
   SharedLibrary library_;
   std::filesystem::path path_;
+  void (*install_)(bx_host_api*) = nullptr;
 };
 
 // $XDG_CACHE_HOME/bertc, else ~/.cache/bertc, else a folder under the temporary directory.

@@ -2,6 +2,7 @@
 // enums below are those of cuda.h, library_types.h and cublas_api.h (CUDA 12 and 13 agree).
 #include "runtime/cuda_device.h"
 
+#include <algorithm>
 #include <set>
 #include <stdexcept>
 
@@ -23,6 +24,11 @@ constexpr int kCudaR32F = 0, kCudaR16F = 2, kCudaR16BF = 14;
 constexpr int kCublasCompute32F = 68;
 constexpr int kCublasGemmDefault = -1;
 constexpr CUresult kCudaErrorOutOfMemory = 2;
+constexpr unsigned kStreamNonBlocking = 1;  // CU_STREAM_NON_BLOCKING: stream capture needs a non-legacy stream
+constexpr int kCaptureModeGlobal = 0;       // CU_STREAM_CAPTURE_MODE_GLOBAL
+// cuBLAS's workspace, set explicitly so that a captured product never allocates (32 MiB covers
+// the Hopper kernels' needs; the documented minimum for sm_90 is 32 MiB).
+constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;
 
 struct CudaDevice::Api {
   codegen::SharedLibrary cuda, cublas;
@@ -35,6 +41,8 @@ struct CudaDevice::Api {
   CUresult (*cuModuleGetFunction)(Handle*, Handle, const char*);
   CUresult (*cuMemAlloc)(CUdeviceptr*, size_t);
   CUresult (*cuMemFree)(CUdeviceptr);
+  CUresult (*cuMemHostAlloc)(void**, size_t, unsigned);
+  CUresult (*cuMemFreeHost)(void*);
   CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void*, size_t, Handle);
   CUresult (*cuMemcpyDtoHAsync)(void*, CUdeviceptr, size_t, Handle);
   CUresult (*cuMemsetD8Async)(CUdeviceptr, unsigned char, size_t, Handle);
@@ -44,8 +52,15 @@ struct CudaDevice::Api {
   CUresult (*cuStreamCreate)(Handle*, unsigned);
   CUresult (*cuStreamSynchronize)(Handle);
   CUresult (*cuGetErrorString)(CUresult, const char**);
+  CUresult (*cuStreamBeginCapture)(Handle, int);
+  CUresult (*cuStreamEndCapture)(Handle, Handle*);
+  CUresult (*cuGraphInstantiateWithFlags)(Handle*, Handle, unsigned long long);
+  CUresult (*cuGraphLaunch)(Handle, Handle);
+  CUresult (*cuGraphExecDestroy)(Handle);
+  CUresult (*cuGraphDestroy)(Handle);
   int (*cublasCreate)(Handle*) = nullptr;
   int (*cublasSetStream)(Handle, Handle) = nullptr;
+  int (*cublasSetWorkspace)(Handle, void*, size_t) = nullptr;
   int (*cublasGemmStridedBatchedEx)(Handle, int, int, int, int, int, const void*, const void*, int, int, long long,
                                     const void*, int, int, long long, const void*, void*, int, int, long long, int, int,
                                     int) = nullptr;
@@ -54,6 +69,7 @@ struct CudaDevice::Api {
   CUdevice device = 0;
   Handle context = nullptr, stream = nullptr, blas = nullptr;
   std::vector<CUdeviceptr> allocations;
+  std::vector<void*> host_allocations;
   std::vector<Handle> modules;
   std::map<std::string, Handle> functions;
   std::optional<std::filesystem::path> cache;
@@ -64,6 +80,8 @@ struct CudaDevice::Api {
     if (cuGetErrorString) cuGetErrorString(rc, &text);
     throw std::runtime_error(fmt::format("CUDA: {} failed: {} ({})", what, text ? text : "unknown error", rc));
   }
+
+  void ensure_blas();
 
   template <typename Fn>
   void bind(Fn& fn, const codegen::SharedLibrary& lib, const char* symbol) {
@@ -111,11 +129,19 @@ CudaDevice::CudaDevice(int ordinal, std::optional<std::filesystem::path> cache) 
   a.bind(a.cuStreamCreate, a.cuda, "cuStreamCreate");
   a.bind(a.cuStreamSynchronize, a.cuda, "cuStreamSynchronize");
   a.bind(a.cuGetErrorString, a.cuda, "cuGetErrorString");
+  a.bind(a.cuMemHostAlloc, a.cuda, "cuMemHostAlloc");
+  a.bind(a.cuMemFreeHost, a.cuda, "cuMemFreeHost");
+  a.bind(a.cuStreamBeginCapture, a.cuda, "cuStreamBeginCapture_v2");
+  a.bind(a.cuStreamEndCapture, a.cuda, "cuStreamEndCapture");
+  a.bind(a.cuGraphInstantiateWithFlags, a.cuda, "cuGraphInstantiateWithFlags");
+  a.bind(a.cuGraphLaunch, a.cuda, "cuGraphLaunch");
+  a.bind(a.cuGraphExecDestroy, a.cuda, "cuGraphExecDestroy");
+  a.bind(a.cuGraphDestroy, a.cuda, "cuGraphDestroy");
   a.check(a.cuInit(0), "cuInit");
   a.check(a.cuDeviceGet(&a.device, ordinal), "cuDeviceGet");
   a.check(a.cuDevicePrimaryCtxRetain(&a.context, a.device), "cuDevicePrimaryCtxRetain");
   a.check(a.cuCtxSetCurrent(a.context), "cuCtxSetCurrent");
-  a.check(a.cuStreamCreate(&a.stream, 0), "cuStreamCreate");
+  a.check(a.cuStreamCreate(&a.stream, kStreamNonBlocking), "cuStreamCreate");
 }
 
 CudaDevice::~CudaDevice() {
@@ -123,6 +149,7 @@ CudaDevice::~CudaDevice() {
   if (!a.context) return;
   if (a.stream) a.cuStreamSynchronize(a.stream);
   for (CUdeviceptr p : a.allocations) a.cuMemFree(p);
+  for (void* p : a.host_allocations) a.cuMemFreeHost(p);
   a.cuDevicePrimaryCtxRelease(a.device);
 }
 
@@ -151,6 +178,17 @@ void CudaDevice::download(void* host, const void* device, size_t bytes) {
   synchronize();
 }
 
+void* CudaDevice::allocate_host(size_t bytes) {
+  void* p = nullptr;
+  api_->check(api_->cuMemHostAlloc(&p, std::max<size_t>(bytes, 1), 0), fmt::format("cuMemHostAlloc of {} bytes", bytes));
+  api_->host_allocations.push_back(p);
+  return p;
+}
+
+void CudaDevice::upload_async(void* device, const void* host, size_t bytes) {
+  api_->check(api_->cuMemcpyHtoDAsync(reinterpret_cast<CUdeviceptr>(device), host, bytes, api_->stream), "upload");
+}
+
 void CudaDevice::fill(void* device, unsigned char byte, size_t bytes) {
   api_->check(api_->cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(device), byte, bytes, api_->stream), "memset");
 }
@@ -165,6 +203,8 @@ void CudaDevice::load(const std::vector<const codegen::KernelSpec*>& kernels) {
   Api& a = *api_;
   std::vector<codegen::KernelSource> sources;
   std::set<std::string> seen;
+  for (const codegen::KernelSpec* k : kernels)
+    if (k->library) a.ensure_blas();  // now, not inside a graph capture (cublasCreate cannot be captured)
   for (const codegen::KernelSpec* k : kernels)
     if (!k->source.empty() && seen.insert(k->name).second) sources.push_back({k->name, codegen::device_source(*k)});
   const codegen::NvrtcCompiler compiler = codegen::NvrtcCompiler::for_arch(a.info.arch);
@@ -187,22 +227,31 @@ void CudaDevice::launch(const codegen::KernelSpec& k, void** args) {
           "launching " + k.name + " (" + k.label + ")");
 }
 
+void CudaDevice::Api::ensure_blas() {
+  if (blas) return;  // cuBLAS is loaded when the first plan with a library product is loaded
+  std::string error;
+  for (const char* soname : {"libcublas.so.13", "libcublas.so.12", "libcublas.so"}) {
+    cublas = codegen::SharedLibrary::open(soname, &error);
+    if (cublas.loaded()) break;
+  }
+  if (!cublas.loaded())
+    throw std::runtime_error("cuBLAS not found (" + error + "); compile with --matmul generated to need no cuBLAS");
+  bind(cublasCreate, cublas, "cublasCreate_v2");
+  bind(cublasSetStream, cublas, "cublasSetStream_v2");
+  bind(cublasSetWorkspace, cublas, "cublasSetWorkspace_v2");
+  bind(cublasGemmStridedBatchedEx, cublas, "cublasGemmStridedBatchedEx");
+  if (cublasCreate(&blas) != 0) throw std::runtime_error("cublasCreate failed");
+  if (cublasSetStream(blas, stream) != 0) throw std::runtime_error("cublasSetStream failed");
+  CUdeviceptr workspace = 0;  // after cublasSetStream, which resets the workspace
+  check(cuMemAlloc(&workspace, kCublasWorkspaceBytes), "allocating cuBLAS's workspace");
+  allocations.push_back(workspace);
+  if (cublasSetWorkspace(blas, reinterpret_cast<void*>(workspace), kCublasWorkspaceBytes) != 0)
+    throw std::runtime_error("cublasSetWorkspace failed");
+}
+
 void CudaDevice::gemm(const codegen::CublasGemmArgs& g, const void* first, const void* second, void* c) {
   Api& a = *api_;
-  if (!a.blas) {  // cuBLAS is loaded when the first product needs it
-    std::string error;
-    for (const char* soname : {"libcublas.so.13", "libcublas.so.12", "libcublas.so"}) {
-      a.cublas = codegen::SharedLibrary::open(soname, &error);
-      if (a.cublas.loaded()) break;
-    }
-    if (!a.cublas.loaded())
-      throw std::runtime_error("cuBLAS not found (" + error + "); compile with --matmul generated to need no cuBLAS");
-    a.bind(a.cublasCreate, a.cublas, "cublasCreate_v2");
-    a.bind(a.cublasSetStream, a.cublas, "cublasSetStream_v2");
-    a.bind(a.cublasGemmStridedBatchedEx, a.cublas, "cublasGemmStridedBatchedEx");
-    if (a.cublasCreate(&a.blas) != 0) throw std::runtime_error("cublasCreate failed");
-    if (a.cublasSetStream(a.blas, a.stream) != 0) throw std::runtime_error("cublasSetStream failed");
-  }
+  a.ensure_blas();
   const float one = 1.0f, zero = 0.0f;  // CUBLAS_COMPUTE_32F: float scalars
   const int rc = a.cublasGemmStridedBatchedEx(
       a.blas, g.transpose_first ? kCublasOpT : kCublasOpN, g.transpose_second ? kCublasOpT : kCublasOpN,
@@ -214,5 +263,39 @@ void CudaDevice::gemm(const codegen::CublasGemmArgs& g, const void* first, const
 }
 
 void CudaDevice::synchronize() { api_->check(api_->cuStreamSynchronize(api_->stream), "cuStreamSynchronize"); }
+
+namespace {
+
+// An instantiated CUDA Graph; destroyed with its executable.
+struct CudaGraph : DeviceGraph {
+  CudaDevice::Api* api = nullptr;
+  Handle graph = nullptr, exec = nullptr;
+  ~CudaGraph() override {
+    if (exec) api->cuGraphExecDestroy(exec);
+    if (graph) api->cuGraphDestroy(graph);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<DeviceGraph> CudaDevice::record(const std::function<void()>& body) {
+  Api& a = *api_;
+  auto g = std::make_unique<CudaGraph>();
+  g->api = &a;
+  a.check(a.cuStreamBeginCapture(a.stream, kCaptureModeGlobal), "cuStreamBeginCapture");
+  try {
+    body();
+  } catch (...) {
+    a.cuStreamEndCapture(a.stream, &g->graph);  // leaves the stream usable; the partial graph is dropped
+    throw;
+  }
+  a.check(a.cuStreamEndCapture(a.stream, &g->graph), "cuStreamEndCapture (was something not capturable issued?)");
+  a.check(a.cuGraphInstantiateWithFlags(&g->exec, g->graph, 0), "cuGraphInstantiate");
+  return g;
+}
+
+void CudaDevice::replay(DeviceGraph& graph) {
+  api_->check(api_->cuGraphLaunch(dynamic_cast<CudaGraph&>(graph).exec, api_->stream), "cuGraphLaunch");
+}
 
 }  // namespace bertc::runtime

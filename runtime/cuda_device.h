@@ -29,12 +29,16 @@ class CudaDevice : public Device {
   void* allocate(size_t bytes) override;
   void upload(void* device, const void* host, size_t bytes) override;
   void download(void* host, const void* device, size_t bytes) override;
+  void* allocate_host(size_t bytes) override;
+  void upload_async(void* device, const void* host, size_t bytes) override;
   void fill(void* device, unsigned char byte, size_t bytes) override;
   void copy(void* to, const void* from, size_t bytes) override;
   void load(const std::vector<const codegen::KernelSpec*>& kernels) override;
   void launch(const codegen::KernelSpec& kernel, void** args) override;
   void gemm(const codegen::CublasGemmArgs& args, const void* first, const void* second, void* c) override;
   void synchronize() override;
+  std::unique_ptr<DeviceGraph> record(const std::function<void()>& body) override;
+  void replay(DeviceGraph& graph) override;
 
   struct Api;  // the dlopen'ed entry points
 

@@ -4,12 +4,20 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "codegen/kernel.h"
 
 namespace bertc::runtime {
+
+// Device work recorded once and replayed as one launch (a CUDA Graph on a GPU).
+class DeviceGraph {
+ public:
+  virtual ~DeviceGraph() = default;
+};
 
 class Device {
  public:
@@ -20,6 +28,11 @@ class Device {
   virtual void* allocate(size_t bytes) = 0;
   virtual void upload(void* device, const void* host, size_t bytes) = 0;
   virtual void download(void* host, const void* device, size_t bytes) = 0;
+  // Host memory the device copies from without staging (pinned on a GPU), freed with the device.
+  virtual void* allocate_host(size_t bytes) = 0;
+  // Queues a copy from `host` (from allocate_host) that runs in order with the launches; `host`
+  // must stay unchanged until the next synchronize().
+  virtual void upload_async(void* device, const void* host, size_t bytes) = 0;
   virtual void fill(void* device, unsigned char byte, size_t bytes) = 0;
   virtual void copy(void* to, const void* from, size_t bytes) = 0;  // device to device, in order
   // Makes `kernels` launchable (the Host device compiles them; CUDA loads their images).
@@ -30,6 +43,13 @@ class Device {
   virtual void gemm(const codegen::CublasGemmArgs& args, const void* first, const void* second, void* c) = 0;
   // Waits for everything launched so far.
   virtual void synchronize() = 0;
+
+  // Records the fills, copies, launches and products `body` issues, without running them, as one
+  // graph that replay() runs again and again with the same arguments (kernel arguments are taken
+  // when recorded, so the buffers they name must hold each run's data at the same addresses).
+  // Uploads and downloads are not allowed while recording.
+  virtual std::unique_ptr<DeviceGraph> record(const std::function<void()>& body) = 0;
+  virtual void replay(DeviceGraph& graph) = 0;
 };
 
 }  // namespace bertc::runtime

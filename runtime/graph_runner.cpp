@@ -25,7 +25,7 @@ class ReferenceRunner : public GraphRunner {
 class PlanRunner : public GraphRunner {
  public:
   PlanRunner(const ir::Graph& graph, std::vector<std::string> fetch, const codegen::RenderTarget& target,
-             std::shared_ptr<Device> device, std::shared_ptr<ResidentState> state)
+             std::shared_ptr<Device> device, std::shared_ptr<ResidentState> state, Launching launching)
       : graph_(graph), fetch_(std::move(fetch)), outputs_(graph.outputs().size()), device_(std::move(device)),
         state_(std::move(state)) {
     // A fetched value becomes an output too, so that the memory plan keeps it to the end.
@@ -34,7 +34,8 @@ class PlanRunner : public GraphRunner {
       if (!v) throw std::invalid_argument(fmt::format("the compiled graph has no value '{}' to fetch", name));
       graph_.add_output(*v);
     }
-    executor_ = std::make_unique<PlanExecutor>(graph_, codegen::render_graph(graph_, target), *device_, state_);
+    executor_ = std::make_unique<PlanExecutor>(graph_, codegen::render_graph(graph_, target), *device_, state_,
+                                               launching);
   }
 
   reference::RunResult<float> run(reference::Environment<float>& env) override {
@@ -68,8 +69,8 @@ std::unique_ptr<GraphRunner> reference_runner(const ir::Graph& graph, std::vecto
 
 std::unique_ptr<GraphRunner> plan_runner(const ir::Graph& graph, std::vector<std::string> fetch,
                                          const codegen::RenderTarget& target, std::shared_ptr<Device> device,
-                                         std::shared_ptr<ResidentState> state) {
-  return std::make_unique<PlanRunner>(graph, std::move(fetch), target, std::move(device), std::move(state));
+                                         std::shared_ptr<ResidentState> state, Launching launching) {
+  return std::make_unique<PlanRunner>(graph, std::move(fetch), target, std::move(device), std::move(state), launching);
 }
 
 }  // namespace bertc::runtime

@@ -35,6 +35,7 @@ std::unique_ptr<GraphRunner> reference_runner(const ir::Graph& graph, std::vecto
 // (shared too), params and states stay on the device between runs (see ResidentState).
 std::unique_ptr<GraphRunner> plan_runner(const ir::Graph& graph, std::vector<std::string> fetch,
                                          const codegen::RenderTarget& target, std::shared_ptr<Device> device,
-                                         std::shared_ptr<ResidentState> state = nullptr);
+                                         std::shared_ptr<ResidentState> state = nullptr,
+                                         Launching launching = Launching::Graph);
 
 }  // namespace bertc::runtime

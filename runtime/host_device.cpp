@@ -18,10 +18,66 @@ void* HostDevice::allocate(size_t bytes) {
   return p;
 }
 
-void HostDevice::upload(void* device, const void* host, size_t bytes) { std::memcpy(device, host, bytes); }
-void HostDevice::download(void* host, const void* device, size_t bytes) { std::memcpy(host, device, bytes); }
-void HostDevice::fill(void* device, unsigned char byte, size_t bytes) { std::memset(device, byte, bytes); }
-void HostDevice::copy(void* to, const void* from, size_t bytes) { std::memmove(to, from, bytes); }
+namespace {
+
+// A recorded graph: the work in the order it was issued.
+struct HostGraph : DeviceGraph {
+  std::vector<std::function<void()>> work;
+};
+
+}  // namespace
+
+void HostDevice::issue(std::function<void()> work) {
+  if (recording_) recording_->push_back(std::move(work));
+  else work();
+}
+
+void HostDevice::refuse_while_recording(const char* what) const {
+  // As a CUDA stream capture fails on a synchronous copy: a recorded graph cannot hold host data.
+  if (recording_) throw std::logic_error(std::string(what) + " while recording a device graph");
+}
+
+void HostDevice::upload(void* device, const void* host, size_t bytes) {
+  refuse_while_recording("upload");
+  std::memcpy(device, host, bytes);
+}
+
+void HostDevice::download(void* host, const void* device, size_t bytes) {
+  refuse_while_recording("download");
+  std::memcpy(host, device, bytes);
+}
+
+void HostDevice::upload_async(void* device, const void* host, size_t bytes) {
+  refuse_while_recording("upload");
+  std::memcpy(device, host, bytes);
+}
+
+void HostDevice::fill(void* device, unsigned char byte, size_t bytes) {
+  issue([=] { std::memset(device, byte, bytes); });
+}
+
+void HostDevice::copy(void* to, const void* from, size_t bytes) {
+  issue([=] { std::memmove(to, from, bytes); });
+}
+
+std::unique_ptr<DeviceGraph> HostDevice::record(const std::function<void()>& body) {
+  if (recording_) throw std::logic_error("recording a device graph inside another");
+  auto graph = std::make_unique<HostGraph>();
+  recording_ = &graph->work;
+  try {
+    body();
+  } catch (...) {
+    recording_ = nullptr;
+    throw;
+  }
+  recording_ = nullptr;
+  return graph;
+}
+
+void HostDevice::replay(DeviceGraph& graph) {
+  refuse_while_recording("replaying a graph");
+  for (const auto& work : dynamic_cast<HostGraph&>(graph).work) work();
+}
 
 void HostDevice::load(const std::vector<const codegen::KernelSpec*>& kernels) {
   std::vector<const codegen::KernelSpec*> fresh;
@@ -30,20 +86,25 @@ void HostDevice::load(const std::vector<const codegen::KernelSpec*>& kernels) {
   if (fresh.empty()) return;
   libraries_.push_back(std::make_unique<codegen::HostKernelLibrary>(
       codegen::compile_for_host(codegen::host_source(fresh), cache_, emulator_.api())));
-  for (const codegen::KernelSpec* k : fresh) entries_[k->name] = libraries_.back()->entry(k->name);
+  for (const codegen::KernelSpec* k : fresh) entries_[k->name] = {libraries_.back()->entry(k->name), libraries_.back().get()};
 }
 
 void HostDevice::launch(const codegen::KernelSpec& k, void** args) {
-  // args[i] points at argument i (as cuLaunchKernel takes them); host entries take the values.
+  // args[i] points at argument i (as cuLaunchKernel takes them); host entries take the values,
+  // read now (a recorded launch keeps them, as a CUDA Graph's kernel node does).
   std::vector<void*> values;
   for (size_t i = 0; i < k.params.size(); ++i) values.push_back(*static_cast<void**>(args[i]));
   const auto it = entries_.find(k.name);
   if (it == entries_.end()) throw std::logic_error("kernel " + k.name + " was not loaded");
-  emulator_.launch(k.name, it->second, values.data(), {k.grid, k.block, k.cooperative, order_});
+  const Loaded loaded = it->second;
+  issue([this, &k, loaded, values]() mutable {
+    loaded.library->install(emulator_.api());  // another Host device may have loaded the same library file
+    emulator_.launch(k.name, loaded.entry, values.data(), {k.grid, k.block, k.cooperative, order_});
+  });
 }
 
 void HostDevice::gemm(const codegen::CublasGemmArgs& args, const void* first, const void* second, void* c) {
-  codegen::run_cublas_on_host(args, first, second, c);
+  issue([=] { codegen::run_cublas_on_host(args, first, second, c); });
 }
 
 }  // namespace bertc::runtime

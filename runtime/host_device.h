@@ -24,21 +24,34 @@ class HostDevice : public Device {
   void* allocate(size_t bytes) override;
   void upload(void* device, const void* host, size_t bytes) override;
   void download(void* host, const void* device, size_t bytes) override;
+  void* allocate_host(size_t bytes) override { return allocate(bytes); }
+  void upload_async(void* device, const void* host, size_t bytes) override;
   void fill(void* device, unsigned char byte, size_t bytes) override;
   void copy(void* to, const void* from, size_t bytes) override;
   void load(const std::vector<const codegen::KernelSpec*>& kernels) override;
   void launch(const codegen::KernelSpec& kernel, void** args) override;
   void gemm(const codegen::CublasGemmArgs& args, const void* first, const void* second, void* c) override;
   void synchronize() override {}
+  std::unique_ptr<DeviceGraph> record(const std::function<void()>& body) override;
+  void replay(DeviceGraph& graph) override;
 
   void set_order(codegen::ThreadOrder order) { order_ = order; }
 
  private:
+  // Runs `work` now, or adds it to the graph being recorded.
+  void issue(std::function<void()> work);
+  void refuse_while_recording(const char* what) const;
+
   std::filesystem::path cache_;
+  std::vector<std::function<void()>>* recording_ = nullptr;  // the graph being recorded, if any
   codegen::ThreadOrder order_;
   codegen::HostEmulator emulator_;
   std::vector<std::unique_ptr<codegen::HostKernelLibrary>> libraries_;  // one per load()
-  std::map<std::string, codegen::HostEntry> entries_;                    // every loaded kernel
+  struct Loaded {
+    codegen::HostEntry entry;
+    const codegen::HostKernelLibrary* library;
+  };
+  std::map<std::string, Loaded> entries_;  // every loaded kernel
   std::vector<std::unique_ptr<unsigned char[]>> blocks_;
 };
 

@@ -12,8 +12,9 @@ namespace bertc::runtime {
 class HostRunner {
  public:
   // Compiles `kernels` (rendered from `graph`) for the host, cached under `cache`.
-  HostRunner(const ir::Graph& graph, codegen::GraphKernels kernels, const std::filesystem::path& cache)
-      : device_(cache), executor_(graph, std::move(kernels), device_) {}
+  HostRunner(const ir::Graph& graph, codegen::GraphKernels kernels, const std::filesystem::path& cache,
+             Launching launching = Launching::Graph)
+      : device_(cache), executor_(graph, std::move(kernels), device_, nullptr, launching) {}
 
   std::vector<reference::HostTensor<float>> run(reference::Environment<float>& env,
                                                 codegen::ThreadOrder order = codegen::ThreadOrder::Forward) {

@@ -62,8 +62,9 @@ void ResidentState::download(reference::Environment<float>& env) const {
 }
 
 PlanExecutor::PlanExecutor(const ir::Graph& graph, codegen::GraphKernels kernels, Device& device,
-                           std::shared_ptr<ResidentState> state)
-    : graph_(graph), kernels_(std::move(kernels)), device_(device), state_(std::move(state)), layout_(graph) {
+                           std::shared_ptr<ResidentState> state, Launching launching)
+    : graph_(graph), kernels_(std::move(kernels)), device_(device), state_(std::move(state)), launching_(launching),
+      layout_(graph) {
   // Updates are read back after the last launch: that is right only if no launch comes after one
   // (the schedule puts them last), since the arena may reuse a next value's bytes after its update.
   size_t first_update = graph.ops().size();
@@ -84,10 +85,18 @@ PlanExecutor::PlanExecutor(const ir::Graph& graph, codegen::GraphKernels kernels
   arena_ = device_.allocate(static_cast<size_t>(std::max<int64_t>(layout_.plan().arena_bytes, 1)));
   if (workspace > 0) workspace_ = device_.allocate(workspace);
   own_.assign(graph.num_values(), nullptr);
-  for (ir::ValueId v : layout_.owned())
-    own_[v] = state_ && is_state(graph.producer(v).kind)
-                  ? state_->buffer(graph.value(v).name, graph.value(v).type)
-                  : device_.allocate(static_cast<size_t>(std::max<int64_t>(graph.value(v).type.bytes(), 1)));
+  size_t staged = 0;
+  for (ir::ValueId v : layout_.owned()) {
+    const auto bytes = static_cast<size_t>(std::max<int64_t>(graph.value(v).type.bytes(), 1));
+    if (state_ && is_state(graph.producer(v).kind)) {
+      own_[v] = state_->buffer(graph.value(v).name, graph.value(v).type);
+      continue;
+    }
+    own_[v] = device_.allocate(bytes);
+    staged_at_[v] = staged;
+    staged += (bytes + 255) / 256 * 256;
+  }
+  staging_ = static_cast<unsigned char*>(device_.allocate_host(std::max<size_t>(staged, 1)));
   scratch_.assign(kernels_.kernels.size(), nullptr);
   tables_.resize(kernels_.kernels.size());
   for (size_t i = 0; i < kernels_.kernels.size(); ++i)
@@ -135,7 +144,7 @@ void PlanExecutor::launch(size_t index) {
   if (!k.source.empty()) device_.launch(k, args.data());
 }
 
-std::vector<reference::HostTensor<float>> PlanExecutor::run(reference::Environment<float>& env) {
+void PlanExecutor::stage_inputs(reference::Environment<float>& env) {
   for (ir::ValueId v : layout_.owned()) {
     const ir::Op& op = graph_.producer(v);
     const ir::Value& value = graph_.value(v);
@@ -154,8 +163,14 @@ std::vector<reference::HostTensor<float>> PlanExecutor::run(reference::Environme
                                              ir::to_string(value.type)));
       t = it->second;
     }
-    upload(device_, own_[v], t);
+    const StoredTensor s = to_storage(t);
+    unsigned char* staged = staging_ + staged_at_.at(v);
+    std::memcpy(staged, s.bytes.data(), s.bytes.size());
+    device_.upload_async(own_[v], staged, s.bytes.size());
   }
+}
+
+void PlanExecutor::issue_all() {
   for (size_t i = 0; i < kernels_.kernels.size(); ++i) {
     try {
       launch(i);
@@ -164,18 +179,30 @@ std::vector<reference::HostTensor<float>> PlanExecutor::run(reference::Environme
                                            kernels_.kernels[i].label, kernels_.kernels[i].op_index, e.what()));
     }
   }
-  // Updates: resident state takes the next values on the device (a copy unless the plan wrote
-  // them in place); otherwise they go back into env.
+  // Resident state takes the next values on the device (a copy unless the plan wrote them in place).
+  if (!state_) return;
   for (const ir::Op& op : graph_.ops()) {
     if (op.kind != ir::OpKind::Update) continue;
     const ir::ValueId target = op.operands[0], next = op.operands[1];
-    if (!state_) {
-      env[graph_.value(target).name] = read(next);
-    } else if (address(next) != address(target)) {
+    if (address(next) != address(target))
       device_.copy(address(target), address(next), static_cast<size_t>(graph_.value(target).type.bytes()));
-    }
+  }
+}
+
+std::vector<reference::HostTensor<float>> PlanExecutor::run(reference::Environment<float>& env) {
+  device_.synchronize();  // the staging area may still be read by the previous run's copies
+  stage_inputs(env);
+  if (launching_ == Launching::Eager) {
+    issue_all();
+  } else {
+    if (!recorded_) recorded_ = device_.record([this] { issue_all(); });
+    device_.replay(*recorded_);
   }
   device_.synchronize();
+  // Without resident state, the updates' values go back into env.
+  if (!state_)
+    for (const ir::Op& op : graph_.ops())
+      if (op.kind == ir::OpKind::Update) env[graph_.value(op.operands[0]).name] = read(op.operands[1]);
   std::vector<reference::HostTensor<float>> outputs;
   for (ir::ValueId v : graph_.outputs()) outputs.push_back(read(v));
   return outputs;

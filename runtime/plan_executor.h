@@ -40,13 +40,18 @@ class ResidentState {
   std::map<std::string, Entry> entries_;
 };
 
+// Graph: the first run records its launches as one device graph (a CUDA Graph), every run
+// replays it. Eager: every run issues every launch (for debugging; the same work, so the same
+// results bit for bit).
+enum class Launching { Graph, Eager };
+
 class PlanExecutor {
  public:
   // Allocates everything on `device` and loads the kernels; `device` must outlive the executor.
   // With `state`, params and states live there (see ResidentState) instead of being uploaded and
   // downloaded around every run.
   PlanExecutor(const ir::Graph& graph, codegen::GraphKernels kernels, Device& device,
-               std::shared_ptr<ResidentState> state = nullptr);
+               std::shared_ptr<ResidentState> state = nullptr, Launching launching = Launching::Graph);
 
   // As reference::Executor::run: uploads inputs, params and states from `env` by name, runs every
   // launch, downloads the updates' values into `env` and returns the graph's outputs. With a
@@ -58,6 +63,8 @@ class PlanExecutor {
 
  private:
   void* address(ir::ValueId v);
+  void stage_inputs(reference::Environment<float>& env);
+  void issue_all();
   void launch(size_t index);
   reference::HostTensor<float> read(ir::ValueId v);
 
@@ -65,10 +72,16 @@ class PlanExecutor {
   codegen::GraphKernels kernels_;
   Device& device_;
   std::shared_ptr<ResidentState> state_;
+  Launching launching_;
+  std::unique_ptr<DeviceGraph> recorded_;  // Graph: the launches, recorded by the first run
   PlanLayout layout_;
   void* arena_ = nullptr;
   void* workspace_ = nullptr;
   std::vector<void*> own_;      // per value with a buffer of its own (else null)
+  // Inputs and constants go up through one host staging area (pinned on a GPU), in order with
+  // the launches, with no wait until the run's end.
+  std::map<ir::ValueId, size_t> staged_at_;
+  unsigned char* staging_ = nullptr;
   std::vector<void*> scratch_;  // per launch: its zeroed scratch, if any
   std::vector<std::vector<void*>> tables_;  // per launch: its pointer tables on the device
 };

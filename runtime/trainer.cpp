@@ -246,8 +246,9 @@ TrainSummary train_on_cpu(const frontend::ModelDefinition& model, const TrainOpt
     const codegen::RenderTarget target{sm, o.config.compile.matmul};
     // Params, moments and accumulators stay on the device; checkpoints download them.
     const auto state = std::make_shared<ResidentState>(*device);
-    step_exec = plan_runner(program.step, fetch, target, device, state);
-    opt_exec = plan_runner(program.optimizer, opt_fetch, target, device, state);
+    const Launching launching = o.eager ? Launching::Eager : Launching::Graph;
+    step_exec = plan_runner(program.step, fetch, target, device, state, launching);
+    opt_exec = plan_runner(program.optimizer, opt_fetch, target, device, state, launching);
   } else if (o.device == "cpu") {
     step_exec = reference_runner(program.step, fetch);
     opt_exec = reference_runner(program.optimizer, opt_fetch);

@@ -24,6 +24,7 @@ struct TrainOptions {
   // `kernel_cache`; cuda: the compiled plan on GPU 0 (not yet validated on a GPU).
   std::string device = "cpu";
   int host_sm = 0;
+  bool eager = false;                         // host/cuda: launch kernel by kernel, no recorded device graph
   std::filesystem::path kernel_cache;
 };
 

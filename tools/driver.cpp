@@ -160,7 +160,7 @@ std::filesystem::path chosen_path(const std::string& flag, const frontend::Confi
 struct TrainArgs {
   std::string config, data, vocab, device = "auto", checkpoint_dir, metrics, init;
   int64_t steps = 0, until = 0;
-  bool resume = false;
+  bool resume = false, eager = false;
 };
 
 // Say which device trains and why, never silently. The CUDA device is opt-in (--device cuda)
@@ -201,6 +201,7 @@ int train(const TrainArgs& args, const CompileFlags& flags, const frontend::Mode
                                                  : std::filesystem::path(args.checkpoint_dir);
   o.metrics = args.metrics.empty() ? o.checkpoint_dir / "metrics.jsonl" : std::filesystem::path(args.metrics);
   o.resume = args.resume;
+  o.eager = args.eager;
   if (!args.init.empty()) o.init = args.init;
   o.live_progress = ::isatty(STDERR_FILENO) != 0;
   choose_device(args.device);
@@ -314,6 +315,9 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
   train_cmd->add_option("--checkpoint-dir", train_args.checkpoint_dir, "Checkpoints and metrics (default: checkpoints/NAME)");
   train_cmd->add_option("--metrics", train_args.metrics, "JSON-lines metrics file (default: CHECKPOINT_DIR/metrics.jsonl)");
   train_cmd->add_flag("--resume", train_args.resume, "Continue from the newest checkpoint in the checkpoint folder");
+  train_cmd->add_flag("--eager", train_args.eager,
+                      "Issue every kernel launch at every step instead of replaying the step recorded once as a "
+                      "device graph (CUDA Graph); for debugging: the results are the same");
   train_cmd->add_option("--init", train_args.init, "Start from a Hugging Face BertForPreTraining .safetensors")
       ->check(CLI::ExistingFile);
   CompileFlags train_flags;

@@ -99,5 +99,69 @@ TEST(HostRunner, Bf16StepWithCublasRecordsMatchesTheReference) {
   expect_step_matches("bf16", 80, "library", 5e-2, false);
 }
 
+bool same_bits(const HostTensor<float>& a, const HostTensor<float>& b) {
+  return a.type == b.type && a.real == b.real && a.integer == b.integer;
+}
+
+// Replaying the step recorded once as a device graph equals launching every kernel at every run,
+// bit for bit, over runs whose batch, dropout seed and params differ: a recording that kept a
+// run's data instead of its buffers, or replayed nothing, would give the first run's results (or
+// stale ones) again.
+TEST(HostRunner, GraphReplayEqualsEagerLaunchBitForBit) {
+  frontend::Config c = frontend::load_config(BERTC_SOURCE_DIR "/examples/bert-tiny.toml");
+  c.compile.arch = "none";
+  c.compile = passes::resolve_options(c.compile, "none");
+  const passes::TrainingProgram p =
+      passes::compile_training(frontend::build_bert_pretraining(c), c.compile, passes::optimizer_options(c.train));
+  const codegen::RenderTarget target{61, "generated"};
+  using runtime::Launching;
+  runtime::HostRunner step_graph(p.step, codegen::render_graph(p.step, target), BERTC_TEST_CACHE, Launching::Graph);
+  runtime::HostRunner opt_graph(p.optimizer, codegen::render_graph(p.optimizer, target), BERTC_TEST_CACHE, Launching::Graph);
+  runtime::HostRunner step_eager(p.step, codegen::render_graph(p.step, target), BERTC_TEST_CACHE, Launching::Eager);
+  runtime::HostRunner opt_eager(p.optimizer, codegen::render_graph(p.optimizer, target), BERTC_TEST_CACHE, Launching::Eager);
+  reference::Environment<float> graph_env = batch_environment(c, p);
+  reference::Environment<float> eager_env = graph_env;
+  std::vector<float> losses;
+  for (int run = 0; run < 3; ++run) {
+    for (auto* env : {&graph_env, &eager_env}) {
+      (*env)["dropout_seed"].integer[0] = 1000 + run;
+      for (int64_t& id : (*env)["input_ids"].integer)
+        if (id != 0) id = 1 + (id + 5 * run) % (c.model.vocab_size - 1);
+    }
+    const auto from_graph = step_graph.run(graph_env);
+    const auto from_eager = step_eager.run(eager_env);
+    ASSERT_EQ(from_graph.size(), from_eager.size());
+    for (size_t i = 0; i < from_graph.size(); ++i) EXPECT_TRUE(same_bits(from_graph[i], from_eager[i])) << "run " << run;
+    losses.push_back(from_graph.at(0).real.at(0));
+    const auto opt_from_graph = opt_graph.run(graph_env);
+    const auto opt_from_eager = opt_eager.run(eager_env);
+    for (size_t i = 0; i < opt_from_graph.size(); ++i)
+      EXPECT_TRUE(same_bits(opt_from_graph[i], opt_from_eager[i])) << "optimizer, run " << run;
+    for (const auto& [name, value] : eager_env) EXPECT_TRUE(same_bits(graph_env.at(name), value)) << name << ", run " << run;
+  }
+  // The runs really differ (else equal results would prove nothing about replaying new data).
+  EXPECT_NE(losses[0], losses[1]);
+  EXPECT_NE(losses[1], losses[2]);
+}
+
+// A recorded graph cannot hold host data: uploads and downloads while recording are refused, as
+// a CUDA stream capture refuses them.
+TEST(HostDevice, RefusesCopiesToAndFromTheHostWhileRecording) {
+  runtime::HostDevice device(BERTC_TEST_CACHE);
+  void* buffer = device.allocate(16);
+  float host[4] = {1, 2, 3, 4};
+  EXPECT_THROW(device.record([&] { device.upload(buffer, host, sizeof host); }), std::logic_error);
+  EXPECT_THROW(device.record([&] { device.download(host, buffer, sizeof host); }), std::logic_error);
+  // After a refused recording the device works as before; a recorded fill runs only when replayed.
+  device.upload(buffer, host, sizeof host);
+  const auto graph = device.record([&] { device.fill(buffer, 0, sizeof host); });
+  float back[4] = {};
+  device.download(back, buffer, sizeof back);
+  EXPECT_EQ(back[3], 4.0f);
+  device.replay(*graph);
+  device.download(back, buffer, sizeof back);
+  EXPECT_EQ(back[3], 0.0f);
+}
+
 }  // namespace
 }  // namespace bertc::testing
