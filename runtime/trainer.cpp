@@ -13,6 +13,7 @@
 #include "passes/cost_model.h"
 #include "passes/memory_plan.h"
 #include "passes/pipeline.h"
+#include "runtime/batch_loader.h"
 #include "runtime/batches.h"
 #include "runtime/checkpoint.h"
 #include "runtime/data/pretraining_data.h"
@@ -258,6 +259,14 @@ TrainSummary train_on_cpu(const frontend::ModelDefinition& model, const TrainOpt
   const data::BatchStream stream = open_batch_stream(o.config, o.data, o.vocab, log);
   std::filesystem::create_directories(o.checkpoint_dir);
   const int64_t K = t.gradient_accumulation_steps;
+  // The loader thread makes the next micro-batches while the current one trains.
+  BatchLoader loader(
+      [&](int64_t micro) {
+        LoadedBatch b{micro, stream.batch(micro), {}};
+        bind_batch(b.batch, b.inputs);
+        return b;
+      },
+      start * K, last * K);
   Progress progress(log, o.metrics, start + 1, last, t.log_every, o.live_progress);
   summary.first_step = start + 1;
   for (int64_t s = start + 1; s <= last; ++s) {
@@ -266,8 +275,10 @@ TrainSummary train_on_cpu(const frontend::ModelDefinition& model, const TrainOpt
     stats.step = s;
     for (int64_t k = 0; k < K; ++k) {
       const int64_t micro = (s - 1) * K + k;
-      const data::Batch batch = stream.batch(micro);
-      bind_batch(batch, env);
+      LoadedBatch loaded = loader.next();
+      if (loaded.micro_batch != micro) throw std::logic_error("the batch loader is out of step with training");
+      const data::Batch& batch = loaded.batch;
+      for (auto& [name, tensor] : loaded.inputs) env[name] = std::move(tensor);
       HostTensor seed = HostTensor::zeros({ir::DType::I64, {}});  // 63-bit: no trip through double
       seed.integer[0] = dropout_seed(static_cast<uint64_t>(t.seed), micro);
       env["dropout_seed"] = std::move(seed);
