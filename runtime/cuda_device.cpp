@@ -42,6 +42,7 @@ struct CudaDevice::Api {
   CUresult (*cuMemAlloc)(CUdeviceptr*, size_t);
   CUresult (*cuMemFree)(CUdeviceptr);
   CUresult (*cuMemHostAlloc)(void**, size_t, unsigned);
+  CUresult (*cuMemGetInfo)(size_t*, size_t*);
   CUresult (*cuMemFreeHost)(void*);
   CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void*, size_t, Handle);
   CUresult (*cuMemcpyDtoHAsync)(void*, CUdeviceptr, size_t, Handle);
@@ -70,6 +71,7 @@ struct CudaDevice::Api {
   Handle context = nullptr, stream = nullptr, blas = nullptr;
   std::vector<CUdeviceptr> allocations;
   std::vector<void*> host_allocations;
+  size_t allocated = 0;
   std::vector<Handle> modules;
   std::map<std::string, Handle> functions;
   std::optional<std::filesystem::path> cache;
@@ -130,6 +132,7 @@ CudaDevice::CudaDevice(int ordinal, std::optional<std::filesystem::path> cache) 
   a.bind(a.cuStreamSynchronize, a.cuda, "cuStreamSynchronize");
   a.bind(a.cuGetErrorString, a.cuda, "cuGetErrorString");
   a.bind(a.cuMemHostAlloc, a.cuda, "cuMemHostAlloc");
+  a.bind(a.cuMemGetInfo, a.cuda, "cuMemGetInfo_v2");
   a.bind(a.cuMemFreeHost, a.cuda, "cuMemFreeHost");
   a.bind(a.cuStreamBeginCapture, a.cuda, "cuStreamBeginCapture_v2");
   a.bind(a.cuStreamEndCapture, a.cuda, "cuStreamEndCapture");
@@ -165,6 +168,7 @@ void* CudaDevice::allocate(size_t bytes) {
                                          static_cast<double>(bytes) / (1 << 20), name()));
   api_->check(rc, fmt::format("cuMemAlloc of {} bytes", bytes));
   api_->allocations.push_back(p);
+  api_->allocated += bytes;
   return reinterpret_cast<void*>(p);  // cuMemAlloc aligns to 256 bytes at least
 }
 
@@ -245,6 +249,7 @@ void CudaDevice::Api::ensure_blas() {
   CUdeviceptr workspace = 0;  // after cublasSetStream, which resets the workspace
   check(cuMemAlloc(&workspace, kCublasWorkspaceBytes), "allocating cuBLAS's workspace");
   allocations.push_back(workspace);
+  allocated += kCublasWorkspaceBytes;
   if (cublasSetWorkspace(blas, reinterpret_cast<void*>(workspace), kCublasWorkspaceBytes) != 0)
     throw std::runtime_error("cublasSetWorkspace failed");
 }
@@ -260,6 +265,14 @@ void CudaDevice::gemm(const codegen::CublasGemmArgs& g, const void* first, const
       g.stride_second, &zero, c, cuda_type(g.type_c), static_cast<int>(g.ldc), g.stride_c, static_cast<int>(g.batch),
       kCublasCompute32F, kCublasGemmDefault);
   if (rc != 0) throw std::runtime_error(fmt::format("cublasGemmStridedBatchedEx failed with status {}", rc));
+}
+
+size_t CudaDevice::allocated_bytes() const { return api_->allocated; }
+
+size_t CudaDevice::free_bytes() const {
+  size_t free = 0, total = 0;
+  api_->check(api_->cuMemGetInfo(&free, &total), "cuMemGetInfo");
+  return free;
 }
 
 void CudaDevice::synchronize() { api_->check(api_->cuStreamSynchronize(api_->stream), "cuStreamSynchronize"); }

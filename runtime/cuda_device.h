@@ -36,6 +36,8 @@ class CudaDevice : public Device {
   void load(const std::vector<const codegen::KernelSpec*>& kernels) override;
   void launch(const codegen::KernelSpec& kernel, void** args) override;
   void gemm(const codegen::CublasGemmArgs& args, const void* first, const void* second, void* c) override;
+  size_t allocated_bytes() const override;
+  size_t free_bytes() const override;
   void synchronize() override;
   std::unique_ptr<DeviceGraph> record(const std::function<void()>& body) override;
   void replay(DeviceGraph& graph) override;

@@ -41,6 +41,10 @@ class Device {
   virtual void launch(const codegen::KernelSpec& kernel, void** args) = 0;
   // A cuBLAS product: cublasGemmStridedBatchedEx with `args` (first = the IR's B).
   virtual void gemm(const codegen::CublasGemmArgs& args, const void* first, const void* second, void* c) = 0;
+  // Device memory this device has allocated so far (buffers, not host staging).
+  virtual size_t allocated_bytes() const = 0;
+  // Device memory still free to allocate (the GPU's free memory; the host's available RAM).
+  virtual size_t free_bytes() const = 0;
   // Waits for everything launched so far.
   virtual void synchronize() = 0;
 

@@ -4,12 +4,21 @@
 #include <cstring>
 #include <stdexcept>
 
+#include <unistd.h>
+
 namespace bertc::runtime {
 
 HostDevice::HostDevice(std::filesystem::path cache, codegen::ThreadOrder order) : cache_(std::move(cache)), order_(order) {}
 HostDevice::~HostDevice() = default;
 
 void* HostDevice::allocate(size_t bytes) {
+  allocated_ += bytes;
+  return poisoned_block(bytes);
+}
+
+void* HostDevice::allocate_host(size_t bytes) { return poisoned_block(bytes); }
+
+void* HostDevice::poisoned_block(size_t bytes) {
   constexpr size_t kAlign = 256;
   blocks_.push_back(std::make_unique<unsigned char[]>(bytes + kAlign));
   unsigned char* p = blocks_.back().get();
@@ -35,6 +44,10 @@ void HostDevice::issue(std::function<void()> work) {
 void HostDevice::refuse_while_recording(const char* what) const {
   // As a CUDA stream capture fails on a synchronous copy: a recorded graph cannot hold host data.
   if (recording_) throw std::logic_error(std::string(what) + " while recording a device graph");
+}
+
+size_t HostDevice::free_bytes() const {
+  return static_cast<size_t>(::sysconf(_SC_AVPHYS_PAGES)) * static_cast<size_t>(::sysconf(_SC_PAGESIZE));
 }
 
 void HostDevice::upload(void* device, const void* host, size_t bytes) {

@@ -24,13 +24,15 @@ class HostDevice : public Device {
   void* allocate(size_t bytes) override;
   void upload(void* device, const void* host, size_t bytes) override;
   void download(void* host, const void* device, size_t bytes) override;
-  void* allocate_host(size_t bytes) override { return allocate(bytes); }
+  void* allocate_host(size_t bytes) override;
   void upload_async(void* device, const void* host, size_t bytes) override;
   void fill(void* device, unsigned char byte, size_t bytes) override;
   void copy(void* to, const void* from, size_t bytes) override;
   void load(const std::vector<const codegen::KernelSpec*>& kernels) override;
   void launch(const codegen::KernelSpec& kernel, void** args) override;
   void gemm(const codegen::CublasGemmArgs& args, const void* first, const void* second, void* c) override;
+  size_t allocated_bytes() const override { return allocated_; }
+  size_t free_bytes() const override;
   void synchronize() override {}
   std::unique_ptr<DeviceGraph> record(const std::function<void()>& body) override;
   void replay(DeviceGraph& graph) override;
@@ -40,6 +42,7 @@ class HostDevice : public Device {
  private:
   // Runs `work` now, or adds it to the graph being recorded.
   void issue(std::function<void()> work);
+  void* poisoned_block(size_t bytes);
   void refuse_while_recording(const char* what) const;
 
   std::filesystem::path cache_;
@@ -53,6 +56,7 @@ class HostDevice : public Device {
   };
   std::map<std::string, Loaded> entries_;  // every loaded kernel
   std::vector<std::unique_ptr<unsigned char[]>> blocks_;
+  size_t allocated_ = 0;
 };
 
 }  // namespace bertc::runtime

@@ -13,6 +13,7 @@
 #include "passes/cost_model.h"
 #include "passes/memory_plan.h"
 #include "passes/pipeline.h"
+#include "passes/targets.h"
 #include "runtime/batch_loader.h"
 #include "runtime/batches.h"
 #include "runtime/checkpoint.h"
@@ -22,6 +23,7 @@
 #include "runtime/host_device.h"
 #include "runtime/initialize.h"
 #include "runtime/lr_schedule.h"
+#include "runtime/micro_batch.h"
 #include "runtime/reference/executor.h"
 
 namespace bertc::runtime {
@@ -65,11 +67,20 @@ struct StepStats {
   double loss_scale = 0;   // 0 without loss scaling
 };
 
+// What the progress line says of the device: model FLOPs utilization and memory.
+struct DeviceFigures {
+  double model_flops_per_step = 0;  // forward and backward of every micro-batch, no recompute
+  double peak_flops = 0;            // the GPU's datasheet peak at the precision (0: no MFU)
+  uint64_t memory_bytes = 0;        // device memory allocated (0: the reference executor)
+};
+
 // The live progress line (or periodic lines) and the JSON-lines metrics file.
 class Progress {
  public:
-  Progress(std::ostream& log, const std::filesystem::path& metrics, int64_t first, int64_t last, int64_t every, bool live)
-      : log_(log), metrics_(metrics, std::ios::app), first_(first), last_(last), every_(every), live_(live) {
+  Progress(std::ostream& log, const std::filesystem::path& metrics, int64_t first, int64_t last, int64_t every, bool live,
+           DeviceFigures device)
+      : log_(log), metrics_(metrics, std::ios::app), first_(first), last_(last), every_(every), live_(live),
+        device_(device) {
     if (!metrics_) throw TrainError(fmt::format("{}: cannot open the metrics file for appending", metrics.string()));
   }
 
@@ -80,15 +91,20 @@ class Progress {
     window_.add(s);
     const double accuracy = s.mlm_counted ? double(s.mlm_correct) / double(s.mlm_counted) : 0.0;
     const double tokens_per_s = total_seconds_ > 0 ? double(total_tokens_) / total_seconds_ : 0.0;
-    metrics_ << nlohmann::json{{"step", s.step},           {"loss", s.loss},
-                               {"mlm_loss", s.mlm_loss},   {"nsp_loss", s.nsp_loss},
-                               {"mlm_accuracy", accuracy}, {"learning_rate", s.learning_rate},
-                               {"grad_norm", s.grad_norm}, {"tokens_per_second", tokens_per_s},
-                               {"step_seconds", s.seconds}, {"step_skipped", s.skipped},
-                               {"loss_scale", s.loss_scale}}
-                    .dump()
-             << "\n"
-             << std::flush;
+    // Over the whole call, as tokens/s: the first step's graph recording and compiles included.
+    ++steps_;
+    const double mfu = device_.peak_flops > 0 && total_seconds_ > 0
+                           ? device_.model_flops_per_step * double(steps_) / total_seconds_ / device_.peak_flops
+                           : 0.0;
+    nlohmann::json json{{"step", s.step},           {"loss", s.loss},
+                        {"mlm_loss", s.mlm_loss},   {"nsp_loss", s.nsp_loss},
+                        {"mlm_accuracy", accuracy}, {"learning_rate", s.learning_rate},
+                        {"grad_norm", s.grad_norm}, {"tokens_per_second", tokens_per_s},
+                        {"step_seconds", s.seconds}, {"step_skipped", s.skipped},
+                        {"loss_scale", s.loss_scale}};
+    if (device_.peak_flops > 0) json["mfu"] = mfu;
+    if (device_.memory_bytes > 0) json["device_memory_bytes"] = device_.memory_bytes;
+    metrics_ << json.dump() << "\n" << std::flush;
     const bool print = live_ || s.step == first_ || s.step == last_ || s.step % every_ == 0;
     if (!print) return;
     // Mean over the steps since the last printed line: one step of a small batch is noisy.
@@ -100,6 +116,8 @@ class Progress {
         w.counted ? 100.0 * double(w.correct) / double(w.counted) : 0.0, s.learning_rate, w.grad_norm / w.steps,
         tokens_per_s, duration(eta));
     if (s.loss_scale > 0) line += fmt::format("  scale {:g}, {} skipped", s.loss_scale, skipped_);
+    if (device_.peak_flops > 0) line += fmt::format("  MFU {:.1f}%", 100 * mfu);
+    if (device_.memory_bytes > 0) line += "  mem " + memory(device_.memory_bytes);
     if (live_) log_ << "\r\033[K" << line << (s.step == last_ ? "\n" : "") << std::flush;
     else log_ << line << "\n" << std::flush;
     if (!live_ || s.step % every_ == 0) window_ = {};
@@ -110,6 +128,11 @@ class Progress {
   }
 
  private:
+  static std::string memory(uint64_t bytes) {
+    const double mib = static_cast<double>(bytes) / (1 << 20);
+    return mib >= 1024 ? fmt::format("{:.2f} GiB", mib / 1024) : fmt::format("{:.1f} MiB", mib);
+  }
+
   static std::string duration(double seconds) {
     const auto s = static_cast<int64_t>(seconds + 0.5);
     return s >= 3600 ? fmt::format("{}h{:02d}m", s / 3600, s % 3600 / 60) : fmt::format("{}m{:02d}s", s / 60, s % 60);
@@ -129,6 +152,8 @@ class Progress {
   Window window_;
   int64_t first_, last_, every_;
   bool live_;
+  DeviceFigures device_;
+  int64_t steps_ = 0;
   double total_seconds_ = 0;
   int64_t total_tokens_ = 0, skipped_ = 0;
 };
@@ -209,9 +234,62 @@ std::string compile_summary(const frontend::CompileOptions& c, const passes::Tra
                      static_cast<double>(passes::plan_memory(p.step).arena_bytes) / (1 << 20));
 }
 
+// The device the compiled plan runs on (null for the reference executor) and its arch.
+std::pair<std::shared_ptr<Device>, int> open_device(const TrainOptions& o, std::ostream& log) {
+  if (o.device == "cpu") return {nullptr, 0};
+  if (o.device == "host") return {std::make_shared<HostDevice>(o.kernel_cache), o.host_sm};
+  if (o.device != "cuda") throw TrainError(fmt::format("no training device '{}': cpu, host or cuda", o.device));
+  auto gpu = std::make_shared<CudaDevice>(0, o.kernel_cache);
+  const int sm = gpu->arch();
+  log << fmt::format("device: {} (the CUDA runtime has not been validated on a GPU yet)\n", gpu->name());
+  return {std::move(gpu), sm};
+}
+
+// The datasheet peak of GPU sm_`sm` at `precision` (0 when the table has no such GPU).
+double peak_flops(int sm, const std::string& precision) {
+  const std::optional<passes::GpuSpec> gpu = passes::find_gpu(fmt::format("sm_{}", sm));
+  if (!gpu) return 0;
+  const double tflops = precision == "bf16"   ? gpu->bf16_tensor_tflops
+                        : precision == "fp16" ? (gpu->fp16_tensor_tflops > 0 ? gpu->fp16_tensor_tflops : gpu->fp16_simt_tflops)
+                                              : gpu->fp32_tflops;
+  return tflops * 1e12;
+}
+
+// FLOPs of one optimizer step's forward and backward passes (all micro-batches), counted without
+// recompute: model FLOPs, as MFU is defined.
+double model_flops_per_step(const frontend::ModelDefinition& model, const frontend::Config& c,
+                            const passes::TrainingProgram& program) {
+  passes::TrainingProgram counted_program;
+  const passes::TrainingProgram* counted = &program;
+  if (program.recompute != "none") {
+    frontend::CompileOptions no_recompute = c.compile;
+    no_recompute.recompute = "none";
+    counted_program = passes::compile_training(frontend::build_model(model, c), no_recompute,
+                                               passes::optimizer_options(c.train));
+    counted = &counted_program;
+  }
+  double flops = 0;
+  for (const ir::Op& op : counted->step.ops())
+    flops += static_cast<double>(passes::launch_cost(counted->step, op, std::nullopt, c.compile.precision).flops);
+  return flops * static_cast<double>(c.train.gradient_accumulation_steps);
+}
+
 }  // namespace
 
-TrainSummary train_on_cpu(const frontend::ModelDefinition& model, const TrainOptions& o, std::ostream& log) {
+TrainSummary train_on_cpu(const frontend::ModelDefinition& model, const TrainOptions& options, std::ostream& log) {
+  TrainOptions o = options;
+  // The device first: a missing GPU is cheaper to find than the program is to compile.
+  const auto [device, sm] = open_device(o, log);
+  if (o.auto_batch) {
+    const uint64_t available = o.device_memory ? *o.device_memory : (device ? device->free_bytes() : HostDevice("").free_bytes());
+    const MicroBatch b = choose_micro_batch(model, o.config, available, log);
+    o.config.train.batch_size = b.batch_size;
+    o.config.train.gradient_accumulation_steps = b.accumulation;
+    log << fmt::format("train: micro-batch {} x {} accumulation steps (global batch {}), planned {:.1f} MiB of device "
+                       "memory\n",
+                       b.batch_size, b.accumulation, b.batch_size * b.accumulation,
+                       static_cast<double>(b.bytes) / (1 << 20));
+  }
   const frontend::TrainConfig& t = o.config.train;
   const passes::TrainingProgram program = passes::compile_training(frontend::build_model(model, o.config),
                                                                    o.config.compile, passes::optimizer_options(t));
@@ -225,7 +303,6 @@ TrainSummary train_on_cpu(const frontend::ModelDefinition& model, const TrainOpt
     log << fmt::format("already at step {} of {}: nothing to do (raise --steps to train on)\n", start, last);
     return summary;
   }
-  // The device first: a missing GPU is cheaper to find than the data is to load.
   const bool has_logits = program.step.find("mlm_logits").has_value();
   const bool scaling = program.optimizer.find("step_skipped").has_value();
   std::vector<std::string> opt_fetch = {"grad_norm"};
@@ -233,28 +310,22 @@ TrainSummary train_on_cpu(const frontend::ModelDefinition& model, const TrainOpt
   std::vector<std::string> fetch = {"mlm_loss", "nsp_loss"};
   if (has_logits) fetch.push_back("mlm_logits");
   std::unique_ptr<GraphRunner> step_exec, opt_exec;
-  if (o.device == "host" || o.device == "cuda") {
-    std::shared_ptr<Device> device;
-    int sm = o.host_sm;
-    if (o.device == "cuda") {
-      auto gpu = std::make_shared<CudaDevice>(0, o.kernel_cache);
-      sm = gpu->arch();
-      log << fmt::format("device: {} (the CUDA runtime has not been validated on a GPU yet)\n", gpu->name());
-      device = std::move(gpu);
-    } else {
-      device = std::make_shared<HostDevice>(o.kernel_cache);
-    }
+  DeviceFigures figures;
+  if (device) {
     const codegen::RenderTarget target{sm, o.config.compile.matmul};
     // Params, moments and accumulators stay on the device; checkpoints download them.
     const auto state = std::make_shared<ResidentState>(*device);
     const Launching launching = o.eager ? Launching::Eager : Launching::Graph;
     step_exec = plan_runner(program.step, fetch, target, device, state, launching);
     opt_exec = plan_runner(program.optimizer, opt_fetch, target, device, state, launching);
-  } else if (o.device == "cpu") {
+    figures.memory_bytes = device->allocated_bytes();
+    if (o.device == "cuda") {
+      figures.peak_flops = peak_flops(sm, o.config.compile.precision);
+      figures.model_flops_per_step = model_flops_per_step(model, o.config, program);
+    }
+  } else {
     step_exec = reference_runner(program.step, fetch);
     opt_exec = reference_runner(program.optimizer, opt_fetch);
-  } else {
-    throw TrainError(fmt::format("no training device '{}': cpu, host or cuda", o.device));
   }
   const data::BatchStream stream = open_batch_stream(o.config, o.data, o.vocab, log);
   std::filesystem::create_directories(o.checkpoint_dir);
@@ -267,7 +338,7 @@ TrainSummary train_on_cpu(const frontend::ModelDefinition& model, const TrainOpt
         return b;
       },
       start * K, last * K);
-  Progress progress(log, o.metrics, start + 1, last, t.log_every, o.live_progress);
+  Progress progress(log, o.metrics, start + 1, last, t.log_every, o.live_progress, figures);
   summary.first_step = start + 1;
   for (int64_t s = start + 1; s <= last; ++s) {
     const auto began = Clock::now();

@@ -25,6 +25,10 @@ struct TrainOptions {
   std::string device = "cpu";
   int host_sm = 0;
   bool eager = false;                         // host/cuda: launch kernel by kernel, no recorded device graph
+  // --batch-size auto: the largest micro-batch that fits the device's free memory (or
+  // `device_memory` bytes when given), keeping batch_size x gradient_accumulation_steps.
+  bool auto_batch = false;
+  std::optional<uint64_t> device_memory;
   std::filesystem::path kernel_cache;
 };
 

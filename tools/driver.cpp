@@ -158,8 +158,9 @@ std::filesystem::path chosen_path(const std::string& flag, const frontend::Confi
 }
 
 struct TrainArgs {
-  std::string config, data, vocab, device = "auto", checkpoint_dir, metrics, init;
+  std::string config, data, vocab, device = "auto", checkpoint_dir, metrics, init, batch_size;
   int64_t steps = 0, until = 0;
+  std::optional<uint64_t> device_memory;
   bool resume = false, eager = false;
 };
 
@@ -193,6 +194,11 @@ int train(const TrainArgs& args, const CompileFlags& flags, const frontend::Mode
   o.config = frontend::load_config(args.config, model.extra_keys);
   o.config.compile = flags.apply(o.config.compile);
   if (args.steps > 0) o.config.train.steps = args.steps;  // the schedule decays over the run's length
+  if (args.batch_size == "auto") o.auto_batch = true;
+  else if (!args.batch_size.empty()) o.config.train.batch_size = std::stoll(args.batch_size);
+  o.device_memory = args.device_memory;
+  if (o.device_memory && !o.auto_batch)
+    throw std::invalid_argument("--device-memory plans --batch-size auto: pass --batch-size auto too");
   const auto& t = o.config.train;
   o.stop_after = args.until > 0 ? args.until : t.steps;
   o.data = chosen_path(args.data, o.config, t.data);
@@ -312,6 +318,13 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
   train_cmd->add_option("--device", train_args.device,
                         "auto, cpu, cuda, or host (the compiled kernels under host emulation: a slow check of the plan)")
       ->check(CLI::IsMember({"auto", "cpu", "cuda", "host"}));
+  train_cmd->add_option("--batch-size", train_args.batch_size,
+                        "Micro-batch size ([train] batch_size), or auto: the largest micro-batch that fits the device's "
+                        "free memory, keeping batch_size x gradient_accumulation_steps")
+      ->check(CLI::IsMember({"auto"}) | CLI::PositiveNumber);
+  train_cmd->add_option("--device-memory", train_args.device_memory,
+                        "Bytes of device memory --batch-size auto plans for (default: the free memory of the device)")
+      ->check(CLI::PositiveNumber);
   train_cmd->add_option("--checkpoint-dir", train_args.checkpoint_dir, "Checkpoints and metrics (default: checkpoints/NAME)");
   train_cmd->add_option("--metrics", train_args.metrics, "JSON-lines metrics file (default: CHECKPOINT_DIR/metrics.jsonl)");
   train_cmd->add_flag("--resume", train_args.resume, "Continue from the newest checkpoint in the checkpoint folder");
