@@ -13,7 +13,6 @@
 #include "passes/cost_model.h"
 #include "passes/memory_plan.h"
 #include "passes/pipeline.h"
-#include "passes/targets.h"
 #include "runtime/batch_loader.h"
 #include "runtime/batches.h"
 #include "runtime/checkpoint.h"
@@ -24,6 +23,7 @@
 #include "runtime/initialize.h"
 #include "runtime/lr_schedule.h"
 #include "runtime/micro_batch.h"
+#include "runtime/step_figures.h"
 #include "runtime/reference/executor.h"
 
 namespace bertc::runtime {
@@ -243,35 +243,6 @@ std::pair<std::shared_ptr<Device>, int> open_device(const TrainOptions& o, std::
   const int sm = gpu->arch();
   log << fmt::format("device: {} (the CUDA runtime has not been validated on a GPU yet)\n", gpu->name());
   return {std::move(gpu), sm};
-}
-
-// The datasheet peak of GPU sm_`sm` at `precision` (0 when the table has no such GPU).
-double peak_flops(int sm, const std::string& precision) {
-  const std::optional<passes::GpuSpec> gpu = passes::find_gpu(fmt::format("sm_{}", sm));
-  if (!gpu) return 0;
-  const double tflops = precision == "bf16"   ? gpu->bf16_tensor_tflops
-                        : precision == "fp16" ? (gpu->fp16_tensor_tflops > 0 ? gpu->fp16_tensor_tflops : gpu->fp16_simt_tflops)
-                                              : gpu->fp32_tflops;
-  return tflops * 1e12;
-}
-
-// FLOPs of one optimizer step's forward and backward passes (all micro-batches), counted without
-// recompute: model FLOPs, as MFU is defined.
-double model_flops_per_step(const frontend::ModelDefinition& model, const frontend::Config& c,
-                            const passes::TrainingProgram& program) {
-  passes::TrainingProgram counted_program;
-  const passes::TrainingProgram* counted = &program;
-  if (program.recompute != "none") {
-    frontend::CompileOptions no_recompute = c.compile;
-    no_recompute.recompute = "none";
-    counted_program = passes::compile_training(frontend::build_model(model, c), no_recompute,
-                                               passes::optimizer_options(c.train));
-    counted = &counted_program;
-  }
-  double flops = 0;
-  for (const ir::Op& op : counted->step.ops())
-    flops += static_cast<double>(passes::launch_cost(counted->step, op, std::nullopt, c.compile.precision).flops);
-  return flops * static_cast<double>(c.train.gradient_accumulation_steps);
 }
 
 }  // namespace

@@ -8,13 +8,13 @@ build=$root/build-gpu
 "$root/scripts/setup.sh" >/dev/null  # Debian packages for the build
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBERTC_STATIC_RUNTIME=ON \
   -DBERTC_BUILD_TESTS=OFF >/dev/null
-cmake --build "$build" --target bertc bertc-opt -- -j"$(nproc)"
+cmake --build "$build" --target bertc bertc-opt bertc-bench-train -- -j"$(nproc)"
 rm -rf "$root/.gpu" && mkdir -p "$root/.gpu/bin"
-cp "$build/tools/bertc" "$build/tools/bertc-opt" "$root/.gpu/bin/"
+cp "$build/tools/bertc" "$build/tools/bertc-opt" "$build/bench/bertc-bench-train" "$root/.gpu/bin/"
 strip "$root/.gpu/bin/"*
 du -sh "$root/.gpu"
 # Nothing beyond glibc may be needed there.
-if ldd "$root/.gpu/bin/bertc" | grep -vE 'linux-vdso|libc\.so|libm\.so|ld-linux|libdl|libpthread'; then
+if ldd "$root/.gpu/bin/"* | grep -v ':$' | grep -vE 'linux-vdso|libc\.so|libm\.so|ld-linux|libdl|libpthread'; then
   echo "prepare: unexpected shared-library dependency above" >&2
   exit 1
 fi

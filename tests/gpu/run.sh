@@ -4,7 +4,8 @@
 # BERT graphs have exactly Hugging Face BertForPreTraining's parameters, and bertc eval (the CPU
 # reference) gives transformers' losses and gradients (PyTorch and transformers are installed
 # there), and bert-tiny trains on the GPU (--device cuda: every generated kernel and cuBLAS call
-# of the step) with the CPU reference's losses, at fp32 (simt), fp16 and bf16 (tensor cores).
+# of the step) with the CPU reference's losses, at fp32 (simt), fp16 and bf16 (tensor cores);
+# the step replayed as a CUDA Graph equals eager launches; then bench/gpu_bench.sh against PyTorch.
 # Writes a summary to $OUT when set.
 set -uo pipefail
 out=${OUT:-$(mktemp -d)}
@@ -35,5 +36,15 @@ train_pair() {  # train_pair NAME FLAGS...
 step train_cuda_fp32_simt train_pair fp32 --precision fp32
 step train_cuda_fp16 train_pair fp16 --precision fp16
 step train_cuda_bf16_cublas train_pair bf16 --precision bf16 --matmul library
-{ echo "gpu: $(cat "$out/gpu.txt")"; grep -h '^PASS\|^FAIL\|^parity' "$out"/*.log; } >"$out/summary.txt" 2>/dev/null
+# The step replayed as a CUDA Graph equals kernel-by-kernel launches, loss for loss.
+graph_vs_eager() {
+  rm -rf /tmp/bertc-gpu-graph
+  "$bin/bertc" train examples/bert-tiny.toml --steps 8 --device cuda --precision bf16 --checkpoint-dir /tmp/bertc-gpu-graph/graph &&
+    "$bin/bertc" train examples/bert-tiny.toml --steps 8 --device cuda --precision bf16 --eager --checkpoint-dir /tmp/bertc-gpu-graph/eager &&
+    python3 tests/lit/Inputs/close_losses.py /tmp/bertc-gpu-graph/graph/metrics.jsonl /tmp/bertc-gpu-graph/eager/metrics.jsonl 0
+}
+step graph_equals_eager graph_vs_eager
+# The benchmark: figures, not pass/fail (a failed run is reported and left out of the table).
+step benchmark bench/gpu_bench.sh "$bin" "$out"
+{ echo "gpu: $(cat "$out/gpu.txt")"; grep -h '^PASS\|^FAIL\|^parity' "$out"/*.log; cat "$out/bench.md"; } >"$out/summary.txt" 2>/dev/null
 exit $failed

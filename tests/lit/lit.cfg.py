@@ -1,5 +1,6 @@
-# lit configuration for bertc's IR tests: %bertc, %bertc-opt and %prenorm-bert are the built
-# tools; FileCheck, not and split-file come from LLVM 14 through PATH.
+# lit configuration for bertc's IR tests: %bertc, %bertc-opt, %prenorm-bert and %bench-train are
+# the built tools (%bench the benchmark scripts); FileCheck, not and split-file come from LLVM 14
+# through PATH.
 import os
 import lit.formats
 
@@ -15,6 +16,8 @@ tools = {
     "%bertc": os.path.join(config.bertc_bin_dir, "tools", "bertc"),
     "%prenorm-bert": os.path.join(config.bertc_bin_dir, "examples", "prenorm-bert"),
     "%examples": os.path.join(config.bertc_source_dir, "examples"),
+    "%bench-train": os.path.join(config.bertc_bin_dir, "bench", "bertc-bench-train"),
+    "%bench": os.path.join(config.bertc_source_dir, "bench"),
 }
 # Longest first, so %bertc-opt is not read as %bertc followed by "-opt".
 for name in sorted(tools, key=len, reverse=True):

@@ -1,0 +1,147 @@
+// Benchmark: BERT pretraining steps (forward, backward, optimizer) run by the compiled plan on a
+// device, on synthetic batches, timed after warm-up steps (the first one records the device
+// graph and loads the kernels). Prints one JSON line: sequences/s, tokens/s, model FLOPs per
+// sequence, MFU on a GPU, device memory. bench/torch_baseline.py measures PyTorch the same way
+// and bench/compare.py puts them side by side; figures, never pass/fail.
+//
+//   bertc-bench-train CONFIG [--device cuda|host] [--precision P] [--matmul M] [--batch-size B]
+//                            [--seq-len S] [--steps N] [--warmup W] [--eager]
+#include <chrono>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "codegen/host_compile.h"
+#include "frontend/bert.h"
+#include "passes/targets.h"
+#include "runtime/batches.h"
+#include "runtime/cuda_device.h"
+#include "runtime/graph_runner.h"
+#include "runtime/host_device.h"
+#include "runtime/initialize.h"
+#include "runtime/step_figures.h"
+
+using namespace bertc;
+
+namespace {
+
+struct Args {
+  std::string config, device = "cuda", precision, matmul, arch;
+  int64_t batch_size = 0, seq_len = 0, steps = 20, warmup = 3;
+  bool eager = false;
+};
+
+// A batch of random tokens: full sequences, two segments, masked_lm_positions spread over them.
+data::Batch synthetic_batch(const frontend::Config& c, uint64_t seed) {
+  const frontend::TrainConfig& t = c.train;
+  data::Rng rng(seed);
+  data::Batch b;
+  b.batch_size = t.batch_size, b.seq_len = t.seq_len, b.predictions = t.max_predictions_per_seq;
+  for (int64_t i = 0; i < t.batch_size * t.seq_len; ++i) {
+    b.input_ids.push_back(rng.randint(1, c.model.vocab_size - 1));
+    b.token_type_ids.push_back(i % t.seq_len >= t.seq_len / 2);
+    b.attention_mask.push_back(1);
+  }
+  for (int64_t i = 0; i < t.batch_size * t.max_predictions_per_seq; ++i) {
+    b.masked_lm_positions.push_back(rng.randint(0, t.seq_len - 1));
+    b.masked_lm_ids.push_back(rng.randint(1, c.model.vocab_size - 1));
+    b.masked_lm_weights.push_back(1.0f);
+  }
+  for (int64_t i = 0; i < t.batch_size; ++i) b.next_sentence_labels.push_back(rng.randint(0, 1));
+  return b;
+}
+
+int run(const Args& a) {
+  const frontend::ModelDefinition model = frontend::bert_model_definition();
+  frontend::Config c = frontend::load_config(a.config, model.extra_keys);
+  if (a.batch_size > 0) c.train.batch_size = a.batch_size;
+  if (a.seq_len > 0) c.train.seq_len = a.seq_len;
+  c.train.gradient_accumulation_steps = 1;
+  if (!a.precision.empty()) c.compile.precision = a.precision;
+  if (!a.matmul.empty()) c.compile.matmul = a.matmul;
+  std::shared_ptr<runtime::Device> device;
+  int sm = 0;
+  if (a.device == "cuda") {
+    auto gpu = std::make_shared<runtime::CudaDevice>(0, codegen::default_cache_folder());
+    sm = gpu->arch();
+    device = gpu;
+  } else {
+    sm = a.arch.empty() ? 61 : std::stoi(a.arch.substr(3));
+    device = std::make_shared<runtime::HostDevice>(codegen::default_cache_folder());
+  }
+  c.compile.arch = fmt::format("sm_{}", sm);
+  c.compile = passes::resolve_options(c.compile, c.compile.arch);
+  const passes::TrainingProgram program =
+      passes::compile_training(frontend::build_model(model, c), c.compile, passes::optimizer_options(c.train));
+  runtime::Environment env;
+  runtime::initialize_parameters(program.step, c.model.initializer_range, c.model.pad_token_id, 1, env);
+  runtime::initialize_states(program.step, env);
+  runtime::initialize_states(program.optimizer, env);
+  runtime::bind_batch(synthetic_batch(c, 1), env);
+  env["dropout_seed"] = reference::HostTensor<float>::scalar(ir::DType::I64, 12345);
+  env["learning_rate"] = reference::HostTensor<float>::scalar(ir::DType::F32, 1e-4);
+  const codegen::RenderTarget target{sm, c.compile.matmul};
+  const auto state = std::make_shared<runtime::ResidentState>(*device);
+  const auto launching = a.eager ? runtime::Launching::Eager : runtime::Launching::Graph;
+  const auto started = std::chrono::steady_clock::now();
+  auto step = runtime::plan_runner(program.step, {}, target, device, state, launching);
+  auto optimizer = runtime::plan_runner(program.optimizer, {}, target, device, state, launching);
+  const double setup_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  double loss = 0;
+  auto train_step = [&] {
+    loss = step->run(env).outputs.at(0).real.at(0);
+    optimizer->run(env);
+  };
+  for (int64_t i = 0; i < a.warmup; ++i) train_step();
+  const auto timed = std::chrono::steady_clock::now();
+  for (int64_t i = 0; i < a.steps; ++i) train_step();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - timed).count();
+  const double flops = runtime::model_flops_per_step(model, c, program);
+  const double peak = a.device == "cuda" ? runtime::peak_flops(sm, c.compile.precision) : 0;
+  const double steps_per_s = static_cast<double>(a.steps) / seconds;
+  nlohmann::json j{{"impl", a.eager ? "bertc-eager" : "bertc"},
+                   {"config", c.name},
+                   {"device", device->name()},
+                   {"precision", c.compile.precision},
+                   {"matmul", c.compile.matmul},
+                   {"batch_size", c.train.batch_size},
+                   {"seq_len", c.train.seq_len},
+                   {"steps", a.steps},
+                   {"seconds", seconds},
+                   {"setup_seconds", setup_seconds},
+                   {"sequences_per_second", steps_per_s * static_cast<double>(c.train.batch_size)},
+                   {"tokens_per_second", steps_per_s * static_cast<double>(c.train.batch_size * c.train.seq_len)},
+                   {"model_flops_per_sequence", flops / static_cast<double>(c.train.batch_size)},
+                   {"device_memory_bytes", device->allocated_bytes()},
+                   {"last_loss", loss}};
+  if (peak > 0) j["mfu"] = flops * steps_per_s / peak;
+  std::cout << j.dump() << "\n";
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app("bertc-bench-train: BERT pretraining steps on a device, timed", "bertc-bench-train");
+  Args a;
+  app.add_option("config", a.config, "TOML config")->required()->check(CLI::ExistingFile);
+  app.add_option("--device", a.device, "cuda, or host (the emulation: a check that the benchmark runs)")
+      ->check(CLI::IsMember({"cuda", "host"}));
+  app.add_option("--arch", a.arch, "host: the arch whose kernels run (default sm_61)");
+  app.add_option("--precision", a.precision, "fp32, fp16, bf16 (default: the config's, auto for the GPU)");
+  app.add_option("--matmul", a.matmul, "auto, generated or library")->check(CLI::IsMember({"auto", "generated", "library"}));
+  app.add_option("--batch-size", a.batch_size, "Sequences per step (default: the config's)")->check(CLI::PositiveNumber);
+  app.add_option("--seq-len", a.seq_len, "Tokens per sequence (default: the config's)")->check(CLI::PositiveNumber);
+  app.add_option("--steps", a.steps, "Timed steps")->check(CLI::PositiveNumber);
+  app.add_option("--warmup", a.warmup, "Untimed steps first")->check(CLI::NonNegativeNumber);
+  app.add_flag("--eager", a.eager, "Launch kernel by kernel instead of replaying a device graph");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    return run(a);
+  } catch (const std::exception& e) {
+    std::cerr << "bertc-bench-train: error: " << e.what() << "\n";
+    return 1;
+  }
+}
