@@ -116,12 +116,8 @@ KernelSpec render_library(const KernelInput& in, const LibraryGemm& g) {
   return spec;
 }
 
-}  // namespace
-
-KernelSpec render_matmul(const KernelInput& in) {
-  if (const std::optional<LibraryGemm> g = library_gemm(in.graph, in.op, in.body);
-      g && use_library(in.target.matmul, !g->to_workspace, 2.0 * g->m * g->n * g->k * g->batch))
-    return render_library(in, *g);
+// The product as a generated kernel (strategy and tiles of matrix_strategy.h).
+KernelSpec render_generated(const KernelInput& in) {
   const ir::Graph& body = in.body;
   const ir::Op* mm = nullptr;
   for (const ir::Op& op : body.ops())
@@ -183,6 +179,21 @@ KernelSpec render_matmul(const KernelInput& in) {
   spec.grid = {static_cast<int>((N + t.bn - 1) / t.bn), static_cast<int>((rows + t.bm - 1) / t.bm), static_cast<int>(layers)};
   spec.cooperative = true;
   spec.strategy = strategy_name(s);
+  return spec;
+}
+
+}  // namespace
+
+KernelSpec render_matmul(const KernelInput& in) {
+  const std::optional<LibraryGemm> g = library_gemm(in.graph, in.op, in.body);
+  if (!g) return render_generated(in);
+  // A choice measured on the GPU (--autotune) overrides the rule.
+  const std::string key = product_key(*g);
+  const auto tuned = in.target.tuned.find(key);
+  const std::string& choice = tuned != in.target.tuned.end() ? tuned->second : in.target.matmul;
+  KernelSpec spec = use_library(choice, !g->to_workspace, 2.0 * g->m * g->n * g->k * g->batch) ? render_library(in, *g)
+                                                                                                : render_generated(in);
+  spec.product = key;
   return spec;
 }
 

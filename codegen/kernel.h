@@ -45,6 +45,8 @@ struct KernelSpec {
   // A cuBLAS product the launch runs first (strategy "cublas"); `source` is then the epilogue kernel
   // reading its workspace, or empty when cuBLAS writes the result itself.
   std::optional<LibraryGemm> library;
+  // Matrix products cuBLAS could run too (either way): their product_key, what --autotune times.
+  std::string product;
 };
 
 // The kernels of one graph (a training step or the optimizer step), in launch order.

@@ -35,6 +35,12 @@ ir::Shape without_leading_ones(ir::Shape s) {
 
 }  // namespace
 
+std::string product_key(const LibraryGemm& g) {
+  return fmt::format("{}x{}x{} b{} {}{} {}->{} {}", g.m, g.n, g.k, g.batch, g.transpose_a ? 'T' : 'N',
+                     g.transpose_b ? 'T' : 'N', ir::dtype_name(g.ab_dtype), ir::dtype_name(g.c_dtype),
+                     g.to_workspace ? "epilogue" : "plain");
+}
+
 CublasGemmArgs cublas_args(const LibraryGemm& g) {
   CublasGemmArgs a;
   // Column-major views of the row-major buffers: B's is B^T (or B when stored transposed), so

@@ -46,6 +46,10 @@ struct CublasGemmArgs {
 
 CublasGemmArgs cublas_args(const LibraryGemm& g);
 
+// What makes two products the same to time: shape, batch, layout, dtypes, and whether an
+// epilogue follows ("1024x4096x1024 b1 NT bf16->f32 epilogue").
+std::string product_key(const LibraryGemm& g);
+
 // C = op(first) op(second) for `args`, column-major as cuBLAS defines each argument, on host
 // buffers of the types `args` names (f32, f16, bf16; sums in double, C rounded to nearest even).
 void run_cublas_on_host(const CublasGemmArgs& args, const void* first, const void* second, void* c);

@@ -16,11 +16,12 @@
 //   library    every product cuBLAS can express (one strided batch) runs in cuBLAS, its epilogue in
 //              a generated kernel after it;
 //   auto       cuBLAS for a plain product (nothing fused after it, so fusion loses nothing) of at
-//              least 2^30 FLOPs, where cuBLAS's arch-tuned kernels are the safer bet until the GPU
-//              runtime measures both (autotuning); generated for the rest, whose fused epilogues
-//              save a round trip of the result through memory.
+//              least 2^30 FLOPs, where cuBLAS's arch-tuned kernels are the safer bet unless the GPU
+//              runtime measured both (RenderTarget::tuned, from --autotune); generated for the
+//              rest, whose fused epilogues save a round trip of the result through memory.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 
@@ -34,6 +35,9 @@ enum class MatrixStrategy { Simt, Hmma884, Hmma16816 };
 struct RenderTarget {
   int sm = 0;
   std::string matmul = "auto";  // auto | generated | library
+  // Per product (product_key in library_gemm.h): "generated" or "library" as measured on the GPU
+  // (bertc train --autotune); overrides `matmul` for the products it names.
+  std::map<std::string, std::string> tuned;
 };
 
 // Whether a product (plain: nothing fused after it) goes to cuBLAS under `choice`.

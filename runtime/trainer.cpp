@@ -5,6 +5,7 @@
 #include <cmath>
 #include <fstream>
 #include <numeric>
+#include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -13,6 +14,7 @@
 #include "passes/cost_model.h"
 #include "passes/memory_plan.h"
 #include "passes/pipeline.h"
+#include "runtime/autotune.h"
 #include "runtime/batch_loader.h"
 #include "runtime/batches.h"
 #include "runtime/checkpoint.h"
@@ -283,7 +285,14 @@ TrainSummary train_on_cpu(const frontend::ModelDefinition& model, const TrainOpt
   std::unique_ptr<GraphRunner> step_exec, opt_exec;
   DeviceFigures figures;
   if (device) {
-    const codegen::RenderTarget target{sm, o.config.compile.matmul};
+    codegen::RenderTarget target{sm, o.config.compile.matmul};
+    if (o.autotune) {
+      // On a device of its own, whose buffers go with it once the choices are made.
+      std::ostringstream quiet;
+      const std::shared_ptr<Device> tuning = open_device(o, quiet).first;
+      target.tuned = autotune_products({&program.step, &program.optimizer}, target, *tuning,
+                                       o.kernel_cache / "autotune.json", o.device == "cuda" ? 20 : 1, log);
+    }
     // Params, moments and accumulators stay on the device; checkpoints download them.
     const auto state = std::make_shared<ResidentState>(*device);
     const Launching launching = o.eager ? Launching::Eager : Launching::Graph;

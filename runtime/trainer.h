@@ -28,6 +28,9 @@ struct TrainOptions {
   // --batch-size auto: the largest micro-batch that fits the device's free memory (or
   // `device_memory` bytes when given), keeping batch_size x gradient_accumulation_steps.
   bool auto_batch = false;
+  // host/cuda: time generated kernels against cuBLAS per product on the device first and keep the
+  // faster (cached in kernel_cache/autotune.json).
+  bool autotune = false;
   std::optional<uint64_t> device_memory;
   std::filesystem::path kernel_cache;
 };

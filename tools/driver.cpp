@@ -161,7 +161,7 @@ struct TrainArgs {
   std::string config, data, vocab, device = "auto", checkpoint_dir, metrics, init, batch_size;
   int64_t steps = 0, until = 0;
   std::optional<uint64_t> device_memory;
-  bool resume = false, eager = false;
+  bool resume = false, eager = false, autotune = false;
 };
 
 // Say which device trains and why, never silently. The CUDA device is opt-in (--device cuda)
@@ -208,10 +208,17 @@ int train(const TrainArgs& args, const CompileFlags& flags, const frontend::Mode
   o.metrics = args.metrics.empty() ? o.checkpoint_dir / "metrics.jsonl" : std::filesystem::path(args.metrics);
   o.resume = args.resume;
   o.eager = args.eager;
+  o.autotune = args.autotune;
+  if (o.autotune && o.config.compile.matmul != "auto")
+    throw std::invalid_argument(fmt::format("--autotune chooses between generated kernels and cuBLAS per product; "
+                                            "--matmul {} fixes that choice: drop one of them", o.config.compile.matmul));
   if (!args.init.empty()) o.init = args.init;
   o.live_progress = ::isatty(STDERR_FILENO) != 0;
   choose_device(args.device);
   o.device = args.device == "host" || args.device == "cuda" ? args.device : "cpu";
+  if (o.autotune && o.device == "cpu")
+    throw std::invalid_argument("--autotune times kernels on a device, and the CPU reference runs none: train with "
+                                "--device cuda (or host, to check the mechanism)");
   // Host emulation runs the kernels of the configured arch, else sm_61's.
   const std::string& arch = o.config.compile.arch;
   o.host_sm = arch.rfind("sm_", 0) == 0 ? std::stoi(arch.substr(3)) : 0;
@@ -328,6 +335,9 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
   train_cmd->add_option("--checkpoint-dir", train_args.checkpoint_dir, "Checkpoints and metrics (default: checkpoints/NAME)");
   train_cmd->add_option("--metrics", train_args.metrics, "JSON-lines metrics file (default: CHECKPOINT_DIR/metrics.jsonl)");
   train_cmd->add_flag("--resume", train_args.resume, "Continue from the newest checkpoint in the checkpoint folder");
+  train_cmd->add_flag("--autotune", train_args.autotune,
+                      "Time each matrix product as a generated kernel and as cuBLAS on the device, keep the faster "
+                      "(cached per GPU in the kernel cache's autotune.json)");
   train_cmd->add_flag("--eager", train_args.eager,
                       "Issue every kernel launch at every step instead of replaying the step recorded once as a "
                       "device graph (CUDA Graph); for debugging: the results are the same");
