@@ -15,7 +15,12 @@ namespace {
 class ReferenceRunner : public GraphRunner {
  public:
   ReferenceRunner(const ir::Graph& graph, std::vector<std::string> fetch) : executor_(graph), fetch_(std::move(fetch)) {}
-  reference::RunResult<float> run(reference::Environment<float>& env) override { return executor_.run(env, fetch_); }
+  reference::RunResult<float> run(reference::Environment<float>& env, const std::set<std::string>& leave) override {
+    std::vector<std::string> fetch;
+    for (const std::string& name : fetch_)
+      if (!leave.count(name)) fetch.push_back(name);
+    return executor_.run(env, fetch);
+  }
 
  private:
   reference::Executor<float> executor_;
@@ -38,12 +43,14 @@ class PlanRunner : public GraphRunner {
                                                launching);
   }
 
-  reference::RunResult<float> run(reference::Environment<float>& env) override {
-    std::vector<reference::HostTensor<float>> all = executor_->run(env);
+  reference::RunResult<float> run(reference::Environment<float>& env, const std::set<std::string>& leave) override {
+    std::vector<bool> download(outputs_ + fetch_.size(), true);
+    for (size_t i = 0; i < fetch_.size(); ++i) download[outputs_ + i] = !leave.count(fetch_[i]);
+    std::vector<reference::HostTensor<float>> all = executor_->run(env, &download);
     reference::RunResult<float> r;
     for (size_t i = 0; i < all.size(); ++i) {
       if (i < outputs_) r.outputs.push_back(std::move(all[i]));
-      else r.fetched[fetch_[i - outputs_]] = std::move(all[i]);
+      else if (download[i]) r.fetched[fetch_[i - outputs_]] = std::move(all[i]);
     }
     return r;
   }

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -21,8 +22,10 @@ class GraphRunner {
  public:
   virtual ~GraphRunner() = default;
   // As reference::Executor::run: reads inputs, params and states from `env`, writes the updates
-  // back, returns the outputs and the values named in `fetch` (given when the runner was made).
-  virtual reference::RunResult<float> run(reference::Environment<float>& env) = 0;
+  // back, returns the outputs and the values named in `fetch` (given when the runner was made),
+  // except those named in `leave` (a device then need not copy them back).
+  virtual reference::RunResult<float> run(reference::Environment<float>& env,
+                                          const std::set<std::string>& leave = {}) = 0;
   // Brings params and states kept on a device back into `env` (before a checkpoint); a runner
   // that writes updates into env at every run has nothing to do.
   virtual void download_state(reference::Environment<float>& /*env*/) {}

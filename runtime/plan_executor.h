@@ -57,7 +57,10 @@ class PlanExecutor {
   // launch, downloads the updates' values into `env` and returns the graph's outputs. With a
   // resident state, params and states are uploaded only the first time and the updates stay on
   // the device (env keeps the old values until ResidentState::download).
-  std::vector<reference::HostTensor<float>> run(reference::Environment<float>& env);
+  // `download`, when given, says per graph output whether to bring it back (the others come back
+  // empty): a large output read only now and then stays on the device otherwise.
+  std::vector<reference::HostTensor<float>> run(reference::Environment<float>& env,
+                                                const std::vector<bool>* download = nullptr);
 
   const PlanLayout& layout() const { return layout_; }
 
