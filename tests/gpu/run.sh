@@ -9,14 +9,16 @@
 # Writes a summary to $OUT when set.
 set -uo pipefail
 out=${OUT:-$(mktemp -d)}
-bin=.gpu/bin
+bin=${TMPDIR:-/tmp}/bertc-gpu-bin
 failed=0
 step() {  # step NAME COMMAND...: runs it, keeps its log, prints PASS/FAIL and the log's tail
   local name=$1; shift
   if "$@" >"$out/$name.log" 2>&1; then echo "PASS $name"; else echo "FAIL $name"; failed=1; fi
   tail -n 25 "$out/$name.log"
 }
-[ -x "$bin/bertc" ] || { echo "no $bin/bertc: run tests/gpu/prepare.sh on the build machine and carry .gpu"; exit 2; }
+[ -f .gpu/bin/bertc.gz ] || { echo "no .gpu/bin/bertc.gz: run tests/gpu/prepare.sh on the build machine and carry .gpu"; exit 2; }
+mkdir -p "$bin"  # prepare.sh compressed the programs to fit what travels with the tree
+for f in .gpu/bin/*.gz; do gunzip -c "$f" >"$bin/$(basename "$f" .gz)" && chmod +x "$bin/$(basename "$f" .gz)"; done
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >"$out/gpu.txt" 2>&1
 cat "$out/gpu.txt"
 step info "$bin/bertc" info
