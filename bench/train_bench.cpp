@@ -33,26 +33,6 @@ struct Args {
   bool eager = false;
 };
 
-// A batch of random tokens: full sequences, two segments, masked_lm_positions spread over them.
-data::Batch synthetic_batch(const frontend::Config& c, uint64_t seed) {
-  const frontend::TrainConfig& t = c.train;
-  data::Rng rng(seed);
-  data::Batch b;
-  b.batch_size = t.batch_size, b.seq_len = t.seq_len, b.predictions = t.max_predictions_per_seq;
-  for (int64_t i = 0; i < t.batch_size * t.seq_len; ++i) {
-    b.input_ids.push_back(rng.randint(1, c.model.vocab_size - 1));
-    b.token_type_ids.push_back(i % t.seq_len >= t.seq_len / 2);
-    b.attention_mask.push_back(1);
-  }
-  for (int64_t i = 0; i < t.batch_size * t.max_predictions_per_seq; ++i) {
-    b.masked_lm_positions.push_back(rng.randint(0, t.seq_len - 1));
-    b.masked_lm_ids.push_back(rng.randint(1, c.model.vocab_size - 1));
-    b.masked_lm_weights.push_back(1.0f);
-  }
-  for (int64_t i = 0; i < t.batch_size; ++i) b.next_sentence_labels.push_back(rng.randint(0, 1));
-  return b;
-}
-
 int run(const Args& a) {
   const frontend::ModelDefinition model = frontend::bert_model_definition();
   frontend::Config c = frontend::load_config(a.config, model.extra_keys);
@@ -79,7 +59,7 @@ int run(const Args& a) {
   runtime::initialize_parameters(program.step, c.model.initializer_range, c.model.pad_token_id, 1, env);
   runtime::initialize_states(program.step, env);
   runtime::initialize_states(program.optimizer, env);
-  runtime::bind_batch(synthetic_batch(c, 1), env);
+  runtime::bind_batch(runtime::synthetic_batch(c, 1), env);
   env["dropout_seed"] = reference::HostTensor<float>::scalar(ir::DType::I64, 12345);
   env["learning_rate"] = reference::HostTensor<float>::scalar(ir::DType::F32, 1e-4);
   const codegen::RenderTarget target{sm, c.compile.matmul};

@@ -50,6 +50,25 @@ data::BatchStream open_batch_stream(const frontend::Config& c, const std::filesy
                            static_cast<uint64_t>(t.seed));
 }
 
+data::Batch synthetic_batch(const frontend::Config& c, uint64_t seed) {
+  const frontend::TrainConfig& t = c.train;
+  data::Rng rng(seed);
+  data::Batch b;
+  b.batch_size = t.batch_size, b.seq_len = t.seq_len, b.predictions = t.max_predictions_per_seq;
+  for (int64_t i = 0; i < t.batch_size * t.seq_len; ++i) {
+    b.input_ids.push_back(rng.randint(1, c.model.vocab_size - 1));
+    b.token_type_ids.push_back(i % t.seq_len >= t.seq_len / 2);
+    b.attention_mask.push_back(1);
+  }
+  for (int64_t i = 0; i < t.batch_size * t.max_predictions_per_seq; ++i) {
+    b.masked_lm_positions.push_back(rng.randint(0, t.seq_len - 1));
+    b.masked_lm_ids.push_back(rng.randint(1, c.model.vocab_size - 1));
+    b.masked_lm_weights.push_back(1.0f);
+  }
+  for (int64_t i = 0; i < t.batch_size; ++i) b.next_sentence_labels.push_back(rng.randint(0, 1));
+  return b;
+}
+
 void bind_batch(const data::Batch& b, Environment& env) {
   for (const NamedInts& in : integer_inputs(b)) {
     HostTensor t = HostTensor::zeros({ir::DType::I32, in.shape});

@@ -16,6 +16,10 @@ namespace bertc::runtime {
 data::BatchStream open_batch_stream(const frontend::Config& config, const std::filesystem::path& data,
                                     const std::filesystem::path& vocab, std::ostream& log);
 
+// A batch of random tokens of the config's shape (full sequences, two segments, random masked
+// positions and labels): what benchmarks and the step check run on, with no data files.
+data::Batch synthetic_batch(const frontend::Config& config, uint64_t seed);
+
 // The batch as the BERT graph's inputs (input_ids, ..., next_sentence_labels).
 void bind_batch(const data::Batch& batch, Environment& env);
 

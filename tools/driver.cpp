@@ -22,6 +22,7 @@
 #include "runtime/evaluate.h"
 #include "runtime/safetensors.h"
 #include "runtime/trainer.h"
+#include "tools/check.h"
 #include "tools/output_file.h"
 #include "tools/report.h"
 
@@ -366,6 +367,22 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
   batch_cmd->add_option("--data", batch_args.data, "Text file or folder (default: [train] data)");
   batch_cmd->add_option("--vocab", batch_args.vocab, "vocab.txt (default: [train] vocab)");
 
+  std::string check_config;
+  CheckOptions check_options;
+  CLI::App* check_cmd = app.add_subcommand(
+      "check", "Run one training step and optimizer step of the compiled program on a device and compare every "
+               "kernel's results with the reference executor's (on synthetic batches)");
+  check_cmd->add_option("config", check_config, "TOML config")->required()->check(CLI::ExistingFile);
+  check_cmd->add_option("--device", check_options.device, "host (the emulation) or cuda")
+      ->check(CLI::IsMember({"host", "cuda"}));
+  check_cmd->add_option("--tolerance", check_options.tolerance,
+                        "Largest error allowed, relative to a value's largest magnitude (default 1e-3 at fp32, "
+                        "5e-2 at 16-bit precisions)")
+      ->check(CLI::PositiveNumber);
+  check_cmd->add_flag("--all", check_options.all, "Print every value's error, not only those beyond tolerance");
+  CompileFlags check_flags;
+  check_flags.add_to(check_cmd);
+
   bool info_json_flag = false;
   std::string info_file;
   CLI::App* info_cmd = app.add_subcommand("info", "Show the CUDA driver, GPUs and NVRTC libraries found, or what a "
@@ -383,6 +400,11 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
     if (*train_cmd) return train(train_args, train_flags, model);
     if (*eval_cmd) return eval(eval_args, model);
     if (*batch_cmd) return batch(batch_args, model);
+    if (*check_cmd) {
+      frontend::Config config = frontend::load_config(check_config, model.extra_keys);
+      config.compile = check_flags.apply(config.compile);
+      return run_check(model, config, check_options, std::cout);
+    }
     return info(info_json_flag, info_file, model);
   } catch (const std::exception& e) {
     std::cerr << fmt::format("{}: error: {}\n", program, e.what());

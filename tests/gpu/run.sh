@@ -4,7 +4,8 @@
 # BERT graphs have exactly Hugging Face BertForPreTraining's parameters, and bertc eval (the CPU
 # reference) gives transformers' losses and gradients (PyTorch and transformers are installed
 # there), and bert-tiny trains on the GPU (--device cuda: every generated kernel and cuBLAS call
-# of the step) with the CPU reference's losses, at fp32 (simt), fp16 and bf16 (tensor cores);
+# of the step) with the CPU reference's losses, at fp32 (simt), fp16 and bf16 (tensor cores),
+# after bertc check compared every kernel's values with the reference's;
 # the step replayed as a CUDA Graph equals eager launches; then bench/gpu_bench.sh against PyTorch.
 # Writes a summary to $OUT when set.
 set -uo pipefail
@@ -26,6 +27,13 @@ step driver_sees_gpu python3 tests/gpu/check_info.py "$bin/bertc"
 step hf_parameter_parity python3 tests/parity/hf_param_parity.py "$bin/bertc" examples/bert-tiny.toml \
   examples/bert-base.toml examples/bert-large.toml
 step hf_eval_parity python3 tests/parity/hf_eval_parity.py "$bin/bertc" examples/bert-tiny.toml /tmp/bertc-parity --device cuda
+# Every kernel of a bert-tiny step and optimizer step on the GPU against the reference executor,
+# value by value (bertc check lists any value beyond tolerance, the first marked: the kernel to
+# look at when a training pair below fails).
+step check_fp32_simt "$bin/bertc" check examples/bert-tiny.toml --device cuda --precision fp32
+step check_fp16 "$bin/bertc" check examples/bert-tiny.toml --device cuda --precision fp16
+step check_bf16 "$bin/bertc" check examples/bert-tiny.toml --device cuda --precision bf16 --matmul generated
+step check_bf16_cublas "$bin/bertc" check examples/bert-tiny.toml --device cuda --precision bf16 --matmul library
 # Training on the GPU against the CPU reference, 8 steps each: losses within 1e-3 relative
 # (the Host device's test gets 1e-5; a GPU's FMA contraction and summation order add a little).
 train_pair() {  # train_pair NAME FLAGS...

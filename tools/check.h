@@ -1,0 +1,24 @@
+// `bertc check`: one training step and optimizer step of the compiled program on a device (host
+// emulation or GPU), every kernel's results compared with the reference executor's.
+#pragma once
+
+#include <optional>
+#include <ostream>
+#include <string>
+
+#include "frontend/model.h"
+
+namespace bertc::tools {
+
+struct CheckOptions {
+  std::string device = "host";       // host or cuda
+  std::optional<double> tolerance;   // default: 1e-3 at fp32, 5e-2 at 16-bit precisions
+  bool all = false;                  // print every value's error, not only those beyond
+};
+
+// Returns 0 when every value is within tolerance, else 1 (after listing those beyond, the first
+// — the likely culprit — marked).
+int run_check(const frontend::ModelDefinition& model, const frontend::Config& config, const CheckOptions& options,
+              std::ostream& out);
+
+}  // namespace bertc::tools
