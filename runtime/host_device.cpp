@@ -46,7 +46,7 @@ void HostDevice::refuse_while_recording(const char* what) const {
   if (recording_) throw std::logic_error(std::string(what) + " while recording a device graph");
 }
 
-size_t HostDevice::free_bytes() const {
+size_t host_available_bytes() {
   return static_cast<size_t>(::sysconf(_SC_AVPHYS_PAGES)) * static_cast<size_t>(::sysconf(_SC_PAGESIZE));
 }
 

@@ -14,6 +14,9 @@
 
 namespace bertc::runtime {
 
+// The host's available physical memory (what the Host device can still allocate).
+size_t host_available_bytes();
+
 class HostDevice : public Device {
  public:
   // Compiled kernels are cached under `cache`; blocks run their threads in `order`.
@@ -32,7 +35,7 @@ class HostDevice : public Device {
   void launch(const codegen::KernelSpec& kernel, void** args) override;
   void gemm(const codegen::CublasGemmArgs& args, const void* first, const void* second, void* c) override;
   size_t allocated_bytes() const override { return allocated_; }
-  size_t free_bytes() const override;
+  size_t free_bytes() const override { return host_available_bytes(); }
   void synchronize() override {}
   std::unique_ptr<DeviceGraph> record(const std::function<void()>& body) override;
   void replay(DeviceGraph& graph) override;

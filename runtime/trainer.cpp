@@ -1,4 +1,4 @@
-// The CPU training loop around the reference executor.
+// The training loop, on the reference executor or a device (see trainer.h).
 #include "runtime/trainer.h"
 
 #include <chrono>
@@ -250,12 +250,12 @@ std::pair<std::shared_ptr<Device>, int> open_device(const TrainOptions& o, std::
 
 }  // namespace
 
-TrainSummary train_on_cpu(const frontend::ModelDefinition& model, const TrainOptions& options, std::ostream& log) {
+TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOptions& options, std::ostream& log) {
   TrainOptions o = options;
   // The device first: a missing GPU is cheaper to find than the program is to compile.
   const auto [device, sm] = open_device(o, log);
   if (o.auto_batch) {
-    const uint64_t available = o.device_memory ? *o.device_memory : (device ? device->free_bytes() : HostDevice("").free_bytes());
+    const uint64_t available = o.device_memory ? *o.device_memory : (device ? device->free_bytes() : host_available_bytes());
     const MicroBatch b = choose_micro_batch(model, o.config, available, log);
     o.config.train.batch_size = b.batch_size;
     o.config.train.gradient_accumulation_steps = b.accumulation;

@@ -1,5 +1,6 @@
-// Training on the CPU, with the reference executor or the compiled plan under host emulation: the BERT data pipeline, the step and optimizer
-// graphs, the learning-rate schedule, progress and metrics, checkpoints and resume.
+// Training — on the CPU reference executor, or the compiled plan on a device (the Host device's
+// emulation or a GPU): the BERT data pipeline, the step and optimizer graphs, the learning-rate
+// schedule, progress and metrics, checkpoints and resume.
 #pragma once
 
 #include <filesystem>
@@ -42,6 +43,6 @@ struct TrainSummary {
 };
 
 // Trains; progress goes to `log`. Throws std::runtime_error subclasses with actionable messages.
-TrainSummary train_on_cpu(const frontend::ModelDefinition& model, const TrainOptions& options, std::ostream& log);
+TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOptions& options, std::ostream& log);
 
 }  // namespace bertc::runtime

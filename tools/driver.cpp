@@ -228,7 +228,7 @@ int train(const TrainArgs& args, const CompileFlags& flags, const frontend::Mode
                            o.config.name, model.name, t.steps, t.gradient_accumulation_steps, t.batch_size, t.seq_len,
                            t.optimizer, o.config.compile.precision, o.checkpoint_dir.string());
   const auto began = std::chrono::steady_clock::now();
-  const runtime::TrainSummary s = runtime::train_on_cpu(model, o, std::cerr);
+  const runtime::TrainSummary s = runtime::train_model(model, o, std::cerr);
   if (!s.losses.empty())
     std::cerr << fmt::format("train: steps {}-{}: mean loss {:.4f} over the first {} steps -> {:.4f} over the last; "
                              "{:.1f} s; metrics in {}\n",
