@@ -44,9 +44,32 @@ class PlanRunner : public GraphRunner {
   }
 
   reference::RunResult<float> run(reference::Environment<float>& env, const std::set<std::string>& leave) override {
+    const std::vector<bool> download = wanted(leave);
+    return result(executor_->run(env, &download), download);
+  }
+
+  std::pair<reference::RunResult<float>, reference::RunResult<float>> run_with(PlanRunner& next,
+                                                                               reference::Environment<float>& env,
+                                                                               const std::set<std::string>& leave) {
+    const std::vector<bool> download = wanted(leave), next_download = next.wanted({});
+    auto [mine, theirs] = executor_->run_with(*next.executor_, env, &download, &next_download);
+    return {result(std::move(mine), download), next.result(std::move(theirs), next_download)};
+  }
+
+  void download_state(reference::Environment<float>& env) override {
+    if (state_) state_->download(env);
+  }
+
+ private:
+  // Per output of the plan: bring it back (every graph output, the fetched values not in `leave`).
+  std::vector<bool> wanted(const std::set<std::string>& leave) const {
     std::vector<bool> download(outputs_ + fetch_.size(), true);
     for (size_t i = 0; i < fetch_.size(); ++i) download[outputs_ + i] = !leave.count(fetch_[i]);
-    std::vector<reference::HostTensor<float>> all = executor_->run(env, &download);
+    return download;
+  }
+
+  reference::RunResult<float> result(std::vector<reference::HostTensor<float>> all,
+                                     const std::vector<bool>& download) const {
     reference::RunResult<float> r;
     for (size_t i = 0; i < all.size(); ++i) {
       if (i < outputs_) r.outputs.push_back(std::move(all[i]));
@@ -55,11 +78,6 @@ class PlanRunner : public GraphRunner {
     return r;
   }
 
-  void download_state(reference::Environment<float>& env) override {
-    if (state_) state_->download(env);
-  }
-
- private:
   ir::Graph graph_;  // the compiled graph with the fetched values as extra outputs
   std::vector<std::string> fetch_;
   size_t outputs_;
@@ -69,6 +87,15 @@ class PlanRunner : public GraphRunner {
 };
 
 }  // namespace
+
+std::pair<reference::RunResult<float>, reference::RunResult<float>> run_together(
+    GraphRunner& first, GraphRunner& second, reference::Environment<float>& env, const std::set<std::string>& leave) {
+  auto* a = dynamic_cast<PlanRunner*>(&first);
+  auto* b = dynamic_cast<PlanRunner*>(&second);
+  if (a && b) return a->run_with(*b, env, leave);
+  auto r = first.run(env, leave);
+  return {std::move(r), second.run(env)};
+}
 
 std::unique_ptr<GraphRunner> reference_runner(const ir::Graph& graph, std::vector<std::string> fetch) {
   return std::make_unique<ReferenceRunner>(graph, std::move(fetch));

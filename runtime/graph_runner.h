@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <memory>
 #include <set>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,12 @@ class GraphRunner {
   // that writes updates into env at every run has nothing to do.
   virtual void download_state(reference::Environment<float>& /*env*/) {}
 };
+
+// Runs `first` then `second` from `env` — a training step and its optimizer step when nothing is
+// accumulated — as one device graph when both are plans sharing a device and resident state
+// (one recorded graph, one wait), else one after the other; `leave` as for run(), for `first`.
+std::pair<reference::RunResult<float>, reference::RunResult<float>> run_together(
+    GraphRunner& first, GraphRunner& second, reference::Environment<float>& env, const std::set<std::string>& leave = {});
 
 std::unique_ptr<GraphRunner> reference_runner(const ir::Graph& graph, std::vector<std::string> fetch);
 

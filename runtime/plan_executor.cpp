@@ -200,6 +200,35 @@ std::vector<reference::HostTensor<float>> PlanExecutor::run(reference::Environme
     device_.replay(*recorded_);
   }
   device_.synchronize();
+  return collect(env, download);
+}
+
+std::pair<std::vector<reference::HostTensor<float>>, std::vector<reference::HostTensor<float>>> PlanExecutor::run_with(
+    PlanExecutor& next, reference::Environment<float>& env, const std::vector<bool>* download,
+    const std::vector<bool>* next_download) {
+  if (&next.device_ != &device_ || !state_ || next.state_ != state_)
+    throw std::logic_error("two plans run as one device graph must share their device and resident state");
+  device_.synchronize();
+  stage_inputs(env);
+  next.stage_inputs(env);
+  if (launching_ == Launching::Eager) {
+    issue_all();
+    next.issue_all();
+  } else {
+    std::unique_ptr<DeviceGraph>& recorded = recorded_with_[&next];
+    if (!recorded) recorded = device_.record([&] {
+      issue_all();
+      next.issue_all();
+    });
+    device_.replay(*recorded);
+  }
+  device_.synchronize();
+  auto outputs = collect(env, download);
+  return {std::move(outputs), next.collect(env, next_download)};
+}
+
+std::vector<reference::HostTensor<float>> PlanExecutor::collect(reference::Environment<float>& env,
+                                                               const std::vector<bool>* download) {
   // Without resident state, the updates' values go back into env.
   if (!state_)
     for (const ir::Op& op : graph_.ops())

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <map>
+#include <utility>
 #include <memory>
 #include <string>
 #include <vector>
@@ -62,12 +63,22 @@ class PlanExecutor {
   std::vector<reference::HostTensor<float>> run(reference::Environment<float>& env,
                                                 const std::vector<bool>* download = nullptr);
 
+  // Runs this plan, then `next` — a training step and its optimizer step when nothing is
+  // accumulated — as one recorded device graph (eager: one after the other), with one wait for
+  // both. Both must keep their state in the same ResidentState on the same device, so that `next`
+  // reads what this plan left there. Returns both plans' outputs.
+  std::pair<std::vector<reference::HostTensor<float>>, std::vector<reference::HostTensor<float>>> run_with(
+      PlanExecutor& next, reference::Environment<float>& env, const std::vector<bool>* download = nullptr,
+      const std::vector<bool>* next_download = nullptr);
+
   const PlanLayout& layout() const { return layout_; }
 
  private:
   void* address(ir::ValueId v);
   void stage_inputs(reference::Environment<float>& env);
   void issue_all();
+  // After the wait: updates into env (without resident state) and the outputs `download` asks for.
+  std::vector<reference::HostTensor<float>> collect(reference::Environment<float>& env, const std::vector<bool>* download);
   void launch(size_t index);
   reference::HostTensor<float> read(ir::ValueId v);
 
@@ -77,6 +88,7 @@ class PlanExecutor {
   std::shared_ptr<ResidentState> state_;
   Launching launching_;
   std::unique_ptr<DeviceGraph> recorded_;  // Graph: the launches, recorded by the first run
+  std::map<const PlanExecutor*, std::unique_ptr<DeviceGraph>> recorded_with_;  // run_with's, per next plan
   PlanLayout layout_;
   void* arena_ = nullptr;
   void* workspace_ = nullptr;

@@ -325,6 +325,9 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
     const auto began = Clock::now();
     StepStats stats;
     stats.step = s;
+    stats.learning_rate = learning_rate_at(t, s);
+    env["learning_rate"] = HostTensor::scalar(ir::DType::F32, stats.learning_rate);
+    std::optional<reference::RunResult<float>> optimized;  // the optimizer step's results
     for (int64_t k = 0; k < K; ++k) {
       const int64_t micro = (s - 1) * K + k;
       LoadedBatch loaded = loader.next();
@@ -338,7 +341,16 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
       // print a window's accuracy: copying them and their argmax on the host every step would
       // cost the GPU a noticeable share of a step.
       const bool sample = o.device != "cuda" || s % t.log_every == 0 || s == start + 1 || s == last;
-      const auto r = step_exec->run(env, sample ? std::set<std::string>{} : std::set<std::string>{"mlm_logits"});
+      const std::set<std::string> leave = sample ? std::set<std::string>{} : std::set<std::string>{"mlm_logits"};
+      reference::RunResult<float> r;
+      if (K == 1) {
+        // Nothing accumulates: on a device the step and the optimizer step replay as one graph.
+        auto both = run_together(*step_exec, *opt_exec, env, leave);
+        r = std::move(both.first);
+        optimized = std::move(both.second);
+      } else {
+        r = step_exec->run(env, leave);
+      }
       stats.loss += r.outputs.at(0).real.at(0) / double(K);
       stats.mlm_loss += r.fetched.at("mlm_loss").real.at(0) / double(K);
       stats.nsp_loss += r.fetched.at("nsp_loss").real.at(0) / double(K);
@@ -349,12 +361,12 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
       }
       for (int64_t m : batch.attention_mask) stats.tokens += m;
     }
+    // (With one micro-batch the optimizer step has run already; the state it left is never saved.)
     if (!std::isfinite(stats.loss))
       throw TrainError(fmt::format("the loss is {} at step {}: lower [train] learning_rate or raise warmup_steps, and "
                                    "--resume from the last checkpoint", stats.loss, s));
-    stats.learning_rate = learning_rate_at(t, s);
-    env["learning_rate"] = HostTensor::scalar(ir::DType::F32, stats.learning_rate);
-    const auto r = opt_exec->run(env);
+    if (!optimized) optimized = opt_exec->run(env);
+    const reference::RunResult<float>& r = *optimized;
     stats.grad_norm = r.fetched.at("grad_norm").real.at(0);
     if (scaling) {
       stats.skipped = r.fetched.at("step_skipped").real.at(0) != 0;

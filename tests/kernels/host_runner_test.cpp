@@ -12,6 +12,7 @@
 #include "codegen/render.h"
 #include "frontend/bert.h"
 #include "passes/targets.h"
+#include "runtime/graph_runner.h"
 #include "runtime/host_runner.h"
 #include "runtime/reference/executor.h"
 
@@ -142,6 +143,47 @@ TEST(HostRunner, GraphReplayEqualsEagerLaunchBitForBit) {
   // The runs really differ (else equal results would prove nothing about replaying new data).
   EXPECT_NE(losses[0], losses[1]);
   EXPECT_NE(losses[1], losses[2]);
+}
+
+// A training step and its optimizer step replayed as one device graph (run_together, what the
+// trainer does without accumulation) equal the two run one after the other, bit for bit, over
+// steps whose params move: the optimizer reads the gradients the step left on the device.
+TEST(HostRunner, StepAndOptimizerAsOneGraphEqualTheTwoRunInTurn) {
+  frontend::Config c = frontend::load_config(BERTC_SOURCE_DIR "/examples/bert-tiny.toml");
+  c.compile.arch = "none";
+  c.compile = passes::resolve_options(c.compile, "none");
+  const passes::TrainingProgram p =
+      passes::compile_training(frontend::build_bert_pretraining(c), c.compile, passes::optimizer_options(c.train));
+  const codegen::RenderTarget target{61, "generated"};
+  struct Side {
+    std::shared_ptr<runtime::Device> device;
+    std::shared_ptr<runtime::ResidentState> state;
+    std::unique_ptr<runtime::GraphRunner> step, optimizer;
+    reference::Environment<float> env;
+  };
+  auto make = [&](const reference::Environment<float>& env) {
+    Side side{std::make_shared<runtime::HostDevice>(BERTC_TEST_CACHE), nullptr, nullptr, nullptr, env};
+    side.state = std::make_shared<runtime::ResidentState>(*side.device);
+    side.step = runtime::plan_runner(p.step, {}, target, side.device, side.state);
+    side.optimizer = runtime::plan_runner(p.optimizer, {"grad_norm"}, target, side.device, side.state);
+    return side;
+  };
+  const reference::Environment<float> start = batch_environment(c, p);
+  Side together = make(start), in_turn = make(start);
+  std::vector<float> norms;
+  for (int step = 0; step < 3; ++step) {
+    together.env["dropout_seed"].integer[0] = in_turn.env["dropout_seed"].integer[0] = 500 + step;
+    const auto [loss, optimized] = runtime::run_together(*together.step, *together.optimizer, together.env);
+    const auto loss_in_turn = in_turn.step->run(in_turn.env);
+    const auto optimized_in_turn = in_turn.optimizer->run(in_turn.env);
+    EXPECT_TRUE(same_bits(loss.outputs.at(0), loss_in_turn.outputs.at(0))) << "step " << step;
+    EXPECT_TRUE(same_bits(optimized.fetched.at("grad_norm"), optimized_in_turn.fetched.at("grad_norm"))) << "step " << step;
+    norms.push_back(optimized.fetched.at("grad_norm").real.at(0));
+  }
+  together.optimizer->download_state(together.env);
+  in_turn.optimizer->download_state(in_turn.env);
+  for (const auto& [name, value] : in_turn.env) EXPECT_TRUE(same_bits(together.env.at(name), value)) << name;
+  EXPECT_NE(norms[0], norms[1]);  // the params moved: the steps differ
 }
 
 // A recorded graph cannot hold host data: uploads and downloads while recording are refused, as
