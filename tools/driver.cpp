@@ -315,7 +315,7 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
   compile_flags.add_to(compile_cmd);
 
   TrainArgs train_args;
-  CLI::App* train_cmd = app.add_subcommand("train", "Train the model (on the CPU reference executor for now)");
+  CLI::App* train_cmd = app.add_subcommand("train", "Train the model: on the CPU reference executor, or the compiled program on a device (--device)");
   train_cmd->add_option("config", train_args.config, "TOML config")->required()->check(CLI::ExistingFile);
   train_cmd->add_option("--steps", train_args.steps, "Length of the run in optimizer steps (default: [train] steps)")
       ->check(CLI::PositiveNumber);
