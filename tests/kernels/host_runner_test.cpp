@@ -19,6 +19,17 @@
 namespace bertc::testing {
 namespace {
 
+// bert-tiny's config and training program at `precision`, compiled for no particular GPU.
+std::pair<frontend::Config, passes::TrainingProgram> bert_tiny(const std::string& precision) {
+  frontend::Config c = frontend::load_config(BERTC_SOURCE_DIR "/examples/bert-tiny.toml");
+  c.compile.arch = "none";
+  c.compile.precision = precision;
+  c.compile = passes::resolve_options(c.compile, "none");
+  passes::TrainingProgram p =
+      passes::compile_training(frontend::build_bert_pretraining(c), c.compile, passes::optimizer_options(c.train));
+  return {std::move(c), std::move(p)};
+}
+
 // Largest difference over a tensor as a fraction of its largest reference magnitude.
 double relative_error(const HostTensor<float>& got, const HostTensor<float>& want) {
   double largest = 0, worst = 0;
@@ -46,12 +57,7 @@ bool noise_only(const std::string& name) { return name.find("attention.self.key.
 // (where Adam's first step, which normalizes each gradient element to about +-1, would turn
 // a 16-bit rounding difference of a near-zero gradient into a full step of the other sign).
 void expect_step_matches(const std::string& precision, int sm, const std::string& matmul, double tolerance, bool chain) {
-  frontend::Config c = frontend::load_config(BERTC_SOURCE_DIR "/examples/bert-tiny.toml");
-  c.compile.arch = "none";
-  c.compile.precision = precision;
-  c.compile = passes::resolve_options(c.compile, "none");
-  const passes::TrainingProgram p =
-      passes::compile_training(frontend::build_bert_pretraining(c), c.compile, passes::optimizer_options(c.train));
+  const auto [c, p] = bert_tiny(precision);
   reference::Environment<float> want = batch_environment(c, p);
   if (precision == "fp16") want["loss_scale"].real[0] = 1024;
   reference::Environment<float> got = want;
@@ -109,11 +115,7 @@ bool same_bits(const HostTensor<float>& a, const HostTensor<float>& b) {
 // run's data instead of its buffers, or replayed nothing, would give the first run's results (or
 // stale ones) again.
 TEST(HostRunner, GraphReplayEqualsEagerLaunchBitForBit) {
-  frontend::Config c = frontend::load_config(BERTC_SOURCE_DIR "/examples/bert-tiny.toml");
-  c.compile.arch = "none";
-  c.compile = passes::resolve_options(c.compile, "none");
-  const passes::TrainingProgram p =
-      passes::compile_training(frontend::build_bert_pretraining(c), c.compile, passes::optimizer_options(c.train));
+  const auto [c, p] = bert_tiny("fp32");
   const codegen::RenderTarget target{61, "generated"};
   using runtime::Launching;
   runtime::HostRunner step_graph(p.step, codegen::render_graph(p.step, target), BERTC_TEST_CACHE, Launching::Graph);
@@ -149,11 +151,7 @@ TEST(HostRunner, GraphReplayEqualsEagerLaunchBitForBit) {
 // trainer does without accumulation) equal the two run one after the other, bit for bit, over
 // steps whose params move: the optimizer reads the gradients the step left on the device.
 TEST(HostRunner, StepAndOptimizerAsOneGraphEqualTheTwoRunInTurn) {
-  frontend::Config c = frontend::load_config(BERTC_SOURCE_DIR "/examples/bert-tiny.toml");
-  c.compile.arch = "none";
-  c.compile = passes::resolve_options(c.compile, "none");
-  const passes::TrainingProgram p =
-      passes::compile_training(frontend::build_bert_pretraining(c), c.compile, passes::optimizer_options(c.train));
+  const auto [c, p] = bert_tiny("fp32");
   const codegen::RenderTarget target{61, "generated"};
   struct Side {
     std::shared_ptr<runtime::Device> device;
