@@ -10,11 +10,13 @@
 # Writes a summary to $OUT when set.
 set -uo pipefail
 out=${OUT:-$(mktemp -d)}
+: >"$out/results.txt"
 bin=${TMPDIR:-/tmp}/bertc-gpu-bin
 failed=0
-step() {  # step NAME COMMAND...: runs it, keeps its log, prints PASS/FAIL and the log's tail
-  local name=$1; shift
-  if "$@" >"$out/$name.log" 2>&1; then echo "PASS $name"; else echo "FAIL $name"; failed=1; fi
+step() {  # step NAME COMMAND...: runs it, keeps its log, prints PASS/FAIL (also to results.txt) and the log's tail
+  local name=$1 began=$SECONDS result; shift
+  if "$@" >"$out/$name.log" 2>&1; then result=PASS; else result=FAIL; failed=1; fi
+  echo "$result $name ($((SECONDS - began)) s)" | tee -a "$out/results.txt"
   tail -n 25 "$out/$name.log"
 }
 [ -f .gpu/bin/bertc.gz ] || { echo "no .gpu/bin/bertc.gz: run tests/gpu/prepare.sh on the build machine and carry .gpu"; exit 2; }
@@ -56,5 +58,6 @@ graph_vs_eager() {
 step graph_equals_eager graph_vs_eager
 # The benchmark: figures, not pass/fail (a failed run is reported and left out of the table).
 step benchmark bench/gpu_bench.sh "$bin" "$out"
-{ echo "gpu: $(cat "$out/gpu.txt")"; grep -h '^PASS\|^FAIL\|^parity' "$out"/*.log; cat "$out/bench.md"; } >"$out/summary.txt" 2>/dev/null
+{ echo "gpu: $(cat "$out/gpu.txt")"; cat "$out/results.txt"; grep -h '^parity' "$out"/*.log; cat "$out/bench.md"; } \
+  >"$out/summary.txt" 2>/dev/null
 exit $failed
