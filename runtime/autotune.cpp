@@ -10,6 +10,7 @@
 
 #include "codegen/atomic_file.h"
 #include "codegen/render.h"
+#include "runtime/plan_executor.h"
 
 namespace bertc::runtime {
 namespace {
@@ -22,60 +23,38 @@ class IsolatedLaunch {
  public:
   IsolatedLaunch(const ir::Graph& graph, const KernelSpec& k, Device& device) : graph_(graph), k_(k), device_(device) {
     for (const codegen::KernelParam& p : k.params) {
-      switch (p.kind) {
-        case ParamKind::Buffer: values_.push_back(buffer(p.value)); break;
-        case ParamKind::Scratch:
-        case ParamKind::Workspace: {
-          void* b = device.allocate(p.scratch_bytes);
-          device.fill(b, 0, p.scratch_bytes);
-          values_.push_back(b);
-          if (p.kind == ParamKind::Workspace) workspace_ = b;
-          break;
-        }
-        case ParamKind::Table: throw std::logic_error("autotune: a matrix kernel with a pointer table");
-      }
+      if (p.kind == ParamKind::Table) throw std::logic_error("autotune: a matrix kernel with a pointer table");
+      if (p.kind == ParamKind::Scratch) buffers_.scratch = zeroed(p.scratch_bytes);
+      if (p.kind == ParamKind::Workspace) buffers_.workspace = zeroed(p.scratch_bytes);
     }
-    if (k.library && k.library->to_workspace && !workspace_)
+    if (k.library && k.library->to_workspace && !buffers_.workspace)
       throw std::logic_error("autotune: a cuBLAS record to a workspace the launch lacks");
-    for (ir::ValueId v : k.zero_before) buffer(v);
-    if (k.library) {
-      buffer(k.library->a), buffer(k.library->b);
-      if (!k.library->to_workspace) buffer(k.library->c);
-    }
-    for (void*& v : values_) args_.push_back(&v);
+    buffers_.address = [this](ir::ValueId v) {
+      void*& b = values_[v];
+      if (!b) b = zeroed(static_cast<size_t>(std::max<int64_t>(graph_.value(v).type.bytes(), 1)));
+      return b;
+    };
+    issue();  // allocates every buffer now, not while timed; also the untimed first launch
   }
 
-  void issue() {
-    for (ir::ValueId v : k_.zero_before) device_.fill(buffers_.at(v), 0, bytes(v));
-    if (const auto& g = k_.library)
-      device_.gemm(codegen::cublas_args(*g), buffers_.at(g->b), buffers_.at(g->a),
-                   g->to_workspace ? workspace_ : buffers_.at(g->c));
-    if (!k_.source.empty()) device_.launch(k_, args_.data());
-  }
+  void issue() { issue_launch(device_, graph_, k_, buffers_); }
 
  private:
-  size_t bytes(ir::ValueId v) const { return static_cast<size_t>(std::max<int64_t>(graph_.value(v).type.bytes(), 1)); }
-  void* buffer(ir::ValueId v) {
-    auto [it, fresh] = buffers_.try_emplace(v, nullptr);
-    if (fresh) {
-      it->second = device_.allocate(bytes(v));
-      device_.fill(it->second, 0, bytes(v));
-    }
-    return it->second;
+  void* zeroed(size_t bytes) {
+    void* b = device_.allocate(bytes);
+    device_.fill(b, 0, bytes);
+    return b;
   }
 
   const ir::Graph& graph_;
   const KernelSpec& k_;
   Device& device_;
-  std::map<ir::ValueId, void*> buffers_;
-  std::vector<void*> values_;
-  std::vector<void*> args_;
-  void* workspace_ = nullptr;
+  std::map<ir::ValueId, void*> values_;
+  LaunchBuffers buffers_;
 };
 
 double seconds_per_launch(IsolatedLaunch& launch, Device& device, int repeats) {
-  launch.issue();  // untimed: first-launch costs
-  device.synchronize();
+  device.synchronize();  // after the constructor's untimed first launch
   const auto began = std::chrono::steady_clock::now();
   for (int i = 0; i < repeats; ++i) launch.issue();
   device.synchronize();

@@ -124,24 +124,30 @@ reference::HostTensor<float> PlanExecutor::read(ir::ValueId v) {
   return downloaded(device_, address(v), graph_.value(v).type, graph_.value(v).name);
 }
 
-void PlanExecutor::launch(size_t index) {
-  const KernelSpec& k = kernels_.kernels[index];
+void issue_launch(Device& device, const ir::Graph& graph, const KernelSpec& k, const LaunchBuffers& buffers) {
   std::vector<void*> values;  // what each argument slot points at
   size_t table = 0;
   for (const codegen::KernelParam& p : k.params) {
     switch (p.kind) {
-      case ParamKind::Buffer: values.push_back(address(p.value)); break;
-      case ParamKind::Table: values.push_back(tables_[index].at(table++)); break;
-      case ParamKind::Scratch: values.push_back(scratch_[index]); break;
-      case ParamKind::Workspace: values.push_back(workspace_); break;
+      case ParamKind::Buffer: values.push_back(buffers.address(p.value)); break;
+      case ParamKind::Table: values.push_back(buffers.tables.at(table++)); break;
+      case ParamKind::Scratch: values.push_back(buffers.scratch); break;
+      case ParamKind::Workspace: values.push_back(buffers.workspace); break;
     }
   }
   std::vector<void*> args;  // kernel arguments are passed by address
   for (void*& v : values) args.push_back(&v);
-  for (ir::ValueId v : k.zero_before) device_.fill(address(v), 0, static_cast<size_t>(graph_.value(v).type.bytes()));
+  for (ir::ValueId v : k.zero_before)
+    device.fill(buffers.address(v), 0, static_cast<size_t>(graph.value(v).type.bytes()));
   if (const auto& g = k.library)
-    device_.gemm(codegen::cublas_args(*g), address(g->b), address(g->a), g->to_workspace ? workspace_ : address(g->c));
-  if (!k.source.empty()) device_.launch(k, args.data());
+    device.gemm(codegen::cublas_args(*g), buffers.address(g->b), buffers.address(g->a),
+                g->to_workspace ? buffers.workspace : buffers.address(g->c));
+  if (!k.source.empty()) device.launch(k, args.data());
+}
+
+void PlanExecutor::launch(size_t index) {
+  issue_launch(device_, graph_, kernels_.kernels[index],
+               {[this](ir::ValueId v) { return address(v); }, tables_[index], scratch_[index], workspace_});
 }
 
 void PlanExecutor::stage_inputs(reference::Environment<float>& env) {

@@ -5,6 +5,7 @@
 // device runs it in CI against the reference executor; the CUDA device runs the same code.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <utility>
 #include <memory>
@@ -40,6 +41,19 @@ class ResidentState {
   Device& device_;
   std::map<std::string, Entry> entries_;
 };
+
+// Where one launch's arguments live: every value's buffer, and the launch's pointer tables (in
+// the order of its Table params), scratch and workspace.
+struct LaunchBuffers {
+  std::function<void*(ir::ValueId)> address;
+  std::vector<void*> tables;
+  void* scratch = nullptr;
+  void* workspace = nullptr;
+};
+
+// Issues launch record `k` of `graph` on `device` as the plan runs it: its zero_before buffers
+// zeroed, its cuBLAS product (first = the IR's B), then its kernel with its arguments bound.
+void issue_launch(Device& device, const ir::Graph& graph, const codegen::KernelSpec& k, const LaunchBuffers& buffers);
 
 // Graph: the first run records its launches as one device graph (a CUDA Graph), every run
 // replays it. Eager: every run issues every launch (for debugging; the same work, so the same
