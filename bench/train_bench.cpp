@@ -17,10 +17,8 @@
 #include "frontend/bert.h"
 #include "passes/targets.h"
 #include "runtime/batches.h"
-#include "runtime/cuda_device.h"
 #include "runtime/graph_runner.h"
-#include "runtime/host_device.h"
-#include "runtime/initialize.h"
+#include "runtime/open_device.h"
 #include "runtime/step_figures.h"
 
 using namespace bertc;
@@ -41,27 +39,13 @@ int run(const Args& a) {
   c.train.gradient_accumulation_steps = 1;
   if (!a.precision.empty()) c.compile.precision = a.precision;
   if (!a.matmul.empty()) c.compile.matmul = a.matmul;
-  std::shared_ptr<runtime::Device> device;
-  int sm = 0;
-  if (a.device == "cuda") {
-    auto gpu = std::make_shared<runtime::CudaDevice>(0, codegen::default_cache_folder());
-    sm = gpu->arch();
-    device = gpu;
-  } else {
-    sm = a.arch.empty() ? 61 : std::stoi(a.arch.substr(3));
-    device = std::make_shared<runtime::HostDevice>(codegen::default_cache_folder());
-  }
+  const auto [device, opened_sm] = runtime::open_device(a.device, runtime::sm_of_arch(a.arch), codegen::default_cache_folder());
+  const int sm = opened_sm == 0 ? 61 : opened_sm;
   c.compile.arch = fmt::format("sm_{}", sm);
   c.compile = passes::resolve_options(c.compile, c.compile.arch);
   const passes::TrainingProgram program =
       passes::compile_training(frontend::build_model(model, c), c.compile, passes::optimizer_options(c.train));
-  runtime::Environment env;
-  runtime::initialize_parameters(program.step, c.model.initializer_range, c.model.pad_token_id, 1, env);
-  runtime::initialize_states(program.step, env);
-  runtime::initialize_states(program.optimizer, env);
-  runtime::bind_batch(runtime::synthetic_batch(c, 1), env);
-  env["dropout_seed"] = reference::HostTensor<float>::scalar(ir::DType::I64, 12345);
-  env["learning_rate"] = reference::HostTensor<float>::scalar(ir::DType::F32, 1e-4);
+  runtime::Environment env = runtime::synthetic_environment(c, program, 1);
   const codegen::RenderTarget target{sm, c.compile.matmul};
   const auto state = std::make_shared<runtime::ResidentState>(*device);
   const auto launching = a.eager ? runtime::Launching::Eager : runtime::Launching::Graph;

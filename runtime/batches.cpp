@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "runtime/initialize.h"
+
 namespace bertc::runtime {
 namespace {
 
@@ -67,6 +69,17 @@ data::Batch synthetic_batch(const frontend::Config& c, uint64_t seed) {
   }
   for (int64_t i = 0; i < t.batch_size; ++i) b.next_sentence_labels.push_back(rng.randint(0, 1));
   return b;
+}
+
+Environment synthetic_environment(const frontend::Config& c, const passes::TrainingProgram& program, uint64_t seed) {
+  Environment env;
+  initialize_parameters(program.step, c.model.initializer_range, c.model.pad_token_id, seed, env);
+  initialize_states(program.step, env);
+  initialize_states(program.optimizer, env);
+  bind_batch(synthetic_batch(c, seed), env);
+  env["dropout_seed"] = HostTensor::scalar(ir::DType::I64, static_cast<double>(seed % (uint64_t{1} << 40)));
+  env["learning_rate"] = HostTensor::scalar(ir::DType::F32, c.train.learning_rate);
+  return env;
 }
 
 void bind_batch(const data::Batch& b, Environment& env) {

@@ -6,6 +6,7 @@
 #include <ostream>
 
 #include "frontend/config.h"
+#include "passes/pipeline.h"
 #include "runtime/data/pretraining_data.h"
 #include "runtime/safetensors.h"
 #include "runtime/tensor_io.h"
@@ -19,6 +20,12 @@ data::BatchStream open_batch_stream(const frontend::Config& config, const std::f
 // A batch of random tokens of the config's shape (full sequences, two segments, random masked
 // positions and labels): what benchmarks and the step check run on, with no data files.
 data::Batch synthetic_batch(const frontend::Config& config, uint64_t seed);
+
+// Everything one training step and optimizer step of `program` read, with no data files: fresh
+// params and states (seeded by `seed`), a synthetic batch, a dropout seed and the config's
+// learning rate. What benchmarks and bertc check run on.
+Environment synthetic_environment(const frontend::Config& config, const passes::TrainingProgram& program,
+                                  uint64_t seed);
 
 // The batch as the BERT graph's inputs (input_ids, ..., next_sentence_labels).
 void bind_batch(const data::Batch& batch, Environment& env);

@@ -19,12 +19,12 @@
 #include "runtime/batches.h"
 #include "runtime/checkpoint.h"
 #include "runtime/data/pretraining_data.h"
-#include "runtime/cuda_device.h"
 #include "runtime/graph_runner.h"
 #include "runtime/host_device.h"
 #include "runtime/initialize.h"
 #include "runtime/lr_schedule.h"
 #include "runtime/micro_batch.h"
+#include "runtime/open_device.h"
 #include "runtime/step_figures.h"
 #include "runtime/reference/executor.h"
 
@@ -238,14 +238,12 @@ std::string compile_summary(const frontend::CompileOptions& c, const passes::Tra
 }
 
 // The device the compiled plan runs on (null for the reference executor) and its arch.
-std::pair<std::shared_ptr<Device>, int> open_device(const TrainOptions& o, std::ostream& log) {
-  if (o.device == "cpu") return {nullptr, 0};
-  if (o.device == "host") return {std::make_shared<HostDevice>(o.kernel_cache), o.host_sm};
-  if (o.device != "cuda") throw TrainError(fmt::format("no training device '{}': cpu, host or cuda", o.device));
-  auto gpu = std::make_shared<CudaDevice>(0, o.kernel_cache);
-  const int sm = gpu->arch();
-  log << fmt::format("device: {} (the CUDA runtime has not been validated on a GPU yet)\n", gpu->name());
-  return {std::move(gpu), sm};
+OpenedDevice open_training_device(const TrainOptions& o, std::ostream& log) {
+  if (o.device == "cpu") return {};
+  OpenedDevice opened = open_device(o.device, o.host_sm, o.kernel_cache);
+  if (o.device == "cuda")
+    log << fmt::format("device: {} (the CUDA runtime has not been validated on a GPU yet)\n", opened.device->name());
+  return opened;
 }
 
 }  // namespace
@@ -253,7 +251,7 @@ std::pair<std::shared_ptr<Device>, int> open_device(const TrainOptions& o, std::
 TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOptions& options, std::ostream& log) {
   TrainOptions o = options;
   // The device first: a missing GPU is cheaper to find than the program is to compile.
-  const auto [device, sm] = open_device(o, log);
+  const auto [device, sm] = open_training_device(o, log);
   if (o.auto_batch) {
     const uint64_t available = o.device_memory ? *o.device_memory : (device ? device->free_bytes() : host_available_bytes());
     const MicroBatch b = choose_micro_batch(model, o.config, available, log);
@@ -290,7 +288,7 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
     if (o.autotune) {
       // On a device of its own, whose buffers go with it once the choices are made.
       std::ostringstream quiet;
-      const std::shared_ptr<Device> tuning = open_device(o, quiet).first;
+      const std::shared_ptr<Device> tuning = open_training_device(o, quiet).device;
       target.tuned = autotune_products({&program.step, &program.optimizer}, target, *tuning,
                                        o.kernel_cache / "autotune.json", o.device == "cuda" ? 20 : 1, log);
     }

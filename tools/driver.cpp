@@ -20,6 +20,7 @@
 #include "passes/targets.h"
 #include "runtime/batches.h"
 #include "runtime/evaluate.h"
+#include "runtime/open_device.h"
 #include "runtime/safetensors.h"
 #include "runtime/trainer.h"
 #include "tools/check.h"
@@ -222,7 +223,7 @@ int train(const TrainArgs& args, const CompileFlags& flags, const frontend::Mode
                                 "--device cuda (or host, to check the mechanism)");
   // Host emulation runs the kernels of the configured arch, else sm_61's.
   const std::string& arch = o.config.compile.arch;
-  o.host_sm = arch.rfind("sm_", 0) == 0 ? std::stoi(arch.substr(3)) : 0;
+  o.host_sm = runtime::sm_of_arch(arch);
   o.kernel_cache = codegen::default_cache_folder();
   std::cerr << fmt::format("train: {} ({}), {} steps of {} x {} x {} tokens, {} optimizer, {} precision, checkpoints in {}\n",
                            o.config.name, model.name, t.steps, t.gradient_accumulation_steps, t.batch_size, t.seq_len,
