@@ -30,8 +30,8 @@ int main(int argc, char** argv) {
   }
   const int repeats = argc > 3 ? std::stoi(argv[3]) : 3;
   frontend::Config c = frontend::load_config(argv[1]);
-  c.compile.arch = argv[2];
-  c.compile = passes::resolve_options(c.compile, "none");
+  c.compile.arch = passes::Arch::parse(argv[2]);
+  c.compile = passes::resolve_options(c.compile, passes::Arch::none());
   const auto cache = std::filesystem::temp_directory_path() / "bertc-bench-compile-cache";
   double cold = 0, warm = 1e30;
   size_t kernels = 0;
@@ -41,12 +41,12 @@ int main(int argc, char** argv) {
     s.cache = cache;
     // Cold: passes, rendering and NVRTC for every distinct kernel; what a first `bertc compile` pays.
     auto t = std::chrono::steady_clock::now();
-    const auto program = passes::compile_training(frontend::build_bert_pretraining(c), c.compile, passes::optimizer_options(c.train));
+    const auto program = passes::compile_training(frontend::build_bert_pretraining(c), c.compile, c.train);
     const codegen::CompiledProgram p = codegen::compile_program(program, c.compile, c.name, "", s);
     const double cold_run = seconds_since(t);
     // Warm: the same with every kernel in the cache.
     t = std::chrono::steady_clock::now();
-    const auto again = passes::compile_training(frontend::build_bert_pretraining(c), c.compile, passes::optimizer_options(c.train));
+    const auto again = passes::compile_training(frontend::build_bert_pretraining(c), c.compile, c.train);
     const codegen::CompiledProgram q = codegen::compile_program(again, c.compile, c.name, "", s);
     const double warm_run = seconds_since(t);
     if (q.stats.cache_hits != q.images.size()) std::fprintf(stderr, "warning: the warm run missed the cache\n");
@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
   }
   std::filesystem::remove_all(cache);
   std::printf("%s %s (%s): %zu distinct kernels; best cold %.2f s, best warm %.3f s (warm = %.1f%% of cold), %u threads\n",
-              c.name.c_str(), c.compile.arch.c_str(), c.compile.precision.c_str(), kernels, cold, warm, 100 * warm / cold,
+              c.name.c_str(), c.compile.arch.text().c_str(), std::string(ir::enum_name(c.compile.precision)).c_str(), kernels, cold, warm, 100 * warm / cold,
               std::thread::hardware_concurrency());
   return 0;
 }

@@ -4,8 +4,8 @@
 // sequence, MFU on a GPU, device memory. bench/torch_baseline.py measures PyTorch the same way
 // and bench/compare.py puts them side by side; figures, never pass/fail.
 //
-//   bertc-bench-train CONFIG [--device cuda|host] [--precision P] [--matmul M] [--batch-size B]
-//                            [--seq-len S] [--steps N] [--warmup W] [--eager]
+//   bertc-bench-train CONFIG [--device cuda|host] [--batch-size B] [--seq-len S] [--steps N]
+//                            [--warmup W] [--eager] [compile flags: --precision P --matmul M ...]
 #include <chrono>
 #include <iostream>
 
@@ -16,17 +16,19 @@
 #include "codegen/host_compile.h"
 #include "frontend/bert.h"
 #include "passes/targets.h"
-#include "runtime/batches.h"
-#include "runtime/graph_runner.h"
-#include "runtime/open_device.h"
-#include "runtime/step_figures.h"
+#include "train/batches.h"
+#include "train/graph_runner.h"
+#include "runtime/device_registry.h"
+#include "tools/compile_flags.h"
+#include "train/step_figures.h"
 
 using namespace bertc;
 
 namespace {
 
 struct Args {
-  std::string config, device = "cuda", precision, matmul, arch;
+  std::string config, device = "cuda";
+  tools::CompileFlags flags;
   int64_t batch_size = 0, seq_len = 0, steps = 20, warmup = 3;
   bool eager = false;
 };
@@ -37,38 +39,38 @@ int run(const Args& a) {
   if (a.batch_size > 0) c.train.batch_size = a.batch_size;
   if (a.seq_len > 0) c.train.seq_len = a.seq_len;
   c.train.gradient_accumulation_steps = 1;
-  if (!a.precision.empty()) c.compile.precision = a.precision;
-  if (!a.matmul.empty()) c.compile.matmul = a.matmul;
-  const auto [device, opened_sm] = runtime::open_device(a.device, runtime::sm_of_arch(a.arch), codegen::default_cache_folder());
-  const int sm = opened_sm == 0 ? 61 : opened_sm;
-  c.compile.arch = fmt::format("sm_{}", sm);
+  c.compile = a.flags.apply(c.compile);
+  // The device's own arch (a GPU's), or the one asked for (the host emulation's; sm_61's by default).
+  const std::shared_ptr<runtime::Device> device =
+      runtime::open_device(a.device, {c.compile.arch.sm(), codegen::default_cache_folder()});
+  const int sm = device->capabilities().sm == 0 ? 61 : device->capabilities().sm;
+  c.compile.arch = passes::Arch::of_sm(sm);
   c.compile = passes::resolve_options(c.compile, c.compile.arch);
-  const passes::TrainingProgram program =
-      passes::compile_training(frontend::build_model(model, c), c.compile, passes::optimizer_options(c.train));
-  runtime::Environment env = runtime::synthetic_environment(c, program, 1);
-  const codegen::RenderTarget target{sm, c.compile.matmul};
+  const passes::TrainingProgram program = passes::compile_training(frontend::build_model(model, c), c.compile, c.train);
+  support::Environment env = train::synthetic_environment(c, program, 1);
+  const codegen::RenderTarget target = codegen::render_target(c.compile);
   const auto state = std::make_shared<runtime::ResidentState>(*device);
   const auto launching = a.eager ? runtime::Launching::Eager : runtime::Launching::Graph;
   const auto started = std::chrono::steady_clock::now();
-  auto step = runtime::plan_runner(program.step, {}, target, device, state, launching);
-  auto optimizer = runtime::plan_runner(program.optimizer, {}, target, device, state, launching);
+  auto step = train::plan_runner(program.step, {}, target, device, state, launching);
+  auto optimizer = train::plan_runner(program.optimizer, {}, target, device, state, launching);
   const double setup_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   double loss = 0;
   auto train_step = [&] {  // as bertc train runs a step without accumulation: one device graph
-    loss = runtime::run_together(*step, *optimizer, env).first.outputs.at(0).real.at(0);
+    loss = train::run_together(*step, *optimizer, env).first.outputs.at(0).real.at(0);
   };
   for (int64_t i = 0; i < a.warmup; ++i) train_step();
   const auto timed = std::chrono::steady_clock::now();
   for (int64_t i = 0; i < a.steps; ++i) train_step();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - timed).count();
-  const double flops = runtime::model_flops_per_step(model, c, program);
-  const double peak = a.device == "cuda" ? runtime::peak_flops(sm, c.compile.precision) : 0;
+  const double flops = train::model_flops_per_step(model, c, program);
+  const double peak = device->capabilities().gpu ? train::peak_flops(sm, c.compile.precision) : 0;
   const double steps_per_s = static_cast<double>(a.steps) / seconds;
   nlohmann::json j{{"impl", a.eager ? "bertc-eager" : "bertc"},
                    {"config", c.name},
                    {"device", device->name()},
-                   {"precision", c.compile.precision},
-                   {"matmul", c.compile.matmul},
+                   {"precision", ir::enum_name(c.compile.precision)},
+                   {"matmul", ir::enum_name(c.compile.matmul)},
                    {"batch_size", c.train.batch_size},
                    {"seq_len", c.train.seq_len},
                    {"steps", a.steps},
@@ -92,9 +94,7 @@ int main(int argc, char** argv) {
   app.add_option("config", a.config, "TOML config")->required()->check(CLI::ExistingFile);
   app.add_option("--device", a.device, "cuda, or host (the emulation: a check that the benchmark runs)")
       ->check(CLI::IsMember({"cuda", "host"}));
-  app.add_option("--arch", a.arch, "host: the arch whose kernels run (default sm_61)");
-  app.add_option("--precision", a.precision, "fp32, fp16, bf16 (default: the config's, auto for the GPU)");
-  app.add_option("--matmul", a.matmul, "auto, generated or library")->check(CLI::IsMember({"auto", "generated", "library"}));
+  a.flags.add_to(&app);
   app.add_option("--batch-size", a.batch_size, "Sequences per step (default: the config's)")->check(CLI::PositiveNumber);
   app.add_option("--seq-len", a.seq_len, "Tokens per sequence (default: the config's)")->check(CLI::PositiveNumber);
   app.add_option("--steps", a.steps, "Timed steps")->check(CLI::PositiveNumber);

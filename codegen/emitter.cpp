@@ -6,6 +6,7 @@
 #include <limits>
 #include <utility>
 
+#include <fmt/args.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -231,24 +232,18 @@ std::string Emitter::gathered(const ir::Op& op, const Coords& at) {
 std::string Emitter::pointwise(const ir::Op& op, const Coords& at) {
   const DType dtype = body_.value(op.results.at(0)).type.dtype;
   auto x = [&](size_t i) { return operand_at(op, i, at); };
+  // Most elementwise ops are one expression over their operands, given in ops.def. The operands
+  // are computed last first (their statements come in that order): so the kernels, named by the
+  // hash of their source, stay the ones bertc has always made.
+  if (const std::string_view expression = op.info().traits.kernel; !expression.empty()) {
+    std::vector<std::string> operands(op.operands.size());
+    for (size_t i = operands.size(); i-- > 0;) operands[i] = x(i);
+    fmt::dynamic_format_arg_store<fmt::format_context> args;
+    for (const std::string& o : operands) args.push_back(o);
+    return rounded(dtype, fmt::vformat(expression, args));
+  }
   std::string e;
   switch (op.kind) {
-    case OpKind::Neg: e = "-" + x(0); break;
-    case OpKind::Exp: e = fmt::format("bx_exp({})", x(0)); break;
-    case OpKind::Log: e = fmt::format("bx_log({})", x(0)); break;
-    case OpKind::Sqrt: e = fmt::format("bx_sqrt({})", x(0)); break;
-    case OpKind::Rsqrt: e = fmt::format("1.0f / bx_sqrt({})", x(0)); break;
-    case OpKind::Tanh: e = fmt::format("bx_tanh({})", x(0)); break;
-    case OpKind::Gelu: e = fmt::format("bx_gelu({})", x(0)); break;
-    case OpKind::Relu: e = fmt::format("({0} > 0 ? {0} : 0.0f)", x(0)); break;
-    case OpKind::Add: e = fmt::format("{} + {}", x(0), x(1)); break;
-    case OpKind::Sub: e = fmt::format("{} - {}", x(0), x(1)); break;
-    case OpKind::Mul: e = fmt::format("{} * {}", x(0), x(1)); break;
-    case OpKind::Div: e = fmt::format("{} / {}", x(0), x(1)); break;
-    case OpKind::Minimum: e = fmt::format("({1} < {0} ? {1} : {0})", x(0), x(1)); break;  // std::min
-    case OpKind::Maximum: e = fmt::format("({0} < {1} ? {1} : {0})", x(0), x(1)); break;  // std::max
-    case OpKind::GeluGrad: e = fmt::format("bx_gelu_grad({}, {})", x(0), x(1)); break;
-    case OpKind::ReluGrad: e = fmt::format("({1} > 0 ? {0} : 0.0f)", x(0), x(1)); break;
     case OpKind::Where: {
       const std::string c = x(0), a = x(1), b = x(2);
       e = fmt::format("({} != 0 ? {} : {})", c, a, b);

@@ -41,14 +41,4 @@ void emit_last_block(Emitter& e, size_t floats, const std::function<void()>& fin
 int threads_for(long long n);
 int blocks_for(long long n, int threads);
 
-// The family renderers. Each throws ir::Error naming the op when its body has a shape the family
-// does not handle.
-KernelSpec render_pointwise(const KernelInput& in);
-KernelSpec render_row(const KernelInput& in);
-KernelSpec render_reduction(const KernelInput& in);
-KernelSpec render_scatter_add(const KernelInput& in);
-KernelSpec render_multi_tensor(const KernelInput& in);
-KernelSpec render_matmul(const KernelInput& in);     // a matmul with its fused epilogue
-KernelSpec render_attention(const KernelInput& in);  // attention or attention_grad
-
 }  // namespace bertc::codegen

@@ -1,4 +1,4 @@
-// The matmul family: a matrix product (plain, or a fused matmul_epilogue group) as one bx_gemm
+// The matmul family: a matrix product (plain, or a fused group with its epilogue) as one bx_gemm
 // instantiation of the prelude — strategy, tiles, layouts and vector widths are its template
 // arguments — followed by the group's epilogue (bias, GELU, dropout, residual, accumulation,
 // cast) applied to each accumulator at its (row, column) before the one store.
@@ -190,7 +190,7 @@ KernelSpec render_matmul(const KernelInput& in) {
   // A choice measured on the GPU (--autotune) overrides the rule.
   const std::string key = product_key(*g);
   const auto tuned = in.target.tuned.find(key);
-  const std::string& choice = tuned != in.target.tuned.end() ? tuned->second : in.target.matmul;
+  const MatmulPolicy choice = tuned != in.target.tuned.end() ? tuned->second : in.target.matmul;
   KernelSpec spec = use_library(choice, !g->to_workspace, 2.0 * g->m * g->n * g->k * g->batch) ? render_library(in, *g)
                                                                                                 : render_generated(in);
   spec.product = key;

@@ -14,7 +14,7 @@
 #include <fmt/format.h>
 #include <xxhash.h>
 
-#include "codegen/atomic_file.h"
+#include "support/atomic_file.h"
 #include "codegen/prelude.h"
 
 extern char** environ;
@@ -55,7 +55,7 @@ const std::vector<std::string> kFlags = {"-std=c++17", "-O1", "-shared", "-fPIC"
 
 }  // namespace
 
-HostKernelLibrary::HostKernelLibrary(SharedLibrary library, std::filesystem::path path)
+HostKernelLibrary::HostKernelLibrary(support::SharedLibrary library, std::filesystem::path path)
     : library_(std::move(library)), path_(std::move(path)),
       install_(library_.function<void (*)(bx_host_api*)>("bx_install")) {
   if (!install_) throw KernelCompileError(fmt::format("{} has no bx_install: not a bertc kernel library", path_.string()));
@@ -86,7 +86,7 @@ HostKernelLibrary compile_for_host(const std::string& source, const std::filesys
   if (!std::filesystem::exists(library)) {
     const std::filesystem::path prelude = folder / "prelude";
     write_prelude(prelude);
-    write_file_atomically(source_path, source);
+    support::write_file_atomically(source_path, source);
     // Compile to a private name, then rename: a concurrent or interrupted build leaves no half library.
     const std::filesystem::path partial = folder / fmt::format("{}.{}.so.tmp", stem, ::getpid());
     const std::filesystem::path log = folder / (stem + ".log");
@@ -100,7 +100,7 @@ HostKernelLibrary compile_for_host(const std::string& source, const std::filesys
     std::filesystem::rename(partial, library);
   }
   std::string error;
-  SharedLibrary lib = SharedLibrary::open(std::filesystem::absolute(library).string(), &error);
+  support::SharedLibrary lib = support::SharedLibrary::open(std::filesystem::absolute(library).string(), &error);
   if (!lib.loaded()) throw KernelCompileError(fmt::format("cannot load {}: {}", library.string(), error));
   HostKernelLibrary loaded(std::move(lib), library);
   loaded.install(api);

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "codegen/host_emulation.h"
-#include "codegen/shared_library.h"
+#include "support/shared_library.h"
 
 namespace bertc::codegen {
 
@@ -18,7 +18,7 @@ class KernelCompileError : public std::runtime_error {
 
 class HostKernelLibrary {
  public:
-  HostKernelLibrary(SharedLibrary library, std::filesystem::path path);
+  HostKernelLibrary(support::SharedLibrary library, std::filesystem::path path);
   // The host entry of kernel `name` (its "<name>__entry" function); throws when absent.
   HostEntry entry(const std::string& name) const;
   const std::filesystem::path& path() const { return path_; }
@@ -27,7 +27,7 @@ class HostKernelLibrary {
   void install(bx_host_api* api) const;
 
  private:
-  SharedLibrary library_;
+  support::SharedLibrary library_;
   std::filesystem::path path_;
   void (*install_)(bx_host_api*) = nullptr;
 };

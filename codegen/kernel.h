@@ -33,7 +33,7 @@ struct KernelParam {
 
 struct KernelSpec {
   std::string name;     // k_<hash of the source>: kernels with the same source share one
-  std::string family;   // pointwise, row_reduction, reduction, gather, scatter_add, multi_tensor_norm, ...
+  ir::KernelFamily family = ir::KernelFamily::None;
   std::string label;    // where it comes from: the op's scope
   std::string strategy; // matrix kernels: simt, hmma884, hmma16816 or cublas (matrix_strategy.h); else empty
   size_t op_index = 0;  // the op of the graph it runs
@@ -49,9 +49,19 @@ struct KernelSpec {
   std::string product;
 };
 
-// The kernels of one graph (a training step or the optimizer step), in launch order.
+// Where the memory plan (passes/memory_plan.h) puts a graph's per-step values: offsets in one
+// arena. What a runtime needs of the plan, without the planner.
+struct ArenaLayout {
+  int64_t bytes = 0;
+  size_t buffers = 0;               // the plan's buffers (each value sharing one with others in place)
+  std::vector<int64_t> offset_of;   // per value; -1: not in the arena (sources, in-place next values, views of them)
+};
+
+// The kernels of one graph (a training step or the optimizer step), in launch order, and where
+// the values they read and write live.
 struct GraphKernels {
   std::vector<KernelSpec> kernels;
+  ArenaLayout arena;
 };
 
 // A one-line description of a library product (what names a cuBLAS-only launch).

@@ -23,11 +23,15 @@ std::string strategy_name(MatrixStrategy s) {
   throw std::logic_error("unknown matrix strategy");
 }
 
-bool use_library(const std::string& choice, bool plain, double flops) {
-  if (choice == "generated") return false;
-  if (choice == "library") return true;
-  if (choice == "auto") return plain && flops >= 1073741824.0;
-  throw std::invalid_argument("matmul must be auto, generated or library, not '" + choice + "'");
+RenderTarget render_target(const passes::CompileOptions& options) { return {options.arch.sm(), options.matmul, {}}; }
+
+bool use_library(MatmulPolicy choice, bool plain, double flops) {
+  switch (choice) {
+    case MatmulPolicy::Generated: return false;
+    case MatmulPolicy::Library: return true;
+    case MatmulPolicy::Auto: return plain && flops >= 1073741824.0;
+  }
+  throw std::logic_error("unknown matmul policy");
 }
 
 bool uses_cp_async(int sm) { return sm >= 80; }

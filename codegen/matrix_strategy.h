@@ -26,22 +26,28 @@
 #include <string>
 
 #include "ir/dtype.h"
+#include "passes/options.h"
 
 namespace bertc::codegen {
 
 enum class MatrixStrategy { Simt, Hmma884, Hmma16816 };
 
+using passes::MatmulPolicy;
+
 // What the renderer targets. sm = 0 means no GPU (host emulation only): the sm_61 kernels.
 struct RenderTarget {
   int sm = 0;
-  std::string matmul = "auto";  // auto | generated | library
-  // Per product (product_key in library_gemm.h): "generated" or "library" as measured on the GPU
+  MatmulPolicy matmul = MatmulPolicy::Auto;
+  // Per product (product_key in library_gemm.h): Generated or Library as measured on the GPU
   // (bertc train --autotune); overrides `matmul` for the products it names.
-  std::map<std::string, std::string> tuned;
+  std::map<std::string, MatmulPolicy> tuned;
 };
 
+// The target of resolved options: their arch's sm and matmul policy.
+RenderTarget render_target(const passes::CompileOptions& options);
+
 // Whether a product (plain: nothing fused after it) goes to cuBLAS under `choice`.
-bool use_library(const std::string& choice, bool plain, double flops);
+bool use_library(MatmulPolicy choice, bool plain, double flops);
 
 MatrixStrategy choose_strategy(int sm, ir::DType inputs);
 // "simt", "hmma884", "hmma16816": the prelude's template name is "bx_" + this.

@@ -17,7 +17,7 @@
 #include <fmt/ranges.h>
 #include <xxhash.h>
 
-#include "codegen/atomic_file.h"
+#include "support/atomic_file.h"
 #include "codegen/prelude.h"
 
 namespace bertc::codegen {
@@ -37,7 +37,7 @@ struct Api {  // the NVRTC entry points bertc calls; each returns nvrtcResult (0
   const char* (*error_string)(int);
 };
 
-Api api_of(const SharedLibrary& lib) {
+Api api_of(const support::SharedLibrary& lib) {
   Api a{};
   auto get = [&](auto& fn, const char* name) {
     fn = lib.function<std::remove_reference_t<decltype(fn)>>(name);
@@ -157,7 +157,7 @@ GpuImage NvrtcCompiler::compile(const KernelSource& kernel, const std::filesyste
     a.destroy(&prog);
     std::filesystem::create_directories(failed_folder);
     const auto path = failed_folder / (kernel.name + ".cu");
-    write_file_atomically(path, kernel.source);
+    support::write_file_atomically(path, kernel.source);
     throw KernelCompileError(fmt::format("NVRTC {} ({}) failed to compile kernel {} for sm_{}: {}\nsource: {}\n{}",
                                          version(), library(), kernel.name, arch_, a.error_string(result),
                                          path.string(), log));
@@ -268,7 +268,7 @@ std::vector<GpuImage> compile_all(const NvrtcCompiler& compiler, const std::vect
         out[i] = compiler.compile(k, failed);
         if (path) {
           std::filesystem::create_directories(path->parent_path());
-          write_file_atomically(*path, encode_entry(out[i]));
+          support::write_file_atomically(*path, encode_entry(out[i]));
         }
       } catch (const KernelCompileError& e) {
         std::lock_guard lock(error_mutex);

@@ -29,7 +29,7 @@ using VersionFn = int (*)(int*, int*);
 using NumArchsFn = int (*)(int*);
 using ArchsFn = int (*)(int*);
 
-std::optional<NvrtcLibrary> query(SharedLibrary lib, std::string* error) {
+std::optional<NvrtcLibrary> query(support::SharedLibrary lib, std::string* error) {
   auto version = lib.function<VersionFn>("nvrtcVersion");
   auto num_archs = lib.function<NumArchsFn>("nvrtcGetNumSupportedArchs");
   auto archs = lib.function<ArchsFn>("nvrtcGetSupportedArchs");
@@ -59,7 +59,7 @@ std::vector<NvrtcProbe> probe_nvrtc_libraries() {
   std::set<std::string> seen;
   for (const std::string& candidate : nvrtc_candidates()) {
     NvrtcProbe probe{candidate, std::nullopt, {}};
-    SharedLibrary lib = SharedLibrary::open(candidate, &probe.error);
+    support::SharedLibrary lib = support::SharedLibrary::open(candidate, &probe.error);
     if (lib.loaded()) {
       std::error_code ec;
       const auto real = std::filesystem::canonical(lib.path(), ec);

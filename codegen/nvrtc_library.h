@@ -7,12 +7,12 @@
 #include <string>
 #include <vector>
 
-#include "codegen/shared_library.h"
+#include "support/shared_library.h"
 
 namespace bertc::codegen {
 
 struct NvrtcLibrary {
-  SharedLibrary library;
+  support::SharedLibrary library;
   int major = 0, minor = 0;
   std::vector<int> archs;  // compute capabilities it targets, e.g. 75, 80, 90
 

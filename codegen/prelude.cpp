@@ -5,7 +5,7 @@
 #include <iterator>
 #include <string>
 
-#include "codegen/atomic_file.h"
+#include "support/atomic_file.h"
 
 namespace bertc::codegen {
 
@@ -15,7 +15,7 @@ void write_prelude(const std::filesystem::path& folder) {
     const auto path = folder / f.name;
     std::ifstream in(path, std::ios::binary);
     const std::string old{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-    if (old != f.text) write_file_atomically(path, f.text);
+    if (old != f.text) support::write_file_atomically(path, f.text);
   }
 }
 

@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <xxhash.h>
 
-#include "codegen/atomic_file.h"
+#include "support/atomic_file.h"
 #include "codegen/render.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
@@ -22,13 +22,9 @@ namespace {
 using nlohmann::json;
 
 constexpr char kMagic[8] = {'B', 'E', 'R', 'T', 'C', 'X', '0', '1'};
-
-int arch_number(const std::string& arch) {
-  if (arch.rfind("sm_", 0) != 0 || arch.size() < 5)
-    throw std::runtime_error(fmt::format("compiling kernels needs a GPU arch (sm_61 ... sm_90 or a GPU name), not '{}': "
-                                         "pass --arch", arch));
-  return std::stoi(arch.substr(3));
-}
+// The header's layout: 2 since the kernel families have one set of names (matmul_epilogue is
+// matmul) and the options are written from their declarations.
+constexpr int kBertxVersion = 2;
 
 // The kernels of both graphs, each distinct source once.
 std::vector<KernelSource> distinct_sources(const GraphKernels& step, const GraphKernels& optimizer) {
@@ -84,7 +80,7 @@ json kernels_json(const GraphKernels& g, const std::vector<std::string>& labels)
                  {"stride_b", g->stride_b}, {"stride_c", g->stride_c}, {"a", labels.at(g->a)}, {"b", labels.at(g->b)},
                  {"to_workspace", g->to_workspace}, {"c", g->to_workspace ? json(nullptr) : json(labels.at(g->c))},
                  {"ab_dtype", ir::dtype_name(g->ab_dtype)}, {"c_dtype", ir::dtype_name(g->c_dtype)}};
-    kernels.push_back({{"name", k.name}, {"family", k.family}, {"strategy", k.strategy}, {"label", k.label}, {"op_index", k.op_index},
+    kernels.push_back({{"name", k.name}, {"family", ir::enum_name(k.family)}, {"strategy", k.strategy}, {"label", k.label}, {"op_index", k.op_index},
                        {"grid", dim_json(k.grid)}, {"block", dim_json(k.block)}, {"cooperative", k.cooperative},
                        {"zero_before", zero}, {"params", params}, {"source", k.source}, {"library", library}});
   }
@@ -105,7 +101,9 @@ GraphKernels kernels_of(const json& j, const ir::Graph& graph) {
   for (const json& jk : j.at("kernels")) {
     KernelSpec k;
     k.name = jk.at("name");
-    k.family = jk.at("family");
+    const auto family = ir::enum_from_name<ir::KernelFamily>(jk.at("family").get<std::string>());
+    if (!family) throw std::runtime_error("kernel " + k.name + " has an unknown family");
+    k.family = *family;
     k.strategy = jk.at("strategy");
     k.label = jk.at("label");
     k.op_index = jk.at("op_index");
@@ -152,37 +150,24 @@ GraphKernels kernels_of(const json& j, const ir::Graph& graph) {
   return g;
 }
 
-json options_json(const frontend::CompileOptions& o) {
-  return {{"arch", o.arch}, {"precision", o.precision}, {"recompute", o.recompute}, {"memory_budget", o.memory_budget},
-          {"fusion", o.fusion}, {"fused_attention", o.fused_attention}, {"dropout", o.dropout}, {"matmul", o.matmul}};
-}
-frontend::CompileOptions options_of(const json& j) {
-  frontend::CompileOptions o;
-  o.arch = j.at("arch");
-  o.precision = j.at("precision");
-  o.recompute = j.at("recompute");
-  o.memory_budget = j.at("memory_budget");
-  o.fusion = j.at("fusion");
-  o.fused_attention = j.at("fused_attention");
-  o.matmul = j.at("matmul");
-  o.dropout = j.at("dropout");
-  return o;
-}
-
 }  // namespace
 
-CompiledProgram compile_program(const passes::TrainingProgram& program, const frontend::CompileOptions& options,
+CompiledProgram compile_program(const passes::TrainingProgram& program, const passes::CompileOptions& options,
                                 const std::string& model, const std::string& config_text,
                                 const CompileSettings& settings) {
-  const int arch = arch_number(options.arch);
+  const int arch = options.arch.sm();
+  if (arch == 0)
+    throw std::runtime_error(fmt::format("compiling kernels needs a GPU arch (sm_61 ... sm_90 or a GPU name), not '{}': "
+                                         "pass --arch",
+                                         options.arch.text()));
   CompiledProgram p;
   p.model = model;
   p.options = options;
   p.config_text = config_text;
   p.step_ir = ir::print(program.step);
   p.optimizer_ir = ir::print(program.optimizer);
-  p.step = render_graph(program.step, {arch, options.matmul});
-  p.optimizer = render_graph(program.optimizer, {arch, options.matmul});
+  p.step = render_graph(program.step, render_target(options));
+  p.optimizer = render_graph(program.optimizer, render_target(options));
   const NvrtcCompiler compiler = NvrtcCompiler::for_arch(arch);
   p.nvrtc_version = compiler.version();
   p.nvrtc_library = compiler.library();
@@ -203,7 +188,7 @@ void write_bertx(const std::filesystem::path& path, const CompiledProgram& p) {
                       {"spill_store_bytes", g.ptxas.spill_store_bytes}, {"spill_load_bytes", g.ptxas.spill_load_bytes}});
     blob += g.image;
   }
-  const json header = {{"format", "bertx"}, {"version", 1}, {"model", p.model}, {"options", options_json(p.options)},
+  const json header = {{"format", "bertx"}, {"version", kBertxVersion}, {"model", p.model}, {"options", support::options_json(passes::compile_option_specs(), p.options)},
                        {"config", p.config_text}, {"nvrtc", {{"version", p.nvrtc_version}, {"library", p.nvrtc_library}}},
                        {"step", {{"ir", p.step_ir}, {"kernels", kernels_json(p.step, ir::value_labels(step))}}},
                        {"optimizer", {{"ir", p.optimizer_ir}, {"kernels", kernels_json(p.optimizer, ir::value_labels(optimizer))}}},
@@ -213,7 +198,7 @@ void write_bertx(const std::filesystem::path& path, const CompiledProgram& p) {
   const uint64_t size = text.size(), sum = XXH3_64bits(text.data(), text.size());
   out.append(reinterpret_cast<const char*>(&size), 8);
   out.append(reinterpret_cast<const char*>(&sum), 8);
-  write_file_atomically(path, out + text + blob);
+  support::write_file_atomically(path, out + text + blob);
 }
 
 CompiledProgram read_bertx(const std::filesystem::path& path) {
@@ -235,10 +220,17 @@ CompiledProgram read_bertx(const std::filesystem::path& path) {
   const std::string blob = bytes.substr(24 + size);
   try {
     const json h = json::parse(text);
-    if (h.at("format") != "bertx" || h.at("version") != 1) throw bad("an unknown format version");
+    if (h.at("format") != "bertx") throw bad("its header is not a .bertx header");
+    if (h.at("version") != kBertxVersion)
+      throw bad(fmt::format("it is format {}, written by another bertc version (this one reads format {})",
+                            h.at("version").dump(), kBertxVersion));
     CompiledProgram p;
     p.model = h.at("model");
-    p.options = options_of(h.at("options"));
+    try {
+      p.options = support::options_from_json(passes::compile_option_specs(), h.at("options"));
+    } catch (const std::runtime_error& e) {
+      throw bad(std::string("its options are damaged: ") + e.what());
+    }
     p.config_text = h.at("config");
     p.nvrtc_version = h.at("nvrtc").at("version");
     p.nvrtc_library = h.at("nvrtc").at("library");
@@ -247,6 +239,8 @@ CompiledProgram read_bertx(const std::filesystem::path& path) {
     const ir::Graph step = ir::parse(p.step_ir), optimizer = ir::parse(p.optimizer_ir);
     p.step = kernels_of(h.at("step").at("kernels"), step);
     p.optimizer = kernels_of(h.at("optimizer").at("kernels"), optimizer);
+    p.step.arena = arena_layout(step);
+    p.optimizer.arena = arena_layout(optimizer);
     for (const json& ji : h.at("images")) {
       GpuImage g;
       g.name = ji.at("name");
@@ -278,8 +272,9 @@ std::string cuda_listing(const GraphKernels& step, const GraphKernels& optimizer
   auto graph = [&](const char* title, const GraphKernels& k) {
     out += fmt::format("\n// ===== {} graph: {} kernels =====\n", title, k.kernels.size());
     for (const KernelSpec& s : k.kernels) {
-      const std::string family = s.strategy.empty() ? s.family : s.family + ", " + s.strategy;
-      out += fmt::format("\n// op {}: {} ({}), grid {}x{}x{}, block {}x{}x{}{}\n", s.op_index, family, s.label, s.grid.x,
+      const std::string family(ir::enum_name(s.family));
+      const std::string family_strategy = s.strategy.empty() ? family : family + ", " + s.strategy;
+      out += fmt::format("\n// op {}: {} ({}), grid {}x{}x{}, block {}x{}x{}{}\n", s.op_index, family_strategy, s.label, s.grid.x,
                          s.grid.y, s.grid.z, s.block.x, s.block.y, s.block.z,
                          s.zero_before.empty() ? "" : ", outputs zeroed first");
       if (s.library)

@@ -18,7 +18,7 @@ namespace bertc::codegen {
 
 struct CompiledProgram {
   std::string model;                      // the config's name
-  frontend::CompileOptions options;       // resolved (arch sm_XX, precision)
+  passes::CompileOptions options;         // resolved (arch sm_XX, precision)
   std::string config_text;                // the TOML the program was compiled from
   std::string step_ir, optimizer_ir;      // the compiled graphs, as IR text
   GraphKernels step, optimizer;
@@ -36,7 +36,7 @@ struct CompileSettings {
 
 // Renders and compiles `program` for options.arch (an "sm_XX"). Throws std::runtime_error when
 // the arch is none, no NVRTC reaches it, or a kernel fails to compile (KernelCompileError).
-CompiledProgram compile_program(const passes::TrainingProgram& program, const frontend::CompileOptions& options,
+CompiledProgram compile_program(const passes::TrainingProgram& program, const passes::CompileOptions& options,
                                 const std::string& model, const std::string& config_text,
                                 const CompileSettings& settings);
 

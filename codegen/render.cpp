@@ -1,5 +1,6 @@
-// Classifying each op of a graph into its kernel family, shared kernel assembly, and naming
-// kernels by the hash of their source.
+// Rendering each launching op with its kernel family's renderer (the family the op table or a
+// fused op's attribute names), shared kernel assembly, and naming kernels by the hash of their
+// source.
 #include "codegen/render.h"
 
 #include <set>
@@ -8,62 +9,56 @@
 #include <xxhash.h>
 
 #include "codegen/family.h"
-#include "frontend/builder.h"
+#include "ir/builder.h"
+#include "passes/memory_plan.h"
 
 namespace bertc::codegen {
+
+// The families' renderers, each in its file family_<name>.cpp. Each throws ir::Error naming the
+// op when its body has a shape the family does not handle.
+KernelSpec render_pointwise(const KernelInput& in);
+KernelSpec render_row(const KernelInput& in);
+KernelSpec render_reduction(const KernelInput& in);
+KernelSpec render_scatter_add(const KernelInput& in);
+KernelSpec render_multi_tensor(const KernelInput& in);  // the norm and the update kernels
+KernelSpec render_matmul(const KernelInput& in);        // a matmul with its fused epilogue
+KernelSpec render_attention(const KernelInput& in);     // attention or attention_grad
+
 namespace {
 
 using ir::OpKind;
 
-bool launches(OpKind k) {
-  return k != OpKind::Input && k != OpKind::Param && k != OpKind::State && k != OpKind::Constant &&
-         k != OpKind::Reshape && k != OpKind::Update;
-}
-
-// The family of a launching op.
-std::string family_of(const ir::Op& op) {
-  switch (op.kind) {
-    case OpKind::Matmul: return "matmul";
-    case OpKind::Attention: case OpKind::AttentionGrad: return "attention";
-    case OpKind::Softmax: case OpKind::LayerNorm: case OpKind::SoftmaxGrad: case OpKind::LayerNormGrad:
-    case OpKind::CrossEntropy: case OpKind::CrossEntropyGrad:
-      return "row_reduction";
-    case OpKind::ReduceSum: case OpKind::ReduceMax: case OpKind::ReduceMean: return "reduction";
-    case OpKind::ScatterAdd: return "scatter_add";
-    case OpKind::AllFinite: case OpKind::Lamb: return "multi_tensor_norm";
-    case OpKind::Fused: {
-      const auto& kernel = op.attr<std::string>("kernel");
-      if (kernel == "matmul_epilogue") return "matmul";
-      if (kernel == "multi_tensor_update") return "multi_tensor_update";
-      return kernel;
-    }
-    default: return "pointwise";
-  }
-}
-
 // A region around a plain op: one input per operand, the op, its results as outputs.
 ir::Graph single_op_body(const ir::Graph& g, const ir::Op& op) {
-  frontend::Builder b("op");
-  std::vector<frontend::Tensor> in;
+  ir::Builder b("op");
+  std::vector<ir::Tensor> in;
   for (size_t i = 0; i < op.operands.size(); ++i) {
     const ir::TensorType& t = g.value(op.operands[i]).type;
     in.push_back(b.input(fmt::format("in{}", i), t.dtype, t.shape));
   }
   std::vector<ir::TensorType> types;
   for (ir::ValueId r : op.results) types.push_back(g.value(r).type);
-  for (const frontend::Tensor& t : b.copy_op(op, in, types)) b.add_output(t);
+  for (const ir::Tensor& t : b.copy_op(op, in, types)) b.add_output(t);
   return std::move(b).finish();
 }
 
-KernelSpec render_one(const KernelInput& in, const std::string& family) {
-  if (family == "pointwise") return render_pointwise(in);
-  if (family == "row_reduction") return render_row(in);
-  if (family == "reduction") return render_reduction(in);
-  if (family == "scatter_add") return render_scatter_add(in);
-  if (family == "multi_tensor_norm" || family == "multi_tensor_update") return render_multi_tensor(in);
-  if (family == "matmul") return render_matmul(in);
-  if (family == "attention") return render_attention(in);
-  throw ir::Error(fmt::format("no kernel family '{}'", family));
+// Which renderer makes each family's kernels: a new family is a line here (docs/ARCHITECTURE.md).
+constexpr std::pair<ir::KernelFamily, KernelSpec (*)(const KernelInput&)> kRenderers[] = {
+    {ir::KernelFamily::Pointwise, render_pointwise},
+    {ir::KernelFamily::RowReduction, render_row},
+    {ir::KernelFamily::Reduction, render_reduction},
+    {ir::KernelFamily::ScatterAdd, render_scatter_add},
+    {ir::KernelFamily::MultiTensorNorm, render_multi_tensor},
+    {ir::KernelFamily::MultiTensorUpdate, render_multi_tensor},
+    {ir::KernelFamily::Matmul, render_matmul},
+    {ir::KernelFamily::Attention, render_attention},
+};
+
+KernelSpec render_one(const KernelInput& in, ir::KernelFamily family) {
+  for (const auto& [f, render] : kRenderers)
+    if (f == family) return render(in);
+  throw ir::Error(fmt::format("{} renders no kernel: the {} family has no renderer", in.op.info().name,
+                              ir::enum_name(family)));
 }
 
 }  // namespace
@@ -152,12 +147,18 @@ std::string host_source(const std::vector<const KernelSpec*>& kernels) {
   return s;
 }
 
+ArenaLayout arena_layout(const ir::Graph& graph) {
+  const passes::MemoryPlan plan = passes::plan_memory(graph);
+  return {plan.arena_bytes, plan.buffers.size(), plan.offset_of};
+}
+
 GraphKernels render_graph(const ir::Graph& graph, const RenderTarget& target) {
   GraphKernels out;
+  out.arena = arena_layout(graph);
   for (size_t i = 0; i < graph.ops().size(); ++i) {
     const ir::Op& op = graph.ops()[i];
-    if (!launches(op.kind)) continue;
-    const std::string family = family_of(op);
+    if (!ir::launches_kernel(op.kind)) continue;
+    const ir::KernelFamily family = ir::kernel_family(op);
     const ir::Graph body = op.kind == OpKind::Fused ? op.region.graph() : single_op_body(graph, op);
     KernelSpec k;
     try {

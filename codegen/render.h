@@ -15,4 +15,7 @@ namespace bertc::codegen {
 
 GraphKernels render_graph(const ir::Graph& graph, const RenderTarget& target = {});
 
+// The memory plan of `graph` as the runtime places values (what render_graph puts in GraphKernels).
+ArenaLayout arena_layout(const ir::Graph& graph);
+
 }  // namespace bertc::codegen

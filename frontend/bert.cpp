@@ -3,6 +3,8 @@
 
 #include <cmath>
 
+#include "ir/value_names.h"
+
 namespace bertc::frontend {
 
 BertInputs add_pretraining_inputs(Builder& b, const TrainConfig& t) {
@@ -117,7 +119,7 @@ PretrainingLosses pretraining_heads(Builder& b, const Config& c, Tensor sequence
     Tensor decoder_bias = b.param("bias", {m.vocab_size});
     logits = b.matmul(h, word_embeddings, false, true) + decoder_bias;
   }
-  logits = b.name(b.reshape(logits, {B * P, m.vocab_size}), "mlm_logits");
+  logits = b.name(b.reshape(logits, {B * P, m.vocab_size}), std::string(ir::names::kMlmLogits));
   Tensor labels = b.reshape(in.masked_lm_ids, {B * P});
   Tensor weights = b.reshape(in.masked_lm_weights, {B * P});
   Tensor mlm = b.cross_entropy(logits, labels, weights);
@@ -139,9 +141,9 @@ ir::Graph build_pretraining_graph(const Config& c, const EncoderLayer& layer, co
   }
   if (after) x = after(b, c, x);
   const PretrainingLosses losses = pretraining_heads(b, c, x, emb.word_embeddings, in);
-  b.output(losses.total, "loss");
-  b.output(losses.mlm, "mlm_loss");
-  b.output(losses.nsp, "nsp_loss");
+  b.output(losses.total, std::string(ir::names::kLoss));
+  b.output(losses.mlm, std::string(ir::names::kMlmLoss));
+  b.output(losses.nsp, std::string(ir::names::kNspLoss));
   return std::move(b).finish();
 }
 

@@ -4,7 +4,7 @@
 
 #include <functional>
 
-#include "frontend/builder.h"
+#include "ir/builder.h"
 #include "frontend/config.h"
 #include "frontend/model.h"
 

@@ -12,70 +12,59 @@
 namespace bertc::frontend {
 namespace {
 
-enum class Range { Any, Positive, NonNegative, Probability, PositiveFloat, NonNegativeFloat };
+using support::OptionSpec;
+using support::OptionValue;
+using support::ValueKind;
 
-struct Field {
-  std::string_view section;
-  std::string_view key;
-  std::variant<int64_t*, double*, bool*, std::string*> target;
-  Range range;
-  std::vector<std::string_view> choices = {};  // allowed strings, when limited
-};
+// The specs of a part of Config (its [model], [train] or [compile] struct) as specs of the whole;
+// `part` maps a Config (const or not) to the part.
+template <typename S, typename Part>
+void add_part(std::vector<OptionSpec<Config>>& out, const std::vector<OptionSpec<S>>& specs, Part part) {
+  for (const OptionSpec<S>& s : specs) {
+    OptionSpec<Config> c{s.section, s.key, s.doc, s.kind, s.choices, s.scope, s.pass_keys, {}, {}, s.default_text};
+    c.get = [s, part](const Config& config) { return s.get(part(config)); };
+    c.set = [s, part](Config& config, const OptionValue& v) { return s.set(part(config), v); };
+    out.push_back(std::move(c));
+  }
+}
 
-std::vector<Field> fields_of(Config& c) {
-  ModelConfig& m = c.model;
-  TrainConfig& t = c.train;
+std::vector<OptionSpec<ModelConfig>> model_specs() {
   return {
-      {"model", "vocab_size", &m.vocab_size, Range::Positive},
-      {"model", "hidden_size", &m.hidden_size, Range::Positive},
-      {"model", "num_hidden_layers", &m.num_hidden_layers, Range::Positive},
-      {"model", "num_attention_heads", &m.num_attention_heads, Range::Positive},
-      {"model", "intermediate_size", &m.intermediate_size, Range::Positive},
-      {"model", "max_position_embeddings", &m.max_position_embeddings, Range::Positive},
-      {"model", "type_vocab_size", &m.type_vocab_size, Range::Positive},
-      {"model", "pad_token_id", &m.pad_token_id, Range::NonNegative},
-      {"model", "hidden_dropout_prob", &m.hidden_dropout_prob, Range::Probability},
-      {"model", "attention_probs_dropout_prob", &m.attention_probs_dropout_prob, Range::Probability},
-      {"model", "layer_norm_eps", &m.layer_norm_eps, Range::PositiveFloat},
-      {"model", "initializer_range", &m.initializer_range, Range::PositiveFloat},
-      {"train", "batch_size", &t.batch_size, Range::Positive},
-      {"train", "seq_len", &t.seq_len, Range::Positive},
-      {"train", "max_predictions_per_seq", &t.max_predictions_per_seq, Range::Positive},
-      {"train", "gradient_accumulation_steps", &t.gradient_accumulation_steps, Range::Positive},
-      {"train", "seed", &t.seed, Range::NonNegative},
-      {"train", "steps", &t.steps, Range::Positive},
-      {"train", "optimizer", &t.optimizer, Range::Any, {"adamw", "lamb"}},
-      {"train", "learning_rate", &t.learning_rate, Range::PositiveFloat},
-      {"train", "warmup_steps", &t.warmup_steps, Range::NonNegative},
-      {"train", "lr_decay", &t.lr_decay, Range::Any, {"linear", "polynomial", "constant"}},
-      {"train", "lr_decay_power", &t.lr_decay_power, Range::PositiveFloat},
-      {"train", "end_learning_rate", &t.end_learning_rate, Range::NonNegativeFloat},
-      {"train", "beta1", &t.beta1, Range::Probability},
-      {"train", "beta2", &t.beta2, Range::Probability},
-      {"train", "epsilon", &t.epsilon, Range::PositiveFloat},
-      {"train", "weight_decay", &t.weight_decay, Range::NonNegativeFloat},
-      {"train", "max_grad_norm", &t.max_grad_norm, Range::NonNegativeFloat},
-      {"train", "checkpoint_every", &t.checkpoint_every, Range::NonNegative},
-      {"train", "keep_checkpoints", &t.keep_checkpoints, Range::Positive},
-      {"train", "log_every", &t.log_every, Range::Positive},
-      {"train", "data", &t.data, Range::Any},
-      {"train", "vocab", &t.vocab, Range::Any},
-      {"train", "do_lower_case", &t.do_lower_case, Range::Any},
-      {"train", "masked_lm_prob", &t.masked_lm_prob, Range::Probability},
-      {"train", "short_seq_prob", &t.short_seq_prob, Range::Probability},
-      {"train", "dupe_factor", &t.dupe_factor, Range::Positive},
-      {"compile", "dropout", &c.compile.dropout, Range::Any},
-      {"compile", "arch", &c.compile.arch, Range::Any},
-      {"compile", "precision", &c.compile.precision, Range::Any, {"auto", "fp32", "fp16", "bf16", "fp32-fp16storage"}},
-      {"compile", "recompute", &c.compile.recompute, Range::Any, {"none", "selective", "full", "auto"}},
-      {"compile", "memory_budget", &c.compile.memory_budget, Range::NonNegative},
-      {"compile", "fusion", &c.compile.fusion, Range::Any},
-      {"compile", "fused_attention", &c.compile.fused_attention, Range::Any},
-      {"compile", "matmul", &c.compile.matmul, Range::Any, {"auto", "generated", "library"}},
-      {"compile", "print_ir_after_all", &c.compile.print_ir_after_all, Range::Any},
-      {"compile", "dump_ir", &c.compile.dump_ir, Range::Any},
+#define BERTC_MODEL_KEY(member, Type, default_value, check, doc) \
+  BERTC_OPTION_SPEC(ModelConfig, "model", member, Type, default_value, check, Program, "", doc),
+#define BERTC_TRAIN_KEY(...)
+#include "frontend/config.def"
+#undef BERTC_TRAIN_KEY
+#undef BERTC_MODEL_KEY
   };
 }
+
+std::vector<OptionSpec<TrainConfig>> train_specs() {
+  return {
+#define BERTC_MODEL_KEY(...)
+#define BERTC_TRAIN_KEY(member, Type, default_value, check, doc) \
+  BERTC_OPTION_SPEC(TrainConfig, "train", member, Type, default_value, check, Program, "", doc),
+#include "frontend/config.def"
+#undef BERTC_TRAIN_KEY
+#undef BERTC_MODEL_KEY
+  };
+}
+
+}  // namespace
+
+const std::vector<OptionSpec<Config>>& config_keys() {
+  static const std::vector<OptionSpec<Config>> keys = [] {
+    std::vector<OptionSpec<Config>> k;
+    add_part(k, model_specs(), [](auto& c) -> auto& { return c.model; });
+    add_part(k, train_specs(), [](auto& c) -> auto& { return c.train; });
+    add_part(k, passes::optimizer_option_specs(), [](auto& c) -> auto& { return c.train; });
+    add_part(k, passes::compile_option_specs(), [](auto& c) -> auto& { return c.compile; });
+    return k;
+  }();
+  return keys;
+}
+
+namespace {
 
 constexpr std::string_view kSections[] = {"model", "train", "compile"};
 
@@ -97,7 +86,6 @@ size_t edit_distance(std::string_view a, std::string_view b) {
 class Loader {
  public:
   Loader(Config& config, std::span<const ExtraKey> extra_keys) : c_(config), extra_keys_(extra_keys) {
-    fields_ = fields_of(c_);
     for (const auto& k : extra_keys_) c_.extra[k.name] = k.default_value;
   }
 
@@ -139,44 +127,31 @@ class Loader {
   void set_key(const std::string& section, const toml::key& toml_key, const toml::node& node) {
     const std::string key(toml_key.str());
     const std::string where = fmt::format("[{}] {}", section, key);
-    for (const Field& f : fields_)
-      if (f.section == section && f.key == key) return assign(f, where, node);
+    for (const OptionSpec<Config>& spec : config_keys())
+      if (spec.section == section && spec.key == key) return assign(spec, where, node);
     if (section == "model")
       for (const ExtraKey& k : extra_keys_)
         if (k.name == key) return assign_extra(k, where, node);
     std::vector<std::string> known;
-    for (const Field& f : fields_)
-      if (f.section == section) known.emplace_back(f.key);
+    for (const OptionSpec<Config>& spec : config_keys())
+      if (spec.section == section) known.emplace_back(spec.key);
     if (section == "model")
       for (const ExtraKey& k : extra_keys_) known.push_back(k.name);
     fail(toml_key.source(), fmt::format("unknown key '{}' in [{}]{}", key, section, suggestion(key, known)));
   }
 
-  void assign(const Field& f, const std::string& where, const toml::node& node) const {
-    if (auto* i = std::get_if<int64_t*>(&f.target)) {
-      if (!node.is_integer()) fail(node, fmt::format("{} must be an integer, found {}", where, describe(node)));
-      **i = *node.value<int64_t>();
-      if (f.range == Range::Positive && **i <= 0) fail(node, fmt::format("{} must be positive, found {}", where, **i));
-      if (f.range == Range::NonNegative && **i < 0) fail(node, fmt::format("{} must be >= 0, found {}", where, **i));
-    } else if (auto* d = std::get_if<double*>(&f.target)) {
-      // An integer is accepted where a number is expected (hidden_dropout_prob = 0).
-      if (!node.is_number()) fail(node, fmt::format("{} must be a number, found {}", where, describe(node)));
-      **d = *node.value<double>();
-      if (f.range == Range::Probability && !(**d >= 0 && **d < 1))
-        fail(node, fmt::format("{} must be a probability in [0, 1), found {}", where, **d));
-      if (f.range == Range::PositiveFloat && !(**d > 0))
-        fail(node, fmt::format("{} must be positive, found {}", where, **d));
-      if (f.range == Range::NonNegativeFloat && !(**d >= 0))
-        fail(node, fmt::format("{} must be >= 0, found {}", where, **d));
-    } else if (auto* b = std::get_if<bool*>(&f.target)) {
-      if (!node.is_boolean()) fail(node, fmt::format("{} must be true or false, found {}", where, describe(node)));
-      **b = *node.value<bool>();
-    } else {
-      std::string& out = *std::get<std::string*>(f.target);
-      set_string(node, where, out);
-      if (!f.choices.empty() && std::find(f.choices.begin(), f.choices.end(), out) == f.choices.end())
-        fail(node, fmt::format("{} must be one of {}, found \"{}\"", where, fmt::join(f.choices, ", "), out));
-    }
+  // The node as a value of the key's kind (an integer where a number is expected is accepted),
+  // checked and set by the key's spec.
+  void assign(const OptionSpec<Config>& spec, const std::string& where, const toml::node& node) const {
+    std::optional<OptionValue> value;
+    if (spec.kind == ValueKind::Int && node.is_integer()) value = *node.value<int64_t>();
+    if (spec.kind == ValueKind::Float && node.is_integer()) value = *node.value<int64_t>();
+    if (spec.kind == ValueKind::Float && node.is_floating_point()) value = *node.value<double>();
+    if (spec.kind == ValueKind::Bool && node.is_boolean()) value = *node.value<bool>();
+    if (spec.kind == ValueKind::String && node.is_string()) value = *node.value<std::string>();
+    if (!value)
+      fail(node, fmt::format("{} must be {}, found {}", where, support::kind_description(spec.kind), describe(node)));
+    if (auto problem = spec.set(c_, *value)) fail(node, fmt::format("{} {}", where, *problem));
   }
 
   void assign_extra(const ExtraKey& k, const std::string& where, const toml::node& node) {
@@ -200,7 +175,6 @@ class Loader {
 
   Config& c_;
   std::span<const ExtraKey> extra_keys_;
-  std::vector<Field> fields_;
 };
 
 }  // namespace
@@ -224,7 +198,7 @@ std::optional<RelationIssue> check_relations(const Config& c) {
     return RelationIssue{"model", "pad_token_id",
                          fmt::format("[model] pad_token_id = {} is not below vocab_size = {}", m.pad_token_id,
                                      m.vocab_size)};
-  if (c.compile.recompute == "auto" && c.compile.memory_budget == 0)
+  if (c.compile.recompute == passes::RecomputePolicy::Auto && c.compile.memory_budget == 0)
     return RelationIssue{"compile", "recompute",
                          "[compile] recompute = \"auto\" needs memory_budget (bytes of activations to fit in)"};
   if (t.seq_len > m.max_position_embeddings)

@@ -1,4 +1,5 @@
-// Model, training and compile settings, loaded from a TOML file ([model] [train] [compile]).
+// Model, training and compile settings, loaded from a TOML file ([model] [train] [compile]); every
+// key is declared once (config.def, passes/options.def).
 #pragma once
 
 #include <cstdint>
@@ -11,77 +12,40 @@
 #include <variant>
 #include <vector>
 
+#include "ir/enum_names.h"
+#include "passes/options.h"
+
 namespace bertc::frontend {
 
-// Hugging Face BertConfig names and meanings; the defaults are BERT-base.
+enum class LrDecay { Linear, Polynomial, Constant };
+BERTC_ENUM_NAMES(LrDecay, {LrDecay::Linear, "linear"}, {LrDecay::Polynomial, "polynomial"},
+                 {LrDecay::Constant, "constant"})
+
+// [model]: the network (config.def).
 struct ModelConfig {
-  int64_t vocab_size = 30522;
-  int64_t hidden_size = 768;
-  int64_t num_hidden_layers = 12;
-  int64_t num_attention_heads = 12;
-  int64_t intermediate_size = 3072;
-  int64_t max_position_embeddings = 512;
-  int64_t type_vocab_size = 2;
-  int64_t pad_token_id = 0;  // its word-embedding row gets no gradient (Hugging Face's padding_idx)
-  double hidden_dropout_prob = 0.1;
-  double attention_probs_dropout_prob = 0.1;
-  double layer_norm_eps = 1e-12;
-  double initializer_range = 0.02;
+#define BERTC_MODEL_KEY(member, Type, default_value, ...) Type member = default_value;
+#define BERTC_TRAIN_KEY(...)
+#include "frontend/config.def"
+#undef BERTC_TRAIN_KEY
+#undef BERTC_MODEL_KEY
 
   int64_t head_size() const { return hidden_size / num_attention_heads; }
 };
 
-// Training: the batch, the optimizer and its schedule, checkpoints, and the data.
-struct TrainConfig {
-  // One micro-batch; an optimizer step sums gradient_accumulation_steps of them.
-  int64_t batch_size = 32;
-  int64_t seq_len = 128;
-  int64_t max_predictions_per_seq = 20;
-  int64_t gradient_accumulation_steps = 1;
-  int64_t seed = 12345;
-  int64_t steps = 1000;  // optimizer steps
-
-  std::string optimizer = "adamw";  // adamw | lamb
-  double learning_rate = 1e-4;
-  int64_t warmup_steps = 0;          // linear warmup from 0
-  std::string lr_decay = "linear";   // linear | polynomial | constant, after warmup
-  double lr_decay_power = 1.0;       // polynomial: lr ~ (1 - progress)^power
-  double end_learning_rate = 0.0;
-  double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-6;
-  double weight_decay = 0.01;        // not for biases and layer norms
-  double max_grad_norm = 1.0;        // global-norm clipping; 0 turns it off
-
-  int64_t checkpoint_every = 0;      // steps between checkpoints; 0: only at the end
-  int64_t keep_checkpoints = 2;
-  int64_t log_every = 10;            // steps between metric lines
-
-  // Data (paths relative to the config file): text with one sentence a line and blank lines
-  // between documents, and a WordPiece vocab.txt.
-  std::string data = "data/corpus.txt";
-  std::string vocab = "data/vocab.txt";
-  bool do_lower_case = true;
-  double masked_lm_prob = 0.15;
-  double short_seq_prob = 0.1;
-  int64_t dupe_factor = 5;  // passes over the corpus, each masked differently
+// [train]: the batch, the optimizer (its keys are the optimizer pass's options) and its schedule,
+// checkpoints, and the data. One micro-batch is batch_size sequences; an optimizer step sums
+// gradient_accumulation_steps of them.
+struct TrainConfig : passes::OptimizerOptions {
+#define BERTC_MODEL_KEY(...)
+#define BERTC_TRAIN_KEY(member, Type, default_value, ...) Type member = default_value;
+#include "frontend/config.def"
+#undef BERTC_TRAIN_KEY
+#undef BERTC_MODEL_KEY
 };
 
-// Every compiler option ([compile] in the config; each has a bertc compile/train flag too).
-struct CompileOptions {
-  bool dropout = true;             // false builds the graph without dropout ops (evaluation)
-  std::string arch = "auto";       // sm_61 ... sm_90, a GPU name (p40, v100, t4, a100, rtx3090,
-                                   // h100, h200), or auto: the GPU present, else none
-  std::string precision = "auto";  // auto | fp32 | fp16 | bf16 | fp32-fp16storage
-  std::string recompute = "none";  // none | selective | full | auto
-  int64_t memory_budget = 0;       // bytes of activations for recompute = auto
-  bool fusion = true;              // group ops into fused kernels
-  bool fused_attention = true;     // one attention op instead of matmul, softmax, dropout, matmul
-  std::string matmul = "auto";     // auto | generated | library: generated kernels or cuBLAS per
-                                   // matmul (the rule: codegen/matrix_strategy.h)
-  bool print_ir_after_all = false; // every stage's IR to stderr
-  std::string dump_ir;             // folder for every stage's IR as NN-<pass>-<graph>.ir ("": none)
-};
+using passes::CompileOptions;
 
-using ConfigValue = std::variant<bool, int64_t, double, std::string>;
+using ConfigValue = support::OptionValue;
 
 // A [model] key that a custom model definition adds (see model.h).
 struct ExtraKey {
@@ -104,6 +68,10 @@ struct Config {
   // A path from the config, resolved against the config file's folder when relative.
   std::filesystem::path resolve(const std::string& path) const;
 };
+
+// Every key a config may set: [model] and [train] (config.def), the optimizer's [train] keys and
+// [compile] (passes/options.def); what the loader accepts and documentation lists.
+const std::vector<support::OptionSpec<Config>>& config_keys();
 
 class ConfigError : public std::runtime_error {
  public:

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "ir/value_names.h"
 #include "ir/verifier.h"
 
 namespace bertc::frontend {
@@ -10,7 +11,7 @@ namespace bertc::frontend {
 ir::Graph build_model(const ModelDefinition& definition, const Config& config) {
   ir::Graph graph = definition.build(config);
   ir::verify_or_throw(graph);
-  auto loss = graph.find("loss");
+  auto loss = graph.find(ir::names::kLoss);
   bool is_output = loss && std::find(graph.outputs().begin(), graph.outputs().end(), *loss) != graph.outputs().end();
   if (!is_output || graph.value(*loss).type != ir::TensorType{ir::DType::F32, {}})
     throw ir::Error(fmt::format("model '{}' must output a scalar f32 value named 'loss' (Builder::output(x, \"loss\"))",

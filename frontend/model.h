@@ -11,9 +11,16 @@
 #include <vector>
 
 #include "frontend/config.h"
+#include "ir/builder.h"
 #include "ir/graph.h"
 
 namespace bertc::frontend {
+
+// The DSL a model definition is written in (ir/builder.h), under the names model code uses.
+using ir::Builder;
+using ir::DType;
+using ir::Shape;
+using ir::Tensor;
 
 struct ModelDefinition {
   std::string name;

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "ir/error.h"
+#include "ir/graph.h"
 #include "ir/shape_rules.h"
 
 namespace bertc::ir {
@@ -28,9 +29,10 @@ std::vector<OperandSpec> operand_specs(std::string_view list) {
 
 #define REQ(n, k) AttrSpec{#n, AttrKind::k, std::nullopt},
 #define OPT(n, k, d) AttrSpec{#n, AttrKind::k, attr_default<AttrKind::k>(d)},
-#define BERTC_OP(id, text, rule, results, operands, flops, attrs, doc)                  \
+#define TRAITS(pattern, family, flags) FusionPattern::pattern, KernelFamily::family, flags
+#define BERTC_OP(id, text, rule, results, operands, flops, attrs, traits, kernel, doc)    \
   OpInfo{OpKind::id, #text, &rules::rule, ResultTypes::results, operand_specs(operands), \
-         flops, {attrs}, doc},
+         flops, {attrs}, OpTraits{traits, kernel}, doc},
 // A function-local static, so other static initialisers may use the table safely.
 const std::vector<OpInfo>& table() {
   static const std::vector<OpInfo> ops = {
@@ -39,6 +41,7 @@ const std::vector<OpInfo>& table() {
   return ops;
 }
 #undef BERTC_OP
+#undef TRAITS
 #undef OPT
 #undef REQ
 
@@ -84,6 +87,25 @@ std::optional<OpKind> op_kind_from_name(std::string_view name) {
 }
 
 std::span<const OpInfo> all_ops() { return table(); }
+
+bool launches_kernel(OpKind kind) {
+  const FusionPattern p = op_info(kind).traits.pattern;
+  return p != FusionPattern::Source && p != FusionPattern::View && p != FusionPattern::Effect;
+}
+
+FusionPattern fusion_pattern(const Op& op) {
+  if (op.kind == OpKind::Gather && op.attr<int64_t>("batch_dims") != 0) return FusionPattern::Opaque;
+  return op.info().traits.pattern;
+}
+
+KernelFamily kernel_family(const Op& op) {
+  if (op.kind != OpKind::Fused) return op.info().traits.family;
+  const std::string& name = op.attr<std::string>("kernel");
+  const auto family = enum_from_name<KernelFamily>(name);
+  if (!family || *family == KernelFamily::None)
+    throw Error(fmt::format("fused op names kernel family '{}' (known: {})", name, enum_choice_list<KernelFamily>()));
+  return *family;
+}
 
 }  // namespace bertc::ir
 

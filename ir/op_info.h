@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "ir/attr.h"
+#include "ir/enum_names.h"
+#include "ir/kernel_family.h"
 #include "ir/tensor_type.h"
 
 namespace bertc::ir {
@@ -26,6 +28,39 @@ using ShapeRule = std::vector<TensorType> (*)(const InferContext&);
 
 enum class ResultTypes { Inferred, Declared };
 
+// How fusion treats an op, as TVM's op patterns do; Source, View and Effect launch no kernel.
+enum class FusionPattern {
+  Source,       // made before the step: input, param, state, constant
+  View,         // the operand's bytes under another type: reshape
+  Effect,       // an update after the step; no result
+  Elementwise,  // each result element from the same element of each operand (NumPy broadcasting)
+  Load,         // a layout op a pointwise loop reads through: slice, pad, permute, gather
+  Row,          // reduces the last axis; anchors a row_reduction kernel
+  Matmul,       // anchors a matmul kernel with its epilogue
+  Reduce,       // reduces over axes; anchors a reduction kernel
+  Optimizer,    // one parameter's update; all of them go into the multi-tensor kernels
+  Opaque,       // a kernel of its own, never fused with others
+};
+BERTC_ENUM_NAMES(FusionPattern, {FusionPattern::Source, "source"}, {FusionPattern::View, "view"},
+                 {FusionPattern::Effect, "effect"}, {FusionPattern::Elementwise, "elementwise"},
+                 {FusionPattern::Load, "load"}, {FusionPattern::Row, "row"}, {FusionPattern::Matmul, "matmul"},
+                 {FusionPattern::Reduce, "reduce"}, {FusionPattern::Optimizer, "optimizer"},
+                 {FusionPattern::Opaque, "opaque"})
+
+// The flags of ops.def's TRAITS column.
+enum OpFlag : unsigned {
+  NoFlags = 0,
+  InPlace = 1u << 0,    // the result may overwrite an operand that dies there
+  Recompute = 1u << 1,  // cheap to make again in the backward (no weight matmul, no cross-row reduction)
+};
+
+struct OpTraits {
+  FusionPattern pattern;
+  KernelFamily family;  // renders the op as a kernel of its own (None: no kernel, or a fused op's attribute)
+  unsigned flags;
+  std::string_view kernel;  // an elementwise op's kernel expression over {0}, {1}, ... ("" : custom)
+};
+
 struct OperandSpec {
   std::string name;
   bool optional = false;  // "x?"
@@ -40,6 +75,7 @@ struct OpInfo {
   std::vector<OperandSpec> operands;
   int flops_per_element;
   std::vector<AttrSpec> attrs;
+  OpTraits traits;
   std::string_view doc;
 
   size_t min_operands() const;
@@ -54,6 +90,22 @@ struct OpInfo {
 const OpInfo& op_info(OpKind kind);
 std::optional<OpKind> op_kind_from_name(std::string_view name);
 std::span<const OpInfo> all_ops();
+
+// The questions every stage asks of an op kind, answered from its traits.
+inline bool is_source(OpKind kind) { return op_info(kind).traits.pattern == FusionPattern::Source; }
+// A view: its result is its operand's bytes under another type (no kernel, no memory of its own).
+inline bool is_view(OpKind kind) { return op_info(kind).traits.pattern == FusionPattern::View; }
+// Whether the op is a kernel launch (not a source, view or effect).
+bool launches_kernel(OpKind kind);
+inline bool may_run_in_place(OpKind kind) { return (op_info(kind).traits.flags & InPlace) != 0; }
+inline bool cheap_to_recompute(OpKind kind) { return (op_info(kind).traits.flags & Recompute) != 0; }
+
+struct Op;
+// The op's fusion pattern: its kind's, except that a gather along a batch dim (batch_dims > 0,
+// the masked-LM positions) is Opaque: fused groups read tables only through unbatched gathers.
+FusionPattern fusion_pattern(const Op& op);
+// The family that renders a launching op: its kind's, or a fused op's `kernel` attribute.
+KernelFamily kernel_family(const Op& op);
 
 }  // namespace bertc::ir
 

@@ -110,6 +110,11 @@ class Verifier {
   // operands and results one for one.
   void check_region(const Op& op) {
     if (!op.region) return report(op, "has no region: a fused op needs the graph of its kernel");
+    try {
+      kernel_family(op);
+    } catch (const Error& e) {
+      return report(op, e.what());
+    }
     const Graph& body = op.region.graph();
     for (const Diagnostic& d : verify(body)) diags_.push_back({d.loc, fmt::format("in the region of {}: {}", op_label(op), d.message)});
     std::vector<ValueId> inputs;

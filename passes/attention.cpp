@@ -99,7 +99,7 @@ size_t fuse_attention(ir::Graph& graph) {
     ++found;
   }
   if (!found) return 0;
-  frontend::Builder b(graph.name());
+  ir::Builder b(graph.name());
   GraphCopy copy(graph, b);
   for (ir::OpId i = 0; i < graph.ops().size(); ++i) {
     const ir::Op& op = graph.op(i);
@@ -109,9 +109,9 @@ size_t fuse_attention(ir::Graph& graph) {
     }
     if (!ending_at[i]) continue;  // an inner link: the attention op replaces it
     const Chain& c = *ending_at[i];
-    std::vector<frontend::Tensor> in{copy[c.q], copy[c.k], copy[c.v], copy[c.bias]};
+    std::vector<ir::Tensor> in{copy[c.q], copy[c.k], copy[c.v], copy[c.bias]};
     if (c.seed) in.push_back(copy[*c.seed]);
-    frontend::Builder::OpScope scope(b, op.scope);
+    ir::Builder::OpScope scope(b, op.scope);
     const auto out = b.ops(OpKind::Attention, in, {{"scale", c.scale}, {"p", c.p}, {"offset", c.offset}});
     copy.map(op.result(), out[0]);
     if (!graph.value(op.result()).name.empty()) b.name(out[0], graph.value(op.result()).name);

@@ -7,13 +7,14 @@
 
 #include <fmt/format.h>
 
-#include "frontend/builder.h"
+#include "ir/builder.h"
+#include "ir/value_names.h"
 
 namespace bertc::passes {
 namespace {
 
-using frontend::Builder;
-using frontend::Tensor;
+using ir::Builder;
+using ir::Tensor;
 using ir::OpKind;
 
 class Differentiator {
@@ -23,8 +24,8 @@ class Differentiator {
   ir::Graph run() {
     const ir::Graph& g = b_.graph();
     // The precision pass's loss-scaled objective when there is one, else the loss itself.
-    auto loss = g.find("scaled_loss");
-    if (!loss) loss = g.find("loss");
+    auto loss = g.find(ir::names::kScaledLoss);
+    if (!loss) loss = g.find(ir::names::kLoss);
     if (!loss || g.value(*loss).type != ir::TensorType{ir::DType::F32, {}})
       throw ir::Error("autodiff: the graph needs a scalar f32 value named 'loss' (or 'scaled_loss')");
     mark_needs_grad();
@@ -34,7 +35,7 @@ class Differentiator {
       const ir::TensorType type = b_.graph().value(p).type;
       auto it = grads_.find(p);
       Tensor grad = it != grads_.end() ? it->second : b_.broadcast(b_.constant(0.0, type.dtype), type.shape);
-      b_.output(grad, b_.graph().value(p).name + ".grad");
+      b_.output(grad, ir::names::grad_of(b_.graph().value(p).name));
     }
     return std::move(b_).finish();
   }
@@ -106,6 +107,10 @@ class Differentiator {
       case OpKind::Tanh: {
         const Tensor y = result(op);
         return accumulate(x, dy * (1.0 - y * y));
+      }
+      case OpKind::Sigmoid: {
+        const Tensor y = result(op);
+        return accumulate(x, dy * (y * (1.0 - y)));
       }
       case OpKind::Gelu: return accumulate(x, b_.op(OpKind::GeluGrad, {dy, operand(op, 0)}));
       case OpKind::Relu: return accumulate(x, b_.op(OpKind::ReluGrad, {dy, operand(op, 0)}));

@@ -11,12 +11,11 @@ namespace {
 
 using ir::OpKind;
 
-bool launches(OpKind k) {
-  return k != OpKind::Input && k != OpKind::Param && k != OpKind::State && k != OpKind::Constant &&
-         k != OpKind::Reshape && k != OpKind::Update;
+// Ops rendered by the matrix families run on tensor cores where the GPU has them.
+bool uses_matrix_units(OpKind k) {
+  const ir::KernelFamily f = ir::op_info(k).traits.family;
+  return f == ir::KernelFamily::Matmul || f == ir::KernelFamily::Attention;
 }
-
-bool uses_matrix_units(OpKind k) { return k == OpKind::Matmul || k == OpKind::Attention || k == OpKind::AttentionGrad; }
 
 // FLOPs of op, counting a fused op's region op by op; `matrix` tells whether matrix products are
 // among them (and their input dtype).
@@ -31,9 +30,9 @@ int64_t flops_of(const ir::Graph& g, const ir::Op& op, std::optional<ir::DType>&
 }
 
 // Peak FLOP/s for matrix products on `gpu`.
-double matrix_peak(const GpuSpec& gpu, ir::DType dtype, const std::string& precision) {
+double matrix_peak(const GpuSpec& gpu, ir::DType dtype, Precision precision) {
   if (dtype == ir::DType::BF16 && gpu.bf16_tensor_tflops > 0) return gpu.bf16_tensor_tflops * 1e12;
-  if (dtype == ir::DType::F16 && precision != "fp32-fp16storage")
+  if (dtype == ir::DType::F16 && precision != Precision::Fp32Fp16Storage)
     return (gpu.fp16_tensor_tflops > 0 ? gpu.fp16_tensor_tflops : gpu.fp16_simt_tflops) * 1e12;
   return gpu.fp32_tflops * 1e12;
 }
@@ -59,9 +58,9 @@ int64_t bytes_read(const ir::Graph& g, const ir::Op& op, size_t i) {
 }  // namespace
 
 LaunchCost launch_cost(const ir::Graph& graph, const ir::Op& op, const std::optional<GpuSpec>& gpu,
-                       const std::string& precision) {
+                       Precision precision) {
   LaunchCost c;
-  if (!launches(op.kind)) return c;
+  if (!ir::launches_kernel(op.kind)) return c;
   c.launch = true;
   std::optional<ir::DType> matrix;
   c.flops = flops_of(graph, op, matrix);
@@ -76,17 +75,6 @@ LaunchCost launch_cost(const ir::Graph& graph, const ir::Op& op, const std::opti
                 kLaunchSeconds;
   }
   return c;
-}
-
-void annotate_costs(ir::Graph& graph, const std::optional<GpuSpec>& gpu, const std::string& precision) {
-  for (ir::OpId i = 0; i < graph.ops().size(); ++i) {
-    if (graph.op(i).kind != OpKind::Fused) continue;
-    const LaunchCost c = launch_cost(graph, graph.op(i), gpu, precision);
-    graph.set_attr(i, "flops", c.flops);
-    graph.set_attr(i, "bytes", c.bytes);
-    // Rounded to 0.01 us: the estimate means no more, and the IR text stays short.
-    graph.set_attr(i, "time_us", std::round(c.seconds * 1e8) / 100.0);
-  }
 }
 
 }  // namespace bertc::passes

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "ir/graph.h"
+#include "passes/options.h"
 #include "passes/targets.h"
 
 namespace bertc::passes {
@@ -24,9 +25,6 @@ struct LaunchCost {
 // The cost of op under `precision` (which picks the matmul peak: fp32 SIMT, FP16 or BF16 tensor
 // cores; fp32-fp16storage does fp32 math on fp16 data).
 LaunchCost launch_cost(const ir::Graph& graph, const ir::Op& op, const std::optional<GpuSpec>& gpu,
-                       const std::string& precision);
-
-// Sets flops, bytes and (with a GPU) time_us on every fused op.
-void annotate_costs(ir::Graph& graph, const std::optional<GpuSpec>& gpu, const std::string& precision);
+                       Precision precision);
 
 }  // namespace bertc::passes

@@ -12,51 +12,28 @@
 #include <fmt/format.h>
 
 #include "passes/graph_copy.h"
+#include "ir/value_names.h"
 
 namespace bertc::passes {
 namespace {
 
 using ir::OpKind;
 
-enum class Role { Skip, Pointwise, Load, Row, Matmul, Reduce, Optimizer, Opaque };
+using ir::FusionPattern;
 
-Role role_of(const ir::Op& op) {
-  switch (op.kind) {
-    case OpKind::Input: case OpKind::Param: case OpKind::State: case OpKind::Constant: case OpKind::Reshape:
-    case OpKind::Update:
-      return Role::Skip;
-    case OpKind::Neg: case OpKind::Exp: case OpKind::Log: case OpKind::Sqrt: case OpKind::Rsqrt: case OpKind::Tanh:
-    case OpKind::Gelu: case OpKind::Relu: case OpKind::Add: case OpKind::Sub: case OpKind::Mul: case OpKind::Div:
-    case OpKind::Minimum: case OpKind::Maximum: case OpKind::Where: case OpKind::Cast: case OpKind::Dropout:
-    case OpKind::GeluGrad: case OpKind::ReluGrad: case OpKind::Broadcast:
-      return Role::Pointwise;
-    case OpKind::Slice: case OpKind::Pad: case OpKind::Permute:
-      return Role::Load;
-    case OpKind::Gather:
-      return op.attr<int64_t>("batch_dims") == 0 ? Role::Load : Role::Opaque;
-    case OpKind::Softmax: case OpKind::LayerNorm: case OpKind::SoftmaxGrad: case OpKind::LayerNormGrad:
-    case OpKind::CrossEntropy: case OpKind::CrossEntropyGrad:
-      return Role::Row;
-    case OpKind::Matmul:
-      return Role::Matmul;
-    case OpKind::ReduceSum: case OpKind::ReduceMean: case OpKind::ReduceMax: case OpKind::AllFinite:
-      return Role::Reduce;
-    case OpKind::Adamw: case OpKind::Lamb:
-      return Role::Optimizer;
-    default:
-      return Role::Opaque;
-  }
-}
+// Anchors of groups: a group's anchor is its one non-elementwise pattern (loads count as
+// elementwise once in a group).
+bool elementwise_or_load(FusionPattern p) { return p == FusionPattern::Elementwise || p == FusionPattern::Load; }
 
 class Fuser {
  public:
-  explicit Fuser(const ir::Graph& g) : g_(g), n_(g.ops().size()), parent_(n_), anchor_(n_, Role::Pointwise), stamp_(n_, 0) {
+  explicit Fuser(const ir::Graph& g) : g_(g), n_(g.ops().size()), parent_(n_), anchor_(n_, FusionPattern::Elementwise), stamp_(n_, 0) {
     std::iota(parent_.begin(), parent_.end(), 0);
     members_.resize(n_);
     for (size_t i = 0; i < n_; ++i) {
       members_[i] = {i};
-      const Role r = role_of(g.ops()[i]);
-      anchor_[i] = r == Role::Load ? Role::Pointwise : r;
+      const FusionPattern p = ir::fusion_pattern(g.ops()[i]);
+      anchor_[i] = p == FusionPattern::Load ? FusionPattern::Elementwise : p;
     }
     succ_.resize(n_);
     for (size_t i = 0; i < n_; ++i)
@@ -65,44 +42,46 @@ class Fuser {
 
   std::vector<std::vector<size_t>> groups() {
     const bool optimizer = std::any_of(g_.ops().begin(), g_.ops().end(),
-                                       [](const ir::Op& op) { return role_of(op) == Role::Optimizer; });
+                                       [](const ir::Op& op) { return ir::fusion_pattern(op) == FusionPattern::Optimizer; });
     if (optimizer) {
       group_optimizer();
     } else {
       for (size_t i = 0; i < n_; ++i)
-        if (role_of(op(i)) == Role::Row) grow_row(i);
+        if (pattern(i) == FusionPattern::Row) grow_row(i);
       pair_cross_entropy();
       for (size_t i = 0; i < n_; ++i)
-        if (role_of(op(i)) == Role::Matmul) grow_epilogue(i, out_shape(i));
+        if (pattern(i) == FusionPattern::Matmul) grow_epilogue(i, out_shape(i));
       for (size_t i = 0; i < n_; ++i)
-        if (role_of(op(i)) == Role::Reduce && singleton(i)) grow_reduce(i);
+        if (pattern(i) == FusionPattern::Reduce && singleton(i)) grow_reduce(i);
       for (size_t i = 0; i < n_; ++i) grow_pointwise(i);
     }
     std::map<size_t, std::vector<size_t>> by_root;
     for (size_t i = 0; i < n_; ++i)
-      if (role_of(op(i)) != Role::Skip) by_root[find(i)].push_back(i);
+      if (ir::launches_kernel(op(i).kind)) by_root[find(i)].push_back(i);
     std::vector<std::vector<size_t>> out;
     for (auto& [root, m] : by_root) out.push_back(std::move(m));
     return out;
   }
 
-  std::string kernel_name(const std::vector<size_t>& group) const {
-    const Role a = anchor_[find_const(group.front())];
-    switch (a) {
-      case Role::Row: return "row_reduction";
-      case Role::Matmul: return "matmul_epilogue";
-      case Role::Reduce: return "reduction";
+  // The family of a group's kernel: its anchor's; in the optimizer graph the update kernel (which
+  // holds the optimizer ops) or the norm kernel (the reductions); else pointwise.
+  ir::KernelFamily family(const std::vector<size_t>& group) const {
+    switch (anchor_[find_const(group.front())]) {
+      case FusionPattern::Row: return ir::KernelFamily::RowReduction;
+      case FusionPattern::Matmul: return ir::KernelFamily::Matmul;
+      case FusionPattern::Reduce: return ir::KernelFamily::Reduction;
       default: break;
     }
     for (size_t i : group)
-      if (role_of(op(i)) == Role::Optimizer) return "multi_tensor_update";
+      if (pattern(i) == FusionPattern::Optimizer) return ir::KernelFamily::MultiTensorUpdate;
     for (size_t i : group)
-      if (role_of(op(i)) == Role::Reduce) return "multi_tensor_norm";
-    return "pointwise";
+      if (pattern(i) == FusionPattern::Reduce) return ir::KernelFamily::MultiTensorNorm;
+    return ir::KernelFamily::Pointwise;
   }
 
  private:
   const ir::Op& op(size_t i) const { return g_.ops()[i]; }
+  FusionPattern pattern(size_t i) const { return ir::fusion_pattern(op(i)); }
   ir::Shape out_shape(size_t i) const { return g_.value(op(i).results[0]).type.shape; }
   size_t find(size_t x) { return parent_[x] == x ? x : parent_[x] = find(parent_[x]); }
   size_t find_const(size_t x) const {
@@ -149,22 +128,20 @@ class Fuser {
     size_t a = find(x), b = find(y);
     if (a == b) return true;
     if (backward(op(x)) != backward(op(y)) && !allow_row_pair_) return false;
-    const Role ra = anchor_[a], rb = anchor_[b];
-    if (ra != Role::Pointwise && rb != Role::Pointwise && !(ra == Role::Row && rb == Role::Row && allow_row_pair_))
+    const FusionPattern ra = anchor_[a], rb = anchor_[b];
+    if (ra != FusionPattern::Elementwise && rb != FusionPattern::Elementwise &&
+        !(ra == FusionPattern::Row && rb == FusionPattern::Row && allow_row_pair_))
       return false;
     if (path_through_outside(a, b) || path_through_outside(b, a)) return false;
     if (members_[a].size() < members_[b].size()) std::swap(a, b);
     parent_[b] = a;
     members_[a].insert(members_[a].end(), members_[b].begin(), members_[b].end());
     members_[b].clear();
-    anchor_[a] = ra != Role::Pointwise ? ra : rb;
+    anchor_[a] = ra != FusionPattern::Elementwise ? ra : rb;
     return true;
   }
 
-  bool pointwise_like(size_t i) const {
-    const Role r = role_of(op(i));
-    return r == Role::Pointwise || r == Role::Load;
-  }
+  bool pointwise_like(size_t i) const { return elementwise_or_load(pattern(i)); }
 
   // Producers of a row or reduce op's input (pointwise ops and loads whose result broadcasts to
   // `shape`), recursively: they run inside the kernel, before the reduction.
@@ -180,7 +157,7 @@ class Fuser {
   // Pointwise consumers of op `at`'s results with the kernel's output shape, recursively.
   void grow_epilogue(size_t at, const ir::Shape& shape) {
     for (size_t c : succ_[at]) {
-      if (role_of(op(c)) != Role::Pointwise || !singleton(c) || out_shape(c) != shape) continue;
+      if (pattern(c) != FusionPattern::Elementwise || !singleton(c) || out_shape(c) != shape) continue;
       if (merge(at, c)) grow_epilogue(c, shape);
     }
   }
@@ -209,11 +186,11 @@ class Fuser {
   // Elementwise ops of one shape merge with the pointwise groups of their operands.
   void grow_pointwise(size_t i) {
     if (!pointwise_like(i) || op(i).results.size() != 1) return;
-    if (anchor_[find(i)] != Role::Pointwise) return;
+    if (anchor_[find(i)] != FusionPattern::Elementwise) return;
     const ir::Shape shape = out_shape(i);
     for (ir::ValueId v : op(i).operands) {
       const size_t p = producer(v);
-      if (!pointwise_like(p) || anchor_[find(p)] != Role::Pointwise || out_shape(p) != shape) continue;
+      if (!pointwise_like(p) || anchor_[find(p)] != FusionPattern::Elementwise || out_shape(p) != shape) continue;
       merge(i, p);
     }
   }
@@ -222,7 +199,7 @@ class Fuser {
   // the rest in another. Both are reductions over every gradient, which the update must wait
   // for: no kernel can finish a reduction over all its blocks and then use it.
   void group_optimizer() {
-    auto norm = g_.find("grad_norm");
+    auto norm = g_.find(ir::names::kGradNorm);
     std::vector<bool> for_norm(n_, false);
     std::vector<size_t> stack;
     if (norm) stack.push_back(producer(*norm));
@@ -232,14 +209,14 @@ class Fuser {
       while (!stack.empty()) {
         const size_t x = stack.back();
         stack.pop_back();
-        if (for_norm[x] || role_of(op(x)) == Role::Skip) continue;
+        if (for_norm[x] || !ir::launches_kernel(op(x).kind)) continue;
         for_norm[x] = true;
         for (ir::ValueId v : op(x).operands) stack.push_back(producer(v));
       }
     }
     std::optional<size_t> first_norm, first_update;
     for (size_t i = 0; i < n_; ++i) {
-      if (role_of(op(i)) == Role::Skip) continue;
+      if (!ir::launches_kernel(op(i).kind)) continue;
       std::optional<size_t>& first = for_norm[i] ? first_norm : first_update;
       if (!first) first = i;
       else force_merge(*first, i);
@@ -257,7 +234,7 @@ class Fuser {
   const ir::Graph& g_;
   size_t n_;
   std::vector<size_t> parent_;
-  std::vector<Role> anchor_;
+  std::vector<FusionPattern> anchor_;
   std::vector<std::vector<size_t>> members_, succ_;
   std::vector<uint64_t> stamp_;
   uint64_t epoch_ = 0;
@@ -268,7 +245,7 @@ class Fuser {
 
 size_t count_launches(const ir::Graph& graph) {
   size_t n = 0;
-  for (const ir::Op& op : graph.ops()) n += role_of(op) != Role::Skip;
+  for (const ir::Op& op : graph.ops()) n += ir::launches_kernel(op.kind);
   return n;
 }
 
@@ -317,8 +294,7 @@ FusionResult fuse(ir::Graph& graph) {
       for (ir::ValueId v : o.operands)
         if (o.kind != OpKind::Update) only_updates[graph.value(v).producer] = false;
     for (size_t i = 0; i < ops.size(); ++i) {
-      const OpKind k = ops[i].kind;
-      if (k == OpKind::Input || k == OpKind::Param || k == OpKind::State || k == OpKind::Constant) {
+      if (ir::is_source(ops[i].kind)) {
         due[i] = 0;
       } else if (only_updates[i] && !ops[i].results.empty()) {
         due[i] = 0;
@@ -336,7 +312,7 @@ FusionResult fuse(ir::Graph& graph) {
   for (size_t u = 0; u < units.size(); ++u)
     if (indegree[u] == 0) ready.emplace(last_member(u), u);
 
-  frontend::Builder b(graph.name());
+  ir::Builder b(graph.name());
   GraphCopy copy(graph, b);
   size_t emitted = 0;
   while (!ready.empty()) {
@@ -351,9 +327,9 @@ FusionResult fuse(ir::Graph& graph) {
       std::sort(sorted.begin(), sorted.end());
       std::set<size_t> in_group(sorted.begin(), sorted.end());
       // External operands become region inputs; constants are copied into the region instead.
-      frontend::Builder rb("region");
+      ir::Builder rb("region");
       GraphCopy inner(graph, rb);
-      std::vector<frontend::Tensor> operands;
+      std::vector<ir::Tensor> operands;
       std::set<ir::ValueId> bound;
       for (size_t i : sorted)
         for (ir::ValueId v : ops[i].operands) {
@@ -384,10 +360,10 @@ FusionResult fuse(ir::Graph& graph) {
         types.push_back(graph.value(v).type);
       }
       ir::Op fused{OpKind::Fused, {}, {}, ir::complete_attrs(ir::op_info(OpKind::Fused),
-                                                             std::vector<ir::NamedAttr>{{"kernel", fuser.kernel_name(sorted)}}),
+                                                             std::vector<ir::NamedAttr>{{"kernel", std::string(ir::enum_name(fuser.family(sorted)))}}),
                    {}, ops[sorted.front()].scope, ir::Region(std::move(rb).finish())};
       for (size_t i : sorted)
-        if (role_of(ops[i]) != Role::Pointwise && role_of(ops[i]) != Role::Load) fused.scope = ops[i].scope;
+        if (!elementwise_or_load(ir::fusion_pattern(ops[i]))) fused.scope = ops[i].scope;
       const auto out = b.copy_op(fused, operands, types);
       for (size_t k = 0; k < results.size(); ++k) {
         copy.map(results[k], out[k]);

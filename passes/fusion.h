@@ -2,8 +2,8 @@
 //
 // Pre:  a verified step or optimizer graph (after recompute).
 // Post: groups of ops become fused ops, one kernel launch each, named by family (the `kernel`
-//       attribute codegen renders):
-//         matmul_epilogue  a matrix product with its pointwise epilogue (bias, GELU, dropout,
+//       attribute, ir/kernel_family.h) as each op's fusion pattern (ir/ops.def) decides:
+//         matmul           a matrix product with its pointwise epilogue (bias, GELU, dropout,
 //                          residual add, gradient accumulation, cast);
 //         row_reduction    softmax, layer norm, cross-entropy or their gradients, with pointwise
 //                          (and gather/slice loads) before and pointwise after: bias + dropout +

@@ -5,13 +5,13 @@
 
 namespace bertc::passes {
 
-frontend::Tensor GraphCopy::operator[](ir::ValueId v) const {
+ir::Tensor GraphCopy::operator[](ir::ValueId v) const {
   if (!map_.at(v)) throw ir::Error(fmt::format("graph copy: value {} is used before its op was copied", v));
   return *map_[v];
 }
 
-std::vector<frontend::Tensor> GraphCopy::operands(const ir::Op& op) const {
-  std::vector<frontend::Tensor> out;
+std::vector<ir::Tensor> GraphCopy::operands(const ir::Op& op) const {
+  std::vector<ir::Tensor> out;
   for (ir::ValueId v : op.operands) out.push_back((*this)[v]);
   return out;
 }

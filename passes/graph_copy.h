@@ -4,23 +4,23 @@
 #include <optional>
 #include <vector>
 
-#include "frontend/builder.h"
+#include "ir/builder.h"
 #include "ir/graph.h"
 
 namespace bertc::passes {
 
 class GraphCopy {
  public:
-  GraphCopy(const ir::Graph& from, frontend::Builder& to) : from_(from), to_(to), map_(from.num_values()) {}
+  GraphCopy(const ir::Graph& from, ir::Builder& to) : from_(from), to_(to), map_(from.num_values()) {}
 
   const ir::Graph& source() const { return from_; }
 
   // The copy of value v of the source graph (copied or mapped before).
-  frontend::Tensor operator[](ir::ValueId v) const;
+  ir::Tensor operator[](ir::ValueId v) const;
   // Declares that value v of the source is now `t` (a replacement).
-  void map(ir::ValueId v, frontend::Tensor t) { map_.at(v) = t; }
+  void map(ir::ValueId v, ir::Tensor t) { map_.at(v) = t; }
   // The copies of an op's operands, in order.
-  std::vector<frontend::Tensor> operands(const ir::Op& op) const;
+  std::vector<ir::Tensor> operands(const ir::Op& op) const;
   // Copies op unchanged (operands mapped, names kept unless keep_names is false) and maps its results.
   void copy(const ir::Op& op, bool keep_names = true);
   // Marks the source graph's outputs as the new graph's, under the same names.
@@ -28,8 +28,8 @@ class GraphCopy {
 
  private:
   const ir::Graph& from_;
-  frontend::Builder& to_;
-  std::vector<std::optional<frontend::Tensor>> map_;
+  ir::Builder& to_;
+  std::vector<std::optional<ir::Tensor>> map_;
 };
 
 }  // namespace bertc::passes

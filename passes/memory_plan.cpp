@@ -14,25 +14,10 @@ using ir::OpKind;
 
 int64_t aligned(int64_t bytes) { return (bytes + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment; }
 
-bool is_source(OpKind k) { return k == OpKind::Input || k == OpKind::Param || k == OpKind::State || k == OpKind::Constant; }
-
-// Pointwise ops whose result may overwrite an operand that dies there (same size, same element
-// order): the kernel reads each element before it writes it.
-bool may_run_in_place(OpKind k) {
-  switch (k) {
-    case OpKind::Neg: case OpKind::Exp: case OpKind::Log: case OpKind::Sqrt: case OpKind::Rsqrt:
-    case OpKind::Tanh: case OpKind::Gelu: case OpKind::Relu: case OpKind::Add: case OpKind::Sub:
-    case OpKind::Mul: case OpKind::Div: case OpKind::Minimum: case OpKind::Maximum: case OpKind::Dropout:
-    case OpKind::GeluGrad: case OpKind::ReluGrad:
-      return true;
-    default:
-      return false;
-  }
-}
-
 // Whether `op` reads `target` only element by element, each element where it writes the same
 // element of its results (so a kernel may overwrite target in place): not a single-element value,
-// which every thread reads, and within a fused op not through a broadcast, reduction or layout op.
+// which every thread reads, and within a fused op not through a broadcast, reduction or load (a
+// layout op reads other elements than it writes).
 bool reads_only_elementwise(const ir::Graph& g, const ir::Op& op, ir::ValueId target) {
   const ir::TensorType& type = g.value(target).type;
   if (type.numel() <= 1) return false;
@@ -44,7 +29,7 @@ bool reads_only_elementwise(const ir::Graph& g, const ir::Op& op, ir::ValueId ta
     for (const ir::Op& inner : body.ops())
       for (ir::ValueId v : inner.operands)
         if (v == inputs[i] && (inner.results.empty() || body.value(inner.result()).type.shape != type.shape ||
-                               inner.kind == OpKind::Permute || inner.kind == OpKind::Gather))
+                               inner.info().traits.pattern == ir::FusionPattern::Load))
           return false;
   }
   return true;
@@ -96,7 +81,7 @@ MemoryPlan plan_memory(const ir::Graph& g) {
   // A reshape of a value outside the arena (an input, a param, a next value written into its
   // param) is a view of that buffer and takes no arena space either.
   for (const ir::Op& op : g.ops())
-    if (op.kind == OpKind::Reshape) planned[op.result()] = planned[op.operands[0]];
+    if (ir::is_view(op.kind)) planned[op.result()] = planned[op.operands[0]];
   // Alias classes: a reshape is a view of its operand; an in-place op reuses a dying operand.
   UnionFind alias(g.num_values());
   for (size_t i = 0; i < n; ++i) {
@@ -104,8 +89,8 @@ MemoryPlan plan_memory(const ir::Graph& g) {
     if (op.results.size() != 1 || !planned[op.result()]) continue;
     const int64_t bytes = g.value(op.result()).type.bytes();
     for (ir::ValueId v : op.operands) {
-      const bool view = op.kind == OpKind::Reshape;
-      const bool in_place = may_run_in_place(op.kind) && last[v] == i && planned[v] && g.value(v).type.bytes() == bytes;
+      const bool view = ir::is_view(op.kind);
+      const bool in_place = ir::may_run_in_place(op.kind) && last[v] == i && planned[v] && g.value(v).type.bytes() == bytes;
       if (planned[v] && (view || in_place)) {
         alias.join(op.result(), v);
         break;

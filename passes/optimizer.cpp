@@ -5,12 +5,15 @@
 
 #include <fmt/format.h>
 
-#include "frontend/builder.h"
+#include "ir/builder.h"
+#include "ir/value_names.h"
 
 namespace bertc::passes {
 
-using frontend::Builder;
-using frontend::Tensor;
+namespace names = ir::names;
+
+using ir::Builder;
+using ir::Tensor;
 
 bool exempt_from_weight_decay(const std::string& name) {
   for (const char* part : {"bias", "LayerNorm", "layer_norm"})
@@ -29,16 +32,14 @@ Tensor sum_of_squares(Builder& b, Tensor g) {
 }  // namespace
 
 ir::Graph build_optimizer_graph(const ir::Graph& step_graph, const OptimizerOptions& o) {
-  if (o.kind != "adamw" && o.kind != "lamb")
-    throw ir::Error(fmt::format("optimizer '{}' is not one bertc has (adamw, lamb)", o.kind));
-  if (o.accumulation_steps < 1) throw ir::Error("optimizer: accumulation_steps must be >= 1");
+  if (o.gradient_accumulation_steps < 1) throw ir::Error("optimizer: gradient_accumulation_steps must be >= 1");
   Builder b(step_graph.name() + "_optimizer");
-  frontend::Builder::OpScope scope(b, "optimizer");
-  Tensor lr = b.input("learning_rate", ir::DType::F32, {});
+  ir::Builder::OpScope scope(b, "optimizer");
+  Tensor lr = b.input(std::string(names::kLearningRate), ir::DType::F32, {});
   // Updates done so far, a state so that a skipped step needs no word from the host.
-  Tensor done = b.state("optimizer_step", {ir::DType::F32, {}});
-  const bool scaling = step_graph.find("loss_scale").has_value();
-  Tensor loss_scale = scaling ? b.state("loss_scale", {ir::DType::F32, {}}, 65536.0) : Tensor{};
+  Tensor done = b.state(std::string(names::kOptimizerStep), {ir::DType::F32, {}});
+  const bool scaling = step_graph.find(names::kLossScale).has_value();
+  Tensor loss_scale = scaling ? b.state(std::string(names::kLossScale), {ir::DType::F32, {}}, 65536.0) : Tensor{};
 
   struct Slot {
     std::string name;
@@ -47,13 +48,13 @@ ir::Graph build_optimizer_graph(const ir::Graph& step_graph, const OptimizerOpti
   std::vector<Slot> slots;
   for (ir::ValueId p : step_graph.values_of(ir::OpKind::Param)) {
     const ir::Value& v = step_graph.value(p);
-    if (!step_graph.find(v.name + ".grad_acc"))
+    if (!step_graph.find(names::grad_accumulator_of(v.name)))
       throw ir::Error(fmt::format("optimizer: param %{} has no gradient accumulator; run accumulate first", v.name));
-    slots.push_back({v.name, b.param(v.name, v.type.shape, v.type.dtype), b.state(v.name + ".grad_acc", v.type), {}});
+    slots.push_back({v.name, b.param(v.name, v.type.shape, v.type.dtype), b.state(names::grad_accumulator_of(v.name), v.type), {}});
   }
   if (slots.empty()) throw ir::Error("optimizer: the step graph has no params");
   // Mean gradient: the accumulated sum over K micro-batches, unscaled.
-  const double k = static_cast<double>(o.accumulation_steps);
+  const double k = static_cast<double>(o.gradient_accumulation_steps);
   const std::optional<Tensor> unscale =
       scaling ? std::optional<Tensor>(b.constant(1.0) / (loss_scale * k))
               : (k > 1 ? std::optional<Tensor>(b.constant(1.0 / k)) : std::nullopt);
@@ -64,7 +65,7 @@ ir::Graph build_optimizer_graph(const ir::Graph& step_graph, const OptimizerOpti
     const Tensor sq = sum_of_squares(b, s.grad);
     total_sq = i == 0 ? sq : total_sq + sq;
   }
-  const Tensor norm = b.name(sqrt(total_sq), "grad_norm");
+  const Tensor norm = b.name(sqrt(total_sq), std::string(names::kGradNorm));
   std::optional<Tensor> clip;
   if (o.max_grad_norm > 0) {
     // torch.nn.utils.clip_grad_norm_'s factor: max_norm / (norm + 1e-6), at most 1.
@@ -81,31 +82,32 @@ ir::Graph build_optimizer_graph(const ir::Graph& step_graph, const OptimizerOpti
   auto keep_if_overflow = [&](Tensor next, Tensor old) { return finite ? b.op(ir::OpKind::Where, {*finite, next, old}) : next; };
   const Tensor count = done + 1.0;
   const Tensor step = b.cast(count, ir::DType::I64);
-  const ir::OpKind kind = o.kind == "adamw" ? ir::OpKind::Adamw : ir::OpKind::Lamb;
+  const ir::OpKind kind = o.optimizer.kind;
   for (const Slot& s : slots) {
     const ir::TensorType type = s.param.type();
-    Tensor m = b.state(s.name + ".exp_avg", type), v = b.state(s.name + ".exp_avg_sq", type);
+    Tensor m = b.state(s.name + std::string(names::kFirstMomentSuffix), type);
+    Tensor v = b.state(s.name + std::string(names::kSecondMomentSuffix), type);
     Tensor g = clip ? s.grad * *clip : s.grad;
     const double decay = exempt_from_weight_decay(s.name) ? 0.0 : o.weight_decay;
     auto next = b.ops(kind, {s.param, g, m, v, lr, step},
-                      {{"beta1", o.beta1}, {"beta2", o.beta2}, {"eps", o.eps}, {"weight_decay", decay}});
+                      {{"beta1", o.beta1}, {"beta2", o.beta2}, {"eps", o.epsilon}, {"weight_decay", decay}});
     b.update(s.param, keep_if_overflow(next[0], s.param));
     b.update(m, keep_if_overflow(next[1], m));
     b.update(v, keep_if_overflow(next[2], v));
     b.update(s.acc, b.broadcast(b.constant(0.0, type.dtype), type.shape));
   }
   b.update(done, keep_if_overflow(count, done));
-  b.output(norm, "grad_norm");
+  b.output(norm, std::string(names::kGradNorm));
   if (scaling) {
-    Tensor good = b.state("loss_scale_good_steps", {ir::DType::F32, {}});
+    Tensor good = b.state(std::string(names::kLossScaleGoodSteps), {ir::DType::F32, {}});
     const Tensor good_next = b.op(ir::OpKind::Where, {*finite, good + 1.0, b.constant(0.0)});
     const Tensor grow = b.op(ir::OpKind::Maximum, {good_next + -1999.0, b.constant(0.0)});  // > 0 at 2000
     const Tensor scale_next =
         b.op(ir::OpKind::Where, {*finite, b.op(ir::OpKind::Where, {grow, loss_scale * 2.0, loss_scale}), loss_scale * 0.5});
     b.update(good, b.op(ir::OpKind::Where, {grow, b.constant(0.0), good_next}));
     b.update(loss_scale, scale_next);
-    b.output(1.0 - *finite, "step_skipped");
-    b.output(loss_scale + 0.0, "loss_scale_used");
+    b.output(1.0 - *finite, std::string(names::kStepSkipped));
+    b.output(loss_scale + 0.0, std::string(names::kLossScaleUsed));
   }
   return std::move(b).finish();
 }

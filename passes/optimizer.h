@@ -15,15 +15,9 @@
 #include <string>
 
 #include "ir/graph.h"
+#include "passes/options.h"
 
 namespace bertc::passes {
-
-struct OptimizerOptions {
-  std::string kind = "adamw";  // or "lamb"
-  double beta1 = 0.9, beta2 = 0.999, eps = 1e-6, weight_decay = 0.01;
-  double max_grad_norm = 1.0;  // <= 0: no clipping
-  int64_t accumulation_steps = 1;
-};
 
 // True for the params the BERT recipe exempts from weight decay.
 bool exempt_from_weight_decay(const std::string& param_name);

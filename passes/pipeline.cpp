@@ -1,4 +1,4 @@
-// The order of the training passes, in one place.
+// Running the registry's passes in order, verifying, printing and dumping every stage.
 #include "passes/pipeline.h"
 
 #include <filesystem>
@@ -9,64 +9,81 @@
 
 #include "ir/printer.h"
 #include "ir/verifier.h"
-#include "passes/accumulate.h"
-#include "passes/attention.h"
-#include "passes/autodiff.h"
-#include "passes/fusion.h"
-#include "passes/precision.h"
-#include "passes/recompute.h"
-#include "passes/schedule.h"
+#include "passes/registry.h"
 
 namespace bertc::passes {
+namespace {
 
-OptimizerOptions optimizer_options(const frontend::TrainConfig& t) {
-  return {t.optimizer, t.beta1, t.beta2, t.epsilon, t.weight_decay, t.max_grad_norm, t.gradient_accumulation_steps};
-}
+// What every stage goes through: the verifier, --print-ir-after-all, --dump-ir (the IR as
+// NN-<stage>-<graph>.ir and, in stages.txt, the bertc-opt command that makes it from the file
+// before it), and the caller's callback.
+class Stages {
+ public:
+  Stages(const CompileOptions& options, const AfterStage& after) : options_(options), after_(after) {
+    if (!options.dump_ir.empty()) {
+      std::filesystem::create_directories(options.dump_ir);
+      manifest_.open(std::filesystem::path(options.dump_ir) / "stages.txt");
+      if (!manifest_) throw std::runtime_error(fmt::format("{}: cannot write stages.txt there", options.dump_ir));
+    }
+  }
 
-TrainingProgram compile_training(ir::Graph forward, const frontend::CompileOptions& options,
-                                 const OptimizerOptions& optimizer,
-                                 const std::function<void(const std::string&, const ir::Graph&)>& after_pass) {
-  int stage = 0;
-  if (!options.dump_ir.empty()) std::filesystem::create_directories(options.dump_ir);
-  auto done = [&](const std::string& name, const ir::Graph& g) {
+  // The graph after `stage`; `input` names the dump it was made from and `invocation` the pass
+  // with its options (both empty for the forward graph). Returns the dump's file name.
+  std::string done(std::string_view stage, const ir::Graph& g, const std::string& input, const std::string& invocation) {
     try {
       ir::verify_or_throw(g);
     } catch (const ir::VerifyError& e) {
-      throw ir::Error(fmt::format("after pass {}: {} (bertc-opt reproduces passes one by one)", name, e.what()));
+      throw ir::Error(fmt::format("after pass {}: {} (bertc-opt reproduces passes one by one)", stage, e.what()));
     }
-    ++stage;
-    if (options.print_ir_after_all) std::cerr << fmt::format("// after {} ({})\n", name, g.name()) << ir::print(g);
-    if (!options.dump_ir.empty())
-      std::ofstream(std::filesystem::path(options.dump_ir) / fmt::format("{:02d}-{}-{}.ir", stage, name, g.name()))
-          << ir::print(g);
-    if (after_pass) after_pass(name, g);
+    ++count_;
+    const std::string file = fmt::format("{:02d}-{}-{}.ir", count_, stage, g.name());
+    if (options_.print_ir_after_all) std::cerr << fmt::format("// after {} ({})\n", stage, g.name()) << ir::print(g);
+    if (!options_.dump_ir.empty()) {
+      std::ofstream(std::filesystem::path(options_.dump_ir) / file) << ir::print(g);
+      if (input.empty()) manifest_ << fmt::format("{}: the forward graph (bertc compile CONFIG --emit ir)\n", file);
+      else manifest_ << fmt::format("{}: bertc-opt {} --passes='{}'\n", file, input, invocation);
+    }
+    if (after_) after_(stage, g);
+    return file;
+  }
+
+ private:
+  const CompileOptions& options_;
+  const AfterStage& after_;
+  std::ofstream manifest_;
+  int count_ = 0;
+};
+
+}  // namespace
+
+TrainingProgram compile_training(ir::Graph forward, const CompileOptions& options, const OptimizerOptions& optimizer,
+                                 const AfterStage& after_stage) {
+  Stages stages(options, after_stage);
+  PassContext context{{options, optimizer}, {}};
+  TrainingProgram program{std::move(forward), ir::Graph(), {}};
+  std::string step_file = stages.done("frontend", program.step, "", ""), optimizer_file;
+  auto run = [&](const PassInfo& pass, ir::Graph& g, std::string& file) {
+    pass.run(g, context);
+    file = stages.done(pass.name, g, file, invocation_text(pass, context.options));
   };
-  done("frontend", forward);
-  if (options.fused_attention) {
-    fuse_attention(forward);
-    done("attention", forward);
+  for (const PassInfo& pass : registered_passes()) {
+    if (pass.enabled && !pass.enabled(options)) continue;
+    switch (pass.graphs) {
+      case PipelineGraphs::None: break;
+      case PipelineGraphs::Step: run(pass, program.step, step_file); break;
+      case PipelineGraphs::MakesOptimizer:
+        program.optimizer = program.step;
+        optimizer_file = step_file;
+        run(pass, program.optimizer, optimizer_file);
+        break;
+      case PipelineGraphs::StepAndOptimizer:
+        run(pass, program.step, step_file);
+        run(pass, program.optimizer, optimizer_file);
+        break;
+    }
   }
-  apply_precision(forward, options.precision);
-  done("precision", forward);
-  differentiate(forward);
-  done("autodiff", forward);
-  accumulate_gradients(forward);
-  done("accumulate", forward);
-  ir::Graph optimizer_graph = build_optimizer_graph(forward, optimizer);
-  done("optimizer", optimizer_graph);
-  const RecomputeResult recomputed = recompute(forward, options.recompute, options.memory_budget);
-  done("recompute", forward);
-  if (options.fusion) {
-    fuse(forward);
-    done("fusion", forward);
-    fuse(optimizer_graph);
-    done("fusion", optimizer_graph);
-  }
-  schedule_for_memory(forward);
-  done("schedule", forward);
-  schedule_for_memory(optimizer_graph);
-  done("schedule", optimizer_graph);
-  return {std::move(forward), std::move(optimizer_graph), recomputed.policy};
+  program.recompute = context.recompute;
+  return program;
 }
 
 }  // namespace bertc::passes

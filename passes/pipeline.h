@@ -1,34 +1,35 @@
-// The training pipeline, one pass after another, each followed by the verifier:
-//   forward graph: attention (optional), precision
+// The training pipeline: the registry's passes (registry.h) in its order, each followed by the
+// verifier:
+//   forward graph: attention (when fused_attention), precision
 //   -> autodiff -> accumulate: the step graph (one micro-batch: forward, backward, accumulation)
-//   -> the optimizer graph (one optimizer step), built from the step graph
-//   -> recompute (step) -> fusion (both, optional) -> schedule (both).
-// Precision and attention come before autodiff (DESIGN.md lists precision later): autodiff then
-// derives the mixed-precision backward and attention's own backward with no further pass.
+//   -> optimizer: the optimizer graph (one optimizer step), made from the step graph
+//   -> recompute (step) -> fusion (step, optimizer; when fusion) -> schedule (step, optimizer).
+// Precision and attention come before autodiff: autodiff then derives the mixed-precision
+// backward and attention's own backward with no further pass. Every stage is one bertc-opt
+// invocation on the stage before (--dump-ir writes each with the command that replays it).
 #pragma once
 
 #include <functional>
-#include <string>
+#include <string_view>
 
-#include "frontend/config.h"
 #include "ir/graph.h"
-#include "passes/optimizer.h"
+#include "passes/options.h"
+#include "passes/recompute.h"
 
 namespace bertc::passes {
 
 struct TrainingProgram {
   ir::Graph step;       // run once per micro-batch
   ir::Graph optimizer;  // run once per optimizer step
-  std::string recompute;  // the policy applied ("auto: full on 3 of 12 layers", ...)
+  RecomputeResult recompute;  // what the recompute pass applied ("auto: full on 3 of 12 layers", ...)
 };
 
-// The optimizer settings of a [train] section.
-OptimizerOptions optimizer_options(const frontend::TrainConfig& train);
+// Sees the graph after every stage: "frontend" (the forward graph as built), then each pass.
+using AfterStage = std::function<void(std::string_view stage, const ir::Graph& graph)>;
 
-// `options` must be resolved (resolve_options in targets.h). `after_pass(name, graph)`, when
-// given, sees the graph after every pass (for --print-ir-after-all and --dump-ir).
-TrainingProgram compile_training(ir::Graph forward, const frontend::CompileOptions& options,
-                                 const OptimizerOptions& optimizer,
-                                 const std::function<void(const std::string&, const ir::Graph&)>& after_pass = {});
+// `options` must be resolved (resolve_options in options.h). print_ir_after_all and dump_ir act
+// here; `after_stage`, when given, sees every stage too (the compile report).
+TrainingProgram compile_training(ir::Graph forward, const CompileOptions& options, const OptimizerOptions& optimizer,
+                                 const AfterStage& after_stage = {});
 
 }  // namespace bertc::passes

@@ -6,18 +6,23 @@
 #include <fmt/format.h>
 
 #include "passes/graph_copy.h"
+#include "ir/value_names.h"
 
 namespace bertc::passes {
 
-using frontend::Tensor;
+using ir::Tensor;
 using ir::DType;
 using ir::OpKind;
 
-ir::DType activation_dtype(const std::string& precision) {
-  if (precision == "fp32") return DType::F32;
-  if (precision == "bf16") return DType::BF16;
-  if (precision == "fp16" || precision == "fp32-fp16storage") return DType::F16;
-  throw ir::Error(fmt::format("precision '{}' is not fp32, fp16, bf16 or fp32-fp16storage", precision));
+ir::DType activation_dtype(Precision precision) {
+  switch (precision) {
+    case Precision::Fp32: return DType::F32;
+    case Precision::Bf16: return DType::BF16;
+    case Precision::Fp16:
+    case Precision::Fp32Fp16Storage: return DType::F16;
+    case Precision::Auto: break;
+  }
+  throw ir::Error("precision auto is decided by the target GPU: resolve it (fp32, fp16, bf16 or fp32-fp16storage) first");
 }
 
 namespace {
@@ -30,21 +35,16 @@ class PrecisionRewrite {
     for (const ir::Op& op : g_.ops()) rewrite(op);
     copy_.copy_outputs();
     if (loss_scaling) {
-      auto loss = g_.find("loss");
+      auto loss = g_.find(ir::names::kLoss);
       if (!loss) throw ir::Error("precision: loss scaling needs a value named 'loss'");
       // 2^16 to start, as PyTorch's GradScaler; the optimizer graph adjusts it every step.
-      Tensor scale = b_.state("loss_scale", {DType::F32, {}}, 65536.0);
-      b_.output(copy_[*loss] * scale, "scaled_loss");
+      Tensor scale = b_.state(std::string(ir::names::kLossScale), {DType::F32, {}}, 65536.0);
+      b_.output(copy_[*loss] * scale, std::string(ir::names::kScaledLoss));
     }
     return std::move(b_).finish();
   }
 
  private:
-  bool is_source(const ir::Op& op) const {
-    return op.kind == OpKind::Input || op.kind == OpKind::Param || op.kind == OpKind::State ||
-           op.kind == OpKind::Constant;
-  }
-
   // v in the reduced dtype, cast once per value.
   Tensor reduced(ir::ValueId v) {
     Tensor t = copy_[v];
@@ -55,8 +55,8 @@ class PrecisionRewrite {
   }
 
   void rewrite(const ir::Op& op) {
-    if (is_source(op)) return copy_.copy(op);
-    frontend::Builder::OpScope scope(b_, op.scope);  // the casts belong to the op they serve
+    if (ir::is_source(op.kind)) return copy_.copy(op);
+    ir::Builder::OpScope scope(b_, op.scope);  // the casts belong to the op they serve
     bool reads_reduced = false;
     for (ir::ValueId v : op.operands) reads_reduced = reads_reduced || copy_[v].dtype() == r_;
     const bool from_param = (op.kind == OpKind::Gather || op.kind == OpKind::Slice) &&
@@ -90,7 +90,7 @@ class PrecisionRewrite {
   }
 
   const ir::Graph& g_;
-  frontend::Builder b_;
+  ir::Builder b_;
   GraphCopy copy_;
   DType r_;
   std::map<ir::ValueId, Tensor> casts_;
@@ -98,7 +98,7 @@ class PrecisionRewrite {
 
 }  // namespace
 
-void apply_precision(ir::Graph& graph, const std::string& precision) {
+void apply_precision(ir::Graph& graph, Precision precision) {
   const DType r = activation_dtype(precision);
   if (r == DType::F32) return;
   graph = PrecisionRewrite(graph, r).run(r == DType::F16);

@@ -13,15 +13,15 @@
 //        so that autodiff derives the mixed-precision backward.
 #pragma once
 
-#include <string>
-
 #include "ir/graph.h"
+#include "passes/options.h"
 
 namespace bertc::passes {
 
-void apply_precision(ir::Graph& graph, const std::string& precision);
+// `precision` is resolved (not auto).
+void apply_precision(ir::Graph& graph, Precision precision);
 
 // The reduced storage dtype of a precision (F32 for fp32).
-ir::DType activation_dtype(const std::string& precision);
+ir::DType activation_dtype(Precision precision);
 
 }  // namespace bertc::passes

@@ -21,20 +21,7 @@ using ir::OpKind;
 
 bool is_backward(const ir::Op& op) { return op.scope.starts_with("backward"); }
 
-bool is_source(OpKind k) { return k == OpKind::Input || k == OpKind::Param || k == OpKind::State || k == OpKind::Constant; }
-
-// Ops whose results are cheap to make again: no matrix product, no reduction across rows.
-bool is_cheap(OpKind k) {
-  switch (k) {
-    case OpKind::Neg: case OpKind::Exp: case OpKind::Log: case OpKind::Sqrt: case OpKind::Rsqrt: case OpKind::Tanh:
-    case OpKind::Gelu: case OpKind::Relu: case OpKind::Add: case OpKind::Sub: case OpKind::Mul: case OpKind::Div:
-    case OpKind::Minimum: case OpKind::Maximum: case OpKind::Where: case OpKind::Cast: case OpKind::Dropout:
-    case OpKind::Softmax: case OpKind::Reshape: case OpKind::Permute: case OpKind::Slice: case OpKind::Broadcast:
-      return true;
-    default:
-      return false;
-  }
-}
+using ir::is_source;
 
 // The facts every policy needs: where the backward starts, which forward values it reads.
 struct StepInfo {
@@ -77,7 +64,7 @@ std::set<ir::ValueId> choose_selective(const ir::Graph& g, const StepInfo& s) {
   for (size_t i = 0; i < s.boundary; ++i) {
     const ir::Op& op = g.ops()[i];
     if (is_source(op.kind)) continue;
-    const bool cheap = is_cheap(op.kind) || op.kind == OpKind::LayerNorm || op.kind == OpKind::Attention;
+    const bool cheap = ir::cheap_to_recompute(op.kind);
     for (ir::ValueId v : op.results) {
       const ir::Shape& shape = g.value(v).type.shape;
       const bool attention_matrix = shape.size() == 4 && shape[2] == shape[3] && shape[2] > 1;
@@ -129,18 +116,18 @@ int64_t count_layers(const ir::Graph& g) {
 // Rewrites backward uses of dropped values to recomputed copies; returns the recompute FLOPs.
 int64_t apply(ir::Graph& g, const StepInfo& s, const std::set<ir::ValueId>& drop) {
   if (drop.empty()) return 0;
-  frontend::Builder b(g.name());
+  ir::Builder b(g.name());
   GraphCopy copy(g, b);
-  std::map<ir::ValueId, frontend::Tensor> again;  // recomputed copies, made once
+  std::map<ir::ValueId, ir::Tensor> again;  // recomputed copies, made once
   int64_t flops = 0;
-  std::function<frontend::Tensor(ir::ValueId)> recomputed = [&](ir::ValueId v) -> frontend::Tensor {
+  std::function<ir::Tensor(ir::ValueId)> recomputed = [&](ir::ValueId v) -> ir::Tensor {
     if (auto it = again.find(v); it != again.end()) return it->second;
     const ir::Op& op = g.producer(v);
-    std::vector<frontend::Tensor> in;
+    std::vector<ir::Tensor> in;
     for (ir::ValueId u : op.operands) in.push_back(drop.count(u) ? recomputed(u) : copy[u]);
     std::vector<ir::TensorType> types;
     for (ir::ValueId r : op.results) types.push_back(g.value(r).type);
-    frontend::Builder::OpScope scope(b, "recompute/" + op.scope);
+    ir::Builder::OpScope scope(b, "recompute/" + op.scope);
     const auto out = b.copy_op(op, in, types);
     flops += ir::op_flops(g, op);
     for (size_t i = 0; i < out.size(); ++i) again.emplace(op.results[i], out[i]);
@@ -152,7 +139,7 @@ int64_t apply(ir::Graph& g, const StepInfo& s, const std::set<ir::ValueId>& drop
       copy.copy(op);
       continue;
     }
-    std::vector<frontend::Tensor> in;
+    std::vector<ir::Tensor> in;
     for (ir::ValueId u : op.operands) in.push_back(drop.count(u) ? recomputed(u) : copy[u]);
     std::vector<ir::TensorType> types;
     for (ir::ValueId r : op.results) types.push_back(g.value(r).type);
@@ -167,48 +154,61 @@ int64_t apply(ir::Graph& g, const StepInfo& s, const std::set<ir::ValueId>& drop
   return flops;
 }
 
-// policy: none, selective, full (on the first `layers` encoder layers), or selective+full (full
-// on those layers, selective elsewhere; auto's mixture).
-RecomputeResult apply_policy(ir::Graph& g, const std::string& policy, int64_t layers) {
+// What a trial applies: auto's candidates are the policies plus their mixture.
+enum class Plan { None, Selective, Full, SelectiveAndFull };
+
+Plan plan_of(RecomputePolicy policy) {
+  switch (policy) {
+    case RecomputePolicy::None: return Plan::None;
+    case RecomputePolicy::Selective: return Plan::Selective;
+    case RecomputePolicy::Full: return Plan::Full;
+    case RecomputePolicy::Auto: break;
+  }
+  throw std::logic_error("recompute auto is a choice among plans, not a plan");
+}
+
+// None, selective, full (on the first `layers` encoder layers), or selective and full (full on
+// those layers, selective elsewhere; auto's mixture).
+RecomputeResult apply_plan(ir::Graph& g, Plan plan, int64_t layers) {
   const StepInfo s = analyse(g);
   std::set<ir::ValueId> drop;
   const std::set<std::string> chosen = first_layers(g, s, layers);
-  if (policy == "selective" || policy == "selective+full") drop = choose_selective(g, s);
-  if (policy == "selective+full") {
+  if (plan == Plan::Selective || plan == Plan::SelectiveAndFull) drop = choose_selective(g, s);
+  if (plan == Plan::SelectiveAndFull) {
     // A fully recomputed layer keeps its outputs: were selective to drop one, the backward of
     // the next layer would recompute the whole chain of dropped layers before it, at once.
     std::erase_if(drop, [&](ir::ValueId v) { return chosen.count(layer_of(g.producer(v).scope)) > 0; });
   }
-  if (policy == "full" || policy == "selective+full") drop.merge(choose_full(g, s, chosen));
-  if (policy != "none" && policy != "selective" && policy != "full" && policy != "selective+full")
-    throw ir::Error(fmt::format("recompute policy '{}' is not none, selective, full or auto", policy));
-  RecomputeResult r{policy, policy == "none" || policy == "selective" ? 0 : layers, static_cast<int64_t>(drop.size()), 0};
+  if (plan == Plan::Full || plan == Plan::SelectiveAndFull) drop.merge(choose_full(g, s, chosen));
+  static constexpr const char* kNames[] = {"none", "selective", "full", "selective+full"};
+  RecomputeResult r{kNames[static_cast<int>(plan)], plan == Plan::None || plan == Plan::Selective ? 0 : layers,
+                    static_cast<int64_t>(drop.size()), 0};
   r.recompute_flops = apply(g, s, drop);
   return r;
 }
 
 struct Trial {
   ir::Graph graph;
+  Plan plan;
   RecomputeResult result;
   int64_t arena = 0;
 };
 
-Trial trial(const ir::Graph& g, const std::string& policy, int64_t layers) {
-  Trial t{g, {}, 0};
-  t.result = apply_policy(t.graph, policy, layers);
+Trial trial(const ir::Graph& g, Plan plan, int64_t layers) {
+  Trial t{g, plan, {}, 0};
+  t.result = apply_plan(t.graph, plan, layers);
   t.arena = plan_memory(t.graph).arena_bytes;
   return t;
 }
 
-// The fewest layers k in 1..L for which `policy` on k layers fits, by bisection (activation
+// The fewest layers k in 1..L for which `plan` on k layers fits, by bisection (activation
 // memory falls as k grows); nullopt when not even all L fit. `smallest` gets the least arena seen.
-std::optional<Trial> fewest_layers(const ir::Graph& g, const std::string& policy, int64_t layers, int64_t budget,
-                                   int64_t& smallest) {
+std::optional<Trial> fewest_layers(const ir::Graph& g, Plan plan, int64_t layers, int64_t budget, int64_t& smallest) {
   std::optional<Trial> best;
   int64_t lo = 1, hi = layers;
   while (lo <= hi) {
     const int64_t k = (lo + hi) / 2;
-    Trial t = trial(g, policy, k);
+    Trial t = trial(g, plan, k);
     smallest = std::min(smallest, t.arena);
     if (t.arena <= budget) {
       best = std::move(t);
@@ -222,25 +222,22 @@ std::optional<Trial> fewest_layers(const ir::Graph& g, const std::string& policy
 
 }  // namespace
 
-RecomputeResult recompute(ir::Graph& graph, const std::string& policy, int64_t memory_budget) {
+RecomputeResult recompute(ir::Graph& graph, RecomputePolicy policy, int64_t memory_budget) {
   const int64_t layers = count_layers(graph);
-  if (policy != "auto") {
-    if (policy == "selective+full") throw ir::Error("recompute policy 'selective+full' is auto's choice; pick auto");
-    return apply_policy(graph, policy, layers);
-  }
+  if (policy != RecomputePolicy::Auto) return apply_plan(graph, plan_of(policy), layers);
   if (memory_budget <= 0) throw ir::Error("recompute auto needs a memory budget (bytes)");
   // Of the plans that fit, the one with the fewest recompute FLOPs: none, selective, or full
   // recompute of the fewest layers (alone or with selective on the other layers).
   std::vector<Trial> fitting;
   int64_t smallest = INT64_MAX;
-  for (const char* p : {"none", "selective"}) {
+  for (Plan p : {Plan::None, Plan::Selective}) {
     Trial t = trial(graph, p, 0);
     smallest = std::min(smallest, t.arena);
     if (t.arena <= memory_budget) fitting.push_back(std::move(t));
     if (!fitting.empty()) break;  // none costs nothing; selective costs less than any full layer's forward
   }
   if (fitting.empty())
-    for (const char* p : {"full", "selective+full"})
+    for (Plan p : {Plan::Full, Plan::SelectiveAndFull})
       if (auto t = fewest_layers(graph, p, layers, memory_budget, smallest)) fitting.push_back(std::move(*t));
   if (fitting.empty())
     throw ir::Error(fmt::format("recompute auto: no policy fits the memory budget of {} bytes; the smallest planned "
@@ -251,10 +248,9 @@ RecomputeResult recompute(ir::Graph& graph, const std::string& policy, int64_t m
     return a.result.recompute_flops < b.result.recompute_flops;
   });
   RecomputeResult r = best.result;
-  const std::string& p = r.policy;
-  r.policy = p == "none" || p == "selective" ? "auto: " + p
-             : p == "full"                   ? fmt::format("auto: full on {} of {} layers", r.layers, layers)
-                           : fmt::format("auto: full on {} of {} layers, selective on the rest", r.layers, layers);
+  r.policy = best.plan == Plan::None || best.plan == Plan::Selective ? "auto: " + r.policy
+             : best.plan == Plan::Full ? fmt::format("auto: full on {} of {} layers", r.layers, layers)
+                                       : fmt::format("auto: full on {} of {} layers, selective on the rest", r.layers, layers);
   graph = std::move(best.graph);
   return r;
 }

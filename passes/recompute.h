@@ -19,6 +19,7 @@
 #include <string>
 
 #include "ir/graph.h"
+#include "passes/options.h"
 
 namespace bertc::passes {
 
@@ -29,7 +30,7 @@ struct RecomputeResult {
   int64_t recompute_flops = 0;    // FLOPs of the recomputing ops
 };
 
-// policy: none | selective | full | auto (with memory_budget > 0, in bytes of planned arena).
-RecomputeResult recompute(ir::Graph& graph, const std::string& policy, int64_t memory_budget = 0);
+// auto needs memory_budget > 0, in bytes of planned arena.
+RecomputeResult recompute(ir::Graph& graph, RecomputePolicy policy, int64_t memory_budget = 0);
 
 }  // namespace bertc::passes

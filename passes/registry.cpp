@@ -1,44 +1,180 @@
-// The list of passes bertc-opt can run by name. Add a pass here when you add its file pair.
+// The passes by name, in pipeline order, and the textual pipeline bertc-opt takes. Adding a pass:
+// its file pair, one entry below, and its options in options.def (docs/ARCHITECTURE.md).
 #include "passes/registry.h"
 
+#include <cctype>
+#include <functional>
 #include <iostream>
+
+#include <fmt/format.h>
 
 #include "ir/verifier.h"
 #include "passes/accumulate.h"
+#include "passes/annotate_costs.h"
 #include "passes/attention.h"
 #include "passes/autodiff.h"
-#include "passes/optimizer.h"
-#include "passes/recompute.h"
-#include "passes/schedule.h"
-#include "passes/precision.h"
 #include "passes/dce.h"
 #include "passes/fusion.h"
 #include "passes/memory_plan.h"
+#include "passes/optimizer.h"
+#include "passes/precision.h"
+#include "passes/schedule.h"
 
 namespace bertc::passes {
 namespace {
 
+using support::OptionValue;
+
 const PassInfo kPasses[] = {
-    {"verify", "check SSA order, attributes and every op's shape rule",
-     [](ir::Graph& g) { ir::verify_or_throw(g); }},
-    {"dce", "remove ops no output depends on", [](ir::Graph& g) { eliminate_dead_code(g); }},
-    {"attention", "fuse matmul, scale, bias, softmax, dropout, matmul chains into attention ops",
-     [](ir::Graph& g) { fuse_attention(g); }},
-    {"precision-bf16", "store activations in bf16 (fp32 master weights)", [](ir::Graph& g) { apply_precision(g, "bf16"); }},
-    {"precision-fp16", "store activations in fp16, with loss scaling", [](ir::Graph& g) { apply_precision(g, "fp16"); }},
-    {"recompute-selective", "recompute cheap activations and attention matrices in the backward",
-     [](ir::Graph& g) { recompute(g, "selective"); }},
-    {"recompute-full", "keep only each encoder layer's inputs and outputs; recompute the rest",
-     [](ir::Graph& g) { recompute(g, "full"); }},
-    {"fusion", "group ops into fused kernels (one launch each)", [](ir::Graph& g) { fuse(g); }},
+    // bertc-opt only.
+    {"verify", "check SSA order, attributes and every op's shape rule", PipelineGraphs::None, nullptr,
+     [](ir::Graph& g, PassContext&) { ir::verify_or_throw(g); }},
+    {"dce", "remove ops no output depends on", PipelineGraphs::None, nullptr,
+     [](ir::Graph& g, PassContext&) { eliminate_dead_code(g); }},
+    {"memory-plan", "print the arena plan (analysis; the graph is unchanged) to stderr", PipelineGraphs::None, nullptr,
+     [](ir::Graph& g, PassContext&) { std::cerr << "// memory plan: " << describe(plan_memory(g)) << "\n"; }},
+    {"annotate-costs", "set each fused op's FLOPs, bytes and roofline time on the arch as attributes",
+     PipelineGraphs::None, nullptr,
+     [](ir::Graph& g, PassContext& c) { annotate_costs(g, c.options.compile.arch.gpu(), c.options.compile.precision); }},
+    // The training pipeline, in order.
+    {"attention", "fuse matmul, scale, bias, softmax, dropout, matmul chains into attention ops", PipelineGraphs::Step,
+     [](const CompileOptions& o) { return o.fused_attention; },
+     [](ir::Graph& g, PassContext&) { fuse_attention(g); }},
+    {"precision", "store activations in fp16 or bf16 (fp32 master weights; fp16 with loss scaling)",
+     PipelineGraphs::Step, nullptr,
+     [](ir::Graph& g, PassContext& c) {
+       if (c.options.compile.precision == Precision::Auto)
+         throw ir::Error(fmt::format("precision needs a mode: precision{{mode=bf16}} ({}; auto is the target GPU's "
+                                     "choice, made by bertc compile)",
+                                     ir::enum_choice_list<Precision>()));
+       apply_precision(g, c.options.compile.precision);
+     }},
+    {"autodiff", "append d loss / d param as outputs <param>.grad", PipelineGraphs::Step, nullptr,
+     [](ir::Graph& g, PassContext&) { differentiate(g); }},
+    {"accumulate", "sum <param>.grad into states <param>.grad_acc", PipelineGraphs::Step, nullptr,
+     [](ir::Graph& g, PassContext&) { accumulate_gradients(g); }},
+    {"optimizer", "replace the step graph by its optimizer step graph (clipping, AdamW or LAMB, updates)",
+     PipelineGraphs::MakesOptimizer, nullptr,
+     [](ir::Graph& g, PassContext& c) { g = build_optimizer_graph(g, c.options.optimizer); }},
+    {"recompute", "drop activations the backward keeps and recompute them there", PipelineGraphs::Step, nullptr,
+     [](ir::Graph& g, PassContext& c) {
+       c.recompute = recompute(g, c.options.compile.recompute, c.options.compile.memory_budget);
+     }},
+    {"fusion", "group ops into fused kernels (one launch each)", PipelineGraphs::StepAndOptimizer,
+     [](const CompileOptions& o) { return o.fusion; }, [](ir::Graph& g, PassContext&) { fuse(g); }},
     {"schedule", "run ops that depend only on params and inputs just before their first use",
-     [](ir::Graph& g) { schedule_for_memory(g); }},
-    {"memory-plan", "print the arena plan (analysis; the graph is unchanged) to stderr",
-     [](ir::Graph& g) { std::cerr << "// memory plan: " << describe(plan_memory(g)) << "\n"; }},
-    {"autodiff", "append d loss / d param as outputs <param>.grad", [](ir::Graph& g) { differentiate(g); }},
-    {"accumulate", "sum <param>.grad into states <param>.grad_acc", [](ir::Graph& g) { accumulate_gradients(g); }},
-    {"optimizer", "replace the graph by its AdamW step graph (default settings)",
-     [](ir::Graph& g) { g = build_optimizer_graph(g, OptimizerOptions{}); }},
+     PipelineGraphs::StepAndOptimizer, nullptr, [](ir::Graph& g, PassContext&) { schedule_for_memory(g); }},
+};
+
+// One option a pass reads: a compile or optimizer option under its pass key.
+struct PassKey {
+  std::string_view key, doc;
+  support::ValueKind kind;
+  std::vector<std::string> choices;
+  std::function<OptionValue(const PassOptions&)> get;
+  std::function<std::optional<std::string>(PassOptions&, const OptionValue&)> set;
+};
+
+template <typename S, typename Part>
+void add_keys(std::vector<PassKey>& out, std::string_view pass, const std::vector<support::OptionSpec<S>>& specs,
+              Part part) {
+  for (const support::OptionSpec<S>& s : specs)
+    if (const auto key = s.key_in(pass))
+      out.push_back({*key, s.doc, s.kind, s.choices, [s, part](const PassOptions& o) { return s.get(part(o)); },
+                     [s, part](PassOptions& o, const OptionValue& v) { return s.set(part(o), v); }});
+}
+
+std::vector<PassKey> keys_of(const PassInfo& pass) {
+  std::vector<PassKey> keys;
+  add_keys(keys, pass.name, compile_option_specs(), [](auto& o) -> auto& { return o.compile; });
+  add_keys(keys, pass.name, optimizer_option_specs(), [](auto& o) -> auto& { return o.optimizer; });
+  return keys;
+}
+
+std::string pass_names() {
+  std::vector<std::string_view> names;
+  for (const PassInfo& p : kPasses) names.push_back(p.name);
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
+// A cursor over the pipeline text; errors name the column.
+class PipelineParser {
+ public:
+  explicit PipelineParser(std::string_view text) : text_(text) {}
+
+  std::vector<PassInvocation> parse() {
+    std::vector<PassInvocation> out;
+    if (text_.empty()) return out;
+    for (;;) {
+      out.push_back(element());
+      if (at_end()) return out;
+      expect(',');
+    }
+  }
+
+ private:
+  PassInvocation element() {
+    const size_t at = pos_;
+    const std::string name = word();
+    if (name.empty()) fail(at, "expected a pass name");
+    PassInvocation inv;
+    inv.pass = find_pass(name);
+    if (!inv.pass) fail(at, fmt::format("unknown pass '{}' (passes: {})", name, pass_names()));
+    if (at_end() || peek() != '{') return inv;
+    ++pos_;
+    const std::vector<PassKey> keys = keys_of(*inv.pass);
+    for (;;) {
+      skip_spaces();
+      if (at_end()) fail(pos_, fmt::format("'{{' of {} is not closed by '}}'", name));
+      if (peek() == '}') break;
+      const size_t key_at = pos_;
+      const std::string key = word();
+      if (key.empty()) fail(key_at, "expected an option: key=value");
+      const PassKey* k = nullptr;
+      for (const PassKey& candidate : keys)
+        if (candidate.key == key) k = &candidate;
+      if (!k) fail(key_at, unknown_key(name, key, keys));
+      expect('=');
+      const size_t value_at = pos_;
+      std::string text;
+      while (!at_end() && peek() != ' ' && peek() != '}' && peek() != ',') text += text_[pos_++];
+      const auto value = support::value_from_text(k->kind, text);
+      if (!value) fail(value_at, fmt::format("{}{{{}=...}} must be {}, found '{}'", name, key,
+                                             support::kind_description(k->kind), text));
+      if (auto problem = k->set(inv.options, *value)) fail(value_at, fmt::format("{}{{{}}} {}", name, key, *problem));
+    }
+    ++pos_;
+    return inv;
+  }
+
+  static std::string unknown_key(const std::string& pass, const std::string& key, const std::vector<PassKey>& keys) {
+    if (keys.empty()) return fmt::format("pass {} takes no options, found '{}'", pass, key);
+    std::vector<std::string_view> names;
+    for (const PassKey& k : keys) names.push_back(k.key);
+    return fmt::format("pass {} has no option '{}' (it takes: {})", pass, key, fmt::join(names, ", "));
+  }
+
+  std::string word() {
+    std::string w;
+    while (!at_end() && (std::isalnum(static_cast<unsigned char>(peek())) || peek() == '_' || peek() == '-'))
+      w += text_[pos_++];
+    return w;
+  }
+  void skip_spaces() {
+    while (!at_end() && peek() == ' ') ++pos_;
+  }
+  void expect(char c) {
+    if (at_end() || peek() != c) fail(pos_, fmt::format("expected '{}'", c));
+    ++pos_;
+  }
+  bool at_end() const { return pos_ >= text_.size(); }
+  char peek() const { return text_[pos_]; }
+  [[noreturn]] void fail(size_t at, const std::string& message) const {
+    throw ir::Error(fmt::format("pass pipeline '{}', column {}: {}", text_, at + 1, message));
+  }
+
+  std::string_view text_;
+  size_t pos_ = 0;
 };
 
 }  // namespace
@@ -49,6 +185,22 @@ const PassInfo* find_pass(std::string_view name) {
   for (const PassInfo& p : kPasses)
     if (p.name == name) return &p;
   return nullptr;
+}
+
+std::vector<PassInvocation> parse_pipeline(std::string_view text) { return PipelineParser(text).parse(); }
+
+std::string invocation_text(const PassInfo& pass, const PassOptions& options) {
+  std::vector<std::string> parts;
+  for (const PassKey& k : keys_of(pass)) parts.push_back(fmt::format("{}={}", k.key, support::value_text(k.get(options))));
+  return parts.empty() ? std::string(pass.name) : fmt::format("{}{{{}}}", pass.name, fmt::join(parts, " "));
+}
+
+std::string pass_options_help(const PassInfo& pass) {
+  std::string out;
+  for (const PassKey& k : keys_of(pass))
+    out += fmt::format("\n      {}={}  {}{}", k.key, support::kind_description(k.kind), k.doc,
+                       k.choices.empty() ? "" : fmt::format(" ({})", fmt::join(k.choices, ", ")));
+  return out;
 }
 
 }  // namespace bertc::passes

@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "ir/stats.h"
+#include "passes/annotate_costs.h"
 #include "passes/cost_model.h"
 
 namespace bertc::passes {
@@ -27,7 +28,7 @@ void add_flops(const ir::Graph& g, const ir::Op& op, GraphFigures& f, bool optim
 
 }  // namespace
 
-GraphFigures graph_figures(const ir::Graph& g, const std::optional<GpuSpec>& gpu, const std::string& precision) {
+GraphFigures graph_figures(const ir::Graph& g, const std::optional<GpuSpec>& gpu, Precision precision) {
   GraphFigures f;
   const bool optimizer_graph = g.name().ends_with("_optimizer");
   for (const ir::Op& op : g.ops()) {
@@ -43,24 +44,24 @@ GraphFigures graph_figures(const ir::Graph& g, const std::optional<GpuSpec>& gpu
   return f;
 }
 
-CompileReport compile_report(const ir::Graph& forward, const frontend::Config& config, TrainingProgram* program) {
+CompileReport compile_report(const ir::Graph& forward, const CompileOptions& options, const OptimizerOptions& optimizer,
+                             int64_t batch_size, TrainingProgram* program) {
   CompileReport r;
-  r.options = config.compile;
-  r.gpu = find_gpu(config.compile.arch);
-  r.micro_batches = config.train.gradient_accumulation_steps;
-  r.sequences_per_step = config.train.batch_size * r.micro_batches;
-  const std::string& precision = config.compile.precision;
+  r.options = options;
+  r.gpu = options.arch.gpu();
+  r.micro_batches = optimizer.gradient_accumulation_steps;
+  r.sequences_per_step = batch_size * r.micro_batches;
+  const Precision precision = options.precision;
   int64_t step_before = 0, optimizer_before = 0;
   const auto started = std::chrono::steady_clock::now();
-  TrainingProgram p = compile_training(
-      forward, config.compile, optimizer_options(config.train), [&](const std::string& pass, const ir::Graph& g) {
-        const bool opt = g.name().ends_with("_optimizer");
-        StageFigures s{pass, opt ? "optimizer" : "step", graph_figures(g, r.gpu, precision)};
-        if (!opt && (pass == "recompute")) step_before = s.figures.launches;
-        if (opt && pass == "optimizer") optimizer_before = s.figures.launches;
-        r.stages.push_back(std::move(s));
-      });
-  r.recompute = p.recompute;
+  TrainingProgram p = compile_training(forward, options, optimizer, [&](std::string_view pass, const ir::Graph& g) {
+    const bool opt = g.name().ends_with("_optimizer");
+    StageFigures s{std::string(pass), opt ? "optimizer" : "step", graph_figures(g, r.gpu, precision)};
+    // Launches before fusion: those of the last stage whose graph held no fused kernel yet.
+    if (s.figures.fused_kernels == 0) (opt ? optimizer_before : step_before) = s.figures.launches;
+    r.stages.push_back(std::move(s));
+  });
+  r.recompute = p.recompute.policy;
   annotate_costs(p.step, r.gpu, precision);
   annotate_costs(p.optimizer, r.gpu, precision);
   r.step_memory = plan_memory(p.step);

@@ -7,7 +7,6 @@
 #include <string>
 #include <vector>
 
-#include "frontend/config.h"
 #include "ir/graph.h"
 #include "passes/memory_plan.h"
 #include "passes/pipeline.h"
@@ -23,7 +22,7 @@ struct GraphFigures {
   int64_t flops() const { return flops_forward + flops_backward + flops_recompute + flops_optimizer; }
 };
 
-GraphFigures graph_figures(const ir::Graph& graph, const std::optional<GpuSpec>& gpu, const std::string& precision);
+GraphFigures graph_figures(const ir::Graph& graph, const std::optional<GpuSpec>& gpu, Precision precision);
 
 struct StageFigures {
   std::string pass;
@@ -32,7 +31,7 @@ struct StageFigures {
 };
 
 struct CompileReport {
-  frontend::CompileOptions options;  // resolved
+  CompileOptions options;            // resolved
   std::string recompute;             // the policy applied (auto names its choice)
   std::optional<GpuSpec> gpu;
   int64_t micro_batches = 1;         // gradient accumulation steps
@@ -46,9 +45,9 @@ struct CompileReport {
   double seconds_to_compile = 0;     // all passes and planning, measured here
 };
 
-// Compiles the training program for `config` (options resolved) and reports on it; `program`
-// receives the compiled graphs when given.
-CompileReport compile_report(const ir::Graph& forward, const frontend::Config& config,
-                             TrainingProgram* program = nullptr);
+// Compiles the training program (options resolved; micro-batches of `batch_size` sequences) and
+// reports on it; `program` receives the compiled graphs when given.
+CompileReport compile_report(const ir::Graph& forward, const CompileOptions& options, const OptimizerOptions& optimizer,
+                             int64_t batch_size, TrainingProgram* program = nullptr);
 
 }  // namespace bertc::passes

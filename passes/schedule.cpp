@@ -12,10 +12,9 @@ using ir::OpKind;
 
 size_t schedule_for_memory(ir::Graph& graph) {
   const auto& ops = graph.ops();
-  const auto is_source = [](OpKind k) {
-    return k == OpKind::Input || k == OpKind::Param || k == OpKind::State || k == OpKind::Constant;
-  };
-  const auto is_weight = [](OpKind k) { return k == OpKind::Param || k == OpKind::State || k == OpKind::Constant; };
+  using ir::is_source;
+  // Sources that are not the batch: the same at every step.
+  const auto is_weight = [](OpKind k) { return is_source(k) && k != OpKind::Input; };
   // On demand: sources, and ops computable from weights and constants alone (not from the batch):
   // both are placed just before their first user.
   std::vector<bool> floating(ops.size(), false), weight_only(ops.size(), false);
@@ -79,7 +78,7 @@ size_t schedule_for_memory(ir::Graph& graph) {
   size_t moved = 0;
   for (size_t i = 0; i < order.size(); ++i) moved += order[i] != i;
   if (moved == 0) return 0;
-  frontend::Builder b(graph.name());
+  ir::Builder b(graph.name());
   GraphCopy copy(graph, b);
   for (size_t i : order) copy.copy(ops[i]);
   copy.copy_outputs();

@@ -1,4 +1,5 @@
-// GPU figures from vendor datasheets (dense peaks at boost clock), as in ../shared/FACTS.md.
+// GPU figures from vendor datasheets (dense peaks at boost clock), as in ../shared/FACTS.md, and
+// the arch an --arch names.
 #include "passes/targets.h"
 
 #include <stdexcept>
@@ -34,16 +35,29 @@ std::optional<GpuSpec> find_gpu(std::string_view arch_or_name) {
   throw std::invalid_argument(fmt::format("unknown arch '{}' (known: {}, none)", arch_or_name, fmt::join(choices, ", ")));
 }
 
-std::string auto_precision(const std::optional<GpuSpec>& gpu) {
-  if (!gpu || gpu->arch < 70) return "fp32";
-  return gpu->arch < 80 ? "fp16" : "bf16";
+std::optional<GpuSpec> gpu_of_sm(int sm) {
+  for (const GpuSpec& g : kGpus)
+    if (g.arch == sm) return g;
+  return std::nullopt;
 }
 
-frontend::CompileOptions resolve_options(frontend::CompileOptions o, const std::string& detected) {
-  if (o.arch == "auto") o.arch = detected;
-  const std::optional<GpuSpec> gpu = find_gpu(o.arch);
-  if (o.precision == "auto") o.precision = auto_precision(gpu);
-  return o;
+Arch Arch::parse(std::string_view text) {
+  Arch a;
+  a.text_ = std::string(text);
+  if (text != "auto") a.gpu_ = find_gpu(text);
+  return a;
 }
+
+Arch Arch::of_sm(int sm) { return parse(fmt::format("sm_{}", sm)); }
 
 }  // namespace bertc::passes
+
+std::optional<std::string> bertc::support::OptionType<bertc::passes::Arch>::from_value(const OptionValue& v,
+                                                                                      passes::Arch& out) {
+  try {
+    out = passes::Arch::parse(std::get<std::string>(v));
+    return std::nullopt;
+  } catch (const std::invalid_argument& e) {
+    return fmt::format("must name a GPU arch: {}", e.what());
+  }
+}

@@ -1,5 +1,5 @@
-// The one table of GPU datasheet figures (../shared/FACTS.md), and how an --arch resolves to a GPU
-// and a precision. The cost model and the roofline estimates read only this.
+// The one table of GPU datasheet figures (../shared/FACTS.md) and the GPU arch an --arch names.
+// The cost model, the roofline estimates and MFU read only this.
 #pragma once
 
 #include <optional>
@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "frontend/config.h"
+#include "support/options.h"
 
 namespace bertc::passes {
 
@@ -27,17 +27,43 @@ struct GpuSpec {
 
 std::span<const GpuSpec> gpu_specs();
 
-// "sm_61", "sm_90", a name ("p40", "h200") or "none"; the first GPU of an arch represents it.
-// nullopt for none; throws std::invalid_argument naming the choices for anything else.
+// "sm_61", "sm_90", a name ("p40", "h200") or "none"/"cpu"; the first GPU of an arch represents
+// it. nullopt for none; throws std::invalid_argument naming the choices for anything else.
 std::optional<GpuSpec> find_gpu(std::string_view arch_or_name);
+// The first GPU of compute capability `sm` (61, 90); nullopt when the table has none.
+std::optional<GpuSpec> gpu_of_sm(int sm);
 
-// The precision "auto" means for a GPU (nullopt: the CPU): fp32 on sm_61, fp16 on sm_70 and
-// sm_75, bf16 from sm_80.
-std::string auto_precision(const std::optional<GpuSpec>& gpu);
+// What --arch names: auto (the GPU present, decided when options are resolved), none (no GPU: the
+// host emulation renders sm_61's kernels), or a GPU of the table by arch ("sm_80") or name
+// ("a100"). Parsed once; everything downstream asks sm() or gpu().
+class Arch {
+ public:
+  Arch() = default;  // auto
+  static Arch automatic() { return Arch(); }
+  static Arch none() { return parse("none"); }
+  static Arch of_sm(int sm);  // "sm_<sm>"; throws for an arch the table lacks
+  // Throws std::invalid_argument naming the choices.
+  static Arch parse(std::string_view text);
 
-// Options with arch and precision made concrete: arch "auto" becomes `detected` (the GPU present,
-// "sm_XX", or "none"), precision "auto" follows auto_precision. Throws std::invalid_argument for an
-// unknown arch.
-frontend::CompileOptions resolve_options(frontend::CompileOptions options, const std::string& detected);
+  bool is_auto() const { return text_ == "auto"; }
+  const std::optional<GpuSpec>& gpu() const { return gpu_; }
+  // The compute capability kernels are rendered for: the GPU's, 0 for none and auto (sm_61's
+  // kernels, which the host emulation runs).
+  int sm() const { return gpu_ ? gpu_->arch : 0; }
+  const std::string& text() const { return text_; }  // as given: "auto", "none", "sm_80", "a100"
+  bool operator==(const Arch& other) const { return text_ == other.text_; }
+
+ private:
+  std::string text_ = "auto";
+  std::optional<GpuSpec> gpu_;
+};
 
 }  // namespace bertc::passes
+
+template <>
+struct bertc::support::OptionType<bertc::passes::Arch> {
+  static constexpr ValueKind kind = ValueKind::String;
+  static std::vector<std::string> choices() { return {}; }
+  static OptionValue to_value(const passes::Arch& a) { return a.text(); }
+  static std::optional<std::string> from_value(const OptionValue& v, passes::Arch& out);
+};

@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "codegen/nvrtc_compiler.h"
-#include "codegen/shared_library.h"
+#include "support/shared_library.h"
 #include "runtime/cuda_driver.h"
 
 namespace bertc::runtime {
@@ -31,7 +31,7 @@ constexpr int kCaptureModeGlobal = 0;       // CU_STREAM_CAPTURE_MODE_GLOBAL
 constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;
 
 struct CudaDevice::Api {
-  codegen::SharedLibrary cuda, cublas;
+  support::SharedLibrary cuda, cublas;
   CUresult (*cuInit)(unsigned);
   CUresult (*cuDeviceGet)(CUdevice*, int);
   CUresult (*cuDevicePrimaryCtxRetain)(Handle*, CUdevice);
@@ -86,7 +86,7 @@ struct CudaDevice::Api {
   void ensure_blas();
 
   template <typename Fn>
-  void bind(Fn& fn, const codegen::SharedLibrary& lib, const char* symbol) {
+  void bind(Fn& fn, const support::SharedLibrary& lib, const char* symbol) {
     fn = lib.function<Fn>(symbol);
     if (!fn) throw std::runtime_error(fmt::format("{} lacks {} (a driver or cuBLAS older than CUDA 12?)", lib.path(), symbol));
   }
@@ -112,7 +112,7 @@ CudaDevice::CudaDevice(int ordinal, std::optional<std::filesystem::path> cache) 
                                          probe.devices.empty() ? probe.error : "fewer GPUs than that"));
   a.info = probe.devices[static_cast<size_t>(ordinal)];
   std::string error;
-  a.cuda = codegen::SharedLibrary::open("libcuda.so.1", &error);
+  a.cuda = support::SharedLibrary::open("libcuda.so.1", &error);
   if (!a.cuda.loaded()) throw std::runtime_error("no CUDA driver (" + error + "); train with --device cpu");
   a.bind(a.cuInit, a.cuda, "cuInit");
   a.bind(a.cuDeviceGet, a.cuda, "cuDeviceGet");
@@ -157,7 +157,7 @@ CudaDevice::~CudaDevice() {
 }
 
 std::string CudaDevice::name() const { return fmt::format("{} (sm_{})", api_->info.name, api_->info.arch); }
-int CudaDevice::arch() const { return api_->info.arch; }
+DeviceCapabilities CudaDevice::capabilities() const { return {true, api_->info.arch}; }
 
 void* CudaDevice::allocate(size_t bytes) {
   CUdeviceptr p = 0;
@@ -235,7 +235,7 @@ void CudaDevice::Api::ensure_blas() {
   if (blas) return;  // cuBLAS is loaded when the first plan with a library product is loaded
   std::string error;
   for (const char* soname : {"libcublas.so.13", "libcublas.so.12", "libcublas.so"}) {
-    cublas = codegen::SharedLibrary::open(soname, &error);
+    cublas = support::SharedLibrary::open(soname, &error);
     if (cublas.loaded()) break;
   }
   if (!cublas.loaded())

@@ -25,7 +25,7 @@ class CudaDevice : public Device {
   ~CudaDevice() override;
 
   std::string name() const override;
-  int arch() const;
+  DeviceCapabilities capabilities() const override;
   void* allocate(size_t bytes) override;
   void upload(void* device, const void* host, size_t bytes) override;
   void download(void* host, const void* device, size_t bytes) override;

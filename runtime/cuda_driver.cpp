@@ -3,7 +3,7 @@
 
 #include <fmt/format.h>
 
-#include "codegen/shared_library.h"
+#include "support/shared_library.h"
 
 namespace bertc::runtime {
 namespace {
@@ -24,7 +24,7 @@ using TotalMemFn = int (*)(size_t*, int);
 
 CudaDriverProbe probe_cuda_driver() {
   CudaDriverProbe probe;
-  auto lib = codegen::SharedLibrary::open("libcuda.so.1", &probe.error);
+  auto lib = support::SharedLibrary::open("libcuda.so.1", &probe.error);
   if (!lib.loaded()) {
     probe.error = "no CUDA driver (" + probe.error + ")";
     return probe;

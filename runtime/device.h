@@ -19,10 +19,17 @@ class DeviceGraph {
   virtual ~DeviceGraph() = default;
 };
 
+// What callers may ask of a device instead of its name.
+struct DeviceCapabilities {
+  bool gpu = false;  // real hardware: timings mean something, MFU is measured, copies back cost time
+  int sm = 0;        // the arch its kernels are rendered for (0: sm_61's, which the host emulation runs)
+};
+
 class Device {
  public:
   virtual ~Device() = default;
   virtual std::string name() const = 0;
+  virtual DeviceCapabilities capabilities() const = 0;
   // `bytes` of device memory, 256-byte aligned, owned by the device (freed with it). Throws with a
   // message naming the size and what to change when the device is out of memory.
   virtual void* allocate(size_t bytes) = 0;

@@ -8,7 +8,8 @@
 
 namespace bertc::runtime {
 
-HostDevice::HostDevice(std::filesystem::path cache, codegen::ThreadOrder order) : cache_(std::move(cache)), order_(order) {}
+HostDevice::HostDevice(std::filesystem::path cache, int sm, codegen::ThreadOrder order)
+    : cache_(std::move(cache)), sm_(sm), order_(order) {}
 HostDevice::~HostDevice() = default;
 
 void* HostDevice::allocate(size_t bytes) {

@@ -19,11 +19,14 @@ size_t host_available_bytes();
 
 class HostDevice : public Device {
  public:
-  // Compiled kernels are cached under `cache`; blocks run their threads in `order`.
-  explicit HostDevice(std::filesystem::path cache, codegen::ThreadOrder order = codegen::ThreadOrder::Forward);
+  // Runs the kernels of sm_`sm` (0: sm_61's), compiled for the host and cached under `cache`;
+  // blocks run their threads in `order`.
+  explicit HostDevice(std::filesystem::path cache, int sm = 0,
+                      codegen::ThreadOrder order = codegen::ThreadOrder::Forward);
   ~HostDevice() override;
 
   std::string name() const override { return "host emulation"; }
+  DeviceCapabilities capabilities() const override { return {false, sm_}; }
   void* allocate(size_t bytes) override;
   void upload(void* device, const void* host, size_t bytes) override;
   void download(void* host, const void* device, size_t bytes) override;
@@ -49,6 +52,7 @@ class HostDevice : public Device {
   void refuse_while_recording(const char* what) const;
 
   std::filesystem::path cache_;
+  int sm_;
   std::vector<std::function<void()>>* recording_ = nullptr;  // the graph being recorded, if any
   codegen::ThreadOrder order_;
   codegen::HostEmulator emulator_;

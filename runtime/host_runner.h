@@ -16,7 +16,7 @@ class HostRunner {
              Launching launching = Launching::Graph)
       : device_(cache), executor_(graph, std::move(kernels), device_, nullptr, launching) {}
 
-  std::vector<reference::HostTensor<float>> run(reference::Environment<float>& env,
+  std::vector<ir::HostTensor<float>> run(ir::Environment<float>& env,
                                                 codegen::ThreadOrder order = codegen::ThreadOrder::Forward) {
     device_.set_order(order);
     return executor_.run(env);

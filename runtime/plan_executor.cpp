@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "runtime/tensor_io.h"
+#include "support/tensor_io.h"
 
 namespace bertc::runtime {
 
@@ -16,14 +16,14 @@ using codegen::ParamKind;
 
 namespace {
 
-reference::HostTensor<float> downloaded(Device& device, const void* buffer, const ir::TensorType& t, const std::string& name) {
-  StoredTensor s{t.dtype, t.shape, std::vector<uint8_t>(static_cast<size_t>(t.bytes()))};
+ir::HostTensor<float> downloaded(Device& device, const void* buffer, const ir::TensorType& t, const std::string& name) {
+  support::StoredTensor s{t.dtype, t.shape, std::vector<uint8_t>(static_cast<size_t>(t.bytes()))};
   device.download(s.bytes.data(), buffer, s.bytes.size());
-  return to_host(s, t.dtype, name);
+  return support::to_host(s, t.dtype, name);
 }
 
-void upload(Device& device, void* buffer, const reference::HostTensor<float>& t) {
-  const StoredTensor s = to_storage(t);
+void upload(Device& device, void* buffer, const ir::HostTensor<float>& t) {
+  const support::StoredTensor s = support::to_storage(t);
   device.upload(buffer, s.bytes.data(), s.bytes.size());
 }
 
@@ -43,7 +43,7 @@ void* ResidentState::buffer(const std::string& name, const ir::TensorType& type)
   return it->second.buffer;
 }
 
-void ResidentState::ensure_uploaded(const std::string& name, const reference::Environment<float>& env) {
+void ResidentState::ensure_uploaded(const std::string& name, const ir::Environment<float>& env) {
   Entry& e = entries_.at(name);
   if (e.on_device) return;
   const auto it = env.find(name);
@@ -55,7 +55,7 @@ void ResidentState::ensure_uploaded(const std::string& name, const reference::En
   e.on_device = true;
 }
 
-void ResidentState::download(reference::Environment<float>& env) const {
+void ResidentState::download(ir::Environment<float>& env) const {
   device_.synchronize();
   for (const auto& [name, e] : entries_)
     if (e.on_device) env[name] = downloaded(device_, e.buffer, e.type, name);
@@ -64,7 +64,7 @@ void ResidentState::download(reference::Environment<float>& env) const {
 PlanExecutor::PlanExecutor(const ir::Graph& graph, codegen::GraphKernels kernels, Device& device,
                            std::shared_ptr<ResidentState> state, Launching launching)
     : graph_(graph), kernels_(std::move(kernels)), device_(device), state_(std::move(state)), launching_(launching),
-      layout_(graph) {
+      layout_(graph, kernels_.arena) {
   // Updates are read back after the last launch: that is right only if no launch comes after one
   // (the schedule puts them last), since the arena may reuse a next value's bytes after its update.
   size_t first_update = graph.ops().size();
@@ -82,7 +82,7 @@ PlanExecutor::PlanExecutor(const ir::Graph& graph, codegen::GraphKernels kernels
       if (p.kind == ParamKind::Workspace) workspace = std::max(workspace, p.scratch_bytes);
   }
   device_.load(all);
-  arena_ = device_.allocate(static_cast<size_t>(std::max<int64_t>(layout_.plan().arena_bytes, 1)));
+  arena_ = device_.allocate(static_cast<size_t>(std::max<int64_t>(layout_.arena().bytes, 1)));
   if (workspace > 0) workspace_ = device_.allocate(workspace);
   own_.assign(graph.num_values(), nullptr);
   size_t staged = 0;
@@ -120,7 +120,7 @@ void* PlanExecutor::address(ir::ValueId v) {
   return p.kind == ValuePlace::Arena ? static_cast<unsigned char*>(arena_) + p.offset : own_[p.owner];
 }
 
-reference::HostTensor<float> PlanExecutor::read(ir::ValueId v) {
+ir::HostTensor<float> PlanExecutor::read(ir::ValueId v) {
   return downloaded(device_, address(v), graph_.value(v).type, graph_.value(v).name);
 }
 
@@ -150,7 +150,7 @@ void PlanExecutor::launch(size_t index) {
                {[this](ir::ValueId v) { return address(v); }, tables_[index], scratch_[index], workspace_});
 }
 
-void PlanExecutor::stage_inputs(reference::Environment<float>& env) {
+void PlanExecutor::stage_inputs(ir::Environment<float>& env) {
   for (ir::ValueId v : layout_.owned()) {
     const ir::Op& op = graph_.producer(v);
     const ir::Value& value = graph_.value(v);
@@ -158,7 +158,7 @@ void PlanExecutor::stage_inputs(reference::Environment<float>& env) {
       state_->ensure_uploaded(value.name, env);
       continue;
     }
-    reference::HostTensor<float> t = reference::HostTensor<float>::zeros(value.type);
+    ir::HostTensor<float> t = ir::HostTensor<float>::zeros(value.type);
     if (op.kind == ir::OpKind::Constant) {
       std::fill(t.real.begin(), t.real.end(), static_cast<float>(op.attr<double>("value")));
     } else {
@@ -169,7 +169,7 @@ void PlanExecutor::stage_inputs(reference::Environment<float>& env) {
                                              ir::to_string(value.type)));
       t = it->second;
     }
-    const StoredTensor s = to_storage(t);
+    const support::StoredTensor s = support::to_storage(t);
     unsigned char* staged = staging_ + staged_at_.at(v);
     std::memcpy(staged, s.bytes.data(), s.bytes.size());
     device_.upload_async(own_[v], staged, s.bytes.size());
@@ -181,7 +181,7 @@ void PlanExecutor::issue_all() {
     try {
       launch(i);
     } catch (const std::exception& e) {
-      throw std::runtime_error(fmt::format("launch {} ({} {}, op {}): {}", i, kernels_.kernels[i].family,
+      throw std::runtime_error(fmt::format("launch {} ({} {}, op {}): {}", i, ir::enum_name(kernels_.kernels[i].family),
                                            kernels_.kernels[i].label, kernels_.kernels[i].op_index, e.what()));
     }
   }
@@ -195,7 +195,7 @@ void PlanExecutor::issue_all() {
   }
 }
 
-std::vector<reference::HostTensor<float>> PlanExecutor::run(reference::Environment<float>& env,
+std::vector<ir::HostTensor<float>> PlanExecutor::run(ir::Environment<float>& env,
                                                            const std::vector<bool>* download) {
   device_.synchronize();  // the staging area may still be read by the previous run's copies
   stage_inputs(env);
@@ -209,8 +209,8 @@ std::vector<reference::HostTensor<float>> PlanExecutor::run(reference::Environme
   return collect(env, download);
 }
 
-std::pair<std::vector<reference::HostTensor<float>>, std::vector<reference::HostTensor<float>>> PlanExecutor::run_with(
-    PlanExecutor& next, reference::Environment<float>& env, const std::vector<bool>* download,
+std::pair<std::vector<ir::HostTensor<float>>, std::vector<ir::HostTensor<float>>> PlanExecutor::run_with(
+    PlanExecutor& next, ir::Environment<float>& env, const std::vector<bool>* download,
     const std::vector<bool>* next_download) {
   if (&next.device_ != &device_ || !state_ || next.state_ != state_)
     throw std::logic_error("two plans run as one device graph must share their device and resident state");
@@ -233,15 +233,15 @@ std::pair<std::vector<reference::HostTensor<float>>, std::vector<reference::Host
   return {std::move(outputs), next.collect(env, next_download)};
 }
 
-std::vector<reference::HostTensor<float>> PlanExecutor::collect(reference::Environment<float>& env,
+std::vector<ir::HostTensor<float>> PlanExecutor::collect(ir::Environment<float>& env,
                                                                const std::vector<bool>* download) {
   // Without resident state, the updates' values go back into env.
   if (!state_)
     for (const ir::Op& op : graph_.ops())
       if (op.kind == ir::OpKind::Update) env[graph_.value(op.operands[0]).name] = read(op.operands[1]);
-  std::vector<reference::HostTensor<float>> outputs;
+  std::vector<ir::HostTensor<float>> outputs;
   for (size_t i = 0; i < graph_.outputs().size(); ++i)
-    outputs.push_back(!download || download->at(i) ? read(graph_.outputs()[i]) : reference::HostTensor<float>{});
+    outputs.push_back(!download || download->at(i) ? read(graph_.outputs()[i]) : ir::HostTensor<float>{});
   return outputs;
 }
 

@@ -15,7 +15,7 @@
 #include "codegen/kernel.h"
 #include "runtime/device.h"
 #include "runtime/plan_layout.h"
-#include "runtime/reference/host_tensor.h"
+#include "ir/host_tensor.h"
 
 namespace bertc::runtime {
 
@@ -28,9 +28,9 @@ class ResidentState {
   // The buffer of `name` (allocated on first use); throws when two graphs disagree on its type.
   void* buffer(const std::string& name, const ir::TensorType& type);
   // Uploads `name` from `env` unless the device already holds it.
-  void ensure_uploaded(const std::string& name, const reference::Environment<float>& env);
+  void ensure_uploaded(const std::string& name, const ir::Environment<float>& env);
   // Every resident tensor into `env` (for a checkpoint).
-  void download(reference::Environment<float>& env) const;
+  void download(ir::Environment<float>& env) const;
 
  private:
   struct Entry {
@@ -74,27 +74,27 @@ class PlanExecutor {
   // the device (env keeps the old values until ResidentState::download).
   // `download`, when given, says per graph output whether to bring it back (the others come back
   // empty): a large output read only now and then stays on the device otherwise.
-  std::vector<reference::HostTensor<float>> run(reference::Environment<float>& env,
+  std::vector<ir::HostTensor<float>> run(ir::Environment<float>& env,
                                                 const std::vector<bool>* download = nullptr);
 
   // Runs this plan, then `next` — a training step and its optimizer step when nothing is
   // accumulated — as one recorded device graph (eager: one after the other), with one wait for
   // both. Both must keep their state in the same ResidentState on the same device, so that `next`
   // reads what this plan left there. Returns both plans' outputs.
-  std::pair<std::vector<reference::HostTensor<float>>, std::vector<reference::HostTensor<float>>> run_with(
-      PlanExecutor& next, reference::Environment<float>& env, const std::vector<bool>* download = nullptr,
+  std::pair<std::vector<ir::HostTensor<float>>, std::vector<ir::HostTensor<float>>> run_with(
+      PlanExecutor& next, ir::Environment<float>& env, const std::vector<bool>* download = nullptr,
       const std::vector<bool>* next_download = nullptr);
 
   const PlanLayout& layout() const { return layout_; }
 
  private:
   void* address(ir::ValueId v);
-  void stage_inputs(reference::Environment<float>& env);
+  void stage_inputs(ir::Environment<float>& env);
   void issue_all();
   // After the wait: updates into env (without resident state) and the outputs `download` asks for.
-  std::vector<reference::HostTensor<float>> collect(reference::Environment<float>& env, const std::vector<bool>* download);
+  std::vector<ir::HostTensor<float>> collect(ir::Environment<float>& env, const std::vector<bool>* download);
   void launch(size_t index);
-  reference::HostTensor<float> read(ir::ValueId v);
+  ir::HostTensor<float> read(ir::ValueId v);
 
   const ir::Graph& graph_;
   codegen::GraphKernels kernels_;

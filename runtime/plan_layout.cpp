@@ -9,20 +9,19 @@ namespace bertc::runtime {
 
 using ir::OpKind;
 
-PlanLayout::PlanLayout(const ir::Graph& graph)
-    : plan_(passes::plan_memory(graph)),
+PlanLayout::PlanLayout(const ir::Graph& graph, codegen::ArenaLayout arena)
+    : arena_(std::move(arena)),
       place_(graph.num_values()),
       has_place_(graph.num_values(), false) {
   // In op order, so a reshape's operand and an update's target are resolved before they are needed.
   for (const ir::Op& op : graph.ops()) {
     for (ir::ValueId r : op.results) {
-      if (op.kind == OpKind::Input || op.kind == OpKind::Param || op.kind == OpKind::State ||
-          op.kind == OpKind::Constant) {
+      if (ir::is_source(op.kind)) {
         owned_.push_back(r);
         place_[r] = {ValuePlace::Own, 0, r};
-      } else if (plan_.offset_of[r] >= 0) {
-        place_[r] = {ValuePlace::Arena, plan_.offset_of[r], 0};
-      } else if (op.kind == OpKind::Reshape && has_place_[op.operands[0]]) {
+      } else if (arena_.offset_of[r] >= 0) {
+        place_[r] = {ValuePlace::Arena, arena_.offset_of[r], 0};
+      } else if (ir::is_view(op.kind) && has_place_[op.operands[0]]) {
         place_[r] = place_[op.operands[0]];
       } else {
         continue;  // a next value written into its param or state: placed at its update below
@@ -40,7 +39,7 @@ PlanLayout::PlanLayout(const ir::Graph& graph)
         has_place_[op.operands[1]] = true;
         changed = true;
       }
-      if (op.kind == OpKind::Reshape && !has_place_[op.result()] && has_place_[op.operands[0]]) {
+      if (ir::is_view(op.kind) && !has_place_[op.result()] && has_place_[op.operands[0]]) {
         place_[op.result()] = place_[op.operands[0]];
         has_place_[op.result()] = true;
         changed = true;

@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "codegen/kernel.h"
 #include "ir/graph.h"
-#include "passes/memory_plan.h"
 
 namespace bertc::runtime {
 
@@ -21,16 +21,17 @@ struct ValuePlace {
 
 class PlanLayout {
  public:
-  explicit PlanLayout(const ir::Graph& graph);
+  // `arena`: where the memory plan puts graph's per-step values (GraphKernels::arena).
+  PlanLayout(const ir::Graph& graph, codegen::ArenaLayout arena);
 
-  const passes::MemoryPlan& plan() const { return plan_; }
+  const codegen::ArenaLayout& arena() const { return arena_; }
   // The values with a buffer of their own (inputs, params, states, constants), in value order.
   const std::vector<ir::ValueId>& owned() const { return owned_; }
   // Throws std::logic_error naming the value when the plan gives it no storage.
   ValuePlace place(ir::ValueId v) const;
 
  private:
-  passes::MemoryPlan plan_;
+  codegen::ArenaLayout arena_;
   std::vector<ir::ValueId> owned_;
   std::vector<ValuePlace> place_;
   std::vector<bool> has_place_;

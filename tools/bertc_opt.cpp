@@ -1,4 +1,6 @@
-// bertc-opt: read IR text, run passes by name, print IR text. Errors: file:line:col: message.
+// bertc-opt: read IR text, run a pipeline of registered passes with their options, print IR text.
+// Every stage of bertc's own pipeline is one such run (bertc compile --dump-ir lists them).
+// Errors: file:line:col: message.
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -36,8 +38,12 @@ void report_verify(const std::string& file, const ir::VerifyError& e, const std:
 }
 
 std::string pass_list_help() {
-  std::string help = "Passes to run in order, comma-separated:";
-  for (const auto& p : passes::registered_passes()) help += fmt::format("\n  {:<10} {}", p.name, p.summary);
+  std::string help =
+      "The passes to run, in order, as MLIR writes a pipeline: comma-separated, each with its options in braces "
+      "(key=value, space-separated), e.g. 'precision{mode=bf16},recompute{policy=auto budget=1400000000},fusion'. "
+      "Passes in pipeline order:";
+  for (const auto& p : passes::registered_passes())
+    help += fmt::format("\n  {:<11} {}{}", p.name, p.summary, passes::pass_options_help(p));
   return help;
 }
 
@@ -45,37 +51,39 @@ std::string pass_list_help() {
 
 int main(int argc, char** argv) {
   CLI::App app("bertc-opt: run bertc graph passes on IR text and print the result");
-  std::string input = "-", output;
-  std::vector<std::string> pass_names;
+  std::string input = "-", output, pipeline;
   bool print_after_all = false;
   app.add_option("input", input, "IR file, or - for stdin")->capture_default_str();
-  app.add_option("--passes", pass_names, pass_list_help())->delimiter(',');
+  app.add_option("--passes", pipeline, pass_list_help());
   app.add_option("-o,--output", output, "Output file (written atomically); default stdout");
   app.add_flag("--print-ir-after-all", print_after_all, "Print the IR to stderr after every pass");
   CLI11_PARSE(app, argc, argv);
 
   const std::string file = input == "-" ? "<stdin>" : input;
-  for (const auto& name : pass_names)
-    if (!passes::find_pass(name)) {
-      std::cerr << fmt::format("bertc-opt: error: unknown pass '{}'\n{}\n", name, pass_list_help());
-      return 2;
-    }
+  std::vector<passes::PassInvocation> invocations;
+  try {
+    invocations = passes::parse_pipeline(pipeline);
+  } catch (const ir::Error& e) {
+    std::cerr << fmt::format("bertc-opt: error: {}\n{}\n", e.what(), pass_list_help());
+    return 2;
+  }
   std::string current_pass;
   try {
     ir::Graph graph = ir::parse(read_input(input));
     ir::verify_or_throw(graph);
-    for (const auto& name : pass_names) {
-      current_pass = name;
-      passes::find_pass(name)->run(graph);
+    for (const passes::PassInvocation& inv : invocations) {
+      current_pass = std::string(inv.pass->name);
+      passes::PassContext context{inv.options, {}};
+      inv.pass->run(graph, context);
       ir::verify_or_throw(graph);
-      if (print_after_all) std::cerr << "// after " << name << "\n" << ir::print(graph);
+      if (print_after_all) std::cerr << "// after " << current_pass << "\n" << ir::print(graph);
     }
     bertc::tools::write_output(output, ir::print(graph));
   } catch (const ir::VerifyError& e) {
     report_verify(file, e, current_pass);
     return 1;
   } catch (const ir::Error& e) {
-    std::cerr << ir::format_diagnostic(file, e.loc(), e.what()) << "\n";
+    std::cerr << ir::format_diagnostic(file, e.loc(), current_pass.empty() ? e.what() : fmt::format("{} (in pass {})", e.what(), current_pass)) << "\n";
     return 1;
   } catch (const std::exception& e) {
     std::cerr << "bertc-opt: error: " << e.what() << "\n";

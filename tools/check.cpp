@@ -5,10 +5,10 @@
 
 #include "codegen/host_compile.h"
 #include "passes/pipeline.h"
-#include "runtime/batches.h"
-#include "runtime/open_device.h"
-#include "runtime/reference/executor.h"
-#include "runtime/step_check.h"
+#include "train/batches.h"
+#include "runtime/device_registry.h"
+#include "reference/executor.h"
+#include "train/step_check.h"
 
 namespace bertc::tools {
 namespace {
@@ -19,14 +19,14 @@ namespace {
 // a wrong kernel. The same fraction of an op's operands is the floor a result is measured
 // against: a bias gradient that cancels to noise (the key's) is rounding noise of its operands
 // (measured 4e-5 of them in bf16).
-double default_tolerance(const std::string& precision) { return precision == "fp32" ? 1e-3 : 5e-2; }
+double default_tolerance(passes::Precision precision) { return precision == passes::Precision::Fp32 ? 1e-3 : 5e-2; }
 
 // Prints one graph's comparison; returns whether every value is within tolerance.
-bool report(const std::string& graph, const runtime::GraphCheck& c, double tolerance, bool all, std::ostream& out) {
+bool report(const std::string& graph, const train::GraphCheck& c, double tolerance, bool all, std::ostream& out) {
   const size_t first = c.first_beyond(tolerance);
   size_t beyond = 0, worst = 0;
   for (size_t i = 0; i < c.values.size(); ++i) {
-    const runtime::ValueCheck& v = c.values[i];
+    const train::ValueCheck& v = c.values[i];
     const bool bad = !(v.error <= tolerance);
     beyond += bad;
     if (!(v.error <= c.values[worst].error)) worst = i;
@@ -44,20 +44,21 @@ bool report(const std::string& graph, const runtime::GraphCheck& c, double toler
 
 int run_check(const frontend::ModelDefinition& model, const frontend::Config& config, const CheckOptions& o,
               std::ostream& out) {
-  const auto [device, sm] =
-      runtime::open_device(o.device, runtime::sm_of_arch(config.compile.arch), codegen::default_cache_folder());
-  const passes::TrainingProgram program = passes::compile_training(
-      frontend::build_model(model, config), config.compile, passes::optimizer_options(config.train));
-  runtime::Environment env = runtime::synthetic_environment(config, program, static_cast<uint64_t>(config.train.seed));
+  const std::shared_ptr<runtime::Device> device =
+      runtime::open_device(o.device, {config.compile.arch.sm(), codegen::default_cache_folder()});
+  const int sm = device->capabilities().sm;
+  const passes::TrainingProgram program =
+      passes::compile_training(frontend::build_model(model, config), config.compile, config.train);
+  support::Environment env = train::synthetic_environment(config, program, static_cast<uint64_t>(config.train.seed));
   const double tolerance = o.tolerance.value_or(default_tolerance(config.compile.precision));
-  const codegen::RenderTarget target{sm, config.compile.matmul};
+  const codegen::RenderTarget target{sm, config.compile.matmul, {}};
   out << fmt::format("check: {} on {}, {} precision, sm_{} kernels, matmul {}\n", config.name, device->name(),
-                     config.compile.precision, sm == 0 ? 61 : sm, config.compile.matmul);
-  const bool step_ok = report("step", runtime::check_graph(program.step, target, *device, env, tolerance), tolerance, o.all, out);
+                     ir::enum_name(config.compile.precision), sm == 0 ? 61 : sm, ir::enum_name(config.compile.matmul));
+  const bool step_ok = report("step", train::check_graph(program.step, target, *device, env, tolerance), tolerance, o.all, out);
   // The optimizer step starts from the reference's gradients, so that its check is its own.
   reference::Executor<float>(program.step).run(env);
   const bool optimizer_ok =
-      report("optimizer", runtime::check_graph(program.optimizer, target, *device, env, tolerance), tolerance, o.all, out);
+      report("optimizer", train::check_graph(program.optimizer, target, *device, env, tolerance), tolerance, o.all, out);
   return step_ok && optimizer_ok ? 0 : 1;
 }
 

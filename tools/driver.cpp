@@ -18,12 +18,14 @@
 #include "ir/printer.h"
 #include "passes/pipeline.h"
 #include "passes/targets.h"
-#include "runtime/batches.h"
-#include "runtime/evaluate.h"
-#include "runtime/open_device.h"
-#include "runtime/safetensors.h"
-#include "runtime/trainer.h"
+#include "train/batches.h"
+#include "train/evaluate.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/device_registry.h"
+#include "support/safetensors.h"
+#include "train/trainer.h"
 #include "tools/check.h"
+#include "tools/compile_flags.h"
 #include "tools/output_file.h"
 #include "tools/report.h"
 
@@ -36,49 +38,6 @@ struct CompileArgs {
   bool emit_given = false;
   std::string output;
   bool json = false;
-};
-
-// Compiler flags shared by compile and train; each overrides its [compile] key when given.
-struct CompileFlags {
-  std::optional<std::string> arch, precision, recompute, matmul;
-  std::optional<int64_t> memory_budget;
-  std::optional<bool> fusion, fused_attention;
-  bool print_ir_after_all = false;
-  std::optional<std::string> dump_ir;
-
-  void add_to(CLI::App* cmd) {
-    cmd->add_option("--arch", arch, "Target: sm_61 ... sm_90, a GPU (p40, v100, t4, a100, rtx3090, h100, h200), "
-                                    "none, or auto (the GPU present)");
-    cmd->add_option("--precision", precision, "auto, fp32, fp16, bf16 or fp32-fp16storage")
-        ->check(CLI::IsMember({"auto", "fp32", "fp16", "bf16", "fp32-fp16storage"}));
-    cmd->add_option("--recompute", recompute, "Activation recomputation: none, selective, full or auto")
-        ->check(CLI::IsMember({"none", "selective", "full", "auto"}));
-    cmd->add_option("--memory-budget", memory_budget, "Bytes of activations for --recompute auto")
-        ->check(CLI::NonNegativeNumber);
-    cmd->add_option("--fusion", fusion, "Fuse ops into kernels (true/false)");
-    cmd->add_option("--fused-attention", fused_attention, "One attention op per layer (true/false)");
-    cmd->add_option("--matmul", matmul, "Matrix products as generated kernels, cuBLAS calls, or auto (big plain ones "
-                                        "to cuBLAS)")
-        ->check(CLI::IsMember({"auto", "generated", "library"}));
-    cmd->add_flag("--print-ir-after-all", print_ir_after_all, "Print every stage's IR to stderr");
-    cmd->add_option("--dump-ir", dump_ir, "Write every stage's IR into this folder (NN-<pass>-<graph>.ir)");
-  }
-
-  // The config's options with these flags applied and arch/precision made concrete.
-  frontend::CompileOptions apply(frontend::CompileOptions o) const {
-    if (arch) o.arch = *arch;
-    if (precision) o.precision = *precision;
-    if (recompute) o.recompute = *recompute;
-    if (memory_budget) o.memory_budget = *memory_budget;
-    if (fusion) o.fusion = *fusion;
-    if (fused_attention) o.fused_attention = *fused_attention;
-    if (matmul) o.matmul = *matmul;
-    if (print_ir_after_all) o.print_ir_after_all = true;
-    if (dump_ir) o.dump_ir = *dump_ir;
-    const runtime::CudaDriverProbe probe = runtime::probe_cuda_driver();
-    const std::string detected = probe.devices.empty() ? "none" : fmt::format("sm_{}", probe.devices[0].arch);
-    return passes::resolve_options(o, detected);
-  }
 };
 
 // The config file's text, kept in a .bertx beside the program compiled from it.
@@ -94,57 +53,68 @@ codegen::CompiledProgram compile_kernels(const passes::TrainingProgram& p, const
   settings.cache = codegen::default_cache_folder();
   settings.on_start = [&](size_t kernels, const codegen::NvrtcCompiler& c) {
     std::cerr << fmt::format("kernels: compiling {} distinct kernels for {} with NVRTC {} ({}), cache {}\n", kernels,
-                             config.compile.arch, c.version(), c.library(), settings.cache->string());
+                             config.compile.arch.text(), c.version(), c.library(), settings.cache->string());
   };
   codegen::CompiledProgram out = codegen::compile_program(p, config.compile, config.name, read_text_file(config.source), settings);
   std::cerr << fmt::format("kernels: done in {:.2f} s ({} from the cache)\n", out.stats.seconds, out.stats.cache_hits);
   return out;
 }
 
-bool real_arch(const frontend::CompileOptions& o) { return o.arch.rfind("sm_", 0) == 0; }
+// The compile report of `config` (and the compiled program, into `program`).
+passes::CompileReport report_of(const ir::Graph& graph, const frontend::Config& config,
+                                passes::TrainingProgram* program = nullptr) {
+  return passes::compile_report(graph, config.compile, config.train, config.train.batch_size, program);
+}
 
 int compile(CompileArgs args, const CompileFlags& flags, const frontend::ModelDefinition& model) {
   frontend::Config config = frontend::load_config(args.config, model.extra_keys);
-  config.compile = flags.apply(config.compile);
+  config.compile = resolve_here(flags.apply(config.compile));
   if (!args.emit_given && args.output.ends_with(".bertx")) args.emit = "plan";
   const ir::Graph graph = frontend::build_model(model, config);
+  // The pipeline, run once when what is emitted needs it, and always for --dump-ir and
+  // --print-ir-after-all (they show every stage whatever is emitted).
+  passes::TrainingProgram program;
+  std::optional<passes::CompileReport> compiled;
+  auto report = [&]() -> const passes::CompileReport& {
+    if (!compiled) compiled = report_of(graph, config, &program);
+    return *compiled;
+  };
+  if (!config.compile.dump_ir.empty() || config.compile.print_ir_after_all) report();
+  const bool gpu_arch = config.compile.arch.sm() != 0;
   std::string text;
   if (args.emit == "ir") {
     text = ir::print(graph);
-  } else if (args.emit == "step-ir" || args.emit == "optimizer-ir" || args.emit == "report" || args.emit == "cuda" ||
-             args.emit == "plan") {
-    passes::TrainingProgram p;
-    const passes::CompileReport report = passes::compile_report(graph, config, &p);
-    if (args.emit == "plan") {
-      if (args.output.empty()) throw std::runtime_error("--emit plan writes a .bertx file: give it with -o FILE.bertx");
-      codegen::write_bertx(args.output, compile_kernels(p, config));
-      std::cerr << fmt::format("wrote {}\n", args.output);
-      return 0;
-    }
-    if (args.emit == "cuda") {
-      // Without a GPU arch the listing shows the kernels the host emulation runs (sm_61's).
-      const codegen::RenderTarget target{real_arch(config.compile) ? std::stoi(config.compile.arch.substr(3)) : 0,
-                                         config.compile.matmul};
-      text = codegen::cuda_listing(codegen::render_graph(p.step, target), codegen::render_graph(p.optimizer, target));
-    } else if (args.emit == "report") {
-      const std::optional<codegen::CompiledProgram> kernels =
-          real_arch(config.compile) ? std::optional(compile_kernels(p, config)) : std::nullopt;
-      if (args.json) {
-        nlohmann::json j = report_json(report);
-        if (kernels) j["kernels"] = kernels_json(*kernels);
-        text = j.dump(2) + "\n";
-      } else {
-        text = report_text(report, config.name) +
-               (kernels ? kernels_text(*kernels)
-                        : "\nkernels: not compiled (arch none): pass --arch sm_XX for their registers, shared memory "
-                          "and spills\n");
-      }
+  } else if (args.emit == "plan") {
+    if (args.output.empty()) throw std::runtime_error("--emit plan writes a .bertx file: give it with -o FILE.bertx");
+    report();
+    codegen::write_bertx(args.output, compile_kernels(program, config));
+    std::cerr << fmt::format("wrote {}\n", args.output);
+    return 0;
+  } else if (args.emit == "cuda") {
+    // Without a GPU arch the listing shows the kernels the host emulation runs (sm_61's).
+    report();
+    const codegen::RenderTarget target = codegen::render_target(config.compile);
+    text = codegen::cuda_listing(codegen::render_graph(program.step, target), codegen::render_graph(program.optimizer, target));
+  } else if (args.emit == "report") {
+    report();
+    const std::optional<codegen::CompiledProgram> kernels =
+        gpu_arch ? std::optional(compile_kernels(program, config)) : std::nullopt;
+    if (args.json) {
+      nlohmann::json j = report_json(*compiled);
+      if (kernels) j["kernels"] = kernels_json(*kernels);
+      text = j.dump(2) + "\n";
     } else {
-      text = ir::print(args.emit == "step-ir" ? p.step : p.optimizer);
+      text = report_text(*compiled, config.name) +
+             (kernels ? kernels_text(*kernels)
+                      : "\nkernels: not compiled (arch none): pass --arch sm_XX for their registers, shared memory "
+                        "and spills\n");
     }
+  } else if (args.emit == "step-ir" || args.emit == "optimizer-ir") {
+    report();
+    text = ir::print(args.emit == "step-ir" ? program.step : program.optimizer);
   } else if (args.emit == "stats") {
     auto stats = stats_json(config, model.name, graph);
-    if (args.json) stats["report"] = report_json(passes::compile_report(graph, config));
+    if (args.json) stats["report"] = report_json(report());
     text = args.json ? stats.dump(2) + "\n" : stats_text(stats);
   } else {  // params
     auto params = params_json(graph);
@@ -166,35 +136,53 @@ struct TrainArgs {
   bool resume = false, eager = false, autotune = false;
 };
 
-// Say which device trains and why, never silently. The CUDA device is opt-in (--device cuda)
-// until it has been validated on a GPU; auto stays on the CPU reference executor.
-void choose_device(const std::string& device) {
-  if (device == "cuda") {
-    std::cerr << "device: CUDA (--device cuda; the CUDA runtime has not been validated on a GPU yet)\n";
-    return;
-  }
-  if (device == "cpu") {
+// The registry's device names after `first`, for --device's choices.
+std::vector<std::string> device_names(std::vector<std::string> first) {
+  for (const runtime::DeviceKind& kind : runtime::device_kinds()) first.emplace_back(kind.name);
+  return first;
+}
+
+// "host (the compiled plan's kernels under ...), cuda (GPU 0 ...)".
+std::string devices_help() {
+  std::vector<std::string> parts;
+  for (const runtime::DeviceKind& kind : runtime::device_kinds())
+    parts.push_back(fmt::format("{} ({})", kind.name, kind.description));
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+// The device training runs on (nullopt: the CPU reference executor), said on stderr with the
+// reason, never silently. auto takes the first device of the registry that its probe finds and
+// that may be chosen automatically (validated on real hardware), else the CPU reference.
+std::optional<std::string> choose_device(const std::string& requested) {
+  if (requested == "cpu") {
     std::cerr << "device: CPU reference executor (--device cpu)\n";
-    return;
+    return std::nullopt;
   }
-  if (device == "host") {
-    std::cerr << "device: the compiled plan's kernels under host emulation (--device host; slow: it checks the GPU "
-                 "runtime's plan on the CPU)\n";
-    return;
+  if (requested != "auto") {
+    const runtime::DeviceKind& kind = runtime::device_kind(requested);
+    std::cerr << fmt::format("device: {} (--device {}{}{})\n", kind.description, kind.name,
+                             kind.caveat.empty() ? "" : "; ", kind.caveat);
+    return requested;
   }
-  const runtime::CudaDriverProbe probe = runtime::probe_cuda_driver();
-  if (probe.devices.empty())
-    std::cerr << fmt::format("device: no usable GPU ({}); training on the CPU reference executor\n", probe.error);
-  else
-    std::cerr << fmt::format("device: found {} ({}), but bertc's CUDA runtime has not been validated on a GPU yet; "
-                             "training on the CPU reference executor (--device cuda tries it)\n",
-                             probe.devices[0].name, fmt::format("sm_{}", probe.devices[0].arch));
+  std::vector<std::string> found;
+  for (const runtime::DeviceKind& kind : runtime::device_kinds()) {
+    if (!kind.probe) continue;  // always usable, never chosen for you (the host emulation)
+    const runtime::DeviceProbe probe = kind.probe();
+    if (probe.usable && kind.chosen_automatically) {
+      std::cerr << fmt::format("device: {} (--device auto: {})\n", probe.found, kind.name);
+      return std::string(kind.name);
+    }
+    found.push_back(probe.usable ? fmt::format("found {}, but {} (--device {} tries it)", probe.found, kind.caveat, kind.name)
+                                 : fmt::format("no usable {} device ({})", kind.name, probe.found));
+  }
+  std::cerr << fmt::format("device: {}; training on the CPU reference executor\n", fmt::join(found, "; "));
+  return std::nullopt;
 }
 
 int train(const TrainArgs& args, const CompileFlags& flags, const frontend::ModelDefinition& model) {
-  runtime::TrainOptions o;
+  train::TrainOptions o;
   o.config = frontend::load_config(args.config, model.extra_keys);
-  o.config.compile = flags.apply(o.config.compile);
+  o.config.compile = resolve_here(flags.apply(o.config.compile));
   if (args.steps > 0) o.config.train.steps = args.steps;  // the schedule decays over the run's length
   if (args.batch_size == "auto") o.auto_batch = true;
   else if (!args.batch_size.empty()) o.config.train.batch_size = std::stoll(args.batch_size);
@@ -211,25 +199,23 @@ int train(const TrainArgs& args, const CompileFlags& flags, const frontend::Mode
   o.resume = args.resume;
   o.eager = args.eager;
   o.autotune = args.autotune;
-  if (o.autotune && o.config.compile.matmul != "auto")
+  if (o.autotune && o.config.compile.matmul != passes::MatmulPolicy::Auto)
     throw std::invalid_argument(fmt::format("--autotune chooses between generated kernels and cuBLAS per product; "
-                                            "--matmul {} fixes that choice: drop one of them", o.config.compile.matmul));
+                                            "--matmul {} fixes that choice: drop one of them",
+                                            ir::enum_name(o.config.compile.matmul)));
   if (!args.init.empty()) o.init = args.init;
   o.live_progress = ::isatty(STDERR_FILENO) != 0;
-  choose_device(args.device);
-  o.device = args.device == "host" || args.device == "cuda" ? args.device : "cpu";
-  if (o.autotune && o.device == "cpu")
+  o.device = choose_device(args.device);
+  if (o.autotune && !o.device)
     throw std::invalid_argument("--autotune times kernels on a device, and the CPU reference runs none: train with "
                                 "--device cuda (or host, to check the mechanism)");
-  // Host emulation runs the kernels of the configured arch, else sm_61's.
-  const std::string& arch = o.config.compile.arch;
-  o.host_sm = runtime::sm_of_arch(arch);
   o.kernel_cache = codegen::default_cache_folder();
   std::cerr << fmt::format("train: {} ({}), {} steps of {} x {} x {} tokens, {} optimizer, {} precision, checkpoints in {}\n",
                            o.config.name, model.name, t.steps, t.gradient_accumulation_steps, t.batch_size, t.seq_len,
-                           t.optimizer, o.config.compile.precision, o.checkpoint_dir.string());
+                           passes::optimizer_name(t.optimizer), ir::enum_name(o.config.compile.precision),
+                           o.checkpoint_dir.string());
   const auto began = std::chrono::steady_clock::now();
-  const runtime::TrainSummary s = runtime::train_model(model, o, std::cerr);
+  const train::TrainSummary s = train::train_model(model, o, std::cerr);
   if (!s.losses.empty())
     std::cerr << fmt::format("train: steps {}-{}: mean loss {:.4f} over the first {} steps -> {:.4f} over the last; "
                              "{:.1f} s; metrics in {}\n",
@@ -246,13 +232,13 @@ struct EvalArgs {
 
 int eval(const EvalArgs& args, const frontend::ModelDefinition& model) {
   const frontend::Config config = frontend::load_config(args.config, model.extra_keys);
-  const runtime::EvalResult r = runtime::evaluate_batch(model, config, args.init, args.batch);
+  const train::EvalResult r = train::evaluate_batch(model, config, args.init, args.batch);
   std::cout << fmt::format("mlm_loss {:.9g}\nnsp_loss {:.9g}\nloss {:.9g}\n", r.mlm_loss, r.nsp_loss, r.loss);
   if (!args.dump_grads.empty()) {
-    runtime::Safetensors file;
-    for (const auto& [name, grad] : r.gradients) file.tensors[name] = runtime::to_stored(grad);
+    support::Safetensors file;
+    for (const auto& [name, grad] : r.gradients) file.tensors[name] = support::to_stored(grad);
     file.metadata["format"] = "bertc-gradients";
-    runtime::write_safetensors(args.dump_grads, file);
+    support::write_safetensors(args.dump_grads, file);
     std::cerr << fmt::format("gradients of {} params written to {}\n", r.gradients.size(), args.dump_grads);
   }
   return 0;
@@ -266,10 +252,10 @@ struct BatchArgs {
 // Writes micro-batch `index` of the config's training stream, the input bertc eval reads.
 int batch(const BatchArgs& args, const frontend::ModelDefinition& model) {
   const frontend::Config config = frontend::load_config(args.config, model.extra_keys);
-  const data::BatchStream stream = runtime::open_batch_stream(config, chosen_path(args.data, config, config.train.data),
+  const data::BatchStream stream = train::open_batch_stream(config, chosen_path(args.data, config, config.train.data),
                                                              chosen_path(args.vocab, config, config.train.vocab),
                                                              std::cerr);
-  runtime::write_safetensors(args.output, runtime::batch_to_safetensors(stream.batch(args.index)));
+  support::write_safetensors(args.output, train::batch_to_safetensors(stream.batch(args.index)));
   std::cerr << fmt::format("micro-batch {} written to {}\n", args.index, args.output);
   return 0;
 }
@@ -325,8 +311,9 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
   train_cmd->add_option("--data", train_args.data, "Text file or folder of .txt files (default: [train] data)");
   train_cmd->add_option("--vocab", train_args.vocab, "WordPiece vocab.txt (default: [train] vocab)");
   train_cmd->add_option("--device", train_args.device,
-                        "auto, cpu, cuda, or host (the compiled kernels under host emulation: a slow check of the plan)")
-      ->check(CLI::IsMember({"auto", "cpu", "cuda", "host"}));
+                        "auto (a validated GPU, else the CPU), cpu (the reference executor, op by op), or a device "
+                        "running the compiled program: " + devices_help())
+      ->check(CLI::IsMember(device_names({"auto", "cpu"})));
   train_cmd->add_option("--batch-size", train_args.batch_size,
                         "Micro-batch size ([train] batch_size), or auto: the largest micro-batch that fits the device's "
                         "free memory, keeping batch_size x gradient_accumulation_steps")
@@ -374,8 +361,8 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
       "check", "Run one training step and optimizer step of the compiled program on a device and compare every "
                "kernel's results with the reference executor's (on synthetic batches)");
   check_cmd->add_option("config", check_config, "TOML config")->required()->check(CLI::ExistingFile);
-  check_cmd->add_option("--device", check_options.device, "host (the emulation) or cuda")
-      ->check(CLI::IsMember({"host", "cuda"}));
+  check_cmd->add_option("--device", check_options.device, "The device: " + devices_help())
+      ->check(CLI::IsMember(device_names({})));
   check_cmd->add_option("--tolerance", check_options.tolerance,
                         "Largest error allowed, relative to a value's largest magnitude (default 1e-3 at fp32, "
                         "5e-2 at 16-bit precisions)")
@@ -403,7 +390,7 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
     if (*batch_cmd) return batch(batch_args, model);
     if (*check_cmd) {
       frontend::Config config = frontend::load_config(check_config, model.extra_keys);
-      config.compile = check_flags.apply(config.compile);
+      config.compile = resolve_here(check_flags.apply(config.compile));
       return run_check(model, config, check_options, std::cout);
     }
     return info(info_json_flag, info_file, model);

@@ -3,7 +3,7 @@
 
 #include <iostream>
 
-#include "codegen/atomic_file.h"
+#include "support/atomic_file.h"
 
 namespace bertc::tools {
 
@@ -12,7 +12,7 @@ void write_output(const std::string& path, const std::string& text) {
     std::cout << text << std::flush;
     return;
   }
-  codegen::write_file_atomically(path, text);
+  support::write_file_atomically(path, text);
 }
 
 }  // namespace bertc::tools

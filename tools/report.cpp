@@ -114,9 +114,8 @@ nlohmann::json memory_json(const passes::MemoryPlan& m) {
 nlohmann::json report_json(const passes::CompileReport& r) {
   nlohmann::json j;
   const auto& o = r.options;
-  j["options"] = {{"arch", o.arch},           {"precision", o.precision}, {"recompute", r.recompute},
-                  {"memory_budget", o.memory_budget}, {"fusion", o.fusion}, {"fused_attention", o.fused_attention},
-                  {"matmul", o.matmul}};
+  j["options"] = support::options_json(passes::compile_option_specs(), o);
+  j["recompute_applied"] = r.recompute;
   j["gpu"] = r.gpu ? nlohmann::json(std::string(r.gpu->title)) : nlohmann::json(nullptr);
   j["stages"] = nlohmann::json::array();
   for (const auto& s : r.stages) j["stages"].push_back({{"pass", s.pass}, {"graph", s.graph}, {"figures", figures_json(s.figures)}});
@@ -137,9 +136,9 @@ nlohmann::json report_json(const passes::CompileReport& r) {
 std::string report_text(const passes::CompileReport& r, const std::string& name) {
   const auto& o = r.options;
   std::string out = fmt::format(
-      "compile report: {}, arch {}{}, precision {}, recompute {}, fusion {}, fused attention {}, matmul {}\n\n", name, o.arch,
-      r.gpu ? fmt::format(" ({})", r.gpu->title) : "", o.precision, r.recompute, o.fusion ? "on" : "off",
-      o.fused_attention ? "on" : "off", o.matmul);
+      "compile report: {}, arch {}{}, precision {}, recompute {}, fusion {}, fused attention {}, matmul {}\n\n", name,
+      o.arch.text(), r.gpu ? fmt::format(" ({})", r.gpu->title) : "", ir::enum_name(o.precision), r.recompute,
+      o.fusion ? "on" : "off", o.fused_attention ? "on" : "off", ir::enum_name(o.matmul));
   out += fmt::format("{:<11} {:<9} {:>6} {:>6} {:>8} {:>10} {:>10} {:>10} {:>10} {:>9}\n", "after", "graph", "ops", "fused",
                      "launches", "fwd GFLOP", "bwd GFLOP", "recompute", "optimizer", "GB moved");
   for (const auto& s : r.stages) {
@@ -248,7 +247,8 @@ std::map<std::string, FamilyFigures> by_family(const codegen::CompiledProgram& p
   std::set<std::string> seen;
   for (const codegen::GraphKernels* g : {&p.step, &p.optimizer})
     for (const codegen::KernelSpec& k : g->kernels) {
-      FamilyFigures& x = f[k.strategy.empty() ? k.family : k.family + " " + k.strategy];
+      const std::string family(ir::enum_name(k.family));
+      FamilyFigures& x = f[k.strategy.empty() ? family : family + " " + k.strategy];
       ++x.launches;
       if (!seen.insert(k.name).second) continue;
       ++x.kernels;
@@ -265,7 +265,7 @@ std::map<std::string, FamilyFigures> by_family(const codegen::CompiledProgram& p
 
 nlohmann::json kernels_json(const codegen::CompiledProgram& p) {
   nlohmann::json j;
-  j["arch"] = p.options.arch;
+  j["arch"] = p.options.arch.text();
   j["nvrtc"] = p.nvrtc_version;
   j["compile_seconds"] = p.stats.seconds;
   j["cache_hits"] = p.stats.cache_hits;
@@ -273,7 +273,7 @@ nlohmann::json kernels_json(const codegen::CompiledProgram& p) {
   j["matrix_ops"] = nlohmann::json::array();
   for (const codegen::KernelSpec& k : p.step.kernels)
     if (!k.strategy.empty())
-      j["matrix_ops"].push_back({{"op_index", k.op_index}, {"family", k.family}, {"label", k.label}, {"strategy", k.strategy},
+      j["matrix_ops"].push_back({{"op_index", k.op_index}, {"family", ir::enum_name(k.family)}, {"label", k.label}, {"strategy", k.strategy},
                                  {"kernel", k.name}});
   for (const auto& [family, x] : by_family(p))
     j["families"][family] = {{"kernels", x.kernels}, {"launches", x.launches}, {"max_registers", x.max_registers},
@@ -284,7 +284,7 @@ nlohmann::json kernels_json(const codegen::CompiledProgram& p) {
     for (const codegen::KernelSpec& k : g->kernels) {
       if (!seen.insert(k.name).second || k.source.empty()) continue;
       const codegen::PtxasInfo& i = p.images.at(k.name).ptxas;
-      j["per_kernel"].push_back({{"name", k.name}, {"family", k.family}, {"strategy", k.strategy}, {"first_use", k.label},
+      j["per_kernel"].push_back({{"name", k.name}, {"family", ir::enum_name(k.family)}, {"strategy", k.strategy}, {"first_use", k.label},
                                  {"registers", i.registers}, {"shared_bytes", i.shared_bytes}, {"stack_bytes", i.stack_bytes},
                                  {"spill_bytes", i.spill_store_bytes + i.spill_load_bytes}, {"ptx", p.images.at(k.name).ptx}});
     }
@@ -297,7 +297,7 @@ std::string kernels_text(const codegen::CompiledProgram& p, bool compiled_now) {
   std::string out = fmt::format(
       "\nkernels for {} (NVRTC {}): {} distinct{}\n"
       "  {:<26} {:>7} {:>9} {:>10} {:>13} {:>12}\n",
-      p.options.arch, p.nvrtc_version, p.images.size(), how, "family (strategy)", "kernels", "launches", "registers",
+      p.options.arch.text(), p.nvrtc_version, p.images.size(), how, "family (strategy)", "kernels", "launches", "registers",
       "shared bytes", "spill bytes");
   for (const auto& [family, x] : by_family(p))
     out += fmt::format("  {:<26} {:>7} {:>9} {:>10} {:>13} {:>12}\n", family, x.kernels, x.launches, x.max_registers,
@@ -306,10 +306,10 @@ std::string kernels_text(const codegen::CompiledProgram& p, bool compiled_now) {
   out += "\nmatrix ops of the step and the strategy each got (rule: codegen/matrix_strategy.h)\n";
   for (const codegen::KernelSpec& k : p.step.kernels)
     if (k.library)
-      out += fmt::format("  op {:<5} {:<10} {:<10} {}x{}x{} (x{}){}  {}\n", k.op_index, k.family, k.strategy, k.library->m,
+      out += fmt::format("  op {:<5} {:<10} {:<10} {}x{}x{} (x{}){}  {}\n", k.op_index, ir::enum_name(k.family), k.strategy, k.library->m,
                          k.library->n, k.library->k, k.library->batch, k.source.empty() ? "" : " + epilogue kernel", k.label);
     else if (!k.strategy.empty())
-      out += fmt::format("  op {:<5} {:<10} {:<10} grid {}x{}x{} block {}  {}\n", k.op_index, k.family, k.strategy, k.grid.x,
+      out += fmt::format("  op {:<5} {:<10} {:<10} grid {}x{}x{} block {}  {}\n", k.op_index, ir::enum_name(k.family), k.strategy, k.grid.x,
                          k.grid.y, k.grid.z, k.block.x, k.label);
   return out;
 }
@@ -317,8 +317,7 @@ std::string kernels_text(const codegen::CompiledProgram& p, bool compiled_now) {
 nlohmann::json bertx_json(const codegen::CompiledProgram& p) {
   nlohmann::json j = kernels_json(p);
   j["model"] = p.model;
-  j["precision"] = p.options.precision;
-  j["recompute"] = p.options.recompute;
+  j["options"] = support::options_json(passes::compile_option_specs(), p.options);
   j["step_kernels"] = p.step.kernels.size();
   j["optimizer_kernels"] = p.optimizer.kernels.size();
   size_t bytes = 0;
@@ -333,7 +332,8 @@ std::string bertx_text(const codegen::CompiledProgram& p, const std::string& pat
   std::string out = fmt::format(
       "{}: {} compiled for {}, precision {}, recompute {}\n  step: {} kernel launches; optimizer: {} "
       "kernel launches\n  {} images ({} as PTX), {:.1f} KiB; every checksum matches\n",
-      path, p.model, p.options.arch, p.options.precision, p.options.recompute, p.step.kernels.size(),
+      path, p.model, p.options.arch.text(), ir::enum_name(p.options.precision), ir::enum_name(p.options.recompute),
+      p.step.kernels.size(),
       p.optimizer.kernels.size(), p.images.size(), ptx, static_cast<double>(bytes) / 1024);
   return out + kernels_text(p, false);
 }

@@ -6,12 +6,12 @@
 
 #include "frontend/config.h"
 #include "passes/pipeline.h"
-#include "runtime/initialize.h"
-#include "runtime/reference/host_tensor.h"
+#include "train/initialize.h"
+#include "ir/host_tensor.h"
 
 namespace bertc::testing {
 
-using reference::HostTensor;
+using ir::HostTensor;
 
 inline HostTensor<float> ints(const ir::Shape& s, const std::function<int64_t(int64_t)>& f, ir::DType d = ir::DType::I32) {
   auto t = HostTensor<float>::zeros({d, s});
@@ -21,11 +21,11 @@ inline HostTensor<float> ints(const ir::Shape& s, const std::function<int64_t(in
 
 // Params and states as training starts, and one deterministic batch: padding at the end of every
 // other sequence, two segments, masked positions with one unused (weight 0).
-inline reference::Environment<float> batch_environment(const frontend::Config& c, const passes::TrainingProgram& p) {
-  runtime::Environment env;
-  runtime::initialize_parameters(p.step, c.model.initializer_range, c.model.pad_token_id, 7, env);
-  runtime::initialize_states(p.step, env);
-  runtime::initialize_states(p.optimizer, env);
+inline ir::Environment<float> batch_environment(const frontend::Config& c, const passes::TrainingProgram& p) {
+  support::Environment env;
+  train::initialize_parameters(p.step, c.model.initializer_range, c.model.pad_token_id, 7, env);
+  train::initialize_states(p.step, env);
+  train::initialize_states(p.optimizer, env);
   const int64_t B = c.train.batch_size, S = c.train.seq_len, P = c.train.max_predictions_per_seq, V = c.model.vocab_size;
   auto padded = [&](int64_t i) { return (i / S) % 2 == 1 && i % S >= S * 3 / 4; };
   env["input_ids"] = ints({B, S}, [&](int64_t i) { return padded(i) ? 0 : 1 + (i * 37) % (V - 1); });

@@ -14,28 +14,28 @@
 #include "passes/fusion.h"
 #include "passes/pipeline.h"
 #include "passes/targets.h"
-#include "runtime/initialize.h"
+#include "train/initialize.h"
 
 namespace bertc::testing {
 namespace {
 
-using reference::HostTensor;
+using ir::HostTensor;
 
 void expect_all_kernels_match(const std::string& precision, const std::string& recompute, int sm,
                               const std::set<std::string>& expected_strategies) {
   frontend::Config c = frontend::load_config(BERTC_SOURCE_DIR "/examples/bert-tiny.toml");
-  c.compile.arch = "none";
-  c.compile.precision = precision;
-  c.compile.recompute = recompute;
-  c.compile = passes::resolve_options(c.compile, "none");
+  c.compile.arch = passes::Arch::parse("none");
+  c.compile.precision = ir::enum_named<passes::Precision>(precision);
+  c.compile.recompute = ir::enum_named<passes::RecomputePolicy>(recompute);
+  c.compile = passes::resolve_options(c.compile, passes::Arch::none());
   const passes::TrainingProgram p =
-      passes::compile_training(frontend::build_bert_pretraining(c), c.compile, passes::optimizer_options(c.train));
-  reference::Environment<float> env = batch_environment(c, p);
+      passes::compile_training(frontend::build_bert_pretraining(c), c.compile, c.train);
+  ir::Environment<float> env = batch_environment(c, p);
   if (precision == "fp16") env["loss_scale"].real[0] = 1024;  // 65536 overflows f16 in bert-tiny's gradients
   const std::string what = precision + ", recompute " + recompute + ", sm_" + std::to_string(sm);
   KernelHarness step(p.step, BERTC_TEST_CACHE, {sm}), optimizer(p.optimizer, BERTC_TEST_CACHE, {sm});
   // The step's kernels, then the optimizer's on the accumulated gradients the step leaves.
-  reference::Environment<float> after_step = env;
+  ir::Environment<float> after_step = env;
   reference::Executor<float>(p.step).run(after_step);
   size_t checked = 0;
   for (auto order : {codegen::ThreadOrder::Forward, codegen::ThreadOrder::Reverse}) {

@@ -15,7 +15,7 @@ namespace {
 using codegen::KernelParam;
 using codegen::KernelSpec;
 using codegen::ParamKind;
-using reference::HostTensor;
+using ir::HostTensor;
 
 constexpr size_t kCanary = 64;            // bytes before and after every written buffer
 constexpr unsigned char kCanaryByte = 0xa5;
@@ -112,7 +112,7 @@ KernelHarness::KernelHarness(const ir::Graph& graph, codegen::GraphKernels kerne
       codegen::compile_for_host(codegen::host_source(all), cache, emulator_.api()));
 }
 
-std::vector<KernelCheck> KernelHarness::check_all(reference::Environment<float> env, codegen::ThreadOrder order) {
+std::vector<KernelCheck> KernelHarness::check_all(ir::Environment<float> env, codegen::ThreadOrder order) {
   std::vector<HostTensor<float>> values;
   reference::Executor<float>(graph_).run(env, {}, &values);
   std::vector<KernelCheck> out;
@@ -122,7 +122,7 @@ std::vector<KernelCheck> KernelHarness::check_all(reference::Environment<float> 
 
 KernelCheck KernelHarness::check(const KernelSpec& kernel, const std::vector<HostTensor<float>>& values,
                                  codegen::ThreadOrder order) {
-  KernelCheck result{kernel.name, kernel.family, kernel.label};
+  KernelCheck result{kernel.name, std::string(ir::enum_name(kernel.family)), kernel.label};
   auto fail = [&](std::string problem) {
     if (getenv("HARNESS_VERBOSE")) fprintf(stderr, "problem: %s\n", problem.c_str());
     if (result.ok) result.problem = std::move(problem);

@@ -11,7 +11,7 @@
 #include "codegen/host_compile.h"
 #include "codegen/kernel.h"
 #include "codegen/matrix_strategy.h"
-#include "runtime/reference/executor.h"
+#include "reference/executor.h"
 
 namespace bertc::testing {
 
@@ -40,10 +40,10 @@ class KernelHarness {
   const codegen::GraphKernels& kernels() const { return kernels_; }
 
   // Runs the reference on `env` (inputs, params, states) once, then every kernel in `order`.
-  std::vector<KernelCheck> check_all(reference::Environment<float> env, codegen::ThreadOrder order);
+  std::vector<KernelCheck> check_all(ir::Environment<float> env, codegen::ThreadOrder order);
 
   // Runs one kernel on the reference values `values` (indexed by ValueId).
-  KernelCheck check(const codegen::KernelSpec& kernel, const std::vector<reference::HostTensor<float>>& values,
+  KernelCheck check(const codegen::KernelSpec& kernel, const std::vector<ir::HostTensor<float>>& values,
                     codegen::ThreadOrder order);
 
  private:

@@ -12,9 +12,9 @@
 #include "codegen/render.h"
 #include "frontend/bert.h"
 #include "passes/targets.h"
-#include "runtime/graph_runner.h"
+#include "train/graph_runner.h"
 #include "runtime/host_runner.h"
-#include "runtime/reference/executor.h"
+#include "reference/executor.h"
 
 namespace bertc::testing {
 namespace {
@@ -22,11 +22,11 @@ namespace {
 // bert-tiny's config and training program at `precision`, compiled for no particular GPU.
 std::pair<frontend::Config, passes::TrainingProgram> bert_tiny(const std::string& precision) {
   frontend::Config c = frontend::load_config(BERTC_SOURCE_DIR "/examples/bert-tiny.toml");
-  c.compile.arch = "none";
-  c.compile.precision = precision;
-  c.compile = passes::resolve_options(c.compile, "none");
+  c.compile.arch = passes::Arch::parse("none");
+  c.compile.precision = ir::enum_named<passes::Precision>(precision);
+  c.compile = passes::resolve_options(c.compile, passes::Arch::none());
   passes::TrainingProgram p =
-      passes::compile_training(frontend::build_bert_pretraining(c), c.compile, passes::optimizer_options(c.train));
+      passes::compile_training(frontend::build_bert_pretraining(c), c.compile, c.train);
   return {std::move(c), std::move(p)};
 }
 
@@ -58,13 +58,13 @@ bool noise_only(const std::string& name) { return name.find("attention.self.key.
 // a 16-bit rounding difference of a near-zero gradient into a full step of the other sign).
 void expect_step_matches(const std::string& precision, int sm, const std::string& matmul, double tolerance, bool chain) {
   const auto [c, p] = bert_tiny(precision);
-  reference::Environment<float> want = batch_environment(c, p);
+  ir::Environment<float> want = batch_environment(c, p);
   if (precision == "fp16") want["loss_scale"].real[0] = 1024;
-  reference::Environment<float> got = want;
-  const codegen::RenderTarget target{sm, matmul};
+  ir::Environment<float> got = want;
+  const codegen::RenderTarget target{sm, ir::enum_named<passes::MatmulPolicy>(matmul), {}};
   runtime::HostRunner step(p.step, codegen::render_graph(p.step, target), BERTC_TEST_CACHE);
   runtime::HostRunner optimizer(p.optimizer, codegen::render_graph(p.optimizer, target), BERTC_TEST_CACHE);
-  EXPECT_GT(step.layout().plan().buffers.size(), 50u);  // the arena is really shared out
+  EXPECT_GT(step.layout().arena().buffers, 50u);  // the arena is really shared out
   const auto want_out = reference::Executor<float>(p.step).run(want).outputs;
   const auto got_out = step.run(got);
   ASSERT_EQ(got_out.size(), want_out.size());
@@ -116,14 +116,14 @@ bool same_bits(const HostTensor<float>& a, const HostTensor<float>& b) {
 // stale ones) again.
 TEST(HostRunner, GraphReplayEqualsEagerLaunchBitForBit) {
   const auto [c, p] = bert_tiny("fp32");
-  const codegen::RenderTarget target{61, "generated"};
+  const codegen::RenderTarget target{61, passes::MatmulPolicy::Generated, {}};
   using runtime::Launching;
   runtime::HostRunner step_graph(p.step, codegen::render_graph(p.step, target), BERTC_TEST_CACHE, Launching::Graph);
   runtime::HostRunner opt_graph(p.optimizer, codegen::render_graph(p.optimizer, target), BERTC_TEST_CACHE, Launching::Graph);
   runtime::HostRunner step_eager(p.step, codegen::render_graph(p.step, target), BERTC_TEST_CACHE, Launching::Eager);
   runtime::HostRunner opt_eager(p.optimizer, codegen::render_graph(p.optimizer, target), BERTC_TEST_CACHE, Launching::Eager);
-  reference::Environment<float> graph_env = batch_environment(c, p);
-  reference::Environment<float> eager_env = graph_env;
+  ir::Environment<float> graph_env = batch_environment(c, p);
+  ir::Environment<float> eager_env = graph_env;
   std::vector<float> losses;
   for (int run = 0; run < 3; ++run) {
     for (auto* env : {&graph_env, &eager_env}) {
@@ -152,26 +152,26 @@ TEST(HostRunner, GraphReplayEqualsEagerLaunchBitForBit) {
 // steps whose params move: the optimizer reads the gradients the step left on the device.
 TEST(HostRunner, StepAndOptimizerAsOneGraphEqualTheTwoRunInTurn) {
   const auto [c, p] = bert_tiny("fp32");
-  const codegen::RenderTarget target{61, "generated"};
+  const codegen::RenderTarget target{61, passes::MatmulPolicy::Generated, {}};
   struct Side {
     std::shared_ptr<runtime::Device> device;
     std::shared_ptr<runtime::ResidentState> state;
-    std::unique_ptr<runtime::GraphRunner> step, optimizer;
-    reference::Environment<float> env;
+    std::unique_ptr<train::GraphRunner> step, optimizer;
+    ir::Environment<float> env;
   };
-  auto make = [&](const reference::Environment<float>& env) {
+  auto make = [&](const ir::Environment<float>& env) {
     Side side{std::make_shared<runtime::HostDevice>(BERTC_TEST_CACHE), nullptr, nullptr, nullptr, env};
     side.state = std::make_shared<runtime::ResidentState>(*side.device);
-    side.step = runtime::plan_runner(p.step, {}, target, side.device, side.state);
-    side.optimizer = runtime::plan_runner(p.optimizer, {"grad_norm"}, target, side.device, side.state);
+    side.step = train::plan_runner(p.step, {}, target, side.device, side.state);
+    side.optimizer = train::plan_runner(p.optimizer, {"grad_norm"}, target, side.device, side.state);
     return side;
   };
-  const reference::Environment<float> start = batch_environment(c, p);
+  const ir::Environment<float> start = batch_environment(c, p);
   Side together = make(start), in_turn = make(start);
   std::vector<float> norms;
   for (int step = 0; step < 3; ++step) {
     together.env["dropout_seed"].integer[0] = in_turn.env["dropout_seed"].integer[0] = 500 + step;
-    const auto [loss, optimized] = runtime::run_together(*together.step, *together.optimizer, together.env);
+    const auto [loss, optimized] = train::run_together(*together.step, *together.optimizer, together.env);
     const auto loss_in_turn = in_turn.step->run(in_turn.env);
     const auto optimized_in_turn = in_turn.optimizer->run(in_turn.env);
     EXPECT_TRUE(same_bits(loss.outputs.at(0), loss_in_turn.outputs.at(0))) << "step " << step;

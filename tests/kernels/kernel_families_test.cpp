@@ -16,12 +16,12 @@
 namespace bertc::testing {
 namespace {
 
-using reference::HostTensor;
+using ir::HostTensor;
 
 // Deterministic data for every input, param and state of `g`: floats in [-2, 2], integers in
 // [0, bound) with bound from `int_bounds` by name (default 2).
-reference::Environment<float> environment(const ir::Graph& g, const std::map<std::string, int64_t>& int_bounds = {}) {
-  reference::Environment<float> env;
+ir::Environment<float> environment(const ir::Graph& g, const std::map<std::string, int64_t>& int_bounds = {}) {
+  ir::Environment<float> env;
   int salt = 0;
   for (ir::OpKind kind : {ir::OpKind::Input, ir::OpKind::Param, ir::OpKind::State})
     for (ir::ValueId v : g.values_of(kind)) {
@@ -75,7 +75,8 @@ graph @pw {
   %11 = where(%x, %0, %y) : f32[4,6]
   %12 = reshape(%11) : f32[24]
   %13 = exp(%12) : f32[24]
-  return %4, %10, %13
+  %14 = sigmoid(%13) : f32[24]
+  return %4, %10, %14
 }
 )", /*fuse=*/false, {{"ids", 10}});
 }
@@ -266,7 +267,7 @@ graph @bias_grad {
 TEST(BrokenKernels, AMissingBarrierIsCaught) {
   // The column reduction stores partial sums in shared memory, then one row of threads adds them.
   expect_caught(kBiasGradient, {"reduction without its first barrier", [](codegen::KernelSpec& k) {
-                                  return k.family == "reduction" && replace_first(k.source, "bx_sync();", "");
+                                  return k.family == ir::KernelFamily::Reduction && replace_first(k.source, "bx_sync();", "");
                                 }});
 }
 
@@ -274,26 +275,26 @@ TEST(BrokenKernels, AnOffByOneIndexIsCaught) {
   // The GELU kernel stores four elements at a time; store each one place further on: the last
   // thread writes past the end of the output.
   expect_caught(kBiasGradient, {"pointwise writing at i + 1", [](codegen::KernelSpec& k) {
-                                  return k.family == "pointwise" &&
+                                  return k.family == ir::KernelFamily::Pointwise &&
                                          replace_first(k.source, "bx_stv<4>(out0, i0, vout0);",
                                                        "for (int k = 0; k < 4; ++k) bx_st(out0, i0 + k + 1, vout0[k]);");
                                 }});
   // Read each element one place further on: wrong values, and a read past the end.
   expect_caught(kBiasGradient, {"pointwise reading at i + 1", [](codegen::KernelSpec& k) {
-                                  return k.family == "pointwise" &&
+                                  return k.family == ir::KernelFamily::Pointwise &&
                                          replace_first(k.source, "bx_ldv<4>(in0, i0, vin0);",
                                                        "for (int k = 0; k < 4; ++k) vin0[k] = bx_ld(in0, i0 + k + 1);");
                                 }});
   // The column reduction's rows, one too few: the last row of each column is left out.
   expect_caught(kBiasGradient, {"reduction stopping a row early", [](codegen::KernelSpec& k) {
-                                  return k.family == "reduction" && replace_first(k.source, "k < 64; k += 8", "k < 63; k += 8");
+                                  return k.family == ir::KernelFamily::Reduction && replace_first(k.source, "k < 64; k += 8", "k < 63; k += 8");
                                 }});
 }
 
 TEST(BrokenKernels, AKernelThatLeavesItsScratchDirtyIsCaught) {
   // The next launch would start its sums from this one's totals.
   expect_caught(kOptimizerGraph, {"multi-tensor norm without the scratch reset", [](codegen::KernelSpec& k) {
-                                    return k.family == "multi_tensor_norm" && replace_first(k.source, "scratch[0] = 0.0f;", "");
+                                    return k.family == ir::KernelFamily::MultiTensorNorm && replace_first(k.source, "scratch[0] = 0.0f;", "");
                                   }});
 }
 

@@ -19,10 +19,10 @@
 namespace bertc::testing {
 namespace {
 
-using reference::HostTensor;
+using ir::HostTensor;
 
-reference::Environment<float> environment(const ir::Graph& g) {
-  reference::Environment<float> env;
+ir::Environment<float> environment(const ir::Graph& g) {
+  ir::Environment<float> env;
   int salt = 0;
   for (ir::ValueId v : g.values_of(ir::OpKind::Input)) {
     const ir::Value& val = g.value(v);
@@ -40,7 +40,7 @@ reference::Environment<float> environment(const ir::Graph& g) {
 // Renders `g` for `target`, checks every kernel in both thread orders, and that the matrix kernels
 // got `strategies` (each one at least once). `adjust` may change the inputs (padding masks).
 void expect_match(const ir::Graph& g, const codegen::RenderTarget& target, const std::set<std::string>& strategies,
-                  const std::function<void(reference::Environment<float>&)>& adjust = {}) {
+                  const std::function<void(ir::Environment<float>&)>& adjust = {}) {
   KernelHarness h(g, BERTC_TEST_CACHE, target);
   std::set<std::string> seen;
   for (const codegen::KernelSpec& k : h.kernels().kernels)
@@ -48,7 +48,7 @@ void expect_match(const ir::Graph& g, const codegen::RenderTarget& target, const
   EXPECT_EQ(seen, strategies) << "sm_" << target.sm << ", matmul " << target.matmul;
   const int sm = target.sm;
   const std::string strategy = fmt::format("{}", fmt::join(strategies, "+"));
-  reference::Environment<float> env = environment(g);
+  ir::Environment<float> env = environment(g);
   if (adjust) adjust(env);
   for (auto order : {codegen::ThreadOrder::Forward, codegen::ThreadOrder::Reverse})
     for (const KernelCheck& c : h.check_all(env, order))
@@ -152,7 +152,7 @@ graph @library {{
 }}
 )",
                                           t));
-  expect_match(odd, {80, "library"}, {"cublas", generated});
+  expect_match(odd, {80, passes::MatmulPolicy::Library, {}}, {"cublas", generated});
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, Gemm, ::testing::Values("f32", "f16", "bf16"));
@@ -174,10 +174,10 @@ graph @choice {
 }
 )");
   std::vector<std::string> strategies;
-  for (const codegen::KernelSpec& k : codegen::render_graph(g, {80, "auto"}).kernels)
+  for (const codegen::KernelSpec& k : codegen::render_graph(g, {80, passes::MatmulPolicy::Auto, {}}).kernels)
     if (!k.strategy.empty()) strategies.push_back(k.strategy);
   EXPECT_EQ(strategies, (std::vector<std::string>{"cublas", "hmma16816", "hmma16816"}));
-  for (const codegen::KernelSpec& k : codegen::render_graph(g, {80, "generated"}).kernels)
+  for (const codegen::KernelSpec& k : codegen::render_graph(g, {80, passes::MatmulPolicy::Generated, {}}).kernels)
     EXPECT_NE(k.strategy, "cublas");
 }
 
@@ -206,7 +206,7 @@ graph @attention {{
 // row whose every logit sits near -10000 has a logsumexp whose f32 rounding (5e-4) makes the
 // backward's recomputed probabilities sum to 1 +- 5e-4 — in any flash-attention backward and in
 // the reference alike, but differently — while -30 masks as completely and stays well-conditioned.
-void quantize_and_mask(reference::Environment<float>& env) {
+void quantize_and_mask(ir::Environment<float>& env) {
   for (const char* name : {"q", "k"})
     for (float& x : env.at(name).real) x = std::round(x * 8.0f) / 16.0f;
   HostTensor<float>& bias = env.at("bias");

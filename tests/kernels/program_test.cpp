@@ -22,11 +22,11 @@ struct Compiled {
 
 Compiled compile_for(const std::string& config, const std::string& arch, const std::string& matmul = "auto") {
   frontend::Config c = frontend::load_config(std::string(BERTC_SOURCE_DIR) + "/examples/" + config);
-  c.compile.arch = arch;
-  c.compile.matmul = matmul;
-  c.compile = passes::resolve_options(c.compile, "none");  // precision auto: what that arch trains in
+  c.compile.arch = passes::Arch::parse(arch);
+  c.compile.matmul = ir::enum_named<passes::MatmulPolicy>(matmul);
+  c.compile = passes::resolve_options(c.compile, passes::Arch::none());  // precision auto: what that arch trains in
   Compiled out;
-  out.program = passes::compile_training(frontend::build_bert_pretraining(c), c.compile, passes::optimizer_options(c.train));
+  out.program = passes::compile_training(frontend::build_bert_pretraining(c), c.compile, c.train);
   CompileSettings s;
   s.cache = std::filesystem::path(BERTC_TEST_CACHE);
   out.compiled = compile_program(out.program, c.compile, c.name, "", s);
@@ -50,7 +50,7 @@ TEST(CompiledProgram, BertBaseCompilesForEveryArchWithoutSpills) {
       EXPECT_LE(image.ptxas.shared_bytes, 48 * 1024) << arch << " " << name << ": over the static shared limit";
     }
     std::printf("%s (%s): %zu distinct kernels, %zu launches, compiled in %.2f s, %zu from the cache\n", arch,
-                p.options.precision.c_str(), names.size(), p.step.kernels.size() + p.optimizer.kernels.size(),
+                std::string(ir::enum_name(p.options.precision)).c_str(), names.size(), p.step.kernels.size() + p.optimizer.kernels.size(),
                 p.stats.seconds, p.stats.cache_hits);
   }
 }
@@ -73,23 +73,23 @@ TEST(CompiledProgram, MatrixKernelsUseTheirArchsInstructions) {
   };
   for (const Expect& e : cases) {
     frontend::Config c = frontend::load_config(std::string(BERTC_SOURCE_DIR) + "/examples/bert-tiny.toml");
-    c.compile.arch = e.arch;
-    c.compile.precision = e.precision;
-    c.compile = passes::resolve_options(c.compile, "none");
+    c.compile.arch = passes::Arch::parse(e.arch);
+    c.compile.precision = ir::enum_named<passes::Precision>(e.precision);
+    c.compile = passes::resolve_options(c.compile, passes::Arch::none());
     const passes::TrainingProgram p =
-        passes::compile_training(frontend::build_bert_pretraining(c), c.compile, passes::optimizer_options(c.train));
+        passes::compile_training(frontend::build_bert_pretraining(c), c.compile, c.train);
     const NvrtcCompiler ptx = NvrtcCompiler::ptx_for_arch(std::stoi(std::string(e.arch).substr(3)));
     std::set<std::string> families;
     std::set<std::string> done;
     for (const KernelSpec& k : render_graph(p.step, {ptx.arch()}).kernels) {
       if (k.strategy.empty() || !done.insert(k.name).second) continue;
-      families.insert(k.family);
+      families.insert(std::string(ir::enum_name(k.family)));
       const GpuImage image = ptx.compile({k.name, device_source(k)}, std::filesystem::path(BERTC_TEST_CACHE) / "failed");
       ASSERT_TRUE(image.ptx);
       for (const std::string& s : e.present)
-        EXPECT_NE(image.image.find(s), std::string::npos) << e.arch << " " << e.precision << " " << k.family << ": no " << s;
+        EXPECT_NE(image.image.find(s), std::string::npos) << e.arch << " " << e.precision << " " << ir::enum_name(k.family) << ": no " << s;
       for (const std::string& s : e.absent)
-        EXPECT_EQ(image.image.find(s), std::string::npos) << e.arch << " " << e.precision << " " << k.family << ": " << s;
+        EXPECT_EQ(image.image.find(s), std::string::npos) << e.arch << " " << e.precision << " " << ir::enum_name(k.family) << ": " << s;
     }
     EXPECT_EQ(families, (std::set<std::string>{"attention", "matmul"})) << e.arch;
   }
@@ -102,7 +102,7 @@ TEST(CompiledProgram, BertxReadsBackTheSameProgram) {
   write_bertx(path, c.compiled);
   const CompiledProgram r = read_bertx(path);
   EXPECT_EQ(r.model, c.compiled.model);
-  EXPECT_EQ(r.options.precision, "fp16");
+  EXPECT_EQ(r.options.precision, passes::Precision::Fp16);
   EXPECT_EQ(r.step_ir, c.compiled.step_ir);
   for (auto [a, b] : {std::pair{&r.step, &c.compiled.step}, std::pair{&r.optimizer, &c.compiled.optimizer}}) {
     ASSERT_EQ(a->kernels.size(), b->kernels.size());

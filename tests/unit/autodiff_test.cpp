@@ -18,8 +18,8 @@
 namespace bertc::testing {
 namespace {
 
-using frontend::Builder;
-using frontend::Tensor;
+using ir::Builder;
+using ir::Tensor;
 using ir::DType;
 using ir::OpKind;
 
@@ -30,8 +30,8 @@ double wobble(const std::string& name, int64_t i) {
   return 0.9 * std::sin(1.7 * static_cast<double>(i) + 0.37 * static_cast<double>(name.size()) + 0.1);
 }
 
-reference::HostTensor<double> filled(ir::TensorType type, double scale = 1.0) {
-  auto t = reference::HostTensor<double>::zeros(type);
+ir::HostTensor<double> filled(ir::TensorType type, double scale = 1.0) {
+  auto t = ir::HostTensor<double>::zeros(type);
   for (int64_t i = 0; i < t.numel(); ++i) t.real[i] = scale * std::cos(0.9 * static_cast<double>(i) + 0.2);
   return t;
 }
@@ -65,6 +65,7 @@ TEST(Gradients, UnaryOps) {
   check_rule([&](Builder& b) { return tanh(b.param("x", s)); });
   check_rule([&](Builder& b) { return gelu(b.param("x", s) * 3.0); });
   check_rule([&](Builder& b) { return relu(b.param("x", s)); });
+  check_rule([&](Builder& b) { return b.op(ir::OpKind::Sigmoid, {b.param("x", s) * 3.0}); });
 }
 
 TEST(Gradients, BroadcastingBinaryOps) {
@@ -114,11 +115,11 @@ TEST(Gradients, ReductionsAndLayout) {
 
 TEST(Gradients, Gather) {
   Env env;
-  auto ids = reference::HostTensor<double>::zeros({DType::I32, {2, 3}});
+  auto ids = ir::HostTensor<double>::zeros({DType::I32, {2, 3}});
   ids.integer = {4, 0, 4, 1, 2, 0};
   env["ids"] = ids;
   check_rule([](Builder& b) { return b.gather(b.param("table", {5, 3}), b.input("ids", DType::I32, {2, 3})); }, env);
-  auto pos = reference::HostTensor<double>::zeros({DType::I32, {2, 2}});
+  auto pos = ir::HostTensor<double>::zeros({DType::I32, {2, 2}});
   pos.integer = {2, 0, 1, 1};
   check_rule([](Builder& b) { return b.gather(b.param("x", {2, 3, 4}), b.input("pos", DType::I32, {2, 2}), 1); },
              {{"pos", pos}});
@@ -134,7 +135,7 @@ TEST(Gradients, GatherPaddingRowGetsNoGradient) {
   ir::Graph graph = std::move(b).finish();
   Env env;
   fill_params(graph, env, wobble);
-  auto i = reference::HostTensor<double>::zeros({DType::I32, {4}});
+  auto i = ir::HostTensor<double>::zeros({DType::I32, {4}});
   i.integer = {0, 2, 0, 2};
   env["ids"] = i;
   EXPECT_EQ(gradients_of(graph, env).at("table"), (std::vector<double>{0, 0, 0, 0, 2, 2}));
@@ -145,13 +146,13 @@ TEST(Gradients, CompositeOps) {
   check_rule([](Builder& b) {
     return b.layer_norm(b.param("x", {3, 4}), b.param("w", {4}), b.param("bias", {4}), 1e-5);
   });
-  Env seed{{"dropout_seed", reference::HostTensor<double>::scalar(DType::I64, 1234)}};
+  Env seed{{"dropout_seed", ir::HostTensor<double>::scalar(DType::I64, 1234)}};
   check_rule([](Builder& b) { return b.dropout(b.param("x", {4, 8}), 0.3); }, seed);
   Env labels;
-  auto y = reference::HostTensor<double>::zeros({DType::I32, {4}});
+  auto y = ir::HostTensor<double>::zeros({DType::I32, {4}});
   y.integer = {2, 0, -100, 1};  // row 2 is ignored
   labels["y"] = y;
-  labels["w"] = reference::HostTensor<double>::zeros({DType::F32, {4}});
+  labels["w"] = ir::HostTensor<double>::zeros({DType::F32, {4}});
   labels["w"].real = {1, 0.5, 1, 0};  // row 3 has weight 0
   check_rule([](Builder& b) {
     return b.cross_entropy(b.param("logits", {4, 3}) * 3.0, b.input("y", DType::I32, {4}), b.input("w", DType::F32, {4}));
@@ -160,7 +161,7 @@ TEST(Gradients, CompositeOps) {
 }
 
 TEST(Gradients, FusedAttentionAndWhere) {
-  Env env{{"dropout_seed", reference::HostTensor<double>::scalar(DType::I64, 77)}};
+  Env env{{"dropout_seed", ir::HostTensor<double>::scalar(DType::I64, 77)}};
   env["bias"] = filled({DType::F32, {2, 1, 1, 5}}, 2.0);
   for (double p : {0.0, 0.25})
     check_rule([p](Builder& b) {
@@ -223,7 +224,7 @@ TEST(Gradients, WholeBertTinyLoss) {
     return name.ends_with("LayerNorm.weight") ? 1 + w : w;
   });
   auto ints = [](ir::Shape s, std::vector<int64_t> v) {
-    auto t = reference::HostTensor<double>::zeros({DType::I32, std::move(s)});
+    auto t = ir::HostTensor<double>::zeros({DType::I32, std::move(s)});
     t.integer = std::move(v);
     return t;
   };
@@ -232,10 +233,10 @@ TEST(Gradients, WholeBertTinyLoss) {
   env["attention_mask"] = ints({2, 6}, {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0});
   env["masked_lm_positions"] = ints({2, 2}, {1, 4, 2, 0});
   env["masked_lm_ids"] = ints({2, 2}, {17, 33, 5, 0});
-  env["masked_lm_weights"] = reference::HostTensor<double>::zeros({DType::F32, {2, 2}});
+  env["masked_lm_weights"] = ir::HostTensor<double>::zeros({DType::F32, {2, 2}});
   env["masked_lm_weights"].real = {1, 1, 1, 0};
   env["next_sentence_labels"] = ints({2}, {0, 1});
-  env["dropout_seed"] = reference::HostTensor<double>::scalar(DType::I64, 99);
+  env["dropout_seed"] = ir::HostTensor<double>::scalar(DType::I64, 99);
 
   const auto grads = gradients_of(g, env);
   ASSERT_EQ(grads.size(), g.values_of(OpKind::Param).size());

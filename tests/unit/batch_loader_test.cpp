@@ -7,9 +7,11 @@
 #include <stdexcept>
 #include <thread>
 
-#include "runtime/batch_loader.h"
+#include "train/batch_loader.h"
 
-namespace bertc::runtime {
+namespace bertc::train {
+
+using namespace bertc::support;
 namespace {
 
 LoadedBatch numbered(int64_t micro) {
@@ -62,4 +64,4 @@ TEST(BatchLoader, StopsMidStreamWithoutHanging) {
 }
 
 }  // namespace
-}  // namespace bertc::runtime
+}  // namespace bertc::train

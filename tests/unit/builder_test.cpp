@@ -1,11 +1,11 @@
 // Unit tests for the DSL builder: ops are checked as they are made, scopes name parameters.
 #include <gtest/gtest.h>
 
-#include "frontend/builder.h"
+#include "ir/builder.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
 
-namespace bertc::frontend {
+namespace bertc::ir {
 namespace {
 
 std::string error_of(const std::function<void()>& f) {
@@ -106,4 +106,4 @@ TEST(Builder, FinishRefusesAGraphWithoutOutputs) {
 }
 
 }  // namespace
-}  // namespace bertc::frontend
+}  // namespace bertc::ir

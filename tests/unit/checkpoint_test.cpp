@@ -5,11 +5,13 @@
 #include <cstring>
 #include <fstream>
 
-#include "runtime/checkpoint.h"
-#include "runtime/lr_schedule.h"
-#include "runtime/safetensors.h"
+#include "train/checkpoint.h"
+#include "train/lr_schedule.h"
+#include "support/safetensors.h"
 
-namespace bertc::runtime {
+namespace bertc::train {
+
+using namespace bertc::support;
 namespace {
 
 std::filesystem::path scratch(const std::string& name) {
@@ -168,14 +170,14 @@ TEST(LearningRate, WarmupThenDecay) {
   EXPECT_DOUBLE_EQ(learning_rate_at(t, 10), 1e-3);
   EXPECT_DOUBLE_EQ(learning_rate_at(t, 60), 5e-4);  // halfway through the decay
   EXPECT_DOUBLE_EQ(learning_rate_at(t, 110), 0.0);
-  t.lr_decay = "polynomial";
+  t.lr_decay = frontend::LrDecay::Polynomial;
   t.lr_decay_power = 2;
   EXPECT_DOUBLE_EQ(learning_rate_at(t, 60), 2.5e-4);
-  t.lr_decay = "constant";
+  t.lr_decay = frontend::LrDecay::Constant;
   EXPECT_DOUBLE_EQ(learning_rate_at(t, 100), 1e-3);
   t.warmup_steps = 0;
   EXPECT_DOUBLE_EQ(learning_rate_at(t, 1), 1e-3);
 }
 
 }  // namespace
-}  // namespace bertc::runtime
+}  // namespace bertc::train

@@ -100,8 +100,8 @@ TEST(Config, ExtraKeysOfACustomModel) {
 TEST(Config, TrainKeysWithChoicesAndPaths) {
   Config c = parse_config("[train]\noptimizer = \"lamb\"\nlr_decay = \"polynomial\"\ndata = \"text\"\n"
                           "vocab = \"/abs/vocab.txt\"\n", "configs/run.toml");
-  EXPECT_EQ(c.train.optimizer, "lamb");
-  EXPECT_EQ(c.train.lr_decay, "polynomial");
+  EXPECT_EQ(c.train.optimizer.kind, ir::OpKind::Lamb);
+  EXPECT_EQ(c.train.lr_decay, LrDecay::Polynomial);
   EXPECT_EQ(c.resolve(c.train.data), std::filesystem::path("configs/text"));  // beside the config file
   EXPECT_EQ(c.resolve(c.train.vocab), std::filesystem::path("/abs/vocab.txt"));
   EXPECT_EQ(error_of("[train]\noptimizer = \"sgd\"\n"),

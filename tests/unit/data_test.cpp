@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "runtime/data/pretraining_data.h"
+#include "data/pretraining_data.h"
 
 namespace bertc::data {
 namespace {

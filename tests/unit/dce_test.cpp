@@ -10,8 +10,8 @@
 namespace bertc::passes {
 namespace {
 
-using frontend::Builder;
-using frontend::Tensor;
+using ir::Builder;
+using ir::Tensor;
 
 TEST(Dce, RemovesOnlyWhatNoOutputNeeds) {
   Builder b("g");
@@ -49,7 +49,8 @@ TEST(Registry, FindsPassesByName) {
   EXPECT_EQ(find_pass("fusion-not-yet"), nullptr);
   ir::Graph bad("g");
   bad.add_op(ir::OpKind::Input, {}, {}, {{ir::DType::F32, {2}}});  // no outputs
-  EXPECT_THROW(find_pass("verify")->run(bad), ir::VerifyError);
+  PassContext context;
+  EXPECT_THROW(find_pass("verify")->run(bad, context), ir::VerifyError);
 }
 
 }  // namespace

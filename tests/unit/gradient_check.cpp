@@ -10,7 +10,7 @@ namespace bertc::testing {
 void fill_params(const ir::Graph& graph, Env& env, const std::function<double(const std::string&, int64_t)>& fill) {
   for (ir::ValueId p : graph.values_of(ir::OpKind::Param)) {
     const ir::Value& v = graph.value(p);
-    auto t = reference::HostTensor<double>::zeros(v.type);
+    auto t = ir::HostTensor<double>::zeros(v.type);
     for (int64_t i = 0; i < t.numel(); ++i) t.real[i] = fill(v.name, i);
     env[v.name] = t;
   }

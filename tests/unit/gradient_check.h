@@ -6,12 +6,12 @@
 #include <random>
 #include <string>
 
-#include "frontend/builder.h"
-#include "runtime/reference/executor.h"
+#include "ir/builder.h"
+#include "reference/executor.h"
 
 namespace bertc::testing {
 
-using Env = reference::Environment<double>;
+using Env = ir::Environment<double>;
 
 // Fills every param of `graph` with values from `fill(name, index)`.
 void fill_params(const ir::Graph& graph, Env& env, const std::function<double(const std::string&, int64_t)>& fill);

@@ -9,9 +9,9 @@
 
 #include "codegen/host_compile.h"
 #include "prelude_kernels.h"
-#include "frontend/builder.h"
+#include "ir/builder.h"
 #include "ir/philox.h"
-#include "runtime/reference/executor.h"
+#include "reference/executor.h"
 
 namespace bertc::codegen {
 namespace {
@@ -82,11 +82,11 @@ TEST_F(HostEmulation, DivergentBarrierAndUndeclaredBarrierAreErrors) {
 
 // The reference executor's rounding, through a cast op: what the IR's f16/bf16 values hold.
 std::vector<float> reference_round(const std::vector<float>& x, ir::DType dtype) {
-  frontend::Builder b("r");
+  ir::Builder b("r");
   b.output(b.cast(b.input("x", ir::DType::F32, {static_cast<int64_t>(x.size())}), dtype), "y");
   const ir::Graph g = std::move(b).finish();
-  reference::Environment<float> env;
-  env["x"] = reference::HostTensor<float>::zeros({ir::DType::F32, {static_cast<int64_t>(x.size())}});
+  ir::Environment<float> env;
+  env["x"] = ir::HostTensor<float>::zeros({ir::DType::F32, {static_cast<int64_t>(x.size())}});
   env["x"].real = x;
   return reference::Executor<float>(g).run(env).outputs.at(0).real;
 }

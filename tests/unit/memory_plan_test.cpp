@@ -126,13 +126,13 @@ TEST(MemoryPlan, NoLiveValuesShareBytes) {
     for (const char* recompute : {"none", "selective", "full"})
       for (bool fusion : {false, true}) {
         frontend::Config c = small();
-        c.compile.arch = "none";
-        c.compile.precision = precision;
-        c.compile.recompute = recompute;
+        c.compile.arch = passes::Arch::parse("none");
+        c.compile.precision = ir::enum_named<passes::Precision>(precision);
+        c.compile.recompute = ir::enum_named<passes::RecomputePolicy>(recompute);
         c.compile.fusion = fusion;
-        c.compile = resolve_options(c.compile, "none");
+        c.compile = resolve_options(c.compile, passes::Arch::none());
         const TrainingProgram p =
-            compile_training(frontend::build_bert_pretraining(c), c.compile, optimizer_options(c.train));
+            compile_training(frontend::build_bert_pretraining(c), c.compile, c.train);
         const std::string what = fmt::format("{} recompute {} fusion {}", precision, recompute, fusion);
         audit(p.step, what + " step");
         audit(p.optimizer, what + " optimizer");
@@ -142,8 +142,8 @@ TEST(MemoryPlan, NoLiveValuesShareBytes) {
 // The plan beats keeping every value: reuse is real.
 TEST(MemoryPlan, ReusesBuffers) {
   frontend::Config c = small();
-  c.compile = resolve_options(c.compile, "none");
-  const TrainingProgram p = compile_training(frontend::build_bert_pretraining(c), c.compile, optimizer_options(c.train));
+  c.compile = resolve_options(c.compile, passes::Arch::none());
+  const TrainingProgram p = compile_training(frontend::build_bert_pretraining(c), c.compile, c.train);
   const MemoryPlan plan = plan_memory(p.step);
   int64_t every_value = 0;
   for (const Buffer& b : plan.buffers) every_value += b.bytes;

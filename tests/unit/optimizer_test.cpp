@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "frontend/builder.h"
+#include "ir/builder.h"
 #include "gradient_check.h"
 #include "passes/accumulate.h"
 #include "passes/autodiff.h"
@@ -14,10 +14,10 @@
 namespace bertc::testing {
 namespace {
 
-using frontend::Builder;
-using frontend::Tensor;
+using ir::Builder;
+using ir::Tensor;
 using ir::DType;
-using Tensor64 = reference::HostTensor<double>;
+using Tensor64 = ir::HostTensor<double>;
 
 // loss = mean((x @ W^T + bias) * LayerNorm.weight): params with and without weight decay.
 ir::Graph model() {
@@ -74,9 +74,9 @@ struct Reference {  // the optimizer written out by hand
 void train_and_compare(const std::string& kind, double max_norm) {
   const ir::Graph forward = model();
   passes::OptimizerOptions options;
-  options.kind = kind;
+  options.optimizer.kind = *ir::op_kind_from_name(kind);
   options.max_grad_norm = max_norm;
-  options.accumulation_steps = 2;
+  options.gradient_accumulation_steps = 2;
   ir::Graph step = forward;
   passes::differentiate(step);
   passes::accumulate_gradients(step);
@@ -129,7 +129,7 @@ struct ScaledTraining {
 
   ScaledTraining() {
     ir::Graph plain = model(), scaled = model();
-    passes::apply_precision(scaled, "fp16");
+    passes::apply_precision(scaled, passes::Precision::Fp16);
     for (ir::Graph* g : {&plain, &scaled}) {
       passes::differentiate(*g);
       passes::accumulate_gradients(*g);
@@ -229,7 +229,7 @@ TEST(Optimizer, RefusesGraphsWithoutAccumulators) {
   passes::differentiate(g);
   passes::accumulate_gradients(g);
   passes::OptimizerOptions bad;
-  bad.kind = "sgd";
+  bad.gradient_accumulation_steps = 0;
   EXPECT_THROW(passes::build_optimizer_graph(g, bad), ir::Error);
 }
 

@@ -21,13 +21,13 @@
 #include "passes/precision.h"
 #include "passes/recompute.h"
 #include "passes/schedule.h"
-#include "runtime/initialize.h"
-#include "runtime/reference/executor.h"
+#include "train/initialize.h"
+#include "reference/executor.h"
 
 namespace bertc::passes {
 namespace {
 
-using Env = reference::Environment<double>;
+using Env = ir::Environment<double>;
 using ir::DType;
 
 // Two layers, batch 2, sequences of 8.
@@ -57,8 +57,8 @@ frontend::Config activation_heavy() {
   return c;
 }
 
-reference::HostTensor<double> ints(ir::Shape s, std::vector<int64_t> v, DType d = DType::I32) {
-  auto t = reference::HostTensor<double>::zeros({d, std::move(s)});
+ir::HostTensor<double> ints(ir::Shape s, std::vector<int64_t> v, DType d = DType::I32) {
+  auto t = ir::HostTensor<double>::zeros({d, std::move(s)});
   t.integer = std::move(v);
   return t;
 }
@@ -66,11 +66,11 @@ reference::HostTensor<double> ints(ir::Shape s, std::vector<int64_t> v, DType d 
 // Params, states and one batch for the tiny model: padding (the second sequence's last quarter),
 // two segments, unequal weights (one masked position unused), a dropout seed.
 Env environment(const ir::Graph& step) {
-  runtime::Environment f32;
-  runtime::initialize_parameters(step, 0.2, 0, 7, f32);
-  runtime::initialize_states(step, f32);
+  support::Environment f32;
+  train::initialize_parameters(step, 0.2, 0, 7, f32);
+  train::initialize_states(step, f32);
   Env env;
-  for (auto& [name, t] : f32) env[name] = reference::convert<double>(t);
+  for (auto& [name, t] : f32) env[name] = ir::convert<double>(t);
   const int64_t S = step.value(*step.find("input_ids")).type.shape[1];
   std::vector<int64_t> ids, types, mask;
   for (int64_t b = 0; b < 2; ++b)
@@ -85,7 +85,7 @@ Env environment(const ir::Graph& step) {
   env["attention_mask"] = ints({2, S}, mask);
   env["masked_lm_positions"] = ints({2, 3}, {1, S / 2, S - 2, 2, S / 2 + 1, 0});
   env["masked_lm_ids"] = ints({2, 3}, {17, 33, 5, 8, 21, 0});
-  env["masked_lm_weights"] = reference::HostTensor<double>::zeros({DType::F32, {2, 3}});
+  env["masked_lm_weights"] = ir::HostTensor<double>::zeros({DType::F32, {2, 3}});
   env["masked_lm_weights"].real = {1, 1, 1, 1, 1, 0};
   env["next_sentence_labels"] = ints({2}, {0, 1});
   env["dropout_seed"] = ints({}, {1234}, DType::I64);
@@ -123,10 +123,10 @@ TEST(PassEquivalence, AttentionFusion) { expect_same(step_graph(false), step_gra
 
 TEST(PassEquivalence, Recompute) {
   for (bool fa : {false, true})
-    for (const char* policy : {"selective", "full"}) {
+    for (RecomputePolicy policy : {RecomputePolicy::Selective, RecomputePolicy::Full}) {
       ir::Graph g = step_graph(fa);
       recompute(g, policy);
-      expect_same(step_graph(fa), g, std::string("recompute ") + policy);
+      expect_same(step_graph(fa), g, fmt::format("recompute {}", ir::enum_name(policy)));
     }
 }
 
@@ -134,12 +134,12 @@ TEST(PassEquivalence, Recompute) {
 // selective on the rest; every choice computes the same numbers.
 TEST(PassEquivalence, RecomputeAuto) {
   const ir::Graph none = step_graph(true, activation_heavy());
-  auto arena_of = [&](const char* policy) {
+  auto arena_of = [&](RecomputePolicy policy) {
     ir::Graph g = none;
     recompute(g, policy);
     return plan_memory(g).arena_bytes;
   };
-  const int64_t selective = arena_of("selective"), full = arena_of("full");
+  const int64_t selective = arena_of(RecomputePolicy::Selective), full = arena_of(RecomputePolicy::Full);
   std::printf("arena: none %ld, selective %ld, full %ld bytes\n", static_cast<long>(plan_memory(none).arena_bytes),
               static_cast<long>(selective), static_cast<long>(full));
   std::vector<int64_t> budgets = {plan_memory(none).arena_bytes, selective};
@@ -147,7 +147,7 @@ TEST(PassEquivalence, RecomputeAuto) {
   std::set<std::string> policies;
   for (int64_t budget : budgets) {
     ir::Graph g = none;
-    const RecomputeResult r = recompute(g, "auto", budget);
+    const RecomputeResult r = recompute(g, RecomputePolicy::Auto, budget);
     EXPECT_LE(plan_memory(g).arena_bytes, budget) << r.policy;
     expect_same(none, g, r.policy);
     policies.insert(r.policy);
@@ -157,7 +157,7 @@ TEST(PassEquivalence, RecomputeAuto) {
   EXPECT_TRUE(policies.count("auto: full on 1 of 4 layers, selective on the rest"))
       << fmt::format("{}", fmt::join(policies, "; "));
   ir::Graph g = none;
-  EXPECT_THROW(recompute(g, "auto", 256), ir::Error);  // no plan of this model fits 256 bytes
+  EXPECT_THROW(recompute(g, RecomputePolicy::Auto, 256), ir::Error);  // no plan of this model fits 256 bytes
 }
 
 TEST(PassEquivalence, FusionAndSchedule) {
@@ -182,7 +182,7 @@ void expect_close_to_f32(const std::string& precision, double tol) {
   const ir::Graph f32 = step_graph(true);
   ir::Graph reduced = frontend::build_bert_pretraining(tiny());
   fuse_attention(reduced);
-  apply_precision(reduced, precision);
+  apply_precision(reduced, ir::enum_named<Precision>(precision));
   differentiate(reduced);
   accumulate_gradients(reduced);
   Env a = environment(f32), b = environment(reduced);
@@ -239,11 +239,11 @@ TEST(PassEquivalence, PrecisionFp16Storage) { expect_close_to_f32("fp32-fp16stor
 // Fresh params depend on the seed and each param's name, not on where the passes put it.
 TEST(PassEquivalence, InitializationIgnoresOpOrder) {
   ir::Graph g = step_graph(true);
-  runtime::Environment before, after;
-  runtime::initialize_parameters(g, 0.02, 0, 99, before);
+  support::Environment before, after;
+  train::initialize_parameters(g, 0.02, 0, 99, before);
   fuse(g);
   schedule_for_memory(g);
-  runtime::initialize_parameters(g, 0.02, 0, 99, after);
+  train::initialize_parameters(g, 0.02, 0, 99, after);
   ASSERT_EQ(before.size(), after.size());
   for (const auto& [name, t] : before) EXPECT_EQ(t.real, after.at(name).real) << name;
 }

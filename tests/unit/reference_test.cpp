@@ -4,15 +4,15 @@
 
 #include <cmath>
 
-#include "frontend/builder.h"
+#include "ir/builder.h"
 #include "ir/philox.h"
-#include "runtime/reference/executor.h"
+#include "reference/executor.h"
 
 namespace bertc::reference {
 namespace {
 
-using frontend::Builder;
-using frontend::Tensor;
+using ir::Builder;
+using ir::Tensor;
 using ir::DType;
 
 HostTensor<double> real(ir::Shape shape, std::vector<double> values, DType dtype = DType::F32) {

@@ -6,7 +6,7 @@
 #include <stdexcept>
 
 #include "frontend/bert.h"
-#include "frontend/builder.h"
+#include "ir/builder.h"
 #include "frontend/config.h"
 #include "passes/cost_model.h"
 #include "passes/report.h"
@@ -19,7 +19,7 @@ using ir::DType;
 
 // A graph with one matmul [64,32] x [32,16] and one gather of 10 rows from a [1000,8] table.
 ir::Graph small_graph() {
-  frontend::Builder b("small");
+  ir::Builder b("small");
   auto x = b.input("x", DType::F32, {64, 32});
   auto w = b.param("w", {32, 16});
   b.output(b.matmul(x, w), "y");
@@ -39,7 +39,7 @@ TEST(CostModel, MatmulFlopsBytesAndRoofline) {
   const ir::Graph g = small_graph();
   const ir::Op& mm = first(g, ir::OpKind::Matmul);
   const auto h200 = find_gpu("h200");
-  const LaunchCost c = launch_cost(g, mm, h200, "fp32");
+  const LaunchCost c = launch_cost(g, mm, h200, Precision::Fp32);
   EXPECT_TRUE(c.launch);
   EXPECT_EQ(c.flops, 2 * 64 * 32 * 16);                   // a multiply and an add per term
   EXPECT_EQ(c.bytes, (64 * 32 + 32 * 16 + 64 * 16) * 4);  // both operands and the result, once
@@ -48,12 +48,12 @@ TEST(CostModel, MatmulFlopsBytesAndRoofline) {
   const double expect = std::max(c.flops / (h200->fp32_tflops * 1e12), c.bytes / (h200->bandwidth_gbs * 1e9)) +
                         kLaunchSeconds;
   EXPECT_DOUBLE_EQ(c.seconds, expect);
-  EXPECT_EQ(launch_cost(g, mm, std::nullopt, "fp32").seconds, 0.0);
+  EXPECT_EQ(launch_cost(g, mm, std::nullopt, Precision::Fp32).seconds, 0.0);
 }
 
 TEST(CostModel, GatherReadsOnlyTheGatheredRows) {
   const ir::Graph g = small_graph();
-  const LaunchCost c = launch_cost(g, first(g, ir::OpKind::Gather), find_gpu("p40"), "fp32");
+  const LaunchCost c = launch_cost(g, first(g, ir::OpKind::Gather), find_gpu("p40"), Precision::Fp32);
   // 10 rows of 8 floats read, 10 int32 ids read, 10 rows written; not the 1000-row table.
   EXPECT_EQ(c.bytes, 10 * 8 * 4 + 10 * 4 + 10 * 8 * 4);
 }
@@ -64,13 +64,13 @@ TEST(CostModel, SourcesLaunchNothing) {
   for (const ir::Op& op : g.ops()) {
     if (op.kind != ir::OpKind::Param && op.kind != ir::OpKind::Input) continue;
     ++sources;
-    EXPECT_FALSE(launch_cost(g, op, find_gpu("h200"), "fp32").launch);
+    EXPECT_FALSE(launch_cost(g, op, find_gpu("h200"), Precision::Fp32).launch);
   }
   EXPECT_EQ(sources, 4);
 }
 
 TEST(CostModel, TensorCoresRaiseTheMatmulPeak) {
-  frontend::Builder b("big");
+  ir::Builder b("big");
   // Large enough to be compute-bound on every GPU (arithmetic intensity ~ 1365 FLOP/byte).
   auto x = b.input("x", DType::BF16, {4096, 4096});
   auto w = b.param("w", {4096, 4096}, DType::BF16);
@@ -78,23 +78,24 @@ TEST(CostModel, TensorCoresRaiseTheMatmulPeak) {
   const ir::Graph g = std::move(b).finish();
   const ir::Op& mm = first(g, ir::OpKind::Matmul);
   const auto h200 = find_gpu("h200");
-  const LaunchCost c = launch_cost(g, mm, h200, "bf16");
+  const LaunchCost c = launch_cost(g, mm, h200, Precision::Bf16);
   EXPECT_NEAR(c.seconds - kLaunchSeconds, c.flops / (h200->bf16_tensor_tflops * 1e12), 1e-12);
   // The P40 has no tensor cores and no BF16 peak: the FP32 SIMT peak applies.
   const auto p40 = find_gpu("p40");
-  const LaunchCost p = launch_cost(g, mm, p40, "bf16");
+  const LaunchCost p = launch_cost(g, mm, p40, Precision::Bf16);
   EXPECT_NEAR(p.seconds - kLaunchSeconds, p.flops / (p40->fp32_tflops * 1e12), 1e-9);
 }
 
 // BERT-base pretraining (examples/bert-base.toml: batch 32, seq 128, 20 predictions) for `recompute`.
 CompileReport bert_base(const std::string& recompute, int64_t budget = 0) {
   frontend::Config config = frontend::load_config(BERTC_SOURCE_DIR "/examples/bert-base.toml");
-  config.compile.arch = "h200";
-  config.compile.precision = "fp32";
-  config.compile.recompute = recompute;
+  config.compile.arch = passes::Arch::parse("h200");
+  config.compile.precision = ir::enum_named<passes::Precision>("fp32");
+  config.compile.recompute = ir::enum_named<passes::RecomputePolicy>(recompute);
   config.compile.memory_budget = budget;
-  config.compile = resolve_options(config.compile, "none");
-  return compile_report(frontend::build_bert_pretraining(config), config);
+  config.compile = resolve_options(config.compile, passes::Arch::none());
+  return compile_report(frontend::build_bert_pretraining(config), config.compile, config.train,
+                        config.train.batch_size);
 }
 
 // Forward FLOPs of BERT-base's matrix products, from its shapes alone.

@@ -5,12 +5,15 @@
 
 #include <cmath>
 
-#include "runtime/step_check.h"
+#include "support/tensor_io.h"
+#include "train/step_check.h"
 
-namespace bertc::runtime {
+namespace bertc::train {
+
+using namespace bertc::support;
 namespace {
 
-using reference::HostTensor;
+using ir::HostTensor;
 
 HostTensor<float> reals(std::vector<float> v) {
   HostTensor<float> t = HostTensor<float>::zeros({ir::DType::F32, {static_cast<int64_t>(v.size())}});
@@ -52,4 +55,4 @@ TEST(GraphCheck, FirstBeyondIsTheEarliestValueOverTolerance) {
 }
 
 }  // namespace
-}  // namespace bertc::runtime
+}  // namespace bertc::train

@@ -1,0 +1,209 @@
+// Document loading, example creation (a port of the original algorithm) and batching.
+#include "data/pretraining_data.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <set>
+
+#include <fmt/format.h>
+
+namespace bertc::data {
+namespace {
+
+std::string trim(const std::string& s) {
+  const size_t b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
+}
+
+std::vector<std::filesystem::path> text_files(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(path, ec)) return {path};
+  if (!std::filesystem::is_directory(path, ec))
+    throw DataError(fmt::format("{}: no such file or folder of training text (set [train] data or --data)", path.string()));
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(path))
+    if (e.is_regular_file() && e.path().extension() == ".txt") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  if (files.empty()) throw DataError(fmt::format("{}: the folder holds no .txt files of training text", path.string()));
+  return files;
+}
+
+// Removes tokens from the longer of a and b, from its front or back at random, until they fit.
+void truncate_pair(std::vector<int64_t>& a, std::vector<int64_t>& b, size_t max_tokens, Rng& rng) {
+  while (a.size() + b.size() > max_tokens) {
+    std::vector<int64_t>& longer = a.size() > b.size() ? a : b;
+    if (rng.uniform() < 0.5) longer.erase(longer.begin());
+    else longer.pop_back();
+  }
+}
+
+void mask_tokens(Example& ex, const Vocab& vocab, const ExampleOptions& o, Rng& rng) {
+  std::vector<size_t> candidates;
+  for (size_t i = 0; i < ex.tokens.size(); ++i)
+    if (ex.tokens[i] != vocab.cls() && ex.tokens[i] != vocab.sep()) candidates.push_back(i);
+  rng.shuffle(candidates);
+  const auto rounded = static_cast<int64_t>(std::nearbyint(static_cast<double>(ex.tokens.size()) * o.masked_lm_prob));
+  const size_t to_predict = static_cast<size_t>(std::min(o.max_predictions_per_seq, std::max<int64_t>(1, rounded)));
+  std::vector<std::pair<size_t, int64_t>> masked;  // (position, original token)
+  for (size_t i : candidates) {
+    if (masked.size() >= to_predict) break;
+    int64_t replacement = vocab.mask();
+    if (rng.uniform() >= 0.8) replacement = rng.uniform() < 0.5 ? ex.tokens[i] : rng.randint(0, vocab.size() - 1);
+    masked.emplace_back(i, ex.tokens[i]);
+    ex.tokens[i] = replacement;
+  }
+  std::sort(masked.begin(), masked.end());
+  for (const auto& [pos, label] : masked) {
+    ex.masked_positions.push_back(static_cast<int64_t>(pos));
+    ex.masked_labels.push_back(label);
+  }
+}
+
+// Pairs from one document: fill a chunk of sentences up to a target length, split it into A and
+// B (or a random B from another document), as create_instances_from_document does.
+void examples_from_document(const std::vector<Document>& docs, size_t doc_index, const Vocab& vocab,
+                            const ExampleOptions& o, Rng& rng, std::vector<Example>& out) {
+  const Document& doc = docs[doc_index];
+  const int64_t max_tokens = o.max_seq_length - 3;  // [CLS], [SEP], [SEP]
+  int64_t target = max_tokens;
+  if (rng.uniform() < o.short_seq_prob) target = rng.randint(2, max_tokens);
+  std::vector<const std::vector<int64_t>*> chunk;
+  int64_t length = 0;
+  for (size_t i = 0; i < doc.size(); ++i) {
+    chunk.push_back(&doc[i]);
+    length += static_cast<int64_t>(doc[i].size());
+    if (i + 1 != doc.size() && length < target) continue;
+    const size_t a_end = chunk.size() >= 2 ? static_cast<size_t>(rng.randint(1, int64_t(chunk.size()) - 1)) : 1;
+    std::vector<int64_t> a, b;
+    for (size_t j = 0; j < a_end; ++j) a.insert(a.end(), chunk[j]->begin(), chunk[j]->end());
+    bool random_next = false;
+    if (chunk.size() == 1 || rng.uniform() < 0.5) {
+      random_next = true;
+      const int64_t b_target = target - static_cast<int64_t>(a.size());
+      size_t other = doc_index;
+      for (int tries = 0; tries < 10 && other == doc_index; ++tries)
+        other = static_cast<size_t>(rng.randint(0, int64_t(docs.size()) - 1));
+      const Document& rdoc = docs[other];
+      for (size_t j = static_cast<size_t>(rng.randint(0, int64_t(rdoc.size()) - 1)); j < rdoc.size(); ++j) {
+        b.insert(b.end(), rdoc[j].begin(), rdoc[j].end());
+        if (static_cast<int64_t>(b.size()) >= b_target) break;
+      }
+      i -= chunk.size() - a_end;  // the unused sentences start the next chunk
+    } else {
+      for (size_t j = a_end; j < chunk.size(); ++j) b.insert(b.end(), chunk[j]->begin(), chunk[j]->end());
+    }
+    truncate_pair(a, b, static_cast<size_t>(max_tokens), rng);
+    chunk.clear();
+    length = 0;
+    if (a.empty() || b.empty()) continue;
+    Example ex;
+    ex.is_random_next = random_next;
+    ex.tokens.push_back(vocab.cls());
+    ex.tokens.insert(ex.tokens.end(), a.begin(), a.end());
+    ex.tokens.push_back(vocab.sep());
+    ex.segment_ids.assign(a.size() + 2, 0);
+    ex.tokens.insert(ex.tokens.end(), b.begin(), b.end());
+    ex.tokens.push_back(vocab.sep());
+    ex.segment_ids.resize(ex.tokens.size(), 1);
+    mask_tokens(ex, vocab, o, rng);
+    out.push_back(std::move(ex));
+  }
+}
+
+}  // namespace
+
+std::vector<Document> load_documents(const std::filesystem::path& path, const Tokenizer& tokenizer,
+                                     const std::function<void(const std::string&)>& progress) {
+  std::vector<Document> docs(1);
+  int64_t lines = 0;
+  auto last_report = std::chrono::steady_clock::now();
+  for (const auto& file : text_files(path)) {
+    std::ifstream in(file);
+    if (!in) throw DataError(fmt::format("{}: cannot open", file.string()));
+    std::string line;
+    while (std::getline(in, line)) {
+      ++lines;
+      if (progress && std::chrono::steady_clock::now() - last_report > std::chrono::seconds(2)) {
+        last_report = std::chrono::steady_clock::now();
+        progress(fmt::format("tokenized {} lines of {}", lines, file.filename().string()));
+      }
+      const std::string text = trim(line);
+      if (text.empty()) {
+        if (!docs.back().empty()) docs.emplace_back();
+        continue;
+      }
+      std::vector<int64_t> ids = tokenizer.encode(text);
+      if (!ids.empty()) docs.back().push_back(std::move(ids));
+    }
+    if (!docs.back().empty()) docs.emplace_back();  // a file ends its last document
+  }
+  docs.pop_back();
+  if (docs.empty()) throw DataError(fmt::format("{}: no text found", path.string()));
+  return docs;
+}
+
+std::vector<Example> create_examples(const std::vector<Document>& documents, const Vocab& vocab,
+                                     const ExampleOptions& o) {
+  if (o.max_seq_length < 5) throw DataError("max_seq_length must leave room for [CLS] A [SEP] B [SEP]");
+  Rng rng(o.seed);
+  std::vector<Example> out;
+  for (int64_t dupe = 0; dupe < o.dupe_factor; ++dupe)
+    for (size_t d = 0; d < documents.size(); ++d) examples_from_document(documents, d, vocab, o, rng, out);
+  rng.shuffle(out);
+  if (out.empty()) throw DataError("the training text yields no sentence pairs (need at least two sentences)");
+  return out;
+}
+
+BatchStream::BatchStream(std::vector<Example> examples, int64_t batch_size, int64_t seq_len, int64_t predictions,
+                         int64_t pad_id, uint64_t seed)
+    : examples_(std::move(examples)),
+      batch_size_(batch_size),
+      seq_len_(seq_len),
+      predictions_(predictions),
+      pad_id_(pad_id),
+      seed_(seed) {
+  if (examples_.empty()) throw DataError("no training examples");
+}
+
+const std::vector<size_t>& BatchStream::epoch_order(int64_t epoch) const {
+  if (epoch != cached_epoch_) {
+    cached_order_.resize(examples_.size());
+    for (size_t i = 0; i < cached_order_.size(); ++i) cached_order_[i] = i;
+    Rng rng(seed_ ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(epoch + 1)));
+    rng.shuffle(cached_order_);
+    cached_epoch_ = epoch;
+  }
+  return cached_order_;
+}
+
+Batch BatchStream::batch(int64_t micro_batch) const {
+  const int64_t B = batch_size_, S = seq_len_, P = predictions_;
+  Batch b{B, S, P, std::vector<int64_t>(B * S, pad_id_), std::vector<int64_t>(B * S, 0), std::vector<int64_t>(B * S, 0),
+          std::vector<int64_t>(B * P, 0), std::vector<int64_t>(B * P, 0), std::vector<int64_t>(B, 0),
+          std::vector<float>(B * P, 0.0f)};
+  const auto n = static_cast<int64_t>(examples_.size());
+  for (int64_t r = 0; r < B; ++r) {
+    const int64_t global = micro_batch * B + r;
+    const Example& ex = examples_[epoch_order(global / n)[static_cast<size_t>(global % n)]];
+    if (static_cast<int64_t>(ex.tokens.size()) > S || static_cast<int64_t>(ex.masked_positions.size()) > P)
+      throw DataError(fmt::format("an example of {} tokens and {} predictions does not fit seq_len {} and {} predictions",
+                                  ex.tokens.size(), ex.masked_positions.size(), S, P));
+    for (size_t i = 0; i < ex.tokens.size(); ++i) {
+      b.input_ids[r * S + i] = ex.tokens[i];
+      b.token_type_ids[r * S + i] = ex.segment_ids[i];
+      b.attention_mask[r * S + i] = 1;
+    }
+    for (size_t i = 0; i < ex.masked_positions.size(); ++i) {
+      b.masked_lm_positions[r * P + i] = ex.masked_positions[i];
+      b.masked_lm_ids[r * P + i] = ex.masked_labels[i];
+      b.masked_lm_weights[r * P + i] = 1.0f;
+    }
+    b.next_sentence_labels[r] = ex.is_random_next ? 1 : 0;
+  }
+  return b;
+}
+
+}  // namespace bertc::data

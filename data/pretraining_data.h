@@ -1,0 +1,92 @@
+// Pretraining examples as the original BERT makes them (create_pretraining_data.py): sentence
+// pairs, the second a random sentence half the time (next-sentence prediction), 15% of tokens
+// masked (80% [MASK], 10% random, 10% kept) up to max_predictions_per_seq; and fixed-shape
+// batches of them in a deterministic order.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <random>
+#include <vector>
+
+#include "data/tokenizer.h"
+
+namespace bertc::data {
+
+// Sentences (token ids) of one document.
+using Document = std::vector<std::vector<int64_t>>;
+
+// Reads text with one sentence a line and blank lines between documents: one file, or every
+// regular file of a folder in name order. `progress` (may be empty) hears about long reads.
+std::vector<Document> load_documents(const std::filesystem::path& path, const Tokenizer& tokenizer,
+                                     const std::function<void(const std::string&)>& progress = {});
+
+struct ExampleOptions {
+  int64_t max_seq_length = 128;
+  int64_t max_predictions_per_seq = 20;
+  double masked_lm_prob = 0.15;
+  double short_seq_prob = 0.1;
+  int64_t dupe_factor = 5;
+  uint64_t seed = 12345;
+};
+
+struct Example {
+  std::vector<int64_t> tokens;       // [CLS] A [SEP] B [SEP], after masking
+  std::vector<int64_t> segment_ids;  // 0 for A (and its [CLS], [SEP]), 1 for B
+  bool is_random_next = false;
+  std::vector<int64_t> masked_positions, masked_labels;  // ascending positions
+};
+
+// Deterministic for a seed on every platform (std::mt19937_64 with our own draws).
+std::vector<Example> create_examples(const std::vector<Document>& documents, const Vocab& vocab,
+                                     const ExampleOptions& options);
+
+// One batch in the original BERT format, padded: [B,S] ids, types, mask; [B,P] positions, ids,
+// weights; [B] next-sentence labels (1 = random next).
+struct Batch {
+  int64_t batch_size = 0, seq_len = 0, predictions = 0;
+  std::vector<int64_t> input_ids, token_type_ids, attention_mask, masked_lm_positions, masked_lm_ids,
+      next_sentence_labels;
+  std::vector<float> masked_lm_weights;
+};
+
+// Batches over a fixed example set: micro-batch k holds examples k*B .. k*B+B-1 of an endless
+// sequence of epochs, each a fresh shuffle seeded by (seed, epoch). Resuming at micro-batch k
+// continues exactly where an uninterrupted run would be.
+class BatchStream {
+ public:
+  BatchStream(std::vector<Example> examples, int64_t batch_size, int64_t seq_len, int64_t predictions,
+              int64_t pad_id, uint64_t seed);
+  Batch batch(int64_t micro_batch) const;
+  int64_t examples() const { return static_cast<int64_t>(examples_.size()); }
+
+ private:
+  const std::vector<size_t>& epoch_order(int64_t epoch) const;
+
+  std::vector<Example> examples_;
+  int64_t batch_size_, seq_len_, predictions_, pad_id_;
+  uint64_t seed_;
+  mutable int64_t cached_epoch_ = -1;
+  mutable std::vector<size_t> cached_order_;
+};
+
+// Draws used by example creation and shuffling, defined here (not by std::*_distribution, whose
+// results differ between standard libraries).
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : engine_(seed) {}
+  double uniform() { return static_cast<double>(engine_() >> 11) * 0x1.0p-53; }  // [0, 1)
+  int64_t randint(int64_t lo, int64_t hi) {  // inclusive; modulo bias below 2^-40 for our ranges
+    return lo + static_cast<int64_t>(engine_() % static_cast<uint64_t>(hi - lo + 1));
+  }
+  template <typename T>
+  void shuffle(std::vector<T>& v) {
+    for (size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[static_cast<size_t>(randint(0, int64_t(i) - 1))]);
+  }
+
+ private:
+  std::mt19937_64 engine_;
+};
+
+}  // namespace bertc::data

@@ -1,0 +1,42 @@
+// The names by which stages find values in each other's graphs: what every model outputs, what
+// the passes add (gradients, accumulators, loss scaling, the optimizer's outputs) and what the
+// trainer binds and reads. Each spelled here once.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace bertc::ir::names {
+
+// Outputs of the model (a BertForPreTraining graph; every model outputs loss).
+inline constexpr std::string_view kLoss = "loss";
+inline constexpr std::string_view kMlmLoss = "mlm_loss";
+inline constexpr std::string_view kNspLoss = "nsp_loss";
+inline constexpr std::string_view kMlmLogits = "mlm_logits";  // [B*P, vocab]: for the trainer's accuracy
+
+// Inputs the trainer binds at every step besides the batch.
+inline constexpr std::string_view kDropoutSeed = "dropout_seed";
+inline constexpr std::string_view kLearningRate = "learning_rate";
+
+// Loss scaling (the precision pass, fp16): the scaled objective and the state holding the scale.
+inline constexpr std::string_view kScaledLoss = "scaled_loss";
+inline constexpr std::string_view kLossScale = "loss_scale";
+
+// Per param p: its gradient (autodiff's outputs) and accumulator (a state); the optimizer's moments.
+inline constexpr std::string_view kGradSuffix = ".grad";
+inline constexpr std::string_view kGradAccumulatorSuffix = ".grad_acc";
+inline constexpr std::string_view kFirstMomentSuffix = ".exp_avg";
+inline constexpr std::string_view kSecondMomentSuffix = ".exp_avg_sq";
+inline std::string grad_of(std::string_view param) { return std::string(param) + std::string(kGradSuffix); }
+inline std::string grad_accumulator_of(std::string_view param) {
+  return std::string(param) + std::string(kGradAccumulatorSuffix);
+}
+
+// The optimizer graph: its states and outputs.
+inline constexpr std::string_view kOptimizerStep = "optimizer_step";        // updates made so far
+inline constexpr std::string_view kLossScaleGoodSteps = "loss_scale_good_steps";
+inline constexpr std::string_view kGradNorm = "grad_norm";                  // before clipping
+inline constexpr std::string_view kStepSkipped = "step_skipped";            // 1 when an overflow skipped it
+inline constexpr std::string_view kLossScaleUsed = "loss_scale_used";       // the scale of this step
+
+}  // namespace bertc::ir::names

@@ -1,0 +1,50 @@
+// The table of devices (see device_registry.h).
+#include "runtime/device_registry.h"
+
+#include <stdexcept>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "runtime/cuda_device.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/host_device.h"
+
+namespace bertc::runtime {
+namespace {
+
+DeviceProbe probe_cuda() {
+  const CudaDriverProbe p = probe_cuda_driver();
+  if (p.devices.empty()) return {false, p.error};
+  return {true, fmt::format("{} (sm_{})", p.devices[0].name, p.devices[0].arch)};
+}
+
+const DeviceKind kDevices[] = {
+    {"host", "the compiled plan's kernels under host emulation",
+     "slow: it checks the GPU runtime's plan on the CPU", false,
+     [](const DeviceRequest& r) -> std::shared_ptr<Device> { return std::make_shared<HostDevice>(r.kernel_cache, r.sm); },
+     nullptr},
+    {"cuda", "GPU 0 through the CUDA driver API and cuBLAS (both dlopen'ed), CUDA Graphs",
+     "the CUDA runtime has not been validated on a GPU yet", false,
+     [](const DeviceRequest& r) -> std::shared_ptr<Device> { return std::make_shared<CudaDevice>(0, r.kernel_cache); },
+     probe_cuda},
+};
+
+}  // namespace
+
+std::span<const DeviceKind> device_kinds() { return kDevices; }
+
+const DeviceKind& device_kind(std::string_view name) {
+  std::vector<std::string_view> names;
+  for (const DeviceKind& k : kDevices) {
+    if (k.name == name) return k;
+    names.push_back(k.name);
+  }
+  throw std::invalid_argument(fmt::format("no device '{}' (devices: {})", name, fmt::join(names, ", ")));
+}
+
+std::shared_ptr<Device> open_device(std::string_view name, const DeviceRequest& request) {
+  return device_kind(name).open(request);
+}
+
+}  // namespace bertc::runtime

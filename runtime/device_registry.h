@@ -1,0 +1,47 @@
+// The devices a compiled program runs on, by the name users give them (--device host|cuda). A new
+// device is its file pair (a Device subclass) and one line in device_registry.cpp's table.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "runtime/device.h"
+
+namespace bertc::runtime {
+
+// What opening a device needs.
+struct DeviceRequest {
+  int sm = 0;  // the arch a device without one of its own runs the kernels of (0: sm_61's)
+  std::filesystem::path kernel_cache;  // where kernels compile
+};
+
+// What probing finds of a device kind on this machine.
+struct DeviceProbe {
+  bool usable = false;
+  std::string found;  // "NVIDIA H200 (sm_90)", or why there is none ("no CUDA driver (...)")
+};
+
+struct DeviceKind {
+  std::string_view name;         // what --device takes
+  std::string_view description;  // one line: what runs where
+  // Said when it is opened, until it has been validated on real hardware ("" when it has been).
+  std::string_view caveat;
+  // --device auto may choose it when the probe finds it usable.
+  bool chosen_automatically;
+  // Throws std::runtime_error saying why it is not usable and what to do instead.
+  std::shared_ptr<Device> (*open)(const DeviceRequest& request);
+  // Looks for it without opening it (never throws); null: always usable.
+  DeviceProbe (*probe)();
+};
+
+std::span<const DeviceKind> device_kinds();
+// Throws std::invalid_argument listing the names for an unknown one.
+const DeviceKind& device_kind(std::string_view name);
+// Opens device `name` (device_kind(name).open).
+std::shared_ptr<Device> open_device(std::string_view name, const DeviceRequest& request);
+
+}  // namespace bertc::runtime

@@ -1,0 +1,73 @@
+// Atomic replacement of a file: temporary, fsync, rename, fsync of the folder.
+#include "support/atomic_file.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <thread>
+
+#include <fmt/format.h>
+
+namespace bertc::support {
+namespace {
+
+// For the crash test only: BERTC_TEST_SLOW_WRITE_MS pauses halfway through every write, so a test
+// can kill the process while a temporary file is half written.
+void maybe_pause_for_crash_test() {
+  if (const char* ms = std::getenv("BERTC_TEST_SLOW_WRITE_MS"))
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(ms)));
+}
+
+bool write_all(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    bytes.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
+}
+
+}  // namespace
+
+void write_file_atomically(const std::filesystem::path& path, std::string_view bytes) {
+  const std::filesystem::path folder = path.has_parent_path() ? path.parent_path() : ".";
+  const std::filesystem::path tmp = folder / fmt::format(".{}.tmp.{}", path.filename().string(), ::getpid());
+  auto fail = [&](const std::string& step) {
+    const std::string reason = std::strerror(errno);
+    ::unlink(tmp.c_str());
+    throw std::runtime_error("cannot write " + path.string() + ": " + step + " failed: " + reason);
+  };
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) fail("creating " + tmp.string());
+  // Two halves, so that the crash test can stop the process between them.
+  const size_t half = bytes.size() / 2;
+  if (!write_all(fd, bytes.substr(0, half))) {
+    ::close(fd);
+    fail("write");
+  }
+  maybe_pause_for_crash_test();
+  if (!write_all(fd, bytes.substr(half))) {
+    ::close(fd);
+    fail("write");
+  }
+  if (::fsync(fd) != 0) {
+    ::close(fd);
+    fail("fsync");
+  }
+  if (::close(fd) != 0) fail("close");
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) fail("rename");
+  // The rename itself is durable only once the folder's entry is on disk.
+  const int dir = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir >= 0) {
+    ::fsync(dir);
+    ::close(dir);
+  }
+}
+
+}  // namespace bertc::support

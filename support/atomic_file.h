@@ -1,0 +1,14 @@
+// Files written so that a crash at any moment leaves either the old file or the new one (kernel
+// caches, checkpoints, outputs).
+#pragma once
+
+#include <filesystem>
+#include <string_view>
+
+namespace bertc::support {
+
+// Writes `bytes` to a temporary file beside `path`, fsyncs it, renames it over `path` and fsyncs
+// the folder. Throws std::runtime_error naming the file and the failing step.
+void write_file_atomically(const std::filesystem::path& path, std::string_view bytes);
+
+}  // namespace bertc::support

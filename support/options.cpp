@@ -1,0 +1,111 @@
+// Checking, printing and converting option values (see options.h).
+#include "support/options.h"
+
+#include <algorithm>
+#include <charconv>
+
+#include <fmt/format.h>
+
+namespace bertc::support {
+
+std::optional<std::string> check_problem(const OptionValue& value, Check check) {
+  if (const auto* i = std::get_if<int64_t>(&value)) {
+    if (check == Check::Positive && *i <= 0) return fmt::format("must be positive, found {}", *i);
+    if (check == Check::NonNegative && *i < 0) return fmt::format("must be >= 0, found {}", *i);
+  }
+  if (check == Check::Probability || check == Check::PositiveFloat || check == Check::NonNegativeFloat) {
+    const double d = std::holds_alternative<int64_t>(value) ? static_cast<double>(std::get<int64_t>(value))
+                                                            : std::get<double>(value);
+    if (check == Check::Probability && !(d >= 0 && d < 1))
+      return fmt::format("must be a probability in [0, 1), found {}", d);
+    if (check == Check::PositiveFloat && !(d > 0)) return fmt::format("must be positive, found {}", d);
+    if (check == Check::NonNegativeFloat && !(d >= 0)) return fmt::format("must be >= 0, found {}", d);
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> choice_problem(const std::string& value, const std::vector<std::string>& choices) {
+  if (choices.empty() || std::find(choices.begin(), choices.end(), value) != choices.end()) return std::nullopt;
+  return fmt::format("must be one of {}, found \"{}\"", fmt::join(choices, ", "), value);
+}
+
+std::optional<std::string_view> pass_key_in(std::string_view pass_keys, std::string_view pass) {
+  while (!pass_keys.empty()) {
+    const size_t space = pass_keys.find(' ');
+    const std::string_view entry = pass_keys.substr(0, space);
+    pass_keys = space == std::string_view::npos ? std::string_view{} : pass_keys.substr(space + 1);
+    const size_t colon = entry.find(':');
+    if (colon != std::string_view::npos && entry.substr(0, colon) == pass) return entry.substr(colon + 1);
+  }
+  return std::nullopt;
+}
+
+std::string flag_of(std::string_view key) {
+  std::string flag = "--" + std::string(key);
+  std::replace(flag.begin(), flag.end(), '_', '-');
+  return flag;
+}
+
+std::string value_text(const OptionValue& value) {
+  if (const auto* b = std::get_if<bool>(&value)) return *b ? "true" : "false";
+  if (const auto* i = std::get_if<int64_t>(&value)) return std::to_string(*i);
+  if (const auto* d = std::get_if<double>(&value)) return fmt::format("{}", *d);
+  return std::get<std::string>(value);
+}
+
+std::optional<OptionValue> value_from_text(ValueKind kind, std::string_view text) {
+  switch (kind) {
+    case ValueKind::Bool:
+      if (text == "true") return OptionValue(true);
+      if (text == "false") return OptionValue(false);
+      return std::nullopt;
+    case ValueKind::Int: {
+      int64_t v = 0;
+      const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), v);
+      if (error != std::errc() || end != text.data() + text.size() || text.empty()) return std::nullopt;
+      return OptionValue(v);
+    }
+    case ValueKind::Float: {
+      double v = 0;
+      const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), v);
+      if (error != std::errc() || end != text.data() + text.size() || text.empty()) return std::nullopt;
+      return OptionValue(v);
+    }
+    case ValueKind::String: return OptionValue(std::string(text));
+  }
+  return std::nullopt;
+}
+
+std::string_view kind_description(ValueKind kind) {
+  switch (kind) {
+    case ValueKind::Bool: return "true or false";
+    case ValueKind::Int: return "an integer";
+    case ValueKind::Float: return "a number";
+    case ValueKind::String: return "a string";
+  }
+  return "?";
+}
+
+nlohmann::json value_json(const OptionValue& value) {
+  return std::visit([](const auto& v) { return nlohmann::json(v); }, value);
+}
+
+std::optional<OptionValue> value_from_json(ValueKind kind, const nlohmann::json& j) {
+  switch (kind) {
+    case ValueKind::Bool:
+      if (j.is_boolean()) return OptionValue(j.get<bool>());
+      break;
+    case ValueKind::Int:
+      if (j.is_number_integer()) return OptionValue(j.get<int64_t>());
+      break;
+    case ValueKind::Float:
+      if (j.is_number()) return OptionValue(j.get<double>());
+      break;
+    case ValueKind::String:
+      if (j.is_string()) return OptionValue(j.get<std::string>());
+      break;
+  }
+  return std::nullopt;
+}
+
+}  // namespace bertc::support

@@ -1,0 +1,131 @@
+// safetensors encoding and decoding with nlohmann::json for the header.
+#include "support/safetensors.h"
+
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "ir/error.h"
+#include "support/atomic_file.h"
+
+namespace bertc::support {
+namespace {
+
+// safetensors dtype names; the format has no name for ours that are missing here.
+constexpr std::pair<ir::DType, const char*> kNames[] = {
+    {ir::DType::F64, "F64"}, {ir::DType::F32, "F32"}, {ir::DType::F16, "F16"}, {ir::DType::BF16, "BF16"},
+    {ir::DType::I64, "I64"}, {ir::DType::I32, "I32"}, {ir::DType::U8, "U8"},   {ir::DType::Bool, "BOOL"},
+};
+
+const char* dtype_text(ir::DType t) {
+  for (const auto& [d, n] : kNames)
+    if (d == t) return n;
+  return "?";
+}
+
+// Header lengths beyond this are not headers but garbage (the format's own limit is 100 MB).
+constexpr uint64_t kMaxHeader = 100'000'000;
+
+}  // namespace
+
+std::string encode_safetensors(const Safetensors& file) {
+  nlohmann::json header = nlohmann::json::object();
+  if (!file.metadata.empty()) header["__metadata__"] = file.metadata;
+  uint64_t offset = 0;
+  for (const auto& [name, t] : file.tensors) {
+    const auto expected = static_cast<uint64_t>(ir::TensorType{t.dtype, t.shape}.bytes());
+    if (t.bytes.size() != expected)
+      throw SafetensorsError(fmt::format("tensor '{}' has {} bytes, its type {} needs {}", name, t.bytes.size(),
+                                         to_string(ir::TensorType{t.dtype, t.shape}), expected));
+    header[name] = {{"dtype", dtype_text(t.dtype)}, {"shape", t.shape}, {"data_offsets", {offset, offset + expected}}};
+    offset += expected;
+  }
+  std::string json = header.dump();
+  json.append((8 - json.size() % 8) % 8, ' ');  // the format allows space padding; 8-byte alignment helps mmap
+  std::string out(8, '\0');
+  const uint64_t n = json.size();
+  for (int i = 0; i < 8; ++i) out[i] = static_cast<char>((n >> (8 * i)) & 0xff);
+  out += json;
+  for (const auto& [name, t] : file.tensors) out.append(reinterpret_cast<const char*>(t.bytes.data()), t.bytes.size());
+  return out;
+}
+
+Safetensors decode_safetensors(std::string_view bytes, const std::string& source) {
+  auto fail = [&](const std::string& what) -> SafetensorsError {
+    return SafetensorsError(fmt::format("{}: {} (truncated or not a safetensors file?)", source, what));
+  };
+  if (bytes.size() < 8) throw fail(fmt::format("only {} bytes, less than the 8-byte header length", bytes.size()));
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<uint8_t>(bytes[i]);
+  if (n > kMaxHeader || n > bytes.size() - 8)
+    throw fail(fmt::format("header length {} does not fit in the file's {} bytes", n, bytes.size()));
+  nlohmann::json header;
+  try {
+    header = nlohmann::json::parse(bytes.substr(8, n));
+  } catch (const nlohmann::json::exception& e) {
+    throw fail(fmt::format("header is not valid JSON ({})", e.what()));
+  }
+  if (!header.is_object()) throw fail("header is not a JSON object");
+  const std::string_view data = bytes.substr(8 + n);
+  Safetensors out;
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  for (const auto& [name, entry] : header.items()) {
+    if (name == "__metadata__") {
+      if (!entry.is_object()) throw fail("__metadata__ is not an object");
+      for (const auto& [k, v] : entry.items()) {
+        if (!v.is_string()) throw fail(fmt::format("__metadata__ value '{}' is not a string", k));
+        out.metadata[k] = v.get<std::string>();
+      }
+      continue;
+    }
+    auto bad = [&](const std::string& what) { return fail(fmt::format("tensor '{}': {}", name, what)); };
+    if (!entry.is_object() || !entry.contains("dtype") || !entry.contains("shape") || !entry.contains("data_offsets"))
+      throw bad("entry lacks dtype, shape or data_offsets");
+    StoredTensor t;
+    bool known = false;
+    for (const auto& [d, text] : kNames)
+      if (entry["dtype"] == text) t.dtype = d, known = true;
+    if (!known) throw bad(fmt::format("dtype {} is not one bertc reads", entry["dtype"].dump()));
+    try {
+      t.shape = entry["shape"].get<ir::Shape>();
+      const auto offsets = entry["data_offsets"].get<std::vector<uint64_t>>();
+      if (offsets.size() != 2 || offsets[0] > offsets[1] || offsets[1] > data.size())
+        throw bad(fmt::format("data_offsets {} lie outside the {} data bytes", entry["data_offsets"].dump(), data.size()));
+      const auto expected = static_cast<uint64_t>(ir::TensorType{t.dtype, t.shape}.bytes());
+      if (offsets[1] - offsets[0] != expected)
+        throw bad(fmt::format("{} bytes stored for {}{} which needs {}", offsets[1] - offsets[0], dtype_text(t.dtype),
+                              ir::shape_string(t.shape), expected));
+      t.bytes.assign(data.begin() + offsets[0], data.begin() + offsets[1]);
+      ranges.emplace_back(offsets[0], offsets[1]);
+    } catch (const nlohmann::json::exception&) {
+      throw bad("shape or data_offsets are not lists of non-negative integers");
+    } catch (const ir::Error& e) {
+      throw bad(e.what());
+    }
+    out.tensors.emplace(name, std::move(t));
+  }
+  std::sort(ranges.begin(), ranges.end());
+  uint64_t end = 0;
+  for (const auto& [b, e] : ranges) {
+    if (b != end) throw fail(fmt::format("tensor data overlaps or leaves a hole at byte {}", std::min(b, end)));
+    end = e;
+  }
+  if (end != data.size()) throw fail(fmt::format("{} data bytes after the last tensor", data.size() - end));
+  return out;
+}
+
+void write_safetensors(const std::filesystem::path& path, const Safetensors& file) {
+  support::write_file_atomically(path, encode_safetensors(file));
+}
+
+Safetensors read_safetensors(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw SafetensorsError(fmt::format("{}: cannot open (does it exist?)", path.string()));
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  return decode_safetensors(bytes.str(), path.string());
+}
+
+}  // namespace bertc::support

@@ -1,0 +1,43 @@
+// The safetensors format (Hugging Face): an 8-byte little-endian header length, a JSON header
+// {name: {dtype, shape, data_offsets}, "__metadata__": {string: string}}, then the raw
+// little-endian tensor bytes, contiguous and without holes.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "ir/tensor_type.h"
+
+namespace bertc::support {
+
+struct StoredTensor {
+  ir::DType dtype = ir::DType::F32;
+  ir::Shape shape;
+  std::vector<uint8_t> bytes;  // little-endian, row-major
+};
+
+struct Safetensors {
+  std::map<std::string, StoredTensor> tensors;
+  std::map<std::string, std::string> metadata;
+};
+
+// Any problem with a file: the message names the file, the tensor when there is one, and what to do.
+class SafetensorsError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Serialises to the format's bytes (tensors in name order, header padded to 8 bytes).
+std::string encode_safetensors(const Safetensors& file);
+// Parses and checks every structural rule; `source` names the file in messages.
+Safetensors decode_safetensors(std::string_view bytes, const std::string& source);
+
+// Atomic write (codegen/atomic_file.h) and checked read.
+void write_safetensors(const std::filesystem::path& path, const Safetensors& file);
+Safetensors read_safetensors(const std::filesystem::path& path);
+
+}  // namespace bertc::support

@@ -1,0 +1,46 @@
+// The compile flags (see compile_flags.h).
+#include "tools/compile_flags.h"
+
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "runtime/cuda_driver.h"
+
+namespace bertc::tools {
+
+void CompileFlags::add_to(CLI::App* command) {
+  for (const auto& spec : passes::compile_option_specs()) {
+    std::optional<std::string>& slot = given_[std::string(spec.key)];
+    std::string help(spec.doc);
+    if (!spec.choices.empty()) help += fmt::format(" ({})", fmt::join(spec.choices, ", "));
+    if (spec.kind == support::ValueKind::Bool && spec.default_text == "false") {
+      command->add_flag(spec.flag(), slot, help);
+    } else {
+      command->add_option(spec.flag(), slot,
+                          help + fmt::format(" [default: {}]", spec.default_text.empty() ? "none" : spec.default_text));
+    }
+  }
+}
+
+passes::CompileOptions CompileFlags::apply(passes::CompileOptions o) const {
+  for (const auto& spec : passes::compile_option_specs()) {
+    const std::optional<std::string>& text = given_.at(std::string(spec.key));
+    if (!text) continue;
+    const auto value = support::value_from_text(spec.kind, *text);
+    if (!value)
+      throw std::invalid_argument(fmt::format("{} must be {}, found '{}'", spec.flag(), support::kind_description(spec.kind),
+                                              *text));
+    if (auto problem = spec.set(o, *value)) throw std::invalid_argument(fmt::format("{} {}", spec.flag(), *problem));
+  }
+  return o;
+}
+
+passes::CompileOptions resolve_here(const passes::CompileOptions& options) {
+  if (!options.arch.is_auto()) return passes::resolve_options(options, options.arch);
+  const runtime::CudaDriverProbe probe = runtime::probe_cuda_driver();
+  return passes::resolve_options(
+      options, probe.devices.empty() ? passes::Arch::none() : passes::Arch::of_sm(probe.devices[0].arch));
+}
+
+}  // namespace bertc::tools

@@ -1,0 +1,32 @@
+// The command-line flags of the compile options (passes/options.def), for every program that
+// compiles: bertc compile, train and check, model programs, the benchmarks.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "passes/options.h"
+
+namespace bertc::tools {
+
+// One flag per compile option, made from its declaration; each given one overrides its
+// [compile] key. A boolean that defaults to false is a flag (--print-ir-after-all); one that
+// defaults to true takes a value (--fusion false).
+class CompileFlags {
+ public:
+  void add_to(CLI::App* command);
+  // `options` with the given flags applied. Throws std::invalid_argument naming the flag for a
+  // value it does not take.
+  passes::CompileOptions apply(passes::CompileOptions options) const;
+
+ private:
+  std::map<std::string, std::optional<std::string>> given_;
+};
+
+// Arch and precision made concrete for this machine: auto is the GPU the CUDA driver sees, else none.
+passes::CompileOptions resolve_here(const passes::CompileOptions& options);
+
+}  // namespace bertc::tools

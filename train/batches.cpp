@@ -1,0 +1,107 @@
+// Batch plumbing between the data pipeline, the executor and files.
+#include "train/batches.h"
+
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "ir/value_names.h"
+#include "train/initialize.h"
+
+namespace bertc::train {
+namespace {
+
+struct NamedInts {
+  const char* name;
+  const std::vector<int64_t>* values;
+  ir::Shape shape;
+};
+
+std::vector<NamedInts> integer_inputs(const data::Batch& b) {
+  const int64_t B = b.batch_size, S = b.seq_len, P = b.predictions;
+  return {{"input_ids", &b.input_ids, {B, S}},
+          {"token_type_ids", &b.token_type_ids, {B, S}},
+          {"attention_mask", &b.attention_mask, {B, S}},
+          {"masked_lm_positions", &b.masked_lm_positions, {B, P}},
+          {"masked_lm_ids", &b.masked_lm_ids, {B, P}},
+          {"next_sentence_labels", &b.next_sentence_labels, {B}}};
+}
+
+support::HostTensor weights_of(const data::Batch& b) {
+  support::HostTensor w = support::HostTensor::zeros({ir::DType::F32, {b.batch_size, b.predictions}});
+  w.real = b.masked_lm_weights;
+  return w;
+}
+
+}  // namespace
+
+data::BatchStream open_batch_stream(const frontend::Config& c, const std::filesystem::path& data_path,
+                                    const std::filesystem::path& vocab_path, std::ostream& log) {
+  const frontend::TrainConfig& t = c.train;
+  const data::Vocab vocab = data::Vocab::load(vocab_path);
+  if (vocab.size() > c.model.vocab_size)
+    throw data::DataError(fmt::format("{} has {} tokens but [model] vocab_size = {}: set vocab_size to at least {}",
+                                      vocab_path.string(), vocab.size(), c.model.vocab_size, vocab.size()));
+  const data::Tokenizer tokenizer(vocab, t.do_lower_case);
+  auto docs = data::load_documents(data_path, tokenizer, [&](const std::string& m) { log << "data: " << m << "\n"; });
+  const data::ExampleOptions options{t.seq_len,        t.max_predictions_per_seq, t.masked_lm_prob,
+                                     t.short_seq_prob, t.dupe_factor,             static_cast<uint64_t>(t.seed)};
+  auto examples = data::create_examples(docs, vocab, options);
+  log << fmt::format("data: {} documents from {}, {} examples (dupe_factor {}), vocabulary of {} from {}\n", docs.size(),
+                     data_path.string(), examples.size(), t.dupe_factor, vocab.size(), vocab_path.string());
+  return data::BatchStream(std::move(examples), t.batch_size, t.seq_len, t.max_predictions_per_seq, vocab.pad(),
+                           static_cast<uint64_t>(t.seed));
+}
+
+data::Batch synthetic_batch(const frontend::Config& c, uint64_t seed) {
+  const frontend::TrainConfig& t = c.train;
+  data::Rng rng(seed);
+  data::Batch b;
+  b.batch_size = t.batch_size, b.seq_len = t.seq_len, b.predictions = t.max_predictions_per_seq;
+  for (int64_t i = 0; i < t.batch_size * t.seq_len; ++i) {
+    b.input_ids.push_back(rng.randint(1, c.model.vocab_size - 1));
+    b.token_type_ids.push_back(i % t.seq_len >= t.seq_len / 2);
+    b.attention_mask.push_back(1);
+  }
+  for (int64_t i = 0; i < t.batch_size * t.max_predictions_per_seq; ++i) {
+    b.masked_lm_positions.push_back(rng.randint(0, t.seq_len - 1));
+    b.masked_lm_ids.push_back(rng.randint(1, c.model.vocab_size - 1));
+    b.masked_lm_weights.push_back(1.0f);
+  }
+  for (int64_t i = 0; i < t.batch_size; ++i) b.next_sentence_labels.push_back(rng.randint(0, 1));
+  return b;
+}
+
+support::Environment synthetic_environment(const frontend::Config& c, const passes::TrainingProgram& program, uint64_t seed) {
+  support::Environment env;
+  initialize_parameters(program.step, c.model.initializer_range, c.model.pad_token_id, seed, env);
+  initialize_states(program.step, env);
+  initialize_states(program.optimizer, env);
+  bind_batch(synthetic_batch(c, seed), env);
+  env[std::string(ir::names::kDropoutSeed)] = support::HostTensor::scalar(ir::DType::I64, static_cast<double>(seed % (uint64_t{1} << 40)));
+  env[std::string(ir::names::kLearningRate)] = support::HostTensor::scalar(ir::DType::F32, c.train.learning_rate);
+  return env;
+}
+
+void bind_batch(const data::Batch& b, support::Environment& env) {
+  for (const NamedInts& in : integer_inputs(b)) {
+    support::HostTensor t = support::HostTensor::zeros({ir::DType::I32, in.shape});
+    t.integer = *in.values;
+    env[in.name] = std::move(t);
+  }
+  env["masked_lm_weights"] = weights_of(b);
+}
+
+support::Safetensors batch_to_safetensors(const data::Batch& b) {
+  support::Safetensors file;
+  for (const NamedInts& in : integer_inputs(b)) {
+    support::StoredTensor s{ir::DType::I64, in.shape, std::vector<uint8_t>(in.values->size() * 8)};
+    std::memcpy(s.bytes.data(), in.values->data(), s.bytes.size());
+    file.tensors[in.name] = std::move(s);
+  }
+  file.tensors["masked_lm_weights"] = support::to_stored(weights_of(b));
+  file.metadata["format"] = "bertc-batch";
+  return file;
+}
+
+}  // namespace bertc::train

@@ -1,0 +1,36 @@
+// Training batches for the runtime: the batch stream of a config, a batch as graph inputs, and a
+// batch as a safetensors file (the format bertc eval reads).
+#pragma once
+
+#include <filesystem>
+#include <ostream>
+
+#include "frontend/config.h"
+#include "passes/pipeline.h"
+#include "data/pretraining_data.h"
+#include "support/safetensors.h"
+#include "support/tensor_io.h"
+
+namespace bertc::train {
+
+// Tokenizes the text, makes the examples and returns their batch stream; reports to `log`.
+data::BatchStream open_batch_stream(const frontend::Config& config, const std::filesystem::path& data,
+                                    const std::filesystem::path& vocab, std::ostream& log);
+
+// A batch of random tokens of the config's shape (full sequences, two segments, random masked
+// positions and labels): what benchmarks and the step check run on, with no data files.
+data::Batch synthetic_batch(const frontend::Config& config, uint64_t seed);
+
+// Everything one training step and optimizer step of `program` read, with no data files: fresh
+// params and states (seeded by `seed`), a synthetic batch, a dropout seed and the config's
+// learning rate. What benchmarks and bertc check run on.
+support::Environment synthetic_environment(const frontend::Config& config, const passes::TrainingProgram& program,
+                                  uint64_t seed);
+
+// The batch as the BERT graph's inputs (input_ids, ..., next_sentence_labels).
+void bind_batch(const data::Batch& batch, support::Environment& env);
+
+// The batch as tensors: integers as I64 (as PyTorch writes them), masked_lm_weights as F32.
+support::Safetensors batch_to_safetensors(const data::Batch& batch);
+
+}  // namespace bertc::train

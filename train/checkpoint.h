@@ -1,0 +1,51 @@
+// Training checkpoints: parameters under their Hugging Face names plus optimizer moments, in one
+// safetensors file per saved step, written atomically; and loading a Hugging Face checkpoint to
+// start from.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "support/tensor_io.h"
+
+namespace bertc::train {
+
+struct CheckpointFile {
+  std::filesystem::path path;
+  int64_t step = 0;
+};
+
+// dir/checkpoint-000042.safetensors
+std::filesystem::path checkpoint_path(const std::filesystem::path& dir, int64_t step);
+// The checkpoints in `dir`, oldest first (half-written temporaries are not among them).
+std::vector<CheckpointFile> list_checkpoints(const std::filesystem::path& dir);
+
+// What a checkpoint must hold: name -> type, for every param and every optimizer state.
+using TensorManifest = std::map<std::string, ir::TensorType>;
+
+// Saves the manifest's tensors from env with `metadata` plus "step", then deletes all but the
+// newest `keep` checkpoints of the folder.
+void save_checkpoint(const std::filesystem::path& dir, int64_t step, const TensorManifest& manifest,
+                     const support::Environment& env, std::map<std::string, std::string> metadata, int64_t keep);
+
+struct CheckpointContents {
+  int64_t step = 0;
+  std::map<std::string, std::string> metadata;
+};
+// Loads every manifest tensor into env. Refuses (support::SafetensorsError naming the file and the tensor)
+// a corrupt or truncated file, a missing, extra or mis-shaped tensor.
+CheckpointContents load_checkpoint(const std::filesystem::path& path, const TensorManifest& manifest, support::Environment& env);
+
+struct PretrainedReport {
+  std::vector<std::string> loaded, missing, unexpected;
+};
+// Loads params from a Hugging Face BertForPreTraining (or BertModel) safetensors file: tensors are
+// matched by name (a BertModel file's names gain the "bert." prefix) and converted to f32; tied or buffer entries (cls.predictions.decoder.*,
+// *.position_ids) are skipped; a param of another shape is an error listing them all. Missing
+// params stay unset (to be initialized fresh) and are reported, as are unexpected names.
+PretrainedReport load_pretrained(const std::filesystem::path& path, const ir::Graph& graph, support::Environment& env);
+
+}  // namespace bertc::train

@@ -1,0 +1,69 @@
+// bertc eval: losses and gradients on one batch with the reference executor.
+#include "train/evaluate.h"
+
+#include <fmt/format.h>
+
+#include "ir/value_names.h"
+#include "passes/autodiff.h"
+#include "train/checkpoint.h"
+#include "reference/executor.h"
+#include "support/safetensors.h"
+
+namespace bertc::train {
+namespace {
+
+const support::StoredTensor& batch_tensor(const support::Safetensors& file, const std::string& name, const std::string& source) {
+  auto it = file.tensors.find(name);
+  if (it == file.tensors.end())
+    throw support::SafetensorsError(fmt::format("{}: the batch has no tensor '{}' (it needs input_ids, token_type_ids, "
+                                       "attention_mask, masked_lm_positions, masked_lm_ids, masked_lm_weights, "
+                                       "next_sentence_labels)", source, name));
+  return it->second;
+}
+
+}  // namespace
+
+EvalResult evaluate_batch(const frontend::ModelDefinition& model, frontend::Config config,
+                          const std::filesystem::path& weights, const std::filesystem::path& batch_path) {
+  const support::Safetensors batch = support::read_safetensors(batch_path);
+  const std::string source = batch_path.string();
+  const ir::Shape ids = batch_tensor(batch, "input_ids", source).shape;
+  const ir::Shape positions = batch_tensor(batch, "masked_lm_positions", source).shape;
+  if (ids.size() != 2 || positions.size() != 2)
+    throw support::SafetensorsError(fmt::format("{}: input_ids must be [batch, seq] and masked_lm_positions [batch, "
+                                       "predictions], found {} and {}", source, ir::shape_string(ids),
+                                       ir::shape_string(positions)));
+  config.train.batch_size = ids[0];
+  config.train.seq_len = ids[1];
+  config.train.max_predictions_per_seq = positions[1];
+  config.compile.dropout = false;
+  frontend::validate(config);
+
+  ir::Graph graph = frontend::build_model(model, config);
+  passes::differentiate(graph);
+  support::Environment env;
+  for (ir::ValueId v : graph.values_of(ir::OpKind::Input)) {
+    const ir::Value& input = graph.value(v);
+    const support::StoredTensor& stored = batch_tensor(batch, input.name, source);
+    if (stored.shape != input.type.shape)
+      throw support::SafetensorsError(fmt::format("{}: tensor '{}' is {}, the model needs {} for this batch", source, input.name,
+                                         ir::shape_string(stored.shape), to_string(input.type)));
+    env[input.name] = support::to_host(stored, input.type.dtype, fmt::format("{}: tensor '{}'", source, input.name));
+  }
+  const PretrainedReport loaded = load_pretrained(weights, graph, env);
+  if (!loaded.missing.empty())
+    throw support::SafetensorsError(fmt::format("{}: {} params are missing: {}", weights.string(), loaded.missing.size(),
+                                       fmt::join(loaded.missing, ", ")));
+  const std::string mlm(ir::names::kMlmLoss), nsp(ir::names::kNspLoss);
+  std::vector<std::string> fetch = {mlm, nsp};
+  for (ir::ValueId p : graph.values_of(ir::OpKind::Param)) fetch.push_back(ir::names::grad_of(graph.value(p).name));
+  const auto r = reference::Executor<float>(graph).run(env, fetch);
+  EvalResult out{r.outputs.at(0).real.at(0), r.fetched.at(mlm).real.at(0), r.fetched.at(nsp).real.at(0), {}};
+  for (ir::ValueId p : graph.values_of(ir::OpKind::Param)) {
+    const std::string& name = graph.value(p).name;
+    out.gradients[name] = r.fetched.at(ir::names::grad_of(name));
+  }
+  return out;
+}
+
+}  // namespace bertc::train

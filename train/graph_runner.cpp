@@ -1,0 +1,110 @@
+// The trainer's graph runners: reference executor or compiled plan (see graph_runner.h).
+#include "train/graph_runner.h"
+
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "codegen/render.h"
+#include "runtime/host_device.h"
+#include "runtime/plan_executor.h"
+
+namespace bertc::train {
+namespace {
+
+class ReferenceRunner : public GraphRunner {
+ public:
+  ReferenceRunner(const ir::Graph& graph, std::vector<std::string> fetch) : executor_(graph), fetch_(std::move(fetch)) {}
+  reference::RunResult<float> run(ir::Environment<float>& env, const std::set<std::string>& leave) override {
+    std::vector<std::string> fetch;
+    for (const std::string& name : fetch_)
+      if (!leave.count(name)) fetch.push_back(name);
+    return executor_.run(env, fetch);
+  }
+
+ private:
+  reference::Executor<float> executor_;
+  std::vector<std::string> fetch_;
+};
+
+class PlanRunner : public GraphRunner {
+ public:
+  PlanRunner(const ir::Graph& graph, std::vector<std::string> fetch, const codegen::RenderTarget& target,
+             std::shared_ptr<runtime::Device> device, std::shared_ptr<runtime::ResidentState> state, runtime::Launching launching)
+      : graph_(graph), fetch_(std::move(fetch)), outputs_(graph.outputs().size()), device_(std::move(device)),
+        state_(std::move(state)) {
+    // A fetched value becomes an output too, so that the memory plan keeps it to the end.
+    for (const std::string& name : fetch_) {
+      const auto v = graph_.find(name);
+      if (!v) throw std::invalid_argument(fmt::format("the compiled graph has no value '{}' to fetch", name));
+      graph_.add_output(*v);
+    }
+    executor_ = std::make_unique<runtime::PlanExecutor>(graph_, codegen::render_graph(graph_, target), *device_, state_,
+                                               launching);
+  }
+
+  reference::RunResult<float> run(ir::Environment<float>& env, const std::set<std::string>& leave) override {
+    const std::vector<bool> download = wanted(leave);
+    return result(executor_->run(env, &download), download);
+  }
+
+  std::pair<reference::RunResult<float>, reference::RunResult<float>> run_with(PlanRunner& next,
+                                                                               ir::Environment<float>& env,
+                                                                               const std::set<std::string>& leave) {
+    const std::vector<bool> download = wanted(leave), next_download = next.wanted({});
+    auto [mine, theirs] = executor_->run_with(*next.executor_, env, &download, &next_download);
+    return {result(std::move(mine), download), next.result(std::move(theirs), next_download)};
+  }
+
+  void download_state(ir::Environment<float>& env) override {
+    if (state_) state_->download(env);
+  }
+
+ private:
+  // Per output of the plan: bring it back (every graph output, the fetched values not in `leave`).
+  std::vector<bool> wanted(const std::set<std::string>& leave) const {
+    std::vector<bool> download(outputs_ + fetch_.size(), true);
+    for (size_t i = 0; i < fetch_.size(); ++i) download[outputs_ + i] = !leave.count(fetch_[i]);
+    return download;
+  }
+
+  reference::RunResult<float> result(std::vector<ir::HostTensor<float>> all,
+                                     const std::vector<bool>& download) const {
+    reference::RunResult<float> r;
+    for (size_t i = 0; i < all.size(); ++i) {
+      if (i < outputs_) r.outputs.push_back(std::move(all[i]));
+      else if (download[i]) r.fetched[fetch_[i - outputs_]] = std::move(all[i]);
+    }
+    return r;
+  }
+
+  ir::Graph graph_;  // the compiled graph with the fetched values as extra outputs
+  std::vector<std::string> fetch_;
+  size_t outputs_;
+  std::shared_ptr<runtime::Device> device_;
+  std::shared_ptr<runtime::ResidentState> state_;
+  std::unique_ptr<runtime::PlanExecutor> executor_;
+};
+
+}  // namespace
+
+std::pair<reference::RunResult<float>, reference::RunResult<float>> run_together(
+    GraphRunner& first, GraphRunner& second, ir::Environment<float>& env, const std::set<std::string>& leave) {
+  auto* a = dynamic_cast<PlanRunner*>(&first);
+  auto* b = dynamic_cast<PlanRunner*>(&second);
+  if (a && b) return a->run_with(*b, env, leave);
+  auto r = first.run(env, leave);
+  return {std::move(r), second.run(env)};
+}
+
+std::unique_ptr<GraphRunner> reference_runner(const ir::Graph& graph, std::vector<std::string> fetch) {
+  return std::make_unique<ReferenceRunner>(graph, std::move(fetch));
+}
+
+std::unique_ptr<GraphRunner> plan_runner(const ir::Graph& graph, std::vector<std::string> fetch,
+                                         const codegen::RenderTarget& target, std::shared_ptr<runtime::Device> device,
+                                         std::shared_ptr<runtime::ResidentState> state, runtime::Launching launching) {
+  return std::make_unique<PlanRunner>(graph, std::move(fetch), target, std::move(device), std::move(state), launching);
+}
+
+}  // namespace bertc::train

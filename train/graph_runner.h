@@ -1,0 +1,51 @@
+// How the trainer runs its two graphs: op by op on the reference executor, or as the compiled
+// plan — rendered kernels at memory-plan offsets — on a device. The Host device runs the plan's
+// kernels under codegen's emulation (slow; it is how the GPU runtime's plan execution is checked
+// without a GPU).
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <set>
+#include <utility>
+#include <string>
+#include <vector>
+
+#include "codegen/matrix_strategy.h"
+#include "ir/graph.h"
+#include "runtime/device.h"
+#include "runtime/plan_executor.h"
+#include "reference/executor.h"
+
+namespace bertc::train {
+
+class GraphRunner {
+ public:
+  virtual ~GraphRunner() = default;
+  // As reference::Executor::run: reads inputs, params and states from `env`, writes the updates
+  // back, returns the outputs and the values named in `fetch` (given when the runner was made),
+  // except those named in `leave` (a device then need not copy them back).
+  virtual reference::RunResult<float> run(ir::Environment<float>& env,
+                                          const std::set<std::string>& leave = {}) = 0;
+  // Brings params and states kept on a device back into `env` (before a checkpoint); a runner
+  // that writes updates into env at every run has nothing to do.
+  virtual void download_state(ir::Environment<float>& /*env*/) {}
+};
+
+// Runs `first` then `second` from `env` — a training step and its optimizer step when nothing is
+// accumulated — as one device graph when both are plans sharing a device and resident state
+// (one recorded graph, one wait), else one after the other; `leave` as for run(), for `first`.
+std::pair<reference::RunResult<float>, reference::RunResult<float>> run_together(
+    GraphRunner& first, GraphRunner& second, ir::Environment<float>& env, const std::set<std::string>& leave = {});
+
+std::unique_ptr<GraphRunner> reference_runner(const ir::Graph& graph, std::vector<std::string> fetch);
+
+// The compiled plan on `device` (shared by the step and optimizer runners): kernels rendered for
+// `target` (sm 0: sm_61's). Fetched values are kept alive to the end of the plan. With `state`
+// (shared too), params and states stay on the device between runs (see runtime::ResidentState).
+std::unique_ptr<GraphRunner> plan_runner(const ir::Graph& graph, std::vector<std::string> fetch,
+                                         const codegen::RenderTarget& target, std::shared_ptr<runtime::Device> device,
+                                         std::shared_ptr<runtime::ResidentState> state = nullptr,
+                                         runtime::Launching launching = runtime::Launching::Graph);
+
+}  // namespace bertc::train

@@ -1,0 +1,83 @@
+// The progress line and the metrics file (see progress.h).
+#include "train/progress.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "train/trainer.h"
+
+namespace bertc::train {
+namespace {
+
+std::string memory(uint64_t bytes) {
+  const double mib = static_cast<double>(bytes) / (1 << 20);
+  return mib >= 1024 ? fmt::format("{:.2f} GiB", mib / 1024) : fmt::format("{:.1f} MiB", mib);
+}
+
+std::string duration(double seconds) {
+  const auto s = static_cast<int64_t>(seconds + 0.5);
+  return s >= 3600 ? fmt::format("{}h{:02d}m", s / 3600, s % 3600 / 60) : fmt::format("{}m{:02d}s", s / 60, s % 60);
+}
+
+}  // namespace
+
+void Progress::Window::add(const StepStats& s) {
+  loss += s.loss, mlm += s.mlm_loss, nsp += s.nsp_loss, grad_norm += s.grad_norm;
+  ++steps, correct += s.mlm_correct, counted += s.mlm_counted;
+}
+
+Progress::Progress(std::ostream& log, const std::filesystem::path& metrics, int64_t first, int64_t last, int64_t every,
+                   bool live, DeviceFigures device)
+    : log_(log), metrics_(metrics, std::ios::app), first_(first), last_(last), every_(every), live_(live), device_(device) {
+  if (!metrics_) throw TrainError(fmt::format("{}: cannot open the metrics file for appending", metrics.string()));
+}
+
+void Progress::record(const StepStats& s) {
+  total_seconds_ += s.seconds;
+  total_tokens_ += s.tokens;
+  skipped_ += s.skipped;
+  window_.add(s);
+  const double accuracy = s.mlm_counted ? double(s.mlm_correct) / double(s.mlm_counted) : 0.0;
+  const double tokens_per_s = total_seconds_ > 0 ? double(total_tokens_) / total_seconds_ : 0.0;
+  // Over the whole call, as tokens/s: the first step's graph recording and compiles included.
+  ++steps_;
+  const double mfu = device_.peak_flops > 0 && total_seconds_ > 0
+                         ? device_.model_flops_per_step * double(steps_) / total_seconds_ / device_.peak_flops
+                         : 0.0;
+  nlohmann::json json{{"step", s.step},           {"loss", s.loss},
+                      {"mlm_loss", s.mlm_loss},   {"nsp_loss", s.nsp_loss},
+                      {"learning_rate", s.learning_rate},
+                      {"grad_norm", s.grad_norm}, {"tokens_per_second", tokens_per_s},
+                      {"step_seconds", s.seconds}, {"step_skipped", s.skipped},
+                      {"loss_scale", s.loss_scale}};
+  if (s.mlm_counted > 0) json["mlm_accuracy"] = accuracy;
+  if (device_.peak_flops > 0) json["mfu"] = mfu;
+  if (device_.memory_bytes > 0) json["device_memory_bytes"] = device_.memory_bytes;
+  metrics_ << json.dump() << "\n" << std::flush;
+  const bool print = live_ || s.step == first_ || s.step == last_ || s.step % every_ == 0;
+  if (!print) return;
+  if (live_) log_ << "\r\033[K" << line(s, tokens_per_s, mfu) << (s.step == last_ ? "\n" : "") << std::flush;
+  else log_ << line(s, tokens_per_s, mfu) << "\n" << std::flush;
+  if (!live_ || s.step % every_ == 0) window_ = {};
+}
+
+// Means over the steps since the last printed line: one step of a small batch is noisy.
+std::string Progress::line(const StepStats& s, double tokens_per_s, double mfu) const {
+  const double eta = total_seconds_ / double(s.step - first_ + 1) * double(last_ - s.step);
+  const Window& w = window_;
+  std::string line = fmt::format(
+      "step {}/{}  loss {:.4f} (mlm {:.4f}, nsp {:.4f})  mlm acc {:.1f}%  lr {:.2e}  |g| {:.3f}  {:.0f} tok/s  ETA {}",
+      s.step, last_, w.loss / w.steps, w.mlm / w.steps, w.nsp / w.steps,
+      w.counted ? 100.0 * double(w.correct) / double(w.counted) : 0.0, s.learning_rate, w.grad_norm / w.steps,
+      tokens_per_s, duration(eta));
+  if (s.loss_scale > 0) line += fmt::format("  scale {:g}, {} skipped", s.loss_scale, skipped_);
+  if (device_.peak_flops > 0) line += fmt::format("  MFU {:.1f}%", 100 * mfu);
+  if (device_.memory_bytes > 0) line += "  mem " + memory(device_.memory_bytes);
+  return line;
+}
+
+void Progress::note(const std::string& message) {
+  log_ << (live_ ? "\r\033[K" : "") << message << "\n" << std::flush;
+}
+
+}  // namespace bertc::train

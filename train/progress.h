@@ -1,0 +1,59 @@
+// What training reports as it goes: a live progress line (or periodic lines when stderr is not
+// a terminal) and one JSON line per step in the metrics file.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <ostream>
+#include <string>
+
+namespace bertc::train {
+
+// One optimizer step, as measured.
+struct StepStats {
+  int64_t step = 0;
+  double loss = 0, mlm_loss = 0, nsp_loss = 0, learning_rate = 0, grad_norm = 0;
+  int64_t mlm_correct = 0, mlm_counted = 0, tokens = 0;
+  double seconds = 0;
+  bool skipped = false;    // loss scaling found an overflow: no update
+  double loss_scale = 0;   // 0 without loss scaling
+};
+
+// What the progress line says of the device: model FLOPs utilization and memory.
+struct DeviceFigures {
+  double model_flops_per_step = 0;  // forward and backward of every micro-batch, no recompute
+  double peak_flops = 0;            // the GPU's datasheet peak at the precision (0: no MFU)
+  uint64_t memory_bytes = 0;        // device memory allocated (0: the reference executor)
+};
+
+class Progress {
+ public:
+  // Steps first..last of a run; lines every `every` steps (each step when `live`); the metrics
+  // file is appended to. Throws TrainError when it cannot be opened.
+  Progress(std::ostream& log, const std::filesystem::path& metrics, int64_t first, int64_t last, int64_t every, bool live,
+           DeviceFigures device);
+
+  void record(const StepStats& s);
+  void note(const std::string& message);  // a message between progress lines
+
+ private:
+  struct Window {  // sums since the last printed line
+    double loss = 0, mlm = 0, nsp = 0, grad_norm = 0;
+    int64_t steps = 0, correct = 0, counted = 0;
+    void add(const StepStats& s);
+  };
+  std::string line(const StepStats& s, double tokens_per_s, double mfu) const;
+
+  std::ostream& log_;
+  std::ofstream metrics_;
+  Window window_;
+  int64_t first_, last_, every_;
+  bool live_;
+  DeviceFigures device_;
+  int64_t steps_ = 0;
+  double total_seconds_ = 0;
+  int64_t total_tokens_ = 0, skipped_ = 0;
+};
+
+}  // namespace bertc::train

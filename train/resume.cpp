@@ -1,0 +1,73 @@
+// Starting a run: a checkpoint, --init weights or fresh ones (see resume.h).
+#include "train/resume.h"
+
+#include <fmt/format.h>
+
+#include "ir/value_names.h"
+#include "train/initialize.h"
+
+namespace bertc::train {
+
+TensorManifest manifest_of(const passes::TrainingProgram& p) {
+  TensorManifest m;
+  for (ir::ValueId v : p.step.values_of(ir::OpKind::Param)) m[p.step.value(v).name] = p.step.value(v).type;
+  for (ir::ValueId v : p.optimizer.values_of(ir::OpKind::State))
+    if (!p.optimizer.value(v).name.ends_with(ir::names::kGradAccumulatorSuffix))
+      m[p.optimizer.value(v).name] = p.optimizer.value(v).type;
+  return m;
+}
+
+std::map<std::string, std::string> run_metadata(const frontend::ModelDefinition& model, const frontend::Config& c) {
+  const frontend::TrainConfig& t = c.train;
+  return {{"model", model.name},
+          {"config", c.name},
+          {"optimizer", std::string(passes::optimizer_name(t.optimizer))},
+          {"seed", std::to_string(t.seed)},
+          {"batch_size", std::to_string(t.batch_size)},
+          {"seq_len", std::to_string(t.seq_len)},
+          {"max_predictions_per_seq", std::to_string(t.max_predictions_per_seq)},
+          {"gradient_accumulation_steps", std::to_string(t.gradient_accumulation_steps)}};
+}
+
+int64_t prepare_state(const frontend::ModelDefinition& model, const TrainOptions& o,
+                      const passes::TrainingProgram& program, support::Environment& env, std::ostream& log) {
+  const auto existing = list_checkpoints(o.checkpoint_dir);
+  int64_t start = 0;
+  if (o.resume) {
+    if (existing.empty())
+      throw TrainError(fmt::format("--resume: no checkpoint in {} (run without --resume to start fresh)",
+                                   o.checkpoint_dir.string()));
+    const CheckpointContents c = load_checkpoint(existing.back().path, manifest_of(program), env);
+    for (const auto& [key, value] : run_metadata(model, o.config)) {
+      auto it = c.metadata.find(key);
+      if (it != c.metadata.end() && it->second != value)
+        throw TrainError(fmt::format("{}: trained with {} = {}, but this run has {}: resume with the same settings, "
+                                     "or start a fresh run in another --checkpoint-dir",
+                                     existing.back().path.string(), key, it->second, value));
+    }
+    start = c.step;
+    log << fmt::format("resuming from {} (step {})\n", existing.back().path.string(), start);
+  } else {
+    if (!existing.empty())
+      throw TrainError(fmt::format("{} already holds checkpoints (newest: step {}): pass --resume to continue that run, "
+                                   "or choose another --checkpoint-dir",
+                                   o.checkpoint_dir.string(), existing.back().step));
+    if (o.init) {
+      const PretrainedReport r = load_pretrained(*o.init, program.step, env);
+      log << fmt::format("init: {} params from {}\n", r.loaded.size(), o.init->string());
+      if (!r.missing.empty())
+        log << fmt::format("init: {} params not in the file, initialized fresh: {}\n", r.missing.size(),
+                           fmt::join(r.missing, ", "));
+      if (!r.unexpected.empty())
+        log << fmt::format("init: {} tensors of the file are not params of this model, ignored: {}\n",
+                           r.unexpected.size(), fmt::join(r.unexpected, ", "));
+    }
+  }
+  const frontend::ModelConfig& m = o.config.model;
+  initialize_parameters(program.step, m.initializer_range, m.pad_token_id, static_cast<uint64_t>(o.config.train.seed), env);
+  initialize_states(program.step, env);
+  initialize_states(program.optimizer, env);
+  return start;
+}
+
+}  // namespace bertc::train

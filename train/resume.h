@@ -1,0 +1,29 @@
+// Where a run starts: from the newest checkpoint of its folder (--resume), refusing one made with
+// other settings, or fresh (optionally from Hugging Face weights, --init), never over an existing
+// run; and what a checkpoint of a program holds.
+#pragma once
+
+#include <map>
+#include <ostream>
+#include <string>
+
+#include "frontend/model.h"
+#include "passes/pipeline.h"
+#include "support/tensor_io.h"
+#include "train/checkpoint.h"
+#include "train/trainer.h"
+
+namespace bertc::train {
+
+// Params and optimizer moments: what a checkpoint holds (accumulators are zero between steps).
+TensorManifest manifest_of(const passes::TrainingProgram& program);
+
+// The run facts a resumed run must share with its checkpoint to continue the same data stream.
+std::map<std::string, std::string> run_metadata(const frontend::ModelDefinition& model, const frontend::Config& config);
+
+// Fills env with params and states (a checkpoint's, --init's, or fresh ones); returns the step
+// training continues after. Throws TrainError saying what to do when the folder does not fit.
+int64_t prepare_state(const frontend::ModelDefinition& model, const TrainOptions& options,
+                      const passes::TrainingProgram& program, support::Environment& env, std::ostream& log);
+
+}  // namespace bertc::train

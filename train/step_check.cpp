@@ -1,0 +1,87 @@
+// Comparing a device's values with the reference's (see step_check.h).
+#include "train/step_check.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "codegen/render.h"
+#include "runtime/plan_executor.h"
+#include "reference/executor.h"
+
+namespace bertc::train {
+namespace {
+
+// Ops that launch nothing: sources, views and updates hold no value of a kernel's.
+bool produced_by_a_launch(ir::OpKind k) {
+  using ir::OpKind;
+  return k != OpKind::Param && k != OpKind::Input && k != OpKind::State && k != OpKind::Constant &&
+         k != OpKind::Update && k != OpKind::Reshape;
+}
+
+// "%name f16[8,2,128,64] = fused[matmul] result 0 of 3 (scope)": unnamed values are
+// numbered by ValueId, which IR dumps renumber, so the type, kernel and scope say which it is.
+std::string describe(const ir::Graph& g, ir::ValueId v) {
+  const ir::Op& op = g.producer(v);
+  const std::string& name = g.value(v).name;
+  std::string kind(op.info().name);
+  if (op.kind == ir::OpKind::Fused) kind += "[" + op.attr<std::string>("kernel") + "]";
+  if (op.results.size() > 1) {
+    const auto at = std::find(op.results.begin(), op.results.end(), v) - op.results.begin();
+    kind += fmt::format(" result {} of {}", at, op.results.size());
+  }
+  return fmt::format("{} {} = {}{}", name.empty() ? fmt::format("%{}", v) : "%" + name, ir::to_string(g.value(v).type),
+                     kind, op.scope.empty() ? "" : " (" + op.scope + ")");
+}
+
+}  // namespace
+
+double check_error(const ir::HostTensor<float>& got, const ir::HostTensor<float>& want, double floor) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  if (got.type != want.type) return kInf;
+  if (!want.is_real()) return got.integer == want.integer ? 0 : kInf;
+  double largest = floor, worst = 0;
+  for (float w : want.real) largest = std::max(largest, std::abs(double(w)));
+  for (size_t i = 0; i < want.real.size(); ++i) {
+    const double w = want.real[i], g = got.real[i];
+    if (std::isfinite(w) && !std::isfinite(g)) return kInf;
+    if (std::isfinite(w)) worst = std::max(worst, std::abs(g - w));
+  }
+  return worst / largest;
+}
+
+size_t GraphCheck::first_beyond(double tolerance) const {
+  for (size_t i = 0; i < values.size(); ++i)
+    if (!(values[i].error <= tolerance)) return i;
+  return values.size();
+}
+
+GraphCheck check_graph(const ir::Graph& graph, const codegen::RenderTarget& target, runtime::Device& device,
+                       const ir::Environment<float>& env, double operand_fraction) {
+  std::vector<ir::ValueId> checked;
+  for (const ir::Op& op : graph.ops())
+    if (produced_by_a_launch(op.kind))
+      for (ir::ValueId v : op.results) checked.push_back(v);
+  // Every checked value becomes an output, so that the memory plan keeps it to the end.
+  ir::Graph kept = graph;
+  for (ir::ValueId v : checked) kept.add_output(v);
+  ir::Environment<float> on_device = env, on_reference = env;
+  runtime::PlanExecutor executor(kept, codegen::render_graph(kept, target), device);
+  const std::vector<ir::HostTensor<float>> got = executor.run(on_device);
+  std::vector<ir::HostTensor<float>> want;
+  reference::Executor<float>(graph).run(on_reference, {}, &want);
+  GraphCheck result;
+  const size_t first = graph.outputs().size();
+  for (size_t i = 0; i < checked.size(); ++i) {
+    double operands = 0;
+    for (ir::ValueId o : graph.producer(checked[i]).operands)
+      for (float x : want.at(o).real) operands = std::max(operands, std::abs(double(x)));
+    result.values.push_back({checked[i], describe(graph, checked[i]),
+                             check_error(got.at(first + i), want.at(checked[i]), std::max(1e-6, operand_fraction * operands))});
+  }
+  return result;
+}
+
+}  // namespace bertc::train

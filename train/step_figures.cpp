@@ -1,0 +1,40 @@
+// Model FLOPs and GPU peaks (see step_figures.h).
+#include "train/step_figures.h"
+
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "passes/cost_model.h"
+#include "passes/targets.h"
+
+namespace bertc::train {
+
+double peak_flops(int sm, passes::Precision precision) {
+  const std::optional<passes::GpuSpec> gpu = passes::gpu_of_sm(sm);
+  if (!gpu) return 0;
+  const double tflops = precision == passes::Precision::Bf16 ? gpu->bf16_tensor_tflops
+                        : precision == passes::Precision::Fp16
+                            ? (gpu->fp16_tensor_tflops > 0 ? gpu->fp16_tensor_tflops : gpu->fp16_simt_tflops)
+                            : gpu->fp32_tflops;
+  return tflops * 1e12;
+}
+
+double model_flops_per_step(const frontend::ModelDefinition& model, const frontend::Config& config,
+                            const passes::TrainingProgram& program) {
+  passes::TrainingProgram without_recompute;
+  const passes::TrainingProgram* counted = &program;
+  if (program.recompute.dropped_values > 0) {
+    passes::CompileOptions options = config.compile;
+    options.recompute = passes::RecomputePolicy::None;
+    options.dump_ir.clear();
+    without_recompute = passes::compile_training(frontend::build_model(model, config), options, config.train);
+    counted = &without_recompute;
+  }
+  double flops = 0;
+  for (const ir::Op& op : counted->step.ops())
+    flops += static_cast<double>(passes::launch_cost(counted->step, op, std::nullopt, config.compile.precision).flops);
+  return flops * static_cast<double>(config.train.gradient_accumulation_steps);
+}
+
+}  // namespace bertc::train

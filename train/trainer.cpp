@@ -1,0 +1,253 @@
+// The training loop, on the reference executor or a device (see trainer.h).
+#include "train/trainer.h"
+
+#include <chrono>
+#include <cmath>
+#include <numeric>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "codegen/matrix_strategy.h"
+#include "data/pretraining_data.h"
+#include "ir/philox.h"
+#include "ir/value_names.h"
+#include "passes/cost_model.h"
+#include "passes/memory_plan.h"
+#include "passes/pipeline.h"
+#include "runtime/device_registry.h"
+#include "runtime/host_device.h"
+#include "train/autotune.h"
+#include "train/batch_loader.h"
+#include "train/batches.h"
+#include "train/checkpoint.h"
+#include "train/graph_runner.h"
+#include "train/lr_schedule.h"
+#include "train/micro_batch.h"
+#include "train/progress.h"
+#include "train/resume.h"
+#include "train/step_figures.h"
+
+namespace bertc::train {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+namespace names = ir::names;
+
+// A fresh dropout seed per micro-batch, a function of the run's seed only: a resumed run draws
+// the same masks as an uninterrupted one.
+int64_t dropout_seed(uint64_t seed, int64_t micro_batch) {
+  const auto m = static_cast<uint64_t>(micro_batch);
+  const auto r = ir::philox4x32_10({static_cast<uint32_t>(m), static_cast<uint32_t>(m >> 32), 0xd207u, 0},
+                                   {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)});
+  return static_cast<int64_t>((static_cast<uint64_t>(r[0]) << 32 | r[1]) >> 1);
+}
+
+// Correct and counted masked-LM predictions (argmax over the vocabulary at real positions).
+std::pair<int64_t, int64_t> mlm_hits(const support::HostTensor& logits, const data::Batch& b) {
+  const int64_t vocab = logits.type.shape[1];
+  int64_t correct = 0, counted = 0;
+  for (size_t r = 0; r < b.masked_lm_weights.size(); ++r) {
+    if (b.masked_lm_weights[r] == 0) continue;
+    const float* row = logits.real.data() + r * vocab;
+    correct += std::max_element(row, row + vocab) - row == b.masked_lm_ids[r];
+    ++counted;
+  }
+  return {correct, counted};
+}
+
+// "compile: precision fp32, recompute none, 271 kernels (fusion on, fused attention on), planned
+// activations 150.2 MiB" : what the user's options became.
+std::string compile_summary(const passes::CompileOptions& c, const passes::TrainingProgram& p) {
+  int64_t launches = 0;
+  for (const ir::Graph* g : {&p.step, &p.optimizer})
+    for (const ir::Op& op : g->ops()) launches += ir::launches_kernel(op.kind);
+  return fmt::format("compile: precision {}, recompute {}, {} kernels per micro-batch and optimizer step (fusion {}, "
+                     "fused attention {}), planned activations {:.1f} MiB",
+                     ir::enum_name(c.precision), p.recompute.policy, launches, c.fusion ? "on" : "off",
+                     c.fused_attention ? "on" : "off",
+                     static_cast<double>(passes::plan_memory(p.step).arena_bytes) / (1 << 20));
+}
+
+// The device the compiled plan runs on; null for the reference executor.
+std::shared_ptr<runtime::Device> open_training_device(const TrainOptions& o) {
+  if (!o.device) return nullptr;
+  return runtime::open_device(*o.device, {o.config.compile.arch.sm(), o.kernel_cache});
+}
+
+// --batch-size auto: the micro-batch and accumulation that fit the device.
+void choose_batch(const frontend::ModelDefinition& model, TrainOptions& o, const runtime::Device* device,
+                  std::ostream& log) {
+  const uint64_t available =
+      o.device_memory ? *o.device_memory : (device ? device->free_bytes() : runtime::host_available_bytes());
+  const MicroBatch b = choose_micro_batch(model, o.config, available, log);
+  o.config.train.batch_size = b.batch_size;
+  o.config.train.gradient_accumulation_steps = b.accumulation;
+  log << fmt::format("train: micro-batch {} x {} accumulation steps (global batch {}), planned {:.1f} MiB of device "
+                     "memory\n",
+                     b.batch_size, b.accumulation, b.batch_size * b.accumulation, static_cast<double>(b.bytes) / (1 << 20));
+}
+
+// What the trainer reads of its graphs, and how it runs them.
+struct Runners {
+  std::vector<std::string> step_fetch, optimizer_fetch;
+  bool has_logits = false, scaling = false;
+  bool on_gpu = false;  // copying values back costs the step time
+  std::unique_ptr<GraphRunner> step, optimizer;
+  DeviceFigures figures;
+};
+
+Runners make_runners(const frontend::ModelDefinition& model, const TrainOptions& o,
+                     const passes::TrainingProgram& program, const std::shared_ptr<runtime::Device>& device,
+                     std::ostream& log) {
+  Runners r;
+  r.has_logits = program.step.find(names::kMlmLogits).has_value();
+  r.scaling = program.optimizer.find(names::kStepSkipped).has_value();
+  r.step_fetch = {std::string(names::kMlmLoss), std::string(names::kNspLoss)};
+  if (r.has_logits) r.step_fetch.emplace_back(names::kMlmLogits);
+  r.optimizer_fetch = {std::string(names::kGradNorm)};
+  if (r.scaling) r.optimizer_fetch.insert(r.optimizer_fetch.end(), {std::string(names::kStepSkipped), std::string(names::kLossScaleUsed)});
+  if (!device) {
+    r.step = reference_runner(program.step, r.step_fetch);
+    r.optimizer = reference_runner(program.optimizer, r.optimizer_fetch);
+    return r;
+  }
+  const runtime::DeviceCapabilities caps = device->capabilities();
+  r.on_gpu = caps.gpu;
+  codegen::RenderTarget target{caps.sm, o.config.compile.matmul, {}};
+  if (o.autotune) {
+    // On a device of its own, whose buffers go with it once the choices are made. Timings on an
+    // emulation mean nothing: one launch of each form there checks the mechanism only.
+    const std::shared_ptr<runtime::Device> tuning = open_training_device(o);
+    target.tuned = autotune_products({&program.step, &program.optimizer}, target, *tuning,
+                                     o.kernel_cache / "autotune.json", caps.gpu ? 20 : 1, log);
+  }
+  // Params, moments and accumulators stay on the device; checkpoints download them.
+  const auto state = std::make_shared<runtime::ResidentState>(*device);
+  const runtime::Launching launching = o.eager ? runtime::Launching::Eager : runtime::Launching::Graph;
+  r.step = plan_runner(program.step, r.step_fetch, target, device, state, launching);
+  r.optimizer = plan_runner(program.optimizer, r.optimizer_fetch, target, device, state, launching);
+  r.figures.memory_bytes = device->allocated_bytes();
+  if (caps.gpu) {
+    r.figures.peak_flops = peak_flops(caps.sm, o.config.compile.precision);
+    r.figures.model_flops_per_step = model_flops_per_step(model, o.config, program);
+  }
+  return r;
+}
+
+// One optimizer step: its micro-batches, then the optimizer (with one micro-batch, both as one
+// device graph). `sample` asks for the MLM accuracy.
+StepStats train_step(int64_t s, const TrainOptions& o, Runners& r, BatchLoader& loader, support::Environment& env,
+                     bool sample) {
+  const frontend::TrainConfig& t = o.config.train;
+  const int64_t K = t.gradient_accumulation_steps;
+  StepStats stats;
+  stats.step = s;
+  stats.learning_rate = learning_rate_at(t, s);
+  env[std::string(names::kLearningRate)] = support::HostTensor::scalar(ir::DType::F32, stats.learning_rate);
+  std::optional<reference::RunResult<float>> optimized;  // the optimizer step's results
+  // Values the device need not copy back this step.
+  const std::set<std::string> leave = sample ? std::set<std::string>{} : std::set<std::string>{std::string(names::kMlmLogits)};
+  for (int64_t k = 0; k < K; ++k) {
+    const int64_t micro = (s - 1) * K + k;
+    LoadedBatch loaded = loader.next();
+    if (loaded.micro_batch != micro) throw std::logic_error("the batch loader is out of step with training");
+    const data::Batch& batch = loaded.batch;
+    for (auto& [name, tensor] : loaded.inputs) env[name] = std::move(tensor);
+    support::HostTensor seed = support::HostTensor::zeros({ir::DType::I64, {}});  // 63-bit: no trip through double
+    seed.integer[0] = dropout_seed(static_cast<uint64_t>(t.seed), micro);
+    env[std::string(names::kDropoutSeed)] = std::move(seed);
+    reference::RunResult<float> out;
+    if (K == 1) {
+      // Nothing accumulates: on a device the step and the optimizer step replay as one graph.
+      auto both = run_together(*r.step, *r.optimizer, env, leave);
+      out = std::move(both.first);
+      optimized = std::move(both.second);
+    } else {
+      out = r.step->run(env, leave);
+    }
+    stats.loss += out.outputs.at(0).real.at(0) / double(K);
+    stats.mlm_loss += out.fetched.at(std::string(names::kMlmLoss)).real.at(0) / double(K);
+    stats.nsp_loss += out.fetched.at(std::string(names::kNspLoss)).real.at(0) / double(K);
+    if (r.has_logits && sample) {
+      const auto [correct, counted] = mlm_hits(out.fetched.at(std::string(names::kMlmLogits)), batch);
+      stats.mlm_correct += correct;
+      stats.mlm_counted += counted;
+    }
+    for (int64_t m : batch.attention_mask) stats.tokens += m;
+  }
+  // (With one micro-batch the optimizer step has run already; the state it left is never saved.)
+  if (!std::isfinite(stats.loss))
+    throw TrainError(fmt::format("the loss is {} at step {}: lower [train] learning_rate or raise warmup_steps, and "
+                                 "--resume from the last checkpoint",
+                                 stats.loss, s));
+  if (!optimized) optimized = r.optimizer->run(env);
+  stats.grad_norm = optimized->fetched.at(std::string(names::kGradNorm)).real.at(0);
+  if (r.scaling) {
+    stats.skipped = optimized->fetched.at(std::string(names::kStepSkipped)).real.at(0) != 0;
+    stats.loss_scale = optimized->fetched.at(std::string(names::kLossScaleUsed)).real.at(0);
+  }
+  return stats;
+}
+
+}  // namespace
+
+TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOptions& options, std::ostream& log) {
+  TrainOptions o = options;
+  // The device first: a missing GPU is cheaper to find than the program is to compile.
+  const std::shared_ptr<runtime::Device> device = open_training_device(o);
+  if (device && device->capabilities().gpu) log << fmt::format("device: {}\n", device->name());
+  if (o.auto_batch) choose_batch(model, o, device.get(), log);
+  const frontend::TrainConfig& t = o.config.train;
+  const passes::TrainingProgram program =
+      passes::compile_training(frontend::build_model(model, o.config), o.config.compile, t);
+  log << compile_summary(o.config.compile, program) << "\n";
+  // Checkpoint problems first: they are cheaper to find than the data is to load.
+  support::Environment env;
+  const int64_t start = prepare_state(model, o, program, env, log);
+  TrainSummary summary;
+  const int64_t last = std::min(o.stop_after, t.steps);
+  if (start >= last) {
+    log << fmt::format("already at step {} of {}: nothing to do (raise --steps to train on)\n", start, last);
+    return summary;
+  }
+  Runners runners = make_runners(model, o, program, device, log);
+  const data::BatchStream stream = open_batch_stream(o.config, o.data, o.vocab, log);
+  std::filesystem::create_directories(o.checkpoint_dir);
+  const int64_t K = t.gradient_accumulation_steps;
+  // The loader thread makes the next micro-batches while the current one trains.
+  BatchLoader loader(
+      [&](int64_t micro) {
+        LoadedBatch b{micro, stream.batch(micro), {}};
+        bind_batch(b.batch, b.inputs);
+        return b;
+      },
+      start * K, last * K);
+  Progress progress(log, o.metrics, start + 1, last, t.log_every, o.live_progress, runners.figures);
+  summary.first_step = start + 1;
+  for (int64_t s = start + 1; s <= last; ++s) {
+    const auto began = Clock::now();
+    // On a GPU the MLM logits (batch x predictions x vocabulary) come back only on the steps that
+    // print a window's accuracy: copying them and their argmax on the host every step would
+    // cost the GPU a noticeable share of a step.
+    const bool sample = !runners.on_gpu || s % t.log_every == 0 || s == start + 1 || s == last;
+    StepStats stats = train_step(s, o, runners, loader, env, sample);
+    stats.seconds = std::chrono::duration<double>(Clock::now() - began).count();
+    progress.record(stats);
+    summary.losses.push_back(stats.loss);
+    if ((t.checkpoint_every > 0 && s % t.checkpoint_every == 0) || s == last) {
+      runners.optimizer->download_state(env);
+      save_checkpoint(o.checkpoint_dir, s, manifest_of(program), env, run_metadata(model, o.config), t.keep_checkpoints);
+      if (s == last || !o.live_progress)
+        progress.note(fmt::format("checkpoint: {}", checkpoint_path(o.checkpoint_dir, s).string()));
+    }
+  }
+  summary.last_step = last;
+  const size_t n = std::min<size_t>(static_cast<size_t>(t.log_every), summary.losses.size());
+  summary.first_loss = std::accumulate(summary.losses.begin(), summary.losses.begin() + n, 0.0) / double(n);
+  summary.last_loss = std::accumulate(summary.losses.end() - n, summary.losses.end(), 0.0) / double(n);
+  return summary;
+}
+
+}  // namespace bertc::train

@@ -1,0 +1,59 @@
+// Training — on the CPU reference executor, or the compiled plan on a device (the Host device's
+// emulation or a GPU): the loop over steps and micro-batches. Its parts: progress.h (the progress
+// line and metrics), resume.h (where a run starts), checkpoint.h, lr_schedule.h, batches.h and
+// batch_loader.h (data), graph_runner.h (how a graph runs), micro_batch.h (--batch-size auto),
+// autotune.h, step_figures.h (MFU).
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <ostream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "frontend/model.h"
+
+namespace bertc::train {
+
+// A problem training met; the message says what to do about it.
+class TrainError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct TrainOptions {
+  frontend::Config config;                    // compile options resolved
+  int64_t stop_after = 0;                     // last step to run in this call (the run is [train] steps long)
+  std::filesystem::path data, vocab;          // resolved paths
+  std::filesystem::path checkpoint_dir;
+  std::filesystem::path metrics;              // JSON lines, appended
+  bool resume = false;                        // continue from the newest checkpoint in checkpoint_dir
+  std::optional<std::filesystem::path> init;  // Hugging Face safetensors to start from
+  bool live_progress = false;                 // rewrite one progress line (a terminal) or print lines
+  // A device of runtime's registry (device_registry.h) running the compiled plan: its kernels
+  // rendered for config.compile.arch (or the device's own arch), cached in `kernel_cache`;
+  // nullopt: the CPU reference executor, op by op.
+  std::optional<std::string> device;
+  bool eager = false;                         // on a device: launch kernel by kernel, no recorded device graph
+  // --batch-size auto: the largest micro-batch that fits the device's free memory (or
+  // `device_memory` bytes when given), keeping batch_size x gradient_accumulation_steps.
+  bool auto_batch = false;
+  // On a device: time generated kernels against cuBLAS per product first and keep the faster
+  // (cached in kernel_cache/autotune.json).
+  bool autotune = false;
+  std::optional<uint64_t> device_memory;
+  std::filesystem::path kernel_cache;
+};
+
+struct TrainSummary {
+  int64_t first_step = 0, last_step = 0;      // optimizer steps run in this call
+  double first_loss = 0, last_loss = 0;       // mean loss of the first and of the last log_every steps
+  std::vector<double> losses;                 // every step's loss, in order
+};
+
+// Trains; progress goes to `log`. Throws TrainError and other std::runtime_error subclasses with
+// actionable messages.
+TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOptions& options, std::ostream& log);
+
+}  // namespace bertc::train
