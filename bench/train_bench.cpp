@@ -92,8 +92,10 @@ int main(int argc, char** argv) {
   CLI::App app("bertc-bench-train: BERT pretraining steps on a device, timed", "bertc-bench-train");
   Args a;
   app.add_option("config", a.config, "TOML config")->required()->check(CLI::ExistingFile);
+  std::vector<std::string> devices;
+  for (const runtime::DeviceKind& kind : runtime::device_kinds()) devices.emplace_back(kind.name);
   app.add_option("--device", a.device, "cuda, or host (the emulation: a check that the benchmark runs)")
-      ->check(CLI::IsMember({"cuda", "host"}));
+      ->check(CLI::IsMember(devices));
   a.flags.add_to(&app);
   app.add_option("--batch-size", a.batch_size, "Sequences per step (default: the config's)")->check(CLI::PositiveNumber);
   app.add_option("--seq-len", a.seq_len, "Tokens per sequence (default: the config's)")->check(CLI::PositiveNumber);

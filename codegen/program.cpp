@@ -26,6 +26,12 @@ constexpr char kMagic[8] = {'B', 'E', 'R', 'T', 'C', 'X', '0', '1'};
 // matmul) and the options are written from their declarations.
 constexpr int kBertxVersion = 2;
 
+// A .bertx file whose content is wrong in the way the message says (read_bertx names the file).
+class Damaged : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 // The kernels of both graphs, each distinct source once.
 std::vector<KernelSource> distinct_sources(const GraphKernels& step, const GraphKernels& optimizer) {
   std::vector<KernelSource> out;
@@ -50,7 +56,7 @@ ParamKind kind_of(const std::string& s) {
   if (s == "table") return ParamKind::Table;
   if (s == "scratch") return ParamKind::Scratch;
   if (s == "workspace") return ParamKind::Workspace;
-  throw std::runtime_error("unknown parameter kind '" + s + "'");
+  throw Damaged("unknown parameter kind '" + s + "'");
 }
 
 json dim_json(const Dim3& d) { return json::array({d.x, d.y, d.z}); }
@@ -94,7 +100,7 @@ GraphKernels kernels_of(const json& j, const ir::Graph& graph) {
     if (!labels[v].empty()) by_label[labels[v]] = v;
   auto value = [&](const json& label) {
     auto it = by_label.find(label.get<std::string>());
-    if (it == by_label.end()) throw std::runtime_error("a kernel refers to " + label.get<std::string>() + ", which the IR lacks");
+    if (it == by_label.end()) throw Damaged("a kernel refers to " + label.get<std::string>() + ", which the IR lacks");
     return it->second;
   };
   GraphKernels g;
@@ -102,12 +108,12 @@ GraphKernels kernels_of(const json& j, const ir::Graph& graph) {
     KernelSpec k;
     k.name = jk.at("name");
     const auto family = ir::enum_from_name<ir::KernelFamily>(jk.at("family").get<std::string>());
-    if (!family) throw std::runtime_error("kernel " + k.name + " has an unknown family");
+    if (!family) throw Damaged("kernel " + k.name + " has an unknown family");
     k.family = *family;
     k.strategy = jk.at("strategy");
     k.label = jk.at("label");
     k.op_index = jk.at("op_index");
-    if (k.op_index >= graph.ops().size()) throw std::runtime_error("kernel " + k.name + " runs an op the IR lacks");
+    if (k.op_index >= graph.ops().size()) throw Damaged("kernel " + k.name + " runs an op the IR lacks");
     k.grid = dim_of(jk.at("grid"));
     k.block = dim_of(jk.at("block"));
     k.cooperative = jk.at("cooperative");
@@ -138,7 +144,7 @@ GraphKernels kernels_of(const json& j, const ir::Graph& graph) {
       if (!lib.to_workspace) lib.c = value(l.at("c"));
       auto dtype = [&](const char* key) {
         const auto d = ir::dtype_from_name(l.at(key).get<std::string>());
-        if (!d) throw std::runtime_error("kernel " + k.name + " has a library product of unknown dtype");
+        if (!d) throw Damaged("kernel " + k.name + " has a library product of unknown dtype");
         return *d;
       };
       lib.ab_dtype = dtype("ab_dtype");
@@ -220,17 +226,18 @@ CompiledProgram read_bertx(const std::filesystem::path& path) {
   const std::string blob = bytes.substr(24 + size);
   try {
     const json h = json::parse(text);
-    if (h.at("format") != "bertx") throw bad("its header is not a .bertx header");
+    if (h.at("format") != "bertx") throw Damaged("its header is not a .bertx header");
     if (h.at("version") != kBertxVersion)
-      throw bad(fmt::format("it is format {}, written by another bertc version (this one reads format {})",
-                            h.at("version").dump(), kBertxVersion));
+      throw Damaged(fmt::format("it is format {}, written by another bertc version (this one reads format {})",
+                                h.at("version").dump(), kBertxVersion));
     CompiledProgram p;
     p.model = h.at("model");
     try {
       p.options = support::options_from_json(passes::compile_option_specs(), h.at("options"));
     } catch (const std::runtime_error& e) {
-      throw bad(std::string("its options are damaged: ") + e.what());
+      throw Damaged(std::string("its options are damaged: ") + e.what());
     }
+    if (!passes::is_resolved(p.options)) throw Damaged("its options leave the arch or the precision auto");
     p.config_text = h.at("config");
     p.nvrtc_version = h.at("nvrtc").at("version");
     p.nvrtc_library = h.at("nvrtc").at("library");
@@ -245,10 +252,11 @@ CompiledProgram read_bertx(const std::filesystem::path& path) {
       GpuImage g;
       g.name = ji.at("name");
       const uint64_t offset = ji.at("offset"), n = ji.at("size");
-      if (offset > blob.size() || n > blob.size() - offset) throw bad("image " + g.name + " runs past the end of the file");
+      if (offset > blob.size() || n > blob.size() - offset)
+        throw Damaged("image " + g.name + " runs past the end of the file");
       g.image = blob.substr(offset, n);
       if (XXH3_64bits(g.image.data(), g.image.size()) != ji.at("xxh3").get<uint64_t>())
-        throw bad("image " + g.name + "'s checksum does not match");
+        throw Damaged("image " + g.name + "'s checksum does not match");
       g.ptx = ji.at("ptx");
       g.ptxas = {ji.at("registers"), ji.at("shared_bytes"), ji.at("stack_bytes"), ji.at("spill_store_bytes"),
                  ji.at("spill_load_bytes")};
@@ -256,8 +264,10 @@ CompiledProgram read_bertx(const std::filesystem::path& path) {
     }
     for (const GraphKernels* g : {&p.step, &p.optimizer})
       for (const KernelSpec& k : g->kernels)
-        if (!k.source.empty() && !p.images.count(k.name)) throw bad("kernel " + k.name + " has no image");
+        if (!k.source.empty() && !p.images.count(k.name)) throw Damaged("kernel " + k.name + " has no image");
     return p;
+  } catch (const Damaged& e) {
+    throw bad(e.what());
   } catch (const json::exception& e) {
     throw bad(std::string("its header is malformed: ") + e.what());
   } catch (const ir::Error& e) {

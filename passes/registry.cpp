@@ -5,6 +5,7 @@
 #include <cctype>
 #include <functional>
 #include <iostream>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -107,6 +108,7 @@ class PipelineParser {
     if (text_.empty()) return out;
     for (;;) {
       out.push_back(element());
+      skip_spaces();
       if (at_end()) return out;
       expect(',');
     }
@@ -114,6 +116,7 @@ class PipelineParser {
 
  private:
   PassInvocation element() {
+    skip_spaces();
     const size_t at = pos_;
     const std::string name = word();
     if (name.empty()) fail(at, "expected a pass name");
@@ -123,6 +126,7 @@ class PipelineParser {
     if (at_end() || peek() != '{') return inv;
     ++pos_;
     const std::vector<PassKey> keys = keys_of(*inv.pass);
+    std::set<std::string> given;
     for (;;) {
       skip_spaces();
       if (at_end()) fail(pos_, fmt::format("'{{' of {} is not closed by '}}'", name));
@@ -134,6 +138,7 @@ class PipelineParser {
       for (const PassKey& candidate : keys)
         if (candidate.key == key) k = &candidate;
       if (!k) fail(key_at, unknown_key(name, key, keys));
+      if (!given.insert(key).second) fail(key_at, fmt::format("{}{{{}}} is given twice", name, key));
       expect('=');
       const size_t value_at = pos_;
       std::string text;

@@ -13,6 +13,10 @@ PlanLayout::PlanLayout(const ir::Graph& graph, codegen::ArenaLayout arena)
     : arena_(std::move(arena)),
       place_(graph.num_values()),
       has_place_(graph.num_values(), false) {
+  if (arena_.offset_of.size() != graph.num_values())
+    throw std::logic_error(fmt::format("the arena layout places {} values, the graph has {}: render the graph again "
+                                       "after changing it",
+                                       arena_.offset_of.size(), graph.num_values()));
   // In op order, so a reshape's operand and an update's target are resolved before they are needed.
   for (const ir::Op& op : graph.ops()) {
     for (ir::ValueId r : op.results) {

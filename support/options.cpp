@@ -55,9 +55,9 @@ std::string value_text(const OptionValue& value) {
 
 std::optional<OptionValue> value_from_text(ValueKind kind, std::string_view text) {
   switch (kind) {
-    case ValueKind::Bool:
-      if (text == "true") return OptionValue(true);
-      if (text == "false") return OptionValue(false);
+    case ValueKind::Bool:  // the spellings command lines commonly take
+      if (text == "true" || text == "1" || text == "on" || text == "yes") return OptionValue(true);
+      if (text == "false" || text == "0" || text == "off" || text == "no") return OptionValue(false);
       return std::nullopt;
     case ValueKind::Int: {
       int64_t v = 0;
@@ -78,7 +78,7 @@ std::optional<OptionValue> value_from_text(ValueKind kind, std::string_view text
 
 std::string_view kind_description(ValueKind kind) {
   switch (kind) {
-    case ValueKind::Bool: return "true or false";
+    case ValueKind::Bool: return "true or false";  // (1/0, on/off, yes/no on command lines)
     case ValueKind::Int: return "an integer";
     case ValueKind::Float: return "a number";
     case ValueKind::String: return "a string";
@@ -96,7 +96,8 @@ std::optional<OptionValue> value_from_json(ValueKind kind, const nlohmann::json&
       if (j.is_boolean()) return OptionValue(j.get<bool>());
       break;
     case ValueKind::Int:
-      if (j.is_number_integer()) return OptionValue(j.get<int64_t>());
+      if (j.is_number_integer() && (!j.is_number_unsigned() || j.get<uint64_t>() <= INT64_MAX))
+        return OptionValue(j.get<int64_t>());
       break;
     case ValueKind::Float:
       if (j.is_number()) return OptionValue(j.get<double>());

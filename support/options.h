@@ -152,6 +152,14 @@ std::optional<std::string_view> OptionSpec<S>::key_in(std::string_view pass) con
   return pass_key_in(pass_keys, pass);
 }
 
+// Whether a range check applies to values of T: one of the wrong type would never run.
+template <typename T>
+constexpr bool check_fits(Check check) {
+  if (check == Check::Any) return true;
+  if (check == Check::Positive || check == Check::NonNegative) return std::is_same_v<T, int64_t>;
+  return std::is_same_v<T, double>;
+}
+
 // Sets `spec` from `value` after checking the range; returns the problem instead.
 template <typename S, typename T>
 std::optional<std::string> set_checked(T S::*member, S& s, const OptionValue& value, Check check) {
@@ -171,13 +179,16 @@ nlohmann::json options_json(const std::vector<OptionSpec<S>>& specs, const S& s,
   return j;
 }
 
-// The options of `j` (keys of `specs`; the rest keep their defaults). Throws std::runtime_error
-// naming the key for a value of the wrong type or out of range.
+// The options options_json wrote: every option of `scope` from `j`, the rest at their defaults.
+// Throws std::runtime_error naming the key for a missing option, a value of the wrong type or one
+// out of range.
 template <typename S>
-S options_from_json(const std::vector<OptionSpec<S>>& specs, const nlohmann::json& j) {
+S options_from_json(const std::vector<OptionSpec<S>>& specs, const nlohmann::json& j, Scope scope = Scope::Program) {
+  if (!j.is_object()) throw std::runtime_error("options must be a JSON object, found " + j.dump());
   S s{};
   for (const OptionSpec<S>& spec : specs) {
-    if (!j.contains(spec.key)) continue;
+    if (spec.scope != scope) continue;
+    if (!j.contains(spec.key)) throw std::runtime_error("option " + std::string(spec.key) + " is missing");
     const auto value = value_from_json(spec.kind, j.at(std::string(spec.key)));
     if (!value) throw std::runtime_error("option " + std::string(spec.key) + " must be " +
                                          std::string(kind_description(spec.kind)) + ", found " + j.at(std::string(spec.key)).dump());
@@ -196,6 +207,8 @@ S options_from_json(const std::vector<OptionSpec<S>>& specs, const nlohmann::jso
         ::bertc::support::Scope::scope_, pass_keys_,                                                               \
         [](const S& s) { return ::bertc::support::OptionType<Type>::to_value(s.member); },                       \
         [](S& s, const ::bertc::support::OptionValue& v) {                                                        \
+          static_assert(::bertc::support::check_fits<Type>(::bertc::support::Check::check),                       \
+                        #member ": its check does not apply to its type");                                         \
           return ::bertc::support::set_checked(&S::member, s, v, ::bertc::support::Check::check);                 \
         },                                                                                                         \
         ::bertc::support::value_text(::bertc::support::OptionType<Type>::to_value(default_value))                 \

@@ -32,9 +32,15 @@
 namespace bertc::tools {
 namespace {
 
+// What bertc compile writes (--emit).
+enum class Emit { Ir, StepIr, OptimizerIr, Report, Stats, Params, Cuda, Plan };
+BERTC_ENUM_NAMES(Emit, {Emit::Ir, "ir"}, {Emit::StepIr, "step-ir"}, {Emit::OptimizerIr, "optimizer-ir"},
+                 {Emit::Report, "report"}, {Emit::Stats, "stats"}, {Emit::Params, "params"}, {Emit::Cuda, "cuda"},
+                 {Emit::Plan, "plan"})
+
 struct CompileArgs {
   std::string config;
-  std::string emit = "ir";
+  std::string emit_text = "ir";  // as given; emit() is what it names
   bool emit_given = false;
   std::string output;
   bool json = false;
@@ -69,7 +75,8 @@ passes::CompileReport report_of(const ir::Graph& graph, const frontend::Config& 
 int compile(CompileArgs args, const CompileFlags& flags, const frontend::ModelDefinition& model) {
   frontend::Config config = frontend::load_config(args.config, model.extra_keys);
   config.compile = resolve_here(flags.apply(config.compile));
-  if (!args.emit_given && args.output.ends_with(".bertx")) args.emit = "plan";
+  if (!args.emit_given && args.output.ends_with(".bertx")) args.emit_text = "plan";
+  const Emit emit = ir::enum_named<Emit>(args.emit_text);  // CLI11 checked it is one
   const ir::Graph graph = frontend::build_model(model, config);
   // The pipeline, run once when what is emitted needs it, and always for --dump-ir and
   // --print-ir-after-all (they show every stage whatever is emitted).
@@ -82,20 +89,20 @@ int compile(CompileArgs args, const CompileFlags& flags, const frontend::ModelDe
   if (!config.compile.dump_ir.empty() || config.compile.print_ir_after_all) report();
   const bool gpu_arch = config.compile.arch.sm() != 0;
   std::string text;
-  if (args.emit == "ir") {
+  if (emit == Emit::Ir) {
     text = ir::print(graph);
-  } else if (args.emit == "plan") {
+  } else if (emit == Emit::Plan) {
     if (args.output.empty()) throw std::runtime_error("--emit plan writes a .bertx file: give it with -o FILE.bertx");
     report();
     codegen::write_bertx(args.output, compile_kernels(program, config));
     std::cerr << fmt::format("wrote {}\n", args.output);
     return 0;
-  } else if (args.emit == "cuda") {
+  } else if (emit == Emit::Cuda) {
     // Without a GPU arch the listing shows the kernels the host emulation runs (sm_61's).
     report();
     const codegen::RenderTarget target = codegen::render_target(config.compile);
     text = codegen::cuda_listing(codegen::render_graph(program.step, target), codegen::render_graph(program.optimizer, target));
-  } else if (args.emit == "report") {
+  } else if (emit == Emit::Report) {
     report();
     const std::optional<codegen::CompiledProgram> kernels =
         gpu_arch ? std::optional(compile_kernels(program, config)) : std::nullopt;
@@ -109,10 +116,10 @@ int compile(CompileArgs args, const CompileFlags& flags, const frontend::ModelDe
                       : "\nkernels: not compiled (arch none): pass --arch sm_XX for their registers, shared memory "
                         "and spills\n");
     }
-  } else if (args.emit == "step-ir" || args.emit == "optimizer-ir") {
+  } else if (emit == Emit::StepIr || emit == Emit::OptimizerIr) {
     report();
-    text = ir::print(args.emit == "step-ir" ? program.step : program.optimizer);
-  } else if (args.emit == "stats") {
+    text = ir::print(emit == Emit::StepIr ? program.step : program.optimizer);
+  } else if (emit == Emit::Stats) {
     auto stats = stats_json(config, model.name, graph);
     if (args.json) stats["report"] = report_json(report());
     text = args.json ? stats.dump(2) + "\n" : stats_text(stats);
@@ -285,15 +292,15 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
   compile_cmd->add_option("config", compile_args.config, "TOML config ([model] [train] [compile])")
       ->required()
       ->check(CLI::ExistingFile);
-  compile_cmd->add_option("--emit", compile_args.emit,
+  compile_cmd->add_option("--emit", compile_args.emit_text,
                            "What to write: ir (forward graph), step-ir (forward, backward, accumulation, compiled), "
                            "optimizer-ir, report (passes, kernels, FLOPs, memory, estimate), stats, params, cuda (every "
                            "kernel's source), plan (the program compiled for --arch: a .bertx file); every IR "
                            "re-reads with bertc-opt. -o FILE.bertx implies plan")
-      ->check(CLI::IsMember({"ir", "step-ir", "optimizer-ir", "report", "stats", "params", "cuda", "plan"}))
+      ->check(CLI::IsMember(ir::enum_choices<Emit>()))
       ->each([&](const std::string&) { compile_args.emit_given = true; });
   compile_cmd->add_flag_callback("--report", [&] {
-    compile_args.emit = "report";
+    compile_args.emit_text = "report";
     compile_args.emit_given = true;
   }, "The same as --emit report");
   compile_cmd->add_flag("--json", compile_args.json, "Write stats or params as JSON");

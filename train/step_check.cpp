@@ -14,13 +14,6 @@
 namespace bertc::train {
 namespace {
 
-// Ops that launch nothing: sources, views and updates hold no value of a kernel's.
-bool produced_by_a_launch(ir::OpKind k) {
-  using ir::OpKind;
-  return k != OpKind::Param && k != OpKind::Input && k != OpKind::State && k != OpKind::Constant &&
-         k != OpKind::Update && k != OpKind::Reshape;
-}
-
 // "%name f16[8,2,128,64] = fused[matmul] result 0 of 3 (scope)": unnamed values are
 // numbered by ValueId, which IR dumps renumber, so the type, kernel and scope say which it is.
 std::string describe(const ir::Graph& g, ir::ValueId v) {
@@ -62,7 +55,7 @@ GraphCheck check_graph(const ir::Graph& graph, const codegen::RenderTarget& targ
                        const ir::Environment<float>& env, double operand_fraction) {
   std::vector<ir::ValueId> checked;
   for (const ir::Op& op : graph.ops())
-    if (produced_by_a_launch(op.kind))
+    if (ir::launches_kernel(op.kind))
       for (ir::ValueId v : op.results) checked.push_back(v);
   // Every checked value becomes an output, so that the memory plan keeps it to the end.
   ir::Graph kept = graph;

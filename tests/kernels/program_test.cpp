@@ -3,7 +3,13 @@
 // reads back to the same program.
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <fstream>
+#include <iterator>
 #include <set>
+
+#include <nlohmann/json.hpp>
+#include <xxhash.h>
 
 #include "codegen/program.h"
 #include "codegen/render.h"
@@ -103,12 +109,20 @@ TEST(CompiledProgram, BertxReadsBackTheSameProgram) {
   const CompiledProgram r = read_bertx(path);
   EXPECT_EQ(r.model, c.compiled.model);
   EXPECT_EQ(r.options.precision, passes::Precision::Fp16);
+  // Every option that shapes the program comes back as it was written (from options.def).
+  EXPECT_EQ(support::options_json(passes::compile_option_specs(), r.options),
+            support::options_json(passes::compile_option_specs(), c.compiled.options));
+  EXPECT_EQ(r.options.arch.sm(), 75);
+  EXPECT_EQ(r.options.matmul, passes::MatmulPolicy::Library);
   EXPECT_EQ(r.step_ir, c.compiled.step_ir);
+  EXPECT_EQ(r.step.arena.offset_of, c.compiled.step.arena.offset_of);
+  EXPECT_EQ(r.optimizer.arena.bytes, c.compiled.optimizer.arena.bytes);
   for (auto [a, b] : {std::pair{&r.step, &c.compiled.step}, std::pair{&r.optimizer, &c.compiled.optimizer}}) {
     ASSERT_EQ(a->kernels.size(), b->kernels.size());
     for (size_t i = 0; i < a->kernels.size(); ++i) {
       const KernelSpec &x = a->kernels[i], &y = b->kernels[i];
       EXPECT_EQ(x.name, y.name);
+      EXPECT_EQ(x.family, y.family);
       EXPECT_EQ(x.source, y.source);
       EXPECT_EQ(x.op_index, y.op_index);
       EXPECT_EQ(x.grid.x, y.grid.x);
@@ -146,6 +160,34 @@ TEST(CompiledProgram, BertxReadsBackTheSameProgram) {
   }
   EXPECT_GT(library, 10u);
   for (const auto& [name, image] : c.compiled.images) EXPECT_EQ(r.images.at(name).image, image.image) << name;
+}
+
+// A file in another format version (its header intact, checksum and all) is refused with the fix.
+TEST(CompiledProgram, BertxOfAnotherFormatVersionIsRefused) {
+  const Compiled c = compile_for("bert-tiny.toml", "sm_75");
+  const std::filesystem::path path = std::filesystem::path(BERTC_TEST_CACHE) / "old.bertx";
+  write_bertx(path, c.compiled);
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  in.close();
+  uint64_t size = 0;
+  std::memcpy(&size, bytes.data() + 8, 8);
+  nlohmann::json header = nlohmann::json::parse(bytes.substr(24, size));
+  header["version"] = 1;
+  const std::string text = header.dump();
+  const uint64_t new_size = text.size(), sum = XXH3_64bits(text.data(), text.size());
+  std::string out = bytes.substr(0, 8);
+  out.append(reinterpret_cast<const char*>(&new_size), 8).append(reinterpret_cast<const char*>(&sum), 8);
+  std::ofstream(path, std::ios::binary) << out + text + bytes.substr(24 + size);
+  try {
+    read_bertx(path);
+    FAIL() << "a format-1 file was read";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("it is format 1, written by another bertc version (this one reads format 2). "
+                                         "Write it again with bertc compile"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

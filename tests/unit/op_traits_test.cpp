@@ -32,8 +32,11 @@ TEST(OpTraits, SourcesAreTheOpsWithoutOperands) {
 }
 
 TEST(OpTraits, OnlyElementwiseOpsRunInPlace) {
-  for (const OpInfo& op : all_ops())
-    if (may_run_in_place(op.kind)) EXPECT_EQ(op.traits.pattern, FusionPattern::Elementwise) << op.name;
+  for (const OpInfo& op : all_ops()) {
+    if (may_run_in_place(op.kind)) {
+      EXPECT_EQ(op.traits.pattern, FusionPattern::Elementwise) << op.name;
+    }
+  }
 }
 
 TEST(OpTraits, NothingWithoutAKernelOrAcrossRowsIsCheapToRecompute) {

@@ -13,6 +13,7 @@
 
 #include "frontend/bert.h"
 #include "passes/accumulate.h"
+#include "passes/annotate_costs.h"
 #include "passes/attention.h"
 #include "passes/autodiff.h"
 #include "passes/fusion.h"
@@ -158,6 +159,21 @@ TEST(PassEquivalence, RecomputeAuto) {
       << fmt::format("{}", fmt::join(policies, "; "));
   ir::Graph g = none;
   EXPECT_THROW(recompute(g, RecomputePolicy::Auto, 256), ir::Error);  // no plan of this model fits 256 bytes
+}
+
+// The cost annotation sets attributes the reference never reads: the numbers stay, the figures appear.
+TEST(PassEquivalence, AnnotateCosts) {
+  ir::Graph fused = step_graph(true);
+  fuse(fused);
+  ir::Graph annotated = fused;
+  annotate_costs(annotated, find_gpu("h200"), Precision::Fp32);
+  expect_same(fused, annotated, "annotate-costs");
+  int64_t flops = 0;
+  double time_us = 0;
+  for (const ir::Op& op : annotated.ops())
+    if (op.kind == ir::OpKind::Fused) flops += op.attr<int64_t>("flops"), time_us += op.attr<double>("time_us");
+  EXPECT_GT(flops, 0);
+  EXPECT_GT(time_us, 0.0);
 }
 
 TEST(PassEquivalence, FusionAndSchedule) {
