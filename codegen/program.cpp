@@ -13,6 +13,7 @@
 
 #include "support/atomic_file.h"
 #include "codegen/render.h"
+#include "support/options_json.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
 
@@ -194,7 +195,10 @@ void write_bertx(const std::filesystem::path& path, const CompiledProgram& p) {
                       {"spill_store_bytes", g.ptxas.spill_store_bytes}, {"spill_load_bytes", g.ptxas.spill_load_bytes}});
     blob += g.image;
   }
-  const json header = {{"format", "bertx"}, {"version", kBertxVersion}, {"model", p.model}, {"options", support::options_json(passes::compile_option_specs(), p.options)},
+  const json header = {{"format", "bertx"},
+                       {"version", kBertxVersion},
+                       {"model", p.model},
+                       {"options", support::options_json(passes::compile_option_specs(), p.options)},
                        {"config", p.config_text}, {"nvrtc", {{"version", p.nvrtc_version}, {"library", p.nvrtc_library}}},
                        {"step", {{"ir", p.step_ir}, {"kernels", kernels_json(p.step, ir::value_labels(step))}}},
                        {"optimizer", {{"ir", p.optimizer_ir}, {"kernels", kernels_json(p.optimizer, ir::value_labels(optimizer))}}},

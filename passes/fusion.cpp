@@ -63,15 +63,14 @@ class Fuser {
     return out;
   }
 
-  // The family of a group's kernel: its anchor's; in the optimizer graph the update kernel (which
-  // holds the optimizer ops) or the norm kernel (the reductions); else pointwise.
+  // The family of a group's kernel: the family of its anchor op (the row op's, the matmul's, the
+  // reduction's, as ops.def gives them); in the optimizer graph the update kernel (which holds the
+  // optimizer ops) or the norm kernel (the reductions); else pointwise.
   ir::KernelFamily family(const std::vector<size_t>& group) const {
-    switch (anchor_[find_const(group.front())]) {
-      case FusionPattern::Row: return ir::KernelFamily::RowReduction;
-      case FusionPattern::Matmul: return ir::KernelFamily::Matmul;
-      case FusionPattern::Reduce: return ir::KernelFamily::Reduction;
-      default: break;
-    }
+    const FusionPattern anchor = anchor_[find_const(group.front())];
+    if (anchor == FusionPattern::Row || anchor == FusionPattern::Matmul || anchor == FusionPattern::Reduce)
+      for (size_t i : group)
+        if (pattern(i) == anchor) return op(i).info().traits.family;
     for (size_t i : group)
       if (pattern(i) == FusionPattern::Optimizer) return ir::KernelFamily::MultiTensorUpdate;
     for (size_t i : group)

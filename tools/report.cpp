@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "ir/stats.h"
+#include "support/options_json.h"
 
 namespace bertc::tools {
 namespace {

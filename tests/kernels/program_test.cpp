@@ -17,6 +17,7 @@
 #include "ir/printer.h"
 #include "frontend/bert.h"
 #include "passes/targets.h"
+#include "support/options_json.h"
 
 namespace bertc::codegen {
 namespace {

@@ -7,6 +7,7 @@
 
 #include "frontend/config.h"
 #include "passes/options.h"
+#include "support/options_json.h"
 
 namespace bertc::support {
 namespace {
