@@ -118,6 +118,11 @@ void HostDevice::launch(const codegen::KernelSpec& k, void** args) {
 }
 
 void HostDevice::gemm(const codegen::CublasGemmArgs& args, const void* first, const void* second, void* c) {
+  // cuBLAS sets itself up on its first product (kernels, heuristics), which a stream capture
+  // cannot hold: a plan must have issued a product eagerly before it records one.
+  if (recording_ && !products_issued_)
+    throw std::logic_error("cuBLAS's first product inside a device graph capture: run the plan once eagerly first");
+  if (!recording_) products_issued_ = true;
   issue([=] { codegen::run_cublas_on_host(args, first, second, c); });
 }
 

@@ -64,6 +64,7 @@ class HostDevice : public Device {
   std::map<std::string, Loaded> entries_;  // every loaded kernel
   std::vector<std::unique_ptr<unsigned char[]>> blocks_;
   size_t allocated_ = 0;
+  bool products_issued_ = false;  // a cuBLAS product has run outside a capture
 };
 
 }  // namespace bertc::runtime

@@ -2,6 +2,7 @@
 #include "runtime/plan_executor.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 
@@ -28,6 +29,13 @@ void upload(Device& device, void* buffer, const ir::HostTensor<float>& t) {
 }
 
 bool is_state(ir::OpKind k) { return k == ir::OpKind::Param || k == ir::OpKind::State; }
+
+// BERTC_SYNC_LAUNCHES=1: a GPU reports a fault only at the next wait, far from the launch that
+// caused it; waiting after every eager launch names that launch (at the cost of the overlap).
+bool sync_after_each_launch() {
+  const char* v = std::getenv("BERTC_SYNC_LAUNCHES");  // read per run: cheap, and a test can set it
+  return v && *v && std::string(v) != "0";
+}
 
 }  // namespace
 
@@ -176,13 +184,35 @@ void PlanExecutor::stage_inputs(ir::Environment<float>& env) {
   }
 }
 
-void PlanExecutor::issue_all() {
+std::string PlanExecutor::describe_arguments(size_t index) {
+  const KernelSpec& k = kernels_.kernels[index];
+  std::string out;
+  for (const codegen::KernelParam& p : k.params) {
+    out += fmt::format("\n  {} {}", p.c_type, p.name);
+    if (p.kind == ParamKind::Buffer) {
+      const ir::Value& v = graph_.value(p.value);
+      out += fmt::format(" = {} ('{}', {}, {} bytes)", address(p.value), v.name, ir::to_string(v.type), v.type.bytes());
+    } else if (p.kind == ParamKind::Table) {
+      out += fmt::format(" = table of {} buffers", p.table.size());
+    } else {
+      out += fmt::format(" = {} bytes of {}", p.scratch_bytes, p.kind == ParamKind::Scratch ? "scratch" : "workspace");
+    }
+  }
+  return out;
+}
+
+void PlanExecutor::issue_all(bool eager) {
+  const bool check_each = eager && sync_after_each_launch();
   for (size_t i = 0; i < kernels_.kernels.size(); ++i) {
+    const KernelSpec& k = kernels_.kernels[i];
     try {
       launch(i);
+      if (check_each) device_.synchronize();
     } catch (const std::exception& e) {
-      throw std::runtime_error(fmt::format("launch {} ({} {}, op {}): {}", i, ir::enum_name(kernels_.kernels[i].family),
-                                           kernels_.kernels[i].label, kernels_.kernels[i].op_index, e.what()));
+      throw std::runtime_error(fmt::format("launch {} ({} {} grid {}x{}x{} block {}x{}x{}, op {} {}): {}{}", i,
+                                           ir::enum_name(k.family), k.name, k.grid.x, k.grid.y, k.grid.z, k.block.x,
+                                           k.block.y, k.block.z, k.op_index, k.label, e.what(),
+                                           check_each ? "\narguments:" + describe_arguments(i) : ""));
     }
   }
   // Resident state takes the next values on the device (a copy unless the plan wrote them in place).
@@ -195,17 +225,30 @@ void PlanExecutor::issue_all() {
   }
 }
 
+void PlanExecutor::wait() {
+  try {
+    device_.synchronize();
+  } catch (const std::exception& e) {
+    throw std::runtime_error(fmt::format("{}\n(a launch of this plan failed; run again with BERTC_SYNC_LAUNCHES=1 "
+                                         "to wait after each launch and name the one at fault)",
+                                         e.what()));
+  }
+}
+
 std::vector<ir::HostTensor<float>> PlanExecutor::run(ir::Environment<float>& env,
                                                            const std::vector<bool>* download) {
   device_.synchronize();  // the staging area may still be read by the previous run's copies
   stage_inputs(env);
-  if (launching_ == Launching::Eager) {
-    issue_all();
+  if (launching_ == Launching::Eager || !warmed_up_) {
+    // The first run of a Graph plan is eager too: libraries set themselves up on their first
+    // call (cuBLAS), which a capture cannot record, and BERTC_SYNC_LAUNCHES can name a faulting launch.
+    issue_all(true);
+    warmed_up_ = true;
   } else {
-    if (!recorded_) recorded_ = device_.record([this] { issue_all(); });
+    if (!recorded_) recorded_ = device_.record([this] { issue_all(false); });
     device_.replay(*recorded_);
   }
-  device_.synchronize();
+  wait();
   return collect(env, download);
 }
 
@@ -217,18 +260,19 @@ std::pair<std::vector<ir::HostTensor<float>>, std::vector<ir::HostTensor<float>>
   device_.synchronize();
   stage_inputs(env);
   next.stage_inputs(env);
-  if (launching_ == Launching::Eager) {
-    issue_all();
-    next.issue_all();
+  if (launching_ == Launching::Eager || !warmed_up_ || !next.warmed_up_) {
+    issue_all(true);  // eager the first time, as in run()
+    next.issue_all(true);
+    warmed_up_ = next.warmed_up_ = true;
   } else {
     std::unique_ptr<DeviceGraph>& recorded = recorded_with_[&next];
     if (!recorded) recorded = device_.record([&] {
-      issue_all();
-      next.issue_all();
+      issue_all(false);
+      next.issue_all(false);
     });
     device_.replay(*recorded);
   }
-  device_.synchronize();
+  wait();
   auto outputs = collect(env, download);
   return {std::move(outputs), next.collect(env, next_download)};
 }

@@ -55,8 +55,8 @@ struct LaunchBuffers {
 // zeroed, its cuBLAS product (first = the IR's B), then its kernel with its arguments bound.
 void issue_launch(Device& device, const ir::Graph& graph, const codegen::KernelSpec& k, const LaunchBuffers& buffers);
 
-// Graph: the first run records its launches as one device graph (a CUDA Graph), every run
-// replays it. Eager: every run issues every launch (for debugging; the same work, so the same
+// Graph: the first run issues its launches eagerly (libraries set up, faults named), the second
+// records them as one device graph (a CUDA Graph), every later run replays it. Eager: every run issues every launch (for debugging; the same work, so the same
 // results bit for bit).
 enum class Launching { Graph, Eager };
 
@@ -90,7 +90,11 @@ class PlanExecutor {
  private:
   void* address(ir::ValueId v);
   void stage_inputs(ir::Environment<float>& env);
-  void issue_all();
+  // Every launch, eagerly or into a recording; with BERTC_SYNC_LAUNCHES=1, an eager run waits
+  // after each launch, and a failure names the launch and its arguments.
+  void issue_all(bool eager);
+  std::string describe_arguments(size_t index);
+  void wait();  // for the launches issued; a failure says how to find the launch at fault
   // After the wait: updates into env (without resident state) and the outputs `download` asks for.
   std::vector<ir::HostTensor<float>> collect(ir::Environment<float>& env, const std::vector<bool>* download);
   void launch(size_t index);
@@ -101,7 +105,8 @@ class PlanExecutor {
   Device& device_;
   std::shared_ptr<ResidentState> state_;
   Launching launching_;
-  std::unique_ptr<DeviceGraph> recorded_;  // Graph: the launches, recorded by the first run
+  bool warmed_up_ = false;                 // Graph: the first run was eager
+  std::unique_ptr<DeviceGraph> recorded_;  // Graph: the launches, recorded by the second run
   std::map<const PlanExecutor*, std::unique_ptr<DeviceGraph>> recorded_with_;  // run_with's, per next plan
   PlanLayout layout_;
   void* arena_ = nullptr;

@@ -4,7 +4,9 @@
 // reference executor's loss, gradients and updated parameters.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 #include <fmt/format.h>
 
@@ -13,7 +15,9 @@
 #include "frontend/bert.h"
 #include "passes/targets.h"
 #include "train/graph_runner.h"
+#include "runtime/host_device.h"
 #include "runtime/host_runner.h"
+#include "runtime/plan_executor.h"
 #include "reference/executor.h"
 
 namespace bertc::testing {
@@ -201,6 +205,91 @@ TEST(HostDevice, RefusesCopiesToAndFromTheHostWhileRecording) {
   device.replay(*graph);
   device.download(back, buffer, sizeof back);
   EXPECT_EQ(back[3], 0.0f);
+}
+
+// cuBLAS sets itself up on its first call, which a CUDA stream capture cannot hold: the Host
+// device refuses a first product inside a recording as CUDA would, and accepts one after an
+// eager product (which a Graph plan's first, eager, run issues: train_host.test trains through
+// cuBLAS records on the Host device for several steps).
+TEST(HostDevice, RefusesAFirstCublasProductInsideARecording) {
+  runtime::HostDevice device(BERTC_TEST_CACHE);
+  float a[4] = {1, 2, 3, 4}, b[4] = {1, 0, 0, 1}, c[4] = {};
+  codegen::CublasGemmArgs g{};
+  g.m = g.n = g.k = 2;
+  g.ld_first = g.ld_second = g.ldc = 2;
+  g.batch = 1;
+  g.type_ab = g.type_c = "CUDA_R_32F";
+  try {
+    device.record([&] { device.gemm(g, a, b, c); });
+    FAIL() << "a first cuBLAS product was recorded";
+  } catch (const std::logic_error& e) {
+    EXPECT_NE(std::string(e.what()).find("run the plan once eagerly first"), std::string::npos) << e.what();
+  }
+  device.gemm(g, a, b, c);
+  EXPECT_EQ(c[1], 2.0f);  // column-major: c = a * identity
+  std::fill(c, c + 4, 0.0f);
+  const auto graph = device.record([&] { device.gemm(g, b, a, c); });
+  EXPECT_EQ(c[1], 0.0f);  // recorded, not run
+  device.replay(*graph);
+  EXPECT_EQ(c[1], 2.0f);
+}
+
+// A GPU reports a fault at the next wait, not at the launch. A device whose wait fails after its
+// third launch stands for one: the run's error says how to find the launch, and with
+// BERTC_SYNC_LAUNCHES=1 names it (kernel, op scope, arguments with their values' names).
+class FaultyDevice : public runtime::HostDevice {
+ public:
+  using HostDevice::HostDevice;
+  void launch(const codegen::KernelSpec& k, void** args) override {
+    HostDevice::launch(k, args);
+    if (++launches_ == 3) faulted_ = k.name;
+  }
+  void synchronize() override {
+    if (!faulted_.empty()) throw std::runtime_error("CUDA: cuStreamSynchronize failed: an illegal memory access");
+  }
+  std::string faulted_;
+
+ private:
+  int launches_ = 0;
+};
+
+TEST(HostDevice, SyncLaunchesNamesTheLaunchAtFault) {
+  const auto [c, p] = bert_tiny("fp32");
+  const codegen::RenderTarget target{61, passes::MatmulPolicy::Generated, {}};
+  const codegen::GraphKernels kernels = codegen::render_graph(p.step, target);
+  for (bool sync : {false, true}) {
+    if (sync) ::setenv("BERTC_SYNC_LAUNCHES", "1", 1);
+    else ::unsetenv("BERTC_SYNC_LAUNCHES");
+    FaultyDevice device(BERTC_TEST_CACHE);
+    runtime::PlanExecutor executor(p.step, kernels, device);
+    ir::Environment<float> env = batch_environment(c, p);
+    try {
+      executor.run(env);
+      FAIL() << "the fault went unreported";
+    } catch (const std::runtime_error& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("illegal memory access"), std::string::npos) << what;
+      if (!sync) {
+        EXPECT_NE(what.find("run again with BERTC_SYNC_LAUNCHES=1"), std::string::npos) << what;
+        continue;
+      }
+      size_t third = 0;  // the third launch that has a kernel
+      for (int seen = 0; seen < 3; ++third)
+        if (!kernels.kernels[third].source.empty()) ++seen;
+      const codegen::KernelSpec& k = kernels.kernels[third - 1];
+      EXPECT_EQ(k.name, device.faulted_);
+      EXPECT_NE(what.find(fmt::format("launch {} (", third - 1)), std::string::npos) << what;
+      EXPECT_NE(what.find(k.name), std::string::npos) << what;
+      EXPECT_NE(what.find(k.label), std::string::npos) << what;
+      EXPECT_NE(what.find("arguments:"), std::string::npos) << what;
+      for (const codegen::KernelParam& param : k.params) {
+        if (param.kind == codegen::ParamKind::Buffer) {
+          EXPECT_NE(what.find("'" + p.step.value(param.value).name + "'"), std::string::npos) << what;
+        }
+      }
+    }
+  }
+  ::unsetenv("BERTC_SYNC_LAUNCHES");
 }
 
 }  // namespace
