@@ -1,6 +1,10 @@
 // The option tables made from options.def, and resolving arch and precision.
 #include "passes/options.h"
 
+#include <fmt/format.h>
+
+#include "ir/error.h"
+
 namespace bertc::passes {
 
 using support::OptionSpec;
@@ -35,6 +39,15 @@ Precision auto_precision(const std::optional<GpuSpec>& gpu) {
 }
 
 CompileOptions resolve_options(CompileOptions o, const Arch& detected) {
+  // The budget and the policy that reads it come from a config and flags that override it: only
+  // together do they say whether one is missing or ignored.
+  if (o.recompute == RecomputePolicy::Auto && o.memory_budget == 0)
+    throw ir::Error("recompute auto needs a memory budget: bytes of activations to fit in ([compile] memory_budget, "
+                    "--memory-budget BYTES, or recompute{budget=BYTES} in bertc-opt)");
+  if (o.recompute != RecomputePolicy::Auto && o.memory_budget != 0)
+    throw ir::Error(fmt::format("memory budget {} is read only by recompute auto, and recompute is {}: pass --recompute "
+                                "auto, or drop the budget (--memory-budget 0)",
+                                o.memory_budget, ir::enum_name(o.recompute)));
   if (o.arch.is_auto()) o.arch = detected;
   if (o.precision == Precision::Auto) o.precision = auto_precision(o.arch.gpu());
   return o;

@@ -60,7 +60,8 @@ Precision auto_precision(const std::optional<GpuSpec>& gpu);
 
 // Options with arch and precision made concrete: arch auto becomes `detected` (the GPU present,
 // or none), precision auto follows auto_precision. Every consumer of options downstream of the
-// driver takes them resolved.
+// driver takes them resolved. Throws ir::Error when recompute auto lacks a memory budget, or a
+// budget is given to another policy (which would ignore it).
 CompileOptions resolve_options(CompileOptions options, const Arch& detected);
 bool is_resolved(const CompileOptions& options);
 

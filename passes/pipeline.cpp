@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <regex>
 
 #include <fmt/format.h>
 
@@ -14,6 +15,18 @@
 namespace bertc::passes {
 namespace {
 
+// The stages of an earlier dump into the same folder (NN-<stage>-<graph>.ir, stages.txt), which
+// would otherwise mix with this one's (a pipeline with other options has other stages). Files of
+// other names are the user's and stay.
+void remove_earlier_dump(const std::filesystem::path& folder) {
+  static const std::regex stage_file(R"(\d\d-[A-Za-z0-9_-]+\.ir)");
+  for (const auto& entry : std::filesystem::directory_iterator(folder)) {
+    const std::string name = entry.path().filename().string();
+    if (entry.is_regular_file() && (name == "stages.txt" || std::regex_match(name, stage_file)))
+      std::filesystem::remove(entry.path());
+  }
+}
+
 // What every stage goes through: the verifier, --print-ir-after-all, --dump-ir (the IR as
 // NN-<stage>-<graph>.ir and, in stages.txt, the bertc-opt command that makes it from the file
 // before it), and the caller's callback.
@@ -21,8 +34,14 @@ class Stages {
  public:
   Stages(const CompileOptions& options, const AfterStage& after) : options_(options), after_(after) {
     if (!options.dump_ir.empty()) {
-      std::filesystem::create_directories(options.dump_ir);
-      manifest_.open(std::filesystem::path(options.dump_ir) / "stages.txt");
+      const std::filesystem::path folder(options.dump_ir);
+      std::error_code ec;
+      if (std::filesystem::exists(folder, ec) && !std::filesystem::is_directory(folder, ec))
+        throw std::runtime_error(fmt::format("--dump-ir {}: is a file; give a folder for the stages", options.dump_ir));
+      std::filesystem::create_directories(folder, ec);
+      if (ec) throw std::runtime_error(fmt::format("--dump-ir {}: cannot create the folder: {}", options.dump_ir, ec.message()));
+      remove_earlier_dump(folder);
+      manifest_.open(folder / "stages.txt");
       if (!manifest_) throw std::runtime_error(fmt::format("{}: cannot write stages.txt there", options.dump_ir));
     }
   }

@@ -225,7 +225,9 @@ std::optional<Trial> fewest_layers(const ir::Graph& g, Plan plan, int64_t layers
 RecomputeResult recompute(ir::Graph& graph, RecomputePolicy policy, int64_t memory_budget) {
   const int64_t layers = count_layers(graph);
   if (policy != RecomputePolicy::Auto) return apply_plan(graph, plan_of(policy), layers);
-  if (memory_budget <= 0) throw ir::Error("recompute auto needs a memory budget (bytes)");
+  if (memory_budget <= 0)
+    throw ir::Error("recompute auto needs a memory budget (bytes): [compile] memory_budget, --memory-budget BYTES, or "
+                    "recompute{budget=BYTES} in bertc-opt");
   // Of the plans that fit, the one with the fewest recompute FLOPs: none, selective, or full
   // recompute of the fewest layers (alone or with selective on the other layers).
   std::vector<Trial> fitting;
@@ -241,8 +243,8 @@ RecomputeResult recompute(ir::Graph& graph, RecomputePolicy policy, int64_t memo
       if (auto t = fewest_layers(graph, p, layers, memory_budget, smallest)) fitting.push_back(std::move(*t));
   if (fitting.empty())
     throw ir::Error(fmt::format("recompute auto: no policy fits the memory budget of {} bytes; the smallest planned "
-                                "activation memory of any policy is {} bytes. Raise [compile] memory_budget (--memory-budget) or "
-                                "lower the batch size",
+                                "activation memory of any policy is {} bytes. Raise the budget ([compile] memory_budget, "
+                                "--memory-budget, or recompute{{budget=...}} in bertc-opt) or lower the batch size",
                                 memory_budget, smallest));
   Trial& best = *std::min_element(fitting.begin(), fitting.end(), [](const Trial& a, const Trial& b) {
     return a.result.recompute_flops < b.result.recompute_flops;

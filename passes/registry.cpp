@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "ir/value_names.h"
 #include "ir/verifier.h"
 #include "passes/accumulate.h"
 #include "passes/annotate_costs.h"
@@ -25,6 +26,44 @@ namespace bertc::passes {
 namespace {
 
 using support::OptionValue;
+namespace names = ir::names;
+
+// What earlier passes of the pipeline left in a graph, read from the graph itself, so that a pass
+// given a graph of the wrong stage (bertc-opt lets one try) says so instead of doing nothing or
+// failing deep inside.
+struct Stage {
+  bool gradients = false;     // autodiff has run: <param>.grad outputs
+  bool accumulators = false;  // accumulate has run: <param>.grad_acc states
+  bool optimizer = false;     // the optimizer graph
+  bool fused = false;         // fusion has run
+};
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+Stage stage_of(const ir::Graph& g) {
+  Stage s;
+  for (ir::ValueId v : g.outputs()) s.gradients |= ends_with(g.value(v).name, names::kGradSuffix);
+  for (ir::ValueId v : g.values_of(ir::OpKind::State))
+    s.accumulators |= ends_with(g.value(v).name, names::kGradAccumulatorSuffix);
+  s.optimizer = g.find(names::kOptimizerStep).has_value();
+  s.fused = !g.values_of(ir::OpKind::Fused).empty();
+  s.gradients |= s.accumulators && !s.optimizer;
+  return s;
+}
+
+// Throws when `graph` is not of a stage `pass` runs on; `problem` says which and the fix.
+void refuse_if(bool wrong_stage, std::string_view pass, std::string_view problem) {
+  if (wrong_stage) throw ir::Error(fmt::format("{}: {}", pass, problem));
+}
+
+// The passes up to autodiff rewrite the forward graph, which the backward is then made from.
+void require_forward(const ir::Graph& g, std::string_view pass) {
+  const Stage s = stage_of(g);
+  refuse_if(s.optimizer, pass, "the input is an optimizer graph; give it the forward graph (stage 01-frontend)");
+  refuse_if(s.gradients, pass, "the input has a backward already; this pass runs before autodiff");
+}
 
 const PassInfo kPasses[] = {
     // bertc-opt only.
@@ -36,11 +75,17 @@ const PassInfo kPasses[] = {
      [](ir::Graph& g, PassContext&) { std::cerr << "// memory plan: " << describe(plan_memory(g)) << "\n"; }},
     {"annotate-costs", "set each fused op's FLOPs, bytes and roofline time on the arch as attributes",
      PipelineGraphs::None, nullptr,
-     [](ir::Graph& g, PassContext& c) { annotate_costs(g, c.options.compile.arch.gpu(), c.options.compile.precision); }},
+     [](ir::Graph& g, PassContext& c) {
+       refuse_if(!stage_of(g).fused, "annotate-costs", "the input has no fused ops to annotate; run fusion first");
+       annotate_costs(g, c.options.compile.arch.gpu(), c.options.compile.precision);
+     }},
     // The training pipeline, in order.
     {"attention", "fuse matmul, scale, bias, softmax, dropout, matmul chains into attention ops", PipelineGraphs::Step,
      [](const CompileOptions& o) { return o.fused_attention; },
-     [](ir::Graph& g, PassContext&) { fuse_attention(g); }},
+     [](ir::Graph& g, PassContext&) {
+       require_forward(g, "attention");
+       fuse_attention(g);
+     }},
     {"precision", "store activations in fp16 or bf16 (fp32 master weights; fp16 with loss scaling)",
      PipelineGraphs::Step, nullptr,
      [](ir::Graph& g, PassContext& c) {
@@ -48,21 +93,44 @@ const PassInfo kPasses[] = {
          throw ir::Error(fmt::format("precision needs a mode: precision{{mode=bf16}} ({}; auto is the target GPU's "
                                      "choice, made by bertc compile)",
                                      ir::enum_choice_list<Precision>()));
+       require_forward(g, "precision");
        apply_precision(g, c.options.compile.precision);
      }},
     {"autodiff", "append d loss / d param as outputs <param>.grad", PipelineGraphs::Step, nullptr,
-     [](ir::Graph& g, PassContext&) { differentiate(g); }},
+     [](ir::Graph& g, PassContext&) {
+       require_forward(g, "autodiff");
+       differentiate(g);
+     }},
     {"accumulate", "sum <param>.grad into states <param>.grad_acc", PipelineGraphs::Step, nullptr,
-     [](ir::Graph& g, PassContext&) { accumulate_gradients(g); }},
+     [](ir::Graph& g, PassContext&) {
+       const Stage s = stage_of(g);
+       refuse_if(s.optimizer, "accumulate", "the input is an optimizer graph; give it the step graph (stage autodiff)");
+       refuse_if(s.accumulators, "accumulate", "the input has <param>.grad_acc states already: accumulate has run");
+       accumulate_gradients(g);
+     }},
     {"optimizer", "replace the step graph by its optimizer step graph (clipping, AdamW or LAMB, updates)",
      PipelineGraphs::MakesOptimizer, nullptr,
-     [](ir::Graph& g, PassContext& c) { g = build_optimizer_graph(g, c.options.optimizer); }},
+     [](ir::Graph& g, PassContext& c) {
+       const Stage s = stage_of(g);
+       refuse_if(s.optimizer, "optimizer", "the input is an optimizer graph already; give it the step graph (stage accumulate)");
+       refuse_if(!s.accumulators, "optimizer", "the input has no <param>.grad_acc states; run accumulate first");
+       g = build_optimizer_graph(g, c.options.optimizer);
+     }},
     {"recompute", "drop activations the backward keeps and recompute them there", PipelineGraphs::Step, nullptr,
      [](ir::Graph& g, PassContext& c) {
+       refuse_if(c.options.compile.recompute != RecomputePolicy::Auto && c.options.compile.memory_budget != 0,
+                 "recompute", "budget is read only by policy=auto");
+       const Stage s = stage_of(g);
+       refuse_if(s.optimizer || !s.gradients, "recompute", "the input has no backward to recompute for; give it the step graph");
+       refuse_if(s.fused, "recompute", "the input is fused already; recompute runs before fusion");
        c.recompute = recompute(g, c.options.compile.recompute, c.options.compile.memory_budget);
      }},
     {"fusion", "group ops into fused kernels (one launch each)", PipelineGraphs::StepAndOptimizer,
-     [](const CompileOptions& o) { return o.fusion; }, [](ir::Graph& g, PassContext&) { fuse(g); }},
+     [](const CompileOptions& o) { return o.fusion; },
+     [](ir::Graph& g, PassContext&) {
+       refuse_if(stage_of(g).fused, "fusion", "the input is fused already: fusion has run");
+       fuse(g);
+     }},
     {"schedule", "run ops that depend only on params and inputs just before their first use",
      PipelineGraphs::StepAndOptimizer, nullptr, [](ir::Graph& g, PassContext&) { schedule_for_memory(g); }},
 };
@@ -123,6 +191,7 @@ class PipelineParser {
     PassInvocation inv;
     inv.pass = find_pass(name);
     if (!inv.pass) fail(at, fmt::format("unknown pass '{}' (passes: {})", name, pass_names()));
+    skip_spaces();
     if (at_end() || peek() != '{') return inv;
     ++pos_;
     const std::vector<PassKey> keys = keys_of(*inv.pass);
@@ -131,6 +200,7 @@ class PipelineParser {
       skip_spaces();
       if (at_end()) fail(pos_, fmt::format("'{{' of {} is not closed by '}}'", name));
       if (peek() == '}') break;
+      if (peek() == ',') fail(pos_, fmt::format("the options of {} are separated by spaces, not commas", name));
       const size_t key_at = pos_;
       const std::string key = word();
       if (key.empty()) fail(key_at, "expected an option: key=value");
@@ -142,7 +212,7 @@ class PipelineParser {
       expect('=');
       const size_t value_at = pos_;
       std::string text;
-      while (!at_end() && peek() != ' ' && peek() != '}' && peek() != ',') text += text_[pos_++];
+      while (!at_end() && !is_space(peek()) && peek() != '}' && peek() != ',') text += text_[pos_++];
       const auto value = support::value_from_text(k->kind, text);
       if (!value) fail(value_at, fmt::format("{}{{{}=...}} must be {}, found '{}'", name, key,
                                              support::kind_description(k->kind), text));
@@ -165,8 +235,9 @@ class PipelineParser {
       w += text_[pos_++];
     return w;
   }
+  static bool is_space(char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; }
   void skip_spaces() {
-    while (!at_end() && peek() == ' ') ++pos_;
+    while (!at_end() && is_space(peek())) ++pos_;
   }
   void expect(char c) {
     if (at_end() || peek() != c) fail(pos_, fmt::format("expected '{}'", c));
@@ -202,9 +273,12 @@ std::string invocation_text(const PassInfo& pass, const PassOptions& options) {
 
 std::string pass_options_help(const PassInfo& pass) {
   std::string out;
-  for (const PassKey& k : keys_of(pass))
-    out += fmt::format("\n      {}={}  {}{}", k.key, support::kind_description(k.kind), k.doc,
-                       k.choices.empty() ? "" : fmt::format(" ({})", fmt::join(k.choices, ", ")));
+  const PassOptions defaults;
+  for (const PassKey& k : keys_of(pass)) {
+    const std::string value = k.choices.empty() ? std::string(support::kind_description(k.kind))
+                                                : fmt::format("{}", fmt::join(k.choices, "|"));
+    out += fmt::format("\n      {}=<{}>  {} (default {})", k.key, value, k.doc, support::value_text(k.get(defaults)));
+  }
   return out;
 }
 

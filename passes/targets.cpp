@@ -2,6 +2,7 @@
 // the arch an --arch names.
 #include "passes/targets.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <vector>
 
@@ -30,9 +31,18 @@ std::optional<GpuSpec> find_gpu(std::string_view arch_or_name) {
   if (arch_or_name == "none" || arch_or_name == "cpu") return std::nullopt;
   for (const GpuSpec& g : kGpus)
     if (g.name == arch_or_name || fmt::format("sm_{}", g.arch) == arch_or_name) return g;
+  // One entry per arch, with the GPUs of that arch: "sm_90 (h100, h200)".
+  std::vector<std::pair<int, std::vector<std::string_view>>> archs;
+  for (const GpuSpec& g : kGpus) {
+    auto it = std::find_if(archs.begin(), archs.end(), [&](const auto& a) { return a.first == g.arch; });
+    if (it == archs.end()) archs.push_back({g.arch, {g.name}});
+    else it->second.push_back(g.name);
+  }
   std::vector<std::string> choices;
-  for (const GpuSpec& g : kGpus) choices.push_back(fmt::format("sm_{} or {}", g.arch, g.name));
-  throw std::invalid_argument(fmt::format("unknown arch '{}' (known: {}, none)", arch_or_name, fmt::join(choices, ", ")));
+  for (const auto& [arch, names] : archs) choices.push_back(fmt::format("sm_{} ({})", arch, fmt::join(names, ", ")));
+  throw std::invalid_argument(fmt::format("unknown arch '{}' (known: {}, none, auto; a GPU's datasheet figures are "
+                                          "added in passes/targets.cpp)",
+                                          arch_or_name, fmt::join(choices, ", ")));
 }
 
 std::optional<GpuSpec> gpu_of_sm(int sm) {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -16,6 +17,8 @@ std::optional<std::string> check_problem(const OptionValue& value, Check check) 
   if (check == Check::Probability || check == Check::PositiveFloat || check == Check::NonNegativeFloat) {
     const double d = std::holds_alternative<int64_t>(value) ? static_cast<double>(std::get<int64_t>(value))
                                                             : std::get<double>(value);
+    // A float option is a rate, a moment or an epsilon: infinity would train nothing, silently.
+    if (std::isinf(d)) return fmt::format("must be finite, found {}", d);
     if (check == Check::Probability && !(d >= 0 && d < 1))
       return fmt::format("must be a probability in [0, 1), found {}", d);
     if (check == Check::PositiveFloat && !(d > 0)) return fmt::format("must be positive, found {}", d);

@@ -1,6 +1,7 @@
 // bertc-opt: read IR text, run a pipeline of registered passes with their options, print IR text.
 // Every stage of bertc's own pipeline is one such run (bertc compile --dump-ir lists them).
 // Errors: file:line:col: message.
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -23,6 +24,7 @@ std::string read_input(const std::string& path) {
   if (path == "-") {
     text << std::cin.rdbuf();
   } else {
+    if (std::filesystem::is_directory(path)) throw std::runtime_error(fmt::format("{}: is a folder, not an IR file", path));
     std::ifstream in(path, std::ios::binary);
     if (!in) throw std::runtime_error(fmt::format("{}: cannot open file", path));
     text << in.rdbuf();
@@ -64,7 +66,7 @@ int main(int argc, char** argv) {
   try {
     invocations = passes::parse_pipeline(pipeline);
   } catch (const ir::Error& e) {
-    std::cerr << fmt::format("bertc-opt: error: {}\n{}\n", e.what(), pass_list_help());
+    std::cerr << fmt::format("bertc-opt: error: {}\n(bertc-opt --help lists the passes and their options)\n", e.what());
     return 2;
   }
   std::string current_pass;

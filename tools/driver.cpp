@@ -44,6 +44,7 @@ struct CompileArgs {
   bool emit_given = false;
   std::string output;
   bool json = false;
+  bool report = false;  // --report
 };
 
 // The config file's text, kept in a .bertx beside the program compiled from it.
@@ -75,8 +76,21 @@ passes::CompileReport report_of(const ir::Graph& graph, const frontend::Config& 
 int compile(CompileArgs args, const CompileFlags& flags, const frontend::ModelDefinition& model) {
   frontend::Config config = frontend::load_config(args.config, model.extra_keys);
   config.compile = resolve_here(flags.apply(config.compile));
+  if (args.report) {
+    if (args.emit_given && args.emit_text != "report")
+      throw std::invalid_argument(fmt::format("--report is --emit report, and --emit {} asks for another: give one", args.emit_text));
+    args.emit_text = "report";
+    args.emit_given = true;
+  }
   if (!args.emit_given && args.output.ends_with(".bertx")) args.emit_text = "plan";
   const Emit emit = ir::enum_named<Emit>(args.emit_text);  // CLI11 checked it is one
+  if (args.json && emit != Emit::Report && emit != Emit::Stats && emit != Emit::Params)
+    throw std::invalid_argument(fmt::format("--json writes report, stats or params; --emit {} has no JSON form",
+                                            args.emit_text));
+  if (emit != Emit::Plan && args.output.ends_with(".bertx"))
+    throw std::invalid_argument(fmt::format("{} would hold --emit {} text, not a compiled plan: drop --emit (a .bertx "
+                                            "output implies plan) or name the file otherwise",
+                                            args.output, args.emit_text));
   const ir::Graph graph = frontend::build_model(model, config);
   // The pipeline, run once when what is emitted needs it, and always for --dump-ir and
   // --print-ir-after-all (they show every stage whatever is emitted).
@@ -197,6 +211,9 @@ int train(const TrainArgs& args, const CompileFlags& flags, const frontend::Mode
   if (o.device_memory && !o.auto_batch)
     throw std::invalid_argument("--device-memory plans --batch-size auto: pass --batch-size auto too");
   const auto& t = o.config.train;
+  if (args.until > t.steps)
+    throw std::invalid_argument(fmt::format("--until {} is after the run's last step ({}): give --steps {} too, or a "
+                                            "smaller --until", args.until, t.steps, args.until));
   o.stop_after = args.until > 0 ? args.until : t.steps;
   o.data = chosen_path(args.data, o.config, t.data);
   o.vocab = chosen_path(args.vocab, o.config, t.vocab);
@@ -216,6 +233,9 @@ int train(const TrainArgs& args, const CompileFlags& flags, const frontend::Mode
   if (o.autotune && !o.device)
     throw std::invalid_argument("--autotune times kernels on a device, and the CPU reference runs none: train with "
                                 "--device cuda (or host, to check the mechanism)");
+  if (o.eager && !o.device)
+    throw std::invalid_argument("--eager issues a device's kernel launches one by one, and the CPU reference runs "
+                                "none: train with --device cuda or host, or drop --eager");
   o.kernel_cache = codegen::default_cache_folder();
   std::cerr << fmt::format("train: {} ({}), {} steps of {} x {} x {} tokens, {} optimizer, {} precision, checkpoints in {}\n",
                            o.config.name, model.name, t.steps, t.gradient_accumulation_steps, t.batch_size, t.seq_len,
@@ -299,10 +319,7 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
                            "re-reads with bertc-opt. -o FILE.bertx implies plan")
       ->check(CLI::IsMember(ir::enum_choices<Emit>()))
       ->each([&](const std::string&) { compile_args.emit_given = true; });
-  compile_cmd->add_flag_callback("--report", [&] {
-    compile_args.emit_text = "report";
-    compile_args.emit_given = true;
-  }, "The same as --emit report");
+  compile_cmd->add_flag("--report", compile_args.report, "The same as --emit report");
   compile_cmd->add_flag("--json", compile_args.json, "Write stats or params as JSON");
   compile_cmd->add_option("-o,--output", compile_args.output, "Output file (written atomically); default stdout");
   CompileFlags compile_flags;

@@ -3,6 +3,7 @@
 // JSON a .bertx or a report holds reads back to the same options.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <set>
 
 #include "frontend/config.h"
@@ -18,6 +19,8 @@ TEST(Options, ChecksSayWhatIsWrong) {
   EXPECT_EQ(check_problem(OptionValue(int64_t{1}), Check::Probability), "must be a probability in [0, 1), found 1");
   EXPECT_EQ(check_problem(OptionValue(0.0), Check::PositiveFloat), "must be positive, found 0");
   EXPECT_FALSE(check_problem(OptionValue(0.5), Check::Probability));
+  EXPECT_EQ(check_problem(OptionValue(INFINITY), Check::PositiveFloat), "must be finite, found inf");
+  EXPECT_EQ(check_problem(OptionValue(-INFINITY), Check::NonNegativeFloat), "must be finite, found -inf");
   EXPECT_EQ(choice_problem("sgd", {"adamw", "lamb"}), "must be one of adamw, lamb, found \"sgd\"");
 }
 

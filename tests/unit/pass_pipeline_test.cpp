@@ -30,6 +30,8 @@ TEST(PassPipeline, ParsesPassesWithTheirOptions) {
   EXPECT_EQ(p[2].pass->name, "fusion");
   EXPECT_TRUE(parse_pipeline("").empty());
   EXPECT_EQ(parse_pipeline(" dce , fusion ").size(), 2u);
+  EXPECT_EQ(parse_pipeline("dce,\tfusion {}").size(), 2u);  // any white space, before braces too
+  EXPECT_EQ(parse_pipeline("recompute{\tpolicy=full\n}")[0].options.compile.recompute, RecomputePolicy::Full);
   const auto o = parse_pipeline("optimizer{kind=lamb beta1=0.8 eps=1e-08 accumulation=4}");
   EXPECT_EQ(o[0].options.optimizer.optimizer.kind, ir::OpKind::Lamb);
   EXPECT_EQ(o[0].options.optimizer.beta1, 0.8);
@@ -73,6 +75,8 @@ TEST(PassPipeline, MalformedPipelinesNameThePlaceAndTheFix) {
       {"fusion dce", "column 8: expected ','"},
       {"{mode=bf16}", "column 1: expected a pass name"},
       {"recompute{policy=full policy=none}", "column 23: recompute{policy} is given twice"},
+      {"recompute{policy=auto,budget=5}", "column 22: the options of recompute are separated by spaces, not commas"},
+      {"optimizer{eps=inf}", "column 15: optimizer{eps} must be finite, found inf"},
   };
   for (const auto& [text, message] : cases) {
     const std::string got = error_of(text);
