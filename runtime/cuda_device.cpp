@@ -10,6 +10,7 @@
 
 #include "codegen/nvrtc_compiler.h"
 #include "support/shared_library.h"
+#include "runtime/cublas_library.h"
 #include "runtime/cuda_driver.h"
 
 namespace bertc::runtime {
@@ -39,6 +40,8 @@ struct CudaDevice::Api {
   CUresult (*cuCtxSetCurrent)(Handle);
   CUresult (*cuModuleLoadData)(Handle*, const void*);
   CUresult (*cuModuleGetFunction)(Handle*, Handle, const char*);
+  CUresult (*cuModuleUnload)(Handle);
+  CUresult (*cuStreamDestroy)(Handle);
   CUresult (*cuMemAlloc)(CUdeviceptr*, size_t);
   CUresult (*cuMemFree)(CUdeviceptr);
   CUresult (*cuMemHostAlloc)(void**, size_t, unsigned);
@@ -60,6 +63,7 @@ struct CudaDevice::Api {
   CUresult (*cuGraphExecDestroy)(Handle);
   CUresult (*cuGraphDestroy)(Handle);
   int (*cublasCreate)(Handle*) = nullptr;
+  int (*cublasDestroy)(Handle) = nullptr;
   int (*cublasSetStream)(Handle, Handle) = nullptr;
   int (*cublasSetWorkspace)(Handle, void*, size_t) = nullptr;
   int (*cublasGemmStridedBatchedEx)(Handle, int, int, int, int, int, const void*, const void*, int, int, long long,
@@ -112,7 +116,7 @@ CudaDevice::CudaDevice(int ordinal, std::optional<std::filesystem::path> cache) 
                                          probe.devices.empty() ? probe.error : "fewer GPUs than that"));
   a.info = probe.devices[static_cast<size_t>(ordinal)];
   std::string error;
-  a.cuda = support::SharedLibrary::open("libcuda.so.1", &error);
+  a.cuda = support::SharedLibrary::open("libcuda.so.1", &error, support::SharedLibrary::Lifetime::Process);
   if (!a.cuda.loaded()) throw std::runtime_error("no CUDA driver (" + error + "); train with --device cpu");
   a.bind(a.cuInit, a.cuda, "cuInit");
   a.bind(a.cuDeviceGet, a.cuda, "cuDeviceGet");
@@ -121,6 +125,8 @@ CudaDevice::CudaDevice(int ordinal, std::optional<std::filesystem::path> cache) 
   a.bind(a.cuCtxSetCurrent, a.cuda, "cuCtxSetCurrent");
   a.bind(a.cuModuleLoadData, a.cuda, "cuModuleLoadData");
   a.bind(a.cuModuleGetFunction, a.cuda, "cuModuleGetFunction");
+  a.bind(a.cuModuleUnload, a.cuda, "cuModuleUnload");
+  a.bind(a.cuStreamDestroy, a.cuda, "cuStreamDestroy_v2");
   a.bind(a.cuMemAlloc, a.cuda, "cuMemAlloc_v2");
   a.bind(a.cuMemFree, a.cuda, "cuMemFree_v2");
   a.bind(a.cuMemcpyHtoDAsync, a.cuda, "cuMemcpyHtoDAsync_v2");
@@ -147,12 +153,20 @@ CudaDevice::CudaDevice(int ordinal, std::optional<std::filesystem::path> cache) 
   a.check(a.cuStreamCreate(&a.stream, kStreamNonBlocking), "cuStreamCreate");
 }
 
+// Torn down in the reverse order of set-up, everything before the context it lives in: cuBLAS's
+// handle (it holds device memory and streams of its own), the modules, the memory, the stream.
+// The libraries themselves stay loaded for the process (SharedLibrary::Lifetime::Process).
+// Recorded graphs belong to the plans, which go before their device.
 CudaDevice::~CudaDevice() {
   Api& a = *api_;
   if (!a.context) return;
+  a.cuCtxSetCurrent(a.context);
   if (a.stream) a.cuStreamSynchronize(a.stream);
+  if (a.blas) a.cublasDestroy(a.blas);
+  for (Handle m : a.modules) a.cuModuleUnload(m);
   for (CUdeviceptr p : a.allocations) a.cuMemFree(p);
   for (void* p : a.host_allocations) a.cuMemFreeHost(p);
+  if (a.stream) a.cuStreamDestroy(a.stream);
   a.cuDevicePrimaryCtxRelease(a.device);
 }
 
@@ -233,14 +247,14 @@ void CudaDevice::launch(const codegen::KernelSpec& k, void** args) {
 
 void CudaDevice::Api::ensure_blas() {
   if (blas) return;  // cuBLAS is loaded when the first plan with a library product is loaded
-  std::string error;
-  for (const char* soname : {"libcublas.so.13", "libcublas.so.12", "libcublas.so"}) {
-    cublas = support::SharedLibrary::open(soname, &error);
-    if (cublas.loaded()) break;
-  }
-  if (!cublas.loaded())
-    throw std::runtime_error("cuBLAS not found (" + error + "); compile with --matmul generated to need no cuBLAS");
+  CublasProbe found = find_cublas();
+  if (!found.library.loaded())
+    throw std::runtime_error(fmt::format("cuBLAS not found (tried: {}); set BERTC_CUBLAS to a libcublas.so, or compile "
+                                         "with --matmul generated to need no cuBLAS",
+                                         fmt::join(found.tried, "; ")));
+  cublas = std::move(found.library);
   bind(cublasCreate, cublas, "cublasCreate_v2");
+  bind(cublasDestroy, cublas, "cublasDestroy_v2");
   bind(cublasSetStream, cublas, "cublasSetStream_v2");
   bind(cublasSetWorkspace, cublas, "cublasSetWorkspace_v2");
   bind(cublasGemmStridedBatchedEx, cublas, "cublasGemmStridedBatchedEx");

@@ -24,7 +24,8 @@ using TotalMemFn = int (*)(size_t*, int);
 
 CudaDriverProbe probe_cuda_driver() {
   CudaDriverProbe probe;
-  auto lib = support::SharedLibrary::open("libcuda.so.1", &probe.error);
+  // Loaded for the process: cuInit below starts the driver, which must not be unloaded after.
+  auto lib = support::SharedLibrary::open("libcuda.so.1", &probe.error, support::SharedLibrary::Lifetime::Process);
   if (!lib.loaded()) {
     probe.error = "no CUDA driver (" + probe.error + ")";
     return probe;

@@ -24,9 +24,9 @@ SharedLibrary::~SharedLibrary() {
   if (handle_) dlclose(handle_);
 }
 
-SharedLibrary SharedLibrary::open(const std::string& name, std::string* error) {
+SharedLibrary SharedLibrary::open(const std::string& name, std::string* error, Lifetime lifetime) {
   SharedLibrary lib;
-  lib.handle_ = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+  lib.handle_ = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL | (lifetime == Lifetime::Process ? RTLD_NODELETE : 0));
   if (!lib.handle_) {
     if (error) *error = dlerror();
     return lib;

@@ -15,9 +15,17 @@ class SharedLibrary {
   SharedLibrary& operator=(const SharedLibrary&) = delete;
   ~SharedLibrary();
 
+  // Whether the library may be unloaded when its last SharedLibrary goes.
+  enum class Lifetime {
+    Scoped,
+    // Stays loaded for the whole process (RTLD_NODELETE): a driver or cuBLAS, once initialized,
+    // owns threads and state that its unloading would leave behind, or crash.
+    Process,
+  };
+
   // Loads `name` (a soname searched the usual way, or a path); on failure returns an empty
   // library and puts dlerror()'s text in *error.
-  static SharedLibrary open(const std::string& name, std::string* error);
+  static SharedLibrary open(const std::string& name, std::string* error, Lifetime lifetime = Lifetime::Scoped);
 
   bool loaded() const { return handle_ != nullptr; }
   // The file actually loaded (after the dynamic linker's search).

@@ -293,7 +293,7 @@ int info(bool json, const std::string& bertx, const frontend::ModelDefinition& m
     std::cout << (json ? bertx_json(p).dump(2) + "\n" : bertx_text(p, bertx));
     return 0;
   }
-  auto j = info_json(runtime::probe_cuda_driver(), codegen::probe_nvrtc_libraries());
+  auto j = info_json(runtime::probe_cuda_driver(), codegen::probe_nvrtc_libraries(), runtime::find_cublas());
   j["model"] = model.name;
   std::cout << (json ? j.dump(2) + "\n" : fmt::format("model        {}: {}\n", model.name, model.description) + info_text(j));
   return 0;

@@ -173,8 +173,10 @@ std::string report_text(const passes::CompileReport& r, const std::string& name)
   return out;
 }
 
-nlohmann::json info_json(const runtime::CudaDriverProbe& driver, const std::vector<codegen::NvrtcProbe>& nvrtc) {
+nlohmann::json info_json(const runtime::CudaDriverProbe& driver, const std::vector<codegen::NvrtcProbe>& nvrtc,
+                         const runtime::CublasProbe& cublas) {
   nlohmann::json j;
+  j["cublas"] = {{"found", cublas.library.loaded()}, {"path", cublas.library.path()}, {"tried", cublas.tried}};
   j["cuda_driver"] = {{"found", driver.loaded}, {"path", driver.path}, {"version", driver.version},
                       {"error", driver.error}};
   j["gpus"] = nlohmann::json::array();
@@ -231,6 +233,12 @@ std::string info_text(const nlohmann::json& j) {
   std::vector<std::string> targets;
   for (const auto& t : j["compile_archs"])
     targets.push_back(fmt::format("{} (NVRTC {})", t["arch"].get<std::string>(), t["nvrtc"].get<std::string>()));
+  const auto& blas = j["cublas"];
+  out += blas["found"].get<bool>()
+             ? fmt::format("cuBLAS       {}\n", blas["path"].get<std::string>())
+             : fmt::format("cuBLAS       none (tried {}; set BERTC_CUBLAS to a libcublas.so): --matmul generated needs "
+                           "none\n",
+                           fmt::join(blas["tried"].get<std::vector<std::string>>(), "; "));
   out += fmt::format("can compile  {}\n", targets.empty() ? "none: no NVRTC found (set BERTC_NVRTC to a libnvrtc.so, "
                                                             "or run scripts/setup.sh)"
                                                           : fmt::format("{}", fmt::join(targets, ", ")));

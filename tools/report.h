@@ -10,6 +10,7 @@
 #include "frontend/config.h"
 #include "ir/graph.h"
 #include "passes/report.h"
+#include "runtime/cublas_library.h"
 #include "runtime/cuda_driver.h"
 
 namespace bertc::tools {
@@ -32,7 +33,8 @@ std::string kernels_text(const codegen::CompiledProgram& p, bool compiled_now = 
 nlohmann::json bertx_json(const codegen::CompiledProgram& p);
 std::string bertx_text(const codegen::CompiledProgram& p, const std::string& path);
 
-nlohmann::json info_json(const runtime::CudaDriverProbe& driver, const std::vector<codegen::NvrtcProbe>& nvrtc);
+nlohmann::json info_json(const runtime::CudaDriverProbe& driver, const std::vector<codegen::NvrtcProbe>& nvrtc,
+                         const runtime::CublasProbe& cublas);
 std::string info_text(const nlohmann::json& info);
 
 }  // namespace bertc::tools

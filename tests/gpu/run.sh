@@ -26,6 +26,16 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >"
 cat "$out/gpu.txt"
 step info "$bin/bertc" info
 step driver_sees_gpu python3 tests/gpu/check_info.py "$bin/bertc"
+# bertc finds cuBLAS by itself (loader path, beside NVRTC, the wheels' layout). If it does not,
+# the step fails and the rest of the run uses the one PyTorch loads, so that one gap hides nothing.
+cublas_found() { "$bin/bertc" info | grep -E '^cuBLAS +/'; }
+step cublas_found cublas_found
+if ! grep -q "^PASS cublas_found" "$out/results.txt"; then
+  BERTC_CUBLAS=$(python3 -c 'import ctypes, torch, re
+torch.mm(torch.ones(8, 8, device="cuda"), torch.ones(8, 8, device="cuda")).sum().item()
+print(next(l.split()[-1] for l in open("/proc/self/maps") if re.search(r"libcublas\.so", l)))' 2>/dev/null) &&
+    export BERTC_CUBLAS && echo "cuBLAS for the rest of the run: $BERTC_CUBLAS" | tee -a "$out/results.txt"
+fi
 step hf_parameter_parity python3 tests/parity/hf_param_parity.py "$bin/bertc" examples/bert-tiny.toml \
   examples/bert-base.toml examples/bert-large.toml
 step hf_eval_parity python3 tests/parity/hf_eval_parity.py "$bin/bertc" examples/bert-tiny.toml /tmp/bertc-parity --device cuda

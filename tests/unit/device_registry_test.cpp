@@ -2,6 +2,9 @@
 // callers to ask, and an unknown name refused with the choices.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
+#include "runtime/cublas_library.h"
 #include "runtime/device_registry.h"
 
 namespace bertc::runtime {
@@ -44,6 +47,31 @@ TEST(DeviceRegistry, ProbingTheGpuNeverThrowsAndSaysWhat) {
   if (!probe.usable) {
     EXPECT_THROW(open_device("cuda", {}), std::runtime_error);
   }
+}
+
+// cuBLAS is looked for where NVRTC was found too: a toolkit's lib64, and the PyPI wheels' layout
+// (the GPU machine's PyTorch brings its cuBLAS there, off the loader's path).
+TEST(CublasLibrary, LooksBesideEachNvrtcAndInTheWheelLayout) {
+  ::unsetenv("BERTC_CUBLAS");
+  const auto c = cublas_candidates({"/usr/local/cuda/lib64/libnvrtc.so.13",
+                                    "/venv/site-packages/nvidia/cuda_nvrtc/lib/libnvrtc.so.12"});
+  EXPECT_EQ(c, (std::vector<std::string>{"libcublas.so.13", "libcublas.so.12", "/usr/local/cuda/lib64/libcublas.so.13",
+                                         "/usr/local/cuda/lib64/libcublas.so.12",
+                                         "/venv/site-packages/nvidia/cuda_nvrtc/lib/libcublas.so.13",
+                                         "/venv/site-packages/nvidia/cuda_nvrtc/lib/libcublas.so.12",
+                                         "/venv/site-packages/nvidia/cublas/lib/libcublas.so.13",
+                                         "/venv/site-packages/nvidia/cublas/lib/libcublas.so.12",
+                                         "/venv/site-packages/nvidia/cu13/lib/libcublas.so.13",
+                                         "/venv/site-packages/nvidia/cu13/lib/libcublas.so.12"}));
+  ::setenv("BERTC_CUBLAS", "/opt/my/libcublas.so.12", 1);
+  EXPECT_EQ(cublas_candidates({"/usr/local/cuda/lib64/libnvrtc.so.13"}), (std::vector<std::string>{"/opt/my/libcublas.so.12"}));
+  // A file that is not there is reported with the dynamic loader's reason, never thrown.
+  ::setenv("BERTC_CUBLAS", "/nonexistent/libcublas.so.12", 1);
+  const CublasProbe probe = find_cublas();
+  EXPECT_FALSE(probe.library.loaded());
+  ASSERT_EQ(probe.tried.size(), 1u);
+  EXPECT_EQ(probe.tried[0].rfind("/nonexistent/libcublas.so.12: ", 0), 0u) << probe.tried[0];
+  ::unsetenv("BERTC_CUBLAS");
 }
 
 }  // namespace
