@@ -76,18 +76,36 @@ std::string describe_libraries(const std::vector<NvrtcProbe>& probes) {
 NvrtcCompiler::NvrtcCompiler(NvrtcLibrary library, int arch, int target, bool ptx)
     : library_(std::move(library)), arch_(arch), target_(target), ptx_(ptx) {}
 
-NvrtcCompiler NvrtcCompiler::for_arch(int arch) {
+namespace {
+
+// Whether the driver of `driver_version` loads what `lib` makes: cubins within its CUDA major
+// version (minor version compatibility), PTX only of its version or older.
+bool driver_loads(const NvrtcLibrary& lib, int driver_version, bool ptx) {
+  if (driver_version == 0) return true;
+  const int version = lib.major * 1000 + lib.minor * 10;
+  return ptx ? version <= driver_version : lib.major <= driver_version / 1000;
+}
+
+}  // namespace
+
+NvrtcCompiler NvrtcCompiler::for_arch(int arch, int driver_version) {
   std::vector<NvrtcProbe> probes = probe_nvrtc_libraries();
   for (NvrtcProbe& p : probes)
-    if (p.found && p.found->supports(arch)) return NvrtcCompiler(std::move(*p.found), arch, arch, false);
+    if (p.found && p.found->supports(arch) && driver_loads(*p.found, driver_version, false))
+      return NvrtcCompiler(std::move(*p.found), arch, arch, false);
   // No cubin anywhere: PTX for the newest arch below, which the driver compiles when loading.
   for (NvrtcProbe& p : probes) {
-    if (!p.found) continue;
+    if (!p.found || !driver_loads(*p.found, driver_version, true)) continue;
     int target = 0;
     for (int a : p.found->archs)
       if (a <= arch) target = std::max(target, a);
     if (target > 0) return NvrtcCompiler(std::move(*p.found), arch, target, true);
   }
+  if (driver_version != 0)
+    throw std::runtime_error(fmt::format(
+        "no NVRTC library compiles for sm_{} in a form the driver (CUDA {}.{}) loads. Found:{}\nUpdate the driver, or "
+        "point BERTC_NVRTC at the libnvrtc of the driver's CUDA version",
+        arch, driver_version / 1000, driver_version % 1000 / 10, describe_libraries(probes)));
   throw std::runtime_error(fmt::format(
       "no NVRTC library compiles for sm_{}. Found:{}\nCUDA 13's NVRTC starts at sm_75; for sm_61 and sm_70 run "
       "scripts/setup.sh (it installs the CUDA 12 NVRTC wheel into .deps/) or point BERTC_NVRTC at a libnvrtc.so.12",

@@ -34,9 +34,12 @@ struct KernelSource {
 class NvrtcCompiler {
  public:
   // The first NVRTC library (in nvrtc_candidates() order) that compiles for sm_<arch>, as cubin if
-  // any does, else as PTX of the newest arch below. Throws std::runtime_error listing the libraries
-  // found and the archs each reaches, and how to get one (BERTC_NVRTC, scripts/setup.sh).
-  static NvrtcCompiler for_arch(int arch);
+  // any does, else as PTX of the newest arch below. With `driver_version` (cuDriverGetVersion's,
+  // e.g. 12080; 0: no driver to load them, compile only), only libraries whose output that driver
+  // loads: a cubin of the driver's CUDA major version or older, PTX of its version or older (a
+  // driver cannot JIT newer PTX). Throws std::runtime_error listing the libraries found and the
+  // archs each reaches, and how to get one (BERTC_NVRTC, scripts/setup.sh).
+  static NvrtcCompiler for_arch(int arch, int driver_version = 0);
   // PTX for compute_<arch>, to read which instructions a kernel uses. Throws like for_arch.
   static NvrtcCompiler ptx_for_arch(int arch);
 

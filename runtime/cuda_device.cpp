@@ -71,6 +71,7 @@ struct CudaDevice::Api {
                                     int) = nullptr;
 
   CudaDeviceInfo info;
+  int driver_version = 0;  // cuDriverGetVersion's: which NVRTC's output this driver loads
   CUdevice device = 0;
   Handle context = nullptr, stream = nullptr, blas = nullptr;
   std::vector<CUdeviceptr> allocations;
@@ -115,6 +116,7 @@ CudaDevice::CudaDevice(int ordinal, std::optional<std::filesystem::path> cache) 
     throw std::runtime_error(fmt::format("no usable GPU {} ({}); train with --device cpu", ordinal,
                                          probe.devices.empty() ? probe.error : "fewer GPUs than that"));
   a.info = probe.devices[static_cast<size_t>(ordinal)];
+  a.driver_version = probe.version;
   std::string error;
   a.cuda = support::SharedLibrary::open("libcuda.so.1", &error, support::SharedLibrary::Lifetime::Process);
   if (!a.cuda.loaded()) throw std::runtime_error("no CUDA driver (" + error + "); train with --device cpu");
@@ -225,7 +227,7 @@ void CudaDevice::load(const std::vector<const codegen::KernelSpec*>& kernels) {
     if (k->library) a.ensure_blas();  // now, not inside a graph capture (cublasCreate cannot be captured)
   for (const codegen::KernelSpec* k : kernels)
     if (!k->source.empty() && seen.insert(k->name).second) sources.push_back({k->name, codegen::device_source(*k)});
-  const codegen::NvrtcCompiler compiler = codegen::NvrtcCompiler::for_arch(a.info.arch);
+  const codegen::NvrtcCompiler compiler = codegen::NvrtcCompiler::for_arch(a.info.arch, a.driver_version);
   for (const codegen::GpuImage& image : codegen::compile_all(compiler, sources, a.cache)) {
     Handle module = nullptr, function = nullptr;
     a.check(a.cuModuleLoadData(&module, image.image.c_str()), "loading kernel " + image.name);

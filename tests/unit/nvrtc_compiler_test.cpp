@@ -34,6 +34,22 @@ TEST(Nvrtc, PreludeKernelsCompileForEveryArchWithoutSpills) {
   }
 }
 
+// With the driver's version known, only an NVRTC whose output that driver loads: the CUDA 13
+// NVRTC's cubins need a CUDA 13 driver; a CUDA 12.8 driver takes the 12.9 NVRTC's cubins (minor
+// version compatibility), and PTX only from an NVRTC no newer than itself.
+TEST(Nvrtc, ChoosesAnNvrtcWhoseOutputTheDriverLoads) {
+  EXPECT_EQ(NvrtcCompiler::for_arch(80, 13000).version(), "13.0");
+  const NvrtcCompiler on_12_8 = NvrtcCompiler::for_arch(80, 12080);
+  EXPECT_EQ(on_12_8.version().substr(0, 3), "12.") << on_12_8.library();
+  EXPECT_FALSE(on_12_8.ptx());
+  try {
+    NvrtcCompiler::for_arch(80, 11080);
+    FAIL() << "an NVRTC newer than a CUDA 11.8 driver was chosen";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("in a form the driver (CUDA 11.8) loads"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Nvrtc, CacheHitsAndRebuildsCorruptEntries) {
   const std::filesystem::path cache = std::filesystem::path(BERTC_TEST_CACHE) / "nvrtc-cache-test";
   std::filesystem::remove_all(cache);
