@@ -158,6 +158,7 @@ KernelSpec render_generated(const KernelInput& in) {
   e.line(fmt::format("gemm::run(acc, smem, in{} + {}, {}, in{} + {}, {}, {}, {}, {}, m0, n0);", a.input,
                      fold ? "0" : batch_offset(a, z), a.cols, b.input, fold ? "0" : batch_offset(b, z), b.cols, rows, N,
                      K));
+  e.line("BX_UNROLL");  // acc[i] with a constant i: the accumulators stay in registers
   e.open("for (int i = 0; i < gemm::ACC; ++i)");
   e.line("int r, c;");
   e.line("gemm::product::coord(i, r, c);");

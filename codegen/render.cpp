@@ -152,6 +152,21 @@ ArenaLayout arena_layout(const ir::Graph& graph) {
   return {plan.arena_bytes, plan.buffers.size(), plan.offset_of};
 }
 
+namespace {
+
+// Declares the kernel's block size in its source (BX_LAUNCH_BOUNDS), from the launch record, so
+// that the two cannot disagree.
+void bound_launch(KernelSpec& k) {
+  const std::string entry = "BX_KERNEL void BX_NAME(";
+  const size_t at = k.source.find(entry);
+  if (at == std::string::npos || k.source.find(entry, at + 1) != std::string::npos)
+    throw std::logic_error("a kernel source declares not exactly one BX_KERNEL void BX_NAME(...)");
+  k.source.replace(at, entry.size(),
+                   fmt::format("BX_KERNEL BX_LAUNCH_BOUNDS({}) void BX_NAME(", k.block.x * k.block.y * k.block.z));
+}
+
+}  // namespace
+
 GraphKernels render_graph(const ir::Graph& graph, const RenderTarget& target) {
   GraphKernels out;
   out.arena = arena_layout(graph);
@@ -169,6 +184,7 @@ GraphKernels render_graph(const ir::Graph& graph, const RenderTarget& target) {
     k.family = family;
     k.label = op.scope;
     k.op_index = i;
+    if (!k.source.empty()) bound_launch(k);
     // A cuBLAS-only launch has no source: it is named after the product it describes.
     const std::string unnamed = k.source.empty() ? library_text(*k.library) : k.source;
     k.name = fmt::format("{}_{:016x}", k.source.empty() ? "cublas" : "k", XXH3_64bits(unnamed.data(), unnamed.size()));

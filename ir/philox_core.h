@@ -39,7 +39,11 @@ BERTC_HD constexpr bertc_philox_block bertc_dropout_block(unsigned long long see
 // kept when draw >= ceil(p * 2^24): an integer comparison, so host and device agree exactly.
 BERTC_HD constexpr unsigned int bertc_dropout_draw(unsigned long long seed, unsigned long long offset,
                                                    unsigned long long index) {
-  return bertc_dropout_block(seed, offset, index >> 2).word[index & 3] >> 8;
+  const bertc_philox_block b = bertc_dropout_block(seed, offset, index >> 2);
+  // Selected, not indexed: a word picked by a run-time index would put the block in a GPU
+  // thread's local memory (slow) instead of its registers.
+  const unsigned int i = static_cast<unsigned int>(index & 3);
+  return (i == 0 ? b.word[0] : i == 1 ? b.word[1] : i == 2 ? b.word[2] : b.word[3]) >> 8;
 }
 
 #endif  // BERTC_IR_PHILOX_CORE_H

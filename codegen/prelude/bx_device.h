@@ -8,6 +8,14 @@
 #define BX_MEMBER __device__ __forceinline__         // member functions
 #define BX_STATIC __device__ __forceinline__ static  // static member functions
 #define BX_KERNEL extern "C" __global__
+// The block size a kernel is launched with: the compiler keeps its registers within what that
+// many threads may use, so a kernel never fails to launch because its register count grew. One
+// block per SM is all it asks for: with the block size alone, ptxas trades registers for
+// occupancy (32 registers and a spill in the sm_70 multi-tensor optimizer kernel, NVRTC 12.9).
+#define BX_LAUNCH_BOUNDS(threads) __launch_bounds__(threads, 1)
+// Before a loop over a register array (accumulators): unrolled, every index is a constant and
+// the array stays in registers instead of local memory.
+#define BX_UNROLL _Pragma("unroll")
 #define BX_SHARED(type, name, count) __shared__ type name[count]
 #define BX_CONSTANT __constant__ const
 

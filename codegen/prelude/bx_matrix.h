@@ -30,6 +30,7 @@ struct bx_tile_loader {
   chunk staged[ASYNC ? 1 : EACH];
 
   BX_MEMBER void issue(T* smem, const T* g, bx_i64 ld, int rows, int cols, int r0, int c0) {
+    BX_UNROLL
     for (int i = 0; i < EACH; ++i) {
       const int at = bx_tid_x() + i * THREADS;
       if (CHUNKS % THREADS != 0 && at >= CHUNKS) break;
@@ -51,6 +52,7 @@ struct bx_tile_loader {
 
   BX_MEMBER void land(T* smem) {
     if constexpr (!ASYNC)
+      BX_UNROLL
       for (int i = 0; i < EACH; ++i) {
         const int at = bx_tid_x() + i * THREADS;
         if (CHUNKS % THREADS != 0 && at >= CHUNKS) break;
@@ -80,15 +82,19 @@ struct bx_simt {
     const int lane = bx_lane();
     for (int k = 0; k < KLEN; ++k) {
       float a[TM], b[TN];
+      BX_UNROLL
       for (int i = 0; i < TM; ++i) {
         const int m = lane / LN + i * LM;
         a[i] = bx_ld(A, A_KC ? m * lda + k : k * lda + m);
       }
+      BX_UNROLL
       for (int j = 0; j < TN; ++j) {
         const int n = lane % LN + j * LN;
         b[j] = bx_ld(B, B_KC ? n * ldb + k : k * ldb + n);
       }
+      BX_UNROLL
       for (int i = 0; i < TM; ++i)
+        BX_UNROLL
         for (int j = 0; j < TN; ++j) acc[i * TN + j] += a[i] * b[j];
     }
   }
@@ -111,21 +117,27 @@ struct bx_hmma884 {
     const int lane = bx_lane(), pair = (lane >> 2) & 3, own = (lane & 3) + 4 * (lane >> 4);
     for (int k0 = 0; k0 < KLEN; k0 += 4) {
       bx_u32 a[MI][2], b[NJ][2];
+      BX_UNROLL
       for (int mi = 0; mi < MI; ++mi) {
         const int m = mi * 16 + (pair & 1) * 8 + own;
         bx_u16 x[4];
+        BX_UNROLL
         for (int k = 0; k < 4; ++k) x[k] = bx_bits16(A[A_KC ? m * lda + k0 + k : (k0 + k) * lda + m]);
         a[mi][0] = bx_pack16(x[0], x[1]);
         a[mi][1] = bx_pack16(x[2], x[3]);
       }
+      BX_UNROLL
       for (int nj = 0; nj < NJ; ++nj) {
         const int n = nj * 16 + (pair >> 1) * 8 + own;
         bx_u16 x[4];
+        BX_UNROLL
         for (int k = 0; k < 4; ++k) x[k] = bx_bits16(B[B_KC ? n * ldb + k0 + k : (k0 + k) * ldb + n]);
         b[nj][0] = bx_pack16(x[0], x[1]);
         b[nj][1] = bx_pack16(x[2], x[3]);
       }
+      BX_UNROLL
       for (int mi = 0; mi < MI; ++mi)
+        BX_UNROLL
         for (int nj = 0; nj < NJ; ++nj) bx_mma_884(acc + (mi * NJ + nj) * 8, a[mi], b[nj]);
     }
   }
@@ -149,16 +161,20 @@ struct bx_hmma16816 {
     const int lane = bx_lane(), j = lane >> 3, r = lane & 7;
     for (int k0 = 0; k0 < KLEN; k0 += 16) {
       bx_u32 a[MI][4], b[NI][2];
+      BX_UNROLL
       for (int mi = 0; mi < MI; ++mi)
         bx_ldmatrix_x4<!A_KC>(a[mi], A_KC ? A + (mi * 16 + r + (j & 1) * 8) * lda + k0 + (j >> 1) * 8
                                            : A + (k0 + r + (j >> 1) * 8) * lda + mi * 16 + (j & 1) * 8);
+      BX_UNROLL
       for (int ni = 0; ni < NI; ni += 2) {
         bx_u32 t[4];
         bx_ldmatrix_x4<!B_KC>(t, B_KC ? B + (ni * 8 + r + (j >> 1) * 8) * ldb + k0 + (j & 1) * 8
                                        : B + (k0 + r + (j & 1) * 8) * ldb + ni * 8 + (j >> 1) * 8);
         b[ni][0] = t[0], b[ni][1] = t[1], b[ni + 1][0] = t[2], b[ni + 1][1] = t[3];
       }
+      BX_UNROLL
       for (int mi = 0; mi < MI; ++mi)
+        BX_UNROLL
         for (int ni = 0; ni < NI; ++ni) bx_mma_16816<bx_is_bf16<T>>(acc + (mi * NI + ni) * 4, a[mi], b[ni]);
     }
   }
@@ -173,6 +189,7 @@ struct bx_block_mma {
   BX_STATIC int warp_row() { return (bx_tid_x() >> 5) / WGN * WM; }
   BX_STATIC int warp_col() { return (bx_tid_x() >> 5) % WGN * WN; }
   BX_STATIC void zero(float* acc) {
+    BX_UNROLL
     for (int i = 0; i < ACC; ++i) acc[i] = 0.0f;
   }
   template <typename T, bool A_KC, bool B_KC, int KLEN>
@@ -313,6 +330,7 @@ struct bx_attention {
       float s[scores::ACC];
       scores::zero(s);
       scores::template mma<T, true, true, D>(s, Qs, LDH, Ks, LDH);
+      BX_UNROLL
       for (int i = 0; i < scores::ACC; ++i) {
         int r, c;
         scores::coord(i, r, c);
@@ -342,6 +360,7 @@ struct bx_attention {
         }
       }
       bx_sync();
+      BX_UNROLL
       for (int i = 0; i < query_side::ACC; ++i) {
         int r, c;
         query_side::coord(i, r, c);
@@ -350,6 +369,7 @@ struct bx_attention {
       query_side::template mma<T, true, false, BKV>(o, Ps, LDP, Vs, LDH);
       bx_sync();  // the next tile overwrites Ks, Vs, Ss and Ps
     }
+    BX_UNROLL
     for (int i = 0; i < query_side::ACC; ++i) {
       int r, c;
       query_side::coord(i, r, c);
@@ -398,6 +418,7 @@ struct bx_attention {
     scores::zero(dp);
     scores::template mma<T, true, true, D>(s, t.Qs, LDH, t.Ks, LDH);
     scores::template mma<T, true, true, D>(dp, t.dOs, LDH, t.Vs, LDH);
+    BX_UNROLL
     for (int i = 0; i < scores::ACC; ++i) {
       int r, c;
       scores::coord(i, r, c);
@@ -437,6 +458,7 @@ struct bx_attention {
         key_side::template mma<T, false, false, BQ>(gk, t.dS, LDP, t.Qs, LDH);   // dK += dS^T Q
         bx_sync();  // the next query tile overwrites Qs, dOs, Pd and dS
       }
+      BX_UNROLL
       for (int i = 0; i < key_side::ACC; ++i) {
         int r, c;
         key_side::coord(i, r, c);
@@ -459,6 +481,7 @@ struct bx_attention {
         query_side::template mma<T, true, false, BKV>(gq, t.dS, LDP, t.Ks, LDH);  // dQ += dS K
         bx_sync();  // the next key tile overwrites Ks, Vs, Pd and dS
       }
+      BX_UNROLL
       for (int i = 0; i < query_side::ACC; ++i) {
         int r, c;
         query_side::coord(i, r, c);

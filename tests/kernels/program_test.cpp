@@ -8,6 +8,8 @@
 #include <iterator>
 #include <set>
 
+#include <fmt/format.h>
+
 #include <nlohmann/json.hpp>
 #include <xxhash.h>
 
@@ -64,7 +66,8 @@ TEST(CompiledProgram, BertBaseCompilesForEveryArchWithoutSpills) {
 
 // The PTX of bert-tiny's matrix kernels (each GEMM and attention kernel) holds the instructions
 // of the arch's strategy and none of the others': no mma on sm_61, m8n8k4 without ldmatrix on
-// sm_70, m16n8k16 with ldmatrix and cp.async on sm_80 and sm_90.
+// sm_70, m16n8k16 with ldmatrix and cp.async on sm_80 and sm_90; no local memory. Every kernel
+// has launch bounds.
 TEST(CompiledProgram, MatrixKernelsUseTheirArchsInstructions) {
   struct Expect {
     const char* arch;
@@ -89,6 +92,13 @@ TEST(CompiledProgram, MatrixKernelsUseTheirArchsInstructions) {
     std::set<std::string> families;
     std::set<std::string> done;
     for (const KernelSpec& k : render_graph(p.step, {ptx.arch()}).kernels) {
+      // Every kernel declares the block size it is launched with (registers fit, always).
+      if (!k.source.empty()) {
+        EXPECT_NE(k.source.find(fmt::format("BX_KERNEL BX_LAUNCH_BOUNDS({}) void {}(", k.block.x * k.block.y * k.block.z,
+                                            k.name)),
+                  std::string::npos)
+            << k.label << ": " << k.source.substr(0, 200);
+      }
       if (k.strategy.empty() || !done.insert(k.name).second) continue;
       families.insert(std::string(ir::enum_name(k.family)));
       const GpuImage image = ptx.compile({k.name, device_source(k)}, std::filesystem::path(BERTC_TEST_CACHE) / "failed");
@@ -97,6 +107,10 @@ TEST(CompiledProgram, MatrixKernelsUseTheirArchsInstructions) {
         EXPECT_NE(image.image.find(s), std::string::npos) << e.arch << " " << e.precision << " " << ir::enum_name(k.family) << ": no " << s;
       for (const std::string& s : e.absent)
         EXPECT_EQ(image.image.find(s), std::string::npos) << e.arch << " " << e.precision << " " << ir::enum_name(k.family) << ": " << s;
+      // Accumulators and fragments stay in registers: PTX declares no local memory (a dynamically
+      // indexed array would be one, slow wherever ptxas cannot undo it).
+      EXPECT_EQ(image.image.find(".local"), std::string::npos) << e.arch << " " << e.precision << " " << k.label
+                                                                << ": local memory in " << ir::enum_name(k.family);
     }
     EXPECT_EQ(families, (std::set<std::string>{"attention", "matmul"})) << e.arch;
   }
