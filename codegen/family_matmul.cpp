@@ -158,8 +158,22 @@ KernelSpec render_generated(const KernelInput& in) {
   e.line(fmt::format("gemm::run(acc, smem, in{} + {}, {}, in{} + {}, {}, {}, {}, {}, m0, n0);", a.input,
                      fold ? "0" : batch_offset(a, z), a.cols, b.input, fold ? "0" : batch_offset(b, z), b.cols, rows, N,
                      K));
-  e.line("BX_UNROLL");  // acc[i] with a constant i: the accumulators stay in registers
+  // The epilogue runs once per accumulator, in a loop (unrolled, its body repeated ACC times
+  // doubled sm_70's compile time). acc[i] with a run-time i would put acc[] in local memory, so
+  // each value is picked by a jump over constant indices: acc[] stays in registers.
+  const int accumulators = t.bm * t.bn / t.threads();
+  e.line(fmt::format("static_assert(gemm::ACC == {}, \"one case per accumulator below\");", accumulators));
   e.open("for (int i = 0; i < gemm::ACC; ++i)");
+  e.line("float value = 0.0f;");
+  std::string cases;
+  for (int k = 0; k < accumulators; ++k) cases += fmt::format("{}case {}: value = acc[{}]; break;", k % 4 ? " " : (k ? "\n" : ""), k, k);
+  e.open("switch (i)");
+  for (size_t from = 0, to; from < cases.size(); from = to + 1) {
+    to = cases.find('\n', from);
+    if (to == std::string::npos) to = cases.size();
+    e.line(cases.substr(from, to - from));
+  }
+  e.close();
   e.line("int r, c;");
   e.line("gemm::product::coord(i, r, c);");
   e.line("const bx_i64 m = m0 + r, n = n0 + c;");
@@ -167,7 +181,7 @@ KernelSpec render_generated(const KernelInput& in) {
   Coords at = fold ? e.decompose(ir::Shape(result.shape.begin(), result.shape.end() - 1), "m") : z;
   if (!fold) at.push_back("m");
   at.push_back("n");
-  const std::string value = dtype == ir::DType::F32 ? "acc[i]" : fmt::format("bx_round_{}(acc[i])", ir::dtype_name(dtype));
+  const std::string value = dtype == ir::DType::F32 ? "value" : fmt::format("bx_round_{}(value)", ir::dtype_name(dtype));
   e.bind(mm->results[0], at, value);
   store_outputs(e, result.shape, at);
   e.close();

@@ -112,11 +112,16 @@ NvrtcCompiler NvrtcCompiler::for_arch(int arch, int driver_version) {
       arch, describe_libraries(probes)));
 }
 
-NvrtcCompiler NvrtcCompiler::ptx_for_arch(int arch) {
-  NvrtcCompiler c = for_arch(arch);
-  c.target_ = arch;
-  c.ptx_ = true;
-  return c;
+NvrtcCompiler NvrtcCompiler::ptx_for_arch(int arch, int driver_version) {
+  std::vector<NvrtcProbe> probes = probe_nvrtc_libraries();
+  for (NvrtcProbe& p : probes)
+    if (p.found && p.found->supports(arch) && driver_loads(*p.found, driver_version, true))
+      return NvrtcCompiler(std::move(*p.found), arch, arch, true);
+  throw std::runtime_error(fmt::format("no NVRTC library makes PTX for compute_{}{}. Found:{}", arch,
+                                       driver_version ? fmt::format(" that the driver (CUDA {}.{}) loads",
+                                                                    driver_version / 1000, driver_version % 1000 / 10)
+                                                      : "",
+                                       describe_libraries(probes)));
 }
 
 std::string NvrtcCompiler::version() const { return fmt::format("{}.{}", library_.major, library_.minor); }

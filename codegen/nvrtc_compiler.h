@@ -40,8 +40,10 @@ class NvrtcCompiler {
   // driver cannot JIT newer PTX). Throws std::runtime_error listing the libraries found and the
   // archs each reaches, and how to get one (BERTC_NVRTC, scripts/setup.sh).
   static NvrtcCompiler for_arch(int arch, int driver_version = 0);
-  // PTX for compute_<arch>, to read which instructions a kernel uses. Throws like for_arch.
-  static NvrtcCompiler ptx_for_arch(int arch);
+  // PTX for compute_<arch>: to read which instructions a kernel uses, or to run an older arch's
+  // kernels on a newer GPU (the driver compiles PTX for the GPU present when it loads it). With
+  // `driver_version`, only an NVRTC no newer than that driver. Throws like for_arch.
+  static NvrtcCompiler ptx_for_arch(int arch, int driver_version = 0);
 
   int arch() const { return arch_; }
   bool ptx() const { return ptx_; }

@@ -72,6 +72,7 @@ struct CudaDevice::Api {
 
   CudaDeviceInfo info;
   int driver_version = 0;  // cuDriverGetVersion's: which NVRTC's output this driver loads
+  int kernel_arch = 0;     // the arch whose kernels run: the GPU's, or an older one's as PTX
   CUdevice device = 0;
   Handle context = nullptr, stream = nullptr, blas = nullptr;
   std::vector<CUdeviceptr> allocations;
@@ -108,7 +109,7 @@ int cuda_type(const std::string& t) {
 
 }  // namespace
 
-CudaDevice::CudaDevice(int ordinal, std::optional<std::filesystem::path> cache) : api_(std::make_unique<Api>()) {
+CudaDevice::CudaDevice(int ordinal, std::optional<std::filesystem::path> cache, int sm) : api_(std::make_unique<Api>()) {
   Api& a = *api_;
   a.cache = std::move(cache);
   const CudaDriverProbe probe = probe_cuda_driver();
@@ -117,6 +118,11 @@ CudaDevice::CudaDevice(int ordinal, std::optional<std::filesystem::path> cache) 
                                          probe.devices.empty() ? probe.error : "fewer GPUs than that"));
   a.info = probe.devices[static_cast<size_t>(ordinal)];
   a.driver_version = probe.version;
+  if (sm > a.info.arch)
+    throw std::runtime_error(fmt::format("the program is for sm_{}, newer than {} (sm_{}): compile with --arch auto or "
+                                         "sm_{}",
+                                         sm, a.info.name, a.info.arch, a.info.arch));
+  a.kernel_arch = sm == 0 ? a.info.arch : sm;
   std::string error;
   a.cuda = support::SharedLibrary::open("libcuda.so.1", &error, support::SharedLibrary::Lifetime::Process);
   if (!a.cuda.loaded()) throw std::runtime_error("no CUDA driver (" + error + "); train with --device cpu");
@@ -172,8 +178,13 @@ CudaDevice::~CudaDevice() {
   a.cuDevicePrimaryCtxRelease(a.device);
 }
 
-std::string CudaDevice::name() const { return fmt::format("{} (sm_{})", api_->info.name, api_->info.arch); }
-DeviceCapabilities CudaDevice::capabilities() const { return {true, api_->info.arch}; }
+std::string CudaDevice::name() const {
+  const Api& a = *api_;
+  return a.kernel_arch == a.info.arch ? fmt::format("{} (sm_{})", a.info.name, a.info.arch)
+                                      : fmt::format("{} (sm_{}), running sm_{}'s kernels as PTX", a.info.name,
+                                                    a.info.arch, a.kernel_arch);
+}
+DeviceCapabilities CudaDevice::capabilities() const { return {true, api_->kernel_arch}; }
 
 void* CudaDevice::allocate(size_t bytes) {
   CUdeviceptr p = 0;
@@ -227,7 +238,9 @@ void CudaDevice::load(const std::vector<const codegen::KernelSpec*>& kernels) {
     if (k->library) a.ensure_blas();  // now, not inside a graph capture (cublasCreate cannot be captured)
   for (const codegen::KernelSpec* k : kernels)
     if (!k->source.empty() && seen.insert(k->name).second) sources.push_back({k->name, codegen::device_source(*k)});
-  const codegen::NvrtcCompiler compiler = codegen::NvrtcCompiler::for_arch(a.info.arch, a.driver_version);
+  const codegen::NvrtcCompiler compiler =
+      a.kernel_arch == a.info.arch ? codegen::NvrtcCompiler::for_arch(a.info.arch, a.driver_version)
+                                   : codegen::NvrtcCompiler::ptx_for_arch(a.kernel_arch, a.driver_version);
   for (const codegen::GpuImage& image : codegen::compile_all(compiler, sources, a.cache)) {
     Handle module = nullptr, function = nullptr;
     a.check(a.cuModuleLoadData(&module, image.image.c_str()), "loading kernel " + image.name);

@@ -21,7 +21,10 @@ class CudaDevice : public Device {
  public:
   // Opens GPU `ordinal`; throws std::runtime_error saying why there is no usable GPU (no driver,
   // no GPU, cuInit failing) and how to train without one. Kernels compile under `cache`.
-  CudaDevice(int ordinal, std::optional<std::filesystem::path> cache);
+  // `sm` (0: the GPU's own) runs an older arch's kernels, compiled to PTX that the driver
+  // compiles for the GPU present: a P40's (sm_61) or V100's (sm_70) program checked on a newer
+  // GPU. A newer arch than the GPU's is refused.
+  CudaDevice(int ordinal, std::optional<std::filesystem::path> cache, int sm = 0);
   ~CudaDevice() override;
 
   std::string name() const override;

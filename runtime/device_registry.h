@@ -15,7 +15,9 @@ namespace bertc::runtime {
 
 // What opening a device needs.
 struct DeviceRequest {
-  int sm = 0;  // the arch a device without one of its own runs the kernels of (0: sm_61's)
+  // The arch whose kernels the device runs: for the Host device, any (0: sm_61's); for a GPU, its
+  // own (0) or an older one's, as PTX (--arch sm_61 on a newer GPU checks a P40's program there).
+  int sm = 0;
   std::filesystem::path kernel_cache;  // where kernels compile
 };
 

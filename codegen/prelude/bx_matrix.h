@@ -30,7 +30,6 @@ struct bx_tile_loader {
   chunk staged[ASYNC ? 1 : EACH];
 
   BX_MEMBER void issue(T* smem, const T* g, bx_i64 ld, int rows, int cols, int r0, int c0) {
-    BX_UNROLL
     for (int i = 0; i < EACH; ++i) {
       const int at = bx_tid_x() + i * THREADS;
       if (CHUNKS % THREADS != 0 && at >= CHUNKS) break;
@@ -52,7 +51,6 @@ struct bx_tile_loader {
 
   BX_MEMBER void land(T* smem) {
     if constexpr (!ASYNC)
-      BX_UNROLL
       for (int i = 0; i < EACH; ++i) {
         const int at = bx_tid_x() + i * THREADS;
         if (CHUNKS % THREADS != 0 && at >= CHUNKS) break;
@@ -82,19 +80,15 @@ struct bx_simt {
     const int lane = bx_lane();
     for (int k = 0; k < KLEN; ++k) {
       float a[TM], b[TN];
-      BX_UNROLL
       for (int i = 0; i < TM; ++i) {
         const int m = lane / LN + i * LM;
         a[i] = bx_ld(A, A_KC ? m * lda + k : k * lda + m);
       }
-      BX_UNROLL
       for (int j = 0; j < TN; ++j) {
         const int n = lane % LN + j * LN;
         b[j] = bx_ld(B, B_KC ? n * ldb + k : k * ldb + n);
       }
-      BX_UNROLL
       for (int i = 0; i < TM; ++i)
-        BX_UNROLL
         for (int j = 0; j < TN; ++j) acc[i * TN + j] += a[i] * b[j];
     }
   }
@@ -117,27 +111,21 @@ struct bx_hmma884 {
     const int lane = bx_lane(), pair = (lane >> 2) & 3, own = (lane & 3) + 4 * (lane >> 4);
     for (int k0 = 0; k0 < KLEN; k0 += 4) {
       bx_u32 a[MI][2], b[NJ][2];
-      BX_UNROLL
       for (int mi = 0; mi < MI; ++mi) {
         const int m = mi * 16 + (pair & 1) * 8 + own;
         bx_u16 x[4];
-        BX_UNROLL
         for (int k = 0; k < 4; ++k) x[k] = bx_bits16(A[A_KC ? m * lda + k0 + k : (k0 + k) * lda + m]);
         a[mi][0] = bx_pack16(x[0], x[1]);
         a[mi][1] = bx_pack16(x[2], x[3]);
       }
-      BX_UNROLL
       for (int nj = 0; nj < NJ; ++nj) {
         const int n = nj * 16 + (pair >> 1) * 8 + own;
         bx_u16 x[4];
-        BX_UNROLL
         for (int k = 0; k < 4; ++k) x[k] = bx_bits16(B[B_KC ? n * ldb + k0 + k : (k0 + k) * ldb + n]);
         b[nj][0] = bx_pack16(x[0], x[1]);
         b[nj][1] = bx_pack16(x[2], x[3]);
       }
-      BX_UNROLL
       for (int mi = 0; mi < MI; ++mi)
-        BX_UNROLL
         for (int nj = 0; nj < NJ; ++nj) bx_mma_884(acc + (mi * NJ + nj) * 8, a[mi], b[nj]);
     }
   }
@@ -161,20 +149,16 @@ struct bx_hmma16816 {
     const int lane = bx_lane(), j = lane >> 3, r = lane & 7;
     for (int k0 = 0; k0 < KLEN; k0 += 16) {
       bx_u32 a[MI][4], b[NI][2];
-      BX_UNROLL
       for (int mi = 0; mi < MI; ++mi)
         bx_ldmatrix_x4<!A_KC>(a[mi], A_KC ? A + (mi * 16 + r + (j & 1) * 8) * lda + k0 + (j >> 1) * 8
                                            : A + (k0 + r + (j >> 1) * 8) * lda + mi * 16 + (j & 1) * 8);
-      BX_UNROLL
       for (int ni = 0; ni < NI; ni += 2) {
         bx_u32 t[4];
         bx_ldmatrix_x4<!B_KC>(t, B_KC ? B + (ni * 8 + r + (j >> 1) * 8) * ldb + k0 + (j & 1) * 8
                                        : B + (k0 + r + (j & 1) * 8) * ldb + ni * 8 + (j >> 1) * 8);
         b[ni][0] = t[0], b[ni][1] = t[1], b[ni + 1][0] = t[2], b[ni + 1][1] = t[3];
       }
-      BX_UNROLL
       for (int mi = 0; mi < MI; ++mi)
-        BX_UNROLL
         for (int ni = 0; ni < NI; ++ni) bx_mma_16816<bx_is_bf16<T>>(acc + (mi * NI + ni) * 4, a[mi], b[ni]);
     }
   }

@@ -1,51 +1,80 @@
 #!/usr/bin/env bash
 # The GPU check, run on the GPU machine from the repository root after tests/gpu/prepare.sh
-# built .gpu/ here. So far: the CUDA driver and GPU are found through dlopen, NVRTC is found, the
-# BERT graphs have exactly Hugging Face BertForPreTraining's parameters, and bertc eval (the CPU
-# reference) gives transformers' losses and gradients (PyTorch and transformers are installed
-# there), and bert-tiny trains on the GPU (--device cuda: every generated kernel and cuBLAS call
-# of the step) with the CPU reference's losses, at fp32 (simt), fp16 and bf16 (tensor cores),
-# after bertc check compared every kernel's values with the reference's;
-# the step replayed as a CUDA Graph equals eager launches; then bench/gpu_bench.sh against PyTorch.
-# Writes a summary to $OUT when set.
+# built .gpu/ here; one call learns everything a run can: every step runs under its own time
+# limit and the run goes on after a failure. Steps, cheapest and most telling first:
+#   the driver, GPUs, NVRTC and cuBLAS found (bertc info against PyTorch's view);
+#   Hugging Face parity (parameters, eval losses and gradients of the CPU reference);
+#   bertc check (every kernel of a bert-tiny step and optimizer step against the reference, value
+#     by value) at fp32 (simt), fp16, bf16 generated and through cuBLAS, then with the P40's
+#     (sm_61) and V100's (sm_70) programs run on this GPU as PTX;
+#   training pairs (8 steps on the GPU against the CPU reference), the CUDA Graph against eager;
+#   optional, slowest last: compute-sanitizer (memcheck, racecheck, synccheck, initcheck) on
+#     bertc check and a short training run, then the benchmark against PyTorch.
+# The whole run stays within BERTC_GPU_BUDGET seconds (default 540): a step that would start
+# after that is skipped and said so. $OUT (or a temporary folder) gets summary.txt (every step's
+# result and time, the tail of each failure's log, parity and benchmark figures) and logs.tar.gz
+# (every log), so that the two files that come back from the GPU machine hold everything.
 set -uo pipefail
 out=${OUT:-$(mktemp -d)}
+logs=$out/logs
+mkdir -p "$logs"
 : >"$out/results.txt"
 bin=${TMPDIR:-/tmp}/bertc-gpu-bin
+export bin
+budget=${BERTC_GPU_BUDGET:-540}
 failed=0
-step() {  # step NAME COMMAND...: runs it, keeps its log, prints PASS/FAIL (also to results.txt) and the log's tail
-  local name=$1 began=$SECONDS result; shift
-  if "$@" >"$out/$name.log" 2>&1; then result=PASS; else result=FAIL; failed=1; fi
+step() {  # step NAME SECONDS COMMAND...: runs it within SECONDS, keeps its log, records PASS/FAIL/TIMEOUT/SKIP
+  local name=$1 limit=$2 began=$SECONDS result rc; shift 2
+  if ((SECONDS + 5 > budget)); then
+    echo "SKIP $name (the run's $budget s are spent)" | tee -a "$out/results.txt"
+    return
+  fi
+  ((limit > budget - SECONDS)) && limit=$((budget - SECONDS))
+  # Through bash, so that a step may be one of the functions below (each exported).
+  timeout --kill-after=10 "$limit" bash -c '"$@"' "$name" "$@" >"$logs/$name.log" 2>&1
+  rc=$?
+  if ((rc == 0)); then result=PASS; elif ((rc == 124 || rc == 137)); then result="TIMEOUT after $limit s"; failed=1
+  else result="FAIL (exit $rc)"; failed=1; fi
   echo "$result $name ($((SECONDS - began)) s)" | tee -a "$out/results.txt"
-  tail -n 25 "$out/$name.log"
+  [ "$result" = PASS ] || tail -n 25 "$logs/$name.log"
 }
 [ -f .gpu/bin/bertc.gz ] || { echo "no .gpu/bin/bertc.gz: run tests/gpu/prepare.sh on the build machine and carry .gpu"; exit 2; }
 mkdir -p "$bin"  # prepare.sh compressed the programs to fit what travels with the tree
 for f in .gpu/bin/*.gz; do gunzip -c "$f" >"$bin/$(basename "$f" .gz)" && chmod +x "$bin/$(basename "$f" .gz)"; done
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >"$out/gpu.txt" 2>&1
 cat "$out/gpu.txt"
-step info "$bin/bertc" info
-step driver_sees_gpu python3 tests/gpu/check_info.py "$bin/bertc"
+
+step info 30 "$bin/bertc" info
+step driver_sees_gpu 60 python3 tests/gpu/check_info.py "$bin/bertc"
 # bertc finds cuBLAS by itself (loader path, beside NVRTC, the wheels' layout). If it does not,
 # the step fails and the rest of the run uses the one PyTorch loads, so that one gap hides nothing.
 cublas_found() { "$bin/bertc" info | grep -E '^cuBLAS +/'; }
-step cublas_found cublas_found
+export -f cublas_found
+step cublas_found 30 cublas_found
 if ! grep -q "^PASS cublas_found" "$out/results.txt"; then
-  BERTC_CUBLAS=$(python3 -c 'import ctypes, torch, re
+  BERTC_CUBLAS=$(python3 -c 'import torch, re
 torch.mm(torch.ones(8, 8, device="cuda"), torch.ones(8, 8, device="cuda")).sum().item()
 print(next(l.split()[-1] for l in open("/proc/self/maps") if re.search(r"libcublas\.so", l)))' 2>/dev/null) &&
     export BERTC_CUBLAS && echo "cuBLAS for the rest of the run: $BERTC_CUBLAS" | tee -a "$out/results.txt"
 fi
-step hf_parameter_parity python3 tests/parity/hf_param_parity.py "$bin/bertc" examples/bert-tiny.toml \
+step hf_parameter_parity 90 python3 tests/parity/hf_param_parity.py "$bin/bertc" examples/bert-tiny.toml \
   examples/bert-base.toml examples/bert-large.toml
-step hf_eval_parity python3 tests/parity/hf_eval_parity.py "$bin/bertc" examples/bert-tiny.toml /tmp/bertc-parity --device cuda
+step hf_eval_parity 90 python3 tests/parity/hf_eval_parity.py "$bin/bertc" examples/bert-tiny.toml /tmp/bertc-parity --device cuda
+
 # Every kernel of a bert-tiny step and optimizer step on the GPU against the reference executor,
 # value by value (bertc check lists any value beyond tolerance, the first marked: the kernel to
-# look at when a training pair below fails).
-step check_fp32_simt "$bin/bertc" check examples/bert-tiny.toml --device cuda --precision fp32
-step check_fp16 "$bin/bertc" check examples/bert-tiny.toml --device cuda --precision fp16
-step check_bf16 "$bin/bertc" check examples/bert-tiny.toml --device cuda --precision bf16 --matmul generated
-step check_bf16_cublas "$bin/bertc" check examples/bert-tiny.toml --device cuda --precision bf16 --matmul library
+# look at when a training pair below fails). BERTC_SYNC_LAUNCHES names a kernel that faults.
+export BERTC_SYNC_LAUNCHES=1
+step check_fp32_simt 60 "$bin/bertc" check examples/bert-tiny.toml --device cuda --precision fp32
+step check_fp16 60 "$bin/bertc" check examples/bert-tiny.toml --device cuda --precision fp16
+step check_bf16 60 "$bin/bertc" check examples/bert-tiny.toml --device cuda --precision bf16 --matmul generated
+step check_bf16_cublas 60 "$bin/bertc" check examples/bert-tiny.toml --device cuda --precision bf16 --matmul library
+# The programs our P40 (sm_61: SIMT FP32) and V100 (sm_70: mma.m8n8k4) users run, on this GPU:
+# compiled to PTX, which the driver compiles for the GPU present when it loads it.
+step check_p40_program_as_ptx 90 "$bin/bertc" check examples/bert-tiny.toml --device cuda --arch sm_61 --precision fp32
+step check_v100_program_as_ptx 90 "$bin/bertc" check examples/bert-tiny.toml --device cuda --arch sm_70 --precision fp16
+unset BERTC_SYNC_LAUNCHES
+
 # Training on the GPU against the CPU reference, 8 steps each: losses within 1e-3 relative
 # (the Host device's test gets 1e-5; a GPU's FMA contraction and summation order add a little).
 train_pair() {  # train_pair NAME FLAGS...
@@ -55,9 +84,11 @@ train_pair() {  # train_pair NAME FLAGS...
     "$bin/bertc" train examples/bert-tiny.toml --steps 8 --device cpu --checkpoint-dir "/tmp/bertc-gpu-$name/cpu" "$@" &&
     python3 tests/lit/Inputs/close_losses.py "/tmp/bertc-gpu-$name/cuda/metrics.jsonl" "/tmp/bertc-gpu-$name/cpu/metrics.jsonl" 1e-3
 }
-step train_cuda_fp32_simt train_pair fp32 --precision fp32
-step train_cuda_fp16 train_pair fp16 --precision fp16
-step train_cuda_bf16_cublas train_pair bf16 --precision bf16 --matmul library
+export -f train_pair
+step train_cuda_fp32_simt 90 train_pair fp32 --precision fp32
+step train_cuda_fp16 90 train_pair fp16 --precision fp16
+step train_cuda_bf16_cublas 90 train_pair bf16 --precision bf16 --matmul library
+step train_p40_program_as_ptx 90 train_pair p40 --arch sm_61 --precision fp32
 # The step replayed as a CUDA Graph equals kernel-by-kernel launches, loss for loss.
 graph_vs_eager() {
   rm -rf /tmp/bertc-gpu-graph
@@ -65,9 +96,38 @@ graph_vs_eager() {
     "$bin/bertc" train examples/bert-tiny.toml --steps 8 --device cuda --precision bf16 --eager --checkpoint-dir /tmp/bertc-gpu-graph/eager &&
     python3 tests/lit/Inputs/close_losses.py /tmp/bertc-gpu-graph/graph/metrics.jsonl /tmp/bertc-gpu-graph/eager/metrics.jsonl 0
 }
-step graph_equals_eager graph_vs_eager
+export -f graph_vs_eager
+step graph_equals_eager 90 graph_vs_eager
+
+# Optional and slow. compute-sanitizer: any report fails the step (--error-exitcode).
+sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -n 1)
+sanitize() {  # sanitize TOOL COMMAND...
+  local tool=$1; shift
+  [ -n "$sanitizer" ] || { echo "compute-sanitizer not found"; return 1; }
+  "$sanitizer" --tool "$tool" --error-exitcode 99 --print-limit 20 "$@"
+}
+export sanitizer
+export -f sanitize
+for tool in memcheck racecheck synccheck initcheck; do
+  step "sanitize_${tool}_check_fp32" 60 sanitize "$tool" "$bin/bertc" check examples/bert-tiny.toml --device cuda --precision fp32
+  step "sanitize_${tool}_check_bf16" 60 sanitize "$tool" "$bin/bertc" check examples/bert-tiny.toml --device cuda --precision bf16
+done
+step sanitize_memcheck_train_bf16 90 sanitize memcheck "$bin/bertc" train examples/bert-tiny.toml --steps 3 --device cuda \
+  --precision bf16 --checkpoint-dir /tmp/bertc-gpu-sanitize
 # The benchmark: figures, not pass/fail (a failed run is reported and left out of the table).
-step benchmark bench/gpu_bench.sh "$bin" "$out"
-{ echo "gpu: $(cat "$out/gpu.txt")"; cat "$out/results.txt"; grep -h '^parity' "$out"/*.log; cat "$out/bench.md"; } \
-  >"$out/summary.txt" 2>/dev/null
+step benchmark 240 bench/gpu_bench.sh "$bin" "$logs"
+
+{
+  echo "gpu: $(cat "$out/gpu.txt")"
+  cat "$out/results.txt"
+  grep -h '^parity' "$logs"/*.log 2>/dev/null
+  cat "$logs/bench.md" 2>/dev/null
+  for log in "$logs"/*.log; do
+    name=$(basename "$log" .log)
+    grep -qE "^(FAIL|TIMEOUT).* $name \(" "$out/results.txt" || continue
+    echo; echo "=== $name (last 40 lines; all of it in logs.tar.gz) ==="; tail -n 40 "$log"
+  done
+} >"$out/summary.txt"
+tar -czf "$out/logs.tar.gz" -C "$out" logs gpu.txt results.txt && rm -rf "$logs"
+echo "summary: $out/summary.txt ($SECONDS s in all)"
 exit $failed
