@@ -38,15 +38,11 @@ struct Stage {
   bool fused = false;         // fusion has run
 };
 
-bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
 Stage stage_of(const ir::Graph& g) {
   Stage s;
-  for (ir::ValueId v : g.outputs()) s.gradients |= ends_with(g.value(v).name, names::kGradSuffix);
+  for (ir::ValueId v : g.outputs()) s.gradients |= g.value(v).name.ends_with(names::kGradSuffix);
   for (ir::ValueId v : g.values_of(ir::OpKind::State))
-    s.accumulators |= ends_with(g.value(v).name, names::kGradAccumulatorSuffix);
+    s.accumulators |= g.value(v).name.ends_with(names::kGradAccumulatorSuffix);
   s.optimizer = g.find(names::kOptimizerStep).has_value();
   s.fused = !g.values_of(ir::OpKind::Fused).empty();
   s.gradients |= s.accumulators && !s.optimizer;
