@@ -31,10 +31,14 @@ std::string kernel_text(const std::vector<KernelParam>& params, const std::strin
 // Stores value `v` of the body at `at` into output `k` (as the output's dtype).
 void store_output(Emitter& e, size_t k, const Coords& at);
 
-// Cross-block sums: a Scratch parameter "scratch" of `floats` zeroed floats and a counter after
-// them; the kernel adds its partial sums into it, and the last block to finish (counted by
-// `emit_last_block`) reads the totals, runs `finish` and leaves the scratch zeroed again.
+// Cross-block sums, deterministic: blocks store partial sums in slots of their own in a workspace
+// (`workspace_param`, uninitialized, shared by the plan's launches), and the last block to finish
+// adds them up in a fixed order. The Scratch parameter "scratch" holds `floats` zeroed floats
+// (exact integer counts, which any order adds alike) and the counter after them; the last block
+// (counted by `emit_last_block`) runs `finish`, which leaves the floats zeroed again, and zeroes
+// the counter.
 KernelParam scratch_param(size_t floats);
+KernelParam workspace_param(const std::string& name, size_t bytes);
 void emit_last_block(Emitter& e, size_t floats, const std::function<void()>& finish);
 
 // Block size for a 1-D loop over `n` items, and a grid that covers them (grid-stride beyond).

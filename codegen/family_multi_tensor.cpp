@@ -3,7 +3,8 @@
 // segments, one per tensor (or set of same-sized tensors computed together); blocks take chunks
 // of segments. Segments whose code is the same up to which tensors they touch share it: the
 // tensors come from a pointer table (kernel parameters would overflow their 4 KB), each segment
-// finding its own at a base offset. Sums over tensors go through scratch, finished by the last block.
+// finding its own at a base offset. Sums over tensors are deterministic: each block stores its
+// partial sum in a slot of its own, and the last block adds each sum's slots up in a fixed order.
 #include <algorithm>
 #include <map>
 #include <optional>
@@ -39,7 +40,9 @@ struct Segment {
   std::set<ir::ValueId> tensors;  // the tensor inputs its values read
   std::vector<Task> tasks;
   std::vector<size_t> locals;     // table entries of its own, from `base` on
-  size_t base = 0, first_block = 0, template_id = 0, first_slot = 0;
+  size_t base = 0, first_block = 0, template_id = 0;
+  size_t first_slot = 0;  // its blocks' partial sums: its sum a of block j at partials[first_slot + a * blocks + j]
+  size_t blocks() const { return static_cast<size_t>(std::max<int64_t>(1, (n + kChunk - 1) / kChunk)); }
 };
 
 class MultiTensorKernel {
@@ -93,9 +96,10 @@ class MultiTensorKernel {
         "  }}\n"
         "  const bx_i64 n = BX_NAME_n[lo];\n"
         "  const int sb = BX_NAME_base[lo], ss = BX_NAME_slot[lo];\n"
-        "  const bx_i64 begin = (bx_i64)(b - BX_NAME_first[lo]) * {};\n"
+        "  const bx_i64 chunk = b - BX_NAME_first[lo], chunks = n > {} ? (n + {}) / {} : 1;\n"
+        "  const bx_i64 begin = chunk * {};\n"
         "  const bx_i64 end = begin + {} < n ? begin + {} : n;\n",
-        segments_.size() - 1, kChunk, kChunk, kChunk);
+        segments_.size() - 1, kChunk, kChunk - 1, kChunk, kChunk, kChunk, kChunk);
     if (cooperative_) body += "  BX_SHARED(float, red, 32);\n";
     body += "  switch (BX_NAME_template[lo]) {\n";
     for (size_t t = 0; t < templates.size(); ++t) body += fmt::format("    case {}: {{\n{}      break;\n    }}\n", t, templates[t]);
@@ -114,6 +118,7 @@ class MultiTensorKernel {
       table.table_written.push_back(e.written);
     }
     std::vector<KernelParam> p = {table};
+    if (partial_floats_ > 0) p.push_back(workspace_param("partials", 4 * partial_floats_));
     if (!reductions_.empty()) p.push_back(scratch_param(slots_));
     return p;
   }
@@ -165,19 +170,25 @@ class MultiTensorKernel {
       if (reader != segments_.end()) reader->tasks.push_back({Task::Write, outputs[k], k});
       else add({Task::Write, outputs[k], k});
     }
-    // Slots: every reduction one float; a segment's own reductions are numbered from its first slot.
+    // Slots: a sum's partials in the workspace, one per block of its segment, from slot_of_ on (a
+    // segment's own sums from its first slot); one count per all_finite in scratch, which blocks
+    // add into (counts of non-finite elements are exact in any order).
     slot_of_.assign(reductions_.size(), 0);
     for (Segment& s : segments_) {
-      s.first_slot = slots_;
+      s.first_slot = partial_floats_;
       for (const Task& t : s.tasks)
-        if (t.kind == Task::Accumulate) slot_of_[t.index] = slots_++;
+        if (t.kind == Task::Accumulate) {
+          slot_of_[t.index] = partial_floats_;
+          partials_of_.emplace(t.index, s.blocks());
+          partial_floats_ += s.blocks();
+        }
     }
     for (size_t r = 0; r < reductions_.size(); ++r)
       if (reductions_[r]->kind == OpKind::AllFinite) slot_of_[r] = slots_++;
     size_t block = 0;
     for (Segment& s : segments_) {
       s.first_block = block;
-      block += static_cast<size_t>(std::max<int64_t>(1, (s.n + kChunk - 1) / kChunk));
+      block += s.blocks();
     }
     blocks_ = block;
     for (const Segment& s : segments_)
@@ -268,15 +279,40 @@ class MultiTensorKernel {
     }
     e.close();
     a = 0;
+    size_t own = 0;  // this segment's sums so far
     for (const Task& t : s.tasks) {
       if (t.kind == Task::Write) continue;
       const std::string total = e.local("float", fmt::format("bx_block_sum({}, red)", accs[a++]));
-      // A segment's own sums are relative to its first slot; the overflow check's slot is shared.
-      const std::string slot = t.kind == Task::Accumulate ? fmt::format("ss + {}", slot_of_[t.index] - s.first_slot)
-                                                          : std::to_string(slot_of_[t.index]);
-      e.line(fmt::format("if (bx_tid_x() == 0) bx_atomic_add(scratch + {}, {});", slot, total));
+      // A sum's partial in this block's slot (relative to the segment's first slot, so that segments
+      // share code); the overflow check's count is shared by every segment.
+      if (t.kind == Task::Accumulate)
+        e.line(fmt::format("if (bx_tid_x() == 0) partials[ss + {} * chunks + chunk] = {};", own++, total));
+      else
+        e.line(fmt::format("if (bx_tid_x() == 0) bx_atomic_add(scratch + {}, {});", slot_of_[t.index], total));
     }
     return e.take();
+  }
+
+  // Each sum over its partials, a warp per sum: lane l adds partials l, l + 32, ... in order, then
+  // the warp's lanes in a fixed tree, into `totals` (shared).
+  void add_up_partials(Emitter& e) {
+    std::vector<size_t> start, count;
+    for (const auto& [r, partials] : partials_of_) {
+      total_of_[r] = start.size();
+      start.push_back(slot_of_[r]);
+      count.push_back(partials);
+    }
+    if (start.empty()) return;
+    tables_ += fmt::format("BX_CONSTANT int BX_NAME_partials_at[] = {{{}}};\nBX_CONSTANT int BX_NAME_partials[] = {{{}}};\n",
+                           fmt::join(start, ", "), fmt::join(count, ", "));
+    e.line(fmt::format("BX_SHARED(float, totals, {});", start.size()));
+    e.open(fmt::format("for (int q = bx_tid_x() >> 5; q < {}; q += bx_bdim_x() >> 5)", start.size()));
+    e.line("float sum = 0.0f;");
+    e.line("for (int i = bx_tid_x() & 31; i < BX_NAME_partials[q]; i += 32) sum += bx_volatile_load(partials + BX_NAME_partials_at[q] + i);");
+    e.line("sum = bx_warp_sum(sum);");
+    e.line("if ((bx_tid_x() & 31) == 0) totals[q] = sum;");
+    e.close();
+    e.line("bx_sync();");
   }
 
   // The scalar results: after every block's sums (the last block), or at once by block 0.
@@ -284,10 +320,12 @@ class MultiTensorKernel {
     Emitter e(body_, input_names(nullptr));
     const auto& outputs = body_.outputs();
     auto scalars = [&] {
+      add_up_partials(e);
       e.open("if (bx_tid_x() == 0)");
       for (size_t r = 0; r < reductions_.size(); ++r) {
         const ir::Op& op = *reductions_[r];
-        const std::string sum = fmt::format("bx_volatile_load(scratch + {})", slot_of_[r]);
+        const std::string sum = op.kind == OpKind::AllFinite ? fmt::format("bx_volatile_load(scratch + {})", slot_of_[r])
+                                                             : fmt::format("totals[{}]", total_of_.at(r));
         std::string value = op.kind == OpKind::AllFinite ? fmt::format("({} == 0.0f ? 1.0f : 0.0f)", sum) : sum;
         if (op.kind == OpKind::ReduceMean)
           value = fmt::format("{} / {}", sum, float_literal(static_cast<double>(body_.value(op.operands[0]).type.numel())));
@@ -299,7 +337,8 @@ class MultiTensorKernel {
         const std::string type = storage_type(body_.value(outputs[k]).type.dtype);
         e.line(fmt::format("bx_st({}, 0, {});", entry_expr(type, false, std::to_string(global_output_.at(k))), e.at(outputs[k], zero)));
       }
-      for (size_t r = 0; r < slots_; ++r) e.line(fmt::format("scratch[{}] = 0.0f;", r));
+      for (size_t r = 0; r < reductions_.size(); ++r)  // the counts; partials are overwritten
+        if (reductions_[r]->kind == OpKind::AllFinite) e.line(fmt::format("scratch[{}] = 0.0f;", slot_of_[r]));
       e.close();
     };
     if (!reductions_.empty()) {
@@ -319,7 +358,10 @@ class MultiTensorKernel {
   std::vector<const ir::Op*> reductions_;
   std::vector<Segment> segments_;
   std::vector<size_t> slot_of_;
-  size_t slots_ = 0, blocks_ = 0;
+  std::map<size_t, size_t> partials_of_;  // per sum (reduction): its partials, one per block of its segment
+  std::map<size_t, size_t> total_of_;     // per sum: its entry in `totals`
+  size_t slots_ = 0, blocks_ = 0;  // slots_: the counts in scratch
+  size_t partial_floats_ = 0;      // the partial sums in the workspace
   bool cooperative_ = false;
   std::vector<Entry> table_;
   std::map<size_t, size_t> global_input_, global_output_;

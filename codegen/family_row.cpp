@@ -1,7 +1,8 @@
 // The row-reduction family: softmax, layer norm, cross-entropy and their gradients over the last
 // axis, with the group's pointwise ops before (recomputed in each pass over the row) and after.
 // A warp handles a row of up to 512 elements, a block a longer one. Sums across rows (layer-norm
-// weight gradients, the mean loss) go through zeroed scratch memory, finished by the last block.
+// weight gradients, the mean loss) go through per-worker slots in scratch memory, added up in a
+// fixed order by the last block (deterministic: the same bits whatever order blocks run in).
 #include <algorithm>
 #include <functional>
 #include <optional>
@@ -51,6 +52,11 @@ void open_columns(Emitter& e, const RowWalk& w) {
   e.line(fmt::format("if (j >= {}) break;", w.n));
 }
 
+// Workers (warps or blocks) of a kernel that sums across rows: each has its slot of partial sums.
+// 256 keeps a grid of 256 blocks of 192..1024 threads (64 of 128 for short rows), enough to fill
+// 132 SMs, and the last block's pass over the slots short (256 x 2 x hidden floats).
+constexpr int64_t kMaxWorkers = 256;
+
 class RowKernel {
  public:
   RowKernel(const KernelInput& in, Emitter& e) : in_(in), e_(e) {
@@ -99,7 +105,18 @@ class RowKernel {
   }
 
   const RowWalk& walk() const { return walk_; }
-  size_t scratch_floats() const { return scratch_floats_; }
+  size_t partial_floats() const { return partial_floats_; }
+  bool sums_across_rows() const { return find(OpKind::LayerNormGrad) || find(OpKind::CrossEntropy); }
+
+  // The grid: a block per row (or per 4 rows, a warp each), at most 4096 blocks (a grid-stride
+  // loop covers more); at most kMaxWorkers workers when the kernel sums across rows, since the
+  // last block adds up every worker's slot alone.
+  int blocks() const {
+    const int64_t rows_per_block = walk_.warp ? walk_.threads / 32 : 1;
+    const int64_t cap = sums_across_rows() ? kMaxWorkers / rows_per_block : 4096;
+    return static_cast<int>(std::clamp<int64_t>((walk_.rows + rows_per_block - 1) / rows_per_block, 1, cap));
+  }
+  int64_t workers() const { return blocks() * (walk_.warp ? walk_.threads / 32 : 1); }
 
  private:
   const ir::Op* find(OpKind k) const {
@@ -313,35 +330,46 @@ class RowKernel {
     }
   }
 
-  // Sums across rows into scratch, and the last block to arrive writes the totals.
+  // Sums across rows, in an order fixed by the grid alone, so that every run gives the same bits
+  // whatever order blocks run in: each worker (a warp, or a block when a block walks a row)
+  // stores its partial sums in a slot of its own in scratch, and the last block to arrive adds the
+  // slots up in worker order. (Float atomics from every block would be faster and differ in
+  // the last bits from run to run.)
   void finish_across_rows() {
     const ir::Op* lng = find(OpKind::LayerNormGrad);
     const ir::Op* loss = find(OpKind::CrossEntropy);
     if (!lng && !loss) return;
     const int64_t n = walk_.n;
-    scratch_floats_ = lng ? static_cast<size_t>(2 * n) : 1;
+    const size_t per_worker = lng ? static_cast<size_t>(2 * n) : 1;
+    const std::string worker = walk_.warp ? fmt::format("((bx_i64)bx_bid_x() * {} + (bx_tid_x() >> 5))", walk_.threads / 32)
+                                          : std::string("(bx_i64)bx_bid_x()");
+    partial_floats_ = per_worker * static_cast<size_t>(workers());
     if (lng) {
       open_columns(e_, walk_);
-      e_.line("bx_atomic_add(scratch + j, dw_acc[kk]);");
-      e_.line(fmt::format("bx_atomic_add(scratch + {} + j, db_acc[kk]);", n));
+      e_.line(fmt::format("partials[{} * {} + j] = dw_acc[kk];", worker, per_worker));
+      e_.line(fmt::format("partials[{} * {} + {} + j] = db_acc[kk];", worker, per_worker, n));
       e_.close();
     } else {
-      e_.line(fmt::format("if ({} == 0) bx_atomic_add(scratch, loss_part);", walk_.lane()));
+      e_.line(fmt::format("if ({} == 0) partials[{}] = loss_part;", walk_.lane(), worker));
     }
-    emit_last_block(e_, scratch_floats_, [&] {
+    emit_last_block(e_, 0, [&] {
       if (lng) {
         e_.open(fmt::format("for (bx_i64 j = bx_tid_x(); j < {}; j += bx_bdim_x())", n));
-        e_.bind(lng->results[1], {"j"}, e_.local("float", rounded(lng->results[1], "bx_volatile_load(scratch + j)")));
-        e_.bind(lng->results[2], {"j"}, e_.local("float", rounded(lng->results[2], fmt::format("bx_volatile_load(scratch + {} + j)", n))));
+        e_.line("float dw = 0.0f, db = 0.0f;");
+        e_.open(fmt::format("for (bx_i64 w = 0; w < {}; ++w)", workers()));
+        e_.line(fmt::format("dw += bx_volatile_load(partials + w * {} + j);", per_worker));
+        e_.line(fmt::format("db += bx_volatile_load(partials + w * {} + {} + j);", per_worker, n));
+        e_.close();
+        e_.bind(lng->results[1], {"j"}, e_.local("float", rounded(lng->results[1], "dw")));
+        e_.bind(lng->results[2], {"j"}, e_.local("float", rounded(lng->results[2], "db")));
         for (size_t k : final_outputs_) store_output(e_, k, {"j"});
-        e_.line("scratch[j] = 0.0f;");
-        e_.line(fmt::format("scratch[{} + j] = 0.0f;", n));
         e_.close();
       } else {
         e_.open("if (bx_tid_x() == 0)");
-        e_.bind(loss->results[0], {}, e_.local("float", rounded(loss->results[0], "bx_volatile_load(scratch)")));
+        e_.line("float total = 0.0f;");
+        e_.line(fmt::format("for (bx_i64 w = 0; w < {}; ++w) total += bx_volatile_load(partials + w);", workers()));
+        e_.bind(loss->results[0], {}, e_.local("float", rounded(loss->results[0], "total")));
         for (size_t k : final_outputs_) store_output(e_, k, {});
-        e_.line("scratch[0] = 0.0f;");
         e_.close();
       }
     });
@@ -356,7 +384,7 @@ class RowKernel {
   std::vector<size_t> row_outputs_, final_outputs_, broadcast_outputs_;
   std::optional<ir::ValueId> labels_, weights_;
   int64_t ignore_ = -100;
-  size_t scratch_floats_ = 0;
+  size_t partial_floats_ = 0;  // in the workspace: every worker's partial sums
 };
 
 }  // namespace
@@ -367,12 +395,13 @@ KernelSpec render_row(const KernelInput& in) {
   row.emit();
   KernelSpec k;
   k.params = buffer_params(in);
-  if (row.scratch_floats() > 0) k.params.push_back(scratch_param(row.scratch_floats()));
+  if (row.partial_floats() > 0) {
+    k.params.push_back(workspace_param("partials", 4 * row.partial_floats()));
+    k.params.push_back(scratch_param(0));  // the counter of blocks done
+  }
   k.source = kernel_text(k.params, e.take());
-  const RowWalk& w = row.walk();
-  k.block = {w.threads};
-  const int64_t blocks = w.warp ? (w.rows + w.threads / 32 - 1) / (w.threads / 32) : w.rows;
-  k.grid = {static_cast<int>(std::clamp<int64_t>(blocks, 1, 4096))};
+  k.block = {row.walk().threads};
+  k.grid = {row.blocks()};
   k.cooperative = true;
   return k;
 }

@@ -1,5 +1,7 @@
-// The scatter_add family: gather's gradient, one thread per update element, atomic adds into a
-// zeroed output.
+// The scatter_add family: gather's gradient, deterministic. The indices' argsort (family_sort.cpp)
+// groups the update rows that land on one table row; a thread per (run of equal indices, column)
+// adds the run's rows in sorted order and stores the sum, so no float is ever added atomically and
+// every run gives the same bits.
 #include <fmt/format.h>
 
 #include "codegen/family.h"
@@ -8,37 +10,56 @@ namespace bertc::codegen {
 
 using ir::OpKind;
 
-// Scatter-add: the output starts zeroed (the launch expects it so) and every update row is added
-// where its index points, atomically, except rows whose index is padding_idx.
+namespace {
+
+// A thread per (sorted position, column); the thread at the first position of a run (the key, batch
+// * rows + index, differing from its predecessor's) finds the run's end by bisection and sums it.
+constexpr const char* kBody = R"(  for (bx_i64 i = (bx_i64)bx_bid_x() * bx_bdim_x() + bx_tid_x(); i < {n} * {width}; i += (bx_i64)bx_gdim_x() * bx_bdim_x()) {{
+    const bx_i64 p = i / {width}, column = i % {width};
+    const bx_i64 key = key_at(p);
+    if (p > 0 && key_at(p - 1) == key) continue;  // not the first of its run
+    const bx_i64 index = bx_ld(in1, (bx_i64)in2[p]);
+    if (index == {padding}) continue;
+    bx_i64 lo = p + 1, hi = {n};  // the run ends at the first position in [lo, hi] with another key
+    while (lo < hi) {{
+      const bx_i64 mid = lo + (hi - lo) / 2;
+      if (key_at(mid) == key) lo = mid + 1; else hi = mid;
+    }}
+    float sum = 0.0f;
+    for (bx_i64 q = p; q < lo; ++q) sum += bx_ld(in0, (bx_i64)in2[q] * {width} + column);
+    bx_st(out0, key * {width} + column, sum);
+  }}
+)";
+
+}  // namespace
+
+// Pre: the group is one scatter_add whose third operand is its indices' argsort. Post: every table
+// row an index names holds the sum of its update rows in sorted order; the rest stay zero (the
+// launch expects its output zeroed), and so does row padding_idx.
 KernelSpec render_scatter_add(const KernelInput& in) {
-  const ir::Op* op = nullptr;
-  for (const ir::Op& o : in.body.ops())
-    if (o.kind == OpKind::ScatterAdd) op = &o;
-  if (!op || in.body.outputs().size() != 1 || in.body.outputs()[0] != op->result())
+  const ir::Op& op = in.body.ops().back();
+  if (op.kind != OpKind::ScatterAdd || in.body.outputs().size() != 1 || in.body.outputs()[0] != op.result())
     throw ir::Error("scatter_add family: the group must be one scatter_add");
-  const ir::Shape updates = in.body.value(op->operands[0]).type.shape;
-  const ir::Shape table = in.body.value(op->result()).type.shape;
-  const size_t index_rank = in.body.value(op->operands[1]).type.shape.size();
-  const auto batch = static_cast<size_t>(op->attr<int64_t>("batch_dims"));
-  const int64_t n = ir::checked_numel(updates);
-  Emitter e(in.body, input_names(in));
-  e.open(fmt::format("for (bx_i64 i = (bx_i64)bx_bid_x() * bx_bdim_x() + bx_tid_x(); i < {}; "
-                     "i += (bx_i64)bx_gdim_x() * bx_bdim_x())",
-                     n));
-  const Coords u = e.decompose(updates, "i");
-  const std::string index = e.at(op->operands[1], Coords(u.begin(), u.begin() + static_cast<std::ptrdiff_t>(index_rank)));
-  Coords t(u.begin(), u.begin() + static_cast<std::ptrdiff_t>(batch));
-  t.push_back(index);
-  t.insert(t.end(), u.begin() + static_cast<std::ptrdiff_t>(index_rank), u.end());
-  e.open(fmt::format("if ({} != {})", index, op->attr<int64_t>("padding_idx")));
-  e.line(fmt::format("bx_atomic_add_st(out0, {}, {});", Emitter::linear(table, t), e.at(op->operands[0], u)));
-  e.close();
-  e.close();
+  const ir::Shape& indices = in.body.value(op.operands[1]).type.shape;
+  const ir::Shape& table = in.body.value(op.result()).type.shape;
+  const auto batch_dims = static_cast<size_t>(op.attr<int64_t>("batch_dims"));
+  const int64_t n = ir::checked_numel(indices), rows = table.at(batch_dims);
+  int64_t per_batch = 1, width = 1;
+  for (size_t i = batch_dims; i < indices.size(); ++i) per_batch *= indices[i];
+  for (size_t i = batch_dims + 1; i < table.size(); ++i) width *= table[i];
+  std::string body = fmt::format(
+      "  auto key_at = [&](bx_i64 p) {{\n"
+      "    const bx_i64 at = in2[p], index = bx_ld(in1, at);\n"
+      "    return at / {per_batch} * {rows} + (index < 0 ? 0 : index >= {rows} ? {rows} - 1 : index);\n"
+      "  }};\n",
+      fmt::arg("per_batch", per_batch), fmt::arg("rows", rows));
+  body += fmt::format(fmt::runtime(kBody), fmt::arg("n", n), fmt::arg("width", width),
+                      fmt::arg("padding", op.attr<int64_t>("padding_idx")));
   KernelSpec k;
   k.params = buffer_params(in);
-  k.source = kernel_text(k.params, e.take());
-  k.block = {threads_for(n)};
-  k.grid = {blocks_for(n, k.block.x)};
+  k.source = kernel_text(k.params, body);
+  k.block = {threads_for(n * width)};
+  k.grid = {blocks_for(n * width, k.block.x)};
   k.zero_before = {in.op.results[0]};
   return k;
 }

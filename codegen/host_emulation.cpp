@@ -4,8 +4,11 @@
 #include <boost/context/fiber.hpp>
 #include <boost/context/pooled_fixedsize_stack.hpp>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
+#include <numeric>
+#include <random>
 #include <utility>
 #include <vector>
 
@@ -46,6 +49,7 @@ struct HostEmulator::Scheduler {
   std::vector<Warp> warps;
   std::map<int, std::vector<unsigned char>> shared;  // this block's, by declaration key
   unsigned long long events = 0;                      // barriers passed and threads done
+  unsigned long long launches = 0;                    // so far: each shuffled launch draws its own order
   bool cooperative = true;
   std::string kernel;
   std::string error;  // raised inside a thread, rethrown by the scheduler
@@ -185,17 +189,31 @@ struct HostEmulator::Scheduler {
     }
   }
 
+  // The blocks' linear indices in the order they run: grid order, or shuffled by a generator
+  // seeded with the launch's seed and this emulator's launch count (each launch its own order,
+  // the same in every run with that seed).
+  std::vector<long long> block_order(const HostLaunch& l) {
+    std::vector<long long> order(static_cast<size_t>(l.grid.count()));
+    std::iota(order.begin(), order.end(), 0LL);
+    if (l.block_order_seed != 0) {
+      std::mt19937_64 draw(l.block_order_seed * 0x9e3779b97f4a7c15ULL + launches);
+      std::shuffle(order.begin(), order.end(), draw);
+    }
+    ++launches;
+    return order;
+  }
+
   void launch(HostEntry entry, void** args, const HostLaunch& l) {
     cooperative = l.cooperative;
     bx_thread_state block{};
     block.bdim[0] = l.block.x, block.bdim[1] = l.block.y, block.bdim[2] = l.block.z;
     block.gdim[0] = l.grid.x, block.gdim[1] = l.grid.y, block.gdim[2] = l.grid.z;
-    for (int z = 0; z < l.grid.z; ++z)
-      for (int y = 0; y < l.grid.y; ++y)
-        for (int x = 0; x < l.grid.x; ++x) {
-          block.bid[0] = x, block.bid[1] = y, block.bid[2] = z;
-          run_block(entry, args, block, l.order);
-        }
+    for (long long b : block_order(l)) {
+      block.bid[0] = static_cast<int>(b % l.grid.x);
+      block.bid[1] = static_cast<int>(b / l.grid.x % l.grid.y);
+      block.bid[2] = static_cast<int>(b / (static_cast<long long>(l.grid.x) * l.grid.y));
+      run_block(entry, args, block, l.order);
+    }
     threads.clear();
   }
 };

@@ -1,11 +1,12 @@
 // Runs kernels compiled for the host (prelude bx_host.h) as a GPU would: blocks one after
-// another, the threads of a block as fibers on this OS thread, switching only at barriers and
+// another in a shuffled order (a GPU promises none), the threads of a block as fibers on this OS thread, switching only at barriers and
 // warp shuffles. __syncthreads is a real block barrier, shuffles exchange values among the 32
 // lanes of a warp, shared memory is per block and starts poisoned (all bits set: NaN), so a
 // kernel that reads before writing, or misses a barrier, shows it.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -28,6 +29,10 @@ struct HostLaunch {
   // False for kernels without barriers or shuffles: their threads run as plain calls (fast).
   bool cooperative = true;
   ThreadOrder order = ThreadOrder::Forward;
+  // 0: blocks in grid order; else the seed of a random block order, drawn anew for each launch.
+  // A kernel whose result depends on the order its blocks run in (float atomics from several
+  // blocks, a block reading what another writes) gives different bits under different seeds.
+  std::uint64_t block_order_seed = 0;
 };
 
 // A kernel's host entry: unpacks the argument pointers and calls the kernel.

@@ -16,7 +16,7 @@ namespace bertc::codegen {
 enum class ParamKind {
   Buffer,   // the buffer of `value`
   Table,    // a device array of pointers: the buffers of `table`, in order (multi-tensor kernels)
-  Scratch,  // `scratch_bytes` of memory zeroed once when the plan loads; the kernel leaves it zeroed
+  Scratch,  // `scratch_bytes` of the kernel's own, zeroed once when the plan loads (family.h)
   Workspace,  // `scratch_bytes` the launch's library call (KernelSpec::library) writes and the kernel reads
 };
 

@@ -20,6 +20,7 @@ KernelSpec render_pointwise(const KernelInput& in);
 KernelSpec render_row(const KernelInput& in);
 KernelSpec render_reduction(const KernelInput& in);
 KernelSpec render_scatter_add(const KernelInput& in);
+KernelSpec render_sort(const KernelInput& in);  // argsort, for scatter_add
 KernelSpec render_multi_tensor(const KernelInput& in);  // the norm and the update kernels
 KernelSpec render_matmul(const KernelInput& in);        // a matmul with its fused epilogue
 KernelSpec render_attention(const KernelInput& in);     // attention or attention_grad
@@ -48,6 +49,7 @@ constexpr std::pair<ir::KernelFamily, KernelSpec (*)(const KernelInput&)> kRende
     {ir::KernelFamily::RowReduction, render_row},
     {ir::KernelFamily::Reduction, render_reduction},
     {ir::KernelFamily::ScatterAdd, render_scatter_add},
+    {ir::KernelFamily::Sort, render_sort},
     {ir::KernelFamily::MultiTensorNorm, render_multi_tensor},
     {ir::KernelFamily::MultiTensorUpdate, render_multi_tensor},
     {ir::KernelFamily::Matmul, render_matmul},
@@ -102,6 +104,16 @@ KernelParam scratch_param(size_t floats) {
   p.name = "scratch";
   p.c_type = "float*";
   p.scratch_bytes = 4 * floats + 4;  // the floats, then the block counter
+  p.written = true;
+  return p;
+}
+
+KernelParam workspace_param(const std::string& name, size_t bytes) {
+  KernelParam p;
+  p.kind = ParamKind::Workspace;
+  p.name = name;
+  p.c_type = "float*";
+  p.scratch_bytes = bytes;
   p.written = true;
   return p;
 }

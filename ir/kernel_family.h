@@ -13,6 +13,7 @@ enum class KernelFamily {
   RowReduction,       // softmax, layer norm, cross-entropy and their gradients, with ops before and after
   Reduction,          // sums, means and maxima over axes, with ops before and after
   ScatterAdd,         // gather's gradient
+  Sort,               // argsort: the order scatter_add adds its rows in
   MultiTensorNorm,    // every gradient's norm and the overflow check, one launch
   MultiTensorUpdate,  // the optimizer step for every parameter, one launch
   Matmul,             // a matrix product with its pointwise epilogue
@@ -21,7 +22,8 @@ enum class KernelFamily {
 
 BERTC_ENUM_NAMES(KernelFamily, {KernelFamily::None, "none"}, {KernelFamily::Pointwise, "pointwise"},
                  {KernelFamily::RowReduction, "row_reduction"}, {KernelFamily::Reduction, "reduction"},
-                 {KernelFamily::ScatterAdd, "scatter_add"}, {KernelFamily::MultiTensorNorm, "multi_tensor_norm"},
+                 {KernelFamily::ScatterAdd, "scatter_add"},
+                 {KernelFamily::Sort, "sort"}, {KernelFamily::MultiTensorNorm, "multi_tensor_norm"},
                  {KernelFamily::MultiTensorUpdate, "multi_tensor_update"}, {KernelFamily::Matmul, "matmul"},
                  {KernelFamily::Attention, "attention"})
 

@@ -3,6 +3,7 @@
 #include "ir/shape_rules.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <numeric>
 
 namespace bertc::ir {
@@ -316,6 +317,22 @@ std::vector<TensorType> CrossEntropyGrad(const InferContext& c) {
   return {c.operand(1)};
 }
 
+std::vector<TensorType> ArgSort(const InferContext& c) {
+  const int64_t batch_dims = c.attr<int64_t>("batch_dims"), rows = c.attr<int64_t>("rows");
+  if (!is_integer(c.operand(0).dtype))
+    c.fail_operand(0, fmt::format("expected an integer dtype, found {}", dtype_name(c.operand(0).dtype)));
+  if (batch_dims < 0 || batch_dims > static_cast<int64_t>(c.operand(0).shape.size()))
+    c.fail(fmt::format("batch_dims = {} must be in [0, {}] for indices {}", batch_dims, c.operand(0).shape.size(),
+                       shape_string(c.operand(0).shape)));
+  if (rows < 1) c.fail(fmt::format("rows = {} must be positive", rows));
+  const int64_t n = c.operand(0).numel();
+  int64_t batches = 1;
+  for (int64_t i = 0; i < batch_dims; ++i) batches *= c.operand(0).shape[static_cast<size_t>(i)];
+  if (n > INT32_MAX || batches > INT32_MAX / rows)
+    c.fail(fmt::format("{} indices of {} rows in {} batches: positions and keys must fit 32 bits", n, rows, batches));
+  return {{DType::I32, {n}}};
+}
+
 std::vector<TensorType> ScatterAdd(const InferContext& c) {
   const TensorType& table = c.declared();
   if (table.dtype != c.operand(0).dtype)
@@ -329,6 +346,9 @@ std::vector<TensorType> ScatterAdd(const InferContext& c) {
   if (gathered != c.operand(0))
     c.fail_operand(0, fmt::format("expected {} (gather's result for this table and indices), found {}",
                                   to_string(gathered), to_string(c.operand(0))));
+  const TensorType order{DType::I32, {c.operand(1).numel()}};
+  if (c.operand(2) != order)
+    c.fail_operand(2, fmt::format("expected the indices' argsort, {}, found {}", to_string(order), to_string(c.operand(2))));
   return {table};
 }
 

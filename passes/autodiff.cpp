@@ -225,11 +225,16 @@ class Differentiator {
     }
   }
 
+  // Scatter-add in the indices' sorted order: the rows landing on one row are added in an order
+  // fixed by the indices, so the gradient has the same bits on every run (no float atomics).
   void gather(const ir::Op& op, Tensor dy) {
-    accumulate(op.operands[0], b_.op(OpKind::ScatterAdd, {dy, operand(op, 1)},
-                                     {{"batch_dims", op.attr<int64_t>("batch_dims")},
-                                      {"padding_idx", op.attr<int64_t>("padding_idx")}},
-                                     b_.graph().value(op.operands[0]).type));
+    const ir::TensorType& table = b_.graph().value(op.operands[0]).type;
+    const int64_t batch_dims = op.attr<int64_t>("batch_dims");
+    const Tensor indices = operand(op, 1);
+    const Tensor order = b_.op(OpKind::ArgSort, {indices},
+                               {{"rows", table.shape.at(static_cast<size_t>(batch_dims))}, {"batch_dims", batch_dims}});
+    accumulate(op.operands[0], b_.op(OpKind::ScatterAdd, {dy, indices, order},
+                                     {{"batch_dims", batch_dims}, {"padding_idx", op.attr<int64_t>("padding_idx")}}, table));
   }
 
   void layer_norm(const ir::Op& op, Tensor dy) {

@@ -6,7 +6,8 @@
 //       loss does not depend on p), appended to the outputs in param order; the original outputs
 //       and their values are unchanged. The backward ops are ordinary IR: the chain rule per op
 //       below, composite ops through their *_grad ops, dropout through the same mask (same seed
-//       and offset), gather through scatter_add.
+//       and offset), gather through argsort and scatter_add
+//       (the rows landing on one table row added in sorted order: deterministic).
 // Order: first of the training passes (before accumulation, optimizer, recompute, fusion).
 #pragma once
 

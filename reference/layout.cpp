@@ -1,4 +1,7 @@
 // Data movement: reshape, permute, broadcast, slice, pad, concat, gather and its gradient.
+#include <algorithm>
+#include <numeric>
+
 #include <fmt/format.h>
 
 #include "reference/kernels.h"
@@ -112,6 +115,21 @@ void eval_Gather(OpEval<T>& e) {
   });
 }
 
+// Stable: positions with equal (batch, index) keep their order. Indices out of range are the
+// gather's concern (row_index refuses them there); here they sort as the nearest row.
+template <typename T>
+void eval_ArgSort(OpEval<T>& e) {
+  const std::vector<int64_t>& idx = e.integer(0);
+  const ir::Shape& shape = e.shape(0);
+  const int64_t rows = e.template attr<int64_t>("rows");
+  int64_t per_batch = 1;
+  for (size_t i = static_cast<size_t>(e.template attr<int64_t>("batch_dims")); i < shape.size(); ++i) per_batch *= shape[i];
+  auto key = [&](int64_t at) { return at / per_batch * rows + std::clamp<int64_t>(idx[at], 0, rows - 1); };
+  std::vector<int64_t>& order = e.out[0].integer;
+  std::iota(order.begin(), order.end(), int64_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return key(a) < key(b); });
+}
+
 template <typename T>
 void eval_ScatterAdd(OpEval<T>& e) {
   const GatherDims d = gather_dims(e.out[0].type.shape, e.shape(1), e.template attr<int64_t>("batch_dims"));
@@ -137,6 +155,7 @@ BERTC_INSTANTIATE_EVAL(eval_Slice)
 BERTC_INSTANTIATE_EVAL(eval_Pad)
 BERTC_INSTANTIATE_EVAL(eval_Concat)
 BERTC_INSTANTIATE_EVAL(eval_Gather)
+BERTC_INSTANTIATE_EVAL(eval_ArgSort)
 BERTC_INSTANTIATE_EVAL(eval_ScatterAdd)
 
 }  // namespace bertc::reference

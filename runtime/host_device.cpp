@@ -1,6 +1,8 @@
 // The Host device (see host_device.h).
 #include "runtime/host_device.h"
 
+#include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 
@@ -8,8 +10,24 @@
 
 namespace bertc::runtime {
 
+namespace {
+
+std::uint64_t block_order_seed_from_environment() {
+  const char* text = std::getenv("BERTC_BLOCK_ORDER_SEED");
+  if (!text || !*text) return 1;
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long seed = std::strtoull(text, &end, 10);
+  if (errno != 0 || *end != '\0' || text[0] == '-')
+    throw std::invalid_argument(std::string("BERTC_BLOCK_ORDER_SEED=") + text +
+                                " is not a seed: give a non-negative integer (0: blocks in grid order)");
+  return seed;
+}
+
+}  // namespace
+
 HostDevice::HostDevice(std::filesystem::path cache, int sm, codegen::ThreadOrder order)
-    : cache_(std::move(cache)), sm_(sm), order_(order) {}
+    : cache_(std::move(cache)), sm_(sm), order_(order), block_order_seed_(block_order_seed_from_environment()) {}
 HostDevice::~HostDevice() = default;
 
 void* HostDevice::allocate(size_t bytes) {
@@ -113,7 +131,7 @@ void HostDevice::launch(const codegen::KernelSpec& k, void** args) {
   const Loaded loaded = it->second;
   issue([this, &k, loaded, values]() mutable {
     loaded.library->install(emulator_.api());  // another Host device may have loaded the same library file
-    emulator_.launch(k.name, loaded.entry, values.data(), {k.grid, k.block, k.cooperative, order_});
+    emulator_.launch(k.name, loaded.entry, values.data(), {k.grid, k.block, k.cooperative, order_, block_order_seed_});
   });
 }
 

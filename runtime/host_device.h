@@ -2,6 +2,7 @@
 // codegen's emulation, cuBLAS products run on the host exactly as their arguments define them.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <string>
@@ -20,7 +21,8 @@ size_t host_available_bytes();
 class HostDevice : public Device {
  public:
   // Runs the kernels of sm_`sm` (0: sm_61's), compiled for the host and cached under `cache`;
-  // blocks run their threads in `order`.
+  // blocks run their threads in `order`, and run in a shuffled order of their own (a GPU runs
+  // them in any order): seeded by $BERTC_BLOCK_ORDER_SEED if set (0: grid order), else by 1.
   explicit HostDevice(std::filesystem::path cache, int sm = 0,
                       codegen::ThreadOrder order = codegen::ThreadOrder::Forward);
   ~HostDevice() override;
@@ -44,6 +46,8 @@ class HostDevice : public Device {
   void replay(DeviceGraph& graph) override;
 
   void set_order(codegen::ThreadOrder order) { order_ = order; }
+  // 0: blocks in grid order; else the seed of each launch's shuffled block order.
+  void set_block_order_seed(std::uint64_t seed) { block_order_seed_ = seed; }
 
  private:
   // Runs `work` now, or adds it to the graph being recorded.
@@ -55,6 +59,7 @@ class HostDevice : public Device {
   int sm_;
   std::vector<std::function<void()>>* recording_ = nullptr;  // the graph being recorded, if any
   codegen::ThreadOrder order_;
+  std::uint64_t block_order_seed_;
   codegen::HostEmulator emulator_;
   std::vector<std::unique_ptr<codegen::HostKernelLibrary>> libraries_;  // one per load()
   struct Loaded {

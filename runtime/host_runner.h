@@ -22,6 +22,7 @@ class HostRunner {
     return executor_.run(env);
   }
   const PlanLayout& layout() const { return executor_.layout(); }
+  void set_block_order_seed(std::uint64_t seed) { device_.set_block_order_seed(seed); }
 
  private:
   HostDevice device_;

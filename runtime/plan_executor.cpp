@@ -111,7 +111,7 @@ PlanExecutor::PlanExecutor(const ir::Graph& graph, codegen::GraphKernels kernels
     for (const codegen::KernelParam& p : kernels_.kernels[i].params) {
       if (p.kind == ParamKind::Scratch) {
         scratch_[i] = device_.allocate(p.scratch_bytes);
-        device_.fill(scratch_[i], 0, p.scratch_bytes);  // zeroed once; every launch leaves it zeroed
+        device_.fill(scratch_[i], 0, p.scratch_bytes);  // zeroed once; every launch leaves its counters zeroed
       }
       if (p.kind == ParamKind::Table) {  // the buffers' addresses never change: upload them once
         std::vector<void*> entries;

@@ -142,17 +142,21 @@ graph @red {
 )", /*fuse=*/true);
 }
 
-// Gather's gradient: rows added where indices point (repeats add up), padding rows skipped.
+// Gather's gradient: the indices sorted (stably, per batch), then rows added where indices point
+// (repeats add up in sorted order), padding rows skipped. 600 indices into 9 rows make long runs
+// of one index; 2 x 3 positions into rows of 7, batched, short ones.
 TEST(KernelFamilies, ScatterAdd) {
   expect_kernels_match(R"(
 graph @scatter {
-  %updates = input : f32[4,6,16]
-  %ids = input : i32[4,6]
+  %updates = input : f32[20,30,16]
+  %ids = input : i32[20,30]
   %pos = input : i32[2,3]
   %rows = input : bf16[2,3,16]
-  %0 = scatter_add(%updates, %ids) {padding_idx = 0} : f32[9,16]
-  %1 = scatter_add(%rows, %pos) {batch_dims = 1} : bf16[2,7,16]
-  return %0, %1
+  %o0 = argsort(%ids) {rows = 9} : i32[600]
+  %0 = scatter_add(%updates, %ids, %o0) {padding_idx = 0} : f32[9,16]
+  %o1 = argsort(%pos) {rows = 7, batch_dims = 1} : i32[6]
+  %1 = scatter_add(%rows, %pos, %o1) {batch_dims = 1} : bf16[2,7,16]
+  return %o0, %0, %o1, %1
 }
 )", /*fuse=*/false, {{"ids", 9}, {"pos", 7}});
 }
@@ -292,9 +296,9 @@ TEST(BrokenKernels, AnOffByOneIndexIsCaught) {
 }
 
 TEST(BrokenKernels, AKernelThatLeavesItsScratchDirtyIsCaught) {
-  // The next launch would start its sums from this one's totals.
-  expect_caught(kOptimizerGraph, {"multi-tensor norm without the scratch reset", [](codegen::KernelSpec& k) {
-                                    return k.family == ir::KernelFamily::MultiTensorNorm && replace_first(k.source, "scratch[0] = 0.0f;", "");
+  // The next launch would count its blocks from this one's total, and no block would be last.
+  expect_caught(kOptimizerGraph, {"multi-tensor norm without the counter reset", [](codegen::KernelSpec& k) {
+                                    return k.family == ir::KernelFamily::MultiTensorNorm && replace_first(k.source, "*counter = 0;", ";");
                                   }});
 }
 

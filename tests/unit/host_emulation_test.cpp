@@ -3,8 +3,11 @@
 // and dropout are bit-exact with the reference executor.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
+#include <set>
 #include <vector>
 
 #include "codegen/host_compile.h"
@@ -27,14 +30,45 @@ class HostEmulation : public ::testing::Test {
     delete emulator;
   }
   void launch(const char* kernel, std::vector<void*> args, int grid, int block, bool cooperative = true,
-              ThreadOrder order = ThreadOrder::Forward) {
-    emulator->launch(kernel, library->entry(kernel), args.data(), {{grid}, {block}, cooperative, order});
+              ThreadOrder order = ThreadOrder::Forward, std::uint64_t block_order_seed = 0) {
+    emulator->launch(kernel, library->entry(kernel), args.data(), {{grid}, {block}, cooperative, order, block_order_seed});
   }
   static HostEmulator* emulator;
   static HostKernelLibrary* library;
 };
 HostEmulator* HostEmulation::emulator = nullptr;
 HostKernelLibrary* HostEmulation::library = nullptr;
+
+// Seed 0 runs blocks in grid order; a seed shuffles them, each launch anew, every block once; and a
+// sum that float atomics make depend on the order (1e8 absorbs a 1 added after it, not 1s added
+// before it) comes out differently, which is what makes order dependence show in CI.
+TEST_F(HostEmulation, ShuffledBlockOrdersExposeOrderDependentSums) {
+  constexpr int kBlocks = 64;
+  std::vector<float> in(kBlocks, 1.0f);
+  in[0] = 1e8f, in[1] = -1e8f;
+  auto run = [&](std::uint64_t seed) {
+    float sum = 0;
+    unsigned int count = 0;
+    std::vector<int> order(kBlocks, -1);
+    launch("atomic_total", {in.data(), &sum, &count, order.data()}, kBlocks, 1, false, ThreadOrder::Forward, seed);
+    return std::pair{sum, order};
+  };
+  const auto [in_grid_order, grid_order] = run(0);
+  for (int b = 0; b < kBlocks; ++b) EXPECT_EQ(grid_order[b], b);
+  EXPECT_EQ(in_grid_order, 62.0f);  // 1e8 - 1e8, then the 62 ones
+  std::set<float> sums;
+  std::set<std::vector<int>> orders;
+  for (std::uint64_t seed : {1, 1, 2, 3, 4, 5}) {
+    const auto [sum, order] = run(seed);
+    std::vector<int> sorted = order;
+    std::sort(sorted.begin(), sorted.end());
+    for (int b = 0; b < kBlocks; ++b) ASSERT_EQ(sorted[b], b) << "seed " << seed << ": not every block ran once";
+    sums.insert(sum);
+    orders.insert(order);
+  }
+  EXPECT_EQ(orders.size(), 6u);  // seed 1 twice: two launches, two orders
+  EXPECT_GE(sums.size(), 2u);
+}
 
 TEST_F(HostEmulation, BlockReductionsThroughShufflesAndSharedMemory) {
   for (int threads : {32, 96, 256, 1024})

@@ -44,6 +44,12 @@ BX_KERNEL void add_16(bx_f16* h, bx_bf16* b) {
   bx_atomic_add_st(h, bx_tid_x() & 3, 0.5f);
   bx_atomic_add_st(b, bx_tid_x() & 3, 0.5f);
 }
+// Each block adds in[block] into sum[0] atomically (in float: the total depends on the order) and
+// notes when it ran: order[k] is the block that ran k-th (one thread a block).
+BX_KERNEL void atomic_total(const float* in, float* sum, unsigned int* count, int* order) {
+  bx_atomic_add(sum, in[bx_bid_x()]);
+  order[bx_atomic_inc(count)] = bx_bid_x();
+}
 
 #ifdef BX_HOST
 extern "C" void block_sums__entry(void** a) { block_sums((float*)a[0]); }
@@ -53,10 +59,13 @@ extern "C" void divergent__entry(void** a) { divergent((float*)a[0]); }
 extern "C" void round_both__entry(void** a) { round_both((const float*)a[0], (float*)a[1], (float*)a[2]); }
 extern "C" void keep_mask__entry(void** a) { keep_mask((const bx_i64*)a[0], (float*)a[1]); }
 extern "C" void add_16__entry(void** a) { add_16((bx_f16*)a[0], (bx_bf16*)a[1]); }
+extern "C" void atomic_total__entry(void** a) {
+  atomic_total((const float*)a[0], (float*)a[1], (unsigned int*)a[2], (int*)a[3]);
+}
 #endif
 )";
 
 inline const char* kPreludeKernelNames[] = {"block_sums", "block_maxes", "reverse", "divergent",
-                                            "round_both", "keep_mask",  "add_16"};
+                                            "round_both", "keep_mask",  "add_16", "atomic_total"};
 
 }  // namespace bertc::testing

@@ -106,10 +106,23 @@ TEST(Reference, GatherAndScatterAdd) {
   // Row 3 is named twice, so it receives both updates; padding_idx 0 receives nothing.
   env = {{"u", real({3, 2}, {1, 2, 3, 4, 5, 6})}, {"i", ints({3}, {3, 0, 3})}};
   auto scattered = run1([&](Builder& b) {
-    return b.op(ir::OpKind::ScatterAdd, {b.input("u", DType::F32, {3, 2}), b.input("i", DType::I32, {3})},
-                {{"padding_idx", int64_t{0}}}, ir::TensorType{DType::F32, table});
+    const ir::Tensor i = b.input("i", DType::I32, {3});
+    const ir::Tensor order = b.op(ir::OpKind::ArgSort, {i}, {{"rows", int64_t{4}}});
+    return b.op(ir::OpKind::ScatterAdd, {b.input("u", DType::F32, {3, 2}), i, order}, {{"padding_idx", int64_t{0}}},
+                ir::TensorType{DType::F32, table});
   }, env);
   expect_near(scattered, {0, 0, 0, 0, 0, 0, 6, 8});
+  // Argsort: positions by (batch, index), ties in position order; per batch row with batch_dims 1.
+  env = {{"i", ints({2, 4}, {3, 0, 3, 1, 0, 2, 0, 2})}};
+  const auto order = [&](int64_t batch_dims) {
+    Builder b("t");
+    b.output(b.op(ir::OpKind::ArgSort, {b.input("i", DType::I32, {2, 4})}, {{"rows", int64_t{4}}, {"batch_dims", batch_dims}}),
+             "out");
+    ir::Graph g = std::move(b).finish();
+    return Executor<double>(g).run(env).outputs.at(0);
+  };
+  EXPECT_EQ(order(0).integer, (std::vector<int64_t>{1, 4, 6, 3, 5, 7, 0, 2}));
+  EXPECT_EQ(order(1).integer, (std::vector<int64_t>{1, 3, 0, 2, 4, 6, 5, 7}));
   // Batched gather: per batch row, positions into that row's sequence.
   env = {{"x", real({2, 3, 1}, {1, 2, 3, 4, 5, 6})}, {"p", ints({2, 2}, {2, 0, 1, 1})}};
   expect_near(run1([&](Builder& b) { return b.gather(b.input("x", DType::F32, {2, 3, 1}), b.input("p", DType::I32, {2, 2}), 1); }, env),

@@ -116,8 +116,13 @@ TEST(Rules, GradientOps) {
   // The forward rule's complaint about labels (its operand 1) is this op's operand 2.
   refusal(OpKind::CrossEntropyGrad, {f32({}), f32({6, 5}), i32({7})}, {}, 2);
   refusal(OpKind::CrossEntropyGrad, {f32({2}), f32({6, 5}), i32({6})}, {}, 0);
-  EXPECT_EQ(infer(OpKind::ScatterAdd, {f32({4, 3, 8}), i32({4, 3})}, {}, {f32({100, 8})})[0], f32({100, 8}));
-  refusal(OpKind::ScatterAdd, {f32({4, 3, 7}), i32({4, 3})}, {}, 0, {f32({100, 8})});
+  EXPECT_EQ(infer(OpKind::ScatterAdd, {f32({4, 3, 8}), i32({4, 3}), i32({12})}, {}, {f32({100, 8})})[0], f32({100, 8}));
+  refusal(OpKind::ScatterAdd, {f32({4, 3, 7}), i32({4, 3}), i32({12})}, {}, 0, {f32({100, 8})});
+  refusal(OpKind::ScatterAdd, {f32({4, 3, 8}), i32({4, 3}), i32({11})}, {}, 2, {f32({100, 8})});  // not the indices' order
+  EXPECT_EQ(infer(OpKind::ArgSort, {i32({4, 3})}, {{"rows", int64_t{100}}})[0], i32({12}));
+  refusal(OpKind::ArgSort, {f32({4, 3})}, {{"rows", int64_t{100}}}, 0);
+  refusal(OpKind::ArgSort, {i32({4, 3})}, {{"rows", int64_t{0}}}, -1);
+  refusal(OpKind::ArgSort, {i32({4, 3})}, {{"rows", int64_t{100}}, {"batch_dims", int64_t{3}}}, -1);
   EXPECT_EQ(infer(OpKind::Pad, {f32({2, 1, 4})}, {{"axis", int64_t{1}}, {"before", int64_t{0}}, {"after", int64_t{127}}})[0],
             f32({2, 128, 4}));
   refusal(OpKind::Pad, {f32({2})}, {{"axis", int64_t{0}}, {"before", int64_t{-1}}, {"after", int64_t{0}}}, -1);
