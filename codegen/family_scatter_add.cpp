@@ -14,7 +14,7 @@ namespace {
 
 // A thread per (sorted position, column); the thread at the first position of a run (the key, batch
 // * rows + index, differing from its predecessor's) finds the run's end by bisection and sums it.
-constexpr const char* kBody = R"(  for (bx_i64 i = (bx_i64)bx_bid_x() * bx_bdim_x() + bx_tid_x(); i < {n} * {width}; i += (bx_i64)bx_gdim_x() * bx_bdim_x()) {{
+constexpr const char* kBody = R"(  for (bx_i64 i = (bx_i64)bx_bid_x() * bx_bdim_x() + bx_tid_x(); i < {elements}LL; i += (bx_i64)bx_gdim_x() * bx_bdim_x()) {{
     const bx_i64 p = i / {width}, column = i % {width};
     const bx_i64 key = key_at(p);
     if (p > 0 && key_at(p - 1) == key) continue;  // not the first of its run
@@ -44,6 +44,13 @@ KernelSpec render_scatter_add(const KernelInput& in) {
   const ir::Shape& table = in.body.value(op.result()).type.shape;
   const auto batch_dims = static_cast<size_t>(op.attr<int64_t>("batch_dims"));
   const int64_t n = ir::checked_numel(indices), rows = table.at(batch_dims);
+  // The runs are found by key: the order must be the argsort of these indices by the same key.
+  const ir::Op& order = in.graph.producer(in.op.operands.at(2));
+  if (order.kind != OpKind::ArgSort || order.operands.at(0) != in.op.operands.at(1) || order.attr<int64_t>("rows") != rows ||
+      order.attr<int64_t>("batch_dims") != op.attr<int64_t>("batch_dims"))
+    throw ir::Error(fmt::format("scatter_add family: the order operand must be argsort of the indices with rows = {} and "
+                                "batch_dims = {}",
+                                rows, op.attr<int64_t>("batch_dims")));
   int64_t per_batch = 1, width = 1;
   for (size_t i = batch_dims; i < indices.size(); ++i) per_batch *= indices[i];
   for (size_t i = batch_dims + 1; i < table.size(); ++i) width *= table[i];
@@ -53,7 +60,7 @@ KernelSpec render_scatter_add(const KernelInput& in) {
       "    return at / {per_batch} * {rows} + (index < 0 ? 0 : index >= {rows} ? {rows} - 1 : index);\n"
       "  }};\n",
       fmt::arg("per_batch", per_batch), fmt::arg("rows", rows));
-  body += fmt::format(fmt::runtime(kBody), fmt::arg("n", n), fmt::arg("width", width),
+  body += fmt::format(fmt::runtime(kBody), fmt::arg("n", n), fmt::arg("width", width), fmt::arg("elements", n * width),
                       fmt::arg("padding", op.attr<int64_t>("padding_idx")));
   KernelSpec k;
   k.params = buffer_params(in);

@@ -123,7 +123,10 @@ void emit_last_block(Emitter& e, size_t floats, const std::function<void()>& fin
   e.line("bx_threadfence();  // this block's sums are visible before it is counted");
   e.line("BX_SHARED(unsigned int, last, 1);");
   e.line("bx_sync();");
-  e.line("if (bx_tid_x() == 0 && bx_tid_y() == 0) last[0] = bx_atomic_inc(counter) == (unsigned int)(bx_gdim_x() - 1);");
+  e.line("if (bx_tid_x() == 0 && bx_tid_y() == 0) {");
+  e.line("  last[0] = bx_atomic_inc(counter) == (unsigned int)(bx_gdim_x() - 1);");
+  e.line("  bx_threadfence();  // the other blocks' sums are read after their count (PTX memory model)");
+  e.line("}");
   e.line("bx_sync();");
   e.open("if (last[0])");
   finish();

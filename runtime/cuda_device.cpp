@@ -62,6 +62,11 @@ struct CudaDevice::Api {
   CUresult (*cuGraphLaunch)(Handle, Handle);
   CUresult (*cuGraphExecDestroy)(Handle);
   CUresult (*cuGraphDestroy)(Handle);
+  CUresult (*cuEventCreate)(Handle*, unsigned);
+  CUresult (*cuEventRecord)(Handle, Handle);
+  CUresult (*cuEventSynchronize)(Handle);
+  CUresult (*cuEventElapsedTime)(float*, Handle, Handle);
+  CUresult (*cuEventDestroy)(Handle);
   int (*cublasCreate)(Handle*) = nullptr;
   int (*cublasDestroy)(Handle) = nullptr;
   int (*cublasSetStream)(Handle, Handle) = nullptr;
@@ -154,6 +159,11 @@ CudaDevice::CudaDevice(int ordinal, std::optional<std::filesystem::path> cache, 
   a.bind(a.cuGraphLaunch, a.cuda, "cuGraphLaunch");
   a.bind(a.cuGraphExecDestroy, a.cuda, "cuGraphExecDestroy");
   a.bind(a.cuGraphDestroy, a.cuda, "cuGraphDestroy");
+  a.bind(a.cuEventCreate, a.cuda, "cuEventCreate");
+  a.bind(a.cuEventRecord, a.cuda, "cuEventRecord");
+  a.bind(a.cuEventSynchronize, a.cuda, "cuEventSynchronize");
+  a.bind(a.cuEventElapsedTime, a.cuda, "cuEventElapsedTime");
+  a.bind(a.cuEventDestroy, a.cuda, "cuEventDestroy_v2");
   a.check(a.cuInit(0), "cuInit");
   a.check(a.cuDeviceGet(&a.device, ordinal), "cuDeviceGet");
   a.check(a.cuDevicePrimaryCtxRetain(&a.context, a.device), "cuDevicePrimaryCtxRetain");
@@ -302,6 +312,37 @@ size_t CudaDevice::free_bytes() const {
   size_t free = 0, total = 0;
   api_->check(api_->cuMemGetInfo(&free, &total), "cuMemGetInfo");
   return free;
+}
+
+std::vector<double> CudaDevice::time_each(const std::vector<std::function<void()>>& works) {
+  Api& a = *api_;
+  std::vector<Handle> events;  // one before the first work and one after each
+  struct Destroy {
+    Api& a;
+    std::vector<Handle>& events;
+    ~Destroy() {
+      for (Handle e : events) a.cuEventDestroy(e);
+    }
+  } destroy{a, events};
+  auto mark = [&] {
+    Handle e = nullptr;
+    a.check(a.cuEventCreate(&e, 0), "cuEventCreate");
+    events.push_back(e);
+    a.check(a.cuEventRecord(e, a.stream), "cuEventRecord");
+  };
+  mark();
+  for (const auto& work : works) {
+    work();
+    mark();
+  }
+  a.check(a.cuEventSynchronize(events.back()), "cuEventSynchronize (a timed launch failed; BERTC_SYNC_LAUNCHES=1 names it)");
+  std::vector<double> seconds;
+  for (size_t i = 0; i + 1 < events.size(); ++i) {
+    float ms = 0;
+    a.check(a.cuEventElapsedTime(&ms, events[i], events[i + 1]), "cuEventElapsedTime");
+    seconds.push_back(ms / 1e3);
+  }
+  return seconds;
 }
 
 void CudaDevice::synchronize() { api_->check(api_->cuStreamSynchronize(api_->stream), "cuStreamSynchronize"); }

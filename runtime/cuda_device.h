@@ -44,6 +44,7 @@ class CudaDevice : public Device {
   void synchronize() override;
   std::unique_ptr<DeviceGraph> record(const std::function<void()>& body) override;
   void replay(DeviceGraph& graph) override;
+  std::vector<double> time_each(const std::vector<std::function<void()>>& works) override;
 
   struct Api;  // the dlopen'ed entry points
 

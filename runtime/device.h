@@ -61,6 +61,12 @@ class Device {
   // Uploads and downloads are not allowed while recording.
   virtual std::unique_ptr<DeviceGraph> record(const std::function<void()>& body) = 0;
   virtual void replay(DeviceGraph& graph) = 0;
+
+  // Issues each of `works` (launches, products) in turn and returns the seconds the device spent
+  // on each, after one wait for all: on a GPU a CUDA event before the first and after each (the
+  // launches queue up as usual, so a short kernel's time holds no host-side issue time); on the
+  // Host device the wall clock around each. For profiles.
+  virtual std::vector<double> time_each(const std::vector<std::function<void()>>& works) = 0;
 };
 
 }  // namespace bertc::runtime

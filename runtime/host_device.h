@@ -44,6 +44,7 @@ class HostDevice : public Device {
   void synchronize() override {}
   std::unique_ptr<DeviceGraph> record(const std::function<void()>& body) override;
   void replay(DeviceGraph& graph) override;
+  std::vector<double> time_each(const std::vector<std::function<void()>>& works) override;
 
   void set_order(codegen::ThreadOrder order) { order_ = order; }
   // 0: blocks in grid order; else the seed of each launch's shuffled block order.

@@ -215,7 +215,20 @@ void PlanExecutor::issue_all(bool eager) {
                                            check_each ? "\narguments:" + describe_arguments(i) : ""));
     }
   }
-  // Resident state takes the next values on the device (a copy unless the plan wrote them in place).
+  issue_updates();
+}
+
+void PlanExecutor::issue_timed() {
+  std::vector<LaunchTime>& times = *std::exchange(profile_, nullptr);
+  std::vector<std::function<void()>> launches;
+  for (size_t i = 0; i < kernels_.kernels.size(); ++i) launches.push_back([this, i] { launch(i); });
+  const std::vector<double> seconds = device_.time_each(launches);
+  for (size_t i = 0; i < seconds.size(); ++i) times.push_back({i, seconds[i]});
+  issue_updates();
+}
+
+void PlanExecutor::issue_updates() {
+  // A copy unless the plan wrote the next value in place.
   if (!state_) return;
   for (const ir::Op& op : graph_.ops()) {
     if (op.kind != ir::OpKind::Update) continue;
@@ -239,7 +252,10 @@ std::vector<ir::HostTensor<float>> PlanExecutor::run(ir::Environment<float>& env
                                                            const std::vector<bool>* download) {
   device_.synchronize();  // the staging area may still be read by the previous run's copies
   stage_inputs(env);
-  if (launching_ == Launching::Eager || !warmed_up_) {
+  if (profile_) {
+    issue_timed();
+    warmed_up_ = true;
+  } else if (launching_ == Launching::Eager || !warmed_up_) {
     // The first run of a Graph plan is eager too: libraries set themselves up on their first
     // call (cuBLAS), which a capture cannot record, and BERTC_SYNC_LAUNCHES can name a faulting launch.
     issue_all(true);
@@ -260,7 +276,13 @@ std::pair<std::vector<ir::HostTensor<float>>, std::vector<ir::HostTensor<float>>
   device_.synchronize();
   stage_inputs(env);
   next.stage_inputs(env);
-  if (launching_ == Launching::Eager || !warmed_up_ || !next.warmed_up_) {
+  if (profile_ || next.profile_) {  // each part timed, or eager
+    if (profile_) issue_timed();
+    else issue_all(true);
+    if (next.profile_) next.issue_timed();
+    else next.issue_all(true);
+    warmed_up_ = next.warmed_up_ = true;
+  } else if (launching_ == Launching::Eager || !warmed_up_ || !next.warmed_up_) {
     issue_all(true);  // eager the first time, as in run()
     next.issue_all(true);
     warmed_up_ = next.warmed_up_ = true;

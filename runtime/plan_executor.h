@@ -60,6 +60,12 @@ void issue_launch(Device& device, const ir::Graph& graph, const codegen::KernelS
 // results bit for bit).
 enum class Launching { Graph, Eager };
 
+// One launch of a profiled run: its index in the plan's kernels and the device's time for it.
+struct LaunchTime {
+  size_t launch = 0;
+  double seconds = 0;
+};
+
 class PlanExecutor {
  public:
   // Allocates everything on `device` and loads the kernels; `device` must outlive the executor.
@@ -86,6 +92,12 @@ class PlanExecutor {
       const std::vector<bool>* next_download = nullptr);
 
   const PlanLayout& layout() const { return layout_; }
+  const codegen::GraphKernels& kernels() const { return kernels_; }
+  const ir::Graph& graph() const { return graph_; }
+
+  // The next run (or run_with, for this plan's part) issues its launches eagerly, each timed on
+  // the device (Device::time_each: CUDA events between launches), and appends them to `times`.
+  void profile_next_run(std::vector<LaunchTime>* times) { profile_ = times; }
 
  private:
   void* address(ir::ValueId v);
@@ -93,6 +105,10 @@ class PlanExecutor {
   // Every launch, eagerly or into a recording; with BERTC_SYNC_LAUNCHES=1, an eager run waits
   // after each launch, and a failure names the launch and its arguments.
   void issue_all(bool eager);
+  // As issue_all(true), each launch timed into profile_ (then cleared).
+  void issue_timed();
+  // Resident state takes the next values on the device (after the launches).
+  void issue_updates();
   std::string describe_arguments(size_t index);
   void wait();  // for the launches issued; a failure says how to find the launch at fault
   // After the wait: updates into env (without resident state) and the outputs `download` asks for.
@@ -118,6 +134,7 @@ class PlanExecutor {
   unsigned char* staging_ = nullptr;
   std::vector<void*> scratch_;  // per launch: its zeroed scratch, if any
   std::vector<std::vector<void*>> tables_;  // per launch: its pointer tables on the device
+  std::vector<LaunchTime>* profile_ = nullptr;  // the next run's launch times go here
 };
 
 }  // namespace bertc::runtime

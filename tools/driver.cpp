@@ -23,6 +23,7 @@
 #include "runtime/cuda_driver.h"
 #include "runtime/device_registry.h"
 #include "support/safetensors.h"
+#include "train/profile.h"
 #include "train/trainer.h"
 #include "tools/check.h"
 #include "tools/compile_flags.h"
@@ -45,6 +46,7 @@ struct CompileArgs {
   std::string output;
   bool json = false;
   bool report = false;  // --report
+  std::string profile;  // --profile: a bertc train --profile JSON to show against the estimates
 };
 
 // The config file's text, kept in a .bertx beside the program compiled from it.
@@ -67,6 +69,28 @@ codegen::CompiledProgram compile_kernels(const passes::TrainingProgram& p, const
   return out;
 }
 
+// A profile `bertc train --profile` wrote, measured against this compile's estimates (same program).
+train::Profile measured_against(const std::string& path, const passes::TrainingProgram& program, const frontend::Config& config) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error(fmt::format("--profile {}: cannot open it", path));
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(fmt::format("--profile {}: not JSON ({})", path, e.what()));
+  }
+  try {
+    const codegen::RenderTarget target = codegen::render_target(config.compile);
+    const codegen::GraphKernels step = codegen::render_graph(program.step, target);
+    const codegen::GraphKernels optimizer = codegen::render_graph(program.optimizer, target);
+    return train::estimate_for(train::profile_from_json(j),
+                               {{"step", &program.step, &step}, {"optimizer", &program.optimizer, &optimizer}},
+                               config.compile.arch.gpu(), config.compile.precision);
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(fmt::format("--profile {}: {}", path, e.what()));
+  }
+}
+
 // The compile report of `config` (and the compiled program, into `program`).
 passes::CompileReport report_of(const ir::Graph& graph, const frontend::Config& config,
                                 passes::TrainingProgram* program = nullptr) {
@@ -86,6 +110,10 @@ int compile(CompileArgs args, const CompileFlags& flags, const frontend::ModelDe
   const Emit emit = ir::enum_named<Emit>(args.emit_text);  // CLI11 checked it is one
   if (args.json && emit != Emit::Report && emit != Emit::Stats && emit != Emit::Params)
     throw std::invalid_argument(fmt::format("--json writes report, stats or params; --emit {} has no JSON form",
+                                            args.emit_text));
+  if (!args.profile.empty() && emit != Emit::Report)
+    throw std::invalid_argument(fmt::format("--profile shows measured times in the compile report, and --emit {} is "
+                                            "not the report: add --report",
                                             args.emit_text));
   if (emit != Emit::Plan && args.output.ends_with(".bertx"))
     throw std::invalid_argument(fmt::format("{} would hold --emit {} text, not a compiled plan: drop --emit (a .bertx "
@@ -118,17 +146,23 @@ int compile(CompileArgs args, const CompileFlags& flags, const frontend::ModelDe
     text = codegen::cuda_listing(codegen::render_graph(program.step, target), codegen::render_graph(program.optimizer, target));
   } else if (emit == Emit::Report) {
     report();
+    const std::optional<train::Profile> measured =
+        args.profile.empty() ? std::nullopt : std::optional(measured_against(args.profile, program, config));
     const std::optional<codegen::CompiledProgram> kernels =
         gpu_arch ? std::optional(compile_kernels(program, config)) : std::nullopt;
     if (args.json) {
       nlohmann::json j = report_json(*compiled);
       if (kernels) j["kernels"] = kernels_json(*kernels);
+      if (measured) j["profile"] = train::profile_json(*measured);
       text = j.dump(2) + "\n";
     } else {
       text = report_text(*compiled, config.name) +
              (kernels ? kernels_text(*kernels)
                       : "\nkernels: not compiled (arch none): pass --arch sm_XX for their registers, shared memory "
-                        "and spills\n");
+                        "and spills\n") +
+             (measured ? fmt::format("\nmeasured ({}), against this report's estimates:\n{}", args.profile,
+                                     train::profile_table(*measured))
+                       : "");
     }
   } else if (emit == Emit::StepIr || emit == Emit::OptimizerIr) {
     report();
@@ -154,6 +188,8 @@ struct TrainArgs {
   std::string config, data, vocab, device = "auto", checkpoint_dir, metrics, init, batch_size;
   int64_t steps = 0, until = 0;
   std::optional<uint64_t> device_memory;
+  std::optional<int64_t> profile;
+  std::string profile_out;
   bool resume = false, eager = false, autotune = false;
 };
 
@@ -237,6 +273,12 @@ int train(const TrainArgs& args, const CompileFlags& flags, const frontend::Mode
     throw std::invalid_argument("--eager issues a device's kernel launches one by one, and the CPU reference runs "
                                 "none: train with --device cuda or host, or drop --eager");
   o.kernel_cache = codegen::default_cache_folder();
+  o.profile_step = args.profile;
+  o.profile_out = !args.profile_out.empty() ? std::filesystem::path(args.profile_out)
+                  : args.profile ? o.checkpoint_dir / fmt::format("profile-step{}.json", *args.profile)
+                                 : std::filesystem::path();
+  if (!args.profile_out.empty() && !args.profile)
+    throw std::invalid_argument("--profile-out names where --profile STEP writes its JSON: give --profile too");
   std::cerr << fmt::format("train: {} ({}), {} steps of {} x {} x {} tokens, {} optimizer, {} precision, checkpoints in {}\n",
                            o.config.name, model.name, t.steps, t.gradient_accumulation_steps, t.batch_size, t.seq_len,
                            passes::optimizer_name(t.optimizer), ir::enum_name(o.config.compile.precision),
@@ -320,6 +362,10 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
       ->check(CLI::IsMember(ir::enum_choices<Emit>()))
       ->each([&](const std::string&) { compile_args.emit_given = true; });
   compile_cmd->add_flag("--report", compile_args.report, "The same as --emit report");
+  compile_cmd->add_option("--profile", compile_args.profile,
+                          "With the report: a per-kernel profile (bertc train --profile's JSON) of this program, each "
+                          "launch's measured time next to its roofline estimate for --arch")
+      ->check(CLI::ExistingFile);
   compile_cmd->add_flag("--json", compile_args.json, "Write stats or params as JSON");
   compile_cmd->add_option("-o,--output", compile_args.output, "Output file (written atomically); default stdout");
   CompileFlags compile_flags;
@@ -356,6 +402,13 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
                       "device graph (CUDA Graph); for debugging: the results are the same");
   train_cmd->add_option("--init", train_args.init, "Start from a Hugging Face BertForPreTraining .safetensors")
       ->check(CLI::ExistingFile);
+  train_cmd->add_option("--profile", train_args.profile,
+                        "Time each kernel launch of this step on the device (one wait per launch) and print the "
+                        "per-kernel table: time, TFLOP/s, GB/s and the ratio to the compile report's roofline estimate")
+      ->check(CLI::PositiveNumber);
+  train_cmd->add_option("--profile-out", train_args.profile_out,
+                        "Where --profile writes the table as JSON (default: CHECKPOINT_DIR/profile-stepSTEP.json; "
+                        "bertc compile --report --profile reads it)");
   CompileFlags train_flags;
   train_flags.add_to(train_cmd);
 

@@ -59,6 +59,8 @@ class PlanRunner : public GraphRunner {
   void download_state(ir::Environment<float>& env) override {
     if (state_) state_->download(env);
   }
+  const runtime::PlanExecutor* plan() const override { return executor_.get(); }
+  void profile_next_run(std::vector<runtime::LaunchTime>* times) override { executor_->profile_next_run(times); }
 
  private:
   // Per output of the plan: bring it back (every graph output, the fetched values not in `leave`).
@@ -87,6 +89,10 @@ class PlanRunner : public GraphRunner {
 };
 
 }  // namespace
+
+void GraphRunner::profile_next_run(std::vector<runtime::LaunchTime>* /*times*/) {
+  throw std::logic_error("a profile times a compiled plan's launches; the reference executor runs none");
+}
 
 std::pair<reference::RunResult<float>, reference::RunResult<float>> run_together(
     GraphRunner& first, GraphRunner& second, ir::Environment<float>& env, const std::set<std::string>& leave) {

@@ -30,6 +30,11 @@ class GraphRunner {
   // Brings params and states kept on a device back into `env` (before a checkpoint); a runner
   // that writes updates into env at every run has nothing to do.
   virtual void download_state(ir::Environment<float>& /*env*/) {}
+  // The compiled plan it runs; nullptr for the reference executor, which runs ops, not launches.
+  virtual const runtime::PlanExecutor* plan() const { return nullptr; }
+  // Times each launch of the next run into `times` (see PlanExecutor::profile_next_run); a plan
+  // runner only.
+  virtual void profile_next_run(std::vector<runtime::LaunchTime>* times);
 };
 
 // Runs `first` then `second` from `env` — a training step and its optimizer step when nothing is

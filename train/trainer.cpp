@@ -18,6 +18,7 @@
 #include "passes/pipeline.h"
 #include "runtime/device_registry.h"
 #include "runtime/host_device.h"
+#include "support/atomic_file.h"
 #include "train/autotune.h"
 #include "train/batch_loader.h"
 #include "train/batches.h"
@@ -25,6 +26,7 @@
 #include "train/graph_runner.h"
 #include "train/lr_schedule.h"
 #include "train/micro_batch.h"
+#include "train/profile.h"
 #include "train/progress.h"
 #include "train/resume.h"
 #include "train/step_figures.h"
@@ -191,6 +193,24 @@ StepStats train_step(int64_t s, const TrainOptions& o, Runners& r, BatchLoader& 
   return stats;
 }
 
+// Asks both runners to time the next run's launches into the plans returned (addresses stable:
+// the vector is sized here once).
+std::vector<TimedPlan> profile_next_step(Runners& r) {
+  std::vector<TimedPlan> timed(2);
+  timed[0] = {"step", r.step->plan(), {}};
+  timed[1] = {"optimizer", r.optimizer->plan(), {}};
+  r.step->profile_next_run(&timed[0].times);
+  r.optimizer->profile_next_run(&timed[1].times);
+  return timed;
+}
+
+void write_profile(int64_t step, const TrainOptions& o, const runtime::Device& device, const std::vector<TimedPlan>& timed,
+                   Progress& progress) {
+  const Profile p = make_profile(step, device.name(), timed, o.config.compile.arch.gpu(), o.config.compile.precision);
+  support::write_file_atomically(o.profile_out, profile_json(p).dump(1) + "\n");
+  progress.note(profile_table(p) + fmt::format("profile: {}", o.profile_out.string()));
+}
+
 }  // namespace
 
 TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOptions& options, std::ostream& log) {
@@ -212,6 +232,12 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
     log << fmt::format("already at step {} of {}: nothing to do (raise --steps to train on)\n", start, last);
     return summary;
   }
+  if (o.profile_step && !device)
+    throw TrainError("--profile times the launches of a compiled program on a device, and the CPU reference runs none: "
+                     "train with --device cuda (or host)");
+  if (o.profile_step && (*o.profile_step <= start || *o.profile_step > last))
+    throw TrainError(fmt::format("--profile {} is not a step of this run (steps {} to {}): give one of those", *o.profile_step,
+                                 start + 1, last));
   Runners runners = make_runners(model, o, program, device, log);
   const data::BatchStream stream = open_batch_stream(o.config, o.data, o.vocab, log);
   std::filesystem::create_directories(o.checkpoint_dir);
@@ -232,9 +258,12 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
     // print a window's accuracy: copying them and their argmax on the host every step would
     // cost the GPU a noticeable share of a step.
     const bool sample = !runners.on_gpu || s % t.log_every == 0 || s == start + 1 || s == last;
+    std::vector<TimedPlan> timed;
+    if (o.profile_step == s) timed = profile_next_step(runners);
     StepStats stats = train_step(s, o, runners, loader, env, sample);
     stats.seconds = std::chrono::duration<double>(Clock::now() - began).count();
     progress.record(stats);
+    if (!timed.empty()) write_profile(s, o, *device, timed, progress);
     summary.losses.push_back(stats.loss);
     if ((t.checkpoint_every > 0 && s % t.checkpoint_every == 0) || s == last) {
       runners.optimizer->download_state(env);

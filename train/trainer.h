@@ -44,6 +44,10 @@ struct TrainOptions {
   bool autotune = false;
   std::optional<uint64_t> device_memory;
   std::filesystem::path kernel_cache;
+  // On a device: time each launch of this step (its first micro-batch and its optimizer step),
+  // print the per-kernel table (profile.h) and write it as JSON to `profile_out`.
+  std::optional<int64_t> profile_step;
+  std::filesystem::path profile_out;
 };
 
 struct TrainSummary {

