@@ -15,6 +15,8 @@ namespace bertc::codegen {
 using ir::DType;
 using ir::OpKind;
 
+std::string dropout_offset(int64_t offset) { return fmt::format("BX_DROPOUT_OFFSET({})", offset); }
+
 std::string storage_type(DType dtype) {
   switch (dtype) {
     case DType::F32: return "float";
@@ -261,7 +263,7 @@ std::string Emitter::pointwise(const ir::Op& op, const Coords& at) {
       const auto threshold = static_cast<uint32_t>(std::ceil(p * 16777216.0));
       const float scale = 1.0f / (1.0f - static_cast<float>(p));  // as the reference: in float
       const std::string seed = this->at(op.operands[1], Coords(body_.value(op.operands[1]).type.shape.size(), "0"));
-      e = fmt::format("(bx_dropout_keep({}, {}, {}, {}u) ? {} * {} : 0.0f)", seed, op.attr<int64_t>("offset"),
+      e = fmt::format("(bx_dropout_keep({}, {}, {}, {}u) ? {} * {} : 0.0f)", seed, dropout_offset(op.attr<int64_t>("offset")),
                       element_index(body_.value(op.results[0]).type, at), threshold, x(0), float_literal(scale));
       break;
     }

@@ -20,6 +20,10 @@ std::string storage_type(ir::DType dtype);
 // A literal C++ float ("0.100000001f") or integer.
 std::string float_literal(double value);
 
+// A dropout offset in a kernel's source: render_graph makes each distinct one an Integer parameter
+// (`offset0`, ...), so that layers whose kernels differ only by it share one kernel.
+std::string dropout_offset(int64_t offset);
+
 class Emitter {
  public:
   // `inputs[i]` names the parameter that holds region input i (the i-th input op of `body`).

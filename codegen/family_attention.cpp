@@ -97,7 +97,7 @@ KernelSpec render_attention(const KernelInput& in) {
   e.line(fmt::format("BX_SHARED(float, sf, attention::{}_F);", part));
   e.line(fmt::format("const bx_attention_problem a = {{{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}u, {}}};",
                      batch * heads, heads, sq, sk, bs[0], bs[1], bs[2], bs[3], float_literal(in.op.attr<double>("scale")),
-                     dropout ? "true" : "false", in.op.attr<int64_t>("offset"), dropout ? ir::dropout_threshold(p) : 0,
+                     dropout ? "true" : "false", dropout_offset(in.op.attr<int64_t>("offset")), dropout ? ir::dropout_threshold(p) : 0,
                      float_literal(keep_scale)));
   const std::string seed = has_seed ? fmt::format("in{}", seed_at) : "(const bx_i64*)0";
   if (backward)

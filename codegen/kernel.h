@@ -18,6 +18,7 @@ enum class ParamKind {
   Table,    // a device array of pointers: the buffers of `table`, in order (multi-tensor kernels)
   Scratch,  // `scratch_bytes` of the kernel's own, zeroed once when the plan loads (family.h)
   Workspace,  // `scratch_bytes` the launch's library call (KernelSpec::library) writes and the kernel reads
+  Integer,    // `integer`, passed by value (a dropout offset: layers differ by it, not by their source)
 };
 
 struct KernelParam {
@@ -29,6 +30,7 @@ struct KernelParam {
   std::vector<bool> table_written;  // per table entry: the kernel writes that buffer
   size_t scratch_bytes = 0;
   bool written = false;
+  int64_t integer = 0;  // Integer: the value (last: params are also made by aggregate initialization)
 };
 
 struct KernelSpec {

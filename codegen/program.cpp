@@ -24,8 +24,9 @@ using nlohmann::json;
 
 constexpr char kMagic[8] = {'B', 'E', 'R', 'T', 'C', 'X', '0', '1'};
 // The header's layout: 2 since the kernel families have one set of names (matmul_epilogue is
-// matmul) and the options are written from their declarations.
-constexpr int kBertxVersion = 2;
+// matmul) and the options are written from their declarations; 3 since kernels take their
+// dropout offsets as integer parameters (a format-2 kernel has them in its source).
+constexpr int kBertxVersion = 3;
 
 // A .bertx file whose content is wrong in the way the message says (read_bertx names the file).
 class Damaged : public std::runtime_error {
@@ -49,6 +50,7 @@ const char* kind_name(ParamKind k) {
     case ParamKind::Table: return "table";
     case ParamKind::Scratch: return "scratch";
     case ParamKind::Workspace: return "workspace";
+    case ParamKind::Integer: return "integer";
   }
   return "?";
 }
@@ -57,6 +59,7 @@ ParamKind kind_of(const std::string& s) {
   if (s == "table") return ParamKind::Table;
   if (s == "scratch") return ParamKind::Scratch;
   if (s == "workspace") return ParamKind::Workspace;
+  if (s == "integer") return ParamKind::Integer;
   throw Damaged("unknown parameter kind '" + s + "'");
 }
 
@@ -71,6 +74,7 @@ json kernels_json(const GraphKernels& g, const std::vector<std::string>& labels)
       json jp = {{"kind", kind_name(p.kind)}, {"name", p.name}, {"c_type", p.c_type}, {"written", p.written}};
       if (p.kind == ParamKind::Buffer) jp["value"] = labels.at(p.value);
       if (p.kind == ParamKind::Scratch || p.kind == ParamKind::Workspace) jp["scratch_bytes"] = p.scratch_bytes;
+      if (p.kind == ParamKind::Integer) jp["integer"] = p.integer;
       if (p.kind == ParamKind::Table) {
         jp["table"] = json::array();
         for (ir::ValueId v : p.table) jp["table"].push_back(labels.at(v));
@@ -127,6 +131,7 @@ GraphKernels kernels_of(const json& j, const ir::Graph& graph) {
       p.written = jp.at("written");
       if (p.kind == ParamKind::Buffer) p.value = value(jp.at("value"));
       if (p.kind == ParamKind::Scratch || p.kind == ParamKind::Workspace) p.scratch_bytes = jp.at("scratch_bytes");
+      if (p.kind == ParamKind::Integer) p.integer = jp.at("integer");
       if (p.kind == ParamKind::Table) {
         for (const json& t : jp.at("table")) p.table.push_back(value(t));
         p.table_written = jp.at("table_written").get<std::vector<bool>>();

@@ -3,6 +3,7 @@
 // source.
 #include "codegen/render.h"
 
+#include <algorithm>
 #include <set>
 
 #include <fmt/format.h>
@@ -180,6 +181,39 @@ void bound_launch(KernelSpec& k) {
                    fmt::format("BX_KERNEL BX_LAUNCH_BOUNDS({}) void BX_NAME(", k.block.x * k.block.y * k.block.z));
 }
 
+// Makes each distinct dropout offset of the source (dropout_offset) an Integer parameter after
+// the others, in order of first use.
+void pass_offsets(KernelSpec& k) {
+  const std::string marker = "BX_DROPOUT_OFFSET(";
+  std::vector<int64_t> offsets;
+  for (size_t at = k.source.find(marker); at != std::string::npos; at = k.source.find(marker, at)) {
+    const size_t end = k.source.find(')', at);
+    const int64_t offset = std::stoll(k.source.substr(at + marker.size(), end - at - marker.size()));
+    const auto it = std::find(offsets.begin(), offsets.end(), offset);
+    const size_t index = static_cast<size_t>(it - offsets.begin());
+    if (it == offsets.end()) offsets.push_back(offset);
+    const std::string name = fmt::format("offset{}", index);
+    k.source.replace(at, end + 1 - at, name);
+    at += name.size();
+  }
+  if (offsets.empty()) return;
+  const size_t signature = k.source.find("BX_NAME(");
+  const size_t close = k.source.find(") {\n", signature);
+  if (signature == std::string::npos || close == std::string::npos)
+    throw std::logic_error("a kernel source without its BX_NAME(...) { signature");
+  std::string added;
+  for (size_t i = 0; i < offsets.size(); ++i) {
+    KernelParam p;
+    p.kind = ParamKind::Integer;
+    p.name = fmt::format("offset{}", i);
+    p.c_type = "bx_i64";
+    p.integer = offsets[i];
+    added += fmt::format("{}bx_i64 {}", k.params.empty() && i == 0 ? "" : ", ", p.name);
+    k.params.push_back(std::move(p));
+  }
+  k.source.insert(close, added);
+}
+
 }  // namespace
 
 GraphKernels render_graph(const ir::Graph& graph, const RenderTarget& target) {
@@ -199,7 +233,10 @@ GraphKernels render_graph(const ir::Graph& graph, const RenderTarget& target) {
     k.family = family;
     k.label = op.scope;
     k.op_index = i;
-    if (!k.source.empty()) bound_launch(k);
+    if (!k.source.empty()) {
+      bound_launch(k);
+      pass_offsets(k);
+    }
     // A cuBLAS-only launch has no source: it is named after the product it describes.
     const std::string unnamed = k.source.empty() ? library_text(*k.library) : k.source;
     k.name = fmt::format("{}_{:016x}", k.source.empty() ? "cublas" : "k", XXH3_64bits(unnamed.data(), unnamed.size()));

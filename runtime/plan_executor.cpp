@@ -141,6 +141,7 @@ void issue_launch(Device& device, const ir::Graph& graph, const KernelSpec& k, c
       case ParamKind::Table: values.push_back(buffers.tables.at(table++)); break;
       case ParamKind::Scratch: values.push_back(buffers.scratch); break;
       case ParamKind::Workspace: values.push_back(buffers.workspace); break;
+      case ParamKind::Integer: values.push_back(reinterpret_cast<void*>(static_cast<intptr_t>(p.integer))); break;
     }
   }
   std::vector<void*> args;  // kernel arguments are passed by address
@@ -194,6 +195,8 @@ std::string PlanExecutor::describe_arguments(size_t index) {
       out += fmt::format(" = {} ('{}', {}, {} bytes)", address(p.value), v.name, ir::to_string(v.type), v.type.bytes());
     } else if (p.kind == ParamKind::Table) {
       out += fmt::format(" = table of {} buffers", p.table.size());
+    } else if (p.kind == ParamKind::Integer) {
+      out += fmt::format(" = {}", p.integer);
     } else {
       out += fmt::format(" = {} bytes of {}", p.scratch_bytes, p.kind == ParamKind::Scratch ? "scratch" : "workspace");
     }

@@ -172,6 +172,7 @@ KernelCheck KernelHarness::check(const KernelSpec& kernel, const std::vector<Hos
         workspace.assign(p.scratch_bytes / 4, std::nanf(""));
         args.push_back(workspace.data());
         break;
+      case ParamKind::Integer: args.push_back(reinterpret_cast<void*>(static_cast<intptr_t>(p.integer))); break;
     }
   }
   if (kernel.library) {  // cuBLAS's part, as cublas_args() would have it run

@@ -64,6 +64,33 @@ TEST(CompiledProgram, BertBaseCompilesForEveryArchWithoutSpills) {
   }
 }
 
+// Layers share their kernels: bert-base's 12 attention layers launch 2 distinct attention kernels
+// (forward, backward) 24 times, each launch with its own dropout offset as an integer parameter,
+// and the offsets of the 24 launches are all different (each layer's dropout draws its own mask).
+TEST(CompiledProgram, LayersShareKernelsThatTakeTheirDropoutOffsets) {
+  frontend::Config c = frontend::load_config(std::string(BERTC_SOURCE_DIR) + "/examples/bert-base.toml");
+  c.compile.arch = passes::Arch::parse("sm_80");
+  c.compile = passes::resolve_options(c.compile, passes::Arch::none());
+  const passes::TrainingProgram p = passes::compile_training(frontend::build_bert_pretraining(c), c.compile, c.train);
+  const GraphKernels step = render_graph(p.step, render_target(c.compile));
+  std::set<std::string> attention_kernels, all_kernels;
+  std::set<int64_t> attention_offsets;
+  size_t attention_launches = 0;
+  for (const KernelSpec& k : step.kernels) {
+    all_kernels.insert(k.name);
+    if (k.family != ir::KernelFamily::Attention) continue;
+    ++attention_launches;
+    attention_kernels.insert(k.name);
+    for (const KernelParam& param : k.params)
+      if (param.kind == ParamKind::Integer) attention_offsets.insert(param.integer);
+    EXPECT_EQ(k.source.find("BX_DROPOUT_OFFSET"), std::string::npos) << k.name;
+  }
+  EXPECT_EQ(attention_launches, 24u);
+  EXPECT_EQ(attention_kernels.size(), 2u);
+  EXPECT_EQ(attention_offsets.size(), 12u);  // the backward draws the forward's mask: the same offset
+  EXPECT_LT(all_kernels.size(), 100u);       // 148 when each layer's offsets were in its source
+}
+
 // The PTX of bert-tiny's matrix kernels (each GEMM and attention kernel) holds the instructions
 // of the arch's strategy and none of the others': no mma on sm_61, m8n8k4 without ldmatrix on
 // sm_70, m16n8k16 with ldmatrix and cp.async on sm_80 and sm_90; no local memory. Every kernel
@@ -198,7 +225,7 @@ TEST(CompiledProgram, BertxOfAnotherFormatVersionIsRefused) {
     read_bertx(path);
     FAIL() << "a format-1 file was read";
   } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("it is format 1, written by another bertc version (this one reads format 2). "
+    EXPECT_NE(std::string(e.what()).find("it is format 1, written by another bertc version (this one reads format 3). "
                                          "Write it again with bertc compile"),
               std::string::npos)
         << e.what();
