@@ -113,6 +113,10 @@ KernelSpec render_attention(const KernelInput& in) {
   spec.grid = {static_cast<int>(batch * heads * (backward ? q_tiles + k_tiles : q_tiles))};
   spec.cooperative = true;
   spec.strategy = strategy_name(s);
+  // 3 blocks of 128 threads an SM: at most 168 registers a thread (65536 / 384, in steps of 8),
+  // which every attention kernel meets without spilling (sm_61's simt backward: 243 -> 167) but
+  // sm_70's m8n8k4 backward (64 bytes of spills at 168; 227 registers without the bound).
+  spec.min_blocks_per_sm = backward && s == MatrixStrategy::Hmma884 ? 1 : 3;
   return spec;
 }
 

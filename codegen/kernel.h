@@ -43,6 +43,9 @@ struct KernelSpec {
   std::vector<KernelParam> params;
   Dim3 grid, block;
   bool cooperative = false;              // uses barriers or warp shuffles
+  // Blocks an SM should hold at once (the launch bounds' second number): ptxas keeps the kernel
+  // within 65536 / (threads x this) registers.
+  int min_blocks_per_sm = 1;
   std::vector<ir::ValueId> zero_before;  // buffers the launch expects zeroed (it accumulates into them)
   // A cuBLAS product the launch runs first (strategy "cublas"); `source` is then the epilogue kernel
   // reading its workspace, or empty when cuBLAS writes the result itself.

@@ -178,7 +178,8 @@ void bound_launch(KernelSpec& k) {
   if (at == std::string::npos || k.source.find(entry, at + 1) != std::string::npos)
     throw std::logic_error("a kernel source declares not exactly one BX_KERNEL void BX_NAME(...)");
   k.source.replace(at, entry.size(),
-                   fmt::format("BX_KERNEL BX_LAUNCH_BOUNDS({}) void BX_NAME(", k.block.x * k.block.y * k.block.z));
+                   fmt::format("BX_KERNEL BX_LAUNCH_BOUNDS({}, {}) void BX_NAME(", k.block.x * k.block.y * k.block.z,
+                               k.min_blocks_per_sm));
 }
 
 // Makes each distinct dropout offset of the source (dropout_offset) an Integer parameter after

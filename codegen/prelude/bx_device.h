@@ -12,7 +12,7 @@
 // many threads may use, so a kernel never fails to launch because its register count grew. One
 // block per SM is all it asks for: with the block size alone, ptxas trades registers for
 // occupancy (32 registers and a spill in the sm_70 multi-tensor optimizer kernel, NVRTC 12.9).
-#define BX_LAUNCH_BOUNDS(threads) __launch_bounds__(threads, 1)
+#define BX_LAUNCH_BOUNDS(threads, blocks) __launch_bounds__(threads, blocks)
 // Before a loop over a register array (accumulators): unrolled, every index is a constant and
 // the array stays in registers instead of local memory.
 #define BX_UNROLL _Pragma("unroll")

@@ -13,7 +13,7 @@
 #define BX_MEMBER inline         // member functions
 #define BX_STATIC static inline  // static member functions
 #define BX_KERNEL extern "C"
-#define BX_LAUNCH_BOUNDS(threads)  // register limits are the GPU's
+#define BX_LAUNCH_BOUNDS(threads, blocks)  // register limits are the GPU's
 #define BX_UNROLL                  // the host compiler decides
 #define BX_HOST 1
 

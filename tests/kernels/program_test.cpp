@@ -121,8 +121,8 @@ TEST(CompiledProgram, MatrixKernelsUseTheirArchsInstructions) {
     for (const KernelSpec& k : render_graph(p.step, {ptx.arch()}).kernels) {
       // Every kernel declares the block size it is launched with (registers fit, always).
       if (!k.source.empty()) {
-        EXPECT_NE(k.source.find(fmt::format("BX_KERNEL BX_LAUNCH_BOUNDS({}) void {}(", k.block.x * k.block.y * k.block.z,
-                                            k.name)),
+        EXPECT_NE(k.source.find(fmt::format("BX_KERNEL BX_LAUNCH_BOUNDS({}, {}) void {}(", k.block.x * k.block.y * k.block.z,
+                                            k.min_blocks_per_sm, k.name)),
                   std::string::npos)
             << k.label << ": " << k.source.substr(0, 200);
       }
