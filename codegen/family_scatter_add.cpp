@@ -55,10 +55,7 @@ KernelSpec render_scatter_add(const KernelInput& in) {
   for (size_t i = batch_dims; i < indices.size(); ++i) per_batch *= indices[i];
   for (size_t i = batch_dims + 1; i < table.size(); ++i) width *= table[i];
   std::string body = fmt::format(
-      "  auto key_at = [&](bx_i64 p) {{\n"
-      "    const bx_i64 at = in2[p], index = bx_ld(in1, at);\n"
-      "    return at / {per_batch} * {rows} + (index < 0 ? 0 : index >= {rows} ? {rows} - 1 : index);\n"
-      "  }};\n",
+      "  auto key_at = [&](bx_i64 p) {{ return bx_gather_key(in2[p], bx_ld(in1, (bx_i64)in2[p]), {per_batch}, {rows}); }};\n",
       fmt::arg("per_batch", per_batch), fmt::arg("rows", rows));
   body += fmt::format(fmt::runtime(kBody), fmt::arg("n", n), fmt::arg("width", width), fmt::arg("elements", n * width),
                       fmt::arg("padding", op.attr<int64_t>("padding_idx")));

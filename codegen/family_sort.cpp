@@ -87,10 +87,7 @@ KernelSpec render_sort(const KernelInput& in) {
       "  int* const key_b = key_a + {n};\n"
       "  BX_SHARED(int, counts, {cells});\n"
       "  BX_SHARED(int, sums, {threads});\n"
-      "  auto key_of = [&](bx_i64 i) {{\n"
-      "    const bx_i64 index = bx_ld(in0, i);\n"
-      "    return (int)(i / {per_batch} * {rows} + (index < 0 ? 0 : index >= {rows} ? {rows} - 1 : index));\n"
-      "  }};\n",
+      "  auto key_of = [&](bx_i64 i) {{ return (int)bx_gather_key(i, bx_ld(in0, i), {per_batch}, {rows}); }};\n",
       fmt::arg("run", run), fmt::arg("n", n), fmt::arg("cells", kDigits * kThreads), fmt::arg("threads", kThreads),
       fmt::arg("per_batch", per_batch), fmt::arg("rows", rows));
   body += fmt::format(fmt::runtime(kPass), fmt::arg("passes", passes), fmt::arg("digits", kDigits),

@@ -131,6 +131,12 @@ BX_FN void bx_atomic_add_16(bx_u16* p, float v, bool bf16) {
 BX_FN void bx_atomic_add_st(bx_f16* p, bx_i64 i, float v) { bx_atomic_add_16(&p[i].bits, v, false); }
 BX_FN void bx_atomic_add_st(bx_bf16* p, bx_i64 i, float v) { bx_atomic_add_16(&p[i].bits, v, true); }
 
+// The key argsort orders gather indices by and scatter_add finds its runs by: the batch of
+// position `at` (of `per_batch` positions a batch), then its index clamped into [0, rows).
+BX_FN bx_i64 bx_gather_key(bx_i64 at, bx_i64 index, bx_i64 per_batch, bx_i64 rows) {
+  return at / per_batch * rows + (index < 0 ? 0 : index >= rows ? rows - 1 : index);
+}
+
 // Dropout: keep element `index` when its Philox draw reaches the threshold ceil(p * 2^24).
 BX_FN bool bx_dropout_keep(bx_i64 seed, bx_i64 offset, bx_i64 index, bx_u32 threshold) {
   return bertc_dropout_draw((bx_u64)seed, (bx_u64)offset, (bx_u64)index) >= threshold;
