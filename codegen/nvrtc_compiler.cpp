@@ -185,11 +185,17 @@ GpuImage NvrtcCompiler::compile(const KernelSource& kernel, const std::filesyste
                                          version(), library(), kernel.name, arch_, a.error_string(result),
                                          path.string(), log));
   }
-  GpuImage out{kernel.name, {}, ptx_, parse_ptxas_log(log, kernel.name), false};
+  GpuImage out{kernel.name, {}, ptx_, parse_ptxas_log(log, kernel.name), {}, false};
   size_t size = 0;
   (ptx_ ? a.ptx_size : a.cubin_size)(prog, &size);
   out.image.resize(size);
   (ptx_ ? a.ptx : a.cubin)(prog, out.image.data());
+  std::string ptx = ptx_ ? out.image : std::string();
+  if (!ptx_ && a.ptx_size(prog, &size) == 0) {
+    ptx.resize(size);
+    a.ptx(prog, ptx.data());
+  }
+  out.main_loop = main_loop_mix(ptx);
   a.destroy(&prog);
   return out;
 }
@@ -197,14 +203,15 @@ GpuImage NvrtcCompiler::compile(const KernelSource& kernel, const std::filesyste
 namespace {
 
 // A cache entry: magic, payload size, XXH3 of the payload, then the payload (figures, kind, name,
-// image). Anything else is corrupt.
-constexpr char kMagic[8] = {'B', 'X', 'N', 'V', 'R', 'T', 'C', '1'};
+// image). Anything else is corrupt. A new layout gets a new magic, which is also part of the
+// entry's key, so entries of an older layout are never read (nor counted as corrupt).
+constexpr char kMagic[8] = {'B', 'X', 'N', 'V', 'R', 'T', 'C', '2'};
 
 std::string encode_entry(const GpuImage& g) {
   std::string payload;
   auto put = [&](const void* p, size_t n) { payload.append(static_cast<const char*>(p), n); };
-  const int32_t figures[5] = {g.ptxas.registers, g.ptxas.shared_bytes, g.ptxas.stack_bytes, g.ptxas.spill_store_bytes,
-                              g.ptxas.spill_load_bytes};
+  const int32_t figures[7] = {g.ptxas.registers, g.ptxas.shared_bytes, g.ptxas.stack_bytes, g.ptxas.spill_store_bytes,
+                              g.ptxas.spill_load_bytes, g.main_loop.math, g.main_loop.shared_loads};
   put(figures, sizeof figures);
   const uint8_t ptx = g.ptx;
   put(&ptx, 1);
@@ -229,7 +236,7 @@ std::optional<GpuImage> decode_entry(const std::string& bytes) {
   const char* p = bytes.data() + 24;
   const char* end = p + size;
   GpuImage g;
-  int32_t figures[5];
+  int32_t figures[7];
   auto take = [&](void* dst, size_t n) {
     if (static_cast<size_t>(end - p) < n) return false;
     std::memcpy(dst, p, n);
@@ -244,6 +251,7 @@ std::optional<GpuImage> decode_entry(const std::string& bytes) {
   g.image.resize(image_size);
   if (!take(g.image.data(), image_size) || p != end) return std::nullopt;
   g.ptxas = {figures[0], figures[1], figures[2], figures[3], figures[4]};
+  g.main_loop = {figures[5], figures[6]};
   g.ptx = ptx != 0;
   return g;
 }
@@ -254,7 +262,7 @@ std::string read_bytes(const std::filesystem::path& p) {
 }
 
 std::filesystem::path entry_path(const NvrtcCompiler& c, const KernelSource& k, const std::filesystem::path& cache) {
-  std::string key = k.source + '\0' + c.version() + '\0' + fmt::format("{}", fmt::join(c.options(), " "));
+  std::string key = std::string(kMagic, 8) + k.source + '\0' + c.version() + '\0' + fmt::format("{}", fmt::join(c.options(), " "));
   for (const EmbeddedFile& f : prelude_files()) key += f.text;
   const XXH128_hash_t h = XXH3_128bits(key.data(), key.size());
   return cache / "nvrtc" / fmt::format("{}-{:016x}{:016x}.bin", k.name, h.high64, h.low64);

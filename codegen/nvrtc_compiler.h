@@ -11,6 +11,7 @@
 
 #include "codegen/host_compile.h"
 #include "codegen/nvrtc_library.h"
+#include "codegen/ptx_loop.h"
 
 namespace bertc::codegen {
 
@@ -23,6 +24,7 @@ struct GpuImage {
   std::string image;     // cubin, or PTX text
   bool ptx = false;
   PtxasInfo ptxas;
+  LoopMix main_loop;  // of the kernel's PTX (NVRTC makes it on the way to a cubin)
   bool from_cache = false;
 };
 

@@ -25,8 +25,9 @@ using nlohmann::json;
 constexpr char kMagic[8] = {'B', 'E', 'R', 'T', 'C', 'X', '0', '1'};
 // The header's layout: 2 since the kernel families have one set of names (matmul_epilogue is
 // matmul) and the options are written from their declarations; 3 since kernels take their
-// dropout offsets as integer parameters (a format-2 kernel has them in its source).
-constexpr int kBertxVersion = 3;
+// dropout offsets as integer parameters (a format-2 kernel has them in its source); 4 since each
+// image carries its main loop's instruction mix.
+constexpr int kBertxVersion = 4;
 
 // A .bertx file whose content is wrong in the way the message says (read_bertx names the file).
 class Damaged : public std::runtime_error {
@@ -197,7 +198,8 @@ void write_bertx(const std::filesystem::path& path, const CompiledProgram& p) {
     images.push_back({{"name", name}, {"offset", blob.size()}, {"size", g.image.size()}, {"ptx", g.ptx},
                       {"xxh3", XXH3_64bits(g.image.data(), g.image.size())}, {"registers", g.ptxas.registers},
                       {"shared_bytes", g.ptxas.shared_bytes}, {"stack_bytes", g.ptxas.stack_bytes},
-                      {"spill_store_bytes", g.ptxas.spill_store_bytes}, {"spill_load_bytes", g.ptxas.spill_load_bytes}});
+                      {"spill_store_bytes", g.ptxas.spill_store_bytes}, {"spill_load_bytes", g.ptxas.spill_load_bytes},
+                      {"main_loop_math", g.main_loop.math}, {"main_loop_shared_loads", g.main_loop.shared_loads}});
     blob += g.image;
   }
   const json header = {{"format", "bertx"},
@@ -269,6 +271,7 @@ CompiledProgram read_bertx(const std::filesystem::path& path) {
       g.ptx = ji.at("ptx");
       g.ptxas = {ji.at("registers"), ji.at("shared_bytes"), ji.at("stack_bytes"), ji.at("spill_store_bytes"),
                  ji.at("spill_load_bytes")};
+      g.main_loop = {ji.at("main_loop_math"), ji.at("main_loop_shared_loads")};
       p.images[g.name] = std::move(g);
     }
     for (const GraphKernels* g : {&p.step, &p.optimizer})

@@ -2,6 +2,7 @@
 #include "tools/report.h"
 
 #include <map>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -249,7 +250,13 @@ namespace {
 
 struct FamilyFigures {
   int kernels = 0, launches = 0, max_registers = 0, max_shared = 0, spill_bytes = 0;
+  // Matrix kernels: the one whose main loop does the fewest math instructions per shared load.
+  std::optional<codegen::LoopMix> worst_loop;
 };
+
+std::string loop_text(const std::optional<codegen::LoopMix>& m) {
+  return m ? fmt::format("{:.1f} ({}/{})", m->math_per_load(), m->math, m->shared_loads) : "-";
+}
 
 std::map<std::string, FamilyFigures> by_family(const codegen::CompiledProgram& p) {
   std::map<std::string, FamilyFigures> f;
@@ -266,6 +273,8 @@ std::map<std::string, FamilyFigures> by_family(const codegen::CompiledProgram& p
       x.max_registers = std::max(x.max_registers, i.registers);
       x.max_shared = std::max(x.max_shared, i.shared_bytes);
       x.spill_bytes += i.spill_store_bytes + i.spill_load_bytes;
+      const codegen::LoopMix& m = p.images.at(k.name).main_loop;
+      if (!k.strategy.empty() && m.found() && (!x.worst_loop || m.math_per_load() < x.worst_loop->math_per_load())) x.worst_loop = m;
     }
   return f;
 }
@@ -284,9 +293,12 @@ nlohmann::json kernels_json(const codegen::CompiledProgram& p) {
     if (!k.strategy.empty())
       j["matrix_ops"].push_back({{"op_index", k.op_index}, {"family", ir::enum_name(k.family)}, {"label", k.label}, {"strategy", k.strategy},
                                  {"kernel", k.name}});
-  for (const auto& [family, x] : by_family(p))
+  for (const auto& [family, x] : by_family(p)) {
     j["families"][family] = {{"kernels", x.kernels}, {"launches", x.launches}, {"max_registers", x.max_registers},
                              {"max_shared_bytes", x.max_shared}, {"spill_bytes", x.spill_bytes}};
+    if (x.worst_loop)
+      j["families"][family]["main_loop_min"] = {{"math", x.worst_loop->math}, {"shared_loads", x.worst_loop->shared_loads}};
+  }
   j["per_kernel"] = nlohmann::json::array();
   std::set<std::string> seen;
   for (const codegen::GraphKernels* g : {&p.step, &p.optimizer})
@@ -295,7 +307,9 @@ nlohmann::json kernels_json(const codegen::CompiledProgram& p) {
       const codegen::PtxasInfo& i = p.images.at(k.name).ptxas;
       j["per_kernel"].push_back({{"name", k.name}, {"family", ir::enum_name(k.family)}, {"strategy", k.strategy}, {"first_use", k.label},
                                  {"registers", i.registers}, {"shared_bytes", i.shared_bytes}, {"stack_bytes", i.stack_bytes},
-                                 {"spill_bytes", i.spill_store_bytes + i.spill_load_bytes}, {"ptx", p.images.at(k.name).ptx}});
+                                 {"spill_bytes", i.spill_store_bytes + i.spill_load_bytes}, {"ptx", p.images.at(k.name).ptx},
+                                 {"main_loop", {{"math", p.images.at(k.name).main_loop.math},
+                                                {"shared_loads", p.images.at(k.name).main_loop.shared_loads}}}});
     }
   return j;
 }
@@ -305,13 +319,15 @@ std::string kernels_text(const codegen::CompiledProgram& p, bool compiled_now) {
       compiled_now ? fmt::format(", compiled in {:.2f} s ({} from the cache)", p.stats.seconds, p.stats.cache_hits) : "";
   std::string out = fmt::format(
       "\nkernels for {} (NVRTC {}): {} distinct{}\n"
-      "  {:<26} {:>7} {:>9} {:>10} {:>13} {:>12}\n",
+      "  {:<26} {:>7} {:>9} {:>10} {:>13} {:>12}  {}\n",
       p.options.arch.text(), p.nvrtc_version, p.images.size(), how, "family (strategy)", "kernels", "launches", "registers",
-      "shared bytes", "spill bytes");
+      "shared bytes", "spill bytes", "main loop math/shared load");
   for (const auto& [family, x] : by_family(p))
-    out += fmt::format("  {:<26} {:>7} {:>9} {:>10} {:>13} {:>12}\n", family, x.kernels, x.launches, x.max_registers,
-                       x.max_shared, x.spill_bytes);
-  out += "  (registers and shared bytes: the most any kernel of the family uses; launches per micro-batch and optimizer step)\n";
+    out += fmt::format("  {:<26} {:>7} {:>9} {:>10} {:>13} {:>12}  {}\n", family, x.kernels, x.launches, x.max_registers,
+                       x.max_shared, x.spill_bytes, loop_text(x.worst_loop));
+  out += "  (registers and shared bytes: the most any kernel of the family uses; launches per micro-batch and optimizer step;\n"
+         "   main loop: fma/mma per ld.shared/ldmatrix instruction in the PTX of each kernel's busiest loop, the family's\n"
+         "   lowest, with that loop's counts; a simt GEMM does 16 with 128-bit shared loads, 4 with scalar ones)\n";
   out += "\nmatrix ops of the step and the strategy each got (rule: codegen/matrix_strategy.h)\n";
   for (const codegen::KernelSpec& k : p.step.kernels)
     if (k.library)

@@ -85,28 +85,34 @@ struct alignas(sizeof(T) * N) bx_vec {
   T v[N];
 };
 template <int N> BX_FN void bx_ldv(const float* p, bx_i64 i, float* out) {
+  BX_CHECK_ALIGNED(p + i, sizeof(bx_vec<float, N>));
   const bx_vec<float, N> x = *(const bx_vec<float, N>*)(p + i);
   for (int k = 0; k < N; ++k) out[k] = x.v[k];
 }
 template <int N> BX_FN void bx_ldv(const bx_f16* p, bx_i64 i, float* out) {
+  BX_CHECK_ALIGNED(p + i, sizeof(bx_vec<bx_u16, N>));
   const bx_vec<bx_u16, N> x = *(const bx_vec<bx_u16, N>*)(p + i);
   for (int k = 0; k < N; ++k) out[k] = bx_f16_bits_to_f32(x.v[k]);
 }
 template <int N> BX_FN void bx_ldv(const bx_bf16* p, bx_i64 i, float* out) {
+  BX_CHECK_ALIGNED(p + i, sizeof(bx_vec<bx_u16, N>));
   const bx_vec<bx_u16, N> x = *(const bx_vec<bx_u16, N>*)(p + i);
   for (int k = 0; k < N; ++k) out[k] = bx_bf16_bits_to_f32(x.v[k]);
 }
 template <int N> BX_FN void bx_stv(float* p, bx_i64 i, const float* in) {
+  BX_CHECK_ALIGNED(p + i, sizeof(bx_vec<float, N>));
   bx_vec<float, N> x;
   for (int k = 0; k < N; ++k) x.v[k] = in[k];
   *(bx_vec<float, N>*)(p + i) = x;
 }
 template <int N> BX_FN void bx_stv(bx_f16* p, bx_i64 i, const float* in) {
+  BX_CHECK_ALIGNED(p + i, sizeof(bx_vec<bx_u16, N>));
   bx_vec<bx_u16, N> x;
   for (int k = 0; k < N; ++k) x.v[k] = bx_f32_to_f16_bits(in[k]);
   *(bx_vec<bx_u16, N>*)(p + i) = x;
 }
 template <int N> BX_FN void bx_stv(bx_bf16* p, bx_i64 i, const float* in) {
+  BX_CHECK_ALIGNED(p + i, sizeof(bx_vec<bx_u16, N>));
   bx_vec<bx_u16, N> x;
   for (int k = 0; k < N; ++k) x.v[k] = bx_f32_to_bf16_bits(in[k]);
   *(bx_vec<bx_u16, N>*)(p + i) = x;

@@ -16,7 +16,10 @@
 // Before a loop over a register array (accumulators): unrolled, every index is a constant and
 // the array stays in registers instead of local memory.
 #define BX_UNROLL _Pragma("unroll")
-#define BX_SHARED(type, name, count) __shared__ type name[count]
+// 16-byte aligned whatever the type: tiles are read and written 16 bytes at a time (vector loads,
+// cp.async, ldmatrix), and a 2-byte type alone would only promise 2.
+#define BX_SHARED(type, name, count) __shared__ __align__(16) type name[count]
+#define BX_CHECK_ALIGNED(p, bytes)  // the GPU faults on a misaligned vector access by itself
 #define BX_CONSTANT __constant__ const
 
 BX_FN int bx_tid_x() { return threadIdx.x; }

@@ -62,41 +62,74 @@ struct bx_tile_loader {
 // --- Warp strategies. Each: a warp's WM x WN accumulator (ACC floats per lane), coord() (the tile
 // element accumulator i of `lane` holds) and mma() (acc += A B over KLEN, a multiple of KSTEP).
 // A is WM x KLEN, stored [m][k] when A_KC (k contiguous) else [k][m]; B is KLEN x WN, stored [n][k]
-// when B_KC else [k][n]; lda, ldb are the shared-memory leading dimensions.
+// when B_KC else [k][n]; lda, ldb are the shared-memory leading dimensions, multiples of 4, and A, B
+// start 4 elements aligned (tiles padded by 16 bytes are). The layouts are the strategy's template
+// arguments because simt's element ownership (coord) depends on them.
 
-// FP32 FFMA on a TM x TN register tile per lane; lanes form a 4 x 8 grid whose tiles interleave
-// (lane rows 4 apart, columns 8 apart) so that a warp's shared-memory reads are broadcasts or
-// conflict-free. 16-bit inputs are only storage: converted on load, never computed in half.
-template <int WM, int WN>
+// FP32 FFMA on a TM x TN register tile per lane; lanes form a 4 x 8 grid. Shared-memory reads are
+// 4 elements wide (ld.shared.v4 for f32), so a lane's 8 x 8 tile costs 16 loads per 4 k-steps and
+// 256 FFMA (16 per load, against 4 with scalar loads):
+//  - an operand stored [k][m] (or [k][n]): a lane owns runs of 4 consecutive rows (columns) and
+//    reads a run at one k in one load; a quarter-warp's runs are distinct and adjacent, or the same
+//    (broadcast), so no bank conflicts;
+//  - an operand stored k-contiguous: a lane reads 4 k at once for each of its rows, which are
+//    interleaved (lane row + 4 i, lane column + 8 j): a quarter-warp reads 8 consecutive rows of a
+//    padded tile (20 floats = 4 banks apart) or one row (broadcast), so again no bank conflicts.
+// 16-bit inputs are only storage: converted on load, never computed in half.
+template <int WM, int WN, bool A_KC, bool B_KC>
 struct bx_simt {
   static constexpr int LM = 4, LN = 8, TM = WM / LM, TN = WN / LN, ACC = TM * TN, KSTEP = 1;
   static_assert(WM % LM == 0 && WN % LN == 0, "SIMT warp tiles are multiples of 4 x 8");
+  // Run lengths: 4 (or what divides the lane's tile) along an operand stored [k][m|n], else 1.
+  static constexpr int run(int t) { return t % 4 == 0 ? 4 : t % 2 == 0 ? 2 : 1; }
+  static constexpr int VM = A_KC ? 1 : run(TM), VN = B_KC ? 1 : run(TN);
+  // The lane's i-th row (of TM) and j-th column (of TN) in the warp tile.
+  BX_STATIC int row(int lane, int i) { return (i / VM * LM + lane / LN) * VM + i % VM; }
+  BX_STATIC int col(int lane, int j) { return (j / VN * LN + lane % LN) * VN + j % VN; }
   BX_STATIC void coord(int i, int lane, int& r, int& c) {
-    r = lane / LN + i / TN * LM;
-    c = lane % LN + i % TN * LN;
+    r = row(lane, i / TN);
+    c = col(lane, i % TN);
   }
-  template <typename T, bool A_KC, bool B_KC, int KLEN>
+  // x[kk][i] = the lane's i-th element (of N, runs of V) of an operand at k0 + kk, kk < KV.
+  template <typename T, bool KC, int N, int V, int KV, int L>
+  BX_STATIC void fetch(float (&x)[KV][N], const T* P, int ld, int k0, int lane_at) {
+    if constexpr (KC) {
+      BX_UNROLL
+      for (int i = 0; i < N; ++i) {
+        float v[KV];
+        bx_ldv<KV>(P, (i * L + lane_at) * ld + k0, v);
+        BX_UNROLL
+        for (int kk = 0; kk < KV; ++kk) x[kk][i] = v[kk];
+      }
+    } else {
+      BX_UNROLL
+      for (int kk = 0; kk < KV; ++kk)
+        BX_UNROLL
+        for (int g = 0; g < N / V; ++g) bx_ldv<V>(P, (k0 + kk) * ld + (g * L + lane_at) * V, &x[kk][g * V]);
+    }
+  }
+  template <typename T, int KLEN>
   BX_STATIC void mma(float* acc, const T* A, int lda, const T* B, int ldb) {
+    // k-contiguous operands are read 4 k at a time (KLEN permitting); the others a k at a time.
+    constexpr int KV = (A_KC || B_KC) && KLEN % 4 == 0 ? 4 : 1;
     const int lane = bx_lane();
-    for (int k = 0; k < KLEN; ++k) {
-      float a[TM], b[TN];
-      for (int i = 0; i < TM; ++i) {
-        const int m = lane / LN + i * LM;
-        a[i] = bx_ld(A, A_KC ? m * lda + k : k * lda + m);
-      }
-      for (int j = 0; j < TN; ++j) {
-        const int n = lane % LN + j * LN;
-        b[j] = bx_ld(B, B_KC ? n * ldb + k : k * ldb + n);
-      }
-      for (int i = 0; i < TM; ++i)
-        for (int j = 0; j < TN; ++j) acc[i * TN + j] += a[i] * b[j];
+    for (int k0 = 0; k0 < KLEN; k0 += KV) {
+      float a[KV][TM], b[KV][TN];
+      fetch<T, A_KC, TM, VM, KV, LM>(a, A, lda, k0, lane / LN);
+      fetch<T, B_KC, TN, VN, KV, LN>(b, B, ldb, k0, lane % LN);
+      BX_UNROLL
+      for (int kk = 0; kk < KV; ++kk)
+        BX_UNROLL
+        for (int i = 0; i < TM; ++i)
+          BX_UNROLL
+          for (int j = 0; j < TN; ++j) acc[i * TN + j] += a[kk][i] * b[kk][j];
     }
   }
 };
 
 // mma.m8n8k4 (sm_70): a warp's four quad-pairs make one 16 x 16 x 4 step (pair p: rows 8(p&1),
 // columns 8(p>>1)); fragments are read from shared memory element by element (no ldmatrix).
-template <int WM, int WN>
+template <int WM, int WN, bool A_KC, bool B_KC>
 struct bx_hmma884 {
   static constexpr int MI = WM / 16, NJ = WN / 16, ACC = MI * NJ * 8, KSTEP = 4;
   static_assert(WM % 16 == 0 && WN % 16 == 0, "m8n8k4 warp tiles are multiples of 16 x 16");
@@ -105,7 +138,7 @@ struct bx_hmma884 {
     r = piece / NJ * 16 + (pair & 1) * 8 + (lane & 1) + (e & 2) + 4 * high;
     c = piece % NJ * 16 + (pair >> 1) * 8 + (e & 4) + (lane & 2) + (e & 1);
   }
-  template <typename T, bool A_KC, bool B_KC, int KLEN>
+  template <typename T, int KLEN>
   BX_STATIC void mma(float* acc, const T* A, int lda, const T* B, int ldb) {
     static_assert(sizeof(T) == 2 && !bx_is_bf16<T>, "m8n8k4 takes f16");
     const int lane = bx_lane(), pair = (lane >> 2) & 3, own = (lane & 3) + 4 * (lane >> 4);
@@ -133,7 +166,7 @@ struct bx_hmma884 {
 
 // mma.m16n8k16 (sm_80+; two m16n8k8 on sm_75) with ldmatrix: k-contiguous tiles load with
 // ldmatrix, the others with ldmatrix.trans, so no layout needs a transposing copy.
-template <int WM, int WN>
+template <int WM, int WN, bool A_KC, bool B_KC>
 struct bx_hmma16816 {
   static constexpr int MI = WM / 16, NI = WN / 8, ACC = MI * NI * 4, KSTEP = 16;
   static_assert(WM % 16 == 0 && WN % 16 == 0, "m16n8k16 warp tiles are multiples of 16 x 16");
@@ -142,7 +175,7 @@ struct bx_hmma16816 {
     r = i / (NI * 4) * 16 + lane / 4 + (e >> 1) * 8;
     c = i / 4 % NI * 8 + lane % 4 * 2 + (e & 1);
   }
-  template <typename T, bool A_KC, bool B_KC, int KLEN>
+  template <typename T, int KLEN>
   BX_STATIC void mma(float* acc, const T* A, int lda, const T* B, int ldb) {
     static_assert(sizeof(T) == 2, "m16n8k16 takes f16 or bf16");
     // Lane l addresses row l % 8 of 8x8 matrix l / 8.
@@ -164,11 +197,12 @@ struct bx_hmma16816 {
   }
 };
 
-// A PM x PN product over the block's warps, arranged WGM x WGN (warp w at row w / WGN).
-template <template <int, int> class S, int PM, int PN, int WGM, int WGN>
+// A PM x PN product over the block's warps, arranged WGM x WGN (warp w at row w / WGN), of operands
+// laid out as A_KC, B_KC say (see the warp strategies).
+template <template <int, int, bool, bool> class S, int PM, int PN, int WGM, int WGN, bool A_KC, bool B_KC>
 struct bx_block_mma {
   static constexpr int WM = PM / WGM, WN = PN / WGN;
-  typedef S<WM, WN> warp;
+  typedef S<WM, WN, A_KC, B_KC> warp;
   static constexpr int ACC = warp::ACC;
   BX_STATIC int warp_row() { return (bx_tid_x() >> 5) / WGN * WM; }
   BX_STATIC int warp_col() { return (bx_tid_x() >> 5) % WGN * WN; }
@@ -176,11 +210,11 @@ struct bx_block_mma {
     BX_UNROLL
     for (int i = 0; i < ACC; ++i) acc[i] = 0.0f;
   }
-  template <typename T, bool A_KC, bool B_KC, int KLEN>
+  template <typename T, int KLEN>
   BX_STATIC void mma(float* acc, const T* A, int lda, const T* B, int ldb) {
     static_assert(KLEN % warp::KSTEP == 0, "the product's depth is whole instruction steps");
     const int m = warp_row(), n = warp_col();
-    warp::template mma<T, A_KC, B_KC, KLEN>(acc, A_KC ? A + m * lda : A + m, lda, B_KC ? B + n * ldb : B + n, ldb);
+    warp::template mma<T, KLEN>(acc, A_KC ? A + m * lda : A + m, lda, B_KC ? B + n * ldb : B + n, ldb);
   }
   BX_STATIC void coord(int i, int& r, int& c) {
     warp::coord(i, bx_lane(), r, c);
@@ -193,10 +227,10 @@ struct bx_block_mma {
 // shared-memory stages (ASYNC: cp.async groups, STAGES-1 tiles in flight; else register-staged
 // loads overlapping one tile's math). A is M x K, stored row-major with leading dimension lda
 // when A_KC, else as its K x M transpose; B is K x N, stored as its N x K transpose when B_KC.
-template <template <int, int> class S, typename T, int BM, int BN, int BK, int WGM, int WGN, int STAGES, bool A_KC,
+template <template <int, int, bool, bool> class S, typename T, int BM, int BN, int BK, int WGM, int WGN, int STAGES, bool A_KC,
           bool B_KC, int VA, int VB, bool ASYNC>
 struct bx_gemm {
-  typedef bx_block_mma<S, BM, BN, WGM, WGN> product;
+  typedef bx_block_mma<S, BM, BN, WGM, WGN, A_KC, B_KC> product;
   static constexpr int THREADS = WGM * WGN * 32, ACC = product::ACC;
   static constexpr int LDA = (A_KC ? BK : BM) + bx_pad<T>, A_TILE = (A_KC ? BM : BK) * LDA;
   static constexpr int LDB = (B_KC ? BK : BN) + bx_pad<T>, B_TILE = (B_KC ? BN : BK) * LDB;
@@ -232,7 +266,7 @@ struct bx_gemm {
       bx_sync();  // tile t is in; every warp is done with the stage the next issue overwrites
       const int next = t + STAGES - 1;
       if (next < tiles) issue(next);
-      product::template mma<T, A_KC, B_KC, BK>(acc, As + t % STAGES * A_TILE, LDA, Bs + t % STAGES * B_TILE, LDB);
+      product::template mma<T, BK>(acc, As + t % STAGES * A_TILE, LDA, Bs + t % STAGES * B_TILE, LDB);
       if (next < tiles) land(next);
       if constexpr (ASYNC) bx_cp_async_commit();
     }
@@ -256,14 +290,14 @@ struct bx_attention_problem {
 
 // D: head size; BQ x BKV: the query and key tiles; SG, OG, KG: warp rows of the score (BQ x BKV),
 // query-side (BQ x D) and key-side (BKV x D) products (the block's 4 warps are SG x 4/SG, ...).
-template <template <int, int> class S, typename T, typename TB, int D, int BQ, int BKV, int SG, int OG, int KG, bool ASYNC>
+template <template <int, int, bool, bool> class S, typename T, typename TB, int D, int BQ, int BKV, int SG, int OG, int KG, bool ASYNC>
 struct bx_attention {
   static constexpr int THREADS = 128, WARPS = 4;
   static constexpr int LDH = D + bx_pad<T>, LDS = BKV + 1, LDP = BKV + bx_pad<T>;
   static constexpr int VEC = D % (16 / (int)sizeof(T)) == 0 ? 16 / (int)sizeof(T) : 1;
-  typedef bx_block_mma<S, BQ, BKV, SG, WARPS / SG> scores;
-  typedef bx_block_mma<S, BQ, D, OG, WARPS / OG> query_side;
-  typedef bx_block_mma<S, BKV, D, KG, WARPS / KG> key_side;
+  typedef bx_block_mma<S, BQ, BKV, SG, WARPS / SG, true, true> scores;       // Q K^T, dO V^T
+  typedef bx_block_mma<S, BQ, D, OG, WARPS / OG, true, false> query_side;   // P V, dS K
+  typedef bx_block_mma<S, BKV, D, KG, WARPS / KG, false, false> key_side;  // Pd^T dO, dS^T Q
   // Shared memory: T elements and floats, forward and backward.
   static constexpr int FORWARD_H = (BQ + 2 * BKV) * LDH + BQ * LDP, FORWARD_F = BQ * LDS + 3 * BQ;
   static constexpr int BACKWARD_H = 2 * (BQ + BKV) * LDH + 2 * BQ * LDP, BACKWARD_F = 2 * BQ * LDS + 2 * BQ;
@@ -313,7 +347,7 @@ struct bx_attention {
       loads_done();
       float s[scores::ACC];
       scores::zero(s);
-      scores::template mma<T, true, true, D>(s, Qs, LDH, Ks, LDH);
+      scores::template mma<T, D>(s, Qs, LDH, Ks, LDH);
       BX_UNROLL
       for (int i = 0; i < scores::ACC; ++i) {
         int r, c;
@@ -350,7 +384,7 @@ struct bx_attention {
         query_side::coord(i, r, c);
         o[i] *= row_scale[r];
       }
-      query_side::template mma<T, true, false, BKV>(o, Ps, LDP, Vs, LDH);
+      query_side::template mma<T, BKV>(o, Ps, LDP, Vs, LDH);
       bx_sync();  // the next tile overwrites Ks, Vs, Ss and Ps
     }
     BX_UNROLL
@@ -400,8 +434,8 @@ struct bx_attention {
     float s[scores::ACC], dp[scores::ACC];
     scores::zero(s);
     scores::zero(dp);
-    scores::template mma<T, true, true, D>(s, t.Qs, LDH, t.Ks, LDH);
-    scores::template mma<T, true, true, D>(dp, t.dOs, LDH, t.Vs, LDH);
+    scores::template mma<T, D>(s, t.Qs, LDH, t.Ks, LDH);
+    scores::template mma<T, D>(dp, t.dOs, LDH, t.Vs, LDH);
     BX_UNROLL
     for (int i = 0; i < scores::ACC; ++i) {
       int r, c;
@@ -438,8 +472,8 @@ struct bx_attention {
         load_query_tile(t, dout, q, o, lse, a, bh, q0);
         loads_done();
         probabilities_and_gradients(t, bias, seed_value, a, bh, q0, k0);
-        key_side::template mma<T, false, false, BQ>(gv, t.Pd, LDP, t.dOs, LDH);  // dV += Pd^T dO
-        key_side::template mma<T, false, false, BQ>(gk, t.dS, LDP, t.Qs, LDH);   // dK += dS^T Q
+        key_side::template mma<T, BQ>(gv, t.Pd, LDP, t.dOs, LDH);  // dV += Pd^T dO
+        key_side::template mma<T, BQ>(gk, t.dS, LDP, t.Qs, LDH);   // dK += dS^T Q
         bx_sync();  // the next query tile overwrites Qs, dOs, Pd and dS
       }
       BX_UNROLL
@@ -462,7 +496,7 @@ struct bx_attention {
         load<BKV>(t.Vs, v + base_k, a.sk, k0);
         loads_done();
         probabilities_and_gradients(t, bias, seed_value, a, bh, q0, k0);
-        query_side::template mma<T, true, false, BKV>(gq, t.dS, LDP, t.Ks, LDH);  // dQ += dS K
+        query_side::template mma<T, BKV>(gq, t.dS, LDP, t.Ks, LDH);  // dQ += dS K
         bx_sync();  // the next key tile overwrites Ks, Vs, Pd and dS
       }
       BX_UNROLL

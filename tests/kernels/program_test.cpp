@@ -118,6 +118,7 @@ TEST(CompiledProgram, MatrixKernelsUseTheirArchsInstructions) {
     const NvrtcCompiler ptx = NvrtcCompiler::ptx_for_arch(std::stoi(std::string(e.arch).substr(3)));
     std::set<std::string> families;
     std::set<std::string> done;
+    int simt_gemms = 0;
     for (const KernelSpec& k : render_graph(p.step, {ptx.arch()}).kernels) {
       // Every kernel declares the block size it is launched with (registers fit, always).
       if (!k.source.empty()) {
@@ -138,8 +139,22 @@ TEST(CompiledProgram, MatrixKernelsUseTheirArchsInstructions) {
       // indexed array would be one, slow wherever ptxas cannot undo it).
       EXPECT_EQ(image.image.find(".local"), std::string::npos) << e.arch << " " << e.precision << " " << k.label
                                                                 << ": local memory in " << ir::enum_name(k.family);
+      // The simt GEMM's main loop reads shared memory 128 bits at a time (64 bits for 16-bit
+      // storage): 16 FFMA per load for its 8 x 8 lane tiles (it was 4 with scalar loads, which
+      // capped issue near 75% of FP32 peak). The figure is the compile's, read back from the PTX.
+      const LoopMix loop = main_loop_mix(image.image);
+      EXPECT_EQ(loop.math, image.main_loop.math) << k.label;
+      if (k.family == ir::KernelFamily::Matmul && k.strategy == "simt") {
+        EXPECT_GE(loop.math_per_load(), 12.0) << e.arch << " " << e.precision << " " << k.label << ": " << loop.math
+                                              << " fma per " << loop.shared_loads << " shared loads";
+        EXPECT_NE(image.image.find(std::string("ld.shared.v4.") + (e.precision == std::string("fp32") ? "f32" : "u16")),
+                  std::string::npos)
+            << k.label;
+        ++simt_gemms;
+      }
     }
     EXPECT_EQ(families, (std::set<std::string>{"attention", "matmul"})) << e.arch;
+    if (std::string(e.arch) == "sm_61") EXPECT_GT(simt_gemms, 0) << e.precision;
   }
 }
 
@@ -159,6 +174,18 @@ TEST(CompiledProgram, BertxReadsBackTheSameProgram) {
   EXPECT_EQ(r.step_ir, c.compiled.step_ir);
   EXPECT_EQ(r.step.arena.offset_of, c.compiled.step.arena.offset_of);
   EXPECT_EQ(r.optimizer.arena.bytes, c.compiled.optimizer.arena.bytes);
+  // Each image's figures come back too (registers from ptxas, the main loop's mix from its PTX).
+  ASSERT_EQ(r.images.size(), c.compiled.images.size());
+  int with_loops = 0;
+  for (const auto& [name, g] : c.compiled.images) {
+    const GpuImage& back = r.images.at(name);
+    EXPECT_EQ(back.image, g.image) << name;
+    EXPECT_EQ(back.ptxas.registers, g.ptxas.registers) << name;
+    EXPECT_EQ(back.main_loop.math, g.main_loop.math) << name;
+    EXPECT_EQ(back.main_loop.shared_loads, g.main_loop.shared_loads) << name;
+    with_loops += g.main_loop.found();
+  }
+  EXPECT_GT(with_loops, 0);
   for (auto [a, b] : {std::pair{&r.step, &c.compiled.step}, std::pair{&r.optimizer, &c.compiled.optimizer}}) {
     ASSERT_EQ(a->kernels.size(), b->kernels.size());
     for (size_t i = 0; i < a->kernels.size(); ++i) {
@@ -225,7 +252,7 @@ TEST(CompiledProgram, BertxOfAnotherFormatVersionIsRefused) {
     read_bertx(path);
     FAIL() << "a format-1 file was read";
   } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("it is format 1, written by another bertc version (this one reads format 3). "
+    EXPECT_NE(std::string(e.what()).find("it is format 1, written by another bertc version (this one reads format 4). "
                                          "Write it again with bertc compile"),
               std::string::npos)
         << e.what();

@@ -113,5 +113,36 @@ TEST(Nvrtc, PtxasLogParsing) {
   EXPECT_EQ(parse_ptxas_log(log, "absent").registers, 0);
 }
 
+// The main loop is the loop with the most math of its own: not a loop without math, not a forward
+// jump, and not the instructions of a loop nested inside it; predicates and .v4 forms count.
+TEST(PtxLoop, CountsTheBusiestLoopsOwnMathAndSharedLoads) {
+  const std::string ptx = R"(
+	ld.shared.f32 	%f1, [%r1];          // before any loop: not counted
+$L__BB0_1:                              // the outer loop
+	ld.shared.v4.f32 	{%f1, %f2, %f3, %f4}, [%r2];
+	fma.rn.f32 	%f5, %f1, %f2, %f5;
+	fma.rn.f32 	%f6, %f3, %f4, %f6;
+	@%p1 bra 	$L__BB0_3;              // a forward jump is no loop
+	fma.rn.f32 	%f7, %f3, %f4, %f7;
+$L__BB0_3:
+$L__BB0_2:                              // a nested loop: its own, not the outer one's
+	ld.shared.u32 	%r5, [%r4];
+	ld.shared.u32 	%r6, [%r4+4];
+	fma.rn.f32 	%f8, %f1, %f2, %f8;
+	@%p2 bra 	$L__BB0_2;
+	ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r1, %r2, %r3, %r4}, [%r9];
+	@%p3 bra.uni 	$L__BB0_1;
+$L__BB0_4:                              // a loop without math
+	ld.shared.f32 	%f9, [%r8];
+	@%p4 bra 	$L__BB0_4;
+	ret;
+)";
+  const LoopMix m = main_loop_mix(ptx);
+  EXPECT_EQ(m.math, 3);
+  EXPECT_EQ(m.shared_loads, 2);
+  EXPECT_DOUBLE_EQ(m.math_per_load(), 1.5);
+  EXPECT_FALSE(main_loop_mix("\tfma.rn.f32 %f1, %f2, %f3, %f4;\n\tret;\n").found());  // no loop at all
+}
+
 }  // namespace
 }  // namespace bertc::codegen
