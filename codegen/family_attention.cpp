@@ -30,10 +30,12 @@ struct Tiling {
   int bq, bkv, sg, og, kg;  // tiles and warp rows of the score, query-side and key-side products
 };
 
-std::optional<Tiling> tiling(MatrixStrategy s, bool backward, int64_t d) {
+// Tiles for a strategy: tensor-core ones are larger, except a forward query tile of 4-byte inputs
+// (tf32), which at 64 rows would not fit 48 KB.
+std::optional<Tiling> tiling(MatrixStrategy s, bool backward, int64_t d, int64_t bytes) {
   const bool tensor = s != MatrixStrategy::Simt;
   if (d % strategy_k_step(s) != 0 || (tensor && d % 16 != 0)) return std::nullopt;  // d is the score product's depth
-  const int bq = tensor ? (backward ? 32 : 64) : (backward ? 16 : 32), bkv = tensor ? 32 : (backward ? 16 : 32);
+  const int bq = tensor ? (backward || bytes == 4 ? 32 : 64) : (backward ? 16 : 32), bkv = tensor ? 32 : (backward ? 16 : 32);
   const auto sg = warp_rows(s, bq, bkv), og = warp_rows(s, bq, d), kg = backward ? warp_rows(s, bkv, d) : 1;
   if (!sg || !og || !kg) return std::nullopt;
   return Tiling{s, bq, bkv, *sg, *og, *kg};
@@ -53,6 +55,13 @@ std::vector<int64_t> bias_strides(const ir::Shape& shape) {
   return strides;
 }
 
+// Shared bytes of a tiling as bx_attention lays them out (rows padded by 16 bytes).
+int64_t shared_bytes(const Tiling& t, bool backward, int64_t d, int64_t bytes) {
+  const int64_t pad = 16 / bytes, ldh = d + pad, lds = t.bkv + 1, ldp = t.bkv + pad, bq = t.bq, bkv = t.bkv;
+  return backward ? (2 * (bq + bkv) * ldh + 2 * bq * ldp) * bytes + (2 * bq * lds + 2 * bq) * 4
+                  : ((bq + 2 * bkv) * ldh + bq * ldp) * bytes + (bq * lds + 3 * bq) * 4;
+}
+
 }  // namespace
 
 KernelSpec render_attention(const KernelInput& in) {
@@ -67,18 +76,15 @@ KernelSpec render_attention(const KernelInput& in) {
   const double p = in.op.attr<double>("p");
   const bool dropout = has_seed && p > 0;
 
-  // The arch's strategy where its tiles fit the head size, else simt (head sizes not a multiple of 16).
-  std::optional<Tiling> t = tiling(choose_strategy(in.target.sm, q.dtype), backward, d);
-  if (!t) t = tiling(MatrixStrategy::Simt, backward, d);
+  // The arch's strategy where its tiles fit the head size and shared memory, else simt (head sizes
+  // not a multiple of 16; tf32's backward, whose 32 x 32 f32 tiles need 52 KB).
+  const int64_t bytes = static_cast<int64_t>(ir::dtype_bytes(q.dtype));
+  std::optional<Tiling> t = tiling(choose_strategy(in.target.sm, q.dtype, in.target.tf32), backward, d, bytes);
+  if (!t || shared_bytes(*t, backward, d, bytes) > kSharedLimit) t = tiling(MatrixStrategy::Simt, backward, d, bytes);
   if (!t) throw ir::Error(fmt::format("attention: head size {} fits no tiling of 4 warps (it must be a multiple of 8)", d));
   const MatrixStrategy s = t->strategy;
   const int bq = t->bq, bkv = t->bkv, sg = t->sg, og = t->og, kg = t->kg;
-
-  // Shared bytes as bx_attention lays them out (rows padded by 16 bytes).
-  const int64_t bytes = static_cast<int64_t>(ir::dtype_bytes(q.dtype)), pad = 16 / bytes;
-  const int64_t ldh = d + pad, lds = bkv + 1, ldp = bkv + pad;
-  const int64_t shared = backward ? (2 * (bq + bkv) * ldh + 2 * bq * ldp) * bytes + (2 * bq * lds + 2 * bq) * 4
-                                  : ((bq + 2 * bkv) * ldh + bq * ldp) * bytes + (bq * lds + 3 * bq) * 4;
+  const int64_t shared = shared_bytes(*t, backward, d, bytes);
   if (shared > kSharedLimit)
     throw ir::Error(fmt::format("attention: head size {} needs {} bytes of shared memory for {} x {} tiles, over the {} "
                                 "a block may use; run the unfused attention (compile.fused_attention = false)",

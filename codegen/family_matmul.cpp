@@ -139,7 +139,7 @@ KernelSpec render_generated(const KernelInput& in) {
   const int64_t batch = numel(rbatch, 0, rbatch.size());
   const int64_t rows = fold ? M * batch : M, layers = fold ? 1 : batch;
 
-  const MatrixStrategy s = choose_strategy(in.target.sm, dtype);
+  const MatrixStrategy s = choose_strategy(in.target.sm, dtype, in.target.tf32);
   const GemmTiles t = default_gemm_tiles(s, in.target.sm);
   const std::string T = storage_type(dtype);
   const int va = vector_elements(ta ? M : K, dtype), vb = vector_elements(tb ? K : N, dtype);
@@ -200,8 +200,9 @@ KernelSpec render_generated(const KernelInput& in) {
 }  // namespace
 
 KernelSpec render_matmul(const KernelInput& in) {
-  const std::optional<LibraryGemm> g = library_gemm(in.graph, in.op, in.body);
+  std::optional<LibraryGemm> g = library_gemm(in.graph, in.op, in.body);
   if (!g) return render_generated(in);
+  g->tf32 = in.target.tf32 && g->ab_dtype == ir::DType::F32 && choose_strategy(in.target.sm, g->ab_dtype, true) == MatrixStrategy::Tf32;
   // A choice measured on the GPU (--autotune) overrides the rule.
   const std::string key = product_key(*g);
   const auto tuned = in.target.tuned.find(key);

@@ -36,9 +36,9 @@ ir::Shape without_leading_ones(ir::Shape s) {
 }  // namespace
 
 std::string product_key(const LibraryGemm& g) {
-  return fmt::format("{}x{}x{} b{} {}{} {}->{} {}", g.m, g.n, g.k, g.batch, g.transpose_a ? 'T' : 'N',
+  return fmt::format("{}x{}x{} b{} {}{} {}->{}{} {}", g.m, g.n, g.k, g.batch, g.transpose_a ? 'T' : 'N',
                      g.transpose_b ? 'T' : 'N', ir::dtype_name(g.ab_dtype), ir::dtype_name(g.c_dtype),
-                     g.to_workspace ? "epilogue" : "plain");
+                     g.tf32 ? " tf32" : "", g.to_workspace ? "epilogue" : "plain");
 }
 
 CublasGemmArgs cublas_args(const LibraryGemm& g) {
@@ -53,6 +53,7 @@ CublasGemmArgs cublas_args(const LibraryGemm& g) {
   a.batch = g.batch;
   a.type_ab = cuda_type(g.ab_dtype);
   a.type_c = cuda_type(g.to_workspace ? ir::DType::F32 : g.c_dtype);
+  a.tf32 = g.tf32;
   return a;
 }
 
@@ -104,7 +105,11 @@ void store_typed(void* p, int64_t i, float v, Storage type) {
 
 void run_cublas_on_host(const CublasGemmArgs& a, const void* first, const void* second, void* c) {
   const Storage ab = storage_of(a.type_ab), out = storage_of(a.type_c);
-  column_major_gemm(a, [&](int64_t i) { return load_typed(first, i, ab); }, [&](int64_t i) { return load_typed(second, i, ab); },
+  auto load = [&](const void* p, int64_t i) {
+    const float v = load_typed(p, i, ab);
+    return a.tf32 ? ir::round_to_tf32(v) : v;
+  };
+  column_major_gemm(a, [&](int64_t i) { return load(first, i); }, [&](int64_t i) { return load(second, i); },
                     [&](int64_t i, float v) { store_typed(c, i, v, out); });
 }
 

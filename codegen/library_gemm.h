@@ -6,7 +6,8 @@
 // writes a plain product straight into its result (in the result's dtype, FP32 accumulate);
 // a product with an epilogue goes to an f32 workspace that the launch's generated epilogue kernel
 // reads (bias, GELU, dropout, accumulation, cast — exact erf GELU, which cuBLASLt's tanh-based
-// GELU epilogue is not). FP32 inputs run SGEMM (no TF32); 16-bit inputs use tensor ops on sm_70+.
+// GELU epilogue is not). FP32 inputs run SGEMM (no TF32) unless the precision is tf32
+// (CUBLAS_COMPUTE_32F_FAST_TF32); 16-bit inputs use tensor ops on sm_70+.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +28,7 @@ struct LibraryGemm {
   bool to_workspace = false;                         // C: the launch's f32 workspace, else value c
   ir::ValueId c = 0;
   ir::DType ab_dtype = ir::DType::F32, c_dtype = ir::DType::F32;
+  bool tf32 = false;  // f32 inputs rounded to TF32 on tensor cores (precision tf32)
   size_t workspace_bytes() const { return to_workspace ? static_cast<size_t>(4 * batch * m * n) : 0; }
 };
 
@@ -41,7 +43,7 @@ struct CublasGemmArgs {
   int64_t stride_first = 0, stride_second = 0, stride_c = 0;
   int64_t batch = 1;
   std::string type_ab, type_c;  // "CUDA_R_32F", "CUDA_R_16F", "CUDA_R_16BF"
-  std::string compute = "CUBLAS_COMPUTE_32F";
+  bool tf32 = false;  // CUBLAS_COMPUTE_32F_FAST_TF32, else CUBLAS_COMPUTE_32F
 };
 
 CublasGemmArgs cublas_args(const LibraryGemm& g);
@@ -51,7 +53,8 @@ CublasGemmArgs cublas_args(const LibraryGemm& g);
 std::string product_key(const LibraryGemm& g);
 
 // C = op(first) op(second) for `args`, column-major as cuBLAS defines each argument, on host
-// buffers of the types `args` names (f32, f16, bf16; sums in double, C rounded to nearest even).
+// buffers of the types `args` names (f32, f16, bf16; sums in double, C rounded to nearest even;
+// with tf32, inputs first rounded to TF32 as cvt.rna does).
 void run_cublas_on_host(const CublasGemmArgs& args, const void* first, const void* second, void* c);
 
 // The library form of the product in `body` (a region computing `op` of `graph`), or nullopt when

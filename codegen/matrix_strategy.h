@@ -5,7 +5,8 @@
 //   f16 inputs   sm_80+ and sm_75: hmma16816 (mma.m16n8k16; on sm_75 as two m16n8k8, and without
 //                cp.async, which starts at sm_80); sm_70/72: hmma884 (mma.m8n8k4); older: simt.
 //   bf16 inputs  sm_80+: hmma16816; older: simt (bf16 tensor-core math starts at sm_80).
-//   f32 inputs   simt everywhere (tensor cores would need TF32, which would change the numbers).
+//   f32 inputs   simt, unless the precision is tf32 (opt-in: it changes the numbers), which takes
+//                tf32 (mma.m16n8k8 with inputs rounded to TF32) on sm_80+ and is refused before.
 //   Fused attention whose head size the strategy's tiles do not fit (not a multiple of 16) runs simt.
 //   simt converts 16-bit inputs to f32 on load and never computes in half: the P40 runs FP16
 //   arithmetic at 1/64 of its FP32 rate.
@@ -30,7 +31,7 @@
 
 namespace bertc::codegen {
 
-enum class MatrixStrategy { Simt, Hmma884, Hmma16816 };
+enum class MatrixStrategy { Simt, Hmma884, Hmma16816, Tf32 };
 
 using passes::MatmulPolicy;
 
@@ -41,6 +42,8 @@ struct RenderTarget {
   // Per product (product_key in library_gemm.h): Generated or Library as measured on the GPU
   // (bertc train --autotune); overrides `matmul` for the products it names.
   std::map<std::string, MatmulPolicy> tuned;
+  // Precision tf32: f32 products on TF32 tensor cores (sm_80+).
+  bool tf32 = false;
 };
 
 // The target of resolved options: their arch's sm and matmul policy.
@@ -49,8 +52,9 @@ RenderTarget render_target(const passes::CompileOptions& options);
 // Whether a product (plain: nothing fused after it) goes to cuBLAS under `choice`.
 bool use_library(MatmulPolicy choice, bool plain, double flops);
 
-MatrixStrategy choose_strategy(int sm, ir::DType inputs);
-// "simt", "hmma884", "hmma16816": the prelude's template name is "bx_" + this.
+// Throws for tf32 below sm_80.
+MatrixStrategy choose_strategy(int sm, ir::DType inputs, bool tf32 = false);
+// "simt", "hmma884", "hmma16816", "tf32": the prelude's template name is "bx_" + this.
 std::string strategy_name(MatrixStrategy s);
 bool uses_cp_async(int sm);
 // The instruction step along k: what a product's depth must be a multiple of.

@@ -91,7 +91,7 @@ json kernels_json(const GraphKernels& g, const std::vector<std::string>& labels)
                  {"batch", g->batch}, {"lda", g->lda}, {"ldb", g->ldb}, {"ldc", g->ldc}, {"stride_a", g->stride_a},
                  {"stride_b", g->stride_b}, {"stride_c", g->stride_c}, {"a", labels.at(g->a)}, {"b", labels.at(g->b)},
                  {"to_workspace", g->to_workspace}, {"c", g->to_workspace ? json(nullptr) : json(labels.at(g->c))},
-                 {"ab_dtype", ir::dtype_name(g->ab_dtype)}, {"c_dtype", ir::dtype_name(g->c_dtype)}};
+                 {"ab_dtype", ir::dtype_name(g->ab_dtype)}, {"c_dtype", ir::dtype_name(g->c_dtype)}, {"tf32", g->tf32}};
     kernels.push_back({{"name", k.name}, {"family", ir::enum_name(k.family)}, {"strategy", k.strategy}, {"label", k.label}, {"op_index", k.op_index},
                        {"grid", dim_json(k.grid)}, {"block", dim_json(k.block)}, {"cooperative", k.cooperative},
                        {"zero_before", zero}, {"params", params}, {"source", k.source}, {"library", library}});
@@ -156,6 +156,7 @@ GraphKernels kernels_of(const json& j, const ir::Graph& graph) {
       };
       lib.ab_dtype = dtype("ab_dtype");
       lib.c_dtype = dtype("c_dtype");
+      lib.tf32 = l.at("tf32");
       k.library = lib;
     }
     g.kernels.push_back(std::move(k));

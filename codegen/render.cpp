@@ -143,9 +143,9 @@ int blocks_for(long long n, int threads) {
 }
 
 std::string library_text(const LibraryGemm& g) {
-  return fmt::format("gemm ta={} tb={} m={} n={} k={} batch={} ld={},{},{} strides={},{},{} types={},{} ws={}", g.transpose_a,
+  return fmt::format("gemm ta={} tb={} m={} n={} k={} batch={} ld={},{},{} strides={},{},{} types={},{}{} ws={}", g.transpose_a,
                      g.transpose_b, g.m, g.n, g.k, g.batch, g.lda, g.ldb, g.ldc, g.stride_a, g.stride_b, g.stride_c,
-                     ir::dtype_name(g.ab_dtype), ir::dtype_name(g.c_dtype), g.to_workspace);
+                     ir::dtype_name(g.ab_dtype), ir::dtype_name(g.c_dtype), g.tf32 ? " tf32" : "", g.to_workspace);
 }
 
 std::string device_source(const KernelSpec& kernel) { return "#include \"bx.h\"\n\n" + kernel.source; }

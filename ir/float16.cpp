@@ -33,4 +33,13 @@ float from_bf16_bits(uint16_t bits) {
   return f;
 }
 
+float round_to_tf32(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  if ((u & 0x7f800000u) == 0x7f800000u && (u & 0x007fffffu)) return x;  // NaN (its payload may be all low bits)
+  u = (u + 0x1000u) & 0xffffe000u;  // half of the 13 dropped bits carries into the kept ones: ties away
+  std::memcpy(&x, &u, 4);
+  return x;
+}
+
 }  // namespace bertc::ir

@@ -32,6 +32,8 @@ int64_t flops_of(const ir::Graph& g, const ir::Op& op, std::optional<ir::DType>&
 // Peak FLOP/s for matrix products on `gpu`.
 double matrix_peak(const GpuSpec& gpu, ir::DType dtype, Precision precision) {
   if (dtype == ir::DType::BF16 && gpu.bf16_tensor_tflops > 0) return gpu.bf16_tensor_tflops * 1e12;
+  if (dtype == ir::DType::F32 && precision == Precision::Tf32 && gpu.tf32_tensor_tflops > 0)
+    return gpu.tf32_tensor_tflops * 1e12;
   if (dtype == ir::DType::F16 && precision != Precision::Fp32Fp16Storage)
     return (gpu.fp16_tensor_tflops > 0 ? gpu.fp16_tensor_tflops : gpu.fp16_simt_tflops) * 1e12;
   return gpu.fp32_tflops * 1e12;

@@ -50,6 +50,10 @@ CompileOptions resolve_options(CompileOptions o, const Arch& detected) {
                                 o.memory_budget, ir::enum_name(o.recompute)));
   if (o.arch.is_auto()) o.arch = detected;
   if (o.precision == Precision::Auto) o.precision = auto_precision(o.arch.gpu());
+  if (o.precision == Precision::Tf32 && o.arch.sm() < 80)
+    throw ir::Error(fmt::format("precision tf32 needs TF32 tensor cores (sm_80 or newer), and the arch is {}: use "
+                                "precision fp32 there, or pass --arch sm_80 (or newer)",
+                                o.arch.text()));
   return o;
 }
 

@@ -12,9 +12,11 @@
 
 namespace bertc::passes {
 
-enum class Precision { Auto, Fp32, Fp16, Bf16, Fp32Fp16Storage };
+// Tf32: fp32 everywhere, but matrix products (GEMMs and fused attention) on sm_80+ tensor cores
+// with their inputs rounded to TF32 (10-bit mantissa) and fp32 accumulation: PyTorch's allow_tf32.
+enum class Precision { Auto, Fp32, Fp16, Bf16, Fp32Fp16Storage, Tf32 };
 BERTC_ENUM_NAMES(Precision, {Precision::Auto, "auto"}, {Precision::Fp32, "fp32"}, {Precision::Fp16, "fp16"},
-                 {Precision::Bf16, "bf16"}, {Precision::Fp32Fp16Storage, "fp32-fp16storage"})
+                 {Precision::Bf16, "bf16"}, {Precision::Fp32Fp16Storage, "fp32-fp16storage"}, {Precision::Tf32, "tf32"})
 
 enum class RecomputePolicy { None, Selective, Full, Auto };
 BERTC_ENUM_NAMES(RecomputePolicy, {RecomputePolicy::None, "none"}, {RecomputePolicy::Selective, "selective"},

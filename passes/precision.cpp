@@ -16,7 +16,8 @@ using ir::OpKind;
 
 ir::DType activation_dtype(Precision precision) {
   switch (precision) {
-    case Precision::Fp32: return DType::F32;
+    case Precision::Fp32:
+    case Precision::Tf32: return DType::F32;  // only the matrix kernels' inputs are rounded
     case Precision::Bf16: return DType::BF16;
     case Precision::Fp16:
     case Precision::Fp32Fp16Storage: return DType::F16;

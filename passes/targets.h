@@ -20,6 +20,7 @@ struct GpuSpec {
   double fp16_simt_tflops;   // FP16 arithmetic without tensor cores (1/64 of FP32 on the P40)
   double fp16_tensor_tflops; // dense tensor-core FP16 (0: none)
   double bf16_tensor_tflops; // dense tensor-core BF16 (0: none)
+  double tf32_tensor_tflops; // dense tensor-core TF32 (0: none)
   double bandwidth_gbs;      // memory bandwidth, GB/s
   double memory_gb;
   double shared_kb_per_block;  // largest shared memory one block may use

@@ -22,7 +22,7 @@ using Handle = void*;  // CUcontext, CUmodule, CUfunction, CUstream, cublasHandl
 
 constexpr int kCublasOpN = 0, kCublasOpT = 1;
 constexpr int kCudaR32F = 0, kCudaR16F = 2, kCudaR16BF = 14;
-constexpr int kCublasCompute32F = 68;
+constexpr int kCublasCompute32F = 68, kCublasCompute32FFastTf32 = 77;
 constexpr int kCublasGemmDefault = -1;
 constexpr CUresult kCudaErrorOutOfMemory = 2;
 constexpr unsigned kStreamNonBlocking = 1;  // CU_STREAM_NON_BLOCKING: stream capture needs a non-legacy stream
@@ -296,13 +296,13 @@ void CudaDevice::Api::ensure_blas() {
 void CudaDevice::gemm(const codegen::CublasGemmArgs& g, const void* first, const void* second, void* c) {
   Api& a = *api_;
   a.ensure_blas();
-  const float one = 1.0f, zero = 0.0f;  // CUBLAS_COMPUTE_32F: float scalars
+  const float one = 1.0f, zero = 0.0f;  // CUBLAS_COMPUTE_32F (and its FAST_TF32 form): float scalars
   const int rc = a.cublasGemmStridedBatchedEx(
       a.blas, g.transpose_first ? kCublasOpT : kCublasOpN, g.transpose_second ? kCublasOpT : kCublasOpN,
       static_cast<int>(g.m), static_cast<int>(g.n), static_cast<int>(g.k), &one, first, cuda_type(g.type_ab),
       static_cast<int>(g.ld_first), g.stride_first, second, cuda_type(g.type_ab), static_cast<int>(g.ld_second),
       g.stride_second, &zero, c, cuda_type(g.type_c), static_cast<int>(g.ldc), g.stride_c, static_cast<int>(g.batch),
-      kCublasCompute32F, kCublasGemmDefault);
+      g.tf32 ? kCublasCompute32FFastTf32 : kCublasCompute32F, kCublasGemmDefault);
   if (rc != 0) throw std::runtime_error(fmt::format("cublasGemmStridedBatchedEx failed with status {}", rc));
 }
 

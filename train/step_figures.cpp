@@ -16,7 +16,8 @@ double peak_flops(int sm, passes::Precision precision) {
   const double tflops = precision == passes::Precision::Bf16 ? gpu->bf16_tensor_tflops
                         : precision == passes::Precision::Fp16
                             ? (gpu->fp16_tensor_tflops > 0 ? gpu->fp16_tensor_tflops : gpu->fp16_simt_tflops)
-                            : gpu->fp32_tflops;
+                        : precision == passes::Precision::Tf32 && gpu->tf32_tensor_tflops > 0 ? gpu->tf32_tensor_tflops
+                                                                                            : gpu->fp32_tflops;
   return tflops * 1e12;
 }
 

@@ -1,5 +1,5 @@
 // The warp-level matrix instructions on the GPU, as inline PTX: mma.sync (m16n8k16 on sm_80+,
-// as two m16n8k8 on sm_75; m8n8k4 on sm_70+), ldmatrix (sm_75+) and cp.async (sm_80+). A kernel
+// as two m16n8k8 on sm_75; m8n8k4 on sm_70+; m16n8k8 tf32 on sm_80+), ldmatrix (sm_75+) and cp.async (sm_80+). A kernel
 // only instantiates what its strategy uses, so an sm_61 build contains none of them.
 #ifndef BX_DEVICE_MMA_H
 #define BX_DEVICE_MMA_H
@@ -34,6 +34,19 @@ BX_FN void bx_mma_16816(float* c, const bx_u32* a, const bx_u32* b) {
                : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                : "r"(a[2]), "r"(a[3]), "r"(b[1]));
 #endif
+}
+
+// f32 -> TF32 (cvt.rna: to nearest, ties away from zero), the low 13 bits zero.
+BX_FN bx_u32 bx_tf32_bits(float x) {
+  bx_u32 r;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+  return r;
+}
+
+BX_FN void bx_mma_1688_tf32(float* c, const bx_u32* a, const bx_u32* b) {
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
 BX_FN void bx_mma_884(float* c, const bx_u32* a, const bx_u32* b) {

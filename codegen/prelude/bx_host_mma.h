@@ -16,26 +16,51 @@ BX_FN float bx_b16_to_f32(bx_u32 reg, int half) {
   return BF16 ? bx_bf16_bits_to_f32(bits) : bx_f16_bits_to_f32(bits);
 }
 
-// D = A B + C for one m16n8k16 tile: A 16x16 row-major (4 registers of 2 halves per lane), B 16x8
-// column-major (2 registers), C and D 16x8 f32 (4 per lane). Lane l, group g = l/4, t = l%4:
-//   a[0] = A[g][2t..2t+1], a[1] = A[g+8][2t..], a[2] = A[g][2t+8..], a[3] = A[g+8][2t+8..];
-//   b[0] = B[2t..2t+1][g], b[1] = B[2t+8..][g];  c[e] = C[g + 8*(e/2)][2t + e%2].
-template <bool BF16>
-BX_FN void bx_mma_16816(float* c, const bx_u32* a, const bx_u32* b) {
+// D = A B + C for one m16n8kK tile whose registers hold E elements each (K = 8 * E), decoded by
+// `value(register, part)`: the lane and register of A[row][k] and B[k][col] follow one rule for
+// m16n8k16 (E = 2) and m16n8k8 tf32 (E = 1), with k' = k / E: A's lane (row % 8) * 4 + k' % 4,
+// register row / 8 + 2 * (k' / 4); B's lane col * 4 + k' % 4, register 4 + k' / 4; part k % E.
+// c[e] = C[g + 8*(e/2)][2t + e%2] for lane l, g = l/4, t = l%4.
+template <int E, typename Value>
+BX_FN void bx_mma_m16n8(float* c, const bx_u32* a, const bx_u32* b, Value value) {
   bx_u32 mine[6] = {a[0], a[1], a[2], a[3], b[0], b[1]}, all[32][6];
   bx_api->warp_gather(bx_api->scheduler, mine, sizeof mine, all);
   const int lane = bx_lane(), g = lane >> 2, t = lane & 3;
   for (int e = 0; e < 4; ++e) {
     const int row = g + 8 * (e >> 1), col = 2 * t + (e & 1);
     float sum = c[e];
-    for (int k = 0; k < 16; ++k) {
-      const int half = k & 1, kk = (k & 7) >> 1;
-      const float x = bx_b16_to_f32<BF16>(all[(row & 7) * 4 + kk][(row >> 3) + 2 * (k >> 3)], half);
-      const float y = bx_b16_to_f32<BF16>(all[col * 4 + kk][4 + (k >> 3)], half);
+    for (int k = 0; k < 8 * E; ++k) {
+      const int kr = k / E, part = k % E;
+      const float x = value(all[(row & 7) * 4 + (kr & 3)][(row >> 3) + 2 * (kr >> 2)], part);
+      const float y = value(all[col * 4 + (kr & 3)][4 + (kr >> 2)], part);
       sum += x * y;
     }
     c[e] = sum;
   }
+}
+
+// m16n8k16: A 16x16 row-major (4 registers of 2 halves per lane), B 16x8 column-major (2
+// registers), C and D 16x8 f32: a[0] = A[g][2t..2t+1], a[1] = A[g+8][2t..], a[2] = A[g][2t+8..],
+// a[3] = A[g+8][2t+8..]; b[0] = B[2t..2t+1][g], b[1] = B[2t+8..][g].
+template <bool BF16>
+BX_FN void bx_mma_16816(float* c, const bx_u32* a, const bx_u32* b) {
+  bx_mma_m16n8<2>(c, a, b, [](bx_u32 reg, int half) { return bx_b16_to_f32<BF16>(reg, half); });
+}
+
+// f32 -> TF32 as cvt.rna.tf32.f32: round the magnitude to 10 mantissa bits, ties away from zero
+// (adding half of the dropped 13 bits carries into the kept ones), low 13 bits zero; NaN stays NaN
+// (a payload only in the dropped bits must not become infinity).
+BX_FN bx_u32 bx_tf32_bits(float x) {
+  const bx_u32 bits = bx_float_bits(x);
+  if ((bits & 0x7f800000u) == 0x7f800000u && (bits & 0x7fffffu) != 0) return 0x7fffffffu;
+  return (bits + 0x1000u) & 0xffffe000u;
+}
+
+// m16n8k8 of TF32 (f32 registers, low 13 bits zero): a[0] = A[g][t], a[1] = A[g+8][t],
+// a[2] = A[g][t+4], a[3] = A[g+8][t+4]; b[0] = B[t][g], b[1] = B[t+4][g]. Products of TF32 values
+// are exact in f32.
+BX_FN void bx_mma_1688_tf32(float* c, const bx_u32* a, const bx_u32* b) {
+  bx_mma_m16n8<1>(c, a, b, [](bx_u32 reg, int) { return bx_bits_float(reg); });
 }
 
 // D = A B + C for m8n8k4 (f16 in, f32 accumulate): the warp's four quad-pairs (lanes 4q..4q+3

@@ -197,6 +197,43 @@ struct bx_hmma16816 {
   }
 };
 
+// mma.m16n8k8 with TF32 inputs (sm_80+; precision tf32): f32 tiles in shared memory, each element
+// rounded to TF32 (10-bit mantissa, to nearest, ties away: cvt.rna) as its fragment is read, and
+// f32 accumulation. The accumulator layout is m16n8k16's. Fragments are read element by element:
+// lane l (g = l/4, t = l%4) takes A[g][t], A[g+8][t], A[g][t+4], A[g+8][t+4] and B[t][g], B[t+4][g].
+template <int WM, int WN, bool A_KC, bool B_KC>
+struct bx_tf32 {
+  static constexpr int MI = WM / 16, NI = WN / 8, ACC = MI * NI * 4, KSTEP = 8;
+  static_assert(WM % 16 == 0 && WN % 16 == 0, "m16n8k8 warp tiles are multiples of 16 x 16");
+  BX_STATIC void coord(int i, int lane, int& r, int& c) { bx_hmma16816<WM, WN, A_KC, B_KC>::coord(i, lane, r, c); }
+  template <typename T, int KLEN>
+  BX_STATIC void mma(float* acc, const T* A, int lda, const T* B, int ldb) {
+    static_assert(sizeof(T) == 4, "tf32 products take f32 tiles");
+    const int lane = bx_lane(), g = lane >> 2, t = lane & 3;
+    for (int k0 = 0; k0 < KLEN; k0 += 8) {
+      bx_u32 a[MI][4], b[NI][2];
+      BX_UNROLL
+      for (int mi = 0; mi < MI; ++mi)
+        BX_UNROLL
+        for (int r = 0; r < 4; ++r) {
+          const int m = mi * 16 + g + (r & 1) * 8, k = k0 + t + (r >> 1) * 4;
+          a[mi][r] = bx_tf32_bits(A[A_KC ? m * lda + k : k * lda + m]);
+        }
+      BX_UNROLL
+      for (int ni = 0; ni < NI; ++ni)
+        BX_UNROLL
+        for (int r = 0; r < 2; ++r) {
+          const int n = ni * 8 + g, k = k0 + t + r * 4;
+          b[ni][r] = bx_tf32_bits(B[B_KC ? n * ldb + k : k * ldb + n]);
+        }
+      BX_UNROLL
+      for (int mi = 0; mi < MI; ++mi)
+        BX_UNROLL
+        for (int ni = 0; ni < NI; ++ni) bx_mma_1688_tf32(acc + (mi * NI + ni) * 4, a[mi], b[ni]);
+    }
+  }
+};
+
 // A PM x PN product over the block's warps, arranged WGM x WGN (warp w at row w / WGN), of operands
 // laid out as A_KC, B_KC say (see the warp strategies).
 template <template <int, int, bool, bool> class S, int PM, int PN, int WGM, int WGN, bool A_KC, bool B_KC>

@@ -58,12 +58,25 @@ void expect_match(const ir::Graph& g, const codegen::RenderTarget& target, const
 struct Arch {
   int sm;
   const char* strategy;
+  bool tf32 = false;  // precision tf32
+  codegen::RenderTarget target(passes::MatmulPolicy matmul = passes::MatmulPolicy::Auto) const {
+    return {sm, matmul, {}, tf32};
+  }
 };
 // Each dtype's strategies (the rule of codegen/matrix_strategy.h).
 std::vector<Arch> archs_for(const std::string& dtype) {
-  if (dtype == "f32") return {{61, "simt"}, {80, "simt"}};
+  if (dtype == "f32") return {{61, "simt"}, {80, "simt"}, {80, "tf32", true}};
   if (dtype == "f16") return {{61, "simt"}, {70, "hmma884"}, {75, "hmma16816"}, {80, "hmma16816"}};
   return {{75, "simt"}, {80, "hmma16816"}};
+}
+
+// Under tf32 the products' inputs are put on a grid of 1/16 (|x| <= 2: at most 6 significant bits,
+// exact in TF32), so that the GEMMs are exact and the check stays as tight as f32's: rounding to
+// TF32 itself is checked bit for bit against cvt.rna in tests/unit/host_matrix_test.cpp. What
+// remains is attention's probabilities, which the kernel computes and rounds (harness.cpp).
+void tf32_exact(ir::Environment<float>& env) {
+  for (auto& [name, t] : env)
+    for (float& x : t.real) x = std::round(x * 16.0f) / 16.0f;
 }
 
 ir::Graph fused(const std::string& text) {
@@ -98,7 +111,7 @@ graph @gemm {{
 }}
 )",
                                         t));
-  for (const Arch& a : archs_for(t)) expect_match(g, {a.sm}, {a.strategy});
+  for (const Arch& a : archs_for(t)) expect_match(g, a.target(), {a.strategy}, a.tf32 ? tf32_exact : nullptr);
 }
 
 // A batch folded into M (right operand without batch, transposed) and broadcast batches.
@@ -116,7 +129,7 @@ graph @batches {{
 }}
 )",
                                         t));
-  for (const Arch& a : archs_for(t)) expect_match(g, {a.sm}, {a.strategy});
+  for (const Arch& a : archs_for(t)) expect_match(g, a.target(), {a.strategy}, a.tf32 ? tf32_exact : nullptr);
 }
 
 // The same products through cuBLAS (run on the host exactly as cublas_args() hands them to
@@ -153,6 +166,17 @@ graph @library {{
 )",
                                           t));
   expect_match(odd, {80, passes::MatmulPolicy::Library, {}}, {"cublas", generated});
+  // tf32: cuBLAS's FAST_TF32 compute (inputs rounded on the host as on the GPU), the broadcast
+  // batch on TF32 tensor cores.
+  if (t == "f32") {
+    KernelHarness h(odd, BERTC_TEST_CACHE, {80, passes::MatmulPolicy::Library, {}, true});
+    for (const codegen::KernelSpec& k : h.kernels().kernels)
+      if (k.library) {
+        EXPECT_TRUE(k.library->tf32) << k.label;
+        EXPECT_TRUE(codegen::cublas_args(*k.library).tf32) << k.label;
+      }
+    expect_match(odd, {80, passes::MatmulPolicy::Library, {}, true}, {"cublas", "tf32"}, tf32_exact);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, Gemm, ::testing::Values("f32", "f16", "bf16"));
@@ -232,11 +256,20 @@ class Attention : public ::testing::TestWithParam<AttentionCase> {};
 TEST_P(Attention, MatchesReference) {
   const AttentionCase c = GetParam();
   const ir::Graph g = attention_graph(c.dtype, c.seq, c.d, c.p);
-  for (const Arch& a : archs_for(c.dtype)) expect_match(g, {a.sm}, {a.strategy}, quantize_and_mask);
+  for (const Arch& a : archs_for(c.dtype)) {
+    // Under tf32 the backward of head size 64 runs simt: its 32 x 32 tiles of f32 would need 52 KB
+    // of shared memory (head size 32: 36 KB, tf32).
+    std::set<std::string> strategies = {a.strategy};
+    if (a.tf32 && c.d > 32) strategies.insert("simt");
+    expect_match(g, a.target(), strategies, [&](ir::Environment<float>& env) {
+      if (a.tf32) tf32_exact(env);
+      quantize_and_mask(env);
+    });
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, Attention,
-                         ::testing::Values(AttentionCase{"f32", 20, 64, 0.1}, AttentionCase{"f32", 1, 32, 0.0},
+                         ::testing::Values(AttentionCase{"f32", 20, 64, 0.1}, AttentionCase{"f32", 1, 32, 0.0}, AttentionCase{"f32", 20, 32, 0.1},
                                            AttentionCase{"f16", 33, 64, 0.1}, AttentionCase{"f16", 1, 64, 0.1},
                                            AttentionCase{"bf16", 20, 32, 0.1}, AttentionCase{"bf16", 70, 64, 0.0}),
                          [](const auto& info) {

@@ -29,10 +29,12 @@ struct Compiled {
   CompiledProgram compiled;
 };
 
-Compiled compile_for(const std::string& config, const std::string& arch, const std::string& matmul = "auto") {
+Compiled compile_for(const std::string& config, const std::string& arch, const std::string& matmul = "auto",
+                     const std::string& precision = "auto") {
   frontend::Config c = frontend::load_config(std::string(BERTC_SOURCE_DIR) + "/examples/" + config);
   c.compile.arch = passes::Arch::parse(arch);
   c.compile.matmul = ir::enum_named<passes::MatmulPolicy>(matmul);
+  c.compile.precision = ir::enum_named<passes::Precision>(precision);
   c.compile = passes::resolve_options(c.compile, passes::Arch::none());  // precision auto: what that arch trains in
   Compiled out;
   out.program = passes::compile_training(frontend::build_bert_pretraining(c), c.compile, c.train);
@@ -43,8 +45,11 @@ Compiled compile_for(const std::string& config, const std::string& arch, const s
 }
 
 TEST(CompiledProgram, BertBaseCompilesForEveryArchWithoutSpills) {
-  for (const char* arch : {"sm_61", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90"}) {
-    const Compiled c = compile_for("bert-base.toml", arch);
+  const std::vector<std::pair<const char*, const char*>> cases = {
+      {"sm_61", "auto"}, {"sm_70", "auto"}, {"sm_75", "auto"}, {"sm_80", "auto"},
+      {"sm_86", "auto"}, {"sm_90", "auto"}, {"sm_80", "tf32"}, {"sm_90", "tf32"}};
+  for (const auto& [arch, precision] : cases) {
+    const Compiled c = compile_for("bert-base.toml", arch, "auto", precision);
     const CompiledProgram& p = c.compiled;
     std::set<std::string> names;
     for (const GraphKernels* g : {&p.step, &p.optimizer})
@@ -107,6 +112,9 @@ TEST(CompiledProgram, MatrixKernelsUseTheirArchsInstructions) {
       {"sm_70", "fp16", {"mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.f32"}, {"ldmatrix", "cp.async", "m16n8k16"}},
       {"sm_80", "bf16", {"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", "ldmatrix.sync.aligned", "cp.async"}, {"m8n8k4"}},
       {"sm_90", "fp16", {"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "ldmatrix.sync.aligned", "cp.async"}, {"m8n8k4"}},
+      // tf32: m16n8k8 on inputs rounded by cvt.rna; the attention backward (head size 64) runs simt.
+      // (what a tf32 kernel holds is checked below, per kernel).
+      {"sm_80", "tf32", {}, {"m8n8k4", "m16n8k16", "ldmatrix"}},
   };
   for (const Expect& e : cases) {
     frontend::Config c = frontend::load_config(std::string(BERTC_SOURCE_DIR) + "/examples/bert-tiny.toml");
@@ -118,8 +126,9 @@ TEST(CompiledProgram, MatrixKernelsUseTheirArchsInstructions) {
     const NvrtcCompiler ptx = NvrtcCompiler::ptx_for_arch(std::stoi(std::string(e.arch).substr(3)));
     std::set<std::string> families;
     std::set<std::string> done;
-    int simt_gemms = 0;
-    for (const KernelSpec& k : render_graph(p.step, {ptx.arch()}).kernels) {
+    int simt_gemms = 0, tf32_kernels = 0;
+    const RenderTarget target{ptx.arch(), passes::MatmulPolicy::Auto, {}, c.compile.precision == passes::Precision::Tf32};
+    for (const KernelSpec& k : render_graph(p.step, target).kernels) {
       // Every kernel declares the block size it is launched with (registers fit, always).
       if (!k.source.empty()) {
         EXPECT_NE(k.source.find(fmt::format("BX_KERNEL BX_LAUNCH_BOUNDS({}, {}) void {}(", k.block.x * k.block.y * k.block.z,
@@ -142,6 +151,11 @@ TEST(CompiledProgram, MatrixKernelsUseTheirArchsInstructions) {
       // The simt GEMM's main loop reads shared memory 128 bits at a time (64 bits for 16-bit
       // storage): 16 FFMA per load for its 8 x 8 lane tiles (it was 4 with scalar loads, which
       // capped issue near 75% of FP32 peak). The figure is the compile's, read back from the PTX.
+      if (std::string(e.precision) == "tf32" && k.strategy == "tf32") {
+        EXPECT_NE(image.image.find("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"), std::string::npos) << k.label;
+        EXPECT_NE(image.image.find("cvt.rna.tf32.f32"), std::string::npos) << k.label;
+        ++tf32_kernels;
+      }
       const LoopMix loop = main_loop_mix(image.image);
       EXPECT_EQ(loop.math, image.main_loop.math) << k.label;
       if (k.family == ir::KernelFamily::Matmul && k.strategy == "simt") {
@@ -154,7 +168,12 @@ TEST(CompiledProgram, MatrixKernelsUseTheirArchsInstructions) {
       }
     }
     EXPECT_EQ(families, (std::set<std::string>{"attention", "matmul"})) << e.arch;
-    if (std::string(e.arch) == "sm_61") EXPECT_GT(simt_gemms, 0) << e.precision;
+    if (std::string(e.arch) == "sm_61") {
+      EXPECT_GT(simt_gemms, 0) << e.precision;
+    }
+    if (std::string(e.precision) == "tf32") {
+      EXPECT_GT(tf32_kernels, 0);
+    }
   }
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "codegen/host_compile.h"
+#include "ir/float16.h"
 
 namespace bertc::codegen {
 namespace {
@@ -78,6 +79,26 @@ void ldmatrix(const bx_u16* m, bx_u32* out) {
 BX_KERNEL void ldmatrix_plain(const bx_u16* m, bx_u32* out) { ldmatrix<false>(m, out); }
 BX_KERNEL void ldmatrix_trans(const bx_u16* m, bx_u32* out) { ldmatrix<true>(m, out); }
 
+// m16n8k8 with TF32 inputs: a (16 x 8) and b (8 x 8) row-major floats, each rounded by
+// bx_tf32_bits; d (16 x 8). One warp.
+BX_KERNEL void mma1688_tf32(const float* a, const float* b, float* d) {
+  const int lane = bx_tid_x(), group = lane >> 2, tig = lane & 3;
+  bx_u32 ra[4], rb[2];
+  for (int i = 0; i < 4; ++i)  // ISA: row groupID (+8 for a1, a3); col threadID_in_group (+4 for a2, a3)
+    ra[i] = bx_tf32_bits(a[(group + (i & 1) * 8) * 8 + tig + (i >> 1) * 4]);
+  for (int i = 0; i < 2; ++i)  // ISA: row threadID_in_group (+4 for b1); col groupID
+    rb[i] = bx_tf32_bits(b[(tig + i * 4) * 8 + group]);
+  float c[4] = {0, 0, 0, 0};
+  bx_mma_1688_tf32(c, ra, rb);
+  for (int i = 0; i < 4; ++i)  // ISA: row groupID (+8 for c2, c3); col tig*2 + (i&1)
+    d[(group + (i >= 2 ? 8 : 0)) * 8 + tig * 2 + (i & 1)] = c[i];
+}
+
+// bx_tf32_bits of n floats, by one warp.
+BX_KERNEL void to_tf32(const float* in, bx_u32* out, int n) {
+  for (int i = bx_tid_x(); i < n; i += 32) out[i] = bx_tf32_bits(in[i]);
+}
+
 // cp.async: what shared memory holds before the wait (out[0..31]) and after it (out[32..63]).
 BX_KERNEL void copy_async(const float* in, float* out) {
   BX_SHARED(float, tile, 32);
@@ -101,6 +122,9 @@ class HostMatrix : public ::testing::Test {
                 "((const bx_u16*)a[0], (" + (std::string(k).rfind("ld", 0) == 0 ? "bx_u32" : "const bx_u16") +
                 "*)a[1]" + (std::string(k).rfind("ld", 0) == 0 ? "" : ", (float*)a[2]") + "); }\n";
     source += "extern \"C\" void copy_async__entry(void** a) { copy_async((const float*)a[0], (float*)a[1]); }\n";
+    source += "extern \"C\" void mma1688_tf32__entry(void** a) { mma1688_tf32((const float*)a[0], (const float*)a[1], "
+              "(float*)a[2]); }\n";
+    source += "extern \"C\" void to_tf32__entry(void** a) { to_tf32((const float*)a[0], (bx_u32*)a[1], *(int*)a[2]); }\n";
     library = new HostKernelLibrary(compile_for_host(source, BERTC_TEST_CACHE, emulator->api()));
   }
   static void TearDownTestSuite() {
@@ -146,6 +170,72 @@ TEST_F(HostMatrix, Mma16816FollowsTheIsaFragments) {
           ASSERT_EQ(d[r * 8 + c], static_cast<float>(want)) << (bf16 ? "bf16" : "f16") << " d[" << r << "][" << c << "]";
         }
     }
+}
+
+// TF32: inputs that are not TF32 values (small integers times 1 + 0.75 * 2^-10: rounding to nearest
+// and truncating differ by an ulp, 2^-10 relative, for 1, 2 and 4) are rounded as cvt.rna does,
+// then multiplied exactly (11-bit significands) and summed in f32: against a double sum of
+// ir::round_to_tf32's values only the 8 f32 additions differ, each by at most 2^-24 of the sum of
+// magnitudes, where truncated inputs would be off by about 2^-10 of it.
+TEST_F(HostMatrix, Mma1688Tf32FollowsTheIsaFragmentsAndRoundsItsInputs) {
+  auto input = [](int i, int salt) { return static_cast<float>(value_at(i, salt)) * (1.0f + 0.75f / 1024.0f); };
+  std::vector<float> a(128), b(64);
+  for (int i = 0; i < 128; ++i) a[i] = input(i, 1);
+  for (int i = 0; i < 64; ++i) b[i] = input(i, 5);
+  for (ThreadOrder order : {ThreadOrder::Forward, ThreadOrder::Reverse}) {
+    std::vector<float> d(128, std::nanf(""));
+    launch("mma1688_tf32", {a.data(), b.data(), d.data()}, order);
+    for (int r = 0; r < 16; ++r)
+      for (int c = 0; c < 8; ++c) {
+        double want = 0, magnitude = 0;
+        for (int k = 0; k < 8; ++k) {
+          const double term = static_cast<double>(ir::round_to_tf32(a[r * 8 + k])) * ir::round_to_tf32(b[k * 8 + c]);
+          want += term;
+          magnitude += std::abs(term);
+        }
+        ASSERT_NEAR(d[r * 8 + c], want, 8 * std::ldexp(magnitude, -24)) << "d[" << r << "][" << c << "]";
+      }
+  }
+}
+
+// The prelude's TF32 rounding is bit for bit ir::round_to_tf32 (which the host cuBLAS product
+// uses), and that is cvt.rna's: ties away from zero, NaN kept, overflow to infinity.
+TEST_F(HostMatrix, Tf32RoundingIsCvtRna) {
+  auto bits = [](float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return u;
+  };
+  auto value = [](uint32_t u) {
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+  };
+  EXPECT_EQ(bits(ir::round_to_tf32(value(0x3f800fffu))), 0x3f800000u);  // below half: down
+  EXPECT_EQ(bits(ir::round_to_tf32(value(0x3f801000u))), 0x3f802000u);  // a tie: away from zero
+  EXPECT_EQ(bits(ir::round_to_tf32(value(0xbf801000u))), 0xbf802000u);  // a negative tie: away from zero
+  EXPECT_EQ(bits(ir::round_to_tf32(value(0x3f803000u))), 0x3f804000u);  // odd kept bit, a tie: still away
+  EXPECT_EQ(bits(ir::round_to_tf32(value(0x7f7ff000u))), 0x7f800000u);  // past the largest TF32: infinity
+  EXPECT_EQ(bits(ir::round_to_tf32(value(0x7f800000u))), 0x7f800000u);
+  EXPECT_TRUE(std::isnan(ir::round_to_tf32(value(0x7f800001u))));  // a NaN whose payload is all dropped bits
+  std::vector<float> in(4096);
+  uint32_t x = 12345;
+  for (float& f : in) {
+    x = x * 1664525u + 1013904223u;
+    f = value(x);
+  }
+  in[0] = value(0x7f800001u), in[1] = value(0x3f801000u), in[2] = value(0x00001000u);  // NaN, tie, subnormal tie
+  std::vector<uint32_t> out(in.size());
+  int n = static_cast<int>(in.size());
+  launch("to_tf32", {in.data(), out.data(), &n}, ThreadOrder::Forward);
+  for (size_t i = 0; i < in.size(); ++i) {
+    const float want = ir::round_to_tf32(in[i]);
+    if (std::isnan(want)) {
+      EXPECT_TRUE(std::isnan(value(out[i]))) << i;
+    } else {
+      ASSERT_EQ(out[i], bits(want)) << "input bits " << std::hex << bits(in[i]);
+    }
+  }
 }
 
 TEST_F(HostMatrix, Mma884FollowsTheIsaFragmentsPerQuadPair) {
