@@ -1,17 +1,18 @@
-// The attention family: attention and attention_grad as one bx_attention instantiation of the
-// prelude (flash-attention style, see bx_matrix.h), its strategy from the rule of
+// The attention family: attention, attention_grad, attention_qkv and attention_qkv_grad as one
+// bx_attention instantiation of the prelude (flash-attention style, see bx_matrix.h) reading and
+// writing rows where ir::attention_layout says (packed or not), its strategy from the rule of
 // matrix_strategy.h, its tiles and warp layouts chosen here to fit 48 KB of shared memory.
 #include <optional>
 
 #include <fmt/format.h>
 
 #include "codegen/family.h"
+#include "ir/attention_layout.h"
 #include "ir/philox.h"
 
 namespace bertc::codegen {
 namespace {
 
-using ir::OpKind;
 
 constexpr int kWarps = 4;
 constexpr int64_t kSharedLimit = 48 * 1024;  // static shared memory of one block, every arch
@@ -62,17 +63,23 @@ int64_t shared_bytes(const Tiling& t, bool backward, int64_t d, int64_t bytes) {
                   : ((bq + 2 * bkv) * ldh + bq * ldp) * bytes + (bq * lds + 3 * bq) * 4;
 }
 
+// The prelude's bx_rows of a layout's rows.
+std::string rows_literal(const ir::AttentionRows& r) { return fmt::format("{{{}, {}, {}}}", r.batch, r.head, r.row); }
+
+// Operand `at`, advanced to where its rows start (k and v of a packed projection).
+std::string at_rows(const char* kind, size_t at, const ir::AttentionRows& r) {
+  return r.offset ? fmt::format("{}{} + {}", kind, at, r.offset) : fmt::format("{}{}", kind, at);
+}
+
 }  // namespace
 
 KernelSpec render_attention(const KernelInput& in) {
-  const bool backward = in.op.kind == OpKind::AttentionGrad;
-  if (!backward && in.op.kind != OpKind::Attention) throw ir::Error("attention: not an attention op");
-  const size_t q_at = backward ? 1 : 0, bias_at = q_at + 3, seed_at = backward ? 7 : 4;
-  const ir::TensorType& q = in.graph.value(in.op.operands[q_at]).type;
-  const ir::TensorType& k = in.graph.value(in.op.operands[q_at + 1]).type;
-  const ir::TensorType& bias = in.graph.value(in.op.operands[bias_at]).type;
-  const int64_t batch = q.shape[0], heads = q.shape[1], sq = q.shape[2], sk = k.shape[2], d = q.shape[3];
-  const bool has_seed = in.op.operands.size() > seed_at;
+  const ir::AttentionLayout l = ir::attention_layout(in.graph, in.op);
+  const bool backward = l.backward;
+  const ir::TensorType& q = in.graph.value(in.op.operands[l.q]).type;
+  const ir::TensorType& bias = in.graph.value(in.op.operands[l.bias]).type;
+  const int64_t batch = l.batch, heads = l.heads, sq = l.sq, sk = l.sk, d = l.d;
+  const bool has_seed = l.seed.has_value();
   const double p = in.op.attr<double>("p");
   const bool dropout = has_seed && p > 0;
 
@@ -101,15 +108,20 @@ KernelSpec render_attention(const KernelInput& in) {
   const char* part = backward ? "BACKWARD" : "FORWARD";
   e.line(fmt::format("BX_SHARED({}, sh, attention::{}_H);", T, part));
   e.line(fmt::format("BX_SHARED(float, sf, attention::{}_F);", part));
-  e.line(fmt::format("const bx_attention_problem a = {{{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}u, {}}};",
-                     batch * heads, heads, sq, sk, bs[0], bs[1], bs[2], bs[3], float_literal(in.op.attr<double>("scale")),
+  e.line(fmt::format("const bx_attention_problem a = {{{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}u, {}}};",
+                     batch * heads, heads, sq, sk, rows_literal(l.q_rows), rows_literal(l.k_rows), rows_literal(l.out_rows),
+                     bs[0], bs[1], bs[2], bs[3], float_literal(in.op.attr<double>("scale")),
                      dropout ? "true" : "false", dropout_offset(in.op.attr<int64_t>("offset")), dropout ? ir::dropout_threshold(p) : 0,
                      float_literal(keep_scale)));
-  const std::string seed = has_seed ? fmt::format("in{}", seed_at) : "(const bx_i64*)0";
+  const std::string seed = has_seed ? fmt::format("in{}", *l.seed) : "(const bx_i64*)0";
+  const std::string qkv = fmt::format("{}, {}, {}", at_rows("in", l.q, l.q_rows), at_rows("in", l.k, l.k_rows),
+                                      at_rows("in", l.v, l.v_rows));
   if (backward)
-    e.line(fmt::format("attention::backward(in0, in1, in2, in3, in4, in5, in6, {}, out0, out1, out2, a, sh, sf);", seed));
+    e.line(fmt::format("attention::backward(in{}, {}, in{}, in{}, in{}, {}, {}, {}, {}, a, sh, sf);", l.dout, qkv, l.bias,
+                       l.out, l.lse, seed, at_rows("out", l.dq, l.q_rows), at_rows("out", l.dk, l.k_rows),
+                       at_rows("out", l.dv, l.v_rows)));
   else
-    e.line(fmt::format("attention::forward(in0, in1, in2, in3, {}, out0, out1, a, sh, sf);", seed));
+    e.line(fmt::format("attention::forward({}, in{}, {}, out0, out1, a, sh, sf);", qkv, l.bias, seed));
 
   KernelSpec spec;
   spec.params = buffer_params(in);

@@ -396,19 +396,10 @@ std::vector<TensorType> AllFinite(const InferContext& c) {
 
 namespace {
 
-// Checks attention's q, k, v [B,h,S,d] (k and v with their own S), the bias broadcasting to the
-// scores [B,h,Sq,Sk], the seed and the dropout attributes; returns the scores' shape.
-Shape check_attention(const InferContext& c, size_t q_at) {
-  const size_t k_at = q_at + 1, v_at = q_at + 2, bias_at = q_at + 3;
-  c.require_float(q_at);
-  for (size_t i : {k_at, v_at, bias_at}) require_same_dtype(c, q_at, i);
-  const Shape& q = c.operand(q_at).shape;
-  if (q.size() != 4) c.fail_operand(q_at, fmt::format("expected [batch, heads, seq, head_dim], found {}", shape_string(q)));
-  const Shape& k = c.operand(k_at).shape;
-  if (k.size() != 4 || k[0] != q[0] || k[1] != q[1] || k[3] != q[3])
-    c.fail_operand(k_at, fmt::format("expected [{}, {}, seq, {}] to match q, found {}", q[0], q[1], q[3], shape_string(k)));
-  if (c.operand(v_at).shape != k) require_shape(c, v_at, k, "the shape of k");
-  const Shape scores{q[0], q[1], q[2], k[2]};
+// Checks the bias broadcasting to the scores [B,h,Sq,Sk] (and of q's dtype), the seed and the
+// dropout attributes of an attention op.
+void check_bias_and_dropout(const InferContext& c, size_t q_at, size_t bias_at, const Shape& scores) {
+  require_same_dtype(c, q_at, bias_at);
   if (!broadcasts_to(c.operand(bias_at).shape, scores))
     c.fail_operand(bias_at, fmt::format("expected a shape that broadcasts to the scores {}, found {}",
                                         shape_string(scores), shape_string(c.operand(bias_at).shape)));
@@ -419,7 +410,41 @@ Shape check_attention(const InferContext& c, size_t q_at) {
   if (p > 0 && !has_seed) c.fail(fmt::format("p = {} needs the seed operand", p));
   if (has_seed && c.operand(seed_at) != TensorType{DType::I64, {}})
     c.fail_operand(seed_at, fmt::format("expected the seed as i64[], found {}", to_string(c.operand(seed_at))));
+}
+
+// Checks attention's q, k, v [B,h,S,d] (k and v with their own S) and the rest; returns the
+// scores' shape.
+Shape check_attention(const InferContext& c, size_t q_at) {
+  const size_t k_at = q_at + 1, v_at = q_at + 2, bias_at = q_at + 3;
+  c.require_float(q_at);
+  for (size_t i : {k_at, v_at}) require_same_dtype(c, q_at, i);
+  const Shape& q = c.operand(q_at).shape;
+  if (q.size() != 4) c.fail_operand(q_at, fmt::format("expected [batch, heads, seq, head_dim], found {}", shape_string(q)));
+  const Shape& k = c.operand(k_at).shape;
+  if (k.size() != 4 || k[0] != q[0] || k[1] != q[1] || k[3] != q[3])
+    c.fail_operand(k_at, fmt::format("expected [{}, {}, seq, {}] to match q, found {}", q[0], q[1], q[3], shape_string(k)));
+  if (c.operand(v_at).shape != k) require_shape(c, v_at, k, "the shape of k");
+  const Shape scores{q[0], q[1], q[2], k[2]};
+  check_bias_and_dropout(c, q_at, bias_at, scores);
   return scores;
+}
+
+// Checks attention_qkv's qkv [B,S,3,h,d] and the bias after it; returns the scores' shape.
+Shape check_attention_qkv(const InferContext& c, size_t qkv_at) {
+  c.require_float(qkv_at);
+  const Shape& qkv = c.operand(qkv_at).shape;
+  if (qkv.size() != 5 || qkv[2] != 3)
+    c.fail_operand(qkv_at, fmt::format("expected [batch, seq, 3, heads, head_dim], found {}", shape_string(qkv)));
+  const Shape scores{qkv[0], qkv[3], qkv[1], qkv[1]};
+  check_bias_and_dropout(c, qkv_at, qkv_at + 1, scores);
+  return scores;
+}
+
+// The logsumexp operand of a backward: f32 [B,h,Sq].
+void require_lse(const InferContext& c, size_t lse_at, const Shape& scores) {
+  const TensorType lse{DType::F32, {scores[0], scores[1], scores[2]}};
+  if (c.operand(lse_at) != lse)
+    c.fail_operand(lse_at, fmt::format("expected attention's logsumexp {}, found {}", to_string(lse), to_string(c.operand(lse_at))));
 }
 
 }  // namespace
@@ -433,10 +458,26 @@ std::vector<TensorType> AttentionGrad(const InferContext& c) {
   const Shape scores = check_attention(c, 1);
   require_shape(c, 0, c.operand(1).shape, "the shape of attention's output");
   require_shape(c, 5, c.operand(1).shape, "attention's output");
-  if (c.operand(6) != TensorType{DType::F32, {scores[0], scores[1], scores[2]}})
-    c.fail_operand(6, fmt::format("expected attention's logsumexp f32{}, found {}",
-                                  shape_string({scores[0], scores[1], scores[2]}), to_string(c.operand(6))));
+  require_lse(c, 6, scores);
   return {c.operand(1), c.operand(2), c.operand(3)};
+}
+
+std::vector<TensorType> AttentionQkv(const InferContext& c) {
+  const Shape scores = check_attention_qkv(c, 0);
+  const Shape& qkv = c.operand(0).shape;
+  return {{c.operand(0).dtype, {qkv[0], qkv[1], qkv[3], qkv[4]}}, {DType::F32, {scores[0], scores[1], scores[2]}}};
+}
+
+std::vector<TensorType> AttentionQkvGrad(const InferContext& c) {
+  const Shape scores = check_attention_qkv(c, 1);
+  const Shape& qkv = c.operand(1).shape;
+  const TensorType out{c.operand(1).dtype, {qkv[0], qkv[1], qkv[3], qkv[4]}};
+  for (size_t i : {size_t{0}, size_t{3}})
+    if (c.operand(i) != out)
+      c.fail_operand(i, fmt::format("expected {} (attention_qkv's output for this qkv), found {}", to_string(out),
+                                    to_string(c.operand(i))));
+  require_lse(c, 4, scores);
+  return {c.operand(1)};
 }
 
 // Result types are declared (one per region output); the verifier checks them against the region.

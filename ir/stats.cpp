@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "ir/attention_layout.h"
+
 namespace bertc::ir {
 
 int64_t op_flops(const Graph& graph, const Op& op) {
@@ -11,13 +13,12 @@ int64_t op_flops(const Graph& graph, const Op& op) {
     for (const Op& inner : op.region.graph().ops()) sum += op_flops(op.region.graph(), inner);
     return sum;
   }
-  if (op.kind == OpKind::Attention || op.kind == OpKind::AttentionGrad) {
+  if (kernel_family(op) == KernelFamily::Attention) {
     // Per score: the q.k and p.v products (2 each per head dim) forward; the backward recomputes
     // the scores and forms dv, dp, dq and dk (10); plus softmax and dropout work per score.
-    const Shape& q = graph.value(op.operands[op.kind == OpKind::Attention ? 0 : 1]).type.shape;
-    const Shape& k = graph.value(op.operands[op.kind == OpKind::Attention ? 1 : 2]).type.shape;
-    const int64_t scores = q[0] * q[1] * q[2] * k[2];
-    return op.kind == OpKind::Attention ? scores * (4 * q[3] + 5) : scores * (10 * q[3] + 8);
+    const AttentionLayout n = attention_layout(graph, op);
+    const int64_t scores = n.batch * n.heads * n.sq * n.sk;
+    return n.backward ? scores * (10 * n.d + 8) : scores * (4 * n.d + 5);
   }
   if (op.kind == OpKind::Matmul) {
     const TensorType& out = graph.value(op.result()).type;

@@ -16,6 +16,9 @@ struct Chain {
   double scale, p = 0;
   int64_t offset = 0;
   std::vector<ir::OpId> ops;  // the chain's ops; the last is the second matmul
+  // Packed: q, k, v are views of one projection and the context is permuted back to it (see
+  // Matcher::pack); the chain's ops then include those layout ops.
+  std::optional<ir::ValueId> qkv, out_permute;
 };
 
 class Matcher {
@@ -33,10 +36,6 @@ class Matcher {
   std::optional<Chain> match(ir::OpId at) const {
     const ir::Op& softmax = g_.op(at);
     Chain c;
-    auto producer = [&](ir::ValueId v, OpKind kind) -> const ir::Op* {
-      const ir::Op& op = g_.producer(v);
-      return op.kind == kind && uses_[v] == 1 ? &op : nullptr;
-    };
     const ir::Op* add = producer(softmax.operands[0], OpKind::Add);
     if (!add) return std::nullopt;
     const ir::Op* mul = nullptr;
@@ -58,7 +57,8 @@ class Matcher {
     if (uses_[probs] != 1) return std::nullopt;
     std::vector<ir::OpId> ops = {g_.value(qk->result()).producer, g_.value(mul->result()).producer,
                                  g_.value(add->result()).producer, at};
-    const ir::Op* next = &g_.op(static_cast<ir::OpId>(consumer_[probs]));
+    const ir::Op* next = only_consumer(probs);
+    if (!next) return std::nullopt;
     if (next->kind == OpKind::Dropout) {
       c.seed = next->operands[1];
       c.p = next->attr<double>("p");
@@ -66,7 +66,8 @@ class Matcher {
       ops.push_back(g_.value(next->result()).producer);
       probs = next->result();
       if (uses_[probs] != 1) return std::nullopt;
-      next = &g_.op(static_cast<ir::OpId>(consumer_[probs]));
+      next = only_consumer(probs);
+      if (!next) return std::nullopt;
     }
     if (next->kind != OpKind::Matmul || next->operands[0] != probs || next->attr<bool>("transpose_a") ||
         next->attr<bool>("transpose_b"))
@@ -74,7 +75,55 @@ class Matcher {
     c.v = next->operands[1];
     ops.push_back(g_.value(next->result()).producer);
     c.ops = ops;
+    pack(c);
     return c;
+  }
+
+  // The packed form of a chain (what BERT's self-attention builds): q, k, v are
+  // reshape(slice(P, axis 0, i, i + 1)) for i = 0, 1, 2 of one P = permute(R, [2,0,3,1,4]) of a
+  // projection R [B,S,3,h,d], every link used only there, and the context's one use is
+  // permute(context, [0,2,1,3]) to [B,S,h,d]. attention_qkv then reads R as it is and its result
+  // replaces that permute's: the layout ops and their copies are gone, forward and backward.
+  void pack(Chain& c) const {
+    std::vector<ir::OpId> layout;
+    std::optional<ir::ValueId> permuted;
+    const ir::ValueId heads[3] = {c.q, c.k, c.v};
+    for (int64_t i = 0; i < 3; ++i) {
+      const ir::Op* reshape = producer(heads[i], OpKind::Reshape);
+      const ir::Op* slice = reshape ? producer(reshape->operands[0], OpKind::Slice) : nullptr;
+      if (!slice || slice->attr<int64_t>("axis") != 0 || slice->attr<int64_t>("start") != i ||
+          slice->attr<int64_t>("end") != i + 1 || (permuted && *permuted != slice->operands[0]))
+        return;
+      permuted = slice->operands[0];
+      layout.push_back(g_.value(reshape->result()).producer);
+      layout.push_back(g_.value(slice->result()).producer);
+    }
+    const ir::Op& permute = g_.producer(*permuted);
+    if (permute.kind != OpKind::Permute || uses_[*permuted] != 3 ||
+        permute.attr<std::vector<int64_t>>("perm") != std::vector<int64_t>{2, 0, 3, 1, 4})
+      return;
+    const ir::ValueId context = g_.op(c.ops.back()).result();
+    const ir::Op* consumer = only_consumer(context);
+    if (!consumer) return;
+    const ir::Op& back = *consumer;
+    if (back.kind != OpKind::Permute || back.attr<std::vector<int64_t>>("perm") != std::vector<int64_t>{0, 2, 1, 3})
+      return;
+    layout.push_back(g_.value(*permuted).producer);
+    layout.push_back(g_.value(back.result()).producer);
+    c.qkv = permute.operands[0];
+    c.out_permute = back.result();
+    c.ops.insert(c.ops.end() - 1, layout.begin(), layout.end());  // the second matmul stays last
+  }
+
+  // The one op reading v, if v has one use and it is not a graph output.
+  const ir::Op* only_consumer(ir::ValueId v) const {
+    return uses_[v] == 1 && consumer_[v] >= 0 ? &g_.op(static_cast<ir::OpId>(consumer_[v])) : nullptr;
+  }
+
+  // The op making v if it is of `kind` and v has no other use.
+  const ir::Op* producer(ir::ValueId v, OpKind kind) const {
+    const ir::Op& op = g_.producer(v);
+    return op.kind == kind && uses_[v] == 1 ? &op : nullptr;
   }
 
  private:
@@ -109,12 +158,19 @@ size_t fuse_attention(ir::Graph& graph) {
     }
     if (!ending_at[i]) continue;  // an inner link: the attention op replaces it
     const Chain& c = *ending_at[i];
-    std::vector<ir::Tensor> in{copy[c.q], copy[c.k], copy[c.v], copy[c.bias]};
+    std::vector<ir::Tensor> in;
+    if (c.qkv) {
+      in = {copy[*c.qkv], copy[c.bias]};
+    } else {
+      in = {copy[c.q], copy[c.k], copy[c.v], copy[c.bias]};
+    }
     if (c.seed) in.push_back(copy[*c.seed]);
     ir::Builder::OpScope scope(b, op.scope);
-    const auto out = b.ops(OpKind::Attention, in, {{"scale", c.scale}, {"p", c.p}, {"offset", c.offset}});
-    copy.map(op.result(), out[0]);
-    if (!graph.value(op.result()).name.empty()) b.name(out[0], graph.value(op.result()).name);
+    const auto out = b.ops(c.qkv ? OpKind::AttentionQkv : OpKind::Attention, in,
+                           {{"scale", c.scale}, {"p", c.p}, {"offset", c.offset}});
+    const ir::ValueId replaced = c.out_permute ? *c.out_permute : op.result();
+    copy.map(replaced, out[0]);
+    if (!graph.value(replaced).name.empty()) b.name(out[0], graph.value(replaced).name);
   }
   copy.copy_outputs();
   graph = std::move(b).finish();

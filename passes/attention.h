@@ -6,6 +6,10 @@
 //       with the same scale, bias, dropout probability and offset. The math and the dropout mask
 //       are the same (the reference computes both bit for bit alike); autodiff then gives the
 //       attention its own backward (attention_grad) and no [B,h,S,S] tensor is kept for it.
+//       Where q, k, v are the three heads-first slices of one permuted [B,S,3,h,d] projection and
+//       the context is permuted back to [B,S,h,d] (BERT's self-attention), the op is
+//       attention_qkv of the projection itself, replacing the permutes and slices too: its kernels
+//       read q, k, v and write the context (and dqkv, backward) in the projection's layout.
 // Order: first: before precision (which casts the scale constant) and before autodiff.
 #pragma once
 

@@ -139,6 +139,7 @@ class Differentiator {
                                    {{"p", op.attr<double>("p")}, {"offset", op.attr<int64_t>("offset")}}));
       case OpKind::CrossEntropy: return cross_entropy(op, dy);
       case OpKind::Attention: return attention(op, dy);
+      case OpKind::AttentionQkv: return attention_qkv(op, dy);
       case OpKind::Where: {
         const Tensor zero = b_.constant(0.0, dy.dtype());
         if (needs_[op.operands[1]])
@@ -256,9 +257,20 @@ class Differentiator {
     std::vector<Tensor> in{dout, operand(op, 0), operand(op, 1), operand(op, 2), operand(op, 3), result(op),
                            b_.value(op.results[1])};
     if (op.operands.size() == 5) in.push_back(operand(op, 4));
-    auto g = b_.ops(OpKind::AttentionGrad, in,
-                    {{"scale", op.attr<double>("scale")}, {"p", op.attr<double>("p")}, {"offset", op.attr<int64_t>("offset")}});
+    auto g = b_.ops(OpKind::AttentionGrad, in, attention_attrs(op));
     for (size_t i = 0; i < 3; ++i) accumulate(op.operands[i], g[i]);
+  }
+
+  // dqkv from attention_qkv_grad, packed as qkv: the same rule as attention's.
+  void attention_qkv(const ir::Op& op, Tensor dout) {
+    if (needs_[op.operands[1]]) throw ir::Error("autodiff: attention's bias (the mask) has no gradient rule");
+    std::vector<Tensor> in{dout, operand(op, 0), operand(op, 1), result(op), b_.value(op.results[1])};
+    if (op.operands.size() == 3) in.push_back(operand(op, 2));
+    accumulate(op.operands[0], b_.op(OpKind::AttentionQkvGrad, in, attention_attrs(op)));
+  }
+
+  static std::vector<ir::NamedAttr> attention_attrs(const ir::Op& op) {
+    return {{"scale", op.attr<double>("scale")}, {"p", op.attr<double>("p")}, {"offset", op.attr<int64_t>("offset")}};
   }
 
   std::vector<ir::Op> forward_ops_;  // a copy: the graph's op list grows while we walk this one

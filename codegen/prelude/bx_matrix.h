@@ -315,8 +315,17 @@ struct bx_gemm {
 // forward; backward, the first blocks each own a key tile (dK, dV over all queries) and the rest a
 // query tile (dQ over all keys), so no block adds into another's result and nothing is atomic.
 // Probabilities are recomputed from the saved logsumexp; dropout redraws the forward's Philox mask.
+// Where the rows of one (batch, head) lie in q, k, v or out: row i of head bh at
+// (bh / heads) * batch + (bh % heads) * head + i * row elements from the tensor's start (head dims
+// contiguous). [B,h,S,d] tensors: (h S d, S d, d); a packed [B,S,3,h,d] projection: (3 S h d, d,
+// 3 h d) from q's, k's or v's first element.
+struct bx_rows {
+  bx_i64 batch, head, row;
+};
+
 struct bx_attention_problem {
   int batch_heads, heads, sq, sk;
+  bx_rows q, kv, o;  // q (and dq); k and v (dk, dv); out (dout)
   bx_i64 bias_b, bias_h, bias_q, bias_k;  // the bias's strides over (batch, head, query, key); 0 broadcasts
   float scale;
   bool dropout;
@@ -339,12 +348,17 @@ struct bx_attention {
   static constexpr int FORWARD_H = (BQ + 2 * BKV) * LDH + BQ * LDP, FORWARD_F = BQ * LDS + 3 * BQ;
   static constexpr int BACKWARD_H = 2 * (BQ + BKV) * LDH + 2 * BQ * LDP, BACKWARD_F = 2 * BQ * LDS + 2 * BQ;
 
-  // Rows row0.. of a [rows][D] matrix into a [ROWS][LDH] tile (zeros past `rows`).
+  // Rows row0.. of a [rows][D] matrix whose rows are `ld` apart into a [ROWS][LDH] tile (zeros
+  // past `rows`).
   template <int ROWS>
-  BX_STATIC void load(T* tile, const T* g, int rows, int row0) {
+  BX_STATIC void load(T* tile, const T* g, bx_i64 ld, int rows, int row0) {
     bx_tile_loader<T, ROWS, D, LDH, VEC, THREADS, ASYNC> l;
-    l.issue(tile, g, D, rows, D, row0, 0);
+    l.issue(tile, g, ld, rows, D, row0, 0);
     l.land(tile);
+  }
+  // The first element of head bh's rows.
+  BX_STATIC bx_i64 head_at(const bx_rows& r, const bx_attention_problem& a, int bh) {
+    return (bx_i64)(bh / a.heads) * r.batch + (bx_i64)(bh % a.heads) * r.head;
   }
   BX_STATIC void loads_done() {
     if constexpr (ASYNC) {
@@ -365,7 +379,8 @@ struct bx_attention {
                             const bx_attention_problem& a, T* sh, float* sf) {
     const int q_tiles = (a.sq + BQ - 1) / BQ, bh = bx_bid_x() / q_tiles, q0 = bx_bid_x() % q_tiles * BQ;
     const int warp = bx_tid_x() >> 5, lane = bx_lane();
-    const bx_i64 base_q = (bx_i64)bh * a.sq * D, base_k = (bx_i64)bh * a.sk * D, seed_value = a.dropout ? *seed : 0;
+    const bx_i64 base_q = head_at(a.q, a, bh), base_k = head_at(a.kv, a, bh), base_o = head_at(a.o, a, bh);
+    const bx_i64 seed_value = a.dropout ? *seed : 0;
     T* Qs = sh;
     T* Ks = Qs + BQ * LDH;
     T* Vs = Ks + BKV * LDH;
@@ -374,13 +389,13 @@ struct bx_attention {
     float* row_max = Ss + BQ * LDS;
     float* row_sum = row_max + BQ;
     float* row_scale = row_sum + BQ;
-    load<BQ>(Qs, q + base_q, a.sq, q0);
+    load<BQ>(Qs, q + base_q, a.q.row, a.sq, q0);
     for (int r = bx_tid_x(); r < BQ; r += THREADS) row_max[r] = -bx_inf(), row_sum[r] = 0.0f;
     float o[query_side::ACC];
     query_side::zero(o);
     for (int k0 = 0; k0 < a.sk; k0 += BKV) {
-      load<BKV>(Ks, k + base_k, a.sk, k0);
-      load<BKV>(Vs, v + base_k, a.sk, k0);
+      load<BKV>(Ks, k + base_k, a.kv.row, a.sk, k0);
+      load<BKV>(Vs, v + base_k, a.kv.row, a.sk, k0);
       loads_done();
       float s[scores::ACC];
       scores::zero(s);
@@ -428,7 +443,7 @@ struct bx_attention {
     for (int i = 0; i < query_side::ACC; ++i) {
       int r, c;
       query_side::coord(i, r, c);
-      if (q0 + r < a.sq) bx_st(out, base_q + (bx_i64)(q0 + r) * D + c, o[i] / row_sum[r]);
+      if (q0 + r < a.sq) bx_st(out, base_o + (bx_i64)(q0 + r) * a.o.row + c, o[i] / row_sum[r]);
     }
     for (int r = bx_tid_x(); r < BQ; r += THREADS)
       if (q0 + r < a.sq) lse[(bx_i64)bh * a.sq + q0 + r] = row_max[r] + bx_log(row_sum[r]);
@@ -450,15 +465,16 @@ struct bx_attention {
   // and the saved logsumexp, per row.
   BX_STATIC void load_query_tile(const backward_tiles& t, const T* dout, const T* q, const T* o, const float* lse,
                                     const bx_attention_problem& a, int bh, int q0) {
-    const bx_i64 base = (bx_i64)bh * a.sq * D;
-    load<BQ>(t.Qs, q + base, a.sq, q0);
-    load<BQ>(t.dOs, dout + base, a.sq, q0);
+    const bx_i64 base_q = head_at(a.q, a, bh), base_o = head_at(a.o, a, bh);
+    load<BQ>(t.Qs, q + base_q, a.q.row, a.sq, q0);
+    load<BQ>(t.dOs, dout + base_o, a.o.row, a.sq, q0);
     const int warp = bx_tid_x() >> 5, lane = bx_lane();
     for (int r = warp; r < BQ; r += WARPS) {
       const bool valid = q0 + r < a.sq;
       float dot = 0.0f;
+      const bx_i64 row = base_o + (bx_i64)(q0 + r) * a.o.row;
       if (valid)
-        for (int c = lane; c < D; c += 32) dot += bx_ld(dout, base + (bx_i64)(q0 + r) * D + c) * bx_ld(o, base + (bx_i64)(q0 + r) * D + c);
+        for (int c = lane; c < D; c += 32) dot += bx_ld(dout, row + c) * bx_ld(o, row + c);
       dot = bx_warp_sum(dot);
       if (lane == 0) t.Drow[r] = dot, t.Lrow[r] = valid ? lse[(bx_i64)bh * a.sq + q0 + r] : 0.0f;
     }
@@ -499,9 +515,9 @@ struct bx_attention {
     const bx_i64 seed_value = a.dropout ? *seed : 0;
     if (bx_bid_x() < key_blocks) {  // dK and dV of one key tile, over every query tile
       const int bh = bx_bid_x() / k_tiles, k0 = bx_bid_x() % k_tiles * BKV;
-      const bx_i64 base = (bx_i64)bh * a.sk * D;
-      load<BKV>(t.Ks, k + base, a.sk, k0);
-      load<BKV>(t.Vs, v + base, a.sk, k0);
+      const bx_i64 base = head_at(a.kv, a, bh);
+      load<BKV>(t.Ks, k + base, a.kv.row, a.sk, k0);
+      load<BKV>(t.Vs, v + base, a.kv.row, a.sk, k0);
       float gk[key_side::ACC], gv[key_side::ACC];
       key_side::zero(gk);
       key_side::zero(gv);
@@ -518,19 +534,19 @@ struct bx_attention {
         int r, c;
         key_side::coord(i, r, c);
         if (k0 + r < a.sk) {
-          bx_st(dk, base + (bx_i64)(k0 + r) * D + c, gk[i]);
-          bx_st(dv, base + (bx_i64)(k0 + r) * D + c, gv[i]);
+          bx_st(dk, base + (bx_i64)(k0 + r) * a.kv.row + c, gk[i]);
+          bx_st(dv, base + (bx_i64)(k0 + r) * a.kv.row + c, gv[i]);
         }
       }
     } else {  // dQ of one query tile, over every key tile
       const int id = bx_bid_x() - key_blocks, bh = id / q_tiles, q0 = id % q_tiles * BQ;
-      const bx_i64 base_q = (bx_i64)bh * a.sq * D, base_k = (bx_i64)bh * a.sk * D;
+      const bx_i64 base_q = head_at(a.q, a, bh), base_k = head_at(a.kv, a, bh);
       load_query_tile(t, dout, q, o, lse, a, bh, q0);
       float gq[query_side::ACC];
       query_side::zero(gq);
       for (int k0 = 0; k0 < a.sk; k0 += BKV) {
-        load<BKV>(t.Ks, k + base_k, a.sk, k0);
-        load<BKV>(t.Vs, v + base_k, a.sk, k0);
+        load<BKV>(t.Ks, k + base_k, a.kv.row, a.sk, k0);
+        load<BKV>(t.Vs, v + base_k, a.kv.row, a.sk, k0);
         loads_done();
         probabilities_and_gradients(t, bias, seed_value, a, bh, q0, k0);
         query_side::template mma<T, BKV>(gq, t.dS, LDP, t.Ks, LDH);  // dQ += dS K
@@ -540,7 +556,7 @@ struct bx_attention {
       for (int i = 0; i < query_side::ACC; ++i) {
         int r, c;
         query_side::coord(i, r, c);
-        if (q0 + r < a.sq) bx_st(dq, base_q + (bx_i64)(q0 + r) * D + c, gq[i]);
+        if (q0 + r < a.sq) bx_st(dq, base_q + (bx_i64)(q0 + r) * a.q.row + c, gq[i]);
       }
     }
   }

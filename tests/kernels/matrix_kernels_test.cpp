@@ -206,7 +206,22 @@ graph @choice {
 }
 
 // Attention forward and backward, batch 2, 2 heads, padding as quantize_and_mask sets it.
-ir::Graph attention_graph(const std::string& t, int seq, int d, double p) {
+// Forward and backward of one attention; packed: attention_qkv over a [B,S,3,h,d] projection
+// (rows 3 h d apart, k and v at offsets h d and 2 h d) and its [B,S,h,d] output.
+ir::Graph attention_graph(const std::string& t, int seq, int d, double p, bool packed) {
+  if (packed)
+    return ir::parse(fmt::format(R"(
+graph @attention {{
+  %qkv = input : {0}[2,{1},3,2,{2}]
+  %bias = input : {0}[2,1,1,{1}]
+  %dout = input : {0}[2,{1},2,{2}]
+  %seed = input : i64[]
+  %o, %lse = attention_qkv(%qkv, %bias, %seed) {{scale = 0.125, p = {3}, offset = 7}} : {0}[2,{1},2,{2}], f32[2,2,{1}]
+  %dqkv = attention_qkv_grad(%dout, %qkv, %bias, %o, %lse, %seed) {{scale = 0.125, p = {3}, offset = 7}} : {0}[2,{1},3,2,{2}]
+  return %o, %lse, %dqkv
+}}
+)",
+                                 t, seq, d, p));
   return ir::parse(fmt::format(R"(
 graph @attention {{
   %q = input : {0}[2,2,{1},{2}]
@@ -231,8 +246,9 @@ graph @attention {{
 // backward's recomputed probabilities sum to 1 +- 5e-4 — in any flash-attention backward and in
 // the reference alike, but differently — while -30 masks as completely and stays well-conditioned.
 void quantize_and_mask(ir::Environment<float>& env) {
-  for (const char* name : {"q", "k"})
-    for (float& x : env.at(name).real) x = std::round(x * 8.0f) / 16.0f;
+  for (const char* name : {"q", "k", "qkv"})
+    if (env.count(name))
+      for (float& x : env.at(name).real) x = std::round(x * 8.0f) / 16.0f;
   HostTensor<float>& bias = env.at("bias");
   const size_t seq = bias.real.size() / 2;
   for (size_t j = 0; j < seq; ++j) {
@@ -245,6 +261,7 @@ struct AttentionCase {
   std::string dtype;
   int seq, d;
   double p;
+  bool packed = false;
 };
 
 void PrintTo(const AttentionCase& c, std::ostream* os) {
@@ -255,7 +272,7 @@ class Attention : public ::testing::TestWithParam<AttentionCase> {};
 
 TEST_P(Attention, MatchesReference) {
   const AttentionCase c = GetParam();
-  const ir::Graph g = attention_graph(c.dtype, c.seq, c.d, c.p);
+  const ir::Graph g = attention_graph(c.dtype, c.seq, c.d, c.p, c.packed);
   for (const Arch& a : archs_for(c.dtype)) {
     // Under tf32 the backward of head size 64 runs simt: its 32 x 32 tiles of f32 would need 52 KB
     // of shared memory (head size 32: 36 KB, tf32).
@@ -271,10 +288,11 @@ TEST_P(Attention, MatchesReference) {
 INSTANTIATE_TEST_SUITE_P(Shapes, Attention,
                          ::testing::Values(AttentionCase{"f32", 20, 64, 0.1}, AttentionCase{"f32", 1, 32, 0.0}, AttentionCase{"f32", 20, 32, 0.1},
                                            AttentionCase{"f16", 33, 64, 0.1}, AttentionCase{"f16", 1, 64, 0.1},
-                                           AttentionCase{"bf16", 20, 32, 0.1}, AttentionCase{"bf16", 70, 64, 0.0}),
+                                           AttentionCase{"bf16", 20, 32, 0.1}, AttentionCase{"bf16", 70, 64, 0.0},
+                                           AttentionCase{"f32", 20, 32, 0.1, true}, AttentionCase{"f16", 33, 64, 0.1, true}),
                          [](const auto& info) {
-                           return fmt::format("{}_seq{}_d{}_{}", info.param.dtype, info.param.seq, info.param.d,
-                                              info.param.p > 0 ? "dropout" : "nodropout");
+                           return fmt::format("{}_seq{}_d{}_{}{}", info.param.dtype, info.param.seq, info.param.d,
+                                              info.param.p > 0 ? "dropout" : "nodropout", info.param.packed ? "_packed" : "");
                          });
 
 }  // namespace

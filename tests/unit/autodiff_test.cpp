@@ -170,6 +170,15 @@ TEST(Gradients, FusedAttentionAndWhere) {
       if (p > 0) in.push_back(b.input("dropout_seed", DType::I64, {}));
       return b.ops(OpKind::Attention, in, {{"scale", 0.7}, {"p", p}, {"offset", int64_t{3}}})[0];
     }, env);
+  // The packed form: q, k, v at index 0, 1, 2 of qkv's third dim, out [B,S,h,d]; its one gradient
+  // is dq, dk, dv packed the same way.
+  env["bias"] = filled({DType::F32, {2, 1, 1, 5}}, 2.0);
+  for (double p : {0.0, 0.25})
+    check_rule([p](Builder& b) {
+      std::vector<Tensor> in{b.param("qkv", {2, 5, 3, 2, 4}), b.input("bias", DType::F32, {2, 1, 1, 5})};
+      if (p > 0) in.push_back(b.input("dropout_seed", DType::I64, {}));
+      return b.ops(OpKind::AttentionQkv, in, {{"scale", 0.7}, {"p", p}, {"offset", int64_t{3}}})[0];
+    }, env);
   Env cond{{"c", filled({DType::F32, {2, 3}})}};
   check_rule([](Builder& b) {
     return b.op(OpKind::Where, {b.input("c", DType::F32, {2, 3}), b.param("a", {2, 3}), b.param("bias", {3})});

@@ -62,7 +62,7 @@ TEST(PassPipeline, MalformedPipelinesNameThePlaceAndTheFix) {
       {"fusion,nosuch", "column 8: unknown pass 'nosuch' (passes: verify, dce,"},
       {"fusion{x=1}", "column 8: pass fusion takes no options, found 'x'"},
       {"recompute{budget=1 mode=bf16}", "column 20: pass recompute has no option 'mode' (it takes: policy, budget)"},
-      {"precision{mode=fp64}", "column 16: precision{mode} must be one of auto, fp32, fp16, bf16, fp32-fp16storage, "
+      {"precision{mode=fp64}", "column 16: precision{mode} must be one of auto, fp32, fp16, bf16, fp32-fp16storage, tf32, "
                                "found \"fp64\""},
       {"recompute{budget=-1}", "column 18: recompute{budget} must be >= 0, found -1"},
       {"recompute{budget=12x}", "column 18: recompute{budget=...} must be an integer, found '12x'"},

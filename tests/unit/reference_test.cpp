@@ -270,6 +270,39 @@ TEST(Reference, AttentionEqualsItsUnfusedOps) {
   EXPECT_EQ(Executor<double>(fused).run(env).outputs[0].real, Executor<double>(unfused).run(env).outputs[0].real);
 }
 
+// attention_qkv over a packed [B,S,3,h,d] projection is attention of its q, k, v permuted to
+// [B,h,S,d], with the output permuted back to [B,S,h,d]: the same values, bit for bit, dropout
+// included (its mask is indexed over [B,h,S,S] in both).
+TEST(Reference, PackedAttentionEqualsAttentionOfItsPermutedHeads) {
+  const ir::Shape sqkv{2, 5, 3, 2, 4}, sb{2, 1, 1, 5};
+  Environment<double> env{{"dropout_seed", ints({}, {4242}, DType::I64)}};
+  auto t = HostTensor<double>::zeros({DType::F32, sqkv});
+  for (int64_t i = 0; i < t.numel(); ++i) t.real[i] = std::sin(0.37 * double(i) + 1);
+  env["qkv"] = t;
+  auto bias = HostTensor<double>::zeros({DType::F32, sb});
+  for (int64_t i = 0; i < bias.numel(); ++i) bias.real[i] = i % 4 == 3 ? -10000.0 : 0.1 * double(i);
+  env["bias"] = bias;
+  auto build = [&](bool packed) {
+    Builder b("t");
+    Tensor qkv = b.input("qkv", DType::F32, sqkv), bias = b.input("bias", DType::F32, sb);
+    Tensor seed = b.input("dropout_seed", DType::I64, {});
+    const std::vector<ir::NamedAttr> attrs{{"scale", 0.5}, {"p", 0.3}, {"offset", int64_t{7}}};
+    Tensor out;
+    if (packed) {
+      out = b.ops(ir::OpKind::AttentionQkv, {qkv, bias, seed}, attrs)[0];
+    } else {
+      Tensor heads = b.permute(qkv, {2, 0, 3, 1, 4});  // [3,B,h,S,d]
+      auto head = [&](int64_t i) { return b.reshape(b.slice(heads, 0, i, i + 1), {2, 2, 5, 4}); };
+      out = b.permute(b.ops(ir::OpKind::Attention, {head(0), head(1), head(2), bias, seed}, attrs)[0], {0, 2, 1, 3});
+    }
+    b.output(out, "out");
+    return std::move(b).finish();
+  };
+  const auto packed = Executor<double>(build(true)).run(env).outputs[0], separate = Executor<double>(build(false)).run(env).outputs[0];
+  EXPECT_EQ(packed.type, separate.type);
+  EXPECT_EQ(packed.real, separate.real);
+}
+
 TEST(Reference, FusedOpRunsItsRegion) {
   ir::Graph body("region");
   const ir::OpId in0 = body.add_op(ir::OpKind::Input, {}, {}, {{DType::F32, {3}}});
