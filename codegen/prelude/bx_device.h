@@ -16,6 +16,9 @@
 // Before a loop over a register array (accumulators): unrolled, every index is a constant and
 // the array stays in registers instead of local memory.
 #define BX_UNROLL _Pragma("unroll")
+// A loop kept rolled: its body's loads are not hoisted across iterations, which would hold
+// several iterations' fragments in registers at once.
+#define BX_ROLLED _Pragma("unroll 1")
 // 16-byte aligned whatever the type: tiles are read and written 16 bytes at a time (vector loads,
 // cp.async, ldmatrix), and a 2-byte type alone would only promise 2.
 #define BX_SHARED(type, name, count) __shared__ __align__(16) type name[count]

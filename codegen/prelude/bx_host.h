@@ -15,6 +15,7 @@
 #define BX_KERNEL extern "C"
 #define BX_LAUNCH_BOUNDS(threads, blocks)  // register limits are the GPU's
 #define BX_UNROLL                  // the host compiler decides
+#define BX_ROLLED
 #define BX_HOST 1
 
 #include "bx_host_abi.h"

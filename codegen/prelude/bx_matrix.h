@@ -142,6 +142,9 @@ struct bx_hmma884 {
   BX_STATIC void mma(float* acc, const T* A, int lda, const T* B, int ldb) {
     static_assert(sizeof(T) == 2 && !bx_is_bf16<T>, "m8n8k4 takes f16");
     const int lane = bx_lane(), pair = (lane >> 2) & 3, own = (lane & 3) + 4 * (lane >> 4);
+    // Rolled: unrolled, ptxas hoisted every k step's fragment loads and the attention backward
+    // needed 242 registers (152 bytes of spills at 3 blocks an SM); rolled it needs 112.
+    BX_ROLLED
     for (int k0 = 0; k0 < KLEN; k0 += 4) {
       bx_u32 a[MI][2], b[NJ][2];
       for (int mi = 0; mi < MI; ++mi) {

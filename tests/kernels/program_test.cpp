@@ -57,6 +57,14 @@ TEST(CompiledProgram, BertBaseCompilesForEveryArchWithoutSpills) {
         if (!k.source.empty()) names.insert(k.name);  // cuBLAS-only launches have no image
     EXPECT_EQ(p.images.size(), names.size()) << arch;
     EXPECT_GT(names.size(), 50u) << arch;
+    // Attention kernels fit 3 blocks an SM: at most 168 registers (checked by ptxas through the
+    // launch bounds; with the spill check below, without spilling: sm_70's backward was 242).
+    for (const GraphKernels* g : {&p.step, &p.optimizer})
+      for (const KernelSpec& k : g->kernels)
+        if (k.family == ir::KernelFamily::Attention) {
+          EXPECT_EQ(k.min_blocks_per_sm, 3) << arch << " " << k.label;
+          EXPECT_LE(p.images.at(k.name).ptxas.registers, 168) << arch << " " << k.label;
+        }
     for (const auto& [name, image] : p.images) {
       EXPECT_FALSE(image.ptx) << arch << " " << name << ": a cubin is expected for every arch of the table";
       EXPECT_GT(image.ptxas.registers, 0) << arch << " " << name;
