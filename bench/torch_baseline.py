@@ -17,6 +17,18 @@ import torch
 from transformers import BertConfig, BertForPreTraining
 
 
+def tf32_off():
+    """FP32 products in full precision (no TF32), on torch before and after 2.9: from 2.9 the
+    fp32_precision settings replace the allow_tf32 flags, and mixing the two raises (in Inductor
+    too, so torch.compile would fail). BERT has no convolutions: matmuls are what counts."""
+    matmul = torch.backends.cuda.matmul
+    if hasattr(matmul, "fp32_precision"):
+        matmul.fp32_precision = "ieee"
+    else:
+        matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("config")
@@ -33,8 +45,7 @@ def main():
     batch = a.batch_size or train["batch_size"]
     seq = a.seq_len or train["seq_len"]
     predictions = train.get("max_predictions_per_seq", 20)
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
+    tf32_off()
     torch.manual_seed(0)
     model = BertForPreTraining(BertConfig(**config["model"])).cuda().train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01)

@@ -33,8 +33,10 @@ std::string strategy_name(MatrixStrategy s) {
   throw std::logic_error("unknown matrix strategy");
 }
 
-RenderTarget render_target(const passes::CompileOptions& options) {
-  return {options.arch.sm(), options.matmul, {}, options.precision == passes::Precision::Tf32};
+RenderTarget render_target(const passes::CompileOptions& options) { return render_target(options, options.arch.sm()); }
+
+RenderTarget render_target(const passes::CompileOptions& options, int sm) {
+  return {sm, options.matmul, {}, options.precision == passes::Precision::Tf32};
 }
 
 bool use_library(MatmulPolicy choice, bool plain, double flops) {

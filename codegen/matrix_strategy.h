@@ -46,8 +46,10 @@ struct RenderTarget {
   bool tf32 = false;
 };
 
-// The target of resolved options: their arch's sm and matmul policy.
+// The target of resolved options: their arch's sm (or a device's, `sm`), matmul policy and
+// whether the precision is tf32. The one place a target is made from options.
 RenderTarget render_target(const passes::CompileOptions& options);
+RenderTarget render_target(const passes::CompileOptions& options, int sm);
 
 // Whether a product (plain: nothing fused after it) goes to cuBLAS under `choice`.
 bool use_library(MatmulPolicy choice, bool plain, double flops);

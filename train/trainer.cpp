@@ -117,7 +117,7 @@ Runners make_runners(const frontend::ModelDefinition& model, const TrainOptions&
   }
   const runtime::DeviceCapabilities caps = device->capabilities();
   r.on_gpu = caps.gpu;
-  codegen::RenderTarget target{caps.sm, o.config.compile.matmul, {}, o.config.compile.precision == passes::Precision::Tf32};
+  codegen::RenderTarget target = codegen::render_target(o.config.compile, caps.sm);
   if (o.autotune) {
     // On a device of its own, whose buffers go with it once the choices are made. Timings on an
     // emulation mean nothing: one launch of each form there checks the mechanism only.

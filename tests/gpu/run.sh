@@ -70,6 +70,8 @@ step check_fp32_simt 60 "$bin/bertc" check examples/bert-tiny.toml --device cuda
 step check_fp16 60 "$bin/bertc" check examples/bert-tiny.toml --device cuda --precision fp16
 step check_bf16 60 "$bin/bertc" check examples/bert-tiny.toml --device cuda --precision bf16 --matmul generated
 step check_bf16_cublas 60 "$bin/bertc" check examples/bert-tiny.toml --device cuda --precision bf16 --matmul library
+step check_tf32 60 "$bin/bertc" check examples/bert-tiny.toml --device cuda --precision tf32 --matmul generated
+step check_tf32_cublas 60 "$bin/bertc" check examples/bert-tiny.toml --device cuda --precision tf32 --matmul library
 # The programs our P40 (sm_61: SIMT FP32) and V100 (sm_70: mma.m8n8k4) users run, on this GPU:
 # compiled to PTX, which the driver compiles for the GPU present when it loads it.
 step check_p40_program_as_ptx 90 "$bin/bertc" check examples/bert-tiny.toml --device cuda --arch sm_61 --precision fp32

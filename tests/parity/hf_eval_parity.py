@@ -29,6 +29,11 @@ with open(config_path, "rb") as f:
 torch.manual_seed(0)
 hf_config = BertConfig(**model_keys, attn_implementation="eager")
 model = BertForPreTraining(hf_config).float().to(device).eval()  # eval(): dropout off, as bertc eval
+# The decoder shares the word embeddings and its bias (transformers 4.x ties them when it builds
+# the model, 5.x in post_init and only while tie_word_embeddings holds): bertc's parameter list
+# assumes both ties.
+assert model.cls.predictions.decoder.weight is model.bert.embeddings.word_embeddings.weight, "decoder weight not tied"
+assert model.cls.predictions.decoder.bias is model.cls.predictions.bias, "decoder bias not tied"
 # Perturb the zero-initialized biases and unit norms so that every gradient path carries signal.
 with torch.no_grad():
     for name, p in model.named_parameters():

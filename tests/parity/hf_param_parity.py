@@ -15,6 +15,11 @@ for path in configs:
         model_keys = tomllib.load(f)["model"]  # bertc's [model] keys are BertConfig's names
     with torch.device("meta"):
         model = BertForPreTraining(BertConfig(**model_keys))
+    # The decoder shares the word embeddings and its bias (transformers 4.x ties them when it builds
+    # the model, 5.x in post_init and only while tie_word_embeddings holds): bertc's parameter list
+    # assumes both ties.
+    assert model.cls.predictions.decoder.weight is model.bert.embeddings.word_embeddings.weight, "decoder weight not tied"
+    assert model.cls.predictions.decoder.bias is model.cls.predictions.bias, "decoder bias not tied"
     # named_parameters() lists a tied tensor once, under its first name, as bertc does.
     hf = {name: list(p.shape) for name, p in model.named_parameters()}
     hf_total = sum(p.numel() for p in model.parameters())
