@@ -140,14 +140,15 @@ void eval_AttentionGrad(OpEval<T>& e) {
   backward(e, ir::attention_layout(e.graph, e.op));
 }
 
+// The packed ops differ only in their layout, which attention_layout reads from the op.
 template <typename T>
 void eval_AttentionQkv(OpEval<T>& e) {
-  forward(e, ir::attention_layout(e.graph, e.op));
+  eval_Attention(e);
 }
 
 template <typename T>
 void eval_AttentionQkvGrad(OpEval<T>& e) {
-  backward(e, ir::attention_layout(e.graph, e.op));
+  eval_AttentionGrad(e);
 }
 
 BERTC_INSTANTIATE_EVAL(eval_Attention)
