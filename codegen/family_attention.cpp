@@ -13,7 +13,6 @@
 namespace bertc::codegen {
 namespace {
 
-
 constexpr int kWarps = 4;
 constexpr int64_t kSharedLimit = 48 * 1024;  // static shared memory of one block, every arch
 
