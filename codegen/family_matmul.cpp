@@ -202,7 +202,9 @@ KernelSpec render_generated(const KernelInput& in) {
 KernelSpec render_matmul(const KernelInput& in) {
   std::optional<LibraryGemm> g = library_gemm(in.graph, in.op, in.body);
   if (!g) return render_generated(in);
-  g->tf32 = in.target.tf32 && g->ab_dtype == ir::DType::F32 && choose_strategy(in.target.sm, g->ab_dtype, true) == MatrixStrategy::Tf32;
+  // Precision tf32: f32 products through cuBLAS's TF32 compute too (choose_strategy refuses the
+  // arch if it has no TF32 tensor cores).
+  g->tf32 = choose_strategy(in.target.sm, g->ab_dtype, in.target.tf32) == MatrixStrategy::Tf32;
   // A choice measured on the GPU (--autotune) overrides the rule.
   const std::string key = product_key(*g);
   const auto tuned = in.target.tuned.find(key);

@@ -29,16 +29,6 @@ int64_t flops_of(const ir::Graph& g, const ir::Op& op, std::optional<ir::DType>&
   return ir::op_flops(g, op);
 }
 
-// Peak FLOP/s for matrix products on `gpu`.
-double matrix_peak(const GpuSpec& gpu, ir::DType dtype, Precision precision) {
-  if (dtype == ir::DType::BF16 && gpu.bf16_tensor_tflops > 0) return gpu.bf16_tensor_tflops * 1e12;
-  if (dtype == ir::DType::F32 && precision == Precision::Tf32 && gpu.tf32_tensor_tflops > 0)
-    return gpu.tf32_tensor_tflops * 1e12;
-  if (dtype == ir::DType::F16 && precision != Precision::Fp32Fp16Storage)
-    return (gpu.fp16_tensor_tflops > 0 ? gpu.fp16_tensor_tflops : gpu.fp16_simt_tflops) * 1e12;
-  return gpu.fp32_tflops * 1e12;
-}
-
 // Bytes an op reads from operand i: the whole tensor, except a table a gather indexes, of which
 // it reads only the gathered rows (an embedding lookup touches batch x seq rows, not the vocabulary).
 int64_t bytes_read(const ir::Graph& g, const ir::Op& op, size_t i) {
@@ -58,6 +48,15 @@ int64_t bytes_read(const ir::Graph& g, const ir::Op& op, size_t i) {
 }
 
 }  // namespace
+
+double matrix_peak(const GpuSpec& gpu, ir::DType dtype, Precision precision) {
+  if (dtype == ir::DType::BF16 && gpu.bf16_tensor_tflops > 0) return gpu.bf16_tensor_tflops * 1e12;
+  if (dtype == ir::DType::F32 && precision == Precision::Tf32 && gpu.tf32_tensor_tflops > 0)
+    return gpu.tf32_tensor_tflops * 1e12;
+  if (dtype == ir::DType::F16 && precision != Precision::Fp32Fp16Storage)
+    return (gpu.fp16_tensor_tflops > 0 ? gpu.fp16_tensor_tflops : gpu.fp16_simt_tflops) * 1e12;
+  return gpu.fp32_tflops * 1e12;
+}
 
 LaunchCost launch_cost(const ir::Graph& graph, const ir::Op& op, const std::optional<GpuSpec>& gpu,
                        Precision precision) {

@@ -22,6 +22,11 @@ struct LaunchCost {
   double seconds = 0;    // max(flops / peak, bytes / bandwidth) + kLaunchSeconds; 0 without a GPU
 };
 
+// Peak FLOP/s of matrix products with `dtype` inputs on `gpu` under `precision`: BF16 or FP16
+// tensor cores where the GPU has them (FP16 SIMT where not), TF32 tensor cores for f32 under
+// tf32, FP32 SIMT otherwise (fp32-fp16storage does fp32 math on fp16 data).
+double matrix_peak(const GpuSpec& gpu, ir::DType dtype, Precision precision);
+
 // The cost of op under `precision` (which picks the matmul peak: fp32 SIMT, FP16 or BF16 tensor
 // cores; fp32-fp16storage does fp32 math on fp16 data).
 LaunchCost launch_cost(const ir::Graph& graph, const ir::Op& op, const std::optional<GpuSpec>& gpu,

@@ -23,7 +23,7 @@ ir::DType activation_dtype(Precision precision) {
     case Precision::Fp32Fp16Storage: return DType::F16;
     case Precision::Auto: break;
   }
-  throw ir::Error("precision auto is decided by the target GPU: resolve it (fp32, fp16, bf16 or fp32-fp16storage) first");
+  throw ir::Error("precision auto is decided by the target GPU: resolve it (fp32, fp16, bf16, fp32-fp16storage or tf32) first");
 }
 
 namespace {

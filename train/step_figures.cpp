@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "passes/cost_model.h"
+#include "passes/precision.h"
 #include "passes/targets.h"
 
 namespace bertc::train {
@@ -13,12 +14,7 @@ namespace bertc::train {
 double peak_flops(int sm, passes::Precision precision) {
   const std::optional<passes::GpuSpec> gpu = passes::gpu_of_sm(sm);
   if (!gpu) return 0;
-  const double tflops = precision == passes::Precision::Bf16 ? gpu->bf16_tensor_tflops
-                        : precision == passes::Precision::Fp16
-                            ? (gpu->fp16_tensor_tflops > 0 ? gpu->fp16_tensor_tflops : gpu->fp16_simt_tflops)
-                        : precision == passes::Precision::Tf32 && gpu->tf32_tensor_tflops > 0 ? gpu->tf32_tensor_tflops
-                                                                                            : gpu->fp32_tflops;
-  return tflops * 1e12;
+  return passes::matrix_peak(*gpu, passes::activation_dtype(precision), precision);
 }
 
 double model_flops_per_step(const frontend::ModelDefinition& model, const frontend::Config& config,

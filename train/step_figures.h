@@ -10,8 +10,8 @@
 
 namespace bertc::train {
 
-// The datasheet peak (FLOP/s) of the GPU of arch sm_`sm` at `precision`: tensor cores for fp16
-// and bf16 where the GPU has them, SIMT FP32 otherwise; 0 when the table lacks the arch.
+// The datasheet peak (FLOP/s) of the GPU of arch sm_`sm` for matrix products at `precision`
+// (passes::matrix_peak of its activation dtype); 0 when the table lacks the arch.
 double peak_flops(int sm, passes::Precision precision);
 
 // FLOPs of one optimizer step's forward and backward passes over all its micro-batches, counted
