@@ -313,12 +313,7 @@ struct bx_gemm {
   }
 };
 
-// --- Fused attention (flash-attention style): softmax(q k^T * scale + bias) with dropout, times v,
-// tile by tile; no [seq x seq] matrix leaves shared memory. One block per (batch*head, query tile)
-// forward; backward, the first blocks each own a key tile (dK, dV over all queries) and the rest a
-// query tile (dQ over all keys), so no block adds into another's result and nothing is atomic.
-// Probabilities are recomputed from the saved logsumexp; dropout redraws the forward's Philox mask.
-// Where the rows of one (batch, head) lie in q, k, v or out: row i of head bh at
+// Where the rows of one (batch, head) of attention's q, k, v or out lie: row i of head bh at
 // (bh / heads) * batch + (bh % heads) * head + i * row elements from the tensor's start (head dims
 // contiguous). [B,h,S,d] tensors: (h S d, S d, d); a packed [B,S,3,h,d] projection: (3 S h d, d,
 // 3 h d) from q's, k's or v's first element.
@@ -326,6 +321,11 @@ struct bx_rows {
   bx_i64 batch, head, row;
 };
 
+// --- Fused attention (flash-attention style): softmax(q k^T * scale + bias) with dropout, times v,
+// tile by tile; no [seq x seq] matrix leaves shared memory. One block per (batch*head, query tile)
+// forward; backward, the first blocks each own a key tile (dK, dV over all queries) and the rest a
+// query tile (dQ over all keys), so no block adds into another's result and nothing is atomic.
+// Probabilities are recomputed from the saved logsumexp; dropout redraws the forward's Philox mask.
 struct bx_attention_problem {
   int batch_heads, heads, sq, sk;
   bx_rows q, kv, o;  // q (and dq); k and v (dk, dv); out (dout)
