@@ -12,6 +12,7 @@
 #include <variant>
 #include <vector>
 
+#include "dist/compression.h"
 #include "ir/enum_names.h"
 #include "passes/options.h"
 

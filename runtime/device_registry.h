@@ -19,6 +19,7 @@ struct DeviceRequest {
   // own (0) or an older one's, as PTX (--arch sm_61 on a newer GPU checks a P40's program there).
   int sm = 0;
   std::filesystem::path kernel_cache;  // where kernels compile
+  int ordinal = 0;                     // which GPU of the machine (a data-parallel rank's local rank)
 };
 
 // What probing finds of a device kind on this machine.

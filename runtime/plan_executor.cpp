@@ -69,6 +69,21 @@ void ResidentState::download(ir::Environment<float>& env) const {
     if (e.on_device) env[name] = downloaded(device_, e.buffer, e.type, name);
 }
 
+void ResidentState::download(const std::vector<std::string>& names, ir::Environment<float>& env) const {
+  device_.synchronize();
+  for (const std::string& name : names) {
+    const Entry& e = entries_.at(name);
+    if (e.on_device) env[name] = downloaded(device_, e.buffer, e.type, name);
+  }
+}
+
+void ResidentState::upload_named(const std::vector<std::string>& names, const ir::Environment<float>& env) {
+  for (const std::string& name : names) {
+    entries_.at(name).on_device = false;
+    ensure_uploaded(name, env);
+  }
+}
+
 PlanExecutor::PlanExecutor(const ir::Graph& graph, codegen::GraphKernels kernels, Device& device,
                            std::shared_ptr<ResidentState> state, Launching launching)
     : graph_(graph), kernels_(std::move(kernels)), device_(device), state_(std::move(state)), launching_(launching),

@@ -31,6 +31,10 @@ class ResidentState {
   void ensure_uploaded(const std::string& name, const ir::Environment<float>& env);
   // Every resident tensor into `env` (for a checkpoint).
   void download(ir::Environment<float>& env) const;
+  // The named resident tensors into `env`, and back onto the device (the data-parallel gradient
+  // exchange sums them on the host in between).
+  void download(const std::vector<std::string>& names, ir::Environment<float>& env) const;
+  void upload_named(const std::vector<std::string>& names, const ir::Environment<float>& env);
 
  private:
   struct Entry {

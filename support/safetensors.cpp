@@ -128,4 +128,29 @@ Safetensors read_safetensors(const std::filesystem::path& path) {
   return decode_safetensors(bytes.str(), path.string());
 }
 
+std::map<std::string, std::string> read_safetensors_metadata(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw SafetensorsError(fmt::format("{}: cannot open (does it exist?)", path.string()));
+  std::string length(8, '\0');
+  in.read(length.data(), 8);
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<uint8_t>(length[i]);
+  if (!in || n > kMaxHeader)
+    throw SafetensorsError(fmt::format("{}: no valid header length (truncated or not a safetensors file?)", path.string()));
+  std::string header(n, '\0');
+  in.read(header.data(), static_cast<std::streamsize>(n));
+  if (!in) throw SafetensorsError(fmt::format("{}: header cut short (truncated or not a safetensors file?)", path.string()));
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(header);
+  } catch (const nlohmann::json::exception& e) {
+    throw SafetensorsError(fmt::format("{}: header is not valid JSON ({})", path.string(), e.what()));
+  }
+  std::map<std::string, std::string> metadata;
+  if (j.is_object() && j.contains("__metadata__") && j["__metadata__"].is_object())
+    for (const auto& [k, v] : j["__metadata__"].items())
+      if (v.is_string()) metadata[k] = v.get<std::string>();
+  return metadata;
+}
+
 }  // namespace bertc::support

@@ -39,5 +39,7 @@ Safetensors decode_safetensors(std::string_view bytes, const std::string& source
 // Atomic write (codegen/atomic_file.h) and checked read.
 void write_safetensors(const std::filesystem::path& path, const Safetensors& file);
 Safetensors read_safetensors(const std::filesystem::path& path);
+// The __metadata__ of a file, reading its header only (the tensors are not checked).
+std::map<std::string, std::string> read_safetensors_metadata(const std::filesystem::path& path);
 
 }  // namespace bertc::support

@@ -15,6 +15,7 @@
 #include "codegen/host_compile.h"
 #include "codegen/program.h"
 #include "codegen/render.h"
+#include "dist/communicator.h"
 #include "ir/printer.h"
 #include "passes/pipeline.h"
 #include "passes/targets.h"
@@ -236,9 +237,47 @@ std::optional<std::string> choose_device(const std::string& requested) {
   return std::nullopt;
 }
 
+// While it lives, std::cerr says nothing (a data-parallel rank other than 0: rank 0 reports for
+// all); errors are printed after it is gone.
+class QuietStderr {
+ public:
+  explicit QuietStderr(bool quiet) : saved_(quiet ? std::cerr.rdbuf(&null_) : nullptr) {}
+  ~QuietStderr() {
+    if (saved_) std::cerr.rdbuf(saved_);
+  }
+  QuietStderr(const QuietStderr&) = delete;
+  QuietStderr& operator=(const QuietStderr&) = delete;
+
+ private:
+  struct Null : std::streambuf {
+    int overflow(int c) override { return c; }
+  } null_;
+  std::streambuf* saved_;
+};
+
+int train_rank(const TrainArgs& args, const CompileFlags& flags, const frontend::ModelDefinition& model,
+               frontend::Config config, std::shared_ptr<dist::Communicator> world);
+
+// A data-parallel rank's training: an error on any rank stops every rank (the others would wait
+// for it until rank_timeout), naming the rank that met it.
 int train(const TrainArgs& args, const CompileFlags& flags, const frontend::ModelDefinition& model) {
+  frontend::Config config = frontend::load_config(args.config, model.extra_keys);
+  const std::shared_ptr<dist::Communicator> world = dist::open_world(config.train.rank_timeout);
+  if (world->size() == 1) return train_rank(args, flags, model, std::move(config), world);
+  try {
+    return train_rank(args, flags, model, std::move(config), world);
+  } catch (const std::exception& e) {
+    std::cerr << fmt::format("bertc: rank {} of {}: error: {}\n", world->rank(), world->size(), e.what()) << std::flush;
+    world->abort(1);
+  }
+}
+
+int train_rank(const TrainArgs& args, const CompileFlags& flags, const frontend::ModelDefinition& model,
+               frontend::Config config, std::shared_ptr<dist::Communicator> world) {
+  const QuietStderr quiet(world->rank() != 0);
   train::TrainOptions o;
-  o.config = frontend::load_config(args.config, model.extra_keys);
+  o.world = world;
+  o.config = std::move(config);
   o.config.compile = resolve_here(flags.apply(o.config.compile));
   if (args.steps > 0) o.config.train.steps = args.steps;  // the schedule decays over the run's length
   if (args.batch_size == "auto") o.auto_batch = true;

@@ -59,6 +59,12 @@ class PlanRunner : public GraphRunner {
   void download_state(ir::Environment<float>& env) override {
     if (state_) state_->download(env);
   }
+  void download_state(const std::vector<std::string>& names, ir::Environment<float>& env) override {
+    if (state_) state_->download(names, env);
+  }
+  void upload_state(const std::vector<std::string>& names, const ir::Environment<float>& env) override {
+    if (state_) state_->upload_named(names, env);
+  }
   const runtime::PlanExecutor* plan() const override { return executor_.get(); }
   void profile_next_run(std::vector<runtime::LaunchTime>* times) override { executor_->profile_next_run(times); }
 

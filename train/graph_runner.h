@@ -30,6 +30,9 @@ class GraphRunner {
   // Brings params and states kept on a device back into `env` (before a checkpoint); a runner
   // that writes updates into env at every run has nothing to do.
   virtual void download_state(ir::Environment<float>& /*env*/) {}
+  // The same for the named states only, and their values in `env` back onto the device.
+  virtual void download_state(const std::vector<std::string>& /*names*/, ir::Environment<float>& /*env*/) {}
+  virtual void upload_state(const std::vector<std::string>& /*names*/, const ir::Environment<float>& /*env*/) {}
   // The compiled plan it runs; nullptr for the reference executor, which runs ops, not launches.
   virtual const runtime::PlanExecutor* plan() const { return nullptr; }
   // Times each launch of the next run into `times` (see PlanExecutor::profile_next_run); a plan

@@ -53,6 +53,11 @@ void Progress::record(const StepStats& s) {
   if (s.mlm_counted > 0) json["mlm_accuracy"] = accuracy;
   if (device_.peak_flops > 0) json["mfu"] = mfu;
   if (device_.memory_bytes > 0) json["device_memory_bytes"] = device_.memory_bytes;
+  if (device_.ranks > 1) {
+    json["ranks"] = device_.ranks;
+    json["allreduce_bytes"] = s.allreduce_bytes;
+    json["allreduce_compressed"] = s.compressed;
+  }
   metrics_ << json.dump() << "\n" << std::flush;
   const bool print = live_ || s.step == first_ || s.step == last_ || s.step % every_ == 0;
   if (!print) return;
@@ -73,6 +78,8 @@ std::string Progress::line(const StepStats& s, double tokens_per_s, double mfu) 
   if (s.loss_scale > 0) line += fmt::format("  scale {:g}, {} skipped", s.loss_scale, skipped_);
   if (device_.peak_flops > 0) line += fmt::format("  MFU {:.1f}%", 100 * mfu);
   if (device_.memory_bytes > 0) line += "  mem " + memory(device_.memory_bytes);
+  if (device_.ranks > 1)
+    line += fmt::format("  {} ranks, all-reduce {}{}", device_.ranks, memory(s.allreduce_bytes), s.compressed ? "" : " (fp32)");
   return line;
 }
 

@@ -18,6 +18,8 @@ struct StepStats {
   double seconds = 0;
   bool skipped = false;    // loss scaling found an overflow: no update
   double loss_scale = 0;   // 0 without loss scaling
+  uint64_t allreduce_bytes = 0;  // data parallel: this rank's all-reduce messages (bytes on the wire)
+  bool compressed = false;       // ... and whether they were compressed this step
 };
 
 // What the progress line says of the device: model FLOPs utilization and memory.
@@ -25,6 +27,7 @@ struct DeviceFigures {
   double model_flops_per_step = 0;  // forward and backward of every micro-batch, no recompute
   double peak_flops = 0;            // the GPU's datasheet peak at the precision (0: no MFU)
   uint64_t memory_bytes = 0;        // device memory allocated (0: the reference executor)
+  int ranks = 1;                    // data-parallel ranks (the loss and tokens are the global batch's)
 };
 
 class Progress {

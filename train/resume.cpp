@@ -17,7 +17,8 @@ TensorManifest manifest_of(const passes::TrainingProgram& p) {
   return m;
 }
 
-std::map<std::string, std::string> run_metadata(const frontend::ModelDefinition& model, const frontend::Config& c) {
+std::map<std::string, std::string> run_metadata(const frontend::ModelDefinition& model, const frontend::Config& c,
+                                                int ranks) {
   const frontend::TrainConfig& t = c.train;
   return {{"model", model.name},
           {"config", c.name},
@@ -26,7 +27,7 @@ std::map<std::string, std::string> run_metadata(const frontend::ModelDefinition&
           {"batch_size", std::to_string(t.batch_size)},
           {"seq_len", std::to_string(t.seq_len)},
           {"max_predictions_per_seq", std::to_string(t.max_predictions_per_seq)},
-          {"gradient_accumulation_steps", std::to_string(t.gradient_accumulation_steps)}};
+          {"global_batch", std::to_string(ranks * t.batch_size * t.gradient_accumulation_steps)}};
 }
 
 int64_t prepare_state(const frontend::ModelDefinition& model, const TrainOptions& o,
@@ -38,7 +39,8 @@ int64_t prepare_state(const frontend::ModelDefinition& model, const TrainOptions
       throw TrainError(fmt::format("--resume: no checkpoint in {} (run without --resume to start fresh)",
                                    o.checkpoint_dir.string()));
     const CheckpointContents c = load_checkpoint(existing.back().path, manifest_of(program), env);
-    for (const auto& [key, value] : run_metadata(model, o.config)) {
+    const int ranks = o.world ? o.world->size() : 1;
+    for (const auto& [key, value] : run_metadata(model, o.config, ranks)) {
       auto it = c.metadata.find(key);
       if (it != c.metadata.end() && it->second != value)
         throw TrainError(fmt::format("{}: trained with {} = {}, but this run has {}: resume with the same settings, "
@@ -63,11 +65,15 @@ int64_t prepare_state(const frontend::ModelDefinition& model, const TrainOptions
                            r.unexpected.size(), fmt::join(r.unexpected, ", "));
     }
   }
-  const frontend::ModelConfig& m = o.config.model;
-  initialize_parameters(program.step, m.initializer_range, m.pad_token_id, static_cast<uint64_t>(o.config.train.seed), env);
+  fresh_state(o.config, program, env);
+  return start;
+}
+
+void fresh_state(const frontend::Config& config, const passes::TrainingProgram& program, support::Environment& env) {
+  const frontend::ModelConfig& m = config.model;
+  initialize_parameters(program.step, m.initializer_range, m.pad_token_id, static_cast<uint64_t>(config.train.seed), env);
   initialize_states(program.step, env);
   initialize_states(program.optimizer, env);
-  return start;
 }
 
 }  // namespace bertc::train

@@ -18,8 +18,13 @@ namespace bertc::train {
 // Params and optimizer moments: what a checkpoint holds (accumulators are zero between steps).
 TensorManifest manifest_of(const passes::TrainingProgram& program);
 
-// The run facts a resumed run must share with its checkpoint to continue the same data stream.
-std::map<std::string, std::string> run_metadata(const frontend::ModelDefinition& model, const frontend::Config& config);
+// The run facts a resumed run must share with its checkpoint to continue the same data stream:
+// the global batch (ranks x batch_size x gradient_accumulation_steps), not how it is split.
+std::map<std::string, std::string> run_metadata(const frontend::ModelDefinition& model, const frontend::Config& config,
+                                                int ranks);
+
+// Fresh params (from the seed) and zero states, as a run starting anew has.
+void fresh_state(const frontend::Config& config, const passes::TrainingProgram& program, support::Environment& env);
 
 // Fills env with params and states (a checkpoint's, --init's, or fresh ones); returns the step
 // training continues after. Throws TrainError saying what to do when the folder does not fit.

@@ -10,6 +10,10 @@
 #include <fmt/format.h>
 
 #include "codegen/matrix_strategy.h"
+#include "frontend/config.h"
+#include "ir/printer.h"
+#include "support/safetensors.h"
+#include "train/data_parallel.h"
 #include "data/pretraining_data.h"
 #include "ir/philox.h"
 #include "ir/value_names.h"
@@ -75,20 +79,75 @@ std::string compile_summary(const passes::CompileOptions& c, const passes::Train
 // The device the compiled plan runs on; null for the reference executor.
 std::shared_ptr<runtime::Device> open_training_device(const TrainOptions& o) {
   if (!o.device) return nullptr;
-  return runtime::open_device(*o.device, {o.config.compile.arch.sm(), o.kernel_cache});
+  return runtime::open_device(*o.device, {o.config.compile.arch.sm(), o.kernel_cache, o.world ? o.world->local_rank() : 0});
 }
 
-// --batch-size auto: the micro-batch and accumulation that fit the device.
+// --batch-size auto: the micro-batch and accumulation that fit the device (of every rank: the
+// one with the least memory decides).
 void choose_batch(const frontend::ModelDefinition& model, TrainOptions& o, const runtime::Device* device,
-                  std::ostream& log) {
-  const uint64_t available =
+                  dist::Communicator& comm, std::ostream& log) {
+  const uint64_t mine =
       o.device_memory ? *o.device_memory : (device ? device->free_bytes() : runtime::host_available_bytes());
+  const std::vector<uint64_t> all = comm.all_gather(mine);
+  const uint64_t available = *std::min_element(all.begin(), all.end());
   const MicroBatch b = choose_micro_batch(model, o.config, available, log);
   o.config.train.batch_size = b.batch_size;
   o.config.train.gradient_accumulation_steps = b.accumulation;
   log << fmt::format("train: micro-batch {} x {} accumulation steps (global batch {}), planned {:.1f} MiB of device "
                      "memory\n",
-                     b.batch_size, b.accumulation, b.batch_size * b.accumulation, static_cast<double>(b.bytes) / (1 << 20));
+                     b.batch_size, b.accumulation, b.batch_size * b.accumulation * comm.size(),
+                     static_cast<double>(b.bytes) / (1 << 20));
+}
+
+// A metadata number of a checkpoint, or `otherwise` when it has none.
+int64_t metadata_number(const std::map<std::string, std::string>& meta, const std::string& key, int64_t otherwise) {
+  const auto it = meta.find(key);
+  if (it == meta.end()) return otherwise;
+  try {
+    return std::stoll(it->second);
+  } catch (const std::exception&) {
+    throw TrainError(fmt::format("the newest checkpoint's metadata {} = '{}' is not a number: the file is damaged; "
+                                 "remove it to resume from the one before",
+                                 key, it->second));
+  }
+}
+
+// --resume on another number of ranks keeps the checkpoint's global batch by changing the
+// accumulation steps (rank 0 reads the checkpoint; every rank gets its figures).
+void keep_global_batch(TrainOptions& o, dist::Communicator& comm, std::ostream& log) {
+  if (!o.resume) return;
+  int64_t saved[2] = {0, 0};  // ranks and global batch of the newest checkpoint (0: none)
+  if (comm.rank() == 0) {
+    const auto existing = list_checkpoints(o.checkpoint_dir);
+    if (!existing.empty()) {
+      const auto meta = support::read_safetensors_metadata(existing.back().path);
+      saved[0] = metadata_number(meta, "world_size", 1);
+      saved[1] = metadata_number(meta, "global_batch", metadata_number(meta, "batch_size", 0) *
+                                                           metadata_number(meta, "gradient_accumulation_steps", 1));
+    }
+  }
+  comm.broadcast(saved, sizeof saved, 0);
+  frontend::TrainConfig& t = o.config.train;
+  const int64_t ranks = comm.size();
+  if (saved[1] == 0 || saved[0] == ranks || ranks * t.batch_size * t.gradient_accumulation_steps == saved[1]) return;
+  if (saved[1] % (ranks * t.batch_size) != 0)
+    throw TrainError(fmt::format("the checkpoint trained with a global batch of {} on {} rank(s); {} ranks of micro-batch "
+                                 "{} cannot make it up: resume on a number of ranks that divides {}",
+                                 saved[1], saved[0], ranks, t.batch_size, saved[1] / t.batch_size));
+  t.gradient_accumulation_steps = saved[1] / (ranks * t.batch_size);
+  log << fmt::format("resume: the checkpoint trained on {} rank(s) with a global batch of {}; on {} rank(s) {} "
+                     "accumulation steps of {} keep it\n",
+                     saved[0], saved[1], ranks, t.gradient_accumulation_steps, t.batch_size);
+}
+
+// What every rank must agree on: the compiled graphs and every setting but the data's paths
+// (machines may mount the corpus elsewhere; its examples are counted instead).
+std::string run_fingerprint(const passes::TrainingProgram& p, const frontend::Config& c, int64_t examples) {
+  std::string text = ir::print(p.step) + ir::print(p.optimizer);
+  for (const auto& spec : frontend::config_keys())
+    if (spec.key != "data" && spec.key != "vocab" && spec.key != "dump_ir")
+      text += fmt::format("{}.{}={}\n", spec.section, spec.key, support::value_text(spec.get(c)));
+  return text + fmt::format("examples={}\n", examples);
 }
 
 // What the trainer reads of its graphs, and how it runs them.
@@ -98,6 +157,7 @@ struct Runners {
   bool on_gpu = false;  // copying values back costs the step time
   std::unique_ptr<GraphRunner> step, optimizer;
   DeviceFigures figures;
+  bool loss_scaling() const { return scaling; }
 };
 
 Runners make_runners(const frontend::ModelDefinition& model, const TrainOptions& o,
@@ -141,7 +201,7 @@ Runners make_runners(const frontend::ModelDefinition& model, const TrainOptions&
 // One optimizer step: its micro-batches, then the optimizer (with one micro-batch, both as one
 // device graph). `sample` asks for the MLM accuracy.
 StepStats train_step(int64_t s, const TrainOptions& o, Runners& r, BatchLoader& loader, support::Environment& env,
-                     bool sample) {
+                     DataParallel& dp, bool sample) {
   const frontend::TrainConfig& t = o.config.train;
   const int64_t K = t.gradient_accumulation_steps;
   StepStats stats;
@@ -158,10 +218,10 @@ StepStats train_step(int64_t s, const TrainOptions& o, Runners& r, BatchLoader& 
     const data::Batch& batch = loaded.batch;
     for (auto& [name, tensor] : loaded.inputs) env[name] = std::move(tensor);
     support::HostTensor seed = support::HostTensor::zeros({ir::DType::I64, {}});  // 63-bit: no trip through double
-    seed.integer[0] = dropout_seed(static_cast<uint64_t>(t.seed), micro);
+    seed.integer[0] = dropout_seed(static_cast<uint64_t>(t.seed), dp.global_micro_batch(micro));
     env[std::string(names::kDropoutSeed)] = std::move(seed);
     reference::RunResult<float> out;
-    if (K == 1) {
+    if (K == 1 && dp.ranks() == 1) {
       // Nothing accumulates: on a device the step and the optimizer step replay as one graph.
       auto both = run_together(*r.step, *r.optimizer, env, leave);
       out = std::move(both.first);
@@ -179,12 +239,18 @@ StepStats train_step(int64_t s, const TrainOptions& o, Runners& r, BatchLoader& 
     }
     for (int64_t m : batch.attention_mask) stats.tokens += m;
   }
+  dp.reduce(stats);
   // (With one micro-batch the optimizer step has run already; the state it left is never saved.)
   if (!std::isfinite(stats.loss))
     throw TrainError(fmt::format("the loss is {} at step {}: lower [train] learning_rate or raise warmup_steps, and "
                                  "--resume from the last checkpoint",
                                  stats.loss, s));
-  if (!optimized) optimized = r.optimizer->run(env);
+  if (!optimized) {
+    const dist::ExchangeResult sent = dp.exchange_gradients(*r.optimizer, env, s, r.scaling);
+    stats.allreduce_bytes = sent.bytes;
+    stats.compressed = sent.compressed;
+    optimized = r.optimizer->run(env);
+  }
   stats.grad_norm = optimized->fetched.at(std::string(names::kGradNorm)).real.at(0);
   if (r.scaling) {
     stats.skipped = optimized->fetched.at(std::string(names::kStepSkipped)).real.at(0) != 0;
@@ -205,27 +271,39 @@ std::vector<TimedPlan> profile_next_step(Runners& r) {
 }
 
 void write_profile(int64_t step, const TrainOptions& o, const runtime::Device& device, const std::vector<TimedPlan>& timed,
-                   Progress& progress) {
+                   std::optional<Progress>& progress) {
+  if (!progress) return;  // (rank 0 writes it)
   const Profile p = make_profile(step, device.name(), timed, o.config.compile.arch.gpu(), o.config.compile.precision);
   support::write_file_atomically(o.profile_out, profile_json(p).dump(1) + "\n");
-  progress.note(profile_table(p) + fmt::format("profile: {}", o.profile_out.string()));
+  progress->note(profile_table(p) + fmt::format("profile: {}", o.profile_out.string()));
 }
 
 }  // namespace
 
 TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOptions& options, std::ostream& log) {
   TrainOptions o = options;
+  const std::shared_ptr<dist::Communicator> world = o.world ? o.world : dist::single_process();
+  dist::Communicator& comm = *world;
   // The device first: a missing GPU is cheaper to find than the program is to compile.
   const std::shared_ptr<runtime::Device> device = open_training_device(o);
   if (device && device->capabilities().gpu) log << fmt::format("device: {}\n", device->name());
-  if (o.auto_batch) choose_batch(model, o, device.get(), log);
+  keep_global_batch(o, comm, log);
+  if (o.auto_batch) choose_batch(model, o, device.get(), comm, log);
   const frontend::TrainConfig& t = o.config.train;
+  // The optimizer averages the gradients of every rank's micro-batches.
+  passes::OptimizerOptions optimizer = t;
+  optimizer.gradient_accumulation_steps = t.gradient_accumulation_steps * comm.size();
   const passes::TrainingProgram program =
-      passes::compile_training(frontend::build_model(model, o.config), o.config.compile, t);
+      passes::compile_training(frontend::build_model(model, o.config), o.config.compile, optimizer);
   log << compile_summary(o.config.compile, program) << "\n";
-  // Checkpoint problems first: they are cheaper to find than the data is to load.
+  // Checkpoint problems first: they are cheaper to find than the data is to load. Rank 0 reads
+  // them (and --init's file); the others get its state.
   support::Environment env;
-  const int64_t start = prepare_state(model, o, program, env, log);
+  int64_t start = 0;
+  if (comm.rank() == 0) start = prepare_state(model, o, program, env, log);
+  else fresh_state(o.config, program, env);
+  DataParallel dp(comm, program, t);
+  dp.share_state(env, manifest_of(program), start);
   TrainSummary summary;
   const int64_t last = std::min(o.stop_after, t.steps);
   if (start >= last) {
@@ -240,17 +318,28 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
                                  start + 1, last));
   Runners runners = make_runners(model, o, program, device, log);
   const data::BatchStream stream = open_batch_stream(o.config, o.data, o.vocab, log);
-  std::filesystem::create_directories(o.checkpoint_dir);
+  dp.check_same_run(run_fingerprint(program, o.config, stream.examples()));
+  if (dp.ranks() > 1)
+    log << fmt::format("data parallel: {}; global batch {} ranks x {} x {} accumulation steps = {}; gradients {} "
+                       "({:.1f} MiB fp32 per step) in buckets of {:g} MiB{}\n",
+                       comm.describe(), dp.ranks(), t.batch_size, t.gradient_accumulation_steps,
+                       dp.ranks() * t.batch_size * t.gradient_accumulation_steps, ir::enum_name(t.gradient_compression),
+                       static_cast<double>(dp.dense_bytes()) / (1 << 20), t.allreduce_bucket_mb,
+                       runners.on_gpu ? "; summed on the host over MPI (the NCCL path is not built yet)" : "");
+  if (dp.leader()) std::filesystem::create_directories(o.checkpoint_dir);
   const int64_t K = t.gradient_accumulation_steps;
   // The loader thread makes the next micro-batches while the current one trains.
   BatchLoader loader(
       [&](int64_t micro) {
-        LoadedBatch b{micro, stream.batch(micro), {}};
+        LoadedBatch b{micro, stream.batch(dp.global_micro_batch(micro)), {}};
         bind_batch(b.batch, b.inputs);
         return b;
       },
       start * K, last * K);
-  Progress progress(log, o.metrics, start + 1, last, t.log_every, o.live_progress, runners.figures);
+  // Rank 0 reports; the others train quietly.
+  std::optional<Progress> progress;
+  runners.figures.ranks = dp.ranks();
+  if (dp.leader()) progress.emplace(log, o.metrics, start + 1, last, t.log_every, o.live_progress, runners.figures);
   summary.first_step = start + 1;
   for (int64_t s = start + 1; s <= last; ++s) {
     const auto began = Clock::now();
@@ -260,16 +349,21 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
     const bool sample = !runners.on_gpu || s % t.log_every == 0 || s == start + 1 || s == last;
     std::vector<TimedPlan> timed;
     if (o.profile_step == s) timed = profile_next_step(runners);
-    StepStats stats = train_step(s, o, runners, loader, env, sample);
+    StepStats stats = train_step(s, o, runners, loader, env, dp, sample);
     stats.seconds = std::chrono::duration<double>(Clock::now() - began).count();
-    progress.record(stats);
+    if (progress) progress->record(stats);
     if (!timed.empty()) write_profile(s, o, *device, timed, progress);
     summary.losses.push_back(stats.loss);
     if ((t.checkpoint_every > 0 && s % t.checkpoint_every == 0) || s == last) {
       runners.optimizer->download_state(env);
-      save_checkpoint(o.checkpoint_dir, s, manifest_of(program), env, run_metadata(model, o.config), t.keep_checkpoints);
+      dp.check_same_parameters(env, manifest_of(program), s);
+      if (!dp.leader()) continue;
+      std::map<std::string, std::string> metadata = run_metadata(model, o.config, dp.ranks());
+      metadata["world_size"] = std::to_string(dp.ranks());
+      metadata["gradient_accumulation_steps"] = std::to_string(K);
+      save_checkpoint(o.checkpoint_dir, s, manifest_of(program), env, std::move(metadata), t.keep_checkpoints);
       if (s == last || !o.live_progress)
-        progress.note(fmt::format("checkpoint: {}", checkpoint_path(o.checkpoint_dir, s).string()));
+        progress->note(fmt::format("checkpoint: {}", checkpoint_path(o.checkpoint_dir, s).string()));
     }
   }
   summary.last_step = last;

@@ -6,12 +6,14 @@
 #pragma once
 
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <ostream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "dist/communicator.h"
 #include "frontend/model.h"
 
 namespace bertc::train {
@@ -48,6 +50,10 @@ struct TrainOptions {
   // print the per-kernel table (profile.h) and write it as JSON to `profile_out`.
   std::optional<int64_t> profile_step;
   std::filesystem::path profile_out;
+  // The ranks of a data-parallel run (dist::open_world); null: this process alone. Rank 0 writes
+  // checkpoints, metrics and the progress; every rank trains on its share of each global batch of
+  // ranks x batch_size x gradient_accumulation_steps.
+  std::shared_ptr<dist::Communicator> world;
 };
 
 struct TrainSummary {

@@ -1,0 +1,77 @@
+// The ranks of a data-parallel run and the collectives between them, behind one interface: one
+// process (no launcher), or MPI between the processes mpirun (or srun) started. Every collective
+// takes a deadline: a rank that died or hangs makes the others stop within it, with a message
+// naming the rank where it can be known, instead of waiting forever.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace bertc::dist {
+
+// A collective did not finish within the deadline, or the ranks disagree; the message names the
+// rank(s) and what to do. The run cannot go on: the caller stops every rank (Communicator::abort).
+class RankError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// What a sum adds: 16-bit elements are added as floats and rounded back after every addition
+// (as NCCL's fp16 all-reduce does).
+enum class Element { F32, F64, I64, F16, Bf16 };
+size_t element_bytes(Element e);
+
+// A sum started and not yet waited for.
+class PendingSum {
+ public:
+  virtual ~PendingSum() = default;
+  // Returns when the sum is in the buffer; throws RankError after the communicator's deadline.
+  virtual void wait() = 0;
+};
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual int local_rank() const = 0;  // among the ranks of this machine: which GPU it takes
+  virtual std::string describe() const = 0;  // "Open MPI v4.1.4, 2 ranks" / "one process"
+
+  // Starts summing `count` elements at `data` over all ranks, in place (the buffer must stay
+  // until wait()). Every rank starts the same sums in the same order.
+  virtual std::unique_ptr<PendingSum> start_sum(void* data, size_t count, Element element) = 0;
+  void sum(void* data, size_t count, Element element) { start_sum(data, count, element)->wait(); }
+  // Every rank's `value`, by rank.
+  virtual std::vector<uint64_t> all_gather(uint64_t value) = 0;
+  virtual void broadcast(void* data, size_t bytes, int root) = 0;
+  // Waits until every rank has called it with `what` (e.g. "the gradient all-reduce of step 12");
+  // past the deadline rank 0 names the ranks that did not come, and throws RankError.
+  virtual void meet(const std::string& what) = 0;
+  // Stops every rank now (MPI_Abort); for a rank that cannot go on while the others would wait.
+  [[noreturn]] virtual void abort(int code) = 0;
+};
+
+// One process: every collective is a no-op.
+std::unique_ptr<Communicator> single_process();
+
+// How this process was started, from the launcher's environment.
+struct Launch {
+  int rank = 0, size = 1, local_rank = 0;
+  std::string launcher;  // "mpirun", "srun/PMIx", "torchrun", or "" (none)
+  bool mpi = false;      // started by an MPI launcher: MPI_Init joins the others
+};
+Launch detect_launch();
+
+// The communicator of this process: MPI when an MPI launcher started it, one process when none
+// did; `timeout_seconds` bounds every wait. Throws RankError when the launch cannot be joined
+// (torchrun's variables without an MPI launcher; a bertc built without MPI under mpirun).
+std::unique_ptr<Communicator> open_world(double timeout_seconds);
+
+// Whether this bertc was built with MPI, and its library's version ("" without).
+std::string mpi_library_version();
+
+}  // namespace bertc::dist

@@ -1,0 +1,29 @@
+// How gradients travel between ranks: the closed set of compression schemes and the exchange's
+// settings ([train] keys, frontend/config.def).
+#pragma once
+
+#include <cstdint>
+
+#include "ir/enum_names.h"
+
+namespace bertc::dist {
+
+// none: fp32 sums; fp16 / bf16: each rank's gradients rounded to 16 bits, summed in 16 bits
+// (pre-divided by the rank count so that the sum stays in range); powersgd: rank-r factors with
+// error feedback (Vogels et al., 2019).
+enum class Compression { None, Fp16, Bf16, PowerSgd };
+BERTC_ENUM_NAMES(Compression, {Compression::None, "none"}, {Compression::Fp16, "fp16"}, {Compression::Bf16, "bf16"},
+                 {Compression::PowerSgd, "powersgd"})
+
+struct ExchangeOptions {
+  Compression compression = Compression::None;
+  int64_t bucket_bytes = int64_t{25} << 20;  // gradients per all-reduce call, at most (a larger tensor is one bucket)
+  int64_t powersgd_rank = 4;
+  int64_t powersgd_warmup_steps = 10;        // optimizer steps all-reduced uncompressed first
+  // A matrix is compressed only when its factors are at most this share of its elements
+  // (smaller tensors gain little: they go uncompressed, in one bucket).
+  double powersgd_max_share = 0.5;
+  uint64_t seed = 0;                         // of PowerSGD's first Q (the same on every rank)
+};
+
+}  // namespace bertc::dist

@@ -1,0 +1,136 @@
+// Bucketed, compressed gradient sums over the ranks (see gradient_exchange.h).
+#include "dist/gradient_exchange.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "ir/float16.h"
+
+namespace bertc::dist {
+namespace {
+
+int64_t numel(const ir::Shape& s) { return std::accumulate(s.begin(), s.end(), int64_t{1}, std::multiplies<>()); }
+
+// A tensor as PowerSGD's matrix: its first dimension by the rest.
+Matrix as_matrix(const ir::Shape& s) { return s.size() < 2 ? Matrix{numel(s), 1} : Matrix{s[0], numel(s) / s[0]}; }
+
+bool all_finite(const std::vector<float*>& data, const std::vector<GradientTensor>& tensors) {
+  for (size_t t = 0; t < tensors.size(); ++t) {
+    const int64_t n = numel(tensors[t].shape);
+    for (int64_t i = 0; i < n; ++i)
+      if (!std::isfinite(data[t][i])) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+GradientExchange::GradientExchange(Communicator& comm, std::vector<GradientTensor> tensors, ExchangeOptions options)
+    : comm_(comm), tensors_(std::move(tensors)), options_(options) {
+  all_.resize(tensors_.size());
+  std::iota(all_.begin(), all_.end(), size_t{0});
+  buckets_ = make_buckets(tensors_, all_, options_.bucket_bytes);
+  if (options_.compression != Compression::PowerSgd) return;
+  std::vector<Matrix> matrices;
+  for (size_t t = 0; t < tensors_.size(); ++t) {
+    const Matrix m = as_matrix(tensors_[t].shape);
+    const int64_t r = std::min({options_.powersgd_rank, m.rows, m.cols});
+    const bool worth_it = m.cols > 1 && double((m.rows + m.cols) * r) <= options_.powersgd_max_share * double(m.rows * m.cols);
+    (worth_it ? compressed_ : dense_).push_back(t);
+    if (worth_it) matrices.push_back(m);
+  }
+  powersgd_ = std::make_unique<PowerSgd>(std::move(matrices), options_.powersgd_rank, options_.seed);
+}
+
+uint64_t GradientExchange::dense_bytes() const {
+  uint64_t n = 0;
+  for (const GradientTensor& t : tensors_) n += static_cast<uint64_t>(numel(t.shape)) * 4;
+  return n;
+}
+
+std::vector<std::vector<size_t>> GradientExchange::make_buckets(const std::vector<GradientTensor>& tensors,
+                                                                const std::vector<size_t>& which, int64_t bucket_bytes) {
+  std::vector<std::vector<size_t>> buckets;
+  int64_t filled = 0;
+  for (size_t t : which) {
+    const int64_t bytes = numel(tensors[t].shape) * 4;
+    if (buckets.empty() || filled + bytes > bucket_bytes) {
+      if (buckets.empty() || !buckets.back().empty()) buckets.emplace_back();
+      filled = 0;
+    }
+    buckets.back().push_back(t);
+    filled += bytes;
+  }
+  return buckets;
+}
+
+uint64_t GradientExchange::sum_in_buckets(const std::vector<float*>& data, const std::vector<size_t>& which,
+                                          Compression compression) {
+  const bool half = compression == Compression::Fp16 || compression == Compression::Bf16;
+  const Element element = compression == Compression::Fp16 ? Element::F16 : compression == Compression::Bf16 ? Element::Bf16
+                                                                                                                : Element::F32;
+  const auto buckets = make_buckets(tensors_, which, options_.bucket_bytes);
+  // 16-bit sums add each rank's share (its gradient / ranks): the sum then stays within the
+  // range of the mean, not of ranks times it. Powers of two scale exactly.
+  const float ranks = static_cast<float>(comm_.size());
+  std::vector<std::vector<float>> f32(buckets.size());
+  std::vector<std::vector<uint16_t>> f16(buckets.size());
+  std::vector<std::unique_ptr<PendingSum>> pending;
+  uint64_t bytes = 0;
+  for (size_t b = 0; b < buckets.size(); ++b) {
+    size_t n = 0;
+    for (size_t t : buckets[b]) n += static_cast<size_t>(numel(tensors_[t].shape));
+    size_t at = 0;
+    if (half) f16[b].resize(n);
+    else f32[b].resize(n);
+    for (size_t t : buckets[b]) {
+      const int64_t count = numel(tensors_[t].shape);
+      for (int64_t i = 0; i < count; ++i, ++at) {
+        if (!half) f32[b][at] = data[t][i];
+        else f16[b][at] = compression == Compression::Fp16 ? ir::f16_bits(data[t][i] / ranks) : ir::bf16_bits(data[t][i] / ranks);
+      }
+    }
+    pending.push_back(comm_.start_sum(half ? static_cast<void*>(f16[b].data()) : f32[b].data(), n, element));
+    bytes += n * element_bytes(element);
+  }
+  for (size_t b = 0; b < buckets.size(); ++b) {
+    pending[b]->wait();
+    size_t at = 0;
+    for (size_t t : buckets[b]) {
+      const int64_t count = numel(tensors_[t].shape);
+      for (int64_t i = 0; i < count; ++i, ++at) {
+        if (!half) data[t][i] = f32[b][at];
+        else data[t][i] = ranks * (compression == Compression::Fp16 ? ir::from_f16_bits(f16[b][at]) : ir::from_bf16_bits(f16[b][at]));
+      }
+    }
+  }
+  return bytes;
+}
+
+ExchangeResult GradientExchange::exchange(const std::vector<float*>& data, int64_t step) {
+  ExchangeResult r;
+  if (options_.compression != Compression::PowerSgd) {
+    r.bytes = sum_in_buckets(data, all_, options_.compression);
+    r.compressed = options_.compression != Compression::None;
+  } else {
+    // A non-finite gradient on any rank (a loss-scale overflow) goes uncompressed, so that every
+    // rank sees it and skips the step, and never enters the error feedback.
+    float bad = all_finite(data, tensors_) ? 0.0f : 1.0f;
+    comm_.sum(&bad, 1, Element::F32);
+    r.bytes = 4;
+    if (step <= options_.powersgd_warmup_steps || bad > 0) {
+      r.bytes += sum_in_buckets(data, all_, Compression::None);
+    } else {
+      r.bytes += sum_in_buckets(data, dense_, Compression::None);
+      std::vector<float*> matrices;
+      for (size_t t : compressed_) matrices.push_back(data[t]);
+      r.bytes += powersgd_->exchange(comm_, matrices);
+      r.compressed = true;
+    }
+  }
+  r.finite = all_finite(data, tensors_);
+  return r;
+}
+
+}  // namespace bertc::dist

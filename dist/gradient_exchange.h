@@ -1,0 +1,56 @@
+// The gradient all-reduce of data-parallel training: each rank's summed gradients become the sum
+// over every rank's, in buckets of at most ExchangeOptions::bucket_bytes (all started, then
+// waited for: the later buckets travel while the earlier ones are unpacked), compressed as the
+// options say. The caller divides by ranks x accumulation (the optimizer graph does).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dist/communicator.h"
+#include "dist/compression.h"
+#include "dist/powersgd.h"
+#include "ir/tensor_type.h"
+
+namespace bertc::dist {
+
+struct GradientTensor {
+  std::string name;
+  ir::Shape shape;
+};
+
+struct ExchangeResult {
+  uint64_t bytes = 0;            // this rank's all-reduce messages, summed (a ring sends 2(N-1)/N times it)
+  bool compressed = false;       // false: fp32 this step (PowerSGD's warm-up, or a non-finite gradient)
+  bool finite = true;            // every summed value is finite
+};
+
+class GradientExchange {
+ public:
+  // `tensors` in the order the backward finishes them (the last layer's first); they are bucketed
+  // in that order.
+  GradientExchange(Communicator& comm, std::vector<GradientTensor> tensors, ExchangeOptions options);
+  // data[i]: tensor i's elements (float, row-major), summed over the ranks in place. `step` is the
+  // optimizer step (1-based), for PowerSGD's warm-up.
+  ExchangeResult exchange(const std::vector<float*>& data, int64_t step);
+  // The fp32 bytes of every gradient: what `none` all-reduces per step.
+  uint64_t dense_bytes() const;
+  const std::vector<std::vector<size_t>>& buckets() const { return buckets_; }
+
+ private:
+  // Buckets of `which` tensors (fp32 or 16-bit elements), started together and then unpacked.
+  uint64_t sum_in_buckets(const std::vector<float*>& data, const std::vector<size_t>& which, Compression compression);
+  static std::vector<std::vector<size_t>> make_buckets(const std::vector<GradientTensor>& tensors,
+                                                       const std::vector<size_t>& which, int64_t bucket_bytes);
+
+  Communicator& comm_;
+  std::vector<GradientTensor> tensors_;
+  ExchangeOptions options_;
+  std::vector<std::vector<size_t>> buckets_;   // of every tensor (fp32 and 16-bit sums)
+  std::vector<size_t> all_, dense_, compressed_;  // PowerSGD: the tensors it leaves and takes
+  std::unique_ptr<PowerSgd> powersgd_;
+};
+
+}  // namespace bertc::dist

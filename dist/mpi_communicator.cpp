@@ -1,0 +1,211 @@
+// Collectives over MPI (see mpi_communicator.h). Sums are non-blocking MPI calls polled with
+// MPI_Test against a deadline, sleeping between polls: on a machine with as many ranks as cores a
+// spinning wait would take the core another rank computes on.
+#include "dist/mpi_communicator.h"
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <functional>
+#include <thread>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "ir/float16.h"
+
+#ifdef BERTC_HAVE_MPI
+#include <mpi.h>
+#endif
+
+namespace bertc::dist {
+
+#ifndef BERTC_HAVE_MPI
+
+std::unique_ptr<Communicator> mpi_world(double) {
+  throw RankError(
+      "an MPI launcher started this process, but this bertc was built without MPI (BERTC_MPI off, as the static GPU "
+      "test build is): build it with Open MPI (scripts/setup.sh installs libopenmpi-dev) to train on several ranks");
+}
+
+std::string mpi_library_version() { return ""; }
+
+#else
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+template <uint16_t (*Round)(float), float (*Widen)(uint16_t)>
+void sum_16bit(void* in, void* inout, int* len, MPI_Datatype*) {
+  const auto* a = static_cast<const uint16_t*>(in);
+  auto* b = static_cast<uint16_t*>(inout);
+  for (int i = 0; i < *len; ++i) b[i] = Round(Widen(a[i]) + Widen(b[i]));
+}
+
+void check(int rc, const char* what) {
+  if (rc == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int n = 0;
+  MPI_Error_string(rc, text, &n);
+  throw RankError(fmt::format("{} failed: {}", what, std::string(text, static_cast<size_t>(n))));
+}
+
+// Requests polled until done or past the deadline.
+void wait_all(std::vector<MPI_Request>& requests, double timeout, const std::function<std::string()>& late) {
+  const auto deadline = Clock::now() + std::chrono::duration<double>(timeout);
+  int polls = 0;
+  for (;;) {
+    int done = 0;
+    check(MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done, MPI_STATUSES_IGNORE), "MPI_Testall");
+    if (done) return;
+    if (Clock::now() > deadline) throw RankError(late());
+    // Spin briefly (a sum of a small bucket takes microseconds), then sleep up to a millisecond.
+    if (++polls > 64) std::this_thread::sleep_for(std::chrono::microseconds(std::min(1000, 10 * (polls - 64))));
+  }
+}
+
+class Mpi : public Communicator {
+ public:
+  explicit Mpi(double timeout) : timeout_(timeout) {
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    if (!initialized) check(MPI_Init(nullptr, nullptr), "MPI_Init");
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+    MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    MPI_Comm local;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local);
+    MPI_Comm_rank(local, &local_rank_);
+    MPI_Comm_free(&local);
+    MPI_Op_create(&sum_16bit<ir::f16_bits, ir::from_f16_bits>, 1, &f16_sum_);
+    MPI_Op_create(&sum_16bit<ir::bf16_bits, ir::from_bf16_bits>, 1, &bf16_sum_);
+  }
+  ~Mpi() override {
+    MPI_Op_free(&f16_sum_);
+    MPI_Op_free(&bf16_sum_);
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) MPI_Finalize();
+  }
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  int local_rank() const override { return local_rank_; }
+  std::string describe() const override {
+    return fmt::format("{}, {} ranks", mpi_library_version(), size_);
+  }
+
+  std::unique_ptr<PendingSum> start_sum(void* data, size_t count, Element element) override {
+    auto pending = std::make_unique<Pending>(*this);
+    const auto [type, op] = type_and_op(element);
+    auto* bytes = static_cast<char*>(data);
+    // MPI counts are ints: a larger buffer goes as several sums.
+    for (size_t done = 0; done < count;) {
+      const size_t n = std::min<size_t>(count - done, INT_MAX / 2);
+      MPI_Request r;
+      check(MPI_Iallreduce(MPI_IN_PLACE, bytes + done * element_bytes(element), static_cast<int>(n), type, op,
+                           MPI_COMM_WORLD, &r),
+            "MPI_Iallreduce");
+      pending->requests.push_back(r);
+      done += n;
+    }
+    return pending;
+  }
+
+  std::vector<uint64_t> all_gather(uint64_t value) override {
+    std::vector<uint64_t> all(static_cast<size_t>(size_));
+    std::vector<MPI_Request> r(1);
+    check(MPI_Iallgather(&value, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, MPI_COMM_WORLD, &r[0]), "MPI_Iallgather");
+    wait_all(r, timeout_, [&] { return late("exchanging start-up hashes"); });
+    return all;
+  }
+
+  void broadcast(void* data, size_t bytes, int root) override {
+    std::vector<MPI_Request> r(1);
+    check(MPI_Ibcast(data, static_cast<int>(bytes), MPI_BYTE, root, MPI_COMM_WORLD, &r[0]), "MPI_Ibcast");
+    wait_all(r, timeout_, [&] { return late("a broadcast"); });
+  }
+
+  void meet(const std::string& what) override {
+    constexpr int kArrived = 7101, kGo = 7102;
+    char token = 0;
+    if (rank_ != 0) {
+      std::vector<MPI_Request> r(2);
+      check(MPI_Isend(&token, 1, MPI_BYTE, 0, kArrived, MPI_COMM_WORLD, &r[0]), "MPI_Isend");
+      check(MPI_Irecv(&token, 1, MPI_BYTE, 0, kGo, MPI_COMM_WORLD, &r[1]), "MPI_Irecv");
+      // Longer than rank 0's wait, so that rank 0, which knows who is missing, says it first.
+      wait_all(r, timeout_ + 30, [&] { return late(what); });
+      return;
+    }
+    std::vector<char> tokens(static_cast<size_t>(size_));
+    std::vector<MPI_Request> arrivals(static_cast<size_t>(size_ - 1));
+    for (int q = 1; q < size_; ++q)
+      check(MPI_Irecv(&tokens[q], 1, MPI_BYTE, q, kArrived, MPI_COMM_WORLD, &arrivals[q - 1]), "MPI_Irecv");
+    wait_all(arrivals, timeout_, [&] {
+      std::vector<int> missing;
+      for (int q = 1; q < size_; ++q) {
+        int done = 0;
+        MPI_Test(&arrivals[q - 1], &done, MPI_STATUS_IGNORE);
+        if (!done) missing.push_back(q);
+      }
+      return fmt::format("rank {} did not reach {} within {:g} s of rank 0 (it died, hangs or runs far slower): "
+                         "stopping every rank",
+                         fmt::join(missing, ", rank "), what, timeout_);
+    });
+    std::vector<MPI_Request> go(static_cast<size_t>(size_ - 1));
+    for (int q = 1; q < size_; ++q)
+      check(MPI_Isend(&token, 1, MPI_BYTE, q, kGo, MPI_COMM_WORLD, &go[q - 1]), "MPI_Isend");
+    wait_all(go, timeout_, [&] { return late(what); });
+  }
+
+  [[noreturn]] void abort(int code) override {
+    MPI_Abort(MPI_COMM_WORLD, code);
+    std::exit(code);
+  }
+
+ private:
+  struct Pending : PendingSum {
+    explicit Pending(const Mpi& m) : mpi(m) {}
+    void wait() override { wait_all(requests, mpi.timeout_, [&] { return mpi.late("a gradient sum"); }); }
+    const Mpi& mpi;
+    std::vector<MPI_Request> requests;
+  };
+
+  std::string late(const std::string& what) const {
+    return fmt::format("rank {}: {} did not finish within {:g} s: another rank died or hangs (rank_timeout in [train] "
+                       "sets the wait): stopping every rank",
+                       rank_, what, timeout_);
+  }
+
+  std::pair<MPI_Datatype, MPI_Op> type_and_op(Element e) const {
+    switch (e) {
+      case Element::F32: return {MPI_FLOAT, MPI_SUM};
+      case Element::F64: return {MPI_DOUBLE, MPI_SUM};
+      case Element::I64: return {MPI_INT64_T, MPI_SUM};
+      case Element::F16: return {MPI_UINT16_T, f16_sum_};
+      case Element::Bf16: return {MPI_UINT16_T, bf16_sum_};
+    }
+    throw std::logic_error("unknown element");
+  }
+
+  double timeout_;
+  int rank_ = 0, size_ = 1, local_rank_ = 0;
+  MPI_Op f16_sum_, bf16_sum_;
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> mpi_world(double timeout_seconds) { return std::make_unique<Mpi>(timeout_seconds); }
+
+std::string mpi_library_version() {
+  char text[MPI_MAX_LIBRARY_VERSION_STRING];
+  int n = 0;
+  MPI_Get_library_version(text, &n);
+  std::string s(text, static_cast<size_t>(n));
+  return s.substr(0, s.find(','));  // "Open MPI v4.1.4"
+}
+
+#endif
+
+}  // namespace bertc::dist

@@ -1,0 +1,14 @@
+// The MPI communicator (Open MPI from Debian): the world of the processes an MPI launcher started.
+#pragma once
+
+#include <memory>
+
+#include "dist/communicator.h"
+
+namespace bertc::dist {
+
+// MPI_Init, then MPI_COMM_WORLD; every wait polls until `timeout_seconds`. Throws RankError in a
+// bertc built without MPI (BERTC_MPI off), saying so.
+std::unique_ptr<Communicator> mpi_world(double timeout_seconds);
+
+}  // namespace bertc::dist

@@ -1,0 +1,114 @@
+// PowerSGD with error feedback and warm start (see powersgd.h).
+#include "dist/powersgd.h"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+namespace bertc::dist {
+
+void orthonormalize_columns(float* p, int64_t rows, int64_t r) {
+  for (int64_t j = 0; j < r; ++j) {
+    // Against the earlier columns (modified Gram-Schmidt), in double: the columns can be nearly
+    // parallel when the gradient is of low rank.
+    for (int64_t k = 0; k < j; ++k) {
+      double dot = 0;
+      for (int64_t i = 0; i < rows; ++i) dot += double(p[i * r + j]) * double(p[i * r + k]);
+      for (int64_t i = 0; i < rows; ++i) p[i * r + j] -= static_cast<float>(dot * p[i * r + k]);
+    }
+    double norm = 0;
+    for (int64_t i = 0; i < rows; ++i) norm += double(p[i * r + j]) * double(p[i * r + j]);
+    norm = std::sqrt(norm);
+    const float scale = norm > 1e-20 ? static_cast<float>(1.0 / norm) : 0.0f;
+    for (int64_t i = 0; i < rows; ++i) p[i * r + j] *= scale;
+  }
+}
+
+PowerSgd::PowerSgd(std::vector<Matrix> matrices, int64_t rank, uint64_t seed) {
+  // Box-Muller on the engine's bits (std::normal_distribution's draws differ between standard
+  // libraries; ranks must agree on Q).
+  std::mt19937_64 random(seed);
+  auto uniform = [&] { return (static_cast<double>(random() >> 11) + 0.5) * 0x1.0p-53; };  // (0, 1)
+  auto normal = [&] { return static_cast<float>(std::sqrt(-2 * std::log(uniform())) * std::cos(6.283185307179586 * uniform())); };
+  for (const Matrix& m : matrices) {
+    State s;
+    s.shape = m;
+    s.r = std::min({rank, m.rows, m.cols});
+    s.q.resize(static_cast<size_t>(m.cols * s.r));
+    for (float& x : s.q) x = normal();
+    s.error.assign(static_cast<size_t>(m.rows * m.cols), 0.0f);
+    states_.push_back(std::move(s));
+  }
+}
+
+int64_t PowerSgd::dense_floats() const {
+  int64_t n = 0;
+  for (const State& s : states_) n += s.shape.rows * s.shape.cols;
+  return n;
+}
+
+int64_t PowerSgd::factor_floats() const {
+  int64_t n = 0;
+  for (const State& s : states_) n += (s.shape.rows + s.shape.cols) * s.r;
+  return n;
+}
+
+uint64_t PowerSgd::exchange(Communicator& comm, const std::vector<float*>& data) {
+  const float ranks = static_cast<float>(comm.size());
+  // Every matrix's P in one buffer, summed in one call; then every Q.
+  std::vector<size_t> p_at, q_at;
+  size_t p_floats = 0, q_floats = 0;
+  for (const State& s : states_) {
+    p_at.push_back(p_floats), q_at.push_back(q_floats);
+    p_floats += static_cast<size_t>(s.shape.rows * s.r);
+    q_floats += static_cast<size_t>(s.shape.cols * s.r);
+  }
+  std::vector<float> ps(p_floats, 0.0f), qs(q_floats, 0.0f);
+  for (size_t t = 0; t < states_.size(); ++t) {
+    State& s = states_[t];
+    const int64_t n = s.shape.rows, m = s.shape.cols, r = s.r;
+    float* g = data[t];
+    for (int64_t i = 0; i < n * m; ++i) g[i] += s.error[static_cast<size_t>(i)];  // M = G + E, kept in data
+    float* p = ps.data() + p_at[t];
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t k = 0; k < m; ++k) {
+        const float gik = g[i * m + k];
+        for (int64_t j = 0; j < r; ++j) p[i * r + j] += gik * s.q[static_cast<size_t>(k * r + j)];
+      }
+  }
+  comm.sum(ps.data(), ps.size(), Element::F32);
+  for (size_t t = 0; t < states_.size(); ++t) {
+    State& s = states_[t];
+    const int64_t n = s.shape.rows, m = s.shape.cols, r = s.r;
+    float* p = ps.data() + p_at[t];
+    orthonormalize_columns(p, n, r);  // (of the sum: the mean's column space)
+    float* q = qs.data() + q_at[t];
+    const float* g = data[t];
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t k = 0; k < m; ++k) {
+        const float gik = g[i * m + k];
+        for (int64_t j = 0; j < r; ++j) q[k * r + j] += gik * p[i * r + j];
+      }
+  }
+  comm.sum(qs.data(), qs.size(), Element::F32);
+  for (size_t t = 0; t < states_.size(); ++t) {
+    State& s = states_[t];
+    const int64_t n = s.shape.rows, m = s.shape.cols, r = s.r;
+    const float* p = ps.data() + p_at[t];
+    const float* q = qs.data() + q_at[t];  // the sum of the ranks' Q: ranks x the mean's
+    float* g = data[t];
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t k = 0; k < m; ++k) {
+        float mean = 0;
+        for (int64_t j = 0; j < r; ++j) mean += p[i * r + j] * q[k * r + j];
+        mean /= ranks;
+        s.error[static_cast<size_t>(i * m + k)] = g[i * m + k] - mean;
+        g[i * m + k] = mean * ranks;
+      }
+    // Warm start: next step's Q is this step's mean Q.
+    for (int64_t i = 0; i < m * r; ++i) s.q[static_cast<size_t>(i)] = q[i] / ranks;
+  }
+  return (ps.size() + qs.size()) * sizeof(float);
+}
+
+}  // namespace bertc::dist

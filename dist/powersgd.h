@@ -1,0 +1,44 @@
+// PowerSGD (Vogels, Karimireddy and Jaggi, NeurIPS 2019): a gradient matrix M (n x m) travels as
+// two rank-r factors. Per step, with error feedback E and the last step's Q (warm start):
+//   M += E;  P = M Q;  sum P over ranks;  orthonormalize P's columns;  Q = M^T P;  sum Q;
+//   the mean gradient is P Q^T / ranks;  E = M - that mean (what this rank's M lost).
+// (n + m) r floats go on the wire instead of n m.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "dist/communicator.h"
+
+namespace bertc::dist {
+
+struct Matrix {
+  int64_t rows = 0, cols = 0;
+};
+
+class PowerSgd {
+ public:
+  // The matrices it compresses, in the order exchange() gets them; Q starts as the same
+  // pseudo-random normal matrix on every rank (`seed`).
+  PowerSgd(std::vector<Matrix> matrices, int64_t rank, uint64_t seed);
+  // Replaces each data[i] (rows x cols floats, row-major) by the sum over ranks of the compressed
+  // gradients (ranks x the mean estimate). Returns the bytes this rank all-reduced.
+  uint64_t exchange(Communicator& comm, const std::vector<float*>& data);
+  // Floats that would go uncompressed for these matrices, and the factors' floats.
+  int64_t dense_floats() const;
+  int64_t factor_floats() const;
+
+ private:
+  struct State {
+    Matrix shape;
+    int64_t r = 0;                       // min(rank, rows, cols)
+    std::vector<float> q, error;         // cols x r; rows x cols
+  };
+  std::vector<State> states_;
+};
+
+// Gram-Schmidt on the columns of p (rows x r, row-major), in place; a column with no length left
+// becomes zero (its factor then adds nothing), never NaN.
+void orthonormalize_columns(float* p, int64_t rows, int64_t r);
+
+}  // namespace bertc::dist

@@ -1,0 +1,132 @@
+// Data-parallel steps (see data_parallel.h).
+#include "train/data_parallel.h"
+
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <xxhash.h>
+
+#include "ir/value_names.h"
+#include "train/trainer.h"
+
+namespace bertc::train {
+namespace {
+
+// This process's executable, hashed: ranks running different bertc builds are refused.
+uint64_t executable_hash() {
+  std::ifstream in("/proc/self/exe", std::ios::binary);
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  const std::string s = bytes.str();
+  return XXH3_64bits(s.data(), s.size());
+}
+
+// The ranks whose value differs from rank 0's.
+std::vector<int> differing(const std::vector<uint64_t>& values) {
+  std::vector<int> out;
+  for (size_t q = 1; q < values.size(); ++q)
+    if (values[q] != values[0]) out.push_back(static_cast<int>(q));
+  return out;
+}
+
+}  // namespace
+
+dist::ExchangeOptions exchange_options(const frontend::TrainConfig& t) {
+  dist::ExchangeOptions o;
+  o.compression = t.gradient_compression;
+  o.bucket_bytes = static_cast<int64_t>(t.allreduce_bucket_mb * double(1 << 20));
+  o.powersgd_rank = t.powersgd_rank;
+  o.powersgd_warmup_steps = t.powersgd_warmup_steps;
+  o.seed = static_cast<uint64_t>(t.seed);
+  return o;
+}
+
+DataParallel::DataParallel(dist::Communicator& comm, const passes::TrainingProgram& program, const frontend::TrainConfig& t)
+    : comm_(comm) {
+  if (comm_.size() == 1) return;
+  std::vector<dist::GradientTensor> tensors;
+  const std::vector<ir::ValueId> params = program.step.values_of(ir::OpKind::Param);
+  for (auto it = params.rbegin(); it != params.rend(); ++it) {
+    const ir::Value& p = program.step.value(*it);
+    if (p.type.dtype != ir::DType::F32)
+      throw TrainError(fmt::format("data-parallel training sums f32 gradients, and param '{}' is {}", p.name,
+                                   ir::to_string(p.type)));
+    accumulators_.push_back(ir::names::grad_accumulator_of(p.name));
+    tensors.push_back({accumulators_.back(), p.type.shape});
+  }
+  exchange_ = std::make_unique<dist::GradientExchange>(comm_, std::move(tensors), exchange_options(t));
+}
+
+dist::ExchangeResult DataParallel::exchange_gradients(GraphRunner& runner, support::Environment& env, int64_t step,
+                                                      bool loss_scaling) {
+  if (ranks() == 1) return {};
+  comm_.meet(fmt::format("the gradient all-reduce of step {}", step));
+  runner.download_state(accumulators_, env);
+  std::vector<float*> data;
+  for (const std::string& name : accumulators_) data.push_back(env.at(name).real.data());
+  const dist::ExchangeResult r = exchange_->exchange(data, step);
+  if (!r.finite && !loss_scaling)
+    throw TrainError(fmt::format(
+        "step {}: the gradients summed over the ranks hold inf or nan{}; without loss scaling no step is skipped: "
+        "use gradient_compression = \"bf16\" or \"none\", or a lower learning_rate, and --resume from the last "
+        "checkpoint",
+        step, r.compressed ? " after 16-bit compression" : ""));
+  runner.upload_state(accumulators_, env);
+  return r;
+}
+
+void DataParallel::reduce(StepStats& s) {
+  if (ranks() == 1) return;
+  double sums[] = {s.loss, s.mlm_loss, s.nsp_loss, double(s.mlm_correct), double(s.mlm_counted), double(s.tokens)};
+  comm_.sum(sums, std::size(sums), dist::Element::F64);
+  const double n = ranks();
+  s.loss = sums[0] / n, s.mlm_loss = sums[1] / n, s.nsp_loss = sums[2] / n;
+  s.mlm_correct = static_cast<int64_t>(sums[3]), s.mlm_counted = static_cast<int64_t>(sums[4]);
+  s.tokens = static_cast<int64_t>(sums[5]);
+}
+
+void DataParallel::check_same_run(const std::string& fingerprint) {
+  if (ranks() == 1) return;
+  const std::vector<int> binaries = differing(comm_.all_gather(executable_hash()));
+  if (!binaries.empty())
+    throw TrainError(fmt::format("rank {} runs another bertc binary than rank 0: install the same build on every "
+                                 "machine",
+                                 fmt::join(binaries, ", rank ")));
+  const std::vector<int> runs = differing(comm_.all_gather(XXH3_64bits(fingerprint.data(), fingerprint.size())));
+  if (!runs.empty())
+    throw TrainError(fmt::format("rank {} compiled another program or has other settings than rank 0 (config, "
+                                 "flags or data differ): give every rank the same config, flags and data",
+                                 fmt::join(runs, ", rank ")));
+}
+
+void DataParallel::share_state(support::Environment& env, const TensorManifest& manifest, int64_t& start) {
+  if (ranks() == 1) return;
+  comm_.broadcast(&start, sizeof start, 0);
+  for (const auto& [name, type] : manifest) {
+    auto& t = env.at(name);
+    if (t.is_real()) comm_.broadcast(t.real.data(), t.real.size() * sizeof(float), 0);
+    else comm_.broadcast(t.integer.data(), t.integer.size() * sizeof(int64_t), 0);
+  }
+}
+
+void DataParallel::check_same_parameters(const support::Environment& env, const TensorManifest& manifest, int64_t step) {
+  if (ranks() == 1) return;
+  XXH3_state_t* state = XXH3_createState();
+  XXH3_64bits_reset(state);
+  for (const auto& [name, type] : manifest) {
+    const auto& t = env.at(name);
+    XXH3_64bits_update(state, t.real.data(), t.real.size() * sizeof(float));
+    XXH3_64bits_update(state, t.integer.data(), t.integer.size() * sizeof(int64_t));
+  }
+  const uint64_t mine = XXH3_64bits_digest(state);
+  XXH3_freeState(state);
+  const std::vector<int> diverged = differing(comm_.all_gather(mine));
+  if (!diverged.empty())
+    throw TrainError(fmt::format("step {}: the params and moments of rank {} differ from rank 0's: the ranks have "
+                                 "diverged (a bug: please report it); --resume from the last checkpoint",
+                                 step, fmt::join(diverged, ", rank ")));
+}
+
+}  // namespace bertc::train

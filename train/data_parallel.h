@@ -1,0 +1,68 @@
+// Data parallelism in the trainer: which micro-batches a rank trains on, the gradient exchange
+// between its micro-batches and the optimizer step, statistics over the global batch, and the
+// checks that every rank runs the same program and holds the same parameters. With one rank every
+// call is the identity, and training is what it always was.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dist/communicator.h"
+#include "dist/gradient_exchange.h"
+#include "frontend/config.h"
+#include "passes/pipeline.h"
+#include "support/tensor_io.h"
+#include "train/checkpoint.h"
+#include "train/graph_runner.h"
+#include "train/progress.h"
+
+namespace bertc::train {
+
+class DataParallel {
+ public:
+  // The exchange's tensors are the step graph's gradient accumulators, the last param's first
+  // (the backward finishes the last layer first).
+  DataParallel(dist::Communicator& comm, const passes::TrainingProgram& program, const frontend::TrainConfig& t);
+
+  int rank() const { return comm_.rank(); }
+  int ranks() const { return comm_.size(); }
+  bool leader() const { return comm_.rank() == 0; }
+  // The fp32 bytes of every gradient (what `none` all-reduces per step); 0 with one rank.
+  uint64_t dense_bytes() const { return exchange_ ? exchange_->dense_bytes() : 0; }
+
+  // The global index of this rank's micro-batch `local` (its (s-1) K + k): a global batch's
+  // micro-batches are dealt out round the ranks, so that R ranks of K accumulation steps train on
+  // the micro-batches — and dropout masks — that one rank of R x K does, in the same steps.
+  int64_t global_micro_batch(int64_t local) const { return local * ranks() + rank(); }
+
+  // Sums every gradient accumulator over the ranks (on the host: downloaded from a device and
+  // uploaded again), after rank 0 has seen every rank arrive at `step`. Throws TrainError when a
+  // 16-bit sum overflowed and no loss scaling will skip the step.
+  dist::ExchangeResult exchange_gradients(GraphRunner& runner, support::Environment& env, int64_t step, bool loss_scaling);
+
+  // Losses, accuracy counts and tokens of the whole global batch (every rank gets them).
+  void reduce(StepStats& stats);
+
+  // Refuses, on every rank, a run whose ranks differ from rank 0 in `fingerprint` (the compiled
+  // program and settings) or in their bertc binary.
+  void check_same_run(const std::string& fingerprint);
+
+  // Rank 0's `start` and every manifest tensor of its `env` to every rank: only rank 0 reads
+  // checkpoints and --init files (the other machines need not see them).
+  void share_state(support::Environment& env, const TensorManifest& manifest, int64_t& start);
+
+  // At a checkpoint: every rank's params must hash alike; throws TrainError naming the ranks that
+  // differ from rank 0.
+  void check_same_parameters(const support::Environment& env, const TensorManifest& manifest, int64_t step);
+
+ private:
+  dist::Communicator& comm_;
+  std::vector<std::string> accumulators_;
+  std::unique_ptr<dist::GradientExchange> exchange_;
+};
+
+// The settings of the exchange from [train].
+dist::ExchangeOptions exchange_options(const frontend::TrainConfig& t);
+
+}  // namespace bertc::train
