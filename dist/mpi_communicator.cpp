@@ -51,8 +51,11 @@ void check(int rc, const char* what) {
   throw RankError(fmt::format("{} failed: {}", what, std::string(text, static_cast<size_t>(n))));
 }
 
-// Requests polled until done or past the deadline.
-void wait_all(std::vector<MPI_Request>& requests, double timeout, const std::function<std::string()>& late) {
+constexpr int kArrived = 7101, kGo = 7102, kProbe = 7103, kAlive = 7104;
+
+// Requests polled until done or past the deadline, calling `meanwhile` between polls.
+void wait_all(std::vector<MPI_Request>& requests, double timeout, const std::function<std::string()>& late,
+              const std::function<void()>& meanwhile = {}) {
   const auto deadline = Clock::now() + std::chrono::duration<double>(timeout);
   int polls = 0;
   for (;;) {
@@ -60,6 +63,7 @@ void wait_all(std::vector<MPI_Request>& requests, double timeout, const std::fun
     check(MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done, MPI_STATUSES_IGNORE), "MPI_Testall");
     if (done) return;
     if (Clock::now() > deadline) throw RankError(late());
+    if (meanwhile) meanwhile();
     // Spin briefly (a sum of a small bucket takes microseconds), then sleep up to a millisecond.
     if (++polls > 64) std::this_thread::sleep_for(std::chrono::microseconds(std::min(1000, 10 * (polls - 64))));
   }
@@ -128,14 +132,13 @@ class Mpi : public Communicator {
   }
 
   void meet(const std::string& what) override {
-    constexpr int kArrived = 7101, kGo = 7102;
     char token = 0;
     if (rank_ != 0) {
       std::vector<MPI_Request> r(2);
       check(MPI_Isend(&token, 1, MPI_BYTE, 0, kArrived, MPI_COMM_WORLD, &r[0]), "MPI_Isend");
       check(MPI_Irecv(&token, 1, MPI_BYTE, 0, kGo, MPI_COMM_WORLD, &r[1]), "MPI_Irecv");
       // Longer than rank 0's wait, so that rank 0, which knows who is missing, says it first.
-      wait_all(r, timeout_ + 30, [&] { return late(what); });
+      wait_all(r, timeout_ + 30, [&] { return late(what); }, [&] { answer_probes(); });
       return;
     }
     std::vector<char> tokens(static_cast<size_t>(size_));
@@ -167,15 +170,59 @@ class Mpi : public Communicator {
  private:
   struct Pending : PendingSum {
     explicit Pending(const Mpi& m) : mpi(m) {}
-    void wait() override { wait_all(requests, mpi.timeout_, [&] { return mpi.late("a gradient sum"); }); }
+    void wait() override {
+      // Rank 0 gives up first and asks who still answers; the others answer while they wait.
+      if (mpi.rank_ == 0) wait_all(requests, mpi.timeout_, [&] { return mpi.late("a sum over the ranks"); });
+      else wait_all(requests, mpi.timeout_ + 30, [&] { return mpi.late("a sum over the ranks"); }, [&] { mpi.answer_probes(); });
+    }
     const Mpi& mpi;
     std::vector<MPI_Request> requests;
   };
 
   std::string late(const std::string& what) const {
-    return fmt::format("rank {}: {} did not finish within {:g} s: another rank died or hangs (rank_timeout in [train] "
-                       "sets the wait): stopping every rank",
-                       rank_, what, timeout_);
+    std::string who = "another rank died or hangs";
+    if (rank_ == 0) {
+      const std::vector<int> silent = unanswered();
+      if (!silent.empty()) who = fmt::format("rank {} does not answer (it died or hangs)", fmt::join(silent, ", rank "));
+    }
+    return fmt::format("rank {}: {} did not finish within {:g} s: {} (rank_timeout in [train] sets the wait): stopping "
+                       "every rank",
+                       rank_, what, timeout_, who);
+  }
+
+  // A rank other than 0, waiting: answers rank 0's "are you there?".
+  void answer_probes() const {
+    int flag = 0;
+    MPI_Iprobe(0, kProbe, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+    if (!flag) return;
+    char token = 0;
+    MPI_Recv(&token, 1, MPI_BYTE, 0, kProbe, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Request r;
+    MPI_Isend(&token, 1, MPI_BYTE, 0, kAlive, MPI_COMM_WORLD, &r);
+    MPI_Request_free(&r);
+  }
+
+  // Rank 0, after a wait ran out: the ranks that do not answer within 5 s.
+  std::vector<int> unanswered() const {
+    std::vector<char> tokens(static_cast<size_t>(size_));
+    std::vector<MPI_Request> asks(static_cast<size_t>(size_ - 1)), answers(static_cast<size_t>(size_ - 1));
+    for (int q = 1; q < size_; ++q) {
+      MPI_Isend(&tokens[0], 1, MPI_BYTE, q, kProbe, MPI_COMM_WORLD, &asks[q - 1]);
+      MPI_Irecv(&tokens[q], 1, MPI_BYTE, q, kAlive, MPI_COMM_WORLD, &answers[q - 1]);
+    }
+    const auto deadline = Clock::now() + std::chrono::seconds(5);
+    std::vector<int> silent;
+    while (Clock::now() < deadline) {
+      silent.clear();
+      for (int q = 1; q < size_; ++q) {
+        int done = 0;
+        MPI_Test(&answers[q - 1], &done, MPI_STATUS_IGNORE);
+        if (!done) silent.push_back(q);
+      }
+      if (silent.empty()) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return silent;  // (the run stops next: the requests left are abandoned with it)
   }
 
   std::pair<MPI_Datatype, MPI_Op> type_and_op(Element e) const {

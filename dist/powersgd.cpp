@@ -8,18 +8,25 @@
 namespace bertc::dist {
 
 void orthonormalize_columns(float* p, int64_t rows, int64_t r) {
+  auto norm_of = [&](int64_t j) {
+    double n = 0;
+    for (int64_t i = 0; i < rows; ++i) n += double(p[i * r + j]) * double(p[i * r + j]);
+    return std::sqrt(n);
+  };
   for (int64_t j = 0; j < r; ++j) {
-    // Against the earlier columns (modified Gram-Schmidt), in double: the columns can be nearly
-    // parallel when the gradient is of low rank.
-    for (int64_t k = 0; k < j; ++k) {
-      double dot = 0;
-      for (int64_t i = 0; i < rows; ++i) dot += double(p[i * r + j]) * double(p[i * r + k]);
-      for (int64_t i = 0; i < rows; ++i) p[i * r + j] -= static_cast<float>(dot * p[i * r + k]);
-    }
-    double norm = 0;
-    for (int64_t i = 0; i < rows; ++i) norm += double(p[i * r + j]) * double(p[i * r + j]);
-    norm = std::sqrt(norm);
-    const float scale = norm > 1e-20 ? static_cast<float>(1.0 / norm) : 0.0f;
+    const double before = norm_of(j);
+    // Against the earlier columns, twice (one Gram-Schmidt pass in floats leaves a residual that
+    // is not orthogonal when the columns were nearly parallel), in double.
+    for (int pass = 0; pass < 2; ++pass)
+      for (int64_t k = 0; k < j; ++k) {
+        double dot = 0;
+        for (int64_t i = 0; i < rows; ++i) dot += double(p[i * r + j]) * double(p[i * r + k]);
+        for (int64_t i = 0; i < rows; ++i) p[i * r + j] -= static_cast<float>(dot * p[i * r + k]);
+      }
+    // A column (nearly) in the span of the earlier ones is rounding noise: normalized it would be a
+    // random direction counted as gradient; it becomes zero and its factor adds nothing.
+    const double after = norm_of(j);
+    const float scale = after > 1e-3 * before && after > 1e-30 ? static_cast<float>(1.0 / after) : 0.0f;
     for (int64_t i = 0; i < rows; ++i) p[i * r + j] *= scale;
   }
 }

@@ -27,6 +27,8 @@ class PowerSgd {
   // Floats that would go uncompressed for these matrices, and the factors' floats.
   int64_t dense_floats() const;
   int64_t factor_floats() const;
+  // What matrix i's last exchange left out (added to its next gradient).
+  const std::vector<float>& error(size_t i) const { return states_.at(i).error; }
 
  private:
   struct State {

@@ -375,6 +375,10 @@ int info(bool json, const std::string& bertx, const frontend::ModelDefinition& m
     return 0;
   }
   auto j = info_json(runtime::probe_cuda_driver(), codegen::probe_nvrtc_libraries(), runtime::find_cublas());
+  const dist::Launch launch = dist::detect_launch();
+  j["mpi"] = {{"built", !dist::mpi_library_version().empty()}, {"version", dist::mpi_library_version()},
+              {"launcher", launch.launcher.empty() ? "none" : launch.launcher}, {"rank", launch.rank},
+              {"ranks", launch.size}};
   j["model"] = model.name;
   std::cout << (json ? j.dump(2) + "\n" : fmt::format("model        {}: {}\n", model.name, model.description) + info_text(j));
   return 0;

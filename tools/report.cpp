@@ -240,6 +240,14 @@ std::string info_text(const nlohmann::json& j) {
              : fmt::format("cuBLAS       none (tried {}; set BERTC_CUBLAS to a libcublas.so): --matmul generated needs "
                            "none\n",
                            fmt::join(blas["tried"].get<std::vector<std::string>>(), "; "));
+  if (j.contains("mpi")) {
+    const auto& m = j["mpi"];
+    out += m["built"].get<bool>()
+               ? fmt::format("MPI          {}: data-parallel ranks with mpirun -np N (this process: {} of {}, launched by {})\n",
+                             m["version"].get<std::string>(), m["rank"].get<int>(), m["ranks"].get<int>(),
+                             m["launcher"].get<std::string>())
+               : "MPI          none (built with BERTC_MPI off): one rank only\n";
+  }
   out += fmt::format("can compile  {}\n", targets.empty() ? "none: no NVRTC found (set BERTC_NVRTC to a libnvrtc.so, "
                                                             "or run scripts/setup.sh)"
                                                           : fmt::format("{}", fmt::join(targets, ", ")));

@@ -1,0 +1,248 @@
+#!/usr/bin/env python3
+"""Data-parallel training on the CPU under mpirun: each case runs `bertc train` on 1 and 2 ranks
+and asserts on their metrics and messages. One case per ctest test:
+
+usage: dp_test.py CASE BERTC SOURCE_DIR WORK_DIR
+cases: equal_adamw equal_lamb equal_host fp16_bf16 powersgd kill hang resume_fewer_ranks refuse_mismatch
+"""
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+CASE, BERTC, SOURCE, WORK = sys.argv[1:5]
+WORK = os.path.join(WORK, CASE)
+shutil.rmtree(WORK, ignore_errors=True)
+os.makedirs(WORK)
+ENV = dict(os.environ)
+if os.geteuid() == 0:  # Open MPI refuses root unless told (containers, CI)
+    ENV.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+ENV["OMPI_MCA_rmaps_base_oversubscribe"] = "1"  # two ranks on however many cores
+DATA = os.path.join(SOURCE, "examples", "data")
+
+
+def fail(message):
+    print("FAIL:", message)
+    sys.exit(1)
+
+
+def config(name, base="tests/lit/Inputs/test-tiny.toml", **train):
+    """A copy of `base` with [train] keys replaced or added, data paths made absolute."""
+    text = open(os.path.join(SOURCE, base)).read()
+    text = re.sub(r'^(data|vocab) = "[^"]*/([^/"]+)"', lambda m: f'{m.group(1)} = "{DATA}/{m.group(2)}"', text, flags=re.M)
+    for key, value in train.items():
+        value = f'"{value}"' if isinstance(value, str) else str(value).lower() if isinstance(value, bool) else str(value)
+        if re.search(rf"^{key} = ", text, flags=re.M):
+            text = re.sub(rf"^{key} = .*$", f"{key} = {value}", text, flags=re.M)
+        else:
+            text = text.replace("[train]\n", f"[train]\n{key} = {value}\n", 1)
+    path = os.path.join(WORK, name + ".toml")
+    open(path, "w").write(text)
+    return path
+
+
+def train(cfg, run, ranks=1, extra=(), check=True, device="cpu"):
+    cmd = [BERTC, "train", cfg, "--device", device, "--checkpoint-dir", os.path.join(WORK, run), *extra]
+    if ranks > 1:
+        cmd = ["mpirun", "-np", str(ranks), *cmd]
+    p = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=900)
+    open(os.path.join(WORK, run + ".log"), "w").write(p.stdout + p.stderr)
+    if check and p.returncode != 0:
+        fail(f"{' '.join(cmd)} exited {p.returncode}:\n{p.stderr[-3000:]}")
+    return p
+
+
+def metrics(run):
+    return [json.loads(line) for line in open(os.path.join(WORK, run, "metrics.jsonl"))]
+
+
+def compare(a, b, key, tolerance, what):
+    """Per step, |a - b| / |a| <= tolerance; returns the worst."""
+    if [m["step"] for m in a] != [m["step"] for m in b]:
+        fail(f"{what}: steps differ")
+    worst = max(abs(x[key] - y[key]) / abs(x[key]) for x, y in zip(a, b))
+    print(f"{what}: {key} differs by {worst:.3g} at most (relative; allowed {tolerance:g})")
+    if worst > tolerance:
+        fail(f"{what}: {key} differs by {worst:.3g} > {tolerance:g}")
+    return worst
+
+
+# Two ranks of micro-batch 2 train on the micro-batches (and dropout masks) of one rank with 2
+# accumulation steps, so the runs agree but for the order of fp32 additions: the all-reduce adds
+# the two micro-batches' gradients where one rank adds them to its accumulator (the same sum),
+# and OpenBLAS splits products across threads differently when two processes share the cores
+# (an ulp here and there). Seen: losses equal, gradient norms within 2e-7 over 20 steps. 1e-5
+# leaves room for that and nothing more: a wrong shard or dropout mask moves the loss by 1e-3 at
+# the first step, and a gradient averaged over the wrong count doubles the gradient norm (which
+# is why the norm is compared: AdamW and clipping hide a gradient's scale from the loss).
+EQUAL = 1e-5
+
+
+def equal(optimizer, device="cpu", steps=20):
+    one = config("one", steps=steps, batch_size=2, gradient_accumulation_steps=2, optimizer=optimizer, checkpoint_every=10)
+    two = config("two", steps=steps, batch_size=2, optimizer=optimizer, checkpoint_every=10)
+    train(one, "one", device=device)
+    log = train(two, "two", ranks=2, device=device).stderr
+    if "data parallel: Open MPI" not in log or "global batch 2 ranks x 2 x 1 accumulation steps = 4" not in log:
+        fail("the 2-rank run did not say its ranks and global batch:\n" + log[-2000:])
+    a, b = metrics("one"), metrics("two")
+    compare(a, b, "loss", EQUAL, f"{optimizer} on {device}, 1 rank x 2 accumulation vs 2 ranks")
+    compare(a, b, "grad_norm", EQUAL, f"{optimizer} on {device}, 1 rank x 2 accumulation vs 2 ranks")
+    if any(m["ranks"] != 2 or m["allreduce_bytes"] <= 0 for m in b):
+        fail("the 2-rank metrics lack ranks or allreduce_bytes")
+    return a, b
+
+
+def fp16_bf16():
+    _, plain = equal("adamw")
+    # Each rank's gradient share rounded to 16 bits: fp16 keeps 11 significant bits (relative error
+    # 2^-11 = 4.9e-4 per element), bf16 8 (3.9e-3). Over 20 steps the gradient norm, a sum over all
+    # elements, moved by 4.5e-5 (fp16) and 4.2e-4 (bf16) relative, the loss by 8e-7 and 5e-6. The
+    # bounds below are those roundings themselves, 4 and 2.5 times what was seen; and the runs must
+    # differ from fp32 sums, else nothing was compressed.
+    for kind, norm_bound, loss_bound in (("fp16", 2**-11, 1e-4), ("bf16", 2**-8, 1e-3)):
+        train(config(kind, steps=20, batch_size=2, checkpoint_every=10, gradient_compression=kind), kind, ranks=2)
+        got = metrics(kind)
+        compare(plain, got, "loss", loss_bound, f"{kind} against fp32 sums")
+        if compare(plain, got, "grad_norm", norm_bound, f"{kind} against fp32 sums") < 1e-7:
+            fail(f"{kind} compression changed nothing: were the gradients compressed?")
+        if any(2 * g["allreduce_bytes"] != p["allreduce_bytes"] for g, p in zip(got, plain)):
+            fail(f"{kind} should all-reduce half the bytes of fp32")
+
+
+def powersgd():
+    # bert-tiny, 600 steps, global batch 8 on 2 ranks: PowerSGD rank 4 against fp32 sums.
+    runs = {}
+    for kind in ("none", "powersgd"):
+        cfg = config(kind, base="examples/bert-tiny.toml", batch_size=4, gradient_compression=kind)
+        train(cfg, kind, ranks=2)
+        runs[kind] = metrics(kind)
+    final = {k: sum(m["loss"] for m in v[-20:]) / 20 for k, v in runs.items()}
+    sent = {k: sum(m["allreduce_bytes"] for m in v) / len(v) for k, v in runs.items()}
+    ratio = sent["none"] / sent["powersgd"]
+    gap = final["powersgd"] / final["none"] - 1
+    print(f"final loss (mean of the last 20 steps): none {final['none']:.4f}, powersgd {final['powersgd']:.4f} "
+          f"({100 * gap:+.2f}%); bytes per step: none {sent['none']:.0f}, powersgd {sent['powersgd']:.0f} "
+          f"({ratio:.1f}x fewer)")
+    json.dump({"final_loss": final, "bytes_per_step": sent, "losses": {k: [m["loss"] for m in v] for k, v in runs.items()}},
+              open(os.path.join(WORK, "powersgd.json"), "w"))
+    if gap > 0.03:
+        fail(f"PowerSGD's final loss is {100 * gap:.2f}% above fp32 sums' (3% allowed)")
+    if ratio < 4:
+        fail(f"PowerSGD sends only {ratio:.1f}x fewer bytes (4x wanted)")
+    if not any(m["allreduce_compressed"] for m in runs["powersgd"]) or runs["powersgd"][0]["allreduce_compressed"]:
+        fail("PowerSGD should send fp32 during its warm-up and compress after it")
+
+
+def rank_pids(marker):
+    """The bertc processes of this case, by their MPI rank."""
+    pids = {}
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            cmdline = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+            environ = open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
+        except OSError:
+            continue
+        if cmdline and cmdline[0].endswith(b"bertc") and marker.encode() in b" ".join(cmdline):
+            for e in environ:
+                if e.startswith(b"OMPI_COMM_WORLD_RANK="):
+                    pids[int(e.split(b"=")[1])] = int(pid)
+    return pids
+
+
+def start_and_wait_for_checkpoint(cfg, run):
+    cmd = ["mpirun", "-np", "2", BERTC, "train", cfg, "--device", "cpu", "--checkpoint-dir", os.path.join(WORK, run)]
+    p = subprocess.Popen(cmd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    first = os.path.join(WORK, run, "checkpoint-000010.safetensors")
+    deadline = time.time() + 300
+    while not os.path.exists(first):
+        if p.poll() is not None or time.time() > deadline:
+            fail(f"{run}: no checkpoint at step 10:\n{p.stdout.read()[-2000:]}")
+        time.sleep(0.05)
+    time.sleep(0.3)  # a few steps past it
+    pids = rank_pids(os.path.join(WORK, run))
+    if 1 not in pids:
+        fail(f"{run}: rank 1's process not found ({pids})")
+    return p, pids
+
+
+def stopped_rank(sig, timeout, expected):
+    # A long run (many steps), checkpoints every 10; rank 1 gets `sig` after the first.
+    cfg = config("long", steps=100000, batch_size=2, checkpoint_every=10, rank_timeout=timeout, log_every=10)
+    p, pids = start_and_wait_for_checkpoint(cfg, "long")
+    began = time.time()
+    os.kill(pids[1], sig)
+    try:
+        out, _ = p.communicate(timeout=timeout + 60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        fail(f"rank 0 did not stop within {timeout + 60} s of rank 1's {signal.Signals(sig).name}")
+    took = time.time() - began
+    open(os.path.join(WORK, "stopped.log"), "w").write(out)
+    print(f"after rank 1's {signal.Signals(sig).name}: mpirun exited {p.returncode} in {took:.1f} s")
+    if p.returncode == 0:
+        fail("the run exited 0 although rank 1 was stopped")
+    if not re.search(expected, out):
+        fail(f"no message matching '{expected}':\n{out[-3000:]}")
+    if sig == signal.SIGSTOP:
+        os.kill(pids[1], signal.SIGKILL) if os.path.exists(f"/proc/{pids[1]}") else None
+    # The last checkpoint is intact: --resume continues from it (to a near step, then stops).
+    saved = sorted(f for f in os.listdir(os.path.join(WORK, "long")) if f.endswith(".safetensors"))
+    last = int(saved[-1][len("checkpoint-"):-len(".safetensors")])
+    resumed = train(cfg, "long", ranks=2, extra=["--resume", "--until", str(last + 2)])
+    if f"(step {last})" not in resumed.stderr or f"step {last + 2}/" not in resumed.stderr:
+        fail(f"--resume did not continue from step {last}:\n{resumed.stderr[-2000:]}")
+
+
+def kill():
+    # mpirun sees rank 1 die and stops rank 0, naming rank 1.
+    stopped_rank(signal.SIGKILL, 20, r"rank 1 .*(exited on signal 9|killed)|process rank 1")
+
+
+def hang():
+    # Rank 1 hangs (stopped, not dead: mpirun sees nothing); rank 0 waits rank_timeout, names it, stops every rank.
+    # (Stopped before its all-reduce, rank 0 sees it not arrive; inside it, not answer.)
+    stopped_rank(signal.SIGSTOP, 5, r"rank 1 did not reach the gradient all-reduce of step \d+ within 5 s|"
+                                    r"within 5 s: rank 1 does not answer")
+
+
+def resume_fewer_ranks():
+    # 2 ranks to step 10, then 1 rank: it takes 2 accumulation steps for the same global batch of 4
+    # and continues the same training as an uninterrupted 2-rank run (tolerance as in `equal`).
+    cfg = config("run", steps=20, batch_size=2, checkpoint_every=10)
+    train(cfg, "straight", ranks=2)
+    train(cfg, "split", ranks=2, extra=["--until", "10"])
+    log = train(cfg, "split", ranks=1, extra=["--resume"]).stderr
+    if "on 1 rank(s) 2 accumulation steps of 2 keep it" not in log:
+        fail("resuming on 1 rank did not keep the global batch:\n" + log[-2000:])
+    compare(metrics("straight"), metrics("split"), "loss", EQUAL, "2 ranks straight vs 2 ranks then 1")
+    compare(metrics("straight"), metrics("split"), "grad_norm", EQUAL, "2 ranks straight vs 2 ranks then 1")
+
+
+def refuse_mismatch():
+    a = config("a", steps=4, batch_size=2)
+    b = config("b", steps=4, batch_size=2, learning_rate=2e-3)
+    cmd = ["mpirun", "-np", "1", BERTC, "train", a, "--device", "cpu", "--checkpoint-dir", os.path.join(WORK, "m"), ":",
+           "-np", "1", BERTC, "train", b, "--device", "cpu", "--checkpoint-dir", os.path.join(WORK, "m")]
+    p = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=300)
+    out = p.stdout + p.stderr
+    if p.returncode == 0 or "rank 1 compiled another program or has other settings than rank 0" not in out:
+        fail(f"ranks with different configs were not refused (exit {p.returncode}):\n{out[-2000:]}")
+    if os.path.exists(os.path.join(WORK, "m", "checkpoint-000004.safetensors")):
+        fail("the refused run trained anyway")
+    print("refused:", next(l for l in out.splitlines() if "compiled another program" in l))
+
+
+CASES = {"equal_adamw": lambda: equal("adamw"), "equal_lamb": lambda: equal("lamb"),
+         "equal_host": lambda: equal("adamw", device="host", steps=6), "fp16_bf16": fp16_bf16, "powersgd": powersgd,
+         "kill": kill, "hang": hang, "resume_fewer_ranks": resume_fewer_ranks, "refuse_mismatch": refuse_mismatch}
+if shutil.which("mpirun") is None:
+    fail("no mpirun: scripts/setup.sh installs Open MPI (openmpi-bin)")
+CASES[CASE]()
+print("PASS", CASE)

@@ -1,0 +1,168 @@
+// dist/: the launcher's environment, PowerSGD's algebra and error feedback, the gradient exchange's
+// buckets and 16-bit rounding — on one process (the sums over ranks are the identity there; the
+// 2-rank behaviour is tests/distributed/dp_test.py's, under mpirun).
+#include <cmath>
+#include <cstdlib>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "dist/communicator.h"
+#include "dist/gradient_exchange.h"
+#include "dist/powersgd.h"
+#include "ir/float16.h"
+
+namespace bertc::dist {
+namespace {
+
+std::vector<float> random_matrix(int64_t n, uint64_t seed) {
+  std::mt19937_64 g(seed);
+  std::vector<float> m(static_cast<size_t>(n));
+  for (float& x : m) x = static_cast<float>(static_cast<double>(g() >> 11) * 0x1.0p-53 - 0.5);
+  return m;
+}
+
+TEST(PowerSgd, OrthonormalizesColumnsAndZeroesAnEmptyOne) {
+  const int64_t rows = 6, r = 3;
+  std::vector<float> p = random_matrix(rows * r, 1);
+  for (int64_t i = 0; i < rows; ++i) p[i * r + 2] = 2 * p[i * r + 0];  // column 2 parallel to column 0
+  orthonormalize_columns(p.data(), rows, r);
+  auto dot = [&](int64_t a, int64_t b) {
+    double d = 0;
+    for (int64_t i = 0; i < rows; ++i) d += double(p[i * r + a]) * p[i * r + b];
+    return d;
+  };
+  // Float columns of 6 elements: products exact to ~1e-7; 1e-5 allows the subtraction steps.
+  EXPECT_NEAR(dot(0, 0), 1, 1e-5);
+  EXPECT_NEAR(dot(1, 1), 1, 1e-5);
+  EXPECT_NEAR(dot(0, 1), 0, 1e-5);
+  // Nothing of column 2 is left once column 0 is taken out: zero, not NaN (a parallel column leaves
+  // rounding noise only, which normalizing must not blow up into a unit vector of noise).
+  for (int64_t i = 0; i < rows; ++i) EXPECT_EQ(p[i * r + 2], 0.0f);
+}
+
+TEST(PowerSgd, RecoversALowRankMatrixExactly) {
+  // M = u v^T (rank 1) compressed at rank 2: P = M Q spans u, so P Q^T after the second product is M.
+  const int64_t n = 8, m = 5;
+  const std::vector<float> u = random_matrix(n, 2), v = random_matrix(m, 3);
+  std::vector<float> g(static_cast<size_t>(n * m));
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t k = 0; k < m; ++k) g[i * m + k] = u[i] * v[k];
+  const std::vector<float> want = g;
+  PowerSgd p({{n, m}}, 2, 7);
+  auto one = single_process();
+  const uint64_t bytes = p.exchange(*one, {g.data()});
+  EXPECT_EQ(bytes, (n + m) * 2 * sizeof(float));
+  for (size_t i = 0; i < g.size(); ++i) EXPECT_NEAR(g[i], want[i], 1e-6) << i;  // float products of 0.25-sized terms
+}
+
+TEST(PowerSgd, ErrorFeedbackLosesNothingOverSteps) {
+  // A full-rank gradient at rank 1: each step sends an approximation and keeps the rest as error
+  // (output_t + E_t = G_t + E_{t-1}), so the outputs of all steps plus the last error add up to
+  // the gradients given, while each output alone is far from its gradient.
+  const int64_t n = 6, m = 4, steps = 5;
+  PowerSgd p({{n, m}}, 1, 9);
+  auto one = single_process();
+  std::vector<double> sent(static_cast<size_t>(n * m), 0.0), given(static_cast<size_t>(n * m), 0.0);
+  double largest_single_loss = 0;
+  for (int64_t s = 0; s < steps; ++s) {
+    std::vector<float> g = random_matrix(n * m, 100 + static_cast<uint64_t>(s));
+    const std::vector<float> before = g;
+    for (size_t i = 0; i < g.size(); ++i) given[i] += g[i];
+    p.exchange(*one, {g.data()});
+    for (size_t i = 0; i < g.size(); ++i) {
+      sent[i] += g[i];
+      largest_single_loss = std::max(largest_single_loss, std::abs(double(before[i]) - g[i]));
+    }
+  }
+  const std::vector<float>& error = p.error(0);
+  // Five float additions of values below 1 per element: 1e-5 is a hundred roundings.
+  for (size_t i = 0; i < given.size(); ++i) EXPECT_NEAR(sent[i] + error[i], given[i], 1e-5) << i;
+  EXPECT_GT(largest_single_loss, 0.05);  // rank 1 of a random 6 x 4 matrix does lose something
+}
+
+TEST(GradientExchange, BucketsKeepOrderAndSize) {
+  auto one = single_process();
+  ExchangeOptions o;
+  o.bucket_bytes = 100;  // 25 floats
+  GradientExchange e(*one, {{"a", {10}}, {"b", {10}}, {"c", {30}}, {"d", {2}}, {"e", {3}}}, o);
+  const std::vector<std::vector<size_t>> want = {{0, 1}, {2}, {3, 4}};
+  EXPECT_EQ(e.buckets(), want);
+  EXPECT_EQ(e.dense_bytes(), 55u * 4);
+}
+
+TEST(GradientExchange, Fp16AndBf16RoundEveryValueAndHalveTheBytes) {
+  auto one = single_process();
+  for (Compression c : {Compression::Fp16, Compression::Bf16}) {
+    ExchangeOptions o;
+    o.compression = c;
+    GradientExchange e(*one, {{"w", {4, 3}}}, o);
+    std::vector<float> g = random_matrix(12, 5), original = g;
+    const ExchangeResult r = e.exchange({g.data()}, 1);
+    EXPECT_EQ(r.bytes, 12u * 2);
+    EXPECT_TRUE(r.compressed);
+    EXPECT_TRUE(r.finite);
+    for (size_t i = 0; i < g.size(); ++i) {
+      const float want = c == Compression::Fp16 ? ir::from_f16_bits(ir::f16_bits(original[i]))
+                                                : ir::from_bf16_bits(ir::bf16_bits(original[i]));
+      EXPECT_EQ(g[i], want) << ir::enum_name(c) << " " << i;
+    }
+  }
+}
+
+TEST(GradientExchange, Fp16OverflowIsReportedNotHidden) {
+  auto one = single_process();
+  ExchangeOptions o;
+  o.compression = Compression::Fp16;
+  GradientExchange e(*one, {{"w", {2}}}, o);
+  std::vector<float> g = {1e6f, 1.0f};  // beyond fp16's 65504
+  EXPECT_FALSE(e.exchange({g.data()}, 1).finite);
+}
+
+TEST(GradientExchange, PowerSgdWarmsUpUncompressedAndLeavesSmallTensors) {
+  auto one = single_process();
+  ExchangeOptions o;
+  o.compression = Compression::PowerSgd;
+  o.powersgd_rank = 1;
+  o.powersgd_warmup_steps = 2;
+  // A 64 x 32 matrix (factors 96 of 2048 floats: compressed) and a bias (left as it is).
+  GradientExchange e(*one, {{"w", {64, 32}}, {"b", {32}}}, o);
+  std::vector<float> w = random_matrix(64 * 32, 1), b = random_matrix(32, 2);
+  const ExchangeResult warm = e.exchange({w.data(), b.data()}, 2);
+  EXPECT_FALSE(warm.compressed);
+  EXPECT_EQ(warm.bytes, 4u + (64 * 32 + 32) * 4);  // the finiteness flag, then everything in fp32
+  const ExchangeResult after = e.exchange({w.data(), b.data()}, 3);
+  EXPECT_TRUE(after.compressed);
+  EXPECT_EQ(after.bytes, 4u + 32 * 4 + (64 + 32) * 1 * 4);
+}
+
+TEST(Launch, ReadsMpirunAndTorchrunEnvironments) {
+  ::setenv("OMPI_COMM_WORLD_SIZE", "4", 1);
+  ::setenv("OMPI_COMM_WORLD_RANK", "2", 1);
+  ::setenv("OMPI_COMM_WORLD_LOCAL_RANK", "0", 1);
+  Launch l = detect_launch();
+  EXPECT_EQ(l.size, 4);
+  EXPECT_EQ(l.rank, 2);
+  EXPECT_TRUE(l.mpi);
+  EXPECT_EQ(l.launcher, "mpirun");
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK"}) ::unsetenv(v);
+  ::setenv("WORLD_SIZE", "2", 1);
+  ::setenv("RANK", "1", 1);
+  l = detect_launch();
+  EXPECT_FALSE(l.mpi);
+  EXPECT_EQ(l.launcher, "torchrun");
+  try {
+    open_world(10);
+    ADD_FAILURE() << "torchrun's variables without MPI were accepted";
+  } catch (const RankError& e) {
+    EXPECT_NE(std::string(e.what()).find("mpirun -np 2"), std::string::npos) << e.what();
+  }
+  ::setenv("WORLD_SIZE", "two", 1);
+  EXPECT_THROW(detect_launch(), RankError);
+  ::unsetenv("WORLD_SIZE");
+  ::unsetenv("RANK");
+  EXPECT_EQ(open_world(10)->size(), 1);
+}
+
+}  // namespace
+}  // namespace bertc::dist
