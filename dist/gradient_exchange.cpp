@@ -49,6 +49,19 @@ uint64_t GradientExchange::dense_bytes() const {
   return n;
 }
 
+uint64_t GradientExchange::compressed_bytes() const {
+  switch (options_.compression) {
+    case Compression::None: return dense_bytes();
+    case Compression::Fp16: case Compression::Bf16: return dense_bytes() / 2;
+    case Compression::PowerSgd: {
+      uint64_t bytes = 4 + static_cast<uint64_t>(powersgd_->factor_floats()) * 4;
+      for (size_t t : dense_) bytes += static_cast<uint64_t>(numel(tensors_[t].shape)) * 4;
+      return bytes;
+    }
+  }
+  return 0;
+}
+
 std::vector<std::vector<size_t>> GradientExchange::make_buckets(const std::vector<GradientTensor>& tensors,
                                                                 const std::vector<size_t>& which, int64_t bucket_bytes) {
   std::vector<std::vector<size_t>> buckets;

@@ -37,6 +37,9 @@ class GradientExchange {
   ExchangeResult exchange(const std::vector<float*>& data, int64_t step);
   // The fp32 bytes of every gradient: what `none` all-reduces per step.
   uint64_t dense_bytes() const;
+  // The bytes of one step once compression is on (after PowerSGD's warm-up): what exchange()
+  // returns then, computed without sending anything (bertc estimate).
+  uint64_t compressed_bytes() const;
   const std::vector<std::vector<size_t>>& buckets() const { return buckets_; }
 
  private:

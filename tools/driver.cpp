@@ -18,6 +18,7 @@
 #include "dist/communicator.h"
 #include "ir/printer.h"
 #include "passes/pipeline.h"
+#include "passes/scaling_estimate.h"
 #include "passes/targets.h"
 #include "train/batches.h"
 #include "train/evaluate.h"
@@ -28,6 +29,7 @@
 #include "train/trainer.h"
 #include "tools/check.h"
 #include "tools/compile_flags.h"
+#include "tools/estimate.h"
 #include "tools/output_file.h"
 #include "tools/report.h"
 
@@ -491,6 +493,34 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
   CompileFlags check_flags;
   check_flags.add_to(check_cmd);
 
+  EstimateArgs estimate_args;
+  CLI::App* estimate_cmd = app.add_subcommand(
+      "estimate", "Estimate data-parallel training on several GPUs and machines: step time, days and cost per "
+                  "gradient compression");
+  estimate_cmd->add_option("config", estimate_args.config, "TOML config")->required()->check(CLI::ExistingFile);
+  estimate_cmd->add_option("--gpu", estimate_args.gpus, "GPUs of the table (p40, v100, a100, h100, ...); repeatable")
+      ->capture_default_str();
+  estimate_cmd->add_option("--gpus-per-machine", estimate_args.gpus_per_machine, "GPUs in each machine")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  estimate_cmd->add_option("--machines", estimate_args.machines, "Machines")->check(CLI::PositiveNumber)->capture_default_str();
+  std::vector<std::string> links;
+  for (const passes::Interconnect& i : passes::interconnects()) links.emplace_back(i.name);
+  estimate_cmd->add_option("--within", estimate_args.within, "The link between a machine's GPUs")
+      ->check(CLI::IsMember(links))->capture_default_str();
+  estimate_cmd->add_option("--between", estimate_args.between, "The link between machines")
+      ->check(CLI::IsMember(links))->capture_default_str();
+  estimate_cmd->add_option("--compression", estimate_args.compressions,
+                           "Gradient compressions to compare (default: none, fp16, powersgd at [train] powersgd_rank)")
+      ->check(CLI::IsMember(ir::enum_choices<dist::Compression>()));
+  estimate_cmd->add_option("--steps", estimate_args.steps, "Optimizer steps to train (default: [train] steps)")
+      ->check(CLI::PositiveNumber);
+  estimate_cmd->add_option("--price", estimate_args.price,
+                           "Dollars per GPU-hour (default: a cloud offer's for the GPUs that have one)")
+      ->check(CLI::NonNegativeNumber);
+  estimate_cmd->add_flag("--json", estimate_args.json, "Write JSON");
+  CompileFlags estimate_flags;
+  estimate_flags.add_to(estimate_cmd);
+
   bool info_json_flag = false;
   std::string info_file;
   CLI::App* info_cmd = app.add_subcommand("info", "Show the CUDA driver, GPUs and NVRTC libraries found, or what a "
@@ -513,6 +543,7 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
       config.compile = resolve_here(check_flags.apply(config.compile));
       return run_check(model, config, check_options, std::cout);
     }
+    if (*estimate_cmd) return estimate(estimate_args, estimate_flags, model, std::cout);
     return info(info_json_flag, info_file, model);
   } catch (const std::exception& e) {
     std::cerr << fmt::format("{}: error: {}\n", program, e.what());

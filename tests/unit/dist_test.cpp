@@ -134,6 +134,7 @@ TEST(GradientExchange, PowerSgdWarmsUpUncompressedAndLeavesSmallTensors) {
   const ExchangeResult after = e.exchange({w.data(), b.data()}, 3);
   EXPECT_TRUE(after.compressed);
   EXPECT_EQ(after.bytes, 4u + 32 * 4 + (64 + 32) * 1 * 4);
+  EXPECT_EQ(e.compressed_bytes(), after.bytes);  // what bertc estimate counts
 }
 
 TEST(Launch, ReadsMpirunAndTorchrunEnvironments) {

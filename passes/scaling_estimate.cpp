@@ -1,0 +1,76 @@
+// The data-parallel estimate and its tables (see scaling_estimate.h).
+#include "passes/scaling_estimate.h"
+
+#include <algorithm>
+#include <array>
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace bertc::passes {
+namespace {
+
+// Line rates per direction. PCIe: 0.985 GB/s per lane (gen 3), 1.97 (gen 4); NVLink: V100 SXM2's
+// six NVLink 2 links, 150 GB/s per direction; A100's NVLink 3, 300.
+constexpr std::array kInterconnects{
+    Interconnect{"pcie3", "PCIe 3.0 x16", 15.75},
+    Interconnect{"pcie4", "PCIe 4.0 x16", 31.5},
+    Interconnect{"nvlink2", "NVLink 2 (V100 SXM2)", 150.0},
+    Interconnect{"nvlink3", "NVLink 3 (A100 SXM4)", 300.0},
+    Interconnect{"10gbe", "10 Gigabit Ethernet", 1.25},
+    Interconnect{"25gbe", "25 Gigabit Ethernet", 3.125},
+    Interconnect{"100gbe", "100 Gigabit Ethernet", 12.5},
+    Interconnect{"ib-edr", "InfiniBand EDR (100 Gb/s)", 12.5},
+    Interconnect{"ib-hdr", "InfiniBand HDR (200 Gb/s)", 25.0},
+};
+
+// On-demand prices per GPU-hour: AWS p3.2xlarge (one V100), Google Cloud's A100 40 GB GPU price.
+constexpr std::array kPrices{
+    CloudPrice{"v100", 3.06, "AWS p3.2xlarge, on demand"},
+    CloudPrice{"a100", 2.93, "Google Cloud A100 40 GB, on demand"},
+};
+
+}  // namespace
+
+std::span<const Interconnect> interconnects() { return kInterconnects; }
+
+const Interconnect& find_interconnect(std::string_view name) {
+  for (const Interconnect& i : kInterconnects)
+    if (i.name == name) return i;
+  std::vector<std::string_view> names;
+  for (const Interconnect& i : kInterconnects) names.push_back(i.name);
+  throw std::invalid_argument(fmt::format("unknown interconnect '{}': choose one of {}", name, fmt::join(names, ", ")));
+}
+
+std::span<const CloudPrice> cloud_prices() { return kPrices; }
+
+std::optional<CloudPrice> cloud_price(std::string_view gpu) {
+  for (const CloudPrice& p : kPrices)
+    if (p.gpu == gpu) return p;
+  return std::nullopt;
+}
+
+ScalingEstimate estimate_scaling(const ScalingSetup& s) {
+  if (s.gpus_per_machine < 1 || s.machines < 1) throw std::invalid_argument("GPUs per machine and machines must be >= 1");
+  if (s.machines > 1 && !s.between) throw std::invalid_argument("several machines need an interconnect between them");
+  if (s.gpus_per_machine > 1 && !s.within) throw std::invalid_argument("several GPUs per machine need a link between them");
+  ScalingEstimate e;
+  e.gpus = s.gpus_per_machine * s.machines;
+  if (e.gpus > 1) {
+    // A ring through every GPU crosses each link with the same traffic: the slowest link sets the pace.
+    e.link_gbs = s.machines > 1 ? s.between->gbs : s.within->gbs;
+    if (s.machines > 1 && s.gpus_per_machine > 1) e.link_gbs = std::min(e.link_gbs, s.within->gbs);
+    const double n = e.gpus;
+    e.allreduce_seconds = 2 * (n - 1) / n * s.bytes_per_step / (e.link_gbs * 1e9);
+  }
+  e.step_seconds = s.compute_seconds + e.allreduce_seconds;
+  const double hidden = std::min(e.allreduce_seconds, s.backward_share * s.compute_seconds);
+  e.overlapped_step_seconds = e.step_seconds - hidden;
+  e.days = e.step_seconds * double(s.steps) / 86400;
+  e.overlapped_days = e.overlapped_step_seconds * double(s.steps) / 86400;
+  e.cost = e.step_seconds * double(s.steps) / 3600 * e.gpus * s.dollars_per_gpu_hour;
+  return e;
+}
+
+}  // namespace bertc::passes

@@ -1,0 +1,57 @@
+// What data-parallel training on several GPUs and machines would take: the compile report's
+// roofline step time on each GPU, plus the gradient all-reduce over the slowest link (a ring:
+// each GPU sends and receives 2 (N-1) / N times the bytes), with or without the all-reduce hidden
+// behind the backward; days to train and cost. An estimate, to compare set-ups, not a promise.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "passes/targets.h"
+
+namespace bertc::passes {
+
+struct Interconnect {
+  std::string_view name;   // "10gbe"
+  std::string_view title;  // "10 Gigabit Ethernet"
+  double gbs;              // line rate per direction, GB/s (an all-reduce reaches 70-90% of it)
+};
+std::span<const Interconnect> interconnects();
+// By name; throws std::invalid_argument listing the names for anything else.
+const Interconnect& find_interconnect(std::string_view name);
+
+// An hourly price per GPU for a few cloud offers (on demand, 2024), by GPU name; nullopt when none.
+struct CloudPrice {
+  std::string_view gpu;
+  double dollars_per_hour;
+  std::string_view offer;
+};
+std::span<const CloudPrice> cloud_prices();
+std::optional<CloudPrice> cloud_price(std::string_view gpu);
+
+struct ScalingSetup {
+  int gpus_per_machine = 1, machines = 1;
+  const Interconnect* within = nullptr;   // between the GPUs of a machine
+  const Interconnect* between = nullptr;  // between machines (needed when machines > 1)
+  double compute_seconds = 0;             // one GPU's optimizer step (roofline), all micro-batches
+  double backward_share = 2.0 / 3.0;      // of compute_seconds: the backward, which an all-reduce may hide behind
+  double bytes_per_step = 0;              // each GPU's all-reduce messages per optimizer step
+  int64_t steps = 0;
+  double dollars_per_gpu_hour = 0;        // 0: no cost
+};
+
+struct ScalingEstimate {
+  int gpus = 1;
+  double link_gbs = 0;          // the slowest link of the ring
+  double allreduce_seconds = 0; // 2 (N-1)/N x bytes / link
+  double step_seconds = 0;      // compute + all-reduce, one after the other (bertc today)
+  double overlapped_step_seconds = 0;  // the all-reduce behind the backward, as far as it reaches
+  double days = 0, overlapped_days = 0;
+  double cost = 0;              // dollars, at step_seconds
+};
+
+ScalingEstimate estimate_scaling(const ScalingSetup& setup);
+
+}  // namespace bertc::passes

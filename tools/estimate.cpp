@@ -1,0 +1,92 @@
+// bertc estimate (see estimate.h): the compile report's roofline per GPU, the gradient bytes of
+// each compression from the exchange itself (dist::GradientExchange::compressed_bytes), and the
+// ring all-reduce over the slowest link (passes/scaling_estimate.h).
+#include "tools/estimate.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "dist/gradient_exchange.h"
+#include "frontend/config.h"
+#include "passes/report.h"
+#include "passes/scaling_estimate.h"
+#include "train/data_parallel.h"
+
+namespace bertc::tools {
+namespace {
+
+// The bytes each GPU all-reduces per step under `compression` (after PowerSGD's warm-up).
+uint64_t bytes_per_step(const ir::Graph& step, const frontend::TrainConfig& t, dist::Compression compression) {
+  std::vector<dist::GradientTensor> tensors;
+  const auto params = step.values_of(ir::OpKind::Param);
+  for (auto it = params.rbegin(); it != params.rend(); ++it) tensors.push_back({step.value(*it).name, step.value(*it).type.shape});
+  dist::ExchangeOptions o = train::exchange_options(t);
+  o.compression = compression;
+  const auto one = dist::single_process();
+  return dist::GradientExchange(*one, std::move(tensors), o).compressed_bytes();
+}
+
+std::string money(double dollars) { return dollars >= 1e4 ? fmt::format("${:.0f}k", dollars / 1e3) : fmt::format("${:.0f}", dollars); }
+
+}  // namespace
+
+int estimate(const EstimateArgs& a, const CompileFlags& flags, const frontend::ModelDefinition& model, std::ostream& out) {
+  frontend::Config config = frontend::load_config(a.config, model.extra_keys);
+  config.compile = flags.apply(config.compile);
+  passes::ScalingSetup setup;
+  setup.gpus_per_machine = a.gpus_per_machine;
+  setup.machines = a.machines;
+  setup.within = &passes::find_interconnect(a.within);
+  setup.between = &passes::find_interconnect(a.between);
+  setup.steps = a.steps > 0 ? a.steps : config.train.steps;
+  std::vector<dist::Compression> kinds;
+  for (const std::string& c : a.compressions) kinds.push_back(ir::enum_named<dist::Compression>(c));
+  if (kinds.empty()) kinds = {dist::Compression::None, dist::Compression::Fp16, dist::Compression::PowerSgd};
+  const int gpus = a.gpus_per_machine * a.machines;
+  nlohmann::json rows = nlohmann::json::array();
+  std::string text = fmt::format(
+      "{}: {} GPU(s) per machine x {} machine(s), {} within, {} between; {} steps of {} sequences per GPU "
+      "(global batch {})\n",
+      config.name, a.gpus_per_machine, a.machines, setup.within->title, a.machines > 1 ? setup.between->title : "nothing",
+      setup.steps, config.train.batch_size * config.train.gradient_accumulation_steps,
+      gpus * config.train.batch_size * config.train.gradient_accumulation_steps);
+  text += fmt::format("{:<10} {:<10} {:>10} {:>10} {:>11} {:>9} {:>11} {:>8} {:>10} {:>9}\n", "gpu", "gradients", "MiB/step",
+                      "compute", "all-reduce", "step", "overlapped", "days", "days (ovl)", "cost");
+  for (const std::string& name : a.gpus) {
+    frontend::Config c = config;
+    c.compile.arch = passes::Arch::parse(name);
+    if (!c.compile.arch.gpu()) throw std::invalid_argument(fmt::format("--gpu {}: name a GPU of the table (p40, v100, a100, ...)", name));
+    c.compile = passes::resolve_options(c.compile, c.compile.arch);
+    passes::TrainingProgram program;
+    const passes::CompileReport report = passes::compile_report(frontend::build_model(model, c), c.compile, c.train,
+                                                                c.train.batch_size, &program);
+    const passes::GpuSpec& gpu = *c.compile.arch.gpu();
+    const auto price = passes::cloud_price(gpu.name);
+    setup.compute_seconds = report.step_seconds;
+    setup.dollars_per_gpu_hour = a.price >= 0 ? a.price : price ? price->dollars_per_hour : 0;
+    for (dist::Compression kind : kinds) {
+      setup.bytes_per_step = static_cast<double>(bytes_per_step(program.step, c.train, kind));
+      const passes::ScalingEstimate e = passes::estimate_scaling(setup);
+      rows.push_back({{"gpu", gpu.name}, {"precision", ir::enum_name(c.compile.precision)}, {"compression", ir::enum_name(kind)},
+                      {"bytes_per_step", setup.bytes_per_step}, {"compute_seconds", setup.compute_seconds},
+                      {"allreduce_seconds", e.allreduce_seconds}, {"step_seconds", e.step_seconds},
+                      {"overlapped_step_seconds", e.overlapped_step_seconds}, {"days", e.days},
+                      {"overlapped_days", e.overlapped_days}, {"link_gbs", e.link_gbs}, {"gpus", e.gpus},
+                      {"dollars_per_gpu_hour", setup.dollars_per_gpu_hour}, {"cost_dollars", e.cost}});
+      text += fmt::format("{:<10} {:<10} {:>10.1f} {:>8.0f}ms {:>9.0f}ms {:>7.0f}ms {:>9.0f}ms {:>8.2f} {:>10.2f} {:>9}\n",
+                          fmt::format("{} {}", gpu.name, ir::enum_name(c.compile.precision)), ir::enum_name(kind),
+                          setup.bytes_per_step / (1 << 20), setup.compute_seconds * 1e3, e.allreduce_seconds * 1e3,
+                          e.step_seconds * 1e3, e.overlapped_step_seconds * 1e3, e.days, e.overlapped_days,
+                          setup.dollars_per_gpu_hour > 0 ? money(e.cost) : "-");
+    }
+  }
+  text += "compute: the compile report's roofline for one GPU's step; all-reduce: a ring, 2 (N-1)/N x the bytes over the "
+          "slowest link at line rate; step: one after the other, as bertc runs today; overlapped: the all-reduce hidden "
+          "behind the backward (2/3 of compute), as far as it reaches; cost at the price per GPU-hour (--price, or the "
+          "cloud offers of passes/scaling_estimate.cpp), for the sequential step\n";
+  if (a.json) out << rows.dump(1) << "\n";
+  else out << text;
+  return 0;
+}
+
+}  // namespace bertc::tools

@@ -1,0 +1,28 @@
+// bertc estimate: data-parallel step time, days and cost of a config on GPUs of the GPU table,
+// several per machine and several machines, for each gradient compression.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "frontend/model.h"
+#include "tools/compile_flags.h"
+
+namespace bertc::tools {
+
+struct EstimateArgs {
+  std::string config;
+  std::vector<std::string> gpus = {"p40"};          // names or archs of the GPU table
+  int gpus_per_machine = 1, machines = 1;
+  std::string within = "pcie3", between = "10gbe";  // interconnect names (passes/scaling_estimate.h)
+  std::vector<std::string> compressions;            // empty: every one
+  int64_t steps = 0;                                // 0: [train] steps
+  double price = -1;                                // dollars per GPU-hour; < 0: the table's cloud price, if any
+  bool json = false;
+};
+
+// Prints the table (or JSON) to `out`. Throws std::invalid_argument for a bad name or count.
+int estimate(const EstimateArgs& args, const CompileFlags& flags, const frontend::ModelDefinition& model, std::ostream& out);
+
+}  // namespace bertc::tools
