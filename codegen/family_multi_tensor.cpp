@@ -50,7 +50,8 @@ class MultiTensorKernel {
   explicit MultiTensorKernel(const KernelInput& in) : in_(in), body_(in.body), inputs_(body_.values_of(OpKind::Input)) {
     for (const ir::Op& op : body_.ops())
       if (op.kind == OpKind::Lamb)
-        throw ir::Error("multi-tensor family: LAMB needs a per-tensor norm before its update; not rendered yet");
+        throw ir::Error("multi-tensor family: a lamb op needs its per-tensor norms before its update: lower it first "
+                        "(the lower-lamb pass, which the pipeline runs)");
     depends_.resize(body_.num_values());
     for (const ir::Op& op : body_.ops()) {
       std::set<ir::ValueId> d;
@@ -322,6 +323,15 @@ class MultiTensorKernel {
     auto scalars = [&] {
       add_up_partials(e);
       e.open("if (bx_tid_x() == 0)");
+      // A sum that is itself an output is stored at once: LAMB's norm kernel has two per tensor,
+      // which held all at once until the stores at the end would spill registers.
+      std::set<size_t> stored;
+      auto store = [&](size_t k) {
+        const Coords zero(body_.value(outputs[k]).type.shape.size(), "0");
+        const std::string type = storage_type(body_.value(outputs[k]).type.dtype);
+        e.line(fmt::format("bx_st({}, 0, {});", entry_expr(type, false, std::to_string(global_output_.at(k))), e.at(outputs[k], zero)));
+        stored.insert(k);
+      };
       for (size_t r = 0; r < reductions_.size(); ++r) {
         const ir::Op& op = *reductions_[r];
         const std::string sum = op.kind == OpKind::AllFinite ? fmt::format("bx_volatile_load(scratch + {})", slot_of_[r])
@@ -330,12 +340,12 @@ class MultiTensorKernel {
         if (op.kind == OpKind::ReduceMean)
           value = fmt::format("{} / {}", sum, float_literal(static_cast<double>(body_.value(op.operands[0]).type.numel())));
         e.bind(op.result(), Coords(body_.value(op.result()).type.shape.size(), "0"), e.local("float", value));
+        for (size_t k = 0; k < outputs.size(); ++k)
+          if (outputs[k] == op.result() && op.kind != OpKind::AllFinite) store(k);
       }
       for (size_t k = 0; k < outputs.size(); ++k) {
-        if (!scalar(outputs[k])) continue;
-        const Coords zero(body_.value(outputs[k]).type.shape.size(), "0");
-        const std::string type = storage_type(body_.value(outputs[k]).type.dtype);
-        e.line(fmt::format("bx_st({}, 0, {});", entry_expr(type, false, std::to_string(global_output_.at(k))), e.at(outputs[k], zero)));
+        if (!scalar(outputs[k]) || stored.count(k)) continue;
+        store(k);
       }
       for (size_t r = 0; r < reductions_.size(); ++r)  // the counts; partials are overwritten
         if (reductions_[r]->kind == OpKind::AllFinite) e.line(fmt::format("scratch[{}] = 0.0f;", slot_of_[r]));

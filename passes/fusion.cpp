@@ -41,9 +41,11 @@ class Fuser {
   }
 
   std::vector<std::vector<size_t>> groups() {
-    const bool optimizer = std::any_of(g_.ops().begin(), g_.ops().end(),
-                                       [](const ir::Op& op) { return ir::fusion_pattern(op) == FusionPattern::Optimizer; });
-    if (optimizer) {
+    // (The optimizer graph: its optimizer ops, or what lower_lamb made of them, and its step count.)
+    optimizer_ = g_.find(ir::names::kOptimizerStep).has_value() ||
+                 std::any_of(g_.ops().begin(), g_.ops().end(),
+                             [](const ir::Op& op) { return ir::fusion_pattern(op) == FusionPattern::Optimizer; });
+    if (optimizer_) {
       group_optimizer();
     } else {
       for (size_t i = 0; i < n_; ++i)
@@ -71,10 +73,11 @@ class Fuser {
     if (anchor == FusionPattern::Row || anchor == FusionPattern::Matmul || anchor == FusionPattern::Reduce)
       for (size_t i : group)
         if (pattern(i) == anchor) return op(i).info().traits.family;
-    for (size_t i : group)
-      if (pattern(i) == FusionPattern::Optimizer) return ir::KernelFamily::MultiTensorUpdate;
-    for (size_t i : group)
-      if (pattern(i) == FusionPattern::Reduce) return ir::KernelFamily::MultiTensorNorm;
+    if (optimizer_) {
+      for (size_t i : group)
+        if (whole_tensor_sum(i)) return ir::KernelFamily::MultiTensorNorm;
+      return ir::KernelFamily::MultiTensorUpdate;
+    }
     return ir::KernelFamily::Pointwise;
   }
 
@@ -197,28 +200,65 @@ class Fuser {
   // The optimizer graph: everything the gradient norm and the overflow check need in one kernel,
   // the rest in another. Both are reductions over every gradient, which the update must wait
   // for: no kernel can finish a reduction over all its blocks and then use it.
+  // A sum of a whole tensor (or the overflow check over all of them): the family adds it up
+  // across blocks, so what reads it elementwise must run in a later kernel.
+  bool whole_tensor_sum(size_t i) const {
+    const ir::Op& o = op(i);
+    if (o.kind == ir::OpKind::AllFinite) return true;
+    return pattern(i) == FusionPattern::Reduce && g_.value(o.results[0]).type.numel() == 1 &&
+           g_.value(o.operands[0]).type.numel() > 1;
+  }
+
+  // The optimizer step as kernels separated by whole-tensor sums: the norm kernel (what the
+  // gradient norm and the overflow check need); then, while sums are left (LAMB's per-tensor norms,
+  // lower_lamb.h), a kernel of the next sums and what they need; then the update kernel, the rest.
+  // With AdamW there is no middle kernel.
   void group_optimizer() {
-    auto norm = g_.find(ir::names::kGradNorm);
-    std::vector<bool> for_norm(n_, false);
-    std::vector<size_t> stack;
-    if (norm) stack.push_back(producer(*norm));
-    for (size_t i = 0; i < n_; ++i)
-      if (op(i).kind == ir::OpKind::AllFinite) stack.push_back(i);
-    {
+    std::vector<int> kernel(n_, -1);
+    // Marks the unassigned kernel-launching ancestors of `stack` (themselves included) with k.
+    auto claim = [&](std::vector<size_t> stack, int k) {
       while (!stack.empty()) {
         const size_t x = stack.back();
         stack.pop_back();
-        if (for_norm[x] || !ir::launches_kernel(op(x).kind)) continue;
-        for_norm[x] = true;
+        if (kernel[x] >= 0 || !ir::launches_kernel(op(x).kind)) continue;
+        kernel[x] = k;
         for (ir::ValueId v : op(x).operands) stack.push_back(producer(v));
       }
+    };
+    // Whether an unassigned sum other than i is among i's unassigned ancestors.
+    auto waits_on_a_sum = [&](size_t i) {
+      std::vector<size_t> stack;
+      std::vector<bool> seen(n_, false);
+      for (ir::ValueId v : op(i).operands) stack.push_back(producer(v));
+      while (!stack.empty()) {
+        const size_t x = stack.back();
+        stack.pop_back();
+        if (seen[x] || kernel[x] >= 0 || !ir::launches_kernel(op(x).kind)) continue;
+        seen[x] = true;
+        if (whole_tensor_sum(x)) return true;
+        for (ir::ValueId v : op(x).operands) stack.push_back(producer(v));
+      }
+      return false;
+    };
+    std::vector<size_t> first;
+    if (auto norm = g_.find(ir::names::kGradNorm)) first.push_back(producer(*norm));
+    for (size_t i = 0; i < n_; ++i)
+      if (op(i).kind == ir::OpKind::AllFinite) first.push_back(i);
+    claim(first, 0);
+    int kernels = 1;
+    for (;;) {
+      std::vector<size_t> sums;
+      for (size_t i = 0; i < n_; ++i)
+        if (kernel[i] < 0 && whole_tensor_sum(i) && !waits_on_a_sum(i)) sums.push_back(i);
+      if (sums.empty()) break;
+      claim(sums, kernels++);
     }
-    std::optional<size_t> first_norm, first_update;
+    std::map<int, size_t> first_of;
     for (size_t i = 0; i < n_; ++i) {
       if (!ir::launches_kernel(op(i).kind)) continue;
-      std::optional<size_t>& first = for_norm[i] ? first_norm : first_update;
-      if (!first) first = i;
-      else force_merge(*first, i);
+      const int k = kernel[i] >= 0 ? kernel[i] : kernels;  // the update kernel
+      auto [it, fresh] = first_of.try_emplace(k, i);
+      if (!fresh) force_merge(it->second, i);
     }
   }
 
@@ -238,6 +278,7 @@ class Fuser {
   std::vector<uint64_t> stamp_;
   uint64_t epoch_ = 0;
   bool allow_row_pair_ = false;
+  bool optimizer_ = false;  // fusing an optimizer graph
 };
 
 }  // namespace
@@ -295,6 +336,10 @@ FusionResult fuse(ir::Graph& graph) {
     for (size_t i = 0; i < ops.size(); ++i) {
       if (ir::is_source(ops[i].kind)) {
         due[i] = 0;
+      } else if (ops[i].kind == OpKind::Update) {
+        // After every launch (the plan executor reads updates back after the last one; LAMB's
+        // moments are final a kernel before its update kernel runs).
+        due[i] = ops.size();
       } else if (only_updates[i] && !ops[i].results.empty()) {
         due[i] = 0;
         for (ir::ValueId v : ops[i].operands) due[i] = std::max(due[i], due[graph.value(v).producer]);

@@ -21,15 +21,11 @@ bool exempt_from_weight_decay(const std::string& name) {
   return false;
 }
 
-namespace {
-
 Tensor sum_of_squares(Builder& b, Tensor g) {
   std::vector<int64_t> axes(g.rank());
   std::iota(axes.begin(), axes.end(), 0);
   return axes.empty() ? g * g : b.reduce_sum(g * g, axes);
 }
-
-}  // namespace
 
 ir::Graph build_optimizer_graph(const ir::Graph& step_graph, const OptimizerOptions& o) {
   if (o.gradient_accumulation_steps < 1) throw ir::Error("optimizer: gradient_accumulation_steps must be >= 1");

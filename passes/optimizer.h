@@ -14,10 +14,14 @@
 
 #include <string>
 
+#include "ir/builder.h"
 #include "ir/graph.h"
 #include "passes/options.h"
 
 namespace bertc::passes {
+
+// The sum of x's squared elements, a scalar (a reduction over every axis).
+ir::Tensor sum_of_squares(ir::Builder& b, ir::Tensor x);
 
 // True for the params the BERT recipe exempts from weight decay.
 bool exempt_from_weight_decay(const std::string& param_name);

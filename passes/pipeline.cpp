@@ -86,7 +86,7 @@ TrainingProgram compile_training(ir::Graph forward, const CompileOptions& option
     file = stages.done(pass.name, g, file, invocation_text(pass, context.options));
   };
   for (const PassInfo& pass : registered_passes()) {
-    if (pass.enabled && !pass.enabled(options)) continue;
+    if (pass.enabled && !pass.enabled(context.options)) continue;
     switch (pass.graphs) {
       case PipelineGraphs::None: break;
       case PipelineGraphs::Step: run(pass, program.step, step_file); break;
@@ -95,6 +95,7 @@ TrainingProgram compile_training(ir::Graph forward, const CompileOptions& option
         optimizer_file = step_file;
         run(pass, program.optimizer, optimizer_file);
         break;
+      case PipelineGraphs::Optimizer: run(pass, program.optimizer, optimizer_file); break;
       case PipelineGraphs::StepAndOptimizer:
         run(pass, program.step, step_file);
         run(pass, program.optimizer, optimizer_file);

@@ -17,6 +17,7 @@
 #include "passes/autodiff.h"
 #include "passes/dce.h"
 #include "passes/fusion.h"
+#include "passes/lower_lamb.h"
 #include "passes/memory_plan.h"
 #include "passes/optimizer.h"
 #include "passes/precision.h"
@@ -77,7 +78,7 @@ const PassInfo kPasses[] = {
      }},
     // The training pipeline, in order.
     {"attention", "fuse matmul, scale, bias, softmax, dropout, matmul chains into attention ops", PipelineGraphs::Step,
-     [](const CompileOptions& o) { return o.fused_attention; },
+     [](const PassOptions& o) { return o.compile.fused_attention; },
      [](ir::Graph& g, PassContext&) {
        require_forward(g, "attention");
        fuse_attention(g);
@@ -112,6 +113,13 @@ const PassInfo kPasses[] = {
        refuse_if(!s.accumulators, "optimizer", "the input has no <param>.grad_acc states; run accumulate first");
        g = build_optimizer_graph(g, c.options.optimizer);
      }},
+    {"lower-lamb", "replace lamb ops by their moments, per-tensor norms and update (kernels render those)",
+     PipelineGraphs::Optimizer, [](const PassOptions& o) { return o.optimizer.optimizer.kind == ir::OpKind::Lamb; },
+     [](ir::Graph& g, PassContext&) {
+       refuse_if(!stage_of(g).optimizer, "lower-lamb", "the input is not an optimizer graph; run optimizer first");
+       refuse_if(stage_of(g).fused, "lower-lamb", "the input is fused already; lower-lamb runs before fusion");
+       lower_lamb(g);
+     }},
     {"recompute", "drop activations the backward keeps and recompute them there", PipelineGraphs::Step, nullptr,
      [](ir::Graph& g, PassContext& c) {
        refuse_if(c.options.compile.recompute != RecomputePolicy::Auto && c.options.compile.memory_budget != 0,
@@ -122,7 +130,7 @@ const PassInfo kPasses[] = {
        c.recompute = recompute(g, c.options.compile.recompute, c.options.compile.memory_budget);
      }},
     {"fusion", "group ops into fused kernels (one launch each)", PipelineGraphs::StepAndOptimizer,
-     [](const CompileOptions& o) { return o.fusion; },
+     [](const PassOptions& o) { return o.compile.fusion; },
      [](ir::Graph& g, PassContext&) {
        refuse_if(stage_of(g).fused, "fusion", "the input is fused already: fusion has run");
        fuse(g);

@@ -33,13 +33,14 @@ enum class PipelineGraphs {
   Step,            // the graph that becomes the step graph: forward, then forward + backward
   MakesOptimizer,  // makes the optimizer graph from the step graph
   StepAndOptimizer,  // the step graph, then the optimizer graph
+  Optimizer,       // the optimizer graph
 };
 
 struct PassInfo {
   std::string_view name;
   std::string_view summary;
   PipelineGraphs graphs;
-  bool (*enabled)(const CompileOptions&);  // whether the pipeline runs it (null: always)
+  bool (*enabled)(const PassOptions&);  // whether the pipeline runs it (null: always)
   // Transforms `graph` (MakesOptimizer: replaces the step graph by its optimizer graph).
   void (*run)(ir::Graph& graph, PassContext& context);
 };

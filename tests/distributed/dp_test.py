@@ -3,7 +3,7 @@
 and asserts on their metrics and messages. One case per ctest test:
 
 usage: dp_test.py CASE BERTC SOURCE_DIR WORK_DIR
-cases: equal_adamw equal_lamb equal_host fp16_bf16 powersgd kill hang resume_fewer_ranks refuse_mismatch
+cases: equal_adamw equal_lamb equal_host equal_host_lamb fp16_bf16 powersgd kill hang resume_fewer_ranks refuse_mismatch
 """
 import json
 import os
@@ -240,7 +240,8 @@ def refuse_mismatch():
 
 
 CASES = {"equal_adamw": lambda: equal("adamw"), "equal_lamb": lambda: equal("lamb"),
-         "equal_host": lambda: equal("adamw", device="host", steps=6), "fp16_bf16": fp16_bf16, "powersgd": powersgd,
+         "equal_host": lambda: equal("adamw", device="host", steps=6),
+         "equal_host_lamb": lambda: equal("lamb", device="host", steps=6), "fp16_bf16": fp16_bf16, "powersgd": powersgd,
          "kill": kill, "hang": hang, "resume_fewer_ranks": resume_fewer_ranks, "refuse_mismatch": refuse_mismatch}
 if shutil.which("mpirun") is None:
     fail("no mpirun: scripts/setup.sh installs Open MPI (openmpi-bin)")

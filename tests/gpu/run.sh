@@ -6,7 +6,7 @@
 #   Hugging Face parity (parameters, eval losses and gradients of the CPU reference);
 #   bertc check (every kernel of a bert-tiny step and optimizer step against the reference, value
 #     by value) at fp32 (simt), fp16, bf16 generated and through cuBLAS, then with the P40's
-#     (sm_61) and V100's (sm_70) programs run on this GPU as PTX;
+#     (sm_61) and V100's (sm_70) programs run on this GPU as PTX, and LAMB's optimizer kernels;
 #   training pairs (8 steps on the GPU against the CPU reference), the CUDA Graph against eager;
 #   per-kernel profiles of a bert-base step (bf16, and the P40's FP32 SIMT program as PTX);
 #   optional, slowest last: compute-sanitizer (memcheck, racecheck, synccheck, initcheck) on
@@ -76,6 +76,10 @@ step check_tf32_cublas 60 "$bin/bertc" check examples/bert-tiny.toml --device cu
 # compiled to PTX, which the driver compiles for the GPU present when it loads it.
 step check_p40_program_as_ptx 90 "$bin/bertc" check examples/bert-tiny.toml --device cuda --arch sm_61 --precision fp32
 step check_v100_program_as_ptx 90 "$bin/bertc" check examples/bert-tiny.toml --device cuda --arch sm_70 --precision fp16
+# LAMB's three optimizer kernels (lower-lamb: per-tensor norms summed across blocks, trust ratio);
+# bertc check runs on synthetic batches, so the config may live anywhere.
+sed 's/optimizer = "adamw"/optimizer = "lamb"/' examples/bert-tiny.toml >"$out/bert-tiny-lamb.toml"
+step check_lamb 60 "$bin/bertc" check "$out/bert-tiny-lamb.toml" --device cuda --precision fp32
 unset BERTC_SYNC_LAUNCHES
 
 # Training on the GPU against the CPU reference, 8 steps each: losses within 1e-3 relative

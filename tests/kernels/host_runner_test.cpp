@@ -25,8 +25,10 @@ namespace {
 
 // bert-tiny's config and training program at `precision`, compiled for no particular GPU (tf32:
 // for sm_80, the oldest arch that has it; it changes nothing in the program, only the kernels).
-std::pair<frontend::Config, passes::TrainingProgram> bert_tiny(const std::string& precision) {
+std::pair<frontend::Config, passes::TrainingProgram> bert_tiny(const std::string& precision,
+                                                              ir::OpKind optimizer = ir::OpKind::Adamw) {
   frontend::Config c = frontend::load_config(BERTC_SOURCE_DIR "/examples/bert-tiny.toml");
+  c.train.optimizer.kind = optimizer;
   c.compile.arch = passes::Arch::parse(precision == "tf32" ? "sm_80" : "none");
   c.compile.precision = ir::enum_named<passes::Precision>(precision);
   c.compile = passes::resolve_options(c.compile, passes::Arch::none());
@@ -63,8 +65,8 @@ bool noise_only(const std::string& name) { return name.find("attention.self.key.
 // a 16-bit rounding difference of a near-zero gradient into a full step of the other sign).
 // `worst`, if given, gets the largest relative error of the step's outputs and gradients.
 void expect_step_matches(const std::string& precision, int sm, const std::string& matmul, double tolerance, bool chain,
-                         double* worst_out = nullptr) {
-  const auto [c, p] = bert_tiny(precision);
+                         double* worst_out = nullptr, ir::OpKind optimizer_kind = ir::OpKind::Adamw) {
+  const auto [c, p] = bert_tiny(precision, optimizer_kind);
   ir::Environment<float> want = batch_environment(c, p);
   if (precision == "fp16") want["loss_scale"].real[0] = 1024;
   ir::Environment<float> got = want;
@@ -110,6 +112,13 @@ void expect_step_matches(const std::string& precision, int sm, const std::string
 // products in double or BLAS order): errors of 1e-6..1e-5 of a tensor's scale pile up through
 // the backward; 1e-3 still catches a wrong offset or a launch out of order (errors of order 1).
 TEST(HostRunner, Fp32StepOnSm61KernelsMatchesTheReference) { expect_step_matches("fp32", 61, "generated", 1e-3, true); }
+
+// LAMB's three optimizer kernels (its per-tensor norms summed across blocks, the trust ratio in
+// the update) against the reference running the same lowered graph op by op; the tolerance and
+// its reasons as for AdamW above (the trust ratio is a ratio of two such sums: no new error).
+TEST(HostRunner, LambStepMatchesTheReference) {
+  expect_step_matches("fp32", 61, "generated", 1e-3, true, nullptr, ir::OpKind::Lamb);
+}
 
 // bf16 with every product through cuBLAS records and workspaces: bf16 activations carry 2^-9 of
 // rounding per op, and a rounding flip in an early activation moves a gradient by a few bf16

@@ -30,8 +30,9 @@ struct Compiled {
 };
 
 Compiled compile_for(const std::string& config, const std::string& arch, const std::string& matmul = "auto",
-                     const std::string& precision = "auto") {
+                     const std::string& precision = "auto", ir::OpKind optimizer = ir::OpKind::Adamw) {
   frontend::Config c = frontend::load_config(std::string(BERTC_SOURCE_DIR) + "/examples/" + config);
+  c.train.optimizer.kind = optimizer;
   c.compile.arch = passes::Arch::parse(arch);
   c.compile.matmul = ir::enum_named<passes::MatmulPolicy>(matmul);
   c.compile.precision = ir::enum_named<passes::Precision>(precision);
@@ -74,6 +75,24 @@ TEST(CompiledProgram, BertBaseCompilesForEveryArchWithoutSpills) {
     std::printf("%s (%s): %zu distinct kernels, %zu launches, compiled in %.2f s, %zu from the cache\n", arch,
                 std::string(ir::enum_name(p.options.precision)).c_str(), names.size(), p.step.kernels.size() + p.optimizer.kernels.size(),
                 p.stats.seconds, p.stats.cache_hits);
+  }
+}
+
+// LAMB's optimizer step, lowered (passes/lower_lamb.h), is three multi-tensor kernels on every
+// arch: the gradient norm, the moments with each tensor's two norms, the update by trust ratio.
+TEST(CompiledProgram, LambOptimizerStepCompilesForEveryArch) {
+  for (const char* arch : {"sm_61", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90"}) {
+    const Compiled c = compile_for("bert-base.toml", arch, "auto", "auto", ir::OpKind::Lamb);
+    const std::vector<KernelSpec>& k = c.compiled.optimizer.kernels;
+    ASSERT_EQ(k.size(), 3u) << arch;
+    EXPECT_EQ(k[0].family, ir::KernelFamily::MultiTensorNorm) << arch;
+    EXPECT_EQ(k[1].family, ir::KernelFamily::MultiTensorNorm) << arch;
+    EXPECT_EQ(k[2].family, ir::KernelFamily::MultiTensorUpdate) << arch;
+    for (const KernelSpec& kernel : k) {
+      const auto& image = c.compiled.images.at(kernel.name);
+      EXPECT_GT(image.ptxas.registers, 0) << arch << " " << kernel.name;
+      EXPECT_EQ(image.ptxas.spill_store_bytes + image.ptxas.spill_load_bytes, 0) << arch << " " << kernel.name << " spills";
+    }
   }
 }
 
