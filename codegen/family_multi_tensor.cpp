@@ -171,6 +171,7 @@ class MultiTensorKernel {
       if (reader != segments_.end()) reader->tasks.push_back({Task::Write, outputs[k], k});
       else add({Task::Write, outputs[k], k});
     }
+    merge_readers_of_replaced_inputs();
     // Slots: a sum's partials in the workspace, one per block of its segment, from slot_of_ on (a
     // segment's own sums from its first slot); one count per all_finite in scratch, which blocks
     // add into (counts of non-finite elements are exact in any order).
@@ -195,6 +196,33 @@ class MultiTensorKernel {
     for (const Segment& s : segments_)
       for (const Task& t : s.tasks) cooperative_ = cooperative_ || t.kind != Task::Write;
     cooperative_ = cooperative_ || !reductions_.empty();
+  }
+
+  // An output written in place of an input (the next value of a state, stored in its buffer) must
+  // be written by the thread that reads that input's element, after it has: a segment reading the
+  // input joins the writer's (LAMB's moments and the direction read from the same old moments
+  // would otherwise be segments of their own, in other blocks, racing).
+  void merge_readers_of_replaced_inputs() {
+    const auto& outputs = body_.outputs();
+    for (bool merged = true; merged;) {
+      merged = false;
+      for (size_t w = 0; w < segments_.size() && !merged; ++w)
+        for (const Task& t : segments_[w].tasks) {
+          if (t.kind != Task::Write || scalar(outputs[t.index])) continue;
+          const std::optional<ir::ValueId> replaced = replaced_input(t.index);
+          if (!replaced) continue;
+          for (size_t r = 0; r < segments_.size(); ++r)
+            if (r != w && segments_[r].tensors.count(*replaced)) {
+              Segment& into = segments_[w];
+              into.tensors.insert(segments_[r].tensors.begin(), segments_[r].tensors.end());
+              into.tasks.insert(into.tasks.end(), segments_[r].tasks.begin(), segments_[r].tasks.end());
+              segments_.erase(segments_.begin() + static_cast<std::ptrdiff_t>(r));
+              merged = true;
+              break;
+            }
+          if (merged) break;
+        }
+    }
   }
 
   // The region input whose op operand output k becomes the next value of (an update in the graph).

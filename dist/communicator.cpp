@@ -18,6 +18,7 @@ class SingleProcess : public Communicator {
   int size() const override { return 1; }
   int local_rank() const override { return 0; }
   std::string describe() const override { return "one process"; }
+  void set_timeout(double) override {}
   std::unique_ptr<PendingSum> start_sum(void*, size_t, Element) override {
     struct Done : PendingSum {
       void wait() override {}
@@ -72,7 +73,15 @@ Launch detect_launch() {
 
 std::unique_ptr<Communicator> open_world(double timeout_seconds) {
   const Launch l = detect_launch();
-  if (l.mpi) return mpi_world(timeout_seconds);
+  if (l.mpi) {
+    std::unique_ptr<Communicator> world = mpi_world(timeout_seconds);
+    // Another MPI's launcher (MPICH's mpiexec for an Open MPI bertc) starts N worlds of one.
+    if (l.size > 0 && world->size() != l.size)
+      throw RankError(fmt::format("{} started {} ranks, but MPI sees a world of {}: start bertc with the mpirun of the "
+                                  "MPI it was built with ({})",
+                                  l.launcher, l.size, world->size(), mpi_library_version()));
+    return world;
+  }
   if (l.size > 1)
     throw RankError(fmt::format(
         "WORLD_SIZE={} (RANK={}) is set, as torchrun and Slurm scripts do, but no MPI launcher started this process: "

@@ -13,8 +13,10 @@
 
 namespace bertc::dist {
 
-// A collective did not finish within the deadline, or the ranks disagree; the message names the
-// rank(s) and what to do. The run cannot go on: the caller stops every rank (Communicator::abort).
+// The launch cannot be joined, or the ranks disagree; the message names the rank(s) and what to
+// do. The run cannot go on: the caller stops every rank (Communicator::abort). (A wait past its
+// deadline stops every rank itself, naming the rank that did not come, with sums still in flight:
+// unwinding would free their buffers under MPI.)
 class RankError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
@@ -29,7 +31,7 @@ size_t element_bytes(Element e);
 class PendingSum {
  public:
   virtual ~PendingSum() = default;
-  // Returns when the sum is in the buffer; throws RankError after the communicator's deadline.
+  // Returns when the sum is in the buffer; past the communicator's deadline stops every rank.
   virtual void wait() = 0;
 };
 
@@ -40,6 +42,9 @@ class Communicator {
   virtual int size() const = 0;
   virtual int local_rank() const = 0;  // among the ranks of this machine: which GPU it takes
   virtual std::string describe() const = 0;  // "Open MPI v4.1.4, 2 ranks" / "one process"
+  // How long a wait may take from now on (start-up, with kernels to compile, may need longer than
+  // a training step).
+  virtual void set_timeout(double seconds) = 0;
 
   // Starts summing `count` elements at `data` over all ranks, in place (the buffer must stay
   // until wait()). Every rank starts the same sums in the same order.
@@ -49,7 +54,7 @@ class Communicator {
   virtual std::vector<uint64_t> all_gather(uint64_t value) = 0;
   virtual void broadcast(void* data, size_t bytes, int root) = 0;
   // Waits until every rank has called it with `what` (e.g. "the gradient all-reduce of step 12");
-  // past the deadline rank 0 names the ranks that did not come, and throws RankError.
+  // past the deadline rank 0 names the ranks that did not come and stops every rank.
   virtual void meet(const std::string& what) = 0;
   // Stops every rank now (MPI_Abort); for a rank that cannot go on while the others would wait.
   [[noreturn]] virtual void abort(int code) = 0;

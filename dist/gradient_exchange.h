@@ -41,6 +41,7 @@ class GradientExchange {
   // returns then, computed without sending anything (bertc estimate).
   uint64_t compressed_bytes() const;
   const std::vector<std::vector<size_t>>& buckets() const { return buckets_; }
+  const ExchangeOptions& options() const { return options_; }
 
  private:
   // Buckets of `which` tensors (fp32 or 16-bit elements), started together and then unpacked.

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <thread>
 
@@ -53,22 +55,6 @@ void check(int rc, const char* what) {
 
 constexpr int kArrived = 7101, kGo = 7102, kProbe = 7103, kAlive = 7104;
 
-// Requests polled until done or past the deadline, calling `meanwhile` between polls.
-void wait_all(std::vector<MPI_Request>& requests, double timeout, const std::function<std::string()>& late,
-              const std::function<void()>& meanwhile = {}) {
-  const auto deadline = Clock::now() + std::chrono::duration<double>(timeout);
-  int polls = 0;
-  for (;;) {
-    int done = 0;
-    check(MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done, MPI_STATUSES_IGNORE), "MPI_Testall");
-    if (done) return;
-    if (Clock::now() > deadline) throw RankError(late());
-    if (meanwhile) meanwhile();
-    // Spin briefly (a sum of a small bucket takes microseconds), then sleep up to a millisecond.
-    if (++polls > 64) std::this_thread::sleep_for(std::chrono::microseconds(std::min(1000, 10 * (polls - 64))));
-  }
-}
-
 class Mpi : public Communicator {
  public:
   explicit Mpi(double timeout) : timeout_(timeout) {
@@ -100,6 +86,8 @@ class Mpi : public Communicator {
     return fmt::format("{}, {} ranks", mpi_library_version(), size_);
   }
 
+  void set_timeout(double seconds) override { timeout_ = seconds; }
+
   std::unique_ptr<PendingSum> start_sum(void* data, size_t count, Element element) override {
     auto pending = std::make_unique<Pending>(*this);
     const auto [type, op] = type_and_op(element);
@@ -121,31 +109,38 @@ class Mpi : public Communicator {
     std::vector<uint64_t> all(static_cast<size_t>(size_));
     std::vector<MPI_Request> r(1);
     check(MPI_Iallgather(&value, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, MPI_COMM_WORLD, &r[0]), "MPI_Iallgather");
-    wait_all(r, timeout_, [&] { return late("exchanging start-up hashes"); });
+    wait(r, [&] { return late("an exchange of start-up figures"); });
     return all;
   }
 
   void broadcast(void* data, size_t bytes, int root) override {
-    std::vector<MPI_Request> r(1);
-    check(MPI_Ibcast(data, static_cast<int>(bytes), MPI_BYTE, root, MPI_COMM_WORLD, &r[0]), "MPI_Ibcast");
-    wait_all(r, timeout_, [&] { return late("a broadcast"); });
+    std::vector<MPI_Request> r;
+    auto* at = static_cast<char*>(data);
+    for (size_t done = 0; done < bytes;) {  // (MPI counts are ints)
+      const size_t n = std::min<size_t>(bytes - done, INT_MAX / 2);
+      r.emplace_back();
+      check(MPI_Ibcast(at + done, static_cast<int>(n), MPI_BYTE, root, MPI_COMM_WORLD, &r.back()), "MPI_Ibcast");
+      done += n;
+    }
+    wait(r, [&] { return late("a broadcast of rank 0's state"); });
   }
 
   void meet(const std::string& what) override {
-    char token = 0;
+    char token = 0, go = 0;
     if (rank_ != 0) {
       std::vector<MPI_Request> r(2);
       check(MPI_Isend(&token, 1, MPI_BYTE, 0, kArrived, MPI_COMM_WORLD, &r[0]), "MPI_Isend");
-      check(MPI_Irecv(&token, 1, MPI_BYTE, 0, kGo, MPI_COMM_WORLD, &r[1]), "MPI_Irecv");
-      // Longer than rank 0's wait, so that rank 0, which knows who is missing, says it first.
-      wait_all(r, timeout_ + 30, [&] { return late(what); }, [&] { answer_probes(); });
+      check(MPI_Irecv(&go, 1, MPI_BYTE, 0, kGo, MPI_COMM_WORLD, &r[1]), "MPI_Irecv");
+      wait(r, [&] { return fmt::format("rank {}: rank 0 did not let {} begin within {:g} s (it died or hangs): stopping "
+                                       "every rank",
+                                       rank_, what, timeout_ + 30); });
       return;
     }
     std::vector<char> tokens(static_cast<size_t>(size_));
     std::vector<MPI_Request> arrivals(static_cast<size_t>(size_ - 1));
     for (int q = 1; q < size_; ++q)
       check(MPI_Irecv(&tokens[q], 1, MPI_BYTE, q, kArrived, MPI_COMM_WORLD, &arrivals[q - 1]), "MPI_Irecv");
-    wait_all(arrivals, timeout_, [&] {
+    wait(arrivals, [&] {
       std::vector<int> missing;
       for (int q = 1; q < size_; ++q) {
         int done = 0;
@@ -156,10 +151,10 @@ class Mpi : public Communicator {
                          "stopping every rank",
                          fmt::join(missing, ", rank "), what, timeout_);
     });
-    std::vector<MPI_Request> go(static_cast<size_t>(size_ - 1));
+    std::vector<MPI_Request> gos(static_cast<size_t>(size_ - 1));
     for (int q = 1; q < size_; ++q)
-      check(MPI_Isend(&token, 1, MPI_BYTE, q, kGo, MPI_COMM_WORLD, &go[q - 1]), "MPI_Isend");
-    wait_all(go, timeout_, [&] { return late(what); });
+      check(MPI_Isend(&go, 1, MPI_BYTE, q, kGo, MPI_COMM_WORLD, &gos[q - 1]), "MPI_Isend");
+    wait(gos, [&] { return late(what); });
   }
 
   [[noreturn]] void abort(int code) override {
@@ -170,14 +165,37 @@ class Mpi : public Communicator {
  private:
   struct Pending : PendingSum {
     explicit Pending(const Mpi& m) : mpi(m) {}
-    void wait() override {
-      // Rank 0 gives up first and asks who still answers; the others answer while they wait.
-      if (mpi.rank_ == 0) wait_all(requests, mpi.timeout_, [&] { return mpi.late("a sum over the ranks"); });
-      else wait_all(requests, mpi.timeout_ + 30, [&] { return mpi.late("a sum over the ranks"); }, [&] { mpi.answer_probes(); });
-    }
+    void wait() override { mpi.wait(requests, [&] { return mpi.late("a sum over the ranks"); }); }
     const Mpi& mpi;
     std::vector<MPI_Request> requests;
   };
+
+  // Polls `requests` to completion. Rank 0 gives up after the timeout, the others 30 s later (so
+  // that rank 0, which can find out who is missing, says it first), answering rank 0's probes
+  // meanwhile. Giving up stops every rank at once (MPI_Abort), without unwinding: buffers of
+  // sums still in flight must not be freed under MPI.
+  void wait(std::vector<MPI_Request>& requests, const std::function<std::string()>& late) const {
+    const double limit = rank_ == 0 ? timeout_ : timeout_ + 30;
+    const auto deadline = Clock::now() + std::chrono::duration<double>(limit);
+    int polls = 0;
+    for (;;) {
+      int done = 0;
+      if (MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done, MPI_STATUSES_IGNORE) != MPI_SUCCESS)
+        stop(fmt::format("rank {}: an MPI transfer failed (a rank died?): stopping every rank", rank_));
+      if (done) return;
+      if (Clock::now() > deadline) stop(late());
+      if (rank_ != 0) answer_probes();
+      // Spin briefly (a sum of a small bucket takes microseconds), then sleep up to a millisecond.
+      if (++polls > 64) std::this_thread::sleep_for(std::chrono::microseconds(std::min(1000, 10 * (polls - 64))));
+    }
+  }
+
+  [[noreturn]] void stop(const std::string& message) const {
+    std::fprintf(stderr, "bertc: rank %d of %d: error: %s\n", rank_, size_, message.c_str());
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+    std::_Exit(1);
+  }
 
   std::string late(const std::string& what) const {
     std::string who = "another rank died or hangs";
@@ -185,9 +203,9 @@ class Mpi : public Communicator {
       const std::vector<int> silent = unanswered();
       if (!silent.empty()) who = fmt::format("rank {} does not answer (it died or hangs)", fmt::join(silent, ", rank "));
     }
-    return fmt::format("rank {}: {} did not finish within {:g} s: {} (rank_timeout in [train] sets the wait): stopping "
-                       "every rank",
-                       rank_, what, timeout_, who);
+    return fmt::format("rank {}: {} did not finish within {:g} s: {} (rank_timeout in [train] sets the wait; at "
+                       "start-up a rank may still be compiling kernels): stopping every rank",
+                       rank_, what, rank_ == 0 ? timeout_ : timeout_ + 30, who);
   }
 
   // A rank other than 0, waiting: answers rank 0's "are you there?".

@@ -32,20 +32,23 @@ void orthonormalize_columns(float* p, int64_t rows, int64_t r) {
 }
 
 PowerSgd::PowerSgd(std::vector<Matrix> matrices, int64_t rank, uint64_t seed) {
-  // Box-Muller on the engine's bits (std::normal_distribution's draws differ between standard
-  // libraries; ranks must agree on Q).
-  std::mt19937_64 random(seed);
-  auto uniform = [&] { return (static_cast<double>(random() >> 11) + 0.5) * 0x1.0p-53; };  // (0, 1)
-  auto normal = [&] { return static_cast<float>(std::sqrt(-2 * std::log(uniform())) * std::cos(6.283185307179586 * uniform())); };
+  random_.seed(seed);
   for (const Matrix& m : matrices) {
     State s;
     s.shape = m;
     s.r = std::min({rank, m.rows, m.cols});
     s.q.resize(static_cast<size_t>(m.cols * s.r));
     for (float& x : s.q) x = normal();
-    s.error.assign(static_cast<size_t>(m.rows * m.cols), 0.0f);
-    states_.push_back(std::move(s));
+    states_.push_back(std::move(s));  // (the error feedback is allocated at the first exchange)
   }
+}
+
+float PowerSgd::normal() {
+  // Box-Muller on the engine's bits (std::normal_distribution's draws differ between standard
+  // libraries; ranks must agree on Q).
+  auto uniform = [&] { return (static_cast<double>(random_() >> 11) + 0.5) * 0x1.0p-53; };  // (0, 1)
+  const double u = uniform(), v = uniform();
+  return static_cast<float>(std::sqrt(-2 * std::log(u)) * std::cos(6.283185307179586 * v));
 }
 
 int64_t PowerSgd::dense_floats() const {
@@ -75,6 +78,7 @@ uint64_t PowerSgd::exchange(Communicator& comm, const std::vector<float*>& data)
     State& s = states_[t];
     const int64_t n = s.shape.rows, m = s.shape.cols, r = s.r;
     float* g = data[t];
+    if (s.error.empty()) s.error.assign(static_cast<size_t>(n * m), 0.0f);
     for (int64_t i = 0; i < n * m; ++i) g[i] += s.error[static_cast<size_t>(i)];  // M = G + E, kept in data
     float* p = ps.data() + p_at[t];
     for (int64_t i = 0; i < n; ++i)
@@ -112,8 +116,16 @@ uint64_t PowerSgd::exchange(Communicator& comm, const std::vector<float*>& data)
         s.error[static_cast<size_t>(i * m + k)] = g[i * m + k] - mean;
         g[i * m + k] = mean * ranks;
       }
-    // Warm start: next step's Q is this step's mean Q.
+    // Warm start: next step's Q is this step's mean Q. A column that came out zero (its P column
+    // was zeroed as rounding noise, or the gradient was zero) would stay zero for good and the
+    // factor lose a rank: it is drawn afresh, alike on every rank (Q is the same sum everywhere).
     for (int64_t i = 0; i < m * r; ++i) s.q[static_cast<size_t>(i)] = q[i] / ranks;
+    for (int64_t j = 0; j < r; ++j) {
+      bool zero = true;
+      for (int64_t k = 0; k < m && zero; ++k) zero = s.q[static_cast<size_t>(k * r + j)] == 0.0f;
+      if (zero)
+        for (int64_t k = 0; k < m; ++k) s.q[static_cast<size_t>(k * r + j)] = normal();
+    }
   }
   return (ps.size() + qs.size()) * sizeof(float);
 }

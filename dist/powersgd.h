@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <random>
 #include <vector>
 
 #include "dist/communicator.h"
@@ -36,7 +37,9 @@ class PowerSgd {
     int64_t r = 0;                       // min(rank, rows, cols)
     std::vector<float> q, error;         // cols x r; rows x cols
   };
+  float normal();                        // a standard normal draw, the same sequence on every rank
   std::vector<State> states_;
+  std::mt19937_64 random_;
 };
 
 // Gram-Schmidt on the columns of p (rows x r, row-major), in place; a column with no length left

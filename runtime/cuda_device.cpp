@@ -118,9 +118,15 @@ CudaDevice::CudaDevice(int ordinal, std::optional<std::filesystem::path> cache, 
   Api& a = *api_;
   a.cache = std::move(cache);
   const CudaDriverProbe probe = probe_cuda_driver();
+  // One visible GPU is every rank's own (CUDA_VISIBLE_DEVICES per rank, Slurm's --gpus-per-task).
+  if (probe.devices.size() == 1) ordinal = 0;
+  if (probe.devices.empty())
+    throw std::runtime_error(fmt::format("no usable GPU ({}); train with --device cpu", probe.error));
   if (probe.devices.size() <= static_cast<size_t>(ordinal))
-    throw std::runtime_error(fmt::format("no usable GPU {} ({}); train with --device cpu", ordinal,
-                                         probe.devices.empty() ? probe.error : "fewer GPUs than that"));
+    throw std::runtime_error(fmt::format("GPU {} is wanted (a data-parallel rank takes the GPU of its local rank), but "
+                                         "this machine shows {}: start at most {} ranks per machine, or give each "
+                                         "rank its GPU with CUDA_VISIBLE_DEVICES",
+                                         ordinal, probe.devices.size(), probe.devices.size()));
   a.info = probe.devices[static_cast<size_t>(ordinal)];
   a.driver_version = probe.version;
   if (sm > a.info.arch)

@@ -8,7 +8,9 @@
 #include <fmt/ranges.h>
 #include <xxhash.h>
 
+#include "frontend/config.h"
 #include "ir/value_names.h"
+#include "support/options.h"
 #include "train/trainer.h"
 
 namespace bertc::train {
@@ -46,6 +48,10 @@ dist::ExchangeOptions exchange_options(const frontend::TrainConfig& t) {
 DataParallel::DataParallel(dist::Communicator& comm, const passes::TrainingProgram& program, const frontend::TrainConfig& t)
     : comm_(comm) {
   if (comm_.size() == 1) return;
+  if (t.gradient_compression == dist::Compression::PowerSgd && program.step.find(ir::names::kLossScale))
+    throw TrainError("gradient_compression = \"powersgd\" with loss scaling (precision fp16) is not supported yet: "
+                     "PowerSGD's error feedback would mix gradients of different loss scales; use precision bf16 "
+                     "(sm_80 and newer) or fp32, or gradient_compression = \"fp16\"");
   std::vector<dist::GradientTensor> tensors;
   const std::vector<ir::ValueId> params = program.step.values_of(ir::OpKind::Param);
   for (auto it = params.rbegin(); it != params.rend(); ++it) {
@@ -70,9 +76,11 @@ dist::ExchangeResult DataParallel::exchange_gradients(GraphRunner& runner, suppo
   if (!r.finite && !loss_scaling)
     throw TrainError(fmt::format(
         "step {}: the gradients summed over the ranks hold inf or nan{}; without loss scaling no step is skipped: "
-        "use gradient_compression = \"bf16\" or \"none\", or a lower learning_rate, and --resume from the last "
-        "checkpoint",
-        step, r.compressed ? " after 16-bit compression" : ""));
+        "{}--resume from the last checkpoint",
+        step, r.compressed ? " after compression" : "",
+        exchange_->options().compression == dist::Compression::Fp16
+            ? "use gradient_compression = \"bf16\" (fp32's range) or \"none\", and "
+            : "lower [train] learning_rate or raise warmup_steps, and "));
   runner.upload_state(accumulators_, env);
   return r;
 }
@@ -87,17 +95,30 @@ void DataParallel::reduce(StepStats& s) {
   s.tokens = static_cast<int64_t>(sums[5]);
 }
 
-void DataParallel::check_same_run(const std::string& fingerprint) {
-  if (ranks() == 1) return;
-  const std::vector<int> binaries = differing(comm_.all_gather(executable_hash()));
+void check_same_start(dist::Communicator& comm, const frontend::Config& config) {
+  if (comm.size() == 1) return;
+  const std::vector<int> binaries = differing(comm.all_gather(executable_hash()));
   if (!binaries.empty())
     throw TrainError(fmt::format("rank {} runs another bertc binary than rank 0: install the same build on every "
                                  "machine",
                                  fmt::join(binaries, ", rank ")));
+  std::string settings;
+  for (const auto& spec : frontend::config_keys())
+    if (spec.key != "data" && spec.key != "vocab" && spec.key != "dump_ir")
+      settings += fmt::format("{}.{}={}\n", spec.section, spec.key, support::value_text(spec.get(config)));
+  const std::vector<int> runs = differing(comm.all_gather(XXH3_64bits(settings.data(), settings.size())));
+  if (!runs.empty())
+    throw TrainError(fmt::format("rank {} compiled another program or has other settings than rank 0 (config or "
+                                 "flags differ): give every rank the same config and flags",
+                                 fmt::join(runs, ", rank ")));
+}
+
+void DataParallel::check_same_run(const std::string& fingerprint) {
+  if (ranks() == 1) return;
   const std::vector<int> runs = differing(comm_.all_gather(XXH3_64bits(fingerprint.data(), fingerprint.size())));
   if (!runs.empty())
-    throw TrainError(fmt::format("rank {} compiled another program or has other settings than rank 0 (config, "
-                                 "flags or data differ): give every rank the same config, flags and data",
+    throw TrainError(fmt::format("rank {} compiled another program or read other data than rank 0 (the corpus or "
+                                 "vocabulary differ): give every rank the same data",
                                  fmt::join(runs, ", rank ")));
 }
 

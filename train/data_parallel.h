@@ -44,8 +44,8 @@ class DataParallel {
   // Losses, accuracy counts and tokens of the whole global batch (every rank gets them).
   void reduce(StepStats& stats);
 
-  // Refuses, on every rank, a run whose ranks differ from rank 0 in `fingerprint` (the compiled
-  // program and settings) or in their bertc binary.
+  // Refuses, on every rank, a run whose ranks compiled another program or read other data than
+  // rank 0 (`fingerprint`: the graphs and the data's size).
   void check_same_run(const std::string& fingerprint);
 
   // Rank 0's `start` and every manifest tensor of its `env` to every rank: only rank 0 reads
@@ -64,5 +64,10 @@ class DataParallel {
 
 // The settings of the exchange from [train].
 dist::ExchangeOptions exchange_options(const frontend::TrainConfig& t);
+
+// Before any other collective: refuses, on every rank, ranks whose bertc binary or settings
+// (config and flags, but the data's paths) differ from rank 0's — a rank of another model would
+// otherwise exchange buffers of other sizes.
+void check_same_start(dist::Communicator& comm, const frontend::Config& config);
 
 }  // namespace bertc::train

@@ -40,9 +40,14 @@ int64_t prepare_state(const frontend::ModelDefinition& model, const TrainOptions
                                    o.checkpoint_dir.string()));
     const CheckpointContents c = load_checkpoint(existing.back().path, manifest_of(program), env);
     const int ranks = o.world ? o.world->size() : 1;
+    std::map<std::string, std::string> saved = c.metadata;
+    // A checkpoint from before data parallelism: one rank, its global batch from its split.
+    if (!saved.count("global_batch") && saved.count("batch_size") && saved.count("gradient_accumulation_steps"))
+      saved["global_batch"] =
+          std::to_string(std::stoll(saved["batch_size"]) * std::stoll(saved["gradient_accumulation_steps"]));
     for (const auto& [key, value] : run_metadata(model, o.config, ranks)) {
-      auto it = c.metadata.find(key);
-      if (it != c.metadata.end() && it->second != value)
+      auto it = saved.find(key);
+      if (it != saved.end() && it->second != value)
         throw TrainError(fmt::format("{}: trained with {} = {}, but this run has {}: resume with the same settings, "
                                      "or start a fresh run in another --checkpoint-dir",
                                      existing.back().path.string(), key, it->second, value));

@@ -10,12 +10,10 @@
 #include <fmt/format.h>
 
 #include "codegen/matrix_strategy.h"
-#include "frontend/config.h"
-#include "ir/printer.h"
-#include "support/safetensors.h"
-#include "train/data_parallel.h"
 #include "data/pretraining_data.h"
+#include "frontend/config.h"
 #include "ir/philox.h"
+#include "ir/printer.h"
 #include "ir/value_names.h"
 #include "passes/cost_model.h"
 #include "passes/memory_plan.h"
@@ -23,10 +21,12 @@
 #include "runtime/device_registry.h"
 #include "runtime/host_device.h"
 #include "support/atomic_file.h"
+#include "support/safetensors.h"
 #include "train/autotune.h"
 #include "train/batch_loader.h"
 #include "train/batches.h"
 #include "train/checkpoint.h"
+#include "train/data_parallel.h"
 #include "train/graph_runner.h"
 #include "train/lr_schedule.h"
 #include "train/micro_batch.h"
@@ -140,14 +140,11 @@ void keep_global_batch(TrainOptions& o, dist::Communicator& comm, std::ostream& 
                      saved[0], saved[1], ranks, t.gradient_accumulation_steps, t.batch_size);
 }
 
-// What every rank must agree on: the compiled graphs and every setting but the data's paths
-// (machines may mount the corpus elsewhere; its examples are counted instead).
-std::string run_fingerprint(const passes::TrainingProgram& p, const frontend::Config& c, int64_t examples) {
-  std::string text = ir::print(p.step) + ir::print(p.optimizer);
-  for (const auto& spec : frontend::config_keys())
-    if (spec.key != "data" && spec.key != "vocab" && spec.key != "dump_ir")
-      text += fmt::format("{}.{}={}\n", spec.section, spec.key, support::value_text(spec.get(c)));
-  return text + fmt::format("examples={}\n", examples);
+// What every rank must agree on once compiled and reading data (the settings were compared at
+// start-up): the graphs and the data (machines may mount the corpus elsewhere; its examples are
+// counted instead).
+std::string run_fingerprint(const passes::TrainingProgram& p, int64_t examples) {
+  return ir::print(p.step) + ir::print(p.optimizer) + fmt::format("examples={}\n", examples);
 }
 
 // What the trainer reads of its graphs, and how it runs them.
@@ -157,7 +154,6 @@ struct Runners {
   bool on_gpu = false;  // copying values back costs the step time
   std::unique_ptr<GraphRunner> step, optimizer;
   DeviceFigures figures;
-  bool loss_scaling() const { return scaling; }
 };
 
 Runners make_runners(const frontend::ModelDefinition& model, const TrainOptions& o,
@@ -284,6 +280,9 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
   TrainOptions o = options;
   const std::shared_ptr<dist::Communicator> world = o.world ? o.world : dist::single_process();
   dist::Communicator& comm = *world;
+  // Start-up waits allow for a rank compiling kernels the others found in their caches.
+  comm.set_timeout(std::max(o.config.train.rank_timeout, 3600.0));
+  check_same_start(comm, o.config);
   // The device first: a missing GPU is cheaper to find than the program is to compile.
   const std::shared_ptr<runtime::Device> device = open_training_device(o);
   if (device && device->capabilities().gpu) log << fmt::format("device: {}\n", device->name());
@@ -318,7 +317,7 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
                                  start + 1, last));
   Runners runners = make_runners(model, o, program, device, log);
   const data::BatchStream stream = open_batch_stream(o.config, o.data, o.vocab, log);
-  dp.check_same_run(run_fingerprint(program, o.config, stream.examples()));
+  dp.check_same_run(run_fingerprint(program, stream.examples()));
   if (dp.ranks() > 1)
     log << fmt::format("data parallel: {}; global batch {} ranks x {} x {} accumulation steps = {}; gradients {} "
                        "({:.1f} MiB fp32 per step) in buckets of {:g} MiB{}\n",
@@ -336,6 +335,7 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
         return b;
       },
       start * K, last * K);
+  comm.set_timeout(t.rank_timeout);
   // Rank 0 reports; the others train quietly.
   std::optional<Progress> progress;
   runners.figures.ranks = dp.ranks();

@@ -226,17 +226,23 @@ def resume_fewer_ranks():
 
 
 def refuse_mismatch():
+    # Another learning rate, and another model (whose state broadcast would not even fit).
     a = config("a", steps=4, batch_size=2)
-    b = config("b", steps=4, batch_size=2, learning_rate=2e-3)
-    cmd = ["mpirun", "-np", "1", BERTC, "train", a, "--device", "cpu", "--checkpoint-dir", os.path.join(WORK, "m"), ":",
-           "-np", "1", BERTC, "train", b, "--device", "cpu", "--checkpoint-dir", os.path.join(WORK, "m")]
-    p = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=300)
-    out = p.stdout + p.stderr
-    if p.returncode == 0 or "rank 1 compiled another program or has other settings than rank 0" not in out:
-        fail(f"ranks with different configs were not refused (exit {p.returncode}):\n{out[-2000:]}")
-    if os.path.exists(os.path.join(WORK, "m", "checkpoint-000004.safetensors")):
-        fail("the refused run trained anyway")
-    print("refused:", next(l for l in out.splitlines() if "compiled another program" in l))
+    for name, change in (("lr", {"learning_rate": 2e-3}), ("width", {"batch_size": 2})):
+        b = config("b-" + name, steps=4, **({"batch_size": 2} | change))
+        if name == "width":
+            text = open(b).read().replace("hidden_size = 32", "hidden_size = 64")
+            open(b, "w").write(text)
+        run = os.path.join(WORK, "m-" + name)
+        cmd = ["mpirun", "-np", "1", BERTC, "train", a, "--device", "cpu", "--checkpoint-dir", run, ":",
+               "-np", "1", BERTC, "train", b, "--device", "cpu", "--checkpoint-dir", run]
+        p = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=300)
+        out = p.stdout + p.stderr
+        if p.returncode == 0 or "rank 1 compiled another program or has other settings than rank 0" not in out:
+            fail(f"ranks with different configs ({name}) were not refused (exit {p.returncode}):\n{out[-2000:]}")
+        if os.path.exists(os.path.join(run, "checkpoint-000004.safetensors")):
+            fail("the refused run trained anyway")
+        print(f"refused ({name}):", next(l for l in out.splitlines() if "compiled another program" in l))
 
 
 CASES = {"equal_adamw": lambda: equal("adamw"), "equal_lamb": lambda: equal("lamb"),

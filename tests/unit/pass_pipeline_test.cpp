@@ -90,7 +90,7 @@ TEST(PassPipeline, RegistryOrderIsThePipelineOrder) {
   for (const PassInfo& p : registered_passes())
     if (p.graphs != PipelineGraphs::None) pipeline.push_back(p.name);
   EXPECT_EQ(pipeline, (std::vector<std::string_view>{"attention", "precision", "autodiff", "accumulate", "optimizer",
-                                                     "recompute", "fusion", "schedule"}));
+                                                     "lower-lamb", "recompute", "fusion", "schedule"}));
 }
 
 // A pass named in options.def's pass column exists, so no option is silently unreachable.
