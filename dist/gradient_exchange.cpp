@@ -28,9 +28,9 @@ bool all_finite(const std::vector<float*>& data, const std::vector<GradientTenso
 
 GradientExchange::GradientExchange(Communicator& comm, std::vector<GradientTensor> tensors, ExchangeOptions options)
     : comm_(comm), tensors_(std::move(tensors)), options_(options) {
-  all_.resize(tensors_.size());
-  std::iota(all_.begin(), all_.end(), size_t{0});
-  buckets_ = make_buckets(tensors_, all_, options_.bucket_bytes);
+  std::vector<size_t> all(tensors_.size());
+  std::iota(all.begin(), all.end(), size_t{0});
+  buckets_ = make_buckets(tensors_, all, options_.bucket_bytes);
   if (options_.compression != Compression::PowerSgd) return;
   std::vector<Matrix> matrices;
   for (size_t t = 0; t < tensors_.size(); ++t) {
@@ -40,6 +40,7 @@ GradientExchange::GradientExchange(Communicator& comm, std::vector<GradientTenso
     (worth_it ? compressed_ : dense_).push_back(t);
     if (worth_it) matrices.push_back(m);
   }
+  dense_buckets_ = make_buckets(tensors_, dense_, options_.bucket_bytes);
   powersgd_ = std::make_unique<PowerSgd>(std::move(matrices), options_.powersgd_rank, options_.seed);
 }
 
@@ -62,9 +63,9 @@ uint64_t GradientExchange::compressed_bytes() const {
   return 0;
 }
 
-std::vector<std::vector<size_t>> GradientExchange::make_buckets(const std::vector<GradientTensor>& tensors,
+GradientExchange::Buckets GradientExchange::make_buckets(const std::vector<GradientTensor>& tensors,
                                                                 const std::vector<size_t>& which, int64_t bucket_bytes) {
-  std::vector<std::vector<size_t>> buckets;
+  Buckets buckets;
   int64_t filled = 0;
   for (size_t t : which) {
     const int64_t bytes = numel(tensors[t].shape) * 4;
@@ -78,12 +79,11 @@ std::vector<std::vector<size_t>> GradientExchange::make_buckets(const std::vecto
   return buckets;
 }
 
-uint64_t GradientExchange::sum_in_buckets(const std::vector<float*>& data, const std::vector<size_t>& which,
+uint64_t GradientExchange::sum_in_buckets(const std::vector<float*>& data, const Buckets& buckets,
                                           Compression compression) {
   const bool half = compression == Compression::Fp16 || compression == Compression::Bf16;
   const Element element = compression == Compression::Fp16 ? Element::F16 : compression == Compression::Bf16 ? Element::Bf16
                                                                                                                 : Element::F32;
-  const auto buckets = make_buckets(tensors_, which, options_.bucket_bytes);
   // 16-bit sums add each rank's share (its gradient / ranks): the sum then stays within the
   // range of the mean, not of ranks times it. Powers of two scale exactly.
   const float ranks = static_cast<float>(comm_.size());
@@ -124,7 +124,7 @@ uint64_t GradientExchange::sum_in_buckets(const std::vector<float*>& data, const
 ExchangeResult GradientExchange::exchange(const std::vector<float*>& data, int64_t step) {
   ExchangeResult r;
   if (options_.compression != Compression::PowerSgd) {
-    r.bytes = sum_in_buckets(data, all_, options_.compression);
+    r.bytes = sum_in_buckets(data, buckets_, options_.compression);
     r.compressed = options_.compression != Compression::None;
   } else {
     // A non-finite gradient on any rank (a loss-scale overflow) goes uncompressed, so that every
@@ -133,9 +133,9 @@ ExchangeResult GradientExchange::exchange(const std::vector<float*>& data, int64
     comm_.sum(&bad, 1, Element::F32);
     r.bytes = 4;
     if (step <= options_.powersgd_warmup_steps || bad > 0) {
-      r.bytes += sum_in_buckets(data, all_, Compression::None);
+      r.bytes += sum_in_buckets(data, buckets_, Compression::None);
     } else {
-      r.bytes += sum_in_buckets(data, dense_, Compression::None);
+      r.bytes += sum_in_buckets(data, dense_buckets_, Compression::None);
       std::vector<float*> matrices;
       for (size_t t : compressed_) matrices.push_back(data[t]);
       r.bytes += powersgd_->exchange(comm_, matrices);

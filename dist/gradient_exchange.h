@@ -44,16 +44,18 @@ class GradientExchange {
   const ExchangeOptions& options() const { return options_; }
 
  private:
-  // Buckets of `which` tensors (fp32 or 16-bit elements), started together and then unpacked.
-  uint64_t sum_in_buckets(const std::vector<float*>& data, const std::vector<size_t>& which, Compression compression);
-  static std::vector<std::vector<size_t>> make_buckets(const std::vector<GradientTensor>& tensors,
-                                                       const std::vector<size_t>& which, int64_t bucket_bytes);
+  using Buckets = std::vector<std::vector<size_t>>;
+  // The buckets' tensors (fp32 or 16-bit elements), started together and then unpacked.
+  uint64_t sum_in_buckets(const std::vector<float*>& data, const Buckets& buckets, Compression compression);
+  static Buckets make_buckets(const std::vector<GradientTensor>& tensors, const std::vector<size_t>& which,
+                              int64_t bucket_bytes);
 
   Communicator& comm_;
   std::vector<GradientTensor> tensors_;
   ExchangeOptions options_;
-  std::vector<std::vector<size_t>> buckets_;   // of every tensor (fp32 and 16-bit sums)
-  std::vector<size_t> all_, dense_, compressed_;  // PowerSGD: the tensors it leaves and takes
+  Buckets buckets_;                          // of every tensor (fp32 and 16-bit sums, PowerSGD's warm-up)
+  Buckets dense_buckets_;                    // PowerSGD: of the tensors it leaves uncompressed
+  std::vector<size_t> dense_, compressed_;   // PowerSGD: the tensors it leaves and takes
   std::unique_ptr<PowerSgd> powersgd_;
 };
 

@@ -51,12 +51,6 @@ float PowerSgd::normal() {
   return static_cast<float>(std::sqrt(-2 * std::log(u)) * std::cos(6.283185307179586 * v));
 }
 
-int64_t PowerSgd::dense_floats() const {
-  int64_t n = 0;
-  for (const State& s : states_) n += s.shape.rows * s.shape.cols;
-  return n;
-}
-
 int64_t PowerSgd::factor_floats() const {
   int64_t n = 0;
   for (const State& s : states_) n += (s.shape.rows + s.shape.cols) * s.r;

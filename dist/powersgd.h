@@ -25,8 +25,7 @@ class PowerSgd {
   // Replaces each data[i] (rows x cols floats, row-major) by the sum over ranks of the compressed
   // gradients (ranks x the mean estimate). Returns the bytes this rank all-reduced.
   uint64_t exchange(Communicator& comm, const std::vector<float*>& data);
-  // Floats that would go uncompressed for these matrices, and the factors' floats.
-  int64_t dense_floats() const;
+  // The factors' floats per exchange.
   int64_t factor_floats() const;
   // What matrix i's last exchange left out (added to its next gradient).
   const std::vector<float>& error(size_t i) const { return states_.at(i).error; }
