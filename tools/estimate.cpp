@@ -17,9 +17,7 @@ namespace {
 
 // The bytes each GPU all-reduces per step under `compression` (after PowerSGD's warm-up).
 uint64_t bytes_per_step(const ir::Graph& step, const frontend::TrainConfig& t, dist::Compression compression) {
-  std::vector<dist::GradientTensor> tensors;
-  const auto params = step.values_of(ir::OpKind::Param);
-  for (auto it = params.rbegin(); it != params.rend(); ++it) tensors.push_back({step.value(*it).name, step.value(*it).type.shape});
+  std::vector<dist::GradientTensor> tensors = train::gradient_tensors(step);
   dist::ExchangeOptions o = train::exchange_options(t);
   o.compression = compression;
   const auto one = dist::single_process();

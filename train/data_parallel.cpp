@@ -45,6 +45,19 @@ dist::ExchangeOptions exchange_options(const frontend::TrainConfig& t) {
   return o;
 }
 
+std::vector<dist::GradientTensor> gradient_tensors(const ir::Graph& step) {
+  std::vector<dist::GradientTensor> tensors;
+  const std::vector<ir::ValueId> params = step.values_of(ir::OpKind::Param);
+  for (auto it = params.rbegin(); it != params.rend(); ++it) {
+    const ir::Value& p = step.value(*it);
+    if (p.type.dtype != ir::DType::F32)
+      throw TrainError(fmt::format("data-parallel training sums f32 gradients, and param '{}' is {}", p.name,
+                                   ir::to_string(p.type)));
+    tensors.push_back({ir::names::grad_accumulator_of(p.name), p.type.shape});
+  }
+  return tensors;
+}
+
 DataParallel::DataParallel(dist::Communicator& comm, const passes::TrainingProgram& program, const frontend::TrainConfig& t)
     : comm_(comm) {
   if (comm_.size() == 1) return;
@@ -52,16 +65,8 @@ DataParallel::DataParallel(dist::Communicator& comm, const passes::TrainingProgr
     throw TrainError("gradient_compression = \"powersgd\" with loss scaling (precision fp16) is not supported yet: "
                      "PowerSGD's error feedback would mix gradients of different loss scales; use precision bf16 "
                      "(sm_80 and newer) or fp32, or gradient_compression = \"fp16\"");
-  std::vector<dist::GradientTensor> tensors;
-  const std::vector<ir::ValueId> params = program.step.values_of(ir::OpKind::Param);
-  for (auto it = params.rbegin(); it != params.rend(); ++it) {
-    const ir::Value& p = program.step.value(*it);
-    if (p.type.dtype != ir::DType::F32)
-      throw TrainError(fmt::format("data-parallel training sums f32 gradients, and param '{}' is {}", p.name,
-                                   ir::to_string(p.type)));
-    accumulators_.push_back(ir::names::grad_accumulator_of(p.name));
-    tensors.push_back({accumulators_.back(), p.type.shape});
-  }
+  std::vector<dist::GradientTensor> tensors = gradient_tensors(program.step);
+  for (const dist::GradientTensor& g : tensors) accumulators_.push_back(g.name);
   exchange_ = std::make_unique<dist::GradientExchange>(comm_, std::move(tensors), exchange_options(t));
 }
 

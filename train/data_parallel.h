@@ -62,6 +62,10 @@ class DataParallel {
   std::unique_ptr<dist::GradientExchange> exchange_;
 };
 
+// What the exchange sums: the step graph's gradient accumulators (named so), the last param's
+// first. Throws TrainError for a param that is not f32.
+std::vector<dist::GradientTensor> gradient_tensors(const ir::Graph& step);
+
 // The settings of the exchange from [train].
 dist::ExchangeOptions exchange_options(const frontend::TrainConfig& t);
 
