@@ -15,6 +15,13 @@ enum class Compression { None, Fp16, Bf16, PowerSgd };
 BERTC_ENUM_NAMES(Compression, {Compression::None, "none"}, {Compression::Fp16, "fp16"}, {Compression::Bf16, "bf16"},
                  {Compression::PowerSgd, "powersgd"})
 
+// Where the sums of a device's gradients are made. auto: NCCL inside the optimizer's CUDA Graph on
+// a GPU when the gradients go uncompressed and NCCL is found, else on the host over MPI; nccl:
+// NCCL or an error (with one rank too: the GPU check compares it with no exchange at all); host:
+// over MPI, a GPU's gradients staged through host memory.
+enum class AllReduce { Auto, Nccl, Host };
+BERTC_ENUM_NAMES(AllReduce, {AllReduce::Auto, "auto"}, {AllReduce::Nccl, "nccl"}, {AllReduce::Host, "host"})
+
 struct ExchangeOptions {
   Compression compression = Compression::None;
   int64_t bucket_bytes = int64_t{25} << 20;  // gradients per all-reduce call, at most (a larger tensor is one bucket)

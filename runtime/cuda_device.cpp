@@ -201,6 +201,7 @@ std::string CudaDevice::name() const {
                                                     a.info.arch, a.kernel_arch);
 }
 DeviceCapabilities CudaDevice::capabilities() const { return {true, api_->kernel_arch}; }
+void* CudaDevice::stream() const { return api_->stream; }
 
 void* CudaDevice::allocate(size_t bytes) {
   CUdeviceptr p = 0;

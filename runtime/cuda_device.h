@@ -46,6 +46,10 @@ class CudaDevice : public Device {
   void replay(DeviceGraph& graph) override;
   std::vector<double> time_each(const std::vector<std::function<void()>>& works) override;
 
+  // The CUstream everything is issued on (and captured from): NCCL's sums go there too, in
+  // order with the launches.
+  void* stream() const;
+
   struct Api;  // the dlopen'ed entry points
 
  private:

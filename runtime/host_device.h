@@ -50,9 +50,11 @@ class HostDevice : public Device {
   // 0: blocks in grid order; else the seed of each launch's shuffled block order.
   void set_block_order_seed(std::uint64_t seed) { block_order_seed_ = seed; }
 
- private:
-  // Runs `work` now, or adds it to the graph being recorded.
+  // Runs `work` now, in order with the launches, or adds it to the graph being recorded (the
+  // data-parallel gradient sums over MPI, on buffers that are host memory here).
   void issue(std::function<void()> work);
+
+ private:
   void* poisoned_block(size_t bytes);
   void refuse_while_recording(const char* what) const;
 

@@ -95,6 +95,11 @@ class PlanExecutor {
       PlanExecutor& next, ir::Environment<float>& env, const std::vector<bool>* download = nullptr,
       const std::vector<bool>* next_download = nullptr);
 
+  // Work issued on the device before this plan's launches in every run, eager or recorded into
+  // its device graph with them (the data-parallel gradient sums before the optimizer step).
+  // Set before the first run.
+  void set_prologue(std::function<void()> prologue);
+
   const PlanLayout& layout() const { return layout_; }
   const codegen::GraphKernels& kernels() const { return kernels_; }
   const ir::Graph& graph() const { return graph_; }
@@ -139,6 +144,7 @@ class PlanExecutor {
   std::vector<void*> scratch_;  // per launch: its zeroed scratch, if any
   std::vector<std::vector<void*>> tables_;  // per launch: its pointer tables on the device
   std::vector<LaunchTime>* profile_ = nullptr;  // the next run's launch times go here
+  std::function<void()> prologue_;
 };
 
 }  // namespace bertc::runtime

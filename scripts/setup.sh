@@ -40,6 +40,18 @@ if [ ! -e "$nvrtc12/nvidia/cuda_nvrtc/lib/libnvrtc.so.12" ]; then
   fi
 fi
 
+# NCCL (PyPI wheel) sums a GPU's gradients between data-parallel ranks; bertc dlopens it, so a
+# machine without it still builds and trains (bertc info shows what it found).
+nccl=$root/.deps/nccl-cu12
+if [ ! -e "$nccl/nvidia/nccl/lib/libnccl.so.2" ]; then
+  log "installing the NCCL wheel into $nccl"
+  rm -rf "$nccl"
+  if ! PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet --disable-pip-version-check --no-deps --target "$nccl" \
+      'nvidia-nccl-cu12==2.*'; then
+    log "warning: could not install nvidia-nccl-cu12; data-parallel GPU ranks will sum over MPI on the host"
+  fi
+fi
+
 if [ ! -f "$build/build.ninja" ]; then
   log "configuring $build"
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null

@@ -16,6 +16,7 @@
 #include "codegen/program.h"
 #include "codegen/render.h"
 #include "dist/communicator.h"
+#include "dist/nccl_library.h"
 #include "ir/printer.h"
 #include "passes/pipeline.h"
 #include "passes/scaling_estimate.h"
@@ -272,6 +273,7 @@ int train(const TrainArgs& args, const CompileFlags& flags, const frontend::Mode
     std::cerr << fmt::format("bertc: rank {} of {}: error: {}\n", world->rank(), world->size(), e.what()) << std::flush;
     world->abort(1);
   }
+  return 1;  // not reached: abort() stops the process
 }
 
 int train_rank(const TrainArgs& args, const CompileFlags& flags, const frontend::ModelDefinition& model,
@@ -381,6 +383,9 @@ int info(bool json, const std::string& bertx, const frontend::ModelDefinition& m
   j["mpi"] = {{"built", !dist::mpi_library_version().empty()}, {"version", dist::mpi_library_version()},
               {"launcher", launch.launcher.empty() ? "none" : launch.launcher}, {"rank", launch.rank},
               {"ranks", launch.size}};
+  const dist::NcclProbe nccl = dist::find_nccl();
+  j["nccl"] = {{"found", nccl.library.loaded()}, {"path", nccl.library.path()},
+               {"version", nccl.library.loaded() ? dist::nccl_version_text(nccl.version) : ""}, {"tried", nccl.tried}};
   j["model"] = model.name;
   std::cout << (json ? j.dump(2) + "\n" : fmt::format("model        {}: {}\n", model.name, model.description) + info_text(j));
   return 0;

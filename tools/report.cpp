@@ -248,6 +248,15 @@ std::string info_text(const nlohmann::json& j) {
                              m["launcher"].get<std::string>())
                : "MPI          none (built with BERTC_MPI off): one rank only\n";
   }
+  if (j.contains("nccl")) {
+    const auto& n = j["nccl"];
+    out += n["found"].get<bool>()
+               ? fmt::format("NCCL         {} ({}): a GPU's gradient sums in its CUDA Graph\n",
+                             n["version"].get<std::string>(), n["path"].get<std::string>())
+               : fmt::format("NCCL         none (tried {}; scripts/setup.sh installs it, or set BERTC_NCCL): a GPU's "
+                             "gradients are summed over MPI on the host\n",
+                             fmt::join(n["tried"].get<std::vector<std::string>>(), "; "));
+  }
   out += fmt::format("can compile  {}\n", targets.empty() ? "none: no NVRTC found (set BERTC_NVRTC to a libnvrtc.so, "
                                                             "or run scripts/setup.sh)"
                                                           : fmt::format("{}", fmt::join(targets, ", ")));

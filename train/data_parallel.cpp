@@ -9,6 +9,8 @@
 #include <xxhash.h>
 
 #include "frontend/config.h"
+#include "runtime/cuda_device.h"
+#include "runtime/host_device.h"
 #include "ir/value_names.h"
 #include "support/options.h"
 #include "train/trainer.h"
@@ -59,35 +61,110 @@ std::vector<dist::GradientTensor> gradient_tensors(const ir::Graph& step) {
 }
 
 DataParallel::DataParallel(dist::Communicator& comm, const passes::TrainingProgram& program, const frontend::TrainConfig& t)
-    : comm_(comm) {
-  if (comm_.size() == 1) return;
+    : comm_(comm), allreduce_(t.allreduce), timeout_(t.rank_timeout) {
+  // One rank sums nothing, unless NCCL is asked for (the GPU check compares it with no exchange).
+  if (comm_.size() == 1 && allreduce_ != dist::AllReduce::Nccl) return;
   if (t.gradient_compression == dist::Compression::PowerSgd && program.step.find(ir::names::kLossScale))
     throw TrainError("gradient_compression = \"powersgd\" with loss scaling (precision fp16) is not supported yet: "
                      "PowerSGD's error feedback would mix gradients of different loss scales; use precision bf16 "
                      "(sm_80 and newer) or fp32, or gradient_compression = \"fp16\"");
-  std::vector<dist::GradientTensor> tensors = gradient_tensors(program.step);
-  for (const dist::GradientTensor& g : tensors) accumulators_.push_back(g.name);
-  exchange_ = std::make_unique<dist::GradientExchange>(comm_, std::move(tensors), exchange_options(t));
+  if (allreduce_ == dist::AllReduce::Nccl && t.gradient_compression != dist::Compression::None)
+    throw TrainError(fmt::format("[train] allreduce = \"nccl\" sums fp32 gradients, and gradient_compression = \"{}\" "
+                                 "is made on the host: set allreduce = \"auto\" (or \"host\"), or "
+                                 "gradient_compression = \"none\"",
+                                 ir::enum_name(t.gradient_compression)));
+  tensors_ = gradient_tensors(program.step);
+  for (const dist::GradientTensor& g : tensors_) accumulators_.push_back(g.name);
+  exchange_ = std::make_unique<dist::GradientExchange>(comm_, tensors_, exchange_options(t));
+  path_ = SumPath::Staged;
 }
 
-dist::ExchangeResult DataParallel::exchange_gradients(GraphRunner& runner, support::Environment& env, int64_t step,
-                                                      bool loss_scaling) {
-  if (ranks() == 1) return {};
+std::string DataParallel::attach(GraphRunner& optimizer, runtime::Device* device, runtime::ResidentState* state) {
+  if (path_ == SumPath::None) return "";
+  auto* gpu = dynamic_cast<runtime::CudaDevice*>(device);
+  if (allreduce_ == dist::AllReduce::Nccl && !gpu)
+    throw TrainError(fmt::format("[train] allreduce = \"nccl\" sums a GPU's gradients, and this run trains on {}: "
+                                 "train with --device cuda, or set allreduce = \"auto\"",
+                                 device ? device->name() : "the CPU reference"));
+  if (auto* host = dynamic_cast<runtime::HostDevice*>(device)) {
+    // The Host device's buffers are host memory: MPI sums them where they are, in the graph.
+    std::vector<float*> data;
+    for (const dist::GradientTensor& g : tensors_)
+      data.push_back(static_cast<float*>(state->buffer(g.name, {ir::DType::F32, g.shape})));
+    optimizer.set_prologue([this, host, data] { host->issue([this, data] { result_ = exchange_->exchange(data, step_); }); });
+    path_ = SumPath::HostGraph;
+    return "summed over MPI in the optimizer's device graph";
+  }
+  if (gpu) return attach_gpu(optimizer, gpu->stream(), *state);
+  return "summed on the host between the step and the optimizer";
+}
+
+std::string DataParallel::attach_gpu(GraphRunner& optimizer, void* stream, runtime::ResidentState& state) {
+  if (allreduce_ == dist::AllReduce::Host) return "staged through host memory and summed over MPI ([train] allreduce)";
+  if (exchange_->options().compression != dist::Compression::None)
+    return fmt::format("{}-compressed on the host and summed over MPI (NCCL sums uncompressed gradients)",
+                       ir::enum_name(exchange_->options().compression));
+  // NCCL only if every rank has it: ranks that chose differently would wait for each other forever.
+  const dist::NcclProbe probe = dist::find_nccl();
+  const std::vector<uint64_t> found = comm_.all_gather(probe.library.loaded() ? 1 : 0);
+  std::vector<int> without;
+  for (size_t q = 0; q < found.size(); ++q)
+    if (!found[q]) without.push_back(static_cast<int>(q));
+  if (!without.empty()) {
+    const std::string why = fmt::format("rank {} found no NCCL{}", fmt::join(without, ", rank "),
+                                        probe.tried.empty() ? "" : fmt::format(" (tried {})", fmt::join(probe.tried, "; ")));
+    if (allreduce_ == dist::AllReduce::Nccl)
+      throw TrainError(fmt::format("[train] allreduce = \"nccl\", and {}: run scripts/setup.sh on every machine, set "
+                                   "BERTC_NCCL to a libnccl.so.2, or set allreduce = \"auto\"",
+                                   why));
+    return fmt::format("staged through host memory and summed over MPI: {}", why);
+  }
+  nccl_ = std::make_unique<dist::NcclSums>(comm_, timeout_);
+  std::vector<std::vector<dist::NcclSums::Span>> buckets;
+  for (const std::vector<size_t>& bucket : exchange_->buckets()) {
+    buckets.emplace_back();
+    for (size_t i : bucket) {
+      const dist::GradientTensor& g = tensors_[i];
+      buckets.back().push_back({static_cast<float*>(state.buffer(g.name, {ir::DType::F32, g.shape})),
+                                static_cast<size_t>(ir::TensorType{ir::DType::F32, g.shape}.numel())});
+    }
+  }
+  optimizer.set_prologue([this, buckets, stream] {
+    for (const auto& bucket : buckets) nccl_->issue_sum(bucket, stream);
+  });
+  path_ = SumPath::Nccl;
+  return fmt::format("summed by {} in the optimizer's CUDA Graph", nccl_->describe());
+}
+
+void DataParallel::begin_exchange(GraphRunner& optimizer, support::Environment& env, int64_t step) {
+  if (path_ == SumPath::None) return;
   comm_.meet(fmt::format("the gradient all-reduce of step {}", step));
-  runner.download_state(accumulators_, env);
+  step_ = step;
+  if (path_ == SumPath::Nccl) result_ = {dense_bytes(), false, true};
+  if (path_ != SumPath::Staged) return;  // the optimizer's graph sums them
+  optimizer.download_state(accumulators_, env);
   std::vector<float*> data;
   for (const std::string& name : accumulators_) data.push_back(env.at(name).real.data());
-  const dist::ExchangeResult r = exchange_->exchange(data, step);
-  if (!r.finite && !loss_scaling)
+  result_ = exchange_->exchange(data, step);
+  optimizer.upload_state(accumulators_, env);
+}
+
+dist::ExchangeResult DataParallel::end_exchange(int64_t step, bool loss_scaling) {
+  if (path_ == SumPath::None) return {};
+  if (!result_.finite && !loss_scaling)
     throw TrainError(fmt::format(
         "step {}: the gradients summed over the ranks hold inf or nan{}; without loss scaling no step is skipped: "
         "{}--resume from the last checkpoint",
-        step, r.compressed ? " after compression" : "",
+        step, result_.compressed ? " after compression" : "",
         exchange_->options().compression == dist::Compression::Fp16
             ? "use gradient_compression = \"bf16\" (fp32's range) or \"none\", and "
             : "lower [train] learning_rate or raise warmup_steps, and "));
-  runner.upload_state(accumulators_, env);
-  return r;
+  return result_;
+}
+
+std::unique_ptr<dist::NcclSums::Watch> DataParallel::watch(int64_t step) {
+  if (!nccl_) return nullptr;
+  return std::make_unique<dist::NcclSums::Watch>(*nccl_, fmt::format("step {} (its NCCL sums)", step));
 }
 
 void DataParallel::reduce(StepStats& s) {

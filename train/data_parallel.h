@@ -10,12 +10,15 @@
 
 #include "dist/communicator.h"
 #include "dist/gradient_exchange.h"
+#include "dist/nccl_sums.h"
 #include "frontend/config.h"
 #include "passes/pipeline.h"
 #include "support/tensor_io.h"
 #include "train/checkpoint.h"
 #include "train/graph_runner.h"
 #include "train/progress.h"
+#include "runtime/device.h"
+#include "runtime/plan_executor.h"
 
 namespace bertc::train {
 
@@ -36,10 +39,29 @@ class DataParallel {
   // the micro-batches — and dropout masks — that one rank of R x K does, in the same steps.
   int64_t global_micro_batch(int64_t local) const { return local * ranks() + rank(); }
 
-  // Sums every gradient accumulator over the ranks (on the host: downloaded from a device and
-  // uploaded again), after rank 0 has seen every rank arrive at `step`. Throws TrainError when a
-  // 16-bit sum overflowed and no loss scaling will skip the step.
-  dist::ExchangeResult exchange_gradients(GraphRunner& runner, support::Environment& env, int64_t step, bool loss_scaling);
+  // Chooses where the sums are made, once the runners exist, and says so in a line: in the
+  // optimizer's device graph, before its launches (the Host device: MPI on its buffers, which are
+  // host memory; a GPU: NCCL on its stream, [train] allreduce auto or nccl, uncompressed), or
+  // staged through `env` between the graphs (the reference executor; a GPU's compressed or
+  // allreduce = "host" gradients). Every rank chooses alike: NCCL only when every rank found it.
+  // `device` and `state` are null for the reference executor. Throws TrainError for an
+  // allreduce = "nccl" that cannot be.
+  std::string attach(GraphRunner& optimizer, runtime::Device* device, runtime::ResidentState* state);
+  // Whether gradients are summed at all (several ranks, or NCCL forced on one).
+  bool exchanges() const { return path_ != SumPath::None; }
+  // Whether the sums are part of the optimizer's device graph (a step and its optimizer may then
+  // replay as one graph with them).
+  bool sums_in_graph() const { return path_ == SumPath::HostGraph || path_ == SumPath::Nccl; }
+
+  // Before the optimizer step of `step` (or the graph that holds it): rank 0 sees every rank
+  // arrive; staged sums are made now, in place in `env` and on the device.
+  void begin_exchange(GraphRunner& optimizer, support::Environment& env, int64_t step);
+  // After the optimizer step ran: what was sent. Throws TrainError when the sums hold inf or nan
+  // and no loss scaling skips the step.
+  dist::ExchangeResult end_exchange(int64_t step, bool loss_scaling);
+  // While it lives, a wait on NCCL's sums is bounded by [train] rank_timeout (the watchdog);
+  // nullptr without NCCL.
+  std::unique_ptr<dist::NcclSums::Watch> watch(int64_t step);
 
   // Losses, accuracy counts and tokens of the whole global batch (every rank gets them).
   void reduce(StepStats& stats);
@@ -57,9 +79,20 @@ class DataParallel {
   void check_same_parameters(const support::Environment& env, const TensorManifest& manifest, int64_t step);
 
  private:
+  enum class SumPath { None, Staged, HostGraph, Nccl };
+  // The sums in the optimizer's graph on a GPU: NCCL's, or a reason why not (staged then).
+  std::string attach_gpu(GraphRunner& optimizer, void* stream, runtime::ResidentState& state);
+
   dist::Communicator& comm_;
+  dist::AllReduce allreduce_;
+  double timeout_;
+  std::vector<dist::GradientTensor> tensors_;
   std::vector<std::string> accumulators_;
   std::unique_ptr<dist::GradientExchange> exchange_;
+  SumPath path_ = SumPath::None;
+  std::unique_ptr<dist::NcclSums> nccl_;
+  int64_t step_ = 0;                 // the step the in-graph sums are made for
+  dist::ExchangeResult result_;      // of the last exchange
 };
 
 // What the exchange sums: the step graph's gradient accumulators (named so), the last param's

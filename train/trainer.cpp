@@ -153,6 +153,7 @@ struct Runners {
   bool has_logits = false, scaling = false;
   bool on_gpu = false;  // copying values back costs the step time
   std::unique_ptr<GraphRunner> step, optimizer;
+  std::shared_ptr<runtime::ResidentState> state;  // of a device's runners
   DeviceFigures figures;
 };
 
@@ -182,10 +183,10 @@ Runners make_runners(const frontend::ModelDefinition& model, const TrainOptions&
                                      o.kernel_cache / "autotune.json", caps.gpu ? 20 : 1, log);
   }
   // Params, moments and accumulators stay on the device; checkpoints download them.
-  const auto state = std::make_shared<runtime::ResidentState>(*device);
+  r.state = std::make_shared<runtime::ResidentState>(*device);
   const runtime::Launching launching = o.eager ? runtime::Launching::Eager : runtime::Launching::Graph;
-  r.step = plan_runner(program.step, r.step_fetch, target, device, state, launching);
-  r.optimizer = plan_runner(program.optimizer, r.optimizer_fetch, target, device, state, launching);
+  r.step = plan_runner(program.step, r.step_fetch, target, device, r.state, launching);
+  r.optimizer = plan_runner(program.optimizer, r.optimizer_fetch, target, device, r.state, launching);
   r.figures.memory_bytes = device->allocated_bytes();
   if (caps.gpu) {
     r.figures.peak_flops = peak_flops(caps.sm, o.config.compile.precision);
@@ -207,6 +208,9 @@ StepStats train_step(int64_t s, const TrainOptions& o, Runners& r, BatchLoader& 
   std::optional<reference::RunResult<float>> optimized;  // the optimizer step's results
   // Values the device need not copy back this step.
   const std::set<std::string> leave = sample ? std::set<std::string>{} : std::set<std::string>{std::string(names::kMlmLogits)};
+  // Nothing accumulates: on a device the step and the optimizer step (with the gradient sums when
+  // they are in its graph) replay as one graph.
+  const bool together = K == 1 && (!dp.exchanges() || dp.sums_in_graph());
   for (int64_t k = 0; k < K; ++k) {
     const int64_t micro = (s - 1) * K + k;
     LoadedBatch loaded = loader.next();
@@ -217,8 +221,9 @@ StepStats train_step(int64_t s, const TrainOptions& o, Runners& r, BatchLoader& 
     seed.integer[0] = dropout_seed(static_cast<uint64_t>(t.seed), dp.global_micro_batch(micro));
     env[std::string(names::kDropoutSeed)] = std::move(seed);
     reference::RunResult<float> out;
-    if (K == 1 && dp.ranks() == 1) {
-      // Nothing accumulates: on a device the step and the optimizer step replay as one graph.
+    if (together) {
+      dp.begin_exchange(*r.optimizer, env, s);
+      const auto watch = dp.watch(s);
       auto both = run_together(*r.step, *r.optimizer, env, leave);
       out = std::move(both.first);
       optimized = std::move(both.second);
@@ -242,11 +247,13 @@ StepStats train_step(int64_t s, const TrainOptions& o, Runners& r, BatchLoader& 
                                  "--resume from the last checkpoint",
                                  stats.loss, s));
   if (!optimized) {
-    const dist::ExchangeResult sent = dp.exchange_gradients(*r.optimizer, env, s, r.scaling);
-    stats.allreduce_bytes = sent.bytes;
-    stats.compressed = sent.compressed;
+    dp.begin_exchange(*r.optimizer, env, s);
+    const auto watch = dp.watch(s);
     optimized = r.optimizer->run(env);
   }
+  const dist::ExchangeResult sent = dp.end_exchange(s, r.scaling);
+  stats.allreduce_bytes = sent.bytes;
+  stats.compressed = sent.compressed;
   stats.grad_norm = optimized->fetched.at(std::string(names::kGradNorm)).real.at(0);
   if (r.scaling) {
     stats.skipped = optimized->fetched.at(std::string(names::kStepSkipped)).real.at(0) != 0;
@@ -318,13 +325,13 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
   Runners runners = make_runners(model, o, program, device, log);
   const data::BatchStream stream = open_batch_stream(o.config, o.data, o.vocab, log);
   dp.check_same_run(run_fingerprint(program, stream.examples()));
-  if (dp.ranks() > 1)
+  const std::string sums = dp.attach(*runners.optimizer, device.get(), runners.state.get());
+  if (dp.exchanges())
     log << fmt::format("data parallel: {}; global batch {} ranks x {} x {} accumulation steps = {}; gradients {} "
-                       "({:.1f} MiB fp32 per step) in buckets of {:g} MiB{}\n",
+                       "({:.1f} MiB fp32 per step) in buckets of {:g} MiB, {}\n",
                        comm.describe(), dp.ranks(), t.batch_size, t.gradient_accumulation_steps,
                        dp.ranks() * t.batch_size * t.gradient_accumulation_steps, ir::enum_name(t.gradient_compression),
-                       static_cast<double>(dp.dense_bytes()) / (1 << 20), t.allreduce_bucket_mb,
-                       runners.on_gpu ? "; summed on the host over MPI (the NCCL path is not built yet)" : "");
+                       static_cast<double>(dp.dense_bytes()) / (1 << 20), t.allreduce_bucket_mb, sums);
   if (dp.leader()) std::filesystem::create_directories(o.checkpoint_dir);
   const int64_t K = t.gradient_accumulation_steps;
   // The loader thread makes the next micro-batches while the current one trains.

@@ -4,6 +4,7 @@ and asserts on their metrics and messages. One case per ctest test:
 
 usage: dp_test.py CASE BERTC SOURCE_DIR WORK_DIR
 cases: equal_adamw equal_lamb equal_host equal_host_lamb fp16_bf16 powersgd kill hang resume_fewer_ranks refuse_mismatch
+       refuse_nccl
 """
 import json
 import os
@@ -89,6 +90,11 @@ def equal(optimizer, device="cpu", steps=20):
     log = train(two, "two", ranks=2, device=device).stderr
     if "data parallel: Open MPI" not in log or "global batch 2 ranks x 2 x 1 accumulation steps = 4" not in log:
         fail("the 2-rank run did not say its ranks and global batch:\n" + log[-2000:])
+    # On the Host device the sums are part of the optimizer's device graph (recorded, replayed:
+    # with one micro-batch, in one graph with the step), the path NCCL takes on a GPU.
+    where = {"host": "summed over MPI in the optimizer's device graph", "cpu": "summed on the host between the step"}
+    if where[device] not in log:
+        fail(f"the 2-rank run on {device} did not say '{where[device]}':\n" + log[-2000:])
     a, b = metrics("one"), metrics("two")
     compare(a, b, "loss", EQUAL, f"{optimizer} on {device}, 1 rank x 2 accumulation vs 2 ranks")
     compare(a, b, "grad_norm", EQUAL, f"{optimizer} on {device}, 1 rank x 2 accumulation vs 2 ranks")
@@ -245,10 +251,27 @@ def refuse_mismatch():
         print(f"refused ({name}):", next(l for l in out.splitlines() if "compiled another program" in l))
 
 
+def refuse_nccl():
+    # allreduce = "nccl" where it cannot be: a clear error naming the fix, before any step.
+    cases = (("cpu", {}, "sums a GPU's gradients, and this run trains on the CPU reference"),
+             ("host", {}, "sums a GPU's gradients, and this run trains on host"),
+             ("cpu", {"gradient_compression": "fp16"}, 'sums fp32 gradients, and gradient_compression = "fp16"'))
+    for device, change, expected in cases:
+        run = f"nccl-{device}-{len(change)}"
+        p = train(config(run, steps=2, allreduce="nccl", **change), run, device=device, check=False)
+        if p.returncode == 0 or expected not in p.stderr:
+            fail(f"allreduce = nccl on {device} {change} was not refused with '{expected}' (exit {p.returncode}):\n"
+                 + p.stderr[-2000:])
+        if os.path.exists(os.path.join(WORK, run, "metrics.jsonl")):
+            fail("the refused run trained anyway")
+        print(f"refused ({device}, {change}):", next(l for l in p.stderr.splitlines() if expected in l)[:160])
+
+
 CASES = {"equal_adamw": lambda: equal("adamw"), "equal_lamb": lambda: equal("lamb"),
          "equal_host": lambda: equal("adamw", device="host", steps=6),
          "equal_host_lamb": lambda: equal("lamb", device="host", steps=6), "fp16_bf16": fp16_bf16, "powersgd": powersgd,
-         "kill": kill, "hang": hang, "resume_fewer_ranks": resume_fewer_ranks, "refuse_mismatch": refuse_mismatch}
+         "kill": kill, "hang": hang, "resume_fewer_ranks": resume_fewer_ranks, "refuse_mismatch": refuse_mismatch,
+         "refuse_nccl": refuse_nccl}
 if shutil.which("mpirun") is None:
     fail("no mpirun: scripts/setup.sh installs Open MPI (openmpi-bin)")
 CASES[CASE]()

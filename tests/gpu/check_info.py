@@ -1,5 +1,6 @@
 """Checks `bertc info --json` on a GPU machine: the driver loads through dlopen, every GPU that
-PyTorch sees is listed with its compute capability, and some NVRTC can compile for it."""
+PyTorch sees is listed with its compute capability, some NVRTC can compile for it, and an NCCL is
+found."""
 import json
 import subprocess
 import sys
@@ -20,4 +21,8 @@ for i, g in enumerate(gpus):
     assert g["arch"] in archs, f"no NVRTC found for {g['arch']}: {info['nvrtc']}"
     print(f"parity info: GPU {i} {g['name']} {g['arch']} {g['multiprocessors']} SMs matches torch; NVRTC "
           f"{[n.get('version') for n in info['nvrtc'] if n['found']]}")
+# NCCL: PyTorch brings one (nvidia/nccl/lib in its Python folders), which bertc's search must find.
+nccl = info["nccl"]
+assert nccl["found"], f"bertc found no NCCL where PyTorch has {torch.cuda.nccl.version()}: tried {nccl['tried']}"
+print(f"parity info: NCCL {nccl['version']} at {nccl['path']}; PyTorch's is {'.'.join(map(str, torch.cuda.nccl.version()))}")
 print("PASS")

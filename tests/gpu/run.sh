@@ -8,6 +8,7 @@
 #     by value) at fp32 (simt), fp16, bf16 generated and through cuBLAS, then with the P40's
 #     (sm_61) and V100's (sm_70) programs run on this GPU as PTX, and LAMB's optimizer kernels;
 #   training pairs (8 steps on the GPU against the CPU reference), the CUDA Graph against eager;
+#   NCCL on one rank in the optimizer's CUDA Graph against no exchange, bit for bit;
 #   per-kernel profiles of a bert-base step (bf16, and the P40's FP32 SIMT program as PTX);
 #   optional, slowest last: compute-sanitizer (memcheck, racecheck, synccheck, initcheck) on
 #     bertc check and a short training run, then the benchmark against PyTorch.
@@ -105,6 +106,35 @@ graph_vs_eager() {
 }
 export -f graph_vs_eager
 step graph_equals_eager 90 graph_vs_eager
+
+# NCCL on one rank inside the CUDA Graph: [train] allreduce = "nccl" sums every gradient over
+# the one rank (the identity) in the optimizer's graph — with one micro-batch in the one graph of
+# the step, with two between them — and training must equal the run without NCCL bit for bit:
+# the losses and every tensor of the last checkpoint. NCCL from PyTorch's wheel when BERTC_NCCL
+# is not set (bertc looks in the usual Python folders too).
+nccl_one_rank() {
+  local accumulation=$1 dir=/tmp/bertc-gpu-nccl-$1
+  rm -rf "$dir" && mkdir -p "$dir"
+  [ -n "${BERTC_NCCL:-}" ] || export BERTC_NCCL=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib", "libnccl.so.2"))' 2>/dev/null)
+  sed -e "s/^gradient_accumulation_steps = .*/gradient_accumulation_steps = $accumulation/" examples/bert-tiny.toml >"$dir/plain.toml"
+  sed -e 's/^\[train\]$/[train]\nallreduce = "nccl"/' "$dir/plain.toml" >"$dir/nccl.toml"
+  local data=(--data examples/data/corpus.txt --vocab examples/data/vocab.txt --steps 6 --device cuda --precision bf16)
+  "$bin/bertc" train "$dir/plain.toml" "${data[@]}" --checkpoint-dir "$dir/plain" &&
+    "$bin/bertc" train "$dir/nccl.toml" "${data[@]}" --checkpoint-dir "$dir/nccl" 2>&1 | tee "$dir/nccl.log" &&
+    grep -q "summed by NCCL" "$dir/nccl.log" &&
+    python3 tests/lit/Inputs/close_losses.py "$dir/nccl/metrics.jsonl" "$dir/plain/metrics.jsonl" 0 &&
+    python3 -c '
+import sys
+from safetensors.numpy import load_file
+a, b = (load_file(f"{sys.argv[1]}/{run}/checkpoint-000006.safetensors") for run in ("nccl", "plain"))
+assert a.keys() == b.keys(), "the checkpoints hold other tensors"
+differ = [k for k in a if a[k].tobytes() != b[k].tobytes()]
+assert not differ, f"{len(differ)} tensors differ, e.g. {differ[:3]}"
+print(f"NCCL one rank: {len(a)} tensors equal bit for bit")' "$dir"
+}
+export -f nccl_one_rank
+step nccl_one_rank_in_graph 90 nccl_one_rank 1
+step nccl_one_rank_accumulating 90 nccl_one_rank 2
 
 # Per-kernel profiles of one bert-base step (the third: the first sets cuBLAS up, the second
 # records the graph): bf16 with this GPU's kernels, and the P40's FP32 SIMT program as PTX. What

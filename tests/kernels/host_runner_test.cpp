@@ -13,6 +13,7 @@
 #include "bert_batch.h"
 #include "codegen/render.h"
 #include "frontend/bert.h"
+#include "ir/value_names.h"
 #include "passes/targets.h"
 #include "train/graph_runner.h"
 #include "runtime/host_device.h"
@@ -261,6 +262,58 @@ TEST(HostRunner, StepAndOptimizerAsOneGraphEqualTheTwoRunInTurn) {
   in_turn.optimizer->download_state(in_turn.env);
   for (const auto& [name, value] : in_turn.env) EXPECT_TRUE(same_bits(together.env.at(name), value)) << name;
   EXPECT_NE(norms[0], norms[1]);  // the params moved: the steps differ
+}
+
+// The optimizer's prologue (where the data-parallel sums go: MPI on the Host device, NCCL on a
+// GPU) runs on the device before the optimizer's launches in every run — the eager first, the
+// recording second, the replays after — also inside the one graph of run_together. Here it
+// doubles every gradient accumulator, which must equal doubling them on the host between the
+// graphs (exact in floating point: the same bits).
+TEST(HostRunner, AnOptimizerPrologueRunsBeforeItsLaunchesEagerRecordedAndReplayed) {
+  const auto [c, p] = bert_tiny("fp32");
+  const codegen::RenderTarget target{61, passes::MatmulPolicy::Generated, {}};
+  std::vector<std::pair<std::string, ir::TensorType>> accumulators;
+  for (ir::ValueId v : p.step.values_of(ir::OpKind::Param)) {
+    const ir::Value& param = p.step.value(v);
+    accumulators.emplace_back(ir::names::grad_accumulator_of(param.name), param.type);
+  }
+  std::vector<std::string> names;
+  for (const auto& a : accumulators) names.push_back(a.first);
+  auto host = std::make_shared<runtime::HostDevice>(BERTC_TEST_CACHE);
+  auto state = std::make_shared<runtime::ResidentState>(*host);
+  auto step = train::plan_runner(p.step, {}, target, host, state);
+  auto optimizer = train::plan_runner(p.optimizer, {"grad_norm"}, target, host, state);
+  int prologues = 0;
+  optimizer->set_prologue([&] {
+    host->issue([&] {
+      ++prologues;
+      for (const auto& [name, type] : accumulators) {
+        auto* data = static_cast<float*>(state->buffer(name, type));
+        for (int64_t i = 0; i < type.numel(); ++i) data[i] *= 2;
+      }
+    });
+  });
+  auto staged_device = std::make_shared<runtime::HostDevice>(BERTC_TEST_CACHE);
+  auto staged_state = std::make_shared<runtime::ResidentState>(*staged_device);
+  auto staged_step = train::plan_runner(p.step, {}, target, staged_device, staged_state);
+  auto staged_optimizer = train::plan_runner(p.optimizer, {"grad_norm"}, target, staged_device, staged_state);
+  ir::Environment<float> env = batch_environment(c, p), staged = env;
+  for (int run = 0; run < 3; ++run) {
+    env["dropout_seed"].integer[0] = staged["dropout_seed"].integer[0] = 700 + run;
+    const auto [loss, optimized] = train::run_together(*step, *optimizer, env);
+    staged_step->run(staged);
+    staged_optimizer->download_state(names, staged);
+    for (const std::string& name : names)
+      for (float& x : staged.at(name).real) x *= 2;
+    staged_optimizer->upload_state(names, staged);
+    const auto staged_optimized = staged_optimizer->run(staged);
+    EXPECT_TRUE(same_bits(optimized.fetched.at("grad_norm"), staged_optimized.fetched.at("grad_norm"))) << "run " << run;
+  }
+  EXPECT_EQ(prologues, 3);
+  optimizer->download_state(env);
+  staged_optimizer->download_state(staged);
+  for (const auto& [name, value] : staged) EXPECT_TRUE(same_bits(env.at(name), value)) << name;
+  EXPECT_THROW(optimizer->set_prologue([] {}), std::logic_error);  // after the first run: too late
 }
 
 // A recorded graph cannot hold host data: uploads and downloads while recording are refused, as

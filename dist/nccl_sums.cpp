@@ -1,0 +1,115 @@
+// NCCL sums and their watchdog (see nccl_sums.h).
+#include "dist/nccl_sums.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace bertc::dist {
+namespace {
+
+constexpr NcclApi::Result kInProgress = 7;  // ncclInProgress: a non-blocking call still running
+constexpr auto kPollEvery = std::chrono::milliseconds(200);
+
+}  // namespace
+
+NcclSums::NcclSums(Communicator& comm, double timeout_seconds)
+    : comm_(comm), timeout_(timeout_seconds), nccl_(find_nccl()) {
+  if (!nccl_.library.loaded())
+    throw RankError(fmt::format("[train] allreduce wants NCCL, and none was found (tried {}): run scripts/setup.sh "
+                                "(it puts the nvidia-nccl-cu12 wheel in .deps/), set BERTC_NCCL to a libnccl.so.2, or "
+                                "set [train] allreduce = \"host\"",
+                                fmt::join(nccl_.tried, "; ")));
+  NcclApi::UniqueId id{};
+  if (comm_.rank() == 0)
+    if (const NcclApi::Result rc = nccl_.api.get_unique_id(&id); rc != 0)
+      throw RankError("ncclGetUniqueId failed: " + nccl_.api.error_text(rc));
+  comm_.broadcast(&id, sizeof id, 0);
+  watchdog_ = std::thread([this] { watchdog(); });
+  NcclApi::Result rc = 0;
+  NcclApi::Comm joined = nullptr;
+  {
+    Watch joining(*this, "joining the NCCL communicator");  // every rank must come
+    rc = nccl_.api.comm_init_rank(&joined, comm_.size(), id, comm_.rank());
+  }
+  if (rc == 0) {
+    std::lock_guard lock(mutex_);  // the watchdog reads it
+    nccl_comm_ = joined;
+  } else {
+    stop_watchdog();
+    throw RankError(fmt::format("rank {}: ncclCommInitRank failed: {} (is a GPU visible to this rank, and is its driver "
+                                "new enough for {}?); set [train] allreduce = \"host\" to sum over MPI instead",
+                                comm_.rank(), nccl_.api.error_text(rc), describe()));
+  }
+}
+
+NcclSums::~NcclSums() {
+  stop_watchdog();
+  if (nccl_comm_) nccl_.api.comm_destroy(nccl_comm_);
+}
+
+void NcclSums::stop_watchdog() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (watchdog_.joinable()) watchdog_.join();
+}
+
+std::string NcclSums::describe() const {
+  return fmt::format("NCCL {} ({})", nccl_version_text(nccl_.version), nccl_.library.path());
+}
+
+void NcclSums::issue_sum(const std::vector<Span>& bucket, void* stream) {
+  const NcclApi& a = nccl_.api;
+  auto check = [&](NcclApi::Result rc, const char* what) {
+    if (rc != 0) throw RankError(fmt::format("{} failed: {}", what, a.error_text(rc, nccl_comm_)));
+  };
+  check(a.group_start(), "ncclGroupStart");
+  for (const Span& s : bucket)
+    check(a.all_reduce(s.data, s.data, s.count, NcclApi::kFloat32, NcclApi::kSum, nccl_comm_, stream), "ncclAllReduce");
+  check(a.group_end(), "ncclGroupEnd");
+}
+
+NcclSums::Watch::Watch(NcclSums& sums, std::string what) : sums_(sums) {
+  std::lock_guard lock(sums_.mutex_);
+  sums_.waiting_for_ = std::move(what);
+  sums_.waiting_since_ = std::chrono::steady_clock::now();
+}
+
+NcclSums::Watch::~Watch() {
+  std::lock_guard lock(sums_.mutex_);
+  sums_.waiting_for_.clear();
+}
+
+void NcclSums::watchdog() {
+  std::unique_lock lock(mutex_);
+  while (!wake_.wait_for(lock, kPollEvery, [this] { return stopping_; })) {
+    NcclApi::Result async = 0;
+    // ncclCommGetAsyncError may be called from any thread while others use the communicator:
+    // it is NCCL's way of reporting a peer that failed.
+    if (nccl_comm_ && nccl_.api.comm_get_async_error(nccl_comm_, &async) == 0 && async != 0 && async != kInProgress)
+      stop_every_rank(fmt::format("NCCL reported {}{}", nccl_.api.error_text(async, nccl_comm_),
+                                  waiting_for_.empty() ? "" : " during " + waiting_for_));
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - waiting_since_).count();
+    if (!waiting_for_.empty() && waited > timeout_)
+      stop_every_rank(fmt::format("{} did not finish within {:.0f} s ([train] rank_timeout): another rank died or "
+                                  "hangs",
+                                  waiting_for_, timeout_));
+  }
+}
+
+void NcclSums::stop_every_rank(const std::string& why) {
+  std::fprintf(stderr, "bertc: rank %d of %d: error: %s; the last checkpoint is intact: --resume from it\n",
+               comm_.rank(), comm_.size(), why.c_str());
+  std::fflush(stderr);
+  // ncclCommAbort stops NCCL's kernels and threads so that the process can exit; exiting without
+  // unwinding (sums in flight) with a failure status makes mpirun (or torchrun) stop the others.
+  if (nccl_comm_) nccl_.api.comm_abort(nccl_comm_);
+  std::_Exit(1);
+}
+
+}  // namespace bertc::dist

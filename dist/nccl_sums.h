@@ -1,0 +1,75 @@
+// Sums of GPU buffers over the ranks with NCCL, issued on a CUDA stream in order with the
+// device's launches — and so recorded into the device's CUDA Graph when the stream is being
+// captured — plus the watchdog that stops this rank when NCCL fails or a wait outlasts the
+// deadline (NCCL itself would wait forever for a rank that died).
+//
+// NOT YET RUN ON A GPU: written against NCCL 2.x's documented API; in CI it is loaded, joined
+// and refused without a GPU (tests/unit/nccl_test.cpp); tests/gpu/run.sh's check_nccl trains
+// with it on one rank and compares with no exchange at all.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "dist/communicator.h"
+#include "dist/nccl_library.h"
+
+namespace bertc::dist {
+
+class NcclSums {
+ public:
+  struct Span {
+    float* data = nullptr;  // device memory
+    size_t count = 0;
+  };
+
+  // Joins the ranks of `comm` in one NCCL communicator on the GPU whose CUDA context is current on
+  // the calling thread: rank 0's unique id reaches the others over `comm`. Throws RankError
+  // naming the fix when NCCL is missing or the join fails (no GPU, a driver too old).
+  NcclSums(Communicator& comm, double timeout_seconds);
+  ~NcclSums();
+  NcclSums(const NcclSums&) = delete;
+  NcclSums& operator=(const NcclSums&) = delete;
+
+  // Issues the in-place f32 sums of `bucket` on `stream` (a CUstream) as one NCCL group: one
+  // bucket, one launch of NCCL's kernel.
+  void issue_sum(const std::vector<Span>& bucket, void* stream);
+  std::string describe() const;  // "NCCL 2.32.3 (/path/libnccl.so.2)"
+
+  // While a Watch lives, the watchdog gives the wait `timeout_seconds`: past it this rank prints
+  // "bertc: rank R of N: error: <what> did not finish ..." and exits without unwinding (sums may
+  // still be in flight), which makes mpirun stop the others.
+  class Watch {
+   public:
+    Watch(NcclSums& sums, std::string what);
+    ~Watch();
+    Watch(const Watch&) = delete;
+    Watch& operator=(const Watch&) = delete;
+
+   private:
+    NcclSums& sums_;
+  };
+
+ private:
+  void watchdog();
+  void stop_watchdog();
+  [[noreturn]] void stop_every_rank(const std::string& why);
+
+  Communicator& comm_;
+  double timeout_;
+  NcclProbe nccl_;
+  NcclApi::Comm nccl_comm_ = nullptr;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::string waiting_for_;  // empty: no watched wait
+  std::chrono::steady_clock::time_point waiting_since_;
+  std::thread watchdog_;
+};
+
+}  // namespace bertc::dist

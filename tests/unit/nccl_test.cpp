@@ -1,0 +1,104 @@
+// Unit tests for finding NCCL and joining it: absence is an answer, a machine without a GPU gets a
+// clear refusal, never a crash or a hang.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <optional>
+#include <string>
+
+#include "dist/communicator.h"
+#include "dist/nccl_library.h"
+#include "dist/nccl_sums.h"
+
+namespace bertc {
+namespace {
+
+// Sets an environment variable for one test and restores it after.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (old_) setenv(name_, old_->c_str(), 1);
+    else unsetenv(name_);
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+TEST(Nccl, ForcedPathIsTheOnlyCandidate) {
+  ScopedEnv env("BERTC_NCCL", "/nonexistent/libnccl.so.2");
+  EXPECT_EQ(dist::nccl_candidates(), std::vector<std::string>{"/nonexistent/libnccl.so.2"});
+  const dist::NcclProbe probe = dist::find_nccl();
+  EXPECT_FALSE(probe.library.loaded());
+  ASSERT_EQ(probe.tried.size(), 1u);
+  EXPECT_TRUE(contains(probe.tried[0], "/nonexistent/libnccl.so.2")) << probe.tried[0];
+}
+
+TEST(Nccl, ALibraryThatIsNotNcclIsRefused) {
+  ScopedEnv env("BERTC_NCCL", "libm.so.6");
+  const dist::NcclProbe probe = dist::find_nccl();
+  EXPECT_FALSE(probe.library.loaded());
+  ASSERT_EQ(probe.tried.size(), 1u);
+  EXPECT_TRUE(contains(probe.tried[0], "lacks ncclGetVersion")) << probe.tried[0];
+}
+
+TEST(Nccl, DefaultSearchStartsOnTheLoadersPathThenTheWheelInDeps) {
+  unsetenv("BERTC_NCCL");
+  const std::vector<std::string> c = dist::nccl_candidates();
+  ASSERT_GE(c.size(), 2u);
+  EXPECT_EQ(c[0], "libnccl.so.2");
+  EXPECT_TRUE(contains(c[1], ".deps/nccl-cu12/nvidia/nccl/lib/libnccl.so.2")) << c[1];
+}
+
+TEST(Nccl, VersionCodesReadAsNcclWritesThem) {
+  EXPECT_EQ(dist::nccl_version_text(23203), "2.32.3");  // NCCL_VERSION(2,32,3) since 2.9
+  EXPECT_EQ(dist::nccl_version_text(21903), "2.19.3");
+  EXPECT_EQ(dist::nccl_version_text(2804), "2.8.4");    // the older X*1000+Y*100+Z
+}
+
+// The wheel scripts/setup.sh installs: found, bound, and a 2.x version (it loads without a GPU).
+TEST(Nccl, TheWheelLoadsAndReportsItsVersion) {
+  ScopedEnv env("BERTC_NCCL", BERTC_DEPS_DIR "/nccl-cu12/nvidia/nccl/lib/libnccl.so.2");
+  const dist::NcclProbe probe = dist::find_nccl();
+  if (!probe.library.loaded()) GTEST_SKIP() << "no NCCL wheel in .deps (run scripts/setup.sh): " << probe.tried.at(0);
+  EXPECT_GE(probe.version, 20900);
+  EXPECT_EQ(dist::nccl_version_text(probe.version).substr(0, 2), "2.");
+}
+
+// Joining NCCL where there is no GPU: a RankError naming ncclCommInitRank and the way out
+// (allreduce = "host"), not a crash, and the watchdog thread is stopped again.
+TEST(Nccl, JoiningWithoutAGpuIsRefusedWithTheFix) {
+  ScopedEnv env("BERTC_NCCL", BERTC_DEPS_DIR "/nccl-cu12/nvidia/nccl/lib/libnccl.so.2");
+  if (!dist::find_nccl().library.loaded()) GTEST_SKIP() << "no NCCL wheel in .deps (run scripts/setup.sh)";
+  if (std::getenv("CUDA_VISIBLE_DEVICES") == nullptr) setenv("CUDA_VISIBLE_DEVICES", "", 1);  // no GPU, even on a GPU machine
+  const auto one = dist::single_process();
+  try {
+    dist::NcclSums sums(*one, 30);
+    FAIL() << "NCCL joined without a GPU";
+  } catch (const dist::RankError& e) {
+    EXPECT_TRUE(contains(e.what(), "ncclCommInitRank failed")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "allreduce = \"host\"")) << e.what();
+  }
+}
+
+TEST(Nccl, NoLibraryIsRefusedWithWhereItLooked) {
+  ScopedEnv env("BERTC_NCCL", "/nonexistent/libnccl.so.2");
+  const auto one = dist::single_process();
+  try {
+    dist::NcclSums sums(*one, 30);
+    FAIL() << "NCCL joined without a library";
+  } catch (const dist::RankError& e) {
+    EXPECT_TRUE(contains(e.what(), "none was found (tried /nonexistent/libnccl.so.2")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "scripts/setup.sh")) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace bertc
