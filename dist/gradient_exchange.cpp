@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <stdexcept>
+#include <utility>
 
 #include "ir/float16.h"
 
@@ -79,46 +81,72 @@ GradientExchange::Buckets GradientExchange::make_buckets(const std::vector<Gradi
   return buckets;
 }
 
-uint64_t GradientExchange::sum_in_buckets(const std::vector<float*>& data, const Buckets& buckets,
-                                          Compression compression) {
+uint64_t GradientExchange::start(const std::vector<float*>& data, const std::vector<size_t>& bucket,
+                                 Compression compression) {
   const bool half = compression == Compression::Fp16 || compression == Compression::Bf16;
   const Element element = compression == Compression::Fp16 ? Element::F16 : compression == Compression::Bf16 ? Element::Bf16
                                                                                                                 : Element::F32;
   // 16-bit sums add each rank's share (its gradient / ranks): the sum then stays within the
   // range of the mean, not of ranks times it. Powers of two scale exactly.
   const float ranks = static_cast<float>(comm_.size());
-  std::vector<std::vector<float>> f32(buckets.size());
-  std::vector<std::vector<uint16_t>> f16(buckets.size());
-  std::vector<std::unique_ptr<PendingSum>> pending;
+  InFlight& f = in_flight_.emplace_back();
+  f.tensors = bucket;
+  size_t n = 0;
+  for (size_t t : bucket) n += static_cast<size_t>(numel(tensors_[t].shape));
+  size_t at = 0;
+  if (half) f.f16.resize(n);
+  else f.f32.resize(n);
+  for (size_t t : bucket) {
+    const int64_t count = numel(tensors_[t].shape);
+    for (int64_t i = 0; i < count; ++i, ++at) {
+      if (!half) f.f32[at] = data[t][i];
+      else f.f16[at] = compression == Compression::Fp16 ? ir::f16_bits(data[t][i] / ranks) : ir::bf16_bits(data[t][i] / ranks);
+    }
+  }
+  f.pending = comm_.start_sum(half ? static_cast<void*>(f.f16.data()) : f.f32.data(), n, element);
+  return n * element_bytes(element);
+}
+
+void GradientExchange::finish(const std::vector<float*>& data, Compression compression) {
+  const bool half = compression == Compression::Fp16 || compression == Compression::Bf16;
+  const float ranks = static_cast<float>(comm_.size());
+  for (InFlight& f : in_flight_) {
+    f.pending->wait();
+    size_t at = 0;
+    for (size_t t : f.tensors) {
+      const int64_t count = numel(tensors_[t].shape);
+      for (int64_t i = 0; i < count; ++i, ++at) {
+        if (!half) data[t][i] = f.f32[at];
+        else data[t][i] = ranks * (compression == Compression::Fp16 ? ir::from_f16_bits(f.f16[at]) : ir::from_bf16_bits(f.f16[at]));
+      }
+    }
+  }
+  in_flight_.clear();
+}
+
+uint64_t GradientExchange::sum_in_buckets(const std::vector<float*>& data, const Buckets& buckets,
+                                          Compression compression) {
   uint64_t bytes = 0;
-  for (size_t b = 0; b < buckets.size(); ++b) {
-    size_t n = 0;
-    for (size_t t : buckets[b]) n += static_cast<size_t>(numel(tensors_[t].shape));
-    size_t at = 0;
-    if (half) f16[b].resize(n);
-    else f32[b].resize(n);
-    for (size_t t : buckets[b]) {
-      const int64_t count = numel(tensors_[t].shape);
-      for (int64_t i = 0; i < count; ++i, ++at) {
-        if (!half) f32[b][at] = data[t][i];
-        else f16[b][at] = compression == Compression::Fp16 ? ir::f16_bits(data[t][i] / ranks) : ir::bf16_bits(data[t][i] / ranks);
-      }
-    }
-    pending.push_back(comm_.start_sum(half ? static_cast<void*>(f16[b].data()) : f32[b].data(), n, element));
-    bytes += n * element_bytes(element);
-  }
-  for (size_t b = 0; b < buckets.size(); ++b) {
-    pending[b]->wait();
-    size_t at = 0;
-    for (size_t t : buckets[b]) {
-      const int64_t count = numel(tensors_[t].shape);
-      for (int64_t i = 0; i < count; ++i, ++at) {
-        if (!half) data[t][i] = f32[b][at];
-        else data[t][i] = ranks * (compression == Compression::Fp16 ? ir::from_f16_bits(f16[b][at]) : ir::from_bf16_bits(f16[b][at]));
-      }
-    }
-  }
+  for (const std::vector<size_t>& bucket : buckets) bytes += start(data, bucket, compression);
+  finish(data, compression);  // the later buckets travel while the earlier ones are unpacked
   return bytes;
+}
+
+void GradientExchange::start_bucket(size_t bucket, const std::vector<float*>& data) {
+  if (options_.compression == Compression::PowerSgd)
+    throw std::logic_error("PowerSGD compresses every gradient at once: exchange(), not start_bucket()");
+  started_bytes_ += start(data, buckets_.at(bucket), options_.compression);
+}
+
+ExchangeResult GradientExchange::finish_buckets(const std::vector<float*>& data) {
+  ExchangeResult r;
+  if (in_flight_.size() != buckets_.size())
+    throw std::logic_error("finish_buckets() before every bucket was started");
+  finish(data, options_.compression);
+  r.bytes = std::exchange(started_bytes_, 0);
+  r.compressed = options_.compression != Compression::None;
+  r.finite = all_finite(data, tensors_);
+  return r;
 }
 
 ExchangeResult GradientExchange::exchange(const std::vector<float*>& data, int64_t step) {

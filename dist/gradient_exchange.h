@@ -35,6 +35,12 @@ class GradientExchange {
   // data[i]: tensor i's elements (float, row-major), summed over the ranks in place. `step` is the
   // optimizer step (1-based), for PowerSGD's warm-up.
   ExchangeResult exchange(const std::vector<float*>& data, int64_t step);
+  // The same sums as exchange() for `none`, fp16 and bf16, a bucket at a time as the backward
+  // finishes them: start_bucket() for every bucket, in the same order on every rank, then
+  // finish_buckets() waits for them all and writes the sums back into `data` (which must stay
+  // in between). PowerSGD needs every gradient at once: exchange() only.
+  void start_bucket(size_t bucket, const std::vector<float*>& data);
+  ExchangeResult finish_buckets(const std::vector<float*>& data);
   // The fp32 bytes of every gradient: what `none` all-reduces per step.
   uint64_t dense_bytes() const;
   // The bytes of one step once compression is on (after PowerSGD's warm-up): what exchange()
@@ -47,6 +53,16 @@ class GradientExchange {
   using Buckets = std::vector<std::vector<size_t>>;
   // The buckets' tensors (fp32 or 16-bit elements), started together and then unpacked.
   uint64_t sum_in_buckets(const std::vector<float*>& data, const Buckets& buckets, Compression compression);
+  // One bucket packed (16-bit: each rank's share rounded) and its sum started; finish() waits for
+  // every started bucket and unpacks it. Returns the bytes started / sent.
+  struct InFlight {
+    std::vector<size_t> tensors;
+    std::vector<float> f32;
+    std::vector<uint16_t> f16;
+    std::unique_ptr<PendingSum> pending;
+  };
+  uint64_t start(const std::vector<float*>& data, const std::vector<size_t>& bucket, Compression compression);
+  void finish(const std::vector<float*>& data, Compression compression);
   static Buckets make_buckets(const std::vector<GradientTensor>& tensors, const std::vector<size_t>& which,
                               int64_t bucket_bytes);
 
@@ -57,6 +73,8 @@ class GradientExchange {
   Buckets dense_buckets_;                    // PowerSGD: of the tensors it leaves uncompressed
   std::vector<size_t> dense_, compressed_;   // PowerSGD: the tensors it leaves and takes
   std::unique_ptr<PowerSgd> powersgd_;
+  std::vector<InFlight> in_flight_;
+  uint64_t started_bytes_ = 0;  // of start_bucket's buckets, since the last finish_buckets
 };
 
 }  // namespace bertc::dist

@@ -42,7 +42,6 @@ std::string bind_all(const support::SharedLibrary& lib, NcclApi& a) {
   bind(lib, a.get_unique_id, "ncclGetUniqueId", &missing);
   bind(lib, a.comm_init_rank, "ncclCommInitRank", &missing);
   bind(lib, a.comm_destroy, "ncclCommDestroy", &missing);
-  bind(lib, a.comm_abort, "ncclCommAbort", &missing);
   bind(lib, a.comm_get_async_error, "ncclCommGetAsyncError", &missing);
   bind(lib, a.get_error_string, "ncclGetErrorString", &missing);
   bind(lib, a.get_last_error, "ncclGetLastError", &missing);
@@ -83,7 +82,7 @@ NcclProbe find_nccl() {
     NcclApi api;
     if (lib.loaded()) {
       if (const std::string missing = bind_all(lib, api); !missing.empty())
-        error = fmt::format("{} lacks {} (not NCCL 2.x?)", lib.path(), missing);
+        error = fmt::format("{} lacks {} (not NCCL, or one older than 2.13?)", lib.path(), missing);
       else if (api.get_version(&probe.version) != 0)
         error = fmt::format("{}: ncclGetVersion failed", lib.path());
     }

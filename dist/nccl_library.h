@@ -23,7 +23,6 @@ struct NcclApi {
   Result (*get_unique_id)(UniqueId*) = nullptr;
   Result (*comm_init_rank)(Comm*, int, UniqueId, int) = nullptr;
   Result (*comm_destroy)(Comm) = nullptr;
-  Result (*comm_abort)(Comm) = nullptr;
   Result (*comm_get_async_error)(Comm, Result*) = nullptr;
   const char* (*get_error_string)(Result) = nullptr;
   const char* (*get_last_error)(Comm) = nullptr;

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -47,7 +48,10 @@ NcclSums::NcclSums(Communicator& comm, double timeout_seconds)
 
 NcclSums::~NcclSums() {
   stop_watchdog();
-  if (nccl_comm_) nccl_.api.comm_destroy(nccl_comm_);
+  // While an error unwinds, the other ranks may be inside a sum with this one: ncclCommDestroy
+  // could wait for them forever, and the error would never be printed nor every rank stopped.
+  // The process is about to end then (the driver aborts every rank): the communicator is left.
+  if (nccl_comm_ && std::uncaught_exceptions() == 0) nccl_.api.comm_destroy(nccl_comm_);
 }
 
 void NcclSums::stop_watchdog() {
@@ -106,9 +110,11 @@ void NcclSums::stop_every_rank(const std::string& why) {
   std::fprintf(stderr, "bertc: rank %d of %d: error: %s; the last checkpoint is intact: --resume from it\n",
                comm_.rank(), comm_.size(), why.c_str());
   std::fflush(stderr);
-  // ncclCommAbort stops NCCL's kernels and threads so that the process can exit; exiting without
-  // unwinding (sums in flight) with a failure status makes mpirun (or torchrun) stop the others.
-  if (nccl_comm_) nccl_.api.comm_abort(nccl_comm_);
+  // Exiting without unwinding (sums in flight) with a failure status makes mpirun (or torchrun)
+  // stop the others; the process's exit tears down its CUDA context and NCCL's kernels with it.
+  // Not ncclCommAbort: it waits for every CUDA Graph holding the communicator's work to be
+  // destroyed (NCCL's persistent references), which this rank's graphs never are — it would
+  // hang here instead of stopping.
   std::_Exit(1);
 }
 

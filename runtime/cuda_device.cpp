@@ -67,6 +67,7 @@ struct CudaDevice::Api {
   CUresult (*cuEventSynchronize)(Handle);
   CUresult (*cuEventElapsedTime)(float*, Handle, Handle);
   CUresult (*cuEventDestroy)(Handle);
+  CUresult (*cuStreamWaitEvent)(Handle, Handle, unsigned);
   int (*cublasCreate)(Handle*) = nullptr;
   int (*cublasDestroy)(Handle) = nullptr;
   int (*cublasSetStream)(Handle, Handle) = nullptr;
@@ -80,6 +81,7 @@ struct CudaDevice::Api {
   int kernel_arch = 0;     // the arch whose kernels run: the GPU's, or an older one's as PTX
   CUdevice device = 0;
   Handle context = nullptr, stream = nullptr, blas = nullptr;
+  Handle side = nullptr, forked = nullptr, joined = nullptr;  // the side stream and its two events
   std::vector<CUdeviceptr> allocations;
   std::vector<void*> host_allocations;
   size_t allocated = 0;
@@ -170,6 +172,7 @@ CudaDevice::CudaDevice(int ordinal, std::optional<std::filesystem::path> cache, 
   a.bind(a.cuEventSynchronize, a.cuda, "cuEventSynchronize");
   a.bind(a.cuEventElapsedTime, a.cuda, "cuEventElapsedTime");
   a.bind(a.cuEventDestroy, a.cuda, "cuEventDestroy_v2");
+  a.bind(a.cuStreamWaitEvent, a.cuda, "cuStreamWaitEvent");
   a.check(a.cuInit(0), "cuInit");
   a.check(a.cuDeviceGet(&a.device, ordinal), "cuDeviceGet");
   a.check(a.cuDevicePrimaryCtxRetain(&a.context, a.device), "cuDevicePrimaryCtxRetain");
@@ -190,6 +193,10 @@ CudaDevice::~CudaDevice() {
   for (Handle m : a.modules) a.cuModuleUnload(m);
   for (CUdeviceptr p : a.allocations) a.cuMemFree(p);
   for (void* p : a.host_allocations) a.cuMemFreeHost(p);
+  if (a.side) a.cuStreamSynchronize(a.side);
+  for (Handle e : {a.forked, a.joined})
+    if (e) a.cuEventDestroy(e);
+  if (a.side) a.cuStreamDestroy(a.side);
   if (a.stream) a.cuStreamDestroy(a.stream);
   a.cuDevicePrimaryCtxRelease(a.device);
 }
@@ -202,6 +209,32 @@ std::string CudaDevice::name() const {
 }
 DeviceCapabilities CudaDevice::capabilities() const { return {true, api_->kernel_arch}; }
 void* CudaDevice::stream() const { return api_->stream; }
+
+void* CudaDevice::side_stream() {
+  Api& a = *api_;
+  if (a.side) return a.side;
+  constexpr unsigned kDisableTiming = 2;  // CU_EVENT_DISABLE_TIMING: only ordering is wanted
+  a.check(a.cuStreamCreate(&a.side, kStreamNonBlocking), "cuStreamCreate (side stream)");
+  a.check(a.cuEventCreate(&a.forked, kDisableTiming), "cuEventCreate");
+  a.check(a.cuEventCreate(&a.joined, kDisableTiming), "cuEventCreate");
+  return a.side;
+}
+
+// A wait takes the event's latest record at the time it is issued, so one event serves every
+// fork (and one every join): each record is waited for at once.
+void CudaDevice::fork() {
+  Api& a = *api_;
+  side_stream();
+  a.check(a.cuEventRecord(a.forked, a.stream), "cuEventRecord (fork)");
+  a.check(a.cuStreamWaitEvent(a.side, a.forked, 0), "cuStreamWaitEvent (fork)");
+}
+
+void CudaDevice::join() {
+  Api& a = *api_;
+  side_stream();
+  a.check(a.cuEventRecord(a.joined, a.side), "cuEventRecord (join)");
+  a.check(a.cuStreamWaitEvent(a.stream, a.joined, 0), "cuStreamWaitEvent (join)");
+}
 
 void* CudaDevice::allocate(size_t bytes) {
   CUdeviceptr p = 0;

@@ -49,6 +49,13 @@ class CudaDevice : public Device {
   // The CUstream everything is issued on (and captured from): NCCL's sums go there too, in
   // order with the launches.
   void* stream() const;
+  // A second stream for work that overlaps the launches (NCCL's sums of a bucket while the
+  // backward goes on), made on first use: fork() makes it wait for everything issued so far on
+  // the main stream, join() makes the main stream wait for everything issued on it. Recorded into
+  // a graph being captured too, as a fork and a join of its branches.
+  void* side_stream();
+  void fork();
+  void join();
 
   struct Api;  // the dlopen'ed entry points
 

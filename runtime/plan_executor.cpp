@@ -220,8 +220,42 @@ std::string PlanExecutor::describe_arguments(size_t index) {
 }
 
 void PlanExecutor::set_prologue(std::function<void()> prologue) {
-  if (warmed_up_) throw std::logic_error("a plan's prologue is set before its first run");
+  if (ran_) throw std::logic_error("a plan's prologue is set before its first run");
   prologue_ = std::move(prologue);
+}
+
+void PlanExecutor::add_hook(size_t after, std::function<void()> work) {
+  if (ran_) throw std::logic_error("a plan's hooks are added before its first run");
+  if (after > kernels_.kernels.size()) throw std::logic_error(fmt::format("no launch {} to hook", after));
+  hooks_[after].push_back(std::move(work));
+}
+
+void PlanExecutor::issue_hooks(size_t after) {
+  if (!hooks_on_) return;
+  const auto it = hooks_.find(after);
+  if (it != hooks_.end())
+    for (const auto& work : it->second) work();
+}
+
+std::optional<size_t> PlanExecutor::last_writer(ir::ValueId v) {
+  const auto* begin = static_cast<unsigned char*>(address(v));
+  const auto* end = begin + graph_.value(v).type.bytes();
+  auto overlaps = [&](ir::ValueId w) {
+    const auto* b = static_cast<unsigned char*>(address(w));
+    return b < end && begin < b + graph_.value(w).type.bytes();
+  };
+  std::optional<size_t> last;
+  for (size_t i = 0; i < kernels_.kernels.size(); ++i) {
+    const KernelSpec& k = kernels_.kernels[i];
+    bool writes = k.library && !k.library->to_workspace && overlaps(k.library->c);
+    for (const codegen::KernelParam& p : k.params) {
+      if (p.kind == ParamKind::Buffer && p.written) writes = writes || overlaps(p.value);
+      if (p.kind == ParamKind::Table)
+        for (size_t e = 0; e < p.table.size(); ++e) writes = writes || (p.table_written.at(e) && overlaps(p.table[e]));
+    }
+    if (writes) last = i;
+  }
+  return last;
 }
 
 void PlanExecutor::issue_all(bool eager) {
@@ -231,6 +265,7 @@ void PlanExecutor::issue_all(bool eager) {
     const KernelSpec& k = kernels_.kernels[i];
     try {
       launch(i);
+      issue_hooks(i);
       if (check_each) device_.synchronize();
     } catch (const std::exception& e) {
       throw std::runtime_error(fmt::format("launch {} ({} {} grid {}x{}x{} block {}x{}x{}, op {} {}): {}{}", i,
@@ -239,6 +274,7 @@ void PlanExecutor::issue_all(bool eager) {
                                            check_each ? "\narguments:" + describe_arguments(i) : ""));
     }
   }
+  issue_hooks(kernels_.kernels.size());
   issue_updates();
 }
 
@@ -246,9 +282,14 @@ void PlanExecutor::issue_timed() {
   std::vector<LaunchTime>& times = *std::exchange(profile_, nullptr);
   if (prologue_) prologue_();  // untimed: the profile times the plan's own launches
   std::vector<std::function<void()>> launches;
-  for (size_t i = 0; i < kernels_.kernels.size(); ++i) launches.push_back([this, i] { launch(i); });
+  for (size_t i = 0; i < kernels_.kernels.size(); ++i)
+    launches.push_back([this, i] {
+      launch(i);
+      issue_hooks(i);
+    });
   const std::vector<double> seconds = device_.time_each(launches);
   for (size_t i = 0; i < seconds.size(); ++i) times.push_back({i, seconds[i]});
+  issue_hooks(kernels_.kernels.size());
   issue_updates();
 }
 
@@ -275,19 +316,21 @@ void PlanExecutor::wait() {
 
 std::vector<ir::HostTensor<float>> PlanExecutor::run(ir::Environment<float>& env,
                                                            const std::vector<bool>* download) {
+  ran_ = true;
   device_.synchronize();  // the staging area may still be read by the previous run's copies
   stage_inputs(env);
   if (profile_) {
     issue_timed();
-    warmed_up_ = true;
-  } else if (launching_ == Launching::Eager || !warmed_up_) {
+    warmed_up() = true;
+  } else if (launching_ == Launching::Eager || !warmed_up()) {
     // The first run of a Graph plan is eager too: libraries set themselves up on their first
     // call (cuBLAS), which a capture cannot record, and BERTC_SYNC_LAUNCHES can name a faulting launch.
     issue_all(true);
-    warmed_up_ = true;
+    warmed_up() = true;
   } else {
-    if (!recorded_) recorded_ = device_.record([this] { issue_all(false); });
-    device_.replay(*recorded_);
+    std::unique_ptr<DeviceGraph>& recorded = recorded_[hooks_on_ ? 1 : 0];
+    if (!recorded) recorded = device_.record([this] { issue_all(false); });
+    device_.replay(*recorded);
   }
   wait();
   return collect(env, download);
@@ -298,6 +341,7 @@ std::pair<std::vector<ir::HostTensor<float>>, std::vector<ir::HostTensor<float>>
     const std::vector<bool>* next_download) {
   if (&next.device_ != &device_ || !state_ || next.state_ != state_)
     throw std::logic_error("two plans run as one device graph must share their device and resident state");
+  ran_ = next.ran_ = true;
   device_.synchronize();
   stage_inputs(env);
   next.stage_inputs(env);
@@ -306,13 +350,13 @@ std::pair<std::vector<ir::HostTensor<float>>, std::vector<ir::HostTensor<float>>
     else issue_all(true);
     if (next.profile_) next.issue_timed();
     else next.issue_all(true);
-    warmed_up_ = next.warmed_up_ = true;
-  } else if (launching_ == Launching::Eager || !warmed_up_ || !next.warmed_up_) {
+    warmed_up() = next.warmed_up() = true;
+  } else if (launching_ == Launching::Eager || !warmed_up() || !next.warmed_up()) {
     issue_all(true);  // eager the first time, as in run()
     next.issue_all(true);
-    warmed_up_ = next.warmed_up_ = true;
+    warmed_up() = next.warmed_up() = true;
   } else {
-    std::unique_ptr<DeviceGraph>& recorded = recorded_with_[&next];
+    std::unique_ptr<DeviceGraph>& recorded = recorded_with_[{&next, hooks_on_, next.hooks_on_}];
     if (!recorded) recorded = device_.record([&] {
       issue_all(false);
       next.issue_all(false);

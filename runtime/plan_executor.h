@@ -7,6 +7,8 @@
 
 #include <functional>
 #include <map>
+#include <optional>
+#include <tuple>
 #include <utility>
 #include <memory>
 #include <string>
@@ -99,6 +101,17 @@ class PlanExecutor {
   // its device graph with them (the data-parallel gradient sums before the optimizer step).
   // Set before the first run.
   void set_prologue(std::function<void()> prologue);
+  // Work issued right after launch `after` — with `after` = kernels().kernels.size(), after the
+  // last launch and before the updates — in the runs that have hooks on (set_hooks), eager or
+  // recorded: a run with hooks and one without are two device graphs. The data-parallel sums of
+  // each bucket of gradients go there, as soon as the backward has finished them. Added before
+  // the first run.
+  void add_hook(size_t after, std::function<void()> work);
+  void set_hooks(bool on) { hooks_on_ = on; }
+  // Where the plan keeps `v` on the device.
+  void* value_address(ir::ValueId v) { return address(v); }
+  // The last launch that writes any byte of `v` (none: nullopt).
+  std::optional<size_t> last_writer(ir::ValueId v);
 
   const PlanLayout& layout() const { return layout_; }
   const codegen::GraphKernels& kernels() const { return kernels_; }
@@ -130,9 +143,15 @@ class PlanExecutor {
   Device& device_;
   std::shared_ptr<ResidentState> state_;
   Launching launching_;
-  bool warmed_up_ = false;                 // Graph: the first run was eager
-  std::unique_ptr<DeviceGraph> recorded_;  // Graph: the launches, recorded by the second run
-  std::map<const PlanExecutor*, std::unique_ptr<DeviceGraph>> recorded_with_;  // run_with's, per next plan
+  // Graph: the first run without hooks, and the first with, are eager (a library's first call,
+  // cuBLAS's or NCCL's, sets it up, which a capture cannot record).
+  bool warmed_up_[2] = {false, false};
+  bool& warmed_up() { return warmed_up_[hooks_on_ ? 1 : 0]; }
+  bool ran_ = false;  // some run has been issued: no more prologue or hooks
+  // Graph: the launches, recorded by the first run after the eager one, without and with hooks.
+  std::unique_ptr<DeviceGraph> recorded_[2];
+  // run_with's, per next plan and hooks (this plan's, the next's).
+  std::map<std::tuple<const PlanExecutor*, bool, bool>, std::unique_ptr<DeviceGraph>> recorded_with_;
   PlanLayout layout_;
   void* arena_ = nullptr;
   void* workspace_ = nullptr;
@@ -145,6 +164,9 @@ class PlanExecutor {
   std::vector<std::vector<void*>> tables_;  // per launch: its pointer tables on the device
   std::vector<LaunchTime>* profile_ = nullptr;  // the next run's launch times go here
   std::function<void()> prologue_;
+  std::map<size_t, std::vector<std::function<void()>>> hooks_;  // by the launch they follow
+  bool hooks_on_ = false;
+  void issue_hooks(size_t after);
 };
 
 }  // namespace bertc::runtime

@@ -1,7 +1,10 @@
 // Data-parallel steps (see data_parallel.h).
 #include "train/data_parallel.h"
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -9,8 +12,6 @@
 #include <xxhash.h>
 
 #include "frontend/config.h"
-#include "runtime/cuda_device.h"
-#include "runtime/host_device.h"
 #include "ir/value_names.h"
 #include "support/options.h"
 #include "train/trainer.h"
@@ -25,6 +26,21 @@ uint64_t executable_hash() {
   bytes << in.rdbuf();
   const std::string s = bytes.str();
   return XXH3_64bits(s.data(), s.size());
+}
+
+// The value each accumulator's update takes in the step graph (its gradient summed over the
+// micro-batches so far), by accumulator.
+std::vector<ir::ValueId> next_values(const ir::Graph& step, const std::vector<std::string>& accumulators) {
+  std::map<std::string, ir::ValueId> next;
+  for (const ir::Op& op : step.ops())
+    if (op.kind == ir::OpKind::Update) next[step.value(op.operands[0]).name] = op.operands[1];
+  std::vector<ir::ValueId> out;
+  for (const std::string& name : accumulators) {
+    const auto it = next.find(name);
+    if (it == next.end()) throw std::logic_error(fmt::format("the step graph has no update of '{}'", name));
+    out.push_back(it->second);
+  }
+  return out;
 }
 
 // The ranks whose value differs from rank 0's.
@@ -79,69 +95,119 @@ DataParallel::DataParallel(dist::Communicator& comm, const passes::TrainingProgr
   path_ = SumPath::Staged;
 }
 
-std::string DataParallel::attach(GraphRunner& optimizer, runtime::Device* device, runtime::ResidentState* state) {
+std::string DataParallel::attach(GraphRunner& step, GraphRunner& optimizer, runtime::Device* device) {
   if (path_ == SumPath::None) return "";
   auto* gpu = dynamic_cast<runtime::CudaDevice*>(device);
   if (allreduce_ == dist::AllReduce::Nccl && !gpu)
     throw TrainError(fmt::format("[train] allreduce = \"nccl\" sums a GPU's gradients, and this run trains on {}: "
                                  "train with --device cuda, or set allreduce = \"auto\"",
                                  device ? device->name() : "the CPU reference"));
-  if (auto* host = dynamic_cast<runtime::HostDevice*>(device)) {
-    // The Host device's buffers are host memory: MPI sums them where they are, in the graph.
-    std::vector<float*> data;
-    for (const dist::GradientTensor& g : tensors_)
-      data.push_back(static_cast<float*>(state->buffer(g.name, {ir::DType::F32, g.shape})));
-    optimizer.set_prologue([this, host, data] { host->issue([this, data] { result_ = exchange_->exchange(data, step_); }); });
-    path_ = SumPath::HostGraph;
-    return "summed over MPI in the optimizer's device graph";
-  }
-  if (gpu) return attach_gpu(optimizer, gpu->stream(), *state);
+  if (auto* host = dynamic_cast<runtime::HostDevice*>(device)) return attach_host(*host, *step.executor(), *optimizer.executor());
+  if (gpu) return attach_gpu(*gpu, *step.executor());
   return "summed on the host between the step and the optimizer";
 }
 
-std::string DataParallel::attach_gpu(GraphRunner& optimizer, void* stream, runtime::ResidentState& state) {
+std::vector<float*> DataParallel::gradients_in(runtime::PlanExecutor& step) const {
+  const std::vector<ir::ValueId> next = next_values(step.graph(), accumulators_);
+  std::vector<float*> data;
+  for (ir::ValueId v : next) data.push_back(static_cast<float*>(step.value_address(v)));
+  return data;
+}
+
+std::vector<size_t> DataParallel::bucket_ready(runtime::PlanExecutor& step) const {
+  const std::vector<ir::ValueId> next = next_values(step.graph(), accumulators_);
+  std::vector<size_t> ready;
+  for (const std::vector<size_t>& bucket : exchange_->buckets()) {
+    size_t after = ready.empty() ? 0 : ready.back();  // in bucket order on every rank
+    for (size_t t : bucket) after = std::max(after, step.last_writer(next[t]).value_or(step.kernels().kernels.size()));
+    ready.push_back(after);
+  }
+  return ready;
+}
+
+std::string DataParallel::attach_host(runtime::HostDevice& host, runtime::PlanExecutor& step,
+                                      runtime::PlanExecutor& optimizer) {
+  path_ = SumPath::HostGraph;
+  if (exchange_->options().compression == dist::Compression::PowerSgd) {
+    // Every gradient at once: in the optimizer's graph, on the accumulators.
+    std::vector<float*> data;
+    for (const std::string& name : accumulators_)
+      data.push_back(static_cast<float*>(optimizer.value_address(*optimizer.graph().find(name))));
+    optimizer.set_prologue([this, &host, data] { host.issue([this, data] { result_ = exchange_->exchange(data, step_); }); });
+    return "summed over MPI in the optimizer's device graph (PowerSGD needs every gradient at once)";
+  }
+  const std::vector<float*> data = gradients_in(step);
+  const std::vector<size_t> ready = bucket_ready(step);
+  for (size_t b = 0; b < ready.size(); ++b)
+    step.add_hook(ready[b], [this, &host, b, data] { host.issue([this, b, data] { exchange_->start_bucket(b, data); }); });
+  step.add_hook(step.kernels().kernels.size(),
+                [this, &host, data] { host.issue([this, data] { result_ = exchange_->finish_buckets(data); }); });
+  return fmt::format("summed over MPI in the step's device graph, each of {} bucket(s) started once the backward has "
+                     "written it",
+                     ready.size());
+}
+
+std::string DataParallel::attach_gpu(runtime::CudaDevice& gpu, runtime::PlanExecutor& step) {
+  path_ = SumPath::Staged;
   if (allreduce_ == dist::AllReduce::Host) return "staged through host memory and summed over MPI ([train] allreduce)";
   if (exchange_->options().compression != dist::Compression::None)
     return fmt::format("{}-compressed on the host and summed over MPI (NCCL sums uncompressed gradients)",
                        ir::enum_name(exchange_->options().compression));
-  // NCCL only if every rank has it: ranks that chose differently would wait for each other forever.
+  // NCCL only if every rank has the same one: ranks that chose differently would wait for each
+  // other forever, and NCCL's versions do not talk to each other.
   const dist::NcclProbe probe = dist::find_nccl();
-  const std::vector<uint64_t> found = comm_.all_gather(probe.library.loaded() ? 1 : 0);
-  std::vector<int> without;
-  for (size_t q = 0; q < found.size(); ++q)
-    if (!found[q]) without.push_back(static_cast<int>(q));
-  if (!without.empty()) {
-    const std::string why = fmt::format("rank {} found no NCCL{}", fmt::join(without, ", rank "),
-                                        probe.tried.empty() ? "" : fmt::format(" (tried {})", fmt::join(probe.tried, "; ")));
+  const std::vector<uint64_t> versions = comm_.all_gather(probe.library.loaded() ? static_cast<uint64_t>(probe.version) : 0);
+  std::vector<std::string> differ;
+  for (size_t q = 0; q < versions.size(); ++q)
+    if (versions[q] != versions[0] || versions[q] == 0)
+      differ.push_back(versions[q] == 0 ? fmt::format("rank {} found no NCCL", q)
+                                        : fmt::format("rank {} has NCCL {}", q, dist::nccl_version_text(int(versions[q]))));
+  if (!differ.empty()) {
+    const std::string why = fmt::format(
+        "{}{}{}", fmt::join(differ, ", "),
+        versions[0] == 0 ? "" : fmt::format(" (rank 0 has NCCL {})", dist::nccl_version_text(int(versions[0]))),
+        probe.library.loaded() ? "" : fmt::format(" (tried {})", fmt::join(probe.tried, "; ")));
     if (allreduce_ == dist::AllReduce::Nccl)
-      throw TrainError(fmt::format("[train] allreduce = \"nccl\", and {}: run scripts/setup.sh on every machine, set "
-                                   "BERTC_NCCL to a libnccl.so.2, or set allreduce = \"auto\"",
+      throw TrainError(fmt::format("[train] allreduce = \"nccl\", and {}: run scripts/setup.sh on every machine (or "
+                                   "set BERTC_NCCL to the same libnccl.so.2 everywhere), or set allreduce = \"auto\"",
                                    why));
     return fmt::format("staged through host memory and summed over MPI: {}", why);
   }
   nccl_ = std::make_unique<dist::NcclSums>(comm_, timeout_);
-  std::vector<std::vector<dist::NcclSums::Span>> buckets;
-  for (const std::vector<size_t>& bucket : exchange_->buckets()) {
-    buckets.emplace_back();
-    for (size_t i : bucket) {
-      const dist::GradientTensor& g = tensors_[i];
-      buckets.back().push_back({static_cast<float*>(state.buffer(g.name, {ir::DType::F32, g.shape})),
-                                static_cast<size_t>(ir::TensorType{ir::DType::F32, g.shape}.numel())});
-    }
-  }
-  optimizer.set_prologue([this, buckets, stream] {
-    for (const auto& bucket : buckets) nccl_->issue_sum(bucket, stream);
-  });
   path_ = SumPath::Nccl;
-  return fmt::format("summed by {} in the optimizer's CUDA Graph", nccl_->describe());
+  const std::vector<float*> data = gradients_in(step);
+  const std::vector<size_t> ready = bucket_ready(step);
+  void* side = gpu.side_stream();
+  for (size_t b = 0; b < ready.size(); ++b) {
+    std::vector<dist::NcclSums::Span> bucket;
+    for (size_t t : exchange_->buckets()[b])
+      bucket.push_back({data[t], static_cast<size_t>(ir::TensorType{ir::DType::F32, tensors_[t].shape}.numel())});
+    // The second stream waits for the launches so far (the bucket's gradients), then sums them
+    // while the main stream goes on with the backward.
+    step.add_hook(ready[b], [this, &gpu, side, bucket] {
+      gpu.fork();
+      nccl_->issue_sum(bucket, side);
+    });
+  }
+  // The updates (the summed gradients into the accumulators) wait for every sum.
+  step.add_hook(step.kernels().kernels.size(), [&gpu] { gpu.join(); });
+  return fmt::format("summed by {} on a second stream of the step's CUDA Graph, each of {} bucket(s) started once the "
+                     "backward has written it",
+                     nccl_->describe(), ready.size());
 }
 
-void DataParallel::begin_exchange(GraphRunner& optimizer, support::Environment& env, int64_t step) {
-  if (path_ == SumPath::None) return;
+void DataParallel::before_micro_batch(GraphRunner& step_runner, int64_t step, bool last) {
+  if (!sums_in_graph()) return;
+  step_runner.executor()->set_hooks(last);
+  if (!last) return;
   comm_.meet(fmt::format("the gradient all-reduce of step {}", step));
   step_ = step;
   if (path_ == SumPath::Nccl) result_ = {dense_bytes(), false, true};
-  if (path_ != SumPath::Staged) return;  // the optimizer's graph sums them
+}
+
+void DataParallel::before_optimizer(GraphRunner& optimizer, support::Environment& env, int64_t step) {
+  if (path_ != SumPath::Staged) return;  // none, or in the graphs
+  comm_.meet(fmt::format("the gradient all-reduce of step {}", step));
   optimizer.download_state(accumulators_, env);
   std::vector<float*> data;
   for (const std::string& name : accumulators_) data.push_back(env.at(name).real.data());
@@ -149,8 +215,10 @@ void DataParallel::begin_exchange(GraphRunner& optimizer, support::Environment& 
   optimizer.upload_state(accumulators_, env);
 }
 
-dist::ExchangeResult DataParallel::end_exchange(int64_t step, bool loss_scaling) {
+dist::ExchangeResult DataParallel::end_exchange(int64_t step, bool loss_scaling, double grad_norm) {
   if (path_ == SumPath::None) return {};
+  // NCCL's sums stay on the GPU: the optimizer's gradient norm, of the summed gradients, tells.
+  if (path_ == SumPath::Nccl) result_.finite = std::isfinite(grad_norm);
   if (!result_.finite && !loss_scaling)
     throw TrainError(fmt::format(
         "step {}: the gradients summed over the ranks hold inf or nan{}; without loss scaling no step is skipped: "

@@ -17,7 +17,9 @@
 #include "train/checkpoint.h"
 #include "train/graph_runner.h"
 #include "train/progress.h"
+#include "runtime/cuda_device.h"
 #include "runtime/device.h"
+#include "runtime/host_device.h"
 #include "runtime/plan_executor.h"
 
 namespace bertc::train {
@@ -39,26 +41,31 @@ class DataParallel {
   // the micro-batches — and dropout masks — that one rank of R x K does, in the same steps.
   int64_t global_micro_batch(int64_t local) const { return local * ranks() + rank(); }
 
-  // Chooses where the sums are made, once the runners exist, and says so in a line: in the
-  // optimizer's device graph, before its launches (the Host device: MPI on its buffers, which are
-  // host memory; a GPU: NCCL on its stream, [train] allreduce auto or nccl, uncompressed), or
-  // staged through `env` between the graphs (the reference executor; a GPU's compressed or
-  // allreduce = "host" gradients). Every rank chooses alike: NCCL only when every rank found it.
-  // `device` and `state` are null for the reference executor. Throws TrainError for an
-  // allreduce = "nccl" that cannot be.
-  std::string attach(GraphRunner& optimizer, runtime::Device* device, runtime::ResidentState* state);
+  // Chooses where the sums are made, once the runners exist, and says so in a line. On a device
+  // they are part of the step's device graph (of the last micro-batch of each optimizer step):
+  // each bucket's sum starts as soon as the backward has written its gradients, the last layer's
+  // first, and is waited for after the step's last launch — the Host device over MPI on its
+  // buffers (host memory; PowerSGD, which needs every gradient at once, in the optimizer's graph
+  // instead), a GPU with NCCL on a second stream ([train] allreduce auto or nccl, uncompressed).
+  // Else they are staged through `env` between the graphs: the reference executor, a GPU's
+  // compressed or allreduce = "host" gradients. Every rank chooses alike (NCCL only when every
+  // rank found it). Throws TrainError for an allreduce = "nccl" that cannot be.
+  std::string attach(GraphRunner& step, GraphRunner& optimizer, runtime::Device* device);
   // Whether gradients are summed at all (several ranks, or NCCL forced on one).
   bool exchanges() const { return path_ != SumPath::None; }
-  // Whether the sums are part of the optimizer's device graph (a step and its optimizer may then
-  // replay as one graph with them).
+  // Whether the sums are part of the device graphs (a step and its optimizer may then replay as
+  // one graph with them).
   bool sums_in_graph() const { return path_ == SumPath::HostGraph || path_ == SumPath::Nccl; }
 
-  // Before the optimizer step of `step` (or the graph that holds it): rank 0 sees every rank
-  // arrive; staged sums are made now, in place in `env` and on the device.
-  void begin_exchange(GraphRunner& optimizer, support::Environment& env, int64_t step);
-  // After the optimizer step ran: what was sent. Throws TrainError when the sums hold inf or nan
-  // and no loss scaling skips the step.
-  dist::ExchangeResult end_exchange(int64_t step, bool loss_scaling);
+  // Before each micro-batch of optimizer step `step` (`last`: its last): the last one's graph
+  // holds the sums, after rank 0 has seen every rank arrive.
+  void before_micro_batch(GraphRunner& step_runner, int64_t step, bool last);
+  // Before the optimizer step: staged sums are made now, in place in `env` and on the device
+  // (after rank 0 has seen every rank arrive).
+  void before_optimizer(GraphRunner& optimizer, support::Environment& env, int64_t step);
+  // After the optimizer step ran (`grad_norm`: its norm of the summed gradients): what was sent.
+  // Throws TrainError when the sums hold inf or nan and no loss scaling skips the step.
+  dist::ExchangeResult end_exchange(int64_t step, bool loss_scaling, double grad_norm);
   // While it lives, a wait on NCCL's sums is bounded by [train] rank_timeout (the watchdog);
   // nullptr without NCCL.
   std::unique_ptr<dist::NcclSums::Watch> watch(int64_t step);
@@ -80,8 +87,13 @@ class DataParallel {
 
  private:
   enum class SumPath { None, Staged, HostGraph, Nccl };
-  // The sums in the optimizer's graph on a GPU: NCCL's, or a reason why not (staged then).
-  std::string attach_gpu(GraphRunner& optimizer, void* stream, runtime::ResidentState& state);
+  // The Host device's sums in its graphs; a GPU's with NCCL, or the reason why not (staged then).
+  std::string attach_host(runtime::HostDevice& host, runtime::PlanExecutor& step, runtime::PlanExecutor& optimizer);
+  std::string attach_gpu(runtime::CudaDevice& gpu, runtime::PlanExecutor& step);
+  // Where each gradient's final value of a micro-batch is in the step plan (the next value of its
+  // accumulator), and after which launch each bucket's last one is written (never decreasing).
+  std::vector<float*> gradients_in(runtime::PlanExecutor& step) const;
+  std::vector<size_t> bucket_ready(runtime::PlanExecutor& step) const;
 
   dist::Communicator& comm_;
   dist::AllReduce allreduce_;

@@ -67,7 +67,7 @@ class PlanRunner : public GraphRunner {
   }
   const runtime::PlanExecutor* plan() const override { return executor_.get(); }
   void profile_next_run(std::vector<runtime::LaunchTime>* times) override { executor_->profile_next_run(times); }
-  void set_prologue(std::function<void()> prologue) override { executor_->set_prologue(std::move(prologue)); }
+  runtime::PlanExecutor* executor() override { return executor_.get(); }
 
  private:
   // Per output of the plan: bring it back (every graph output, the fetched values not in `leave`).
@@ -96,10 +96,6 @@ class PlanRunner : public GraphRunner {
 };
 
 }  // namespace
-
-void GraphRunner::set_prologue(std::function<void()> /*prologue*/) {
-  throw std::logic_error("a prologue is issued on a device; the reference executor has none");
-}
 
 void GraphRunner::profile_next_run(std::vector<runtime::LaunchTime>* /*times*/) {
   throw std::logic_error("a profile times a compiled plan's launches; the reference executor runs none");

@@ -5,7 +5,6 @@
 #pragma once
 
 #include <filesystem>
-#include <functional>
 #include <memory>
 #include <set>
 #include <utility>
@@ -36,9 +35,9 @@ class GraphRunner {
   virtual void upload_state(const std::vector<std::string>& /*names*/, const ir::Environment<float>& /*env*/) {}
   // The compiled plan it runs; nullptr for the reference executor, which runs ops, not launches.
   virtual const runtime::PlanExecutor* plan() const { return nullptr; }
-  // Work issued on the device before every run's launches, recorded with them (see
-  // PlanExecutor::set_prologue); a plan runner only.
-  virtual void set_prologue(std::function<void()> prologue);
+  // The compiled plan it runs, to add work to it (PlanExecutor::set_prologue, add_hook); nullptr
+  // for the reference executor.
+  virtual runtime::PlanExecutor* executor() { return nullptr; }
   // Times each launch of the next run into `times` (see PlanExecutor::profile_next_run); a plan
   // runner only.
   virtual void profile_next_run(std::vector<runtime::LaunchTime>* times);

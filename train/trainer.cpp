@@ -153,7 +153,6 @@ struct Runners {
   bool has_logits = false, scaling = false;
   bool on_gpu = false;  // copying values back costs the step time
   std::unique_ptr<GraphRunner> step, optimizer;
-  std::shared_ptr<runtime::ResidentState> state;  // of a device's runners
   DeviceFigures figures;
 };
 
@@ -183,10 +182,10 @@ Runners make_runners(const frontend::ModelDefinition& model, const TrainOptions&
                                      o.kernel_cache / "autotune.json", caps.gpu ? 20 : 1, log);
   }
   // Params, moments and accumulators stay on the device; checkpoints download them.
-  r.state = std::make_shared<runtime::ResidentState>(*device);
+  const auto state = std::make_shared<runtime::ResidentState>(*device);
   const runtime::Launching launching = o.eager ? runtime::Launching::Eager : runtime::Launching::Graph;
-  r.step = plan_runner(program.step, r.step_fetch, target, device, r.state, launching);
-  r.optimizer = plan_runner(program.optimizer, r.optimizer_fetch, target, device, r.state, launching);
+  r.step = plan_runner(program.step, r.step_fetch, target, device, state, launching);
+  r.optimizer = plan_runner(program.optimizer, r.optimizer_fetch, target, device, state, launching);
   r.figures.memory_bytes = device->allocated_bytes();
   if (caps.gpu) {
     r.figures.peak_flops = peak_flops(caps.sm, o.config.compile.precision);
@@ -211,6 +210,7 @@ StepStats train_step(int64_t s, const TrainOptions& o, Runners& r, BatchLoader& 
   // Nothing accumulates: on a device the step and the optimizer step (with the gradient sums when
   // they are in its graph) replay as one graph.
   const bool together = K == 1 && (!dp.exchanges() || dp.sums_in_graph());
+  std::unique_ptr<dist::NcclSums::Watch> watch;  // from the graph with the sums to the optimizer's end
   for (int64_t k = 0; k < K; ++k) {
     const int64_t micro = (s - 1) * K + k;
     LoadedBatch loaded = loader.next();
@@ -221,9 +221,9 @@ StepStats train_step(int64_t s, const TrainOptions& o, Runners& r, BatchLoader& 
     seed.integer[0] = dropout_seed(static_cast<uint64_t>(t.seed), dp.global_micro_batch(micro));
     env[std::string(names::kDropoutSeed)] = std::move(seed);
     reference::RunResult<float> out;
+    dp.before_micro_batch(*r.step, s, k == K - 1);
+    if (k == K - 1) watch = dp.watch(s);
     if (together) {
-      dp.begin_exchange(*r.optimizer, env, s);
-      const auto watch = dp.watch(s);
       auto both = run_together(*r.step, *r.optimizer, env, leave);
       out = std::move(both.first);
       optimized = std::move(both.second);
@@ -247,14 +247,14 @@ StepStats train_step(int64_t s, const TrainOptions& o, Runners& r, BatchLoader& 
                                  "--resume from the last checkpoint",
                                  stats.loss, s));
   if (!optimized) {
-    dp.begin_exchange(*r.optimizer, env, s);
-    const auto watch = dp.watch(s);
+    dp.before_optimizer(*r.optimizer, env, s);
     optimized = r.optimizer->run(env);
   }
-  const dist::ExchangeResult sent = dp.end_exchange(s, r.scaling);
+  watch.reset();
+  stats.grad_norm = optimized->fetched.at(std::string(names::kGradNorm)).real.at(0);
+  const dist::ExchangeResult sent = dp.end_exchange(s, r.scaling, stats.grad_norm);
   stats.allreduce_bytes = sent.bytes;
   stats.compressed = sent.compressed;
-  stats.grad_norm = optimized->fetched.at(std::string(names::kGradNorm)).real.at(0);
   if (r.scaling) {
     stats.skipped = optimized->fetched.at(std::string(names::kStepSkipped)).real.at(0) != 0;
     stats.loss_scale = optimized->fetched.at(std::string(names::kLossScaleUsed)).real.at(0);
@@ -325,7 +325,7 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
   Runners runners = make_runners(model, o, program, device, log);
   const data::BatchStream stream = open_batch_stream(o.config, o.data, o.vocab, log);
   dp.check_same_run(run_fingerprint(program, stream.examples()));
-  const std::string sums = dp.attach(*runners.optimizer, device.get(), runners.state.get());
+  const std::string sums = dp.attach(*runners.step, *runners.optimizer, device.get());
   if (dp.exchanges())
     log << fmt::format("data parallel: {}; global batch {} ranks x {} x {} accumulation steps = {}; gradients {} "
                        "({:.1f} MiB fp32 per step) in buckets of {:g} MiB, {}\n",

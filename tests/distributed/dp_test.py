@@ -3,7 +3,7 @@
 and asserts on their metrics and messages. One case per ctest test:
 
 usage: dp_test.py CASE BERTC SOURCE_DIR WORK_DIR
-cases: equal_adamw equal_lamb equal_host equal_host_lamb fp16_bf16 powersgd kill hang resume_fewer_ranks refuse_mismatch
+cases: equal_adamw equal_lamb equal_host equal_host_lamb equal_host_accumulating fp16_bf16 powersgd kill hang resume_fewer_ranks refuse_mismatch
        refuse_nccl
 """
 import json
@@ -83,21 +83,31 @@ def compare(a, b, key, tolerance, what):
 EQUAL = 1e-5
 
 
-def equal(optimizer, device="cpu", steps=20):
-    one = config("one", steps=steps, batch_size=2, gradient_accumulation_steps=2, optimizer=optimizer, checkpoint_every=10)
-    two = config("two", steps=steps, batch_size=2, optimizer=optimizer, checkpoint_every=10)
+def equal(optimizer, device="cpu", steps=20, accumulation=1):
+    """1 rank of 2 x `accumulation` micro-batches per step against 2 ranks of `accumulation`."""
+    one = config("one", steps=steps, batch_size=2, gradient_accumulation_steps=2 * accumulation, optimizer=optimizer,
+                 checkpoint_every=10)
+    # Buckets of 20 KiB: the 0.1 MiB of gradients go as several sums, started as the backward
+    # writes each bucket (on the Host device, inside the step's graph).
+    # With accumulation, only the last micro-batch's graph sums (the others are another graph).
+    two = config("two", steps=steps, batch_size=2, optimizer=optimizer, checkpoint_every=10, allreduce_bucket_mb=0.02,
+                 gradient_accumulation_steps=accumulation)
     train(one, "one", device=device)
     log = train(two, "two", ranks=2, device=device).stderr
-    if "data parallel: Open MPI" not in log or "global batch 2 ranks x 2 x 1 accumulation steps = 4" not in log:
+    if "data parallel: Open MPI" not in log or \
+            f"global batch 2 ranks x 2 x {accumulation} accumulation steps = {4 * accumulation}" not in log:
         fail("the 2-rank run did not say its ranks and global batch:\n" + log[-2000:])
-    # On the Host device the sums are part of the optimizer's device graph (recorded, replayed:
-    # with one micro-batch, in one graph with the step), the path NCCL takes on a GPU.
-    where = {"host": "summed over MPI in the optimizer's device graph", "cpu": "summed on the host between the step"}
-    if where[device] not in log:
+    # On the Host device the sums are part of the step's device graph (recorded, replayed: with
+    # one micro-batch, in one graph with the optimizer), each bucket started after the launch that
+    # writes its last gradient: the path NCCL takes on a GPU.
+    where = {"host": r"summed over MPI in the step's device graph, each of ([2-9]|\d\d+) bucket\(s\) started",
+             "cpu": r"summed on the host between the step"}
+    if not re.search(where[device], log):
         fail(f"the 2-rank run on {device} did not say '{where[device]}':\n" + log[-2000:])
     a, b = metrics("one"), metrics("two")
-    compare(a, b, "loss", EQUAL, f"{optimizer} on {device}, 1 rank x 2 accumulation vs 2 ranks")
-    compare(a, b, "grad_norm", EQUAL, f"{optimizer} on {device}, 1 rank x 2 accumulation vs 2 ranks")
+    what = f"{optimizer} on {device}, 1 rank x {2 * accumulation} accumulation vs 2 ranks x {accumulation}"
+    compare(a, b, "loss", EQUAL, what)
+    compare(a, b, "grad_norm", EQUAL, what)
     if any(m["ranks"] != 2 or m["allreduce_bytes"] <= 0 for m in b):
         fail("the 2-rank metrics lack ranks or allreduce_bytes")
     return a, b
@@ -269,7 +279,8 @@ def refuse_nccl():
 
 CASES = {"equal_adamw": lambda: equal("adamw"), "equal_lamb": lambda: equal("lamb"),
          "equal_host": lambda: equal("adamw", device="host", steps=6),
-         "equal_host_lamb": lambda: equal("lamb", device="host", steps=6), "fp16_bf16": fp16_bf16, "powersgd": powersgd,
+         "equal_host_lamb": lambda: equal("lamb", device="host", steps=6),
+         "equal_host_accumulating": lambda: equal("adamw", device="host", steps=6, accumulation=2), "fp16_bf16": fp16_bf16, "powersgd": powersgd,
          "kill": kill, "hang": hang, "resume_fewer_ranks": resume_fewer_ranks, "refuse_mismatch": refuse_mismatch,
          "refuse_nccl": refuse_nccl}
 if shutil.which("mpirun") is None:

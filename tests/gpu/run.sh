@@ -107,11 +107,14 @@ graph_vs_eager() {
 export -f graph_vs_eager
 step graph_equals_eager 90 graph_vs_eager
 
-# NCCL on one rank inside the CUDA Graph: [train] allreduce = "nccl" sums every gradient over
-# the one rank (the identity) in the optimizer's graph — with one micro-batch in the one graph of
-# the step, with two between them — and training must equal the run without NCCL bit for bit:
-# the losses and every tensor of the last checkpoint. NCCL from PyTorch's wheel when BERTC_NCCL
-# is not set (bertc looks in the usual Python folders too).
+# NCCL on one rank inside the CUDA Graph: [train] allreduce = "nccl" sums every bucket over the
+# one rank on a second stream of the step's graph (forked after the launch that writes the
+# bucket, joined before the updates) — with one micro-batch in the one graph of step and
+# optimizer, with two only in the last micro-batch's graph — and training must equal the run
+# without NCCL bit for bit: the losses and every tensor of the last checkpoint. What it proves:
+# NCCL loads, joins, and its calls, the fork and the join are captured and replayed. Not the sum
+# itself: NCCL enqueues nothing for an in-place sum on one rank, and one GPU cannot hold two
+# ranks; that takes a machine with two GPUs. NCCL from PyTorch's wheel when BERTC_NCCL is unset.
 nccl_one_rank() {
   local accumulation=$1 dir=/tmp/bertc-gpu-nccl-$1
   rm -rf "$dir" && mkdir -p "$dir"

@@ -77,7 +77,7 @@ TEST(Nccl, TheWheelLoadsAndReportsItsVersion) {
 TEST(Nccl, JoiningWithoutAGpuIsRefusedWithTheFix) {
   ScopedEnv env("BERTC_NCCL", BERTC_DEPS_DIR "/nccl-cu12/nvidia/nccl/lib/libnccl.so.2");
   if (!dist::find_nccl().library.loaded()) GTEST_SKIP() << "no NCCL wheel in .deps (run scripts/setup.sh)";
-  if (std::getenv("CUDA_VISIBLE_DEVICES") == nullptr) setenv("CUDA_VISIBLE_DEVICES", "", 1);  // no GPU, even on a GPU machine
+  ScopedEnv no_gpu("CUDA_VISIBLE_DEVICES", "");  // no GPU, even on a GPU machine
   const auto one = dist::single_process();
   try {
     dist::NcclSums sums(*one, 30);
