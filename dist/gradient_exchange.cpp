@@ -81,7 +81,7 @@ GradientExchange::Buckets GradientExchange::make_buckets(const std::vector<Gradi
   return buckets;
 }
 
-uint64_t GradientExchange::start(const std::vector<float*>& data, const std::vector<size_t>& bucket,
+uint64_t GradientExchange::start(const std::vector<float*>& bucket_data, const std::vector<size_t>& bucket,
                                  Compression compression) {
   const bool half = compression == Compression::Fp16 || compression == Compression::Bf16;
   const Element element = compression == Compression::Fp16 ? Element::F16 : compression == Compression::Bf16 ? Element::Bf16
@@ -96,11 +96,12 @@ uint64_t GradientExchange::start(const std::vector<float*>& data, const std::vec
   size_t at = 0;
   if (half) f.f16.resize(n);
   else f.f32.resize(n);
-  for (size_t t : bucket) {
-    const int64_t count = numel(tensors_[t].shape);
+  for (size_t j = 0; j < bucket.size(); ++j) {
+    const float* data = bucket_data.at(j);
+    const int64_t count = numel(tensors_[bucket[j]].shape);
     for (int64_t i = 0; i < count; ++i, ++at) {
-      if (!half) f.f32[at] = data[t][i];
-      else f.f16[at] = compression == Compression::Fp16 ? ir::f16_bits(data[t][i] / ranks) : ir::bf16_bits(data[t][i] / ranks);
+      if (!half) f.f32[at] = data[i];
+      else f.f16[at] = compression == Compression::Fp16 ? ir::f16_bits(data[i] / ranks) : ir::bf16_bits(data[i] / ranks);
     }
   }
   f.pending = comm_.start_sum(half ? static_cast<void*>(f.f16.data()) : f.f32.data(), n, element);
@@ -127,15 +128,19 @@ void GradientExchange::finish(const std::vector<float*>& data, Compression compr
 uint64_t GradientExchange::sum_in_buckets(const std::vector<float*>& data, const Buckets& buckets,
                                           Compression compression) {
   uint64_t bytes = 0;
-  for (const std::vector<size_t>& bucket : buckets) bytes += start(data, bucket, compression);
+  for (const std::vector<size_t>& bucket : buckets) {
+    std::vector<float*> bucket_data;
+    for (size_t t : bucket) bucket_data.push_back(data[t]);
+    bytes += start(bucket_data, bucket, compression);
+  }
   finish(data, compression);  // the later buckets travel while the earlier ones are unpacked
   return bytes;
 }
 
-void GradientExchange::start_bucket(size_t bucket, const std::vector<float*>& data) {
+void GradientExchange::start_bucket(size_t bucket, const std::vector<float*>& bucket_data) {
   if (options_.compression == Compression::PowerSgd)
     throw std::logic_error("PowerSGD compresses every gradient at once: exchange(), not start_bucket()");
-  started_bytes_ += start(data, buckets_.at(bucket), options_.compression);
+  started_bytes_ += start(bucket_data, buckets_.at(bucket), options_.compression);
 }
 
 ExchangeResult GradientExchange::finish_buckets(const std::vector<float*>& data) {

@@ -36,10 +36,11 @@ class GradientExchange {
   // optimizer step (1-based), for PowerSGD's warm-up.
   ExchangeResult exchange(const std::vector<float*>& data, int64_t step);
   // The same sums as exchange() for `none`, fp16 and bf16, a bucket at a time as the backward
-  // finishes them: start_bucket() for every bucket, in the same order on every rank, then
-  // finish_buckets() waits for them all and writes the sums back into `data` (which must stay
-  // in between). PowerSGD needs every gradient at once: exchange() only.
-  void start_bucket(size_t bucket, const std::vector<float*>& data);
+  // finishes them: start_bucket() for every bucket, in the same order on every rank (its data is
+  // copied), then finish_buckets() waits for them all and writes the sums into `data`.
+  // PowerSGD needs every gradient at once: exchange() only.
+  // `bucket_data`: the bucket's tensors' data, in the bucket's order; `data` by tensor.
+  void start_bucket(size_t bucket, const std::vector<float*>& bucket_data);
   ExchangeResult finish_buckets(const std::vector<float*>& data);
   // The fp32 bytes of every gradient: what `none` all-reduces per step.
   uint64_t dense_bytes() const;
@@ -61,7 +62,7 @@ class GradientExchange {
     std::vector<uint16_t> f16;
     std::unique_ptr<PendingSum> pending;
   };
-  uint64_t start(const std::vector<float*>& data, const std::vector<size_t>& bucket, Compression compression);
+  uint64_t start(const std::vector<float*>& bucket_data, const std::vector<size_t>& bucket, Compression compression);
   void finish(const std::vector<float*>& data, Compression compression);
   static Buckets make_buckets(const std::vector<GradientTensor>& tensors, const std::vector<size_t>& which,
                               int64_t bucket_bytes);

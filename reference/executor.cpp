@@ -46,6 +46,17 @@ Executor<T>::Executor(const ir::Graph& graph) : graph_(graph), last_use_(graph.n
 template <typename T>
 RunResult<T> Executor<T>::run(Environment<T>& env, const std::vector<std::string>& fetch,
                               std::vector<HostTensor<T>>* all) const {
+  return run_all(env, fetch, all, nullptr);
+}
+
+template <typename T>
+RunResult<T> Executor<T>::run(Environment<T>& env, const std::vector<std::string>& fetch, const AfterOp& after_op) const {
+  return run_all(env, fetch, nullptr, &after_op);
+}
+
+template <typename T>
+RunResult<T> Executor<T>::run_all(Environment<T>& env, const std::vector<std::string>& fetch,
+                                  std::vector<HostTensor<T>>* all, const AfterOp* after_op) const {
   std::vector<HostTensor<T>> values(graph_.num_values());
   std::vector<bool> keep(graph_.num_values(), false);
   for (const auto& name : fetch) {
@@ -75,6 +86,7 @@ RunResult<T> Executor<T>::run(Environment<T>& env, const std::vector<std::string
     }
     for (ir::ValueId v : op.operands)
       if (last_use_[v] == i && !keep[v] && !all) values[v] = HostTensor<T>{};  // free early: activations are large
+    if (after_op) (*after_op)(i, values);
   }
   RunResult<T> result;
   for (ir::ValueId v : graph_.outputs()) result.outputs.push_back(values[v]);

@@ -3,6 +3,7 @@
 // deterministic, and dropout masks drawn exactly as ir/philox.h defines them.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -34,8 +35,16 @@ class Executor {
   // what kernel tests compare each kernel's outputs with.
   RunResult<T> run(Environment<T>& env, const std::vector<std::string>& fetch = {},
                    std::vector<HostTensor<T>>* all = nullptr) const;
+  // The same, calling `after_op(i, values)` after op i with the values so far, by ValueId (those
+  // no longer read are freed): a caller may change them in place (the data-parallel sums of
+  // gradients as soon as the backward has computed them).
+  using AfterOp = std::function<void(size_t, std::vector<HostTensor<T>>&)>;
+  RunResult<T> run(Environment<T>& env, const std::vector<std::string>& fetch, const AfterOp& after_op) const;
 
  private:
+  RunResult<T> run_all(Environment<T>& env, const std::vector<std::string>& fetch, std::vector<HostTensor<T>>* all,
+                       const AfterOp* after_op) const;
+
   const ir::Graph& graph_;
   std::vector<size_t> last_use_;  // per value: index of the last op reading it
 };

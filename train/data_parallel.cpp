@@ -77,7 +77,7 @@ std::vector<dist::GradientTensor> gradient_tensors(const ir::Graph& step) {
 }
 
 DataParallel::DataParallel(dist::Communicator& comm, const passes::TrainingProgram& program, const frontend::TrainConfig& t)
-    : comm_(comm), allreduce_(t.allreduce), timeout_(t.rank_timeout) {
+    : comm_(comm), step_graph_(program.step), allreduce_(t.allreduce), timeout_(t.rank_timeout) {
   // One rank sums nothing, unless NCCL is asked for (the GPU check compares it with no exchange).
   if (comm_.size() == 1 && allreduce_ != dist::AllReduce::Nccl) return;
   if (t.gradient_compression == dist::Compression::PowerSgd && program.step.find(ir::names::kLossScale))
@@ -102,53 +102,54 @@ std::string DataParallel::attach(GraphRunner& step, GraphRunner& optimizer, runt
     throw TrainError(fmt::format("[train] allreduce = \"nccl\" sums a GPU's gradients, and this run trains on {}: "
                                  "train with --device cuda, or set allreduce = \"auto\"",
                                  device ? device->name() : "the CPU reference"));
-  if (auto* host = dynamic_cast<runtime::HostDevice*>(device)) return attach_host(*host, *step.executor(), *optimizer.executor());
-  if (gpu) return attach_gpu(*gpu, *step.executor());
-  return "summed on the host between the step and the optimizer";
+  if (gpu) return attach_gpu(*gpu, step);
+  auto* host = dynamic_cast<runtime::HostDevice*>(device);
+  if (exchange_->options().compression == dist::Compression::PowerSgd) {
+    if (!host) return "summed on the host between the step and the optimizer (PowerSGD needs every gradient at once)";
+    // Every gradient at once, in the optimizer's graph, on the accumulators (host memory here).
+    runtime::PlanExecutor& o = *optimizer.executor();
+    std::vector<float*> data;
+    for (const std::string& name : accumulators_) data.push_back(static_cast<float*>(o.value_address(*o.graph().find(name))));
+    o.set_prologue([this, host, data] { host->issue([this, data] { result_ = exchange_->exchange(data, step_); }); });
+    path_ = SumPath::InRuns;
+    return "summed over MPI in the optimizer's device graph (PowerSGD needs every gradient at once)";
+  }
+  // Each bucket's sum starts as soon as the step has computed its gradients; on the Host device
+  // in its graph, in order with the launches.
+  auto on_device = [host](std::function<void()> work) {
+    if (host) host->issue(std::move(work));
+    else work();
+  };
+  step.add_value_hooks(
+      bucket_values(), [this, on_device](size_t b, const GraphRunner::GroupData& d) {
+        on_device([this, b, d] { exchange_->start_bucket(b, d); });
+      },
+      [this, on_device](const std::vector<GraphRunner::GroupData>& groups) {
+        on_device([this, data = by_tensor(groups)] { result_ = exchange_->finish_buckets(data); });
+      });
+  path_ = SumPath::InRuns;
+  return fmt::format("summed over MPI in the step's {}, each of {} bucket(s) started once the backward has written it",
+                     host ? "device graph" : "run", exchange_->buckets().size());
 }
 
-std::vector<float*> DataParallel::gradients_in(runtime::PlanExecutor& step) const {
-  const std::vector<ir::ValueId> next = next_values(step.graph(), accumulators_);
-  std::vector<float*> data;
-  for (ir::ValueId v : next) data.push_back(static_cast<float*>(step.value_address(v)));
+std::vector<std::vector<ir::ValueId>> DataParallel::bucket_values() const {
+  const std::vector<ir::ValueId> next = next_values(step_graph_, accumulators_);
+  std::vector<std::vector<ir::ValueId>> groups;
+  for (const std::vector<size_t>& bucket : exchange_->buckets()) {
+    groups.emplace_back();
+    for (size_t t : bucket) groups.back().push_back(next[t]);
+  }
+  return groups;
+}
+
+std::vector<float*> DataParallel::by_tensor(const std::vector<GraphRunner::GroupData>& groups) const {
+  std::vector<float*> data(tensors_.size(), nullptr);
+  for (size_t b = 0; b < groups.size(); ++b)
+    for (size_t j = 0; j < groups[b].size(); ++j) data[exchange_->buckets()[b][j]] = groups[b][j];
   return data;
 }
 
-std::vector<size_t> DataParallel::bucket_ready(runtime::PlanExecutor& step) const {
-  const std::vector<ir::ValueId> next = next_values(step.graph(), accumulators_);
-  std::vector<size_t> ready;
-  for (const std::vector<size_t>& bucket : exchange_->buckets()) {
-    size_t after = ready.empty() ? 0 : ready.back();  // in bucket order on every rank
-    for (size_t t : bucket) after = std::max(after, step.last_writer(next[t]).value_or(step.kernels().kernels.size()));
-    ready.push_back(after);
-  }
-  return ready;
-}
-
-std::string DataParallel::attach_host(runtime::HostDevice& host, runtime::PlanExecutor& step,
-                                      runtime::PlanExecutor& optimizer) {
-  path_ = SumPath::HostGraph;
-  if (exchange_->options().compression == dist::Compression::PowerSgd) {
-    // Every gradient at once: in the optimizer's graph, on the accumulators.
-    std::vector<float*> data;
-    for (const std::string& name : accumulators_)
-      data.push_back(static_cast<float*>(optimizer.value_address(*optimizer.graph().find(name))));
-    optimizer.set_prologue([this, &host, data] { host.issue([this, data] { result_ = exchange_->exchange(data, step_); }); });
-    return "summed over MPI in the optimizer's device graph (PowerSGD needs every gradient at once)";
-  }
-  const std::vector<float*> data = gradients_in(step);
-  const std::vector<size_t> ready = bucket_ready(step);
-  for (size_t b = 0; b < ready.size(); ++b)
-    step.add_hook(ready[b], [this, &host, b, data] { host.issue([this, b, data] { exchange_->start_bucket(b, data); }); });
-  step.add_hook(step.kernels().kernels.size(),
-                [this, &host, data] { host.issue([this, data] { result_ = exchange_->finish_buckets(data); }); });
-  return fmt::format("summed over MPI in the step's device graph, each of {} bucket(s) started once the backward has "
-                     "written it",
-                     ready.size());
-}
-
-std::string DataParallel::attach_gpu(runtime::CudaDevice& gpu, runtime::PlanExecutor& step) {
-  path_ = SumPath::Staged;
+std::string DataParallel::attach_gpu(runtime::CudaDevice& gpu, GraphRunner& step) {
   if (allreduce_ == dist::AllReduce::Host) return "staged through host memory and summed over MPI ([train] allreduce)";
   if (exchange_->options().compression != dist::Compression::None)
     return fmt::format("{}-compressed on the host and summed over MPI (NCCL sums uncompressed gradients)",
@@ -175,30 +176,32 @@ std::string DataParallel::attach_gpu(runtime::CudaDevice& gpu, runtime::PlanExec
   }
   nccl_ = std::make_unique<dist::NcclSums>(comm_, timeout_);
   path_ = SumPath::Nccl;
-  const std::vector<float*> data = gradients_in(step);
-  const std::vector<size_t> ready = bucket_ready(step);
   void* side = gpu.side_stream();
-  for (size_t b = 0; b < ready.size(); ++b) {
-    std::vector<dist::NcclSums::Span> bucket;
-    for (size_t t : exchange_->buckets()[b])
-      bucket.push_back({data[t], static_cast<size_t>(ir::TensorType{ir::DType::F32, tensors_[t].shape}.numel())});
-    // The second stream waits for the launches so far (the bucket's gradients), then sums them
-    // while the main stream goes on with the backward.
-    step.add_hook(ready[b], [this, &gpu, side, bucket] {
-      gpu.fork();
-      nccl_->issue_sum(bucket, side);
-    });
+  std::vector<std::vector<size_t>> counts;
+  for (const std::vector<size_t>& bucket : exchange_->buckets()) {
+    counts.emplace_back();
+    for (size_t t : bucket) counts.back().push_back(static_cast<size_t>(ir::TensorType{ir::DType::F32, tensors_[t].shape}.numel()));
   }
-  // The updates (the summed gradients into the accumulators) wait for every sum.
-  step.add_hook(step.kernels().kernels.size(), [&gpu] { gpu.join(); });
+  step.add_value_hooks(
+      bucket_values(),
+      [this, &gpu, side, counts](size_t b, const GraphRunner::GroupData& d) {
+        // The second stream waits for the launches so far (the bucket's gradients), then sums
+        // them while the main stream goes on with the backward.
+        std::vector<dist::NcclSums::Span> bucket;
+        for (size_t j = 0; j < d.size(); ++j) bucket.push_back({d[j], counts[b][j]});
+        gpu.fork();
+        nccl_->issue_sum(bucket, side);
+      },
+      // The updates (the summed gradients into the accumulators) wait for every sum.
+      [&gpu](const std::vector<GraphRunner::GroupData>&) { gpu.join(); });
   return fmt::format("summed by {} on a second stream of the step's CUDA Graph, each of {} bucket(s) started once the "
                      "backward has written it",
-                     nccl_->describe(), ready.size());
+                     nccl_->describe(), exchange_->buckets().size());
 }
 
 void DataParallel::before_micro_batch(GraphRunner& step_runner, int64_t step, bool last) {
-  if (!sums_in_graph()) return;
-  step_runner.executor()->set_hooks(last);
+  if (!sums_in_runs()) return;
+  step_runner.set_hooks(last);
   if (!last) return;
   comm_.meet(fmt::format("the gradient all-reduce of step {}", step));
   step_ = step;

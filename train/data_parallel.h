@@ -41,21 +41,21 @@ class DataParallel {
   // the micro-batches — and dropout masks — that one rank of R x K does, in the same steps.
   int64_t global_micro_batch(int64_t local) const { return local * ranks() + rank(); }
 
-  // Chooses where the sums are made, once the runners exist, and says so in a line. On a device
-  // they are part of the step's device graph (of the last micro-batch of each optimizer step):
-  // each bucket's sum starts as soon as the backward has written its gradients, the last layer's
-  // first, and is waited for after the step's last launch — the Host device over MPI on its
-  // buffers (host memory; PowerSGD, which needs every gradient at once, in the optimizer's graph
-  // instead), a GPU with NCCL on a second stream ([train] allreduce auto or nccl, uncompressed).
-  // Else they are staged through `env` between the graphs: the reference executor, a GPU's
+  // Chooses where the sums are made, once the runners exist, and says so in a line. Inside the
+  // step's run of the last micro-batch of each optimizer step: each bucket's sum starts as soon as
+  // the backward has written its gradients (the last layer's first) and all are waited for after
+  // the step's last op or launch — over MPI on the CPU reference and the Host device (in its device
+  // graph), with NCCL on a second stream of a GPU's CUDA Graph ([train] allreduce auto or nccl,
+  // uncompressed). PowerSGD needs every gradient at once: in the Host device's optimizer graph,
+  // else between the step and the optimizer. Staged through `env` between them: a GPU's
   // compressed or allreduce = "host" gradients. Every rank chooses alike (NCCL only when every
-  // rank found it). Throws TrainError for an allreduce = "nccl" that cannot be.
+  // rank has the same). Throws TrainError for an allreduce = "nccl" that cannot be.
   std::string attach(GraphRunner& step, GraphRunner& optimizer, runtime::Device* device);
   // Whether gradients are summed at all (several ranks, or NCCL forced on one).
   bool exchanges() const { return path_ != SumPath::None; }
-  // Whether the sums are part of the device graphs (a step and its optimizer may then replay as
-  // one graph with them).
-  bool sums_in_graph() const { return path_ == SumPath::HostGraph || path_ == SumPath::Nccl; }
+  // Whether the sums are made inside the runs (a step and its optimizer may then run together,
+  // on a device as one graph with them).
+  bool sums_in_runs() const { return path_ == SumPath::InRuns || path_ == SumPath::Nccl; }
 
   // Before each micro-batch of optimizer step `step` (`last`: its last): the last one's graph
   // holds the sums, after rank 0 has seen every rank arrive.
@@ -86,16 +86,17 @@ class DataParallel {
   void check_same_parameters(const support::Environment& env, const TensorManifest& manifest, int64_t step);
 
  private:
-  enum class SumPath { None, Staged, HostGraph, Nccl };
-  // The Host device's sums in its graphs; a GPU's with NCCL, or the reason why not (staged then).
-  std::string attach_host(runtime::HostDevice& host, runtime::PlanExecutor& step, runtime::PlanExecutor& optimizer);
-  std::string attach_gpu(runtime::CudaDevice& gpu, runtime::PlanExecutor& step);
-  // Where each gradient's final value of a micro-batch is in the step plan (the next value of its
-  // accumulator), and after which launch each bucket's last one is written (never decreasing).
-  std::vector<float*> gradients_in(runtime::PlanExecutor& step) const;
-  std::vector<size_t> bucket_ready(runtime::PlanExecutor& step) const;
+  // None: one rank; Staged: between the step and the optimizer, through env; InRuns: inside the
+  // step's (or the optimizer's) runs, over MPI; Nccl: in the step's CUDA Graph.
+  enum class SumPath { None, Staged, InRuns, Nccl };
+  std::string attach_gpu(runtime::CudaDevice& gpu, GraphRunner& step);
+  // Per bucket, the step graph's values it sums: its accumulators' next values (the gradient
+  // summed over the micro-batches so far); and a hook's groups' data back by tensor.
+  std::vector<std::vector<ir::ValueId>> bucket_values() const;
+  std::vector<float*> by_tensor(const std::vector<GraphRunner::GroupData>& groups) const;
 
   dist::Communicator& comm_;
+  const ir::Graph& step_graph_;
   dist::AllReduce allreduce_;
   double timeout_;
   std::vector<dist::GradientTensor> tensors_;

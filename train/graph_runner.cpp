@@ -1,6 +1,8 @@
 // The trainer's graph runners: reference executor or compiled plan (see graph_runner.h).
 #include "train/graph_runner.h"
 
+#include <algorithm>
+#include <optional>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -12,19 +14,70 @@
 namespace bertc::train {
 namespace {
 
+// Per group, the position after which all of its values and those of the groups before are
+// written, given each value's last writer; `end` for a value nobody writes.
+std::vector<size_t> ready_positions(const std::vector<std::vector<ir::ValueId>>& groups,
+                                    const std::function<std::optional<size_t>(ir::ValueId)>& last_writer, size_t end) {
+  std::vector<size_t> ready;
+  for (const auto& group : groups) {
+    size_t after = ready.empty() ? 0 : ready.back();
+    for (ir::ValueId v : group) after = std::max(after, last_writer(v).value_or(end));
+    ready.push_back(after);
+  }
+  return ready;
+}
+
 class ReferenceRunner : public GraphRunner {
  public:
-  ReferenceRunner(const ir::Graph& graph, std::vector<std::string> fetch) : executor_(graph), fetch_(std::move(fetch)) {}
+  ReferenceRunner(const ir::Graph& graph, std::vector<std::string> fetch)
+      : graph_(graph), executor_(graph), fetch_(std::move(fetch)) {}
   reference::RunResult<float> run(ir::Environment<float>& env, const std::set<std::string>& leave) override {
     std::vector<std::string> fetch;
     for (const std::string& name : fetch_)
       if (!leave.count(name)) fetch.push_back(name);
-    return executor_.run(env, fetch);
+    if (!hooks_on_ || groups_.empty()) return executor_.run(env, fetch);
+    return executor_.run(env, fetch, [&](size_t op, std::vector<ir::HostTensor<float>>& values) {
+      auto data = [&](size_t g) {
+        GroupData d;
+        for (ir::ValueId v : groups_[g]) d.push_back(values[v].real.data());
+        return d;
+      };
+      for (size_t g = 0; g < groups_.size(); ++g)
+        if (ready_at_[g] == op) ready_(g, data(g));
+      if (op == end_) {
+        std::vector<GroupData> all;
+        for (size_t g = 0; g < groups_.size(); ++g) all.push_back(data(g));
+        done_(all);
+      }
+    });
   }
+  void add_value_hooks(std::vector<std::vector<ir::ValueId>> groups, std::function<void(size_t, const GroupData&)> ready,
+                       std::function<void(const std::vector<GroupData>&)> done) override {
+    // The op before the first update ends the computing (the schedule puts the updates last,
+    // but for constants, which compute nothing).
+    size_t first_update = graph_.ops().size();
+    for (size_t i = 0; i < graph_.ops().size() && first_update == graph_.ops().size(); ++i)
+      if (graph_.ops()[i].kind == ir::OpKind::Update) first_update = i;
+    if (first_update == 0) throw std::logic_error("a graph whose first op is an update computes nothing to hook");
+    end_ = first_update - 1;
+    ready_at_ = ready_positions(
+        groups, [&](ir::ValueId v) { return std::optional<size_t>(graph_.value(v).producer); }, end_);
+    groups_ = std::move(groups);
+    ready_ = std::move(ready);
+    done_ = std::move(done);
+  }
+  void set_hooks(bool on) override { hooks_on_ = on; }
 
  private:
+  const ir::Graph& graph_;
   reference::Executor<float> executor_;
   std::vector<std::string> fetch_;
+  std::vector<std::vector<ir::ValueId>> groups_;
+  std::vector<size_t> ready_at_;
+  size_t end_ = 0;
+  std::function<void(size_t, const GroupData&)> ready_;
+  std::function<void(const std::vector<GroupData>&)> done_;
+  bool hooks_on_ = false;
 };
 
 class PlanRunner : public GraphRunner {
@@ -68,6 +121,20 @@ class PlanRunner : public GraphRunner {
   const runtime::PlanExecutor* plan() const override { return executor_.get(); }
   void profile_next_run(std::vector<runtime::LaunchTime>* times) override { executor_->profile_next_run(times); }
   runtime::PlanExecutor* executor() override { return executor_.get(); }
+  void add_value_hooks(std::vector<std::vector<ir::ValueId>> groups, std::function<void(size_t, const GroupData&)> ready,
+                       std::function<void(const std::vector<GroupData>&)> done) override {
+    std::vector<GroupData> data;  // the plan's buffers do not move: the same data every run
+    for (const auto& group : groups) {
+      data.emplace_back();
+      for (ir::ValueId v : group) data.back().push_back(static_cast<float*>(executor_->value_address(v)));
+    }
+    const size_t end = executor_->kernels().kernels.size();
+    const std::vector<size_t> ready_at =
+        ready_positions(groups, [&](ir::ValueId v) { return executor_->last_writer(v); }, end);
+    for (size_t g = 0; g < groups.size(); ++g) executor_->add_hook(ready_at[g], [ready, g, d = data[g]] { ready(g, d); });
+    executor_->add_hook(end, [done = std::move(done), data] { done(data); });
+  }
+  void set_hooks(bool on) override { executor_->set_hooks(on); }
 
  private:
   // Per output of the plan: bring it back (every graph output, the fetched values not in `leave`).

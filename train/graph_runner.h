@@ -5,6 +5,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <set>
 #include <utility>
@@ -35,9 +36,21 @@ class GraphRunner {
   virtual void upload_state(const std::vector<std::string>& /*names*/, const ir::Environment<float>& /*env*/) {}
   // The compiled plan it runs; nullptr for the reference executor, which runs ops, not launches.
   virtual const runtime::PlanExecutor* plan() const { return nullptr; }
-  // The compiled plan it runs, to add work to it (PlanExecutor::set_prologue, add_hook); nullptr
-  // for the reference executor.
+  // The compiled plan it runs, to add work to it (PlanExecutor::set_prologue); nullptr for the
+  // reference executor.
   virtual runtime::PlanExecutor* executor() { return nullptr; }
+
+  // In the runs with hooks on (set_hooks): `ready(g, data)` as soon as a run has written every
+  // value of `groups[g]` and of the groups before it — after that op (reference executor) or
+  // launch (plan; on its device, in order with the launches, recorded with them) — with their
+  // f32 data in this run, which it may change in place; then `done(data)`, every group's, after
+  // the run's last op or launch and before its updates. The data-parallel sums of each bucket of
+  // gradients go there. Set once, before the first run.
+  using GroupData = std::vector<float*>;
+  virtual void add_value_hooks(std::vector<std::vector<ir::ValueId>> groups,
+                               std::function<void(size_t, const GroupData&)> ready,
+                               std::function<void(const std::vector<GroupData>&)> done) = 0;
+  virtual void set_hooks(bool on) = 0;
   // Times each launch of the next run into `times` (see PlanExecutor::profile_next_run); a plan
   // runner only.
   virtual void profile_next_run(std::vector<runtime::LaunchTime>* times);

@@ -209,7 +209,7 @@ StepStats train_step(int64_t s, const TrainOptions& o, Runners& r, BatchLoader& 
   const std::set<std::string> leave = sample ? std::set<std::string>{} : std::set<std::string>{std::string(names::kMlmLogits)};
   // Nothing accumulates: on a device the step and the optimizer step (with the gradient sums when
   // they are in its graph) replay as one graph.
-  const bool together = K == 1 && (!dp.exchanges() || dp.sums_in_graph());
+  const bool together = K == 1 && (!dp.exchanges() || dp.sums_in_runs());
   std::unique_ptr<dist::NcclSums::Watch> watch;  // from the graph with the sums to the optimizer's end
   for (int64_t k = 0; k < K; ++k) {
     const int64_t micro = (s - 1) * K + k;

@@ -97,11 +97,11 @@ def equal(optimizer, device="cpu", steps=20, accumulation=1):
     if "data parallel: Open MPI" not in log or \
             f"global batch 2 ranks x 2 x {accumulation} accumulation steps = {4 * accumulation}" not in log:
         fail("the 2-rank run did not say its ranks and global batch:\n" + log[-2000:])
-    # On the Host device the sums are part of the step's device graph (recorded, replayed: with
-    # one micro-batch, in one graph with the optimizer), each bucket started after the launch that
-    # writes its last gradient: the path NCCL takes on a GPU.
+    # The sums are part of the step's run, each bucket started after the op (CPU) or launch (Host
+    # device: in its device graph, recorded and replayed, with one micro-batch in one graph with
+    # the optimizer) that writes its last gradient: the path NCCL takes on a GPU.
     where = {"host": r"summed over MPI in the step's device graph, each of ([2-9]|\d\d+) bucket\(s\) started",
-             "cpu": r"summed on the host between the step"}
+             "cpu": r"summed over MPI in the step's run, each of ([2-9]|\d\d+) bucket\(s\) started"}
     if not re.search(where[device], log):
         fail(f"the 2-rank run on {device} did not say '{where[device]}':\n" + log[-2000:])
     a, b = metrics("one"), metrics("two")
@@ -277,7 +277,7 @@ def refuse_nccl():
         print(f"refused ({device}, {change}):", next(l for l in p.stderr.splitlines() if expected in l)[:160])
 
 
-CASES = {"equal_adamw": lambda: equal("adamw"), "equal_lamb": lambda: equal("lamb"),
+CASES = {"equal_adamw": lambda: equal("adamw"), "equal_lamb": lambda: equal("lamb", accumulation=2),
          "equal_host": lambda: equal("adamw", device="host", steps=6),
          "equal_host_lamb": lambda: equal("lamb", device="host", steps=6),
          "equal_host_accumulating": lambda: equal("adamw", device="host", steps=6, accumulation=2), "fp16_bf16": fp16_bf16, "powersgd": powersgd,
