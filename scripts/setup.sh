@@ -28,29 +28,22 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# CUDA 12's NVRTC (PyPI wheel) compiles for sm_61 and sm_70, which CUDA 13's NVRTC no longer
-# targets. It goes into .deps/ of the checkout; bertc looks for it there (bertc info shows it).
-nvrtc12=$root/.deps/nvrtc-cu12
-if [ ! -e "$nvrtc12/nvidia/cuda_nvrtc/lib/libnvrtc.so.12" ]; then
-  log "installing the CUDA 12 NVRTC wheel into $nvrtc12"
-  rm -rf "$nvrtc12"
-  if ! PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet --disable-pip-version-check --no-deps --target "$nvrtc12" \
-      'nvidia-cuda-nvrtc-cu12==12.9.*'; then
-    log "warning: could not install nvidia-cuda-nvrtc-cu12; bertc will not compile for sm_61/sm_70"
-  fi
-fi
-
-# NCCL (PyPI wheel) sums a GPU's gradients between data-parallel ranks; bertc dlopens it, so a
-# machine without it still builds and trains (bertc info shows what it found).
-nccl=$root/.deps/nccl-cu12
-if [ ! -e "$nccl/nvidia/nccl/lib/libnccl.so.2" ]; then
-  log "installing the NCCL wheel into $nccl"
-  rm -rf "$nccl"
-  if ! PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet --disable-pip-version-check --no-deps --target "$nccl" \
-      'nvidia-nccl-cu12==2.*'; then
-    log "warning: could not install nvidia-nccl-cu12; data-parallel GPU ranks will sum over MPI on the host"
-  fi
-fi
+# A PyPI wheel into .deps/FOLDER of the checkout, unless FILE is there already; bertc dlopens
+# what it holds from there (bertc info shows what it found), so a failure only warns.
+wheel() {  # wheel FOLDER FILE SPEC WHAT-IS-LOST
+  local target=$root/.deps/$1
+  [ -e "$target/$2" ] && return
+  log "installing the $3 wheel into $target"
+  rm -rf "$target"
+  PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet --disable-pip-version-check --no-deps --target "$target" "$3" ||
+    log "warning: could not install $3; $4"
+}
+# CUDA 12's NVRTC compiles for sm_61 and sm_70, which CUDA 13's NVRTC no longer targets.
+wheel nvrtc-cu12 nvidia/cuda_nvrtc/lib/libnvrtc.so.12 'nvidia-cuda-nvrtc-cu12==12.9.*' \
+  "bertc will not compile for sm_61/sm_70"
+# NCCL sums a GPU's gradients between data-parallel ranks.
+wheel nccl-cu12 nvidia/nccl/lib/libnccl.so.2 'nvidia-nccl-cu12==2.*' \
+  "data-parallel GPU ranks will sum over MPI on the host"
 
 if [ ! -f "$build/build.ninja" ]; then
   log "configuring $build"

@@ -9,26 +9,12 @@
 #include "dist/communicator.h"
 #include "dist/nccl_library.h"
 #include "dist/nccl_sums.h"
+#include "scoped_env.h"
 
 namespace bertc {
 namespace {
 
-// Sets an environment variable for one test and restores it after.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (old_) setenv(name_, old_->c_str(), 1);
-    else unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using testing::ScopedEnv;
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 

@@ -5,26 +5,12 @@
 
 #include "codegen/nvrtc_library.h"
 #include "runtime/cuda_driver.h"
+#include "scoped_env.h"
 
 namespace bertc {
 namespace {
 
-// Sets an environment variable for one test and restores it after.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (old_) setenv(name_, old_->c_str(), 1);
-    else unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using testing::ScopedEnv;
 
 TEST(Nvrtc, ForcedPathIsTheOnlyCandidate) {
   ScopedEnv env("BERTC_NVRTC", "/nonexistent/libnvrtc.so.99");
