@@ -109,7 +109,7 @@ class Mpi : public Communicator {
     std::vector<uint64_t> all(static_cast<size_t>(size_));
     std::vector<MPI_Request> r(1);
     check(MPI_Iallgather(&value, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, MPI_COMM_WORLD, &r[0]), "MPI_Iallgather");
-    wait(r, [&] { return late("an exchange of start-up figures"); });
+    wait(r, [&] { return late("an exchange of start-up figures"); }, true);
     return all;
   }
 
@@ -122,7 +122,7 @@ class Mpi : public Communicator {
       check(MPI_Ibcast(at + done, static_cast<int>(n), MPI_BYTE, root, MPI_COMM_WORLD, &r.back()), "MPI_Ibcast");
       done += n;
     }
-    wait(r, [&] { return late("a broadcast of rank 0's state"); });
+    wait(r, [&] { return late("a broadcast of rank 0's state"); }, true);
   }
 
   void meet(const std::string& what) override {
@@ -131,9 +131,8 @@ class Mpi : public Communicator {
       std::vector<MPI_Request> r(2);
       check(MPI_Isend(&token, 1, MPI_BYTE, 0, kArrived, MPI_COMM_WORLD, &r[0]), "MPI_Isend");
       check(MPI_Irecv(&go, 1, MPI_BYTE, 0, kGo, MPI_COMM_WORLD, &r[1]), "MPI_Irecv");
-      wait(r, [&] { return fmt::format("rank {}: rank 0 did not let {} begin within {:g} s (it died or hangs): stopping "
-                                       "every rank",
-                                       rank_, what, timeout_ + 30); });
+      wait(r, [&] { return fmt::format("rank 0 did not let {} begin within {:g} s (it died or hangs): stopping every rank",
+                                       what, timeout_ + 30); }, false);
       return;
     }
     std::vector<char> tokens(static_cast<size_t>(size_));
@@ -147,14 +146,15 @@ class Mpi : public Communicator {
         MPI_Test(&arrivals[q - 1], &done, MPI_STATUS_IGNORE);
         if (!done) missing.push_back(q);
       }
+      if (missing.empty()) return std::string();  // they all came just now
       return fmt::format("rank {} did not reach {} within {:g} s of rank 0 (it died, hangs or runs far slower): "
                          "stopping every rank",
                          fmt::join(missing, ", rank "), what, timeout_);
-    });
+    }, false);
     std::vector<MPI_Request> gos(static_cast<size_t>(size_ - 1));
     for (int q = 1; q < size_; ++q)
       check(MPI_Isend(&go, 1, MPI_BYTE, q, kGo, MPI_COMM_WORLD, &gos[q - 1]), "MPI_Isend");
-    wait(gos, [&] { return late(what); });
+    wait(gos, [&] { return late(what); }, true);
   }
 
   [[noreturn]] void abort(int code) override {
@@ -165,25 +165,28 @@ class Mpi : public Communicator {
  private:
   struct Pending : PendingSum {
     explicit Pending(const Mpi& m) : mpi(m) {}
-    void wait() override { mpi.wait(requests, [&] { return mpi.late("a sum over the ranks"); }); }
+    void wait() override { mpi.wait(requests, [&] { return mpi.late("a sum over the ranks"); }, true); }
     const Mpi& mpi;
     std::vector<MPI_Request> requests;
   };
 
-  // Polls `requests` to completion. Rank 0 gives up after the timeout, the others 30 s later (so
-  // that rank 0, which can find out who is missing, says it first), answering rank 0's probes
-  // meanwhile. Giving up stops every rank at once (MPI_Abort), without unwinding: buffers of
-  // sums still in flight must not be freed under MPI.
-  void wait(std::vector<MPI_Request>& requests, const std::function<std::string()>& late) const {
-    const double limit = rank_ == 0 ? timeout_ : timeout_ + 30;
+  // Polls `requests` to completion. Rank 0 gives up after the timeout (`probing`: less the time
+  // late() then spends asking the others, so that the whole wait stays within it), the others
+  // 30 s later (so that rank 0, which can find out who is missing, says it first), answering rank
+  // 0's probes meanwhile. Giving up — late() says why; an empty answer: nothing is missing after
+  // all, wait on — stops every rank at once (MPI_Abort), without unwinding: buffers of sums still
+  // in flight must not be freed under MPI.
+  void wait(std::vector<MPI_Request>& requests, const std::function<std::string()>& late, bool probing) const {
+    const double limit = rank_ == 0 ? timeout_ - (probing ? probe_seconds() : 0) : timeout_ + 30;
     const auto deadline = Clock::now() + std::chrono::duration<double>(limit);
     int polls = 0;
     for (;;) {
       int done = 0;
       if (MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done, MPI_STATUSES_IGNORE) != MPI_SUCCESS)
-        stop(fmt::format("rank {}: an MPI transfer failed (a rank died?): stopping every rank", rank_));
+        stop("an MPI transfer failed (a rank died?): stopping every rank");
       if (done) return;
-      if (Clock::now() > deadline) stop(late());
+      if (Clock::now() > deadline)
+        if (const std::string why = late(); !why.empty()) stop(why);
       if (rank_ != 0) answer_probes();
       // Spin briefly (a sum of a small bucket takes microseconds), then sleep up to a millisecond.
       if (++polls > 64) std::this_thread::sleep_for(std::chrono::microseconds(std::min(1000, 10 * (polls - 64))));
@@ -201,12 +204,16 @@ class Mpi : public Communicator {
     std::string who = "another rank died or hangs";
     if (rank_ == 0) {
       const std::vector<int> silent = unanswered();
-      if (!silent.empty()) who = fmt::format("rank {} does not answer (it died or hangs)", fmt::join(silent, ", rank "));
+      who = silent.empty() ? "every rank answers, so one runs far slower or MPI is stuck"
+                           : fmt::format("rank {} does not answer (it died or hangs)", fmt::join(silent, ", rank "));
     }
-    return fmt::format("rank {}: {} did not finish within {:g} s: {} (rank_timeout in [train] sets the wait; at "
-                       "start-up a rank may still be compiling kernels): stopping every rank",
-                       rank_, what, rank_ == 0 ? timeout_ : timeout_ + 30, who);
+    return fmt::format("{} did not finish within {:g} s: {} (rank_timeout in [train] sets the wait; at start-up a "
+                       "rank may still be compiling kernels): stopping every rank",
+                       what, rank_ == 0 ? timeout_ : timeout_ + 30, who);
   }
+
+  // How long rank 0 asks the others whether they are there: part of the timeout.
+  double probe_seconds() const { return std::min(5.0, timeout_ / 4); }
 
   // A rank other than 0, waiting: answers rank 0's "are you there?".
   void answer_probes() const {
@@ -220,7 +227,7 @@ class Mpi : public Communicator {
     MPI_Request_free(&r);
   }
 
-  // Rank 0, after a wait ran out: the ranks that do not answer within 5 s.
+  // Rank 0, after a wait ran out: the ranks that do not answer within probe_seconds().
   std::vector<int> unanswered() const {
     std::vector<char> tokens(static_cast<size_t>(size_));
     std::vector<MPI_Request> asks(static_cast<size_t>(size_ - 1)), answers(static_cast<size_t>(size_ - 1));
@@ -228,7 +235,7 @@ class Mpi : public Communicator {
       MPI_Isend(&tokens[0], 1, MPI_BYTE, q, kProbe, MPI_COMM_WORLD, &asks[q - 1]);
       MPI_Irecv(&tokens[q], 1, MPI_BYTE, q, kAlive, MPI_COMM_WORLD, &answers[q - 1]);
     }
-    const auto deadline = Clock::now() + std::chrono::seconds(5);
+    const auto deadline = Clock::now() + std::chrono::duration<double>(probe_seconds());
     std::vector<int> silent;
     while (Clock::now() < deadline) {
       silent.clear();

@@ -92,7 +92,7 @@ NcclProbe find_nccl() {
       return probe;
     }
     probe.version = 0;
-    probe.tried.push_back(candidate + ": " + error);
+    probe.tried.push_back(error.rfind(candidate, 0) == 0 ? error : candidate + ": " + error);  // dlerror names it already
   }
   return probe;
 }

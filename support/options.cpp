@@ -14,7 +14,8 @@ std::optional<std::string> check_problem(const OptionValue& value, Check check) 
     if (check == Check::Positive && *i <= 0) return fmt::format("must be positive, found {}", *i);
     if (check == Check::NonNegative && *i < 0) return fmt::format("must be >= 0, found {}", *i);
   }
-  if (check == Check::Probability || check == Check::PositiveFloat || check == Check::NonNegativeFloat) {
+  if (check == Check::Probability || check == Check::PositiveFloat || check == Check::NonNegativeFloat ||
+      check == Check::Seconds) {
     const double d = std::holds_alternative<int64_t>(value) ? static_cast<double>(std::get<int64_t>(value))
                                                             : std::get<double>(value);
     // A float option is a rate, a moment or an epsilon: infinity would train nothing, silently.
@@ -23,6 +24,8 @@ std::optional<std::string> check_problem(const OptionValue& value, Check check) 
       return fmt::format("must be a probability in [0, 1), found {}", d);
     if (check == Check::PositiveFloat && !(d > 0)) return fmt::format("must be positive, found {}", d);
     if (check == Check::NonNegativeFloat && !(d >= 0)) return fmt::format("must be >= 0, found {}", d);
+    if (check == Check::Seconds && !(d >= 1))
+      return fmt::format("must be at least 1 (seconds: a shorter wait stops ranks that are only busy), found {}", d);
   }
   return std::nullopt;
 }

@@ -21,7 +21,8 @@ using OptionValue = std::variant<bool, int64_t, double, std::string>;
 enum class ValueKind { Bool, Int, Float, String };
 
 // What a numeric option accepts beyond its type.
-enum class Check { Any, Positive, NonNegative, Probability, PositiveFloat, NonNegativeFloat };
+// Seconds: a deadline of at least a second (a shorter one stops ranks that are only busy).
+enum class Check { Any, Positive, NonNegative, Probability, PositiveFloat, NonNegativeFloat, Seconds };
 
 // Where an option's value matters: Program options shape the compiled program (a .bertx keeps
 // them, reports show them); Debug options only change what is printed or dumped.

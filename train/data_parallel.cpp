@@ -56,7 +56,8 @@ std::vector<int> differing(const std::vector<uint64_t>& values) {
 dist::ExchangeOptions exchange_options(const frontend::TrainConfig& t) {
   dist::ExchangeOptions o;
   o.compression = t.gradient_compression;
-  o.bucket_bytes = static_cast<int64_t>(t.allreduce_bucket_mb * double(1 << 20));
+  // Clamped below 2^62 bytes: a larger number of MiB means "one bucket", not an overflow.
+  o.bucket_bytes = static_cast<int64_t>(std::min(t.allreduce_bucket_mb * double(1 << 20), 0x1p62));
   o.powersgd_rank = t.powersgd_rank;
   o.powersgd_warmup_steps = t.powersgd_warmup_steps;
   o.seed = static_cast<uint64_t>(t.seed);
@@ -128,8 +129,8 @@ std::string DataParallel::attach(GraphRunner& step, GraphRunner& optimizer, runt
         on_device([this, data = by_tensor(groups)] { result_ = exchange_->finish_buckets(data); });
       });
   path_ = SumPath::InRuns;
-  return fmt::format("summed over MPI in the step's {}, each of {} bucket(s) started once the backward has written it",
-                     host ? "device graph" : "run", exchange_->buckets().size());
+  return fmt::format("summed over MPI among the step's {}, each of {} bucket(s) started once the backward has written it",
+                     host ? "launches on the Host device" : "ops", exchange_->buckets().size());
 }
 
 std::vector<std::vector<ir::ValueId>> DataParallel::bucket_values() const {
@@ -248,26 +249,39 @@ void DataParallel::reduce(StepStats& s) {
   s.tokens = static_cast<int64_t>(sums[5]);
 }
 
-void check_same_start(dist::Communicator& comm, const frontend::Config& config) {
+void check_same_start(dist::Communicator& comm, const frontend::Config& config, const std::string& device) {
   if (comm.size() == 1) return;
   const std::vector<int> binaries = differing(comm.all_gather(executable_hash()));
   if (!binaries.empty())
     throw TrainError(fmt::format("rank {} runs another bertc binary than rank 0: install the same build on every "
                                  "machine",
                                  fmt::join(binaries, ", rank ")));
-  std::string settings;
+  std::vector<std::pair<std::string, std::string>> settings;  // "[section] key" or "--flag", its value
   for (const auto& spec : frontend::config_keys())
     if (spec.key != "data" && spec.key != "vocab" && spec.key != "dump_ir")
-      settings += fmt::format("{}.{}={}\n", spec.section, spec.key, support::value_text(spec.get(config)));
-  const std::vector<int> runs = differing(comm.all_gather(XXH3_64bits(settings.data(), settings.size())));
-  if (!runs.empty())
-    throw TrainError(fmt::format("rank {} compiled another program or has other settings than rank 0 (config or "
-                                 "flags differ): give every rank the same config and flags",
-                                 fmt::join(runs, ", rank ")));
+      settings.emplace_back(fmt::format("[{}] {}", spec.section, spec.key), support::value_text(spec.get(config)));
+  settings.emplace_back("--device", device);
+  auto hash = [](const std::string& s) { return XXH3_64bits(s.data(), s.size()); };
+  std::string all;
+  for (const auto& [name, value] : settings) all += name + "=" + value + "\n";
+  const std::vector<int> runs = differing(comm.all_gather(hash(all)));
+  if (runs.empty()) return;
+  // Which settings differ: one more exchange per setting, only now that some do.
+  std::vector<std::string> which;
+  for (const auto& [name, value] : settings)
+    if (!differing(comm.all_gather(hash(value))).empty()) which.push_back(fmt::format("{} (here {})", name, value));
+  throw TrainError(fmt::format("rank {} has other settings than rank 0 — {} {}: give every rank the same config and "
+                               "flags",
+                               fmt::join(runs, ", rank "), fmt::join(which, ", "), which.size() == 1 ? "differs" : "differ"));
 }
 
-void DataParallel::check_same_run(const std::string& fingerprint) {
+void DataParallel::check_same_run(const std::string& fingerprint, const std::string& device) {
   if (ranks() == 1) return;
+  const std::vector<int> devices = differing(comm_.all_gather(XXH3_64bits(device.data(), device.size())));
+  if (!devices.empty())
+    throw TrainError(fmt::format("rank {} trains on another device than rank 0 (this rank: {}): the ranks would "
+                                 "compute other numbers and diverge; give every rank the same --device and GPU model",
+                                 fmt::join(devices, ", rank "), device));
   const std::vector<int> runs = differing(comm_.all_gather(XXH3_64bits(fingerprint.data(), fingerprint.size())));
   if (!runs.empty())
     throw TrainError(fmt::format("rank {} compiled another program or read other data than rank 0 (the corpus or "

@@ -73,9 +73,10 @@ class DataParallel {
   // Losses, accuracy counts and tokens of the whole global batch (every rank gets them).
   void reduce(StepStats& stats);
 
-  // Refuses, on every rank, a run whose ranks compiled another program or read other data than
-  // rank 0 (`fingerprint`: the graphs and the data's size).
-  void check_same_run(const std::string& fingerprint);
+  // Refuses, on every rank, a run whose ranks train on another device (`device`: its name, the
+  // GPU model included; --device auto may pick another on another machine), compiled another
+  // program or read other data than rank 0 (`fingerprint`: the graphs and the data's size).
+  void check_same_run(const std::string& fingerprint, const std::string& device);
 
   // Rank 0's `start` and every manifest tensor of its `env` to every rank: only rank 0 reads
   // checkpoints and --init files (the other machines need not see them).
@@ -116,8 +117,9 @@ std::vector<dist::GradientTensor> gradient_tensors(const ir::Graph& step);
 dist::ExchangeOptions exchange_options(const frontend::TrainConfig& t);
 
 // Before any other collective: refuses, on every rank, ranks whose bertc binary or settings
-// (config and flags, but the data's paths) differ from rank 0's — a rank of another model would
-// otherwise exchange buffers of other sizes.
-void check_same_start(dist::Communicator& comm, const frontend::Config& config);
+// (config and flags, but the data's paths; `device`: the --device asked for) differ from rank
+// 0's, naming the settings — a rank of another model would otherwise exchange buffers of other
+// sizes.
+void check_same_start(dist::Communicator& comm, const frontend::Config& config, const std::string& device);
 
 }  // namespace bertc::train

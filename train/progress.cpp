@@ -11,6 +11,7 @@ namespace {
 
 std::string memory(uint64_t bytes) {
   const double mib = static_cast<double>(bytes) / (1 << 20);
+  if (mib < 1) return fmt::format("{:.1f} KiB", static_cast<double>(bytes) / 1024);  // not "0.0 MiB"
   return mib >= 1024 ? fmt::format("{:.2f} GiB", mib / 1024) : fmt::format("{:.1f} MiB", mib);
 }
 
@@ -79,7 +80,8 @@ std::string Progress::line(const StepStats& s, double tokens_per_s, double mfu) 
   if (device_.peak_flops > 0) line += fmt::format("  MFU {:.1f}%", 100 * mfu);
   if (device_.memory_bytes > 0) line += "  mem " + memory(device_.memory_bytes);
   if (device_.ranks > 1)
-    line += fmt::format("  {} ranks, all-reduce {}{}", device_.ranks, memory(s.allreduce_bytes), s.compressed ? "" : " (fp32)");
+    line += fmt::format("  {} ranks, all-reduce {} ({})", device_.ranks, memory(s.allreduce_bytes),
+                        s.compressed ? device_.compression : "fp32");
   return line;
 }
 

@@ -28,6 +28,7 @@ struct DeviceFigures {
   double peak_flops = 0;            // the GPU's datasheet peak at the precision (0: no MFU)
   uint64_t memory_bytes = 0;        // device memory allocated (0: the reference executor)
   int ranks = 1;                    // data-parallel ranks (the loss and tokens are the global batch's)
+  std::string compression = "none"; // of their gradients (gradient_compression), for the progress line
 };
 
 class Progress {

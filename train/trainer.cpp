@@ -289,7 +289,7 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
   dist::Communicator& comm = *world;
   // Start-up waits allow for a rank compiling kernels the others found in their caches.
   comm.set_timeout(std::max(o.config.train.rank_timeout, 3600.0));
-  check_same_start(comm, o.config);
+  check_same_start(comm, o.config, o.device.value_or("cpu"));
   // The device first: a missing GPU is cheaper to find than the program is to compile.
   const std::shared_ptr<runtime::Device> device = open_training_device(o);
   if (device && device->capabilities().gpu) log << fmt::format("device: {}\n", device->name());
@@ -324,7 +324,7 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
                                  start + 1, last));
   Runners runners = make_runners(model, o, program, device, log);
   const data::BatchStream stream = open_batch_stream(o.config, o.data, o.vocab, log);
-  dp.check_same_run(run_fingerprint(program, stream.examples()));
+  dp.check_same_run(run_fingerprint(program, stream.examples()), device ? device->name() : "the CPU reference");
   const std::string sums = dp.attach(*runners.step, *runners.optimizer, device.get());
   if (dp.exchanges())
     log << fmt::format("data parallel: {}; global batch {} ranks x {} x {} accumulation steps = {}; gradients {} "
@@ -346,6 +346,7 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
   // Rank 0 reports; the others train quietly.
   std::optional<Progress> progress;
   runners.figures.ranks = dp.ranks();
+  runners.figures.compression = ir::enum_name(t.gradient_compression);
   if (dp.leader()) progress.emplace(log, o.metrics, start + 1, last, t.log_every, o.live_progress, runners.figures);
   summary.first_step = start + 1;
   for (int64_t s = start + 1; s <= last; ++s) {

@@ -100,8 +100,9 @@ def equal(optimizer, device="cpu", steps=20, accumulation=1):
     # The sums are part of the step's run, each bucket started after the op (CPU) or launch (Host
     # device: in its device graph, recorded and replayed, with one micro-batch in one graph with
     # the optimizer) that writes its last gradient: the path NCCL takes on a GPU.
-    where = {"host": r"summed over MPI in the step's device graph, each of ([2-9]|\d\d+) bucket\(s\) started",
-             "cpu": r"summed over MPI in the step's run, each of ([2-9]|\d\d+) bucket\(s\) started"}
+    where = {"host": r"summed over MPI among the step's launches on the Host device, each of ([2-9]|\d\d+) bucket\(s\) "
+                     r"started",
+             "cpu": r"summed over MPI among the step's ops, each of ([2-9]|\d\d+) bucket\(s\) started"}
     if not re.search(where[device], log):
         fail(f"the 2-rank run on {device} did not say '{where[device]}':\n" + log[-2000:])
     a, b = metrics("one"), metrics("two")
@@ -242,23 +243,29 @@ def resume_fewer_ranks():
 
 
 def refuse_mismatch():
-    # Another learning rate, and another model (whose state broadcast would not even fit).
+    # Another learning rate, another model (whose state broadcast would not even fit), another
+    # --device: refused before anything trains, naming what differs.
     a = config("a", steps=4, batch_size=2)
-    for name, change in (("lr", {"learning_rate": 2e-3}), ("width", {"batch_size": 2})):
+    cases = (("lr", {"learning_rate": 2e-3}, "cpu", "[train] learning_rate"),
+             ("width", {}, "cpu", "[model] hidden_size"),
+             ("device", {}, "host", "--device"))
+    for name, change, device, key in cases:
         b = config("b-" + name, steps=4, **({"batch_size": 2} | change))
         if name == "width":
             text = open(b).read().replace("hidden_size = 32", "hidden_size = 64")
             open(b, "w").write(text)
         run = os.path.join(WORK, "m-" + name)
         cmd = ["mpirun", "-np", "1", BERTC, "train", a, "--device", "cpu", "--checkpoint-dir", run, ":",
-               "-np", "1", BERTC, "train", b, "--device", "cpu", "--checkpoint-dir", run]
+               "-np", "1", BERTC, "train", b, "--device", device, "--checkpoint-dir", run]
         p = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=300)
         out = p.stdout + p.stderr
-        if p.returncode == 0 or "rank 1 compiled another program or has other settings than rank 0" not in out:
-            fail(f"ranks with different configs ({name}) were not refused (exit {p.returncode}):\n{out[-2000:]}")
-        if os.path.exists(os.path.join(run, "checkpoint-000004.safetensors")):
+        said = re.search(r"rank 1 has other settings than rank 0 — (.*) differs?:", out)
+        if p.returncode == 0 or not said or key not in said.group(1):
+            fail(f"ranks with different settings ({name}) were not refused naming {key} (exit {p.returncode}):\n"
+                 + out[-2000:])
+        if os.path.exists(os.path.join(run, "metrics.jsonl")):
             fail("the refused run trained anyway")
-        print(f"refused ({name}):", next(l for l in out.splitlines() if "compiled another program" in l))
+        print(f"refused ({name}):", next(l for l in out.splitlines() if "other settings" in l)[:200])
 
 
 def refuse_nccl():

@@ -21,6 +21,9 @@ TEST(Options, ChecksSayWhatIsWrong) {
   EXPECT_FALSE(check_problem(OptionValue(0.5), Check::Probability));
   EXPECT_EQ(check_problem(OptionValue(INFINITY), Check::PositiveFloat), "must be finite, found inf");
   EXPECT_EQ(check_problem(OptionValue(-INFINITY), Check::NonNegativeFloat), "must be finite, found -inf");
+  EXPECT_EQ(check_problem(OptionValue(0.5), Check::Seconds),
+            "must be at least 1 (seconds: a shorter wait stops ranks that are only busy), found 0.5");
+  EXPECT_FALSE(check_problem(OptionValue(int64_t{5}), Check::Seconds));
   EXPECT_EQ(choice_problem("sgd", {"adamw", "lamb"}), "must be one of adamw, lamb, found \"sgd\"");
 }
 
