@@ -108,7 +108,7 @@ std::string DataParallel::attach(GraphRunner& step, GraphRunner& optimizer, runt
   if (exchange_->options().compression == dist::Compression::PowerSgd) {
     if (!host) return "summed on the host between the step and the optimizer (PowerSGD needs every gradient at once)";
     // Every gradient at once, in the optimizer's graph, on the accumulators (host memory here).
-    runtime::PlanExecutor& o = *optimizer.executor();
+    runtime::PlanExecutor& o = *optimizer.plan();
     std::vector<float*> data;
     for (const std::string& name : accumulators_) data.push_back(static_cast<float*>(o.value_address(*o.graph().find(name))));
     o.set_prologue([this, host, data] { host->issue([this, data] { result_ = exchange_->exchange(data, step_); }); });

@@ -118,9 +118,8 @@ class PlanRunner : public GraphRunner {
   void upload_state(const std::vector<std::string>& names, const ir::Environment<float>& env) override {
     if (state_) state_->upload_named(names, env);
   }
-  const runtime::PlanExecutor* plan() const override { return executor_.get(); }
+  runtime::PlanExecutor* plan() override { return executor_.get(); }
   void profile_next_run(std::vector<runtime::LaunchTime>* times) override { executor_->profile_next_run(times); }
-  runtime::PlanExecutor* executor() override { return executor_.get(); }
   void add_value_hooks(std::vector<std::vector<ir::ValueId>> groups, std::function<void(size_t, const GroupData&)> ready,
                        std::function<void(const std::vector<GroupData>&)> done) override {
     std::vector<GroupData> data;  // the plan's buffers do not move: the same data every run

@@ -34,11 +34,9 @@ class GraphRunner {
   // The same for the named states only, and their values in `env` back onto the device.
   virtual void download_state(const std::vector<std::string>& /*names*/, ir::Environment<float>& /*env*/) {}
   virtual void upload_state(const std::vector<std::string>& /*names*/, const ir::Environment<float>& /*env*/) {}
-  // The compiled plan it runs; nullptr for the reference executor, which runs ops, not launches.
-  virtual const runtime::PlanExecutor* plan() const { return nullptr; }
-  // The compiled plan it runs, to add work to it (PlanExecutor::set_prologue); nullptr for the
-  // reference executor.
-  virtual runtime::PlanExecutor* executor() { return nullptr; }
+  // The compiled plan it runs (to profile it, or add work to it: PlanExecutor::set_prologue);
+  // nullptr for the reference executor, which runs ops, not launches.
+  virtual runtime::PlanExecutor* plan() { return nullptr; }
 
   // In the runs with hooks on (set_hooks): `ready(g, data)` as soon as a run has written every
   // value of `groups[g]` and of the groups before it — after that op (reference executor) or

@@ -284,7 +284,7 @@ TEST(HostRunner, AnOptimizerPrologueRunsBeforeItsLaunchesEagerRecordedAndReplaye
   auto step = train::plan_runner(p.step, {}, target, host, state);
   auto optimizer = train::plan_runner(p.optimizer, {"grad_norm"}, target, host, state);
   int prologues = 0;
-  optimizer->executor()->set_prologue([&] {
+  optimizer->plan()->set_prologue([&] {
     host->issue([&] {
       ++prologues;
       for (const auto& [name, type] : accumulators) {
@@ -313,7 +313,7 @@ TEST(HostRunner, AnOptimizerPrologueRunsBeforeItsLaunchesEagerRecordedAndReplaye
   optimizer->download_state(env);
   staged_optimizer->download_state(staged);
   for (const auto& [name, value] : staged) EXPECT_TRUE(same_bits(env.at(name), value)) << name;
-  EXPECT_THROW(optimizer->executor()->set_prologue([] {}), std::logic_error);  // after the first run: too late
+  EXPECT_THROW(optimizer->plan()->set_prologue([] {}), std::logic_error);  // after the first run: too late
 }
 
 // A recorded graph cannot hold host data: uploads and downloads while recording are refused, as
