@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "dist/gloo_communicator.h"
 #include "dist/mpi_communicator.h"
 
 namespace bertc::dist {
@@ -18,6 +19,7 @@ class SingleProcess : public Communicator {
   int size() const override { return 1; }
   int local_rank() const override { return 0; }
   std::string describe() const override { return "one process"; }
+  std::string engine() const override { return "nothing (one process)"; }
   void set_timeout(double) override {}
   std::unique_ptr<PendingSum> start_sum(void*, size_t, Element) override {
     struct Done : PendingSum {
@@ -66,7 +68,15 @@ Launch detect_launch() {
   } else if (auto psize = env_int("PMI_SIZE")) {
     l = {env_int("PMI_RANK").value_or(0), *psize, env_int("MPI_LOCALRANKID").value_or(0), "PMI", true};
   } else if (auto wsize = env_int("WORLD_SIZE")) {
-    l = {env_int("RANK").value_or(0), *wsize, env_int("LOCAL_RANK").value_or(0), "torchrun", false};
+    // torchrun and Slurm scripts; without LOCAL_RANK all ranks are taken to share one machine.
+    const bool torchrun = std::getenv("TORCHELASTIC_RUN_ID") != nullptr;
+    l = {env_int("RANK").value_or(0), *wsize, 0, torchrun ? "torchrun" : "RANK/WORLD_SIZE", false};
+    l.local_rank = env_int("LOCAL_RANK").value_or(l.rank);
+    if (const char* a = std::getenv("MASTER_ADDR")) l.address = a;
+    const char* agent = std::getenv("TORCHELASTIC_USE_AGENT_STORE");
+    const bool agent_holds_port = agent && std::string(agent) == "True";
+    if (auto port = env_int("BERTC_RENDEZVOUS_PORT")) l.port = *port;
+    else if (auto master = env_int("MASTER_PORT")) l.port = *master + (agent_holds_port ? 1 : 0);
   }
   return l;
 }
@@ -82,12 +92,17 @@ std::unique_ptr<Communicator> open_world(double timeout_seconds) {
                                   l.launcher, l.size, world->size(), mpi_library_version()));
     return world;
   }
-  if (l.size > 1)
-    throw RankError(fmt::format(
-        "WORLD_SIZE={} (RANK={}) is set, as torchrun and Slurm scripts do, but no MPI launcher started this process: "
-        "bertc's ranks meet through MPI, so start them with `mpirun -np {} bertc train ...` (several machines: "
-        "mpirun --host a:4,b:4), or `srun --mpi=pmix`",
-        l.size, l.rank, l.size));
+  if (l.size > 1) {
+    if (l.rank >= l.size)
+      throw RankError(fmt::format("RANK={} is not below WORLD_SIZE={}: give each rank its own RANK from 0", l.rank,
+                                  l.size));
+    if (l.address.empty() || l.port <= 0 || l.port > 65535)
+      throw RankError(fmt::format(
+          "WORLD_SIZE={} is set, but {}: the ranks meet at rank 0's MASTER_ADDR:MASTER_PORT (torchrun sets both; a "
+          "Slurm script exports MASTER_ADDR=$(scontrol show hostnames | head -1) and a free MASTER_PORT)",
+          l.size, l.address.empty() ? "MASTER_ADDR is not" : fmt::format("MASTER_PORT (port {}) is not a port", l.port)));
+    return gloo_world(l, timeout_seconds);
+  }
   return single_process();
 }
 

@@ -1,5 +1,6 @@
 // The ranks of a data-parallel run and the collectives between them, behind one interface: one
-// process (no launcher), or MPI between the processes mpirun (or srun) started. Every collective
+// process (no launcher), MPI between the processes mpirun (or srun) started, or Gloo between the
+// processes torchrun (or a Slurm script) started with RANK, WORLD_SIZE and MASTER_ADDR:MASTER_PORT. Every collective
 // takes a deadline: a rank that died or hangs makes the others stop within it, with a message
 // naming the rank where it can be known, instead of waiting forever.
 #pragma once
@@ -42,6 +43,7 @@ class Communicator {
   virtual int size() const = 0;
   virtual int local_rank() const = 0;  // among the ranks of this machine: which GPU it takes
   virtual std::string describe() const = 0;  // "Open MPI v4.1.4, 2 ranks" / "one process"
+  virtual std::string engine() const = 0;    // what the sums go over, for messages: "MPI", "Gloo"
   // How long a wait may take from now on (start-up, with kernels to compile, may need longer than
   // a training step).
   virtual void set_timeout(double seconds) = 0;
@@ -66,14 +68,19 @@ std::unique_ptr<Communicator> single_process();
 // How this process was started, from the launcher's environment.
 struct Launch {
   int rank = 0, size = 1, local_rank = 0;
-  std::string launcher;  // "mpirun", "srun/PMIx", "torchrun", or "" (none)
+  std::string launcher;  // "mpirun", "srun/PMIx", "PMI", "torchrun", "RANK/WORLD_SIZE", or "" (none)
   bool mpi = false;      // started by an MPI launcher: MPI_Init joins the others
+  // Without MPI: where rank 0's rendezvous listens (MASTER_ADDR; MASTER_PORT, or the port after it
+  // under torchrun, whose own store holds MASTER_PORT; BERTC_RENDEZVOUS_PORT overrides).
+  std::string address;
+  int port = 0;
 };
 Launch detect_launch();
 
-// The communicator of this process: MPI when an MPI launcher started it, one process when none
-// did; `timeout_seconds` bounds every wait. Throws RankError when the launch cannot be joined
-// (torchrun's variables without an MPI launcher; a bertc built without MPI under mpirun).
+// The communicator of this process: MPI when an MPI launcher started it, Gloo when RANK and
+// WORLD_SIZE > 1 did, one process otherwise; `timeout_seconds` bounds every wait. Throws RankError
+// when the launch cannot be joined (a variable missing or malformed, rank 0 unreachable, a bertc
+// built without the MPI or Gloo that the launch needs).
 std::unique_ptr<Communicator> open_world(double timeout_seconds);
 
 // Whether this bertc was built with MPI, and its library's version ("" without).

@@ -16,9 +16,9 @@ BERTC_ENUM_NAMES(Compression, {Compression::None, "none"}, {Compression::Fp16, "
                  {Compression::PowerSgd, "powersgd"})
 
 // Where the sums of a device's gradients are made. auto: NCCL inside the optimizer's CUDA Graph on
-// a GPU when the gradients go uncompressed and NCCL is found, else on the host over MPI; nccl:
+// a GPU when the gradients go uncompressed and NCCL is found, else on the host (MPI or Gloo); nccl:
 // NCCL or an error (with one rank too: the GPU check compares it with no exchange at all); host:
-// over MPI, a GPU's gradients staged through host memory.
+// over MPI or Gloo, a GPU's gradients staged through host memory.
 enum class AllReduce { Auto, Nccl, Host };
 BERTC_ENUM_NAMES(AllReduce, {AllReduce::Auto, "auto"}, {AllReduce::Nccl, "nccl"}, {AllReduce::Host, "host"})
 

@@ -86,6 +86,7 @@ class Mpi : public Communicator {
     return fmt::format("{}, {} ranks", mpi_library_version(), size_);
   }
 
+  std::string engine() const override { return "MPI"; }
   void set_timeout(double seconds) override { timeout_ = seconds; }
 
   std::unique_ptr<PendingSum> start_sum(void* data, size_t count, Element element) override {

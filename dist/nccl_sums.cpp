@@ -41,7 +41,7 @@ NcclSums::NcclSums(Communicator& comm, double timeout_seconds)
   } else {
     stop_watchdog();
     throw RankError(fmt::format("rank {}: ncclCommInitRank failed: {} (is a GPU visible to this rank, and is its driver "
-                                "new enough for {}?); set [train] allreduce = \"host\" to sum over MPI instead",
+                                "new enough for {}?); set [train] allreduce = \"host\" to sum through host memory instead",
                                 comm_.rank(), nccl_.api.error_text(rc), describe()));
   }
 }

@@ -16,6 +16,7 @@
 #include "codegen/program.h"
 #include "codegen/render.h"
 #include "dist/communicator.h"
+#include "dist/gloo_communicator.h"
 #include "dist/nccl_library.h"
 #include "ir/printer.h"
 #include "passes/pipeline.h"
@@ -383,6 +384,7 @@ int info(bool json, const std::string& bertx, const frontend::ModelDefinition& m
   j["mpi"] = {{"built", !dist::mpi_library_version().empty()}, {"version", dist::mpi_library_version()},
               {"launcher", launch.launcher.empty() ? "none" : launch.launcher}, {"rank", launch.rank},
               {"ranks", launch.size}};
+  j["gloo"] = {{"built", !dist::gloo_library_version().empty()}, {"version", dist::gloo_library_version()}};
   const dist::NcclProbe nccl = dist::find_nccl();
   j["nccl"] = {{"found", nccl.library.loaded()}, {"path", nccl.library.path()},
                {"version", nccl.library.loaded() ? dist::nccl_version_text(nccl.version) : ""}, {"tried", nccl.tried}};

@@ -248,6 +248,14 @@ std::string info_text(const nlohmann::json& j) {
                              m["launcher"].get<std::string>())
                : "MPI          none (built with BERTC_MPI off): one rank only\n";
   }
+  if (j.contains("gloo")) {
+    const auto& g = j["gloo"];
+    out += g["built"].get<bool>()
+               ? fmt::format("Gloo         {}: data-parallel ranks that torchrun (or RANK, WORLD_SIZE, MASTER_ADDR) "
+                             "starts\n",
+                             g["version"].get<std::string>())
+               : "Gloo         none (built with BERTC_GLOO off): ranks need mpirun, not torchrun\n";
+  }
   if (j.contains("nccl")) {
     const auto& n = j["nccl"];
     out += n["found"].get<bool>()

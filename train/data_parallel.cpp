@@ -113,7 +113,8 @@ std::string DataParallel::attach(GraphRunner& step, GraphRunner& optimizer, runt
     for (const std::string& name : accumulators_) data.push_back(static_cast<float*>(o.value_address(*o.graph().find(name))));
     o.set_prologue([this, host, data] { host->issue([this, data] { result_ = exchange_->exchange(data, step_); }); });
     path_ = SumPath::InRuns;
-    return "summed over MPI in the optimizer's device graph (PowerSGD needs every gradient at once)";
+    return fmt::format("summed over {} in the optimizer's device graph (PowerSGD needs every gradient at once)",
+                       comm_.engine());
   }
   // Each bucket's sum starts as soon as the step has computed its gradients; on the Host device
   // in its graph, in order with the launches.
@@ -129,8 +130,8 @@ std::string DataParallel::attach(GraphRunner& step, GraphRunner& optimizer, runt
         on_device([this, data = by_tensor(groups)] { result_ = exchange_->finish_buckets(data); });
       });
   path_ = SumPath::InRuns;
-  return fmt::format("summed over MPI among the step's {}, each of {} bucket(s) started once the backward has written it",
-                     host ? "launches on the Host device" : "ops", exchange_->buckets().size());
+  return fmt::format("summed over {} among the step's {}, each of {} bucket(s) started once the backward has written it",
+                     comm_.engine(), host ? "launches on the Host device" : "ops", exchange_->buckets().size());
 }
 
 std::vector<std::vector<ir::ValueId>> DataParallel::bucket_values() const {
@@ -151,10 +152,11 @@ std::vector<float*> DataParallel::by_tensor(const std::vector<GraphRunner::Group
 }
 
 std::string DataParallel::attach_gpu(runtime::CudaDevice& gpu, GraphRunner& step) {
-  if (allreduce_ == dist::AllReduce::Host) return "staged through host memory and summed over MPI ([train] allreduce)";
+  if (allreduce_ == dist::AllReduce::Host)
+    return fmt::format("staged through host memory and summed over {} ([train] allreduce)", comm_.engine());
   if (exchange_->options().compression != dist::Compression::None)
-    return fmt::format("{}-compressed on the host and summed over MPI (NCCL sums uncompressed gradients)",
-                       ir::enum_name(exchange_->options().compression));
+    return fmt::format("{}-compressed on the host and summed over {} (NCCL sums uncompressed gradients)",
+                       ir::enum_name(exchange_->options().compression), comm_.engine());
   // NCCL only if every rank has the same one: ranks that chose differently would wait for each
   // other forever, and NCCL's versions do not talk to each other.
   const dist::NcclProbe probe = dist::find_nccl();
@@ -173,7 +175,7 @@ std::string DataParallel::attach_gpu(runtime::CudaDevice& gpu, GraphRunner& step
       throw TrainError(fmt::format("[train] allreduce = \"nccl\", and {}: run scripts/setup.sh on every machine (or "
                                    "set BERTC_NCCL to the same libnccl.so.2 everywhere), or set allreduce = \"auto\"",
                                    why));
-    return fmt::format("staged through host memory and summed over MPI: {}", why);
+    return fmt::format("staged through host memory and summed over {}: {}", comm_.engine(), why);
   }
   nccl_ = std::make_unique<dist::NcclSums>(comm_, timeout_);
   path_ = SumPath::Nccl;

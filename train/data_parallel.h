@@ -44,9 +44,9 @@ class DataParallel {
   // Chooses where the sums are made, once the runners exist, and says so in a line. Inside the
   // step's run of the last micro-batch of each optimizer step: each bucket's sum starts as soon as
   // the backward has written its gradients (the last layer's first) and all are waited for after
-  // the step's last op or launch — over MPI on the CPU reference and the Host device (in its device
-  // graph), with NCCL on a second stream of a GPU's CUDA Graph ([train] allreduce auto or nccl,
-  // uncompressed). PowerSGD needs every gradient at once: in the Host device's optimizer graph,
+  // the step's last op or launch — over MPI or Gloo on the CPU reference and the Host device (in
+  // its device graph), with NCCL on a second stream of a GPU's CUDA Graph ([train] allreduce auto
+  // or nccl, uncompressed). PowerSGD needs every gradient at once: in the Host device's optimizer graph,
   // else between the step and the optimizer. Staged through `env` between them: a GPU's
   // compressed or allreduce = "host" gradients. Every rank chooses alike (NCCL only when every
   // rank has the same). Throws TrainError for an allreduce = "nccl" that cannot be.
@@ -88,7 +88,7 @@ class DataParallel {
 
  private:
   // None: one rank; Staged: between the step and the optimizer, through env; InRuns: inside the
-  // step's (or the optimizer's) runs, over MPI; Nccl: in the step's CUDA Graph.
+  // step's (or the optimizer's) runs, over MPI or Gloo; Nccl: in the step's CUDA Graph.
   enum class SumPath { None, Staged, InRuns, Nccl };
   std::string attach_gpu(runtime::CudaDevice& gpu, GraphRunner& step);
   // Per bucket, the step graph's values it sums: its accumulators' next values (the gradient

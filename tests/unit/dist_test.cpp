@@ -11,6 +11,7 @@
 #include "dist/gradient_exchange.h"
 #include "dist/powersgd.h"
 #include "ir/float16.h"
+#include "scoped_env.h"
 
 namespace bertc::dist {
 namespace {
@@ -138,30 +139,60 @@ TEST(GradientExchange, PowerSgdWarmsUpUncompressedAndLeavesSmallTensors) {
 }
 
 TEST(Launch, ReadsMpirunAndTorchrunEnvironments) {
-  ::setenv("OMPI_COMM_WORLD_SIZE", "4", 1);
-  ::setenv("OMPI_COMM_WORLD_RANK", "2", 1);
-  ::setenv("OMPI_COMM_WORLD_LOCAL_RANK", "0", 1);
-  Launch l = detect_launch();
-  EXPECT_EQ(l.size, 4);
-  EXPECT_EQ(l.rank, 2);
-  EXPECT_TRUE(l.mpi);
-  EXPECT_EQ(l.launcher, "mpirun");
-  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK"}) ::unsetenv(v);
-  ::setenv("WORLD_SIZE", "2", 1);
-  ::setenv("RANK", "1", 1);
-  l = detect_launch();
-  EXPECT_FALSE(l.mpi);
-  EXPECT_EQ(l.launcher, "torchrun");
-  try {
-    open_world(10);
-    ADD_FAILURE() << "torchrun's variables without MPI were accepted";
-  } catch (const RankError& e) {
-    EXPECT_NE(std::string(e.what()).find("mpirun -np 2"), std::string::npos) << e.what();
+  {
+    testing::ScopedEnv size("OMPI_COMM_WORLD_SIZE", "4"), rank("OMPI_COMM_WORLD_RANK", "2"),
+        local("OMPI_COMM_WORLD_LOCAL_RANK", "0");
+    const Launch l = detect_launch();
+    EXPECT_EQ(l.size, 4);
+    EXPECT_EQ(l.rank, 2);
+    EXPECT_TRUE(l.mpi);
+    EXPECT_EQ(l.launcher, "mpirun");
   }
-  ::setenv("WORLD_SIZE", "two", 1);
-  EXPECT_THROW(detect_launch(), RankError);
-  ::unsetenv("WORLD_SIZE");
-  ::unsetenv("RANK");
+  testing::ScopedEnv size("WORLD_SIZE", "2"), rank("RANK", "1"), addr("MASTER_ADDR", "node7"),
+      port("MASTER_PORT", "29500");
+  Launch l = detect_launch();
+  EXPECT_FALSE(l.mpi);
+  EXPECT_EQ(l.launcher, "RANK/WORLD_SIZE");  // a Slurm script's
+  EXPECT_EQ(l.local_rank, 1);                // without LOCAL_RANK: one machine
+  EXPECT_EQ(l.address, "node7");
+  EXPECT_EQ(l.port, 29500);
+  {
+    // torchrun's agent holds MASTER_PORT with its own store: bertc's rendezvous takes the next.
+    testing::ScopedEnv run("TORCHELASTIC_RUN_ID", "x"), agent("TORCHELASTIC_USE_AGENT_STORE", "True"),
+        local("LOCAL_RANK", "0");
+    l = detect_launch();
+    EXPECT_EQ(l.launcher, "torchrun");
+    EXPECT_EQ(l.port, 29501);
+    EXPECT_EQ(l.local_rank, 0);
+    testing::ScopedEnv chosen("BERTC_RENDEZVOUS_PORT", "31000");
+    EXPECT_EQ(detect_launch().port, 31000);
+  }
+  {
+    testing::ScopedEnv malformed("WORLD_SIZE", "two");
+    EXPECT_THROW(detect_launch(), RankError);
+  }
+}
+
+// The refusals before any connection: each names the variable to fix.
+TEST(Launch, RefusesAnIncompleteRankEnvironment) {
+  auto refusal = [] {
+    try {
+      open_world(10);
+    } catch (const RankError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  testing::ScopedEnv size("WORLD_SIZE", "2"), rank("RANK", "2"), port("MASTER_PORT", "29500");
+  EXPECT_NE(refusal().find("RANK=2 is not below WORLD_SIZE=2"), std::string::npos) << refusal();
+  testing::ScopedEnv rank1("RANK", "1");
+  EXPECT_NE(refusal().find("MASTER_ADDR is not"), std::string::npos) << refusal();
+  testing::ScopedEnv addr("MASTER_ADDR", "localhost"), port0("MASTER_PORT", "70000");
+  EXPECT_NE(refusal().find("is not a port"), std::string::npos) << refusal();
+}
+
+TEST(Launch, OneProcessWithoutALauncher) {
+  testing::ScopedEnv one("WORLD_SIZE", "1");  // torchrun --nproc-per-node 1
   EXPECT_EQ(open_world(10)->size(), 1);
 }
 

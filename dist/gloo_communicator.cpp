@@ -1,0 +1,382 @@
+// Collectives over Gloo (see gloo_communicator.h). Gloo's collectives block, so they run one at a
+// time, in the order started, on a thread of their own: a sum is "started" by queueing it there,
+// and the rank waits for it against a deadline. A failure (a rank's connection closed, or Gloo's
+// own timeout) stops this rank at once, naming the rank that is gone where rank 0's rendezvous
+// knows it, without unwinding: buffers of sums in flight must not be freed under Gloo's thread.
+#include "dist/gloo_communicator.h"
+
+#include <fmt/format.h>
+
+#ifndef BERTC_HAVE_GLOO
+
+namespace bertc::dist {
+
+std::unique_ptr<Communicator> gloo_world(const Launch& launch, double) {
+  throw RankError(fmt::format(
+      "{} started {} ranks (RANK, WORLD_SIZE, MASTER_ADDR), but this bertc was built without Gloo (BERTC_GLOO off, "
+      "as the static GPU test build is), which such ranks meet through: build it with Gloo (scripts/setup.sh installs "
+      "libgloo-dev), or start the ranks with `mpirun -np {} bertc train ...`",
+      launch.launcher, launch.size, launch.size));
+}
+
+std::string gloo_library_version() { return ""; }
+
+}  // namespace bertc::dist
+
+#else
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <future>
+#include <thread>
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <fmt/ranges.h>
+#include <gloo/allgather.h>
+#include <gloo/allreduce.h>
+#include <gloo/broadcast.h>
+#include <gloo/config.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/store.h>
+#include <gloo/transport/tcp/device.h>
+
+#include "dist/tcp_store.h"
+#include "ir/float16.h"
+
+namespace bertc::dist {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using Milliseconds = std::chrono::milliseconds;
+
+Milliseconds milliseconds(double seconds) { return Milliseconds(static_cast<int64_t>(seconds * 1000)); }
+
+// Gloo's rendezvous through ours.
+class StoreAdapter : public gloo::rendezvous::Store {
+ public:
+  StoreAdapter(TcpStoreClient& client, double timeout) : client_(client), timeout_(timeout) {}
+  void set(const std::string& key, const std::vector<char>& data) override { client_.set(key, data); }
+  std::vector<char> get(const std::string& key) override { return client_.get(key, timeout_); }
+  void wait(const std::vector<std::string>& keys) override { wait(keys, milliseconds(timeout_)); }
+  void wait(const std::vector<std::string>& keys, const Milliseconds& timeout) override {
+    for (const std::string& key : keys) client_.get(key, static_cast<double>(timeout.count()) / 1000);
+  }
+
+ private:
+  TcpStoreClient& client_;
+  double timeout_;
+};
+
+// The address of this machine that the other ranks reach it at: the one it reaches MASTER_ADDR
+// from (a datagram socket "connected" there sends nothing, but has its source address chosen).
+std::string local_address(const std::string& master) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* found = nullptr;
+  if (const int rc = ::getaddrinfo(master.c_str(), "9", &hints, &found); rc != 0)
+    throw RankError(fmt::format("MASTER_ADDR={} does not resolve: {} (set it to rank 0's host name or address)", master,
+                                ::gai_strerror(rc)));
+  std::string address;
+  for (addrinfo* a = found; a && address.empty(); a = a->ai_next) {
+    const int fd = ::socket(a->ai_family, SOCK_DGRAM, 0);
+    if (fd < 0) continue;
+    sockaddr_storage self{};
+    socklen_t length = sizeof self;
+    char text[INET6_ADDRSTRLEN] = {};
+    if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0 &&
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&self), &length) == 0) {
+      const void* bytes = self.ss_family == AF_INET6
+                              ? static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&self)->sin6_addr)
+                              : static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&self)->sin_addr);
+      if (::inet_ntop(self.ss_family, bytes, text, sizeof text)) address = text;
+    }
+    ::close(fd);
+  }
+  ::freeaddrinfo(found);
+  if (address.empty())
+    throw RankError(fmt::format("no network route from this machine to MASTER_ADDR={}: set GLOO_SOCKET_IFNAME to "
+                                "the interface the ranks share",
+                                master));
+  return address;
+}
+
+template <class T>
+void add(void* out, const void* a, const void* b, size_t n) {
+  for (size_t i = 0; i < n; ++i) static_cast<T*>(out)[i] = static_cast<const T*>(a)[i] + static_cast<const T*>(b)[i];
+}
+
+// 16-bit elements added as floats and rounded back after every addition, as over MPI and NCCL.
+template <uint16_t (*Round)(float), float (*Widen)(uint16_t)>
+void add_16bit(void* out, const void* a, const void* b, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    static_cast<uint16_t*>(out)[i] =
+        Round(Widen(static_cast<const uint16_t*>(a)[i]) + Widen(static_cast<const uint16_t*>(b)[i]));
+}
+
+// The slots of meet()'s tokens: above every prefix Gloo's collectives use (gloo/types.h).
+constexpr uint64_t kArrivedSlot = uint64_t{0xb0} << 56, kGoSlot = kArrivedSlot + 1;
+
+class Gloo : public Communicator {
+ public:
+  Gloo(const Launch& launch, double timeout) : launch_(launch), timeout_(timeout) {
+    if (launch.rank == 0) server_ = std::make_unique<TcpStoreServer>(launch.port, launch.size);
+    client_ = std::make_unique<TcpStoreClient>(launch.address, launch.port, launch.rank, launch.size, timeout);
+    gloo::transport::tcp::attr attr;
+    if (const char* iface = std::getenv("GLOO_SOCKET_IFNAME"); iface && *iface) attr.iface = iface;
+    else attr.hostname = local_address(launch.address);
+    try {
+      auto device = gloo::transport::tcp::CreateDevice(attr);
+      context_ = std::make_shared<gloo::rendezvous::Context>(launch.rank, launch.size);
+      context_->setTimeout(milliseconds(timeout));
+      StoreAdapter store(*client_, timeout);
+      context_->connectFullMesh(store, device);
+    } catch (const RankError&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw RankError(fmt::format("rank {} could not connect to the other ranks over TCP: {} (GLOO_SOCKET_IFNAME "
+                                  "chooses the network interface)",
+                                  launch.rank, e.what()));
+    }
+    worker_ = std::thread([this] { work(); });
+  }
+
+  ~Gloo() override {
+    {
+      std::lock_guard lock(mutex_);
+      quit_ = true;
+    }
+    ready_.notify_one();
+    worker_.join();
+  }
+
+  int rank() const override { return launch_.rank; }
+  int size() const override { return launch_.size; }
+  int local_rank() const override { return launch_.local_rank; }
+  std::string describe() const override {
+    return fmt::format("{} over TCP ({} at {}:{}), {} ranks", gloo_library_version(), launch_.launcher,
+                       launch_.address, launch_.port, launch_.size);
+  }
+  std::string engine() const override { return "Gloo"; }
+  void set_timeout(double seconds) override { timeout_ = seconds; }
+
+  std::unique_ptr<PendingSum> start_sum(void* data, size_t count, Element element) override {
+    auto pending = std::make_unique<Pending>(*this);
+    const Milliseconds limit = op_timeout();
+    pending->done = submit([this, data, count, element, limit] {
+      gloo::AllreduceOptions opts(context_);
+      opts.setTimeout(limit);
+      switch (element) {
+        case Element::F32: opts.setOutput(static_cast<float*>(data), count); opts.setReduceFunction(&add<float>); break;
+        case Element::F64: opts.setOutput(static_cast<double*>(data), count); opts.setReduceFunction(&add<double>); break;
+        case Element::I64: opts.setOutput(static_cast<int64_t*>(data), count); opts.setReduceFunction(&add<int64_t>); break;
+        case Element::F16:
+          opts.setOutput(static_cast<uint16_t*>(data), count);
+          opts.setReduceFunction(&add_16bit<ir::f16_bits, ir::from_f16_bits>);
+          break;
+        case Element::Bf16:
+          opts.setOutput(static_cast<uint16_t*>(data), count);
+          opts.setReduceFunction(&add_16bit<ir::bf16_bits, ir::from_bf16_bits>);
+          break;
+      }
+      gloo::allreduce(opts);
+    });
+    return pending;
+  }
+
+  std::vector<uint64_t> all_gather(uint64_t value) override {
+    std::vector<uint64_t> all(static_cast<size_t>(launch_.size));
+    const Milliseconds limit = op_timeout();
+    run([&] {
+      gloo::AllgatherOptions opts(context_);
+      opts.setTimeout(limit);
+      opts.setInput(&value, 1);
+      opts.setOutput(all.data(), all.size());
+      gloo::allgather(opts);
+    }, "an exchange of start-up figures");
+    return all;
+  }
+
+  void broadcast(void* data, size_t bytes, int root) override {
+    const Milliseconds limit = op_timeout();
+    run([&] {
+      gloo::BroadcastOptions opts(context_);
+      opts.setTimeout(limit);
+      opts.setRoot(root);
+      opts.setOutput(static_cast<uint8_t*>(data), bytes);
+      gloo::broadcast(opts);
+    }, "a broadcast of rank 0's state");
+  }
+
+  // Rank 0 receives a token from every other rank, then lets them all go: it knows which ranks
+  // did not come, to name them.
+  void meet(const std::string& what) override {
+    std::string late;
+    run([&] {
+      char token = 0;
+      auto buffer = context_->createUnboundBuffer(&token, 1);
+      if (launch_.rank != 0) {
+        buffer->send(0, kArrivedSlot);
+        buffer->waitSend(op_timeout());
+        buffer->recv(0, kGoSlot);
+        buffer->waitRecv(op_timeout());
+        return;
+      }
+      std::vector<int> missing;
+      for (int q = 1; q < launch_.size; ++q) missing.push_back(q);
+      const auto deadline = Clock::now() + milliseconds(timeout_);
+      try {
+        while (!missing.empty()) {
+          buffer->recv(missing, kArrivedSlot);
+          int from = -1;
+          buffer->waitRecv(&from, std::max(Milliseconds(1), std::chrono::duration_cast<Milliseconds>(deadline - Clock::now())));
+          std::erase(missing, from);
+        }
+      } catch (const std::exception&) {
+        if (server_->gone().empty())
+          late = fmt::format("rank {} did not reach {} within {:g} s of rank 0 (it hangs or runs far slower): "
+                             "stopping every rank",
+                             fmt::join(missing, ", rank "), what, timeout_);
+        throw;
+      }
+      for (int q = 1; q < launch_.size; ++q) {
+        buffer->send(q, kGoSlot);
+        buffer->waitSend(op_timeout());
+      }
+    }, what, &late);
+  }
+
+  [[noreturn]] void abort(int code) override {
+    std::fflush(stderr);
+    std::_Exit(code);  // the others see this rank's connections close, and stop
+  }
+
+ private:
+  struct Pending : PendingSum {
+    explicit Pending(const Gloo& g) : gloo(g) {}
+    void wait() override { gloo.wait(done, "a sum over the ranks", nullptr); }
+    const Gloo& gloo;
+    std::future<void> done;
+  };
+
+  // Rank 0 gives up first, so that it, which knows who is gone, says it; the others 30 s later.
+  Milliseconds op_timeout() const { return milliseconds(launch_.rank == 0 ? timeout_ : timeout_ + 30); }
+
+  std::future<void> submit(std::function<void()> job) {
+    std::packaged_task<void()> task(std::move(job));
+    std::future<void> done = task.get_future();
+    {
+      std::lock_guard lock(mutex_);
+      queue_.push_back(std::move(task));
+    }
+    ready_.notify_one();
+    return done;
+  }
+
+  void run(std::function<void()> job, const std::string& what, const std::string* late = nullptr) {
+    std::future<void> done = submit(std::move(job));
+    wait(done, what, late);
+  }
+
+  void work() {
+    for (;;) {
+      std::packaged_task<void()> task;
+      {
+        std::unique_lock lock(mutex_);
+        ready_.wait(lock, [&] { return quit_ || !queue_.empty(); });
+        if (queue_.empty()) return;
+        task = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      task();
+    }
+  }
+
+  // Waits for a job past Gloo's own timeout (which ends it with an error) by a margin; a failure
+  // stops this rank, `late` (set by the job) or the rendezvous saying why. A rank whose connection
+  // to the rendezvous closed (its process ended) stops the wait at once: Gloo itself notices a
+  // closed connection only on the pairs an operation uses.
+  void wait(std::future<void>& done, const std::string& what, const std::string* late) const {
+    const Milliseconds limit = op_timeout() + Milliseconds(60000);
+    const auto deadline = Clock::now() + limit;
+    auto pinged = Clock::now();
+    while (done.wait_for(Milliseconds(100)) != std::future_status::ready) {
+      if (!server_ && Clock::now() - pinged > std::chrono::seconds(1)) {  // "waiting, not hung" (see who_is_missing)
+        client_->ping();
+        pinged = Clock::now();
+      }
+      // (A rank that took part and then ended as the run did: its part may still be on the way.)
+      if (someone_gone() && done.wait_for(Milliseconds(2000)) != std::future_status::ready)
+        stop(fmt::format("{} cannot finish: {}: stopping every rank", what, who_is_missing()));
+      if (Clock::now() > deadline)
+        stop(fmt::format("{} did not finish within {:g} s: {}: stopping every rank", what,
+                         static_cast<double>(limit.count()) / 1000, who_is_missing()));
+    }
+    try {
+      done.get();
+    } catch (const std::exception& e) {
+      if (late && !late->empty()) stop(*late);
+      stop(fmt::format("{} failed: {} ({}; rank_timeout in [train] sets the wait): stopping every rank", what,
+                       who_is_missing(), e.what()));
+    }
+  }
+
+  bool someone_gone() const { return server_ ? !server_->gone().empty() : client_->server_gone(); }
+
+  std::string who_is_missing() const {
+    if (server_) {
+      const std::vector<int> gone = server_->gone();
+      if (!gone.empty())
+        return fmt::format("rank {} ended (its connection to rank 0 closed: see its own output)",
+                           fmt::join(gone, ", rank "));
+      // Waiting ranks ping every second; one silent for 3 s is not waiting.
+      const std::vector<int> silent = server_->silent(3);
+      if (!silent.empty())
+        return fmt::format("rank {} has not been heard from for over 3 s, while the others wait (it hangs, is "
+                           "stopped, or runs far slower)",
+                           fmt::join(silent, ", rank "));
+      return "every rank is still connected and waiting, so the network or Gloo is stuck";
+    }
+    return client_->server_gone() ? "rank 0 ended (see its output)" : "another rank ended, hangs or runs far slower";
+  }
+
+  [[noreturn]] void stop(const std::string& message) const {
+    std::fprintf(stderr, "bertc: rank %d of %d: error: %s\n", launch_.rank, launch_.size, message.c_str());
+    std::fflush(stderr);
+    std::_Exit(1);
+  }
+
+  Launch launch_;
+  double timeout_;
+  std::unique_ptr<TcpStoreServer> server_;  // rank 0's
+  std::unique_ptr<TcpStoreClient> client_;
+  std::shared_ptr<gloo::rendezvous::Context> context_;
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<std::packaged_task<void()>> queue_;
+  bool quit_ = false;
+  std::thread worker_;
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> gloo_world(const Launch& launch, double timeout_seconds) {
+  return std::make_unique<Gloo>(launch, timeout_seconds);
+}
+
+std::string gloo_library_version() {
+  return fmt::format("Gloo {}.{}.{}", GLOO_VERSION_MAJOR, GLOO_VERSION_MINOR, GLOO_VERSION_PATCH);
+}
+
+}  // namespace bertc::dist
+
+#endif

@@ -1,0 +1,325 @@
+// The rendezvous store over TCP (see tcp_store.h). A request is an op byte, a key length (u32), a
+// value length (u64), the key and the value; an answer is a status byte, a length (u64) and bytes.
+// Ops: 'H' join (the value: rank and world size), 'S' set, 'G' get (status 'n': not set yet),
+// 'P' ping (every request tells the server its rank is alive).
+#include "dist/tcp_store.h"
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <set>
+
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "dist/communicator.h"
+
+namespace bertc::dist {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr char kGreeting[] = "bertc-rendezvous/1";
+// A key or value past these is not one of ours: the connection is dropped.
+constexpr uint32_t kMaxKey = 4096;
+constexpr uint64_t kMaxValue = uint64_t{1} << 28;
+
+bool write_all(int fd, const void* data, size_t n) {
+  const auto* p = static_cast<const char*>(data);
+  while (n > 0) {
+    const ssize_t k = ::send(fd, p, n, MSG_NOSIGNAL);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return false;
+    p += k;
+    n -= static_cast<size_t>(k);
+  }
+  return true;
+}
+
+bool read_all(int fd, void* data, size_t n) {
+  auto* p = static_cast<char*>(data);
+  while (n > 0) {
+    const ssize_t k = ::recv(fd, p, n, 0);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return false;  // closed, or the receive timeout passed
+    p += k;
+    n -= static_cast<size_t>(k);
+  }
+  return true;
+}
+
+bool send_message(int fd, char op, const std::string& key, const std::vector<char>& value) {
+  const uint32_t key_bytes = static_cast<uint32_t>(key.size());
+  const uint64_t value_bytes = value.size();
+  return write_all(fd, &op, 1) && write_all(fd, &key_bytes, 4) && write_all(fd, &value_bytes, 8) &&
+         write_all(fd, key.data(), key.size()) && write_all(fd, value.data(), value.size());
+}
+
+bool send_answer(int fd, char status, const std::vector<char>& bytes) {
+  const uint64_t n = bytes.size();
+  return write_all(fd, &status, 1) && write_all(fd, &n, 8) && write_all(fd, bytes.data(), bytes.size());
+}
+
+std::vector<char> text(const std::string& s) { return {s.begin(), s.end()}; }
+
+// A slow or silent peer must not stall the server (or a client) forever.
+void set_receive_timeout(int fd, double seconds) {
+  timeval tv{};
+  tv.tv_sec = static_cast<time_t>(seconds);
+  tv.tv_usec = static_cast<suseconds_t>((seconds - static_cast<double>(tv.tv_sec)) * 1e6);
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+}
+
+}  // namespace
+
+struct TcpStoreServer::State {
+  struct Client {
+    int fd;
+    int rank;  // -1 until it has joined
+  };
+  int ranks;
+  std::map<std::string, std::vector<char>> values;
+  std::vector<Client> clients;
+  mutable std::mutex mutex;  // guards `joined`, `gone` and `heard` (read by other threads)
+  std::set<int> joined, gone;
+  std::map<int, Clock::time_point> heard;  // each joined rank's last request
+};
+
+TcpStoreServer::TcpStoreServer(int port, int ranks) : state_(std::make_unique<State>()) {
+  state_->ranks = ranks;
+  listener_ = ::socket(AF_INET6, SOCK_STREAM, 0);
+  const bool six = listener_ >= 0;
+  if (!six) listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (listener_ < 0) throw RankError(fmt::format("cannot open a socket for the rendezvous: {}", std::strerror(errno)));
+  const int on = 1, off = 0;
+  ::setsockopt(listener_, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+  int rc;
+  if (six) {  // both IPv6 and IPv4 clients
+    ::setsockopt(listener_, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof off);
+    sockaddr_in6 a{};
+    a.sin6_family = AF_INET6;
+    a.sin6_addr = in6addr_any;
+    a.sin6_port = htons(static_cast<uint16_t>(port));
+    rc = ::bind(listener_, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  } else {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_ANY);
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    rc = ::bind(listener_, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  }
+  if (rc != 0 || ::listen(listener_, 128) != 0) {
+    const int error = errno;
+    ::close(listener_);
+    throw RankError(fmt::format(
+        "rank 0 cannot listen on port {} for the other ranks: {}{}", port, std::strerror(error),
+        error == EADDRINUSE ? " (another program holds it: choose a free port with MASTER_PORT, or "
+                              "BERTC_RENDEZVOUS_PORT under torchrun)"
+                            : ""));
+  }
+  sockaddr_storage bound{};
+  socklen_t length = sizeof bound;
+  ::getsockname(listener_, reinterpret_cast<sockaddr*>(&bound), &length);
+  port_ = ntohs(six ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+  thread_ = std::thread([this] { serve(); });
+}
+
+TcpStoreServer::~TcpStoreServer() {
+  stop_ = true;
+  thread_.join();
+  for (const State::Client& c : state_->clients) ::close(c.fd);
+  ::close(listener_);
+}
+
+std::vector<int> TcpStoreServer::gone() const {
+  std::lock_guard lock(state_->mutex);
+  return {state_->gone.begin(), state_->gone.end()};
+}
+
+std::vector<int> TcpStoreServer::silent(double seconds) const {
+  std::lock_guard lock(state_->mutex);
+  const auto since = Clock::now() - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  std::vector<int> quiet;
+  for (const auto& [rank, when] : state_->heard)
+    if (rank != 0 && when < since && !state_->gone.count(rank)) quiet.push_back(rank);
+  return quiet;
+}
+
+void TcpStoreServer::serve() {
+  State& s = *state_;
+  // Answers one request of client i; false: drop it (closed, or not one of ours).
+  auto answer = [&](State::Client& c) {
+    char op = 0;
+    uint32_t key_bytes = 0;
+    uint64_t value_bytes = 0;
+    if (!read_all(c.fd, &op, 1) || !read_all(c.fd, &key_bytes, 4) || !read_all(c.fd, &value_bytes, 8)) return false;
+    if (key_bytes > kMaxKey || value_bytes > kMaxValue) return false;
+    std::string key(key_bytes, '\0');
+    std::vector<char> value(value_bytes);
+    if (!read_all(c.fd, key.data(), key.size()) || !read_all(c.fd, value.data(), value.size())) return false;
+    if (op == 'H') {
+      int32_t who[2] = {-1, -1};
+      if (key != kGreeting || value.size() != sizeof who) return false;
+      std::memcpy(who, value.data(), sizeof who);
+      std::lock_guard lock(s.mutex);
+      if (who[1] != s.ranks)
+        return send_answer(c.fd, 'x', text(fmt::format("rank 0 runs a world of {} ranks, this rank one of {}: start "
+                                                       "every rank with the same WORLD_SIZE", s.ranks, who[1])));
+      if (who[0] < 0 || who[0] >= s.ranks || s.joined.count(who[0]))
+        return send_answer(c.fd, 'x', text(fmt::format("rank {} {}: give every rank its own RANK below WORLD_SIZE={}",
+                                                       who[0], s.joined.count(who[0]) ? "has joined already" : "is not "
+                                                       "a rank rank 0 waits for", s.ranks)));
+      c.rank = who[0];
+      s.joined.insert(c.rank);
+      s.heard[c.rank] = Clock::now();
+      return send_answer(c.fd, 'k', {});
+    }
+    if (c.rank < 0) return false;  // not joined: not one of our ranks
+    {
+      std::lock_guard lock(s.mutex);
+      s.heard[c.rank] = Clock::now();
+    }
+    if (op == 'P') return send_answer(c.fd, 'k', {});    if (op == 'S') {
+      s.values[key] = std::move(value);
+      return send_answer(c.fd, 'k', {});
+    }
+    if (op == 'G') {
+      const auto it = s.values.find(key);
+      return it == s.values.end() ? send_answer(c.fd, 'n', {}) : send_answer(c.fd, 'k', it->second);
+    }
+    return false;
+  };
+  while (!stop_) {
+    std::vector<pollfd> fds{{listener_, POLLIN, 0}};
+    for (const State::Client& c : s.clients) fds.push_back({c.fd, POLLIN, 0});
+    if (::poll(fds.data(), fds.size(), 100) <= 0) continue;
+    for (size_t i = fds.size(); i-- > 1;) {
+      if (!fds[i].revents) continue;
+      State::Client& c = s.clients[i - 1];
+      if (answer(c)) continue;
+      ::close(c.fd);
+      if (c.rank >= 0) {
+        std::lock_guard lock(s.mutex);
+        s.gone.insert(c.rank);
+      }
+      s.clients.erase(s.clients.begin() + static_cast<std::ptrdiff_t>(i - 1));
+    }
+    if (fds[0].revents & POLLIN) {
+      const int fd = ::accept(listener_, nullptr, nullptr);
+      if (fd < 0) continue;
+      set_receive_timeout(fd, 10);
+      s.clients.push_back({fd, -1});
+    }
+  }
+}
+
+TcpStoreClient::TcpStoreClient(const std::string& host, int port, int rank, int ranks, double timeout_seconds)
+    : where_(fmt::format("{}:{}", host, port)) {
+  const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_seconds);
+  std::string last = "no answer";
+  while (fd_ < 0) {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* found = nullptr;
+    const std::string service = std::to_string(port);
+    if (const int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &found); rc != 0)
+      throw RankError(fmt::format("MASTER_ADDR={} does not resolve: {} (set it to rank 0's host name or address)",
+                                  host, ::gai_strerror(rc)));
+    for (addrinfo* a = found; a && fd_ < 0; a = a->ai_next) {
+      const int fd = ::socket(a->ai_family, a->ai_socktype, a->ai_protocol);
+      if (fd < 0) continue;
+      if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
+        fd_ = fd;
+      } else {
+        last = std::strerror(errno);
+        ::close(fd);
+      }
+    }
+    ::freeaddrinfo(found);
+    if (fd_ >= 0) break;
+    if (Clock::now() > deadline)
+      throw RankError(fmt::format("rank {} could not reach rank 0's rendezvous at {} within {:g} s ({}): rank 0 must "
+                                  "run on MASTER_ADDR, and MASTER_PORT be open between the machines",
+                                  rank, where_, timeout_seconds, last));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  const int on = 1;
+  ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
+  set_receive_timeout(fd_, std::max(30.0, timeout_seconds));
+  const int32_t who[2] = {rank, ranks};
+  std::vector<char> value(sizeof who);
+  std::memcpy(value.data(), who, sizeof who);
+  char status = 0;
+  uint64_t n = 0;
+  if (!send_message(fd_, 'H', kGreeting, value) || !read_all(fd_, &status, 1) || !read_all(fd_, &n, 8) ||
+      n > kMaxValue)
+    throw RankError(fmt::format("rank {}: what listens at {} is not rank 0's rendezvous (it did not answer bertc's "
+                                "greeting): choose another MASTER_PORT",
+                                rank, where_));
+  std::string refusal(n, '\0');
+  read_all(fd_, refusal.data(), n);
+  if (status != 'k') throw RankError(fmt::format("rank 0 refused rank {}: {}", rank, refusal));
+}
+
+TcpStoreClient::~TcpStoreClient() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+std::pair<char, std::vector<char>> TcpStoreClient::request(char op, const std::string& key,
+                                                           const std::vector<char>& value) {
+  std::lock_guard lock(mutex_);
+  char status = 0;
+  uint64_t n = 0;
+  if (!send_message(fd_, op, key, value) || !read_all(fd_, &status, 1) || !read_all(fd_, &n, 8) || n > kMaxValue)
+    throw RankError(fmt::format("rank 0's rendezvous at {} stopped answering (rank 0 ended?)", where_));
+  std::vector<char> bytes(n);
+  if (!read_all(fd_, bytes.data(), n))
+    throw RankError(fmt::format("rank 0's rendezvous at {} stopped answering (rank 0 ended?)", where_));
+  return {status, std::move(bytes)};
+}
+
+void TcpStoreClient::set(const std::string& key, const std::vector<char>& value) { request('S', key, value); }
+
+std::optional<std::vector<char>> TcpStoreClient::try_get(const std::string& key) {
+  auto [status, value] = request('G', key, {});
+  if (status == 'n') return std::nullopt;  // not set yet
+  return std::move(value);
+}
+
+std::vector<char> TcpStoreClient::get(const std::string& key, double timeout_seconds) {
+  const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_seconds);
+  for (;;) {
+    if (auto value = try_get(key)) return *value;
+    if (Clock::now() > deadline)
+      throw RankError(fmt::format("'{}' was not set at the rendezvous {} within {:g} s: a rank did not start, or "
+                                  "died starting (see its output)",
+                                  key, where_, timeout_seconds));
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+void TcpStoreClient::ping() {
+  try {
+    request('P', "", {});
+  } catch (const RankError&) {  // rank 0 ended: the caller finds out from server_gone()
+  }
+}
+
+bool TcpStoreClient::server_gone() {
+  std::lock_guard lock(mutex_);
+  pollfd p{fd_, POLLIN, 0};
+  if (::poll(&p, 1, 0) <= 0) return false;
+  char byte;
+  return ::recv(fd_, &byte, 1, MSG_PEEK | MSG_DONTWAIT) <= 0;
+}
+
+}  // namespace bertc::dist
