@@ -131,6 +131,7 @@ class Gloo : public Communicator {
   Gloo(const Launch& launch, double timeout) : launch_(launch), timeout_(timeout) {
     if (launch.rank == 0) server_ = std::make_unique<TcpStoreServer>(launch.port, launch.size);
     client_ = std::make_unique<TcpStoreClient>(launch.address, launch.port, launch.rank, launch.size, timeout);
+    if (server_) wait_for_every_rank(timeout);
     gloo::transport::tcp::attr attr;
     if (const char* iface = std::getenv("GLOO_SOCKET_IFNAME"); iface && *iface) attr.iface = iface;
     else attr.hostname = local_address(launch.address);
@@ -267,6 +268,27 @@ class Gloo : public Communicator {
     const Gloo& gloo;
     std::future<void> done;
   };
+
+  // Rank 0, before Gloo connects: says whom it waits for when that takes a while (a WORLD_SIZE
+  // left set in a shell makes a lone bertc wait), and names who never came.
+  void wait_for_every_rank(double timeout) const {
+    const auto start = Clock::now(), deadline = start + milliseconds(timeout);
+    bool said = false;
+    for (std::vector<int> missing; !(missing = server_->absent()).empty();) {
+      if (Clock::now() > deadline)
+        throw RankError(fmt::format(
+            "rank {} did not join rank 0 at {}:{} within {:g} s: start every rank (RANK 0 to {}) with the same "
+            "MASTER_ADDR and MASTER_PORT, or unset WORLD_SIZE (here {}) to train as one process",
+            fmt::join(missing, ", rank "), launch_.address, launch_.port, timeout, launch_.size - 1, launch_.size));
+      if (!said && Clock::now() - start > std::chrono::seconds(2)) {
+        std::fprintf(stderr, "bertc: rank 0 of %d (%s) waits at port %d for rank %s (up to %g s)\n", launch_.size,
+                     launch_.launcher.c_str(), launch_.port, fmt::format("{}", fmt::join(missing, ", ")).c_str(),
+                     timeout);
+        said = true;
+      }
+      std::this_thread::sleep_for(Milliseconds(20));
+    }
+  }
 
   // Rank 0 gives up first, so that it, which knows who is gone, says it; the others 30 s later.
   Milliseconds op_timeout() const { return milliseconds(launch_.rank == 0 ? timeout_ : timeout_ + 30); }

@@ -144,6 +144,14 @@ std::vector<int> TcpStoreServer::gone() const {
   return {state_->gone.begin(), state_->gone.end()};
 }
 
+std::vector<int> TcpStoreServer::absent() const {
+  std::lock_guard lock(state_->mutex);
+  std::vector<int> missing;
+  for (int r = 0; r < state_->ranks; ++r)
+    if (!state_->joined.count(r)) missing.push_back(r);
+  return missing;
+}
+
 std::vector<int> TcpStoreServer::silent(double seconds) const {
   std::lock_guard lock(state_->mutex);
   const auto since = Clock::now() - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));

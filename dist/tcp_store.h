@@ -31,6 +31,8 @@ class TcpStoreServer {
   int port() const { return port_; }  // the port listened on (the one asked for, or the kernel's for 0)
   // Ranks that joined and whose connection has closed since (their process ended).
   std::vector<int> gone() const;
+  // Ranks that have not joined yet.
+  std::vector<int> absent() const;
   // Ranks still connected whose last request (a ping, when they wait) is older than `seconds`.
   std::vector<int> silent(double seconds) const;
 

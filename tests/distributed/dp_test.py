@@ -1,16 +1,18 @@
 #!/usr/bin/env python3
-"""Data-parallel training on the CPU under mpirun: each case runs `bertc train` on 1 and 2 ranks
+"""Data-parallel training on the CPU under mpirun, or as torchrun starts ranks (RANK, WORLD_SIZE,
+MASTER_ADDR, MASTER_PORT: the cases ending in _env): each case runs `bertc train` on 1 and 2 ranks
 and asserts on their metrics and messages. One case per ctest test:
 
 usage: dp_test.py CASE BERTC SOURCE_DIR WORK_DIR
 cases: equal_adamw equal_lamb equal_host equal_host_lamb equal_host_accumulating fp16_bf16 powersgd kill hang resume_fewer_ranks refuse_mismatch
-       refuse_nccl
+       refuse_nccl equal_env equal_host_env kill_env hang_env refuse_env
 """
 import json
 import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -46,14 +48,75 @@ def config(name, base="tests/lit/Inputs/test-tiny.toml", **train):
     return path
 
 
+# How the cases with several ranks start them: mpirun, or "env": one process per rank with the
+# variables torchrun (or a Slurm script) sets, meeting at rank 0's MASTER_ADDR:MASTER_PORT.
+LAUNCHER = "env" if CASE.endswith("_env") else "mpirun"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Ranks:
+    """The processes of one run: mpirun's one, or one per rank (rank 0's output first)."""
+
+    def __init__(self, commands, ranks, **popen):
+        if LAUNCHER == "mpirun" or ranks == 1:
+            first = commands[0] if ranks == 1 else ["mpirun", "-np", str(ranks), *commands[0]]
+            if ranks > 1 and len(commands) > 1:  # one command per rank: an MPMD line
+                first = ["mpirun"] + [w for i, c in enumerate(commands) for w in ([":"] if i else []) + ["-np", "1", *c]]
+            self.procs = [subprocess.Popen(first, env=ENV, **popen)]
+            return
+        port = str(free_port())
+        self.procs = []
+        for r in range(ranks):
+            env = dict(ENV, RANK=str(r), WORLD_SIZE=str(ranks), LOCAL_RANK=str(r), MASTER_ADDR="127.0.0.1",
+                       MASTER_PORT=port)
+            self.procs.append(subprocess.Popen(commands[min(r, len(commands) - 1)], env=env, **popen))
+
+    def pid(self, rank):
+        return self.procs[rank].pid if LAUNCHER == "env" else None
+
+    def poll(self):
+        return self.procs[0].poll()
+
+    def communicate(self, timeout):
+        """Rank 0's exit within `timeout`, then the others' (each killed if it does not end)."""
+        outs = [self.procs[0].communicate(timeout=timeout)]
+        self.first_exit = time.time()
+        for p in self.procs[1:]:
+            if stopped(p.pid):  # the hang case's rank 1: torchrun would end it once rank 0 failed
+                p.kill()
+            try:
+                outs.append(p.communicate(timeout=60))
+            except subprocess.TimeoutExpired:
+                p.kill()
+                fail(f"rank {self.procs.index(p)} did not stop within 60 s of rank 0:\n{p.communicate()[0]}")
+        self.returncode = next((p.returncode for p in self.procs if p.returncode != 0), 0)
+        return tuple("".join(o[i] or "" for o in outs) for i in range(2))
+
+    def kill(self):
+        for p in self.procs:
+            p.kill()
+
+
+def stopped(pid):
+    """Whether the process is stopped (SIGSTOP): its state in /proc/PID/stat."""
+    try:
+        return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] == "T"
+    except OSError:
+        return False
+
+
 def train(cfg, run, ranks=1, extra=(), check=True, device="cpu"):
     cmd = [BERTC, "train", cfg, "--device", device, "--checkpoint-dir", os.path.join(WORK, run), *extra]
-    if ranks > 1:
-        cmd = ["mpirun", "-np", str(ranks), *cmd]
-    p = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=900)
+    p = Ranks([cmd], ranks, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p.stdout, p.stderr = p.communicate(timeout=900)
     open(os.path.join(WORK, run + ".log"), "w").write(p.stdout + p.stderr)
     if check and p.returncode != 0:
-        fail(f"{' '.join(cmd)} exited {p.returncode}:\n{p.stderr[-3000:]}")
+        fail(f"{' '.join(cmd)} ({LAUNCHER}, {ranks} rank(s)) exited {p.returncode}:\n{p.stderr[-3000:]}")
     return p
 
 
@@ -94,15 +157,16 @@ def equal(optimizer, device="cpu", steps=20, accumulation=1):
                  gradient_accumulation_steps=accumulation)
     train(one, "one", device=device)
     log = train(two, "two", ranks=2, device=device).stderr
-    if "data parallel: Open MPI" not in log or \
+    engine = "MPI" if LAUNCHER == "mpirun" else "Gloo"
+    if f"data parallel: {'Open MPI' if engine == 'MPI' else 'Gloo'}" not in log or \
             f"global batch 2 ranks x 2 x {accumulation} accumulation steps = {4 * accumulation}" not in log:
         fail("the 2-rank run did not say its ranks and global batch:\n" + log[-2000:])
     # The sums are part of the step's run, each bucket started after the op (CPU) or launch (Host
     # device: in its device graph, recorded and replayed, with one micro-batch in one graph with
     # the optimizer) that writes its last gradient: the path NCCL takes on a GPU.
-    where = {"host": r"summed over MPI among the step's launches on the Host device, each of ([2-9]|\d\d+) bucket\(s\) "
-                     r"started",
-             "cpu": r"summed over MPI among the step's ops, each of ([2-9]|\d\d+) bucket\(s\) started"}
+    where = {"host": rf"summed over {engine} among the step's launches on the Host device, each of ([2-9]|\d\d+) "
+                     r"bucket\(s\) started",
+             "cpu": rf"summed over {engine} among the step's ops, each of ([2-9]|\d\d+) bucket\(s\) started"}
     if not re.search(where[device], log):
         fail(f"the 2-rank run on {device} did not say '{where[device]}':\n" + log[-2000:])
     a, b = metrics("one"), metrics("two")
@@ -174,16 +238,17 @@ def rank_pids(marker):
 
 
 def start_and_wait_for_checkpoint(cfg, run):
-    cmd = ["mpirun", "-np", "2", BERTC, "train", cfg, "--device", "cpu", "--checkpoint-dir", os.path.join(WORK, run)]
-    p = subprocess.Popen(cmd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    cmd = [BERTC, "train", cfg, "--device", "cpu", "--checkpoint-dir", os.path.join(WORK, run)]
+    p = Ranks([cmd], 2, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     first = os.path.join(WORK, run, "checkpoint-000010.safetensors")
     deadline = time.time() + 300
     while not os.path.exists(first):
         if p.poll() is not None or time.time() > deadline:
-            fail(f"{run}: no checkpoint at step 10:\n{p.stdout.read()[-2000:]}")
+            p.kill()
+            fail(f"{run}: no checkpoint at step 10:\n{p.communicate(30)[0][-2000:]}")
         time.sleep(0.05)
     time.sleep(0.3)  # a few steps past it
-    pids = rank_pids(os.path.join(WORK, run))
+    pids = {1: p.pid(1)} if LAUNCHER == "env" else rank_pids(os.path.join(WORK, run))
     if 1 not in pids:
         fail(f"{run}: rank 1's process not found ({pids})")
     return p, pids
@@ -200,9 +265,9 @@ def stopped_rank(sig, timeout, expected):
     except subprocess.TimeoutExpired:
         p.kill()
         fail(f"rank 0 did not stop within {timeout + 60} s of rank 1's {signal.Signals(sig).name}")
-    took = time.time() - began
+    took = getattr(p, "first_exit", time.time()) - began
     open(os.path.join(WORK, "stopped.log"), "w").write(out)
-    print(f"after rank 1's {signal.Signals(sig).name}: mpirun exited {p.returncode} in {took:.1f} s")
+    print(f"after rank 1's {signal.Signals(sig).name}: {LAUNCHER} exited {p.returncode} in {took:.1f} s")
     if p.returncode == 0:
         fail("the run exited 0 although rank 1 was stopped")
     if not re.search(expected, out):
@@ -218,15 +283,20 @@ def stopped_rank(sig, timeout, expected):
 
 
 def kill():
-    # mpirun sees rank 1 die and stops rank 0, naming rank 1.
-    stopped_rank(signal.SIGKILL, 20, r"rank 1 .*(exited on signal 9|killed)|process rank 1")
+    # mpirun sees rank 1 die and stops rank 0, naming rank 1. Without mpirun, rank 0 sees rank 1's
+    # connection to its rendezvous close, at once (well within the timeout), and names it.
+    if LAUNCHER == "mpirun":
+        stopped_rank(signal.SIGKILL, 20, r"rank 1 .*(exited on signal 9|killed)|process rank 1")
+    else:
+        stopped_rank(signal.SIGKILL, 20, r"rank 0 of 2: error: .* rank 1 ended \(its connection to rank 0 closed")
 
 
 def hang():
     # Rank 1 hangs (stopped, not dead: mpirun sees nothing); rank 0 waits rank_timeout, names it, stops every rank.
-    # (Stopped before its all-reduce, rank 0 sees it not arrive; inside it, not answer.)
+    # (Stopped before its all-reduce, rank 0 sees it not arrive; inside it, not answer — over Gloo,
+    # not ping the rendezvous as waiting ranks do.)
     stopped_rank(signal.SIGSTOP, 5, r"rank 1 did not reach the gradient all-reduce of step \d+ within 5 s|"
-                                    r"within 5 s: rank 1 does not answer")
+                                    r"within 5 s: rank 1 does not answer|rank 1 has not been heard from for over 3 s")
 
 
 def resume_fewer_ranks():
@@ -255,10 +325,10 @@ def refuse_mismatch():
             text = open(b).read().replace("hidden_size = 32", "hidden_size = 64")
             open(b, "w").write(text)
         run = os.path.join(WORK, "m-" + name)
-        cmd = ["mpirun", "-np", "1", BERTC, "train", a, "--device", "cpu", "--checkpoint-dir", run, ":",
-               "-np", "1", BERTC, "train", b, "--device", device, "--checkpoint-dir", run]
-        p = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=300)
-        out = p.stdout + p.stderr
+        p = Ranks([[BERTC, "train", a, "--device", "cpu", "--checkpoint-dir", run],
+                   [BERTC, "train", b, "--device", device, "--checkpoint-dir", run]], 2,
+                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        out = "".join(p.communicate(timeout=300))
         said = re.search(r"rank 1 has other settings than rank 0 — (.*) differs?:", out)
         if p.returncode == 0 or not said or key not in said.group(1):
             fail(f"ranks with different settings ({name}) were not refused naming {key} (exit {p.returncode}):\n"
@@ -284,13 +354,33 @@ def refuse_nccl():
         print(f"refused ({device}, {change}):", next(l for l in p.stderr.splitlines() if expected in l)[:160])
 
 
+def refuse_env():
+    # Ranks that disagree on WORLD_SIZE are refused by rank 0's rendezvous, naming the variable; a
+    # rank's other settings, as under mpirun.
+    cfg = config("w", steps=4, batch_size=2, rank_timeout=5)
+    port = str(free_port())
+    procs = [subprocess.Popen([BERTC, "train", cfg, "--device", "cpu", "--checkpoint-dir", os.path.join(WORK, "w")],
+                              env=dict(ENV, RANK=str(r), WORLD_SIZE=str(n), MASTER_ADDR="127.0.0.1", MASTER_PORT=port),
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+             for r, n in ((0, 2), (1, 3))]
+    outs = [p.communicate(timeout=120)[0] for p in procs]
+    if procs[1].returncode == 0 or "rank 0 runs a world of 2 ranks, this rank one of 3" not in outs[1]:
+        fail(f"a rank with another WORLD_SIZE was not refused (exit {procs[1].returncode}):\n{outs[1][-2000:]}")
+    if procs[0].returncode == 0 or "rank 1 did not join rank 0 at 127.0.0.1" not in outs[0]:
+        fail(f"rank 0 did not stop when rank 1 never joined (exit {procs[0].returncode}):\n{outs[0][-2000:]}")
+    print("refused (WORLD_SIZE):", next(l for l in outs[1].splitlines() if "world of 2" in l)[:200])
+    refuse_mismatch()
+
+
 CASES = {"equal_adamw": lambda: equal("adamw"), "equal_lamb": lambda: equal("lamb", accumulation=2),
          "equal_host": lambda: equal("adamw", device="host", steps=6),
          "equal_host_lamb": lambda: equal("lamb", device="host", steps=6),
          "equal_host_accumulating": lambda: equal("adamw", device="host", steps=6, accumulation=2), "fp16_bf16": fp16_bf16, "powersgd": powersgd,
          "kill": kill, "hang": hang, "resume_fewer_ranks": resume_fewer_ranks, "refuse_mismatch": refuse_mismatch,
-         "refuse_nccl": refuse_nccl}
-if shutil.which("mpirun") is None:
+         "refuse_nccl": refuse_nccl, "equal_env": lambda: equal("adamw"),
+         "equal_host_env": lambda: equal("adamw", device="host", steps=6), "kill_env": kill, "hang_env": hang,
+         "refuse_env": refuse_env}
+if LAUNCHER == "mpirun" and shutil.which("mpirun") is None:
     fail("no mpirun: scripts/setup.sh installs Open MPI (openmpi-bin)")
 CASES[CASE]()
 print("PASS", CASE)

@@ -171,5 +171,13 @@ TEST(GlooWorld, SumsGathersBroadcastsAndMeets) {
   });
 }
 
+TEST(GlooWorld, RankZeroNamesTheRanksThatNeverCame) {
+  if (gloo_library_version().empty()) GTEST_SKIP() << "bertc was built without Gloo (BERTC_GLOO off)";
+  const Launch alone{0, 3, 0, "test", false, "127.0.0.1", free_port()};
+  const std::string why = refusal([&] { gloo_world(alone, 0.5); });
+  EXPECT_NE(why.find("rank 1, rank 2 did not join rank 0"), std::string::npos) << why;
+  EXPECT_NE(why.find("unset WORLD_SIZE (here 3)"), std::string::npos) << why;
+}
+
 }  // namespace
 }  // namespace bertc::dist
