@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <utility>
 
+#include <fmt/format.h>
+
 #include "ir/float16.h"
 
 namespace bertc::dist {
@@ -177,6 +179,87 @@ ExchangeResult GradientExchange::exchange(const std::vector<float*>& data, int64
   }
   r.finite = all_finite(data, tensors_);
   return r;
+}
+
+}  // namespace bertc::dist
+
+namespace bertc::dist {
+namespace {
+
+ir::HostTensor<float> floats(std::vector<float> values, ir::Shape shape) {
+  return {ir::TensorType{ir::DType::F32, std::move(shape)}, std::move(values), {}};
+}
+
+}  // namespace
+
+ir::Environment<float> GradientExchange::saved_state() {
+  ir::Environment<float> state;
+  if (!powersgd_) return state;
+  for (size_t i = 0; i < compressed_.size(); ++i) {
+    const std::string name = kStatePrefix + tensors_[compressed_[i]].name;
+    const Matrix m = as_matrix(tensors_[compressed_[i]].shape);
+    const std::vector<float>& q = powersgd_->q(i);
+    std::vector<float> error = powersgd_->error(i);
+    error.resize(static_cast<size_t>(m.rows * m.cols), 0.0f);  // (none yet before the first exchange)
+    comm_.sum(error.data(), error.size(), Element::F32);
+    state[name + ".q"] = floats(q, {m.cols, static_cast<int64_t>(q.size()) / m.cols});
+    state[name + ".error"] = floats(std::move(error), {m.rows, m.cols});
+  }
+  const std::vector<uint64_t> words = powersgd_->random_state();
+  ir::HostTensor<float> random{ir::TensorType{ir::DType::I64, {static_cast<int64_t>(words.size())}}, {}, {}};
+  for (uint64_t w : words) random.integer.push_back(static_cast<int64_t>(w));
+  state[std::string(kStatePrefix) + "random"] = std::move(random);
+  return state;
+}
+
+std::string GradientExchange::restore_state(const ir::Environment<float>& state) {
+  if (!powersgd_) return "";
+  // Rank 0 judges its checkpoint's state: 0 none, 1 usable, 2 of another shape.
+  int64_t verdict = 0;
+  const std::string random_name = std::string(kStatePrefix) + "random";
+  if (comm_.rank() == 0 && state.count(random_name)) {
+    verdict = 1;
+    for (size_t i = 0; i < compressed_.size() && verdict == 1; ++i) {
+      const std::string name = kStatePrefix + tensors_[compressed_[i]].name;
+      const Matrix m = as_matrix(tensors_[compressed_[i]].shape);
+      const auto q = state.find(name + ".q"), e = state.find(name + ".error");
+      if (q == state.end() || e == state.end() || q->second.real.size() != powersgd_->q(i).size() ||
+          e->second.real.size() != static_cast<size_t>(m.rows * m.cols))
+        verdict = 2;
+    }
+    // Tensors this run does not compress were compressed then: another model or powersgd_max_share.
+    const auto saved = std::count_if(state.begin(), state.end(),
+                                     [](const auto& entry) { return entry.first.starts_with(kStatePrefix); });
+    if (verdict == 1 && static_cast<size_t>(saved) != 2 * compressed_.size() + 1) verdict = 2;
+    if (verdict == 1 && state.at(random_name).integer.size() != powersgd_->random_state().size()) verdict = 2;
+  }
+  comm_.broadcast(&verdict, sizeof verdict, 0);
+  if (verdict == 0)
+    return "PowerSGD: the checkpoint holds no PowerSGD state (saved without it): error feedback and Q start anew";
+  if (verdict == 2)
+    return "PowerSGD: the checkpoint's PowerSGD state is for another powersgd_rank or model: error feedback and Q "
+           "start anew";
+  for (size_t i = 0; i < compressed_.size(); ++i) {
+    const std::string name = kStatePrefix + tensors_[compressed_[i]].name;
+    const Matrix m = as_matrix(tensors_[compressed_[i]].shape);
+    std::vector<float> q(powersgd_->q(i).size()), error(static_cast<size_t>(m.rows * m.cols), 0.0f);
+    if (comm_.rank() == 0) {
+      q = state.at(name + ".q").real;
+      error = state.at(name + ".error").real;
+    }
+    comm_.broadcast(q.data(), q.size() * sizeof(float), 0);
+    powersgd_->restore(i, std::move(q), std::move(error));
+  }
+  std::vector<uint64_t> words = powersgd_->random_state();  // (its size: the same engine everywhere)
+  if (comm_.rank() == 0) {
+    const std::vector<int64_t>& saved = state.at(random_name).integer;
+    for (size_t i = 0; i < words.size(); ++i) words[i] = static_cast<uint64_t>(saved[i]);
+  }
+  comm_.broadcast(words.data(), words.size() * sizeof(uint64_t), 0);
+  powersgd_->set_random_state(words);
+  return fmt::format("PowerSGD: error feedback and Q of {} tensors from the checkpoint (the error summed over the "
+                     "ranks that saved it, taken up by rank 0)",
+                     compressed_.size());
 }
 
 }  // namespace bertc::dist

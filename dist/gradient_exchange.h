@@ -12,6 +12,7 @@
 #include "dist/communicator.h"
 #include "dist/compression.h"
 #include "dist/powersgd.h"
+#include "ir/host_tensor.h"
 #include "ir/tensor_type.h"
 
 namespace bertc::dist {
@@ -49,6 +50,19 @@ class GradientExchange {
   uint64_t compressed_bytes() const;
   const std::vector<std::vector<size_t>>& buckets() const { return buckets_; }
   const ExchangeOptions& options() const { return options_; }
+
+  // PowerSGD's state for a checkpoint, alike on every rank (a collective: every rank calls it at
+  // the same step), named under kStatePrefix: per compressed tensor its Q (".q") and the sum over
+  // the ranks of their error feedback (".error") — all that the exchanges to come depend on, since
+  // they add the ranks' gradients (error included) up before anything else, so it resumes on any
+  // number of ranks — and the random engine ("random"). Empty without PowerSGD.
+  ir::Environment<float> saved_state();
+  // saved_state()'s tensors back, from rank 0's `state` (a collective; the other ranks' `state`
+  // is not read): Q on every rank, the error sum on rank 0 and zero on the others. Returns what it
+  // did, for the log: restored, or why PowerSGD starts anew (nothing saved, or saved for another
+  // powersgd_rank or model).
+  std::string restore_state(const ir::Environment<float>& state);
+  static constexpr const char* kStatePrefix = "dist.powersgd.";
 
  private:
   using Buckets = std::vector<std::vector<size_t>>;

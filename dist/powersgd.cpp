@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <sstream>
+#include <stdexcept>
 
 namespace bertc::dist {
 
@@ -49,6 +51,32 @@ float PowerSgd::normal() {
   auto uniform = [&] { return (static_cast<double>(random_() >> 11) + 0.5) * 0x1.0p-53; };  // (0, 1)
   const double u = uniform(), v = uniform();
   return static_cast<float>(std::sqrt(-2 * std::log(u)) * std::cos(6.283185307179586 * v));
+}
+
+void PowerSgd::restore(size_t i, std::vector<float> q, std::vector<float> error) {
+  State& s = states_.at(i);
+  if (q.size() != s.q.size() || error.size() != static_cast<size_t>(s.shape.rows * s.shape.cols))
+    throw std::invalid_argument("PowerSGD state of another size");
+  s.q = std::move(q);
+  s.error = std::move(error);
+}
+
+std::vector<uint64_t> PowerSgd::random_state() const {
+  std::ostringstream text;  // (the standard's one way to read an engine's state out)
+  text << random_;
+  std::istringstream in(text.str());
+  std::vector<uint64_t> words;
+  for (uint64_t w; in >> w;) words.push_back(w);
+  return words;
+}
+
+void PowerSgd::set_random_state(const std::vector<uint64_t>& words) {
+  std::ostringstream text;
+  for (uint64_t w : words) text << w << ' ';
+  std::istringstream in(text.str());
+  std::mt19937_64 engine;
+  if (!(in >> engine)) throw std::invalid_argument("not the state of PowerSGD's random engine");
+  random_ = engine;
 }
 
 int64_t PowerSgd::factor_floats() const {

@@ -27,8 +27,17 @@ class PowerSgd {
   uint64_t exchange(Communicator& comm, const std::vector<float*>& data);
   // The factors' floats per exchange.
   int64_t factor_floats() const;
-  // What matrix i's last exchange left out (added to its next gradient).
+  // What matrix i's last exchange left out (added to its next gradient; empty before the first).
   const std::vector<float>& error(size_t i) const { return states_.at(i).error; }
+  // Matrix i's Q (cols x its rank, the same on every rank), the warm start of its next exchange.
+  const std::vector<float>& q(size_t i) const { return states_.at(i).q; }
+  size_t matrices() const { return states_.size(); }
+  // A checkpoint's state back: matrix i's Q and error feedback (sizes as q(i) and rows x cols;
+  // std::invalid_argument otherwise).
+  void restore(size_t i, std::vector<float> q, std::vector<float> error);
+  // The engine that draws Q's fresh columns, as numbers (for a checkpoint), and back.
+  std::vector<uint64_t> random_state() const;
+  void set_random_state(const std::vector<uint64_t>& words);
 
  private:
   struct State {

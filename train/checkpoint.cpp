@@ -29,10 +29,16 @@ std::vector<CheckpointFile> list_checkpoints(const std::filesystem::path& dir) {
 }
 
 void save_checkpoint(const std::filesystem::path& dir, int64_t step, const TensorManifest& manifest,
-                     const support::Environment& env, std::map<std::string, std::string> metadata, int64_t keep) {
+                     const support::Environment& env, std::map<std::string, std::string> metadata, int64_t keep,
+                     const support::Environment& exchange) {
   std::filesystem::create_directories(dir);
   support::Safetensors file;
   for (const auto& [name, type] : manifest) file.tensors[name] = support::to_stored(env.at(name));
+  for (const auto& [name, tensor] : exchange) {
+    if (!name.starts_with(kExchangeStatePrefix) || manifest.count(name))
+      throw std::logic_error(fmt::format("exchange state '{}' is not named {}*", name, kExchangeStatePrefix));
+    file.tensors[name] = support::to_stored(tensor);
+  }
   metadata["format"] = "bertc-checkpoint-1";
   metadata["step"] = std::to_string(step);
   file.metadata = std::move(metadata);
@@ -60,7 +66,9 @@ CheckpointContents load_checkpoint(const std::filesystem::path& path, const Tens
   if (meta("format") != "bertc-checkpoint-1")
     throw support::SafetensorsError(fmt::format("{}: format '{}' is not bertc-checkpoint-1", where, meta("format")));
   for (const auto& [name, stored] : file.tensors)
-    if (!manifest.count(name))
+    if (name.starts_with(kExchangeStatePrefix))
+      env[name] = support::to_host(stored, stored.dtype, fmt::format("{}: tensor '{}'", where, name));
+    else if (!manifest.count(name))
       throw support::SafetensorsError(fmt::format("{}: tensor '{}' is not part of this model and optimizer (a checkpoint of "
                                          "another config?)", where, name));
   for (const auto& [name, type] : manifest) {

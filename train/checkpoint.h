@@ -26,17 +26,23 @@ std::vector<CheckpointFile> list_checkpoints(const std::filesystem::path& dir);
 // What a checkpoint must hold: name -> type, for every param and every optimizer state.
 using TensorManifest = std::map<std::string, ir::TensorType>;
 
-// Saves the manifest's tensors from env with `metadata` plus "step", then deletes all but the
-// newest `keep` checkpoints of the folder.
+// Tensors of the data-parallel gradient exchange's state (PowerSGD's), kept beside the manifest's:
+// a checkpoint may hold them or not, whatever the model.
+inline constexpr const char* kExchangeStatePrefix = "dist.";
+
+// Saves the manifest's tensors from env, and `exchange` (named kExchangeStatePrefix...), with
+// `metadata` plus "step", then deletes all but the newest `keep` checkpoints of the folder.
 void save_checkpoint(const std::filesystem::path& dir, int64_t step, const TensorManifest& manifest,
-                     const support::Environment& env, std::map<std::string, std::string> metadata, int64_t keep);
+                     const support::Environment& env, std::map<std::string, std::string> metadata, int64_t keep,
+                     const support::Environment& exchange = {});
 
 struct CheckpointContents {
   int64_t step = 0;
   std::map<std::string, std::string> metadata;
 };
-// Loads every manifest tensor into env. Refuses (support::SafetensorsError naming the file and the tensor)
-// a corrupt or truncated file, a missing, extra or mis-shaped tensor.
+// Loads every manifest tensor into env, and the exchange's state tensors there are (as stored).
+// Refuses (support::SafetensorsError naming the file and the tensor) a corrupt or truncated file,
+// a missing, extra or mis-shaped tensor.
 CheckpointContents load_checkpoint(const std::filesystem::path& path, const TensorManifest& manifest, support::Environment& env);
 
 struct PretrainedReport {

@@ -301,6 +301,25 @@ void DataParallel::share_state(support::Environment& env, const TensorManifest& 
   }
 }
 
+// A checkpoint keeps the exchange's state by its names' prefix.
+static_assert(std::string_view(dist::GradientExchange::kStatePrefix).starts_with(kExchangeStatePrefix));
+
+support::Environment DataParallel::exchange_state() {
+  return exchange_ ? exchange_->saved_state() : support::Environment{};
+}
+
+std::string DataParallel::restore_exchange_state(const support::Environment& env) {
+  const bool saved = std::any_of(env.begin(), env.end(), [](const auto& entry) {
+    return entry.first.starts_with(dist::GradientExchange::kStatePrefix);
+  });
+  if (exchange_ && exchange_->options().compression == dist::Compression::PowerSgd)
+    return exchange_->restore_state(env);
+  return saved && leader() ? fmt::format("PowerSGD: the checkpoint's PowerSGD state is not used by this run ({}): "
+                                         "dropped",
+                                         ranks() == 1 ? "one rank sums nothing" : "gradient_compression is not powersgd")
+                           : "";
+}
+
 void DataParallel::check_same_parameters(const support::Environment& env, const TensorManifest& manifest, int64_t step) {
   if (ranks() == 1) return;
   XXH3_state_t* state = XXH3_createState();

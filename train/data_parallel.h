@@ -82,6 +82,13 @@ class DataParallel {
   // checkpoints and --init files (the other machines need not see them).
   void share_state(support::Environment& env, const TensorManifest& manifest, int64_t& start);
 
+  // At a checkpoint, on every rank: the gradient exchange's own state (PowerSGD's; a collective),
+  // for rank 0 to save beside the params. Empty without PowerSGD.
+  support::Environment exchange_state();
+  // After share_state, on every rank: the exchange's state from rank 0's `env` (a checkpoint's
+  // tensors named dist.*). Returns a line for the log, "" when there is nothing to say.
+  std::string restore_exchange_state(const support::Environment& env);
+
   // At a checkpoint: every rank's params must hash alike; throws TrainError naming the ranks that
   // differ from rank 0.
   void check_same_parameters(const support::Environment& env, const TensorManifest& manifest, int64_t step);

@@ -310,6 +310,7 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
   else fresh_state(o.config, program, env);
   DataParallel dp(comm, program, t);
   dp.share_state(env, manifest_of(program), start);
+  if (const std::string said = dp.restore_exchange_state(env); !said.empty() && start > 0) log << said << "\n";
   TrainSummary summary;
   const int64_t last = std::min(o.stop_after, t.steps);
   if (start >= last) {
@@ -365,11 +366,13 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
     if ((t.checkpoint_every > 0 && s % t.checkpoint_every == 0) || s == last) {
       runners.optimizer->download_state(env);
       dp.check_same_parameters(env, manifest_of(program), s);
+      const support::Environment exchange = dp.exchange_state();
       if (!dp.leader()) continue;
       std::map<std::string, std::string> metadata = run_metadata(model, o.config, dp.ranks());
       metadata["world_size"] = std::to_string(dp.ranks());
       metadata["gradient_accumulation_steps"] = std::to_string(K);
-      save_checkpoint(o.checkpoint_dir, s, manifest_of(program), env, std::move(metadata), t.keep_checkpoints);
+      save_checkpoint(o.checkpoint_dir, s, manifest_of(program), env, std::move(metadata), t.keep_checkpoints,
+                      exchange);
       if (s == last || !o.live_progress)
         progress->note(fmt::format("checkpoint: {}", checkpoint_path(o.checkpoint_dir, s).string()));
     }

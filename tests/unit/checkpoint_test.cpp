@@ -105,6 +105,25 @@ TEST(Checkpoint, SavesLoadsAndKeepsTheNewest) {
   EXPECT_EQ(loaded.count("w.grad_acc"), 0u);  // not part of a checkpoint
 }
 
+// The gradient exchange's state (PowerSGD's) travels beside the model's tensors, whatever the
+// manifest: loaded when there, absent otherwise; only under its prefix.
+TEST(Checkpoint, KeepsTheExchangeStateBesideTheModel) {
+  const auto dir = scratch("exchange");
+  const TensorManifest manifest = {{"w", {ir::DType::F32, {2}}}};
+  const Environment env{{"w", real({2}, {1, 2})}};
+  HostTensor words = HostTensor::zeros({ir::DType::I64, {2}});
+  words.integer = {-1, int64_t{1} << 62};
+  save_checkpoint(dir, 1, manifest, env, {}, 2, {{"dist.powersgd.w.q", real({2, 1}, {0.5f, -3})}, {"dist.powersgd.random", words}});
+  save_checkpoint(dir, 2, manifest, env, {}, 2);
+  Environment with, without;
+  load_checkpoint(checkpoint_path(dir, 1), manifest, with);
+  EXPECT_EQ(with.at("dist.powersgd.w.q").real, (std::vector<float>{0.5f, -3}));
+  EXPECT_EQ(with.at("dist.powersgd.random").integer, words.integer);
+  load_checkpoint(checkpoint_path(dir, 2), manifest, without);
+  EXPECT_EQ(without.size(), 1u);
+  EXPECT_THROW(save_checkpoint(dir, 3, manifest, env, {}, 2, {{"w.q", real({1}, {1})}}), std::logic_error);
+}
+
 TEST(Checkpoint, RefusesAnotherModelsCheckpoint) {
   const auto dir = scratch("mismatch");
   save_checkpoint(dir, 1, {{"w", {ir::DType::F32, {2}}}}, {{"w", real({2}, {1, 2})}}, {}, 1);

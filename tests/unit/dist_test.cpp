@@ -138,6 +138,46 @@ TEST(GradientExchange, PowerSgdWarmsUpUncompressedAndLeavesSmallTensors) {
   EXPECT_EQ(e.compressed_bytes(), after.bytes);  // what bertc estimate counts
 }
 
+// A checkpoint's PowerSGD state taken back by a new exchange: the next exchange gives what the
+// first exchange's own next one gives, bit for bit (same Q, error feedback and random engine).
+TEST(GradientExchange, PowerSgdStateSurvivesACheckpoint) {
+  auto one = single_process();
+  ExchangeOptions o;
+  o.compression = Compression::PowerSgd;
+  o.powersgd_rank = 2;
+  o.powersgd_warmup_steps = 0;
+  const std::vector<GradientTensor> tensors = {{"w", {64, 32}}, {"b", {32}}};
+  GradientExchange first(*one, tensors, o);
+  std::vector<float> w = random_matrix(64 * 32, 1), b = random_matrix(32, 2);
+  first.exchange({w.data(), b.data()}, 1);
+  const ir::Environment<float> saved = first.saved_state();
+  EXPECT_EQ(saved.size(), 3u);  // w's Q and error, the engine (b goes uncompressed)
+  ASSERT_TRUE(saved.count("dist.powersgd.w.error"));
+  double error = 0;
+  for (float x : saved.at("dist.powersgd.w.error").real) error += std::abs(x);
+  EXPECT_GT(error, 0);  // rank 2 of a random 64 x 32 matrix leaves most of it out
+  GradientExchange second(*one, tensors, o);
+  EXPECT_NE(second.restore_state(saved).find("error feedback and Q of 1 tensors"), std::string::npos);
+  std::vector<float> w1 = random_matrix(64 * 32, 3), b1 = random_matrix(32, 4), w2 = w1, b2 = b1;
+  first.exchange({w1.data(), b1.data()}, 2);
+  second.exchange({w2.data(), b2.data()}, 2);
+  EXPECT_EQ(w1, w2);
+  // Saved for another powersgd_rank (Q of another width): starts anew, saying so.
+  o.powersgd_rank = 3;
+  GradientExchange other(*one, tensors, o);
+  EXPECT_NE(other.restore_state(saved).find("another powersgd_rank or model"), std::string::npos);
+  EXPECT_NE(other.restore_state({}).find("holds no PowerSGD state"), std::string::npos);
+}
+
+TEST(PowerSgd, RandomStateRoundTrips) {
+  PowerSgd a({{8, 8}}, 2, 1), b({{8, 8}}, 2, 99);
+  EXPECT_NE(a.random_state(), b.random_state());
+  b.set_random_state(a.random_state());
+  EXPECT_EQ(a.random_state(), b.random_state());
+  EXPECT_THROW(b.set_random_state({1, 2, 3}), std::invalid_argument);
+  EXPECT_THROW(b.restore(0, std::vector<float>(3), std::vector<float>(64)), std::invalid_argument);
+}
+
 TEST(Launch, ReadsMpirunAndTorchrunEnvironments) {
   {
     testing::ScopedEnv size("OMPI_COMM_WORLD_SIZE", "4"), rank("OMPI_COMM_WORLD_RANK", "2"),
