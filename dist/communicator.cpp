@@ -1,6 +1,7 @@
 // One process, the launcher's environment, and choosing the communicator (see communicator.h).
 #include "dist/communicator.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <optional>
 #include <stdexcept>
@@ -68,10 +69,12 @@ Launch detect_launch() {
   } else if (auto psize = env_int("PMI_SIZE")) {
     l = {env_int("PMI_RANK").value_or(0), *psize, env_int("MPI_LOCALRANKID").value_or(0), "PMI", true};
   } else if (auto wsize = env_int("WORLD_SIZE")) {
-    // torchrun and Slurm scripts; without LOCAL_RANK all ranks are taken to share one machine.
+    // torchrun and Slurm scripts; without LOCAL_RANK, Slurm's SLURM_LOCALID, else all ranks are
+    // taken to share one machine. (RANK = -1: unset, refused by open_world.)
     const bool torchrun = std::getenv("TORCHELASTIC_RUN_ID") != nullptr;
-    l = {env_int("RANK").value_or(0), *wsize, 0, torchrun ? "torchrun" : "RANK/WORLD_SIZE", false};
-    l.local_rank = env_int("LOCAL_RANK").value_or(l.rank);
+    l = {env_int("RANK").value_or(-1), *wsize, 0, torchrun ? "torchrun" : "RANK/WORLD_SIZE", false};
+    l.local_rank = env_int("LOCAL_RANK").value_or(env_int("SLURM_LOCALID").value_or(std::max(l.rank, 0)));
+    if (l.size <= 1) l.rank = std::max(l.rank, 0);  // one process: RANK needs no setting
     if (const char* a = std::getenv("MASTER_ADDR")) l.address = a;
     const char* agent = std::getenv("TORCHELASTIC_USE_AGENT_STORE");
     const bool agent_holds_port = agent && std::string(agent) == "True";
@@ -93,6 +96,10 @@ std::unique_ptr<Communicator> open_world(double timeout_seconds) {
     return world;
   }
   if (l.size > 1) {
+    if (l.rank < 0)
+      throw RankError(fmt::format("WORLD_SIZE={} is set, but RANK is not: give each rank its own RANK from 0 to {} "
+                                  "(torchrun sets both; a Slurm script: RANK=$SLURM_PROCID)",
+                                  l.size, l.size - 1));
     if (l.rank >= l.size)
       throw RankError(fmt::format("RANK={} is not below WORLD_SIZE={}: give each rank its own RANK from 0", l.rank,
                                   l.size));

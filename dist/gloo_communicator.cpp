@@ -35,10 +35,7 @@ std::string gloo_library_version() { return ""; }
 #include <future>
 #include <thread>
 
-#include <arpa/inet.h>
-#include <netdb.h>
-#include <sys/socket.h>
-#include <unistd.h>
+#include <csignal>
 
 #include <fmt/ranges.h>
 #include <gloo/allgather.h>
@@ -76,40 +73,6 @@ class StoreAdapter : public gloo::rendezvous::Store {
   double timeout_;
 };
 
-// The address of this machine that the other ranks reach it at: the one it reaches MASTER_ADDR
-// from (a datagram socket "connected" there sends nothing, but has its source address chosen).
-std::string local_address(const std::string& master) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_DGRAM;
-  addrinfo* found = nullptr;
-  if (const int rc = ::getaddrinfo(master.c_str(), "9", &hints, &found); rc != 0)
-    throw RankError(fmt::format("MASTER_ADDR={} does not resolve: {} (set it to rank 0's host name or address)", master,
-                                ::gai_strerror(rc)));
-  std::string address;
-  for (addrinfo* a = found; a && address.empty(); a = a->ai_next) {
-    const int fd = ::socket(a->ai_family, SOCK_DGRAM, 0);
-    if (fd < 0) continue;
-    sockaddr_storage self{};
-    socklen_t length = sizeof self;
-    char text[INET6_ADDRSTRLEN] = {};
-    if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0 &&
-        ::getsockname(fd, reinterpret_cast<sockaddr*>(&self), &length) == 0) {
-      const void* bytes = self.ss_family == AF_INET6
-                              ? static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&self)->sin6_addr)
-                              : static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&self)->sin_addr);
-      if (::inet_ntop(self.ss_family, bytes, text, sizeof text)) address = text;
-    }
-    ::close(fd);
-  }
-  ::freeaddrinfo(found);
-  if (address.empty())
-    throw RankError(fmt::format("no network route from this machine to MASTER_ADDR={}: set GLOO_SOCKET_IFNAME to "
-                                "the interface the ranks share",
-                                master));
-  return address;
-}
-
 template <class T>
 void add(void* out, const void* a, const void* b, size_t n) {
   for (size_t i = 0; i < n; ++i) static_cast<T*>(out)[i] = static_cast<const T*>(a)[i] + static_cast<const T*>(b)[i];
@@ -129,12 +92,18 @@ constexpr uint64_t kArrivedSlot = uint64_t{0xb0} << 56, kGoSlot = kArrivedSlot +
 class Gloo : public Communicator {
  public:
   Gloo(const Launch& launch, double timeout) : launch_(launch), timeout_(timeout) {
+    // Gloo writes to its sockets without MSG_NOSIGNAL: a peer that died mid-sum would kill this
+    // rank with SIGPIPE, silently, instead of failing the sum (which names it).
+    std::signal(SIGPIPE, SIG_IGN);
     if (launch.rank == 0) server_ = std::make_unique<TcpStoreServer>(launch.port, launch.size);
     client_ = std::make_unique<TcpStoreClient>(launch.address, launch.port, launch.rank, launch.size, timeout);
     if (server_) wait_for_every_rank(timeout);
+    // Gloo listens where the others reach this machine: the address its rendezvous connection
+    // came from (rank 0: the one the others came to), not what the host name resolves to (often
+    // a loopback address on Debian and Ubuntu), unless GLOO_SOCKET_IFNAME names an interface.
     gloo::transport::tcp::attr attr;
     if (const char* iface = std::getenv("GLOO_SOCKET_IFNAME"); iface && *iface) attr.iface = iface;
-    else attr.hostname = local_address(launch.address);
+    else attr.hostname = own_address(timeout);
     try {
       auto device = gloo::transport::tcp::CreateDevice(attr);
       context_ = std::make_shared<gloo::rendezvous::Context>(launch.rank, launch.size);
@@ -269,6 +238,22 @@ class Gloo : public Communicator {
     std::future<void> done;
   };
 
+  // Where the other ranks reach this one. A rank that reached rank 0 over a loopback address
+  // runs on rank 0's machine: it takes the address rank 0 was reached at over the network, if it
+  // was (ranks on other machines cannot connect to a loopback address).
+  std::string own_address(double timeout) {
+    const std::string key = "bertc/rank-0-address";
+    if (server_) {
+      const std::string address = server_->reached_at();
+      client_->set(key, {address.begin(), address.end()});
+      return address;
+    }
+    const std::string mine = client_->local_address();
+    if (!is_loopback(mine)) return mine;
+    const std::vector<char> rank0 = client_->get(key, timeout);
+    return std::string(rank0.begin(), rank0.end());
+  }
+
   // Rank 0, before Gloo connects: says whom it waits for when that takes a while (a WORLD_SIZE
   // left set in a shell makes a lone bertc wait), and names who never came.
   void wait_for_every_rank(double timeout) const {
@@ -347,6 +332,8 @@ class Gloo : public Communicator {
       done.get();
     } catch (const std::exception& e) {
       if (late && !late->empty()) stop(*late);
+      // Gloo may see a dead peer's connection close before the rendezvous does: a moment for it.
+      for (int i = 0; i < 40 && !someone_gone(); ++i) std::this_thread::sleep_for(Milliseconds(50));
       stop(fmt::format("{} failed: {} ({}; rank_timeout in [train] sets the wait): stopping every rank", what,
                        who_is_missing(), e.what()));
     }
@@ -366,9 +353,11 @@ class Gloo : public Communicator {
         return fmt::format("rank {} has not been heard from for over 3 s, while the others wait (it hangs, is "
                            "stopped, or runs far slower)",
                            fmt::join(silent, ", rank "));
-      return "every rank is still connected and waiting, so the network or Gloo is stuck";
+      return "every rank is still connected and waiting: the network between them fails, or the ranks started "
+             "other collectives (a bug: please report it)";
     }
-    return client_->server_gone() ? "rank 0 ended (see its output)" : "another rank ended, hangs or runs far slower";
+    return client_->server_gone() ? "rank 0 ended or does not answer (see its output)"
+                                  : "another rank ended, hangs or runs far slower";
   }
 
   [[noreturn]] void stop(const std::string& message) const {

@@ -48,6 +48,11 @@ GradientExchange::GradientExchange(Communicator& comm, std::vector<GradientTenso
   powersgd_ = std::make_unique<PowerSgd>(std::move(matrices), options_.powersgd_rank, options_.seed);
 }
 
+GradientExchange::~GradientExchange() {
+  for (InFlight& f : in_flight_)
+    if (f.pending) f.pending->wait();
+}
+
 uint64_t GradientExchange::dense_bytes() const {
   uint64_t n = 0;
   for (const GradientTensor& t : tensors_) n += static_cast<uint64_t>(numel(t.shape)) * 4;
@@ -237,8 +242,8 @@ std::string GradientExchange::restore_state(const ir::Environment<float>& state)
   if (verdict == 0)
     return "PowerSGD: the checkpoint holds no PowerSGD state (saved without it): error feedback and Q start anew";
   if (verdict == 2)
-    return "PowerSGD: the checkpoint's PowerSGD state is for another powersgd_rank or model: error feedback and Q "
-           "start anew";
+    return "PowerSGD: the checkpoint's PowerSGD state is for another powersgd_rank, model or powersgd_max_share "
+           "(other tensors compressed): error feedback and Q start anew";
   for (size_t i = 0; i < compressed_.size(); ++i) {
     const std::string name = kStatePrefix + tensors_[compressed_[i]].name;
     const Matrix m = as_matrix(tensors_[compressed_[i]].shape);

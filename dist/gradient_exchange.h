@@ -33,6 +33,9 @@ class GradientExchange {
   // `tensors` in the order the backward finishes them (the last layer's first); they are bucketed
   // in that order.
   GradientExchange(Communicator& comm, std::vector<GradientTensor> tensors, ExchangeOptions options);
+  // Waits for sums still in flight (an exception unwinding past started buckets): their buffers
+  // are written by MPI or Gloo until then. (A wait past the deadline stops the rank.)
+  ~GradientExchange();
   // data[i]: tensor i's elements (float, row-major), summed over the ranks in place. `step` is the
   // optimizer step (1-based), for PowerSGD's warm-up.
   ExchangeResult exchange(const std::vector<float*>& data, int64_t step);

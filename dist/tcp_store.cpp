@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -71,19 +72,41 @@ bool send_answer(int fd, char status, const std::vector<char>& bytes) {
 std::vector<char> text(const std::string& s) { return {s.begin(), s.end()}; }
 
 // A slow or silent peer must not stall the server (or a client) forever.
-void set_receive_timeout(int fd, double seconds) {
+void set_timeouts(int fd, double seconds) {
   timeval tv{};
   tv.tv_sec = static_cast<time_t>(seconds);
   tv.tv_usec = static_cast<suseconds_t>((seconds - static_cast<double>(tv.tv_sec)) * 1e6);
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
 }
 
+// This end's address of a connected socket, as text ("10.0.0.5"; an IPv4 address that a
+// dual-stack socket shows as ::ffff:10.0.0.5 without that prefix); "" when it has none.
+std::string local_address_of(int fd) {
+  sockaddr_storage self{};
+  socklen_t length = sizeof self;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&self), &length) != 0) return "";
+  char text[INET6_ADDRSTRLEN] = {};
+  if (self.ss_family == AF_INET) {
+    ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(&self)->sin_addr, text, sizeof text);
+  } else {
+    const in6_addr& a = reinterpret_cast<sockaddr_in6*>(&self)->sin6_addr;
+    if (IN6_IS_ADDR_V4MAPPED(&a)) ::inet_ntop(AF_INET, a.s6_addr + 12, text, sizeof text);
+    else ::inet_ntop(AF_INET6, &a, text, sizeof text);
+  }
+  return text;
+}
+
+
 }  // namespace
+
+bool is_loopback(const std::string& address) { return address.starts_with("127.") || address == "::1"; }
 
 struct TcpStoreServer::State {
   struct Client {
     int fd;
-    int rank;  // -1 until it has joined
+    int rank;             // -1 until it has joined
+    std::string reached;  // the address of this machine it reached the server at
   };
   int ranks;
   std::map<std::string, std::vector<char>> values;
@@ -91,6 +114,7 @@ struct TcpStoreServer::State {
   mutable std::mutex mutex;  // guards `joined`, `gone` and `heard` (read by other threads)
   std::set<int> joined, gone;
   std::map<int, Clock::time_point> heard;  // each joined rank's last request
+  std::vector<std::string> reached;        // the addresses joined ranks reached this machine at
 };
 
 TcpStoreServer::TcpStoreServer(int port, int ranks) : state_(std::make_unique<State>()) {
@@ -144,6 +168,13 @@ std::vector<int> TcpStoreServer::gone() const {
   return {state_->gone.begin(), state_->gone.end()};
 }
 
+std::string TcpStoreServer::reached_at() const {
+  std::lock_guard lock(state_->mutex);
+  for (const std::string& a : state_->reached)
+    if (!a.empty() && !is_loopback(a)) return a;
+  return state_->reached.empty() ? "" : state_->reached.front();
+}
+
 std::vector<int> TcpStoreServer::absent() const {
   std::lock_guard lock(state_->mutex);
   std::vector<int> missing;
@@ -177,25 +208,31 @@ void TcpStoreServer::serve() {
       int32_t who[2] = {-1, -1};
       if (key != kGreeting || value.size() != sizeof who) return false;
       std::memcpy(who, value.data(), sizeof who);
-      std::lock_guard lock(s.mutex);
-      if (who[1] != s.ranks)
-        return send_answer(c.fd, 'x', text(fmt::format("rank 0 runs a world of {} ranks, this rank one of {}: start "
-                                                       "every rank with the same WORLD_SIZE", s.ranks, who[1])));
-      if (who[0] < 0 || who[0] >= s.ranks || s.joined.count(who[0]))
-        return send_answer(c.fd, 'x', text(fmt::format("rank {} {}: give every rank its own RANK below WORLD_SIZE={}",
-                                                       who[0], s.joined.count(who[0]) ? "has joined already" : "is not "
-                                                       "a rank rank 0 waits for", s.ranks)));
-      c.rank = who[0];
-      s.joined.insert(c.rank);
-      s.heard[c.rank] = Clock::now();
-      return send_answer(c.fd, 'k', {});
+      std::string refusal;
+      {
+        std::lock_guard lock(s.mutex);
+        if (who[1] != s.ranks)
+          refusal = fmt::format("rank 0 runs a world of {} ranks, this rank one of {}: start every rank with the same "
+                                "WORLD_SIZE", s.ranks, who[1]);
+        else if (who[0] < 0 || who[0] >= s.ranks || s.joined.count(who[0]))
+          refusal = fmt::format("rank {} {}: give every rank its own RANK below WORLD_SIZE={}", who[0],
+                                s.joined.count(who[0]) ? "has joined already" : "is not a rank rank 0 waits for", s.ranks);
+        if (refusal.empty()) {
+          c.rank = who[0];
+          s.joined.insert(c.rank);
+          s.heard[c.rank] = Clock::now();
+          s.reached.push_back(c.reached);
+        }
+      }
+      return send_answer(c.fd, refusal.empty() ? 'k' : 'x', text(refusal));
     }
     if (c.rank < 0) return false;  // not joined: not one of our ranks
     {
       std::lock_guard lock(s.mutex);
       s.heard[c.rank] = Clock::now();
     }
-    if (op == 'P') return send_answer(c.fd, 'k', {});    if (op == 'S') {
+    if (op == 'P') return send_answer(c.fd, 'k', {});
+    if (op == 'S') {
       s.values[key] = std::move(value);
       return send_answer(c.fd, 'k', {});
     }
@@ -223,59 +260,85 @@ void TcpStoreServer::serve() {
     if (fds[0].revents & POLLIN) {
       const int fd = ::accept(listener_, nullptr, nullptr);
       if (fd < 0) continue;
-      set_receive_timeout(fd, 10);
-      s.clients.push_back({fd, -1});
+      set_timeouts(fd, 10);
+      s.clients.push_back({fd, -1, local_address_of(fd)});
     }
   }
 }
+
+namespace {
+
+// A connection to host:port within `seconds` (a connect that hears nothing is given up, not left
+// to the kernel's two minutes), or -1 with `why` set.
+int connect_within(const addrinfo& a, double seconds, std::string& why) {
+  const int fd = ::socket(a.ai_family, a.ai_socktype | SOCK_NONBLOCK, a.ai_protocol);
+  if (fd < 0) {
+    why = std::strerror(errno);
+    return -1;
+  }
+  int error = ::connect(fd, a.ai_addr, a.ai_addrlen) == 0 ? 0 : errno;
+  if (error == EINPROGRESS) {
+    pollfd p{fd, POLLOUT, 0};
+    socklen_t n = sizeof error;
+    if (::poll(&p, 1, static_cast<int>(seconds * 1000)) != 1 ||
+        ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &n) != 0)
+      error = ETIMEDOUT;
+  }
+  if (error != 0) {
+    why = std::strerror(error);
+    ::close(fd);
+    return -1;
+  }
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  return fd;
+}
+
+}  // namespace
 
 TcpStoreClient::TcpStoreClient(const std::string& host, int port, int rank, int ranks, double timeout_seconds)
     : where_(fmt::format("{}:{}", host, port)) {
   const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_seconds);
   std::string last = "no answer";
+  // Until rank 0 listens (it may start later; its name may not resolve yet either).
   while (fd_ < 0) {
     addrinfo hints{};
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
     addrinfo* found = nullptr;
     const std::string service = std::to_string(port);
-    if (const int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &found); rc != 0)
-      throw RankError(fmt::format("MASTER_ADDR={} does not resolve: {} (set it to rank 0's host name or address)",
-                                  host, ::gai_strerror(rc)));
-    for (addrinfo* a = found; a && fd_ < 0; a = a->ai_next) {
-      const int fd = ::socket(a->ai_family, a->ai_socktype, a->ai_protocol);
-      if (fd < 0) continue;
-      if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
-        fd_ = fd;
-      } else {
-        last = std::strerror(errno);
-        ::close(fd);
-      }
+    if (const int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &found); rc != 0) {
+      last = fmt::format("MASTER_ADDR={} does not resolve: {}", host, ::gai_strerror(rc));
+      found = nullptr;
     }
-    ::freeaddrinfo(found);
+    for (addrinfo* a = found; a && fd_ < 0; a = a->ai_next) fd_ = connect_within(*a, 1.0, last);
+    if (found) ::freeaddrinfo(found);
     if (fd_ >= 0) break;
     if (Clock::now() > deadline)
       throw RankError(fmt::format("rank {} could not reach rank 0's rendezvous at {} within {:g} s ({}): rank 0 must "
-                                  "run on MASTER_ADDR, and MASTER_PORT be open between the machines",
+                                  "run on MASTER_ADDR (set it to rank 0's host name or address), and MASTER_PORT be "
+                                  "open between the machines",
                                   rank, where_, timeout_seconds, last));
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   const int on = 1;
   ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
-  set_receive_timeout(fd_, std::max(30.0, timeout_seconds));
+  set_timeouts(fd_, 30);
   const int32_t who[2] = {rank, ranks};
   std::vector<char> value(sizeof who);
   std::memcpy(value.data(), who, sizeof who);
-  char status = 0;
-  uint64_t n = 0;
-  if (!send_message(fd_, 'H', kGreeting, value) || !read_all(fd_, &status, 1) || !read_all(fd_, &n, 8) ||
-      n > kMaxValue)
+  std::pair<char, std::vector<char>> answer;
+  try {
+    answer = request('H', kGreeting, value, 30);
+  } catch (const RankError&) {
     throw RankError(fmt::format("rank {}: what listens at {} is not rank 0's rendezvous (it did not answer bertc's "
                                 "greeting): choose another MASTER_PORT",
                                 rank, where_));
-  std::string refusal(n, '\0');
-  read_all(fd_, refusal.data(), n);
-  if (status != 'k') throw RankError(fmt::format("rank 0 refused rank {}: {}", rank, refusal));
+  }
+  if (answer.first != 'k') {
+    ::close(fd_);
+    fd_ = -1;
+    throw RankError(fmt::format("rank 0 refused rank {}: {}", rank, std::string(answer.second.begin(), answer.second.end())));
+  }
 }
 
 TcpStoreClient::~TcpStoreClient() {
@@ -283,22 +346,31 @@ TcpStoreClient::~TcpStoreClient() {
 }
 
 std::pair<char, std::vector<char>> TcpStoreClient::request(char op, const std::string& key,
-                                                           const std::vector<char>& value) {
+                                                           const std::vector<char>& value, double answer_seconds) {
   std::lock_guard lock(mutex_);
+  // A request that fails leaves the connection in an unknown place of the protocol: it is closed,
+  // and every later request fails at once.
+  auto broken = [&] {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+    return RankError(fmt::format("rank 0's rendezvous at {} stopped answering (rank 0 ended, hangs or is stopped)",
+                                 where_));
+  };
+  if (fd_ < 0 || !send_message(fd_, op, key, value)) throw broken();
+  pollfd p{fd_, POLLIN, 0};
+  if (::poll(&p, 1, static_cast<int>(answer_seconds * 1000)) != 1) throw broken();
   char status = 0;
   uint64_t n = 0;
-  if (!send_message(fd_, op, key, value) || !read_all(fd_, &status, 1) || !read_all(fd_, &n, 8) || n > kMaxValue)
-    throw RankError(fmt::format("rank 0's rendezvous at {} stopped answering (rank 0 ended?)", where_));
+  if (!read_all(fd_, &status, 1) || !read_all(fd_, &n, 8) || n > kMaxValue) throw broken();
   std::vector<char> bytes(n);
-  if (!read_all(fd_, bytes.data(), n))
-    throw RankError(fmt::format("rank 0's rendezvous at {} stopped answering (rank 0 ended?)", where_));
+  if (!read_all(fd_, bytes.data(), n)) throw broken();
   return {status, std::move(bytes)};
 }
 
-void TcpStoreClient::set(const std::string& key, const std::vector<char>& value) { request('S', key, value); }
+void TcpStoreClient::set(const std::string& key, const std::vector<char>& value) { request('S', key, value, 30); }
 
 std::optional<std::vector<char>> TcpStoreClient::try_get(const std::string& key) {
-  auto [status, value] = request('G', key, {});
+  auto [status, value] = request('G', key, {}, 30);
   if (status == 'n') return std::nullopt;  // not set yet
   return std::move(value);
 }
@@ -317,17 +389,23 @@ std::vector<char> TcpStoreClient::get(const std::string& key, double timeout_sec
 
 void TcpStoreClient::ping() {
   try {
-    request('P', "", {});
-  } catch (const RankError&) {  // rank 0 ended: the caller finds out from server_gone()
+    request('P', "", {}, 10);  // (rank 0's server answers in microseconds when it runs at all)
+  } catch (const RankError&) {  // the caller finds out from server_gone()
   }
 }
 
 bool TcpStoreClient::server_gone() {
   std::lock_guard lock(mutex_);
+  if (fd_ < 0) return true;
   pollfd p{fd_, POLLIN, 0};
   if (::poll(&p, 1, 0) <= 0) return false;
   char byte;
   return ::recv(fd_, &byte, 1, MSG_PEEK | MSG_DONTWAIT) <= 0;
+}
+
+std::string TcpStoreClient::local_address() {
+  std::lock_guard lock(mutex_);
+  return fd_ < 0 ? "" : local_address_of(fd_);
 }
 
 }  // namespace bertc::dist

@@ -18,6 +18,9 @@
 
 namespace bertc::dist {
 
+// 127.x.x.x or ::1.
+bool is_loopback(const std::string& address);
+
 // Rank 0's side: a thread that answers every client until destroyed.
 class TcpStoreServer {
  public:
@@ -31,6 +34,9 @@ class TcpStoreServer {
   int port() const { return port_; }  // the port listened on (the one asked for, or the kernel's for 0)
   // Ranks that joined and whose connection has closed since (their process ended).
   std::vector<int> gone() const;
+  // The address of this machine that the joined ranks reached it at: one that is not a loopback
+  // address if any rank came over the network, else the loopback one ("" before any joined).
+  std::string reached_at() const;
   // Ranks that have not joined yet.
   std::vector<int> absent() const;
   // Ranks still connected whose last request (a ping, when they wait) is older than `seconds`.
@@ -60,13 +66,20 @@ class TcpStoreClient {
   std::optional<std::vector<char>> try_get(const std::string& key);
   // Waits for the key to be set; throws RankError past the timeout, naming the key.
   std::vector<char> get(const std::string& key, double timeout_seconds);
-  // Whether rank 0's server has closed the connection (it ended); never blocks.
+  // Whether rank 0's server has closed the connection (it ended), or stopped answering; never
+  // blocks.
   bool server_gone();
-  // Tells rank 0 that this rank is alive (and waiting); a server gone is not an error here.
+  // Tells rank 0 that this rank is alive (and waiting); a server gone or silent for 10 s is not an
+  // error here (server_gone() says so afterwards).
   void ping();
+  // The address of this machine that reaches rank 0: where the other ranks can reach it too.
+  std::string local_address();
 
  private:
-  std::pair<char, std::vector<char>> request(char op, const std::string& key, const std::vector<char>& value);
+  // One request and its answer, waited for `answer_seconds`; throws RankError (and closes the
+  // connection for good) when rank 0 does not answer.
+  std::pair<char, std::vector<char>> request(char op, const std::string& key, const std::vector<char>& value,
+                                             double answer_seconds);
   std::mutex mutex_;
   int fd_ = -1;
   std::string where_;  // "host:port", for messages

@@ -77,6 +77,12 @@ std::vector<dist::GradientTensor> gradient_tensors(const ir::Graph& step) {
   return tensors;
 }
 
+uint64_t nccl_reserve_bytes(const frontend::TrainConfig& t, int ranks, bool gpu) {
+  const bool nccl = gpu && (ranks > 1 || t.allreduce == dist::AllReduce::Nccl) && t.allreduce != dist::AllReduce::Host &&
+                    t.gradient_compression == dist::Compression::None;
+  return nccl ? uint64_t{512} << 20 : 0;
+}
+
 DataParallel::DataParallel(dist::Communicator& comm, const passes::TrainingProgram& program, const frontend::TrainConfig& t)
     : comm_(comm), step_graph_(program.step), allreduce_(t.allreduce), timeout_(t.rank_timeout) {
   // One rank sums nothing, unless NCCL is asked for (the GPU check compares it with no exchange).

@@ -24,6 +24,13 @@
 
 namespace bertc::train {
 
+// The device memory NCCL's own buffers may take on a GPU rank (0 where the sums will not be
+// NCCL's: one rank, allreduce = "host", compressed gradients, no GPU), for --batch-size auto to
+// leave free. NCCL sizes them by channels and peers (NCCL_BUFFSIZE, 4 MiB, per protocol, channel
+// and ring neighbour): on the 2-16 channels of PCIe and NVLink machines, tens to a few hundred
+// MiB; 512 MiB covers that, under 3% of a P40's 24 GB.
+uint64_t nccl_reserve_bytes(const frontend::TrainConfig& t, int ranks, bool gpu);
+
 class DataParallel {
  public:
   // The exchange's tensors are the step graph's gradient accumulators, the last param's first

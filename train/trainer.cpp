@@ -86,8 +86,13 @@ std::shared_ptr<runtime::Device> open_training_device(const TrainOptions& o) {
 // one with the least memory decides).
 void choose_batch(const frontend::ModelDefinition& model, TrainOptions& o, const runtime::Device* device,
                   dist::Communicator& comm, std::ostream& log) {
-  const uint64_t mine =
-      o.device_memory ? *o.device_memory : (device ? device->free_bytes() : runtime::host_available_bytes());
+  uint64_t mine = o.device_memory ? *o.device_memory : (device ? device->free_bytes() : runtime::host_available_bytes());
+  // NCCL allocates its buffers when it joins, after the micro-batch is chosen.
+  const uint64_t nccl = nccl_reserve_bytes(o.config.train, comm.size(), device && device->capabilities().gpu);
+  if (nccl > 0) {
+    log << fmt::format("train: --batch-size auto leaves {} MiB for NCCL's buffers\n", nccl >> 20);
+    mine = mine > nccl ? mine - nccl : 0;
+  }
   const std::vector<uint64_t> all = comm.all_gather(mine);
   const uint64_t available = *std::min_element(all.begin(), all.end());
   const MicroBatch b = choose_micro_batch(model, o.config, available, log);

@@ -5,7 +5,7 @@ and asserts on their metrics and messages. One case per ctest test:
 
 usage: dp_test.py CASE BERTC SOURCE_DIR WORK_DIR
 cases: equal_adamw equal_lamb equal_host equal_host_lamb equal_host_accumulating fp16_bf16 powersgd kill hang resume_fewer_ranks refuse_mismatch
-       refuse_nccl powersgd_resume equal_env equal_host_env kill_env hang_env refuse_env
+       refuse_nccl powersgd_resume equal_env equal_host_env kill_env hang_env refuse_env equal_torchrun kill_torchrun
 """
 import json
 import os
@@ -48,9 +48,11 @@ def config(name, base="tests/lit/Inputs/test-tiny.toml", **train):
     return path
 
 
-# How the cases with several ranks start them: mpirun, or "env": one process per rank with the
-# variables torchrun (or a Slurm script) sets, meeting at rank 0's MASTER_ADDR:MASTER_PORT.
-LAUNCHER = "env" if CASE.endswith("_env") else "mpirun"
+# How the cases with several ranks start them: mpirun; "env": one process per rank with the
+# variables torchrun (or a Slurm script) sets, meeting at rank 0's MASTER_ADDR:MASTER_PORT; or
+# torchrun itself, from a Python with torch ($BERTC_TORCH_PYTHON), whose agent holds MASTER_PORT.
+LAUNCHER = "env" if CASE.endswith("_env") else "torchrun" if CASE.endswith("_torchrun") else "mpirun"
+TORCH_PYTHON = os.environ.get("BERTC_TORCH_PYTHON", "python3")
 
 
 def free_port():
@@ -63,6 +65,12 @@ class Ranks:
     """The processes of one run: mpirun's one, or one per rank (rank 0's output first)."""
 
     def __init__(self, commands, ranks, **popen):
+        if LAUNCHER == "torchrun" and ranks > 1:
+            self.master_port = free_port()
+            self.procs = [subprocess.Popen([TORCH_PYTHON, "-m", "torch.distributed.run", "--no-python",
+                                            "--nproc-per-node", str(ranks), "--master-port", str(self.master_port),
+                                            *commands[0]], env=ENV, **popen)]
+            return
         if LAUNCHER == "mpirun" or ranks == 1:
             first = commands[0] if ranks == 1 else ["mpirun", "-np", str(ranks), *commands[0]]
             if ranks > 1 and len(commands) > 1:  # one command per rank: an MPMD line
@@ -114,6 +122,7 @@ def train(cfg, run, ranks=1, extra=(), check=True, device="cpu"):
     cmd = [BERTC, "train", cfg, "--device", device, "--checkpoint-dir", os.path.join(WORK, run), *extra]
     p = Ranks([cmd], ranks, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     p.stdout, p.stderr = p.communicate(timeout=900)
+    p.master_port = getattr(p, "master_port", None)
     open(os.path.join(WORK, run + ".log"), "w").write(p.stdout + p.stderr)
     if check and p.returncode != 0:
         fail(f"{' '.join(cmd)} ({LAUNCHER}, {ranks} rank(s)) exited {p.returncode}:\n{p.stderr[-3000:]}")
@@ -156,7 +165,8 @@ def equal(optimizer, device="cpu", steps=20, accumulation=1):
     two = config("two", steps=steps, batch_size=2, optimizer=optimizer, checkpoint_every=10, allreduce_bucket_mb=0.02,
                  gradient_accumulation_steps=accumulation)
     train(one, "one", device=device)
-    log = train(two, "two", ranks=2, device=device).stderr
+    two_ranks = train(two, "two", ranks=2, device=device)
+    log = two_ranks.stderr
     engine = "MPI" if LAUNCHER == "mpirun" else "Gloo"
     if f"data parallel: {'Open MPI' if engine == 'MPI' else 'Gloo'}" not in log or \
             f"global batch 2 ranks x 2 x {accumulation} accumulation steps = {4 * accumulation}" not in log:
@@ -169,6 +179,8 @@ def equal(optimizer, device="cpu", steps=20, accumulation=1):
              "cpu": rf"summed over {engine} among the step's ops, each of ([2-9]|\d\d+) bucket\(s\) started"}
     if not re.search(where[device], log):
         fail(f"the 2-rank run on {device} did not say '{where[device]}':\n" + log[-2000:])
+    if LAUNCHER == "torchrun" and f"(torchrun at 127.0.0.1:{two_ranks.master_port + 1})" not in log:
+        fail("under torchrun, rank 0's rendezvous should take the port after the agent's MASTER_PORT:\n" + log[-2000:])
     a, b = metrics("one"), metrics("two")
     what = f"{optimizer} on {device}, 1 rank x {2 * accumulation} accumulation vs 2 ranks x {accumulation}"
     compare(a, b, "loss", EQUAL, what)
@@ -220,7 +232,8 @@ def powersgd():
 
 
 def rank_pids(marker):
-    """The bertc processes of this case, by their MPI rank."""
+    """The bertc processes of this case, by their rank (MPI's, or torchrun's RANK)."""
+    key = b"OMPI_COMM_WORLD_RANK=" if LAUNCHER == "mpirun" else b"RANK="
     pids = {}
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
@@ -232,7 +245,7 @@ def rank_pids(marker):
             continue
         if cmdline and cmdline[0].endswith(b"bertc") and marker.encode() in b" ".join(cmdline):
             for e in environ:
-                if e.startswith(b"OMPI_COMM_WORLD_RANK="):
+                if e.startswith(key):
                     pids[int(e.split(b"=")[1])] = int(pid)
     return pids
 
@@ -397,8 +410,12 @@ CASES = {"equal_adamw": lambda: equal("adamw"), "equal_lamb": lambda: equal("lam
          "kill": kill, "hang": hang, "resume_fewer_ranks": resume_fewer_ranks, "refuse_mismatch": refuse_mismatch,
          "refuse_nccl": refuse_nccl, "powersgd_resume": powersgd_resume, "equal_env": lambda: equal("adamw"),
          "equal_host_env": lambda: equal("adamw", device="host", steps=6), "kill_env": kill, "hang_env": hang,
-         "refuse_env": refuse_env}
+         "refuse_env": refuse_env, "equal_torchrun": lambda: equal("adamw"), "kill_torchrun": kill}
 if LAUNCHER == "mpirun" and shutil.which("mpirun") is None:
     fail("no mpirun: scripts/setup.sh installs Open MPI (openmpi-bin)")
+if LAUNCHER == "torchrun" and subprocess.run([TORCH_PYTHON, "-c", "import torch.distributed.run"],
+                                             capture_output=True).returncode != 0:
+    print(f"SKIP: no torchrun ({TORCH_PYTHON} has no torch; set BERTC_TORCH_PYTHON to a Python with it)")
+    sys.exit(77)
 CASES[CASE]()
 print("PASS", CASE)

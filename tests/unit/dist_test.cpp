@@ -165,7 +165,7 @@ TEST(GradientExchange, PowerSgdStateSurvivesACheckpoint) {
   // Saved for another powersgd_rank (Q of another width): starts anew, saying so.
   o.powersgd_rank = 3;
   GradientExchange other(*one, tensors, o);
-  EXPECT_NE(other.restore_state(saved).find("another powersgd_rank or model"), std::string::npos);
+  EXPECT_NE(other.restore_state(saved).find("another powersgd_rank, model"), std::string::npos);
   EXPECT_NE(other.restore_state({}).find("holds no PowerSGD state"), std::string::npos);
 }
 
@@ -194,6 +194,10 @@ TEST(Launch, ReadsMpirunAndTorchrunEnvironments) {
   EXPECT_FALSE(l.mpi);
   EXPECT_EQ(l.launcher, "RANK/WORLD_SIZE");  // a Slurm script's
   EXPECT_EQ(l.local_rank, 1);                // without LOCAL_RANK: one machine
+  {
+    testing::ScopedEnv slurm("SLURM_LOCALID", "0");  // ... or Slurm's
+    EXPECT_EQ(detect_launch().local_rank, 0);
+  }
   EXPECT_EQ(l.address, "node7");
   EXPECT_EQ(l.port, 29500);
   {
@@ -223,7 +227,9 @@ TEST(Launch, RefusesAnIncompleteRankEnvironment) {
     }
     return std::string("accepted");
   };
-  testing::ScopedEnv size("WORLD_SIZE", "2"), rank("RANK", "2"), port("MASTER_PORT", "29500");
+  testing::ScopedEnv size("WORLD_SIZE", "2"), port("MASTER_PORT", "29500");
+  EXPECT_NE(refusal().find("RANK is not: give each rank its own RANK from 0 to 1"), std::string::npos) << refusal();
+  testing::ScopedEnv rank("RANK", "2");
   EXPECT_NE(refusal().find("RANK=2 is not below WORLD_SIZE=2"), std::string::npos) << refusal();
   testing::ScopedEnv rank1("RANK", "1");
   EXPECT_NE(refusal().find("MASTER_ADDR is not"), std::string::npos) << refusal();

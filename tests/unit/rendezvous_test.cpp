@@ -46,6 +46,11 @@ TEST(TcpStore, SetsGetsAndWaitsForKeys) {
   TcpStoreServer server(0, 2);
   TcpStoreClient zero("127.0.0.1", server.port(), 0, 2, 5), one("localhost", server.port(), 1, 2, 5);
   EXPECT_FALSE(one.try_get("a").has_value());
+  // Where the ranks reach rank 0's machine, and it them: the loopback here.
+  EXPECT_EQ(one.local_address(), "127.0.0.1");
+  EXPECT_EQ(server.reached_at(), "127.0.0.1");
+  EXPECT_TRUE(is_loopback(server.reached_at()));
+  EXPECT_FALSE(is_loopback("10.1.2.3"));
   zero.set("a", bytes("first"));
   EXPECT_EQ(one.get("a", 1), bytes("first"));
   zero.set("a", bytes("second"));  // a later value replaces the earlier

@@ -1,0 +1,26 @@
+// train/data_parallel: what --batch-size auto leaves free for NCCL's buffers (the multi-rank
+// behaviour itself is tests/distributed/dp_test.py's).
+#include <gtest/gtest.h>
+
+#include "train/data_parallel.h"
+
+namespace bertc::train {
+namespace {
+
+TEST(NcclReserve, OnlyWhereNcclWillSum) {
+  frontend::TrainConfig t;  // allreduce auto, no compression
+  const uint64_t reserve = uint64_t{512} << 20;
+  EXPECT_EQ(nccl_reserve_bytes(t, 2, true), reserve);
+  EXPECT_EQ(nccl_reserve_bytes(t, 2, false), 0u);  // the CPU reference or the Host device: MPI or Gloo
+  EXPECT_EQ(nccl_reserve_bytes(t, 1, true), 0u);   // one rank sums nothing
+  t.allreduce = dist::AllReduce::Nccl;
+  EXPECT_EQ(nccl_reserve_bytes(t, 1, true), reserve);  // ... unless NCCL is asked for
+  t.allreduce = dist::AllReduce::Host;
+  EXPECT_EQ(nccl_reserve_bytes(t, 2, true), 0u);
+  t.allreduce = dist::AllReduce::Auto;
+  t.gradient_compression = dist::Compression::PowerSgd;  // compressed on the host
+  EXPECT_EQ(nccl_reserve_bytes(t, 2, true), 0u);
+}
+
+}  // namespace
+}  // namespace bertc::train
