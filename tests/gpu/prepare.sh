@@ -2,14 +2,14 @@
 # Run on the build machine: builds what the GPU test machine needs (it has no network and none
 # of our Debian packages) with static libstdc++/libgcc into .gpu/ (git-ignored), to be carried
 # there with the working tree. fmt and toml++ are header-only in bertc, so nothing else is linked;
-# without MPI and Gloo (Debian has no static Open MPI or Gloo, and the GPU machine neither): one
-# rank there.
+# without MPI, Gloo and HDF5 (Debian has no static Open MPI or Gloo, and the GPU machine none of
+# them): one rank there, no shards.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build=$root/build-gpu
 "$root/scripts/setup.sh" >/dev/null  # Debian packages for the build
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBERTC_STATIC_RUNTIME=ON \
-  -DBERTC_BUILD_TESTS=OFF -DBERTC_MPI=OFF -DBERTC_GLOO=OFF >/dev/null
+  -DBERTC_BUILD_TESTS=OFF -DBERTC_MPI=OFF -DBERTC_GLOO=OFF -DBERTC_HDF5=OFF >/dev/null
 cmake --build "$build" --target bertc bertc-opt bertc-bench-train -- -j"$(nproc)"
 rm -rf "$root/.gpu" && mkdir -p "$root/.gpu/bin"
 cp "$build/tools/bertc" "$build/tools/bertc-opt" "$build/bench/bertc-bench-train" "$root/.gpu/bin/"

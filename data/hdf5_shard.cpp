@@ -1,0 +1,267 @@
+// NVIDIA-layout HDF5 shards through libhdf5's C API (see hdf5_shard.h).
+#include "data/hdf5_shard.h"
+
+#include <algorithm>
+#include <array>
+#include <string>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "data/vocab.h"
+
+#ifndef BERTC_HAVE_HDF5
+
+namespace bertc::data {
+
+namespace {
+[[noreturn]] void no_hdf5(const std::filesystem::path& path) {
+  throw DataError(fmt::format("{}: this bertc was built without HDF5 (BERTC_HDF5 off, as the static GPU test build "
+                              "is): build it with libhdf5-dev (scripts/setup.sh installs it) to read or write shards",
+                              path.string()));
+}
+}  // namespace
+
+bool hdf5_available() { return false; }
+void write_shard(const std::filesystem::path& path, const std::vector<Example>&, int64_t, int64_t, int64_t) {
+  no_hdf5(path);
+}
+ShardShape read_shard_shape(const std::filesystem::path& path) { no_hdf5(path); }
+std::vector<Example> read_shard(const std::filesystem::path& path) { no_hdf5(path); }
+
+}  // namespace bertc::data
+
+#else
+
+#include <hdf5.h>
+
+namespace bertc::data {
+namespace {
+
+// An HDF5 identifier closed when it goes (files, datasets, dataspaces, types, property lists).
+class Handle {
+ public:
+  Handle(hid_t id, herr_t (*close)(hid_t)) : id_(id), close_(close) {}
+  ~Handle() {
+    if (id_ >= 0) close_(id_);
+  }
+  Handle(const Handle&) = delete;
+  Handle& operator=(const Handle&) = delete;
+  hid_t get() const { return id_; }
+  bool ok() const { return id_ >= 0; }
+
+ private:
+  hid_t id_;
+  herr_t (*close_)(hid_t);
+};
+
+// HDF5 prints its error stack to stderr by default; the errors here say what went wrong instead.
+void quiet() {
+  static const bool once = [] { return H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr) >= 0; }();
+  (void)once;
+}
+
+enum class Width { I32, I8 };
+struct DatasetSpec {
+  const char* name;
+  Width width;
+  int rank;  // 2: [n, seq] or [n, preds]; 1: [n]
+};
+constexpr std::array<DatasetSpec, 6> kDatasets = {{{"input_ids", Width::I32, 2},
+                                                    {"input_mask", Width::I8, 2},
+                                                    {"segment_ids", Width::I8, 2},
+                                                    {"masked_lm_positions", Width::I32, 2},
+                                                    {"masked_lm_ids", Width::I32, 2},
+                                                    {"next_sentence_labels", Width::I8, 1}}};
+constexpr const char* kLayout =
+    "an NVIDIA BERT shard holds input_ids, input_mask, segment_ids [n, seq], masked_lm_positions, masked_lm_ids "
+    "[n, predictions] and next_sentence_labels [n], all integers";
+
+hid_t file_type(Width w) { return w == Width::I32 ? H5T_STD_I32LE : H5T_STD_I8LE; }
+hid_t memory_type(Width w) { return w == Width::I32 ? H5T_NATIVE_INT32 : H5T_NATIVE_INT8; }
+
+struct Arrays {
+  ShardShape shape;
+  std::vector<int32_t> input_ids, positions, labels;
+  std::vector<int8_t> input_mask, segment_ids, next_sentence;
+
+  void* data(size_t i) {
+    switch (i) {
+      case 0: return input_ids.data();
+      case 1: return input_mask.data();
+      case 2: return segment_ids.data();
+      case 3: return positions.data();
+      case 4: return labels.data();
+      default: return next_sentence.data();
+    }
+  }
+  void resize(const ShardShape& s) {
+    shape = s;
+    const auto rows = static_cast<size_t>(s.examples);
+    input_ids.assign(rows * static_cast<size_t>(s.seq_len), 0);
+    input_mask.assign(input_ids.size(), 0);
+    segment_ids.assign(input_ids.size(), 0);
+    positions.assign(rows * static_cast<size_t>(s.predictions), 0);
+    labels.assign(positions.size(), 0);
+    next_sentence.assign(rows, 0);
+  }
+};
+
+std::vector<hsize_t> dims_of(const DatasetSpec& d, const ShardShape& s) {
+  if (d.rank == 1) return {static_cast<hsize_t>(s.examples)};
+  const bool tokens = d.name == kDatasets[0].name || d.name == kDatasets[1].name || d.name == kDatasets[2].name;
+  return {static_cast<hsize_t>(s.examples), static_cast<hsize_t>(tokens ? s.seq_len : s.predictions)};
+}
+
+Arrays pack(const std::vector<Example>& examples, int64_t seq_len, int64_t predictions, int64_t pad_id) {
+  Arrays a;
+  a.resize({static_cast<int64_t>(examples.size()), seq_len, predictions});
+  for (size_t e = 0; e < examples.size(); ++e) {
+    const Example& ex = examples[e];
+    if (static_cast<int64_t>(ex.tokens.size()) > seq_len || static_cast<int64_t>(ex.masked_positions.size()) > predictions)
+      throw DataError(fmt::format("example {} has {} tokens and {} predictions, more than the shard's {} and {}", e,
+                                  ex.tokens.size(), ex.masked_positions.size(), seq_len, predictions));
+    const size_t row = e * static_cast<size_t>(seq_len);
+    for (int64_t i = 0; i < seq_len; ++i) {
+      const bool real = i < static_cast<int64_t>(ex.tokens.size());
+      a.input_ids[row + static_cast<size_t>(i)] = static_cast<int32_t>(real ? ex.tokens[static_cast<size_t>(i)] : pad_id);
+      a.input_mask[row + static_cast<size_t>(i)] = real ? 1 : 0;
+      a.segment_ids[row + static_cast<size_t>(i)] = real ? static_cast<int8_t>(ex.segment_ids[static_cast<size_t>(i)]) : 0;
+    }
+    const size_t prow = e * static_cast<size_t>(predictions);
+    for (size_t j = 0; j < ex.masked_positions.size(); ++j) {
+      a.positions[prow + j] = static_cast<int32_t>(ex.masked_positions[j]);
+      a.labels[prow + j] = static_cast<int32_t>(ex.masked_labels[j]);
+    }
+    a.next_sentence[e] = ex.is_random_next ? 1 : 0;
+  }
+  return a;
+}
+
+// Opens a shard's datasets and checks their kinds and shapes; `read` also reads their data.
+ShardShape inspect(const std::filesystem::path& path, Arrays* read) {
+  quiet();
+  const std::string where = path.string();
+  Handle file(H5Fopen(where.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+  if (!file.ok()) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec)) throw DataError(fmt::format("{}: no such shard file", where));
+    throw DataError(fmt::format("{}: not an HDF5 file, or truncated or damaged (its header cannot be read)", where));
+  }
+  std::array<std::vector<hsize_t>, kDatasets.size()> dims;
+  for (size_t i = 0; i < kDatasets.size(); ++i) {
+    const DatasetSpec& d = kDatasets[i];
+    if (H5Lexists(file.get(), d.name, H5P_DEFAULT) <= 0)
+      throw DataError(fmt::format("{}: has no dataset '{}' ({})", where, d.name, kLayout));
+    Handle set(H5Dopen2(file.get(), d.name, H5P_DEFAULT), H5Dclose);
+    Handle type(set.ok() ? H5Dget_type(set.get()) : -1, H5Tclose);
+    Handle space(set.ok() ? H5Dget_space(set.get()) : -1, H5Sclose);
+    if (!type.ok() || !space.ok()) throw DataError(fmt::format("{}: dataset '{}' cannot be opened (a damaged file)", where, d.name));
+    if (H5Tget_class(type.get()) != H5T_INTEGER)
+      throw DataError(fmt::format("{}: dataset '{}' does not hold integers ({})", where, d.name, kLayout));
+    const int rank = H5Sget_simple_extent_ndims(space.get());
+    if (rank != d.rank)
+      throw DataError(fmt::format("{}: dataset '{}' has {} dimensions, not {} ({})", where, d.name, rank, d.rank, kLayout));
+    dims[i].resize(static_cast<size_t>(rank));
+    H5Sget_simple_extent_dims(space.get(), dims[i].data(), nullptr);
+  }
+  const ShardShape shape{static_cast<int64_t>(dims[0][0]), static_cast<int64_t>(dims[0][1]),
+                         static_cast<int64_t>(dims[3][1])};
+  for (size_t i = 0; i < kDatasets.size(); ++i)
+    if (dims[i] != dims_of(kDatasets[i], shape))
+      throw DataError(fmt::format("{}: dataset '{}' is [{}], which does not agree with input_ids [{}, {}] and "
+                                  "masked_lm_positions [{}, {}]",
+                                  where, kDatasets[i].name, fmt::join(dims[i], ", "), shape.examples, shape.seq_len,
+                                  shape.examples, shape.predictions));
+  if (!read) return shape;
+  read->resize(shape);
+  for (size_t i = 0; i < kDatasets.size(); ++i) {
+    Handle set(H5Dopen2(file.get(), kDatasets[i].name, H5P_DEFAULT), H5Dclose);
+    if (shape.examples > 0 &&
+        H5Dread(set.get(), memory_type(kDatasets[i].width), H5S_ALL, H5S_ALL, H5P_DEFAULT, read->data(i)) < 0)
+      throw DataError(fmt::format("{}: the data of dataset '{}' cannot be read (a truncated or damaged file)", where,
+                                  kDatasets[i].name));
+  }
+  return shape;
+}
+
+// One row of the arrays as an example; throws DataError for values no shard holds.
+Example unpack(const Arrays& a, size_t e, const std::string& where) {
+  const ShardShape& s = a.shape;
+  const size_t row = e * static_cast<size_t>(s.seq_len), prow = e * static_cast<size_t>(s.predictions);
+  Example ex;
+  size_t length = 0;
+  while (length < static_cast<size_t>(s.seq_len) && a.input_mask[row + length] == 1) ++length;
+  for (size_t i = length; i < static_cast<size_t>(s.seq_len); ++i)
+    if (a.input_mask[row + i] != 0)
+      throw DataError(fmt::format("{}: example {}: input_mask is not 1s then 0s (at position {})", where, e, i));
+  for (size_t i = 0; i < length; ++i) {
+    ex.tokens.push_back(a.input_ids[row + i]);
+    ex.segment_ids.push_back(a.segment_ids[row + i]);
+  }
+  // NVIDIA's reader: the positions end at the first 0.
+  for (size_t j = 0; j < static_cast<size_t>(s.predictions) && a.positions[prow + j] != 0; ++j) {
+    const int32_t p = a.positions[prow + j];
+    if (p < 0 || static_cast<size_t>(p) >= length)
+      throw DataError(fmt::format("{}: example {}: masked_lm_positions holds {}, outside its {} tokens", where, e, p,
+                                  length));
+    ex.masked_positions.push_back(p);
+    ex.masked_labels.push_back(a.labels[prow + j]);
+  }
+  ex.is_random_next = a.next_sentence[e] != 0;
+  return ex;
+}
+
+}  // namespace
+
+bool hdf5_available() { return true; }
+
+void write_shard(const std::filesystem::path& path, const std::vector<Example>& examples, int64_t seq_len,
+                 int64_t predictions, int64_t pad_id) {
+  quiet();
+  Arrays a = pack(examples, seq_len, predictions, pad_id);
+  const std::filesystem::path temporary = path.parent_path() / ("." + path.filename().string() + ".tmp");
+  const std::string where = temporary.string();
+  {
+    Handle file(H5Fcreate(where.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose);
+    if (!file.ok()) throw DataError(fmt::format("{}: cannot be created (is the folder writable?)", where));
+    for (size_t i = 0; i < kDatasets.size(); ++i) {
+      const DatasetSpec& d = kDatasets[i];
+      const std::vector<hsize_t> dims = dims_of(d, a.shape);
+      Handle space(H5Screate_simple(d.rank, dims.data(), nullptr), H5Sclose);
+      // gzip as h5py's compression="gzip" (level 4), in chunks of up to 4096 examples; a dataset
+      // with no elements (no rows, or no predictions) is stored plain.
+      Handle properties(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
+      if (std::all_of(dims.begin(), dims.end(), [](hsize_t n) { return n > 0; })) {
+        std::vector<hsize_t> chunk = dims;
+        chunk[0] = std::min<hsize_t>(dims[0], 4096);
+        if (H5Pset_chunk(properties.get(), d.rank, chunk.data()) < 0 || H5Pset_deflate(properties.get(), 4) < 0)
+          throw DataError(fmt::format("{}: HDF5 refused the compression of '{}'", where, d.name));
+      }
+      Handle set(H5Dcreate2(file.get(), d.name, file_type(d.width), space.get(), H5P_DEFAULT, properties.get(), H5P_DEFAULT),
+                 H5Dclose);
+      if (!set.ok() || (a.shape.examples > 0 &&
+                        H5Dwrite(set.get(), memory_type(d.width), H5S_ALL, H5S_ALL, H5P_DEFAULT, a.data(i)) < 0))
+        throw DataError(fmt::format("{}: writing dataset '{}' failed (disk full?)", where, d.name));
+    }
+    if (H5Fflush(file.get(), H5F_SCOPE_GLOBAL) < 0) throw DataError(fmt::format("{}: flushing failed (disk full?)", where));
+  }
+  std::error_code ec;
+  std::filesystem::rename(temporary, path, ec);
+  if (ec) throw DataError(fmt::format("{}: cannot be renamed to {}: {}", where, path.string(), ec.message()));
+}
+
+ShardShape read_shard_shape(const std::filesystem::path& path) { return inspect(path, nullptr); }
+
+std::vector<Example> read_shard(const std::filesystem::path& path) {
+  Arrays a;
+  inspect(path, &a);
+  std::vector<Example> examples;
+  examples.reserve(static_cast<size_t>(a.shape.examples));
+  for (size_t e = 0; e < static_cast<size_t>(a.shape.examples); ++e) examples.push_back(unpack(a, e, path.string()));
+  return examples;
+}
+
+}  // namespace bertc::data
+
+#endif

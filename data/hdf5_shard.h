@@ -1,0 +1,44 @@
+// Pretraining examples in the HDF5 layout of NVIDIA DeepLearningExamples' BERT (the shards its
+// create_pretraining_data.py writes and its run_pretraining.py reads), through Debian's libhdf5:
+//   input_ids            int32 [n, seq]    [CLS] A [SEP] B [SEP], masked, then padding
+//   input_mask           int8  [n, seq]    1 for the example's tokens, 0 for padding
+//   segment_ids          int8  [n, seq]    0 for A (with [CLS] and its [SEP]), 1 for B
+//   masked_lm_positions  int32 [n, preds]  ascending, then 0 (position 0, [CLS], is never masked:
+//                                          a reader stops at the first 0)
+//   masked_lm_ids        int32 [n, preds]  the original tokens at those positions, then 0
+//   next_sentence_labels int8  [n]         1 when B is a random sentence
+// each gzip-compressed. Any integer type reads (HDF5 converts); anything else is refused.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <vector>
+
+#include "data/pretraining_data.h"
+
+namespace bertc::data {
+
+struct ShardShape {
+  int64_t examples = 0, seq_len = 0, predictions = 0;
+};
+
+// Whether this bertc was built with HDF5 (BERTC_HDF5; the static GPU test build is not).
+bool hdf5_available();
+
+// Writes `examples` (each at most seq_len tokens and `predictions` masked positions) as a shard,
+// atomically: a temporary beside `path`, renamed over it once complete. `pad_id` fills input_ids
+// after each example's tokens. Throws DataError on a write failure or an example that does not fit.
+void write_shard(const std::filesystem::path& path, const std::vector<Example>& examples, int64_t seq_len,
+                 int64_t predictions, int64_t pad_id);
+
+// The shard's shape, from its datasets' shapes (nothing else read). Throws DataError naming the
+// file, and the dataset, when it is not a shard: not HDF5 or truncated, a dataset missing, not of
+// integers, or of a shape that does not agree with the others.
+ShardShape read_shard_shape(const std::filesystem::path& path);
+
+// Every example of the shard; the same refusals as read_shard_shape, and for a dataset whose data
+// cannot be read (a truncated file) or holds an impossible value (an input_mask that is not 1s
+// then 0s, a masked position outside the example).
+std::vector<Example> read_shard(const std::filesystem::path& path);
+
+}  // namespace bertc::data

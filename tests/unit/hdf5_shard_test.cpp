@@ -1,0 +1,141 @@
+// data/hdf5_shard: NVIDIA-layout shards written and read back exactly, files written here with
+// HDF5's own API in the layout of NVIDIA's scripts (other integer widths too) read, and every kind
+// of damaged shard refused, naming the file and the dataset.
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+#include <hdf5.h>
+
+#include "data/hdf5_shard.h"
+#include "data/vocab.h"
+
+namespace bertc::data {
+namespace {
+
+std::filesystem::path scratch(const std::string& name) {
+  const auto dir = std::filesystem::temp_directory_path() / "bertc-hdf5-shard-test";
+  std::filesystem::create_directories(dir);
+  return dir / name;
+}
+
+std::vector<Example> some_examples() {
+  Example a;
+  a.tokens = {2, 10, 11, 3, 12, 3};
+  a.segment_ids = {0, 0, 0, 0, 1, 1};
+  a.masked_positions = {1, 4};
+  a.masked_labels = {20, 21};
+  a.is_random_next = true;
+  Example b;  // the longest: every position, no predictions
+  b.tokens = {2, 5, 3, 6, 7, 8, 9, 3};
+  b.segment_ids = {0, 0, 0, 1, 1, 1, 1, 1};
+  return {a, b};
+}
+
+std::string refusal(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const DataError& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
+bool same(const Example& x, const Example& y) {
+  return x.tokens == y.tokens && x.segment_ids == y.segment_ids && x.masked_positions == y.masked_positions &&
+         x.masked_labels == y.masked_labels && x.is_random_next == y.is_random_next;
+}
+
+TEST(Hdf5Shard, RoundTripsExamples) {
+  const auto path = scratch("round.hdf5");
+  write_shard(path, some_examples(), 8, 3, 0);
+  const ShardShape s = read_shard_shape(path);
+  EXPECT_EQ(s.examples, 2);
+  EXPECT_EQ(s.seq_len, 8);
+  EXPECT_EQ(s.predictions, 3);
+  const std::vector<Example> back = read_shard(path);
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_TRUE(same(back[0], some_examples()[0]));
+  EXPECT_TRUE(same(back[1], some_examples()[1]));
+  EXPECT_FALSE(std::filesystem::exists(path.parent_path() / ".round.hdf5.tmp"));  // renamed into place
+  EXPECT_NE(refusal([&] { write_shard(scratch("small.hdf5"), some_examples(), 7, 3, 0); }).find("more than the shard's 7"),
+            std::string::npos);
+}
+
+// A 2-D dataset of `type` written with HDF5 directly.
+void put(hid_t file, const char* name, hid_t type, hid_t memory, const void* data, std::vector<hsize_t> dims) {
+  const hid_t space = H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr);
+  const hid_t set = H5Dcreate2(file, name, type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  ASSERT_GE(H5Dwrite(set, memory, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), 0);
+  H5Dclose(set);
+  H5Sclose(space);
+}
+
+// One example in NVIDIA's layout: [CLS]=101 a b [SEP]=102 c [SEP], seq 8, 3 predictions ending
+// at the first 0; input_ids as int64 (a reader converts any integer), the rest as NVIDIA's.
+// `skip` leaves one dataset out; `float_mask` writes input_mask as floats.
+std::filesystem::path nvidia_file(const std::string& name, const std::string& skip = "", bool float_mask = false) {
+  const auto path = scratch(name);
+  const hid_t f = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  const int64_t ids[8] = {101, 7592, 2088, 102, 2003, 102, 0, 0};
+  const int8_t mask[8] = {1, 1, 1, 1, 1, 1, 0, 0}, segments[8] = {0, 0, 0, 0, 1, 1, 0, 0}, nsp[1] = {0};
+  const float fmask[8] = {1, 1, 1, 1, 1, 1, 0, 0};
+  const int32_t positions[3] = {2, 0, 0}, labels[3] = {4248, 0, 0};
+  if (skip != "input_ids") put(f, "input_ids", H5T_STD_I64LE, H5T_NATIVE_INT64, ids, {1, 8});
+  if (float_mask) put(f, "input_mask", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, fmask, {1, 8});
+  else put(f, "input_mask", H5T_STD_I8LE, H5T_NATIVE_INT8, mask, {1, 8});
+  put(f, "segment_ids", H5T_STD_I8LE, H5T_NATIVE_INT8, segments, {1, 8});
+  put(f, "masked_lm_positions", H5T_STD_I32LE, H5T_NATIVE_INT32, positions, {1, 3});
+  if (skip != "masked_lm_ids") put(f, "masked_lm_ids", H5T_STD_I32LE, H5T_NATIVE_INT32, labels, {1, 3});
+  put(f, "next_sentence_labels", H5T_STD_I8LE, H5T_NATIVE_INT8, nsp, {1});
+  H5Fclose(f);
+  return path;
+}
+
+TEST(Hdf5Shard, ReadsNvidiasLayout) {
+  const std::vector<Example> e = read_shard(nvidia_file("nvidia.hdf5"));
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_EQ(e[0].tokens, (std::vector<int64_t>{101, 7592, 2088, 102, 2003, 102}));
+  EXPECT_EQ(e[0].segment_ids, (std::vector<int64_t>{0, 0, 0, 0, 1, 1}));
+  EXPECT_EQ(e[0].masked_positions, std::vector<int64_t>{2});  // the positions end at the first 0
+  EXPECT_EQ(e[0].masked_labels, std::vector<int64_t>{4248});
+  EXPECT_FALSE(e[0].is_random_next);
+}
+
+TEST(Hdf5Shard, RefusesDamagedShardsNamingTheDataset) {
+  auto says = [](const std::filesystem::path& p, const std::string& what) {
+    const std::string why = refusal([&] { read_shard(p); });
+    EXPECT_NE(why.find(p.string()), std::string::npos) << why;
+    EXPECT_NE(why.find(what), std::string::npos) << why;
+  };
+  says(nvidia_file("no-ids.hdf5", "masked_lm_ids"), "has no dataset 'masked_lm_ids'");
+  says(nvidia_file("float.hdf5", "", true), "dataset 'input_mask' does not hold integers");
+  says(scratch("absent.hdf5"), "no such shard file");
+  {
+    std::ofstream(scratch("text.hdf5")) << "not a shard\n";
+    says(scratch("text.hdf5"), "not an HDF5 file");
+  }
+  {  // the examples disagree: 2 rows of input_ids, 1 of the rest
+    const auto path = scratch("rows.hdf5");
+    write_shard(path, some_examples(), 8, 3, 0);
+    const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    H5Ldelete(f, "next_sentence_labels", H5P_DEFAULT);
+    const int8_t one[1] = {1};
+    put(f, "next_sentence_labels", H5T_STD_I8LE, H5T_NATIVE_INT8, one, {1});
+    H5Fclose(f);
+    says(path, "dataset 'next_sentence_labels' is [1], which does not agree with input_ids [2, 8]");
+  }
+  {  // cut in half: the header may survive, the data does not
+    const auto path = scratch("cut.hdf5");
+    std::vector<Example> many;
+    for (int i = 0; i < 2000; ++i) many.push_back(some_examples()[i % 2]);
+    write_shard(path, many, 8, 3, 0);
+    std::filesystem::resize_file(path, std::filesystem::file_size(path) / 2);
+    const std::string why = refusal([&] { read_shard(path); });
+    EXPECT_TRUE(why.find("truncated") != std::string::npos) << why;
+  }
+}
+
+}  // namespace
+}  // namespace bertc::data
