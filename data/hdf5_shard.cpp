@@ -232,6 +232,8 @@ void write_shard(const std::filesystem::path& path, const std::vector<Example>& 
       // gzip as h5py's compression="gzip" (level 4), in chunks of up to 4096 examples; a dataset
       // with no elements (no rows, or no predictions) is stored plain.
       Handle properties(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
+      // No modification times in the object headers: the same examples make the same bytes.
+      H5Pset_obj_track_times(properties.get(), false);
       if (std::all_of(dims.begin(), dims.end(), [](hsize_t n) { return n > 0; })) {
         std::vector<hsize_t> chunk = dims;
         chunk[0] = std::min<hsize_t>(dims[0], 4096);

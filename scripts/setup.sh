@@ -14,7 +14,7 @@ log() { printf 'setup: %s\n' "$*" >&2; }
 # lit/FileCheck.
 packages=(g++ cmake ninja-build python3 libfmt-dev libtomlplusplus-dev libcli11-dev nlohmann-json3-dev
           libopenblas-dev libutf8proc-dev libxxhash-dev libboost-context-dev libgtest-dev llvm-14-tools
-          libopenmpi-dev openmpi-bin libgloo-dev libhdf5-dev)
+          libopenmpi-dev openmpi-bin libgloo-dev libhdf5-dev zlib1g-dev)
 python3 -m pip --version >/dev/null 2>&1 || packages+=(python3-pip)
 missing=()
 for p in "${packages[@]}"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p"); done

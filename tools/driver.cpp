@@ -31,6 +31,7 @@
 #include "train/trainer.h"
 #include "tools/check.h"
 #include "tools/compile_flags.h"
+#include "tools/prepare_data.h"
 #include "tools/estimate.h"
 #include "tools/output_file.h"
 #include "tools/report.h"
@@ -528,6 +529,9 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
   CompileFlags estimate_flags;
   estimate_flags.add_to(estimate_cmd);
 
+  PrepareDataArgs prepare_args;
+  CLI::App* prepare_cmd = add_prepare_data_command(app, prepare_args);
+
   bool info_json_flag = false;
   std::string info_file;
   CLI::App* info_cmd = app.add_subcommand("info", "Show the CUDA driver, GPUs and NVRTC libraries found, or what a "
@@ -551,6 +555,7 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
       return run_check(model, config, check_options, std::cout);
     }
     if (*estimate_cmd) return estimate(estimate_args, estimate_flags, model, std::cout);
+    if (*prepare_cmd) return prepare_data(prepare_args, model, std::cerr);
     return info(info_json_flag, info_file, model);
   } catch (const std::exception& e) {
     std::cerr << fmt::format("{}: error: {}\n", program, e.what());

@@ -1,0 +1,330 @@
+// Text into HDF5 shards in two streaming passes (see prepare_shards.h).
+#include "data/prepare_shards.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <exception>
+#include <fstream>
+#include <mutex>
+#include <thread>
+
+#include <fmt/format.h>
+#include <zlib.h>
+
+#include "data/hdf5_shard.h"
+#include "data/vocab.h"
+
+namespace bertc::data {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string trim(const std::string& s) {
+  const size_t b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
+}
+
+bool is_text(const std::filesystem::path& p) {
+  const std::string name = p.filename().string();
+  return name.ends_with(".txt") || name.ends_with(".txt.gz");
+}
+
+std::vector<std::filesystem::path> input_files(const std::filesystem::path& input) {
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(input, ec)) return {input};
+  if (!std::filesystem::is_directory(input, ec))
+    throw DataError(fmt::format("{}: no such file or folder of text", input.string()));
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(input))
+    if (e.is_regular_file() && is_text(e.path())) files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  if (files.empty()) throw DataError(fmt::format("{}: the folder holds no .txt or .txt.gz files", input.string()));
+  return files;
+}
+
+// Lines of a text file, plain or gzip (zlib reads both), with how far into the file it is.
+class LineReader {
+ public:
+  explicit LineReader(const std::filesystem::path& path) : path_(path), file_(gzopen(path.c_str(), "rb")) {
+    if (!file_) throw DataError(fmt::format("{}: cannot open", path.string()));
+    gzbuffer(file_, 1 << 20);
+  }
+  ~LineReader() { gzclose(file_); }
+  LineReader(const LineReader&) = delete;
+  LineReader& operator=(const LineReader&) = delete;
+
+  bool next(std::string& line) {
+    line.clear();
+    char buffer[1 << 16];
+    while (gzgets(file_, buffer, sizeof buffer)) {
+      line += buffer;
+      if (!line.empty() && line.back() == '\n') return true;
+    }
+    int code = Z_OK;
+    const char* message = gzerror(file_, &code);
+    if (code != Z_OK && code != Z_STREAM_END)
+      throw DataError(fmt::format("{}: cannot be read: {} (a damaged or truncated .gz?)", path_.string(), message));
+    return !line.empty();
+  }
+  uint64_t offset() { return static_cast<uint64_t>(std::max<z_off_t>(0, gzoffset(file_))); }
+
+ private:
+  std::filesystem::path path_;
+  gzFile file_;
+};
+
+// A shard's documents on disk between the passes: per document its sentence count, then per
+// sentence its length and token ids (u32, u32, i32...).
+struct ScratchShard {
+  std::filesystem::path path;
+  std::ofstream out;
+  int64_t documents = 0, sentences = 0, tokens = 0;
+};
+
+void append(ScratchShard& s, const Document& doc) {
+  auto u32 = [&](uint32_t v) { s.out.write(reinterpret_cast<const char*>(&v), 4); };
+  u32(static_cast<uint32_t>(doc.size()));
+  for (const auto& sentence : doc) {
+    u32(static_cast<uint32_t>(sentence.size()));
+    for (int64_t id : sentence) {
+      const int32_t v = static_cast<int32_t>(id);
+      s.out.write(reinterpret_cast<const char*>(&v), 4);
+    }
+    s.tokens += static_cast<int64_t>(sentence.size());
+  }
+  s.sentences += static_cast<int64_t>(doc.size());
+  ++s.documents;
+  if (!s.out) throw DataError(fmt::format("{}: writing failed (disk full?)", s.path.string()));
+}
+
+std::vector<Document> read_scratch(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<Document> docs;
+  uint32_t n = 0;
+  while (in.read(reinterpret_cast<char*>(&n), 4)) {
+    Document& doc = docs.emplace_back(n);
+    for (auto& sentence : doc) {
+      uint32_t length = 0;
+      in.read(reinterpret_cast<char*>(&length), 4);
+      std::vector<int32_t> ids(length);
+      in.read(reinterpret_cast<char*>(ids.data()), static_cast<std::streamsize>(length) * 4);
+      sentence.assign(ids.begin(), ids.end());
+    }
+    if (!in) throw DataError(fmt::format("{}: a scratch file of this run is cut short (disk full?)", path.string()));
+  }
+  return docs;
+}
+
+// What pass 2 holds for a shard, at most: its documents (8-byte ids, a vector per sentence), and
+// dupe_factor copies of its tokens as examples (tokens and segments, 8 bytes each, plus the random
+// next sentences' and the 6 bytes a token of the written arrays takes) — 40 bytes a token a copy.
+uint64_t shard_bytes(const ScratchShard& s, int64_t dupe_factor) {
+  return static_cast<uint64_t>(s.tokens) * (8 + 40 * static_cast<uint64_t>(dupe_factor)) +
+         static_cast<uint64_t>(s.sentences) * 32;
+}
+
+// Removes the scratch folder however the run ends.
+struct ScratchFolder {
+  std::filesystem::path path;
+  ~ScratchFolder() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
+
+int thread_count(int asked) {
+  return asked > 0 ? asked : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
+
+}  // namespace
+
+std::vector<std::filesystem::path> shard_files(const std::filesystem::path& folder) {
+  std::vector<std::filesystem::path> files;
+  std::error_code ec;
+  if (!std::filesystem::is_directory(folder, ec)) return files;
+  for (const auto& e : std::filesystem::directory_iterator(folder)) {
+    const std::string ext = e.path().extension().string();
+    if (e.is_regular_file() && (ext == ".hdf5" || ext == ".h5") && !e.path().filename().string().starts_with("."))
+      files.push_back(e.path());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer, const Vocab& vocab,
+                             const std::function<void(const PrepareProgress&)>& progress) {
+  if (!hdf5_available())
+    throw DataError("this bertc was built without HDF5 (BERTC_HDF5 off, as the static GPU test build is), which shards "
+                    "are written with: build it with libhdf5-dev (scripts/setup.sh installs it)");
+  if (o.shards < 1) throw DataError("--shards must be at least 1");
+  const std::vector<std::filesystem::path> files = input_files(o.input);
+  if (!shard_files(o.output).empty())
+    throw DataError(fmt::format("{} already holds shards: choose an empty (or new) folder for --output, so that no "
+                                "shard of another run is overwritten or mixed in",
+                                o.output.string()));
+  // A refused or failed run leaves no folder it made (an empty one would pass for a run's output).
+  struct MadeFolder {
+    std::filesystem::path path;
+    bool made = false, kept = false;
+    ~MadeFolder() {
+      std::error_code ec;
+      if (made && !kept) std::filesystem::remove_all(path, ec);
+    }
+  } made{o.output};
+  std::error_code exists;
+  made.made = !std::filesystem::exists(o.output, exists);
+  std::filesystem::create_directories(o.output);
+  const auto began = Clock::now();
+  auto seconds = [&] { return std::chrono::duration<double>(Clock::now() - began).count(); };
+  const int threads = thread_count(o.threads);
+  PrepareProgress p;
+  p.shards = o.shards;
+  for (const auto& f : files) p.bytes_total += std::filesystem::file_size(f);
+  auto last_said = Clock::now();
+  auto tell = [&](bool now) {
+    if (!progress || (!now && Clock::now() - last_said < std::chrono::milliseconds(500))) return;
+    last_said = Clock::now();
+    p.seconds = seconds();
+    progress(p);
+  };
+
+  // Pass 1: rounds of whole documents (text of at most round_bytes), tokenized on every core and
+  // appended in order: document d to shard d mod N.
+  ScratchFolder scratch{o.output / ".prepare-scratch"};
+  std::filesystem::create_directories(scratch.path);
+  std::vector<ScratchShard> shards(static_cast<size_t>(o.shards));
+  for (size_t s = 0; s < shards.size(); ++s) {
+    shards[s].path = scratch.path / fmt::format("shard-{:05d}.ids", s);
+    shards[s].out.open(shards[s].path, std::ios::binary);
+    if (!shards[s].out) throw DataError(fmt::format("{}: cannot be created", shards[s].path.string()));
+  }
+  const uint64_t round_bytes = std::clamp<uint64_t>(o.memory_bytes / 8, 1 << 20, 64 << 20);
+  std::vector<std::vector<std::string>> texts(1);  // the round's documents, as lines
+  uint64_t round_size = 0, read_before = 0;
+  int64_t next_document = 0;
+  auto flush_round = [&] {
+    if (texts.back().empty()) texts.pop_back();
+    std::vector<Document> docs(texts.size());
+    std::vector<std::thread> pool;
+    std::exception_ptr failed;
+    std::mutex failure;
+    const size_t per = (texts.size() + static_cast<size_t>(threads) - 1) / static_cast<size_t>(threads);
+    for (size_t begin = 0; begin < texts.size(); begin += per)
+      pool.emplace_back([&, begin] {
+        try {
+          for (size_t d = begin; d < std::min(texts.size(), begin + per); ++d)
+            for (const std::string& line : texts[d])
+              if (std::vector<int64_t> ids = tokenizer.encode(line); !ids.empty()) docs[d].push_back(std::move(ids));
+        } catch (...) {
+          std::lock_guard lock(failure);
+          failed = std::current_exception();
+        }
+      });
+    for (std::thread& t : pool) t.join();
+    if (failed) std::rethrow_exception(failed);
+    for (const Document& doc : docs) {
+      if (doc.empty()) continue;
+      append(shards[static_cast<size_t>(next_document % o.shards)], doc);
+      ++next_document;
+      ++p.documents;
+      for (const auto& sentence : doc) p.tokens += static_cast<int64_t>(sentence.size());
+    }
+    texts.assign(1, {});
+    round_size = 0;
+  };
+  for (const auto& file : files) {
+    LineReader reader(file);
+    std::string line;
+    while (reader.next(line)) {
+      const std::string text = trim(line);
+      if (text.empty()) {
+        if (!texts.back().empty()) texts.emplace_back();
+        if (round_size >= round_bytes) flush_round();
+      } else {
+        round_size += text.size();
+        texts.back().push_back(text);
+        if (round_size > 4 * round_bytes)  // one document, without a blank line in it
+          throw DataError(fmt::format("{}: a document of over {} MiB (no blank line in it): documents are separated by "
+                                      "blank lines; raise --memory-mb if it is one",
+                                      file.string(), (4 * round_bytes) >> 20));
+      }
+      p.bytes_read = read_before + reader.offset();
+      tell(false);
+    }
+    if (!texts.back().empty()) texts.emplace_back();  // a file ends its last document
+    read_before += std::filesystem::file_size(file);
+  }
+  flush_round();
+  p.bytes_read = p.bytes_total;
+  tell(true);
+  for (ScratchShard& s : shards) s.out.close();
+  if (next_document < o.shards)
+    throw DataError(fmt::format("{}: {} document(s) for {} shards: every shard needs one at least (use --shards {} or "
+                                "fewer)",
+                                o.input.string(), next_document, o.shards, std::max<int64_t>(1, next_document)));
+
+  // Pass 2: as many shards at once as fit the memory bound.
+  PrepareReport report;
+  uint64_t largest = 0;
+  for (const ScratchShard& s : shards) largest = std::max(largest, shard_bytes(s, o.examples.dupe_factor));
+  if (largest > o.memory_bytes)
+    throw DataError(fmt::format("the largest shard would take about {} MiB while it is made, more than the memory bound "
+                                "of {} MiB: use more --shards (about {}), or raise --memory-mb",
+                                largest >> 20, o.memory_bytes >> 20,
+                                o.shards * static_cast<int64_t>((largest + o.memory_bytes - 1) / o.memory_bytes)));
+  report.shards_at_once = static_cast<int>(std::clamp<uint64_t>(o.memory_bytes / std::max<uint64_t>(largest, 1), 1,
+                                                                static_cast<uint64_t>(threads)));
+  report.planned_peak_bytes = largest * static_cast<uint64_t>(report.shards_at_once);
+  p.pass = 2;
+  std::atomic<int64_t> next_shard{0}, done{0}, examples{0}, largest_count{0};
+  std::atomic<bool> stopping{false};
+  std::exception_ptr failed;
+  std::vector<std::thread> pool;
+  for (int t = 0; t < report.shards_at_once; ++t)
+    pool.emplace_back([&] {
+      try {
+        for (int64_t s; !stopping && (s = next_shard++) < o.shards;) {
+          const std::vector<Document> docs = read_scratch(shards[static_cast<size_t>(s)].path);
+          ExampleOptions eo = o.examples;
+          eo.seed = o.examples.seed ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(s + 1));
+          const std::vector<Example> made = create_examples(docs, vocab, eo);
+          write_shard(o.output / fmt::format("shard-{:05d}.hdf5", s), made, eo.max_seq_length,
+                      eo.max_predictions_per_seq, vocab.pad());
+          examples += static_cast<int64_t>(made.size());
+          int64_t seen = largest_count;
+          while (seen < static_cast<int64_t>(made.size()) &&
+                 !largest_count.compare_exchange_weak(seen, static_cast<int64_t>(made.size()))) {
+          }
+          ++done;
+        }
+      } catch (...) {
+        if (!stopping.exchange(true)) failed = std::current_exception();  // (the first failure only)
+      }
+    });
+  while (done < o.shards && !stopping) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    p.shards_done = done, p.examples = examples;
+    tell(false);
+  }
+  for (std::thread& t : pool) t.join();
+  if (failed) {
+    // A folder with some of the shards would pass for a smaller corpus: the ones written go.
+    for (const auto& f : shard_files(o.output)) std::filesystem::remove(f);
+    std::rethrow_exception(failed);
+  }
+  p.shards_done = done, p.examples = examples;
+  tell(true);
+  made.kept = true;
+  report.documents = p.documents;
+  report.tokens = p.tokens;
+  for (const ScratchShard& s : shards) report.sentences += s.sentences;
+  report.examples = examples;
+  report.largest_shard_examples = largest_count;
+  report.seconds = seconds();
+  return report;
+}
+
+}  // namespace bertc::data

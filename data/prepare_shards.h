@@ -1,0 +1,55 @@
+// bertc prepare-data: text (one sentence a line, a blank line between documents; a file or a
+// folder of .txt and .txt.gz files) into N self-contained HDF5 shards in NVIDIA's layout
+// (data/hdf5_shard.h), in two streaming passes with memory bounded by an option:
+//   1. the text is read in rounds of documents, tokenized on every core, and document d's
+//      sentences appended to shard d mod N's scratch file (token ids) — the text is read once;
+//   2. each shard's documents become examples by today's rules (create_examples: the random next
+//      sentence from the same shard), seeded by the seed and the shard's number, and are written
+//      out; as many shards at once as the memory bound and the cores allow.
+// The shards depend on the text, the vocabulary, the options and N, never on the threads.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <string>
+
+#include "data/pretraining_data.h"
+#include "data/tokenizer.h"
+
+namespace bertc::data {
+
+struct PrepareOptions {
+  std::filesystem::path input, output;  // output: a folder with no shards in it
+  int64_t shards = 16;
+  ExampleOptions examples;
+  uint64_t memory_bytes = uint64_t{1} << 30;
+  int threads = 0;  // 0: every core
+};
+
+struct PrepareProgress {
+  int pass = 1;                        // 1: tokenizing, 2: writing shards
+  uint64_t bytes_read = 0, bytes_total = 0;
+  int64_t documents = 0, tokens = 0;   // so far (pass 1)
+  int64_t shards_done = 0, shards = 0, examples = 0;  // pass 2
+  double seconds = 0;
+};
+
+struct PrepareReport {
+  int64_t documents = 0, sentences = 0, tokens = 0, examples = 0;
+  int64_t largest_shard_examples = 0;
+  uint64_t planned_peak_bytes = 0;  // the estimate the passes kept under memory_bytes
+  int shards_at_once = 0;
+  double seconds = 0;
+};
+
+// Throws DataError (naming the file, or the option to change) for missing input, an output folder
+// that already holds shards, too few documents for N shards, or shards too large for the memory
+// bound. `progress` (may be empty) hears from both passes about twice a second.
+PrepareReport prepare_shards(const PrepareOptions& options, const Tokenizer& tokenizer, const Vocab& vocab,
+                             const std::function<void(const PrepareProgress&)>& progress = {});
+
+// The shard files of a folder (shard-NNNNN.hdf5, and any other *.hdf5 / *.h5), in name order.
+std::vector<std::filesystem::path> shard_files(const std::filesystem::path& folder);
+
+}  // namespace bertc::data

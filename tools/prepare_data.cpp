@@ -1,0 +1,83 @@
+// bertc prepare-data (see prepare_data.h).
+#include "tools/prepare_data.h"
+
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "data/prepare_shards.h"
+#include "data/vocab.h"
+#include "frontend/config.h"
+
+namespace bertc::tools {
+namespace {
+
+std::string duration(double seconds) {
+  const auto s = static_cast<int64_t>(seconds);
+  return s >= 3600 ? fmt::format("{}h{:02d}m", s / 3600, s / 60 % 60) : fmt::format("{}m{:02d}s", s / 60, s % 60);
+}
+
+std::string progress_line(const data::PrepareProgress& p) {
+  if (p.pass == 1) {
+    const double share = p.bytes_total ? static_cast<double>(p.bytes_read) / static_cast<double>(p.bytes_total) : 1;
+    const double eta = share > 0 ? p.seconds * (1 - share) / share : 0;
+    return fmt::format("prepare-data: tokenizing {:5.1f}%  {} documents ({:.0f}/s)  {} tokens ({:.0f}/s)  ETA {}",
+                       100 * share, p.documents, p.documents / std::max(p.seconds, 1e-9), p.tokens,
+                       p.tokens / std::max(p.seconds, 1e-9), duration(eta));
+  }
+  return fmt::format("prepare-data: shards {}/{}  {} examples  {}", p.shards_done, p.shards, p.examples,
+                     duration(p.seconds));
+}
+
+}  // namespace
+
+CLI::App* add_prepare_data_command(CLI::App& app, PrepareDataArgs& a) {
+  CLI::App* c = app.add_subcommand(
+      "prepare-data", "Turn training text into HDF5 shards in NVIDIA's BERT layout, with the config's tokenizer and "
+                      "example settings (seq_len, max_predictions_per_seq, dupe_factor, masked_lm_prob, seed)");
+  c->add_option("config", a.config, "TOML config")->required()->check(CLI::ExistingFile);
+  c->add_option("-o,--output", a.output, "Folder for the shards (new, or without shards in it)")->required();
+  c->add_option("--input", a.input, "Text file or folder of .txt and .txt.gz files (default: [train] data)");
+  c->add_option("--vocab", a.vocab, "vocab.txt (default: [train] vocab)");
+  c->add_option("--shards", a.shards, "Shards to write")->check(CLI::PositiveNumber)->capture_default_str();
+  c->add_option("--memory-mb", a.memory_mb, "Memory the preparation may take, in MiB")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  c->add_option("--threads", a.threads, "Threads (0: every core)")->check(CLI::NonNegativeNumber)->capture_default_str();
+  return c;
+}
+
+int prepare_data(const PrepareDataArgs& a, const frontend::ModelDefinition& model, std::ostream& log) {
+  const frontend::Config config = frontend::load_config(a.config, model.extra_keys);
+  const frontend::TrainConfig& t = config.train;
+  data::PrepareOptions o;
+  o.input = a.input.empty() ? config.resolve(t.data) : std::filesystem::path(a.input);
+  o.output = a.output;
+  o.shards = a.shards;
+  o.memory_bytes = static_cast<uint64_t>(a.memory_mb * double(1 << 20));
+  o.threads = a.threads;
+  o.examples = {t.seq_len, t.max_predictions_per_seq, t.masked_lm_prob, t.short_seq_prob, t.dupe_factor,
+                static_cast<uint64_t>(t.seed)};
+  const std::filesystem::path vocab_path = a.vocab.empty() ? config.resolve(t.vocab) : std::filesystem::path(a.vocab);
+  const data::Vocab vocab = data::Vocab::load(vocab_path);
+  const data::Tokenizer tokenizer(vocab, t.do_lower_case);
+  const bool live = ::isatty(STDERR_FILENO) != 0;
+  int last_pass = 0;
+  const data::PrepareReport r = data::prepare_shards(o, tokenizer, vocab, [&](const data::PrepareProgress& p) {
+    // A terminal sees one line rewritten; a log a line each time (at most every half second).
+    if (live && p.pass != last_pass && last_pass != 0) log << "\n";  // pass 1's last line stays
+    last_pass = p.pass;
+    if (live) log << "\r\033[K" << progress_line(p) << std::flush;
+    else log << progress_line(p) << "\n";
+  });
+  if (live) log << "\n";
+  log << fmt::format("prepare-data: {} documents, {} sentences, {} tokens from {} -> {} examples in {} shards of {} "
+                     "(seq {}, {} predictions; up to {} examples a shard) in {}; {} shards made at once, planned "
+                     "peak {} MiB of {} MiB\n",
+                     r.documents, r.sentences, r.tokens, o.input.string(), r.examples, o.shards, o.output.string(),
+                     t.seq_len, t.max_predictions_per_seq, r.largest_shard_examples, duration(r.seconds),
+                     r.shards_at_once, r.planned_peak_bytes >> 20, o.memory_bytes >> 20);
+  return 0;
+}
+
+}  // namespace bertc::tools
