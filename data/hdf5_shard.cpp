@@ -138,6 +138,24 @@ Arrays pack(const std::vector<Example>& examples, int64_t seq_len, int64_t predi
   return a;
 }
 
+// Whether every byte of the dataset's data lies within the file (a file cut short loses its last
+// chunks; its header, at the start, may survive): the chunks' addresses, or the contiguous block's.
+bool stored_within(hid_t set, uint64_t file_bytes) {
+  Handle space(H5Dget_space(set), H5Sclose);
+  hsize_t chunks = 0;
+  if (H5Dget_num_chunks(set, space.get(), &chunks) >= 0) {
+    for (hsize_t c = 0; c < chunks; ++c) {
+      haddr_t address = 0;
+      hsize_t size = 0;
+      if (H5Dget_chunk_info(set, space.get(), c, nullptr, nullptr, &address, &size) < 0) return false;
+      if (address == HADDR_UNDEF || address + size > file_bytes) return false;
+    }
+    return true;
+  }
+  const haddr_t offset = H5Dget_offset(set);  // contiguous (or compact, or not yet written: undefined)
+  return offset == HADDR_UNDEF || offset + H5Dget_storage_size(set) <= file_bytes;
+}
+
 // Opens a shard's datasets and checks their kinds and shapes; `read` also reads their data.
 ShardShape inspect(const std::filesystem::path& path, Arrays* read) {
   quiet();
@@ -149,6 +167,7 @@ ShardShape inspect(const std::filesystem::path& path, Arrays* read) {
     throw DataError(fmt::format("{}: not an HDF5 file, or truncated or damaged (its header cannot be read)", where));
   }
   std::array<std::vector<hsize_t>, kDatasets.size()> dims;
+  const uint64_t file_bytes = std::filesystem::file_size(path);
   for (size_t i = 0; i < kDatasets.size(); ++i) {
     const DatasetSpec& d = kDatasets[i];
     if (H5Lexists(file.get(), d.name, H5P_DEFAULT) <= 0)
@@ -164,6 +183,10 @@ ShardShape inspect(const std::filesystem::path& path, Arrays* read) {
       throw DataError(fmt::format("{}: dataset '{}' has {} dimensions, not {} ({})", where, d.name, rank, d.rank, kLayout));
     dims[i].resize(static_cast<size_t>(rank));
     H5Sget_simple_extent_dims(space.get(), dims[i].data(), nullptr);
+    if (!stored_within(set.get(), file_bytes))
+      throw DataError(fmt::format("{}: the data of dataset '{}' lies past the end of the file ({} bytes): the file is "
+                                  "truncated (copy it again)",
+                                  where, d.name, file_bytes));
   }
   const ShardShape shape{static_cast<int64_t>(dims[0][0]), static_cast<int64_t>(dims[0][1]),
                          static_cast<int64_t>(dims[3][1])};

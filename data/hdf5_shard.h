@@ -31,9 +31,10 @@ bool hdf5_available();
 void write_shard(const std::filesystem::path& path, const std::vector<Example>& examples, int64_t seq_len,
                  int64_t predictions, int64_t pad_id);
 
-// The shard's shape, from its datasets' shapes (nothing else read). Throws DataError naming the
-// file, and the dataset, when it is not a shard: not HDF5 or truncated, a dataset missing, not of
-// integers, or of a shape that does not agree with the others.
+// The shard's shape, from its datasets' shapes and storage (their data is not read). Throws
+// DataError naming the file, and the dataset, when it is not a shard: not HDF5, a dataset missing,
+// not of integers, of a shape that does not agree with the others, or stored past the end of the
+// file (truncated).
 ShardShape read_shard_shape(const std::filesystem::path& path);
 
 // Every example of the shard; the same refusals as read_shard_shape, and for a dataset whose data

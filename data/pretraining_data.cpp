@@ -157,18 +157,12 @@ std::vector<Example> create_examples(const std::vector<Document>& documents, con
   return out;
 }
 
-BatchStream::BatchStream(std::vector<Example> examples, int64_t batch_size, int64_t seq_len, int64_t predictions,
-                         int64_t pad_id, uint64_t seed)
-    : examples_(std::move(examples)),
-      batch_size_(batch_size),
-      seq_len_(seq_len),
-      predictions_(predictions),
-      pad_id_(pad_id),
-      seed_(seed) {
+ExamplesInMemory::ExamplesInMemory(std::vector<Example> examples, uint64_t seed)
+    : examples_(std::move(examples)), seed_(seed) {
   if (examples_.empty()) throw DataError("no training examples");
 }
 
-const std::vector<size_t>& BatchStream::epoch_order(int64_t epoch) const {
+const std::vector<size_t>& ExamplesInMemory::epoch_order(int64_t epoch) const {
   if (epoch != cached_epoch_) {
     cached_order_.resize(examples_.size());
     for (size_t i = 0; i < cached_order_.size(); ++i) cached_order_[i] = i;
@@ -179,15 +173,29 @@ const std::vector<size_t>& BatchStream::epoch_order(int64_t epoch) const {
   return cached_order_;
 }
 
+Example ExamplesInMemory::example(int64_t index) const {
+  const auto n = static_cast<int64_t>(examples_.size());
+  return examples_[epoch_order(index / n)[static_cast<size_t>(index % n)]];
+}
+
+BatchStream::BatchStream(std::vector<Example> examples, int64_t batch_size, int64_t seq_len, int64_t predictions,
+                         int64_t pad_id, uint64_t seed)
+    : BatchStream(std::make_shared<ExamplesInMemory>(std::move(examples), seed), batch_size, seq_len, predictions,
+                  pad_id) {}
+
+BatchStream::BatchStream(std::shared_ptr<const ExampleSource> source, int64_t batch_size, int64_t seq_len,
+                         int64_t predictions, int64_t pad_id)
+    : source_(std::move(source)), batch_size_(batch_size), seq_len_(seq_len), predictions_(predictions), pad_id_(pad_id) {
+  if (source_->size() == 0) throw DataError("no training examples");
+}
+
 Batch BatchStream::batch(int64_t micro_batch) const {
   const int64_t B = batch_size_, S = seq_len_, P = predictions_;
   Batch b{B, S, P, std::vector<int64_t>(B * S, pad_id_), std::vector<int64_t>(B * S, 0), std::vector<int64_t>(B * S, 0),
           std::vector<int64_t>(B * P, 0), std::vector<int64_t>(B * P, 0), std::vector<int64_t>(B, 0),
           std::vector<float>(B * P, 0.0f)};
-  const auto n = static_cast<int64_t>(examples_.size());
   for (int64_t r = 0; r < B; ++r) {
-    const int64_t global = micro_batch * B + r;
-    const Example& ex = examples_[epoch_order(global / n)[static_cast<size_t>(global % n)]];
+    const Example ex = source_->example(micro_batch * B + r);
     if (static_cast<int64_t>(ex.tokens.size()) > S || static_cast<int64_t>(ex.masked_positions.size()) > P)
       throw DataError(fmt::format("an example of {} tokens and {} predictions does not fit seq_len {} and {} predictions",
                                   ex.tokens.size(), ex.masked_positions.size(), S, P));

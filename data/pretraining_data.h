@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -51,24 +52,45 @@ struct Batch {
   std::vector<float> masked_lm_weights;
 };
 
-// Batches over a fixed example set: micro-batch k holds examples k*B .. k*B+B-1 of an endless
-// sequence of epochs, each a fresh shuffle seeded by (seed, epoch). Resuming at micro-batch k
+// Where a BatchStream's examples come from: an endless sequence of epochs of size() examples,
+// each epoch a fresh shuffle; example(i) is the i-th of that sequence. Called from one thread at a
+// time (the trainer's loader thread).
+class ExampleSource {
+ public:
+  virtual ~ExampleSource() = default;
+  virtual int64_t size() const = 0;
+  virtual Example example(int64_t index) const = 0;
+};
+
+// A fixed example set in memory, each epoch shuffled by (seed, epoch).
+class ExamplesInMemory : public ExampleSource {
+ public:
+  ExamplesInMemory(std::vector<Example> examples, uint64_t seed);
+  int64_t size() const override { return static_cast<int64_t>(examples_.size()); }
+  Example example(int64_t index) const override;
+
+ private:
+  const std::vector<size_t>& epoch_order(int64_t epoch) const;
+  std::vector<Example> examples_;
+  uint64_t seed_;
+  mutable int64_t cached_epoch_ = -1;
+  mutable std::vector<size_t> cached_order_;
+};
+
+// Batches of a source: micro-batch k holds its examples k*B .. k*B+B-1. Resuming at micro-batch k
 // continues exactly where an uninterrupted run would be.
 class BatchStream {
  public:
   BatchStream(std::vector<Example> examples, int64_t batch_size, int64_t seq_len, int64_t predictions,
               int64_t pad_id, uint64_t seed);
+  BatchStream(std::shared_ptr<const ExampleSource> source, int64_t batch_size, int64_t seq_len, int64_t predictions,
+              int64_t pad_id);
   Batch batch(int64_t micro_batch) const;
-  int64_t examples() const { return static_cast<int64_t>(examples_.size()); }
+  int64_t examples() const { return source_->size(); }
 
  private:
-  const std::vector<size_t>& epoch_order(int64_t epoch) const;
-
-  std::vector<Example> examples_;
+  std::shared_ptr<const ExampleSource> source_;
   int64_t batch_size_, seq_len_, predictions_, pad_id_;
-  uint64_t seed_;
-  mutable int64_t cached_epoch_ = -1;
-  mutable std::vector<size_t> cached_order_;
 };
 
 // Draws used by example creation and shuffling, defined here (not by std::*_distribution, whose

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "data/prepare_shards.h"
+#include "data/shard_examples.h"
 #include "ir/value_names.h"
 #include "train/initialize.h"
 
@@ -42,6 +44,17 @@ data::BatchStream open_batch_stream(const frontend::Config& c, const std::filesy
   if (vocab.size() > c.model.vocab_size)
     throw data::DataError(fmt::format("{} has {} tokens but [model] vocab_size = {}: set vocab_size to at least {}",
                                       vocab_path.string(), vocab.size(), c.model.vocab_size, vocab.size()));
+  // Shards (a folder of them, or one): read a shard at a time.
+  std::vector<std::filesystem::path> shards = data::shard_files(data_path);
+  const std::string ext = data_path.extension().string();
+  if (shards.empty() && (ext == ".hdf5" || ext == ".h5")) shards = {data_path};
+  if (!shards.empty()) {
+    auto source = std::make_shared<data::ShardExamples>(shards, t.seq_len, t.max_predictions_per_seq,
+                                                        c.model.vocab_size, static_cast<uint64_t>(t.seed));
+    log << fmt::format("data: {} shard(s) in {}, {} examples, read a shard at a time (vocabulary of {} from {})\n",
+                       shards.size(), data_path.string(), source->size(), vocab.size(), vocab_path.string());
+    return data::BatchStream(std::move(source), t.batch_size, t.seq_len, t.max_predictions_per_seq, vocab.pad());
+  }
   const data::Tokenizer tokenizer(vocab, t.do_lower_case);
   auto docs = data::load_documents(data_path, tokenizer, [&](const std::string& m) { log << "data: " << m << "\n"; });
   const data::ExampleOptions options{t.seq_len,        t.max_predictions_per_seq, t.masked_lm_prob,

@@ -1,0 +1,89 @@
+// data/shard_examples: every epoch is every shard's every example once, in an order fixed by the
+// seed and the epoch; two shards in memory at most while it is read through; shards that do not
+// fit the config are refused before training, naming the file and the key.
+#include <map>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "data/hdf5_shard.h"
+#include "data/shard_examples.h"
+#include "data/vocab.h"
+
+namespace bertc::data {
+namespace {
+
+// Shard s holds `sizes[s]` examples, example j of shard s marked by its token at position 1.
+std::vector<std::filesystem::path> make_shards(const std::string& name, const std::vector<int>& sizes) {
+  const auto dir = std::filesystem::temp_directory_path() / ("bertc-shard-examples-" + name);
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::vector<std::filesystem::path> files;
+  int mark = 10;
+  for (size_t s = 0; s < sizes.size(); ++s) {
+    std::vector<Example> examples;
+    for (int j = 0; j < sizes[s]; ++j) {
+      Example e;
+      e.tokens = {2, mark++, 3, 5, 3};
+      e.segment_ids = {0, 0, 0, 1, 1};
+      e.masked_positions = {1};
+      e.masked_labels = {e.tokens[1]};
+      examples.push_back(e);
+    }
+    files.push_back(dir / fmt::format("shard-{:05d}.hdf5", s));
+    write_shard(files.back(), examples, 8, 2, 0);
+  }
+  return files;
+}
+
+TEST(ShardExamples, EveryEpochIsEveryExampleOnceInASeededOrder) {
+  const auto files = make_shards("epochs", {5, 3, 4});
+  ShardExamples a(files, 8, 2, 1000, 7), b(files, 8, 2, 1000, 7), other(files, 8, 2, 1000, 8);
+  EXPECT_EQ(a.size(), 12);
+  std::vector<int64_t> first, second, seeded;
+  size_t most = 0;
+  for (int64_t i = 0; i < 36; ++i) {
+    const int64_t mark = a.example(i).tokens[1];
+    (i < 12 ? first : i < 24 ? second : seeded).push_back(mark);
+    EXPECT_EQ(b.example(i).tokens[1], mark);  // the same seed, the same order
+    most = std::max(most, a.shards_in_memory());
+  }
+  EXPECT_LE(most, 2u);
+  for (const auto* epoch : {&first, &second}) {
+    std::vector<int64_t> sorted = *epoch;
+    std::sort(sorted.begin(), sorted.end());
+    for (int64_t k = 0; k < 12; ++k) EXPECT_EQ(sorted[static_cast<size_t>(k)], 10 + k);
+  }
+  EXPECT_NE(first, second);  // each epoch shuffled anew
+  std::vector<int64_t> others;
+  for (int64_t i = 0; i < 12; ++i) others.push_back(other.example(i).tokens[1]);
+  EXPECT_NE(others, first);
+  // A jump (resuming at example 29) gives what reading through gave.
+  ShardExamples resumed(files, 8, 2, 1000, 7);
+  EXPECT_EQ(resumed.example(29).tokens[1], seeded[29 - 24]);
+}
+
+TEST(ShardExamples, RefusesShardsThatDoNotFitTheConfig) {
+  const auto files = make_shards("refusals", {2});
+  auto refusal = [](const std::function<void()>& f) {
+    try {
+      f();
+    } catch (const DataError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  EXPECT_NE(refusal([&] { ShardExamples(files, 16, 2, 1000, 1); }).find("[train] seq_len is 16: set seq_len = 8"),
+            std::string::npos);
+  EXPECT_NE(refusal([&] { ShardExamples(files, 8, 3, 1000, 1); }).find("set max_predictions_per_seq = 2"),
+            std::string::npos);
+  ShardExamples small_vocab(files, 8, 2, 11, 1);  // token 11 is past a vocabulary of 11
+  const std::string why = refusal([&] {
+    for (int64_t i = 0; i < 2; ++i) small_vocab.example(i);
+  });
+  EXPECT_NE(why.find("dataset 'input_ids'"), std::string::npos) << why;
+  EXPECT_NE(why.find("not below [model] vocab_size 11"), std::string::npos) << why;
+}
+
+}  // namespace
+}  // namespace bertc::data
