@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <memory>
 #include <string>
 
 #include <fmt/format.h>
@@ -113,14 +114,16 @@ std::vector<hsize_t> dims_of(const DatasetSpec& d, const ShardShape& s) {
   return {static_cast<hsize_t>(s.examples), static_cast<hsize_t>(tokens ? s.seq_len : s.predictions)};
 }
 
-Arrays pack(const std::vector<Example>& examples, int64_t seq_len, int64_t predictions, int64_t pad_id) {
+// Examples [begin, end) as padded rows.
+Arrays pack(const std::vector<Example>& examples, size_t begin, size_t end, int64_t seq_len, int64_t predictions,
+            int64_t pad_id) {
   Arrays a;
-  a.resize({static_cast<int64_t>(examples.size()), seq_len, predictions});
-  for (size_t e = 0; e < examples.size(); ++e) {
-    const Example& ex = examples[e];
+  a.resize({static_cast<int64_t>(end - begin), seq_len, predictions});
+  for (size_t e = 0; e < end - begin; ++e) {
+    const Example& ex = examples[begin + e];
     if (static_cast<int64_t>(ex.tokens.size()) > seq_len || static_cast<int64_t>(ex.masked_positions.size()) > predictions)
-      throw DataError(fmt::format("example {} has {} tokens and {} predictions, more than the shard's {} and {}", e,
-                                  ex.tokens.size(), ex.masked_positions.size(), seq_len, predictions));
+      throw DataError(fmt::format("example {} has {} tokens and {} predictions, more than the shard's {} and {}",
+                                  begin + e, ex.tokens.size(), ex.masked_positions.size(), seq_len, predictions));
     const size_t row = e * static_cast<size_t>(seq_len);
     for (int64_t i = 0; i < seq_len; ++i) {
       const bool real = i < static_cast<int64_t>(ex.tokens.size());
@@ -242,32 +245,50 @@ bool hdf5_available() { return true; }
 void write_shard(const std::filesystem::path& path, const std::vector<Example>& examples, int64_t seq_len,
                  int64_t predictions, int64_t pad_id) {
   quiet();
-  Arrays a = pack(examples, seq_len, predictions, pad_id);
+  // Written a block of rows at a time (the chunks' rows): the padded arrays of a whole shard would
+  // take as much memory again as its examples.
+  constexpr size_t kRows = 4096;
+  const ShardShape shape{static_cast<int64_t>(examples.size()), seq_len, predictions};
   const std::filesystem::path temporary = path.parent_path() / ("." + path.filename().string() + ".tmp");
   const std::string where = temporary.string();
   {
     Handle file(H5Fcreate(where.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose);
     if (!file.ok()) throw DataError(fmt::format("{}: cannot be created (is the folder writable?)", where));
-    for (size_t i = 0; i < kDatasets.size(); ++i) {
-      const DatasetSpec& d = kDatasets[i];
-      const std::vector<hsize_t> dims = dims_of(d, a.shape);
+    std::vector<std::unique_ptr<Handle>> sets;
+    for (const DatasetSpec& d : kDatasets) {
+      const std::vector<hsize_t> dims = dims_of(d, shape);
       Handle space(H5Screate_simple(d.rank, dims.data(), nullptr), H5Sclose);
-      // gzip as h5py's compression="gzip" (level 4), in chunks of up to 4096 examples; a dataset
-      // with no elements (no rows, or no predictions) is stored plain.
       Handle properties(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
       // No modification times in the object headers: the same examples make the same bytes.
       H5Pset_obj_track_times(properties.get(), false);
+      // gzip as h5py's compression="gzip" (level 4), in chunks of up to kRows examples; a dataset
+      // with no elements (no rows, or no predictions) is stored plain.
       if (std::all_of(dims.begin(), dims.end(), [](hsize_t n) { return n > 0; })) {
         std::vector<hsize_t> chunk = dims;
-        chunk[0] = std::min<hsize_t>(dims[0], 4096);
+        chunk[0] = std::min<hsize_t>(dims[0], kRows);
         if (H5Pset_chunk(properties.get(), d.rank, chunk.data()) < 0 || H5Pset_deflate(properties.get(), 4) < 0)
           throw DataError(fmt::format("{}: HDF5 refused the compression of '{}'", where, d.name));
       }
-      Handle set(H5Dcreate2(file.get(), d.name, file_type(d.width), space.get(), H5P_DEFAULT, properties.get(), H5P_DEFAULT),
-                 H5Dclose);
-      if (!set.ok() || (a.shape.examples > 0 &&
-                        H5Dwrite(set.get(), memory_type(d.width), H5S_ALL, H5S_ALL, H5P_DEFAULT, a.data(i)) < 0))
-        throw DataError(fmt::format("{}: writing dataset '{}' failed (disk full?)", where, d.name));
+      sets.push_back(std::make_unique<Handle>(
+          H5Dcreate2(file.get(), d.name, file_type(d.width), space.get(), H5P_DEFAULT, properties.get(), H5P_DEFAULT),
+          H5Dclose));
+      if (!sets.back()->ok()) throw DataError(fmt::format("{}: dataset '{}' cannot be created", where, d.name));
+    }
+    for (size_t begin = 0; begin < examples.size(); begin += kRows) {
+      const size_t end = std::min(examples.size(), begin + kRows);
+      Arrays block = pack(examples, begin, end, seq_len, predictions, pad_id);
+      for (size_t i = 0; i < kDatasets.size(); ++i) {
+        const DatasetSpec& d = kDatasets[i];
+        std::vector<hsize_t> count = dims_of(d, block.shape), start(count.size(), 0);
+        if (count.back() == 0) continue;  // (no predictions: nothing to write)
+        start[0] = begin;
+        Handle file_space(H5Dget_space(sets[i]->get()), H5Sclose);
+        Handle memory_space(H5Screate_simple(d.rank, count.data(), nullptr), H5Sclose);
+        if (H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr) < 0 ||
+            H5Dwrite(sets[i]->get(), memory_type(d.width), memory_space.get(), file_space.get(), H5P_DEFAULT,
+                     block.data(i)) < 0)
+          throw DataError(fmt::format("{}: writing dataset '{}' failed (disk full?)", where, d.name));
+      }
     }
     if (H5Fflush(file.get(), H5F_SCOPE_GLOBAL) < 0) throw DataError(fmt::format("{}: flushing failed (disk full?)", where));
   }

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <exception>
 #include <fstream>
+#include <malloc.h>
 #include <mutex>
 #include <thread>
 
@@ -82,9 +83,10 @@ struct ScratchShard {
   std::filesystem::path path;
   std::ofstream out;
   int64_t documents = 0, sentences = 0, tokens = 0;
+  int64_t chunks = 0;  // its documents' pieces of up to seq_len - 3 tokens: about the examples of one copy
 };
 
-void append(ScratchShard& s, const Document& doc) {
+void append(ScratchShard& s, const Document& doc, int64_t seq_len) {
   auto u32 = [&](uint32_t v) { s.out.write(reinterpret_cast<const char*>(&v), 4); };
   u32(static_cast<uint32_t>(doc.size()));
   for (const auto& sentence : doc) {
@@ -95,6 +97,9 @@ void append(ScratchShard& s, const Document& doc) {
     }
     s.tokens += static_cast<int64_t>(sentence.size());
   }
+  int64_t tokens = 0;
+  for (const auto& sentence : doc) tokens += static_cast<int64_t>(sentence.size());
+  s.chunks += std::max<int64_t>(1, (tokens + seq_len - 4) / (seq_len - 3));
   s.sentences += static_cast<int64_t>(doc.size());
   ++s.documents;
   if (!s.out) throw DataError(fmt::format("{}: writing failed (disk full?)", s.path.string()));
@@ -118,12 +123,19 @@ std::vector<Document> read_scratch(const std::filesystem::path& path) {
   return docs;
 }
 
-// What pass 2 holds for a shard, at most: its documents (8-byte ids, a vector per sentence), and
-// dupe_factor copies of its tokens as examples (tokens and segments, 8 bytes each, plus the random
-// next sentences' and the 6 bytes a token of the written arrays takes) — 40 bytes a token a copy.
-uint64_t shard_bytes(const ScratchShard& s, int64_t dupe_factor) {
-  return static_cast<uint64_t>(s.tokens) * (8 + 40 * static_cast<uint64_t>(dupe_factor)) +
-         static_cast<uint64_t>(s.sentences) * 32;
+// What pass 2 holds for a shard, at most: its documents (8-byte ids, a vector per sentence) and
+// its examples — dupe_factor copies, each of about twice its chunks (a random next sentence puts
+// the rest of a chunk back), an example taking some 300 bytes of vectors and their allocations
+// plus 16 per prediction and per token (id and segment, 8 bytes each; the random next sentences
+// add half the tokens again, the vectors' spare capacity more: 40 a token) — and a block of padded
+// rows being written. Measured: 500 MiB resident for a shard of 1.9M tokens on bert-tiny's
+// settings, estimated 566 MiB (README, "Pretraining data").
+uint64_t shard_bytes(const ScratchShard& s, const ExampleOptions& o) {
+  const auto dupe = static_cast<uint64_t>(o.dupe_factor);
+  const uint64_t examples = dupe * 2 * static_cast<uint64_t>(s.chunks);
+  return static_cast<uint64_t>(s.tokens) * 8 + static_cast<uint64_t>(s.sentences) * 40 +
+         examples * (300 + 16 * static_cast<uint64_t>(o.max_predictions_per_seq)) +
+         dupe * static_cast<uint64_t>(s.tokens) * 40 + 4096 * static_cast<uint64_t>(o.max_seq_length) * 6;
 }
 
 // Removes the scratch folder however the run ends.
@@ -201,7 +213,9 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
     shards[s].out.open(shards[s].path, std::ios::binary);
     if (!shards[s].out) throw DataError(fmt::format("{}: cannot be created", shards[s].path.string()));
   }
-  const uint64_t round_bytes = std::clamp<uint64_t>(o.memory_bytes / 8, 1 << 20, 64 << 20);
+  // A round's text takes about 7 times its size in memory (lines as strings, then token vectors:
+  // measured 340 MiB resident for rounds of 46 MiB): a sixteenth of the bound keeps it under half.
+  const uint64_t round_bytes = std::clamp<uint64_t>(o.memory_bytes / 16, 1 << 20, 64 << 20);
   std::vector<std::vector<std::string>> texts(1);  // the round's documents, as lines
   uint64_t round_size = 0, read_before = 0;
   int64_t next_document = 0;
@@ -227,7 +241,7 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
     if (failed) std::rethrow_exception(failed);
     for (const Document& doc : docs) {
       if (doc.empty()) continue;
-      append(shards[static_cast<size_t>(next_document % o.shards)], doc);
+      append(shards[static_cast<size_t>(next_document % o.shards)], doc, o.examples.max_seq_length);
       ++next_document;
       ++p.documents;
       for (const auto& sentence : doc) p.tokens += static_cast<int64_t>(sentence.size());
@@ -261,6 +275,9 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
   p.bytes_read = p.bytes_total;
   tell(true);
   for (ScratchShard& s : shards) s.out.close();
+  texts.clear();
+  texts.shrink_to_fit();
+  ::malloc_trim(0);  // pass 1's rounds back to the system: pass 2 has the whole bound
   if (next_document < o.shards)
     throw DataError(fmt::format("{}: {} document(s) for {} shards: every shard needs one at least (use --shards {} or "
                                 "fewer)",
@@ -269,7 +286,7 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
   // Pass 2: as many shards at once as fit the memory bound.
   PrepareReport report;
   uint64_t largest = 0;
-  for (const ScratchShard& s : shards) largest = std::max(largest, shard_bytes(s, o.examples.dupe_factor));
+  for (const ScratchShard& s : shards) largest = std::max(largest, shard_bytes(s, o.examples));
   if (largest > o.memory_bytes)
     throw DataError(fmt::format("the largest shard would take about {} MiB while it is made, more than the memory bound "
                                 "of {} MiB: use more --shards (about {}), or raise --memory-mb",
