@@ -12,9 +12,9 @@
 #include <thread>
 
 #include <fmt/format.h>
-#include <zlib.h>
 
 #include "data/hdf5_shard.h"
+#include "data/text_input.h"
 #include "data/vocab.h"
 
 namespace bertc::data {
@@ -27,55 +27,6 @@ std::string trim(const std::string& s) {
   if (b == std::string::npos) return "";
   return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
 }
-
-bool is_text(const std::filesystem::path& p) {
-  const std::string name = p.filename().string();
-  return name.ends_with(".txt") || name.ends_with(".txt.gz");
-}
-
-std::vector<std::filesystem::path> input_files(const std::filesystem::path& input) {
-  std::error_code ec;
-  if (std::filesystem::is_regular_file(input, ec)) return {input};
-  if (!std::filesystem::is_directory(input, ec))
-    throw DataError(fmt::format("{}: no such file or folder of text", input.string()));
-  std::vector<std::filesystem::path> files;
-  for (const auto& e : std::filesystem::directory_iterator(input))
-    if (e.is_regular_file() && is_text(e.path())) files.push_back(e.path());
-  std::sort(files.begin(), files.end());
-  if (files.empty()) throw DataError(fmt::format("{}: the folder holds no .txt or .txt.gz files", input.string()));
-  return files;
-}
-
-// Lines of a text file, plain or gzip (zlib reads both), with how far into the file it is.
-class LineReader {
- public:
-  explicit LineReader(const std::filesystem::path& path) : path_(path), file_(gzopen(path.c_str(), "rb")) {
-    if (!file_) throw DataError(fmt::format("{}: cannot open", path.string()));
-    gzbuffer(file_, 1 << 20);
-  }
-  ~LineReader() { gzclose(file_); }
-  LineReader(const LineReader&) = delete;
-  LineReader& operator=(const LineReader&) = delete;
-
-  bool next(std::string& line) {
-    line.clear();
-    char buffer[1 << 16];
-    while (gzgets(file_, buffer, sizeof buffer)) {
-      line += buffer;
-      if (!line.empty() && line.back() == '\n') return true;
-    }
-    int code = Z_OK;
-    const char* message = gzerror(file_, &code);
-    if (code != Z_OK && code != Z_STREAM_END)
-      throw DataError(fmt::format("{}: cannot be read: {} (a damaged or truncated .gz?)", path_.string(), message));
-    return !line.empty();
-  }
-  uint64_t offset() { return static_cast<uint64_t>(std::max<z_off_t>(0, gzoffset(file_))); }
-
- private:
-  std::filesystem::path path_;
-  gzFile file_;
-};
 
 // A shard's documents on disk between the passes: per document its sentence count, then per
 // sentence its length and token ids (u32, u32, i32...).
@@ -172,7 +123,7 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
     throw DataError("this bertc was built without HDF5 (BERTC_HDF5 off, as the static GPU test build is), which shards "
                     "are written with: build it with libhdf5-dev (scripts/setup.sh installs it)");
   if (o.shards < 1) throw DataError("--shards must be at least 1");
-  const std::vector<std::filesystem::path> files = input_files(o.input);
+  const std::vector<std::filesystem::path> files = text_files(o.input);
   if (!shard_files(o.output).empty())
     throw DataError(fmt::format("{} already holds shards: choose an empty (or new) folder for --output, so that no "
                                 "shard of another run is overwritten or mixed in",

@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include "data/text_input.h"
+
 namespace bertc::data {
 namespace {
 
@@ -16,19 +18,6 @@ std::string trim(const std::string& s) {
   const size_t b = s.find_first_not_of(" \t\r\n");
   if (b == std::string::npos) return "";
   return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
-}
-
-std::vector<std::filesystem::path> text_files(const std::filesystem::path& path) {
-  std::error_code ec;
-  if (std::filesystem::is_regular_file(path, ec)) return {path};
-  if (!std::filesystem::is_directory(path, ec))
-    throw DataError(fmt::format("{}: no such file or folder of training text (set [train] data or --data)", path.string()));
-  std::vector<std::filesystem::path> files;
-  for (const auto& e : std::filesystem::directory_iterator(path))
-    if (e.is_regular_file() && e.path().extension() == ".txt") files.push_back(e.path());
-  std::sort(files.begin(), files.end());
-  if (files.empty()) throw DataError(fmt::format("{}: the folder holds no .txt files of training text", path.string()));
-  return files;
 }
 
 // Removes tokens from the longer of a and b, from its front or back at random, until they fit.
@@ -121,10 +110,9 @@ std::vector<Document> load_documents(const std::filesystem::path& path, const To
   int64_t lines = 0;
   auto last_report = std::chrono::steady_clock::now();
   for (const auto& file : text_files(path)) {
-    std::ifstream in(file);
-    if (!in) throw DataError(fmt::format("{}: cannot open", file.string()));
+    LineReader in(file);
     std::string line;
-    while (std::getline(in, line)) {
+    while (in.next(line)) {
       ++lines;
       if (progress && std::chrono::steady_clock::now() - last_report > std::chrono::seconds(2)) {
         last_report = std::chrono::steady_clock::now();

@@ -18,8 +18,8 @@ namespace bertc::data {
 // Sentences (token ids) of one document.
 using Document = std::vector<std::vector<int64_t>>;
 
-// Reads text with one sentence a line and blank lines between documents: one file, or every
-// regular file of a folder in name order. `progress` (may be empty) hears about long reads.
+// Reads text with one sentence a line and blank lines between documents: one file, or a folder's
+// .txt and .txt.gz files in name order (data/text_input.h). `progress` (may be empty) hears about long reads.
 std::vector<Document> load_documents(const std::filesystem::path& path, const Tokenizer& tokenizer,
                                      const std::function<void(const std::string&)>& progress = {});
 

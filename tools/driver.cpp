@@ -32,6 +32,7 @@
 #include "tools/check.h"
 #include "tools/compile_flags.h"
 #include "tools/prepare_data.h"
+#include "tools/vocab_command.h"
 #include "tools/estimate.h"
 #include "tools/output_file.h"
 #include "tools/report.h"
@@ -531,6 +532,8 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
 
   PrepareDataArgs prepare_args;
   CLI::App* prepare_cmd = add_prepare_data_command(app, prepare_args);
+  VocabArgs vocab_args;
+  CLI::App* vocab_cmd = add_vocab_command(app, vocab_args);
 
   bool info_json_flag = false;
   std::string info_file;
@@ -556,6 +559,7 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
     }
     if (*estimate_cmd) return estimate(estimate_args, estimate_flags, model, std::cout);
     if (*prepare_cmd) return prepare_data(prepare_args, model, std::cerr);
+    if (*vocab_cmd) return train_vocab(vocab_args, model, std::cerr);
     return info(info_json_flag, info_file, model);
   } catch (const std::exception& e) {
     std::cerr << fmt::format("{}: error: {}\n", program, e.what());

@@ -13,7 +13,7 @@ import subprocess
 import sys
 
 bench, source, work = sys.argv[1:4]
-python = os.environ.get("BERTC_TORCH_PYTHON", sys.executable)
+python = os.environ.get("BERTC_TORCH_PYTHON") or sys.executable
 wheels = os.path.join(source, ".deps", "python")
 if os.path.isdir(wheels):
     os.environ["PYTHONPATH"] = wheels + os.pathsep + os.environ.get("PYTHONPATH", "")

@@ -1,0 +1,41 @@
+// A WordPiece vocabulary trained from text, as Hugging Face tokenizers' BertWordPieceTokenizer
+// trains one: words from BERT's basic tokenization (data/tokenizer.h) counted, then byte-pair
+// merges over their characters (a word's first character as itself, the others as ##pieces), the
+// most frequent pair first, until the vocabulary has `size` tokens: BERT's special tokens, the
+// alphabet, then the merges in their order.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace bertc::data {
+
+struct VocabTrainOptions {
+  int64_t size = 30522;
+  int64_t min_frequency = 2;     // a pair seen fewer times is not merged
+  int64_t limit_alphabet = 1000; // the most frequent characters kept; words with others are left out
+};
+
+struct VocabTrainResult {
+  std::vector<std::string> tokens;  // [PAD] [UNK] [CLS] [SEP] [MASK], the alphabet, the merges
+  int64_t words = 0, distinct_words = 0, alphabet = 0, merges = 0;
+  bool size_reached = false;        // false: the text ran out of pairs to merge first
+};
+
+class Tokenizer;
+
+// The words of the text (a file or a folder of .txt / .txt.gz) after `tokenizer`'s basic
+// tokenization, counted on `threads` threads (0: every core); `progress` hears the bytes read.
+std::map<std::string, int64_t> count_words(const std::filesystem::path& input, const Tokenizer& tokenizer,
+                                           int threads = 0,
+                                           const std::function<void(uint64_t read, uint64_t total)>& progress = {});
+
+// Deterministic: ties between pairs go to the one whose merged token sorts first.
+// Throws DataError when `size` cannot even hold the special tokens and the alphabet.
+VocabTrainResult train_wordpiece(const std::map<std::string, int64_t>& word_counts, const VocabTrainOptions& options);
+
+}  // namespace bertc::data

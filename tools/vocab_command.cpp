@@ -1,0 +1,64 @@
+// bertc vocab (see vocab_command.h).
+#include "tools/vocab_command.h"
+
+#include <chrono>
+#include <filesystem>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "data/tokenizer.h"
+#include "data/vocab.h"
+#include "data/vocab_trainer.h"
+#include "frontend/config.h"
+#include "tools/output_file.h"
+
+namespace bertc::tools {
+
+CLI::App* add_vocab_command(CLI::App& app, VocabArgs& a) {
+  CLI::App* c = app.add_subcommand("vocab", "Train a WordPiece vocabulary (vocab.txt) of a given size from the config's "
+                                            "text, with its do_lower_case");
+  c->add_option("config", a.config, "TOML config")->required()->check(CLI::ExistingFile);
+  c->add_option("-o,--output", a.output, "vocab.txt to write (a new file)")->required();
+  c->add_option("--input", a.input, "Text file or folder of .txt and .txt.gz files (default: [train] data)");
+  c->add_option("--size", a.size, "Tokens in the vocabulary, special tokens included")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  c->add_option("--min-frequency", a.min_frequency, "Pairs seen fewer times are not merged")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  c->add_option("--limit-alphabet", a.limit_alphabet, "Characters kept (the most frequent)")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  c->add_option("--threads", a.threads, "Threads counting words (0: every core)")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
+  return c;
+}
+
+int train_vocab(const VocabArgs& a, const frontend::ModelDefinition& model, std::ostream& log) {
+  const frontend::Config config = frontend::load_config(a.config, model.extra_keys);
+  if (std::filesystem::exists(a.output))
+    throw data::DataError(fmt::format("{} exists: write the vocabulary to a new file (a run's vocabulary must not "
+                                      "change under its checkpoints)",
+                                      a.output));
+  const std::filesystem::path input = a.input.empty() ? config.resolve(config.train.data) : std::filesystem::path(a.input);
+  // Basic tokenization needs no vocabulary: any will do for it.
+  const data::Vocab specials = data::Vocab::from_tokens({"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"}, "specials");
+  const data::Tokenizer tokenizer(specials, config.train.do_lower_case);
+  const auto began = std::chrono::steady_clock::now();
+  const auto counts = data::count_words(input, tokenizer, a.threads, [&](uint64_t read, uint64_t total) {
+    log << fmt::format("vocab: counting words {:5.1f}%\n", total ? 100.0 * double(read) / double(total) : 100.0);
+  });
+  const data::VocabTrainResult r = data::train_wordpiece(counts, {a.size, a.min_frequency, a.limit_alphabet});
+  std::string text;
+  for (const std::string& t : r.tokens) text += t + "\n";
+  write_output(a.output, text);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+  log << fmt::format("vocab: {} tokens ({} special, {} characters, {} merges) from {} words ({} distinct) of {} in "
+                     "{:.1f} s -> {}{}\n",
+                     r.tokens.size(), 5, r.alphabet, r.merges, r.words, r.distinct_words, input.string(), seconds,
+                     a.output,
+                     r.size_reached ? ""
+                                    : fmt::format(" (fewer than the {} asked: no pair left seen {} times or more)",
+                                                  a.size, a.min_frequency));
+  return 0;
+}
+
+}  // namespace bertc::tools

@@ -1,0 +1,28 @@
+// bertc vocab: a WordPiece vocabulary of a given size trained from a config's text (or --input),
+// with the config's do_lower_case (data/vocab_trainer.h).
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+
+#include "frontend/model.h"
+
+namespace CLI {
+class App;
+}
+
+namespace bertc::tools {
+
+struct VocabArgs {
+  std::string config, input, output;
+  int64_t size = 30522, min_frequency = 2, limit_alphabet = 1000;
+  int threads = 0;
+};
+
+CLI::App* add_vocab_command(CLI::App& app, VocabArgs& args);
+
+// Writes the vocabulary (refusing a file that exists), progress and a summary on `log`.
+int train_vocab(const VocabArgs& args, const frontend::ModelDefinition& model, std::ostream& log);
+
+}  // namespace bertc::tools
