@@ -64,7 +64,7 @@ if shards("from-gz") != shards("one"):
 cases = [("one", ["--shards", "4"], "already holds shards: choose an empty"),
          ("many", ["--shards", "5000"], "3000 document(s) for 5000 shards: every shard needs one at least"),
          ("small", ["--shards", "1", "--memory-mb", "1"], "more than the memory bound of 1 MiB: use more --shards"),
-         ("none", ["--input", os.path.join(WORK, "absent")], "no such file or folder of text")]
+         ("none", ["--input", os.path.join(WORK, "absent")], "no such file or folder of training text")]
 for out, flags, expected in cases:
     before = shards(out) if os.path.isdir(os.path.join(WORK, out)) else None
     p = prepare(out, *flags, check=False)
