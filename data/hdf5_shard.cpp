@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include <fmt/format.h>
@@ -56,10 +57,15 @@ class Handle {
   herr_t (*close_)(hid_t);
 };
 
-// HDF5 prints its error stack to stderr by default; the errors here say what went wrong instead.
-void quiet() {
-  static const bool once = [] { return H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr) >= 0; }();
-  (void)once;
+// HDF5 prints its error stack to stderr by default (per thread); the errors here say what went
+// wrong instead. Called on every entry: shards are read and written on several threads.
+void quiet() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
+
+// One HDF5 call at a time in this process: a library built threadsafe (Debian's) locks itself
+// anyway, and one that is not would corrupt its state if two threads entered it.
+std::mutex& library_lock() {
+  static std::mutex m;
+  return m;
 }
 
 enum class Width { I32, I8 };
@@ -141,26 +147,9 @@ Arrays pack(const std::vector<Example>& examples, size_t begin, size_t end, int6
   return a;
 }
 
-// Whether every byte of the dataset's data lies within the file (a file cut short loses its last
-// chunks; its header, at the start, may survive): the chunks' addresses, or the contiguous block's.
-bool stored_within(hid_t set, uint64_t file_bytes) {
-  Handle space(H5Dget_space(set), H5Sclose);
-  hsize_t chunks = 0;
-  if (H5Dget_num_chunks(set, space.get(), &chunks) >= 0) {
-    for (hsize_t c = 0; c < chunks; ++c) {
-      haddr_t address = 0;
-      hsize_t size = 0;
-      if (H5Dget_chunk_info(set, space.get(), c, nullptr, nullptr, &address, &size) < 0) return false;
-      if (address == HADDR_UNDEF || address + size > file_bytes) return false;
-    }
-    return true;
-  }
-  const haddr_t offset = H5Dget_offset(set);  // contiguous (or compact, or not yet written: undefined)
-  return offset == HADDR_UNDEF || offset + H5Dget_storage_size(set) <= file_bytes;
-}
-
 // Opens a shard's datasets and checks their kinds and shapes; `read` also reads their data.
 ShardShape inspect(const std::filesystem::path& path, Arrays* read) {
+  std::lock_guard lock(library_lock());
   quiet();
   const std::string where = path.string();
   Handle file(H5Fopen(where.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
@@ -170,7 +159,6 @@ ShardShape inspect(const std::filesystem::path& path, Arrays* read) {
     throw DataError(fmt::format("{}: not an HDF5 file, or truncated or damaged (its header cannot be read)", where));
   }
   std::array<std::vector<hsize_t>, kDatasets.size()> dims;
-  const uint64_t file_bytes = std::filesystem::file_size(path);
   for (size_t i = 0; i < kDatasets.size(); ++i) {
     const DatasetSpec& d = kDatasets[i];
     if (H5Lexists(file.get(), d.name, H5P_DEFAULT) <= 0)
@@ -186,13 +174,15 @@ ShardShape inspect(const std::filesystem::path& path, Arrays* read) {
       throw DataError(fmt::format("{}: dataset '{}' has {} dimensions, not {} ({})", where, d.name, rank, d.rank, kLayout));
     dims[i].resize(static_cast<size_t>(rank));
     H5Sget_simple_extent_dims(space.get(), dims[i].data(), nullptr);
-    if (!stored_within(set.get(), file_bytes))
-      throw DataError(fmt::format("{}: the data of dataset '{}' lies past the end of the file ({} bytes): the file is "
-                                  "truncated (copy it again)",
-                                  where, d.name, file_bytes));
   }
   const ShardShape shape{static_cast<int64_t>(dims[0][0]), static_cast<int64_t>(dims[0][1]),
                          static_cast<int64_t>(dims[3][1])};
+  // (HDF5 itself refuses a file shorter than its header says, truncated, when it opens it.)
+  if (shape.seq_len > (1 << 20) || shape.predictions > shape.seq_len || shape.examples > (int64_t{1} << 32) ||
+      shape.examples * shape.seq_len > (int64_t{1} << 36))
+    throw DataError(fmt::format("{}: input_ids is [{}, {}] and masked_lm_positions [{}, {}]: not the shape of a shard "
+                                "(sequences of at most 2^20 tokens, no more predictions than tokens)",
+                                where, shape.examples, shape.seq_len, shape.examples, shape.predictions));
   for (size_t i = 0; i < kDatasets.size(); ++i)
     if (dims[i] != dims_of(kDatasets[i], shape))
       throw DataError(fmt::format("{}: dataset '{}' is [{}], which does not agree with input_ids [{}, {}] and "
@@ -244,14 +234,24 @@ bool hdf5_available() { return true; }
 
 void write_shard(const std::filesystem::path& path, const std::vector<Example>& examples, int64_t seq_len,
                  int64_t predictions, int64_t pad_id) {
-  quiet();
   // Written a block of rows at a time (the chunks' rows): the padded arrays of a whole shard would
   // take as much memory again as its examples.
   constexpr size_t kRows = 4096;
   const ShardShape shape{static_cast<int64_t>(examples.size()), seq_len, predictions};
   const std::filesystem::path temporary = path.parent_path() / ("." + path.filename().string() + ".tmp");
   const std::string where = temporary.string();
+  // A failed write leaves no temporary behind.
+  struct Temporary {
+    const std::filesystem::path& path;
+    bool kept = false;
+    ~Temporary() {
+      std::error_code ec;
+      if (!kept) std::filesystem::remove(path, ec);
+    }
+  } cleanup{temporary};
   {
+    std::lock_guard lock(library_lock());
+    quiet();
     Handle file(H5Fcreate(where.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose);
     if (!file.ok()) throw DataError(fmt::format("{}: cannot be created (is the folder writable?)", where));
     std::vector<std::unique_ptr<Handle>> sets;
@@ -295,6 +295,7 @@ void write_shard(const std::filesystem::path& path, const std::vector<Example>& 
   std::error_code ec;
   std::filesystem::rename(temporary, path, ec);
   if (ec) throw DataError(fmt::format("{}: cannot be renamed to {}: {}", where, path.string(), ec.message()));
+  cleanup.kept = true;
 }
 
 ShardShape read_shard_shape(const std::filesystem::path& path) { return inspect(path, nullptr); }

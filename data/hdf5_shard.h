@@ -31,15 +31,15 @@ bool hdf5_available();
 void write_shard(const std::filesystem::path& path, const std::vector<Example>& examples, int64_t seq_len,
                  int64_t predictions, int64_t pad_id);
 
-// The shard's shape, from its datasets' shapes and storage (their data is not read). Throws
-// DataError naming the file, and the dataset, when it is not a shard: not HDF5, a dataset missing,
-// not of integers, of a shape that does not agree with the others, or stored past the end of the
-// file (truncated).
+// The shard's shape, from its datasets' shapes (their data is not read). Throws DataError naming
+// the file, and the dataset, when it is not a shard: not HDF5 or truncated (HDF5 checks the file's
+// length against its header), a dataset missing, not of integers, or of a shape that does not
+// agree with the others or is not a shard's.
 ShardShape read_shard_shape(const std::filesystem::path& path);
 
 // Every example of the shard; the same refusals as read_shard_shape, and for a dataset whose data
-// cannot be read (a truncated file) or holds an impossible value (an input_mask that is not 1s
-// then 0s, a masked position outside the example).
+// cannot be read (a damaged file) or holds an impossible value (an input_mask that is not 1s then
+// 0s, a masked position outside the example). Reads and writes may come from several threads.
 std::vector<Example> read_shard(const std::filesystem::path& path);
 
 }  // namespace bertc::data

@@ -6,10 +6,16 @@
 #include <chrono>
 #include <cstdio>
 #include <exception>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <malloc.h>
 #include <mutex>
 #include <thread>
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -123,7 +129,11 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
     throw DataError("this bertc was built without HDF5 (BERTC_HDF5 off, as the static GPU test build is), which shards "
                     "are written with: build it with libhdf5-dev (scripts/setup.sh installs it)");
   if (o.shards < 1) throw DataError("--shards must be at least 1");
+  if (o.examples.max_seq_length < 5) throw DataError("seq_len must leave room for [CLS] A [SEP] B [SEP] (5 at least)");
   const std::vector<std::filesystem::path> files = text_files(o.input);
+  std::error_code is_file;
+  if (std::filesystem::exists(o.output, is_file) && !std::filesystem::is_directory(o.output, is_file))
+    throw DataError(fmt::format("{} is a file: --output names a folder for the shards", o.output.string()));
   if (!shard_files(o.output).empty())
     throw DataError(fmt::format("{} already holds shards: choose an empty (or new) folder for --output, so that no "
                                 "shard of another run is overwritten or mixed in",
@@ -140,6 +150,22 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
   std::error_code exists;
   made.made = !std::filesystem::exists(o.output, exists);
   std::filesystem::create_directories(o.output);
+  // One run into a folder at a time: two would share the scratch and each other's shards.
+  const std::filesystem::path lock_path = o.output / ".prepare-lock";
+  const int lock = ::open(lock_path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
+  if (lock < 0 || ::flock(lock, LOCK_EX | LOCK_NB) != 0)
+    throw DataError(fmt::format("{}: another bertc prepare-data is writing into this folder (or it cannot be locked: "
+                                "{}): wait for it, or choose another --output",
+                                o.output.string(), std::strerror(errno)));
+  struct Unlock {
+    int fd;
+    std::filesystem::path path;
+    ~Unlock() {
+      std::error_code ec;
+      std::filesystem::remove(path, ec);
+      ::close(fd);
+    }
+  } unlock{lock, lock_path};
   const auto began = Clock::now();
   auto seconds = [&] { return std::chrono::duration<double>(Clock::now() - began).count(); };
   const int threads = thread_count(o.threads);
@@ -156,19 +182,28 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
 
   // Pass 1: rounds of whole documents (text of at most round_bytes), tokenized on every core and
   // appended in order: document d to shard d mod N.
+  // The scratch (a killed run's too) goes when the run ends; the shards are made in it and moved
+  // into the folder together at the end, so that a killed run leaves no shards that would pass
+  // for a smaller corpus.
   ScratchFolder scratch{o.output / ".prepare-scratch"};
+  std::error_code stale;
+  std::filesystem::remove_all(scratch.path, stale);
   std::filesystem::create_directories(scratch.path);
   std::vector<ScratchShard> shards(static_cast<size_t>(o.shards));
   for (size_t s = 0; s < shards.size(); ++s) {
     shards[s].path = scratch.path / fmt::format("shard-{:05d}.ids", s);
     shards[s].out.open(shards[s].path, std::ios::binary);
-    if (!shards[s].out) throw DataError(fmt::format("{}: cannot be created", shards[s].path.string()));
+    if (!shards[s].out)
+      throw DataError(fmt::format("{}: cannot be created: {} (fewer --shards, or a higher `ulimit -n`)",
+                                  shards[s].path.string(), std::strerror(errno)));
   }
   // A round's text takes about 7 times its size in memory (lines as strings, then token vectors:
-  // measured 340 MiB resident for rounds of 46 MiB): a sixteenth of the bound keeps it under half.
+  // measured 340 MiB resident for rounds of 46 MiB). A round ends at the first document boundary
+  // past round_bytes, and a document may hold round_bytes at most: a round is under twice it, an
+  // eighth of the bound, under 7/8 of the bound in memory.
   const uint64_t round_bytes = std::clamp<uint64_t>(o.memory_bytes / 16, 1 << 20, 64 << 20);
   std::vector<std::vector<std::string>> texts(1);  // the round's documents, as lines
-  uint64_t round_size = 0, read_before = 0;
+  uint64_t round_size = 0, document_size = 0, read_before = 0;
   int64_t next_document = 0;
   auto flush_round = [&] {
     if (texts.back().empty()) texts.pop_back();
@@ -192,7 +227,13 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
     if (failed) std::rethrow_exception(failed);
     for (const Document& doc : docs) {
       if (doc.empty()) continue;
-      append(shards[static_cast<size_t>(next_document % o.shards)], doc, o.examples.max_seq_length);
+      ScratchShard& shard = shards[static_cast<size_t>(next_document % o.shards)];
+      append(shard, doc, o.examples.max_seq_length);
+      // Found now, not after reading the rest of the corpus.
+      if (const uint64_t bytes = shard_bytes(shard, o.examples); bytes > o.memory_bytes)
+        throw DataError(fmt::format("shard {} alone would take over {} MiB while it is made (its {} documents so far), "
+                                    "more than the memory bound of {} MiB: use more --shards, or raise --memory-mb",
+                                    next_document % o.shards, bytes >> 20, shard.documents, o.memory_bytes >> 20));
       ++next_document;
       ++p.documents;
       for (const auto& sentence : doc) p.tokens += static_cast<int64_t>(sentence.size());
@@ -200,26 +241,31 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
     texts.assign(1, {});
     round_size = 0;
   };
+  auto end_document = [&] {
+    if (!texts.back().empty()) texts.emplace_back();
+    document_size = 0;
+    if (round_size >= round_bytes) flush_round();
+  };
   for (const auto& file : files) {
-    LineReader reader(file);
+    LineReader reader(file, round_bytes);
     std::string line;
     while (reader.next(line)) {
       const std::string text = trim(line);
       if (text.empty()) {
-        if (!texts.back().empty()) texts.emplace_back();
-        if (round_size >= round_bytes) flush_round();
+        end_document();
       } else {
         round_size += text.size();
+        document_size += text.size();
         texts.back().push_back(text);
-        if (round_size > 4 * round_bytes)  // one document, without a blank line in it
+        if (document_size > round_bytes)
           throw DataError(fmt::format("{}: a document of over {} MiB (no blank line in it): documents are separated by "
                                       "blank lines; raise --memory-mb if it is one",
-                                      file.string(), (4 * round_bytes) >> 20));
+                                      file.string(), round_bytes >> 20));
       }
       p.bytes_read = read_before + reader.offset();
       tell(false);
     }
-    if (!texts.back().empty()) texts.emplace_back();  // a file ends its last document
+    end_document();  // a file ends its last document
     read_before += std::filesystem::file_size(file);
   }
   flush_round();
@@ -259,7 +305,7 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
           ExampleOptions eo = o.examples;
           eo.seed = o.examples.seed ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(s + 1));
           const std::vector<Example> made = create_examples(docs, vocab, eo);
-          write_shard(o.output / fmt::format("shard-{:05d}.hdf5", s), made, eo.max_seq_length,
+          write_shard(scratch.path / fmt::format("shard-{:05d}.hdf5", s), made, eo.max_seq_length,
                       eo.max_predictions_per_seq, vocab.pad());
           examples += static_cast<int64_t>(made.size());
           int64_t seen = largest_count;
@@ -278,10 +324,10 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
     tell(false);
   }
   for (std::thread& t : pool) t.join();
-  if (failed) {
-    // A folder with some of the shards would pass for a smaller corpus: the ones written go.
-    for (const auto& f : shard_files(o.output)) std::filesystem::remove(f);
-    std::rethrow_exception(failed);
+  if (failed) std::rethrow_exception(failed);  // (the shards made so far go with the scratch)
+  for (int64_t s = 0; s < o.shards; ++s) {
+    const std::string name = fmt::format("shard-{:05d}.hdf5", s);
+    std::filesystem::rename(scratch.path / name, o.output / name);
   }
   p.shards_done = done, p.examples = examples;
   tell(true);

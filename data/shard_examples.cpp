@@ -18,8 +18,8 @@ uint64_t mix(uint64_t seed, uint64_t a, uint64_t b) {
 }  // namespace
 
 ShardExamples::ShardExamples(std::vector<std::filesystem::path> files, int64_t seq_len, int64_t predictions,
-                             int64_t vocab_size, uint64_t seed)
-    : files_(std::move(files)), vocab_size_(vocab_size), seed_(seed) {
+                             int64_t vocab_size, int64_t type_vocab_size, uint64_t seed)
+    : files_(std::move(files)), vocab_size_(vocab_size), type_vocab_size_(type_vocab_size), seed_(seed) {
   if (files_.empty()) throw DataError("no shards to train on");
   for (const auto& f : files_) {
     const ShardShape s = read_shard_shape(f);
@@ -69,6 +69,11 @@ ShardExamples::Loaded ShardExamples::load(size_t shard) const {
         throw DataError(fmt::format("{}: dataset 'input_ids', example {}: token {} is not below [model] vocab_size {} "
                                     "(shards of another vocabulary?)",
                                     where, e, id, vocab_size_));
+    for (int64_t segment : ex.segment_ids)
+      if (segment < 0 || segment >= type_vocab_size_)
+        throw DataError(fmt::format("{}: dataset 'segment_ids', example {}: segment {} is not below [model] "
+                                    "type_vocab_size {}",
+                                    where, e, segment, type_vocab_size_));
     for (int64_t id : ex.masked_labels)
       if (id < 0 || id >= vocab_size_)
         throw DataError(fmt::format("{}: dataset 'masked_lm_ids', example {}: token {} is not below [model] vocab_size "
@@ -89,8 +94,8 @@ Example ShardExamples::example(int64_t index) const {
     if (shard == current_) {
       data = current_data_;  // the last shard of one epoch is the first of the next
     } else if (shard == ahead_) {
-      data = ahead_data_.get();  // (rethrows what reading it threw)
       ahead_ = SIZE_MAX;
+      data = ahead_data_.get();  // (rethrows what reading it threw; the future is spent either way)
     } else {
       if (ahead_data_.valid()) ahead_data_.wait();  // (a jump: what was read ahead is not needed)
       ahead_data_ = {};
@@ -108,8 +113,8 @@ Example ShardExamples::example(int64_t index) const {
     // The next shard of the sequence is read while this one trains.
     const size_t next = k + 1 < ep.order.size() ? ep.order[k + 1] : epoch(e + 1).order.front();
     if (next != shard && ahead_ == SIZE_MAX) {
-      ahead_ = next;
       ahead_data_ = std::async(std::launch::async, [this, next] { return load(next); });
+      ahead_ = next;  // (only once the read is under way)
     }
   }
   return (*current_data_)[current_order_[static_cast<size_t>(at - ep.starts[k])]];

@@ -4,7 +4,8 @@
 // gives rank r every world-th shard, every rank reads the same sequence and the trainer deals its
 // micro-batches round the ranks: the examples of a global batch, and a resumed run, then do not
 // depend on the number of ranks (each rank reads every shard; its memory holds two at most: the
-// one in use and the next, read ahead on a thread of its own).
+// one in use and the next, read ahead on a thread of its own — while a shard is read, its padded
+// arrays and its examples are both in memory).
 #pragma once
 
 #include <cstdint>
@@ -22,9 +23,10 @@ class ShardExamples : public ExampleSource {
  public:
   // Checks every shard before anything trains (DataError naming the file and dataset, or the config
   // key to change): readable, complete, and of seq_len tokens and `predictions` predictions.
-  // Token ids at or above vocab_size are refused when their shard is read.
+  // Token ids at or above vocab_size, and segments at or above type_vocab_size, are refused when
+  // their shard is read.
   ShardExamples(std::vector<std::filesystem::path> files, int64_t seq_len, int64_t predictions, int64_t vocab_size,
-                uint64_t seed);
+                int64_t type_vocab_size, uint64_t seed);
   ~ShardExamples() override;
   int64_t size() const override { return total_; }
   Example example(int64_t index) const override;
@@ -43,7 +45,7 @@ class ShardExamples : public ExampleSource {
 
   std::vector<std::filesystem::path> files_;
   std::vector<int64_t> counts_;
-  int64_t total_ = 0, vocab_size_;
+  int64_t total_ = 0, vocab_size_, type_vocab_size_;
   uint64_t seed_;
   mutable std::mutex mutex_;
   mutable Epoch epochs_[2];  // the current epoch and the next (the read-ahead's), by parity

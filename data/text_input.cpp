@@ -2,6 +2,7 @@
 #include "data/text_input.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include <fmt/format.h>
 
@@ -31,25 +32,58 @@ std::vector<std::filesystem::path> text_files(const std::filesystem::path& input
   return files;
 }
 
-LineReader::LineReader(const std::filesystem::path& path) : path_(path), file_(gzopen(path.c_str(), "rb")) {
+LineReader::LineReader(const std::filesystem::path& path, size_t max_line)
+    : path_(path), file_(gzopen(path.c_str(), "rb")), max_line_(max_line) {
   if (!file_) throw DataError(fmt::format("{}: cannot open", path.string()));
   gzbuffer(file_, 1 << 20);
+  // zlib reads a file that is not gzip as it is: for a .gz name that is damage, not text.
+  if (path.extension() == ".gz" && [&] {
+        const int first = gzgetc(file_);  // (gzdirect knows only after a first read)
+        if (first != -1) gzungetc(first, file_);
+        return gzdirect(file_) != 0;
+      }()) {
+    gzclose(file_);
+    throw DataError(fmt::format("{}: named .gz but not gzip-compressed (rename it .txt, or compress it)", path.string()));
+  }
 }
 
 LineReader::~LineReader() { gzclose(file_); }
 
-bool LineReader::next(std::string& line) {
-  line.clear();
-  char buffer[1 << 16];
-  while (gzgets(file_, buffer, sizeof buffer)) {
-    line += buffer;
-    if (!line.empty() && line.back() == '\n') return true;
+bool LineReader::fill() {
+  if (at_ > 0) {
+    buffer_.erase(0, at_);
+    at_ = 0;
   }
-  int code = Z_OK;
-  const char* message = gzerror(file_, &code);
-  if (code != Z_OK && code != Z_STREAM_END)
+  const size_t had = buffer_.size();
+  buffer_.resize(had + (1 << 20));
+  const int n = gzread(file_, buffer_.data() + had, 1 << 20);
+  buffer_.resize(had + static_cast<size_t>(std::max(n, 0)));
+  if (n < 0) {
+    int code = Z_OK;
+    const char* message = gzerror(file_, &code);
     throw DataError(fmt::format("{}: cannot be read: {} (a damaged or truncated .gz?)", path_.string(), message));
-  return !line.empty();
+  }
+  return n > 0;
+}
+
+bool LineReader::next(std::string& line) {
+  for (;;) {
+    const char* begin = buffer_.data() + at_;
+    if (const void* newline = std::memchr(begin, '\n', buffer_.size() - at_)) {
+      const size_t length = static_cast<size_t>(static_cast<const char*>(newline) - begin) + 1;
+      line.assign(begin, length);
+      at_ += length;
+      return true;
+    }
+    if (buffer_.size() - at_ > max_line_)
+      throw DataError(fmt::format("{}: a line of over {} MiB: is it text, one sentence a line?", path_.string(),
+                                  max_line_ >> 20));
+    if (!fill()) {
+      line.assign(buffer_, at_, std::string::npos);
+      at_ = buffer_.size();
+      return !line.empty();
+    }
+  }
 }
 
 uint64_t LineReader::offset() { return static_cast<uint64_t>(std::max<z_off_t>(0, gzoffset(file_))); }

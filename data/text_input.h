@@ -14,10 +14,13 @@ namespace bertc::data {
 // Throws DataError naming the path when it is neither a file nor a folder holding text files.
 std::vector<std::filesystem::path> text_files(const std::filesystem::path& input);
 
-// Lines of a text file, plain or gzip (zlib reads both), with how far into the file it is.
+// Lines of a text file, plain or gzip (zlib reads both; a .gz file must be gzip), with how far
+// into the file it is. NUL bytes are kept as they are; a line longer than `max_line` bytes is an
+// error (a file with no newlines would otherwise be read whole).
 class LineReader {
  public:
-  explicit LineReader(const std::filesystem::path& path);  // throws DataError when it cannot open
+  // Throws DataError when it cannot open, or a .gz file is not gzip.
+  explicit LineReader(const std::filesystem::path& path, size_t max_line = size_t{64} << 20);
   ~LineReader();
   LineReader(const LineReader&) = delete;
   LineReader& operator=(const LineReader&) = delete;
@@ -28,8 +31,12 @@ class LineReader {
   uint64_t offset();
 
  private:
+  bool fill();  // more bytes into buffer_; false at the end
   std::filesystem::path path_;
   gzFile file_;
+  size_t max_line_;
+  std::string buffer_;
+  size_t at_ = 0;
 };
 
 }  // namespace bertc::data

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <exception>
 #include <queue>
 #include <thread>
 #include <unordered_map>
@@ -155,14 +156,21 @@ std::map<std::string, int64_t> count_words(const std::filesystem::path& input, c
   size_t round_bytes = 0;
   auto count_round = [&] {
     std::vector<std::unordered_map<std::string, int64_t>> partial(static_cast<size_t>(threads));
+    std::vector<std::exception_ptr> failed(static_cast<size_t>(threads));
     std::vector<std::thread> pool;
     const size_t per = (round.size() + static_cast<size_t>(threads) - 1) / static_cast<size_t>(threads);
     for (size_t t = 0; t < static_cast<size_t>(threads); ++t)
       pool.emplace_back([&, t] {
-        for (size_t i = t * per; i < std::min(round.size(), (t + 1) * per); ++i)
-          for (std::string& w : tokenizer.basic_tokens(round[i])) ++partial[t][std::move(w)];
+        try {
+          for (size_t i = t * per; i < std::min(round.size(), (t + 1) * per); ++i)
+            for (std::string& w : tokenizer.basic_tokens(round[i])) ++partial[t][std::move(w)];
+        } catch (...) {
+          failed[t] = std::current_exception();
+        }
       });
     for (std::thread& th : pool) th.join();
+    for (const auto& f : failed)
+      if (f) std::rethrow_exception(f);
     for (const auto& p : partial)
       for (const auto& [w, c] : p) counts[w] += c;
     round.clear();

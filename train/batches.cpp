@@ -50,7 +50,8 @@ data::BatchStream open_batch_stream(const frontend::Config& c, const std::filesy
   if (shards.empty() && (ext == ".hdf5" || ext == ".h5")) shards = {data_path};
   if (!shards.empty()) {
     auto source = std::make_shared<data::ShardExamples>(shards, t.seq_len, t.max_predictions_per_seq,
-                                                        c.model.vocab_size, static_cast<uint64_t>(t.seed));
+                                                        c.model.vocab_size, c.model.type_vocab_size,
+                                                        static_cast<uint64_t>(t.seed));
     log << fmt::format("data: {} shard(s) in {}, {} examples, read a shard at a time (vocabulary of {} from {})\n",
                        shards.size(), data_path.string(), source->size(), vocab.size(), vocab_path.string());
     return data::BatchStream(std::move(source), t.batch_size, t.seq_len, t.max_predictions_per_seq, vocab.pad());

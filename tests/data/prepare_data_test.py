@@ -60,8 +60,22 @@ prepare("from-gz", "--shards", "4", "--input", os.path.join(WORK, "gz"))
 if shards("from-gz") != shards("one"):
     fail("the .txt.gz input gave other shards than the .txt")
 
+# A folder of files with no blank lines: each file one document (a round ends with its file).
+os.makedirs(os.path.join(WORK, "whole-files"))
+lines = [l for l in open(CORPUS, encoding="utf-8").read().split("\n") if l.strip()]
+for i in range(3):
+    open(os.path.join(WORK, "whole-files", f"doc{i}.txt"), "w").write("\n".join(lines[i * 100:(i + 1) * 100]) + "\n")
+whole = prepare("from-whole-files", "--shards", "3", "--input", os.path.join(WORK, "whole-files")).stderr
+if "prepare-data: 3 documents," not in whole:
+    fail("three files without blank lines should be three documents:\n" + whole[-1000:])
+
 # Refusals, each naming the fix, and no shard written by a refused run.
-cases = [("one", ["--shards", "4"], "already holds shards: choose an empty"),
+os.makedirs(os.path.join(WORK, "fake-gz"))
+open(os.path.join(WORK, "fake-gz", "corpus.txt.gz"), "w").write("plain text\n")
+open(os.path.join(WORK, "a-file"), "w").write("not a folder\n")
+cases = [("fake", ["--input", os.path.join(WORK, "fake-gz")], "named .gz but not gzip-compressed"),
+         ("a-file", ["--shards", "2"], "is a file: --output names a folder"),
+         ("one", ["--shards", "4"], "already holds shards: choose an empty"),
          ("many", ["--shards", "5000"], "3000 document(s) for 5000 shards: every shard needs one at least"),
          ("small", ["--shards", "1", "--memory-mb", "1"], "more than the memory bound of 1 MiB: use more --shards"),
          ("none", ["--input", os.path.join(WORK, "absent")], "no such file or folder of training text")]

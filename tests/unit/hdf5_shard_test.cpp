@@ -135,7 +135,7 @@ TEST(Hdf5Shard, RefusesDamagedShardsNamingTheDataset) {
     const std::string why = refusal([&] { read_shard(path); });
     EXPECT_TRUE(why.find("truncated") != std::string::npos) << why;
     // ... found before any data is read (HDF5 itself sees the end of the file short of what its
-    // header says; failing that, the datasets' storage past the end).
+    // header says).
     EXPECT_NE(refusal([&] { read_shard_shape(path); }).find("truncated"), std::string::npos)
         << refusal([&] { read_shard_shape(path); });
   }

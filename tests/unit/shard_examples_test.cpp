@@ -38,7 +38,7 @@ std::vector<std::filesystem::path> make_shards(const std::string& name, const st
 
 TEST(ShardExamples, EveryEpochIsEveryExampleOnceInASeededOrder) {
   const auto files = make_shards("epochs", {5, 3, 4});
-  ShardExamples a(files, 8, 2, 1000, 7), b(files, 8, 2, 1000, 7), other(files, 8, 2, 1000, 8);
+  ShardExamples a(files, 8, 2, 1000, 2, 7), b(files, 8, 2, 1000, 2, 7), other(files, 8, 2, 1000, 2, 8);
   EXPECT_EQ(a.size(), 12);
   std::vector<int64_t> first, second, seeded;
   size_t most = 0;
@@ -59,7 +59,7 @@ TEST(ShardExamples, EveryEpochIsEveryExampleOnceInASeededOrder) {
   for (int64_t i = 0; i < 12; ++i) others.push_back(other.example(i).tokens[1]);
   EXPECT_NE(others, first);
   // A jump (resuming at example 29) gives what reading through gave.
-  ShardExamples resumed(files, 8, 2, 1000, 7);
+  ShardExamples resumed(files, 8, 2, 1000, 2, 7);
   EXPECT_EQ(resumed.example(29).tokens[1], seeded[29 - 24]);
 }
 
@@ -73,11 +73,14 @@ TEST(ShardExamples, RefusesShardsThatDoNotFitTheConfig) {
     }
     return std::string("(accepted)");
   };
-  EXPECT_NE(refusal([&] { ShardExamples(files, 16, 2, 1000, 1); }).find("[train] seq_len is 16: set seq_len = 8"),
+  EXPECT_NE(refusal([&] { ShardExamples(files, 16, 2, 1000, 2, 1); }).find("[train] seq_len is 16: set seq_len = 8"),
             std::string::npos);
-  EXPECT_NE(refusal([&] { ShardExamples(files, 8, 3, 1000, 1); }).find("set max_predictions_per_seq = 2"),
+  EXPECT_NE(refusal([&] { ShardExamples(files, 8, 3, 1000, 2, 1); }).find("set max_predictions_per_seq = 2"),
             std::string::npos);
-  ShardExamples small_vocab(files, 8, 2, 11, 1);  // token 11 is past a vocabulary of 11
+  ShardExamples one_segment(files, 8, 2, 1000, 1, 1);  // segment 1 is past a type_vocab_size of 1
+  const std::string segments = refusal([&] { one_segment.example(0); });
+  EXPECT_NE(segments.find("dataset 'segment_ids'"), std::string::npos) << segments;
+  ShardExamples small_vocab(files, 8, 2, 11, 2, 1);  // token 11 is past a vocabulary of 11
   const std::string why = refusal([&] {
     for (int64_t i = 0; i < 2; ++i) small_vocab.example(i);
   });
