@@ -312,32 +312,32 @@ def hang():
                                     r"within 5 s: rank 1 does not answer|rank 1 has not been heard from for over 3 s")
 
 
-def resume_fewer_ranks():
-    # 2 ranks to step 10, then 1 rank: it takes 2 accumulation steps for the same global batch of 4
-    # and continues the same training as an uninterrupted 2-rank run (tolerance as in `equal`).
-    cfg = config("run", steps=20, batch_size=2, checkpoint_every=10)
+def straight_then_split(cfg, resume_ranks, said, what):
+    """2 ranks straight through, and 2 ranks to step 10 then resumed on `resume_ranks`: the resumed
+    run says `said` and trains as the straight one (tolerance as in `equal`)."""
     train(cfg, "straight", ranks=2)
     train(cfg, "split", ranks=2, extra=["--until", "10"])
-    log = train(cfg, "split", ranks=1, extra=["--resume"]).stderr
-    if "on 1 rank(s) 2 accumulation steps of 2 keep it" not in log:
-        fail("resuming on 1 rank did not keep the global batch:\n" + log[-2000:])
-    compare(metrics("straight"), metrics("split"), "loss", EQUAL, "2 ranks straight vs 2 ranks then 1")
-    compare(metrics("straight"), metrics("split"), "grad_norm", EQUAL, "2 ranks straight vs 2 ranks then 1")
+    log = train(cfg, "split", ranks=resume_ranks, extra=["--resume"]).stderr
+    if said not in log:
+        fail(f"{what}: the resumed run did not say '{said}':\n" + log[-2000:])
+    compare(metrics("straight"), metrics("split"), "loss", EQUAL, what)
+    compare(metrics("straight"), metrics("split"), "grad_norm", EQUAL, what)
+
+
+def resume_fewer_ranks():
+    # 2 ranks to step 10, then 1 rank: it takes 2 accumulation steps for the same global batch of 4
+    # and continues the same training as an uninterrupted 2-rank run.
+    straight_then_split(config("run", steps=20, batch_size=2, checkpoint_every=10), 1,
+                        "on 1 rank(s) 2 accumulation steps of 2 keep it", "2 ranks straight vs 2 ranks then 1")
 
 
 def powersgd_resume():
     # PowerSGD's error feedback and Q are in the checkpoint: 2 ranks to step 10, then resumed,
-    # train as 2 ranks straight through (tolerance as in `equal`; without the state the gradient
-    # norm of step 11 was seen 12% off). On 1 rank the state is dropped, saying so.
+    # train as 2 ranks straight through (without the state the gradient norm of step 11 was seen
+    # 12% off). On 1 rank the state is dropped, saying so.
     cfg = config("psgd", steps=20, batch_size=2, checkpoint_every=10, gradient_compression="powersgd",
                  powersgd_warmup_steps=2)
-    train(cfg, "straight", ranks=2)
-    train(cfg, "split", ranks=2, extra=["--until", "10"])
-    log = train(cfg, "split", ranks=2, extra=["--resume"]).stderr
-    if "PowerSGD: error feedback and Q of" not in log:
-        fail("the resumed PowerSGD run did not take its state from the checkpoint:\n" + log[-2000:])
-    compare(metrics("straight"), metrics("split"), "loss", EQUAL, "PowerSGD 2 ranks straight vs resumed at step 10")
-    compare(metrics("straight"), metrics("split"), "grad_norm", EQUAL, "PowerSGD 2 ranks straight vs resumed at step 10")
+    straight_then_split(cfg, 2, "PowerSGD: error feedback and Q of", "PowerSGD 2 ranks straight vs resumed at step 10")
     one = train(cfg, "split", ranks=1, extra=["--resume", "--steps", "22"]).stderr
     if "PowerSGD state is not used by this run (one rank sums nothing): dropped" not in one:
         fail("resuming PowerSGD's checkpoint on 1 rank did not say its state is dropped:\n" + one[-2000:])

@@ -120,12 +120,18 @@ TEST(GradientExchange, Fp16OverflowIsReportedNotHidden) {
   EXPECT_FALSE(e.exchange({g.data()}, 1).finite);
 }
 
-TEST(GradientExchange, PowerSgdWarmsUpUncompressedAndLeavesSmallTensors) {
-  auto one = single_process();
+// PowerSGD's exchange options: factors of `rank`, `warmup` uncompressed steps first.
+ExchangeOptions powersgd(int64_t rank, int64_t warmup) {
   ExchangeOptions o;
   o.compression = Compression::PowerSgd;
-  o.powersgd_rank = 1;
-  o.powersgd_warmup_steps = 2;
+  o.powersgd_rank = rank;
+  o.powersgd_warmup_steps = warmup;
+  return o;
+}
+
+TEST(GradientExchange, PowerSgdWarmsUpUncompressedAndLeavesSmallTensors) {
+  auto one = single_process();
+  const ExchangeOptions o = powersgd(1, 2);
   // A 64 x 32 matrix (factors 96 of 2048 floats: compressed) and a bias (left as it is).
   GradientExchange e(*one, {{"w", {64, 32}}, {"b", {32}}}, o);
   std::vector<float> w = random_matrix(64 * 32, 1), b = random_matrix(32, 2);
@@ -142,10 +148,7 @@ TEST(GradientExchange, PowerSgdWarmsUpUncompressedAndLeavesSmallTensors) {
 // first exchange's own next one gives, bit for bit (same Q, error feedback and random engine).
 TEST(GradientExchange, PowerSgdStateSurvivesACheckpoint) {
   auto one = single_process();
-  ExchangeOptions o;
-  o.compression = Compression::PowerSgd;
-  o.powersgd_rank = 2;
-  o.powersgd_warmup_steps = 0;
+  ExchangeOptions o = powersgd(2, 0);
   const std::vector<GradientTensor> tensors = {{"w", {64, 32}}, {"b", {32}}};
   GradientExchange first(*one, tensors, o);
   std::vector<float> w = random_matrix(64 * 32, 1), b = random_matrix(32, 2);
