@@ -63,12 +63,19 @@ int prepare_data(const PrepareDataArgs& a, const frontend::ModelDefinition& mode
   const data::Tokenizer tokenizer(vocab, t.do_lower_case);
   const bool live = ::isatty(STDERR_FILENO) != 0;
   int last_pass = 0;
+  double last_logged = -1e9;
   const data::PrepareReport r = data::prepare_shards(o, tokenizer, vocab, [&](const data::PrepareProgress& p) {
-    // A terminal sees one line rewritten; a log a line each time (at most every half second).
-    if (live && p.pass != last_pass && last_pass != 0) log << "\n";  // pass 1's last line stays
+    // A terminal sees one line rewritten (every half second); a log a line every 10 s and at each
+    // pass's start.
+    const bool new_pass = p.pass != last_pass;
+    if (live && new_pass && last_pass != 0) log << "\n";  // pass 1's last line stays
     last_pass = p.pass;
-    if (live) log << "\r\033[K" << progress_line(p) << std::flush;
-    else log << progress_line(p) << "\n";
+    if (live) {
+      log << "\r\033[K" << progress_line(p) << std::flush;
+    } else if (new_pass || p.seconds - last_logged >= 10) {
+      log << progress_line(p) << "\n";
+      last_logged = p.seconds;
+    }
   });
   if (live) log << "\n";
   log << fmt::format("prepare-data: {} documents, {} sentences, {} tokens from {} -> {} examples in {} shards of {} "
