@@ -316,6 +316,7 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
   DataParallel dp(comm, program, t);
   dp.share_state(env, manifest_of(program), start);
   if (const std::string said = dp.restore_exchange_state(env); !said.empty() && start > 0) log << said << "\n";
+  std::erase_if(env, [](const auto& entry) { return entry.first.starts_with(kExchangeStatePrefix); });  // (taken)
   TrainSummary summary;
   const int64_t last = std::min(o.stop_after, t.steps);
   if (start >= last) {
