@@ -28,12 +28,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string trim(const std::string& s) {
-  const size_t b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos) return "";
-  return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
-}
-
 // A shard's documents on disk between the passes: per document its sentence count, then per
 // sentence its length and token ids (u32, u32, i32...).
 struct ScratchShard {
@@ -250,7 +244,7 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
     LineReader reader(file, round_bytes);
     std::string line;
     while (reader.next(line)) {
-      const std::string text = trim(line);
+      const std::string text = trim_line(line);
       if (text.empty()) {
         end_document();
       } else {

@@ -14,12 +14,6 @@
 namespace bertc::data {
 namespace {
 
-std::string trim(const std::string& s) {
-  const size_t b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos) return "";
-  return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
-}
-
 // Removes tokens from the longer of a and b, from its front or back at random, until they fit.
 void truncate_pair(std::vector<int64_t>& a, std::vector<int64_t>& b, size_t max_tokens, Rng& rng) {
   while (a.size() + b.size() > max_tokens) {
@@ -118,7 +112,7 @@ std::vector<Document> load_documents(const std::filesystem::path& path, const To
         last_report = std::chrono::steady_clock::now();
         progress(fmt::format("tokenized {} lines of {}", lines, file.filename().string()));
       }
-      const std::string text = trim(line);
+      const std::string text = trim_line(line);
       if (text.empty()) {
         if (!docs.back().empty()) docs.emplace_back();
         continue;

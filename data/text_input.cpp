@@ -18,6 +18,12 @@ bool is_text(const std::filesystem::path& p) {
 
 }  // namespace
 
+std::string trim_line(const std::string& s) {
+  const size_t b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
+}
+
 std::vector<std::filesystem::path> text_files(const std::filesystem::path& input) {
   std::error_code ec;
   if (std::filesystem::is_regular_file(input, ec)) return {input};

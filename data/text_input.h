@@ -14,6 +14,9 @@ namespace bertc::data {
 // Throws DataError naming the path when it is neither a file nor a folder holding text files.
 std::vector<std::filesystem::path> text_files(const std::filesystem::path& input);
 
+// A line without its surrounding spaces, tabs and line ends ("" for a blank line: a document's end).
+std::string trim_line(const std::string& line);
+
 // Lines of a text file, plain or gzip (zlib reads both; a .gz file must be gzip), with how far
 // into the file it is. NUL bytes are kept as they are; a line longer than `max_line` bytes is an
 // error (a file with no newlines would otherwise be read whole).
