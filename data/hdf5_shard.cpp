@@ -29,7 +29,7 @@ void write_shard(const std::filesystem::path& path, const std::vector<Example>&,
   no_hdf5(path);
 }
 ShardShape read_shard_shape(const std::filesystem::path& path) { no_hdf5(path); }
-std::vector<Example> read_shard(const std::filesystem::path& path) { no_hdf5(path); }
+PackedExamples read_shard(const std::filesystem::path& path) { no_hdf5(path); }
 
 }  // namespace bertc::data
 
@@ -300,12 +300,12 @@ void write_shard(const std::filesystem::path& path, const std::vector<Example>& 
 
 ShardShape read_shard_shape(const std::filesystem::path& path) { return inspect(path, nullptr); }
 
-std::vector<Example> read_shard(const std::filesystem::path& path) {
+PackedExamples read_shard(const std::filesystem::path& path) {
   Arrays a;
   inspect(path, &a);
-  std::vector<Example> examples;
-  examples.reserve(static_cast<size_t>(a.shape.examples));
+  PackedExamples examples;
   for (size_t e = 0; e < static_cast<size_t>(a.shape.examples); ++e) examples.push_back(unpack(a, e, path.string()));
+  examples.shrink_to_fit();
   return examples;
 }
 

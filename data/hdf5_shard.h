@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <vector>
 
+#include "data/packed_examples.h"
 #include "data/pretraining_data.h"
 
 namespace bertc::data {
@@ -40,6 +41,6 @@ ShardShape read_shard_shape(const std::filesystem::path& path);
 // Every example of the shard; the same refusals as read_shard_shape, and for a dataset whose data
 // cannot be read (a damaged file) or holds an impossible value (an input_mask that is not 1s then
 // 0s, a masked position outside the example). Reads and writes may come from several threads.
-std::vector<Example> read_shard(const std::filesystem::path& path);
+PackedExamples read_shard(const std::filesystem::path& path);
 
 }  // namespace bertc::data

@@ -297,7 +297,7 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
         for (int64_t s; !stopping && (s = next_shard++) < o.shards;) {
           const std::vector<Document> docs = read_scratch(shards[static_cast<size_t>(s)].path);
           ExampleOptions eo = o.examples;
-          eo.seed = o.examples.seed ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(s + 1));
+          eo.seed = shard_seed(o.examples.seed, s);
           const std::vector<Example> made = create_examples(docs, vocab, eo);
           write_shard(scratch.path / fmt::format("shard-{:05d}.hdf5", s), made, eo.max_seq_length,
                       eo.max_predictions_per_seq, vocab.pad());

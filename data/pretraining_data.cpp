@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "data/packed_examples.h"
 #include "data/text_input.h"
 
 namespace bertc::data {
@@ -47,8 +48,9 @@ void mask_tokens(Example& ex, const Vocab& vocab, const ExampleOptions& o, Rng& 
 
 // Pairs from one document: fill a chunk of sentences up to a target length, split it into A and
 // B (or a random B from another document), as create_instances_from_document does.
+template <typename Sink>
 void examples_from_document(const std::vector<Document>& docs, size_t doc_index, const Vocab& vocab,
-                            const ExampleOptions& o, Rng& rng, std::vector<Example>& out) {
+                            const ExampleOptions& o, Rng& rng, Sink& out) {
   const Document& doc = docs[doc_index];
   const int64_t max_tokens = o.max_seq_length - 3;  // [CLS], [SEP], [SEP]
   int64_t target = max_tokens;
@@ -127,43 +129,44 @@ std::vector<Document> load_documents(const std::filesystem::path& path, const To
   return docs;
 }
 
-std::vector<Example> create_examples(const std::vector<Document>& documents, const Vocab& vocab,
-                                     const ExampleOptions& o) {
+namespace {
+
+// Every copy's examples of every document, in the order they are made; `rng` then shuffles them.
+template <typename Sink>
+void make_examples(const std::vector<Document>& documents, const Vocab& vocab, const ExampleOptions& o, Rng& rng,
+                   Sink& out) {
   if (o.max_seq_length < 5) throw DataError("max_seq_length must leave room for [CLS] A [SEP] B [SEP]");
-  Rng rng(o.seed);
-  std::vector<Example> out;
   for (int64_t dupe = 0; dupe < o.dupe_factor; ++dupe)
     for (size_t d = 0; d < documents.size(); ++d) examples_from_document(documents, d, vocab, o, rng, out);
+  if (out.size() == 0) throw DataError("the training text yields no sentence pairs (need at least two sentences)");
+}
+
+}  // namespace
+
+std::vector<Example> create_examples(const std::vector<Document>& documents, const Vocab& vocab,
+                                     const ExampleOptions& o) {
+  Rng rng(o.seed);
+  std::vector<Example> out;
+  make_examples(documents, vocab, o, rng, out);
   rng.shuffle(out);
-  if (out.empty()) throw DataError("the training text yields no sentence pairs (need at least two sentences)");
   return out;
 }
 
-ExamplesInMemory::ExamplesInMemory(std::vector<Example> examples, uint64_t seed)
-    : examples_(std::move(examples)), seed_(seed) {
-  if (examples_.empty()) throw DataError("no training examples");
+PackedExamples create_packed_examples(const std::vector<Document>& documents, const Vocab& vocab,
+                                      const ExampleOptions& o) {
+  Rng rng(o.seed);
+  PackedExamples made;
+  make_examples(documents, vocab, o, rng, made);
+  // The same draws as create_examples' shuffle, applied to indices: the same order.
+  std::vector<size_t> order(made.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  rng.shuffle(order);
+  return made.reordered(order);
 }
 
-const std::vector<size_t>& ExamplesInMemory::epoch_order(int64_t epoch) const {
-  if (epoch != cached_epoch_) {
-    cached_order_.resize(examples_.size());
-    for (size_t i = 0; i < cached_order_.size(); ++i) cached_order_[i] = i;
-    Rng rng(seed_ ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(epoch + 1)));
-    rng.shuffle(cached_order_);
-    cached_epoch_ = epoch;
-  }
-  return cached_order_;
+uint64_t shard_seed(uint64_t seed, int64_t shard) {
+  return seed ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(shard + 1));
 }
-
-Example ExamplesInMemory::example(int64_t index) const {
-  const auto n = static_cast<int64_t>(examples_.size());
-  return examples_[epoch_order(index / n)[static_cast<size_t>(index % n)]];
-}
-
-BatchStream::BatchStream(std::vector<Example> examples, int64_t batch_size, int64_t seq_len, int64_t predictions,
-                         int64_t pad_id, uint64_t seed)
-    : BatchStream(std::make_shared<ExamplesInMemory>(std::move(examples), seed), batch_size, seq_len, predictions,
-                  pad_id) {}
 
 BatchStream::BatchStream(std::shared_ptr<const ExampleSource> source, int64_t batch_size, int64_t seq_len,
                          int64_t predictions, int64_t pad_id)

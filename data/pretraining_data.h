@@ -43,6 +43,16 @@ struct Example {
 std::vector<Example> create_examples(const std::vector<Document>& documents, const Vocab& vocab,
                                      const ExampleOptions& options);
 
+class PackedExamples;
+
+// The same examples in the same order, packed (data/packed_examples.h); made without the
+// Example vectors' memory (a shard's examples at once).
+PackedExamples create_packed_examples(const std::vector<Document>& documents, const Vocab& vocab,
+                                      const ExampleOptions& options);
+
+// The seed of shard s's examples (prepare-data's shards, and text shards in memory) for a seed.
+uint64_t shard_seed(uint64_t seed, int64_t shard);
+
 // One batch in the original BERT format, padded: [B,S] ids, types, mask; [B,P] positions, ids,
 // weights; [B] next-sentence labels (1 = random next).
 struct Batch {
@@ -62,27 +72,10 @@ class ExampleSource {
   virtual Example example(int64_t index) const = 0;
 };
 
-// A fixed example set in memory, each epoch shuffled by (seed, epoch).
-class ExamplesInMemory : public ExampleSource {
- public:
-  ExamplesInMemory(std::vector<Example> examples, uint64_t seed);
-  int64_t size() const override { return static_cast<int64_t>(examples_.size()); }
-  Example example(int64_t index) const override;
-
- private:
-  const std::vector<size_t>& epoch_order(int64_t epoch) const;
-  std::vector<Example> examples_;
-  uint64_t seed_;
-  mutable int64_t cached_epoch_ = -1;
-  mutable std::vector<size_t> cached_order_;
-};
-
 // Batches of a source: micro-batch k holds its examples k*B .. k*B+B-1. Resuming at micro-batch k
 // continues exactly where an uninterrupted run would be.
 class BatchStream {
  public:
-  BatchStream(std::vector<Example> examples, int64_t batch_size, int64_t seq_len, int64_t predictions,
-              int64_t pad_id, uint64_t seed);
   BatchStream(std::shared_ptr<const ExampleSource> source, int64_t batch_size, int64_t seq_len, int64_t predictions,
               int64_t pad_id);
   Batch batch(int64_t micro_batch) const;

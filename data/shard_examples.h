@@ -1,40 +1,49 @@
-// Training examples from a folder of HDF5 shards (data/hdf5_shard.h), read a shard at a time:
-// epoch e takes the shards in an order shuffled by (seed, e) and each shard's examples in an order
-// shuffled by (seed, e, shard), as NVIDIA's BERT loader orders them. Unlike NVIDIA's loader, which
-// gives rank r every world-th shard, every rank reads the same sequence and the trainer deals its
-// micro-batches round the ranks: the examples of a global batch, and a resumed run, then do not
-// depend on the number of ranks (each rank reads every shard; its memory holds two at most: the
-// one in use and the next, read ahead on a thread of its own — while a shard is read, its padded
-// arrays and its examples are both in memory).
+// Training examples a shard at a time, from any set of shards (HDF5 files: data/shard_files.h;
+// text made into examples in memory: data/text_shards.h): epoch e takes the shards in an order
+// shuffled by (seed, e) and each shard's examples in an order shuffled by (seed, e, shard), as
+// NVIDIA's BERT loader orders them. Unlike NVIDIA's loader, which gives rank r every world-th
+// shard, every rank reads the same sequence and the trainer deals its micro-batches round the
+// ranks: the examples of a global batch, and a resumed run, then do not depend on the number of
+// ranks (each rank reads every shard). Memory holds two shards at most: the one in use and the
+// next, read ahead on a thread of its own.
 #pragma once
 
 #include <cstdint>
-#include <filesystem>
 #include <future>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
+#include "data/packed_examples.h"
 #include "data/pretraining_data.h"
 
 namespace bertc::data {
 
-class ShardExamples : public ExampleSource {
+// Where ShardedExamples' shards come from. examples(s) is known before anything trains; load(s)
+// makes or reads shard s, from the loader thread or the read-ahead's (one call at a time).
+class ShardSet {
  public:
-  // Checks every shard before anything trains (DataError naming the file and dataset, or the config
-  // key to change): readable, complete, and of seq_len tokens and `predictions` predictions.
-  // Token ids at or above vocab_size, and segments at or above type_vocab_size, are refused when
-  // their shard is read.
-  ShardExamples(std::vector<std::filesystem::path> files, int64_t seq_len, int64_t predictions, int64_t vocab_size,
-                int64_t type_vocab_size, uint64_t seed);
-  ~ShardExamples() override;
+  virtual ~ShardSet() = default;
+  virtual size_t shards() const = 0;
+  virtual int64_t examples(size_t shard) const = 0;
+  virtual PackedExamples load(size_t shard) const = 0;
+  // The shard in messages: its file, or which part of which text.
+  virtual std::string name(size_t shard) const = 0;
+};
+
+class ShardedExamples : public ExampleSource {
+ public:
+  ShardedExamples(std::shared_ptr<const ShardSet> shards, uint64_t seed);
+  ~ShardedExamples() override;
   int64_t size() const override { return total_; }
   Example example(int64_t index) const override;
   // The shards in memory now, the one read ahead included (at most 2).
   size_t shards_in_memory() const;
+  const ShardSet& shard_set() const { return *set_; }
 
  private:
-  using Loaded = std::shared_ptr<const std::vector<Example>>;
+  using Loaded = std::shared_ptr<const PackedExamples>;
   struct Epoch {
     int64_t number = -1;
     std::vector<size_t> order;    // shard indices
@@ -43,9 +52,9 @@ class ShardExamples : public ExampleSource {
   const Epoch& epoch(int64_t e) const;
   Loaded load(size_t shard) const;
 
-  std::vector<std::filesystem::path> files_;
+  std::shared_ptr<const ShardSet> set_;
   std::vector<int64_t> counts_;
-  int64_t total_ = 0, vocab_size_, type_vocab_size_;
+  int64_t total_ = 0;
   uint64_t seed_;
   mutable std::mutex mutex_;
   mutable Epoch epochs_[2];  // the current epoch and the next (the read-ahead's), by parity

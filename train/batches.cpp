@@ -7,6 +7,8 @@
 
 #include "data/prepare_shards.h"
 #include "data/shard_examples.h"
+#include "data/shard_files.h"
+#include "data/text_shards.h"
 #include "ir/value_names.h"
 #include "train/initialize.h"
 
@@ -45,26 +47,31 @@ data::BatchStream open_batch_stream(const frontend::Config& c, const std::filesy
     throw data::DataError(fmt::format("{} has {} tokens but [model] vocab_size = {}: set vocab_size to at least {}",
                                       vocab_path.string(), vocab.size(), c.model.vocab_size, vocab.size()));
   // Shards (a folder of them, or one): read a shard at a time.
-  std::vector<std::filesystem::path> shards = data::shard_files(data_path);
+  std::vector<std::filesystem::path> files = data::shard_files(data_path);
   const std::string ext = data_path.extension().string();
-  if (shards.empty() && (ext == ".hdf5" || ext == ".h5")) shards = {data_path};
-  if (!shards.empty()) {
-    auto source = std::make_shared<data::ShardExamples>(shards, t.seq_len, t.max_predictions_per_seq,
-                                                        c.model.vocab_size, c.model.type_vocab_size,
-                                                        static_cast<uint64_t>(t.seed));
-    log << fmt::format("data: {} shard(s) in {}, {} examples, read a shard at a time (vocabulary of {} from {})\n",
-                       shards.size(), data_path.string(), source->size(), vocab.size(), vocab_path.string());
-    return data::BatchStream(std::move(source), t.batch_size, t.seq_len, t.max_predictions_per_seq, vocab.pad());
+  if (files.empty() && (ext == ".hdf5" || ext == ".h5")) files = {data_path};
+  std::shared_ptr<const data::ShardSet> shards;
+  if (!files.empty()) {
+    shards = std::make_shared<data::ShardFiles>(files, t.seq_len, t.max_predictions_per_seq, c.model.vocab_size,
+                                                c.model.type_vocab_size);
+    log << fmt::format("data: {} shard(s) in {}", files.size(), data_path.string());
+  } else {
+    // Text: its examples made a shard at a time, in memory.
+    const data::Tokenizer tokenizer(vocab, t.do_lower_case);
+    auto docs = data::load_documents(data_path, tokenizer, [&](const std::string& m) { log << "data: " << m << "\n"; });
+    const size_t documents = docs.size();
+    const int64_t count = t.text_shards > 0 ? t.text_shards : data::TextShards::automatic_shards(docs);
+    const data::ExampleOptions options{t.seq_len,        t.max_predictions_per_seq, t.masked_lm_prob,
+                                       t.short_seq_prob, t.dupe_factor,             static_cast<uint64_t>(t.seed)};
+    shards = std::make_shared<data::TextShards>(std::move(docs), vocab, options, count, data_path.string(),
+                                                "[train] text_shards");
+    log << fmt::format("data: {} documents from {} in {} text shard(s) (dupe_factor {})", documents,
+                       data_path.string(), count, t.dupe_factor);
   }
-  const data::Tokenizer tokenizer(vocab, t.do_lower_case);
-  auto docs = data::load_documents(data_path, tokenizer, [&](const std::string& m) { log << "data: " << m << "\n"; });
-  const data::ExampleOptions options{t.seq_len,        t.max_predictions_per_seq, t.masked_lm_prob,
-                                     t.short_seq_prob, t.dupe_factor,             static_cast<uint64_t>(t.seed)};
-  auto examples = data::create_examples(docs, vocab, options);
-  log << fmt::format("data: {} documents from {}, {} examples (dupe_factor {}), vocabulary of {} from {}\n", docs.size(),
-                     data_path.string(), examples.size(), t.dupe_factor, vocab.size(), vocab_path.string());
-  return data::BatchStream(std::move(examples), t.batch_size, t.seq_len, t.max_predictions_per_seq, vocab.pad(),
-                           static_cast<uint64_t>(t.seed));
+  auto source = std::make_shared<data::ShardedExamples>(shards, static_cast<uint64_t>(t.seed));
+  log << fmt::format(", {} examples, a shard at a time (vocabulary of {} from {})\n", source->size(), vocab.size(),
+                     vocab_path.string());
+  return data::BatchStream(std::move(source), t.batch_size, t.seq_len, t.max_predictions_per_seq, vocab.pad());
 }
 
 data::Batch synthetic_batch(const frontend::Config& c, uint64_t seed) {

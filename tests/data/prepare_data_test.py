@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """bertc prepare-data end to end: the bundled corpus into shards, deterministic whatever the
 threads, the same from .txt.gz as from .txt, and every refusal naming what to change; then
-training from those shards: a resumed run repeats an uninterrupted one, 2 ranks train as 1 rank
+training from those shards: the text itself in as many text shards trains alike, a resumed run
+repeats an uninterrupted one, 2 ranks train as 1 rank
 with twice the accumulation, and a damaged shard is refused before anything trains.
 
 usage: prepare_data_test.py BERTC SOURCE_DIR WORK_DIR
@@ -119,8 +120,17 @@ def losses(run):
 
 
 log = train("straight").stderr
-if "data: 4 shard(s) in" not in log or "read a shard at a time" not in log:
+if "data: 4 shard(s) in" not in log or "a shard at a time" not in log:
     fail("training did not read the shards:\n" + log[-1500:])
+# Text trains as its shards do: text_shards = 4 makes in memory the examples prepare-data --shards 4
+# wrote, and the trainer reads them in the same order, so every loss and gradient norm is equal.
+as_text = re.sub(r'^data = .*$', f'data = "{CORPUS}"', text, flags=re.M).replace("[train]\n", "[train]\ntext_shards = 4\n", 1)
+open(os.path.join(WORK, "text.toml"), "w").write(as_text)
+text_log = train("from-text", config=os.path.join(WORK, "text.toml")).stderr
+if "in 4 text shard(s)" not in text_log:
+    fail("training from text did not make 4 text shards:\n" + text_log[-1500:])
+if losses("from-text") != losses("straight"):
+    fail(f"text with text_shards = 4 trained otherwise than its 4 shards:\n{losses('from-text')}\n{losses('straight')}")
 train("split", "--until", "10")
 train("split", "--resume")
 if losses("straight") != losses("split"):

@@ -3,7 +3,12 @@
 
 #include <cmath>
 
+#include <set>
+
+#include "data/packed_examples.h"
 #include "data/pretraining_data.h"
+#include "data/shard_examples.h"
+#include "data/text_shards.h"
 
 namespace bertc::data {
 namespace {
@@ -58,6 +63,21 @@ std::vector<Document> documents() {
   for (int d = 0; d < 20; ++d) {
     Document doc;
     for (int s = 0; s < 6; ++s) doc.push_back(t.encode(s % 2 ? "the cat sat ." : "a dog ran , hello the cat ."));
+    docs.push_back(doc);
+  }
+  return docs;
+}
+
+// Documents that differ: document d's sentences are ids of its own pattern (words of the vocab).
+std::vector<Document> varied_documents() {
+  std::vector<Document> docs;
+  for (int64_t d = 0; d < 10; ++d) {
+    Document doc;
+    for (int64_t s = 0; s < 3 + d % 3; ++s) {
+      std::vector<int64_t> sentence;
+      for (int64_t k = 0; k < 4 + (d + s) % 5; ++k) sentence.push_back(5 + (d * 7 + s * 3 + k) % 18);
+      doc.push_back(sentence);
+    }
     docs.push_back(doc);
   }
   return docs;
@@ -124,7 +144,14 @@ TEST(PretrainingData, DeterministicAndBatchedInEpochs) {
   const auto b = create_examples(documents(), v, o);
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].tokens, b[i].tokens);
-  const BatchStream stream(a, 4, 32, 5, v.pad(), 7);
+  // A stream over one text shard holds that shard's examples (the shard seed's).
+  ExampleOptions shard_options = o;
+  shard_options.seed = shard_seed(o.seed, 0);
+  const auto expected = create_examples(documents(), v, shard_options);
+  const BatchStream stream(std::make_shared<ShardedExamples>(
+                               std::make_shared<TextShards>(documents(), v, o, 1, "test-text", "text_shards"), 7),
+                           4, 32, 5, v.pad());
+  ASSERT_EQ(stream.examples(), static_cast<int64_t>(expected.size()));
   const Batch first = stream.batch(3), again = stream.batch(3);
   EXPECT_EQ(first.input_ids, again.input_ids);
   EXPECT_EQ(first.input_ids.size(), 4u * 32);
@@ -132,16 +159,90 @@ TEST(PretrainingData, DeterministicAndBatchedInEpochs) {
   for (int64_t r = 0; r < 4; ++r) {
     const int64_t real = std::count(first.attention_mask.begin() + r * 32, first.attention_mask.begin() + r * 32 + 32, 1);
     for (int64_t i = real; i < 32; ++i) EXPECT_EQ(first.input_ids[r * 32 + i], v.pad());
+    const int64_t predicted = std::count(first.masked_lm_weights.begin() + r * 5, first.masked_lm_weights.begin() + r * 5 + 5, 1.0f);
+    for (int64_t i = predicted; i < 5; ++i) EXPECT_EQ(first.masked_lm_weights[r * 5 + i], 0.0f);
   }
-  // One epoch visits every example once.
+  // One epoch's full batches are examples of the set, none twice more often than it holds them.
+  auto row = [](const std::vector<int64_t>& ids, size_t begin, size_t n) {
+    return std::vector<int64_t>(ids.begin() + begin, ids.begin() + begin + n);
+  };
+  std::multiset<std::vector<int64_t>> all;
+  for (const Example& ex : expected) {
+    std::vector<int64_t> padded = ex.tokens;
+    padded.resize(32, v.pad());
+    all.insert(padded);
+  }
   const int64_t per_epoch = stream.examples() / 4;
-  std::multiset<std::vector<int64_t>> seen;
   for (int64_t k = 0; k < per_epoch; ++k) {
     const Batch batch = stream.batch(k);
-    for (int64_t r = 0; r < 4; ++r)
-      seen.insert(std::vector<int64_t>(batch.input_ids.begin() + r * 32, batch.input_ids.begin() + r * 32 + 32));
+    for (size_t r = 0; r < 4; ++r) {
+      const auto it = all.find(row(batch.input_ids, r * 32, 32));
+      ASSERT_NE(it, all.end()) << "micro-batch " << k << " row " << r << " is no example of the set";
+      all.erase(it);
+    }
   }
-  EXPECT_EQ(static_cast<int64_t>(seen.size()), per_epoch * 4);
+  EXPECT_EQ(static_cast<int64_t>(all.size()), stream.examples() - per_epoch * 4);
+}
+
+TEST(PretrainingData, PackedExamplesAreTheExamplesInOrder) {
+  const Vocab v = small_vocab();
+  ExampleOptions o;
+  o.max_seq_length = 32;
+  o.max_predictions_per_seq = 5;
+  const auto plain = create_examples(documents(), v, o);
+  const PackedExamples packed = create_packed_examples(documents(), v, o);
+  ASSERT_EQ(packed.size(), plain.size());
+  for (size_t i = 0; i < plain.size(); ++i) {
+    const Example e = packed[i];
+    EXPECT_EQ(e.tokens, plain[i].tokens) << i;
+    EXPECT_EQ(e.segment_ids, plain[i].segment_ids) << i;
+    EXPECT_EQ(e.masked_positions, plain[i].masked_positions) << i;
+    EXPECT_EQ(e.masked_labels, plain[i].masked_labels) << i;
+    EXPECT_EQ(e.is_random_next, plain[i].is_random_next) << i;
+  }
+  // Several times smaller than the vectors (4 + 1 bytes a token against 16 and the headers).
+  uint64_t vector_bytes = 0;
+  for (const Example& e : plain)
+    vector_bytes += sizeof(Example) + 8 * (e.tokens.size() + e.segment_ids.size() + e.masked_positions.size() +
+                                           e.masked_labels.size());
+  EXPECT_LT(packed.bytes() * 3, vector_bytes);
+  Example too_big = plain[0];
+  too_big.segment_ids[0] = 300;  // not an int8
+  PackedExamples refused;
+  EXPECT_THROW(refused.push_back(too_big), DataError);
+}
+
+TEST(TextShards, DocumentDGoesToShardDModNWithTheShardsSeed) {
+  const Vocab v = small_vocab();
+  ExampleOptions o;
+  o.max_seq_length = 32;
+  o.max_predictions_per_seq = 5;
+  const std::vector<Document> docs = varied_documents();
+  const TextShards shards(docs, v, o, 3, "test-text", "[train] text_shards", 2);
+  ASSERT_EQ(shards.shards(), 3u);
+  for (size_t s = 0; s < 3; ++s) {
+    std::vector<Document> part;
+    for (size_t d = s; d < docs.size(); d += 3) part.push_back(docs[d]);
+    ExampleOptions so = o;
+    so.seed = shard_seed(o.seed, static_cast<int64_t>(s));
+    const auto expected = create_examples(part, v, so);
+    const PackedExamples made = shards.load(s);
+    ASSERT_EQ(shards.examples(s), static_cast<int64_t>(expected.size()));
+    ASSERT_EQ(made.size(), expected.size());
+    for (size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(made[i].tokens, expected[i].tokens) << s << " " << i;
+    if (s > 0) {  // (another shard's documents, or seed, would give other examples)
+      ExampleOptions other = o;
+      other.seed = shard_seed(o.seed, 0);
+      EXPECT_NE(create_examples(part, v, other)[0].tokens, made[0].tokens);
+    }
+  }
+  try {
+    TextShards(docs, v, o, static_cast<int64_t>(docs.size()) + 1, "test-text", "[train] text_shards");
+    ADD_FAILURE() << "more shards than documents accepted";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("set [train] text_shards between 1 and"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(TextShards::automatic_shards(docs), 1);  // a few tokens: one shard
 }
 
 }  // namespace

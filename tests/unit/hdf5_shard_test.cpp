@@ -54,7 +54,7 @@ TEST(Hdf5Shard, RoundTripsExamples) {
   EXPECT_EQ(s.examples, 2);
   EXPECT_EQ(s.seq_len, 8);
   EXPECT_EQ(s.predictions, 3);
-  const std::vector<Example> back = read_shard(path);
+  const PackedExamples back = read_shard(path);
   ASSERT_EQ(back.size(), 2u);
   EXPECT_TRUE(same(back[0], some_examples()[0]));
   EXPECT_TRUE(same(back[1], some_examples()[1]));
@@ -94,7 +94,7 @@ std::filesystem::path nvidia_file(const std::string& name, const std::string& sk
 }
 
 TEST(Hdf5Shard, ReadsNvidiasLayout) {
-  const std::vector<Example> e = read_shard(nvidia_file("nvidia.hdf5"));
+  const PackedExamples e = read_shard(nvidia_file("nvidia.hdf5"));
   ASSERT_EQ(e.size(), 1u);
   EXPECT_EQ(e[0].tokens, (std::vector<int64_t>{101, 7592, 2088, 102, 2003, 102}));
   EXPECT_EQ(e[0].segment_ids, (std::vector<int64_t>{0, 0, 0, 0, 1, 1}));

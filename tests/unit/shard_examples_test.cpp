@@ -1,4 +1,4 @@
-// data/shard_examples: every epoch is every shard's every example once, in an order fixed by the
+// data/shard_examples and data/shard_files: every epoch is every shard's every example once, in an order fixed by the
 // seed and the epoch; two shards in memory at most while it is read through; shards that do not
 // fit the config are refused before training, naming the file and the key.
 #include <map>
@@ -8,6 +8,7 @@
 
 #include "data/hdf5_shard.h"
 #include "data/shard_examples.h"
+#include "data/shard_files.h"
 #include "data/vocab.h"
 
 namespace bertc::data {
@@ -36,9 +37,10 @@ std::vector<std::filesystem::path> make_shards(const std::string& name, const st
   return files;
 }
 
-TEST(ShardExamples, EveryEpochIsEveryExampleOnceInASeededOrder) {
+TEST(ShardedExamples, EveryEpochIsEveryExampleOnceInASeededOrder) {
   const auto files = make_shards("epochs", {5, 3, 4});
-  ShardExamples a(files, 8, 2, 1000, 2, 7), b(files, 8, 2, 1000, 2, 7), other(files, 8, 2, 1000, 2, 8);
+  const auto set = std::make_shared<ShardFiles>(files, 8, 2, 1000, 2);
+  ShardedExamples a(set, 7), b(set, 7), other(set, 8);
   EXPECT_EQ(a.size(), 12);
   std::vector<int64_t> first, second, seeded;
   size_t most = 0;
@@ -59,11 +61,11 @@ TEST(ShardExamples, EveryEpochIsEveryExampleOnceInASeededOrder) {
   for (int64_t i = 0; i < 12; ++i) others.push_back(other.example(i).tokens[1]);
   EXPECT_NE(others, first);
   // A jump (resuming at example 29) gives what reading through gave.
-  ShardExamples resumed(files, 8, 2, 1000, 2, 7);
+  ShardedExamples resumed(set, 7);
   EXPECT_EQ(resumed.example(29).tokens[1], seeded[29 - 24]);
 }
 
-TEST(ShardExamples, RefusesShardsThatDoNotFitTheConfig) {
+TEST(ShardedExamples, RefusesShardsThatDoNotFitTheConfig) {
   const auto files = make_shards("refusals", {2});
   auto refusal = [](const std::function<void()>& f) {
     try {
@@ -73,14 +75,14 @@ TEST(ShardExamples, RefusesShardsThatDoNotFitTheConfig) {
     }
     return std::string("(accepted)");
   };
-  EXPECT_NE(refusal([&] { ShardExamples(files, 16, 2, 1000, 2, 1); }).find("[train] seq_len is 16: set seq_len = 8"),
+  EXPECT_NE(refusal([&] { ShardFiles(files, 16, 2, 1000, 2); }).find("[train] seq_len is 16: set seq_len = 8"),
             std::string::npos);
-  EXPECT_NE(refusal([&] { ShardExamples(files, 8, 3, 1000, 2, 1); }).find("set max_predictions_per_seq = 2"),
+  EXPECT_NE(refusal([&] { ShardFiles(files, 8, 3, 1000, 2); }).find("set max_predictions_per_seq = 2"),
             std::string::npos);
-  ShardExamples one_segment(files, 8, 2, 1000, 1, 1);  // segment 1 is past a type_vocab_size of 1
+  ShardedExamples one_segment(std::make_shared<ShardFiles>(files, 8, 2, 1000, 1), 1);  // segment 1 is past a type_vocab_size of 1
   const std::string segments = refusal([&] { one_segment.example(0); });
   EXPECT_NE(segments.find("dataset 'segment_ids'"), std::string::npos) << segments;
-  ShardExamples small_vocab(files, 8, 2, 11, 2, 1);  // token 11 is past a vocabulary of 11
+  ShardedExamples small_vocab(std::make_shared<ShardFiles>(files, 8, 2, 11, 2), 1);  // token 11 is past a vocabulary of 11
   const std::string why = refusal([&] {
     for (int64_t i = 0; i < 2; ++i) small_vocab.example(i);
   });
