@@ -7,6 +7,7 @@
 #include <chrono>
 #include <exception>
 #include <queue>
+#include <set>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
@@ -197,20 +198,28 @@ std::map<std::string, int64_t> count_words(const std::filesystem::path& input, c
 
 VocabTrainResult train_wordpiece(const std::map<std::string, int64_t>& word_counts, const VocabTrainOptions& o) {
   VocabTrainResult r;
-  // The alphabet: every character, first in a word as itself, elsewhere as ##character; the most
-  // frequent limit_alphabet of them (ties: the one that sorts first).
+  // The alphabet, as tokenizers' trainer makes it: the limit_alphabet most frequent characters
+  // (ties: the one that sorts first), each as itself and, where it is seen inside a word, as
+  // ##character too.
   std::map<std::string, int64_t> frequency;
+  std::set<std::string> inside;
   for (const auto& [word, count] : word_counts) {
     r.words += count;
     const std::vector<std::string> chars = characters(word);
-    for (size_t i = 0; i < chars.size(); ++i) frequency[i == 0 ? chars[i] : "##" + chars[i]] += count;
+    for (size_t i = 0; i < chars.size(); ++i) {
+      frequency[chars[i]] += count;
+      if (i > 0) inside.insert(chars[i]);
+    }
   }
   r.distinct_words = static_cast<int64_t>(word_counts.size());
   std::vector<std::pair<std::string, int64_t>> ranked(frequency.begin(), frequency.end());
   std::stable_sort(ranked.begin(), ranked.end(), [](const auto& x, const auto& y) { return x.second > y.second; });
   if (static_cast<int64_t>(ranked.size()) > o.limit_alphabet) ranked.resize(static_cast<size_t>(o.limit_alphabet));
   std::vector<std::string> alphabet;
-  for (const auto& entry : ranked) alphabet.push_back(entry.first);
+  for (const auto& entry : ranked) {
+    alphabet.push_back(entry.first);
+    if (inside.count(entry.first)) alphabet.push_back("##" + entry.first);
+  }
   std::sort(alphabet.begin(), alphabet.end());
   const int64_t fixed = static_cast<int64_t>(std::size(kSpecials) + alphabet.size());
   if (o.size < fixed)
@@ -234,6 +243,7 @@ VocabTrainResult train_wordpiece(const std::map<std::string, int64_t>& word_coun
   r.merges = m.run(static_cast<size_t>(o.size), o.min_frequency);
   r.tokens = m.tokens;
   r.alphabet = static_cast<int64_t>(alphabet.size());
+  r.characters = static_cast<int64_t>(ranked.size());
   r.size_reached = static_cast<int64_t>(r.tokens.size()) >= o.size;
   return r;
 }

@@ -22,7 +22,8 @@ struct VocabTrainOptions {
 
 struct VocabTrainResult {
   std::vector<std::string> tokens;  // [PAD] [UNK] [CLS] [SEP] [MASK], the alphabet, the merges
-  int64_t words = 0, distinct_words = 0, alphabet = 0, merges = 0;
+  int64_t words = 0, distinct_words = 0, merges = 0;
+  int64_t characters = 0, alphabet = 0;  // characters kept; their tokens (c, and ##c where seen inside a word)
   bool size_reached = false;        // false: the text ran out of pairs to merge first
 };
 

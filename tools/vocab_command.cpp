@@ -51,9 +51,9 @@ int train_vocab(const VocabArgs& a, const frontend::ModelDefinition& model, std:
   for (const std::string& t : r.tokens) text += t + "\n";
   write_output(a.output, text);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
-  log << fmt::format("vocab: {} tokens ({} special, {} characters, {} merges) from {} words ({} distinct) of {} in "
+  log << fmt::format("vocab: {} tokens ({} special, {} alphabet of {} characters, {} merges) from {} words ({} distinct) of {} in "
                      "{:.1f} s -> {}{}\n",
-                     r.tokens.size(), 5, r.alphabet, r.merges, r.words, r.distinct_words, input.string(), seconds,
+                     r.tokens.size(), 5, r.alphabet, r.characters, r.merges, r.words, r.distinct_words, input.string(), seconds,
                      a.output,
                      r.size_reached ? ""
                                     : fmt::format(" (fewer than the {} asked: no pair left seen {} times or more)",
