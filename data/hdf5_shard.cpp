@@ -303,9 +303,16 @@ ShardShape read_shard_shape(const std::filesystem::path& path) { return inspect(
 PackedExamples read_shard(const std::filesystem::path& path) {
   Arrays a;
   inspect(path, &a);
+  // Reserved exactly (the mask's 1s are the tokens; predictions up to a row's first 0 position), so
+  // that the packed set needs no growing or copying beside the padded arrays.
+  const size_t rows = static_cast<size_t>(a.shape.examples), P = static_cast<size_t>(a.shape.predictions);
+  size_t tokens = 0, predictions = 0;
+  for (int8_t m : a.input_mask) tokens += m == 1;
+  for (size_t r = 0; r < rows; ++r)
+    for (size_t j = 0; j < P && a.positions[r * P + j] != 0; ++j) ++predictions;
   PackedExamples examples;
-  for (size_t e = 0; e < static_cast<size_t>(a.shape.examples); ++e) examples.push_back(unpack(a, e, path.string()));
-  examples.shrink_to_fit();
+  examples.reserve(rows, tokens, predictions);
+  for (size_t e = 0; e < rows; ++e) examples.push_back(unpack(a, e, path.string()));
   return examples;
 }
 

@@ -1,6 +1,7 @@
 // Examples packed into flat arrays (see packed_examples.h).
 #include "data/packed_examples.h"
 
+#include <algorithm>
 #include <limits>
 
 #include <fmt/format.h>
@@ -23,17 +24,40 @@ PackedExamples::PackedExamples() : token_starts_{0}, prediction_starts_{0} {}
 void PackedExamples::push_back(const Example& ex) {
   if (ex.segment_ids.size() != ex.tokens.size() || ex.masked_labels.size() != ex.masked_positions.size())
     throw DataError("an example's tokens and segments, or positions and labels, differ in number");
+  // Checked whole before anything is appended: a refused example leaves the set as it was.
   for (size_t i = 0; i < ex.tokens.size(); ++i) {
-    tokens_.push_back(narrowed<int32_t>(ex.tokens[i], "token"));
-    segments_.push_back(narrowed<int8_t>(ex.segment_ids[i], "segment"));
+    narrowed<int32_t>(ex.tokens[i], "token");
+    narrowed<int8_t>(ex.segment_ids[i], "segment");
   }
   for (size_t i = 0; i < ex.masked_positions.size(); ++i) {
-    positions_.push_back(narrowed<int32_t>(ex.masked_positions[i], "masked position"));
-    labels_.push_back(narrowed<int32_t>(ex.masked_labels[i], "masked label"));
+    narrowed<int32_t>(ex.masked_positions[i], "masked position");
+    narrowed<int32_t>(ex.masked_labels[i], "masked label");
+  }
+  for (size_t i = 0; i < ex.tokens.size(); ++i) {
+    tokens_.push_back(static_cast<int32_t>(ex.tokens[i]));
+    segments_.push_back(static_cast<int8_t>(ex.segment_ids[i]));
+  }
+  for (size_t i = 0; i < ex.masked_positions.size(); ++i) {
+    positions_.push_back(static_cast<int32_t>(ex.masked_positions[i]));
+    labels_.push_back(static_cast<int32_t>(ex.masked_labels[i]));
   }
   random_next_.push_back(ex.is_random_next ? 1 : 0);
   token_starts_.push_back(tokens_.size());
   prediction_starts_.push_back(positions_.size());
+}
+
+void PackedExamples::reserve(size_t examples, size_t tokens, size_t predictions) {
+  tokens_.reserve(tokens), segments_.reserve(tokens), positions_.reserve(predictions), labels_.reserve(predictions);
+  random_next_.reserve(examples), token_starts_.reserve(examples + 1), prediction_starts_.reserve(examples + 1);
+}
+
+size_t PackedExamples::example_of_token(size_t i) const {
+  return static_cast<size_t>(std::upper_bound(token_starts_.begin(), token_starts_.end(), i) - token_starts_.begin()) - 1;
+}
+
+size_t PackedExamples::example_of_prediction(size_t i) const {
+  return static_cast<size_t>(std::upper_bound(prediction_starts_.begin(), prediction_starts_.end(), i) -
+                             prediction_starts_.begin()) - 1;
 }
 
 Example PackedExamples::operator[](size_t e) const {
@@ -50,10 +74,7 @@ Example PackedExamples::operator[](size_t e) const {
 
 PackedExamples PackedExamples::reordered(const std::vector<size_t>& order) const {
   PackedExamples out;
-  out.tokens_.reserve(tokens_.size()), out.segments_.reserve(segments_.size());
-  out.positions_.reserve(positions_.size()), out.labels_.reserve(labels_.size());
-  out.random_next_.reserve(order.size()), out.token_starts_.reserve(order.size() + 1);
-  out.prediction_starts_.reserve(order.size() + 1);
+  out.reserve(order.size(), tokens_.size(), positions_.size());
   for (size_t e : order) {
     const size_t t0 = token_starts_[e], t1 = token_starts_[e + 1];
     const size_t p0 = prediction_starts_[e], p1 = prediction_starts_[e + 1];

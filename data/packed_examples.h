@@ -14,12 +14,21 @@ namespace bertc::data {
 class PackedExamples {
  public:
   PackedExamples();
-  // Throws DataError for a token, label or position outside int32, or a segment outside 0..127.
+  // Throws DataError (and holds what it held) for a token, label or position outside int32, or a
+  // segment outside -128..127.
   void push_back(const Example& example);
+  void reserve(size_t examples, size_t tokens, size_t predictions);
   size_t size() const { return random_next_.size(); }
   Example operator[](size_t index) const;
   // Example order[i] of this set as example i.
   PackedExamples reordered(const std::vector<size_t>& order) const;
+  // Every example's tokens, segments and masked labels one after another, and the example that
+  // holds token (or prediction) i: what a range check scans.
+  const std::vector<int32_t>& all_tokens() const { return tokens_; }
+  const std::vector<int8_t>& all_segments() const { return segments_; }
+  const std::vector<int32_t>& all_labels() const { return labels_; }
+  size_t example_of_token(size_t i) const;
+  size_t example_of_prediction(size_t i) const;
   // The bytes its arrays hold (their capacity).
   uint64_t bytes() const;
   void shrink_to_fit();

@@ -113,7 +113,11 @@ std::vector<std::filesystem::path> shard_files(const std::filesystem::path& fold
     if (e.is_regular_file() && (ext == ".hdf5" || ext == ".h5") && !e.path().filename().string().starts_with("."))
       files.push_back(e.path());
   }
-  std::sort(files.begin(), files.end());
+  // Shorter names first: shard-100000 after shard-99999 (plain name order would put it before shard-10001).
+  std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) {
+    const std::string x = a.filename().string(), y = b.filename().string();
+    return x.size() != y.size() ? x.size() < y.size() : x < y;
+  });
   return files;
 }
 

@@ -49,7 +49,8 @@ struct PrepareReport {
 PrepareReport prepare_shards(const PrepareOptions& options, const Tokenizer& tokenizer, const Vocab& vocab,
                              const std::function<void(const PrepareProgress&)>& progress = {});
 
-// The shard files of a folder (shard-NNNNN.hdf5, and any other *.hdf5 / *.h5), in name order.
+// The shard files of a folder (shard-NNNNN.hdf5, and any other *.hdf5 / *.h5): shorter names first,
+// then in name order (shard-99999 before shard-100000).
 std::vector<std::filesystem::path> shard_files(const std::filesystem::path& folder);
 
 }  // namespace bertc::data

@@ -164,6 +164,18 @@ PackedExamples create_packed_examples(const std::vector<Document>& documents, co
   return made.reordered(order);
 }
 
+int64_t count_examples(const std::vector<Document>& documents, const Vocab& vocab, const ExampleOptions& o) {
+  // Each example is made (the draws decide how many there are) and dropped at once.
+  struct Counter {
+    size_t n = 0;
+    void push_back(const Example&) { ++n; }
+    size_t size() const { return n; }
+  } counter;
+  Rng rng(o.seed);
+  make_examples(documents, vocab, o, rng, counter);
+  return static_cast<int64_t>(counter.n);
+}
+
 uint64_t shard_seed(uint64_t seed, int64_t shard) {
   return seed ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(shard + 1));
 }

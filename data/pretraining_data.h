@@ -50,6 +50,9 @@ class PackedExamples;
 PackedExamples create_packed_examples(const std::vector<Document>& documents, const Vocab& vocab,
                                       const ExampleOptions& options);
 
+// How many examples create_examples makes, in the memory of one example.
+int64_t count_examples(const std::vector<Document>& documents, const Vocab& vocab, const ExampleOptions& options);
+
 // The seed of shard s's examples (prepare-data's shards, and text shards in memory) for a seed.
 uint64_t shard_seed(uint64_t seed, int64_t shard);
 
@@ -69,6 +72,7 @@ class ExampleSource {
  public:
   virtual ~ExampleSource() = default;
   virtual int64_t size() const = 0;
+  virtual int64_t shards() const = 0;  // the parts it is read in (recorded in checkpoints)
   virtual Example example(int64_t index) const = 0;
 };
 
@@ -80,6 +84,7 @@ class BatchStream {
               int64_t pad_id);
   Batch batch(int64_t micro_batch) const;
   int64_t examples() const { return source_->size(); }
+  int64_t shards() const { return source_->shards(); }
 
  private:
   std::shared_ptr<const ExampleSource> source_;

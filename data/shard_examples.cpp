@@ -69,6 +69,7 @@ Example ShardedExamples::example(int64_t index) const {
       ahead_data_ = {};
       ahead_ = SIZE_MAX;
       current_data_.reset();  // (two shards at most, even on a jump)
+      current_ = SIZE_MAX;    // (nothing is current if the load throws)
       data = load(shard);
     }
     current_data_ = std::move(data);

@@ -5,7 +5,8 @@
 // shard, every rank reads the same sequence and the trainer deals its micro-batches round the
 // ranks: the examples of a global batch, and a resumed run, then do not depend on the number of
 // ranks (each rank reads every shard). Memory holds two shards at most: the one in use and the
-// next, read ahead on a thread of its own.
+// next, read ahead on a thread of its own — and, while the next is read or made, what that takes
+// beside it (an HDF5 shard's padded arrays; a text shard's examples before they are shuffled).
 #pragma once
 
 #include <cstdint>
@@ -21,7 +22,8 @@
 namespace bertc::data {
 
 // Where ShardedExamples' shards come from. examples(s) is known before anything trains; load(s)
-// makes or reads shard s, from the loader thread or the read-ahead's (one call at a time).
+// makes or reads shard s, from the loader thread or a read-ahead's: it must be safe to call from
+// several threads at once (both sets are immutable once made).
 class ShardSet {
  public:
   virtual ~ShardSet() = default;
@@ -37,6 +39,7 @@ class ShardedExamples : public ExampleSource {
   ShardedExamples(std::shared_ptr<const ShardSet> shards, uint64_t seed);
   ~ShardedExamples() override;
   int64_t size() const override { return total_; }
+  int64_t shards() const override { return static_cast<int64_t>(counts_.size()); }
   Example example(int64_t index) const override;
   // The shards in memory now, the one read ahead included (at most 2).
   size_t shards_in_memory() const;

@@ -29,24 +29,25 @@ ShardFiles::ShardFiles(std::vector<std::filesystem::path> files, int64_t seq_len
 PackedExamples ShardFiles::load(size_t shard) const {
   PackedExamples examples = read_shard(files_[shard]);
   const std::string where = files_[shard].string();
-  for (size_t e = 0; e < examples.size(); ++e) {
-    const Example ex = examples[e];
-    for (int64_t id : ex.tokens)
-      if (id < 0 || id >= vocab_size_)
-        throw DataError(fmt::format("{}: dataset 'input_ids', example {}: token {} is not below [model] vocab_size {} "
-                                    "(shards of another vocabulary?)",
-                                    where, e, id, vocab_size_));
-    for (int64_t segment : ex.segment_ids)
-      if (segment < 0 || segment >= type_vocab_size_)
-        throw DataError(fmt::format("{}: dataset 'segment_ids', example {}: segment {} is not below [model] "
-                                    "type_vocab_size {}",
-                                    where, e, segment, type_vocab_size_));
-    for (int64_t id : ex.masked_labels)
-      if (id < 0 || id >= vocab_size_)
-        throw DataError(fmt::format("{}: dataset 'masked_lm_ids', example {}: token {} is not below [model] vocab_size "
-                                    "{} (shards of another vocabulary?)",
-                                    where, e, id, vocab_size_));
-  }
+  // Scanned flat; only a refusal looks for the example.
+  const std::vector<int32_t>& tokens = examples.all_tokens();
+  for (size_t i = 0; i < tokens.size(); ++i)
+    if (tokens[i] < 0 || tokens[i] >= vocab_size_)
+      throw DataError(fmt::format("{}: dataset 'input_ids', example {}: token {} is not below [model] vocab_size {} "
+                                  "(shards of another vocabulary?)",
+                                  where, examples.example_of_token(i), tokens[i], vocab_size_));
+  const std::vector<int8_t>& segments = examples.all_segments();
+  for (size_t i = 0; i < segments.size(); ++i)
+    if (segments[i] < 0 || segments[i] >= type_vocab_size_)
+      throw DataError(fmt::format("{}: dataset 'segment_ids', example {}: segment {} is not below [model] "
+                                  "type_vocab_size {}",
+                                  where, examples.example_of_token(i), int{segments[i]}, type_vocab_size_));
+  const std::vector<int32_t>& labels = examples.all_labels();
+  for (size_t i = 0; i < labels.size(); ++i)
+    if (labels[i] < 0 || labels[i] >= vocab_size_)
+      throw DataError(fmt::format("{}: dataset 'masked_lm_ids', example {}: token {} is not below [model] vocab_size "
+                                  "{} (shards of another vocabulary?)",
+                                  where, examples.example_of_prediction(i), labels[i], vocab_size_));
   return examples;
 }
 

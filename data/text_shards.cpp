@@ -5,48 +5,69 @@
 #include <atomic>
 #include <exception>
 #include <mutex>
+#include <system_error>
 #include <thread>
 
 #include <fmt/format.h>
 
 namespace bertc::data {
 
+int64_t TextShards::automatic_shards(int64_t documents, int64_t tokens) {
+  const int64_t by_tokens = (tokens + kAutomaticShardTokens - 1) / kAutomaticShardTokens;
+  return std::max<int64_t>(1, std::min(by_tokens, documents / kAutomaticShardDocuments));
+}
+
 int64_t TextShards::automatic_shards(const std::vector<Document>& documents) {
   int64_t tokens = 0;
   for (const Document& d : documents)
     for (const auto& sentence : d) tokens += static_cast<int64_t>(sentence.size());
-  const int64_t wanted = (tokens + kAutomaticShardTokens - 1) / kAutomaticShardTokens;
-  return std::clamp<int64_t>(wanted, 1, std::max<int64_t>(1, static_cast<int64_t>(documents.size())));
+  return automatic_shards(static_cast<int64_t>(documents.size()), tokens);
 }
 
 TextShards::TextShards(std::vector<Document> documents, Vocab vocab, ExampleOptions options, int64_t shards,
                        std::string source, const std::string& shards_key, int threads)
     : vocab_(std::move(vocab)), options_(options), source_(std::move(source)) {
-  if (shards < 1 || shards > static_cast<int64_t>(documents.size()))
-    throw DataError(fmt::format("{}: {} document(s) for {} = {}: every shard needs one document at least (set {} "
-                                "between 1 and {}, or 0 to let bertc choose)",
-                                source_, documents.size(), shards_key, shards, shards_key,
-                                std::max<size_t>(1, documents.size())));
+  const auto documents_count = static_cast<int64_t>(documents.size());
+  if (shards < 1 || (shards > 1 && documents_count < shards * kMinimumShardDocuments))
+    throw DataError(fmt::format("{}: {} document(s) for {} = {}: a shard needs {} documents at least, for its random "
+                                "next sentences to come from another document (set {} between 1 and {}, or 0 to let "
+                                "bertc choose)",
+                                source_, documents_count, shards_key, shards, kMinimumShardDocuments, shards_key,
+                                std::max<int64_t>(1, documents_count / kMinimumShardDocuments)));
   parts_.resize(static_cast<size_t>(shards));
   for (size_t d = 0; d < documents.size(); ++d) parts_[d % parts_.size()].push_back(std::move(documents[d]));
   documents.clear();
   // Counted by making them: how many pairs a document gives depends on the draws.
   counts_.assign(parts_.size(), 0);
-  if (threads <= 0) threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  if (threads <= 0) threads = std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1, 8);
   std::atomic<size_t> next{0};
+  std::atomic<bool> stopping{false};
   std::exception_ptr failed;
   std::mutex failure;
-  std::vector<std::thread> pool;
-  for (int t = 0; t < std::min<int>(threads, static_cast<int>(parts_.size())); ++t)
-    pool.emplace_back([&] {
-      try {
-        for (size_t s; (s = next++) < parts_.size();)
-          counts_[s] = static_cast<int64_t>(create_packed_examples(parts_[s], vocab_, options_of(s)).size());
-      } catch (...) {
-        std::lock_guard lock(failure);
-        if (!failed) failed = std::current_exception();
+  auto work = [&] {
+    try {
+      for (size_t s; !stopping && (s = next++) < parts_.size();) {
+        try {
+          counts_[s] = count_examples(parts_[s], vocab_, options_of(s));
+        } catch (const DataError& e) {
+          throw DataError(fmt::format("{}: {}", name(s), e.what()));
+        }
       }
-    });
+    } catch (...) {
+      std::lock_guard lock(failure);
+      if (!failed) failed = std::current_exception();
+      stopping = true;
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < std::min<int>(threads, static_cast<int>(parts_.size())); ++t) {
+    try {
+      pool.emplace_back(work);
+    } catch (const std::system_error&) {
+      break;  // (no more threads to be had: the ones started, and this one, do the rest)
+    }
+  }
+  work();
   for (std::thread& t : pool) t.join();
   if (failed) std::rethrow_exception(failed);
 }

@@ -17,12 +17,20 @@ class TextShards : public ShardSet {
  public:
   // Tokens of text a shard when the config leaves the number of shards to bertc.
   static constexpr int64_t kAutomaticShardTokens = int64_t{1} << 21;
-  // One shard per kAutomaticShardTokens of the documents' tokens (at least 1, at most a document each).
+  // Documents a shard at least when bertc chooses: a random next sentence is drawn from the other
+  // documents of its shard, and with few of them it would often come from a neighbour or itself.
+  static constexpr int64_t kAutomaticShardDocuments = 64;
+  // Documents a shard at least when the config chooses: with one, every "random" next sentence
+  // would come from the same document (and be labelled random).
+  static constexpr int64_t kMinimumShardDocuments = 2;
+  // One shard per kAutomaticShardTokens of the documents' tokens, no more than leaves each
+  // kAutomaticShardDocuments documents; at least 1.
+  static int64_t automatic_shards(int64_t documents, int64_t tokens);
   static int64_t automatic_shards(const std::vector<Document>& documents);
 
-  // Makes every shard's examples once, on `threads` cores (0: every core), to count them. Throws
-  // DataError when there are fewer documents than shards (naming `shards_key`, the setting to lower),
-  // or a shard's text yields no examples.
+  // Counts every shard's examples (making each and dropping it, in the memory of one example), on
+  // `threads` cores (0: every core, up to 8). Throws DataError when a shard would get fewer than
+  // kMinimumShardDocuments documents (naming `shards_key`, the setting to lower).
   TextShards(std::vector<Document> documents, Vocab vocab, ExampleOptions options, int64_t shards, std::string source,
              const std::string& shards_key, int threads = 0);
   size_t shards() const override { return parts_.size(); }

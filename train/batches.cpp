@@ -51,10 +51,14 @@ data::BatchStream open_batch_stream(const frontend::Config& c, const std::filesy
   const std::string ext = data_path.extension().string();
   if (files.empty() && (ext == ".hdf5" || ext == ".h5")) files = {data_path};
   std::shared_ptr<const data::ShardSet> shards;
+  std::string what;
   if (!files.empty()) {
+    if (t.text_shards > 0)
+      log << fmt::format("data: [train] text_shards = {} is for text, and {} holds shards: it is not used\n",
+                         t.text_shards, data_path.string());
     shards = std::make_shared<data::ShardFiles>(files, t.seq_len, t.max_predictions_per_seq, c.model.vocab_size,
                                                 c.model.type_vocab_size);
-    log << fmt::format("data: {} shard(s) in {}", files.size(), data_path.string());
+    what = fmt::format("{} shard(s) in {}", files.size(), data_path.string());
   } else {
     // Text: its examples made a shard at a time, in memory.
     const data::Tokenizer tokenizer(vocab, t.do_lower_case);
@@ -63,14 +67,15 @@ data::BatchStream open_batch_stream(const frontend::Config& c, const std::filesy
     const int64_t count = t.text_shards > 0 ? t.text_shards : data::TextShards::automatic_shards(docs);
     const data::ExampleOptions options{t.seq_len,        t.max_predictions_per_seq, t.masked_lm_prob,
                                        t.short_seq_prob, t.dupe_factor,             static_cast<uint64_t>(t.seed)};
+    if (documents > 100000) log << fmt::format("data: counting the examples of {} documents\n", documents);
     shards = std::make_shared<data::TextShards>(std::move(docs), vocab, options, count, data_path.string(),
                                                 "[train] text_shards");
-    log << fmt::format("data: {} documents from {} in {} text shard(s) (dupe_factor {})", documents,
-                       data_path.string(), count, t.dupe_factor);
+    what = fmt::format("{} documents from {} in {} text shard(s){} (dupe_factor {})", documents, data_path.string(),
+                       count, t.text_shards > 0 ? "" : ", chosen by size", t.dupe_factor);
   }
   auto source = std::make_shared<data::ShardedExamples>(shards, static_cast<uint64_t>(t.seed));
-  log << fmt::format(", {} examples, a shard at a time (vocabulary of {} from {})\n", source->size(), vocab.size(),
-                     vocab_path.string());
+  log << fmt::format("data: {}, {} examples, a shard at a time (vocabulary of {} from {})\n", what, source->size(),
+                     vocab.size(), vocab_path.string());
   return data::BatchStream(std::move(source), t.batch_size, t.seq_len, t.max_predictions_per_seq, vocab.pad());
 }
 

@@ -31,7 +31,8 @@ std::map<std::string, std::string> run_metadata(const frontend::ModelDefinition&
 }
 
 int64_t prepare_state(const frontend::ModelDefinition& model, const TrainOptions& o,
-                      const passes::TrainingProgram& program, support::Environment& env, std::ostream& log) {
+                      const passes::TrainingProgram& program, support::Environment& env, std::ostream& log,
+                      std::optional<ResumedFrom>& resumed) {
   const auto existing = list_checkpoints(o.checkpoint_dir);
   int64_t start = 0;
   if (o.resume) {
@@ -53,6 +54,7 @@ int64_t prepare_state(const frontend::ModelDefinition& model, const TrainOptions
                                      existing.back().path.string(), key, it->second, value));
     }
     start = c.step;
+    resumed = ResumedFrom{existing.back().path, c.metadata};
     log << fmt::format("resuming from {} (step {})\n", existing.back().path.string(), start);
   } else {
     if (!existing.empty())
@@ -72,6 +74,28 @@ int64_t prepare_state(const frontend::ModelDefinition& model, const TrainOptions
   }
   fresh_state(o.config, program, env);
   return start;
+}
+
+std::map<std::string, std::string> data_metadata(const data::BatchStream& stream) {
+  return {{"data_examples", std::to_string(stream.examples())}, {"data_shards", std::to_string(stream.shards())}};
+}
+
+void check_same_data(const ResumedFrom& resumed, const data::BatchStream& stream, std::ostream& log) {
+  const auto& saved = resumed.metadata;
+  if (!saved.count("data_examples") || !saved.count("data_shards")) {
+    log << fmt::format("resume: {} does not record its data stream (a bertc from before text shards, whose examples "
+                       "were ordered otherwise): training continues on this bertc's order of the data\n",
+                       resumed.path.string());
+    return;
+  }
+  const std::map<std::string, std::string> now = data_metadata(stream);
+  if (saved.at("data_examples") != now.at("data_examples") || saved.at("data_shards") != now.at("data_shards"))
+    throw TrainError(fmt::format("{}: trained on {} examples in {} shard(s), and this run's data is {} examples in {}: "
+                                 "the data (or [train] text_shards) changed, so the run cannot continue its stream; "
+                                 "resume with the same data and settings, or start a fresh run in another "
+                                 "--checkpoint-dir",
+                                 resumed.path.string(), saved.at("data_examples"), saved.at("data_shards"),
+                                 now.at("data_examples"), now.at("data_shards")));
 }
 
 void fresh_state(const frontend::Config& config, const passes::TrainingProgram& program, support::Environment& env) {

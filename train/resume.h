@@ -3,10 +3,13 @@
 // run; and what a checkpoint of a program holds.
 #pragma once
 
+#include <filesystem>
 #include <map>
+#include <optional>
 #include <ostream>
 #include <string>
 
+#include "data/pretraining_data.h"
 #include "frontend/model.h"
 #include "passes/pipeline.h"
 #include "support/tensor_io.h"
@@ -26,9 +29,23 @@ std::map<std::string, std::string> run_metadata(const frontend::ModelDefinition&
 // Fresh params (from the seed) and zero states, as a run starting anew has.
 void fresh_state(const frontend::Config& config, const passes::TrainingProgram& program, support::Environment& env);
 
+// The checkpoint a run resumes from, once its state is loaded.
+struct ResumedFrom {
+  std::filesystem::path path;
+  std::map<std::string, std::string> metadata;
+};
+
 // Fills env with params and states (a checkpoint's, --init's, or fresh ones); returns the step
-// training continues after. Throws TrainError saying what to do when the folder does not fit.
+// training continues after, and sets `resumed` when it is a checkpoint's. Throws TrainError saying
+// what to do when the folder does not fit.
 int64_t prepare_state(const frontend::ModelDefinition& model, const TrainOptions& options,
-                      const passes::TrainingProgram& program, support::Environment& env, std::ostream& log);
+                      const passes::TrainingProgram& program, support::Environment& env, std::ostream& log,
+                      std::optional<ResumedFrom>& resumed);
+
+// What a checkpoint records of its data stream (its examples and the shards they are read in),
+// and the check that a resumed run reads the same: throws TrainError naming both when the data,
+// or [train] text_shards, changed; says on `log` when the checkpoint is older than the record.
+std::map<std::string, std::string> data_metadata(const data::BatchStream& stream);
+void check_same_data(const ResumedFrom& resumed, const data::BatchStream& stream, std::ostream& log);
 
 }  // namespace bertc::train

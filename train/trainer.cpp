@@ -311,7 +311,8 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
   // them (and --init's file); the others get its state.
   support::Environment env;
   int64_t start = 0;
-  if (comm.rank() == 0) start = prepare_state(model, o, program, env, log);
+  std::optional<ResumedFrom> resumed;
+  if (comm.rank() == 0) start = prepare_state(model, o, program, env, log, resumed);
   else fresh_state(o.config, program, env);
   DataParallel dp(comm, program, t);
   dp.share_state(env, manifest_of(program), start);
@@ -331,6 +332,7 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
                                  start + 1, last));
   Runners runners = make_runners(model, o, program, device, log);
   const data::BatchStream stream = open_batch_stream(o.config, o.data, o.vocab, log);
+  if (resumed) check_same_data(*resumed, stream, log);
   dp.check_same_run(run_fingerprint(program, stream.examples()), device ? device->name() : "the CPU reference");
   const std::string sums = dp.attach(*runners.step, *runners.optimizer, device.get());
   if (dp.exchanges())
@@ -377,6 +379,7 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
       std::map<std::string, std::string> metadata = run_metadata(model, o.config, dp.ranks());
       metadata["world_size"] = std::to_string(dp.ranks());
       metadata["gradient_accumulation_steps"] = std::to_string(K);
+      metadata.merge(data_metadata(stream));
       save_checkpoint(o.checkpoint_dir, s, manifest_of(program), env, std::move(metadata), t.keep_checkpoints,
                       exchange);
       if (s == last || !o.live_progress)

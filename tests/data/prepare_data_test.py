@@ -131,6 +131,28 @@ if "in 4 text shard(s)" not in text_log:
     fail("training from text did not make 4 text shards:\n" + text_log[-1500:])
 if losses("from-text") != losses("straight"):
     fail(f"text with text_shards = 4 trained otherwise than its 4 shards:\n{losses('from-text')}\n{losses('straight')}")
+# The 20 steps read only the first shard: the micro-batches of the whole first epoch and into
+# the second (every shard, in its turn, and the read-ahead) must be equal too.
+counted = [re.search(r", (\d+) examples, a shard at a time", l) for l in (log, text_log)]
+if not all(counted) or counted[0].group(1) != counted[1].group(1):
+    fail(f"text and shards hold different numbers of examples: {[c and c.group(1) for c in counted]}")
+examples = int(counted[0].group(1))
+micro = examples // 2  # batch_size 2
+for index in sorted({0, micro // 5, 2 * micro // 5, 3 * micro // 5, 4 * micro // 5, micro - 1, micro + 3}):
+    outs = []
+    for name, config in (("shards", SHARDED), ("text", os.path.join(WORK, "text.toml"))):
+        out = os.path.join(WORK, f"batch-{name}-{index}.safetensors")
+        subprocess.run([BERTC, "batch", config, "--index", str(index), "-o", out], check=True, capture_output=True,
+                       timeout=300)
+        outs.append(open(out, "rb").read())
+    if outs[0] != outs[1]:
+        fail(f"micro-batch {index} of {micro} differs between the text and its shards")
+# A resumed run reads the same data stream: another text_shards is refused, naming it.
+three = as_text.replace("text_shards = 4", "text_shards = 3")
+open(os.path.join(WORK, "text3.toml"), "w").write(three)
+p = train("from-text", "--resume", "--steps", "30", config=os.path.join(WORK, "text3.toml"), check=False)
+if p.returncode == 0 or not re.search(r"trained on \d+ examples in 4 shard\(s\), and this run's data is \d+ examples in 3", p.stderr):
+    fail(f"resuming with another text_shards was not refused (exit {p.returncode}):\n{p.stderr[-1500:]}")
 train("split", "--until", "10")
 train("split", "--resume")
 if losses("straight") != losses("split"):
