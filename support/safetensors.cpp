@@ -2,6 +2,7 @@
 #include "support/safetensors.h"
 
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -62,11 +63,23 @@ Safetensors decode_safetensors(std::string_view bytes, const std::string& source
   if (n > kMaxHeader || n > bytes.size() - 8)
     throw fail(fmt::format("header length {} does not fit in the file's {} bytes", n, bytes.size()));
   nlohmann::json header;
+  std::string duplicate;
   try {
-    header = nlohmann::json::parse(bytes.substr(8, n));
+    // JSON keeps the last of two equal keys; a safetensors header naming a tensor twice is damaged.
+    std::vector<std::set<std::string>> keys;
+    header = nlohmann::json::parse(bytes.substr(8, n), [&](int depth, nlohmann::json::parse_event_t event,
+                                                          nlohmann::json& parsed) {
+      if (event == nlohmann::json::parse_event_t::object_start) keys.emplace_back();
+      if (event == nlohmann::json::parse_event_t::object_end && !keys.empty()) keys.pop_back();
+      if (event == nlohmann::json::parse_event_t::key && depth <= 2 && !keys.empty() &&
+          !keys.back().insert(parsed.get<std::string>()).second && duplicate.empty())
+        duplicate = parsed.get<std::string>();
+      return true;
+    });
   } catch (const nlohmann::json::exception& e) {
     throw fail(fmt::format("header is not valid JSON ({})", e.what()));
   }
+  if (!duplicate.empty()) throw fail(fmt::format("the header names '{}' twice", duplicate));
   if (!header.is_object()) throw fail("header is not a JSON object");
   const std::string_view data = bytes.substr(8 + n);
   Safetensors out;

@@ -2,13 +2,83 @@
 #include "train/checkpoint.h"
 
 #include <algorithm>
+#include <cmath>
 #include <regex>
 
 #include <fmt/format.h>
+#include <xxhash.h>
 
 #include "support/safetensors.h"
 
 namespace bertc::train {
+namespace {
+
+// A checkpoint's checksums, in its own metadata: "xxh3.<tensor>" for each tensor's bytes (with its
+// dtype and shape), and "xxh3.__metadata__" for every other metadata entry.
+constexpr const char* kChecksumPrefix = "xxh3.";
+constexpr const char* kMetadataChecksum = "xxh3.__metadata__";
+
+std::string hex(uint64_t v) { return fmt::format("{:016x}", v); }
+
+std::string tensor_checksum(const support::StoredTensor& t) {
+  XXH3_state_t* state = XXH3_createState();
+  XXH3_64bits_reset(state);
+  const std::string head = fmt::format("{}{}", ir::dtype_name(t.dtype), ir::shape_string(t.shape));
+  XXH3_64bits_update(state, head.data(), head.size());
+  XXH3_64bits_update(state, t.bytes.data(), t.bytes.size());
+  const uint64_t sum = XXH3_64bits_digest(state);
+  XXH3_freeState(state);
+  return hex(sum);
+}
+
+std::string metadata_checksum(const std::map<std::string, std::string>& metadata) {
+  std::string text;
+  for (const auto& [key, value] : metadata)
+    if (!key.starts_with(kChecksumPrefix)) text += fmt::format("{}={}\n", key, value);
+  return hex(XXH3_64bits(text.data(), text.size()));
+}
+
+void add_checksums(support::Safetensors& file) {
+  for (const auto& [name, tensor] : file.tensors) file.metadata[kChecksumPrefix + name] = tensor_checksum(tensor);
+  file.metadata[kMetadataChecksum] = metadata_checksum(file.metadata);
+}
+
+}  // namespace
+
+void verify_checksums(const support::Safetensors& file, const std::string& where) {
+  const auto it = file.metadata.find(kMetadataChecksum);
+  if (it == file.metadata.end()) return;  // a file from elsewhere, or from a bertc before checksums
+  if (it->second != metadata_checksum(file.metadata))
+    throw support::SafetensorsError(fmt::format("{}: its metadata does not match its checksum: the file is damaged "
+                                                "(resume from an older checkpoint: move this one aside)",
+                                                where));
+  for (const auto& [name, tensor] : file.tensors) {
+    const auto sum = file.metadata.find(kChecksumPrefix + name);
+    if (sum == file.metadata.end())
+      throw support::SafetensorsError(fmt::format("{}: tensor '{}' has no checksum though the file has checksums: "
+                                                  "the file is damaged (resume from an older checkpoint)",
+                                                  where, name));
+    if (sum->second != tensor_checksum(tensor))
+      throw support::SafetensorsError(fmt::format("{}: tensor '{}' does not match its checksum: the file is damaged "
+                                                  "(resume from an older checkpoint: move this one aside)",
+                                                  where, name));
+  }
+  for (const auto& [key, value] : file.metadata)
+    if (key.starts_with(kChecksumPrefix) && key != kMetadataChecksum &&
+        !file.tensors.count(key.substr(std::string_view(kChecksumPrefix).size())))
+      throw support::SafetensorsError(fmt::format("{}: the checksum of tensor '{}' is there, the tensor is not: the "
+                                                  "file is damaged (resume from an older checkpoint)",
+                                                  where, key.substr(std::string_view(kChecksumPrefix).size())));
+}
+
+void check_finite(const std::string& name, const support::HostTensor& t, const std::string& where) {
+  for (size_t i = 0; i < t.real.size(); ++i)
+    if (!std::isfinite(t.real[i]))
+      throw support::SafetensorsError(fmt::format("{}: tensor '{}' holds {} at element {}: the run diverged before "
+                                                  "this checkpoint, or the file is damaged (resume from an older "
+                                                  "checkpoint)",
+                                                  where, name, t.real[i], i));
+}
 
 std::filesystem::path checkpoint_path(const std::filesystem::path& dir, int64_t step) {
   return dir / fmt::format("checkpoint-{:06d}.safetensors", step);
@@ -18,7 +88,7 @@ std::vector<CheckpointFile> list_checkpoints(const std::filesystem::path& dir) {
   std::vector<CheckpointFile> out;
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) return out;
-  static const std::regex name(R"(checkpoint-(\d+)\.safetensors)");
+  static const std::regex name(R"(checkpoint-(\d{1,15})\.safetensors)");  // (15 digits: no overflow)
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     std::smatch m;
     const std::string file = entry.path().filename().string();
@@ -42,9 +112,19 @@ void save_checkpoint(const std::filesystem::path& dir, int64_t step, const Tenso
   metadata["format"] = "bertc-checkpoint-1";
   metadata["step"] = std::to_string(step);
   file.metadata = std::move(metadata);
-  support::write_safetensors(checkpoint_path(dir, step), file);
-  // Only now that the new checkpoint is durable may older ones go, with temporaries a killed
-  // run left behind (one training run writes to a folder at a time).
+  add_checksums(file);
+  const std::filesystem::path path = checkpoint_path(dir, step);
+  support::write_safetensors(path, file);
+  // Only once the new checkpoint is durable and reads back whole may older ones go, with
+  // temporaries a killed run left behind (one training run writes to a folder at a time: the
+  // run folder's lock).
+  try {
+    verify_checksums(support::read_safetensors(path), path.string());
+  } catch (const support::SafetensorsError& e) {
+    throw support::SafetensorsError(fmt::format("{} (read back after writing it: the disk or file system damaged it; "
+                                                "the older checkpoints are kept)",
+                                                e.what()));
+  }
   auto all = list_checkpoints(dir);
   for (size_t i = 0; i + keep < all.size(); ++i) std::filesystem::remove(all[i].path);
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
@@ -57,6 +137,7 @@ void save_checkpoint(const std::filesystem::path& dir, int64_t step, const Tenso
 CheckpointContents load_checkpoint(const std::filesystem::path& path, const TensorManifest& manifest, support::Environment& env) {
   const support::Safetensors file = support::read_safetensors(path);
   const std::string where = path.string();
+  verify_checksums(file, where);
   auto meta = [&](const std::string& key) {
     auto it = file.metadata.find(key);
     if (it == file.metadata.end())
@@ -80,16 +161,26 @@ CheckpointContents load_checkpoint(const std::filesystem::path& path, const Tens
                                          ir::dtype_name(it->second.dtype), ir::shape_string(it->second.shape),
                                          to_string(type)));
     env[name] = support::to_host(it->second, type.dtype, fmt::format("{}: tensor '{}'", where, name));
+    check_finite(name, env[name], where);
   }
+  int64_t step = 0;
   try {
-    return {std::stoll(meta("step")), file.metadata};
+    size_t used = 0;
+    step = std::stoll(meta("step"), &used);
+    if (used != meta("step").size()) throw std::invalid_argument("trailing characters");
   } catch (const std::logic_error&) {
     throw support::SafetensorsError(fmt::format("{}: metadata step '{}' is not a number", where, meta("step")));
   }
+  if (step < 1)
+    throw support::SafetensorsError(fmt::format("{}: metadata step {} is not a step a checkpoint is written at (1 or "
+                                                "more): the file is damaged (resume from an older checkpoint)",
+                                                where, step));
+  return {step, file.metadata};
 }
 
 PretrainedReport load_pretrained(const std::filesystem::path& path, const ir::Graph& graph, support::Environment& env) {
   const support::Safetensors file = support::read_safetensors(path);
+  verify_checksums(file, path.string());  // (bertc's own files; others have none)
   PretrainedReport report;
   std::map<std::string, ir::TensorType> params;
   for (ir::ValueId p : graph.values_of(ir::OpKind::Param)) params[graph.value(p).name] = graph.value(p).type;
@@ -112,6 +203,7 @@ PretrainedReport load_pretrained(const std::filesystem::path& path, const ir::Gr
       continue;
     }
     env[name] = support::to_host(stored, it->second.dtype, fmt::format("{}: tensor '{}'", path.string(), name));
+    check_finite(name, env[name], path.string());
     report.loaded.push_back(name);
   }
   if (!misshaped.empty())

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "support/safetensors.h"
 #include "support/tensor_io.h"
 
 namespace bertc::train {
@@ -31,7 +32,8 @@ using TensorManifest = std::map<std::string, ir::TensorType>;
 inline constexpr const char* kExchangeStatePrefix = "dist.";
 
 // Saves the manifest's tensors from env, and `exchange` (named kExchangeStatePrefix...), with
-// `metadata` plus "step", then deletes all but the newest `keep` checkpoints of the folder.
+// `metadata` plus "step" and an xxh3 checksum of every tensor and of the metadata; reads the file
+// back and checks it, then deletes all but the newest `keep` checkpoints of the folder.
 void save_checkpoint(const std::filesystem::path& dir, int64_t step, const TensorManifest& manifest,
                      const support::Environment& env, std::map<std::string, std::string> metadata, int64_t keep,
                      const support::Environment& exchange = {});
@@ -42,8 +44,15 @@ struct CheckpointContents {
 };
 // Loads every manifest tensor into env, and the exchange's state tensors there are (as stored).
 // Refuses (support::SafetensorsError naming the file and the tensor) a corrupt or truncated file,
-// a missing, extra or mis-shaped tensor.
+// a tensor or metadata that does not match its checksum, a missing, extra or mis-shaped tensor, a
+// weight that is NaN or infinite, a step below 1.
 CheckpointContents load_checkpoint(const std::filesystem::path& path, const TensorManifest& manifest, support::Environment& env);
+
+// Throws SafetensorsError naming the tensor when a file written by save_checkpoint no longer
+// matches its checksums; a file without checksums (another program's, an older bertc's) passes.
+void verify_checksums(const support::Safetensors& file, const std::string& where);
+// Throws SafetensorsError naming the tensor and element when a weight is NaN or infinite.
+void check_finite(const std::string& name, const support::HostTensor& tensor, const std::string& where);
 
 struct PretrainedReport {
   std::vector<std::string> loaded, missing, unexpected;

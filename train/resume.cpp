@@ -53,6 +53,10 @@ int64_t prepare_state(const frontend::ModelDefinition& model, const TrainOptions
                                      "or start a fresh run in another --checkpoint-dir",
                                      existing.back().path.string(), key, it->second, value));
     }
+    if (c.step != existing.back().step)
+      throw TrainError(fmt::format("{}: its metadata says step {}, its name step {}: the file is damaged or renamed "
+                                   "(move it aside to resume from the one before)",
+                                   existing.back().path.string(), c.step, existing.back().step));
     start = c.step;
     resumed = ResumedFrom{existing.back().path, c.metadata};
     log << fmt::format("resuming from {} (step {})\n", existing.back().path.string(), start);

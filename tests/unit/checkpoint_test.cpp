@@ -2,6 +2,7 @@
 // every kind of damaged or mismatched file.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <fstream>
 
@@ -85,6 +86,13 @@ TEST(Safetensors, RefusesDamagedFiles) {
   std::string wrong_shape = good;
   wrong_shape.replace(wrong_shape.find("[4]"), 3, "[5]");
   EXPECT_NE(refuse(wrong_shape).find("16 bytes stored for F32[5] which needs 20"), std::string::npos);
+  // A tensor named twice (JSON would keep the second), same length: "w" renamed in place.
+  Safetensors two;
+  two.tensors["v"] = to_stored(real({2}, {1, 2}));
+  two.tensors["w"] = to_stored(real({2}, {3, 4}));
+  std::string twice = encode_safetensors(two);
+  twice.replace(twice.find("\"v\""), 3, "\"w\"");
+  EXPECT_NE(refuse(twice).find("the header names 'w' twice"), std::string::npos) << refuse(twice);
 }
 
 TEST(Checkpoint, SavesLoadsAndKeepsTheNewest) {
@@ -122,6 +130,60 @@ TEST(Checkpoint, KeepsTheExchangeStateBesideTheModel) {
   load_checkpoint(checkpoint_path(dir, 2), manifest, without);
   EXPECT_EQ(without.size(), 1u);
   EXPECT_THROW(save_checkpoint(dir, 3, manifest, env, {}, 2, {{"w.q", real({1}, {1})}}), std::logic_error);
+}
+
+// Every tensor and the metadata carry an xxh3 checksum: a flipped bit anywhere in a tensor's data,
+// or an edited metadata value, is refused naming it; a file without checksums (another program's)
+// loads as before; NaN weights and steps below 1 are refused naming the tensor or the step.
+TEST(Checkpoint, ChecksumsCatchDamageAndFilesWithoutThemLoad) {
+  const auto dir = scratch("checksums");
+  const TensorManifest manifest = {{"a", {ir::DType::F32, {3}}}, {"b", {ir::DType::F32, {2}}}};
+  const Environment env{{"a", real({3}, {1, 2, 3})}, {"b", real({2}, {4, 5})}};
+  save_checkpoint(dir, 7, manifest, env, {{"seed", "1"}}, 2);
+  const auto path = checkpoint_path(dir, 7);
+  const Safetensors good = read_safetensors(path);
+  EXPECT_EQ(good.metadata.count("xxh3.a"), 1u);
+  EXPECT_EQ(good.metadata.count("xxh3.__metadata__"), 1u);
+  Environment loaded;
+  EXPECT_EQ(load_checkpoint(path, manifest, loaded).step, 7);
+  for (size_t byte = 0; byte < good.tensors.at("b").bytes.size(); ++byte) {
+    Safetensors bad = good;
+    bad.tensors.at("b").bytes[byte] ^= 0x01;
+    write_safetensors(path, bad);
+    EXPECT_NE(error_of([&] { load_checkpoint(path, manifest, loaded); }).find("tensor 'b' does not match its checksum"),
+              std::string::npos) << "byte " << byte;
+  }
+  Safetensors edited = good;
+  edited.metadata["step"] = "-5";
+  write_safetensors(path, edited);
+  EXPECT_NE(error_of([&] { load_checkpoint(path, manifest, loaded); }).find("metadata does not match its checksum"),
+            std::string::npos);
+  Safetensors dropped = good;
+  dropped.tensors.erase("b");
+  write_safetensors(path, dropped);
+  EXPECT_NE(error_of([&] { load_checkpoint(path, manifest, loaded); }).find("checksum of tensor 'b' is there"),
+            std::string::npos);
+  // Without checksums (another writer): loads, and the other checks still hold.
+  Safetensors plain = good;
+  for (auto it = plain.metadata.begin(); it != plain.metadata.end();)
+    it = it->first.starts_with("xxh3.") ? plain.metadata.erase(it) : std::next(it);
+  write_safetensors(path, plain);
+  EXPECT_EQ(load_checkpoint(path, manifest, loaded).step, 7);
+  plain.metadata["step"] = "-5";
+  write_safetensors(path, plain);
+  EXPECT_NE(error_of([&] { load_checkpoint(path, manifest, loaded); }).find("metadata step -5 is not a step"),
+            std::string::npos);
+  plain.metadata["step"] = "7x";
+  write_safetensors(path, plain);
+  EXPECT_NE(error_of([&] { load_checkpoint(path, manifest, loaded); }).find("metadata step '7x' is not a number"),
+            std::string::npos);
+  // A NaN weight, even checksummed (the run diverged), is refused naming the tensor.
+  Environment diverged = env;
+  diverged.at("a").real[1] = std::nanf("");
+  save_checkpoint(dir, 8, manifest, diverged, {}, 2);
+  EXPECT_NE(error_of([&] { load_checkpoint(checkpoint_path(dir, 8), manifest, loaded); })
+                .find("tensor 'a' holds nan at element 1"),
+            std::string::npos);
 }
 
 TEST(Checkpoint, RefusesAnotherModelsCheckpoint) {
