@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <optional>
 #include <fstream>
 #include <iterator>
 #include <vector>
@@ -14,8 +15,9 @@
 #include <fmt/format.h>
 #include <xxhash.h>
 
-#include "support/atomic_file.h"
+#include "codegen/kernel_cache.h"
 #include "codegen/prelude.h"
+#include "support/atomic_file.h"
 
 extern char** environ;
 
@@ -75,30 +77,76 @@ std::filesystem::path default_cache_folder() {
   return std::filesystem::temp_directory_path() / "bertc-cache";
 }
 
+namespace {
+
+std::string checksum_of(const std::string& bytes) { return fmt::format("{:016x}\n", XXH3_64bits(bytes.data(), bytes.size())); }
+
+// Whether `library` is whole: a regular file whose bytes match the checksum written beside it once
+// it was complete (a truncated or flipped library would crash the loader, not fail it).
+bool library_intact(const std::filesystem::path& library, const std::filesystem::path& sum) {
+  const std::optional<std::string> bytes = read_cache_entry(library), expected = read_cache_entry(sum);
+  return bytes && expected && checksum_of(*bytes) == *expected;
+}
+
+// Compiles `source` into `folder`/`stem`.so (through a private name, then a rename), with its
+// checksum beside it. Throws KernelCompileError for the compiler's failure, std::exception for
+// the folder's.
+void build_library(const std::string& source, const std::filesystem::path& folder, const std::string& stem,
+                   const std::string& compiler) {
+  const std::filesystem::path library = folder / (stem + ".so"), source_path = folder / (stem + ".cpp");
+  const std::filesystem::path prelude = folder / "prelude";
+  std::filesystem::create_directories(folder);
+  write_prelude(prelude);
+  support::write_file_atomically(source_path, source);
+  // A concurrent or interrupted build leaves no half library under the library's name.
+  const std::filesystem::path partial = folder / fmt::format("{}.{}.so.tmp", stem, ::getpid());
+  const std::filesystem::path log = folder / (stem + ".log");
+  std::vector<std::string> argv = {compiler};
+  argv.insert(argv.end(), kFlags.begin(), kFlags.end());
+  argv.insert(argv.end(), {"-I", prelude.string(), source_path.string(), "-o", partial.string()});
+  const int status = run_command(argv, log);
+  if (status != 0) {
+    std::error_code ec;
+    std::filesystem::remove(partial, ec);
+    throw KernelCompileError(fmt::format("the host compiler ({}) failed on {} (exit {}):\n{}", compiler,
+                                         source_path.string(), status, read_text(log)));
+  }
+  const std::string sum = checksum_of(read_text(partial));
+  // rename() replaces a damaged file atomically (a process loading it meanwhile gets the old or the
+  // new one, both whole); only a folder in its place must go first.
+  std::error_code ec;
+  if (std::filesystem::is_directory(std::filesystem::symlink_status(library, ec))) remove_cache_entry(library);
+  std::filesystem::rename(partial, library);
+  support::write_file_atomically(folder / (stem + ".so.xxh3"), sum);
+}
+
+}  // namespace
+
 HostKernelLibrary compile_for_host(const std::string& source, const std::filesystem::path& cache, bx_host_api* api) {
   const std::string compiler = host_compiler();
   std::string key = source + compiler;
   for (const std::string& f : kFlags) key += f;
   for (const EmbeddedFile& f : prelude_files()) key += f.text;
-  const std::filesystem::path folder = cache / "host";
   const std::string stem = fmt::format("{:016x}", XXH3_64bits(key.data(), key.size()));
-  const std::filesystem::path library = folder / (stem + ".so"), source_path = folder / (stem + ".cpp");
-  if (!std::filesystem::exists(library)) {
-    const std::filesystem::path prelude = folder / "prelude";
-    write_prelude(prelude);
-    support::write_file_atomically(source_path, source);
-    // Compile to a private name, then rename: a concurrent or interrupted build leaves no half library.
-    const std::filesystem::path partial = folder / fmt::format("{}.{}.so.tmp", stem, ::getpid());
-    const std::filesystem::path log = folder / (stem + ".log");
-    std::vector<std::string> argv = {compiler};
-    argv.insert(argv.end(), kFlags.begin(), kFlags.end());
-    argv.insert(argv.end(), {"-I", prelude.string(), source_path.string(), "-o", partial.string()});
-    const int status = run_command(argv, log);
-    if (status != 0)
-      throw KernelCompileError(fmt::format("the host compiler ({}) failed on {} (exit {}):\n{}", compiler,
-                                           source_path.string(), status, read_text(log)));
-    std::filesystem::rename(partial, library);
+  std::filesystem::path folder = cache / "host";
+  if (!library_intact(folder / (stem + ".so"), folder / (stem + ".so.xxh3"))) {
+    try {
+      build_library(source, folder, stem, compiler);
+    } catch (const KernelCompileError&) {
+      throw;
+    } catch (const std::exception& e) {
+      // The cache cannot take it: build in a private folder of this process instead.
+      warn_cache_unusable(folder, e.what());
+      std::string private_folder = (std::filesystem::temp_directory_path() / "bertc-host-XXXXXX").string();
+      if (!::mkdtemp(private_folder.data()))
+        throw KernelCompileError(fmt::format("neither the kernel cache {} nor a temporary folder can take the host "
+                                             "kernel library ({}): free some disk or set XDG_CACHE_HOME",
+                                             folder.string(), e.what()));
+      folder = private_folder;
+      build_library(source, folder, stem, compiler);
+    }
   }
+  const std::filesystem::path library = folder / (stem + ".so");
   std::string error;
   support::SharedLibrary lib = support::SharedLibrary::open(std::filesystem::absolute(library).string(), &error);
   if (!lib.loaded()) throw KernelCompileError(fmt::format("cannot load {}: {}", library.string(), error));

@@ -17,6 +17,8 @@
 #include <fmt/ranges.h>
 #include <xxhash.h>
 
+#include "codegen/kernel_cache.h"
+
 #include "support/atomic_file.h"
 #include "codegen/prelude.h"
 
@@ -178,12 +180,12 @@ GpuImage NvrtcCompiler::compile(const KernelSource& kernel, const std::filesyste
   if (!log.empty() && log.back() == '\0') log.pop_back();
   if (result != 0) {
     a.destroy(&prog);
-    std::filesystem::create_directories(failed_folder);
+    // The source is kept for the user to read, where the folder takes it.
     const auto path = failed_folder / (kernel.name + ".cu");
-    support::write_file_atomically(path, kernel.source);
+    const bool kept = write_cache_entry(path, kernel.source);
     throw KernelCompileError(fmt::format("NVRTC {} ({}) failed to compile kernel {} for sm_{}: {}\nsource: {}\n{}",
                                          version(), library(), kernel.name, arch_, a.error_string(result),
-                                         path.string(), log));
+                                         kept ? path.string() : "(not kept: its folder cannot be written)", log));
   }
   GpuImage out{kernel.name, {}, ptx_, parse_ptxas_log(log, kernel.name), {}, false};
   size_t size = 0;
@@ -256,11 +258,6 @@ std::optional<GpuImage> decode_entry(const std::string& bytes) {
   return g;
 }
 
-std::string read_bytes(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 std::filesystem::path entry_path(const NvrtcCompiler& c, const KernelSource& k, const std::filesystem::path& cache) {
   std::string key = std::string(kMagic, 8) + k.source + '\0' + c.version() + '\0' + fmt::format("{}", fmt::join(c.options(), " "));
   for (const EmbeddedFile& f : prelude_files()) key += f.text;
@@ -275,7 +272,7 @@ std::vector<GpuImage> compile_all(const NvrtcCompiler& compiler, const std::vect
                                   unsigned threads) {
   const auto began = std::chrono::steady_clock::now();
   std::vector<GpuImage> out(kernels.size());
-  std::atomic<size_t> next{0}, hits{0}, corrupt{0};
+  std::atomic<size_t> next{0}, hits{0}, corrupt{0}, unwritten{0};
   std::mutex error_mutex;
   std::optional<KernelCompileError> first_error;
   const std::filesystem::path failed = cache ? *cache / "failed" : std::filesystem::temp_directory_path() / "bertc-failed";
@@ -286,25 +283,26 @@ std::vector<GpuImage> compile_all(const NvrtcCompiler& compiler, const std::vect
         std::optional<std::filesystem::path> path;
         if (cache) {
           path = entry_path(compiler, k, *cache);
-          if (std::filesystem::exists(*path)) {
-            if (auto g = decode_entry(read_bytes(*path)); g && g->name == k.name) {
+          if (const std::optional<std::string> bytes = read_cache_entry(*path)) {
+            if (auto g = decode_entry(*bytes); g && g->name == k.name) {
               out[i] = std::move(*g);
               out[i].from_cache = true;
               ++hits;
               continue;
             }
-            ++corrupt;  // rebuilt below and written over
+            ++corrupt;  // rebuilt below and written over (atomically: a reader meanwhile gets either)
           }
         }
         out[i] = compiler.compile(k, failed);
-        if (path) {
-          std::filesystem::create_directories(path->parent_path());
-          support::write_file_atomically(*path, encode_entry(out[i]));
-        }
+        if (path && !write_cache_entry(*path, encode_entry(out[i]))) ++unwritten;
       } catch (const KernelCompileError& e) {
         std::lock_guard lock(error_mutex);
         if (!first_error) first_error = e;
         next = kernels.size();  // stop the others early
+      } catch (const std::exception& e) {  // (never out of a thread: that would abort the process)
+        std::lock_guard lock(error_mutex);
+        if (!first_error) first_error = KernelCompileError(fmt::format("compiling kernel {}: {}", kernels[i].name, e.what()));
+        next = kernels.size();
       }
     }
   };
@@ -319,6 +317,7 @@ std::vector<GpuImage> compile_all(const NvrtcCompiler& compiler, const std::vect
     stats->kernels = kernels.size();
     stats->cache_hits = hits;
     stats->corrupt_entries = corrupt;
+    stats->unwritten_entries = unwritten;
     stats->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
   }
   return out;

@@ -68,6 +68,7 @@ class NvrtcCompiler {
 
 struct CompileStats {
   size_t kernels = 0, cache_hits = 0, corrupt_entries = 0;
+  size_t unwritten_entries = 0;  // compiled but not cached (the cache could not take them: warned)
   double seconds = 0;
 };
 

@@ -68,16 +68,19 @@ struct Candidates {
   const KernelSpec* library = nullptr;
 };
 
-nlohmann::json read_cache(const std::filesystem::path& file) {
-  if (!std::filesystem::exists(file)) return nlohmann::json::object();
-  std::ifstream in(file);
+// The cache's measurements; a cache that is missing or cannot be read (damaged, not JSON, a
+// folder) is only a cache: measured again, with a line on `log`.
+nlohmann::json read_cache(const std::filesystem::path& file, std::ostream& log) {
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec)) return nlohmann::json::object();
   try {
+    std::ifstream in(file);
     nlohmann::json j = nlohmann::json::parse(in);
     if (!j.is_object()) throw std::runtime_error("not a JSON object");
     return j;
   } catch (const std::exception& e) {
-    throw std::runtime_error(fmt::format("{}: unreadable autotune cache ({}); delete it to measure again",
-                                         file.string(), e.what()));
+    log << fmt::format("autotune: {} cannot be read ({}): measuring again\n", file.string(), e.what());
+    return nlohmann::json::object();
   }
 }
 
@@ -106,22 +109,26 @@ std::map<std::string, passes::MatmulPolicy> autotune_products(const std::vector<
       products.try_emplace(k.product, Candidates{g, &k, it->second});
     }
   }
-  nlohmann::json cache = read_cache(cache_file);
+  nlohmann::json cache = read_cache(cache_file, log);
   nlohmann::json& mine = cache[device.name()];
   std::map<std::string, passes::MatmulPolicy> choices;
   int measured = 0, cached = 0;
   for (const auto& [key, c] : products) {
     const std::string entry = fmt::format("{} | {} | {}", key, c.generated->name, c.library->name);
-    if (mine.contains(entry)) {
-      const auto choice = ir::enum_from_name<passes::MatmulPolicy>(mine[entry].at("choice").get<std::string>());
-      if (!choice || *choice == passes::MatmulPolicy::Auto)
-        throw std::runtime_error(fmt::format("{}: entry '{}' holds no choice of generated or library; delete the file "
-                                             "to measure again",
-                                             cache_file.string(), entry));
-      choices[key] = *choice;
-      ++cached;
-      continue;
+    if (mine.is_object() && mine.contains(entry)) {
+      const nlohmann::json& saved = mine[entry];
+      const auto choice = saved.is_object() && saved.contains("choice") && saved["choice"].is_string()
+                              ? ir::enum_from_name<passes::MatmulPolicy>(saved["choice"].get<std::string>())
+                              : std::nullopt;
+      if (choice && *choice != passes::MatmulPolicy::Auto) {
+        choices[key] = *choice;
+        ++cached;
+        continue;
+      }
+      log << fmt::format("autotune: {}: entry '{}' holds no choice of generated or library: measuring it again\n",
+                         cache_file.string(), entry);
     }
+    if (!mine.is_object()) mine = nlohmann::json::object();
     device.load({c.generated, c.library});
     IsolatedLaunch gen(*c.graph, *c.generated, device), lib(*c.graph, *c.library, device);
     const double gen_s = seconds_per_launch(gen, device, repeats), lib_s = seconds_per_launch(lib, device, repeats);
@@ -133,8 +140,13 @@ std::map<std::string, passes::MatmulPolicy> autotune_products(const std::vector<
     ++measured;
   }
   if (measured > 0) {
-    std::filesystem::create_directories(cache_file.parent_path());
-    support::write_file_atomically(cache_file, cache.dump(1) + "\n");
+    try {
+      std::filesystem::create_directories(cache_file.parent_path());
+      support::write_file_atomically(cache_file, cache.dump(1) + "\n");
+    } catch (const std::exception& e) {
+      log << fmt::format("autotune: the measurements cannot be kept in {} ({}): the next run measures again\n",
+                         cache_file.string(), e.what());
+    }
   }
   int library_count = 0;
   for (const auto& [key, choice] : choices) library_count += choice == passes::MatmulPolicy::Library;

@@ -1,0 +1,107 @@
+// codegen/kernel_cache: a kernel cache is only a cache. A host kernel library that is truncated,
+// flipped or a folder is compiled again (never handed to the loader, where it would crash); an
+// NVRTC entry that is a folder is replaced; a cache folder that cannot be written (here: a file
+// where the folder should be) compiles without caching, with one warning, never an abort.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "codegen/host_compile.h"
+#include "codegen/nvrtc_compiler.h"
+#include "prelude_kernels.h"
+
+namespace bertc::codegen {
+namespace {
+
+std::filesystem::path fresh(const std::string& name) {
+  const auto dir = std::filesystem::path(BERTC_TEST_CACHE) / ("kernel-cache-test-" + name);
+  std::filesystem::remove_all(dir);
+  return dir;
+}
+
+std::filesystem::path only_library(const std::filesystem::path& cache) {
+  for (const auto& e : std::filesystem::directory_iterator(cache / "host"))
+    if (e.path().extension() == ".so") return e.path();
+  return {};
+}
+
+// A launchable library: its block_sums kernel is there and installs.
+void expect_usable(const HostKernelLibrary& library) { EXPECT_NE(library.entry("block_sums"), nullptr); }
+
+TEST(KernelCache, DamagedHostLibrariesAreCompiledAgain) {
+  HostEmulator emulator;
+  const auto good = fresh("host-good");
+  expect_usable(compile_for_host(testing::kPreludeKernels, good, emulator.api()));
+  const std::filesystem::path built = only_library(good);
+  ASSERT_FALSE(built.empty());
+  ASSERT_TRUE(std::filesystem::exists(built.string() + ".xxh3"));
+  const auto size = std::filesystem::file_size(built);
+  // Each damage in a copy of the cache (the process has the original mapped, under its own path).
+  const std::vector<std::pair<std::string, std::function<void(const std::filesystem::path&)>>> damages = {
+      {"truncated", [&](const std::filesystem::path& so) { std::filesystem::resize_file(so, size / 2); }},
+      {"flipped",
+       [&](const std::filesystem::path& so) {
+         std::fstream f(so, std::ios::in | std::ios::out | std::ios::binary);
+         f.seekp(static_cast<std::streamoff>(size / 2));
+         f.put('\x5a');
+       }},
+      {"a-folder",
+       [](const std::filesystem::path& so) {
+         std::filesystem::remove(so);
+         std::filesystem::create_directories(so / "inside");
+       }},
+  };
+  for (const auto& [name, damage] : damages) {
+    const auto copy = fresh("host-" + name);
+    std::filesystem::copy(good, copy, std::filesystem::copy_options::recursive);
+    const std::filesystem::path so = copy / "host" / built.filename();
+    damage(so);
+    expect_usable(compile_for_host(testing::kPreludeKernels, copy, emulator.api()));
+    EXPECT_TRUE(std::filesystem::is_regular_file(so)) << name;
+    EXPECT_EQ(std::filesystem::file_size(so), size) << name << ": rebuilt whole";
+  }
+  // A file where the cache folder should be: compiled in a private folder, with a warning.
+  const auto blocked = fresh("host-blocked");
+  std::filesystem::create_directories(blocked);
+  std::ofstream(blocked / "host") << "not a folder";
+  ::testing::internal::CaptureStderr();
+  const HostKernelLibrary elsewhere = compile_for_host(testing::kPreludeKernels, blocked, emulator.api());
+  const std::string said = ::testing::internal::GetCapturedStderr();
+  expect_usable(elsewhere);
+  EXPECT_NE(said.find("warning: kernel cache " + (blocked / "host").string()), std::string::npos) << said;
+  EXPECT_NE(said.find("compiling without caching"), std::string::npos) << said;
+}
+
+TEST(KernelCache, NvrtcEntriesThatAreFoldersAreReplacedAndABlockedCacheIsSkipped) {
+  const NvrtcCompiler compiler = NvrtcCompiler::for_arch(80);
+  std::vector<KernelSource> kernels;
+  for (const char* name : testing::kPreludeKernelNames) kernels.push_back({name, testing::kPreludeKernels});
+  const auto cache = fresh("nvrtc");
+  const auto first = compile_all(compiler, kernels, cache);
+  std::vector<std::filesystem::path> entries;
+  for (const auto& e : std::filesystem::directory_iterator(cache / "nvrtc")) entries.push_back(e.path());
+  ASSERT_FALSE(entries.empty());
+  std::filesystem::remove(entries[0]);
+  std::filesystem::create_directories(entries[0] / "inside");  // a folder where an entry was
+  CompileStats repaired, after;
+  compile_all(compiler, kernels, cache, &repaired);
+  EXPECT_EQ(repaired.cache_hits, first.size() - 1);
+  EXPECT_TRUE(std::filesystem::is_regular_file(entries[0]));  // not stuck: written anew
+  compile_all(compiler, kernels, cache, &after);
+  EXPECT_EQ(after.cache_hits, first.size());
+  // The cache folder is a file: every kernel compiles, none is cached, one warning.
+  const auto blocked = fresh("nvrtc-blocked");
+  std::filesystem::create_directories(blocked);
+  std::ofstream(blocked / "nvrtc") << "not a folder";
+  CompileStats uncached;
+  ::testing::internal::CaptureStderr();
+  const auto images = compile_all(compiler, kernels, blocked, &uncached);
+  const std::string said = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(images.size(), kernels.size());
+  EXPECT_EQ(uncached.unwritten_entries, kernels.size());
+  EXPECT_EQ(std::count(said.begin(), said.end(), '\n'), 1) << said;
+  EXPECT_NE(said.find("compiling without caching"), std::string::npos) << said;
+}
+
+}  // namespace
+}  // namespace bertc::codegen
