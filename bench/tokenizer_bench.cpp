@@ -17,6 +17,7 @@
 
 #include "data/tokenizer.h"
 #include "data/vocab.h"
+#include "tools/cli_bounds.h"
 
 using namespace bertc;
 
@@ -60,7 +61,7 @@ int main(int argc, char** argv) {
   app.add_option("text", text, "Text file, one line a unit")->required()->check(CLI::ExistingFile);
   app.add_option("vocab", vocab_path, "vocab.txt")->required()->check(CLI::ExistingFile);
   app.add_flag("--cased", cased, "Keep case and accents (default: lower-case, strip accents)");
-  app.add_option("--threads", threads, "Threads of the second run")->check(CLI::PositiveNumber);
+  app.add_option("--threads", threads, "Threads of the second run")->check(bertc::tools::kCount);
   app.add_option("--ids", ids_path, "Write each line's ids here, space-separated, a line each");
   CLI11_PARSE(app, argc, argv);
   const data::Vocab vocab = data::Vocab::load(vocab_path);

@@ -21,6 +21,7 @@
 #include "runtime/device_registry.h"
 #include "tools/compile_flags.h"
 #include "train/step_figures.h"
+#include "tools/cli_bounds.h"
 
 using namespace bertc;
 
@@ -97,10 +98,10 @@ int main(int argc, char** argv) {
   app.add_option("--device", a.device, "cuda, or host (the emulation: a check that the benchmark runs)")
       ->check(CLI::IsMember(devices));
   a.flags.add_to(&app);
-  app.add_option("--batch-size", a.batch_size, "Sequences per step (default: the config's)")->check(CLI::PositiveNumber);
-  app.add_option("--seq-len", a.seq_len, "Tokens per sequence (default: the config's)")->check(CLI::PositiveNumber);
-  app.add_option("--steps", a.steps, "Timed steps")->check(CLI::PositiveNumber);
-  app.add_option("--warmup", a.warmup, "Untimed steps first")->check(CLI::NonNegativeNumber);
+  app.add_option("--batch-size", a.batch_size, "Sequences per step (default: the config's)")->check(bertc::tools::kCount);
+  app.add_option("--seq-len", a.seq_len, "Tokens per sequence (default: the config's)")->check(bertc::tools::kCount);
+  app.add_option("--steps", a.steps, "Timed steps")->check(bertc::tools::kCount);
+  app.add_option("--warmup", a.warmup, "Untimed steps first")->check(bertc::tools::kCountOrNone);
   app.add_flag("--eager", a.eager, "Launch kernel by kernel instead of replaying a device graph");
   CLI11_PARSE(app, argc, argv);
   try {

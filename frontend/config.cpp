@@ -97,6 +97,7 @@ class Loader {
       } else if (std::find(std::begin(kSections), std::end(kSections), k) != std::end(kSections)) {
         const toml::table* table = node.as_table();
         if (!table) fail(node, fmt::format("'{}' must be a table: write it as [{}]", k, k));
+        if (k == "model") c_.model_section = true;
         for (const auto& [sub, value] : *table) set_key(k, sub, value);
       } else {
         fail(key.source(), fmt::format("unknown top-level key '{}'{} (expected name, [model], [train] or [compile])",
@@ -253,7 +254,13 @@ Config load_config(const std::filesystem::path& path, std::span<const ExtraKey> 
   if (!in) throw ConfigError(fmt::format("{}: cannot open config file (does it exist?)", path.string()));
   std::ostringstream text;
   text << in.rdbuf();
-  return parse_config(text.str(), path.string(), extra_keys);
+  Config config = parse_config(text.str(), path.string(), extra_keys);
+  // Without one, every model key would take its default: a BERT-base nobody asked for.
+  if (!config.model_section)
+    throw ConfigError(fmt::format("{}: no [model] section: write the model's sizes under [model] (see "
+                                  "examples/bert-tiny.toml), or an empty [model] for BERT-base's defaults",
+                                  path.string()));
+  return config;
 }
 
 }  // namespace bertc::frontend

@@ -62,6 +62,7 @@ struct Config {
   TrainConfig train;
   CompileOptions compile;
   std::map<std::string, ConfigValue> extra;  // values of the model definition's ExtraKeys
+  bool model_section = false;  // whether the text has a [model] table (load_config requires one)
 
   // A custom model's extra key; throws ConfigError when absent or of another type.
   template <typename T>

@@ -36,6 +36,7 @@
 #include "tools/estimate.h"
 #include "tools/output_file.h"
 #include "tools/report.h"
+#include "tools/cli_bounds.h"
 
 namespace bertc::tools {
 namespace {
@@ -338,7 +339,7 @@ int train_rank(const TrainArgs& args, const CompileFlags& flags, const frontend:
                              std::min<size_t>(static_cast<size_t>(o.config.train.log_every), s.losses.size()), s.last_loss,
                              std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count(),
                              o.metrics.string());
-  return 0;
+  return s.stopped_by_signal ? 128 + s.stopped_by_signal : 0;  // (130 for SIGINT, 143 for SIGTERM, as shells say)
 }
 
 struct EvalArgs {
@@ -429,9 +430,9 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
   CLI::App* train_cmd = app.add_subcommand("train", "Train the model: on the CPU reference executor, or the compiled program on a device (--device)");
   train_cmd->add_option("config", train_args.config, "TOML config")->required()->check(CLI::ExistingFile);
   train_cmd->add_option("--steps", train_args.steps, "Length of the run in optimizer steps (default: [train] steps)")
-      ->check(CLI::PositiveNumber);
+      ->check(kCount);
   train_cmd->add_option("--until", train_args.until, "Stop (with a checkpoint) after this step; --resume continues")
-      ->check(CLI::PositiveNumber);
+      ->check(kCount);
   train_cmd->add_option("--data", train_args.data, "Text file or folder of .txt files (default: [train] data)");
   train_cmd->add_option("--vocab", train_args.vocab, "WordPiece vocab.txt (default: [train] vocab)");
   train_cmd->add_option("--device", train_args.device,
@@ -441,10 +442,10 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
   train_cmd->add_option("--batch-size", train_args.batch_size,
                         "Micro-batch size ([train] batch_size), or auto: the largest micro-batch that fits the device's "
                         "free memory, keeping batch_size x gradient_accumulation_steps")
-      ->check(CLI::IsMember({"auto"}) | CLI::PositiveNumber);
+      ->check(CLI::IsMember({"auto"}) | kCount);
   train_cmd->add_option("--device-memory", train_args.device_memory,
                         "Bytes of device memory --batch-size auto plans for (default: the free memory of the device)")
-      ->check(CLI::PositiveNumber);
+      ->check(kCount);
   train_cmd->add_option("--checkpoint-dir", train_args.checkpoint_dir, "Checkpoints and metrics (default: checkpoints/NAME)");
   train_cmd->add_option("--metrics", train_args.metrics, "JSON-lines metrics file (default: CHECKPOINT_DIR/metrics.jsonl)");
   train_cmd->add_flag("--resume", train_args.resume, "Continue from the newest checkpoint in the checkpoint folder");
@@ -459,7 +460,7 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
   train_cmd->add_option("--profile", train_args.profile,
                         "Time each kernel launch of this step on the device (one wait per launch) and print the "
                         "per-kernel table: time, TFLOP/s, GB/s and the ratio to the compile report's roofline estimate")
-      ->check(CLI::PositiveNumber);
+      ->check(kCount);
   train_cmd->add_option("--profile-out", train_args.profile_out,
                         "Where --profile writes the table as JSON (default: CHECKPOINT_DIR/profile-stepSTEP.json; "
                         "bertc compile --report --profile reads it)");
@@ -481,7 +482,7 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
   CLI::App* batch_cmd = app.add_subcommand("batch", "Write one micro-batch of the training data (input of eval)");
   batch_cmd->add_option("config", batch_args.config, "TOML config")->required()->check(CLI::ExistingFile);
   batch_cmd->add_option("--index", batch_args.index, "Micro-batch number (step * accumulation + micro)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(kCountOrNone);
   batch_cmd->add_option("-o,--output", batch_args.output, "Output .safetensors")->required();
   batch_cmd->add_option("--data", batch_args.data, "Text file or folder (default: [train] data)");
   batch_cmd->add_option("--vocab", batch_args.vocab, "vocab.txt (default: [train] vocab)");
@@ -497,7 +498,7 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
   check_cmd->add_option("--tolerance", check_options.tolerance,
                         "Largest error allowed, relative to a value's largest magnitude (default 1e-3 at fp32, "
                         "5e-2 at 16-bit precisions)")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   check_cmd->add_flag("--all", check_options.all, "Print every value's error, not only those beyond tolerance");
   CompileFlags check_flags;
   check_flags.add_to(check_cmd);
@@ -510,8 +511,8 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
   estimate_cmd->add_option("--gpu", estimate_args.gpus, "GPUs of the table (p40, v100, a100, h100, ...); repeatable")
       ->capture_default_str();
   estimate_cmd->add_option("--gpus-per-machine", estimate_args.gpus_per_machine, "GPUs in each machine")
-      ->check(CLI::PositiveNumber)->capture_default_str();
-  estimate_cmd->add_option("--machines", estimate_args.machines, "Machines")->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(kCount)->capture_default_str();
+  estimate_cmd->add_option("--machines", estimate_args.machines, "Machines")->check(kCount)->capture_default_str();
   std::vector<std::string> links;
   for (const passes::Interconnect& i : passes::interconnects()) links.emplace_back(i.name);
   estimate_cmd->add_option("--within", estimate_args.within, "The link between a machine's GPUs")
@@ -522,10 +523,10 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
                            "Gradient compressions to compare (default: none, fp16, powersgd at [train] powersgd_rank)")
       ->check(CLI::IsMember(ir::enum_choices<dist::Compression>()));
   estimate_cmd->add_option("--steps", estimate_args.steps, "Optimizer steps to train (default: [train] steps)")
-      ->check(CLI::PositiveNumber);
+      ->check(kCount);
   estimate_cmd->add_option("--price", estimate_args.price,
                            "Dollars per GPU-hour (default: a cloud offer's for the GPUs that have one)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(kCountOrNone);
   estimate_cmd->add_flag("--json", estimate_args.json, "Write JSON");
   CompileFlags estimate_flags;
   estimate_flags.add_to(estimate_cmd);
@@ -561,6 +562,12 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
     if (*prepare_cmd) return prepare_data(prepare_args, model, std::cerr);
     if (*vocab_cmd) return train_vocab(vocab_args, model, std::cerr);
     return info(info_json_flag, info_file, model);
+  } catch (const std::bad_alloc&) {
+    std::cerr << fmt::format("{}: error: out of host memory: lower [train] batch_size (--batch-size), recompute "
+                             "activations (--recompute), or let bertc choose (--batch-size auto); for data, make "
+                             "shards (bertc prepare-data) or more text shards ([train] text_shards)\n",
+                             program);
+    return 1;
   } catch (const std::exception& e) {
     std::cerr << fmt::format("{}: error: {}\n", program, e.what());
     return 1;

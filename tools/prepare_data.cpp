@@ -9,6 +9,7 @@
 #include "data/prepare_shards.h"
 #include "data/vocab.h"
 #include "frontend/config.h"
+#include "tools/cli_bounds.h"
 
 namespace bertc::tools {
 namespace {
@@ -40,10 +41,10 @@ CLI::App* add_prepare_data_command(CLI::App& app, PrepareDataArgs& a) {
   c->add_option("-o,--output", a.output, "Folder for the shards (new, or without shards in it)")->required();
   c->add_option("--input", a.input, "Text file or folder of .txt and .txt.gz files (default: [train] data)");
   c->add_option("--vocab", a.vocab, "vocab.txt (default: [train] vocab)");
-  c->add_option("--shards", a.shards, "Shards to write")->check(CLI::PositiveNumber)->capture_default_str();
+  c->add_option("--shards", a.shards, "Shards to write")->check(kCount)->capture_default_str();
   c->add_option("--memory-mb", a.memory_mb, "Memory the preparation may take, in MiB")
-      ->check(CLI::PositiveNumber)->capture_default_str();
-  c->add_option("--threads", a.threads, "Threads (0: every core)")->check(CLI::NonNegativeNumber)->capture_default_str();
+      ->check(kCount)->capture_default_str();
+  c->add_option("--threads", a.threads, "Threads (0: every core)")->check(kCountOrNone)->capture_default_str();
   return c;
 }
 

@@ -12,6 +12,7 @@
 #include "data/vocab_trainer.h"
 #include "frontend/config.h"
 #include "tools/output_file.h"
+#include "tools/cli_bounds.h"
 
 namespace bertc::tools {
 
@@ -22,13 +23,13 @@ CLI::App* add_vocab_command(CLI::App& app, VocabArgs& a) {
   c->add_option("-o,--output", a.output, "vocab.txt to write (a new file)")->required();
   c->add_option("--input", a.input, "Text file or folder of .txt and .txt.gz files (default: [train] data)");
   c->add_option("--size", a.size, "Tokens in the vocabulary, special tokens included")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(kCount)->capture_default_str();
   c->add_option("--min-frequency", a.min_frequency, "Pairs seen fewer times are not merged")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(kCount)->capture_default_str();
   c->add_option("--limit-alphabet", a.limit_alphabet, "Characters kept (the most frequent)")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(kCount)->capture_default_str();
   c->add_option("--threads", a.threads, "Threads counting words (0: every core)")
-      ->check(CLI::NonNegativeNumber)->capture_default_str();
+      ->check(kCountOrNone)->capture_default_str();
   return c;
 }
 

@@ -104,6 +104,7 @@ support::Environment synthetic_environment(const frontend::Config& c, const pass
   initialize_states(program.step, env);
   initialize_states(program.optimizer, env);
   bind_batch(synthetic_batch(c, seed), env);
+  check_batch_ranges(env, c, "the synthetic batch");
   env[std::string(ir::names::kDropoutSeed)] = support::HostTensor::scalar(ir::DType::I64, static_cast<double>(seed % (uint64_t{1} << 40)));
   env[std::string(ir::names::kLearningRate)] = support::HostTensor::scalar(ir::DType::F32, c.train.learning_rate);
   return env;
@@ -116,6 +117,33 @@ void bind_batch(const data::Batch& b, support::Environment& env) {
     env[in.name] = std::move(t);
   }
   env["masked_lm_weights"] = weights_of(b);
+}
+
+void check_batch_ranges(const support::Environment& inputs, const frontend::Config& c, const std::string& what) {
+  struct Range {
+    const char* input;
+    int64_t end;  // values in [0, end)
+    std::string key;
+  };
+  const Range ranges[] = {
+      {"input_ids", c.model.vocab_size, fmt::format("[model] vocab_size = {}", c.model.vocab_size)},
+      {"token_type_ids", c.model.type_vocab_size,
+       fmt::format("[model] type_vocab_size = {} (BERT's sentence pairs need 2)", c.model.type_vocab_size)},
+      {"masked_lm_positions", c.train.seq_len, fmt::format("[train] seq_len = {}", c.train.seq_len)},
+      {"masked_lm_ids", c.model.vocab_size, fmt::format("[model] vocab_size = {}", c.model.vocab_size)},
+      {"next_sentence_labels", 2, "2 (a next-sentence label is 0 or 1)"},
+  };
+  for (const Range& r : ranges) {
+    const auto it = inputs.find(r.input);
+    if (it == inputs.end()) continue;
+    const std::vector<int64_t>& v = it->second.integer;
+    const int64_t row = it->second.type.shape.size() < 2 ? 1 : it->second.type.shape[1];  // (one value a row: [B])
+    for (size_t i = 0; i < v.size(); ++i)
+      if (v[i] < 0 || v[i] >= r.end)
+        throw data::DataError(fmt::format("{}: {} of example {} holds {}, which is not below {}: raise it, or fix the "
+                                          "data",
+                                          what, r.input, static_cast<int64_t>(i) / row, v[i], r.key));
+  }
 }
 
 support::Safetensors batch_to_safetensors(const data::Batch& b) {

@@ -30,6 +30,11 @@ support::Environment synthetic_environment(const frontend::Config& config, const
 // The batch as the BERT graph's inputs (input_ids, ..., next_sentence_labels).
 void bind_batch(const data::Batch& batch, support::Environment& env);
 
+// Checks every index input of `inputs` (input_ids, token_type_ids, masked_lm_positions,
+// masked_lm_ids, next_sentence_labels) against the config's ranges, the same for every device,
+// before any runs it; throws data::DataError naming `what` (the batch), the row, and the config key.
+void check_batch_ranges(const support::Environment& inputs, const frontend::Config& config, const std::string& what);
+
 // The batch as tensors: integers as I64 (as PyTorch writes them), masked_lm_weights as F32.
 support::Safetensors batch_to_safetensors(const data::Batch& batch);
 

@@ -5,6 +5,7 @@
 
 #include "ir/value_names.h"
 #include "passes/autodiff.h"
+#include "train/batches.h"
 #include "train/checkpoint.h"
 #include "reference/executor.h"
 #include "support/safetensors.h"
@@ -50,6 +51,7 @@ EvalResult evaluate_batch(const frontend::ModelDefinition& model, frontend::Conf
                                          ir::shape_string(stored.shape), to_string(input.type)));
     env[input.name] = support::to_host(stored, input.type.dtype, fmt::format("{}: tensor '{}'", source, input.name));
   }
+  check_batch_ranges(env, config, source);
   const PretrainedReport loaded = load_pretrained(weights, graph, env);
   if (!loaded.missing.empty())
     throw support::SafetensorsError(fmt::format("{}: {} params are missing: {}", weights.string(), loaded.missing.size(),

@@ -2,6 +2,7 @@
 #include "train/trainer.h"
 
 #include <chrono>
+#include <csignal>
 #include <cmath>
 #include <numeric>
 #include <set>
@@ -33,6 +34,8 @@
 #include "train/profile.h"
 #include "train/progress.h"
 #include "train/resume.h"
+#include "train/run_lock.h"
+#include "train/stop_request.h"
 #include "train/step_figures.h"
 
 namespace bertc::train {
@@ -104,17 +107,22 @@ void choose_batch(const frontend::ModelDefinition& model, TrainOptions& o, const
                      static_cast<double>(b.bytes) / (1 << 20));
 }
 
-// A metadata number of a checkpoint, or `otherwise` when it has none.
+// A metadata count of a checkpoint (1 or more), or `otherwise` when it has none.
 int64_t metadata_number(const std::map<std::string, std::string>& meta, const std::string& key, int64_t otherwise) {
   const auto it = meta.find(key);
   if (it == meta.end()) return otherwise;
+  int64_t v = 0;
   try {
-    return std::stoll(it->second);
+    size_t used = 0;
+    v = std::stoll(it->second, &used);
+    if (used != it->second.size()) v = 0;
   } catch (const std::exception&) {
-    throw TrainError(fmt::format("the newest checkpoint's metadata {} = '{}' is not a number: the file is damaged; "
-                                 "remove it to resume from the one before",
-                                 key, it->second));
   }
+  if (v < 1)
+    throw TrainError(fmt::format("the newest checkpoint's metadata {} = '{}' is not a count (1 or more): the file is "
+                                 "damaged; move it aside to resume from the one before",
+                                 key, it->second));
+  return v;
 }
 
 // --resume on another number of ranks keeps the checkpoint's global batch by changing the
@@ -292,6 +300,13 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
   TrainOptions o = options;
   const std::shared_ptr<dist::Communicator> world = o.world ? o.world : dist::single_process();
   dist::Communicator& comm = *world;
+  // The run folder is this run's before anything is read from or written to it (rank 0 writes it).
+  std::optional<RunFolderLock> folder_lock;
+  if (comm.rank() == 0) {
+    folder_lock.emplace(o.checkpoint_dir, log);
+    remove_leftover_temporaries(o.checkpoint_dir, log);
+  }
+  const StopOnSignal stop_on_signal;
   // Start-up waits allow for a rank compiling kernels the others found in their caches.
   comm.set_timeout(std::max(o.config.train.rank_timeout, 3600.0));
   check_same_start(comm, o.config, o.device.value_or("cpu"));
@@ -319,7 +334,7 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
   if (const std::string said = dp.restore_exchange_state(env); !said.empty() && start > 0) log << said << "\n";
   std::erase_if(env, [](const auto& entry) { return entry.first.starts_with(kExchangeStatePrefix); });  // (taken)
   TrainSummary summary;
-  const int64_t last = std::min(o.stop_after, t.steps);
+  int64_t last = std::min(o.stop_after, t.steps);
   if (start >= last) {
     log << fmt::format("already at step {} of {}: nothing to do (raise --steps to train on)\n", start, last);
     return summary;
@@ -348,6 +363,7 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
       [&](int64_t micro) {
         LoadedBatch b{micro, stream.batch(dp.global_micro_batch(micro)), {}};
         bind_batch(b.batch, b.inputs);
+        check_batch_ranges(b.inputs, o.config, fmt::format("micro-batch {}", dp.global_micro_batch(micro)));
         return b;
       },
       start * K, last * K);
@@ -371,19 +387,33 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
     if (progress) progress->record(stats);
     if (!timed.empty()) write_profile(s, o, *device, timed, progress);
     summary.losses.push_back(stats.loss);
-    if ((t.checkpoint_every > 0 && s % t.checkpoint_every == 0) || s == last) {
+    // A signal on any rank stops every rank after the same step.
+    int stop = stop_requested();
+    if (comm.size() > 1)
+      for (uint64_t v : comm.all_gather(static_cast<uint64_t>(stop))) stop = std::max(stop, static_cast<int>(v));
+    if ((t.checkpoint_every > 0 && s % t.checkpoint_every == 0) || s == last || stop) {
       runners.optimizer->download_state(env);
       dp.check_same_parameters(env, manifest_of(program), s);
       const support::Environment exchange = dp.exchange_state();
-      if (!dp.leader()) continue;
-      std::map<std::string, std::string> metadata = run_metadata(model, o.config, dp.ranks());
-      metadata["world_size"] = std::to_string(dp.ranks());
-      metadata["gradient_accumulation_steps"] = std::to_string(K);
-      metadata.merge(data_metadata(stream));
-      save_checkpoint(o.checkpoint_dir, s, manifest_of(program), env, std::move(metadata), t.keep_checkpoints,
-                      exchange);
-      if (s == last || !o.live_progress)
-        progress->note(fmt::format("checkpoint: {}", checkpoint_path(o.checkpoint_dir, s).string()));
+      if (dp.leader()) {
+        std::map<std::string, std::string> metadata = run_metadata(model, o.config, dp.ranks());
+        metadata["world_size"] = std::to_string(dp.ranks());
+        metadata["gradient_accumulation_steps"] = std::to_string(K);
+        metadata.merge(data_metadata(stream));
+        save_checkpoint(o.checkpoint_dir, s, manifest_of(program), env, std::move(metadata), t.keep_checkpoints,
+                        exchange);
+        if (s == last || stop || !o.live_progress)
+          progress->note(fmt::format("checkpoint: {}", checkpoint_path(o.checkpoint_dir, s).string()));
+      }
+    }
+    if (stop && s < last) {
+      summary.stopped_by_signal = stop;
+      last = s;
+      if (progress)
+        progress->note(fmt::format("stopped by {} after step {}: continue with the same command and --resume",
+                                   stop == SIGINT ? "SIGINT" : stop == SIGTERM ? "SIGTERM" : fmt::format("signal {}", stop),
+                                   s));
+      break;
     }
   }
   summary.last_step = last;

@@ -1,0 +1,180 @@
+#!/usr/bin/env python3
+"""What a user or a crash can do to a run folder, one thing at a time, and what must hold after
+each: two runs started at once into one folder (one trains, the other is refused naming it);
+SIGTERM and SIGINT (the step finishes, a checkpoint is written, exit 143 / 130, and --resume
+continues exactly as if never stopped); a second signal (ends at once, its temporary swept by the
+next run); a SIGKILL (the stale lock taken over); a flipped byte or an edited step in a checkpoint
+(refused naming the tensor or the metadata, the older checkpoint untouched and then resumed from).
+
+usage: run_folder_test.py BERTC SOURCE_DIR WORK_DIR
+"""
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import time
+
+BERTC, SOURCE, WORK = sys.argv[1:4]
+shutil.rmtree(WORK, ignore_errors=True)
+os.makedirs(WORK)
+text = open(os.path.join(SOURCE, "tests", "lit", "Inputs", "test-tiny.toml")).read()
+text = re.sub(r'^(data|vocab) = "\.\./\.\./\.\./([^"]+)"', lambda m: f'{m.group(1)} = "{SOURCE}/{m.group(2)}"', text,
+              flags=re.M)
+text = re.sub(r"^steps = .*$", "steps = 40", text, flags=re.M)
+text = re.sub(r"^checkpoint_every = .*$", "checkpoint_every = 0", text, flags=re.M)
+CONFIG = os.path.join(WORK, "tiny.toml")
+open(CONFIG, "w").write(text)
+
+
+def fail(message):
+    print("FAIL:", message)
+    sys.exit(1)
+
+
+def folder(name):
+    return os.path.join(WORK, name)
+
+
+def start(name, *flags):
+    return subprocess.Popen([BERTC, "train", CONFIG, "--device", "cpu", "--checkpoint-dir", folder(name), *flags],
+                            stderr=subprocess.PIPE, text=True)
+
+
+def run(name, *flags):
+    return subprocess.run([BERTC, "train", CONFIG, "--device", "cpu", "--checkpoint-dir", folder(name), *flags],
+                          capture_output=True, text=True, timeout=600)
+
+
+def wait_for_step(p, step):
+    """Reads the run's log until it reports `step`; returns what it read."""
+    seen = ""
+    while True:
+        line = p.stderr.readline()
+        if not line:
+            fail(f"the run ended (exit {p.wait()}) before step {step}:\n{seen[-1500:]}")
+        seen += line
+        if re.match(rf"step {step}/", line):
+            return seen
+
+
+def losses(name):
+    return [(m["step"], m["loss"], m["grad_norm"]) for m in map(json.loads, open(os.path.join(folder(name), "metrics.jsonl")))]
+
+
+def digests(name):
+    d = folder(name)
+    return {f: hashlib.sha256(open(os.path.join(d, f), "rb").read()).hexdigest()
+            for f in sorted(os.listdir(d)) if f.startswith("checkpoint-")}
+
+
+# The run every interrupted one must match.
+straight = run("straight")
+if straight.returncode != 0:
+    fail(f"the uninterrupted run failed:\n{straight.stderr[-1500:]}")
+
+# 1. Two runs started at the same moment into one folder: one trains, the other is refused.
+for attempt in range(3):
+    name = f"twice-{attempt}"
+    a, b = start(name), start(name)
+    outs = [(p.wait(timeout=600), p.stderr.read()) for p in (a, b)]
+    codes = sorted(code for code, _ in outs)
+    refused = [err for code, err in outs if code != 0]
+    if codes[0] != 0 or len(refused) != 1 or "is in use by another bertc train (" not in refused[0]:
+        fail(f"two runs into one folder: exits {codes}, expected one 0 and one refusal naming the holder:\n"
+             + "\n---\n".join(err[-800:] for _, err in outs))
+    if losses(name) != losses("straight"):
+        fail("the run that trained beside a refused one wrote other metrics than an undisturbed run")
+print("two runs at once: one refused:", refused[0].strip().splitlines()[-1][:160])
+
+# 2. SIGTERM and SIGINT mid-run: the step ends, a checkpoint is written, the exit says which,
+# and --resume trains on exactly as the uninterrupted run.
+for sig, code in ((signal.SIGTERM, 143), (signal.SIGINT, 130)):
+    name = f"stopped-{sig.name}"
+    p = start(name)
+    wait_for_step(p, 5)
+    p.send_signal(sig)
+    rest = p.stderr.read()
+    if p.wait() != code:
+        fail(f"{sig.name}: exit {p.returncode}, expected {code}:\n{rest[-1500:]}")
+    m = re.search(rf"stopped by {sig.name} after step (\d+): continue with the same command and --resume", rest)
+    if not m or not os.path.exists(os.path.join(folder(name), f"checkpoint-{int(m.group(1)):06d}.safetensors")):
+        fail(f"{sig.name}: no stop message or no checkpoint of the step it stopped after:\n{rest[-1500:]}")
+    stopped_at = int(m.group(1))
+    if stopped_at >= 40:
+        fail(f"{sig.name} stopped after step {stopped_at}: too late to test a stop")
+    resumed = run(name, "--resume")
+    if resumed.returncode != 0 or f"(step {stopped_at})" not in resumed.stderr:
+        fail(f"{sig.name}: --resume after the stop failed:\n{resumed.stderr[-1500:]}")
+    if losses(name) != losses("straight"):
+        fail(f"{sig.name}: stopped at step {stopped_at} and resumed, the run differs from the uninterrupted one")
+    print(f"{sig.name}: stopped after step {stopped_at}, exit {code}; resumed run equals the uninterrupted one")
+
+# 3. A second signal ends the run at once, here while the stop's checkpoint is half written
+# (every write paused halfway): no checkpoint appears, and the next run sweeps the temporary.
+env = dict(os.environ, BERTC_TEST_SLOW_WRITE_MS="30000")
+p = subprocess.Popen([BERTC, "train", CONFIG, "--device", "cpu", "--checkpoint-dir", folder("twice-signalled"),
+                      "--steps", "100000"], stderr=subprocess.PIPE, text=True, env=env)
+wait_for_step(p, 3)
+p.send_signal(signal.SIGINT)
+deadline = time.time() + 60
+while not any(f.startswith(".checkpoint-") for f in os.listdir(folder("twice-signalled"))):
+    if time.time() > deadline or p.poll() is not None:
+        p.kill()
+        fail("no half-written checkpoint appeared after the first SIGINT")
+    time.sleep(0.05)
+p.send_signal(signal.SIGINT)
+rest = p.stderr.read()
+if p.wait() != 130 or "ended at once by a second signal" not in rest:
+    fail(f"two SIGINTs: exit {p.returncode}, expected 130 and the message:\n{rest[-1000:]}")
+if any(f.startswith("checkpoint-") for f in os.listdir(folder("twice-signalled"))):
+    fail("the half-written checkpoint of the stop became a checkpoint")
+
+# 4. A SIGKILL leaves the lock file with its holder's pid: the next run takes it over.
+p = start("killed")
+wait_for_step(p, 3)
+p.kill()
+p.wait()
+for name, expect in (("killed", "ended without unlocking it"), ("twice-signalled", "removed 1 unfinished temporary")):
+    after = run(name, "--steps", "2")
+    if after.returncode != 0 or expect not in after.stderr:
+        fail(f"the run after an interrupted one in {name}: exit {after.returncode}, no '{expect}':\n"
+             f"{after.stderr[-1500:]}")
+    print(f"after {name}:", next(l for l in after.stderr.splitlines() if expect in l)[:150])
+
+# 5. Damaged checkpoints: refused naming what is wrong; the older one is untouched and resumes.
+name = "damaged"
+if run(name, "--until", "20", "--steps", "40").returncode != 0 or run(name, "--until", "30", "--resume").returncode:
+    fail("could not make two checkpoints to damage")
+newest = os.path.join(folder(name), "checkpoint-000030.safetensors")
+pristine = open(newest, "rb").read()
+header = struct.unpack("<Q", pristine[:8])[0]
+cases = {
+    "a flipped bit in a tensor": lambda b: b[:8 + header + 100] + bytes([b[8 + header + 100] ^ 0x10]) + b[8 + header + 101:],
+    "the step edited in the metadata": lambda b: b.replace(b'"step":"30"', b'"step":"-5"'),
+}
+for what, damage in cases.items():
+    bad = damage(pristine)
+    if bad == pristine:
+        fail(f"{what}: the test could not damage the file")
+    open(newest, "wb").write(bad)
+    before = digests(name)
+    p = run(name, "--resume")
+    if p.returncode == 0 or "checksum" not in p.stderr or "step 31/" in p.stderr:
+        fail(f"{what}: --resume was not refused before training (exit {p.returncode}):\n{p.stderr[-1500:]}")
+    if digests(name) != before:
+        fail(f"{what}: the refused resume changed the run folder's checkpoints")
+    print(f"{what}: refused:", next(l for l in p.stderr.splitlines() if "checksum" in l)[:170])
+# The damaged one moved aside, the run resumes from the one before and ends as the straight run.
+os.rename(newest, os.path.join(WORK, "damaged-checkpoint.safetensors"))
+p = run(name, "--resume")
+if p.returncode != 0 or "(step 20)" not in p.stderr:
+    fail(f"resuming from the older checkpoint failed:\n{p.stderr[-1500:]}")
+metrics = {s: (l, g) for s, l, g in losses(name)}
+if [(s, *metrics[s]) for s, _, _ in losses("straight")] != losses("straight"):
+    fail("after resuming from the older checkpoint, the steps differ from the uninterrupted run")
+print("PASS")

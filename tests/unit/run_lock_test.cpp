@@ -1,0 +1,65 @@
+// train/run_lock: one holder of a run folder at a time, naming the holder to the refused one; a
+// lock left by a process that ended without releasing it is taken over with a message; the sweep
+// removes unfinished temporaries and nothing else.
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "train/run_lock.h"
+#include "train/trainer.h"
+
+namespace bertc::train {
+namespace {
+
+std::filesystem::path scratch(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() / ("bertc-run-lock-test-" + name);
+  std::filesystem::remove_all(dir);
+  return dir;
+}
+
+TEST(RunFolderLock, OneHolderAtATimeAndStaleLocksTakenOver) {
+  const auto dir = scratch("lock");
+  std::ostringstream log;
+  {
+    const RunFolderLock first(dir, log);  // (makes the folder)
+    try {
+      const RunFolderLock second(dir, log);
+      ADD_FAILURE() << "a second lock of one folder was granted";
+    } catch (const TrainError& e) {
+      const std::string why = e.what();
+      EXPECT_NE(why.find("is in use by another bertc train (pid " + std::to_string(::getpid()) + " on "),
+                std::string::npos)
+          << why;
+    }
+  }
+  EXPECT_EQ(log.str(), "");
+  { const RunFolderLock again(dir, log); }  // released cleanly: no message
+  EXPECT_EQ(log.str(), "");
+  std::ofstream(dir / ".bertc-lock") << "4242 on elsewhere\n";  // as a killed holder leaves it
+  { const RunFolderLock after_kill(dir, log); }
+  EXPECT_NE(log.str().find("left locked by pid 4242 on elsewhere, which ended without unlocking it"), std::string::npos)
+      << log.str();
+  std::ofstream(dir / "a-file") << "x";
+  EXPECT_THROW(RunFolderLock(dir / "a-file", log), TrainError);  // not a folder
+}
+
+TEST(RunFolderLock, SweepsUnfinishedTemporariesOnly) {
+  const auto dir = scratch("sweep");
+  std::filesystem::create_directories(dir);
+  for (const char* name : {".checkpoint-000006.safetensors.tmp.1234", ".metrics.jsonl.tmp.77", "checkpoint-000003.safetensors",
+                           ".bertc-lock", "notes.tmp.5", ".half.tmp.x"})
+    std::ofstream(dir / name) << "x";
+  std::ostringstream log;
+  remove_leftover_temporaries(dir, log);
+  EXPECT_FALSE(std::filesystem::exists(dir / ".checkpoint-000006.safetensors.tmp.1234"));
+  EXPECT_FALSE(std::filesystem::exists(dir / ".metrics.jsonl.tmp.77"));
+  for (const char* kept : {"checkpoint-000003.safetensors", ".bertc-lock", "notes.tmp.5", ".half.tmp.x"})
+    EXPECT_TRUE(std::filesystem::exists(dir / kept)) << kept;
+  EXPECT_NE(log.str().find("removed 2 unfinished temporary file(s)"), std::string::npos) << log.str();
+}
+
+}  // namespace
+}  // namespace bertc::train

@@ -1,0 +1,90 @@
+// The run folder's lock and the sweep of temporaries (see run_lock.h).
+#include "train/run_lock.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <regex>
+#include <string>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "train/trainer.h"
+
+namespace bertc::train {
+namespace {
+
+std::string contents(int fd) {
+  std::string text(256, '\0');
+  const ssize_t n = ::pread(fd, text.data(), text.size(), 0);
+  text.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\0')) text.pop_back();
+  return text;
+}
+
+std::string host_name() {
+  char name[256] = {};
+  ::gethostname(name, sizeof name - 1);
+  return name;
+}
+
+}  // namespace
+
+RunFolderLock::RunFolderLock(const std::filesystem::path& folder, std::ostream& log) {
+  std::error_code ec;
+  std::filesystem::create_directories(folder, ec);
+  if (ec || !std::filesystem::is_directory(folder))
+    throw TrainError(fmt::format("{}: cannot be made a run folder ({}): choose another --checkpoint-dir",
+                                 folder.string(), ec ? ec.message() : "it is not a folder"));
+  const std::filesystem::path path = folder / ".bertc-lock";
+  // The file stays (unlinking it would let a third run lock a new file while a second holds the
+  // old one); what it holds says whether its last holder ended cleanly.
+  fd_ = ::open(path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
+  if (fd_ < 0)
+    throw TrainError(fmt::format("{}: cannot be opened ({}): is the run folder writable?", path.string(),
+                                 std::strerror(errno)));
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    const int why = errno;
+    const std::string holder = contents(fd_);
+    ::close(fd_);
+    if (why == EWOULDBLOCK)
+      throw TrainError(fmt::format("{} is in use by another bertc train ({}): wait for it to end, or choose another "
+                                   "--checkpoint-dir",
+                                   folder.string(), holder.empty() ? "one just starting" : "pid " + holder));
+    throw TrainError(fmt::format("{}: cannot be locked ({}): the run folder's file system must support flock",
+                                 path.string(), std::strerror(why)));
+  }
+  if (const std::string stale = contents(fd_); !stale.empty())
+    log << fmt::format("run folder: {} was left locked by pid {}, which ended without unlocking it (killed?): taken "
+                       "over\n",
+                       folder.string(), stale);
+  const std::string me = fmt::format("{} on {}\n", ::getpid(), host_name());
+  if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, me.data(), me.size(), 0) != static_cast<ssize_t>(me.size()))
+    throw TrainError(fmt::format("{}: cannot be written ({}): is the disk full?", path.string(), std::strerror(errno)));
+}
+
+RunFolderLock::~RunFolderLock() {
+  if (fd_ < 0) return;
+  (void)::ftruncate(fd_, 0);
+  ::close(fd_);  // (releases the flock)
+}
+
+void remove_leftover_temporaries(const std::filesystem::path& folder, std::ostream& log) {
+  static const std::regex temporary(R"(\..+\.tmp\.\d+)");
+  std::vector<std::string> removed;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(folder, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (entry.is_regular_file() && std::regex_match(name, temporary) && std::filesystem::remove(entry.path(), ec))
+      removed.push_back(name);
+  }
+  if (!removed.empty())
+    log << fmt::format("run folder: removed {} unfinished temporary file(s) of an interrupted run: {}\n",
+                       removed.size(), fmt::join(removed, ", "));
+}
+
+}  // namespace bertc::train

@@ -1,0 +1,28 @@
+// One training run per run folder: an flock'ed lock file naming its holder, taken before anything
+// is written there, and the temporaries a killed run left behind, swept once it is held.
+#pragma once
+
+#include <filesystem>
+#include <ostream>
+
+namespace bertc::train {
+
+class RunFolderLock {
+ public:
+  // Creates the folder, and locks `folder/.bertc-lock` (holding "pid host"). Throws TrainError
+  // naming the holder when another process holds it. A lock file left by a process that ended
+  // without releasing it (killed) is taken over, with a line on `log`.
+  RunFolderLock(const std::filesystem::path& folder, std::ostream& log);
+  ~RunFolderLock();  // empties the file (a clean end) and releases the lock
+  RunFolderLock(const RunFolderLock&) = delete;
+  RunFolderLock& operator=(const RunFolderLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
+// Removes the folder's ".NAME.tmp.PID" files (atomic writes a killed run did not finish); says
+// which on `log`. Only the holder of the folder's lock may call it.
+void remove_leftover_temporaries(const std::filesystem::path& folder, std::ostream& log);
+
+}  // namespace bertc::train
