@@ -5,6 +5,7 @@
 #include "dist/tcp_store.h"
 
 #include <cerrno>
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <map>
@@ -43,6 +44,18 @@ bool write_all(int fd, const void* data, size_t n) {
     n -= static_cast<size_t>(k);
   }
   return true;
+}
+
+// poll() that goes on when a signal interrupts it (a graceful stop's SIGTERM), for what is left
+// of the timeout.
+int poll_through_signals(pollfd* fds, nfds_t n, int timeout_ms) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    const int r = ::poll(fds, n, timeout_ms);
+    if (r >= 0 || errno != EINTR) return r;
+    timeout_ms = static_cast<int>(std::max<int64_t>(
+        0, std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now()).count()));
+  }
 }
 
 bool read_all(int fd, void* data, size_t n) {
@@ -280,7 +293,7 @@ int connect_within(const addrinfo& a, double seconds, std::string& why) {
   if (error == EINPROGRESS) {
     pollfd p{fd, POLLOUT, 0};
     socklen_t n = sizeof error;
-    if (::poll(&p, 1, static_cast<int>(seconds * 1000)) != 1 ||
+    if (poll_through_signals(&p, 1, static_cast<int>(seconds * 1000)) != 1 ||
         ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &n) != 0)
       error = ETIMEDOUT;
   }
@@ -358,7 +371,7 @@ std::pair<char, std::vector<char>> TcpStoreClient::request(char op, const std::s
   };
   if (fd_ < 0 || !send_message(fd_, op, key, value)) throw broken();
   pollfd p{fd_, POLLIN, 0};
-  if (::poll(&p, 1, static_cast<int>(answer_seconds * 1000)) != 1) throw broken();
+  if (poll_through_signals(&p, 1, static_cast<int>(answer_seconds * 1000)) != 1) throw broken();
   char status = 0;
   uint64_t n = 0;
   if (!read_all(fd_, &status, 1) || !read_all(fd_, &n, 8) || n > kMaxValue) throw broken();

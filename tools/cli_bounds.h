@@ -2,6 +2,7 @@
 // more"), where CLI11's PositiveNumber prints the range of a double (a 309-digit maximum).
 #pragma once
 
+#include <cmath>
 #include <cstdlib>
 #include <string>
 
@@ -9,34 +10,37 @@
 
 namespace bertc::tools {
 
-// A number of at least `least` (1: a count; 0: a count that may be none).
+// A whole number of at least `least`, in plain decimal digits: what the option's integer is read
+// as, whoever reads it (CLI11 reads "010" as octal, std::stoll "1e3" as 1: neither passes).
 inline CLI::Validator at_least(long long least) {
   return CLI::Validator(
       [least](std::string& text) -> std::string {
-        char* end = nullptr;
-        const double v = std::strtod(text.c_str(), &end);
-        if (end == text.c_str() || *end != '\0') return "'" + text + "' is not a number";
-        if (v < static_cast<double>(least)) return text + " is not " + std::to_string(least) + " or more";
+        const bool digits = !text.empty() && text.size() <= 18 && text.find_first_not_of("0123456789") == std::string::npos &&
+                            (text == "0" || text[0] != '0');
+        if (!digits) return "'" + text + "' is not a whole number written in decimal digits";
+        if (std::stoll(text) < least) return text + " is not " + std::to_string(least) + " or more";
         return "";
       },
       ">= " + std::to_string(least));
 }
 
-// A number above `bound` (a real: a tolerance, a size).
-inline CLI::Validator above(double bound) {
+// A finite real number above `bound` (or, with `or_equal`, not below it).
+inline CLI::Validator real_above(double bound, bool or_equal) {
   return CLI::Validator(
-      [bound](std::string& text) -> std::string {
+      [bound, or_equal](std::string& text) -> std::string {
         char* end = nullptr;
         const double v = std::strtod(text.c_str(), &end);
-        if (end == text.c_str() || *end != '\0') return "'" + text + "' is not a number";
-        if (!(v > bound)) return text + " is not above " + CLI::detail::to_string(bound);
+        if (end == text.c_str() || *end != '\0' || !std::isfinite(v)) return "'" + text + "' is not a finite number";
+        if (or_equal ? !(v >= bound) : !(v > bound))
+          return text + " is not " + (or_equal ? "" : "above ") + CLI::detail::to_string(bound) + (or_equal ? " or more" : "");
         return "";
       },
-      "> " + CLI::detail::to_string(bound));
+      (or_equal ? ">= " : "> ") + CLI::detail::to_string(bound));
 }
 
-inline const CLI::Validator kCount = at_least(1);          // 1, 2, ...
-inline const CLI::Validator kCountOrNone = at_least(0);    // 0, 1, ... (also a real that may be 0)
-inline const CLI::Validator kPositive = above(0.0);        // a real above 0
+inline const CLI::Validator kCount = at_least(1);             // 1, 2, ...
+inline const CLI::Validator kCountOrNone = at_least(0);       // 0, 1, ...
+inline const CLI::Validator kPositive = real_above(0, false);  // a real above 0
+inline const CLI::Validator kNonNegative = real_above(0, true);  // a real of 0 or more
 
 }  // namespace bertc::tools

@@ -526,7 +526,7 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
       ->check(kCount);
   estimate_cmd->add_option("--price", estimate_args.price,
                            "Dollars per GPU-hour (default: a cloud offer's for the GPUs that have one)")
-      ->check(kCountOrNone);
+      ->check(kNonNegative);
   estimate_cmd->add_flag("--json", estimate_args.json, "Write JSON");
   CompileFlags estimate_flags;
   estimate_flags.add_to(estimate_cmd);

@@ -43,7 +43,7 @@ CLI::App* add_prepare_data_command(CLI::App& app, PrepareDataArgs& a) {
   c->add_option("--vocab", a.vocab, "vocab.txt (default: [train] vocab)");
   c->add_option("--shards", a.shards, "Shards to write")->check(kCount)->capture_default_str();
   c->add_option("--memory-mb", a.memory_mb, "Memory the preparation may take, in MiB")
-      ->check(kCount)->capture_default_str();
+      ->check(kPositive)->capture_default_str();
   c->add_option("--threads", a.threads, "Threads (0: every core)")->check(kCountOrNone)->capture_default_str();
   return c;
 }

@@ -47,7 +47,14 @@ void add_checksums(support::Safetensors& file) {
 
 void verify_checksums(const support::Safetensors& file, const std::string& where) {
   const auto it = file.metadata.find(kMetadataChecksum);
-  if (it == file.metadata.end()) return;  // a file from elsewhere, or from a bertc before checksums
+  const auto format = file.metadata.find("format");
+  const bool required = format != file.metadata.end() && format->second == "bertc-checkpoint-2";
+  if (it == file.metadata.end()) {
+    if (!required) return;  // a file from elsewhere, or from a bertc before checksums
+    throw support::SafetensorsError(fmt::format("{}: a bertc-checkpoint-2 without its metadata checksum: the file is "
+                                                "damaged (resume from an older checkpoint: move this one aside)",
+                                                where));
+  }
   if (it->second != metadata_checksum(file.metadata))
     throw support::SafetensorsError(fmt::format("{}: its metadata does not match its checksum: the file is damaged "
                                                 "(resume from an older checkpoint: move this one aside)",
@@ -102,6 +109,9 @@ void save_checkpoint(const std::filesystem::path& dir, int64_t step, const Tenso
                      const support::Environment& env, std::map<std::string, std::string> metadata, int64_t keep,
                      const support::Environment& exchange) {
   std::filesystem::create_directories(dir);
+  // A diverged run's weights are not saved: rotation would then delete the last good checkpoints.
+  for (const auto& [name, type] : manifest)
+    check_finite(name, env.at(name), fmt::format("step {}'s checkpoint, not written (the older ones are kept)", step));
   support::Safetensors file;
   for (const auto& [name, type] : manifest) file.tensors[name] = support::to_stored(env.at(name));
   for (const auto& [name, tensor] : exchange) {
@@ -109,7 +119,7 @@ void save_checkpoint(const std::filesystem::path& dir, int64_t step, const Tenso
       throw std::logic_error(fmt::format("exchange state '{}' is not named {}*", name, kExchangeStatePrefix));
     file.tensors[name] = support::to_stored(tensor);
   }
-  metadata["format"] = "bertc-checkpoint-1";
+  metadata["format"] = "bertc-checkpoint-2";  // (2: checksummed)
   metadata["step"] = std::to_string(step);
   file.metadata = std::move(metadata);
   add_checksums(file);
@@ -144,8 +154,9 @@ CheckpointContents load_checkpoint(const std::filesystem::path& path, const Tens
       throw support::SafetensorsError(fmt::format("{}: no '{}' in its metadata: not a bertc checkpoint", where, key));
     return it->second;
   };
-  if (meta("format") != "bertc-checkpoint-1")
-    throw support::SafetensorsError(fmt::format("{}: format '{}' is not bertc-checkpoint-1", where, meta("format")));
+  if (meta("format") != "bertc-checkpoint-1" && meta("format") != "bertc-checkpoint-2")
+    throw support::SafetensorsError(fmt::format("{}: format '{}' is not bertc-checkpoint-1 or -2 (a newer bertc's?)",
+                                                where, meta("format")));
   for (const auto& [name, stored] : file.tensors)
     if (name.starts_with(kExchangeStatePrefix))
       env[name] = support::to_host(stored, stored.dtype, fmt::format("{}: tensor '{}'", where, name));

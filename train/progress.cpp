@@ -1,9 +1,12 @@
 // The progress line and the metrics file (see progress.h).
 #include "train/progress.h"
 
+#include <fstream>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "support/atomic_file.h"
 #include "train/trainer.h"
 
 namespace bertc::train {
@@ -25,6 +28,31 @@ std::string duration(double seconds) {
 void Progress::Window::add(const StepStats& s) {
   loss += s.loss, mlm += s.mlm_loss, nsp += s.nsp_loss, grad_norm += s.grad_norm;
   ++steps, correct += s.mlm_correct, counted += s.mlm_counted;
+}
+
+void keep_metrics_through(const std::filesystem::path& metrics, int64_t step, std::ostream& log) {
+  std::ifstream in(metrics);
+  if (!in) return;
+  std::string kept, line;
+  int64_t later = 0, damaged = 0;
+  while (std::getline(in, line)) {
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("step") || !j["step"].is_number_integer()) {
+      ++damaged;
+      continue;
+    }
+    if (j["step"].get<int64_t>() > step) {
+      ++later;
+      continue;
+    }
+    kept += line + "\n";
+  }
+  in.close();
+  if (later == 0 && damaged == 0) return;
+  support::write_file_atomically(metrics, kept);
+  log << fmt::format("metrics: {} kept through step {}; dropped {} line(s) of later steps (trained again now){}\n",
+                     metrics.string(), step, later,
+                     damaged ? fmt::format(" and {} damaged line(s)", damaged) : std::string());
 }
 
 Progress::Progress(std::ostream& log, const std::filesystem::path& metrics, int64_t first, int64_t last, int64_t every,

@@ -31,6 +31,11 @@ struct DeviceFigures {
   std::string compression = "none"; // of their gradients (gradient_compression), for the progress line
 };
 
+// Rewrites the metrics file (atomically) with its lines of steps up to `step` only: what a run
+// resumed from step `step`'s checkpoint keeps; says on `log` how many later lines (or damaged
+// ones, such as a line a kill cut short) it dropped. A missing file is left missing.
+void keep_metrics_through(const std::filesystem::path& metrics, int64_t step, std::ostream& log);
+
 class Progress {
  public:
   // Steps first..last of a run; lines every `every` steps (each step when `live`); the metrics

@@ -372,8 +372,20 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
   std::optional<Progress> progress;
   runners.figures.ranks = dp.ranks();
   runners.figures.compression = ir::enum_name(t.gradient_compression);
-  if (dp.leader()) progress.emplace(log, o.metrics, start + 1, last, t.log_every, o.live_progress, runners.figures);
+  if (dp.leader()) {
+    // Steps after the checkpoint that a stopped run recorded are trained again: their lines go.
+    if (start > 0) keep_metrics_through(o.metrics, start, log);
+    progress.emplace(log, o.metrics, start + 1, last, t.log_every, o.live_progress, runners.figures);
+  }
   summary.first_step = start + 1;
+  // A signal while compiling or reading data: nothing trained, nothing to save.
+  if (int stop = stop_requested(); stop && comm.size() == 1) {
+    log << fmt::format("stopped by {} before the first step: nothing to save; run the same command again\n",
+                       stop == SIGINT ? "SIGINT" : "SIGTERM");
+    summary.stopped_by_signal = stop;
+    summary.first_step = start + 1, summary.last_step = start;
+    return summary;
+  }
   for (int64_t s = start + 1; s <= last; ++s) {
     const auto began = Clock::now();
     // On a GPU the MLM logits (batch x predictions x vocabulary) come back only on the steps that
@@ -407,6 +419,9 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
       }
     }
     if (stop && s < last) {
+      // Every rank waits for rank 0's checkpoint: a rank that ended first (exit 130/143) would get a
+      // launcher (torchrun, srun) to kill the rest, rank 0 amid its write.
+      if (comm.size() > 1) comm.meet("the stop's checkpoint");
       summary.stopped_by_signal = stop;
       last = s;
       if (progress)

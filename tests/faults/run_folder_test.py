@@ -174,7 +174,8 @@ os.rename(newest, os.path.join(WORK, "damaged-checkpoint.safetensors"))
 p = run(name, "--resume")
 if p.returncode != 0 or "(step 20)" not in p.stderr:
     fail(f"resuming from the older checkpoint failed:\n{p.stderr[-1500:]}")
-metrics = {s: (l, g) for s, l, g in losses(name)}
-if [(s, *metrics[s]) for s, _, _ in losses("straight")] != losses("straight"):
-    fail("after resuming from the older checkpoint, the steps differ from the uninterrupted run")
+# (Steps 21-30 were recorded by the run whose checkpoint was damaged: the resume drops them.)
+if losses(name) != losses("straight"):
+    fail("after resuming from the older checkpoint, the metrics differ from the uninterrupted run's "
+         f"(steps {[s for s, _, _ in losses(name)]})")
 print("PASS")

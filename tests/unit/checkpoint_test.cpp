@@ -163,10 +163,18 @@ TEST(Checkpoint, ChecksumsCatchDamageAndFilesWithoutThemLoad) {
   write_safetensors(path, dropped);
   EXPECT_NE(error_of([&] { load_checkpoint(path, manifest, loaded); }).find("checksum of tensor 'b' is there"),
             std::string::npos);
-  // Without checksums (another writer): loads, and the other checks still hold.
+  // A checksummed format (bertc-checkpoint-2) whose metadata checksum is gone (a flipped key name):
+  // refused, not loaded unchecked.
+  Safetensors unsummed = good;
+  unsummed.metadata.erase("xxh3.__metadata__");
+  write_safetensors(path, unsummed);
+  EXPECT_NE(error_of([&] { load_checkpoint(path, manifest, loaded); }).find("without its metadata checksum"),
+            std::string::npos);
+  // Without checksums (an older bertc's bertc-checkpoint-1): loads, and the other checks still hold.
   Safetensors plain = good;
   for (auto it = plain.metadata.begin(); it != plain.metadata.end();)
     it = it->first.starts_with("xxh3.") ? plain.metadata.erase(it) : std::next(it);
+  plain.metadata["format"] = "bertc-checkpoint-1";
   write_safetensors(path, plain);
   EXPECT_EQ(load_checkpoint(path, manifest, loaded).step, 7);
   plain.metadata["step"] = "-5";
@@ -177,12 +185,25 @@ TEST(Checkpoint, ChecksumsCatchDamageAndFilesWithoutThemLoad) {
   write_safetensors(path, plain);
   EXPECT_NE(error_of([&] { load_checkpoint(path, manifest, loaded); }).find("metadata step '7x' is not a number"),
             std::string::npos);
-  // A NaN weight, even checksummed (the run diverged), is refused naming the tensor.
+  // A NaN weight is never saved (rotation would delete the good checkpoints), and is refused when
+  // a file holds one, naming the tensor.
   Environment diverged = env;
   diverged.at("a").real[1] = std::nanf("");
-  save_checkpoint(dir, 8, manifest, diverged, {}, 2);
-  EXPECT_NE(error_of([&] { load_checkpoint(checkpoint_path(dir, 8), manifest, loaded); })
-                .find("tensor 'a' holds nan at element 1"),
+  const auto nan_dir = scratch("checksums-nan");
+  save_checkpoint(nan_dir, 5, manifest, env, {}, 1);
+  EXPECT_NE(error_of([&] { save_checkpoint(nan_dir, 8, manifest, diverged, {}, 1); })
+                .find("step 8's checkpoint, not written (the older ones are kept): tensor 'a' holds nan at element 1"),
+            std::string::npos);
+  EXPECT_TRUE(std::filesystem::exists(checkpoint_path(nan_dir, 5)));
+  EXPECT_FALSE(std::filesystem::exists(checkpoint_path(nan_dir, 8)));
+  Safetensors with_nan = good;
+  std::memcpy(with_nan.tensors.at("a").bytes.data() + 4, &diverged.at("a").real[1], 4);
+  with_nan.metadata.erase("xxh3.__metadata__");
+  for (auto it = with_nan.metadata.begin(); it != with_nan.metadata.end();)
+    it = it->first.starts_with("xxh3.") ? with_nan.metadata.erase(it) : std::next(it);
+  with_nan.metadata["format"] = "bertc-checkpoint-1";
+  write_safetensors(path, with_nan);
+  EXPECT_NE(error_of([&] { load_checkpoint(path, manifest, loaded); }).find("tensor 'a' holds nan at element 1"),
             std::string::npos);
 }
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <iterator>
 
 #include "codegen/host_compile.h"
 #include "codegen/nvrtc_compiler.h"
@@ -25,6 +26,11 @@ std::filesystem::path only_library(const std::filesystem::path& cache) {
   return {};
 }
 
+std::string read(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
 // A launchable library: its block_sums kernel is there and installs.
 void expect_usable(const HostKernelLibrary& library) { EXPECT_NE(library.entry("block_sums"), nullptr); }
 
@@ -42,8 +48,10 @@ TEST(KernelCache, DamagedHostLibrariesAreCompiledAgain) {
       {"flipped",
        [&](const std::filesystem::path& so) {
          std::fstream f(so, std::ios::in | std::ios::out | std::ios::binary);
+         f.seekg(static_cast<std::streamoff>(size / 2));
+         const char c = static_cast<char>(f.get());
          f.seekp(static_cast<std::streamoff>(size / 2));
-         f.put('\x5a');
+         f.put(static_cast<char>(c ^ 0x01));  // (a change whatever the byte was)
        }},
       {"a-folder",
        [](const std::filesystem::path& so) {
@@ -56,9 +64,11 @@ TEST(KernelCache, DamagedHostLibrariesAreCompiledAgain) {
     std::filesystem::copy(good, copy, std::filesystem::copy_options::recursive);
     const std::filesystem::path so = copy / "host" / built.filename();
     damage(so);
+    const std::string damaged = std::filesystem::is_regular_file(so) ? read(so) : std::string();
     expect_usable(compile_for_host(testing::kPreludeKernels, copy, emulator.api()));
     EXPECT_TRUE(std::filesystem::is_regular_file(so)) << name;
     EXPECT_EQ(std::filesystem::file_size(so), size) << name << ": rebuilt whole";
+    EXPECT_NE(read(so), damaged) << name << ": the damaged library was kept (a flipped one would even load)";
   }
   // A file where the cache folder should be: compiled in a private folder, with a warning.
   const auto blocked = fresh("host-blocked");
