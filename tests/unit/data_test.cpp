@@ -68,6 +68,14 @@ std::vector<Document> documents() {
   return docs;
 }
 
+// Examples of up to 32 tokens and 5 predictions: small enough to check by hand.
+ExampleOptions short_examples() {
+  ExampleOptions o;
+  o.max_seq_length = 32;
+  o.max_predictions_per_seq = 5;
+  return o;
+}
+
 // Documents that differ: document d's sentences are ids of its own pattern (words of the vocab).
 std::vector<Document> varied_documents() {
   std::vector<Document> docs;
@@ -85,9 +93,7 @@ std::vector<Document> varied_documents() {
 
 TEST(PretrainingData, ExamplesHaveTheBertLayout) {
   const Vocab v = small_vocab();
-  ExampleOptions o;
-  o.max_seq_length = 32;
-  o.max_predictions_per_seq = 5;
+  ExampleOptions o = short_examples();
   o.dupe_factor = 3;
   const auto examples = create_examples(documents(), v, o);
   ASSERT_GT(examples.size(), 50u);
@@ -137,9 +143,7 @@ TEST(PretrainingData, MaskingReplacesAsTheRecipeSays) {
 
 TEST(PretrainingData, DeterministicAndBatchedInEpochs) {
   const Vocab v = small_vocab();
-  ExampleOptions o;
-  o.max_seq_length = 32;
-  o.max_predictions_per_seq = 5;
+  const ExampleOptions o = short_examples();
   const auto a = create_examples(documents(), v, o);
   const auto b = create_examples(documents(), v, o);
   ASSERT_EQ(a.size(), b.size());
@@ -186,9 +190,7 @@ TEST(PretrainingData, DeterministicAndBatchedInEpochs) {
 
 TEST(PretrainingData, PackedExamplesAreTheExamplesInOrder) {
   const Vocab v = small_vocab();
-  ExampleOptions o;
-  o.max_seq_length = 32;
-  o.max_predictions_per_seq = 5;
+  const ExampleOptions o = short_examples();
   const auto plain = create_examples(documents(), v, o);
   const PackedExamples packed = create_packed_examples(documents(), v, o);
   ASSERT_EQ(packed.size(), plain.size());
@@ -220,9 +222,7 @@ TEST(PretrainingData, PackedExamplesAreTheExamplesInOrder) {
 
 TEST(TextShards, DocumentDGoesToShardDModNWithTheShardsSeed) {
   const Vocab v = small_vocab();
-  ExampleOptions o;
-  o.max_seq_length = 32;
-  o.max_predictions_per_seq = 5;
+  const ExampleOptions o = short_examples();
   const std::vector<Document> docs = varied_documents();
   const TextShards shards(docs, v, o, 3, "test-text", "[train] text_shards", 2);
   ASSERT_EQ(shards.shards(), 3u);
@@ -263,9 +263,7 @@ TEST(TextShards, AutomaticShardsFollowTokensAndLeaveDocumentsEach) {
 
 TEST(TextShards, TrainedThroughShardedExamplesEveryEpochIsEveryExampleOnce) {
   const Vocab v = small_vocab();
-  ExampleOptions o;
-  o.max_seq_length = 32;
-  o.max_predictions_per_seq = 5;
+  const ExampleOptions o = short_examples();
   const auto shards = std::make_shared<TextShards>(varied_documents(), v, o, 3, "test-text", "[train] text_shards", 2);
   std::multiset<std::vector<int64_t>> all;
   for (size_t s = 0; s < 3; ++s) {
