@@ -149,6 +149,11 @@ HostKernelLibrary compile_for_host(const std::string& source, const std::filesys
   const std::filesystem::path library = folder / (stem + ".so");
   std::string error;
   support::SharedLibrary lib = support::SharedLibrary::open(std::filesystem::absolute(library).string(), &error);
+  // A private folder goes once its library is loaded (the mapping outlives the file).
+  if (folder != cache / "host") {
+    std::error_code ec;
+    std::filesystem::remove_all(folder, ec);
+  }
   if (!lib.loaded()) throw KernelCompileError(fmt::format("cannot load {}: {}", library.string(), error));
   HostKernelLibrary loaded(std::move(lib), library);
   loaded.install(api);

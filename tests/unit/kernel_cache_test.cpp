@@ -74,10 +74,18 @@ TEST(KernelCache, DamagedHostLibrariesAreCompiledAgain) {
   const auto blocked = fresh("host-blocked");
   std::filesystem::create_directories(blocked);
   std::ofstream(blocked / "host") << "not a folder";
+  auto private_folders = [] {
+    size_t n = 0;
+    for (const auto& e : std::filesystem::directory_iterator(std::filesystem::temp_directory_path()))
+      n += e.path().filename().string().starts_with("bertc-host-");
+    return n;
+  };
+  const size_t before = private_folders();
   ::testing::internal::CaptureStderr();
   const HostKernelLibrary elsewhere = compile_for_host(testing::kPreludeKernels, blocked, emulator.api());
   const std::string said = ::testing::internal::GetCapturedStderr();
-  expect_usable(elsewhere);
+  expect_usable(elsewhere);  // (loaded, though its private folder is gone)
+  EXPECT_EQ(private_folders(), before) << "the private build folder was left behind";
   EXPECT_NE(said.find("warning: kernel cache " + (blocked / "host").string()), std::string::npos) << said;
   EXPECT_NE(said.find("compiling without caching"), std::string::npos) << said;
 }
