@@ -5,7 +5,8 @@ and asserts on their metrics and messages. One case per ctest test:
 
 usage: dp_test.py CASE BERTC SOURCE_DIR WORK_DIR
 cases: equal_adamw equal_lamb equal_host equal_host_lamb equal_host_accumulating fp16_bf16 powersgd kill hang resume_fewer_ranks refuse_mismatch
-       refuse_nccl powersgd_resume equal_env equal_host_env kill_env hang_env refuse_env equal_torchrun kill_torchrun
+       refuse_nccl powersgd_resume equal_env equal_host_env kill_env hang_env refuse_env stop_env equal_torchrun
+       kill_torchrun
 """
 import json
 import os
@@ -295,6 +296,26 @@ def stopped_rank(sig, timeout, expected):
         fail(f"--resume did not continue from step {last}:\n{resumed.stderr[-2000:]}")
 
 
+def stop():
+    # SIGTERM to rank 1 alone (as a scheduler preempting one machine): every rank stops after the
+    # same step, rank 0 writes its checkpoint, each exits 143, and --resume continues from it.
+    cfg = config("long", steps=100000, batch_size=2, checkpoint_every=10, log_every=10)
+    p, pids = start_and_wait_for_checkpoint(cfg, "stop")
+    os.kill(pids[1], signal.SIGTERM)
+    out, _ = p.communicate(timeout=120)
+    codes = [q.returncode for q in p.procs]
+    if codes != [143, 143]:
+        fail(f"after rank 1's SIGTERM the ranks exited {codes}, expected 143 each:\n{out[-2000:]}")
+    m = re.search(r"stopped by SIGTERM after step (\d+): continue with the same command and --resume", out)
+    if not m or not os.path.exists(os.path.join(WORK, "stop", f"checkpoint-{int(m.group(1)):06d}.safetensors")):
+        fail(f"no stop message, or no checkpoint of its step:\n{out[-2000:]}")
+    step = int(m.group(1))
+    resumed = train(cfg, "stop", ranks=2, extra=["--resume", "--until", str(step + 2)])
+    if f"(step {step})" not in resumed.stderr or f"step {step + 2}/" not in resumed.stderr:
+        fail(f"--resume did not continue from the stop's step {step}:\n{resumed.stderr[-2000:]}")
+    print(f"rank 1's SIGTERM: both ranks stopped after step {step} (exit 143), resumed from it")
+
+
 def kill():
     # mpirun sees rank 1 die and stops rank 0, naming rank 1. Without mpirun, rank 0 sees rank 1's
     # connection to its rendezvous close, at once (well within the timeout), and names it.
@@ -410,7 +431,7 @@ CASES = {"equal_adamw": lambda: equal("adamw"), "equal_lamb": lambda: equal("lam
          "kill": kill, "hang": hang, "resume_fewer_ranks": resume_fewer_ranks, "refuse_mismatch": refuse_mismatch,
          "refuse_nccl": refuse_nccl, "powersgd_resume": powersgd_resume, "equal_env": lambda: equal("adamw"),
          "equal_host_env": lambda: equal("adamw", device="host", steps=6), "kill_env": kill, "hang_env": hang,
-         "refuse_env": refuse_env, "equal_torchrun": lambda: equal("adamw"), "kill_torchrun": kill}
+         "refuse_env": refuse_env, "stop_env": stop, "equal_torchrun": lambda: equal("adamw"), "kill_torchrun": kill}
 if LAUNCHER == "mpirun" and shutil.which("mpirun") is None:
     fail("no mpirun: scripts/setup.sh installs Open MPI (openmpi-bin)")
 if LAUNCHER == "torchrun" and subprocess.run([TORCH_PYTHON, "-c", "import torch.distributed.run"],
