@@ -27,8 +27,10 @@ bool elementwise_or_load(FusionPattern p) { return p == FusionPattern::Elementwi
 
 class Fuser {
  public:
-  explicit Fuser(const ir::Graph& g) : g_(g), n_(g.ops().size()), parent_(n_), anchor_(n_, FusionPattern::Elementwise), stamp_(n_, 0) {
+  explicit Fuser(const ir::Graph& g)
+      : g_(g), n_(g.ops().size()), parent_(n_), first_(n_), last_(n_), anchor_(n_, FusionPattern::Elementwise), stamp_(n_, 0) {
     std::iota(parent_.begin(), parent_.end(), 0);
+    first_ = last_ = parent_;
     members_.resize(n_);
     for (size_t i = 0; i < n_; ++i) {
       members_[i] = {i};
@@ -94,27 +96,36 @@ class Fuser {
   size_t producer(ir::ValueId v) const { return g_.value(v).producer; }
 
   // True when some path leads from group a to group b through an op of neither: merging them
-  // would then make the fused op depend on itself.
+  // would then make the fused op depend on itself. Searched from the smaller group (forward from
+  // a's members or backward from b's), and only among ops between a's first member and b's last
+  // (ops are in topological order: no path leaves that window and comes back), so that merging
+  // small groups into a large one costs the small one's size, not the large one's.
   bool path_through_outside(size_t a, size_t b) {
     ++epoch_;
-    size_t last_b = 0;
-    for (size_t m : members_[b]) last_b = std::max(last_b, m);
+    const size_t lo = first_[a], hi = last_[b];
+    if (lo > hi) return false;
+    const bool forward = members_[a].size() <= members_[b].size();
+    const size_t from = forward ? a : b, to = forward ? b : a;
     std::vector<std::pair<size_t, bool>> stack;  // (op, left the pair of groups already)
-    for (size_t m : members_[a]) stack.emplace_back(m, false);
+    for (size_t m : members_[from]) stack.emplace_back(m, false);
+    auto visit = [&](size_t y, bool outside) {
+      if (y < lo || y > hi) return false;
+      const size_t gy = find(y);
+      if (gy == to) return outside;
+      if (gy == from || stamp_[y] == epoch_) return false;
+      stamp_[y] = epoch_;
+      stack.emplace_back(y, true);
+      return false;
+    };
     while (!stack.empty()) {
       auto [x, outside] = stack.back();
       stack.pop_back();
-      for (size_t y : succ_[x]) {
-        if (y > last_b) continue;  // ops are in topological order: no way back to b from here
-        const size_t gy = find(y);
-        if (gy == b) {
-          if (outside) return true;
-          continue;
-        }
-        if (gy == a) continue;
-        if (stamp_[y] == epoch_) continue;
-        stamp_[y] = epoch_;
-        stack.emplace_back(y, true);
+      if (forward) {
+        for (size_t y : succ_[x])
+          if (visit(y, outside)) return true;
+      } else {
+        for (ir::ValueId v : op(x).operands)
+          if (visit(producer(v), outside)) return true;
       }
     }
     return false;
@@ -135,32 +146,55 @@ class Fuser {
         !(ra == FusionPattern::Row && rb == FusionPattern::Row && allow_row_pair_))
       return false;
     if (path_through_outside(a, b) || path_through_outside(b, a)) return false;
+    join(a, b);
+    anchor_[find(a)] = ra != FusionPattern::Elementwise ? ra : rb;
+    return true;
+  }
+
+  // Unites groups a and b (roots), the smaller into the larger: each op moves O(log n) times.
+  void join(size_t a, size_t b) {
     if (members_[a].size() < members_[b].size()) std::swap(a, b);
     parent_[b] = a;
     members_[a].insert(members_[a].end(), members_[b].begin(), members_[b].end());
     members_[b].clear();
-    anchor_[a] = ra != FusionPattern::Elementwise ? ra : rb;
-    return true;
+    members_[b].shrink_to_fit();
+    first_[a] = std::min(first_[a], first_[b]);
+    last_[a] = std::max(last_[a], last_[b]);
   }
 
   bool pointwise_like(size_t i) const { return elementwise_or_load(pattern(i)); }
 
   // Producers of a row or reduce op's input (pointwise ops and loads whose result broadcasts to
-  // `shape`), recursively: they run inside the kernel, before the reduction.
+  // `shape`), recursively: they run inside the kernel, before the reduction. (Depth first, as a
+  // recursion would go, on an explicit stack: a chain may be a million ops long.)
   void grow_prologue(size_t at, const ir::Shape& shape) {
-    for (ir::ValueId v : op(at).operands) {
-      const size_t p = producer(v);
+    std::vector<std::pair<size_t, size_t>> stack{{at, 0}};  // (op, next operand to look at)
+    while (!stack.empty()) {
+      auto& [x, next] = stack.back();
+      if (next == op(x).operands.size()) {
+        stack.pop_back();
+        continue;
+      }
+      const size_t p = producer(op(x).operands[next++]);
       if (!pointwise_like(p) || !singleton(p) || op(p).results.size() != 1) continue;
       if (!ir::broadcasts_to(out_shape(p), shape)) continue;
-      if (merge(at, p)) grow_prologue(p, shape);
+      if (merge(x, p)) stack.emplace_back(p, 0);
     }
   }
 
-  // Pointwise consumers of op `at`'s results with the kernel's output shape, recursively.
+  // Pointwise consumers of op `at`'s results with the kernel's output shape, recursively (depth
+  // first, on an explicit stack).
   void grow_epilogue(size_t at, const ir::Shape& shape) {
-    for (size_t c : succ_[at]) {
+    std::vector<std::pair<size_t, size_t>> stack{{at, 0}};  // (op, next consumer to look at)
+    while (!stack.empty()) {
+      auto& [x, next] = stack.back();
+      if (next == succ_[x].size()) {
+        stack.pop_back();
+        continue;
+      }
+      const size_t c = succ_[x][next++];
       if (pattern(c) != FusionPattern::Elementwise || !singleton(c) || out_shape(c) != shape) continue;
-      if (merge(at, c)) grow_epilogue(c, shape);
+      if (merge(x, c)) stack.emplace_back(c, 0);
     }
   }
 
@@ -172,10 +206,12 @@ class Fuser {
   // The loss and its gradient read the same logits: one kernel computes both.
   void pair_cross_entropy() {
     allow_row_pair_ = true;
+    std::multimap<ir::ValueId, size_t> losses_of;  // logits -> the cross-entropy ops reading them
     for (size_t i = 0; i < n_; ++i) {
+      if (op(i).kind == OpKind::CrossEntropy) losses_of.emplace(op(i).operands[0], i);
       if (op(i).kind != OpKind::CrossEntropyGrad) continue;
-      for (size_t j = 0; j < i; ++j)
-        if (op(j).kind == OpKind::CrossEntropy && op(j).operands[0] == op(i).operands[1]) merge(j, i);
+      auto [begin, end] = losses_of.equal_range(op(i).operands[1]);
+      for (auto it = begin; it != end; ++it) merge(it->second, i);
     }
     allow_row_pair_ = false;
   }
@@ -264,15 +300,13 @@ class Fuser {
 
   void force_merge(size_t x, size_t y) {
     const size_t a = find(x), b = find(y);
-    if (a == b) return;
-    parent_[b] = a;
-    members_[a].insert(members_[a].end(), members_[b].begin(), members_[b].end());
-    members_[b].clear();
+    if (a != b) join(a, b);
   }
 
   const ir::Graph& g_;
   size_t n_;
   std::vector<size_t> parent_;
+  std::vector<size_t> first_, last_;  // per group root: its first and last member (op order)
   std::vector<FusionPattern> anchor_;
   std::vector<std::vector<size_t>> members_, succ_;
   std::vector<uint64_t> stamp_;
@@ -312,6 +346,12 @@ FusionResult fuse(ir::Graph& graph) {
       units.push_back({i});
     }
   }
+  // Values a group must return: read by another unit, or graph outputs.
+  std::vector<bool> read_outside(graph.num_values(), false);
+  for (size_t i = 0; i < ops.size(); ++i)
+    for (ir::ValueId v : ops[i].operands)
+      if (unit_of[graph.value(v).producer] != unit_of[i]) read_outside[v] = true;
+  for (ir::ValueId v : graph.outputs()) read_outside[v] = true;
   std::vector<std::set<size_t>> next(units.size());
   std::vector<size_t> indegree(units.size(), 0);
   for (size_t i = 0; i < ops.size(); ++i)
@@ -369,7 +409,6 @@ FusionResult fuse(ir::Graph& graph) {
     } else {
       std::vector<size_t> sorted = members;
       std::sort(sorted.begin(), sorted.end());
-      std::set<size_t> in_group(sorted.begin(), sorted.end());
       // External operands become region inputs; constants are copied into the region instead.
       ir::Builder rb("region");
       GraphCopy inner(graph, rb);
@@ -378,7 +417,7 @@ FusionResult fuse(ir::Graph& graph) {
       for (size_t i : sorted)
         for (ir::ValueId v : ops[i].operands) {
           const size_t p = graph.value(v).producer;
-          if (in_group.count(p) || bound.count(v)) continue;
+          if (unit_of[p] == static_cast<int64_t>(u) || bound.count(v)) continue;
           bound.insert(v);
           if (ops[p].kind == OpKind::Constant) {
             inner.copy(ops[p], false);
@@ -390,14 +429,11 @@ FusionResult fuse(ir::Graph& graph) {
         }
       for (size_t i : sorted) inner.copy(ops[i], false);
       // Results: values read outside the group, graph outputs and update values.
-      std::set<ir::ValueId> outside;
-      for (size_t i = 0; i < ops.size(); ++i)
-        if (!in_group.count(i))
-          for (ir::ValueId v : ops[i].operands)
-            if (in_group.count(graph.value(v).producer)) outside.insert(v);
-      for (ir::ValueId v : graph.outputs())
-        if (in_group.count(graph.value(v).producer)) outside.insert(v);
-      std::vector<ir::ValueId> results(outside.begin(), outside.end());
+      std::vector<ir::ValueId> results;
+      for (size_t i : sorted)
+        for (ir::ValueId v : ops[i].results)
+          if (read_outside[v]) results.push_back(v);
+      std::sort(results.begin(), results.end());
       std::vector<ir::TensorType> types;
       for (ir::ValueId v : results) {
         rb.add_output(inner[v]);

@@ -6,8 +6,9 @@
 namespace bertc::passes {
 
 ir::Tensor GraphCopy::operator[](ir::ValueId v) const {
-  if (!map_.at(v)) throw ir::Error(fmt::format("graph copy: value {} is used before its op was copied", v));
-  return *map_[v];
+  const auto it = map_.find(v);
+  if (it == map_.end()) throw ir::Error(fmt::format("graph copy: value {} is used before its op was copied", v));
+  return it->second;
 }
 
 std::vector<ir::Tensor> GraphCopy::operands(const ir::Op& op) const {
@@ -23,7 +24,7 @@ void GraphCopy::copy(const ir::Op& op, bool keep_names) {
   for (size_t i = 0; i < results.size(); ++i) {
     const std::string& name = from_.value(op.results[i]).name;
     if (keep_names && !name.empty()) to_.name(results[i], name);
-    map_[op.results[i]] = results[i];
+    map_.insert_or_assign(op.results[i], results[i]);
   }
 }
 

@@ -1,7 +1,7 @@
 // Rebuilding a graph op by op into a Builder, for passes that change some ops and copy the rest.
 #pragma once
 
-#include <optional>
+#include <unordered_map>
 #include <vector>
 
 #include "ir/builder.h"
@@ -11,14 +11,16 @@ namespace bertc::passes {
 
 class GraphCopy {
  public:
-  GraphCopy(const ir::Graph& from, ir::Builder& to) : from_(from), to_(to), map_(from.num_values()) {}
+  // Costs nothing up front: a region copy of a few ops out of a graph of millions (fusion makes
+  // one per kernel) must not pay for the whole graph.
+  GraphCopy(const ir::Graph& from, ir::Builder& to) : from_(from), to_(to) {}
 
   const ir::Graph& source() const { return from_; }
 
   // The copy of value v of the source graph (copied or mapped before).
   ir::Tensor operator[](ir::ValueId v) const;
   // Declares that value v of the source is now `t` (a replacement).
-  void map(ir::ValueId v, ir::Tensor t) { map_.at(v) = t; }
+  void map(ir::ValueId v, ir::Tensor t) { map_.insert_or_assign(v, t); }
   // The copies of an op's operands, in order.
   std::vector<ir::Tensor> operands(const ir::Op& op) const;
   // Copies op unchanged (operands mapped, names kept unless keep_names is false) and maps its results.
@@ -29,7 +31,7 @@ class GraphCopy {
  private:
   const ir::Graph& from_;
   ir::Builder& to_;
-  std::vector<std::optional<ir::Tensor>> map_;
+  std::unordered_map<ir::ValueId, ir::Tensor> map_;
 };
 
 }  // namespace bertc::passes

@@ -1,9 +1,11 @@
-// Lifetimes, in-place aliasing and greedy-by-size offset assignment.
+// Lifetimes, in-place aliasing and offset assignment (greedy by size; in time order for huge graphs).
 #include "passes/memory_plan.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <numeric>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -41,6 +43,143 @@ struct UnionFind {
   size_t find(size_t x) { return parent[x] == x ? x : parent[x] = find(parent[x]); }
   void join(size_t a, size_t b) { parent[find(a)] = find(b); }
 };
+
+// Greedy by size (the largest buffers first, each at the lowest offset free for its lifetime)
+// finds tight arenas, and costs the number of pairs of buffers alive at once: fine for models,
+// too slow for a graph of a million values all alive together (a fused chain's results). Past
+// this many pairs, buffers are placed in the order they are made instead (best fit, O(n log n)).
+constexpr size_t kGreedyPlacementPairs = size_t{1} << 24;
+
+// Pairs of buffers alive at once, about (each pair counted where the later one starts).
+size_t overlapping_pairs(const std::vector<Buffer>& buffers, size_t ops) {
+  std::vector<int64_t> starts(ops + 2, 0), ends(ops + 2, 0);
+  for (const Buffer& b : buffers) ++starts[b.first], ++ends[b.last + 1];
+  size_t pairs = 0;
+  int64_t live = 0;
+  for (size_t t = 0; t <= ops; ++t) {
+    live -= ends[t];
+    if (starts[t] > 0) pairs += static_cast<size_t>(starts[t]) * static_cast<size_t>(live + starts[t] - 1);
+    live += starts[t];
+  }
+  return pairs;
+}
+
+// The placed buffers, found by lifetime: a segment tree over op indices holding each buffer at the
+// nodes that cover its lifetime (who is alive at an op), and the buffers by first op (who starts
+// within a lifetime). A query costs log(ops) plus what it returns.
+class PlacedBuffers {
+ public:
+  explicit PlacedBuffers(size_t ops) : size_(1) {
+    while (size_ < ops + 1) size_ *= 2;
+    nodes_.resize(2 * size_);
+  }
+  void add(size_t index, const Buffer& b) {
+    for (size_t lo = b.first + size_, hi = b.last + size_ + 1; lo < hi; lo /= 2, hi /= 2) {
+      if (lo & 1) nodes_[lo++].push_back(index);
+      if (hi & 1) nodes_[--hi].push_back(index);
+    }
+    by_first_.emplace(b.first, index);
+  }
+  // Every placed buffer alive at some op of b's lifetime.
+  std::vector<size_t> overlapping(const Buffer& b) const {
+    std::vector<size_t> out;
+    for (size_t node = b.first + size_; node >= 1; node /= 2) out.insert(out.end(), nodes_[node].begin(), nodes_[node].end());
+    for (auto it = by_first_.upper_bound(b.first); it != by_first_.end() && it->first <= b.last; ++it) out.push_back(it->second);
+    return out;
+  }
+
+ private:
+  size_t size_;
+  std::vector<std::vector<size_t>> nodes_;
+  std::multimap<size_t, size_t> by_first_;
+};
+
+int64_t place_largest_first(std::vector<Buffer>& buffers, size_t ops) {
+  std::vector<size_t> order(buffers.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return buffers[a].bytes != buffers[b].bytes ? buffers[a].bytes > buffers[b].bytes : a < b;
+  });
+  PlacedBuffers placed(ops);
+  int64_t arena = 0;
+  for (size_t i : order) {
+    Buffer& b = buffers[i];
+    std::vector<std::pair<int64_t, int64_t>> taken;  // [offset, end) of buffers alive at the same time
+    for (size_t j : placed.overlapping(b)) taken.emplace_back(buffers[j].offset, buffers[j].offset + buffers[j].bytes);
+    std::sort(taken.begin(), taken.end());
+    int64_t offset = 0;
+    for (const auto& [start, end] : taken) {
+      if (start - offset >= b.bytes) break;
+      offset = std::max(offset, end);
+    }
+    b.offset = offset;
+    arena = std::max(arena, offset + b.bytes);
+    placed.add(i, b);
+  }
+  return arena;
+}
+
+// Op by op: the buffers whose lifetime ended are freed (coalesced with free neighbours), then the
+// ones made at this op are placed, largest first, in the smallest free block that holds them, or
+// at the top of the arena.
+int64_t place_in_time_order(std::vector<Buffer>& buffers, size_t ops) {
+  std::vector<std::vector<size_t>> starting(ops + 1), ending(ops + 2);
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    starting[buffers[i].first].push_back(i);
+    ending[buffers[i].last + 1].push_back(i);
+  }
+  std::map<int64_t, int64_t> free_at;             // offset -> bytes of each free block
+  std::set<std::pair<int64_t, int64_t>> by_size;  // (bytes, offset) of the same blocks
+  int64_t top = 0;
+  auto take_block = [&](std::map<int64_t, int64_t>::iterator it) {
+    by_size.erase({it->second, it->first});
+    free_at.erase(it);
+  };
+  auto release = [&](int64_t offset, int64_t bytes) {
+    auto next = free_at.lower_bound(offset);
+    if (next != free_at.end() && next->first == offset + bytes) {
+      bytes += next->second;
+      take_block(next);
+    }
+    auto prev = free_at.lower_bound(offset);
+    if (prev != free_at.begin() && std::prev(prev)->first + std::prev(prev)->second == offset) {
+      --prev;
+      offset = prev->first;
+      bytes += prev->second;
+      take_block(prev);
+    }
+    if (offset + bytes == top) {
+      top = offset;  // the top block goes back to the unused end
+      return;
+    }
+    free_at.emplace(offset, bytes);
+    by_size.emplace(bytes, offset);
+  };
+  int64_t arena = 0;
+  for (size_t t = 0; t <= ops; ++t) {
+    for (size_t i : ending[t]) release(buffers[i].offset, buffers[i].bytes);
+    std::sort(starting[t].begin(), starting[t].end(),
+              [&](size_t a, size_t b) { return buffers[a].bytes > buffers[b].bytes; });
+    for (size_t i : starting[t]) {
+      Buffer& b = buffers[i];
+      const auto fit = by_size.lower_bound({b.bytes, std::numeric_limits<int64_t>::min()});
+      if (fit == by_size.end()) {
+        b.offset = top;
+        top += b.bytes;
+      } else {
+        const auto [bytes, offset] = *fit;
+        take_block(free_at.find(offset));
+        b.offset = offset;
+        if (bytes > b.bytes) {
+          free_at.emplace(offset + b.bytes, bytes - b.bytes);
+          by_size.emplace(bytes - b.bytes, offset + b.bytes);
+        }
+      }
+      arena = std::max(arena, top);
+    }
+  }
+  return arena;
+}
 
 }  // namespace
 
@@ -121,30 +260,8 @@ MemoryPlan plan_memory(const ir::Graph& g) {
     if (live > plan.live_peak_bytes) plan.live_peak_bytes = live, plan.peak_op = i;
   }
 
-  // Greedy by size: the largest buffers first, each at the lowest offset free for its lifetime.
-  std::vector<size_t> order(plan.buffers.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return plan.buffers[a].bytes != plan.buffers[b].bytes ? plan.buffers[a].bytes > plan.buffers[b].bytes : a < b;
-  });
-  std::vector<size_t> placed;
-  for (size_t i : order) {
-    Buffer& b = plan.buffers[i];
-    std::vector<std::pair<int64_t, int64_t>> taken;  // [offset, end) of buffers alive at the same time
-    for (size_t j : placed) {
-      const Buffer& o = plan.buffers[j];
-      if (o.first <= b.last && b.first <= o.last) taken.emplace_back(o.offset, o.offset + o.bytes);
-    }
-    std::sort(taken.begin(), taken.end());
-    int64_t offset = 0;
-    for (const auto& [start, end] : taken) {
-      if (start - offset >= b.bytes) break;
-      offset = std::max(offset, end);
-    }
-    b.offset = offset;
-    plan.arena_bytes = std::max(plan.arena_bytes, offset + b.bytes);
-    placed.push_back(i);
-  }
+  plan.arena_bytes = overlapping_pairs(plan.buffers, n) <= kGreedyPlacementPairs ? place_largest_first(plan.buffers, n)
+                                                                                 : place_in_time_order(plan.buffers, n);
   plan.offset_of.assign(g.num_values(), -1);
   for (const Buffer& b : plan.buffers)
     for (ir::ValueId v : b.values) plan.offset_of[v] = b.offset;

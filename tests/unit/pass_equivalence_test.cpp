@@ -12,6 +12,7 @@
 #include <fmt/ranges.h>
 
 #include "frontend/bert.h"
+#include "ir/builder.h"
 #include "passes/accumulate.h"
 #include "passes/annotate_costs.h"
 #include "passes/attention.h"
@@ -230,6 +231,38 @@ TEST(PassEquivalence, FusionAndSchedule) {
     expect_same(step_graph(fa), g, "fusion + schedule");
   }
 }
+// A chain of 200,000 pointwise ops (the depth at which a recursive walk of it overflowed the
+// stack): fusion makes one forward and one backward kernel of it, and the loss and gradient stay
+// as before (to rounding: the same ops in the same order, in double precision).
+TEST(PassEquivalence, FusionOfAVeryLongChain) {
+  ir::Builder b("chain");
+  ir::Tensor x = b.input("x", DType::F32, {2, 2});
+  ir::Tensor w = b.param("w", {2, 2});
+  ir::Tensor y = x * w;
+  for (int i = 0; i < 100000; ++i) y = tanh(y) + w;
+  b.output(b.reduce_sum(y, {0, 1}), "loss");
+  ir::Graph g = std::move(b).finish();
+  differentiate(g);
+  accumulate_gradients(g);
+  ir::Graph fused = g;
+  const FusionResult r = fuse(fused);
+  EXPECT_GT(r.kernels_before, 300000u);
+  EXPECT_LE(r.kernels_after, 4u);  // forward, backward, the weight gradient's sum, its accumulation
+  auto environment = [] {
+    Env env;
+    env["x"] = ir::HostTensor<double>::zeros({DType::F32, {2, 2}});
+    env["x"].real = {0.5, -0.25, 1.0, 2.0};
+    env["w"] = ir::HostTensor<double>::zeros({DType::F32, {2, 2}});
+    env["w"].real = {0.1, -0.2, 0.3, 0.05};
+    env["w.grad_acc"] = ir::HostTensor<double>::zeros({DType::F32, {2, 2}});
+    return env;
+  };
+  Env a = environment(), c = environment();
+  const double before = run(g, a), after = run(fused, c);
+  EXPECT_NEAR(before, after, 1e-12 * std::abs(before));
+  for (size_t i = 0; i < 4; ++i) EXPECT_NEAR(a["w.grad_acc"].real[i], c["w.grad_acc"].real[i], 1e-9);
+}
+
 // Reduced precision changes the numbers by rounding only. The reference rounds every value the IR
 // types f16 or bf16, so the difference to f32 is real (asserted non-zero) and bounded by the
 // storage format: bf16 keeps 8 significant bits (unit roundoff 2^-9 = 0.2%), f16 11 bits
