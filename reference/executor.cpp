@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "ir/float16.h"
+#include "ir/out_of_memory.h"
 #include "ir/printer.h"
 
 namespace bertc::reference {
@@ -66,26 +67,42 @@ RunResult<T> Executor<T>::run_all(Environment<T>& env, const std::vector<std::st
   }
   std::vector<std::pair<std::string, HostTensor<T>>> updates;
   std::vector<std::string> labels;  // made only if an error needs them
+  size_t held = 0;  // bytes of the values kept so far: what an out-of-memory message reports
+  auto bytes_of = [](const HostTensor<T>& t) { return t.real.size() * sizeof(T) + t.integer.size() * sizeof(int64_t); };
   for (size_t i = 0; i < graph_.ops().size(); ++i) {
     const ir::Op& op = graph_.ops()[i];
-    std::vector<HostTensor<T>> out;
-    for (ir::ValueId r : op.results) out.push_back(HostTensor<T>::zeros(graph_.value(r).type));
-    OpEval<T> e{graph_, op, {}, out, env, updates};
-    for (ir::ValueId v : op.operands) e.in.push_back(&values[v]);
-    try {
-      dispatch(e);
-    } catch (const std::exception& ex) {
+    auto who = [&] {
       if (labels.empty()) labels = ir::value_labels(graph_);
-      const std::string who = op.results.empty() ? std::string(op.info().name)
-                                                 : fmt::format("{} = {}", labels[op.results[0]], op.info().name);
-      throw EvalError(fmt::format("op {}: {}", who, ex.what()));
+      return op.results.empty() ? std::string(op.info().name)
+                                : fmt::format("{} = {}", labels[op.results[0]], op.info().name);
+    };
+    std::vector<HostTensor<T>> out;
+    try {
+      for (ir::ValueId r : op.results) out.push_back(HostTensor<T>::zeros(graph_.value(r).type));
+      OpEval<T> e{graph_, op, {}, out, env, updates};
+      for (ir::ValueId v : op.operands) e.in.push_back(&values[v]);
+      dispatch(e);
+    } catch (const ir::OutOfMemory&) {
+      throw;  // from a fused op's region: it names the op already
+    } catch (const std::bad_alloc&) {
+      size_t bytes = 0;
+      for (ir::ValueId r : op.results) bytes += static_cast<size_t>(graph_.value(r).type.numel()) * sizeof(T);
+      throw ir::OutOfMemory("host", fmt::format("the results of op {} of the {} graph (the values kept so far hold {})",
+                                                who(), graph_.name(), ir::readable_bytes(held)),
+                            bytes);
+    } catch (const std::exception& ex) {
+      throw EvalError(fmt::format("op {}: {}", who(), ex.what()));
     }
     for (size_t r = 0; r < op.results.size(); ++r) {
       round_storage(out[r]);
+      held += bytes_of(out[r]);
       values[op.results[r]] = std::move(out[r]);
     }
     for (ir::ValueId v : op.operands)
-      if (last_use_[v] == i && !keep[v] && !all) values[v] = HostTensor<T>{};  // free early: activations are large
+      if (last_use_[v] == i && !keep[v] && !all) {
+        held -= std::min(held, bytes_of(values[v]));
+        values[v] = HostTensor<T>{};  // free early: activations are large
+      }
     if (after_op) (*after_op)(i, values);
   }
   RunResult<T> result;

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "codegen/nvrtc_compiler.h"
+#include "ir/out_of_memory.h"
 #include "support/shared_library.h"
 #include "runtime/cublas_library.h"
 #include "runtime/cuda_driver.h"
@@ -236,13 +237,10 @@ void CudaDevice::join() {
   a.check(a.cuStreamWaitEvent(a.stream, a.joined, 0), "cuStreamWaitEvent (join)");
 }
 
-void* CudaDevice::allocate(size_t bytes) {
+void* CudaDevice::allocate(size_t bytes, std::string_view what) {
   CUdeviceptr p = 0;
   const CUresult rc = api_->cuMemAlloc(&p, bytes);
-  if (rc == kCudaErrorOutOfMemory)
-    throw std::runtime_error(fmt::format("out of GPU memory allocating {:.1f} MiB on {}: lower [train] batch_size (with "
-                                         "gradient_accumulation_steps to keep the global batch) or use --recompute",
-                                         static_cast<double>(bytes) / (1 << 20), name()));
+  if (rc == kCudaErrorOutOfMemory) throw ir::OutOfMemory("GPU", what, bytes, name());
   api_->check(rc, fmt::format("cuMemAlloc of {} bytes", bytes));
   api_->allocations.push_back(p);
   api_->allocated += bytes;
@@ -259,9 +257,11 @@ void CudaDevice::download(void* host, const void* device, size_t bytes) {
   synchronize();
 }
 
-void* CudaDevice::allocate_host(size_t bytes) {
+void* CudaDevice::allocate_host(size_t bytes, std::string_view what) {
   void* p = nullptr;
-  api_->check(api_->cuMemHostAlloc(&p, std::max<size_t>(bytes, 1), 0), fmt::format("cuMemHostAlloc of {} bytes", bytes));
+  const CUresult rc = api_->cuMemHostAlloc(&p, std::max<size_t>(bytes, 1), 0);
+  if (rc == kCudaErrorOutOfMemory) throw ir::OutOfMemory("pinned host", what, bytes, name());
+  api_->check(rc, fmt::format("cuMemHostAlloc of {} bytes", bytes));
   api_->host_allocations.push_back(p);
   return p;
 }

@@ -29,10 +29,10 @@ class CudaDevice : public Device {
 
   std::string name() const override;
   DeviceCapabilities capabilities() const override;
-  void* allocate(size_t bytes) override;
+  void* allocate(size_t bytes, std::string_view what) override;
   void upload(void* device, const void* host, size_t bytes) override;
   void download(void* host, const void* device, size_t bytes) override;
-  void* allocate_host(size_t bytes) override;
+  void* allocate_host(size_t bytes, std::string_view what) override;
   void upload_async(void* device, const void* host, size_t bytes) override;
   void fill(void* device, unsigned char byte, size_t bytes) override;
   void copy(void* to, const void* from, size_t bytes) override;

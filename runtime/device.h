@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "codegen/kernel.h"
@@ -30,13 +31,14 @@ class Device {
   virtual ~Device() = default;
   virtual std::string name() const = 0;
   virtual DeviceCapabilities capabilities() const = 0;
-  // `bytes` of device memory, 256-byte aligned, owned by the device (freed with it). Throws with a
-  // message naming the size and what to change when the device is out of memory.
-  virtual void* allocate(size_t bytes) = 0;
+  // `bytes` of device memory, 256-byte aligned, owned by the device (freed with it). Throws
+  // ir::OutOfMemory naming `what` (what the buffer is for), the size and the settings that need
+  // less when the device is out of memory.
+  virtual void* allocate(size_t bytes, std::string_view what) = 0;
   virtual void upload(void* device, const void* host, size_t bytes) = 0;
   virtual void download(void* host, const void* device, size_t bytes) = 0;
   // Host memory the device copies from without staging (pinned on a GPU), freed with the device.
-  virtual void* allocate_host(size_t bytes) = 0;
+  virtual void* allocate_host(size_t bytes, std::string_view what) = 0;
   // Queues a copy from `host` (from allocate_host) that runs in order with the launches; `host`
   // must stay unchanged until the next synchronize().
   virtual void upload_async(void* device, const void* host, size_t bytes) = 0;

@@ -9,6 +9,8 @@
 
 #include <unistd.h>
 
+#include "ir/out_of_memory.h"
+
 namespace bertc::runtime {
 
 namespace {
@@ -31,16 +33,21 @@ HostDevice::HostDevice(std::filesystem::path cache, int sm, codegen::ThreadOrder
     : cache_(std::move(cache)), sm_(sm), order_(order), block_order_seed_(block_order_seed_from_environment()) {}
 HostDevice::~HostDevice() = default;
 
-void* HostDevice::allocate(size_t bytes) {
+void* HostDevice::allocate(size_t bytes, std::string_view what) {
+  void* p = poisoned_block(bytes, what);
   allocated_ += bytes;
-  return poisoned_block(bytes);
+  return p;
 }
 
-void* HostDevice::allocate_host(size_t bytes) { return poisoned_block(bytes); }
+void* HostDevice::allocate_host(size_t bytes, std::string_view what) { return poisoned_block(bytes, what); }
 
-void* HostDevice::poisoned_block(size_t bytes) {
+void* HostDevice::poisoned_block(size_t bytes, std::string_view what) {
   constexpr size_t kAlign = 256;
-  blocks_.push_back(std::make_unique<unsigned char[]>(bytes + kAlign));
+  try {
+    blocks_.push_back(std::make_unique<unsigned char[]>(bytes + kAlign));
+  } catch (const std::bad_alloc&) {
+    throw ir::OutOfMemory("host", what, bytes, name());
+  }
   unsigned char* p = blocks_.back().get();
   p += (kAlign - reinterpret_cast<uintptr_t>(p) % kAlign) % kAlign;
   std::memset(p, 0xff, bytes);  // poisoned (NaN as floats) until written, as a GPU's memory is garbage

@@ -29,10 +29,10 @@ class HostDevice : public Device {
 
   std::string name() const override { return "host emulation"; }
   DeviceCapabilities capabilities() const override { return {false, sm_}; }
-  void* allocate(size_t bytes) override;
+  void* allocate(size_t bytes, std::string_view what) override;
   void upload(void* device, const void* host, size_t bytes) override;
   void download(void* host, const void* device, size_t bytes) override;
-  void* allocate_host(size_t bytes) override;
+  void* allocate_host(size_t bytes, std::string_view what) override;
   void upload_async(void* device, const void* host, size_t bytes) override;
   void fill(void* device, unsigned char byte, size_t bytes) override;
   void copy(void* to, const void* from, size_t bytes) override;
@@ -55,7 +55,7 @@ class HostDevice : public Device {
   void issue(std::function<void()> work);
 
  private:
-  void* poisoned_block(size_t bytes);
+  void* poisoned_block(size_t bytes, std::string_view what);
   void refuse_while_recording(const char* what) const;
 
   std::filesystem::path cache_;

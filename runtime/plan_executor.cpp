@@ -42,7 +42,8 @@ bool sync_after_each_launch() {
 void* ResidentState::buffer(const std::string& name, const ir::TensorType& type) {
   auto [it, fresh] = entries_.try_emplace(name);
   if (fresh) {
-    it->second.buffer = device_.allocate(static_cast<size_t>(std::max<int64_t>(type.bytes(), 1)));
+    it->second.buffer = device_.allocate(static_cast<size_t>(std::max<int64_t>(type.bytes(), 1)),
+                                         fmt::format("'{}' ({})", name, ir::to_string(type)));
     it->second.type = type;
   } else if (it->second.type != type) {
     throw std::logic_error(fmt::format("'{}' is {} in one graph and {} in another", name, ir::to_string(it->second.type),
@@ -105,8 +106,9 @@ PlanExecutor::PlanExecutor(const ir::Graph& graph, codegen::GraphKernels kernels
       if (p.kind == ParamKind::Workspace) workspace = std::max(workspace, p.scratch_bytes);
   }
   device_.load(all);
-  arena_ = device_.allocate(static_cast<size_t>(std::max<int64_t>(layout_.arena().bytes, 1)));
-  if (workspace > 0) workspace_ = device_.allocate(workspace);
+  arena_ = device_.allocate(static_cast<size_t>(std::max<int64_t>(layout_.arena().bytes, 1)),
+                            fmt::format("the {} graph's activations (its memory plan's arena)", graph.name()));
+  if (workspace > 0) workspace_ = device_.allocate(workspace, fmt::format("the {} graph's matrix-product workspace", graph.name()));
   own_.assign(graph.num_values(), nullptr);
   size_t staged = 0;
   for (ir::ValueId v : layout_.owned()) {
@@ -115,23 +117,24 @@ PlanExecutor::PlanExecutor(const ir::Graph& graph, codegen::GraphKernels kernels
       own_[v] = state_->buffer(graph.value(v).name, graph.value(v).type);
       continue;
     }
-    own_[v] = device_.allocate(bytes);
+    own_[v] = device_.allocate(bytes, fmt::format("'{}' ({})", graph.value(v).name, ir::to_string(graph.value(v).type)));
     staged_at_[v] = staged;
     staged += (bytes + 255) / 256 * 256;
   }
-  staging_ = static_cast<unsigned char*>(device_.allocate_host(std::max<size_t>(staged, 1)));
+  staging_ = static_cast<unsigned char*>(
+      device_.allocate_host(std::max<size_t>(staged, 1), fmt::format("the {} graph's input staging", graph.name())));
   scratch_.assign(kernels_.kernels.size(), nullptr);
   tables_.resize(kernels_.kernels.size());
   for (size_t i = 0; i < kernels_.kernels.size(); ++i)
     for (const codegen::KernelParam& p : kernels_.kernels[i].params) {
       if (p.kind == ParamKind::Scratch) {
-        scratch_[i] = device_.allocate(p.scratch_bytes);
+        scratch_[i] = device_.allocate(p.scratch_bytes, fmt::format("kernel {}'s scratch", kernels_.kernels[i].name));
         device_.fill(scratch_[i], 0, p.scratch_bytes);  // zeroed once; every launch leaves its counters zeroed
       }
       if (p.kind == ParamKind::Table) {  // the buffers' addresses never change: upload them once
         std::vector<void*> entries;
         for (ir::ValueId v : p.table) entries.push_back(address(v));
-        void* table = device_.allocate(entries.size() * sizeof(void*));
+        void* table = device_.allocate(entries.size() * sizeof(void*), "a kernel's table of buffer addresses");
         device_.upload(table, entries.data(), entries.size() * sizeof(void*));
         tables_[i].push_back(table);
       }

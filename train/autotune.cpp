@@ -41,7 +41,7 @@ class IsolatedLaunch {
 
  private:
   void* zeroed(size_t bytes) {
-    void* b = device_.allocate(bytes);
+    void* b = device_.allocate(bytes, "an autotune trial's buffer");
     device_.fill(b, 0, bytes);
     return b;
   }

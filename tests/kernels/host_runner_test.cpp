@@ -320,7 +320,7 @@ TEST(HostRunner, AnOptimizerPrologueRunsBeforeItsLaunchesEagerRecordedAndReplaye
 // a CUDA stream capture refuses them.
 TEST(HostDevice, RefusesCopiesToAndFromTheHostWhileRecording) {
   runtime::HostDevice device(BERTC_TEST_CACHE);
-  void* buffer = device.allocate(16);
+  void* buffer = device.allocate(16, "the test buffer");
   float host[4] = {1, 2, 3, 4};
   EXPECT_THROW(device.record([&] { device.upload(buffer, host, sizeof host); }), std::logic_error);
   EXPECT_THROW(device.record([&] { device.download(host, buffer, sizeof host); }), std::logic_error);

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 
+#include "ir/out_of_memory.h"
 #include "runtime/cublas_library.h"
 #include "runtime/device_registry.h"
 
@@ -37,6 +38,19 @@ TEST(DeviceRegistry, TheHostDeviceIsNoGpuAndRunsTheArchAskedFor) {
     const std::shared_ptr<Device> host = open_device("host", {sm, std::filesystem::temp_directory_path()});
     EXPECT_FALSE(host->capabilities().gpu);
     EXPECT_EQ(host->capabilities().sm, sm);
+  }
+}
+
+// The Host device out of memory says what the buffer was for and its size.
+TEST(DeviceRegistry, TheHostDeviceOutOfMemoryNamesTheBuffer) {
+  const std::shared_ptr<Device> device = open_device("host", {0, std::filesystem::temp_directory_path()});
+  try {
+    device->allocate(size_t{1} << 45, "the step graph's activations");
+    FAIL() << "32 TiB were allocated";
+  } catch (const ir::OutOfMemory& e) {
+    EXPECT_NE(std::string(e.what()).find("out of host memory allocating 32768.0 GiB for the step graph's activations on "),
+              std::string::npos)
+        << e.what();
   }
 }
 

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "ir/builder.h"
+#include "ir/out_of_memory.h"
 #include "ir/philox.h"
 #include "reference/executor.h"
 
@@ -139,6 +140,26 @@ TEST(Reference, OutOfRangeIndexIsAnErrorNamingTheOp) {
     FAIL();
   } catch (const EvalError& e) {
     EXPECT_STREQ(e.what(), "op %out = gather: index 4 at position 1 is outside [0, 4)");
+  }
+}
+
+// A value too large for the host's memory (4 TiB): the error names the op, the size and the
+// settings that need less, and is not wrapped as an evaluation error of the op.
+TEST(Reference, OutOfMemoryNamesTheOpAndTheSize) {
+  Builder b("t");
+  const int64_t huge = int64_t{1} << 40;
+  b.output(b.broadcast(b.input("x", DType::F32, {1}), {huge}), "big");
+  ir::Graph g = std::move(b).finish();
+  Environment<float> env{{"x", HostTensor<float>::zeros({DType::F32, {1}})}};
+  try {
+    Executor<float>(g).run(env);
+    FAIL() << "a 4 TiB value was allocated";
+  } catch (const ir::OutOfMemory& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("out of host memory allocating 4096.0 GiB for the results of op %big = broadcast of the t graph"),
+              std::string::npos)
+        << m;
+    EXPECT_NE(m.find("--batch-size auto"), std::string::npos) << m;
   }
 }
 

@@ -1,0 +1,31 @@
+// Running out of memory, said in one place: what was being allocated, its size, and the options
+// that make a step need less (every device and the CPU reference throw this).
+#pragma once
+
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace bertc::ir {
+
+// The settings that shrink what a training step allocates, as a user types them.
+inline constexpr std::string_view kLessMemoryAdvice =
+    "lower [train] batch_size (--batch-size; raise gradient_accumulation_steps to keep the global batch), recompute "
+    "activations (--recompute selective or full), or let bertc choose the largest batch that fits (--batch-size auto)";
+
+class OutOfMemory : public std::runtime_error {
+ public:
+  // `memory` is "host" or "GPU"; `what` what was being allocated ("the activation arena of the
+  // step graph"); `where` the device ("" for the host).
+  OutOfMemory(std::string_view memory, std::string_view what, size_t bytes, std::string_view where = {});
+  size_t bytes() const { return bytes_; }
+
+ private:
+  size_t bytes_;
+};
+
+// 1.5 GiB, 12.0 MiB, 3.0 KiB, 17 bytes: a size as people read it.
+std::string readable_bytes(size_t bytes);
+
+}  // namespace bertc::ir
