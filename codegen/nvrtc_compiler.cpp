@@ -17,6 +17,7 @@
 #include <fmt/ranges.h>
 #include <xxhash.h>
 
+#include "codegen/gpu_image_entry.h"
 #include "codegen/kernel_cache.h"
 
 #include "support/atomic_file.h"
@@ -204,62 +205,8 @@ GpuImage NvrtcCompiler::compile(const KernelSource& kernel, const std::filesyste
 
 namespace {
 
-// A cache entry: magic, payload size, XXH3 of the payload, then the payload (figures, kind, name,
-// image). Anything else is corrupt. A new layout gets a new magic, which is also part of the
-// entry's key, so entries of an older layout are never read (nor counted as corrupt).
-constexpr char kMagic[8] = {'B', 'X', 'N', 'V', 'R', 'T', 'C', '2'};
-
-std::string encode_entry(const GpuImage& g) {
-  std::string payload;
-  auto put = [&](const void* p, size_t n) { payload.append(static_cast<const char*>(p), n); };
-  const int32_t figures[7] = {g.ptxas.registers, g.ptxas.shared_bytes, g.ptxas.stack_bytes, g.ptxas.spill_store_bytes,
-                              g.ptxas.spill_load_bytes, g.main_loop.math, g.main_loop.shared_loads};
-  put(figures, sizeof figures);
-  const uint8_t ptx = g.ptx;
-  put(&ptx, 1);
-  const uint64_t name_size = g.name.size(), image_size = g.image.size();
-  put(&name_size, 8);
-  put(g.name.data(), g.name.size());
-  put(&image_size, 8);
-  put(g.image.data(), g.image.size());
-  std::string out(kMagic, 8);
-  const uint64_t size = payload.size(), sum = XXH3_64bits(payload.data(), payload.size());
-  out.append(reinterpret_cast<const char*>(&size), 8);
-  out.append(reinterpret_cast<const char*>(&sum), 8);
-  return out + payload;
-}
-
-std::optional<GpuImage> decode_entry(const std::string& bytes) {
-  if (bytes.size() < 24 || std::memcmp(bytes.data(), kMagic, 8) != 0) return std::nullopt;
-  uint64_t size = 0, sum = 0;
-  std::memcpy(&size, bytes.data() + 8, 8);
-  std::memcpy(&sum, bytes.data() + 16, 8);
-  if (size != bytes.size() - 24 || XXH3_64bits(bytes.data() + 24, size) != sum) return std::nullopt;
-  const char* p = bytes.data() + 24;
-  const char* end = p + size;
-  GpuImage g;
-  int32_t figures[7];
-  auto take = [&](void* dst, size_t n) {
-    if (static_cast<size_t>(end - p) < n) return false;
-    std::memcpy(dst, p, n);
-    p += n;
-    return true;
-  };
-  uint8_t ptx = 0;
-  uint64_t name_size = 0, image_size = 0;
-  if (!take(figures, sizeof figures) || !take(&ptx, 1) || !take(&name_size, 8) || name_size > size) return std::nullopt;
-  g.name.resize(name_size);
-  if (!take(g.name.data(), name_size) || !take(&image_size, 8) || image_size > size) return std::nullopt;
-  g.image.resize(image_size);
-  if (!take(g.image.data(), image_size) || p != end) return std::nullopt;
-  g.ptxas = {figures[0], figures[1], figures[2], figures[3], figures[4]};
-  g.main_loop = {figures[5], figures[6]};
-  g.ptx = ptx != 0;
-  return g;
-}
-
 std::filesystem::path entry_path(const NvrtcCompiler& c, const KernelSource& k, const std::filesystem::path& cache) {
-  std::string key = std::string(kMagic, 8) + k.source + '\0' + c.version() + '\0' + fmt::format("{}", fmt::join(c.options(), " "));
+  std::string key = std::string(kGpuImageEntryMagic) + k.source + '\0' + c.version() + '\0' + fmt::format("{}", fmt::join(c.options(), " "));
   for (const EmbeddedFile& f : prelude_files()) key += f.text;
   const XXH128_hash_t h = XXH3_128bits(key.data(), key.size());
   return cache / "nvrtc" / fmt::format("{}-{:016x}{:016x}.bin", k.name, h.high64, h.low64);
@@ -284,7 +231,7 @@ std::vector<GpuImage> compile_all(const NvrtcCompiler& compiler, const std::vect
         if (cache) {
           path = entry_path(compiler, k, *cache);
           if (const std::optional<std::string> bytes = read_cache_entry(*path)) {
-            if (auto g = decode_entry(*bytes); g && g->name == k.name) {
+            if (auto g = decode_gpu_image_entry(*bytes); g && g->name == k.name) {
               out[i] = std::move(*g);
               out[i].from_cache = true;
               ++hits;
@@ -294,7 +241,7 @@ std::vector<GpuImage> compile_all(const NvrtcCompiler& compiler, const std::vect
           }
         }
         out[i] = compiler.compile(k, failed);
-        if (path && !write_cache_entry(*path, encode_entry(out[i]))) ++unwritten;
+        if (path && !write_cache_entry(*path, encode_gpu_image_entry(out[i]))) ++unwritten;
       } catch (const KernelCompileError& e) {
         std::lock_guard lock(error_mutex);
         if (!first_error) first_error = e;
