@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <xxhash.h>
 
 #include "support/atomic_file.h"
 #include "train/trainer.h"
@@ -23,7 +24,32 @@ std::string duration(double seconds) {
   return s >= 3600 ? fmt::format("{}h{:02d}m", s / 3600, s % 3600 / 60) : fmt::format("{}m{:02d}s", s / 60, s % 60);
 }
 
+// Each metrics line ends in "xxh3": the checksum of the line's JSON without it, so that a line a
+// crash cut short or a disk damaged is found and dropped on resume instead of trusted.
+constexpr std::string_view kChecksumKey = R"(,"xxh3":")";
+
+std::string checksum(std::string_view text) { return fmt::format("{:016x}", XXH3_64bits(text.data(), text.size())); }
+
+std::string checksummed_line(const nlohmann::json& record) {
+  const std::string body = record.dump();  // {...}
+  return body.substr(0, body.size() - 1) + std::string(kChecksumKey) + checksum(body) + "\"}";
+}
+
 }  // namespace
+
+MetricsLine check_metrics_line(const std::string& line) {
+  const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("step") || !j["step"].is_number_integer()) return {};
+  const size_t at = line.rfind(kChecksumKey);
+  if (at == std::string::npos) {
+    if (j.contains("xxh3")) return {};
+    return {true, j["step"].get<int64_t>()};  // a line from a bertc before checksums
+  }
+  const std::string body = line.substr(0, at) + "}";
+  const std::string stored = line.substr(at + kChecksumKey.size());
+  if (stored != checksum(body) + "\"}") return {};
+  return {true, j["step"].get<int64_t>()};
+}
 
 void Progress::Window::add(const StepStats& s) {
   loss += s.loss, mlm += s.mlm_loss, nsp += s.nsp_loss, grad_norm += s.grad_norm;
@@ -36,12 +62,12 @@ void keep_metrics_through(const std::filesystem::path& metrics, int64_t step, st
   std::string kept, line;
   int64_t later = 0, damaged = 0;
   while (std::getline(in, line)) {
-    const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.is_object() || !j.contains("step") || !j["step"].is_number_integer()) {
+    const MetricsLine checked = check_metrics_line(line);
+    if (!checked.intact) {
       ++damaged;
       continue;
     }
-    if (j["step"].get<int64_t>() > step) {
+    if (checked.step > step) {
       ++later;
       continue;
     }
@@ -57,8 +83,18 @@ void keep_metrics_through(const std::filesystem::path& metrics, int64_t step, st
 
 Progress::Progress(std::ostream& log, const std::filesystem::path& metrics, int64_t first, int64_t last, int64_t every,
                    bool live, DeviceFigures device)
-    : log_(log), metrics_(metrics, std::ios::app), first_(first), last_(last), every_(every), live_(live), device_(device) {
+    : log_(log), metrics_path_(metrics), created_(!std::filesystem::exists(metrics)), first_(first), last_(last),
+      every_(every), live_(live), device_(device) {
+  metrics_.open(metrics, std::ios::app);
   if (!metrics_) throw TrainError(fmt::format("{}: cannot open the metrics file for appending", metrics.string()));
+}
+
+Progress::~Progress() {
+  if (!created_ || steps_ > 0) return;
+  // A run that ended before its first step (out of memory, a bad batch) leaves no empty file.
+  metrics_.close();
+  std::error_code ec;
+  std::filesystem::remove(metrics_path_, ec);
 }
 
 void Progress::record(const StepStats& s) {
@@ -87,7 +123,7 @@ void Progress::record(const StepStats& s) {
     json["allreduce_bytes"] = s.allreduce_bytes;
     json["allreduce_compressed"] = s.compressed;
   }
-  metrics_ << json.dump() << "\n" << std::flush;
+  metrics_ << checksummed_line(json) << "\n" << std::flush;
   const bool print = live_ || s.step == first_ || s.step == last_ || s.step % every_ == 0;
   if (!print) return;
   if (live_) log_ << "\r\033[K" << line(s, tokens_per_s, mfu) << (s.step == last_ ? "\n" : "") << std::flush;

@@ -31,9 +31,18 @@ struct DeviceFigures {
   std::string compression = "none"; // of their gradients (gradient_compression), for the progress line
 };
 
+// A line of the metrics file as read back: whether it is whole JSON with an integer "step" whose
+// "xxh3" matches the rest of the line (a line without one, from an older bertc, counts as intact).
+struct MetricsLine {
+  bool intact = false;
+  int64_t step = 0;
+};
+MetricsLine check_metrics_line(const std::string& line);
+
 // Rewrites the metrics file (atomically) with its lines of steps up to `step` only: what a run
 // resumed from step `step`'s checkpoint keeps; says on `log` how many later lines (or damaged
-// ones, such as a line a kill cut short) it dropped. A missing file is left missing.
+// ones: a line a kill cut short, or one whose checksum fails) it dropped. A missing file is left
+// missing.
 void keep_metrics_through(const std::filesystem::path& metrics, int64_t step, std::ostream& log);
 
 class Progress {
@@ -42,6 +51,10 @@ class Progress {
   // file is appended to. Throws TrainError when it cannot be opened.
   Progress(std::ostream& log, const std::filesystem::path& metrics, int64_t first, int64_t last, int64_t every, bool live,
            DeviceFigures device);
+  // Removes the metrics file it created when no step was recorded.
+  ~Progress();
+  Progress(const Progress&) = delete;
+  Progress& operator=(const Progress&) = delete;
 
   void record(const StepStats& s);
   void note(const std::string& message);  // a message between progress lines
@@ -55,6 +68,8 @@ class Progress {
   std::string line(const StepStats& s, double tokens_per_s, double mfu) const;
 
   std::ostream& log_;
+  std::filesystem::path metrics_path_;
+  bool created_;  // the file did not exist before this run
   std::ofstream metrics_;
   Window window_;
   int64_t first_, last_, every_;

@@ -1,7 +1,11 @@
 // Starting a run: a checkpoint, --init weights or fresh ones (see resume.h).
 #include "train/resume.h"
 
+#include <set>
+#include <sstream>
+
 #include <fmt/format.h>
+#include <xxhash.h>
 
 #include "ir/value_names.h"
 #include "train/initialize.h"
@@ -17,6 +21,71 @@ TensorManifest manifest_of(const passes::TrainingProgram& p) {
   return m;
 }
 
+namespace {
+
+// Keys that a resumed run may change: how long it runs and how it reports, checkpoints and waits
+// (steps, log_every, ...); how the global batch is split (batch_size, gradient_accumulation_steps:
+// `global_batch` is checked instead, so that a resume on another number of ranks works); where
+// data comes from (`data_examples` checks the stream); and [compile], which says how a step is
+// computed on a device, not what (a run may move to another GPU).
+bool may_change_on_resume(std::string_view section, std::string_view key) {
+  static const std::set<std::string_view> keys{"steps",      "log_every", "checkpoint_every",
+                                               "keep_checkpoints", "rank_timeout", "batch_size",
+                                               "gradient_accumulation_steps", "data", "vocab",
+                                               "allreduce", "allreduce_bucket_mb"};
+  return section == "compile" || keys.count(key);
+}
+
+// "[section] key=value" lines of every setting a resumed run must keep, the model's extra keys
+// included: what `config_hash` is the checksum of.
+std::string fixed_settings(const frontend::Config& c) {
+  std::string text;
+  for (const auto& spec : frontend::config_keys())
+    if (!may_change_on_resume(spec.section, spec.key))
+      text += fmt::format("[{}] {}={}\n", spec.section, spec.key, support::value_text(spec.get(c)));
+  for (const auto& [key, value] : c.extra) text += fmt::format("[model] {}={}\n", key, support::value_text(value));
+  return text;
+}
+
+std::map<std::string, std::string> settings_map(const std::string& text) {
+  std::map<std::string, std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (const size_t eq = line.find('='); eq != std::string::npos) out[line.substr(0, eq)] = line.substr(eq + 1);
+  return out;
+}
+
+// Refuses a resume whose fixed settings differ from the checkpoint's, naming each that does.
+void check_same_settings(const std::map<std::string, std::string>& saved, const frontend::Config& config,
+                         const std::filesystem::path& checkpoint, std::ostream& log) {
+  const auto hash = saved.find("config_hash");
+  const auto text = saved.find("config_settings");
+  if (hash == saved.end() || text == saved.end()) {
+    log << fmt::format("resume: {} does not record its settings (a bertc from before config hashes): they are not "
+                       "compared\n",
+                       checkpoint.string());
+    return;
+  }
+  const std::string now = fixed_settings(config);
+  if (hash->second == fmt::format("{:016x}", XXH3_64bits(now.data(), now.size()))) return;
+  const auto then = settings_map(text->second), here = settings_map(now);
+  std::vector<std::string> changed;
+  for (const auto& [key, value] : here) {
+    const auto it = then.find(key);
+    if (it == then.end()) changed.push_back(fmt::format("{} = {} (not in the checkpoint's settings)", key, value));
+    else if (it->second != value) changed.push_back(fmt::format("{} = {} then, {} now", key, it->second, value));
+  }
+  for (const auto& [key, value] : then)
+    if (!here.count(key)) changed.push_back(fmt::format("{} = {} then, not a setting now", key, value));
+  if (changed.empty()) changed.push_back("its settings record does not match its hash");
+  throw TrainError(fmt::format("{}: trained with other settings than this run's: {}; resume with the settings it was "
+                               "trained with, or start a fresh run in another --checkpoint-dir from its weights "
+                               "(--init {})",
+                               checkpoint.string(), fmt::join(changed, "; "), checkpoint.string()));
+}
+
+}  // namespace
+
 std::map<std::string, std::string> run_metadata(const frontend::ModelDefinition& model, const frontend::Config& c,
                                                 int ranks) {
   const frontend::TrainConfig& t = c.train;
@@ -28,6 +97,11 @@ std::map<std::string, std::string> run_metadata(const frontend::ModelDefinition&
           {"seq_len", std::to_string(t.seq_len)},
           {"max_predictions_per_seq", std::to_string(t.max_predictions_per_seq)},
           {"global_batch", std::to_string(ranks * t.batch_size * t.gradient_accumulation_steps)}};
+}
+
+std::map<std::string, std::string> settings_metadata(const frontend::Config& config) {
+  const std::string text = fixed_settings(config);
+  return {{"config_settings", text}, {"config_hash", fmt::format("{:016x}", XXH3_64bits(text.data(), text.size()))}};
 }
 
 int64_t prepare_state(const frontend::ModelDefinition& model, const TrainOptions& o,
@@ -53,6 +127,7 @@ int64_t prepare_state(const frontend::ModelDefinition& model, const TrainOptions
                                      "or start a fresh run in another --checkpoint-dir",
                                      existing.back().path.string(), key, it->second, value));
     }
+    check_same_settings(c.metadata, o.config, existing.back().path, log);
     if (c.step != existing.back().step)
       throw TrainError(fmt::format("{}: its metadata says step {}, its name step {}: the file is damaged or renamed "
                                    "(move it aside to resume from the one before)",

@@ -26,6 +26,11 @@ TensorManifest manifest_of(const passes::TrainingProgram& program);
 std::map<std::string, std::string> run_metadata(const frontend::ModelDefinition& model, const frontend::Config& config,
                                                 int ranks);
 
+// The settings a resumed run must keep (the model, the data's making, the schedule, the optimizer),
+// as "config_settings" (their text) and "config_hash" (its xxh3); prepare_state refuses a resume
+// whose settings differ, naming each key that does.
+std::map<std::string, std::string> settings_metadata(const frontend::Config& config);
+
 // Fresh params (from the seed) and zero states, as a run starting anew has.
 void fresh_state(const frontend::Config& config, const passes::TrainingProgram& program, support::Environment& env);
 

@@ -412,6 +412,7 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
         metadata["world_size"] = std::to_string(dp.ranks());
         metadata["gradient_accumulation_steps"] = std::to_string(K);
         metadata.merge(data_metadata(stream));
+        metadata.merge(settings_metadata(o.config));
         save_checkpoint(o.checkpoint_dir, s, manifest_of(program), env, std::move(metadata), t.keep_checkpoints,
                         exchange);
         if (s == last || stop || !o.live_progress)

@@ -4,7 +4,9 @@ each: two runs started at once into one folder (one trains, the other is refused
 SIGTERM and SIGINT (the step finishes, a checkpoint is written, exit 143 / 130, and --resume
 continues exactly as if never stopped); a second signal (ends at once, its temporary swept by the
 next run); a SIGKILL (the stale lock taken over); a flipped byte or an edited step in a checkpoint
-(refused naming the tensor or the metadata, the older checkpoint untouched and then resumed from).
+(refused naming the tensor or the metadata, the older checkpoint untouched and then resumed from);
+metrics lines edited or cut short (dropped on resume by their checksums, the rest unchanged); a
+resume with other settings (refused naming the key, the folder untouched).
 
 usage: run_folder_test.py BERTC SOURCE_DIR WORK_DIR
 """
@@ -178,4 +180,36 @@ if p.returncode != 0 or "(step 20)" not in p.stderr:
 if losses(name) != losses("straight"):
     fail("after resuming from the older checkpoint, the metrics differ from the uninterrupted run's "
          f"(steps {[s for s, _, _ in losses(name)]})")
+
+# 6. Damaged metrics lines: one whose loss was edited (still valid JSON) and one a crash cut short
+# fail their checksums and are dropped on resume, named as damaged; every other line stays as it was.
+name = "metrics"
+if run(name, "--until", "10").returncode != 0:
+    fail("could not make a run to damage its metrics")
+metrics_path = os.path.join(folder(name), "metrics.jsonl")
+lines = open(metrics_path).read().splitlines(keepends=True)
+edited = re.sub(r'"loss":(\d)', lambda m: '"loss":' + str((int(m.group(1)) + 1) % 10), lines[4], count=1)
+if edited == lines[4] or json.loads(edited)["step"] != 5:
+    fail("the test could not edit metrics line 5")
+open(metrics_path, "w").write("".join(lines[:4] + [edited] + lines[5:]) + lines[-1][:len(lines[-1]) // 2])
+p = run(name, "--resume", "--until", "12")
+if p.returncode != 0 or "2 damaged line(s)" not in p.stderr:
+    fail(f"the damaged metrics lines were not dropped on resume, or not named:\n{p.stderr[-1500:]}")
+after = open(metrics_path).read().splitlines(keepends=True)
+if after[:4] != lines[:4] or after[4:9] != lines[5:10] or [json.loads(l)["step"] for l in after[9:]] != [11, 12]:
+    fail(f"the intact metrics lines did not survive the resume unchanged: steps {[json.loads(l)['step'] for l in after]}")
+print("damaged metrics lines:", next(l for l in p.stderr.splitlines() if "damaged line" in l)[:170])
+
+# 7. A resume with other settings than the checkpoint's (a learning rate) is refused before
+# training, naming the key and both values; the folder's files are untouched.
+changed = os.path.join(WORK, "changed-lr.toml")
+open(changed, "w").write(re.sub(r"^learning_rate = .*$", "learning_rate = 5e-4", text, flags=re.M))
+before = (digests(name), open(metrics_path, "rb").read())
+p = subprocess.run([BERTC, "train", changed, "--device", "cpu", "--checkpoint-dir", folder(name), "--resume"],
+                   capture_output=True, text=True, timeout=600)
+if p.returncode == 0 or "[train] learning_rate = 0.001 then, 0.0005 now" not in p.stderr or "step 13/" in p.stderr:
+    fail(f"a resume with another learning rate was not refused naming it (exit {p.returncode}):\n{p.stderr[-1500:]}")
+if (digests(name), open(metrics_path, "rb").read()) != before:
+    fail("the refused resume with other settings changed the run folder")
+print("other settings refused:", p.stderr.strip().splitlines()[-1][:200])
 print("PASS")
