@@ -146,14 +146,15 @@ class Fuser {
         !(ra == FusionPattern::Row && rb == FusionPattern::Row && allow_row_pair_))
       return false;
     if (path_through_outside(a, b) || path_through_outside(b, a)) return false;
+    // The smaller into the larger: each op moves O(log n) times.
+    if (members_[a].size() < members_[b].size()) std::swap(a, b);
     join(a, b);
-    anchor_[find(a)] = ra != FusionPattern::Elementwise ? ra : rb;
+    anchor_[a] = ra != FusionPattern::Elementwise ? ra : rb;
     return true;
   }
 
-  // Unites groups a and b (roots), the smaller into the larger: each op moves O(log n) times.
+  // Moves group b's ops into group a (both roots); a stays the root, with its anchor.
   void join(size_t a, size_t b) {
-    if (members_[a].size() < members_[b].size()) std::swap(a, b);
     parent_[b] = a;
     members_[a].insert(members_[a].end(), members_[b].begin(), members_[b].end());
     members_[b].clear();
