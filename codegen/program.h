@@ -1,6 +1,6 @@
 // A training program compiled for one GPU arch: both graphs' kernels rendered, each distinct
-// kernel compiled by NVRTC (through the disk cache), and the .bertx file that holds it all so that
-// compiling and training can be separate steps.
+// kernel compiled by NVRTC (through the disk cache). bertx_file.h writes it to a file and reads it
+// back, so that compiling and training can be separate steps.
 #pragma once
 
 #include <filesystem>
@@ -39,14 +39,6 @@ struct CompileSettings {
 CompiledProgram compile_program(const passes::TrainingProgram& program, const passes::CompileOptions& options,
                                 const std::string& model, const std::string& config_text,
                                 const CompileSettings& settings);
-
-// Writes `p` as a .bertx file (atomically): a JSON header (metadata, IR, kernels and their
-// launch records, image index with checksums) and the images.
-void write_bertx(const std::filesystem::path& path, const CompiledProgram& p);
-
-// Reads a .bertx file back; throws std::runtime_error naming the file and what is wrong
-// (not a .bertx, truncated, a checksum that does not match, IR that does not parse).
-CompiledProgram read_bertx(const std::filesystem::path& path);
 
 // Every kernel source of the program, with where it is launched: what --emit cuda prints.
 std::string cuda_listing(const GraphKernels& step, const GraphKernels& optimizer);

@@ -13,7 +13,7 @@
 #include <fmt/format.h>
 
 #include "codegen/host_compile.h"
-#include "codegen/program.h"
+#include "codegen/bertx_file.h"
 #include "codegen/render.h"
 #include "dist/communicator.h"
 #include "dist/gloo_communicator.h"

@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <xxhash.h>
 
-#include "codegen/program.h"
+#include "codegen/bertx_file.h"
 #include "codegen/render.h"
 #include "ir/parser.h"
 #include "ir/printer.h"

@@ -1,0 +1,263 @@
+// The .bertx container (see bertx_file.h).
+#include "codegen/bertx_file.h"
+
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <xxhash.h>
+
+#include "codegen/render.h"
+#include "ir/parser.h"
+#include "ir/printer.h"
+#include "support/atomic_file.h"
+#include "support/options_json.h"
+
+namespace bertc::codegen {
+namespace {
+
+using nlohmann::json;
+
+constexpr char kMagic[8] = {'B', 'E', 'R', 'T', 'C', 'X', '0', '1'};
+// The header's layout: 2 since the kernel families have one set of names (matmul_epilogue is
+// matmul) and the options are written from their declarations; 3 since kernels take their
+// dropout offsets as integer parameters (a format-2 kernel has them in its source); 4 since each
+// image carries its main loop's instruction mix.
+constexpr int kBertxVersion = 4;
+
+// A .bertx file whose content is wrong in the way the message says (decode_bertx names the file).
+class Damaged : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+const char* kind_name(ParamKind k) {
+  switch (k) {
+    case ParamKind::Buffer: return "buffer";
+    case ParamKind::Table: return "table";
+    case ParamKind::Scratch: return "scratch";
+    case ParamKind::Workspace: return "workspace";
+    case ParamKind::Integer: return "integer";
+  }
+  return "?";
+}
+ParamKind kind_of(const std::string& s) {
+  if (s == "buffer") return ParamKind::Buffer;
+  if (s == "table") return ParamKind::Table;
+  if (s == "scratch") return ParamKind::Scratch;
+  if (s == "workspace") return ParamKind::Workspace;
+  if (s == "integer") return ParamKind::Integer;
+  throw Damaged("unknown parameter kind '" + s + "'");
+}
+
+json dim_json(const Dim3& d) { return json::array({d.x, d.y, d.z}); }
+Dim3 dim_of(const json& j) { return {j.at(0).get<int>(), j.at(1).get<int>(), j.at(2).get<int>()}; }
+
+json kernels_json(const GraphKernels& g, const std::vector<std::string>& labels) {
+  json kernels = json::array();
+  for (const KernelSpec& k : g.kernels) {
+    json params = json::array();
+    for (const KernelParam& p : k.params) {
+      json jp = {{"kind", kind_name(p.kind)}, {"name", p.name}, {"c_type", p.c_type}, {"written", p.written}};
+      if (p.kind == ParamKind::Buffer) jp["value"] = labels.at(p.value);
+      if (p.kind == ParamKind::Scratch || p.kind == ParamKind::Workspace) jp["scratch_bytes"] = p.scratch_bytes;
+      if (p.kind == ParamKind::Integer) jp["integer"] = p.integer;
+      if (p.kind == ParamKind::Table) {
+        jp["table"] = json::array();
+        for (ir::ValueId v : p.table) jp["table"].push_back(labels.at(v));
+        jp["table_written"] = p.table_written;
+      }
+      params.push_back(jp);
+    }
+    json zero = json::array();
+    for (ir::ValueId v : k.zero_before) zero.push_back(labels.at(v));
+    json library = nullptr;
+    if (const auto& g = k.library)
+      library = {{"transpose_a", g->transpose_a}, {"transpose_b", g->transpose_b}, {"m", g->m}, {"n", g->n}, {"k", g->k},
+                 {"batch", g->batch}, {"lda", g->lda}, {"ldb", g->ldb}, {"ldc", g->ldc}, {"stride_a", g->stride_a},
+                 {"stride_b", g->stride_b}, {"stride_c", g->stride_c}, {"a", labels.at(g->a)}, {"b", labels.at(g->b)},
+                 {"to_workspace", g->to_workspace}, {"c", g->to_workspace ? json(nullptr) : json(labels.at(g->c))},
+                 {"ab_dtype", ir::dtype_name(g->ab_dtype)}, {"c_dtype", ir::dtype_name(g->c_dtype)}, {"tf32", g->tf32}};
+    kernels.push_back({{"name", k.name}, {"family", ir::enum_name(k.family)}, {"strategy", k.strategy}, {"label", k.label}, {"op_index", k.op_index},
+                       {"grid", dim_json(k.grid)}, {"block", dim_json(k.block)}, {"cooperative", k.cooperative},
+                       {"zero_before", zero}, {"params", params}, {"source", k.source}, {"library", library}});
+  }
+  return {{"kernels", kernels}};
+}
+
+GraphKernels kernels_of(const json& j, const ir::Graph& graph) {
+  std::map<std::string, ir::ValueId> by_label;
+  const std::vector<std::string> labels = ir::value_labels(graph);
+  for (ir::ValueId v = 0; v < labels.size(); ++v)
+    if (!labels[v].empty()) by_label[labels[v]] = v;
+  auto value = [&](const json& label) {
+    auto it = by_label.find(label.get<std::string>());
+    if (it == by_label.end()) throw Damaged("a kernel refers to " + label.get<std::string>() + ", which the IR lacks");
+    return it->second;
+  };
+  GraphKernels g;
+  for (const json& jk : j.at("kernels")) {
+    KernelSpec k;
+    k.name = jk.at("name");
+    const auto family = ir::enum_from_name<ir::KernelFamily>(jk.at("family").get<std::string>());
+    if (!family) throw Damaged("kernel " + k.name + " has an unknown family");
+    k.family = *family;
+    k.strategy = jk.at("strategy");
+    k.label = jk.at("label");
+    k.op_index = jk.at("op_index");
+    if (k.op_index >= graph.ops().size()) throw Damaged("kernel " + k.name + " runs an op the IR lacks");
+    k.grid = dim_of(jk.at("grid"));
+    k.block = dim_of(jk.at("block"));
+    k.cooperative = jk.at("cooperative");
+    for (const json& z : jk.at("zero_before")) k.zero_before.push_back(value(z));
+    for (const json& jp : jk.at("params")) {
+      KernelParam p;
+      p.kind = kind_of(jp.at("kind"));
+      p.name = jp.at("name");
+      p.c_type = jp.at("c_type");
+      p.written = jp.at("written");
+      if (p.kind == ParamKind::Buffer) p.value = value(jp.at("value"));
+      if (p.kind == ParamKind::Scratch || p.kind == ParamKind::Workspace) p.scratch_bytes = jp.at("scratch_bytes");
+      if (p.kind == ParamKind::Integer) p.integer = jp.at("integer");
+      if (p.kind == ParamKind::Table) {
+        for (const json& t : jp.at("table")) p.table.push_back(value(t));
+        p.table_written = jp.at("table_written").get<std::vector<bool>>();
+      }
+      k.params.push_back(std::move(p));
+    }
+    k.source = jk.at("source");
+    if (const json& l = jk.at("library"); !l.is_null()) {
+      LibraryGemm lib;
+      lib.transpose_a = l.at("transpose_a"), lib.transpose_b = l.at("transpose_b");
+      lib.m = l.at("m"), lib.n = l.at("n"), lib.k = l.at("k"), lib.batch = l.at("batch");
+      lib.lda = l.at("lda"), lib.ldb = l.at("ldb"), lib.ldc = l.at("ldc");
+      lib.stride_a = l.at("stride_a"), lib.stride_b = l.at("stride_b"), lib.stride_c = l.at("stride_c");
+      lib.a = value(l.at("a")), lib.b = value(l.at("b"));
+      lib.to_workspace = l.at("to_workspace");
+      if (!lib.to_workspace) lib.c = value(l.at("c"));
+      auto dtype = [&](const char* key) {
+        const auto d = ir::dtype_from_name(l.at(key).get<std::string>());
+        if (!d) throw Damaged("kernel " + k.name + " has a library product of unknown dtype");
+        return *d;
+      };
+      lib.ab_dtype = dtype("ab_dtype");
+      lib.c_dtype = dtype("c_dtype");
+      lib.tf32 = l.at("tf32");
+      k.library = lib;
+    }
+    g.kernels.push_back(std::move(k));
+  }
+  return g;
+}
+
+}  // namespace
+
+std::string encode_bertx(const CompiledProgram& p) {
+  const ir::Graph step = ir::parse(p.step_ir), optimizer = ir::parse(p.optimizer_ir);
+  json images = json::array();
+  std::string blob;
+  for (const auto& [name, g] : p.images) {
+    images.push_back({{"name", name}, {"offset", blob.size()}, {"size", g.image.size()}, {"ptx", g.ptx},
+                      {"xxh3", XXH3_64bits(g.image.data(), g.image.size())}, {"registers", g.ptxas.registers},
+                      {"shared_bytes", g.ptxas.shared_bytes}, {"stack_bytes", g.ptxas.stack_bytes},
+                      {"spill_store_bytes", g.ptxas.spill_store_bytes}, {"spill_load_bytes", g.ptxas.spill_load_bytes},
+                      {"main_loop_math", g.main_loop.math}, {"main_loop_shared_loads", g.main_loop.shared_loads}});
+    blob += g.image;
+  }
+  const json header = {{"format", "bertx"},
+                       {"version", kBertxVersion},
+                       {"model", p.model},
+                       {"options", support::options_json(passes::compile_option_specs(), p.options)},
+                       {"config", p.config_text}, {"nvrtc", {{"version", p.nvrtc_version}, {"library", p.nvrtc_library}}},
+                       {"step", {{"ir", p.step_ir}, {"kernels", kernels_json(p.step, ir::value_labels(step))}}},
+                       {"optimizer", {{"ir", p.optimizer_ir}, {"kernels", kernels_json(p.optimizer, ir::value_labels(optimizer))}}},
+                       {"images", images}};
+  const std::string text = header.dump();
+  std::string out(kMagic, 8);
+  const uint64_t size = text.size(), sum = XXH3_64bits(text.data(), text.size());
+  out.append(reinterpret_cast<const char*>(&size), 8);
+  out.append(reinterpret_cast<const char*>(&sum), 8);
+  return out + text + blob;
+}
+
+CompiledProgram decode_bertx(std::string_view bytes, const std::string& source) {
+  auto bad = [&](const std::string& why) {
+    return std::runtime_error(fmt::format("{}: not a usable .bertx file: {}. Write it again with bertc compile CONFIG "
+                                          "--arch sm_XX -o FILE.bertx",
+                                          source, why));
+  };
+  if (bytes.size() < 24 || std::memcmp(bytes.data(), kMagic, 8) != 0) throw bad("it does not start with the .bertx magic");
+  uint64_t size = 0, sum = 0;
+  std::memcpy(&size, bytes.data() + 8, 8);
+  std::memcpy(&sum, bytes.data() + 16, 8);
+  if (size > bytes.size() - 24) throw bad("it is truncated (the header runs past the end)");
+  const std::string text(bytes.substr(24, size));
+  if (XXH3_64bits(text.data(), text.size()) != sum) throw bad("the header's checksum does not match");
+  const std::string_view blob = bytes.substr(24 + size);
+  try {
+    const json h = json::parse(text);
+    if (h.at("format") != "bertx") throw Damaged("its header is not a .bertx header");
+    if (h.at("version") != kBertxVersion)
+      throw Damaged(fmt::format("it is format {}, written by another bertc version (this one reads format {})",
+                                h.at("version").dump(), kBertxVersion));
+    CompiledProgram p;
+    p.model = h.at("model");
+    try {
+      p.options = support::options_from_json(passes::compile_option_specs(), h.at("options"));
+    } catch (const std::runtime_error& e) {
+      throw Damaged(std::string("its options are damaged: ") + e.what());
+    }
+    if (!passes::is_resolved(p.options)) throw Damaged("its options leave the arch or the precision auto");
+    p.config_text = h.at("config");
+    p.nvrtc_version = h.at("nvrtc").at("version");
+    p.nvrtc_library = h.at("nvrtc").at("library");
+    p.step_ir = h.at("step").at("ir");
+    p.optimizer_ir = h.at("optimizer").at("ir");
+    const ir::Graph step = ir::parse(p.step_ir), optimizer = ir::parse(p.optimizer_ir);
+    p.step = kernels_of(h.at("step").at("kernels"), step);
+    p.optimizer = kernels_of(h.at("optimizer").at("kernels"), optimizer);
+    p.step.arena = arena_layout(step);
+    p.optimizer.arena = arena_layout(optimizer);
+    for (const json& ji : h.at("images")) {
+      GpuImage g;
+      g.name = ji.at("name");
+      const uint64_t offset = ji.at("offset"), n = ji.at("size");
+      if (offset > blob.size() || n > blob.size() - offset)
+        throw Damaged("image " + g.name + " runs past the end of the file");
+      g.image = std::string(blob.substr(offset, n));
+      if (XXH3_64bits(g.image.data(), g.image.size()) != ji.at("xxh3").get<uint64_t>())
+        throw Damaged("image " + g.name + "'s checksum does not match");
+      g.ptx = ji.at("ptx");
+      g.ptxas = {ji.at("registers"), ji.at("shared_bytes"), ji.at("stack_bytes"), ji.at("spill_store_bytes"),
+                 ji.at("spill_load_bytes")};
+      g.main_loop = {ji.at("main_loop_math"), ji.at("main_loop_shared_loads")};
+      p.images[g.name] = std::move(g);
+    }
+    for (const GraphKernels* g : {&p.step, &p.optimizer})
+      for (const KernelSpec& k : g->kernels)
+        if (!k.source.empty() && !p.images.count(k.name)) throw Damaged("kernel " + k.name + " has no image");
+    return p;
+  } catch (const Damaged& e) {
+    throw bad(e.what());
+  } catch (const json::exception& e) {
+    throw bad(std::string("its header is malformed: ") + e.what());
+  } catch (const ir::Error& e) {
+    throw bad(std::string("its IR does not parse: ") + e.what());
+  }
+}
+
+void write_bertx(const std::filesystem::path& path, const CompiledProgram& p) {
+  support::write_file_atomically(path, encode_bertx(p));
+}
+
+CompiledProgram read_bertx(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error(fmt::format("{}: cannot open", path.string()));
+  const std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  return decode_bertx(bytes, path.string());
+}
+
+}  // namespace bertc::codegen

@@ -1,0 +1,25 @@
+// The .bertx file: a compiled program (program.h) in one file, written by bertc compile -o and
+// read back by bertc info: magic, header size and checksum, a JSON header (metadata, IR, kernels
+// and their launch records, an image index with checksums), then the images.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+#include "codegen/program.h"
+
+namespace bertc::codegen {
+
+// The file's bytes for `p`.
+std::string encode_bertx(const CompiledProgram& p);
+// Parses and checks bytes read from `source`; throws std::runtime_error naming `source` and what
+// is wrong (not a .bertx, truncated, another format version, a checksum that does not match, a
+// header that is not what bertc writes, IR that does not parse).
+CompiledProgram decode_bertx(std::string_view bytes, const std::string& source);
+
+// encode_bertx written atomically (support/atomic_file.h); decode_bertx of a file's bytes.
+void write_bertx(const std::filesystem::path& path, const CompiledProgram& p);
+CompiledProgram read_bertx(const std::filesystem::path& path);
+
+}  // namespace bertc::codegen
