@@ -36,9 +36,43 @@ PackedExamples read_shard(const std::filesystem::path& path) { no_hdf5(path); }
 #else
 
 #include <hdf5.h>
+#include <xxhash.h>
+
+#include <fstream>
 
 namespace bertc::data {
 namespace {
+
+// The checksum file bertc writes beside each shard: the xxh3 of the shard's bytes, checked before
+// libhdf5 opens the shard. libhdf5 1.10 crashes on some damaged files (a size read from the file,
+// allocated and copied into unchecked: found by tests/fuzz), so damage must be caught first.
+// Shards from elsewhere have no checksum file and go to libhdf5 as they are.
+std::filesystem::path checksum_path(const std::filesystem::path& shard) { return shard.string() + ".xxh3"; }
+
+std::string checksum_of_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw DataError(fmt::format("{}: cannot be read", path.string()));
+  std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> state(XXH3_createState(), XXH3_freeState);
+  XXH3_64bits_reset(state.get());
+  std::vector<char> block(1 << 20);
+  while (in.read(block.data(), static_cast<std::streamsize>(block.size())) || in.gcount() > 0)
+    XXH3_64bits_update(state.get(), block.data(), static_cast<size_t>(in.gcount()));
+  if (in.bad()) throw DataError(fmt::format("{}: reading it failed", path.string()));
+  return fmt::format("{:016x}", XXH3_64bits_digest(state.get()));
+}
+
+void verify_checksum(const std::filesystem::path& shard) {
+  std::ifstream sidecar(checksum_path(shard));
+  if (!sidecar) return;  // (a shard bertc did not write)
+  std::string stored;
+  sidecar >> stored;
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(shard, ec)) throw DataError(fmt::format("{}: no such shard file", shard.string()));
+  if (checksum_of_file(shard) != stored)
+    throw DataError(fmt::format("{}: does not match its checksum ({}): the shard is damaged or was changed; make it "
+                                "again with bertc prepare-data",
+                                shard.string(), checksum_path(shard).filename().string()));
+}
 
 // An HDF5 identifier closed when it goes (files, datasets, dataspaces, types, property lists).
 class Handle {
@@ -149,6 +183,7 @@ Arrays pack(const std::vector<Example>& examples, size_t begin, size_t end, int6
 
 // Opens a shard's datasets and checks their kinds and shapes; `read` also reads their data.
 ShardShape inspect(const std::filesystem::path& path, Arrays* read) {
+  verify_checksum(path);
   std::lock_guard lock(library_lock());
   quiet();
   const std::string where = path.string();
@@ -292,9 +327,21 @@ void write_shard(const std::filesystem::path& path, const std::vector<Example>& 
     }
     if (H5Fflush(file.get(), H5F_SCOPE_GLOBAL) < 0) throw DataError(fmt::format("{}: flushing failed (disk full?)", where));
   }
+  // The checksum file first: a kill between the two renames leaves a checksum that refuses the
+  // shard (made again), never a shard that is trusted unchecked.
+  const std::filesystem::path sum_temporary = checksum_path(temporary);
+  {
+    std::ofstream sum(sum_temporary);
+    sum << checksum_of_file(temporary) << "\n";
+    if (!sum.flush()) throw DataError(fmt::format("{}: cannot be written (disk full?)", sum_temporary.string()));
+  }
   std::error_code ec;
-  std::filesystem::rename(temporary, path, ec);
-  if (ec) throw DataError(fmt::format("{}: cannot be renamed to {}: {}", where, path.string(), ec.message()));
+  std::filesystem::rename(sum_temporary, checksum_path(path), ec);
+  if (!ec) std::filesystem::rename(temporary, path, ec);
+  if (ec) {
+    std::filesystem::remove(sum_temporary, ec);
+    throw DataError(fmt::format("{}: cannot be renamed to {}: {}", where, path.string(), ec.message()));
+  }
   cleanup.kept = true;
 }
 

@@ -28,12 +28,14 @@ bool hdf5_available();
 
 // Writes `examples` (each at most seq_len tokens and `predictions` masked positions) as a shard,
 // atomically: a temporary beside `path`, renamed over it once complete. `pad_id` fills input_ids
-// after each example's tokens. Throws DataError on a write failure or an example that does not fit.
+// after each example's tokens; beside it `path`.xxh3, its bytes' checksum. Throws DataError on a
+// write failure or an example that does not fit.
 void write_shard(const std::filesystem::path& path, const std::vector<Example>& examples, int64_t seq_len,
                  int64_t predictions, int64_t pad_id);
 
 // The shard's shape, from its datasets' shapes (their data is not read). Throws DataError naming
-// the file, and the dataset, when it is not a shard: not HDF5 or truncated (HDF5 checks the file's
+// the file, and the dataset, when it is not a shard: its bytes not matching its .xxh3 file (where
+// there is one: a shard bertc wrote; checked before libhdf5 opens it), not HDF5 or truncated (HDF5 checks the file's
 // length against its header), a dataset missing, not of integers, or of a shape that does not
 // agree with the others or is not a shard's.
 ShardShape read_shard_shape(const std::filesystem::path& path);

@@ -325,6 +325,7 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
   if (failed) std::rethrow_exception(failed);  // (the shards made so far go with the scratch)
   for (int64_t s = 0; s < o.shards; ++s) {
     const std::string name = fmt::format("shard-{:05d}.hdf5", s);
+    std::filesystem::rename(scratch.path / (name + ".xxh3"), o.output / (name + ".xxh3"));  // (its checksum)
     std::filesystem::rename(scratch.path / name, o.output / name);
   }
   p.shards_done = done, p.examples = examples;

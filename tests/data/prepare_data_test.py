@@ -44,8 +44,8 @@ def shards(out):
 # options and the shard count only); and every shard is there, no scratch left behind.
 one = prepare("one", "--shards", "4", "--threads", "1").stderr
 prepare("two", "--shards", "4", "--threads", "2")
-if list(shards("one")) != [f"shard-{i:05d}.hdf5" for i in range(4)]:
-    fail(f"expected shard-00000..3.hdf5 and nothing else, got {list(shards('one'))}")
+if list(shards("one")) != [f"shard-{i:05d}.hdf5{sum}" for i in range(4) for sum in ("", ".xxh3")]:
+    fail(f"expected shard-00000..3.hdf5 with their .xxh3 checksums and nothing else, got {list(shards('one'))}")
 if shards("one") != shards("two"):
     fail("1 and 2 threads wrote different shards")
 said = re.search(r"prepare-data: (\d+) documents, (\d+) sentences, (\d+) tokens .* -> (\d+) examples in 4 shards", one)
@@ -175,7 +175,12 @@ with open(os.path.join(damaged, "shard-00002.hdf5"), "r+b") as f:
 bad = open(SHARDED).read().replace(os.path.join(WORK, "one"), damaged)
 open(os.path.join(WORK, "damaged.toml"), "w").write(bad)
 p = train("damaged-run", config=os.path.join(WORK, "damaged.toml"), check=False)
-if p.returncode == 0 or "shard-00002.hdf5: not an HDF5 file, or truncated" not in p.stderr or "step 1/" in p.stderr:
-    fail(f"a truncated shard was not refused before training (exit {p.returncode}):\n{p.stderr[-1500:]}")
+if p.returncode == 0 or "shard-00002.hdf5: does not match its checksum" not in p.stderr or "step 1/" in p.stderr:
+    fail(f"a truncated shard was not refused by its checksum before training (exit {p.returncode}):\n{p.stderr[-1500:]}")
 print("refused:", next(l for l in p.stderr.splitlines() if "shard-00002" in l)[:160])
+# Without its checksum file (a shard from elsewhere) libhdf5 finds the damage.
+os.remove(os.path.join(damaged, "shard-00002.hdf5.xxh3"))
+p = train("damaged-run-2", config=os.path.join(WORK, "damaged.toml"), check=False)
+if p.returncode == 0 or "shard-00002.hdf5: not an HDF5 file, or truncated" not in p.stderr or "step 1/" in p.stderr:
+    fail(f"a truncated shard without checksum was not refused before training (exit {p.returncode}):\n{p.stderr[-1500:]}")
 print("PASS")

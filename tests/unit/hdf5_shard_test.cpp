@@ -59,6 +59,7 @@ TEST(Hdf5Shard, RoundTripsExamples) {
   EXPECT_TRUE(same(back[0], some_examples()[0]));
   EXPECT_TRUE(same(back[1], some_examples()[1]));
   EXPECT_FALSE(std::filesystem::exists(path.parent_path() / ".round.hdf5.tmp"));  // renamed into place
+  EXPECT_TRUE(std::filesystem::exists(path.string() + ".xxh3"));                  // with its checksum
   EXPECT_NE(refusal([&] { write_shard(scratch("small.hdf5"), some_examples(), 7, 3, 0); }).find("more than the shard's 7"),
             std::string::npos);
 }
@@ -124,6 +125,8 @@ TEST(Hdf5Shard, RefusesDamagedShardsNamingTheDataset) {
     const int8_t one[1] = {1};
     put(f, "next_sentence_labels", H5T_STD_I8LE, H5T_NATIVE_INT8, one, {1});
     H5Fclose(f);
+    says(path, "does not match its checksum (rows.hdf5.xxh3)");  // bertc's shard, changed
+    std::filesystem::remove(path.string() + ".xxh3");             // as a shard from elsewhere
     says(path, "dataset 'next_sentence_labels' is [1], which does not agree with input_ids [2, 8]");
   }
   {  // cut in half: the header may survive, the data does not
@@ -132,6 +135,8 @@ TEST(Hdf5Shard, RefusesDamagedShardsNamingTheDataset) {
     for (int i = 0; i < 2000; ++i) many.push_back(some_examples()[i % 2]);
     write_shard(path, many, 8, 3, 0);
     std::filesystem::resize_file(path, std::filesystem::file_size(path) / 2);
+    says(path, "does not match its checksum");
+    std::filesystem::remove(path.string() + ".xxh3");  // (libhdf5's own checks, as for a shard from elsewhere)
     const std::string why = refusal([&] { read_shard(path); });
     EXPECT_TRUE(why.find("truncated") != std::string::npos) << why;
     // ... found before any data is read (HDF5 itself sees the end of the file short of what its
