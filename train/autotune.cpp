@@ -1,6 +1,8 @@
 // Timing generated kernels against cuBLAS per product (see autotune.h).
 #include "train/autotune.h"
 
+#include "codegen/kernel_cache.h"
+
 #include <chrono>
 #include <fstream>
 #include <stdexcept>
@@ -74,8 +76,10 @@ nlohmann::json read_cache(const std::filesystem::path& file, std::ostream& log) 
   std::error_code ec;
   if (!std::filesystem::exists(file, ec)) return nlohmann::json::object();
   try {
-    std::ifstream in(file);
-    nlohmann::json j = nlohmann::json::parse(in);
+    // (The kernel caches' file access: a folder in the file's place is removed, not kept forever.)
+    const std::optional<std::string> bytes = codegen::read_cache_entry(file);
+    if (!bytes) throw std::runtime_error("not a readable file");
+    nlohmann::json j = nlohmann::json::parse(*bytes);
     if (!j.is_object()) throw std::runtime_error("not a JSON object");
     return j;
   } catch (const std::exception& e) {
