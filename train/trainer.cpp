@@ -374,7 +374,9 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
   runners.figures.compression = ir::enum_name(t.gradient_compression);
   if (dp.leader()) {
     // Steps after the checkpoint that a stopped run recorded are trained again: their lines go.
-    if (start > 0) keep_metrics_through(o.metrics, start, log);
+    // So do those of a run killed before its first checkpoint (start 0, a folder without
+    // checkpoints): otherwise its steps would be in the file twice.
+    keep_metrics_through(o.metrics, start, log);
     progress.emplace(log, o.metrics, start + 1, last, t.log_every, o.live_progress, runners.figures);
   }
   summary.first_step = start + 1;

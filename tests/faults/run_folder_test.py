@@ -6,7 +6,8 @@ continues exactly as if never stopped); a second signal (ends at once, its tempo
 next run); a SIGKILL (the stale lock taken over); a flipped byte or an edited step in a checkpoint
 (refused naming the tensor or the metadata, the older checkpoint untouched and then resumed from);
 metrics lines edited or cut short (dropped on resume by their checksums, the rest unchanged); a
-resume with other settings (refused naming the key, the folder untouched).
+resume with other settings (refused naming the key, the folder untouched); a signal or a kill at
+a random moment (seeded by BERTC_FAULT_SEED: what is left is whole and resumes exactly).
 
 usage: run_folder_test.py BERTC SOURCE_DIR WORK_DIR
 """
@@ -212,4 +213,40 @@ if p.returncode == 0 or "[train] learning_rate = 0.001 then, 0.0005 now" not in 
 if (digests(name), open(metrics_path, "rb").read()) != before:
     fail("the refused resume with other settings changed the run folder")
 print("other settings refused:", p.stderr.strip().splitlines()[-1][:200])
+
+# 8. SIGTERM, SIGINT or SIGKILL at a random moment (seeded; start-up, a step, a checkpoint being
+# written): whatever the run left is whole. The folder holds only bertc's files, every checkpoint
+# in it loads (checksums), and the run resumed from it ends exactly as the uninterrupted one.
+import random
+seed = int(os.environ.get("BERTC_FAULT_SEED", "8"))
+rng = random.Random(seed)
+periodic = os.path.join(WORK, "periodic.toml")
+open(periodic, "w").write(re.sub(r"^checkpoint_every = .*$", "checkpoint_every = 4", text, flags=re.M))
+began = time.time()
+if subprocess.run([BERTC, "train", periodic, "--device", "cpu", "--checkpoint-dir", folder("timing")],
+                  capture_output=True, timeout=600).returncode != 0:
+    fail("the run with a checkpoint every 4 steps failed")
+length = time.time() - began
+for attempt in range(6):
+    name, sig = f"random-{attempt}", rng.choice([signal.SIGTERM, signal.SIGINT, signal.SIGKILL])
+    delay = rng.uniform(0, length)
+    p = subprocess.Popen([BERTC, "train", periodic, "--device", "cpu", "--checkpoint-dir", folder(name)],
+                         stderr=subprocess.PIPE, text=True)
+    time.sleep(delay)
+    p.send_signal(sig)
+    err = p.communicate(timeout=600)[1]
+    expected = {signal.SIGTERM: (143, 0), signal.SIGINT: (130, 0), signal.SIGKILL: (-9, 0)}[sig]
+    if p.returncode not in expected:
+        fail(f"{sig.name} after {delay:.2f} s (seed {seed}): exit {p.returncode}, expected one of {expected}:\n{err[-1500:]}")
+    left = sorted(os.listdir(folder(name))) if os.path.isdir(folder(name)) else []  # (stopped before making it)
+    strays = [f for f in left if not re.fullmatch(r"checkpoint-\d{6}\.safetensors|metrics\.jsonl|\.bertc-lock|\..*\.tmp\..*", f)]
+    if strays:
+        fail(f"{sig.name} after {delay:.2f} s (seed {seed}) left files that are not bertc's: {strays}")
+    checkpoints = [f for f in left if f.startswith("checkpoint-")]
+    resumed = run(name, *(["--resume"] if checkpoints else []))
+    if resumed.returncode != 0 or losses(name) != losses("straight"):
+        fail(f"{sig.name} after {delay:.2f} s (seed {seed}), folder {left}: the resumed run failed or differs from "
+             f"the uninterrupted one (exit {resumed.returncode}):\n{resumed.stderr[-1500:]}")
+    print(f"{sig.name} after {delay:.2f} s of {length:.2f}: exit {p.returncode}, left {len(checkpoints)} checkpoint(s); "
+          "resumed run equals the uninterrupted one")
 print("PASS")
