@@ -1,0 +1,45 @@
+// Fuzz harness of the metrics file as a resume reads it back (train/progress.h): keep_metrics_through
+// never throws on content, keeps exactly the intact lines of steps up to the checkpoint's, in
+// order, and drops the rest.
+#include "tests/fuzz/harness.h"
+#include "train/progress.h"
+
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+namespace {
+
+constexpr int64_t kResumeStep = 7;  // the seeds (a 10-step run's metrics) have lines on both sides
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string bytes(reinterpret_cast<const char*>(data), size);
+  std::vector<std::string> expected;
+  bool all_kept = true;
+  for (const std::string& line : lines_of(bytes)) {
+    const bertc::train::MetricsLine m = bertc::train::check_metrics_line(line);
+    if (m.intact && m.step <= kResumeStep) expected.push_back(line);
+    else all_kept = false;
+  }
+  const std::filesystem::path path = bertc::fuzz::scratch_file(bytes, "metrics.jsonl");
+  std::ostringstream log;
+  bertc::train::keep_metrics_through(path, kResumeStep, log);  // (an exception ends the process: the failure)
+  std::ifstream in(path, std::ios::binary);
+  const std::string after{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  if (all_kept) {
+    if (after != bytes) bertc::fuzz::fail("metrics", "a file with nothing to drop was rewritten");
+  } else if (lines_of(after) != expected) {
+    bertc::fuzz::fail("metrics", "the file kept is not the intact lines through the step, in order");
+  }
+  if (!expected.empty()) ++bertc::fuzz::accepted_inputs;
+  return 0;
+}
