@@ -45,7 +45,10 @@ std::optional<GpuImage> decode_gpu_image_entry(std::string_view bytes) {
   };
   uint8_t ptx = 0;
   uint64_t name_size = 0, image_size = 0;
-  if (!take(figures, sizeof figures) || !take(&ptx, 1) || !take(&name_size, 8) || name_size > size) return std::nullopt;
+  // (A flag other than 0 or 1 is damage, as is any field that does not fit: an entry decodes only
+  // from the bytes encode_gpu_image_entry writes.)
+  if (!take(figures, sizeof figures) || !take(&ptx, 1) || ptx > 1 || !take(&name_size, 8) || name_size > size)
+    return std::nullopt;
   g.name.resize(name_size);
   if (!take(g.name.data(), name_size) || !take(&image_size, 8) || image_size > size) return std::nullopt;
   g.image.resize(image_size);
