@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "passes/graph_copy.h"
+#include "ir/shape_rules.h"
 #include "ir/value_names.h"
 
 namespace bertc::passes {
@@ -55,6 +56,27 @@ class PrecisionRewrite {
     return it->second;
   }
 
+  // Cross-entropy's per-row weights are no activation: they stay as they are.
+  static bool keeps_operand(const ir::Op& op, size_t i) { return op.kind == OpKind::CrossEntropy && i == 2; }
+
+  // Whether `op`, reading its operands in the reduced dtype, still makes an f32 result.
+  bool result_is_f32(const ir::Op& op) {
+    if (op.info().result_types == ir::ResultTypes::Declared) return false;  // declared in r_ (below)
+    std::vector<ir::TensorType> types;
+    for (size_t i = 0; i < op.operands.size(); ++i) {
+      ir::TensorType t = copy_[op.operands[i]].type();
+      if (!keeps_operand(op, i) && ir::is_float(t.dtype)) t.dtype = r_;
+      types.push_back(t);
+    }
+    return ir::infer_result_types(op.kind, types, op.attrs, {}).at(0).dtype == DType::F32;
+  }
+
+  // v in f32 (a reduced float cast back up).
+  Tensor widened(ir::ValueId v) {
+    Tensor t = copy_[v];
+    return t.dtype() == r_ ? b_.cast(t, DType::F32) : t;
+  }
+
   void rewrite(const ir::Op& op) {
     if (ir::is_source(op.kind)) return copy_.copy(op);
     ir::Builder::OpScope scope(b_, op.scope);  // the casts belong to the op they serve
@@ -67,16 +89,20 @@ class PrecisionRewrite {
       return remap(op, b_.cast(copy_[op.result()], r_));
     }
     if (!reads_reduced || op.kind == OpKind::Cast) return copy_.copy(op);
+    // The loss stays f32 whatever it is computed from (a custom model's mean of activations):
+    // autodiff and loss scaling start from an f32 scalar, and a mean in f16 loses the small terms.
+    // An op that makes an f32 loss from reduced operands (cross-entropy) reads them as they are.
+    const bool makes_loss = g_.value(op.result()).name == ir::names::kLoss && !result_is_f32(op);
     std::vector<Tensor> operands;
     for (size_t i = 0; i < op.operands.size(); ++i) {
-      // Cross-entropy's per-row weights are no activation: they stay as they are.
-      const bool keep = op.kind == OpKind::CrossEntropy && i == 2;
-      operands.push_back(keep ? copy_[op.operands[i]] : reduced(op.operands[i]));
+      const ir::ValueId v = op.operands[i];
+      operands.push_back(keeps_operand(op, i) ? copy_[v] : makes_loss ? widened(v) : reduced(v));
     }
     std::vector<ir::NamedAttr> attrs;
     for (size_t i = 0; i < op.attrs.size(); ++i) attrs.push_back({std::string(op.info().attrs[i].name), op.attrs[i]});
     std::optional<ir::TensorType> declared;
-    if (op.info().result_types == ir::ResultTypes::Declared) declared = ir::TensorType{r_, g_.value(op.result()).type.shape};
+    if (op.info().result_types == ir::ResultTypes::Declared)
+      declared = ir::TensorType{makes_loss ? DType::F32 : r_, g_.value(op.result()).type.shape};
     const auto results = b_.ops(op.kind, operands, attrs, declared);
     for (size_t i = 0; i < results.size(); ++i) {
       copy_.map(op.results[i], results[i]);
