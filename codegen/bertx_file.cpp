@@ -4,6 +4,8 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <map>
+#include <set>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -25,8 +27,10 @@ constexpr char kMagic[8] = {'B', 'E', 'R', 'T', 'C', 'X', '0', '1'};
 // The header's layout: 2 since the kernel families have one set of names (matmul_epilogue is
 // matmul) and the options are written from their declarations; 3 since kernels take their
 // dropout offsets as integer parameters (a format-2 kernel has them in its source); 4 since each
-// image carries its main loop's instruction mix.
-constexpr int kBertxVersion = 4;
+// image carries its main loop's instruction mix; 5 since the IR texts and kernel sources are
+// sections after the header (each source once per kernel name, not once per launch): the JSON
+// header holds only records, so reading one is quick (fuzz-tiny's header 345 KB -> 88 KB).
+constexpr int kBertxVersion = 5;
 
 // A .bertx file whose content is wrong in the way the message says (decode_bertx names the file).
 class Damaged : public std::runtime_error {
@@ -51,6 +55,30 @@ ParamKind kind_of(const std::string& s) {
   if (s == "workspace") return ParamKind::Workspace;
   if (s == "integer") return ParamKind::Integer;
   throw Damaged("unknown parameter kind '" + s + "'");
+}
+
+// The bytes after the header: texts and images, each found by {offset, size, xxh3} in the header.
+class SectionWriter {
+ public:
+  json add(std::string_view bytes) {
+    json ref = {{"offset", blob_.size()}, {"size", bytes.size()}, {"xxh3", XXH3_64bits(bytes.data(), bytes.size())}};
+    blob_ += bytes;
+    return ref;
+  }
+  const std::string& blob() const { return blob_; }
+
+ private:
+  std::string blob_;
+};
+
+// A section's bytes, checked against its record; `what` names it in the error.
+std::string section(std::string_view blob, const json& ref, const std::string& what) {
+  const uint64_t offset = ref.at("offset"), n = ref.at("size");
+  if (offset > blob.size() || n > blob.size() - offset) throw Damaged(what + " runs past the end of the file");
+  std::string bytes(blob.substr(offset, n));
+  if (XXH3_64bits(bytes.data(), bytes.size()) != ref.at("xxh3").get<uint64_t>())
+    throw Damaged(what + "'s checksum does not match");
+  return bytes;
 }
 
 json dim_json(const Dim3& d) { return json::array({d.x, d.y, d.z}); }
@@ -83,12 +111,13 @@ json kernels_json(const GraphKernels& g, const std::vector<std::string>& labels)
                  {"ab_dtype", ir::dtype_name(g->ab_dtype)}, {"c_dtype", ir::dtype_name(g->c_dtype)}, {"tf32", g->tf32}};
     kernels.push_back({{"name", k.name}, {"family", ir::enum_name(k.family)}, {"strategy", k.strategy}, {"label", k.label}, {"op_index", k.op_index},
                        {"grid", dim_json(k.grid)}, {"block", dim_json(k.block)}, {"cooperative", k.cooperative},
-                       {"zero_before", zero}, {"params", params}, {"source", k.source}, {"library", library}});
+                       {"zero_before", zero}, {"params", params}, {"library", library}});
   }
   return {{"kernels", kernels}};
 }
 
-GraphKernels kernels_of(const json& j, const ir::Graph& graph) {
+// `sources` by kernel name: a kernel without one is a library product alone (cuBLAS writes its result).
+GraphKernels kernels_of(const json& j, const ir::Graph& graph, const std::map<std::string, std::string>& sources) {
   std::map<std::string, ir::ValueId> by_label;
   const std::vector<std::string> labels = ir::value_labels(graph);
   for (ir::ValueId v = 0; v < labels.size(); ++v)
@@ -128,7 +157,7 @@ GraphKernels kernels_of(const json& j, const ir::Graph& graph) {
       }
       k.params.push_back(std::move(p));
     }
-    k.source = jk.at("source");
+    if (auto it = sources.find(k.name); it != sources.end()) k.source = it->second;
     if (const json& l = jk.at("library"); !l.is_null()) {
       LibraryGemm lib;
       lib.transpose_a = l.at("transpose_a"), lib.transpose_b = l.at("transpose_b");
@@ -148,6 +177,7 @@ GraphKernels kernels_of(const json& j, const ir::Graph& graph) {
       lib.tf32 = l.at("tf32");
       k.library = lib;
     }
+    if (k.source.empty() && !k.library) throw Damaged("kernel " + k.name + " has neither a source nor a library product");
     g.kernels.push_back(std::move(k));
   }
   return g;
@@ -157,30 +187,41 @@ GraphKernels kernels_of(const json& j, const ir::Graph& graph) {
 
 std::string encode_bertx(const CompiledProgram& p) {
   const ir::Graph step = ir::parse(p.step_ir), optimizer = ir::parse(p.optimizer_ir);
+  SectionWriter sections;
+  const json step_ir = sections.add(p.step_ir), optimizer_ir = sections.add(p.optimizer_ir);
+  json sources = json::array();
+  std::set<std::string> seen;
+  for (const GraphKernels* g : {&p.step, &p.optimizer})
+    for (const KernelSpec& k : g->kernels)
+      if (!k.source.empty() && seen.insert(k.name).second) {
+        json ref = sections.add(k.source);
+        ref["name"] = k.name;
+        sources.push_back(ref);
+      }
   json images = json::array();
-  std::string blob;
   for (const auto& [name, g] : p.images) {
-    images.push_back({{"name", name}, {"offset", blob.size()}, {"size", g.image.size()}, {"ptx", g.ptx},
-                      {"xxh3", XXH3_64bits(g.image.data(), g.image.size())}, {"registers", g.ptxas.registers},
-                      {"shared_bytes", g.ptxas.shared_bytes}, {"stack_bytes", g.ptxas.stack_bytes},
-                      {"spill_store_bytes", g.ptxas.spill_store_bytes}, {"spill_load_bytes", g.ptxas.spill_load_bytes},
-                      {"main_loop_math", g.main_loop.math}, {"main_loop_shared_loads", g.main_loop.shared_loads}});
-    blob += g.image;
+    json ref = sections.add(g.image);
+    ref.update({{"name", name}, {"ptx", g.ptx}, {"registers", g.ptxas.registers},
+                {"shared_bytes", g.ptxas.shared_bytes}, {"stack_bytes", g.ptxas.stack_bytes},
+                {"spill_store_bytes", g.ptxas.spill_store_bytes}, {"spill_load_bytes", g.ptxas.spill_load_bytes},
+                {"main_loop_math", g.main_loop.math}, {"main_loop_shared_loads", g.main_loop.shared_loads}});
+    images.push_back(ref);
   }
   const json header = {{"format", "bertx"},
                        {"version", kBertxVersion},
                        {"model", p.model},
                        {"options", support::options_json(passes::compile_option_specs(), p.options)},
                        {"config", p.config_text}, {"nvrtc", {{"version", p.nvrtc_version}, {"library", p.nvrtc_library}}},
-                       {"step", {{"ir", p.step_ir}, {"kernels", kernels_json(p.step, ir::value_labels(step))}}},
-                       {"optimizer", {{"ir", p.optimizer_ir}, {"kernels", kernels_json(p.optimizer, ir::value_labels(optimizer))}}},
+                       {"step", {{"ir", step_ir}, {"kernels", kernels_json(p.step, ir::value_labels(step))}}},
+                       {"optimizer", {{"ir", optimizer_ir}, {"kernels", kernels_json(p.optimizer, ir::value_labels(optimizer))}}},
+                       {"sources", sources},
                        {"images", images}};
   const std::string text = header.dump();
   std::string out(kMagic, 8);
   const uint64_t size = text.size(), sum = XXH3_64bits(text.data(), text.size());
   out.append(reinterpret_cast<const char*>(&size), 8);
   out.append(reinterpret_cast<const char*>(&sum), 8);
-  return out + text + blob;
+  return out + text + sections.blob();
 }
 
 CompiledProgram decode_bertx(std::string_view bytes, const std::string& source) {
@@ -214,27 +255,29 @@ CompiledProgram decode_bertx(std::string_view bytes, const std::string& source) 
     p.config_text = h.at("config");
     p.nvrtc_version = h.at("nvrtc").at("version");
     p.nvrtc_library = h.at("nvrtc").at("library");
-    p.step_ir = h.at("step").at("ir");
-    p.optimizer_ir = h.at("optimizer").at("ir");
+    p.step_ir = section(blob, h.at("step").at("ir"), "the step graph's IR");
+    p.optimizer_ir = section(blob, h.at("optimizer").at("ir"), "the optimizer graph's IR");
     const ir::Graph step = ir::parse(p.step_ir), optimizer = ir::parse(p.optimizer_ir);
-    p.step = kernels_of(h.at("step").at("kernels"), step);
-    p.optimizer = kernels_of(h.at("optimizer").at("kernels"), optimizer);
+    std::map<std::string, std::string> sources;
+    for (const json& js : h.at("sources")) {
+      const std::string name = js.at("name");
+      if (!sources.emplace(name, section(blob, js, "kernel " + name + "'s source")).second)
+        throw Damaged("kernel " + name + " has two sources");
+    }
+    p.step = kernels_of(h.at("step").at("kernels"), step, sources);
+    p.optimizer = kernels_of(h.at("optimizer").at("kernels"), optimizer, sources);
     p.step.arena = arena_layout(step);
     p.optimizer.arena = arena_layout(optimizer);
     for (const json& ji : h.at("images")) {
       GpuImage g;
       g.name = ji.at("name");
-      const uint64_t offset = ji.at("offset"), n = ji.at("size");
-      if (offset > blob.size() || n > blob.size() - offset)
-        throw Damaged("image " + g.name + " runs past the end of the file");
-      g.image = std::string(blob.substr(offset, n));
-      if (XXH3_64bits(g.image.data(), g.image.size()) != ji.at("xxh3").get<uint64_t>())
-        throw Damaged("image " + g.name + "'s checksum does not match");
+      g.image = section(blob, ji, "image " + g.name);
       g.ptx = ji.at("ptx");
       g.ptxas = {ji.at("registers"), ji.at("shared_bytes"), ji.at("stack_bytes"), ji.at("spill_store_bytes"),
                  ji.at("spill_load_bytes")};
       g.main_loop = {ji.at("main_loop_math"), ji.at("main_loop_shared_loads")};
-      p.images[g.name] = std::move(g);
+      const std::string name = g.name;
+      if (!p.images.emplace(name, std::move(g)).second) throw Damaged("image " + name + " is there twice");
     }
     for (const GraphKernels* g : {&p.step, &p.optimizer})
       for (const KernelSpec& k : g->kernels)

@@ -1,6 +1,7 @@
 // The .bertx file: a compiled program (program.h) in one file, written by bertc compile -o and
-// read back by bertc info: magic, header size and checksum, a JSON header (metadata, IR, kernels
-// and their launch records, an image index with checksums), then the images.
+// read back by bertc info: magic, header size and checksum, a JSON header (metadata, kernels and
+// their launch records, an index of the sections with their checksums), then the sections: both
+// graphs' IR text, each distinct kernel's source and each image.
 #pragma once
 
 #include <filesystem>
