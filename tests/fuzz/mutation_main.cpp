@@ -133,6 +133,7 @@ int main(int argc, char** argv) {
   const auto start = std::chrono::steady_clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   uint64_t ran = 0;
+  double next_report = 60;
   constexpr size_t kPoolLimit = 512;  // accepted mutants kept (then each replaces a random one)
   for (; ran < runs && (seconds <= 0 || elapsed() < seconds); ++ran) {
     const Bytes& parent = pool[pick() % pool.size()];
@@ -143,7 +144,12 @@ int main(int argc, char** argv) {
       if (pool.size() < seeds + kPoolLimit) pool.push_back(mutant);
       else pool[seeds + pick() % kPoolLimit] = mutant;
     }
-    if ((ran + 1) % 100000 == 0) fmt::print("#{} mutants, {:.0f} s\n", ran + 1, elapsed());
+    // Progress on long runs: a line every 100,000 mutants or every minute, whichever comes first.
+    if ((ran + 1) % 100000 == 0 || elapsed() >= next_report) {
+      fmt::print("#{} mutants, {:.0f} s, {} accepted\n", ran + 1, elapsed(), bertc::fuzz::accepted_inputs - seeds_accepted);
+      std::fflush(stdout);
+      next_report = elapsed() + 60;
+    }
   }
   fmt::print("{} seeds ({} accepted), {} mutants in {:.1f} s ({:.0f}/s), {} accepted, 0 crashes\n", seeds, seeds_accepted, ran,
              elapsed(), ran / std::max(elapsed(), 1e-9), bertc::fuzz::accepted_inputs - seeds_accepted);
