@@ -89,6 +89,7 @@ struct CudaDevice::Api {
   std::vector<Handle> modules;
   std::map<std::string, Handle> functions;
   std::optional<std::filesystem::path> cache;
+  std::optional<std::map<std::string, codegen::GpuImage>> given_images;  // use_images(): no compiling
 
   void check(CUresult rc, const std::string& what) const {
     if (rc == 0) return;
@@ -98,6 +99,9 @@ struct CudaDevice::Api {
   }
 
   void ensure_blas();
+  // The images of `sources`: compiled by NVRTC (through the cache), or taken from given_images.
+  std::vector<codegen::GpuImage> compile(const std::vector<codegen::KernelSource>& sources) const;
+  std::vector<codegen::GpuImage> images_of(const std::vector<codegen::KernelSource>& sources) const;
 
   template <typename Fn>
   void bind(Fn& fn, const support::SharedLibrary& lib, const char* symbol) {
@@ -288,16 +292,38 @@ void CudaDevice::load(const std::vector<const codegen::KernelSpec*>& kernels) {
     if (k->library) a.ensure_blas();  // now, not inside a graph capture (cublasCreate cannot be captured)
   for (const codegen::KernelSpec* k : kernels)
     if (!k->source.empty() && seen.insert(k->name).second) sources.push_back({k->name, codegen::device_source(*k)});
-  const codegen::NvrtcCompiler compiler =
-      a.kernel_arch == a.info.arch ? codegen::NvrtcCompiler::for_arch(a.info.arch, a.driver_version)
-                                   : codegen::NvrtcCompiler::ptx_for_arch(a.kernel_arch, a.driver_version);
-  for (const codegen::GpuImage& image : codegen::compile_all(compiler, sources, a.cache)) {
+  for (const codegen::GpuImage& image : a.given_images ? a.images_of(sources) : a.compile(sources)) {
     Handle module = nullptr, function = nullptr;
     a.check(a.cuModuleLoadData(&module, image.image.c_str()), "loading kernel " + image.name);
     a.modules.push_back(module);
     a.check(a.cuModuleGetFunction(&function, module, image.name.c_str()), "finding kernel " + image.name);
     a.functions[image.name] = function;
   }
+}
+
+void CudaDevice::use_images(std::map<std::string, codegen::GpuImage> images) { api_->given_images = std::move(images); }
+
+std::vector<codegen::GpuImage> CudaDevice::Api::compile(const std::vector<codegen::KernelSource>& sources) const {
+  const codegen::NvrtcCompiler compiler = kernel_arch == info.arch
+                                              ? codegen::NvrtcCompiler::for_arch(info.arch, driver_version)
+                                              : codegen::NvrtcCompiler::ptx_for_arch(kernel_arch, driver_version);
+  return codegen::compile_all(compiler, sources, cache);
+}
+
+std::vector<codegen::GpuImage> CudaDevice::Api::images_of(const std::vector<codegen::KernelSource>& sources) const {
+  std::vector<codegen::GpuImage> out;
+  for (const codegen::KernelSource& s : sources) {
+    const auto it = given_images->find(s.name);
+    if (it == given_images->end())
+      throw std::runtime_error(fmt::format("kernel {} has no compiled image in the program: compile it again", s.name));
+    // A cubin runs on its own arch only; PTX is compiled by the driver for the GPU present.
+    if (!it->second.ptx && kernel_arch != info.arch)
+      throw std::runtime_error(fmt::format("the program was compiled for sm_{} and this GPU ({}) is sm_{}: compile it "
+                                           "for this GPU (bertc compile CONFIG --arch sm_{} -o FILE.bertx)",
+                                           kernel_arch, info.name, info.arch, info.arch));
+    out.push_back(it->second);
+  }
+  return out;
 }
 
 void CudaDevice::launch(const codegen::KernelSpec& k, void** args) {

@@ -130,6 +130,9 @@ void HostDevice::replay(DeviceGraph& graph) {
   for (const auto& work : dynamic_cast<HostGraph&>(graph).work) work();
 }
 
+// The emulation runs each kernel's source compiled for the CPU; a GPU image is nothing it can run.
+void HostDevice::use_images(std::map<std::string, codegen::GpuImage> /*images*/) {}
+
 void HostDevice::load(const std::vector<const codegen::KernelSpec*>& kernels) {
   std::vector<const codegen::KernelSpec*> fresh;
   for (const codegen::KernelSpec* k : kernels)

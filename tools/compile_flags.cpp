@@ -36,6 +36,13 @@ passes::CompileOptions CompileFlags::apply(passes::CompileOptions o) const {
   return o;
 }
 
+std::vector<std::string> CompileFlags::given() const {
+  std::vector<std::string> flags;
+  for (const auto& spec : passes::compile_option_specs())
+    if (given_.at(std::string(spec.key))) flags.push_back(spec.flag());
+  return flags;
+}
+
 passes::CompileOptions resolve_here(const passes::CompileOptions& options) {
   if (!options.arch.is_auto()) return passes::resolve_options(options, options.arch);
   const runtime::CudaDriverProbe probe = runtime::probe_cuda_driver();

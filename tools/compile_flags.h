@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -21,6 +22,8 @@ class CompileFlags {
   // `options` with the given flags applied. Throws std::invalid_argument naming the flag for a
   // value it does not take.
   passes::CompileOptions apply(passes::CompileOptions options) const;
+  // The flags given on the command line ("--precision", ...), in declaration order.
+  std::vector<std::string> given() const;
 
  private:
   std::map<std::string, std::optional<std::string>> given_;

@@ -144,7 +144,9 @@ int compile(CompileArgs args, const CompileFlags& flags, const frontend::ModelDe
   } else if (emit == Emit::Plan) {
     if (args.output.empty()) throw std::runtime_error("--emit plan writes a .bertx file: give it with -o FILE.bertx");
     report();
-    codegen::write_bertx(args.output, compile_kernels(program, config));
+    // As training runs it (with the values it reads as outputs), so that bertc train FILE.bertx
+    // runs it as compiled.
+    codegen::write_bertx(args.output, compile_kernels(train::runnable_program(program), config));
     std::cerr << fmt::format("wrote {}\n", args.output);
     return 0;
   } else if (emit == Emit::Cuda) {
@@ -263,16 +265,55 @@ class QuietStderr {
 };
 
 int train_rank(const TrainArgs& args, const CompileFlags& flags, const frontend::ModelDefinition& model,
-               frontend::Config config, std::shared_ptr<dist::Communicator> world);
+               frontend::Config config, std::shared_ptr<dist::Communicator> world,
+               std::shared_ptr<const codegen::CompiledProgram> compiled);
 
 // A data-parallel rank's training: an error on any rank stops every rank (the others would wait
 // for it until rank_timeout), naming the rank that met it.
+// A compiled program (bertc compile -o FILE.bertx) and the config it was compiled from, whose
+// relative paths resolve against the .bertx's folder. Flags that would change the program are
+// refused: they need a compile.
+struct LoadedProgram {
+  std::shared_ptr<const codegen::CompiledProgram> program;
+  frontend::Config config;
+};
+
+LoadedProgram load_compiled(const TrainArgs& args, const CompileFlags& flags, const frontend::ModelDefinition& model) {
+  LoadedProgram loaded;
+  loaded.program = std::make_shared<const codegen::CompiledProgram>(codegen::read_bertx(args.config));
+  const codegen::CompiledProgram& p = *loaded.program;
+  loaded.config = frontend::parse_config(p.config_text, args.config, model.extra_keys);
+  loaded.config.name = p.model;
+  loaded.config.compile = p.options;
+  const std::vector<std::string> given = flags.given();
+  auto refuse = [&](const std::string& what) {
+    throw std::invalid_argument(fmt::format("{}: {} would change the compiled program ({} for {}, precision {}, recompute "
+                                            "{}): compile it again with that setting (bertc compile CONFIG ... -o "
+                                            "FILE.bertx), or train from the config",
+                                            args.config, what, p.model, p.options.arch.text(),
+                                            ir::enum_name(p.options.precision), ir::enum_name(p.options.recompute)));
+  };
+  if (!given.empty()) refuse(fmt::format("{}", fmt::join(given, ", ")));
+  if (!args.batch_size.empty()) refuse("--batch-size");
+  if (args.autotune) refuse("--autotune");
+  if (args.device == "cpu")
+    throw std::invalid_argument(fmt::format("{}: a .bertx runs its kernels on a device, and the CPU reference runs "
+                                            "none: train it with --device cuda (or host, the emulation)",
+                                            args.config));
+  return loaded;
+}
+
 int train(const TrainArgs& args, const CompileFlags& flags, const frontend::ModelDefinition& model) {
-  frontend::Config config = frontend::load_config(args.config, model.extra_keys);
+  std::optional<LoadedProgram> compiled;
+  if (args.config.ends_with(".bertx")) compiled = load_compiled(args, flags, model);
+  frontend::Config config = compiled ? compiled->config : frontend::load_config(args.config, model.extra_keys);
   const std::shared_ptr<dist::Communicator> world = dist::open_world(config.train.rank_timeout);
-  if (world->size() == 1) return train_rank(args, flags, model, std::move(config), world);
+  auto run = [&] {
+    return train_rank(args, flags, model, std::move(config), world, compiled ? compiled->program : nullptr);
+  };
+  if (world->size() == 1) return run();
   try {
-    return train_rank(args, flags, model, std::move(config), world);
+    return run();
   } catch (const std::exception& e) {
     std::cerr << fmt::format("bertc: rank {} of {}: error: {}\n", world->rank(), world->size(), e.what()) << std::flush;
     world->abort(1);
@@ -281,12 +322,14 @@ int train(const TrainArgs& args, const CompileFlags& flags, const frontend::Mode
 }
 
 int train_rank(const TrainArgs& args, const CompileFlags& flags, const frontend::ModelDefinition& model,
-               frontend::Config config, std::shared_ptr<dist::Communicator> world) {
+               frontend::Config config, std::shared_ptr<dist::Communicator> world,
+               std::shared_ptr<const codegen::CompiledProgram> compiled) {
   const QuietStderr quiet(world->rank() != 0);
   train::TrainOptions o;
   o.world = world;
   o.config = std::move(config);
-  o.config.compile = resolve_here(flags.apply(o.config.compile));
+  if (!compiled) o.config.compile = resolve_here(flags.apply(o.config.compile));
+  o.compiled = std::move(compiled);
   if (args.steps > 0) o.config.train.steps = args.steps;  // the schedule decays over the run's length
   if (args.batch_size == "auto") o.auto_batch = true;
   else if (!args.batch_size.empty()) o.config.train.batch_size = std::stoll(args.batch_size);
@@ -313,6 +356,10 @@ int train_rank(const TrainArgs& args, const CompileFlags& flags, const frontend:
   if (!args.init.empty()) o.init = args.init;
   o.live_progress = ::isatty(STDERR_FILENO) != 0;
   o.device = choose_device(args.device);
+  if (o.compiled && !o.device)
+    throw std::invalid_argument(fmt::format("{}: a .bertx runs its kernels on a device, and none was found: train it on "
+                                            "a GPU, or with --device host (the emulation)",
+                                            args.config));
   if (o.autotune && !o.device)
     throw std::invalid_argument("--autotune times kernels on a device, and the CPU reference runs none: train with "
                                 "--device cuda (or host, to check the mechanism)");
@@ -428,7 +475,11 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
 
   TrainArgs train_args;
   CLI::App* train_cmd = app.add_subcommand("train", "Train the model: on the CPU reference executor, or the compiled program on a device (--device)");
-  train_cmd->add_option("config", train_args.config, "TOML config")->required()->check(CLI::ExistingFile);
+  train_cmd->add_option("config", train_args.config,
+                        "TOML config, or a program compiled by bertc compile -o FILE.bertx (run as compiled: no NVRTC "
+                        "needed; its config's relative paths from the .bertx's folder)")
+      ->required()
+      ->check(CLI::ExistingFile);
   train_cmd->add_option("--steps", train_args.steps, "Length of the run in optimizer steps (default: [train] steps)")
       ->check(kCount);
   train_cmd->add_option("--until", train_args.until, "Stop (with a checkpoint) after this step; --resume continues")

@@ -82,18 +82,17 @@ class ReferenceRunner : public GraphRunner {
 
 class PlanRunner : public GraphRunner {
  public:
-  PlanRunner(const ir::Graph& graph, std::vector<std::string> fetch, const codegen::RenderTarget& target,
+  // `graph` is with_fetched_outputs(..., fetch), `kernels` rendered for it.
+  PlanRunner(const ir::Graph& graph, std::vector<std::string> fetch, codegen::GraphKernels kernels,
              std::shared_ptr<runtime::Device> device, std::shared_ptr<runtime::ResidentState> state, runtime::Launching launching)
-      : graph_(graph), fetch_(std::move(fetch)), outputs_(graph.outputs().size()), device_(std::move(device)),
-        state_(std::move(state)) {
-    // A fetched value becomes an output too, so that the memory plan keeps it to the end.
-    for (const std::string& name : fetch_) {
-      const auto v = graph_.find(name);
-      if (!v) throw std::invalid_argument(fmt::format("the compiled graph has no value '{}' to fetch", name));
-      graph_.add_output(*v);
-    }
-    executor_ = std::make_unique<runtime::PlanExecutor>(graph_, codegen::render_graph(graph_, target), *device_, state_,
-                                               launching);
+      : graph_(graph), fetch_(std::move(fetch)), outputs_(graph.outputs().size() - std::min(fetch_.size(), graph.outputs().size())),
+        device_(std::move(device)), state_(std::move(state)) {
+    for (size_t i = 0; i < fetch_.size(); ++i)
+      if (outputs_ + i >= graph_.outputs().size() || graph_.outputs()[outputs_ + i] != graph_.find(fetch_[i]))
+        throw std::invalid_argument(fmt::format("the compiled graph does not end its outputs with '{}', which training "
+                                                "fetches: it was compiled for another purpose",
+                                                fetch_[i]));
+    executor_ = std::make_unique<runtime::PlanExecutor>(graph_, std::move(kernels), *device_, state_, launching);
   }
 
   reference::RunResult<float> run(ir::Environment<float>& env, const std::set<std::string>& leave) override {
@@ -180,10 +179,30 @@ std::unique_ptr<GraphRunner> reference_runner(const ir::Graph& graph, std::vecto
   return std::make_unique<ReferenceRunner>(graph, std::move(fetch));
 }
 
+ir::Graph with_fetched_outputs(ir::Graph graph, const std::vector<std::string>& fetch) {
+  for (const std::string& name : fetch) {
+    const auto v = graph.find(name);
+    if (!v) throw std::invalid_argument(fmt::format("the compiled graph has no value '{}' to fetch", name));
+    graph.add_output(*v);
+  }
+  return graph;
+}
+
 std::unique_ptr<GraphRunner> plan_runner(const ir::Graph& graph, std::vector<std::string> fetch,
                                          const codegen::RenderTarget& target, std::shared_ptr<runtime::Device> device,
                                          std::shared_ptr<runtime::ResidentState> state, runtime::Launching launching) {
-  return std::make_unique<PlanRunner>(graph, std::move(fetch), target, std::move(device), std::move(state), launching);
+  const ir::Graph runnable = with_fetched_outputs(graph, fetch);
+  codegen::GraphKernels kernels = codegen::render_graph(runnable, target);
+  return std::make_unique<PlanRunner>(runnable, std::move(fetch), std::move(kernels), std::move(device),
+                                      std::move(state), launching);
+}
+
+std::unique_ptr<GraphRunner> compiled_plan_runner(const ir::Graph& runnable, std::vector<std::string> fetch,
+                                                  codegen::GraphKernels kernels, std::shared_ptr<runtime::Device> device,
+                                                  std::shared_ptr<runtime::ResidentState> state,
+                                                  runtime::Launching launching) {
+  return std::make_unique<PlanRunner>(runnable, std::move(fetch), std::move(kernels), std::move(device),
+                                      std::move(state), launching);
 }
 
 }  // namespace bertc::train

@@ -69,5 +69,16 @@ std::unique_ptr<GraphRunner> plan_runner(const ir::Graph& graph, std::vector<std
                                          const codegen::RenderTarget& target, std::shared_ptr<runtime::Device> device,
                                          std::shared_ptr<runtime::ResidentState> state = nullptr,
                                          runtime::Launching launching = runtime::Launching::Graph);
+// `graph` with the fetched values appended to its outputs, in order: the graph a plan runner
+// renders and runs (the memory plan keeps them to the end). bertc compile -o FILE.bertx stores
+// this graph, so that a .bertx runs as compiled.
+ir::Graph with_fetched_outputs(ir::Graph graph, const std::vector<std::string>& fetch);
+// A plan runner of kernels rendered already (a .bertx's) for `runnable` =
+// with_fetched_outputs(graph, fetch); throws std::invalid_argument when its outputs do not end
+// with the fetched values.
+std::unique_ptr<GraphRunner> compiled_plan_runner(const ir::Graph& runnable, std::vector<std::string> fetch,
+                                                  codegen::GraphKernels kernels, std::shared_ptr<runtime::Device> device,
+                                                  std::shared_ptr<runtime::ResidentState> state,
+                                                  runtime::Launching launching);
 
 }  // namespace bertc::train

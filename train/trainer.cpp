@@ -13,6 +13,7 @@
 #include "codegen/matrix_strategy.h"
 #include "data/pretraining_data.h"
 #include "frontend/config.h"
+#include "ir/parser.h"
 #include "ir/philox.h"
 #include "ir/printer.h"
 #include "ir/value_names.h"
@@ -160,6 +161,39 @@ std::string run_fingerprint(const passes::TrainingProgram& p, int64_t examples) 
   return ir::print(p.step) + ir::print(p.optimizer) + fmt::format("examples={}\n", examples);
 }
 
+// What training reads of its graphs besides their outputs: the step's losses (and its MLM
+// logits, for the accuracy, where the graph has them); the optimizer step's gradient norm (and,
+// with loss scaling, whether the step was skipped and the scale it used).
+struct Fetches {
+  std::vector<std::string> step, optimizer;
+  bool has_logits = false, scaling = false;
+};
+
+Fetches fetches_of(const ir::Graph& step, const ir::Graph& optimizer) {
+  Fetches f;
+  f.has_logits = step.find(names::kMlmLogits).has_value();
+  f.scaling = optimizer.find(names::kStepSkipped).has_value();
+  f.step = {std::string(names::kMlmLoss), std::string(names::kNspLoss)};
+  if (f.has_logits) f.step.emplace_back(names::kMlmLogits);
+  f.optimizer = {std::string(names::kGradNorm)};
+  if (f.scaling) f.optimizer.insert(f.optimizer.end(), {std::string(names::kStepSkipped), std::string(names::kLossScaleUsed)});
+  return f;
+}
+
+// A .bertx's graphs. Its optimizer step averages the gradients of one process's micro-batches:
+// data-parallel runs compile their program at start-up.
+passes::TrainingProgram program_of(const codegen::CompiledProgram& compiled, const dist::Communicator& comm) {
+  if (comm.size() > 1)
+    throw TrainError(fmt::format("a .bertx is compiled for one process, and this run has {} ranks: train from the "
+                                 "config (bertc train CONFIG) across ranks",
+                                 comm.size()));
+  passes::TrainingProgram p;
+  p.step = ir::parse(compiled.step_ir);
+  p.optimizer = ir::parse(compiled.optimizer_ir);
+  p.recompute.policy = std::string(ir::enum_name(compiled.options.recompute)) + " (as compiled)";
+  return p;
+}
+
 // What the trainer reads of its graphs, and how it runs them.
 struct Runners {
   std::vector<std::string> step_fetch, optimizer_fetch;
@@ -169,23 +203,12 @@ struct Runners {
   DeviceFigures figures;
 };
 
-Runners make_runners(const frontend::ModelDefinition& model, const TrainOptions& o,
-                     const passes::TrainingProgram& program, const std::shared_ptr<runtime::Device>& device,
-                     std::ostream& log) {
-  Runners r;
-  r.has_logits = program.step.find(names::kMlmLogits).has_value();
-  r.scaling = program.optimizer.find(names::kStepSkipped).has_value();
-  r.step_fetch = {std::string(names::kMlmLoss), std::string(names::kNspLoss)};
-  if (r.has_logits) r.step_fetch.emplace_back(names::kMlmLogits);
-  r.optimizer_fetch = {std::string(names::kGradNorm)};
-  if (r.scaling) r.optimizer_fetch.insert(r.optimizer_fetch.end(), {std::string(names::kStepSkipped), std::string(names::kLossScaleUsed)});
-  if (!device) {
-    r.step = reference_runner(program.step, r.step_fetch);
-    r.optimizer = reference_runner(program.optimizer, r.optimizer_fetch);
-    return r;
-  }
+// The plan runners of a program compiled here: kernels rendered for the device (and, with
+// --autotune, the faster of generated kernels and cuBLAS per product).
+void make_plan_runners(const TrainOptions& o, const passes::TrainingProgram& program,
+                       const std::shared_ptr<runtime::Device>& device, const std::shared_ptr<runtime::ResidentState>& state,
+                       runtime::Launching launching, std::ostream& log, Runners& r) {
   const runtime::DeviceCapabilities caps = device->capabilities();
-  r.on_gpu = caps.gpu;
   codegen::RenderTarget target = codegen::render_target(o.config.compile, caps.sm);
   if (o.autotune) {
     // On a device of its own, whose buffers go with it once the choices are made. Timings on an
@@ -194,11 +217,36 @@ Runners make_runners(const frontend::ModelDefinition& model, const TrainOptions&
     target.tuned = autotune_products({&program.step, &program.optimizer}, target, *tuning,
                                      o.kernel_cache / "autotune.json", caps.gpu ? 20 : 1, log);
   }
+  r.step = plan_runner(program.step, r.step_fetch, target, device, state, launching);
+  r.optimizer = plan_runner(program.optimizer, r.optimizer_fetch, target, device, state, launching);
+}
+
+Runners make_runners(const frontend::ModelDefinition& model, const TrainOptions& o,
+                     const passes::TrainingProgram& program, const std::shared_ptr<runtime::Device>& device,
+                     std::ostream& log) {
+  Runners r;
+  const Fetches fetches = fetches_of(program.step, program.optimizer);
+  r.has_logits = fetches.has_logits;
+  r.scaling = fetches.scaling;
+  r.step_fetch = fetches.step;
+  r.optimizer_fetch = fetches.optimizer;
+  if (!device) {
+    r.step = reference_runner(program.step, r.step_fetch);
+    r.optimizer = reference_runner(program.optimizer, r.optimizer_fetch);
+    return r;
+  }
+  const runtime::DeviceCapabilities caps = device->capabilities();
+  r.on_gpu = caps.gpu;
   // Params, moments and accumulators stay on the device; checkpoints download them.
   const auto state = std::make_shared<runtime::ResidentState>(*device);
   const runtime::Launching launching = o.eager ? runtime::Launching::Eager : runtime::Launching::Graph;
-  r.step = plan_runner(program.step, r.step_fetch, target, device, state, launching);
-  r.optimizer = plan_runner(program.optimizer, r.optimizer_fetch, target, device, state, launching);
+  if (o.compiled) {  // a .bertx: its graphs (fetched values among their outputs) and kernels as compiled
+    device->use_images(o.compiled->images);
+    r.step = compiled_plan_runner(program.step, r.step_fetch, o.compiled->step, device, state, launching);
+    r.optimizer = compiled_plan_runner(program.optimizer, r.optimizer_fetch, o.compiled->optimizer, device, state, launching);
+  } else {
+    make_plan_runners(o, program, device, state, launching, log, r);
+  }
   r.figures.memory_bytes = device->allocated_bytes();
   if (caps.gpu) {
     r.figures.peak_flops = peak_flops(caps.sm, o.config.compile.precision);
@@ -206,6 +254,7 @@ Runners make_runners(const frontend::ModelDefinition& model, const TrainOptions&
   }
   return r;
 }
+
 
 // One optimizer step: its micro-batches, then the optimizer (with one micro-batch, both as one
 // device graph). `sample` asks for the MLM accuracy.
@@ -296,6 +345,13 @@ void write_profile(int64_t step, const TrainOptions& o, const runtime::Device& d
 
 }  // namespace
 
+passes::TrainingProgram runnable_program(passes::TrainingProgram program) {
+  const Fetches fetches = fetches_of(program.step, program.optimizer);
+  program.step = with_fetched_outputs(std::move(program.step), fetches.step);
+  program.optimizer = with_fetched_outputs(std::move(program.optimizer), fetches.optimizer);
+  return program;
+}
+
 TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOptions& options, std::ostream& log) {
   TrainOptions o = options;
   const std::shared_ptr<dist::Communicator> world = o.world ? o.world : dist::single_process();
@@ -320,7 +376,8 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
   passes::OptimizerOptions optimizer = t;
   optimizer.gradient_accumulation_steps = t.gradient_accumulation_steps * comm.size();
   const passes::TrainingProgram program =
-      passes::compile_training(frontend::build_model(model, o.config), o.config.compile, optimizer);
+      o.compiled ? program_of(*o.compiled, comm)
+                 : passes::compile_training(frontend::build_model(model, o.config), o.config.compile, optimizer);
   log << compile_summary(o.config.compile, program) << "\n";
   // Checkpoint problems first: they are cheaper to find than the data is to load. Rank 0 reads
   // them (and --init's file); the others get its state.

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/program.h"
 #include "dist/communicator.h"
 #include "frontend/model.h"
 
@@ -54,6 +55,9 @@ struct TrainOptions {
   // checkpoints, metrics and the progress; every rank trains on its share of each global batch of
   // ranks x batch_size x gradient_accumulation_steps.
   std::shared_ptr<dist::Communicator> world;
+  // A .bertx's program (bertc compile -o): its graphs and kernels run as compiled, on `device`
+  // (no pass, no render; on CUDA its images, no NVRTC). Its options are config.compile.
+  std::shared_ptr<const codegen::CompiledProgram> compiled;
 };
 
 struct TrainSummary {
@@ -66,5 +70,11 @@ struct TrainSummary {
 // Trains; progress goes to `log`. Throws TrainError and other std::runtime_error subclasses with
 // actionable messages.
 TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOptions& options, std::ostream& log);
+
+// The program as training runs it on a device: each graph with the values training reads (the
+// losses, MLM logits, gradient norm, loss scale) appended to its outputs, as a plan runner
+// renders it. bertc compile -o FILE.bertx compiles this, so that bertc train FILE.bertx runs it
+// as it is.
+passes::TrainingProgram runnable_program(passes::TrainingProgram program);
 
 }  // namespace bertc::train
