@@ -8,6 +8,8 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <optional>
+#include <sstream>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -35,11 +37,15 @@
 #include "tools/vocab_command.h"
 #include "tools/estimate.h"
 #include "tools/output_file.h"
+#include "tools/training_executable.h"
 #include "tools/report.h"
 #include "tools/cli_bounds.h"
 
 namespace bertc::tools {
 namespace {
+
+// From CMake's project(VERSION).
+constexpr const char* kBertcVersion = BERTC_VERSION;
 
 // What bertc compile writes (--emit).
 enum class Emit { Ir, StepIr, OptimizerIr, Report, Stats, Params, Cuda, Plan };
@@ -55,6 +61,7 @@ struct CompileArgs {
   bool json = false;
   bool report = false;  // --report
   std::string profile;  // --profile: a bertc train --profile JSON to show against the estimates
+  bool executable = false;  // --executable: -o is a training executable with the program inside
 };
 
 // The config file's text, kept in a .bertx beside the program compiled from it.
@@ -114,7 +121,10 @@ int compile(CompileArgs args, const CompileFlags& flags, const frontend::ModelDe
     args.emit_text = "report";
     args.emit_given = true;
   }
-  if (!args.emit_given && args.output.ends_with(".bertx")) args.emit_text = "plan";
+  if (!args.emit_given && (args.output.ends_with(".bertx") || args.executable)) args.emit_text = "plan";
+  if (args.executable && (args.emit_text != "plan" || args.output.empty()))
+    throw std::invalid_argument("--executable writes the compiled program inside a training executable: give it a "
+                                "name with -o NAME, and no --emit");
   const Emit emit = ir::enum_named<Emit>(args.emit_text);  // CLI11 checked it is one
   if (args.json && emit != Emit::Report && emit != Emit::Stats && emit != Emit::Params)
     throw std::invalid_argument(fmt::format("--json writes report, stats or params; --emit {} has no JSON form",
@@ -146,8 +156,17 @@ int compile(CompileArgs args, const CompileFlags& flags, const frontend::ModelDe
     report();
     // As training runs it (with the values it reads as outputs), so that bertc train FILE.bertx
     // runs it as compiled.
-    codegen::write_bertx(args.output, compile_kernels(train::runnable_program(program), config));
-    std::cerr << fmt::format("wrote {}\n", args.output);
+    const codegen::CompiledProgram compiled = compile_kernels(train::runnable_program(program), config);
+    if (!args.executable) {
+      codegen::write_bertx(args.output, compiled);
+      std::cerr << fmt::format("wrote {}\n", args.output);
+      return 0;
+    }
+    write_training_executable(args.output, codegen::encode_bertx(compiled));
+    std::cerr << fmt::format("wrote {}: a training executable of {} for {} ({:.1f} MiB); run {} train (--data, --vocab, "
+                             "--device, ...), --help says what it holds\n",
+                             args.output, config.name, config.compile.arch.text(),
+                             static_cast<double>(std::filesystem::file_size(args.output)) / (1 << 20), args.output);
     return 0;
   } else if (emit == Emit::Cuda) {
     // Without a GPU arch the listing shows the kernels the host emulation runs (sm_61's).
@@ -278,11 +297,13 @@ struct LoadedProgram {
   frontend::Config config;
 };
 
-LoadedProgram load_compiled(const TrainArgs& args, const CompileFlags& flags, const frontend::ModelDefinition& model) {
+// `source`: the .bertx, or the training executable carrying the program.
+LoadedProgram load_compiled(codegen::CompiledProgram program, const std::string& source, const TrainArgs& args,
+                            const CompileFlags& flags, const frontend::ModelDefinition& model) {
   LoadedProgram loaded;
-  loaded.program = std::make_shared<const codegen::CompiledProgram>(codegen::read_bertx(args.config));
+  loaded.program = std::make_shared<const codegen::CompiledProgram>(std::move(program));
   const codegen::CompiledProgram& p = *loaded.program;
-  loaded.config = frontend::parse_config(p.config_text, args.config, model.extra_keys);
+  loaded.config = frontend::parse_config(p.config_text, source, model.extra_keys);
   loaded.config.name = p.model;
   loaded.config.compile = p.options;
   const std::vector<std::string> given = flags.given();
@@ -290,7 +311,7 @@ LoadedProgram load_compiled(const TrainArgs& args, const CompileFlags& flags, co
     throw std::invalid_argument(fmt::format("{}: {} would change the compiled program ({} for {}, precision {}, recompute "
                                             "{}): compile it again with that setting (bertc compile CONFIG ... -o "
                                             "FILE.bertx), or train from the config",
-                                            args.config, what, p.model, p.options.arch.text(),
+                                            source, what, p.model, p.options.arch.text(),
                                             ir::enum_name(p.options.precision), ir::enum_name(p.options.recompute)));
   };
   if (!given.empty()) refuse(fmt::format("{}", fmt::join(given, ", ")));
@@ -299,13 +320,27 @@ LoadedProgram load_compiled(const TrainArgs& args, const CompileFlags& flags, co
   if (args.device == "cpu")
     throw std::invalid_argument(fmt::format("{}: a .bertx runs its kernels on a device, and the CPU reference runs "
                                             "none: train it with --device cuda (or host, the emulation)",
-                                            args.config));
+                                            source));
   return loaded;
 }
 
-int train(const TrainArgs& args, const CompileFlags& flags, const frontend::ModelDefinition& model) {
+// The running executable's path (what messages name for its embedded program).
+std::string self_path(const char* argv0) {
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string(argv0) : self.string();
+}
+
+// `embedded`: the program this executable carries (bertc compile --executable), trained when no
+// config is given.
+int train(const TrainArgs& args, const CompileFlags& flags, const frontend::ModelDefinition& model,
+          const std::optional<codegen::CompiledProgram>& embedded, const std::string& self) {
   std::optional<LoadedProgram> compiled;
-  if (args.config.ends_with(".bertx")) compiled = load_compiled(args, flags, model);
+  if (args.config.empty() && embedded) compiled = load_compiled(*embedded, self, args, flags, model);
+  else if (args.config.empty())
+    throw std::invalid_argument("train needs a config (or a .bertx): bertc train CONFIG");
+  else if (args.config.ends_with(".bertx"))
+    compiled = load_compiled(codegen::read_bertx(args.config), args.config, args, flags, model);
   frontend::Config config = compiled ? compiled->config : frontend::load_config(args.config, model.extra_keys);
   const std::shared_ptr<dist::Communicator> world = dist::open_world(config.train.rank_timeout);
   auto run = [&] {
@@ -445,10 +480,33 @@ int info(bool json, const std::string& bertx, const frontend::ModelDefinition& m
 
 }  // namespace
 
+// The --help text of a training executable: what it holds and how to run it.
+std::string executable_description(const std::string& program, const codegen::CompiledProgram& p) {
+  std::string config;
+  std::istringstream lines(p.config_text);
+  for (std::string line; std::getline(lines, line);) config += "    " + line + "\n";
+  return fmt::format("{}: a bertc training executable: {} compiled for {} (precision {}, recompute {}) by bertc {}, "
+                     "kernels by NVRTC {}. `{} train` trains it on a GPU of that arch (or --device host, the "
+                     "emulation) with no compiler; its config's relative paths are from this executable's folder "
+                     "(--data and --vocab name others). Compiled from this config:\n{}",
+                     program, p.model, p.options.arch.text(), ir::enum_name(p.options.precision),
+                     ir::enum_name(p.options.recompute), kBertcVersion, p.nvrtc_version, program, config);
+}
+
 int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
   const std::string program = std::filesystem::path(argv[0]).filename().string();
-  CLI::App app(fmt::format("{}: {} (bertc, a JIT training compiler for BERT)", program, model.description), program);
-  app.set_version_flag("--version", "bertc 0.1.0");
+  const std::string self = self_path(argv[0]);
+  std::optional<codegen::CompiledProgram> embedded;
+  try {
+    if (std::optional<std::string> bytes = embedded_program()) embedded = codegen::decode_bertx(*bytes, self);
+  } catch (const std::exception& e) {
+    std::cerr << fmt::format("{}: error: {}\n", program, e.what());
+    return 1;
+  }
+  CLI::App app(embedded ? executable_description(program, *embedded)
+                        : fmt::format("{}: {} (bertc, a JIT training compiler for BERT)", program, model.description),
+               program);
+  app.set_version_flag("--version", std::string("bertc ") + kBertcVersion);
   app.require_subcommand(1);
 
   CompileArgs compile_args;
@@ -470,16 +528,22 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
       ->check(CLI::ExistingFile);
   compile_cmd->add_flag("--json", compile_args.json, "Write stats or params as JSON");
   compile_cmd->add_option("-o,--output", compile_args.output, "Output file (written atomically); default stdout");
+  compile_cmd->add_flag("--executable", compile_args.executable,
+                        "Write -o as a self-contained training executable: this program with the compiled program "
+                        "inside (NAME train runs it with no compiler, NVRTC or toolkit; --help says what it holds)");
   CompileFlags compile_flags;
   compile_flags.add_to(compile_cmd);
 
   TrainArgs train_args;
   CLI::App* train_cmd = app.add_subcommand("train", "Train the model: on the CPU reference executor, or the compiled program on a device (--device)");
-  train_cmd->add_option("config", train_args.config,
-                        "TOML config, or a program compiled by bertc compile -o FILE.bertx (run as compiled: no NVRTC "
-                        "needed; its config's relative paths from the .bertx's folder)")
-      ->required()
-      ->check(CLI::ExistingFile);
+  CLI::Option* train_config =
+      train_cmd
+          ->add_option("config", train_args.config,
+                       embedded ? "Another TOML config or .bertx than the program this executable carries"
+                                : "TOML config, or a program compiled by bertc compile -o FILE.bertx (run as compiled: no "
+                                  "NVRTC needed; its config's relative paths from the .bertx's folder)")
+          ->check(CLI::ExistingFile);
+  if (!embedded) train_config->required();
   train_cmd->add_option("--steps", train_args.steps, "Length of the run in optimizer steps (default: [train] steps)")
       ->check(kCount);
   train_cmd->add_option("--until", train_args.until, "Stop (with a checkpoint) after this step; --resume continues")
@@ -601,7 +665,7 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
   }
   try {
     if (*compile_cmd) return compile(compile_args, compile_flags, model);
-    if (*train_cmd) return train(train_args, train_flags, model);
+    if (*train_cmd) return train(train_args, train_flags, model, embedded, self);
     if (*eval_cmd) return eval(eval_args, model);
     if (*batch_cmd) return batch(batch_args, model);
     if (*check_cmd) {
