@@ -255,19 +255,16 @@ CompiledProgram decode_bertx(std::string_view bytes, const std::string& source) 
     p.config_text = h.at("config");
     p.nvrtc_version = h.at("nvrtc").at("version");
     p.nvrtc_library = h.at("nvrtc").at("library");
+    // Every section checked against its checksum before anything is parsed: damage is found
+    // at the cost of hashing, whatever part of the file it is in.
     p.step_ir = section(blob, h.at("step").at("ir"), "the step graph's IR");
     p.optimizer_ir = section(blob, h.at("optimizer").at("ir"), "the optimizer graph's IR");
-    const ir::Graph step = ir::parse(p.step_ir), optimizer = ir::parse(p.optimizer_ir);
     std::map<std::string, std::string> sources;
     for (const json& js : h.at("sources")) {
       const std::string name = js.at("name");
       if (!sources.emplace(name, section(blob, js, "kernel " + name + "'s source")).second)
         throw Damaged("kernel " + name + " has two sources");
     }
-    p.step = kernels_of(h.at("step").at("kernels"), step, sources);
-    p.optimizer = kernels_of(h.at("optimizer").at("kernels"), optimizer, sources);
-    p.step.arena = arena_layout(step);
-    p.optimizer.arena = arena_layout(optimizer);
     for (const json& ji : h.at("images")) {
       GpuImage g;
       g.name = ji.at("name");
@@ -279,6 +276,11 @@ CompiledProgram decode_bertx(std::string_view bytes, const std::string& source) 
       const std::string name = g.name;
       if (!p.images.emplace(name, std::move(g)).second) throw Damaged("image " + name + " is there twice");
     }
+    const ir::Graph step = ir::parse(p.step_ir), optimizer = ir::parse(p.optimizer_ir);
+    p.step = kernels_of(h.at("step").at("kernels"), step, sources);
+    p.optimizer = kernels_of(h.at("optimizer").at("kernels"), optimizer, sources);
+    p.step.arena = arena_layout(step);
+    p.optimizer.arena = arena_layout(optimizer);
     for (const GraphKernels* g : {&p.step, &p.optimizer})
       for (const KernelSpec& k : g->kernels)
         if (!k.source.empty() && !p.images.count(k.name)) throw Damaged("kernel " + k.name + " has no image");

@@ -11,17 +11,21 @@
 #include <xxhash.h>
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  std::string bytes(reinterpret_cast<const char*>(data), size);
-  auto decode = [&] { bertc::fuzz::accepted("bertx", "fuzz.bertx", [&] { bertc::codegen::decode_bertx(bytes, "fuzz.bertx"); }); };
-  decode();
-  if (bytes.size() >= 24) {
-    const std::string before = bytes.substr(8, 16);
-    uint64_t header = 0;
-    std::memcpy(&header, bytes.data() + 8, 8);
-    header = std::min<uint64_t>(header, bytes.size() - 24);
-    bertc::fuzz::put_u64(bytes, 8, header);
-    bertc::fuzz::put_u64(bytes, 16, XXH3_64bits(bytes.data() + 24, header));
-    if (bytes.compare(8, 16, before) != 0) decode();  // else the same input again (a mutant of the sections)
-  }
+  auto decode = [](std::string_view bytes) {
+    bertc::fuzz::accepted("bertx", "fuzz.bertx", [&] { bertc::codegen::decode_bertx(bytes, "fuzz.bertx"); });
+  };
+  const std::string_view input(reinterpret_cast<const char*>(data), size);
+  decode(input);
+  if (size < 24) return 0;
+  uint64_t header = 0, sum = 0;
+  std::memcpy(&header, data + 8, 8);
+  std::memcpy(&sum, data + 16, 8);
+  const uint64_t fitted = std::min<uint64_t>(header, size - 24);
+  const uint64_t fitted_sum = XXH3_64bits(data + 24, fitted);
+  if (fitted == header && fitted_sum == sum) return 0;  // the same input again (a mutant of the sections)
+  std::string bytes(input);
+  bertc::fuzz::put_u64(bytes, 8, fitted);
+  bertc::fuzz::put_u64(bytes, 16, fitted_sum);
+  decode(bytes);
   return 0;
 }
