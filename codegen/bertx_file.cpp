@@ -210,6 +210,7 @@ std::string encode_bertx(const CompiledProgram& p) {
   const json header = {{"format", "bertx"},
                        {"version", kBertxVersion},
                        {"model", p.model},
+                       {"model_program", p.model_program},
                        {"options", support::options_json(passes::compile_option_specs(), p.options)},
                        {"config", p.config_text}, {"nvrtc", {{"version", p.nvrtc_version}, {"library", p.nvrtc_library}}},
                        {"step", {{"ir", step_ir}, {"kernels", kernels_json(p.step, ir::value_labels(step))}}},
@@ -246,6 +247,7 @@ CompiledProgram decode_bertx(std::string_view bytes, const std::string& source) 
                                 h.at("version").dump(), kBertxVersion));
     CompiledProgram p;
     p.model = h.at("model");
+    p.model_program = h.at("model_program");
     try {
       p.options = support::options_from_json(passes::compile_option_specs(), h.at("options"));
     } catch (const std::runtime_error& e) {
@@ -292,6 +294,12 @@ CompiledProgram decode_bertx(std::string_view bytes, const std::string& source) 
   } catch (const ir::Error& e) {
     throw bad(std::string("its IR does not parse: ") + e.what());
   }
+}
+
+bool is_bertx(const std::filesystem::path& path) {
+  char magic[8] = {};
+  std::ifstream in(path, std::ios::binary);
+  return in.read(magic, 8) && std::memcmp(magic, kMagic, 8) == 0;
 }
 
 void write_bertx(const std::filesystem::path& path, const CompiledProgram& p) {

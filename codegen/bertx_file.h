@@ -19,6 +19,9 @@ std::string encode_bertx(const CompiledProgram& p);
 // header that is not what bertc writes, IR that does not parse).
 CompiledProgram decode_bertx(std::string_view bytes, const std::string& source);
 
+// Whether the file starts with the .bertx magic (what it is, whatever its name).
+bool is_bertx(const std::filesystem::path& path);
+
 // encode_bertx written atomically (support/atomic_file.h); decode_bertx of a file's bytes.
 void write_bertx(const std::filesystem::path& path, const CompiledProgram& p);
 CompiledProgram read_bertx(const std::filesystem::path& path);

@@ -35,7 +35,7 @@ bool write_all(int fd, std::string_view bytes) {
 
 }  // namespace
 
-void write_file_atomically(const std::filesystem::path& path, std::string_view bytes) {
+void write_file_atomically(const std::filesystem::path& path, std::string_view bytes, bool executable) {
   const std::filesystem::path folder = path.has_parent_path() ? path.parent_path() : ".";
   const std::filesystem::path tmp = folder / fmt::format(".{}.tmp.{}", path.filename().string(), ::getpid());
   auto fail = [&](const std::string& step) {
@@ -43,7 +43,7 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view b
     ::unlink(tmp.c_str());
     throw std::runtime_error("cannot write " + path.string() + ": " + step + " failed: " + reason);
   };
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, executable ? 0755 : 0644);
   if (fd < 0) fail("creating " + tmp.string());
   // Two halves, so that the crash test can stop the process between them.
   const size_t half = bytes.size() / 2;

@@ -156,7 +156,8 @@ int compile(CompileArgs args, const CompileFlags& flags, const frontend::ModelDe
     report();
     // As training runs it (with the values it reads as outputs), so that bertc train FILE.bertx
     // runs it as compiled.
-    const codegen::CompiledProgram compiled = compile_kernels(train::runnable_program(program), config);
+    codegen::CompiledProgram compiled = compile_kernels(train::runnable_program(program), config);
+    compiled.model_program = model.name;
     if (!args.executable) {
       codegen::write_bertx(args.output, compiled);
       std::cerr << fmt::format("wrote {}\n", args.output);
@@ -265,6 +266,20 @@ std::optional<std::string> choose_device(const std::string& requested) {
   return std::nullopt;
 }
 
+// The device a compiled program runs on: auto is the GPU when the CUDA driver finds one (the
+// program was compiled for a GPU; there is no reference to fall back to), else an error.
+std::string choose_device_for_compiled(const std::string& requested, const std::string& source) {
+  if (requested != "auto") return *choose_device(requested);  // (cpu was refused before)
+  const runtime::DeviceKind& cuda = runtime::device_kind("cuda");
+  const runtime::DeviceProbe probe = cuda.probe();
+  if (!probe.usable)
+    throw std::invalid_argument(fmt::format("{}: a compiled program runs its kernels on a GPU, and there is none ({}): "
+                                            "run it where there is one, or give --device host (the emulation, slow)",
+                                            source, probe.found));
+  std::cerr << fmt::format("device: {} (--device auto: cuda, for a compiled program; {})\n", probe.found, cuda.caveat);
+  return "cuda";
+}
+
 // While it lives, std::cerr says nothing (a data-parallel rank other than 0: rank 0 reports for
 // all); errors are printed after it is gone.
 class QuietStderr {
@@ -287,8 +302,6 @@ int train_rank(const TrainArgs& args, const CompileFlags& flags, const frontend:
                frontend::Config config, std::shared_ptr<dist::Communicator> world,
                std::shared_ptr<const codegen::CompiledProgram> compiled);
 
-// A data-parallel rank's training: an error on any rank stops every rank (the others would wait
-// for it until rank_timeout), naming the rank that met it.
 // A compiled program (bertc compile -o FILE.bertx) and the config it was compiled from, whose
 // relative paths resolve against the .bertx's folder. Flags that would change the program are
 // refused: they need a compile.
@@ -300,6 +313,11 @@ struct LoadedProgram {
 // `source`: the .bertx, or the training executable carrying the program.
 LoadedProgram load_compiled(codegen::CompiledProgram program, const std::string& source, const TrainArgs& args,
                             const CompileFlags& flags, const frontend::ModelDefinition& model) {
+  if (program.model_program != model.name)
+    throw std::invalid_argument(fmt::format("{}: compiled by the model program of '{}', and this is '{}''s: train it "
+                                            "with the program that compiled it (bertc for bert; a bertc_add_model "
+                                            "program for its model)",
+                                            source, program.model_program, model.name));
   LoadedProgram loaded;
   loaded.program = std::make_shared<const codegen::CompiledProgram>(std::move(program));
   const codegen::CompiledProgram& p = *loaded.program;
@@ -310,13 +328,20 @@ LoadedProgram load_compiled(codegen::CompiledProgram program, const std::string&
   auto refuse = [&](const std::string& what) {
     throw std::invalid_argument(fmt::format("{}: {} would change the compiled program ({} for {}, precision {}, recompute "
                                             "{}): compile it again with that setting (bertc compile CONFIG ... -o "
-                                            "FILE.bertx), or train from the config",
+                                            "FILE.bertx, or --executable -o NAME), or train from the config",
                                             source, what, p.model, p.options.arch.text(),
                                             ir::enum_name(p.options.precision), ir::enum_name(p.options.recompute)));
   };
   if (!given.empty()) refuse(fmt::format("{}", fmt::join(given, ", ")));
-  if (!args.batch_size.empty()) refuse("--batch-size");
-  if (args.autotune) refuse("--autotune");
+  if (!args.batch_size.empty())
+    throw std::invalid_argument(fmt::format("{}: the micro-batch is compiled into the program ([train] batch_size {}): "
+                                            "set batch_size in the config and compile it again, or train from the "
+                                            "config with --batch-size",
+                                            source, loaded.config.train.batch_size));
+  if (args.autotune)
+    throw std::invalid_argument(fmt::format("{}: its kernels were chosen when it was compiled; --autotune chooses "
+                                            "them at the start of a run: train from the config with --autotune",
+                                            source));
   if (args.device == "cpu")
     throw std::invalid_argument(fmt::format("{}: a .bertx runs its kernels on a device, and the CPU reference runs "
                                             "none: train it with --device cuda (or host, the emulation)",
@@ -331,15 +356,16 @@ std::string self_path(const char* argv0) {
   return ec ? std::string(argv0) : self.string();
 }
 
-// `embedded`: the program this executable carries (bertc compile --executable), trained when no
-// config is given.
+// A data-parallel rank's training: an error on any rank stops every rank (the others would wait
+// for it until rank_timeout), naming the rank that met it. `embedded`: the program this
+// executable carries (bertc compile --executable), trained when no config is given.
 int train(const TrainArgs& args, const CompileFlags& flags, const frontend::ModelDefinition& model,
           const std::optional<codegen::CompiledProgram>& embedded, const std::string& self) {
   std::optional<LoadedProgram> compiled;
   if (args.config.empty() && embedded) compiled = load_compiled(*embedded, self, args, flags, model);
   else if (args.config.empty())
     throw std::invalid_argument("train needs a config (or a .bertx): bertc train CONFIG");
-  else if (args.config.ends_with(".bertx"))
+  else if (codegen::is_bertx(args.config))
     compiled = load_compiled(codegen::read_bertx(args.config), args.config, args, flags, model);
   frontend::Config config = compiled ? compiled->config : frontend::load_config(args.config, model.extra_keys);
   const std::shared_ptr<dist::Communicator> world = dist::open_world(config.train.rank_timeout);
@@ -390,11 +416,7 @@ int train_rank(const TrainArgs& args, const CompileFlags& flags, const frontend:
                                             ir::enum_name(o.config.compile.matmul)));
   if (!args.init.empty()) o.init = args.init;
   o.live_progress = ::isatty(STDERR_FILENO) != 0;
-  o.device = choose_device(args.device);
-  if (o.compiled && !o.device)
-    throw std::invalid_argument(fmt::format("{}: a .bertx runs its kernels on a device, and none was found: train it on "
-                                            "a GPU, or with --device host (the emulation)",
-                                            args.config));
+  o.device = o.compiled ? choose_device_for_compiled(args.device, o.config.source) : choose_device(args.device);
   if (o.autotune && !o.device)
     throw std::invalid_argument("--autotune times kernels on a device, and the CPU reference runs none: train with "
                                 "--device cuda (or host, to check the mechanism)");

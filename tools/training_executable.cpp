@@ -1,9 +1,6 @@
 // Self-contained training executables (see training_executable.h).
 #include "tools/training_executable.h"
 
-#include <sys/stat.h>
-
-#include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -49,9 +46,7 @@ void write_training_executable(const std::filesystem::path& path, std::string_vi
   const uint64_t size = bertx.size();
   bytes.append(reinterpret_cast<const char*>(&size), 8);
   bytes.append(kTrailerMagic, 8);
-  support::write_file_atomically(path, bytes);
-  if (::chmod(path.c_str(), 0755) != 0)
-    throw std::runtime_error(fmt::format("{}: cannot be made executable: {}", path.string(), std::strerror(errno)));
+  support::write_file_atomically(path, bytes, /*executable=*/true);
 }
 
 std::optional<std::string> embedded_program() {

@@ -11,7 +11,7 @@
 namespace bertc::tools {
 
 // Writes the running program's executable with `bertx` (encode_bertx's bytes) appended to `path`,
-// atomically, executable by all. Throws std::runtime_error naming the file on failure.
+// atomically, executable (mode 0755 less the umask). Throws std::runtime_error naming the file on failure.
 void write_training_executable(const std::filesystem::path& path, std::string_view bertx);
 
 // The .bertx bytes appended to the running executable, nullopt when it carries none (bertc

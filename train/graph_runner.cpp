@@ -89,9 +89,10 @@ class PlanRunner : public GraphRunner {
         device_(std::move(device)), state_(std::move(state)) {
     for (size_t i = 0; i < fetch_.size(); ++i)
       if (outputs_ + i >= graph_.outputs().size() || graph_.outputs()[outputs_ + i] != graph_.find(fetch_[i]))
-        throw std::invalid_argument(fmt::format("the compiled graph does not end its outputs with '{}', which training "
-                                                "fetches: it was compiled for another purpose",
-                                                fetch_[i]));
+        throw std::invalid_argument(fmt::format(
+            "the compiled program does not output '{}', which training reads: {}", fetch_[i],
+            graph_.find(fetch_[i]) ? "compile it again with this bertc"
+                                   : "its model has no such value (training needs bertc's pretraining losses)"));
     executor_ = std::make_unique<runtime::PlanExecutor>(graph_, std::move(kernels), *device_, state_, launching);
   }
 

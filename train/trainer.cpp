@@ -144,6 +144,11 @@ void keep_global_batch(TrainOptions& o, dist::Communicator& comm, std::ostream& 
   frontend::TrainConfig& t = o.config.train;
   const int64_t ranks = comm.size();
   if (saved[1] == 0 || saved[0] == ranks || ranks * t.batch_size * t.gradient_accumulation_steps == saved[1]) return;
+  if (o.compiled)  // its optimizer step averages the compiled number of micro-batches
+    throw TrainError(fmt::format("the checkpoint trained on {} rank(s) with a global batch of {}, and this compiled "
+                                 "program's optimizer step averages {} micro-batches of {}: resume from the config "
+                                 "(bertc train CONFIG --resume), which compiles the accumulation that keeps it",
+                                 saved[0], saved[1], t.gradient_accumulation_steps, t.batch_size));
   if (saved[1] % (ranks * t.batch_size) != 0)
     throw TrainError(fmt::format("the checkpoint trained with a global batch of {} on {} rank(s); {} ranks of micro-batch "
                                  "{} cannot make it up: resume on a number of ranks that divides {}",
@@ -346,9 +351,15 @@ void write_profile(int64_t step, const TrainOptions& o, const runtime::Device& d
 }  // namespace
 
 passes::TrainingProgram runnable_program(passes::TrainingProgram program) {
+  // A model without some of them (a custom model's graph) still compiles; training it says what
+  // its graph lacks.
+  auto present = [](const ir::Graph& g, std::vector<std::string> names) {
+    std::erase_if(names, [&](const std::string& n) { return !g.find(n); });
+    return names;
+  };
   const Fetches fetches = fetches_of(program.step, program.optimizer);
-  program.step = with_fetched_outputs(std::move(program.step), fetches.step);
-  program.optimizer = with_fetched_outputs(std::move(program.optimizer), fetches.optimizer);
+  program.step = with_fetched_outputs(std::move(program.step), present(program.step, fetches.step));
+  program.optimizer = with_fetched_outputs(std::move(program.optimizer), present(program.optimizer, fetches.optimizer));
   return program;
 }
 

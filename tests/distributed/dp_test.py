@@ -5,7 +5,7 @@ and asserts on their metrics and messages. One case per ctest test:
 
 usage: dp_test.py CASE BERTC SOURCE_DIR WORK_DIR
 cases: equal_adamw equal_lamb equal_host equal_host_lamb equal_host_accumulating fp16_bf16 powersgd kill hang resume_fewer_ranks refuse_mismatch
-       refuse_nccl powersgd_resume equal_env equal_host_env kill_env hang_env refuse_env stop_env equal_torchrun
+       refuse_nccl refuse_compiled_resume powersgd_resume equal_env equal_host_env kill_env hang_env refuse_env stop_env equal_torchrun
        kill_torchrun
 """
 import json
@@ -352,6 +352,26 @@ def resume_fewer_ranks():
                         "on 1 rank(s) 2 accumulation steps of 2 keep it", "2 ranks straight vs 2 ranks then 1")
 
 
+def refuse_compiled_resume():
+    # A .bertx's optimizer step averages the accumulation it was compiled with: resuming a 2-rank
+    # checkpoint with it on 1 rank (which needs twice the accumulation) is refused, naming the fix,
+    # and the run folder is left as it was.
+    cfg = config("run", steps=4, batch_size=2, checkpoint_every=2)
+    train(cfg, "two", ranks=2, extra=["--until", "2"])
+    before = {f: open(os.path.join(WORK, "two", f), "rb").read() for f in os.listdir(os.path.join(WORK, "two"))}
+    program = os.path.join(WORK, "run.bertx")
+    subprocess.run([BERTC, "compile", cfg, "--arch", "sm_61", "-o", program], check=True, capture_output=True, env=ENV)
+    cmd = [BERTC, "train", program, "--device", "host", "--resume", "--checkpoint-dir", os.path.join(WORK, "two")]
+    r = subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=600)
+    said = "this compiled program's optimizer step averages 1 micro-batches of 2: resume from the config"
+    if r.returncode == 0 or said not in r.stderr:
+        fail(f"resuming a 2-rank checkpoint with a 1-rank .bertx was not refused as expected:\n{r.stderr[-2000:]}")
+    after = {f: open(os.path.join(WORK, "two", f), "rb").read() for f in os.listdir(os.path.join(WORK, "two"))}
+    if {f: b for f, b in after.items() if f != ".bertc-lock"} != {f: b for f, b in before.items() if f != ".bertc-lock"}:
+        fail("the refused resume changed the run folder")
+    print("a 2-rank checkpoint resumed by a 1-rank .bertx: refused, run folder unchanged")
+
+
 def powersgd_resume():
     # PowerSGD's error feedback and Q are in the checkpoint: 2 ranks to step 10, then resumed,
     # train as 2 ranks straight through (without the state the gradient norm of step 11 was seen
@@ -431,7 +451,7 @@ CASES = {"equal_adamw": lambda: equal("adamw"), "equal_lamb": lambda: equal("lam
          "kill": kill, "hang": hang, "resume_fewer_ranks": resume_fewer_ranks, "refuse_mismatch": refuse_mismatch,
          "refuse_nccl": refuse_nccl, "powersgd_resume": powersgd_resume, "equal_env": lambda: equal("adamw"),
          "equal_host_env": lambda: equal("adamw", device="host", steps=6), "kill_env": kill, "hang_env": hang,
-         "refuse_env": refuse_env, "stop_env": stop, "equal_torchrun": lambda: equal("adamw"), "kill_torchrun": kill}
+         "refuse_env": refuse_env, "stop_env": stop, "refuse_compiled_resume": refuse_compiled_resume, "equal_torchrun": lambda: equal("adamw"), "kill_torchrun": kill}
 if LAUNCHER == "mpirun" and shutil.which("mpirun") is None:
     fail("no mpirun: scripts/setup.sh installs Open MPI (openmpi-bin)")
 if LAUNCHER == "torchrun" and subprocess.run([TORCH_PYTHON, "-c", "import torch.distributed.run"],

@@ -25,3 +25,9 @@ for name in sorted(tools, key=len, reverse=True):
 config.environment["PATH"] = config.llvm_bin_dir + os.pathsep + os.environ.get("PATH", "")
 # Kernels compiled by the tests are cached in the build tree, not in the user's cache.
 config.environment["XDG_CACHE_HOME"] = os.path.join(config.bertc_bin_dir, "tests", "kernel-cache-lit")
+# What bertc says where the CUDA driver cannot be loaded is tested only there (REQUIRES: no-gpu).
+import ctypes
+try:
+    ctypes.CDLL("libcuda.so.1")
+except OSError:
+    config.available_features.add("no-gpu")
