@@ -1,6 +1,7 @@
 // The .bertx container (see bertx_file.h).
 #include "codegen/bertx_file.h"
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -71,14 +72,29 @@ class SectionWriter {
   std::string blob_;
 };
 
-// A section's bytes, checked against its record; `what` names it in the error.
-std::string section(std::string_view blob, const json& ref, const std::string& what) {
+// A section's bytes, checked against its record; `what` names it in the error. `seen` collects
+// each section's place, for tiled().
+std::string section(std::string_view blob, const json& ref, const std::string& what,
+                    std::vector<std::pair<uint64_t, uint64_t>>& seen) {
   const uint64_t offset = ref.at("offset"), n = ref.at("size");
+  seen.emplace_back(offset, n);
   if (offset > blob.size() || n > blob.size() - offset) throw Damaged(what + " runs past the end of the file");
   std::string bytes(blob.substr(offset, n));
   if (XXH3_64bits(bytes.data(), bytes.size()) != ref.at("xxh3").get<uint64_t>())
     throw Damaged(what + "'s checksum does not match");
   return bytes;
+}
+
+// Whether the sections cover the bytes after the header exactly, as the encoder lays them out:
+// bytes nothing refers to, or two sections sharing bytes, are damage (a file cut and joined).
+bool tiled(std::vector<std::pair<uint64_t, uint64_t>> sections, uint64_t blob_size) {
+  std::sort(sections.begin(), sections.end());
+  uint64_t end = 0;
+  for (const auto& [offset, n] : sections) {
+    if (offset != end) return false;
+    end += n;
+  }
+  return end == blob_size;
 }
 
 json dim_json(const Dim3& d) { return json::array({d.x, d.y, d.z}); }
@@ -259,18 +275,19 @@ CompiledProgram decode_bertx(std::string_view bytes, const std::string& source) 
     p.nvrtc_library = h.at("nvrtc").at("library");
     // Every section checked against its checksum before anything is parsed: damage is found
     // at the cost of hashing, whatever part of the file it is in.
-    p.step_ir = section(blob, h.at("step").at("ir"), "the step graph's IR");
-    p.optimizer_ir = section(blob, h.at("optimizer").at("ir"), "the optimizer graph's IR");
+    std::vector<std::pair<uint64_t, uint64_t>> seen;
+    p.step_ir = section(blob, h.at("step").at("ir"), "the step graph's IR", seen);
+    p.optimizer_ir = section(blob, h.at("optimizer").at("ir"), "the optimizer graph's IR", seen);
     std::map<std::string, std::string> sources;
     for (const json& js : h.at("sources")) {
       const std::string name = js.at("name");
-      if (!sources.emplace(name, section(blob, js, "kernel " + name + "'s source")).second)
+      if (!sources.emplace(name, section(blob, js, "kernel " + name + "'s source", seen)).second)
         throw Damaged("kernel " + name + " has two sources");
     }
     for (const json& ji : h.at("images")) {
       GpuImage g;
       g.name = ji.at("name");
-      g.image = section(blob, ji, "image " + g.name);
+      g.image = section(blob, ji, "image " + g.name, seen);
       g.ptx = ji.at("ptx");
       g.ptxas = {ji.at("registers"), ji.at("shared_bytes"), ji.at("stack_bytes"), ji.at("spill_store_bytes"),
                  ji.at("spill_load_bytes")};
@@ -278,6 +295,9 @@ CompiledProgram decode_bertx(std::string_view bytes, const std::string& source) 
       const std::string name = g.name;
       if (!p.images.emplace(name, std::move(g)).second) throw Damaged("image " + name + " is there twice");
     }
+    if (!tiled(std::move(seen), blob.size()))
+      throw Damaged("its sections do not cover the bytes after the header exactly (bytes nothing refers to, or "
+                    "sections sharing bytes)");
     const ir::Graph step = ir::parse(p.step_ir), optimizer = ir::parse(p.optimizer_ir);
     p.step = kernels_of(h.at("step").at("kernels"), step, sources);
     p.optimizer = kernels_of(h.at("optimizer").at("kernels"), optimizer, sources);

@@ -110,6 +110,10 @@ int main(int argc, char** argv) {
   app.add_option("--runs", runs, "Mutants to run (after the seeds themselves)");
   app.add_option("--seconds", seconds, "Stop after this long even if fewer mutants ran (0: no limit)")->check(CLI::NonNegativeNumber);
   app.add_option("--seed", seed, "Seed of the mutations (the same seed, the same mutants)");
+  size_t max_len = 0;
+  app.add_option("--max-len", max_len,
+                 "Longest mutant; longer ones are cut (default: twice the longest seed, so that inputs a reader "
+                 "accepts with bytes added cannot grow from generation to generation)");
   app.add_option("corpus", corpus, "Seed files, or folders of them")->required();
   CLI11_PARSE(app, argc, argv);
 
@@ -121,6 +125,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   const size_t seeds = pool.size();
+  if (max_len == 0)
+    for (const Bytes& b : pool) max_len = std::max(max_len, 2 * b.size());
   for (const Bytes& b : pool) LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(b.data()), b.size());
   const size_t seeds_accepted = bertc::fuzz::accepted_inputs;
   if (seeds_accepted == 0) {  // mutants of files the reader refuses outright test little beyond its first check
@@ -137,7 +143,8 @@ int main(int argc, char** argv) {
   constexpr size_t kPoolLimit = 512;  // accepted mutants kept (then each replaces a random one)
   for (; ran < runs && (seconds <= 0 || elapsed() < seconds); ++ran) {
     const Bytes& parent = pool[pick() % pool.size()];
-    const Bytes mutant = mutator.mutate(parent, pool[pick() % pool.size()]);
+    Bytes mutant = mutator.mutate(parent, pool[pick() % pool.size()]);
+    if (mutant.size() > max_len) mutant.resize(max_len);
     const size_t before = bertc::fuzz::accepted_inputs;
     LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(mutant.data()), mutant.size());
     if (bertc::fuzz::accepted_inputs != before) {
