@@ -349,6 +349,14 @@ LoadedProgram load_compiled(codegen::CompiledProgram program, const std::string&
   return loaded;
 }
 
+// The compiled program a file holds: a .bertx (known by its magic, whatever its name), or a
+// training executable's; nullopt for anything else (a config).
+std::optional<codegen::CompiledProgram> compiled_program_in(const std::string& path) {
+  if (codegen::is_bertx(path)) return codegen::read_bertx(path);
+  if (std::optional<std::string> bytes = embedded_program(path)) return codegen::decode_bertx(*bytes, path);
+  return std::nullopt;
+}
+
 // The running executable's path (what messages name for its embedded program).
 std::string self_path(const char* argv0) {
   std::error_code ec;
@@ -365,8 +373,8 @@ int train(const TrainArgs& args, const CompileFlags& flags, const frontend::Mode
   if (args.config.empty() && embedded) compiled = load_compiled(*embedded, self, args, flags, model);
   else if (args.config.empty())
     throw std::invalid_argument("train needs a config (or a .bertx): bertc train CONFIG");
-  else if (codegen::is_bertx(args.config))
-    compiled = load_compiled(codegen::read_bertx(args.config), args.config, args, flags, model);
+  else if (std::optional<codegen::CompiledProgram> p = compiled_program_in(args.config))
+    compiled = load_compiled(std::move(*p), args.config, args, flags, model);
   frontend::Config config = compiled ? compiled->config : frontend::load_config(args.config, model.extra_keys);
   const std::shared_ptr<dist::Communicator> world = dist::open_world(config.train.rank_timeout);
   auto run = [&] {
@@ -482,8 +490,12 @@ int batch(const BatchArgs& args, const frontend::ModelDefinition& model) {
 
 int info(bool json, const std::string& bertx, const frontend::ModelDefinition& model) {
   if (!bertx.empty()) {
-    const codegen::CompiledProgram p = codegen::read_bertx(bertx);
-    std::cout << (json ? bertx_json(p).dump(2) + "\n" : bertx_text(p, bertx));
+    const std::optional<codegen::CompiledProgram> p = compiled_program_in(bertx);
+    if (!p)
+      throw std::invalid_argument(fmt::format("{}: neither a .bertx nor a training executable (bertc compile -o "
+                                              "FILE.bertx, or --executable -o NAME)",
+                                              bertx));
+    std::cout << (json ? bertx_json(*p).dump(2) + "\n" : bertx_text(*p, bertx));
     return 0;
   }
   auto j = info_json(runtime::probe_cuda_driver(), codegen::probe_nvrtc_libraries(), runtime::find_cublas());
@@ -677,7 +689,8 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
   std::string info_file;
   CLI::App* info_cmd = app.add_subcommand("info", "Show the CUDA driver, GPUs and NVRTC libraries found, or what a "
                                                    ".bertx file holds");
-  info_cmd->add_option("file", info_file, "A compiled program (.bertx) to describe")->check(CLI::ExistingFile);
+  info_cmd->add_option("file", info_file, "A compiled program to describe: a .bertx, or a training executable")
+      ->check(CLI::ExistingFile);
   info_cmd->add_flag("--json", info_json_flag, "Write JSON");
 
   try {

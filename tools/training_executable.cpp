@@ -49,23 +49,25 @@ void write_training_executable(const std::filesystem::path& path, std::string_vi
   support::write_file_atomically(path, bytes, /*executable=*/true);
 }
 
-std::optional<std::string> embedded_program() {
-  std::ifstream in(kSelf, std::ios::binary | std::ios::ate);
+std::optional<std::string> embedded_program(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) return std::nullopt;  // (no /proc: not Linux, nothing appended)
   const auto end = static_cast<uint64_t>(in.tellg());
   if (end < kTrailerBytes) return std::nullopt;
   char trailer[kTrailerBytes];
   in.seekg(static_cast<std::streamoff>(end - kTrailerBytes));
   if (!in.read(trailer, kTrailerBytes) || std::memcmp(trailer + 8, kTrailerMagic, 8) != 0) return std::nullopt;
+  const std::string name = path == kSelf ? "this executable" : path.string();
   uint64_t size = 0;
   std::memcpy(&size, trailer, 8);
   if (size > end - kTrailerBytes)
-    throw std::runtime_error("this executable's compiled program is cut short (a damaged or partly copied file): make "
-                             "it again with bertc compile CONFIG --arch sm_XX --executable -o FILE");
+    throw std::runtime_error(fmt::format("{}: its compiled program is cut short (a damaged or partly copied file): make "
+                                         "it again with bertc compile CONFIG --arch sm_XX --executable -o FILE",
+                                         name));
   std::string bertx(size, '\0');
   in.seekg(static_cast<std::streamoff>(end - kTrailerBytes - size));
   if (!in.read(bertx.data(), static_cast<std::streamsize>(size)))
-    throw std::runtime_error("this executable's compiled program cannot be read");
+    throw std::runtime_error(fmt::format("{}: its compiled program cannot be read", name));
   return bertx;
 }
 

@@ -14,8 +14,9 @@ namespace bertc::tools {
 // atomically, executable (mode 0755 less the umask). Throws std::runtime_error naming the file on failure.
 void write_training_executable(const std::filesystem::path& path, std::string_view bertx);
 
-// The .bertx bytes appended to the running executable, nullopt when it carries none (bertc
-// itself). Throws std::runtime_error when the trailer is there but the program is cut short.
-std::optional<std::string> embedded_program();
+// The .bertx bytes appended to the executable `path` (by default the running one), nullopt when
+// it carries none (bertc itself, or any other file). Throws std::runtime_error naming the file
+// when the trailer is there but the program is cut short.
+std::optional<std::string> embedded_program(const std::filesystem::path& path = "/proc/self/exe");
 
 }  // namespace bertc::tools

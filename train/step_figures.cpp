@@ -21,7 +21,9 @@ double model_flops_per_step(const frontend::ModelDefinition& model, const fronte
                             const passes::TrainingProgram& program) {
   passes::TrainingProgram without_recompute;
   const passes::TrainingProgram* counted = &program;
-  if (program.recompute.dropped_values > 0) {
+  // (A compiled program's figures are not in its file: its recompute option says whether it may
+  // have recomputed, and then the program without is counted.)
+  if (program.recompute.dropped_values > 0 || config.compile.recompute != passes::RecomputePolicy::None) {
     passes::CompileOptions options = config.compile;
     options.recompute = passes::RecomputePolicy::None;
     options.dump_ir.clear();
