@@ -512,8 +512,6 @@ int info(bool json, const std::string& bertx, const frontend::ModelDefinition& m
   return 0;
 }
 
-}  // namespace
-
 // The --help text of a training executable: what it holds and how to run it.
 std::string executable_description(const std::string& program, const codegen::CompiledProgram& p) {
   std::string config;
@@ -526,6 +524,8 @@ std::string executable_description(const std::string& program, const codegen::Co
                      program, p.model, p.options.arch.text(), ir::enum_name(p.options.precision),
                      ir::enum_name(p.options.recompute), kBertcVersion, p.nvrtc_version, program, config);
 }
+
+}  // namespace
 
 int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
   const std::string program = std::filesystem::path(argv[0]).filename().string();
