@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include "codegen/host_compile.h"
+#include "codegen/render.h"
+#include "ir/parser.h"
 #include "passes/pipeline.h"
 #include "train/batches.h"
 #include "runtime/device_registry.h"
@@ -50,24 +52,55 @@ bool report(const std::string& graph, const train::GraphCheck& c, double toleran
 
 }  // namespace
 
+namespace {
+
+// Both graphs of `program` checked on `device`, the optimizer's from the reference's gradients.
+int check_program(const passes::TrainingProgram& program, const train::KernelsFor& step_kernels,
+                  const train::KernelsFor& optimizer_kernels, runtime::Device& device, const frontend::Config& config,
+                  const CheckOptions& o, std::ostream& out) {
+  support::Environment env = train::synthetic_environment(config, program, static_cast<uint64_t>(config.train.seed));
+  const double tolerance = o.tolerance.value_or(default_tolerance(config.compile.precision));
+  const int sm = device.capabilities().sm;
+  out << fmt::format("check: {} on {}, {} precision, sm_{} kernels, matmul {}\n", config.name, device.name(),
+                     ir::enum_name(config.compile.precision), sm == 0 ? 61 : sm, ir::enum_name(config.compile.matmul));
+  const bool step_ok = report("step", train::check_graph(program.step, step_kernels, device, env, tolerance), tolerance, o.all, out);
+  // The optimizer step starts from the reference's gradients, so that its check is its own.
+  reference::Executor<float>(program.step).run(env);
+  const bool optimizer_ok = report(
+      "optimizer", train::check_graph(program.optimizer, optimizer_kernels, device, env, tolerance), tolerance, o.all, out);
+  return step_ok && optimizer_ok ? 0 : 1;
+}
+
+}  // namespace
+
 int run_check(const frontend::ModelDefinition& model, const frontend::Config& config, const CheckOptions& o,
               std::ostream& out) {
   const std::shared_ptr<runtime::Device> device =
       runtime::open_device(o.device, {config.compile.arch.sm(), codegen::default_cache_folder()});
-  const int sm = device->capabilities().sm;
   const passes::TrainingProgram program =
       passes::compile_training(frontend::build_model(model, config), config.compile, config.train);
-  support::Environment env = train::synthetic_environment(config, program, static_cast<uint64_t>(config.train.seed));
-  const double tolerance = o.tolerance.value_or(default_tolerance(config.compile.precision));
-  const codegen::RenderTarget target = codegen::render_target(config.compile, sm);
-  out << fmt::format("check: {} on {}, {} precision, sm_{} kernels, matmul {}\n", config.name, device->name(),
-                     ir::enum_name(config.compile.precision), sm == 0 ? 61 : sm, ir::enum_name(config.compile.matmul));
-  const bool step_ok = report("step", train::check_graph(program.step, target, *device, env, tolerance), tolerance, o.all, out);
-  // The optimizer step starts from the reference's gradients, so that its check is its own.
-  reference::Executor<float>(program.step).run(env);
-  const bool optimizer_ok =
-      report("optimizer", train::check_graph(program.optimizer, target, *device, env, tolerance), tolerance, o.all, out);
-  return step_ok && optimizer_ok ? 0 : 1;
+  const codegen::RenderTarget target = codegen::render_target(config.compile, device->capabilities().sm);
+  const train::KernelsFor rendered = [&](const ir::Graph& kept) { return codegen::render_graph(kept, target); };
+  return check_program(program, rendered, rendered, *device, config, o, out);
+}
+
+int run_check(const codegen::CompiledProgram& compiled, const frontend::Config& config, const CheckOptions& o,
+              std::ostream& out) {
+  const std::shared_ptr<runtime::Device> device =
+      runtime::open_device(o.device, {config.compile.arch.sm(), codegen::default_cache_folder()});
+  device->use_images(compiled.images);
+  passes::TrainingProgram program;
+  program.step = ir::parse(compiled.step_ir);
+  program.optimizer = ir::parse(compiled.optimizer_ir);
+  // The program's launches; the check keeps more values to the end, so the arena is the kept graph's.
+  auto as_compiled = [](const codegen::GraphKernels& kernels) {
+    return [&kernels](const ir::Graph& kept) {
+      codegen::GraphKernels k = kernels;
+      k.arena = codegen::arena_layout(kept);
+      return k;
+    };
+  };
+  return check_program(program, as_compiled(compiled.step), as_compiled(compiled.optimizer), *device, config, o, out);
 }
 
 }  // namespace bertc::tools

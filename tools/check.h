@@ -6,6 +6,7 @@
 #include <ostream>
 #include <string>
 
+#include "codegen/program.h"
 #include "frontend/model.h"
 
 namespace bertc::tools {
@@ -19,6 +20,11 @@ struct CheckOptions {
 // Returns 0 when every value is within tolerance, else 1 (after listing those beyond, the first
 // — the likely culprit — marked).
 int run_check(const frontend::ModelDefinition& model, const frontend::Config& config, const CheckOptions& options,
+              std::ostream& out);
+// The same for a compiled program (a .bertx's, as bertc train FILE.bertx runs it): its graphs, its
+// kernels (on CUDA its images) against the reference executor on its graphs; `config` is the
+// program's.
+int run_check(const codegen::CompiledProgram& compiled, const frontend::Config& config, const CheckOptions& options,
               std::ostream& out);
 
 }  // namespace bertc::tools

@@ -310,29 +310,34 @@ struct LoadedProgram {
   frontend::Config config;
 };
 
-// `source`: the .bertx, or the training executable carrying the program.
-LoadedProgram load_compiled(codegen::CompiledProgram program, const std::string& source, const TrainArgs& args,
-                            const CompileFlags& flags, const frontend::ModelDefinition& model) {
-  if (program.model_program != model.name)
-    throw std::invalid_argument(fmt::format("{}: compiled by the model program of '{}', and this is '{}''s: train it "
+// The config a compiled program was compiled from, with its options; `source` (the .bertx, or the
+// training executable carrying the program) names it in messages, and its folder is where the
+// config's relative paths start. Refuses another model program's, and compile flags.
+frontend::Config compiled_config(const codegen::CompiledProgram& p, const std::string& source, const CompileFlags& flags,
+                                 const frontend::ModelDefinition& model) {
+  if (p.model_program != model.name)
+    throw std::invalid_argument(fmt::format("{}: compiled by the model program of '{}', and this is '{}''s: run it "
                                             "with the program that compiled it (bertc for bert; a bertc_add_model "
                                             "program for its model)",
-                                            source, program.model_program, model.name));
-  LoadedProgram loaded;
-  loaded.program = std::make_shared<const codegen::CompiledProgram>(std::move(program));
-  const codegen::CompiledProgram& p = *loaded.program;
-  loaded.config = frontend::parse_config(p.config_text, source, model.extra_keys);
-  loaded.config.name = p.model;
-  loaded.config.compile = p.options;
-  const std::vector<std::string> given = flags.given();
-  auto refuse = [&](const std::string& what) {
+                                            source, p.model_program, model.name));
+  frontend::Config config = frontend::parse_config(p.config_text, source, model.extra_keys);
+  config.name = p.model;
+  config.compile = p.options;
+  if (const std::vector<std::string> given = flags.given(); !given.empty())
     throw std::invalid_argument(fmt::format("{}: {} would change the compiled program ({} for {}, precision {}, recompute "
                                             "{}): compile it again with that setting (bertc compile CONFIG ... -o "
-                                            "FILE.bertx, or --executable -o NAME), or train from the config",
-                                            source, what, p.model, p.options.arch.text(),
+                                            "FILE.bertx, or --executable -o NAME), or use the config",
+                                            source, fmt::join(given, ", "), p.model, p.options.arch.text(),
                                             ir::enum_name(p.options.precision), ir::enum_name(p.options.recompute)));
-  };
-  if (!given.empty()) refuse(fmt::format("{}", fmt::join(given, ", ")));
+  return config;
+}
+
+// For training; also refuses the train flags a compiled program cannot take.
+LoadedProgram load_compiled(codegen::CompiledProgram program, const std::string& source, const TrainArgs& args,
+                            const CompileFlags& flags, const frontend::ModelDefinition& model) {
+  LoadedProgram loaded;
+  loaded.config = compiled_config(program, source, flags, model);
+  loaded.program = std::make_shared<const codegen::CompiledProgram>(std::move(program));
   if (!args.batch_size.empty())
     throw std::invalid_argument(fmt::format("{}: the micro-batch is compiled into the program ([train] batch_size {}): "
                                             "set batch_size in the config and compile it again, or train from the "
@@ -641,7 +646,9 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
   CLI::App* check_cmd = app.add_subcommand(
       "check", "Run one training step and optimizer step of the compiled program on a device and compare every "
                "kernel's results with the reference executor's (on synthetic batches)");
-  check_cmd->add_option("config", check_config, "TOML config")->required()->check(CLI::ExistingFile);
+  check_cmd->add_option("config", check_config, "TOML config, or a compiled program (.bertx or training executable)")
+      ->required()
+      ->check(CLI::ExistingFile);
   check_cmd->add_option("--device", check_options.device, "The device: " + devices_help())
       ->check(CLI::IsMember(device_names({})));
   check_cmd->add_option("--tolerance", check_options.tolerance,
@@ -704,6 +711,8 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
     if (*eval_cmd) return eval(eval_args, model);
     if (*batch_cmd) return batch(batch_args, model);
     if (*check_cmd) {
+      if (const std::optional<codegen::CompiledProgram> p = compiled_program_in(check_config))
+        return run_check(*p, compiled_config(*p, check_config, check_flags, model), check_options, std::cout);
       frontend::Config config = frontend::load_config(check_config, model.extra_keys);
       config.compile = resolve_here(check_flags.apply(config.compile));
       return run_check(model, config, check_options, std::cout);

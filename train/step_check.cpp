@@ -53,6 +53,12 @@ size_t GraphCheck::first_beyond(double tolerance) const {
 
 GraphCheck check_graph(const ir::Graph& graph, const codegen::RenderTarget& target, runtime::Device& device,
                        const ir::Environment<float>& env, double operand_fraction) {
+  return check_graph(graph, [&](const ir::Graph& kept) { return codegen::render_graph(kept, target); }, device, env,
+                     operand_fraction);
+}
+
+GraphCheck check_graph(const ir::Graph& graph, const KernelsFor& kernels_for, runtime::Device& device,
+                       const ir::Environment<float>& env, double operand_fraction) {
   std::vector<ir::ValueId> checked;
   for (const ir::Op& op : graph.ops())
     if (ir::launches_kernel(op.kind))
@@ -61,7 +67,7 @@ GraphCheck check_graph(const ir::Graph& graph, const codegen::RenderTarget& targ
   ir::Graph kept = graph;
   for (ir::ValueId v : checked) kept.add_output(v);
   ir::Environment<float> on_device = env, on_reference = env;
-  runtime::PlanExecutor executor(kept, codegen::render_graph(kept, target), device);
+  runtime::PlanExecutor executor(kept, kernels_for(kept), device);
   const std::vector<ir::HostTensor<float>> got = executor.run(on_device);
   std::vector<ir::HostTensor<float>> want;
   reference::Executor<float>(graph).run(on_reference, {}, &want);

@@ -4,6 +4,7 @@
 // wrong (`bertc check`; on a new GPU, what finds a bad kernel that a loss alone only hints at).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,11 @@ struct GraphCheck {
 // copies of `env`, and compares every value a launch produces, each with the floor
 // `operand_fraction` x its op's largest reference operand.
 GraphCheck check_graph(const ir::Graph& graph, const codegen::RenderTarget& target, runtime::Device& device,
+                       const ir::Environment<float>& env, double operand_fraction);
+// The same with the kernels given: `kernels_for(kept)` returns the launches of `kept` (the graph
+// with every checked value an output), e.g. a compiled program's with the arena of `kept`.
+using KernelsFor = std::function<codegen::GraphKernels(const ir::Graph& kept)>;
+GraphCheck check_graph(const ir::Graph& graph, const KernelsFor& kernels_for, runtime::Device& device,
                        const ir::Environment<float>& env, double operand_fraction);
 
 }  // namespace bertc::train
