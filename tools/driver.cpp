@@ -464,6 +464,11 @@ struct EvalArgs {
 };
 
 int eval(const EvalArgs& args, const frontend::ModelDefinition& model) {
+  if (codegen::is_bertx(args.config) || embedded_program(args.config))
+    throw std::invalid_argument(fmt::format("{}: a compiled training program (dropout on); eval runs the model without "
+                                            "dropout on the CPU reference, built from a config: bertc eval CONFIG "
+                                            "(bertc info shows the config a compiled program holds)",
+                                            args.config));
   const frontend::Config config = frontend::load_config(args.config, model.extra_keys);
   const train::EvalResult r = train::evaluate_batch(model, config, args.init, args.batch);
   std::cout << fmt::format("mlm_loss {:.9g}\nnsp_loss {:.9g}\nloss {:.9g}\n", r.mlm_loss, r.nsp_loss, r.loss);
