@@ -227,6 +227,7 @@ std::string encode_bertx(const CompiledProgram& p) {
                        {"version", kBertxVersion},
                        {"model", p.model},
                        {"model_program", p.model_program},
+                       {"ranks", p.ranks},
                        {"options", support::options_json(passes::compile_option_specs(), p.options)},
                        {"config", p.config_text}, {"nvrtc", {{"version", p.nvrtc_version}, {"library", p.nvrtc_library}}},
                        {"step", {{"ir", step_ir}, {"kernels", kernels_json(p.step, ir::value_labels(step))}}},
@@ -264,6 +265,8 @@ CompiledProgram decode_bertx(std::string_view bytes, const std::string& source) 
     CompiledProgram p;
     p.model = h.at("model");
     p.model_program = h.at("model_program");
+    p.ranks = h.at("ranks");
+    if (p.ranks < 1) throw Damaged(fmt::format("it is compiled for {} ranks", p.ranks));
     try {
       p.options = support::options_from_json(passes::compile_option_specs(), h.at("options"));
     } catch (const std::runtime_error& e) {

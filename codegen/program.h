@@ -19,6 +19,7 @@ namespace bertc::codegen {
 struct CompiledProgram {
   std::string model;                      // the config's name
   std::string model_program;              // the model definition's (bert, or a bertc_add_model program's)
+  int64_t ranks = 1;                      // data-parallel ranks its optimizer step averages over
   passes::CompileOptions options;         // resolved (arch sm_XX, precision)
   std::string config_text;                // the TOML the program was compiled from
   std::string step_ir, optimizer_ir;      // the compiled graphs, as IR text

@@ -62,6 +62,7 @@ struct CompileArgs {
   bool report = false;  // --report
   std::string profile;  // --profile: a bertc train --profile JSON to show against the estimates
   bool executable = false;  // --executable: -o is a training executable with the program inside
+  int64_t ranks = 1;        // --ranks: data-parallel ranks a compiled program trains on
 };
 
 // The config file's text, kept in a .bertx beside the program compiled from it.
@@ -107,9 +108,12 @@ train::Profile measured_against(const std::string& path, const passes::TrainingP
 }
 
 // The compile report of `config` (and the compiled program, into `program`).
+// `ranks`: the data-parallel ranks whose micro-batches the optimizer step averages.
 passes::CompileReport report_of(const ir::Graph& graph, const frontend::Config& config,
-                                passes::TrainingProgram* program = nullptr) {
-  return passes::compile_report(graph, config.compile, config.train, config.train.batch_size, program);
+                                passes::TrainingProgram* program = nullptr, int64_t ranks = 1) {
+  passes::OptimizerOptions optimizer = config.train;
+  optimizer.gradient_accumulation_steps = config.train.gradient_accumulation_steps * ranks;
+  return passes::compile_report(graph, config.compile, optimizer, config.train.batch_size, program);
 }
 
 int compile(CompileArgs args, const CompileFlags& flags, const frontend::ModelDefinition& model) {
@@ -126,6 +130,9 @@ int compile(CompileArgs args, const CompileFlags& flags, const frontend::ModelDe
     throw std::invalid_argument("--executable writes the compiled program inside a training executable: give it a "
                                 "name with -o NAME, and no --emit");
   const Emit emit = ir::enum_named<Emit>(args.emit_text);  // CLI11 checked it is one
+  if (args.ranks != 1 && emit != Emit::Plan)
+    throw std::invalid_argument("--ranks compiles a program for data-parallel training: write it with -o FILE.bertx "
+                                "(or --executable -o NAME)");
   if (args.json && emit != Emit::Report && emit != Emit::Stats && emit != Emit::Params)
     throw std::invalid_argument(fmt::format("--json writes report, stats or params; --emit {} has no JSON form",
                                             args.emit_text));
@@ -143,7 +150,7 @@ int compile(CompileArgs args, const CompileFlags& flags, const frontend::ModelDe
   passes::TrainingProgram program;
   std::optional<passes::CompileReport> compiled;
   auto report = [&]() -> const passes::CompileReport& {
-    if (!compiled) compiled = report_of(graph, config, &program);
+    if (!compiled) compiled = report_of(graph, config, &program, args.ranks);
     return *compiled;
   };
   if (!config.compile.dump_ir.empty() || config.compile.print_ir_after_all) report();
@@ -158,6 +165,7 @@ int compile(CompileArgs args, const CompileFlags& flags, const frontend::ModelDe
     // runs it as compiled.
     codegen::CompiledProgram compiled = compile_kernels(train::runnable_program(program), config);
     compiled.model_program = model.name;
+    compiled.ranks = args.ranks;
     if (!args.executable) {
       codegen::write_bertx(args.output, compiled);
       std::cerr << fmt::format("wrote {}\n", args.output);
@@ -572,6 +580,10 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
       ->check(CLI::ExistingFile);
   compile_cmd->add_flag("--json", compile_args.json, "Write stats or params as JSON");
   compile_cmd->add_option("-o,--output", compile_args.output, "Output file (written atomically); default stdout");
+  compile_cmd->add_option("--ranks", compile_args.ranks,
+                          "With -o FILE.bertx or --executable: the data-parallel ranks the program trains on (its "
+                          "optimizer step averages all their micro-batches; bertc train runs it on exactly that many)")
+      ->check(kCount);
   compile_cmd->add_flag("--executable", compile_args.executable,
                         "Write -o as a self-contained training executable: this program with the compiled program "
                         "inside (NAME train runs it with no compiler, NVRTC or toolkit; --help says what it holds)");

@@ -367,6 +367,7 @@ std::string kernels_text(const codegen::CompiledProgram& p, bool compiled_now) {
 nlohmann::json bertx_json(const codegen::CompiledProgram& p) {
   nlohmann::json j = kernels_json(p);
   j["model"] = p.model;
+  j["ranks"] = p.ranks;
   j["options"] = support::options_json(passes::compile_option_specs(), p.options);
   j["step_kernels"] = p.step.kernels.size();
   j["optimizer_kernels"] = p.optimizer.kernels.size();
@@ -380,9 +381,10 @@ std::string bertx_text(const codegen::CompiledProgram& p, const std::string& pat
   size_t bytes = 0, ptx = 0;
   for (const auto& [name, g] : p.images) bytes += g.image.size(), ptx += g.ptx;
   std::string out = fmt::format(
-      "{}: {} compiled for {}, precision {}, recompute {}\n  step: {} kernel launches; optimizer: {} "
+      "{}: {} compiled for {}, precision {}, recompute {}{}\n  step: {} kernel launches; optimizer: {} "
       "kernel launches\n  {} images ({} as PTX), {:.1f} KiB; every checksum matches\n",
       path, p.model, p.options.arch.text(), ir::enum_name(p.options.precision), ir::enum_name(p.options.recompute),
+      p.ranks > 1 ? fmt::format(", {} data-parallel ranks", p.ranks) : "",
       p.step.kernels.size(),
       p.optimizer.kernels.size(), p.images.size(), ptx, static_cast<double>(bytes) / 1024);
   return out + kernels_text(p, false);

@@ -185,13 +185,13 @@ Fetches fetches_of(const ir::Graph& step, const ir::Graph& optimizer) {
   return f;
 }
 
-// A .bertx's graphs. Its optimizer step averages the gradients of one process's micro-batches:
-// data-parallel runs compile their program at start-up.
+// A .bertx's graphs, for the number of ranks it was compiled for (bertc compile --ranks: its
+// optimizer step averages every rank's micro-batches).
 passes::TrainingProgram program_of(const codegen::CompiledProgram& compiled, const dist::Communicator& comm) {
-  if (comm.size() > 1)
-    throw TrainError(fmt::format("a .bertx is compiled for one process, and this run has {} ranks: train from the "
-                                 "config (bertc train CONFIG) across ranks",
-                                 comm.size()));
+  if (comm.size() != compiled.ranks)
+    throw TrainError(fmt::format("the compiled program is for {} data-parallel rank(s) (its optimizer step averages "
+                                 "their micro-batches), and this run has {}: run it on {}, or compile it with --ranks {}",
+                                 compiled.ranks, comm.size(), compiled.ranks, comm.size()));
   passes::TrainingProgram p;
   p.step = ir::parse(compiled.step_ir);
   p.optimizer = ir::parse(compiled.optimizer_ir);

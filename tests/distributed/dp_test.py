@@ -5,7 +5,7 @@ and asserts on their metrics and messages. One case per ctest test:
 
 usage: dp_test.py CASE BERTC SOURCE_DIR WORK_DIR
 cases: equal_adamw equal_lamb equal_host equal_host_lamb equal_host_accumulating fp16_bf16 powersgd kill hang resume_fewer_ranks refuse_mismatch
-       refuse_nccl refuse_compiled_resume powersgd_resume equal_env equal_host_env kill_env hang_env refuse_env stop_env equal_torchrun
+       refuse_nccl refuse_compiled_resume equal_compiled powersgd_resume equal_env equal_host_env kill_env hang_env refuse_env stop_env equal_torchrun
        kill_torchrun
 """
 import json
@@ -352,6 +352,25 @@ def resume_fewer_ranks():
                         "on 1 rank(s) 2 accumulation steps of 2 keep it", "2 ranks straight vs 2 ranks then 1")
 
 
+def equal_compiled():
+    # A program compiled for 2 ranks (bertc compile --ranks 2) trains on 2 ranks exactly as the
+    # config does (the same kernels, sums and order: losses and gradient norms equal bit for bit);
+    # on 1 rank it is refused, naming --ranks.
+    cfg = config("run", steps=6, batch_size=2, checkpoint_every=10, allreduce_bucket_mb=0.02)
+    program = os.path.join(WORK, "run.bertx")
+    subprocess.run([BERTC, "compile", cfg, "--arch", "sm_61", "--ranks", "2", "-o", program], check=True,
+                   capture_output=True, env=ENV)
+    train(cfg, "config", ranks=2, device="host")
+    train(program, "compiled", ranks=2, device="host")
+    what = "2 ranks on the Host device: from the config vs a program compiled for 2 ranks"
+    compare(metrics("config"), metrics("compiled"), "loss", 0, what)
+    compare(metrics("config"), metrics("compiled"), "grad_norm", 0, what)
+    one = train(program, "one", ranks=1, device="host", check=False)
+    if one.returncode == 0 or "compiled program is for 2 data-parallel rank(s)" not in one.stderr \
+            or "compile it with --ranks 1" not in one.stderr:
+        fail("a program compiled for 2 ranks was not refused on 1:\n" + one.stderr[-2000:])
+
+
 def refuse_compiled_resume():
     # A .bertx's optimizer step averages the accumulation it was compiled with: resuming a 2-rank
     # checkpoint with it on 1 rank (which needs twice the accumulation) is refused, naming the fix,
@@ -451,7 +470,8 @@ CASES = {"equal_adamw": lambda: equal("adamw"), "equal_lamb": lambda: equal("lam
          "kill": kill, "hang": hang, "resume_fewer_ranks": resume_fewer_ranks, "refuse_mismatch": refuse_mismatch,
          "refuse_nccl": refuse_nccl, "powersgd_resume": powersgd_resume, "equal_env": lambda: equal("adamw"),
          "equal_host_env": lambda: equal("adamw", device="host", steps=6), "kill_env": kill, "hang_env": hang,
-         "refuse_env": refuse_env, "stop_env": stop, "refuse_compiled_resume": refuse_compiled_resume, "equal_torchrun": lambda: equal("adamw"), "kill_torchrun": kill}
+         "refuse_env": refuse_env, "stop_env": stop, "refuse_compiled_resume": refuse_compiled_resume,
+         "equal_compiled": equal_compiled, "equal_torchrun": lambda: equal("adamw"), "kill_torchrun": kill}
 if LAUNCHER == "mpirun" and shutil.which("mpirun") is None:
     fail("no mpirun: scripts/setup.sh installs Open MPI (openmpi-bin)")
 if LAUNCHER == "torchrun" and subprocess.run([TORCH_PYTHON, "-c", "import torch.distributed.run"],
