@@ -8,6 +8,7 @@
 #     by value) at fp32 (simt), fp16, bf16 generated and through cuBLAS, then with the P40's
 #     (sm_61) and V100's (sm_70) programs run on this GPU as PTX, and LAMB's optimizer kernels;
 #   training pairs (8 steps on the GPU against the CPU reference), the CUDA Graph against eager;
+#   a compiled program (.bertx) trained with NVRTC unreachable against the config, bit for bit;
 #   NCCL on one rank in the optimizer's CUDA Graph against no exchange, bit for bit;
 #   per-kernel profiles of a bert-base step (bf16, and the P40's FP32 SIMT program as PTX);
 #   optional, slowest last: compute-sanitizer (memcheck, racecheck, synccheck, initcheck) on
@@ -106,6 +107,25 @@ graph_vs_eager() {
 }
 export -f graph_vs_eager
 step graph_equals_eager 90 graph_vs_eager
+# A compiled program (bertc compile -o FILE.bertx) on the GPU: its images loaded, NVRTC made
+# unreachable, the same losses bit for bit as training from the config (the same kernels); its
+# kernels checked value by value; a program for another arch refused (cubins run on their own).
+compiled_program() {
+  rm -rf /tmp/bertc-gpu-bertx && mkdir -p /tmp/bertc-gpu-bertx
+  "$bin/bertc" compile examples/bert-tiny.toml --precision bf16 -o /tmp/bertc-gpu-bertx/tiny.bertx &&
+    BERTC_NVRTC=/nonexistent XDG_CACHE_HOME=/tmp/bertc-gpu-bertx/empty-cache "$bin/bertc" train \
+      /tmp/bertc-gpu-bertx/tiny.bertx --steps 8 --device cuda --data examples/data/corpus.txt \
+      --vocab examples/data/vocab.txt --checkpoint-dir /tmp/bertc-gpu-bertx/compiled &&
+    "$bin/bertc" train examples/bert-tiny.toml --steps 8 --device cuda --precision bf16 --checkpoint-dir /tmp/bertc-gpu-bertx/config &&
+    python3 tests/lit/Inputs/close_losses.py /tmp/bertc-gpu-bertx/compiled/metrics.jsonl /tmp/bertc-gpu-bertx/config/metrics.jsonl 0 &&
+    BERTC_NVRTC=/nonexistent "$bin/bertc" check /tmp/bertc-gpu-bertx/tiny.bertx --device cuda &&
+    "$bin/bertc" compile examples/bert-tiny.toml --arch sm_80 --precision bf16 -o /tmp/bertc-gpu-bertx/a100.bertx &&
+    { "$bin/bertc" train /tmp/bertc-gpu-bertx/a100.bertx --steps 1 --device cuda --data examples/data/corpus.txt \
+        --vocab examples/data/vocab.txt --checkpoint-dir /tmp/bertc-gpu-bertx/refused 2>&1 || true; } | tee /dev/stderr |
+      grep "the program was compiled for sm_80 and this GPU" > /dev/null
+}
+export -f compiled_program
+step compiled_program_runs_as_compiled 120 compiled_program
 
 # NCCL on one rank inside the CUDA Graph: [train] allreduce = "nccl" sums every bucket over the
 # one rank on a second stream of the step's graph (forked after the launch that writes the
