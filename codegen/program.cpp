@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "codegen/render.h"
+#include "ir/parser.h"
 #include "ir/printer.h"
 
 namespace bertc::codegen {
@@ -47,6 +48,14 @@ CompiledProgram compile_program(const passes::TrainingProgram& program, const pa
   if (settings.on_start) settings.on_start(sources.size(), compiler);
   for (GpuImage& g : compile_all(compiler, sources, settings.cache, &p.stats, settings.threads)) p.images[g.name] = std::move(g);
   return p;
+}
+
+passes::TrainingProgram graphs_of(const CompiledProgram& p) {
+  passes::TrainingProgram program;
+  program.step = ir::parse(p.step_ir);
+  program.optimizer = ir::parse(p.optimizer_ir);
+  program.recompute.policy = std::string(ir::enum_name(p.options.recompute)) + " (as compiled)";
+  return program;
 }
 
 std::string cuda_listing(const GraphKernels& step, const GraphKernels& optimizer) {

@@ -42,6 +42,10 @@ CompiledProgram compile_program(const passes::TrainingProgram& program, const pa
                                 const std::string& model, const std::string& config_text,
                                 const CompileSettings& settings);
 
+// The program's two graphs parsed from its IR texts (its recompute policy named "as compiled":
+// the figures of the pass are not kept).
+passes::TrainingProgram graphs_of(const CompiledProgram& p);
+
 // Every kernel source of the program, with where it is launched: what --emit cuda prints.
 std::string cuda_listing(const GraphKernels& step, const GraphKernels& optimizer);
 

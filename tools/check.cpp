@@ -5,7 +5,6 @@
 
 #include "codegen/host_compile.h"
 #include "codegen/render.h"
-#include "ir/parser.h"
 #include "passes/pipeline.h"
 #include "train/batches.h"
 #include "runtime/device_registry.h"
@@ -89,9 +88,7 @@ int run_check(const codegen::CompiledProgram& compiled, const frontend::Config& 
   const std::shared_ptr<runtime::Device> device =
       runtime::open_device(o.device, {config.compile.arch.sm(), codegen::default_cache_folder()});
   device->use_images(compiled.images);
-  passes::TrainingProgram program;
-  program.step = ir::parse(compiled.step_ir);
-  program.optimizer = ir::parse(compiled.optimizer_ir);
+  const passes::TrainingProgram program = codegen::graphs_of(compiled);
   // The program's launches; the check keeps more values to the end, so the arena is the kept graph's.
   auto as_compiled = [](const codegen::GraphKernels& kernels) {
     return [&kernels](const ir::Graph& kept) {

@@ -13,7 +13,6 @@
 #include "codegen/matrix_strategy.h"
 #include "data/pretraining_data.h"
 #include "frontend/config.h"
-#include "ir/parser.h"
 #include "ir/philox.h"
 #include "ir/printer.h"
 #include "ir/value_names.h"
@@ -192,17 +191,12 @@ passes::TrainingProgram program_of(const codegen::CompiledProgram& compiled, con
     throw TrainError(fmt::format("the compiled program is for {} data-parallel rank(s) (its optimizer step averages "
                                  "their micro-batches), and this run has {}: run it on {}, or compile it with --ranks {}",
                                  compiled.ranks, comm.size(), compiled.ranks, comm.size()));
-  passes::TrainingProgram p;
-  p.step = ir::parse(compiled.step_ir);
-  p.optimizer = ir::parse(compiled.optimizer_ir);
-  p.recompute.policy = std::string(ir::enum_name(compiled.options.recompute)) + " (as compiled)";
-  return p;
+  return codegen::graphs_of(compiled);
 }
 
 // What the trainer reads of its graphs, and how it runs them.
 struct Runners {
-  std::vector<std::string> step_fetch, optimizer_fetch;
-  bool has_logits = false, scaling = false;
+  Fetches fetch;
   bool on_gpu = false;  // copying values back costs the step time
   std::unique_ptr<GraphRunner> step, optimizer;
   DeviceFigures figures;
@@ -222,22 +216,18 @@ void make_plan_runners(const TrainOptions& o, const passes::TrainingProgram& pro
     target.tuned = autotune_products({&program.step, &program.optimizer}, target, *tuning,
                                      o.kernel_cache / "autotune.json", caps.gpu ? 20 : 1, log);
   }
-  r.step = plan_runner(program.step, r.step_fetch, target, device, state, launching);
-  r.optimizer = plan_runner(program.optimizer, r.optimizer_fetch, target, device, state, launching);
+  r.step = plan_runner(program.step, r.fetch.step, target, device, state, launching);
+  r.optimizer = plan_runner(program.optimizer, r.fetch.optimizer, target, device, state, launching);
 }
 
 Runners make_runners(const frontend::ModelDefinition& model, const TrainOptions& o,
                      const passes::TrainingProgram& program, const std::shared_ptr<runtime::Device>& device,
                      std::ostream& log) {
   Runners r;
-  const Fetches fetches = fetches_of(program.step, program.optimizer);
-  r.has_logits = fetches.has_logits;
-  r.scaling = fetches.scaling;
-  r.step_fetch = fetches.step;
-  r.optimizer_fetch = fetches.optimizer;
+  r.fetch = fetches_of(program.step, program.optimizer);
   if (!device) {
-    r.step = reference_runner(program.step, r.step_fetch);
-    r.optimizer = reference_runner(program.optimizer, r.optimizer_fetch);
+    r.step = reference_runner(program.step, r.fetch.step);
+    r.optimizer = reference_runner(program.optimizer, r.fetch.optimizer);
     return r;
   }
   const runtime::DeviceCapabilities caps = device->capabilities();
@@ -247,8 +237,8 @@ Runners make_runners(const frontend::ModelDefinition& model, const TrainOptions&
   const runtime::Launching launching = o.eager ? runtime::Launching::Eager : runtime::Launching::Graph;
   if (o.compiled) {  // a .bertx: its graphs (fetched values among their outputs) and kernels as compiled
     device->use_images(o.compiled->images);
-    r.step = compiled_plan_runner(program.step, r.step_fetch, o.compiled->step, device, state, launching);
-    r.optimizer = compiled_plan_runner(program.optimizer, r.optimizer_fetch, o.compiled->optimizer, device, state, launching);
+    r.step = compiled_plan_runner(program.step, r.fetch.step, o.compiled->step, device, state, launching);
+    r.optimizer = compiled_plan_runner(program.optimizer, r.fetch.optimizer, o.compiled->optimizer, device, state, launching);
   } else {
     make_plan_runners(o, program, device, state, launching, log, r);
   }
@@ -300,7 +290,7 @@ StepStats train_step(int64_t s, const TrainOptions& o, Runners& r, BatchLoader& 
     stats.loss += out.outputs.at(0).real.at(0) / double(K);
     stats.mlm_loss += out.fetched.at(std::string(names::kMlmLoss)).real.at(0) / double(K);
     stats.nsp_loss += out.fetched.at(std::string(names::kNspLoss)).real.at(0) / double(K);
-    if (r.has_logits && sample) {
+    if (r.fetch.has_logits && sample) {
       const auto [correct, counted] = mlm_hits(out.fetched.at(std::string(names::kMlmLogits)), batch);
       stats.mlm_correct += correct;
       stats.mlm_counted += counted;
@@ -319,10 +309,10 @@ StepStats train_step(int64_t s, const TrainOptions& o, Runners& r, BatchLoader& 
   }
   watch.reset();
   stats.grad_norm = optimized->fetched.at(std::string(names::kGradNorm)).real.at(0);
-  const dist::ExchangeResult sent = dp.end_exchange(s, r.scaling, stats.grad_norm);
+  const dist::ExchangeResult sent = dp.end_exchange(s, r.fetch.scaling, stats.grad_norm);
   stats.allreduce_bytes = sent.bytes;
   stats.compressed = sent.compressed;
-  if (r.scaling) {
+  if (r.fetch.scaling) {
     stats.skipped = optimized->fetched.at(std::string(names::kStepSkipped)).real.at(0) != 0;
     stats.loss_scale = optimized->fetched.at(std::string(names::kLossScaleUsed)).real.at(0);
   }
