@@ -229,13 +229,17 @@ class Differentiator {
   // Scatter-add in the indices' sorted order: the rows landing on one row are added in an order
   // fixed by the indices, so the gradient has the same bits on every run (no float atomics).
   void gather(const ir::Op& op, Tensor dy) {
-    const ir::TensorType& table = b_.graph().value(op.operands[0]).type;
+    // Copies, not references: building ops below grows the graph's value and op lists, which
+    // would leave a reference into them dangling (found on a token-classification graph).
+    const ir::TensorType table = b_.graph().value(op.operands[0]).type;
+    const ir::ValueId table_id = op.operands[0];
     const int64_t batch_dims = op.attr<int64_t>("batch_dims");
+    const int64_t padding_idx = op.attr<int64_t>("padding_idx");
     const Tensor indices = operand(op, 1);
     const Tensor order = b_.op(OpKind::ArgSort, {indices},
                                {{"rows", table.shape.at(static_cast<size_t>(batch_dims))}, {"batch_dims", batch_dims}});
-    accumulate(op.operands[0], b_.op(OpKind::ScatterAdd, {dy, indices, order},
-                                     {{"batch_dims", batch_dims}, {"padding_idx", op.attr<int64_t>("padding_idx")}}, table));
+    accumulate(table_id, b_.op(OpKind::ScatterAdd, {dy, indices, order},
+                               {{"batch_dims", batch_dims}, {"padding_idx", padding_idx}}, table));
   }
 
   void layer_norm(const ir::Op& op, Tensor dy) {
