@@ -39,16 +39,20 @@ Tensor layer_norm(Builder& b, Tensor x, std::string_view name, double eps) {
 }
 
 Embeddings embeddings(Builder& b, const Config& c, const BertInputs& in) {
+  return embeddings(b, c, in.input_ids, in.token_type_ids);
+}
+
+Embeddings embeddings(Builder& b, const Config& c, Tensor input_ids, Tensor token_type_ids) {
   const ModelConfig& m = c.model;
-  const int64_t S = c.train.seq_len;
+  const int64_t S = input_ids.dim(1);
   auto scope = b.scope("bert.embeddings");
   Tensor word = b.param("word_embeddings.weight", {m.vocab_size, m.hidden_size});
   Tensor position = b.param("position_embeddings.weight", {m.max_position_embeddings, m.hidden_size});
   Tensor token_type = b.param("token_type_embeddings.weight", {m.type_vocab_size, m.hidden_size});
   // Hugging Face order: (word + token type) + position; position ids are 0..S-1. One op per
   // statement throughout: C++ leaves argument evaluation order open, and the IR must not vary.
-  Tensor words = b.gather(word, in.input_ids, 0, m.pad_token_id);
-  Tensor types = b.gather(token_type, in.token_type_ids);
+  Tensor words = b.gather(word, input_ids, 0, m.pad_token_id);
+  Tensor types = b.gather(token_type, token_type_ids);
   Tensor sum = words + types;
   sum = sum + b.slice(position, 0, 0, S);
   Tensor out = b.dropout(layer_norm(b, sum, "LayerNorm", m.layer_norm_eps), hidden_dropout(c));
@@ -100,14 +104,27 @@ Tensor encoder_layer(Builder& b, const Config& c, Tensor x, Tensor bias) {
   return layer_norm(b, out + attention_out, "output.LayerNorm", m.layer_norm_eps);
 }
 
+Tensor pool(Builder& b, Tensor sequence_output) {
+  const int64_t B = sequence_output.dim(0), H = sequence_output.dim(2);
+  Tensor first_token = b.reshape(b.slice(sequence_output, 1, 0, 1), {B, H});
+  return tanh(dense(b, first_token, H, "bert.pooler.dense"));
+}
+
+Tensor encode(Builder& b, const Config& c, const Encoder& encoder, Tensor x, Tensor attention_bias) {
+  for (int64_t i = 0; i < c.model.num_hidden_layers; ++i) {
+    auto scope = b.scope(fmt::format("bert.encoder.layer.{}", i));
+    x = encoder.layer(b, c, x, attention_bias);
+  }
+  return encoder.after ? encoder.after(b, c, x) : x;
+}
+
 PretrainingLosses pretraining_heads(Builder& b, const Config& c, Tensor sequence_output, Tensor word_embeddings,
                                     const BertInputs& in) {
   const ModelConfig& m = c.model;
   const int64_t B = sequence_output.dim(0), H = sequence_output.dim(2);
   const int64_t P = in.masked_lm_positions.dim(1);
 
-  Tensor first_token = b.reshape(b.slice(sequence_output, 1, 0, 1), {B, H});
-  Tensor pooled = tanh(dense(b, first_token, H, "bert.pooler.dense"));
+  Tensor pooled = pool(b, sequence_output);
 
   // MLM logits only at the P masked positions: [B,P,V] instead of [B,S,V].
   Tensor masked = b.gather(sequence_output, in.masked_lm_positions, 1);
@@ -134,12 +151,7 @@ ir::Graph build_pretraining_graph(const Config& c, const EncoderLayer& layer, co
   const BertInputs in = add_pretraining_inputs(b, c.train);
   const Embeddings emb = embeddings(b, c, in);
   const Tensor bias = attention_bias(b, in.attention_mask);
-  Tensor x = emb.output;
-  for (int64_t i = 0; i < c.model.num_hidden_layers; ++i) {
-    auto scope = b.scope(fmt::format("bert.encoder.layer.{}", i));
-    x = layer(b, c, x, bias);
-  }
-  if (after) x = after(b, c, x);
+  const Tensor x = encode(b, c, Encoder{layer, after}, emb.output, bias);
   const PretrainingLosses losses = pretraining_heads(b, c, x, emb.word_embeddings, in);
   b.output(losses.total, std::string(ir::names::kLoss));
   b.output(losses.mlm, std::string(ir::names::kMlmLoss));
@@ -150,7 +162,8 @@ ir::Graph build_pretraining_graph(const Config& c, const EncoderLayer& layer, co
 ir::Graph build_bert_pretraining(const Config& c) { return build_pretraining_graph(c, encoder_layer); }
 
 ModelDefinition bert_model_definition() {
-  return {"bert", "BERT for pretraining (MLM + NSP), as Hugging Face BertForPreTraining", build_bert_pretraining, {}};
+  return {"bert", "BERT for pretraining (MLM + NSP), as Hugging Face BertForPreTraining", build_bert_pretraining, {},
+          Encoder{encoder_layer, {}}};
 }
 
 }  // namespace bertc::frontend

@@ -35,7 +35,9 @@ struct Embeddings {
   Tensor output;           // f32[B,S,H]
   Tensor word_embeddings;  // the table, tied to the MLM decoder
 };
-// word + token type + position embeddings, layer norm, dropout (params under bert.embeddings).
+// word + token type + position embeddings, layer norm, dropout (params under bert.embeddings), of
+// input_ids and token_type_ids [B,S].
+Embeddings embeddings(Builder& b, const Config& c, Tensor input_ids, Tensor token_type_ids);
 Embeddings embeddings(Builder& b, const Config& c, const BertInputs& in);
 
 // The additive attention bias [B,1,1,S]: 0 for real tokens, -10000 for padding.
@@ -58,11 +60,11 @@ struct PretrainingLosses {
 PretrainingLosses pretraining_heads(Builder& b, const Config& c, Tensor sequence_output, Tensor word_embeddings,
                                     const BertInputs& in);
 
-// What varies between BERT-like pretraining models: the encoder layer (called in scope
-// bert.encoder.layer.N with the layer input and the attention bias) and an optional step after
-// the last layer (a pre-layer-norm stack's final norm, say).
-using EncoderLayer = std::function<Tensor(Builder& b, const Config& c, Tensor x, Tensor attention_bias)>;
-using AfterEncoder = std::function<Tensor(Builder& b, const Config& c, Tensor x)>;
+// num_hidden_layers layers of `encoder` on x (in scopes bert.encoder.layer.N), then its `after`.
+Tensor encode(Builder& b, const Config& c, const Encoder& encoder, Tensor x, Tensor attention_bias);
+
+// The pooler: tanh(dense) of the first token's vector ([B,S,H] -> [B,H], params bert.pooler.dense).
+Tensor pool(Builder& b, Tensor sequence_output);
 
 // Inputs, embeddings, num_hidden_layers encoder layers, pretraining heads; outputs loss,
 // mlm_loss and nsp_loss.
@@ -70,6 +72,7 @@ ir::Graph build_pretraining_graph(const Config& c, const EncoderLayer& layer, co
 
 // The whole BertForPreTraining graph (post-layer-norm encoder_layer).
 ir::Graph build_bert_pretraining(const Config& c);
+// bertc's own model: BERT (build_bert_pretraining, encoder_layer as its encoder).
 ModelDefinition bert_model_definition();
 
 }  // namespace bertc::frontend

@@ -2,6 +2,7 @@
 #include "frontend/config.h"
 
 #include <algorithm>
+#include <charconv>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -33,7 +34,9 @@ std::vector<OptionSpec<ModelConfig>> model_specs() {
 #define BERTC_MODEL_KEY(member, Type, default_value, check, doc) \
   BERTC_OPTION_SPEC(ModelConfig, "model", member, Type, default_value, check, Program, "", doc),
 #define BERTC_TRAIN_KEY(...)
+#define BERTC_FINETUNE_KEY(...)
 #include "frontend/config.def"
+#undef BERTC_FINETUNE_KEY
 #undef BERTC_TRAIN_KEY
 #undef BERTC_MODEL_KEY
   };
@@ -44,7 +47,22 @@ std::vector<OptionSpec<TrainConfig>> train_specs() {
 #define BERTC_MODEL_KEY(...)
 #define BERTC_TRAIN_KEY(member, Type, default_value, check, doc) \
   BERTC_OPTION_SPEC(TrainConfig, "train", member, Type, default_value, check, Program, "", doc),
+#define BERTC_FINETUNE_KEY(...)
 #include "frontend/config.def"
+#undef BERTC_FINETUNE_KEY
+#undef BERTC_TRAIN_KEY
+#undef BERTC_MODEL_KEY
+  };
+}
+
+std::vector<OptionSpec<FinetuneConfig>> finetune_specs() {
+  return {
+#define BERTC_MODEL_KEY(...)
+#define BERTC_TRAIN_KEY(...)
+#define BERTC_FINETUNE_KEY(member, Type, default_value, check, doc) \
+  BERTC_OPTION_SPEC(FinetuneConfig, "finetune", member, Type, default_value, check, Program, "", doc),
+#include "frontend/config.def"
+#undef BERTC_FINETUNE_KEY
 #undef BERTC_TRAIN_KEY
 #undef BERTC_MODEL_KEY
   };
@@ -59,6 +77,7 @@ const std::vector<OptionSpec<Config>>& config_keys() {
     add_part(k, train_specs(), [](auto& c) -> auto& { return c.train; });
     add_part(k, passes::optimizer_option_specs(), [](auto& c) -> auto& { return c.train; });
     add_part(k, passes::compile_option_specs(), [](auto& c) -> auto& { return c.compile; });
+    add_part(k, finetune_specs(), [](auto& c) -> auto& { return c.finetune; });
     return k;
   }();
   return keys;
@@ -66,7 +85,7 @@ const std::vector<OptionSpec<Config>>& config_keys() {
 
 namespace {
 
-constexpr std::string_view kSections[] = {"model", "train", "compile"};
+constexpr std::string_view kSections[] = {"model", "train", "compile", "finetune"};
 
 size_t edit_distance(std::string_view a, std::string_view b) {
   std::vector<size_t> row(b.size() + 1);
@@ -98,10 +117,11 @@ class Loader {
         const toml::table* table = node.as_table();
         if (!table) fail(node, fmt::format("'{}' must be a table: write it as [{}]", k, k));
         if (k == "model") c_.model_section = true;
+        if (k == "finetune") c_.finetune_section = true;
         for (const auto& [sub, value] : *table) set_key(k, sub, value);
       } else {
-        fail(key.source(), fmt::format("unknown top-level key '{}'{} (expected name, [model], [train] or [compile])",
-                                       k, suggestion(k, {"name", "model", "train", "compile"})));
+        fail(key.source(), fmt::format("unknown top-level key '{}'{} (expected name, [model], [train], [compile] or [finetune])",
+                                       k, suggestion(k, {"name", "model", "train", "compile", "finetune"})));
       }
     }
   }
@@ -187,6 +207,64 @@ struct RelationIssue {
   std::string section, key, message;
 };
 
+// Comma-separated items, each trimmed of spaces; empty for an empty text.
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  if (text.find_first_not_of(' ') == std::string::npos) return out;
+  size_t begin = 0;
+  while (true) {
+    const size_t end = std::min(text.find(',', begin), text.size());
+    std::string item = text.substr(begin, end - begin);
+    item.erase(0, item.find_first_not_of(' '));
+    item.erase(item.find_last_not_of(' ') + 1);
+    out.push_back(item);
+    if (end == text.size()) return out;
+    begin = end + 1;
+  }
+}
+
+// The [finetune] keys against each other and [train].
+std::optional<RelationIssue> check_finetune(const FinetuneConfig& f, const TrainConfig& t) {
+  auto issue = [](std::string key, std::string message) {
+    return RelationIssue{"finetune", std::move(key), "[finetune] " + std::move(message)};
+  };
+  const bool regression = f.task == FinetuneTask::Regression;
+  if (regression && f.num_labels != 1)
+    return issue("num_labels", fmt::format("num_labels = {}: regression predicts one number; set num_labels = 1",
+                                           f.num_labels));
+  if (!regression && f.num_labels < 2)
+    return issue("num_labels", fmt::format("num_labels = {}: {} needs 2 classes at least (regression predicts one "
+                                           "number: task = \"regression\")",
+                                           f.num_labels, ir::enum_name(f.task)));
+  const std::vector<std::string> names = f.label_names();
+  if (regression && !names.empty()) return issue("labels", "labels names classes; regression has none: remove it");
+  if (!names.empty() && static_cast<int64_t>(names.size()) != f.num_labels)
+    return issue("labels", fmt::format("labels names {} classes and num_labels is {}: make them agree", names.size(),
+                                       f.num_labels));
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names[i].empty()) return issue("labels", fmt::format("labels: name {} is empty", i + 1));
+    if (std::find(names.begin(), names.begin() + i, names[i]) != names.begin() + i)
+      return issue("labels", fmt::format("labels: '{}' is named twice", names[i]));
+  }
+  const TaskMetric m = f.chosen_metric();
+  const bool correlation = m == TaskMetric::Pearson || m == TaskMetric::Spearman;
+  if (correlation != regression)
+    return issue("best_metric", fmt::format("best_metric = \"{}\" is not a figure of {} (regression: pearson or "
+                                            "spearman; classification: accuracy, f1 or mcc)",
+                                            ir::enum_name(f.best_metric), ir::enum_name(f.task)));
+  try {
+    (void)f.buckets(t.seq_len);
+  } catch (const ConfigError& e) {
+    return issue("seq_len_buckets", e.what());
+  }
+  if (t.gradient_accumulation_steps != 1)
+    return RelationIssue{"train", "gradient_accumulation_steps",
+                         fmt::format("[train] gradient_accumulation_steps = {}: fine-tuning takes one micro-batch per "
+                                     "step (an epoch's last batch would be scaled wrong); raise batch_size instead",
+                                     t.gradient_accumulation_steps)};
+  return std::nullopt;
+}
+
 std::optional<RelationIssue> check_relations(const Config& c) {
   const ModelConfig& m = c.model;
   const TrainConfig& t = c.train;
@@ -206,7 +284,9 @@ std::optional<RelationIssue> check_relations(const Config& c) {
     return RelationIssue{"train", "seq_len",
                          fmt::format("[train] seq_len = {} exceeds [model] max_position_embeddings = {}", t.seq_len,
                                      m.max_position_embeddings)};
-  if (t.max_predictions_per_seq > t.seq_len)
+  if (c.finetune_section)
+    if (auto issue = check_finetune(c.finetune, t)) return issue;
+  if (!c.finetune_section && t.max_predictions_per_seq > t.seq_len)  // (no masked predictions in fine-tuning)
     return RelationIssue{"train", "max_predictions_per_seq",
                          fmt::format("[train] max_predictions_per_seq = {} exceeds seq_len = {}",
                                      t.max_predictions_per_seq, t.seq_len)};
@@ -214,6 +294,32 @@ std::optional<RelationIssue> check_relations(const Config& c) {
 }
 
 }  // namespace
+
+std::vector<std::string> FinetuneConfig::label_names() const { return split_list(labels); }
+
+std::vector<int64_t> FinetuneConfig::buckets(int64_t seq_len) const {
+  std::vector<int64_t> out;
+  for (const std::string& item : split_list(seq_len_buckets)) {
+    int64_t n = 0;
+    const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), n);
+    if (ec != std::errc() || end != item.data() + item.size() || n < 2)
+      throw ConfigError(fmt::format("seq_len_buckets: '{}' is not a sequence length (an integer, 2 or more)", item));
+    if (!out.empty() && n <= out.back())
+      throw ConfigError(fmt::format("seq_len_buckets: {} after {}: list the lengths rising", n, out.back()));
+    out.push_back(n);
+  }
+  if (!out.empty() && out.back() > seq_len)
+    throw ConfigError(fmt::format("seq_len_buckets: {} exceeds [train] seq_len = {}, the longest compiled length: "
+                                  "raise seq_len or drop the bucket",
+                                  out.back(), seq_len));
+  if (out.empty() || out.back() != seq_len) out.push_back(seq_len);
+  return out;
+}
+
+TaskMetric FinetuneConfig::chosen_metric() const {
+  if (best_metric != TaskMetric::Auto) return best_metric;
+  return task == FinetuneTask::Regression ? TaskMetric::Pearson : TaskMetric::Accuracy;
+}
 
 void validate(const Config& c) {
   if (auto issue = check_relations(c)) throw ConfigError(fmt::format("{}: {}", c.source, issue->message));
@@ -231,6 +337,15 @@ Config parse_config(std::string_view toml_text, const std::string& source, std::
     throw ConfigError(fmt::format("{}:{}:{}: TOML syntax error: {}", source, b.line, b.column, e.description()));
   }
   Loader(config, extra_keys).load(root);
+  // A fine-tuning run's length and warmup follow from its epochs and the examples.
+  for (const char* key : {"steps", "warmup_steps"})
+    if (const toml::node* node = root["train"][key].node(); node && config.finetune_section) {
+      const auto& b = node->source().begin;
+      throw ConfigError(fmt::format("{}:{}:{}: [train] {} is not used by a fine-tuning config: its steps follow from "
+                                    "[finetune] epochs and the examples, its warmup from [finetune] warmup_ratio; "
+                                    "remove the key",
+                                    source, b.line, b.column, key));
+    }
   if (auto issue = check_relations(config)) {
     // Point at the key to change when the file sets it; the default is in force otherwise.
     const toml::node* node = root[issue->section][issue->key].node();

@@ -22,11 +22,23 @@ enum class LrDecay { Linear, Polynomial, Constant };
 BERTC_ENUM_NAMES(LrDecay, {LrDecay::Linear, "linear"}, {LrDecay::Polynomial, "polynomial"},
                  {LrDecay::Constant, "constant"})
 
+// What a fine-tuning head predicts (Hugging Face's BertFor<task>).
+enum class FinetuneTask { SequenceClassification, Regression, TokenClassification };
+BERTC_ENUM_NAMES(FinetuneTask, {FinetuneTask::SequenceClassification, "sequence-classification"},
+                 {FinetuneTask::Regression, "regression"}, {FinetuneTask::TokenClassification, "token-classification"})
+
+// The dev-set figures of a fine-tuning run, and which one picks its best checkpoint.
+enum class TaskMetric { Auto, Accuracy, F1, Mcc, Pearson, Spearman };
+BERTC_ENUM_NAMES(TaskMetric, {TaskMetric::Auto, "auto"}, {TaskMetric::Accuracy, "accuracy"}, {TaskMetric::F1, "f1"},
+                 {TaskMetric::Mcc, "mcc"}, {TaskMetric::Pearson, "pearson"}, {TaskMetric::Spearman, "spearman"})
+
 // [model]: the network (config.def).
 struct ModelConfig {
 #define BERTC_MODEL_KEY(member, Type, default_value, ...) Type member = default_value;
 #define BERTC_TRAIN_KEY(...)
+#define BERTC_FINETUNE_KEY(...)
 #include "frontend/config.def"
+#undef BERTC_FINETUNE_KEY
 #undef BERTC_TRAIN_KEY
 #undef BERTC_MODEL_KEY
 
@@ -39,9 +51,29 @@ struct ModelConfig {
 struct TrainConfig : passes::OptimizerOptions {
 #define BERTC_MODEL_KEY(...)
 #define BERTC_TRAIN_KEY(member, Type, default_value, ...) Type member = default_value;
+#define BERTC_FINETUNE_KEY(...)
 #include "frontend/config.def"
+#undef BERTC_FINETUNE_KEY
 #undef BERTC_TRAIN_KEY
 #undef BERTC_MODEL_KEY
+};
+
+// [finetune]: the task a fine-tuning run learns (bertc finetune), its data and its evaluation.
+struct FinetuneConfig {
+#define BERTC_MODEL_KEY(...)
+#define BERTC_TRAIN_KEY(...)
+#define BERTC_FINETUNE_KEY(member, Type, default_value, ...) Type member = default_value;
+#include "frontend/config.def"
+#undef BERTC_FINETUNE_KEY
+#undef BERTC_TRAIN_KEY
+#undef BERTC_MODEL_KEY
+
+  // The label names in class order (`labels` split at commas; empty when labels are numbers).
+  std::vector<std::string> label_names() const;
+  // The compiled sequence lengths, rising; the last is `seq_len`.
+  std::vector<int64_t> buckets(int64_t seq_len) const;
+  // `best_metric` with auto resolved for the task.
+  TaskMetric chosen_metric() const;
 };
 
 using passes::CompileOptions;
@@ -61,8 +93,10 @@ struct Config {
   ModelConfig model;
   TrainConfig train;
   CompileOptions compile;
+  FinetuneConfig finetune;     // set by a [finetune] section (finetune_section)
   std::map<std::string, ConfigValue> extra;  // values of the model definition's ExtraKeys
   bool model_section = false;  // whether the text has a [model] table (load_config requires one)
+  bool finetune_section = false;  // whether it has a [finetune] table: a fine-tuning config
 
   // A custom model's extra key; throws ConfigError when absent or of another type.
   template <typename T>

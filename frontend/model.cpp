@@ -3,13 +3,14 @@
 
 #include <fmt/format.h>
 
+#include "frontend/finetune.h"
 #include "ir/value_names.h"
 #include "ir/verifier.h"
 
 namespace bertc::frontend {
 
 ir::Graph build_model(const ModelDefinition& definition, const Config& config) {
-  ir::Graph graph = definition.build(config);
+  ir::Graph graph = config.finetune_section ? build_finetune_graph(definition, config) : definition.build(config);
   ir::verify_or_throw(graph);
   auto loss = graph.find(ir::names::kLoss);
   bool is_output = loss && std::find(graph.outputs().begin(), graph.outputs().end(), *loss) != graph.outputs().end();

@@ -22,6 +22,16 @@ using ir::DType;
 using ir::Shape;
 using ir::Tensor;
 
+// What varies between BERT-like models: the encoder layer (called in scope
+// bert.encoder.layer.N with the layer input and the attention bias) and an optional step after
+// the last layer (a pre-layer-norm stack's final norm, say).
+using EncoderLayer = std::function<Tensor(Builder& b, const Config& c, Tensor x, Tensor attention_bias)>;
+using AfterEncoder = std::function<Tensor(Builder& b, const Config& c, Tensor x)>;
+struct Encoder {
+  EncoderLayer layer;  // empty: the model has none to fine-tune
+  AfterEncoder after;  // optional
+};
+
 struct ModelDefinition {
   std::string name;
   std::string description;
@@ -29,12 +39,15 @@ struct ModelDefinition {
   std::function<ir::Graph(const Config&)> build;
   // [model] keys this model accepts beyond the BERT ones.
   std::vector<ExtraKey> extra_keys;
+  // Its encoder, which bertc finetune puts a task head on (frontend/finetune.h).
+  Encoder encoder = {};
 };
 
 // Defined once per program by BERTC_MODEL; the driver calls it.
 ModelDefinition model_definition();
 
-// Builds the graph for `config`, verifies it and checks that it outputs a scalar "loss".
+// Builds the graph for `config` (its fine-tuning graph when it has a [finetune] section:
+// finetune.h), verifies it and checks that it outputs a scalar "loss".
 ir::Graph build_model(const ModelDefinition& definition, const Config& config);
 
 // "bert-base" -> "bert_base": a graph name printable as @name.

@@ -14,6 +14,12 @@ inline constexpr std::string_view kMlmLoss = "mlm_loss";
 inline constexpr std::string_view kNspLoss = "nsp_loss";
 inline constexpr std::string_view kMlmLogits = "mlm_logits";  // [B*P, vocab]: for the trainer's accuracy
 
+// A fine-tuning graph (frontend/finetune.h): its task inputs besides the token inputs, and its
+// logits ([B, num_labels], [B] for regression, [B*S, num_labels] for token classification).
+inline constexpr std::string_view kLabels = "labels";
+inline constexpr std::string_view kLabelWeights = "label_weights";  // 1 a real example (token), 0 padding
+inline constexpr std::string_view kLogits = "logits";
+
 // Inputs the trainer binds at every step besides the batch.
 inline constexpr std::string_view kDropoutSeed = "dropout_seed";
 inline constexpr std::string_view kLearningRate = "learning_rate";

@@ -1,5 +1,6 @@
 // A BERT variant a user might write: pre-layer-norm encoder layers with a gated GELU (GEGLU)
-// feed-forward block, reusing bertc's BERT embeddings, attention and pretraining heads.
+// feed-forward block, reusing bertc's BERT embeddings, attention and pretraining heads (and, for
+// bertc finetune, its task heads on the same encoder).
 // Built by bertc_add_model(prenorm-bert ...) into a program with bertc's subcommands.
 #include "frontend/bert.h"
 
@@ -23,17 +24,17 @@ Tensor prenorm_layer(Builder& b, const Config& c, Tensor x, Tensor bias) {
   return h + b.dropout(dense(b, inner, m.hidden_size, "output.dense"), hidden_dropout(c));
 }
 
-bertc::ir::Graph build_prenorm_bert(const Config& c) {
-  // Pre-LN stacks need a final norm: the residual stream is never normalised otherwise.
-  auto final_norm = [](Builder& b, const Config& c, Tensor x) {
-    return layer_norm(b, x, "bert.encoder.final_layer_norm", c.model.layer_norm_eps);
-  };
-  return build_pretraining_graph(c, prenorm_layer, final_norm);
+// Pre-LN stacks need a final norm: the residual stream is never normalised otherwise.
+Tensor final_norm(Builder& b, const Config& c, Tensor x) {
+  return layer_norm(b, x, "bert.encoder.final_layer_norm", c.model.layer_norm_eps);
 }
+
+bertc::ir::Graph build_prenorm_bert(const Config& c) { return build_pretraining_graph(c, prenorm_layer, final_norm); }
 
 }  // namespace
 
 BERTC_MODEL(ModelDefinition{"prenorm-bert",
                             "pre-layer-norm BERT with an optional gated-GELU feed-forward block",
                             build_prenorm_bert,
-                            {{"gated_ffn", true, "gated_ffn must be true or false (GEGLU feed-forward block)"}}})
+                            {{"gated_ffn", true, "gated_ffn must be true or false (GEGLU feed-forward block)"}},
+                            Encoder{prenorm_layer, final_norm}})
