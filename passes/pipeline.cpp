@@ -106,4 +106,18 @@ TrainingProgram compile_training(ir::Graph forward, const CompileOptions& option
   return program;
 }
 
+ir::Graph compile_evaluation(ir::Graph forward, const CompileOptions& options) {
+  PassContext context{{options, {}}, {}};
+  for (const PassInfo& pass : registered_passes()) {
+    if (!pass.on_evaluation_graph || (pass.enabled && !pass.enabled(context.options))) continue;
+    pass.run(forward, context);
+    try {
+      ir::verify_or_throw(forward);
+    } catch (const ir::VerifyError& e) {
+      throw ir::Error(fmt::format("after pass {} (evaluation graph): {}", pass.name, e.what()));
+    }
+  }
+  return forward;
+}
+
 }  // namespace bertc::passes

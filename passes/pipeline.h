@@ -32,4 +32,9 @@ using AfterStage = std::function<void(std::string_view stage, const ir::Graph& g
 TrainingProgram compile_training(ir::Graph forward, const CompileOptions& options, const OptimizerOptions& optimizer,
                                  const AfterStage& after_stage = {});
 
+// A forward graph compiled for evaluation (no backward, no optimizer): the pipeline's passes that
+// run on such a graph (PassInfo::on_evaluation_graph: attention, precision, fusion, schedule), in
+// its order, each verified. What a fine-tuning run's dev-set evaluation runs on a device.
+ir::Graph compile_evaluation(ir::Graph forward, const CompileOptions& options);
+
 }  // namespace bertc::passes

@@ -64,27 +64,27 @@ void require_forward(const ir::Graph& g, std::string_view pass) {
 
 const PassInfo kPasses[] = {
     // bertc-opt only.
-    {"verify", "check SSA order, attributes and every op's shape rule", PipelineGraphs::None, nullptr,
+    {"verify", "check SSA order, attributes and every op's shape rule", PipelineGraphs::None, false, nullptr,
      [](ir::Graph& g, PassContext&) { ir::verify_or_throw(g); }},
-    {"dce", "remove ops no output depends on", PipelineGraphs::None, nullptr,
+    {"dce", "remove ops no output depends on", PipelineGraphs::None, false, nullptr,
      [](ir::Graph& g, PassContext&) { eliminate_dead_code(g); }},
-    {"memory-plan", "print the arena plan (analysis; the graph is unchanged) to stderr", PipelineGraphs::None, nullptr,
+    {"memory-plan", "print the arena plan (analysis; the graph is unchanged) to stderr", PipelineGraphs::None, false, nullptr,
      [](ir::Graph& g, PassContext&) { std::cerr << "// memory plan: " << describe(plan_memory(g)) << "\n"; }},
     {"annotate-costs", "set each fused op's FLOPs, bytes and roofline time on the arch as attributes",
-     PipelineGraphs::None, nullptr,
+     PipelineGraphs::None, false, nullptr,
      [](ir::Graph& g, PassContext& c) {
        refuse_if(!stage_of(g).fused, "annotate-costs", "the input has no fused ops to annotate; run fusion first");
        annotate_costs(g, c.options.compile.arch.gpu(), c.options.compile.precision);
      }},
     // The training pipeline, in order.
-    {"attention", "fuse matmul, scale, bias, softmax, dropout, matmul chains into attention ops", PipelineGraphs::Step,
+    {"attention", "fuse matmul, scale, bias, softmax, dropout, matmul chains into attention ops", PipelineGraphs::Step, true,
      [](const PassOptions& o) { return o.compile.fused_attention; },
      [](ir::Graph& g, PassContext&) {
        require_forward(g, "attention");
        fuse_attention(g);
      }},
     {"precision", "store activations in fp16 or bf16 (fp32 master weights; fp16 with loss scaling)",
-     PipelineGraphs::Step, nullptr,
+     PipelineGraphs::Step, true, nullptr,
      [](ir::Graph& g, PassContext& c) {
        if (c.options.compile.precision == Precision::Auto)
          throw ir::Error(fmt::format("precision needs a mode: precision{{mode=bf16}} ({}; auto is the target GPU's "
@@ -93,12 +93,12 @@ const PassInfo kPasses[] = {
        require_forward(g, "precision");
        apply_precision(g, c.options.compile.precision);
      }},
-    {"autodiff", "append d loss / d param as outputs <param>.grad", PipelineGraphs::Step, nullptr,
+    {"autodiff", "append d loss / d param as outputs <param>.grad", PipelineGraphs::Step, false, nullptr,
      [](ir::Graph& g, PassContext&) {
        require_forward(g, "autodiff");
        differentiate(g);
      }},
-    {"accumulate", "sum <param>.grad into states <param>.grad_acc", PipelineGraphs::Step, nullptr,
+    {"accumulate", "sum <param>.grad into states <param>.grad_acc", PipelineGraphs::Step, false, nullptr,
      [](ir::Graph& g, PassContext&) {
        const Stage s = stage_of(g);
        refuse_if(s.optimizer, "accumulate", "the input is an optimizer graph; give it the step graph (stage autodiff)");
@@ -106,7 +106,7 @@ const PassInfo kPasses[] = {
        accumulate_gradients(g);
      }},
     {"optimizer", "replace the step graph by its optimizer step graph (clipping, AdamW or LAMB, updates)",
-     PipelineGraphs::MakesOptimizer, nullptr,
+     PipelineGraphs::MakesOptimizer, false, nullptr,
      [](ir::Graph& g, PassContext& c) {
        const Stage s = stage_of(g);
        refuse_if(s.optimizer, "optimizer", "the input is an optimizer graph already; give it the step graph (stage accumulate)");
@@ -114,13 +114,13 @@ const PassInfo kPasses[] = {
        g = build_optimizer_graph(g, c.options.optimizer);
      }},
     {"lower-lamb", "replace lamb ops by their moments, per-tensor norms and update (kernels render those)",
-     PipelineGraphs::Optimizer, [](const PassOptions& o) { return o.optimizer.optimizer.kind == ir::OpKind::Lamb; },
+     PipelineGraphs::Optimizer, false, [](const PassOptions& o) { return o.optimizer.optimizer.kind == ir::OpKind::Lamb; },
      [](ir::Graph& g, PassContext&) {
        refuse_if(!stage_of(g).optimizer, "lower-lamb", "the input is not an optimizer graph; run optimizer first");
        refuse_if(stage_of(g).fused, "lower-lamb", "the input is fused already; lower-lamb runs before fusion");
        lower_lamb(g);
      }},
-    {"recompute", "drop activations the backward keeps and recompute them there", PipelineGraphs::Step, nullptr,
+    {"recompute", "drop activations the backward keeps and recompute them there", PipelineGraphs::Step, false, nullptr,
      [](ir::Graph& g, PassContext& c) {
        refuse_if(c.options.compile.recompute != RecomputePolicy::Auto && c.options.compile.memory_budget != 0,
                  "recompute", "budget is read only by policy=auto");
@@ -129,14 +129,14 @@ const PassInfo kPasses[] = {
        refuse_if(s.fused, "recompute", "the input is fused already; recompute runs before fusion");
        c.recompute = recompute(g, c.options.compile.recompute, c.options.compile.memory_budget);
      }},
-    {"fusion", "group ops into fused kernels (one launch each)", PipelineGraphs::StepAndOptimizer,
+    {"fusion", "group ops into fused kernels (one launch each)", PipelineGraphs::StepAndOptimizer, true,
      [](const PassOptions& o) { return o.compile.fusion; },
      [](ir::Graph& g, PassContext&) {
        refuse_if(stage_of(g).fused, "fusion", "the input is fused already: fusion has run");
        fuse(g);
      }},
     {"schedule", "run ops that depend only on params and inputs just before their first use",
-     PipelineGraphs::StepAndOptimizer, nullptr, [](ir::Graph& g, PassContext&) { schedule_for_memory(g); }},
+     PipelineGraphs::StepAndOptimizer, true, nullptr, [](ir::Graph& g, PassContext&) { schedule_for_memory(g); }},
 };
 
 // One option a pass reads: a compile or optimizer option under its pass key.

@@ -40,6 +40,9 @@ struct PassInfo {
   std::string_view name;
   std::string_view summary;
   PipelineGraphs graphs;
+  // Whether compile_evaluation runs it too: on a forward graph with no backward (a fine-tuning
+  // run's dev-set evaluation), in the same order.
+  bool on_evaluation_graph;
   bool (*enabled)(const PassOptions&);  // whether the pipeline runs it (null: always)
   // Transforms `graph` (MakesOptimizer: replaces the step graph by its optimizer graph).
   void (*run)(ir::Graph& graph, PassContext& context);
