@@ -1,0 +1,331 @@
+// Reading .tsv and .jsonl task files into tokenized examples, and batching them by length.
+#include "data/task_data.h"
+
+#include <algorithm>
+#include <charconv>
+#include <fstream>
+#include <numeric>
+#include <optional>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "data/pretraining_data.h"
+
+namespace bertc::data {
+namespace {
+
+using nlohmann::json;
+
+// The file's lines (without "\r\n" or "\n"), blank ones left out with their numbers kept.
+std::vector<std::pair<int64_t, std::string>> read_lines(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw DataError(fmt::format("{}: cannot open the task file (does it exist?)", path.string()));
+  std::vector<std::pair<int64_t, std::string>> lines;
+  int64_t number = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++number;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find_first_not_of(" \t") != std::string::npos) lines.emplace_back(number, std::move(line));
+  }
+  if (in.bad()) throw DataError(fmt::format("{}: read error after line {}", path.string(), number));
+  return lines;
+}
+
+std::vector<std::string> split_tabs(const std::string& line) {
+  std::vector<std::string> fields;
+  size_t begin = 0;
+  while (true) {
+    const size_t end = line.find('\t', begin);
+    fields.push_back(line.substr(begin, end == std::string::npos ? std::string::npos : end - begin));
+    if (end == std::string::npos) return fields;
+    begin = end + 1;
+  }
+}
+
+// Turns raw labels into classes, targets and tags, and texts into token ids, for one file.
+class ExampleMaker {
+ public:
+  ExampleMaker(const std::filesystem::path& path, const TaskFormat& f, const Tokenizer& t, const Vocab& v)
+      : path_(path.string()), f_(f), tokenizer_(t), vocab_(v) {}
+
+  [[noreturn]] void fail(int64_t line, const std::string& message) const {
+    throw DataError(fmt::format("{}:{}: {}", path_, line, message));
+  }
+
+  // A class from its name ([finetune] labels) or number.
+  int32_t class_of(int64_t line, const std::string& text) const {
+    if (!f_.label_names.empty()) {
+      const auto it = std::find(f_.label_names.begin(), f_.label_names.end(), text);
+      if (it == f_.label_names.end())
+        fail(line, fmt::format("label '{}' is not one of [finetune] labels ({}): add it there, or fix the line", text,
+                               fmt::join(f_.label_names, ", ")));
+      return static_cast<int32_t>(it - f_.label_names.begin());
+    }
+    int64_t n = -1;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+    if (ec != std::errc() || end != text.data() + text.size())
+      fail(line, fmt::format("label '{}' is not a class number: name the classes in order with [finetune] labels = "
+                             "\"a,b,...\"",
+                             text));
+    return class_number(line, n);
+  }
+
+  int32_t class_number(int64_t line, int64_t n) const {
+    if (n < 0 || n >= f_.num_labels)
+      fail(line, fmt::format("label {} is outside 0..{} ([finetune] num_labels = {})", n, f_.num_labels - 1,
+                             f_.num_labels));
+    return static_cast<int32_t>(n);
+  }
+
+  float real_of(int64_t line, const std::string& text) const {
+    double v = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(v))
+      fail(line, fmt::format("regression target '{}' is not a finite number", text));
+    return static_cast<float>(v);
+  }
+
+  // [CLS] a [SEP] (b [SEP]), the pair cut longest-first to max_len.
+  void set_texts(TaskExample& e, const std::string& a, const std::optional<std::string>& b, int64_t& truncated) const {
+    std::vector<int64_t> ta = tokenizer_.encode(a), tb = b ? tokenizer_.encode(*b) : std::vector<int64_t>{};
+    const size_t room = static_cast<size_t>(f_.max_len) - (b ? 3 : 2);
+    if (ta.size() + tb.size() > room) ++truncated;
+    while (ta.size() + tb.size() > room) (ta.size() > tb.size() ? ta : tb).pop_back();
+    e.ids.push_back(static_cast<int32_t>(vocab_.cls()));
+    for (int64_t id : ta) e.ids.push_back(static_cast<int32_t>(id));
+    e.ids.push_back(static_cast<int32_t>(vocab_.sep()));
+    e.types.assign(e.ids.size(), 0);
+    if (!b) return;
+    for (int64_t id : tb) e.ids.push_back(static_cast<int32_t>(id));
+    e.ids.push_back(static_cast<int32_t>(vocab_.sep()));
+    e.types.resize(e.ids.size(), 1);
+  }
+
+  // Each word's pieces, its tag on the first piece; cut to max_len with [CLS] and [SEP].
+  void set_words(TaskExample& e, const std::vector<std::string>& words, const std::vector<int32_t>& tags,
+                 int64_t& truncated) const {
+    e.ids = {static_cast<int32_t>(vocab_.cls())};
+    e.tags = {0};
+    e.tag_weights = {0};
+    const size_t room = static_cast<size_t>(f_.max_len) - 1;
+    bool cut = false;
+    for (size_t w = 0; w < words.size(); ++w) {
+      const std::vector<int64_t> pieces = tokenizer_.encode(words[w]);
+      for (size_t p = 0; p < pieces.size(); ++p) {
+        if (e.ids.size() >= room) {
+          cut = true;
+          break;
+        }
+        e.ids.push_back(static_cast<int32_t>(pieces[p]));
+        e.tags.push_back(p == 0 ? tags[w] : 0);
+        e.tag_weights.push_back(p == 0 ? 1.0f : 0.0f);
+      }
+    }
+    truncated += cut;
+    e.ids.push_back(static_cast<int32_t>(vocab_.sep()));
+    e.tags.push_back(0);
+    e.tag_weights.push_back(0);
+    e.types.assign(e.ids.size(), 0);
+  }
+
+  const std::string path_;
+  const TaskFormat& f_;
+  const Tokenizer& tokenizer_;
+  const Vocab& vocab_;
+};
+
+// A column's number: by header name, or the key itself as a number without a header.
+size_t column_of(const std::string& key, const std::string& what, const std::vector<std::string>& header,
+                 const std::string& path) {
+  if (!header.empty()) {
+    const auto it = std::find(header.begin(), header.end(), key);
+    if (it == header.end())
+      throw DataError(fmt::format("{}:1: no column '{}' ([finetune] {}); the header names: {} (set [finetune] "
+                                  "tsv_header = false for a file without one)",
+                                  path, key, what, fmt::join(header, ", ")));
+    return static_cast<size_t>(it - header.begin());
+  }
+  size_t n = 0;
+  const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), n);
+  if (ec != std::errc() || end != key.data() + key.size())
+    throw DataError(fmt::format("{}: [finetune] {} = '{}' names a column, and the file has no header (tsv_header = "
+                                "false): give the column's 0-based number",
+                                path, what, key));
+  return n;
+}
+
+TaskData read_tsv(const std::filesystem::path& path, const TaskFormat& f, const ExampleMaker& maker) {
+  if (f.kind == LabelKind::Tags)
+    throw DataError(fmt::format("{}: token-classification reads .jsonl (a list of words and a list of tags a line), "
+                                "not .tsv",
+                                path.string()));
+  auto lines = read_lines(path);
+  std::vector<std::string> header;
+  if (f.tsv_header && !lines.empty()) {
+    header = split_tabs(lines.front().second);
+    lines.erase(lines.begin());
+  }
+  const size_t a = column_of(f.text_a, "text_a", header, path.string());
+  const bool pairs = !f.text_b.empty();
+  const size_t b = pairs ? column_of(f.text_b, "text_b", header, path.string()) : 0;
+  const size_t label = column_of(f.label, "label", header, path.string());
+  const size_t needed = std::max({a, b, label}) + 1;
+  TaskData data{path, {}, 0};
+  for (const auto& [number, line] : lines) {
+    const std::vector<std::string> fields = split_tabs(line);
+    if (fields.size() < needed)
+      maker.fail(number, fmt::format("{} fields separated by tabs, and the columns read need {}", fields.size(), needed));
+    TaskExample e;
+    e.line = number;
+    maker.set_texts(e, fields[a], pairs ? std::optional(fields[b]) : std::nullopt, data.truncated);
+    if (f.kind == LabelKind::Class) e.label = maker.class_of(number, fields[label]);
+    else e.target = maker.real_of(number, fields[label]);
+    data.examples.push_back(std::move(e));
+  }
+  return data;
+}
+
+const json& member(const json& object, const std::string& key, const std::string& what, int64_t line,
+                   const ExampleMaker& maker) {
+  const auto it = object.find(key);
+  if (it == object.end())
+    maker.fail(line, fmt::format("no key '{}' ([finetune] {}) in the object", key, what));
+  return *it;
+}
+
+std::string text_member(const json& object, const std::string& key, const std::string& what, int64_t line,
+                        const ExampleMaker& maker) {
+  const json& v = member(object, key, what, line, maker);
+  if (!v.is_string()) maker.fail(line, fmt::format("'{}' must be a string, found {}", key, v.type_name()));
+  return v.get<std::string>();
+}
+
+int32_t class_member(const json& v, int64_t line, const ExampleMaker& maker) {
+  if (v.is_number_integer()) return maker.class_number(line, v.get<int64_t>());
+  if (v.is_string()) return maker.class_of(line, v.get<std::string>());
+  maker.fail(line, fmt::format("a label must be a class number or name, found {}", v.type_name()));
+}
+
+TaskData read_jsonl(const std::filesystem::path& path, const TaskFormat& f, const ExampleMaker& maker) {
+  TaskData data{path, {}, 0};
+  for (const auto& [number, line] : read_lines(path)) {
+    json object;
+    try {
+      object = json::parse(line);
+    } catch (const json::parse_error& e) {
+      maker.fail(number, fmt::format("not a JSON object: {}", e.what()));
+    }
+    if (!object.is_object()) maker.fail(number, fmt::format("a line must be a JSON object, found {}", object.type_name()));
+    TaskExample e;
+    e.line = number;
+    if (f.kind == LabelKind::Tags) {
+      const json& words = member(object, f.text_a, "text_a", number, maker);
+      const json& tags = member(object, f.label, "label", number, maker);
+      if (!words.is_array() || !tags.is_array() || words.size() != tags.size())
+        maker.fail(number, fmt::format("'{}' and '{}' must be lists of equal length (a tag per word)", f.text_a, f.label));
+      std::vector<std::string> w;
+      std::vector<int32_t> t;
+      for (size_t i = 0; i < words.size(); ++i) {
+        if (!words[i].is_string()) maker.fail(number, fmt::format("word {} of '{}' is not a string", i, f.text_a));
+        w.push_back(words[i].get<std::string>());
+        t.push_back(class_member(tags[i], number, maker));
+      }
+      maker.set_words(e, w, t, data.truncated);
+    } else {
+      const std::string a = text_member(object, f.text_a, "text_a", number, maker);
+      const std::optional<std::string> b =
+          f.text_b.empty() ? std::nullopt : std::optional(text_member(object, f.text_b, "text_b", number, maker));
+      maker.set_texts(e, a, b, data.truncated);
+      const json& label = member(object, f.label, "label", number, maker);
+      if (f.kind == LabelKind::Class) {
+        e.label = class_member(label, number, maker);
+      } else {
+        if (!label.is_number() || !std::isfinite(label.get<double>()))
+          maker.fail(number, fmt::format("regression target '{}' must be a finite number", f.label));
+        e.target = label.get<float>();
+      }
+    }
+    data.examples.push_back(std::move(e));
+  }
+  return data;
+}
+
+}  // namespace
+
+TaskData read_task_file(const std::filesystem::path& path, const TaskFormat& format, const Tokenizer& tokenizer,
+                        const Vocab& vocab) {
+  if (format.max_len < (format.text_b.empty() ? 3 : 5))
+    throw DataError(fmt::format("{}: sequences of {} tokens leave no room for text between [CLS] and [SEP]",
+                                path.string(), format.max_len));
+  const ExampleMaker maker(path, format, tokenizer, vocab);
+  const std::string ext = path.extension().string();
+  TaskData data;
+  if (ext == ".tsv") data = read_tsv(path, format, maker);
+  else if (ext == ".jsonl") data = read_jsonl(path, format, maker);
+  else
+    throw DataError(fmt::format("{}: a task file is .tsv (GLUE-style columns) or .jsonl (a JSON object a line); "
+                                "rename it to say which",
+                                path.string()));
+  if (data.examples.empty()) throw DataError(fmt::format("{}: no examples in the file", path.string()));
+  return data;
+}
+
+TaskBatch make_task_batch(const std::vector<const TaskExample*>& examples, LabelKind kind, int64_t batch,
+                          int64_t seq_len) {
+  if (static_cast<int64_t>(examples.size()) > batch) throw std::logic_error("more examples than rows in a task batch");
+  TaskBatch out;
+  out.batch = batch, out.seq_len = seq_len, out.examples = static_cast<int64_t>(examples.size());
+  const size_t cells = static_cast<size_t>(batch * seq_len);
+  out.input_ids.assign(cells, 0);
+  out.token_type_ids.assign(cells, 0);
+  out.attention_mask.assign(cells, 0);
+  const bool tags = kind == LabelKind::Tags;
+  out.labels.assign(tags ? cells : static_cast<size_t>(batch), 0);
+  out.weights.assign(tags ? cells : static_cast<size_t>(batch), 0.0f);
+  if (kind == LabelKind::Real) out.targets.assign(static_cast<size_t>(batch), 0.0f);
+  for (size_t r = 0; r < examples.size(); ++r) {
+    const TaskExample& e = *examples[r];
+    if (static_cast<int64_t>(e.ids.size()) > seq_len) throw std::logic_error("a task example longer than its bucket");
+    const size_t row = r * static_cast<size_t>(seq_len);
+    std::copy(e.ids.begin(), e.ids.end(), out.input_ids.begin() + row);
+    std::copy(e.types.begin(), e.types.end(), out.token_type_ids.begin() + row);
+    std::fill_n(out.attention_mask.begin() + row, e.ids.size(), 1);
+    if (tags) {
+      std::copy(e.tags.begin(), e.tags.end(), out.labels.begin() + row);
+      std::copy(e.tag_weights.begin(), e.tag_weights.end(), out.weights.begin() + row);
+    } else {
+      out.weights[r] = 1.0f;
+      if (kind == LabelKind::Real) out.targets[r] = e.target;
+      else out.labels[r] = e.label;
+    }
+  }
+  return out;
+}
+
+size_t bucket_of(int64_t length, const std::vector<int64_t>& buckets) {
+  for (size_t b = 0; b < buckets.size(); ++b)
+    if (length <= buckets[b]) return b;
+  return buckets.size() - 1;
+}
+
+std::vector<PlannedBatch> plan_batches(const std::vector<TaskExample>& examples, const std::vector<int64_t>& buckets,
+                                       int64_t batch, uint64_t seed, int64_t epoch, bool shuffle) {
+  std::vector<size_t> order(examples.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  // One stream per epoch, a function of the seed only: a rerun shuffles the same way.
+  Rng rng(seed * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(epoch));
+  if (shuffle) rng.shuffle(order);
+  std::vector<std::vector<size_t>> by_bucket(buckets.size());
+  for (size_t i : order) by_bucket[bucket_of(static_cast<int64_t>(examples[i].ids.size()), buckets)].push_back(i);
+  std::vector<PlannedBatch> out;
+  for (size_t b = 0; b < buckets.size(); ++b)
+    for (size_t begin = 0; begin < by_bucket[b].size(); begin += static_cast<size_t>(batch)) {
+      const size_t end = std::min(by_bucket[b].size(), begin + static_cast<size_t>(batch));
+      out.push_back({b, std::vector<size_t>(by_bucket[b].begin() + begin, by_bucket[b].begin() + end)});
+    }
+  if (shuffle) rng.shuffle(out);
+  return out;
+}
+
+}  // namespace bertc::data

@@ -1,0 +1,77 @@
+// Fine-tuning examples: GLUE-style .tsv or .jsonl task files read into tokenized examples
+// ([CLS] a [SEP] (b [SEP])), and the padded batches an epoch is made of, grouped by length into
+// the compiled sequence lengths (buckets).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "data/tokenizer.h"
+
+namespace bertc::data {
+
+// What a label is: a class, a real number (regression) or a class per word (token tags).
+enum class LabelKind { Class, Real, Tags };
+
+// How to read a task file.
+struct TaskFormat {
+  LabelKind kind = LabelKind::Class;
+  std::string text_a = "sentence", text_b, label = "label";  // column names (or numbers), or JSON keys
+  bool tsv_header = true;
+  std::vector<std::string> label_names;  // class order; empty: labels are class numbers
+  int64_t num_labels = 2;
+  int64_t max_len = 128;                 // tokens with [CLS] and [SEP]s; longer examples are cut
+};
+
+struct TaskExample {
+  int64_t line = 0;                     // in its file, for messages
+  std::vector<int32_t> ids, types;      // [CLS] a [SEP] (b [SEP]), unpadded
+  int32_t label = 0;                    // Class
+  float target = 0;                     // Real
+  std::vector<int32_t> tags;            // Tags: per token (0 where not counted)
+  std::vector<float> tag_weights;       // Tags: 1 on a word's first piece, else 0
+};
+
+struct TaskData {
+  std::filesystem::path path;
+  std::vector<TaskExample> examples;
+  int64_t truncated = 0;  // examples cut to max_len
+};
+
+// Reads a .tsv (columns by header name, or by 0-based number when tsv_header is false; fields
+// split at tabs, no quoting, as GLUE writes them) or .jsonl (an object a line; token tags need
+// .jsonl: a list of words and a list of tags). Pairs are cut longest-first to max_len, as BERT's
+// run_classifier does. Throws DataError naming the file, line and fix for a missing column or key,
+// an unknown label, a label out of range, a tag count that differs from the word count, an empty
+// file.
+TaskData read_task_file(const std::filesystem::path& path, const TaskFormat& format, const Tokenizer& tokenizer,
+                        const Vocab& vocab);
+
+// One padded batch at sequence length `seq_len`: rows past the examples are padding (all zero,
+// weight 0). Row-major [batch, seq_len] (labels/weights [batch] unless Tags).
+struct TaskBatch {
+  int64_t batch = 0, seq_len = 0, examples = 0;
+  std::vector<int32_t> input_ids, token_type_ids, attention_mask;
+  std::vector<int32_t> labels;   // Class: [batch]; Tags: [batch, seq_len]
+  std::vector<float> targets;    // Real: [batch]
+  std::vector<float> weights;    // [batch], or [batch, seq_len] for Tags
+};
+TaskBatch make_task_batch(const std::vector<const TaskExample*>& examples, LabelKind kind, int64_t batch,
+                          int64_t seq_len);
+
+// The shortest bucket that holds `length` tokens (the last holds every example: they are cut to it).
+size_t bucket_of(int64_t length, const std::vector<int64_t>& buckets);
+
+// The batches of one pass over `examples`: each example in the bucket of its length, each bucket cut
+// into batches of `batch` (its last one short), in an order drawn from `seed` and `epoch` (examples
+// shuffled, then batch order shuffled) or, with `shuffle` false, in file order bucket by bucket.
+struct PlannedBatch {
+  size_t bucket = 0;
+  std::vector<size_t> examples;  // indices into the examples
+};
+std::vector<PlannedBatch> plan_batches(const std::vector<TaskExample>& examples, const std::vector<int64_t>& buckets,
+                                       int64_t batch, uint64_t seed, int64_t epoch, bool shuffle);
+
+}  // namespace bertc::data

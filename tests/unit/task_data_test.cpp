@@ -1,0 +1,170 @@
+// Fine-tuning task files (data/task_data.h): the BERT pair layout, labels by name or number,
+// GLUE-style columns, token tags on first pieces, longest-first cutting, errors naming file and
+// line, and the bucketed batches of an epoch.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "data/task_data.h"
+
+namespace bertc::data {
+namespace {
+
+// ids: 0 [PAD] 1 [UNK] 2 [CLS] 3 [SEP] 4 [MASK] 5 the 6 cat 7 sat 8 dog 9 ran 10 ##s 11 .
+Vocab vocab() {
+  return Vocab::from_tokens({"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "dog", "ran", "##s", "."},
+                            "test");
+}
+
+class TaskFiles : public ::testing::Test {
+ protected:
+  std::filesystem::path write(const std::string& name, const std::string& text) {
+    const std::filesystem::path p = dir_ / name;
+    std::ofstream(p) << text;
+    return p;
+  }
+  TaskData read(const std::filesystem::path& p, const TaskFormat& f) { return read_task_file(p, f, tokenizer_, vocab_); }
+  // The message of the DataError reading `p` throws.
+  std::string error(const std::filesystem::path& p, const TaskFormat& f) {
+    try {
+      read(p, f);
+    } catch (const DataError& e) {
+      return e.what();
+    }
+    return "no error";
+  }
+
+  std::filesystem::path dir_ = std::filesystem::path(::testing::TempDir()) / "task_data_test";
+  Vocab vocab_ = vocab();
+  Tokenizer tokenizer_{vocab_, true};
+  void SetUp() override { std::filesystem::create_directories(dir_); }
+};
+
+TEST_F(TaskFiles, PairsHaveTheBertLayoutAndNamedLabels) {
+  TaskFormat f;
+  f.text_a = "sentence1", f.text_b = "sentence2", f.label_names = {"no", "yes"};
+  const auto p = write("pairs.tsv", "id\tsentence1\tsentence2\tlabel\n7\tThe cat sat.\tthe dogs ran\tyes\n\n8\tcat\tdog\tno\r\n");
+  const TaskData d = read(p, f);
+  ASSERT_EQ(d.examples.size(), 2u);
+  EXPECT_EQ(d.examples[0].ids, (std::vector<int32_t>{2, 5, 6, 7, 11, 3, 5, 8, 10, 9, 3}));
+  EXPECT_EQ(d.examples[0].types, (std::vector<int32_t>{0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1}));
+  EXPECT_EQ(d.examples[0].label, 1);
+  EXPECT_EQ(d.examples[1].label, 0);
+  EXPECT_EQ(d.examples[1].line, 4);  // (the blank line is skipped, its number kept)
+}
+
+TEST_F(TaskFiles, ColumnsByNumberWithoutAHeaderAndNumberedLabels) {
+  TaskFormat f;
+  f.tsv_header = false, f.text_a = "2", f.label = "0", f.num_labels = 3;
+  const TaskData d = read(write("cola.tsv", "2\tsrc\tthe cat\n0\tsrc\tdog\n"), f);
+  EXPECT_EQ(d.examples[0].label, 2);
+  EXPECT_EQ(d.examples[1].ids, (std::vector<int32_t>{2, 8, 3}));
+  f.label = "label";
+  EXPECT_NE(error(write("cola2.tsv", "0\tx\tcat\n"), f).find("give the column's 0-based number"), std::string::npos);
+}
+
+TEST_F(TaskFiles, PairsAreCutLongestFirst) {
+  TaskFormat f;
+  f.text_a = "a", f.text_b = "b", f.max_len = 8;  // room for 5 tokens of text
+  const TaskData d = read(write("cut.tsv", "a\tb\tlabel\nthe cat sat the cat\tthe dog\t1\n"), f);
+  // a loses tokens until it is no longer than b: 5+2 -> 4+2 -> 3+2.
+  EXPECT_EQ(d.examples[0].ids, (std::vector<int32_t>{2, 5, 6, 7, 3, 5, 8, 3}));
+  EXPECT_EQ(d.truncated, 1);
+}
+
+TEST_F(TaskFiles, RegressionTargetsAndJsonLines) {
+  TaskFormat f;
+  f.kind = LabelKind::Real, f.text_a = "s";
+  const TaskData d = read(write("sts.jsonl", "{\"s\": \"the cat\", \"label\": 3.5}\n{\"s\": \"dog\", \"label\": -1}\n"), f);
+  EXPECT_FLOAT_EQ(d.examples[0].target, 3.5f);
+  EXPECT_FLOAT_EQ(d.examples[1].target, -1.0f);
+}
+
+TEST_F(TaskFiles, TagsGoToEachWordsFirstPiece) {
+  TaskFormat f;
+  f.kind = LabelKind::Tags, f.text_a = "tokens", f.label = "tags", f.label_names = {"O", "B-ANIMAL"}, f.num_labels = 2;
+  const TaskData d = read(write("ner.jsonl", R"({"tokens": ["The", "dogs", "ran"], "tags": ["O", "B-ANIMAL", 0]})" "\n"), f);
+  const TaskExample& e = d.examples[0];
+  EXPECT_EQ(e.ids, (std::vector<int32_t>{2, 5, 8, 10, 9, 3}));  // dogs = dog ##s
+  EXPECT_EQ(e.tags, (std::vector<int32_t>{0, 0, 1, 0, 0, 0}));
+  EXPECT_EQ(e.tag_weights, (std::vector<float>{0, 1, 1, 0, 1, 0}));
+  EXPECT_NE(error(write("ner.tsv", "tokens\ttags\n"), f).find("reads .jsonl"), std::string::npos);
+}
+
+TEST_F(TaskFiles, ErrorsNameTheFileTheLineAndTheFix) {
+  TaskFormat f;
+  f.label_names = {"no", "yes"};
+  const auto missing = write("missing.tsv", "text\tlabel\ncat\tyes\n");
+  EXPECT_NE(error(missing, f).find("missing.tsv:1: no column 'sentence' ([finetune] text_a); the header names: text, label"),
+            std::string::npos) << error(missing, f);
+  EXPECT_NE(error(write("unknown.tsv", "sentence\tlabel\ncat\tyes\ndog\tmaybe\n"), f)
+                .find("unknown.tsv:3: label 'maybe' is not one of [finetune] labels (no, yes)"),
+            std::string::npos);
+  EXPECT_NE(error(write("short.tsv", "sentence\tlabel\ncat\n"), f).find("short.tsv:2: 1 fields"), std::string::npos);
+  f.label_names.clear();
+  EXPECT_NE(error(write("range.tsv", "sentence\tlabel\ncat\t2\n"), f).find("label 2 is outside 0..1"), std::string::npos);
+  EXPECT_NE(error(write("name.tsv", "sentence\tlabel\ncat\tyes\n"), f).find("[finetune] labels = "), std::string::npos);
+  EXPECT_NE(error(write("bad.jsonl", "{\"sentence\": \"cat\", \"label\": 1}\n{oops\n"), f).find("bad.jsonl:2: not a JSON object"),
+            std::string::npos);
+  EXPECT_NE(error(write("empty.tsv", "sentence\tlabel\n"), f).find("no examples"), std::string::npos);
+  EXPECT_NE(error(write("data.csv", "x"), f).find(".tsv (GLUE-style columns) or .jsonl"), std::string::npos);
+}
+
+std::vector<TaskExample> examples_of_lengths(const std::vector<size_t>& lengths) {
+  std::vector<TaskExample> out;
+  for (size_t n : lengths) {
+    TaskExample e;
+    e.ids.assign(n, 5);
+    e.types.assign(n, 0);
+    e.label = static_cast<int32_t>(out.size() % 2);
+    out.push_back(e);
+  }
+  return out;
+}
+
+TEST(TaskBatches, EveryExampleOnceInTheShortestBucketThatHoldsIt) {
+  const std::vector<int64_t> buckets = {4, 8, 16};
+  const auto examples = examples_of_lengths({3, 4, 5, 8, 9, 16, 2, 7, 12, 3, 3});
+  EXPECT_EQ(bucket_of(4, buckets), 0u);
+  EXPECT_EQ(bucket_of(5, buckets), 1u);
+  EXPECT_EQ(bucket_of(16, buckets), 2u);
+  for (bool shuffle : {false, true}) {
+    const auto plan = plan_batches(examples, buckets, 2, 7, 1, shuffle);
+    std::multiset<size_t> seen;
+    for (const PlannedBatch& b : plan) {
+      EXPECT_LE(b.examples.size(), 2u);
+      for (size_t i : b.examples) {
+        seen.insert(i);
+        EXPECT_EQ(b.bucket, bucket_of(static_cast<int64_t>(examples[i].ids.size()), buckets));
+      }
+    }
+    EXPECT_EQ(seen.size(), examples.size());
+    EXPECT_EQ(std::set<size_t>(seen.begin(), seen.end()).size(), examples.size());
+    // 5 examples fit 4 (3 batches), 3 fit 8 (2), 3 fit 16 (2): the count an epoch's steps are.
+    EXPECT_EQ(plan.size(), 7u);
+  }
+  // The same seed and epoch give the same order; another epoch another.
+  auto order = [&](int64_t epoch) {
+    std::vector<size_t> all;
+    for (const PlannedBatch& b : plan_batches(examples, buckets, 2, 7, epoch, true))
+      all.insert(all.end(), b.examples.begin(), b.examples.end());
+    return all;
+  };
+  EXPECT_EQ(order(1), order(1));
+  EXPECT_NE(order(1), order(2));
+}
+
+TEST(TaskBatches, ShortBatchesArePaddedWithRowsOfWeightZero) {
+  const auto examples = examples_of_lengths({3, 2});
+  const TaskBatch b = make_task_batch({&examples[0], &examples[1]}, LabelKind::Class, 3, 4);
+  EXPECT_EQ(b.input_ids, (std::vector<int32_t>{5, 5, 5, 0, 5, 5, 0, 0, 0, 0, 0, 0}));
+  EXPECT_EQ(b.attention_mask, (std::vector<int32_t>{1, 1, 1, 0, 1, 1, 0, 0, 0, 0, 0, 0}));
+  EXPECT_EQ(b.labels, (std::vector<int32_t>{0, 1, 0}));
+  EXPECT_EQ(b.weights, (std::vector<float>{1, 1, 0}));
+  EXPECT_EQ(b.examples, 2);
+}
+
+}  // namespace
+}  // namespace bertc::data
