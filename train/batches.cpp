@@ -1,6 +1,8 @@
 // Batch plumbing between the data pipeline, the executor and files.
 #include "train/batches.h"
 
+#include <cmath>
+
 #include <cstring>
 
 #include <fmt/format.h>
@@ -104,6 +106,17 @@ support::Environment synthetic_environment(const frontend::Config& c, const pass
   initialize_states(program.step, env);
   initialize_states(program.optimizer, env);
   bind_batch(synthetic_batch(c, seed), env);
+  // A fine-tuning graph's task inputs: labels spread over the classes (or real targets), all
+  // counted. (The pretraining inputs bound above it does not read.)
+  for (std::string_view name : {ir::names::kLabels, ir::names::kLabelWeights}) {
+    const auto v = program.step.find(name);
+    if (!v) continue;
+    support::HostTensor t = support::HostTensor::zeros(program.step.value(*v).type);
+    for (size_t i = 0; i < t.integer.size(); ++i) t.integer[i] = static_cast<int64_t>((i * 7 + seed) % c.finetune.num_labels);
+    for (size_t i = 0; i < t.real.size(); ++i)
+      t.real[i] = name == ir::names::kLabelWeights ? 1.0f : static_cast<float>(std::sin(0.7 * double(i + seed)));
+    env[std::string(name)] = std::move(t);
+  }
   check_batch_ranges(env, c, "the synthetic batch");
   env[std::string(ir::names::kDropoutSeed)] = support::HostTensor::scalar(ir::DType::I64, static_cast<double>(seed % (uint64_t{1} << 40)));
   env[std::string(ir::names::kLearningRate)] = support::HostTensor::scalar(ir::DType::F32, c.train.learning_rate);
@@ -132,6 +145,9 @@ void check_batch_ranges(const support::Environment& inputs, const frontend::Conf
       {"masked_lm_positions", c.train.seq_len, fmt::format("[train] seq_len = {}", c.train.seq_len)},
       {"masked_lm_ids", c.model.vocab_size, fmt::format("[model] vocab_size = {}", c.model.vocab_size)},
       {"next_sentence_labels", 2, "2 (a next-sentence label is 0 or 1)"},
+      // (a regression's labels are numbers; class and tag labels are checked)
+      {c.finetune.task == frontend::FinetuneTask::Regression ? "" : "labels", c.finetune.num_labels,
+       fmt::format("[finetune] num_labels = {}", c.finetune.num_labels)},
   };
   for (const Range& r : ranges) {
     const auto it = inputs.find(r.input);

@@ -16,9 +16,12 @@ namespace {
 const support::StoredTensor& batch_tensor(const support::Safetensors& file, const std::string& name, const std::string& source) {
   auto it = file.tensors.find(name);
   if (it == file.tensors.end())
-    throw support::SafetensorsError(fmt::format("{}: the batch has no tensor '{}' (it needs input_ids, token_type_ids, "
-                                       "attention_mask, masked_lm_positions, masked_lm_ids, masked_lm_weights, "
-                                       "next_sentence_labels)", source, name));
+    throw support::SafetensorsError(fmt::format("{}: the batch has no tensor '{}' (the model reads input_ids, "
+                                                "token_type_ids, attention_mask and, for pretraining, "
+                                                "masked_lm_positions, masked_lm_ids, masked_lm_weights, "
+                                                "next_sentence_labels; for a [finetune] config labels and "
+                                                "label_weights)",
+                                                source, name));
   return it->second;
 }
 
@@ -29,14 +32,18 @@ EvalResult evaluate_batch(const frontend::ModelDefinition& model, frontend::Conf
   const support::Safetensors batch = support::read_safetensors(batch_path);
   const std::string source = batch_path.string();
   const ir::Shape ids = batch_tensor(batch, "input_ids", source).shape;
-  const ir::Shape positions = batch_tensor(batch, "masked_lm_positions", source).shape;
-  if (ids.size() != 2 || positions.size() != 2)
-    throw support::SafetensorsError(fmt::format("{}: input_ids must be [batch, seq] and masked_lm_positions [batch, "
-                                       "predictions], found {} and {}", source, ir::shape_string(ids),
-                                       ir::shape_string(positions)));
+  if (ids.size() != 2)
+    throw support::SafetensorsError(fmt::format("{}: input_ids must be [batch, seq], found {}", source,
+                                                ir::shape_string(ids)));
   config.train.batch_size = ids[0];
   config.train.seq_len = ids[1];
-  config.train.max_predictions_per_seq = positions[1];
+  if (!config.finetune_section) {  // (a fine-tuning graph has no masked predictions)
+    const ir::Shape positions = batch_tensor(batch, "masked_lm_positions", source).shape;
+    if (positions.size() != 2)
+      throw support::SafetensorsError(fmt::format("{}: masked_lm_positions must be [batch, predictions], found {}",
+                                                  source, ir::shape_string(positions)));
+    config.train.max_predictions_per_seq = positions[1];
+  }
   config.compile.dropout = false;
   frontend::validate(config);
 
@@ -56,11 +63,15 @@ EvalResult evaluate_batch(const frontend::ModelDefinition& model, frontend::Conf
   if (!loaded.missing.empty())
     throw support::SafetensorsError(fmt::format("{}: {} params are missing: {}", weights.string(), loaded.missing.size(),
                                        fmt::join(loaded.missing, ", ")));
-  const std::string mlm(ir::names::kMlmLoss), nsp(ir::names::kNspLoss);
-  std::vector<std::string> fetch = {mlm, nsp};
+  std::vector<std::string> losses;  // besides loss: the pretraining graph's two
+  for (std::string_view name : {ir::names::kMlmLoss, ir::names::kNspLoss})
+    if (graph.find(name)) losses.emplace_back(name);
+  std::vector<std::string> fetch = losses;
   for (ir::ValueId p : graph.values_of(ir::OpKind::Param)) fetch.push_back(ir::names::grad_of(graph.value(p).name));
   const auto r = reference::Executor<float>(graph).run(env, fetch);
-  EvalResult out{r.outputs.at(0).real.at(0), r.fetched.at(mlm).real.at(0), r.fetched.at(nsp).real.at(0), {}};
+  EvalResult out;
+  for (const std::string& name : losses) out.losses.emplace_back(name, r.fetched.at(name).real.at(0));
+  out.losses.emplace_back(ir::names::kLoss, r.outputs.at(0).real.at(0));
   for (ir::ValueId p : graph.values_of(ir::OpKind::Param)) {
     const std::string& name = graph.value(p).name;
     out.gradients[name] = r.fetched.at(ir::names::grad_of(name));

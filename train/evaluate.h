@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "frontend/model.h"
 #include "support/tensor_io.h"
@@ -12,15 +14,19 @@
 namespace bertc::train {
 
 struct EvalResult {
-  double loss = 0, mlm_loss = 0, nsp_loss = 0;
+  // The losses the graph outputs, in print order: mlm_loss, nsp_loss, loss for pretraining; loss
+  // for a fine-tuning config.
+  std::vector<std::pair<std::string, double>> losses;
   std::map<std::string, support::HostTensor> gradients;  // by Hugging Face param name
 };
 
-// `config`'s batch shape is replaced by the batch file's (input_ids [B,S], masked_lm_positions
-// [B,P]); `weights` is a safetensors file with every param (a bertc checkpoint or a Hugging Face
-// BertForPreTraining file). The batch file holds input_ids, token_type_ids, attention_mask,
-// masked_lm_positions, masked_lm_ids, masked_lm_weights and next_sentence_labels, in any integer
-// (weights: any float) dtype.
+// `config`'s batch shape is replaced by the batch file's (input_ids [B,S], and for pretraining
+// masked_lm_positions [B,P]); `weights` is a safetensors file with every param (a bertc checkpoint
+// or a Hugging Face BertForPreTraining, BertForSequenceClassification or
+// BertForTokenClassification file). The batch file holds every input of the model's graph:
+// input_ids, token_type_ids, attention_mask and, for pretraining, masked_lm_positions,
+// masked_lm_ids, masked_lm_weights and next_sentence_labels, or for a [finetune] config labels and
+// label_weights; in any integer (weights, regression labels: any float) dtype.
 EvalResult evaluate_batch(const frontend::ModelDefinition& model, frontend::Config config,
                           const std::filesystem::path& weights, const std::filesystem::path& batch);
 

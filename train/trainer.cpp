@@ -44,15 +44,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 namespace names = ir::names;
 
-// A fresh dropout seed per micro-batch, a function of the run's seed only: a resumed run draws
-// the same masks as an uninterrupted one.
-int64_t dropout_seed(uint64_t seed, int64_t micro_batch) {
-  const auto m = static_cast<uint64_t>(micro_batch);
-  const auto r = ir::philox4x32_10({static_cast<uint32_t>(m), static_cast<uint32_t>(m >> 32), 0xd207u, 0},
-                                   {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)});
-  return static_cast<int64_t>((static_cast<uint64_t>(r[0]) << 32 | r[1]) >> 1);
-}
-
 // Correct and counted masked-LM predictions (argmax over the vocabulary at real positions).
 std::pair<int64_t, int64_t> mlm_hits(const support::HostTensor& logits, const data::Batch& b) {
   const int64_t vocab = logits.type.shape[1];
@@ -339,6 +330,13 @@ void write_profile(int64_t step, const TrainOptions& o, const runtime::Device& d
 }
 
 }  // namespace
+
+int64_t dropout_seed(uint64_t seed, int64_t micro_batch) {
+  const auto m = static_cast<uint64_t>(micro_batch);
+  const auto r = ir::philox4x32_10({static_cast<uint32_t>(m), static_cast<uint32_t>(m >> 32), 0xd207u, 0},
+                                   {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)});
+  return static_cast<int64_t>((static_cast<uint64_t>(r[0]) << 32 | r[1]) >> 1);
+}
 
 passes::TrainingProgram runnable_program(passes::TrainingProgram program) {
   // A model without some of them (a custom model's graph) still compiles; training it says what

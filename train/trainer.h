@@ -71,6 +71,10 @@ struct TrainSummary {
 // actionable messages.
 TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOptions& options, std::ostream& log);
 
+// A fresh dropout seed per micro-batch, a function of the run's seed only: a resumed run draws
+// the same masks as an uninterrupted one.
+int64_t dropout_seed(uint64_t seed, int64_t micro_batch);
+
 // The program as training runs it on a device: each graph with the values training reads (the
 // losses, MLM logits, gradient norm, loss scale) appended to its outputs, as a plan runner
 // renders it. bertc compile -o FILE.bertx compiles this, so that bertc train FILE.bertx runs it

@@ -1,0 +1,63 @@
+// Fine-tuning's dev figures against values worked out by hand (in the comments), as sklearn's
+// accuracy_score, f1_score and matthews_corrcoef and scipy's pearsonr and spearmanr give them.
+#include <gtest/gtest.h>
+
+#include "train/task_metrics.h"
+
+namespace bertc::train {
+namespace {
+
+TEST(TaskMetrics, BinaryClassification) {
+  // TP 3 (rows 0 2 6), FN 1 (row 1), FP 1 (row 4), TN 3: accuracy 6/8; F1 = 2*3 / (2*3 + 1 + 1);
+  // MCC = (3*3 - 1*1) / sqrt(4*4*4*4) = 0.5.
+  const TaskScores s = classification_scores({1, 1, 1, 0, 0, 0, 1, 0}, {1, 0, 1, 0, 1, 0, 1, 0}, 2);
+  EXPECT_EQ(s.count, 8);
+  EXPECT_DOUBLE_EQ(s.accuracy, 0.75);
+  EXPECT_DOUBLE_EQ(s.f1, 0.75);
+  EXPECT_DOUBLE_EQ(s.mcc, 0.5);
+}
+
+TEST(TaskMetrics, MulticlassMacroF1AndGorodkinsMcc) {
+  // truth 0 1 2 0 1 2, predicted 0 1 1 0 0 2: 4 correct of 6. Per class F1: 0: 2*2/(3+2) = 0.8,
+  // 1: 2*1/(2+2) = 0.5, 2: 2*1/(1+2) = 2/3; macro 0.655556. MCC: predicted counts 3 2 1, true
+  // 2 2 2: (4*6 - 12) / sqrt((36 - 14) * (36 - 12)) = 12 / sqrt(528) = 0.522233.
+  const TaskScores s = classification_scores({0, 1, 2, 0, 1, 2}, {0, 1, 1, 0, 0, 2}, 3);
+  EXPECT_DOUBLE_EQ(s.accuracy, 4.0 / 6.0);
+  EXPECT_NEAR(s.f1, (0.8 + 0.5 + 2.0 / 3.0) / 3.0, 1e-12);
+  EXPECT_NEAR(s.mcc, 12.0 / std::sqrt(528.0), 1e-12);
+}
+
+TEST(TaskMetrics, ConstantPredictionsHaveNoCorrelation) {
+  // Always class 0: MCC's denominator is 0 (sklearn returns 0); F1 of class 1 is 0.
+  const TaskScores s = classification_scores({0, 1, 1, 0}, {0, 0, 0, 0}, 2);
+  EXPECT_DOUBLE_EQ(s.accuracy, 0.5);
+  EXPECT_DOUBLE_EQ(s.f1, 0.0);
+  EXPECT_DOUBLE_EQ(s.mcc, 0.0);
+}
+
+TEST(TaskMetrics, Regression) {
+  // truth 1 2 3 4, predicted 1 3 2 5: sxy 5.5, sxx 5, syy 8.75: Pearson 5.5 / sqrt(43.75); ranks
+  // 1 2 3 4 and 1 3 2 4: Spearman 4 / 5; MSE (0 + 1 + 1 + 1) / 4.
+  const TaskScores s = regression_scores({1, 2, 3, 4}, {1, 3, 2, 5});
+  EXPECT_NEAR(s.pearson, 5.5 / std::sqrt(43.75), 1e-12);
+  EXPECT_NEAR(s.spearman, 0.8, 1e-12);
+  EXPECT_NEAR(s.mse, 0.75, 1e-12);
+}
+
+TEST(TaskMetrics, SpearmanGivesTiesTheirMeanRank) {
+  // truth ranks 1 2.5 2.5 4 (the tie shares ranks 2 and 3), predicted 1 2 3 4: sxy = 4.5 (dx
+  // -1.5 0 0 1.5, dy -1.5 -0.5 0.5 1.5), sxx 4.5, syy 5: 4.5 / sqrt(22.5).
+  const TaskScores s = regression_scores({1, 2, 2, 3}, {10, 20, 30, 40});
+  EXPECT_NEAR(s.spearman, 4.5 / std::sqrt(22.5), 1e-12);
+}
+
+TEST(TaskMetrics, TheChosenFigure) {
+  TaskScores s;
+  s.accuracy = 0.1, s.f1 = 0.2, s.mcc = 0.3, s.pearson = 0.4, s.spearman = 0.5;
+  EXPECT_EQ(metric_value(s, frontend::TaskMetric::F1), 0.2);
+  EXPECT_EQ(metric_value(s, frontend::TaskMetric::Spearman), 0.5);
+  EXPECT_THROW(metric_value(s, frontend::TaskMetric::Auto), std::logic_error);
+}
+
+}  // namespace
+}  // namespace bertc::train

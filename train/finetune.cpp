@@ -1,0 +1,380 @@
+// The fine-tuning loop (see finetune.h): epochs of bucketed batches, the dev set after each.
+#include "train/finetune.h"
+
+#include <chrono>
+#include <csignal>
+#include <cmath>
+#include <fstream>
+#include <memory>
+#include <numeric>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "codegen/matrix_strategy.h"
+#include "data/task_data.h"
+#include "data/vocab.h"
+#include "ir/value_names.h"
+#include "passes/pipeline.h"
+#include "runtime/device_registry.h"
+#include "train/checkpoint.h"
+#include "train/graph_runner.h"
+#include "train/lr_schedule.h"
+#include "train/resume.h"
+#include "train/run_lock.h"
+#include "train/stop_request.h"
+#include "train/trainer.h"
+
+namespace bertc::train {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+namespace names = ir::names;
+using frontend::FinetuneTask;
+
+data::LabelKind label_kind(FinetuneTask task) {
+  switch (task) {
+    case FinetuneTask::SequenceClassification: return data::LabelKind::Class;
+    case FinetuneTask::Regression: return data::LabelKind::Real;
+    case FinetuneTask::TokenClassification: return data::LabelKind::Tags;
+  }
+  throw std::logic_error("label_kind: unknown task");
+}
+
+data::TaskFormat format_of(const frontend::FinetuneConfig& f, int64_t max_len) {
+  data::TaskFormat format;
+  format.kind = label_kind(f.task);
+  format.text_a = f.text_a, format.text_b = f.text_b, format.label = f.label;
+  format.tsv_header = f.tsv_header;
+  format.label_names = f.label_names();
+  format.num_labels = f.num_labels;
+  format.max_len = max_len;
+  return format;
+}
+
+// The batch as the fine-tuning graph's inputs.
+void bind_task_batch(const data::TaskBatch& b, data::LabelKind kind, support::Environment& env) {
+  const ir::Shape tokens{b.batch, b.seq_len};
+  const ir::Shape labels = kind == data::LabelKind::Tags ? tokens : ir::Shape{b.batch};
+  auto ints = [&](const std::string& name, const ir::Shape& shape, const std::vector<int32_t>& values) {
+    support::HostTensor t = support::HostTensor::zeros({ir::DType::I32, shape});
+    t.integer.assign(values.begin(), values.end());
+    env[name] = std::move(t);
+  };
+  auto reals = [&](const std::string& name, const ir::Shape& shape, const std::vector<float>& values) {
+    support::HostTensor t = support::HostTensor::zeros({ir::DType::F32, shape});
+    t.real = values;
+    env[name] = std::move(t);
+  };
+  ints("input_ids", tokens, b.input_ids);
+  ints("token_type_ids", tokens, b.token_type_ids);
+  ints("attention_mask", tokens, b.attention_mask);
+  if (kind == data::LabelKind::Real) reals(std::string(names::kLabels), labels, b.targets);
+  else ints(std::string(names::kLabels), labels, b.labels);
+  reals(std::string(names::kLabelWeights), labels, b.weights);
+}
+
+// One compiled sequence length: its training step and its evaluation graph (dropout off).
+struct Bucket {
+  int64_t seq_len = 0;
+  passes::TrainingProgram program;
+  ir::Graph evaluation;
+  std::unique_ptr<GraphRunner> step, evaluate;
+};
+
+// The step and evaluation graphs of every bucket (each compiled once; a device caches its kernels).
+std::vector<Bucket> compile_buckets(const frontend::ModelDefinition& model, const frontend::Config& c,
+                                    bool on_device) {
+  std::vector<Bucket> out;
+  for (int64_t len : c.finetune.buckets(c.train.seq_len)) {
+    frontend::Config shaped = c;
+    shaped.train.seq_len = len;
+    Bucket b;
+    b.seq_len = len;
+    b.program = passes::compile_training(frontend::build_model(model, shaped), c.compile, c.train);
+    shaped.compile.dropout = false;
+    b.evaluation = frontend::build_model(model, shaped);
+    if (on_device) b.evaluation = passes::compile_evaluation(std::move(b.evaluation), shaped.compile);
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
+// "classifier.weight, classifier.bias" or "41 tensors (cls.predictions.bias, ...)".
+std::string name_list(const std::vector<std::string>& names) {
+  if (names.size() <= 4) return fmt::format("{}", fmt::join(names, ", "));
+  return fmt::format("{} tensors ({}, {}, ...)", names.size(), names[0], names[1]);
+}
+
+// --init: the encoder from a checkpoint; only the task head (and a pooler a BertModel file may
+// lack) may be missing, and is made fresh.
+void load_init(const std::filesystem::path& init, const ir::Graph& graph, support::Environment& env, std::ostream& log) {
+  const PretrainedReport r = load_pretrained(init, graph, env);
+  std::vector<std::string> encoder_missing;
+  for (const std::string& name : r.missing)
+    if (!name.starts_with("classifier.") && !name.starts_with("bert.pooler.")) encoder_missing.push_back(name);
+  if (!encoder_missing.empty())
+    throw TrainError(fmt::format("--init {}: it lacks {} of the model's params ({}): is it a checkpoint of this "
+                                 "model, with the config's [model] sizes?",
+                                 init.string(), encoder_missing.size(), name_list(encoder_missing)));
+  // A bertc checkpoint holds the optimizer's state too: said apart from the unused params.
+  std::vector<std::string> unused_params;
+  int64_t optimizer_state = 0;
+  for (const std::string& name : r.unexpected) {
+    const bool moment = name.ends_with(names::kFirstMomentSuffix) || name.ends_with(names::kSecondMomentSuffix) ||
+                        name == names::kOptimizerStep || name == names::kLossScale || name == names::kLossScaleGoodSteps;
+    if (moment) ++optimizer_state;
+    else unused_params.push_back(name);
+  }
+  log << fmt::format("init: {} params from {}; made fresh: {}; not used: {}{}\n", r.loaded.size(), init.string(),
+                     r.missing.empty() ? "none" : name_list(r.missing),
+                     unused_params.empty() ? "no params" : name_list(unused_params),
+                     optimizer_state ? fmt::format(" and {} optimizer states", optimizer_state) : "");
+}
+
+struct Runners {
+  std::vector<Bucket> buckets;
+  std::unique_ptr<GraphRunner> optimizer;
+};
+
+void make_runners(const FinetuneOptions& o, Runners& r, const std::shared_ptr<runtime::Device>& device) {
+  const std::vector<std::string> norm = {std::string(names::kGradNorm)};
+  const passes::TrainingProgram& first = r.buckets.front().program;
+  if (!device) {
+    for (Bucket& b : r.buckets) {
+      b.step = reference_runner(b.program.step, {});
+      b.evaluate = reference_runner(b.evaluation, {});
+    }
+    r.optimizer = reference_runner(first.optimizer, norm);
+    return;
+  }
+  // Every bucket's graphs share the params, moments and accumulators on the device.
+  const auto state = std::make_shared<runtime::ResidentState>(*device);
+  const runtime::Launching launching = o.eager ? runtime::Launching::Eager : runtime::Launching::Graph;
+  const codegen::RenderTarget target = codegen::render_target(o.config.compile, device->capabilities().sm);
+  for (Bucket& b : r.buckets) {
+    b.step = plan_runner(b.program.step, {}, target, device, state, launching);
+    b.evaluate = plan_runner(b.evaluation, {}, target, device, state, launching);
+  }
+  r.optimizer = plan_runner(first.optimizer, norm, target, device, state, launching);
+}
+
+std::vector<const data::TaskExample*> examples_of(const data::TaskData& data, const data::PlannedBatch& planned) {
+  std::vector<const data::TaskExample*> out;
+  for (size_t i : planned.examples) out.push_back(&data.examples[i]);
+  return out;
+}
+
+size_t argmax(const float* row, int64_t n) { return static_cast<size_t>(std::max_element(row, row + n) - row); }
+
+// The dev set's scores with the current weights (dropout off).
+TaskScores evaluate_dev(const frontend::Config& c, Runners& r, const data::TaskData& dev, support::Environment& env) {
+  const data::LabelKind kind = label_kind(c.finetune.task);
+  const int64_t L = c.finetune.num_labels;
+  std::vector<int64_t> lengths;
+  for (const Bucket& b : r.buckets) lengths.push_back(b.seq_len);
+  std::vector<int32_t> truth, predicted;
+  std::vector<float> targets, predictions;
+  double loss = 0, weight = 0;
+  for (const data::PlannedBatch& planned : data::plan_batches(dev.examples, lengths, c.train.batch_size, 0, 0, false)) {
+    Bucket& bucket = r.buckets[planned.bucket];
+    const data::TaskBatch batch = data::make_task_batch(examples_of(dev, planned), kind, c.train.batch_size, bucket.seq_len);
+    bind_task_batch(batch, kind, env);
+    const reference::RunResult<float> out = bucket.evaluate->run(env);
+    const double w = std::accumulate(batch.weights.begin(), batch.weights.end(), 0.0);
+    loss += out.outputs.at(0).real.at(0) * w;
+    weight += w;
+    const std::vector<float>& logits = out.outputs.at(1).real;  // (build_finetune_graph's second output)
+    if (kind == data::LabelKind::Real) {
+      for (int64_t row = 0; row < batch.examples; ++row) {
+        targets.push_back(batch.targets[static_cast<size_t>(row)]);
+        predictions.push_back(logits[static_cast<size_t>(row)]);
+      }
+      continue;
+    }
+    // Classes: one row of logits per example; tags: one per token, the counted ones.
+    for (size_t row = 0; row < batch.weights.size(); ++row) {
+      if (batch.weights[row] == 0) continue;
+      truth.push_back(batch.labels[row]);
+      predicted.push_back(static_cast<int32_t>(argmax(logits.data() + row * static_cast<size_t>(L), L)));
+    }
+  }
+  TaskScores s = kind == data::LabelKind::Real ? regression_scores(targets, predictions)
+                                               : classification_scores(truth, predicted, L);
+  s.loss = loss / weight;
+  return s;
+}
+
+nlohmann::json scores_json(const TaskScores& s) {
+  return {{"count", s.count}, {"loss", s.loss},   {"accuracy", s.accuracy}, {"f1", s.f1},
+          {"mcc", s.mcc},     {"pearson", s.pearson}, {"spearman", s.spearman}, {"mse", s.mse}};
+}
+
+// What a fine-tuning checkpoint records besides the run's facts: the task and, after an
+// evaluation, its scores.
+std::map<std::string, std::string> task_metadata(const frontend::ModelDefinition& model, const frontend::Config& c,
+                                                 int64_t epoch, const std::optional<TaskScores>& dev) {
+  std::map<std::string, std::string> m = run_metadata(model, c, 1);
+  m["finetune_task"] = std::string(ir::enum_name(c.finetune.task));
+  m["num_labels"] = std::to_string(c.finetune.num_labels);
+  m["labels"] = c.finetune.labels;
+  m["epoch"] = std::to_string(epoch);
+  if (dev) m["dev_scores"] = scores_json(*dev).dump();
+  return m;
+}
+
+class MetricsFile {
+ public:
+  explicit MetricsFile(const std::filesystem::path& path) : out_(path, std::ios::app) {
+    if (!out_) throw TrainError(fmt::format("{}: cannot open the metrics file for writing", path.string()));
+  }
+  void write(const nlohmann::json& line) { out_ << line.dump() << "\n" << std::flush; }
+
+ private:
+  std::ofstream out_;
+};
+
+}  // namespace
+
+FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const FinetuneOptions& options, std::ostream& log) {
+  FinetuneOptions o = options;
+  frontend::Config& c = o.config;
+  const frontend::FinetuneConfig& f = c.finetune;
+  const RunFolderLock folder_lock(o.checkpoint_dir, log);
+  remove_leftover_temporaries(o.checkpoint_dir, log);
+  if (!list_checkpoints(o.checkpoint_dir).empty() || !list_checkpoints(o.checkpoint_dir / "best").empty())
+    throw TrainError(fmt::format("{} holds a run's checkpoints already, and fine-tuning starts afresh: give another "
+                                 "--checkpoint-dir (a fine-tuned checkpoint is a starting point for --init)",
+                                 o.checkpoint_dir.string()));
+  const StopOnSignal stop_on_signal;
+  const std::shared_ptr<runtime::Device> device =
+      o.device ? runtime::open_device(*o.device, {c.compile.arch.sm(), o.kernel_cache, 0}) : nullptr;
+  if (device && device->capabilities().gpu) log << fmt::format("device: {}\n", device->name());
+
+  // The examples, cut to the longest compiled length.
+  const data::Vocab vocab = data::Vocab::load(o.vocab);
+  if (vocab.size() > c.model.vocab_size)
+    throw TrainError(fmt::format("{} has {} tokens and [model] vocab_size is {}: raise vocab_size (or use the "
+                                 "pretrained model's vocabulary)",
+                                 o.vocab.string(), vocab.size(), c.model.vocab_size));
+  const data::Tokenizer tokenizer(vocab, c.train.do_lower_case);
+  const std::vector<int64_t> lengths = f.buckets(c.train.seq_len);
+  const data::TaskFormat format = format_of(f, lengths.back());
+  const data::TaskData train_data = data::read_task_file(o.train_data, format, tokenizer, vocab);
+  std::optional<data::TaskData> dev;
+  if (o.dev_data) dev = data::read_task_file(*o.dev_data, format, tokenizer, vocab);
+  std::vector<int64_t> per_bucket(lengths.size());
+  for (const data::TaskExample& e : train_data.examples)
+    ++per_bucket[data::bucket_of(static_cast<int64_t>(e.ids.size()), lengths)];
+  std::vector<std::string> shares;
+  for (size_t b = 0; b < lengths.size(); ++b) shares.push_back(fmt::format("{} at {}", per_bucket[b], lengths[b]));
+  log << fmt::format("data: {}: {} examples ({}; {} cut to {} tokens){}\n", o.train_data.string(),
+                     train_data.examples.size(), fmt::join(shares, ", "), train_data.truncated, lengths.back(),
+                     dev ? fmt::format("; dev {}: {} examples", o.dev_data->string(), dev->examples.size()) : "");
+
+  // The schedule: the run's steps follow from the epochs.
+  frontend::TrainConfig& t = c.train;
+  const int64_t steps_per_epoch = static_cast<int64_t>(
+      data::plan_batches(train_data.examples, lengths, t.batch_size, 0, 0, false).size());
+  t.steps = f.epochs * steps_per_epoch;
+  t.warmup_steps = std::llround(f.warmup_ratio * static_cast<double>(t.steps));
+  log << fmt::format("finetune: {} ({}, {} labels) on {}: {} epochs x {} steps = {} steps of {} examples, warmup {}, "
+                     "learning rate {:g}, {} optimizer, precision {}; checkpoints in {}\n",
+                     c.name, ir::enum_name(f.task), f.num_labels, device ? device->name() : "the CPU reference",
+                     f.epochs, steps_per_epoch, t.steps, t.batch_size, t.warmup_steps, t.learning_rate,
+                     passes::optimizer_name(t.optimizer), ir::enum_name(c.compile.precision), o.checkpoint_dir.string());
+
+  Runners r;
+  r.buckets = compile_buckets(model, c, device != nullptr);
+  const passes::TrainingProgram& first = r.buckets.front().program;
+  support::Environment env;
+  if (o.init) load_init(*o.init, first.step, env, log);
+  else log << fmt::format("init: none: every param fresh from [train] seed {}\n", t.seed);
+  fresh_state(c, first, env);  // (what --init did not set)
+  make_runners(o, r, device);
+  const TensorManifest manifest = manifest_of(first);
+
+  MetricsFile metrics(o.metrics);
+  FinetuneSummary summary;
+  const frontend::TaskMetric chosen = f.chosen_metric();
+  std::optional<double> best;
+  const data::LabelKind kind = format.kind;
+  int64_t step = 0;
+  for (int64_t epoch = 1; epoch <= f.epochs && !summary.stopped_by_signal; ++epoch) {
+    EpochResult result;
+    result.epoch = epoch;
+    double window = 0;
+    int64_t window_steps = 0, window_examples = 0;
+    auto window_began = Clock::now();
+    for (const data::PlannedBatch& planned :
+         data::plan_batches(train_data.examples, lengths, t.batch_size, static_cast<uint64_t>(t.seed), epoch, true)) {
+      ++step;
+      Bucket& bucket = r.buckets[planned.bucket];
+      const data::TaskBatch batch =
+          data::make_task_batch(examples_of(train_data, planned), kind, t.batch_size, bucket.seq_len);
+      bind_task_batch(batch, kind, env);
+      const double lr = learning_rate_at(t, step);
+      env[std::string(names::kLearningRate)] = support::HostTensor::scalar(ir::DType::F32, lr);
+      support::HostTensor seed = support::HostTensor::zeros({ir::DType::I64, {}});
+      seed.integer[0] = dropout_seed(static_cast<uint64_t>(t.seed), step - 1);
+      env[std::string(names::kDropoutSeed)] = std::move(seed);
+      const auto [out, optimized] = run_together(*bucket.step, *r.optimizer, env);
+      const double loss = out.outputs.at(0).real.at(0);
+      if (!std::isfinite(loss))
+        throw TrainError(fmt::format("the loss is {} at step {} (epoch {}): lower [train] learning_rate", loss, step,
+                                     epoch));
+      const double grad_norm = optimized.fetched.at(std::string(names::kGradNorm)).real.at(0);
+      summary.losses.push_back(loss);
+      result.train_loss += loss;
+      window += loss, ++window_steps, window_examples += batch.examples;
+      metrics.write({{"step", step}, {"epoch", epoch}, {"loss", loss}, {"learning_rate", lr}, {"grad_norm", grad_norm},
+                     {"seq_len", bucket.seq_len}});
+      if (step % t.log_every == 0 || step == t.steps) {
+        const double seconds = std::chrono::duration<double>(Clock::now() - window_began).count();
+        log << fmt::format("step {}/{} (epoch {}): loss {:.4f}, lr {:.2e}, grad norm {:.3f}, {:.1f} examples/s\n", step,
+                           t.steps, epoch, window / double(window_steps), lr, grad_norm,
+                           double(window_examples) / std::max(seconds, 1e-9));
+        window = 0, window_steps = 0, window_examples = 0;
+        window_began = Clock::now();
+      }
+      if (const int stop = stop_requested()) {
+        summary.stopped_by_signal = stop;
+        break;
+      }
+    }
+    const int64_t steps_done = step - (epoch - 1) * steps_per_epoch;
+    result.train_loss /= double(std::max<int64_t>(steps_done, 1));
+    result.last_step = step;
+    r.optimizer->download_state(env);
+    if (dev && !summary.stopped_by_signal) {
+      result.dev = evaluate_dev(c, r, *dev, env);
+      const double value = metric_value(*result.dev, chosen);
+      result.best = !best || value > *best;
+      if (result.best) best = value;
+    }
+    const auto metadata = task_metadata(model, c, epoch, result.dev);
+    save_checkpoint(o.checkpoint_dir, step, manifest, env, metadata, t.keep_checkpoints);
+    if (result.best) {
+      save_checkpoint(o.checkpoint_dir / "best", step, manifest, env, metadata, 1);
+      summary.best_checkpoint = checkpoint_path(o.checkpoint_dir / "best", step);
+    }
+    nlohmann::json line = {{"epoch", epoch}, {"step", step}, {"train_loss", result.train_loss}};
+    if (result.dev) line["dev"] = scores_json(*result.dev), line["best"] = result.best;
+    metrics.write(line);
+    log << fmt::format("epoch {}/{}: train loss {:.4f}{}; checkpoint {}\n", epoch, f.epochs, result.train_loss,
+                       result.dev ? fmt::format("; dev {}{}", describe(*result.dev, f.task),
+                                                result.best ? fmt::format(" (best {} so far)", ir::enum_name(chosen)) : "")
+                                  : "",
+                       checkpoint_path(o.checkpoint_dir, step).string());
+    summary.epochs.push_back(result);
+  }
+  if (summary.stopped_by_signal)
+    log << fmt::format("stopped by {} after step {}: its checkpoint is saved (fine-tuning does not resume; start "
+                       "again, or use it with --init)\n",
+                       summary.stopped_by_signal == SIGINT ? "SIGINT" : "SIGTERM", step);
+  if (!summary.best_checkpoint.empty())
+    log << fmt::format("best: {} {:.4f}: {}\n", ir::enum_name(chosen), *best, summary.best_checkpoint.string());
+  return summary;
+}
+
+}  // namespace bertc::train

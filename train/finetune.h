@@ -1,0 +1,48 @@
+// Fine-tuning: a task head on a (pretrained) encoder trained for a few epochs on task examples,
+// evaluated on a dev file after each epoch, the best epoch's checkpoint kept. On the CPU reference
+// executor or a device (the compiled plan, one compiled shape per sequence-length bucket).
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "frontend/model.h"
+#include "train/task_metrics.h"
+
+namespace bertc::train {
+
+struct FinetuneOptions {
+  frontend::Config config;                    // with a [finetune] section; compile options resolved
+  std::filesystem::path train_data, vocab;    // resolved paths
+  std::optional<std::filesystem::path> dev_data;
+  std::optional<std::filesystem::path> init;  // a bertc checkpoint or Hugging Face safetensors
+  std::filesystem::path checkpoint_dir;       // checkpoint-NNNNNN.safetensors per epoch, best/ the best one
+  std::filesystem::path metrics;              // JSON lines, appended
+  std::optional<std::string> device;          // as TrainOptions::device; nullopt: the CPU reference
+  std::filesystem::path kernel_cache;
+  bool eager = false;                         // on a device: launch kernel by kernel
+};
+
+struct EpochResult {
+  int64_t epoch = 0, last_step = 0;
+  double train_loss = 0;            // mean over the epoch's steps
+  std::optional<TaskScores> dev;    // with a dev file
+  bool best = false;                // its checkpoint is the one in best/
+};
+
+struct FinetuneSummary {
+  std::vector<EpochResult> epochs;
+  std::vector<double> losses;       // every step's
+  std::filesystem::path best_checkpoint;  // empty without a dev file
+  int stopped_by_signal = 0;
+};
+
+// Runs the fine-tuning; progress on `log`. Throws TrainError, ConfigError, DataError and
+// SafetensorsError with the fix in the message. Refuses a checkpoint folder with a run in it
+// (fine-tuning starts afresh; its checkpoints are starting points for --init).
+FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const FinetuneOptions& options, std::ostream& log);
+
+}  // namespace bertc::train
