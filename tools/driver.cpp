@@ -33,6 +33,8 @@
 #include "train/trainer.h"
 #include "tools/check.h"
 #include "tools/compile_flags.h"
+#include "tools/device_choice.h"
+#include "tools/finetune_command.h"
 #include "tools/prepare_data.h"
 #include "tools/vocab_command.h"
 #include "tools/estimate.h"
@@ -144,6 +146,11 @@ int compile(CompileArgs args, const CompileFlags& flags, const frontend::ModelDe
     throw std::invalid_argument(fmt::format("{} would hold --emit {} text, not a compiled plan: drop --emit (a .bertx "
                                             "output implies plan) or name the file otherwise",
                                             args.output, args.emit_text));
+  if (emit == Emit::Plan && config.finetune_section)
+    throw std::invalid_argument(fmt::format("{}: a fine-tuning config compiles a shape per sequence-length bucket, "
+                                            "and a .bertx holds one training program: fine-tune from the config "
+                                            "(bertc finetune {}); its IR, kernels and report compile as usual",
+                                            args.config, args.config));
   const ir::Graph graph = frontend::build_model(model, config);
   // The pipeline, run once when what is emitted needs it, and always for --dump-ir and
   // --print-ir-after-all (they show every stage whatever is emitted).
@@ -230,49 +237,6 @@ struct TrainArgs {
   std::string profile_out;
   bool resume = false, eager = false, autotune = false;
 };
-
-// The registry's device names after `first`, for --device's choices.
-std::vector<std::string> device_names(std::vector<std::string> first) {
-  for (const runtime::DeviceKind& kind : runtime::device_kinds()) first.emplace_back(kind.name);
-  return first;
-}
-
-// "host (the compiled plan's kernels under ...), cuda (GPU 0 ...)".
-std::string devices_help() {
-  std::vector<std::string> parts;
-  for (const runtime::DeviceKind& kind : runtime::device_kinds())
-    parts.push_back(fmt::format("{} ({})", kind.name, kind.description));
-  return fmt::format("{}", fmt::join(parts, ", "));
-}
-
-// The device training runs on (nullopt: the CPU reference executor), said on stderr with the
-// reason, never silently. auto takes the first device of the registry that its probe finds and
-// that may be chosen automatically (validated on real hardware), else the CPU reference.
-std::optional<std::string> choose_device(const std::string& requested) {
-  if (requested == "cpu") {
-    std::cerr << "device: CPU reference executor (--device cpu)\n";
-    return std::nullopt;
-  }
-  if (requested != "auto") {
-    const runtime::DeviceKind& kind = runtime::device_kind(requested);
-    std::cerr << fmt::format("device: {} (--device {}{}{})\n", kind.description, kind.name,
-                             kind.caveat.empty() ? "" : "; ", kind.caveat);
-    return requested;
-  }
-  std::vector<std::string> found;
-  for (const runtime::DeviceKind& kind : runtime::device_kinds()) {
-    if (!kind.probe) continue;  // always usable, never chosen for you (the host emulation)
-    const runtime::DeviceProbe probe = kind.probe();
-    if (probe.usable && kind.chosen_automatically) {
-      std::cerr << fmt::format("device: {} (--device auto: {})\n", probe.found, kind.name);
-      return std::string(kind.name);
-    }
-    found.push_back(probe.usable ? fmt::format("found {}, but {} (--device {} tries it)", probe.found, kind.caveat, kind.name)
-                                 : fmt::format("no usable {} device ({})", kind.name, probe.found));
-  }
-  std::cerr << fmt::format("device: {}; training on the CPU reference executor\n", fmt::join(found, "; "));
-  return std::nullopt;
-}
 
 // The device a compiled program runs on: auto is the GPU when the CUDA driver finds one (the
 // program was compiled for a GPU; there is no reference to fall back to), else an error.
@@ -389,6 +353,9 @@ int train(const TrainArgs& args, const CompileFlags& flags, const frontend::Mode
   else if (std::optional<codegen::CompiledProgram> p = compiled_program_in(args.config))
     compiled = load_compiled(std::move(*p), args.config, args, flags, model);
   frontend::Config config = compiled ? compiled->config : frontend::load_config(args.config, model.extra_keys);
+  if (config.finetune_section)
+    throw std::invalid_argument(fmt::format("{}: a [finetune] config trains a task head: bertc finetune {}",
+                                            args.config, args.config));
   const std::shared_ptr<dist::Communicator> world = dist::open_world(config.train.rank_timeout);
   auto run = [&] {
     return train_rank(args, flags, model, std::move(config), world, compiled ? compiled->program : nullptr);
@@ -479,7 +446,7 @@ int eval(const EvalArgs& args, const frontend::ModelDefinition& model) {
                                             args.config));
   const frontend::Config config = frontend::load_config(args.config, model.extra_keys);
   const train::EvalResult r = train::evaluate_batch(model, config, args.init, args.batch);
-  std::cout << fmt::format("mlm_loss {:.9g}\nnsp_loss {:.9g}\nloss {:.9g}\n", r.mlm_loss, r.nsp_loss, r.loss);
+  for (const auto& [name, value] : r.losses) std::cout << fmt::format("{} {:.9g}\n", name, value);
   if (!args.dump_grads.empty()) {
     support::Safetensors file;
     for (const auto& [name, grad] : r.gradients) file.tensors[name] = support::to_stored(grad);
@@ -706,6 +673,10 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
 
   PrepareDataArgs prepare_args;
   CLI::App* prepare_cmd = add_prepare_data_command(app, prepare_args);
+  FinetuneArgs finetune_args;
+  CompileFlags finetune_flags;
+  CLI::App* finetune_cmd = add_finetune_command(app, finetune_args, finetune_flags);
+
   VocabArgs vocab_args;
   CLI::App* vocab_cmd = add_vocab_command(app, vocab_args);
 
@@ -737,6 +708,7 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
     if (*estimate_cmd) return estimate(estimate_args, estimate_flags, model, std::cout);
     if (*prepare_cmd) return prepare_data(prepare_args, model, std::cerr);
     if (*vocab_cmd) return train_vocab(vocab_args, model, std::cerr);
+    if (*finetune_cmd) return finetune(finetune_args, finetune_flags, model, std::cerr);
     return info(info_json_flag, info_file, model);
   } catch (const std::bad_alloc&) {
     std::cerr << fmt::format("{}: error: out of host memory: lower [train] batch_size (--batch-size), recompute "

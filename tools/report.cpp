@@ -39,8 +39,11 @@ nlohmann::json stats_json(const frontend::Config& config, const std::string& mod
   j["parameters"] = s.parameters;
   j["parameter_tensors"] = s.parameter_tensors;
   j["parameter_bytes"] = s.parameter_bytes;
-  j["batch"] = {{"batch_size", t.batch_size}, {"seq_len", t.seq_len},
-                {"max_predictions_per_seq", t.max_predictions_per_seq}, {"input_bytes", s.input_bytes}};
+  j["batch"] = {{"batch_size", t.batch_size}, {"seq_len", t.seq_len}, {"input_bytes", s.input_bytes}};
+  if (config.finetune_section)  // a task head's labels instead of masked predictions
+    j["task"] = {{"task", ir::enum_name(config.finetune.task)}, {"num_labels", config.finetune.num_labels}};
+  else
+    j["batch"]["max_predictions_per_seq"] = t.max_predictions_per_seq;
   j["ops"] = s.ops;
   j["ops_by_kind"] = s.ops_by_kind;
   j["forward_flops"] = s.flops();
@@ -56,17 +59,22 @@ std::string stats_text(const nlohmann::json& j) {
   std::string kinds;
   for (const auto& [kind, count] : j["ops_by_kind"].items()) kinds += fmt::format(" {} {},", kind, count.get<int64_t>());
   if (!kinds.empty()) kinds.pop_back();
+  const std::string per_sequence =
+      j.contains("task") ? fmt::format("{} head, {} labels", j["task"]["task"].get<std::string>(),
+                                       j["task"]["num_labels"].get<int64_t>())
+                         : fmt::format("{} masked-LM predictions per sequence",
+                                       b["max_predictions_per_seq"].get<int64_t>());
   return fmt::format(
       "model       {} (model {}, {}, graph @{})\n"
       "parameters  {} in {} tensors ({})\n"
-      "batch       {} x {} tokens, {} masked-LM predictions per sequence\n"
+      "batch       {} x {} tokens, {}\n"
       "ops         {}:{}\n"
       "forward     {} per step ({} in matmuls, {} other), {:.2f} MFLOP per token\n",
       j["name"].get<std::string>(), j["model"].get<std::string>(), j["config"].get<std::string>(),
       j["graph"].get<std::string>(),
       grouped(j["parameters"].get<int64_t>()), j["parameter_tensors"].get<int64_t>(),
       mib(j["parameter_bytes"].get<double>()), b["batch_size"].get<int64_t>(), b["seq_len"].get<int64_t>(),
-      b["max_predictions_per_seq"].get<int64_t>(), grouped(j["ops"].get<int64_t>()), kinds, giga(flops),
+      per_sequence, grouped(j["ops"].get<int64_t>()), kinds, giga(flops),
       giga(j["forward_matmul_flops"].get<double>()), giga(j["forward_other_flops"].get<double>()),
       j["forward_flops_per_token"].get<double>() / 1e6);
 }

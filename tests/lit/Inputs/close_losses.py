@@ -6,7 +6,7 @@ import sys
 
 
 def losses(path):
-    return {m["step"]: m["loss"] for m in map(json.loads, open(path))}
+    return {m["step"]: m["loss"] for m in map(json.loads, open(path)) if "loss" in m}  # (not epoch lines)
 
 
 a, b, tol = losses(sys.argv[1]), losses(sys.argv[2]), float(sys.argv[3])

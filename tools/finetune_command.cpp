@@ -1,0 +1,94 @@
+// bertc finetune (see finetune_command.h).
+#include "tools/finetune_command.h"
+
+#include <unistd.h>
+
+#include <chrono>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "codegen/host_compile.h"
+#include "frontend/config.h"
+#include "tools/cli_bounds.h"
+#include "tools/compile_flags.h"
+#include "tools/device_choice.h"
+#include "train/finetune.h"
+
+namespace bertc::tools {
+namespace {
+
+// A path given on the command line (as it is), else the config's key (relative to the config),
+// else nothing.
+std::optional<std::filesystem::path> path_of(const std::string& flag, const frontend::Config& c, const std::string& key) {
+  if (!flag.empty()) return std::filesystem::path(flag);
+  if (!key.empty()) return c.resolve(key);
+  return std::nullopt;
+}
+
+}  // namespace
+
+CLI::App* add_finetune_command(CLI::App& app, FinetuneArgs& args, CompileFlags& flags) {
+  CLI::App* cmd = app.add_subcommand(
+      "finetune", "Fine-tune on a task ([finetune] section: sequence or token classification, regression), "
+                  "evaluating a dev file after each epoch and keeping the best checkpoint");
+  cmd->add_option("config", args.config, "TOML config with [model], [train] and [finetune]")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--init", args.init,
+                  "Start from these weights: a bertc checkpoint (bertc train's) or a Hugging Face .safetensors; the "
+                  "task head is made fresh (default: [finetune] init, else fresh weights)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--train-data", args.train_data, "Training examples, .tsv or .jsonl (default: [finetune] train_data)");
+  cmd->add_option("--dev-data", args.dev_data, "Dev examples evaluated each epoch (default: [finetune] dev_data)");
+  cmd->add_option("--epochs", args.epochs, "Passes over the training examples (default: [finetune] epochs)")
+      ->check(kCount);
+  cmd->add_option("--device", args.device,
+                  "auto (a validated GPU, else the CPU), cpu (the reference executor), or a device running the "
+                  "compiled program: " + devices_help())
+      ->check(CLI::IsMember(device_names({"auto", "cpu"})));
+  cmd->add_option("--checkpoint-dir", args.checkpoint_dir,
+                  "Checkpoints (one per epoch, the best in best/) and metrics (default: checkpoints/NAME)");
+  cmd->add_option("--metrics", args.metrics, "JSON-lines metrics file (default: CHECKPOINT_DIR/metrics.jsonl)");
+  cmd->add_flag("--eager", args.eager, "On a device: issue each kernel launch instead of replaying a device graph");
+  flags.add_to(cmd);
+  return cmd;
+}
+
+int finetune(const FinetuneArgs& args, const CompileFlags& flags, const frontend::ModelDefinition& model,
+             std::ostream& log) {
+  train::FinetuneOptions o;
+  o.config = frontend::load_config(args.config, model.extra_keys);
+  if (!o.config.finetune_section)
+    throw std::invalid_argument(fmt::format("{}: no [finetune] section: a fine-tuning config names its task and data "
+                                            "there (see examples/finetune-tiny.toml); bertc train pretrains",
+                                            args.config));
+  frontend::Config& c = o.config;
+  c.compile = resolve_here(flags.apply(c.compile));
+  if (args.epochs > 0) c.finetune.epochs = args.epochs;
+  const std::optional<std::filesystem::path> train_data = path_of(args.train_data, c, c.finetune.train_data);
+  if (!train_data)
+    throw std::invalid_argument(fmt::format("{}: no training examples: set [finetune] train_data or give --train-data",
+                                            args.config));
+  o.train_data = *train_data;
+  o.dev_data = path_of(args.dev_data, c, c.finetune.dev_data);
+  o.init = path_of(args.init, c, c.finetune.init);
+  o.vocab = c.resolve(c.train.vocab);
+  o.checkpoint_dir = args.checkpoint_dir.empty() ? std::filesystem::path("checkpoints") / c.name
+                                                 : std::filesystem::path(args.checkpoint_dir);
+  o.metrics = args.metrics.empty() ? o.checkpoint_dir / "metrics.jsonl" : std::filesystem::path(args.metrics);
+  o.device = choose_device(args.device);
+  o.eager = args.eager;
+  if (o.eager && !o.device)
+    throw std::invalid_argument("--eager issues a device's kernel launches one by one, and the CPU reference runs "
+                                "none: fine-tune with --device cuda or host, or drop --eager");
+  o.kernel_cache = codegen::default_cache_folder();
+  const auto began = std::chrono::steady_clock::now();
+  const train::FinetuneSummary s = train::finetune_model(model, o, log);
+  log << fmt::format("finetune: {} epochs, {} steps in {:.1f} s; metrics in {}\n", s.epochs.size(), s.losses.size(),
+                     std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count(),
+                     o.metrics.string());
+  return s.stopped_by_signal ? 128 + s.stopped_by_signal : 0;
+}
+
+}  // namespace bertc::tools
