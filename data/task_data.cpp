@@ -123,6 +123,8 @@ class ExampleMaker {
       }
     }
     truncated += cut;
+    if (std::find(e.tag_weights.begin(), e.tag_weights.end(), 1.0f) == e.tag_weights.end())
+      fail(e.line, "no word of the line makes a token (an empty word list?): it would count for nothing");
     e.ids.push_back(static_cast<int32_t>(vocab_.sep()));
     e.tags.push_back(0);
     e.tag_weights.push_back(0);

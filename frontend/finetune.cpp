@@ -45,7 +45,9 @@ ir::Graph build_finetune_graph(const ModelDefinition& model, const Config& c) {
     loss = b.cross_entropy(logits, b.reshape(labels, {B * S}), b.reshape(weights, {B * S}));
   } else if (f.task == FinetuneTask::Regression) {
     Tensor pooled = b.dropout(pool(b, x), hidden_dropout(c));
-    logits = b.reshape(dense(b, pooled, 1, "classifier"), {B});
+    // In f32 whatever the activations' precision (as autocast computes mse_loss): a bf16 error
+    // would round the targets themselves.
+    logits = b.cast(b.reshape(dense(b, pooled, 1, "classifier"), {B}), DType::F32);
     const Tensor error = logits - labels;
     loss = weighted_mean(b, error * error, weights);
   } else {

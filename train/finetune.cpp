@@ -1,6 +1,7 @@
 // The fine-tuning loop (see finetune.h): epochs of bucketed batches, the dev set after each.
 #include "train/finetune.h"
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cmath>
@@ -17,6 +18,7 @@
 #include "ir/value_names.h"
 #include "passes/pipeline.h"
 #include "runtime/device_registry.h"
+#include "train/batches.h"
 #include "train/checkpoint.h"
 #include "train/graph_runner.h"
 #include "train/lr_schedule.h"
@@ -106,10 +108,11 @@ std::string name_list(const std::vector<std::string>& names) {
   return fmt::format("{} tensors ({}, {}, ...)", names.size(), names[0], names[1]);
 }
 
-// --init: the encoder from a checkpoint; only the task head (and a pooler a BertModel file may
-// lack) may be missing, and is made fresh.
+// --init: the encoder from a checkpoint; the task head is made fresh whatever the file holds (a
+// fine-tuned checkpoint's head is of another task, or another number of labels), and only it (and
+// a pooler a BertModel file may lack) may be missing.
 void load_init(const std::filesystem::path& init, const ir::Graph& graph, support::Environment& env, std::ostream& log) {
-  const PretrainedReport r = load_pretrained(init, graph, env);
+  const PretrainedReport r = load_pretrained(init, graph, env, {"classifier."});
   std::vector<std::string> encoder_missing;
   for (const std::string& name : r.missing)
     if (!name.starts_with("classifier.") && !name.starts_with("bert.pooler.")) encoder_missing.push_back(name);
@@ -121,9 +124,7 @@ void load_init(const std::filesystem::path& init, const ir::Graph& graph, suppor
   std::vector<std::string> unused_params;
   int64_t optimizer_state = 0;
   for (const std::string& name : r.unexpected) {
-    const bool moment = name.ends_with(names::kFirstMomentSuffix) || name.ends_with(names::kSecondMomentSuffix) ||
-                        name == names::kOptimizerStep || name == names::kLossScale || name == names::kLossScaleGoodSteps;
-    if (moment) ++optimizer_state;
+    if (is_optimizer_state(name)) ++optimizer_state;
     else unused_params.push_back(name);
   }
   log << fmt::format("init: {} params from {}; made fresh: {}; not used: {}{}\n", r.loaded.size(), init.string(),
@@ -180,11 +181,15 @@ TaskScores evaluate_dev(const frontend::Config& c, Runners& r, const data::TaskD
     Bucket& bucket = r.buckets[planned.bucket];
     const data::TaskBatch batch = data::make_task_batch(examples_of(dev, planned), kind, c.train.batch_size, bucket.seq_len);
     bind_task_batch(batch, kind, env);
+    check_batch_ranges(env, c, fmt::format("{} line {}", dev.path.string(), dev.examples[planned.examples[0]].line));
     const reference::RunResult<float> out = bucket.evaluate->run(env);
     const double w = std::accumulate(batch.weights.begin(), batch.weights.end(), 0.0);
     loss += out.outputs.at(0).real.at(0) * w;
     weight += w;
     const std::vector<float>& logits = out.outputs.at(1).real;  // (build_finetune_graph's second output)
+    if (!std::all_of(logits.begin(), logits.end(), [](float x) { return std::isfinite(x); }))
+      throw TrainError(fmt::format("the dev set's logits are not finite (the weights diverged): lower [train] "
+                                   "learning_rate and fine-tune again"));
     if (kind == data::LabelKind::Real) {
       for (int64_t row = 0; row < batch.examples; ++row) {
         targets.push_back(batch.targets[static_cast<size_t>(row)]);
@@ -225,7 +230,8 @@ std::map<std::string, std::string> task_metadata(const frontend::ModelDefinition
 
 class MetricsFile {
  public:
-  explicit MetricsFile(const std::filesystem::path& path) : out_(path, std::ios::app) {
+  // A fine-tuning run starts afresh: a file left by one that failed before its first checkpoint goes.
+  explicit MetricsFile(const std::filesystem::path& path) : out_(path, std::ios::trunc) {
     if (!out_) throw TrainError(fmt::format("{}: cannot open the metrics file for writing", path.string()));
   }
   void write(const nlohmann::json& line) { out_ << line.dump() << "\n" << std::flush; }
@@ -277,7 +283,7 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
   const int64_t steps_per_epoch = static_cast<int64_t>(
       data::plan_batches(train_data.examples, lengths, t.batch_size, 0, 0, false).size());
   t.steps = f.epochs * steps_per_epoch;
-  t.warmup_steps = std::llround(f.warmup_ratio * static_cast<double>(t.steps));
+  t.warmup_steps = static_cast<int64_t>(std::ceil(f.warmup_ratio * static_cast<double>(t.steps)));  // (as HF's recipe)
   log << fmt::format("finetune: {} ({}, {} labels) on {}: {} epochs x {} steps = {} steps of {} examples, warmup {}, "
                      "learning rate {:g}, {} optimizer, precision {}; checkpoints in {}\n",
                      c.name, ir::enum_name(f.task), f.num_labels, device ? device->name() : "the CPU reference",
@@ -313,6 +319,7 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
       const data::TaskBatch batch =
           data::make_task_batch(examples_of(train_data, planned), kind, t.batch_size, bucket.seq_len);
       bind_task_batch(batch, kind, env);
+      check_batch_ranges(env, c, fmt::format("{} line {}", o.train_data.string(), train_data.examples[planned.examples[0]].line));
       const double lr = learning_rate_at(t, step);
       env[std::string(names::kLearningRate)] = support::HostTensor::scalar(ir::DType::F32, lr);
       support::HostTensor seed = support::HostTensor::zeros({ir::DType::I64, {}});
@@ -352,7 +359,8 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
       result.best = !best || value > *best;
       if (result.best) best = value;
     }
-    const auto metadata = task_metadata(model, c, epoch, result.dev);
+    std::map<std::string, std::string> metadata = task_metadata(model, c, epoch, result.dev);
+    metadata.merge(export_metadata(c, o.vocab));
     save_checkpoint(o.checkpoint_dir, step, manifest, env, metadata, t.keep_checkpoints);
     if (result.best) {
       save_checkpoint(o.checkpoint_dir / "best", step, manifest, env, metadata, 1);

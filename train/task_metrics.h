@@ -15,7 +15,8 @@ struct TaskScores {
   double loss = 0;    // the mean loss over them
   // Classes: accuracy; F1 of class 1 with two classes (the positive class, as GLUE's MRPC and
   // QQP count it), else the mean F1 over the classes present (macro); Matthews correlation
-  // (Gorodkin's R_K for more than two classes).
+  // (Gorodkin's R_K for more than two classes). Token tags are scored per tagged word, every tag
+  // a class ("O" too): not the entity-level F1 of seqeval that NER papers report.
   double accuracy = 0, f1 = 0, mcc = 0;
   // Regression: correlations and mean squared error.
   double pearson = 0, spearman = 0, mse = 0;

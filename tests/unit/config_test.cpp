@@ -50,7 +50,7 @@ TEST(Config, RefusesUnknownKeysWithASuggestion) {
   EXPECT_EQ(error_of("[model]\nnum_hiden_layers = 3\n"),
             "test.toml:2:1: unknown key 'num_hiden_layers' in [model]; did you mean 'num_hidden_layers'?");
   EXPECT_EQ(error_of("[optimizer]\nlr = 1\n"),
-            "test.toml:1:2: unknown top-level key 'optimizer' (expected name, [model], [train] or [compile])");
+            "test.toml:1:2: unknown top-level key 'optimizer' (expected name, [model], [train], [compile] or [finetune])");
   EXPECT_EQ(error_of("[train]\nzzz = 1\n"), "test.toml:2:1: unknown key 'zzz' in [train]");
 }
 

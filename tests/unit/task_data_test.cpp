@@ -91,6 +91,8 @@ TEST_F(TaskFiles, TagsGoToEachWordsFirstPiece) {
   EXPECT_EQ(e.tags, (std::vector<int32_t>{0, 0, 1, 0, 0, 0}));
   EXPECT_EQ(e.tag_weights, (std::vector<float>{0, 1, 1, 0, 1, 0}));
   EXPECT_NE(error(write("ner.tsv", "tokens\ttags\n"), f).find("reads .jsonl"), std::string::npos);
+  EXPECT_NE(error(write("empty.jsonl", R"({"tokens": [], "tags": []})" "\n"), f).find("empty.jsonl:1: no word of the line makes a token"),
+            std::string::npos);
 }
 
 TEST_F(TaskFiles, ErrorsNameTheFileTheLineAndTheFix) {
