@@ -141,7 +141,7 @@ PretrainingLosses pretraining_heads(Builder& b, const Config& c, Tensor sequence
   Tensor weights = b.reshape(in.masked_lm_weights, {B * P});
   Tensor mlm = b.cross_entropy(logits, labels, weights);
 
-  Tensor nsp_logits = b.name(dense(b, pooled, 2, "cls.seq_relationship"), "nsp_logits");
+  Tensor nsp_logits = b.name(dense(b, pooled, 2, "cls.seq_relationship"), std::string(ir::names::kNspLogits));
   Tensor nsp = b.cross_entropy(nsp_logits, in.next_sentence_labels);
   return {mlm, nsp, mlm + nsp};
 }

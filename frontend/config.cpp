@@ -173,6 +173,7 @@ class Loader {
     if (!value)
       fail(node, fmt::format("{} must be {}, found {}", where, support::kind_description(spec.kind), describe(node)));
     if (auto problem = spec.set(c_, *value)) fail(node, fmt::format("{} {}", where, *problem));
+    c_.given.insert(fmt::format("{}.{}", spec.section, spec.key));
   }
 
   void assign_extra(const ExtraKey& k, const std::string& where, const toml::node& node) {
@@ -246,6 +247,8 @@ std::optional<RelationIssue> check_finetune(const FinetuneConfig& f, const Train
     if (std::find(names.begin(), names.begin() + i, names[i]) != names.begin() + i)
       return issue("labels", fmt::format("labels: '{}' is named twice", names[i]));
   }
+  if (f.task == FinetuneTask::TokenClassification && !f.text_b.empty())
+    return issue("text_b", "text_b pairs sentences; token-classification tags the words of one text: remove it");
   const TaskMetric m = f.chosen_metric();
   const bool correlation = m == TaskMetric::Pearson || m == TaskMetric::Spearman;
   if (correlation != regression)
@@ -364,17 +367,22 @@ std::filesystem::path Config::resolve(const std::string& path) const {
   return std::filesystem::path(source).parent_path() / p;
 }
 
-Config load_config(const std::filesystem::path& path, std::span<const ExtraKey> extra_keys) {
+void require_model_section(const Config& config) {
+  // Without one, every model key would take its default: a BERT-base nobody asked for.
+  if (!config.model_section)
+    throw ConfigError(fmt::format("{}: no [model] section: write the model's sizes under [model] (see "
+                                  "examples/bert-tiny.toml), or an empty [model] for BERT-base's defaults; or start "
+                                  "from a Hugging Face folder (--init DIR), whose config.json gives them",
+                                  config.source));
+}
+
+Config load_config(const std::filesystem::path& path, std::span<const ExtraKey> extra_keys, bool model_required) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ConfigError(fmt::format("{}: cannot open config file (does it exist?)", path.string()));
   std::ostringstream text;
   text << in.rdbuf();
   Config config = parse_config(text.str(), path.string(), extra_keys);
-  // Without one, every model key would take its default: a BERT-base nobody asked for.
-  if (!config.model_section)
-    throw ConfigError(fmt::format("{}: no [model] section: write the model's sizes under [model] (see "
-                                  "examples/bert-tiny.toml), or an empty [model] for BERT-base's defaults",
-                                  path.string()));
+  if (model_required) require_model_section(config);
   return config;
 }
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -97,6 +98,7 @@ struct Config {
   std::map<std::string, ConfigValue> extra;  // values of the model definition's ExtraKeys
   bool model_section = false;  // whether the text has a [model] table (load_config requires one)
   bool finetune_section = false;  // whether it has a [finetune] table: a fine-tuning config
+  std::set<std::string> given;    // the "section.key"s the text sets (the rest are defaults)
 
   // A custom model's extra key; throws ConfigError when absent or of another type.
   template <typename T>
@@ -115,7 +117,12 @@ class ConfigError : public std::runtime_error {
 };
 
 // Reads and checks a config file. Errors name the file, line and column, the key and the fix.
-Config load_config(const std::filesystem::path& path, std::span<const ExtraKey> extra_keys = {});
+// A config must have a [model] section unless `model_required` is false (its model then comes
+// from elsewhere: a Hugging Face folder's config.json, hf_config.h; require_model_section says
+// so when it does not).
+Config load_config(const std::filesystem::path& path, std::span<const ExtraKey> extra_keys = {},
+                   bool model_required = true);
+void require_model_section(const Config& config);
 // The same from text; `source` is the name shown in messages.
 Config parse_config(std::string_view toml_text, const std::string& source,
                     std::span<const ExtraKey> extra_keys = {});

@@ -13,6 +13,7 @@ inline constexpr std::string_view kLoss = "loss";
 inline constexpr std::string_view kMlmLoss = "mlm_loss";
 inline constexpr std::string_view kNspLoss = "nsp_loss";
 inline constexpr std::string_view kMlmLogits = "mlm_logits";  // [B*P, vocab]: for the trainer's accuracy
+inline constexpr std::string_view kNspLogits = "nsp_logits";  // [B, 2]
 
 // A fine-tuning graph (frontend/finetune.h): its task inputs besides the token inputs, and its
 // logits ([B, num_labels], [B] for regression, [B*S, num_labels] for token classification).

@@ -20,6 +20,7 @@
 #include "dist/communicator.h"
 #include "dist/gloo_communicator.h"
 #include "dist/nccl_library.h"
+#include "frontend/hf_config.h"
 #include "ir/printer.h"
 #include "passes/pipeline.h"
 #include "passes/scaling_estimate.h"
@@ -34,6 +35,7 @@
 #include "tools/check.h"
 #include "tools/compile_flags.h"
 #include "tools/device_choice.h"
+#include "tools/export_command.h"
 #include "tools/finetune_command.h"
 #include "tools/prepare_data.h"
 #include "tools/vocab_command.h"
@@ -341,6 +343,13 @@ std::string self_path(const char* argv0) {
   return ec ? std::string(argv0) : self.string();
 }
 
+// A config for training from `init` (--init): a Hugging Face folder's config.json gives [model].
+frontend::Config load_config_for(const std::string& path, const std::string& init, const frontend::ModelDefinition& model) {
+  frontend::Config config = frontend::load_config(path, model.extra_keys, /*model_required=*/false);
+  frontend::take_model_from(config, init);
+  return config;
+}
+
 // A data-parallel rank's training: an error on any rank stops every rank (the others would wait
 // for it until rank_timeout), naming the rank that met it. `embedded`: the program this
 // executable carries (bertc compile --executable), trained when no config is given.
@@ -352,7 +361,7 @@ int train(const TrainArgs& args, const CompileFlags& flags, const frontend::Mode
     throw std::invalid_argument("train needs a config (or a .bertx): bertc train CONFIG");
   else if (std::optional<codegen::CompiledProgram> p = compiled_program_in(args.config))
     compiled = load_compiled(std::move(*p), args.config, args, flags, model);
-  frontend::Config config = compiled ? compiled->config : frontend::load_config(args.config, model.extra_keys);
+  frontend::Config config = compiled ? compiled->config : load_config_for(args.config, args.init, model);
   if (config.finetune_section)
     throw std::invalid_argument(fmt::format("{}: a [finetune] config trains a task head: bertc finetune {}",
                                             args.config, args.config));
@@ -435,7 +444,7 @@ int train_rank(const TrainArgs& args, const CompileFlags& flags, const frontend:
 }
 
 struct EvalArgs {
-  std::string config, init, batch, dump_grads;
+  std::string config, init, batch, dump_grads, dump_logits;
 };
 
 int eval(const EvalArgs& args, const frontend::ModelDefinition& model) {
@@ -444,9 +453,16 @@ int eval(const EvalArgs& args, const frontend::ModelDefinition& model) {
                                             "dropout on the CPU reference, built from a config: bertc eval CONFIG "
                                             "(bertc info shows the config a compiled program holds)",
                                             args.config));
-  const frontend::Config config = frontend::load_config(args.config, model.extra_keys);
+  const frontend::Config config = load_config_for(args.config, args.init, model);
   const train::EvalResult r = train::evaluate_batch(model, config, args.init, args.batch);
   for (const auto& [name, value] : r.losses) std::cout << fmt::format("{} {:.9g}\n", name, value);
+  if (!args.dump_logits.empty()) {
+    support::Safetensors file;
+    for (const auto& [name, t] : r.logits) file.tensors[name] = support::to_stored(t);
+    file.metadata["format"] = "bertc-logits";
+    support::write_safetensors(args.dump_logits, file);
+    std::cerr << fmt::format("logits ({}) written to {}\n", r.logits.size(), args.dump_logits);
+  }
   if (!args.dump_grads.empty()) {
     support::Safetensors file;
     for (const auto& [name, grad] : r.gradients) file.tensors[name] = support::to_stored(grad);
@@ -593,8 +609,10 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
   train_cmd->add_flag("--eager", train_args.eager,
                       "Issue every kernel launch at every step instead of replaying the step recorded once as a "
                       "device graph (CUDA Graph); for debugging: the results are the same");
-  train_cmd->add_option("--init", train_args.init, "Start from a Hugging Face BertForPreTraining .safetensors")
-      ->check(CLI::ExistingFile);
+  train_cmd->add_option("--init", train_args.init,
+                        "Start from these weights: a Hugging Face .safetensors or model folder (its config.json then "
+                        "gives [model]), or a bertc checkpoint")
+      ->check(CLI::ExistingPath);
   train_cmd->add_option("--profile", train_args.profile,
                         "Time each kernel launch of this step on the device (one wait per launch) and print the "
                         "per-kernel table: time, TFLOP/s, GB/s and the ratio to the compile report's roofline estimate")
@@ -608,13 +626,17 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
   EvalArgs eval_args;
   CLI::App* eval_cmd = app.add_subcommand("eval", "Losses and gradients of one batch, dropout off");
   eval_cmd->add_option("config", eval_args.config, "TOML config")->required()->check(CLI::ExistingFile);
-  eval_cmd->add_option("--init", eval_args.init, "Weights (.safetensors, Hugging Face names)")
+  eval_cmd->add_option("--init", eval_args.init,
+                       "Weights: .safetensors with Hugging Face names (a bertc checkpoint), or a Hugging Face model "
+                       "folder (its config.json then gives [model])")
       ->required()
-      ->check(CLI::ExistingFile);
+      ->check(CLI::ExistingPath);
   eval_cmd->add_option("--batch", eval_args.batch, "Batch (.safetensors: input_ids, token_type_ids, ...)")
       ->required()
       ->check(CLI::ExistingFile);
   eval_cmd->add_option("--dump-grads", eval_args.dump_grads, "Write every param's gradient here (.safetensors)");
+  eval_cmd->add_option("--dump-logits", eval_args.dump_logits,
+                       "Write the logits here (.safetensors: logits, or mlm_logits and nsp_logits)");
 
   BatchArgs batch_args;
   CLI::App* batch_cmd = app.add_subcommand("batch", "Write one micro-batch of the training data (input of eval)");
@@ -673,6 +695,9 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
 
   PrepareDataArgs prepare_args;
   CLI::App* prepare_cmd = add_prepare_data_command(app, prepare_args);
+  ExportArgs export_args;
+  CLI::App* export_cmd = add_export_command(app, export_args);
+
   FinetuneArgs finetune_args;
   CompileFlags finetune_flags;
   CLI::App* finetune_cmd = add_finetune_command(app, finetune_args, finetune_flags);
@@ -709,6 +734,7 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
     if (*prepare_cmd) return prepare_data(prepare_args, model, std::cerr);
     if (*vocab_cmd) return train_vocab(vocab_args, model, std::cerr);
     if (*finetune_cmd) return finetune(finetune_args, finetune_flags, model, std::cerr);
+    if (*export_cmd) return export_checkpoint(export_args, std::cerr);
     return info(info_json_flag, info_file, model);
   } catch (const std::bad_alloc&) {
     std::cerr << fmt::format("{}: error: out of host memory: lower [train] batch_size (--batch-size), recompute "

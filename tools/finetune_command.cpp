@@ -10,6 +10,7 @@
 
 #include "codegen/host_compile.h"
 #include "frontend/config.h"
+#include "frontend/hf_config.h"
 #include "tools/cli_bounds.h"
 #include "tools/compile_flags.h"
 #include "tools/device_choice.h"
@@ -36,9 +37,10 @@ CLI::App* add_finetune_command(CLI::App& app, FinetuneArgs& args, CompileFlags& 
       ->required()
       ->check(CLI::ExistingFile);
   cmd->add_option("--init", args.init,
-                  "Start from these weights: a bertc checkpoint (bertc train's) or a Hugging Face .safetensors; the "
-                  "task head is made fresh (default: [finetune] init, else fresh weights)")
-      ->check(CLI::ExistingFile);
+                  "Start from these weights: a bertc checkpoint, a Hugging Face .safetensors, or a Hugging Face model "
+                  "folder (config.json + model.safetensors or its shards: config.json then gives [model]); the task "
+                  "head is made fresh (default: [finetune] init, else fresh weights)")
+      ->check(CLI::ExistingPath);
   cmd->add_option("--train-data", args.train_data, "Training examples, .tsv or .jsonl (default: [finetune] train_data)");
   cmd->add_option("--dev-data", args.dev_data, "Dev examples evaluated each epoch (default: [finetune] dev_data)");
   cmd->add_option("--epochs", args.epochs, "Passes over the training examples (default: [finetune] epochs)")
@@ -58,7 +60,7 @@ CLI::App* add_finetune_command(CLI::App& app, FinetuneArgs& args, CompileFlags& 
 int finetune(const FinetuneArgs& args, const CompileFlags& flags, const frontend::ModelDefinition& model,
              std::ostream& log) {
   train::FinetuneOptions o;
-  o.config = frontend::load_config(args.config, model.extra_keys);
+  o.config = frontend::load_config(args.config, model.extra_keys, /*model_required=*/false);
   if (!o.config.finetune_section)
     throw std::invalid_argument(fmt::format("{}: no [finetune] section: a fine-tuning config names its task and data "
                                             "there (see examples/finetune-tiny.toml); bertc train pretrains",
@@ -73,6 +75,7 @@ int finetune(const FinetuneArgs& args, const CompileFlags& flags, const frontend
   o.train_data = *train_data;
   o.dev_data = path_of(args.dev_data, c, c.finetune.dev_data);
   o.init = path_of(args.init, c, c.finetune.init);
+  frontend::take_model_from(c, o.init.value_or(std::filesystem::path()));  // (a Hugging Face folder's config.json)
   o.vocab = c.resolve(c.train.vocab);
   o.checkpoint_dir = args.checkpoint_dir.empty() ? std::filesystem::path("checkpoints") / c.name
                                                  : std::filesystem::path(args.checkpoint_dir);

@@ -3,11 +3,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <regex>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 #include <xxhash.h>
 
+#include "ir/value_names.h"
 #include "support/safetensors.h"
 
 namespace bertc::train {
@@ -189,33 +192,93 @@ CheckpointContents load_checkpoint(const std::filesystem::path& path, const Tens
   return {step, file.metadata};
 }
 
-PretrainedReport load_pretrained(const std::filesystem::path& path, const ir::Graph& graph, support::Environment& env) {
-  const support::Safetensors file = support::read_safetensors(path);
-  verify_checksums(file, path.string());  // (bertc's own files; others have none)
+bool is_optimizer_state(const std::string& name) {
+  namespace names = ir::names;
+  return name.ends_with(names::kFirstMomentSuffix) || name.ends_with(names::kSecondMomentSuffix) ||
+         name == names::kOptimizerStep || name == names::kLossScale || name == names::kLossScaleGoodSteps ||
+         name.starts_with(kExchangeStatePrefix);
+}
+
+std::vector<std::filesystem::path> hf_weight_files(const std::filesystem::path& folder) {
+  std::error_code ec;
+  if (std::filesystem::exists(folder / "model.safetensors", ec)) return {folder / "model.safetensors"};
+  const std::filesystem::path index = folder / "model.safetensors.index.json";
+  std::ifstream in(index);
+  if (!in)
+    throw support::SafetensorsError(fmt::format("{}: no model.safetensors or model.safetensors.index.json (bertc reads "
+                                                "safetensors, not pytorch_model.bin: save the model with "
+                                                "save_pretrained(DIR, safe_serialization=True))",
+                                                folder.string()));
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw support::SafetensorsError(fmt::format("{}: not JSON: {}", index.string(), e.what()));
+  }
+  if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object())
+    throw support::SafetensorsError(fmt::format("{}: no \"weight_map\" object (tensor name -> shard file)", index.string()));
+  std::vector<std::filesystem::path> files;
+  for (const auto& [name, file] : j["weight_map"].items()) {
+    if (!file.is_string() || file.get<std::string>().find('/') != std::string::npos)
+      throw support::SafetensorsError(fmt::format("{}: weight_map[\"{}\"] must name a file of the folder, found {}",
+                                                  index.string(), name, file.dump()));
+    const std::filesystem::path path = folder / file.get<std::string>();
+    if (std::find(files.begin(), files.end(), path) == files.end()) files.push_back(path);
+  }
+  if (files.empty()) throw support::SafetensorsError(fmt::format("{}: the weight_map names no file", index.string()));
+  return files;
+}
+
+namespace {
+
+// Old TensorFlow conversions name layer norms' params gamma and beta.
+std::string modern_name(const std::string& name) {
+  if (name.ends_with(".gamma")) return name.substr(0, name.size() - 6) + ".weight";
+  if (name.ends_with(".beta")) return name.substr(0, name.size() - 5) + ".bias";
+  return name;
+}
+
+}  // namespace
+
+PretrainedReport load_pretrained(const std::filesystem::path& path, const ir::Graph& graph, support::Environment& env,
+                                 const std::vector<std::string>& fresh) {
+  std::error_code ec;
+  const std::vector<std::filesystem::path> files =
+      std::filesystem::is_directory(path, ec) ? hf_weight_files(path) : std::vector<std::filesystem::path>{path};
   PretrainedReport report;
   std::map<std::string, ir::TensorType> params;
   for (ir::ValueId p : graph.values_of(ir::OpKind::Param)) params[graph.value(p).name] = graph.value(p).type;
   std::vector<std::string> misshaped;
-  for (const auto& [file_name, stored] : file.tensors) {
-    // A BertModel file names its tensors without the "bert." of BertForPreTraining.
-    const std::string name = !params.count(file_name) && params.count("bert." + file_name) ? "bert." + file_name
-                                                                                           : file_name;
-    auto it = params.find(name);
-    if (it == params.end()) {
-      // The tied decoder (same storage as the word embeddings and cls.predictions.bias) and the
-      // position_ids buffer are in Hugging Face files but are no params.
-      const bool known_extra = name.starts_with("cls.predictions.decoder.") || name.ends_with("position_ids");
-      if (!known_extra) report.unexpected.push_back(name);
-      continue;
+  for (const std::filesystem::path& file_path : files) {
+    const support::Safetensors file = support::read_safetensors(file_path);
+    verify_checksums(file, file_path.string());  // (bertc's own files; others have none)
+    for (const auto& [stored_name, stored] : file.tensors) {
+      const std::string file_name = modern_name(stored_name);
+      // A BertModel file names its tensors without the "bert." of BertForPreTraining.
+      const std::string name = !params.count(file_name) && params.count("bert." + file_name) ? "bert." + file_name
+                                                                                             : file_name;
+      if (std::any_of(fresh.begin(), fresh.end(), [&](const std::string& p) { return name.starts_with(p); })) continue;
+      auto it = params.find(name);
+      if (it == params.end()) {
+        // The tied decoder (same storage as the word embeddings and cls.predictions.bias) and the
+        // position_ids buffer are in Hugging Face files but are no params.
+        const bool known_extra = name.starts_with("cls.predictions.decoder.") || name.ends_with("position_ids");
+        if (!known_extra) report.unexpected.push_back(name);
+        continue;
+      }
+      if (stored.shape != it->second.shape) {
+        misshaped.push_back(fmt::format("{} (file {}, model {})", name, ir::shape_string(stored.shape),
+                                        ir::shape_string(it->second.shape)));
+        continue;
+      }
+      if (std::count(report.loaded.begin(), report.loaded.end(), name))
+        throw support::SafetensorsError(fmt::format("{}: tensor '{}' is in two files of {}: a shard set holds each "
+                                                    "tensor once",
+                                                    file_path.string(), name, path.string()));
+      env[name] = support::to_host(stored, it->second.dtype, fmt::format("{}: tensor '{}'", file_path.string(), name));
+      check_finite(name, env[name], file_path.string());
+      report.loaded.push_back(name);
     }
-    if (stored.shape != it->second.shape) {
-      misshaped.push_back(fmt::format("{} (file {}, model {})", name, ir::shape_string(stored.shape),
-                                      ir::shape_string(it->second.shape)));
-      continue;
-    }
-    env[name] = support::to_host(stored, it->second.dtype, fmt::format("{}: tensor '{}'", path.string(), name));
-    check_finite(name, env[name], path.string());
-    report.loaded.push_back(name);
   }
   if (!misshaped.empty())
     throw support::SafetensorsError(fmt::format("{}: {} tensors have another shape than the model's: {} (does the config "

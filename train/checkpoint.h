@@ -27,6 +27,10 @@ std::vector<CheckpointFile> list_checkpoints(const std::filesystem::path& dir);
 // What a checkpoint must hold: name -> type, for every param and every optimizer state.
 using TensorManifest = std::map<std::string, ir::TensorType>;
 
+// Whether a checkpoint tensor is optimizer state (moments, the step count, the loss scale) or the
+// exchange's, not a param: what --init and export leave out.
+bool is_optimizer_state(const std::string& name);
+
 // Tensors of the data-parallel gradient exchange's state (PowerSGD's), kept beside the manifest's:
 // a checkpoint may hold them or not, whatever the model.
 inline constexpr const char* kExchangeStatePrefix = "dist.";
@@ -57,10 +61,21 @@ void check_finite(const std::string& name, const support::HostTensor& tensor, co
 struct PretrainedReport {
   std::vector<std::string> loaded, missing, unexpected;
 };
-// Loads params from a Hugging Face BertForPreTraining (or BertModel) safetensors file: tensors are
-// matched by name (a BertModel file's names gain the "bert." prefix) and converted to f32; tied or buffer entries (cls.predictions.decoder.*,
-// *.position_ids) are skipped; a param of another shape is an error listing them all. Missing
-// params stay unset (to be initialized fresh) and are reported, as are unexpected names.
-PretrainedReport load_pretrained(const std::filesystem::path& path, const ir::Graph& graph, support::Environment& env);
+// The safetensors files of a Hugging Face model folder: model.safetensors, or the shards its
+// model.safetensors.index.json maps tensors to. Throws SafetensorsError naming the folder and
+// the fix when it has neither (a pytorch_model.bin only, say).
+std::vector<std::filesystem::path> hf_weight_files(const std::filesystem::path& folder);
+
+// Loads params from a Hugging Face BertForPreTraining (or BertModel, BertFor...Classification)
+// safetensors file, a bertc checkpoint, or a Hugging Face model folder (hf_weight_files): tensors
+// are matched by name (a BertModel file's names gain the "bert." prefix; old conversions'
+// LayerNorm gamma/beta are weight/bias) and converted to f32; tied or buffer entries
+// (cls.predictions.decoder.*, *.position_ids) are skipped; a param of another shape is an error
+// listing them all, a tensor in two shards an error. Missing params stay unset (to be initialized
+// fresh) and are reported, as are unexpected names.
+// Tensors whose names start with one of `fresh` are not loaded (reported missing): a fine-tuning
+// run's task head, made fresh whatever the file holds.
+PretrainedReport load_pretrained(const std::filesystem::path& path, const ir::Graph& graph, support::Environment& env,
+                                 const std::vector<std::string>& fresh = {});
 
 }  // namespace bertc::train

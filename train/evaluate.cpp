@@ -45,6 +45,7 @@ EvalResult evaluate_batch(const frontend::ModelDefinition& model, frontend::Conf
     config.train.max_predictions_per_seq = positions[1];
   }
   config.compile.dropout = false;
+  config.finetune.seq_len_buckets.clear();  // (the batch's length is the one compiled shape)
   frontend::validate(config);
 
   ir::Graph graph = frontend::build_model(model, config);
@@ -66,12 +67,17 @@ EvalResult evaluate_batch(const frontend::ModelDefinition& model, frontend::Conf
   std::vector<std::string> losses;  // besides loss: the pretraining graph's two
   for (std::string_view name : {ir::names::kMlmLoss, ir::names::kNspLoss})
     if (graph.find(name)) losses.emplace_back(name);
+  std::vector<std::string> logits;
+  for (std::string_view name : {ir::names::kLogits, ir::names::kMlmLogits, ir::names::kNspLogits})
+    if (graph.find(name)) logits.emplace_back(name);
   std::vector<std::string> fetch = losses;
+  fetch.insert(fetch.end(), logits.begin(), logits.end());
   for (ir::ValueId p : graph.values_of(ir::OpKind::Param)) fetch.push_back(ir::names::grad_of(graph.value(p).name));
   const auto r = reference::Executor<float>(graph).run(env, fetch);
   EvalResult out;
   for (const std::string& name : losses) out.losses.emplace_back(name, r.fetched.at(name).real.at(0));
   out.losses.emplace_back(ir::names::kLoss, r.outputs.at(0).real.at(0));
+  for (const std::string& name : logits) out.logits[name] = r.fetched.at(name);
   for (ir::ValueId p : graph.values_of(ir::OpKind::Param)) {
     const std::string& name = graph.value(p).name;
     out.gradients[name] = r.fetched.at(ir::names::grad_of(name));

@@ -18,6 +18,9 @@ struct EvalResult {
   // for a fine-tuning config.
   std::vector<std::pair<std::string, double>> losses;
   std::map<std::string, support::HostTensor> gradients;  // by Hugging Face param name
+  // The logits the graph makes: "logits" (a fine-tuning head's), or "mlm_logits" ([B*P, vocab])
+  // and "nsp_logits" ([B, 2]) for pretraining.
+  std::map<std::string, support::HostTensor> logits;
 };
 
 // `config`'s batch shape is replaced by the batch file's (input_ids [B,S], and for pretraining

@@ -1,12 +1,15 @@
 // Starting a run: a checkpoint, --init weights or fresh ones (see resume.h).
 #include "train/resume.h"
 
+#include <fstream>
+#include <iterator>
 #include <set>
 #include <sstream>
 
 #include <fmt/format.h>
 #include <xxhash.h>
 
+#include "frontend/hf_config.h"
 #include "ir/value_names.h"
 #include "train/initialize.h"
 
@@ -99,6 +102,20 @@ std::map<std::string, std::string> run_metadata(const frontend::ModelDefinition&
           {"seq_len", std::to_string(t.seq_len)},
           {"max_predictions_per_seq", std::to_string(t.max_predictions_per_seq)},
           {"global_batch", std::to_string(ranks * t.batch_size * t.gradient_accumulation_steps)}};
+}
+
+std::map<std::string, std::string> export_metadata(const frontend::Config& config, const std::filesystem::path& vocab) {
+  std::map<std::string, std::string> m = {{"model_config", frontend::model_json(config.model).dump()},
+                                          {"do_lower_case", config.train.do_lower_case ? "true" : "false"}};
+  std::error_code ec;
+  const std::filesystem::path absolute = std::filesystem::absolute(vocab, ec);
+  std::ifstream in(vocab, std::ios::binary);
+  if (!ec && in) {  // (a run from HDF5 shards may have no vocabulary file at hand)
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    m["vocab"] = absolute.string();
+    m["vocab_xxh3"] = fmt::format("{:016x}", XXH3_64bits(text.data(), text.size()));
+  }
+  return m;
 }
 
 std::map<std::string, std::string> settings_metadata(const frontend::Config& config) {

@@ -26,6 +26,11 @@ TensorManifest manifest_of(const passes::TrainingProgram& program);
 std::map<std::string, std::string> run_metadata(const frontend::ModelDefinition& model, const frontend::Config& config,
                                                 int ranks);
 
+// What bertc export needs to write a Hugging Face folder from a checkpoint alone: the model as
+// config.json keys ("model_config"), the vocabulary's path and xxh3 ("vocab", "vocab_xxh3": export
+// refuses a file changed since) and "do_lower_case". Not compared on resume.
+std::map<std::string, std::string> export_metadata(const frontend::Config& config, const std::filesystem::path& vocab);
+
 // The settings a resumed run must keep (the model, the data's making, the schedule, the optimizer),
 // as "config_settings" (their text) and "config_hash" (its xxh3); prepare_state refuses a resume
 // whose settings differ, naming each key that does.

@@ -471,6 +471,7 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
         metadata["gradient_accumulation_steps"] = std::to_string(K);
         metadata.merge(data_metadata(stream));
         metadata.merge(settings_metadata(o.config));
+        metadata.merge(export_metadata(o.config, o.vocab));
         save_checkpoint(o.checkpoint_dir, s, manifest_of(program), env, std::move(metadata), t.keep_checkpoints,
                         exchange);
         if (s == last || stop || !o.live_progress)

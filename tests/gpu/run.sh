@@ -3,12 +3,14 @@
 # built .gpu/ here; one call learns everything a run can: every step runs under its own time
 # limit and the run goes on after a failure. Steps, cheapest and most telling first:
 #   the driver, GPUs, NVRTC and cuBLAS found (bertc info against PyTorch's view);
-#   Hugging Face parity (parameters, eval losses and gradients of the CPU reference);
+#   Hugging Face parity (parameters, eval losses and gradients of the CPU reference, the
+#     fine-tuning heads, exported folders loaded by transformers);
 #   bertc check (every kernel of a bert-tiny step and optimizer step against the reference, value
 #     by value) at fp32 (simt), fp16, bf16 generated and through cuBLAS, then with the P40's
 #     (sm_61) and V100's (sm_70) programs run on this GPU as PTX, and LAMB's optimizer kernels;
 #   training pairs (8 steps on the GPU against the CPU reference), the CUDA Graph against eager;
 #   a compiled program (.bertx) trained with NVRTC unreachable against the config, bit for bit;
+#   fine-tuning (every length bucket's step and evaluation graph) against the CPU reference;
 #   NCCL on one rank in the optimizer's CUDA Graph against no exchange, bit for bit;
 #   per-kernel profiles of a bert-base step (bf16, and the P40's FP32 SIMT program as PTX);
 #   optional, slowest last: compute-sanitizer (memcheck, racecheck, synccheck, initcheck) on
@@ -63,6 +65,8 @@ fi
 step hf_parameter_parity 90 python3 tests/parity/hf_param_parity.py "$bin/bertc" examples/bert-tiny.toml \
   examples/bert-base.toml examples/bert-large.toml
 step hf_eval_parity 90 python3 tests/parity/hf_eval_parity.py "$bin/bertc" examples/bert-tiny.toml /tmp/bertc-parity --device cuda
+step hf_finetune_parity 90 python3 tests/parity/hf_finetune_parity.py "$bin/bertc" examples/bert-tiny.toml /tmp/bertc-parity-ft --device cuda
+step hf_export_parity 90 python3 tests/parity/hf_export_parity.py "$bin/bertc" . /tmp/bertc-parity-export
 
 # Every kernel of a bert-tiny step and optimizer step on the GPU against the reference executor,
 # value by value (bertc check lists any value beyond tolerance, the first marked: the kernel to
@@ -126,6 +130,21 @@ compiled_program() {
 }
 export -f compiled_program
 step compiled_program_runs_as_compiled 120 compiled_program
+
+# Fine-tuning on the GPU against the CPU reference: every bucket's step graph and the evaluation
+# graphs compiled for the GPU; the losses within 1e-3 relative, as training's.
+finetune_pair() {
+  rm -rf /tmp/bertc-gpu-ft && mkdir -p /tmp/bertc-gpu-ft
+  head -n 81 examples/data/task/train.tsv > /tmp/bertc-gpu-ft/train.tsv
+  head -n 41 examples/data/task/dev.tsv > /tmp/bertc-gpu-ft/dev.tsv
+  for device in cuda cpu; do
+    "$bin/bertc" finetune tests/lit/Inputs/finetune-test.toml --device $device --train-data /tmp/bertc-gpu-ft/train.tsv \
+      --dev-data /tmp/bertc-gpu-ft/dev.tsv --checkpoint-dir /tmp/bertc-gpu-ft/$device || return 1
+  done
+  python3 tests/lit/Inputs/close_losses.py /tmp/bertc-gpu-ft/cuda/metrics.jsonl /tmp/bertc-gpu-ft/cpu/metrics.jsonl 1e-3
+}
+export -f finetune_pair
+step finetune_cuda 120 finetune_pair
 
 # NCCL on one rank inside the CUDA Graph: [train] allreduce = "nccl" sums every bucket over the
 # one rank on a second stream of the step's graph (forked after the launch that writes the

@@ -1,0 +1,47 @@
+// Hugging Face model folders' config.json: read into a config's [model] (--init DIR), and written
+// from one (bertc export). Only what bertc's BERT computes is accepted: exact GELU, absolute
+// position embeddings, an encoder (no decoder or cross-attention).
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "frontend/config.h"
+
+namespace bertc::frontend {
+
+// Whether `path` is a Hugging Face model folder: a directory with a config.json.
+bool is_hf_folder(const std::filesystem::path& path);
+
+// Sets config.model from folder/config.json. A [model] key the config's text also sets must agree
+// with it. Throws ConfigError naming the file, the key and the fix for a model bertc cannot run
+// (model_type other than bert, hidden_act other than gelu, position_embedding_type other than
+// absolute, a decoder), a value of the wrong type or range, or a disagreement.
+void use_hf_model(Config& config, const std::filesystem::path& folder);
+
+// The model of a config loaded without requiring [model] (load_config(..., false)): a Hugging Face
+// folder's, when `init` is one (use_hf_model), else the config's own [model] (require_model_section).
+void take_model_from(Config& config, const std::filesystem::path& init);
+
+// What a checkpoint's model is exported as (bertc export --for).
+enum class HfHead { Pretraining, Base, SequenceClassification, TokenClassification };
+BERTC_ENUM_NAMES(HfHead, {HfHead::Pretraining, "pretraining"}, {HfHead::Base, "base"},
+                 {HfHead::SequenceClassification, "sequence-classification"},
+                 {HfHead::TokenClassification, "token-classification"})
+
+// [model] keys in Hugging Face's names, as a JSON object (what a checkpoint records as
+// "model_config", and the core of config.json).
+nlohmann::json model_json(const ModelConfig& model);
+// The same read back, every key checked as a config's is; `source` names it in errors.
+ModelConfig model_from_json(const nlohmann::json& j, const std::string& source);
+
+// A config.json transformers' from_pretrained reads: the model keys, the architecture of `head`,
+// and for classification num_labels (id2label, label2id from `labels`, else LABEL_i) and
+// problem_type (regression: one label).
+nlohmann::json hf_config_json(const ModelConfig& model, HfHead head, int64_t num_labels, bool regression,
+                              const std::vector<std::string>& labels);
+
+}  // namespace bertc::frontend

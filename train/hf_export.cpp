@@ -1,0 +1,132 @@
+// A checkpoint as a Hugging Face folder (see hf_export.h).
+#include "train/hf_export.h"
+
+#include <fstream>
+#include <iterator>
+
+#include <fmt/format.h>
+#include <xxhash.h>
+
+#include "support/atomic_file.h"
+#include "support/safetensors.h"
+#include "train/checkpoint.h"
+#include "train/trainer.h"
+
+namespace bertc::train {
+namespace {
+
+using frontend::HfHead;
+
+std::string metadata_of(const std::map<std::string, std::string>& meta, const std::string& key,
+                        const std::filesystem::path& checkpoint) {
+  const auto it = meta.find(key);
+  if (it == meta.end())
+    throw TrainError(fmt::format("{}: the checkpoint does not record its {} (a bertc from before export): export a "
+                                 "checkpoint of this bertc (train on, or resume for a step)",
+                                 checkpoint.string(), key));
+  return it->second;
+}
+
+// The head a checkpoint holds: a fine-tuned one's task, else pretraining's.
+HfHead own_head(const std::map<std::string, std::string>& meta) {
+  const auto task = meta.find("finetune_task");
+  if (task == meta.end()) return HfHead::Pretraining;
+  return ir::enum_named<frontend::FinetuneTask>(task->second) == frontend::FinetuneTask::TokenClassification
+             ? HfHead::TokenClassification
+             : HfHead::SequenceClassification;
+}
+
+// The params the folder holds under Hugging Face's names (a BertModel's without "bert.").
+support::Safetensors params_for(const support::Safetensors& checkpoint, HfHead head) {
+  support::Safetensors out;
+  out.metadata["format"] = "pt";  // (transformers refuses safetensors without it)
+  for (const auto& [name, tensor] : checkpoint.tensors) {
+    if (is_optimizer_state(name)) continue;
+    if (head == HfHead::Base) {
+      if (name.starts_with("bert.")) out.tensors[name.substr(5)] = tensor;
+      continue;
+    }
+    out.tensors[name] = tensor;
+  }
+  return out;
+}
+
+// The vocabulary's text: --vocab's, or the file the checkpoint recorded, unchanged.
+std::string vocabulary(const ExportOptions& o, const std::map<std::string, std::string>& meta) {
+  const std::filesystem::path path = o.vocab ? *o.vocab : std::filesystem::path(metadata_of(meta, "vocab", o.checkpoint));
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw TrainError(fmt::format("{}: cannot read the vocabulary{}: give it with --vocab FILE", path.string(),
+                                 o.vocab ? "" : " the checkpoint was trained with"));
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto recorded = meta.find("vocab_xxh3");
+  if (!o.vocab && recorded != meta.end() &&
+      recorded->second != fmt::format("{:016x}", XXH3_64bits(text.data(), text.size())))
+    throw TrainError(fmt::format("{} changed since the checkpoint was trained with it: give the vocabulary it was "
+                                 "trained with (--vocab FILE)",
+                                 path.string()));
+  return text;
+}
+
+nlohmann::json tokenizer_config(bool lower_case, int64_t max_length) {
+  return {{"tokenizer_class", "BertTokenizer"}, {"do_lower_case", lower_case},   {"model_max_length", max_length},
+          {"unk_token", "[UNK]"},                {"sep_token", "[SEP]"},          {"pad_token", "[PAD]"},
+          {"cls_token", "[CLS]"},                {"mask_token", "[MASK]"},        {"tokenize_chinese_chars", true},
+          {"strip_accents", nullptr}};
+}
+
+}  // namespace
+
+void export_hf_folder(const ExportOptions& o, std::ostream& log) {
+  std::error_code ec;
+  if (std::filesystem::exists(o.output, ec) &&
+      (!std::filesystem::is_directory(o.output, ec) || !std::filesystem::is_empty(o.output, ec)))
+    throw TrainError(fmt::format("{} exists and is not an empty folder: give a new folder (nothing is overwritten)",
+                                 o.output.string()));
+  const support::Safetensors checkpoint = support::read_safetensors(o.checkpoint);
+  verify_checksums(checkpoint, o.checkpoint.string());
+  const std::map<std::string, std::string>& meta = checkpoint.metadata;
+  if (const auto model = meta.find("model"); model != meta.end() && model->second != "bert")
+    throw TrainError(fmt::format("{}: a checkpoint of model '{}', whose layers Hugging Face's BERT does not have: "
+                                 "export writes BERT folders",
+                                 o.checkpoint.string(), model->second));
+  const frontend::ModelConfig model =
+      frontend::model_from_json(nlohmann::json::parse(metadata_of(meta, "model_config", o.checkpoint)),
+                                o.checkpoint.string() + " (model_config)");
+  const HfHead own = own_head(meta);
+  const HfHead head = o.head.value_or(own);
+  if (head != own && head != HfHead::Base)
+    throw TrainError(fmt::format("{} holds a {} model; --for {} needs that head's weights: export it --for {} or "
+                                 "--for base (the encoder only)",
+                                 o.checkpoint.string(), ir::enum_name(own), ir::enum_name(head), ir::enum_name(own)));
+  const bool regression = meta.count("finetune_task") &&
+                          ir::enum_named<frontend::FinetuneTask>(meta.at("finetune_task")) == frontend::FinetuneTask::Regression;
+  const int64_t num_labels = meta.count("num_labels") ? std::stoll(meta.at("num_labels")) : 2;
+  std::vector<std::string> labels;
+  if (meta.count("labels") && !meta.at("labels").empty()) {
+    frontend::FinetuneConfig f;
+    f.labels = meta.at("labels");
+    labels = f.label_names();
+  }
+  const support::Safetensors params = params_for(checkpoint, head);
+  const std::string vocab = vocabulary(o, meta);
+  const bool lower = meta.count("do_lower_case") ? meta.at("do_lower_case") == "true" : true;
+
+  std::filesystem::create_directories(o.output);
+  support::write_safetensors(o.output / "model.safetensors", params);
+  support::write_file_atomically(
+      o.output / "config.json", frontend::hf_config_json(model, head, num_labels, regression, labels).dump(2) + "\n");
+  support::write_file_atomically(o.output / "vocab.txt", vocab);
+  support::write_file_atomically(o.output / "tokenizer_config.json",
+                                 tokenizer_config(lower, model.max_position_embeddings).dump(2) + "\n");
+  const nlohmann::json special = {{"unk_token", "[UNK]"}, {"sep_token", "[SEP]"}, {"pad_token", "[PAD]"},
+                                  {"cls_token", "[CLS]"}, {"mask_token", "[MASK]"}};
+  support::write_file_atomically(o.output / "special_tokens_map.json", special.dump(2) + "\n");
+  log << fmt::format("export: {} -> {}: {} ({} params, no optimizer state), config.json, vocab.txt, "
+                     "tokenizer_config.json, special_tokens_map.json\n",
+                     o.checkpoint.string(), o.output.string(), frontend::hf_config_json(model, head, num_labels, regression,
+                                                                                    labels)["architectures"][0].get<std::string>(),
+                     params.tensors.size());
+}
+
+}  // namespace bertc::train

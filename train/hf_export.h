@@ -1,0 +1,29 @@
+// bertc export: a checkpoint as a Hugging Face model folder that transformers' from_pretrained
+// loads (config.json, model.safetensors with the params only, vocab.txt and the tokenizer's
+// config), from what the checkpoint records (export_metadata in resume.h).
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <ostream>
+
+#include "frontend/hf_config.h"
+
+namespace bertc::train {
+
+struct ExportOptions {
+  std::filesystem::path checkpoint, output;
+  // The architecture to write; nullopt: the checkpoint's own (BertForPreTraining for pretraining,
+  // BertFor...Classification for a fine-tuned one). Base: BertModel, the encoder and pooler only.
+  std::optional<frontend::HfHead> head;
+  // The vocabulary; nullopt: the file the checkpoint recorded (refused if changed since).
+  std::optional<std::filesystem::path> vocab;
+};
+
+// Writes the folder (refusing one that exists and is not empty); says what it wrote on `log`.
+// Throws TrainError or SafetensorsError with the fix: a damaged checkpoint, one without the
+// recorded model (from an older bertc), a custom model's, a head the checkpoint lacks, a missing
+// or changed vocabulary.
+void export_hf_folder(const ExportOptions& options, std::ostream& log);
+
+}  // namespace bertc::train
