@@ -328,7 +328,8 @@ void validate(const Config& c) {
   if (auto issue = check_relations(c)) throw ConfigError(fmt::format("{}: {}", c.source, issue->message));
 }
 
-Config parse_config(std::string_view toml_text, const std::string& source, std::span<const ExtraKey> extra_keys) {
+Config parse_config(std::string_view toml_text, const std::string& source, std::span<const ExtraKey> extra_keys,
+                    bool check_without_model) {
   Config config;
   config.source = source;
   config.name = std::filesystem::path(source).stem().string();
@@ -340,6 +341,7 @@ Config parse_config(std::string_view toml_text, const std::string& source, std::
     throw ConfigError(fmt::format("{}:{}:{}: TOML syntax error: {}", source, b.line, b.column, e.description()));
   }
   Loader(config, extra_keys).load(root);
+  const bool check = config.model_section || check_without_model;
   // A fine-tuning run's length and warmup follow from its epochs and the examples.
   for (const char* key : {"steps", "warmup_steps"})
     if (const toml::node* node = root["train"][key].node(); node && config.finetune_section) {
@@ -349,7 +351,7 @@ Config parse_config(std::string_view toml_text, const std::string& source, std::
                                     "remove the key",
                                     source, b.line, b.column, key));
     }
-  if (auto issue = check_relations(config)) {
+  if (auto issue = check ? check_relations(config) : std::nullopt) {
     // Point at the key to change when the file sets it; the default is in force otherwise.
     const toml::node* node = root[issue->section][issue->key].node();
     if (!node)
@@ -367,22 +369,18 @@ std::filesystem::path Config::resolve(const std::string& path) const {
   return std::filesystem::path(source).parent_path() / p;
 }
 
-void require_model_section(const Config& config) {
-  // Without one, every model key would take its default: a BERT-base nobody asked for.
-  if (!config.model_section)
-    throw ConfigError(fmt::format("{}: no [model] section: write the model's sizes under [model] (see "
-                                  "examples/bert-tiny.toml), or an empty [model] for BERT-base's defaults; or start "
-                                  "from a Hugging Face folder (--init DIR), whose config.json gives them",
-                                  config.source));
-}
 
 Config load_config(const std::filesystem::path& path, std::span<const ExtraKey> extra_keys, bool model_required) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ConfigError(fmt::format("{}: cannot open config file (does it exist?)", path.string()));
   std::ostringstream text;
   text << in.rdbuf();
-  Config config = parse_config(text.str(), path.string(), extra_keys);
-  if (model_required) require_model_section(config);
+  Config config = parse_config(text.str(), path.string(), extra_keys, model_required);
+  // Without one, every model key would take its default: a BERT-base nobody asked for.
+  if (model_required && !config.model_section)
+    throw ConfigError(fmt::format("{}: no [model] section: write the model's sizes under [model] (see "
+                                  "examples/bert-tiny.toml), or an empty [model] for BERT-base's defaults",
+                                  path.string()));
   return config;
 }
 

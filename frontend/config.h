@@ -117,15 +117,15 @@ class ConfigError : public std::runtime_error {
 };
 
 // Reads and checks a config file. Errors name the file, line and column, the key and the fix.
-// A config must have a [model] section unless `model_required` is false (its model then comes
-// from elsewhere: a Hugging Face folder's config.json, hf_config.h; require_model_section says
-// so when it does not).
+// A config must have a [model] section unless `model_required` is false: its model may then come
+// from elsewhere (a Hugging Face folder's config.json: hf_config.h's take_model_from, which also
+// checks the relations between keys that a config without [model] could not be checked for).
 Config load_config(const std::filesystem::path& path, std::span<const ExtraKey> extra_keys = {},
                    bool model_required = true);
-void require_model_section(const Config& config);
-// The same from text; `source` is the name shown in messages.
+// The same from text; `source` is the name shown in messages. Relations between keys are checked
+// when the text has a [model] section or `check_without_model`.
 Config parse_config(std::string_view toml_text, const std::string& source,
-                    std::span<const ExtraKey> extra_keys = {});
+                    std::span<const ExtraKey> extra_keys = {}, bool check_without_model = true);
 
 // Checks relations between keys (hidden divisible by heads, sequence within positions, ...).
 void validate(const Config& config);

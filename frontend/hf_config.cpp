@@ -2,6 +2,9 @@
 #include "frontend/hf_config.h"
 
 #include <fstream>
+#include <iterator>
+#include <optional>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -33,6 +36,37 @@ void refuse_true(const nlohmann::json& j, const std::string& key, const std::str
   const auto it = j.find(key);
   if (it != j.end() && it->is_boolean() && it->get<bool>())
     throw ConfigError(fmt::format("{}: {} is true; bertc runs BERT encoders only ({})", source, key, why));
+}
+
+// The folder's tokenizer, unless the config names its own: vocab.txt (the embeddings' rows are its
+// tokens) and do_lower_case from tokenizer_config.json. A config naming another vocabulary is refused.
+void use_hf_tokenizer(Config& config, const std::filesystem::path& folder) {
+  std::error_code ec;
+  const std::filesystem::path vocab = folder / "vocab.txt";
+  if (!std::filesystem::exists(vocab, ec)) return;  // (the config's [train] vocab then)
+  auto text_of = [](const std::filesystem::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return in ? std::optional(std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()))
+              : std::nullopt;
+  };
+  if (config.given.count("train.vocab")) {
+    if (text_of(config.resolve(config.train.vocab)) != text_of(vocab))
+      throw ConfigError(fmt::format("{}: [train] vocab = \"{}\" is not {}, whose tokens the model's embeddings are: "
+                                    "remove [train] vocab (the folder's is used) or name the folder's",
+                                    config.source, config.train.vocab, vocab.string()));
+  } else {
+    config.train.vocab = std::filesystem::absolute(vocab, ec).string();
+  }
+  if (config.given.count("train.do_lower_case")) return;
+  std::ifstream in(folder / "tokenizer_config.json");
+  if (!in) return;
+  try {
+    const nlohmann::json t = nlohmann::json::parse(in);
+    if (t.is_object() && t.contains("do_lower_case") && t["do_lower_case"].is_boolean())
+      config.train.do_lower_case = t["do_lower_case"].get<bool>();
+  } catch (const nlohmann::json::exception& e) {
+    throw ConfigError(fmt::format("{}: not JSON: {}", (folder / "tokenizer_config.json").string(), e.what()));
+  }
 }
 
 }  // namespace
@@ -86,27 +120,65 @@ void use_hf_model(Config& config, const std::filesystem::path& folder) {
   require(j, "position_embedding_type", "absolute", source, "relative position embeddings are not implemented");
   refuse_true(j, "is_decoder", source, "no causal masks");
   refuse_true(j, "add_cross_attention", source, "no cross-attention");
+  if (const auto tie = j.find("tie_word_embeddings"); tie != j.end() && tie->is_boolean() && !tie->get<bool>())
+    throw ConfigError(fmt::format("{}: tie_word_embeddings is false; bertc's MLM decoder is the word embeddings "
+                                  "(BERT's tie), so an untied decoder's weights would be lost",
+                                  source));
+  if (const auto dropout = j.find("classifier_dropout"); dropout != j.end() && !dropout->is_null())
+    throw ConfigError(fmt::format("{}: classifier_dropout is {}; bertc's task heads use hidden_dropout_prob before "
+                                  "the classifier (Hugging Face's default, null): remove the key or set it to null",
+                                  source, dropout->dump()));
   const ModelConfig from_folder = model_from_json(j, source);
   Config folder_config;
   folder_config.model = from_folder;
-  // Keys the config's text sets must say what the folder says.
+  // Keys the config's text sets must say what the folder says, but for those that do not shape
+  // the network (dropout, the init of fresh weights), which the config's text overrides as
+  // from_pretrained's keyword arguments do.
+  const std::set<std::string_view> overridable = {"hidden_dropout_prob", "attention_probs_dropout_prob",
+                                                  "initializer_range"};
+  ModelConfig merged = from_folder;
   for (const auto& spec : config_keys()) {
     if (spec.section != "model" || !config.given.count(fmt::format("model.{}", spec.key))) continue;
     const OptionValue mine = spec.get(config), theirs = spec.get(folder_config);
-    if (mine != theirs)
+    if (overridable.count(spec.key)) {
+      Config m;
+      m.model = merged;
+      (void)spec.set(m, mine);
+      merged = m.model;
+    } else if (mine != theirs) {
       throw ConfigError(fmt::format("{}: [model] {} = {}, and {} says {}: remove the key from [model] (the folder's "
                                     "config.json gives the model) or make them agree",
                                     config.source, spec.key, support::value_text(mine), source,
                                     support::value_text(theirs)));
+    }
   }
-  config.model = from_folder;
+  config.model = merged;
   config.model_section = true;
+  use_hf_tokenizer(config, folder);
   validate(config);
 }
 
-void take_model_from(Config& config, const std::filesystem::path& init) {
-  if (!init.empty() && is_hf_folder(init)) use_hf_model(config, init);
-  else require_model_section(config);
+void take_model_from(Config& config, const std::filesystem::path& init, const std::string& model_program) {
+  std::error_code ec;
+  if (!init.empty() && std::filesystem::is_directory(init, ec) && !is_hf_folder(init))
+    throw ConfigError(fmt::format("--init {}: a folder without config.json; a Hugging Face model folder has one "
+                                  "(and model.safetensors)",
+                                  init.string()));
+  if (!init.empty() && is_hf_folder(init)) {
+    if (model_program != "bert")
+      throw ConfigError(fmt::format("--init {}: a Hugging Face BERT folder, and model '{}' has other layers: start it "
+                                    "from one of its own checkpoints (or fresh)",
+                                    init.string(), model_program));
+    use_hf_model(config, init);
+    return;
+  }
+  if (!config.model_section)
+    throw ConfigError(fmt::format("{}: no [model] section: write the model's sizes under [model] (see "
+                                  "examples/bert-tiny.toml), or an empty [model] for BERT-base's defaults; or start "
+                                  "from a Hugging Face folder (--init DIR), whose config.json gives them (a run "
+                                  "started from one resumes with the same --init DIR)",
+                                  config.source));
+  validate(config);
 }
 
 nlohmann::json hf_config_json(const ModelConfig& model, HfHead head, int64_t num_labels, bool regression,
@@ -115,7 +187,6 @@ nlohmann::json hf_config_json(const ModelConfig& model, HfHead head, int64_t num
   j["model_type"] = "bert";
   j["hidden_act"] = "gelu";
   j["position_embedding_type"] = "absolute";
-  j["torch_dtype"] = "float32";
   const char* architecture = head == HfHead::Pretraining             ? "BertForPreTraining"
                              : head == HfHead::Base                   ? "BertModel"
                              : head == HfHead::SequenceClassification ? "BertForSequenceClassification"

@@ -16,15 +16,20 @@ namespace bertc::frontend {
 // Whether `path` is a Hugging Face model folder: a directory with a config.json.
 bool is_hf_folder(const std::filesystem::path& path);
 
-// Sets config.model from folder/config.json. A [model] key the config's text also sets must agree
-// with it. Throws ConfigError naming the file, the key and the fix for a model bertc cannot run
-// (model_type other than bert, hidden_act other than gelu, position_embedding_type other than
-// absolute, a decoder), a value of the wrong type or range, or a disagreement.
+// Sets config.model from folder/config.json, and the tokenizer ([train] vocab, do_lower_case) from
+// the folder's vocab.txt and tokenizer_config.json unless the config sets them (a vocab.txt other
+// than the folder's is refused). A [model] key the config's text also sets must agree with it,
+// but for dropout and initializer_range, which the config overrides. Throws ConfigError naming the
+// file, the key and the fix for a model bertc cannot run (model_type other than bert, hidden_act
+// other than gelu, position_embedding_type other than absolute, a decoder, an untied decoder, a
+// classifier_dropout of its own), a value of the wrong type or range, or a disagreement.
 void use_hf_model(Config& config, const std::filesystem::path& folder);
 
 // The model of a config loaded without requiring [model] (load_config(..., false)): a Hugging Face
-// folder's, when `init` is one (use_hf_model), else the config's own [model] (require_model_section).
-void take_model_from(Config& config, const std::filesystem::path& init);
+// folder's, when `init` is one (use_hf_model), else the config's own [model] (refused without
+// one, naming --init), its relations checked. A folder without config.json is refused, and a
+// folder for a model program other than bertc's BERT (`model_program`: its layers differ).
+void take_model_from(Config& config, const std::filesystem::path& init, const std::string& model_program);
 
 // What a checkpoint's model is exported as (bertc export --for).
 enum class HfHead { Pretraining, Base, SequenceClassification, TokenClassification };

@@ -346,7 +346,7 @@ std::string self_path(const char* argv0) {
 // A config for training from `init` (--init): a Hugging Face folder's config.json gives [model].
 frontend::Config load_config_for(const std::string& path, const std::string& init, const frontend::ModelDefinition& model) {
   frontend::Config config = frontend::load_config(path, model.extra_keys, /*model_required=*/false);
-  frontend::take_model_from(config, init);
+  frontend::take_model_from(config, init, model.name);
   return config;
 }
 

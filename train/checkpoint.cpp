@@ -219,7 +219,9 @@ std::vector<std::filesystem::path> hf_weight_files(const std::filesystem::path& 
     throw support::SafetensorsError(fmt::format("{}: no \"weight_map\" object (tensor name -> shard file)", index.string()));
   std::vector<std::filesystem::path> files;
   for (const auto& [name, file] : j["weight_map"].items()) {
-    if (!file.is_string() || file.get<std::string>().find('/') != std::string::npos)
+    const std::string file_name = file.is_string() ? file.get<std::string>() : std::string();
+    if (!file.is_string() || file_name.empty() || file_name == "." || file_name == ".." ||
+        file_name.find('/') != std::string::npos)
       throw support::SafetensorsError(fmt::format("{}: weight_map[\"{}\"] must name a file of the folder, found {}",
                                                   index.string(), name, file.dump()));
     const std::filesystem::path path = folder / file.get<std::string>();
@@ -272,8 +274,8 @@ PretrainedReport load_pretrained(const std::filesystem::path& path, const ir::Gr
         continue;
       }
       if (std::count(report.loaded.begin(), report.loaded.end(), name))
-        throw support::SafetensorsError(fmt::format("{}: tensor '{}' is in two files of {}: a shard set holds each "
-                                                    "tensor once",
+        throw support::SafetensorsError(fmt::format("{}: param '{}' comes twice from {} (two shards, or two names of "
+                                                    "it such as LayerNorm gamma and weight): keep one",
                                                     file_path.string(), name, path.string()));
       env[name] = support::to_host(stored, it->second.dtype, fmt::format("{}: tensor '{}'", file_path.string(), name));
       check_finite(name, env[name], file_path.string());

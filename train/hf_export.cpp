@@ -1,6 +1,8 @@
 // A checkpoint as a Hugging Face folder (see hf_export.h).
 #include "train/hf_export.h"
 
+#include <unistd.h>
+
 #include <fstream>
 #include <iterator>
 
@@ -17,13 +19,12 @@ namespace {
 
 using frontend::HfHead;
 
-std::string metadata_of(const std::map<std::string, std::string>& meta, const std::string& key,
-                        const std::filesystem::path& checkpoint) {
-  const auto it = meta.find(key);
+std::string model_config_of(const std::map<std::string, std::string>& meta, const std::filesystem::path& checkpoint) {
+  const auto it = meta.find("model_config");
   if (it == meta.end())
-    throw TrainError(fmt::format("{}: the checkpoint does not record its {} (a bertc from before export): export a "
-                                 "checkpoint of this bertc (train on, or resume for a step)",
-                                 checkpoint.string(), key));
+    throw TrainError(fmt::format("{}: the checkpoint does not record its model (a bertc from before export): export a "
+                                 "checkpoint this bertc wrote (pretraining: resume for a step; fine-tuning: run again)",
+                                 checkpoint.string()));
   return it->second;
 }
 
@@ -53,7 +54,12 @@ support::Safetensors params_for(const support::Safetensors& checkpoint, HfHead h
 
 // The vocabulary's text: --vocab's, or the file the checkpoint recorded, unchanged.
 std::string vocabulary(const ExportOptions& o, const std::map<std::string, std::string>& meta) {
-  const std::filesystem::path path = o.vocab ? *o.vocab : std::filesystem::path(metadata_of(meta, "vocab", o.checkpoint));
+  const auto recorded_path = meta.find("vocab");
+  if (!o.vocab && recorded_path == meta.end())
+    throw TrainError(fmt::format("{}: the checkpoint records no vocabulary file (its run read none, or an older bertc "
+                                 "wrote it): give the vocabulary with --vocab FILE",
+                                 o.checkpoint.string()));
+  const std::filesystem::path path = o.vocab ? *o.vocab : std::filesystem::path(recorded_path->second);
   std::ifstream in(path, std::ios::binary);
   if (!in)
     throw TrainError(fmt::format("{}: cannot read the vocabulary{}: give it with --vocab FILE", path.string(),
@@ -91,7 +97,7 @@ void export_hf_folder(const ExportOptions& o, std::ostream& log) {
                                  "export writes BERT folders",
                                  o.checkpoint.string(), model->second));
   const frontend::ModelConfig model =
-      frontend::model_from_json(nlohmann::json::parse(metadata_of(meta, "model_config", o.checkpoint)),
+      frontend::model_from_json(nlohmann::json::parse(model_config_of(meta, o.checkpoint)),
                                 o.checkpoint.string() + " (model_config)");
   const HfHead own = own_head(meta);
   const HfHead head = o.head.value_or(own);
@@ -99,6 +105,10 @@ void export_hf_folder(const ExportOptions& o, std::ostream& log) {
     throw TrainError(fmt::format("{} holds a {} model; --for {} needs that head's weights: export it --for {} or "
                                  "--for base (the encoder only)",
                                  o.checkpoint.string(), ir::enum_name(own), ir::enum_name(head), ir::enum_name(own)));
+  if (head == HfHead::Base && own == HfHead::TokenClassification)
+    throw TrainError(fmt::format("{}: a token-classification model has no pooler, and a BertModel folder has one "
+                                 "(transformers would make it up at random): export it --for token-classification",
+                                 o.checkpoint.string()));
   const bool regression = meta.count("finetune_task") &&
                           ir::enum_named<frontend::FinetuneTask>(meta.at("finetune_task")) == frontend::FinetuneTask::Regression;
   const int64_t num_labels = meta.count("num_labels") ? std::stoll(meta.at("num_labels")) : 2;
@@ -112,16 +122,26 @@ void export_hf_folder(const ExportOptions& o, std::ostream& log) {
   const std::string vocab = vocabulary(o, meta);
   const bool lower = meta.count("do_lower_case") ? meta.at("do_lower_case") == "true" : true;
 
-  std::filesystem::create_directories(o.output);
-  support::write_safetensors(o.output / "model.safetensors", params);
-  support::write_file_atomically(
-      o.output / "config.json", frontend::hf_config_json(model, head, num_labels, regression, labels).dump(2) + "\n");
-  support::write_file_atomically(o.output / "vocab.txt", vocab);
-  support::write_file_atomically(o.output / "tokenizer_config.json",
-                                 tokenizer_config(lower, model.max_position_embeddings).dump(2) + "\n");
-  const nlohmann::json special = {{"unk_token", "[UNK]"}, {"sep_token", "[SEP]"}, {"pad_token", "[PAD]"},
-                                  {"cls_token", "[CLS]"}, {"mask_token", "[MASK]"}};
-  support::write_file_atomically(o.output / "special_tokens_map.json", special.dump(2) + "\n");
+  // The folder is made beside its place and renamed there whole: a failed export leaves nothing
+  // half-written under the name (rename replaces an empty folder).
+  const std::filesystem::path staging =
+      o.output.parent_path() / fmt::format(".{}.tmp.{}", o.output.filename().string(), ::getpid());
+  try {
+    std::filesystem::create_directories(staging);
+    support::write_safetensors(staging / "model.safetensors", params);
+    support::write_file_atomically(staging / "config.json",
+                                   frontend::hf_config_json(model, head, num_labels, regression, labels).dump(2) + "\n");
+    support::write_file_atomically(staging / "vocab.txt", vocab);
+    support::write_file_atomically(staging / "tokenizer_config.json",
+                                   tokenizer_config(lower, model.max_position_embeddings).dump(2) + "\n");
+    const nlohmann::json special = {{"unk_token", "[UNK]"}, {"sep_token", "[SEP]"}, {"pad_token", "[PAD]"},
+                                    {"cls_token", "[CLS]"}, {"mask_token", "[MASK]"}};
+    support::write_file_atomically(staging / "special_tokens_map.json", special.dump(2) + "\n");
+    std::filesystem::rename(staging, o.output);
+  } catch (...) {
+    std::filesystem::remove_all(staging, ec);
+    throw;
+  }
   log << fmt::format("export: {} -> {}: {} ({} params, no optimizer state), config.json, vocab.txt, "
                      "tokenizer_config.json, special_tokens_map.json\n",
                      o.checkpoint.string(), o.output.string(), frontend::hf_config_json(model, head, num_labels, regression,
