@@ -2,6 +2,8 @@
 // images and logs; the parallel driver and the checksummed disk cache.
 #include "codegen/nvrtc_compiler.h"
 
+#include <cstdio>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -81,15 +83,23 @@ NvrtcCompiler::NvrtcCompiler(NvrtcLibrary library, int arch, int target, bool pt
 
 namespace {
 
-// Whether the driver of `driver_version` loads what `lib` makes: cubins within its CUDA major
-// version (minor version compatibility), PTX only of its version or older.
-bool driver_loads(const NvrtcLibrary& lib, int driver_version, bool ptx) {
+bool loads(int major, int minor, int driver_version, bool ptx) {
   if (driver_version == 0) return true;
-  const int version = lib.major * 1000 + lib.minor * 10;
-  return ptx ? version <= driver_version : lib.major <= driver_version / 1000;
+  const int version = major * 1000 + minor * 10;
+  return ptx ? version <= driver_version : major <= driver_version / 1000;
+}
+
+bool driver_loads(const NvrtcLibrary& lib, int driver_version, bool ptx) {
+  return loads(lib.major, lib.minor, driver_version, ptx);
 }
 
 }  // namespace
+
+bool driver_loads(const std::string& nvrtc_version, int driver_version, bool ptx) {
+  int major = 0, minor = 0;
+  if (std::sscanf(nvrtc_version.c_str(), "%d.%d", &major, &minor) != 2) return true;
+  return loads(major, minor, driver_version, ptx);
+}
 
 NvrtcCompiler NvrtcCompiler::for_arch(int arch, int driver_version) {
   std::vector<NvrtcProbe> probes = probe_nvrtc_libraries();

@@ -33,6 +33,12 @@ struct KernelSource {
   std::string source;  // a translation unit including "bx.h"
 };
 
+// Whether a driver of `driver_version` (cuDriverGetVersion's, 12080 for 12.8; 0: none to ask)
+// loads what NVRTC `nvrtc_version` ("13.0") made: cubins of the driver's CUDA major version or
+// older (minor version compatibility), PTX only of its version or older (a driver cannot JIT newer
+// PTX). An unreadable version string is taken as loadable (the load itself then says).
+bool driver_loads(const std::string& nvrtc_version, int driver_version, bool ptx);
+
 class NvrtcCompiler {
  public:
   // The first NVRTC library (in nvrtc_candidates() order) that compiles for sm_<arch>, as cubin if

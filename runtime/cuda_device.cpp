@@ -301,7 +301,19 @@ void CudaDevice::load(const std::vector<const codegen::KernelSpec*>& kernels) {
   }
 }
 
-void CudaDevice::use_images(std::map<std::string, codegen::GpuImage> images) { api_->given_images = std::move(images); }
+void CudaDevice::use_images(std::map<std::string, codegen::GpuImage> images, const std::string& nvrtc_version) {
+  Api& a = *api_;
+  // Refused before anything loads: cuModuleLoadData would fail kernel by kernel, saying only
+  // CUDA_ERROR_UNSUPPORTED_PTX_VERSION or NO_BINARY_FOR_GPU.
+  for (const auto& [name, image] : images)
+    if (!codegen::driver_loads(nvrtc_version, a.driver_version, image.ptx))
+      throw std::runtime_error(fmt::format(
+          "the program's kernels were compiled by NVRTC {} (as {}), and this driver supports CUDA {}.{}, too old to load "
+          "them: update the driver, or compile the program with an NVRTC no newer than the driver (BERTC_NVRTC=PATH "
+          "bertc compile ...)",
+          nvrtc_version, image.ptx ? "PTX" : "cubins", a.driver_version / 1000, a.driver_version % 1000 / 10));
+  a.given_images = std::move(images);
+}
 
 std::vector<codegen::GpuImage> CudaDevice::Api::compile(const std::vector<codegen::KernelSource>& sources) const {
   const codegen::NvrtcCompiler compiler = kernel_arch == info.arch

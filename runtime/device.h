@@ -48,11 +48,12 @@ class Device {
   virtual void copy(void* to, const void* from, size_t bytes) = 0;  // device to device, in order
   // Makes `kernels` launchable (the Host device compiles them; CUDA loads their images).
   virtual void load(const std::vector<const codegen::KernelSpec*>& kernels) = 0;
-  // Kernels compiled already (a .bertx's images, by kernel name), for later load()s: CUDA loads
-  // these and compiles nothing (no NVRTC needed), refusing a kernel without an image or images
-  // of another arch than its GPU's. The Host device runs no GPU image: it compiles the kernels'
-  // sources for the CPU whatever it is given.
-  virtual void use_images(std::map<std::string, codegen::GpuImage> images) = 0;
+  // Kernels compiled already (a .bertx's images, by kernel name, made by NVRTC `nvrtc_version`),
+  // for later load()s: CUDA loads these and compiles nothing (no NVRTC needed), refusing a kernel
+  // without an image, images of another arch than its GPU's, and images its driver is too old to
+  // load (driver_loads). The Host device runs no GPU image: it compiles the kernels' sources for
+  // the CPU whatever it is given.
+  virtual void use_images(std::map<std::string, codegen::GpuImage> images, const std::string& nvrtc_version) = 0;
   // args[i] points at the value of parameter i (cuLaunchKernel's convention).
   virtual void launch(const codegen::KernelSpec& kernel, void** args) = 0;
   // A cuBLAS product: cublasGemmStridedBatchedEx with `args` (first = the IR's B).

@@ -131,7 +131,7 @@ void HostDevice::replay(DeviceGraph& graph) {
 }
 
 // The emulation runs each kernel's source compiled for the CPU; a GPU image is nothing it can run.
-void HostDevice::use_images(std::map<std::string, codegen::GpuImage> /*images*/) {}
+void HostDevice::use_images(std::map<std::string, codegen::GpuImage> /*images*/, const std::string& /*nvrtc_version*/) {}
 
 void HostDevice::load(const std::vector<const codegen::KernelSpec*>& kernels) {
   std::vector<const codegen::KernelSpec*> fresh;

@@ -37,7 +37,7 @@ class HostDevice : public Device {
   void fill(void* device, unsigned char byte, size_t bytes) override;
   void copy(void* to, const void* from, size_t bytes) override;
   void load(const std::vector<const codegen::KernelSpec*>& kernels) override;
-  void use_images(std::map<std::string, codegen::GpuImage> images) override;
+  void use_images(std::map<std::string, codegen::GpuImage> images, const std::string& nvrtc_version) override;
   void launch(const codegen::KernelSpec& kernel, void** args) override;
   void gemm(const codegen::CublasGemmArgs& args, const void* first, const void* second, void* c) override;
   size_t allocated_bytes() const override { return allocated_; }

@@ -87,7 +87,7 @@ int run_check(const codegen::CompiledProgram& compiled, const frontend::Config& 
               std::ostream& out) {
   const std::shared_ptr<runtime::Device> device =
       runtime::open_device(o.device, {config.compile.arch.sm(), codegen::default_cache_folder()});
-  device->use_images(compiled.images);
+  device->use_images(compiled.images, compiled.nvrtc_version);
   const passes::TrainingProgram program = codegen::graphs_of(compiled);
   // The program's launches; the check keeps more values to the end, so the arena is the kept graph's.
   auto as_compiled = [](const codegen::GraphKernels& kernels) {

@@ -227,7 +227,7 @@ Runners make_runners(const frontend::ModelDefinition& model, const TrainOptions&
   const auto state = std::make_shared<runtime::ResidentState>(*device);
   const runtime::Launching launching = o.eager ? runtime::Launching::Eager : runtime::Launching::Graph;
   if (o.compiled) {  // a .bertx: its graphs (fetched values among their outputs) and kernels as compiled
-    device->use_images(o.compiled->images);
+    device->use_images(o.compiled->images, o.compiled->nvrtc_version);
     r.step = compiled_plan_runner(program.step, r.fetch.step, o.compiled->step, device, state, launching);
     r.optimizer = compiled_plan_runner(program.optimizer, r.fetch.optimizer, o.compiled->optimizer, device, state, launching);
   } else {

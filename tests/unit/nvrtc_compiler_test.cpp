@@ -50,6 +50,18 @@ TEST(Nvrtc, ChoosesAnNvrtcWhoseOutputTheDriverLoads) {
   }
 }
 
+// What a compiled program's images need of the driver that loads them (a .bertx carries the
+// NVRTC version): cubins within the driver's CUDA major version, PTX no newer than the driver.
+TEST(Nvrtc, ACompiledProgramsImagesAgainstTheDriver) {
+  EXPECT_TRUE(driver_loads("13.0", 13000, false));
+  EXPECT_TRUE(driver_loads("13.0", 13020, true));
+  EXPECT_FALSE(driver_loads("13.0", 12080, false));  // a CUDA 13 cubin on a CUDA 12.8 driver
+  EXPECT_TRUE(driver_loads("12.9", 12080, false));   // minor version compatibility
+  EXPECT_FALSE(driver_loads("12.9", 12080, true));   // ... which PTX does not have
+  EXPECT_TRUE(driver_loads("12.9", 0, true));        // no driver asked: the load says
+  EXPECT_TRUE(driver_loads("unknown", 12080, true));
+}
+
 TEST(Nvrtc, CacheHitsAndRebuildsCorruptEntries) {
   const std::filesystem::path cache = std::filesystem::path(BERTC_TEST_CACHE) / "nvrtc-cache-test";
   std::filesystem::remove_all(cache);
