@@ -28,8 +28,18 @@ std::string read_file(const std::filesystem::path& path) {
 
 // The running executable without any program appended to it (an executable made from an
 // executable carries one program, the newer).
+// In bertc's own binary (this file's code reads it): how a copy of /proc/self/exe is known to be
+// bertc, not the loader or valgrind that runs it.
+constexpr std::string_view kSelfMarker = "bertc-runtime-for-training-executables";
+
 std::string bare_self() {
   std::string self = read_file(kSelf);
+  if (self.find(kSelfMarker) == std::string::npos) {
+    std::error_code ec;
+    throw std::runtime_error(fmt::format("{} is {}, not bertc (run through a loader or valgrind?): a training "
+                                         "executable is a copy of bertc itself, so run bertc directly to write one",
+                                         kSelf.string(), std::filesystem::read_symlink(kSelf, ec).string()));
+  }
   if (self.size() >= kTrailerBytes && std::memcmp(self.data() + self.size() - 8, kTrailerMagic, 8) == 0) {
     uint64_t size = 0;
     std::memcpy(&size, self.data() + self.size() - kTrailerBytes, 8);
