@@ -1,5 +1,5 @@
 # lit configuration for bertc's IR tests: %bertc, %bertc-opt, %prenorm-bert and %bench-train are
-# the built tools (%bench the benchmark scripts); FileCheck, not and split-file come from LLVM 14
+# the built tools (%examples-bin the built model programs, %bench the benchmark scripts); FileCheck, not and split-file come from LLVM 14
 # through PATH.
 import os
 import lit.formats
@@ -16,6 +16,7 @@ tools = {
     "%bertc": os.path.join(config.bertc_bin_dir, "tools", "bertc"),
     "%prenorm-bert": os.path.join(config.bertc_bin_dir, "examples", "prenorm-bert"),
     "%examples": os.path.join(config.bertc_source_dir, "examples"),
+    "%examples-bin": os.path.join(config.bertc_bin_dir, "examples"),
     "%bench-train": os.path.join(config.bertc_bin_dir, "bench", "bertc-bench-train"),
     "%bench": os.path.join(config.bertc_source_dir, "bench"),
 }
