@@ -83,7 +83,11 @@ nlohmann::json tokenizer_config(bool lower_case, int64_t max_length) {
 
 }  // namespace
 
-void export_hf_folder(const ExportOptions& o, std::ostream& log) {
+void export_hf_folder(const ExportOptions& options, std::ostream& log) {
+  ExportOptions o = options;
+  // "my-model/" names the folder my-model (its staging folder goes beside it, not inside).
+  o.output = o.output.lexically_normal();
+  if (o.output.filename().empty()) o.output = o.output.parent_path();
   std::error_code ec;
   if (std::filesystem::exists(o.output, ec) &&
       (!std::filesystem::is_directory(o.output, ec) || !std::filesystem::is_empty(o.output, ec)))

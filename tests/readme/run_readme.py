@@ -1,0 +1,122 @@
+"""Runs the README's commands, so that the documentation cannot drift from the program.
+
+Every command of a ```sh block runs, in README order, in a scratch folder where build/ and
+examples/ lead to the real ones, except:
+  - synopsis lines (they show options in brackets, "[--steps N]"), and
+  - lines whose comment says "(not run: why)" (a GPU, several machines, a download).
+Where the README shows output (a plain block whose first line is "$ COMMAND"), the command runs
+as shown and every line shown must appear in its output, in order (spaces at the ends and
+durations such as "0.07 s" aside; a line "..." stands for lines left out).
+To stay fast on a CPU the commands are made small, never changed in kind:
+  - examples/bert-base.toml and bert-large.toml become bert-tiny.toml (not for shown output);
+  - bertc train gets --steps 2, bertc finetune --epochs 1, bertc vocab --size 400;
+  - a checkpoint path that does not exist (checkpoint-000600 of a 600-step run shortened to 2)
+    becomes the newest checkpoint of its folder.
+Prints each command with its time and result; exits non-zero naming the first failure.
+
+Usage: run_readme.py README BUILD_DIR SOURCE_DIR WORK_DIR
+"""
+import glob
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+
+readme, build, source, work = sys.argv[1:5]
+text = open(readme).read()
+shutil.rmtree(work, ignore_errors=True)  # (the test's own scratch folder: every run starts empty)
+os.makedirs(work)
+# The kernels the commands compile are cached in the scratch folder, not in the user's cache.
+os.environ["XDG_CACHE_HOME"] = os.path.join(os.path.abspath(work), "cache")
+for name, target in (("build", build), ("examples", os.path.join(source, "examples"))):
+    link = os.path.join(work, name)
+    if not os.path.lexists(link):
+        os.symlink(os.path.abspath(target), link)
+
+
+def commands_of(body):
+    """(command, comment) per logical line: continuations joined, comment lines dropped."""
+    out, pending = [], ""
+    for line in body.split("\n"):
+        if line.rstrip().endswith("\\"):
+            pending += line.rstrip()[:-1] + " "
+            continue
+        line = pending + line
+        pending = ""
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        code, comment = (re.split(r"\s+#(?=\s|$)", line, maxsplit=1) + [""])[:2]  # (a comment: " # ...")
+        out.append((code.strip(), comment.strip()))
+    return out
+
+
+def newest_checkpoint(path):
+    if os.path.exists(os.path.join(work, path)) or not re.search(r"checkpoint-\d{6}\.safetensors$", path):
+        return path
+    found = sorted(glob.glob(os.path.join(work, os.path.dirname(path), "checkpoint-*.safetensors")))
+    return os.path.relpath(found[-1], work) if found else path
+
+
+def made_small(args):
+    args = [a.replace("examples/bert-base.toml", "examples/bert-tiny.toml").replace("examples/bert-large.toml",
+                                                                                    "examples/bert-tiny.toml")
+            for a in args]
+    args = [newest_checkpoint(a) for a in args]
+    if "train" in args and "--steps" not in args:
+        args += ["--steps", "2"]
+    if "finetune" in args and "--epochs" not in args:
+        args += ["--epochs", "1"]
+    if "vocab" in args and "--size" in args:
+        args[args.index("--size") + 1] = "400"
+    return args
+
+
+def comparable(line):
+    """A line as compared: spaces at the end dropped, durations ("0.07 s") not compared."""
+    return re.sub(r"\b\d+(\.\d+)? s\b", "N s", line.rstrip())
+
+
+def run(args, shown=None):
+    began = time.time()
+    r = subprocess.run(args, cwd=work, capture_output=True, text=True)
+    seconds = time.time() - began
+    output = r.stdout + r.stderr
+    problem = None
+    if r.returncode != 0:
+        problem = f"exit {r.returncode}:\n{output[-3000:]}"
+    elif shown:
+        lines = [comparable(l) for l in output.split("\n")]
+        at = 0
+        for want in shown:
+            if want.strip() == "...":  # (the README leaves lines out)
+                continue
+            while at < len(lines) and lines[at] != comparable(want):
+                at += 1
+            if at == len(lines):
+                problem = f"the README shows\n  {want}\nwhich the output lacks (in order):\n{output[-3000:]}"
+                break
+            at += 1
+    print(f"{'ok  ' if not problem else 'FAIL'} {seconds:5.1f} s  {' '.join(args)}", flush=True)
+    if problem:
+        sys.exit(f"README command failed: {' '.join(args)}\n{problem}")
+
+
+ran = skipped = 0
+for lang, body in re.findall(r"^```(\w*)\n(.*?)^```", text, re.S | re.M):
+    if lang == "sh":
+        for code, comment in commands_of(body):
+            if "[--" in code or "(not run" in comment:
+                skipped += 1
+                continue
+            if code.startswith("scripts/"):
+                sys.exit(f"README command {code}: scripts/ lines must say (not run: ...) (they build and test everything)")
+            run(made_small(shlex.split(code)))
+            ran += 1
+    elif lang == "" and body.startswith("$ "):
+        first, *shown = body.rstrip("\n").split("\n")
+        run(shlex.split(first[2:]), shown)
+        ran += 1
+print(f"README: {ran} commands ran, {skipped} not run (synopses and marked)")
