@@ -456,20 +456,18 @@ int eval(const EvalArgs& args, const frontend::ModelDefinition& model) {
   const frontend::Config config = load_config_for(args.config, args.init, model);
   const train::EvalResult r = train::evaluate_batch(model, config, args.init, args.batch);
   for (const auto& [name, value] : r.losses) std::cout << fmt::format("{} {:.9g}\n", name, value);
-  if (!args.dump_logits.empty()) {
+  // --dump-logits and --dump-grads: named tensors as a safetensors file of a format.
+  auto dump = [](const std::string& path, const std::map<std::string, support::HostTensor>& tensors,
+                 const std::string& what) {
+    if (path.empty()) return;
     support::Safetensors file;
-    for (const auto& [name, t] : r.logits) file.tensors[name] = support::to_stored(t);
-    file.metadata["format"] = "bertc-logits";
-    support::write_safetensors(args.dump_logits, file);
-    std::cerr << fmt::format("logits ({}) written to {}\n", r.logits.size(), args.dump_logits);
-  }
-  if (!args.dump_grads.empty()) {
-    support::Safetensors file;
-    for (const auto& [name, grad] : r.gradients) file.tensors[name] = support::to_stored(grad);
-    file.metadata["format"] = "bertc-gradients";
-    support::write_safetensors(args.dump_grads, file);
-    std::cerr << fmt::format("gradients of {} params written to {}\n", r.gradients.size(), args.dump_grads);
-  }
+    for (const auto& [name, t] : tensors) file.tensors[name] = support::to_stored(t);
+    file.metadata["format"] = "bertc-" + what;
+    support::write_safetensors(path, file);
+    std::cerr << fmt::format("{} ({} tensors) written to {}\n", what, tensors.size(), path);
+  };
+  dump(args.dump_logits, r.logits, "logits");
+  dump(args.dump_grads, r.gradients, "gradients");
   return 0;
 }
 

@@ -84,9 +84,9 @@ struct Bucket {
   std::unique_ptr<GraphRunner> step, evaluate;
 };
 
-// The step and evaluation graphs of every bucket (each compiled once; a device caches its kernels).
-std::vector<Bucket> compile_buckets(const frontend::ModelDefinition& model, const frontend::Config& c,
-                                    bool on_device) {
+// The step and evaluation graphs of every bucket (each compiled once; a device caches its
+// kernels), both through the passes at the run's precision, on the reference as on a device.
+std::vector<Bucket> compile_buckets(const frontend::ModelDefinition& model, const frontend::Config& c) {
   std::vector<Bucket> out;
   for (int64_t len : c.finetune.buckets(c.train.seq_len)) {
     frontend::Config shaped = c;
@@ -95,8 +95,7 @@ std::vector<Bucket> compile_buckets(const frontend::ModelDefinition& model, cons
     b.seq_len = len;
     b.program = passes::compile_training(frontend::build_model(model, shaped), c.compile, c.train);
     shaped.compile.dropout = false;
-    b.evaluation = frontend::build_model(model, shaped);
-    if (on_device) b.evaluation = passes::compile_evaluation(std::move(b.evaluation), shaped.compile);
+    b.evaluation = passes::compile_evaluation(frontend::build_model(model, shaped), shaped.compile);
     out.push_back(std::move(b));
   }
   return out;
@@ -291,7 +290,7 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
                      passes::optimizer_name(t.optimizer), ir::enum_name(c.compile.precision), o.checkpoint_dir.string());
 
   Runners r;
-  r.buckets = compile_buckets(model, c, device != nullptr);
+  r.buckets = compile_buckets(model, c);
   const passes::TrainingProgram& first = r.buckets.front().program;
   support::Environment env;
   if (o.init) load_init(*o.init, first.step, env, log);
