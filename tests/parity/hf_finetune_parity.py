@@ -20,6 +20,8 @@ import torch
 from safetensors.torch import load_file, save_file
 from transformers import BertConfig, BertForSequenceClassification, BertForTokenClassification
 
+from gradients import compare_gradients
+
 bertc, config_path, work = sys.argv[1], sys.argv[2], sys.argv[3]
 device = sys.argv[sys.argv.index("--device") + 1] if "--device" in sys.argv else "cpu"
 os.makedirs(work, exist_ok=True)
@@ -90,18 +92,7 @@ def run(task, labels):
     failed = [f"loss ({rel:.1e})"] if rel > 1e-5 else []
     print(f"parity {task} loss: bertc {ours_loss:.7f} transformers {out.loss.item():.7f} rel diff {rel:.1e}")
     our_grads = load_file(grads_file)
-    overall = max(p.grad.abs().max().item() for p in model.parameters() if p.grad is not None)
-    worst = 0.0
-    for name, p in model.named_parameters():
-        ref = p.grad.detach().cpu() if p.grad is not None else torch.zeros_like(p.detach().cpu())
-        if name not in our_grads:
-            failed.append(f"{name} (no bertc gradient)")
-            continue
-        scale = max(ref.abs().max().item(), 1e-3 * overall)
-        diff = (our_grads[name] - ref).abs().max().item() / scale
-        worst = max(worst, diff)
-        if diff > 1e-4:
-            failed.append(f"{name} ({diff:.1e})")
+    worst = compare_gradients(model, our_grads, failed)
     print(f"parity {task} gradients: {len(our_grads)} tensors, worst max-abs diff / tensor max = {worst:.1e}")
     return failed
 
