@@ -4,6 +4,10 @@
 # there with the working tree. fmt and toml++ are header-only in bertc, so nothing else is linked;
 # without MPI, Gloo and HDF5 (Debian has no static Open MPI or Gloo, and the GPU machine none of
 # them): one rank there, no shards.
+# Beside it, .gpu/dynamic.tar.xz: the regular build's bertc (Gloo, Open MPI and HDF5 linked as
+# shared libraries) with every library it loads, glibc and its loader included, run through that
+# loader (run.sh's bertc-dynamic), so that it does not depend on the GPU machine's libraries: the
+# data-parallel checks there start 2 ranks the way torchrun does (Gloo; no mpirun there).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build=$root/build-gpu
@@ -19,6 +23,24 @@ if ldd "$root/.gpu/bin/"* | grep -v ':$' | grep -vE 'linux-vdso|libc\.so|libm\.s
   echo "prepare: unexpected shared-library dependency above" >&2
   exit 1
 fi
+# The dynamic bundle: setup.sh above built build/. glibc's libdl, libpthread and librt are stubs
+# since 2.34, but a host library bertc dlopens (the driver's libcuda, NVRTC, cuBLAS, NCCL) names
+# them, and the host's own must not be mixed into this glibc: they are carried too.
+dynamic=$root/.gpu/dynamic
+mkdir -p "$dynamic/lib"
+cp "$root/build/tools/bertc" "$dynamic/"
+strip "$dynamic/bertc"
+ldd "$root/build/tools/bertc" | awk '/=> \//{print $3}' | while read -r lib; do cp -L "$lib" "$dynamic/lib/"; done
+for lib in /lib64/ld-linux-x86-64.so.2 /lib/x86_64-linux-gnu/{libdl.so.2,libpthread.so.0,librt.so.1,libutil.so.1}; do
+  cp -L "$lib" "$dynamic/lib/"
+done
+# Without a loader path of its own, the bundle must run with none of build/'s libraries about.
+ldd "$dynamic/bertc" | awk '/=> \//{print $1}' | while read -r lib; do
+  [ -f "$dynamic/lib/$lib" ] || { echo "prepare: $lib is not in the dynamic bundle" >&2; exit 1; }
+done
+"$dynamic/lib/ld-linux-x86-64.so.2" --library-path "$dynamic/lib" "$dynamic/bertc" info >/dev/null
+# xz: 16 MiB where gzip makes 27 (OpenBLAS is most of it), and .gpu must stay within 48 MiB.
+tar -cJf "$root/.gpu/dynamic.tar.xz" -C "$root/.gpu" dynamic && rm -rf "$dynamic"
 # Each static program carries OpenBLAS (~25 MB, the reference executor's): compressed, the folder
 # stays within the 48 MiB that travel with the tree; tests/gpu/run.sh unpacks them there.
 gzip -9 "$root/.gpu/bin/"*
