@@ -28,6 +28,11 @@ std::string output_name(size_t result);
 // The kernel text: `BX_KERNEL void BX_NAME(<params>) {` + body + `}` (BX_NAME becomes the name).
 std::string kernel_text(const std::vector<KernelParam>& params, const std::string& body);
 
+// What render_graph does to each kernel once its text is made, for kernels rendered outside a
+// graph (gradient_casts.h): its block size declared as launch bounds, its name the hash of its
+// source (BX_NAME replaced).
+void seal_kernel(KernelSpec& k);
+
 // Stores value `v` of the body at `at` into output `k` (as the output's dtype).
 void store_output(Emitter& e, size_t k, const Coords& at);
 

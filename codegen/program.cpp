@@ -44,7 +44,8 @@ CompiledProgram compile_program(const passes::TrainingProgram& program, const pa
   const NvrtcCompiler compiler = NvrtcCompiler::for_arch(arch);
   p.nvrtc_version = compiler.version();
   p.nvrtc_library = compiler.library();
-  const std::vector<KernelSource> sources = distinct_sources(p.step, p.optimizer);
+  std::vector<KernelSource> sources = distinct_sources(p.step, p.optimizer);
+  for (const KernelSpec& k : settings.runtime_kernels) sources.push_back({k.name, device_source(k)});
   if (settings.on_start) settings.on_start(sources.size(), compiler);
   for (GpuImage& g : compile_all(compiler, sources, settings.cache, &p.stats, settings.threads)) p.images[g.name] = std::move(g);
   return p;

@@ -34,6 +34,9 @@ struct CompileSettings {
   unsigned threads = 0;                        // 0: all cores
   // Called once before compiling with the number of distinct kernels; for progress output.
   std::function<void(size_t kernels, const NvrtcCompiler&)> on_start;
+  // Kernels the runtime launches beside the graphs' (data parallelism's gradient casts): compiled
+  // into the program's images too, so that it needs no NVRTC for them either.
+  std::vector<KernelSpec> runtime_kernels;
 };
 
 // Renders and compiles `program` for options.arch (an "sm_XX"). Throws std::runtime_error when

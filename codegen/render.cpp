@@ -215,7 +215,21 @@ void pass_offsets(KernelSpec& k) {
   k.source.insert(close, added);
 }
 
+// Names a kernel after its source (a cuBLAS-only launch after the product it describes), and
+// puts the name in the source.
+void name_by_source(KernelSpec& k) {
+  const std::string unnamed = k.source.empty() ? library_text(*k.library) : k.source;
+  k.name = fmt::format("{}_{:016x}", k.source.empty() ? "cublas" : "k", XXH3_64bits(unnamed.data(), unnamed.size()));
+  for (size_t at = k.source.find("BX_NAME"); at != std::string::npos; at = k.source.find("BX_NAME", at))
+    k.source.replace(at, 7, k.name);
+}
+
 }  // namespace
+
+void seal_kernel(KernelSpec& k) {
+  bound_launch(k);
+  name_by_source(k);
+}
 
 GraphKernels render_graph(const ir::Graph& graph, const RenderTarget& target) {
   GraphKernels out;
@@ -238,11 +252,7 @@ GraphKernels render_graph(const ir::Graph& graph, const RenderTarget& target) {
       bound_launch(k);
       pass_offsets(k);
     }
-    // A cuBLAS-only launch has no source: it is named after the product it describes.
-    const std::string unnamed = k.source.empty() ? library_text(*k.library) : k.source;
-    k.name = fmt::format("{}_{:016x}", k.source.empty() ? "cublas" : "k", XXH3_64bits(unnamed.data(), unnamed.size()));
-    for (size_t at = k.source.find("BX_NAME"); at != std::string::npos; at = k.source.find("BX_NAME", at))
-      k.source.replace(at, 7, k.name);
+    name_by_source(k);
     out.kernels.push_back(std::move(k));
   }
   return out;

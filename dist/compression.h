@@ -15,10 +15,11 @@ enum class Compression { None, Fp16, Bf16, PowerSgd };
 BERTC_ENUM_NAMES(Compression, {Compression::None, "none"}, {Compression::Fp16, "fp16"}, {Compression::Bf16, "bf16"},
                  {Compression::PowerSgd, "powersgd"})
 
-// Where the sums of a device's gradients are made. auto: NCCL inside the optimizer's CUDA Graph on
-// a GPU when the gradients go uncompressed and NCCL is found, else on the host (MPI or Gloo); nccl:
-// NCCL or an error (with one rank too: the GPU check compares it with no exchange at all); host:
-// over MPI or Gloo, a GPU's gradients staged through host memory.
+// Where the sums of a device's gradients are made. auto: NCCL inside the step's CUDA Graph on a
+// GPU when NCCL is found and the gradients go uncompressed, fp16 or bf16 (rounded on the GPU), else
+// on the host (MPI or Gloo; PowerSGD always); nccl: NCCL or an error (with one rank too: the GPU
+// check compares it with no exchange at all); host: over MPI or Gloo, a GPU's gradients staged
+// through host memory.
 enum class AllReduce { Auto, Nccl, Host };
 BERTC_ENUM_NAMES(AllReduce, {AllReduce::Auto, "auto"}, {AllReduce::Nccl, "nccl"}, {AllReduce::Host, "host"})
 

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <stdexcept>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -67,14 +68,17 @@ std::string NcclSums::describe() const {
   return fmt::format("NCCL {} ({})", nccl_version_text(nccl_.version), nccl_.library.path());
 }
 
-void NcclSums::issue_sum(const std::vector<Span>& bucket, void* stream) {
+void NcclSums::issue_sum(const std::vector<Span>& bucket, Element element, void* stream) {
   const NcclApi& a = nccl_.api;
+  const int type = element == Element::F32 ? NcclApi::kFloat32 : element == Element::F16 ? NcclApi::kFloat16
+                   : element == Element::Bf16 ? NcclApi::kBfloat16 : -1;
+  if (type < 0) throw std::logic_error("NCCL sums gradients of f32, f16 or bf16 only");
   auto check = [&](NcclApi::Result rc, const char* what) {
     if (rc != 0) throw RankError(fmt::format("{} failed: {}", what, a.error_text(rc, nccl_comm_)));
   };
   check(a.group_start(), "ncclGroupStart");
   for (const Span& s : bucket)
-    check(a.all_reduce(s.data, s.data, s.count, NcclApi::kFloat32, NcclApi::kSum, nccl_comm_, stream), "ncclAllReduce");
+    check(a.all_reduce(s.data, s.data, s.count, type, NcclApi::kSum, nccl_comm_, stream), "ncclAllReduce");
   check(a.group_end(), "ncclGroupEnd");
 }
 

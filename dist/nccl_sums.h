@@ -24,7 +24,7 @@ namespace bertc::dist {
 class NcclSums {
  public:
   struct Span {
-    float* data = nullptr;  // device memory
+    void* data = nullptr;  // device memory: `count` elements of the sum's Element
     size_t count = 0;
   };
 
@@ -36,9 +36,9 @@ class NcclSums {
   NcclSums(const NcclSums&) = delete;
   NcclSums& operator=(const NcclSums&) = delete;
 
-  // Issues the in-place f32 sums of `bucket` on `stream` (a CUstream) as one NCCL group: one
-  // bucket, one launch of NCCL's kernel.
-  void issue_sum(const std::vector<Span>& bucket, void* stream);
+  // Issues the in-place sums of `bucket` (F32, F16 or Bf16 elements) on `stream` (a CUstream) as
+  // one NCCL group: one bucket, one launch of NCCL's kernel.
+  void issue_sum(const std::vector<Span>& bucket, Element element, void* stream);
   std::string describe() const;  // "NCCL 2.32.3 (/path/libnccl.so.2)"
 
   // While a Watch lives, the watchdog gives the wait `timeout_seconds`: past it this rank prints

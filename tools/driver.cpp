@@ -26,6 +26,7 @@
 #include "passes/scaling_estimate.h"
 #include "passes/targets.h"
 #include "train/batches.h"
+#include "train/data_parallel.h"
 #include "train/evaluate.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/device_registry.h"
@@ -80,6 +81,7 @@ std::string read_text_file(const std::filesystem::path& path) {
 codegen::CompiledProgram compile_kernels(const passes::TrainingProgram& p, const frontend::Config& config) {
   codegen::CompileSettings settings;
   settings.cache = codegen::default_cache_folder();
+  settings.runtime_kernels = train::runtime_kernels(p.step, config.train);
   settings.on_start = [&](size_t kernels, const codegen::NvrtcCompiler& c) {
     std::cerr << fmt::format("kernels: compiling {} distinct kernels for {} with NVRTC {} ({}), cache {}\n", kernels,
                              config.compile.arch.text(), c.version(), c.library(), settings.cache->string());

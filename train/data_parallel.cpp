@@ -5,6 +5,7 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <numeric>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -43,6 +44,11 @@ std::vector<ir::ValueId> next_values(const ir::Graph& step, const std::vector<st
   return out;
 }
 
+// For the line that says where the sums are made: "rounded to fp16 on the device and " or "".
+std::string rounded_on_device(dist::Compression c) {
+  return c == dist::Compression::None ? "" : fmt::format("rounded to {} on the device and ", ir::enum_name(c));
+}
+
 // The ranks whose value differs from rank 0's.
 std::vector<int> differing(const std::vector<uint64_t>& values) {
   std::vector<int> out;
@@ -64,6 +70,22 @@ dist::ExchangeOptions exchange_options(const frontend::TrainConfig& t) {
   return o;
 }
 
+std::optional<ir::DType> rounded_dtype(dist::Compression c) {
+  if (c == dist::Compression::Fp16) return ir::DType::F16;
+  if (c == dist::Compression::Bf16) return ir::DType::BF16;
+  return std::nullopt;
+}
+
+std::vector<codegen::KernelSpec> runtime_kernels(const ir::Graph& step, const frontend::TrainConfig& t) {
+  std::vector<codegen::KernelSpec> kernels;
+  if (const std::optional<ir::DType> half = rounded_dtype(t.gradient_compression))
+    for (auto& [n, casts] : codegen::gradient_casts_for(step, *half)) {
+      kernels.push_back(std::move(casts.pack));
+      kernels.push_back(std::move(casts.unpack));
+    }
+  return kernels;
+}
+
 std::vector<dist::GradientTensor> gradient_tensors(const ir::Graph& step) {
   std::vector<dist::GradientTensor> tensors;
   const std::vector<ir::ValueId> params = step.values_of(ir::OpKind::Param);
@@ -79,7 +101,7 @@ std::vector<dist::GradientTensor> gradient_tensors(const ir::Graph& step) {
 
 uint64_t nccl_reserve_bytes(const frontend::TrainConfig& t, int ranks, bool gpu) {
   const bool nccl = gpu && (ranks > 1 || t.allreduce == dist::AllReduce::Nccl) && t.allreduce != dist::AllReduce::Host &&
-                    t.gradient_compression == dist::Compression::None;
+                    t.gradient_compression != dist::Compression::PowerSgd;
   return nccl ? uint64_t{512} << 20 : 0;
 }
 
@@ -91,11 +113,10 @@ DataParallel::DataParallel(dist::Communicator& comm, const passes::TrainingProgr
     throw TrainError("gradient_compression = \"powersgd\" with loss scaling (precision fp16) is not supported yet: "
                      "PowerSGD's error feedback would mix gradients of different loss scales; use precision bf16 "
                      "(sm_80 and newer) or fp32, or gradient_compression = \"fp16\"");
-  if (allreduce_ == dist::AllReduce::Nccl && t.gradient_compression != dist::Compression::None)
-    throw TrainError(fmt::format("[train] allreduce = \"nccl\" sums fp32 gradients, and gradient_compression = \"{}\" "
-                                 "is made on the host: set allreduce = \"auto\" (or \"host\"), or "
-                                 "gradient_compression = \"none\"",
-                                 ir::enum_name(t.gradient_compression)));
+  if (allreduce_ == dist::AllReduce::Nccl && t.gradient_compression == dist::Compression::PowerSgd)
+    throw TrainError("[train] allreduce = \"nccl\" sums fp32, fp16 or bf16 gradients on the GPU, and "
+                     "gradient_compression = \"powersgd\" is made on the host: set allreduce = \"auto\" (or \"host\"), or "
+                     "gradient_compression = \"fp16\", \"bf16\" or \"none\"");
   tensors_ = gradient_tensors(program.step);
   for (const dist::GradientTensor& g : tensors_) accumulators_.push_back(g.name);
   exchange_ = std::make_unique<dist::GradientExchange>(comm_, tensors_, exchange_options(t));
@@ -122,22 +143,19 @@ std::string DataParallel::attach(GraphRunner& step, GraphRunner& optimizer, runt
     return fmt::format("summed over {} in the optimizer's device graph (PowerSGD needs every gradient at once)",
                        comm_.engine());
   }
-  // Each bucket's sum starts as soon as the step has computed its gradients; on the Host device
-  // in its graph, in order with the launches.
-  auto on_device = [host](std::function<void()> work) {
-    if (host) host->issue(std::move(work));
-    else work();
-  };
+  if (host) {
+    attach_device_sums(*host, nullptr, step);
+    return fmt::format("{}summed over {} among the step's launches on the Host device, each of {} bucket(s) started once "
+                       "the backward has written it",
+                       rounded_on_device(exchange_->options().compression), comm_.engine(), exchange_->buckets().size());
+  }
+  // Each bucket's sum starts as soon as the step has computed its gradients.
   step.add_value_hooks(
-      bucket_values(), [this, on_device](size_t b, const GraphRunner::GroupData& d) {
-        on_device([this, b, d] { exchange_->start_bucket(b, d); });
-      },
-      [this, on_device](const std::vector<GraphRunner::GroupData>& groups) {
-        on_device([this, data = by_tensor(groups)] { result_ = exchange_->finish_buckets(data); });
-      });
+      bucket_values(), [this](size_t b, const GraphRunner::GroupData& d) { exchange_->start_bucket(b, d); },
+      [this](const std::vector<GraphRunner::GroupData>& groups) { result_ = exchange_->finish_buckets(by_tensor(groups)); });
   path_ = SumPath::InRuns;
-  return fmt::format("summed over {} among the step's {}, each of {} bucket(s) started once the backward has written it",
-                     comm_.engine(), host ? "launches on the Host device" : "ops", exchange_->buckets().size());
+  return fmt::format("summed over {} among the step's ops, each of {} bucket(s) started once the backward has written it",
+                     comm_.engine(), exchange_->buckets().size());
 }
 
 std::vector<std::vector<ir::ValueId>> DataParallel::bucket_values() const {
@@ -158,11 +176,12 @@ std::vector<float*> DataParallel::by_tensor(const std::vector<GraphRunner::Group
 }
 
 std::string DataParallel::attach_gpu(runtime::CudaDevice& gpu, GraphRunner& step) {
+  const dist::Compression compression = exchange_->options().compression;
   if (allreduce_ == dist::AllReduce::Host)
     return fmt::format("staged through host memory and summed over {} ([train] allreduce)", comm_.engine());
-  if (exchange_->options().compression != dist::Compression::None)
-    return fmt::format("{}-compressed on the host and summed over {} (NCCL sums uncompressed gradients)",
-                       ir::enum_name(exchange_->options().compression), comm_.engine());
+  if (compression == dist::Compression::PowerSgd)
+    return fmt::format("powersgd-compressed on the host and summed over {} (PowerSGD's products run on the host)",
+                       comm_.engine());
   // NCCL only if every rank has the same one: ranks that chose differently would wait for each
   // other forever, and NCCL's versions do not talk to each other.
   const dist::NcclProbe probe = dist::find_nccl();
@@ -184,28 +203,95 @@ std::string DataParallel::attach_gpu(runtime::CudaDevice& gpu, GraphRunner& step
     return fmt::format("staged through host memory and summed over {}: {}", comm_.engine(), why);
   }
   nccl_ = std::make_unique<dist::NcclSums>(comm_, timeout_);
-  path_ = SumPath::Nccl;
-  void* side = gpu.side_stream();
-  std::vector<std::vector<size_t>> counts;
-  for (const std::vector<size_t>& bucket : exchange_->buckets()) {
-    counts.emplace_back();
-    for (size_t t : bucket) counts.back().push_back(static_cast<size_t>(ir::TensorType{ir::DType::F32, tensors_[t].shape}.numel()));
-  }
+  attach_device_sums(gpu, &gpu, step);
+  return fmt::format("{}summed by {} on a second stream of the step's CUDA Graph, each of {} bucket(s) started once the "
+                     "backward has written it",
+                     rounded_on_device(compression), nccl_->describe(), exchange_->buckets().size());
+}
+
+void DataParallel::attach_device_sums(runtime::Device& device, runtime::CudaDevice* gpu, GraphRunner& step) {
+  device_buckets_ = device_buckets(device, exchange_->options().compression);
+  path_ = SumPath::OnDevice;
+  auto* host = dynamic_cast<runtime::HostDevice*>(&device);
+  if (!gpu && !host) throw std::logic_error("sums in a device's runs need a GPU (NCCL) or the Host device");
   step.add_value_hooks(
       bucket_values(),
-      [this, &gpu, side, counts](size_t b, const GraphRunner::GroupData& d) {
-        // The second stream waits for the launches so far (the bucket's gradients), then sums
-        // them while the main stream goes on with the backward.
-        std::vector<dist::NcclSums::Span> bucket;
-        for (size_t j = 0; j < d.size(); ++j) bucket.push_back({d[j], counts[b][j]});
-        gpu.fork();
-        nccl_->issue_sum(bucket, side);
+      [this, &device, gpu, host](size_t b, const GraphRunner::GroupData& d) {
+        // The bucket's gradients, or their 16-bit shares rounded into its buffer, are summed once
+        // the launches so far have written them: on a GPU by NCCL on a second stream while the
+        // main stream goes on with the backward; on the Host device in order with its launches.
+        const DeviceBucket& bucket = device_buckets_[b];
+        std::vector<dist::NcclSums::Span> spans;
+        for (size_t j = 0; j < d.size(); ++j) {
+          if (bucket.packed) launch_cast(device, b, j, /*pack=*/true, d[j]);
+          else spans.push_back({d[j], bucket.counts[j]});
+        }
+        if (bucket.packed) spans = {{bucket.packed, bucket.total}};
+        if (gpu) {
+          gpu->fork();
+          nccl_->issue_sum(spans, bucket.element, gpu->side_stream());
+        } else {
+          host->issue([this, spans, element = bucket.element] {
+            for (const dist::NcclSums::Span& s : spans) in_flight_.push_back(comm_.start_sum(s.data, s.count, element));
+          });
+        }
       },
-      // The updates (the summed gradients into the accumulators) wait for every sum.
-      [&gpu](const std::vector<GraphRunner::GroupData>&) { gpu.join(); });
-  return fmt::format("summed by {} on a second stream of the step's CUDA Graph, each of {} bucket(s) started once the "
-                     "backward has written it",
-                     nccl_->describe(), exchange_->buckets().size());
+      // The updates (the summed gradients into the accumulators) wait for every sum, widened
+      // back from 16 bits first when compressed.
+      [this, &device, gpu, host](const std::vector<GraphRunner::GroupData>& groups) {
+        if (gpu) {
+          gpu->join();
+        } else {
+          host->issue([this] {
+            for (std::unique_ptr<dist::PendingSum>& p : in_flight_) p->wait();
+            in_flight_.clear();
+          });
+        }
+        for (size_t b = 0; b < groups.size(); ++b)
+          if (device_buckets_[b].packed)
+            for (size_t j = 0; j < groups[b].size(); ++j) launch_cast(device, b, j, /*pack=*/false, groups[b][j]);
+      });
+}
+
+std::vector<DataParallel::DeviceBucket> DataParallel::device_buckets(runtime::Device& device, dist::Compression compression) {
+  const std::optional<ir::DType> half = rounded_dtype(compression);
+  std::vector<const codegen::KernelSpec*> kernels;
+  if (half) {
+    // The kernels' launch geometry follows the tensor's size: one pair per distinct size.
+    casts_ = codegen::gradient_casts_for(step_graph_, *half);
+    for (const auto& [n, casts] : casts_) kernels.insert(kernels.end(), {&casts.pack, &casts.unpack});
+  }
+  std::vector<DeviceBucket> buckets;
+  for (const std::vector<size_t>& tensors : exchange_->buckets()) {
+    DeviceBucket& bucket = buckets.emplace_back();
+    bucket.element = !half ? dist::Element::F32 : *half == ir::DType::F16 ? dist::Element::F16 : dist::Element::Bf16;
+    for (size_t t : tensors) {
+      const int64_t n = ir::TensorType{ir::DType::F32, tensors_[t].shape}.numel();
+      bucket.counts.push_back(static_cast<size_t>(n));
+      if (half) bucket.casts.push_back(&casts_.at(n));
+    }
+    bucket.total = std::accumulate(bucket.counts.begin(), bucket.counts.end(), size_t{0});
+    if (half)
+      bucket.packed = device.allocate(bucket.total * 2, fmt::format("the {} gradient sums of bucket {}",
+                                                                    ir::enum_name(compression), buckets.size() - 1));
+  }
+  device.load(kernels);
+  return buckets;
+}
+
+void DataParallel::launch_cast(runtime::Device& device, size_t b, size_t j, bool pack, float* gradient) {
+  const DeviceBucket& bucket = device_buckets_[b];
+  const size_t before = std::accumulate(bucket.counts.begin(), bucket.counts.begin() + static_cast<std::ptrdiff_t>(j), size_t{0});
+  void* half = static_cast<unsigned char*>(bucket.packed) + 2 * before;
+  void* from = pack ? static_cast<void*>(gradient) : half;
+  void* to = pack ? half : static_cast<void*>(gradient);
+  int64_t n = static_cast<int64_t>(bucket.counts[j]), ranks = comm_.size();
+  void* args[] = {&from, &to, &n, &ranks};
+  device.launch(pack ? bucket.casts[j]->pack : bucket.casts[j]->unpack, args);
+}
+
+DataParallel::~DataParallel() {
+  for (std::unique_ptr<dist::PendingSum>& p : in_flight_) p->wait();
 }
 
 void DataParallel::before_micro_batch(GraphRunner& step_runner, int64_t step, bool last) {
@@ -214,7 +300,8 @@ void DataParallel::before_micro_batch(GraphRunner& step_runner, int64_t step, bo
   if (!last) return;
   comm_.meet(fmt::format("the gradient all-reduce of step {}", step));
   step_ = step;
-  if (path_ == SumPath::Nccl) result_ = {dense_bytes(), false, true};
+  if (path_ == SumPath::OnDevice)
+    result_ = {exchange_->compressed_bytes(), exchange_->options().compression != dist::Compression::None, true};
 }
 
 void DataParallel::before_optimizer(GraphRunner& optimizer, support::Environment& env, int64_t step) {
@@ -229,8 +316,8 @@ void DataParallel::before_optimizer(GraphRunner& optimizer, support::Environment
 
 dist::ExchangeResult DataParallel::end_exchange(int64_t step, bool loss_scaling, double grad_norm) {
   if (path_ == SumPath::None) return {};
-  // NCCL's sums stay on the GPU: the optimizer's gradient norm, of the summed gradients, tells.
-  if (path_ == SumPath::Nccl) result_.finite = std::isfinite(grad_norm);
+  // Sums in device memory stay there: the optimizer's gradient norm, of the summed gradients, tells.
+  if (path_ == SumPath::OnDevice) result_.finite = std::isfinite(grad_norm);
   if (!result_.finite && !loss_scaling)
     throw TrainError(fmt::format(
         "step {}: the gradients summed over the ranks hold inf or nan{}; without loss scaling no step is skipped: "

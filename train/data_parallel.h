@@ -4,10 +4,13 @@
 // call is the identity, and training is what it always was.
 #pragma once
 
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "codegen/gradient_casts.h"
 #include "dist/communicator.h"
 #include "dist/gradient_exchange.h"
 #include "dist/nccl_sums.h"
@@ -25,7 +28,7 @@
 namespace bertc::train {
 
 // The device memory NCCL's own buffers may take on a GPU rank (0 where the sums will not be
-// NCCL's: one rank, allreduce = "host", compressed gradients, no GPU), for --batch-size auto to
+// NCCL's: one rank, allreduce = "host", PowerSGD, no GPU), for --batch-size auto to
 // leave free. NCCL sizes them by channels and peers (NCCL_BUFFSIZE, 4 MiB, per protocol, channel
 // and ring neighbour): on the 2-16 channels of PCIe and NVLink machines, tens to a few hundred
 // MiB; 512 MiB covers that, under 3% of a P40's 24 GB.
@@ -36,6 +39,9 @@ class DataParallel {
   // The exchange's tensors are the step graph's gradient accumulators, the last param's first
   // (the backward finishes the last layer first).
   DataParallel(dist::Communicator& comm, const passes::TrainingProgram& program, const frontend::TrainConfig& t);
+  // Waits for the Host device's sums still in flight (an exception unwinding past started
+  // buckets): MPI or Gloo write the device's buffers until then.
+  ~DataParallel();
 
   int rank() const { return comm_.rank(); }
   int ranks() const { return comm_.size(); }
@@ -53,16 +59,17 @@ class DataParallel {
   // the backward has written its gradients (the last layer's first) and all are waited for after
   // the step's last op or launch — over MPI or Gloo on the CPU reference and the Host device (in
   // its device graph), with NCCL on a second stream of a GPU's CUDA Graph ([train] allreduce auto
-  // or nccl, uncompressed). PowerSGD needs every gradient at once: in the Host device's optimizer graph,
-  // else between the step and the optimizer. Staged through `env` between them: a GPU's
-  // compressed or allreduce = "host" gradients. Every rank chooses alike (NCCL only when every
+  // or nccl; fp16 / bf16 rounded by kernels of ours on the GPU before NCCL sums them, widened
+  // after). PowerSGD needs every gradient at once: in the Host device's optimizer graph, else
+  // between the step and the optimizer. Staged through `env` between them: a GPU's PowerSGD or
+  // allreduce = "host" gradients. Every rank chooses alike (NCCL only when every
   // rank has the same). Throws TrainError for an allreduce = "nccl" that cannot be.
   std::string attach(GraphRunner& step, GraphRunner& optimizer, runtime::Device* device);
   // Whether gradients are summed at all (several ranks, or NCCL forced on one).
   bool exchanges() const { return path_ != SumPath::None; }
   // Whether the sums are made inside the runs (a step and its optimizer may then run together,
   // on a device as one graph with them).
-  bool sums_in_runs() const { return path_ == SumPath::InRuns || path_ == SumPath::Nccl; }
+  bool sums_in_runs() const { return path_ == SumPath::InRuns || path_ == SumPath::OnDevice; }
 
   // Before each micro-batch of optimizer step `step` (`last`: its last): the last one's graph
   // holds the sums, after rank 0 has seen every rank arrive.
@@ -102,9 +109,25 @@ class DataParallel {
 
  private:
   // None: one rank; Staged: between the step and the optimizer, through env; InRuns: inside the
-  // step's (or the optimizer's) runs, over MPI or Gloo; Nccl: in the step's CUDA Graph.
-  enum class SumPath { None, Staged, InRuns, Nccl };
+  // CPU reference's step or the Host device's optimizer graph (PowerSGD), over MPI or Gloo, by the
+  // GradientExchange; OnDevice: in a device's step run, of the device's own buffers (NCCL's sums
+  // in a GPU's CUDA Graph; MPI's or Gloo's issued among the Host device's launches).
+  enum class SumPath { None, Staged, InRuns, OnDevice };
   std::string attach_gpu(runtime::CudaDevice& gpu, GraphRunner& step);
+  // The OnDevice sums' hooks in the step's run: `gpu` sums with NCCL, else `device` is the Host device.
+  void attach_device_sums(runtime::Device& device, runtime::CudaDevice* gpu, GraphRunner& step);
+  // One bucket's sums on a device: of its gradients in place (f32), or of `packed`, a device
+  // buffer of their 16-bit shares one after the other, which the casts' kernels fill and read back.
+  struct DeviceBucket {
+    dist::Element element = dist::Element::F32;
+    std::vector<size_t> counts;                          // by tensor of the bucket
+    size_t total = 0;
+    void* packed = nullptr;                              // fp16 / bf16 only
+    std::vector<const codegen::GradientCasts*> casts;    // by tensor, fp16 / bf16 only
+  };
+  std::vector<DeviceBucket> device_buckets(runtime::Device& device, dist::Compression compression);
+  // Launches the pack (gradient -> the bucket's 16-bit buffer) or unpack kernel of tensor j of bucket b.
+  void launch_cast(runtime::Device& device, size_t b, size_t j, bool pack, float* gradient);
   // Per bucket, the step graph's values it sums: its accumulators' next values (the gradient
   // summed over the micro-batches so far); and a hook's groups' data back by tensor.
   std::vector<std::vector<ir::ValueId>> bucket_values() const;
@@ -119,6 +142,9 @@ class DataParallel {
   std::unique_ptr<dist::GradientExchange> exchange_;
   SumPath path_ = SumPath::None;
   std::unique_ptr<dist::NcclSums> nccl_;
+  std::map<int64_t, codegen::GradientCasts> casts_;  // by element count (stable addresses: launches keep them)
+  std::vector<DeviceBucket> device_buckets_;
+  std::vector<std::unique_ptr<dist::PendingSum>> in_flight_;  // the Host device's OnDevice sums
   int64_t step_ = 0;                 // the step the in-graph sums are made for
   dist::ExchangeResult result_;      // of the last exchange
 };
@@ -126,6 +152,13 @@ class DataParallel {
 // What the exchange sums: the step graph's gradient accumulators (named so), the last param's
 // first. Throws TrainError for a param that is not f32.
 std::vector<dist::GradientTensor> gradient_tensors(const ir::Graph& step);
+
+// The 16-bit type a device rounds gradients to before their sums (fp16, bf16), or nullopt.
+std::optional<ir::DType> rounded_dtype(dist::Compression c);
+
+// The kernels a data-parallel run launches beside the graphs' (the gradient casts of fp16 / bf16
+// compression), for a compiled program to carry their images; empty without them.
+std::vector<codegen::KernelSpec> runtime_kernels(const ir::Graph& step, const frontend::TrainConfig& t);
 
 // The settings of the exchange from [train].
 dist::ExchangeOptions exchange_options(const frontend::TrainConfig& t);

@@ -4,9 +4,9 @@ MASTER_ADDR, MASTER_PORT: the cases ending in _env): each case runs `bertc train
 and asserts on their metrics and messages. One case per ctest test:
 
 usage: dp_test.py CASE BERTC SOURCE_DIR WORK_DIR
-cases: equal_adamw equal_lamb equal_host equal_host_lamb equal_host_accumulating fp16_bf16 powersgd kill hang resume_fewer_ranks refuse_mismatch
+cases: equal_adamw equal_lamb equal_host equal_host_lamb equal_host_accumulating fp16_bf16 fp16_bf16_host powersgd kill hang resume_fewer_ranks refuse_mismatch
        refuse_nccl refuse_compiled_resume equal_compiled powersgd_resume equal_env equal_host_env kill_env hang_env refuse_env stop_env equal_torchrun
-       kill_torchrun
+       kill_torchrun; on a GPU (tests/gpu/run.sh): equal_cuda_env equal_lamb_cuda_env fp16_bf16_cuda_env
 """
 import json
 import os
@@ -19,6 +19,7 @@ import sys
 import time
 
 CASE, BERTC, SOURCE, WORK = sys.argv[1:5]
+SOURCE = os.path.abspath(SOURCE)  # the configs written under WORK name its data
 WORK = os.path.join(WORK, CASE)
 shutil.rmtree(WORK, ignore_errors=True)
 os.makedirs(WORK)
@@ -54,6 +55,10 @@ def config(name, base="tests/lit/Inputs/test-tiny.toml", **train):
 # torchrun itself, from a Python with torch ($BERTC_TORCH_PYTHON), whose agent holds MASTER_PORT.
 LAUNCHER = "env" if CASE.endswith("_env") else "torchrun" if CASE.endswith("_torchrun") else "mpirun"
 TORCH_PYTHON = os.environ.get("BERTC_TORCH_PYTHON", "python3")
+# The _cuda cases run in the GPU check (tests/gpu/run.sh), whose machine has one GPU: both ranks
+# train on it (LOCAL_RANK 0 for both, each its own context), their sums staged through host memory
+# over Gloo (NCCL refuses two ranks on one GPU).
+ONE_GPU = "_cuda" in CASE
 
 
 def free_port():
@@ -81,8 +86,8 @@ class Ranks:
         port = str(free_port())
         self.procs = []
         for r in range(ranks):
-            env = dict(ENV, RANK=str(r), WORLD_SIZE=str(ranks), LOCAL_RANK=str(r), MASTER_ADDR="127.0.0.1",
-                       MASTER_PORT=port)
+            env = dict(ENV, RANK=str(r), WORLD_SIZE=str(ranks), LOCAL_RANK=str(0 if ONE_GPU else r),
+                       MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
             self.procs.append(subprocess.Popen(commands[min(r, len(commands) - 1)], env=env, **popen))
 
     def pid(self, rank):
@@ -154,6 +159,7 @@ def compare(a, b, key, tolerance, what):
 # the first step, and a gradient averaged over the wrong count doubles the gradient norm (which
 # is why the norm is compared: AdamW and clipping hide a gradient's scale from the loss).
 EQUAL = 1e-5
+ON_ONE_GPU = {"allreduce": "host"} if ONE_GPU else {}
 
 
 def equal(optimizer, device="cpu", steps=20, accumulation=1):
@@ -164,7 +170,7 @@ def equal(optimizer, device="cpu", steps=20, accumulation=1):
     # writes each bucket (on the Host device, inside the step's graph).
     # With accumulation, only the last micro-batch's graph sums (the others are another graph).
     two = config("two", steps=steps, batch_size=2, optimizer=optimizer, checkpoint_every=10, allreduce_bucket_mb=0.02,
-                 gradient_accumulation_steps=accumulation)
+                 gradient_accumulation_steps=accumulation, **ON_ONE_GPU)
     train(one, "one", device=device)
     two_ranks = train(two, "two", ranks=2, device=device)
     log = two_ranks.stderr
@@ -177,7 +183,8 @@ def equal(optimizer, device="cpu", steps=20, accumulation=1):
     # the optimizer) that writes its last gradient: the path NCCL takes on a GPU.
     where = {"host": rf"summed over {engine} among the step's launches on the Host device, each of ([2-9]|\d\d+) "
                      r"bucket\(s\) started",
-             "cpu": rf"summed over {engine} among the step's ops, each of ([2-9]|\d\d+) bucket\(s\) started"}
+             "cpu": rf"summed over {engine} among the step's ops, each of ([2-9]|\d\d+) bucket\(s\) started",
+             "cuda": rf"staged through host memory and summed over {engine} \(\[train\] allreduce\)"}
     if not re.search(where[device], log):
         fail(f"the 2-rank run on {device} did not say '{where[device]}':\n" + log[-2000:])
     if LAUNCHER == "torchrun" and f"(torchrun at 127.0.0.1:{two_ranks.master_port + 1})" not in log:
@@ -191,15 +198,20 @@ def equal(optimizer, device="cpu", steps=20, accumulation=1):
     return a, b
 
 
-def fp16_bf16():
-    _, plain = equal("adamw")
+def fp16_bf16(device="cpu", steps=20):
+    # On a device (the Host device, a GPU) the shares are rounded by kernels of ours into a buffer
+    # that MPI, Gloo or NCCL sums, and widened back by another (codegen/gradient_casts).
+    _, plain = equal("adamw", device=device, steps=steps)
     # Each rank's gradient share rounded to 16 bits: fp16 keeps 11 significant bits (relative error
     # 2^-11 = 4.9e-4 per element), bf16 8 (3.9e-3). Over 20 steps the gradient norm, a sum over all
     # elements, moved by 4.5e-5 (fp16) and 4.2e-4 (bf16) relative, the loss by 8e-7 and 5e-6. The
     # bounds below are those roundings themselves, 4 and 2.5 times what was seen; and the runs must
     # differ from fp32 sums, else nothing was compressed.
     for kind, norm_bound, loss_bound in (("fp16", 2**-11, 1e-4), ("bf16", 2**-8, 1e-3)):
-        train(config(kind, steps=20, batch_size=2, checkpoint_every=10, gradient_compression=kind), kind, ranks=2)
+        two = train(config(kind, steps=steps, batch_size=2, checkpoint_every=10, gradient_compression=kind, **ON_ONE_GPU),
+                    kind, ranks=2, device=device)
+        if device == "host" and f"rounded to {kind} on the device and summed over" not in two.stderr:
+            fail(f"the Host device did not say it rounds to {kind} itself:\n" + two.stderr[-2000:])
         got = metrics(kind)
         compare(plain, got, "loss", loss_bound, f"{kind} against fp32 sums")
         if compare(plain, got, "grad_norm", norm_bound, f"{kind} against fp32 sums") < 1e-7:
@@ -433,9 +445,11 @@ def refuse_nccl():
     # allreduce = "nccl" where it cannot be: a clear error naming the fix, before any step.
     cases = (("cpu", {}, "sums a GPU's gradients, and this run trains on the CPU reference"),
              ("host", {}, "sums a GPU's gradients, and this run trains on host"),
-             ("cpu", {"gradient_compression": "fp16"}, 'sums fp32 gradients, and gradient_compression = "fp16"'))
-    for device, change, expected in cases:
-        run = f"nccl-{device}-{len(change)}"
+             ("cpu", {"gradient_compression": "powersgd"}, 'and gradient_compression = "powersgd" is made on the host'),
+             # fp16 is NCCL's too now (rounded on the GPU): refused for the device alone.
+             ("cpu", {"gradient_compression": "fp16"}, "sums a GPU's gradients, and this run trains on the CPU reference"))
+    for number, (device, change, expected) in enumerate(cases):
+        run = f"nccl-{number}"
         p = train(config(run, steps=2, allreduce="nccl", **change), run, device=device, check=False)
         if p.returncode == 0 or expected not in p.stderr:
             fail(f"allreduce = nccl on {device} {change} was not refused with '{expected}' (exit {p.returncode}):\n"
@@ -471,7 +485,9 @@ CASES = {"equal_adamw": lambda: equal("adamw"), "equal_lamb": lambda: equal("lam
          "refuse_nccl": refuse_nccl, "powersgd_resume": powersgd_resume, "equal_env": lambda: equal("adamw"),
          "equal_host_env": lambda: equal("adamw", device="host", steps=6), "kill_env": kill, "hang_env": hang,
          "refuse_env": refuse_env, "stop_env": stop, "refuse_compiled_resume": refuse_compiled_resume,
-         "equal_compiled": equal_compiled, "equal_torchrun": lambda: equal("adamw"), "kill_torchrun": kill}
+         "equal_compiled": equal_compiled, "equal_torchrun": lambda: equal("adamw"), "kill_torchrun": kill,
+         "equal_cuda_env": lambda: equal("adamw", device="cuda"), "equal_lamb_cuda_env": lambda: equal("lamb", device="cuda", accumulation=2),
+         "fp16_bf16_cuda_env": lambda: fp16_bf16(device="cuda"), "fp16_bf16_host": lambda: fp16_bf16(device="host", steps=6)}
 if LAUNCHER == "mpirun" and shutil.which("mpirun") is None:
     fail("no mpirun: scripts/setup.sh installs Open MPI (openmpi-bin)")
 if LAUNCHER == "torchrun" and subprocess.run([TORCH_PYTHON, "-c", "import torch.distributed.run"],

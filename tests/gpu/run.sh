@@ -12,6 +12,7 @@
 #   a compiled program (.bertx) trained with NVRTC unreachable against the config, bit for bit;
 #   fine-tuning (every length bucket's step and evaluation graph) against the CPU reference;
 #   NCCL on one rank in the optimizer's CUDA Graph against no exchange, bit for bit;
+#   two ranks (Gloo) on the CPU and on this GPU against one rank of twice the accumulation;
 #   per-kernel profiles of a bert-base step (bf16, and the P40's FP32 SIMT program as PTX);
 #   optional, slowest last: compute-sanitizer (memcheck, racecheck, synccheck, initcheck) on
 #     bertc check and a short training run, then the benchmark against PyTorch.
@@ -46,6 +47,12 @@ step() {  # step NAME SECONDS COMMAND...: runs it within SECONDS, keeps its log,
 [ -f .gpu/bin/bertc.gz ] || { echo "no .gpu/bin/bertc.gz: run tests/gpu/prepare.sh on the build machine and carry .gpu"; exit 2; }
 mkdir -p "$bin"  # prepare.sh compressed the programs to fit what travels with the tree
 for f in .gpu/bin/*.gz; do gunzip -c "$f" >"$bin/$(basename "$f" .gz)" && chmod +x "$bin/$(basename "$f" .gz)"; done
+# The dynamic bundle (prepare.sh): the regular build's bertc, with Gloo, through its own loader.
+if [ -f .gpu/dynamic.tar.xz ]; then
+  python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' .gpu/dynamic.tar.xz "$bin" &&
+    printf '#!/bin/sh\nexec "%s/lib/ld-linux-x86-64.so.2" --library-path "%s/lib" "%s/bertc" "$@"\n' \
+      "$bin/dynamic" "$bin/dynamic" "$bin/dynamic" >"$bin/bertc-dynamic" && chmod +x "$bin/bertc-dynamic"
+fi
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >"$out/gpu.txt" 2>&1
 cat "$out/gpu.txt"
 
@@ -177,6 +184,39 @@ print(f"NCCL one rank: {len(a)} tensors equal bit for bit")' "$dir"
 export -f nccl_one_rank
 step nccl_one_rank_in_graph 90 nccl_one_rank 1
 step nccl_one_rank_accumulating 90 nccl_one_rank 2
+# fp16 compression on NCCL's path: each gradient rounded to fp16 by our kernel into the bucket's
+# buffer, NCCL's (empty, one rank) sum of it, widened back before the updates, all in the graph.
+# One rank's gradients only lose precision: the losses stay within 1e-3 of the plain run's (what
+# bf16 training's pairs allow); a wrong offset or a missed widening moves them by far more.
+nccl_one_rank_fp16() {
+  local dir=/tmp/bertc-gpu-nccl-fp16
+  rm -rf "$dir" && mkdir -p "$dir"
+  [ -n "${BERTC_NCCL:-}" ] || export BERTC_NCCL=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib", "libnccl.so.2"))' 2>/dev/null)
+  sed -e 's/^\[train\]$/[train]\nallreduce = "nccl"\ngradient_compression = "fp16"/' examples/bert-tiny.toml >"$dir/fp16.toml"
+  local data=(--steps 6 --device cuda --precision bf16)
+  "$bin/bertc" train examples/bert-tiny.toml "${data[@]}" --checkpoint-dir "$dir/plain" &&
+    "$bin/bertc" train "$dir/fp16.toml" "${data[@]}" --data examples/data/corpus.txt --vocab examples/data/vocab.txt \
+      --checkpoint-dir "$dir/fp16" 2>&1 | tee "$dir/fp16.log" &&
+    grep -q "rounded to fp16 on the device and summed by NCCL" "$dir/fp16.log" &&
+    python3 tests/lit/Inputs/close_losses.py "$dir/fp16/metrics.jsonl" "$dir/plain/metrics.jsonl" 1e-3
+}
+export -f nccl_one_rank_fp16
+step nccl_one_rank_fp16 90 nccl_one_rank_fp16
+
+# Two ranks as torchrun starts them (RANK, WORLD_SIZE, MASTER_ADDR: Gloo, in the dynamic bundle;
+# this machine has no mpirun of ours), against one rank of twice the accumulation: on the CPU
+# reference, the run CI makes; then both ranks on this one GPU, their gradients staged through
+# host memory and summed over Gloo (AdamW; LAMB with accumulation; fp16 and bf16 compression within
+# their bounds). tests/distributed/dp_test.py says what each case asserts.
+two_ranks() {  # two_ranks CASE
+  [ -x "$bin/bertc-dynamic" ] || { echo "no .gpu/dynamic.tar.xz: run tests/gpu/prepare.sh"; return 1; }
+  python3 tests/distributed/dp_test.py "$1" "$bin/bertc-dynamic" . /tmp/bertc-gpu-dp
+}
+export -f two_ranks
+step two_ranks_cpu 90 two_ranks equal_env
+step two_ranks_cuda_one_gpu 90 two_ranks equal_cuda_env
+step two_ranks_cuda_lamb 90 two_ranks equal_lamb_cuda_env
+step two_ranks_cuda_fp16_bf16 120 two_ranks fp16_bf16_cuda_env
 
 # Per-kernel profiles of one bert-base step (the third: the first sets cuBLAS up, the second
 # records the graph): bf16 with this GPU's kernels, and the P40's FP32 SIMT program as PTX. What

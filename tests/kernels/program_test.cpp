@@ -14,6 +14,7 @@
 #include <xxhash.h>
 
 #include "codegen/bertx_file.h"
+#include "codegen/gradient_casts.h"
 #include "codegen/render.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
@@ -288,6 +289,35 @@ TEST(CompiledProgram, BertxReadsBackTheSameProgram) {
 }
 
 // A file in another format version (its header intact, checksum and all) is refused with the fix.
+// A program for fp16/bf16 gradient compression carries its gradient casts' images (the trainer
+// launches them beside the graphs, on a GPU with NVRTC unreachable too), through a .bertx as well.
+TEST(CompiledProgram, CarriesTheImagesOfTheKernelsLaunchedBesideTheGraphs) {
+  frontend::Config c = frontend::load_config(std::string(BERTC_SOURCE_DIR) + "/examples/bert-tiny.toml");
+  c.compile.arch = passes::Arch::parse("sm_80");
+  c.compile = passes::resolve_options(c.compile, passes::Arch::none());
+  const passes::TrainingProgram program = passes::compile_training(frontend::build_bert_pretraining(c), c.compile, c.train);
+  CompileSettings s;
+  s.cache = std::filesystem::path(BERTC_TEST_CACHE);
+  std::set<std::string> casts;
+  for (auto& [n, pair] : gradient_casts_for(program.step, ir::DType::BF16)) {
+    casts.insert({pair.pack.name, pair.unpack.name});
+    s.runtime_kernels.push_back(std::move(pair.pack));
+    s.runtime_kernels.push_back(std::move(pair.unpack));
+  }
+  // Named by source, which holds the block size but not the grid: sizes of 256 and more share a
+  // pair, smaller ones (bert-tiny's biases and norms are 128 wide) get their own.
+  ASSERT_GE(casts.size(), 4u);
+  const CompiledProgram compiled = compile_program(program, c.compile, c.name, "", s);
+  const std::filesystem::path path = std::filesystem::path(BERTC_TEST_CACHE) / "tiny-casts.bertx";
+  write_bertx(path, compiled);
+  const CompiledProgram back = read_bertx(path);
+  for (const std::string& name : casts) {
+    ASSERT_TRUE(compiled.images.count(name)) << name;
+    ASSERT_TRUE(back.images.count(name)) << name;
+    EXPECT_EQ(back.images.at(name).image, compiled.images.at(name).image) << name;
+  }
+}
+
 TEST(CompiledProgram, BertxOfAnotherFormatVersionIsRefused) {
   const Compiled c = compile_for("bert-tiny.toml", "sm_75");
   const std::filesystem::path path = std::filesystem::path(BERTC_TEST_CACHE) / "old.bertx";

@@ -20,6 +20,10 @@ TEST(NcclReserve, OnlyWhereNcclWillSum) {
   t.allreduce = dist::AllReduce::Auto;
   t.gradient_compression = dist::Compression::PowerSgd;  // compressed on the host
   EXPECT_EQ(nccl_reserve_bytes(t, 2, true), 0u);
+  for (dist::Compression c : {dist::Compression::Fp16, dist::Compression::Bf16}) {
+    t.gradient_compression = c;  // rounded on the GPU, summed by NCCL
+    EXPECT_EQ(nccl_reserve_bytes(t, 2, true), reserve);
+  }
 }
 
 }  // namespace
