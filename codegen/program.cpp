@@ -45,7 +45,10 @@ CompiledProgram compile_program(const passes::TrainingProgram& program, const pa
   p.nvrtc_version = compiler.version();
   p.nvrtc_library = compiler.library();
   std::vector<KernelSource> sources = distinct_sources(p.step, p.optimizer);
-  for (const KernelSpec& k : settings.runtime_kernels) sources.push_back({k.name, device_source(k)});
+  std::set<std::string> seen;  // (runtime kernels of several sizes may share a source)
+  for (const KernelSource& k : sources) seen.insert(k.name);
+  for (const KernelSpec& k : settings.runtime_kernels)
+    if (seen.insert(k.name).second) sources.push_back({k.name, device_source(k)});
   if (settings.on_start) settings.on_start(sources.size(), compiler);
   for (GpuImage& g : compile_all(compiler, sources, settings.cache, &p.stats, settings.threads)) p.images[g.name] = std::move(g);
   return p;

@@ -99,10 +99,12 @@ std::vector<dist::GradientTensor> gradient_tensors(const ir::Graph& step) {
   return tensors;
 }
 
-uint64_t nccl_reserve_bytes(const frontend::TrainConfig& t, int ranks, bool gpu) {
+uint64_t nccl_reserve_bytes(const frontend::TrainConfig& t, int ranks, bool gpu, int64_t param_elements) {
   const bool nccl = gpu && (ranks > 1 || t.allreduce == dist::AllReduce::Nccl) && t.allreduce != dist::AllReduce::Host &&
                     t.gradient_compression != dist::Compression::PowerSgd;
-  return nccl ? uint64_t{512} << 20 : 0;
+  if (!nccl) return 0;
+  const uint64_t shares = rounded_dtype(t.gradient_compression) ? 2 * static_cast<uint64_t>(param_elements) : 0;
+  return (uint64_t{512} << 20) + shares;
 }
 
 DataParallel::DataParallel(dist::Communicator& comm, const passes::TrainingProgram& program, const frontend::TrainConfig& t)
@@ -202,6 +204,28 @@ std::string DataParallel::attach_gpu(runtime::CudaDevice& gpu, GraphRunner& step
                                    why));
     return fmt::format("staged through host memory and summed over {}: {}", comm_.engine(), why);
   }
+  // The kernels that round the gradients, compiled now or taken from a compiled program's images
+  // (one compiled before they existed has none): every rank must have them, else all stage.
+  if (const std::optional<ir::DType> half = rounded_dtype(compression)) {
+    std::string why;
+    try {
+      load_casts(gpu, *half);
+    } catch (const std::runtime_error& e) {
+      why = e.what();
+    }
+    const std::vector<uint64_t> loaded = comm_.all_gather(why.empty() ? 1 : 0);
+    if (std::count(loaded.begin(), loaded.end(), 0) > 0) {
+      if (why.empty()) why = "another rank could not load them";
+      if (allreduce_ == dist::AllReduce::Nccl)
+        throw TrainError(fmt::format("[train] allreduce = \"nccl\" with gradient_compression = \"{}\": the kernels that "
+                                     "round the gradients on the GPU did not load ({}): compile the program again, or set "
+                                     "allreduce = \"auto\"",
+                                     ir::enum_name(compression), why));
+      return fmt::format("{}-compressed on the host and summed over {}: the kernels that round the gradients on the GPU "
+                         "did not load ({})",
+                         ir::enum_name(compression), comm_.engine(), why);
+    }
+  }
   nccl_ = std::make_unique<dist::NcclSums>(comm_, timeout_);
   attach_device_sums(gpu, &gpu, step);
   return fmt::format("{}summed by {} on a second stream of the step's CUDA Graph, each of {} bucket(s) started once the "
@@ -255,12 +279,7 @@ void DataParallel::attach_device_sums(runtime::Device& device, runtime::CudaDevi
 
 std::vector<DataParallel::DeviceBucket> DataParallel::device_buckets(runtime::Device& device, dist::Compression compression) {
   const std::optional<ir::DType> half = rounded_dtype(compression);
-  std::vector<const codegen::KernelSpec*> kernels;
-  if (half) {
-    // The kernels' launch geometry follows the tensor's size: one pair per distinct size.
-    casts_ = codegen::gradient_casts_for(step_graph_, *half);
-    for (const auto& [n, casts] : casts_) kernels.insert(kernels.end(), {&casts.pack, &casts.unpack});
-  }
+  if (half && casts_.empty()) load_casts(device, *half);
   std::vector<DeviceBucket> buckets;
   for (const std::vector<size_t>& tensors : exchange_->buckets()) {
     DeviceBucket& bucket = buckets.emplace_back();
@@ -275,8 +294,16 @@ std::vector<DataParallel::DeviceBucket> DataParallel::device_buckets(runtime::De
       bucket.packed = device.allocate(bucket.total * 2, fmt::format("the {} gradient sums of bucket {}",
                                                                     ir::enum_name(compression), buckets.size() - 1));
   }
-  device.load(kernels);
   return buckets;
+}
+
+void DataParallel::load_casts(runtime::Device& device, ir::DType half) {
+  // The kernels' launch geometry follows the tensor's size: one pair per distinct size.
+  std::map<int64_t, codegen::GradientCasts> casts = codegen::gradient_casts_for(step_graph_, half);
+  std::vector<const codegen::KernelSpec*> kernels;
+  for (const auto& [n, pair] : casts) kernels.insert(kernels.end(), {&pair.pack, &pair.unpack});
+  device.load(kernels);
+  casts_ = std::move(casts);  // (a map's move keeps its nodes: the pointers stay good)
 }
 
 void DataParallel::launch_cast(runtime::Device& device, size_t b, size_t j, bool pack, float* gradient) {

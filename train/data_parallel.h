@@ -27,12 +27,13 @@
 
 namespace bertc::train {
 
-// The device memory NCCL's own buffers may take on a GPU rank (0 where the sums will not be
-// NCCL's: one rank, allreduce = "host", PowerSGD, no GPU), for --batch-size auto to
-// leave free. NCCL sizes them by channels and peers (NCCL_BUFFSIZE, 4 MiB, per protocol, channel
-// and ring neighbour): on the 2-16 channels of PCIe and NVLink machines, tens to a few hundred
-// MiB; 512 MiB covers that, under 3% of a P40's 24 GB.
-uint64_t nccl_reserve_bytes(const frontend::TrainConfig& t, int ranks, bool gpu);
+// The device memory NCCL's sums take beyond the plan on a GPU rank (0 where the sums will not be
+// NCCL's: one rank, allreduce = "host", PowerSGD, no GPU), for --batch-size auto to leave free:
+// NCCL's own buffers, sized by channels and peers (NCCL_BUFFSIZE, 4 MiB, per protocol, channel
+// and ring neighbour: on the 2-16 channels of PCIe and NVLink machines, tens to a few hundred
+// MiB; 512 MiB covers that, under 3% of a P40's 24 GB), and with fp16 / bf16 compression the
+// buckets' buffers of 16-bit shares, 2 bytes for each of the model's `param_elements`.
+uint64_t nccl_reserve_bytes(const frontend::TrainConfig& t, int ranks, bool gpu, int64_t param_elements);
 
 class DataParallel {
  public:
@@ -126,6 +127,8 @@ class DataParallel {
     std::vector<const codegen::GradientCasts*> casts;    // by tensor, fp16 / bf16 only
   };
   std::vector<DeviceBucket> device_buckets(runtime::Device& device, dist::Compression compression);
+  // Renders the gradient casts into casts_ and loads them on `device` (throws as Device::load does).
+  void load_casts(runtime::Device& device, ir::DType half);
   // Launches the pack (gradient -> the bucket's 16-bit buffer) or unpack kernel of tensor j of bucket b.
   void launch_cast(runtime::Device& device, size_t b, size_t j, bool pack, float* gradient);
   // Per bucket, the step graph's values it sums: its accumulators' next values (the gradient

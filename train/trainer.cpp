@@ -81,10 +81,17 @@ std::shared_ptr<runtime::Device> open_training_device(const TrainOptions& o) {
 void choose_batch(const frontend::ModelDefinition& model, TrainOptions& o, const runtime::Device* device,
                   dist::Communicator& comm, std::ostream& log) {
   uint64_t mine = o.device_memory ? *o.device_memory : (device ? device->free_bytes() : runtime::host_available_bytes());
-  // NCCL allocates its buffers when it joins, after the micro-batch is chosen.
-  const uint64_t nccl = nccl_reserve_bytes(o.config.train, comm.size(), device && device->capabilities().gpu);
+  // NCCL allocates its buffers when it joins, after the micro-batch is chosen (and so do the
+  // buffers of 16-bit shares it sums with fp16 / bf16 compression: 2 bytes a param).
+  const bool gpu = device && device->capabilities().gpu;
+  int64_t params = 0;
+  if (nccl_reserve_bytes(o.config.train, comm.size(), gpu, 0) > 0) {
+    const ir::Graph forward = frontend::build_model(model, o.config);
+    for (ir::ValueId p : forward.values_of(ir::OpKind::Param)) params += forward.value(p).type.numel();
+  }
+  const uint64_t nccl = nccl_reserve_bytes(o.config.train, comm.size(), gpu, params);
   if (nccl > 0) {
-    log << fmt::format("train: --batch-size auto leaves {} MiB for NCCL's buffers\n", nccl >> 20);
+    log << fmt::format("train: --batch-size auto leaves {} MiB for NCCL's sums\n", nccl >> 20);
     mine = mine > nccl ? mine - nccl : 0;
   }
   const std::vector<uint64_t> all = comm.all_gather(mine);

@@ -288,7 +288,7 @@ TEST(CompiledProgram, BertxReadsBackTheSameProgram) {
   for (const auto& [name, image] : c.compiled.images) EXPECT_EQ(r.images.at(name).image, image.image) << name;
 }
 
-// A file in another format version (its header intact, checksum and all) is refused with the fix.
+
 // A program for fp16/bf16 gradient compression carries its gradient casts' images (the trainer
 // launches them beside the graphs, on a GPU with NVRTC unreachable too), through a .bertx as well.
 TEST(CompiledProgram, CarriesTheImagesOfTheKernelsLaunchedBesideTheGraphs) {
@@ -318,6 +318,7 @@ TEST(CompiledProgram, CarriesTheImagesOfTheKernelsLaunchedBesideTheGraphs) {
   }
 }
 
+// A file in another format version (its header intact, checksum and all) is refused with the fix.
 TEST(CompiledProgram, BertxOfAnotherFormatVersionIsRefused) {
   const Compiled c = compile_for("bert-tiny.toml", "sm_75");
   const std::filesystem::path path = std::filesystem::path(BERTC_TEST_CACHE) / "old.bertx";

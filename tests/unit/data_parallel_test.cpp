@@ -10,19 +10,19 @@ namespace {
 TEST(NcclReserve, OnlyWhereNcclWillSum) {
   frontend::TrainConfig t;  // allreduce auto, no compression
   const uint64_t reserve = uint64_t{512} << 20;
-  EXPECT_EQ(nccl_reserve_bytes(t, 2, true), reserve);
-  EXPECT_EQ(nccl_reserve_bytes(t, 2, false), 0u);  // the CPU reference or the Host device: MPI or Gloo
-  EXPECT_EQ(nccl_reserve_bytes(t, 1, true), 0u);   // one rank sums nothing
+  EXPECT_EQ(nccl_reserve_bytes(t, 2, true, 1000), reserve);
+  EXPECT_EQ(nccl_reserve_bytes(t, 2, false, 1000), 0u);  // the CPU reference or the Host device: MPI or Gloo
+  EXPECT_EQ(nccl_reserve_bytes(t, 1, true, 1000), 0u);   // one rank sums nothing
   t.allreduce = dist::AllReduce::Nccl;
-  EXPECT_EQ(nccl_reserve_bytes(t, 1, true), reserve);  // ... unless NCCL is asked for
+  EXPECT_EQ(nccl_reserve_bytes(t, 1, true, 1000), reserve);  // ... unless NCCL is asked for
   t.allreduce = dist::AllReduce::Host;
-  EXPECT_EQ(nccl_reserve_bytes(t, 2, true), 0u);
+  EXPECT_EQ(nccl_reserve_bytes(t, 2, true, 1000), 0u);
   t.allreduce = dist::AllReduce::Auto;
   t.gradient_compression = dist::Compression::PowerSgd;  // compressed on the host
-  EXPECT_EQ(nccl_reserve_bytes(t, 2, true), 0u);
+  EXPECT_EQ(nccl_reserve_bytes(t, 2, true, 1000), 0u);
   for (dist::Compression c : {dist::Compression::Fp16, dist::Compression::Bf16}) {
-    t.gradient_compression = c;  // rounded on the GPU, summed by NCCL
-    EXPECT_EQ(nccl_reserve_bytes(t, 2, true), reserve);
+    t.gradient_compression = c;  // rounded on the GPU into buffers of 2 bytes a param, summed by NCCL
+    EXPECT_EQ(nccl_reserve_bytes(t, 2, true, 1000), reserve + 2000);
   }
 }
 
