@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <fstream>
 #include <map>
 #include <numeric>
@@ -20,9 +21,27 @@
 namespace bertc::train {
 namespace {
 
-// This process's executable, hashed: ranks running different bertc builds are refused.
+// The file this code was loaded from: /proc/self/exe names the loader instead when bertc runs
+// through one (ld-linux.so PATH ..., as the GPU check's dynamic bundle runs), so the mapping that
+// holds this function is looked up in /proc/self/maps ("from-to perms offset dev inode path").
+std::string program_file() {
+  const auto here = reinterpret_cast<uintptr_t>(&program_file);
+  std::ifstream maps("/proc/self/maps");
+  for (std::string line; std::getline(maps, line);) {
+    std::istringstream fields(line);
+    std::string range, perms, offset, device, inode, path;
+    fields >> range >> perms >> offset >> device >> inode >> path;
+    const size_t dash = range.find('-');
+    if (path.empty() || path[0] != '/' || dash == std::string::npos) continue;
+    const uintptr_t from = std::stoull(range.substr(0, dash), nullptr, 16), to = std::stoull(range.substr(dash + 1), nullptr, 16);
+    if (here >= from && here < to) return path;
+  }
+  return "/proc/self/exe";
+}
+
+// This process's program, hashed: ranks running different bertc builds are refused.
 uint64_t executable_hash() {
-  std::ifstream in("/proc/self/exe", std::ios::binary);
+  std::ifstream in(program_file(), std::ios::binary);
   std::ostringstream bytes;
   bytes << in.rdbuf();
   const std::string s = bytes.str();

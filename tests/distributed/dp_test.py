@@ -439,6 +439,30 @@ def refuse_mismatch():
         if os.path.exists(os.path.join(run, "metrics.jsonl")):
             fail("the refused run trained anyway")
         print(f"refused ({name}):", next(l for l in out.splitlines() if "other settings" in l)[:200])
+    refuse_other_binary()
+
+
+def refuse_other_binary():
+    # Rank 1 runs another build (here bertc with a byte appended: it runs alike, its file differs):
+    # refused naming the rank. Also when both run through the dynamic loader (ld-linux.so PATH, as
+    # the GPU check's bundle does), where /proc/self/exe is the loader and not bertc.
+    other = os.path.join(WORK, "bertc-other")
+    shutil.copy(BERTC, other)
+    with open(other, "ab") as f:
+        f.write(b"\0")
+    cfg = config("same", steps=4, batch_size=2)
+    loader = "/lib64/ld-linux-x86-64.so.2"
+    for through in [[]] + ([[loader]] if os.path.exists(loader) else []):
+        run = os.path.join(WORK, "bin-" + str(len(through)))
+        p = Ranks([through + [BERTC, "train", cfg, "--device", "cpu", "--checkpoint-dir", run],
+                   through + [other, "train", cfg, "--device", "cpu", "--checkpoint-dir", run]], 2,
+                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        out = "".join(p.communicate(timeout=300))
+        if p.returncode == 0 or "rank 1 runs another bertc binary than rank 0" not in out:
+            fail(f"ranks running different bertc builds{' through the loader' if through else ''} were not refused "
+                 f"(exit {p.returncode}):\n" + out[-2000:])
+        print("refused (binary" + (", through the loader" if through else "") + "):",
+              next(l for l in out.splitlines() if "another bertc binary" in l)[:200])
 
 
 def refuse_nccl():
