@@ -11,7 +11,8 @@
 #   training pairs (8 steps on the GPU against the CPU reference), the CUDA Graph against eager;
 #   a compiled program (.bertx) trained with NVRTC unreachable against the config, bit for bit;
 #   fine-tuning (every length bucket's step and evaluation graph) against the CPU reference;
-#   NCCL on one rank in the optimizer's CUDA Graph against no exchange, bit for bit;
+#   NCCL on one rank in the step's CUDA Graph against no exchange, bit for bit (and with fp16
+#     compression: our rounding kernels around its sum, within 1e-3);
 #   two ranks (Gloo) on the CPU and on this GPU against one rank of twice the accumulation;
 #   per-kernel profiles of a bert-base step (bf16, and the P40's FP32 SIMT program as PTX);
 #   optional, slowest last: compute-sanitizer (memcheck, racecheck, synccheck, initcheck) on
