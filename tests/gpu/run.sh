@@ -207,8 +207,8 @@ step nccl_one_rank_fp16 90 nccl_one_rank_fp16
 # Two ranks as torchrun starts them (RANK, WORLD_SIZE, MASTER_ADDR: Gloo, in the dynamic bundle;
 # this machine has no mpirun of ours), against one rank of twice the accumulation: on the CPU
 # reference, the run CI makes; then both ranks on this one GPU, their gradients staged through
-# host memory and summed over Gloo (AdamW; LAMB with accumulation; fp16 and bf16 compression within
-# their bounds). tests/distributed/dp_test.py says what each case asserts.
+# host memory and summed over Gloo. tests/distributed/dp_test.py says what each case asserts.
+# (Two steps only: the run's 540 s are shared with everything else.)
 two_ranks() {  # two_ranks CASE
   [ -x "$bin/bertc-dynamic" ] || { echo "no .gpu/dynamic.tar.xz: run tests/gpu/prepare.sh"; return 1; }
   python3 tests/distributed/dp_test.py "$1" "$bin/bertc-dynamic" . /tmp/bertc-gpu-dp
@@ -216,8 +216,6 @@ two_ranks() {  # two_ranks CASE
 export -f two_ranks
 step two_ranks_cpu 90 two_ranks equal_env
 step two_ranks_cuda_one_gpu 90 two_ranks equal_cuda_env
-step two_ranks_cuda_lamb 90 two_ranks equal_lamb_cuda_env
-step two_ranks_cuda_fp16_bf16 120 two_ranks fp16_bf16_cuda_env
 
 # Per-kernel profiles of one bert-base step (the third: the first sets cuBLAS up, the second
 # records the graph): bf16 with this GPU's kernels, and the P40's FP32 SIMT program as PTX. What
