@@ -513,6 +513,20 @@ int info(bool json, const std::string& bertx, const frontend::ModelDefinition& m
   return 0;
 }
 
+// Only bertc train runs on several ranks. Any other command that mpirun, srun or torchrun starts
+// would run once per rank, each writing the same outputs (a fine-tuning run folder, shards, a
+// vocabulary): refused on every rank, before anything is read or written.
+void refuse_several_ranks(const CLI::App& command) {
+  const dist::Launch launch = dist::detect_launch();
+  if (launch.size <= 1) return;
+  const std::string name = command.get_name();
+  throw std::invalid_argument(fmt::format(
+      "bertc {} runs as one process, and this is rank {} of {} ({}){}: run it without the launcher (only bertc train "
+      "trains on several ranks)",
+      name, launch.rank, launch.size, launch.launcher,
+      name == "finetune" ? "; fine-tuning on several ranks is not supported yet" : ""));
+}
+
 // The --help text of a training executable: what it holds and how to run it.
 std::string executable_description(const std::string& program, const codegen::CompiledProgram& p) {
   std::string config;
@@ -719,6 +733,7 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
     return app.exit(e);
   }
   try {
+    if (!*train_cmd && !*info_cmd) refuse_several_ranks(*app.get_subcommands().front());
     if (*compile_cmd) return compile(compile_args, compile_flags, model);
     if (*train_cmd) return train(train_args, train_flags, model, embedded, self);
     if (*eval_cmd) return eval(eval_args, model);
