@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <numeric>
@@ -21,22 +22,33 @@
 namespace bertc::train {
 namespace {
 
-// The file this code was loaded from: /proc/self/exe names the loader instead when bertc runs
-// through one (ld-linux.so PATH ..., as the GPU check's dynamic bundle runs), so the mapping that
-// holds this function is looked up in /proc/self/maps ("from-to perms offset dev inode path").
+// The file holding the running code, to hash. /proc/self/exe opens the running file even after it
+// was replaced on disk, but names the loader when bertc runs through one (ld-linux.so PATH ..., as
+// the GPU check's dynamic bundle does): then the path of the mapping that holds this function
+// (/proc/self/maps: "from-to perms offset dev inode path", the path possibly with spaces) is
+// hashed, and refused when that file is no longer the one running (" (deleted)").
 std::string program_file() {
   const auto here = reinterpret_cast<uintptr_t>(&program_file);
   std::ifstream maps("/proc/self/maps");
+  std::string path;
   for (std::string line; std::getline(maps, line);) {
     std::istringstream fields(line);
-    std::string range, perms, offset, device, inode, path;
-    fields >> range >> perms >> offset >> device >> inode >> path;
+    std::string range, perms, offset, device, inode;
+    fields >> range >> perms >> offset >> device >> inode;
     const size_t dash = range.find('-');
-    if (path.empty() || path[0] != '/' || dash == std::string::npos) continue;
+    if (dash == std::string::npos) continue;
     const uintptr_t from = std::stoull(range.substr(0, dash), nullptr, 16), to = std::stoull(range.substr(dash + 1), nullptr, 16);
-    if (here >= from && here < to) return path;
+    if (here < from || here >= to) continue;
+    std::getline(fields >> std::ws, path);
+    break;
   }
-  return "/proc/self/exe";
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (path.empty() || (!ec && exe.string() == path)) return "/proc/self/exe";
+  if (path.ends_with(" (deleted)"))
+    throw TrainError(fmt::format("this rank's program {} was replaced on disk after it started: start the ranks again",
+                                 path.substr(0, path.size() - 10)));
+  return path;
 }
 
 // This process's program, hashed: ranks running different bertc builds are refused.

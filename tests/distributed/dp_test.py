@@ -445,24 +445,32 @@ def refuse_mismatch():
 def refuse_other_binary():
     # Rank 1 runs another build (here bertc with a byte appended: it runs alike, its file differs):
     # refused naming the rank. Also when both run through the dynamic loader (ld-linux.so PATH, as
-    # the GPU check's bundle does), where /proc/self/exe is the loader and not bertc.
-    other = os.path.join(WORK, "bertc-other")
+    # the GPU check's bundle does), where /proc/self/exe is the loader and not bertc, from folders
+    # whose names hold a space; the same build copied there trains.
+    spaced = os.path.join(WORK, "a folder")
+    os.makedirs(spaced)
+    other, same = os.path.join(spaced, "bertc-other"), os.path.join(spaced, "bertc-same")
     shutil.copy(BERTC, other)
+    shutil.copy(BERTC, same)
     with open(other, "ab") as f:
         f.write(b"\0")
-    cfg = config("same", steps=4, batch_size=2)
+    cfg = config("same", steps=2, batch_size=2)
     loader = "/lib64/ld-linux-x86-64.so.2"
     for through in [[]] + ([[loader]] if os.path.exists(loader) else []):
-        run = os.path.join(WORK, "bin-" + str(len(through)))
-        p = Ranks([through + [BERTC, "train", cfg, "--device", "cpu", "--checkpoint-dir", run],
-                   through + [other, "train", cfg, "--device", "cpu", "--checkpoint-dir", run]], 2,
-                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        out = "".join(p.communicate(timeout=300))
-        if p.returncode == 0 or "rank 1 runs another bertc binary than rank 0" not in out:
-            fail(f"ranks running different bertc builds{' through the loader' if through else ''} were not refused "
-                 f"(exit {p.returncode}):\n" + out[-2000:])
-        print("refused (binary" + (", through the loader" if through else "") + "):",
-              next(l for l in out.splitlines() if "another bertc binary" in l)[:200])
+        for second, refused in ((other, True), (same, False)):
+            run = os.path.join(WORK, f"bin-{len(through)}-{refused}")
+            p = Ranks([through + [BERTC, "train", cfg, "--device", "cpu", "--checkpoint-dir", run],
+                       through + [second, "train", cfg, "--device", "cpu", "--checkpoint-dir", run]], 2,
+                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            out = "".join(p.communicate(timeout=300))
+            said = "rank 1 runs another bertc binary than rank 0" in out
+            how = " through the loader" if through else ""
+            if refused and (p.returncode == 0 or not said):
+                fail(f"ranks running different bertc builds{how} were not refused (exit {p.returncode}):\n" + out[-2000:])
+            if not refused and (p.returncode != 0 or said):
+                fail(f"ranks running the same bertc build{how} (one copied) were refused (exit {p.returncode}):\n"
+                     + out[-2000:])
+        print(f"refused (another binary{how}), the same one copied accepted")
 
 
 def refuse_nccl():
