@@ -30,6 +30,10 @@ bool all_finite(const std::vector<float*>& data, const std::vector<GradientTenso
 
 }  // namespace
 
+Element sum_element(Compression c) {
+  return c == Compression::Fp16 ? Element::F16 : c == Compression::Bf16 ? Element::Bf16 : Element::F32;
+}
+
 GradientExchange::GradientExchange(Communicator& comm, std::vector<GradientTensor> tensors, ExchangeOptions options)
     : comm_(comm), tensors_(std::move(tensors)), options_(options) {
   std::vector<size_t> all(tensors_.size());
@@ -91,8 +95,7 @@ GradientExchange::Buckets GradientExchange::make_buckets(const std::vector<Gradi
 uint64_t GradientExchange::start(const std::vector<float*>& bucket_data, const std::vector<size_t>& bucket,
                                  Compression compression) {
   const bool half = compression == Compression::Fp16 || compression == Compression::Bf16;
-  const Element element = compression == Compression::Fp16 ? Element::F16 : compression == Compression::Bf16 ? Element::Bf16
-                                                                                                                : Element::F32;
+  const Element element = sum_element(compression);
   // 16-bit sums add each rank's share (its gradient / ranks): the sum then stays within the
   // range of the mean, not of ranks times it. Powers of two scale exactly.
   const float ranks = static_cast<float>(comm_.size());

@@ -28,6 +28,10 @@ struct ExchangeResult {
   bool finite = true;            // every summed value is finite
 };
 
+// What a bucket's sum adds under `compression`: 16-bit elements for fp16 / bf16, else f32
+// (PowerSGD's dense remainder and factors are f32).
+Element sum_element(Compression compression);
+
 class GradientExchange {
  public:
   // `tensors` in the order the backward finishes them (the last layer's first); they are bucketed

@@ -314,7 +314,7 @@ std::vector<DataParallel::DeviceBucket> DataParallel::device_buckets(runtime::De
   std::vector<DeviceBucket> buckets;
   for (const std::vector<size_t>& tensors : exchange_->buckets()) {
     DeviceBucket& bucket = buckets.emplace_back();
-    bucket.element = !half ? dist::Element::F32 : *half == ir::DType::F16 ? dist::Element::F16 : dist::Element::Bf16;
+    bucket.element = dist::sum_element(compression);
     for (size_t t : tensors) {
       const int64_t n = ir::TensorType{ir::DType::F32, tensors_[t].shape}.numel();
       bucket.counts.push_back(static_cast<size_t>(n));
