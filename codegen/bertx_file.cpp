@@ -229,7 +229,7 @@ std::string encode_bertx(const CompiledProgram& p) {
                        {"model_program", p.model_program},
                        {"ranks", p.ranks},
                        {"options", support::options_json(passes::compile_option_specs(), p.options)},
-                       {"config", p.config_text}, {"nvrtc", {{"version", p.nvrtc_version}, {"library", p.nvrtc_library}}},
+                       {"config", p.config_text}, {"vocab", p.vocab}, {"nvrtc", {{"version", p.nvrtc_version}, {"library", p.nvrtc_library}}},
                        {"step", {{"ir", step_ir}, {"kernels", kernels_json(p.step, ir::value_labels(step))}}},
                        {"optimizer", {{"ir", optimizer_ir}, {"kernels", kernels_json(p.optimizer, ir::value_labels(optimizer))}}},
                        {"sources", sources},
@@ -242,11 +242,12 @@ std::string encode_bertx(const CompiledProgram& p) {
   return out + text + sections.blob();
 }
 
-CompiledProgram decode_bertx(std::string_view bytes, const std::string& source) {
+CompiledProgram decode_bertx(std::string_view bytes, const std::string& source, bool in_executable) {
   auto bad = [&](const std::string& why) {
-    return std::runtime_error(fmt::format("{}: not a usable .bertx file: {}. Write it again with bertc compile CONFIG "
-                                          "--arch sm_XX -o FILE.bertx",
-                                          source, why));
+    return std::runtime_error(fmt::format("{}: not a usable {}: {}. Make it again with bertc compile CONFIG --arch "
+                                          "sm_XX {}",
+                                          source, in_executable ? "training executable" : ".bertx file", why,
+                                          in_executable ? "--executable -o NAME" : "-o FILE.bertx"));
   };
   if (bytes.size() < 24 || std::memcmp(bytes.data(), kMagic, 8) != 0) throw bad("it does not start with the .bertx magic");
   uint64_t size = 0, sum = 0;
@@ -274,6 +275,7 @@ CompiledProgram decode_bertx(std::string_view bytes, const std::string& source) 
     }
     if (!passes::is_resolved(p.options)) throw Damaged("its options leave the arch or the precision auto");
     p.config_text = h.at("config");
+    if (h.contains("vocab")) p.vocab = h.at("vocab").get<std::map<std::string, std::string>>();  // (absent before it was kept)
     p.nvrtc_version = h.at("nvrtc").at("version");
     p.nvrtc_library = h.at("nvrtc").at("library");
     // Every section checked against its checksum before anything is parsed: damage is found
@@ -320,9 +322,18 @@ CompiledProgram decode_bertx(std::string_view bytes, const std::string& source) 
 }
 
 bool is_bertx(const std::filesystem::path& path) {
-  char magic[8] = {};
-  std::ifstream in(path, std::ios::binary);
-  return in.read(magic, 8) && std::memcmp(magic, kMagic, 8) == 0;
+  char start[24] = {};
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  const auto end = static_cast<uint64_t>(std::max<std::streamoff>(in.tellg(), 0));
+  in.seekg(0);
+  if (!in.read(start, sizeof start)) return false;
+  if (std::memcmp(start, kMagic, 8) == 0) return true;
+  uint64_t size = 0, sum = 0;
+  std::memcpy(&size, start + 8, 8);
+  std::memcpy(&sum, start + 16, 8);
+  if (size == 0 || size > end - 24 || size > (uint64_t{1} << 30)) return false;
+  std::string header(size, '\0');
+  return in.read(header.data(), static_cast<std::streamsize>(size)) && XXH3_64bits(header.data(), size) == sum;
 }
 
 void write_bertx(const std::filesystem::path& path, const CompiledProgram& p) {

@@ -16,10 +16,13 @@ namespace bertc::codegen {
 std::string encode_bertx(const CompiledProgram& p);
 // Parses and checks bytes read from `source`; throws std::runtime_error naming `source` and what
 // is wrong (not a .bertx, truncated, another format version, a checksum that does not match, a
-// header that is not what bertc writes, IR that does not parse).
-CompiledProgram decode_bertx(std::string_view bytes, const std::string& source);
+// header that is not what bertc writes, IR that does not parse), and how to make it again: as a
+// .bertx, or (`in_executable`) as the training executable that carries it.
+CompiledProgram decode_bertx(std::string_view bytes, const std::string& source, bool in_executable = false);
 
-// Whether the file starts with the .bertx magic (what it is, whatever its name).
+// Whether the file is a .bertx (what it is, whatever its name): it starts with the .bertx magic,
+// or with a damaged magic before a header its checksum vouches for (then read_bertx says it is
+// damaged, rather than the file being read as a config).
 bool is_bertx(const std::filesystem::path& path);
 
 // encode_bertx written atomically (support/atomic_file.h); decode_bertx of a file's bytes.

@@ -95,7 +95,7 @@ void build_library(const std::string& source, const std::filesystem::path& folde
                    const std::string& compiler) {
   const std::filesystem::path library = folder / (stem + ".so"), source_path = folder / (stem + ".cpp");
   const std::filesystem::path prelude = folder / "prelude";
-  std::filesystem::create_directories(folder);
+  make_cache_folder(folder);  // (private; refused when others could write it: a library is loaded from it)
   write_prelude(prelude);
   support::write_file_atomically(source_path, source);
   // A concurrent or interrupted build leaves no half library under the library's name.
@@ -111,6 +111,11 @@ void build_library(const std::string& source, const std::filesystem::path& folde
     throw KernelCompileError(fmt::format("the host compiler ({}) failed on {} (exit {}):\n{}", compiler,
                                          source_path.string(), status, read_text(log)));
   }
+  // Not writable by the group or others whatever the umask (002 leaves the compiler's output
+  // group-writable): the cache would not trust it (kernel_cache.h).
+  std::filesystem::permissions(partial, std::filesystem::perms::owner_all | std::filesystem::perms::group_read |
+                                            std::filesystem::perms::group_exec | std::filesystem::perms::others_read |
+                                            std::filesystem::perms::others_exec);
   const std::string sum = checksum_of(read_text(partial));
   // rename() replaces a damaged file atomically (a process loading it meanwhile gets the old or the
   // new one, both whole); only a folder in its place must go first.

@@ -2,6 +2,10 @@
 // entry missing, unreadable, of the wrong type (a folder), corrupt; a cache folder that is a file
 // or on a read-only file system — means "compile again" or "compile without caching", with one
 // warning line on stderr per cache folder, never an abort and never an entry that stays stuck.
+// And a cache is code: host kernel libraries are loaded into the process and GPU images onto the
+// GPU, so a folder or entry someone else could have written is not used (as ssh treats its keys):
+// each must be owned by this user, root or the user BERTC_CACHE_OWNER names, and writable by no
+// one else (an entry: a regular file, not a link). Folders bertc makes are private (0700).
 #pragma once
 
 #include <filesystem>
@@ -10,12 +14,20 @@
 
 namespace bertc::codegen {
 
-// The bytes of a cache entry, or nothing when it is absent or unreadable. An entry that is not a
-// regular file is removed (so that it can be written anew).
+// The bytes of a cache entry, or nothing when it is absent, unreadable or not trusted (it, or its
+// folder; warned). An entry that is not a regular file is removed (so that it can be written anew).
 std::optional<std::string> read_cache_entry(const std::filesystem::path& path);
 
-// Writes an entry atomically (its folders made); false, with the warning, when the cache cannot
-// take it. A folder where the entry goes is removed first.
+// Makes `folder` and any folder missing above it (each 0700), then throws std::runtime_error
+// saying why when the folder is not trusted (the rule above).
+void make_cache_folder(const std::filesystem::path& folder);
+
+// Why `path` is not trusted (owner, who may write it; `entry`: a regular file, not a link), or
+// nullopt; nullopt too when it does not exist.
+std::optional<std::string> untrusted(const std::filesystem::path& path, bool entry);
+
+// Writes an entry atomically (its folders made, private); false, with the warning, when the cache
+// cannot take it or is not trusted. A folder where the entry goes is removed first.
 bool write_cache_entry(const std::filesystem::path& path, const std::string& bytes);
 
 // Drops an entry found corrupt (best effort: a cache that cannot be written keeps it, unused).

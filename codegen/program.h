@@ -27,6 +27,9 @@ struct CompiledProgram {
   std::map<std::string, GpuImage> images;  // by kernel name
   std::string nvrtc_version, nvrtc_library;
   CompileStats stats;
+  // The vocabulary the config named when it was compiled, as data::vocab_metadata writes it (empty:
+  // none could be read then); training it with another is refused.
+  std::map<std::string, std::string> vocab;
 };
 
 struct CompileSettings {

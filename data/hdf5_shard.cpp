@@ -25,7 +25,8 @@ namespace {
 }  // namespace
 
 bool hdf5_available() { return false; }
-void write_shard(const std::filesystem::path& path, const std::vector<Example>&, int64_t, int64_t, int64_t) {
+void write_shard(const std::filesystem::path& path, const std::vector<Example>&, int64_t, int64_t, int64_t,
+                 std::optional<ShardRecord>) {
   no_hdf5(path);
 }
 ShardShape read_shard_shape(const std::filesystem::path& path) { no_hdf5(path); }
@@ -38,6 +39,11 @@ PackedExamples read_shard(const std::filesystem::path& path) { no_hdf5(path); }
 #include <hdf5.h>
 #include <xxhash.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 
 namespace bertc::data {
@@ -183,6 +189,8 @@ Arrays pack(const std::vector<Example>& examples, size_t begin, size_t end, int6
   return a;
 }
 
+std::optional<ShardRecord> get_record(hid_t file, const std::string& where);
+
 // Opens a shard's datasets and checks their kinds and shapes; `read` also reads their data.
 ShardShape inspect(const std::filesystem::path& path, Arrays* read) {
   verify_checksum(path);
@@ -213,7 +221,7 @@ ShardShape inspect(const std::filesystem::path& path, Arrays* read) {
     H5Sget_simple_extent_dims(space.get(), dims[i].data(), nullptr);
   }
   const ShardShape shape{static_cast<int64_t>(dims[0][0]), static_cast<int64_t>(dims[0][1]),
-                         static_cast<int64_t>(dims[3][1])};
+                         static_cast<int64_t>(dims[3][1]), get_record(file.get(), where)};
   // (HDF5 itself refuses a file shorter than its header says, truncated, when it opens it.)
   if (shape.seq_len > (1 << 20) || shape.predictions > shape.seq_len || shape.examples > (int64_t{1} << 32) ||
       shape.examples * shape.seq_len > (int64_t{1} << 36))
@@ -265,18 +273,171 @@ Example unpack(const Arrays& a, size_t e, const std::string& where) {
   return ex;
 }
 
+
+// The largest token id of the examples' tokens and masked labels (-1 when none).
+int64_t largest_token(const std::vector<Example>& examples) {
+  int64_t largest = -1;
+  for (const Example& e : examples) {
+    for (int64_t t : e.tokens) largest = std::max(largest, t);
+    for (int64_t t : e.masked_labels) largest = std::max(largest, t);
+  }
+  return largest;
+}
+
+// A scalar attribute of the root group.
+void put_attribute(hid_t file, const char* name, hid_t type, const void* value, const std::string& where) {
+  Handle space(H5Screate(H5S_SCALAR), H5Sclose);
+  Handle attribute(H5Acreate2(file, name, type, space.get(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
+  if (!attribute.ok() || H5Awrite(attribute.get(), type, value) < 0)
+    throw DataError(fmt::format("{}: attribute '{}' cannot be written", where, name));
+}
+
+void put_record(hid_t file, const ShardRecord& r, const std::string& where) {
+  Handle text(H5Tcopy(H5T_C_S1), H5Tclose);
+  H5Tset_size(text.get(), r.vocab_xxh3.size() + 1);
+  put_attribute(file, "bertc_vocab_xxh3", text.get(), r.vocab_xxh3.c_str(), where);
+  put_attribute(file, "bertc_vocab_tokens", H5T_NATIVE_INT64, &r.vocab_tokens, where);
+  put_attribute(file, "bertc_max_token_id", H5T_NATIVE_INT64, &r.max_token_id, where);
+  put_attribute(file, "bertc_masked_lm_prob", H5T_NATIVE_DOUBLE, &r.masked_lm_prob, where);
+  const int64_t lower = r.do_lower_case ? 1 : 0;
+  put_attribute(file, "bertc_do_lower_case", H5T_NATIVE_INT64, &lower, where);
+}
+
+// A scalar attribute's value; nullopt when the file has no attribute of that name.
+template <typename T>
+std::optional<T> get_attribute(hid_t file, const char* name, hid_t memory_type, const std::string& where) {
+  if (H5Aexists(file, name) <= 0) return std::nullopt;
+  Handle attribute(H5Aopen(file, name, H5P_DEFAULT), H5Aclose);
+  Handle space(attribute.ok() ? H5Aget_space(attribute.get()) : -1, H5Sclose);
+  T value{};
+  if (!space.ok() || H5Sget_simple_extent_npoints(space.get()) != 1 || H5Aread(attribute.get(), memory_type, &value) < 0)
+    throw DataError(fmt::format("{}: attribute '{}' cannot be read (a damaged shard: make it again with bertc "
+                                "prepare-data)",
+                                where, name));
+  return value;
+}
+
+std::optional<ShardRecord> get_record(hid_t file, const std::string& where) {
+  if (H5Aexists(file, "bertc_vocab_xxh3") <= 0) return std::nullopt;
+  ShardRecord r;
+  {
+    Handle attribute(H5Aopen(file, "bertc_vocab_xxh3", H5P_DEFAULT), H5Aclose);
+    Handle type(attribute.ok() ? H5Aget_type(attribute.get()) : -1, H5Tclose);
+    const size_t size = type.ok() && H5Tget_class(type.get()) == H5T_STRING ? H5Tget_size(type.get()) : 0;
+    if (size == 0 || size > 64 || H5Tis_variable_str(type.get()) > 0)
+      throw DataError(fmt::format("{}: attribute 'bertc_vocab_xxh3' is not the record bertc writes (a damaged shard: "
+                                  "make it again with bertc prepare-data)",
+                                  where));
+    std::string text(size, '\0');
+    Handle memory(H5Tcopy(H5T_C_S1), H5Tclose);
+    H5Tset_size(memory.get(), size);
+    if (H5Aread(attribute.get(), memory.get(), text.data()) < 0)
+      throw DataError(fmt::format("{}: attribute 'bertc_vocab_xxh3' cannot be read (a damaged shard)", where));
+    r.vocab_xxh3 = text.c_str();
+  }
+  auto needed = [&](const char* name, hid_t memory_type, auto zero) {
+    const auto v = get_attribute<decltype(zero)>(file, name, memory_type, where);
+    if (!v) throw DataError(fmt::format("{}: has bertc_vocab_xxh3 but no '{}' (a damaged shard: make it again)", where, name));
+    return *v;
+  };
+  r.vocab_tokens = needed("bertc_vocab_tokens", H5T_NATIVE_INT64, int64_t{});
+  r.max_token_id = needed("bertc_max_token_id", H5T_NATIVE_INT64, int64_t{});
+  r.masked_lm_prob = needed("bertc_masked_lm_prob", H5T_NATIVE_DOUBLE, double{});
+  r.do_lower_case = needed("bertc_do_lower_case", H5T_NATIVE_INT64, int64_t{}) != 0;
+  return r;
+}
+
+// The shard as an HDF5 file made in memory (libhdf5's core driver, no file behind it): its
+// datasets written a block of rows at a time (the chunks' rows: the padded arrays of a whole shard
+// would take as much memory again as its examples), its record as attributes.
+std::string shard_image(const std::vector<Example>& examples, int64_t seq_len, int64_t predictions, int64_t pad_id,
+                        const std::optional<ShardRecord>& record, const std::string& where) {
+  constexpr size_t kRows = 4096;
+  const ShardShape shape{static_cast<int64_t>(examples.size()), seq_len, predictions, std::nullopt};
+  std::lock_guard lock(library_lock());
+  quiet();
+  Handle access(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
+  if (!access.ok() || H5Pset_fapl_core(access.get(), size_t{16} << 20, false) < 0)
+    throw DataError(fmt::format("{}: libhdf5 cannot make a file in memory", where));
+  Handle file(H5Fcreate(where.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, access.get()), H5Fclose);
+  if (!file.ok()) throw DataError(fmt::format("{}: libhdf5 cannot make the shard (out of memory?)", where));
+  std::vector<std::unique_ptr<Handle>> sets;  // (closed before the file: declared after it)
+  for (const DatasetSpec& d : kDatasets) {
+    const std::vector<hsize_t> dims = dims_of(d, shape);
+    Handle space(H5Screate_simple(d.rank, dims.data(), nullptr), H5Sclose);
+    Handle properties(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
+    // No modification times in the object headers: the same examples make the same bytes.
+    H5Pset_obj_track_times(properties.get(), false);
+    // gzip as h5py's compression="gzip" (level 4), in chunks of up to kRows examples; a dataset
+    // with no elements (no rows, or no predictions) is stored plain.
+    if (std::all_of(dims.begin(), dims.end(), [](hsize_t n) { return n > 0; })) {
+      std::vector<hsize_t> chunk = dims;
+      chunk[0] = std::min<hsize_t>(dims[0], kRows);
+      if (H5Pset_chunk(properties.get(), d.rank, chunk.data()) < 0 || H5Pset_deflate(properties.get(), 4) < 0)
+        throw DataError(fmt::format("{}: HDF5 refused the compression of '{}'", where, d.name));
+    }
+    sets.push_back(std::make_unique<Handle>(
+        H5Dcreate2(file.get(), d.name, file_type(d.width), space.get(), H5P_DEFAULT, properties.get(), H5P_DEFAULT),
+        H5Dclose));
+    if (!sets.back()->ok()) throw DataError(fmt::format("{}: dataset '{}' cannot be created", where, d.name));
+  }
+  for (size_t begin = 0; begin < examples.size(); begin += kRows) {
+    const size_t end = std::min(examples.size(), begin + kRows);
+    Arrays block = pack(examples, begin, end, seq_len, predictions, pad_id);
+    for (size_t i = 0; i < kDatasets.size(); ++i) {
+      const DatasetSpec& d = kDatasets[i];
+      std::vector<hsize_t> count = dims_of(d, block.shape), start(count.size(), 0);
+      if (count.back() == 0) continue;  // (no predictions: nothing to write)
+      start[0] = begin;
+      Handle file_space(H5Dget_space(sets[i]->get()), H5Sclose);
+      Handle memory_space(H5Screate_simple(d.rank, count.data(), nullptr), H5Sclose);
+      if (H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr) < 0 ||
+          H5Dwrite(sets[i]->get(), memory_type(d.width), memory_space.get(), file_space.get(), H5P_DEFAULT,
+                   block.data(i)) < 0)
+        throw DataError(fmt::format("{}: writing dataset '{}' failed (out of memory?)", where, d.name));
+    }
+  }
+  if (record) put_record(file.get(), *record, where);
+  sets.clear();  // (their chunks flushed into the image)
+  if (H5Fflush(file.get(), H5F_SCOPE_GLOBAL) < 0) throw DataError(fmt::format("{}: libhdf5 cannot finish the shard", where));
+  const ssize_t size = H5Fget_file_image(file.get(), nullptr, 0);
+  std::string image(size > 0 ? static_cast<size_t>(size) : 0, '\0');
+  if (size <= 0 || H5Fget_file_image(file.get(), image.data(), image.size()) != size)
+    throw DataError(fmt::format("{}: libhdf5 cannot give the shard's bytes", where));
+  return image;
+}
+
+// `bytes` as the whole of a new file; throws DataError naming it and the system's error (a full
+// disk: "No space left on device").
+void write_whole(const std::filesystem::path& path, const std::string& bytes) {
+  const int fd = ::open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644);
+  if (fd < 0) throw DataError(fmt::format("{}: cannot be created: {}", path.string(), std::strerror(errno)));
+  size_t done = 0;
+  int error = 0;
+  while (done < bytes.size() && error == 0) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n > 0) done += static_cast<size_t>(n);
+    else if (n < 0 && errno != EINTR) error = errno;
+  }
+  if (error == 0 && ::fsync(fd) != 0 && errno != EINVAL) error = errno;  // (EINVAL: a file system without fsync)
+  if (::close(fd) != 0 && error == 0 && errno != EINTR) error = errno;
+  if (error != 0)
+    throw DataError(fmt::format("{}: writing it failed after {} of {} bytes: {}{}", path.string(), done, bytes.size(),
+                                std::strerror(error),
+                                error == ENOSPC || error == EDQUOT || error == EFBIG
+                                    ? ": free space there (or raise the quota or file size limit), or write elsewhere"
+                                    : ""));
+}
+
 }  // namespace
 
 bool hdf5_available() { return true; }
 
 void write_shard(const std::filesystem::path& path, const std::vector<Example>& examples, int64_t seq_len,
-                 int64_t predictions, int64_t pad_id) {
-  // Written a block of rows at a time (the chunks' rows): the padded arrays of a whole shard would
-  // take as much memory again as its examples.
-  constexpr size_t kRows = 4096;
-  const ShardShape shape{static_cast<int64_t>(examples.size()), seq_len, predictions};
+                 int64_t predictions, int64_t pad_id, std::optional<ShardRecord> record) {
   const std::filesystem::path temporary = path.parent_path() / ("." + path.filename().string() + ".tmp");
-  const std::string where = temporary.string();
+  if (record) record->max_token_id = largest_token(examples);
+  const std::string image = shard_image(examples, seq_len, predictions, pad_id, record, temporary.string());
   // A failed write leaves no temporary behind.
   struct Temporary {
     const std::filesystem::path& path;
@@ -286,64 +447,22 @@ void write_shard(const std::filesystem::path& path, const std::vector<Example>& 
       if (!kept) std::filesystem::remove(path, ec);
     }
   } cleanup{temporary};
-  {
-    std::lock_guard lock(library_lock());
-    quiet();
-    Handle file(H5Fcreate(where.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose);
-    if (!file.ok()) throw DataError(fmt::format("{}: cannot be created (is the folder writable?)", where));
-    std::vector<std::unique_ptr<Handle>> sets;
-    for (const DatasetSpec& d : kDatasets) {
-      const std::vector<hsize_t> dims = dims_of(d, shape);
-      Handle space(H5Screate_simple(d.rank, dims.data(), nullptr), H5Sclose);
-      Handle properties(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
-      // No modification times in the object headers: the same examples make the same bytes.
-      H5Pset_obj_track_times(properties.get(), false);
-      // gzip as h5py's compression="gzip" (level 4), in chunks of up to kRows examples; a dataset
-      // with no elements (no rows, or no predictions) is stored plain.
-      if (std::all_of(dims.begin(), dims.end(), [](hsize_t n) { return n > 0; })) {
-        std::vector<hsize_t> chunk = dims;
-        chunk[0] = std::min<hsize_t>(dims[0], kRows);
-        if (H5Pset_chunk(properties.get(), d.rank, chunk.data()) < 0 || H5Pset_deflate(properties.get(), 4) < 0)
-          throw DataError(fmt::format("{}: HDF5 refused the compression of '{}'", where, d.name));
-      }
-      sets.push_back(std::make_unique<Handle>(
-          H5Dcreate2(file.get(), d.name, file_type(d.width), space.get(), H5P_DEFAULT, properties.get(), H5P_DEFAULT),
-          H5Dclose));
-      if (!sets.back()->ok()) throw DataError(fmt::format("{}: dataset '{}' cannot be created", where, d.name));
-    }
-    for (size_t begin = 0; begin < examples.size(); begin += kRows) {
-      const size_t end = std::min(examples.size(), begin + kRows);
-      Arrays block = pack(examples, begin, end, seq_len, predictions, pad_id);
-      for (size_t i = 0; i < kDatasets.size(); ++i) {
-        const DatasetSpec& d = kDatasets[i];
-        std::vector<hsize_t> count = dims_of(d, block.shape), start(count.size(), 0);
-        if (count.back() == 0) continue;  // (no predictions: nothing to write)
-        start[0] = begin;
-        Handle file_space(H5Dget_space(sets[i]->get()), H5Sclose);
-        Handle memory_space(H5Screate_simple(d.rank, count.data(), nullptr), H5Sclose);
-        if (H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr) < 0 ||
-            H5Dwrite(sets[i]->get(), memory_type(d.width), memory_space.get(), file_space.get(), H5P_DEFAULT,
-                     block.data(i)) < 0)
-          throw DataError(fmt::format("{}: writing dataset '{}' failed (disk full?)", where, d.name));
-      }
-    }
-    if (H5Fflush(file.get(), H5F_SCOPE_GLOBAL) < 0) throw DataError(fmt::format("{}: flushing failed (disk full?)", where));
-  }
+  write_whole(temporary, image);
   // The checksum file first: a kill between the two renames leaves a checksum that refuses the
   // shard (made again), never a shard that is trusted unchecked.
   const std::filesystem::path sum_temporary = checksum_path(temporary);
-  {
-    std::ofstream sum(sum_temporary);
-    sum << checksum_of_file(temporary) << "\n";
-    if (!sum.flush()) throw DataError(fmt::format("{}: cannot be written (disk full?)", sum_temporary.string()));
-  }
+  struct SumTemporary {
+    const std::filesystem::path& path;
+    ~SumTemporary() {
+      std::error_code ec;
+      std::filesystem::remove(path, ec);  // (gone by then when renamed)
+    }
+  } sum_cleanup{sum_temporary};
+  write_whole(sum_temporary, fmt::format("{:016x}\n", XXH3_64bits(image.data(), image.size())));
   std::error_code ec;
   std::filesystem::rename(sum_temporary, checksum_path(path), ec);
   if (!ec) std::filesystem::rename(temporary, path, ec);
-  if (ec) {
-    std::filesystem::remove(sum_temporary, ec);
-    throw DataError(fmt::format("{}: cannot be renamed to {}: {}", where, path.string(), ec.message()));
-  }
+  if (ec) throw DataError(fmt::format("{}: cannot be renamed to {}: {}", temporary.string(), path.string(), ec.message()));
   cleanup.kept = true;
 }
 

@@ -8,10 +8,14 @@
 //   masked_lm_ids        int32 [n, preds]  the original tokens at those positions, then 0
 //   next_sentence_labels int8  [n]         1 when B is a random sentence
 // each gzip-compressed. Any integer type reads (HDF5 converts); anything else is refused.
+// bertc's shards also carry, as attributes of the file's root group, what makes them compatible
+// with a run beyond their shapes (ShardRecord): NVIDIA's readers ignore them.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "data/packed_examples.h"
@@ -19,8 +23,21 @@
 
 namespace bertc::data {
 
+// What a shard was made with, beyond its shape (seq_len and predictions): its vocabulary (hash and
+// tokens: data/vocab_identity.h), its largest token id, and the settings its masking and tokens
+// came from. Attributes bertc_vocab_xxh3, bertc_vocab_tokens, bertc_max_token_id,
+// bertc_masked_lm_prob, bertc_do_lower_case.
+struct ShardRecord {
+  std::string vocab_xxh3;
+  int64_t vocab_tokens = 0;
+  int64_t max_token_id = -1;  // of input_ids and masked_lm_ids; write_shard finds it
+  double masked_lm_prob = 0;
+  bool do_lower_case = true;
+};
+
 struct ShardShape {
   int64_t examples = 0, seq_len = 0, predictions = 0;
+  std::optional<ShardRecord> record;  // nullopt: a shard from elsewhere (NVIDIA's), or an older bertc's
 };
 
 // Whether this bertc was built with HDF5 (BERTC_HDF5; the static GPU test build is not).
@@ -28,12 +45,15 @@ bool hdf5_available();
 
 // Writes `examples` (each at most seq_len tokens and `predictions` masked positions) as a shard,
 // atomically: a temporary beside `path`, renamed over it once complete. `pad_id` fills input_ids
-// after each example's tokens; beside it `path`.xxh3, its bytes' checksum. Throws DataError on a
-// write failure or an example that does not fit.
+// after each example's tokens; beside it `path`.xxh3, its bytes' checksum; `record` (its
+// max_token_id found here) as attributes. The file is made in memory by libhdf5 and written out
+// by bertc, so that a write failure (a full disk) is bertc's to handle: libhdf5 never holds a file
+// it failed to flush (which crashed it at exit). Throws DataError on a write failure, naming the
+// file and the error, or an example that does not fit.
 void write_shard(const std::filesystem::path& path, const std::vector<Example>& examples, int64_t seq_len,
-                 int64_t predictions, int64_t pad_id);
+                 int64_t predictions, int64_t pad_id, std::optional<ShardRecord> record = std::nullopt);
 
-// The shard's shape, from its datasets' shapes (their data is not read). Throws DataError naming
+// The shard's shape, from its datasets' shapes (their data is not read), and its record. Throws DataError naming
 // the file, and the dataset, when it is not a shard: its bytes not matching its .xxh3 file (where
 // there is one: a shard bertc wrote; checked before libhdf5 opens it), not HDF5 or truncated (HDF5 checks the file's
 // length against its header), a dataset missing, not of integers, or of a shape that does not

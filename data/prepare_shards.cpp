@@ -37,6 +37,23 @@ struct ScratchShard {
   int64_t chunks = 0;  // its documents' pieces of up to seq_len - 3 tokens: about the examples of one copy
 };
 
+DataError scratch_failure(const ScratchShard& s) {
+  return DataError(fmt::format("{}: writing this run's scratch failed: {} (pass 1 keeps the text's token ids there, 4 "
+                               "bytes a token, until the shards are made): free space there, or choose another "
+                               "--output",
+                               s.path.string(), std::strerror(errno)));
+}
+
+// The figures of a scratch shard that would hold `doc` alone (nothing written).
+ScratchShard alone(const Document& doc, int64_t seq_len) {
+  ScratchShard s;
+  for (const auto& sentence : doc) s.tokens += static_cast<int64_t>(sentence.size());
+  s.chunks = std::max<int64_t>(1, (s.tokens + seq_len - 4) / (seq_len - 3));
+  s.sentences = static_cast<int64_t>(doc.size());
+  s.documents = 1;
+  return s;
+}
+
 void append(ScratchShard& s, const Document& doc, int64_t seq_len) {
   auto u32 = [&](uint32_t v) { s.out.write(reinterpret_cast<const char*>(&v), 4); };
   u32(static_cast<uint32_t>(doc.size()));
@@ -53,7 +70,7 @@ void append(ScratchShard& s, const Document& doc, int64_t seq_len) {
   s.chunks += std::max<int64_t>(1, (tokens + seq_len - 4) / (seq_len - 3));
   s.sentences += static_cast<int64_t>(doc.size());
   ++s.documents;
-  if (!s.out) throw DataError(fmt::format("{}: writing failed (disk full?)", s.path.string()));
+  if (!s.out) throw scratch_failure(s);
 }
 
 std::vector<Document> read_scratch(const std::filesystem::path& path) {
@@ -109,9 +126,23 @@ std::vector<std::filesystem::path> shard_files(const std::filesystem::path& fold
   std::error_code ec;
   if (!std::filesystem::is_directory(folder, ec)) return files;
   for (const auto& e : std::filesystem::directory_iterator(folder)) {
-    const std::string ext = e.path().extension().string();
-    if (e.is_regular_file() && (ext == ".hdf5" || ext == ".h5") && !e.path().filename().string().starts_with("."))
-      files.push_back(e.path());
+    const std::string name = e.path().filename().string(), ext = e.path().extension().string();
+    if (name.starts_with(".")) continue;  // (a run's temporaries)
+    if (ext == ".xxh3") {
+      // A checksum without its shard: the shard was deleted or moved, and the set is short of it.
+      const std::filesystem::path shard = e.path().parent_path() / e.path().stem();
+      if (!std::filesystem::exists(shard, ec))
+        throw DataError(fmt::format("{}: a shard's checksum, and its shard {} is missing: put the shard back, or "
+                                    "delete {} to train without it",
+                                    e.path().string(), shard.filename().string(), e.path().filename().string()));
+      continue;
+    }
+    if (ext != ".hdf5" && ext != ".h5") continue;
+    if (!e.is_regular_file(ec))
+      throw DataError(fmt::format("{}: named as a shard but not a file ({}): its examples would be left out; put the "
+                                  "shard file back, or move it out of the folder",
+                                  e.path().string(), e.is_directory(ec) ? "a folder" : "a broken link or special file"));
+    files.push_back(e.path());
   }
   // Shorter names first: shard-100000 after shard-99999 (plain name order would put it before shard-10001).
   std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) {
@@ -122,7 +153,15 @@ std::vector<std::filesystem::path> shard_files(const std::filesystem::path& fold
 }
 
 PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer, const Vocab& vocab,
-                             const std::function<void(const PrepareProgress&)>& progress) {
+                             const PrepareCallbacks& callbacks) {
+  const auto& progress = callbacks.progress;
+  const auto& note = callbacks.note;
+  // Asked between lines and between shards; the throw takes what was made with it (the scratch,
+  // the lock, a folder this run made: their destructors below).
+  auto stop_if_asked = [&](const std::string& where) {
+    if (const int signal = callbacks.stop_requested ? callbacks.stop_requested() : 0)
+      throw PrepareStopped(signal, where);
+  };
   if (!hdf5_available())
     throw DataError("this bertc was built without HDF5 (BERTC_HDF5 off, as the static GPU test build is), which shards "
                     "are written with: build it with libhdf5-dev (scripts/setup.sh installs it)");
@@ -197,9 +236,12 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
   }
   // A round's text takes about 7 times its size in memory (lines as strings, then token vectors:
   // measured 340 MiB resident for rounds of 46 MiB). A round ends at the first document boundary
-  // past round_bytes, and a document may hold round_bytes at most: a round is under twice it, an
-  // eighth of the bound, under 7/8 of the bound in memory.
+  // past round_bytes, and a document may hold a sixteenth of the bound at most (round_bytes is no
+  // more): a round is under an eighth of the bound, under 7/8 of the bound in memory.
   const uint64_t round_bytes = std::clamp<uint64_t>(o.memory_bytes / 16, 1 << 20, 64 << 20);
+  const uint64_t document_limit = std::max<uint64_t>(o.memory_bytes / 16, 1 << 20);
+  const std::string larger_bound = "or, if it is one document, raise --memory-mb to 16 times its size or more (a "
+                                   "document may take a sixteenth of the bound)";
   std::vector<std::vector<std::string>> texts(1);  // the round's documents, as lines
   uint64_t round_size = 0, document_size = 0, read_before = 0;
   int64_t next_document = 0;
@@ -227,7 +269,20 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
       if (doc.empty()) continue;
       ScratchShard& shard = shards[static_cast<size_t>(next_document % o.shards)];
       append(shard, doc, o.examples.max_seq_length);
-      // Found now, not after reading the rest of the corpus.
+      // Found now, not after reading the rest of the corpus. A document is never split between
+      // shards: one too large alone needs a larger bound, not more shards; so does a bound under
+      // what any shard needs.
+      if (const uint64_t fixed = shard_bytes(ScratchShard{}, o.examples); fixed > o.memory_bytes)
+        throw DataError(fmt::format("the memory bound of {} MiB is less than any shard needs while it is made (about {} "
+                                    "MiB: a block of rows of seq_len {} being written): raise --memory-mb to {} or more",
+                                    o.memory_bytes >> 20, fixed >> 20, o.examples.max_seq_length, (fixed >> 20) + 1));
+      if (const uint64_t bytes = shard_bytes(alone(doc, o.examples.max_seq_length), o.examples); bytes > o.memory_bytes)
+        throw DataError(fmt::format("document {} ({} sentences, {} tokens) alone needs about {} MiB while its shard is "
+                                    "made, more than the memory bound of {} MiB, and a document is never split "
+                                    "between shards: raise --memory-mb to {} or more, or split it into documents (a "
+                                    "blank line between them)",
+                                    next_document + 1, doc.size(), alone(doc, o.examples.max_seq_length).tokens,
+                                    bytes >> 20, o.memory_bytes >> 20, (bytes >> 20) + 1));
       if (const uint64_t bytes = shard_bytes(shard, o.examples); bytes > o.memory_bytes)
         throw DataError(fmt::format("shard {} alone would take over {} MiB while it is made (its {} documents so far), "
                                     "more than the memory bound of {} MiB: use more --shards, or raise --memory-mb",
@@ -245,7 +300,7 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
     if (round_size >= round_bytes) flush_round();
   };
   for (const auto& file : files) {
-    LineReader reader(file, round_bytes);
+    LineReader reader(file, document_limit, note, larger_bound);
     std::string line;
     while (reader.next(line)) {
       const std::string text = trim_line(line);
@@ -255,28 +310,39 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
         round_size += text.size();
         document_size += text.size();
         texts.back().push_back(text);
-        if (document_size > round_bytes)
-          throw DataError(fmt::format("{}: a document of over {} MiB (no blank line in it): documents are separated by "
-                                      "blank lines; raise --memory-mb if it is one",
-                                      file.string(), round_bytes >> 20));
+        if (document_size > document_limit)
+          throw DataError(fmt::format("{}: a document of over {} MiB (no blank line in it, up to line {}): documents "
+                                      "are separated by blank lines; put them in, {}",
+                                      file.string(), document_limit >> 20, reader.figures().lines, larger_bound));
       }
       p.bytes_read = read_before + reader.offset();
       tell(false);
+      stop_if_asked(fmt::format("while tokenizing ({:.0f}% of the text read)",
+                                100.0 * static_cast<double>(p.bytes_read) / static_cast<double>(std::max<uint64_t>(p.bytes_total, 1))));
     }
     end_document();  // a file ends its last document
     read_before += std::filesystem::file_size(file);
   }
   flush_round();
+  stop_if_asked("after tokenizing (the text read, no shard made yet)");
   p.bytes_read = p.bytes_total;
   tell(true);
-  for (ScratchShard& s : shards) s.out.close();
+  for (ScratchShard& s : shards) {
+    s.out.close();  // (its last buffer written now: a full disk shows here)
+    if (!s.out) throw scratch_failure(s);
+  }
   texts.clear();
   texts.shrink_to_fit();
   ::malloc_trim(0);  // pass 1's rounds back to the system: pass 2 has the whole bound
+  if (next_document == 0)
+    throw DataError(fmt::format("{}: no text: no document in it (empty, blank lines only, or nothing the tokenizer "
+                                "keeps). prepare-data reads UTF-8 text, one sentence a line, a blank line between "
+                                "documents: give such text with --input or [train] data",
+                                o.input.string()));
   if (next_document < o.shards)
     throw DataError(fmt::format("{}: {} document(s) for {} shards: every shard needs one at least (use --shards {} or "
                                 "fewer)",
-                                o.input.string(), next_document, o.shards, std::max<int64_t>(1, next_document)));
+                                o.input.string(), next_document, o.shards, next_document));
 
   // Pass 2: as many shards at once as fit the memory bound.
   PrepareReport report;
@@ -304,7 +370,8 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
           eo.seed = shard_seed(o.examples.seed, s);
           const std::vector<Example> made = create_examples(docs, vocab, eo);
           write_shard(scratch.path / fmt::format("shard-{:05d}.hdf5", s), made, eo.max_seq_length,
-                      eo.max_predictions_per_seq, vocab.pad());
+                      eo.max_predictions_per_seq, vocab.pad(),
+                      ShardRecord{vocab.xxh3(), vocab.size(), -1, eo.masked_lm_prob, tokenizer.lower_case()});
           examples += static_cast<int64_t>(made.size());
           int64_t seen = largest_count;
           while (seen < static_cast<int64_t>(made.size()) &&
@@ -316,13 +383,17 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
         if (!stopping.exchange(true)) failed = std::current_exception();  // (the first failure only)
       }
     });
+  int stop_signal = 0;
   while (done < o.shards && !stopping) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     p.shards_done = done, p.examples = examples;
     tell(false);
+    if ((stop_signal = callbacks.stop_requested ? callbacks.stop_requested() : 0)) stopping = true;
   }
   for (std::thread& t : pool) t.join();
   if (failed) std::rethrow_exception(failed);  // (the shards made so far go with the scratch)
+  if (stop_signal)
+    throw PrepareStopped(stop_signal, fmt::format("while writing shards ({} of {} made)", done.load(), o.shards));
   for (int64_t s = 0; s < o.shards; ++s) {
     const std::string name = fmt::format("shard-{:05d}.hdf5", s);
     std::filesystem::rename(scratch.path / (name + ".xxh3"), o.output / (name + ".xxh3"));  // (its checksum)

@@ -43,14 +43,34 @@ struct PrepareReport {
   double seconds = 0;
 };
 
+// What a run tells, and asks, of its caller; each may be empty.
+struct PrepareCallbacks {
+  std::function<void(const PrepareProgress&)> progress;  // from both passes, about twice a second
+  std::function<void(const std::string&)> note;          // what is worth saying of the input (data/text_input.h)
+  std::function<int()> stop_requested;                   // a signal asking the run to stop, or 0
+};
+
+// The run stopped on request (a signal): what it made so far is gone, as for any failed run.
+class PrepareStopped : public DataError {
+ public:
+  PrepareStopped(int signal, const std::string& where) : DataError(where), signal_(signal) {}
+  int signal() const { return signal_; }
+
+ private:
+  int signal_;
+};
+
 // Throws DataError (naming the file, or the option to change) for missing input, an output folder
 // that already holds shards, too few documents for N shards, or shards too large for the memory
-// bound. `progress` (may be empty) hears from both passes about twice a second.
+// bound; PrepareStopped, saying where it was, when asked to stop. A run that does not finish
+// leaves no shard, no scratch, no lock, and no folder it made.
 PrepareReport prepare_shards(const PrepareOptions& options, const Tokenizer& tokenizer, const Vocab& vocab,
-                             const std::function<void(const PrepareProgress&)>& progress = {});
+                             const PrepareCallbacks& callbacks = {});
 
 // The shard files of a folder (shard-NNNNN.hdf5, and any other *.hdf5 / *.h5): shorter names first,
-// then in name order (shard-99999 before shard-100000).
+// then in name order (shard-99999 before shard-100000). Throws DataError for an entry named as a
+// shard that is not a file (a folder, a broken link), and for a checksum (.xxh3) whose shard is
+// missing: either would leave examples out without a word.
 std::vector<std::filesystem::path> shard_files(const std::filesystem::path& folder);
 
 }  // namespace bertc::data

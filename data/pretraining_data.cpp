@@ -106,7 +106,7 @@ std::vector<Document> load_documents(const std::filesystem::path& path, const To
   int64_t lines = 0;
   auto last_report = std::chrono::steady_clock::now();
   for (const auto& file : text_files(path)) {
-    LineReader in(file);
+    LineReader in(file, size_t{64} << 20, progress);
     std::string line;
     while (in.next(line)) {
       ++lines;

@@ -19,7 +19,8 @@ namespace bertc::data {
 using Document = std::vector<std::vector<int64_t>>;
 
 // Reads text with one sentence a line and blank lines between documents: one file, or a folder's
-// .txt and .txt.gz files in name order (data/text_input.h). `progress` (may be empty) hears about long reads.
+// .txt and .txt.gz files in name order (data/text_input.h). `progress` (may be empty) hears about long reads
+// and what is worth saying of the input (bytes that are not text, bytes after a gzip stream).
 std::vector<Document> load_documents(const std::filesystem::path& path, const Tokenizer& tokenizer,
                                      const std::function<void(const std::string&)>& progress = {});
 

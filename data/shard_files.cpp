@@ -1,18 +1,74 @@
 // HDF5 shards checked against the config, read whole when their turn comes (see shard_files.h).
 #include "data/shard_files.h"
 
+#include <map>
+
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "data/hdf5_shard.h"
 
 namespace bertc::data {
 
+namespace {
+
+// A recorded shard against the run: its vocabulary, largest token and making.
+void check_record(const std::filesystem::path& f, const ShardRecord& r, int64_t vocab_size,
+                  const std::optional<ShardExpectation>& expected) {
+  const std::string again = "prepare the shards again with this run's settings (bertc prepare-data CONFIG -o NEW_DIR)";
+  if (r.max_token_id >= vocab_size)
+    throw DataError(fmt::format("{}: holds token id {}, and [model] vocab_size is {}: shards of a larger vocabulary "
+                                "({} tokens); train with that vocabulary and a vocab_size of {} or more, or {}",
+                                f.string(), r.max_token_id, vocab_size, r.vocab_tokens, r.vocab_tokens, again));
+  if (!expected) return;
+  require_same_vocab(expected->vocab, {r.vocab_xxh3, r.vocab_tokens, ""}, "shard " + f.string(),
+                     fmt::format("train with the vocabulary the shards were prepared with (--vocab FILE), or {}", again));
+  if (r.masked_lm_prob != expected->masked_lm_prob)
+    throw DataError(fmt::format("{}: prepared with masked_lm_prob = {:g}, and [train] masked_lm_prob is {:g} (a shard's "
+                                "masks are made when it is prepared): set masked_lm_prob = {:g}, or {}",
+                                f.string(), r.masked_lm_prob, expected->masked_lm_prob, r.masked_lm_prob, again));
+  if (r.do_lower_case != expected->do_lower_case)
+    throw DataError(fmt::format("{}: prepared with do_lower_case = {}, and [train] do_lower_case is {}: set "
+                                "do_lower_case = {}, or {}",
+                                f.string(), r.do_lower_case, expected->do_lower_case, r.do_lower_case, again));
+}
+
+// What makes shards of one folder belong together: shape and record.
+std::string kind_of(const ShardShape& s) {
+  std::string kind = fmt::format("seq_len {}, {} predictions", s.seq_len, s.predictions);
+  if (!s.record) return kind + ", no record of their vocabulary";
+  const ShardRecord& r = *s.record;
+  return kind + fmt::format(", vocabulary of {} tokens (xxh3 {}), masked_lm_prob {:g}, do_lower_case {}", r.vocab_tokens,
+                            r.vocab_xxh3, r.masked_lm_prob, r.do_lower_case);
+}
+
+// Refuses shards of several kinds in one set, naming each kind with a shard of it: training on
+// them would mix vocabularies or shapes (found before the first step, not an epoch in).
+void refuse_mixed(const std::vector<std::filesystem::path>& files, const std::vector<ShardShape>& shapes) {
+  std::map<std::string, std::vector<size_t>> kinds;
+  for (size_t i = 0; i < shapes.size(); ++i) kinds[kind_of(shapes[i])].push_back(i);
+  if (kinds.size() < 2) return;
+  std::vector<std::string> listed;
+  for (const auto& [kind, members] : kinds)
+    listed.push_back(fmt::format("{} shard(s) of {} (such as {})", members.size(), kind, files[members.front()].string()));
+  throw DataError(fmt::format("the shards are of {} kinds, prepared differently: {}. A run trains on shards of one "
+                              "kind: move the others out of the folder (or give --data the folder of one kind)",
+                              kinds.size(), fmt::join(listed, "; ")));
+}
+
+}  // namespace
+
 ShardFiles::ShardFiles(std::vector<std::filesystem::path> files, int64_t seq_len, int64_t predictions,
-                       int64_t vocab_size, int64_t type_vocab_size)
+                       int64_t vocab_size, int64_t type_vocab_size, const std::optional<ShardExpectation>& expected)
     : files_(std::move(files)), vocab_size_(vocab_size), type_vocab_size_(type_vocab_size) {
   if (files_.empty()) throw DataError("no shards to train on");
-  for (const auto& f : files_) {
-    const ShardShape s = read_shard_shape(f);
+  std::vector<ShardShape> shapes;
+  for (const auto& f : files_) shapes.push_back(read_shard_shape(f));
+  refuse_mixed(files_, shapes);
+  size_t unrecorded = 0;
+  for (size_t i = 0; i < files_.size(); ++i) {
+    const std::filesystem::path& f = files_[i];
+    const ShardShape& s = shapes[i];
     if (s.seq_len != seq_len)
       throw DataError(fmt::format("{}: its examples are of {} tokens, and [train] seq_len is {}: set seq_len = {} (or "
                                   "prepare shards of {})",
@@ -22,8 +78,15 @@ ShardFiles::ShardFiles(std::vector<std::filesystem::path> files, int64_t seq_len
                                   "set max_predictions_per_seq = {}",
                                   f.string(), s.predictions, predictions, s.predictions));
     if (s.examples == 0) throw DataError(fmt::format("{}: the shard holds no examples", f.string()));
+    if (s.record) check_record(f, *s.record, vocab_size, expected);
+    else ++unrecorded;
     counts_.push_back(s.examples);
   }
+  if (unrecorded > 0)
+    notes_.push_back(fmt::format("{} of the {} shards record no vocabulary (not made by this bertc's prepare-data: "
+                                 "NVIDIA's, or an older bertc's): their token ids are checked as each is read, not "
+                                 "before the first step",
+                                 unrecorded, files_.size()));
 }
 
 PackedExamples ShardFiles::load(size_t shard) const {

@@ -2,29 +2,45 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "data/shard_examples.h"
+#include "data/vocab_identity.h"
 
 namespace bertc::data {
 
+// What a run's shards must have been made with beyond their shapes, as shards record it
+// (ShardRecord): the run's vocabulary and the config's masking and lower-casing.
+struct ShardExpectation {
+  VocabRecord vocab;
+  double masked_lm_prob = 0.15;
+  bool do_lower_case = true;
+};
+
 class ShardFiles : public ShardSet {
  public:
-  // Checks every shard before anything trains (DataError naming the file and dataset, or the config
-  // key to change): readable, complete, and of seq_len tokens and `predictions` predictions.
+  // Checks every shard before anything trains, in seconds (DataError naming the file and dataset,
+  // or the config key to change): readable, complete, of seq_len tokens and `predictions`
+  // predictions, and — for a shard that records them — of the run's vocabulary (`expected`), its
+  // largest token id below vocab_size, made with the config's masked_lm_prob and do_lower_case.
   // Token ids at or above vocab_size, and segments at or above type_vocab_size, are refused when
-  // their shard is read.
+  // their shard is read (shards without a record, NVIDIA's, are checked only then: said in notes()).
   ShardFiles(std::vector<std::filesystem::path> files, int64_t seq_len, int64_t predictions, int64_t vocab_size,
-             int64_t type_vocab_size);
+             int64_t type_vocab_size, const std::optional<ShardExpectation>& expected = std::nullopt);
   size_t shards() const override { return files_.size(); }
   int64_t examples(size_t shard) const override { return counts_[shard]; }
   PackedExamples load(size_t shard) const override;
   std::string name(size_t shard) const override { return files_[shard].string(); }
+  // What is worth saying of the shards before training (shards without a record).
+  const std::vector<std::string>& notes() const { return notes_; }
 
  private:
   std::vector<std::filesystem::path> files_;
   std::vector<int64_t> counts_;
   int64_t vocab_size_, type_vocab_size_;
+  std::vector<std::string> notes_;
 };
 
 }  // namespace bertc::data

@@ -11,24 +11,30 @@
 #include <nlohmann/json.hpp>
 
 #include "data/pretraining_data.h"
+#include "data/text_input.h"
 
 namespace bertc::data {
 namespace {
 
 using nlohmann::json;
 
-// The file's lines (without "\r\n" or "\n"), blank ones left out with their numbers kept.
-std::vector<std::pair<int64_t, std::string>> read_lines(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw DataError(fmt::format("{}: cannot open the task file (does it exist?)", path.string()));
+// The file's lines (without "\r\n" or "\n"), blank ones left out with their numbers kept; read as
+// training text is (data/text_input.h: a UTF-8 byte-order mark skipped, UTF-16 and binary files
+// refused, some bytes that are not text said in `notes`).
+std::vector<std::pair<int64_t, std::string>> read_lines(const std::filesystem::path& path,
+                                                        std::vector<std::string>& notes) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    throw DataError(fmt::format("{}: {} (set [finetune] train_data / dev_data to the task file)", path.string(),
+                                std::filesystem::exists(path, ec) ? "not a file" : "no such task file"));
+  LineReader in(path, size_t{64} << 20, [&](const std::string& note) { notes.push_back(note); });
   std::vector<std::pair<int64_t, std::string>> lines;
   int64_t number = 0;
-  for (std::string line; std::getline(in, line);) {
+  for (std::string line; in.next(line);) {
     ++number;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
+    while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
     if (line.find_first_not_of(" \t") != std::string::npos) lines.emplace_back(number, std::move(line));
   }
-  if (in.bad()) throw DataError(fmt::format("{}: read error after line {}", path.string(), number));
   return lines;
 }
 
@@ -81,8 +87,21 @@ class ExampleMaker {
   float real_of(int64_t line, const std::string& text) const {
     double v = 0;
     const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec == std::errc::result_out_of_range) return target(line, text, HUGE_VAL);
     if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(v))
       fail(line, fmt::format("regression target '{}' is not a finite number", text));
+    return target(line, text, v);
+  }
+
+  // A regression target the loss can take: the squared error is summed over a batch in float32,
+  // so a target must keep its square, times a batch, inside float32 (3.4e38): within 1e15.
+  float target(int64_t line, const std::string& text, double v) const {
+    constexpr double kLargest = 1e15;
+    if (!(std::abs(v) <= kLargest))
+      fail(line, fmt::format("regression target {} is too large for training: its squared error would overflow the "
+                             "float32 loss (targets must lie within +-{:g}): scale the targets (divide them all by the "
+                             "same power of ten, and the predictions back)",
+                             text, kLargest));
     return static_cast<float>(v);
   }
 
@@ -142,6 +161,10 @@ size_t column_of(const std::string& key, const std::string& what, const std::vec
                  const std::string& path) {
   if (!header.empty()) {
     const auto it = std::find(header.begin(), header.end(), key);
+    if (const auto again = it == header.end() ? it : std::find(it + 1, header.end(), key); again != header.end())
+      throw DataError(fmt::format("{}:1: the header names two columns '{}' (columns {} and {}, from 0), and [finetune] "
+                                  "{} reads that name: rename one of them in the header",
+                                  path, key, it - header.begin(), again - header.begin(), what));
     if (it == header.end())
       throw DataError(fmt::format("{}:1: no column '{}' ([finetune] {}); the header names: {} (set [finetune] "
                                   "tsv_header = false for a file without one)",
@@ -162,7 +185,8 @@ TaskData read_tsv(const std::filesystem::path& path, const TaskFormat& f, const 
     throw DataError(fmt::format("{}: token-classification reads .jsonl (a list of words and a list of tags a line), "
                                 "not .tsv",
                                 path.string()));
-  auto lines = read_lines(path);
+  TaskData data{path, {}, 0, {}};
+  auto lines = read_lines(path, data.notes);
   std::vector<std::string> header;
   if (f.tsv_header && !lines.empty()) {
     header = split_tabs(lines.front().second);
@@ -173,7 +197,6 @@ TaskData read_tsv(const std::filesystem::path& path, const TaskFormat& f, const 
   const size_t b = pairs ? column_of(f.text_b, "text_b", header, path.string()) : 0;
   const size_t label = column_of(f.label, "label", header, path.string());
   const size_t needed = std::max({a, b, label}) + 1;
-  TaskData data{path, {}, 0};
   for (const auto& [number, line] : lines) {
     const std::vector<std::string> fields = split_tabs(line);
     if (fields.size() < needed)
@@ -210,8 +233,8 @@ int32_t class_member(const json& v, int64_t line, const ExampleMaker& maker) {
 }
 
 TaskData read_jsonl(const std::filesystem::path& path, const TaskFormat& f, const ExampleMaker& maker) {
-  TaskData data{path, {}, 0};
-  for (const auto& [number, line] : read_lines(path)) {
+  TaskData data{path, {}, 0, {}};
+  for (const auto& [number, line] : read_lines(path, data.notes)) {
     json object;
     try {
       object = json::parse(line);
@@ -245,7 +268,7 @@ TaskData read_jsonl(const std::filesystem::path& path, const TaskFormat& f, cons
       } else {
         if (!label.is_number() || !std::isfinite(label.get<double>()))
           maker.fail(number, fmt::format("regression target '{}' must be a finite number", f.label));
-        e.target = label.get<float>();
+        e.target = maker.target(number, label.dump(), label.get<double>());
       }
     }
     data.examples.push_back(std::move(e));

@@ -38,6 +38,7 @@ struct TaskData {
   std::filesystem::path path;
   std::vector<TaskExample> examples;
   int64_t truncated = 0;  // examples cut to max_len
+  std::vector<std::string> notes;  // what is worth saying of the file (bytes that are not text)
 };
 
 // Reads a .tsv (columns by header name, or by 0-based number when tsv_header is false; fields

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -31,29 +32,21 @@ std::vector<std::filesystem::path> text_files(const std::filesystem::path& input
     throw DataError(fmt::format("{}: no such file or folder of training text (set [train] data, --data or --input)",
                                 input.string()));
   std::vector<std::filesystem::path> files;
-  for (const auto& e : std::filesystem::directory_iterator(input))
-    if (e.is_regular_file() && is_text(e.path())) files.push_back(e.path());
+  for (const auto& e : std::filesystem::directory_iterator(input)) {
+    if (!is_text(e.path())) continue;
+    if (!e.is_regular_file(ec))
+      throw DataError(fmt::format("{}: named as text but not a file ({}): its text would be left out; move it out of "
+                                  "the folder, or put the file back",
+                                  e.path().string(), e.is_directory(ec) ? "a folder" : "a broken link or special file"));
+    files.push_back(e.path());
+  }
   std::sort(files.begin(), files.end());
   if (files.empty()) throw DataError(fmt::format("{}: the folder holds no .txt or .txt.gz files", input.string()));
   return files;
 }
 
-LineReader::LineReader(const std::filesystem::path& path, size_t max_line)
-    : path_(path), file_(gzopen(path.c_str(), "rb")), max_line_(max_line) {
-  if (!file_) throw DataError(fmt::format("{}: cannot open", path.string()));
-  gzbuffer(file_, 1 << 20);
-  // zlib reads a file that is not gzip as it is: for a .gz name that is damage, not text.
-  if (path.extension() == ".gz" && [&] {
-        const int first = gzgetc(file_);  // (gzdirect knows only after a first read)
-        if (first != -1) gzungetc(first, file_);
-        return gzdirect(file_) != 0;
-      }()) {
-    gzclose(file_);
-    throw DataError(fmt::format("{}: named .gz but not gzip-compressed (rename it .txt, or compress it)", path.string()));
-  }
-}
-
-LineReader::~LineReader() { gzclose(file_); }
+LineReader::LineReader(const std::filesystem::path& path, size_t max_line, Note note, std::string longer_lines)
+    : path_(path), file_(path, note), max_line_(max_line), note_(std::move(note)), longer_lines_(std::move(longer_lines)) {}
 
 bool LineReader::fill() {
   if (at_ > 0) {
@@ -62,36 +55,54 @@ bool LineReader::fill() {
   }
   const size_t had = buffer_.size();
   buffer_.resize(had + (1 << 20));
-  const int n = gzread(file_, buffer_.data() + had, 1 << 20);
-  buffer_.resize(had + static_cast<size_t>(std::max(n, 0)));
-  if (n < 0) {
-    int code = Z_OK;
-    const char* message = gzerror(file_, &code);
-    throw DataError(fmt::format("{}: cannot be read: {} (a damaged or truncated .gz?)", path_.string(), message));
+  const size_t n = file_.read(buffer_.data() + had, 1 << 20);
+  buffer_.resize(had + n);
+  if (!started_ && n > 0) {
+    started_ = true;
+    if (starts_with_utf8_bom(buffer_)) buffer_.erase(0, 3);  // (Windows tools write one: not text of the file)
+    head_ = buffer_.substr(0, 4096);
+    refuse_not_text(path_, head_, figures_);  // (a UTF-16 or UTF-32 byte-order mark: at once)
   }
   return n > 0;
 }
 
+void LineReader::check(const std::string& line) {
+  const uint64_t before = figures_.bytes;
+  figures_.add_line(line);
+  // Refused from the first megabyte on: a large binary file is not read whole first.
+  if (figures_.bytes >= (1u << 20) && (before >> 20) != (figures_.bytes >> 20)) refuse_not_text(path_, head_, figures_);
+}
+
 bool LineReader::next(std::string& line) {
+  if (finished_) return false;
   for (;;) {
     const char* begin = buffer_.data() + at_;
     if (const void* newline = std::memchr(begin, '\n', buffer_.size() - at_)) {
       const size_t length = static_cast<size_t>(static_cast<const char*>(newline) - begin) + 1;
       line.assign(begin, length);
       at_ += length;
+      check(line);
       return true;
     }
     if (buffer_.size() - at_ > max_line_)
-      throw DataError(fmt::format("{}: a line of over {} MiB: is it text, one sentence a line?", path_.string(),
-                                  max_line_ >> 20));
+      throw DataError(fmt::format("{}: line {} is over {} MiB: bertc reads text one sentence a line (is it text?): "
+                                  "split it into lines{}",
+                                  path_.string(), figures_.lines + 1, max_line_ >> 20,
+                                  longer_lines_.empty() ? "" : ", " + longer_lines_));
     if (!fill()) {
       line.assign(buffer_, at_, std::string::npos);
       at_ = buffer_.size();
-      return !line.empty();
+      if (!line.empty()) {
+        check(line);
+        return true;
+      }
+      finished_ = true;
+      refuse_not_text(path_, head_, figures_);
+      if (note_)
+        if (const auto said = not_text_note(path_, figures_)) note_(*said);
+      return false;
     }
   }
 }
-
-uint64_t LineReader::offset() { return static_cast<uint64_t>(std::max<z_off_t>(0, gzoffset(file_))); }
 
 }  // namespace bertc::data

@@ -1,45 +1,58 @@
 // Training text on disk: the files of an input (one file, or a folder's .txt and .txt.gz files in
-// name order) and their lines, plain or gzip-compressed, read a buffer at a time.
+// name order) and their lines, plain or gzip-compressed (data/gzip_reader.h), read a buffer at a
+// time and checked to be text (data/text_check.h).
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
-#include <zlib.h>
+#include "data/gzip_reader.h"
+#include "data/text_check.h"
 
 namespace bertc::data {
 
-// Throws DataError naming the path when it is neither a file nor a folder holding text files.
+// Throws DataError naming the path when it is neither a file nor a folder holding text files, and
+// for an entry of the folder named as text (.txt, .txt.gz) that is not a file (a folder, a broken
+// link): it would be left out without a word.
 std::vector<std::filesystem::path> text_files(const std::filesystem::path& input);
 
 // A line without its surrounding spaces, tabs and line ends ("" for a blank line: a document's end).
 std::string trim_line(const std::string& line);
 
-// Lines of a text file, plain or gzip (zlib reads both; a .gz file must be gzip), with how far
-// into the file it is. NUL bytes are kept as they are; a line longer than `max_line` bytes is an
-// error (a file with no newlines would otherwise be read whole).
+// Lines of a text file, plain or gzip, with how far into the file it is. A UTF-8 byte-order mark
+// at its start is skipped; NUL bytes are kept as they are; a line longer than `max_line` bytes is
+// an error (a file with no newlines would otherwise be read whole).
 class LineReader {
  public:
-  // Throws DataError when it cannot open, or a .gz file is not gzip.
-  explicit LineReader(const std::filesystem::path& path, size_t max_line = size_t{64} << 20);
-  ~LineReader();
-  LineReader(const LineReader&) = delete;
-  LineReader& operator=(const LineReader&) = delete;
+  using Note = std::function<void(const std::string&)>;
+  // Throws DataError when it cannot open, or a .gz file is not gzip. `note` (may be empty) hears
+  // what is read but worth saying: bytes that are not text, bytes after a gzip stream.
+  // `longer_lines`: how a caller lets lines be longer than max_line, said when one is.
+  explicit LineReader(const std::filesystem::path& path, size_t max_line = size_t{64} << 20, Note note = {},
+                      std::string longer_lines = "");
 
-  // The next line (its newline kept), false at the end; throws DataError on a damaged .gz.
+  // The next line (its newline kept), false at the end. Throws DataError on a damaged or cut-short
+  // .gz, and for a file that is not text (refuse_not_text: checked from its first megabyte on).
   bool next(std::string& line);
   // Bytes of the file consumed so far (compressed bytes for .gz).
-  uint64_t offset();
+  uint64_t offset() const { return file_.offset(); }
+  const TextFigures& figures() const { return figures_; }
 
  private:
   bool fill();  // more bytes into buffer_; false at the end
+  void check(const std::string& line);
   std::filesystem::path path_;
-  gzFile file_;
+  GzipReader file_;
   size_t max_line_;
-  std::string buffer_;
+  Note note_;
+  std::string longer_lines_;
+  std::string buffer_, head_;  // head_: the file's first bytes, for naming another encoding
   size_t at_ = 0;
+  bool started_ = false, finished_ = false;
+  TextFigures figures_;
 };
 
 }  // namespace bertc::data

@@ -13,6 +13,7 @@ namespace bertc::data {
 class Tokenizer {
  public:
   Tokenizer(const Vocab& vocab, bool do_lower_case) : vocab_(vocab), lower_(do_lower_case) {}
+  bool lower_case() const { return lower_; }
 
   // Words after basic tokenization (UTF-8).
   std::vector<std::string> basic_tokens(const std::string& text) const;

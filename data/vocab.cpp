@@ -1,7 +1,11 @@
 // Loading and checking vocab.txt.
 #include "data/vocab.h"
 
-#include <fstream>
+#include <memory>
+
+#include <xxhash.h>
+
+#include "data/text_input.h"
 
 #include <fmt/format.h>
 
@@ -10,6 +14,14 @@ namespace bertc::data {
 Vocab Vocab::from_tokens(std::vector<std::string> tokens, const std::string& source) {
   Vocab v;
   v.tokens_ = std::move(tokens);
+  v.source_ = source;
+  std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> state(XXH3_createState(), XXH3_freeState);
+  XXH3_64bits_reset(state.get());
+  for (const std::string& t : v.tokens_) {
+    XXH3_64bits_update(state.get(), t.data(), t.size());
+    XXH3_64bits_update(state.get(), "\n", 1);
+  }
+  v.xxh3_ = fmt::format("{:016x}", XXH3_64bits_digest(state.get()));
   for (size_t i = 0; i < v.tokens_.size(); ++i)
     if (!v.ids_.emplace(v.tokens_[i], static_cast<int64_t>(i)).second)
       throw DataError(fmt::format("{}:{}: token '{}' appears twice (first on line {})", source, i + 1, v.tokens_[i],
@@ -28,17 +40,29 @@ Vocab Vocab::from_tokens(std::vector<std::string> tokens, const std::string& sou
 }
 
 Vocab Vocab::load(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) throw DataError(fmt::format("{}: cannot open vocabulary file (set [train] vocab or --vocab)", path.string()));
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw DataError(fmt::format("{}: is a folder, and a vocabulary is a file (vocab.txt, one token a line){}",
+                                path.string(),
+                                std::filesystem::is_regular_file(path / "vocab.txt", ec)
+                                    ? fmt::format(": give {}", (path / "vocab.txt").string())
+                                    : ""));
+  if (!std::filesystem::is_regular_file(path, ec))
+    throw DataError(fmt::format("{}: no such vocabulary file: set [train] vocab to your vocab.txt (train, prepare-data and "
+                                "batch also take --vocab FILE)", path.string()));
+  // Read as text is (data/text_input.h): a byte-order mark skipped, UTF-16 and binary files refused.
+  LineReader in(path);
   std::vector<std::string> tokens;
-  std::string line;
-  while (std::getline(in, line)) {
+  for (std::string line; in.next(line);) {
+    if (!line.empty() && line.back() == '\n') line.pop_back();
     if (!line.empty() && line.back() == '\r') line.pop_back();  // files written on Windows
     tokens.push_back(line);
   }
   if (tokens.empty()) throw DataError(fmt::format("{}: the vocabulary file is empty", path.string()));
   return from_tokens(std::move(tokens), path.string());
 }
+
+std::string Vocab::describe() const { return fmt::format("{} ({} tokens, xxh3 {})", source_, size(), xxh3_); }
 
 std::optional<int64_t> Vocab::find(const std::string& token) const {
   auto it = ids_.find(token);

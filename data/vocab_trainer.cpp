@@ -147,7 +147,8 @@ class Merger {
 
 std::map<std::string, int64_t> count_words(const std::filesystem::path& input, const Tokenizer& tokenizer,
                                            int threads,
-                                           const std::function<void(uint64_t read, uint64_t total)>& progress) {
+                                           const std::function<void(uint64_t read, uint64_t total)>& progress,
+                                           const std::function<void(const std::string&)>& note) {
   if (threads <= 0) threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   const std::vector<std::filesystem::path> files = text_files(input);
   uint64_t total = 0, before = 0;
@@ -179,7 +180,7 @@ std::map<std::string, int64_t> count_words(const std::filesystem::path& input, c
   };
   auto said = std::chrono::steady_clock::now();
   for (const auto& file : files) {
-    LineReader reader(file);
+    LineReader reader(file, size_t{64} << 20, note);
     for (std::string line; reader.next(line);) {
       round_bytes += line.size();
       round.push_back(std::move(line));
@@ -193,6 +194,10 @@ std::map<std::string, int64_t> count_words(const std::filesystem::path& input, c
   }
   count_round();
   if (progress) progress(total, total);
+  if (counts.empty())
+    throw DataError(fmt::format("{}: holds no words (empty, or blank lines only): a vocabulary is made from text; give "
+                                "the training text with --input or [train] data",
+                                input.string()));
   return counts;
 }
 

@@ -30,10 +30,13 @@ struct VocabTrainResult {
 class Tokenizer;
 
 // The words of the text (a file or a folder of .txt / .txt.gz) after `tokenizer`'s basic
-// tokenization, counted on `threads` threads (0: every core); `progress` hears the bytes read.
+// tokenization, counted on `threads` threads (0: every core); `progress` hears the bytes read,
+// `note` what is worth saying of the input (data/text_input.h). Throws DataError for input that
+// holds no words: a vocabulary is not made from nothing.
 std::map<std::string, int64_t> count_words(const std::filesystem::path& input, const Tokenizer& tokenizer,
                                            int threads = 0,
-                                           const std::function<void(uint64_t read, uint64_t total)>& progress = {});
+                                           const std::function<void(uint64_t read, uint64_t total)>& progress = {},
+                                           const std::function<void(const std::string&)>& note = {});
 
 // Deterministic: ties between pairs go to the one whose merged token sorts first.
 // Throws DataError when `size` cannot even hold the special tokens and the alphabet.

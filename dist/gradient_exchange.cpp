@@ -34,22 +34,73 @@ Element sum_element(Compression c) {
   return c == Compression::Fp16 ? Element::F16 : c == Compression::Bf16 ? Element::Bf16 : Element::F32;
 }
 
+PowerSgdSplit powersgd_split(const std::vector<GradientTensor>& tensors, const ExchangeOptions& options) {
+  PowerSgdSplit split;
+  for (size_t t = 0; t < tensors.size(); ++t) {
+    const Matrix m = as_matrix(tensors[t].shape);
+    const int64_t r = std::min({options.powersgd_rank, m.rows, m.cols});
+    const bool worth_it = m.cols > 1 && double((m.rows + m.cols) * r) <= options.powersgd_max_share * double(m.rows * m.cols);
+    (worth_it ? split.compressed : split.dense).push_back(t);
+    if (worth_it) split.factor_floats += (m.rows + m.cols) * r;
+  }
+  return split;
+}
+
+uint64_t compressed_bytes_of(const std::vector<GradientTensor>& tensors, const ExchangeOptions& options) {
+  uint64_t dense = 0;
+  for (const GradientTensor& t : tensors) dense += static_cast<uint64_t>(numel(t.shape)) * 4;
+  switch (options.compression) {
+    case Compression::None: return dense;
+    case Compression::Fp16: case Compression::Bf16: return dense / 2;
+    case Compression::PowerSgd: {
+      const PowerSgdSplit split = powersgd_split(tensors, options);
+      uint64_t bytes = 4 + static_cast<uint64_t>(split.factor_floats) * 4;  // (4: the finite-check flag)
+      for (size_t t : split.dense) bytes += static_cast<uint64_t>(numel(tensors[t].shape)) * 4;
+      return bytes;
+    }
+  }
+  return 0;
+}
+
 GradientExchange::GradientExchange(Communicator& comm, std::vector<GradientTensor> tensors, ExchangeOptions options)
     : comm_(comm), tensors_(std::move(tensors)), options_(options) {
   std::vector<size_t> all(tensors_.size());
   std::iota(all.begin(), all.end(), size_t{0});
   buckets_ = make_buckets(tensors_, all, options_.bucket_bytes);
   if (options_.compression != Compression::PowerSgd) return;
-  std::vector<Matrix> matrices;
-  for (size_t t = 0; t < tensors_.size(); ++t) {
-    const Matrix m = as_matrix(tensors_[t].shape);
-    const int64_t r = std::min({options_.powersgd_rank, m.rows, m.cols});
-    const bool worth_it = m.cols > 1 && double((m.rows + m.cols) * r) <= options_.powersgd_max_share * double(m.rows * m.cols);
-    (worth_it ? compressed_ : dense_).push_back(t);
-    if (worth_it) matrices.push_back(m);
+  PowerSgdSplit split = powersgd_split(tensors_, options_);
+  if (split.compressed.empty()) {
+    int64_t largest = 0;  // the largest rank that compresses some matrix (the share rule, r <= share rc / (r + c))
+    for (const GradientTensor& t : tensors_) {
+      const Matrix m = as_matrix(t.shape);
+      if (m.cols > 1)
+        largest = std::max(largest, static_cast<int64_t>(options_.powersgd_max_share * double(m.rows * m.cols) /
+                                                         double(m.rows + m.cols)));
+    }
+    throw std::invalid_argument(fmt::format(
+        "[train] gradient_compression = \"powersgd\" with powersgd_rank = {} compresses none of the {} gradients (a "
+        "matrix is compressed when its rank-{} factors are at most {:g} of its size): everything would be sent in "
+        "fp32. {}",
+        options_.powersgd_rank, tensors_.size(), options_.powersgd_rank, options_.powersgd_max_share,
+        largest > 0 ? fmt::format("Lower powersgd_rank to {} or less, or use gradient_compression = \"fp16\"", largest)
+                    : "No gradient is large enough for it: use gradient_compression = \"fp16\" or \"bf16\""));
   }
+  std::vector<Matrix> matrices;
+  for (size_t t : split.compressed) matrices.push_back(as_matrix(tensors_[t].shape));
+  compressed_ = std::move(split.compressed);
+  dense_ = std::move(split.dense);
   dense_buckets_ = make_buckets(tensors_, dense_, options_.bucket_bytes);
   powersgd_ = std::make_unique<PowerSgd>(std::move(matrices), options_.powersgd_rank, options_.seed);
+}
+
+std::string GradientExchange::compression_summary() const {
+  if (options_.compression != Compression::PowerSgd) return "";
+  uint64_t dense = 0;
+  for (size_t t : dense_) dense += static_cast<uint64_t>(numel(tensors_[t].shape)) * 4;
+  return fmt::format("PowerSGD rank {} compresses {} of the {} gradients; {} ({:.2f} MiB: vectors, and matrices too "
+                     "small for rank {}) go in fp32",
+                     options_.powersgd_rank, compressed_.size(), tensors_.size(), dense_.size(),
+                     static_cast<double>(dense) / (1 << 20), options_.powersgd_rank);
 }
 
 GradientExchange::~GradientExchange() {
@@ -61,19 +112,6 @@ uint64_t GradientExchange::dense_bytes() const {
   uint64_t n = 0;
   for (const GradientTensor& t : tensors_) n += static_cast<uint64_t>(numel(t.shape)) * 4;
   return n;
-}
-
-uint64_t GradientExchange::compressed_bytes() const {
-  switch (options_.compression) {
-    case Compression::None: return dense_bytes();
-    case Compression::Fp16: case Compression::Bf16: return dense_bytes() / 2;
-    case Compression::PowerSgd: {
-      uint64_t bytes = 4 + static_cast<uint64_t>(powersgd_->factor_floats()) * 4;
-      for (size_t t : dense_) bytes += static_cast<uint64_t>(numel(tensors_[t].shape)) * 4;
-      return bytes;
-    }
-  }
-  return 0;
 }
 
 GradientExchange::Buckets GradientExchange::make_buckets(const std::vector<GradientTensor>& tensors,

@@ -32,10 +32,24 @@ struct ExchangeResult {
 // (PowerSGD's dense remainder and factors are f32).
 Element sum_element(Compression compression);
 
+// Which gradients PowerSGD compresses at `options`: a matrix whose rank-r factors, (rows + cols) r
+// with r = min(powersgd_rank, rows, cols), are at most powersgd_max_share of its elements; the
+// others (vectors, and matrices too small for the rank) are all-reduced in fp32.
+struct PowerSgdSplit {
+  std::vector<size_t> compressed, dense;  // indices into the tensors
+  int64_t factor_floats = 0;              // (rows + cols) r summed over the compressed ones
+};
+PowerSgdSplit powersgd_split(const std::vector<GradientTensor>& tensors, const ExchangeOptions& options);
+
+// The bytes of one step once compression is on (after PowerSGD's warm-up), from the shapes alone:
+// what GradientExchange::exchange() sends then, with no state made (bertc estimate of any model).
+uint64_t compressed_bytes_of(const std::vector<GradientTensor>& tensors, const ExchangeOptions& options);
+
 class GradientExchange {
  public:
   // `tensors` in the order the backward finishes them (the last layer's first); they are bucketed
-  // in that order.
+  // in that order. Throws std::invalid_argument for PowerSGD that would compress none of them
+  // (a powersgd_rank too large for every matrix: everything would go in fp32, unasked).
   GradientExchange(Communicator& comm, std::vector<GradientTensor> tensors, ExchangeOptions options);
   // Waits for sums still in flight (an exception unwinding past started buckets): their buffers
   // are written by MPI or Gloo until then. (A wait past the deadline stops the rank.)
@@ -54,7 +68,9 @@ class GradientExchange {
   uint64_t dense_bytes() const;
   // The bytes of one step once compression is on (after PowerSGD's warm-up): what exchange()
   // returns then, computed without sending anything (bertc estimate).
-  uint64_t compressed_bytes() const;
+  uint64_t compressed_bytes() const { return compressed_bytes_of(tensors_, options_); }
+  // With PowerSGD: how many gradients it compresses and how many go in fp32 ("" otherwise).
+  std::string compression_summary() const;
   const std::vector<std::vector<size_t>>& buckets() const { return buckets_; }
   const ExchangeOptions& options() const { return options_; }
 

@@ -324,6 +324,38 @@ TaskMetric FinetuneConfig::chosen_metric() const {
   return task == FinetuneTask::Regression ? TaskMetric::Pearson : TaskMetric::Accuracy;
 }
 
+namespace {
+
+// Why `name` cannot name the run's folder (checkpoints/NAME), or nullopt: it must be one path
+// component of its own, neither empty nor "." nor "..", so that it never leaves its folder.
+std::optional<std::string> name_problem(const std::string& name) {
+  if (name.empty()) return "is empty";
+  if (name == "." || name == "..") return fmt::format("is '{}', which is a folder itself, not a name in one", name);
+  if (name.find_first_of("/\\") != std::string::npos) return "holds a '/' or '\\' (a path, not a name)";
+  if (name.front() == '.' || name.front() == '-') return "starts with '.' or '-' (a hidden file, or an option)";
+  for (const unsigned char c : name)
+    if (c < 0x20 || c == 0x7f) return "holds a control character";
+  if (name.size() > 200) return "is longer than 200 bytes";
+  return std::nullopt;
+}
+
+// Refuses text that is not a TOML config at all, before TOML reads it: a compiled program or an
+// executable (binary: a NUL byte, or ELF's magic) would get a TOML syntax error at its first byte.
+void refuse_binary(std::string_view text, const std::string& source) {
+  const std::string_view head = text.substr(0, 4096);
+  if (head.find('\0') == std::string_view::npos && !head.starts_with("\x7f" "ELF")) return;
+  throw ConfigError(fmt::format("{}: not a TOML config but a binary file{}: `bertc info {}` says what a compiled program "
+                                "holds (and the config it was compiled from), `bertc train {}` trains one; this "
+                                "command reads a config",
+                                source,
+                                head.starts_with("BERTCX") ? " (a compiled program, .bertx)"
+                                : head.starts_with("\x7f" "ELF") ? " (an executable: a training executable?)"
+                                                               : "",
+                                source, source));
+}
+
+}  // namespace
+
 void validate(const Config& c) {
   if (auto issue = check_relations(c)) throw ConfigError(fmt::format("{}: {}", c.source, issue->message));
 }
@@ -341,6 +373,16 @@ Config parse_config(std::string_view toml_text, const std::string& source, std::
     throw ConfigError(fmt::format("{}:{}:{}: TOML syntax error: {}", source, b.line, b.column, e.description()));
   }
   Loader(config, extra_keys).load(root);
+  if (const auto problem = name_problem(config.name)) {
+    const toml::node* node = root["name"].node();
+    throw ConfigError(node ? fmt::format("{}:{}:{}: name = \"{}\" {}: it names the run's folder (checkpoints/NAME): "
+                                         "give a plain name (letters, digits, '-', '_')",
+                                         source, node->source().begin.line, node->source().begin.column, config.name,
+                                         *problem)
+                           : fmt::format("{}: the run's name, from the file's name, {}: set name = \"...\" in the "
+                                         "config (a plain name: letters, digits, '-', '_')",
+                                         source, *problem));
+  }
   const bool check = config.model_section || check_without_model;
   // A fine-tuning run's length and warmup follow from its epochs and the examples.
   for (const char* key : {"steps", "warmup_steps"})
@@ -375,6 +417,7 @@ Config load_config(const std::filesystem::path& path, std::span<const ExtraKey> 
   if (!in) throw ConfigError(fmt::format("{}: cannot open config file (does it exist?)", path.string()));
   std::ostringstream text;
   text << in.rdbuf();
+  refuse_binary(text.str(), path.string());
   Config config = parse_config(text.str(), path.string(), extra_keys, model_required);
   // Without one, every model key would take its default: a BERT-base nobody asked for.
   if (model_required && !config.model_section)

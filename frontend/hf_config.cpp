@@ -38,12 +38,22 @@ void refuse_true(const nlohmann::json& j, const std::string& key, const std::str
     throw ConfigError(fmt::format("{}: {} is true; bertc runs BERT encoders only ({})", source, key, why));
 }
 
-// The folder's tokenizer, unless the config names its own: vocab.txt (the embeddings' rows are its
-// tokens) and do_lower_case from tokenizer_config.json. A config naming another vocabulary is refused.
+// The folder's tokenizer: vocab.txt (the embeddings' rows are its tokens) and do_lower_case from
+// tokenizer_config.json. A config naming another vocabulary is refused, and so is a folder without
+// vocab.txt: which vocabulary the embeddings are of must not be a guess.
 void use_hf_tokenizer(Config& config, const std::filesystem::path& folder) {
   std::error_code ec;
   const std::filesystem::path vocab = folder / "vocab.txt";
-  if (!std::filesystem::exists(vocab, ec)) return;  // (the config's [train] vocab then)
+  if (!std::filesystem::is_regular_file(vocab, ec))
+    throw ConfigError(fmt::format(
+        "{}: the folder has no vocab.txt, and its embeddings are rows of the vocabulary the model was trained with, "
+        "which bertc does not guess: put that vocabulary in the folder as vocab.txt{}",
+        folder.string(),
+        std::filesystem::exists(folder / "tokenizer.json", ec)
+            ? fmt::format(" (from its tokenizer.json: python3 -c \"from transformers import AutoTokenizer; "
+                          "AutoTokenizer.from_pretrained('{}').save_vocabulary('{}')\")",
+                          folder.string(), folder.string())
+            : ""));
   auto text_of = [](const std::filesystem::path& p) {
     std::ifstream in(p, std::ios::binary);
     return in ? std::optional(std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()))

@@ -15,9 +15,10 @@ namespace bertc::tools {
 inline CLI::Validator at_least(long long least) {
   return CLI::Validator(
       [least](std::string& text) -> std::string {
-        const bool digits = !text.empty() && text.size() <= 18 && text.find_first_not_of("0123456789") == std::string::npos &&
+        const bool digits = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos &&
                             (text == "0" || text[0] != '0');
-        if (!digits) return "'" + text + "' is not a whole number written in decimal digits";
+        if (!digits) return "'" + text + "' is not a whole number written in decimal digits (no sign, point or leading 0)";
+        if (text.size() > 18) return text + " is too large: give a number below 10^18 (at most 18 digits)";
         if (std::stoll(text) < least) return text + " is not " + std::to_string(least) + " or more";
         return "";
       },

@@ -17,6 +17,7 @@
 #include "codegen/host_compile.h"
 #include "codegen/bertx_file.h"
 #include "codegen/render.h"
+#include "data/vocab_identity.h"
 #include "dist/communicator.h"
 #include "dist/gloo_communicator.h"
 #include "dist/nccl_library.h"
@@ -121,6 +122,18 @@ passes::CompileReport report_of(const ir::Graph& graph, const frontend::Config& 
   optimizer.gradient_accumulation_steps = config.train.gradient_accumulation_steps * ranks;
   return passes::compile_report(graph, config.compile, optimizer, config.train.batch_size, program);
 }
+// The vocabulary a compiled program is for: the config's, which training it must use too; said.
+std::map<std::string, std::string> vocab_of_program(const frontend::Config& config) {
+  try {
+    const data::Vocab vocab = data::Vocab::load(config.resolve(config.train.vocab));
+    std::cerr << "compile: vocab " << vocab.describe() << ": training the program checks it has this one\n";
+    return data::vocab_metadata(data::record_of(vocab));
+  } catch (const data::DataError& e) {
+    std::cerr << fmt::format("compile: the program records no vocabulary, and training it checks none ({})\n", e.what());
+    return {};
+  }
+}
+
 
 int compile(CompileArgs args, const CompileFlags& flags, const frontend::ModelDefinition& model) {
   frontend::Config config = frontend::load_config(args.config, model.extra_keys);
@@ -177,6 +190,7 @@ int compile(CompileArgs args, const CompileFlags& flags, const frontend::ModelDe
     codegen::CompiledProgram compiled = compile_kernels(train::runnable_program(program), config);
     compiled.model_program = model.name;
     compiled.ranks = args.ranks;
+    compiled.vocab = vocab_of_program(config);
     if (!args.executable) {
       codegen::write_bertx(args.output, compiled);
       std::cerr << fmt::format("wrote {}\n", args.output);
@@ -334,7 +348,8 @@ LoadedProgram load_compiled(codegen::CompiledProgram program, const std::string&
 // training executable's; nullopt for anything else (a config).
 std::optional<codegen::CompiledProgram> compiled_program_in(const std::string& path) {
   if (codegen::is_bertx(path)) return codegen::read_bertx(path);
-  if (std::optional<std::string> bytes = embedded_program(path)) return codegen::decode_bertx(*bytes, path);
+  if (std::optional<std::string> bytes = embedded_program(path))
+    return codegen::decode_bertx(*bytes, path, /*in_executable=*/true);
   return std::nullopt;
 }
 
@@ -442,7 +457,7 @@ int train_rank(const TrainArgs& args, const CompileFlags& flags, const frontend:
                              std::min<size_t>(static_cast<size_t>(o.config.train.log_every), s.losses.size()), s.last_loss,
                              std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count(),
                              o.metrics.string());
-  return s.stopped_by_signal ? 128 + s.stopped_by_signal : 0;  // (130 for SIGINT, 143 for SIGTERM, as shells say)
+  return s.stopped_by_signal ? 128 + s.stopped_by_signal : 0;  // (130 for SIGINT, 143 for SIGTERM, 129 for SIGHUP, as shells say)
 }
 
 struct EvalArgs {
@@ -481,9 +496,9 @@ struct BatchArgs {
 // Writes micro-batch `index` of the config's training stream, the input bertc eval reads.
 int batch(const BatchArgs& args, const frontend::ModelDefinition& model) {
   const frontend::Config config = frontend::load_config(args.config, model.extra_keys);
-  const data::BatchStream stream = train::open_batch_stream(config, chosen_path(args.data, config, config.train.data),
-                                                             chosen_path(args.vocab, config, config.train.vocab),
-                                                             std::cerr);
+  const data::Vocab vocab = train::load_run_vocab(config, chosen_path(args.vocab, config, config.train.vocab), std::cerr);
+  const data::BatchStream stream =
+      train::open_batch_stream(config, chosen_path(args.data, config, config.train.data), vocab, std::cerr);
   support::write_safetensors(args.output, train::batch_to_safetensors(stream.batch(args.index)));
   std::cerr << fmt::format("micro-batch {} written to {}\n", args.index, args.output);
   return 0;
@@ -547,7 +562,8 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
   const std::string self = self_path(argv[0]);
   std::optional<codegen::CompiledProgram> embedded;
   try {
-    if (std::optional<std::string> bytes = embedded_program()) embedded = codegen::decode_bertx(*bytes, self);
+    if (std::optional<std::string> bytes = embedded_program())
+      embedded = codegen::decode_bertx(*bytes, self, /*in_executable=*/true);
   } catch (const std::exception& e) {
     std::cerr << fmt::format("{}: error: {}\n", program, e.what());
     return 1;

@@ -1,5 +1,5 @@
 // bertc estimate (see estimate.h): the compile report's roofline per GPU, the gradient bytes of
-// each compression from the exchange itself (dist::GradientExchange::compressed_bytes), and the
+// each compression as the exchange sends them (dist::compressed_bytes_of), and the
 // ring all-reduce over the slowest link (passes/scaling_estimate.h).
 #include "tools/estimate.h"
 
@@ -15,13 +15,12 @@
 namespace bertc::tools {
 namespace {
 
-// The bytes each GPU all-reduces per step under `compression` (after PowerSGD's warm-up).
+// The bytes each GPU all-reduces per step under `compression` (after PowerSGD's warm-up), from the
+// gradients' shapes (no exchange state is made: a model of any size is estimated).
 uint64_t bytes_per_step(const ir::Graph& step, const frontend::TrainConfig& t, dist::Compression compression) {
-  std::vector<dist::GradientTensor> tensors = train::gradient_tensors(step);
   dist::ExchangeOptions o = train::exchange_options(t);
   o.compression = compression;
-  const auto one = dist::single_process();
-  return dist::GradientExchange(*one, std::move(tensors), o).compressed_bytes();
+  return dist::compressed_bytes_of(train::gradient_tensors(step), o);
 }
 
 std::string money(double dollars) { return dollars >= 1e4 ? fmt::format("${:.0f}k", dollars / 1e3) : fmt::format("${:.0f}", dollars); }
@@ -40,14 +39,26 @@ int estimate(const EstimateArgs& a, const CompileFlags& flags, const frontend::M
   std::vector<dist::Compression> kinds;
   for (const std::string& c : a.compressions) kinds.push_back(ir::enum_named<dist::Compression>(c));
   if (kinds.empty()) kinds = {dist::Compression::None, dist::Compression::Fp16, dist::Compression::PowerSgd};
-  const int gpus = a.gpus_per_machine * a.machines;
+  // Figures past any machine room, or a global batch past 64 bits, are refused rather than
+  // wrapped around into negative ones.
+  constexpr int64_t kMostGpus = 1'000'000;
+  const int64_t gpus = int64_t{a.gpus_per_machine} * a.machines;
+  if (gpus > kMostGpus)
+    throw std::invalid_argument(fmt::format("--gpus-per-machine {} x --machines {} is {} GPUs: estimate counts at most {}",
+                                            a.gpus_per_machine, a.machines, gpus, kMostGpus));
+  int64_t per_gpu = 0, global = 0;
+  if (__builtin_mul_overflow(config.train.batch_size, config.train.gradient_accumulation_steps, &per_gpu) ||
+      __builtin_mul_overflow(per_gpu, gpus, &global))
+    throw std::invalid_argument(fmt::format("{}: a global batch of {} GPUs x batch_size {} x gradient_accumulation_steps "
+                                            "{} is past 2^63 sequences: give smaller figures",
+                                            a.config, gpus, config.train.batch_size,
+                                            config.train.gradient_accumulation_steps));
   nlohmann::json rows = nlohmann::json::array();
   std::string text = fmt::format(
       "{}: {} GPU(s) per machine x {} machine(s), {} within, {} between; {} steps of {} sequences per GPU "
       "(global batch {})\n",
       config.name, a.gpus_per_machine, a.machines, setup.within->title, a.machines > 1 ? setup.between->title : "nothing",
-      setup.steps, config.train.batch_size * config.train.gradient_accumulation_steps,
-      gpus * config.train.batch_size * config.train.gradient_accumulation_steps);
+      setup.steps, per_gpu, global);
   text += fmt::format("{:<10} {:<10} {:>10} {:>10} {:>11} {:>9} {:>11} {:>8} {:>10} {:>9}\n", "gpu", "gradients", "MiB/step",
                       "compute", "all-reduce", "step", "overlapped", "days", "days (ovl)", "cost");
   for (const std::string& name : a.gpus) {
@@ -70,7 +81,9 @@ int estimate(const EstimateArgs& a, const CompileFlags& flags, const frontend::M
                       {"allreduce_seconds", e.allreduce_seconds}, {"step_seconds", e.step_seconds},
                       {"overlapped_step_seconds", e.overlapped_step_seconds}, {"days", e.days},
                       {"overlapped_days", e.overlapped_days}, {"link_gbs", e.link_gbs}, {"gpus", e.gpus},
-                      {"dollars_per_gpu_hour", setup.dollars_per_gpu_hour}, {"cost_dollars", e.cost}});
+                      {"dollars_per_gpu_hour", setup.dollars_per_gpu_hour},
+                      // (null without a price, as the table's "-": not a cost of 0)
+                      {"cost_dollars", setup.dollars_per_gpu_hour > 0 ? nlohmann::json(e.cost) : nlohmann::json(nullptr)}});
       text += fmt::format("{:<10} {:<10} {:>10.1f} {:>8.0f}ms {:>9.0f}ms {:>7.0f}ms {:>9.0f}ms {:>8.2f} {:>10.2f} {:>9}\n",
                           fmt::format("{} {}", gpu.name, ir::enum_name(c.compile.precision)), ir::enum_name(kind),
                           setup.bytes_per_step / (1 << 20), setup.compute_seconds * 1e3, e.allreduce_seconds * 1e3,

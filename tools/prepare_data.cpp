@@ -10,6 +10,7 @@
 #include "data/vocab.h"
 #include "frontend/config.h"
 #include "tools/cli_bounds.h"
+#include "train/stop_request.h"
 
 namespace bertc::tools {
 namespace {
@@ -52,6 +53,8 @@ int prepare_data(const PrepareDataArgs& a, const frontend::ModelDefinition& mode
   const frontend::Config config = frontend::load_config(a.config, model.extra_keys);
   const frontend::TrainConfig& t = config.train;
   data::PrepareOptions o;
+  std::error_code ec;
+  const bool made_folder = !std::filesystem::exists(a.output, ec);
   o.input = a.input.empty() ? config.resolve(t.data) : std::filesystem::path(a.input);
   o.output = a.output;
   o.shards = a.shards;
@@ -61,11 +64,15 @@ int prepare_data(const PrepareDataArgs& a, const frontend::ModelDefinition& mode
                 static_cast<uint64_t>(t.seed)};
   const std::filesystem::path vocab_path = a.vocab.empty() ? config.resolve(t.vocab) : std::filesystem::path(a.vocab);
   const data::Vocab vocab = data::Vocab::load(vocab_path);
+  log << "prepare-data: vocab " << vocab.describe() << " (recorded in every shard)\n";
   const data::Tokenizer tokenizer(vocab, t.do_lower_case);
   const bool live = ::isatty(STDERR_FILENO) != 0;
   int last_pass = 0;
   double last_logged = -1e9;
-  const data::PrepareReport r = data::prepare_shards(o, tokenizer, vocab, [&](const data::PrepareProgress& p) {
+  data::PrepareCallbacks callbacks;
+  // A note takes a line of its own (on a terminal, over the progress line, which comes back).
+  callbacks.note = [&](const std::string& m) { log << (live ? "\r\033[K" : "") << "prepare-data: " << m << "\n"; };
+  callbacks.progress = [&](const data::PrepareProgress& p) {
     // A terminal sees one line rewritten (every half second); a log a line every 10 s and at each
     // pass's start.
     const bool new_pass = p.pass != last_pass;
@@ -77,7 +84,22 @@ int prepare_data(const PrepareDataArgs& a, const frontend::ModelDefinition& mode
       log << progress_line(p) << "\n";
       last_logged = p.seconds;
     }
-  });
+  };
+  // A signal stops the run between lines or shards; what it made goes (the scratch, the lock, a
+  // folder it made), and it says so.
+  const train::StopOnSignal stop_on_signal("stopping prepare-data: removing what it made so far; signal again to end at once");
+  callbacks.stop_requested = train::stop_requested;
+  data::PrepareReport r;
+  try {
+    r = data::prepare_shards(o, tokenizer, vocab, callbacks);
+  } catch (const data::PrepareStopped& stopped) {
+    log << (live ? "\n" : "")
+        << fmt::format("prepare-data: stopped by {} {}: no shard written, and nothing of this run left in {} (its "
+                       "scratch, its lock{}); run the same command again to prepare the shards\n",
+                       train::signal_name(stopped.signal()), stopped.what(), o.output.string(),
+                       made_folder ? ", the folder it made" : "");
+    return 128 + stopped.signal();
+  }
   if (live) log << "\n";
   log << fmt::format("prepare-data: {} documents, {} sentences, {} tokens from {} -> {} examples in {} shards of {} "
                      "(seq {}, {} predictions; up to {} examples a shard) in {}; {} shards made at once, planned "

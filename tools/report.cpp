@@ -395,6 +395,10 @@ std::string bertx_text(const codegen::CompiledProgram& p, const std::string& pat
       p.ranks > 1 ? fmt::format(", {} data-parallel ranks", p.ranks) : "",
       p.step.kernels.size(),
       p.optimizer.kernels.size(), p.images.size(), ptx, static_cast<double>(bytes) / 1024);
+  const auto hash = p.vocab.find("vocab_xxh3"), tokens = p.vocab.find("vocab_tokens");
+  out += hash == p.vocab.end() ? "  vocab: none recorded (training it checks none)\n"
+                               : fmt::format("  vocab: {} tokens, xxh3 {} (training it checks it has this one)\n",
+                                             tokens == p.vocab.end() ? "?" : tokens->second, hash->second);
   return out + kernels_text(p, false);
 }
 

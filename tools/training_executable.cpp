@@ -48,6 +48,22 @@ std::string bare_self() {
   return self;
 }
 
+// Where a 64-bit ELF file's own bytes end (its section header table, which the linker writes
+// last), or nullopt when it is not one: bytes after it were appended.
+std::optional<uint64_t> elf_end(std::ifstream& in) {
+  unsigned char header[64] = {};
+  in.seekg(0);
+  if (!in.read(reinterpret_cast<char*>(header), sizeof header) || std::memcmp(header, "\x7f" "ELF", 4) != 0 ||
+      header[4] != 2 /* 64-bit */)
+    return std::nullopt;
+  uint64_t section_headers = 0;
+  uint16_t entry = 0, entries = 0;
+  std::memcpy(&section_headers, header + 0x28, 8);
+  std::memcpy(&entry, header + 0x3a, 2);
+  std::memcpy(&entries, header + 0x3c, 2);
+  return section_headers + uint64_t{entry} * entries;
+}
+
 }  // namespace
 
 void write_training_executable(const std::filesystem::path& path, std::string_view bertx) {
@@ -63,11 +79,30 @@ std::optional<std::string> embedded_program(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) return std::nullopt;  // (no /proc: not Linux, nothing appended)
   const auto end = static_cast<uint64_t>(in.tellg());
-  if (end < kTrailerBytes) return std::nullopt;
-  char trailer[kTrailerBytes];
-  in.seekg(static_cast<std::streamoff>(end - kTrailerBytes));
-  if (!in.read(trailer, kTrailerBytes) || std::memcmp(trailer + 8, kTrailerMagic, 8) != 0) return std::nullopt;
-  const std::string name = path == kSelf ? "this executable" : path.string();
+  std::error_code ec;
+  const std::string name = path == kSelf ? std::filesystem::read_symlink(kSelf, ec).string() : path.string();
+  char trailer[kTrailerBytes] = {};
+  if (end >= kTrailerBytes) {
+    in.seekg(static_cast<std::streamoff>(end - kTrailerBytes));
+    in.read(trailer, kTrailerBytes);
+  }
+  if (end < kTrailerBytes || !in || std::memcmp(trailer + 8, kTrailerMagic, 8) != 0) {
+    // No trailer. bertc itself ends where its ELF image ends; a training executable cut short
+    // (a partial copy) has its program's start there, without the trailer that finds it.
+    in.clear();
+    const std::optional<uint64_t> image = elf_end(in);
+    char magic[6] = {};
+    if (image && *image + sizeof magic <= end) {
+      in.seekg(static_cast<std::streamoff>(*image));
+      if (in.read(magic, sizeof magic) && std::memcmp(magic, "BERTCX", sizeof magic) == 0)
+        throw std::runtime_error(fmt::format(
+            "{}: a bertc training executable that is damaged or partly copied ({} bytes of a compiled program after "
+            "bertc, but not the 16-byte trailer that ends a whole one): copy it again whole, or make it again with "
+            "bertc compile CONFIG --arch sm_XX --executable -o NAME",
+            name, end - *image));
+    }
+    return std::nullopt;
+  }
   uint64_t size = 0;
   std::memcpy(&size, trailer, 8);
   if (size > end - kTrailerBytes)

@@ -46,7 +46,7 @@ int train_vocab(const VocabArgs& a, const frontend::ModelDefinition& model, std:
   const auto began = std::chrono::steady_clock::now();
   const auto counts = data::count_words(input, tokenizer, a.threads, [&](uint64_t read, uint64_t total) {
     log << fmt::format("vocab: counting words {:5.1f}%\n", total ? 100.0 * double(read) / double(total) : 100.0);
-  });
+  }, [&](const std::string& m) { log << "vocab: " << m << "\n"; });
   const data::VocabTrainResult r = data::train_wordpiece(counts, {a.size, a.min_frequency, a.limit_alphabet});
   std::string text;
   for (const std::string& t : r.tokens) text += t + "\n";

@@ -41,13 +41,19 @@ support::HostTensor weights_of(const data::Batch& b) {
 
 }  // namespace
 
-data::BatchStream open_batch_stream(const frontend::Config& c, const std::filesystem::path& data_path,
-                                    const std::filesystem::path& vocab_path, std::ostream& log) {
-  const frontend::TrainConfig& t = c.train;
-  const data::Vocab vocab = data::Vocab::load(vocab_path);
+data::Vocab load_run_vocab(const frontend::Config& c, const std::filesystem::path& path, std::ostream& log) {
+  data::Vocab vocab = data::Vocab::load(path);
   if (vocab.size() > c.model.vocab_size)
-    throw data::DataError(fmt::format("{} has {} tokens but [model] vocab_size = {}: set vocab_size to at least {}",
-                                      vocab_path.string(), vocab.size(), c.model.vocab_size, vocab.size()));
+    throw data::DataError(fmt::format("{} has {} tokens but [model] vocab_size = {}: set vocab_size to at least {} (a "
+                                      "model's embeddings have a row per token), or give the vocabulary it was made for",
+                                      path.string(), vocab.size(), c.model.vocab_size, vocab.size()));
+  log << "vocab: " << vocab.describe() << "\n";
+  return vocab;
+}
+
+data::BatchStream open_batch_stream(const frontend::Config& c, const std::filesystem::path& data_path,
+                                    const data::Vocab& vocab, std::ostream& log) {
+  const frontend::TrainConfig& t = c.train;
   // Shards (a folder of them, or one): read a shard at a time.
   std::vector<std::filesystem::path> files = data::shard_files(data_path);
   const std::string ext = data_path.extension().string();
@@ -58,8 +64,11 @@ data::BatchStream open_batch_stream(const frontend::Config& c, const std::filesy
     if (t.text_shards > 0)
       log << fmt::format("data: [train] text_shards = {} is for text, and {} holds shards: it is not used\n",
                          t.text_shards, data_path.string());
-    shards = std::make_shared<data::ShardFiles>(files, t.seq_len, t.max_predictions_per_seq, c.model.vocab_size,
-                                                c.model.type_vocab_size);
+    const auto set = std::make_shared<data::ShardFiles>(
+        files, t.seq_len, t.max_predictions_per_seq, c.model.vocab_size, c.model.type_vocab_size,
+        data::ShardExpectation{data::record_of(vocab), t.masked_lm_prob, t.do_lower_case});
+    for (const std::string& note : set->notes()) log << "data: " << note << "\n";
+    shards = set;
     what = fmt::format("{} shard(s) in {}", files.size(), data_path.string());
   } else {
     // Text: its examples made a shard at a time, in memory.
@@ -76,8 +85,7 @@ data::BatchStream open_batch_stream(const frontend::Config& c, const std::filesy
                        count, t.text_shards > 0 ? "" : ", chosen by size", t.dupe_factor);
   }
   auto source = std::make_shared<data::ShardedExamples>(shards, static_cast<uint64_t>(t.seed));
-  log << fmt::format("data: {}, {} examples, a shard at a time (vocabulary of {} from {})\n", what, source->size(),
-                     vocab.size(), vocab_path.string());
+  log << fmt::format("data: {}, {} examples, a shard at a time\n", what, source->size());
   return data::BatchStream(std::move(source), t.batch_size, t.seq_len, t.max_predictions_per_seq, vocab.pad());
 }
 

@@ -13,9 +13,14 @@
 
 namespace bertc::train {
 
-// Tokenizes the text, makes the examples and returns their batch stream; reports to `log`.
+// Tokenizes the text, makes the examples and returns their batch stream; reports to `log`. Shards
+// are checked against the config and `vocab` before it returns (data/shard_files.h).
 data::BatchStream open_batch_stream(const frontend::Config& config, const std::filesystem::path& data,
-                                    const std::filesystem::path& vocab, std::ostream& log);
+                                    const data::Vocab& vocab, std::ostream& log);
+
+// The run's vocabulary, loaded and said on `log` ("vocab: PATH (N tokens, xxh3 H)"), refused when
+// it has more tokens than [model] vocab_size.
+data::Vocab load_run_vocab(const frontend::Config& config, const std::filesystem::path& path, std::ostream& log);
 
 // A batch of random tokens of the config's shape (full sequences, two segments, random masked
 // positions and labels): what benchmarks and the step check run on, with no data files.

@@ -254,6 +254,7 @@ PretrainedReport load_pretrained(const std::filesystem::path& path, const ir::Gr
   for (const std::filesystem::path& file_path : files) {
     const support::Safetensors file = support::read_safetensors(file_path);
     verify_checksums(file, file_path.string());  // (bertc's own files; others have none)
+    if (file_path == files.front()) report.metadata = file.metadata;
     for (const auto& [stored_name, stored] : file.tensors) {
       const std::string file_name = modern_name(stored_name);
       // A BertModel file names its tensors without the "bert." of BertForPreTraining.

@@ -60,6 +60,7 @@ void check_finite(const std::string& name, const support::HostTensor& tensor, co
 
 struct PretrainedReport {
   std::vector<std::string> loaded, missing, unexpected;
+  std::map<std::string, std::string> metadata;  // the (first) file's: a bertc checkpoint's record of its run
 };
 // The safetensors files of a Hugging Face model folder: model.safetensors, or the shards its
 // model.safetensors.index.json maps tensors to. Throws SafetensorsError naming the folder and

@@ -158,6 +158,12 @@ DataParallel::DataParallel(dist::Communicator& comm, const passes::TrainingProgr
 
 std::string DataParallel::attach(GraphRunner& step, GraphRunner& optimizer, runtime::Device* device) {
   if (path_ == SumPath::None) return "";
+  const std::string said = attach_sums(step, optimizer, device);
+  const std::string split = exchange_->compression_summary();
+  return split.empty() ? said : said + "; " + split;
+}
+
+std::string DataParallel::attach_sums(GraphRunner& step, GraphRunner& optimizer, runtime::Device* device) {
   auto* gpu = dynamic_cast<runtime::CudaDevice*>(device);
   if (allreduce_ == dist::AllReduce::Nccl && !gpu)
     throw TrainError(fmt::format("[train] allreduce = \"nccl\" sums a GPU's gradients, and this run trains on {}: "

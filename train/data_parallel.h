@@ -114,6 +114,7 @@ class DataParallel {
   // GradientExchange; OnDevice: in a device's step run, of the device's own buffers (NCCL's sums
   // in a GPU's CUDA Graph; MPI's or Gloo's issued among the Host device's launches).
   enum class SumPath { None, Staged, InRuns, OnDevice };
+  std::string attach_sums(GraphRunner& step, GraphRunner& optimizer, runtime::Device* device);
   std::string attach_gpu(runtime::CudaDevice& gpu, GraphRunner& step);
   // The OnDevice sums' hooks in the step's run: `gpu` sums with NCCL, else `device` is the Host device.
   void attach_device_sums(runtime::Device& device, runtime::CudaDevice* gpu, GraphRunner& step);

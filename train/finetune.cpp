@@ -110,8 +110,10 @@ std::string name_list(const std::vector<std::string>& names) {
 // --init: the encoder from a checkpoint; the task head is made fresh whatever the file holds (a
 // fine-tuned checkpoint's head is of another task, or another number of labels), and only it (and
 // a pooler a BertModel file may lack) may be missing.
-void load_init(const std::filesystem::path& init, const ir::Graph& graph, support::Environment& env, std::ostream& log) {
+void load_init(const std::filesystem::path& init, const ir::Graph& graph, const data::Vocab& vocab,
+               support::Environment& env, std::ostream& log) {
   const PretrainedReport r = load_pretrained(init, graph, env, {"classifier."});
+  check_init_vocab(init, r.metadata, vocab, log);
   std::vector<std::string> encoder_missing;
   for (const std::string& name : r.missing)
     if (!name.starts_with("classifier.") && !name.starts_with("bert.pooler.")) encoder_missing.push_back(name);
@@ -257,17 +259,15 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
   if (device && device->capabilities().gpu) log << fmt::format("device: {}\n", device->name());
 
   // The examples, cut to the longest compiled length.
-  const data::Vocab vocab = data::Vocab::load(o.vocab);
-  if (vocab.size() > c.model.vocab_size)
-    throw TrainError(fmt::format("{} has {} tokens and [model] vocab_size is {}: raise vocab_size (or use the "
-                                 "pretrained model's vocabulary)",
-                                 o.vocab.string(), vocab.size(), c.model.vocab_size));
+  const data::Vocab vocab = load_run_vocab(c, o.vocab, log);
   const data::Tokenizer tokenizer(vocab, c.train.do_lower_case);
   const std::vector<int64_t> lengths = f.buckets(c.train.seq_len);
   const data::TaskFormat format = format_of(f, lengths.back());
   const data::TaskData train_data = data::read_task_file(o.train_data, format, tokenizer, vocab);
   std::optional<data::TaskData> dev;
   if (o.dev_data) dev = data::read_task_file(*o.dev_data, format, tokenizer, vocab);
+  for (const data::TaskData* d : std::initializer_list<const data::TaskData*>{&train_data, dev ? &*dev : nullptr})
+    for (const std::string& note : d ? d->notes : std::vector<std::string>{}) log << "data: " << note << "\n";
   std::vector<int64_t> per_bucket(lengths.size());
   for (const data::TaskExample& e : train_data.examples)
     ++per_bucket[data::bucket_of(static_cast<int64_t>(e.ids.size()), lengths)];
@@ -293,7 +293,7 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
   r.buckets = compile_buckets(model, c);
   const passes::TrainingProgram& first = r.buckets.front().program;
   support::Environment env;
-  if (o.init) load_init(*o.init, first.step, env, log);
+  if (o.init) load_init(*o.init, first.step, vocab, env, log);
   else log << fmt::format("init: none: every param fresh from [train] seed {}\n", t.seed);
   fresh_state(c, first, env);  // (what --init did not set)
   make_runners(o, r, device);
@@ -359,7 +359,7 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
       if (result.best) best = value;
     }
     std::map<std::string, std::string> metadata = task_metadata(model, c, epoch, result.dev);
-    metadata.merge(export_metadata(c, o.vocab));
+    metadata.merge(export_metadata(c, vocab));
     save_checkpoint(o.checkpoint_dir, step, manifest, env, metadata, t.keep_checkpoints);
     if (result.best) {
       save_checkpoint(o.checkpoint_dir / "best", step, manifest, env, metadata, 1);
@@ -378,7 +378,7 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
   if (summary.stopped_by_signal)
     log << fmt::format("stopped by {} after step {}: its checkpoint is saved (fine-tuning does not resume; start "
                        "again, or use it with --init)\n",
-                       summary.stopped_by_signal == SIGINT ? "SIGINT" : "SIGTERM", step);
+                       signal_name(summary.stopped_by_signal), step);
   if (!summary.best_checkpoint.empty())
     log << fmt::format("best: {} {:.4f}: {}\n", ir::enum_name(chosen), *best, summary.best_checkpoint.string());
   return summary;

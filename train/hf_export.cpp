@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <xxhash.h>
 
+#include "data/vocab_identity.h"
 #include "support/atomic_file.h"
 #include "support/safetensors.h"
 #include "train/checkpoint.h"
@@ -52,25 +53,38 @@ support::Safetensors params_for(const support::Safetensors& checkpoint, HfHead h
   return out;
 }
 
-// The vocabulary's text: --vocab's, or the file the checkpoint recorded, unchanged.
-std::string vocabulary(const ExportOptions& o, const std::map<std::string, std::string>& meta) {
+// The vocabulary's text (a token a line): --vocab's, or the file the checkpoint recorded; refused
+// when it is not the one the checkpoint records (data/vocab_identity.h), or, for a checkpoint
+// recording none, when it has more tokens than the model's embeddings have rows.
+std::string vocabulary(const ExportOptions& o, const std::map<std::string, std::string>& meta, int64_t vocab_size) {
+  const std::optional<data::VocabRecord> recorded = data::vocab_from_metadata(meta);
   const auto recorded_path = meta.find("vocab");
   if (!o.vocab && recorded_path == meta.end())
     throw TrainError(fmt::format("{}: the checkpoint records no vocabulary file (its run read none, or an older bertc "
                                  "wrote it): give the vocabulary with --vocab FILE",
                                  o.checkpoint.string()));
   const std::filesystem::path path = o.vocab ? *o.vocab : std::filesystem::path(recorded_path->second);
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw TrainError(fmt::format("{}: cannot read the vocabulary{}: give it with --vocab FILE", path.string(),
-                                 o.vocab ? "" : " the checkpoint was trained with"));
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const auto recorded = meta.find("vocab_xxh3");
-  if (!o.vocab && recorded != meta.end() &&
-      recorded->second != fmt::format("{:016x}", XXH3_64bits(text.data(), text.size())))
-    throw TrainError(fmt::format("{} changed since the checkpoint was trained with it: give the vocabulary it was "
-                                 "trained with (--vocab FILE)",
-                                 path.string()));
+  data::Vocab vocab = [&] {
+    try {
+      return data::Vocab::load(path);
+    } catch (const data::DataError& e) {
+      throw TrainError(fmt::format("{}{}", e.what(),
+                                   o.vocab ? "" : fmt::format(" (the vocabulary {} was trained with: give it with "
+                                                              "--vocab FILE)",
+                                                              o.checkpoint.string())));
+    }
+  }();
+  if (recorded) {
+    data::require_same_vocab(vocab, *recorded, fmt::format("checkpoint {}", o.checkpoint.string()),
+                             o.vocab ? "give the vocabulary it was trained with (--vocab FILE)"
+                                     : "the file changed since: give the vocabulary it was trained with (--vocab FILE)");
+  } else if (vocab.size() > vocab_size) {
+    throw TrainError(fmt::format("{} has {} tokens, and the model's embeddings have {} rows: it is not the vocabulary "
+                                 "{} was trained with; give that one (--vocab FILE)",
+                                 path.string(), vocab.size(), vocab_size, o.checkpoint.string()));
+  }
+  std::string text;
+  for (int64_t i = 0; i < vocab.size(); ++i) text += vocab.token(i) + "\n";
   return text;
 }
 
@@ -123,7 +137,7 @@ void export_hf_folder(const ExportOptions& options, std::ostream& log) {
     labels = f.label_names();
   }
   const support::Safetensors params = params_for(checkpoint, head);
-  const std::string vocab = vocabulary(o, meta);
+  const std::string vocab = vocabulary(o, meta, model.vocab_size);
   const bool lower = meta.count("do_lower_case") ? meta.at("do_lower_case") == "true" : true;
 
   // The folder is made beside its place and renamed there whole: a failed export leaves nothing

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <xxhash.h>
 
+#include "data/vocab_identity.h"
 #include "frontend/hf_config.h"
 #include "ir/value_names.h"
 #include "train/initialize.h"
@@ -104,18 +105,32 @@ std::map<std::string, std::string> run_metadata(const frontend::ModelDefinition&
           {"global_batch", std::to_string(ranks * t.batch_size * t.gradient_accumulation_steps)}};
 }
 
-std::map<std::string, std::string> export_metadata(const frontend::Config& config, const std::filesystem::path& vocab) {
+std::map<std::string, std::string> export_metadata(const frontend::Config& config, const data::Vocab& vocab) {
   std::map<std::string, std::string> m = {{"model_config", frontend::model_json(config.model).dump()},
                                           {"do_lower_case", config.train.do_lower_case ? "true" : "false"}};
+  data::VocabRecord record = data::record_of(vocab);
   std::error_code ec;
-  const std::filesystem::path absolute = std::filesystem::absolute(vocab, ec);
-  std::ifstream in(vocab, std::ios::binary);
-  if (!ec && in) {  // (a run from HDF5 shards may have no vocabulary file at hand)
-    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    m["vocab"] = absolute.string();
-    m["vocab_xxh3"] = fmt::format("{:016x}", XXH3_64bits(text.data(), text.size()));
-  }
+  if (const std::filesystem::path absolute = std::filesystem::absolute(record.path, ec); !ec) record.path = absolute.string();
+  m.merge(data::vocab_metadata(record));
   return m;
+}
+
+void check_init_vocab(const std::filesystem::path& init, const std::map<std::string, std::string>& metadata,
+                      const data::Vocab& vocab, std::ostream& log) {
+  if (frontend::is_hf_folder(init)) {
+    const data::Vocab folder = data::Vocab::load(init / "vocab.txt");
+    data::require_same_vocab(vocab, data::record_of(folder), fmt::format("--init {}", init.string()),
+                             "train with the folder's vocabulary (drop --vocab and [train] vocab: the folder's is used)");
+    return;
+  }
+  if (const auto recorded = data::vocab_from_metadata(metadata)) {
+    data::require_same_vocab(vocab, *recorded, fmt::format("--init {}", init.string()),
+                             "train with the vocabulary it was trained with (--vocab FILE, or [train] vocab)");
+    return;
+  }
+  log << fmt::format("init: {} records no vocabulary (a weights file alone): nothing shows that {} is the one its "
+                     "embeddings were trained with; make sure it is\n",
+                     init.string(), vocab.source());
 }
 
 std::map<std::string, std::string> settings_metadata(const frontend::Config& config) {
@@ -124,8 +139,8 @@ std::map<std::string, std::string> settings_metadata(const frontend::Config& con
 }
 
 int64_t prepare_state(const frontend::ModelDefinition& model, const TrainOptions& o,
-                      const passes::TrainingProgram& program, support::Environment& env, std::ostream& log,
-                      std::optional<ResumedFrom>& resumed) {
+                      const passes::TrainingProgram& program, const data::Vocab& vocab, support::Environment& env,
+                      std::ostream& log, std::optional<ResumedFrom>& resumed) {
   const auto existing = list_checkpoints(o.checkpoint_dir);
   int64_t start = 0;
   if (o.resume) {
@@ -140,6 +155,10 @@ int64_t prepare_state(const frontend::ModelDefinition& model, const TrainOptions
       saved["global_batch"] =
           std::to_string(std::stoll(saved["batch_size"]) * std::stoll(saved["gradient_accumulation_steps"]));
     for (const auto& [key, value] : run_metadata(model, o.config, ranks)) {
+      // On another number of ranks the micro-batch may change (keep_global_batch chooses it): the
+      // global batch it makes up is compared.
+      const auto world = saved.find("world_size");
+      if (key == "batch_size" && world != saved.end() && world->second != std::to_string(ranks)) continue;
       auto it = saved.find(key);
       if (it != saved.end() && it->second != value)
         throw TrainError(fmt::format("{}: trained with {} = {}, but this run has {}: resume with the same settings, "
@@ -147,6 +166,9 @@ int64_t prepare_state(const frontend::ModelDefinition& model, const TrainOptions
                                      existing.back().path.string(), key, it->second, value));
     }
     check_same_settings(c.metadata, o.config, existing.back().path, log);
+    if (const auto recorded = data::vocab_from_metadata(c.metadata))
+      data::require_same_vocab(vocab, *recorded, fmt::format("checkpoint {}", existing.back().path.string()),
+                               "resume with the vocabulary it was trained with (--vocab FILE, or [train] vocab)");
     if (c.step != existing.back().step)
       throw TrainError(fmt::format("{}: its metadata says step {}, its name step {}: the file is damaged or renamed "
                                    "(move it aside to resume from the one before)",
@@ -161,6 +183,7 @@ int64_t prepare_state(const frontend::ModelDefinition& model, const TrainOptions
                                    o.checkpoint_dir.string(), existing.back().step));
     if (o.init) {
       const PretrainedReport r = load_pretrained(*o.init, program.step, env);
+      check_init_vocab(*o.init, r.metadata, vocab, log);
       log << fmt::format("init: {} params from {}\n", r.loaded.size(), o.init->string());
       if (!r.missing.empty())
         log << fmt::format("init: {} params not in the file, initialized fresh: {}\n", r.missing.size(),

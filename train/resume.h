@@ -10,6 +10,7 @@
 #include <string>
 
 #include "data/pretraining_data.h"
+#include "data/vocab.h"
 #include "frontend/model.h"
 #include "passes/pipeline.h"
 #include "support/tensor_io.h"
@@ -27,9 +28,16 @@ std::map<std::string, std::string> run_metadata(const frontend::ModelDefinition&
                                                 int ranks);
 
 // What bertc export needs to write a Hugging Face folder from a checkpoint alone: the model as
-// config.json keys ("model_config"), the vocabulary's path and xxh3 ("vocab", "vocab_xxh3": export
-// refuses a file changed since) and "do_lower_case". Not compared on resume.
-std::map<std::string, std::string> export_metadata(const frontend::Config& config, const std::filesystem::path& vocab);
+// config.json keys ("model_config"), the vocabulary (data/vocab_identity.h: "vocab", its absolute
+// path, "vocab_xxh3", "vocab_tokens": export, resume and --init refuse another) and
+// "do_lower_case".
+std::map<std::string, std::string> export_metadata(const frontend::Config& config, const data::Vocab& vocab);
+
+// Refuses --init weights made with another vocabulary than the run's `vocab`: a Hugging Face
+// folder's vocab.txt, or what a bertc checkpoint records in `metadata`; says on `log` when the
+// file records none (a Hugging Face weights file alone).
+void check_init_vocab(const std::filesystem::path& init, const std::map<std::string, std::string>& metadata,
+                      const data::Vocab& vocab, std::ostream& log);
 
 // The settings a resumed run must keep (the model, the data's making, the schedule, the optimizer),
 // as "config_settings" (their text) and "config_hash" (its xxh3); prepare_state refuses a resume
@@ -48,9 +56,10 @@ struct ResumedFrom {
 // Fills env with params and states (a checkpoint's, --init's, or fresh ones); returns the step
 // training continues after, and sets `resumed` when it is a checkpoint's. Throws TrainError saying
 // what to do when the folder does not fit.
+// A resumed checkpoint, and --init's weights, must be of `vocab` (check_init_vocab).
 int64_t prepare_state(const frontend::ModelDefinition& model, const TrainOptions& options,
-                      const passes::TrainingProgram& program, support::Environment& env, std::ostream& log,
-                      std::optional<ResumedFrom>& resumed);
+                      const passes::TrainingProgram& program, const data::Vocab& vocab, support::Environment& env,
+                      std::ostream& log, std::optional<ResumedFrom>& resumed);
 
 // What a checkpoint records of its data stream (its examples and the shards they are read in),
 // and the check that a resumed run reads the same: throws TrainError naming both when the data,

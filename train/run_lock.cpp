@@ -34,8 +34,9 @@ std::string host_name() {
 
 }  // namespace
 
-RunFolderLock::RunFolderLock(const std::filesystem::path& folder, std::ostream& log) {
+RunFolderLock::RunFolderLock(const std::filesystem::path& folder, std::ostream& log) : folder_(folder) {
   std::error_code ec;
+  made_ = !std::filesystem::exists(folder, ec);
   std::filesystem::create_directories(folder, ec);
   if (ec || !std::filesystem::is_directory(folder))
     throw TrainError(fmt::format("{}: cannot be made a run folder ({}): choose another --checkpoint-dir",
@@ -70,6 +71,14 @@ RunFolderLock::RunFolderLock(const std::filesystem::path& folder, std::ostream& 
 RunFolderLock::~RunFolderLock() {
   if (fd_ < 0) return;
   (void)::ftruncate(fd_, 0);
+  // A run refused before it wrote anything leaves no folder it made: the lock file is unlinked
+  // while still held, then the folder removed if nothing else came into it.
+  std::error_code ec;
+  const auto only_the_lock = [&] {
+    std::filesystem::directory_iterator it(folder_, ec), end;
+    return !ec && it != end && it->path().filename() == ".bertc-lock" && ++it == end;
+  };
+  if (made_ && only_the_lock() && std::filesystem::remove(folder_ / ".bertc-lock", ec)) ::rmdir(folder_.c_str());
   ::close(fd_);  // (releases the flock)
 }
 

@@ -13,12 +13,16 @@ class RunFolderLock {
   // naming the holder when another process holds it. A lock file left by a process that ended
   // without releasing it (killed) is taken over, with a line on `log`.
   RunFolderLock(const std::filesystem::path& folder, std::ostream& log);
-  ~RunFolderLock();  // empties the file (a clean end) and releases the lock
+  // Empties the file (a clean end) and releases the lock; a folder it made that holds nothing but
+  // the lock (a run refused before it wrote anything) is removed.
+  ~RunFolderLock();
   RunFolderLock(const RunFolderLock&) = delete;
   RunFolderLock& operator=(const RunFolderLock&) = delete;
 
  private:
   int fd_ = -1;
+  std::filesystem::path folder_;
+  bool made_ = false;
 };
 
 // Removes the folder's ".NAME.tmp.PID" files (atomic writes a killed run did not finish); says

@@ -1,48 +1,66 @@
-// SIGINT/SIGTERM into a stop request (see stop_request.h).
+// The stop signals into a stop request (see stop_request.h).
 #include "train/stop_request.h"
 
 #include <signal.h>
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
+#include <cstring>
+#include <string>
 
 namespace bertc::train {
 namespace {
 
+constexpr std::array<int, 5> kStopSignals = {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2};
 std::atomic<int> requested{0};
-struct sigaction previous_int, previous_term;
+std::atomic<const char*> first_words{nullptr};
+std::array<struct sigaction, kStopSignals.size()> previous;
+
+void say(const char* words) {
+  (void)!::write(STDERR_FILENO, "\nbertc: ", 8);
+  (void)!::write(STDERR_FILENO, words, std::strlen(words));  // (strlen: async-signal-safe)
+  (void)!::write(STDERR_FILENO, "\n", 1);
+}
 
 void on_signal(int sig) {
   int none = 0;
   if (requested.compare_exchange_strong(none, sig)) {
-    constexpr char said[] = "\nbertc: stopping after this optimizer step (a checkpoint follows); signal again to end "
-                            "at once\n";
-    (void)!::write(STDERR_FILENO, said, sizeof said - 1);
+    say(first_words.load());
     return;
   }
-  constexpr char said[] = "\nbertc: ended at once by a second signal; resume from the newest checkpoint\n";
-  (void)!::write(STDERR_FILENO, said, sizeof said - 1);
+  say("ended at once by a second signal; resume from the newest checkpoint");
   ::_exit(128 + sig);
 }
 
 }  // namespace
 
-StopOnSignal::StopOnSignal() {
+StopOnSignal::StopOnSignal(const char* first) {
   requested = 0;
+  first_words = first;
   struct sigaction action {};
   action.sa_handler = on_signal;
   sigemptyset(&action.sa_mask);
   action.sa_flags = SA_RESTART;  // (system calls in flight go on: the step finishes)
-  sigaction(SIGINT, &action, &previous_int);
-  sigaction(SIGTERM, &action, &previous_term);
+  for (size_t i = 0; i < kStopSignals.size(); ++i) sigaction(kStopSignals[i], &action, &previous[i]);
 }
 
 StopOnSignal::~StopOnSignal() {
-  sigaction(SIGINT, &previous_int, nullptr);
-  sigaction(SIGTERM, &previous_term, nullptr);
+  for (size_t i = 0; i < kStopSignals.size(); ++i) sigaction(kStopSignals[i], &previous[i], nullptr);
 }
 
 int stop_requested() { return requested.load(); }
+
+std::string signal_name(int signal) {
+  switch (signal) {
+    case SIGINT: return "SIGINT";
+    case SIGTERM: return "SIGTERM";
+    case SIGHUP: return "SIGHUP";
+    case SIGUSR1: return "SIGUSR1";
+    case SIGUSR2: return "SIGUSR2";
+    default: return "signal " + std::to_string(signal);
+  }
+}
 
 void request_stop(int signal) { requested = signal; }
 

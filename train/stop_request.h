@@ -1,21 +1,30 @@
-// A graceful stop on SIGINT or SIGTERM (Ctrl-C; what Slurm and Kubernetes send before they kill):
-// the first one asks the trainer to finish its optimizer step, write a checkpoint and end; a
-// second one ends the process at once (atomic writes leave only complete files either way).
+// A graceful stop on the signals users and schedulers send before they kill: SIGINT (Ctrl-C),
+// SIGTERM (Slurm, Kubernetes, systemd), SIGHUP (a closed terminal or ssh session), SIGUSR1 and
+// SIGUSR2 (Slurm's --signal before a time limit). The first one asks the work to stop where it
+// can (the trainer: after its optimizer step, with a checkpoint); a second one ends the process at
+// once (atomic writes leave only complete files either way).
 #pragma once
+
+#include <string>
 
 namespace bertc::train {
 
-// While one lives, SIGINT and SIGTERM are caught; the previous handlers come back when it goes.
+// While one lives, those signals are caught and the first is said on stderr with `first`
+// (a string literal: written from the signal handler); the previous handlers come back when it goes.
 class StopOnSignal {
  public:
-  StopOnSignal();
+  explicit StopOnSignal(
+      const char* first = "stopping after this optimizer step (a checkpoint follows); signal again to end at once");
   ~StopOnSignal();
   StopOnSignal(const StopOnSignal&) = delete;
   StopOnSignal& operator=(const StopOnSignal&) = delete;
 };
 
-// The signal that asked for a stop (SIGINT, SIGTERM), or 0.
+// The signal that asked for a stop, or 0.
 int stop_requested();
+
+// "SIGINT", "SIGTERM", "SIGHUP", "SIGUSR1", "SIGUSR2", else "signal N".
+std::string signal_name(int signal);
 
 // For tests: as if `signal` had arrived.
 void request_stop(int signal);

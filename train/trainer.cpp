@@ -12,6 +12,7 @@
 
 #include "codegen/matrix_strategy.h"
 #include "data/pretraining_data.h"
+#include "data/vocab_identity.h"
 #include "frontend/config.h"
 #include "ir/philox.h"
 #include "ir/printer.h"
@@ -146,14 +147,23 @@ void keep_global_batch(TrainOptions& o, dist::Communicator& comm, std::ostream& 
                                  "program's optimizer step averages {} micro-batches of {}: resume from the config "
                                  "(bertc train CONFIG --resume), which compiles the accumulation that keeps it",
                                  saved[0], saved[1], t.gradient_accumulation_steps, t.batch_size));
-  if (saved[1] % (ranks * t.batch_size) != 0)
-    throw TrainError(fmt::format("the checkpoint trained with a global batch of {} on {} rank(s); {} ranks of micro-batch "
-                                 "{} cannot make it up: resume on a number of ranks that divides {}",
-                                 saved[1], saved[0], ranks, t.batch_size, saved[1] / t.batch_size));
-  t.gradient_accumulation_steps = saved[1] / (ranks * t.batch_size);
+  if (saved[1] % ranks != 0)
+    throw TrainError(fmt::format("the checkpoint trained with a global batch of {} on {} rank(s), and {} ranks cannot "
+                                 "share it equally: resume on a number of ranks that divides {}",
+                                 saved[1], saved[0], ranks, saved[1]));
+  // Each rank's share in micro-batches of at most the configured size: the largest that divides it.
+  const int64_t share = saved[1] / ranks, configured = t.batch_size;
+  while (share % t.batch_size != 0) --t.batch_size;
+  t.gradient_accumulation_steps = share / t.batch_size;
   log << fmt::format("resume: the checkpoint trained on {} rank(s) with a global batch of {}; on {} rank(s) {} "
-                     "accumulation steps of {} keep it\n",
-                     saved[0], saved[1], ranks, t.gradient_accumulation_steps, t.batch_size);
+                     "accumulation step(s) of {} keep it{}\n",
+                     saved[0], saved[1], ranks, t.gradient_accumulation_steps, t.batch_size,
+                     t.batch_size != configured
+                         ? fmt::format(" (a micro-batch of {} does not divide a rank's share of {}; the data and the "
+                                       "global batch go on as before, the dropout masks, drawn per micro-batch, are "
+                                       "others than an unbroken run's)",
+                                       configured, share)
+                         : "");
 }
 
 // What every rank must agree on once compiled and reading data (the settings were compared at
@@ -385,12 +395,18 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
       o.compiled ? program_of(*o.compiled, comm)
                  : passes::compile_training(frontend::build_model(model, o.config), o.config.compile, optimizer);
   log << compile_summary(o.config.compile, program) << "\n";
+  // The vocabulary, said at the start, and checked against everything recorded with another.
+  const data::Vocab vocab = load_run_vocab(o.config, o.vocab, log);
+  if (const auto compiled_with = o.compiled ? data::vocab_from_metadata(o.compiled->vocab) : std::nullopt)
+    data::require_same_vocab(vocab, *compiled_with, "the compiled program",
+                             "train it with the vocabulary its config named when it was compiled (--vocab FILE), or "
+                             "compile it again with this one ([train] vocab)");
   // Checkpoint problems first: they are cheaper to find than the data is to load. Rank 0 reads
   // them (and --init's file); the others get its state.
   support::Environment env;
   int64_t start = 0;
   std::optional<ResumedFrom> resumed;
-  if (comm.rank() == 0) start = prepare_state(model, o, program, env, log, resumed);
+  if (comm.rank() == 0) start = prepare_state(model, o, program, vocab, env, log, resumed);
   else fresh_state(o.config, program, env);
   DataParallel dp(comm, program, t);
   dp.share_state(env, manifest_of(program), start);
@@ -409,7 +425,7 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
     throw TrainError(fmt::format("--profile {} is not a step of this run (steps {} to {}): give one of those", *o.profile_step,
                                  start + 1, last));
   Runners runners = make_runners(model, o, program, device, log);
-  const data::BatchStream stream = open_batch_stream(o.config, o.data, o.vocab, log);
+  const data::BatchStream stream = open_batch_stream(o.config, o.data, vocab, log);
   if (resumed) check_same_data(*resumed, stream, log);
   dp.check_same_run(run_fingerprint(program, stream.examples()), device ? device->name() : "the CPU reference");
   const std::string sums = dp.attach(*runners.step, *runners.optimizer, device.get());
@@ -446,7 +462,7 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
   // A signal while compiling or reading data: nothing trained, nothing to save.
   if (int stop = stop_requested(); stop && comm.size() == 1) {
     log << fmt::format("stopped by {} before the first step: nothing to save; run the same command again\n",
-                       stop == SIGINT ? "SIGINT" : "SIGTERM");
+                       signal_name(stop));
     summary.stopped_by_signal = stop;
     summary.first_step = start + 1, summary.last_step = start;
     return summary;
@@ -478,7 +494,7 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
         metadata["gradient_accumulation_steps"] = std::to_string(K);
         metadata.merge(data_metadata(stream));
         metadata.merge(settings_metadata(o.config));
-        metadata.merge(export_metadata(o.config, o.vocab));
+        metadata.merge(export_metadata(o.config, vocab));
         save_checkpoint(o.checkpoint_dir, s, manifest_of(program), env, std::move(metadata), t.keep_checkpoints,
                         exchange);
         if (s == last || stop || !o.live_progress)
@@ -493,7 +509,7 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
       last = s;
       if (progress)
         progress->note(fmt::format("stopped by {} after step {}: continue with the same command and --resume",
-                                   stop == SIGINT ? "SIGINT" : stop == SIGTERM ? "SIGTERM" : fmt::format("signal {}", stop),
+                                   signal_name(stop),
                                    s));
       break;
     }

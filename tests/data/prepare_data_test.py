@@ -1,19 +1,25 @@
 #!/usr/bin/env python3
 """bertc prepare-data end to end: the bundled corpus into shards, deterministic whatever the
-threads, the same from .txt.gz as from .txt, and every refusal naming what to change; then
-training from those shards: the text itself in as many text shards trains alike, a resumed run
-repeats an uninterrupted one, 2 ranks train as 1 rank
-with twice the accumulation, and a damaged shard is refused before anything trains.
+threads, the same from .txt.gz as from .txt, and every refusal naming what to change (a .gz cut
+short, input that is not text, no text at all; a full disk and a signal, leaving nothing behind);
+then training from those shards: the text itself in as many text shards trains alike, a resumed
+run repeats an uninterrupted one, 2 ranks train as 1 rank with twice the accumulation, and a
+damaged shard, shards of another vocabulary or masking, a folder mixing shards, a shard replaced
+by a folder or missing beside its checksum are refused before anything trains.
 
 usage: prepare_data_test.py BERTC SOURCE_DIR WORK_DIR
 """
 import gzip
 import json
 import os
+import random
 import re
+import resource
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
 BERTC, SOURCE, WORK = sys.argv[1:4]
 shutil.rmtree(WORK, ignore_errors=True)
@@ -73,13 +79,27 @@ if "prepare-data: 3 documents," not in whole:
 # Refusals, each naming the fix, and no shard written by a refused run.
 os.makedirs(os.path.join(WORK, "fake-gz"))
 open(os.path.join(WORK, "fake-gz", "corpus.txt.gz"), "w").write("plain text\n")
+# A .gz cut short (half of it: an interrupted download), alone and in a folder: refused, not read
+# as a smaller corpus.
+whole_gz = open(os.path.join(WORK, "gz", "corpus.txt.gz"), "rb").read()
+os.makedirs(os.path.join(WORK, "cut-gz"))
+open(os.path.join(WORK, "cut-gz", "corpus.txt.gz"), "wb").write(whole_gz[:len(whole_gz) // 2])
+random_bytes = random.Random(3).randbytes(300000)
+open(os.path.join(WORK, "random.txt"), "wb").write(random_bytes)
+open(os.path.join(WORK, "empty.txt"), "w").close()
 open(os.path.join(WORK, "a-file"), "w").write("not a folder\n")
 cases = [("fake", ["--input", os.path.join(WORK, "fake-gz")], "named .gz but not gzip-compressed"),
          ("a-file", ["--shards", "2"], "is a file: --output names a folder"),
          ("one", ["--shards", "4"], "already holds shards: choose an empty"),
          ("many", ["--shards", "5000"], "3000 document(s) for 5000 shards: every shard needs one at least"),
-         ("small", ["--shards", "1", "--memory-mb", "1"], "more than the memory bound of 1 MiB: use more --shards"),
-         ("none", ["--input", os.path.join(WORK, "absent")], "no such file or folder of training text")]
+         ("tiny-bound", ["--shards", "1", "--memory-mb", "1"], "the memory bound of 1 MiB is less than any shard needs"),
+         ("small", ["--shards", "1", "--memory-mb", "6"], "more than the memory bound of 6 MiB: use more --shards"),
+         ("none", ["--input", os.path.join(WORK, "absent")], "no such file or folder of training text"),
+         ("cut", ["--input", os.path.join(WORK, "cut-gz", "corpus.txt.gz")], "the gzip stream ends early: the file is "
+          f"cut short after {len(whole_gz) // 2} bytes"),
+         ("cut-folder", ["--input", os.path.join(WORK, "cut-gz")], "the gzip stream ends early"),
+         ("random", ["--input", os.path.join(WORK, "random.txt")], "random.txt: is not text:"),
+         ("empty", ["--input", os.path.join(WORK, "empty.txt"), "--shards", "1"], "empty.txt: no text: no document in it")]
 for out, flags, expected in cases:
     before = shards(out) if os.path.isdir(os.path.join(WORK, out)) else None
     p = prepare(out, *flags, check=False)
@@ -91,7 +111,76 @@ for out, flags, expected in cases:
     print("refused:", next(l for l in p.stderr.splitlines() if expected in l)[:160])
 
 
-# Training from the shards: the config with data pointing at them.
+# One document too large for the memory bound (the whole corpus without a blank line): more shards
+# cannot split a document, so the advice is a larger bound, and that bound works.
+one_doc = os.path.join(WORK, "one-doc.txt")
+open(one_doc, "w").write("\n".join(lines) + "\n")
+p = prepare("one-doc", "--input", one_doc, "--shards", "1", "--memory-mb", "8", check=False)
+advised = re.search(r"document 1 \(\d+ sentences, \d+ tokens\) alone needs about \d+ MiB .* never split between "
+                    r"shards: raise --memory-mb to (\d+) or more", p.stderr)
+if p.returncode == 0 or not advised:
+    fail(f"a document too large for the bound was not refused naming a larger bound (exit {p.returncode}):\n{p.stderr[-1500:]}")
+prepare("one-doc", "--input", one_doc, "--shards", "1", "--memory-mb", advised.group(1))
+print(f"one large document: refused at 8 MiB, prepared with the advised --memory-mb {advised.group(1)}")
+
+# A full disk while the shards are written (the file size limit here, which fails a write as a full
+# disk does, with EFBIG; and a small tmpfs where this machine lets a test mount one): an error
+# naming the file and the cause, exit 1 (libhdf5 crashed at exit on the file it could not flush),
+# and nothing left of the run: the folder it made is gone. With dupe_factor 5 a shard (~790 KB)
+# is larger than a pass-1 scratch file (~420 KB), so the limits below fail the shard's write.
+DUPE5 = os.path.join(WORK, "dupe5.toml")
+open(DUPE5, "w").write(open(CONFIG).read().replace("dupe_factor = 1", "dupe_factor = 5")
+                       .replace('"../../../examples/', f'"{SOURCE}/examples/'))
+
+
+def limited():
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (500_000, 500_000))
+
+
+full = os.path.join(WORK, "full")
+p = subprocess.run([BERTC, "prepare-data", DUPE5, "-o", full, "--shards", "2"], capture_output=True, text=True,
+                   timeout=600, preexec_fn=limited)
+if p.returncode != 1 or ".hdf5.tmp: writing it failed after" not in p.stderr or "File too large" not in p.stderr or \
+        os.path.exists(full):
+    fail(f"a write failing (file size limit) was not a clean error leaving nothing (exit {p.returncode}, "
+         f"{full} {'left' if os.path.exists(full) else 'gone'}):\n{p.stderr[-1500:]}")
+print("file size limit:", p.stderr.strip().splitlines()[-1][:200])
+tmpfs = os.path.join(WORK, "tmpfs")
+os.makedirs(tmpfs)
+mounted = subprocess.run(["unshare", "-m", "sh", "-c", f"mount -t tmpfs -o size=1200k tmpfs '{tmpfs}' && "
+                          f"'{BERTC}' prepare-data '{DUPE5}' -o '{tmpfs}/out' --shards 2; echo \"exit $?\"; ls -A '{tmpfs}'"],
+                         capture_output=True, text=True, timeout=600)
+if "exit " not in mounted.stdout:
+    print("small tmpfs: skipped (no mount namespace here:", mounted.stderr.strip()[:120], ")")
+else:
+    if mounted.stdout.strip() != "exit 1" or ".hdf5.tmp: writing it failed after" not in mounted.stderr or \
+            "No space left on device" not in mounted.stderr:
+        fail(f"prepare-data on a full tmpfs: expected exit 1, an ENOSPC error and nothing left:\n{mounted.stdout}\n"
+             f"{mounted.stderr[-1500:]}")
+    print("small tmpfs:", mounted.stderr.strip().splitlines()[-1][:200])
+
+# A signal stops prepare-data cleanly: it says so, exits 128 + the signal, leaves nothing. The
+# text is made large enough (20 copies) that the signal comes while it works.
+big = os.path.join(WORK, "big.txt")
+with open(big, "w") as out:
+    corpus = open(CORPUS).read()
+    for _ in range(20):
+        out.write(corpus + "\n")
+for sig, code, made in ((signal.SIGINT, 130, True), (signal.SIGTERM, 143, False)):
+    target = os.path.join(WORK, f"signalled-{sig.name}")
+    if not made:
+        os.makedirs(target)  # (an empty folder given: it stays, empty)
+    proc = subprocess.Popen([BERTC, "prepare-data", CONFIG, "-o", target, "--input", big, "--shards", "4",
+                             "--threads", "1"], stderr=subprocess.PIPE, text=True)
+    time.sleep(1.0)
+    proc.send_signal(sig)
+    err = proc.communicate(timeout=600)[1]
+    left = sorted(os.listdir(target)) if os.path.isdir(target) else None
+    if proc.returncode != code or f"prepare-data: stopped by {sig.name}" not in err or \
+            (left is not None if made else left != []):
+        fail(f"{sig.name} to prepare-data: exit {proc.returncode} (expected {code}), left {left}:\n{err[-1500:]}")
+    print(f"{sig.name}:", next(l for l in err.splitlines() if "stopped by" in l)[:200])
 ENV = dict(os.environ, OMPI_MCA_rmaps_base_oversubscribe="1")
 if os.geteuid() == 0:
     ENV.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
@@ -183,4 +272,47 @@ os.remove(os.path.join(damaged, "shard-00002.hdf5.xxh3"))
 p = train("damaged-run-2", config=os.path.join(WORK, "damaged.toml"), check=False)
 if p.returncode == 0 or "shard-00002.hdf5: not an HDF5 file, or truncated" not in p.stderr or "step 1/" in p.stderr:
     fail(f"a truncated shard without checksum was not refused before training (exit {p.returncode}):\n{p.stderr[-1500:]}")
+
+
+# Shards carry what makes them compatible (vocabulary, largest token, masking): every shard of a
+# set is checked against the run before the first step. Shards of a vocabulary of the same size
+# with two tokens swapped (which trains, on the wrong tokens, without this check):
+tokens = open(os.path.join(SOURCE, "examples", "data", "vocab.txt")).read().split("\n")
+tokens[100], tokens[101] = tokens[101], tokens[100]
+swapped = os.path.join(WORK, "swapped-vocab.txt")
+open(swapped, "w").write("\n".join(tokens))
+prepare("other-vocab", "--shards", "4", "--vocab", swapped)
+
+
+def refused_before_training(name, folder_or_config, expected, edit=None):
+    config = open(SHARDED).read().replace(os.path.join(WORK, "one"), folder_or_config)
+    if edit:
+        config = edit(config)
+    path = os.path.join(WORK, f"{name}.toml")
+    open(path, "w").write(config)
+    p = train(f"{name}-run", config=path, check=False)
+    if p.returncode == 0 or not re.search(expected, p.stderr) or "step 1/" in p.stderr:
+        fail(f"{name}: not refused before training with /{expected}/ (exit {p.returncode}):\n{p.stderr[-1500:]}")
+    print(f"refused ({name}):", next(l for l in p.stderr.splitlines() if "error" in l)[:220])
+
+
+refused_before_training("other-vocab", os.path.join(WORK, "other-vocab"),
+                        r"is not the one shard .*shard-00000.hdf5 was made with, 317 tokens, xxh3 [0-9a-f]+ \(the "
+                        r"same size")
+mixed = os.path.join(WORK, "mixed")
+shutil.copytree(os.path.join(WORK, "one"), mixed)
+for suffix in ("", ".xxh3"):
+    shutil.copy(os.path.join(WORK, "other-vocab", "shard-00000.hdf5" + suffix), os.path.join(mixed, "shard-00004.hdf5" + suffix))
+refused_before_training("mixed", mixed, r"the shards are of 2 kinds, prepared differently: 4 shard\(s\) of .*; 1 shard")
+refused_before_training("masking", os.path.join(WORK, "one"), r"prepared with masked_lm_prob = 0.15, and \[train\] "
+                        r"masked_lm_prob is 0.2 \(a shard's masks are made when it is prepared\): set masked_lm_prob = 0.15",
+                        lambda c: c.replace("[train]\n", "[train]\nmasked_lm_prob = 0.2\n", 1))
+replaced = os.path.join(WORK, "replaced")
+shutil.copytree(os.path.join(WORK, "one"), replaced)
+os.remove(os.path.join(replaced, "shard-00001.hdf5"))
+os.makedirs(os.path.join(replaced, "shard-00001.hdf5"))
+refused_before_training("replaced", replaced, r"shard-00001.hdf5: named as a shard but not a file \(a folder\)")
+shutil.rmtree(os.path.join(replaced, "shard-00001.hdf5"))
+refused_before_training("missing", replaced, r"shard-00001.hdf5.xxh3: a shard's checksum, and its shard "
+                        r"shard-00001.hdf5 is missing")
 print("PASS")

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """What a user or a crash can do to a run folder, one thing at a time, and what must hold after
 each: two runs started at once into one folder (one trains, the other is refused naming it);
-SIGTERM and SIGINT (the step finishes, a checkpoint is written, exit 143 / 130, and --resume
-continues exactly as if never stopped); a second signal (ends at once, its temporary swept by the
+SIGTERM, SIGINT, SIGHUP, SIGUSR1 and SIGUSR2 (the step finishes, a checkpoint is written, exit
+128 + the signal, and --resume continues exactly as if never stopped); a second signal (ends at once, its temporary swept by the
 next run); a SIGKILL (the stale lock taken over); a flipped byte or an edited step in a checkpoint
 (refused naming the tensor or the metadata, the older checkpoint untouched and then resumed from);
 metrics lines edited or cut short (dropped on resume by their checksums, the rest unchanged); a
@@ -94,9 +94,11 @@ for attempt in range(3):
         fail("the run that trained beside a refused one wrote other metrics than an undisturbed run")
 print("two runs at once: one refused:", refused[0].strip().splitlines()[-1][:160])
 
-# 2. SIGTERM and SIGINT mid-run: the step ends, a checkpoint is written, the exit says which,
-# and --resume trains on exactly as the uninterrupted run.
-for sig, code in ((signal.SIGTERM, 143), (signal.SIGINT, 130)):
+# 2. Every signal users and schedulers send before a kill (SIGTERM, SIGINT; SIGHUP from a closed
+# terminal; SIGUSR1/SIGUSR2 from Slurm's --signal) mid-run: the step ends, a checkpoint is
+# written, the exit says which, and --resume trains on exactly as the uninterrupted run.
+for sig, code in ((signal.SIGTERM, 143), (signal.SIGINT, 130), (signal.SIGHUP, 129), (signal.SIGUSR1, 138),
+                  (signal.SIGUSR2, 140)):
     name = f"stopped-{sig.name}"
     p = start(name)
     wait_for_step(p, 5)

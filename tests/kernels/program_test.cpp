@@ -340,7 +340,7 @@ TEST(CompiledProgram, BertxOfAnotherFormatVersionIsRefused) {
     FAIL() << "a format-1 file was read";
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("it is format 1, written by another bertc version (this one reads format 5). "
-                                         "Write it again with bertc compile"),
+                                         "Make it again with bertc compile"),
               std::string::npos)
         << e.what();
   }

@@ -1,6 +1,11 @@
 // data/hdf5_shard: NVIDIA-layout shards written and read back exactly, files written here with
 // HDF5's own API in the layout of NVIDIA's scripts (other integer widths too) read, and every kind
 // of damaged shard refused, naming the file and the dataset.
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -144,6 +149,52 @@ TEST(Hdf5Shard, RefusesDamagedShardsNamingTheDataset) {
     EXPECT_NE(refusal([&] { read_shard_shape(path); }).find("truncated"), std::string::npos)
         << refusal([&] { read_shard_shape(path); });
   }
+}
+
+TEST(Hdf5Shard, CarriesItsRecord) {
+  const auto path = scratch("record.hdf5");
+  write_shard(path, some_examples(), 8, 3, 0, ShardRecord{"0123456789abcdef", 30522, -1, 0.2, false});
+  const ShardShape s = read_shard_shape(path);
+  ASSERT_TRUE(s.record);
+  EXPECT_EQ(s.record->vocab_xxh3, "0123456789abcdef");
+  EXPECT_EQ(s.record->vocab_tokens, 30522);
+  EXPECT_EQ(s.record->max_token_id, 21);  // (the examples' largest: masked label 21)
+  EXPECT_EQ(s.record->masked_lm_prob, 0.2);
+  EXPECT_FALSE(s.record->do_lower_case);
+  write_shard(path, some_examples(), 8, 3, 0);
+  EXPECT_FALSE(read_shard_shape(path).record);  // (none asked: as NVIDIA's shards)
+}
+
+// A write that fails (a full disk; here the file size limit, which fails a write the same way
+// with EFBIG) must be an error naming the file and the cause, leave nothing behind, and let the
+// process end normally: libhdf5 used to crash at exit on the file it could not flush. Run in a
+// child, which ends through exit() (libhdf5's exit-time cleanup runs) and says by its status.
+TEST(Hdf5Shard, AWriteThatFailsIsAnErrorAndNoCrash) {
+  const auto dir = scratch("full");
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::vector<Example> many;
+  for (int i = 0; i < 20000; ++i) {
+    Example e = some_examples()[1];
+    for (int64_t& t : e.tokens) t = (t * 7919 + i) % 30000;  // (less compressible)
+    many.push_back(e);
+  }
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    std::signal(SIGXFSZ, SIG_IGN);
+    const rlimit limit{64 * 1024, 64 * 1024};
+    setrlimit(RLIMIT_FSIZE, &limit);
+    const std::string why = refusal([&] { write_shard(dir / "shard.hdf5", many, 8, 3, 0); });
+    const bool said = why.find(".shard.hdf5.tmp: writing it failed after") != std::string::npos &&
+                      why.find("File too large") != std::string::npos;
+    std::exit(said && std::filesystem::is_empty(dir) ? 0 : 3);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status)) << "the child was killed by signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "the error did not name the file and cause, or a file was left";
+  EXPECT_TRUE(std::filesystem::is_empty(dir));
 }
 
 }  // namespace

@@ -1,11 +1,21 @@
 // codegen/kernel_cache: a kernel cache is only a cache. A host kernel library that is truncated,
 // flipped or a folder is compiled again (never handed to the loader, where it would crash); an
 // NVRTC entry that is a folder is replaced; a cache folder that cannot be written (here: a file
-// where the folder should be) compiles without caching, with one warning, never an abort.
+// where the folder should be) compiles without caching, with one warning, never an abort. And a
+// cache others could have written is not used at all (a planted library is never loaded), while
+// the folders bertc makes are private.
 #include <gtest/gtest.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <iterator>
+
+#include <fmt/format.h>
+#include <xxhash.h>
+
+#include "codegen/kernel_cache.h"
 
 #include "codegen/host_compile.h"
 #include "codegen/nvrtc_compiler.h"
@@ -119,6 +129,90 @@ TEST(KernelCache, NvrtcEntriesThatAreFoldersAreReplacedAndABlockedCacheIsSkipped
   EXPECT_EQ(uncached.unwritten_entries, kernels.size());
   EXPECT_EQ(std::count(said.begin(), said.end(), '\n'), 1) << said;
   EXPECT_NE(said.find("compiling without caching"), std::string::npos) << said;
+}
+
+unsigned mode_of(const std::filesystem::path& p) {
+  struct stat st {};
+  ::stat(p.c_str(), &st);
+  return st.st_mode & 0777;
+}
+
+// A planted library: bytes that are no library, under a checksum that matches them, so that only
+// trust stops compile_for_host from loading it (which would fail: "cannot load").
+std::string plant(const std::filesystem::path& so) {
+  const std::string garbage = "not a library, but its checksum matches";
+  std::ofstream(so, std::ios::binary | std::ios::trunc) << garbage;
+  std::ofstream(so.string() + ".xxh3", std::ios::trunc) << fmt::format("{:016x}\n", XXH3_64bits(garbage.data(), garbage.size()));
+  return garbage;
+}
+
+TEST(KernelCache, ACacheOthersCouldWriteIsNotUsedAndBertcsFoldersArePrivate) {
+  HostEmulator emulator;
+  const auto own = fresh("private");
+  expect_usable(compile_for_host(testing::kPreludeKernels, own / "bertc", emulator.api()));
+  EXPECT_EQ(mode_of(own / "bertc"), 0700u);
+  EXPECT_EQ(mode_of(own / "bertc" / "host"), 0700u);
+  const std::filesystem::path built = only_library(own / "bertc");
+  // A library planted in a folder every user may write: never loaded; built privately, warned.
+  const std::vector<std::pair<std::string, std::function<void(const std::filesystem::path&)>>> ways = {
+      {"writable by every user", [](const std::filesystem::path& so) { chmod(so.parent_path().c_str(), 0777); }},
+      {"writable by its group", [](const std::filesystem::path& so) { chmod(so.parent_path().c_str(), 0770); }},
+      {"is owned by", [](const std::filesystem::path& so) {
+         if (::geteuid() == 0) (void)!::chown(so.c_str(), 65534, 65534);
+       }},
+      {"is a symbolic link", [](const std::filesystem::path& so) {
+         std::filesystem::rename(so, so.string() + ".elsewhere");
+         std::filesystem::create_symlink(so.string() + ".elsewhere", so);
+       }}};
+  int n = 0;
+  for (const auto& [why, make_untrusted] : ways) {
+    if (why == "is owned by" && ::geteuid() != 0) continue;  // (only root gives files away)
+    const auto copy = fresh(fmt::format("planted-{}", n++));  // (a folder is warned of once a process)
+    std::filesystem::copy(own / "bertc", copy, std::filesystem::copy_options::recursive);
+    const std::filesystem::path so = copy / "host" / built.filename();
+    plant(so);
+    make_untrusted(so);
+    ::testing::internal::CaptureStderr();
+    std::optional<HostKernelLibrary> library;
+    EXPECT_NO_THROW(library.emplace(compile_for_host(testing::kPreludeKernels, copy, emulator.api()))) << why;
+    const std::string said = ::testing::internal::GetCapturedStderr();
+    if (library) expect_usable(*library);
+    EXPECT_NE(said.find(why), std::string::npos) << said;
+    EXPECT_NE(said.find("compiling without caching"), std::string::npos) << said;
+    chmod((copy / "host").c_str(), 0700);
+  }
+  // A shared cache owned by the user BERTC_CACHE_OWNER names is used (read-only for the others).
+  if (::geteuid() == 0) {
+    const auto shared = fresh("shared");
+    std::filesystem::copy(own / "bertc", shared, std::filesystem::copy_options::recursive);
+    for (const auto& e : std::filesystem::recursive_directory_iterator(shared)) (void)!::chown(e.path().c_str(), 65534, 65534);
+    (void)!::chown(shared.c_str(), 65534, 65534);
+    const std::filesystem::path so = shared / "host" / built.filename();
+    const std::string before = read(so);
+    ::setenv("BERTC_CACHE_OWNER", "65534", 1);
+    ::testing::internal::CaptureStderr();
+    expect_usable(compile_for_host(testing::kPreludeKernels, shared, emulator.api()));
+    const std::string said = ::testing::internal::GetCapturedStderr();
+    ::unsetenv("BERTC_CACHE_OWNER");
+    EXPECT_EQ(said, "");
+    EXPECT_EQ(read(so), before);  // (loaded from the cache, not built again)
+  }
+}
+
+TEST(KernelCache, NvrtcEntriesOthersCouldWriteAreNotUsed) {
+  const NvrtcCompiler compiler = NvrtcCompiler::for_arch(80);
+  std::vector<KernelSource> kernels;
+  for (const char* name : testing::kPreludeKernelNames) kernels.push_back({name, testing::kPreludeKernels});
+  const auto cache = fresh("nvrtc-untrusted");
+  compile_all(compiler, kernels, cache);
+  EXPECT_EQ(mode_of(cache / "nvrtc"), 0700u);
+  chmod((cache / "nvrtc").c_str(), 0777);
+  CompileStats stats;
+  ::testing::internal::CaptureStderr();
+  compile_all(compiler, kernels, cache, &stats);
+  const std::string said = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(stats.cache_hits, 0u);
+  EXPECT_NE(said.find("is writable by every user (mode 777)"), std::string::npos) << said;
 }
 
 }  // namespace

@@ -36,8 +36,12 @@ TEST(RunFolderLock, OneHolderAtATimeAndStaleLocksTakenOver) {
     }
   }
   EXPECT_EQ(log.str(), "");
+  // A folder the lock made that holds nothing else (a run refused before it wrote) goes with it.
+  EXPECT_FALSE(std::filesystem::exists(dir));
+  std::filesystem::create_directories(dir);
   { const RunFolderLock again(dir, log); }  // released cleanly: no message
   EXPECT_EQ(log.str(), "");
+  EXPECT_TRUE(std::filesystem::exists(dir / ".bertc-lock"));  // (a folder it did not make keeps its lock file)
   std::ofstream(dir / ".bertc-lock") << "4242 on elsewhere\n";  // as a killed holder leaves it
   { const RunFolderLock after_kill(dir, log); }
   EXPECT_NE(log.str().find("left locked by pid 4242 on elsewhere, which ended without unlocking it"), std::string::npos)

@@ -1,0 +1,145 @@
+// A file's bytes, decompressed when it is gzip (see gzip_reader.h). zlib's inflate, not its gz*
+// functions: gzread takes a stream cut short for the end of the file, and skips trailing bytes
+// without a word; only inflate's own states tell a member's end from a file's.
+#include "data/gzip_reader.h"
+
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "data/vocab.h"
+
+namespace bertc::data {
+namespace {
+
+constexpr size_t kChunk = size_t{1} << 20;
+
+bool gzip_magic(const unsigned char* p, size_t n) { return n >= 2 && p[0] == 0x1f && p[1] == 0x8b; }
+
+}  // namespace
+
+GzipReader::GzipReader(const std::filesystem::path& path, Note note) : path_(path), note_(std::move(note)) {
+  file_ = std::fopen(path.c_str(), "rb");
+  if (!file_) throw DataError(fmt::format("{}: cannot open it: {}", path.string(), std::strerror(errno)));
+  while (z_.avail_in < 2 && refill()) {
+  }
+  compressed_ = gzip_magic(z_.next_in, z_.avail_in);
+  if (path.extension() == ".gz" && !compressed_) {
+    std::fclose(file_);
+    if (file_read_ == 0)
+      throw DataError(fmt::format("{}: the file is empty, and a .gz file holds a gzip header at least: it was cut "
+                                  "short or never written (make or download it again)",
+                                  path.string()));
+    if (file_read_ == 1 && z_.next_in[0] == 0x1f) throw cut_short();  // (the magic's first byte alone)
+    throw DataError(fmt::format("{}: named .gz but not gzip-compressed (rename it .txt, or compress it)", path.string()));
+  }
+  if (compressed_ && inflateInit2(&z_, 15 + 16) != Z_OK) {  // (15 + 16: a gzip wrapper, its CRC checked)
+    std::fclose(file_);
+    throw DataError(fmt::format("{}: zlib cannot start decompressing it (out of memory?)", path.string()));
+  }
+  in_member_ = compressed_;
+}
+
+GzipReader::~GzipReader() {
+  if (compressed_) inflateEnd(&z_);
+  std::fclose(file_);
+}
+
+bool GzipReader::refill() {
+  const size_t keep = z_.avail_in;
+  if (keep > 0 && z_.next_in != reinterpret_cast<unsigned char*>(input_.data()))
+    std::memmove(input_.data(), z_.next_in, keep);
+  input_.resize(keep + kChunk);
+  const size_t n = std::fread(input_.data() + keep, 1, kChunk, file_);
+  if (n == 0 && std::ferror(file_))
+    throw DataError(fmt::format("{}: reading it failed after {} bytes: {}", path_.string(), file_read_,
+                                std::strerror(errno)));
+  file_read_ += n;
+  z_.next_in = reinterpret_cast<unsigned char*>(input_.data());
+  z_.avail_in = static_cast<uInt>(keep + n);
+  return n > 0;
+}
+
+size_t GzipReader::read(char* out, size_t size) {
+  if (ended_ || size == 0) return 0;
+  if (!compressed_) {
+    if (z_.avail_in == 0 && !refill()) {
+      ended_ = true;
+      return 0;
+    }
+    const size_t n = std::min<size_t>(size, z_.avail_in);
+    std::memcpy(out, z_.next_in, n);
+    z_.next_in += n;
+    z_.avail_in -= static_cast<uInt>(n);
+    consumed_ = file_read_ - z_.avail_in;
+    return n;
+  }
+  return inflate_some(out, size);
+}
+
+size_t GzipReader::inflate_some(char* out, size_t size) {
+  for (;;) {
+    if (z_.avail_in == 0 && !refill()) {
+      if (in_member_) throw cut_short();
+      ended_ = true;
+      return 0;
+    }
+    z_.next_out = reinterpret_cast<unsigned char*>(out);
+    z_.avail_out = static_cast<uInt>(std::min<size_t>(size, kChunk));
+    const uInt asked = z_.avail_out;
+    const int status = inflate(&z_, Z_NO_FLUSH);
+    consumed_ = file_read_ - z_.avail_in;
+    const size_t produced = asked - z_.avail_out;
+    if (status == Z_STREAM_END) {
+      ++members_;
+      in_member_ = false;
+      after_member();
+      if (produced > 0 || ended_) return produced;
+      continue;
+    }
+    if (status != Z_OK && status != Z_BUF_ERROR)  // (Z_BUF_ERROR: no progress until more input)
+      throw DataError(fmt::format("{}: the gzip data is damaged in member {}, {} bytes into the file ({}): get the "
+                                  "file again (gzip -t '{}' checks one)",
+                                  path_.string(), members_ + 1, consumed_, z_.msg ? z_.msg : "zlib error",
+                                  path_.string()));
+    if (produced > 0) return produced;
+  }
+}
+
+DataError GzipReader::cut_short() const {
+  return DataError(fmt::format(
+      "{}: the gzip stream ends early: the file is cut short after {} bytes, inside member {} ({} bytes of text read; "
+      "an interrupted download or copy?). Get the whole file again (gzip -t '{}' checks one), or give what it holds "
+      "knowingly: gzip -dc '{}' > part.txt (gzip says the same) and give part.txt",
+      path_.string(), file_read_, members_ + 1, compressed_ ? z_.total_out : 0, path_.string(), path_.string()));
+}
+
+void GzipReader::after_member() {
+  while (z_.avail_in < 2 && refill()) {
+  }
+  if (z_.avail_in == 0) {
+    ended_ = true;
+    return;
+  }
+  if (gzip_magic(z_.next_in, z_.avail_in)) {  // another member: its text follows (gzip -d concatenates them)
+    inflateReset(&z_);
+    in_member_ = true;
+    return;
+  }
+  uint64_t trailing = 0;
+  bool zeros = true;
+  do {
+    for (uInt i = 0; i < z_.avail_in; ++i) zeros = zeros && z_.next_in[i] == 0;
+    trailing += z_.avail_in;
+    z_.avail_in = 0;
+  } while (refill());
+  consumed_ = file_read_;
+  ended_ = true;
+  if (note_)
+    note_(fmt::format("{}: {} {} after its gzip stream ({} member(s), all read and checked) ignored, as gzip -d "
+                      "ignores them",
+                      path_.string(), trailing, zeros ? "zero byte(s)" : "byte(s) that are not gzip", members_));
+}
+
+}  // namespace bertc::data

@@ -1,0 +1,92 @@
+// Whether input is text (see text_check.h).
+#include "data/text_check.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <utf8proc.h>
+
+#include "data/vocab.h"
+
+namespace bertc::data {
+namespace {
+
+bool is_control(int32_t cp) {
+  const bool line_space = cp == '\t' || cp == '\n' || cp == '\v' || cp == '\f' || cp == '\r';
+  return (cp < 0x20 && !line_space) || (cp >= 0x7f && cp <= 0x9f);
+}
+
+// An encoding other than UTF-8 that a file's first bytes show: its iconv name, and why.
+struct OtherEncoding {
+  std::string name, why;
+  bool marked = false;  // by a byte-order mark: certain
+};
+
+std::optional<OtherEncoding> other_encoding(std::string_view head) {
+  auto starts = [&](std::string_view mark) { return head.substr(0, mark.size()) == mark; };
+  using namespace std::string_view_literals;
+  // (iconv's UTF-16 and UTF-32 read the mark and drop it)
+  if (starts("\xff\xfe\0\0"sv) || starts("\0\0\xfe\xff"sv)) return OtherEncoding{"UTF-32", "a UTF-32 byte-order mark", true};
+  if (starts("\xff\xfe"sv) || starts("\xfe\xff"sv)) return OtherEncoding{"UTF-16", "a UTF-16 byte-order mark", true};
+  size_t even = 0, odd = 0;
+  for (size_t i = 0; i < head.size(); ++i) (i % 2 ? odd : even) += head[i] == '\0';
+  if (head.size() >= 16 && 10 * std::max(even, odd) >= 4 * head.size())
+    return OtherEncoding{odd > even ? "UTF-16LE" : "UTF-16BE", "every other byte of its start is NUL", false};
+  return std::nullopt;
+}
+
+std::string share(uint64_t part, uint64_t whole) {
+  return fmt::format("{:.3g}%", whole ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0);
+}
+
+}  // namespace
+
+void TextFigures::add_line(std::string_view line) {
+  ++lines;
+  const auto* p = reinterpret_cast<const utf8proc_uint8_t*>(line.data());
+  const auto* end = p + line.size();
+  const uint64_t before = not_text;
+  while (p < end) {
+    if (*p >= 0x20 && *p < 0x7f) {  // (printable ASCII, most of any text: no decoding)
+      ++p;
+      continue;
+    }
+    utf8proc_int32_t cp = 0;
+    const utf8proc_ssize_t n = utf8proc_iterate(p, end - p, &cp);
+    if (n <= 0) {
+      ++not_text, ++p;  // one byte that starts no valid sequence
+      continue;
+    }
+    if (is_control(cp)) not_text += static_cast<uint64_t>(n);
+    p += n;
+  }
+  bytes += line.size();
+  if (not_text > before && first_bad_line == 0) first_bad_line = lines;
+}
+
+bool starts_with_utf8_bom(std::string_view text) { return text.starts_with("\xef\xbb\xbf"); }
+
+void refuse_not_text(const std::filesystem::path& path, std::string_view head, const TextFigures& figures) {
+  const std::optional<OtherEncoding> encoding = other_encoding(head);
+  if (!(encoding && encoding->marked) && !figures.mostly_not_text()) return;
+  if (encoding)
+    throw DataError(fmt::format("{}: text in {} ({}), and bertc reads UTF-8: convert it (iconv -f {} -t UTF-8 '{}' > "
+                                "converted.txt) and give the converted file",
+                                path.string(), encoding->name, encoding->why, encoding->name, path.string()));
+  throw DataError(fmt::format("{}: is not text: {} of its first {} bytes ({}) are invalid UTF-8 or control "
+                              "characters (from line {} on). bertc reads UTF-8 text; if this is text in another "
+                              "encoding, convert it (iconv -f LATIN1 -t UTF-8 '{}' > converted.txt), else give the "
+                              "text file it was meant to be",
+                              path.string(), figures.not_text, figures.bytes, share(figures.not_text, figures.bytes),
+                              figures.first_bad_line, path.string()));
+}
+
+std::optional<std::string> not_text_note(const std::filesystem::path& path, const TextFigures& figures) {
+  if (figures.not_text == 0) return std::nullopt;
+  return fmt::format("{}: {} of its {} bytes ({}) are invalid UTF-8 or control characters, first on line {}: the "
+                     "tokenizer drops them (is part of the file in another encoding?)",
+                     path.string(), figures.not_text, figures.bytes, share(figures.not_text, figures.bytes),
+                     figures.first_bad_line);
+}
+
+}  // namespace bertc::data

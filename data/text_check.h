@@ -1,0 +1,35 @@
+// Whether input is text: UTF-8 without control characters, which every reader of text in bertc
+// takes (training text, task files, vocabularies). Input that is mostly not text is refused with
+// its figures; a little is said with its figures (the tokenizer drops it).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace bertc::data {
+
+// Figures of the bytes seen so far; `not_text` counts the bytes of invalid UTF-8 sequences and the
+// control characters other than tab, line feed, vertical tab, form feed and carriage return.
+struct TextFigures {
+  uint64_t bytes = 0, not_text = 0;
+  int64_t lines = 0, first_bad_line = 0;  // first_bad_line: 1-based, 0 while none
+  void add_line(std::string_view line);   // one line (its line end included or not)
+  // More than a tenth of the bytes: no text file looks like that, a binary or UTF-16 one does.
+  bool mostly_not_text() const { return not_text > 0 && not_text * 10 > bytes; }
+};
+
+// A UTF-8 byte-order mark at the start of `text`, which readers skip (Windows tools write one).
+bool starts_with_utf8_bom(std::string_view text);
+
+// Throws DataError naming the file, the encoding its first bytes suggest (`head`: UTF-16 or
+// UTF-32, by a byte-order mark or by NUL bytes) and how to convert it, when the first bytes are a
+// UTF-16/32 byte-order mark or `figures` are mostly not text.
+void refuse_not_text(const std::filesystem::path& path, std::string_view head, const TextFigures& figures);
+
+// "N of M bytes (x%) are not UTF-8 text ... first on line L", when some are; nullopt when none.
+std::optional<std::string> not_text_note(const std::filesystem::path& path, const TextFigures& figures);
+
+}  // namespace bertc::data

@@ -1,0 +1,45 @@
+// Which vocabulary a file was made with (see vocab_identity.h).
+#include "data/vocab_identity.h"
+
+#include <charconv>
+
+#include <fmt/format.h>
+
+namespace bertc::data {
+
+std::string VocabRecord::describe() const {
+  const std::string tokens_text = tokens > 0 ? fmt::format("{} tokens, ", tokens) : "";
+  return path.empty() ? fmt::format("{}xxh3 {}", tokens_text, xxh3) : fmt::format("{} ({}xxh3 {})", path, tokens_text, xxh3);
+}
+
+VocabRecord record_of(const Vocab& vocab) { return {vocab.xxh3(), vocab.size(), vocab.source()}; }
+
+std::map<std::string, std::string> vocab_metadata(const VocabRecord& r) {
+  std::map<std::string, std::string> m{{"vocab_xxh3", r.xxh3}, {"vocab_tokens", std::to_string(r.tokens)}};
+  if (!r.path.empty()) m["vocab"] = r.path;
+  return m;
+}
+
+std::optional<VocabRecord> vocab_from_metadata(const std::map<std::string, std::string>& m) {
+  const auto hash = m.find("vocab_xxh3");
+  if (hash == m.end() || hash->second.empty()) return std::nullopt;
+  VocabRecord r;
+  r.xxh3 = hash->second;
+  if (const auto it = m.find("vocab"); it != m.end()) r.path = it->second;
+  if (const auto it = m.find("vocab_tokens"); it != m.end()) {
+    const std::string& t = it->second;
+    std::from_chars(t.data(), t.data() + t.size(), r.tokens);
+  }
+  return r;
+}
+
+void require_same_vocab(const VocabRecord& used, const VocabRecord& recorded, const std::string& holder,
+                        const std::string& fix) {
+  if (used.xxh3 == recorded.xxh3) return;
+  const bool same_size = recorded.tokens == used.tokens;
+  throw DataError(fmt::format("the vocabulary {} is not the one {} was made with, {}{}: {}", used.describe(), holder,
+                              recorded.describe(),
+                              same_size ? " (the same size: the same tokens in another order, or others)" : "", fix));
+}
+
+}  // namespace bertc::data

@@ -1,0 +1,158 @@
+// data/text_input, gzip_reader and text_check: gzip read as RFC 1952 and the gzip tool define it
+// (members concatenated; a stream cut short, or failing its CRC, refused; bytes after the last
+// member ignored and said), and input that is not UTF-8 text refused or said with its figures.
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <random>
+
+#include "data/text_input.h"
+#include "data/vocab.h"
+
+namespace bertc::data {
+namespace {
+
+std::filesystem::path scratch(const std::string& name) {
+  const auto dir = std::filesystem::temp_directory_path() / "bertc-text-input-test";
+  std::filesystem::create_directories(dir);
+  return dir / name;
+}
+
+std::filesystem::path write(const std::string& name, const std::string& bytes) {
+  const auto path = scratch(name);
+  std::ofstream(path, std::ios::binary) << bytes;
+  return path;
+}
+
+// One gzip member of `text`, as zlib's gzip writer makes it.
+std::string gzip(const std::string& text) {
+  const auto path = scratch("member.gz");
+  gzFile f = gzopen(path.c_str(), "wb");
+  gzwrite(f, text.data(), static_cast<unsigned>(text.size()));
+  gzclose(f);
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// Every line of the file, with what LineReader said of it.
+struct Read {
+  std::string text;
+  std::vector<std::string> notes;
+};
+Read read_all(const std::filesystem::path& path) {
+  Read r;
+  LineReader reader(path, size_t{64} << 20, [&](const std::string& note) { r.notes.push_back(note); });
+  for (std::string line; reader.next(line);) r.text += line;
+  return r;
+}
+
+std::string refusal(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const DataError& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
+// Some prose of many lines, long enough for several deflate blocks.
+std::string prose() {
+  std::string text;
+  std::mt19937 rng(7);
+  const char* words[] = {"the", "model", "reads", "every", "line", "of", "text", "and", "learns", "tokens"};
+  for (int line = 0; line < 4000; ++line) {
+    for (int w = 0; w < 12; ++w) text += std::string(words[rng() % 10]) + (w < 11 ? " " : "\n");
+    if (line % 50 == 49) text += "\n";
+  }
+  return text;
+}
+
+TEST(Gzip, ReadsAWholeStreamAndConcatenatedMembers) {
+  const std::string text = prose();
+  EXPECT_EQ(read_all(write("whole.txt.gz", gzip(text))).text, text);
+  // gzip -d of two members is both texts, one after the other.
+  const Read two = read_all(write("two.txt.gz", gzip(text) + gzip("second member\n")));
+  EXPECT_EQ(two.text, text + "second member\n");
+  EXPECT_TRUE(two.notes.empty());
+  // A gzip file whatever its name.
+  EXPECT_EQ(read_all(write("named-plain.txt", gzip(text))).text, text);
+}
+
+TEST(Gzip, RefusesAStreamCutShortWhereverItIsCut) {
+  const std::string whole = gzip(prose());
+  // Inside the header, the deflate data, and the 8-byte trailer (CRC32, length): all cut short.
+  for (size_t keep : {size_t{1}, size_t{5}, size_t{12}, whole.size() / 3, whole.size() / 2, whole.size() - 9,
+                      whole.size() - 8, whole.size() - 4, whole.size() - 1}) {
+    const auto path = write("cut.txt.gz", whole.substr(0, keep));
+    EXPECT_NE(refusal([&] { read_all(path); }).find("the gzip stream ends early: the file is cut short after " +
+                                                     std::to_string(keep) + " bytes"),
+              std::string::npos)
+        << keep << ": " << refusal([&] { read_all(path); });
+  }
+  // A second member cut short is as much a loss as the first.
+  const auto second = write("cut-second.txt.gz", whole + whole.substr(0, whole.size() / 2));
+  EXPECT_NE(refusal([&] { read_all(second); }).find("inside member 2"), std::string::npos);
+}
+
+TEST(Gzip, RefusesDamageTheChecksCatch) {
+  std::string bad_crc = gzip(prose());
+  bad_crc[bad_crc.size() - 6] ^= 0x40;  // in the trailer's CRC32
+  EXPECT_NE(refusal([&] { read_all(write("crc.txt.gz", bad_crc)); }).find("damaged in member 1"), std::string::npos);
+  std::string bad_length = gzip(prose());
+  bad_length[bad_length.size() - 2] ^= 0x01;  // in the trailer's length
+  EXPECT_NE(refusal([&] { read_all(write("length.txt.gz", bad_length)); }).find("damaged"), std::string::npos);
+  EXPECT_NE(refusal([&] { read_all(write("plain.txt.gz", "not compressed\n")); }).find("not gzip-compressed"),
+            std::string::npos);
+  EXPECT_NE(refusal([&] { read_all(write("empty.txt.gz", "")); }).find("the file is empty"), std::string::npos);
+}
+
+TEST(Gzip, IgnoresAndSaysBytesAfterTheLastMember) {
+  const std::string text = prose();
+  const Read junk = read_all(write("junk.txt.gz", gzip(text) + "JUNKJUNK"));
+  EXPECT_EQ(junk.text, text);
+  ASSERT_EQ(junk.notes.size(), 1u);
+  EXPECT_NE(junk.notes[0].find("8 byte(s) that are not gzip after its gzip stream (1 member(s)"), std::string::npos);
+  const Read zeros = read_all(write("zeros.txt.gz", gzip(text) + std::string(100, '\0')));
+  EXPECT_EQ(zeros.text, text);
+  ASSERT_EQ(zeros.notes.size(), 1u);
+  EXPECT_NE(zeros.notes[0].find("100 zero byte(s)"), std::string::npos);
+}
+
+TEST(TextCheck, RefusesBinaryAndUtf16AndSaysAFewBadBytes) {
+  std::string random(200000, '\0');
+  std::mt19937 rng(1);
+  for (char& c : random) c = static_cast<char>(rng());
+  EXPECT_NE(refusal([&] { read_all(write("random.txt", random)); }).find("is not text"), std::string::npos);
+  // UTF-16 with and without its byte-order mark.
+  std::string utf16le = "\xff\xfe", bare;
+  for (char c : std::string("some text\nmore text\n")) bare += std::string{c, '\0'};
+  EXPECT_NE(refusal([&] { read_all(write("bom16.txt", utf16le + bare)); }).find("UTF-16 (a UTF-16 byte-order mark)"),
+            std::string::npos);
+  EXPECT_NE(refusal([&] { read_all(write("bare16.txt", bare + bare)); }).find("UTF-16LE (every other byte"),
+            std::string::npos);
+  // A UTF-8 byte-order mark is not text of the file.
+  EXPECT_EQ(read_all(write("bom8.txt", "\xef\xbb\xbfhello\n")).text, "hello\n");
+  // A few bad bytes: read, said with figures and the first line.
+  const Read some = read_all(write("some.txt", prose() + "odd \xff\xfe bytes\n"));
+  ASSERT_EQ(some.notes.size(), 1u);
+  EXPECT_NE(some.notes[0].find("2 of its"), std::string::npos) << some.notes[0];
+  EXPECT_NE(some.notes[0].find("first on line 4081"), std::string::npos) << some.notes[0];
+  EXPECT_TRUE(read_all(write("clean.txt", prose())).notes.empty());
+}
+
+TEST(TextFiles, RefusesAnEntryNamedAsTextThatIsNoFile) {
+  const auto dir = scratch("folder");
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir / "b.txt");
+  write("folder/a.txt", "text\n");
+  EXPECT_NE(refusal([&] { text_files(dir); }).find("b.txt: named as text but not a file (a folder)"),
+            std::string::npos);
+  std::filesystem::remove(dir / "b.txt");
+  EXPECT_EQ(text_files(dir).size(), 1u);
+}
+
+}  // namespace
+}  // namespace bertc::data
