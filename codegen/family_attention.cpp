@@ -87,13 +87,19 @@ KernelSpec render_attention(const KernelInput& in) {
   const int64_t bytes = static_cast<int64_t>(ir::dtype_bytes(q.dtype));
   std::optional<Tiling> t = tiling(choose_strategy(in.target.sm, q.dtype, in.target.tf32), backward, d, bytes);
   if (!t || shared_bytes(*t, backward, d, bytes) > kSharedLimit) t = tiling(MatrixStrategy::Simt, backward, d, bytes);
-  if (!t) throw ir::Error(fmt::format("attention: head size {} fits no tiling of 4 warps (it must be a multiple of 8)", d));
+  if (!t)
+    throw ir::Error(fmt::format("attention: head size {} (hidden_size / num_attention_heads) fits no tiling of 4 warps "
+                                "of the fused attention (it must be a multiple of 8): choose num_attention_heads so "
+                                "that it is, or run the unfused attention ([compile] fused_attention = false, or "
+                                "--fused-attention false)",
+                                d));
   const MatrixStrategy s = t->strategy;
   const int bq = t->bq, bkv = t->bkv, sg = t->sg, og = t->og, kg = t->kg;
   const int64_t shared = shared_bytes(*t, backward, d, bytes);
   if (shared > kSharedLimit)
     throw ir::Error(fmt::format("attention: head size {} needs {} bytes of shared memory for {} x {} tiles, over the {} "
-                                "a block may use; run the unfused attention (compile.fused_attention = false)",
+                                "a block may use; run the unfused attention ([compile] fused_attention = false, or "
+                                "--fused-attention false)",
                                 d, shared, bq, bkv, kSharedLimit));
   if (batch * heads > int64_t{1} << 24 || sq >= int64_t{1} << 30 || sk >= int64_t{1} << 30)
     throw ir::Error("attention: a problem beyond one launch's grid");

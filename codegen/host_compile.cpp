@@ -6,7 +6,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <fstream>
 #include <iterator>
@@ -24,8 +26,14 @@ extern char** environ;
 namespace bertc::codegen {
 namespace {
 
-// Runs argv, its stdout and stderr into `log`; returns the exit status (-1: could not start).
-int run_command(const std::vector<std::string>& argv, const std::filesystem::path& log) {
+// How a command ended: its exit status, or why it did not (it could not start; a signal ended it).
+struct CommandEnd {
+  int status = 0;
+  std::string failure;  // "" when it exited with `status`
+};
+
+// Runs argv, its stdout and stderr into `log`.
+CommandEnd run_command(const std::vector<std::string>& argv, const std::filesystem::path& log) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -36,10 +44,12 @@ int run_command(const std::vector<std::string>& argv, const std::filesystem::pat
   pid_t pid = 0;
   const int spawned = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
-  if (spawned != 0) return -1;
+  if (spawned != 0) return {-1, fmt::format("cannot be run: {}", std::strerror(spawned))};
   int status = 0;
-  if (waitpid(pid, &status, 0) < 0) return -1;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  if (waitpid(pid, &status, 0) < 0) return {-1, fmt::format("could not be waited for: {}", std::strerror(errno))};
+  if (WIFSIGNALED(status))
+    return {-1, fmt::format("was killed by signal {} ({}; out of memory?)", WTERMSIG(status), strsignal(WTERMSIG(status)))};
+  return {WEXITSTATUS(status), ""};
 }
 
 std::string read_text(const std::filesystem::path& p) {
@@ -104,12 +114,20 @@ void build_library(const std::string& source, const std::filesystem::path& folde
   std::vector<std::string> argv = {compiler};
   argv.insert(argv.end(), kFlags.begin(), kFlags.end());
   argv.insert(argv.end(), {"-I", prelude.string(), source_path.string(), "-o", partial.string()});
-  const int status = run_command(argv, log);
-  if (status != 0) {
+  const CommandEnd end = run_command(argv, log);
+  if (end.status != 0 || !end.failure.empty()) {
     std::error_code ec;
     std::filesystem::remove(partial, ec);
-    throw KernelCompileError(fmt::format("the host compiler ({}) failed on {} (exit {}):\n{}", compiler,
-                                         source_path.string(), status, read_text(log)));
+    if (end.failure.starts_with("cannot be run"))
+      throw KernelCompileError(fmt::format(
+          "the host C++ compiler '{}'{} {}: the Host device compiles its kernels with one (C++17): install one (apt-get "
+          "install g++), or set BERTC_HOST_CXX to its path{}",
+          compiler, std::getenv("BERTC_HOST_CXX") ? " (BERTC_HOST_CXX)" : "", end.failure,
+          std::getenv("BERTC_HOST_CXX") ? " (or unset it: c++ then)" : ""));
+    throw KernelCompileError(fmt::format("the host compiler ({}) failed on {} ({}):\n{}", compiler,
+                                         source_path.string(),
+                                         end.failure.empty() ? fmt::format("exit {}", end.status) : end.failure,
+                                         read_text(log)));
   }
   // Not writable by the group or others whatever the umask (002 leaves the compiler's output
   // group-writable): the cache would not trust it (kernel_cache.h).

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -101,6 +102,23 @@ bool driver_loads(const std::string& nvrtc_version, int driver_version, bool ptx
   return loads(major, minor, driver_version, ptx);
 }
 
+namespace {
+
+// How to give bertc an NVRTC that compiles for sm_`arch`, where none was found.
+std::string find_one(int arch) {
+  if (const char* forced = std::getenv("BERTC_NVRTC"); forced && *forced)
+    return fmt::format("BERTC_NVRTC={} is what bertc tried: point it at a libnvrtc.so that compiles for sm_{}{}, or "
+                       "unset it to search the usual places",
+                       forced, arch, arch < 75 ? " (CUDA 12's: CUDA 13's starts at sm_75)" : "");
+  if (arch < 75)
+    return "CUDA 13's NVRTC starts at sm_75; for sm_61 and sm_70 run scripts/setup.sh (it installs the CUDA 12 NVRTC "
+           "wheel into .deps/) or point BERTC_NVRTC at a libnvrtc.so.12";
+  return "install a CUDA toolkit, or run scripts/setup.sh (it installs the CUDA 12 NVRTC wheel into .deps/), or point "
+         "BERTC_NVRTC at a libnvrtc.so";
+}
+
+}  // namespace
+
 NvrtcCompiler NvrtcCompiler::for_arch(int arch, int driver_version) {
   std::vector<NvrtcProbe> probes = probe_nvrtc_libraries();
   for (NvrtcProbe& p : probes)
@@ -119,10 +137,8 @@ NvrtcCompiler NvrtcCompiler::for_arch(int arch, int driver_version) {
         "no NVRTC library compiles for sm_{} in a form the driver (CUDA {}.{}) loads. Found:{}\nUpdate the driver, or "
         "point BERTC_NVRTC at the libnvrtc of the driver's CUDA version",
         arch, driver_version / 1000, driver_version % 1000 / 10, describe_libraries(probes)));
-  throw std::runtime_error(fmt::format(
-      "no NVRTC library compiles for sm_{}. Found:{}\nCUDA 13's NVRTC starts at sm_75; for sm_61 and sm_70 run "
-      "scripts/setup.sh (it installs the CUDA 12 NVRTC wheel into .deps/) or point BERTC_NVRTC at a libnvrtc.so.12",
-      arch, describe_libraries(probes)));
+  throw std::runtime_error(
+      fmt::format("no NVRTC library compiles for sm_{}. Found:{}\n{}", arch, describe_libraries(probes), find_one(arch)));
 }
 
 NvrtcCompiler NvrtcCompiler::ptx_for_arch(int arch, int driver_version) {
@@ -134,7 +150,8 @@ NvrtcCompiler NvrtcCompiler::ptx_for_arch(int arch, int driver_version) {
                                        driver_version ? fmt::format(" that the driver (CUDA {}.{}) loads",
                                                                     driver_version / 1000, driver_version % 1000 / 10)
                                                       : "",
-                                       describe_libraries(probes)));
+                                       describe_libraries(probes)) +
+                           "\n" + find_one(arch));
 }
 
 std::string NvrtcCompiler::version() const { return fmt::format("{}.{}", library_.major, library_.minor); }

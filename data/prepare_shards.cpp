@@ -95,15 +95,18 @@ std::vector<Document> read_scratch(const std::filesystem::path& path) {
 // its examples — dupe_factor copies, each of about twice its chunks (a random next sentence puts
 // the rest of a chunk back), an example taking some 300 bytes of vectors and their allocations
 // plus 16 per prediction and per token (id and segment, 8 bytes each; the random next sentences
-// add half the tokens again, the vectors' spare capacity more: 40 a token) — and a block of padded
-// rows being written. Measured: 500 MiB resident for a shard of 1.9M tokens on bert-tiny's
-// settings, estimated 566 MiB (README, "Pretraining data").
+// add half the tokens again, the vectors' spare capacity more: 40 a token) — a block of padded
+// rows being written, and the shard's file, made in memory before it is written out (gzip'd rows:
+// under seq_len + 8 x predictions bytes an example; 3.5 GB of shards held 31.9 M examples at seq
+// 128 and 20 predictions, 110 bytes each). Measured: 500 MiB resident for a shard of 1.9M tokens
+// on bert-tiny's settings, estimated 566 MiB before the file in memory (README, "Pretraining data").
 uint64_t shard_bytes(const ScratchShard& s, const ExampleOptions& o) {
   const auto dupe = static_cast<uint64_t>(o.dupe_factor);
   const uint64_t examples = dupe * 2 * static_cast<uint64_t>(s.chunks);
+  const auto seq = static_cast<uint64_t>(o.max_seq_length), predictions = static_cast<uint64_t>(o.max_predictions_per_seq);
   return static_cast<uint64_t>(s.tokens) * 8 + static_cast<uint64_t>(s.sentences) * 40 +
-         examples * (300 + 16 * static_cast<uint64_t>(o.max_predictions_per_seq)) +
-         dupe * static_cast<uint64_t>(s.tokens) * 40 + 4096 * static_cast<uint64_t>(o.max_seq_length) * 6;
+         examples * (300 + 16 * predictions) + dupe * static_cast<uint64_t>(s.tokens) * 40 + 4096 * seq * 6 +
+         examples * (seq + 8 * predictions);
 }
 
 // Removes the scratch folder however the run ends.
@@ -231,8 +234,10 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
     shards[s].path = scratch.path / fmt::format("shard-{:05d}.ids", s);
     shards[s].out.open(shards[s].path, std::ios::binary);
     if (!shards[s].out)
-      throw DataError(fmt::format("{}: cannot be created: {} (fewer --shards, or a higher `ulimit -n`)",
-                                  shards[s].path.string(), std::strerror(errno)));
+      throw DataError(fmt::format("{}: cannot be created: {}{}", shards[s].path.string(), std::strerror(errno),
+                                  errno == EMFILE || errno == ENFILE
+                                      ? " (a file a shard is open in pass 1: fewer --shards, or a higher `ulimit -n`)"
+                                      : ""));
   }
   // A round's text takes about 7 times its size in memory (lines as strings, then token vectors:
   // measured 340 MiB resident for rounds of 46 MiB). A round ends at the first document boundary

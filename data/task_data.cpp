@@ -187,6 +187,7 @@ TaskData read_tsv(const std::filesystem::path& path, const TaskFormat& f, const 
                                 path.string()));
   TaskData data{path, {}, 0, {}};
   auto lines = read_lines(path, data.notes);
+  if (lines.empty()) throw DataError(fmt::format("{}: no examples in the file (it is empty, or blank lines only)", path.string()));
   std::vector<std::string> header;
   if (f.tsv_header && !lines.empty()) {
     header = split_tabs(lines.front().second);

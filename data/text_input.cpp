@@ -41,7 +41,10 @@ std::vector<std::filesystem::path> text_files(const std::filesystem::path& input
     files.push_back(e.path());
   }
   std::sort(files.begin(), files.end());
-  if (files.empty()) throw DataError(fmt::format("{}: the folder holds no .txt or .txt.gz files", input.string()));
+  if (files.empty())
+    throw DataError(fmt::format("{}: the folder holds no training text (.txt or .txt.gz files; bertc train also reads "
+                                "a folder of HDF5 shards, which bertc prepare-data makes)",
+                                input.string()));
   return files;
 }
 

@@ -229,8 +229,9 @@ VocabTrainResult train_wordpiece(const std::map<std::string, int64_t>& word_coun
   const int64_t fixed = static_cast<int64_t>(std::size(kSpecials) + alphabet.size());
   if (o.size < fixed)
     throw DataError(fmt::format("a vocabulary of {} tokens cannot hold BERT's 5 special tokens and the text's {} "
-                                "characters: ask for at least {} (or lower limit_alphabet)",
-                                o.size, alphabet.size(), fixed));
+                                "alphabet tokens ({} characters, and ## forms of those seen inside words): give --size "
+                                "{} or more (or a lower --limit-alphabet)",
+                                o.size, alphabet.size(), ranked.size(), fixed));
   Merger m;
   for (const char* s : kSpecials) m.symbol(s);
   for (const std::string& a : alphabet) m.symbol(a);

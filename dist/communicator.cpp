@@ -28,7 +28,7 @@ class SingleProcess : public Communicator {
     };
     return std::make_unique<Done>();
   }
-  std::vector<uint64_t> all_gather(uint64_t value) override { return {value}; }
+  std::vector<uint64_t> all_gather(uint64_t value, const std::string&) override { return {value}; }
   void broadcast(void*, size_t, int) override {}
   void meet(const std::string&) override {}
   [[noreturn]] void abort(int code) override { std::exit(code); }
@@ -107,7 +107,10 @@ std::unique_ptr<Communicator> open_world(double timeout_seconds) {
       throw RankError(fmt::format(
           "WORLD_SIZE={} is set, but {}: the ranks meet at rank 0's MASTER_ADDR:MASTER_PORT (torchrun sets both; a "
           "Slurm script exports MASTER_ADDR=$(scontrol show hostnames | head -1) and a free MASTER_PORT)",
-          l.size, l.address.empty() ? "MASTER_ADDR is not" : fmt::format("MASTER_PORT (port {}) is not a port", l.port)));
+          l.size,
+          l.address.empty() ? "MASTER_ADDR is not"
+          : l.port == 0 && !std::getenv("MASTER_PORT") ? "MASTER_PORT is not set"
+                                                       : fmt::format("MASTER_PORT (port {}) is not a port", l.port)));
     return gloo_world(l, timeout_seconds);
   }
   return single_process();

@@ -52,8 +52,9 @@ class Communicator {
   // until wait()). Every rank starts the same sums in the same order.
   virtual std::unique_ptr<PendingSum> start_sum(void* data, size_t count, Element element) = 0;
   void sum(void* data, size_t count, Element element) { start_sum(data, count, element)->wait(); }
-  // Every rank's `value`, by rank.
-  virtual std::vector<uint64_t> all_gather(uint64_t value) = 0;
+  // Every rank's `value`, by rank; `what` names the exchange in a late or dead rank's error ("the
+  // agreement on stopping after step 12").
+  virtual std::vector<uint64_t> all_gather(uint64_t value, const std::string& what) = 0;
   virtual void broadcast(void* data, size_t bytes, int root) = 0;
   // Waits until every rank has called it with `what` (e.g. "the gradient all-reduce of step 12");
   // past the deadline rank 0 names the ranks that did not come and stops every rank.

@@ -163,7 +163,7 @@ class Gloo : public Communicator {
     return pending;
   }
 
-  std::vector<uint64_t> all_gather(uint64_t value) override {
+  std::vector<uint64_t> all_gather(uint64_t value, const std::string& what) override {
     std::vector<uint64_t> all(static_cast<size_t>(launch_.size));
     const Milliseconds limit = op_timeout();
     run([&] {
@@ -172,7 +172,7 @@ class Gloo : public Communicator {
       opts.setInput(&value, 1);
       opts.setOutput(all.data(), all.size());
       gloo::allgather(opts);
-    }, "an exchange of start-up figures");
+    }, what);
     return all;
   }
 
@@ -261,10 +261,17 @@ class Gloo : public Communicator {
     bool said = false;
     for (std::vector<int> missing; !(missing = server_->absent()).empty();) {
       if (Clock::now() > deadline)
-        throw RankError(fmt::format(
-            "rank {} did not join rank 0 at {}:{} within {:g} s: start every rank (RANK 0 to {}) with the same "
-            "MASTER_ADDR and MASTER_PORT, or unset WORLD_SIZE (here {}) to train as one process",
-            fmt::join(missing, ", rank "), launch_.address, launch_.port, timeout, launch_.size - 1, launch_.size));
+        throw RankError(
+            server_->second_rank0()
+                ? fmt::format("rank {} did not join rank 0 at {}:{} within {:g} s, and another process started as rank "
+                              "0 too (it found this one holding the port): two processes were given RANK=0. Give each "
+                              "rank its own RANK, 0 to {} (torchrun sets it; in a Slurm script, RANK=$SLURM_PROCID)",
+                              fmt::join(missing, ", rank "), launch_.address, launch_.port, timeout, launch_.size - 1)
+                : fmt::format("rank {} did not join rank 0 at {}:{} within {:g} s: start every rank (RANK 0 to {}) "
+                              "with the same MASTER_ADDR and MASTER_PORT, or unset WORLD_SIZE (here {}) to train as "
+                              "one process",
+                              fmt::join(missing, ", rank "), launch_.address, launch_.port, timeout, launch_.size - 1,
+                              launch_.size));
       if (!said && Clock::now() - start > std::chrono::seconds(2)) {
         std::fprintf(stderr, "bertc: rank 0 of %d (%s) waits at port %d for rank %s (up to %g s)\n", launch_.size,
                      launch_.launcher.c_str(), launch_.port, fmt::format("{}", fmt::join(missing, ", ")).c_str(),
@@ -334,8 +341,10 @@ class Gloo : public Communicator {
       if (late && !late->empty()) stop(*late);
       // Gloo may see a dead peer's connection close before the rendezvous does: a moment for it.
       for (int i = 0; i < 40 && !someone_gone(); ++i) std::this_thread::sleep_for(Milliseconds(50));
-      stop(fmt::format("{} failed: {} ({}; rank_timeout in [train] sets the wait): stopping every rank", what,
-                       who_is_missing(), e.what()));
+      // A rank gone is gone however long one waits: the way on is a resumed run.
+      stop(fmt::format("{} failed: {} ({}{}): stopping every rank{}", what, who_is_missing(), e.what(),
+                       someone_gone() ? "" : "; rank_timeout in [train] sets the wait",
+                       someone_gone() ? "; start every rank again with --resume (from the newest checkpoint)" : ""));
     }
   }
 

@@ -106,11 +106,11 @@ class Mpi : public Communicator {
     return pending;
   }
 
-  std::vector<uint64_t> all_gather(uint64_t value) override {
+  std::vector<uint64_t> all_gather(uint64_t value, const std::string& what) override {
     std::vector<uint64_t> all(static_cast<size_t>(size_));
     std::vector<MPI_Request> r(1);
     check(MPI_Iallgather(&value, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, MPI_COMM_WORLD, &r[0]), "MPI_Iallgather");
-    wait(r, [&] { return late("an exchange of start-up figures"); }, true);
+    wait(r, [&] { return late(what); }, true);
     return all;
   }
 

@@ -1,7 +1,8 @@
 // The rendezvous store over TCP (see tcp_store.h). A request is an op byte, a key length (u32), a
 // value length (u64), the key and the value; an answer is a status byte, a length (u64) and bytes.
-// Ops: 'H' join (the value: rank and world size), 'S' set, 'G' get (status 'n': not set yet),
-// 'P' ping (every request tells the server its rank is alive).
+// Ops: 'H' join (the value: rank and world size; rank -1: a probe, refused, by a process that
+// found the port taken), 'S' set, 'G' get (status 'n': not set yet), 'P' ping (every request
+// tells the server its rank is alive).
 #include "dist/tcp_store.h"
 
 #include <cerrno>
@@ -9,6 +10,7 @@
 #include <chrono>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <set>
 
 #include <arpa/inet.h>
@@ -128,7 +130,60 @@ struct TcpStoreServer::State {
   std::set<int> joined, gone;
   std::map<int, Clock::time_point> heard;  // each joined rank's last request
   std::vector<std::string> reached;        // the addresses joined ranks reached this machine at
+  bool second_rank0 = false;               // a probe of a world of this size came (TcpStoreServer::second_rank0)
 };
+
+namespace {
+
+int connect_within(const addrinfo& a, double seconds, std::string& why);
+
+// What answers bertc's greeting on this machine's `port`, asked as a probe (rank -1, which a
+// bertc rendezvous refuses and notes): its refusal, or nullopt when nothing bertc answers.
+std::optional<std::string> probe_rendezvous(int port, int ranks) {
+  addrinfo hints{}, *found = nullptr;
+  hints.ai_socktype = SOCK_STREAM;
+  if (::getaddrinfo("localhost", std::to_string(port).c_str(), &hints, &found) != 0) return std::nullopt;
+  std::string why;
+  int fd = -1;
+  for (addrinfo* a = found; a && fd < 0; a = a->ai_next) fd = connect_within(*a, 1.0, why);
+  ::freeaddrinfo(found);
+  if (fd < 0) return std::nullopt;
+  set_timeouts(fd, 2);
+  const int32_t who[2] = {-1, ranks};
+  const uint32_t key_bytes = sizeof kGreeting - 1;
+  const uint64_t value_bytes = sizeof who;
+  char status = 0;
+  uint64_t length = 0;
+  std::string text;
+  const bool asked = write_all(fd, "H", 1) && write_all(fd, &key_bytes, 4) && write_all(fd, &value_bytes, 8) &&
+                     write_all(fd, kGreeting, key_bytes) && write_all(fd, who, sizeof who);
+  const bool answered = asked && read_all(fd, &status, 1) && read_all(fd, &length, 8) && length < 4096 &&
+                        (text.resize(length), read_all(fd, text.data(), length));
+  ::close(fd);
+  if (!answered) return std::nullopt;
+  return text;
+}
+
+// Why rank 0 cannot take `port`: another rank 0 of this world holds it (two processes were given
+// RANK=0), another bertc run does, or another program.
+std::string port_taken(int port, int ranks) {
+  const std::optional<std::string> bertc = probe_rendezvous(port, ranks);
+  if (!bertc)
+    return fmt::format("rank 0 cannot listen on port {} for the other ranks: another program holds it: choose a free "
+                       "port with MASTER_PORT (or BERTC_RENDEZVOUS_PORT under torchrun)",
+                       port);
+  if (*bertc == "a probe")
+    return fmt::format("rank 0 cannot listen on port {}: another bertc holds it as rank 0 of a world of {} ranks, as "
+                       "this one would be: two processes were started with RANK=0. Give each rank its own RANK, 0 to "
+                       "{} (torchrun sets it; in a Slurm script, RANK=$SLURM_PROCID); if that is another run, choose "
+                       "another MASTER_PORT",
+                       port, ranks, ranks - 1);
+  return fmt::format("rank 0 cannot listen on port {}: another bertc run, of another world size, holds it: choose "
+                     "another MASTER_PORT (or BERTC_RENDEZVOUS_PORT under torchrun)",
+                     port);
+}
+
+}  // namespace
 
 TcpStoreServer::TcpStoreServer(int port, int ranks) : state_(std::make_unique<State>()) {
   state_->ranks = ranks;
@@ -156,11 +211,8 @@ TcpStoreServer::TcpStoreServer(int port, int ranks) : state_(std::make_unique<St
   if (rc != 0 || ::listen(listener_, 128) != 0) {
     const int error = errno;
     ::close(listener_);
-    throw RankError(fmt::format(
-        "rank 0 cannot listen on port {} for the other ranks: {}{}", port, std::strerror(error),
-        error == EADDRINUSE ? " (another program holds it: choose a free port with MASTER_PORT, or "
-                              "BERTC_RENDEZVOUS_PORT under torchrun)"
-                            : ""));
+    if (error == EADDRINUSE) throw RankError(port_taken(port, ranks));
+    throw RankError(fmt::format("rank 0 cannot listen on port {} for the other ranks: {}", port, std::strerror(error)));
   }
   sockaddr_storage bound{};
   socklen_t length = sizeof bound;
@@ -196,6 +248,11 @@ std::vector<int> TcpStoreServer::absent() const {
   return missing;
 }
 
+bool TcpStoreServer::second_rank0() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->second_rank0;
+}
+
 std::vector<int> TcpStoreServer::silent(double seconds) const {
   std::lock_guard lock(state_->mutex);
   const auto since = Clock::now() - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
@@ -227,6 +284,8 @@ void TcpStoreServer::serve() {
         if (who[1] != s.ranks)
           refusal = fmt::format("rank 0 runs a world of {} ranks, this rank one of {}: start every rank with the same "
                                 "WORLD_SIZE", s.ranks, who[1]);
+        else if (who[0] == -1)
+          s.second_rank0 = true, refusal = "a probe";
         else if (who[0] < 0 || who[0] >= s.ranks || s.joined.count(who[0]))
           refusal = fmt::format("rank {} {}: give every rank its own RANK below WORLD_SIZE={}", who[0],
                                 s.joined.count(who[0]) ? "has joined already" : "is not a rank rank 0 waits for", s.ranks);

@@ -41,6 +41,9 @@ class TcpStoreServer {
   std::vector<int> absent() const;
   // Ranks still connected whose last request (a ping, when they wait) is older than `seconds`.
   std::vector<int> silent(double seconds) const;
+  // Whether another process started as rank 0 of a world of this size found this server holding
+  // the port (it asks, as a probe, before it says why it cannot listen): two processes got RANK=0.
+  bool second_rank0() const;
 
  private:
   void serve();

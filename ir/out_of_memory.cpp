@@ -14,8 +14,8 @@ std::string readable_bytes(size_t bytes) {
 }
 
 OutOfMemory::OutOfMemory(std::string_view memory, std::string_view what, size_t bytes, std::string_view where)
-    : std::runtime_error(fmt::format("out of {} memory allocating {} for {}{}: {}", memory, readable_bytes(bytes), what,
-                                     where.empty() ? std::string() : fmt::format(" on {}", where), kLessMemoryAdvice)),
+    : std::runtime_error(fmt::format("out of {} memory allocating {} for {}{}", memory, readable_bytes(bytes), what,
+                                     where.empty() ? std::string() : fmt::format(" on {}", where))),
       bytes_(bytes) {}
 
 }  // namespace bertc::ir

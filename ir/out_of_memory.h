@@ -1,5 +1,6 @@
-// Running out of memory, said in one place: what was being allocated, its size, and the options
-// that make a step need less (every device and the CPU reference throw this).
+// Running out of memory, said in one place: what was being allocated and its size (every device
+// and the CPU reference throw this). What needs less depends on the command that ran (a compiled
+// program cannot change its batch, eval has none to lower): the driver says it (tools/driver.cpp).
 #pragma once
 
 #include <cstddef>
@@ -8,11 +9,6 @@
 #include <string_view>
 
 namespace bertc::ir {
-
-// The settings that shrink what a training step allocates, as a user types them.
-inline constexpr std::string_view kLessMemoryAdvice =
-    "lower [train] batch_size (--batch-size; raise gradient_accumulation_steps to keep the global batch), recompute "
-    "activations (--recompute selective or full), or let bertc choose the largest batch that fits (--batch-size auto)";
 
 class OutOfMemory : public std::runtime_error {
  public:

@@ -218,8 +218,7 @@ class PipelineParser {
       std::string text;
       while (!at_end() && !is_space(peek()) && peek() != '}' && peek() != ',') text += text_[pos_++];
       const auto value = support::value_from_text(k->kind, text);
-      if (!value) fail(value_at, fmt::format("{}{{{}=...}} must be {}, found '{}'", name, key,
-                                             support::kind_description(k->kind), text));
+      if (!value) fail(value_at, fmt::format("{}{{{}=...}} {}", name, key, support::why_no_value(k->kind, text)));
       if (auto problem = k->set(inv.options, *value)) fail(value_at, fmt::format("{}{{{}}} {}", name, key, *problem));
     }
     ++pos_;

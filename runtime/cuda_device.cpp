@@ -121,14 +121,16 @@ int cuda_type(const std::string& t) {
 
 }  // namespace
 
-CudaDevice::CudaDevice(int ordinal, std::optional<std::filesystem::path> cache, int sm) : api_(std::make_unique<Api>()) {
+CudaDevice::CudaDevice(const DeviceRequest& request) : api_(std::make_unique<Api>()) {
   Api& a = *api_;
-  a.cache = std::move(cache);
+  a.cache = request.kernel_cache;
+  int ordinal = request.ordinal;
+  const int sm = request.sm;
   const CudaDriverProbe probe = probe_cuda_driver();
   // One visible GPU is every rank's own (CUDA_VISIBLE_DEVICES per rank, Slurm's --gpus-per-task).
   if (probe.devices.size() == 1) ordinal = 0;
   if (probe.devices.empty())
-    throw std::runtime_error(fmt::format("no usable GPU ({}); train with --device cpu", probe.error));
+    throw std::runtime_error(fmt::format("--device cuda: no usable GPU ({}): {}", probe.error, request.instead));
   if (probe.devices.size() <= static_cast<size_t>(ordinal))
     throw std::runtime_error(fmt::format("GPU {} is wanted (a data-parallel rank takes the GPU of its local rank), but "
                                          "this machine shows {}: start at most {} ranks per machine, or give each "
@@ -137,13 +139,13 @@ CudaDevice::CudaDevice(int ordinal, std::optional<std::filesystem::path> cache, 
   a.info = probe.devices[static_cast<size_t>(ordinal)];
   a.driver_version = probe.version;
   if (sm > a.info.arch)
-    throw std::runtime_error(fmt::format("the program is for sm_{}, newer than {} (sm_{}): compile with --arch auto or "
-                                         "sm_{}",
-                                         sm, a.info.name, a.info.arch, a.info.arch));
+    throw std::runtime_error(fmt::format("the program is for sm_{}, newer than {} (sm_{}): {}", sm, a.info.name,
+                                         a.info.arch, fmt::format(fmt::runtime(request.older_gpu), a.info.arch)));
   a.kernel_arch = sm == 0 ? a.info.arch : sm;
   std::string error;
   a.cuda = support::SharedLibrary::open("libcuda.so.1", &error, support::SharedLibrary::Lifetime::Process);
-  if (!a.cuda.loaded()) throw std::runtime_error("no CUDA driver (" + error + "); train with --device cpu");
+  if (!a.cuda.loaded())
+    throw std::runtime_error(fmt::format("--device cuda: no CUDA driver ({}): {}", error, request.instead));
   a.bind(a.cuInit, a.cuda, "cuInit");
   a.bind(a.cuDeviceGet, a.cuda, "cuDeviceGet");
   a.bind(a.cuDevicePrimaryCtxRetain, a.cuda, "cuDevicePrimaryCtxRetain");
@@ -361,14 +363,17 @@ void CudaDevice::Api::ensure_blas() {
   bind(cublasSetStream, cublas, "cublasSetStream_v2");
   bind(cublasSetWorkspace, cublas, "cublasSetWorkspace_v2");
   bind(cublasGemmStridedBatchedEx, cublas, "cublasGemmStridedBatchedEx");
-  if (cublasCreate(&blas) != 0) throw std::runtime_error("cublasCreate failed");
-  if (cublasSetStream(blas, stream) != 0) throw std::runtime_error("cublasSetStream failed");
+  if (const int s = cublasCreate(&blas); s != 0)
+    throw std::runtime_error(fmt::format("cublasCreate failed (cuBLAS status {}{})", s,
+                                         s == 3 ? ": out of GPU memory" : s == 1 ? ": not initialized (the driver?)" : ""));
+  if (const int s = cublasSetStream(blas, stream); s != 0)
+    throw std::runtime_error(fmt::format("cublasSetStream failed (cuBLAS status {})", s));
   CUdeviceptr workspace = 0;  // after cublasSetStream, which resets the workspace
   check(cuMemAlloc(&workspace, kCublasWorkspaceBytes), "allocating cuBLAS's workspace");
   allocations.push_back(workspace);
   allocated += kCublasWorkspaceBytes;
-  if (cublasSetWorkspace(blas, reinterpret_cast<void*>(workspace), kCublasWorkspaceBytes) != 0)
-    throw std::runtime_error("cublasSetWorkspace failed");
+  if (const int s = cublasSetWorkspace(blas, reinterpret_cast<void*>(workspace), kCublasWorkspaceBytes); s != 0)
+    throw std::runtime_error(fmt::format("cublasSetWorkspace failed (cuBLAS status {})", s));
 }
 
 void CudaDevice::gemm(const codegen::CublasGemmArgs& g, const void* first, const void* second, void* c) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "runtime/device.h"
+#include "runtime/device_registry.h"
 
 namespace bertc::runtime {
 
@@ -24,7 +25,9 @@ class CudaDevice : public Device {
   // `sm` (0: the GPU's own) runs an older arch's kernels, compiled to PTX that the driver
   // compiles for the GPU present: a P40's (sm_61) or V100's (sm_70) program checked on a newer
   // GPU. A newer arch than the GPU's is refused.
-  CudaDevice(int ordinal, std::optional<std::filesystem::path> cache, int sm = 0);
+  // request: which GPU (ordinal), the kernel cache, the program's arch (sm), and what to say
+  // instead when it cannot run it (DeviceRequest).
+  explicit CudaDevice(const DeviceRequest& request);
   ~CudaDevice() override;
 
   std::string name() const override;

@@ -26,7 +26,7 @@ const DeviceKind kDevices[] = {
      nullptr},
     {"cuda", "GPU 0 through the CUDA driver API and cuBLAS (both dlopen'ed), CUDA Graphs",
      "the CUDA runtime has not been validated on a GPU yet", false,
-     [](const DeviceRequest& r) -> std::shared_ptr<Device> { return std::make_shared<CudaDevice>(r.ordinal, r.kernel_cache, r.sm); },
+     [](const DeviceRequest& r) -> std::shared_ptr<Device> { return std::make_shared<CudaDevice>(r); },
      probe_cuda},
 };
 

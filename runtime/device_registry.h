@@ -20,6 +20,12 @@ struct DeviceRequest {
   int sm = 0;
   std::filesystem::path kernel_cache;  // where kernels compile
   int ordinal = 0;                     // which GPU of the machine (a data-parallel rank's local rank)
+  // What the caller's user can do instead, said after the cause when the device cannot run the
+  // work: there is no such device here; or its GPU is older than the program's arch (a "{}" in it
+  // is the GPU's arch number). Each command knows its own ways (a .bertx cannot fall back to the
+  // CPU reference; a config can).
+  std::string instead = "run where that device is";
+  std::string older_gpu = "compile for this GPU (--arch sm_{})";
 };
 
 // What probing finds of a device kind on this machine.

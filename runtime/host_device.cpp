@@ -5,8 +5,10 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <stdexcept>
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "ir/out_of_memory.h"
@@ -74,7 +76,21 @@ void HostDevice::refuse_while_recording(const char* what) const {
 }
 
 size_t host_available_bytes() {
-  return static_cast<size_t>(::sysconf(_SC_AVPHYS_PAGES)) * static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  const auto page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  size_t available = static_cast<size_t>(::sysconf(_SC_AVPHYS_PAGES)) * page;
+  // What this process may still map under its address-space limit (ulimit -v), and what its
+  // cgroup (a container, a Slurm job) may still use: either can be far below the machine's free memory.
+  rlimit limit{};
+  size_t mapped_pages = 0;
+  if (::getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY &&
+      (std::ifstream("/proc/self/statm") >> mapped_pages)) {
+    const size_t mapped = mapped_pages * page, allowed = static_cast<size_t>(limit.rlim_cur);
+    available = std::min(available, allowed > mapped ? allowed - mapped : 0);
+  }
+  size_t most = 0, used = 0;
+  if ((std::ifstream("/sys/fs/cgroup/memory.max") >> most) && (std::ifstream("/sys/fs/cgroup/memory.current") >> used))
+    available = std::min(available, most > used ? most - used : 0);  // ("max", no limit, reads as no number)
+  return available;
 }
 
 void HostDevice::upload(void* device, const void* host, size_t bytes) {

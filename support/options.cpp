@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -80,6 +81,20 @@ std::optional<OptionValue> value_from_text(ValueKind kind, std::string_view text
     case ValueKind::String: return OptionValue(std::string(text));
   }
   return std::nullopt;
+}
+
+std::string why_no_value(ValueKind kind, std::string_view text) {
+  if (kind == ValueKind::Int || kind == ValueKind::Float) {
+    double v = 0;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (end == text.data() + text.size() && !text.empty() &&
+        (error == std::errc::result_out_of_range || (kind == ValueKind::Int && error == std::errc() &&
+                                                     text.find_first_of(".eE") == std::string_view::npos)))
+      return kind == ValueKind::Int ? fmt::format("'{}' is out of range: {} to {}", text,
+                                                  std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max())
+                                    : fmt::format("'{}' is out of range of a double", text);
+  }
+  return fmt::format("must be {}, found '{}'", kind_description(kind), text);
 }
 
 std::string_view kind_description(ValueKind kind) {

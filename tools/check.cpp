@@ -70,12 +70,20 @@ int check_program(const passes::TrainingProgram& program, const train::KernelsFo
   return step_ok && optimizer_ok ? 0 : 1;
 }
 
+// The device to check on, and what to do instead when it cannot be had.
+std::shared_ptr<runtime::Device> open_check_device(const frontend::Config& config, const CheckOptions& o, bool compiled) {
+  runtime::DeviceRequest r{config.compile.arch.sm(), codegen::default_cache_folder()};
+  r.instead = "check the kernels under emulation with --device host (check's default), or where a GPU is";
+  r.older_gpu = compiled ? "compile it for this GPU (bertc compile CONFIG --arch sm_{} -o FILE.bertx)"
+                         : "check with --arch auto (or --arch sm_{})";
+  return runtime::open_device(o.device, r);
+}
+
 }  // namespace
 
 int run_check(const frontend::ModelDefinition& model, const frontend::Config& config, const CheckOptions& o,
               std::ostream& out) {
-  const std::shared_ptr<runtime::Device> device =
-      runtime::open_device(o.device, {config.compile.arch.sm(), codegen::default_cache_folder()});
+  const std::shared_ptr<runtime::Device> device = open_check_device(config, o, false);
   const passes::TrainingProgram program =
       passes::compile_training(frontend::build_model(model, config), config.compile, config.train);
   const codegen::RenderTarget target = codegen::render_target(config.compile, device->capabilities().sm);
@@ -85,8 +93,7 @@ int run_check(const frontend::ModelDefinition& model, const frontend::Config& co
 
 int run_check(const codegen::CompiledProgram& compiled, const frontend::Config& config, const CheckOptions& o,
               std::ostream& out) {
-  const std::shared_ptr<runtime::Device> device =
-      runtime::open_device(o.device, {config.compile.arch.sm(), codegen::default_cache_folder()});
+  const std::shared_ptr<runtime::Device> device = open_check_device(config, o, true);
   device->use_images(compiled.images, compiled.nvrtc_version);
   const passes::TrainingProgram program = codegen::graphs_of(compiled);
   // The program's launches; the check keeps more values to the end, so the arena is the kept graph's.

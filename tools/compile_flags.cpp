@@ -29,8 +29,7 @@ passes::CompileOptions CompileFlags::apply(passes::CompileOptions o) const {
     if (!text) continue;
     const auto value = support::value_from_text(spec.kind, *text);
     if (!value)
-      throw std::invalid_argument(fmt::format("{} must be {}, found '{}'", spec.flag(), support::kind_description(spec.kind),
-                                              *text));
+      throw std::invalid_argument(fmt::format("{} {}", spec.flag(), support::why_no_value(spec.kind, *text)));
     if (auto problem = spec.set(o, *value)) throw std::invalid_argument(fmt::format("{} {}", spec.flag(), *problem));
   }
   return o;

@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -22,6 +23,7 @@
 #include "dist/gloo_communicator.h"
 #include "dist/nccl_library.h"
 #include "frontend/hf_config.h"
+#include "ir/out_of_memory.h"
 #include "ir/printer.h"
 #include "passes/pipeline.h"
 #include "passes/scaling_estimate.h"
@@ -122,6 +124,27 @@ passes::CompileReport report_of(const ir::Graph& graph, const frontend::Config& 
   optimizer.gradient_accumulation_steps = config.train.gradient_accumulation_steps * ranks;
   return passes::compile_report(graph, config.compile, optimizer, config.train.batch_size, program);
 }
+// What makes `command` need less memory, as its user types it: a compiled program's batch and
+// recompute are compiled in, eval's batch is a file, prepare-data has its own bound.
+std::string less_memory(const std::string& command, bool compiled) {
+  if (compiled)
+    return "its micro-batch and recompute are compiled in: compile it again with a lower [train] batch_size (raise "
+           "gradient_accumulation_steps to keep the global batch) or --recompute selective|full (bertc compile "
+           "CONFIG --arch sm_XX -o FILE.bertx), or train from the config with --batch-size auto";
+  if (command == "train")
+    return "lower [train] batch_size (--batch-size; raise gradient_accumulation_steps to keep the global batch), "
+           "recompute activations (--recompute selective or full), or let bertc choose the largest batch that fits "
+           "(--batch-size auto); for text data, make shards (bertc prepare-data) or more text shards ([train] "
+           "text_shards)";
+  if (command == "finetune" || command == "check")
+    return "lower [train] batch_size in the config, or recompute activations (--recompute selective or full)";
+  if (command == "eval") return "evaluate a smaller batch (bertc batch from a config with a lower [train] batch_size)";
+  if (command == "batch") return "make shards (bertc prepare-data) or more text shards ([train] text_shards)";
+  if (command == "prepare-data") return "lower --memory-mb (the bound the passes plan for) or --threads";
+  if (command == "vocab") return "count fewer words at once (--threads 1), or a part of the text (--input)";
+  return "the model is too large for this machine's memory: check the config's [model] sizes";
+}
+
 // The vocabulary a compiled program is for: the config's, which training it must use too; said.
 std::map<std::string, std::string> vocab_of_program(const frontend::Config& config) {
   try {
@@ -384,13 +407,31 @@ int train(const TrainArgs& args, const CompileFlags& flags, const frontend::Mode
                                             args.config, args.config));
   const std::shared_ptr<dist::Communicator> world = dist::open_world(config.train.rank_timeout);
   auto run = [&] {
-    return train_rank(args, flags, model, std::move(config), world, compiled ? compiled->program : nullptr);
+    if (!compiled) return train_rank(args, flags, model, std::move(config), world, nullptr);
+    // A compiled program trains with the config inside it: a fix that sets a [model] or [train]
+    // key means compiling it again, which the messages of the layers below cannot know.
+    try {
+      return train_rank(args, flags, model, std::move(config), world, compiled->program);
+    } catch (const std::runtime_error& e) {
+      const std::string what = e.what();
+      if (dynamic_cast<const ir::OutOfMemory*>(&e) ||
+          (what.find("[train]") == std::string::npos && what.find("[model]") == std::string::npos))
+        throw;
+      throw std::runtime_error(fmt::format("{} ({} trains with the [model] and [train] it was compiled from: a change "
+                                           "there means compiling it again, bertc compile CONFIG --arch {} -o "
+                                           "FILE.bertx)",
+                                           what, args.config.empty() ? self : args.config,
+                                           compiled->program->options.arch.text()));
+    }
   };
   if (world->size() == 1) return run();
   try {
     return run();
   } catch (const std::exception& e) {
-    std::cerr << fmt::format("bertc: rank {} of {}: error: {}\n", world->rank(), world->size(), e.what()) << std::flush;
+    const bool memory = dynamic_cast<const ir::OutOfMemory*>(&e);
+    std::cerr << fmt::format("bertc: rank {} of {}: error: {}{}\n", world->rank(), world->size(), e.what(),
+                             memory ? ": " + less_memory("train", compiled.has_value()) : "")
+              << std::flush;
     world->abort(1);
   }
   return 1;  // not reached: abort() stops the process
@@ -425,9 +466,14 @@ int train_rank(const TrainArgs& args, const CompileFlags& flags, const frontend:
   o.eager = args.eager;
   o.autotune = args.autotune;
   if (o.autotune && o.config.compile.matmul != passes::MatmulPolicy::Auto)
-    throw std::invalid_argument(fmt::format("--autotune chooses between generated kernels and cuBLAS per product; "
-                                            "--matmul {} fixes that choice: drop one of them",
-                                            ir::enum_name(o.config.compile.matmul)));
+    throw std::invalid_argument(
+        std::ranges::count(flags.given(), std::string("--matmul"))
+            ? fmt::format("--autotune chooses between generated kernels and cuBLAS per product; --matmul {} fixes that "
+                          "choice: drop one of them",
+                          ir::enum_name(o.config.compile.matmul))
+            : fmt::format("--autotune chooses between generated kernels and cuBLAS per product; the config's "
+                          "[compile] matmul = \"{}\" fixes that choice: drop --autotune, or pass --matmul auto",
+                          ir::enum_name(o.config.compile.matmul)));
   if (!args.init.empty()) o.init = args.init;
   o.live_progress = ::isatty(STDERR_FILENO) != 0;
   o.device = o.compiled ? choose_device_for_compiled(args.device, o.config.source) : choose_device(args.device);
@@ -535,11 +581,16 @@ void refuse_several_ranks(const CLI::App& command) {
   const dist::Launch launch = dist::detect_launch();
   if (launch.size <= 1) return;
   const std::string name = command.get_name();
+  // Variables left set in a shell (no launcher at all) are unset; a launcher's ranks run without it.
+  const std::string fix = launch.launcher == "RANK/WORLD_SIZE"
+                              ? fmt::format("WORLD_SIZE={} is set in the environment: run it with WORLD_SIZE and RANK "
+                                            "unset (env -u WORLD_SIZE -u RANK bertc {} ...)",
+                                            launch.size, name)
+                              : "run it without the launcher";
   throw std::invalid_argument(fmt::format(
-      "bertc {} runs as one process, and this is rank {} of {} ({}){}: run it without the launcher (only bertc train "
-      "trains on several ranks)",
+      "bertc {} runs as one process, and this is rank {} of {} ({}){}: {} (only bertc train trains on several ranks)",
       name, launch.rank, launch.size, launch.launcher,
-      name == "finetune" ? "; fine-tuning on several ranks is not supported yet" : ""));
+      name == "finetune" ? "; fine-tuning on several ranks is not supported yet" : "", fix));
 }
 
 // The --help text of a training executable: what it holds and how to run it.
@@ -748,6 +799,15 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
+  // The command that ran, and whether it runs a compiled program: what needs less memory.
+  auto memory_advice = [&] {
+    const std::string command = app.get_subcommands().empty() ? "" : app.get_subcommands().front()->get_name();
+    const std::string file = command == "train" ? train_args.config : command == "check" ? check_config : "";
+    std::error_code ec;
+    const bool compiled = (command == "train" && embedded && file.empty()) ||
+                          (!file.empty() && std::filesystem::is_regular_file(file, ec) && codegen::is_bertx(file));
+    return less_memory(command, compiled);
+  };
   try {
     if (!*train_cmd && !*info_cmd) refuse_several_ranks(*app.get_subcommands().front());
     if (*compile_cmd) return compile(compile_args, compile_flags, model);
@@ -767,11 +827,11 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
     if (*finetune_cmd) return finetune(finetune_args, finetune_flags, model, std::cerr);
     if (*export_cmd) return export_checkpoint(export_args, std::cerr);
     return info(info_json_flag, info_file, model);
+  } catch (const ir::OutOfMemory& e) {
+    std::cerr << fmt::format("{}: error: {}: {}\n", program, e.what(), memory_advice());
+    return 1;
   } catch (const std::bad_alloc&) {
-    std::cerr << fmt::format("{}: error: out of host memory: lower [train] batch_size (--batch-size), recompute "
-                             "activations (--recompute), or let bertc choose (--batch-size auto); for data, make "
-                             "shards (bertc prepare-data) or more text shards ([train] text_shards)\n",
-                             program);
+    std::cerr << fmt::format("{}: error: out of host memory: {}\n", program, memory_advice());
     return 1;
   } catch (const std::exception& e) {
     std::cerr << fmt::format("{}: error: {}\n", program, e.what());

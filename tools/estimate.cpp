@@ -29,6 +29,10 @@ std::string money(double dollars) { return dollars >= 1e4 ? fmt::format("${:.0f}
 
 int estimate(const EstimateArgs& a, const CompileFlags& flags, const frontend::ModelDefinition& model, std::ostream& out) {
   frontend::Config config = frontend::load_config(a.config, model.extra_keys);
+  for (const std::string& f : flags.given())
+    if (f == "--arch")
+      throw std::invalid_argument("--arch: estimate compiles for each GPU --gpu names (--gpu p40 --gpu a100 ...): give "
+                                  "those instead");
   config.compile = flags.apply(config.compile);
   passes::ScalingSetup setup;
   setup.gpus_per_machine = a.gpus_per_machine;
@@ -65,6 +69,10 @@ int estimate(const EstimateArgs& a, const CompileFlags& flags, const frontend::M
     frontend::Config c = config;
     c.compile.arch = passes::Arch::parse(name);
     if (!c.compile.arch.gpu()) throw std::invalid_argument(fmt::format("--gpu {}: name a GPU of the table (p40, v100, a100, ...)", name));
+    if (c.compile.precision == passes::Precision::Tf32 && c.compile.arch.sm() < 80)
+      throw std::invalid_argument(fmt::format("--gpu {}: precision tf32 needs TF32 tensor cores (sm_80 or newer): "
+                                              "estimate it on --gpu a100 (or newer), or with --precision fp32",
+                                              name));
     c.compile = passes::resolve_options(c.compile, c.compile.arch);
     passes::TrainingProgram program;
     const passes::CompileReport report = passes::compile_report(frontend::build_model(model, c), c.compile, c.train,

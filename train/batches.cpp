@@ -44,8 +44,9 @@ support::HostTensor weights_of(const data::Batch& b) {
 data::Vocab load_run_vocab(const frontend::Config& c, const std::filesystem::path& path, std::ostream& log) {
   data::Vocab vocab = data::Vocab::load(path);
   if (vocab.size() > c.model.vocab_size)
-    throw data::DataError(fmt::format("{} has {} tokens but [model] vocab_size = {}: set vocab_size to at least {} (a "
-                                      "model's embeddings have a row per token), or give the vocabulary it was made for",
+    throw data::DataError(fmt::format("{} has {} tokens but [model] vocab_size = {}: give the vocabulary the model was "
+                                      "made for (--vocab FILE or [train] vocab); for a new model, set [model] vocab_size "
+                                      "to {} or more",
                                       path.string(), vocab.size(), c.model.vocab_size, vocab.size()));
   log << "vocab: " << vocab.describe() << "\n";
   return vocab;

@@ -48,6 +48,10 @@ void add_checksums(support::Safetensors& file) {
 
 }  // namespace
 
+// What to do with a damaged checkpoint, whoever reads it (--resume, --init, export, eval).
+constexpr const char* kDamaged = "use another copy, or an older checkpoint of the run; to --resume from the one "
+                                 "before, move this one aside";
+
 void verify_checksums(const support::Safetensors& file, const std::string& where) {
   const auto it = file.metadata.find(kMetadataChecksum);
   const auto format = file.metadata.find("format");
@@ -55,39 +59,38 @@ void verify_checksums(const support::Safetensors& file, const std::string& where
   if (it == file.metadata.end()) {
     if (!required) return;  // a file from elsewhere, or from a bertc before checksums
     throw support::SafetensorsError(fmt::format("{}: a bertc-checkpoint-2 without its metadata checksum: the file is "
-                                                "damaged (resume from an older checkpoint: move this one aside)",
-                                                where));
+                                                "damaged ({})",
+                                                where, kDamaged));
   }
   if (it->second != metadata_checksum(file.metadata))
     throw support::SafetensorsError(fmt::format("{}: its metadata does not match its checksum: the file is damaged "
-                                                "(resume from an older checkpoint: move this one aside)",
-                                                where));
+                                                "({})",
+                                                where, kDamaged));
   for (const auto& [name, tensor] : file.tensors) {
     const auto sum = file.metadata.find(kChecksumPrefix + name);
     if (sum == file.metadata.end())
       throw support::SafetensorsError(fmt::format("{}: tensor '{}' has no checksum though the file has checksums: "
-                                                  "the file is damaged (resume from an older checkpoint)",
-                                                  where, name));
+                                                  "the file is damaged ({})",
+                                                  where, name, kDamaged));
     if (sum->second != tensor_checksum(tensor))
       throw support::SafetensorsError(fmt::format("{}: tensor '{}' does not match its checksum: the file is damaged "
-                                                  "(resume from an older checkpoint: move this one aside)",
-                                                  where, name));
+                                                  "({})",
+                                                  where, name, kDamaged));
   }
   for (const auto& [key, value] : file.metadata)
     if (key.starts_with(kChecksumPrefix) && key != kMetadataChecksum &&
         !file.tensors.count(key.substr(std::string_view(kChecksumPrefix).size())))
       throw support::SafetensorsError(fmt::format("{}: the checksum of tensor '{}' is there, the tensor is not: the "
-                                                  "file is damaged (resume from an older checkpoint)",
-                                                  where, key.substr(std::string_view(kChecksumPrefix).size())));
+                                                  "file is damaged ({})",
+                                                  where, key.substr(std::string_view(kChecksumPrefix).size()), kDamaged));
 }
 
 void check_finite(const std::string& name, const support::HostTensor& t, const std::string& where) {
   for (size_t i = 0; i < t.real.size(); ++i)
     if (!std::isfinite(t.real[i]))
       throw support::SafetensorsError(fmt::format("{}: tensor '{}' holds {} at element {}: the run diverged before "
-                                                  "this checkpoint, or the file is damaged (resume from an older "
-                                                  "checkpoint)",
-                                                  where, name, t.real[i], i));
+                                                  "this checkpoint, or the file is damaged ({})",
+                                                  where, name, t.real[i], i, kDamaged));
 }
 
 std::filesystem::path checkpoint_path(const std::filesystem::path& dir, int64_t step) {
@@ -187,8 +190,8 @@ CheckpointContents load_checkpoint(const std::filesystem::path& path, const Tens
   }
   if (step < 1)
     throw support::SafetensorsError(fmt::format("{}: metadata step {} is not a step a checkpoint is written at (1 or "
-                                                "more): the file is damaged (resume from an older checkpoint)",
-                                                where, step));
+                                                "more): the file is damaged ({})",
+                                                where, step, kDamaged));
   return {step, file.metadata};
 }
 

@@ -224,7 +224,8 @@ std::string DataParallel::attach_gpu(runtime::CudaDevice& gpu, GraphRunner& step
   // NCCL only if every rank has the same one: ranks that chose differently would wait for each
   // other forever, and NCCL's versions do not talk to each other.
   const dist::NcclProbe probe = dist::find_nccl();
-  const std::vector<uint64_t> versions = comm_.all_gather(probe.library.loaded() ? static_cast<uint64_t>(probe.version) : 0);
+  const std::vector<uint64_t> versions = comm_.all_gather(probe.library.loaded() ? static_cast<uint64_t>(probe.version) : 0,
+                                                            "the start-up check of every rank's NCCL");
   std::vector<std::string> differ;
   for (size_t q = 0; q < versions.size(); ++q)
     if (versions[q] != versions[0] || versions[q] == 0)
@@ -250,7 +251,7 @@ std::string DataParallel::attach_gpu(runtime::CudaDevice& gpu, GraphRunner& step
     } catch (const std::runtime_error& e) {
       why = e.what();
     }
-    const std::vector<uint64_t> loaded = comm_.all_gather(why.empty() ? 1 : 0);
+    const std::vector<uint64_t> loaded = comm_.all_gather(why.empty() ? 1 : 0, "the start-up check of the gradient casts' kernels");
     if (std::count(loaded.begin(), loaded.end(), 0) > 0) {
       if (why.empty()) why = "another rank could not load them";
       if (allreduce_ == dist::AllReduce::Nccl)
@@ -383,13 +384,12 @@ dist::ExchangeResult DataParallel::end_exchange(int64_t step, bool loss_scaling,
   // Sums in device memory stay there: the optimizer's gradient norm, of the summed gradients, tells.
   if (path_ == SumPath::OnDevice) result_.finite = std::isfinite(grad_norm);
   if (!result_.finite && !loss_scaling)
-    throw TrainError(fmt::format(
-        "step {}: the gradients summed over the ranks hold inf or nan{}; without loss scaling no step is skipped: "
-        "{}--resume from the last checkpoint",
+    throw Diverged(fmt::format(
+        "step {}: the gradients summed over the ranks hold inf or nan{}; without loss scaling no step is skipped: {}",
         step, result_.compressed ? " after compression" : "",
         exchange_->options().compression == dist::Compression::Fp16
-            ? "use gradient_compression = \"bf16\" (fp32's range) or \"none\", and "
-            : "lower [train] learning_rate or raise warmup_steps, and "));
+            ? "use gradient_compression = \"bf16\" (fp32's range) or \"none\""
+            : "lower [train] learning_rate or raise warmup_steps"));
   return result_;
 }
 
@@ -410,7 +410,7 @@ void DataParallel::reduce(StepStats& s) {
 
 void check_same_start(dist::Communicator& comm, const frontend::Config& config, const std::string& device) {
   if (comm.size() == 1) return;
-  const std::vector<int> binaries = differing(comm.all_gather(executable_hash()));
+  const std::vector<int> binaries = differing(comm.all_gather(executable_hash(), "the start-up check that every rank runs the same bertc"));
   if (!binaries.empty())
     throw TrainError(fmt::format("rank {} runs another bertc binary than rank 0: install the same build on every "
                                  "machine",
@@ -423,12 +423,12 @@ void check_same_start(dist::Communicator& comm, const frontend::Config& config, 
   auto hash = [](const std::string& s) { return XXH3_64bits(s.data(), s.size()); };
   std::string all;
   for (const auto& [name, value] : settings) all += name + "=" + value + "\n";
-  const std::vector<int> runs = differing(comm.all_gather(hash(all)));
+  const std::vector<int> runs = differing(comm.all_gather(hash(all), "the start-up check that the ranks' settings agree"));
   if (runs.empty()) return;
   // Which settings differ: one more exchange per setting, only now that some do.
   std::vector<std::string> which;
   for (const auto& [name, value] : settings)
-    if (!differing(comm.all_gather(hash(value))).empty()) which.push_back(fmt::format("{} (here {})", name, value));
+    if (!differing(comm.all_gather(hash(value), "the start-up check that the ranks' settings agree")).empty()) which.push_back(fmt::format("{} (here {})", name, value));
   throw TrainError(fmt::format("rank {} has other settings than rank 0 — {} {}: give every rank the same config and "
                                "flags",
                                fmt::join(runs, ", rank "), fmt::join(which, ", "), which.size() == 1 ? "differs" : "differ"));
@@ -436,12 +436,13 @@ void check_same_start(dist::Communicator& comm, const frontend::Config& config, 
 
 void DataParallel::check_same_run(const std::string& fingerprint, const std::string& device) {
   if (ranks() == 1) return;
-  const std::vector<int> devices = differing(comm_.all_gather(XXH3_64bits(device.data(), device.size())));
+  const std::vector<int> devices = differing(comm_.all_gather(XXH3_64bits(device.data(), device.size()), "the start-up check of the ranks' devices"));
   if (!devices.empty())
     throw TrainError(fmt::format("rank {} trains on another device than rank 0 (this rank: {}): the ranks would "
                                  "compute other numbers and diverge; give every rank the same --device and GPU model",
                                  fmt::join(devices, ", rank "), device));
-  const std::vector<int> runs = differing(comm_.all_gather(XXH3_64bits(fingerprint.data(), fingerprint.size())));
+  const std::vector<int> runs = differing(comm_.all_gather(XXH3_64bits(fingerprint.data(), fingerprint.size()),
+                                                               "the start-up check of the ranks' programs and data"));
   if (!runs.empty())
     throw TrainError(fmt::format("rank {} compiled another program or read other data than rank 0 (the corpus or "
                                  "vocabulary differ): give every rank the same data",
@@ -488,7 +489,7 @@ void DataParallel::check_same_parameters(const support::Environment& env, const 
   }
   const uint64_t mine = XXH3_64bits_digest(state);
   XXH3_freeState(state);
-  const std::vector<int> diverged = differing(comm_.all_gather(mine));
+  const std::vector<int> diverged = differing(comm_.all_gather(mine, fmt::format("the check of the ranks' parameters at step {}", step)));
   if (!diverged.empty())
     throw TrainError(fmt::format("step {}: the params and moments of rank {} differ from rank 0's: the ranks have "
                                  "diverged (a bug: please report it); --resume from the last checkpoint",

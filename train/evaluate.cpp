@@ -35,6 +35,12 @@ EvalResult evaluate_batch(const frontend::ModelDefinition& model, frontend::Conf
   if (ids.size() != 2)
     throw support::SafetensorsError(fmt::format("{}: input_ids must be [batch, seq], found {}", source,
                                                 ir::shape_string(ids)));
+  // A batch longer than the model's positions: said of the batch, whose length eval takes.
+  if (ids[1] > config.model.max_position_embeddings)
+    throw support::SafetensorsError(fmt::format(
+        "{}: input_ids is [{}, {}], longer than the model's max_position_embeddings = {}: make the batch from a config "
+        "with seq_len = {} or less (bertc batch CONFIG -o FILE)",
+        source, ids[0], ids[1], config.model.max_position_embeddings, config.model.max_position_embeddings));
   config.train.batch_size = ids[0];
   config.train.seq_len = ids[1];
   if (!config.finetune_section) {  // (a fine-tuning graph has no masked predictions)

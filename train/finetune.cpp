@@ -2,6 +2,8 @@
 #include "train/finetune.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <chrono>
 #include <csignal>
 #include <cmath>
@@ -190,7 +192,8 @@ TaskScores evaluate_dev(const frontend::Config& c, Runners& r, const data::TaskD
     const std::vector<float>& logits = out.outputs.at(1).real;  // (build_finetune_graph's second output)
     if (!std::all_of(logits.begin(), logits.end(), [](float x) { return std::isfinite(x); }))
       throw TrainError(fmt::format("the dev set's logits are not finite (the weights diverged): lower [train] "
-                                   "learning_rate and fine-tune again"));
+                                   "learning_rate and fine-tune again into a new --checkpoint-dir (the finished "
+                                   "epochs' checkpoints stay where they are)"));
     if (kind == data::LabelKind::Real) {
       for (int64_t row = 0; row < batch.examples; ++row) {
         targets.push_back(batch.targets[static_cast<size_t>(row)]);
@@ -233,7 +236,10 @@ class MetricsFile {
  public:
   // A fine-tuning run starts afresh: a file left by one that failed before its first checkpoint goes.
   explicit MetricsFile(const std::filesystem::path& path) : out_(path, std::ios::trunc) {
-    if (!out_) throw TrainError(fmt::format("{}: cannot open the metrics file for writing", path.string()));
+    if (!out_)
+      throw TrainError(fmt::format("{}: cannot open the metrics file for writing: {} (--metrics names a file in a "
+                                   "folder that exists and is writable)",
+                                   path.string(), std::strerror(errno)));
   }
   void write(const nlohmann::json& line) { out_ << line.dump() << "\n" << std::flush; }
 
@@ -254,8 +260,10 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
                                  "--checkpoint-dir (a fine-tuned checkpoint is a starting point for --init)",
                                  o.checkpoint_dir.string()));
   const StopOnSignal stop_on_signal;
-  const std::shared_ptr<runtime::Device> device =
-      o.device ? runtime::open_device(*o.device, {c.compile.arch.sm(), o.kernel_cache, 0}) : nullptr;
+  runtime::DeviceRequest request{c.compile.arch.sm(), o.kernel_cache, 0};
+  request.instead = "fine-tune with --device cpu (the reference) or --device host (the emulation), or where a GPU is";
+  request.older_gpu = "fine-tune with --arch auto (or --arch sm_{})";
+  const std::shared_ptr<runtime::Device> device = o.device ? runtime::open_device(*o.device, request) : nullptr;
   if (device && device->capabilities().gpu) log << fmt::format("device: {}\n", device->name());
 
   // The examples, cut to the longest compiled length.

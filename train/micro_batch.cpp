@@ -71,9 +71,9 @@ MicroBatch choose_micro_batch(const frontend::ModelDefinition& model, const fron
     if (fits) return {b, global / b, need};
   }
   throw std::runtime_error(fmt::format(
-      "batch-size auto: not even a micro-batch of 1 fits {:.2f} MiB of device memory: use --recompute full, a shorter "
-      "[train] seq_len, or a smaller model",
-      mib(usable)));
+      "batch-size auto: not even a micro-batch of 1 fits the {:.2f} MiB usable: {}a shorter [train] seq_len, or a "
+      "smaller model",
+      mib(usable), config.compile.recompute != passes::RecomputePolicy::Full ? "use --recompute full, " : ""));
 }
 
 }  // namespace bertc::train

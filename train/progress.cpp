@@ -2,6 +2,8 @@
 #include "train/progress.h"
 
 #include <fstream>
+#include <cerrno>
+#include <cstring>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -86,7 +88,10 @@ Progress::Progress(std::ostream& log, const std::filesystem::path& metrics, int6
     : log_(log), metrics_path_(metrics), created_(!std::filesystem::exists(metrics)), first_(first), last_(last),
       every_(every), live_(live), device_(device) {
   metrics_.open(metrics, std::ios::app);
-  if (!metrics_) throw TrainError(fmt::format("{}: cannot open the metrics file for appending", metrics.string()));
+  if (!metrics_)
+    throw TrainError(fmt::format("{}: cannot open the metrics file for appending: {} (--metrics names a file in a "
+                                 "folder that exists and is writable)",
+                                 metrics.string(), std::strerror(errno)));
 }
 
 Progress::~Progress() {

@@ -74,7 +74,15 @@ std::string compile_summary(const passes::CompileOptions& c, const passes::Train
 // The device the compiled plan runs on; null for the reference executor.
 std::shared_ptr<runtime::Device> open_training_device(const TrainOptions& o) {
   if (!o.device) return nullptr;
-  return runtime::open_device(*o.device, {o.config.compile.arch.sm(), o.kernel_cache, o.world ? o.world->local_rank() : 0});
+  runtime::DeviceRequest r{o.config.compile.arch.sm(), o.kernel_cache, o.world ? o.world->local_rank() : 0};
+  if (o.compiled) {  // (no reference to fall back to: its program is kernels)
+    r.instead = "train it where a GPU of its arch is, or with --device host (the emulation: slow, for checking)";
+    r.older_gpu = "compile it for this GPU (bertc compile CONFIG --arch sm_{} -o FILE.bertx)";
+  } else {
+    r.instead = "train with --device cpu (the reference) or --device host (the emulation), or where a GPU is";
+    r.older_gpu = "train with --arch auto (or --arch sm_{})";
+  }
+  return runtime::open_device(*o.device, r);
 }
 
 // --batch-size auto: the micro-batch and accumulation that fit the device (of every rank: the
@@ -95,9 +103,17 @@ void choose_batch(const frontend::ModelDefinition& model, TrainOptions& o, const
     log << fmt::format("train: --batch-size auto leaves {} MiB for NCCL's sums\n", nccl >> 20);
     mine = mine > nccl ? mine - nccl : 0;
   }
-  const std::vector<uint64_t> all = comm.all_gather(mine);
+  const std::vector<uint64_t> all = comm.all_gather(mine, "the start-up exchange of free memory (--batch-size auto)");
   const uint64_t available = *std::min_element(all.begin(), all.end());
-  const MicroBatch b = choose_micro_batch(model, o.config, available, log);
+  const MicroBatch b = [&] {
+    try {
+      return choose_micro_batch(model, o.config, available, log);
+    } catch (const std::runtime_error& e) {
+      if (!o.device_memory) throw;
+      throw TrainError(fmt::format("{} (or, if the device has more than the --device-memory {} given, raise it)",
+                                   e.what(), *o.device_memory));
+    }
+  }();
   o.config.train.batch_size = b.batch_size;
   o.config.train.gradient_accumulation_steps = b.accumulation;
   log << fmt::format("train: micro-batch {} x {} accumulation steps (global batch {}), planned {:.1f} MiB of device "
@@ -164,6 +180,18 @@ void keep_global_batch(TrainOptions& o, dist::Communicator& comm, std::ostream& 
                                        "others than an unbroken run's)",
                                        configured, share)
                          : "");
+}
+
+// How a diverged run starts again with other settings: --resume keeps the settings a run started
+// with (it refuses another learning_rate), so in a new folder, fresh or from the weights of a
+// checkpoint of before the loss rose (the newest may be as far gone as the run).
+std::string start_again(const TrainOptions& o) {
+  std::vector<std::string> kept;
+  for (const auto& c : list_checkpoints(o.checkpoint_dir)) kept.push_back(c.path.string());
+  return fmt::format("{}, and train again in a new --checkpoint-dir (--resume keeps the settings the run started "
+                     "with): fresh, or from a checkpoint of before the loss rose (--init CHECKPOINT{})",
+                     o.compiled ? ", compile the program again with it" : "",
+                     kept.empty() ? "" : fmt::format("; kept: {}", fmt::join(kept, ", ")));
 }
 
 // What every rank must agree on once compiled and reading data (the settings were compared at
@@ -308,9 +336,8 @@ StepStats train_step(int64_t s, const TrainOptions& o, Runners& r, BatchLoader& 
   dp.reduce(stats);
   // (With one micro-batch the optimizer step has run already; the state it left is never saved.)
   if (!std::isfinite(stats.loss))
-    throw TrainError(fmt::format("the loss is {} at step {}: lower [train] learning_rate or raise warmup_steps, and "
-                                 "--resume from the last checkpoint",
-                                 stats.loss, s));
+    throw Diverged(fmt::format("the loss is {} at step {}: lower [train] learning_rate or raise warmup_steps",
+                               stats.loss, s));
   if (!optimized) {
     dp.before_optimizer(*r.optimizer, env, s);
     optimized = r.optimizer->run(env);
@@ -415,7 +442,8 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
   TrainSummary summary;
   int64_t last = std::min(o.stop_after, t.steps);
   if (start >= last) {
-    log << fmt::format("already at step {} of {}: nothing to do (raise --steps to train on)\n", start, last);
+    log << fmt::format("already at step {} of {}: nothing to do ({} to train on)\n", start, last,
+                       o.stop_after < t.steps ? "raise --until" : "raise --steps");
     return summary;
   }
   if (o.profile_step && !device)
@@ -475,7 +503,13 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
     const bool sample = !runners.on_gpu || s % t.log_every == 0 || s == start + 1 || s == last;
     std::vector<TimedPlan> timed;
     if (o.profile_step == s) timed = profile_next_step(runners);
-    StepStats stats = train_step(s, o, runners, loader, env, dp, sample);
+    StepStats stats = [&] {
+      try {
+        return train_step(s, o, runners, loader, env, dp, sample);
+      } catch (const Diverged& e) {
+        throw TrainError(fmt::format("{}{}", e.what(), start_again(o)));
+      }
+    }();
     stats.seconds = std::chrono::duration<double>(Clock::now() - began).count();
     if (progress) progress->record(stats);
     if (!timed.empty()) write_profile(s, o, *device, timed, progress);
@@ -483,7 +517,8 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
     // A signal on any rank stops every rank after the same step.
     int stop = stop_requested();
     if (comm.size() > 1)
-      for (uint64_t v : comm.all_gather(static_cast<uint64_t>(stop))) stop = std::max(stop, static_cast<int>(v));
+      for (uint64_t v : comm.all_gather(static_cast<uint64_t>(stop), fmt::format("the agreement on stopping after step {}", s)))
+        stop = std::max(stop, static_cast<int>(v));
     if ((t.checkpoint_every > 0 && s % t.checkpoint_every == 0) || s == last || stop) {
       runners.optimizer->download_state(env);
       dp.check_same_parameters(env, manifest_of(program), s);

@@ -25,6 +25,13 @@ class TrainError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The run diverged (a loss or summed gradients not finite): what to change is said by the thrower,
+// how to start again (which checkpoint, which folder) by the trainer, which knows the run folder.
+class Diverged : public TrainError {
+ public:
+  using TrainError::TrainError;
+};
+
 struct TrainOptions {
   frontend::Config config;                    // compile options resolved
   int64_t stop_after = 0;                     // last step to run in this call (the run is [train] steps long)

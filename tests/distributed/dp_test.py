@@ -330,11 +330,13 @@ def stop():
 
 def kill():
     # mpirun sees rank 1 die and stops rank 0, naming rank 1. Without mpirun, rank 0 sees rank 1's
-    # connection to its rendezvous close, at once (well within the timeout), and names it.
+    # connection to its rendezvous close, at once (well within the timeout), names it and the way
+    # on (a resumed run: waiting longer cannot bring a rank back).
     if LAUNCHER == "mpirun":
         stopped_rank(signal.SIGKILL, 20, r"rank 1 .*(exited on signal 9|killed)|process rank 1")
     else:
-        stopped_rank(signal.SIGKILL, 20, r"rank 0 of 2: error: .* rank 1 ended \(its connection to rank 0 closed")
+        stopped_rank(signal.SIGKILL, 20, r"rank 0 of 2: error: .* rank 1 ended \(its connection to rank 0 closed.*"
+                                         r"start every rank again with --resume")
 
 
 def hang():

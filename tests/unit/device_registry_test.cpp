@@ -1,12 +1,17 @@
 // The device table: devices by the name --device takes, with capabilities instead of names for
 // callers to ask, and an unknown name refused with the choices.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdlib>
+#include <fstream>
 
 #include "ir/out_of_memory.h"
 #include "runtime/cublas_library.h"
 #include "runtime/device_registry.h"
+#include "runtime/host_device.h"
 
 namespace bertc::runtime {
 namespace {
@@ -42,6 +47,25 @@ TEST(DeviceRegistry, TheHostDeviceIsNoGpuAndRunsTheArchAskedFor) {
 }
 
 // The Host device out of memory says what the buffer was for and its size.
+// What the host can still allocate heeds this process's address-space limit (ulimit -v), so that
+// --batch-size auto chooses a batch that fits under it: in a child limited to 256 MiB more than
+// it maps, at most those 256 MiB (the machine's free memory is larger here).
+TEST(DeviceRegistry, HostMemoryHeedsTheAddressSpaceLimit) {
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    size_t pages = 0;
+    std::ifstream("/proc/self/statm") >> pages;
+    const rlim_t mapped = pages * static_cast<rlim_t>(::sysconf(_SC_PAGESIZE)), more = rlim_t{256} << 20;
+    const rlimit limit{mapped + more, RLIM_INFINITY};
+    ::setrlimit(RLIMIT_AS, &limit);
+    std::_Exit(host_available_bytes() <= more ? 0 : 1);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "more than the limit allows was said to be available";
+}
+
 TEST(DeviceRegistry, TheHostDeviceOutOfMemoryNamesTheBuffer) {
   const std::shared_ptr<Device> device = open_device("host", {0, std::filesystem::temp_directory_path()});
   try {

@@ -142,6 +142,24 @@ TEST(GradientExchange, PowerSgdWarmsUpUncompressedAndLeavesSmallTensors) {
   EXPECT_TRUE(after.compressed);
   EXPECT_EQ(after.bytes, 4u + 32 * 4 + (64 + 32) * 1 * 4);
   EXPECT_EQ(e.compressed_bytes(), after.bytes);  // what bertc estimate counts
+  EXPECT_EQ(compressed_bytes_of({{"w", {64, 32}}, {"b", {32}}}, o), after.bytes);  // (from the shapes alone)
+  EXPECT_NE(e.compression_summary().find("PowerSGD rank 1 compresses 1 of the 2 gradients; 1"), std::string::npos)
+      << e.compression_summary();
+}
+
+// A rank too large for every matrix would send everything in fp32 while the run says powersgd:
+// refused, naming the largest rank that compresses one.
+TEST(GradientExchange, PowerSgdThatCompressesNothingIsRefused) {
+  auto one = single_process();
+  try {
+    GradientExchange(*one, {{"w", {64, 32}}, {"b", {32}}}, powersgd(1000, 2));
+    ADD_FAILURE() << "a rank of 1000 for a 64 x 32 matrix was accepted";
+  } catch (const std::invalid_argument& e) {
+    // (rank r compresses 64 x 32 while 96 r <= 0.5 x 2048: r <= 10)
+    EXPECT_NE(std::string(e.what()).find("powersgd_rank = 1000 compresses none of the 2 gradients"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("Lower powersgd_rank to 10 or less"), std::string::npos) << e.what();
+  }
+  GradientExchange(*one, {{"w", {64, 32}}, {"b", {32}}}, powersgd(10, 2));  // (10 does)
 }
 
 // A checkpoint's PowerSGD state taken back by a new exchange: the next exchange gives what the

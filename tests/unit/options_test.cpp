@@ -34,6 +34,11 @@ TEST(Options, TextValuesOfEachKind) {
   EXPECT_EQ(value_from_text(ValueKind::Int, "-12"), OptionValue(int64_t{-12}));
   EXPECT_FALSE(value_from_text(ValueKind::Int, "12x"));
   EXPECT_FALSE(value_from_text(ValueKind::Int, ""));
+  // Digits past 64 bits are said to be out of range, not "not an integer".
+  EXPECT_FALSE(value_from_text(ValueKind::Int, "99999999999999999999"));
+  EXPECT_EQ(why_no_value(ValueKind::Int, "99999999999999999999"),
+            "'99999999999999999999' is out of range: -9223372036854775808 to 9223372036854775807");
+  EXPECT_EQ(why_no_value(ValueKind::Int, "12x"), "must be an integer, found '12x'");
   EXPECT_EQ(value_from_text(ValueKind::Float, "1e-06"), OptionValue(1e-6));
   EXPECT_EQ(value_text(OptionValue(1e-6)), "1e-06");
   EXPECT_EQ(flag_of("fused_attention"), "--fused-attention");

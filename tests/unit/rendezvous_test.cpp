@@ -102,9 +102,27 @@ TEST(TcpStore, NamesWhatIsWrongWithTheAddress) {
             std::string::npos);
   EXPECT_NE(refusal([&] { TcpStoreClient("no-such-host.invalid", port, 1, 2, 0.3); }).find("does not resolve"),
             std::string::npos);
+  // The port taken: by a second rank 0 of the same world (two processes given RANK=0: said, and
+  // the first rank 0 learns it), by another bertc run, or by another program.
   TcpStoreServer server(0, 2);
-  EXPECT_NE(refusal([&] { TcpStoreServer(server.port(), 2); }).find("choose a free port with MASTER_PORT"),
+  EXPECT_FALSE(server.second_rank0());
+  EXPECT_NE(refusal([&] { TcpStoreServer(server.port(), 2); }).find("two processes were started with RANK=0"),
+            std::string::npos)
+      << refusal([&] { TcpStoreServer(server.port(), 2); });
+  EXPECT_TRUE(server.second_rank0());
+  EXPECT_NE(refusal([&] { TcpStoreServer(server.port(), 3); }).find("another bertc run, of another world size"),
             std::string::npos);
+  const int other = ::socket(AF_INET, SOCK_STREAM, 0);  // a program that is not bertc: listens, never answers
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_ANY);
+  ASSERT_EQ(::bind(other, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(other, 4), 0);
+  socklen_t length = sizeof a;
+  ::getsockname(other, reinterpret_cast<sockaddr*>(&a), &length);
+  EXPECT_NE(refusal([&] { TcpStoreServer(ntohs(a.sin_port), 2); }).find("another program holds it: choose a free port"),
+            std::string::npos);
+  ::close(other);
 }
 
 TEST(TcpStore, DropsAStrangerAndGoesOnServing) {
@@ -167,7 +185,7 @@ TEST(GlooWorld, SumsGathersBroadcastsAndMeets) {
     std::vector<uint16_t> b = {ir::bf16_bits(1.5f + c.rank())};
     c.sum(b.data(), 1, Element::Bf16);
     EXPECT_EQ(ir::from_bf16_bits(b[0]), 4.f);
-    EXPECT_EQ(c.all_gather(100 + static_cast<uint64_t>(c.rank())), (std::vector<uint64_t>{100, 101}));
+    EXPECT_EQ(c.all_gather(100 + static_cast<uint64_t>(c.rank()), "a test's exchange"), (std::vector<uint64_t>{100, 101}));
     std::vector<uint32_t> state(1 << 18, c.rank() == 0 ? 0xabcdef01u : 0u);  // 1 MiB of rank 0's
     c.broadcast(state.data(), state.size() * 4, 0);
     EXPECT_EQ(state.front(), 0xabcdef01u);

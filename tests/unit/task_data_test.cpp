@@ -7,6 +7,8 @@
 #include <fstream>
 #include <set>
 
+#include <fmt/format.h>
+
 #include "data/task_data.h"
 
 namespace bertc::data {
@@ -112,6 +114,36 @@ TEST_F(TaskFiles, ErrorsNameTheFileTheLineAndTheFix) {
             std::string::npos);
   EXPECT_NE(error(write("empty.tsv", "sentence\tlabel\n"), f).find("no examples"), std::string::npos);
   EXPECT_NE(error(write("data.csv", "x"), f).find(".tsv (GLUE-style columns) or .jsonl"), std::string::npos);
+  // Empty with a header expected: no examples (not "the file has no header").
+  EXPECT_NE(error(write("blank.tsv", "\n\n"), f).find("blank.tsv: no examples in the file (it is empty"),
+            std::string::npos) << error(write("blank.tsv", "\n\n"), f);
+}
+
+TEST_F(TaskFiles, TextAsEditorsSaveItAndSurprisesRefused) {
+  TaskFormat f;
+  // A UTF-8 byte-order mark before the header (Windows editors write one) is not part of its first name.
+  const TaskData bom = read(write("bom.tsv", "\xef\xbb\xbfsentence\tlabel\ncat\t1\n"), f);
+  EXPECT_EQ(bom.examples.size(), 1u);
+  // UTF-16 (what Excel's "Unicode text" writes) is refused naming the conversion.
+  std::string utf16 = "\xff\xfe";
+  for (char c : std::string("sentence\tlabel\ncat\t1\n")) utf16 += std::string{c, '\0'};
+  EXPECT_NE(error(write("utf16.tsv", utf16), f).find("text in UTF-16 (a UTF-16 byte-order mark), and bertc reads UTF-8: "
+                                                     "convert it (iconv -f UTF-16 -t UTF-8"),
+            std::string::npos) << error(write("utf16.tsv", utf16), f);
+  // Two columns of the name a key reads: which one is meant is not guessed.
+  EXPECT_NE(error(write("twice.tsv", "sentence\tlabel\tsentence\ncat\t1\tdog\n"), f)
+                .find("twice.tsv:1: the header names two columns 'sentence' (columns 0 and 2, from 0)"),
+            std::string::npos);
+  // A regression target whose squared error would overflow the float32 loss: refused, not "loss is inf".
+  f.kind = LabelKind::Real;
+  for (const char* target : {"1e39", "3e20", "-1e16"})
+    EXPECT_NE(error(write("huge.tsv", fmt::format("sentence\tlabel\ncat\t{}\n", target)), f)
+                  .find(fmt::format("huge.tsv:2: regression target {} is too large for training", target)),
+              std::string::npos)
+        << target;
+  EXPECT_EQ(read(write("fine.tsv", "sentence\tlabel\ncat\t1e15\n"), f).examples.at(0).target, 1e15f);
+  EXPECT_NE(error(write("huge.jsonl", "{\"sentence\": \"cat\", \"label\": 1e39}\n"), f).find("is too large for training"),
+            std::string::npos);
 }
 
 std::vector<TaskExample> examples_of_lengths(const std::vector<size_t>& lengths) {
