@@ -39,9 +39,20 @@ std::string owner_name(uid_t owner) {
   return user ? fmt::format("{} (uid {})", user->pw_name, owner) : fmt::format("uid {}", owner);
 }
 
-const char* kTrustFix = "a cache is code bertc loads: make it yours and private (chown -R $USER FOLDER; chmod -R "
-                        "go-w FOLDER), set XDG_CACHE_HOME to a folder of your own, or, for a cache shared read-only, "
-                        "have one trusted user own it and name that user in BERTC_CACHE_OWNER";
+// What to do with a folder not trusted: not to adopt it (chown would make whatever was planted in
+// it yours), but to remove it: it is only a cache.
+std::string trust_fix(const std::filesystem::path& folder) {
+  std::string fix = fmt::format("a cache is code bertc loads, and what others could write must not be: remove it "
+                                "(rm -rf '{}': it is only a cache, made again), or set XDG_CACHE_HOME to a folder of "
+                                "your own; a cache shared read-only is one trusted user's, named in BERTC_CACHE_OWNER",
+                                folder.string());
+  if (const char* named = std::getenv("BERTC_CACHE_OWNER"); named && *named && !::getpwnam(named)) {
+    char* end = nullptr;
+    std::strtoul(named, &end, 10);
+    if (*end != '\0') fix += fmt::format(" (BERTC_CACHE_OWNER={} names no user here)", named);
+  }
+  return fix;
+}
 
 }  // namespace
 
@@ -51,7 +62,10 @@ std::optional<std::string> untrusted(const std::filesystem::path& path, bool ent
   if (entry && S_ISLNK(st.st_mode)) return fmt::format("{} is a symbolic link", path.string());
   if (!trusted_owner(st.st_uid))
     return fmt::format("{} is owned by {}, not by you, root or BERTC_CACHE_OWNER", path.string(), owner_name(st.st_uid));
-  if (st.st_mode & (S_IWGRP | S_IWOTH))
+  // (A sticky folder, as /tmp, lets others add entries but not replace or remove ours; what they
+  // add is theirs, which the entry's own check refuses.)
+  const bool sticky_folder = !entry && S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX);
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !sticky_folder)
     return fmt::format("{} is writable by {} (mode {:03o})", path.string(),
                        (st.st_mode & S_IWOTH) ? "every user" : "its group", st.st_mode & 0777);
   return std::nullopt;
@@ -67,16 +81,20 @@ void make_cache_folder(const std::filesystem::path& folder) {
   for (auto it = missing.rbegin(); it != missing.rend(); ++it)
     if (::mkdir(it->c_str(), 0700) != 0 && errno != EEXIST)
       throw std::runtime_error(fmt::format("{} cannot be made: {}", it->string(), std::strerror(errno)));
-  if (const auto why = untrusted(folder, false)) throw std::runtime_error(fmt::format("{}: {}", *why, kTrustFix));
+  for (const std::filesystem::path& f : {folder, folder.parent_path()})  // (its folder and the cache's own)
+    if (const auto why = untrusted(f, false)) throw std::runtime_error(fmt::format("{}: {}", *why, trust_fix(folder)));
 }
 
 std::optional<std::string> read_cache_entry(const std::filesystem::path& path) {
   std::error_code ec;
   const auto status = std::filesystem::symlink_status(path, ec);
   if (ec || status.type() == std::filesystem::file_type::not_found) return std::nullopt;
-  for (const auto& [checked, entry] : {std::pair{path.parent_path(), false}, std::pair{path, true}})
+  // The entry, its folder and the one above (the cache's own: whoever may write it may replace the
+  // entry's folder).
+  for (const auto& [checked, entry] :
+       {std::pair{path, true}, std::pair{path.parent_path(), false}, std::pair{path.parent_path().parent_path(), false}})
     if (const auto why = untrusted(checked, entry)) {
-      warn_cache_unusable(path.parent_path(), fmt::format("{}: {}", *why, kTrustFix));
+      warn_cache_unusable(path.parent_path(), fmt::format("{}: {}", *why, trust_fix(path.parent_path())));
       return std::nullopt;
     }
   if (status.type() != std::filesystem::file_type::regular) {

@@ -5,7 +5,8 @@
 // And a cache is code: host kernel libraries are loaded into the process and GPU images onto the
 // GPU, so a folder or entry someone else could have written is not used (as ssh treats its keys):
 // each must be owned by this user, root or the user BERTC_CACHE_OWNER names, and writable by no
-// one else (an entry: a regular file, not a link). Folders bertc makes are private (0700).
+// one else (an entry: a regular file, not a link; its folder and the cache's own folder above it
+// too, but for a sticky one, as /tmp). Folders bertc makes are private (0700).
 #pragma once
 
 #include <filesystem>

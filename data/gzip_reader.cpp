@@ -108,11 +108,17 @@ size_t GzipReader::inflate_some(char* out, size_t size) {
 }
 
 DataError GzipReader::cut_short() const {
+  // (The part it holds, kept knowingly: decompressed beside it under its name without .gz, the
+  // cut file moved aside, so that a folder it is in reads the part and the rest alike.)
+  std::filesystem::path part = path_;
+  part.replace_extension();
+  if (part.extension() != ".txt") part += ".txt";
   return DataError(fmt::format(
-      "{}: the gzip stream ends early: the file is cut short after {} bytes, inside member {} ({} bytes of text read; "
-      "an interrupted download or copy?). Get the whole file again (gzip -t '{}' checks one), or give what it holds "
-      "knowingly: gzip -dc '{}' > part.txt (gzip says the same) and give part.txt",
-      path_.string(), file_read_, members_ + 1, compressed_ ? z_.total_out : 0, path_.string(), path_.string()));
+      "{}: the gzip stream ends early: the file is cut short after {} bytes, inside member {} ({} bytes of text read "
+      "before; an interrupted download or copy?). Get the whole file again (gzip -t '{}' checks one), or keep the "
+      "part it holds knowingly: gzip -dc '{}' > '{}' (gzip says the same), then move '{}' aside",
+      path_.string(), file_read_, members_ + 1, text_bytes_ + (compressed_ ? z_.total_out : 0), path_.string(),
+      path_.string(), part.string(), path_.string()));
 }
 
 void GzipReader::after_member() {
@@ -122,7 +128,14 @@ void GzipReader::after_member() {
     ended_ = true;
     return;
   }
+  // One byte of gzip's magic at the very end: a member cut short after its first byte (gzip -t says
+  // "unexpected end of file").
+  if (z_.avail_in == 1 && z_.next_in[0] == 0x1f && !refill()) {
+    in_member_ = true;
+    throw cut_short();
+  }
   if (gzip_magic(z_.next_in, z_.avail_in)) {  // another member: its text follows (gzip -d concatenates them)
+    text_bytes_ += z_.total_out;  // (inflateReset starts the count anew)
     inflateReset(&z_);
     in_member_ = true;
     return;

@@ -49,6 +49,7 @@ class GzipReader {
   z_stream z_{};
   std::string input_;
   uint64_t consumed_ = 0, file_read_ = 0;
+  uint64_t text_bytes_ = 0;  // text of the members before this one
 };
 
 }  // namespace bertc::data

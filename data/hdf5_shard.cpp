@@ -292,10 +292,15 @@ void put_attribute(hid_t file, const char* name, hid_t type, const void* value, 
     throw DataError(fmt::format("{}: attribute '{}' cannot be written", where, name));
 }
 
-void put_record(hid_t file, const ShardRecord& r, const std::string& where) {
+void put_text(hid_t file, const char* name, const std::string& value, const std::string& where) {
   Handle text(H5Tcopy(H5T_C_S1), H5Tclose);
-  H5Tset_size(text.get(), r.vocab_xxh3.size() + 1);
-  put_attribute(file, "bertc_vocab_xxh3", text.get(), r.vocab_xxh3.c_str(), where);
+  H5Tset_size(text.get(), value.size() + 1);
+  put_attribute(file, name, text.get(), value.c_str(), where);
+}
+
+void put_record(hid_t file, const ShardRecord& r, const std::string& where) {
+  put_text(file, "bertc_vocab_xxh3", r.vocab_xxh3, where);
+  if (!r.vocab_path.empty()) put_text(file, "bertc_vocab_path", r.vocab_path, where);
   put_attribute(file, "bertc_vocab_tokens", H5T_NATIVE_INT64, &r.vocab_tokens, where);
   put_attribute(file, "bertc_max_token_id", H5T_NATIVE_INT64, &r.max_token_id, where);
   put_attribute(file, "bertc_masked_lm_prob", H5T_NATIVE_DOUBLE, &r.masked_lm_prob, where);
@@ -317,24 +322,28 @@ std::optional<T> get_attribute(hid_t file, const char* name, hid_t memory_type, 
   return value;
 }
 
+// A fixed-length text attribute of at most `longest` bytes.
+std::string get_text(hid_t file, const char* name, size_t longest, const std::string& where) {
+  Handle attribute(H5Aopen(file, name, H5P_DEFAULT), H5Aclose);
+  Handle type(attribute.ok() ? H5Aget_type(attribute.get()) : -1, H5Tclose);
+  const size_t size = type.ok() && H5Tget_class(type.get()) == H5T_STRING ? H5Tget_size(type.get()) : 0;
+  if (size == 0 || size > longest || H5Tis_variable_str(type.get()) > 0)
+    throw DataError(fmt::format("{}: attribute '{}' is not the record bertc writes (a damaged shard: make it again "
+                                "with bertc prepare-data)",
+                                where, name));
+  std::string text(size, '\0');
+  Handle memory(H5Tcopy(H5T_C_S1), H5Tclose);
+  H5Tset_size(memory.get(), size);
+  if (H5Aread(attribute.get(), memory.get(), text.data()) < 0)
+    throw DataError(fmt::format("{}: attribute '{}' cannot be read (a damaged shard)", where, name));
+  return text.c_str();
+}
+
 std::optional<ShardRecord> get_record(hid_t file, const std::string& where) {
   if (H5Aexists(file, "bertc_vocab_xxh3") <= 0) return std::nullopt;
   ShardRecord r;
-  {
-    Handle attribute(H5Aopen(file, "bertc_vocab_xxh3", H5P_DEFAULT), H5Aclose);
-    Handle type(attribute.ok() ? H5Aget_type(attribute.get()) : -1, H5Tclose);
-    const size_t size = type.ok() && H5Tget_class(type.get()) == H5T_STRING ? H5Tget_size(type.get()) : 0;
-    if (size == 0 || size > 64 || H5Tis_variable_str(type.get()) > 0)
-      throw DataError(fmt::format("{}: attribute 'bertc_vocab_xxh3' is not the record bertc writes (a damaged shard: "
-                                  "make it again with bertc prepare-data)",
-                                  where));
-    std::string text(size, '\0');
-    Handle memory(H5Tcopy(H5T_C_S1), H5Tclose);
-    H5Tset_size(memory.get(), size);
-    if (H5Aread(attribute.get(), memory.get(), text.data()) < 0)
-      throw DataError(fmt::format("{}: attribute 'bertc_vocab_xxh3' cannot be read (a damaged shard)", where));
-    r.vocab_xxh3 = text.c_str();
-  }
+  r.vocab_xxh3 = get_text(file, "bertc_vocab_xxh3", 64, where);
+  if (H5Aexists(file, "bertc_vocab_path") > 0) r.vocab_path = get_text(file, "bertc_vocab_path", 1 << 16, where);
   auto needed = [&](const char* name, hid_t memory_type, auto zero) {
     const auto v = get_attribute<decltype(zero)>(file, name, memory_type, where);
     if (!v) throw DataError(fmt::format("{}: has bertc_vocab_xxh3 but no '{}' (a damaged shard: make it again)", where, name));

@@ -26,13 +26,15 @@ namespace bertc::data {
 // What a shard was made with, beyond its shape (seq_len and predictions): its vocabulary (hash and
 // tokens: data/vocab_identity.h), its largest token id, and the settings its masking and tokens
 // came from. Attributes bertc_vocab_xxh3, bertc_vocab_tokens, bertc_max_token_id,
-// bertc_masked_lm_prob, bertc_do_lower_case.
+// bertc_masked_lm_prob, bertc_do_lower_case, and bertc_vocab_path (where the vocabulary was read
+// then: what to train with; absent in shards of the first version of the record).
 struct ShardRecord {
   std::string vocab_xxh3;
   int64_t vocab_tokens = 0;
   int64_t max_token_id = -1;  // of input_ids and masked_lm_ids; write_shard finds it
   double masked_lm_prob = 0;
   bool do_lower_case = true;
+  std::string vocab_path;
 };
 
 struct ShardShape {

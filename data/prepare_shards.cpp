@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <exception>
@@ -128,10 +129,34 @@ std::vector<std::filesystem::path> shard_files(const std::filesystem::path& fold
   std::vector<std::filesystem::path> files;
   std::error_code ec;
   if (!std::filesystem::is_directory(folder, ec)) return files;
+  auto lower = [](std::string s) {
+    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+  };
+  auto is_shard = [&](const std::filesystem::path& p) {
+    const std::string ext = lower(p.extension().string());
+    return ext == ".hdf5" || ext == ".h5";
+  };
+  // Every entry that looks like a shard, its checksum or text is read or refused: none is left out
+  // without a word.
+  std::vector<std::filesystem::path> text;
   for (const auto& e : std::filesystem::directory_iterator(folder)) {
-    const std::string name = e.path().filename().string(), ext = e.path().extension().string();
+    const std::string name = e.path().filename().string(), ext = lower(e.path().extension().string());
     if (name.starts_with(".")) continue;  // (a run's temporaries)
+    if (lower(name).ends_with(".txt") || lower(name).ends_with(".txt.gz")) text.push_back(e.path());
+    if (e.is_directory(ec) && !is_shard(e.path()) && ext != ".xxh3") {
+      for (const auto& inner : std::filesystem::directory_iterator(e.path(), ec))
+        if (is_shard(inner.path()))
+          throw DataError(fmt::format("{}: a folder of shards inside {}: only the folder given is read, so its shards "
+                                      "would be left out: move them up into it, or give this folder instead",
+                                      e.path().string(), folder.string()));
+      continue;
+    }
     if (ext == ".xxh3") {
+      if (!e.is_regular_file(ec))
+        throw DataError(fmt::format("{}: named as a shard's checksum but not a file ({}): put the checksum file back "
+                                    "(bertc prepare-data writes it), or remove it and its shard is read unchecked",
+                                    e.path().string(), e.is_directory(ec) ? "a folder" : "a broken link or special file"));
       // A checksum without its shard: the shard was deleted or moved, and the set is short of it.
       const std::filesystem::path shard = e.path().parent_path() / e.path().stem();
       if (!std::filesystem::exists(shard, ec))
@@ -140,13 +165,18 @@ std::vector<std::filesystem::path> shard_files(const std::filesystem::path& fold
                                     e.path().string(), shard.filename().string(), e.path().filename().string()));
       continue;
     }
-    if (ext != ".hdf5" && ext != ".h5") continue;
+    if (!is_shard(e.path())) continue;
     if (!e.is_regular_file(ec))
       throw DataError(fmt::format("{}: named as a shard but not a file ({}): its examples would be left out; put the "
                                   "shard file back, or move it out of the folder",
                                   e.path().string(), e.is_directory(ec) ? "a folder" : "a broken link or special file"));
     files.push_back(e.path());
   }
+  if (!files.empty() && !text.empty())
+    throw DataError(fmt::format("{}: holds shards and text ({}): a run reads one or the other, and the text would be "
+                                "left out: prepare it into shards of its own (bertc prepare-data CONFIG --input TEXT -o "
+                                "DIR), or move it out of the folder",
+                                folder.string(), text.front().filename().string()));
   // Shorter names first: shard-100000 after shard-99999 (plain name order would put it before shard-10001).
   std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) {
     const std::string x = a.filename().string(), y = b.filename().string();
@@ -349,7 +379,10 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
                                 "fewer)",
                                 o.input.string(), next_document, o.shards, next_document));
 
-  // Pass 2: as many shards at once as fit the memory bound.
+  // Pass 2: as many shards at once as fit the memory bound. Each shard records the vocabulary by
+  // its absolute path too: what a run given other shards is told to train with.
+  std::error_code absolute_ec;
+  const std::string absolute_vocab = std::filesystem::absolute(vocab.source(), absolute_ec).string();
   PrepareReport report;
   uint64_t largest = 0;
   for (const ScratchShard& s : shards) largest = std::max(largest, shard_bytes(s, o.examples));
@@ -376,7 +409,8 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
           const std::vector<Example> made = create_examples(docs, vocab, eo);
           write_shard(scratch.path / fmt::format("shard-{:05d}.hdf5", s), made, eo.max_seq_length,
                       eo.max_predictions_per_seq, vocab.pad(),
-                      ShardRecord{vocab.xxh3(), vocab.size(), -1, eo.masked_lm_prob, tokenizer.lower_case()});
+                      ShardRecord{vocab.xxh3(), vocab.size(), -1, eo.masked_lm_prob, tokenizer.lower_case(),
+                                  absolute_vocab});
           examples += static_cast<int64_t>(made.size());
           int64_t seen = largest_count;
           while (seen < static_cast<int64_t>(made.size()) &&

@@ -21,8 +21,13 @@ void check_record(const std::filesystem::path& f, const ShardRecord& r, int64_t 
                                 "({} tokens); train with that vocabulary and a vocab_size of {} or more, or {}",
                                 f.string(), r.max_token_id, vocab_size, r.vocab_tokens, r.vocab_tokens, again));
   if (!expected) return;
-  require_same_vocab(expected->vocab, {r.vocab_xxh3, r.vocab_tokens, ""}, "shard " + f.string(),
-                     fmt::format("train with the vocabulary the shards were prepared with (--vocab FILE), or {}", again));
+  // (Both ways named with their files: which one works depends on what fixes the run's vocabulary,
+  // --vocab or a model it starts from.)
+  require_same_vocab(expected->vocab, {r.vocab_xxh3, r.vocab_tokens, r.vocab_path}, "shard " + f.string(),
+                     fmt::format("prepare the shards again with this run's vocabulary (bertc prepare-data CONFIG "
+                                 "--vocab '{}' -o NEW_DIR), or train with the shards' ({}) where the run may choose "
+                                 "(--vocab)",
+                                 expected->vocab.path, r.vocab_path.empty() ? "its path is not recorded" : r.vocab_path));
   if (r.masked_lm_prob != expected->masked_lm_prob)
     throw DataError(fmt::format("{}: prepared with masked_lm_prob = {:g}, and [train] masked_lm_prob is {:g} (a shard's "
                                 "masks are made when it is prepared): set masked_lm_prob = {:g}, or {}",
@@ -69,6 +74,12 @@ ShardFiles::ShardFiles(std::vector<std::filesystem::path> files, int64_t seq_len
   for (size_t i = 0; i < files_.size(); ++i) {
     const std::filesystem::path& f = files_[i];
     const ShardShape& s = shapes[i];
+    if (s.seq_len != seq_len && s.predictions != predictions)  // (both at once: one fix, not two in turn)
+      throw DataError(fmt::format("{}: its examples are of {} tokens with {} predictions, and [train] seq_len is {} and "
+                                  "max_predictions_per_seq {}: set seq_len = {} and max_predictions_per_seq = {} (or "
+                                  "prepare shards of the config's)",
+                                  f.string(), s.seq_len, s.predictions, seq_len, predictions, s.seq_len,
+                                  s.predictions));
     if (s.seq_len != seq_len)
       throw DataError(fmt::format("{}: its examples are of {} tokens, and [train] seq_len is {}: set seq_len = {} (or "
                                   "prepare shards of {})",

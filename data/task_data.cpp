@@ -6,6 +6,7 @@
 #include <fstream>
 #include <numeric>
 #include <optional>
+#include <set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -237,11 +238,23 @@ TaskData read_jsonl(const std::filesystem::path& path, const TaskFormat& f, cons
   TaskData data{path, {}, 0, {}};
   for (const auto& [number, line] : read_lines(path, data.notes)) {
     json object;
+    // A key twice in one object: JSON parsers keep one of them, and which is not the file's to say.
+    std::vector<std::set<std::string>> keys;
+    std::string twice;
+    const json::parser_callback_t note_keys = [&](int, json::parse_event_t event, json& parsed) {
+      if (event == json::parse_event_t::object_start) keys.emplace_back();
+      if (event == json::parse_event_t::object_end && !keys.empty()) keys.pop_back();
+      if (event == json::parse_event_t::key && !keys.empty() && !keys.back().insert(parsed.get<std::string>()).second &&
+          twice.empty())
+        twice = parsed.get<std::string>();
+      return true;
+    };
     try {
-      object = json::parse(line);
+      object = json::parse(line, note_keys);
     } catch (const json::parse_error& e) {
       maker.fail(number, fmt::format("not a JSON object: {}", e.what()));
     }
+    if (!twice.empty()) maker.fail(number, fmt::format("the key '{}' is there twice: keep one", twice));
     if (!object.is_object()) maker.fail(number, fmt::format("a line must be a JSON object, found {}", object.type_name()));
     TaskExample e;
     e.line = number;

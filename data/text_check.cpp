@@ -66,19 +66,30 @@ void TextFigures::add_line(std::string_view line) {
 
 bool starts_with_utf8_bom(std::string_view text) { return text.starts_with("\xef\xbb\xbf"); }
 
-void refuse_not_text(const std::filesystem::path& path, std::string_view head, const TextFigures& figures) {
+void refuse_not_text(const std::filesystem::path& path, std::string_view head, const TextFigures& figures,
+                     bool compressed) {
   const std::optional<OtherEncoding> encoding = other_encoding(head);
   if (!(encoding && encoding->marked) && !figures.mostly_not_text()) return;
+  // The commands on the file's bytes, or (gzip) on what it decompresses to.
+  const std::string file = fmt::format("'{}'", path.string());
+  auto convert = [&](const std::string& from) {
+    return compressed ? fmt::format("gzip -dc {} | iconv -f {} -t UTF-8 > converted.txt", file, from)
+                      : fmt::format("iconv -f {} -t UTF-8 {} > converted.txt", from, file);
+  };
   if (encoding)
-    throw DataError(fmt::format("{}: text in {} ({}), and bertc reads UTF-8: convert it (iconv -f {} -t UTF-8 '{}' > "
-                                "converted.txt) and give the converted file",
-                                path.string(), encoding->name, encoding->why, encoding->name, path.string()));
+    throw DataError(fmt::format("{}: text in {} ({}), and bertc reads UTF-8: convert it ({}) and give the converted "
+                                "file",
+                                path.string(), encoding->name, encoding->why, convert(encoding->name)));
+  // (No encoding is named unless the bytes show one: converting from a wrong guess makes valid
+  // UTF-8 of the wrong characters, which would then be read without a word.)
   throw DataError(fmt::format("{}: is not text: {} of its first {} bytes ({}) are invalid UTF-8 or control "
                               "characters (from line {} on). bertc reads UTF-8 text; if this is text in another "
-                              "encoding, convert it (iconv -f LATIN1 -t UTF-8 '{}' > converted.txt), else give the "
-                              "text file it was meant to be",
+                              "encoding, find which ({}) and convert it ({}), else give the text file it was meant "
+                              "to be",
                               path.string(), figures.not_text, figures.bytes, share(figures.not_text, figures.bytes),
-                              figures.first_bad_line, path.string()));
+                              figures.first_bad_line,
+                              compressed ? fmt::format("gzip -dc {} | file -i -", file) : fmt::format("file -i {}", file),
+                              convert("ENCODING")));
 }
 
 std::optional<std::string> not_text_note(const std::filesystem::path& path, const TextFigures& figures) {

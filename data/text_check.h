@@ -25,9 +25,11 @@ struct TextFigures {
 bool starts_with_utf8_bom(std::string_view text);
 
 // Throws DataError naming the file, the encoding its first bytes suggest (`head`: UTF-16 or
-// UTF-32, by a byte-order mark or by NUL bytes) and how to convert it, when the first bytes are a
-// UTF-16/32 byte-order mark or `figures` are mostly not text.
-void refuse_not_text(const std::filesystem::path& path, std::string_view head, const TextFigures& figures);
+// UTF-32, by a byte-order mark or by NUL bytes) and how to convert it (`compressed`: its text is
+// gzip's, so the command decompresses first), when the first bytes are a UTF-16/32 byte-order
+// mark or `figures` are mostly not text.
+void refuse_not_text(const std::filesystem::path& path, std::string_view head, const TextFigures& figures,
+                     bool compressed = false);
 
 // "N of M bytes (x%) are not UTF-8 text ... first on line L", when some are; nullopt when none.
 std::optional<std::string> not_text_note(const std::filesystem::path& path, const TextFigures& figures);

@@ -2,6 +2,7 @@
 #include "data/text_input.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <utility>
 
@@ -12,9 +13,30 @@
 namespace bertc::data {
 namespace {
 
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
 bool is_text(const std::filesystem::path& p) {
-  const std::string name = p.filename().string();
+  const std::string name = lower(p.filename().string());
   return name.ends_with(".txt") || name.ends_with(".txt.gz");
+}
+
+// Compressed, in a way bertc does not read as text (or gzip without .txt in its name): refused,
+// not left out.
+bool is_other_compressed(const std::filesystem::path& p) {
+  const std::string ext = lower(p.extension().string());
+  return ext == ".gz" || ext == ".bz2" || ext == ".xz" || ext == ".zst" || ext == ".zip" || ext == ".7z" ||
+         ext == ".lz4";
+}
+
+// Whether a folder holds text files (one level): a folder of text inside the one given.
+bool holds_text(const std::filesystem::path& folder) {
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(folder, ec))
+    if (is_text(e.path())) return true;
+  return false;
 }
 
 }  // namespace
@@ -32,7 +54,19 @@ std::vector<std::filesystem::path> text_files(const std::filesystem::path& input
     throw DataError(fmt::format("{}: no such file or folder of training text (set [train] data, --data or --input)",
                                 input.string()));
   std::vector<std::filesystem::path> files;
+  // Every entry that looks like text is read or refused: none is left out without a word.
   for (const auto& e : std::filesystem::directory_iterator(input)) {
+    if (is_other_compressed(e.path()) && !is_text(e.path()))
+      throw DataError(fmt::format("{}: compressed, and bertc reads .txt and .txt.gz files: decompress it (or, gzip'd "
+                                  "text, name it .txt.gz), or move it out of the folder",
+                                  e.path().string()));
+    if (e.is_directory(ec) && !is_text(e.path())) {
+      if (holds_text(e.path()))
+        throw DataError(fmt::format("{}: a folder of text inside {}: only the folder given is read, so its files would "
+                                    "be left out: move them up into it, or give this folder instead",
+                                    e.path().string(), input.string()));
+      continue;
+    }
     if (!is_text(e.path())) continue;
     if (!e.is_regular_file(ec))
       throw DataError(fmt::format("{}: named as text but not a file ({}): its text would be left out; move it out of "
@@ -64,7 +98,7 @@ bool LineReader::fill() {
     started_ = true;
     if (starts_with_utf8_bom(buffer_)) buffer_.erase(0, 3);  // (Windows tools write one: not text of the file)
     head_ = buffer_.substr(0, 4096);
-    refuse_not_text(path_, head_, figures_);  // (a UTF-16 or UTF-32 byte-order mark: at once)
+    refuse_not_text(path_, head_, figures_, file_.compressed());  // (a UTF-16 or UTF-32 byte-order mark: at once)
   }
   return n > 0;
 }
@@ -73,16 +107,29 @@ void LineReader::check(const std::string& line) {
   const uint64_t before = figures_.bytes;
   figures_.add_line(line);
   // Refused from the first megabyte on: a large binary file is not read whole first.
-  if (figures_.bytes >= (1u << 20) && (before >> 20) != (figures_.bytes >> 20)) refuse_not_text(path_, head_, figures_);
+  if (figures_.bytes >= (1u << 20) && (before >> 20) != (figures_.bytes >> 20))
+    refuse_not_text(path_, head_, figures_, file_.compressed());
+}
+
+size_t LineReader::line_length(bool at_end) const {
+  const char* begin = buffer_.data() + at_;
+  const size_t available = buffer_.size() - at_;
+  const auto* newline = static_cast<const char*>(std::memchr(begin, '\n', available));
+  const size_t before_newline = newline ? static_cast<size_t>(newline - begin) : available;
+  // A carriage return ends a line too (old Mac files), unless a line feed follows it (Windows').
+  if (const auto* cr = static_cast<const char*>(std::memchr(begin, '\r', before_newline))) {
+    const size_t at = static_cast<size_t>(cr - begin);
+    if (at + 1 < available) return at + (begin[at + 1] == '\n' ? 2 : 1);
+    return at_end ? at + 1 : 0;  // (what follows it is not read yet)
+  }
+  return newline ? before_newline + 1 : 0;
 }
 
 bool LineReader::next(std::string& line) {
   if (finished_) return false;
   for (;;) {
-    const char* begin = buffer_.data() + at_;
-    if (const void* newline = std::memchr(begin, '\n', buffer_.size() - at_)) {
-      const size_t length = static_cast<size_t>(static_cast<const char*>(newline) - begin) + 1;
-      line.assign(begin, length);
+    if (const size_t length = line_length(false)) {
+      line.assign(buffer_.data() + at_, length);
       at_ += length;
       check(line);
       return true;
@@ -93,14 +140,15 @@ bool LineReader::next(std::string& line) {
                                   path_.string(), figures_.lines + 1, max_line_ >> 20,
                                   longer_lines_.empty() ? "" : ", " + longer_lines_));
     if (!fill()) {
-      line.assign(buffer_, at_, std::string::npos);
-      at_ = buffer_.size();
+      const size_t length = line_length(true);
+      line.assign(buffer_, at_, length ? length : std::string::npos);
+      at_ += line.size();
       if (!line.empty()) {
         check(line);
         return true;
       }
       finished_ = true;
-      refuse_not_text(path_, head_, figures_);
+      refuse_not_text(path_, head_, figures_, file_.compressed());
       if (note_)
         if (const auto said = not_text_note(path_, figures_)) note_(*said);
       return false;

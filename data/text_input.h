@@ -22,7 +22,8 @@ std::vector<std::filesystem::path> text_files(const std::filesystem::path& input
 // A line without its surrounding spaces, tabs and line ends ("" for a blank line: a document's end).
 std::string trim_line(const std::string& line);
 
-// Lines of a text file, plain or gzip, with how far into the file it is. A UTF-8 byte-order mark
+// Lines of a text file, plain or gzip, with how far into the file it is; a line ends at \n, \r\n
+// or a lone \r (a file saved by an old Mac editor is lines, not one). A UTF-8 byte-order mark
 // at its start is skipped; NUL bytes are kept as they are; a line longer than `max_line` bytes is
 // an error (a file with no newlines would otherwise be read whole).
 class LineReader {
@@ -43,6 +44,9 @@ class LineReader {
 
  private:
   bool fill();  // more bytes into buffer_; false at the end
+  // Bytes of the next whole line in buffer_ with its end (\n, \r\n or a lone \r), or 0 when it
+  // needs more bytes; `at_end`: there are no more, so a final \r ends a line.
+  size_t line_length(bool at_end) const;
   void check(const std::string& line);
   std::filesystem::path path_;
   GzipReader file_;

@@ -28,8 +28,17 @@ Vocab Vocab::from_tokens(std::vector<std::string> tokens, const std::string& sou
                                   v.ids_[v.tokens_[i]] + 1));
   auto special = [&](const char* name) {
     auto id = v.find(name);
-    if (!id) throw DataError(fmt::format("{}: the vocabulary has no {} token, which BERT needs", source, name));
-    return *id;
+    if (id) return *id;
+    // (A token that is the special one but for spaces around it: an editor's trailing spaces.)
+    for (size_t i = 0; i < v.tokens_.size(); ++i) {
+      const std::string& t = v.tokens_[i];
+      const size_t b = t.find_first_not_of(" \t"), e = t.find_last_not_of(" \t");
+      if (b != std::string::npos && t.substr(b, e - b + 1) == name)
+        throw DataError(fmt::format("{}:{}: the token is '{}', {} with spaces around it, and BERT needs {} itself: "
+                                    "remove the spaces (an editor's trailing spaces? every line is a token as it is)",
+                                    source, i + 1, t, name, name));
+    }
+    throw DataError(fmt::format("{}: the vocabulary has no {} token, which BERT needs", source, name));
   };
   v.pad_ = special("[PAD]");
   v.unk_ = special("[UNK]");

@@ -212,6 +212,9 @@ class Gloo : public Communicator {
           std::erase(missing, from);
         }
       } catch (const std::exception&) {
+        // Gloo may see a dead rank's connection close before the rendezvous does: a moment for it,
+        // so that a rank that died is named as gone (and the way on said), not as hanging.
+        for (int i = 0; i < 40 && server_->gone().empty(); ++i) std::this_thread::sleep_for(Milliseconds(50));
         if (server_->gone().empty())
           late = fmt::format("rank {} did not reach {} within {:g} s of rank 0 (it hangs or runs far slower): "
                              "stopping every rank",

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 #include <toml++/toml.h>
+#include <utf8proc.h>
 
 namespace bertc::frontend {
 namespace {
@@ -142,7 +143,16 @@ class Loader {
 
   void set_string(const toml::node& node, const std::string& key, std::string& out) const {
     if (!node.is_string()) fail(node, fmt::format("'{}' must be a string", key));
-    out = *node.value<std::string>();
+    out = text_of(node, key);
+  }
+
+  // A string value: no NUL in it (a path would end there, naming another file, and a message
+  // quoting it would be cut).
+  std::string text_of(const toml::node& node, const std::string& where) const {
+    std::string text = *node.value<std::string>();
+    if (text.find('\0') != std::string::npos)
+      fail(node, fmt::format("{} holds a NUL character (\\u0000): remove it", where));
+    return text;
   }
 
   void set_key(const std::string& section, const toml::key& toml_key, const toml::node& node) {
@@ -169,7 +179,7 @@ class Loader {
     if (spec.kind == ValueKind::Float && node.is_integer()) value = *node.value<int64_t>();
     if (spec.kind == ValueKind::Float && node.is_floating_point()) value = *node.value<double>();
     if (spec.kind == ValueKind::Bool && node.is_boolean()) value = *node.value<bool>();
-    if (spec.kind == ValueKind::String && node.is_string()) value = *node.value<std::string>();
+    if (spec.kind == ValueKind::String && node.is_string()) value = text_of(node, where);
     if (!value)
       fail(node, fmt::format("{} must be {}, found {}", where, support::kind_description(spec.kind), describe(node)));
     if (auto problem = spec.set(c_, *value)) fail(node, fmt::format("{} {}", where, *problem));
@@ -181,7 +191,7 @@ class Loader {
     if (std::holds_alternative<bool>(k.default_value) && node.is_boolean()) out = *node.value<bool>();
     else if (std::holds_alternative<int64_t>(k.default_value) && node.is_integer()) out = *node.value<int64_t>();
     else if (std::holds_alternative<double>(k.default_value) && node.is_number()) out = *node.value<double>();
-    else if (std::holds_alternative<std::string>(k.default_value) && node.is_string()) out = *node.value<std::string>();
+    else if (std::holds_alternative<std::string>(k.default_value) && node.is_string()) out = text_of(node, where);
     else fail(node, fmt::format("{} has the wrong type ({}); {}", where, describe(node), k.doc));
   }
 
@@ -333,9 +343,22 @@ std::optional<std::string> name_problem(const std::string& name) {
   if (name == "." || name == "..") return fmt::format("is '{}', which is a folder itself, not a name in one", name);
   if (name.find_first_of("/\\") != std::string::npos) return "holds a '/' or '\\' (a path, not a name)";
   if (name.front() == '.' || name.front() == '-') return "starts with '.' or '-' (a hidden file, or an option)";
-  for (const unsigned char c : name)
-    if (c < 0x20 || c == 0x7f) return "holds a control character";
+  if (name.front() == ' ' || name.back() == ' ') return "starts or ends with a space";
   if (name.size() > 200) return "is longer than 200 bytes";
+  // Every character visible: an invisible, control or other space character makes a folder name
+  // that looks like another (or like nothing) in a listing.
+  const auto* p = reinterpret_cast<const utf8proc_uint8_t*>(name.data());
+  for (utf8proc_ssize_t left = static_cast<utf8proc_ssize_t>(name.size()); left > 0;) {
+    utf8proc_int32_t cp = 0;
+    const utf8proc_ssize_t n = utf8proc_iterate(p, left, &cp);
+    if (n <= 0) return "is not UTF-8";
+    const utf8proc_category_t c = utf8proc_category(cp);
+    if (c == UTF8PROC_CATEGORY_CC || c == UTF8PROC_CATEGORY_CF || c == UTF8PROC_CATEGORY_CO ||
+        c == UTF8PROC_CATEGORY_CS || c == UTF8PROC_CATEGORY_CN || c == UTF8PROC_CATEGORY_ZL ||
+        c == UTF8PROC_CATEGORY_ZP || (c == UTF8PROC_CATEGORY_ZS && cp != ' '))
+      return fmt::format("holds U+{:04X}, an invisible, control or space character", cp);
+    p += n, left -= n;
+  }
   return std::nullopt;
 }
 
@@ -376,11 +399,11 @@ Config parse_config(std::string_view toml_text, const std::string& source, std::
   if (const auto problem = name_problem(config.name)) {
     const toml::node* node = root["name"].node();
     throw ConfigError(node ? fmt::format("{}:{}:{}: name = \"{}\" {}: it names the run's folder (checkpoints/NAME): "
-                                         "give a plain name (letters, digits, '-', '_')",
+                                         "give a name of visible characters (letters, digits, '-' and '_' suit every file system)",
                                          source, node->source().begin.line, node->source().begin.column, config.name,
                                          *problem)
                            : fmt::format("{}: the run's name, from the file's name, {}: set name = \"...\" in the "
-                                         "config (a plain name: letters, digits, '-', '_')",
+                                         "config (a name of visible characters: letters, digits, '-' and '_' suit every file system)",
                                          source, *problem));
   }
   const bool check = config.model_section || check_without_model;

@@ -171,8 +171,8 @@ void use_hf_model(Config& config, const std::filesystem::path& folder) {
 void take_model_from(Config& config, const std::filesystem::path& init, const std::string& model_program) {
   std::error_code ec;
   if (!init.empty() && std::filesystem::is_directory(init, ec) && !is_hf_folder(init))
-    throw ConfigError(fmt::format("--init {}: a folder without config.json; a Hugging Face model folder has one "
-                                  "(and model.safetensors)",
+    throw ConfigError(fmt::format("{}: a folder without config.json, given as the model to start from (--init, or "
+                                  "[finetune] init); a Hugging Face model folder has one (and model.safetensors)",
                                   init.string()));
   if (!init.empty() && is_hf_folder(init)) {
     if (model_program != "bert")

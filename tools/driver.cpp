@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -545,7 +546,9 @@ int batch(const BatchArgs& args, const frontend::ModelDefinition& model) {
   const data::Vocab vocab = train::load_run_vocab(config, chosen_path(args.vocab, config, config.train.vocab), std::cerr);
   const data::BatchStream stream =
       train::open_batch_stream(config, chosen_path(args.data, config, config.train.data), vocab, std::cerr);
-  support::write_safetensors(args.output, train::batch_to_safetensors(stream.batch(args.index)));
+  support::Safetensors file = train::batch_to_safetensors(stream.batch(args.index));
+  file.metadata.merge(data::vocab_metadata(data::record_of(vocab)));  // (eval checks it against the weights')
+  support::write_safetensors(args.output, file);
   std::cerr << fmt::format("micro-batch {} written to {}\n", args.index, args.output);
   return 0;
 }
@@ -609,6 +612,10 @@ std::string executable_description(const std::string& program, const codegen::Co
 }  // namespace
 
 int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
+  // A file size limit (ulimit -f, a batch system's) makes a write past it fail with EFBIG, which
+  // every writer reports and cleans up after as it does a full disk, instead of killing the
+  // process halfway through a file (SIGXFSZ's default).
+  std::signal(SIGXFSZ, SIG_IGN);
   const std::string program = std::filesystem::path(argv[0]).filename().string();
   const std::string self = self_path(argv[0]);
   std::optional<codegen::CompiledProgram> embedded;

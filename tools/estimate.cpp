@@ -3,6 +3,8 @@
 // ring all-reduce over the slowest link (passes/scaling_estimate.h).
 #include "tools/estimate.h"
 
+#include <set>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -23,7 +25,10 @@ uint64_t bytes_per_step(const ir::Graph& step, const frontend::TrainConfig& t, d
   return dist::compressed_bytes_of(train::gradient_tensors(step), o);
 }
 
-std::string money(double dollars) { return dollars >= 1e4 ? fmt::format("${:.0f}k", dollars / 1e3) : fmt::format("${:.0f}", dollars); }
+std::string money(double dollars) {
+  if (dollars >= 1e9) return fmt::format("${:.2g}", dollars);  // (not a row of digits)
+  return dollars >= 1e4 ? fmt::format("${:.0f}k", dollars / 1e3) : fmt::format("${:.0f}", dollars);
+}
 
 }  // namespace
 
@@ -46,6 +51,10 @@ int estimate(const EstimateArgs& a, const CompileFlags& flags, const frontend::M
   // Figures past any machine room, or a global batch past 64 bits, are refused rather than
   // wrapped around into negative ones.
   constexpr int64_t kMostGpus = 1'000'000;
+  constexpr double kMostDollars = 1e6;  // an hour of one GPU
+  if (a.price > kMostDollars)
+    throw std::invalid_argument(fmt::format("--price {:g} dollars per GPU-hour: give a price of at most {:g}", a.price,
+                                            kMostDollars));
   const int64_t gpus = int64_t{a.gpus_per_machine} * a.machines;
   if (gpus > kMostGpus)
     throw std::invalid_argument(fmt::format("--gpus-per-machine {} x --machines {} is {} GPUs: estimate counts at most {}",
@@ -58,6 +67,7 @@ int estimate(const EstimateArgs& a, const CompileFlags& flags, const frontend::M
                                             a.config, gpus, config.train.batch_size,
                                             config.train.gradient_accumulation_steps));
   nlohmann::json rows = nlohmann::json::array();
+  std::set<std::string> notes;
   std::string text = fmt::format(
       "{}: {} GPU(s) per machine x {} machine(s), {} within, {} between; {} steps of {} sequences per GPU "
       "(global batch {})\n",
@@ -83,6 +93,14 @@ int estimate(const EstimateArgs& a, const CompileFlags& flags, const frontend::M
     setup.dollars_per_gpu_hour = a.price >= 0 ? a.price : price ? price->dollars_per_hour : 0;
     for (dist::Compression kind : kinds) {
       setup.bytes_per_step = static_cast<double>(bytes_per_step(program.step, c.train, kind));
+      if (kind == dist::Compression::PowerSgd) {
+        dist::ExchangeOptions o = train::exchange_options(c.train);
+        o.compression = kind;
+        if (dist::powersgd_split(train::gradient_tensors(program.step), o).compressed.empty())
+          notes.insert(fmt::format("note: powersgd_rank = {} compresses no gradient of this model: its powersgd rows "
+                                   "send fp32's bytes, and training refuses it (lower powersgd_rank)",
+                                   c.train.powersgd_rank));
+      }
       const passes::ScalingEstimate e = passes::estimate_scaling(setup);
       rows.push_back({{"gpu", gpu.name}, {"precision", ir::enum_name(c.compile.precision)}, {"compression", ir::enum_name(kind)},
                       {"bytes_per_step", setup.bytes_per_step}, {"compute_seconds", setup.compute_seconds},
@@ -103,6 +121,7 @@ int estimate(const EstimateArgs& a, const CompileFlags& flags, const frontend::M
           "slowest link at line rate; step: one after the other, as bertc runs today; overlapped: the all-reduce hidden "
           "behind the backward (2/3 of compute), as far as it reaches; cost at the price per GPU-hour (--price, or the "
           "cloud offers of passes/scaling_estimate.cpp), for the sequential step\n";
+  for (const std::string& note : notes) text += note + "\n";
   if (a.json) out << rows.dump(1) << "\n";
   else out << text;
   return 0;

@@ -65,9 +65,12 @@ data::BatchStream open_batch_stream(const frontend::Config& c, const std::filesy
     if (t.text_shards > 0)
       log << fmt::format("data: [train] text_shards = {} is for text, and {} holds shards: it is not used\n",
                          t.text_shards, data_path.string());
+    data::VocabRecord run_vocab = data::record_of(vocab);
+    std::error_code ec;
+    run_vocab.path = std::filesystem::absolute(run_vocab.path, ec).string();
     const auto set = std::make_shared<data::ShardFiles>(
         files, t.seq_len, t.max_predictions_per_seq, c.model.vocab_size, c.model.type_vocab_size,
-        data::ShardExpectation{data::record_of(vocab), t.masked_lm_prob, t.do_lower_case});
+        data::ShardExpectation{run_vocab, t.masked_lm_prob, t.do_lower_case});
     for (const std::string& note : set->notes()) log << "data: " << note << "\n";
     shards = set;
     what = fmt::format("{} shard(s) in {}", files.size(), data_path.string());

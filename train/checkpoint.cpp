@@ -130,7 +130,18 @@ void save_checkpoint(const std::filesystem::path& dir, int64_t step, const Tenso
   file.metadata = std::move(metadata);
   add_checksums(file);
   const std::filesystem::path path = checkpoint_path(dir, step);
-  support::write_safetensors(path, file);
+  try {
+    support::write_safetensors(path, file);
+  } catch (const std::runtime_error& e) {  // (a full disk, a file size limit: nothing half-written is left)
+    const auto kept = list_checkpoints(dir);
+    throw std::runtime_error(
+        kept.empty() ? fmt::format("{}: no checkpoint of this run is written yet; make room there and run the same "
+                                   "command again",
+                                   e.what())
+                     : fmt::format("{}: the older checkpoints are kept (newest: step {}); make room there and run the "
+                                   "same command with --resume",
+                                   e.what(), kept.back().step));
+  }
   // Only once the new checkpoint is durable and reads back whole may older ones go, with
   // temporaries a killed run left behind (one training run writes to a folder at a time: the
   // run folder's lock).

@@ -3,6 +3,9 @@
 
 #include <fmt/format.h>
 
+#include "data/vocab_identity.h"
+#include "frontend/hf_config.h"
+
 #include "ir/value_names.h"
 #include "passes/autodiff.h"
 #include "train/batches.h"
@@ -67,6 +70,16 @@ EvalResult evaluate_batch(const frontend::ModelDefinition& model, frontend::Conf
   }
   check_batch_ranges(env, config, source);
   const PretrainedReport loaded = load_pretrained(weights, graph, env);
+  // The batch's token ids are of the vocabulary it was made with: the weights' must be it.
+  if (const auto made_with = data::vocab_from_metadata(batch.metadata)) {
+    std::optional<data::VocabRecord> weights_vocab = data::vocab_from_metadata(loaded.metadata);
+    if (frontend::is_hf_folder(weights)) weights_vocab = data::record_of(data::Vocab::load(weights / "vocab.txt"));
+    if (weights_vocab)
+      data::require_same_vocab(*made_with, *weights_vocab, fmt::format("--init {}", weights.string()),
+                               fmt::format("make the batch with the weights' vocabulary (bertc batch CONFIG --vocab "
+                                           "FILE -o {})",
+                                           source));
+  }
   if (!loaded.missing.empty())
     throw support::SafetensorsError(fmt::format("{}: {} params are missing: {}", weights.string(), loaded.missing.size(),
                                        fmt::join(loaded.missing, ", ")));

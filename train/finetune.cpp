@@ -112,10 +112,10 @@ std::string name_list(const std::vector<std::string>& names) {
 // --init: the encoder from a checkpoint; the task head is made fresh whatever the file holds (a
 // fine-tuned checkpoint's head is of another task, or another number of labels), and only it (and
 // a pooler a BertModel file may lack) may be missing.
-void load_init(const std::filesystem::path& init, const ir::Graph& graph, const data::Vocab& vocab,
+void load_init(const std::filesystem::path& init, const ir::Graph& graph, const data::Vocab& vocab, bool lower_case,
                support::Environment& env, std::ostream& log) {
   const PretrainedReport r = load_pretrained(init, graph, env, {"classifier."});
-  check_init_vocab(init, r.metadata, vocab, log);
+  check_init_vocab(init, r.metadata, vocab, lower_case, log, "[train] vocab in the config");
   std::vector<std::string> encoder_missing;
   for (const std::string& name : r.missing)
     if (!name.starts_with("classifier.") && !name.starts_with("bert.pooler.")) encoder_missing.push_back(name);
@@ -301,7 +301,7 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
   r.buckets = compile_buckets(model, c);
   const passes::TrainingProgram& first = r.buckets.front().program;
   support::Environment env;
-  if (o.init) load_init(*o.init, first.step, vocab, env, log);
+  if (o.init) load_init(*o.init, first.step, vocab, c.train.do_lower_case, env, log);
   else log << fmt::format("init: none: every param fresh from [train] seed {}\n", t.seed);
   fresh_state(c, first, env);  // (what --init did not set)
   make_runners(o, r, device);
@@ -384,9 +384,11 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
     summary.epochs.push_back(result);
   }
   if (summary.stopped_by_signal)
-    log << fmt::format("stopped by {} after step {}: its checkpoint is saved (fine-tuning does not resume; start "
-                       "again, or use it with --init)\n",
-                       signal_name(summary.stopped_by_signal), step);
+    log << fmt::format("stopped by {} after step {}: its checkpoint is saved in {} (fine-tuning does not resume: start "
+                       "again in another --checkpoint-dir, or from this checkpoint's encoder with --init {}, whose "
+                       "task head starts fresh)\n",
+                       signal_name(summary.stopped_by_signal), step, o.checkpoint_dir.string(),
+                       checkpoint_path(o.checkpoint_dir, step).string());
   if (!summary.best_checkpoint.empty())
     log << fmt::format("best: {} {:.4f}: {}\n", ir::enum_name(chosen), *best, summary.best_checkpoint.string());
   return summary;

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 #include <xxhash.h>
 
 #include "data/vocab_identity.h"
@@ -84,10 +85,13 @@ void check_same_settings(const std::map<std::string, std::string>& saved, const 
   for (const auto& [key, value] : then)
     if (!here.count(key)) changed.push_back(fmt::format("{} = {} then, not a setting now", key, value));
   if (changed.empty()) changed.push_back("its settings record does not match its hash");
+  // (Its weights fit only the [model] they were trained with: --init is no way to another.)
+  const bool model_changed =
+      std::any_of(changed.begin(), changed.end(), [](const std::string& c) { return c.starts_with("[model]"); });
   throw TrainError(fmt::format("{}: trained with other settings than this run's: {}; resume with the settings it was "
-                               "trained with, or start a fresh run in another --checkpoint-dir from its weights "
-                               "(--init {})",
-                               checkpoint.string(), fmt::join(changed, "; "), checkpoint.string()));
+                               "trained with, or start a fresh run in another --checkpoint-dir{}",
+                               checkpoint.string(), fmt::join(changed, "; "),
+                               model_changed ? "" : fmt::format(" from its weights (--init {})", checkpoint.string())));
 }
 
 }  // namespace
@@ -115,17 +119,37 @@ std::map<std::string, std::string> export_metadata(const frontend::Config& confi
   return m;
 }
 
+namespace {
+
+// What the weights at `init` record of their lower-casing: a checkpoint's metadata, or a Hugging
+// Face folder's tokenizer_config.json.
+std::optional<bool> init_lower_case(const std::filesystem::path& init, const std::map<std::string, std::string>& m) {
+  if (const auto it = m.find("do_lower_case"); it != m.end()) return it->second == "true";
+  if (!frontend::is_hf_folder(init)) return std::nullopt;
+  std::ifstream in(init / "tokenizer_config.json");
+  const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  if (j.is_object() && j.contains("do_lower_case") && j["do_lower_case"].is_boolean()) return j["do_lower_case"].get<bool>();
+  return std::nullopt;
+}
+
+}  // namespace
+
 void check_init_vocab(const std::filesystem::path& init, const std::map<std::string, std::string>& metadata,
-                      const data::Vocab& vocab, std::ostream& log) {
+                      const data::Vocab& vocab, bool lower_case, std::ostream& log, const std::string& choose) {
+  if (const std::optional<bool> then = init_lower_case(init, metadata); then && *then != lower_case)
+    log << fmt::format("init: {} was trained with do_lower_case = {}, and this run's is {}: the same text makes other "
+                       "tokens (set [train] do_lower_case = {} unless that is meant)\n",
+                       init.string(), *then, lower_case, *then);
   if (frontend::is_hf_folder(init)) {
     const data::Vocab folder = data::Vocab::load(init / "vocab.txt");
     data::require_same_vocab(vocab, data::record_of(folder), fmt::format("--init {}", init.string()),
-                             "train with the folder's vocabulary (drop --vocab and [train] vocab: the folder's is used)");
+                             fmt::format("use the folder's vocabulary (drop another from {}: the folder's is used)",
+                                         choose));
     return;
   }
   if (const auto recorded = data::vocab_from_metadata(metadata)) {
     data::require_same_vocab(vocab, *recorded, fmt::format("--init {}", init.string()),
-                             "train with the vocabulary it was trained with (--vocab FILE, or [train] vocab)");
+                             fmt::format("use the vocabulary it was trained with ({})", choose));
     return;
   }
   log << fmt::format("init: {} records no vocabulary (a weights file alone): nothing shows that {} is the one its "
@@ -147,7 +171,17 @@ int64_t prepare_state(const frontend::ModelDefinition& model, const TrainOptions
     if (existing.empty())
       throw TrainError(fmt::format("--resume: no checkpoint in {} (run without --resume to start fresh)",
                                    o.checkpoint_dir.string()));
-    const CheckpointContents c = load_checkpoint(existing.back().path, manifest_of(program), env);
+    const CheckpointContents c = [&] {
+      try {
+        return load_checkpoint(existing.back().path, manifest_of(program), env);
+      } catch (const support::SafetensorsError&) {
+        // Tensors of other shapes, or other tensors: most often another [model], which its recorded
+        // settings name (key, then and now), where a tensor's shape would not say what to change.
+        check_same_settings(support::read_safetensors_metadata(existing.back().path), o.config, existing.back().path,
+                            log);
+        throw;
+      }
+    }();
     const int ranks = o.world ? o.world->size() : 1;
     std::map<std::string, std::string> saved = c.metadata;
     // A checkpoint from before data parallelism: one rank, its global batch from its split.
@@ -183,7 +217,7 @@ int64_t prepare_state(const frontend::ModelDefinition& model, const TrainOptions
                                    o.checkpoint_dir.string(), existing.back().step));
     if (o.init) {
       const PretrainedReport r = load_pretrained(*o.init, program.step, env);
-      check_init_vocab(*o.init, r.metadata, vocab, log);
+      check_init_vocab(*o.init, r.metadata, vocab, o.config.train.do_lower_case, log, "--vocab FILE, or [train] vocab");
       log << fmt::format("init: {} params from {}\n", r.loaded.size(), o.init->string());
       if (!r.missing.empty())
         log << fmt::format("init: {} params not in the file, initialized fresh: {}\n", r.missing.size(),

@@ -36,8 +36,11 @@ std::map<std::string, std::string> export_metadata(const frontend::Config& confi
 // Refuses --init weights made with another vocabulary than the run's `vocab`: a Hugging Face
 // folder's vocab.txt, or what a bertc checkpoint records in `metadata`; says on `log` when the
 // file records none (a Hugging Face weights file alone).
+// `choose`: how the command's user chooses the vocabulary ("--vocab FILE, or [train] vocab"). Says
+// on `log` when the weights were trained with another do_lower_case than the run's `lower_case`
+// (the same vocabulary then makes other tokens of the same text).
 void check_init_vocab(const std::filesystem::path& init, const std::map<std::string, std::string>& metadata,
-                      const data::Vocab& vocab, std::ostream& log);
+                      const data::Vocab& vocab, bool lower_case, std::ostream& log, const std::string& choose);
 
 // The settings a resumed run must keep (the model, the data's making, the schedule, the optimizer),
 // as "config_settings" (their text) and "config_hash" (its xxh3); prepare_state refuses a resume

@@ -12,7 +12,7 @@
 namespace bertc::train {
 namespace {
 
-constexpr std::array<int, 5> kStopSignals = {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2};
+constexpr std::array<int, 6> kStopSignals = {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGPIPE};
 std::atomic<int> requested{0};
 std::atomic<const char*> first_words{nullptr};
 std::array<struct sigaction, kStopSignals.size()> previous;
@@ -25,11 +25,18 @@ void say(const char* words) {
 
 void on_signal(int sig) {
   int none = 0;
+  // The log's reader went away (| head, a tee that died): stop as for the others, but quietly and
+  // once, as every later write to the log fails the same way (its output is lost, not the run).
+  if (sig == SIGPIPE) {
+    requested.compare_exchange_strong(none, sig);
+    return;
+  }
   if (requested.compare_exchange_strong(none, sig)) {
     say(first_words.load());
     return;
   }
-  say("ended at once by a second signal; resume from the newest checkpoint");
+  say("ended at once by a second signal: run the same command again (with --resume if the run folder holds a "
+      "checkpoint)");
   ::_exit(128 + sig);
 }
 
@@ -58,6 +65,7 @@ std::string signal_name(int signal) {
     case SIGHUP: return "SIGHUP";
     case SIGUSR1: return "SIGUSR1";
     case SIGUSR2: return "SIGUSR2";
+    case SIGPIPE: return "SIGPIPE (the log's reader went away)";
     default: return "signal " + std::to_string(signal);
   }
 }

@@ -1,6 +1,7 @@
 // A graceful stop on the signals users and schedulers send before they kill: SIGINT (Ctrl-C),
 // SIGTERM (Slurm, Kubernetes, systemd), SIGHUP (a closed terminal or ssh session), SIGUSR1 and
-// SIGUSR2 (Slurm's --signal before a time limit). The first one asks the work to stop where it
+// SIGUSR2 (Slurm's --signal before a time limit), and SIGPIPE (the log piped to a reader that went
+// away: `| head`, a tee that died), which stops quietly and never counts as a second signal. The first one asks the work to stop where it
 // can (the trainer: after its optimizer step, with a checkpoint); a second one ends the process at
 // once (atomic writes leave only complete files either way).
 #pragma once
@@ -23,7 +24,7 @@ class StopOnSignal {
 // The signal that asked for a stop, or 0.
 int stop_requested();
 
-// "SIGINT", "SIGTERM", "SIGHUP", "SIGUSR1", "SIGUSR2", else "signal N".
+// "SIGINT", "SIGTERM", "SIGHUP", "SIGUSR1", "SIGUSR2", "SIGPIPE (...)", else "signal N".
 std::string signal_name(int signal);
 
 // For tests: as if `signal` had arrived.

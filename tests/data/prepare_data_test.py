@@ -134,7 +134,7 @@ open(DUPE5, "w").write(open(CONFIG).read().replace("dupe_factor = 1", "dupe_fact
 
 
 def limited():
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    # (SIGXFSZ left at its default, which kills: bertc ignores it itself, so that the write fails)
     resource.setrlimit(resource.RLIMIT_FSIZE, (500_000, 500_000))
 
 
@@ -297,8 +297,10 @@ def refused_before_training(name, folder_or_config, expected, edit=None):
 
 
 refused_before_training("other-vocab", os.path.join(WORK, "other-vocab"),
-                        r"is not the one shard .*shard-00000.hdf5 was made with, 317 tokens, xxh3 [0-9a-f]+ \(the "
-                        r"same size")
+                        r"is not the one shard .*shard-00000.hdf5 was made with, .*swapped-vocab.txt \(317 tokens, "
+                        r"xxh3 [0-9a-f]+\) \(the same size.*prepare the shards again with this run's vocabulary "
+                        r"\(bertc prepare-data CONFIG --vocab '.*vocab.txt' -o NEW_DIR\), or train with the shards' "
+                        r"\(.*swapped-vocab.txt\)")
 mixed = os.path.join(WORK, "mixed")
 shutil.copytree(os.path.join(WORK, "one"), mixed)
 for suffix in ("", ".xxh3"):
@@ -315,4 +317,26 @@ refused_before_training("replaced", replaced, r"shard-00001.hdf5: named as a sha
 shutil.rmtree(os.path.join(replaced, "shard-00001.hdf5"))
 refused_before_training("missing", replaced, r"shard-00001.hdf5.xxh3: a shard's checksum, and its shard "
                         r"shard-00001.hdf5 is missing")
+# Nothing that looks like a shard, its checksum or text is left out without a word: a checksum
+# that is a folder, a folder of shards inside, text beside shards are refused; a shard named in
+# capitals is read (all 4 shards' examples).
+odd = os.path.join(WORK, "odd")
+shutil.copytree(os.path.join(WORK, "one"), odd)
+os.remove(os.path.join(odd, "shard-00003.hdf5.xxh3"))
+os.makedirs(os.path.join(odd, "shard-00003.hdf5.xxh3"))
+refused_before_training("checksum-folder", odd, r"shard-00003.hdf5.xxh3: named as a shard's checksum but not a file")
+shutil.rmtree(os.path.join(odd, "shard-00003.hdf5.xxh3"))
+os.makedirs(os.path.join(odd, "more"))
+os.rename(os.path.join(odd, "shard-00003.hdf5"), os.path.join(odd, "more", "shard-00003.hdf5"))
+refused_before_training("inner-folder", odd, r"more: a folder of shards inside .*odd: only the folder given is read")
+os.rename(os.path.join(odd, "more", "shard-00003.hdf5"), os.path.join(odd, "shard-00003.HDF5"))
+os.rmdir(os.path.join(odd, "more"))
+shutil.copy(CORPUS, os.path.join(odd, "extra.txt"))
+refused_before_training("text-beside", odd, r"odd: holds shards and text \(extra.txt\)")
+os.remove(os.path.join(odd, "extra.txt"))
+upper = re.sub(r'^data = .*$', f'data = "{odd}"', open(SHARDED).read(), flags=re.M)
+open(os.path.join(WORK, "upper.toml"), "w").write(upper)
+p = train("upper-run", "--steps", "1", config=os.path.join(WORK, "upper.toml"))
+if f"data: 4 shard(s) in {odd}, {examples} examples" not in p.stderr:
+    fail(f"a shard named .HDF5 was not read with the others ({examples} examples expected):\n{p.stderr[-1500:]}")
 print("PASS")

@@ -119,6 +119,34 @@ for sig, code in ((signal.SIGTERM, 143), (signal.SIGINT, 130), (signal.SIGHUP, 1
         fail(f"{sig.name}: stopped at step {stopped_at} and resumed, the run differs from the uninterrupted one")
     print(f"{sig.name}: stopped after step {stopped_at}, exit {code}; resumed run equals the uninterrupted one")
 
+# The log's reader goes away (| head, a tee that died): SIGPIPE stops the run as a signal does,
+# quietly (its log is gone), with a checkpoint, exit 141, and --resume trains on exactly as before.
+p = start("pipe")
+wait_for_step(p, 5)
+p.stderr.close()
+if p.wait() != 141:
+    fail(f"SIGPIPE: exit {p.returncode}, expected 141 (128 + SIGPIPE) after a graceful stop")
+kept = sorted(f for f in os.listdir(folder("pipe")) if f.startswith("checkpoint-"))
+if not kept or int(kept[-1][11:17]) < 5 or int(kept[-1][11:17]) >= 40:
+    fail(f"SIGPIPE: no checkpoint of the step it stopped after: {kept}")
+resumed = run("pipe", "--resume")
+if resumed.returncode != 0 or losses("pipe") != losses("straight"):
+    fail(f"SIGPIPE: --resume after the stop failed or differs from the uninterrupted run:\n{resumed.stderr[-1500:]}")
+print(f"SIGPIPE: stopped with {kept[-1]}, exit 141; resumed run equals the uninterrupted one")
+
+# A file size limit (ulimit -f) under the checkpoint's size: the write fails as on a full disk (an
+# error naming the file and the cause, exit 1), no half-written temporary is left, and nothing
+# kills the process (SIGXFSZ, whose default is to).
+import resource
+limited = subprocess.run([BERTC, "train", CONFIG, "--device", "cpu", "--checkpoint-dir", folder("file-limit")],
+                         capture_output=True, text=True, timeout=600,
+                         preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, 100_000)))
+left = os.listdir(folder("file-limit")) if os.path.isdir(folder("file-limit")) else []
+if limited.returncode != 1 or "File too large" not in limited.stderr or any(".tmp." in f for f in left):
+    fail(f"a checkpoint past the file size limit: exit {limited.returncode} (expected 1), left {left}:\n"
+         f"{limited.stderr[-1500:]}")
+print("file size limit:", limited.stderr.strip().splitlines()[-1][:200])
+
 # 3. A second signal ends the run at once, here while the stop's checkpoint is half written
 # (every write paused halfway): no checkpoint appears, and the next run sweeps the temporary.
 env = dict(os.environ, BERTC_TEST_SLOW_WRITE_MS="30000")

@@ -2,6 +2,8 @@
 // the location, the key and the reason.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include "frontend/config.h"
 
 namespace bertc::frontend {
@@ -10,6 +12,15 @@ namespace {
 std::string error_of(const std::string& toml, std::span<const ExtraKey> extra = {}) {
   try {
     parse_config(toml, "test.toml", extra);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+std::string error_of_file(const std::string& source) {
+  try {
+    parse_config("", source);
   } catch (const ConfigError& e) {
     return e.what();
   }
@@ -44,6 +55,24 @@ dropout = false
 
 TEST(Config, NameDefaultsToTheFileStem) {
   EXPECT_EQ(parse_config("", "configs/bert-small.toml").name, "bert-small");
+}
+
+// The name is the run's folder under checkpoints/: one that would leave it, be it, or look like
+// another (blank, invisible, reversed) is refused, at the key; any visible name is taken.
+TEST(Config, NamesThatAreNoFolderOfTheirOwnAreRefused) {
+  for (const char* name : {"", ".", "..", "../x", "a/b", "a\\b", "-rf", ".hidden", " ", "x ", " x", "\\u00a0",
+                           "\\u3000", "a\\u200bb", "\\ufeffx", "a\\u202eb", "x\\u0085y", "tab\\there"})
+    EXPECT_NE(error_of(fmt::format("name = \"{}\"\n", name)).find("test.toml:1:8: name = "), std::string::npos) << name;
+  for (const char* name : {"bert-tiny", "données_2", "模型", "run 3"})
+    EXPECT_EQ(parse_config(fmt::format("name = \"{}\"\n", name), "test.toml").name, name);
+  // A file's name that would be one is refused too, naming the key to set.
+  EXPECT_NE(error_of_file("configs/ .toml").find("the run's name, from the file's name, starts or ends with a space: set "
+                                                 "name = "),
+            std::string::npos)
+      << error_of_file("configs/ .toml");
+  // NUL in a path would end it, naming another file.
+  EXPECT_NE(error_of("[train]\ndata = \"corpus.txt\\u0000.junk\"\n").find("[train] data holds a NUL character"),
+            std::string::npos);
 }
 
 TEST(Config, RefusesUnknownKeysWithASuggestion) {

@@ -54,6 +54,20 @@ TEST(Vocab, RefusesIncompleteOrDuplicateVocabularies) {
   } catch (const DataError& e) {
     EXPECT_STREQ(e.what(), "vocab.txt:7: token 'a' appears twice (first on line 3)");
   }
+  // A special token with spaces around it (an editor's trailing spaces) is named as such.
+  try {
+    Vocab::from_tokens({"[PAD] ", "[UNK]", "[CLS]", "[SEP]", "[MASK]"}, "vocab.txt");
+    FAIL();
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("vocab.txt:1: the token is '[PAD] ', [PAD] with spaces around it"),
+              std::string::npos)
+        << e.what();
+  }
+  // Which vocabulary it is: its tokens in order, wherever they were read from.
+  EXPECT_EQ(Vocab::from_tokens({"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a"}, "x").xxh3(),
+            Vocab::from_tokens({"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a"}, "y").xxh3());
+  EXPECT_NE(Vocab::from_tokens({"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b"}, "x").xxh3(),
+            Vocab::from_tokens({"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "b", "a"}, "x").xxh3());
 }
 
 std::vector<Document> documents() {

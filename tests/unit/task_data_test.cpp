@@ -144,6 +144,11 @@ TEST_F(TaskFiles, TextAsEditorsSaveItAndSurprisesRefused) {
   EXPECT_EQ(read(write("fine.tsv", "sentence\tlabel\ncat\t1e15\n"), f).examples.at(0).target, 1e15f);
   EXPECT_NE(error(write("huge.jsonl", "{\"sentence\": \"cat\", \"label\": 1e39}\n"), f).find("is too large for training"),
             std::string::npos);
+  // A key twice in one object (a parser keeps one of them): which label is meant is not guessed.
+  f.kind = LabelKind::Class;
+  EXPECT_NE(error(write("twice.jsonl", "{\"sentence\": \"cat\", \"label\": 0, \"label\": 1}\n"), f)
+                .find("twice.jsonl:1: the key 'label' is there twice: keep one"),
+            std::string::npos);
 }
 
 std::vector<TaskExample> examples_of_lengths(const std::vector<size_t>& lengths) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -92,9 +93,19 @@ TEST(Gzip, RefusesAStreamCutShortWhereverItIsCut) {
               std::string::npos)
         << keep << ": " << refusal([&] { read_all(path); });
   }
-  // A second member cut short is as much a loss as the first.
+  // A second member cut short is as much a loss as the first, even after its first byte.
   const auto second = write("cut-second.txt.gz", whole + whole.substr(0, whole.size() / 2));
   EXPECT_NE(refusal([&] { read_all(second); }).find("inside member 2"), std::string::npos);
+  const auto one_byte = write("cut-one-byte.txt.gz", whole + "\x1f");
+  EXPECT_NE(refusal([&] { read_all(one_byte); }).find("inside member 2 (" + std::to_string(prose().size()) +
+                                                      " bytes of text read before"),
+            std::string::npos)
+      << refusal([&] { read_all(one_byte); });
+  // The part it holds is kept beside it, under its name without .gz (so a folder reads it too).
+  EXPECT_NE(refusal([&] { read_all(second); })
+                .find("gzip -dc '" + second.string() + "' > '" + scratch("cut-second.txt").string() + "'"),
+            std::string::npos)
+      << refusal([&] { read_all(second); });
 }
 
 TEST(Gzip, RefusesDamageTheChecksCatch) {
@@ -141,6 +152,27 @@ TEST(TextCheck, RefusesBinaryAndUtf16AndSaysAFewBadBytes) {
   EXPECT_NE(some.notes[0].find("2 of its"), std::string::npos) << some.notes[0];
   EXPECT_NE(some.notes[0].find("first on line 4081"), std::string::npos) << some.notes[0];
   EXPECT_TRUE(read_all(write("clean.txt", prose())).notes.empty());
+}
+
+// Lines end at \n, \r\n or a lone \r (an old Mac editor's file would otherwise be one line: one
+// training example of a whole corpus), also where a \r\n falls across two buffer fills.
+TEST(LineReader, EndsLinesAtEveryLineEnd) {
+  auto lines = [](const std::string& name, const std::string& text) {
+    std::vector<std::string> out;
+    LineReader reader(write(name, text));
+    for (std::string line; reader.next(line);) out.push_back(line);
+    return out;
+  };
+  EXPECT_EQ(lines("cr.txt", "a\rb\r\rc"), (std::vector<std::string>{"a\r", "b\r", "\r", "c"}));
+  EXPECT_EQ(lines("crlf.txt", "a\r\nb\r\n"), (std::vector<std::string>{"a\r\n", "b\r\n"}));
+  EXPECT_EQ(lines("mixed.txt", "a\nb\rc\r\nd\r"), (std::vector<std::string>{"a\n", "b\r", "c\r\n", "d\r"}));
+  std::string across((1 << 20) - 1, 'x');  // (a \r the first fill ends with, its \n in the second)
+  const auto split = lines("across.txt", across + "\r\ny\n");
+  ASSERT_EQ(split.size(), 2u);
+  EXPECT_EQ(split[0], across + "\r\n");
+  std::string prose_cr = prose();
+  std::replace(prose_cr.begin(), prose_cr.end(), '\n', '\r');
+  EXPECT_EQ(lines("prose-cr.txt", prose_cr).size(), lines("prose.txt", prose()).size());
 }
 
 TEST(TextFiles, RefusesAnEntryNamedAsTextThatIsNoFile) {
