@@ -3,6 +3,7 @@
 // without a word; only inflate's own states tell a member's end from a file's.
 #include "data/gzip_reader.h"
 
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 
@@ -17,6 +18,13 @@ constexpr size_t kChunk = size_t{1} << 20;
 
 bool gzip_magic(const unsigned char* p, size_t n) { return n >= 2 && p[0] == 0x1f && p[1] == 0x8b; }
 
+// A path's extension in lower case (".GZ" is ".gz": some tools write capitals).
+std::string extension_of(const std::filesystem::path& p) {
+  std::string ext = p.extension().string();
+  for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return ext;
+}
+
 }  // namespace
 
 GzipReader::GzipReader(const std::filesystem::path& path, Note note) : path_(path), note_(std::move(note)) {
@@ -25,7 +33,7 @@ GzipReader::GzipReader(const std::filesystem::path& path, Note note) : path_(pat
   while (z_.avail_in < 2 && refill()) {
   }
   compressed_ = gzip_magic(z_.next_in, z_.avail_in);
-  if (path.extension() == ".gz" && !compressed_) {
+  if (extension_of(path) == ".gz" && !compressed_) {
     std::fclose(file_);
     if (file_read_ == 0)
       throw DataError(fmt::format("{}: the file is empty, and a .gz file holds a gzip header at least: it was cut "
@@ -111,8 +119,8 @@ DataError GzipReader::cut_short() const {
   // (The part it holds, kept knowingly: decompressed beside it under its name without .gz, the
   // cut file moved aside, so that a folder it is in reads the part and the rest alike.)
   std::filesystem::path part = path_;
-  part.replace_extension();
-  if (part.extension() != ".txt") part += ".txt";
+  if (extension_of(part) == ".gz") part.replace_extension();
+  if (extension_of(part) != ".txt") part += ".txt";
   return DataError(fmt::format(
       "{}: the gzip stream ends early: the file is cut short after {} bytes, inside member {} ({} bytes of text read "
       "before; an interrupted download or copy?). Get the whole file again (gzip -t '{}' checks one), or keep the "

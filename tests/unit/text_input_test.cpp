@@ -2,6 +2,7 @@
 // (members concatenated; a stream cut short, or failing its CRC, refused; bytes after the last
 // member ignored and said), and input that is not UTF-8 text refused or said with its figures.
 #include <gtest/gtest.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -16,10 +17,24 @@
 namespace bertc::data {
 namespace {
 
+// This process's own folder (ctest runs each test as a process, several at once: a shared folder
+// let one test's file be rewritten under another, which failed in CI), removed when it exits
+// (by the process that made it: a forked child's exit leaves it to its parent).
+struct ScratchFolder {
+  pid_t owner = ::getpid();
+  std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("bertc-text-input-test-" + std::to_string(::getpid()));
+  ~ScratchFolder() {
+    if (::getpid() != owner) return;
+    std::error_code ignored;
+    std::filesystem::remove_all(dir, ignored);
+  }
+};
+
 std::filesystem::path scratch(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() / "bertc-text-input-test";
-  std::filesystem::create_directories(dir);
-  return dir / name;
+  static const ScratchFolder folder;
+  std::filesystem::create_directories(folder.dir);
+  return folder.dir / name;
 }
 
 std::filesystem::path write(const std::string& name, const std::string& bytes) {
