@@ -8,19 +8,14 @@
 
 namespace bertc::codegen {
 
-#ifndef BERTC_DEPS_DIR
-#define BERTC_DEPS_DIR ""
-#endif
-
 bool NvrtcLibrary::supports(int arch) const { return std::find(archs.begin(), archs.end(), arch) != archs.end(); }
 
-std::vector<std::string> nvrtc_candidates() {
-  if (const char* forced = std::getenv("BERTC_NVRTC"); forced && *forced) return {forced};
-  std::vector<std::string> c = {"libnvrtc.so.13", "/usr/local/cuda/lib64/libnvrtc.so.13", "libnvrtc.so.12"};
-  if (std::string deps = BERTC_DEPS_DIR; !deps.empty())
-    c.push_back(deps + "/nvrtc-cu12/nvidia/cuda_nvrtc/lib/libnvrtc.so.12");
-  return c;
+support::LibraryLayout nvrtc_layout() {
+  return {"BERTC_NVRTC", {"libnvrtc.so.13", "libnvrtc.so.12"}, {"nvidia/cu13/lib", "nvidia/cuda_nvrtc/lib"},
+          "nvrtc-cu12/nvidia/cuda_nvrtc/lib"};
 }
+
+std::vector<support::LibraryCandidate> nvrtc_candidates() { return support::library_candidates(nvrtc_layout()); }
 
 namespace {
 
@@ -57,9 +52,9 @@ std::optional<NvrtcLibrary> query(support::SharedLibrary lib, std::string* error
 std::vector<NvrtcProbe> probe_nvrtc_libraries() {
   std::vector<NvrtcProbe> probes;
   std::set<std::string> seen;
-  for (const std::string& candidate : nvrtc_candidates()) {
-    NvrtcProbe probe{candidate, std::nullopt, {}};
-    support::SharedLibrary lib = support::SharedLibrary::open(candidate, &probe.error);
+  for (const support::LibraryCandidate& candidate : nvrtc_candidates()) {
+    NvrtcProbe probe{candidate.path, candidate.origin, std::nullopt, {}};
+    support::SharedLibrary lib = support::SharedLibrary::open(candidate.path, &probe.error);
     if (lib.loaded()) {
       std::error_code ec;
       const auto real = std::filesystem::canonical(lib.path(), ec);

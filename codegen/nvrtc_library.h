@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "support/library_search.h"
 #include "support/shared_library.h"
 
 namespace bertc::codegen {
@@ -21,13 +22,17 @@ struct NvrtcLibrary {
 
 struct NvrtcProbe {
   std::string candidate;               // what was tried
+  std::string origin;                  // where the search found it (support::LibraryCandidate)
   std::optional<NvrtcLibrary> found;   // empty: not loadable or not NVRTC
   std::string error;                   // why not, when not found
 };
 
-// Where bertc looks, in order: $BERTC_NVRTC alone when set; else libnvrtc.so.13 (system, then
-// /usr/local/cuda), then libnvrtc.so.12 (system, then the project-local wheel).
-std::vector<std::string> nvrtc_candidates();
+// Where NVRTC lives: libnvrtc.so.13, then .so.12 (CUDA 13's and 12's; the wheels' nvidia/cu13/lib
+// and nvidia/cuda_nvrtc/lib, scripts/setup.sh's .deps/nvrtc-cu12), $BERTC_NVRTC overriding.
+support::LibraryLayout nvrtc_layout();
+
+// Where bertc looks (support::library_candidates of nvrtc_layout()).
+std::vector<support::LibraryCandidate> nvrtc_candidates();
 
 // Tries every candidate; a library reached through two candidates is listed once.
 std::vector<NvrtcProbe> probe_nvrtc_libraries();

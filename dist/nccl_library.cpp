@@ -12,22 +12,6 @@ namespace {
 
 constexpr const char* kSoname = "libnccl.so.2";
 
-// The nvidia/nccl/lib folders of the Python environments under `prefix` (lib/python3.*/...).
-void add_python_wheels(const std::filesystem::path& prefix, std::vector<std::string>& out) {
-  std::error_code ec;
-  const std::filesystem::path lib = prefix / "lib";
-  if (!std::filesystem::is_directory(lib, ec)) return;
-  std::vector<std::filesystem::path> pythons;
-  for (const auto& entry : std::filesystem::directory_iterator(lib, ec))
-    if (entry.path().filename().string().rfind("python3", 0) == 0) pythons.push_back(entry.path());
-  std::sort(pythons.begin(), pythons.end());
-  for (const auto& python : pythons)
-    for (const char* packages : {"site-packages", "dist-packages"}) {
-      const std::filesystem::path candidate = python / packages / "nvidia" / "nccl" / "lib" / kSoname;
-      if (std::filesystem::exists(candidate, ec)) out.push_back(candidate.string());
-    }
-}
-
 template <typename Fn>
 bool bind(const support::SharedLibrary& lib, Fn& fn, const char* symbol, std::string* missing) {
   fn = lib.function<Fn>(symbol);
@@ -61,24 +45,17 @@ std::string NcclApi::error_text(Result rc, Comm comm) const {
   return out;
 }
 
-std::vector<std::string> nccl_candidates() {
-  if (const char* forced = std::getenv("BERTC_NCCL"); forced && *forced) return {forced};
-  std::vector<std::string> out = {kSoname};
-  if (std::string deps = BERTC_DEPS_DIR; !deps.empty())
-    out.push_back(deps + "/nccl-cu12/nvidia/nccl/lib/" + kSoname);
-  std::vector<std::filesystem::path> prefixes;
-  if (const char* venv = std::getenv("VIRTUAL_ENV"); venv && *venv) prefixes.emplace_back(venv);
-  if (const char* home = std::getenv("HOME"); home && *home) prefixes.push_back(std::filesystem::path(home) / ".local");
-  prefixes.insert(prefixes.end(), {"/usr/local", "/usr", "/opt/conda"});
-  for (const auto& prefix : prefixes) add_python_wheels(prefix, out);
-  return out;
+support::LibraryLayout nccl_layout() {
+  return {"BERTC_NCCL", {kSoname}, {"nvidia/nccl/lib", "nvidia/cu13/lib"}, "nccl-cu12/nvidia/nccl/lib"};
 }
+
+std::vector<support::LibraryCandidate> nccl_candidates() { return support::library_candidates(nccl_layout()); }
 
 NcclProbe find_nccl() {
   NcclProbe probe;
-  for (const std::string& candidate : nccl_candidates()) {
+  for (const support::LibraryCandidate& candidate : nccl_candidates()) {
     std::string error;
-    auto lib = support::SharedLibrary::open(candidate, &error, support::SharedLibrary::Lifetime::Process);
+    auto lib = support::SharedLibrary::open(candidate.path, &error, support::SharedLibrary::Lifetime::Process);
     NcclApi api;
     if (lib.loaded()) {
       if (const std::string missing = bind_all(lib, api); !missing.empty())
@@ -88,11 +65,12 @@ NcclProbe find_nccl() {
     }
     if (lib.loaded() && error.empty()) {
       probe.library = std::move(lib);
+      probe.origin = candidate.origin;
       probe.api = api;
       return probe;
     }
     probe.version = 0;
-    probe.tried.push_back(error.rfind(candidate, 0) == 0 ? error : candidate + ": " + error);  // dlerror names it already
+    probe.tried.push_back(support::tried_text(candidate, error));
   }
   return probe;
 }

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "support/library_search.h"
 #include "support/shared_library.h"
 
 namespace bertc::dist {
@@ -39,14 +40,17 @@ struct NcclApi {
 struct NcclProbe {
   support::SharedLibrary library;  // loaded for the whole process; empty when none was found
   NcclApi api;
+  std::string origin;              // where the search found it
   int version = 0;                 // ncclGetVersion's code, e.g. 23203 for 2.32.3
-  std::vector<std::string> tried;  // "candidate: why not", for each candidate that failed
+  std::vector<std::string> tried;  // "candidate [origin]: why not", for each candidate that failed
 };
 
-// Where bertc looks, in order: $BERTC_NCCL alone when set; else libnccl.so.2 on the loader's
-// path, the nvidia-nccl-cu12 wheel scripts/setup.sh puts in .deps/, and the wheels of the Python
-// environments around (a virtualenv's, the user's, the system's: PyTorch brings one).
-std::vector<std::string> nccl_candidates();
+// Where NCCL lives: libnccl.so.2 (the wheels' nvidia/nccl/lib, scripts/setup.sh's
+// .deps/nccl-cu12: PyTorch brings one), $BERTC_NCCL overriding.
+support::LibraryLayout nccl_layout();
+
+// Where bertc looks (support::library_candidates of nccl_layout()).
+std::vector<support::LibraryCandidate> nccl_candidates();
 
 // Loads the first candidate that is an NCCL (has every entry point of NcclApi). Never throws.
 NcclProbe find_nccl();

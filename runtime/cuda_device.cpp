@@ -33,7 +33,8 @@ constexpr int kCaptureModeGlobal = 0;       // CU_STREAM_CAPTURE_MODE_GLOBAL
 constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;
 
 struct CudaDevice::Api {
-  support::SharedLibrary cuda, cublas;
+  support::SharedLibrary cuda;
+  CublasProbe cublas;  // found when the device opens (one the driver runs), created when first needed
   CUresult (*cuInit)(unsigned);
   CUresult (*cuDeviceGet)(CUdevice*, int);
   CUresult (*cuDevicePrimaryCtxRetain)(Handle*, CUdevice);
@@ -185,6 +186,7 @@ CudaDevice::CudaDevice(const DeviceRequest& request) : api_(std::make_unique<Api
   a.check(a.cuDevicePrimaryCtxRetain(&a.context, a.device), "cuDevicePrimaryCtxRetain");
   a.check(a.cuCtxSetCurrent(a.context), "cuCtxSetCurrent");
   a.check(a.cuStreamCreate(&a.stream, kStreamNonBlocking), "cuStreamCreate");
+  a.cublas = find_cublas(a.driver_version);
 }
 
 // Torn down in the reverse order of set-up, everything before the context it lives in: cuBLAS's
@@ -214,7 +216,14 @@ std::string CudaDevice::name() const {
                                       : fmt::format("{} (sm_{}), running sm_{}'s kernels as PTX", a.info.name,
                                                     a.info.arch, a.kernel_arch);
 }
-DeviceCapabilities CudaDevice::capabilities() const { return {true, api_->kernel_arch}; }
+DeviceCapabilities CudaDevice::capabilities() const {
+  const Api& a = *api_;
+  return {true, a.kernel_arch,
+          a.cublas.library.loaded()
+              ? ""
+              : fmt::format("no cuBLAS that this driver runs was found (tried {}); set BERTC_CUBLAS to a libcublas.so",
+                            fmt::join(a.cublas.tried, "; "))};
+}
 void* CudaDevice::stream() const { return api_->stream; }
 
 void* CudaDevice::side_stream() {
@@ -352,28 +361,28 @@ void CudaDevice::launch(const codegen::KernelSpec& k, void** args) {
 
 void CudaDevice::Api::ensure_blas() {
   if (blas) return;  // cuBLAS is loaded when the first plan with a library product is loaded
-  CublasProbe found = find_cublas();
-  if (!found.library.loaded())
-    throw std::runtime_error(fmt::format("cuBLAS not found (tried: {}); set BERTC_CUBLAS to a libcublas.so, or compile "
-                                         "with --matmul generated to need no cuBLAS",
-                                         fmt::join(found.tried, "; ")));
-  cublas = std::move(found.library);
-  bind(cublasCreate, cublas, "cublasCreate_v2");
-  bind(cublasDestroy, cublas, "cublasDestroy_v2");
-  bind(cublasSetStream, cublas, "cublasSetStream_v2");
-  bind(cublasSetWorkspace, cublas, "cublasSetWorkspace_v2");
-  bind(cublasGemmStridedBatchedEx, cublas, "cublasGemmStridedBatchedEx");
+  if (!cublas.library.loaded())  // (a compiled program's: device_render_target keeps others off cuBLAS)
+    throw std::runtime_error(fmt::format("the program runs matrix products in cuBLAS, and no cuBLAS that this driver "
+                                         "runs was found (tried {}): set BERTC_CUBLAS to a libcublas.so, or compile "
+                                         "it with --matmul generated",
+                                         fmt::join(cublas.tried, "; ")));
+  bind(cublasCreate, cublas.library, "cublasCreate_v2");
+  bind(cublasDestroy, cublas.library, "cublasDestroy_v2");
+  bind(cublasSetStream, cublas.library, "cublasSetStream_v2");
+  bind(cublasSetWorkspace, cublas.library, "cublasSetWorkspace_v2");
+  bind(cublasGemmStridedBatchedEx, cublas.library, "cublasGemmStridedBatchedEx");
   if (const int s = cublasCreate(&blas); s != 0)
-    throw std::runtime_error(fmt::format("cublasCreate failed (cuBLAS status {}{})", s,
-                                         s == 3 ? ": out of GPU memory" : s == 1 ? ": not initialized (the driver?)" : ""));
+    throw std::runtime_error(fmt::format("cublasCreate failed: {} ({}, from {}){}", cublas_status_text(cublas, s),
+                                         cublas.library.path(), cublas.origin,
+                                         s == 3 ? ": out of GPU memory" : ""));
   if (const int s = cublasSetStream(blas, stream); s != 0)
-    throw std::runtime_error(fmt::format("cublasSetStream failed (cuBLAS status {})", s));
+    throw std::runtime_error(fmt::format("cublasSetStream failed: {}", cublas_status_text(cublas, s)));
   CUdeviceptr workspace = 0;  // after cublasSetStream, which resets the workspace
   check(cuMemAlloc(&workspace, kCublasWorkspaceBytes), "allocating cuBLAS's workspace");
   allocations.push_back(workspace);
   allocated += kCublasWorkspaceBytes;
   if (const int s = cublasSetWorkspace(blas, reinterpret_cast<void*>(workspace), kCublasWorkspaceBytes); s != 0)
-    throw std::runtime_error(fmt::format("cublasSetWorkspace failed (cuBLAS status {})", s));
+    throw std::runtime_error(fmt::format("cublasSetWorkspace failed: {}", cublas_status_text(cublas, s)));
 }
 
 void CudaDevice::gemm(const codegen::CublasGemmArgs& g, const void* first, const void* second, void* c) {
@@ -386,7 +395,9 @@ void CudaDevice::gemm(const codegen::CublasGemmArgs& g, const void* first, const
       static_cast<int>(g.ld_first), g.stride_first, second, cuda_type(g.type_ab), static_cast<int>(g.ld_second),
       g.stride_second, &zero, c, cuda_type(g.type_c), static_cast<int>(g.ldc), g.stride_c, static_cast<int>(g.batch),
       g.tf32 ? kCublasCompute32FFastTf32 : kCublasCompute32F, kCublasGemmDefault);
-  if (rc != 0) throw std::runtime_error(fmt::format("cublasGemmStridedBatchedEx failed with status {}", rc));
+  if (rc != 0)
+    throw std::runtime_error(fmt::format("cublasGemmStridedBatchedEx of {} x {} x {} (batch {}) failed: {}", g.m, g.n,
+                                         g.k, g.batch, cublas_status_text(a.cublas, rc)));
 }
 
 size_t CudaDevice::allocated_bytes() const { return api_->allocated; }

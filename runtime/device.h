@@ -26,6 +26,7 @@ class DeviceGraph {
 struct DeviceCapabilities {
   bool gpu = false;  // real hardware: timings mean something, MFU is measured, copies back cost time
   int sm = 0;        // the arch its kernels are rendered for (0: sm_61's, which the host emulation runs)
+  std::string no_library;  // why matrix products cannot run in cuBLAS here ("": they can)
 };
 
 class Device {

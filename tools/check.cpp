@@ -8,6 +8,7 @@
 #include "passes/pipeline.h"
 #include "train/batches.h"
 #include "runtime/device_registry.h"
+#include "runtime/device_target.h"
 #include "reference/executor.h"
 #include "train/step_check.h"
 
@@ -86,7 +87,9 @@ int run_check(const frontend::ModelDefinition& model, const frontend::Config& co
   const std::shared_ptr<runtime::Device> device = open_check_device(config, o, false);
   const passes::TrainingProgram program =
       passes::compile_training(frontend::build_model(model, config), config.compile, config.train);
-  const codegen::RenderTarget target = codegen::render_target(config.compile, device->capabilities().sm);
+  std::string note;
+  const codegen::RenderTarget target = runtime::device_render_target(config.compile, device->capabilities(), &note);
+  if (!note.empty()) out << note << "\n";
   const train::KernelsFor rendered = [&](const ir::Graph& kept) { return codegen::render_graph(kept, target); };
   return check_program(program, rendered, rendered, *device, config, o, out);
 }

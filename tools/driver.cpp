@@ -563,14 +563,15 @@ int info(bool json, const std::string& bertx, const frontend::ModelDefinition& m
     std::cout << (json ? bertx_json(*p).dump(2) + "\n" : bertx_text(*p, bertx));
     return 0;
   }
-  auto j = info_json(runtime::probe_cuda_driver(), codegen::probe_nvrtc_libraries(), runtime::find_cublas());
+  const runtime::CudaDriverProbe driver = runtime::probe_cuda_driver();
+  auto j = info_json(driver, codegen::probe_nvrtc_libraries(), runtime::find_cublas(driver.version));
   const dist::Launch launch = dist::detect_launch();
   j["mpi"] = {{"built", !dist::mpi_library_version().empty()}, {"version", dist::mpi_library_version()},
               {"launcher", launch.launcher.empty() ? "none" : launch.launcher}, {"rank", launch.rank},
               {"ranks", launch.size}};
   j["gloo"] = {{"built", !dist::gloo_library_version().empty()}, {"version", dist::gloo_library_version()}};
   const dist::NcclProbe nccl = dist::find_nccl();
-  j["nccl"] = {{"found", nccl.library.loaded()}, {"path", nccl.library.path()},
+  j["nccl"] = {{"found", nccl.library.loaded()}, {"path", nccl.library.path()}, {"origin", nccl.origin},
                {"version", nccl.library.loaded() ? dist::nccl_version_text(nccl.version) : ""}, {"tried", nccl.tried}};
   j["model"] = model.name;
   std::cout << (json ? j.dump(2) + "\n" : fmt::format("model        {}: {}\n", model.name, model.description) + info_text(j));

@@ -185,7 +185,9 @@ std::string report_text(const passes::CompileReport& r, const std::string& name)
 nlohmann::json info_json(const runtime::CudaDriverProbe& driver, const std::vector<codegen::NvrtcProbe>& nvrtc,
                          const runtime::CublasProbe& cublas) {
   nlohmann::json j;
-  j["cublas"] = {{"found", cublas.library.loaded()}, {"path", cublas.library.path()}, {"tried", cublas.tried}};
+  j["cublas"] = {{"found", cublas.library.loaded()}, {"path", cublas.library.path()}, {"origin", cublas.origin},
+                 {"version", cublas.library.loaded() ? fmt::format("{}.{}", cublas.major, cublas.minor) : ""},
+                 {"tried", cublas.tried}};
   j["cuda_driver"] = {{"found", driver.loaded}, {"path", driver.path}, {"version", driver.version},
                       {"error", driver.error}};
   j["gpus"] = nlohmann::json::array();
@@ -195,7 +197,7 @@ nlohmann::json info_json(const runtime::CudaDriverProbe& driver, const std::vect
   j["nvrtc"] = nlohmann::json::array();
   std::map<int, std::string> archs;  // arch -> first NVRTC that reaches it
   for (const auto& p : nvrtc) {
-    nlohmann::json e = {{"candidate", p.candidate}, {"found", p.found.has_value()}};
+    nlohmann::json e = {{"candidate", p.candidate}, {"origin", p.origin}, {"found", p.found.has_value()}};
     if (p.found) {
       const std::string version = fmt::format("{}.{}", p.found->major, p.found->minor);
       e["path"] = p.found->library.path();
@@ -233,10 +235,11 @@ std::string info_text(const nlohmann::json& j) {
     if (n["found"].get<bool>()) {
       std::vector<std::string> archs = n["archs"].get<std::vector<std::string>>();
       const std::string candidate = n["candidate"].get<std::string>(), path = n["path"].get<std::string>();
-      out += fmt::format("  {}: NVRTC {}, targets {}\n", candidate == path ? path : candidate + " -> " + path,
-                         n["version"].get<std::string>(), fmt::join(archs, " "));
+      out += fmt::format("  {} [{}]: NVRTC {}, targets {}\n", candidate == path ? path : candidate + " -> " + path,
+                         n["origin"].get<std::string>(), n["version"].get<std::string>(), fmt::join(archs, " "));
     } else {
-      out += fmt::format("  {}: not usable ({})\n", n["candidate"].get<std::string>(), n["error"].get<std::string>());
+      out += fmt::format("  {} [{}]: not usable ({})\n", n["candidate"].get<std::string>(),
+                         n["origin"].get<std::string>(), n["error"].get<std::string>());
     }
   }
   std::vector<std::string> targets;
@@ -244,10 +247,10 @@ std::string info_text(const nlohmann::json& j) {
     targets.push_back(fmt::format("{} (NVRTC {})", t["arch"].get<std::string>(), t["nvrtc"].get<std::string>()));
   const auto& blas = j["cublas"];
   out += blas["found"].get<bool>()
-             ? fmt::format("cuBLAS       {}\n", blas["path"].get<std::string>())
-             : fmt::format("cuBLAS       none (tried {}; set BERTC_CUBLAS to a libcublas.so): --matmul generated needs "
-                           "none\n",
-                           fmt::join(blas["tried"].get<std::vector<std::string>>(), "; "));
+             ? fmt::format("cuBLAS       {} {} [{}]\n", blas["version"].get<std::string>(), blas["path"].get<std::string>(),
+                           blas["origin"].get<std::string>())
+             : "cuBLAS       none (set BERTC_CUBLAS to a libcublas.so): matrix products run as generated kernels\n";
+  for (const auto& t : blas["tried"]) out += fmt::format("  not taken: {}\n", t.get<std::string>());
   if (j.contains("mpi")) {
     const auto& m = j["mpi"];
     out += m["built"].get<bool>()
@@ -267,11 +270,12 @@ std::string info_text(const nlohmann::json& j) {
   if (j.contains("nccl")) {
     const auto& n = j["nccl"];
     out += n["found"].get<bool>()
-               ? fmt::format("NCCL         {} ({}): a GPU's gradient sums in its CUDA Graph\n",
-                             n["version"].get<std::string>(), n["path"].get<std::string>())
-               : fmt::format("NCCL         none (tried {}; scripts/setup.sh installs it, or set BERTC_NCCL): a GPU's "
-                             "gradients are summed over MPI on the host\n",
-                             fmt::join(n["tried"].get<std::vector<std::string>>(), "; "));
+               ? fmt::format("NCCL         {} {} [{}]: a GPU's gradient sums in its CUDA Graph\n",
+                             n["version"].get<std::string>(), n["path"].get<std::string>(),
+                             n["origin"].get<std::string>())
+               : "NCCL         none (scripts/setup.sh installs it, or set BERTC_NCCL): a GPU's gradients are summed "
+                 "on the host\n";
+    for (const auto& t : n["tried"]) out += fmt::format("  not taken: {}\n", t.get<std::string>());
   }
   out += fmt::format("can compile  {}\n", targets.empty() ? "none: no NVRTC found (set BERTC_NVRTC to a libnvrtc.so, "
                                                             "or run scripts/setup.sh)"

@@ -20,6 +20,7 @@
 #include "ir/value_names.h"
 #include "passes/pipeline.h"
 #include "runtime/device_registry.h"
+#include "runtime/device_target.h"
 #include "train/batches.h"
 #include "train/checkpoint.h"
 #include "train/graph_runner.h"
@@ -141,7 +142,8 @@ struct Runners {
   std::unique_ptr<GraphRunner> optimizer;
 };
 
-void make_runners(const FinetuneOptions& o, Runners& r, const std::shared_ptr<runtime::Device>& device) {
+void make_runners(const FinetuneOptions& o, Runners& r, const std::shared_ptr<runtime::Device>& device,
+                  std::ostream& log) {
   const std::vector<std::string> norm = {std::string(names::kGradNorm)};
   const passes::TrainingProgram& first = r.buckets.front().program;
   if (!device) {
@@ -155,7 +157,9 @@ void make_runners(const FinetuneOptions& o, Runners& r, const std::shared_ptr<ru
   // Every bucket's graphs share the params, moments and accumulators on the device.
   const auto state = std::make_shared<runtime::ResidentState>(*device);
   const runtime::Launching launching = o.eager ? runtime::Launching::Eager : runtime::Launching::Graph;
-  const codegen::RenderTarget target = codegen::render_target(o.config.compile, device->capabilities().sm);
+  std::string note;
+  const codegen::RenderTarget target = runtime::device_render_target(o.config.compile, device->capabilities(), &note);
+  if (!note.empty()) log << note << "\n";
   for (Bucket& b : r.buckets) {
     b.step = plan_runner(b.program.step, {}, target, device, state, launching);
     b.evaluate = plan_runner(b.evaluation, {}, target, device, state, launching);
@@ -304,7 +308,7 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
   if (o.init) load_init(*o.init, first.step, vocab, c.train.do_lower_case, env, log);
   else log << fmt::format("init: none: every param fresh from [train] seed {}\n", t.seed);
   fresh_state(c, first, env);  // (what --init did not set)
-  make_runners(o, r, device);
+  make_runners(o, r, device, log);
   const TensorManifest manifest = manifest_of(first);
 
   MetricsFile metrics(o.metrics);

@@ -21,6 +21,7 @@
 #include "passes/memory_plan.h"
 #include "passes/pipeline.h"
 #include "runtime/device_registry.h"
+#include "runtime/device_target.h"
 #include "runtime/host_device.h"
 #include "support/atomic_file.h"
 #include "support/safetensors.h"
@@ -244,8 +245,11 @@ void make_plan_runners(const TrainOptions& o, const passes::TrainingProgram& pro
                        const std::shared_ptr<runtime::Device>& device, const std::shared_ptr<runtime::ResidentState>& state,
                        runtime::Launching launching, std::ostream& log, Runners& r) {
   const runtime::DeviceCapabilities caps = device->capabilities();
-  codegen::RenderTarget target = codegen::render_target(o.config.compile, caps.sm);
-  if (o.autotune) {
+  std::string note;
+  codegen::RenderTarget target = runtime::device_render_target(o.config.compile, caps, &note);
+  if (!note.empty()) log << note << "\n";
+  if (o.autotune && !caps.no_library.empty()) log << "autotune: nothing to choose: no cuBLAS to time against\n";
+  if (o.autotune && caps.no_library.empty()) {
     // On a device of its own, whose buffers go with it once the choices are made. Timings on an
     // emulation mean nothing: one launch of each form there checks the mechanism only.
     const std::shared_ptr<runtime::Device> tuning = open_training_device(o);

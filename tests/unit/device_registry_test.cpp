@@ -1,5 +1,6 @@
 // The device table: devices by the name --device takes, with capabilities instead of names for
 // callers to ask, and an unknown name refused with the choices.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -10,6 +11,7 @@
 
 #include "ir/out_of_memory.h"
 #include "runtime/cublas_library.h"
+#include "runtime/device_target.h"
 #include "runtime/device_registry.h"
 #include "runtime/host_device.h"
 
@@ -87,29 +89,59 @@ TEST(DeviceRegistry, ProbingTheGpuNeverThrowsAndSaysWhat) {
   }
 }
 
-// cuBLAS is looked for where NVRTC was found too: a toolkit's lib64, and the PyPI wheels' layout
-// (the GPU machine's PyTorch brings its cuBLAS there, off the loader's path).
-TEST(CublasLibrary, LooksBesideEachNvrtcAndInTheWheelLayout) {
-  ::unsetenv("BERTC_CUBLAS");
-  const auto c = cublas_candidates({"/usr/local/cuda/lib64/libnvrtc.so.13",
-                                    "/venv/site-packages/nvidia/cuda_nvrtc/lib/libnvrtc.so.12"});
-  EXPECT_EQ(c, (std::vector<std::string>{"libcublas.so.13", "libcublas.so.12", "/usr/local/cuda/lib64/libcublas.so.13",
-                                         "/usr/local/cuda/lib64/libcublas.so.12",
-                                         "/venv/site-packages/nvidia/cuda_nvrtc/lib/libcublas.so.13",
-                                         "/venv/site-packages/nvidia/cuda_nvrtc/lib/libcublas.so.12",
-                                         "/venv/site-packages/nvidia/cublas/lib/libcublas.so.13",
-                                         "/venv/site-packages/nvidia/cublas/lib/libcublas.so.12",
-                                         "/venv/site-packages/nvidia/cu13/lib/libcublas.so.13",
-                                         "/venv/site-packages/nvidia/cu13/lib/libcublas.so.12"}));
-  ::setenv("BERTC_CUBLAS", "/opt/my/libcublas.so.12", 1);
-  EXPECT_EQ(cublas_candidates({"/usr/local/cuda/lib64/libnvrtc.so.13"}), (std::vector<std::string>{"/opt/my/libcublas.so.12"}));
-  // A file that is not there is reported with the dynamic loader's reason, never thrown.
+// cuBLAS: the search's candidates (support/library_search, tested on fake trees), a missing file
+// reported with the loader's reason, never thrown.
+TEST(CublasLibrary, AMissingFileIsReportedNotThrown) {
   ::setenv("BERTC_CUBLAS", "/nonexistent/libcublas.so.12", 1);
+  ASSERT_EQ(cublas_candidates().size(), 1u);
   const CublasProbe probe = find_cublas();
   EXPECT_FALSE(probe.library.loaded());
   ASSERT_EQ(probe.tried.size(), 1u);
-  EXPECT_EQ(probe.tried[0].rfind("/nonexistent/libcublas.so.12: ", 0), 0u) << probe.tried[0];
+  EXPECT_EQ(probe.tried[0].rfind("/nonexistent/libcublas.so.12 [$BERTC_CUBLAS]: ", 0), 0u) << probe.tried[0];
   ::unsetenv("BERTC_CUBLAS");
+}
+
+// A cuBLAS of a newer CUDA than the driver's is passed over, saying why (cublasCreate would fail
+// with a bare status), and taken by a driver of its version. Needs a real cuBLAS (the toolkit's).
+TEST(CublasLibrary, TakesOnlyACublasTheDriverRuns) {
+  ::unsetenv("BERTC_CUBLAS");
+  const CublasProbe any = find_cublas();
+  if (!any.library.loaded()) GTEST_SKIP() << "no cuBLAS on this machine";
+  ASSERT_GE(any.major, 12);
+  ::setenv("BERTC_CUBLAS", any.library.path().c_str(), 1);
+  const int older = (any.major - 1) * 1000 + 40;  // e.g. a CUDA 12.4 driver for a cuBLAS 13
+  const CublasProbe refused = find_cublas(older);
+  EXPECT_FALSE(refused.library.loaded());
+  ASSERT_EQ(refused.tried.size(), 1u);
+  EXPECT_NE(refused.tried[0].find(fmt::format("cuBLAS {}.{} needs a CUDA {} driver, and this driver supports CUDA {}.4",
+                                              any.major, any.minor, any.major, any.major - 1)),
+            std::string::npos)
+      << refused.tried[0];
+  EXPECT_NE(refused.tried[0].find(fmt::format("pip install nvidia-cublas-cu{}", any.major - 1)), std::string::npos);
+  EXPECT_TRUE(find_cublas(any.major * 1000).library.loaded());
+  // Its statuses by their names, from cuBLAS itself (cublas_api.h: 7 is CUBLAS_STATUS_INVALID_VALUE).
+  EXPECT_EQ(cublas_status_text(any, 7).rfind("CUBLAS_STATUS_INVALID_VALUE (7)", 0), 0u) << cublas_status_text(any, 7);
+  ::unsetenv("BERTC_CUBLAS");
+}
+
+// Products are planned for cuBLAS only where the device has one it runs: matmul = auto falls back
+// to generated kernels saying why, matmul = library is refused naming the fix.
+TEST(DeviceTarget, KeepsProductsOffAMissingCublas) {
+  passes::CompileOptions options;
+  options.matmul = passes::MatmulPolicy::Auto;
+  std::string note;
+  EXPECT_EQ(device_render_target(options, {true, 80, ""}, &note).matmul, passes::MatmulPolicy::Auto);
+  EXPECT_TRUE(note.empty());
+  const DeviceCapabilities none{true, 80, "no cuBLAS that this driver runs was found"};
+  EXPECT_EQ(device_render_target(options, none, &note).matmul, passes::MatmulPolicy::Generated);
+  EXPECT_NE(note.find("every product is a generated kernel: no cuBLAS"), std::string::npos) << note;
+  options.matmul = passes::MatmulPolicy::Library;
+  try {
+    device_render_target(options, none, &note);
+    FAIL() << "matmul = library accepted without cuBLAS";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("--matmul generated"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
