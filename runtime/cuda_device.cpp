@@ -12,6 +12,7 @@
 #include "ir/out_of_memory.h"
 #include "support/shared_library.h"
 #include "runtime/cublas_library.h"
+#include "runtime/module_loading.h"
 #include "runtime/cuda_driver.h"
 
 namespace bertc::runtime {
@@ -27,7 +28,12 @@ constexpr int kCublasCompute32F = 68, kCublasCompute32FFastTf32 = 77;
 constexpr int kCublasGemmDefault = -1;
 constexpr CUresult kCudaErrorOutOfMemory = 2;
 constexpr unsigned kStreamNonBlocking = 1;  // CU_STREAM_NON_BLOCKING: stream capture needs a non-legacy stream
-constexpr int kCaptureModeGlobal = 0;       // CU_STREAM_CAPTURE_MODE_GLOBAL
+// CU_STREAM_CAPTURE_MODE_THREAD_LOCAL: while our stream captures, only this thread's own
+// potentially unsafe CUDA calls (an allocation, a synchronizing copy) are refused. Global mode
+// would refuse them in every thread of the process too (NCCL's proxy thread, a library's), which
+// can fail that thread's work and our capture with it. Nothing here needs other threads kept out:
+// every call the step's graph holds is made on this thread.
+constexpr int kCaptureModeThreadLocal = 1;
 // cuBLAS's workspace, set explicitly so that a captured product never allocates (32 MiB covers
 // the Hopper kernels' needs; the documented minimum for sm_90 is 32 MiB).
 constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;
@@ -40,7 +46,7 @@ struct CudaDevice::Api {
   CUresult (*cuDevicePrimaryCtxRetain)(Handle*, CUdevice);
   CUresult (*cuDevicePrimaryCtxRelease)(CUdevice);
   CUresult (*cuCtxSetCurrent)(Handle);
-  CUresult (*cuModuleLoadData)(Handle*, const void*);
+  LoadDataExFn cuModuleLoadDataEx;
   CUresult (*cuModuleGetFunction)(Handle*, Handle, const char*);
   CUresult (*cuModuleUnload)(Handle);
   CUresult (*cuStreamDestroy)(Handle);
@@ -152,7 +158,7 @@ CudaDevice::CudaDevice(const DeviceRequest& request) : api_(std::make_unique<Api
   a.bind(a.cuDevicePrimaryCtxRetain, a.cuda, "cuDevicePrimaryCtxRetain");
   a.bind(a.cuDevicePrimaryCtxRelease, a.cuda, "cuDevicePrimaryCtxRelease_v2");
   a.bind(a.cuCtxSetCurrent, a.cuda, "cuCtxSetCurrent");
-  a.bind(a.cuModuleLoadData, a.cuda, "cuModuleLoadData");
+  a.bind(a.cuModuleLoadDataEx, a.cuda, "cuModuleLoadDataEx");
   a.bind(a.cuModuleGetFunction, a.cuda, "cuModuleGetFunction");
   a.bind(a.cuModuleUnload, a.cuda, "cuModuleUnload");
   a.bind(a.cuStreamDestroy, a.cuda, "cuStreamDestroy_v2");
@@ -305,7 +311,10 @@ void CudaDevice::load(const std::vector<const codegen::KernelSpec*>& kernels) {
     if (!k->source.empty() && seen.insert(k->name).second) sources.push_back({k->name, codegen::device_source(*k)});
   for (const codegen::GpuImage& image : a.given_images ? a.images_of(sources) : a.compile(sources)) {
     Handle module = nullptr, function = nullptr;
-    a.check(a.cuModuleLoadData(&module, image.image.c_str()), "loading kernel " + image.name);
+    const ModuleLoad loaded = load_module(a.cuModuleLoadDataEx, &module, image.image.c_str());
+    a.check(loaded.result, fmt::format("loading kernel {} ({} for sm_{}){}", image.name,
+                                       image.ptx ? "PTX, compiled by the driver's JIT" : "a cubin", a.kernel_arch,
+                                       jit_log_text(loaded)));
     a.modules.push_back(module);
     a.check(a.cuModuleGetFunction(&function, module, image.name.c_str()), "finding kernel " + image.name);
     a.functions[image.name] = function;
@@ -314,7 +323,7 @@ void CudaDevice::load(const std::vector<const codegen::KernelSpec*>& kernels) {
 
 void CudaDevice::use_images(std::map<std::string, codegen::GpuImage> images, const std::string& nvrtc_version) {
   Api& a = *api_;
-  // Refused before anything loads: cuModuleLoadData would fail kernel by kernel, saying only
+  // Refused before anything loads: cuModuleLoadDataEx would fail kernel by kernel, saying only
   // CUDA_ERROR_UNSUPPORTED_PTX_VERSION or NO_BINARY_FOR_GPU.
   for (const auto& [name, image] : images)
     if (!codegen::driver_loads(nvrtc_version, a.driver_version, image.ptx))
@@ -459,7 +468,7 @@ std::unique_ptr<DeviceGraph> CudaDevice::record(const std::function<void()>& bod
   Api& a = *api_;
   auto g = std::make_unique<CudaGraph>();
   g->api = &a;
-  a.check(a.cuStreamBeginCapture(a.stream, kCaptureModeGlobal), "cuStreamBeginCapture");
+  a.check(a.cuStreamBeginCapture(a.stream, kCaptureModeThreadLocal), "cuStreamBeginCapture");
   try {
     body();
   } catch (...) {

@@ -14,6 +14,7 @@
 #include "runtime/device_target.h"
 #include "runtime/device_registry.h"
 #include "runtime/host_device.h"
+#include "runtime/module_loading.h"
 
 namespace bertc::runtime {
 namespace {
@@ -142,6 +143,32 @@ TEST(DeviceTarget, KeepsProductsOffAMissingCublas) {
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("--matmul generated"), std::string::npos) << e.what();
   }
+}
+
+// A stand-in for the driver's cuModuleLoadDataEx that reads its options as cuda.h defines them
+// (CU_JIT_ERROR_LOG_BUFFER 5 with its size 6, CU_JIT_INFO_LOG_BUFFER 3 with 4) and refuses the
+// PTX as the JIT does, writing ptxas' message into the error log.
+int refusing_jit(void** module, const void* image, unsigned n, int* options, void** values) {
+  *module = nullptr;
+  char* error = nullptr;
+  size_t error_size = 0;
+  for (unsigned i = 0; i < n; ++i) {
+    if (options[i] == 5) error = static_cast<char*>(values[i]);
+    if (options[i] == 6) error_size = reinterpret_cast<uintptr_t>(values[i]);
+  }
+  if (!error || error_size < 64 || std::string(static_cast<const char*>(image)).find(".target sm_61") == std::string::npos)
+    return 1;  // CUDA_ERROR_INVALID_VALUE: the options were not as the driver reads them
+  std::snprintf(error, error_size, "ptxas fatal   : SM version specified by .target is higher than default\n");
+  return 218;  // CUDA_ERROR_INVALID_PTX
+}
+
+TEST(ModuleLoading, AsksTheJitForItsLogAndSaysIt) {
+  void* module = nullptr;
+  const ModuleLoad load = load_module(refusing_jit, &module, ".version 8.0\n.target sm_61\n");
+  EXPECT_EQ(load.result, 218);
+  EXPECT_EQ(load.error_log, "ptxas fatal   : SM version specified by .target is higher than default");
+  EXPECT_EQ(jit_log_text(load), "; the driver's JIT said: " + load.error_log);
+  EXPECT_EQ(jit_log_text(ModuleLoad{}), "") << "a JIT that said nothing adds nothing";
 }
 
 }  // namespace
