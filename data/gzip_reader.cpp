@@ -120,6 +120,7 @@ DataError GzipReader::cut_short() const {
   // cut file moved aside, so that a folder it is in reads the part and the rest alike.)
   std::filesystem::path part = path_;
   if (extension_of(part) == ".gz") part.replace_extension();
+  else part.replace_extension(".part");  // (never the file itself: the shell would empty it before gzip reads it)
   if (extension_of(part) != ".txt") part += ".txt";
   return DataError(fmt::format(
       "{}: the gzip stream ends early: the file is cut short after {} bytes, inside member {} ({} bytes of text read "

@@ -269,7 +269,12 @@ Example unpack(const Arrays& a, size_t e, const std::string& where) {
     ex.masked_positions.push_back(p);
     ex.masked_labels.push_back(a.labels[prow + j]);
   }
-  ex.is_random_next = a.next_sentence[e] != 0;
+  if (a.next_sentence[e] != 0 && a.next_sentence[e] != 1)  // (any other value, taken as "random", trains wrong)
+    throw DataError(fmt::format("{}: example {}: next_sentence_labels holds {}, and a label is 0 (the sentence that "
+                                "followed) or 1 (a random one): the shard was made wrong; make it again (bertc "
+                                "prepare-data)",
+                                where, e, int{a.next_sentence[e]}));
+  ex.is_random_next = a.next_sentence[e] == 1;
   return ex;
 }
 

@@ -200,7 +200,7 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
                     "are written with: build it with libhdf5-dev (scripts/setup.sh installs it)");
   if (o.shards < 1) throw DataError("--shards must be at least 1");
   if (o.examples.max_seq_length < 5) throw DataError("seq_len must leave room for [CLS] A [SEP] B [SEP] (5 at least)");
-  const std::vector<std::filesystem::path> files = text_files(o.input);
+  const std::vector<std::filesystem::path> files = text_files(o.input, callbacks.note);
   std::error_code is_file;
   if (std::filesystem::exists(o.output, is_file) && !std::filesystem::is_directory(o.output, is_file))
     throw DataError(fmt::format("{} is a file: --output names a folder for the shards", o.output.string()));

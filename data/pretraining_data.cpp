@@ -105,7 +105,7 @@ std::vector<Document> load_documents(const std::filesystem::path& path, const To
   std::vector<Document> docs(1);
   int64_t lines = 0;
   auto last_report = std::chrono::steady_clock::now();
-  for (const auto& file : text_files(path)) {
+  for (const auto& file : text_files(path, progress)) {
     LineReader in(file, size_t{64} << 20, progress);
     std::string line;
     while (in.next(line)) {

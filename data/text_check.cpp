@@ -30,9 +30,21 @@ std::optional<OtherEncoding> other_encoding(std::string_view head) {
   if (starts("\xff\xfe"sv) || starts("\xfe\xff"sv)) return OtherEncoding{"UTF-16", "a UTF-16 byte-order mark", true};
   size_t even = 0, odd = 0;
   for (size_t i = 0; i < head.size(); ++i) (i % 2 ? odd : even) += head[i] == '\0';
-  if (head.size() >= 16 && 10 * std::max(even, odd) >= 4 * head.size())
+  // UTF-16 of text in ASCII's range: most of one half's bytes NUL, few of the other's (a file of
+  // zero bytes has both halves NUL: not text at all, said as such).
+  if (head.size() >= 16 && 10 * std::max(even, odd) >= 4 * head.size() && 20 * std::min(even, odd) <= head.size())
     return OtherEncoding{odd > even ? "UTF-16LE" : "UTF-16BE", "every other byte of its start is NUL", false};
   return std::nullopt;
+}
+
+// Where converted text goes: beside the file, under a name that is never the file's own (a
+// command that wrote onto its input would empty it before reading it).
+std::string converted_name(const std::filesystem::path& path) {
+  std::filesystem::path out = path;
+  if (out.extension() == ".gz") out.replace_extension();
+  if (out.extension() == ".txt") out.replace_extension();
+  out += ".utf8.txt";
+  return out.string();
 }
 
 std::string share(uint64_t part, uint64_t whole) {
@@ -73,9 +85,15 @@ void refuse_not_text(const std::filesystem::path& path, std::string_view head, c
   // The commands on the file's bytes, or (gzip) on what it decompresses to.
   const std::string file = fmt::format("'{}'", path.string());
   auto convert = [&](const std::string& from) {
-    return compressed ? fmt::format("gzip -dc {} | iconv -f {} -t UTF-8 > converted.txt", file, from)
-                      : fmt::format("iconv -f {} -t UTF-8 {} > converted.txt", from, file);
+    return compressed ? fmt::format("gzip -dc {} | iconv -f {} -t UTF-8 > '{}'", file, from, converted_name(path))
+                      : fmt::format("iconv -f {} -t UTF-8 {} > '{}'", from, file, converted_name(path));
   };
+  if (!encoding && head.size() >= 16 && 10 * static_cast<size_t>(std::count(head.begin(), head.end(), '\0')) >=
+                                            9 * head.size())
+    throw DataError(fmt::format("{}: is not text: its first {} bytes are (nearly) all zero bytes, as a file is that was "
+                                "never written, or made full size by a copy or download that did not finish: get the "
+                                "text file again",
+                                path.string(), head.size()));
   if (encoding)
     throw DataError(fmt::format("{}: text in {} ({}), and bertc reads UTF-8: convert it ({}) and give the converted "
                                 "file",

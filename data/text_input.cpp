@@ -4,9 +4,13 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <fstream>
+#include <optional>
+#include <string_view>
 #include <utility>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "data/vocab.h"
 
@@ -23,12 +27,24 @@ bool is_text(const std::filesystem::path& p) {
   return name.ends_with(".txt") || name.ends_with(".txt.gz");
 }
 
-// Compressed, in a way bertc does not read as text (or gzip without .txt in its name): refused,
-// not left out.
-bool is_other_compressed(const std::filesystem::path& p) {
+// Compressed, in a way bertc does not read as text (or gzip without .txt in its name), by its
+// name or by its first bytes (a .tgz, a .gz.part, a .lzma): refused, never left out.
+std::optional<std::string> compression_of(const std::filesystem::path& p) {
   const std::string ext = lower(p.extension().string());
-  return ext == ".gz" || ext == ".bz2" || ext == ".xz" || ext == ".zst" || ext == ".zip" || ext == ".7z" ||
-         ext == ".lz4";
+  for (const char* e : {".gz", ".bz2", ".xz", ".zst", ".zip", ".7z", ".lz4", ".lzma", ".tgz", ".tbz2", ".txz"})
+    if (ext == e) return ext;
+  std::ifstream in(p, std::ios::binary);
+  char b[6] = {};
+  in.read(b, sizeof b);
+  const std::string_view head(b, static_cast<size_t>(in.gcount()));
+  using namespace std::string_view_literals;
+  if (head.starts_with("\x1f\x8b"sv)) return "gzip";
+  if (head.starts_with("\xfd" "7zXZ\0"sv)) return "xz";
+  if (head.starts_with("BZh"sv)) return "bzip2";
+  if (head.starts_with("\x28\xb5\x2f\xfd"sv)) return "zstd";
+  if (head.starts_with("PK\x03\x04"sv)) return "zip";
+  if (head.starts_with("\x5d\0\0"sv)) return "lzma";
+  return std::nullopt;
 }
 
 // Whether a folder holds text files (one level): a folder of text inside the one given.
@@ -47,19 +63,17 @@ std::string trim_line(const std::string& s) {
   return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
 }
 
-std::vector<std::filesystem::path> text_files(const std::filesystem::path& input) {
+std::vector<std::filesystem::path> text_files(const std::filesystem::path& input,
+                                              const std::function<void(const std::string&)>& note) {
   std::error_code ec;
   if (std::filesystem::is_regular_file(input, ec)) return {input};
   if (!std::filesystem::is_directory(input, ec))
     throw DataError(fmt::format("{}: no such file or folder of training text (set [train] data, --data or --input)",
                                 input.string()));
   std::vector<std::filesystem::path> files;
-  // Every entry that looks like text is read or refused: none is left out without a word.
+  std::vector<std::string> left_out;
+  // Every entry is read, refused or said: none is left out without a word.
   for (const auto& e : std::filesystem::directory_iterator(input)) {
-    if (is_other_compressed(e.path()) && !is_text(e.path()))
-      throw DataError(fmt::format("{}: compressed, and bertc reads .txt and .txt.gz files: decompress it (or, gzip'd "
-                                  "text, name it .txt.gz), or move it out of the folder",
-                                  e.path().string()));
     if (e.is_directory(ec) && !is_text(e.path())) {
       if (holds_text(e.path()))
         throw DataError(fmt::format("{}: a folder of text inside {}: only the folder given is read, so its files would "
@@ -67,7 +81,15 @@ std::vector<std::filesystem::path> text_files(const std::filesystem::path& input
                                     e.path().string(), input.string()));
       continue;
     }
-    if (!is_text(e.path())) continue;
+    if (!is_text(e.path())) {
+      if (!e.is_regular_file(ec)) continue;
+      if (const std::optional<std::string> how = compression_of(e.path()))
+        throw DataError(fmt::format("{}: compressed ({}), and bertc reads .txt and .txt.gz files: decompress it (or, "
+                                    "gzip'd text, name it .txt.gz), or move it out of the folder",
+                                    e.path().string(), *how));
+      left_out.push_back(e.path().filename().string());
+      continue;
+    }
     if (!e.is_regular_file(ec))
       throw DataError(fmt::format("{}: named as text but not a file ({}): its text would be left out; move it out of "
                                   "the folder, or put the file back",
@@ -76,9 +98,17 @@ std::vector<std::filesystem::path> text_files(const std::filesystem::path& input
   }
   std::sort(files.begin(), files.end());
   if (files.empty())
-    throw DataError(fmt::format("{}: the folder holds no training text (.txt or .txt.gz files; bertc train also reads "
-                                "a folder of HDF5 shards, which bertc prepare-data makes)",
-                                input.string()));
+    throw DataError(fmt::format("{}: the folder holds no training text (.txt or .txt.gz files{}; bertc train also "
+                                "reads a folder of HDF5 shards, which bertc prepare-data makes)",
+                                input.string(),
+                                left_out.empty() ? "" : fmt::format(": name text files so; it holds {}", left_out.size())));
+  if (!left_out.empty() && note) {
+    std::sort(left_out.begin(), left_out.end());
+    const size_t shown = std::min<size_t>(left_out.size(), 5);
+    note(fmt::format("{}: {} file(s) not named .txt or .txt.gz left out ({}{}): rename any that is training text",
+                     input.string(), left_out.size(), fmt::join(left_out.begin(), left_out.begin() + static_cast<long>(shown), ", "),
+                     left_out.size() > shown ? ", ..." : ""));
+  }
   return files;
 }
 

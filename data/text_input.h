@@ -14,10 +14,13 @@
 
 namespace bertc::data {
 
-// Throws DataError naming the path when it is neither a file nor a folder holding text files, and
-// for an entry of the folder named as text (.txt, .txt.gz) that is not a file (a folder, a broken
-// link): it would be left out without a word.
-std::vector<std::filesystem::path> text_files(const std::filesystem::path& input);
+// Throws DataError naming the path when it is neither a file nor a folder holding text files, for
+// an entry of the folder named as text (.txt, .txt.gz) that is not a file (a folder, a broken
+// link), and for a compressed file bertc does not read, by its name or its first bytes (a .tgz, a
+// .gz.part, xz named .lzma): each would be left out without a word. Other files are left out and
+// said to `note` (may be empty), with how many and the first few names.
+std::vector<std::filesystem::path> text_files(const std::filesystem::path& input,
+                                              const std::function<void(const std::string&)>& note = {});
 
 // A line without its surrounding spaces, tabs and line ends ("" for a blank line: a document's end).
 std::string trim_line(const std::string& line);

@@ -39,8 +39,8 @@ void refuse_true(const nlohmann::json& j, const std::string& key, const std::str
 }
 
 // The folder's tokenizer: vocab.txt (the embeddings' rows are its tokens) and do_lower_case from
-// tokenizer_config.json. A config naming another vocabulary is refused, and so is a folder without
-// vocab.txt: which vocabulary the embeddings are of must not be a guess.
+// tokenizer_config.json. A folder without vocab.txt is refused: which vocabulary the embeddings are
+// of must not be a guess (and a config naming another is refused when the weights are read).
 void use_hf_tokenizer(Config& config, const std::filesystem::path& folder) {
   std::error_code ec;
   const std::filesystem::path vocab = folder / "vocab.txt";
@@ -54,19 +54,10 @@ void use_hf_tokenizer(Config& config, const std::filesystem::path& folder) {
                           "AutoTokenizer.from_pretrained('{}').save_vocabulary('{}')\")",
                           folder.string(), folder.string())
             : ""));
-  auto text_of = [](const std::filesystem::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    return in ? std::optional(std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()))
-              : std::nullopt;
-  };
-  if (config.given.count("train.vocab")) {
-    if (text_of(config.resolve(config.train.vocab)) != text_of(vocab))
-      throw ConfigError(fmt::format("{}: [train] vocab = \"{}\" is not {}, whose tokens the model's embeddings are: "
-                                    "remove [train] vocab (the folder's is used) or name the folder's",
-                                    config.source, config.train.vocab, vocab.string()));
-  } else {
-    config.train.vocab = std::filesystem::absolute(vocab, ec).string();
-  }
+  // A vocabulary the config names is kept, and checked against the folder's by its tokens when the
+  // weights are read (train/resume.h check_init_vocab): the same tokens in other bytes (CRLF line
+  // ends) are the same vocabulary.
+  if (!config.given.count("train.vocab")) config.train.vocab = std::filesystem::absolute(vocab, ec).string();
   if (config.given.count("train.do_lower_case")) return;
   std::ifstream in(folder / "tokenizer_config.json");
   if (!in) return;

@@ -519,6 +519,8 @@ int eval(const EvalArgs& args, const frontend::ModelDefinition& model) {
                                             args.config));
   const frontend::Config config = load_config_for(args.config, args.init, model);
   const train::EvalResult r = train::evaluate_batch(model, config, args.init, args.batch);
+  std::cerr << (r.vocab ? fmt::format("vocab: {} (the batch's; checked against the weights' where they record one)\n", r.vocab->describe())
+                        : "vocab: the batch records none (an older bertc batch): nothing shows it is the weights'\n");
   for (const auto& [name, value] : r.losses) std::cout << fmt::format("{} {:.9g}\n", name, value);
   // --dump-logits and --dump-grads: named tensors as a safetensors file of a format.
   auto dump = [](const std::string& path, const std::map<std::string, support::HostTensor>& tensors,

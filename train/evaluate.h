@@ -4,10 +4,12 @@
 
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "data/vocab_identity.h"
 #include "frontend/model.h"
 #include "support/tensor_io.h"
 
@@ -21,6 +23,8 @@ struct EvalResult {
   // The logits the graph makes: "logits" (a fine-tuning head's), or "mlm_logits" ([B*P, vocab])
   // and "nsp_logits" ([B, 2]) for pretraining.
   std::map<std::string, support::HostTensor> logits;
+  // The vocabulary the batch records (bertc batch writes it), checked against the weights'.
+  std::optional<data::VocabRecord> vocab;
 };
 
 // `config`'s batch shape is replaced by the batch file's (input_ids [B,S], and for pretraining

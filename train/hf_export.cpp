@@ -56,7 +56,11 @@ support::Safetensors params_for(const support::Safetensors& checkpoint, HfHead h
 // The vocabulary's text (a token a line): --vocab's, or the file the checkpoint recorded; refused
 // when it is not the one the checkpoint records (data/vocab_identity.h), or, for a checkpoint
 // recording none, when it has more tokens than the model's embeddings have rows.
-std::string vocabulary(const ExportOptions& o, const std::map<std::string, std::string>& meta, int64_t vocab_size) {
+struct ExportedVocab {
+  std::string text;
+  data::VocabRecord record;
+};
+ExportedVocab vocabulary(const ExportOptions& o, const std::map<std::string, std::string>& meta, int64_t vocab_size) {
   const std::optional<data::VocabRecord> recorded = data::vocab_from_metadata(meta);
   const auto recorded_path = meta.find("vocab");
   if (!o.vocab && recorded_path == meta.end())
@@ -83,9 +87,10 @@ std::string vocabulary(const ExportOptions& o, const std::map<std::string, std::
                                  "{} was trained with; give that one (--vocab FILE)",
                                  path.string(), vocab.size(), vocab_size, o.checkpoint.string()));
   }
-  std::string text;
-  for (int64_t i = 0; i < vocab.size(); ++i) text += vocab.token(i) + "\n";
-  return text;
+  ExportedVocab out{"", data::record_of(vocab)};
+  for (int64_t i = 0; i < vocab.size(); ++i) out.text += vocab.token(i) + "\n";
+  out.record.path = (o.output / "vocab.txt").string();
+  return out;
 }
 
 nlohmann::json tokenizer_config(bool lower_case, int64_t max_length) {
@@ -136,8 +141,11 @@ void export_hf_folder(const ExportOptions& options, std::ostream& log) {
     f.labels = meta.at("labels");
     labels = f.label_names();
   }
-  const support::Safetensors params = params_for(checkpoint, head);
-  const std::string vocab = vocabulary(o, meta, model.vocab_size);
+  support::Safetensors params = params_for(checkpoint, head);
+  const ExportedVocab vocab = vocabulary(o, meta, model.vocab_size);
+  // The vocabulary the weights are of, in their metadata (transformers reads only "format"): an
+  // --init of the folder checks its vocab.txt against it.
+  params.metadata.merge(data::vocab_metadata(vocab.record));
   const bool lower = meta.count("do_lower_case") ? meta.at("do_lower_case") == "true" : true;
 
   // The folder is made beside its place and renamed there whole: a failed export leaves nothing
@@ -149,7 +157,7 @@ void export_hf_folder(const ExportOptions& options, std::ostream& log) {
     support::write_safetensors(staging / "model.safetensors", params);
     support::write_file_atomically(staging / "config.json",
                                    frontend::hf_config_json(model, head, num_labels, regression, labels).dump(2) + "\n");
-    support::write_file_atomically(staging / "vocab.txt", vocab);
+    support::write_file_atomically(staging / "vocab.txt", vocab.text);
     support::write_file_atomically(staging / "tokenizer_config.json",
                                    tokenizer_config(lower, model.max_position_embeddings).dump(2) + "\n");
     const nlohmann::json special = {{"unk_token", "[UNK]"}, {"sep_token", "[SEP]"}, {"pad_token", "[PAD]"},
@@ -160,11 +168,11 @@ void export_hf_folder(const ExportOptions& options, std::ostream& log) {
     std::filesystem::remove_all(staging, ec);
     throw;
   }
-  log << fmt::format("export: {} -> {}: {} ({} params, no optimizer state), config.json, vocab.txt, "
-                     "tokenizer_config.json, special_tokens_map.json\n",
+  log << fmt::format("export: {} -> {}: {} ({} params, no optimizer state), config.json, vocab.txt ({} tokens, xxh3 "
+                     "{}), tokenizer_config.json, special_tokens_map.json\n",
                      o.checkpoint.string(), o.output.string(), frontend::hf_config_json(model, head, num_labels, regression,
                                                                                     labels)["architectures"][0].get<std::string>(),
-                     params.tensors.size());
+                     params.tensors.size(), vocab.record.tokens, vocab.record.xxh3);
 }
 
 }  // namespace bertc::train

@@ -142,6 +142,15 @@ void check_init_vocab(const std::filesystem::path& init, const std::map<std::str
                        init.string(), *then, lower_case, *then);
   if (frontend::is_hf_folder(init)) {
     const data::Vocab folder = data::Vocab::load(init / "vocab.txt");
+    if (const auto exported = data::vocab_from_metadata(metadata))  // (bertc export records it)
+      data::require_same_vocab(folder, *exported, fmt::format("--init {} (its weights, as bertc export wrote them)",
+                                                             init.string()),
+                               "the folder's vocab.txt changed since: put back the exported one, or export the "
+                               "checkpoint again");
+    else
+      log << fmt::format("init: {} records no vocabulary in its weights (a folder bertc export did not write): its "
+                         "vocab.txt is taken as the one its embeddings are of\n",
+                         init.string());
     data::require_same_vocab(vocab, data::record_of(folder), fmt::format("--init {}", init.string()),
                              fmt::format("use the folder's vocabulary (drop another from {}: the folder's is used)",
                                          choose));

@@ -148,6 +148,17 @@ TEST(Hdf5Shard, RefusesDamagedShardsNamingTheDataset) {
     std::filesystem::remove(path.string() + ".xxh3");             // as a shard from elsewhere
     says(path, "dataset 'next_sentence_labels' is [1], which does not agree with input_ids [2, 8]");
   }
+  {  // a next-sentence label other than 0 or 1 (a shard from elsewhere, made wrong)
+    const auto path = scratch("label.hdf5");
+    write_shard(path, some_examples(), 8, 3, 0);
+    const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    H5Ldelete(f, "next_sentence_labels", H5P_DEFAULT);
+    const int8_t labels[2] = {1, 2};
+    put(f, "next_sentence_labels", H5T_STD_I8LE, H5T_NATIVE_INT8, labels, {2});
+    H5Fclose(f);
+    std::filesystem::remove(path.string() + ".xxh3");
+    says(path, "example 1: next_sentence_labels holds 2, and a label is 0");
+  }
   {  // cut in half: the header may survive, the data does not
     const auto path = scratch("cut.hdf5");
     std::vector<Example> many;

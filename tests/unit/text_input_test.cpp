@@ -169,6 +169,36 @@ TEST(TextCheck, RefusesBinaryAndUtf16AndSaysAFewBadBytes) {
   EXPECT_TRUE(read_all(write("clean.txt", prose())).notes.empty());
 }
 
+// The commands an error advises never write onto the file they read (the shell empties a `> F`
+// before the command reads F): a hostile pass lost its input following them.
+TEST(TextCheck, AdviceNeverWritesOntoItsInput) {
+  std::string bare;
+  for (char c : std::string("some text\nmore text\n")) bare += std::string{c, '\0'};
+  const auto converted = write("converted.txt", bare + bare);
+  EXPECT_NE(refusal([&] { read_all(converted); })
+                .find("iconv -f UTF-16LE -t UTF-8 '" + converted.string() + "' > '" + scratch("converted.utf8.txt").string() + "'"),
+            std::string::npos)
+      << refusal([&] { read_all(converted); });
+  // A gzip stream cut short in a file not named .gz: the part goes to another name.
+  const std::string whole = gzip(prose());
+  const auto cut = write("corpus.txt", whole.substr(0, whole.size() / 2));
+  EXPECT_NE(refusal([&] { read_all(cut); })
+                .find("gzip -dc '" + cut.string() + "' > '" + scratch("corpus.part.txt").string() + "'"),
+            std::string::npos)
+      << refusal([&] { read_all(cut); });
+}
+
+// A file of zero bytes (never written, or made full size by a copy that did not finish) is no
+// UTF-16, whose other bytes are not NUL: said as what it is.
+TEST(TextCheck, ZeroBytesAreNotUtf16) {
+  for (const auto& [name, bytes] : {std::pair<std::string, std::string>{"zeros.txt", std::string(3000000, '\0')},
+                                    {"zeros.txt.gz", gzip(std::string(1000000, '\0'))}}) {
+    const std::string why = refusal([&] { read_all(write(name, bytes)); });
+    EXPECT_NE(why.find("are (nearly) all zero bytes"), std::string::npos) << why;
+    EXPECT_EQ(why.find("UTF-16"), std::string::npos) << why;
+  }
+}
+
 // Lines end at \n, \r\n or a lone \r (an old Mac editor's file would otherwise be one line: one
 // training example of a whole corpus), also where a \r\n falls across two buffer fills.
 TEST(LineReader, EndsLinesAtEveryLineEnd) {
@@ -199,6 +229,32 @@ TEST(TextFiles, RefusesAnEntryNamedAsTextThatIsNoFile) {
             std::string::npos);
   std::filesystem::remove(dir / "b.txt");
   EXPECT_EQ(text_files(dir).size(), 1u);
+}
+
+// Nothing in a folder of text is left out without a word: a compressed file is refused whatever its
+// name says (gzip named .tgz or .gz.part, xz named .lzma), any other file is said, with a count.
+TEST(TextFiles, RefusesCompressedFilesByTheirBytesAndSaysWhatIsLeftOut) {
+  const auto dir = scratch("mixed");
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  write("mixed/a.txt", "text\n");
+  for (const auto& [name, bytes] : {std::pair<std::string, std::string>{"e.tgz", gzip("text\n")},
+                                    {"f.txt.gz.part", gzip("text\n")},
+                                    {"c.txt.lzma", std::string("\xfd" "7zXZ\0 rest", 12)},
+                                    {"d.bin", std::string("BZh91AY&SY")}}) {
+    const auto path = write("mixed/" + name, bytes);
+    EXPECT_NE(refusal([&] { text_files(dir); }).find(path.string() + ": compressed ("), std::string::npos)
+        << name << ": " << refusal([&] { text_files(dir); });
+    std::filesystem::remove(path);
+  }
+  write("mixed/b.text", "more text\n");
+  write("mixed/g", "more text\n");
+  std::vector<std::string> notes;
+  EXPECT_EQ(text_files(dir, [&](const std::string& n) { notes.push_back(n); }).size(), 1u);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("2 file(s) not named .txt or .txt.gz left out (b.text, g)"), std::string::npos) << notes[0];
+  std::filesystem::remove(dir / "a.txt");
+  EXPECT_NE(refusal([&] { text_files(dir); }).find("name text files so; it holds 2"), std::string::npos);
 }
 
 }  // namespace
