@@ -115,13 +115,18 @@ size_t GzipReader::inflate_some(char* out, size_t size) {
   }
 }
 
+std::filesystem::path GzipReader::beside(const std::string& suffix) const {
+  std::filesystem::path out = path_;
+  if (extension_of(out) == ".gz") out.replace_extension();
+  if (extension_of(out) == ".txt") out.replace_extension();
+  return out += suffix;
+}
+
 DataError GzipReader::cut_short() const {
   // (The part it holds, kept knowingly: decompressed beside it under its name without .gz, the
-  // cut file moved aside, so that a folder it is in reads the part and the rest alike.)
-  std::filesystem::path part = path_;
-  if (extension_of(part) == ".gz") part.replace_extension();
-  else part.replace_extension(".part");  // (never the file itself: the shell would empty it before gzip reads it)
-  if (extension_of(part) != ".txt") part += ".txt";
+  // cut file moved aside, so that a folder it is in reads the part and the rest alike; never onto
+  // the file itself, which the shell would empty before gzip reads it.)
+  const std::filesystem::path part = extension_of(path_) == ".gz" ? beside(".txt") : beside(".part.txt");
   return DataError(fmt::format(
       "{}: the gzip stream ends early: the file is cut short after {} bytes, inside member {} ({} bytes of text read "
       "before; an interrupted download or copy?). Get the whole file again (gzip -t '{}' checks one), or keep the "
@@ -149,6 +154,12 @@ void GzipReader::after_member() {
     in_member_ = true;
     return;
   }
+  // Bytes after the last member: gzip -d ignores them with a warning. Zero padding (tapes, some
+  // copies) and a few bytes are said and ignored likewise; what looks like a member whose magic
+  // is damaged, or more than a little, is refused: one flipped byte there would drop every later
+  // member's text (a file of joined members, pigz's, bgzip's).
+  const bool member_like = z_.avail_in >= 3 && z_.next_in[2] == 8 && (z_.next_in[0] == 0x1f || z_.next_in[1] == 0x8b);
+  const uint64_t at = consumed_;
   uint64_t trailing = 0;
   bool zeros = true;
   do {
@@ -158,6 +169,16 @@ void GzipReader::after_member() {
   } while (refill());
   consumed_ = file_read_;
   ended_ = true;
+  constexpr uint64_t kFewBytes = 512;
+  if (!zeros && (member_like || trailing > kFewBytes))
+    throw DataError(fmt::format(
+        "{}: {} bytes after its gzip stream ({} member(s) read and checked, ending at byte {}) are not gzip{}: a "
+        "member there whose header is damaged would be lost text. Get the file again (gzip -t '{}' checks one); if "
+        "those bytes are not text, keep what the members hold knowingly: gzip -dc '{}' > '{}' (gzip warns "
+        "\"trailing garbage ignored\"), then move '{}' aside",
+        path_.string(), trailing, members_, at,
+        member_like ? ", and they start like a gzip member whose first bytes are damaged" : "", path_.string(),
+        path_.string(), beside(".members.txt").string(), path_.string()));
   if (note_)
     note_(fmt::format("{}: {} {} after its gzip stream ({} member(s), all read and checked) ignored, as gzip -d "
                       "ignores them",

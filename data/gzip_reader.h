@@ -41,6 +41,8 @@ class GzipReader {
   size_t inflate_some(char* out, size_t size);
   void after_member();             // at a member's end: another member, or the trailing bytes
   DataError cut_short() const;
+  // Beside the file, its name without .gz and .txt, plus `suffix`: where advice keeps text.
+  std::filesystem::path beside(const std::string& suffix) const;
   std::filesystem::path path_;
   Note note_;
   std::FILE* file_ = nullptr;

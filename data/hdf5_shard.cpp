@@ -311,6 +311,10 @@ void put_record(hid_t file, const ShardRecord& r, const std::string& where) {
   put_attribute(file, "bertc_masked_lm_prob", H5T_NATIVE_DOUBLE, &r.masked_lm_prob, where);
   const int64_t lower = r.do_lower_case ? 1 : 0;
   put_attribute(file, "bertc_do_lower_case", H5T_NATIVE_INT64, &lower, where);
+  if (r.set.empty()) return;
+  put_text(file, "bertc_shard_set", r.set, where);
+  put_attribute(file, "bertc_shard_index", H5T_NATIVE_INT64, &r.index, where);
+  put_attribute(file, "bertc_shard_count", H5T_NATIVE_INT64, &r.count, where);
 }
 
 // A scalar attribute's value; nullopt when the file has no attribute of that name.
@@ -336,9 +340,13 @@ std::string get_text(hid_t file, const char* name, size_t longest, const std::st
     throw DataError(fmt::format("{}: attribute '{}' is not the record bertc writes (a damaged shard: make it again "
                                 "with bertc prepare-data)",
                                 where, name));
-  std::string text(size, '\0');
+  // Read as NUL-terminated text one byte longer than stored: a string stored NUL-padded to its
+  // length (h5py's fixed-length strings) keeps its last character (read at its own size, the
+  // conversion to NUL-terminated drops it for the terminator).
+  std::string text(size + 1, '\0');
   Handle memory(H5Tcopy(H5T_C_S1), H5Tclose);
-  H5Tset_size(memory.get(), size);
+  H5Tset_size(memory.get(), size + 1);
+  H5Tset_strpad(memory.get(), H5T_STR_NULLTERM);
   if (H5Aread(attribute.get(), memory.get(), text.data()) < 0)
     throw DataError(fmt::format("{}: attribute '{}' cannot be read (a damaged shard)", where, name));
   return text.c_str();
@@ -357,7 +365,26 @@ std::optional<ShardRecord> get_record(hid_t file, const std::string& where) {
   r.vocab_tokens = needed("bertc_vocab_tokens", H5T_NATIVE_INT64, int64_t{});
   r.max_token_id = needed("bertc_max_token_id", H5T_NATIVE_INT64, int64_t{});
   r.masked_lm_prob = needed("bertc_masked_lm_prob", H5T_NATIVE_DOUBLE, double{});
-  r.do_lower_case = needed("bertc_do_lower_case", H5T_NATIVE_INT64, int64_t{}) != 0;
+  const int64_t lower = needed("bertc_do_lower_case", H5T_NATIVE_INT64, int64_t{});
+  // A record that contradicts itself is damaged, and no guide to which vocabulary the shard is of.
+  auto damaged = [&](const std::string& what) {
+    return DataError(fmt::format("{}: its record is damaged ({}): make the shard again (bertc prepare-data), or remove "
+                                 "its bertc_* attributes to have it read as a shard from elsewhere",
+                                 where, what));
+  };
+  if (lower != 0 && lower != 1) throw damaged(fmt::format("bertc_do_lower_case is {}, not 0 or 1", lower));
+  if (r.vocab_tokens < 1 || r.max_token_id >= r.vocab_tokens)
+    throw damaged(fmt::format("bertc_max_token_id {} in a vocabulary of {} tokens", r.max_token_id, r.vocab_tokens));
+  if (!(r.masked_lm_prob >= 0 && r.masked_lm_prob <= 1))
+    throw damaged(fmt::format("bertc_masked_lm_prob is {}", r.masked_lm_prob));
+  r.do_lower_case = lower == 1;
+  if (H5Aexists(file, "bertc_shard_set") > 0) {
+    r.set = get_text(file, "bertc_shard_set", 64, where);
+    r.index = needed("bertc_shard_index", H5T_NATIVE_INT64, int64_t{});
+    r.count = needed("bertc_shard_count", H5T_NATIVE_INT64, int64_t{});
+    if (r.count < 1 || r.index < 0 || r.index >= r.count)
+      throw damaged(fmt::format("bertc_shard_index {} of bertc_shard_count {}", r.index, r.count));
+  }
   return r;
 }
 

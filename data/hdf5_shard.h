@@ -27,7 +27,9 @@ namespace bertc::data {
 // tokens: data/vocab_identity.h), its largest token id, and the settings its masking and tokens
 // came from. Attributes bertc_vocab_xxh3, bertc_vocab_tokens, bertc_max_token_id,
 // bertc_masked_lm_prob, bertc_do_lower_case, and bertc_vocab_path (where the vocabulary was read
-// then: what to train with; absent in shards of the first version of the record).
+// then: what to train with; absent in shards of the first version of the record), and its place in
+// the set prepare-data made (bertc_shard_set, bertc_shard_index, bertc_shard_count: absent in
+// older records), so that a folder missing a shard of a set is found.
 struct ShardRecord {
   std::string vocab_xxh3;
   int64_t vocab_tokens = 0;
@@ -35,6 +37,8 @@ struct ShardRecord {
   double masked_lm_prob = 0;
   bool do_lower_case = true;
   std::string vocab_path;
+  std::string set;               // one prepare-data run's shards: an id of its own ("": not recorded)
+  int64_t index = -1, count = 0;  // this shard's place in the set, and the set's size
 };
 
 struct ShardShape {

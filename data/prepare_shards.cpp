@@ -11,6 +11,7 @@
 #include <cstring>
 #include <fstream>
 #include <malloc.h>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -19,6 +20,7 @@
 #include <unistd.h>
 
 #include <fmt/format.h>
+#include <xxhash.h>
 
 #include "data/hdf5_shard.h"
 #include "data/text_input.h"
@@ -260,6 +262,8 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
   std::filesystem::remove_all(scratch.path, stale);
   std::filesystem::create_directories(scratch.path);
   std::vector<ScratchShard> shards(static_cast<size_t>(o.shards));
+  std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> text_hash(XXH3_createState(), XXH3_freeState);
+  XXH3_64bits_reset(text_hash.get());  // (of the documents' tokens, in order: the shard set's id)
   for (size_t s = 0; s < shards.size(); ++s) {
     shards[s].path = scratch.path / fmt::format("shard-{:05d}.ids", s);
     shards[s].out.open(shards[s].path, std::ios::binary);
@@ -324,7 +328,11 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
                                     next_document % o.shards, bytes >> 20, shard.documents, o.memory_bytes >> 20));
       ++next_document;
       ++p.documents;
-      for (const auto& sentence : doc) p.tokens += static_cast<int64_t>(sentence.size());
+      for (const auto& sentence : doc) {
+        p.tokens += static_cast<int64_t>(sentence.size());
+        XXH3_64bits_update(text_hash.get(), sentence.data(), sentence.size() * sizeof(sentence[0]));
+      }
+      XXH3_64bits_update(text_hash.get(), "|", 1);  // (a document's end)
     }
     texts.assign(1, {});
     round_size = 0;
@@ -383,6 +391,14 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
   // its absolute path too: what a run given other shards is told to train with.
   std::error_code absolute_ec;
   const std::string absolute_vocab = std::filesystem::absolute(vocab.source(), absolute_ec).string();
+  // This run's shards as a set of their own (a folder missing one of them is refused): an id from
+  // what made them, the documents' tokens and the settings (the same text and settings make the
+  // same shards, bit for bit, so the same id, whatever file the text came in).
+  const std::string id_source =
+      fmt::format("{:016x} {} {} {} {} {} {} {}", XXH3_64bits_digest(text_hash.get()), vocab.xxh3(), o.examples.seed,
+                  o.shards, o.examples.max_seq_length, o.examples.max_predictions_per_seq, o.examples.masked_lm_prob,
+                  o.examples.dupe_factor);
+  const std::string set = fmt::format("{:016x}", XXH3_64bits(id_source.data(), id_source.size()));
   PrepareReport report;
   uint64_t largest = 0;
   for (const ScratchShard& s : shards) largest = std::max(largest, shard_bytes(s, o.examples));
@@ -410,7 +426,7 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
           write_shard(scratch.path / fmt::format("shard-{:05d}.hdf5", s), made, eo.max_seq_length,
                       eo.max_predictions_per_seq, vocab.pad(),
                       ShardRecord{vocab.xxh3(), vocab.size(), -1, eo.masked_lm_prob, tokenizer.lower_case(),
-                                  absolute_vocab});
+                                  absolute_vocab, set, s, o.shards});
           examples += static_cast<int64_t>(made.size());
           int64_t seen = largest_count;
           while (seen < static_cast<int64_t>(made.size()) &&

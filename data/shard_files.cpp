@@ -1,7 +1,9 @@
 // HDF5 shards checked against the config, read whole when their turn comes (see shard_files.h).
 #include "data/shard_files.h"
 
+#include <fstream>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -61,6 +63,55 @@ void refuse_mixed(const std::vector<std::filesystem::path>& files, const std::ve
                               kinds.size(), fmt::join(listed, "; ")));
 }
 
+// Refuses one shard twice in a set (a copy under another name, a link to another shard): its
+// examples would be trained on twice as often as the rest's, without a word. Found by the file
+// itself, or by equal checksums (bertc's shards carry one beside them).
+void refuse_duplicates(const std::vector<std::filesystem::path>& files) {
+  std::map<std::string, std::filesystem::path> seen;
+  for (const auto& f : files) {
+    std::error_code ec;
+    std::vector<std::string> keys = {"file " + std::filesystem::canonical(f, ec).string()};
+    std::ifstream sum(f.string() + ".xxh3");
+    if (std::string text; sum >> text) keys.push_back("checksum " + text);
+    for (const std::string& key : keys)
+      if (const auto [it, fresh] = seen.emplace(key, f); !fresh)
+        throw DataError(fmt::format("{} and {} are the same shard (the same {}): its examples would be trained on "
+                                    "twice as often as the others'; remove one of them from the folder",
+                                    it->second.string(), f.string(), key.substr(0, key.find(' '))));
+  }
+}
+
+// Refuses a set prepare-data made that lacks some of its shards (an interrupted copy, a lost file):
+// its examples would be left out without a word. Sets are told apart by their id, so a folder may
+// hold several whole sets.
+void refuse_incomplete_sets(const std::vector<std::filesystem::path>& files, const std::vector<ShardShape>& shapes) {
+  struct Set {
+    int64_t count = 0;
+    std::set<int64_t> present;
+    std::filesystem::path example;
+  };
+  std::map<std::string, Set> sets;
+  for (size_t i = 0; i < shapes.size(); ++i)
+    if (shapes[i].record && !shapes[i].record->set.empty()) {
+      Set& set = sets[shapes[i].record->set];
+      set.count = shapes[i].record->count;
+      set.present.insert(shapes[i].record->index);
+      set.example = files[i];
+    }
+  for (const auto& [id, set] : sets) {
+    std::vector<std::string> missing;
+    for (int64_t i = 0; i < set.count && missing.size() < 6; ++i)
+      if (!set.present.count(i)) missing.push_back(missing.size() == 5 ? "..." : fmt::format("shard-{:05d}.hdf5", i));
+    if (missing.empty()) continue;
+    throw DataError(fmt::format(
+        "{} of the {} shards that bertc prepare-data made with {} are not here ({}): their examples would be left "
+        "out (a copy that did not finish?). Copy them back beside the others; to train on part of some text on "
+        "purpose, prepare that part as shards of its own (bertc prepare-data CONFIG --input PART -o NEW_DIR)",
+        set.count - static_cast<int64_t>(set.present.size()), set.count, set.example.string(),
+        fmt::join(missing, ", ")));
+  }
+}
+
 }  // namespace
 
 ShardFiles::ShardFiles(std::vector<std::filesystem::path> files, int64_t seq_len, int64_t predictions,
@@ -70,7 +121,9 @@ ShardFiles::ShardFiles(std::vector<std::filesystem::path> files, int64_t seq_len
   std::vector<ShardShape> shapes;
   for (const auto& f : files_) shapes.push_back(read_shard_shape(f));
   refuse_mixed(files_, shapes);
-  size_t unrecorded = 0;
+  refuse_duplicates(files_);
+  refuse_incomplete_sets(files_, shapes);
+  size_t unrecorded = 0, unchecked = 0;
   for (size_t i = 0; i < files_.size(); ++i) {
     const std::filesystem::path& f = files_[i];
     const ShardShape& s = shapes[i];
@@ -91,6 +144,8 @@ ShardFiles::ShardFiles(std::vector<std::filesystem::path> files, int64_t seq_len
     if (s.examples == 0) throw DataError(fmt::format("{}: the shard holds no examples", f.string()));
     if (s.record) check_record(f, *s.record, vocab_size, expected);
     else ++unrecorded;
+    std::error_code ec;
+    if (s.record && !std::filesystem::exists(f.string() + ".xxh3", ec)) ++unchecked;
     counts_.push_back(s.examples);
   }
   if (unrecorded > 0)
@@ -98,6 +153,11 @@ ShardFiles::ShardFiles(std::vector<std::filesystem::path> files, int64_t seq_len
                                  "NVIDIA's, or an older bertc's): their token ids are checked as each is read, not "
                                  "before the first step",
                                  unrecorded, files_.size()));
+  if (unchecked > 0)
+    notes_.push_back(fmt::format("{} of the {} shards were made by bertc prepare-data and have no checksum beside them "
+                                 "(SHARD.xxh3: copied without it?): they are read unchecked; copy the .xxh3 files "
+                                 "with them",
+                                 unchecked, files_.size()));
 }
 
 PackedExamples ShardFiles::load(size_t shard) const {
@@ -117,6 +177,11 @@ PackedExamples ShardFiles::load(size_t shard) const {
                                   "type_vocab_size {}",
                                   where, examples.example_of_token(i), int{segments[i]}, type_vocab_size_));
   const std::vector<int32_t>& labels = examples.all_labels();
+  if (labels.empty())  // (MLM would learn nothing from it, and its loss would read 0)
+    throw DataError(fmt::format("{}: no example of the shard has a masked prediction (masked_lm_positions all 0: "
+                                "NVIDIA's reader ends an example's positions at the first 0): the shard was made "
+                                "wrong; make it again (bertc prepare-data), or move it out of the folder",
+                                where));
   for (size_t i = 0; i < labels.size(); ++i)
     if (labels[i] < 0 || labels[i] >= vocab_size_)
       throw DataError(fmt::format("{}: dataset 'masked_lm_ids', example {}: token {} is not below [model] vocab_size "

@@ -76,10 +76,25 @@ void TextFigures::add_line(std::string_view line) {
   if (not_text > before && first_bad_line == 0) first_bad_line = lines;
 }
 
+std::optional<std::string> compression_in(std::string_view head) {
+  using namespace std::string_view_literals;
+  if (head.starts_with("\x1f\x8b"sv)) return "gzip";
+  if (head.starts_with("\xfd" "7zXZ\0"sv)) return "xz";
+  if (head.starts_with("BZh"sv) && head.size() > 3 && head[3] >= '1' && head[3] <= '9') return "bzip2";
+  if (head.starts_with("\x28\xb5\x2f\xfd"sv)) return "zstd";
+  if (head.starts_with("PK\x03\x04"sv)) return "zip";
+  if (head.starts_with("\x5d\0\0"sv)) return "lzma";
+  return std::nullopt;
+}
+
 bool starts_with_utf8_bom(std::string_view text) { return text.starts_with("\xef\xbb\xbf"); }
 
 void refuse_not_text(const std::filesystem::path& path, std::string_view head, const TextFigures& figures,
                      bool compressed) {
+  if (const std::optional<std::string> how = compression_in(head))
+    throw DataError(fmt::format("{}: {}-compressed data{}, and bertc reads text, plain or in one gzip layer: "
+                                "decompress it and give the text",
+                                path.string(), *how, compressed ? " inside the gzip stream (compressed twice)" : ""));
   const std::optional<OtherEncoding> encoding = other_encoding(head);
   if (!(encoding && encoding->marked) && !figures.mostly_not_text()) return;
   // The commands on the file's bytes, or (gzip) on what it decompresses to.

@@ -21,13 +21,18 @@ struct TextFigures {
   bool mostly_not_text() const { return not_text > 0 && not_text * 10 > bytes; }
 };
 
+// The compression whose magic bytes `head` starts with ("gzip", "xz", "bzip2", "zstd", "zip",
+// "lzma"), nullopt for none: a file's name does not say it reliably (.tgz, .gz.part, .txt).
+std::optional<std::string> compression_in(std::string_view head);
+
 // A UTF-8 byte-order mark at the start of `text`, which readers skip (Windows tools write one).
 bool starts_with_utf8_bom(std::string_view text);
 
 // Throws DataError naming the file, the encoding its first bytes suggest (`head`: UTF-16 or
 // UTF-32, by a byte-order mark or by NUL bytes) and how to convert it (`compressed`: its text is
 // gzip's, so the command decompresses first), when the first bytes are a UTF-16/32 byte-order
-// mark or `figures` are mostly not text.
+// mark or `figures` are mostly not text; and when `head` is compressed data (a file compressed in
+// a way bertc does not read, or gzip inside gzip), naming the compression.
 void refuse_not_text(const std::filesystem::path& path, std::string_view head, const TextFigures& figures,
                      bool compressed = false);
 

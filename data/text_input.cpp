@@ -36,15 +36,7 @@ std::optional<std::string> compression_of(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);
   char b[6] = {};
   in.read(b, sizeof b);
-  const std::string_view head(b, static_cast<size_t>(in.gcount()));
-  using namespace std::string_view_literals;
-  if (head.starts_with("\x1f\x8b"sv)) return "gzip";
-  if (head.starts_with("\xfd" "7zXZ\0"sv)) return "xz";
-  if (head.starts_with("BZh"sv)) return "bzip2";
-  if (head.starts_with("\x28\xb5\x2f\xfd"sv)) return "zstd";
-  if (head.starts_with("PK\x03\x04"sv)) return "zip";
-  if (head.starts_with("\x5d\0\0"sv)) return "lzma";
-  return std::nullopt;
+  return compression_in(std::string_view(b, static_cast<size_t>(in.gcount())));
 }
 
 // Whether a folder holds text files (one level): a folder of text inside the one given.
@@ -67,6 +59,10 @@ std::vector<std::filesystem::path> text_files(const std::filesystem::path& input
                                               const std::function<void(const std::string&)>& note) {
   std::error_code ec;
   if (std::filesystem::is_regular_file(input, ec)) return {input};
+  if (std::filesystem::exists(input, ec) && !std::filesystem::is_directory(input, ec))
+    throw DataError(fmt::format("{}: not a regular file (a pipe, a device or a socket): bertc reads training text "
+                                "from regular files; write it to a file and give that",
+                                input.string()));
   if (!std::filesystem::is_directory(input, ec))
     throw DataError(fmt::format("{}: no such file or folder of training text (set [train] data, --data or --input)",
                                 input.string()));

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <charconv>
 #include <fstream>
+#include <cstdlib>
+#include <memory>
 #include <optional>
 #include <sstream>
 
@@ -359,6 +361,14 @@ std::optional<std::string> name_problem(const std::string& name) {
       return fmt::format("holds U+{:04X}, an invisible, control or space character", cp);
     p += n, left -= n;
   }
+  // One spelling of each name (NFC): "café" typed composed on one machine and decomposed on
+  // another (macOS) look the same and are two folders; --resume would find no checkpoint.
+  std::unique_ptr<utf8proc_uint8_t, decltype(&std::free)> nfc(
+      utf8proc_NFC(reinterpret_cast<const utf8proc_uint8_t*>(name.c_str())), &std::free);
+  if (nfc && name != reinterpret_cast<const char*>(nfc.get()))
+    return fmt::format("is not in Unicode's composed form (NFC): an accent written as a character of its own, as some "
+                       "systems write it, looks the same and names another folder; write name = \"{}\"",
+                       reinterpret_cast<const char*>(nfc.get()));
   return std::nullopt;
 }
 

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <system_error>
 #include <stdexcept>
 #include <thread>
 
@@ -39,9 +40,9 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view b
   const std::filesystem::path folder = path.has_parent_path() ? path.parent_path() : ".";
   const std::filesystem::path tmp = folder / fmt::format(".{}.tmp.{}", path.filename().string(), ::getpid());
   auto fail = [&](const std::string& step) {
-    const std::string reason = std::strerror(errno);
+    const int error = errno;  // (kept in the exception: callers advise by it, room or permission)
     ::unlink(tmp.c_str());
-    throw std::runtime_error("cannot write " + path.string() + ": " + step + " failed: " + reason);
+    throw std::system_error(error, std::generic_category(), "cannot write " + path.string() + ": " + step + " failed");
   };
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, executable ? 0755 : 0644);
   if (fd < 0) fail("creating " + tmp.string());

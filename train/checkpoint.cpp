@@ -2,9 +2,11 @@
 #include "train/checkpoint.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <fstream>
 #include <regex>
+#include <system_error>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -134,13 +136,20 @@ void save_checkpoint(const std::filesystem::path& dir, int64_t step, const Tenso
     support::write_safetensors(path, file);
   } catch (const std::runtime_error& e) {  // (a full disk, a file size limit: nothing half-written is left)
     const auto kept = list_checkpoints(dir);
+    // What to fix, by the write's errno: room, or the right to write there.
+    const auto* system = dynamic_cast<const std::system_error*>(&e);
+    const int error = system ? system->code().value() : 0;
+    const std::string fix = error == EACCES || error == EPERM || error == EROFS
+                                ? fmt::format("make {} writable (its permissions, a read-only mount)", dir.string())
+                            : error == ENOSPC || error == EDQUOT || error == EFBIG
+                                ? fmt::format("make room in {} (or raise the quota or file size limit)", dir.string())
+                                : "fix what the error above says";
     throw std::runtime_error(
-        kept.empty() ? fmt::format("{}: no checkpoint of this run is written yet; make room there and run the same "
-                                   "command again",
-                                   e.what())
-                     : fmt::format("{}: the older checkpoints are kept (newest: step {}); make room there and run the "
-                                   "same command with --resume",
-                                   e.what(), kept.back().step));
+        kept.empty() ? fmt::format("{}: no checkpoint of this run is written yet; {} and run the same command again",
+                                   e.what(), fix)
+                     : fmt::format("{}: the older checkpoints are kept (newest: step {}); {} and run the same command "
+                                   "with --resume",
+                                   e.what(), kept.back().step, fix));
   }
   // Only once the new checkpoint is durable and reads back whole may older ones go, with
   // temporaries a killed run left behind (one training run writes to a folder at a time: the

@@ -70,6 +70,12 @@ TEST(Config, NamesThatAreNoFolderOfTheirOwnAreRefused) {
                                                  "name = "),
             std::string::npos)
       << error_of_file("configs/ .toml");
+  // One spelling of a name: "café" with its accent as a character of its own is another folder
+  // that looks the same; refused naming the composed spelling to write.
+  EXPECT_NE(error_of("name = \"cafe\u0301\"\n").find("not in Unicode's composed form (NFC)"), std::string::npos);
+  EXPECT_NE(error_of("name = \"cafe\u0301\"\n").find("write name = \"caf\u00e9\""), std::string::npos)
+      << error_of("name = \"cafe\u0301\"\n");
+  EXPECT_EQ(parse_config("name = \"caf\u00e9\"\n", "test.toml").name, "caf\u00e9");
   // NUL in a path would end it, naming another file.
   EXPECT_NE(error_of("[train]\ndata = \"corpus.txt\\u0000.junk\"\n").find("[train] data holds a NUL character"),
             std::string::npos);

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include <gtest/gtest.h>
 #include <hdf5.h>
@@ -188,6 +189,44 @@ TEST(Hdf5Shard, CarriesItsRecord) {
   EXPECT_FALSE(s.record->do_lower_case);
   write_shard(path, some_examples(), 8, 3, 0);
   EXPECT_FALSE(read_shard_shape(path).record);  // (none asked: as NVIDIA's shards)
+}
+
+// A record as another tool rewrites it: h5py's fixed-length strings are padded with NULs to their
+// length, with no terminator; read whole, not one character short (which named another
+// vocabulary). A record that contradicts itself is said to be damaged.
+TEST(Hdf5Shard, ReadsARecordRewrittenByAnotherToolAndRefusesADamagedOne) {
+  const auto path = scratch("rewritten.hdf5");
+  auto rewrite = [&](const std::function<void(hid_t)>& change) {
+    write_shard(path, some_examples(), 8, 3, 0, ShardRecord{"0123456789abcdef", 30522, -1, 0.2, false});
+    std::filesystem::remove(path.string() + ".xxh3");
+    const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    change(f);
+    H5Fclose(f);
+  };
+  rewrite([](hid_t f) {
+    H5Adelete(f, "bertc_vocab_xxh3");
+    const hid_t type = H5Tcopy(H5T_C_S1);
+    H5Tset_size(type, 16);
+    H5Tset_strpad(type, H5T_STR_NULLPAD);
+    const hid_t space = H5Screate(H5S_SCALAR);
+    const hid_t a = H5Acreate2(f, "bertc_vocab_xxh3", type, space, H5P_DEFAULT, H5P_DEFAULT);
+    H5Awrite(a, type, "0123456789abcdef");
+    H5Aclose(a), H5Sclose(space), H5Tclose(type);
+  });
+  EXPECT_EQ(read_shard_shape(path).record->vocab_xxh3, "0123456789abcdef");
+  auto set_int = [](hid_t f, const char* name, int64_t v) {
+    const hid_t a = H5Aopen(f, name, H5P_DEFAULT);
+    H5Awrite(a, H5T_NATIVE_INT64, &v);
+    H5Aclose(a);
+  };
+  rewrite([&](hid_t f) { set_int(f, "bertc_do_lower_case", 2); });
+  EXPECT_NE(refusal([&] { read_shard_shape(path); }).find("its record is damaged (bertc_do_lower_case is 2"),
+            std::string::npos);
+  rewrite([&](hid_t f) { set_int(f, "bertc_max_token_id", 50000); });
+  EXPECT_NE(refusal([&] { read_shard_shape(path); })
+                .find("its record is damaged (bertc_max_token_id 50000 in a vocabulary of 30522 tokens)"),
+            std::string::npos)
+      << refusal([&] { read_shard_shape(path); });
 }
 
 // A write that fails (a full disk; here the file size limit, which fails a write the same way

@@ -1,6 +1,7 @@
 // data/shard_examples and data/shard_files: every epoch is every shard's every example once, in an order fixed by the
 // seed and the epoch; two shards in memory at most while it is read through; shards that do not
 // fit the config are refused before training, naming the file and the key.
+#include <functional>
 #include <map>
 
 #include <fmt/format.h>
@@ -88,6 +89,50 @@ TEST(ShardedExamples, RefusesShardsThatDoNotFitTheConfig) {
   });
   EXPECT_NE(why.find("dataset 'input_ids'"), std::string::npos) << why;
   EXPECT_NE(why.find("not below [model] vocab_size 11"), std::string::npos) << why;
+}
+
+// One shard twice in a set (a copy under another name, a link), and a shard with no masked
+// prediction in any example (MLM would learn nothing, its loss read 0), are refused.
+TEST(ShardedExamples, RefusesAShardTwiceAndAShardWithoutPredictions) {
+  auto refusal = [](const std::function<void()>& f) {
+    try {
+      f();
+    } catch (const DataError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  auto files = make_shards("twice", {2, 3});
+  const auto dir = files[0].parent_path();
+  std::filesystem::copy_file(files[0], dir / "shard-00002.hdf5");
+  std::filesystem::copy_file(files[0].string() + ".xxh3", dir / "shard-00002.hdf5.xxh3");
+  EXPECT_NE(refusal([&] { ShardFiles({files[0], files[1], dir / "shard-00002.hdf5"}, 8, 2, 1000, 2); })
+                .find("shard-00000.hdf5 and " + (dir / "shard-00002.hdf5").string() + " are the same shard (the same checksum)"),
+            std::string::npos);
+  std::filesystem::create_symlink(files[1], dir / "shard-00003.hdf5");
+  EXPECT_NE(refusal([&] { ShardFiles({files[1], dir / "shard-00003.hdf5"}, 8, 2, 1000, 2); }).find("(the same file)"),
+            std::string::npos);
+  // A set prepare-data made, one of its three shards missing (an interrupted copy); whole, it reads.
+  std::vector<std::filesystem::path> set;
+  for (int64_t i = 0; i < 3; ++i) {
+    set.push_back(dir / fmt::format("set-{}.hdf5", i));
+    Example e;
+    e.tokens = {2, 10, 3, 5, 3}, e.segment_ids = {0, 0, 0, 1, 1}, e.masked_positions = {1}, e.masked_labels = {10 + i};
+    write_shard(set.back(), {e}, 8, 2, 0, ShardRecord{"0123456789abcdef", 1000, -1, 0.15, true, "", "set-a", i, 3});
+  }
+  EXPECT_NE(refusal([&] { ShardFiles({set[0], set[2]}, 8, 2, 1000, 2); })
+                .find("1 of the 3 shards that bertc prepare-data made with " + set[2].string() +
+                      " are not here (shard-00001.hdf5)"),
+            std::string::npos)
+      << refusal([&] { ShardFiles({set[0], set[2]}, 8, 2, 1000, 2); });
+  EXPECT_EQ(ShardFiles(set, 8, 2, 1000, 2).shards(), 3u);
+  // No predictions: written with none.
+  std::vector<Example> bare(3);
+  for (Example& e : bare) e.tokens = {2, 10, 3, 5, 3}, e.segment_ids = {0, 0, 0, 1, 1};
+  write_shard(dir / "bare.hdf5", bare, 8, 2, 0);
+  ShardedExamples none(std::make_shared<ShardFiles>(std::vector{dir / "bare.hdf5"}, 8, 2, 1000, 2), 1);
+  EXPECT_NE(refusal([&] { none.example(0); }).find("no example of the shard has a masked prediction"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // (members concatenated; a stream cut short, or failing its CRC, refused; bytes after the last
 // member ignored and said), and input that is not UTF-8 text refused or said with its figures.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -141,6 +142,17 @@ TEST(Gzip, IgnoresAndSaysBytesAfterTheLastMember) {
   EXPECT_EQ(junk.text, text);
   ASSERT_EQ(junk.notes.size(), 1u);
   EXPECT_NE(junk.notes[0].find("8 byte(s) that are not gzip after its gzip stream (1 member(s)"), std::string::npos);
+  // A member whose magic is damaged (one flipped byte at the second member's start) would drop
+  // every later member's text: refused, as is more than a little that is not gzip.
+  const std::string second = gzip("second member's text\n");
+  std::string damaged = gzip(text) + second;
+  damaged[damaged.size() - second.size()] = 0x1e;
+  EXPECT_NE(refusal([&] { read_all(write("damaged-member.txt.gz", damaged)); })
+                .find("and they start like a gzip member whose first bytes are damaged"),
+            std::string::npos);
+  EXPECT_NE(refusal([&] { read_all(write("much.txt.gz", gzip(text) + std::string(600, 'x'))); })
+                .find("600 bytes after its gzip stream (1 member(s) read and checked"),
+            std::string::npos);
   const Read zeros = read_all(write("zeros.txt.gz", gzip(text) + std::string(100, '\0')));
   EXPECT_EQ(zeros.text, text);
   ASSERT_EQ(zeros.notes.size(), 1u);
@@ -186,6 +198,21 @@ TEST(TextCheck, AdviceNeverWritesOntoItsInput) {
                 .find("gzip -dc '" + cut.string() + "' > '" + scratch("corpus.part.txt").string() + "'"),
             std::string::npos)
       << refusal([&] { read_all(cut); });
+}
+
+// Compressed data given as text is named as such (its magic bytes), not advised as an encoding;
+// gzip inside gzip likewise. A pipe is no file of text.
+TEST(TextCheck, NamesCompressedDataAndRefusesAPipe) {
+  EXPECT_NE(refusal([&] { read_all(write("xz.txt", std::string("\xfd" "7zXZ\0\x00\x04\xe6\xd6\xb4\x46", 12) + prose())); })
+                .find("xz-compressed data, and bertc reads text"),
+            std::string::npos);
+  EXPECT_NE(refusal([&] { read_all(write("twice.txt.gz", gzip(gzip(prose())))); })
+                .find("gzip-compressed data inside the gzip stream (compressed twice)"),
+            std::string::npos);
+  const auto fifo = scratch("pipe.txt");
+  std::filesystem::remove(fifo);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_NE(refusal([&] { text_files(fifo); }).find("not a regular file (a pipe"), std::string::npos);
 }
 
 // A file of zero bytes (never written, or made full size by a copy that did not finish) is no
