@@ -75,6 +75,7 @@ class ExampleSource {
   virtual int64_t size() const = 0;
   virtual int64_t shards() const = 0;  // the parts it is read in (recorded in checkpoints)
   virtual Example example(int64_t index) const = 0;
+  virtual std::string content() const = 0;  // a hash of what the examples are made of (recorded in checkpoints)
 };
 
 // Batches of a source: micro-batch k holds its examples k*B .. k*B+B-1. Resuming at micro-batch k
@@ -86,6 +87,7 @@ class BatchStream {
   Batch batch(int64_t micro_batch) const;
   int64_t examples() const { return source_->size(); }
   int64_t shards() const { return source_->shards(); }
+  std::string content() const { return source_->content(); }
 
  private:
   std::shared_ptr<const ExampleSource> source_;

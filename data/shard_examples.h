@@ -32,6 +32,9 @@ class ShardSet {
   virtual PackedExamples load(size_t shard) const = 0;
   // The shard in messages: its file, or which part of which text.
   virtual std::string name(size_t shard) const = 0;
+  // What the shards hold, as a hash (hex): a checkpoint records it and --resume compares it (the
+  // data's place may change, its content may not).
+  virtual std::string content() const = 0;
 };
 
 class ShardedExamples : public ExampleSource {
@@ -41,6 +44,7 @@ class ShardedExamples : public ExampleSource {
   int64_t size() const override { return total_; }
   int64_t shards() const override { return static_cast<int64_t>(counts_.size()); }
   Example example(int64_t index) const override;
+  std::string content() const override { return set_->content(); }
   // The shards in memory now, the one read ahead included (at most 2).
   size_t shards_in_memory() const;
   const ShardSet& shard_set() const { return *set_; }

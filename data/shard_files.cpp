@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <xxhash.h>
 
 #include "data/hdf5_shard.h"
 
@@ -147,7 +148,12 @@ ShardFiles::ShardFiles(std::vector<std::filesystem::path> files, int64_t seq_len
     std::error_code ec;
     if (s.record && !std::filesystem::exists(f.string() + ".xxh3", ec)) ++unchecked;
     counts_.push_back(s.examples);
+    std::ifstream sum(f.string() + ".xxh3");
+    std::string checksum;
+    content_ += (sum >> checksum) ? checksum : fmt::format("size {}", std::filesystem::file_size(f, ec));
+    content_ += ";";
   }
+  content_ = fmt::format("{:016x}", XXH3_64bits(content_.data(), content_.size()));
   if (unrecorded > 0)
     notes_.push_back(fmt::format("{} of the {} shards record no vocabulary (not made by this bertc's prepare-data: "
                                  "NVIDIA's, or an older bertc's): their token ids are checked as each is read, not "

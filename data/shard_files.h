@@ -33,6 +33,9 @@ class ShardFiles : public ShardSet {
   int64_t examples(size_t shard) const override { return counts_[shard]; }
   PackedExamples load(size_t shard) const override;
   std::string name(size_t shard) const override { return files_[shard].string(); }
+  // Each shard's checksum (its .xxh3), or its size where it has none (hashing a whole set of
+  // foreign shards would take minutes), in order.
+  std::string content() const override { return content_; }
   // What is worth saying of the shards before training (shards without a record).
   const std::vector<std::string>& notes() const { return notes_; }
 
@@ -41,6 +44,7 @@ class ShardFiles : public ShardSet {
   std::vector<int64_t> counts_;
   int64_t vocab_size_, type_vocab_size_;
   std::vector<std::string> notes_;
+  std::string content_;
 };
 
 }  // namespace bertc::data

@@ -2,6 +2,7 @@
 #include "data/text_shards.h"
 
 #include <algorithm>
+#include <memory>
 #include <atomic>
 #include <exception>
 #include <mutex>
@@ -9,6 +10,7 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <xxhash.h>
 
 namespace bertc::data {
 
@@ -34,6 +36,15 @@ TextShards::TextShards(std::vector<Document> documents, Vocab vocab, ExampleOpti
                                 "bertc choose)",
                                 source_, documents_count, shards_key, shards, kMinimumShardDocuments, shards_key,
                                 std::max<int64_t>(1, documents_count / kMinimumShardDocuments)));
+  {
+    std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> hash(XXH3_createState(), XXH3_freeState);
+    XXH3_64bits_reset(hash.get());
+    for (const Document& d : documents) {
+      for (const auto& sentence : d) XXH3_64bits_update(hash.get(), sentence.data(), sentence.size() * sizeof(sentence[0]));
+      XXH3_64bits_update(hash.get(), "|", 1);  // (a document's end)
+    }
+    content_ = fmt::format("{:016x}", XXH3_64bits_digest(hash.get()));
+  }
   parts_.resize(static_cast<size_t>(shards));
   for (size_t d = 0; d < documents.size(); ++d) parts_[d % parts_.size()].push_back(std::move(documents[d]));
   documents.clear();

@@ -37,6 +37,7 @@ class TextShards : public ShardSet {
   int64_t examples(size_t shard) const override { return counts_[shard]; }
   PackedExamples load(size_t shard) const override;
   std::string name(size_t shard) const override;
+  std::string content() const override { return content_; }  // the documents' tokens, in order
 
  private:
   ExampleOptions options_of(size_t shard) const;
@@ -45,6 +46,7 @@ class TextShards : public ShardSet {
   ExampleOptions options_;
   std::string source_;
   std::vector<int64_t> counts_;
+  std::string content_;
 };
 
 }  // namespace bertc::data

@@ -241,7 +241,9 @@ int64_t prepare_state(const frontend::ModelDefinition& model, const TrainOptions
 }
 
 std::map<std::string, std::string> data_metadata(const data::BatchStream& stream) {
-  return {{"data_examples", std::to_string(stream.examples())}, {"data_shards", std::to_string(stream.shards())}};
+  return {{"data_examples", std::to_string(stream.examples())},
+          {"data_shards", std::to_string(stream.shards())},
+          {"data_content", stream.content()}};
 }
 
 void check_same_data(const ResumedFrom& resumed, const data::BatchStream& stream, std::ostream& log) {
@@ -260,6 +262,15 @@ void check_same_data(const ResumedFrom& resumed, const data::BatchStream& stream
                                  "--checkpoint-dir",
                                  resumed.path.string(), saved.at("data_examples"), saved.at("data_shards"),
                                  now.at("data_examples"), now.at("data_shards")));
+  // The same counts of other examples (other text of as many documents, shards remade): the
+  // stream continued would be another run's. (Absent in checkpoints of an older bertc.)
+  if (const auto content = saved.find("data_content"); content != saved.end() && content->second != now.at("data_content"))
+    throw TrainError(fmt::format("{}: trained on other data than this run's: the same {} examples in {} shard(s), but "
+                                 "their content differs (xxh3 {} then, {} now: another text, or shards made again); "
+                                 "resume with the data it was trained on (its place may change, not its content), or "
+                                 "start a fresh run in another --checkpoint-dir (--init CHECKPOINT keeps its weights)",
+                                 resumed.path.string(), now.at("data_examples"), now.at("data_shards"),
+                                 content->second, now.at("data_content")));
 }
 
 void fresh_state(const frontend::Config& config, const passes::TrainingProgram& program, support::Environment& env) {

@@ -291,6 +291,18 @@ Runners make_runners(const frontend::ModelDefinition& model, const TrainOptions&
 }
 
 
+// What a run stopped by its data can do: its checkpoints are kept, and the data a resumed run
+// reads must be the same (data_content), so either the data is fixed with its examples as they
+// were, or a fresh run starts from the newest checkpoint's weights.
+std::string data_failed_advice(const TrainOptions& o) {
+  const auto kept = list_checkpoints(o.checkpoint_dir);
+  if (kept.empty()) return "no checkpoint of this run was written yet: fix or remove that data and run again";
+  return fmt::format("the checkpoints are kept (newest: step {}). A resumed run must read the same data: restore it "
+                     "(the same examples) and run the same command with --resume; or leave that data out and start "
+                     "a fresh run from the weights trained so far (--init {} --checkpoint-dir NEW_DIR)",
+                     kept.back().step, kept.back().path.string());
+}
+
 // One optimizer step: its micro-batches, then the optimizer (with one micro-batch, both as one
 // device graph). `sample` asks for the MLM accuracy.
 StepStats train_step(int64_t s, const TrainOptions& o, Runners& r, BatchLoader& loader, support::Environment& env,
@@ -512,6 +524,8 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
         return train_step(s, o, runners, loader, env, dp, sample);
       } catch (const Diverged& e) {
         throw TrainError(fmt::format("{}{}", e.what(), start_again(o)));
+      } catch (const data::DataError& e) {  // (a shard from elsewhere, checked as it is read)
+        throw TrainError(fmt::format("{} (at step {}): {}", e.what(), s, data_failed_advice(o)));
       }
     }();
     stats.seconds = std::chrono::duration<double>(Clock::now() - began).count();
@@ -523,7 +537,8 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
     if (comm.size() > 1)
       for (uint64_t v : comm.all_gather(static_cast<uint64_t>(stop), fmt::format("the agreement on stopping after step {}", s)))
         stop = std::max(stop, static_cast<int>(v));
-    if ((t.checkpoint_every > 0 && s % t.checkpoint_every == 0) || s == last || stop) {
+    const bool checkpoint = (t.checkpoint_every > 0 && s % t.checkpoint_every == 0) || s == last || stop;
+    if (checkpoint) {
       runners.optimizer->download_state(env);
       dp.check_same_parameters(env, manifest_of(program), s);
       const support::Environment exchange = dp.exchange_state();
@@ -540,6 +555,9 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
           progress->note(fmt::format("checkpoint: {}", checkpoint_path(o.checkpoint_dir, s).string()));
       }
     }
+    // A signal that came while the checkpoint was written: that checkpoint is the stop's (one rank:
+    // ranks agree on stopping only after a step).
+    if (!stop && checkpoint && comm.size() == 1) stop = stop_requested();
     if (stop && s < last) {
       // Every rank waits for rank 0's checkpoint: a rank that ended first (exit 130/143) would get a
       // launcher (torchrun, srun) to kill the rest, rank 0 amid its write.
