@@ -16,29 +16,12 @@
 
 #include "data/hdf5_shard.h"
 #include "data/vocab.h"
+#include "scratch_folder.h"
 
 namespace bertc::data {
 namespace {
 
-// This process's own folder (ctest runs each test as a process, several at once: a shared folder
-// let one test's file be rewritten under another, which failed in CI), removed when it exits
-// (by the process that made it: a forked child's exit leaves it to its parent).
-struct ScratchFolder {
-  pid_t owner = ::getpid();
-  std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / ("bertc-hdf5-shard-test-" + std::to_string(::getpid()));
-  ~ScratchFolder() {
-    if (::getpid() != owner) return;
-    std::error_code ignored;
-    std::filesystem::remove_all(dir, ignored);
-  }
-};
-
-std::filesystem::path scratch(const std::string& name) {
-  static const ScratchFolder folder;
-  std::filesystem::create_directories(folder.dir);
-  return folder.dir / name;
-}
+std::filesystem::path scratch(const std::string& name) { return testing::scratch_in("bertc-hdf5-shard-test", name); }
 
 std::vector<Example> some_examples() {
   Example a;

@@ -38,6 +38,16 @@ std::vector<std::filesystem::path> make_shards(const std::string& name, const st
   return files;
 }
 
+// What a DataError says, or "(accepted)".
+std::string refusal(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const DataError& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
 TEST(ShardedExamples, EveryEpochIsEveryExampleOnceInASeededOrder) {
   const auto files = make_shards("epochs", {5, 3, 4});
   const auto set = std::make_shared<ShardFiles>(files, 8, 2, 1000, 2);
@@ -68,14 +78,6 @@ TEST(ShardedExamples, EveryEpochIsEveryExampleOnceInASeededOrder) {
 
 TEST(ShardedExamples, RefusesShardsThatDoNotFitTheConfig) {
   const auto files = make_shards("refusals", {2});
-  auto refusal = [](const std::function<void()>& f) {
-    try {
-      f();
-    } catch (const DataError& e) {
-      return std::string(e.what());
-    }
-    return std::string("(accepted)");
-  };
   EXPECT_NE(refusal([&] { ShardFiles(files, 16, 2, 1000, 2); }).find("[train] seq_len is 16: set seq_len = 8"),
             std::string::npos);
   EXPECT_NE(refusal([&] { ShardFiles(files, 8, 3, 1000, 2); }).find("set max_predictions_per_seq = 2"),
@@ -94,14 +96,6 @@ TEST(ShardedExamples, RefusesShardsThatDoNotFitTheConfig) {
 // One shard twice in a set (a copy under another name, a link), and a shard with no masked
 // prediction in any example (MLM would learn nothing, its loss read 0), are refused.
 TEST(ShardedExamples, RefusesAShardTwiceAndAShardWithoutPredictions) {
-  auto refusal = [](const std::function<void()>& f) {
-    try {
-      f();
-    } catch (const DataError& e) {
-      return std::string(e.what());
-    }
-    return std::string("(accepted)");
-  };
   auto files = make_shards("twice", {2, 3});
   const auto dir = files[0].parent_path();
   std::filesystem::copy_file(files[0], dir / "shard-00002.hdf5");
