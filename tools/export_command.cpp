@@ -2,8 +2,10 @@
 #include "tools/export_command.h"
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include "train/hf_export.h"
+#include "train/stop_request.h"
 
 namespace bertc::tools {
 
@@ -31,7 +33,17 @@ int export_checkpoint(const ExportArgs& args, std::ostream& log) {
   o.output = args.output;
   if (!args.head.empty()) o.head = ir::enum_named<frontend::HfHead>(args.head);
   if (!args.vocab.empty()) o.vocab = args.vocab;
-  train::export_hf_folder(o, log);
+  // A signal stops it between files; the folder it was making goes (it is renamed in whole).
+  const train::StopOnSignal stop_on_signal("stopping the export: removing the folder it was making; signal again to "
+                                           "end at once");
+  o.stop_requested = train::stop_requested;
+  try {
+    train::export_hf_folder(o, log);
+  } catch (const train::ExportStopped& stopped) {
+    log << fmt::format("export: stopped by {}: nothing written to {}; run the same command again\n",
+                       train::signal_name(stopped.signal()), o.output.string());
+    return 128 + stopped.signal();
+  }
   return 0;
 }
 

@@ -152,17 +152,26 @@ void export_hf_folder(const ExportOptions& options, std::ostream& log) {
   // half-written under the name (rename replaces an empty folder).
   const std::filesystem::path staging =
       o.output.parent_path() / fmt::format(".{}.tmp.{}", o.output.filename().string(), ::getpid());
+  auto stop_if_asked = [&] {
+    if (const int signal = o.stop_requested ? o.stop_requested() : 0) throw ExportStopped(signal);
+  };
   try {
     std::filesystem::create_directories(staging);
+    stop_if_asked();
     support::write_safetensors(staging / "model.safetensors", params);
+    stop_if_asked();
     support::write_file_atomically(staging / "config.json",
                                    frontend::hf_config_json(model, head, num_labels, regression, labels).dump(2) + "\n");
+    stop_if_asked();
     support::write_file_atomically(staging / "vocab.txt", vocab.text);
+    stop_if_asked();
     support::write_file_atomically(staging / "tokenizer_config.json",
                                    tokenizer_config(lower, model.max_position_embeddings).dump(2) + "\n");
     const nlohmann::json special = {{"unk_token", "[UNK]"}, {"sep_token", "[SEP]"}, {"pad_token", "[PAD]"},
                                     {"cls_token", "[CLS]"}, {"mask_token", "[MASK]"}};
+    stop_if_asked();
     support::write_file_atomically(staging / "special_tokens_map.json", special.dump(2) + "\n");
+    stop_if_asked();
     std::filesystem::rename(staging, o.output);
   } catch (...) {
     std::filesystem::remove_all(staging, ec);

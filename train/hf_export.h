@@ -4,7 +4,9 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <optional>
+#include <stdexcept>
 #include <ostream>
 
 #include "frontend/hf_config.h"
@@ -18,6 +20,18 @@ struct ExportOptions {
   std::optional<frontend::HfHead> head;
   // The vocabulary; nullopt: the file the checkpoint recorded (refused if changed since).
   std::optional<std::filesystem::path> vocab;
+  // A signal that asks the export to stop (train/stop_request.h), or 0: checked between files.
+  std::function<int()> stop_requested;
+};
+
+// The export stopped on a signal: the folder it was making is removed, nothing is left.
+class ExportStopped : public std::runtime_error {
+ public:
+  explicit ExportStopped(int signal) : std::runtime_error("stopped"), signal_(signal) {}
+  int signal() const { return signal_; }
+
+ private:
+  int signal_;
 };
 
 // Writes the folder (refusing one that exists and is not empty); says what it wrote on `log`.

@@ -15,7 +15,8 @@ namespace bertc::train {
 class StopOnSignal {
  public:
   explicit StopOnSignal(
-      const char* first = "stopping after this optimizer step (a checkpoint follows); signal again to end at once");
+      const char* first = "stopping after this optimizer step, with a checkpoint (before the first step: when the data "
+                          "is loaded, with nothing to save); signal again to end at once");
   ~StopOnSignal();
   StopOnSignal(const StopOnSignal&) = delete;
   StopOnSignal& operator=(const StopOnSignal&) = delete;

@@ -407,7 +407,9 @@ struct bx_attention {
       for (int i = 0; i < scores::ACC; ++i) {
         int r, c;
         scores::coord(i, r, c);
-        Ss[r * LDS + c] = k0 + c < a.sk ? s[i] * a.scale + bias_at(bias, a, bh, q0 + r, k0 + c) : -bx_inf();
+        // (A padded query row of the last tile has no bias row: a [B,h,S,S] bias ends before it.)
+        Ss[r * LDS + c] = k0 + c < a.sk ? s[i] * a.scale + (q0 + r < a.sq ? bias_at(bias, a, bh, q0 + r, k0 + c) : 0.0f)
+                                         : -bx_inf();
       }
       bx_sync();
       // The running softmax, a warp per row: new maximum, rescale of what was summed, this tile's

@@ -208,12 +208,14 @@ graph @choice {
 // Attention forward and backward, batch 2, 2 heads, padding as quantize_and_mask sets it.
 // Forward and backward of one attention; packed: attention_qkv over a [B,S,3,h,d] projection
 // (rows 3 h d apart, k and v at offsets h d and 2 h d) and its [B,S,h,d] output.
-ir::Graph attention_graph(const std::string& t, int seq, int d, double p, bool packed) {
+// full_bias: a bias of its own per head and query row, [B,h,S,S] (BERT's is [B,1,1,S]).
+ir::Graph attention_graph(const std::string& t, int seq, int d, double p, bool packed, bool full_bias = false) {
+  const std::string bias = full_bias ? fmt::format("[2,2,{0},{0}]", seq) : fmt::format("[2,1,1,{}]", seq);
   if (packed)
     return ir::parse(fmt::format(R"(
 graph @attention {{
   %qkv = input : {0}[2,{1},3,2,{2}]
-  %bias = input : {0}[2,1,1,{1}]
+  %bias = input : {0}{4}
   %dout = input : {0}[2,{1},2,{2}]
   %seed = input : i64[]
   %o, %lse = attention_qkv(%qkv, %bias, %seed) {{scale = 0.125, p = {3}, offset = 7}} : {0}[2,{1},2,{2}], f32[2,2,{1}]
@@ -221,13 +223,13 @@ graph @attention {{
   return %o, %lse, %dqkv
 }}
 )",
-                                 t, seq, d, p));
+                                 t, seq, d, p, bias));
   return ir::parse(fmt::format(R"(
 graph @attention {{
   %q = input : {0}[2,2,{1},{2}]
   %k = input : {0}[2,2,{1},{2}]
   %v = input : {0}[2,2,{1},{2}]
-  %bias = input : {0}[2,1,1,{1}]
+  %bias = input : {0}{4}
   %dout = input : {0}[2,2,{1},{2}]
   %seed = input : i64[]
   %o, %lse = attention(%q, %k, %v, %bias, %seed) {{scale = 0.125, p = {3}, offset = 7}} : {0}[2,2,{1},{2}], f32[2,2,{1}]
@@ -235,7 +237,7 @@ graph @attention {{
   return %o, %lse, %dq, %dk, %dv
 }}
 )",
-                               t, seq, d, p));
+                               t, seq, d, p, bias));
 }
 
 // q and k on a grid of 1/16 in [-1, 1] (logits of order 1, as trained attention has): every score
@@ -250,11 +252,25 @@ void quantize_and_mask(ir::Environment<float>& env) {
     if (env.count(name))
       for (float& x : env.at(name).real) x = std::round(x * 8.0f) / 16.0f;
   HostTensor<float>& bias = env.at("bias");
-  const size_t seq = bias.real.size() / 2;
-  for (size_t j = 0; j < seq; ++j) {
-    bias.real[j] = j + 3 >= seq && seq > 3 ? -10000.0f : 0.0f;
-    bias.real[seq + j] = -30.0f;
+  if (bias.type.shape[1] == 1) {  // [B,1,1,S]
+    const size_t seq = bias.real.size() / 2;
+    for (size_t j = 0; j < seq; ++j) {
+      bias.real[j] = j + 3 >= seq && seq > 3 ? -10000.0f : 0.0f;
+      bias.real[seq + j] = -30.0f;
+    }
+    return;
   }
+  // [B,h,S,S]: the same padding of keys, and a bias of its own per head and query row on a grid of
+  // 1/4 (exact in 16 bits), so that a row read from the wrong place changes the result.
+  const size_t seq = static_cast<size_t>(bias.type.shape[3]), heads = static_cast<size_t>(bias.type.shape[1]);
+  for (size_t b = 0; b < 2; ++b)
+    for (size_t h = 0; h < heads; ++h)
+      for (size_t i = 0; i < seq; ++i)
+        for (size_t j = 0; j < seq; ++j)
+          bias.real[((b * heads + h) * seq + i) * seq + j] =
+              b == 1 ? -30.0f
+              : j + 3 >= seq && seq > 3 ? -10000.0f
+                                        : static_cast<float>(static_cast<int>((i * 7 + j * 3 + h) % 5) - 2) * 0.25f;
 }
 
 struct AttentionCase {
@@ -262,6 +278,7 @@ struct AttentionCase {
   int seq, d;
   double p;
   bool packed = false;
+  bool full_bias = false;
 };
 
 void PrintTo(const AttentionCase& c, std::ostream* os) {
@@ -272,7 +289,7 @@ class Attention : public ::testing::TestWithParam<AttentionCase> {};
 
 TEST_P(Attention, MatchesReference) {
   const AttentionCase c = GetParam();
-  const ir::Graph g = attention_graph(c.dtype, c.seq, c.d, c.p, c.packed);
+  const ir::Graph g = attention_graph(c.dtype, c.seq, c.d, c.p, c.packed, c.full_bias);
   for (const Arch& a : archs_for(c.dtype)) {
     // Under tf32 the backward of head size 64 runs simt: its 32 x 32 tiles of f32 would need 52 KB
     // of shared memory (head size 32: 36 KB, tf32).
@@ -289,10 +306,15 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Attention,
                          ::testing::Values(AttentionCase{"f32", 20, 64, 0.1}, AttentionCase{"f32", 1, 32, 0.0}, AttentionCase{"f32", 20, 32, 0.1},
                                            AttentionCase{"f16", 33, 64, 0.1}, AttentionCase{"f16", 1, 64, 0.1},
                                            AttentionCase{"bf16", 20, 32, 0.1}, AttentionCase{"bf16", 70, 64, 0.0},
-                                           AttentionCase{"f32", 20, 32, 0.1, true}, AttentionCase{"f16", 33, 64, 0.1, true}),
+                                           AttentionCase{"f32", 20, 32, 0.1, true}, AttentionCase{"f16", 33, 64, 0.1, true},
+                                           // A full bias with S = 100, not a tile multiple: padded query rows
+                                           // of the last tile must not read the bias past its rows.
+                                           AttentionCase{"f32", 100, 32, 0.0, false, true},
+                                           AttentionCase{"f16", 100, 64, 0.1, false, true}),
                          [](const auto& info) {
-                           return fmt::format("{}_seq{}_d{}_{}{}", info.param.dtype, info.param.seq, info.param.d,
-                                              info.param.p > 0 ? "dropout" : "nodropout", info.param.packed ? "_packed" : "");
+                           return fmt::format("{}_seq{}_d{}_{}{}{}", info.param.dtype, info.param.seq, info.param.d,
+                                              info.param.p > 0 ? "dropout" : "nodropout", info.param.packed ? "_packed" : "",
+                                              info.param.full_bias ? "_full_bias" : "");
                          });
 
 }  // namespace
