@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "codegen/launch_limits.h"
 #include "codegen/nvrtc_compiler.h"
 #include "ir/out_of_memory.h"
 #include "support/shared_library.h"
@@ -362,6 +363,8 @@ void CudaDevice::launch(const codegen::KernelSpec& k, void** args) {
   Api& a = *api_;
   const auto it = a.functions.find(k.name);
   if (it == a.functions.end()) throw std::logic_error("kernel " + k.name + " was not loaded");
+  if (const auto problem = codegen::launch_problem(k, a.kernel_arch))  // (the driver would say only INVALID_VALUE)
+    throw std::runtime_error(fmt::format("kernel {} ({}): its launch is refused: {}", k.name, k.label, *problem));
   a.check(a.cuLaunchKernel(it->second, static_cast<unsigned>(k.grid.x), static_cast<unsigned>(k.grid.y),
                            static_cast<unsigned>(k.grid.z), static_cast<unsigned>(k.block.x),
                            static_cast<unsigned>(k.block.y), static_cast<unsigned>(k.block.z), 0, a.stream, args, nullptr),

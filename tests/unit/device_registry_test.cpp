@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "codegen/launch_limits.h"
 #include "ir/out_of_memory.h"
 #include "runtime/cublas_library.h"
 #include "runtime/device_target.h"
@@ -169,6 +170,34 @@ TEST(ModuleLoading, AsksTheJitForItsLogAndSaysIt) {
   EXPECT_EQ(load.error_log, "ptxas fatal   : SM version specified by .target is higher than default");
   EXPECT_EQ(jit_log_text(load), "; the driver's JIT said: " + load.error_log);
   EXPECT_EQ(jit_log_text(ModuleLoad{}), "") << "a JIT that said nothing adds nothing";
+}
+
+// A launch a GPU would refuse (over 1024 threads a block, a grid's y past 65535, an empty
+// dimension) is refused by the Host device too, naming the kernel and the limit: the emulation
+// would run any shape.
+TEST(HostDevice, RefusesLaunchesAGpuWouldRefuse) {
+  const std::shared_ptr<Device> host = open_device("host", {80, std::filesystem::temp_directory_path()});
+  codegen::KernelSpec k;
+  k.name = "k_wide";
+  k.label = "a test";
+  auto refusal = [&] {
+    try {
+      host->launch(k, nullptr);
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  k.block = {2048, 1, 1};
+  EXPECT_NE(refusal().find("kernel k_wide (a test): a GPU would refuse its launch: its block of 2048 threads is over "
+                           "the 1024 a block may have on sm_80"),
+            std::string::npos)
+      << refusal();
+  k.block = {256, 1, 1}, k.grid = {1, 70000, 1};
+  EXPECT_NE(refusal().find("is over (2147483647, 65535, 65535), the largest grid dimensions"), std::string::npos);
+  k.grid = {0, 1, 1};
+  EXPECT_NE(refusal().find("has an empty dimension"), std::string::npos);
+  EXPECT_FALSE(codegen::launch_problem(codegen::KernelSpec{.grid = {4096, 12, 1}, .block = {256, 1, 1}}, 61));
 }
 
 }  // namespace

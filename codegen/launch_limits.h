@@ -1,0 +1,28 @@
+// The launch configurations a GPU accepts, checked where kernels are launched (the Host device's
+// emulation, which would otherwise run any shape, and the CUDA device, whose driver would answer
+// a bare CUDA_ERROR_INVALID_VALUE): every arch bertc targets (sm_61 to sm_90) shares them
+// (CUDA C++ Programming Guide, "Technical Specifications per Compute Capability").
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "codegen/kernel.h"
+
+namespace bertc::codegen {
+
+struct LaunchLimits {
+  int64_t threads_per_block = 1024;
+  int64_t block_x = 1024, block_y = 1024, block_z = 64;
+  int64_t grid_x = 2147483647, grid_y = 65535, grid_z = 65535;
+};
+
+// The limits of sm_`sm` (the same for every arch bertc targets; sm 0: the host emulation's sm_61).
+LaunchLimits launch_limits(int sm);
+
+// What is wrong with `k`'s launch on sm_`sm` ("its block of 2048 threads is over the 1024 a block
+// may have on sm_80"), or nullopt when a GPU of that arch takes it.
+std::optional<std::string> launch_problem(const KernelSpec& k, int sm);
+
+}  // namespace bertc::codegen
