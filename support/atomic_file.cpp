@@ -36,9 +36,23 @@ bool write_all(int fd, std::string_view bytes) {
 
 }  // namespace
 
+std::filesystem::path temporary_beside(const std::filesystem::path& path) {
+  const std::filesystem::path folder = path.has_parent_path() ? path.parent_path() : ".";
+  const std::string suffix = fmt::format(".tmp.{}", ::getpid());
+  std::string name = path.filename().string();
+  constexpr size_t kNameMax = 255;  // (NAME_MAX of Linux's file systems)
+  if (1 + name.size() + suffix.size() > kNameMax) {
+    name.resize(kNameMax - 2 - suffix.size());
+    while (!name.empty() && (static_cast<unsigned char>(name.back()) & 0xc0) == 0x80) name.pop_back();  // (whole UTF-8)
+    if (!name.empty() && static_cast<unsigned char>(name.back()) >= 0xc0) name.pop_back();
+    name += '~';
+  }
+  return folder / ("." + name + suffix);
+}
+
 void write_file_atomically(const std::filesystem::path& path, std::string_view bytes, bool executable) {
   const std::filesystem::path folder = path.has_parent_path() ? path.parent_path() : ".";
-  const std::filesystem::path tmp = folder / fmt::format(".{}.tmp.{}", path.filename().string(), ::getpid());
+  const std::filesystem::path tmp = temporary_beside(path);
   auto fail = [&](const std::string& step) {
     const int error = errno;  // (kept in the exception: callers advise by it, room or permission)
     ::unlink(tmp.c_str());

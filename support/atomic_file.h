@@ -13,4 +13,9 @@ namespace bertc::support {
 // the file is never there without it.
 void write_file_atomically(const std::filesystem::path& path, std::string_view bytes, bool executable = false);
 
+// Where a write of `path` goes first, beside it: ".NAME.tmp.PID", NAME cut short (ending in '~')
+// where the whole would pass the 255 bytes a file name may have: an output whose own name fits
+// must not fail for its temporary's.
+std::filesystem::path temporary_beside(const std::filesystem::path& path);
+
 }  // namespace bertc::support

@@ -150,8 +150,7 @@ void export_hf_folder(const ExportOptions& options, std::ostream& log) {
 
   // The folder is made beside its place and renamed there whole: a failed export leaves nothing
   // half-written under the name (rename replaces an empty folder).
-  const std::filesystem::path staging =
-      o.output.parent_path() / fmt::format(".{}.tmp.{}", o.output.filename().string(), ::getpid());
+  const std::filesystem::path staging = support::temporary_beside(o.output);
   auto stop_if_asked = [&] {
     if (const int signal = o.stop_requested ? o.stop_requested() : 0) throw ExportStopped(signal);
   };

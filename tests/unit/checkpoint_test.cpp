@@ -1,6 +1,7 @@
 // Unit tests for safetensors files and checkpoints: exact round trips, and a clear refusal of
 // every kind of damaged or mismatched file.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstring>
@@ -8,6 +9,7 @@
 
 #include "train/checkpoint.h"
 #include "train/lr_schedule.h"
+#include "support/atomic_file.h"
 #include "support/safetensors.h"
 
 namespace bertc::train {
@@ -93,6 +95,26 @@ TEST(Safetensors, RefusesDamagedFiles) {
   std::string twice = encode_safetensors(two);
   twice.replace(twice.find("\"v\""), 3, "\"w\"");
   EXPECT_NE(refuse(twice).find("the header names 'w' twice"), std::string::npos) << refuse(twice);
+}
+
+// An output whose name fits the file system (up to 255 bytes) is written, whatever the length of
+// its temporary's name (".NAME.tmp.PID" passed 255 bytes and failed as "File name too long").
+TEST(AtomicFile, WritesAFileWhoseNameIsAsLongAsMayBe) {
+  const auto dir = scratch("long-names");
+  std::string accented;
+  for (int i = 0; i < 125; ++i) accented += "\u00e9";  // 250 bytes of 2-byte characters
+  for (const std::string& name : {std::string(251, 'v') + ".txt", accented + ".txt"}) {
+    ASSERT_LE(name.size(), 255u);
+    support::write_file_atomically(dir / name, "text\n");
+    std::ifstream in(dir / name);
+    std::string line;
+    EXPECT_TRUE(std::getline(in, line) && line == "text") << name.size();
+    const std::string tmp = support::temporary_beside(dir / name).filename().string();
+    EXPECT_LE(tmp.size(), 255u);
+    const std::string suffix = ".tmp." + std::to_string(::getpid());
+    EXPECT_EQ(tmp.substr(tmp.size() - suffix.size()), suffix);
+  }
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir), {}), 2) << "a temporary was left";
 }
 
 TEST(Checkpoint, SavesLoadsAndKeepsTheNewest) {
