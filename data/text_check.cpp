@@ -105,9 +105,9 @@ void refuse_not_text(const std::filesystem::path& path, std::string_view head, c
   };
   if (!encoding && head.size() >= 16 && 10 * static_cast<size_t>(std::count(head.begin(), head.end(), '\0')) >=
                                             9 * head.size())
-    throw DataError(fmt::format("{}: is not text: its first {} bytes are (nearly) all zero bytes, as a file is that was "
-                                "never written, or made full size by a copy or download that did not finish: get the "
-                                "text file again",
+    throw DataError(fmt::format("{}: is not text: its first {} bytes are (nearly) all zero bytes, as a file is "
+                                "that was never written, or made full size by a copy or download that did not "
+                                "finish: get the text file again",
                                 path.string(), head.size()));
   if (encoding)
     throw DataError(fmt::format("{}: text in {} ({}), and bertc reads UTF-8: convert it ({}) and give the converted "

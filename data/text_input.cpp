@@ -97,12 +97,14 @@ std::vector<std::filesystem::path> text_files(const std::filesystem::path& input
     throw DataError(fmt::format("{}: the folder holds no training text (.txt or .txt.gz files{}; bertc train also "
                                 "reads a folder of HDF5 shards, which bertc prepare-data makes)",
                                 input.string(),
-                                left_out.empty() ? "" : fmt::format(": name text files so; it holds {}", left_out.size())));
+                                left_out.empty() ? ""
+                                                 : fmt::format(": name text files so; it holds {}", left_out.size())));
   if (!left_out.empty() && note) {
     std::sort(left_out.begin(), left_out.end());
     const size_t shown = std::min<size_t>(left_out.size(), 5);
     note(fmt::format("{}: {} file(s) not named .txt or .txt.gz left out ({}{}): rename any that is training text",
-                     input.string(), left_out.size(), fmt::join(left_out.begin(), left_out.begin() + static_cast<long>(shown), ", "),
+                     input.string(), left_out.size(),
+                     fmt::join(left_out.begin(), left_out.begin() + static_cast<long>(shown), ", "),
                      left_out.size() > shown ? ", ..." : ""));
   }
   return files;

@@ -40,7 +40,8 @@ TextShards::TextShards(std::vector<Document> documents, Vocab vocab, ExampleOpti
     std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> hash(XXH3_createState(), XXH3_freeState);
     XXH3_64bits_reset(hash.get());
     for (const Document& d : documents) {
-      for (const auto& sentence : d) XXH3_64bits_update(hash.get(), sentence.data(), sentence.size() * sizeof(sentence[0]));
+      for (const auto& sentence : d)
+        XXH3_64bits_update(hash.get(), sentence.data(), sentence.size() * sizeof(sentence[0]));
       XXH3_64bits_update(hash.get(), "|", 1);  // (a document's end)
     }
     content_ = fmt::format("{:016x}", XXH3_64bits_digest(hash.get()));

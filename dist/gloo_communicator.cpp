@@ -333,7 +333,9 @@ class Gloo : public Communicator {
       }
       // (A rank that took part and then ended as the run did: its part may still be on the way.)
       if (someone_gone() && done.wait_for(Milliseconds(2000)) != std::future_status::ready)
-        stop(fmt::format("{} cannot finish: {}: stopping every rank", what, who_is_missing()));
+        stop(fmt::format("{} cannot finish: {}: stopping every rank; start every rank again with --resume (from the "
+                         "newest checkpoint)",
+                         what, who_is_missing()));
       if (Clock::now() > deadline)
         stop(fmt::format("{} did not finish within {:g} s: {}: stopping every rank", what,
                          static_cast<double>(limit.count()) / 1000, who_is_missing()));

@@ -165,7 +165,8 @@ void HostDevice::load(const std::vector<const codegen::KernelSpec*>& kernels) {
 void HostDevice::launch(const codegen::KernelSpec& k, void** args) {
   // What a GPU of the arch would refuse is refused here too (the emulation would run any shape).
   if (const auto problem = codegen::launch_problem(k, sm_))
-    throw std::runtime_error(fmt::format("kernel {} ({}): a GPU would refuse its launch: {}", k.name, k.label, *problem));
+    throw std::runtime_error(
+        fmt::format("kernel {} ({}): a GPU would refuse its launch: {}", k.name, k.label, *problem));
   // args[i] points at argument i (as cuLaunchKernel takes them); host entries take the values,
   // read now (a recorded launch keeps them, as a CUDA Graph's kernel node does).
   std::vector<void*> values;

@@ -77,7 +77,8 @@ std::vector<Place> python_places(const LibraryLayout& layout, const SearchPlaces
 std::vector<Place> program_places(const LibraryLayout& layout, const SearchPlaces& places) {
   if (places.executable.empty()) return {};
   const fs::path dir = places.executable.parent_path();
-  std::vector<Place> out{{fmt::format("beside the running program ({})", dir.string()), {dir / "lib", dir.parent_path() / "lib"}}};
+  std::vector<Place> out{
+      {fmt::format("beside the running program ({})", dir.string()), {dir / "lib", dir.parent_path() / "lib"}}};
   if (!layout.deps_folder.empty()) {
     Place deps{fmt::format(".deps/ above the running program ({})", dir.string()), {}};
     for (fs::path up = dir; !up.empty() && up != up.root_path(); up = up.parent_path())
