@@ -1,9 +1,7 @@
 // Host compilation of kernel sources: prelude on disk, one compiler run per distinct source.
 #include "codegen/host_compile.h"
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -20,37 +18,10 @@
 #include "codegen/kernel_cache.h"
 #include "codegen/prelude.h"
 #include "support/atomic_file.h"
-
-extern char** environ;
+#include "support/child_process.h"
 
 namespace bertc::codegen {
 namespace {
-
-// How a command ended: its exit status, or why it did not (it could not start; a signal ended it).
-struct CommandEnd {
-  int status = 0;
-  std::string failure;  // "" when it exited with `status`
-};
-
-// Runs argv, its stdout and stderr into `log`.
-CommandEnd run_command(const std::vector<std::string>& argv, const std::filesystem::path& log) {
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = 0;
-  const int spawned = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (spawned != 0) return {-1, fmt::format("cannot be run: {}", std::strerror(spawned))};
-  int status = 0;
-  if (waitpid(pid, &status, 0) < 0) return {-1, fmt::format("could not be waited for: {}", std::strerror(errno))};
-  if (WIFSIGNALED(status))
-    return {-1, fmt::format("was killed by signal {} ({}; out of memory?)", WTERMSIG(status), strsignal(WTERMSIG(status)))};
-  return {WEXITSTATUS(status), ""};
-}
 
 std::string read_text(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -98,6 +69,38 @@ bool library_intact(const std::filesystem::path& library, const std::filesystem:
   return bytes && expected && checksum_of(*bytes) == *expected;
 }
 
+std::string this_host() {
+  char name[256] = {};
+  return ::gethostname(name, sizeof name - 1) == 0 && name[0] ? name : "localhost";
+}
+
+// A build's library before it is whole: STEM.HOST-PID.so.tmp (the host too: a cache on a shared
+// file system may hold another machine's build, whose pid says nothing here).
+std::string partial_name(const std::string& stem, const std::string& host, pid_t pid) {
+  return fmt::format("{}.{}-{}.so.tmp", stem, host, pid);
+}
+
+// Removes the part-made libraries of this host's builds whose process is gone (killed, or ended at
+// once by a second signal): otherwise they would stay in the cache for good.
+void sweep_dead_builds(const std::filesystem::path& folder) {
+  const std::string host = this_host();
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(folder, ec)) {
+    const std::string name = entry.path().filename().string();
+    const size_t dot = name.find('.'), dash = name.rfind('-');
+    if (!name.ends_with(".so.tmp") || dot == std::string::npos || dash == std::string::npos || dash < dot ||
+        name.compare(dot + 1, dash - dot - 1, host) != 0)
+      continue;
+    const std::string pid = name.substr(dash + 1, name.size() - dash - 1 - std::string(".so.tmp").size());
+    char* end = nullptr;
+    const long value = std::strtol(pid.c_str(), &end, 10);
+    if (!pid.empty() && !*end && value > 0 && ::kill(static_cast<pid_t>(value), 0) != 0 && errno == ESRCH) {
+      std::error_code ignored;
+      std::filesystem::remove(entry.path(), ignored);
+    }
+  }
+}
+
 // Compiles `source` into `folder`/`stem`.so (through a private name, then a rename), with its
 // checksum beside it. Throws KernelCompileError for the compiler's failure, std::exception for
 // the folder's.
@@ -109,12 +112,13 @@ void build_library(const std::string& source, const std::filesystem::path& folde
   write_prelude(prelude);
   support::write_file_atomically(source_path, source);
   // A concurrent or interrupted build leaves no half library under the library's name.
-  const std::filesystem::path partial = folder / fmt::format("{}.{}.so.tmp", stem, ::getpid());
+  sweep_dead_builds(folder);
+  const std::filesystem::path partial = folder / partial_name(stem, this_host(), ::getpid());
   const std::filesystem::path log = folder / (stem + ".log");
   std::vector<std::string> argv = {compiler};
   argv.insert(argv.end(), kFlags.begin(), kFlags.end());
   argv.insert(argv.end(), {"-I", prelude.string(), source_path.string(), "-o", partial.string()});
-  const CommandEnd end = run_command(argv, log);
+  const support::ChildEnd end = support::run_child(argv, log);
   if (end.status != 0 || !end.failure.empty()) {
     std::error_code ec;
     std::filesystem::remove(partial, ec);

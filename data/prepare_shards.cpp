@@ -191,11 +191,11 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
                              const PrepareCallbacks& callbacks) {
   const auto& progress = callbacks.progress;
   const auto& note = callbacks.note;
-  // Asked between lines and between shards; the throw takes what was made with it (the scratch,
-  // the lock, a folder this run made: their destructors below).
-  auto stop_if_asked = [&](const std::string& where) {
-    if (const int signal = callbacks.stop_requested ? callbacks.stop_requested() : 0)
-      throw PrepareStopped(signal, where);
+  // Asked between lines, between a round's documents and between shards; the throw takes what was
+  // made with it (the scratch, the lock, a folder this run made: their destructors below). `where`
+  // is made only for the throw.
+  auto stop_if_asked = [&](const auto& where) {
+    if (const int signal = stop_asked(callbacks.stop_requested)) throw Stopped(signal, where());
   };
   if (!hdf5_available())
     throw DataError("this bertc was built without HDF5 (BERTC_HDF5 off, as the static GPU test build is), which shards "
@@ -281,6 +281,10 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
   const uint64_t document_limit = std::max<uint64_t>(o.memory_bytes / 16, 1 << 20);
   const std::string larger_bound = "or, if it is one document, raise --memory-mb to 16 times its size or more (a "
                                    "document may take a sixteenth of the bound)";
+  auto read_percent = [&] {
+    return 100.0 * static_cast<double>(p.bytes_read) / static_cast<double>(std::max<uint64_t>(p.bytes_total, 1));
+  };
+  auto tokenizing = [&] { return fmt::format("while tokenizing ({:.0f}% of the text read)", read_percent()); };
   std::vector<std::vector<std::string>> texts(1);  // the round's documents, as lines
   uint64_t round_size = 0, document_size = 0, read_before = 0;
   int64_t next_document = 0;
@@ -294,7 +298,8 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
     for (size_t begin = 0; begin < texts.size(); begin += per)
       pool.emplace_back([&, begin] {
         try {
-          for (size_t d = begin; d < std::min(texts.size(), begin + per); ++d)
+          // (a round takes seconds: a signal is honoured between its documents)
+          for (size_t d = begin; d < std::min(texts.size(), begin + per) && !stop_asked(callbacks.stop_requested); ++d)
             for (const std::string& line : texts[d])
               if (std::vector<int64_t> ids = tokenizer.encode(line); !ids.empty()) docs[d].push_back(std::move(ids));
         } catch (...) {
@@ -304,6 +309,10 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
       });
     for (std::thread& t : pool) t.join();
     if (failed) std::rethrow_exception(failed);
+    stop_if_asked([&] {  // (before a round left part-made goes into the shards)
+      return fmt::format("while tokenizing a round of {} documents ({:.0f}% of the text read)", texts.size(),
+                         read_percent());
+    });
     for (const Document& doc : docs) {
       if (doc.empty()) continue;
       ScratchShard& shard = shards[static_cast<size_t>(next_document % o.shards)];
@@ -360,14 +369,13 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
       }
       p.bytes_read = read_before + reader.offset();
       tell(false);
-      stop_if_asked(fmt::format("while tokenizing ({:.0f}% of the text read)",
-                                100.0 * static_cast<double>(p.bytes_read) / static_cast<double>(std::max<uint64_t>(p.bytes_total, 1))));
+      stop_if_asked(tokenizing);
     }
     end_document();  // a file ends its last document
     read_before += std::filesystem::file_size(file);
   }
   flush_round();
-  stop_if_asked("after tokenizing (the text read, no shard made yet)");
+  stop_if_asked([] { return std::string("after tokenizing (the text read, no shard made yet)"); });
   p.bytes_read = p.bytes_total;
   tell(true);
   for (ScratchShard& s : shards) {
@@ -443,12 +451,12 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     p.shards_done = done, p.examples = examples;
     tell(false);
-    if ((stop_signal = callbacks.stop_requested ? callbacks.stop_requested() : 0)) stopping = true;
+    if ((stop_signal = stop_asked(callbacks.stop_requested))) stopping = true;
   }
   for (std::thread& t : pool) t.join();
   if (failed) std::rethrow_exception(failed);  // (the shards made so far go with the scratch)
   if (stop_signal)
-    throw PrepareStopped(stop_signal, fmt::format("while writing shards ({} of {} made)", done.load(), o.shards));
+    throw Stopped(stop_signal, fmt::format("while writing shards ({} of {} made)", done.load(), o.shards));
   for (int64_t s = 0; s < o.shards; ++s) {
     const std::string name = fmt::format("shard-{:05d}.hdf5", s);
     std::filesystem::rename(scratch.path / (name + ".xxh3"), o.output / (name + ".xxh3"));  // (its checksum)

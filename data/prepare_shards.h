@@ -15,6 +15,7 @@
 #include <string>
 
 #include "data/pretraining_data.h"
+#include "data/stop_check.h"
 #include "data/tokenizer.h"
 
 namespace bertc::data {
@@ -47,22 +48,12 @@ struct PrepareReport {
 struct PrepareCallbacks {
   std::function<void(const PrepareProgress&)> progress;  // from both passes, about twice a second
   std::function<void(const std::string&)> note;          // what is worth saying of the input (data/text_input.h)
-  std::function<int()> stop_requested;                   // a signal asking the run to stop, or 0
-};
-
-// The run stopped on request (a signal): what it made so far is gone, as for any failed run.
-class PrepareStopped : public DataError {
- public:
-  PrepareStopped(int signal, const std::string& where) : DataError(where), signal_(signal) {}
-  int signal() const { return signal_; }
-
- private:
-  int signal_;
+  StopCheck stop_requested;                              // a signal asking the run to stop, or 0
 };
 
 // Throws DataError (naming the file, or the option to change) for missing input, an output folder
 // that already holds shards, too few documents for N shards, or shards too large for the memory
-// bound; PrepareStopped, saying where it was, when asked to stop. A run that does not finish
+// bound; Stopped (data/stop_check.h), saying where it was, when asked to stop. A run that does not finish
 // leaves no shard, no scratch, no lock, and no folder it made.
 PrepareReport prepare_shards(const PrepareOptions& options, const Tokenizer& tokenizer, const Vocab& vocab,
                              const PrepareCallbacks& callbacks = {});

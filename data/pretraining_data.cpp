@@ -101,7 +101,7 @@ void examples_from_document(const std::vector<Document>& docs, size_t doc_index,
 }  // namespace
 
 std::vector<Document> load_documents(const std::filesystem::path& path, const Tokenizer& tokenizer,
-                                     const std::function<void(const std::string&)>& progress) {
+                                     const std::function<void(const std::string&)>& progress, const StopCheck& stop) {
   std::vector<Document> docs(1);
   int64_t lines = 0;
   auto last_report = std::chrono::steady_clock::now();
@@ -109,6 +109,8 @@ std::vector<Document> load_documents(const std::filesystem::path& path, const To
     LineReader in(file, size_t{64} << 20, progress);
     std::string line;
     while (in.next(line)) {
+      if (const int signal = stop_asked(stop))
+        throw Stopped(signal, fmt::format("while tokenizing {} (line {})", file.string(), lines + 1));
       ++lines;
       if (progress && std::chrono::steady_clock::now() - last_report > std::chrono::seconds(2)) {
         last_report = std::chrono::steady_clock::now();

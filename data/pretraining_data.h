@@ -11,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "data/stop_check.h"
 #include "data/tokenizer.h"
 
 namespace bertc::data {
@@ -21,8 +22,11 @@ using Document = std::vector<std::vector<int64_t>>;
 // Reads text with one sentence a line and blank lines between documents: one file, or a folder's
 // .txt and .txt.gz files in name order (data/text_input.h). `progress` (may be empty) hears about long reads
 // and what is worth saying of the input (bytes that are not text, bytes after a gzip stream).
+// `stop` is asked at every line: Stopped (data/stop_check.h), saying how far it got, when it
+// reports a signal.
 std::vector<Document> load_documents(const std::filesystem::path& path, const Tokenizer& tokenizer,
-                                     const std::function<void(const std::string&)>& progress = {});
+                                     const std::function<void(const std::string&)>& progress = {},
+                                     const StopCheck& stop = {});
 
 struct ExampleOptions {
   int64_t max_seq_length = 128;

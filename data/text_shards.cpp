@@ -27,7 +27,7 @@ int64_t TextShards::automatic_shards(const std::vector<Document>& documents) {
 }
 
 TextShards::TextShards(std::vector<Document> documents, Vocab vocab, ExampleOptions options, int64_t shards,
-                       std::string source, const std::string& shards_key, int threads)
+                       std::string source, const std::string& shards_key, int threads, const StopCheck& stop)
     : vocab_(std::move(vocab)), options_(options), source_(std::move(source)) {
   const auto documents_count = static_cast<int64_t>(documents.size());
   if (shards < 1 || (shards > 1 && documents_count < shards * kMinimumShardDocuments))
@@ -52,15 +52,16 @@ TextShards::TextShards(std::vector<Document> documents, Vocab vocab, ExampleOpti
   // Counted by making them: how many pairs a document gives depends on the draws.
   counts_.assign(parts_.size(), 0);
   if (threads <= 0) threads = std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1, 8);
-  std::atomic<size_t> next{0};
+  std::atomic<size_t> next{0}, counted{0};
   std::atomic<bool> stopping{false};
   std::exception_ptr failed;
   std::mutex failure;
   auto work = [&] {
     try {
-      for (size_t s; !stopping && (s = next++) < parts_.size();) {
+      for (size_t s; !stopping && !stop_asked(stop) && (s = next++) < parts_.size();) {
         try {
           counts_[s] = count_examples(parts_[s], vocab_, options_of(s));
+          ++counted;
         } catch (const DataError& e) {
           throw DataError(fmt::format("{}: {}", name(s), e.what()));
         }
@@ -82,6 +83,10 @@ TextShards::TextShards(std::vector<Document> documents, Vocab vocab, ExampleOpti
   work();
   for (std::thread& t : pool) t.join();
   if (failed) std::rethrow_exception(failed);
+  if (counted < parts_.size())
+    if (const int signal = stop_asked(stop))
+      throw Stopped(signal, fmt::format("while counting the examples of {} ({} of {} shards counted)", source_,
+                                        counted.load(), parts_.size()));
 }
 
 ExampleOptions TextShards::options_of(size_t shard) const {

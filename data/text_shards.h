@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "data/shard_examples.h"
+#include "data/stop_check.h"
 #include "data/vocab.h"
 
 namespace bertc::data {
@@ -30,9 +31,10 @@ class TextShards : public ShardSet {
 
   // Counts every shard's examples (making each and dropping it, in the memory of one example), on
   // `threads` cores (0: every core, up to 8). Throws DataError when a shard would get fewer than
-  // kMinimumShardDocuments documents (naming `shards_key`, the setting to lower).
+  // kMinimumShardDocuments documents (naming `shards_key`, the setting to lower); Stopped
+  // (data/stop_check.h) when `stop`, asked between shards, reports a signal.
   TextShards(std::vector<Document> documents, Vocab vocab, ExampleOptions options, int64_t shards, std::string source,
-             const std::string& shards_key, int threads = 0);
+             const std::string& shards_key, int threads = 0, const StopCheck& stop = {});
   size_t shards() const override { return parts_.size(); }
   int64_t examples(size_t shard) const override { return counts_[shard]; }
   PackedExamples load(size_t shard) const override;

@@ -92,7 +92,7 @@ int prepare_data(const PrepareDataArgs& a, const frontend::ModelDefinition& mode
   data::PrepareReport r;
   try {
     r = data::prepare_shards(o, tokenizer, vocab, callbacks);
-  } catch (const data::PrepareStopped& stopped) {
+  } catch (const data::Stopped& stopped) {
     log << (live ? "\n" : "")
         << fmt::format("prepare-data: stopped by {} {}: no shard written, and nothing of this run left in {} (its "
                        "scratch, its lock{}); run the same command again to prepare the shards\n",

@@ -13,6 +13,7 @@
 #include "data/text_shards.h"
 #include "ir/value_names.h"
 #include "train/initialize.h"
+#include "train/stop_request.h"
 
 namespace bertc::train {
 namespace {
@@ -77,14 +78,16 @@ data::BatchStream open_batch_stream(const frontend::Config& c, const std::filesy
   } else {
     // Text: its examples made a shard at a time, in memory.
     const data::Tokenizer tokenizer(vocab, t.do_lower_case);
-    auto docs = data::load_documents(data_path, tokenizer, [&](const std::string& m) { log << "data: " << m << "\n"; });
+    // (a signal is honoured while the text is read and its examples counted: minutes on a large corpus)
+    auto docs = data::load_documents(
+        data_path, tokenizer, [&](const std::string& m) { log << "data: " << m << "\n"; }, stop_requested);
     const size_t documents = docs.size();
     const int64_t count = t.text_shards > 0 ? t.text_shards : data::TextShards::automatic_shards(docs);
     const data::ExampleOptions options{t.seq_len,        t.max_predictions_per_seq, t.masked_lm_prob,
                                        t.short_seq_prob, t.dupe_factor,             static_cast<uint64_t>(t.seed)};
     if (documents > 100000) log << fmt::format("data: counting the examples of {} documents\n", documents);
     shards = std::make_shared<data::TextShards>(std::move(docs), vocab, options, count, data_path.string(),
-                                                "[train] text_shards");
+                                                "[train] text_shards", 0, stop_requested);
     what = fmt::format("{} documents from {} in {} text shard(s){} (dupe_factor {})", documents, data_path.string(),
                        count, t.text_shards > 0 ? "" : ", chosen by size", t.dupe_factor);
   }

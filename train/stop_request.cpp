@@ -9,6 +9,8 @@
 #include <cstring>
 #include <string>
 
+#include "support/child_process.h"
+
 namespace bertc::train {
 namespace {
 
@@ -16,6 +18,7 @@ constexpr std::array<int, 6> kStopSignals = {SIGINT, SIGTERM, SIGHUP, SIGUSR1, S
 std::atomic<int> requested{0};
 std::atomic<const char*> first_words{nullptr};
 std::array<struct sigaction, kStopSignals.size()> previous;
+struct sigaction previous_quit;
 
 void say(const char* words) {
   (void)!::write(STDERR_FILENO, "\nbertc: ", 8);
@@ -37,7 +40,16 @@ void on_signal(int sig) {
   }
   say("ended at once by a second signal: run the same command again (with --resume if the run folder holds a "
       "checkpoint)");
+  support::end_children_now();  // (a compiler left running would finish for nothing, its output never used)
   ::_exit(128 + sig);
+}
+
+// SIGQUIT ends at once as its default does (a core where core files are on), with the programs
+// bertc runs ended first.
+void on_quit(int sig) {
+  support::end_children_now();
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
 }
 
 }  // namespace
@@ -50,10 +62,15 @@ StopOnSignal::StopOnSignal(const char* first) {
   sigemptyset(&action.sa_mask);
   action.sa_flags = SA_RESTART;  // (system calls in flight go on: the step finishes)
   for (size_t i = 0; i < kStopSignals.size(); ++i) sigaction(kStopSignals[i], &action, &previous[i]);
+  struct sigaction quit {};
+  quit.sa_handler = on_quit;
+  sigemptyset(&quit.sa_mask);
+  sigaction(SIGQUIT, &quit, &previous_quit);
 }
 
 StopOnSignal::~StopOnSignal() {
   for (size_t i = 0; i < kStopSignals.size(); ++i) sigaction(kStopSignals[i], &previous[i], nullptr);
+  sigaction(SIGQUIT, &previous_quit, nullptr);
 }
 
 int stop_requested() { return requested.load(); }

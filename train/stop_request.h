@@ -3,7 +3,8 @@
 // SIGUSR2 (Slurm's --signal before a time limit), and SIGPIPE (the log piped to a reader that went
 // away: `| head`, a tee that died), which stops quietly and never counts as a second signal. The first one asks the work to stop where it
 // can (the trainer: after its optimizer step, with a checkpoint); a second one ends the process at
-// once (atomic writes leave only complete files either way).
+// once (atomic writes leave only complete files either way), the programs it runs (a compiler)
+// ended with it. SIGQUIT (Ctrl-\) ends at once as its default does, ending those programs first.
 #pragma once
 
 #include <string>
@@ -15,8 +16,9 @@ namespace bertc::train {
 class StopOnSignal {
  public:
   explicit StopOnSignal(
-      const char* first = "stopping after this optimizer step, with a checkpoint (before the first step: when the data "
-                          "is loaded, with nothing to save); signal again to end at once");
+      const char* first = "stopping after this optimizer step, with a checkpoint (before the first step: with nothing "
+                          "to save, at once while text is read, else when the compile under way ends); signal again "
+                          "to end at once");
   ~StopOnSignal();
   StopOnSignal(const StopOnSignal&) = delete;
   StopOnSignal& operator=(const StopOnSignal&) = delete;

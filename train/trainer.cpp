@@ -5,6 +5,7 @@
 #include <csignal>
 #include <cmath>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -12,6 +13,7 @@
 
 #include "codegen/matrix_strategy.h"
 #include "data/pretraining_data.h"
+#include "data/stop_check.h"
 #include "data/vocab_identity.h"
 #include "frontend/config.h"
 #include "ir/philox.h"
@@ -469,7 +471,17 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
     throw TrainError(fmt::format("--profile {} is not a step of this run (steps {} to {}): give one of those", *o.profile_step,
                                  start + 1, last));
   Runners runners = make_runners(model, o, program, device, log);
-  const data::BatchStream stream = open_batch_stream(o.config, o.data, vocab, log);
+  std::optional<data::BatchStream> opened;
+  try {
+    opened.emplace(open_batch_stream(o.config, o.data, vocab, log));
+  } catch (const data::Stopped& stopped) {  // (text being read: minutes on a large corpus)
+    log << fmt::format("stopped by {} {}, before the first step: nothing to save; run the same command again\n",
+                       signal_name(stopped.signal()), stopped.what());
+    summary.stopped_by_signal = stopped.signal();
+    summary.first_step = start + 1, summary.last_step = start;
+    return summary;
+  }
+  const data::BatchStream& stream = *opened;
   if (resumed) check_same_data(*resumed, stream, log);
   dp.check_same_run(run_fingerprint(program, stream.examples()), device ? device->name() : "the CPU reference");
   const std::string sums = dp.attach(*runners.step, *runners.optimizer, device.get());

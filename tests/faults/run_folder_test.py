@@ -2,8 +2,9 @@
 """What a user or a crash can do to a run folder, one thing at a time, and what must hold after
 each: two runs started at once into one folder (one trains, the other is refused naming it);
 SIGTERM, SIGINT, SIGHUP, SIGUSR1 and SIGUSR2 (the step finishes, a checkpoint is written, exit
-128 + the signal, and --resume continues exactly as if never stopped); a second signal (ends at once, its temporary swept by the
-next run); a SIGKILL (the stale lock taken over); a flipped byte or an edited step in a checkpoint
+128 + the signal, and --resume continues exactly as if never stopped); a signal while the text
+is read (stopped at the line reached, nothing saved); a second signal (ends at once, its temporary swept by the
+next run; the host compiler's process group ends with it); a SIGKILL (the stale lock taken over); a flipped byte or an edited step in a checkpoint
 (refused naming the tensor or the metadata, the older checkpoint untouched and then resumed from);
 metrics lines edited or cut short (dropped on resume by their checksums, the rest unchanged); a
 resume with other settings (refused naming the key, the folder untouched); a signal or a kill at
@@ -119,6 +120,27 @@ for sig, code in ((signal.SIGTERM, 143), (signal.SIGINT, 130), (signal.SIGHUP, 1
         fail(f"{sig.name}: stopped at step {stopped_at} and resumed, the run differs from the uninterrupted one")
     print(f"{sig.name}: stopped after step {stopped_at}, exit {code}; resumed run equals the uninterrupted one")
 
+# A signal while the training text is read (minutes on a large corpus, past a scheduler's grace
+# time): the reading stops at the line it reached, nothing is saved, exit 128 + the signal.
+big = os.path.join(WORK, "big.txt")
+with open(big, "w") as out:
+    corpus = open(os.path.join(SOURCE, "examples", "data", "corpus.txt")).read()
+    for _ in range(30):
+        out.write(corpus + "\n")
+p = start("signalled-reading", "--data", big)
+seen = ""
+while "data: tokenized" not in seen:  # (said after 2 s of reading: the signal comes while it reads)
+    line = p.stderr.readline()
+    if not line:
+        fail(f"the run ended (exit {p.wait()}) before reading its text for 2 s:\n{seen[-1500:]}")
+    seen += line
+p.send_signal(signal.SIGTERM)
+rest = p.stderr.read()
+if p.wait() != 143 or not re.search(rf"stopped by SIGTERM while tokenizing {re.escape(big)} \(line \d+\), before the "
+                                     "first step: nothing to save", rest):
+    fail(f"SIGTERM while the text is read: exit {p.returncode} (expected 143, stopped while tokenizing):\n{rest[-1500:]}")
+print("SIGTERM while reading the text:", rest.strip().splitlines()[-1][:200])
+
 # The log's reader goes away (| head, a tee that died): SIGPIPE stops the run as a signal does,
 # quietly (its log is gone), with a checkpoint, exit 141, and --resume trains on exactly as before.
 p = start("pipe")
@@ -168,6 +190,44 @@ if p.wait() != 130 or "ended at once by a second signal" not in rest:
     fail(f"two SIGINTs: exit {p.returncode}, expected 130 and the message:\n{rest[-1000:]}")
 if any(f.startswith("checkpoint-") for f in os.listdir(folder("twice-signalled"))):
     fail("the half-written checkpoint of the stop became a checkpoint")
+
+# A second signal while the host compiler runs: the compiler (its whole process group: the driver
+# and what it started) ends with bertc, instead of running on for nothing.
+slow = os.path.join(WORK, "slow-c++")
+compiler_pids = os.path.join(WORK, "compiler-pids")
+with open(slow, "w") as out:
+    out.write(f"#!/bin/sh\necho $$ >> '{compiler_pids}'\nsleep 120 &\necho $! >> '{compiler_pids}'\nwait\n")
+os.chmod(slow, 0o755)
+p = subprocess.Popen([BERTC, "train", CONFIG, "--device", "host", "--checkpoint-dir", folder("compiling")],
+                     stderr=subprocess.PIPE, text=True,
+                     env=dict(os.environ, BERTC_HOST_CXX=slow, XDG_CACHE_HOME=os.path.join(WORK, "slow-cache")))
+deadline = time.time() + 300
+while not os.path.exists(compiler_pids) or len(open(compiler_pids).read().split()) < 2:
+    if time.time() > deadline or p.poll() is not None:
+        p.kill()
+        fail(f"the host compiler was never started (exit {p.poll()}):\n{p.stderr.read()[-1500:]}")
+    time.sleep(0.05)
+p.send_signal(signal.SIGINT)
+time.sleep(0.3)
+p.send_signal(signal.SIGINT)
+rest = p.communicate(timeout=60)[1]
+if p.returncode != 130 or "ended at once by a second signal" not in rest:
+    fail(f"two SIGINTs while compiling: exit {p.returncode}, expected 130 and the message:\n{rest[-1000:]}")
+
+
+def ended(pid):
+    try:
+        return open(f"/proc/{pid}/stat").read().split(") ")[1][0] == "Z"  # (a zombie runs no more)
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+
+
+deadline = time.time() + 10
+while not all(ended(int(pid)) for pid in open(compiler_pids).read().split()) and time.time() < deadline:
+    time.sleep(0.05)
+if not all(ended(int(pid)) for pid in open(compiler_pids).read().split()):
+    fail(f"the host compiler's processes {open(compiler_pids).read().split()} outlived bertc ended at once")
+print("two SIGINTs while compiling: bertc and the compiler's group ended at once")
 
 # 4. A SIGKILL leaves the lock file with its holder's pid: the next run takes it over.
 p = start("killed")

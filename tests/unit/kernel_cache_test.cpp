@@ -100,6 +100,29 @@ TEST(KernelCache, DamagedHostLibrariesAreCompiledAgain) {
   EXPECT_NE(said.find("compiling without caching"), std::string::npos) << said;
 }
 
+// A build ended at once (a second signal, a kill) leaves its part-made library STEM.HOST-PID.so.tmp:
+// the next build into the folder removes this host's whose process is gone, and no other.
+TEST(KernelCache, PartMadeLibrariesOfEndedBuildsAreSwept) {
+  HostEmulator emulator;
+  const auto cache = fresh("host-sweep");
+  expect_usable(compile_for_host(testing::kPreludeKernels, cache, emulator.api()));  // (makes the folders)
+  const std::filesystem::path built = only_library(cache);
+  ASSERT_FALSE(built.empty());
+  char host[256] = {};
+  ASSERT_EQ(::gethostname(host, sizeof host - 1), 0);
+  const std::string stem = "00000000feedbeef";  // (another library's: this build's own temporary is renamed away)
+  // (pids past the kernel's pid_max, 2^22: never running)
+  const auto dead = cache / "host" / fmt::format("{}.{}-99999999.so.tmp", stem, host);
+  const auto living = cache / "host" / fmt::format("{}.{}-{}.so.tmp", stem, host, ::getpid());
+  const auto elsewhere = cache / "host" / fmt::format("{}.another-host-99999999.so.tmp", stem);
+  for (const auto& p : {dead, living, elsewhere}) std::ofstream(p) << "half a library";
+  std::filesystem::remove(built.string() + ".xxh3");  // (so that it is built again)
+  expect_usable(compile_for_host(testing::kPreludeKernels, cache, emulator.api()));
+  EXPECT_FALSE(std::filesystem::exists(dead)) << "a dead build's part-made library was left in the cache";
+  EXPECT_TRUE(std::filesystem::exists(living)) << "a running build's part-made library was removed";
+  EXPECT_TRUE(std::filesystem::exists(elsewhere)) << "another machine's build (shared cache) was removed";
+}
+
 TEST(KernelCache, NvrtcEntriesThatAreFoldersAreReplacedAndABlockedCacheIsSkipped) {
   const NvrtcCompiler compiler = NvrtcCompiler::for_arch(80);
   std::vector<KernelSource> kernels;
