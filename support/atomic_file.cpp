@@ -1,6 +1,8 @@
 // Atomic replacement of a file: temporary, fsync, rename, fsync of the folder.
 #include "support/atomic_file.h"
 
+#include "support/file_errors.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -56,7 +58,7 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view b
   auto fail = [&](const std::string& step) {
     const int error = errno;  // (kept in the exception: callers advise by it, room or permission)
     ::unlink(tmp.c_str());
-    throw std::system_error(error, std::generic_category(), "cannot write " + path.string() + ": " + step + " failed");
+    throw FileError(error, path, "cannot write " + path.string() + ": " + step + " failed");
   };
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, executable ? 0755 : 0644);
   if (fd < 0) fail("creating " + tmp.string());

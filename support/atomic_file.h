@@ -8,7 +8,8 @@
 namespace bertc::support {
 
 // Writes `bytes` to a temporary file beside `path`, fsyncs it, renames it over `path` and fsyncs
-// the folder. Throws std::system_error (errno's code) naming the file and the failing step.
+// the folder. Throws support::FileError (errno's code and `path`: file_errors.h) naming the file and
+// the failing step.
 // `executable`: made with mode 0755 instead of 0644 (less the umask), before the rename, so that
 // the file is never there without it.
 void write_file_atomically(const std::filesystem::path& path, std::string_view bytes, bool executable = false);

@@ -34,6 +34,7 @@
 #include "train/evaluate.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/device_registry.h"
+#include "support/file_errors.h"
 #include "support/safetensors.h"
 #include "train/profile.h"
 #include "train/trainer.h"
@@ -842,6 +843,13 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
     return 1;
   } catch (const std::bad_alloc&) {
     std::cerr << fmt::format("{}: error: out of host memory: {}\n", program, memory_advice());
+    return 1;
+  } catch (const support::FileError& e) {  // (a write: its fix by errno)
+    const std::string fix = support::file_error_fix(e.code().value(), e.path());
+    std::cerr << fmt::format("{}: error: {}{}\n", program, e.what(), fix.empty() ? "" : ": " + fix);
+    return 1;
+  } catch (const std::filesystem::filesystem_error& e) {  // (a folder made, a file moved: said without C++'s words)
+    std::cerr << fmt::format("{}: error: {}\n", program, support::describe_file_error(e));
     return 1;
   } catch (const std::exception& e) {
     std::cerr << fmt::format("{}: error: {}\n", program, e.what());

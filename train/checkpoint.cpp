@@ -13,6 +13,7 @@
 #include <xxhash.h>
 
 #include "ir/value_names.h"
+#include "support/file_errors.h"
 #include "support/safetensors.h"
 
 namespace bertc::train {
@@ -137,13 +138,9 @@ void save_checkpoint(const std::filesystem::path& dir, int64_t step, const Tenso
   } catch (const std::runtime_error& e) {  // (a full disk, a file size limit: nothing half-written is left)
     const auto kept = list_checkpoints(dir);
     // What to fix, by the write's errno: room, or the right to write there.
-    const auto* system = dynamic_cast<const std::system_error*>(&e);
-    const int error = system ? system->code().value() : 0;
-    const std::string fix = error == EACCES || error == EPERM || error == EROFS
-                                ? fmt::format("make {} writable (its permissions, a read-only mount)", dir.string())
-                            : error == ENOSPC || error == EDQUOT || error == EFBIG
-                                ? fmt::format("make room in {} (or raise the quota or file size limit)", dir.string())
-                                : "fix what the error above says";
+    const auto* failed = dynamic_cast<const support::FileError*>(&e);
+    std::string fix = failed ? support::file_error_fix(failed->code().value(), path) : "";
+    if (fix.empty()) fix = "fix what the error above says";
     throw std::runtime_error(
         kept.empty() ? fmt::format("{}: no checkpoint of this run is written yet; {} and run the same command again",
                                    e.what(), fix)

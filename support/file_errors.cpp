@@ -1,0 +1,60 @@
+// Advice for failed file operations by errno (see file_errors.h).
+#include "support/file_errors.h"
+
+#include <cerrno>
+
+#include <fmt/format.h>
+
+namespace bertc::support {
+namespace {
+
+constexpr size_t kNameMax = 255, kPathMax = 4096;  // (Linux's NAME_MAX and PATH_MAX, in bytes)
+
+// The folder a write of `path` goes into: where room or permission is wanted.
+std::string folder_of(const std::filesystem::path& path) {
+  const std::filesystem::path parent = path.parent_path();
+  return parent.empty() ? "the current folder" : parent.string();
+}
+
+std::string name_too_long(const std::filesystem::path& path) {
+  for (const auto& part : path)
+    if (part.string().size() > kNameMax)
+      return fmt::format("its part '{}...' has {} bytes, more than the {} a file or folder name may have: choose a "
+                         "shorter name",
+                         part.string().substr(0, 40), part.string().size(), kNameMax);
+  return fmt::format("the path has {} bytes, more than the {} a path may have: choose a shorter one",
+                     path.string().size(), kPathMax);
+}
+
+}  // namespace
+
+std::string file_error_fix(int error, const std::filesystem::path& path) {
+  switch (error) {
+    case ENAMETOOLONG: return name_too_long(path);
+    case ENOSPC:
+    case EDQUOT:
+    case EFBIG:
+      return fmt::format("make room in {} (or raise the quota or file size limit)", folder_of(path));
+    case EACCES:
+    case EPERM:
+    case EROFS:
+      return fmt::format("make {} writable (its permissions, a read-only mount)", folder_of(path));
+    case ENOENT: return fmt::format("a folder on the way to {} does not exist: make it, or correct the path", path.string());
+    case ENOTDIR: return fmt::format("a part of {} is a file, not a folder: correct the path", path.string());
+    case EISDIR: return fmt::format("{} is a folder: name a file", path.string());
+    case ELOOP: return fmt::format("{} passes through a loop of symbolic links: correct the links or the path", path.string());
+    default: return "";
+  }
+}
+
+std::string describe_file_error(const std::filesystem::filesystem_error& e) {
+  const std::filesystem::path& path = e.path1();
+  std::string what = e.what();  // "filesystem error: OPERATION: MESSAGE [PATH1] [PATH2]"
+  if (const size_t at = what.find(" ["); at != std::string::npos) what.resize(at);
+  if (what.starts_with("filesystem error: ")) what.erase(0, std::string("filesystem error: ").size());
+  const std::string fix = file_error_fix(e.code().value(), path);
+  const std::string said = path.empty() ? what : fmt::format("{}: {}", path.string(), what);
+  return fix.empty() ? said : fmt::format("{}: {}", said, fix);
+}
+
+}  // namespace bertc::support

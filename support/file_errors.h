@@ -1,0 +1,29 @@
+// What to do about a failed file operation, decided once by its errno: the advice every writer
+// (checkpoints, shards, outputs) and the command line's last catch give.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <system_error>
+
+namespace bertc::support {
+
+// The fix for errno `error` met writing `path` (a file, or a folder to make), naming the part of
+// the path to change: "" where none is known beyond the error itself.
+std::string file_error_fix(int error, const std::filesystem::path& path);
+
+// A file operation that failed with errno `error` on `path`: what() is "WHAT: MESSAGE".
+class FileError : public std::system_error {
+ public:
+  FileError(int error, std::filesystem::path path, const std::string& what)
+      : std::system_error(error, std::generic_category(), what), path_(std::move(path)) {}
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// A std::filesystem error said plainly: "PATH: MESSAGE (while OPERATION)", and its fix.
+std::string describe_file_error(const std::filesystem::filesystem_error& e);
+
+}  // namespace bertc::support
