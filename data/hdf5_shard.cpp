@@ -191,6 +191,32 @@ Arrays pack(const std::vector<Example>& examples, size_t begin, size_t end, int6
 
 std::optional<ShardRecord> get_record(hid_t file, const std::string& where);
 
+// The first value of a read that its memory type could not hold, as decimal text ("" while none).
+struct OutOfRange {
+  std::string value;
+};
+
+// The integer at `bytes` of HDF5 integer type `type`, as decimal text.
+std::string integer_text(hid_t type, const void* bytes) {
+  const size_t size = H5Tget_size(type);
+  if (size == 0 || size > 8) return fmt::format("a value of {} bytes", size);
+  unsigned char b[8] = {};
+  std::memcpy(b, bytes, size);
+  if (H5Tget_order(type) == H5T_ORDER_BE) std::reverse(b, b + size);
+  uint64_t v = 0;
+  for (size_t i = size; i-- > 0;) v = v << 8 | b[i];
+  if (H5Tget_sign(type) == H5T_SGN_2 && size < 8 && (v >> (8 * size - 1)) & 1) v |= ~uint64_t{0} << (8 * size);
+  return H5Tget_sign(type) == H5T_SGN_2 ? std::to_string(static_cast<int64_t>(v)) : std::to_string(v);
+}
+
+// libhdf5's conversion exception callback: a value out of range ends the read, kept to be said.
+H5T_conv_ret_t stop_out_of_range(H5T_conv_except_t kind, hid_t source_type, hid_t, void* source, void*, void* kept) {
+  if (kind != H5T_CONV_EXCEPT_RANGE_HI && kind != H5T_CONV_EXCEPT_RANGE_LOW) return H5T_CONV_UNHANDLED;
+  auto& out = *static_cast<OutOfRange*>(kept);
+  if (out.value.empty()) out.value = integer_text(source_type, source);
+  return H5T_CONV_ABORT;
+}
+
 // Opens a shard's datasets and checks their kinds and shapes; `read` also reads their data.
 ShardShape inspect(const std::filesystem::path& path, Arrays* read) {
   verify_checksum(path);
@@ -238,10 +264,24 @@ ShardShape inspect(const std::filesystem::path& path, Arrays* read) {
   read->resize(shape);
   for (size_t i = 0; i < kDatasets.size(); ++i) {
     Handle set(H5Dopen2(file.get(), kDatasets[i].name, H5P_DEFAULT), H5Dclose);
+    // A value the memory type cannot hold stops the read (libhdf5 would clamp it: 3e9 read as
+    // 2147483647, and a later message would blame that).
+    OutOfRange out_of_range;
+    Handle transfer(H5Pcreate(H5P_DATASET_XFER), H5Pclose);
+    H5Pset_type_conv_cb(transfer.get(), stop_out_of_range, &out_of_range);
     if (shape.examples > 0 &&
-        H5Dread(set.get(), memory_type(kDatasets[i].width), H5S_ALL, H5S_ALL, H5P_DEFAULT, read->data(i)) < 0)
+        H5Dread(set.get(), memory_type(kDatasets[i].width), H5S_ALL, H5S_ALL, transfer.get(), read->data(i)) < 0) {
+      if (!out_of_range.value.empty()) {
+        const bool wide = kDatasets[i].width == Width::I32;
+        throw DataError(fmt::format("{}: dataset '{}' holds {}, past what bertc reads it as ({} to {}), which no BERT "
+                                    "shard needs (token ids, positions and labels are small): the shard is damaged or "
+                                    "not made for BERT; make it again (bertc prepare-data)",
+                                    where, kDatasets[i].name, out_of_range.value, wide ? INT32_MIN : INT8_MIN,
+                                    wide ? INT32_MAX : INT8_MAX));
+      }
       throw DataError(fmt::format("{}: the data of dataset '{}' cannot be read (a truncated or damaged file)", where,
                                   kDatasets[i].name));
+    }
   }
   return shape;
 }
@@ -253,6 +293,10 @@ Example unpack(const Arrays& a, size_t e, const std::string& where) {
   Example ex;
   size_t length = 0;
   while (length < static_cast<size_t>(s.seq_len) && a.input_mask[row + length] == 1) ++length;
+  if (length == 0 && a.input_mask[row] == 0)
+    throw DataError(fmt::format("{}: example {}: input_mask marks no token (all 0), where an example holds [CLS] A "
+                                "[SEP] B [SEP] at least: the shard was made wrong; make it again (bertc prepare-data)",
+                                where, e));
   for (size_t i = length; i < static_cast<size_t>(s.seq_len); ++i)
     if (a.input_mask[row + i] != 0)
       throw DataError(fmt::format("{}: example {}: input_mask is not 1s then 0s (at position {})", where, e, i));

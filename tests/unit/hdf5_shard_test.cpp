@@ -143,6 +143,24 @@ TEST(Hdf5Shard, RefusesDamagedShardsNamingTheDataset) {
     std::filesystem::remove(path.string() + ".xxh3");
     says(path, "example 1: next_sentence_labels holds 2, and a label is 0");
   }
+  {  // a token id past what int32 holds (uint64 in the file): said as it is, not as int32's largest
+    const auto path = nvidia_file("huge-id.hdf5", "input_ids");
+    const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    const uint64_t ids[8] = {101, 3000000000ull, 2088, 102, 2003, 102, 0, 0};
+    put(f, "input_ids", H5T_STD_U64LE, H5T_NATIVE_UINT64, ids, {1, 8});
+    H5Fclose(f);
+    says(path, "dataset 'input_ids' holds 3000000000, past what bertc reads it as (-2147483648 to 2147483647)");
+    EXPECT_EQ(refusal([&] { read_shard(path); }).find("2147483647 is not below"), std::string::npos);
+  }
+  {  // an example whose input_mask marks no token: said so, not as a bad masked position
+    const auto path = nvidia_file("no-tokens.hdf5");
+    const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    H5Ldelete(f, "input_mask", H5P_DEFAULT);
+    const int8_t zeros[8] = {};
+    put(f, "input_mask", H5T_STD_I8LE, H5T_NATIVE_INT8, zeros, {1, 8});
+    H5Fclose(f);
+    says(path, "example 0: input_mask marks no token (all 0)");
+  }
   {  // cut in half: the header may survive, the data does not
     const auto path = scratch("cut.hdf5");
     std::vector<Example> many;
