@@ -31,6 +31,9 @@ void write_shard(const std::filesystem::path& path, const std::vector<Example>&,
 }
 ShardShape read_shard_shape(const std::filesystem::path& path) { no_hdf5(path); }
 PackedExamples read_shard(const std::filesystem::path& path) { no_hdf5(path); }
+std::optional<ShardValue> first_value_outside(const std::filesystem::path& path, int64_t, int64_t, const StopCheck&) {
+  no_hdf5(path);
+}
 
 }  // namespace bertc::data
 
@@ -209,6 +212,23 @@ std::string integer_text(hid_t type, const void* bytes) {
   return H5Tget_sign(type) == H5T_SGN_2 ? std::to_string(static_cast<int64_t>(v)) : std::to_string(v);
 }
 
+std::string unreadable(const std::string& where, const char* dataset) {
+  return fmt::format("{}: the data of dataset '{}' cannot be read (a truncated or damaged file)", where, dataset);
+}
+
+// A value read past its memory type's range.
+std::string past_range(const std::string& where, const char* dataset, const std::string& value, int64_t low,
+                       int64_t high) {
+  return fmt::format("{}: dataset '{}' holds {}, past what bertc reads it as ({} to {}), which no BERT shard needs "
+                     "(token ids, positions and labels are small): the shard is damaged or not made for BERT; make it "
+                     "again (bertc prepare-data)",
+                     where, dataset, value, low, high);
+}
+
+std::string past_int32(const std::string& where, const char* dataset, const std::string& value) {
+  return past_range(where, dataset, value, INT32_MIN, INT32_MAX);
+}
+
 // libhdf5's conversion exception callback: a value out of range ends the read, kept to be said.
 H5T_conv_ret_t stop_out_of_range(H5T_conv_except_t kind, hid_t source_type, hid_t, void* source, void*, void* kept) {
   if (kind != H5T_CONV_EXCEPT_RANGE_HI && kind != H5T_CONV_EXCEPT_RANGE_LOW) return H5T_CONV_UNHANDLED;
@@ -271,16 +291,10 @@ ShardShape inspect(const std::filesystem::path& path, Arrays* read) {
     H5Pset_type_conv_cb(transfer.get(), stop_out_of_range, &out_of_range);
     if (shape.examples > 0 &&
         H5Dread(set.get(), memory_type(kDatasets[i].width), H5S_ALL, H5S_ALL, transfer.get(), read->data(i)) < 0) {
-      if (!out_of_range.value.empty()) {
-        const bool wide = kDatasets[i].width == Width::I32;
-        throw DataError(fmt::format("{}: dataset '{}' holds {}, past what bertc reads it as ({} to {}), which no BERT "
-                                    "shard needs (token ids, positions and labels are small): the shard is damaged or "
-                                    "not made for BERT; make it again (bertc prepare-data)",
-                                    where, kDatasets[i].name, out_of_range.value, wide ? INT32_MIN : INT8_MIN,
-                                    wide ? INT32_MAX : INT8_MAX));
-      }
-      throw DataError(fmt::format("{}: the data of dataset '{}' cannot be read (a truncated or damaged file)", where,
-                                  kDatasets[i].name));
+      if (out_of_range.value.empty()) throw DataError(unreadable(where, kDatasets[i].name));
+      throw DataError(kDatasets[i].width == Width::I32 ? past_int32(where, kDatasets[i].name, out_of_range.value)
+                                                       : past_range(where, kDatasets[i].name, out_of_range.value,
+                                                                    INT8_MIN, INT8_MAX));
     }
   }
   return shape;
@@ -567,6 +581,59 @@ PackedExamples read_shard(const std::filesystem::path& path) {
   examples.reserve(rows, tokens, predictions);
   for (size_t e = 0; e < rows; ++e) examples.push_back(unpack(a, e, path.string()));
   return examples;
+}
+
+std::optional<ShardValue> first_value_outside(const std::filesystem::path& path, int64_t vocab_size,
+                                              int64_t type_vocab_size, const StopCheck& stop) {
+  const ShardShape shape = read_shard_shape(path);  // (its refusals first: shapes, types, checksum)
+  const std::string where = path.string();
+  std::lock_guard lock(library_lock());
+  quiet();
+  Handle file(H5Fopen(where.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+  if (!file.ok()) throw DataError(fmt::format("{}: cannot be opened again (changed while read?)", where));
+  const hsize_t seq = static_cast<hsize_t>(shape.seq_len), preds = static_cast<hsize_t>(shape.predictions);
+  // Rows of a block: about 1M values of each [n, seq] dataset (4 MiB as int32).
+  const hsize_t block_rows = std::max<hsize_t>(1, (hsize_t{1} << 20) / std::max<hsize_t>(seq, 1));
+  auto read_rows = [&](const char* name, hsize_t row, hsize_t rows, hsize_t columns, std::vector<int32_t>& out) {
+    out.resize(static_cast<size_t>(rows * columns));
+    if (out.empty()) return;
+    Handle set(H5Dopen2(file.get(), name, H5P_DEFAULT), H5Dclose);
+    Handle space(set.ok() ? H5Dget_space(set.get()) : -1, H5Sclose);
+    const hsize_t start[2] = {row, 0}, count[2] = {rows, columns};
+    Handle memory(H5Screate_simple(2, count, nullptr), H5Sclose);
+    OutOfRange out_of_range;
+    Handle transfer(H5Pcreate(H5P_DATASET_XFER), H5Pclose);
+    H5Pset_type_conv_cb(transfer.get(), stop_out_of_range, &out_of_range);
+    if (!space.ok() || H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, start, nullptr, count, nullptr) < 0 ||
+        H5Dread(set.get(), H5T_NATIVE_INT32, memory.get(), space.get(), transfer.get(), out.data()) < 0)
+      throw DataError(out_of_range.value.empty() ? unreadable(where, name) : past_int32(where, name, out_of_range.value));
+  };
+  std::vector<int32_t> mask, ids, segments, positions, labels;
+  for (hsize_t row = 0; row < static_cast<hsize_t>(shape.examples); row += block_rows) {
+    if (const int signal = stop_asked(stop))
+      throw Stopped(signal, fmt::format("while checking {} (example {} of {})", where, row, shape.examples));
+    const hsize_t rows = std::min<hsize_t>(block_rows, static_cast<hsize_t>(shape.examples) - row);
+    read_rows("input_mask", row, rows, seq, mask);
+    read_rows("input_ids", row, rows, seq, ids);
+    read_rows("segment_ids", row, rows, seq, segments);
+    read_rows("masked_lm_positions", row, rows, preds, positions);
+    read_rows("masked_lm_ids", row, rows, preds, labels);
+    // What a reader takes, as read_shard does: an example's tokens where input_mask is 1, its
+    // labels up to its first 0 position.
+    for (hsize_t r = 0; r < rows; ++r) {
+      const auto example = static_cast<int64_t>(row + r);
+      for (hsize_t c = 0; c < seq; ++c) {
+        const size_t i = static_cast<size_t>(r * seq + c);
+        if (mask[i] != 1) continue;
+        if (ids[i] < 0 || ids[i] >= vocab_size) return ShardValue{"input_ids", example, ids[i]};
+        if (segments[i] < 0 || segments[i] >= type_vocab_size) return ShardValue{"segment_ids", example, segments[i]};
+      }
+      for (hsize_t j = 0; j < preds && positions[static_cast<size_t>(r * preds + j)] != 0; ++j)
+        if (const int32_t t = labels[static_cast<size_t>(r * preds + j)]; t < 0 || t >= vocab_size)
+          return ShardValue{"masked_lm_ids", example, t};
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace bertc::data

@@ -20,6 +20,7 @@
 
 #include "data/packed_examples.h"
 #include "data/pretraining_data.h"
+#include "data/stop_check.h"
 
 namespace bertc::data {
 
@@ -70,5 +71,18 @@ ShardShape read_shard_shape(const std::filesystem::path& path);
 // cannot be read (a damaged file) or holds an impossible value (an input_mask that is not 1s then
 // 0s, a masked position outside the example). Reads and writes may come from several threads.
 PackedExamples read_shard(const std::filesystem::path& path);
+
+// A value of a shard that a run cannot take: its dataset, example (row) and value.
+struct ShardValue {
+  std::string dataset;
+  int64_t example = -1, value = 0;
+};
+
+// The first token id (input_ids, masked_lm_ids) outside [0, vocab_size), or segment (segment_ids)
+// outside [0, type_vocab_size), of the shard; nullopt when there is none. Reads those datasets a
+// block of rows at a time (the memory of a block, not of the shard), asking `stop` between blocks
+// (Stopped). For shards that record no largest token id (NVIDIA's), checked before the first step.
+std::optional<ShardValue> first_value_outside(const std::filesystem::path& path, int64_t vocab_size,
+                                              int64_t type_vocab_size, const StopCheck& stop = {});
 
 }  // namespace bertc::data

@@ -1,6 +1,7 @@
 // HDF5 shards checked against the config, read whole when their turn comes (see shard_files.h).
 #include "data/shard_files.h"
 
+#include <chrono>
 #include <fstream>
 #include <map>
 #include <set>
@@ -116,7 +117,8 @@ void refuse_incomplete_sets(const std::vector<std::filesystem::path>& files, con
 }  // namespace
 
 ShardFiles::ShardFiles(std::vector<std::filesystem::path> files, int64_t seq_len, int64_t predictions,
-                       int64_t vocab_size, int64_t type_vocab_size, const std::optional<ShardExpectation>& expected)
+                       int64_t vocab_size, int64_t type_vocab_size, const std::optional<ShardExpectation>& expected,
+                       const std::function<void(const std::string&)>& progress, const StopCheck& stop)
     : files_(std::move(files)), vocab_size_(vocab_size), type_vocab_size_(type_vocab_size) {
   if (files_.empty()) throw DataError("no shards to train on");
   std::vector<ShardShape> shapes;
@@ -154,16 +156,51 @@ ShardFiles::ShardFiles(std::vector<std::filesystem::path> files, int64_t seq_len
     content_ += ";";
   }
   content_ = fmt::format("{:016x}", XXH3_64bits(content_.data(), content_.size()));
-  if (unrecorded > 0)
-    notes_.push_back(fmt::format("{} of the {} shards record no vocabulary (not made by this bertc's prepare-data: "
-                                 "NVIDIA's, or an older bertc's): their token ids are checked as each is read, not "
-                                 "before the first step",
-                                 unrecorded, files_.size()));
+  if (unrecorded > 0) check_unrecorded(shapes, progress, stop);
   if (unchecked > 0)
     notes_.push_back(fmt::format("{} of the {} shards were made by bertc prepare-data and have no checksum beside them "
                                  "(SHARD.xxh3: copied without it?): they are read unchecked; copy the .xxh3 files "
                                  "with them",
                                  unchecked, files_.size()));
+}
+
+void ShardFiles::check_unrecorded(const std::vector<ShardShape>& shapes,
+                                  const std::function<void(const std::string&)>& progress, const StopCheck& stop) {
+  size_t total = 0, done = 0;
+  for (const ShardShape& s : shapes) total += !s.record;
+  if (progress)
+    progress(fmt::format("checking the token ids of {} shard(s) that record none (not made by this bertc's "
+                         "prepare-data: NVIDIA's, or an older bertc's) before the first step",
+                         total));
+  const auto began = std::chrono::steady_clock::now();
+  auto last_said = began;
+  for (size_t i = 0; i < files_.size(); ++i) {
+    if (shapes[i].record) continue;
+    if (const auto outside = first_value_outside(files_[i], vocab_size_, type_vocab_size_, stop))
+      throw DataError(outside_message(files_[i].string(), *outside));
+    ++done;
+    if (progress && std::chrono::steady_clock::now() - last_said > std::chrono::seconds(2)) {
+      last_said = std::chrono::steady_clock::now();
+      const double seconds = std::chrono::duration<double>(last_said - began).count();
+      progress(fmt::format("checked {} of {} shards ({:.0f} s; about {:.0f} s to go)", done, total, seconds,
+                           seconds / static_cast<double>(done) * static_cast<double>(total - done)));
+    }
+  }
+  if (progress)
+    progress(fmt::format("checked {} shard(s) in {:.1f} s: their token ids and segments fit the model", total,
+                         std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count()));
+}
+
+std::string ShardFiles::outside_message(const std::string& where, const ShardValue& v) const {
+  if (v.dataset == "segment_ids")
+    return fmt::format("{}: dataset 'segment_ids', example {}: segment {} is not below [model] type_vocab_size {}: "
+                       "the shard was made for another model; move it out of the folder (or make it again with "
+                       "bertc prepare-data)",
+                       where, v.example, v.value, type_vocab_size_);
+  return fmt::format("{}: dataset '{}', example {}: token {} is not below [model] vocab_size {}: the shard was made "
+                     "with another vocabulary (or is damaged); move it out of the folder, or make it again with this "
+                     "run's vocabulary (bertc prepare-data)",
+                     where, v.dataset, v.example, v.value, vocab_size_);
 }
 
 PackedExamples ShardFiles::load(size_t shard) const {
@@ -173,15 +210,11 @@ PackedExamples ShardFiles::load(size_t shard) const {
   const std::vector<int32_t>& tokens = examples.all_tokens();
   for (size_t i = 0; i < tokens.size(); ++i)
     if (tokens[i] < 0 || tokens[i] >= vocab_size_)
-      throw DataError(fmt::format("{}: dataset 'input_ids', example {}: token {} is not below [model] vocab_size {} "
-                                  "(shards of another vocabulary?)",
-                                  where, examples.example_of_token(i), tokens[i], vocab_size_));
+      throw DataError(outside_message(where, {"input_ids", examples.example_of_token(i), tokens[i]}));
   const std::vector<int8_t>& segments = examples.all_segments();
   for (size_t i = 0; i < segments.size(); ++i)
     if (segments[i] < 0 || segments[i] >= type_vocab_size_)
-      throw DataError(fmt::format("{}: dataset 'segment_ids', example {}: segment {} is not below [model] "
-                                  "type_vocab_size {}",
-                                  where, examples.example_of_token(i), int{segments[i]}, type_vocab_size_));
+      throw DataError(outside_message(where, {"segment_ids", examples.example_of_token(i), segments[i]}));
   const std::vector<int32_t>& labels = examples.all_labels();
   if (labels.empty())  // (MLM would learn nothing from it, and its loss would read 0)
     throw DataError(fmt::format("{}: no example of the shard has a masked prediction (masked_lm_positions all 0: "
@@ -190,9 +223,7 @@ PackedExamples ShardFiles::load(size_t shard) const {
                                 where));
   for (size_t i = 0; i < labels.size(); ++i)
     if (labels[i] < 0 || labels[i] >= vocab_size_)
-      throw DataError(fmt::format("{}: dataset 'masked_lm_ids', example {}: token {} is not below [model] vocab_size "
-                                  "{} (shards of another vocabulary?)",
-                                  where, examples.example_of_prediction(i), labels[i], vocab_size_));
+      throw DataError(outside_message(where, {"masked_lm_ids", examples.example_of_prediction(i), labels[i]}));
   return examples;
 }
 

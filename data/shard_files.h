@@ -2,11 +2,14 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "data/hdf5_shard.h"
 #include "data/shard_examples.h"
+#include "data/stop_check.h"
 #include "data/vocab_identity.h"
 
 namespace bertc::data {
@@ -25,10 +28,12 @@ class ShardFiles : public ShardSet {
   // or the config key to change): readable, complete, of seq_len tokens and `predictions`
   // predictions, and — for a shard that records them — of the run's vocabulary (`expected`), its
   // largest token id below vocab_size, made with the config's masked_lm_prob and do_lower_case.
-  // Token ids at or above vocab_size, and segments at or above type_vocab_size, are refused when
-  // their shard is read (shards without a record, NVIDIA's, are checked only then: said in notes()).
+  // A shard without a record (NVIDIA's) has its token ids and segments read and checked here, a
+  // block at a time (minutes for a large set: `progress` hears how far it got, and `stop` is asked
+  // between blocks: Stopped). Each shard is checked again when it is read.
   ShardFiles(std::vector<std::filesystem::path> files, int64_t seq_len, int64_t predictions, int64_t vocab_size,
-             int64_t type_vocab_size, const std::optional<ShardExpectation>& expected = std::nullopt);
+             int64_t type_vocab_size, const std::optional<ShardExpectation>& expected = std::nullopt,
+             const std::function<void(const std::string&)>& progress = {}, const StopCheck& stop = {});
   size_t shards() const override { return files_.size(); }
   int64_t examples(size_t shard) const override { return counts_[shard]; }
   PackedExamples load(size_t shard) const override;
@@ -36,10 +41,16 @@ class ShardFiles : public ShardSet {
   // Each shard's checksum (its .xxh3), or its size where it has none (hashing a whole set of
   // foreign shards would take minutes), in order.
   std::string content() const override { return content_; }
-  // What is worth saying of the shards before training (shards without a record).
+  // What is worth saying of the shards before training (shards without a checksum).
   const std::vector<std::string>& notes() const { return notes_; }
 
  private:
+  // Reads the unrecorded shards' ids and segments (first_value_outside): DataError for the first
+  // value outside the model's.
+  void check_unrecorded(const std::vector<ShardShape>& shapes, const std::function<void(const std::string&)>& progress,
+                        const StopCheck& stop);
+  std::string outside_message(const std::string& where, const ShardValue& value) const;
+
   std::vector<std::filesystem::path> files_;
   std::vector<int64_t> counts_;
   int64_t vocab_size_, type_vocab_size_;

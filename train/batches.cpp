@@ -71,7 +71,8 @@ data::BatchStream open_batch_stream(const frontend::Config& c, const std::filesy
     run_vocab.path = std::filesystem::absolute(run_vocab.path, ec).string();
     const auto set = std::make_shared<data::ShardFiles>(
         files, t.seq_len, t.max_predictions_per_seq, c.model.vocab_size, c.model.type_vocab_size,
-        data::ShardExpectation{run_vocab, t.masked_lm_prob, t.do_lower_case});
+        data::ShardExpectation{run_vocab, t.masked_lm_prob, t.do_lower_case},
+        [&](const std::string& m) { log << "data: " << m << "\n"; }, stop_requested);
     for (const std::string& note : set->notes()) log << "data: " << note << "\n";
     shards = set;
     what = fmt::format("{} shard(s) in {}", files.size(), data_path.string());

@@ -1,6 +1,7 @@
 // data/shard_examples and data/shard_files: every epoch is every shard's every example once, in an order fixed by the
 // seed and the epoch; two shards in memory at most while it is read through; shards that do not
 // fit the config are refused before training, naming the file and the key.
+#include <csignal>
 #include <functional>
 #include <map>
 
@@ -82,15 +83,33 @@ TEST(ShardedExamples, RefusesShardsThatDoNotFitTheConfig) {
             std::string::npos);
   EXPECT_NE(refusal([&] { ShardFiles(files, 8, 3, 1000, 2); }).find("set max_predictions_per_seq = 2"),
             std::string::npos);
-  ShardedExamples one_segment(std::make_shared<ShardFiles>(files, 8, 2, 1000, 1), 1);  // segment 1 is past a type_vocab_size of 1
-  const std::string segments = refusal([&] { one_segment.example(0); });
-  EXPECT_NE(segments.find("dataset 'segment_ids'"), std::string::npos) << segments;
-  ShardedExamples small_vocab(std::make_shared<ShardFiles>(files, 8, 2, 11, 2), 1);  // token 11 is past a vocabulary of 11
-  const std::string why = refusal([&] {
-    for (int64_t i = 0; i < 2; ++i) small_vocab.example(i);
-  });
-  EXPECT_NE(why.find("dataset 'input_ids'"), std::string::npos) << why;
-  EXPECT_NE(why.find("not below [model] vocab_size 11"), std::string::npos) << why;
+  // These shards record no largest token (as NVIDIA's): their values are read and checked before
+  // anything trains, not when the shard's turn comes (an epoch later).
+  const std::string segments = refusal([&] { ShardFiles(files, 8, 2, 1000, 1); });  // (segment 1: past 1)
+  EXPECT_NE(segments.find("dataset 'segment_ids', example 0: segment 1 is not below [model] type_vocab_size 1"),
+            std::string::npos)
+      << segments;
+  const std::string why = refusal([&] { ShardFiles(files, 8, 2, 11, 2); });  // (token 11: past a vocabulary of 11)
+  EXPECT_NE(why.find("dataset 'input_ids', example 1: token 11 is not below [model] vocab_size 11: the shard was made "
+                     "with another vocabulary"),
+            std::string::npos)
+      << why;
+  // ... and a label past the vocabulary where the tokens are not (a masked token's original).
+  Example e;
+  e.tokens = {2, 4, 3, 5, 3}, e.segment_ids = {0, 0, 0, 1, 1}, e.masked_positions = {1}, e.masked_labels = {40};
+  write_shard(files[0].parent_path() / "label.hdf5", {e}, 8, 2, 0);
+  const std::string label = refusal([&] { ShardFiles({files[0].parent_path() / "label.hdf5"}, 8, 2, 11, 2); });
+  EXPECT_NE(label.find("dataset 'masked_lm_ids', example 0: token 40 is not below [model] vocab_size 11"),
+            std::string::npos)
+      << label;
+  // The check hears a stop signal between its blocks.
+  try {
+    ShardFiles(files, 8, 2, 1000, 2, std::nullopt, {}, [] { return SIGTERM; });
+    ADD_FAILURE() << "a stop asked for while shards were checked was not heeded";
+  } catch (const Stopped& s) {
+    EXPECT_EQ(s.signal(), SIGTERM);
+    EXPECT_NE(std::string(s.what()).find("while checking " + files[0].string()), std::string::npos) << s.what();
+  }
 }
 
 // One shard twice in a set (a copy under another name, a link), and a shard with no masked
