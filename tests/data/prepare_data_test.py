@@ -348,4 +348,39 @@ open(os.path.join(WORK, "upper.toml"), "w").write(upper)
 p = train("upper-run", "--steps", "1", config=os.path.join(WORK, "upper.toml"))
 if f"data: 4 shard(s) in {odd}, {examples} examples" not in p.stderr:
     fail(f"a shard named .HDF5 was not read with the others ({examples} examples expected):\n{p.stderr[-1500:]}")
+# Shards damaged while a run trains (a disk going bad, a copy over them): the error says which
+# checkpoints are kept and both ways on; the second (a fresh run from the weights, with the bad
+# data left out) is applied and works. 40 small shards, so that one is read a few dozen steps in
+# (two are read when the run starts: the first, and the next ahead).
+small = os.path.join(WORK, "small")
+prepare("small", "--shards", "40")
+midrun = re.sub(r'^data = .*$', f'data = "{small}"', open(SHARDED).read(), flags=re.M)
+midrun = re.sub(r'^checkpoint_every = .*$', 'checkpoint_every = 1', midrun, flags=re.M)
+midrun = re.sub(r'^steps = .*$', 'steps = 400', midrun, flags=re.M)
+open(os.path.join(WORK, "midrun.toml"), "w").write(midrun)
+proc = subprocess.Popen([BERTC, "train", os.path.join(WORK, "midrun.toml"), "--device", "cpu", "--checkpoint-dir",
+                         os.path.join(WORK, "midrun")], env=ENV, stderr=subprocess.PIPE, text=True)
+seen = ""
+while not re.search(r"^step 3/", seen, flags=re.M):
+    line = proc.stderr.readline()
+    if not line:
+        fail(f"the run ended (exit {proc.wait()}) before step 3:\n{seen[-1500:]}")
+    seen += line
+for name in os.listdir(small):
+    if name.endswith(".hdf5"):
+        with open(os.path.join(small, name), "r+b") as f:
+            f.seek(os.path.getsize(os.path.join(small, name)) // 2)
+            byte = f.read(1)
+            f.seek(-1, 1)
+            f.write(bytes([byte[0] ^ 0xFF]))
+err = proc.communicate(timeout=600)[1]
+m = re.search(r"the checkpoints are kept \(newest: step (\d+)\)\. A resumed run must read the same data: restore it "
+              r"\(the same examples\) and run the same command with --resume; or leave that data out and start a "
+              r"fresh run from the weights trained so far \(--init (\S+) --checkpoint-dir NEW_DIR\)", err)
+if proc.returncode != 1 or "does not match its checksum" not in err or not m:
+    fail(f"shards damaged mid-run: exit {proc.returncode} (expected 1), no checksum error or no advice:\n{err[-1500:]}")
+p = train("midrun-fresh", "--init", m.group(2), "--steps", "2")
+if "step 2/2" not in p.stderr:
+    fail(f"the advised fresh run from {m.group(2)} did not train:\n{p.stderr[-1500:]}")
+print(f"shards damaged mid-run: refused at a later step, checkpoint of step {m.group(1)} kept; --init from it trains")
 print("PASS")
