@@ -3,7 +3,8 @@
 each: two runs started at once into one folder (one trains, the other is refused naming it);
 SIGTERM, SIGINT, SIGHUP, SIGUSR1 and SIGUSR2 (the step finishes, a checkpoint is written, exit
 128 + the signal, and --resume continues exactly as if never stopped); a signal while the text
-is read (stopped at the line reached, nothing saved); a second signal (ends at once, its temporary swept by the
+is read (stopped at the line reached, nothing saved); one while a checkpoint is written (that
+checkpoint is the stop's); a second signal (ends at once, its temporary swept by the
 next run; the host compiler's process group ends with it); a SIGKILL (the stale lock taken over); a flipped byte or an edited step in a checkpoint
 (refused naming the tensor or the metadata, the older checkpoint untouched and then resumed from);
 metrics lines edited or cut short (dropped on resume by their checksums, the rest unchanged); a
@@ -190,6 +191,27 @@ if p.wait() != 130 or "ended at once by a second signal" not in rest:
     fail(f"two SIGINTs: exit {p.returncode}, expected 130 and the message:\n{rest[-1000:]}")
 if any(f.startswith("checkpoint-") for f in os.listdir(folder("twice-signalled"))):
     fail("the half-written checkpoint of the stop became a checkpoint")
+
+# One signal while a periodic checkpoint is being written (every write paused halfway): that
+# checkpoint is the stop's, the run does not train a step more and write another.
+every5 = os.path.join(WORK, "every5.toml")
+open(every5, "w").write(re.sub(r"^checkpoint_every = .*$", "checkpoint_every = 5", open(CONFIG).read(), flags=re.M))
+p = subprocess.Popen([BERTC, "train", every5, "--device", "cpu", "--checkpoint-dir", folder("signalled-writing")],
+                     stderr=subprocess.PIPE, text=True, env=dict(os.environ, BERTC_TEST_SLOW_WRITE_MS="3000"))
+wait_for_step(p, 5)
+deadline = time.time() + 60
+while not any(f.startswith(".checkpoint-") for f in os.listdir(folder("signalled-writing"))):
+    if time.time() > deadline or p.poll() is not None:
+        p.kill()
+        fail("no half-written checkpoint of step 5 appeared")
+    time.sleep(0.02)
+p.send_signal(signal.SIGTERM)
+rest = p.stderr.read()
+kept = sorted(f for f in os.listdir(folder("signalled-writing")) if f.startswith("checkpoint-"))
+if p.wait() != 143 or "stopped by SIGTERM after step 5:" not in rest or kept != ["checkpoint-000005.safetensors"]:
+    fail(f"SIGTERM during step 5's checkpoint: exit {p.returncode} (expected 143, stopped after step 5 with its "
+         f"checkpoint alone), kept {kept}:\n{rest[-1000:]}")
+print("SIGTERM while a checkpoint is written: stopped after that step, with that checkpoint")
 
 # A second signal while the host compiler runs: the compiler (its whole process group: the driver
 # and what it started) ends with bertc, instead of running on for nothing.
