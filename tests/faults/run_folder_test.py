@@ -4,7 +4,7 @@ each: two runs started at once into one folder (one trains, the other is refused
 SIGTERM, SIGINT, SIGHUP, SIGUSR1 and SIGUSR2 (the step finishes, a checkpoint is written, exit
 128 + the signal, and --resume continues exactly as if never stopped); a signal while the text
 is read (stopped at the line reached, nothing saved); one while a checkpoint is written (that
-checkpoint is the stop's); a second signal (ends at once, its temporary swept by the
+checkpoint is the stop's); one during export (nothing left); a second signal (ends at once, its temporary swept by the
 next run; the host compiler's process group ends with it); a SIGKILL (the stale lock taken over); a flipped byte or an edited step in a checkpoint
 (refused naming the tensor or the metadata, the older checkpoint untouched and then resumed from);
 metrics lines edited or cut short (dropped on resume by their checksums, the rest unchanged); a
@@ -212,6 +212,24 @@ if p.wait() != 143 or "stopped by SIGTERM after step 5:" not in rest or kept != 
     fail(f"SIGTERM during step 5's checkpoint: exit {p.returncode} (expected 143, stopped after step 5 with its "
          f"checkpoint alone), kept {kept}:\n{rest[-1000:]}")
 print("SIGTERM while a checkpoint is written: stopped after that step, with that checkpoint")
+
+# A signal during bertc export (every write paused halfway, so that it comes mid-export): it stops
+# between files, says so, exits 130 and leaves neither the folder nor its staging copy.
+exported = os.path.join(WORK, "exported")
+p = subprocess.Popen([BERTC, "export", os.path.join(folder("straight"), "checkpoint-000040.safetensors"), "-o", exported],
+                     stderr=subprocess.PIPE, text=True, env=dict(os.environ, BERTC_TEST_SLOW_WRITE_MS="2000"))
+deadline = time.time() + 60
+while not any(f.startswith(".exported.tmp") for f in os.listdir(WORK)):
+    if time.time() > deadline or p.poll() is not None:
+        p.kill()
+        fail(f"export made no staging folder (exit {p.poll()})")
+    time.sleep(0.02)
+p.send_signal(signal.SIGINT)
+rest = p.stderr.read()
+left = [f for f in os.listdir(WORK) if f.startswith(".exported") or f == "exported"]
+if p.wait() != 130 or f"export: stopped by SIGINT: nothing written to {exported}" not in rest or left:
+    fail(f"SIGINT during export: exit {p.returncode} (expected 130), left {left}:\n{rest[-1000:]}")
+print("SIGINT during export: stopped, nothing left")
 
 # A second signal while the host compiler runs: the compiler (its whole process group: the driver
 # and what it started) ends with bertc, instead of running on for nothing.
