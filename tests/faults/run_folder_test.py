@@ -67,6 +67,16 @@ def wait_for_step(p, step):
             return seen
 
 
+def wait_for_file(p, where, prefix, otherwise):
+    """Waits (60 s at most, while `p` runs) for a file named prefix* in `where`: a write under way."""
+    deadline = time.time() + 60
+    while not any(f.startswith(prefix) for f in os.listdir(where)):
+        if time.time() > deadline or p.poll() is not None:
+            p.kill()
+            fail(f"{otherwise} (exit {p.poll()})")
+        time.sleep(0.02)
+
+
 def losses(name):
     return [(m["step"], m["loss"], m["grad_norm"]) for m in map(json.loads, open(os.path.join(folder(name), "metrics.jsonl")))]
 
@@ -179,12 +189,7 @@ p = subprocess.Popen([BERTC, "train", CONFIG, "--device", "cpu", "--checkpoint-d
                       "--steps", "100000"], stderr=subprocess.PIPE, text=True, env=env)
 wait_for_step(p, 3)
 p.send_signal(signal.SIGINT)
-deadline = time.time() + 60
-while not any(f.startswith(".checkpoint-") for f in os.listdir(folder("twice-signalled"))):
-    if time.time() > deadline or p.poll() is not None:
-        p.kill()
-        fail("no half-written checkpoint appeared after the first SIGINT")
-    time.sleep(0.05)
+wait_for_file(p, folder("twice-signalled"), ".checkpoint-", "no half-written checkpoint appeared after the first SIGINT")
 p.send_signal(signal.SIGINT)
 rest = p.stderr.read()
 if p.wait() != 130 or "ended at once by a second signal" not in rest:
@@ -199,12 +204,7 @@ open(every5, "w").write(re.sub(r"^checkpoint_every = .*$", "checkpoint_every = 5
 p = subprocess.Popen([BERTC, "train", every5, "--device", "cpu", "--checkpoint-dir", folder("signalled-writing")],
                      stderr=subprocess.PIPE, text=True, env=dict(os.environ, BERTC_TEST_SLOW_WRITE_MS="3000"))
 wait_for_step(p, 5)
-deadline = time.time() + 60
-while not any(f.startswith(".checkpoint-") for f in os.listdir(folder("signalled-writing"))):
-    if time.time() > deadline or p.poll() is not None:
-        p.kill()
-        fail("no half-written checkpoint of step 5 appeared")
-    time.sleep(0.02)
+wait_for_file(p, folder("signalled-writing"), ".checkpoint-", "no half-written checkpoint of step 5 appeared")
 p.send_signal(signal.SIGTERM)
 rest = p.stderr.read()
 kept = sorted(f for f in os.listdir(folder("signalled-writing")) if f.startswith("checkpoint-"))
@@ -218,12 +218,7 @@ print("SIGTERM while a checkpoint is written: stopped after that step, with that
 exported = os.path.join(WORK, "exported")
 p = subprocess.Popen([BERTC, "export", os.path.join(folder("straight"), "checkpoint-000040.safetensors"), "-o", exported],
                      stderr=subprocess.PIPE, text=True, env=dict(os.environ, BERTC_TEST_SLOW_WRITE_MS="2000"))
-deadline = time.time() + 60
-while not any(f.startswith(".exported.tmp") for f in os.listdir(WORK)):
-    if time.time() > deadline or p.poll() is not None:
-        p.kill()
-        fail(f"export made no staging folder (exit {p.poll()})")
-    time.sleep(0.02)
+wait_for_file(p, WORK, ".exported.tmp", "export made no staging folder")
 p.send_signal(signal.SIGINT)
 rest = p.stderr.read()
 left = [f for f in os.listdir(WORK) if f.startswith(".exported") or f == "exported"]
