@@ -16,6 +16,7 @@
 
 #include "data/hdf5_shard.h"
 #include "data/vocab.h"
+#include "refusal.h"
 #include "scratch_folder.h"
 
 namespace bertc::data {
@@ -36,14 +37,7 @@ std::vector<Example> some_examples() {
   return {a, b};
 }
 
-std::string refusal(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const DataError& e) {
-    return e.what();
-  }
-  return "(accepted)";
-}
+std::string refusal(const std::function<void()>& f) { return testing::refusal<DataError>(f); }
 
 bool same(const Example& x, const Example& y) {
   return x.tokens == y.tokens && x.segment_ids == y.segment_ids && x.masked_positions == y.masked_positions &&

@@ -14,6 +14,7 @@
 #include "dist/gloo_communicator.h"
 #include "dist/tcp_store.h"
 #include "ir/float16.h"
+#include "refusal.h"
 
 namespace bertc::dist {
 namespace {
@@ -33,14 +34,7 @@ int free_port() {
   return ntohs(a.sin_port);
 }
 
-std::string refusal(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const RankError& e) {
-    return e.what();
-  }
-  return "(accepted)";
-}
+std::string refusal(const std::function<void()>& f) { return testing::refusal<RankError>(f); }
 
 TEST(TcpStore, SetsGetsAndWaitsForKeys) {
   TcpStoreServer server(0, 2);

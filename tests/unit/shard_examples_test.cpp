@@ -12,6 +12,7 @@
 #include "data/shard_examples.h"
 #include "data/shard_files.h"
 #include "data/vocab.h"
+#include "refusal.h"
 
 namespace bertc::data {
 namespace {
@@ -40,14 +41,7 @@ std::vector<std::filesystem::path> make_shards(const std::string& name, const st
 }
 
 // What a DataError says, or "(accepted)".
-std::string refusal(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const DataError& e) {
-    return e.what();
-  }
-  return "(accepted)";
-}
+std::string refusal(const std::function<void()>& f) { return testing::refusal<DataError>(f); }
 
 TEST(ShardedExamples, EveryEpochIsEveryExampleOnceInASeededOrder) {
   const auto files = make_shards("epochs", {5, 3, 4});

@@ -14,6 +14,7 @@
 
 #include "data/text_input.h"
 #include "data/vocab.h"
+#include "refusal.h"
 #include "scratch_folder.h"
 
 namespace bertc::data {
@@ -49,14 +50,7 @@ Read read_all(const std::filesystem::path& path) {
   return r;
 }
 
-std::string refusal(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const DataError& e) {
-    return e.what();
-  }
-  return "(accepted)";
-}
+std::string refusal(const std::function<void()>& f) { return testing::refusal<DataError>(f); }
 
 // Some prose of many lines, long enough for several deflate blocks.
 std::string prose() {
