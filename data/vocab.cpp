@@ -1,6 +1,8 @@
 // Loading and checking vocab.txt.
 #include "data/vocab.h"
 
+#include "data/text_check.h"
+
 #include <memory>
 
 #include <xxhash.h>
@@ -59,6 +61,15 @@ Vocab Vocab::load(const std::filesystem::path& path) {
   if (!std::filesystem::is_regular_file(path, ec))
     throw DataError(fmt::format("{}: no such vocabulary file: set [train] vocab to your vocab.txt (train, prepare-data and "
                                 "batch also take --vocab FILE)", path.string()));
+  // Checkpoints, shards and exported folders record where the vocabulary was read, as text (JSON):
+  // a name that is not UTF-8 would fail the first checkpoint's write, after the steps before it.
+  TextFigures name;
+  name.add_line(std::filesystem::absolute(path, ec).string());
+  if (name.not_text > 0)
+    throw DataError(fmt::format("{}: the vocabulary's path is not UTF-8 text (or holds control characters), and "
+                                "checkpoints and shards record it as text: copy or move it to a path in UTF-8 and give "
+                                "that",
+                                path.string()));
   // Read as text is (data/text_input.h): a byte-order mark skipped, UTF-16 and binary files refused.
   LineReader in(path);
   std::vector<std::string> tokens;
