@@ -419,7 +419,7 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
                                                                 static_cast<uint64_t>(threads)));
   report.planned_peak_bytes = largest * static_cast<uint64_t>(report.shards_at_once);
   p.pass = 2;
-  std::atomic<int64_t> next_shard{0}, done{0}, examples{0}, largest_count{0};
+  std::atomic<int64_t> next_shard{0}, done{0}, examples{0}, largest_count{0}, tokens_put{0}, tokens_cut{0};
   std::atomic<bool> stopping{false};
   std::exception_ptr failed;
   std::vector<std::thread> pool;
@@ -430,7 +430,9 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
           const std::vector<Document> docs = read_scratch(shards[static_cast<size_t>(s)].path);
           ExampleOptions eo = o.examples;
           eo.seed = shard_seed(o.examples.seed, s);
-          const std::vector<Example> made = create_examples(docs, vocab, eo);
+          ExampleFigures figures;
+          const std::vector<Example> made = create_examples(docs, vocab, eo, &figures);
+          tokens_put += figures.tokens, tokens_cut += figures.tokens_cut;
           write_shard(scratch.path / fmt::format("shard-{:05d}.hdf5", s), made, eo.max_seq_length,
                       eo.max_predictions_per_seq, vocab.pad(),
                       ShardRecord{vocab.xxh3(), vocab.size(), -1, eo.masked_lm_prob, tokenizer.lower_case(),
@@ -465,6 +467,7 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
   p.shards_done = done, p.examples = examples;
   tell(true);
   made.kept = true;
+  report.figures = ExampleFigures{tokens_put.load(), tokens_cut.load()};
   report.documents = p.documents;
   report.tokens = p.tokens;
   for (const ScratchShard& s : shards) report.sentences += s.sentences;

@@ -39,6 +39,7 @@ struct PrepareProgress {
 struct PrepareReport {
   int64_t documents = 0, sentences = 0, tokens = 0, examples = 0;
   int64_t largest_shard_examples = 0;
+  ExampleFigures figures;  // tokens cut to fit seq_len
   uint64_t planned_peak_bytes = 0;  // the estimate the passes kept under memory_bytes
   int shards_at_once = 0;
   double seconds = 0;

@@ -15,13 +15,21 @@
 namespace bertc::data {
 namespace {
 
-// Removes tokens from the longer of a and b, from its front or back at random, until they fit.
-void truncate_pair(std::vector<int64_t>& a, std::vector<int64_t>& b, size_t max_tokens, Rng& rng) {
-  while (a.size() + b.size() > max_tokens) {
-    std::vector<int64_t>& longer = a.size() > b.size() ? a : b;
-    if (rng.uniform() < 0.5) longer.erase(longer.begin());
-    else longer.pop_back();
+// Removes tokens from the longer of a and b, from its front or back at random, until they fit;
+// returns how many went from each. The ends move as indices, each removal one draw as the original
+// does, so that a sentence of a million tokens (a text of one line) takes linear time, not
+// quadratic (erasing at a vector's front).
+std::pair<size_t, size_t> truncate_pair(std::vector<int64_t>& a, std::vector<int64_t>& b, size_t max_tokens, Rng& rng) {
+  size_t a_front = 0, a_back = a.size(), b_front = 0, b_back = b.size();
+  while ((a_back - a_front) + (b_back - b_front) > max_tokens) {
+    const bool a_longer = a_back - a_front > b_back - b_front;
+    if (rng.uniform() < 0.5) ++(a_longer ? a_front : b_front);
+    else --(a_longer ? a_back : b_back);
   }
+  const std::pair<size_t, size_t> cut = {a.size() - (a_back - a_front), b.size() - (b_back - b_front)};
+  a = std::vector<int64_t>(a.begin() + static_cast<std::ptrdiff_t>(a_front), a.begin() + static_cast<std::ptrdiff_t>(a_back));
+  b = std::vector<int64_t>(b.begin() + static_cast<std::ptrdiff_t>(b_front), b.begin() + static_cast<std::ptrdiff_t>(b_back));
+  return cut;
 }
 
 void mask_tokens(Example& ex, const Vocab& vocab, const ExampleOptions& o, Rng& rng) {
@@ -50,7 +58,7 @@ void mask_tokens(Example& ex, const Vocab& vocab, const ExampleOptions& o, Rng& 
 // B (or a random B from another document), as create_instances_from_document does.
 template <typename Sink>
 void examples_from_document(const std::vector<Document>& docs, size_t doc_index, const Vocab& vocab,
-                            const ExampleOptions& o, Rng& rng, Sink& out) {
+                            const ExampleOptions& o, Rng& rng, Sink& out, ExampleFigures& figures) {
   const Document& doc = docs[doc_index];
   const int64_t max_tokens = o.max_seq_length - 3;  // [CLS], [SEP], [SEP]
   int64_t target = max_tokens;
@@ -80,7 +88,10 @@ void examples_from_document(const std::vector<Document>& docs, size_t doc_index,
     } else {
       for (size_t j = a_end; j < chunk.size(); ++j) b.insert(b.end(), chunk[j]->begin(), chunk[j]->end());
     }
-    truncate_pair(a, b, static_cast<size_t>(max_tokens), rng);
+    // (the document's own tokens: a random B is another document's, which has its own turn)
+    figures.tokens += static_cast<int64_t>(a.size() + (random_next ? 0 : b.size()));
+    const auto [cut_a, cut_b] = truncate_pair(a, b, static_cast<size_t>(max_tokens), rng);
+    figures.tokens_cut += static_cast<int64_t>(cut_a + (random_next ? 0 : cut_b));
     chunk.clear();
     length = 0;
     if (a.empty() || b.empty()) continue;
@@ -136,20 +147,22 @@ namespace {
 // Every copy's examples of every document, in the order they are made; `rng` then shuffles them.
 template <typename Sink>
 void make_examples(const std::vector<Document>& documents, const Vocab& vocab, const ExampleOptions& o, Rng& rng,
-                   Sink& out) {
+                   Sink& out, ExampleFigures* figures) {
   if (o.max_seq_length < 5) throw DataError("max_seq_length must leave room for [CLS] A [SEP] B [SEP]");
+  ExampleFigures made;
   for (int64_t dupe = 0; dupe < o.dupe_factor; ++dupe)
-    for (size_t d = 0; d < documents.size(); ++d) examples_from_document(documents, d, vocab, o, rng, out);
+    for (size_t d = 0; d < documents.size(); ++d) examples_from_document(documents, d, vocab, o, rng, out, made);
+  if (figures) figures->tokens += made.tokens, figures->tokens_cut += made.tokens_cut;
   if (out.size() == 0) throw DataError("the training text yields no sentence pairs (need at least two sentences)");
 }
 
 }  // namespace
 
 std::vector<Example> create_examples(const std::vector<Document>& documents, const Vocab& vocab,
-                                     const ExampleOptions& o) {
+                                     const ExampleOptions& o, ExampleFigures* figures) {
   Rng rng(o.seed);
   std::vector<Example> out;
-  make_examples(documents, vocab, o, rng, out);
+  make_examples(documents, vocab, o, rng, out, figures);
   rng.shuffle(out);
   return out;
 }
@@ -158,7 +171,7 @@ PackedExamples create_packed_examples(const std::vector<Document>& documents, co
                                       const ExampleOptions& o) {
   Rng rng(o.seed);
   PackedExamples made;
-  make_examples(documents, vocab, o, rng, made);
+  make_examples(documents, vocab, o, rng, made, nullptr);
   // The same draws as create_examples' shuffle, applied to indices: the same order.
   std::vector<size_t> order(made.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -166,7 +179,8 @@ PackedExamples create_packed_examples(const std::vector<Document>& documents, co
   return made.reordered(order);
 }
 
-int64_t count_examples(const std::vector<Document>& documents, const Vocab& vocab, const ExampleOptions& o) {
+int64_t count_examples(const std::vector<Document>& documents, const Vocab& vocab, const ExampleOptions& o,
+                       ExampleFigures* figures) {
   // Each example is made (the draws decide how many there are) and dropped at once.
   struct Counter {
     size_t n = 0;
@@ -174,8 +188,19 @@ int64_t count_examples(const std::vector<Document>& documents, const Vocab& voca
     size_t size() const { return n; }
   } counter;
   Rng rng(o.seed);
-  make_examples(documents, vocab, o, rng, counter);
+  make_examples(documents, vocab, o, rng, counter, figures);
   return static_cast<int64_t>(counter.n);
+}
+
+std::optional<std::string> cut_note(const ExampleFigures& f, int64_t seq_len) {
+  if (f.tokens_cut == 0 || f.tokens == 0) return std::nullopt;
+  const double share = 100.0 * static_cast<double>(f.tokens_cut) / static_cast<double>(f.tokens);
+  return fmt::format("{} of the {} tokens put into sentence pairs ({:.1f}%) were cut to fit seq_len {} (pairs are "
+                     "cut as BERT's create_pretraining_data cuts them){}",
+                     f.tokens_cut, f.tokens, share, seq_len,
+                     share > 10 ? ": that much means lines longer than sentences; put one sentence a line (a blank line "
+                                  "between documents), or raise seq_len"
+                                : "");
 }
 
 uint64_t shard_seed(uint64_t seed, int64_t shard) {

@@ -8,7 +8,9 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "data/stop_check.h"
@@ -44,9 +46,20 @@ struct Example {
   std::vector<int64_t> masked_positions, masked_labels;  // ascending positions
 };
 
-// Deterministic for a seed on every platform (std::mt19937_64 with our own draws).
+// What making examples did to the text: the documents' own tokens put into sentence pairs (each
+// copy of dupe_factor counted), and how many of those were cut to fit seq_len.
+struct ExampleFigures {
+  int64_t tokens = 0, tokens_cut = 0;
+};
+
+// "N of the M tokens ... (x%) were cut to fit seq_len S", with advice when it is much; nullopt when
+// none were cut.
+std::optional<std::string> cut_note(const ExampleFigures& figures, int64_t seq_len);
+
+// Deterministic for a seed on every platform (std::mt19937_64 with our own draws). `figures`, when
+// given, is added to.
 std::vector<Example> create_examples(const std::vector<Document>& documents, const Vocab& vocab,
-                                     const ExampleOptions& options);
+                                     const ExampleOptions& options, ExampleFigures* figures = nullptr);
 
 class PackedExamples;
 
@@ -56,7 +69,8 @@ PackedExamples create_packed_examples(const std::vector<Document>& documents, co
                                       const ExampleOptions& options);
 
 // How many examples create_examples makes, in the memory of one example.
-int64_t count_examples(const std::vector<Document>& documents, const Vocab& vocab, const ExampleOptions& options);
+int64_t count_examples(const std::vector<Document>& documents, const Vocab& vocab, const ExampleOptions& options,
+                       ExampleFigures* figures = nullptr);
 
 // The seed of shard s's examples (prepare-data's shards, and text shards in memory) for a seed.
 uint64_t shard_seed(uint64_t seed, int64_t shard);

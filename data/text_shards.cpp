@@ -60,7 +60,12 @@ TextShards::TextShards(std::vector<Document> documents, Vocab vocab, ExampleOpti
     try {
       for (size_t s; !stopping && !stop_asked(stop) && (s = next++) < parts_.size();) {
         try {
-          counts_[s] = count_examples(parts_[s], vocab_, options_of(s));
+          ExampleFigures figures;
+          counts_[s] = count_examples(parts_[s], vocab_, options_of(s), &figures);
+          {
+            std::lock_guard lock(failure);
+            figures_.tokens += figures.tokens, figures_.tokens_cut += figures.tokens_cut;
+          }
           ++counted;
         } catch (const DataError& e) {
           throw DataError(fmt::format("{}: {}", name(s), e.what()));

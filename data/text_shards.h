@@ -35,6 +35,8 @@ class TextShards : public ShardSet {
   // (data/stop_check.h) when `stop`, asked between shards, reports a signal.
   TextShards(std::vector<Document> documents, Vocab vocab, ExampleOptions options, int64_t shards, std::string source,
              const std::string& shards_key, int threads = 0, const StopCheck& stop = {});
+  // What making the examples did to the text (tokens cut to fit seq_len), over every shard.
+  const ExampleFigures& figures() const { return figures_; }
   size_t shards() const override { return parts_.size(); }
   int64_t examples(size_t shard) const override { return counts_[shard]; }
   PackedExamples load(size_t shard) const override;
@@ -49,6 +51,7 @@ class TextShards : public ShardSet {
   std::string source_;
   std::vector<int64_t> counts_;
   std::string content_;
+  ExampleFigures figures_;
 };
 
 }  // namespace bertc::data
