@@ -2,8 +2,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <optional>
+#include <fstream>
+#include <filesystem>
 
 #include <set>
+
+#include <fmt/format.h>
 
 #include "data/packed_examples.h"
 #include "data/pretraining_data.h"
@@ -138,6 +143,48 @@ TEST(PretrainingData, ExamplesHaveTheBertLayout) {
   // 15% of tokens, rounded per example and capped at 5: between 10% and 20% overall here.
   EXPECT_GT(double(masked) / tokens, 0.10);
   EXPECT_LT(double(masked) / tokens, 0.20);
+}
+
+// A text of long lines (a paragraph, or the whole text, a line) loses most of its tokens to the cut
+// that makes pairs fit seq_len: counted and said, with advice, instead of silently; and a sentence
+// of 100k tokens is cut in linear time (it took quadratic time, erasing at a vector's front).
+TEST(PretrainingData, TokensCutToFitAreCountedAndSaid) {
+  const Vocab v = small_vocab();
+  std::vector<Document> docs;
+  for (int64_t d = 0; d < 4; ++d) docs.push_back({std::vector<int64_t>(d == 0 ? 100000 : 1000, 5 + d)});
+  ExampleOptions o = short_examples();
+  o.dupe_factor = 1;
+  ExampleFigures figures;
+  const auto examples = create_examples(docs, v, o, &figures);
+  EXPECT_EQ(figures.tokens, 103000);  // (one-sentence documents: each pair's B is another's, not counted)
+  EXPECT_GE(figures.tokens_cut, 103000 - static_cast<int64_t>(examples.size()) * 29);  // (29: 32 less 3 marks)
+  const std::optional<std::string> said = cut_note(figures, 32);
+  ASSERT_TRUE(said);
+  EXPECT_NE(said->find(fmt::format("{} of the 103000 tokens put into sentence pairs", figures.tokens_cut)),
+            std::string::npos) << *said;
+  EXPECT_NE(said->find("put one sentence a line"), std::string::npos) << *said;
+  // Sentences of a few words, as text should be: a few tokens cut, said without the advice.
+  ExampleFigures usual;
+  create_examples(varied_documents(), v, short_examples(), &usual);
+  EXPECT_GT(usual.tokens, 0);
+  EXPECT_LT(usual.tokens_cut * 10, usual.tokens);
+  const auto usual_said = cut_note(usual, 32);
+  EXPECT_TRUE(!usual_said || usual_said->find("put one sentence a line") == std::string::npos);
+  EXPECT_FALSE(cut_note(ExampleFigures{100, 0}, 32));
+}
+
+// A vocabulary whose path is not UTF-8 is refused when loaded: checkpoints record the path as
+// JSON text, whose write would fail at the first checkpoint, after the steps before it.
+TEST(Vocab, APathThatIsNotUtf8IsRefusedWhenLoaded) {
+  const auto path = std::filesystem::temp_directory_path() / "bertc-data-test-bad\xffname.vocab";
+  std::ofstream(path) << "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\ncat\n";
+  try {
+    Vocab::load(path);
+    ADD_FAILURE() << "a vocabulary path that is not UTF-8 was taken";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("the vocabulary's path is not UTF-8 text"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove(path);
 }
 
 TEST(PretrainingData, MaskingReplacesAsTheRecipeSays) {
