@@ -109,6 +109,10 @@ class ExampleMaker {
   // [CLS] a [SEP] (b [SEP]), the pair cut longest-first to max_len.
   void set_texts(TaskExample& e, const std::string& a, const std::optional<std::string>& b, int64_t& truncated) const {
     std::vector<int64_t> ta = tokenizer_.encode(a), tb = b ? tokenizer_.encode(*b) : std::vector<int64_t>{};
+    if (ta.empty() || (b && tb.empty()))  // (it would train on [CLS] [SEP] alone)
+      fail(e.line, fmt::format("the text '{}' holds no words (it is empty, or holds only characters the tokenizer "
+                               "drops): remove the example, or fill its text in",
+                               ta.empty() ? f_.text_a : f_.text_b));
     const size_t room = static_cast<size_t>(f_.max_len) - (b ? 3 : 2);
     if (ta.size() + tb.size() > room) ++truncated;
     while (ta.size() + tb.size() > room) (ta.size() > tb.size() ? ta : tb).pop_back();
@@ -199,10 +203,19 @@ TaskData read_tsv(const std::filesystem::path& path, const TaskFormat& f, const 
   const size_t b = pairs ? column_of(f.text_b, "text_b", header, path.string()) : 0;
   const size_t label = column_of(f.label, "label", header, path.string());
   const size_t needed = std::max({a, b, label}) + 1;
+  // Every row has the header's fields (or, without one, the first row's): a row with more has a
+  // tab inside a text, which would cut the text there without a word.
+  const size_t width = !header.empty() ? header.size() : lines.empty() ? 0 : split_tabs(lines.front().second).size();
+  const std::string width_is = !header.empty() ? "the header has" : "the first row has";
   for (const auto& [number, line] : lines) {
     const std::vector<std::string> fields = split_tabs(line);
     if (fields.size() < needed)
       maker.fail(number, fmt::format("{} fields separated by tabs, and the columns read need {}", fields.size(), needed));
+    if (fields.size() != width)
+      maker.fail(number, fmt::format("{} fields separated by tabs, and {} {}: a tab inside a text would cut it there "
+                                     "(replace tabs in texts by spaces), or a field is missing",
+                                     fields.size(), width_is, width));
+
     TaskExample e;
     e.line = number;
     maker.set_texts(e, fields[a], pairs ? std::optional(fields[b]) : std::nullopt, data.truncated);

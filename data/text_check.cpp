@@ -38,12 +38,14 @@ std::optional<OtherEncoding> other_encoding(std::string_view head) {
 }
 
 // Where converted text goes: beside the file, under a name that is never the file's own (a
-// command that wrote onto its input would empty it before reading it).
+// command that wrote onto its input would empty it before reading it), keeping the kind its
+// extension says (a task file's .tsv or .jsonl, which its reader goes by; .txt otherwise).
 std::string converted_name(const std::filesystem::path& path) {
   std::filesystem::path out = path;
   if (out.extension() == ".gz") out.replace_extension();
-  if (out.extension() == ".txt") out.replace_extension();
-  out += ".utf8.txt";
+  const std::string kind = out.extension() == ".tsv" || out.extension() == ".jsonl" ? out.extension().string() : ".txt";
+  if (out.extension() == kind) out.replace_extension();
+  out += ".utf8" + kind;
   return out.string();
 }
 

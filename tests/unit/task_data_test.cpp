@@ -130,6 +130,22 @@ TEST_F(TaskFiles, TextAsEditorsSaveItAndSurprisesRefused) {
   EXPECT_NE(error(write("utf16.tsv", utf16), f).find("text in UTF-16 (a UTF-16 byte-order mark), and bertc reads UTF-8: "
                                                      "convert it (iconv -f UTF-16 -t UTF-8"),
             std::string::npos) << error(write("utf16.tsv", utf16), f);
+  // ... to a name the task reader takes (a .tsv stays a .tsv), which then reads.
+  EXPECT_NE(error(write("utf16.tsv", utf16), f).find("utf16.utf8.tsv'"), std::string::npos)
+      << error(write("utf16.tsv", utf16), f);
+  EXPECT_EQ(read(write("utf16.utf8.tsv", "sentence\tlabel\ncat\t1\n"), f).examples.size(), 1u);
+  // A row with more fields than the header (a tab inside a text): refused, not the text cut at the tab.
+  EXPECT_NE(error(write("tab.tsv", "label\tsentence\n1\tthe cat\n0\tthe\tdog ran\n"), f)
+                .find("tab.tsv:3: 3 fields separated by tabs, and the header has 2: a tab inside a text would cut it"),
+            std::string::npos)
+      << error(write("tab.tsv", "label\tsentence\n1\tthe cat\n0\tthe\tdog ran\n"), f);
+  // An example with no text (an empty field, or only characters the tokenizer drops): refused.
+  EXPECT_NE(error(write("notext.tsv", "sentence\tlabel\ncat\t1\n \t0\n"), f)
+                .find("notext.tsv:3: the text 'sentence' holds no words"),
+            std::string::npos);
+  EXPECT_NE(error(write("notext.jsonl", "{\"sentence\": \"\", \"label\": 1}\n"), f)
+                .find("notext.jsonl:1: the text 'sentence' holds no words"),
+            std::string::npos);
   // Two columns of the name a key reads: which one is meant is not guessed.
   EXPECT_NE(error(write("twice.tsv", "sentence\tlabel\tsentence\ncat\t1\tdog\n"), f)
                 .find("twice.tsv:1: the header names two columns 'sentence' (columns 0 and 2, from 0)"),
