@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "data/text_check.h"
 #include "data/vocab.h"
 
 namespace bertc::data {
@@ -40,6 +41,17 @@ GzipReader::GzipReader(const std::filesystem::path& path, Note note) : path_(pat
                                   "short or never written (make or download it again)",
                                   path.string()));
     if (file_read_ == 1 && z_.next_in[0] == 0x1f) throw cut_short();  // (the magic's first byte alone)
+    if (const std::optional<std::string> how =
+            compression_in(std::string_view(reinterpret_cast<const char*>(z_.next_in), z_.avail_in))) {
+      // (another compressor's data named .gz: said at once, with the command that decompresses it)
+      const std::string tool = *how == "zip" ? "unzip -p" : *how == "lzma" ? "xz --format=lzma -dc" : *how + " -dc";
+      std::filesystem::path text = path;
+      text.replace_extension();
+      if (text.extension() != ".txt") text += ".txt";
+      throw DataError(fmt::format("{}: named .gz but holds {}-compressed data, and bertc reads text, plain or gzip'd: "
+                                  "decompress it ({} '{}' > '{}') and give the text",
+                                  path.string(), *how, tool, path.string(), text.string()));
+    }
     throw DataError(fmt::format("{}: named .gz but not gzip-compressed (rename it .txt, or compress it)", path.string()));
   }
   if (compressed_ && inflateInit2(&z_, 15 + 16) != Z_OK) {  // (15 + 16: a gzip wrapper, its CRC checked)

@@ -186,6 +186,14 @@ TEST(TextCheck, NamesCompressedDataAndRefusesAPipe) {
   EXPECT_NE(refusal([&] { read_all(write("twice.txt.gz", gzip(gzip(prose())))); })
                 .find("gzip-compressed data inside the gzip stream (compressed twice)"),
             std::string::npos);
+  // Named .gz, another compressor's: said at once with its own command (not "rename it .txt",
+  // which only leads to this refusal).
+  const auto xz_gz = write("xz-named.txt.gz", std::string("\xfd" "7zXZ\0\x00\x04\xe6\xd6\xb4\x46", 12) + prose());
+  EXPECT_NE(refusal([&] { read_all(xz_gz); })
+                .find("named .gz but holds xz-compressed data, and bertc reads text, plain or gzip'd: decompress it "
+                      "(xz -dc '" + xz_gz.string() + "' > '" + scratch("xz-named.txt").string() + "')"),
+            std::string::npos)
+      << refusal([&] { read_all(xz_gz); });
   const auto fifo = scratch("pipe.txt");
   std::filesystem::remove(fifo);
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
