@@ -127,7 +127,7 @@ int thread_count(int asked) {
 
 }  // namespace
 
-std::vector<std::filesystem::path> shard_files(const std::filesystem::path& folder) {
+std::vector<std::filesystem::path> shard_files(const std::filesystem::path& folder, std::vector<std::string>* left_out) {
   std::vector<std::filesystem::path> files;
   std::error_code ec;
   if (!std::filesystem::is_directory(folder, ec)) return files;
@@ -144,7 +144,12 @@ std::vector<std::filesystem::path> shard_files(const std::filesystem::path& fold
   std::vector<std::filesystem::path> text;
   for (const auto& e : std::filesystem::directory_iterator(folder)) {
     const std::string name = e.path().filename().string(), ext = lower(e.path().extension().string());
-    if (name.starts_with(".")) continue;  // (a run's temporaries)
+    // bertc's own temporaries and a run's scratch (a killed run's too): never data
+    if (name.starts_with(".") && (name.find(".tmp") != std::string::npos || name.starts_with(".prepare-"))) continue;
+    if (name.starts_with(".")) {
+      if (left_out) left_out->push_back(name + " (hidden)");
+      continue;
+    }
     if (lower(name).ends_with(".txt") || lower(name).ends_with(".txt.gz")) text.push_back(e.path());
     if (e.is_directory(ec) && !is_shard(e.path()) && ext != ".xxh3") {
       for (const auto& inner : std::filesystem::directory_iterator(e.path(), ec))
@@ -152,6 +157,7 @@ std::vector<std::filesystem::path> shard_files(const std::filesystem::path& fold
           throw DataError(fmt::format("{}: a folder of shards inside {}: only the folder given is read, so its shards "
                                       "would be left out: move them up into it, or give this folder instead",
                                       e.path().string(), folder.string()));
+      if (left_out) left_out->push_back(name + "/ (a folder)");
       continue;
     }
     if (ext == ".xxh3") {
@@ -161,13 +167,20 @@ std::vector<std::filesystem::path> shard_files(const std::filesystem::path& fold
                                     e.path().string(), e.is_directory(ec) ? "a folder" : "a broken link or special file"));
       // A checksum without its shard: the shard was deleted or moved, and the set is short of it.
       const std::filesystem::path shard = e.path().parent_path() / e.path().stem();
+      // (Only bertc writes checksums, and a set it made trains whole: deleting the checksum would
+      // only lead to the set's refusal.)
       if (!std::filesystem::exists(shard, ec))
-        throw DataError(fmt::format("{}: a shard's checksum, and its shard {} is missing: put the shard back, or "
-                                    "delete {} to train without it",
-                                    e.path().string(), shard.filename().string(), e.path().filename().string()));
+        throw DataError(fmt::format("{}: a shard's checksum, and its shard {} is missing: its examples would be left "
+                                    "out. Put the shard back beside the others; to train on part of some text on "
+                                    "purpose, prepare that part as shards of its own (bertc prepare-data CONFIG "
+                                    "--input PART -o NEW_DIR)",
+                                    e.path().string(), shard.filename().string()));
       continue;
     }
-    if (!is_shard(e.path())) continue;
+    if (!is_shard(e.path())) {
+      if (left_out && !lower(name).ends_with(".txt") && !lower(name).ends_with(".txt.gz")) left_out->push_back(name);
+      continue;
+    }
     if (!e.is_regular_file(ec))
       throw DataError(fmt::format("{}: named as a shard but not a file ({}): its examples would be left out; put the "
                                   "shard file back, or move it out of the folder",
@@ -179,6 +192,7 @@ std::vector<std::filesystem::path> shard_files(const std::filesystem::path& fold
                                 "left out: prepare it into shards of its own (bertc prepare-data CONFIG --input TEXT -o "
                                 "DIR), or move it out of the folder",
                                 folder.string(), text.front().filename().string()));
+  if (left_out) std::sort(left_out->begin(), left_out->end());
   // Shorter names first: shard-100000 after shard-99999 (plain name order would put it before shard-10001).
   std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) {
     const std::string x = a.filename().string(), y = b.filename().string();

@@ -63,6 +63,9 @@ PrepareReport prepare_shards(const PrepareOptions& options, const Tokenizer& tok
 // then in name order (shard-99999 before shard-100000). Throws DataError for an entry named as a
 // shard that is not a file (a folder, a broken link), and for a checksum (.xxh3) whose shard is
 // missing: either would leave examples out without a word.
-std::vector<std::filesystem::path> shard_files(const std::filesystem::path& folder);
+// `left_out`, when given, gets the names of the other entries, which are not read (hidden ones, a
+// file of another extension, a folder), so that the caller can say them.
+std::vector<std::filesystem::path> shard_files(const std::filesystem::path& folder,
+                                               std::vector<std::string>* left_out = nullptr);
 
 }  // namespace bertc::data

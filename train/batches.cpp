@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "data/prepare_shards.h"
 #include "data/shard_examples.h"
@@ -57,7 +58,14 @@ data::BatchStream open_batch_stream(const frontend::Config& c, const std::filesy
                                     const data::Vocab& vocab, std::ostream& log) {
   const frontend::TrainConfig& t = c.train;
   // Shards (a folder of them, or one): read a shard at a time.
-  std::vector<std::filesystem::path> files = data::shard_files(data_path);
+  std::vector<std::string> left_out;
+  std::vector<std::filesystem::path> files = data::shard_files(data_path, &left_out);
+  if (!files.empty() && !left_out.empty())  // (a shard of another name is not read: said, never silently)
+    log << fmt::format("data: {} entr{} of {} not named .hdf5 or .h5 left out ({}{}): a shard of another name is not "
+                       "read; name it .hdf5 to train on it\n",
+                       left_out.size(), left_out.size() == 1 ? "y" : "ies", data_path.string(),
+                       fmt::join(left_out.begin(), left_out.begin() + std::min<ptrdiff_t>(5, std::ssize(left_out)), ", "),
+                       left_out.size() > 5 ? ", ..." : "");
   const std::string ext = data_path.extension().string();
   if (files.empty() && (ext == ".hdf5" || ext == ".h5")) files = {data_path};
   std::shared_ptr<const data::ShardSet> shards;

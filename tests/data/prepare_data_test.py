@@ -345,9 +345,16 @@ refused_before_training("text-beside", odd, r"odd: holds shards and text \(extra
 os.remove(os.path.join(odd, "extra.txt"))
 upper = re.sub(r'^data = .*$', f'data = "{odd}"', open(SHARDED).read(), flags=re.M)
 open(os.path.join(WORK, "upper.toml"), "w").write(upper)
+# Entries that are not shards (another extension, hidden) are said, not left out silently.
+shutil.copy(os.path.join(WORK, "one", "shard-00000.hdf5"), os.path.join(odd, "extra.hdf"))
+open(os.path.join(odd, "README.md"), "w").write("notes\n")
+shutil.copy(os.path.join(WORK, "one", "shard-00000.hdf5"), os.path.join(odd, ".hidden.hdf5"))
 p = train("upper-run", "--steps", "1", config=os.path.join(WORK, "upper.toml"))
 if f"data: 4 shard(s) in {odd}, {examples} examples" not in p.stderr:
     fail(f"a shard named .HDF5 was not read with the others ({examples} examples expected):\n{p.stderr[-1500:]}")
+if f"data: 3 entries of {odd} not named .hdf5 or .h5 left out (.hidden.hdf5 (hidden), README.md, extra.hdf): a " \
+        "shard of another name is not read" not in p.stderr:
+    fail(f"files beside the shards were left out without a word:\n{p.stderr[-1500:]}")
 # Shards damaged while a run trains (a disk going bad, a copy over them): the error says which
 # checkpoints are kept and both ways on; the second (a fresh run from the weights, with the bad
 # data left out) is applied and works. 40 small shards, so that one is read a few dozen steps in
