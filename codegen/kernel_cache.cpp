@@ -82,7 +82,7 @@ void make_cache_folder(const std::filesystem::path& folder) {
     if (::mkdir(it->c_str(), 0700) != 0 && errno != EEXIST)
       throw std::runtime_error(fmt::format("{} cannot be made: {}", it->string(), std::strerror(errno)));
   for (const std::filesystem::path& f : {folder, folder.parent_path()})  // (its folder and the cache's own)
-    if (const auto why = untrusted(f, false)) throw std::runtime_error(fmt::format("{}: {}", *why, trust_fix(folder)));
+    if (const auto why = untrusted(f, false)) throw std::runtime_error(fmt::format("{}: {}", *why, trust_fix(f)));
 }
 
 std::optional<std::string> read_cache_entry(const std::filesystem::path& path) {
@@ -94,7 +94,8 @@ std::optional<std::string> read_cache_entry(const std::filesystem::path& path) {
   for (const auto& [checked, entry] :
        {std::pair{path, true}, std::pair{path.parent_path(), false}, std::pair{path.parent_path().parent_path(), false}})
     if (const auto why = untrusted(checked, entry)) {
-      warn_cache_unusable(path.parent_path(), fmt::format("{}: {}", *why, trust_fix(path.parent_path())));
+      // (the fix names what is at fault: the entry, its folder, or the cache's own folder)
+      warn_cache_unusable(path.parent_path(), fmt::format("{}: {}", *why, trust_fix(checked)));
       return std::nullopt;
     }
   if (status.type() != std::filesystem::file_type::regular) {
