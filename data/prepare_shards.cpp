@@ -41,10 +41,15 @@ struct ScratchShard {
 };
 
 DataError scratch_failure(const ScratchShard& s) {
+  const int error = errno;
+  // (by its errno: a file size limit is no full disk, and a permission is neither)
+  const std::string fix = error == EFBIG ? "raise the file size limit (ulimit -f), or use more --shards (smaller files)"
+                          : error == EACCES || error == EPERM || error == EROFS
+                              ? "make the --output folder writable, or choose another --output"
+                              : "free space there (or raise the quota), or choose another --output";
   return DataError(fmt::format("{}: writing this run's scratch failed: {} (pass 1 keeps the text's token ids there, 4 "
-                               "bytes a token, until the shards are made): free space there, or choose another "
-                               "--output",
-                               s.path.string(), std::strerror(errno)));
+                               "bytes a token, until the shards are made): {}",
+                               s.path.string(), std::strerror(error), fix));
 }
 
 // The figures of a scratch shard that would hold `doc` alone (nothing written).

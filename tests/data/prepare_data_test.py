@@ -146,6 +146,18 @@ if p.returncode != 1 or ".hdf5.tmp: writing it failed after" not in p.stderr or 
     fail(f"a write failing (file size limit) was not a clean error leaving nothing (exit {p.returncode}, "
          f"{full} {'left' if os.path.exists(full) else 'gone'}):\n{p.stderr[-1500:]}")
 print("file size limit:", p.stderr.strip().splitlines()[-1][:200])
+# ... and one that pass 1's scratch passes (one shard: 830 KB of token ids) is said as the limit it
+# is, not as a full disk; its advice, more --shards (smaller files), then works under that limit.
+scratch_limit = lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (400_000, 400_000))
+p = subprocess.run([BERTC, "prepare-data", CONFIG, "-o", os.path.join(WORK, "ulimit1"), "--shards", "1"],
+                   capture_output=True, text=True, timeout=600, preexec_fn=scratch_limit)
+if p.returncode != 1 or "writing this run's scratch failed: File too large" not in p.stderr or \
+        "raise the file size limit (ulimit -f), or use more --shards (smaller files)" not in p.stderr:
+    fail(f"a scratch file past the file size limit: exit {p.returncode}, not said as the limit:\n{p.stderr[-1500:]}")
+p = subprocess.run([BERTC, "prepare-data", CONFIG, "-o", os.path.join(WORK, "ulimit4"), "--shards", "4"],
+                   capture_output=True, text=True, timeout=600, preexec_fn=scratch_limit)
+if p.returncode != 0:
+    fail(f"the advised --shards 4 failed under the same file size limit:\n{p.stderr[-1500:]}")
 tmpfs = os.path.join(WORK, "tmpfs")
 os.makedirs(tmpfs)
 mounted = subprocess.run(["unshare", "-m", "sh", "-c", f"mount -t tmpfs -o size=1200k tmpfs '{tmpfs}' && "
