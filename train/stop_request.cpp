@@ -61,7 +61,12 @@ StopOnSignal::StopOnSignal(const char* first) {
   action.sa_handler = on_signal;
   sigemptyset(&action.sa_mask);
   action.sa_flags = SA_RESTART;  // (system calls in flight go on: the step finishes)
-  for (size_t i = 0; i < kStopSignals.size(); ++i) sigaction(kStopSignals[i], &action, &previous[i]);
+  // A signal ignored when bertc starts stays ignored: nohup ignores SIGHUP so that a run outlives
+  // its terminal, and a shell ignores SIGINT for a script's background jobs.
+  for (size_t i = 0; i < kStopSignals.size(); ++i) {
+    sigaction(kStopSignals[i], nullptr, &previous[i]);
+    if (previous[i].sa_handler != SIG_IGN) sigaction(kStopSignals[i], &action, nullptr);
+  }
   struct sigaction quit {};
   quit.sa_handler = on_quit;
   sigemptyset(&quit.sa_mask);

@@ -11,7 +11,8 @@
 
 namespace bertc::train {
 
-// While one lives, those signals are caught and the first is said on stderr with `first`
+// While one lives, those signals are caught (but those ignored when it was made, as nohup ignores
+// SIGHUP, stay ignored) and the first is said on stderr with `first`
 // (a string literal: written from the signal handler); the previous handlers come back when it goes.
 class StopOnSignal {
  public:

@@ -22,6 +22,11 @@ import sys
 import time
 
 BERTC, SOURCE, WORK = sys.argv[1:4]
+# The signals this test sends must reach bertc as sent: a runner that started it with SIGINT or
+# SIGHUP ignored (a background job of a script, nohup) would pass that on, and bertc keeps an
+# ignored signal ignored.
+for inherited in (signal.SIGINT, signal.SIGHUP):
+    signal.signal(inherited, signal.SIG_DFL)
 shutil.rmtree(WORK, ignore_errors=True)
 os.makedirs(WORK)
 CONFIG = os.path.join(SOURCE, "tests", "lit", "Inputs", "test-tiny.toml")

@@ -3,7 +3,7 @@
 each: two runs started at once into one folder (one trains, the other is refused naming it);
 SIGTERM, SIGINT, SIGHUP, SIGUSR1 and SIGUSR2 (the step finishes, a checkpoint is written, exit
 128 + the signal, and --resume continues exactly as if never stopped); a signal while the text
-is read (stopped at the line reached, nothing saved); one while a checkpoint is written (that
+is read (stopped at the line reached, nothing saved); SIGHUP under nohup (ignored); one while a checkpoint is written (that
 checkpoint is the stop's); one during export (nothing left); a second signal (ends at once, its temporary swept by the
 next run; the host compiler's process group ends with it); a SIGKILL (the stale lock taken over); a flipped byte or an edited step in a checkpoint
 (refused naming the tensor or the metadata, the older checkpoint untouched and then resumed from);
@@ -25,6 +25,11 @@ import sys
 import time
 
 BERTC, SOURCE, WORK = sys.argv[1:4]
+# The signals this test sends must reach bertc as sent: a runner that started it with SIGINT or
+# SIGHUP ignored (a background job of a script, nohup) would pass that on, and bertc keeps an
+# ignored signal ignored.
+for inherited in (signal.SIGINT, signal.SIGHUP):
+    signal.signal(inherited, signal.SIG_DFL)
 shutil.rmtree(WORK, ignore_errors=True)
 os.makedirs(WORK)
 text = open(os.path.join(SOURCE, "tests", "lit", "Inputs", "test-tiny.toml")).read()
@@ -151,6 +156,17 @@ if p.wait() != 143 or not re.search(rf"stopped by SIGTERM while tokenizing {re.e
                                      "first step: nothing to save", rest):
     fail(f"SIGTERM while the text is read: exit {p.returncode} (expected 143, stopped while tokenizing):\n{rest[-1500:]}")
 print("SIGTERM while reading the text:", rest.strip().splitlines()[-1][:200])
+
+# Under nohup (SIGHUP ignored when the run starts), a SIGHUP (the terminal closing) is ignored, as
+# nohup means: the run trains on to its end.
+p = subprocess.Popen([BERTC, "train", CONFIG, "--device", "cpu", "--checkpoint-dir", folder("nohup")],
+                     stderr=subprocess.PIPE, text=True, preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+wait_for_step(p, 3)
+p.send_signal(signal.SIGHUP)
+rest = p.stderr.read()
+if p.wait() != 0 or "step 40/40" not in rest or "stopped by" in rest:
+    fail(f"SIGHUP under nohup: exit {p.returncode}, expected the run to go on to step 40:\n{rest[-1000:]}")
+print("SIGHUP under nohup: ignored, the run trained to its end")
 
 # The log's reader goes away (| head, a tee that died): SIGPIPE stops the run as a signal does,
 # quietly (its log is gone), with a checkpoint, exit 141, and --resume trains on exactly as before.
