@@ -16,7 +16,7 @@ namespace {
 
 constexpr std::array<int, 6> kStopSignals = {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGPIPE};
 std::atomic<int> requested{0};
-std::atomic<const char*> first_words{nullptr};
+std::atomic<const char*> first_words{nullptr}, at_once_words{nullptr};
 std::array<struct sigaction, kStopSignals.size()> previous;
 struct sigaction previous_quit;
 
@@ -38,8 +38,7 @@ void on_signal(int sig) {
     say(first_words.load());
     return;
   }
-  say("ended at once by a second signal: run the same command again (with --resume if the run folder holds a "
-      "checkpoint)");
+  say(at_once_words.load());
   support::end_children_now();  // (a compiler left running would finish for nothing, its output never used)
   ::_exit(128 + sig);
 }
@@ -54,9 +53,10 @@ void on_quit(int sig) {
 
 }  // namespace
 
-StopOnSignal::StopOnSignal(const char* first) {
+StopOnSignal::StopOnSignal(const char* first, const char* at_once) {
   requested = 0;
   first_words = first;
+  at_once_words = at_once;
   struct sigaction action {};
   action.sa_handler = on_signal;
   sigemptyset(&action.sa_mask);

@@ -16,10 +16,13 @@ namespace bertc::train {
 // (a string literal: written from the signal handler); the previous handlers come back when it goes.
 class StopOnSignal {
  public:
+  // `at_once`: said when a second signal ends the process (a string literal too).
   explicit StopOnSignal(
       const char* first = "stopping after this optimizer step, with a checkpoint (before the first step: with nothing "
                           "to save, at once while text is read, else when the compile under way ends); signal again "
-                          "to end at once");
+                          "to end at once",
+      const char* at_once = "ended at once by a second signal: run the same command again (with --resume if the run "
+                            "folder holds a checkpoint)");
   ~StopOnSignal();
   StopOnSignal(const StopOnSignal&) = delete;
   StopOnSignal& operator=(const StopOnSignal&) = delete;

@@ -198,6 +198,29 @@ for sig, code, made in ((signal.SIGINT, 130, True), (signal.SIGTERM, 143, False)
             (left is not None if made else left != []):
         fail(f"{sig.name} to prepare-data: exit {proc.returncode} (expected {code}), left {left}:\n{err[-1500:]}")
     print(f"{sig.name}:", next(l for l in err.splitlines() if "stopped by" in l)[:200])
+# Two signals at once (sent while the process is stopped, so that both arrive before it can act on
+# the first): it ends at once, says what it left and that the next run removes it; the next run
+# into the folder does, says so, and makes the shards.
+target = os.path.join(WORK, "signalled-twice")
+proc = subprocess.Popen([BERTC, "prepare-data", CONFIG, "-o", target, "--input", big, "--shards", "4",
+                         "--threads", "1"], stderr=subprocess.PIPE, text=True)
+while not os.path.isdir(os.path.join(target, ".prepare-scratch")):
+    if proc.poll() is not None:
+        fail(f"prepare-data ended before it made its scratch:\n{proc.stderr.read()[-1500:]}")
+    time.sleep(0.01)
+proc.send_signal(signal.SIGSTOP)
+proc.send_signal(signal.SIGINT)
+proc.send_signal(signal.SIGTERM)
+proc.send_signal(signal.SIGCONT)
+err = proc.communicate(timeout=600)[1]
+if proc.returncode not in (130, 143) or "this run's scratch and lock are left in the output folder, and the next " \
+        "prepare-data into it removes them" not in err:
+    fail(f"two signals to prepare-data: exit {proc.returncode}, no word of what it left:\n{err[-1500:]}")
+again = prepare("signalled-twice", "--input", big, "--shards", "4")
+if "removed the scratch a stopped run left in" not in again.stderr or \
+        sorted(os.listdir(target)) != [f"shard-{i:05d}.hdf5{x}" for i in range(4) for x in ("", ".xxh3")]:
+    fail(f"the run after one ended at once did not say it removed the scratch, or left it:\n{again.stderr[-1500:]}")
+print("two signals to prepare-data: ended at once; the next run removed the scratch and made the shards")
 ENV = dict(os.environ, OMPI_MCA_rmaps_base_oversubscribe="1")
 if os.geteuid() == 0:
     ENV.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
