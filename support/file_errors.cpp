@@ -16,21 +16,32 @@ std::string folder_of(const std::filesystem::path& path) {
   return parent.empty() ? "the current folder" : parent.string();
 }
 
-std::string name_too_long(const std::filesystem::path& path) {
-  for (const auto& part : path)
-    if (part.string().size() > kNameMax)
-      return fmt::format("its part '{}...' has {} bytes, more than the {} a file or folder name may have: choose a "
-                         "shorter name",
-                         part.string().substr(0, 40), part.string().size(), kNameMax);
-  return fmt::format("the path has {} bytes, more than the {} a path may have: choose a shorter one",
-                     path.string().size(), kPathMax);
+// Which name of `paths` (an operation's one or two) is past the limits, said with its figures.
+std::string name_too_long(std::initializer_list<std::filesystem::path> paths) {
+  for (const auto& path : paths)
+    for (const auto& part : path)
+      if (part.string().size() > kNameMax)
+        return fmt::format("the name '{}...' has {} bytes, more than the {} a file or folder name may have: choose a "
+                           "shorter name",
+                           part.string().substr(0, 40), part.string().size(), kNameMax);
+  for (const auto& path : paths)
+    if (path.string().size() >= kPathMax)
+      return fmt::format("the path has {} bytes, more than the {} a path may have: choose a shorter one",
+                         path.string().size(), kPathMax - 1);
+  return "a name in the path is too long for this file system (some allow fewer than 255 bytes): choose a shorter one";
 }
+
+std::string fix_for(int error, const std::filesystem::path& path, const std::filesystem::path& other);
 
 }  // namespace
 
-std::string file_error_fix(int error, const std::filesystem::path& path) {
+std::string file_error_fix(int error, const std::filesystem::path& path) { return fix_for(error, path, {}); }
+
+namespace {
+
+std::string fix_for(int error, const std::filesystem::path& path, const std::filesystem::path& other) {
   switch (error) {
-    case ENAMETOOLONG: return name_too_long(path);
+    case ENAMETOOLONG: return name_too_long({path, other});
     case ENOSPC:
     case EDQUOT:
     case EFBIG:
@@ -47,12 +58,14 @@ std::string file_error_fix(int error, const std::filesystem::path& path) {
   }
 }
 
+}  // namespace
+
 std::string describe_file_error(const std::filesystem::filesystem_error& e) {
   const std::filesystem::path& path = e.path1();
   std::string what = e.what();  // "filesystem error: OPERATION: MESSAGE [PATH1] [PATH2]"
   if (const size_t at = what.find(" ["); at != std::string::npos) what.resize(at);
   if (what.starts_with("filesystem error: ")) what.erase(0, std::string("filesystem error: ").size());
-  const std::string fix = file_error_fix(e.code().value(), path);
+  const std::string fix = fix_for(e.code().value(), path, e.path2());
   const std::string said = path.empty() ? what : fmt::format("{}: {}", path.string(), what);
   return fix.empty() ? said : fmt::format("{}: {}", said, fix);
 }

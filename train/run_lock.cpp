@@ -9,9 +9,12 @@
 #include <cstring>
 #include <regex>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include "support/file_errors.h"
 
 #include "train/trainer.h"
 
@@ -37,10 +40,20 @@ std::string host_name() {
 RunFolderLock::RunFolderLock(const std::filesystem::path& folder, std::ostream& log) : folder_(folder) {
   std::error_code ec;
   made_ = !std::filesystem::exists(folder, ec);
+  // The folders on the way that are not there yet: a refusal removes those it made, empty.
+  std::vector<std::filesystem::path> missing;
+  for (std::filesystem::path p = folder; !p.empty() && !std::filesystem::exists(p, ec) && p != p.parent_path();
+       p = p.parent_path())
+    missing.push_back(p);
   std::filesystem::create_directories(folder, ec);
-  if (ec || !std::filesystem::is_directory(folder))
-    throw TrainError(fmt::format("{}: cannot be made a run folder ({}): choose another --checkpoint-dir",
-                                 folder.string(), ec ? ec.message() : "it is not a folder"));
+  if (ec || !std::filesystem::is_directory(folder)) {
+    const int error = ec.value();
+    for (const auto& p : missing) ::rmdir(p.c_str());  // (innermost first; a folder not empty stays)
+    const std::string fix = error ? support::file_error_fix(error, folder) : "";
+    throw TrainError(fmt::format("{}: cannot be made a run folder ({}): {}", folder.string(),
+                                 ec ? ec.message() : "it is not a folder",
+                                 fix.empty() ? "choose another --checkpoint-dir" : fix));
+  }
   const std::filesystem::path path = folder / ".bertc-lock";
   // The file stays (unlinking it would let a third run lock a new file while a second holds the
   // old one); what it holds says whether its last holder ended cleanly.
