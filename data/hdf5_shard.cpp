@@ -79,6 +79,14 @@ void verify_checksum(const std::filesystem::path& shard) {
   sidecar >> stored;
   std::error_code ec;
   if (!std::filesystem::is_regular_file(shard, ec)) throw DataError(fmt::format("{}: no such shard file", shard.string()));
+  // (a checksum file that holds no checksum says nothing of the shard: the damage is its own)
+  if (stored.size() != 16 || stored.find_first_not_of("0123456789abcdef") != std::string::npos)
+    throw DataError(fmt::format("{}: holds no checksum ({}): it is damaged, not necessarily its shard; if {} came "
+                                "whole (a copy you trust), remove the checksum file and the shard is read unchecked; "
+                                "else make the shards again with bertc prepare-data",
+                                checksum_path(shard).string(),
+                                stored.empty() ? "it is empty" : fmt::format("'{}'", stored.substr(0, 40)),
+                                shard.filename().string()));
   if (checksum_of_file(shard) != stored)
     throw DataError(fmt::format("{}: does not match its checksum ({}): the shard is damaged or was changed; make it "
                                 "again with bertc prepare-data",

@@ -137,6 +137,16 @@ TEST(Hdf5Shard, RefusesDamagedShardsNamingTheDataset) {
     std::filesystem::remove(path.string() + ".xxh3");
     says(path, "example 1: next_sentence_labels holds 2, and a label is 0");
   }
+  {  // an empty checksum file: said to be the damaged one, not its shard; removing it, as advised, reads
+    const auto path = scratch("empty-sum.hdf5");
+    write_shard(path, some_examples(), 8, 3, 0);
+    std::ofstream(path.string() + ".xxh3", std::ios::trunc);
+    EXPECT_NE(refusal([&] { read_shard(path); }).find(path.string() + ".xxh3: holds no checksum (it is empty)"),
+              std::string::npos)
+        << refusal([&] { read_shard(path); });
+    std::filesystem::remove(path.string() + ".xxh3");
+    EXPECT_EQ(read_shard(path).size(), 2u);
+  }
   {  // a token id past what int32 holds (uint64 in the file): said as it is, not as int32's largest
     const auto path = nvidia_file("huge-id.hdf5", "input_ids");
     const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
