@@ -155,6 +155,12 @@ TEST(Hdf5Shard, RefusesDamagedShardsNamingTheDataset) {
     H5Fclose(f);
     says(path, "dataset 'input_ids' holds 3000000000, past what bertc reads it as (-2147483648 to 2147483647)");
     EXPECT_EQ(refusal([&] { read_shard(path); }).find("2147483647 is not below"), std::string::npos);
+    const auto wide = nvidia_file("wide-id.hdf5", "input_ids");  // (int64, as NVIDIA's scripts may write)
+    const hid_t w = H5Fopen(wide.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    const int64_t wide_ids[8] = {101, int64_t{1} << 40, 2088, 102, 2003, 102, 0, 0};
+    put(w, "input_ids", H5T_STD_I64LE, H5T_NATIVE_INT64, wide_ids, {1, 8});
+    H5Fclose(w);
+    says(wide, "dataset 'input_ids' holds 1099511627776, past what bertc reads it as");
   }
   {  // an example whose input_mask marks no token: said so, not as a bad masked position
     const auto path = nvidia_file("no-tokens.hdf5");
