@@ -129,10 +129,20 @@ void refuse_not_text(const std::filesystem::path& path, std::string_view head, c
 
 std::optional<std::string> not_text_note(const std::filesystem::path& path, const TextFigures& figures) {
   if (figures.not_text == 0) return std::nullopt;
+  // (More than one byte in a hundred: more than stray bytes in UTF-8 text; words in another
+  // encoding lose their accented letters, and the way to convert is worth saying.)
+  const bool many = figures.not_text * 100 > figures.bytes;
+  const bool gz = path.extension() == ".gz";
+  const std::string file = fmt::format("'{}'", path.string());
   return fmt::format("{}: {} of its {} bytes ({}) are invalid UTF-8 or control characters, first on line {}: the "
-                     "tokenizer drops them (is part of the file in another encoding?)",
+                     "tokenizer drops them (is part of the file in another encoding?{})",
                      path.string(), figures.not_text, figures.bytes, share(figures.not_text, figures.bytes),
-                     figures.first_bad_line);
+                     figures.first_bad_line,
+                     many ? fmt::format(" if so, find which ({}) and convert it ({}iconv -f ENCODING -t UTF-8 {}> '{}')",
+                                        gz ? fmt::format("gzip -dc {} | file -i -", file) : fmt::format("file -i {}", file),
+                                        gz ? fmt::format("gzip -dc {} | ", file) : "", gz ? "" : file + " ",
+                                        converted_name(path))
+                          : "");
 }
 
 }  // namespace bertc::data

@@ -155,7 +155,19 @@ TEST(TextCheck, RefusesBinaryAndUtf16AndSaysAFewBadBytes) {
   ASSERT_EQ(some.notes.size(), 1u);
   EXPECT_NE(some.notes[0].find("2 of its"), std::string::npos) << some.notes[0];
   EXPECT_NE(some.notes[0].find("first on line 4081"), std::string::npos) << some.notes[0];
+  EXPECT_EQ(some.notes[0].find("iconv"), std::string::npos) << some.notes[0];  // (stray bytes: no conversion)
   EXPECT_TRUE(read_all(write("clean.txt", prose())).notes.empty());
+  // Many (Latin-1's accented letters, a byte each: 5%): the note says how to convert, to a new name.
+  std::string latin1 = prose();
+  for (size_t i = 0; i < latin1.size(); i += 20)
+    if (latin1[i] == 'e') latin1[i] = '\xe9';
+  for (size_t i = 3; i < latin1.size(); i += 20) latin1[i] = latin1[i] == '\n' ? '\n' : '\xe8';
+  const Read accented = read_all(write("latin1.txt", latin1));
+  ASSERT_EQ(accented.notes.size(), 1u);
+  EXPECT_NE(accented.notes[0].find("convert it (iconv -f ENCODING -t UTF-8 '" + scratch("latin1.txt").string() + "' > '" +
+                                   scratch("latin1.utf8.txt").string() + "')"),
+            std::string::npos)
+      << accented.notes[0];
 }
 
 // The commands an error advises never write onto the file they read (the shell empties a `> F`
