@@ -315,13 +315,13 @@ Example unpack(const Arrays& a, size_t e, const std::string& where) {
   Example ex;
   size_t length = 0;
   while (length < static_cast<size_t>(s.seq_len) && a.input_mask[row + length] == 1) ++length;
-  if (length == 0 && a.input_mask[row] == 0)
-    throw DataError(fmt::format("{}: example {}: input_mask marks no token (all 0), where an example holds [CLS] A "
-                                "[SEP] B [SEP] at least: the shard was made wrong; make it again (bertc prepare-data)",
-                                where, e));
   for (size_t i = length; i < static_cast<size_t>(s.seq_len); ++i)
     if (a.input_mask[row + i] != 0)
       throw DataError(fmt::format("{}: example {}: input_mask is not 1s then 0s (at position {})", where, e, i));
+  if (length == 0)  // (all 0s, or no positions at all)
+    throw DataError(fmt::format("{}: example {}: input_mask marks no token (all 0), where an example holds [CLS] A "
+                                "[SEP] B [SEP] at least: the shard was made wrong; make it again (bertc prepare-data)",
+                                where, e));
   for (size_t i = 0; i < length; ++i) {
     ex.tokens.push_back(a.input_ids[row + i]);
     ex.segment_ids.push_back(a.segment_ids[row + i]);
