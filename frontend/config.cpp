@@ -13,6 +13,8 @@
 #include <toml++/toml.h>
 #include <utf8proc.h>
 
+#include "support/bounded_read.h"
+
 namespace bertc::frontend {
 namespace {
 
@@ -446,12 +448,18 @@ std::filesystem::path Config::resolve(const std::string& path) const {
 
 
 Config load_config(const std::filesystem::path& path, std::span<const ExtraKey> extra_keys, bool model_required) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(fmt::format("{}: cannot open config file (does it exist?)", path.string()));
-  std::ostringstream text;
-  text << in.rdbuf();
-  refuse_binary(text.str(), path.string());
-  Config config = parse_config(text.str(), path.string(), extra_keys, model_required);
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec))
+    throw ConfigError(fmt::format("{}: cannot open config file (does it exist?)", path.string()));
+  // (16 MiB: a config is a few KB; /dev/zero given as one was read without end)
+  std::string text;
+  try {
+    text = support::read_bounded(path, uint64_t{16} << 20, "a config file (TOML)");
+  } catch (const std::runtime_error& e) {
+    throw ConfigError(e.what());
+  }
+  refuse_binary(text, path.string());
+  Config config = parse_config(text, path.string(), extra_keys, model_required);
   // Without one, every model key would take its default: a BERT-base nobody asked for.
   if (model_required && !config.model_section)
     throw ConfigError(fmt::format("{}: no [model] section: write the model's sizes under [model] (see "

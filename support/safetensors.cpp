@@ -136,9 +136,32 @@ void write_safetensors(const std::filesystem::path& path, const Safetensors& fil
 Safetensors read_safetensors(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw SafetensorsError(fmt::format("{}: cannot open (does it exist?)", path.string()));
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  return decode_safetensors(bytes.str(), path.string());
+  // Read as far as the header says the file goes, and a block more (whose bytes decode then
+  // refuses): a device (/dev/zero) or an endless pipe given as a checkpoint was read without end.
+  std::string bytes(8, '\0');
+  in.read(bytes.data(), 8);
+  bytes.resize(static_cast<size_t>(in.gcount()));
+  uint64_t n = 0;
+  for (size_t i = bytes.size(); i-- > 0;) n = (n << 8) | static_cast<uint8_t>(bytes[i]);
+  uint64_t data_end = 0;
+  if (bytes.size() == 8 && n <= kMaxHeader) {
+    bytes.resize(8 + n);
+    in.read(bytes.data() + 8, static_cast<std::streamsize>(n));
+    bytes.resize(8 + static_cast<size_t>(in.gcount()));
+    const nlohmann::json header = nlohmann::json::parse(bytes.substr(8), nullptr, /*allow_exceptions=*/false);
+    if (header.is_object())
+      for (const auto& [name, entry] : header.items())
+        if (entry.is_object() && entry.contains("data_offsets") && entry["data_offsets"].is_array() &&
+            entry["data_offsets"].size() == 2 && entry["data_offsets"][1].is_number_unsigned())
+          data_end = std::max(data_end, entry["data_offsets"][1].get<uint64_t>());
+  }
+  const uint64_t enough = bytes.size() + data_end + (1 << 16);
+  std::error_code ec;
+  if (const auto size = std::filesystem::file_size(path, ec); !ec) bytes.reserve(std::min<uint64_t>(size, enough));
+  char block[1 << 16];
+  while (bytes.size() < enough && (in.read(block, sizeof block) || in.gcount() > 0))
+    bytes.append(block, static_cast<size_t>(in.gcount()));
+  return decode_safetensors(bytes, path.string());
 }
 
 std::map<std::string, std::string> read_safetensors_metadata(const std::filesystem::path& path) {
