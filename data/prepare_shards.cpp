@@ -225,6 +225,11 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
   std::error_code is_file;
   if (std::filesystem::exists(o.output, is_file) && !std::filesystem::is_directory(o.output, is_file))
     throw DataError(fmt::format("{} is a file: --output names a folder for the shards", o.output.string()));
+  if (std::filesystem::is_directory(o.input, is_file) &&
+      std::filesystem::weakly_canonical(o.input, is_file) == std::filesystem::weakly_canonical(o.output, is_file))
+    throw DataError(fmt::format("{}: is the --input folder, and shards written among the text would make a folder that "
+                                "no run reads (a run reads shards or text, not both): choose another --output",
+                                o.output.string()));
   if (!shard_files(o.output).empty())
     throw DataError(fmt::format("{} already holds shards: choose an empty (or new) folder for --output, so that no "
                                 "shard of another run is overwritten or mixed in",
@@ -237,9 +242,12 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
       std::error_code ec;
       if (made && !kept) std::filesystem::remove_all(path, ec);
     }
-  } made{o.output};
+  } made;
+  // (the outermost folder on the way that is not there yet: --output a/b/c with no a makes a too)
   std::error_code exists;
-  made.made = !std::filesystem::exists(o.output, exists);
+  for (std::filesystem::path p = o.output; !p.empty() && p != p.parent_path() && !std::filesystem::exists(p, exists);
+       p = p.parent_path())
+    made.path = p, made.made = true;
   std::filesystem::create_directories(o.output);
   // One run into a folder at a time: two would share the scratch and each other's shards.
   const std::filesystem::path lock_path = o.output / ".prepare-lock";

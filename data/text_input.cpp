@@ -93,12 +93,20 @@ std::vector<std::filesystem::path> text_files(const std::filesystem::path& input
     files.push_back(e.path());
   }
   std::sort(files.begin(), files.end());
-  if (files.empty())
+  if (files.empty() && std::filesystem::exists(input / ".prepare-scratch", ec))
+    throw DataError(fmt::format("{}: holds what a stopped bertc prepare-data left (.prepare-scratch, .prepare-lock) "
+                                "and no shards: run that prepare-data again into it (it removes them first)",
+                                input.string()));
+  if (files.empty()) {
+    std::sort(left_out.begin(), left_out.end());
     throw DataError(fmt::format("{}: the folder holds no training text (.txt or .txt.gz files{}; bertc train also "
                                 "reads a folder of HDF5 shards, which bertc prepare-data makes)",
                                 input.string(),
                                 left_out.empty() ? ""
-                                                 : fmt::format(": name text files so; it holds {}", left_out.size())));
+                                                 : fmt::format(": name text files so; it holds {} other file(s): {}{}",
+                                                               left_out.size(), left_out.front(),
+                                                               left_out.size() > 1 ? ", ..." : "")));
+  }
   if (!left_out.empty() && note) {
     std::sort(left_out.begin(), left_out.end());
     const size_t shown = std::min<size_t>(left_out.size(), 5);

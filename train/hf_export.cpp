@@ -9,8 +9,10 @@
 #include <fmt/format.h>
 #include <xxhash.h>
 
+#include "data/text_check.h"
 #include "data/vocab_identity.h"
 #include "support/atomic_file.h"
+#include "support/file_errors.h"
 #include "support/safetensors.h"
 #include "train/checkpoint.h"
 #include "train/trainer.h"
@@ -112,6 +114,13 @@ void export_hf_folder(const ExportOptions& options, std::ostream& log) {
       (!std::filesystem::is_directory(o.output, ec) || !std::filesystem::is_empty(o.output, ec)))
     throw TrainError(fmt::format("{} exists and is not an empty folder: give a new folder (nothing is overwritten)",
                                  o.output.string()));
+  // model.safetensors records where the folder's vocab.txt is, as text (JSON).
+  data::TextFigures name;
+  name.add_line(o.output.string());
+  if (name.not_text > 0)
+    throw TrainError(fmt::format("{}: the folder's name is not UTF-8 text (or holds control characters), and "
+                                 "model.safetensors records the path of its vocab.txt as text: give a name in UTF-8",
+                                 o.output.string()));
   const support::Safetensors checkpoint = support::read_safetensors(o.checkpoint);
   verify_checksums(checkpoint, o.checkpoint.string());
   const std::map<std::string, std::string>& meta = checkpoint.metadata;
@@ -151,6 +160,11 @@ void export_hf_folder(const ExportOptions& options, std::ostream& log) {
   // The folder is made beside its place and renamed there whole: a failed export leaves nothing
   // half-written under the name (rename replaces an empty folder).
   const std::filesystem::path staging = support::temporary_beside(o.output);
+  // The folders on the way that are not there yet: a failed export removes them too.
+  std::filesystem::path outermost_made;
+  for (std::filesystem::path p = staging.parent_path(); !p.empty() && p != p.parent_path() && !std::filesystem::exists(p, ec);
+       p = p.parent_path())
+    outermost_made = p;
   auto stop_if_asked = [&] {
     if (const int signal = o.stop_requested ? o.stop_requested() : 0) throw ExportStopped(signal);
   };
@@ -172,8 +186,17 @@ void export_hf_folder(const ExportOptions& options, std::ostream& log) {
     support::write_file_atomically(staging / "special_tokens_map.json", special.dump(2) + "\n");
     stop_if_asked();
     std::filesystem::rename(staging, o.output);
+  } catch (const support::FileError& e) {
+    std::filesystem::remove_all(staging, ec);
+    if (!outermost_made.empty()) std::filesystem::remove_all(outermost_made, ec);
+    // Said of the folder asked for (its fix: room or permission where that goes), not of the
+    // staging copy, which is gone.
+    throw support::FileError(e.code().value(), o.output,
+                             fmt::format("cannot write {} of {} (made beside it first, and removed)",
+                                         e.path().filename().string(), o.output.string()));
   } catch (...) {
     std::filesystem::remove_all(staging, ec);
+    if (!outermost_made.empty()) std::filesystem::remove_all(outermost_made, ec);
     throw;
   }
   log << fmt::format("export: {} -> {}: {} ({} params, no optimizer state), config.json, vocab.txt ({} tokens, xxh3 "

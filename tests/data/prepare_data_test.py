@@ -430,4 +430,22 @@ p = train("midrun-fresh", "--init", m.group(2), "--steps", "2")
 if "step 2/2" not in p.stderr:
     fail(f"the advised fresh run from {m.group(2)} did not train:\n{p.stderr[-1500:]}")
 print(f"shards damaged mid-run: refused at a later step, checkpoint of step {m.group(1)} kept; --init from it trains")
+# What a prepare-data ended at once leaves (scratch, lock), given to train: said as that, with the
+# way on, which works (prepare-data into it again). And a prepare-data told to write into its own
+# input folder is refused (shards among the text: a folder no run reads).
+left = os.path.join(WORK, "left")
+os.makedirs(os.path.join(left, ".prepare-scratch"))
+open(os.path.join(left, ".prepare-lock"), "w").close()
+p = train("left-run", "--steps", "1", "--data", left, check=False)
+if p.returncode != 1 or "holds what a stopped bertc prepare-data left (.prepare-scratch, .prepare-lock) and no " \
+        "shards: run that prepare-data again into it" not in p.stderr:
+    fail(f"training on an interrupted prepare-data's folder: exit {p.returncode}, not said as that:\n{p.stderr[-1500:]}")
+prepare("left", "--shards", "2")
+texts = os.path.join(WORK, "texts")
+os.makedirs(texts)
+shutil.copy(CORPUS, os.path.join(texts, "c.txt"))
+p = prepare("texts", "--input", texts, "--shards", "2", check=False)
+if p.returncode != 1 or "is the --input folder, and shards written among the text" not in p.stderr or \
+        sorted(os.listdir(texts)) != ["c.txt"]:
+    fail(f"prepare-data into its own input folder: exit {p.returncode}:\n{p.stderr[-1500:]}")
 print("PASS")

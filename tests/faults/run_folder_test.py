@@ -242,6 +242,21 @@ if p.wait() != 130 or f"export: stopped by SIGINT: nothing written to {exported}
     fail(f"SIGINT during export: exit {p.returncode} (expected 130), left {left}:\n{rest[-1000:]}")
 print("SIGINT during export: stopped, nothing left")
 
+# export onto a full disk: the error's fix names the folder the export goes into (make room there),
+# not its staging copy, which is gone; nothing is left.
+tmpfs = os.path.join(WORK, "small-disk")
+os.makedirs(tmpfs)
+full = subprocess.run(["unshare", "-m", "sh", "-c", f"mount -t tmpfs -o size=60k tmpfs '{tmpfs}' && '{BERTC}' export "
+                       f"'{os.path.join(folder('straight'), 'checkpoint-000040.safetensors')}' -o '{tmpfs}/e'; "
+                       f"echo \"exit $?\"; ls -A '{tmpfs}'"], capture_output=True, text=True, timeout=600)
+if "exit " not in full.stdout:
+    print("export onto a full disk: skipped (no mount namespace here:", full.stderr.strip()[:120], ")")
+elif full.stdout.strip() != "exit 1" or f"No space left on device: make room in {tmpfs} (" not in full.stderr:
+    fail(f"export onto a full disk: expected exit 1, the fix naming {tmpfs} and nothing left:\n{full.stdout}\n"
+         f"{full.stderr[-1500:]}")
+else:
+    print("export onto a full disk:", full.stderr.strip().splitlines()[-1][:200])
+
 # A second signal while the host compiler runs: the compiler (its whole process group: the driver
 # and what it started) ends with bertc, instead of running on for nothing.
 slow = os.path.join(WORK, "slow-c++")
