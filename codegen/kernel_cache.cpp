@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -54,6 +55,28 @@ std::string trust_fix(const std::filesystem::path& folder) {
   return fix;
 }
 
+// Removes, once a process, the temporaries of `folder` last written an hour ago or more: those of
+// a write a kill or a second signal ended (.NAME.tmp.PID, STEM.HOST-PID.so.tmp), which would stay
+// for good. A write takes well under a second, so the age says it is over, on any machine that
+// shares the cache (a pid would say so only on its own).
+void sweep_stale_temporaries(const std::filesystem::path& folder) {
+  static std::mutex mutex;
+  static std::set<std::string> swept;
+  {
+    std::lock_guard lock(mutex);
+    if (!swept.insert(folder.string()).second) return;
+  }
+  std::error_code ec;
+  const auto now = std::filesystem::file_time_type::clock::now();
+  for (const auto& e : std::filesystem::directory_iterator(folder, ec)) {
+    const std::string name = e.path().filename().string();
+    const bool temporary = (name.starts_with(".") && name.find(".tmp.") != std::string::npos) || name.ends_with(".so.tmp");
+    std::error_code old;
+    if (temporary && e.is_regular_file(old) && now - e.last_write_time(old) > std::chrono::hours(1) && !old)
+      std::filesystem::remove(e.path(), old);
+  }
+}
+
 }  // namespace
 
 std::optional<std::string> untrusted(const std::filesystem::path& path, bool entry) {
@@ -83,6 +106,7 @@ void make_cache_folder(const std::filesystem::path& folder) {
       throw std::runtime_error(fmt::format("{} cannot be made: {}", it->string(), std::strerror(errno)));
   for (const std::filesystem::path& f : {folder, folder.parent_path()})  // (its folder and the cache's own)
     if (const auto why = untrusted(f, false)) throw std::runtime_error(fmt::format("{}: {}", *why, trust_fix(f)));
+  sweep_stale_temporaries(folder);
 }
 
 std::optional<std::string> read_cache_entry(const std::filesystem::path& path) {

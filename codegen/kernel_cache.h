@@ -20,7 +20,8 @@ namespace bertc::codegen {
 std::optional<std::string> read_cache_entry(const std::filesystem::path& path);
 
 // Makes `folder` and any folder missing above it (each 0700), then throws std::runtime_error
-// saying why when the folder is not trusted (the rule above).
+// saying why when the folder is not trusted (the rule above); removes, once a process, the
+// temporaries in it of writes that ended an hour ago or more (a process killed mid-write).
 void make_cache_folder(const std::filesystem::path& folder);
 
 // Why `path` is not trusted (owner, who may write it; `entry`: a regular file, not a link), or

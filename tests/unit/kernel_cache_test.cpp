@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <fstream>
 #include <iterator>
 
@@ -121,6 +122,24 @@ TEST(KernelCache, PartMadeLibrariesOfEndedBuildsAreSwept) {
   EXPECT_FALSE(std::filesystem::exists(dead)) << "a dead build's part-made library was left in the cache";
   EXPECT_TRUE(std::filesystem::exists(living)) << "a running build's part-made library was removed";
   EXPECT_TRUE(std::filesystem::exists(elsewhere)) << "another machine's build (shared cache) was removed";
+}
+
+// A write a kill or a second signal ended leaves .NAME.tmp.PID (bertc compile has no graceful
+// stop): a later write into the folder removes those an hour old, and leaves a fresh one (a write
+// under way, maybe on another machine sharing the cache).
+TEST(KernelCache, TemporariesOfEndedWritesAreSweptOnceOld) {
+  const auto cache = fresh("stale");
+  std::filesystem::create_directories(cache / "nvrtc");
+  std::filesystem::permissions(cache, std::filesystem::perms::owner_all);
+  std::filesystem::permissions(cache / "nvrtc", std::filesystem::perms::owner_all);
+  const auto stale = cache / "nvrtc" / ".k_0123.bin.tmp.4242", fresh_one = cache / "nvrtc" / ".k_4567.bin.tmp.4343";
+  std::ofstream(stale) << "half";
+  std::ofstream(fresh_one) << "half";
+  std::filesystem::last_write_time(stale, std::filesystem::file_time_type::clock::now() - std::chrono::hours(2));
+  ASSERT_TRUE(write_cache_entry(cache / "nvrtc" / "k_89ab.bin", "entry"));
+  EXPECT_FALSE(std::filesystem::exists(stale)) << "an hour-old temporary stayed in the cache";
+  EXPECT_TRUE(std::filesystem::exists(fresh_one)) << "a temporary being written was removed";
+  EXPECT_EQ(read(cache / "nvrtc" / "k_89ab.bin"), "entry");
 }
 
 TEST(KernelCache, NvrtcEntriesThatAreFoldersAreReplacedAndABlockedCacheIsSkipped) {
