@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include <CLI/CLI.hpp>
@@ -88,8 +89,11 @@ int finetune(const FinetuneArgs& args, const CompileFlags& flags, const frontend
   o.kernel_cache = codegen::default_cache_folder();
   const auto began = std::chrono::steady_clock::now();
   const train::FinetuneSummary s = train::finetune_model(model, o, log);
-  log << fmt::format("finetune: {} epochs, {} steps in {:.1f} s; metrics in {}\n", s.epochs.size(), s.losses.size(),
-                     std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count(),
+  // (a stop ends its epoch early: that one is not a whole epoch)
+  const size_t whole = static_cast<size_t>(std::count_if(s.epochs.begin(), s.epochs.end(), [](const auto& e) { return e.whole; }));
+  log << fmt::format("finetune: {} epochs{}, {} steps in {:.1f} s; metrics in {}\n", whole,
+                     whole < s.epochs.size() ? fmt::format(" and part of epoch {} (stopped)", s.epochs.size()) : "",
+                     s.losses.size(), std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count(),
                      o.metrics.string());
   return s.stopped_by_signal ? 128 + s.stopped_by_signal : 0;
 }

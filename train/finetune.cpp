@@ -363,6 +363,7 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
     const int64_t steps_done = step - (epoch - 1) * steps_per_epoch;
     result.train_loss /= double(std::max<int64_t>(steps_done, 1));
     result.last_step = step;
+    result.whole = steps_done == steps_per_epoch;
     r.optimizer->download_state(env);
     if (dev && !summary.stopped_by_signal) {
       result.dev = evaluate_dev(c, r, *dev, env);

@@ -31,6 +31,7 @@ struct EpochResult {
   double train_loss = 0;            // mean over the epoch's steps
   std::optional<TaskScores> dev;    // with a dev file
   bool best = false;                // its checkpoint is the one in best/
+  bool whole = true;                // false: a stop ended it before its last step
 };
 
 struct FinetuneSummary {

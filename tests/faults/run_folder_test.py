@@ -257,6 +257,26 @@ elif full.stdout.strip() != "exit 1" or f"No space left on device: make room in 
 else:
     print("export onto a full disk:", full.stderr.strip().splitlines()[-1][:200])
 
+# A signal during fine-tuning: it stops after the step with a checkpoint, exit 143, and its last
+# line counts the whole epochs (the one it stopped in is said as part of one, not as an epoch).
+ft_text = open(os.path.join(SOURCE, "tests", "lit", "Inputs", "finetune-test.toml")).read()
+ft_text = ft_text.replace("../../../examples/", f"{SOURCE}/examples/")
+open(os.path.join(WORK, "ft.toml"), "w").write(ft_text)
+p = subprocess.Popen([BERTC, "finetune", os.path.join(WORK, "ft.toml"), "--device", "cpu", "--epochs", "50",
+                      "--checkpoint-dir", folder("ft-stopped")], stderr=subprocess.PIPE, text=True)
+seen = ""
+while not re.search(r"^step \d+/\d+ \(epoch 1\)", seen, flags=re.M):
+    line = p.stderr.readline()
+    if not line:
+        fail(f"fine-tuning ended (exit {p.wait()}) before its first step line:\n{seen[-1500:]}")
+    seen += line
+p.send_signal(signal.SIGTERM)
+rest = p.stderr.read()
+if p.wait() != 143 or "finetune: 0 epochs and part of epoch 1 (stopped)" not in rest or \
+        not any(f.startswith("checkpoint-") for f in os.listdir(folder("ft-stopped"))):
+    fail(f"SIGTERM during fine-tuning: exit {p.returncode}, expected 143, a checkpoint and 0 whole epochs:\n{rest[-1000:]}")
+print("SIGTERM during fine-tuning:", rest.strip().splitlines()[-1][:160])
+
 # A second signal while the host compiler runs: the compiler (its whole process group: the driver
 # and what it started) ends with bertc, instead of running on for nothing.
 slow = os.path.join(WORK, "slow-c++")
