@@ -311,6 +311,7 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
   make_runners(o, r, device, log);
   const TensorManifest manifest = manifest_of(first);
 
+  folder_lock.writing();  // (a hard stop from here on leaves the folder: it holds the run's files)
   MetricsFile metrics(o.metrics);
   FinetuneSummary summary;
   const frontend::TaskMetric chosen = f.chosen_metric();

@@ -16,6 +16,7 @@
 
 #include "support/file_errors.h"
 
+#include "train/stop_request.h"
 #include "train/trainer.h"
 
 namespace bertc::train {
@@ -79,9 +80,13 @@ RunFolderLock::RunFolderLock(const std::filesystem::path& folder, std::ostream& 
   const std::string me = fmt::format("{} on {}\n", ::getpid(), host_name());
   if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, me.data(), me.size(), 0) != static_cast<ssize_t>(me.size()))
     throw TrainError(fmt::format("{}: cannot be written ({}): is the disk full?", path.string(), std::strerror(errno)));
+  if (made_) remove_on_hard_stop(path, folder);  // (until the run writes into it: writing())
 }
 
+void RunFolderLock::writing() const { forget_on_hard_stop(); }
+
 RunFolderLock::~RunFolderLock() {
+  forget_on_hard_stop();
   if (fd_ < 0) return;
   (void)::ftruncate(fd_, 0);
   // A run refused before it wrote anything leaves no folder it made: the lock file is unlinked

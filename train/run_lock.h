@@ -16,6 +16,9 @@ class RunFolderLock {
   // Empties the file (a clean end) and releases the lock; a folder it made that holds nothing but
   // the lock (a run refused before it wrote anything) is removed.
   ~RunFolderLock();
+  // The run writes into the folder from now on: a hard stop leaves it (until then, a folder this
+  // run made is removed by one: stop_request.h).
+  void writing() const;
   RunFolderLock(const RunFolderLock&) = delete;
   RunFolderLock& operator=(const RunFolderLock&) = delete;
 

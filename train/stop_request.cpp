@@ -20,6 +20,17 @@ std::atomic<const char*> first_words{nullptr}, at_once_words{nullptr};
 std::array<struct sigaction, kStopSignals.size()> previous;
 struct sigaction previous_quit;
 
+// What a hard stop removes (remove_on_hard_stop): fixed buffers, read by a signal handler.
+std::atomic<bool> removal_armed{false};
+char removal_lock[4096], removal_folder[4096];
+
+// unlink and rmdir are async-signal-safe; rmdir leaves a folder that is not empty.
+void remove_armed_folder() {
+  if (!removal_armed.load()) return;
+  ::unlink(removal_lock);
+  ::rmdir(removal_folder);
+}
+
 void say(const char* words) {
   (void)!::write(STDERR_FILENO, "\nbertc: ", 8);
   (void)!::write(STDERR_FILENO, words, std::strlen(words));  // (strlen: async-signal-safe)
@@ -40,6 +51,7 @@ void on_signal(int sig) {
   }
   say(at_once_words.load());
   support::end_children_now();  // (a compiler left running would finish for nothing, its output never used)
+  remove_armed_folder();
   ::_exit(128 + sig);
 }
 
@@ -47,6 +59,7 @@ void on_signal(int sig) {
 // bertc runs ended first.
 void on_quit(int sig) {
   support::end_children_now();
+  remove_armed_folder();
   ::signal(sig, SIG_DFL);
   ::raise(sig);
 }
@@ -79,6 +92,17 @@ StopOnSignal::~StopOnSignal() {
 }
 
 int stop_requested() { return requested.load(); }
+
+void remove_on_hard_stop(const std::filesystem::path& lock, const std::filesystem::path& folder) {
+  removal_armed = false;
+  const std::string l = lock.string(), f = folder.string();
+  if (l.size() >= sizeof removal_lock || f.size() >= sizeof removal_folder) return;
+  std::memcpy(removal_lock, l.c_str(), l.size() + 1);
+  std::memcpy(removal_folder, f.c_str(), f.size() + 1);
+  removal_armed = true;
+}
+
+void forget_on_hard_stop() { removal_armed = false; }
 
 std::string signal_name(int signal) {
   switch (signal) {

@@ -7,6 +7,7 @@
 // ended with it. SIGQUIT (Ctrl-\) ends at once as its default does, ending those programs first.
 #pragma once
 
+#include <filesystem>
 #include <string>
 
 namespace bertc::train {
@@ -30,6 +31,12 @@ class StopOnSignal {
 
 // The signal that asked for a stop, or 0.
 int stop_requested();
+
+// A run folder this run made, holding only `lock` so far: removed (the lock file, then the folder,
+// if empty) by a hard stop (a second signal, SIGQUIT) until forget_on_hard_stop(), so that no
+// folder holding only a lock is left behind. One at a time; paths past PATH_MAX are not kept.
+void remove_on_hard_stop(const std::filesystem::path& lock, const std::filesystem::path& folder);
+void forget_on_hard_stop();
 
 // "SIGINT", "SIGTERM", "SIGHUP", "SIGUSR1", "SIGUSR2", "SIGPIPE (...)", else "signal N".
 std::string signal_name(int signal);

@@ -507,6 +507,7 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
   std::optional<Progress> progress;
   runners.figures.ranks = dp.ranks();
   runners.figures.compression = ir::enum_name(t.gradient_compression);
+  if (folder_lock) folder_lock->writing();  // (a hard stop from here on leaves the folder: it holds the run's files)
   if (dp.leader()) {
     // Steps after the checkpoint that a stopped run recorded are trained again: their lines go.
     // So do those of a run killed before its first checkpoint (start 0, a folder without

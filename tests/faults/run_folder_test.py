@@ -17,6 +17,7 @@ import hashlib
 import json
 import os
 import re
+import resource
 import shutil
 import signal
 import struct
@@ -168,6 +169,24 @@ if p.wait() != 0 or "step 40/40" not in rest or "stopped by" in rest:
     fail(f"SIGHUP under nohup: exit {p.returncode}, expected the run to go on to step 40:\n{rest[-1000:]}")
 print("SIGHUP under nohup: ignored, the run trained to its end")
 
+# SIGQUIT (Ctrl-\\) ends at once, as its default does; a run folder this run made and wrote nothing
+# into yet goes with it (it left a folder holding only a lock).
+p = subprocess.Popen([BERTC, "train", CONFIG, "--device", "cpu", "--checkpoint-dir", folder("quit"), "--data", big],
+                     stderr=subprocess.PIPE, text=True,
+                     preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_CORE, (0, 0)))  # (no core file)
+seen = ""
+while "data: tokenized" not in seen:
+    line = p.stderr.readline()
+    if not line:
+        fail(f"the run ended (exit {p.wait()}) before reading its text for 2 s:\n{seen[-1500:]}")
+    seen += line
+p.send_signal(signal.SIGQUIT)
+p.communicate(timeout=60)
+if p.returncode != -signal.SIGQUIT or os.path.exists(folder("quit")):
+    fail(f"SIGQUIT while the text is read: exit {p.returncode} (expected -{int(signal.SIGQUIT)}), folder "
+         f"{'left' if os.path.exists(folder('quit')) else 'gone'}")
+print("SIGQUIT while reading the text: ended at once, the new run folder gone")
+
 # The log's reader goes away (| head, a tee that died): SIGPIPE stops the run as a signal does,
 # quietly (its log is gone), with a checkpoint, exit 141, and --resume trains on exactly as before.
 p = start("pipe")
@@ -186,7 +205,6 @@ print(f"SIGPIPE: stopped with {kept[-1]}, exit 141; resumed run equals the unint
 # A file size limit (ulimit -f) under the checkpoint's size: the write fails as on a full disk (an
 # error naming the file and the cause, exit 1), no half-written temporary is left, and nothing
 # kills the process (SIGXFSZ, whose default is to).
-import resource
 limited = subprocess.run([BERTC, "train", CONFIG, "--device", "cpu", "--checkpoint-dir", folder("file-limit")],
                          capture_output=True, text=True, timeout=600,
                          preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, 100_000)))
