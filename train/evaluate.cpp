@@ -10,6 +10,7 @@
 #include "passes/autodiff.h"
 #include "train/batches.h"
 #include "train/checkpoint.h"
+#include "train/resume.h"
 #include "reference/executor.h"
 #include "support/safetensors.h"
 
@@ -73,7 +74,7 @@ EvalResult evaluate_batch(const frontend::ModelDefinition& model, frontend::Conf
   // The batch's token ids are of the vocabulary it was made with: the weights' must be it.
   if (const auto made_with = data::vocab_from_metadata(batch.metadata)) {
     std::optional<data::VocabRecord> weights_vocab = data::vocab_from_metadata(loaded.metadata);
-    if (frontend::is_hf_folder(weights)) weights_vocab = data::record_of(data::Vocab::load(weights / "vocab.txt"));
+    if (frontend::is_hf_folder(weights)) weights_vocab = data::record_of(hf_folder_vocab(weights, loaded.metadata));
     if (weights_vocab)
       data::require_same_vocab(*made_with, *weights_vocab, fmt::format("--init {}", weights.string()),
                                fmt::format("make the batch with the weights' vocabulary (bertc batch CONFIG --vocab "

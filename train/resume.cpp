@@ -134,6 +134,16 @@ std::optional<bool> init_lower_case(const std::filesystem::path& init, const std
 
 }  // namespace
 
+data::Vocab hf_folder_vocab(const std::filesystem::path& folder, const std::map<std::string, std::string>& metadata) {
+  const data::Vocab vocab = data::Vocab::load(folder / "vocab.txt");
+  if (const auto exported = data::vocab_from_metadata(metadata))  // (bertc export records it)
+    data::require_same_vocab(vocab, *exported, fmt::format("--init {} (its weights, as bertc export wrote them)",
+                                                           folder.string()),
+                             "the folder's vocab.txt changed since: put back the exported one, or export the "
+                             "checkpoint again");
+  return vocab;
+}
+
 void check_init_vocab(const std::filesystem::path& init, const std::map<std::string, std::string>& metadata,
                       const data::Vocab& vocab, bool lower_case, std::ostream& log, const std::string& choose) {
   if (const std::optional<bool> then = init_lower_case(init, metadata); then && *then != lower_case)
@@ -141,13 +151,8 @@ void check_init_vocab(const std::filesystem::path& init, const std::map<std::str
                        "tokens (set [train] do_lower_case = {} unless that is meant)\n",
                        init.string(), *then, lower_case, *then);
   if (frontend::is_hf_folder(init)) {
-    const data::Vocab folder = data::Vocab::load(init / "vocab.txt");
-    if (const auto exported = data::vocab_from_metadata(metadata))  // (bertc export records it)
-      data::require_same_vocab(folder, *exported, fmt::format("--init {} (its weights, as bertc export wrote them)",
-                                                             init.string()),
-                               "the folder's vocab.txt changed since: put back the exported one, or export the "
-                               "checkpoint again");
-    else
+    const data::Vocab folder = hf_folder_vocab(init, metadata);
+    if (!data::vocab_from_metadata(metadata))
       log << fmt::format("init: {} records no vocabulary in its weights (a folder bertc export did not write): its "
                          "vocab.txt is taken as the one its embeddings are of\n",
                          init.string());
