@@ -25,6 +25,7 @@
 #include "data/hdf5_shard.h"
 #include "data/text_input.h"
 #include "data/vocab.h"
+#include "data/text_shards.h"
 
 namespace bertc::data {
 namespace {
@@ -423,10 +424,19 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
                                 "keeps). prepare-data reads UTF-8 text, one sentence a line, a blank line between "
                                 "documents: give such text with --input or [train] data",
                                 o.input.string()));
-  if (next_document < o.shards)
-    throw DataError(fmt::format("{}: {} document(s) for {} shards: every shard needs one at least (use --shards {} or "
-                                "fewer)",
-                                o.input.string(), next_document, o.shards, next_document));
+  // A shard's random next sentences come from another of its documents (each shard stands alone):
+  // with one, every "random" B is from the same document, and half the labels are wrong.
+  constexpr int64_t kShardDocuments = TextShards::kMinimumShardDocuments;
+  if (next_document < kShardDocuments)
+    throw DataError(fmt::format("{}: {} document: next-sentence prediction takes its random sentences from another "
+                                "document, and there is none: give text of {} documents at least (a blank line "
+                                "between documents)",
+                                o.input.string(), next_document, kShardDocuments));
+  if (next_document < o.shards * kShardDocuments)
+    throw DataError(fmt::format("{}: {} document(s) for {} shards: every shard needs {} at least, for its random next "
+                                "sentences to come from another document (use --shards {} or fewer)",
+                                o.input.string(), next_document, o.shards, kShardDocuments,
+                                next_document / kShardDocuments));
 
   // Pass 2: as many shards at once as fit the memory bound. Each shard records the vocabulary by
   // its absolute path too: what a run given other shards is told to train with.

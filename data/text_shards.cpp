@@ -30,7 +30,12 @@ TextShards::TextShards(std::vector<Document> documents, Vocab vocab, ExampleOpti
                        std::string source, const std::string& shards_key, int threads, const StopCheck& stop)
     : vocab_(std::move(vocab)), options_(options), source_(std::move(source)) {
   const auto documents_count = static_cast<int64_t>(documents.size());
-  if (shards < 1 || (shards > 1 && documents_count < shards * kMinimumShardDocuments))
+  if (documents_count < kMinimumShardDocuments)  // (one shard or many: the random B needs another document)
+    throw DataError(fmt::format("{}: {} document: next-sentence prediction takes its random sentences from another "
+                                "document, and there is none: give text of {} documents at least (a blank line "
+                                "between documents)",
+                                source_, documents_count, kMinimumShardDocuments));
+  if (shards < 1 || documents_count < shards * kMinimumShardDocuments)
     throw DataError(fmt::format("{}: {} document(s) for {} = {}: a shard needs {} documents at least, for its random "
                                 "next sentences to come from another document (set {} between 1 and {}, or 0 to let "
                                 "bertc choose)",

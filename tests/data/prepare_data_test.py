@@ -77,7 +77,7 @@ os.makedirs(os.path.join(WORK, "whole-files"))
 lines = [l for l in open(CORPUS, encoding="utf-8").read().split("\n") if l.strip()]
 for i in range(3):
     open(os.path.join(WORK, "whole-files", f"doc{i}.txt"), "w").write("\n".join(lines[i * 100:(i + 1) * 100]) + "\n")
-whole = prepare("from-whole-files", "--shards", "3", "--input", os.path.join(WORK, "whole-files")).stderr
+whole = prepare("from-whole-files", "--shards", "1", "--input", os.path.join(WORK, "whole-files")).stderr
 if "prepare-data: 3 documents," not in whole:
     fail("three files without blank lines should be three documents:\n" + whole[-1000:])
 
@@ -93,10 +93,14 @@ random_bytes = random.Random(3).randbytes(300000)
 open(os.path.join(WORK, "random.txt"), "wb").write(random_bytes)
 open(os.path.join(WORK, "empty.txt"), "w").close()
 open(os.path.join(WORK, "a-file"), "w").write("not a folder\n")
+open(os.path.join(WORK, "one-document.txt"), "w").write("the cat sat .\nthe dog ran .\n")
 cases = [("fake", ["--input", os.path.join(WORK, "fake-gz")], "named .gz but not gzip-compressed"),
          ("a-file", ["--shards", "2"], "is a file: --output names a folder"),
          ("one", ["--shards", "4"], "already holds shards: choose an empty"),
-         ("many", ["--shards", "5000"], "3000 document(s) for 5000 shards: every shard needs one at least"),
+         ("many", ["--shards", "5000"], "3000 document(s) for 5000 shards: every shard needs 2 at least, for its "
+          "random next sentences to come from another document (use --shards 1500 or fewer)"),
+         ("one-document", ["--input", os.path.join(WORK, "one-document.txt"), "--shards", "1"],
+          "1 document: next-sentence prediction takes its random sentences from another document, and there is none"),
          ("tiny-bound", ["--shards", "1", "--memory-mb", "1"], "the memory bound of 1 MiB is less than any shard needs"),
          ("small", ["--shards", "1", "--memory-mb", "6"], "more than the memory bound of 6 MiB: use more --shards"),
          ("none", ["--input", os.path.join(WORK, "absent")], "no such file or folder of training text"),
@@ -119,7 +123,7 @@ for out, flags, expected in cases:
 # One document too large for the memory bound (the whole corpus without a blank line): more shards
 # cannot split a document, so the advice is a larger bound, and that bound works.
 one_doc = os.path.join(WORK, "one-doc.txt")
-open(one_doc, "w").write("\n".join(lines) + "\n")
+open(one_doc, "w").write("\n".join(lines) + "\n\nthe cat sat .\nthe dog ran .\n")  # (and a small second one)
 p = prepare("one-doc", "--input", one_doc, "--shards", "1", "--memory-mb", "8", check=False)
 advised = re.search(r"document 1 \(\d+ sentences, \d+ tokens\) alone needs about \d+ MiB .* never split between "
                     r"shards: raise --memory-mb to (\d+) or more", p.stderr)

@@ -311,6 +311,20 @@ TEST(TextShards, DocumentDGoesToShardDModNWithTheShardsSeed) {
   }
 }
 
+// One document: its "random next" sentences could only be its own (half the labels wrong): refused.
+TEST(TextShards, OneDocumentIsRefused) {
+  const Vocab v = small_vocab();
+  try {
+    TextShards({varied_documents().front()}, v, short_examples(), 1, "one.txt", "[train] text_shards");
+    ADD_FAILURE() << "a text of one document was taken";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("one.txt: 1 document: next-sentence prediction takes its random sentences "
+                                         "from another document, and there is none"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(TextShards, AutomaticShardsFollowTokensAndLeaveDocumentsEach) {
   EXPECT_EQ(TextShards::automatic_shards(varied_documents()), 1);  // a few tokens: one shard
   constexpr int64_t Mi = 1 << 20;
