@@ -34,8 +34,10 @@ int export_checkpoint(const ExportArgs& args, std::ostream& log) {
   if (!args.head.empty()) o.head = ir::enum_named<frontend::HfHead>(args.head);
   if (!args.vocab.empty()) o.vocab = args.vocab;
   // A signal stops it between files; the folder it was making goes (it is renamed in whole).
-  const train::StopOnSignal stop_on_signal("stopping the export: removing the folder it was making; signal again to "
-                                           "end at once");
+  const train::StopOnSignal stop_on_signal(
+      "stopping the export: removing the folder it was making; signal again to end at once",
+      "ended at once by a second signal: nothing is written under the folder's name (its part-made copy beside it, "
+      ".NAME.tmp.PID, is removed by the next export to it); run the same command again");
   o.stop_requested = train::stop_requested;
   try {
     train::export_hf_folder(o, log);

@@ -263,7 +263,10 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
     throw TrainError(fmt::format("{} holds a run's checkpoints already, and fine-tuning starts afresh: give another "
                                  "--checkpoint-dir (a fine-tuned checkpoint is a starting point for --init)",
                                  o.checkpoint_dir.string()));
-  const StopOnSignal stop_on_signal;
+  const StopOnSignal stop_on_signal(
+      "stopping after this step, with a checkpoint; signal again to end at once",
+      "ended at once by a second signal: the checkpoints written so far are kept, and fine-tuning does not resume: "
+      "start again in another --checkpoint-dir, or from a kept checkpoint's encoder with --init");
   runtime::DeviceRequest request{c.compile.arch.sm(), o.kernel_cache, 0};
   request.instead = "fine-tune with --device cpu (the reference) or --device host (the emulation), or where a GPU is";
   request.older_gpu = "fine-tune with --arch auto (or --arch sm_{})";

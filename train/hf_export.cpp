@@ -1,8 +1,11 @@
 // A checkpoint as a Hugging Face folder (see hf_export.h).
 #include "train/hf_export.h"
 
+#include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 
@@ -104,6 +107,27 @@ nlohmann::json tokenizer_config(bool lower_case, int64_t max_length) {
 
 }  // namespace
 
+namespace {
+
+// Removes the part-made copies (.NAME.tmp.PID) beside `output` of exports on this machine whose
+// process is gone (a second signal, a kill), saying so: nothing else would.
+void sweep_dead_staging(const std::filesystem::path& output, std::ostream& log) {
+  const std::string prefix = support::temporary_beside(output).filename().string();
+  const std::string stem = prefix.substr(0, prefix.rfind('.') + 1);  // ".NAME.tmp."
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(output.parent_path().empty() ? "." : output.parent_path(), ec)) {
+    const std::string name = e.path().filename().string();
+    if (!name.starts_with(stem) || !e.is_directory(ec)) continue;
+    char* end = nullptr;
+    const long pid = std::strtol(name.c_str() + stem.size(), &end, 10);
+    if (*end || pid <= 0 || ::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+    std::filesystem::remove_all(e.path(), ec);
+    log << fmt::format("export: removed {}, the part-made copy of an export that ended at once\n", e.path().string());
+  }
+}
+
+}  // namespace
+
 void export_hf_folder(const ExportOptions& options, std::ostream& log) {
   ExportOptions o = options;
   // "my-model/" names the folder my-model (its staging folder goes beside it, not inside).
@@ -160,6 +184,7 @@ void export_hf_folder(const ExportOptions& options, std::ostream& log) {
   // The folder is made beside its place and renamed there whole: a failed export leaves nothing
   // half-written under the name (rename replaces an empty folder).
   const std::filesystem::path staging = support::temporary_beside(o.output);
+  sweep_dead_staging(o.output, log);
   // The folders on the way that are not there yet: a failed export removes them too.
   std::filesystem::path outermost_made;
   for (std::filesystem::path p = staging.parent_path(); !p.empty() && p != p.parent_path() && !std::filesystem::exists(p, ec);

@@ -259,6 +259,15 @@ left = [f for f in os.listdir(WORK) if f.startswith(".exported") or f == "export
 if p.wait() != 130 or f"export: stopped by SIGINT: nothing written to {exported}" not in rest or left:
     fail(f"SIGINT during export: exit {p.returncode} (expected 130), left {left}:\n{rest[-1000:]}")
 print("SIGINT during export: stopped, nothing left")
+# The part-made copy an export ended at once left (a second signal: its process gone) is removed,
+# and said, by the next export to that folder.
+dead = os.path.join(WORK, ".exported2.tmp.99999999")  # (a pid past the kernel's pid_max: gone)
+os.makedirs(dead)
+open(os.path.join(dead, "model.safetensors"), "w").write("half")
+p = subprocess.run([BERTC, "export", os.path.join(folder("straight"), "checkpoint-000040.safetensors"), "-o",
+                    os.path.join(WORK, "exported2")], capture_output=True, text=True, timeout=600)
+if p.returncode != 0 or os.path.exists(dead) or "the part-made copy of an export that ended at once" not in p.stderr:
+    fail(f"an export did not remove (and say) the copy a stopped export left:\n{p.stderr[-1000:]}")
 
 # export onto a full disk: the error's fix names the folder the export goes into (make room there),
 # not its staging copy, which is gone; nothing is left.
