@@ -500,6 +500,7 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
   }
   for (std::thread& t : pool) t.join();
   if (failed) std::rethrow_exception(failed);  // (the shards made so far go with the scratch)
+  if (done == o.shards) stop_signal = 0;  // (every shard made as the signal came: they are kept, said below)
   if (stop_signal)
     throw Stopped(stop_signal, fmt::format("while writing shards ({} of {} made)", done.load(), o.shards));
   for (int64_t s = 0; s < o.shards; ++s) {
@@ -510,6 +511,8 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
   p.shards_done = done, p.examples = examples;
   tell(true);
   made.kept = true;
+  if (stop_asked(callbacks.stop_requested) && note)
+    note("a stop signal came as the last shard was made: the shards are complete, and kept");
   report.figures = ExampleFigures{tokens_put.load(), tokens_cut.load()};
   report.documents = p.documents;
   report.tokens = p.tokens;

@@ -19,7 +19,8 @@ namespace {
 // A recorded shard against the run: its vocabulary, largest token and making.
 void check_record(const std::filesystem::path& f, const ShardRecord& r, int64_t vocab_size,
                   const std::optional<ShardExpectation>& expected) {
-  const std::string again = "prepare the shards again with this run's settings (bertc prepare-data CONFIG -o NEW_DIR)";
+  const std::string again = "prepare the shards again with this run's settings from the text they came from (bertc "
+                            "prepare-data CONFIG --input TEXT -o NEW_DIR)";
   if (r.max_token_id >= vocab_size)
     throw DataError(fmt::format("{}: holds token id {}, and [model] vocab_size is {}: shards of a larger vocabulary "
                                 "({} tokens); train with that vocabulary and a vocab_size of {} or more, or {}",
@@ -28,8 +29,8 @@ void check_record(const std::filesystem::path& f, const ShardRecord& r, int64_t 
   // (Both ways named with their files: which one works depends on what fixes the run's vocabulary,
   // --vocab or a model it starts from.)
   require_same_vocab(expected->vocab, {r.vocab_xxh3, r.vocab_tokens, r.vocab_path}, "shard " + f.string(),
-                     fmt::format("prepare the shards again with this run's vocabulary (bertc prepare-data CONFIG "
-                                 "--vocab '{}' -o NEW_DIR), or train with the shards' ({}) where the run may choose "
+                     fmt::format("prepare the shards again with this run's vocabulary from the text they came from "
+                                 "(bertc prepare-data CONFIG --input TEXT --vocab '{}' -o NEW_DIR), or train with the shards' ({}) where the run may choose "
                                  "(--vocab)",
                                  expected->vocab.path, r.vocab_path.empty() ? "its path is not recorded" : r.vocab_path));
   if (r.masked_lm_prob != expected->masked_lm_prob)
@@ -107,8 +108,10 @@ void refuse_incomplete_sets(const std::vector<std::filesystem::path>& files, con
     if (missing.empty()) continue;
     throw DataError(fmt::format(
         "{} of the {} shards that bertc prepare-data made with {} are not here ({}): their examples would be left "
-        "out (a copy that did not finish?). Copy them back beside the others; to train on part of some text on "
-        "purpose, prepare that part as shards of its own (bertc prepare-data CONFIG --input PART -o NEW_DIR)",
+        "out (a copy that did not finish? a name starting with '.', which is not read?). Copy them back beside the "
+        "others, under any name not taken (a set's shards are found by their record, not their names); to train on "
+        "part of some text on purpose, prepare that part as shards of its own (bertc prepare-data CONFIG --input PART "
+        "-o NEW_DIR)",
         set.count - static_cast<int64_t>(set.present.size()), set.count, set.example.string(),
         fmt::join(missing, ", ")));
   }

@@ -61,8 +61,8 @@ data::BatchStream open_batch_stream(const frontend::Config& c, const std::filesy
   std::vector<std::string> left_out;
   std::vector<std::filesystem::path> files = data::shard_files(data_path, &left_out);
   if (!files.empty() && !left_out.empty())  // (a shard of another name is not read: said, never silently)
-    log << fmt::format("data: {} entr{} of {} not named .hdf5 or .h5 left out ({}{}): a shard of another name is not "
-                       "read; name it .hdf5 to train on it\n",
+    log << fmt::format("data: {} entr{} of {} left out ({}{}): a shard is read when its "
+                       "name ends in .hdf5 or .h5 and does not start with '.': rename one to train on it\n",
                        left_out.size(), left_out.size() == 1 ? "y" : "ies", data_path.string(),
                        fmt::join(left_out.begin(), left_out.begin() + std::min<ptrdiff_t>(5, std::ssize(left_out)), ", "),
                        left_out.size() > 5 ? ", ..." : "");

@@ -352,7 +352,8 @@ def refused_before_training(name, folder_or_config, expected, edit=None):
 refused_before_training("other-vocab", os.path.join(WORK, "other-vocab"),
                         r"is not the one shard .*shard-00000.hdf5 was made with, .*swapped-vocab.txt \(317 tokens, "
                         r"xxh3 [0-9a-f]+\) \(the same size.*prepare the shards again with this run's vocabulary "
-                        r"\(bertc prepare-data CONFIG --vocab '.*vocab.txt' -o NEW_DIR\), or train with the shards' "
+                        r"from the text they came from \(bertc prepare-data CONFIG --input TEXT --vocab '.*vocab.txt' -o NEW_DIR\), "
+                        r"or train with the shards' "
                         r"\(.*swapped-vocab.txt\)")
 mixed = os.path.join(WORK, "mixed")
 shutil.copytree(os.path.join(WORK, "one"), mixed)
@@ -396,8 +397,8 @@ shutil.copy(os.path.join(WORK, "one", "shard-00000.hdf5"), os.path.join(odd, ".h
 p = train("upper-run", "--steps", "1", config=os.path.join(WORK, "upper.toml"))
 if f"data: 4 shard(s) in {odd}, {examples} examples" not in p.stderr:
     fail(f"a shard named .HDF5 was not read with the others ({examples} examples expected):\n{p.stderr[-1500:]}")
-if f"data: 3 entries of {odd} not named .hdf5 or .h5 left out (.hidden.hdf5 (hidden), README.md, extra.hdf): a " \
-        "shard of another name is not read" not in p.stderr:
+if f"data: 3 entries of {odd} left out (.hidden.hdf5 (hidden), README.md, extra.hdf): a " \
+        "shard is read when its name ends in .hdf5 or .h5 and does not start with '.'" not in p.stderr:
     fail(f"files beside the shards were left out without a word:\n{p.stderr[-1500:]}")
 # Shards damaged while a run trains (a disk going bad, a copy over them): the error says which
 # checkpoints are kept and both ways on; the second (a fresh run from the weights, with the bad
