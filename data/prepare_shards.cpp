@@ -385,10 +385,12 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
     document_size = 0;
     if (round_size >= round_bytes) flush_round();
   };
+  FileTexts file_texts;
   for (const auto& file : files) {
     LineReader reader(file, document_limit, note, larger_bound);
     std::string line;
     while (reader.next(line)) {
+      file_texts.line(line);
       const std::string text = trim_line(line);
       if (text.empty()) {
         end_document();
@@ -406,6 +408,7 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
       stop_if_asked(tokenizing);
     }
     end_document();  // a file ends its last document
+    file_texts.end(file, note);
     read_before += std::filesystem::file_size(file);
   }
   flush_round();

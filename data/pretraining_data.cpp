@@ -116,10 +116,12 @@ std::vector<Document> load_documents(const std::filesystem::path& path, const To
   std::vector<Document> docs(1);
   int64_t lines = 0;
   auto last_report = std::chrono::steady_clock::now();
+  FileTexts texts;
   for (const auto& file : text_files(path, progress)) {
     LineReader in(file, size_t{64} << 20, progress);
     std::string line;
     while (in.next(line)) {
+      texts.line(line);
       if (const int signal = stop_asked(stop))
         throw Stopped(signal, fmt::format("while tokenizing {} (line {})", file.string(), lines + 1));
       ++lines;
@@ -136,6 +138,7 @@ std::vector<Document> load_documents(const std::filesystem::path& path, const To
       if (!ids.empty()) docs.back().push_back(std::move(ids));
     }
     if (!docs.back().empty()) docs.emplace_back();  // a file ends its last document
+    texts.end(file, progress);
   }
   docs.pop_back();
   if (docs.empty()) throw DataError(fmt::format("{}: no text found", path.string()));

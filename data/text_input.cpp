@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <xxhash.h>
 
 #include "data/vocab.h"
 
@@ -190,6 +191,25 @@ bool LineReader::next(std::string& line) {
       return false;
     }
   }
+}
+
+void FileTexts::line(std::string_view text) {
+  hash_ = XXH3_64bits_withSeed(text.data(), text.size(), hash_ ^ 0x9E3779B97F4A7C15ull);  // (chained: order counts)
+  any_ = true;
+}
+
+void FileTexts::end(const std::filesystem::path& file, const std::function<void(const std::string&)>& note) {
+  if (!any_) {
+    if (note) note(fmt::format("{}: holds no text (zero bytes, or an empty .gz): nothing of it is read", file.string()));
+  } else {
+    for (const auto& [hash, earlier] : seen_)
+      if (hash == hash_)
+        throw DataError(fmt::format("{} holds the same text as {} (a link to it, or a copy, compressed or not): it "
+                                    "would be trained twice; remove one of them from the input",
+                                    file.string(), earlier.string()));
+    seen_.emplace_back(hash_, file);
+  }
+  hash_ = 0, any_ = false;
 }
 
 }  // namespace bertc::data

@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "data/gzip_reader.h"
@@ -60,6 +62,21 @@ class LineReader {
   size_t at_ = 0;
   bool started_ = false, finished_ = false;
   TextFigures figures_;
+};
+
+// The files of a text input as they are read, one after another: a file whose text another of
+// them held already (a link to it, or the same text compressed) is refused, as it would be
+// trained twice; a file with no text (zero bytes, an empty .gz) is said, not left out silently.
+class FileTexts {
+ public:
+  void line(std::string_view text);  // a line of the file being read
+  // The file read ends: DataError naming both files for a repeat; `note` hears of an empty one.
+  void end(const std::filesystem::path& file, const std::function<void(const std::string&)>& note);
+
+ private:
+  uint64_t hash_ = 0;
+  bool any_ = false;
+  std::vector<std::pair<uint64_t, std::filesystem::path>> seen_;
 };
 
 }  // namespace bertc::data
