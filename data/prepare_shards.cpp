@@ -322,6 +322,7 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
   std::vector<std::vector<std::string>> texts(1);  // the round's documents, as lines
   uint64_t round_size = 0, document_size = 0, read_before = 0;
   int64_t next_document = 0;
+  int64_t unknown_tokens = 0;
   auto flush_round = [&] {
     if (texts.back().empty()) texts.pop_back();
     std::vector<Document> docs(texts.size());
@@ -373,6 +374,7 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
       ++p.documents;
       for (const auto& sentence : doc) {
         p.tokens += static_cast<int64_t>(sentence.size());
+        unknown_tokens += std::count(sentence.begin(), sentence.end(), vocab.unk());
         XXH3_64bits_update(text_hash.get(), sentence.data(), sentence.size() * sizeof(sentence[0]));
       }
       XXH3_64bits_update(text_hash.get(), "|", 1);  // (a document's end)
@@ -422,6 +424,7 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
   texts.clear();
   texts.shrink_to_fit();
   ::malloc_trim(0);  // pass 1's rounds back to the system: pass 2 has the whole bound
+  if (const auto said = unknown_note(unknown_tokens, p.tokens, vocab); said && note) note(*said);
   if (next_document == 0)
     throw DataError(fmt::format("{}: no text: no document in it (empty, blank lines only, or nothing the tokenizer "
                                 "keeps). prepare-data reads UTF-8 text, one sentence a line, a blank line between "

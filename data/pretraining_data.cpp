@@ -117,6 +117,7 @@ std::vector<Document> load_documents(const std::filesystem::path& path, const To
   int64_t lines = 0;
   auto last_report = std::chrono::steady_clock::now();
   FileTexts texts;
+  int64_t tokens = 0, unknown = 0;
   for (const auto& file : text_files(path, progress)) {
     LineReader in(file, size_t{64} << 20, progress);
     std::string line;
@@ -135,6 +136,8 @@ std::vector<Document> load_documents(const std::filesystem::path& path, const To
         continue;
       }
       std::vector<int64_t> ids = tokenizer.encode(text);
+      tokens += static_cast<int64_t>(ids.size());
+      unknown += std::count(ids.begin(), ids.end(), tokenizer.vocab().unk());
       if (!ids.empty()) docs.back().push_back(std::move(ids));
     }
     if (!docs.back().empty()) docs.emplace_back();  // a file ends its last document
@@ -142,6 +145,7 @@ std::vector<Document> load_documents(const std::filesystem::path& path, const To
   }
   docs.pop_back();
   if (docs.empty()) throw DataError(fmt::format("{}: no text found", path.string()));
+  if (const auto said = unknown_note(unknown, tokens, tokenizer.vocab()); said && progress) progress(*said);
   return docs;
 }
 
@@ -193,6 +197,15 @@ int64_t count_examples(const std::vector<Document>& documents, const Vocab& voca
   Rng rng(o.seed);
   make_examples(documents, vocab, o, rng, counter, figures);
   return static_cast<int64_t>(counter.n);
+}
+
+std::optional<std::string> unknown_note(int64_t unknown, int64_t tokens, const Vocab& vocab) {
+  if (tokens == 0 || unknown * 20 <= tokens) return std::nullopt;
+  return fmt::format("{} of the {} tokens ({:.1f}%) are [UNK]: words the vocabulary {} does not hold (text in another "
+                     "language or script, or a vocabulary made for other text?); they teach the model nothing: make a "
+                     "vocabulary of this text (bertc vocab CONFIG -o vocab.txt) and train with it",
+                     unknown, tokens, 100.0 * static_cast<double>(unknown) / static_cast<double>(tokens),
+                     vocab.source());
 }
 
 std::optional<std::string> cut_note(const ExampleFigures& f, int64_t seq_len) {

@@ -25,7 +25,7 @@ using Document = std::vector<std::vector<int64_t>>;
 // .txt and .txt.gz files in name order (data/text_input.h). `progress` (may be empty) hears about long reads
 // and what is worth saying of the input (bytes that are not text, bytes after a gzip stream).
 // `stop` is asked at every line: Stopped (data/stop_check.h), saying how far it got, when it
-// reports a signal.
+// reports a signal. A text mostly of words the vocabulary lacks is said (unknown_note).
 std::vector<Document> load_documents(const std::filesystem::path& path, const Tokenizer& tokenizer,
                                      const std::function<void(const std::string&)>& progress = {},
                                      const StopCheck& stop = {});
@@ -55,6 +55,11 @@ struct ExampleFigures {
 // "N of the M tokens ... (x%) were cut to fit seq_len S", with advice when it is much; nullopt when
 // none were cut.
 std::optional<std::string> cut_note(const ExampleFigures& figures, int64_t seq_len);
+
+// "N of the M tokens (x%) are [UNK] ...", with the fix, when more than 5% of a text's tokens are
+// words `vocab` does not hold (text in another language or script, or the vocabulary of another
+// model): trained on, they teach nothing. nullopt below that.
+std::optional<std::string> unknown_note(int64_t unknown, int64_t tokens, const Vocab& vocab);
 
 // Deterministic for a seed on every platform (std::mt19937_64 with our own draws). `figures`, when
 // given, is added to.

@@ -17,6 +17,7 @@ class Tokenizer {
 
   // Words after basic tokenization (UTF-8).
   std::vector<std::string> basic_tokens(const std::string& text) const;
+  const Vocab& vocab() const { return vocab_; }
   // WordPiece ids of the whole text; unknown words become [UNK].
   std::vector<int64_t> encode(const std::string& text) const;
   // WordPiece pieces of one basic token ("unaffable" -> "un", "##aff", "##able").
