@@ -113,7 +113,7 @@ void refuse_not_text(const std::filesystem::path& path, std::string_view head, c
                                 path.string(), head.size()));
   if (encoding)
     throw DataError(fmt::format("{}: text in {} ({}), and bertc reads UTF-8: convert it ({}) and give the converted "
-                                "file",
+                                "file (in a folder of text: in place of this one, which moves out of the folder)",
                                 path.string(), encoding->name, encoding->why, convert(encoding->name)));
   // (No encoding is named unless the bytes show one: converting from a wrong guess makes valid
   // UTF-8 of the wrong characters, which would then be read without a word.)
