@@ -447,6 +447,8 @@ for attempt in range(6):
     p.send_signal(sig)
     err = p.communicate(timeout=600)[1]
     expected = {signal.SIGTERM: (143, 0), signal.SIGINT: (130, 0), signal.SIGKILL: (-9, 0)}[sig]
+    if attempt % 2 == 1:  # (a signal before bertc's handlers exist, on a loaded machine: its default, nothing written)
+        expected = (*expected, -int(sig))
     if p.returncode not in expected:
         fail(f"{sig.name} after {delay:.2f} s (seed {seed}): exit {p.returncode}, expected one of {expected}:\n{err[-1500:]}")
     left = sorted(os.listdir(folder(name))) if os.path.isdir(folder(name)) else []  # (stopped before making it)
