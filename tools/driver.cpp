@@ -518,6 +518,8 @@ int eval(const EvalArgs& args, const frontend::ModelDefinition& model) {
                                             "dropout on the CPU reference, built from a config: bertc eval CONFIG "
                                             "(bertc info shows the config a compiled program holds)",
                                             args.config));
+  for (const auto& [output, option] : {std::pair{args.dump_grads, "--dump-grads"}, std::pair{args.dump_logits, "--dump-logits"}})
+    refuse_output_onto_input(output, option, {{args.init, "--init"}, {args.batch, "--batch"}, {args.config, "the config"}});
   const frontend::Config config = load_config_for(args.config, args.init, model);
   const train::EvalResult r = train::evaluate_batch(model, config, args.init, args.batch);
   std::cerr << (r.vocab ? fmt::format("vocab: {} (the batch's; checked against the weights' where they record one)\n", r.vocab->describe())
@@ -546,6 +548,10 @@ struct BatchArgs {
 // Writes micro-batch `index` of the config's training stream, the input bertc eval reads.
 int batch(const BatchArgs& args, const frontend::ModelDefinition& model) {
   const frontend::Config config = frontend::load_config(args.config, model.extra_keys);
+  refuse_output_onto_input(args.output, "-o",
+                           {{args.config, "the config"},
+                            {chosen_path(args.vocab, config, config.train.vocab).string(), "the vocabulary"},
+                            {chosen_path(args.data, config, config.train.data).string(), "the data"}});
   const data::Vocab vocab = train::load_run_vocab(config, chosen_path(args.vocab, config, config.train.vocab), std::cerr);
   const data::BatchStream stream =
       train::open_batch_stream(config, chosen_path(args.data, config, config.train.data), vocab, std::cerr);

@@ -15,6 +15,7 @@
 #include "tools/cli_bounds.h"
 #include "tools/compile_flags.h"
 #include "tools/device_choice.h"
+#include "tools/output_file.h"
 #include "train/finetune.h"
 
 namespace bertc::tools {
@@ -81,6 +82,10 @@ int finetune(const FinetuneArgs& args, const CompileFlags& flags, const frontend
   o.checkpoint_dir = args.checkpoint_dir.empty() ? std::filesystem::path("checkpoints") / c.name
                                                  : std::filesystem::path(args.checkpoint_dir);
   o.metrics = args.metrics.empty() ? o.checkpoint_dir / "metrics.jsonl" : std::filesystem::path(args.metrics);
+  refuse_output_onto_input(o.metrics.string(), "--metrics",
+                           {{args.config, "the config"},
+                            {o.train_data.string(), "the training data"},
+                            {o.dev_data ? o.dev_data->string() : "", "the dev data"}});
   o.device = choose_device(args.device);
   o.eager = args.eager;
   if (o.eager && !o.device)

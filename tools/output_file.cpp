@@ -1,7 +1,12 @@
 // Tool output: stdout, or a file replaced atomically.
 #include "tools/output_file.h"
 
+#include <algorithm>
+#include <filesystem>
 #include <iostream>
+#include <stdexcept>
+
+#include <fmt/format.h>
 
 #include "support/atomic_file.h"
 
@@ -13,6 +18,24 @@ void write_output(const std::string& path, const std::string& text) {
     return;
   }
   support::write_file_atomically(path, text);
+}
+
+void refuse_output_onto_input(const std::string& output, const std::string& option,
+                              std::initializer_list<std::pair<std::string, std::string>> inputs) {
+  if (output.empty() || output == "-") return;
+  std::error_code ec;
+  const std::filesystem::path out = std::filesystem::weakly_canonical(output, ec);
+  for (const auto& [input, what] : inputs) {
+    if (input.empty()) continue;
+    const std::filesystem::path in = std::filesystem::weakly_canonical(input, ec);
+    const bool same = std::filesystem::equivalent(output, input, ec) || (!in.empty() && out == in);
+    const bool inside = std::filesystem::is_directory(input, ec) && !in.empty() &&
+                        std::mismatch(in.begin(), in.end(), out.begin(), out.end()).first == in.end();
+    if (same || inside)
+      throw std::invalid_argument(fmt::format("{} {}: {} {} ({}), which this command reads: writing it would destroy "
+                                              "it; give another file",
+                                              option, output, same ? "is" : "is inside", what, input));
+  }
 }
 
 }  // namespace bertc::tools

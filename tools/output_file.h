@@ -1,11 +1,19 @@
 // Writing a tool's output: to stdout, or to a file replaced atomically (never half-written).
 #pragma once
 
+#include <initializer_list>
 #include <string>
+#include <utility>
 
 namespace bertc::tools {
 
 // path "" or "-" means stdout. Throws std::runtime_error naming the file on failure.
 void write_output(const std::string& path, const std::string& text);
+
+// Throws std::invalid_argument when `output` is one of `inputs` (the same file, through any path or
+// link) or inside one that is a folder: writing it would destroy what the command reads. Each
+// input is (path, what it is: "--init", "the config", ...); empty paths are skipped.
+void refuse_output_onto_input(const std::string& output, const std::string& option,
+                              std::initializer_list<std::pair<std::string, std::string>> inputs);
 
 }  // namespace bertc::tools

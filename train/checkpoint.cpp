@@ -274,6 +274,14 @@ PretrainedReport load_pretrained(const std::filesystem::path& path, const ir::Gr
   for (const std::filesystem::path& file_path : files) {
     const support::Safetensors file = support::read_safetensors(file_path);
     verify_checksums(file, file_path.string());  // (bertc's own files; others have none)
+    // bertc's other safetensors files (eval's gradients and logits, a batch) hold no weights, some
+    // under the params' own names: gradients would load as weights without a word.
+    if (const auto format = file.metadata.find("format");
+        format != file.metadata.end() && format->second.starts_with("bertc-") &&
+        !format->second.starts_with("bertc-checkpoint"))
+      throw support::SafetensorsError(fmt::format("{}: a {} file (format {}), not weights: give a checkpoint (bertc train or "
+                                   "finetune) or a Hugging Face folder",
+                                   file_path.string(), format->second.substr(6), format->second));
     if (file_path == files.front()) report.metadata = file.metadata;
     for (const auto& [stored_name, stored] : file.tensors) {
       const std::string file_name = modern_name(stored_name);
