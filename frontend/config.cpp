@@ -290,6 +290,14 @@ std::optional<RelationIssue> check_relations(const Config& c) {
                          fmt::format("[model] hidden_size = {} is not divisible by num_attention_heads = {}: pick a "
                                      "head count that divides it (BERT uses hidden_size / 64)",
                                      m.hidden_size, m.num_attention_heads)};
+  // (each pass makes every document's examples anew and keeps them: a million passes of a small
+  // text was hours of making examples, deaf to signals, and prepare-data blamed the documents)
+  if (t.dupe_factor > 1000)
+    return RelationIssue{"train", "dupe_factor",
+                         fmt::format("[train] dupe_factor = {} passes over the text, each masked differently, and "
+                                     "BERT uses 5 to 10: set 1000 or fewer (more text, not more passes, if the "
+                                     "corpus is small)",
+                                     t.dupe_factor)};
   if (m.pad_token_id >= m.vocab_size)
     return RelationIssue{"model", "pad_token_id",
                          fmt::format("[model] pad_token_id = {} is not below vocab_size = {}", m.pad_token_id,

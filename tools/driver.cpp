@@ -465,6 +465,11 @@ int train_rank(const TrainArgs& args, const CompileFlags& flags, const frontend:
                                                  : std::filesystem::path(args.checkpoint_dir);
   o.metrics = args.metrics.empty() ? o.checkpoint_dir / "metrics.jsonl" : std::filesystem::path(args.metrics);
   o.resume = args.resume;
+  if (o.resume && !args.init.empty())  // (it was ignored without a word: the folder's checkpoint won)
+    throw std::invalid_argument(fmt::format("--resume continues from the newest checkpoint in {}, and --init {} starts "
+                                            "from other weights: give one of them (--init starts a fresh run, in a "
+                                            "new --checkpoint-dir)",
+                                            o.checkpoint_dir.string(), args.init));
   o.eager = args.eager;
   o.autotune = args.autotune;
   if (o.autotune && o.config.compile.matmul != passes::MatmulPolicy::Auto)
