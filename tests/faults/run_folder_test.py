@@ -73,6 +73,17 @@ def wait_for_step(p, step):
             return seen
 
 
+def read_until(p, pattern, otherwise):
+    """Reads the run's log until a line matches `pattern` (a regex); fails with `otherwise` if it ends first."""
+    seen = ""
+    while not re.search(pattern, seen, flags=re.M):
+        line = p.stderr.readline()
+        if not line:
+            fail(f"{otherwise} (exit {p.wait()}):\n{seen[-1500:]}")
+        seen += line
+    return seen
+
+
 def wait_for_file(p, where, prefix, otherwise):
     """Waits (60 s at most, while `p` runs) for a file named prefix* in `where`: a write under way."""
     deadline = time.time() + 60
@@ -145,12 +156,7 @@ with open(big, "w") as out:
     for _ in range(30):
         out.write(corpus + "\n")
 p = start("signalled-reading", "--data", big)
-seen = ""
-while "data: tokenized" not in seen:  # (said after 2 s of reading: the signal comes while it reads)
-    line = p.stderr.readline()
-    if not line:
-        fail(f"the run ended (exit {p.wait()}) before reading its text for 2 s:\n{seen[-1500:]}")
-    seen += line
+read_until(p, "data: tokenized", "the run ended before reading its text for 2 s")  # (the signal comes while it reads)
 p.send_signal(signal.SIGTERM)
 rest = p.stderr.read()
 if p.wait() != 143 or not re.search(rf"stopped by SIGTERM while tokenizing {re.escape(big)} \(line \d+\), before the "
@@ -174,12 +180,7 @@ print("SIGHUP under nohup: ignored, the run trained to its end")
 p = subprocess.Popen([BERTC, "train", CONFIG, "--device", "cpu", "--checkpoint-dir", folder("quit"), "--data", big],
                      stderr=subprocess.PIPE, text=True,
                      preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_CORE, (0, 0)))  # (no core file)
-seen = ""
-while "data: tokenized" not in seen:
-    line = p.stderr.readline()
-    if not line:
-        fail(f"the run ended (exit {p.wait()}) before reading its text for 2 s:\n{seen[-1500:]}")
-    seen += line
+read_until(p, "data: tokenized", "the run ended before reading its text for 2 s")
 p.send_signal(signal.SIGQUIT)
 p.communicate(timeout=60)
 if p.returncode != -signal.SIGQUIT or os.path.exists(folder("quit")):
@@ -291,12 +292,7 @@ ft_text = ft_text.replace("../../../examples/", f"{SOURCE}/examples/")
 open(os.path.join(WORK, "ft.toml"), "w").write(ft_text)
 p = subprocess.Popen([BERTC, "finetune", os.path.join(WORK, "ft.toml"), "--device", "cpu", "--epochs", "50",
                       "--checkpoint-dir", folder("ft-stopped")], stderr=subprocess.PIPE, text=True)
-seen = ""
-while not re.search(r"^step \d+/\d+ \(epoch 1\)", seen, flags=re.M):
-    line = p.stderr.readline()
-    if not line:
-        fail(f"fine-tuning ended (exit {p.wait()}) before its first step line:\n{seen[-1500:]}")
-    seen += line
+read_until(p, r"^step \d+/\d+ \(epoch 1\)", "fine-tuning ended before its first step line")
 p.send_signal(signal.SIGTERM)
 rest = p.stderr.read()
 if p.wait() != 143 or "finetune: 0 epochs and part of epoch 1 (stopped)" not in rest or \
