@@ -561,7 +561,10 @@ int batch(const BatchArgs& args, const frontend::ModelDefinition& model) {
   const data::BatchStream stream =
       train::open_batch_stream(config, chosen_path(args.data, config, config.train.data), vocab, std::cerr);
   support::Safetensors file = train::batch_to_safetensors(stream.batch(args.index));
-  file.metadata.merge(data::vocab_metadata(data::record_of(vocab)));  // (eval checks it against the weights')
+  data::VocabRecord record = data::record_of(vocab);
+  std::error_code ec;  // (absolute, as checkpoints record it: the file named is the same from any folder)
+  if (const auto absolute = std::filesystem::absolute(record.path, ec); !ec) record.path = absolute.lexically_normal().string();
+  file.metadata.merge(data::vocab_metadata(record));  // (eval checks it against the weights')
   support::write_safetensors(args.output, file);
   std::cerr << fmt::format("micro-batch {} written to {}\n", args.index, args.output);
   return 0;
