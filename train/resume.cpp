@@ -214,6 +214,15 @@ int64_t prepare_state(const frontend::ModelDefinition& model, const TrainOptions
                                      existing.back().path.string(), key, it->second, value));
     }
     check_same_settings(c.metadata, o.config, existing.back().path, log);
+    // The learning-rate schedule is planned over the run's total steps: another total (--steps, or
+    // an --until run resumed without its --steps) changes every later rate, which is said.
+    if (const auto planned = c.metadata.find("schedule_steps");
+        planned != c.metadata.end() && planned->second != std::to_string(o.config.train.steps))
+      log << fmt::format("resume: {} was trained on a schedule of {} steps, and this run has {}: the learning rate "
+                         "from here on follows {} steps (warmup and decay are planned over the total), so the run "
+                         "differs from the first plan; give --steps {} to keep it\n",
+                         existing.back().path.string(), planned->second, o.config.train.steps,
+                         o.config.train.steps, planned->second);
     if (const auto recorded = data::vocab_from_metadata(c.metadata))
       data::require_same_vocab(vocab, *recorded, fmt::format("checkpoint {}", existing.back().path.string()),
                                "resume with the vocabulary it was trained with (--vocab FILE, or [train] vocab)");

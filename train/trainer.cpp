@@ -559,6 +559,7 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
         std::map<std::string, std::string> metadata = run_metadata(model, o.config, dp.ranks());
         metadata["world_size"] = std::to_string(dp.ranks());
         metadata["gradient_accumulation_steps"] = std::to_string(K);
+        metadata["schedule_steps"] = std::to_string(t.steps);  // (the total the learning rate was planned over)
         metadata.merge(data_metadata(stream));
         metadata.merge(settings_metadata(o.config));
         metadata.merge(export_metadata(o.config, vocab));
