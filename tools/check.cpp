@@ -60,14 +60,18 @@ int check_program(const passes::TrainingProgram& program, const train::KernelsFo
                   const CheckOptions& o, std::ostream& out) {
   support::Environment env = train::synthetic_environment(config, program, static_cast<uint64_t>(config.train.seed));
   const double tolerance = o.tolerance.value_or(default_tolerance(config.compile.precision));
+  // The floor a result is measured against is the precision's rounding noise of its operands,
+  // whatever --tolerance says: with the tolerance as the floor's fraction, the error reported
+  // changed with the tolerance asked for (1e300 made every error ~1e-305).
+  const double noise = default_tolerance(config.compile.precision);
   const int sm = device.capabilities().sm;
   out << fmt::format("check: {} on {}, {} precision, sm_{} kernels, matmul {}\n", config.name, device.name(),
                      ir::enum_name(config.compile.precision), sm == 0 ? 61 : sm, ir::enum_name(config.compile.matmul));
-  const bool step_ok = report("step", train::check_graph(program.step, step_kernels, device, env, tolerance), tolerance, o.all, out);
+  const bool step_ok = report("step", train::check_graph(program.step, step_kernels, device, env, noise), tolerance, o.all, out);
   // The optimizer step starts from the reference's gradients, so that its check is its own.
   reference::Executor<float>(program.step).run(env);
   const bool optimizer_ok = report(
-      "optimizer", train::check_graph(program.optimizer, optimizer_kernels, device, env, tolerance), tolerance, o.all, out);
+      "optimizer", train::check_graph(program.optimizer, optimizer_kernels, device, env, noise), tolerance, o.all, out);
   return step_ok && optimizer_ok ? 0 : 1;
 }
 
