@@ -34,6 +34,9 @@ BX_FN int bx_bdim_x() { return blockDim.x; }
 BX_FN int bx_bdim_y() { return blockDim.y; }
 BX_FN int bx_gdim_x() { return gridDim.x; }
 BX_FN void bx_sync() { __syncthreads(); }
+// The warp's barrier with memory ordering: a shuffle converges the lanes but orders no memory, so
+// a shared location read by every lane and then written by one needs this between the two.
+BX_FN void bx_syncwarp() { __syncwarp(); }
 BX_FN void bx_threadfence() { __threadfence(); }
 
 BX_FN float bx_shfl_xor(float v, int lane_mask) { return __shfl_xor_sync(0xffffffffu, v, lane_mask); }

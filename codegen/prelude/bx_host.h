@@ -60,6 +60,8 @@ BX_FN float bx_bits_float(unsigned int u) {
 BX_FN float bx_shfl_xor(float v, int lane_mask) {
   return bx_bits_float(bx_api->shfl_xor(bx_api->scheduler, bx_float_bits(v), lane_mask));
 }
+// The warp's barrier: a shuffle of nothing, since every lane waits for the others in one.
+BX_FN void bx_syncwarp() { (void)bx_api->shfl_xor(bx_api->scheduler, 0u, 0); }
 
 // Fibers switch only at barriers and shuffles, so a read-modify-write is atomic here.
 BX_FN float bx_atomic_add(float* p, float v) {

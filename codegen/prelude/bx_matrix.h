@@ -427,6 +427,9 @@ struct bx_attention {
           bx_st(Ps, r * LDP + c, p * keep(a, seed_value, bh, q0 + r, k0 + c));
         }
         sum = bx_warp_sum(sum);
+        // Every lane read row_max[r] above; lane 0 overwrites it (compute-sanitizer's racecheck
+        // found this hazard on an H200: the shuffles order no shared-memory accesses).
+        bx_syncwarp();
         if (lane == 0) {
           const float rescale = bx_exp(old_max - base);
           row_scale[r] = rescale;

@@ -77,9 +77,16 @@ step() {
 }
 
 if [ -z "$standin" ]; then
-  [ -f .gpu/bin/bertc.gz ] || { echo "no .gpu/bin/bertc.gz: run tests/gpu/prepare.sh on the build machine and carry .gpu"; exit 2; }
+  [ -f .gpu/bin/bertc.xz ] || { echo "no .gpu/bin/bertc.xz: run tests/gpu/prepare.sh on the build machine and carry .gpu"; exit 2; }
   mkdir -p "$bin"  # prepare.sh compressed the programs to fit what travels with the tree
-  for f in .gpu/bin/*.gz; do gunzip -c "$f" >"$bin/$(basename "$f" .gz)" && chmod +x "$bin/$(basename "$f" .gz)"; done
+  for f in .gpu/bin/*.xz; do
+    python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' \
+      "$f" "$bin/$(basename "$f" .xz)" && chmod +x "$bin/$(basename "$f" .xz)"
+  done
+  # CUDA 12's NVRTC (prepare.sh) in lib/ beside bertc: the P40's and V100's programs as PTX.
+  mkdir -p "$bin/lib"
+  [ -f .gpu/nvrtc-cu12.tar.xz ] && python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
+    .gpu/nvrtc-cu12.tar.xz "$bin/lib"
   # The dynamic bundle (prepare.sh): the regular build's bertc, with Gloo, through its own loader.
   if [ -f .gpu/dynamic.tar.xz ]; then
     python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' .gpu/dynamic.tar.xz "$bin" &&
