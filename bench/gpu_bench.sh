@@ -6,6 +6,7 @@
 # $out/bench.jsonl and the table (bench/compare.py) to $out/bench.md.
 #
 #   bench/gpu_bench.sh BIN_DIR OUT_DIR [BATCH]      (BIN_DIR holds bertc-bench-train)
+# BENCH_ONLY=REGEX measures only the labels (e.g. bert-large-fp32-bertc) that match it.
 set -uo pipefail
 bin=$1 out=$2 batch=${3:-32}
 steps=${BENCH_STEPS:-20} warmup=${BENCH_WARMUP:-3}
@@ -14,6 +15,7 @@ results=$out/bench.jsonl
 : >"$results"
 measure() {  # measure LABEL COMMAND...: appends its JSON line, keeps its log
   local label=$1; shift
+  [[ "$label" =~ ${BENCH_ONLY:-.} ]] || return 0
   echo "bench: $label" >&2
   if "$@" >"$out/bench-$label.out" 2>"$out/bench-$label.log"; then
     grep '^{' "$out/bench-$label.out" >>"$results"

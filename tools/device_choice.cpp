@@ -37,7 +37,8 @@ std::optional<std::string> choose_device(const std::string& requested) {
     if (!kind.probe) continue;  // always usable, never chosen for you (the host emulation)
     const runtime::DeviceProbe probe = kind.probe();
     if (probe.usable && kind.chosen_automatically) {
-      std::cerr << fmt::format("device: {} (--device auto: {})\n", probe.found, kind.name);
+      std::cerr << fmt::format("device: {} (--device auto: {}{}{})\n", probe.found, kind.name,
+                               kind.caveat.empty() ? "" : "; ", kind.caveat);
       return std::string(kind.name);
     }
     found.push_back(probe.usable ? fmt::format("found {}, but {} (--device {} tries it)", probe.found, kind.caveat, kind.name)

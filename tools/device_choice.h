@@ -15,7 +15,8 @@ std::string devices_help();
 
 // The device training runs on (nullopt: the CPU reference executor), said on stderr with the
 // reason, never silently. auto takes the first device of the registry that its probe finds and
-// that may be chosen automatically (validated on real hardware), else the CPU reference.
+// that may be chosen automatically (run on real hardware), else the CPU reference; its caveat
+// (where it has not run yet) is said with it.
 std::optional<std::string> choose_device(const std::string& requested);
 
 }  // namespace bertc::tools

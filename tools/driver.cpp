@@ -696,7 +696,7 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
   train_cmd->add_option("--data", train_args.data, "Text file or folder of .txt files (default: [train] data)");
   train_cmd->add_option("--vocab", train_args.vocab, "WordPiece vocab.txt (default: [train] vocab)");
   train_cmd->add_option("--device", train_args.device,
-                        "auto (a validated GPU, else the CPU), cpu (the reference executor, op by op), or a device "
+                        "auto (a usable GPU, else the CPU), cpu (the reference executor, op by op), or a device "
                         "running the compiled program: " + devices_help())
       ->check(CLI::IsMember(device_names({"auto", "cpu"})));
   train_cmd->add_option("--batch-size", train_args.batch_size,

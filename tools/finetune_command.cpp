@@ -48,7 +48,7 @@ CLI::App* add_finetune_command(CLI::App& app, FinetuneArgs& args, CompileFlags& 
   cmd->add_option("--epochs", args.epochs, "Passes over the training examples (default: [finetune] epochs)")
       ->check(kCount);
   cmd->add_option("--device", args.device,
-                  "auto (a validated GPU, else the CPU), cpu (the reference executor), or a device running the "
+                  "auto (a usable GPU, else the CPU), cpu (the reference executor), or a device running the "
                   "compiled program: " + devices_help())
       ->check(CLI::IsMember(device_names({"auto", "cpu"})));
   cmd->add_option("--checkpoint-dir", args.checkpoint_dir,

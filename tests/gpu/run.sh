@@ -17,6 +17,8 @@
 # step's start), so that the two files that come back from the GPU machine hold everything.
 # BERTC_GPU_STANDIN=usual (or hang:STEP) runs the schedule alone on a clock of its own: no step
 # runs, each takes its usual_s from the table, STEP never ends (tests/gpu/schedule_test.py).
+# BERTC_GPU_STEPS=REGEX runs only the steps whose names match it (a rerun of what failed, or of
+# what the budget cut: e.g. 'benchmark'); the others are listed as "SKIP NAME (not asked)".
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 out=${OUT:-$(mktemp -d)}
@@ -27,6 +29,7 @@ bin=${TMPDIR:-/tmp}/bertc-gpu-bin
 export bin
 budget=${BERTC_GPU_BUDGET:-540}
 standin=${BERTC_GPU_STANDIN:-}
+asked=${BERTC_GPU_STEPS:-.}
 failed=0
 
 # The table: each step's limit, usual time and kind, in the order the steps must run.
@@ -50,6 +53,10 @@ step() {
     echo "run.sh: step $name runs where steps.tsv has ${order[$next]:-no step}: keep the two in one order" >&2; exit 2
   fi
   next=$((next + 1))
+  if ! [[ "$name" =~ $asked ]]; then
+    echo "SKIP $name (not asked: BERTC_GPU_STEPS=$asked)" >>"$out/results.txt"
+    return
+  fi
   began=$(now)
   limit=${limit_of[$name]}
   if ((began + 5 > budget)); then
@@ -247,8 +254,16 @@ print(next(l.split()[-1] for l in open("/proc/self/maps") if re.search(r"libcubl
     export BERTC_CUBLAS && echo "cuBLAS for the rest of the run: $BERTC_CUBLAS" | tee -a "$out/results.txt"
 fi
 
-# 2. A tiny --device cuda training: the step's CUDA Graph against kernel-by-kernel launches.
+# 2. A tiny --device cuda training: the step's CUDA Graph against kernel-by-kernel launches; the
+# README's main job as a user runs it (--device auto takes this GPU, and says so).
 step graph_equals_eager graph_vs_eager
+main_job_on_gpu() {
+  rm -rf /tmp/bertc-gpu-main
+  "$bin/bertc" train examples/bert-tiny.toml --steps 20 --checkpoint-dir /tmp/bertc-gpu-main 2>&1 | tee /tmp/bertc-gpu-main.log &&
+    grep -E "^device: .* \(--device auto: cuda" /tmp/bertc-gpu-main.log >/dev/null
+}
+export -f main_job_on_gpu
+step main_job_on_gpu main_job_on_gpu
 # 3. NCCL in the step's graph, and two ranks (both on this GPU, and on the CPU).
 step nccl_one_rank_in_graph nccl_one_rank 1
 step nccl_one_rank_fp16 nccl_one_rank_fp16

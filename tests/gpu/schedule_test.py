@@ -30,12 +30,15 @@ for name, _, _, kind in table:  # core steps first: what matters most never wait
         fail(f"core step {name} comes after an optional one in steps.tsv")
 
 
-def schedule(standin, budget=None):
-    out = os.path.join(WORK, standin.replace(":", "-"))
+def schedule(standin, budget=None, steps=None):
+    out = os.path.join(WORK, f"{standin.replace(':', '-')}-{budget}-{bool(steps)}")
     os.makedirs(out, exist_ok=True)
     env = dict(os.environ, OUT=out, BERTC_GPU_STANDIN=standin)
+    env.pop("BERTC_GPU_STEPS", None)
     if budget:
         env["BERTC_GPU_BUDGET"] = str(budget)
+    if steps:
+        env["BERTC_GPU_STEPS"] = steps
     p = subprocess.run(["bash", RUN], cwd=SOURCE, env=env, capture_output=True, text=True, timeout=120)
     if "steps.tsv" in p.stderr or p.returncode not in (0, 1):
         fail(f"run.sh ({standin}) exited {p.returncode}:\n{p.stderr[-2000:]}")
@@ -65,10 +68,23 @@ for hung in core:
     if not re.search(rf"^TIMEOUT after \d+ s \(its share in steps.tsv\) {hung} ", results, re.M):
         fail(f"a hang of {hung} was not stopped at its share:\n{results}")
 print(f"one hang: every core step still starts by {STARTS_BY} s, whichever of the {len(core)} hangs")
-# 3. A step the budget cuts short says so, and steps past the budget are skipped saying so.
-results, _ = schedule("usual", budget=100)
-if "TIMEOUT" in results or not re.search(r"^CUT BY THE BUDGET after \d+ s \S+", results, re.M) or \
-        "(cut by the budget: the run's 100 s are spent)" not in results:
-    fail(f"a 100 s budget's last steps were not said to be cut by the budget:\n{results}")
-print("a short budget: cut short and skipped steps say 'cut by the budget'")
+# 3. A step the budget cuts short says so, and steps past the budget are skipped saying so: the
+# budget ends halfway through the first step of 10 s or more.
+usual_s = {name: int(usual) for name, _, usual, _ in table}
+_, starts = schedule("usual")
+long_one = next(name for name, *_ in table if usual_s[name] >= 10)
+budget = starts[long_one] + usual_s[long_one] // 2
+results, _ = schedule("usual", budget=budget)
+if "TIMEOUT" in results or not re.search(rf"^CUT BY THE BUDGET after \d+ s {long_one} ", results, re.M) or \
+        f"(cut by the budget: the run's {budget} s are spent)" not in results:
+    fail(f"a {budget} s budget's last steps were not said to be cut by the budget:\n{results}")
+print(f"a short budget ({budget} s): cut short and skipped steps say 'cut by the budget'")
+# 4. BERTC_GPU_STEPS: only the steps asked run (in the table's order), the rest said not asked.
+asked = [table[-1][0], core[1]]
+results, starts = schedule("usual", steps="^(" + "|".join(asked) + ")$")
+if list(starts) != [name for name, *_ in table if name in asked]:
+    fail(f"BERTC_GPU_STEPS={asked} started {list(starts)}")
+if results.count("(not asked: BERTC_GPU_STEPS=") != len(table) - len(asked):
+    fail(f"the steps not asked are not each said to be skipped:\n{results}")
+print(f"BERTC_GPU_STEPS: only {asked} run")
 print("PASS")
