@@ -26,6 +26,7 @@
 #include "train/graph_runner.h"
 #include "train/lr_schedule.h"
 #include "train/resume.h"
+#include "train/progress.h"
 #include "train/run_lock.h"
 #include "train/stop_request.h"
 #include "train/trainer.h"
@@ -238,7 +239,7 @@ std::map<std::string, std::string> task_metadata(const frontend::ModelDefinition
 
 class MetricsFile {
  public:
-  // A fine-tuning run starts afresh: a file left by one that failed before its first checkpoint goes.
+  // A fine-tuning run starts afresh (start_metrics_afresh kept any earlier run's file aside).
   explicit MetricsFile(const std::filesystem::path& path) : out_(path, std::ios::trunc) {
     if (!out_)
       throw TrainError(fmt::format("{}: cannot open the metrics file for writing: {} (--metrics names a file in a "
@@ -315,6 +316,7 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
   const TensorManifest manifest = manifest_of(first);
 
   folder_lock.writing();  // (a hard stop from here on leaves the folder: it holds the run's files)
+  start_metrics_afresh(o.metrics, killed_runs_metrics(folder_lock, o.checkpoint_dir, o.metrics), log);
   MetricsFile metrics(o.metrics);
   FinetuneSummary summary;
   const frontend::TaskMetric chosen = f.chosen_metric();

@@ -5,6 +5,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include <unistd.h>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <xxhash.h>
@@ -81,6 +83,36 @@ void keep_metrics_through(const std::filesystem::path& metrics, int64_t step, st
   log << fmt::format("metrics: {} kept through step {}; dropped {} line(s) of later steps (trained again now){}\n",
                      metrics.string(), step, later,
                      damaged ? fmt::format(" and {} damaged line(s)", damaged) : std::string());
+}
+
+void start_metrics_afresh(const std::filesystem::path& metrics, bool killed_runs_file, std::ostream& log) {
+  std::error_code ec;
+  const auto bytes = std::filesystem::file_size(metrics, ec);
+  if (ec || bytes == 0) return;  // (no file, or an empty one: nothing to keep)
+  if (killed_runs_file) {
+    keep_metrics_through(metrics, 0, log);
+    return;
+  }
+  const std::string stem = metrics.stem().string(), ext = metrics.has_extension() ? metrics.extension().string() : "";
+  for (int n = 1; n < 10000; ++n) {
+    const std::filesystem::path aside = metrics.parent_path() / fmt::format("{}.earlier-{}{}", stem, n, ext);
+    // link then unlink: a rename that never replaces a file already there.
+    if (::link(metrics.c_str(), aside.c_str()) != 0) {
+      if (errno == EEXIST) continue;
+      throw TrainError(fmt::format("{}: holds an earlier run's metrics, which cannot be set aside as {} ({}): move "
+                                   "the file away, or name another file with --metrics",
+                                   metrics.string(), aside.string(), std::strerror(errno)));
+    }
+    if (::unlink(metrics.c_str()) != 0)
+      throw TrainError(fmt::format("{}: cannot be removed after keeping it as {} ({}): remove it, or name another file "
+                                   "with --metrics", metrics.string(), aside.string(), std::strerror(errno)));
+    log << fmt::format("metrics: {} held {} bytes of an earlier run that this one (from step 1) does not continue: "
+                       "kept as {}; this run writes a new {}\n",
+                       metrics.string(), bytes, aside.string(), metrics.filename().string());
+    return;
+  }
+  throw TrainError(fmt::format("{}: 9999 earlier metrics files beside it already: move them away, or name another "
+                               "file with --metrics", metrics.string()));
 }
 
 Progress::Progress(std::ostream& log, const std::filesystem::path& metrics, int64_t first, int64_t last, int64_t every,

@@ -45,6 +45,14 @@ MetricsLine check_metrics_line(const std::string& line);
 // missing.
 void keep_metrics_through(const std::filesystem::path& metrics, int64_t step, std::ostream& log);
 
+// Before a run that starts at step 1 (nothing to continue) writes `metrics`. A file there with
+// lines in it is a killed run's when `killed_runs_file` (the run folder's own metrics.jsonl, and
+// the folder's lock left by a run that was killed: its steps are trained again now), and goes,
+// said on `log`; any other is another run's record, which nothing may lose: it is renamed to the
+// first free STEM.earlier-N.jsonl beside it (never over a file), said on `log`, and the run
+// writes a new one. Throws TrainError when it can be neither read nor set aside.
+void start_metrics_afresh(const std::filesystem::path& metrics, bool killed_runs_file, std::ostream& log);
+
 class Progress {
  public:
   // Steps first..last of a run; lines every `every` steps (each step when `live`); the metrics

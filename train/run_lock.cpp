@@ -73,10 +73,12 @@ RunFolderLock::RunFolderLock(const std::filesystem::path& folder, std::ostream& 
     throw TrainError(fmt::format("{}: cannot be locked ({}): the run folder's file system must support flock",
                                  path.string(), std::strerror(why)));
   }
-  if (const std::string stale = contents(fd_); !stale.empty())
+  if (const std::string stale = contents(fd_); !stale.empty()) {
+    left_by_killed_run_ = true;
     log << fmt::format("run folder: {} was left locked by pid {}, which ended without unlocking it (killed?): taken "
                        "over\n",
                        folder.string(), stale);
+  }
   const std::string me = fmt::format("{} on {}\n", ::getpid(), host_name());
   if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, me.data(), me.size(), 0) != static_cast<ssize_t>(me.size()))
     throw TrainError(fmt::format("{}: cannot be written ({}): is the disk full?", path.string(), std::strerror(errno)));
@@ -84,6 +86,15 @@ RunFolderLock::RunFolderLock(const std::filesystem::path& folder, std::ostream& 
 }
 
 void RunFolderLock::writing() const { forget_on_hard_stop(); }
+
+bool killed_runs_metrics(const RunFolderLock& lock, const std::filesystem::path& folder,
+                         const std::filesystem::path& metrics) {
+  if (!lock.left_by_killed_run()) return false;
+  std::error_code a, b;
+  const auto given = std::filesystem::weakly_canonical(metrics, a);
+  const auto own = std::filesystem::weakly_canonical(folder / "metrics.jsonl", b);
+  return !a && !b && given == own;
+}
 
 RunFolderLock::~RunFolderLock() {
   forget_on_hard_stop();

@@ -510,9 +510,11 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
   if (folder_lock) folder_lock->writing();  // (a hard stop from here on leaves the folder: it holds the run's files)
   if (dp.leader()) {
     // Steps after the checkpoint that a stopped run recorded are trained again: their lines go.
-    // So do those of a run killed before its first checkpoint (start 0, a folder without
-    // checkpoints): otherwise its steps would be in the file twice.
-    keep_metrics_through(o.metrics, start, log);
+    // So do those of a run killed here before its first checkpoint (start 0, a folder without
+    // checkpoints): otherwise its steps would be in the file twice. Any other run's file that a
+    // run from step 1 finds is kept aside.
+    if (start > 0) keep_metrics_through(o.metrics, start, log);
+    else start_metrics_afresh(o.metrics, folder_lock && killed_runs_metrics(*folder_lock, o.checkpoint_dir, o.metrics), log);
     progress.emplace(log, o.metrics, start + 1, last, t.log_every, o.live_progress, runners.figures);
   }
   summary.first_step = start + 1;

@@ -453,6 +453,10 @@ for attempt in range(6):
         fail(f"{sig.name} after {delay:.2f} s (seed {seed}) left files that are not bertc's: {strays}")
     checkpoints = [f for f in left if f.startswith("checkpoint-")]
     resumed = run(name, *(["--resume"] if checkpoints else []))
+    # A run from step 1 where this one was killed drops its lines (trained again) instead of
+    # keeping them aside as another run's.
+    if [f for f in os.listdir(folder(name)) if ".earlier-" in f]:
+        fail(f"{sig.name} after {delay:.2f} s (seed {seed}): the rerun kept the killed run's own metrics aside")
     if resumed.returncode != 0 or losses(name) != losses("straight"):
         fail(f"{sig.name} after {delay:.2f} s (seed {seed}), folder {left}: the resumed run failed or differs from "
              f"the uninterrupted one (exit {resumed.returncode}):\n{resumed.stderr[-1500:]}")
