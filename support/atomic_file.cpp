@@ -52,6 +52,15 @@ std::filesystem::path temporary_beside(const std::filesystem::path& path) {
   return folder / ("." + name + suffix);
 }
 
+std::vector<std::filesystem::path> missing_folders(const std::filesystem::path& folder) {
+  std::vector<std::filesystem::path> missing;
+  std::error_code ec;
+  for (std::filesystem::path p = folder; !p.empty() && p != p.parent_path() && !std::filesystem::exists(p, ec);
+       p = p.parent_path())
+    missing.push_back(p);
+  return missing;
+}
+
 void write_file_atomically(const std::filesystem::path& path, std::string_view bytes, bool executable) {
   const std::filesystem::path folder = path.has_parent_path() ? path.parent_path() : ".";
   const std::filesystem::path tmp = temporary_beside(path);

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <string_view>
+#include <vector>
 
 namespace bertc::support {
 
@@ -18,5 +19,10 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view b
 // where the whole would pass the 255 bytes a file name may have: an output whose own name fits
 // must not fail for its temporary's.
 std::filesystem::path temporary_beside(const std::filesystem::path& path);
+
+// The folders on the way to `folder` (itself included) that are not there yet, innermost first:
+// what a command that makes `folder` removes again when it fails (--output a/b/c with no a makes
+// a too).
+std::vector<std::filesystem::path> missing_folders(const std::filesystem::path& folder);
 
 }  // namespace bertc::support

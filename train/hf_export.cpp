@@ -186,10 +186,8 @@ void export_hf_folder(const ExportOptions& options, std::ostream& log) {
   const std::filesystem::path staging = support::temporary_beside(o.output);
   sweep_dead_staging(o.output, log);
   // The folders on the way that are not there yet: a failed export removes them too.
-  std::filesystem::path outermost_made;
-  for (std::filesystem::path p = staging.parent_path(); !p.empty() && p != p.parent_path() && !std::filesystem::exists(p, ec);
-       p = p.parent_path())
-    outermost_made = p;
+  const auto missing = support::missing_folders(staging.parent_path());
+  const std::filesystem::path outermost_made = missing.empty() ? std::filesystem::path() : missing.back();
   auto stop_if_asked = [&] {
     if (const int signal = o.stop_requested ? o.stop_requested() : 0) throw ExportStopped(signal);
   };

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "support/atomic_file.h"
 #include "support/file_errors.h"
 
 #include "train/stop_request.h"
@@ -42,10 +43,7 @@ RunFolderLock::RunFolderLock(const std::filesystem::path& folder, std::ostream& 
   std::error_code ec;
   made_ = !std::filesystem::exists(folder, ec);
   // The folders on the way that are not there yet: a refusal removes those it made, empty.
-  std::vector<std::filesystem::path> missing;
-  for (std::filesystem::path p = folder; !p.empty() && !std::filesystem::exists(p, ec) && p != p.parent_path();
-       p = p.parent_path())
-    missing.push_back(p);
+  const std::vector<std::filesystem::path> missing = support::missing_folders(folder);
   std::filesystem::create_directories(folder, ec);
   if (ec || !std::filesystem::is_directory(folder)) {
     const int error = ec.value();
