@@ -66,10 +66,13 @@ class Merger {
   }
 
   // Merges until `limit` tokens or no pair seen min_frequency times; returns the merges made.
-  int64_t run(size_t limit, int64_t min_frequency) {
+  int64_t run(size_t limit, int64_t min_frequency, const StopCheck& stop) {
     for (const auto& [k, c] : counts_) push(k, c);
     int64_t merges = 0;
     while (tokens.size() < limit && !heap_.empty()) {
+      if (merges % 64 == 0)
+        if (const int signal = stop_asked(stop))
+          throw Stopped(signal, fmt::format("while merging ({} of up to {} tokens made)", tokens.size(), limit));
       const Candidate top = heap_.top();
       heap_.pop();
       const auto it = counts_.find(top.key);
@@ -148,7 +151,8 @@ class Merger {
 std::map<std::string, int64_t> count_words(const std::filesystem::path& input, const Tokenizer& tokenizer,
                                            int threads,
                                            const std::function<void(uint64_t read, uint64_t total)>& progress,
-                                           const std::function<void(const std::string&)>& note) {
+                                           const std::function<void(const std::string&)>& note,
+                                           const StopCheck& stop) {
   if (threads <= 0) threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   const std::vector<std::filesystem::path> files = text_files(input, note);
   uint64_t total = 0, before = 0;
@@ -182,6 +186,9 @@ std::map<std::string, int64_t> count_words(const std::filesystem::path& input, c
   for (const auto& file : files) {
     LineReader reader(file, size_t{64} << 20, note);
     for (std::string line; reader.next(line);) {
+      if (const int signal = stop_asked(stop))
+        throw Stopped(signal, fmt::format("while counting words ({:.0f}% of the text read)",
+                                          total ? 100.0 * double(before + reader.offset()) / double(total) : 0.0));
       round_bytes += line.size();
       round.push_back(std::move(line));
       if (round_bytes >= (32u << 20)) count_round();
@@ -201,7 +208,8 @@ std::map<std::string, int64_t> count_words(const std::filesystem::path& input, c
   return counts;
 }
 
-VocabTrainResult train_wordpiece(const std::map<std::string, int64_t>& word_counts, const VocabTrainOptions& o) {
+VocabTrainResult train_wordpiece(const std::map<std::string, int64_t>& word_counts, const VocabTrainOptions& o,
+                                 const StopCheck& stop) {
   VocabTrainResult r;
   // The alphabet, as tokenizers' trainer makes it: the limit_alphabet most frequent characters
   // (ties: the one that sorts first), each as itself and, where it is seen inside a word, as
@@ -246,7 +254,7 @@ VocabTrainResult train_wordpiece(const std::map<std::string, int64_t>& word_coun
     }
     if (known) m.add_word(std::move(symbols), count);
   }
-  r.merges = m.run(static_cast<size_t>(o.size), o.min_frequency);
+  r.merges = m.run(static_cast<size_t>(o.size), o.min_frequency, stop);
   r.tokens = m.tokens;
   r.alphabet = static_cast<int64_t>(alphabet.size());
   r.characters = static_cast<int64_t>(ranked.size());

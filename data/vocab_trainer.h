@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "data/stop_check.h"
+
 namespace bertc::data {
 
 struct VocabTrainOptions {
@@ -32,14 +34,17 @@ class Tokenizer;
 // The words of the text (a file or a folder of .txt / .txt.gz) after `tokenizer`'s basic
 // tokenization, counted on `threads` threads (0: every core); `progress` hears the bytes read,
 // `note` what is worth saying of the input (data/text_input.h). Throws DataError for input that
-// holds no words: a vocabulary is not made from nothing.
+// holds no words: a vocabulary is not made from nothing; Stopped when `stop` asks (between lines).
 std::map<std::string, int64_t> count_words(const std::filesystem::path& input, const Tokenizer& tokenizer,
                                            int threads = 0,
                                            const std::function<void(uint64_t read, uint64_t total)>& progress = {},
-                                           const std::function<void(const std::string&)>& note = {});
+                                           const std::function<void(const std::string&)>& note = {},
+                                           const StopCheck& stop = {});
 
 // Deterministic: ties between pairs go to the one whose merged token sorts first.
-// Throws DataError when `size` cannot even hold the special tokens and the alphabet.
-VocabTrainResult train_wordpiece(const std::map<std::string, int64_t>& word_counts, const VocabTrainOptions& options);
+// Throws DataError when `size` cannot even hold the special tokens and the alphabet; Stopped when
+// `stop` asks (between merges).
+VocabTrainResult train_wordpiece(const std::map<std::string, int64_t>& word_counts, const VocabTrainOptions& options,
+                                 const StopCheck& stop = {});
 
 }  // namespace bertc::data

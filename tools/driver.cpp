@@ -37,6 +37,7 @@
 #include "support/file_errors.h"
 #include "support/safetensors.h"
 #include "train/profile.h"
+#include "train/stop_request.h"
 #include "train/trainer.h"
 #include "tools/check.h"
 #include "tools/compile_flags.h"
@@ -161,6 +162,11 @@ std::map<std::string, std::string> vocab_of_program(const frontend::Config& conf
 
 
 int compile(CompileArgs args, const CompileFlags& flags, const frontend::ModelDefinition& model) {
+  // NVRTC's and the host compiler's work cannot stop midway; every output is written whole or not
+  // at all, so a signal ends the command at once, saying so (the compilers it runs ended with it).
+  const train::StopOnSignal ends_at_once(nullptr, "compile ended by a signal: no output or kernel-cache entry was "
+                                                  "half-written (each is written whole or not at all); run the same "
+                                                  "command again");
   frontend::Config config = frontend::load_config(args.config, model.extra_keys);
   config.compile = resolve_here(flags.apply(config.compile));
   if (args.report) {
@@ -630,6 +636,7 @@ std::string executable_description(const std::string& program, const codegen::Co
 }  // namespace
 
 int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
+  train::take_stop_signals();  // (first: before any thread is started, by bertc or a library)
   // A file size limit (ulimit -f, a batch system's) makes a write past it fail with EFBIG, which
   // every writer reports and cleans up after as it does a full disk, instead of killing the
   // process halfway through a file (SIGXFSZ's default).

@@ -13,6 +13,7 @@
 #include "frontend/config.h"
 #include "tools/output_file.h"
 #include "tools/cli_bounds.h"
+#include "train/stop_request.h"
 
 namespace bertc::tools {
 
@@ -44,10 +45,22 @@ int train_vocab(const VocabArgs& a, const frontend::ModelDefinition& model, std:
   const data::Vocab specials = data::Vocab::from_tokens({"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"}, "specials");
   const data::Tokenizer tokenizer(specials, config.train.do_lower_case);
   const auto began = std::chrono::steady_clock::now();
-  const auto counts = data::count_words(input, tokenizer, a.threads, [&](uint64_t read, uint64_t total) {
-    log << fmt::format("vocab: counting words {:5.1f}%\n", total ? 100.0 * double(read) / double(total) : 100.0);
-  }, [&](const std::string& m) { log << "vocab: " << m << "\n"; });
-  const data::VocabTrainResult r = data::train_wordpiece(counts, {a.size, a.min_frequency, a.limit_alphabet});
+  // A signal stops the counting between lines and the merging between merges: nothing is written.
+  const train::StopOnSignal stop_on_signal("stopping bertc vocab: nothing will be written; signal again to end at once",
+                                           "ended at once by a second signal: nothing written; run the same command "
+                                           "again");
+  std::map<std::string, int64_t> counts;
+  data::VocabTrainResult r;
+  try {
+    counts = data::count_words(input, tokenizer, a.threads, [&](uint64_t read, uint64_t total) {
+      log << fmt::format("vocab: counting words {:5.1f}%\n", total ? 100.0 * double(read) / double(total) : 100.0);
+    }, [&](const std::string& m) { log << "vocab: " << m << "\n"; }, train::stop_requested);
+    r = data::train_wordpiece(counts, {a.size, a.min_frequency, a.limit_alphabet}, train::stop_requested);
+  } catch (const data::Stopped& stopped) {
+    log << fmt::format("vocab: stopped by {} {}: {} not written; run the same command again\n",
+                       train::signal_name(stopped.signal()), stopped.what(), a.output);
+    return 128 + stopped.signal();
+  }
   std::string text;
   for (const std::string& t : r.tokens) text += t + "\n";
   write_output(a.output, text);

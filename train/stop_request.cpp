@@ -8,6 +8,8 @@
 #include <atomic>
 #include <cstring>
 #include <string>
+#include <mutex>
+#include <thread>
 
 #include "support/child_process.h"
 
@@ -37,6 +39,7 @@ void say(const char* words) {
   (void)!::write(STDERR_FILENO, "\n", 1);
 }
 
+// What a stop signal does, from the handler or the waiting thread alike.
 void on_signal(int sig) {
   int none = 0;
   // The log's reader went away (| head, a tee that died): stop as for the others, but quietly and
@@ -45,7 +48,7 @@ void on_signal(int sig) {
     requested.compare_exchange_strong(none, sig);
     return;
   }
-  if (requested.compare_exchange_strong(none, sig)) {
+  if (requested.compare_exchange_strong(none, sig) && first_words.load()) {
     say(first_words.load());
     return;
   }
@@ -64,9 +67,58 @@ void on_quit(int sig) {
   ::raise(sig);
 }
 
+// The stop signals other than SIGPIPE (a thread's own, from its write) are blocked from the start
+// (take_stop_signals: in the main thread before any other exists, so in every thread) and taken by
+// one thread that waits for them: a library may swap in a handler of its own for a while (NVRTC
+// does while it compiles, and ends the process with exit code 4 on SIGTERM), and a blocked signal
+// never reaches any handler. Without a StopOnSignal alive, a signal does what its default does.
+sigset_t waited_signals;
+std::atomic<bool> active{false};  // a StopOnSignal lives
+
+[[noreturn]] void wait_for_signals() {
+  for (;;) {
+    const int sig = sigwaitinfo(&waited_signals, nullptr);
+    if (sig <= 0) continue;  // (EINTR)
+    if (active.load()) {
+      on_signal(sig);
+      continue;
+    }
+    ::signal(sig, SIG_DFL);  // (its default: the process ends by the signal)
+    sigset_t just;
+    sigemptyset(&just);
+    sigaddset(&just, sig);
+    pthread_sigmask(SIG_UNBLOCK, &just, nullptr);
+    ::raise(sig);
+  }
+}
+
 }  // namespace
 
+void block_stop_signals() {
+  static bool blocked = false;  // (before main, or in main's thread: no other thread asks)
+  if (blocked) return;
+  blocked = true;
+  sigemptyset(&waited_signals);
+  for (const int sig : kStopSignals) {
+    struct sigaction now {};
+    sigaction(sig, nullptr, &now);
+    // (a signal ignored when bertc starts stays ignored: nohup ignores SIGHUP so that a run
+    // outlives its terminal, and a shell ignores SIGINT for a script's background jobs)
+    if (sig != SIGPIPE && now.sa_handler != SIG_IGN) sigaddset(&waited_signals, sig);
+  }
+  sigprocmask(SIG_BLOCK, &waited_signals, nullptr);
+}
+
+void take_stop_signals() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    block_stop_signals();
+    std::thread(wait_for_signals).detach();
+  });
+}
+
 StopOnSignal::StopOnSignal(const char* first, const char* at_once) {
+  take_stop_signals();  // (bertc took them at its start; a test's first one takes them here)
   requested = 0;
   first_words = first;
   at_once_words = at_once;
@@ -74,8 +126,7 @@ StopOnSignal::StopOnSignal(const char* first, const char* at_once) {
   action.sa_handler = on_signal;
   sigemptyset(&action.sa_mask);
   action.sa_flags = SA_RESTART;  // (system calls in flight go on: the step finishes)
-  // A signal ignored when bertc starts stays ignored: nohup ignores SIGHUP so that a run outlives
-  // its terminal, and a shell ignores SIGINT for a script's background jobs.
+  // The handlers: for SIGPIPE, and for threads made before take_stop_signals (a test's).
   for (size_t i = 0; i < kStopSignals.size(); ++i) {
     sigaction(kStopSignals[i], nullptr, &previous[i]);
     if (previous[i].sa_handler != SIG_IGN) sigaction(kStopSignals[i], &action, nullptr);
@@ -84,9 +135,11 @@ StopOnSignal::StopOnSignal(const char* first, const char* at_once) {
   quit.sa_handler = on_quit;
   sigemptyset(&quit.sa_mask);
   sigaction(SIGQUIT, &quit, &previous_quit);
+  active = true;
 }
 
 StopOnSignal::~StopOnSignal() {
+  active = false;
   for (size_t i = 0; i < kStopSignals.size(); ++i) sigaction(kStopSignals[i], &previous[i], nullptr);
   sigaction(SIGQUIT, &previous_quit, nullptr);
 }

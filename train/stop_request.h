@@ -13,11 +13,14 @@
 namespace bertc::train {
 
 // While one lives, those signals are caught (but those ignored when it was made, as nohup ignores
-// SIGHUP, stay ignored) and the first is said on stderr with `first`
+// SIGHUP, stay ignored; take_stop_signals says how they reach it) and the first is said on stderr
+// with `first`
 // (a string literal: written from the signal handler); the previous handlers come back when it goes.
 class StopOnSignal {
  public:
-  // `at_once`: said when a second signal ends the process (a string literal too).
+  // `at_once`: said when a second signal ends the process (a string literal too). `first` null:
+  // the first signal ends it so, for work that cannot stop midway and has nothing to lose (bertc
+  // compile: its outputs and cache entries are written whole or not at all).
   explicit StopOnSignal(
       const char* first = "stopping after this optimizer step, with a checkpoint (before the first step: with nothing "
                           "to save, at once while text is read, else when the compile under way ends); signal again "
@@ -28,6 +31,16 @@ class StopOnSignal {
   StopOnSignal(const StopOnSignal&) = delete;
   StopOnSignal& operator=(const StopOnSignal&) = delete;
 };
+
+// Blocks the stop signals but SIGPIPE (those not ignored) in the calling thread, and so in every
+// thread it starts, and starts the one thread that takes them: called first thing in main, before
+// any other thread exists, so that no library's handler ever sees them (NVRTC sets its own while
+// it compiles). A signal then does what a StopOnSignal alive says, else what its default does.
+// Children started with support::run_child hear every signal.
+void take_stop_signals();
+// Its first half alone, for a program's .preinit_array (tools/driver_main.cpp): there, before any
+// library's initializer runs, the threads a library starts in its own (OpenBLAS's) block them too.
+void block_stop_signals();
 
 // The signal that asked for a stop, or 0.
 int stop_requested();

@@ -164,6 +164,40 @@ if p.wait() != 143 or not re.search(rf"stopped by SIGTERM while tokenizing {re.e
     fail(f"SIGTERM while the text is read: exit {p.returncode} (expected 143, stopped while tokenizing):\n{rest[-1500:]}")
 print("SIGTERM while reading the text:", rest.strip().splitlines()[-1][:200])
 
+# The other long commands on a signal: bertc vocab stops while merging and writes nothing; bertc
+# compile (NVRTC cannot stop midway) ends at once, leaving no output and no cache entry half-made.
+import random as words_random
+words = os.path.join(WORK, "words.txt")
+draw = words_random.Random(1)
+vocabulary = ["".join(draw.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(draw.randint(3, 12))) for _ in range(100000)]
+with open(words, "w") as out:
+    for i in range(20000):
+        out.write(" ".join(draw.choice(vocabulary) for _ in range(12)) + "\n" + ("\n" if i % 10 == 9 else ""))
+vocab_out = os.path.join(WORK, "signalled-vocab.txt")
+p = subprocess.Popen([BERTC, "vocab", CONFIG, "--input", words, "-o", vocab_out, "--size", "30000"],
+                     stderr=subprocess.PIPE, text=True)
+read_until(p, r"counting words 100\.0%", "bertc vocab ended before counting its words")  # (then it merges)
+p.send_signal(signal.SIGTERM)
+rest = p.stderr.read()
+if p.wait() != 143 or not re.search(r"vocab: stopped by SIGTERM while merging \(\d+ of up to 30000 tokens made\): "
+                                    rf"{re.escape(vocab_out)} not written", rest) or os.path.exists(vocab_out):
+    fail(f"SIGTERM while bertc vocab merges: exit {p.returncode} (expected 143, stopped while merging, no file):\n"
+         f"{rest[-1500:]}")
+print("SIGTERM during bertc vocab:", rest.strip().splitlines()[-1][:200])
+cache = os.path.join(WORK, "signalled-compile-cache")
+program = os.path.join(WORK, "signalled.bertx")
+p = subprocess.Popen([BERTC, "compile", os.path.join(SOURCE, "examples", "bert-base.toml"), "--arch", "sm_80",
+                      "-o", program], stderr=subprocess.PIPE, text=True, env=dict(os.environ, XDG_CACHE_HOME=cache))
+read_until(p, r"^kernels: compiling", "bertc compile ended before compiling kernels")
+p.send_signal(signal.SIGTERM)
+rest = p.stderr.read()
+entries = [f for _, _, files in os.walk(cache) for f in files]
+if p.wait() != 143 or "compile ended by a signal: no output or kernel-cache entry was half-written" not in rest or \
+        os.path.exists(program) or [f for f in entries if not f.endswith(".bin") and not f.startswith(".")]:
+    fail(f"SIGTERM while bertc compile compiles: exit {p.returncode} (expected 143 and its message, no program), "
+         f"cache {entries}:\n{rest[-1500:]}")
+print("SIGTERM during bertc compile:", rest.strip().splitlines()[-1][:200])
+
 # Under nohup (SIGHUP ignored when the run starts), a SIGHUP (the terminal closing) is ignored, as
 # nohup means: the run trains on to its end.
 p = subprocess.Popen([BERTC, "train", CONFIG, "--device", "cpu", "--checkpoint-dir", folder("nohup")],

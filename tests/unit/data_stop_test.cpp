@@ -1,5 +1,6 @@
 // data/stop_check.h: long data work (reading and tokenizing text, counting text shards' examples,
-// prepare-data's rounds) stops where it is when asked, saying how far it got, and leaves nothing.
+// prepare-data's rounds, bertc vocab's counting and merging) stops where it is when asked, saying
+// how far it got, and leaves nothing.
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -11,6 +12,7 @@
 #include "data/prepare_shards.h"
 #include "data/pretraining_data.h"
 #include "data/text_shards.h"
+#include "data/vocab_trainer.h"
 #include "scratch_folder.h"
 
 namespace bertc::data {
@@ -68,6 +70,22 @@ TEST(DataStop, CountingTextShardsStopsBetweenShards) {
   EXPECT_EQ(TextShards(docs, v, ExampleOptions{}, 3, "corpus", "[train] text_shards", 1, SignalFrom{99, SIGINT})
                 .shards(),
             3u);
+}
+
+TEST(DataStop, VocabTrainingStopsWhileCountingAndWhileMerging) {
+  const auto text = text_of("vocab.txt", 10);  // 30 lines of text, 10 blank
+  const Tokenizer tokenizer(small_vocab(), true);
+  const SignalFrom counting{5, SIGTERM};
+  const std::string said = stopped_at([&] { count_words(text, tokenizer, 1, {}, {}, counting); }, SIGTERM);
+  EXPECT_NE(said.find("while counting words ("), std::string::npos) << said;
+  EXPECT_EQ(*counting.calls, 5);  // (the rest of the text was not read)
+  const auto counts = count_words(text, tokenizer, 1);
+  EXPECT_EQ(counts.at("cat"), 20);  // (not asked: every line counted)
+  // min_frequency 1: every pair merges, so there are merges to stop between.
+  const VocabTrainOptions options{100, 1, 1000};
+  const std::string merging = stopped_at([&] { train_wordpiece(counts, options, SignalFrom{1, SIGINT}); }, SIGINT);
+  EXPECT_NE(merging.find("while merging ("), std::string::npos) << merging;
+  EXPECT_GT(train_wordpiece(counts, options, SignalFrom{1000000, SIGINT}).merges, 0);
 }
 
 // prepare-data reads its text (one call a line), then tokenizes the round's documents on its
