@@ -169,6 +169,10 @@ int compile(CompileArgs args, const CompileFlags& flags, const frontend::ModelDe
                                                   "command again");
   frontend::Config config = frontend::load_config(args.config, model.extra_keys);
   config.compile = resolve_here(flags.apply(config.compile));
+  refuse_output_onto_input(args.output, "-o", {{args.config, "the config"},
+                                               {config.train.vocab.empty() ? std::string()
+                                                                            : config.resolve(config.train.vocab).string(),
+                                                "the vocabulary"}});
   if (args.report) {
     if (args.emit_given && args.emit_text != "report")
       throw std::invalid_argument(fmt::format("--report is --emit report, and --emit {} asks for another: give one", args.emit_text));
@@ -470,6 +474,11 @@ int train_rank(const TrainArgs& args, const CompileFlags& flags, const frontend:
   o.checkpoint_dir = args.checkpoint_dir.empty() ? std::filesystem::path("checkpoints") / o.config.name
                                                  : std::filesystem::path(args.checkpoint_dir);
   o.metrics = args.metrics.empty() ? o.checkpoint_dir / "metrics.jsonl" : std::filesystem::path(args.metrics);
+  refuse_output_onto_input(o.metrics.string(), "--metrics",
+                           {{args.config, "the config"},
+                            {o.vocab.string(), "the vocabulary"},
+                            {o.data.string(), "the training data"},
+                            {args.init, "--init"}});
   o.resume = args.resume;
   if (o.resume && !args.init.empty())  // (it was ignored without a word: the folder's checkpoint won)
     throw std::invalid_argument(fmt::format("--resume continues from the newest checkpoint in {}, and --init {} starts "

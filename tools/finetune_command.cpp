@@ -85,7 +85,9 @@ int finetune(const FinetuneArgs& args, const CompileFlags& flags, const frontend
   refuse_output_onto_input(o.metrics.string(), "--metrics",
                            {{args.config, "the config"},
                             {o.train_data.string(), "the training data"},
-                            {o.dev_data ? o.dev_data->string() : "", "the dev data"}});
+                            {o.dev_data ? o.dev_data->string() : "", "the dev data"},
+                            {o.vocab.string(), "the vocabulary"},
+                            {o.init ? o.init->string() : "", "--init"}});
   o.device = choose_device(args.device);
   o.eager = args.eager;
   if (o.eager && !o.device)

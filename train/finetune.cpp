@@ -258,6 +258,7 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
   FinetuneOptions o = options;
   frontend::Config& c = o.config;
   const frontend::FinetuneConfig& f = c.finetune;
+  check_metrics_path(o.metrics);  // (before anything is made: a slip of --metrics is refused first)
   const RunFolderLock folder_lock(o.checkpoint_dir, log);
   remove_leftover_temporaries(o.checkpoint_dir, log);
   if (!list_checkpoints(o.checkpoint_dir).empty() || !list_checkpoints(o.checkpoint_dir / "best").empty())
@@ -316,7 +317,8 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
   const TensorManifest manifest = manifest_of(first);
 
   folder_lock.writing();  // (a hard stop from here on leaves the folder: it holds the run's files)
-  start_metrics_afresh(o.metrics, killed_runs_metrics(folder_lock, o.checkpoint_dir, o.metrics), log);
+  start_metrics_afresh(o.metrics, killed_runs_metrics(folder_lock, o.metrics), log);
+  folder_lock.writing_metrics(o.metrics);
   MetricsFile metrics(o.metrics);
   FinetuneSummary summary;
   const frontend::TaskMetric chosen = f.chosen_metric();

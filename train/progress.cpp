@@ -1,6 +1,8 @@
 // The progress line and the metrics file (see progress.h).
 #include "train/progress.h"
 
+#include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <cerrno>
 #include <cstring>
@@ -38,6 +40,30 @@ std::string checksummed_line(const nlohmann::json& record) {
   const std::string body = record.dump();  // {...}
   return body.substr(0, body.size() - 1) + std::string(kChecksumKey) + checksum(body) + "\"}";
 }
+
+// Renames `metrics` to the first free STEM.earlier-N.EXT beside it, saying so with `what`.
+void keep_aside(const std::filesystem::path& metrics, uintmax_t bytes, const std::string& what, std::ostream& log) {
+  const std::string stem = metrics.stem().string(), ext = metrics.has_extension() ? metrics.extension().string() : "";
+  for (int n = 1; n < 10000; ++n) {
+    const std::filesystem::path aside = metrics.parent_path() / fmt::format("{}.earlier-{}{}", stem, n, ext);
+    // link then unlink: a rename that never replaces a file already there.
+    if (::link(metrics.c_str(), aside.c_str()) != 0) {
+      if (errno == EEXIST) continue;
+      throw TrainError(fmt::format("{}: holds an earlier run's metrics, which cannot be set aside as {} ({}): move "
+                                   "the file away, or name another file with --metrics",
+                                   metrics.string(), aside.string(), std::strerror(errno)));
+    }
+    if (::unlink(metrics.c_str()) != 0)
+      throw TrainError(fmt::format("{}: cannot be removed after keeping it as {} ({}): remove it, or name another file "
+                                   "with --metrics", metrics.string(), aside.string(), std::strerror(errno)));
+    log << fmt::format("metrics: {} held {} bytes {}: kept as {}; this run writes a new {}\n", metrics.string(), bytes,
+                       what, aside.string(), metrics.filename().string());
+    return;
+  }
+  throw TrainError(fmt::format("{}: 9999 earlier metrics files beside it already: move them away, or name another "
+                               "file with --metrics", metrics.string()));
+}
+
 
 }  // namespace
 
@@ -79,40 +105,47 @@ void keep_metrics_through(const std::filesystem::path& metrics, int64_t step, st
   }
   in.close();
   if (later == 0 && damaged == 0) return;
+  if (kept.empty() && later == 0) {  // (not one metrics line: no run's metrics, whatever it is)
+    std::error_code ec;
+    keep_aside(metrics, std::filesystem::file_size(metrics, ec), "and not one metrics line", log);
+    return;
+  }
   support::write_file_atomically(metrics, kept);
   log << fmt::format("metrics: {} kept through step {}; dropped {} line(s) of later steps (trained again now){}\n",
                      metrics.string(), step, later,
                      damaged ? fmt::format(" and {} damaged line(s)", damaged) : std::string());
 }
 
+void check_metrics_path(const std::filesystem::path& metrics) {
+  std::error_code ec;
+  const auto status = std::filesystem::status(metrics, ec);
+  const bool absent = ec || status.type() == std::filesystem::file_type::not_found;
+  if (!absent && status.type() != std::filesystem::file_type::regular &&
+      std::filesystem::weakly_canonical(metrics, ec) != "/dev/null")
+    throw TrainError(fmt::format("{}: the metrics file must be a regular file (or /dev/null): a pipe would hold the "
+                                 "run until something reads it, a device could be read for ever: name a file with "
+                                 "--metrics",
+                                 metrics.string()));
+  std::string ext = metrics.extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  for (const char* other : {".safetensors", ".bertx", ".toml", ".h5", ".hdf5"})
+    if (ext == other)
+      throw TrainError(fmt::format("{}: a {} file is never a metrics file, and writing metrics there would destroy "
+                                   "it: name a .jsonl file with --metrics",
+                                   metrics.string(), other));
+}
+
+
 void start_metrics_afresh(const std::filesystem::path& metrics, bool killed_runs_file, std::ostream& log) {
   std::error_code ec;
+  if (!std::filesystem::is_regular_file(metrics, ec)) return;  // (none; /dev/null: nothing to keep)
   const auto bytes = std::filesystem::file_size(metrics, ec);
-  if (ec || bytes == 0) return;  // (no file, or an empty one: nothing to keep)
+  if (ec || bytes == 0) return;  // (an empty one: nothing to keep)
   if (killed_runs_file) {
     keep_metrics_through(metrics, 0, log);
     return;
   }
-  const std::string stem = metrics.stem().string(), ext = metrics.has_extension() ? metrics.extension().string() : "";
-  for (int n = 1; n < 10000; ++n) {
-    const std::filesystem::path aside = metrics.parent_path() / fmt::format("{}.earlier-{}{}", stem, n, ext);
-    // link then unlink: a rename that never replaces a file already there.
-    if (::link(metrics.c_str(), aside.c_str()) != 0) {
-      if (errno == EEXIST) continue;
-      throw TrainError(fmt::format("{}: holds an earlier run's metrics, which cannot be set aside as {} ({}): move "
-                                   "the file away, or name another file with --metrics",
-                                   metrics.string(), aside.string(), std::strerror(errno)));
-    }
-    if (::unlink(metrics.c_str()) != 0)
-      throw TrainError(fmt::format("{}: cannot be removed after keeping it as {} ({}): remove it, or name another file "
-                                   "with --metrics", metrics.string(), aside.string(), std::strerror(errno)));
-    log << fmt::format("metrics: {} held {} bytes of an earlier run that this one (from step 1) does not continue: "
-                       "kept as {}; this run writes a new {}\n",
-                       metrics.string(), bytes, aside.string(), metrics.filename().string());
-    return;
-  }
-  throw TrainError(fmt::format("{}: 9999 earlier metrics files beside it already: move them away, or name another "
-                               "file with --metrics", metrics.string()));
+  keep_aside(metrics, bytes, "that this run (from step 1) does not continue", log);
 }
 
 Progress::Progress(std::ostream& log, const std::filesystem::path& metrics, int64_t first, int64_t last, int64_t every,

@@ -42,14 +42,21 @@ MetricsLine check_metrics_line(const std::string& line);
 // Rewrites the metrics file (atomically) with its lines of steps up to `step` only: what a run
 // resumed from step `step`'s checkpoint keeps; says on `log` how many later lines (or damaged
 // ones: a line a kill cut short, or one whose checksum fails) it dropped. A missing file is left
-// missing.
+// missing; a file without one metrics line in it is no run's metrics, and is kept aside whole as
+// start_metrics_afresh keeps one.
 void keep_metrics_through(const std::filesystem::path& metrics, int64_t step, std::ostream& log);
 
+// Throws TrainError for a metrics path that is neither absent nor a regular file (a FIFO would
+// block the run, a device be read for ever; /dev/null is welcome) or that names a file of a kind
+// bertc reads (.safetensors, .bertx, .toml, .h5, .hdf5): a slip of --metrics must not cost a
+// checkpoint or a config.
+void check_metrics_path(const std::filesystem::path& metrics);
+
 // Before a run that starts at step 1 (nothing to continue) writes `metrics`. A file there with
-// lines in it is a killed run's when `killed_runs_file` (the run folder's own metrics.jsonl, and
-// the folder's lock left by a run that was killed: its steps are trained again now), and goes,
+// lines in it is a killed run's when `killed_runs_file` (the folder's lock, left by a run that
+// was killed, says that run wrote this very file: its steps are trained again now), and goes,
 // said on `log`; any other is another run's record, which nothing may lose: it is renamed to the
-// first free STEM.earlier-N.jsonl beside it (never over a file), said on `log`, and the run
+// first free STEM.earlier-N.EXT beside it (never over a file), said on `log`, and the run
 // writes a new one. Throws TrainError when it can be neither read nor set aside.
 void start_metrics_afresh(const std::filesystem::path& metrics, bool killed_runs_file, std::ostream& log);
 

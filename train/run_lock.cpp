@@ -72,7 +72,10 @@ RunFolderLock::RunFolderLock(const std::filesystem::path& folder, std::ostream& 
                                  path.string(), std::strerror(why)));
   }
   if (const std::string stale = contents(fd_); !stale.empty()) {
-    left_by_killed_run_ = true;
+    if (const size_t at = stale.find("\nmetrics "); at != std::string::npos) {
+      const size_t from = at + 9, end = stale.find('\n', from);
+      killed_runs_metrics_ = stale.substr(from, end == std::string::npos ? std::string::npos : end - from);
+    }
     log << fmt::format("run folder: {} was left locked by pid {}, which ended without unlocking it (killed?): taken "
                        "over\n",
                        folder.string(), stale);
@@ -85,13 +88,20 @@ RunFolderLock::RunFolderLock(const std::filesystem::path& folder, std::ostream& 
 
 void RunFolderLock::writing() const { forget_on_hard_stop(); }
 
-bool killed_runs_metrics(const RunFolderLock& lock, const std::filesystem::path& folder,
-                         const std::filesystem::path& metrics) {
-  if (!lock.left_by_killed_run()) return false;
-  std::error_code a, b;
-  const auto given = std::filesystem::weakly_canonical(metrics, a);
-  const auto own = std::filesystem::weakly_canonical(folder / "metrics.jsonl", b);
-  return !a && !b && given == own;
+void RunFolderLock::writing_metrics(const std::filesystem::path& metrics) const {
+  std::error_code ec;
+  const std::string line = fmt::format("metrics {}\n", std::filesystem::weakly_canonical(metrics, ec).string());
+  const off_t end = ::lseek(fd_, 0, SEEK_END);
+  if (ec || end < 0 || ::pwrite(fd_, line.data(), line.size(), end) != static_cast<ssize_t>(line.size()))
+    throw TrainError(fmt::format("{}/.bertc-lock: cannot be written ({}): is the disk full?", folder_.string(),
+                                 ec ? ec.message() : std::strerror(errno)));
+}
+
+bool killed_runs_metrics(const RunFolderLock& lock, const std::filesystem::path& metrics) {
+  if (lock.killed_runs_metrics().empty()) return false;
+  std::error_code ec;
+  const auto given = std::filesystem::weakly_canonical(metrics, ec);
+  return !ec && given == lock.killed_runs_metrics();
 }
 
 RunFolderLock::~RunFolderLock() {

@@ -19,9 +19,12 @@ class RunFolderLock {
   // The run writes into the folder from now on: a hard stop leaves it (until then, a folder this
   // run made is removed by one: stop_request.h).
   void writing() const;
-  // The lock file named a process that ended without unlocking it: a run killed (SIGKILL, a
-  // crash) in this folder. What it wrote here after its last checkpoint is trained again now.
-  bool left_by_killed_run() const { return left_by_killed_run_; }
+  // The run writes its metrics into `metrics` from now on: said in the lock file, so that a run
+  // after a kill knows whose lines that file holds.
+  void writing_metrics(const std::filesystem::path& metrics) const;
+  // The metrics file (absolute) a run killed in this folder (SIGKILL, a crash: the lock file named
+  // a process that ended without unlocking it) was writing when it died; empty when none.
+  const std::filesystem::path& killed_runs_metrics() const { return killed_runs_metrics_; }
   RunFolderLock(const RunFolderLock&) = delete;
   RunFolderLock& operator=(const RunFolderLock&) = delete;
 
@@ -29,13 +32,12 @@ class RunFolderLock {
   int fd_ = -1;
   std::filesystem::path folder_;
   bool made_ = false;
-  bool left_by_killed_run_ = false;
+  std::filesystem::path killed_runs_metrics_;
 };
 
-// Whether `metrics` is the run folder's own metrics.jsonl and a run killed in the folder left its
-// lock: then the file's lines are that run's, not another's.
-bool killed_runs_metrics(const RunFolderLock& lock, const std::filesystem::path& folder,
-                         const std::filesystem::path& metrics);
+// Whether a run killed in the lock's folder was writing `metrics` (the same file, through any
+// path) when it died: then the file's lines are that run's, not another's.
+bool killed_runs_metrics(const RunFolderLock& lock, const std::filesystem::path& metrics);
 
 // Removes the folder's ".NAME.tmp.PID" files (atomic writes a killed run did not finish); says
 // which on `log`. Only the holder of the folder's lock may call it.

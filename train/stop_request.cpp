@@ -83,6 +83,7 @@ std::atomic<bool> active{false};  // a StopOnSignal lives
       on_signal(sig);
       continue;
     }
+    support::end_children_now();  // (a compiler left running would finish for nothing)
     ::signal(sig, SIG_DFL);  // (its default: the process ends by the signal)
     sigset_t just;
     sigemptyset(&just);

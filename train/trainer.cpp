@@ -420,6 +420,7 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
   // The run folder is this run's before anything is read from or written to it (rank 0 writes it).
   std::optional<RunFolderLock> folder_lock;
   if (comm.rank() == 0) {
+    check_metrics_path(o.metrics);  // (before anything is made: a slip of --metrics is refused first)
     folder_lock.emplace(o.checkpoint_dir, log);
     remove_leftover_temporaries(o.checkpoint_dir, log);
   }
@@ -514,7 +515,8 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
     // checkpoints): otherwise its steps would be in the file twice. Any other run's file that a
     // run from step 1 finds is kept aside.
     if (start > 0) keep_metrics_through(o.metrics, start, log);
-    else start_metrics_afresh(o.metrics, folder_lock && killed_runs_metrics(*folder_lock, o.checkpoint_dir, o.metrics), log);
+    else start_metrics_afresh(o.metrics, folder_lock && killed_runs_metrics(*folder_lock, o.metrics), log);
+    if (folder_lock) folder_lock->writing_metrics(o.metrics);
     progress.emplace(log, o.metrics, start + 1, last, t.log_every, o.live_progress, runners.figures);
   }
   summary.first_step = start + 1;
