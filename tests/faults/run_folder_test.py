@@ -197,6 +197,36 @@ if p.wait() != 143 or "compile ended by a signal: no output or kernel-cache entr
     fail(f"SIGTERM while bertc compile compiles: exit {p.returncode} (expected 143 and its message, no program), "
          f"cache {entries}:\n{rest[-1500:]}")
 print("SIGTERM during bertc compile:", rest.strip().splitlines()[-1][:200])
+# A command with no stop of its own (bertc check) dies by the signal as its default says, and the
+# host C++ compiler it runs (a process group of its own) ends with it.
+cache = os.path.join(WORK, "signalled-check-cache")
+p = subprocess.Popen([BERTC, "check", CONFIG, "--device", "host"], stderr=subprocess.PIPE, stdout=subprocess.PIPE,
+                     text=True, env=dict(os.environ, XDG_CACHE_HOME=cache))
+
+
+def compilers():
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if cache.encode() in open(f"/proc/{pid}/cmdline", "rb").read():
+                found.append(pid)
+        except OSError:
+            pass  # (ended meanwhile)
+    return found
+
+
+for _ in range(600):  # (the first kernel's compiler starts within a second or two)
+    if compilers() or p.poll() is not None:
+        break
+    time.sleep(0.05)
+if not compilers():
+    fail(f"bertc check ran no host compiler to signal (exit {p.poll()})")
+p.send_signal(signal.SIGTERM)
+p.communicate(timeout=60)
+time.sleep(0.5)
+if p.returncode != -signal.SIGTERM or compilers():
+    fail(f"SIGTERM to bertc check: exit {p.returncode} (expected death by SIGTERM), compilers left: {compilers()}")
+print("SIGTERM during bertc check: died by the signal, its compiler with it")
 
 # Under nohup (SIGHUP ignored when the run starts), a SIGHUP (the terminal closing) is ignored, as
 # nohup means: the run trains on to its end.
