@@ -4,6 +4,7 @@
 #include "data/vocab_trainer.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <exception>
 #include <queue>
@@ -160,16 +161,25 @@ std::map<std::string, int64_t> count_words(const std::filesystem::path& input, c
   std::map<std::string, int64_t> counts;
   std::vector<std::string> round;
   size_t round_bytes = 0;
+  uint64_t position = 0;  // bytes read, for a stop's message
+  auto stopped_at = [&](int signal) {
+    return Stopped(signal, fmt::format("while counting words ({:.0f}% of the text read)",
+                                       total ? 100.0 * double(position) / double(total) : 0.0));
+  };
   auto count_round = [&] {
     std::vector<std::unordered_map<std::string, int64_t>> partial(static_cast<size_t>(threads));
     std::vector<std::exception_ptr> failed(static_cast<size_t>(threads));
+    std::atomic<int> stop_signal{0};  // (a round of 32 MiB takes seconds: its threads ask too)
     std::vector<std::thread> pool;
     const size_t per = (round.size() + static_cast<size_t>(threads) - 1) / static_cast<size_t>(threads);
     for (size_t t = 0; t < static_cast<size_t>(threads); ++t)
       pool.emplace_back([&, t] {
         try {
-          for (size_t i = t * per; i < std::min(round.size(), (t + 1) * per); ++i)
+          for (size_t i = t * per; i < std::min(round.size(), (t + 1) * per) && !stop_signal.load(); ++i) {
+            if (i % 1024 == 0)
+              if (const int signal = stop_asked(stop)) stop_signal = signal;
             for (std::string& w : tokenizer.basic_tokens(round[i])) ++partial[t][std::move(w)];
+          }
         } catch (...) {
           failed[t] = std::current_exception();
         }
@@ -177,6 +187,7 @@ std::map<std::string, int64_t> count_words(const std::filesystem::path& input, c
     for (std::thread& th : pool) th.join();
     for (const auto& f : failed)
       if (f) std::rethrow_exception(f);
+    if (stop_signal.load()) throw stopped_at(stop_signal.load());
     for (const auto& p : partial)
       for (const auto& [w, c] : p) counts[w] += c;
     round.clear();
@@ -186,9 +197,8 @@ std::map<std::string, int64_t> count_words(const std::filesystem::path& input, c
   for (const auto& file : files) {
     LineReader reader(file, size_t{64} << 20, note);
     for (std::string line; reader.next(line);) {
-      if (const int signal = stop_asked(stop))
-        throw Stopped(signal, fmt::format("while counting words ({:.0f}% of the text read)",
-                                          total ? 100.0 * double(before + reader.offset()) / double(total) : 0.0));
+      position = before + reader.offset();
+      if (const int signal = stop_asked(stop)) throw stopped_at(signal);
       round_bytes += line.size();
       round.push_back(std::move(line));
       if (round_bytes >= (32u << 20)) count_round();
@@ -216,7 +226,13 @@ VocabTrainResult train_wordpiece(const std::map<std::string, int64_t>& word_coun
   // ##character too.
   std::map<std::string, int64_t> frequency;
   std::set<std::string> inside;
+  int64_t seen = 0;
+  auto ask = [&] {  // (counting characters and making the merger's words take seconds on a corpus)
+    if (++seen % 65536 == 0)
+      if (const int signal = stop_asked(stop)) throw Stopped(signal, "while preparing the merges");
+  };
   for (const auto& [word, count] : word_counts) {
+    ask();
     r.words += count;
     const std::vector<std::string> chars = characters(word);
     for (size_t i = 0; i < chars.size(); ++i) {
@@ -244,6 +260,7 @@ VocabTrainResult train_wordpiece(const std::map<std::string, int64_t>& word_coun
   for (const char* s : kSpecials) m.symbol(s);
   for (const std::string& a : alphabet) m.symbol(a);
   for (const auto& [word, count] : word_counts) {
+    ask();
     const std::vector<std::string> chars = characters(word);
     std::vector<int> symbols;
     bool known = true;

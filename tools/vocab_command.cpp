@@ -1,8 +1,12 @@
 // bertc vocab (see vocab_command.h).
 #include "tools/vocab_command.h"
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
+
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -11,6 +15,7 @@
 #include "data/vocab.h"
 #include "data/vocab_trainer.h"
 #include "frontend/config.h"
+#include "support/file_errors.h"
 #include "tools/output_file.h"
 #include "tools/cli_bounds.h"
 #include "train/stop_request.h"
@@ -40,6 +45,16 @@ int train_vocab(const VocabArgs& a, const frontend::ModelDefinition& model, std:
     throw data::DataError(fmt::format("{} exists: write the vocabulary to a new file (a run's vocabulary must not "
                                       "change under its checkpoints)",
                                       a.output));
+  // The folder it goes into, checked before the counting and merging (hours on a large corpus).
+  const std::filesystem::path folder = std::filesystem::path(a.output).has_parent_path()
+                                           ? std::filesystem::path(a.output).parent_path()
+                                           : std::filesystem::path(".");
+  if (::access(folder.c_str(), W_OK | X_OK) != 0) {
+    const int why = errno;
+    const std::string fix = support::file_error_fix(why, a.output);
+    throw data::DataError(fmt::format("cannot write {}: {}{}", a.output, std::strerror(why),
+                                      fix.empty() ? ": give -o a file in a writable folder" : ": " + fix));
+  }
   const std::filesystem::path input = a.input.empty() ? config.resolve(config.train.data) : std::filesystem::path(a.input);
   // Basic tokenization needs no vocabulary: any will do for it.
   const data::Vocab specials = data::Vocab::from_tokens({"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"}, "specials");
