@@ -161,6 +161,16 @@ std::map<std::string, std::string> vocab_of_program(const frontend::Config& conf
 }
 
 
+// The training data as an input --metrics must not be written onto: a file itself; of a folder
+// (read by name: .txt, .txt.gz, HDF5 shards), only when the metrics file is one of its texts.
+std::string data_read_at(const std::filesystem::path& data, const std::filesystem::path& metrics) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(data, ec)) return data.string();
+  const std::string name = metrics.filename().string();
+  const bool text = name.ends_with(".txt") || name.ends_with(".txt.gz");
+  return text && std::filesystem::exists(metrics, ec) ? data.string() : std::string();
+}
+
 int compile(CompileArgs args, const CompileFlags& flags, const frontend::ModelDefinition& model) {
   // NVRTC's and the host compiler's work cannot stop midway; every output is written whole or not
   // at all, so a signal ends the command at once, saying so (the compilers it runs ended with it).
@@ -477,7 +487,7 @@ int train_rank(const TrainArgs& args, const CompileFlags& flags, const frontend:
   refuse_output_onto_input(o.metrics.string(), "--metrics",
                            {{args.config, "the config"},
                             {o.vocab.string(), "the vocabulary"},
-                            {o.data.string(), "the training data"},
+                            {data_read_at(o.data, o.metrics), "the training data"},
                             {args.init, "--init"}});
   o.resume = args.resume;
   if (o.resume && !args.init.empty())  // (it was ignored without a word: the folder's checkpoint won)

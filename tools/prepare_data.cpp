@@ -88,7 +88,8 @@ int prepare_data(const PrepareDataArgs& a, const frontend::ModelDefinition& mode
   // A signal stops the run between lines or shards; what it made goes (the scratch, the lock, a
   // folder it made), and it says so.
   const train::StopOnSignal stop_on_signal(
-      "stopping prepare-data: removing what it made so far; signal again to end at once",
+      "stopping prepare-data: what it made so far goes (unless its last shard is being finished: then all is kept); "
+      "signal again to end at once",
       "ended at once by a second signal: this run's scratch and lock are left in the output folder, and the next "
       "prepare-data into it removes them; run the same command again");
   callbacks.stop_requested = train::stop_requested;
