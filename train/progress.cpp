@@ -49,8 +49,8 @@ void keep_aside(const std::filesystem::path& metrics, uintmax_t bytes, const std
     // link then unlink: a rename that never replaces a file already there.
     if (::link(metrics.c_str(), aside.c_str()) != 0) {
       if (errno == EEXIST) continue;
-      throw TrainError(fmt::format("{}: holds an earlier run's metrics, which cannot be set aside as {} ({}): move "
-                                   "the file away, or name another file with --metrics",
+      throw TrainError(fmt::format("{}: this run would write its metrics over it, and it cannot be set aside as {} "
+                                   "({}): move the file away, or name another file with --metrics",
                                    metrics.string(), aside.string(), std::strerror(errno)));
     }
     if (::unlink(metrics.c_str()) != 0)
@@ -63,7 +63,6 @@ void keep_aside(const std::filesystem::path& metrics, uintmax_t bytes, const std
   throw TrainError(fmt::format("{}: 9999 earlier metrics files beside it already: move them away, or name another "
                                "file with --metrics", metrics.string()));
 }
-
 
 }  // namespace
 
@@ -134,7 +133,6 @@ void check_metrics_path(const std::filesystem::path& metrics) {
                                    "it: name a .jsonl file with --metrics",
                                    metrics.string(), other));
 }
-
 
 void start_metrics_afresh(const std::filesystem::path& metrics, bool killed_runs_file, std::ostream& log) {
   std::error_code ec;

@@ -78,7 +78,7 @@ RunFolderLock::RunFolderLock(const std::filesystem::path& folder, std::ostream& 
     }
     log << fmt::format("run folder: {} was left locked by pid {}, which ended without unlocking it (killed?): taken "
                        "over\n",
-                       folder.string(), stale);
+                       folder.string(), stale.substr(0, stale.find('\n')));
   }
   const std::string me = fmt::format("{} on {}\n", ::getpid(), host_name());
   if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, me.data(), me.size(), 0) != static_cast<ssize_t>(me.size()))
