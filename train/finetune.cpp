@@ -317,7 +317,7 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
   const TensorManifest manifest = manifest_of(first);
 
   folder_lock.writing();  // (a hard stop from here on leaves the folder: it holds the run's files)
-  start_metrics_afresh(o.metrics, killed_runs_metrics(folder_lock, o.metrics), log);
+  start_metrics_afresh(o.metrics, folder_lock.killed_run_was_writing(o.metrics), log);
   folder_lock.writing_metrics(o.metrics);
   MetricsFile metrics(o.metrics);
   FinetuneSummary summary;

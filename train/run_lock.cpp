@@ -97,11 +97,11 @@ void RunFolderLock::writing_metrics(const std::filesystem::path& metrics) const 
                                  ec ? ec.message() : std::strerror(errno)));
 }
 
-bool killed_runs_metrics(const RunFolderLock& lock, const std::filesystem::path& metrics) {
-  if (lock.killed_runs_metrics().empty()) return false;
+bool RunFolderLock::killed_run_was_writing(const std::filesystem::path& metrics) const {
+  if (killed_runs_metrics_.empty()) return false;
   std::error_code ec;
   const auto given = std::filesystem::weakly_canonical(metrics, ec);
-  return !ec && given == lock.killed_runs_metrics();
+  return !ec && given == killed_runs_metrics_;
 }
 
 RunFolderLock::~RunFolderLock() {

@@ -22,9 +22,10 @@ class RunFolderLock {
   // The run writes its metrics into `metrics` from now on: said in the lock file, so that a run
   // after a kill knows whose lines that file holds.
   void writing_metrics(const std::filesystem::path& metrics) const;
-  // The metrics file (absolute) a run killed in this folder (SIGKILL, a crash: the lock file named
-  // a process that ended without unlocking it) was writing when it died; empty when none.
-  const std::filesystem::path& killed_runs_metrics() const { return killed_runs_metrics_; }
+  // Whether a run killed in this folder (SIGKILL, a crash: the lock file named a process that
+  // ended without unlocking it) was writing `metrics` (the same file, through any path) when it
+  // died: then the file's lines are that run's, not another's.
+  bool killed_run_was_writing(const std::filesystem::path& metrics) const;
   RunFolderLock(const RunFolderLock&) = delete;
   RunFolderLock& operator=(const RunFolderLock&) = delete;
 
@@ -34,10 +35,6 @@ class RunFolderLock {
   bool made_ = false;
   std::filesystem::path killed_runs_metrics_;
 };
-
-// Whether a run killed in the lock's folder was writing `metrics` (the same file, through any
-// path) when it died: then the file's lines are that run's, not another's.
-bool killed_runs_metrics(const RunFolderLock& lock, const std::filesystem::path& metrics);
 
 // Removes the folder's ".NAME.tmp.PID" files (atomic writes a killed run did not finish); says
 // which on `log`. Only the holder of the folder's lock may call it.

@@ -515,7 +515,7 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
     // checkpoints): otherwise its steps would be in the file twice. Any other run's file that a
     // run from step 1 finds is kept aside.
     if (start > 0) keep_metrics_through(o.metrics, start, log);
-    else start_metrics_afresh(o.metrics, folder_lock && killed_runs_metrics(*folder_lock, o.metrics), log);
+    else start_metrics_afresh(o.metrics, folder_lock && folder_lock->killed_run_was_writing(o.metrics), log);
     if (folder_lock) folder_lock->writing_metrics(o.metrics);
     progress.emplace(log, o.metrics, start + 1, last, t.log_every, o.live_progress, runners.figures);
   }
