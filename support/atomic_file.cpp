@@ -61,11 +61,15 @@ std::vector<std::filesystem::path> missing_folders(const std::filesystem::path& 
   return missing;
 }
 
-void write_file_atomically(const std::filesystem::path& path, std::string_view bytes, bool executable) {
+namespace {
+
+enum class Placing { replace, never_replace };
+
+void write_atomically(const std::filesystem::path& path, std::string_view bytes, bool executable, Placing placing) {
   const std::filesystem::path folder = path.has_parent_path() ? path.parent_path() : ".";
   const std::filesystem::path tmp = temporary_beside(path);
-  auto fail = [&](const std::string& step) {
-    const int error = errno;  // (kept in the exception: callers advise by it, room or permission)
+  auto fail = [&](const std::string& step, int error = 0) {
+    if (error == 0) error = errno;  // (kept in the exception: callers advise by it, room or permission)
     ::unlink(tmp.c_str());
     throw FileError(error, path, "cannot write " + path.string() + ": " + step + " failed");
   };
@@ -87,13 +91,31 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view b
     fail("fsync");
   }
   if (::close(fd) != 0) fail("close");
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) fail("rename");
+  if (placing == Placing::replace) {
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) fail("rename");
+  } else {
+    if (::link(tmp.c_str(), path.c_str()) != 0) {
+      const int error = errno;
+      fail(error == EEXIST ? "placing it (a file of that name is there now)" : "linking it into place", error);
+    }
+    ::unlink(tmp.c_str());
+  }
   // The rename itself is durable only once the folder's entry is on disk.
   const int dir = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir >= 0) {
     ::fsync(dir);
     ::close(dir);
   }
+}
+
+}  // namespace
+
+void write_file_atomically(const std::filesystem::path& path, std::string_view bytes, bool executable) {
+  write_atomically(path, bytes, executable, Placing::replace);
+}
+
+void write_new_file_atomically(const std::filesystem::path& path, std::string_view bytes) {
+  write_atomically(path, bytes, false, Placing::never_replace);
 }
 
 }  // namespace bertc::support

@@ -15,6 +15,12 @@ namespace bertc::support {
 // the file is never there without it.
 void write_file_atomically(const std::filesystem::path& path, std::string_view bytes, bool executable = false);
 
+// As write_file_atomically, but never over a file: an output that must be new (a vocabulary)
+// may have been made by something else in the hours its computation took, after the command
+// checked its name. The temporary is linked to `path` (link fails where a name exists; rename
+// would replace it); FileError with EEXIST, and nothing left behind, when `path` is there.
+void write_new_file_atomically(const std::filesystem::path& path, std::string_view bytes);
+
 // Where a write of `path` goes first, beside it: ".NAME.tmp.PID", NAME cut short (ending in '~')
 // where the whole would pass the 255 bytes a file name may have: an output whose own name fits
 // must not fail for its temporary's.

@@ -15,6 +15,7 @@
 #include "data/vocab.h"
 #include "data/vocab_trainer.h"
 #include "frontend/config.h"
+#include "support/atomic_file.h"
 #include "support/file_errors.h"
 #include "tools/output_file.h"
 #include "tools/cli_bounds.h"
@@ -38,6 +39,39 @@ CLI::App* add_vocab_command(CLI::App& app, VocabArgs& a) {
       ->check(kCountOrNone)->capture_default_str();
   return c;
 }
+
+namespace {
+
+// Writes the vocabulary to `output`, a new file; when something made a file of that name while
+// the words were counted and merged (checked at the start, hours ago on a large corpus), the
+// vocabulary goes to the first free STEM.new-N.EXT beside it instead, said on `log`: neither the
+// file there nor the hours of work are lost. Returns where it went.
+std::filesystem::path place_vocabulary(const std::filesystem::path& output, const std::string& text, std::ostream& log) {
+  if (output == "-") {
+    write_output("-", text);
+    return output;
+  }
+  const std::string stem = output.stem().string(), ext = output.extension().string();
+  for (int n = 0; n < 1000; ++n) {
+    const std::filesystem::path path =
+        n == 0 ? output : output.parent_path() / fmt::format("{}.new-{}{}", stem, n, ext);
+    try {
+      support::write_new_file_atomically(path, text);
+      if (n > 0)
+        log << fmt::format("vocab: {} was made by something else while the vocabulary was computed, and is left as "
+                           "it is: the new vocabulary is {}\n",
+                           output.string(), path.string());
+      return path;
+    } catch (const support::FileError& e) {
+      if (e.code().value() != EEXIST) throw;
+    }
+  }
+  throw data::DataError(fmt::format("{} and 999 files {}.new-N{} beside it exist: the vocabulary is not written; move "
+                                    "them away and run the same command again",
+                                    output.string(), stem, ext));
+}
+
+}  // namespace
 
 int train_vocab(const VocabArgs& a, const frontend::ModelDefinition& model, std::ostream& log) {
   const frontend::Config config = frontend::load_config(a.config, model.extra_keys);
@@ -78,12 +112,12 @@ int train_vocab(const VocabArgs& a, const frontend::ModelDefinition& model, std:
   }
   std::string text;
   for (const std::string& t : r.tokens) text += t + "\n";
-  write_output(a.output, text);
+  const std::filesystem::path written = place_vocabulary(a.output, text, log);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
   log << fmt::format("vocab: {} tokens ({} special, {} alphabet of {} characters, {} merges) from {} words ({} distinct) of {} in "
                      "{:.1f} s -> {}{}\n",
                      r.tokens.size(), 5, r.alphabet, r.characters, r.merges, r.words, r.distinct_words, input.string(), seconds,
-                     a.output,
+                     written.string(),
                      r.size_reached ? ""
                                     : fmt::format(" (fewer than the {} asked: no pair left seen {} times or more)",
                                                   a.size, a.min_frequency));

@@ -258,7 +258,7 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
   FinetuneOptions o = options;
   frontend::Config& c = o.config;
   const frontend::FinetuneConfig& f = c.finetune;
-  check_metrics_path(o.metrics);  // (before anything is made: a slip of --metrics is refused first)
+  o.metrics = check_metrics_path(o.metrics);  // (before anything is made: a slip of --metrics is refused first)
   const RunFolderLock folder_lock(o.checkpoint_dir, log);
   remove_leftover_temporaries(o.checkpoint_dir, log);
   if (!list_checkpoints(o.checkpoint_dir).empty() || !list_checkpoints(o.checkpoint_dir / "best").empty())

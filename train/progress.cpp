@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <fstream>
+#include <random>
 #include <cerrno>
 #include <cstring>
 
@@ -41,8 +42,9 @@ std::string checksummed_line(const nlohmann::json& record) {
   return body.substr(0, body.size() - 1) + std::string(kChecksumKey) + checksum(body) + "\"}";
 }
 
-// Renames `metrics` to the first free STEM.earlier-N.EXT beside it, saying so with `what`.
-void keep_aside(const std::filesystem::path& metrics, uintmax_t bytes, const std::string& what, std::ostream& log) {
+// Renames `metrics` to the first free STEM.earlier-N.EXT beside it, saying why with `what` (what
+// the file holds, and why this run does not continue it).
+void keep_aside(const std::filesystem::path& metrics, const std::string& what, std::ostream& log) {
   const std::string stem = metrics.stem().string(), ext = metrics.has_extension() ? metrics.extension().string() : "";
   for (int n = 1; n < 10000; ++n) {
     const std::filesystem::path aside = metrics.parent_path() / fmt::format("{}.earlier-{}{}", stem, n, ext);
@@ -56,12 +58,33 @@ void keep_aside(const std::filesystem::path& metrics, uintmax_t bytes, const std
     if (::unlink(metrics.c_str()) != 0)
       throw TrainError(fmt::format("{}: cannot be removed after keeping it as {} ({}): remove it, or name another file "
                                    "with --metrics", metrics.string(), aside.string(), std::strerror(errno)));
-    log << fmt::format("metrics: {} held {} bytes {}: kept as {}; this run writes a new {}\n", metrics.string(), bytes,
-                       what, aside.string(), metrics.filename().string());
+    log << fmt::format("metrics: {} {}: kept as {}; this run writes a new {}\n", metrics.string(), what,
+                       aside.string(), metrics.filename().string());
     return;
   }
   throw TrainError(fmt::format("{}: 9999 earlier metrics files beside it already: move them away, or name another "
                                "file with --metrics", metrics.string()));
+}
+
+// What a file named as the metrics file holds, in words: "holds N bytes and not one metrics line
+// (...)" or "holds the metrics of steps A to B (N lines)" followed by `and_why`.
+std::string what_it_holds(const std::filesystem::path& metrics, const std::string& and_why) {
+  std::ifstream in(metrics);
+  std::string line;
+  int64_t lines = 0, first = 0, last = 0;
+  while (std::getline(in, line)) {
+    const MetricsLine checked = check_metrics_line(line);
+    if (!checked.intact) continue;
+    if (lines++ == 0) first = checked.step;
+    last = checked.step;
+  }
+  std::error_code ec;
+  if (lines == 0)
+    return fmt::format("holds {} bytes and not one metrics line (it is no run's metrics)",
+                       std::filesystem::file_size(metrics, ec));
+  return fmt::format("holds the metrics of {} ({} line{}){}",
+                     first == last ? fmt::format("step {}", first) : fmt::format("steps {} to {}", first, last), lines,
+                     lines == 1 ? "" : "s", and_why);
 }
 
 }  // namespace
@@ -72,12 +95,13 @@ MetricsLine check_metrics_line(const std::string& line) {
   const size_t at = line.rfind(kChecksumKey);
   if (at == std::string::npos) {
     if (j.contains("xxh3")) return {};
-    return {true, j["step"].get<int64_t>()};  // a line from a bertc before checksums
+    return {true, j["step"].get<int64_t>(), {}};  // a line from a bertc before checksums
   }
   const std::string body = line.substr(0, at) + "}";
   const std::string stored = line.substr(at + kChecksumKey.size());
   if (stored != checksum(body) + "\"}") return {};
-  return {true, j["step"].get<int64_t>()};
+  const auto run = j.find("run");
+  return {true, j["step"].get<int64_t>(), run != j.end() && run->is_string() ? run->get<std::string>() : ""};
 }
 
 void Progress::Window::add(const StepStats& s) {
@@ -85,17 +109,20 @@ void Progress::Window::add(const StepStats& s) {
   ++steps, correct += s.mlm_correct, counted += s.mlm_counted;
 }
 
-void keep_metrics_through(const std::filesystem::path& metrics, int64_t step, std::ostream& log) {
+void keep_metrics_through(const std::filesystem::path& metrics, int64_t step, const std::optional<std::string>& run,
+                          std::ostream& log) {
   std::ifstream in(metrics);
   if (!in) return;
-  std::string kept, line;
-  int64_t later = 0, damaged = 0;
+  std::string kept, line, other_run;
+  int64_t later = 0, damaged = 0, intact = 0;
   while (std::getline(in, line)) {
     const MetricsLine checked = check_metrics_line(line);
     if (!checked.intact) {
       ++damaged;
       continue;
     }
+    ++intact;
+    if (run && !checked.run.empty() && checked.run != *run && other_run.empty()) other_run = checked.run;
     if (checked.step > step) {
       ++later;
       continue;
@@ -103,10 +130,17 @@ void keep_metrics_through(const std::filesystem::path& metrics, int64_t step, st
     kept += line + "\n";
   }
   in.close();
+  if (!other_run.empty()) {  // (--metrics named another run's file: adding to it would mix two runs)
+    keep_aside(metrics,
+               what_it_holds(metrics, fmt::format(" written by run {}, and this run is run {} (resumed from its step "
+                                                  "{}): another run's metrics are not this run's to continue",
+                                                  other_run, *run, step)),
+               log);
+    return;
+  }
   if (later == 0 && damaged == 0) return;
-  if (kept.empty() && later == 0) {  // (not one metrics line: no run's metrics, whatever it is)
-    std::error_code ec;
-    keep_aside(metrics, std::filesystem::file_size(metrics, ec), "and not one metrics line", log);
+  if (intact == 0) {  // (not one metrics line: no run's metrics, whatever it is)
+    keep_aside(metrics, what_it_holds(metrics, ""), log);
     return;
   }
   support::write_file_atomically(metrics, kept);
@@ -115,23 +149,46 @@ void keep_metrics_through(const std::filesystem::path& metrics, int64_t step, st
                      damaged ? fmt::format(" and {} damaged line(s)", damaged) : std::string());
 }
 
-void check_metrics_path(const std::filesystem::path& metrics) {
+std::filesystem::path check_metrics_path(const std::filesystem::path& metrics) {
+  // Links followed by hand: the path written is the link's target (a link set aside, or replaced
+  // by a new file, would no longer lead where its owner pointed it), and a dangling link's
+  // missing folder is named as the target's.
+  std::filesystem::path path = metrics;
   std::error_code ec;
-  const auto status = std::filesystem::status(metrics, ec);
+  for (int hops = 0; std::filesystem::is_symlink(path, ec); ++hops) {
+    if (hops == 40)
+      throw TrainError(fmt::format("{}: a link that leads through 40 links (a loop?): name a file with --metrics",
+                                   metrics.string()));
+    const std::filesystem::path target = std::filesystem::read_symlink(path, ec);
+    path = (target.is_absolute() ? target : path.parent_path() / target).lexically_normal();
+  }
+  const auto status = std::filesystem::status(path, ec);
   const bool absent = ec || status.type() == std::filesystem::file_type::not_found;
   if (!absent && status.type() != std::filesystem::file_type::regular &&
-      std::filesystem::weakly_canonical(metrics, ec) != "/dev/null")
+      std::filesystem::weakly_canonical(path, ec) != "/dev/null")
     throw TrainError(fmt::format("{}: the metrics file must be a regular file (or /dev/null): a pipe would hold the "
                                  "run until something reads it, a device could be read for ever: name a file with "
                                  "--metrics",
                                  metrics.string()));
-  std::string ext = metrics.extension().string();
-  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  for (const char* other : {".safetensors", ".bertx", ".toml", ".h5", ".hdf5"})
-    if (ext == other)
-      throw TrainError(fmt::format("{}: a {} file is never a metrics file, and writing metrics there would destroy "
-                                   "it: name a .jsonl file with --metrics",
-                                   metrics.string(), other));
+  if (path != metrics && absent && path.has_parent_path() && !std::filesystem::is_directory(path.parent_path(), ec))
+    throw TrainError(fmt::format("{}: a link to {}, whose folder {} does not exist: make that folder, or name another "
+                                 "file with --metrics",
+                                 metrics.string(), path.string(), path.parent_path().string()));
+  for (const std::filesystem::path& name : {metrics, path}) {
+    std::string ext = name.extension().string();
+    std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    for (const char* other : {".safetensors", ".bertx", ".toml", ".h5", ".hdf5"})
+      if (ext == other)
+        throw TrainError(fmt::format("{}: a {} file is never a metrics file, and writing metrics there would destroy "
+                                     "it: name a .jsonl file with --metrics",
+                                     name.string(), other));
+  }
+  return path;
+}
+
+std::string new_run_id() {
+  std::random_device entropy;
+  return fmt::format("{:08x}{:08x}", entropy(), entropy());
 }
 
 void start_metrics_afresh(const std::filesystem::path& metrics, bool killed_runs_file, std::ostream& log) {
@@ -140,16 +197,16 @@ void start_metrics_afresh(const std::filesystem::path& metrics, bool killed_runs
   const auto bytes = std::filesystem::file_size(metrics, ec);
   if (ec || bytes == 0) return;  // (an empty one: nothing to keep)
   if (killed_runs_file) {
-    keep_metrics_through(metrics, 0, log);
+    keep_metrics_through(metrics, 0, std::nullopt, log);
     return;
   }
-  keep_aside(metrics, bytes, "that this run (from step 1) does not continue", log);
+  keep_aside(metrics, what_it_holds(metrics, ", and this run starts from step 1"), log);
 }
 
 Progress::Progress(std::ostream& log, const std::filesystem::path& metrics, int64_t first, int64_t last, int64_t every,
-                   bool live, DeviceFigures device)
+                   bool live, DeviceFigures device, std::string run)
     : log_(log), metrics_path_(metrics), created_(!std::filesystem::exists(metrics)), first_(first), last_(last),
-      every_(every), live_(live), device_(device) {
+      every_(every), live_(live), device_(device), run_(std::move(run)) {
   metrics_.open(metrics, std::ios::app);
   if (!metrics_)
     throw TrainError(fmt::format("{}: cannot open the metrics file for appending: {} (--metrics names a file in a "
@@ -182,7 +239,7 @@ void Progress::record(const StepStats& s) {
                       {"learning_rate", s.learning_rate},
                       {"grad_norm", s.grad_norm}, {"tokens_per_second", tokens_per_s},
                       {"step_seconds", s.seconds}, {"step_skipped", s.skipped},
-                      {"loss_scale", s.loss_scale}};
+                      {"loss_scale", s.loss_scale}, {"run", run_}};
   if (s.mlm_counted > 0) json["mlm_accuracy"] = accuracy;
   if (device_.peak_flops > 0) json["mfu"] = mfu;
   if (device_.memory_bytes > 0) json["device_memory_bytes"] = device_.memory_bytes;

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <ostream>
 #include <string>
 
@@ -32,10 +33,12 @@ struct DeviceFigures {
 };
 
 // A line of the metrics file as read back: whether it is whole JSON with an integer "step" whose
-// "xxh3" matches the rest of the line (a line without one, from an older bertc, counts as intact).
+// "xxh3" matches the rest of the line (a line without one, from an older bertc, counts as intact),
+// and the run that wrote it.
 struct MetricsLine {
   bool intact = false;
   int64_t step = 0;
+  std::string run;  // its "run" (empty in lines of a bertc before runs were named)
 };
 MetricsLine check_metrics_line(const std::string& line);
 
@@ -43,14 +46,24 @@ MetricsLine check_metrics_line(const std::string& line);
 // resumed from step `step`'s checkpoint keeps; says on `log` how many later lines (or damaged
 // ones: a line a kill cut short, or one whose checksum fails) it dropped. A missing file is left
 // missing; a file without one metrics line in it is no run's metrics, and is kept aside whole as
-// start_metrics_afresh keeps one.
-void keep_metrics_through(const std::filesystem::path& metrics, int64_t step, std::ostream& log);
+// start_metrics_afresh keeps one. `run` is the run the checkpoint records (new_run_id), when it
+// records one: a file with a line of another run is that run's record (--metrics named another
+// run's file), which nothing may lose or mix into: it is kept aside whole, said on `log`, and
+// this run writes a new one.
+void keep_metrics_through(const std::filesystem::path& metrics, int64_t step, const std::optional<std::string>& run,
+                          std::ostream& log);
 
-// Throws TrainError for a metrics path that is neither absent nor a regular file (a FIFO would
-// block the run, a device be read for ever; /dev/null is welcome) or that names a file of a kind
-// bertc reads (.safetensors, .bertx, .toml, .h5, .hdf5): a slip of --metrics must not cost a
-// checkpoint or a config.
-void check_metrics_path(const std::filesystem::path& metrics);
+// The path a run writes its metrics to: `metrics` with links followed (a link given to --metrics
+// leads the metrics to its target; it is never itself set aside or replaced). Throws TrainError
+// for a path that is neither absent nor a regular file (a FIFO would block the run, a device be
+// read for ever; /dev/null is welcome), for a dangling link whose target's folder is missing, and
+// for a name, or a link's target, of a kind bertc reads (.safetensors, .bertx, .toml, .h5,
+// .hdf5): a slip of --metrics must not cost a checkpoint or a config.
+std::filesystem::path check_metrics_path(const std::filesystem::path& metrics);
+
+// A new run's name, recorded in its checkpoints and in each of its metrics lines: 16 random hex
+// digits.
+std::string new_run_id();
 
 // Before a run that starts at step 1 (nothing to continue) writes `metrics`. A file there with
 // lines in it is a killed run's when `killed_runs_file` (the folder's lock, left by a run that
@@ -64,8 +77,9 @@ class Progress {
  public:
   // Steps first..last of a run; lines every `every` steps (each step when `live`); the metrics
   // file is appended to. Throws TrainError when it cannot be opened.
+  // Each metrics line names `run` (new_run_id), so that a resumed run knows its own lines.
   Progress(std::ostream& log, const std::filesystem::path& metrics, int64_t first, int64_t last, int64_t every, bool live,
-           DeviceFigures device);
+           DeviceFigures device, std::string run);
   // Removes the metrics file it created when no step was recorded.
   ~Progress();
   Progress(const Progress&) = delete;
@@ -90,6 +104,7 @@ class Progress {
   int64_t first_, last_, every_;
   bool live_;
   DeviceFigures device_;
+  std::string run_;
   int64_t steps_ = 0;
   double total_seconds_ = 0;
   int64_t total_tokens_ = 0, skipped_ = 0;

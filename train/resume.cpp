@@ -254,6 +254,12 @@ int64_t prepare_state(const frontend::ModelDefinition& model, const TrainOptions
   return start;
 }
 
+std::optional<std::string> recorded_run_id(const std::map<std::string, std::string>& metadata) {
+  const auto it = metadata.find(kRunIdKey);
+  if (it == metadata.end() || it->second.empty()) return std::nullopt;
+  return it->second;
+}
+
 std::map<std::string, std::string> data_metadata(const data::BatchStream& stream) {
   return {{"data_examples", std::to_string(stream.examples())},
           {"data_shards", std::to_string(stream.shards())},

@@ -420,7 +420,7 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
   // The run folder is this run's before anything is read from or written to it (rank 0 writes it).
   std::optional<RunFolderLock> folder_lock;
   if (comm.rank() == 0) {
-    check_metrics_path(o.metrics);  // (before anything is made: a slip of --metrics is refused first)
+    o.metrics = check_metrics_path(o.metrics);  // (before anything is made: a slip of --metrics is refused first)
     folder_lock.emplace(o.checkpoint_dir, log);
     remove_leftover_temporaries(o.checkpoint_dir, log);
   }
@@ -454,6 +454,10 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
   std::optional<ResumedFrom> resumed;
   if (comm.rank() == 0) start = prepare_state(model, o, program, vocab, env, log, resumed);
   else fresh_state(o.config, program, env);
+  // The run's name, in its checkpoints and its metrics lines: a resumed run keeps its own (and
+  // finds by it a metrics file of another run); a checkpoint of a bertc before names gets one.
+  const std::optional<std::string> recorded_run = resumed ? recorded_run_id(resumed->metadata) : std::nullopt;
+  const std::string run_id = recorded_run.value_or(new_run_id());
   DataParallel dp(comm, program, t);
   dp.share_state(env, manifest_of(program), start);
   if (const std::string said = dp.restore_exchange_state(env); !said.empty() && start > 0) log << said << "\n";
@@ -514,10 +518,10 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
     // So do those of a run killed here before its first checkpoint (start 0, a folder without
     // checkpoints): otherwise its steps would be in the file twice. Any other run's file that a
     // run from step 1 finds is kept aside.
-    if (start > 0) keep_metrics_through(o.metrics, start, log);
+    if (start > 0) keep_metrics_through(o.metrics, start, recorded_run, log);
     else start_metrics_afresh(o.metrics, folder_lock && folder_lock->killed_run_was_writing(o.metrics), log);
     if (folder_lock) folder_lock->writing_metrics(o.metrics);
-    progress.emplace(log, o.metrics, start + 1, last, t.log_every, o.live_progress, runners.figures);
+    progress.emplace(log, o.metrics, start + 1, last, t.log_every, o.live_progress, runners.figures, run_id);
   }
   summary.first_step = start + 1;
   // A signal while compiling or reading data: nothing trained, nothing to save.
@@ -564,6 +568,7 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
         metadata["world_size"] = std::to_string(dp.ranks());
         metadata["gradient_accumulation_steps"] = std::to_string(K);
         metadata["schedule_steps"] = std::to_string(t.steps);  // (the total the learning rate was planned over)
+        metadata[kRunIdKey] = run_id;
         metadata.merge(data_metadata(stream));
         metadata.merge(settings_metadata(o.config));
         metadata.merge(export_metadata(o.config, vocab));

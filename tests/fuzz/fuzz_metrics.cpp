@@ -32,7 +32,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   const std::filesystem::path path = bertc::fuzz::scratch_file(bytes, "metrics.jsonl");
   std::ostringstream log;
-  bertc::train::keep_metrics_through(path, kResumeStep, log);  // (an exception ends the process: the failure)
+  bertc::train::keep_metrics_through(path, kResumeStep, std::nullopt, log);  // (an exception ends the process: the failure)
   std::ifstream in(path, std::ios::binary);
   const std::string after{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
   if (all_kept) {

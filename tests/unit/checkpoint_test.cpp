@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -10,6 +11,7 @@
 #include "train/checkpoint.h"
 #include "train/lr_schedule.h"
 #include "support/atomic_file.h"
+#include "support/file_errors.h"
 #include "support/safetensors.h"
 
 namespace bertc::train {
@@ -115,6 +117,23 @@ TEST(AtomicFile, WritesAFileWhoseNameIsAsLongAsMayBe) {
     EXPECT_EQ(tmp.substr(tmp.size() - suffix.size()), suffix);
   }
   EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir), {}), 2) << "a temporary was left";
+}
+
+// An output that must be new is never placed over a file made after its name was checked: the
+// file there keeps its bytes, the write fails with EEXIST, and no temporary is left.
+TEST(AtomicFile, ANewFileIsNeverPlacedOverOneMadeMeanwhile) {
+  const auto dir = scratch("new-file");
+  support::write_new_file_atomically(dir / "vocab.txt", "first\n");
+  try {
+    support::write_new_file_atomically(dir / "vocab.txt", "second\n");
+    ADD_FAILURE() << "written over an existing file";
+  } catch (const support::FileError& e) {
+    EXPECT_EQ(e.code().value(), EEXIST) << e.what();
+  }
+  std::ifstream in(dir / "vocab.txt");
+  std::string line;
+  EXPECT_TRUE(std::getline(in, line) && line == "first") << line;
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir), {}), 1) << "a temporary was left";
 }
 
 TEST(Checkpoint, SavesLoadsAndKeepsTheNewest) {
