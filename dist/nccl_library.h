@@ -21,6 +21,7 @@ struct NcclApi {
   static constexpr int kFloat32 = 7;   // ncclFloat32
   static constexpr int kBfloat16 = 9;  // ncclBfloat16 (NCCL 2.10 and newer)
   static constexpr int kSum = 0;       // ncclSum
+  static constexpr int kAvg = 4;       // ncclAvg (NCCL 2.10 and newer)
 
   Result (*get_version)(int*) = nullptr;
   Result (*get_unique_id)(UniqueId*) = nullptr;

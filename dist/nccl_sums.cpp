@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <exception>
 #include <stdexcept>
+#include <string>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -24,6 +25,17 @@ NcclSums::NcclSums(Communicator& comm, double timeout_seconds)
                                 "(it puts the nvidia-nccl-cu12 wheel in .deps/), set BERTC_NCCL to a libnccl.so.2, or "
                                 "set [train] allreduce = \"host\"",
                                 fmt::join(nccl_.tried, "; ")));
+  if (const char* work = std::getenv("BERTC_NCCL_ONE_RANK_WORK"); work && std::string(work) == "1") {
+    if (comm_.size() != 1)
+      throw RankError(fmt::format("BERTC_NCCL_ONE_RANK_WORK=1 is for checks on one rank (its ncclAvg is the sum only "
+                                  "there), and this run has {} ranks: unset it",
+                                  comm_.size()));
+    if (nccl_.version < 21000)
+      throw RankError(fmt::format("BERTC_NCCL_ONE_RANK_WORK=1 needs ncclAvg, of NCCL 2.10 and newer, and this is {}: "
+                                  "unset it, or use a newer NCCL (BERTC_NCCL)",
+                                  describe()));
+    one_rank_work_ = true;
+  }
   NcclApi::UniqueId id{};
   if (comm_.rank() == 0)
     if (const NcclApi::Result rc = nccl_.api.get_unique_id(&id); rc != 0)
@@ -78,7 +90,9 @@ void NcclSums::issue_sum(const std::vector<Span>& bucket, Element element, void*
   };
   check(a.group_start(), "ncclGroupStart");
   for (const Span& s : bucket)
-    check(a.all_reduce(s.data, s.data, s.count, type, NcclApi::kSum, nccl_comm_, stream), "ncclAllReduce");
+    check(a.all_reduce(s.data, s.data, s.count, type, one_rank_work_ ? NcclApi::kAvg : NcclApi::kSum, nccl_comm_,
+                       stream),
+          "ncclAllReduce");
   check(a.group_end(), "ncclGroupEnd");
 }
 

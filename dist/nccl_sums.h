@@ -38,6 +38,11 @@ class NcclSums {
 
   // Issues the in-place sums of `bucket` (F32, F16 or Bf16 elements) on `stream` (a CUstream) as
   // one NCCL group: one bucket, one launch of NCCL's kernel.
+  // On one rank NCCL enqueues nothing for an in-place sum, so a one-rank GPU check would capture
+  // no NCCL work at all: with BERTC_NCCL_ONE_RANK_WORK=1 (tests/gpu/run.sh; one rank only, refused
+  // on more) the sums are ncclAvg, which NCCL runs on one rank as a kernel scaling by 1/1 —
+  // exactly the identity — so real NCCL work is captured and replayed, and the run must equal
+  // one without NCCL bit for bit.
   void issue_sum(const std::vector<Span>& bucket, Element element, void* stream);
   std::string describe() const;  // "NCCL 2.32.3 (/path/libnccl.so.2)"
 
@@ -63,6 +68,7 @@ class NcclSums {
   Communicator& comm_;
   double timeout_;
   NcclProbe nccl_;
+  bool one_rank_work_ = false;  // BERTC_NCCL_ONE_RANK_WORK: ncclAvg on one rank (issue_sum)
   NcclApi::Comm nccl_comm_ = nullptr;
   std::mutex mutex_;
   std::condition_variable wake_;

@@ -71,6 +71,8 @@ struct CudaDevice::Api {
   CUresult (*cuGraphLaunch)(Handle, Handle);
   CUresult (*cuGraphExecDestroy)(Handle);
   CUresult (*cuGraphDestroy)(Handle);
+  CUresult (*cuGraphGetNodes)(Handle, Handle*, size_t*);
+  CUresult (*cuGraphNodeGetType)(Handle, int*);
   CUresult (*cuEventCreate)(Handle*, unsigned);
   CUresult (*cuEventRecord)(Handle, Handle);
   CUresult (*cuEventSynchronize)(Handle);
@@ -182,6 +184,8 @@ CudaDevice::CudaDevice(const DeviceRequest& request) : api_(std::make_unique<Api
   a.bind(a.cuGraphLaunch, a.cuda, "cuGraphLaunch");
   a.bind(a.cuGraphExecDestroy, a.cuda, "cuGraphExecDestroy");
   a.bind(a.cuGraphDestroy, a.cuda, "cuGraphDestroy");
+  a.bind(a.cuGraphGetNodes, a.cuda, "cuGraphGetNodes");
+  a.bind(a.cuGraphNodeGetType, a.cuda, "cuGraphNodeGetType");
   a.bind(a.cuEventCreate, a.cuda, "cuEventCreate");
   a.bind(a.cuEventRecord, a.cuda, "cuEventRecord");
   a.bind(a.cuEventSynchronize, a.cuda, "cuEventSynchronize");
@@ -462,6 +466,20 @@ struct CudaGraph : DeviceGraph {
   ~CudaGraph() override {
     if (exec) api->cuGraphExecDestroy(exec);
     if (graph) api->cuGraphDestroy(graph);
+  }
+  // The captured graph's nodes by CUgraphNodeType (cuda.h: 0 kernel, 1 memcpy, 2 memset, 3 host).
+  GraphCensus census() const override {
+    size_t count = 0;
+    api->check(api->cuGraphGetNodes(graph, nullptr, &count), "cuGraphGetNodes");
+    std::vector<Handle> nodes(count);
+    api->check(api->cuGraphGetNodes(graph, nodes.data(), &count), "cuGraphGetNodes");
+    GraphCensus c;
+    for (size_t i = 0; i < count; ++i) {
+      int type = -1;
+      api->check(api->cuGraphNodeGetType(nodes[i], &type), "cuGraphNodeGetType");
+      ++(type == 0 ? c.kernels : type == 1 ? c.copies : type == 2 ? c.sets : type == 3 ? c.host_calls : c.other);
+    }
+    return c;
   }
 };
 

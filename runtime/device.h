@@ -16,10 +16,22 @@
 
 namespace bertc::runtime {
 
+// What a recorded device graph holds, by kind of node: a CUDA Graph's as the driver lists them
+// (cuGraphGetNodes, cuGraphNodeGetType), the Host device's as its work was issued. Said once a
+// run records its step, and what the GPU check reads to see NCCL's work inside the graph.
+struct GraphCensus {
+  int64_t kernels = 0;  // kernel launches (ours, cuBLAS's, NCCL's)
+  int64_t copies = 0, sets = 0, host_calls = 0;
+  int64_t other = 0;  // events, empty nodes, child graphs, ...
+  int64_t nodes() const { return kernels + copies + sets + host_calls + other; }
+  std::string describe() const;  // "118 nodes: 111 kernels, 4 copies, 1 set, 2 other"
+};
+
 // Device work recorded once and replayed as one launch (a CUDA Graph on a GPU).
 class DeviceGraph {
  public:
   virtual ~DeviceGraph() = default;
+  virtual GraphCensus census() const = 0;
 };
 
 // What callers may ask of a device instead of its name.

@@ -59,18 +59,20 @@ void* HostDevice::poisoned_block(size_t bytes, std::string_view what) {
   return p;
 }
 
-namespace {
-
 // A recorded graph: the work in the order it was issued.
 struct HostGraph : DeviceGraph {
   std::vector<std::function<void()>> work;
+  GraphCensus counted;
+  GraphCensus census() const override { return counted; }
 };
 
-}  // namespace
-
-void HostDevice::issue(std::function<void()> work) {
-  if (recording_) recording_->push_back(std::move(work));
-  else work();
+void HostDevice::issue(std::function<void()> work, int64_t GraphCensus::*kind) {
+  if (!recording_) {
+    work();
+    return;
+  }
+  recording_->work.push_back(std::move(work));
+  ++(recording_->counted.*kind);
 }
 
 void HostDevice::refuse_while_recording(const char* what) const {
@@ -112,11 +114,11 @@ void HostDevice::upload_async(void* device, const void* host, size_t bytes) {
 }
 
 void HostDevice::fill(void* device, unsigned char byte, size_t bytes) {
-  issue([=] { std::memset(device, byte, bytes); });
+  issue([=] { std::memset(device, byte, bytes); }, &GraphCensus::sets);
 }
 
 void HostDevice::copy(void* to, const void* from, size_t bytes) {
-  issue([=] { std::memmove(to, from, bytes); });
+  issue([=] { std::memmove(to, from, bytes); }, &GraphCensus::copies);
 }
 
 std::vector<double> HostDevice::time_each(const std::vector<std::function<void()>>& works) {
@@ -133,7 +135,7 @@ std::vector<double> HostDevice::time_each(const std::vector<std::function<void()
 std::unique_ptr<DeviceGraph> HostDevice::record(const std::function<void()>& body) {
   if (recording_) throw std::logic_error("recording a device graph inside another");
   auto graph = std::make_unique<HostGraph>();
-  recording_ = &graph->work;
+  recording_ = graph.get();
   try {
     body();
   } catch (...) {
@@ -177,7 +179,7 @@ void HostDevice::launch(const codegen::KernelSpec& k, void** args) {
   issue([this, &k, loaded, values]() mutable {
     loaded.library->install(emulator_.api());  // another Host device may have loaded the same library file
     emulator_.launch(k.name, loaded.entry, values.data(), {k.grid, k.block, k.cooperative, order_, block_order_seed_});
-  });
+  }, &GraphCensus::kernels);
 }
 
 void HostDevice::gemm(const codegen::CublasGemmArgs& args, const void* first, const void* second, void* c) {
@@ -186,7 +188,7 @@ void HostDevice::gemm(const codegen::CublasGemmArgs& args, const void* first, co
   if (recording_ && !products_issued_)
     throw std::logic_error("cuBLAS's first product inside a device graph capture: run the plan once eagerly first");
   if (!recording_) products_issued_ = true;
-  issue([=] { codegen::run_cublas_on_host(args, first, second, c); });
+  issue([=] { codegen::run_cublas_on_host(args, first, second, c); }, &GraphCensus::kernels);
 }
 
 }  // namespace bertc::runtime

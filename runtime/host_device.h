@@ -18,6 +18,8 @@ namespace bertc::runtime {
 // The host's available physical memory (what the Host device can still allocate).
 size_t host_available_bytes();
 
+struct HostGraph;  // a graph the Host device recorded (host_device.cpp)
+
 class HostDevice : public Device {
  public:
   // Runs the kernels of sm_`sm` (0: sm_61's), compiled for the host and cached under `cache`;
@@ -52,8 +54,9 @@ class HostDevice : public Device {
   void set_block_order_seed(std::uint64_t seed) { block_order_seed_ = seed; }
 
   // Runs `work` now, in order with the launches, or adds it to the graph being recorded (the
-  // data-parallel gradient sums over MPI, on buffers that are host memory here).
-  void issue(std::function<void()> work);
+  // data-parallel gradient sums over MPI, on buffers that are host memory here); a recorded
+  // graph's census counts it as `kind`.
+  void issue(std::function<void()> work, int64_t GraphCensus::*kind = &GraphCensus::host_calls);
 
  private:
   void* poisoned_block(size_t bytes, std::string_view what);
@@ -61,7 +64,7 @@ class HostDevice : public Device {
 
   std::filesystem::path cache_;
   int sm_;
-  std::vector<std::function<void()>>* recording_ = nullptr;  // the graph being recorded, if any
+  HostGraph* recording_ = nullptr;  // the graph being recorded, if any
   codegen::ThreadOrder order_;
   std::uint64_t block_order_seed_;
   codegen::HostEmulator emulator_;

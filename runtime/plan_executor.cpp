@@ -332,7 +332,10 @@ std::vector<ir::HostTensor<float>> PlanExecutor::run(ir::Environment<float>& env
     warmed_up() = true;
   } else {
     std::unique_ptr<DeviceGraph>& recorded = recorded_[hooks_on_ ? 1 : 0];
-    if (!recorded) recorded = device_.record([this] { issue_all(false); });
+    if (!recorded) {
+      recorded = device_.record([this] { issue_all(false); });
+      recorded_census_.push_back(recorded->census());
+    }
     device_.replay(*recorded);
   }
   wait();
@@ -360,10 +363,13 @@ std::pair<std::vector<ir::HostTensor<float>>, std::vector<ir::HostTensor<float>>
     warmed_up() = next.warmed_up() = true;
   } else {
     std::unique_ptr<DeviceGraph>& recorded = recorded_with_[{&next, hooks_on_, next.hooks_on_}];
-    if (!recorded) recorded = device_.record([&] {
-      issue_all(false);
-      next.issue_all(false);
-    });
+    if (!recorded) {
+      recorded = device_.record([&] {
+        issue_all(false);
+        next.issue_all(false);
+      });
+      recorded_census_.push_back(recorded->census());
+    }
     device_.replay(*recorded);
   }
   wait();

@@ -117,6 +117,10 @@ class PlanExecutor {
   const codegen::GraphKernels& kernels() const { return kernels_; }
   const ir::Graph& graph() const { return graph_; }
 
+  // The census of each device graph recorded since the last call (run_with's too: this plan's
+  // and the next's in one), oldest first: what a run says it replays.
+  std::vector<GraphCensus> take_recorded_census() { return std::exchange(recorded_census_, {}); }
+
   // The next run (or run_with, for this plan's part) issues its launches eagerly, each timed on
   // the device (Device::time_each: CUDA events between launches), and appends them to `times`.
   void profile_next_run(std::vector<LaunchTime>* times) { profile_ = times; }
@@ -152,6 +156,7 @@ class PlanExecutor {
   std::unique_ptr<DeviceGraph> recorded_[2];
   // run_with's, per next plan and hooks (this plan's, the next's).
   std::map<std::tuple<const PlanExecutor*, bool, bool>, std::unique_ptr<DeviceGraph>> recorded_with_;
+  std::vector<GraphCensus> recorded_census_;  // not yet taken (take_recorded_census)
   PlanLayout layout_;
   void* arena_ = nullptr;
   void* workspace_ = nullptr;

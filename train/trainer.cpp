@@ -241,6 +241,16 @@ struct Runners {
   DeviceFigures figures;
 };
 
+// Says each device graph a step recorded (the first replayed step records it) and what it holds:
+// the kernels, copies and NCCL work replayed as one launch each step from then on.
+void say_recorded_graphs(const Runners& r, Progress* progress) {
+  for (GraphRunner* runner : {r.step.get(), r.optimizer.get()})
+    if (runtime::PlanExecutor* plan = runner ? runner->plan() : nullptr)
+      for (const runtime::GraphCensus& census : plan->take_recorded_census())
+        if (progress) progress->note(fmt::format("graph: recorded one device graph of {}; replayed from now on",
+                                                 census.describe()));
+}
+
 // The plan runners of a program compiled here: kernels rendered for the device (and, with
 // --autotune, the faster of generated kernels and cuBLAS per product).
 void make_plan_runners(const TrainOptions& o, const passes::TrainingProgram& program,
@@ -551,6 +561,7 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
     }();
     stats.seconds = std::chrono::duration<double>(Clock::now() - began).count();
     if (progress) progress->record(stats);
+    say_recorded_graphs(runners, progress ? &*progress : nullptr);
     if (!timed.empty()) write_profile(s, o, *device, timed, progress);
     summary.losses.push_back(stats.loss);
     // A signal on any rank stops every rank after the same step.

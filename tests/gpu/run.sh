@@ -163,10 +163,16 @@ export -f finetune_pair
 # one rank on a second stream of the step's graph (forked after the launch that writes the
 # bucket, joined before the updates) — with one micro-batch in the one graph of step and
 # optimizer, with two only in the last micro-batch's graph — and training must equal the run
-# without NCCL bit for bit: the losses and every tensor of the last checkpoint. What it proves:
-# NCCL loads, joins, and its calls, the fork and the join are captured and replayed. Not the sum
-# itself: NCCL enqueues nothing for an in-place sum on one rank, and one GPU cannot hold two
-# ranks; that takes a machine with two GPUs. NCCL from PyTorch's wheel when BERTC_NCCL is unset.
+# without NCCL bit for bit: the losses and every tensor of the last checkpoint. NCCL enqueues
+# nothing for an in-place sum on one rank, so BERTC_NCCL_ONE_RANK_WORK=1 makes the sums ncclAvg,
+# which NCCL runs on one rank as a kernel scaling by 1/1 (the identity, exactly): the graphs the
+# run records (said on its "graph: recorded" lines, counted by cuGraphGetNodes) must hold more
+# kernels than the plain run's — NCCL's, captured and replayed. What it does not prove: a sum
+# over two GPUs, which one GPU cannot hold. NCCL from PyTorch's wheel when BERTC_NCCL is unset.
+graph_kernels() {  # graph_kernels LOG: the kernels of every device graph the run recorded
+  sed -n 's/^graph: recorded one device graph of [0-9]* nodes*: \([0-9]*\) kernels*.*/\1/p' "$1" | awk '{s += $1} END {print s + 0}'
+}
+export -f graph_kernels
 nccl_one_rank() {
   local accumulation=$1 dir=/tmp/bertc-gpu-nccl-$1
   rm -rf "$dir" && mkdir -p "$dir"
@@ -174,10 +180,18 @@ nccl_one_rank() {
   sed -e "s/^gradient_accumulation_steps = .*/gradient_accumulation_steps = $accumulation/" examples/bert-tiny.toml >"$dir/plain.toml"
   sed -e 's/^\[train\]$/[train]\nallreduce = "nccl"/' "$dir/plain.toml" >"$dir/nccl.toml"
   local data=(--data examples/data/corpus.txt --vocab examples/data/vocab.txt --steps 6 --device cuda --precision bf16)
-  "$bin/bertc" train "$dir/plain.toml" "${data[@]}" --checkpoint-dir "$dir/plain" &&
-    "$bin/bertc" train "$dir/nccl.toml" "${data[@]}" --checkpoint-dir "$dir/nccl" 2>&1 | tee "$dir/nccl.log" &&
-    grep -q "summed by NCCL" "$dir/nccl.log" &&
-    python3 tests/lit/Inputs/close_losses.py "$dir/nccl/metrics.jsonl" "$dir/plain/metrics.jsonl" 0 &&
+  "$bin/bertc" train "$dir/plain.toml" "${data[@]}" --checkpoint-dir "$dir/plain" >"$dir/plain.log" 2>&1
+  local plain_rc=$?
+  BERTC_NCCL_ONE_RANK_WORK=1 "$bin/bertc" train "$dir/nccl.toml" "${data[@]}" --checkpoint-dir "$dir/nccl" >"$dir/nccl.log" 2>&1
+  local nccl_rc=$?
+  cat "$dir/plain.log" "$dir/nccl.log"
+  ((plain_rc == 0 && nccl_rc == 0)) || return 1
+  grep -q "summed by NCCL" "$dir/nccl.log" || return 1
+  local plain_kernels nccl_kernels
+  plain_kernels=$(graph_kernels "$dir/plain.log") nccl_kernels=$(graph_kernels "$dir/nccl.log")
+  echo "graph kernels: plain $plain_kernels, with NCCL $nccl_kernels"
+  ((plain_kernels > 0 && nccl_kernels > plain_kernels)) || { echo "no NCCL kernel was captured"; return 1; }
+  python3 tests/lit/Inputs/close_losses.py "$dir/nccl/metrics.jsonl" "$dir/plain/metrics.jsonl" 0 &&
     python3 -c '
 import sys
 from safetensors.numpy import load_file

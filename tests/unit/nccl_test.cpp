@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
+#include <stdexcept>
+#include <vector>
 #include <string>
 
 #include "dist/communicator.h"
@@ -77,6 +79,43 @@ TEST(Nccl, JoiningWithoutAGpuIsRefusedWithTheFix) {
   } catch (const dist::RankError& e) {
     EXPECT_TRUE(contains(e.what(), "ncclCommInitRank failed")) << e.what();
     EXPECT_TRUE(contains(e.what(), "allreduce = \"host\"")) << e.what();
+  }
+}
+
+// BERTC_NCCL_ONE_RANK_WORK (the GPU check's: ncclAvg, which is the sum only on one rank) on one
+// rank goes on to the join (refused here for the missing GPU), and on two is refused before it.
+TEST(Nccl, OneRankWorkIsForOneRankOnly) {
+  ScopedEnv env("BERTC_NCCL", BERTC_DEPS_DIR "/nccl-cu12/nvidia/nccl/lib/libnccl.so.2");
+  if (!dist::find_nccl().library.loaded()) GTEST_SKIP() << "no NCCL wheel in .deps (run scripts/setup.sh)";
+  ScopedEnv no_gpu("CUDA_VISIBLE_DEVICES", "");
+  ScopedEnv work("BERTC_NCCL_ONE_RANK_WORK", "1");
+  const auto one = dist::single_process();
+  try {
+    dist::NcclSums sums(*one, 30);
+    FAIL() << "NCCL joined without a GPU";
+  } catch (const dist::RankError& e) {
+    EXPECT_TRUE(contains(e.what(), "ncclCommInitRank failed")) << e.what();
+  }
+  // Two ranks, as far as the refusal looks (nothing is exchanged before it).
+  struct TwoRanks : dist::Communicator {
+    int rank() const override { return 0; }
+    int size() const override { return 2; }
+    int local_rank() const override { return 0; }
+    std::string describe() const override { return "two ranks (a stand-in)"; }
+    std::string engine() const override { return "none"; }
+    void set_timeout(double) override {}
+    std::unique_ptr<dist::PendingSum> start_sum(void*, size_t, dist::Element) override { throw std::logic_error("sum"); }
+    std::vector<uint64_t> all_gather(uint64_t, const std::string&) override { throw std::logic_error("gather"); }
+    void broadcast(void*, size_t, int) override { throw std::logic_error("broadcast before the refusal"); }
+    void meet(const std::string&) override { throw std::logic_error("meet"); }
+    [[noreturn]] void abort(int) override { std::abort(); }
+  } two;
+  try {
+    dist::NcclSums sums(two, 30);
+    FAIL() << "ncclAvg taken for a sum over two ranks";
+  } catch (const dist::RankError& e) {
+    EXPECT_TRUE(contains(e.what(), "BERTC_NCCL_ONE_RANK_WORK=1 is for checks on one rank")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "this run has 2 ranks: unset it")) << e.what();
   }
 }
 
