@@ -1,9 +1,11 @@
 // Batch plumbing between the data pipeline, the executor and files.
 #include "train/batches.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <cstring>
+#include <stdexcept>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -12,9 +14,11 @@
 #include "data/shard_examples.h"
 #include "data/shard_files.h"
 #include "data/text_shards.h"
+#include "ir/index_reads.h"
 #include "ir/value_names.h"
 #include "train/initialize.h"
 #include "train/stop_request.h"
+#include "train/trainer.h"
 
 namespace bertc::train {
 namespace {
@@ -158,13 +162,17 @@ void bind_batch(const data::Batch& b, support::Environment& env) {
   env["masked_lm_weights"] = weights_of(b);
 }
 
-void check_batch_ranges(const support::Environment& inputs, const frontend::Config& c, const std::string& what) {
-  struct Range {
-    const char* input;
-    int64_t end;  // values in [0, end)
-    std::string key;
-  };
-  const Range ranges[] = {
+namespace {
+
+struct Range {
+  const char* input;
+  int64_t end;  // values in [0, end)
+  std::string key;
+};
+
+// What check_batch_ranges checks: one list, which check_indices_are_checked proves enough.
+std::vector<Range> batch_ranges(const frontend::Config& c) {
+  return {
       {"input_ids", c.model.vocab_size, fmt::format("[model] vocab_size = {}", c.model.vocab_size)},
       {"token_type_ids", c.model.type_vocab_size,
        fmt::format("[model] type_vocab_size = {} (BERT's sentence pairs need 2)", c.model.type_vocab_size)},
@@ -175,7 +183,73 @@ void check_batch_ranges(const support::Environment& inputs, const frontend::Conf
       {c.finetune.task == frontend::FinetuneTask::Regression ? "" : "labels", c.finetune.num_labels,
        fmt::format("[finetune] num_labels = {}", c.finetune.num_labels)},
   };
-  for (const Range& r : ranges) {
+}
+
+// Where an index value comes from: the batch input it is (through ops that keep values), the
+// argsort that made it (a permutation), or what else, in words, for the refusal.
+struct IndexSource {
+  std::string input;         // a batch input's name, or empty
+  bool permutation = false;  // an argsort's result
+  std::string otherwise;     // what it is when neither
+};
+
+IndexSource source_of(const ir::Graph& g, ir::ValueId v, const std::vector<IndexSource>* region_inputs) {
+  for (;;) {
+    const ir::Op& p = g.producer(v);
+    if (ir::keeps_values(p.kind)) {
+      v = p.operands.at(0);
+      continue;
+    }
+    if (p.kind == ir::OpKind::ArgSort) return {{}, true, "an argsort's result"};
+    if (p.kind != ir::OpKind::Input) return {{}, false, fmt::format("the result of a {}", p.info().name)};
+    if (!region_inputs) return {g.value(v).name, false, {}};
+    size_t k = 0;  // a fused region's k-th input: its op's k-th operand
+    for (const ir::Op& op : g.ops()) {
+      if (&op == &p) break;
+      if (op.kind == ir::OpKind::Input) ++k;
+    }
+    return region_inputs->at(k);
+  }
+}
+
+std::string said(const IndexSource& s) { return s.input.empty() ? s.otherwise : "the input " + s.input; }
+
+void check_region(const ir::Graph& g, const std::vector<IndexSource>* region_inputs, const std::vector<Range>& ranges) {
+  for (const ir::Op& op : g.ops()) {
+    if (op.region) {
+      std::vector<IndexSource> inner;
+      for (ir::ValueId operand : op.operands) inner.push_back(source_of(g, operand, region_inputs));
+      check_region(op.region.graph(), &inner, ranges);
+      continue;
+    }
+    const std::string where = fmt::format("{}{}", op.info().name, op.scope.empty() ? "" : " at " + op.scope);
+    for (const ir::IndexRead& read : ir::index_reads(g, op)) {
+      const IndexSource s = source_of(g, op.operands.at(read.operand), region_inputs);
+      const auto range = std::find_if(ranges.begin(), ranges.end(),
+                                      [&](const Range& r) { return !s.input.empty() && s.input == r.input; });
+      if (range == ranges.end())
+        throw std::invalid_argument(fmt::format(
+            "{} reads {} by indices that are {}, which no check on the host bounds: its kernel does not check them, "
+            "and one out of range would read out of bounds on a device; index by a batch input the trainer checks "
+            "(input_ids, token_type_ids, masked_lm_positions, masked_lm_ids, next_sentence_labels, labels)",
+            where, read.what, said(s)));
+      if (range->end > read.size)
+        throw std::invalid_argument(fmt::format("{} reads {} ({}) by {}, which the host checks only below {}: an id "
+                                                "from {} up would read out of bounds on a device",
+                                                where, read.what, read.size, s.input, range->key, read.size));
+    }
+    if (op.kind == ir::OpKind::ScatterAdd)
+      if (const IndexSource order = source_of(g, op.operands.at(ir::kScatterAddOrder), region_inputs); !order.permutation)
+        throw std::invalid_argument(fmt::format("{}: its order is {}, not an argsort's permutation of its indices: its "
+                                                "kernel would read updates out of bounds",
+                                                where, said(order)));
+  }
+}
+
+}  // namespace
+
+void check_batch_ranges(const support::Environment& inputs, const frontend::Config& c, const std::string& what) {
+  for (const Range& r : batch_ranges(c)) {
     const auto it = inputs.find(r.input);
     if (it == inputs.end()) continue;
     const std::vector<int64_t>& v = it->second.integer;
@@ -185,6 +259,18 @@ void check_batch_ranges(const support::Environment& inputs, const frontend::Conf
         throw data::DataError(fmt::format("{}: {} of example {} holds {}, which is not below {}: raise it, or fix the "
                                           "data",
                                           what, r.input, static_cast<int64_t>(i) / row, v[i], r.key));
+  }
+}
+
+void check_indices_are_checked(const ir::Graph& program, const frontend::Config& config) {
+  check_region(program, nullptr, batch_ranges(config));
+}
+
+void require_checked_indices(const ir::Graph& program, const frontend::Config& config) {
+  try {
+    check_indices_are_checked(program, config);
+  } catch (const std::invalid_argument& e) {
+    throw TrainError(fmt::format("{}: the program {} is not run", e.what(), program.name()));
   }
 }
 

@@ -42,6 +42,18 @@ void bind_batch(const data::Batch& batch, support::Environment& env);
 // before any runs it; throws data::DataError naming `what` (the batch), the row, and the config key.
 void check_batch_ranges(const support::Environment& inputs, const frontend::Config& config, const std::string& what);
 
+// The proof that check_batch_ranges is enough: every index a program's kernels read a table,
+// sort or pick a label by — a gather's indices, an argsort's, a scatter-add's indices and order,
+// a cross-entropy's labels, inside fused regions too — must come, through reshapes, broadcasts,
+// casts and slices only, from a batch input that check_batch_ranges checks against an end no
+// larger than the dimension it indexes (a scatter-add's order: an argsort's permutation). The
+// kernels do not check indices (an id out of range would read out of bounds on a device), so a
+// program where this does not hold is refused before it runs: throws std::invalid_argument
+// naming the op, where its indices come from, and the dimension.
+void check_indices_are_checked(const ir::Graph& program, const frontend::Config& config);
+// The same, throwing TrainError (a custom model's graph is what it refuses).
+void require_checked_indices(const ir::Graph& program, const frontend::Config& config);
+
 // The batch as tensors: integers as I64 (as PyTorch writes them), masked_lm_weights as F32.
 support::Safetensors batch_to_safetensors(const data::Batch& batch);
 

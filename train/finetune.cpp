@@ -100,6 +100,7 @@ std::vector<Bucket> compile_buckets(const frontend::ModelDefinition& model, cons
     b.program = passes::compile_training(frontend::build_model(model, shaped), c.compile, c.train);
     shaped.compile.dropout = false;
     b.evaluation = passes::compile_evaluation(frontend::build_model(model, shaped), shaped.compile);
+    for (const ir::Graph* g : {&b.program.step, &b.evaluation}) require_checked_indices(*g, shaped);
     out.push_back(std::move(b));
   }
   return out;

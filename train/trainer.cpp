@@ -450,6 +450,7 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
   const passes::TrainingProgram program =
       o.compiled ? program_of(*o.compiled, comm)
                  : passes::compile_training(frontend::build_model(model, o.config), o.config.compile, optimizer);
+  require_checked_indices(program.step, o.config);
   log << compile_summary(o.config.compile, program) << "\n";
   // The vocabulary, said at the start, and checked against everything recorded with another.
   const data::Vocab vocab = load_run_vocab(o.config, o.vocab, log);

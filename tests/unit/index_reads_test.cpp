@@ -1,0 +1,139 @@
+// The proof that the host's range checks of the batch bound every index a kernel reads by
+// (train/batches.h check_indices_are_checked, ir/index_reads.h): it holds for every bundled model
+// and fine-tuning head, every integer tensor a kernel reads is accounted for, and programs that
+// would read out of bounds — an index from elsewhere, a table smaller than the checked range, a
+// scatter's order not an argsort's — are refused naming the op.
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "frontend/bert.h"
+#include "frontend/config.h"
+#include "ir/builder.h"
+#include "ir/index_reads.h"
+#include "passes/options.h"
+#include "passes/pipeline.h"
+#include "train/batches.h"
+
+namespace bertc {
+namespace {
+
+frontend::Config example(const std::string& name) {
+  return frontend::load_config(std::string(BERTC_SOURCE_DIR "/examples/") + name);
+}
+
+std::string refusal(const ir::Graph& g, const frontend::Config& c) {
+  try {
+    train::check_indices_are_checked(g, c);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Every i32 tensor of rank 1 or more that an op reads is an index it reads by (index_reads), or
+// passed on by a value-keeping op or into a fused region: a new op reading by index that
+// index_reads does not know fails here. (i64 scalars are dropout seeds, not indices.)
+void expect_every_index_accounted(const ir::Graph& g) {
+  for (const ir::Op& op : g.ops()) {
+    if (op.region) {
+      expect_every_index_accounted(op.region.graph());
+      continue;
+    }
+    const auto reads = ir::index_reads(g, op);
+    for (size_t i = 0; i < op.operands.size(); ++i) {
+      const ir::TensorType& t = g.value(op.operands[i]).type;
+      if (t.dtype != ir::DType::I32 || t.shape.empty() || ir::keeps_values(op.kind)) continue;
+      const bool read = std::any_of(reads.begin(), reads.end(), [&](const ir::IndexRead& r) { return r.operand == i; });
+      const bool order = op.kind == ir::OpKind::ScatterAdd && i == ir::kScatterAddOrder;
+      EXPECT_TRUE(read || order) << op.info().name << " operand " << i << " is an i32 tensor index_reads does not know";
+    }
+  }
+}
+
+void expect_proven_on(frontend::Config c, const std::string& what) {
+  const passes::TrainingProgram p =
+      passes::compile_training(frontend::build_model(frontend::bert_model_definition(), c), c.compile, c.train);
+  EXPECT_EQ(refusal(p.step, c), "") << what;
+  expect_every_index_accounted(p.step);
+  frontend::Config eval = c;
+  eval.compile.dropout = false;
+  const ir::Graph e = passes::compile_evaluation(frontend::build_model(frontend::bert_model_definition(), eval), eval.compile);
+  EXPECT_EQ(refusal(e, eval), "") << what << " (evaluation)";
+}
+
+// On each arch's precision and kernels (fp32 on a P40, fp16 on a V100, bf16 on an H200).
+void expect_proven(const frontend::Config& config, const std::string& what) {
+  for (const char* gpu : {"p40", "v100", "h200"}) {
+    frontend::Config c = config;
+    c.compile.arch = passes::Arch::parse(gpu);
+    c.compile = passes::resolve_options(c.compile, passes::Arch::none());
+    expect_proven_on(c, what + " on " + gpu);
+  }
+}
+
+TEST(IndexReads, EveryBundledModelIndexesByCheckedInputsOnly) {
+  for (const char* name : {"bert-tiny.toml", "bert-base.toml", "bert-large.toml"}) {
+    frontend::Config c = example(name);
+    c.train.batch_size = 2;  // (the graph's shape, not its size, is what is checked)
+    expect_proven(c, name);
+    c.compile.fusion = false;  // unfused: the gathers outside regions
+    expect_proven(c, std::string(name) + " unfused");
+  }
+}
+
+TEST(IndexReads, EveryFineTuningHeadIndexesByCheckedInputsOnly) {
+  for (const auto task : {frontend::FinetuneTask::SequenceClassification, frontend::FinetuneTask::Regression,
+                          frontend::FinetuneTask::TokenClassification}) {
+    frontend::Config c = example("finetune-tiny.toml");
+    c.finetune.task = task;
+    c.finetune.num_labels = task == frontend::FinetuneTask::Regression ? 1 : 3;
+    c.finetune.labels.clear();
+    expect_proven(c, std::string(ir::enum_name(task)));
+  }
+}
+
+// Planted: what the check must refuse.
+TEST(IndexReads, IndicesFromElsewhereAreRefused) {
+  frontend::Config c = example("bert-tiny.toml");
+  {
+    ir::Builder b("made_ids");
+    auto table = b.param("table", {c.model.vocab_size, 4});
+    b.add_output(b.gather(table, b.input("my_ids", ir::DType::I32, {2, 3})));
+    const std::string why = refusal(std::move(b).finish(), c);
+    EXPECT_NE(why.find("gather reads the table's rows by indices that are the input my_ids, which no check on the host "
+                       "bounds"), std::string::npos) << why;
+  }
+  {
+    ir::Builder b("small_table");
+    auto table = b.param("table", {c.model.vocab_size - 1, 4});
+    b.add_output(b.gather(table, b.input("input_ids", ir::DType::I32, {2, 3})));
+    const std::string why = refusal(std::move(b).finish(), c);
+    EXPECT_NE(why.find(fmt::format("reads the table's rows ({}) by input_ids, which the host checks only below [model] "
+                                   "vocab_size = {}", c.model.vocab_size - 1, c.model.vocab_size)),
+              std::string::npos) << why;
+  }
+  {
+    ir::Builder b("computed_ids");
+    auto table = b.param("table", {c.model.vocab_size, 4});
+    auto ids = b.input("input_ids", ir::DType::I32, {2, 3});
+    auto shifted = b.op(ir::OpKind::ArgSort, {ids}, {{"rows", c.model.vocab_size}});  // (an index made on the device)
+    b.add_output(b.gather(table, shifted));
+    const std::string why = refusal(std::move(b).finish(), c);
+    EXPECT_NE(why.find("by indices that are"), std::string::npos) << why;
+  }
+  {
+    ir::Builder b("unsorted_scatter");
+    auto ids = b.input("input_ids", ir::DType::I32, {6});
+    auto updates = b.input("updates", ir::DType::F32, {6, 4});
+    auto order = b.input("my_order", ir::DType::I32, {6});
+    b.add_output(b.op(ir::OpKind::ScatterAdd, {updates, ids, order}, {},
+                  ir::TensorType{ir::DType::F32, {c.model.vocab_size, 4}}));
+    const std::string why = refusal(std::move(b).finish(), c);
+    EXPECT_NE(why.find("its order is the input my_order, not an argsort's permutation"), std::string::npos) << why;
+  }
+}
+
+}  // namespace
+}  // namespace bertc
