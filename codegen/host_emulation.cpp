@@ -5,6 +5,7 @@
 #include <boost/context/pooled_fixedsize_stack.hpp>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <map>
 #include <numeric>
@@ -63,10 +64,48 @@ struct HostEmulator::Scheduler {
       static_cast<Scheduler*>(s)->warp_gather(mine, bytes, all);
     };
     api.cp_async = [](void* s, void* dst, const void* src, unsigned int bytes) {
-      static_cast<Scheduler*>(s)->running->copy_groups.back().push_back({dst, src, bytes});
+      static_cast<Scheduler*>(s)->cp_async(dst, src, bytes);
     };
     api.cp_async_commit = [](void* s) { static_cast<Scheduler*>(s)->running->copy_groups.emplace_back(); };
     api.cp_async_wait = [](void* s, int pending) { static_cast<Scheduler*>(s)->cp_async_wait(pending); };
+    api.misaligned = [](void* s, const char* what, const void* address, unsigned long alignment) {
+      static_cast<Scheduler*>(s)->misaligned(what, address, alignment);
+    };
+    api.check_shared = [](void* s, const char* what, const void* address, unsigned long bytes) {
+      static_cast<Scheduler*>(s)->check_shared(what, address, bytes);
+    };
+  }
+
+  [[noreturn]] void misaligned(const char* what, const void* address, unsigned long alignment) {
+    throw EmulationError(fmt::format("kernel {}: {} at address {} (thread {} of block ({},{},{})) is not {}-byte "
+                                     "aligned: a GPU faults on it (misaligned address; PTX ISA, Addresses as Operands)",
+                                     kernel, what, address, linear_tid(running->state), running->state.bid[0],
+                                     running->state.bid[1], running->state.bid[2], alignment));
+  }
+
+  // `bytes` at `address` aligned to `bytes` and inside one of this block's shared arrays.
+  void check_shared(const char* what, const void* address, unsigned long bytes) {
+    const auto at = reinterpret_cast<std::uintptr_t>(address);
+    if (at % bytes != 0) misaligned(what, address, bytes);
+    for (const auto& [key, array] : shared) {
+      const auto begin = reinterpret_cast<std::uintptr_t>(array.data());
+      if (at >= begin && at + bytes <= begin + array.size()) return;
+    }
+    throw EmulationError(fmt::format("kernel {}: {} at address {} (thread {} of block ({},{},{})) is not inside the "
+                                     "block's shared memory, which it must be (PTX ISA: a generic address outside "
+                                     ".shared is undefined behaviour)",
+                                     kernel, what, address, linear_tid(running->state), running->state.bid[0],
+                                     running->state.bid[1], running->state.bid[2]));
+  }
+
+  // cp.async (PTX ISA): cp-size 4, 8 or 16 bytes, dst in shared memory, both addresses aligned to
+  // cp-size; the copy lands at a wait (cp_async_wait).
+  void cp_async(void* dst, const void* src, unsigned int bytes) {
+    if (bytes != 4 && bytes != 8 && bytes != 16)
+      throw EmulationError(fmt::format("kernel {}: cp.async of {} bytes (cp-size is 4, 8 or 16)", kernel, bytes));
+    check_shared("a cp.async destination", dst, bytes);
+    if (src && reinterpret_cast<std::uintptr_t>(src) % bytes != 0) misaligned("a cp.async source", src, bytes);
+    running->copy_groups.back().push_back({dst, src, bytes});
   }
 
   void yield() { running->sink = std::move(running->sink).resume(); }
@@ -136,6 +175,14 @@ struct HostEmulator::Scheduler {
     return it->second.data();
   }
 
+  // Ends a failed block: its threads still suspended are unwound now, while the kernel library
+  // their stacks run in is loaded (destroyed later, a fiber would unwind through unmapped code),
+  // then the error is thrown.
+  [[noreturn]] void abandon_block(std::string why) {
+    threads.clear();
+    throw EmulationError(std::move(why));
+  }
+
   void run_block(HostEntry entry, void** args, const bx_thread_state& block, ThreadOrder order) {
     const int n = block.bdim[0] * block.bdim[1] * block.bdim[2];
     shared.clear();
@@ -179,13 +226,12 @@ struct HostEmulator::Scheduler {
         running = &t;
         api.current = &t.state;
         t.fiber = std::move(t.fiber).resume();
-        if (!error.empty()) throw EmulationError(std::exchange(error, {}));
+        if (!error.empty()) abandon_block(std::exchange(error, {}));
         if (t.done) --live;
       }
       if (live > 0 && events == before)
-        throw EmulationError(fmt::format("kernel {}: block ({},{},{}) waits at a barrier that not all of its threads "
-                                         "reach",
-                                         kernel, block.bid[0], block.bid[1], block.bid[2]));
+        abandon_block(fmt::format("kernel {}: block ({},{},{}) waits at a barrier that not all of its threads reach",
+                                  kernel, block.bid[0], block.bid[1], block.bid[2]));
     }
   }
 

@@ -29,10 +29,10 @@ void bx_install(bx_host_api* api) { bx_api = api; }
 #endif
 
 #define BX_CONSTANT static const
-// A misaligned vector access works on x86 but faults on the GPU: make it fault here too, so the
-// emulation in CI finds it.
+// A misaligned vector access works on x86 but faults on the GPU: make it fail the launch here too,
+// naming the address, so the emulation in CI finds it.
 #define BX_CHECK_ALIGNED(p, bytes) \
-  if (reinterpret_cast<unsigned long>(p) % (bytes) != 0) __builtin_trap()
+  if (reinterpret_cast<unsigned long>(p) % (bytes) != 0) bx_api->misaligned(bx_api->scheduler, "a vector access", p, bytes)
 #define BX_SHARED(type, name, count) type* name = static_cast<type*>(bx_api->shared(bx_api->scheduler, sizeof(type) * (count), __LINE__))
 
 BX_FN int bx_tid_x() { return bx_api->current->tid[0]; }

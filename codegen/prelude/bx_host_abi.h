@@ -21,6 +21,14 @@ struct bx_host_api {
   void (*cp_async)(void* scheduler, void* dst, const void* src, unsigned int bytes);
   void (*cp_async_commit)(void* scheduler);
   void (*cp_async_wait)(void* scheduler, int pending_groups);
+  // What a GPU faults on (PTX ISA, "Addresses as Operands": an access is aligned to its size) and
+  // the emulation would not: `address` of an access of `alignment` bytes is misaligned. Ends the
+  // launch with an error naming `what`.
+  void (*misaligned)(void* scheduler, const char* what, const void* address, unsigned long alignment);
+  // ldmatrix's row addresses: `bytes` at `address` must be aligned to `bytes` and inside one of the
+  // block's shared arrays (a generic address outside .shared is undefined behaviour); else as
+  // misaligned.
+  void (*check_shared)(void* scheduler, const char* what, const void* address, unsigned long bytes);
 };
 
 #endif  // BX_HOST_ABI_H

@@ -87,6 +87,7 @@ template <bool TRANS>
 BX_FN void bx_ldmatrix_x4(bx_u32* r, const void* row) {
   const bx_u16* rows[32];
   const bx_u16* mine = static_cast<const bx_u16*>(row);
+  bx_api->check_shared(bx_api->scheduler, "an ldmatrix row (8 b16 elements)", row, 16);
   bx_api->warp_gather(bx_api->scheduler, &mine, sizeof mine, rows);
   const int lane = bx_lane(), g = lane >> 2, t = lane & 3;
   for (int j = 0; j < 4; ++j) {

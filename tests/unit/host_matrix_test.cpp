@@ -99,6 +99,31 @@ BX_KERNEL void to_tf32(const float* in, bx_u32* out, int n) {
   for (int i = bx_tid_x(); i < n; i += 32) out[i] = bx_tf32_bits(in[i]);
 }
 
+// Planted faults a GPU would take (an access not aligned to its size, an ldmatrix row or a
+// cp.async destination outside shared memory), which x86 would run without a word; `which`
+// selects one, 0 none.
+BX_KERNEL void faults(const float* in, bx_u32* out, int which) {
+  BX_SHARED(bx_u16, tile, 32 * 8 + 8);
+  BX_SHARED(float, staged, 64);
+  const int lane = bx_tid_x();
+  for (int i = lane; i < 32 * 8 + 8; i += 32) tile[i] = (bx_u16)i;
+  bx_sync();
+  bx_u32 r[4] = {0, 0, 0, 0};
+  if (which == 0) bx_ldmatrix_x4<false>(r, tile + lane * 8);      // rows 16-byte aligned in shared
+  if (which == 1) bx_ldmatrix_x4<false>(r, tile + lane * 8 + 1);  // 2 bytes off
+  if (which == 2) bx_ldmatrix_x4<false>(r, (const bx_u16*)in + lane * 8);  // global memory
+  if (which == 3) bx_cp_async<16>(staged + 4 * (lane & 15), in + 4 * (lane & 15) + 1, true);  // source 4 bytes off
+  if (which == 4) bx_cp_async<8>(staged + 2 * lane + 1, in + 2 * lane, true);                // destination 4 bytes off
+  if (which == 5) bx_cp_async<4>((float*)in + lane, in + lane, true);                        // destination in global
+  if (which == 6) {
+    float v[4];
+    bx_ldv<4>(in, 1, v);  // a 16-byte vector load at element 1
+  }
+  bx_cp_async_commit();
+  bx_cp_async_wait<0>();
+  for (int j = 0; j < 4; ++j) out[lane * 4 + j] = r[j];
+}
+
 // cp.async: what shared memory holds before the wait (out[0..31]) and after it (out[32..63]).
 BX_KERNEL void copy_async(const float* in, float* out) {
   BX_SHARED(float, tile, 32);
@@ -124,6 +149,7 @@ class HostMatrix : public ::testing::Test {
     source += "extern \"C\" void copy_async__entry(void** a) { copy_async((const float*)a[0], (float*)a[1]); }\n";
     source += "extern \"C\" void mma1688_tf32__entry(void** a) { mma1688_tf32((const float*)a[0], (const float*)a[1], "
               "(float*)a[2]); }\n";
+    source += "extern \"C\" void faults__entry(void** a) { faults((const float*)a[0], (bx_u32*)a[1], *(int*)a[2]); }\n";
     source += "extern \"C\" void to_tf32__entry(void** a) { to_tf32((const float*)a[0], (bx_u32*)a[1], *(int*)a[2]); }\n";
     library = new HostKernelLibrary(compile_for_host(source, BERTC_TEST_CACHE, emulator->api()));
   }
@@ -276,6 +302,36 @@ TEST_F(HostMatrix, CpAsyncLandsOnlyAtTheWait) {
   for (int i = 0; i < 32; ++i) {
     EXPECT_TRUE(std::isnan(out[i])) << "shared memory changed before the wait";
     EXPECT_EQ(out[32 + i], in[i]);
+  }
+}
+
+// Each planted fault ends the launch with an error naming it, where x86 alone would run on (the
+// unfaulting variant runs).
+TEST_F(HostMatrix, WhatAGpuFaultsOnFailsTheLaunch) {
+  alignas(256) static float in[1024];
+  std::vector<uint32_t> out(128);
+  int which = 0;
+  launch("faults", {in, out.data(), &which}, ThreadOrder::Forward);
+  const std::pair<int, const char*> planted[] = {
+      {1, "an ldmatrix row (8 b16 elements) at address"},
+      {2, "an ldmatrix row (8 b16 elements) at address"},
+      {3, "a cp.async source at address"},
+      {4, "a cp.async destination at address"},
+      {5, "a cp.async destination at address"},
+      {6, "a vector access at address"},
+  };
+  for (const auto& [fault, said] : planted) {
+    which = fault;
+    try {
+      launch("faults", {in, out.data(), &which}, ThreadOrder::Forward);
+      ADD_FAILURE() << "planted fault " << fault << " ran";
+    } catch (const EmulationError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find(said), std::string::npos) << fault << ": " << what;
+      const bool outside = fault == 2 || fault == 5;
+      EXPECT_NE(what.find(outside ? "is not inside the block's shared memory" : "-byte aligned: a GPU faults on it"),
+                std::string::npos) << fault << ": " << what;
+    }
   }
 }
 
