@@ -34,7 +34,32 @@ std::string host_compiler() {
 }
 
 // -O1: kernels are large switch-free loops; more optimisation buys little and costs compile time.
-const std::vector<std::string> kFlags = {"-std=c++17", "-O1", "-shared", "-fPIC", "-w", "-DBX_HOST_LIBRARY"};
+// -ffp-contract=off (ISO C++'s default): each a*b+c rounds twice, the reference's way. A GPU's
+// compiler contracts it into one FMA (one rounding); BERTC_HOST_FP_CONTRACT=fast compiles the
+// kernels so (with the host's FMA instructions: -mfma), and tests/lit/train_host.test checks that
+// training stays within its tolerances either way.
+std::vector<std::string> host_flags() {
+  std::vector<std::string> flags = {"-std=c++17", "-O1", "-shared", "-fPIC", "-w", "-DBX_HOST_LIBRARY"};
+  const char* contract = std::getenv("BERTC_HOST_FP_CONTRACT");
+  const std::string mode = contract ? contract : "";
+  if (mode == "fast") {
+    // (GCC contracts in a pass that -O1 runs only with -fexpensive-optimizations)
+    flags.insert(flags.end(), {"-ffp-contract=fast", "-fexpensive-optimizations"});
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("fma"))
+      throw KernelCompileError("BERTC_HOST_FP_CONTRACT=fast contracts into this CPU's FMA instructions, and it has "
+                               "none: unset it");
+    flags.push_back("-mfma");  // (x86's FMA is an extension; other 64-bit hosts have it always)
+#endif
+  }
+  else if (!mode.empty() && mode != "off")
+    throw KernelCompileError(fmt::format("BERTC_HOST_FP_CONTRACT={}: it is fast (a*b+c contracted into one FMA, as "
+                                         "on a GPU) or off (the default): set one of these, or unset it",
+                                         mode));
+  else flags.push_back("-ffp-contract=off");
+  return flags;
+}
 
 }  // namespace
 
@@ -116,7 +141,8 @@ void build_library(const std::string& source, const std::filesystem::path& folde
   const std::filesystem::path partial = folder / partial_name(stem, this_host(), ::getpid());
   const std::filesystem::path log = folder / (stem + ".log");
   std::vector<std::string> argv = {compiler};
-  argv.insert(argv.end(), kFlags.begin(), kFlags.end());
+  const std::vector<std::string> flags = host_flags();
+  argv.insert(argv.end(), flags.begin(), flags.end());
   argv.insert(argv.end(), {"-I", prelude.string(), source_path.string(), "-o", partial.string()});
   const support::ChildEnd end = support::run_child(argv, log);
   if (end.status != 0 || !end.failure.empty()) {
@@ -152,7 +178,7 @@ void build_library(const std::string& source, const std::filesystem::path& folde
 HostKernelLibrary compile_for_host(const std::string& source, const std::filesystem::path& cache, bx_host_api* api) {
   const std::string compiler = host_compiler();
   std::string key = source + compiler;
-  for (const std::string& f : kFlags) key += f;
+  for (const std::string& f : host_flags()) key += f;
   for (const EmbeddedFile& f : prelude_files()) key += f.text;
   const std::string stem = fmt::format("{:016x}", XXH3_64bits(key.data(), key.size()));
   std::filesystem::path folder = cache / "host";
