@@ -16,6 +16,7 @@ ALLOWED = {
     "passes/autodiff.cpp": "each op's chain rule",
     "codegen/emitter.cpp": "the code of elementwise ops with no one-line kernel expression, and of loads",
     "codegen/family_row.cpp": "how the row family computes each row op",
+    "ir/index_reads.cpp": "which operand of each op that reads by index holds the indices, and which dimension they index",
     "passes/memory_plan.cpp": "which byte count (params, states, inputs) a source adds to",
     "reference/executor.cpp": "dispatch to each op's eval_<Id>, generated from ops.def",
 }
