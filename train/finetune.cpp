@@ -241,16 +241,19 @@ std::map<std::string, std::string> task_metadata(const frontend::ModelDefinition
 class MetricsFile {
  public:
   // A fine-tuning run starts afresh (start_metrics_afresh kept any earlier run's file aside).
-  explicit MetricsFile(const std::filesystem::path& path) : out_(path, std::ios::trunc) {
+  explicit MetricsFile(const std::filesystem::path& path) : out_(path, std::ios::trunc), in_use_(opened(path)) {}
+  void write(const nlohmann::json& line) { out_ << line.dump() << "\n" << std::flush; }
+
+ private:
+  const std::filesystem::path& opened(const std::filesystem::path& path) const {
     if (!out_)
       throw TrainError(fmt::format("{}: cannot open the metrics file for writing: {} (--metrics names a file in a "
                                    "folder that exists and is writable)",
                                    path.string(), std::strerror(errno)));
+    return path;
   }
-  void write(const nlohmann::json& line) { out_ << line.dump() << "\n" << std::flush; }
-
- private:
   std::ofstream out_;
+  MetricsInUse in_use_;  // (after out_: the file exists when it is locked)
 };
 
 }  // namespace
@@ -318,8 +321,7 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
   const TensorManifest manifest = manifest_of(first);
 
   folder_lock.writing();  // (a hard stop from here on leaves the folder: it holds the run's files)
-  start_metrics_afresh(o.metrics, folder_lock.killed_run_was_writing(o.metrics), log);
-  folder_lock.writing_metrics(o.metrics);
+  start_metrics_afresh(o.metrics, log);
   MetricsFile metrics(o.metrics);
   FinetuneSummary summary;
   const frontend::TaskMetric chosen = f.chosen_metric();

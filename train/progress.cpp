@@ -5,9 +5,12 @@
 #include <cctype>
 #include <fstream>
 #include <random>
+#include <set>
 #include <cerrno>
 #include <cstring>
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -66,25 +69,45 @@ void keep_aside(const std::filesystem::path& metrics, const std::string& what, s
                                "file with --metrics", metrics.string()));
 }
 
-// What a file named as the metrics file holds, in words: "holds N bytes and not one metrics line
-// (...)" or "holds the metrics of steps A to B (N lines)" followed by `and_why`.
-std::string what_it_holds(const std::filesystem::path& metrics, const std::string& and_why) {
+// What a file named as the metrics file holds: its intact metrics lines, their steps and runs, and
+// whether every line at least starts as one (a file whose lines a crash cut short is still a
+// run's record; one with other lines is not a metrics file at all).
+struct Survey {
+  int64_t lines = 0, first = 0, last = 0;
+  std::set<std::string> runs;
+  bool metrics_like = true;
+  uintmax_t bytes = 0;
+};
+
+Survey survey(const std::filesystem::path& metrics) {
+  Survey s;
   std::ifstream in(metrics);
   std::string line;
-  int64_t lines = 0, first = 0, last = 0;
   while (std::getline(in, line)) {
+    if (line.empty()) continue;
     const MetricsLine checked = check_metrics_line(line);
-    if (!checked.intact) continue;
-    if (lines++ == 0) first = checked.step;
-    last = checked.step;
+    if (!checked.intact) {
+      if (!line.starts_with("{\"step\"")) s.metrics_like = false;
+      continue;
+    }
+    s.first = s.lines++ == 0 ? checked.step : std::min(s.first, checked.step);
+    s.last = std::max(s.last, checked.step);
+    if (!checked.run.empty()) s.runs.insert(checked.run);
   }
   std::error_code ec;
-  if (lines == 0)
-    return fmt::format("holds {} bytes and not one metrics line (it is no run's metrics)",
-                       std::filesystem::file_size(metrics, ec));
-  return fmt::format("holds the metrics of {} ({} line{}){}",
-                     first == last ? fmt::format("step {}", first) : fmt::format("steps {} to {}", first, last), lines,
-                     lines == 1 ? "" : "s", and_why);
+  s.bytes = std::filesystem::file_size(metrics, ec);
+  return s;
+}
+
+// "holds the metrics of steps A to B (N lines[, of K runs])" followed by `and_why`, or "holds N
+// bytes and not one whole metrics line" (lines a crash cut short).
+std::string what_it_holds(const std::filesystem::path& metrics, const std::string& and_why) {
+  const Survey s = survey(metrics);
+  if (s.lines == 0) return fmt::format("holds {} bytes and not one whole metrics line", s.bytes);
+  return fmt::format("holds the metrics of {} ({} line{}{}){}",
+                     s.first == s.last ? fmt::format("step {}", s.first) : fmt::format("steps {} to {}", s.first, s.last),
+                     s.lines, s.lines == 1 ? "" : "s", s.runs.size() > 1 ? fmt::format(", of {} runs", s.runs.size()) : "",
+                     and_why);
 }
 
 }  // namespace
@@ -153,17 +176,31 @@ std::filesystem::path check_metrics_path(const std::filesystem::path& metrics) {
   // Links followed by hand: the path written is the link's target (a link set aside, or replaced
   // by a new file, would no longer lead where its owner pointed it), and a dangling link's
   // missing folder is named as the target's.
+  if (metrics == "-")
+    throw TrainError("--metrics -: the metrics go to a file (the progress lines are the console's): name a file");
   std::filesystem::path path = metrics;
   std::error_code ec;
+  auto refuse_stream = [&](const std::filesystem::path& p) {
+    const std::string text = std::filesystem::absolute(p, ec).lexically_normal().string();
+    if (text != "/dev/null" && (text.starts_with("/dev/") || text.starts_with("/proc/")))
+      throw TrainError(fmt::format("{}: names a stream ({}), not a file: what it leads to (the console, a log this "
+                                   "command's output goes to) is no place for metrics: name a file with --metrics",
+                                   metrics.string(), text));
+  };
+  refuse_stream(path);
   for (int hops = 0; std::filesystem::is_symlink(path, ec); ++hops) {
     if (hops == 40)
       throw TrainError(fmt::format("{}: a link that leads through 40 links (a loop?): name a file with --metrics",
                                    metrics.string()));
     const std::filesystem::path target = std::filesystem::read_symlink(path, ec);
     path = (target.is_absolute() ? target : path.parent_path() / target).lexically_normal();
+    refuse_stream(path);
   }
   const auto status = std::filesystem::status(path, ec);
   const bool absent = ec || status.type() == std::filesystem::file_type::not_found;
+  if (status.type() == std::filesystem::file_type::directory)
+    throw TrainError(fmt::format("{}: a folder: --metrics names a file (such as {})", metrics.string(),
+                                 (metrics / "metrics.jsonl").string()));
   if (!absent && status.type() != std::filesystem::file_type::regular &&
       std::filesystem::weakly_canonical(path, ec) != "/dev/null")
     throw TrainError(fmt::format("{}: the metrics file must be a regular file (or /dev/null): a pipe would hold the "
@@ -177,12 +214,24 @@ std::filesystem::path check_metrics_path(const std::filesystem::path& metrics) {
   for (const std::filesystem::path& name : {metrics, path}) {
     std::string ext = name.extension().string();
     std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    for (const char* other : {".safetensors", ".bertx", ".toml", ".h5", ".hdf5"})
+    for (const char* other : {".safetensors", ".bertx", ".toml", ".h5", ".hdf5", ".gz", ".xxh3"})
       if (ext == other)
         throw TrainError(fmt::format("{}: a {} file is never a metrics file, and writing metrics there would destroy "
                                      "it: name a .jsonl file with --metrics",
                                      name.string(), other));
+    if (name.filename() == ".bertc-lock" || name.filename() == ".prepare-lock")
+      throw TrainError(fmt::format("{}: a run folder's lock, which writing metrics there would break: name a .jsonl "
+                                   "file with --metrics",
+                                   name.string()));
   }
+  if (absent || status.type() != std::filesystem::file_type::regular) return path;
+  const Survey held = survey(path);
+  if (held.bytes > 0 && held.lines == 0 && !held.metrics_like)
+    throw TrainError(fmt::format("{}: holds {} bytes and not one metrics line: it is not a metrics file, and a run "
+                                 "neither writes over nor moves a file it did not write: name another file with "
+                                 "--metrics (or move this one away yourself)",
+                                 metrics.string(), held.bytes));
+  refuse_metrics_in_use(path, metrics);
   return path;
 }
 
@@ -191,16 +240,40 @@ std::string new_run_id() {
   return fmt::format("{:08x}{:08x}", entropy(), entropy());
 }
 
-void start_metrics_afresh(const std::filesystem::path& metrics, bool killed_runs_file, std::ostream& log) {
+void start_metrics_afresh(const std::filesystem::path& metrics, std::ostream& log) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(metrics, ec)) return;  // (none; /dev/null: nothing to keep)
   const auto bytes = std::filesystem::file_size(metrics, ec);
   if (ec || bytes == 0) return;  // (an empty one: nothing to keep)
-  if (killed_runs_file) {
-    keep_metrics_through(metrics, 0, std::nullopt, log);
-    return;
-  }
   keep_aside(metrics, what_it_holds(metrics, ", and this run starts from step 1"), log);
+}
+
+void refuse_metrics_in_use(const std::filesystem::path& path, const std::filesystem::path& given) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;  // (none yet)
+  const bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  ::close(fd);
+  if (held)
+    throw TrainError(fmt::format("{}: a running bertc is writing its metrics there now: name another file with "
+                                 "--metrics, or wait for that run to end",
+                                 given.string()));
+}
+
+MetricsInUse::MetricsInUse(const std::filesystem::path& metrics) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(metrics, ec)) return;  // (/dev/null: every run may write it)
+  fd_ = ::open(metrics.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd_ >= 0 && ::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    ::close(fd_);
+    fd_ = -1;
+    throw TrainError(fmt::format("{}: another bertc began writing its metrics there as this run started: name "
+                                 "another file with --metrics",
+                                 metrics.string()));
+  }
+}
+
+MetricsInUse::~MetricsInUse() {
+  if (fd_ >= 0) ::close(fd_);  // (releases the flock)
 }
 
 Progress::Progress(std::ostream& log, const std::filesystem::path& metrics, int64_t first, int64_t last, int64_t every,
@@ -212,6 +285,7 @@ Progress::Progress(std::ostream& log, const std::filesystem::path& metrics, int6
     throw TrainError(fmt::format("{}: cannot open the metrics file for appending: {} (--metrics names a file in a "
                                  "folder that exists and is writable)",
                                  metrics.string(), std::strerror(errno)));
+  in_use_.emplace(metrics);
 }
 
 Progress::~Progress() {

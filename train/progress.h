@@ -56,22 +56,42 @@ void keep_metrics_through(const std::filesystem::path& metrics, int64_t step, co
 // The path a run writes its metrics to: `metrics` with links followed (a link given to --metrics
 // leads the metrics to its target; it is never itself set aside or replaced). Throws TrainError
 // for a path that is neither absent nor a regular file (a FIFO would block the run, a device be
-// read for ever; /dev/null is welcome), for a dangling link whose target's folder is missing, and
-// for a name, or a link's target, of a kind bertc reads (.safetensors, .bertx, .toml, .h5,
-// .hdf5): a slip of --metrics must not cost a checkpoint or a config.
+// read for ever, a folder is no file; /dev/null is welcome), a stream (/dev/stdout, /proc/...:
+// the console or this command's own log), a dangling link whose target's folder is missing, a
+// name or link target of a kind bertc reads or keeps (.safetensors, .bertx, .toml, .h5, .hdf5,
+// .gz, .xxh3, a run folder's lock), an existing file that is not a metrics file (a slip of
+// --metrics must cost nothing: such a file is neither written over nor moved), and a file a
+// running bertc is writing its metrics to (refuse_metrics_in_use).
 std::filesystem::path check_metrics_path(const std::filesystem::path& metrics);
 
 // A new run's name, recorded in its checkpoints and in each of its metrics lines: 16 random hex
 // digits.
 std::string new_run_id();
 
-// Before a run that starts at step 1 (nothing to continue) writes `metrics`. A file there with
-// lines in it is a killed run's when `killed_runs_file` (the folder's lock, left by a run that
-// was killed, says that run wrote this very file: its steps are trained again now), and goes,
-// said on `log`; any other is another run's record, which nothing may lose: it is renamed to the
-// first free STEM.earlier-N.EXT beside it (never over a file), said on `log`, and the run
-// writes a new one. Throws TrainError when it can be neither read nor set aside.
-void start_metrics_afresh(const std::filesystem::path& metrics, bool killed_runs_file, std::ostream& log);
+// Before a run that starts at step 1 (nothing to continue) writes `metrics`: a file of metrics
+// there (check_metrics_path refused any other kind) is another run's record — an earlier run's,
+// or one killed here before its first checkpoint — which nothing may lose: it is renamed to the
+// first free STEM.earlier-N.EXT beside it (never over a file), said on `log`, and the run writes
+// a new one. Throws TrainError when it cannot be set aside.
+void start_metrics_afresh(const std::filesystem::path& metrics, std::ostream& log);
+
+// Throws TrainError (naming `given`, the path as the user wrote it) when a running bertc holds
+// `path` as its metrics file (MetricsInUse): setting it aside or writing it would take it from
+// under that run.
+void refuse_metrics_in_use(const std::filesystem::path& path, const std::filesystem::path& given);
+
+// While it lives, `metrics` is this run's (an flock on it): another run told to write the same
+// file is refused. /dev/null is nobody's. Throws TrainError when another run holds it already.
+class MetricsInUse {
+ public:
+  explicit MetricsInUse(const std::filesystem::path& metrics);
+  ~MetricsInUse();
+  MetricsInUse(const MetricsInUse&) = delete;
+  MetricsInUse& operator=(const MetricsInUse&) = delete;
+
+ private:
+  int fd_ = -1;
+};
 
 class Progress {
  public:
@@ -105,6 +125,7 @@ class Progress {
   bool live_;
   DeviceFigures device_;
   std::string run_;
+  std::optional<MetricsInUse> in_use_;
   int64_t steps_ = 0;
   double total_seconds_ = 0;
   int64_t total_tokens_ = 0, skipped_ = 0;

@@ -62,7 +62,7 @@ RunFolderLock::RunFolderLock(const std::filesystem::path& folder, std::ostream& 
                                  std::strerror(errno)));
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
     const int why = errno;
-    const std::string holder = contents(fd_);
+    const std::string content = contents(fd_), holder = content.substr(0, content.find('\n'));
     ::close(fd_);
     if (why == EWOULDBLOCK)
       throw TrainError(fmt::format("{} is in use by another bertc train ({}): wait for it to end, or choose another "
@@ -72,10 +72,6 @@ RunFolderLock::RunFolderLock(const std::filesystem::path& folder, std::ostream& 
                                  path.string(), std::strerror(why)));
   }
   if (const std::string stale = contents(fd_); !stale.empty()) {
-    if (const size_t at = stale.find("\nmetrics "); at != std::string::npos) {
-      const size_t from = at + 9, end = stale.find('\n', from);
-      killed_runs_metrics_ = stale.substr(from, end == std::string::npos ? std::string::npos : end - from);
-    }
     log << fmt::format("run folder: {} was left locked by pid {}, which ended without unlocking it (killed?): taken "
                        "over\n",
                        folder.string(), stale.substr(0, stale.find('\n')));
@@ -87,22 +83,6 @@ RunFolderLock::RunFolderLock(const std::filesystem::path& folder, std::ostream& 
 }
 
 void RunFolderLock::writing() const { forget_on_hard_stop(); }
-
-void RunFolderLock::writing_metrics(const std::filesystem::path& metrics) const {
-  std::error_code ec;
-  const std::string line = fmt::format("metrics {}\n", std::filesystem::weakly_canonical(metrics, ec).string());
-  const off_t end = ::lseek(fd_, 0, SEEK_END);
-  if (ec || end < 0 || ::pwrite(fd_, line.data(), line.size(), end) != static_cast<ssize_t>(line.size()))
-    throw TrainError(fmt::format("{}/.bertc-lock: cannot be written ({}): is the disk full?", folder_.string(),
-                                 ec ? ec.message() : std::strerror(errno)));
-}
-
-bool RunFolderLock::killed_run_was_writing(const std::filesystem::path& metrics) const {
-  if (killed_runs_metrics_.empty()) return false;
-  std::error_code ec;
-  const auto given = std::filesystem::weakly_canonical(metrics, ec);
-  return !ec && given == killed_runs_metrics_;
-}
 
 RunFolderLock::~RunFolderLock() {
   forget_on_hard_stop();

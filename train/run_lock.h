@@ -19,13 +19,6 @@ class RunFolderLock {
   // The run writes into the folder from now on: a hard stop leaves it (until then, a folder this
   // run made is removed by one: stop_request.h).
   void writing() const;
-  // The run writes its metrics into `metrics` from now on: said in the lock file, so that a run
-  // after a kill knows whose lines that file holds.
-  void writing_metrics(const std::filesystem::path& metrics) const;
-  // Whether a run killed in this folder (SIGKILL, a crash: the lock file named a process that
-  // ended without unlocking it) was writing `metrics` (the same file, through any path) when it
-  // died: then the file's lines are that run's, not another's.
-  bool killed_run_was_writing(const std::filesystem::path& metrics) const;
   RunFolderLock(const RunFolderLock&) = delete;
   RunFolderLock& operator=(const RunFolderLock&) = delete;
 
@@ -33,7 +26,6 @@ class RunFolderLock {
   int fd_ = -1;
   std::filesystem::path folder_;
   bool made_ = false;
-  std::filesystem::path killed_runs_metrics_;
 };
 
 // Removes the folder's ".NAME.tmp.PID" files (atomic writes a killed run did not finish); says

@@ -526,12 +526,10 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
   if (folder_lock) folder_lock->writing();  // (a hard stop from here on leaves the folder: it holds the run's files)
   if (dp.leader()) {
     // Steps after the checkpoint that a stopped run recorded are trained again: their lines go.
-    // So do those of a run killed here before its first checkpoint (start 0, a folder without
-    // checkpoints): otherwise its steps would be in the file twice. Any other run's file that a
-    // run from step 1 finds is kept aside.
+    // A run from step 1 keeps any file of metrics it finds aside (a run killed here before its
+    // first checkpoint included: its steps are not in the new file twice, and nothing is lost).
     if (start > 0) keep_metrics_through(o.metrics, start, recorded_run, log);
-    else start_metrics_afresh(o.metrics, folder_lock && folder_lock->killed_run_was_writing(o.metrics), log);
-    if (folder_lock) folder_lock->writing_metrics(o.metrics);
+    else start_metrics_afresh(o.metrics, log);
     progress.emplace(log, o.metrics, start + 1, last, t.log_every, o.live_progress, runners.figures, run_id);
   }
   summary.first_step = start + 1;
