@@ -162,13 +162,14 @@ std::map<std::string, std::string> vocab_of_program(const frontend::Config& conf
 
 
 // The training data as an input --metrics must not be written onto: a file itself; of a folder
-// (read by name: .txt, .txt.gz, HDF5 shards), only when the metrics file is one of its texts.
+// (read by name: .txt, .txt.gz, HDF5 shards), a metrics file of a name it reads, there now or not
+// (a new one would be read as training text by the next run on the folder).
 std::string data_read_at(const std::filesystem::path& data, const std::filesystem::path& metrics) {
   std::error_code ec;
   if (!std::filesystem::is_directory(data, ec)) return data.string();
   const std::string name = metrics.filename().string();
-  const bool text = name.ends_with(".txt") || name.ends_with(".txt.gz");
-  return text && std::filesystem::exists(metrics, ec) ? data.string() : std::string();
+  const bool read = name.ends_with(".txt") || name.ends_with(".txt.gz") || name.ends_with(".hdf5") || name.ends_with(".h5");
+  return read ? data.string() : std::string();
 }
 
 int compile(CompileArgs args, const CompileFlags& flags, const frontend::ModelDefinition& model) {
@@ -548,8 +549,11 @@ int eval(const EvalArgs& args, const frontend::ModelDefinition& model) {
                                             "dropout on the CPU reference, built from a config: bertc eval CONFIG "
                                             "(bertc info shows the config a compiled program holds)",
                                             args.config));
-  for (const auto& [output, option] : {std::pair{args.dump_grads, "--dump-grads"}, std::pair{args.dump_logits, "--dump-logits"}})
+  for (const auto& [output, option, format] : {std::tuple{args.dump_grads, "--dump-grads", "bertc-gradients"},
+                                               std::tuple{args.dump_logits, "--dump-logits", "bertc-logits"}}) {
     refuse_output_onto_input(output, option, {{args.init, "--init"}, {args.batch, "--batch"}, {args.config, "the config"}});
+    refuse_replacing_another_kind(output, option, format);
+  }
   const frontend::Config config = load_config_for(args.config, args.init, model);
   const train::EvalResult r = train::evaluate_batch(model, config, args.init, args.batch);
   std::cerr << (r.vocab ? fmt::format("vocab: {} (the batch's; checked against the weights' where they record one)\n", r.vocab->describe())
@@ -582,6 +586,7 @@ int batch(const BatchArgs& args, const frontend::ModelDefinition& model) {
                            {{args.config, "the config"},
                             {chosen_path(args.vocab, config, config.train.vocab).string(), "the vocabulary"},
                             {chosen_path(args.data, config, config.train.data).string(), "the data"}});
+  refuse_replacing_another_kind(args.output, "-o", "bertc-batch");
   const data::Vocab vocab = train::load_run_vocab(config, chosen_path(args.vocab, config, config.train.vocab), std::cerr);
   const data::BatchStream stream =
       train::open_batch_stream(config, chosen_path(args.data, config, config.train.data), vocab, std::cerr);

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "support/atomic_file.h"
+#include "support/safetensors.h"
 
 namespace bertc::tools {
 
@@ -36,6 +37,30 @@ void refuse_output_onto_input(const std::string& output, const std::string& opti
                                               "it; give another file",
                                               option, output, same ? "is" : "is inside", what, input));
   }
+}
+
+void refuse_replacing_another_kind(const std::string& output, const std::string& option, const std::string& format) {
+  if (output.empty() || output == "-") return;
+  std::error_code ec;
+  const std::filesystem::file_status own = std::filesystem::symlink_status(output, ec);
+  if (ec || own.type() == std::filesystem::file_type::not_found) return;
+  std::string kind = "not a safetensors file";
+  if (std::filesystem::is_regular_file(output, ec)) {
+    try {
+      const auto metadata = support::read_safetensors_metadata(output);
+      const auto it = metadata.find("format");
+      if (it != metadata.end() && it->second == format) return;
+      kind = it == metadata.end() ? "a safetensors file of no bertc format" : "a " + it->second + " file";
+    } catch (const std::exception&) {
+    }
+  } else if (std::filesystem::is_directory(output, ec)) {
+    kind = "a folder";
+  } else if (own.type() == std::filesystem::file_type::symlink && !std::filesystem::exists(output, ec)) {
+    kind = "a link to a file that does not exist";
+  }
+  throw std::invalid_argument(fmt::format("{} {}: exists, and is {}, not a {} file this command wrote: give a new "
+                                          "file (nothing is written over but this command's own output)",
+                                          option, output, kind, format));
 }
 
 }  // namespace bertc::tools

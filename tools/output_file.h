@@ -16,4 +16,9 @@ void write_output(const std::string& path, const std::string& text);
 void refuse_output_onto_input(const std::string& output, const std::string& option,
                               std::initializer_list<std::pair<std::string, std::string>> inputs);
 
+// Throws std::invalid_argument when `output` exists and is not a safetensors file whose metadata
+// "format" is `format` (what this command writes, and may write again): a slip of -o must not
+// replace a checkpoint, a model or anything else. "" and "-" pass.
+void refuse_replacing_another_kind(const std::string& output, const std::string& option, const std::string& format);
+
 }  // namespace bertc::tools
