@@ -484,6 +484,7 @@ int train_rank(const TrainArgs& args, const CompileFlags& flags, const frontend:
   o.vocab = chosen_path(args.vocab, o.config, t.vocab);
   o.checkpoint_dir = args.checkpoint_dir.empty() ? std::filesystem::path("checkpoints") / o.config.name
                                                  : std::filesystem::path(args.checkpoint_dir);
+  refuse_dangling_link(o.checkpoint_dir.string(), "--checkpoint-dir");
   o.metrics = args.metrics.empty() ? o.checkpoint_dir / "metrics.jsonl" : std::filesystem::path(args.metrics);
   refuse_output_onto_input(o.metrics.string(), "--metrics",
                            {{args.config, "the config"},

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "train/hf_export.h"
+#include "tools/output_file.h"
 #include "train/stop_request.h"
 
 namespace bertc::tools {
@@ -30,6 +31,7 @@ CLI::App* add_export_command(CLI::App& app, ExportArgs& args) {
 int export_checkpoint(const ExportArgs& args, std::ostream& log) {
   train::ExportOptions o;
   o.checkpoint = args.checkpoint;
+  refuse_dangling_link(args.output, "-o");
   o.output = args.output;
   if (!args.head.empty()) o.head = ir::enum_named<frontend::HfHead>(args.head);
   if (!args.vocab.empty()) o.vocab = args.vocab;

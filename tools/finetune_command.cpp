@@ -81,6 +81,7 @@ int finetune(const FinetuneArgs& args, const CompileFlags& flags, const frontend
   o.vocab = c.resolve(c.train.vocab);
   o.checkpoint_dir = args.checkpoint_dir.empty() ? std::filesystem::path("checkpoints") / c.name
                                                  : std::filesystem::path(args.checkpoint_dir);
+  refuse_dangling_link(o.checkpoint_dir.string(), "--checkpoint-dir");
   o.metrics = args.metrics.empty() ? o.checkpoint_dir / "metrics.jsonl" : std::filesystem::path(args.metrics);
   refuse_output_onto_input(o.metrics.string(), "--metrics",
                            {{args.config, "the config"},

@@ -39,6 +39,22 @@ void refuse_output_onto_input(const std::string& output, const std::string& opti
   }
 }
 
+void refuse_dangling_link(const std::string& output, const std::string& option) {
+  if (output.empty() || output == "-") return;
+  std::error_code ec;
+  for (std::filesystem::path p = std::filesystem::path(output).lexically_normal(); !p.empty() && p != p.parent_path();
+       p = p.parent_path()) {
+    if (p.filename().empty()) continue;  // ("dir/": its folder)
+    if (std::filesystem::symlink_status(p, ec).type() != std::filesystem::file_type::symlink) continue;
+    if (std::filesystem::exists(p, ec)) continue;
+    const std::filesystem::path target = std::filesystem::read_symlink(p, ec);
+    throw std::invalid_argument(fmt::format("{} {}: {} is a link to {}, which does not exist (a disk not mounted, a "
+                                            "target removed?): make {} (or mount it), or give {} a path without that "
+                                            "link",
+                                            option, output, p.string(), target.string(), target.string(), option));
+  }
+}
+
 void refuse_replacing_another_kind(const std::string& output, const std::string& option, const std::string& format) {
   if (output.empty() || output == "-") return;
   std::error_code ec;

@@ -21,4 +21,9 @@ void refuse_output_onto_input(const std::string& output, const std::string& opti
 // replace a checkpoint, a model or anything else. "" and "-" pass.
 void refuse_replacing_another_kind(const std::string& output, const std::string& option, const std::string& format);
 
+// Throws std::invalid_argument when `output` (or a folder on its way) is a link to something that
+// does not exist — a mount point not mounted, a target removed: a command would make a folder or
+// file where the link is, or remove the link when it fails. "" and "-" pass.
+void refuse_dangling_link(const std::string& output, const std::string& option);
+
 }  // namespace bertc::tools

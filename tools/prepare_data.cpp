@@ -10,6 +10,7 @@
 #include "data/vocab.h"
 #include "frontend/config.h"
 #include "tools/cli_bounds.h"
+#include "tools/output_file.h"
 #include "train/stop_request.h"
 
 namespace bertc::tools {
@@ -54,6 +55,7 @@ int prepare_data(const PrepareDataArgs& a, const frontend::ModelDefinition& mode
   const frontend::TrainConfig& t = config.train;
   data::PrepareOptions o;
   std::error_code ec;
+  refuse_dangling_link(a.output, "-o");
   const bool made_folder = !std::filesystem::exists(a.output, ec);
   o.input = a.input.empty() ? config.resolve(t.data) : std::filesystem::path(a.input);
   o.output = a.output;

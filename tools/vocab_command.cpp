@@ -75,6 +75,7 @@ std::filesystem::path place_vocabulary(const std::filesystem::path& output, cons
 
 int train_vocab(const VocabArgs& a, const frontend::ModelDefinition& model, std::ostream& log) {
   const frontend::Config config = frontend::load_config(a.config, model.extra_keys);
+  refuse_dangling_link(a.output, "-o");
   if (std::filesystem::exists(a.output))
     throw data::DataError(fmt::format("{} exists: write the vocabulary to a new file (a run's vocabulary must not "
                                       "change under its checkpoints)",
