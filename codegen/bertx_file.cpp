@@ -17,6 +17,7 @@
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "support/atomic_file.h"
+#include "support/file_errors.h"
 #include "support/options_json.h"
 
 namespace bertc::codegen {
@@ -322,6 +323,7 @@ CompiledProgram decode_bertx(std::string_view bytes, const std::string& source, 
 }
 
 bool is_bertx(const std::filesystem::path& path) {
+  if (!support::non_regular_kind(path).empty()) return false;  // (a pipe's open would wait; read_bertx says why)
   char start[24] = {};
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   const auto end = static_cast<uint64_t>(std::max<std::streamoff>(in.tellg(), 0));
@@ -341,6 +343,8 @@ void write_bertx(const std::filesystem::path& path, const CompiledProgram& p) {
 }
 
 CompiledProgram read_bertx(const std::filesystem::path& path) {
+  if (const std::string kind = support::non_regular_kind(path); !kind.empty())
+    throw std::runtime_error(fmt::format("{}: {}, not a compiled program: give the .bertx file itself", path.string(), kind));
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error(fmt::format("{}: cannot open", path.string()));
   const std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};

@@ -60,6 +60,18 @@ std::string fix_for(int error, const std::filesystem::path& path, const std::fil
 
 }  // namespace
 
+std::string non_regular_kind(const std::filesystem::path& path) {
+  std::error_code ec;
+  switch (std::filesystem::status(path, ec).type()) {
+    case std::filesystem::file_type::fifo: return "a pipe";
+    case std::filesystem::file_type::character:
+    case std::filesystem::file_type::block: return "a device";
+    case std::filesystem::file_type::socket: return "a socket";
+    case std::filesystem::file_type::directory: return "a folder";
+    default: return "";
+  }
+}
+
 std::string describe_file_error(const std::filesystem::filesystem_error& e) {
   const std::filesystem::path& path = e.path1();
   std::string what = e.what();  // "filesystem error: OPERATION: MESSAGE [PATH1] [PATH2]"

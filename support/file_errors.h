@@ -23,6 +23,12 @@ class FileError : public std::system_error {
   std::filesystem::path path_;
 };
 
+// What `path` is when it is there and not a regular file: "a pipe", "a device", "a socket", "a
+// folder"; "" for a regular file or nothing. A reader of a file bertc names (a checkpoint, a
+// compiled program) refuses these: opening a pipe nothing writes to waits for ever, a device is
+// read without end.
+std::string non_regular_kind(const std::filesystem::path& path);
+
 // A std::filesystem error said plainly: "PATH: MESSAGE (while OPERATION)", and its fix.
 std::string describe_file_error(const std::filesystem::filesystem_error& e);
 

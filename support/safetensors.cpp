@@ -1,6 +1,8 @@
 // safetensors encoding and decoding with nlohmann::json for the header.
 #include "support/safetensors.h"
 
+#include "support/file_errors.h"
+
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -134,6 +136,8 @@ void write_safetensors(const std::filesystem::path& path, const Safetensors& fil
 }
 
 Safetensors read_safetensors(const std::filesystem::path& path) {
+  if (const std::string kind = non_regular_kind(path); !kind.empty())
+    throw SafetensorsError(fmt::format("{}: {}, not a safetensors file: give the file itself", path.string(), kind));
   std::ifstream in(path, std::ios::binary);
   if (!in) throw SafetensorsError(fmt::format("{}: cannot open (does it exist?)", path.string()));
   // Read as far as the header says the file goes, and a block more (whose bytes decode then
@@ -165,6 +169,8 @@ Safetensors read_safetensors(const std::filesystem::path& path) {
 }
 
 std::map<std::string, std::string> read_safetensors_metadata(const std::filesystem::path& path) {
+  if (const std::string kind = non_regular_kind(path); !kind.empty())
+    throw SafetensorsError(fmt::format("{}: {}, not a safetensors file: give the file itself", path.string(), kind));
   std::ifstream in(path, std::ios::binary);
   if (!in) throw SafetensorsError(fmt::format("{}: cannot open (does it exist?)", path.string()));
   std::string length(8, '\0');

@@ -603,6 +603,9 @@ int batch(const BatchArgs& args, const frontend::ModelDefinition& model) {
 
 int info(bool json, const std::string& bertx, const frontend::ModelDefinition& model) {
   if (!bertx.empty()) {
+    if (const std::string kind = support::non_regular_kind(bertx); !kind.empty())
+      throw std::invalid_argument(fmt::format("{}: {}, not a .bertx or a training executable: give the file itself",
+                                              bertx, kind));
     const std::optional<codegen::CompiledProgram> p = compiled_program_in(bertx);
     if (!p)
       throw std::invalid_argument(fmt::format("{}: neither a .bertx nor a training executable (bertc compile -o "

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "support/atomic_file.h"
+#include "support/file_errors.h"
 
 namespace bertc::tools {
 namespace {
@@ -76,6 +77,7 @@ void write_training_executable(const std::filesystem::path& path, std::string_vi
 }
 
 std::optional<std::string> embedded_program(const std::filesystem::path& path) {
+  if (!support::non_regular_kind(path).empty()) return std::nullopt;  // (a pipe's open would wait for a writer)
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) return std::nullopt;  // (no /proc: not Linux, nothing appended)
   const auto end = static_cast<uint64_t>(in.tellg());
