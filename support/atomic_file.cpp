@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -36,7 +37,46 @@ bool write_all(int fd, std::string_view bytes) {
   return true;
 }
 
+// The temporaries being written now, in fixed slots, so that remove_temporaries_being_written
+// needs no lock or allocation: 0 free, 1 being filled in, 2 its path complete.
+struct WritingSlot {
+  std::atomic<int> state{0};
+  char path[4096];
+};
+WritingSlot writing_slots[16];
+
+// Notes `tmp` as being written while it lives (not at all when every slot is taken or the path
+// is too long: the next run in the folder still sweeps such a leftover).
+class BeingWritten {
+ public:
+  explicit BeingWritten(const std::filesystem::path& tmp) {
+    const std::string& text = tmp.native();
+    if (text.size() >= sizeof(WritingSlot::path)) return;
+    for (WritingSlot& slot : writing_slots) {
+      int free = 0;
+      if (!slot.state.compare_exchange_strong(free, 1)) continue;
+      std::memcpy(slot.path, text.c_str(), text.size() + 1);
+      slot.state = 2;
+      slot_ = &slot;
+      return;
+    }
+  }
+  ~BeingWritten() {
+    if (slot_) slot_->state = 0;
+  }
+  BeingWritten(const BeingWritten&) = delete;
+  BeingWritten& operator=(const BeingWritten&) = delete;
+
+ private:
+  WritingSlot* slot_ = nullptr;
+};
+
 }  // namespace
+
+void remove_temporaries_being_written(void (*removed)(const char* path)) {
+  for (WritingSlot& slot : writing_slots)
+    if (slot.state.load() == 2 && ::unlink(slot.path) == 0 && removed) removed(slot.path);
+}
 
 std::filesystem::path temporary_beside(const std::filesystem::path& path) {
   const std::filesystem::path folder = path.has_parent_path() ? path.parent_path() : ".";
@@ -73,6 +113,7 @@ void write_atomically(const std::filesystem::path& path, std::string_view bytes,
     ::unlink(tmp.c_str());
     throw FileError(error, path, "cannot write " + path.string() + ": " + step + " failed");
   };
+  const BeingWritten being_written(tmp);  // (a process ending at once removes it: remove_temporaries_being_written)
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, executable ? 0755 : 0644);
   if (fd < 0) fail("creating " + tmp.string());
   // Two halves, so that the crash test can stop the process between them.

@@ -31,4 +31,10 @@ std::filesystem::path temporary_beside(const std::filesystem::path& path);
 // a too).
 std::vector<std::filesystem::path> missing_folders(const std::filesystem::path& folder);
 
+// Removes the temporaries write_file_atomically (and write_new_file_atomically) is writing right
+// now, calling `removed` with each one's path: for a process that ends at once (a second stop
+// signal), which would otherwise leave a half-written checkpoint of up to gigabytes behind. Safe
+// in a signal handler (no lock, no allocation).
+void remove_temporaries_being_written(void (*removed)(const char* path));
+
 }  // namespace bertc::support

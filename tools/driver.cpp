@@ -875,6 +875,11 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
     if (*eval_cmd) return eval(eval_args, model);
     if (*batch_cmd) return batch(batch_args, model);
     if (*check_cmd) {
+      // A check writes nothing but its report (kernel-cache entries are written whole or not at
+      // all): a signal ends it at once, saying so.
+      const train::StopOnSignal ends_at_once(nullptr, "check ended by a signal before its verdict: nothing was "
+                                                      "half-written (it writes only its report); run the same command "
+                                                      "again");
       if (const std::optional<codegen::CompiledProgram> p = compiled_program_in(check_config))
         return run_check(*p, compiled_config(*p, check_config, check_flags, model), check_options, std::cout);
       frontend::Config config = frontend::load_config(check_config, model.extra_keys);

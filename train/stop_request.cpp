@@ -11,6 +11,7 @@
 #include <mutex>
 #include <thread>
 
+#include "support/atomic_file.h"
 #include "support/child_process.h"
 
 namespace bertc::train {
@@ -55,6 +56,11 @@ void on_signal(int sig) {
   say(at_once_words.load());
   support::end_children_now();  // (a compiler left running would finish for nothing, its output never used)
   remove_armed_folder();
+  support::remove_temporaries_being_written([](const char* path) {  // (a checkpoint half-written: gigabytes)
+    (void)!::write(STDERR_FILENO, "bertc: removed the half-written ", 32);
+    (void)!::write(STDERR_FILENO, path, std::strlen(path));
+    (void)!::write(STDERR_FILENO, "\n", 1);
+  });
   ::_exit(128 + sig);
 }
 

@@ -199,8 +199,8 @@ if p.wait() != 143 or "compile ended by a signal: no output or kernel-cache entr
     fail(f"SIGTERM while bertc compile compiles: exit {p.returncode} (expected 143 and its message, no program), "
          f"cache {entries}:\n{rest[-1500:]}")
 print("SIGTERM during bertc compile:", rest.strip().splitlines()[-1][:200])
-# A command with no stop of its own (bertc check) dies by the signal as its default says, and the
-# host C++ compiler it runs (a process group of its own) ends with it.
+# bertc check ends at once on a signal, saying so (it died without a word), and the host C++
+# compiler it runs (a process group of its own) ends with it.
 cache = os.path.join(WORK, "signalled-check-cache")
 p = subprocess.Popen([BERTC, "check", CONFIG, "--device", "host"], stderr=subprocess.PIPE, stdout=subprocess.PIPE,
                      text=True, env=dict(os.environ, XDG_CACHE_HOME=cache))
@@ -224,11 +224,12 @@ for _ in range(600):  # (the first kernel's compiler starts within a second or t
 if not compilers():
     fail(f"bertc check ran no host compiler to signal (exit {p.poll()})")
 p.send_signal(signal.SIGTERM)
-p.communicate(timeout=60)
+_, said = p.communicate(timeout=60)
 time.sleep(0.5)
-if p.returncode != -signal.SIGTERM or compilers():
-    fail(f"SIGTERM to bertc check: exit {p.returncode} (expected death by SIGTERM), compilers left: {compilers()}")
-print("SIGTERM during bertc check: died by the signal, its compiler with it")
+if p.returncode != 143 or "check ended by a signal before its verdict" not in said or compilers():
+    fail(f"SIGTERM to bertc check: exit {p.returncode} (expected 143 and its message), compilers left: {compilers()}:"
+         f"\n{said[-1500:]}")
+print("SIGTERM during bertc check:", said.strip().splitlines()[-1][:120], "(its compiler ended with it)")
 
 # Under nohup (SIGHUP ignored when the run starts), a SIGHUP (the terminal closing) is ignored, as
 # nohup means: the run trains on to its end.
@@ -284,7 +285,8 @@ if limited.returncode != 1 or "File too large" not in limited.stderr or any(".tm
 print("file size limit:", limited.stderr.strip().splitlines()[-1][:200])
 
 # 3. A second signal ends the run at once, here while the stop's checkpoint is half written
-# (every write paused halfway): no checkpoint appears, and the next run sweeps the temporary.
+# (every write paused halfway): no checkpoint appears, and the half-written file goes with the
+# run (said), leaving the next run nothing to sweep.
 env = dict(os.environ, BERTC_TEST_SLOW_WRITE_MS="30000")
 p = subprocess.Popen([BERTC, "train", CONFIG, "--device", "cpu", "--checkpoint-dir", folder("twice-signalled"),
                       "--steps", "100000"], stderr=subprocess.PIPE, text=True, env=env)
@@ -293,10 +295,10 @@ p.send_signal(signal.SIGINT)
 wait_for_file(p, folder("twice-signalled"), ".checkpoint-", "no half-written checkpoint appeared after the first SIGINT")
 p.send_signal(signal.SIGINT)
 rest = p.stderr.read()
-if p.wait() != 130 or "ended at once by a second signal" not in rest:
-    fail(f"two SIGINTs: exit {p.returncode}, expected 130 and the message:\n{rest[-1000:]}")
-if any(f.startswith("checkpoint-") for f in os.listdir(folder("twice-signalled"))):
-    fail("the half-written checkpoint of the stop became a checkpoint")
+if p.wait() != 130 or "ended at once by a second signal" not in rest or "removed the half-written" not in rest:
+    fail(f"two SIGINTs: exit {p.returncode}, expected 130 and the messages:\n{rest[-1000:]}")
+if any(f.startswith("checkpoint-") or ".tmp." in f for f in os.listdir(folder("twice-signalled"))):
+    fail(f"the half-written checkpoint of the stop became a checkpoint, or stayed: {os.listdir(folder('twice-signalled'))}")
 
 # One signal while a periodic checkpoint is being written (every write paused halfway): that
 # checkpoint is the stop's, the run does not train a step more and write another.
@@ -409,7 +411,7 @@ p = start("killed")
 wait_for_step(p, 3)
 p.kill()
 p.wait()
-for name, expect in (("killed", "ended without unlocking it"), ("twice-signalled", "removed 1 unfinished temporary")):
+for name, expect in (("killed", "ended without unlocking it"), ("twice-signalled", "kept as")):
     after = run(name, "--steps", "2")
     if after.returncode != 0 or expect not in after.stderr:
         fail(f"the run after an interrupted one in {name}: exit {after.returncode}, no '{expect}':\n"
@@ -519,10 +521,12 @@ for attempt in range(6):
         fail(f"{sig.name} after {delay:.2f} s (seed {seed}) left files that are not bertc's: {strays}")
     checkpoints = [f for f in left if f.startswith("checkpoint-")]
     resumed = run(name, *(["--resume"] if checkpoints else []))
-    # A run from step 1 where this one was killed drops its lines (trained again) instead of
-    # keeping them aside as another run's.
-    if [f for f in os.listdir(folder(name)) if ".earlier-" in f]:
-        fail(f"{sig.name} after {delay:.2f} s (seed {seed}): the rerun kept the killed run's own metrics aside")
+    # A run from step 1 where this one was killed keeps the killed run's lines aside whole (its
+    # steps are not in the new file twice, and nothing is lost): another run's, by their run id.
+    for aside in [f for f in os.listdir(folder(name)) if ".earlier-" in f]:
+        runs = lambda path: {json.loads(l).get("run") for l in open(path) if l.startswith('{"step"') and l.endswith("}\n")}
+        if runs(os.path.join(folder(name), aside)) & runs(os.path.join(folder(name), "metrics.jsonl")):
+            fail(f"{sig.name} after {delay:.2f} s (seed {seed}): {aside} holds lines of the run that followed")
     if resumed.returncode != 0 or losses(name) != losses("straight"):
         fail(f"{sig.name} after {delay:.2f} s (seed {seed}), folder {left}: the resumed run failed or differs from "
              f"the uninterrupted one (exit {resumed.returncode}):\n{resumed.stderr[-1500:]}")
