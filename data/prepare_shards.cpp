@@ -133,6 +133,18 @@ int thread_count(int asked) {
 
 }  // namespace
 
+void refuse_folder_being_prepared(const std::filesystem::path& folder) {
+  const std::filesystem::path lock_path = folder / ".prepare-lock";
+  const int fd = ::open(lock_path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  const bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  ::close(fd);
+  if (held)
+    throw DataError(fmt::format("{}: a bertc prepare-data is writing its shards into this folder now: wait for it to "
+                                "finish, then train on the folder",
+                                folder.string()));
+}
+
 std::vector<std::filesystem::path> shard_files(const std::filesystem::path& folder, std::vector<std::string>* left_out) {
   std::vector<std::filesystem::path> files;
   std::error_code ec;

@@ -68,4 +68,8 @@ PrepareReport prepare_shards(const PrepareOptions& options, const Tokenizer& tok
 std::vector<std::filesystem::path> shard_files(const std::filesystem::path& folder,
                                                std::vector<std::string>* left_out = nullptr);
 
+// Throws DataError when a bertc prepare-data is writing into `folder` now (its .prepare-lock is
+// held): its shards are not all there yet, and training on them would read a part.
+void refuse_folder_being_prepared(const std::filesystem::path& folder);
+
 }  // namespace bertc::data

@@ -13,6 +13,7 @@
 #include <fmt/ranges.h>
 #include <xxhash.h>
 
+#include "data/prepare_shards.h"
 #include "data/vocab.h"
 
 namespace bertc::data {
@@ -94,6 +95,7 @@ std::vector<std::filesystem::path> text_files(const std::filesystem::path& input
     files.push_back(e.path());
   }
   std::sort(files.begin(), files.end());
+  if (files.empty()) refuse_folder_being_prepared(input);
   if (files.empty() && std::filesystem::exists(input / ".prepare-scratch", ec))
     throw DataError(fmt::format("{}: holds what a stopped bertc prepare-data left (.prepare-scratch, .prepare-lock) "
                                 "and no shards: run that prepare-data again into it (it removes them first)",

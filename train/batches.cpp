@@ -63,6 +63,7 @@ data::BatchStream open_batch_stream(const frontend::Config& c, const std::filesy
   const frontend::TrainConfig& t = c.train;
   // Shards (a folder of them, or one): read a shard at a time.
   std::vector<std::string> left_out;
+  data::refuse_folder_being_prepared(data_path);  // (its shards are not all there yet)
   std::vector<std::filesystem::path> files = data::shard_files(data_path, &left_out);
   if (!files.empty() && !left_out.empty())  // (a shard of another name is not read: said, never silently)
     log << fmt::format("data: {} entr{} of {} left out ({}{}): a shard is read when its "
