@@ -30,8 +30,10 @@ CompiledProgram compile_program(const passes::TrainingProgram& program, const pa
                                 const CompileSettings& settings) {
   const int arch = options.arch.sm();
   if (arch == 0)
-    throw std::runtime_error(fmt::format("compiling kernels needs a GPU arch (sm_61 ... sm_90 or a GPU name), not '{}': "
-                                         "pass --arch",
+    throw std::runtime_error(fmt::format("a compiled program holds its kernels built for one GPU arch, and --arch {} "
+                                         "(the host emulation's kernels, rendered when training starts) has none to "
+                                         "build: pass --arch sm_61 ... sm_90 or a GPU name (a program for sm_61 also "
+                                         "trains with --device host)",
                                          options.arch.text()));
   CompiledProgram p;
   p.model = model;

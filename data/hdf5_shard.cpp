@@ -88,8 +88,10 @@ void verify_checksum(const std::filesystem::path& shard) {
                                 stored.empty() ? "it is empty" : fmt::format("'{}'", stored.substr(0, 40)),
                                 shard.filename().string()));
   if (checksum_of_file(shard) != stored)
-    throw DataError(fmt::format("{}: does not match its checksum ({}): the shard is damaged or was changed; make it "
-                                "again with bertc prepare-data",
+    throw DataError(fmt::format("{}: does not match its checksum ({}): the shard is damaged or was changed; put back a "
+                                "good copy of it, or make the shards again with bertc prepare-data into a new folder "
+                                "(-o NEW: a folder's shards are made together, so one cannot be made alone) and "
+                                "train on that",
                                 shard.string(), checksum_path(shard).filename().string()));
 }
 

@@ -112,7 +112,7 @@ int prepare_data(const PrepareDataArgs& a, const frontend::ModelDefinition& mode
                      "peak {} MiB of {} MiB\n",
                      r.documents, r.sentences, r.tokens, o.input.string(), r.examples, o.shards, o.output.string(),
                      t.seq_len, t.max_predictions_per_seq, r.largest_shard_examples, duration(r.seconds),
-                     r.shards_at_once, r.planned_peak_bytes >> 20, o.memory_bytes >> 20);
+                     std::min<int64_t>(r.shards_at_once, o.shards), r.planned_peak_bytes >> 20, o.memory_bytes >> 20);
   if (const auto cut = data::cut_note(r.figures, t.seq_len)) log << "prepare-data: " << *cut << "\n";
   return 0;
 }
