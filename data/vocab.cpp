@@ -58,6 +58,10 @@ Vocab Vocab::load(const std::filesystem::path& path) {
                                 std::filesystem::is_regular_file(path / "vocab.txt", ec)
                                     ? fmt::format(": give {}", (path / "vocab.txt").string())
                                     : ""));
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
+    throw DataError(fmt::format("{}: not a regular file (a pipe, a device or a socket): checkpoints and shards record "
+                                "the vocabulary's file, to be read again; write it to a file and give that",
+                                path.string()));
   if (!std::filesystem::is_regular_file(path, ec))
     throw DataError(fmt::format("{}: no such vocabulary file: set [train] vocab to your vocab.txt (train, prepare-data and "
                                 "batch also take --vocab FILE)", path.string()));

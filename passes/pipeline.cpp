@@ -20,6 +20,16 @@ namespace {
 // other names are the user's and stay.
 void remove_earlier_dump(const std::filesystem::path& folder) {
   static const std::regex stage_file(R"(\d\d-[A-Za-z0-9_-]+\.ir)");
+  // A stages.txt that is not a dump's list (its first line names the first stage's file) is the
+  // user's: the folder is not a dump's, and nothing in it is removed or written over.
+  if (std::ifstream list(folder / "stages.txt"); list) {
+    std::string first;
+    std::getline(list, first);
+    if (!std::regex_search(first, std::regex(R"(^\d\d-[A-Za-z0-9_-]+\.ir: )")))
+      throw std::runtime_error(fmt::format("--dump-ir {}: holds a stages.txt that is not a dump's (its first line: "
+                                           "'{}'): give an empty or new folder, or an earlier dump's",
+                                           folder.string(), first.substr(0, 60)));
+  }
   for (const auto& entry : std::filesystem::directory_iterator(folder)) {
     const std::string name = entry.path().filename().string();
     if (entry.is_regular_file() && (name == "stages.txt" || std::regex_match(name, stage_file)))

@@ -167,7 +167,9 @@ std::map<std::string, std::string> vocab_of_program(const frontend::Config& conf
 std::string data_read_at(const std::filesystem::path& data, const std::filesystem::path& metrics) {
   std::error_code ec;
   if (!std::filesystem::is_directory(data, ec)) return data.string();
-  const std::string name = metrics.filename().string();
+  std::string name = metrics.filename().string();
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  // (as the folder's reader takes them: whatever their case)
   const bool read = name.ends_with(".txt") || name.ends_with(".txt.gz") || name.ends_with(".hdf5") || name.ends_with(".h5");
   return read ? data.string() : std::string();
 }
@@ -195,6 +197,10 @@ int compile(CompileArgs args, const CompileFlags& flags, const frontend::ModelDe
     throw std::invalid_argument("--executable writes the compiled program inside a training executable: give it a "
                                 "name with -o NAME, and no --emit");
   const Emit emit = ir::enum_named<Emit>(args.emit_text);  // CLI11 checked it is one
+  refuse_dangling_link(args.output, "-o");
+  refuse_replacing_other_than_compile_output(args.output, emit != Emit::Plan ? CompileOutput::Text
+                                                          : args.executable ? CompileOutput::Executable
+                                                                            : CompileOutput::Program);
   if (args.ranks != 1 && emit != Emit::Plan)
     throw std::invalid_argument("--ranks compiles a program for data-parallel training: write it with -o FILE.bertx "
                                 "(or --executable -o NAME)");
@@ -485,6 +491,7 @@ int train_rank(const TrainArgs& args, const CompileFlags& flags, const frontend:
   o.checkpoint_dir = args.checkpoint_dir.empty() ? std::filesystem::path("checkpoints") / o.config.name
                                                  : std::filesystem::path(args.checkpoint_dir);
   refuse_dangling_link(o.checkpoint_dir.string(), "--checkpoint-dir");
+  refuse_output_onto_input(o.config.compile.dump_ir, "--dump-ir", {{o.data.string(), "the training data"}});
   o.metrics = args.metrics.empty() ? o.checkpoint_dir / "metrics.jsonl" : std::filesystem::path(args.metrics);
   refuse_output_onto_input(o.metrics.string(), "--metrics",
                            {{args.config, "the config"},
@@ -524,6 +531,15 @@ int train_rank(const TrainArgs& args, const CompileFlags& flags, const frontend:
                                  : std::filesystem::path();
   if (!args.profile_out.empty() && !args.profile)
     throw std::invalid_argument("--profile-out names where --profile STEP writes its JSON: give --profile too");
+  if (std::error_code ec; !o.profile_out.empty() && std::filesystem::exists(o.profile_out, ec)) {
+    // Replaced only when it is a profile (bertc-profile JSON) itself: --profile-out never costs a file.
+    std::ifstream in(o.profile_out);
+    const nlohmann::json earlier = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (!earlier.is_object() || earlier.value("format", "") != "bertc-profile-1")
+      throw std::invalid_argument(fmt::format("--profile-out {}: exists, and is not a profile bertc wrote: give a new "
+                                              "file, or remove this one first if it is yours to lose",
+                                              o.profile_out.string()));
+  }
   std::cerr << fmt::format("train: {} ({}), {} steps of {} x {} x {} tokens, {} optimizer, {} precision, checkpoints in {}\n",
                            o.config.name, model.name, t.steps, t.gradient_accumulation_steps, t.batch_size, t.seq_len,
                            passes::optimizer_name(t.optimizer), ir::enum_name(o.config.compile.precision),
@@ -545,11 +561,16 @@ struct EvalArgs {
 };
 
 int eval(const EvalArgs& args, const frontend::ModelDefinition& model) {
+  // Seconds of the CPU reference and a write done whole or not at all: a signal ends it at once,
+  // the file being written removed.
+  const train::StopOnSignal ends_at_once(nullptr, "eval ended by a signal: no dump was written (one being written is "
+                                                  "removed); run the same command again");
   if (codegen::is_bertx(args.config) || embedded_program(args.config))
     throw std::invalid_argument(fmt::format("{}: a compiled training program (dropout on); eval runs the model without "
                                             "dropout on the CPU reference, built from a config: bertc eval CONFIG "
                                             "(bertc info shows the config a compiled program holds)",
                                             args.config));
+  refuse_output_onto_input(args.dump_logits, "--dump-logits", {{args.dump_grads, "--dump-grads"}});  // (one would be lost)
   for (const auto& [output, option, format] : {std::tuple{args.dump_grads, "--dump-grads", "bertc-gradients"},
                                                std::tuple{args.dump_logits, "--dump-logits", "bertc-logits"}}) {
     refuse_output_onto_input(output, option, {{args.init, "--init"}, {args.batch, "--batch"}, {args.config, "the config"}});
@@ -582,6 +603,8 @@ struct BatchArgs {
 
 // Writes micro-batch `index` of the config's training stream, the input bertc eval reads.
 int batch(const BatchArgs& args, const frontend::ModelDefinition& model) {
+  const train::StopOnSignal ends_at_once(nullptr, "batch ended by a signal: nothing was written (a file being "
+                                                  "written is removed); run the same command again");
   const frontend::Config config = frontend::load_config(args.config, model.extra_keys);
   refuse_output_onto_input(args.output, "-o",
                            {{args.config, "the config"},

@@ -3,13 +3,16 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <stdexcept>
 
 #include <fmt/format.h>
 
+#include "codegen/bertx_file.h"
 #include "support/atomic_file.h"
 #include "support/safetensors.h"
+#include "tools/training_executable.h"
 
 namespace bertc::tools {
 
@@ -39,6 +42,31 @@ void refuse_output_onto_input(const std::string& output, const std::string& opti
   }
 }
 
+void refuse_replacing_other_than_compile_output(const std::string& output, CompileOutput kind) {
+  if (output.empty() || output == "-") return;
+  std::error_code ec;
+  const std::filesystem::file_status own = std::filesystem::symlink_status(output, ec);
+  if (ec || own.type() == std::filesystem::file_type::not_found) return;
+  if (std::filesystem::is_regular_file(output, ec)) {
+    if (kind == CompileOutput::Program && codegen::is_bertx(output)) return;
+    if (kind == CompileOutput::Executable && embedded_program(output)) return;
+    if (kind == CompileOutput::Text) {
+      std::ifstream in(output, std::ios::binary);
+      std::string start(64, '\0');
+      in.read(start.data(), static_cast<std::streamsize>(start.size()));
+      start.resize(static_cast<size_t>(in.gcount()));
+      for (const char* signature : {"graph @", "compile report: ", "// Kernels of the training program"})
+        if (start.starts_with(signature)) return;
+    }
+  }
+  const char* what = kind == CompileOutput::Program ? "a compiled program (.bertx)"
+                     : kind == CompileOutput::Executable ? "a training executable"
+                                                         : "IR, a report or kernels that bertc compile wrote";
+  throw std::invalid_argument(fmt::format("-o {}: exists, and is not {}: bertc compile replaces only its own output; "
+                                          "give a new file, or remove this one first if it is yours to lose",
+                                          output, what));
+}
+
 void refuse_dangling_link(const std::string& output, const std::string& option) {
   if (output.empty() || output == "-") return;
   std::error_code ec;
@@ -47,6 +75,10 @@ void refuse_dangling_link(const std::string& output, const std::string& option) 
     if (p.filename().empty()) continue;  // ("dir/": its folder)
     if (std::filesystem::symlink_status(p, ec).type() != std::filesystem::file_type::symlink) continue;
     if (std::filesystem::exists(p, ec)) continue;
+    if (ec == std::errc::too_many_symbolic_link_levels)
+      throw std::invalid_argument(fmt::format("{} {}: {} is a link in a loop of links (each leads to the next, and "
+                                              "back): point it at a real folder or file, or give {} another path",
+                                              option, output, p.string(), option));
     const std::filesystem::path target = std::filesystem::read_symlink(p, ec);
     throw std::invalid_argument(fmt::format("{} {}: {} is a link to {}, which does not exist (a disk not mounted, a "
                                             "target removed?): make {} (or mount it), or give {} a path without that "

@@ -21,6 +21,16 @@ void refuse_output_onto_input(const std::string& output, const std::string& opti
 // replace a checkpoint, a model or anything else. "" and "-" pass.
 void refuse_replacing_another_kind(const std::string& output, const std::string& option, const std::string& format);
 
+// What bertc compile writes to -o, for refuse_replacing_other_than_compile_output.
+enum class CompileOutput { Program, Executable, Text };
+
+// Throws std::invalid_argument when `output` exists and is not bertc compile's own output of
+// `kind` (which compile may write again): a .bertx for a program, a training executable for
+// --executable, and for text a file that begins as compile's IR ("graph @"), report ("compile
+// report: ") or CUDA source does. Anything else — a checkpoint, training text, notes, a lock, a
+// stats or params listing — is refused, so -o never costs a file ("" and "-" pass).
+void refuse_replacing_other_than_compile_output(const std::string& output, CompileOutput kind);
+
 // Throws std::invalid_argument when `output` (or a folder on its way) is a link to something that
 // does not exist — a mount point not mounted, a target removed: a command would make a folder or
 // file where the link is, or remove the link when it fails. "" and "-" pass.

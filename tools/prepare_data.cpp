@@ -107,12 +107,14 @@ int prepare_data(const PrepareDataArgs& a, const frontend::ModelDefinition& mode
     return 128 + stopped.signal();
   }
   if (live) log << "\n";
-  log << fmt::format("prepare-data: {} documents, {} sentences, {} tokens from {} -> {} examples in {} shards of {} "
-                     "(seq {}, {} predictions; up to {} examples a shard) in {}; {} shards made at once, planned "
+  const int64_t at_once = std::min<int64_t>(r.shards_at_once, o.shards);
+  log << fmt::format("prepare-data: {} documents, {} sentences, {} tokens from {} -> {} examples in {} shard{} of {} "
+                     "(seq {}, {} predictions; up to {} examples a shard) in {}; {} shard{} made at once, planned "
                      "peak {} MiB of {} MiB\n",
-                     r.documents, r.sentences, r.tokens, o.input.string(), r.examples, o.shards, o.output.string(),
+                     r.documents, r.sentences, r.tokens, o.input.string(), r.examples, o.shards,
+                     o.shards == 1 ? "" : "s", o.output.string(),
                      t.seq_len, t.max_predictions_per_seq, r.largest_shard_examples, duration(r.seconds),
-                     std::min<int64_t>(r.shards_at_once, o.shards), r.planned_peak_bytes >> 20, o.memory_bytes >> 20);
+                     at_once, at_once == 1 ? "" : "s", r.planned_peak_bytes >> 20, o.memory_bytes >> 20);
   if (const auto cut = data::cut_note(r.figures, t.seq_len)) log << "prepare-data: " << *cut << "\n";
   return 0;
 }

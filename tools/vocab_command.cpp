@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 
 #include <unistd.h>
 
@@ -96,9 +97,9 @@ int train_vocab(const VocabArgs& a, const frontend::ModelDefinition& model, std:
   const data::Tokenizer tokenizer(specials, config.train.do_lower_case);
   const auto began = std::chrono::steady_clock::now();
   // A signal stops the counting between lines and the merging between merges: nothing is written.
-  const train::StopOnSignal stop_on_signal("stopping bertc vocab: nothing will be written; signal again to end at once",
-                                           "ended at once by a second signal: nothing written; run the same command "
-                                           "again");
+  std::optional<train::StopOnSignal> stop_on_signal;
+  stop_on_signal.emplace("stopping bertc vocab: nothing will be written; signal again to end at once",
+                         "ended at once by a second signal: nothing written; run the same command again");
   std::map<std::string, int64_t> counts;
   data::VocabTrainResult r;
   try {
@@ -111,6 +112,17 @@ int train_vocab(const VocabArgs& a, const frontend::ModelDefinition& model, std:
                        train::signal_name(stopped.signal()), stopped.what(), a.output);
     return 128 + stopped.signal();
   }
+  // A stop asked as the merging ended: nothing written, as the first signal's words promised.
+  if (const int stop = train::stop_requested()) {
+    log << fmt::format("vocab: stopped by {} as the merging ended: {} not written; run the same command again\n",
+                       train::signal_name(stop), a.output);
+    return 128 + stop;
+  }
+  // The write is whole or nothing: a signal during it ends the command at once, the file being
+  // written removed.
+  stop_on_signal.reset();
+  const train::StopOnSignal ends_at_once(nullptr, "vocab ended by a signal while writing: nothing written (the file "
+                                                  "being written is removed); run the same command again");
   std::string text;
   for (const std::string& t : r.tokens) text += t + "\n";
   const std::filesystem::path written = place_vocabulary(a.output, text, log);

@@ -45,28 +45,31 @@ std::string checksummed_line(const nlohmann::json& record) {
   return body.substr(0, body.size() - 1) + std::string(kChecksumKey) + checksum(body) + "\"}";
 }
 
-// Renames `metrics` to the first free STEM.earlier-N.EXT beside it, saying why with `what` (what
-// the file holds, and why this run does not continue it).
-void keep_aside(const std::filesystem::path& metrics, const std::string& what, std::ostream& log) {
+// Links `metrics` to the first free STEM.earlier-N.EXT beside it (link: never over a file already
+// there) and returns that name: the file as it is, kept.
+std::filesystem::path link_aside(const std::filesystem::path& metrics) {
   const std::string stem = metrics.stem().string(), ext = metrics.has_extension() ? metrics.extension().string() : "";
   for (int n = 1; n < 10000; ++n) {
     const std::filesystem::path aside = metrics.parent_path() / fmt::format("{}.earlier-{}{}", stem, n, ext);
-    // link then unlink: a rename that never replaces a file already there.
-    if (::link(metrics.c_str(), aside.c_str()) != 0) {
-      if (errno == EEXIST) continue;
-      throw TrainError(fmt::format("{}: this run would write its metrics over it, and it cannot be set aside as {} "
-                                   "({}): move the file away, or name another file with --metrics",
-                                   metrics.string(), aside.string(), std::strerror(errno)));
-    }
-    if (::unlink(metrics.c_str()) != 0)
-      throw TrainError(fmt::format("{}: cannot be removed after keeping it as {} ({}): remove it, or name another file "
-                                   "with --metrics", metrics.string(), aside.string(), std::strerror(errno)));
-    log << fmt::format("metrics: {} {}: kept as {}; this run writes a new {}\n", metrics.string(), what,
-                       aside.string(), metrics.filename().string());
-    return;
+    if (::link(metrics.c_str(), aside.c_str()) == 0) return aside;
+    if (errno == EEXIST) continue;
+    throw TrainError(fmt::format("{}: this run would write its metrics over it, and it cannot be set aside as {} "
+                                 "({}): move the file away, or name another file with --metrics",
+                                 metrics.string(), aside.string(), std::strerror(errno)));
   }
   throw TrainError(fmt::format("{}: 9999 earlier metrics files beside it already: move them away, or name another "
                                "file with --metrics", metrics.string()));
+}
+
+// Renames `metrics` to the first free STEM.earlier-N.EXT beside it, saying why with `what` (what
+// the file holds, and why this run does not continue it).
+void keep_aside(const std::filesystem::path& metrics, const std::string& what, std::ostream& log) {
+  const std::filesystem::path aside = link_aside(metrics);
+  if (::unlink(metrics.c_str()) != 0)
+    throw TrainError(fmt::format("{}: cannot be removed after keeping it as {} ({}): remove it, or name another file "
+                                 "with --metrics", metrics.string(), aside.string(), std::strerror(errno)));
+  log << fmt::format("metrics: {} {}: kept as {}; this run writes a new {}\n", metrics.string(), what, aside.string(),
+                     metrics.filename().string());
 }
 
 // What a file named as the metrics file holds: its intact metrics lines, their steps and runs, and
@@ -166,10 +169,15 @@ void keep_metrics_through(const std::filesystem::path& metrics, int64_t step, co
     keep_aside(metrics, what_it_holds(metrics, ""), log);
     return;
   }
+  // A damaged line is not this run's to delete (an edit, a disk's fault): the file as it was is
+  // kept beside, and the run goes on from its intact lines.
+  const std::filesystem::path whole = damaged ? link_aside(metrics) : std::filesystem::path();
   support::write_file_atomically(metrics, kept);
   log << fmt::format("metrics: {} kept through step {}; dropped {} line(s) of later steps (trained again now){}\n",
                      metrics.string(), step, later,
-                     damaged ? fmt::format(" and {} damaged line(s)", damaged) : std::string());
+                     damaged ? fmt::format(" and {} damaged line(s) (the file as it was is kept as {})", damaged,
+                                           whole.string())
+                             : std::string());
 }
 
 std::filesystem::path check_metrics_path(const std::filesystem::path& metrics) {

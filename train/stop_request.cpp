@@ -17,7 +17,9 @@
 namespace bertc::train {
 namespace {
 
-constexpr std::array<int, 6> kStopSignals = {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGPIPE};
+// SIGXCPU: a CPU-time limit (ulimit -t, a batch system's) reached; the hard limit's SIGKILL
+// follows, so the stop's checkpoint is the run's last chance.
+constexpr std::array<int, 7> kStopSignals = {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGXCPU, SIGPIPE};
 std::atomic<int> requested{0};
 std::atomic<const char*> first_words{nullptr}, at_once_words{nullptr};
 std::array<struct sigaction, kStopSignals.size()> previous;
@@ -53,6 +55,9 @@ void on_signal(int sig) {
     say(first_words.load());
     return;
   }
+  // The kernel repeats SIGXCPU each CPU second past the soft limit: a repeat is not a second
+  // request to end at once (the stop's checkpoint may take longer than a second).
+  if (sig == SIGXCPU && none != 0 && first_words.load()) return;
   say(at_once_words.load());
   support::end_children_now();  // (a compiler left running would finish for nothing, its output never used)
   remove_armed_folder();
@@ -171,6 +176,7 @@ std::string signal_name(int signal) {
     case SIGHUP: return "SIGHUP";
     case SIGUSR1: return "SIGUSR1";
     case SIGUSR2: return "SIGUSR2";
+    case SIGXCPU: return "SIGXCPU (the CPU-time limit)";
     case SIGPIPE: return "SIGPIPE (the log's reader went away)";
     default: return "signal " + std::to_string(signal);
   }

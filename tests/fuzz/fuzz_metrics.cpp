@@ -1,9 +1,10 @@
 // Fuzz harness of the metrics file as a resume reads it back (train/progress.h): keep_metrics_through
 // never throws on content, keeps exactly the intact lines of steps up to the checkpoint's, in
-// order, and drops the rest.
+// order, and drops the rest (a damaged file whole is kept beside).
 #include "tests/fuzz/harness.h"
 #include "train/progress.h"
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <vector>
@@ -35,6 +36,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   bertc::train::keep_metrics_through(path, kResumeStep, std::nullopt, log);  // (an exception ends the process: the failure)
   std::ifstream in(path, std::ios::binary);
   const std::string after{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  // (a file with damaged lines, or none intact, is kept beside as metrics.earlier-N.jsonl: one
+  // input's copies go, or thousands of inputs would fill the 9999 names)
+  for (const auto& entry : std::filesystem::directory_iterator(path.parent_path()))
+    if (entry.path().filename().string().starts_with("metrics.earlier-")) std::filesystem::remove(entry.path());
   if (all_kept) {
     if (after != bytes) bertc::fuzz::fail("metrics", "a file with nothing to drop was rewritten");
   } else if (lines_of(after) != expected) {
