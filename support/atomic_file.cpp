@@ -107,6 +107,11 @@ enum class Placing { replace, never_replace };
 
 void write_atomically(const std::filesystem::path& path, std::string_view bytes, bool executable, Placing placing) {
   const std::filesystem::path folder = path.has_parent_path() ? path.parent_path() : ".";
+  // Never renamed over a device, a pipe or a socket: as root, the rename would replace /dev/null
+  // itself with a regular file (every program on the machine then writes into it).
+  if (std::error_code ec; std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec) &&
+                          !std::filesystem::is_directory(path, ec))
+    throw FileError(EINVAL, path, "cannot write " + path.string() + ": it is a device, a pipe or a socket, not a file");
   const std::filesystem::path tmp = temporary_beside(path);
   auto fail = [&](const std::string& step, int error = 0) {
     if (error == 0) error = errno;  // (kept in the exception: callers advise by it, room or permission)

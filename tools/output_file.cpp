@@ -21,6 +21,16 @@ void write_output(const std::string& path, const std::string& text) {
     std::cout << text << std::flush;
     return;
   }
+  // A device or a pipe (/dev/null, /dev/stdout, a FIFO) is written into, as a stream: the atomic
+  // write's rename would put a regular file in its place (as root, /dev/null itself).
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec) &&
+      !std::filesystem::is_directory(path, ec)) {
+    std::ofstream out(path, std::ios::binary);
+    out << text << std::flush;
+    if (!out) throw std::runtime_error(fmt::format("{}: cannot be written", path));
+    return;
+  }
   support::write_file_atomically(path, text);
 }
 
@@ -47,6 +57,12 @@ void refuse_replacing_other_than_compile_output(const std::string& output, Compi
   std::error_code ec;
   const std::filesystem::file_status own = std::filesystem::symlink_status(output, ec);
   if (ec || own.type() == std::filesystem::file_type::not_found) return;
+  // (a device or a pipe, /dev/null say, is written into as a stream: write_output; a program is a
+  // file, never a device's replacement)
+  const auto type = std::filesystem::status(output, ec).type();
+  if (kind == CompileOutput::Text && (type == std::filesystem::file_type::character ||
+                                      type == std::filesystem::file_type::fifo))
+    return;
   if (std::filesystem::is_regular_file(output, ec)) {
     if (kind == CompileOutput::Program && codegen::is_bertx(output)) return;
     if (kind == CompileOutput::Executable && embedded_program(output)) return;

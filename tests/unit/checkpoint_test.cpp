@@ -1,6 +1,7 @@
 // Unit tests for safetensors files and checkpoints: exact round trips, and a clear refusal of
 // every kind of damaged or mismatched file.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -133,6 +134,16 @@ TEST(AtomicFile, ANewFileIsNeverPlacedOverOneMadeMeanwhile) {
   std::ifstream in(dir / "vocab.txt");
   std::string line;
   EXPECT_TRUE(std::getline(in, line) && line == "first") << line;
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir), {}), 1) << "a temporary was left";
+}
+
+// A device or a pipe is never replaced by the atomic write's rename (as root, "-o /dev/null"
+// replaced /dev/null itself with a regular file): refused, the pipe still a pipe.
+TEST(AtomicFile, NeverRenamesOverAPipeOrADevice) {
+  const auto dir = scratch("pipe");
+  ASSERT_EQ(::mkfifo((dir / "pipe").c_str(), 0600), 0);
+  EXPECT_THROW(support::write_file_atomically(dir / "pipe", "text\n"), support::FileError);
+  EXPECT_EQ(std::filesystem::status(dir / "pipe").type(), std::filesystem::file_type::fifo);
   EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir), {}), 1) << "a temporary was left";
 }
 
