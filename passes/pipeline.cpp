@@ -25,7 +25,8 @@ void remove_earlier_dump(const std::filesystem::path& folder) {
   if (std::ifstream list(folder / "stages.txt"); list) {
     std::string first;
     std::getline(list, first);
-    if (!std::regex_search(first, std::regex(R"(^\d\d-[A-Za-z0-9_-]+\.ir: )")))
+    // (empty: a dump whose compile was ended at once, before its list was written out)
+    if (!first.empty() && !std::regex_search(first, std::regex(R"(^\d\d-[A-Za-z0-9_-]+\.ir: )")))
       throw std::runtime_error(fmt::format("--dump-ir {}: holds a stages.txt that is not a dump's (its first line: "
                                            "'{}'): give an empty or new folder, or an earlier dump's",
                                            folder.string(), first.substr(0, 60)));

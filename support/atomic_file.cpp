@@ -4,6 +4,7 @@
 #include "support/file_errors.h"
 
 #include <fcntl.h>
+#include <stdio.h>  // (renameat2)
 #include <unistd.h>
 
 #include <atomic>
@@ -140,11 +141,18 @@ void write_atomically(const std::filesystem::path& path, std::string_view bytes,
   if (placing == Placing::replace) {
     if (std::rename(tmp.c_str(), path.c_str()) != 0) fail("rename");
   } else {
-    if (::link(tmp.c_str(), path.c_str()) != 0) {
-      const int error = errno;
-      fail(error == EEXIST ? "placing it (a file of that name is there now)" : "linking it into place", error);
+    if (::link(tmp.c_str(), path.c_str()) == 0) {
+      ::unlink(tmp.c_str());
+    } else {
+      int error = errno;
+      // A file system without hard links (vfat, exFAT, some FUSE and CIFS mounts): a rename that
+      // refuses to replace does the same.
+      const bool no_links = error == EPERM || error == ENOTSUP || error == EOPNOTSUPP || error == ENOSYS;
+      if (!no_links || ::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, path.c_str(), RENAME_NOREPLACE) != 0) {
+        if (no_links) error = errno;
+        fail(error == EEXIST ? "placing it (a file of that name is there now)" : "linking it into place", error);
+      }
     }
-    ::unlink(tmp.c_str());
   }
   // The rename itself is durable only once the folder's entry is on disk.
   const int dir = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);

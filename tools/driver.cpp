@@ -532,7 +532,12 @@ int train_rank(const TrainArgs& args, const CompileFlags& flags, const frontend:
   if (!args.profile_out.empty() && !args.profile)
     throw std::invalid_argument("--profile-out names where --profile STEP writes its JSON: give --profile too");
   if (std::error_code ec; !o.profile_out.empty() && std::filesystem::exists(o.profile_out, ec)) {
-    // Replaced only when it is a profile (bertc-profile JSON) itself: --profile-out never costs a file.
+    // Replaced only when it is a profile (bertc-profile JSON) itself: --profile-out never costs a
+    // file; a device or a pipe is refused before it is read (reading /dev/stdout would wait).
+    if (!std::filesystem::is_regular_file(o.profile_out, ec))
+      throw std::invalid_argument(fmt::format("--profile-out {}: not a file (a folder, a device or a pipe): the profile "
+                                              "is a JSON file; name one",
+                                              o.profile_out.string()));
     std::ifstream in(o.profile_out);
     const nlohmann::json earlier = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
     if (!earlier.is_object() || earlier.value("format", "") != "bertc-profile-1")

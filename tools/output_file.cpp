@@ -64,6 +64,7 @@ void refuse_replacing_other_than_compile_output(const std::string& output, Compi
                                       type == std::filesystem::file_type::fifo))
     return;
   if (std::filesystem::is_regular_file(output, ec)) {
+    if (std::filesystem::file_size(output, ec) == 0) return;  // (an empty file: mktemp's, nothing to lose)
     if (kind == CompileOutput::Program && codegen::is_bertx(output)) return;
     if (kind == CompileOutput::Executable && embedded_program(output)) return;
     if (kind == CompileOutput::Text) {
@@ -73,13 +74,17 @@ void refuse_replacing_other_than_compile_output(const std::string& output, Compi
       start.resize(static_cast<size_t>(in.gcount()));
       for (const char* signature : {"graph @", "compile report: ", "// Kernels of the training program"})
         if (start.starts_with(signature)) return;
+      // --emit stats: "model       NAME (model KIND, CONFIG, ...)"
+      if (start.starts_with("model ") && start.find(" (model ") != std::string::npos) return;
     }
   }
   const char* what = kind == CompileOutput::Program ? "a compiled program (.bertx)"
                      : kind == CompileOutput::Executable ? "a training executable"
-                                                         : "IR, a report or kernels that bertc compile wrote";
-  throw std::invalid_argument(fmt::format("-o {}: exists, and is not {}: bertc compile replaces only its own output; "
-                                          "give a new file, or remove this one first if it is yours to lose",
+                                                         : "IR, a report, stats or kernels that bertc compile wrote";
+  throw std::invalid_argument(fmt::format("-o {}: exists, and is not {}: bertc compile replaces only its own output "
+                                          "(params and JSON listings are replaced by none: remove the file first); give "
+                                          "a new file, or remove this one first if it is yours to lose (-o - writes to "
+                                          "the console)",
                                           output, what));
 }
 
@@ -109,6 +114,7 @@ void refuse_replacing_another_kind(const std::string& output, const std::string&
   const std::filesystem::file_status own = std::filesystem::symlink_status(output, ec);
   if (ec || own.type() == std::filesystem::file_type::not_found) return;
   std::string kind = "not a safetensors file";
+  if (std::filesystem::is_regular_file(output, ec) && std::filesystem::file_size(output, ec) == 0) return;  // (mktemp's)
   if (std::filesystem::is_regular_file(output, ec)) {
     try {
       const auto metadata = support::read_safetensors_metadata(output);
@@ -119,6 +125,8 @@ void refuse_replacing_another_kind(const std::string& output, const std::string&
     }
   } else if (std::filesystem::is_directory(output, ec)) {
     kind = "a folder";
+  } else if (std::filesystem::exists(output, ec)) {
+    kind = "a device or a pipe, not a file";
   } else if (own.type() == std::filesystem::file_type::symlink && !std::filesystem::exists(output, ec)) {
     kind = "a link to a file that does not exist";
   }

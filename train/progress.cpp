@@ -64,6 +64,7 @@ std::filesystem::path link_aside(const std::filesystem::path& metrics) {
 // Renames `metrics` to the first free STEM.earlier-N.EXT beside it, saying why with `what` (what
 // the file holds, and why this run does not continue it).
 void keep_aside(const std::filesystem::path& metrics, const std::string& what, std::ostream& log) {
+  refuse_metrics_in_use(metrics, metrics);  // (again: a run may have started writing it since the check)
   const std::filesystem::path aside = link_aside(metrics);
   if (::unlink(metrics.c_str()) != 0)
     throw TrainError(fmt::format("{}: cannot be removed after keeping it as {} ({}): remove it, or name another file "
@@ -90,7 +91,9 @@ Survey survey(const std::filesystem::path& metrics) {
     if (line.empty()) continue;
     const MetricsLine checked = check_metrics_line(line);
     if (!checked.intact) {
-      if (!line.starts_with("{\"step\"")) s.metrics_like = false;
+      // (a line a kill cut short, anywhere: bertc's lines are one-line JSON objects, keys sorted,
+      // "step" late among them; notes, programs and pretty-printed JSON start otherwise)
+      if (!line.starts_with("{\"")) s.metrics_like = false;
       continue;
     }
     s.first = s.lines++ == 0 ? checked.step : std::min(s.first, checked.step);
@@ -171,6 +174,7 @@ void keep_metrics_through(const std::filesystem::path& metrics, int64_t step, co
   }
   // A damaged line is not this run's to delete (an edit, a disk's fault): the file as it was is
   // kept beside, and the run goes on from its intact lines.
+  refuse_metrics_in_use(metrics, metrics);  // (again: a run may have started writing it since the check)
   const std::filesystem::path whole = damaged ? link_aside(metrics) : std::filesystem::path();
   support::write_file_atomically(metrics, kept);
   log << fmt::format("metrics: {} kept through step {}; dropped {} line(s) of later steps (trained again now){}\n",
@@ -189,8 +193,11 @@ std::filesystem::path check_metrics_path(const std::filesystem::path& metrics) {
   std::filesystem::path path = metrics;
   std::error_code ec;
   auto refuse_stream = [&](const std::filesystem::path& p) {
+    // (/dev/stdout and the like lead through /proc to this command's own output; /dev/shm's
+    // files are files, and a device is refused by its type below)
     const std::string text = std::filesystem::absolute(p, ec).lexically_normal().string();
-    if (text != "/dev/null" && (text.starts_with("/dev/") || text.starts_with("/proc/")))
+    if (text.starts_with("/proc/") || text.starts_with("/dev/fd/") || text == "/dev/stdout" || text == "/dev/stderr" ||
+        text == "/dev/stdin")
       throw TrainError(fmt::format("{}: names a stream ({}), not a file: what it leads to (the console, a log this "
                                    "command's output goes to) is no place for metrics: name a file with --metrics",
                                    metrics.string(), text));
@@ -201,7 +208,11 @@ std::filesystem::path check_metrics_path(const std::filesystem::path& metrics) {
       throw TrainError(fmt::format("{}: a link that leads through 40 links (a loop?): name a file with --metrics",
                                    metrics.string()));
     const std::filesystem::path target = std::filesystem::read_symlink(path, ec);
-    path = (target.is_absolute() ? target : path.parent_path() / target).lexically_normal();
+    // (relative to the link's folder as the kernel sees it: "..", through a linked folder, is its
+    // real parent's)
+    const std::filesystem::path folder = std::filesystem::weakly_canonical(
+        path.has_parent_path() ? path.parent_path() : std::filesystem::path("."), ec);
+    path = (target.is_absolute() ? target : folder / target).lexically_normal();
     refuse_stream(path);
   }
   const auto status = std::filesystem::status(path, ec);
@@ -270,10 +281,13 @@ void refuse_metrics_in_use(const std::filesystem::path& path, const std::filesys
 MetricsInUse::MetricsInUse(const std::filesystem::path& metrics) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(metrics, ec)) return;  // (/dev/null: every run may write it)
-  fd_ = ::open(metrics.c_str(), O_RDONLY | O_CLOEXEC);
+  // Opened for writing: NFS emulates flock with byte-range locks, whose exclusive kind needs it.
+  fd_ = ::open(metrics.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
   if (fd_ >= 0 && ::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    const bool held = errno == EWOULDBLOCK;
     ::close(fd_);
     fd_ = -1;
+    if (!held) return;  // (a file system without flock: the run goes on without the guard)
     throw TrainError(fmt::format("{}: another bertc began writing its metrics there as this run started: name "
                                  "another file with --metrics",
                                  metrics.string()));

@@ -524,7 +524,7 @@ for attempt in range(6):
     # A run from step 1 where this one was killed keeps the killed run's lines aside whole (its
     # steps are not in the new file twice, and nothing is lost): another run's, by their run id.
     for aside in [f for f in os.listdir(folder(name)) if ".earlier-" in f]:
-        runs = lambda path: {json.loads(l).get("run") for l in open(path) if l.startswith('{"step"') and l.endswith("}\n")}
+        runs = lambda path: {json.loads(l).get("run") for l in open(path) if '"step":' in l and l.endswith("}\n")}
         if runs(os.path.join(folder(name), aside)) & runs(os.path.join(folder(name), "metrics.jsonl")):
             fail(f"{sig.name} after {delay:.2f} s (seed {seed}): {aside} holds lines of the run that followed")
     if resumed.returncode != 0 or losses(name) != losses("straight"):
