@@ -113,6 +113,8 @@ int train_vocab(const VocabArgs& a, const frontend::ModelDefinition& model, std:
     return 128 + stopped.signal();
   }
   // A stop asked as the merging ended: nothing written, as the first signal's words promised.
+  // (Asked after the stop is given up: the request stays until the next StopOnSignal is made.)
+  stop_on_signal.reset();
   if (const int stop = train::stop_requested()) {
     log << fmt::format("vocab: stopped by {} as the merging ended: {} not written; run the same command again\n",
                        train::signal_name(stop), a.output);
@@ -120,7 +122,6 @@ int train_vocab(const VocabArgs& a, const frontend::ModelDefinition& model, std:
   }
   // The write is whole or nothing: a signal during it ends the command at once, the file being
   // written removed.
-  stop_on_signal.reset();
   const train::StopOnSignal ends_at_once(nullptr, "vocab ended by a signal while writing: nothing written (the file "
                                                   "being written is removed); run the same command again");
   std::string text;
