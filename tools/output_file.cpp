@@ -96,6 +96,11 @@ void refuse_dangling_link(const std::string& output, const std::string& option) 
     if (p.filename().empty()) continue;  // ("dir/": its folder)
     if (std::filesystem::symlink_status(p, ec).type() != std::filesystem::file_type::symlink) continue;
     if (std::filesystem::exists(p, ec)) continue;
+    if (ec == std::errc::permission_denied)
+      throw std::invalid_argument(fmt::format("{} {}: {} is a link to {}, which this user may not reach (permission "
+                                              "denied): give {} a path you may write, or ask for access to it",
+                                              option, output, p.string(), std::filesystem::read_symlink(p).string(),
+                                              option));
     if (ec == std::errc::too_many_symbolic_link_levels)
       throw std::invalid_argument(fmt::format("{} {}: {} is a link in a loop of links (each leads to the next, and "
                                               "back): point it at a real folder or file, or give {} another path",

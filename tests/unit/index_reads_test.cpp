@@ -12,6 +12,7 @@
 #include "frontend/config.h"
 #include "ir/builder.h"
 #include "ir/index_reads.h"
+#include "passes/fusion.h"
 #include "passes/options.h"
 #include "passes/pipeline.h"
 #include "train/batches.h"
@@ -132,6 +133,27 @@ TEST(IndexReads, IndicesFromElsewhereAreRefused) {
                   ir::TensorType{ir::DType::F32, {c.model.vocab_size, 4}}));
     const std::string why = refusal(std::move(b).finish(), c);
     EXPECT_NE(why.find("its order is the input my_order, not an argsort's permutation"), std::string::npos) << why;
+  }
+}
+
+// Planted through a fused region: the gather's indices reach it as the region's input, and the
+// walk must follow that input out to the unchecked value it is (and accept the checked one).
+TEST(IndexReads, AnIndexFromElsewhereIsRefusedInsideAFusedRegion) {
+  const frontend::Config c = example("bert-tiny.toml");
+  for (const char* ids : {"input_ids", "my_ids"}) {
+    ir::Builder b("fused_gather");
+    auto table = b.param("table", {c.model.vocab_size, 4});
+    auto bias = b.param("bias", {4});
+    auto gathered = b.gather(table, b.input(ids, ir::DType::I32, {2, 3}));
+    b.add_output(gathered + bias);  // (a load with a pointwise op after it: one fused kernel)
+    ir::Graph g = std::move(b).finish();
+    passes::fuse(g);
+    bool fused = false;
+    for (const ir::Op& op : g.ops()) fused |= static_cast<bool>(op.region);
+    ASSERT_TRUE(fused) << "the test needs the gather inside a fused region";
+    const std::string why = refusal(g, c);
+    if (std::string(ids) == "input_ids") EXPECT_EQ(why, "");
+    else EXPECT_NE(why.find("by indices that are the input my_ids"), std::string::npos) << why;
   }
 }
 
