@@ -247,21 +247,44 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
     throw DataError(fmt::format("{} already holds shards: choose an empty (or new) folder for --output, so that no "
                                 "shard of another run is overwritten or mixed in",
                                 o.output.string()));
-  // A refused or failed run leaves no folder it made (an empty one would pass for a run's output).
+  // A refused, failed or stopped run leaves no folder it made (an empty one would pass for a run's
+  // output) — but never takes what others put there meanwhile: its own shards go (the folder held
+  // none when it began), then each folder it made, from the innermost, only when empty.
   struct MadeFolder {
-    std::filesystem::path path;
+    std::filesystem::path path, output;
     bool made = false, kept = false;
     ~MadeFolder() {
+      if (!made || kept) return;
       std::error_code ec;
-      if (made && !kept) std::filesystem::remove_all(path, ec);
+      try {
+        for (const std::filesystem::path& shard : shard_files(output)) {
+          std::filesystem::remove(shard, ec);
+          std::filesystem::remove(shard.string() + ".xxh3", ec);
+        }
+      } catch (const std::exception&) {  // (an odd entry: left, with the folder)
+      }
+      for (std::filesystem::path p = output;; p = p.parent_path()) {
+        if (!std::filesystem::remove(p, ec) || p == path || p.empty() || p == p.parent_path()) break;
+      }
     }
   } made;
+  made.output = o.output;
   // (the outermost folder on the way that is not there yet: --output a/b/c with no a makes a too)
   std::error_code exists;
   for (std::filesystem::path p = o.output; !p.empty() && p != p.parent_path() && !std::filesystem::exists(p, exists);
        p = p.parent_path())
     made.path = p, made.made = true;
   std::filesystem::create_directories(o.output);
+  // A training run's folder (its .bertc-lock held) is no place for shards: its checkpoints would be
+  // mixed in, and a stop would find files it did not make.
+  if (const int run_lock = ::open((o.output / ".bertc-lock").c_str(), O_RDONLY | O_CLOEXEC); run_lock >= 0) {
+    const bool held = ::flock(run_lock, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+    ::close(run_lock);
+    if (held)
+      throw DataError(fmt::format("{}: a bertc train is using this folder as its run folder now: choose another "
+                                  "--output for the shards",
+                                  o.output.string()));
+  }
   // One run into a folder at a time: two would share the scratch and each other's shards.
   const std::filesystem::path lock_path = o.output / ".prepare-lock";
   const int lock = ::open(lock_path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);

@@ -1,5 +1,6 @@
 // config.json of Hugging Face BERT folders, in and out (see hf_config.h).
 #include "frontend/hf_config.h"
+#include "support/file_errors.h"
 
 #include <fstream>
 #include <iterator>
@@ -59,6 +60,10 @@ void use_hf_tokenizer(Config& config, const std::filesystem::path& folder) {
   // ends) are the same vocabulary.
   if (!config.given.count("train.vocab")) config.train.vocab = std::filesystem::absolute(vocab, ec).string();
   if (config.given.count("train.do_lower_case")) return;
+  if (const std::string kind = support::non_regular_kind(folder / "tokenizer_config.json"); !kind.empty())
+    throw ConfigError(fmt::format("{}: {}, not a file (opening a pipe would wait for ever): put the folder's "
+                                  "tokenizer_config.json back as a file",
+                                  (folder / "tokenizer_config.json").string(), kind));
   std::ifstream in(folder / "tokenizer_config.json");
   if (!in) return;
   try {
@@ -107,6 +112,10 @@ ModelConfig model_from_json(const nlohmann::json& j, const std::string& source) 
 void use_hf_model(Config& config, const std::filesystem::path& folder) {
   const std::filesystem::path file = folder / "config.json";
   const std::string source = file.string();
+  if (const std::string kind = support::non_regular_kind(file); !kind.empty())
+    throw ConfigError(fmt::format("{}: {}, not a file (opening a pipe would wait for ever): put the folder's "
+                                  "config.json back as a file",
+                                  source, kind));
   std::ifstream in(file);
   if (!in) throw ConfigError(fmt::format("{}: cannot open it (a Hugging Face model folder has one)", source));
   nlohmann::json j;

@@ -21,14 +21,18 @@ void write_output(const std::string& path, const std::string& text) {
     std::cout << text << std::flush;
     return;
   }
-  // A device or a pipe (/dev/null, /dev/stdout, a FIFO) is written into, as a stream: the atomic
-  // write's rename would put a regular file in its place (as root, /dev/null itself).
+  // /dev/null is written into, as a stream: the atomic write's rename would put a regular file in
+  // its place (as root, /dev/null itself). Any other device or a pipe is refused: a pipe nothing
+  // reads would hold the command for ever, and -o - is the console.
   std::error_code ec;
   if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec) &&
       !std::filesystem::is_directory(path, ec)) {
+    if (std::filesystem::weakly_canonical(path, ec) != "/dev/null")
+      throw std::invalid_argument(fmt::format("-o {}: a pipe or a device, not a file: name a file (or - for the "
+                                              "console, /dev/null for nothing)",
+                                              path));
     std::ofstream out(path, std::ios::binary);
     out << text << std::flush;
-    if (!out) throw std::runtime_error(fmt::format("{}: cannot be written", path));
     return;
   }
   support::write_file_atomically(path, text);
@@ -59,10 +63,13 @@ void refuse_replacing_other_than_compile_output(const std::string& output, Compi
   if (ec || own.type() == std::filesystem::file_type::not_found) return;
   // (a device or a pipe, /dev/null say, is written into as a stream: write_output; a program is a
   // file, never a device's replacement)
-  const auto type = std::filesystem::status(output, ec).type();
-  if (kind == CompileOutput::Text && (type == std::filesystem::file_type::character ||
-                                      type == std::filesystem::file_type::fifo))
-    return;
+  if (kind == CompileOutput::Text && std::filesystem::weakly_canonical(output, ec) == "/dev/null") return;
+  if (const auto type = std::filesystem::status(output, ec).type();
+      type == std::filesystem::file_type::character || type == std::filesystem::file_type::fifo ||
+      type == std::filesystem::file_type::block || type == std::filesystem::file_type::socket)
+    throw std::invalid_argument(fmt::format("-o {}: a pipe or a device, not a file: name a file (or - for the "
+                                            "console, /dev/null for nothing)",
+                                            output));
   if (std::filesystem::is_regular_file(output, ec)) {
     if (std::filesystem::file_size(output, ec) == 0) return;  // (an empty file: mktemp's, nothing to lose)
     if (kind == CompileOutput::Program && codegen::is_bertx(output)) return;

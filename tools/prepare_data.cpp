@@ -103,7 +103,7 @@ int prepare_data(const PrepareDataArgs& a, const frontend::ModelDefinition& mode
         << fmt::format("prepare-data: stopped by {} {}: no shard written, and nothing of this run left in {} (its "
                        "scratch, its lock{}); run the same command again to prepare the shards\n",
                        train::signal_name(stopped.signal()), stopped.what(), o.output.string(),
-                       made_folder ? ", the folder it made" : "");
+                       made_folder ? ", the folder it made unless something else was put there" : "");
     return 128 + stopped.signal();
   }
   if (live) log << "\n";

@@ -11,6 +11,8 @@
 #include <memory>
 #include <numeric>
 
+#include <unistd.h>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -256,6 +258,29 @@ class MetricsFile {
   MetricsInUse in_use_;  // (after out_: the file exists when it is locked)
 };
 
+// The best checkpoint's folder, checked before the first step (it was found unusable only when
+// the first epoch's checkpoint was written, the epoch lost and the folder then refused as a
+// run's): a file, a link to nothing or a loop in its place, the metrics named there, or a folder
+// this user may not write is said at once.
+void require_best_folder_usable(const std::filesystem::path& best, const std::filesystem::path& metrics) {
+  std::error_code ec;
+  if (std::filesystem::weakly_canonical(metrics, ec) == std::filesystem::weakly_canonical(best, ec))
+    throw TrainError(fmt::format("--metrics {}: is where fine-tuning keeps its best checkpoint (a folder): name "
+                                 "another file",
+                                 metrics.string()));
+  const bool link = std::filesystem::is_symlink(best, ec);
+  if ((link || std::filesystem::exists(best, ec)) && !std::filesystem::is_directory(best, ec))
+    throw TrainError(fmt::format("{}: {}, where fine-tuning keeps its best checkpoint (a folder): move it away, or "
+                                 "give another --checkpoint-dir",
+                                 best.string(), link ? "a link to no folder (missing, or a loop)" : "a file"));
+  // (not made here: a run refused later leaves no folder it made; the run folder, where it goes,
+  // is writable: its lock was written there)
+  if (std::filesystem::is_directory(best, ec) && ::access(best.c_str(), W_OK | X_OK) != 0)
+    throw TrainError(fmt::format("{}: cannot be written ({}), and fine-tuning keeps its best checkpoint there: make it "
+                                 "writable, or give another --checkpoint-dir",
+                                 best.string(), std::strerror(errno)));
+}
+
 }  // namespace
 
 FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const FinetuneOptions& options, std::ostream& log) {
@@ -269,6 +294,7 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
     throw TrainError(fmt::format("{} holds a run's checkpoints already, and fine-tuning starts afresh: give another "
                                  "--checkpoint-dir (a fine-tuned checkpoint is a starting point for --init)",
                                  o.checkpoint_dir.string()));
+  require_best_folder_usable(o.checkpoint_dir / "best", o.metrics);
   const StopOnSignal stop_on_signal(
       "stopping after this step, with a checkpoint; signal again to end at once",
       "ended at once by a second signal: the checkpoints written so far are kept, and fine-tuning does not resume: "

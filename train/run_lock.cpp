@@ -1,6 +1,8 @@
 // The run folder's lock and the sweep of temporaries (see run_lock.h).
 #include "train/run_lock.h"
 
+#include "data/prepare_shards.h"
+
 #include <fcntl.h>
 #include <sys/file.h>
 #include <unistd.h>
@@ -52,6 +54,15 @@ RunFolderLock::RunFolderLock(const std::filesystem::path& folder, std::ostream& 
     throw TrainError(fmt::format("{}: cannot be made a run folder ({}): {}", folder.string(),
                                  ec ? ec.message() : "it is not a folder",
                                  fix.empty() ? "choose another --checkpoint-dir" : fix));
+  }
+  // A folder a bertc prepare-data is writing its shards into now is no run folder: a stop of that
+  // prepare-data would find checkpoints it did not make.
+  try {
+    data::refuse_folder_being_prepared(folder);
+  } catch (const data::DataError&) {
+    throw TrainError(fmt::format("{}: a bertc prepare-data is writing its shards into this folder now, and a run folder "
+                                 "is no place for them: choose another --checkpoint-dir",
+                                 folder.string()));
   }
   const std::filesystem::path path = folder / ".bertc-lock";
   // The file stays (unlinking it would let a third run lock a new file while a second holds the
