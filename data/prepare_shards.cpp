@@ -263,8 +263,12 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
         }
       } catch (const std::exception&) {  // (an odd entry: left, with the folder)
       }
+      // (from the innermost; one never made, as a name too long, is not there; a folder holding
+      // another's file stops the walk, and keeps the folders around it)
       for (std::filesystem::path p = output;; p = p.parent_path()) {
-        if (!std::filesystem::remove(p, ec) || p == path || p.empty() || p == p.parent_path()) break;
+        const bool there = std::filesystem::exists(p, ec);
+        if (there && !std::filesystem::remove(p, ec)) break;
+        if (p == path || p.empty() || p == p.parent_path()) break;
       }
     }
   } made;
