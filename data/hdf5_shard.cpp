@@ -58,7 +58,9 @@ namespace {
 // Shards from elsewhere have no checksum file and go to libhdf5 as they are.
 std::filesystem::path checksum_path(const std::filesystem::path& shard) { return shard.string() + ".xxh3"; }
 
-std::string checksum_of_file(const std::filesystem::path& path) {
+}  // namespace
+
+std::string shard_checksum(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw DataError(fmt::format("{}: cannot be read", path.string()));
   std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> state(XXH3_createState(), XXH3_freeState);
@@ -71,6 +73,8 @@ std::string checksum_of_file(const std::filesystem::path& path) {
   if (in.bad()) throw DataError(fmt::format("{}: reading it failed", path.string()));
   return fmt::format("{:016x}", XXH3_64bits_digest(state.get()));
 }
+
+namespace {
 
 void verify_checksum(const std::filesystem::path& shard) {
   std::ifstream sidecar(checksum_path(shard));
@@ -87,7 +91,7 @@ void verify_checksum(const std::filesystem::path& shard) {
                                 checksum_path(shard).string(),
                                 stored.empty() ? "it is empty" : fmt::format("'{}'", stored.substr(0, 40)),
                                 shard.filename().string()));
-  if (checksum_of_file(shard) != stored)
+  if (shard_checksum(shard) != stored)
     throw DataError(fmt::format("{}: does not match its checksum ({}): the shard is damaged or was changed; put back a "
                                 "good copy of it, or make the shards again with bertc prepare-data into a new folder "
                                 "(-o NEW: a folder's shards are made together, so one cannot be made alone) and "

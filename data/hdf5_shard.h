@@ -47,6 +47,10 @@ struct ShardShape {
   std::optional<ShardRecord> record;  // nullopt: a shard from elsewhere (NVIDIA's), or an older bertc's
 };
 
+// The xxh3 of the shard's bytes, as bertc writes it beside each shard in `path`.xxh3 (16 hex digits):
+// a shard's identity however it was copied. Throws DataError when the file cannot be read.
+std::string shard_checksum(const std::filesystem::path& path);
+
 // Whether this bertc was built with HDF5 (BERTC_HDF5; the static GPU test build is not).
 bool hdf5_available();
 

@@ -131,6 +131,30 @@ int thread_count(int asked) {
   return asked > 0 ? asked : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
 }
 
+// A folder of shards inside the folder given, whose shards would be left out (only the folder given
+// is read). Moving them up works only into a folder that holds no text (a run reads shards or text,
+// not both), and only under names not taken there.
+[[noreturn]] void refuse_inner_shard_folder(const std::filesystem::path& folder, const std::filesystem::path& inner,
+                                            const std::vector<std::filesystem::path>& shards,
+                                            const std::vector<std::filesystem::path>& text) {
+  const std::string head = fmt::format("{}: a folder of shards inside {}: only the folder given is read, so its shards "
+                                       "would be left out",
+                                       inner.string(), folder.string());
+  if (!text.empty())
+    throw DataError(fmt::format("{}; {} holds text ({}), and a run reads shards or text, not both: give the shard "
+                                "folder itself (--data {}) to train on its shards, or move it out of {} to train on "
+                                "the text",
+                                head, folder.string(), text.front().filename().string(), inner.string(),
+                                folder.string()));
+  if (!shards.empty())
+    throw DataError(fmt::format("{}; {} holds shards of its own ({}): move the inner ones up beside them under names "
+                                "not taken there (a set's shards are found by their record, not their names), or "
+                                "give each folder to a run of its own",
+                                head, folder.string(), shards.front().filename().string()));
+  throw DataError(fmt::format("{}: give that folder instead (--data {}), or move its shards up into {}", head,
+                              inner.string(), folder.string()));
+}
+
 }  // namespace
 
 void refuse_folder_being_prepared(const std::filesystem::path& folder) {
@@ -160,6 +184,7 @@ std::vector<std::filesystem::path> shard_files(const std::filesystem::path& fold
   // Every entry that looks like a shard, its checksum or text is read or refused: none is left out
   // without a word.
   std::vector<std::filesystem::path> text;
+  std::filesystem::path inner_shards;  // a folder of shards inside this one (the first found)
   for (const auto& e : std::filesystem::directory_iterator(folder)) {
     const std::string name = e.path().filename().string(), ext = lower(e.path().extension().string());
     // bertc's own temporaries and a run's scratch (a killed run's too): never data
@@ -171,10 +196,7 @@ std::vector<std::filesystem::path> shard_files(const std::filesystem::path& fold
     if (lower(name).ends_with(".txt") || lower(name).ends_with(".txt.gz")) text.push_back(e.path());
     if (e.is_directory(ec) && !is_shard(e.path()) && ext != ".xxh3") {
       for (const auto& inner : std::filesystem::directory_iterator(e.path(), ec))
-        if (is_shard(inner.path()))
-          throw DataError(fmt::format("{}: a folder of shards inside {}: only the folder given is read, so its shards "
-                                      "would be left out: move them up into it, or give this folder instead",
-                                      e.path().string(), folder.string()));
+        if (is_shard(inner.path()) && inner_shards.empty()) inner_shards = e.path();
       if (left_out) left_out->push_back(name + "/ (a folder)");
       continue;
     }
@@ -205,6 +227,8 @@ std::vector<std::filesystem::path> shard_files(const std::filesystem::path& fold
                                   e.path().string(), e.is_directory(ec) ? "a folder" : "a broken link or special file"));
     files.push_back(e.path());
   }
+  // Said once the whole folder is seen: the advice that works depends on what else it holds.
+  if (!inner_shards.empty()) refuse_inner_shard_folder(folder, inner_shards, files, text);
   if (!files.empty() && !text.empty())
     throw DataError(fmt::format("{}: holds shards and text ({}): a run reads one or the other, and the text would be "
                                 "left out: prepare it into shards of its own (bertc prepare-data CONFIG --input TEXT -o "

@@ -117,6 +117,19 @@ void refuse_incomplete_sets(const std::vector<std::filesystem::path>& files, con
   }
 }
 
+// What a shard adds to the run's content identity (recorded in checkpoints, compared on resume):
+// its checksum, from its .xxh3 or, for a shard prepare-data made that was copied without it, computed
+// from its bytes, so that the same shards are the same data however they were copied. A shard from
+// elsewhere (no record, never a checksum) is known by its size: hashing NVIDIA's gigabytes at every
+// start would cost more than it proves.
+std::string content_key(const std::filesystem::path& f, const ShardShape& s) {
+  std::ifstream sum(f.string() + ".xxh3");
+  if (std::string checksum; sum >> checksum) return checksum;
+  if (s.record) return shard_checksum(f);
+  std::error_code ec;
+  return fmt::format("size {}", std::filesystem::file_size(f, ec));
+}
+
 }  // namespace
 
 ShardFiles::ShardFiles(std::vector<std::filesystem::path> files, int64_t seq_len, int64_t predictions,
@@ -153,10 +166,7 @@ ShardFiles::ShardFiles(std::vector<std::filesystem::path> files, int64_t seq_len
     std::error_code ec;
     if (s.record && !std::filesystem::exists(f.string() + ".xxh3", ec)) ++unchecked;
     counts_.push_back(s.examples);
-    std::ifstream sum(f.string() + ".xxh3");
-    std::string checksum;
-    content_ += (sum >> checksum) ? checksum : fmt::format("size {}", std::filesystem::file_size(f, ec));
-    content_ += ";";
+    content_ += content_key(f, s) + ";";
   }
   content_ = fmt::format("{:016x}", XXH3_64bits(content_.data(), content_.size()));
   if (unrecorded > 0) check_unrecorded(shapes, progress, stop);

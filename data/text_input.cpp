@@ -75,8 +75,8 @@ std::vector<std::filesystem::path> text_files(const std::filesystem::path& input
     if (e.is_directory(ec) && !is_text(e.path())) {
       if (holds_text(e.path()))
         throw DataError(fmt::format("{}: a folder of text inside {}: only the folder given is read, so its files would "
-                                    "be left out: move them up into it, or give this folder instead",
-                                    e.path().string(), input.string()));
+                                    "be left out: give that folder instead, or move its files up into {} under names not taken there",
+                                    e.path().string(), input.string(), input.string()));
       continue;
     }
     if (!is_text(e.path())) {

@@ -299,6 +299,15 @@ train("split", "--until", "10")
 train("split", "--resume")
 if losses("straight") != losses("split"):
     fail("resuming at step 10 from shards did not repeat the uninterrupted run")
+# The same shards copied without their .xxh3 files are the same data: the resumed run goes on (their
+# identity is their bytes' checksum, computed where the file beside them is missing), saying they
+# are read unchecked.
+copied = os.path.join(WORK, "copied-bare")
+shutil.copytree(os.path.join(WORK, "one"), copied, ignore=shutil.ignore_patterns("*.xxh3"))
+train("moved", "--until", "10")
+moved = train("moved", "--resume", "--data", copied).stderr
+if "have no checksum beside them" not in moved or losses("straight") != losses("moved"):
+    fail(f"resuming on the same shards copied without their checksums did not repeat the run:\n{moved[-1500:]}")
 # Micro-batches dealt round the ranks: 2 ranks of 1 accumulation step train on exactly the
 # examples of 1 rank of 2. The sums' order differs (as in tests/distributed), so within 1e-5.
 two = re.sub(r"^gradient_accumulation_steps = .*$", "gradient_accumulation_steps = 1", text, flags=re.M)
@@ -382,7 +391,18 @@ refused_before_training("checksum-folder", odd, r"shard-00003.hdf5.xxh3: named a
 shutil.rmtree(os.path.join(odd, "shard-00003.hdf5.xxh3"))
 os.makedirs(os.path.join(odd, "more"))
 os.rename(os.path.join(odd, "shard-00003.hdf5"), os.path.join(odd, "more", "shard-00003.hdf5"))
-refused_before_training("inner-folder", odd, r"more: a folder of shards inside .*odd: only the folder given is read")
+refused_before_training("inner-folder", odd, r"more: a folder of shards inside .*odd: only the folder given is read.*"
+                        r"holds shards of its own \(shard-[0-9]+.hdf5\): move the inner ones up beside them under names "
+                        r"not taken there")
+# Shards in a folder inside a folder of text: moving them up would mix shards and text (refused),
+# so the advice is to give the shard folder itself, and that trains.
+text_and_shards = os.path.join(WORK, "text-and-shards")
+shutil.copytree(os.path.join(WORK, "one"), os.path.join(text_and_shards, "shards"))
+shutil.copy(CORPUS, os.path.join(text_and_shards, "corpus.txt"))
+refused_before_training("shards-in-text", text_and_shards, r"shards: a folder of shards inside .*text-and-shards: .* "
+                        r"holds text \(corpus.txt\), and a run reads shards or text, not both: give the shard folder "
+                        r"itself \(--data .*text-and-shards/shards\)")
+train("shards-in-text-fixed", "--steps", "1", "--data", os.path.join(text_and_shards, "shards"))
 os.rename(os.path.join(odd, "more", "shard-00003.hdf5"), os.path.join(odd, "shard-00003.HDF5"))
 os.rmdir(os.path.join(odd, "more"))
 shutil.copy(CORPUS, os.path.join(odd, "extra.txt"))
