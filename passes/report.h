@@ -2,6 +2,7 @@
 // a roofline estimate of one training step for the target GPU.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -43,6 +44,13 @@ struct CompileReport {
   int64_t flops_per_step = 0, bytes_per_step = 0;
   double step_seconds = 0, sequences_per_second = 0;  // roofline estimate (0 without a GPU)
   double seconds_to_compile = 0;     // all passes and planning, measured here
+
+  // The device memory the plan takes: the larger of the step's and the optimizer's arenas (they run
+  // one after the other, in one arena), the parameters, the optimizer state and one batch.
+  int64_t device_bytes() const {
+    return std::max(step_memory.arena_bytes, optimizer_memory.arena_bytes) + step_memory.param_bytes +
+           optimizer_memory.state_bytes + step_memory.input_bytes;
+  }
 };
 
 // Compiles the training program (options resolved; micro-batches of `batch_size` sequences) and

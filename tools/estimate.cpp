@@ -12,6 +12,7 @@
 #include "frontend/config.h"
 #include "passes/report.h"
 #include "passes/scaling_estimate.h"
+#include "tools/report.h"
 #include "train/data_parallel.h"
 
 namespace bertc::tools {
@@ -44,6 +45,17 @@ int estimate(const EstimateArgs& a, const CompileFlags& flags, const frontend::M
   setup.machines = a.machines;
   setup.within = &passes::find_interconnect(a.within);
   setup.between = &passes::find_interconnect(a.between);
+  // A fine-tuning run is one process on one GPU, of [finetune] epochs x the batches of its data per
+  // epoch (bertc finetune counts them at its start); [train] steps is not its length.
+  if (config.finetune_section && int64_t{a.gpus_per_machine} * a.machines != 1)
+    throw std::invalid_argument(fmt::format("{}: a fine-tuning config, and bertc finetune runs on one GPU: estimate it "
+                                            "with --gpus-per-machine 1 --machines 1",
+                                            a.config));
+  if (config.finetune_section && a.steps <= 0)
+    throw std::invalid_argument(fmt::format("{}: a fine-tuning run's steps are [finetune] epochs x its batches per "
+                                            "epoch, which depend on its data: give --steps (bertc finetune {} prints "
+                                            "'N epochs x M steps = S steps' as it starts)",
+                                            a.config, a.config));
   setup.steps = a.steps > 0 ? a.steps : config.train.steps;
   std::vector<dist::Compression> kinds;
   for (const std::string& c : a.compressions) kinds.push_back(ir::enum_named<dist::Compression>(c));
@@ -88,6 +100,8 @@ int estimate(const EstimateArgs& a, const CompileFlags& flags, const frontend::M
     const passes::CompileReport report = passes::compile_report(frontend::build_model(model, c), c.compile, c.train,
                                                                 c.train.batch_size, &program);
     const passes::GpuSpec& gpu = *c.compile.arch.gpu();
+    const std::string memory = memory_warning(report);
+    if (!memory.empty()) notes.insert(fmt::format("warning: {}: {}", gpu.name, memory));
     const auto price = passes::cloud_price(gpu.name);
     setup.compute_seconds = report.step_seconds;
     setup.dollars_per_gpu_hour = a.price >= 0 ? a.price : price ? price->dollars_per_hour : 0;
@@ -108,6 +122,7 @@ int estimate(const EstimateArgs& a, const CompileFlags& flags, const frontend::M
                       {"overlapped_step_seconds", e.overlapped_step_seconds}, {"days", e.days},
                       {"overlapped_days", e.overlapped_days}, {"link_gbs", e.link_gbs}, {"gpus", e.gpus},
                       {"dollars_per_gpu_hour", setup.dollars_per_gpu_hour},
+                      {"device_bytes", report.device_bytes()}, {"fits_device_memory", memory.empty()},
                       // (null without a price, as the table's "-": not a cost of 0)
                       {"cost_dollars", setup.dollars_per_gpu_hour > 0 ? nlohmann::json(e.cost) : nlohmann::json(nullptr)}});
       text += fmt::format("{:<10} {:<10} {:>10.1f} {:>8.0f}ms {:>9.0f}ms {:>7.0f}ms {:>9.0f}ms {:>8.2f} {:>10.2f} {:>9}\n",

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "data/vocab_identity.h"
 #include "ir/stats.h"
 #include "support/options_json.h"
 
@@ -133,14 +134,23 @@ nlohmann::json report_json(const passes::CompileReport& r) {
   j["optimizer_graph"] = figures_json(r.optimizer);
   j["memory"] = {{"step", memory_json(r.step_memory)}, {"optimizer", memory_json(r.optimizer_memory)},
                  {"activation_bytes", r.step_memory.arena_bytes},
-                 {"total_bytes", std::max(r.step_memory.arena_bytes, r.optimizer_memory.arena_bytes) +
-                                     r.step_memory.param_bytes + r.optimizer_memory.state_bytes + r.step_memory.input_bytes}};
+                 {"total_bytes", r.device_bytes()}};
   j["per_step"] = {{"micro_batches", r.micro_batches},       {"sequences", r.sequences_per_step},
                    {"launches_before_fusion", r.launches_before_fusion}, {"launches", r.launches_per_step},
                    {"flops", r.flops_per_step},              {"bytes", r.bytes_per_step},
                    {"estimated_seconds", r.step_seconds},    {"estimated_sequences_per_second", r.sequences_per_second}};
   j["compile_seconds"] = r.seconds_to_compile;
   return j;
+}
+
+std::string memory_warning(const passes::CompileReport& r) {
+  if (!r.gpu) return "";
+  const double has = r.gpu->memory_gb * 1e9, takes = static_cast<double>(r.device_bytes());
+  if (takes <= has) return "";
+  return fmt::format("the plan takes {:.1f} GB of device memory and a {} has {:g} GB: it does not fit; lower [train] "
+                     "batch_size (raising gradient_accumulation_steps keeps the global batch), or set [compile] "
+                     "recompute = \"full\" (activations recomputed in the backward)",
+                     takes / 1e9, r.gpu->title, r.gpu->memory_gb);
 }
 
 std::string report_text(const passes::CompileReport& r, const std::string& name) {
@@ -157,8 +167,7 @@ std::string report_text(const passes::CompileReport& r, const std::string& name)
                        f.fused_kernels, f.launches, f.flops_forward / 1e9, f.flops_backward / 1e9, f.flops_recompute / 1e9,
                        f.flops_optimizer / 1e9, f.bytes / 1e9);
   }
-  const int64_t total = std::max(r.step_memory.arena_bytes, r.optimizer_memory.arena_bytes) + r.step_memory.param_bytes +
-                        r.optimizer_memory.state_bytes + r.step_memory.input_bytes;
+  const int64_t total = r.device_bytes();
   out += fmt::format("\nper optimizer step ({} micro-batch{} of {} sequences):\n", r.micro_batches,
                      r.micro_batches == 1 ? "" : "es", r.sequences_per_step / r.micro_batches);
   out += fmt::format("  launches   {} before fusion, {} after ({:.1f}%)\n", r.launches_before_fusion, r.launches_per_step,
@@ -172,6 +181,7 @@ std::string report_text(const passes::CompileReport& r, const std::string& name)
                      "total {}\n",
                      mib(r.step_memory.arena_bytes), mib(r.step_memory.live_peak_bytes), mib(r.step_memory.param_bytes),
                      mib(r.optimizer_memory.state_bytes), mib(r.step_memory.input_bytes), mib(total));
+  if (const std::string warning = memory_warning(r); !warning.empty()) out += "  warning    " + warning + "\n";
   if (r.gpu)
     out += fmt::format("  estimate   {:.2f} ms per step, {:.0f} sequences/s on {} (roofline per launch: max(FLOPs / peak, "
                        "bytes / bandwidth) + 1 us)\n",
@@ -386,6 +396,11 @@ nlohmann::json bertx_json(const codegen::CompiledProgram& p) {
   size_t bytes = 0;
   for (const auto& [name, g] : p.images) bytes += g.image.size();
   j["image_bytes"] = bytes;
+  j["checksums_match"] = true;  // (read_bertx refuses a program whose checksums do not)
+  // The vocabulary recorded at compile time (null: none, and training it checks none).
+  const std::optional<data::VocabRecord> vocab = data::vocab_from_metadata(p.vocab);
+  j["vocab"] = vocab ? nlohmann::json{{"xxh3", vocab->xxh3}, {"tokens", vocab->tokens > 0 ? nlohmann::json(vocab->tokens) : nlohmann::json(nullptr)}, {"path", vocab->path}}
+                     : nlohmann::json(nullptr);
   return j;
 }
 
@@ -399,10 +414,10 @@ std::string bertx_text(const codegen::CompiledProgram& p, const std::string& pat
       p.ranks > 1 ? fmt::format(", {} data-parallel ranks", p.ranks) : "",
       p.step.kernels.size(),
       p.optimizer.kernels.size(), p.images.size(), ptx, static_cast<double>(bytes) / 1024);
-  const auto hash = p.vocab.find("vocab_xxh3"), tokens = p.vocab.find("vocab_tokens");
-  out += hash == p.vocab.end() ? "  vocab: none recorded (training it checks none)\n"
-                               : fmt::format("  vocab: {} tokens, xxh3 {} (training it checks it has this one)\n",
-                                             tokens == p.vocab.end() ? "?" : tokens->second, hash->second);
+  const std::optional<data::VocabRecord> vocab = data::vocab_from_metadata(p.vocab);
+  out += !vocab ? "  vocab: none recorded (training it checks none)\n"
+                : fmt::format("  vocab: {} tokens, xxh3 {} (training it checks it has this one)\n", 
+                              vocab->tokens > 0 ? std::to_string(vocab->tokens) : "?", vocab->xxh3);
   return out + kernels_text(p, false);
 }
 

@@ -22,6 +22,9 @@ nlohmann::json params_json(const ir::Graph& graph);
 std::string params_text(const nlohmann::json& params);
 
 nlohmann::json report_json(const passes::CompileReport& report);
+// "" when the plan fits the report's GPU (or it has none); else what it takes, what the GPU has,
+// and the settings that make it smaller. (The CUDA context and kernels take some more.)
+std::string memory_warning(const passes::CompileReport& report);
 std::string report_text(const passes::CompileReport& report, const std::string& name);
 
 // The compiled kernels: per family how many, their launches, registers, shared memory and
