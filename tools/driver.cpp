@@ -435,6 +435,11 @@ int train(const TrainArgs& args, const CompileFlags& flags, const frontend::Mode
     throw std::invalid_argument(fmt::format("{}: a [finetune] config trains a task head: bertc finetune {}",
                                             args.config, args.config));
   const std::shared_ptr<dist::Communicator> world = dist::open_world(config.train.rank_timeout);
+  // (Said, not silent: a config given to a training executable is trained in place of its own.)
+  if (embedded && !args.config.empty() && world->rank() == 0)
+    std::cerr << fmt::format("train: {} carries a compiled program of {}, and trains {} instead, as given (run it "
+                             "without a config to train its own)\n",
+                             self, embedded->model, args.config);
   auto run = [&] {
     if (!compiled) return train_rank(args, flags, model, std::move(config), world, nullptr);
     // A compiled program trains with the config inside it: a fix that sets a [model] or [train]
