@@ -102,6 +102,17 @@ std::vector<std::filesystem::path> missing_folders(const std::filesystem::path& 
   return missing;
 }
 
+bool place_folder(const std::filesystem::path& from, const std::filesystem::path& to) {
+  if (::rename(from.c_str(), to.c_str()) == 0) return true;
+  const int error = errno;
+  if (error == ENOTEMPTY || error == EEXIST || error == ENOTDIR) return false;
+  throw FileError(error, to, fmt::format("cannot put the finished folder in place as {}", to.string()));
+}
+
+void remove_made_folders(const std::vector<std::filesystem::path>& made) {
+  for (const std::filesystem::path& p : made) ::rmdir(p.c_str());  // (one not empty stays, and so do those above)
+}
+
 namespace {
 
 enum class Placing { replace, never_replace };

@@ -30,6 +30,14 @@ std::filesystem::path temporary_beside(const std::filesystem::path& path);
 // what a command that makes `folder` removes again when it fails (--output a/b/c with no a makes
 // a too).
 std::vector<std::filesystem::path> missing_folders(const std::filesystem::path& folder);
+// Renames the folder `from` (made whole beside its place) to `to`: true when placed, false when `to`
+// is there and not an empty folder (another process put something there meanwhile), which is kept
+// as it is (rename() replaces only an empty folder). Throws FileError naming `to` on any other failure.
+bool place_folder(const std::filesystem::path& from, const std::filesystem::path& to);
+
+// Removes those of `made` (missing_folders' list, innermost first) that are empty: a failed command
+// takes away the folders it made, never what another process put in them meanwhile.
+void remove_made_folders(const std::vector<std::filesystem::path>& made);
 
 // Removes the temporaries write_file_atomically (and write_new_file_atomically) is writing right
 // now, calling `removed` with each one's path: for a process that ends at once (a second stop

@@ -187,7 +187,6 @@ void export_hf_folder(const ExportOptions& options, std::ostream& log) {
   sweep_dead_staging(o.output, log);
   // The folders on the way that are not there yet: a failed export removes them too.
   const auto missing = support::missing_folders(staging.parent_path());
-  const std::filesystem::path outermost_made = missing.empty() ? std::filesystem::path() : missing.back();
   auto stop_if_asked = [&] {
     if (const int signal = o.stop_requested ? o.stop_requested() : 0) throw ExportStopped(signal);
   };
@@ -208,10 +207,15 @@ void export_hf_folder(const ExportOptions& options, std::ostream& log) {
     stop_if_asked();
     support::write_file_atomically(staging / "special_tokens_map.json", special.dump(2) + "\n");
     stop_if_asked();
-    std::filesystem::rename(staging, o.output);
+    // (rename() replaces only an empty folder: one another export filled meanwhile is kept)
+    if (!support::place_folder(staging, o.output))
+      throw TrainError(fmt::format("{}: something was written there while this export ran (another export to the "
+                                   "same folder?): it is kept as it is, and this export is not written; check what "
+                                   "it holds, and export again to a new folder if it is not what you want",
+                                   o.output.string()));
   } catch (const support::FileError& e) {
     std::filesystem::remove_all(staging, ec);
-    if (!outermost_made.empty()) std::filesystem::remove_all(outermost_made, ec);
+    support::remove_made_folders(missing);
     // Said of the folder asked for (its fix: room or permission where that goes), not of the
     // staging copy, which is gone.
     throw support::FileError(e.code().value(), o.output,
@@ -219,7 +223,7 @@ void export_hf_folder(const ExportOptions& options, std::ostream& log) {
                                          e.path().filename().string(), o.output.string()));
   } catch (...) {
     std::filesystem::remove_all(staging, ec);
-    if (!outermost_made.empty()) std::filesystem::remove_all(outermost_made, ec);
+    support::remove_made_folders(missing);
     throw;
   }
   log << fmt::format("export: {} -> {}: {} ({} params, no optimizer state), config.json, vocab.txt ({} tokens, xxh3 "

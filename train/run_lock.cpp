@@ -46,10 +46,16 @@ RunFolderLock::RunFolderLock(const std::filesystem::path& folder, std::ostream& 
   made_ = !std::filesystem::exists(folder, ec);
   // The folders on the way that are not there yet: a refusal removes those it made, empty.
   const std::vector<std::filesystem::path> missing = support::missing_folders(folder);
+  // (Said by what is there: a file, a pipe, a device; EEXIST's "a file" would misname a pipe.)
+  if (std::string kind = std::filesystem::is_regular_file(folder, ec) ? "a file" : support::non_regular_kind(folder);
+      !kind.empty() && kind != "a folder")
+    throw TrainError(fmt::format("{}: {}, not a folder, so it cannot hold a run's checkpoints: choose another "
+                                 "--checkpoint-dir",
+                                 folder.string(), kind));
   std::filesystem::create_directories(folder, ec);
   if (ec || !std::filesystem::is_directory(folder)) {
     const int error = ec.value();
-    for (const auto& p : missing) ::rmdir(p.c_str());  // (innermost first; a folder not empty stays)
+    support::remove_made_folders(missing);
     const std::string fix = error ? support::file_error_fix(error, folder) : "";
     throw TrainError(fmt::format("{}: cannot be made a run folder ({}): {}", folder.string(),
                                  ec ? ec.message() : "it is not a folder",

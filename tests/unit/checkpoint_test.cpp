@@ -147,6 +147,45 @@ TEST(AtomicFile, NeverRenamesOverAPipeOrADevice) {
   EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir), {}), 1) << "a temporary was left";
 }
 
+// A folder made whole beside its place (bertc export's) goes there only over nothing or an empty
+// folder: one another process filled meanwhile keeps its file, and the made folder is still there
+// for its maker to remove.
+TEST(AtomicFile, AFolderIsPlacedOnlyOverNothingOrAnEmptyFolder) {
+  const auto dir = scratch("place-folder");
+  std::filesystem::create_directories(dir / "made");
+  std::ofstream(dir / "made" / "config.json") << "{}";
+  std::filesystem::create_directories(dir / "taken");
+  std::ofstream(dir / "taken" / "other.txt") << "another's";
+  EXPECT_FALSE(support::place_folder(dir / "made", dir / "taken"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "taken" / "other.txt"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "taken" / "config.json"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "made" / "config.json"));
+  std::filesystem::create_directories(dir / "empty");
+  EXPECT_TRUE(support::place_folder(dir / "made", dir / "empty"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "empty" / "config.json"));
+  EXPECT_TRUE(support::place_folder(dir / "empty", dir / "new"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "new" / "config.json"));
+}
+
+// A failed command removes the folders it made only while they are empty: a file another process
+// put in one keeps that folder and those around it.
+TEST(AtomicFile, MadeFoldersGoOnlyWhenEmpty) {
+  const auto dir = scratch("made-folders");
+  const auto missing = support::missing_folders(dir / "a" / "b" / "c");
+  ASSERT_EQ(missing.size(), 3u);
+  std::filesystem::create_directories(dir / "a" / "b" / "c");
+  std::ofstream(dir / "a" / "theirs.txt") << "another's";
+  support::remove_made_folders(missing);
+  EXPECT_FALSE(std::filesystem::exists(dir / "a" / "b"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "a" / "theirs.txt"));
+  std::filesystem::remove(dir / "a" / "theirs.txt");
+  // (b and c are gone already; a, not on the list, stays)
+  support::remove_made_folders(support::missing_folders(dir / "a" / "b" / "c"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "a"));
+  support::remove_made_folders({dir / "a"});
+  EXPECT_FALSE(std::filesystem::exists(dir / "a"));
+}
+
 TEST(Checkpoint, SavesLoadsAndKeepsTheNewest) {
   const auto dir = scratch("save");
   const TensorManifest manifest = {{"w", {ir::DType::F32, {2}}}, {"w.exp_avg", {ir::DType::F32, {2}}}};
