@@ -45,6 +45,10 @@ void refuse_true(const nlohmann::json& j, const std::string& key, const std::str
 void use_hf_tokenizer(Config& config, const std::filesystem::path& folder) {
   std::error_code ec;
   const std::filesystem::path vocab = folder / "vocab.txt";
+  if (const std::string kind = support::non_regular_kind(vocab); !kind.empty())
+    throw ConfigError(fmt::format("{}: {}, not a file: the folder's vocabulary is read from it; put the "
+                                  "vocab.txt back as a file",
+                                  vocab.string(), kind));
   if (!std::filesystem::is_regular_file(vocab, ec))
     throw ConfigError(fmt::format(
         "{}: the folder has no vocab.txt, and its embeddings are rows of the vocabulary the model was trained with, "

@@ -262,7 +262,8 @@ class MetricsFile {
 // the first epoch's checkpoint was written, the epoch lost and the folder then refused as a
 // run's): a file, a link to nothing or a loop in its place, the metrics named there, or a folder
 // this user may not write is said at once.
-void require_best_folder_usable(const std::filesystem::path& best, const std::filesystem::path& metrics) {
+void require_best_folder_usable(const std::filesystem::path& best, const std::filesystem::path& metrics,
+                                std::ostream& log) {
   std::error_code ec;
   if (std::filesystem::weakly_canonical(metrics, ec) == std::filesystem::weakly_canonical(best, ec))
     throw TrainError(fmt::format("--metrics {}: is where fine-tuning keeps its best checkpoint (a folder): name "
@@ -273,6 +274,18 @@ void require_best_folder_usable(const std::filesystem::path& best, const std::fi
     throw TrainError(fmt::format("{}: {}, where fine-tuning keeps its best checkpoint (a folder): move it away, or "
                                  "give another --checkpoint-dir",
                                  best.string(), link ? "a link to no folder (missing, or a loop)" : "a file"));
+  // A link to a folder is followed (a best checkpoint kept on another disk), and said; one to the
+  // run folder itself would put the best checkpoint among the epochs' and prune them as its own.
+  if (link && std::filesystem::is_directory(best, ec)) {
+    const std::filesystem::path target = std::filesystem::canonical(best, ec);
+    if (target == std::filesystem::canonical(best.parent_path(), ec))
+      throw TrainError(fmt::format("{}: a link to the run folder itself, where fine-tuning keeps its best checkpoint "
+                                   "apart from the epochs' (it would prune them as its own): remove the link, or "
+                                   "point it to another folder",
+                                   best.string()));
+    log << fmt::format("finetune: {} is a link to {}: the best checkpoint is kept there\n", best.string(),
+                       target.string());
+  }
   // (not made here: a run refused later leaves no folder it made; the run folder, where it goes,
   // is writable: its lock was written there)
   if (std::filesystem::is_directory(best, ec) && ::access(best.c_str(), W_OK | X_OK) != 0)
@@ -294,7 +307,7 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
     throw TrainError(fmt::format("{} holds a run's checkpoints already, and fine-tuning starts afresh: give another "
                                  "--checkpoint-dir (a fine-tuned checkpoint is a starting point for --init)",
                                  o.checkpoint_dir.string()));
-  require_best_folder_usable(o.checkpoint_dir / "best", o.metrics);
+  require_best_folder_usable(o.checkpoint_dir / "best", o.metrics, log);
   const StopOnSignal stop_on_signal(
       "stopping after this step, with a checkpoint; signal again to end at once",
       "ended at once by a second signal: the checkpoints written so far are kept, and fine-tuning does not resume: "

@@ -18,6 +18,7 @@
 #include <xxhash.h>
 
 #include "support/atomic_file.h"
+#include "support/file_errors.h"
 #include "train/trainer.h"
 
 namespace bertc::train {
@@ -303,10 +304,18 @@ Progress::Progress(std::ostream& log, const std::filesystem::path& metrics, int6
     : log_(log), metrics_path_(metrics), created_(!std::filesystem::exists(metrics)), first_(first), last_(last),
       every_(every), live_(live), device_(device), run_(std::move(run)) {
   metrics_.open(metrics, std::ios::app);
-  if (!metrics_)
-    throw TrainError(fmt::format("{}: cannot open the metrics file for appending: {} (--metrics names a file in a "
-                                 "folder that exists and is writable)",
-                                 metrics.string(), std::strerror(errno)));
+  if (!metrics_) {
+    const int error = errno;
+    // (The file is there and refuses writes: its own permissions, not its folder's or --metrics',
+    // are what to change: a resumed run adds its lines to the file it has.)
+    if (!created_ && (error == EACCES || error == EPERM))
+      throw TrainError(fmt::format("{}: the metrics file cannot be appended to ({}): make it writable (chmod u+w {}; "
+                                   "chattr -i if it is immutable), or name another file with --metrics",
+                                   metrics.string(), std::strerror(error), metrics.string()));
+    const std::string fix = support::file_error_fix(error, metrics);
+    throw TrainError(fmt::format("{}: cannot open the metrics file for appending ({}): {}", metrics.string(),
+                                 std::strerror(error), fix.empty() ? "name another file with --metrics" : fix));
+  }
   in_use_.emplace(metrics);
 }
 

@@ -94,6 +94,31 @@ void check_same_settings(const std::map<std::string, std::string>& saved, const 
                                model_changed ? "" : fmt::format(" from its weights (--init {})", checkpoint.string())));
 }
 
+// Refuses a resume whose run figures (run_metadata's) differ from the checkpoint's, naming the first.
+void check_same_run(std::map<std::string, std::string> saved, const std::map<std::string, std::string>& now, int ranks,
+                    const std::filesystem::path& checkpoint) {
+  // A checkpoint from before data parallelism: one rank, its global batch from its split.
+  if (!saved.count("global_batch") && saved.count("batch_size") && saved.count("gradient_accumulation_steps"))
+    saved["global_batch"] =
+        std::to_string(std::stoll(saved["batch_size"]) * std::stoll(saved["gradient_accumulation_steps"]));
+  for (const auto& [key, value] : now) {
+    // On another number of ranks the micro-batch may change (keep_global_batch chooses it): the
+    // global batch it makes up is compared.
+    const auto world = saved.find("world_size");
+    if (key == "batch_size" && world != saved.end() && world->second != std::to_string(ranks)) continue;
+    auto it = saved.find(key);
+    if (it == saved.end() || it->second == value) continue;
+    if (key == "precision")
+      throw TrainError(fmt::format("{}: trained with precision {}, and this run's is {} (their optimizer states "
+                                   "differ): resume with --precision {} (or [compile] precision = \"{}\"), or start a "
+                                   "fresh run from its weights in another --checkpoint-dir (--init {})",
+                                   checkpoint.string(), it->second, value, it->second, it->second, checkpoint.string()));
+    throw TrainError(fmt::format("{}: trained with {} = {}, but this run has {}: resume with the same settings, or "
+                                 "start a fresh run in another --checkpoint-dir",
+                                 checkpoint.string(), key, it->second, value));
+  }
+}
+
 }  // namespace
 
 std::map<std::string, std::string> run_metadata(const frontend::ModelDefinition& model, const frontend::Config& c,
@@ -106,7 +131,9 @@ std::map<std::string, std::string> run_metadata(const frontend::ModelDefinition&
           {"batch_size", std::to_string(t.batch_size)},
           {"seq_len", std::to_string(t.seq_len)},
           {"max_predictions_per_seq", std::to_string(t.max_predictions_per_seq)},
-          {"global_batch", std::to_string(ranks * t.batch_size * t.gradient_accumulation_steps)}};
+          {"global_batch", std::to_string(ranks * t.batch_size * t.gradient_accumulation_steps)},
+          // (its optimizer state differs: fp16 keeps a loss scale, the others none)
+          {"precision", std::string(ir::enum_name(c.compile.precision))}};
 }
 
 std::map<std::string, std::string> export_metadata(const frontend::Config& config, const data::Vocab& vocab) {
@@ -185,34 +212,21 @@ int64_t prepare_state(const frontend::ModelDefinition& model, const TrainOptions
     if (existing.empty())
       throw TrainError(fmt::format("--resume: no checkpoint in {} (run without --resume to start fresh)",
                                    o.checkpoint_dir.string()));
+    const int ranks = o.world ? o.world->size() : 1;
     const CheckpointContents c = [&] {
       try {
         return load_checkpoint(existing.back().path, manifest_of(program), env);
       } catch (const support::SafetensorsError&) {
-        // Tensors of other shapes, or other tensors: most often another [model], which its recorded
-        // settings name (key, then and now), where a tensor's shape would not say what to change.
-        check_same_settings(support::read_safetensors_metadata(existing.back().path), o.config, existing.back().path,
-                            log);
+        // Tensors of other shapes, or other tensors: most often another [model] or precision, which
+        // its recorded settings name (key, then and now), where a tensor's name would not say what
+        // to change.
+        const auto saved = support::read_safetensors_metadata(existing.back().path);
+        check_same_run(saved, run_metadata(model, o.config, ranks), ranks, existing.back().path);
+        check_same_settings(saved, o.config, existing.back().path, log);
         throw;
       }
     }();
-    const int ranks = o.world ? o.world->size() : 1;
-    std::map<std::string, std::string> saved = c.metadata;
-    // A checkpoint from before data parallelism: one rank, its global batch from its split.
-    if (!saved.count("global_batch") && saved.count("batch_size") && saved.count("gradient_accumulation_steps"))
-      saved["global_batch"] =
-          std::to_string(std::stoll(saved["batch_size"]) * std::stoll(saved["gradient_accumulation_steps"]));
-    for (const auto& [key, value] : run_metadata(model, o.config, ranks)) {
-      // On another number of ranks the micro-batch may change (keep_global_batch chooses it): the
-      // global batch it makes up is compared.
-      const auto world = saved.find("world_size");
-      if (key == "batch_size" && world != saved.end() && world->second != std::to_string(ranks)) continue;
-      auto it = saved.find(key);
-      if (it != saved.end() && it->second != value)
-        throw TrainError(fmt::format("{}: trained with {} = {}, but this run has {}: resume with the same settings, "
-                                     "or start a fresh run in another --checkpoint-dir",
-                                     existing.back().path.string(), key, it->second, value));
-    }
+    check_same_run(c.metadata, run_metadata(model, o.config, ranks), ranks, existing.back().path);
     check_same_settings(c.metadata, o.config, existing.back().path, log);
     // The learning-rate schedule is planned over the run's total steps: another total (--steps, or
     // an --until run resumed without its --steps) changes every later rate, which is said.
