@@ -155,15 +155,20 @@ int thread_count(int asked) {
                               inner.string(), folder.string()));
 }
 
+// Whether a process holds `path`'s exclusive flock (a run's .bertc-lock, prepare-data's own). (data/
+// depends on no other layer of bertc: support/file_lock.h's twin, for train/.)
+bool lock_held(const std::filesystem::path& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return false;
+  const bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  ::close(fd);
+  return held;
+}
+
 }  // namespace
 
 void refuse_folder_being_prepared(const std::filesystem::path& folder) {
-  const std::filesystem::path lock_path = folder / ".prepare-lock";
-  const int fd = ::open(lock_path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return;
-  const bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
-  ::close(fd);
-  if (held)
+  if (lock_held(folder / ".prepare-lock"))
     throw DataError(fmt::format("{}: a bertc prepare-data is writing its shards into this folder now: wait for it to "
                                 "finish, then train on the folder",
                                 folder.string()));
@@ -305,14 +310,10 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
   std::filesystem::create_directories(o.output);
   // A training run's folder (its .bertc-lock held) is no place for shards: its checkpoints would be
   // mixed in, and a stop would find files it did not make.
-  if (const int run_lock = ::open((o.output / ".bertc-lock").c_str(), O_RDONLY | O_CLOEXEC); run_lock >= 0) {
-    const bool held = ::flock(run_lock, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
-    ::close(run_lock);
-    if (held)
-      throw DataError(fmt::format("{}: a bertc train is using this folder as its run folder now: choose another "
-                                  "--output for the shards",
-                                  o.output.string()));
-  }
+  if (lock_held(o.output / ".bertc-lock"))
+    throw DataError(fmt::format("{}: a bertc train is using this folder as its run folder now: choose another "
+                                "--output for the shards",
+                                o.output.string()));
   // One run into a folder at a time: two would share the scratch and each other's shards.
   const std::filesystem::path lock_path = o.output / ".prepare-lock";
   const int lock = ::open(lock_path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);

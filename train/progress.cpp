@@ -269,7 +269,9 @@ void start_metrics_afresh(const std::filesystem::path& metrics, std::ostream& lo
 }
 
 void refuse_metrics_in_use(const std::filesystem::path& path, const std::filesystem::path& given) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // (a shared flock is refused only while a writer holds the exclusive one; O_NONBLOCK: a pipe in
+  // the file's place does not wait)
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return;  // (none yet)
   const bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
   ::close(fd);
