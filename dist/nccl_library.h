@@ -22,6 +22,7 @@ struct NcclApi {
   static constexpr int kBfloat16 = 9;  // ncclBfloat16 (NCCL 2.10 and newer)
   static constexpr int kSum = 0;       // ncclSum
   static constexpr int kAvg = 4;       // ncclAvg (NCCL 2.10 and newer)
+  static constexpr Result kInProgress = 7;  // ncclInProgress: a non-blocking call still running
 
   Result (*get_version)(int*) = nullptr;
   Result (*get_unique_id)(UniqueId*) = nullptr;

@@ -13,7 +13,6 @@
 namespace bertc::dist {
 namespace {
 
-constexpr NcclApi::Result kInProgress = 7;  // ncclInProgress: a non-blocking call still running
 constexpr auto kPollEvery = std::chrono::milliseconds(200);
 
 }  // namespace
@@ -113,7 +112,8 @@ void NcclSums::watchdog() {
     NcclApi::Result async = 0;
     // ncclCommGetAsyncError may be called from any thread while others use the communicator:
     // it is NCCL's way of reporting a peer that failed.
-    if (nccl_comm_ && nccl_.api.comm_get_async_error(nccl_comm_, &async) == 0 && async != 0 && async != kInProgress)
+    if (nccl_comm_ && nccl_.api.comm_get_async_error(nccl_comm_, &async) == 0 && async != 0 &&
+        async != NcclApi::kInProgress)
       stop_every_rank(fmt::format("NCCL reported {}{}", nccl_.api.error_text(async, nccl_comm_),
                                   waiting_for_.empty() ? "" : " during " + waiting_for_));
     const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - waiting_since_).count();

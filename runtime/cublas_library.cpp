@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include "runtime/vendor_abi.h"
+
 namespace bertc::runtime {
 
 support::LibraryLayout cublas_layout() {
@@ -14,7 +16,6 @@ std::vector<support::LibraryCandidate> cublas_candidates() { return support::lib
 namespace {
 
 using GetPropertyFn = int (*)(int, int*);  // cublasGetProperty(libraryPropertyType, int*)
-constexpr int kMajorVersion = 0, kMinorVersion = 1;  // library_types.h's MAJOR_VERSION, MINOR_VERSION
 
 // Why the driver cannot run `probe`'s cuBLAS, or "" when it can (or there is no driver to ask).
 std::string driver_refuses(const CublasProbe& probe, int driver_version) {
@@ -37,7 +38,7 @@ CublasProbe find_cublas(int driver_version) {
       error = "lacks cublasCreate_v2 or cublasGetProperty (not cuBLAS?)";
     CublasProbe found;
     if (lib.loaded() && error.empty() &&
-        (get_property(kMajorVersion, &found.major) != 0 || get_property(kMinorVersion, &found.minor) != 0))
+        (get_property(abi::kMajorVersion, &found.major) != 0 || get_property(abi::kMinorVersion, &found.minor) != 0))
       error = "cublasGetProperty did not say its version";
     if (lib.loaded() && error.empty()) error = driver_refuses(found, driver_version);
     if (lib.loaded() && error.empty()) {

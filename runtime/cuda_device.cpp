@@ -1,5 +1,5 @@
-// The CUDA device over the dlopen'ed driver API and cuBLAS (see cuda_device.h). The values of the
-// enums below are those of cuda.h, library_types.h and cublas_api.h (CUDA 12 and 13 agree).
+// The CUDA device over the dlopen'ed driver API and cuBLAS (see cuda_device.h). The values of
+// cuda.h, library_types.h and cublas_api.h it passes are runtime/vendor_abi.h's.
 #include "runtime/cuda_device.h"
 
 #include <algorithm>
@@ -15,6 +15,7 @@
 #include "runtime/cublas_library.h"
 #include "runtime/module_loading.h"
 #include "runtime/cuda_driver.h"
+#include "runtime/vendor_abi.h"
 
 namespace bertc::runtime {
 
@@ -23,18 +24,7 @@ using CUdevice = int;
 using CUdeviceptr = unsigned long long;
 using Handle = void*;  // CUcontext, CUmodule, CUfunction, CUstream, cublasHandle_t
 
-constexpr int kCublasOpN = 0, kCublasOpT = 1;
-constexpr int kCudaR32F = 0, kCudaR16F = 2, kCudaR16BF = 14;
-constexpr int kCublasCompute32F = 68, kCublasCompute32FFastTf32 = 77;
-constexpr int kCublasGemmDefault = -1;
-constexpr CUresult kCudaErrorOutOfMemory = 2;
-constexpr unsigned kStreamNonBlocking = 1;  // CU_STREAM_NON_BLOCKING: stream capture needs a non-legacy stream
-// CU_STREAM_CAPTURE_MODE_THREAD_LOCAL: while our stream captures, only this thread's own
-// potentially unsafe CUDA calls (an allocation, a synchronizing copy) are refused. Global mode
-// would refuse them in every thread of the process too (NCCL's proxy thread, a library's), which
-// can fail that thread's work and our capture with it. Nothing here needs other threads kept out:
-// every call the step's graph holds is made on this thread.
-constexpr int kCaptureModeThreadLocal = 1;
+using namespace abi;  // (the header values bertc passes, runtime/vendor_abi.h)
 // cuBLAS's workspace, set explicitly so that a captured product never allocates (32 MiB covers
 // the Hopper kernels' needs; the documented minimum for sm_90 is 32 MiB).
 constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;
@@ -240,10 +230,10 @@ void* CudaDevice::stream() const { return api_->stream; }
 void* CudaDevice::side_stream() {
   Api& a = *api_;
   if (a.side) return a.side;
-  constexpr unsigned kDisableTiming = 2;  // CU_EVENT_DISABLE_TIMING: only ordering is wanted
+  // (only ordering is wanted of these events)
   a.check(a.cuStreamCreate(&a.side, kStreamNonBlocking), "cuStreamCreate (side stream)");
-  a.check(a.cuEventCreate(&a.forked, kDisableTiming), "cuEventCreate");
-  a.check(a.cuEventCreate(&a.joined, kDisableTiming), "cuEventCreate");
+  a.check(a.cuEventCreate(&a.forked, kEventDisableTiming), "cuEventCreate");
+  a.check(a.cuEventCreate(&a.joined, kEventDisableTiming), "cuEventCreate");
   return a.side;
 }
 

@@ -3,15 +3,13 @@
 
 #include <fmt/format.h>
 
+#include "runtime/vendor_abi.h"
 #include "support/shared_library.h"
 
 namespace bertc::runtime {
 namespace {
 
-// Driver API values (cuda.h): CUresult 0 is CUDA_SUCCESS; device attributes by number.
-constexpr int kAttrMultiprocessorCount = 16;
-constexpr int kAttrComputeCapabilityMajor = 75;
-constexpr int kAttrComputeCapabilityMinor = 76;
+using namespace abi;  // (cuda.h's device attributes by number, runtime/vendor_abi.h)
 
 using InitFn = int (*)(unsigned);
 using IntOutFn = int (*)(int*);

@@ -4,12 +4,11 @@
 #include <cstdint>
 #include <vector>
 
+#include "runtime/vendor_abi.h"
+
 namespace bertc::runtime {
 namespace {
 
-// cuda.h's CUjit_option values.
-constexpr int kInfoLogBuffer = 3, kInfoLogBufferSizeBytes = 4;
-constexpr int kErrorLogBuffer = 5, kErrorLogBufferSizeBytes = 6;
 constexpr size_t kLogBytes = 16384;
 
 std::string until_nul(const std::vector<char>& buffer) {
@@ -22,7 +21,8 @@ std::string until_nul(const std::vector<char>& buffer) {
 
 ModuleLoad load_module(LoadDataExFn load, void** module, const void* image) {
   std::vector<char> error(kLogBytes + 1, '\0'), info(kLogBytes + 1, '\0');
-  int options[] = {kErrorLogBuffer, kErrorLogBufferSizeBytes, kInfoLogBuffer, kInfoLogBufferSizeBytes};
+  int options[] = {abi::kJitErrorLogBuffer, abi::kJitErrorLogBufferSizeBytes, abi::kJitInfoLogBuffer,
+                   abi::kJitInfoLogBufferSizeBytes};
   // The sizes travel as the option's pointer-sized value itself (cuda.h: "unsigned int").
   void* values[] = {error.data(), reinterpret_cast<void*>(static_cast<uintptr_t>(kLogBytes)), info.data(),
                     reinterpret_cast<void*>(static_cast<uintptr_t>(kLogBytes))};

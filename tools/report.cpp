@@ -399,8 +399,12 @@ nlohmann::json bertx_json(const codegen::CompiledProgram& p) {
   j["checksums_match"] = true;  // (read_bertx refuses a program whose checksums do not)
   // The vocabulary recorded at compile time (null: none, and training it checks none).
   const std::optional<data::VocabRecord> vocab = data::vocab_from_metadata(p.vocab);
-  j["vocab"] = vocab ? nlohmann::json{{"xxh3", vocab->xxh3}, {"tokens", vocab->tokens > 0 ? nlohmann::json(vocab->tokens) : nlohmann::json(nullptr)}, {"path", vocab->path}}
-                     : nlohmann::json(nullptr);
+  if (!vocab) {
+    j["vocab"] = nullptr;
+    return j;
+  }
+  j["vocab"] = {{"xxh3", vocab->xxh3}, {"path", vocab->path}, {"tokens", nullptr}};
+  if (vocab->tokens > 0) j["vocab"]["tokens"] = vocab->tokens;  // (0: an older bertc recorded only the hash)
   return j;
 }
 
