@@ -243,8 +243,13 @@ std::map<std::string, std::string> task_metadata(const frontend::ModelDefinition
 class MetricsFile {
  public:
   // A fine-tuning run starts afresh (start_metrics_afresh kept any earlier run's file aside).
-  explicit MetricsFile(const std::filesystem::path& path) : out_(path, std::ios::trunc), in_use_(opened(path)) {}
-  void write(const nlohmann::json& line) { out_ << line.dump() << "\n" << std::flush; }
+  explicit MetricsFile(const std::filesystem::path& path)
+      : path_(path), out_(path, std::ios::trunc), in_use_(opened(path)) {}
+  void write(const nlohmann::json& line) {
+    append_metrics_line(out_, path_, line.dump(), line.value("step", int64_t{0}),
+                        "fine-tune again in another --checkpoint-dir (fine-tuning does not resume; the epochs' "
+                        "checkpoints written so far are kept)");
+  }
 
  private:
   const std::filesystem::path& opened(const std::filesystem::path& path) const {
@@ -254,6 +259,7 @@ class MetricsFile {
                                    path.string(), std::strerror(errno)));
     return path;
   }
+  std::filesystem::path path_;
   std::ofstream out_;
   MetricsInUse in_use_;  // (after out_: the file exists when it is locked)
 };

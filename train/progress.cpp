@@ -140,11 +140,13 @@ void Progress::Window::add(const StepStats& s) {
 }
 
 void keep_metrics_through(const std::filesystem::path& metrics, int64_t step, const std::optional<std::string>& run,
-                          std::ostream& log) {
+                          std::ostream& log, const std::string& unwritten) {
   std::ifstream in(metrics);
   if (!in) return;
+  const MetricsLine carried = check_metrics_line(unwritten);
   std::string kept, line, other_run;
   int64_t later = 0, damaged = 0, intact = 0;
+  std::set<int64_t> kept_steps;
   while (std::getline(in, line)) {
     const MetricsLine checked = check_metrics_line(line);
     if (!checked.intact) {
@@ -158,8 +160,11 @@ void keep_metrics_through(const std::filesystem::path& metrics, int64_t step, co
       continue;
     }
     kept += line + "\n";
+    kept_steps.insert(checked.step);
   }
   in.close();
+  const bool restore = carried.intact && carried.step == step && !kept_steps.count(step);
+  if (restore) kept += unwritten + "\n", kept_steps.insert(step);
   if (!other_run.empty()) {  // (--metrics named another run's file: adding to it would mix two runs)
     keep_aside(metrics,
                what_it_holds(metrics, fmt::format(" written by run {}, and this run is run {} (resumed from its step "
@@ -168,7 +173,18 @@ void keep_metrics_through(const std::filesystem::path& metrics, int64_t step, co
                log);
     return;
   }
-  if (later == 0 && damaged == 0) return;
+  // Steps the checkpoint trained whose lines are not in the file (a run that could not write them,
+  // a file cut short): said, never passed off as kept.
+  const int64_t missing = step - static_cast<int64_t>(kept_steps.size());
+  const std::string lost =
+      missing <= 0 ? ""
+                   : fmt::format("; {} step(s) of its {} have no line in it (lines a run could not write: lost){}", missing,
+                                 step, kept_steps.empty() ? "" : fmt::format(", its last line is step {}",
+                                                                             *kept_steps.rbegin()));
+  if (later == 0 && damaged == 0 && !restore) {
+    if (!lost.empty()) log << fmt::format("metrics: {} is kept{}\n", metrics.string(), lost);
+    return;
+  }
   if (intact == 0) {  // (not one metrics line: no run's metrics, whatever it is)
     keep_aside(metrics, what_it_holds(metrics, ""), log);
     return;
@@ -178,11 +194,16 @@ void keep_metrics_through(const std::filesystem::path& metrics, int64_t step, co
   refuse_metrics_in_use(metrics, metrics);  // (again: a run may have started writing it since the check)
   const std::filesystem::path whole = damaged ? link_aside(metrics) : std::filesystem::path();
   support::write_file_atomically(metrics, kept);
-  log << fmt::format("metrics: {} kept through step {}; dropped {} line(s) of later steps (trained again now){}\n",
+  log << fmt::format("metrics: {} kept through step {}; dropped {} line(s) of later steps (trained again now){}{}{}\n",
                      metrics.string(), step, later,
                      damaged ? fmt::format(" and {} damaged line(s) (the file as it was is kept as {})", damaged,
                                            whole.string())
-                             : std::string());
+                             : std::string(),
+                     restore ? fmt::format("; step {}'s line, which the stopped run could not write, put back from "
+                                           "its checkpoint",
+                                           step)
+                             : std::string(),
+                     lost);
 }
 
 std::filesystem::path check_metrics_path(const std::filesystem::path& metrics) {
@@ -321,6 +342,28 @@ Progress::Progress(std::ostream& log, const std::filesystem::path& metrics, int6
   in_use_.emplace(metrics);
 }
 
+void append_metrics_line(std::ofstream& out, const std::filesystem::path& path, const std::string& text, int64_t step,
+                         const std::string& then) {
+  // (Its size, not tellp: an append stream's position is not the file's end until it writes. Every
+  // line is flushed, so the size is the whole lines'.)
+  std::error_code ec;
+  const uintmax_t before = std::filesystem::file_size(path, ec);
+  const bool sized = !ec;
+  out << text << "\n" << std::flush;
+  if (out) return;
+  // (A full disk, a quota: the line is cut off or missing. The file goes back to its whole lines,
+  // and the run stops: training on would lose every later step's line without a word.)
+  const int error = errno;
+  out.close();  // (first: its buffer, written at close, would add the line's rest after the cut)
+  if (sized) std::filesystem::resize_file(path, before, ec);
+  const std::string fix = support::file_error_fix(error, path);
+  throw TrainError(fmt::format("{}: writing step {}'s metrics failed ({}), and the run stops rather than go on without "
+                               "them: the file keeps its whole lines{}; {}, then {}",
+                               path.string(), step, std::strerror(error),
+                               step > 1 ? fmt::format(", up to step {}", step - 1) : "",
+                               fix.empty() ? "free the file's disk" : fix, then));
+}
+
 Progress::~Progress() {
   if (!created_ || steps_ > 0) return;
   // A run that ended before its first step (out of memory, a bad batch) leaves no empty file.
@@ -355,7 +398,19 @@ void Progress::record(const StepStats& s) {
     json["allreduce_bytes"] = s.allreduce_bytes;
     json["allreduce_compressed"] = s.compressed;
   }
-  metrics_ << checksummed_line(json) << "\n" << std::flush;
+  // (After a failed write the run is stopping: no later line is tried, and the failure is kept for
+  // the trainer to stop on, after this step's checkpoint.)
+  if (metrics_failure_.empty()) {
+    const std::string text = checksummed_line(json);
+    try {
+      append_metrics_line(metrics_, metrics_path_, text, s.step,
+                          "continue with the same command and --resume (the stop's checkpoint carries this step's "
+                          "line, which the resumed run puts in its place)");
+    } catch (const TrainError& e) {
+      metrics_failure_ = e.what();
+      unwritten_line_ = text;
+    }
+  }
   const bool print = live_ || s.step == first_ || s.step == last_ || s.step % every_ == 0;
   if (!print) return;
   if (live_) log_ << "\r\033[K" << line(s, tokens_per_s, mfu) << (s.step == last_ ? "\n" : "") << std::flush;

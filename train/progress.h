@@ -50,8 +50,13 @@ MetricsLine check_metrics_line(const std::string& line);
 // records one: a file with a line of another run is that run's record (--metrics named another
 // run's file), which nothing may lose or mix into: it is kept aside whole, said on `log`, and
 // this run writes a new one.
+// `unwritten`: the checkpoint's own step's line, which the run could not write (a full disk:
+// the checkpoint carries it, kMetricsUnwrittenKey); put back in its place when the file lacks it.
 void keep_metrics_through(const std::filesystem::path& metrics, int64_t step, const std::optional<std::string>& run,
-                          std::ostream& log);
+                          std::ostream& log, const std::string& unwritten = "");
+
+// The checkpoint metadata key carrying the line of its step that the metrics file could not take.
+inline constexpr const char* kMetricsUnwrittenKey = "metrics_unwritten";
 
 // The path a run writes its metrics to: `metrics` with links followed (a link given to --metrics
 // leads the metrics to its target; it is never itself set aside or replaced). Throws TrainError
@@ -93,6 +98,13 @@ class MetricsInUse {
   int fd_ = -1;
 };
 
+// Appends step `step`'s metrics line to `out` (the file at `path`), flushed. When the write fails
+// (a full disk, a quota) the file is cut back to its whole lines and TrainError thrown naming the
+// step, the cause, its fix and `then` (how the run goes on after it): metrics are never lost
+// without a word while training goes on.
+void append_metrics_line(std::ofstream& out, const std::filesystem::path& path, const std::string& text, int64_t step,
+                         const std::string& then);
+
 class Progress {
  public:
   // Steps first..last of a run; lines every `every` steps (each step when `live`); the metrics
@@ -105,7 +117,13 @@ class Progress {
   Progress(const Progress&) = delete;
   Progress& operator=(const Progress&) = delete;
 
+  // Prints the step's line (as often as asked) and appends its metrics. A line that cannot be
+  // written (a full disk) is kept as metrics_failure(), and no later one is tried.
   void record(const StepStats& s);
+  // "" while every line was written; else what failed and its fix: the run stops after this step's
+  // checkpoint (train/trainer.cpp), rather than train on without its metrics.
+  const std::string& metrics_failure() const { return metrics_failure_; }
+  const std::string& unwritten_line() const { return unwritten_line_; }  // the line that failed (its checkpoint keeps it)
   void note(const std::string& message);  // a message between progress lines
 
  private:
@@ -129,6 +147,7 @@ class Progress {
   int64_t steps_ = 0;
   double total_seconds_ = 0;
   int64_t total_tokens_ = 0, skipped_ = 0;
+  std::string metrics_failure_, unwritten_line_;
 };
 
 }  // namespace bertc::train

@@ -45,6 +45,10 @@
 namespace bertc::train {
 namespace {
 
+// The stop a failed metrics write asks (past every signal's number, and the largest, so that
+// ranks agreeing on the largest stop all take it).
+constexpr int kStopForMetrics = 1 << 16;
+
 using Clock = std::chrono::steady_clock;
 namespace names = ir::names;
 
@@ -528,7 +532,12 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
     // Steps after the checkpoint that a stopped run recorded are trained again: their lines go.
     // A run from step 1 keeps any file of metrics it finds aside (a run killed here before its
     // first checkpoint included: its steps are not in the new file twice, and nothing is lost).
-    if (start > 0) keep_metrics_through(o.metrics, start, recorded_run, log);
+    if (start > 0) {
+      std::string carried;
+      if (resumed)
+        if (const auto it = resumed->metadata.find(kMetricsUnwrittenKey); it != resumed->metadata.end()) carried = it->second;
+      keep_metrics_through(o.metrics, start, recorded_run, log, carried);
+    }
     else start_metrics_afresh(o.metrics, log);
     progress.emplace(log, o.metrics, start + 1, last, t.log_every, o.live_progress, runners.figures, run_id);
   }
@@ -563,8 +572,10 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
     say_recorded_graphs(runners, progress ? &*progress : nullptr);
     if (!timed.empty()) write_profile(s, o, *device, timed, progress);
     summary.losses.push_back(stats.loss);
-    // A signal on any rank stops every rank after the same step.
+    // A signal on any rank stops every rank after the same step; so does rank 0's metrics file
+    // failing (a full disk), with a stop of its own (not a signal's: the run then ends in an error).
     int stop = stop_requested();
+    if (progress && !progress->metrics_failure().empty()) stop = std::max(stop, kStopForMetrics);
     if (comm.size() > 1)
       for (uint64_t v : comm.all_gather(static_cast<uint64_t>(stop), fmt::format("the agreement on stopping after step {}", s)))
         stop = std::max(stop, static_cast<int>(v));
@@ -579,6 +590,7 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
         metadata["gradient_accumulation_steps"] = std::to_string(K);
         metadata["schedule_steps"] = std::to_string(t.steps);  // (the total the learning rate was planned over)
         metadata[kRunIdKey] = run_id;
+        if (stop == kStopForMetrics && progress) metadata[kMetricsUnwrittenKey] = progress->unwritten_line();
         metadata.merge(data_metadata(stream));
         metadata.merge(settings_metadata(o.config));
         metadata.merge(export_metadata(o.config, vocab));
@@ -591,6 +603,11 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
     // A signal that came while the checkpoint was written: that checkpoint is the stop's (one rank:
     // ranks agree on stopping only after a step).
     if (!stop && checkpoint && comm.size() == 1) stop = stop_requested();
+    if (stop == kStopForMetrics) {
+      if (comm.size() > 1) comm.meet("the stop's checkpoint");
+      throw TrainError(fmt::format("{} (the run stopped after step {}, with its checkpoint)",
+                                   progress ? progress->metrics_failure() : "rank 0 could not write the metrics", s));
+    }
     if (stop && s < last) {
       // Every rank waits for rank 0's checkpoint: a rank that ended first (exit 130/143) would get a
       // launcher (torchrun, srun) to kill the rest, rank 0 amid its write.

@@ -353,6 +353,34 @@ elif full.stdout.strip() != "exit 1" or f"No space left on device: make room in 
 else:
     print("export onto a full disk:", full.stderr.strip().splitlines()[-1][:200])
 
+# Metrics onto a full disk: the run stops after the step whose line failed, with a checkpoint that
+# carries that line, and says so (exit 1); the file keeps its whole lines. Room made, --resume puts
+# the line back and goes on: the file then holds every step once, equal to the uninterrupted run.
+# (Training on without metrics lost every later line, said nowhere, and exited 0.)
+metrics_disk = os.path.join(WORK, "small-metrics-disk")
+os.makedirs(metrics_disk)
+kept_metrics = os.path.join(WORK, "metrics-after-full-disk.jsonl")
+train = f"'{BERTC}' train '{CONFIG}' --device cpu --checkpoint-dir '{folder('metrics-full')}' --metrics '{metrics_disk}/m.jsonl'"
+full = subprocess.run(["unshare", "-m", "sh", "-c",
+                       f"mount -t tmpfs -o size=16k tmpfs '{metrics_disk}' && head -c 10000 /dev/zero > '{metrics_disk}/fill'"
+                       f" && {train} 2> '{WORK}/metrics-full.log'; echo \"exit $?\"; rm '{metrics_disk}/fill'; "
+                       f"{train} --resume 2> '{WORK}/metrics-resumed.log'; echo \"exit $?\"; "
+                       f"cp '{metrics_disk}/m.jsonl' '{kept_metrics}'"],
+                      capture_output=True, text=True, timeout=600)
+if "exit " not in full.stdout:
+    print("metrics onto a full disk: skipped (no mount namespace here:", full.stderr.strip()[:120], ")")
+else:
+    said, resumed_log = open(f"{WORK}/metrics-full.log").read(), open(f"{WORK}/metrics-resumed.log").read()
+    stopped = re.search(r"writing step (\d+)'s metrics failed \(No space left on device\).*the run stopped after step "
+                        r"\1, with its checkpoint", said)
+    steps = [json.loads(line)["step"] for line in open(kept_metrics)]
+    straight = [m[1] for m in losses("straight")]
+    if full.stdout.split() != ["exit", "1", "exit", "0"] or not stopped or \
+            "put back from its checkpoint" not in resumed_log or steps != list(range(1, 41)) or \
+            [json.loads(line)["loss"] for line in open(kept_metrics)] != straight:
+        fail(f"metrics onto a full disk: {full.stdout.split()}, steps {steps}:\n{said[-1500:]}\n{resumed_log[-1500:]}")
+    print(f"metrics onto a full disk: stopped after step {stopped.group(1)}; resumed, every step's line once")
+
 # A signal during fine-tuning: it stops after the step with a checkpoint, exit 143, and its last
 # line counts the whole epochs (the one it stopped in is said as part of one, not as an epoch).
 ft_text = open(os.path.join(SOURCE, "tests", "lit", "Inputs", "finetune-test.toml")).read()
