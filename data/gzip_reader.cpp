@@ -48,11 +48,24 @@ GzipReader::GzipReader(const std::filesystem::path& path, Note note) : path_(pat
       std::filesystem::path text = path;
       text.replace_extension();
       if (text.extension() != ".txt") text += ".txt";
+      text = unused_name(text);
       throw DataError(fmt::format("{}: named .gz but holds {}-compressed data, and bertc reads text, plain or gzip'd: "
                                   "decompress it ({} '{}' > '{}') and give the text",
                                   path.string(), *how, tool, path.string(), text.string()));
     }
-    throw DataError(fmt::format("{}: named .gz but not gzip-compressed (rename it .txt, or compress it)", path.string()));
+    // (A zlib stream, gzip's data without its header, as zlib.compress writes: its 2-byte header is
+    // CMF 0x78 with a check that makes the pair a multiple of 31.)
+    const unsigned char* head = z_.next_in;
+    if (z_.avail_in >= 2 && head[0] == 0x78 && (head[0] * 256 + head[1]) % 31 == 0)
+      throw DataError(fmt::format(
+          "{}: named .gz but holds a zlib stream (deflate without gzip's header, as Python's zlib.compress writes), "
+          "and bertc reads text, plain or gzip'd: decompress it (python3 -c \"import sys, zlib; "
+          "sys.stdout.buffer.write(zlib.decompress(open(sys.argv[1], 'rb').read()))\" '{}' > '{}') and give the text",
+          path.string(), path.string(), unused_name(beside(".txt")).string()));
+    throw DataError(fmt::format("{}: named .gz but its first bytes are not gzip's (1f 8b) nor those of another "
+                                "compressor bertc knows: if it is plain text, rename it without .gz; if something "
+                                "else compressed it, decompress it with that and give the text",
+                                path.string()));
   }
   if (compressed_ && inflateInit2(&z_, 15 + 16) != Z_OK) {  // (15 + 16: a gzip wrapper, its CRC checked)
     std::fclose(file_);
@@ -137,8 +150,9 @@ std::filesystem::path GzipReader::beside(const std::string& suffix) const {
 DataError GzipReader::cut_short() const {
   // (The part it holds, kept knowingly: decompressed beside it under its name without .gz, the
   // cut file moved aside, so that a folder it is in reads the part and the rest alike; never onto
-  // the file itself, which the shell would empty before gzip reads it.)
-  const std::filesystem::path part = extension_of(path_) == ".gz" ? beside(".txt") : beside(".part.txt");
+  // the file itself, which the shell would empty before gzip reads it, nor onto another file
+  // already there: a name not taken.)
+  const std::filesystem::path part = unused_name(extension_of(path_) == ".gz" ? beside(".txt") : beside(".part.txt"));
   return DataError(fmt::format(
       "{}: the gzip stream ends early: the file is cut short after {} bytes, inside member {} ({} bytes of text read "
       "before; an interrupted download or copy?). Get the whole file again (gzip -t '{}' checks one), or keep the "
@@ -190,7 +204,7 @@ void GzipReader::after_member() {
         "\"trailing garbage ignored\"), then move '{}' aside",
         path_.string(), trailing, members_, at,
         member_like ? ", and they start like a gzip member whose first bytes are damaged" : "", path_.string(),
-        path_.string(), beside(".members.txt").string(), path_.string()));
+        path_.string(), unused_name(beside(".members.txt")).string(), path_.string()));
   if (note_)
     note_(fmt::format("{}: {} {} after its gzip stream ({} member(s), all read and checked) ignored, as gzip -d "
                       "ignores them",

@@ -40,13 +40,18 @@ std::optional<OtherEncoding> other_encoding(std::string_view head) {
 // Where converted text goes: beside the file, under a name that is never the file's own (a
 // command that wrote onto its input would empty it before reading it), keeping the kind its
 // extension says (a task file's .tsv or .jsonl, which its reader goes by; .txt otherwise).
-std::string converted_name(const std::filesystem::path& path) {
+std::filesystem::path converted_path(const std::filesystem::path& path) {
   std::filesystem::path out = path;
   if (out.extension() == ".gz") out.replace_extension();
   const std::string kind = out.extension() == ".tsv" || out.extension() == ".jsonl" ? out.extension().string() : ".txt";
   if (out.extension() == kind) out.replace_extension();
   out += ".utf8" + kind;
-  return out.string();
+  return out;
+}
+
+// (and not one taken: a file of that name already there would be emptied by the command's >)
+std::string converted_name(const std::filesystem::path& path) {
+  return unused_name(converted_path(path)).string();
 }
 
 std::string share(uint64_t part, uint64_t whole) {
@@ -143,6 +148,17 @@ std::optional<std::string> not_text_note(const std::filesystem::path& path, cons
                                         gz ? fmt::format("gzip -dc {} | ", file) : "", gz ? "" : file + " ",
                                         converted_name(path))
                           : "");
+}
+
+std::filesystem::path unused_name(const std::filesystem::path& wanted) {
+  std::error_code ec;
+  // (symlink_status: a dangling link is a name taken too, and > would write through it)
+  if (!std::filesystem::exists(std::filesystem::symlink_status(wanted, ec))) return wanted;
+  const std::string stem = wanted.stem().string(), ext = wanted.extension().string();
+  for (int n = 1;; ++n) {
+    const std::filesystem::path next = wanted.parent_path() / fmt::format("{}-{}{}", stem, n, ext);
+    if (!std::filesystem::exists(std::filesystem::symlink_status(next, ec))) return next;
+  }
 }
 
 }  // namespace bertc::data

@@ -25,6 +25,10 @@ struct TextFigures {
 // "lzma"), nullopt for none: a file's name does not say it reliably (.tgz, .gz.part, .txt).
 std::optional<std::string> compression_in(std::string_view head);
 
+// `wanted`, or when something is there already, the first of NAME-1.EXT, NAME-2.EXT, ... that is
+// not: where the commands advice gives write (a shell's > would empty a file already there).
+std::filesystem::path unused_name(const std::filesystem::path& wanted);
+
 // A UTF-8 byte-order mark at the start of `text`, which readers skip (Windows tools write one).
 bool starts_with_utf8_bom(std::string_view text);
 
