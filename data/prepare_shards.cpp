@@ -272,6 +272,13 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
     throw DataError(fmt::format("{}: is the --input folder, and shards written among the text would make a folder that "
                                 "no run reads (a run reads shards or text, not both): choose another --output",
                                 o.output.string()));
+  // (Any folder of text, not only --input's: no run reads a folder of shards and text.)
+  if (const std::optional<std::filesystem::path> text =
+          std::filesystem::is_directory(o.output, is_file) ? text_file_in(o.output) : std::nullopt)
+    throw DataError(fmt::format("{}: holds text ({}), and shards written among it would make a folder that no run "
+                                "reads (a run reads shards or text, not both): choose an empty (or new) folder for "
+                                "--output",
+                                o.output.string(), text->filename().string()));
   if (!shard_files(o.output).empty())
     throw DataError(fmt::format("{} already holds shards: choose an empty (or new) folder for --output, so that no "
                                 "shard of another run is overwritten or mixed in",

@@ -68,19 +68,26 @@ void refuse_mixed(const std::vector<std::filesystem::path>& files, const std::ve
 
 // Refuses one shard twice in a set (a copy under another name, a link to another shard): its
 // examples would be trained on twice as often as the rest's, without a word. Found by the file
-// itself, or by equal checksums (bertc's shards carry one beside them).
-void refuse_duplicates(const std::vector<std::filesystem::path>& files) {
+// itself, by equal checksums (bertc's shards carry one beside them), or by the same place in the
+// same set (a copy made without its checksum).
+void refuse_duplicates(const std::vector<std::filesystem::path>& files, const std::vector<ShardShape>& shapes) {
   std::map<std::string, std::filesystem::path> seen;
-  for (const auto& f : files) {
+  for (size_t i = 0; i < files.size(); ++i) {
+    const std::filesystem::path& f = files[i];
     std::error_code ec;
     std::vector<std::string> keys = {"file " + std::filesystem::canonical(f, ec).string()};
     std::ifstream sum(f.string() + ".xxh3");
     if (std::string text; sum >> text) keys.push_back("checksum " + text);
+    if (const auto& r = shapes[i].record; r && !r->set.empty())
+      keys.push_back(fmt::format("record (shard {} of the {} bertc prepare-data made as set {})", r->index, r->count,
+                                 r->set));
     for (const std::string& key : keys)
-      if (const auto [it, fresh] = seen.emplace(key, f); !fresh)
+      if (const auto [it, fresh] = seen.emplace(key, f); !fresh) {
+        const std::string kind = key.substr(0, key.find(' '));  // (a record is said whole: which set, which place)
         throw DataError(fmt::format("{} and {} are the same shard (the same {}): its examples would be trained on "
                                     "twice as often as the others'; remove one of them from the folder",
-                                    it->second.string(), f.string(), key.substr(0, key.find(' '))));
+                                    it->second.string(), f.string(), kind == "record" ? key : kind));
+      }
   }
 }
 
@@ -140,7 +147,7 @@ ShardFiles::ShardFiles(std::vector<std::filesystem::path> files, int64_t seq_len
   std::vector<ShardShape> shapes;
   for (const auto& f : files_) shapes.push_back(read_shard_shape(f));
   refuse_mixed(files_, shapes);
-  refuse_duplicates(files_);
+  refuse_duplicates(files_, shapes);
   refuse_incomplete_sets(files_, shapes);
   size_t unrecorded = 0, unchecked = 0;
   for (size_t i = 0; i < files_.size(); ++i) {

@@ -41,15 +41,14 @@ std::optional<std::string> compression_of(const std::filesystem::path& p) {
   return compression_in(std::string_view(b, static_cast<size_t>(in.gcount())));
 }
 
-// Whether a folder holds text files (one level): a folder of text inside the one given.
-bool holds_text(const std::filesystem::path& folder) {
+}  // namespace
+
+std::optional<std::filesystem::path> text_file_in(const std::filesystem::path& folder) {
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator(folder, ec))
-    if (is_text(e.path())) return true;
-  return false;
+    if (is_text(e.path())) return e.path();
+  return std::nullopt;
 }
-
-}  // namespace
 
 std::string trim_line(const std::string& s) {
   const size_t b = s.find_first_not_of(" \t\r\n");
@@ -73,7 +72,7 @@ std::vector<std::filesystem::path> text_files(const std::filesystem::path& input
   // Every entry is read, refused or said: none is left out without a word.
   for (const auto& e : std::filesystem::directory_iterator(input)) {
     if (e.is_directory(ec) && !is_text(e.path())) {
-      if (holds_text(e.path()))
+      if (text_file_in(e.path()))
         throw DataError(fmt::format("{}: a folder of text inside {}: only the folder given is read, so its files would "
                                     "be left out: give that folder instead, or move its files up into {} under names not taken there",
                                     e.path().string(), input.string(), input.string()));

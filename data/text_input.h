@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -23,6 +24,10 @@ namespace bertc::data {
 // said to `note` (may be empty), with how many and the first few names.
 std::vector<std::filesystem::path> text_files(const std::filesystem::path& input,
                                               const std::function<void(const std::string&)>& note = {});
+
+// A file of `folder` (one level) named as text (.txt, .txt.gz, in any case), or nullopt: a folder
+// of text inside the one given, or text where shards would go.
+std::optional<std::filesystem::path> text_file_in(const std::filesystem::path& folder);
 
 // A line without its surrounding spaces, tabs and line ends ("" for a blank line: a document's end).
 std::string trim_line(const std::string& line);

@@ -94,7 +94,7 @@ open(os.path.join(WORK, "random.txt"), "wb").write(random_bytes)
 open(os.path.join(WORK, "empty.txt"), "w").close()
 open(os.path.join(WORK, "a-file"), "w").write("not a folder\n")
 open(os.path.join(WORK, "one-document.txt"), "w").write("the cat sat .\nthe dog ran .\n")
-cases = [("fake", ["--input", os.path.join(WORK, "fake-gz")], "named .gz but not gzip-compressed"),
+cases = [("fake", ["--input", os.path.join(WORK, "fake-gz")], "named .gz but its first bytes are not gzip's (1f 8b)"),
          ("a-file", ["--shards", "2"], "is a file: --output names a folder"),
          ("one", ["--shards", "4"], "already holds shards: choose an empty"),
          ("many", ["--shards", "5000"], "3000 document(s) for 5000 shards: every shard needs 2 at least, for its "
@@ -299,6 +299,17 @@ train("split", "--until", "10")
 train("split", "--resume")
 if losses("straight") != losses("split"):
     fail("resuming at step 10 from shards did not repeat the uninterrupted run")
+# A shard copied under another name without its .xxh3 (no checksum to match) is the same shard
+# by its record: refused before step 1 (it was trained twice as often as the others, said only as
+# a shard read unchecked).
+twice = os.path.join(WORK, "twice-bare")
+shutil.copytree(os.path.join(WORK, "one"), twice)
+shutil.copy(os.path.join(twice, "shard-00001.hdf5"), os.path.join(twice, "dup.hdf5"))
+dup = train("twice-bare-run", "--data", twice, check=False)
+if dup.returncode != 1 or not re.search(r"(dup|shard-00001).hdf5 and .*(dup|shard-00001).hdf5 are the same shard \(the same record \(shard 1 "
+                                        r"of the 4 bertc prepare-data made as set [0-9a-f]+\)\)", dup.stderr) or \
+        "step 1/" in dup.stderr:
+    fail(f"a shard copied without its checksum was not refused as the same shard:\n{dup.stderr[-1500:]}")
 # The same shards copied without their .xxh3 files are the same data: the resumed run goes on (their
 # identity is their bytes' checksum, computed where the file beside them is missing), saying they
 # are read unchecked.
