@@ -306,6 +306,7 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
   FinetuneOptions o = options;
   frontend::Config& c = o.config;
   const frontend::FinetuneConfig& f = c.finetune;
+  refuse_run_folder_in_use(o.checkpoint_dir);  // (first: a running run's metrics would be blamed instead)
   o.metrics = check_metrics_path(o.metrics);  // (before anything is made: a slip of --metrics is refused first)
   const RunFolderLock folder_lock(o.checkpoint_dir, log);
   remove_leftover_temporaries(o.checkpoint_dir, log);

@@ -39,7 +39,22 @@ std::string host_name() {
   return name;
 }
 
+TrainError folder_in_use(const std::filesystem::path& folder, const std::string& holder) {
+  return TrainError(fmt::format("{} is in use by another bertc train ({}): wait for it to end, or choose another "
+                                "--checkpoint-dir",
+                                folder.string(), holder.empty() ? "one just starting" : "pid " + holder));
+}
+
 }  // namespace
+
+void refuse_run_folder_in_use(const std::filesystem::path& folder) {
+  const int fd = ::open((folder / ".bertc-lock").c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return;  // (no run ever locked it, or no folder yet)
+  const bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  const std::string content = held ? contents(fd) : "";
+  ::close(fd);
+  if (held) throw folder_in_use(folder, content.substr(0, content.find('\n')));
+}
 
 RunFolderLock::RunFolderLock(const std::filesystem::path& folder, std::ostream& log) : folder_(folder) {
   std::error_code ec;
@@ -81,10 +96,7 @@ RunFolderLock::RunFolderLock(const std::filesystem::path& folder, std::ostream& 
     const int why = errno;
     const std::string content = contents(fd_), holder = content.substr(0, content.find('\n'));
     ::close(fd_);
-    if (why == EWOULDBLOCK)
-      throw TrainError(fmt::format("{} is in use by another bertc train ({}): wait for it to end, or choose another "
-                                   "--checkpoint-dir",
-                                   folder.string(), holder.empty() ? "one just starting" : "pid " + holder));
+    if (why == EWOULDBLOCK) throw folder_in_use(folder, holder);
     throw TrainError(fmt::format("{}: cannot be locked ({}): the run folder's file system must support flock",
                                  path.string(), std::strerror(why)));
   }

@@ -7,6 +7,11 @@
 
 namespace bertc::train {
 
+// Throws TrainError, as RunFolderLock would, when another run holds `folder`'s lock now; makes
+// and takes nothing: asked before the checks that come before the lock (--metrics: the metrics a
+// running run writes in its folder are its folder's being in use, said as such).
+void refuse_run_folder_in_use(const std::filesystem::path& folder);
+
 class RunFolderLock {
  public:
   // Creates the folder, and locks `folder/.bertc-lock` (holding "pid host"). Throws TrainError

@@ -434,6 +434,7 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
   // The run folder is this run's before anything is read from or written to it (rank 0 writes it).
   std::optional<RunFolderLock> folder_lock;
   if (comm.rank() == 0) {
+    refuse_run_folder_in_use(o.checkpoint_dir);  // (first: a running run's metrics would be blamed instead)
     o.metrics = check_metrics_path(o.metrics);  // (before anything is made: a slip of --metrics is refused first)
     folder_lock.emplace(o.checkpoint_dir, log);
     remove_leftover_temporaries(o.checkpoint_dir, log);
