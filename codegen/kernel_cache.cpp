@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -17,6 +18,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "support/atomic_file.h"
 
@@ -94,6 +96,33 @@ std::optional<std::string> untrusted(const std::filesystem::path& path, bool ent
   return std::nullopt;
 }
 
+std::optional<std::string> untrusted_way(const std::filesystem::path& folder, const std::filesystem::path& cache) {
+  std::error_code ec;
+  auto plain = [&](const std::filesystem::path& p) {
+    std::filesystem::path a = std::filesystem::absolute(p, ec).lexically_normal();
+    return a.has_filename() || a == a.root_path() ? a : a.parent_path();  // ("/a/b/" is /a/b)
+  };
+  std::vector<std::string> faults;
+  std::filesystem::path outermost;
+  for (std::filesystem::path p = plain(folder);; p = p.parent_path()) {
+    if (const auto why = untrusted(p, false)) faults.insert(faults.begin(), *why), outermost = p;
+    if (p == p.parent_path() || p.empty()) break;
+  }
+  if (faults.empty()) return std::nullopt;
+  // (One fix for all: removing the outermost folder at fault, when it is the cache's own or inside
+  // it, takes the rest with it; above the cache, the cache must go elsewhere.)
+  const std::filesystem::path root = plain(cache);
+  const auto [at, rest] = std::mismatch(outermost.begin(), outermost.end(), root.begin(), root.end());
+  const bool above = at == outermost.end() && rest != root.end();
+  const std::string fix =
+      above ? fmt::format("{} is above the cache, and whoever may write it may replace the cache: a cache is code "
+                          "bertc loads, so set XDG_CACHE_HOME to a folder of your own, on a path only you and root may "
+                          "write (a cache shared read-only is one trusted user's, named in BERTC_CACHE_OWNER)",
+                          outermost.string())
+            : trust_fix(outermost);
+  return fmt::format("{}: {}", fmt::join(faults, "; "), fix);
+}
+
 void make_cache_folder(const std::filesystem::path& folder) {
   std::vector<std::filesystem::path> missing;
   std::error_code ec;
@@ -101,11 +130,14 @@ void make_cache_folder(const std::filesystem::path& folder) {
     missing.push_back(p);
     if (p == p.parent_path()) break;
   }
+  // (Before anything is made: a folder made under one others may write would be theirs to move.)
+  const std::filesystem::path there = missing.empty() ? folder : missing.back().parent_path();
+  if (const auto why = untrusted_way(there.empty() ? "." : there, folder.parent_path()))
+    throw std::runtime_error(*why);
   for (auto it = missing.rbegin(); it != missing.rend(); ++it)
     if (::mkdir(it->c_str(), 0700) != 0 && errno != EEXIST)
       throw std::runtime_error(fmt::format("{} cannot be made: {}", it->string(), std::strerror(errno)));
-  for (const std::filesystem::path& f : {folder, folder.parent_path()})  // (its folder and the cache's own)
-    if (const auto why = untrusted(f, false)) throw std::runtime_error(fmt::format("{}: {}", *why, trust_fix(f)));
+  if (const auto why = untrusted_way(folder, folder.parent_path())) throw std::runtime_error(*why);
   sweep_stale_temporaries(folder);
 }
 
@@ -113,15 +145,15 @@ std::optional<std::string> read_cache_entry(const std::filesystem::path& path) {
   std::error_code ec;
   const auto status = std::filesystem::symlink_status(path, ec);
   if (ec || status.type() == std::filesystem::file_type::not_found) return std::nullopt;
-  // The entry, its folder and the one above (the cache's own: whoever may write it may replace the
-  // entry's folder).
-  for (const auto& [checked, entry] :
-       {std::pair{path, true}, std::pair{path.parent_path(), false}, std::pair{path.parent_path().parent_path(), false}})
-    if (const auto why = untrusted(checked, entry)) {
-      // (the fix names what is at fault: the entry, its folder, or the cache's own folder)
-      warn_cache_unusable(path.parent_path(), fmt::format("{}: {}", *why, trust_fix(checked)));
-      return std::nullopt;
-    }
+  // The entry, then its folder, the cache's own and every folder above (whoever may write one may
+  // replace what is below it), all said at once with the one fix that clears them.
+  std::optional<std::string> why;
+  if (const auto entry = untrusted(path, true)) why = fmt::format("{}: {}", *entry, trust_fix(path));
+  else why = untrusted_way(path.parent_path(), path.parent_path().parent_path());
+  if (why) {
+    warn_cache_unusable(path.parent_path(), *why);
+    return std::nullopt;
+  }
   if (status.type() != std::filesystem::file_type::regular) {
     remove_cache_entry(path);
     return std::nullopt;

@@ -5,8 +5,8 @@
 // And a cache is code: host kernel libraries are loaded into the process and GPU images onto the
 // GPU, so a folder or entry someone else could have written is not used (as ssh treats its keys):
 // each must be owned by this user, root or the user BERTC_CACHE_OWNER names, and writable by no
-// one else (an entry: a regular file, not a link; its folder and the cache's own folder above it
-// too, but for a sticky one, as /tmp). Folders bertc makes are private (0700).
+// one else (an entry: a regular file, not a link; its folder, the cache's own folder and every
+// folder above them too, but for a sticky one, as /tmp). Folders bertc makes are private (0700).
 #pragma once
 
 #include <filesystem>
@@ -27,6 +27,11 @@ void make_cache_folder(const std::filesystem::path& folder);
 // Why `path` is not trusted (owner, who may write it; `entry`: a regular file, not a link), or
 // nullopt; nullopt too when it does not exist.
 std::optional<std::string> untrusted(const std::filesystem::path& path, bool entry);
+
+// Why `folder` (inside the cache folder `cache`) may not be trusted: every folder from it up to /
+// checked, the faults said together with the one fix that clears them (removing the outermost at
+// fault when it is `cache` or below it; another XDG_CACHE_HOME when it is above), or nullopt.
+std::optional<std::string> untrusted_way(const std::filesystem::path& folder, const std::filesystem::path& cache);
 
 // Writes an entry atomically (its folders made, private); false, with the warning, when the cache
 // cannot take it or is not trusted. A folder where the entry goes is removed first.

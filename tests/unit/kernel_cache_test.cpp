@@ -255,6 +255,57 @@ TEST(KernelCache, ACacheOthersCouldWriteIsNotUsedAndBertcsFoldersArePrivate) {
   }
 }
 
+// The folders above the cache are checked too (XDG_CACHE_HOME, and everything above it): one that
+// others may write (or own) lets them replace the cache folder, or a link for it leading where
+// they choose. Refused before anything is made there, with the fix that works: another
+// XDG_CACHE_HOME. A sticky folder (as /tmp) is fine.
+TEST(KernelCache, FoldersAboveTheCacheAreCheckedBeforeAnythingIsMade) {
+  HostEmulator emulator;
+  std::vector<std::pair<std::string, std::function<void(const std::filesystem::path&)>>> ways = {
+      {"is writable by every user (mode 777)", [](const std::filesystem::path& above) { chmod(above.c_str(), 0777); }}};
+  if (::geteuid() == 0)
+    ways.push_back({"is owned by", [](const std::filesystem::path& above) { (void)!::chown(above.c_str(), 65534, 65534); }});
+  int n = 0;
+  for (const auto& [why, make_untrusted] : ways) {
+    const auto above = fresh(fmt::format("above-{}", n++));
+    std::filesystem::create_directories(above);
+    make_untrusted(above);
+    ::testing::internal::CaptureStderr();
+    expect_usable(compile_for_host(testing::kPreludeKernels, above / "bertc", emulator.api()));
+    const std::string said = ::testing::internal::GetCapturedStderr();
+    EXPECT_NE(said.find(above.string() + " " + why), std::string::npos) << said;
+    EXPECT_NE(said.find("set XDG_CACHE_HOME to a folder of your own"), std::string::npos) << said;
+    EXPECT_FALSE(std::filesystem::exists(above / "bertc")) << "made under a folder others may write: " << said;
+  }
+  const auto sticky = fresh("above-sticky");
+  std::filesystem::create_directories(sticky);
+  chmod(sticky.c_str(), 01777);
+  ::testing::internal::CaptureStderr();
+  expect_usable(compile_for_host(testing::kPreludeKernels, sticky / "bertc", emulator.api()));
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+  EXPECT_EQ(mode_of(sticky / "bertc"), 0700u);
+}
+
+// Several folders at fault are said in one warning, with the fix that clears them all (removing
+// the outermost): it worked one folder a run, each run compiling uncached again.
+TEST(KernelCache, EveryFolderAtFaultIsSaidAtOnce) {
+  HostEmulator emulator;
+  const auto cache = fresh("two-faults");
+  expect_usable(compile_for_host(testing::kPreludeKernels, cache, emulator.api()));
+  chmod(cache.c_str(), 0777);
+  chmod((cache / "host").c_str(), 0777);
+  ::testing::internal::CaptureStderr();
+  expect_usable(compile_for_host(testing::kPreludeKernels, cache, emulator.api()));
+  const std::string said = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(said.find(cache.string() + " is writable by every user"), std::string::npos) << said;
+  EXPECT_NE(said.find((cache / "host").string() + " is writable by every user"), std::string::npos) << said;
+  EXPECT_NE(said.find("rm -rf '" + cache.string() + "'"), std::string::npos) << said;
+  std::filesystem::remove_all(cache);  // (the fix as said)
+  ::testing::internal::CaptureStderr();
+  expect_usable(compile_for_host(testing::kPreludeKernels, cache, emulator.api()));
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+}
+
 TEST(KernelCache, NvrtcEntriesOthersCouldWriteAreNotUsed) {
   const NvrtcCompiler compiler = NvrtcCompiler::for_arch(80);
   std::vector<KernelSource> kernels;
