@@ -182,6 +182,7 @@ int compile(CompileArgs args, const CompileFlags& flags, const frontend::ModelDe
                                                   "command again");
   frontend::Config config = frontend::load_config(args.config, model.extra_keys);
   config.compile = resolve_here(flags.apply(config.compile));
+  args.output = through_output_link(args.output);  // (a link given to -o: the output goes where it leads)
   refuse_output_onto_input(args.output, "-o", {{args.config, "the config"},
                                                {config.train.vocab.empty() ? std::string()
                                                                             : config.resolve(config.train.vocab).string(),
@@ -612,10 +613,12 @@ struct BatchArgs {
 };
 
 // Writes micro-batch `index` of the config's training stream, the input bertc eval reads.
-int batch(const BatchArgs& args, const frontend::ModelDefinition& model) {
+int batch(const BatchArgs& given, const frontend::ModelDefinition& model) {
+  BatchArgs args = given;
   const train::StopOnSignal ends_at_once(nullptr, "batch ended by a signal: nothing was written (a file being "
                                                   "written is removed); run the same command again");
   const frontend::Config config = frontend::load_config(args.config, model.extra_keys);
+  args.output = through_output_link(args.output);  // (a link given to -o: the batch goes where it leads)
   refuse_output_onto_input(args.output, "-o",
                            {{args.config, "the config"},
                             {chosen_path(args.vocab, config, config.train.vocab).string(), "the vocabulary"},

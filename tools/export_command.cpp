@@ -36,15 +36,12 @@ int export_checkpoint(const ExportArgs& args, std::ostream& log) {
   o.checkpoint = args.checkpoint;
   if (args.output.empty())
     throw std::invalid_argument("-o \"\": export writes a folder: give its path (a new or empty folder)");
-  refuse_dangling_link(args.output, "-o");
-  // The folder is made beside its place and renamed there: a link in the name's place would be
-  // replaced by nothing it names (said as the staging folder's failure).
-  if (std::error_code ec; std::filesystem::is_symlink(std::filesystem::path(args.output).lexically_normal(), ec))
-    throw std::invalid_argument(fmt::format("-o {}: a link; export makes its folder in one piece where the name is: "
-                                            "give the folder's own path ({})",
-                                            args.output,
-                                            std::filesystem::weakly_canonical(args.output, ec).string()));
-  o.output = args.output;
+  // (The folder is made beside its place and renamed there: a link in the name's place is
+  // followed, and the folder made where it leads, as every output is.)
+  const std::string output =
+      through_output_link(std::filesystem::path(args.output).lexically_normal().string());
+  refuse_dangling_link(output, "-o");
+  o.output = output;
   if (!args.head.empty()) o.head = ir::enum_named<frontend::HfHead>(args.head);
   if (!args.vocab.empty()) o.vocab = args.vocab;
   // A signal stops it between files; the folder it was making goes (it is renamed in whole).

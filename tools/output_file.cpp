@@ -95,6 +95,19 @@ void refuse_replacing_other_than_compile_output(const std::string& output, Compi
                                           output, what));
 }
 
+std::string through_output_link(const std::string& output) {
+  if (output.empty() || output == "-") return output;
+  std::filesystem::path p = output;
+  std::error_code ec;
+  for (int links = 0; links < 40; ++links) {
+    if (std::filesystem::symlink_status(p, ec).type() != std::filesystem::file_type::symlink) return p.string();
+    const std::filesystem::path target = std::filesystem::read_symlink(p, ec);
+    if (ec) return output;
+    p = (target.is_absolute() ? target : p.parent_path() / target).lexically_normal();
+  }
+  return output;  // (a loop: refuse_dangling_link says so)
+}
+
 void refuse_dangling_link(const std::string& output, const std::string& option) {
   if (output.empty() || output == "-") return;
   std::error_code ec;

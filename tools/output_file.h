@@ -31,6 +31,13 @@ enum class CompileOutput { Program, Executable, Text };
 // stats or params listing — is refused, so -o never costs a file ("" and "-" pass).
 void refuse_replacing_other_than_compile_output(const std::string& output, CompileOutput kind);
 
+// Where `output` is written: when its last component is a symbolic link (to a file or a folder,
+// there or not yet), the path it leads to, followed through up to 40 links; else `output`. Every
+// command's output goes through a link to where it leads (the link stays a link), as --metrics
+// does: replacing the link, or refusing it, left its target as it was. "" and "-" are returned as
+// they are.
+std::string through_output_link(const std::string& output);
+
 // Throws std::invalid_argument when `output` (or a folder on its way) is a link to something that
 // does not exist — a mount point not mounted, a target removed: a command would make a folder or
 // file where the link is, or remove the link when it fails. "" and "-" pass.

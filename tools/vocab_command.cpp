@@ -74,7 +74,9 @@ std::filesystem::path place_vocabulary(const std::filesystem::path& output, cons
 
 }  // namespace
 
-int train_vocab(const VocabArgs& a, const frontend::ModelDefinition& model, std::ostream& log) {
+int train_vocab(const VocabArgs& given, const frontend::ModelDefinition& model, std::ostream& log) {
+  VocabArgs a = given;
+  a.output = through_output_link(a.output);  // (a link given to -o: the new file goes where it leads)
   const frontend::Config config = frontend::load_config(a.config, model.extra_keys);
   refuse_dangling_link(a.output, "-o");
   if (std::filesystem::exists(a.output))
