@@ -170,10 +170,23 @@ size_t column_of(const std::string& key, const std::string& what, const std::vec
       throw DataError(fmt::format("{}:1: the header names two columns '{}' (columns {} and {}, from 0), and [finetune] "
                                   "{} reads that name: rename one of them in the header",
                                   path, key, it - header.begin(), again - header.begin(), what));
-    if (it == header.end())
+    if (it == header.end()) {
+      // (Each name quoted, so that spaces around one show; one that is the key but for them is named.)
+      std::vector<std::string> quoted;
+      std::string spaced;
+      for (const std::string& name : header) {
+        quoted.push_back(fmt::format("'{}'", name));
+        const size_t b = name.find_first_not_of(" \t\r"), e = name.find_last_not_of(" \t\r");
+        if (spaced.empty() && b != std::string::npos && name.substr(b, e - b + 1) == key) spaced = name;
+      }
+      if (!spaced.empty())
+        throw DataError(fmt::format("{}:1: no column '{}' ([finetune] {}), but the header names '{}': spaces around "
+                                    "the name; remove them from the header (or set [finetune] {} = \"{}\")",
+                                    path, key, what, spaced, what, spaced));
       throw DataError(fmt::format("{}:1: no column '{}' ([finetune] {}); the header names: {} (set [finetune] "
                                   "tsv_header = false for a file without one)",
-                                  path, key, what, fmt::join(header, ", ")));
+                                  path, key, what, fmt::join(quoted, ", ")));
+    }
     return static_cast<size_t>(it - header.begin());
   }
   size_t n = 0;
@@ -312,6 +325,12 @@ TaskData read_task_file(const std::filesystem::path& path, const TaskFormat& for
                                 path.string(), format.max_len));
   const ExampleMaker maker(path, format, tokenizer, vocab);
   const std::string ext = path.extension().string();
+  // (A pipe, as <(...) gives: its name says no kind, and it can be read once only; a file can.)
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
+    throw DataError(fmt::format("{}: not a regular file (a pipe, as <(...) gives, a device or a folder): a task file "
+                                "is read from a file named .tsv or .jsonl; write it to one and give that",
+                                path.string()));
   TaskData data;
   if (ext == ".tsv") data = read_tsv(path, format, maker);
   else if (ext == ".jsonl") data = read_jsonl(path, format, maker);

@@ -64,9 +64,25 @@ std::vector<std::filesystem::path> text_files(const std::filesystem::path& input
     throw DataError(fmt::format("{}: not a regular file (a pipe, a device or a socket): bertc reads training text "
                                 "from regular files; write it to a file and give that",
                                 input.string()));
-  if (!std::filesystem::is_directory(input, ec))
+  if (!std::filesystem::is_directory(input, ec)) {
+    // (A link that leads nowhere is there: said as the link it is, not as nothing.)
+    if (std::filesystem::is_symlink(input, ec)) {
+      std::filesystem::path p = input;
+      bool loop = true;
+      for (int links = 0; links < 40 && loop; ++links) {
+        const std::filesystem::path to = std::filesystem::read_symlink(p, ec);
+        p = (to.is_absolute() ? to : p.parent_path() / to).lexically_normal();
+        loop = !ec && std::filesystem::is_symlink(p, ec);
+      }
+      throw DataError(fmt::format("{}: a link {}: point it at the training text (a file or a folder), or give that "
+                                  "itself",
+                                  input.string(),
+                                  loop ? "in a loop of links (each leads to the next, and back)"
+                                       : fmt::format("to {}, which does not exist", p.string())));
+    }
     throw DataError(fmt::format("{}: no such file or folder of training text (set [train] data, --data or --input)",
                                 input.string()));
+  }
   std::vector<std::filesystem::path> files;
   std::vector<std::string> left_out;
   // Every entry is read, refused or said: none is left out without a word.

@@ -37,9 +37,18 @@ void require_same_vocab(const VocabRecord& used, const VocabRecord& recorded, co
                         const std::string& fix) {
   if (used.xxh3 == recorded.xxh3) return;
   const bool same_size = recorded.tokens == used.tokens;
-  throw DataError(fmt::format("the vocabulary {} is not the one {} was made with, {}{}: {}", used.describe(), holder,
+  // (One path, two hashes: the file was edited or replaced since, which is the thing to undo.)
+  std::error_code ec;
+  const bool same_file = !used.path.empty() && !recorded.path.empty() &&
+                         std::filesystem::weakly_canonical(used.path, ec) ==
+                             std::filesystem::weakly_canonical(recorded.path, ec);
+  throw DataError(fmt::format("the vocabulary {} is not the one {} was made with, {}{}{}: {}", used.describe(), holder,
                               recorded.describe(),
-                              same_size ? " (the same size: the same tokens in another order, or others)" : "", fix));
+                              same_size ? " (the same size: the same tokens in another order, or others)" : "",
+                              same_file ? "; it is the same file, changed since (edited or replaced in place): put "
+                                          "back the one it was"
+                                        : "",
+                              fix));
 }
 
 }  // namespace bertc::data

@@ -401,6 +401,19 @@ LoadedProgram load_compiled(codegen::CompiledProgram program, const std::string&
 // training executable's; nullopt for anything else (a config).
 std::optional<codegen::CompiledProgram> compiled_program_in(const std::string& path) {
   if (codegen::is_bertx(path)) return codegen::read_bertx(path);
+  // (A file named .bertx that is none: said as such, not read as a config whose errors would say
+  // what a TOML file lacks.)
+  if (std::filesystem::path(path).extension() == ".bertx" && support::non_regular_kind(path).empty()) {
+    std::error_code ec;
+    const auto bytes = std::filesystem::file_size(path, ec);
+    if (!ec)
+      throw std::invalid_argument(fmt::format("{}: named .bertx, and not a compiled program ({}): compile it again "
+                                              "(bertc compile CONFIG --arch ARCH -o {})",
+                                              path,
+                                              bytes == 0 ? "it is empty" : fmt::format("{} bytes, without its header",
+                                                                                       bytes),
+                                              path));
+  }
   if (std::optional<std::string> bytes = embedded_program(path))
     return codegen::decode_bertx(*bytes, path, /*in_executable=*/true);
   return std::nullopt;
@@ -581,7 +594,14 @@ int eval(const EvalArgs& args, const frontend::ModelDefinition& model) {
                                             "dropout on the CPU reference, built from a config: bertc eval CONFIG "
                                             "(bertc info shows the config a compiled program holds)",
                                             args.config));
-  refuse_output_onto_input(args.dump_logits, "--dump-logits", {{args.dump_grads, "--dump-grads"}});  // (one would be lost)
+  // (Two outputs of one name: the second written would replace the first.)
+  if (std::error_code ec; !args.dump_logits.empty() && !args.dump_grads.empty() &&
+                          (std::filesystem::weakly_canonical(args.dump_logits, ec) ==
+                               std::filesystem::weakly_canonical(args.dump_grads, ec) ||
+                           std::filesystem::equivalent(args.dump_logits, args.dump_grads, ec)))
+    throw std::invalid_argument(fmt::format("--dump-logits {} and --dump-grads {} name the same file, and each writes "
+                                            "one of its own (the second would replace the first): give two names",
+                                            args.dump_logits, args.dump_grads));
   for (const auto& [output, option, format] : {std::tuple{args.dump_grads, "--dump-grads", "bertc-gradients"},
                                                std::tuple{args.dump_logits, "--dump-logits", "bertc-logits"}}) {
     refuse_output_onto_input(output, option, {{args.init, "--init"}, {args.batch, "--batch"}, {args.config, "the config"}});
