@@ -12,17 +12,19 @@ namespace bertc::passes {
 namespace {
 
 // Line rates per direction. PCIe: 0.985 GB/s per lane (gen 3), 1.97 (gen 4); NVLink: V100 SXM2's
-// six NVLink 2 links, 150 GB/s per direction; A100's NVLink 3, 300.
+// six NVLink 2 links, 150 GB/s per direction; A100's NVLink 3, 300. A ring step's latency (order
+// of magnitude, not measured here): a few microseconds within a machine and over InfiniBand's
+// RDMA, tens over Ethernet's TCP sockets (NCCL's socket transport, a kernel's network stack).
 constexpr std::array kInterconnects{
-    Interconnect{"pcie3", "PCIe 3.0 x16", 15.75},
-    Interconnect{"pcie4", "PCIe 4.0 x16", 31.5},
-    Interconnect{"nvlink2", "NVLink 2 (V100 SXM2)", 150.0},
-    Interconnect{"nvlink3", "NVLink 3 (A100 SXM4)", 300.0},
-    Interconnect{"10gbe", "10 Gigabit Ethernet", 1.25},
-    Interconnect{"25gbe", "25 Gigabit Ethernet", 3.125},
-    Interconnect{"100gbe", "100 Gigabit Ethernet", 12.5},
-    Interconnect{"ib-edr", "InfiniBand EDR (100 Gb/s)", 12.5},
-    Interconnect{"ib-hdr", "InfiniBand HDR (200 Gb/s)", 25.0},
+    Interconnect{"pcie3", "PCIe 3.0 x16", 15.75, 5},
+    Interconnect{"pcie4", "PCIe 4.0 x16", 31.5, 5},
+    Interconnect{"nvlink2", "NVLink 2 (V100 SXM2)", 150.0, 3},
+    Interconnect{"nvlink3", "NVLink 3 (A100 SXM4)", 300.0, 3},
+    Interconnect{"10gbe", "10 Gigabit Ethernet", 1.25, 30},
+    Interconnect{"25gbe", "25 Gigabit Ethernet", 3.125, 25},
+    Interconnect{"100gbe", "100 Gigabit Ethernet", 12.5, 20},
+    Interconnect{"ib-edr", "InfiniBand EDR (100 Gb/s)", 12.5, 3},
+    Interconnect{"ib-hdr", "InfiniBand HDR (200 Gb/s)", 25.0, 3},
 };
 
 // On-demand prices per GPU-hour: AWS p3.2xlarge (one V100), Google Cloud's A100 40 GB GPU price.
@@ -61,8 +63,12 @@ ScalingEstimate estimate_scaling(const ScalingSetup& s) {
     // A ring through every GPU crosses each link with the same traffic: the slowest link sets the pace.
     e.link_gbs = s.machines > 1 ? s.between->gbs : s.within->gbs;
     if (s.machines > 1 && s.gpus_per_machine > 1) e.link_gbs = std::min(e.link_gbs, s.within->gbs);
+    // 2 (N-1) steps (reduce-scatter, then all-gather), each sending 1/N of the bytes and paying a
+    // hop's latency: at a million GPUs the latencies alone are seconds.
+    const double hop_us = std::max(s.machines > 1 ? s.between->hop_us : 0.0,
+                                   s.gpus_per_machine > 1 ? s.within->hop_us : 0.0);
     const double n = e.gpus;
-    e.allreduce_seconds = 2 * (n - 1) / n * s.bytes_per_step / (e.link_gbs * 1e9);
+    e.allreduce_seconds = 2 * (n - 1) / n * s.bytes_per_step / (e.link_gbs * 1e9) + 2 * (n - 1) * hop_us * 1e-6;
   }
   e.step_seconds = s.compute_seconds + e.allreduce_seconds;
   const double hidden = std::min(e.allreduce_seconds, s.backward_share * s.compute_seconds);

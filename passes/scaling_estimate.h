@@ -17,6 +17,7 @@ struct Interconnect {
   std::string_view name;   // "10gbe"
   std::string_view title;  // "10 Gigabit Ethernet"
   double gbs;              // line rate per direction, GB/s (an all-reduce reaches 70-90% of it)
+  double hop_us;           // one ring step's latency over it, microseconds (a message sent and taken)
 };
 std::span<const Interconnect> interconnects();
 // By name; throws std::invalid_argument listing the names for anything else.

@@ -133,7 +133,7 @@ int estimate(const EstimateArgs& a, const CompileFlags& flags, const frontend::M
     }
   }
   text += "compute: the compile report's roofline for one GPU's step; all-reduce: a ring, 2 (N-1)/N x the bytes over the "
-          "slowest link at line rate; step: one after the other, as bertc runs today; overlapped: the all-reduce hidden "
+          "slowest link at line rate, and 2 (N-1) hops of its latency; step: one after the other, as bertc runs today; overlapped: the all-reduce hidden "
           "behind the backward (2/3 of compute), as far as it reaches; cost at the price per GPU-hour (--price, or the "
           "cloud offers of passes/scaling_estimate.cpp), for the sequential step\n";
   for (const std::string& note : notes) text += note + "\n";
