@@ -510,6 +510,18 @@ int train_rank(const TrainArgs& args, const CompileFlags& flags, const frontend:
   o.checkpoint_dir = args.checkpoint_dir.empty() ? std::filesystem::path("checkpoints") / o.config.name
                                                  : std::filesystem::path(args.checkpoint_dir);
   refuse_dangling_link(o.checkpoint_dir.string(), "--checkpoint-dir");
+  // (A run folder that is the data's folder, or inside it: its checkpoints among the shards or
+  // text, left out of the next run's data with a note, or taken for a folder of data inside.)
+  if (std::error_code ec; std::filesystem::is_directory(o.data, ec)) {
+    const std::filesystem::path data = std::filesystem::weakly_canonical(o.data, ec),
+                                run = std::filesystem::weakly_canonical(o.checkpoint_dir, ec);
+    if (!data.empty() && std::mismatch(data.begin(), data.end(), run.begin(), run.end()).first == data.end())
+      throw std::invalid_argument(fmt::format("--checkpoint-dir {}: {} the folder of the training data ({}), and a run "
+                                              "folder's checkpoints and metrics are no data: choose a folder outside "
+                                              "it",
+                                              o.checkpoint_dir.string(), run == data ? "is" : "is inside",
+                                              o.data.string()));
+  }
   refuse_output_onto_input(o.config.compile.dump_ir, "--dump-ir", {{o.data.string(), "the training data"}});
   o.metrics = args.metrics.empty() ? o.checkpoint_dir / "metrics.jsonl" : std::filesystem::path(args.metrics);
   refuse_output_onto_input(o.metrics.string(), "--metrics",
