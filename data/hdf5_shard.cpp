@@ -387,6 +387,7 @@ void put_record(hid_t file, const ShardRecord& r, const std::string& where) {
   put_text(file, "bertc_shard_set", r.set, where);
   put_attribute(file, "bertc_shard_index", H5T_NATIVE_INT64, &r.index, where);
   put_attribute(file, "bertc_shard_count", H5T_NATIVE_INT64, &r.count, where);
+  if (!r.text.empty()) put_text(file, "bertc_text_xxh3", r.text, where);
 }
 
 // A scalar attribute's value; nullopt when the file has no attribute of that name.
@@ -456,6 +457,7 @@ std::optional<ShardRecord> get_record(hid_t file, const std::string& where) {
     r.count = needed("bertc_shard_count", H5T_NATIVE_INT64, int64_t{});
     if (r.count < 1 || r.index < 0 || r.index >= r.count)
       throw damaged(fmt::format("bertc_shard_index {} of bertc_shard_count {}", r.index, r.count));
+    if (H5Aexists(file, "bertc_text_xxh3") > 0) r.text = get_text(file, "bertc_text_xxh3", 64, where);
   }
   return r;
 }

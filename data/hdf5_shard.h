@@ -30,7 +30,8 @@ namespace bertc::data {
 // bertc_masked_lm_prob, bertc_do_lower_case, and bertc_vocab_path (where the vocabulary was read
 // then: what to train with; absent in shards of the first version of the record), and its place in
 // the set prepare-data made (bertc_shard_set, bertc_shard_index, bertc_shard_count: absent in
-// older records), so that a folder missing a shard of a set is found.
+// older records), so that a folder missing a shard of a set is found, and the text it came from
+// (bertc_text_xxh3: absent in older records), so that two sets of one text are found.
 struct ShardRecord {
   std::string vocab_xxh3;
   int64_t vocab_tokens = 0;
@@ -40,6 +41,7 @@ struct ShardRecord {
   std::string vocab_path;
   std::string set;               // one prepare-data run's shards: an id of its own ("": not recorded)
   int64_t index = -1, count = 0;  // this shard's place in the set, and the set's size
+  std::string text;  // the xxh3 of the documents' tokens the set was made of ("": not recorded)
 };
 
 struct ShardShape {

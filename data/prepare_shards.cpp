@@ -522,8 +522,9 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
   // This run's shards as a set of their own (a folder missing one of them is refused): an id from
   // what made them, the documents' tokens and the settings (the same text and settings make the
   // same shards, bit for bit, so the same id, whatever file the text came in).
+  const std::string text_id = fmt::format("{:016x}", XXH3_64bits_digest(text_hash.get()));
   const std::string id_source =
-      fmt::format("{:016x} {} {} {} {} {} {} {}", XXH3_64bits_digest(text_hash.get()), vocab.xxh3(), o.examples.seed,
+      fmt::format("{} {} {} {} {} {} {} {}", text_id, vocab.xxh3(), o.examples.seed,
                   o.shards, o.examples.max_seq_length, o.examples.max_predictions_per_seq, o.examples.masked_lm_prob,
                   o.examples.dupe_factor);
   const std::string set = fmt::format("{:016x}", XXH3_64bits(id_source.data(), id_source.size()));
@@ -556,7 +557,7 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
           write_shard(scratch.path / fmt::format("shard-{:05d}.hdf5", s), made, eo.max_seq_length,
                       eo.max_predictions_per_seq, vocab.pad(),
                       ShardRecord{vocab.xxh3(), vocab.size(), -1, eo.masked_lm_prob, tokenizer.lower_case(),
-                                  absolute_vocab, set, s, o.shards});
+                                  absolute_vocab, set, s, o.shards, text_id});
           examples += static_cast<int64_t>(made.size());
           int64_t seen = largest_count;
           while (seen < static_cast<int64_t>(made.size()) &&

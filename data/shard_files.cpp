@@ -137,6 +137,21 @@ std::string content_key(const std::filesystem::path& f, const ShardShape& s) {
   return fmt::format("size {}", std::filesystem::file_size(f, ec));
 }
 
+// Refuses two sets prepare-data made from the same text (other --shards, seed or masking): the
+// text's examples would be trained on twice, without a word.
+void refuse_one_text_twice(const std::vector<std::filesystem::path>& files, const std::vector<ShardShape>& shapes) {
+  std::map<std::string, std::pair<std::string, std::filesystem::path>> set_of_text;  // text -> (set, a shard of it)
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const auto& r = shapes[i].record;
+    if (!r || r->text.empty()) continue;
+    const auto [it, fresh] = set_of_text.emplace(r->text, std::pair{r->set, files[i]});
+    if (!fresh && it->second.first != r->set)
+      throw DataError(fmt::format("{} and {} are shards of two sets bertc prepare-data made from the same text (sets "
+                                  "{} and {}): its examples would be trained on twice; keep one set in the folder",
+                                  it->second.second.string(), files[i].string(), it->second.first, r->set));
+  }
+}
+
 }  // namespace
 
 ShardFiles::ShardFiles(std::vector<std::filesystem::path> files, int64_t seq_len, int64_t predictions,
@@ -149,6 +164,7 @@ ShardFiles::ShardFiles(std::vector<std::filesystem::path> files, int64_t seq_len
   refuse_mixed(files_, shapes);
   refuse_duplicates(files_, shapes);
   refuse_incomplete_sets(files_, shapes);
+  refuse_one_text_twice(files_, shapes);
   size_t unrecorded = 0, unchecked = 0;
   for (size_t i = 0; i < files_.size(); ++i) {
     const std::filesystem::path& f = files_[i];

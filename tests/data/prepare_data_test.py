@@ -260,7 +260,7 @@ import shutil
 shutil.copytree(os.path.join(WORK, "one"), os.path.join(WORK, "partial"))
 for name in ("shard-00002.hdf5", "shard-00002.hdf5.xxh3"):
     os.remove(os.path.join(WORK, "partial", name))
-partial = train("partial", "--data", os.path.join(WORK, "partial"), check=False)
+partial = train("partial-run", "--data", os.path.join(WORK, "partial"), check=False)
 if partial.returncode != 1 or "1 of the 4 shards that bertc prepare-data made" not in partial.stderr or \
         "(shard-00002.hdf5)" not in partial.stderr or "step 1/" in partial.stderr:
     fail(f"a set missing a shard: exit {partial.returncode}:\n{partial.stderr[-1500:]}")
@@ -310,6 +310,17 @@ if dup.returncode != 1 or not re.search(r"(dup|shard-00001).hdf5 and .*(dup|shar
                                         r"of the 4 bertc prepare-data made as set [0-9a-f]+\)\)", dup.stderr) or \
         "step 1/" in dup.stderr:
     fail(f"a shard copied without its checksum was not refused as the same shard:\n{dup.stderr[-1500:]}")
+# Two sets made from one text (other --shards) in one folder: refused before step 1 by the text each
+# records (the text was trained twice, said nowhere).
+prepare("halves", "--shards", "2")
+both = os.path.join(WORK, "one-text-twice")
+shutil.copytree(os.path.join(WORK, "one"), both)
+for name in os.listdir(os.path.join(WORK, "halves")):
+    shutil.copy(os.path.join(WORK, "halves", name), os.path.join(both, "half-" + name))
+twice_text = train("one-text-twice-run", "--data", both, check=False)
+if twice_text.returncode != 1 or "are shards of two sets bertc prepare-data made from the same text" not in \
+        twice_text.stderr or "step 1/" in twice_text.stderr:
+    fail(f"two sets of one text were not refused:\n{twice_text.stderr[-1500:]}")
 # The same shards copied without their .xxh3 files are the same data: the resumed run goes on (their
 # identity is their bytes' checksum, computed where the file beside them is missing), saying they
 # are read unchecked.
