@@ -178,9 +178,10 @@ void keep_metrics_through(const std::filesystem::path& metrics, int64_t step, co
   const int64_t missing = step - static_cast<int64_t>(kept_steps.size());
   const std::string lost =
       missing <= 0 ? ""
-                   : fmt::format("; {} step(s) of its {} have no line in it (lines a run could not write: lost){}", missing,
-                                 step, kept_steps.empty() ? "" : fmt::format(", its last line is step {}",
-                                                                             *kept_steps.rbegin()));
+                   : fmt::format("; it has lines for {} of the checkpoint's {} steps (the others went to another "
+                                 "--metrics file, or were lost){}",
+                                 step - missing, step,
+                                 kept_steps.empty() ? "" : fmt::format(", its last is step {}", *kept_steps.rbegin()));
   if (later == 0 && damaged == 0 && !restore) {
     if (!lost.empty()) log << fmt::format("metrics: {} is kept{}\n", metrics.string(), lost);
     return;

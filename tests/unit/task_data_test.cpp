@@ -101,7 +101,8 @@ TEST_F(TaskFiles, ErrorsNameTheFileTheLineAndTheFix) {
   TaskFormat f;
   f.label_names = {"no", "yes"};
   const auto missing = write("missing.tsv", "text\tlabel\ncat\tyes\n");
-  EXPECT_NE(error(missing, f).find("missing.tsv:1: no column 'sentence' ([finetune] text_a); the header names: text, label"),
+  EXPECT_NE(error(missing, f).find("missing.tsv:1: no column 'sentence' ([finetune] text_a); the header names: 'text', "
+                                   "'label'"),
             std::string::npos) << error(missing, f);
   EXPECT_NE(error(write("unknown.tsv", "sentence\tlabel\ncat\tyes\ndog\tmaybe\n"), f)
                 .find("unknown.tsv:3: label 'maybe' is not one of [finetune] labels (no, yes)"),
@@ -130,10 +131,14 @@ TEST_F(TaskFiles, TextAsEditorsSaveItAndSurprisesRefused) {
   EXPECT_NE(error(write("utf16.tsv", utf16), f).find("text in UTF-16 (a UTF-16 byte-order mark), and bertc reads UTF-8: "
                                                      "convert it (iconv -f UTF-16 -t UTF-8"),
             std::string::npos) << error(write("utf16.tsv", utf16), f);
-  // ... to a name the task reader takes (a .tsv stays a .tsv), which then reads.
+  // ... to a name the task reader takes (a .tsv stays a .tsv) and not taken (an earlier run's
+  // conversion is not written over), which then reads.
+  std::filesystem::remove(dir_ / "utf16.utf8.tsv");
   EXPECT_NE(error(write("utf16.tsv", utf16), f).find("utf16.utf8.tsv'"), std::string::npos)
       << error(write("utf16.tsv", utf16), f);
   EXPECT_EQ(read(write("utf16.utf8.tsv", "sentence\tlabel\ncat\t1\n"), f).examples.size(), 1u);
+  EXPECT_NE(error(write("utf16.tsv", utf16), f).find("utf16.utf8-1.tsv'"), std::string::npos)
+      << error(write("utf16.tsv", utf16), f);
   // A row with more fields than the header (a tab inside a text): refused, not the text cut at the tab.
   EXPECT_NE(error(write("tab.tsv", "label\tsentence\n1\tthe cat\n0\tthe\tdog ran\n"), f)
                 .find("tab.tsv:3: 3 fields separated by tabs, and the header has 2: a tab inside a text would cut it"),
