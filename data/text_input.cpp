@@ -41,12 +41,33 @@ std::optional<std::string> compression_of(const std::filesystem::path& p) {
   return compression_in(std::string_view(b, static_cast<size_t>(in.gcount())));
 }
 
+// Refuses a WordPiece vocabulary (its first line "[PAD]", as BERT's and bertc's are) among the
+// training text: a vocab.txt written into a folder of text (bertc vocab -o there) would be
+// trained on as a document, without a word. (.txt.gz files are not opened here.)
+void refuse_vocabulary_as_text(const std::filesystem::path& file, const std::filesystem::path& folder) {
+  if (lower(file.filename().string()).ends_with(".gz")) return;
+  std::ifstream in(file, std::ios::binary);
+  std::string first;
+  std::getline(in, first);
+  if (!first.empty() && first.back() == '\r') first.pop_back();
+  if (first.starts_with("\xef\xbb\xbf")) first.erase(0, 3);
+  if (first != "[PAD]") return;
+  if (folder.empty())
+    throw DataError(fmt::format("{}: a WordPiece vocabulary (its first token [PAD]), not training text: give the text "
+                                "itself ([train] data, --data or --input), and the vocabulary as --vocab",
+                                file.string()));
+  throw DataError(fmt::format("{}: a WordPiece vocabulary (its first token [PAD]) in the folder of text {}: it would be "
+                              "trained on as a document; move it out of the folder, and give --vocab (or [train] "
+                              "vocab) its new path",
+                              file.string(), folder.string()));
+}
+
 }  // namespace
 
-std::optional<std::filesystem::path> text_file_in(const std::filesystem::path& folder) {
+std::optional<std::filesystem::path> text_file_in(const std::filesystem::path& folder, const std::string& except) {
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator(folder, ec))
-    if (is_text(e.path())) return e.path();
+    if (is_text(e.path()) && lower(e.path().filename().string()) != except) return e.path();
   return std::nullopt;
 }
 
@@ -59,7 +80,10 @@ std::string trim_line(const std::string& s) {
 std::vector<std::filesystem::path> text_files(const std::filesystem::path& input,
                                               const std::function<void(const std::string&)>& note) {
   std::error_code ec;
-  if (std::filesystem::is_regular_file(input, ec)) return {input};
+  if (std::filesystem::is_regular_file(input, ec)) {
+    refuse_vocabulary_as_text(input, {});
+    return {input};
+  }
   if (std::filesystem::exists(input, ec) && !std::filesystem::is_directory(input, ec))
     throw DataError(fmt::format("{}: not a regular file (a pipe, a device or a socket): bertc reads training text "
                                 "from regular files; write it to a file and give that",
@@ -107,6 +131,7 @@ std::vector<std::filesystem::path> text_files(const std::filesystem::path& input
       throw DataError(fmt::format("{}: named as text but not a file ({}): its text would be left out; move it out of "
                                   "the folder, or put the file back",
                                   e.path().string(), e.is_directory(ec) ? "a folder" : "a broken link or special file"));
+    refuse_vocabulary_as_text(e.path(), input);
     files.push_back(e.path());
   }
   std::sort(files.begin(), files.end());

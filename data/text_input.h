@@ -27,7 +27,8 @@ std::vector<std::filesystem::path> text_files(const std::filesystem::path& input
 
 // A file of `folder` (one level) named as text (.txt, .txt.gz, in any case), or nullopt: a folder
 // of text inside the one given, or text where shards would go.
-std::optional<std::filesystem::path> text_file_in(const std::filesystem::path& folder);
+// `except`: a file name (in lower case) not counted (a file of bertc's own there, stages.txt).
+std::optional<std::filesystem::path> text_file_in(const std::filesystem::path& folder, const std::string& except = "");
 
 // A line without its surrounding spaces, tabs and line ends ("" for a blank line: a document's end).
 std::string trim_line(const std::string& line);

@@ -230,6 +230,7 @@ int compile(CompileArgs args, const CompileFlags& flags, const frontend::ModelDe
     if (!compiled) compiled = report_of(graph, config, &program, args.ranks);
     return *compiled;
   };
+  refuse_output_among_text(config.compile.dump_ir, "--dump-ir", "stages.txt");
   if (!config.compile.dump_ir.empty() || config.compile.print_ir_after_all) report();
   const bool gpu_arch = config.compile.arch.sm() != 0;
   std::string text;
@@ -523,6 +524,7 @@ int train_rank(const TrainArgs& args, const CompileFlags& flags, const frontend:
                                               o.data.string()));
   }
   refuse_output_onto_input(o.config.compile.dump_ir, "--dump-ir", {{o.data.string(), "the training data"}});
+  refuse_output_among_text(o.config.compile.dump_ir, "--dump-ir", "stages.txt");
   o.metrics = args.metrics.empty() ? o.checkpoint_dir / "metrics.jsonl" : std::filesystem::path(args.metrics);
   refuse_output_onto_input(o.metrics.string(), "--metrics",
                            {{args.config, "the config"},

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "codegen/bertx_file.h"
+#include "data/text_input.h"
 #include "support/atomic_file.h"
 #include "support/safetensors.h"
 #include "tools/training_executable.h"
@@ -93,6 +94,14 @@ void refuse_replacing_other_than_compile_output(const std::string& output, Compi
                                           "a new file, or remove this one first if it is yours to lose (-o - writes to "
                                           "the console)",
                                           output, what));
+}
+
+void refuse_output_among_text(const std::string& folder, const std::string& option, const std::string& own) {
+  if (folder.empty()) return;
+  if (const std::optional<std::filesystem::path> text = data::text_file_in(folder, own))
+    throw std::invalid_argument(fmt::format("{} {}: holds training text ({}), and the {} written there would be read "
+                                            "as text by a run on that folder: give {} a folder of its own",
+                                            option, folder, text->filename().string(), own, option));
 }
 
 std::string through_output_link(const std::string& output) {

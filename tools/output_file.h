@@ -31,6 +31,11 @@ enum class CompileOutput { Program, Executable, Text };
 // stats or params listing — is refused, so -o never costs a file ("" and "-" pass).
 void refuse_replacing_other_than_compile_output(const std::string& output, CompileOutput kind);
 
+// Throws std::invalid_argument when the folder `folder` (given to `option`: --dump-ir) holds
+// training text (.txt, .txt.gz) other than `own` (the file the option writes there, stages.txt):
+// what it writes would be read as text by a run on that folder.
+void refuse_output_among_text(const std::string& folder, const std::string& option, const std::string& own);
+
 // Where `output` is written: when its last component is a symbolic link (to a file or a folder,
 // there or not yet), the path it leads to, followed through up to 40 links; else `output`. Every
 // command's output goes through a link to where it leads (the link stays a link), as --metrics

@@ -116,7 +116,7 @@ std::vector<CheckpointFile> list_checkpoints(const std::filesystem::path& dir) {
 
 void save_checkpoint(const std::filesystem::path& dir, int64_t step, const TensorManifest& manifest,
                      const support::Environment& env, std::map<std::string, std::string> metadata, int64_t keep,
-                     const support::Environment& exchange) {
+                     const support::Environment& exchange, const std::string& again) {
   std::filesystem::create_directories(dir);
   // A diverged run's weights are not saved: rotation would then delete the last good checkpoints.
   for (const auto& [name, type] : manifest)
@@ -141,6 +141,7 @@ void save_checkpoint(const std::filesystem::path& dir, int64_t step, const Tenso
     const auto* failed = dynamic_cast<const support::FileError*>(&e);
     std::string fix = failed ? support::file_error_fix(failed->code().value(), path) : "";
     if (fix.empty()) fix = "fix what the error above says";
+    if (!again.empty()) throw std::runtime_error(fmt::format("{}: {}, then {}", e.what(), fix, again));
     throw std::runtime_error(
         kept.empty() ? fmt::format("{}: no checkpoint of this run is written yet; {} and run the same command again",
                                    e.what(), fix)

@@ -37,10 +37,12 @@ inline constexpr const char* kExchangeStatePrefix = "dist.";
 
 // Saves the manifest's tensors from env, and `exchange` (named kExchangeStatePrefix...), with
 // `metadata` plus "step" and an xxh3 checksum of every tensor and of the metadata; reads the file
-// back and checks it, then deletes all but the newest `keep` checkpoints of the folder.
+// back and checks it, then deletes all but the newest `keep` checkpoints of the folder. A failed
+// write throws naming its fix and then how the run goes on: `again` when given (a command that
+// does not resume: fine-tuning), else the same command, with --resume once a checkpoint is kept.
 void save_checkpoint(const std::filesystem::path& dir, int64_t step, const TensorManifest& manifest,
                      const support::Environment& env, std::map<std::string, std::string> metadata, int64_t keep,
-                     const support::Environment& exchange = {});
+                     const support::Environment& exchange = {}, const std::string& again = "");
 
 struct CheckpointContents {
   int64_t step = 0;

@@ -430,9 +430,13 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
     }
     std::map<std::string, std::string> metadata = task_metadata(model, c, epoch, result.dev);
     metadata.merge(export_metadata(c, vocab));
-    save_checkpoint(o.checkpoint_dir, step, manifest, env, metadata, t.keep_checkpoints);
+    // (Fine-tuning does not resume: a failed write's way on is another run.)
+    const std::string again = fmt::format("fine-tune again into another --checkpoint-dir (fine-tuning does not "
+                                          "resume; the checkpoints in {} are kept, each a starting point for --init)",
+                                          o.checkpoint_dir.string());
+    save_checkpoint(o.checkpoint_dir, step, manifest, env, metadata, t.keep_checkpoints, {}, again);
     if (result.best) {
-      save_checkpoint(o.checkpoint_dir / "best", step, manifest, env, metadata, 1);
+      save_checkpoint(o.checkpoint_dir / "best", step, manifest, env, metadata, 1, {}, again);
       summary.best_checkpoint = checkpoint_path(o.checkpoint_dir / "best", step);
     }
     nlohmann::json line = {{"epoch", epoch}, {"step", step}, {"train_loss", result.train_loss}};

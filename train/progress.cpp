@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <xxhash.h>
 
+#include "data/text_input.h"
 #include "support/atomic_file.h"
 #include "support/file_errors.h"
 #include "train/trainer.h"
@@ -266,6 +267,15 @@ std::filesystem::path check_metrics_path(const std::filesystem::path& metrics) {
                                    "file with --metrics",
                                    name.string()));
   }
+  // A metrics file named as text among training text would be read as a document by a run on that
+  // folder.
+  std::string name = path.filename().string();
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (name.ends_with(".txt"))
+    if (const auto text = data::text_file_in(path.has_parent_path() ? path.parent_path() : ".", name))
+      throw TrainError(fmt::format("{}: named as text in a folder of training text ({}), where a run on that folder "
+                                   "would read the metrics as a document: name a .jsonl file with --metrics",
+                                   metrics.string(), text->filename().string()));
   if (absent || status.type() != std::filesystem::file_type::regular) return path;
   const Survey held = survey(path);
   if (held.bytes > 0 && held.lines == 0 && !held.metrics_like)
