@@ -124,8 +124,8 @@ void refuse_not_text(const std::filesystem::path& path, std::string_view head, c
   // UTF-8 of the wrong characters, which would then be read without a word.)
   throw DataError(fmt::format("{}: is not text: {} of its first {} bytes ({}) are invalid UTF-8 or control "
                               "characters (from line {} on). bertc reads UTF-8 text; if this is text in another "
-                              "encoding, find which ({}) and convert it ({}), else give the text file it was meant "
-                              "to be",
+                              "encoding, find which ({}) and convert it ({}), then move this file out of its folder "
+                              "(a folder of text reads every .txt in it), else give the text file it was meant to be",
                               path.string(), figures.not_text, figures.bytes, share(figures.not_text, figures.bytes),
                               figures.first_bad_line,
                               compressed ? fmt::format("gzip -dc {} | file -i -", file) : fmt::format("file -i {}", file),
@@ -143,7 +143,9 @@ std::optional<std::string> not_text_note(const std::filesystem::path& path, cons
                      "tokenizer drops them (is part of the file in another encoding?{})",
                      path.string(), figures.not_text, figures.bytes, share(figures.not_text, figures.bytes),
                      figures.first_bad_line,
-                     many ? fmt::format(" if so, find which ({}) and convert it ({}iconv -f ENCODING -t UTF-8 {}> '{}')",
+                     many ? fmt::format(" if so, find which ({}) and convert it ({}iconv -f ENCODING -t UTF-8 {}> '{}'), "
+                                        "then move this file out of its folder (a folder of text reads every .txt in "
+                                        "it: the text would be read twice)",
                                         gz ? fmt::format("gzip -dc {} | file -i -", file) : fmt::format("file -i {}", file),
                                         gz ? fmt::format("gzip -dc {} | ", file) : "", gz ? "" : file + " ",
                                         converted_name(path))
