@@ -104,16 +104,23 @@ std::optional<std::string> untrusted_way(const std::filesystem::path& folder, co
   };
   std::vector<std::string> faults;
   std::filesystem::path outermost;
-  for (std::filesystem::path p = plain(folder);; p = p.parent_path()) {
-    if (const auto why = untrusted(p, false)) faults.insert(faults.begin(), *why), outermost = p;
-    if (p == p.parent_path() || p.empty()) break;
-  }
+  // The path as written and the real one (links resolved: a link to a folder under one that others
+  // may write leads there), each folder of either up to /.
+  std::set<std::filesystem::path> seen;
+  for (const std::filesystem::path& start : {plain(folder), std::filesystem::weakly_canonical(folder, ec)})
+    for (std::filesystem::path p = start; !p.empty(); p = p.parent_path()) {
+      if (seen.insert(p).second)
+        if (const auto why = untrusted(p, false)) faults.insert(faults.begin(), *why), outermost = p;
+      if (p == p.parent_path()) break;
+    }
   if (faults.empty()) return std::nullopt;
   // (One fix for all: removing the outermost folder at fault, when it is the cache's own or inside
   // it, takes the rest with it; above the cache, the cache must go elsewhere.)
-  const std::filesystem::path root = plain(cache);
-  const auto [at, rest] = std::mismatch(outermost.begin(), outermost.end(), root.begin(), root.end());
-  const bool above = at == outermost.end() && rest != root.end();
+  auto above_of = [&](const std::filesystem::path& root) {
+    const auto [at, rest] = std::mismatch(outermost.begin(), outermost.end(), root.begin(), root.end());
+    return at == outermost.end() && rest != root.end();
+  };
+  const bool above = above_of(plain(cache)) || above_of(std::filesystem::weakly_canonical(cache, ec));
   const std::string fix =
       above ? fmt::format("{} is above the cache, and whoever may write it may replace the cache: a cache is code "
                           "bertc loads, so set XDG_CACHE_HOME to a folder of your own, on a path only you and root may "

@@ -277,6 +277,19 @@ TEST(KernelCache, FoldersAboveTheCacheAreCheckedBeforeAnythingIsMade) {
     EXPECT_NE(said.find("set XDG_CACHE_HOME to a folder of your own"), std::string::npos) << said;
     EXPECT_FALSE(std::filesystem::exists(above / "bertc")) << "made under a folder others may write: " << said;
   }
+  // A link to a folder under one every user may write: the real path is checked too.
+  const auto linked = fresh("above-linked");
+  std::filesystem::create_directories(linked / "open" / "inner");
+  chmod((linked / "open").c_str(), 0777);
+  std::filesystem::create_directory_symlink(linked / "open" / "inner", linked / "cache-home");
+  ::testing::internal::CaptureStderr();
+  expect_usable(compile_for_host(testing::kPreludeKernels, linked / "cache-home" / "bertc", emulator.api()));
+  const std::string linked_said = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(linked_said.find((linked / "open").string() + " is writable by every user"), std::string::npos)
+      << linked_said;
+  EXPECT_FALSE(std::filesystem::exists(linked / "open" / "inner" / "bertc")) << linked_said;
+  EXPECT_NE(linked_said.find("set XDG_CACHE_HOME to a folder of your own"), std::string::npos) << linked_said;
+  EXPECT_EQ(linked_said.find("rm -rf"), std::string::npos) << linked_said;  // (never the user's own folder)
   const auto sticky = fresh("above-sticky");
   std::filesystem::create_directories(sticky);
   chmod(sticky.c_str(), 01777);
