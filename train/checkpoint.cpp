@@ -100,16 +100,19 @@ std::filesystem::path checkpoint_path(const std::filesystem::path& dir, int64_t 
   return dir / fmt::format("checkpoint-{:06d}.safetensors", step);
 }
 
+std::optional<int64_t> checkpoint_step_of(const std::string& file_name) {
+  static const std::regex name(R"(checkpoint-(\d{1,15})\.safetensors)");  // (15 digits: no overflow)
+  std::smatch m;
+  if (!std::regex_match(file_name, m, name)) return std::nullopt;
+  return std::stoll(m[1]);
+}
+
 std::vector<CheckpointFile> list_checkpoints(const std::filesystem::path& dir) {
   std::vector<CheckpointFile> out;
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) return out;
-  static const std::regex name(R"(checkpoint-(\d{1,15})\.safetensors)");  // (15 digits: no overflow)
-  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-    std::smatch m;
-    const std::string file = entry.path().filename().string();
-    if (std::regex_match(file, m, name)) out.push_back({entry.path(), std::stoll(m[1])});
-  }
+  for (const auto& entry : std::filesystem::directory_iterator(dir))
+    if (const auto step = checkpoint_step_of(entry.path().filename().string())) out.push_back({entry.path(), *step});
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.step < b.step; });
   return out;
 }

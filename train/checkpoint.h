@@ -4,6 +4,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <map>
 #include <string>
 #include <vector>
@@ -23,6 +24,9 @@ struct CheckpointFile {
 std::filesystem::path checkpoint_path(const std::filesystem::path& dir, int64_t step);
 // The checkpoints in `dir`, oldest first (half-written temporaries are not among them).
 std::vector<CheckpointFile> list_checkpoints(const std::filesystem::path& dir);
+// The step a file name says it is a checkpoint of (checkpoint-NNNNNN.safetensors), or nullopt:
+// what list_checkpoints and --resume take for one.
+std::optional<int64_t> checkpoint_step_of(const std::string& file_name);
 
 // What a checkpoint must hold: name -> type, for every param and every optimizer state.
 using TensorManifest = std::map<std::string, ir::TensorType>;

@@ -216,14 +216,35 @@ int64_t prepare_state(const frontend::ModelDefinition& model, const TrainOptions
     const CheckpointContents c = [&] {
       try {
         return load_checkpoint(existing.back().path, manifest_of(program), env);
-      } catch (const support::SafetensorsError&) {
+      } catch (const support::SafetensorsError& e) {
         // Tensors of other shapes, or other tensors: most often another [model] or precision, which
         // its recorded settings name (key, then and now), where a tensor's name would not say what
         // to change.
-        const auto saved = support::read_safetensors_metadata(existing.back().path);
-        check_same_run(saved, run_metadata(model, o.config, ranks), ranks, existing.back().path);
-        check_same_settings(saved, o.config, existing.back().path, log);
-        throw;
+        std::map<std::string, std::string> saved;
+        try {
+          saved = support::read_safetensors_metadata(existing.back().path);
+        } catch (const support::SafetensorsError&) {  // (not even its header reads: said below)
+        }
+        const auto format = saved.find("format");
+        const bool checkpoint = format != saved.end() && format->second.starts_with("bertc-checkpoint-");
+        if (checkpoint) {
+          check_same_run(saved, run_metadata(model, o.config, ranks), ranks, existing.back().path);
+          check_same_settings(saved, o.config, existing.back().path, log);
+        }
+        // A file that is no checkpoint of this run's (damaged, cut short, or another output written
+        // under a checkpoint's name): the one before it is where the run goes on, once it is aside.
+        if (checkpoint && format->second != "bertc-checkpoint-1" && format->second != "bertc-checkpoint-2") throw;
+        const std::string before =
+            existing.size() > 1 ? fmt::format(", and --resume goes on from the one before it (step {})",
+                                              existing[existing.size() - 2].step)
+                                : ": it is the folder's only checkpoint, so the run starts afresh (without --resume)";
+        throw support::SafetensorsError(fmt::format(
+            "{} ({} is the newest file named as a checkpoint in {}{}: if it is damaged or not a checkpoint, move it "
+            "out of the folder{})",
+            e.what(), existing.back().path.filename().string(), o.checkpoint_dir.string(),
+            checkpoint ? "" : fmt::format(", and {}", format == saved.end() ? "its header does not read"
+                                                                           : "a '" + format->second + "' file"),
+            before));
       }
     }();
     check_same_run(c.metadata, run_metadata(model, o.config, ranks), ranks, existing.back().path);

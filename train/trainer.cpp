@@ -155,10 +155,14 @@ void keep_global_batch(TrainOptions& o, dist::Communicator& comm, std::ostream& 
   if (comm.rank() == 0) {
     const auto existing = list_checkpoints(o.checkpoint_dir);
     if (!existing.empty()) {
-      const auto meta = support::read_safetensors_metadata(existing.back().path);
-      saved[0] = metadata_number(meta, "world_size", 1);
-      saved[1] = metadata_number(meta, "global_batch", metadata_number(meta, "batch_size", 0) *
-                                                           metadata_number(meta, "gradient_accumulation_steps", 1));
+      try {
+        const auto meta = support::read_safetensors_metadata(existing.back().path);
+        saved[0] = metadata_number(meta, "world_size", 1);
+        saved[1] = metadata_number(meta, "global_batch", metadata_number(meta, "batch_size", 0) *
+                                                             metadata_number(meta, "gradient_accumulation_steps", 1));
+      } catch (const support::SafetensorsError&) {
+        // (A newest file that does not read: loading it says what it is and the way on.)
+      }
     }
   }
   comm.broadcast(saved, sizeof saved, 0);
