@@ -83,6 +83,7 @@ int finetune(const FinetuneArgs& args, const CompileFlags& flags, const frontend
                                                  : std::filesystem::path(args.checkpoint_dir);
   refuse_dangling_link(o.checkpoint_dir.string(), "--checkpoint-dir");
   o.metrics = args.metrics.empty() ? o.checkpoint_dir / "metrics.jsonl" : std::filesystem::path(args.metrics);
+  refuse_metrics_in_another_run_folder(o.metrics, o.checkpoint_dir);
   refuse_output_onto_input(o.metrics.string(), "--metrics",
                            {{args.config, "the config"},
                             {o.train_data.string(), "the training data"},

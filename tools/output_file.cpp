@@ -105,6 +105,17 @@ void refuse_output_among_text(const std::string& folder, const std::string& opti
                                             option, folder, text->filename().string(), own, option));
 }
 
+void refuse_metrics_in_another_run_folder(const std::filesystem::path& metrics, const std::filesystem::path& run_folder) {
+  std::error_code ec;
+  const std::filesystem::path folder = std::filesystem::weakly_canonical(metrics, ec).parent_path();
+  if (folder == std::filesystem::weakly_canonical(run_folder, ec)) return;
+  if (!std::filesystem::exists(folder / ".bertc-lock", ec)) return;
+  throw std::invalid_argument(fmt::format("--metrics {}: in the run folder {} of another run (its .bertc-lock), whose "
+                                          "own metrics there would be set aside and its history split between "
+                                          "files: name a file outside it",
+                                          metrics.string(), folder.string()));
+}
+
 std::string through_output_link(const std::string& output) {
   if (output.empty() || output == "-") return output;
   std::filesystem::path p = output;

@@ -1,6 +1,7 @@
 // Writing a tool's output: to stdout, or to a file replaced atomically (never half-written).
 #pragma once
 
+#include <filesystem>
 #include <initializer_list>
 #include <string>
 #include <utility>
@@ -35,6 +36,11 @@ void refuse_replacing_other_than_compile_output(const std::string& output, Compi
 // training text (.txt, .txt.gz) other than `own` (the file the option writes there, stages.txt):
 // what it writes would be read as text by a run on that folder.
 void refuse_output_among_text(const std::string& folder, const std::string& option, const std::string& own);
+
+// Throws std::invalid_argument when `metrics` goes into another run's folder (one a bertc run has
+// locked: its .bertc-lock) than `run_folder`: that run's own metrics.jsonl there would be set aside
+// and its history split between files.
+void refuse_metrics_in_another_run_folder(const std::filesystem::path& metrics, const std::filesystem::path& run_folder);
 
 // Where `output` is written: when its last component is a symbolic link (to a file or a folder,
 // there or not yet), the path it leads to, followed through up to 40 links; else `output`. Every
