@@ -64,6 +64,14 @@ class ExampleMaker {
   int32_t class_of(int64_t line, const std::string& text) const {
     if (!f_.label_names.empty()) {
       const auto it = std::find(f_.label_names.begin(), f_.label_names.end(), text);
+      // (A name with spaces around it: [finetune] labels are trimmed, so adding it there cannot work.)
+      const size_t b = text.find_first_not_of(" \t"), e = text.find_last_not_of(" \t");
+      const std::string bare = b == std::string::npos ? "" : text.substr(b, e - b + 1);
+      if (it == f_.label_names.end() && bare != text &&
+          std::find(f_.label_names.begin(), f_.label_names.end(), bare) != f_.label_names.end())
+        fail(line, fmt::format("label '{}' is the label '{}' with spaces around it: remove them from the line "
+                               "(labels are matched as written)",
+                               text, bare));
       if (it == f_.label_names.end())
         fail(line, fmt::format("label '{}' is not one of [finetune] labels ({}): add it there, or fix the line", text,
                                fmt::join(f_.label_names, ", ")));
@@ -257,6 +265,11 @@ std::string text_member(const json& object, const std::string& key, const std::s
 int32_t class_member(const json& v, int64_t line, const ExampleMaker& maker) {
   if (v.is_number_integer()) return maker.class_number(line, v.get<int64_t>());
   if (v.is_string()) return maker.class_of(line, v.get<std::string>());
+  // (A number that is not a whole one of 64 bits: 1.0, 1e3, 2^64; said as the number it is.)
+  if (v.is_number())
+    maker.fail(line, fmt::format("a label must be a class number (a whole number from 0) or name, found {}: write "
+                                 "the class as a whole number",
+                                 v.dump()));
   maker.fail(line, fmt::format("a label must be a class number or name, found {}", v.type_name()));
 }
 
@@ -324,7 +337,9 @@ TaskData read_task_file(const std::filesystem::path& path, const TaskFormat& for
     throw DataError(fmt::format("{}: sequences of {} tokens leave no room for text between [CLS] and [SEP]",
                                 path.string(), format.max_len));
   const ExampleMaker maker(path, format, tokenizer, vocab);
-  const std::string ext = path.extension().string();
+  // The kind by name; gzip'd files (.tsv.gz, .jsonl.gz) are read as their lines are (LineReader
+  // reads gzip by its bytes).
+  const std::string ext = path.extension() == ".gz" ? path.stem().extension().string() : path.extension().string();
   // (A pipe, as <(...) gives: its name says no kind, and it can be read once only; a file can.)
   std::error_code ec;
   if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
@@ -335,8 +350,8 @@ TaskData read_task_file(const std::filesystem::path& path, const TaskFormat& for
   if (ext == ".tsv") data = read_tsv(path, format, maker);
   else if (ext == ".jsonl") data = read_jsonl(path, format, maker);
   else
-    throw DataError(fmt::format("{}: a task file is .tsv (GLUE-style columns) or .jsonl (a JSON object a line); "
-                                "rename it to say which",
+    throw DataError(fmt::format("{}: a task file is .tsv (GLUE-style columns) or .jsonl (a JSON object a line), "
+                                "gzip'd or not (.tsv.gz, .jsonl.gz); rename it to say which",
                                 path.string()));
   if (data.examples.empty()) throw DataError(fmt::format("{}: no examples in the file", path.string()));
   return data;

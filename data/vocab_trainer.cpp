@@ -194,9 +194,11 @@ std::map<std::string, int64_t> count_words(const std::filesystem::path& input, c
     round_bytes = 0;
   };
   auto said = std::chrono::steady_clock::now();
+  FileTexts texts;  // (a file whose text another held already is refused, as training refuses it)
   for (const auto& file : files) {
     LineReader reader(file, size_t{64} << 20, note);
     for (std::string line; reader.next(line);) {
+      texts.line(line);
       position = before + reader.offset();
       if (const int signal = stop_asked(stop)) throw stopped_at(signal);
       round_bytes += line.size();
@@ -207,6 +209,7 @@ std::map<std::string, int64_t> count_words(const std::filesystem::path& input, c
         progress(before + reader.offset(), total);
       }
     }
+    texts.end(file, note);
     before += std::filesystem::file_size(file);
   }
   count_round();

@@ -105,6 +105,7 @@ int estimate(const EstimateArgs& a, const CompileFlags& flags, const frontend::M
     const auto price = passes::cloud_price(gpu.name);
     setup.compute_seconds = report.step_seconds;
     setup.dollars_per_gpu_hour = a.price >= 0 ? a.price : price ? price->dollars_per_hour : 0;
+    const bool priced = a.price >= 0 || price.has_value();  // (--price 0: hardware of one's own, a cost of $0)
     for (dist::Compression kind : kinds) {
       setup.bytes_per_step = static_cast<double>(bytes_per_step(program.step, c.train, kind));
       if (kind == dist::Compression::PowerSgd) {
@@ -124,12 +125,12 @@ int estimate(const EstimateArgs& a, const CompileFlags& flags, const frontend::M
                       {"dollars_per_gpu_hour", setup.dollars_per_gpu_hour},
                       {"device_bytes", report.device_bytes()}, {"fits_device_memory", memory.empty()},
                       // (null without a price, as the table's "-": not a cost of 0)
-                      {"cost_dollars", setup.dollars_per_gpu_hour > 0 ? nlohmann::json(e.cost) : nlohmann::json(nullptr)}});
+                      {"cost_dollars", priced ? nlohmann::json(e.cost) : nlohmann::json(nullptr)}});
       text += fmt::format("{:<10} {:<10} {:>10.1f} {:>8.0f}ms {:>9.0f}ms {:>7.0f}ms {:>9.0f}ms {:>8.2f} {:>10.2f} {:>9}\n",
                           fmt::format("{} {}", gpu.name, ir::enum_name(c.compile.precision)), ir::enum_name(kind),
                           setup.bytes_per_step / (1 << 20), setup.compute_seconds * 1e3, e.allreduce_seconds * 1e3,
                           e.step_seconds * 1e3, e.overlapped_step_seconds * 1e3, e.days, e.overlapped_days,
-                          setup.dollars_per_gpu_hour > 0 ? money(e.cost) : "-");
+                          priced ? money(e.cost) : "-");
     }
   }
   text += "compute: the compile report's roofline for one GPU's step; all-reduce: a ring, 2 (N-1)/N x the bytes over the "

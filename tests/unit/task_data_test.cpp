@@ -111,6 +111,13 @@ TEST_F(TaskFiles, ErrorsNameTheFileTheLineAndTheFix) {
   f.label_names.clear();
   EXPECT_NE(error(write("range.tsv", "sentence\tlabel\ncat\t2\n"), f).find("label 2 is outside 0..1"), std::string::npos);
   EXPECT_NE(error(write("name.tsv", "sentence\tlabel\ncat\tyes\n"), f).find("[finetune] labels = "), std::string::npos);
+  // A label that is a number but not a whole one of 64 bits is named as the number it is (it said
+  // "must be a class number or name, found number").
+  for (const char* label : {"1.0", "2.5"})
+    EXPECT_NE(error(write("real.jsonl", fmt::format("{{\"sentence\": \"cat\", \"label\": {}}}\n", label)), f)
+                  .find(fmt::format("found {}: write the class as a whole number", label)),
+              std::string::npos)
+        << error(write("real.jsonl", fmt::format("{{\"sentence\": \"cat\", \"label\": {}}}\n", label)), f);
   EXPECT_NE(error(write("bad.jsonl", "{\"sentence\": \"cat\", \"label\": 1}\n{oops\n"), f).find("bad.jsonl:2: not a JSON object"),
             std::string::npos);
   EXPECT_NE(error(write("empty.tsv", "sentence\tlabel\n"), f).find("no examples"), std::string::npos);
