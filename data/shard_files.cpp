@@ -193,11 +193,14 @@ ShardFiles::ShardFiles(std::vector<std::filesystem::path> files, int64_t seq_len
   }
   content_ = fmt::format("{:016x}", XXH3_64bits(content_.data(), content_.size()));
   if (unrecorded > 0) check_unrecorded(shapes, progress, stop);
-  if (unchecked > 0)
+  if (unchecked > 0) {
+    read_unchecked(shapes, unchecked, progress, stop);
     notes_.push_back(fmt::format("{} of the {} shards were made by bertc prepare-data and have no checksum beside them "
-                                 "(SHARD.xxh3: copied without it?): they are read unchecked; copy the .xxh3 files "
-                                 "with them",
+                                 "(SHARD.xxh3: copied without it?): they were read whole before the first step, and "
+                                 "held no damage that shows; copy the .xxh3 files with them, which check a shard in "
+                                 "one pass",
                                  unchecked, files_.size()));
+  }
 }
 
 void ShardFiles::check_unrecorded(const std::vector<ShardShape>& shapes,
@@ -225,6 +228,28 @@ void ShardFiles::check_unrecorded(const std::vector<ShardShape>& shapes,
   if (progress)
     progress(fmt::format("checked {} shard(s) in {:.1f} s: their token ids and segments fit the model", total,
                          std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count()));
+}
+
+void ShardFiles::read_unchecked(const std::vector<ShardShape>& shapes, size_t count,
+                                const std::function<void(const std::string&)>& progress, const StopCheck& stop) {
+  if (progress)
+    progress(fmt::format("reading the {} shard(s) without a checksum whole before the first step (damage in one was "
+                         "found only when its turn came, mid-run)",
+                         count));
+  std::error_code ec;
+  for (size_t i = 0; i < files_.size(); ++i) {
+    if (!shapes[i].record || std::filesystem::exists(files_[i].string() + ".xxh3", ec)) continue;
+    if (const int signal = stop_asked(stop)) throw Stopped(signal, "while reading the shards before the first step");
+    try {
+      (void)load(i);
+    } catch (const DataError& e) {
+      // (Leaving it out is no way on: its set would be short of it, which is refused.)
+      throw DataError(fmt::format("{} — this shard has no .xxh3 beside it to have caught the damage: put back a good "
+                                  "copy of it (with its .xxh3), or make the shards again from their text (bertc "
+                                  "prepare-data CONFIG --input TEXT -o NEW_DIR) and train on those",
+                                  e.what()));
+    }
+  }
 }
 
 std::string ShardFiles::outside_message(const std::string& where, const ShardValue& v) const {

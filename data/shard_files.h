@@ -47,6 +47,10 @@ class ShardFiles : public ShardSet {
  private:
   // Reads the unrecorded shards' ids and segments (first_value_outside): DataError for the first
   // value outside the model's.
+  // Reads whole, before the first step, the `count` shards prepare-data made that have no .xxh3
+  // beside them (nothing checked their bytes), so that damage is found now; DataError names it.
+  void read_unchecked(const std::vector<ShardShape>& shapes, size_t count,
+                      const std::function<void(const std::string&)>& progress, const StopCheck& stop);
   void check_unrecorded(const std::vector<ShardShape>& shapes, const std::function<void(const std::string&)>& progress,
                         const StopCheck& stop);
   std::string outside_message(const std::string& where, const ShardValue& value) const;
