@@ -70,10 +70,17 @@ MicroBatch choose_micro_batch(const frontend::ModelDefinition& model, const fron
                        mib(need), mib(usable), fits ? ": chosen" : "");
     if (fits) return {b, global / b, need};
   }
+  // (cuBLAS's workspace is a floor no smaller model lowers: said first when it is most of the need.)
+  const bool library = config.compile.matmul != passes::MatmulPolicy::Generated;
   throw std::runtime_error(fmt::format(
-      "batch-size auto: not even a micro-batch of 1 fits the {:.2f} MiB usable: {}a shorter [train] seq_len, or a "
+      "batch-size auto: not even a micro-batch of 1 fits the {:.2f} MiB usable: {}{}a shorter [train] seq_len, or a "
       "smaller model",
-      mib(usable), config.compile.recompute != passes::RecomputePolicy::Full ? "use --recompute full, " : ""));
+      mib(usable),
+      library ? fmt::format("cuBLAS's workspace alone takes {:.0f} MiB, which --matmul generated (products by "
+                            "generated kernels) leaves out; or ",
+                            mib(kCublasWorkspace))
+              : "",
+      config.compile.recompute != passes::RecomputePolicy::Full ? "use --recompute full, " : ""));
 }
 
 }  // namespace bertc::train
