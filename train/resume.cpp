@@ -277,12 +277,24 @@ int64_t prepare_state(const frontend::ModelDefinition& model, const TrainOptions
       const PretrainedReport r = load_pretrained(*o.init, program.step, env);
       check_init_vocab(*o.init, r.metadata, vocab, o.config.train.do_lower_case, log, "--vocab FILE, or [train] vocab");
       log << fmt::format("init: {} params from {}\n", r.loaded.size(), o.init->string());
+      // (A few names, then how many more: a checkpoint's whole optimizer state made one line of
+      // dozens of names.)
+      auto some = [](const std::vector<std::string>& names) {
+        constexpr size_t kShown = 6;
+        const std::vector<std::string> shown(names.begin(), names.begin() + std::min(names.size(), kShown));
+        return fmt::format("{}{}", fmt::join(shown, ", "),
+                           names.size() > kShown ? fmt::format(" and {} more", names.size() - kShown) : "");
+      };
       if (!r.missing.empty())
         log << fmt::format("init: {} params not in the file, initialized fresh: {}\n", r.missing.size(),
-                           fmt::join(r.missing, ", "));
+                           some(r.missing));
       if (!r.unexpected.empty())
-        log << fmt::format("init: {} tensors of the file are not params of this model, ignored: {}\n",
-                           r.unexpected.size(), fmt::join(r.unexpected, ", "));
+        log << fmt::format("init: {} tensors of the file are not params of this model, ignored{}: {}\n",
+                           r.unexpected.size(),
+                           r.metadata.count("format") && r.metadata.at("format").starts_with("bertc-checkpoint-")
+                               ? " (a checkpoint's optimizer state: --init takes its weights)"
+                               : "",
+                           some(r.unexpected));
     }
   }
   fresh_state(o.config, program, env);
