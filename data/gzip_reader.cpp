@@ -152,13 +152,22 @@ DataError GzipReader::cut_short() const {
   // cut file moved aside, so that a folder it is in reads the part and the rest alike; never onto
   // the file itself, which the shell would empty before gzip reads it, nor onto another file
   // already there: a name not taken.)
-  const std::filesystem::path part = unused_name(extension_of(path_) == ".gz" ? beside(".txt") : beside(".part.txt"));
+  // A task file's part keeps its kind (.tsv, .jsonl: the name its reader goes by), and its last line,
+  // which the cut may have left half a row, is to be checked.
+  std::filesystem::path inner = path_;
+  if (extension_of(inner) == ".gz") inner.replace_extension();
+  const std::string kind = extension_of(inner);
+  const bool task = kind == ".tsv" || kind == ".jsonl";
+  const std::filesystem::path part =
+      unused_name(task ? inner.replace_extension(".part" + kind)
+                       : extension_of(path_) == ".gz" ? beside(".txt") : beside(".part.txt"));
   return DataError(fmt::format(
       "{}: the gzip stream ends early: the file is cut short after {} bytes, inside member {} ({} bytes of text read "
       "before; an interrupted download or copy?). Get the whole file again (gzip -t '{}' checks one), or keep the "
-      "part it holds knowingly: gzip -dc '{}' > '{}' (gzip says the same), then move '{}' aside",
+      "part it holds knowingly: gzip -dc '{}' > '{}' (gzip says the same){}, then move '{}' aside",
       path_.string(), file_read_, members_ + 1, text_bytes_ + (compressed_ ? z_.total_out : 0), path_.string(),
-      path_.string(), part.string(), path_.string()));
+      path_.string(), part.string(), task ? " and remove its last line, which the cut may have left half a row" : "",
+      path_.string()));
 }
 
 void GzipReader::after_member() {

@@ -41,7 +41,7 @@ std::optional<std::string> compression_of(const std::filesystem::path& p) {
   return compression_in(std::string_view(b, static_cast<size_t>(in.gcount())));
 }
 
-// Refuses a WordPiece vocabulary (its first line "[PAD]", as BERT's and bertc's are) among the
+// Refuses a WordPiece vocabulary (its first line a special token: "[PAD]", as BERT's and bertc's) among the
 // training text: a vocab.txt written into a folder of text (bertc vocab -o there) would be
 // trained on as a document, without a word. (.txt.gz files are not opened here.)
 void refuse_vocabulary_as_text(const std::filesystem::path& file, const std::filesystem::path& folder) {
@@ -51,15 +51,16 @@ void refuse_vocabulary_as_text(const std::filesystem::path& file, const std::fil
   std::getline(in, first);
   if (!first.empty() && first.back() == '\r') first.pop_back();
   if (first.starts_with("\xef\xbb\xbf")) first.erase(0, 3);
-  if (first != "[PAD]") return;
+  // (BERT's and bertc's put [PAD] first; Hugging Face's WordPiece trainer may put [UNK] first.)
+  if (first != "[PAD]" && first != "[UNK]" && first != "[CLS]" && first != "[SEP]" && first != "[MASK]") return;
   if (folder.empty())
-    throw DataError(fmt::format("{}: a WordPiece vocabulary (its first token [PAD]), not training text: give the text "
-                                "itself ([train] data, --data or --input), and the vocabulary as --vocab",
-                                file.string()));
-  throw DataError(fmt::format("{}: a WordPiece vocabulary (its first token [PAD]) in the folder of text {}: it would be "
-                              "trained on as a document; move it out of the folder, and give --vocab (or [train] "
-                              "vocab) its new path",
-                              file.string(), folder.string()));
+    throw DataError(fmt::format("{}: a WordPiece vocabulary (its first line {}, a special token), not training text: "
+                                "give the text itself ([train] data, --data or --input), and the vocabulary as --vocab",
+                                file.string(), first));
+  throw DataError(fmt::format("{}: a WordPiece vocabulary (its first line {}, a special token) in the folder of text {}: "
+                              "it would be trained on as a document; move it out of the folder, and give --vocab (or "
+                              "[train] vocab) its new path",
+                              file.string(), first, folder.string()));
 }
 
 }  // namespace

@@ -183,6 +183,7 @@ int compile(CompileArgs args, const CompileFlags& flags, const frontend::ModelDe
   frontend::Config config = frontend::load_config(args.config, model.extra_keys);
   config.compile = resolve_here(flags.apply(config.compile));
   args.output = through_output_link(args.output);  // (a link given to -o: the output goes where it leads)
+  refuse_checkpoint_name(args.output, "-o", "a compiler's output");
   refuse_output_onto_input(args.output, "-o", {{args.config, "the config"},
                                                {config.train.vocab.empty() ? std::string()
                                                                             : config.resolve(config.train.vocab).string(),
@@ -231,6 +232,7 @@ int compile(CompileArgs args, const CompileFlags& flags, const frontend::ModelDe
     return *compiled;
   };
   refuse_output_among_text(config.compile.dump_ir, "--dump-ir", "stages.txt");
+  refuse_checkpoint_name(config.compile.dump_ir, "--dump-ir", "a folder of IR");
   if (!config.compile.dump_ir.empty() || config.compile.print_ir_after_all) report();
   const bool gpu_arch = config.compile.arch.sm() != 0;
   std::string text;
@@ -525,6 +527,7 @@ int train_rank(const TrainArgs& args, const CompileFlags& flags, const frontend:
   }
   refuse_output_onto_input(o.config.compile.dump_ir, "--dump-ir", {{o.data.string(), "the training data"}});
   refuse_output_among_text(o.config.compile.dump_ir, "--dump-ir", "stages.txt");
+  refuse_checkpoint_name(o.config.compile.dump_ir, "--dump-ir", "a folder of IR");
   o.metrics = args.metrics.empty() ? o.checkpoint_dir / "metrics.jsonl" : std::filesystem::path(args.metrics);
   refuse_metrics_in_another_run_folder(o.metrics, o.checkpoint_dir);
   refuse_output_onto_input(o.metrics.string(), "--metrics",

@@ -41,6 +41,7 @@ int export_checkpoint(const ExportArgs& args, std::ostream& log) {
   const std::string output =
       through_output_link(std::filesystem::path(args.output).lexically_normal().string());
   refuse_dangling_link(output, "-o");
+  refuse_checkpoint_name(output, "-o", "an exported folder");
   o.output = output;
   if (!args.head.empty()) o.head = ir::enum_named<frontend::HfHead>(args.head);
   if (!args.vocab.empty()) o.vocab = args.vocab;

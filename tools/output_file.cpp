@@ -154,14 +154,19 @@ void refuse_dangling_link(const std::string& output, const std::string& option) 
   }
 }
 
-void refuse_replacing_another_kind(const std::string& output, const std::string& option, const std::string& format) {
+void refuse_checkpoint_name(const std::string& output, const std::string& option, const std::string& what) {
   if (output.empty() || output == "-") return;
   // (A name --resume would take for the run's newest checkpoint, in whatever folder it goes.)
-  if (train::checkpoint_step_of(std::filesystem::path(output).filename().string()))
-    throw std::invalid_argument(fmt::format("{} {}: named as a checkpoint (checkpoint-N.safetensors), and a {} file is "
-                                            "none: --resume in that folder would take it for the run's newest: name "
-                                            "it otherwise",
-                                            option, output, format));
+  if (train::checkpoint_step_of(std::filesystem::path(output).lexically_normal().filename().string()))
+    throw std::invalid_argument(fmt::format("{} {}: named as a checkpoint (checkpoint-N.safetensors), and {} is none: "
+                                            "--resume in that folder would take it for the run's newest: name it "
+                                            "otherwise",
+                                            option, output, what));
+}
+
+void refuse_replacing_another_kind(const std::string& output, const std::string& option, const std::string& format) {
+  if (output.empty() || output == "-") return;
+  refuse_checkpoint_name(output, option, "a " + format + " file");
   std::error_code ec;
   const std::filesystem::file_status own = std::filesystem::symlink_status(output, ec);
   if (ec || own.type() == std::filesystem::file_type::not_found) return;

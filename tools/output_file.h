@@ -42,6 +42,11 @@ void refuse_output_among_text(const std::string& folder, const std::string& opti
 // and its history split between files.
 void refuse_metrics_in_another_run_folder(const std::filesystem::path& metrics, const std::filesystem::path& run_folder);
 
+// Throws std::invalid_argument when `output` is named as a checkpoint (checkpoint-N.safetensors),
+// which `what` (a vocabulary, a compiled program, a folder of IR) is not: --resume would take it for
+// a run's newest. "" and "-" pass.
+void refuse_checkpoint_name(const std::string& output, const std::string& option, const std::string& what);
+
 // Where `output` is written: when its last component is a symbolic link (to a file or a folder,
 // there or not yet), the path it leads to, followed through up to 40 links; else `output`. Every
 // command's output goes through a link to where it leads (the link stays a link), as --metrics

@@ -79,6 +79,7 @@ int train_vocab(const VocabArgs& given, const frontend::ModelDefinition& model, 
   a.output = through_output_link(a.output);  // (a link given to -o: the new file goes where it leads)
   const frontend::Config config = frontend::load_config(a.config, model.extra_keys);
   refuse_dangling_link(a.output, "-o");
+  refuse_checkpoint_name(a.output, "-o", "a vocabulary");
   if (std::filesystem::exists(a.output))
     throw data::DataError(fmt::format("{} exists: write the vocabulary to a new file (a run's vocabulary must not "
                                       "change under its checkpoints)",
@@ -94,6 +95,13 @@ int train_vocab(const VocabArgs& given, const frontend::ModelDefinition& model, 
                                       fix.empty() ? ": give -o a file in a writable folder" : ": " + fix));
   }
   const std::filesystem::path input = a.input.empty() ? config.resolve(config.train.data) : std::filesystem::path(a.input);
+  // (A vocabulary written among the text it was made from would be read as text by the next run.)
+  if (std::error_code ec; std::filesystem::is_directory(input, ec) &&
+                          std::filesystem::weakly_canonical(input, ec) ==
+                              std::filesystem::weakly_canonical(std::filesystem::path(a.output), ec).parent_path())
+    throw data::DataError(fmt::format("-o {}: in the folder of text it is made from ({}), where a run on the folder "
+                                      "would read the vocabulary as a document: write it outside the folder",
+                                      a.output, input.string()));
   // Basic tokenization needs no vocabulary: any will do for it.
   const data::Vocab specials = data::Vocab::from_tokens({"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"}, "specials");
   const data::Tokenizer tokenizer(specials, config.train.do_lower_case);
