@@ -88,8 +88,10 @@ class ExampleMaker {
 
   int32_t class_number(int64_t line, int64_t n) const {
     if (n < 0 || n >= f_.num_labels)
-      fail(line, fmt::format("label {} is outside 0..{} ([finetune] num_labels = {})", n, f_.num_labels - 1,
-                             f_.num_labels));
+      fail(line, fmt::format("label {} is outside 0..{} ({})", n, f_.num_labels - 1,
+                             f_.label_names.empty()
+                                 ? fmt::format("[finetune] num_labels = {}", f_.num_labels)
+                                 : fmt::format("the {} classes [finetune] labels names", f_.label_names.size())));
     return static_cast<int32_t>(n);
   }
 

@@ -24,6 +24,15 @@ Vocab Vocab::from_tokens(std::vector<std::string> tokens, const std::string& sou
     XXH3_64bits_update(state.get(), "\n", 1);
   }
   v.xxh3_ = fmt::format("{:016x}", XXH3_64bits_digest(state.get()));
+  // (A token holds no space: a line with one between its characters is text, and the file no
+  // vocabulary; said as such, before a blank line's "token '' appears twice".)
+  for (size_t i = 0; i < v.tokens_.size(); ++i)
+    if (const std::string& t = v.tokens_[i]; t.find_first_of(" \t", t.find_first_not_of(" \t")) <
+                                             t.find_last_not_of(" \t"))  // (inside it: spaces around are said below)
+      throw DataError(fmt::format("{}:{}: '{}' holds a space, and a WordPiece vocabulary is one token a line: this "
+                                  "is not a vocabulary (training text?); give the vocab.txt ([train] vocab or --vocab), "
+                                  "or make one (bertc vocab CONFIG -o vocab.txt)",
+                                  source, i + 1, v.tokens_[i].substr(0, 60)));
   for (size_t i = 0; i < v.tokens_.size(); ++i)
     if (!v.ids_.emplace(v.tokens_[i], static_cast<int64_t>(i)).second)
       throw DataError(fmt::format("{}:{}: token '{}' appears twice (first on line {})", source, i + 1, v.tokens_[i],

@@ -59,6 +59,17 @@ TEST(Vocab, RefusesIncompleteOrDuplicateVocabularies) {
   } catch (const DataError& e) {
     EXPECT_STREQ(e.what(), "vocab.txt:7: token 'a' appears twice (first on line 3)");
   }
+  // Training text given as the vocabulary: named as text by its first line with a space inside (it
+  // said "token '' appears twice", of its blank lines).
+  try {
+    Vocab::from_tokens({"the cat sat", "", "on the mat", ""}, "small.txt");
+    FAIL();
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("small.txt:1: 'the cat sat' holds a space, and a WordPiece vocabulary is one "
+                                         "token a line: this is not a vocabulary"),
+              std::string::npos)
+        << e.what();
+  }
   // A special token with spaces around it (an editor's trailing spaces) is named as such.
   try {
     Vocab::from_tokens({"[PAD] ", "[UNK]", "[CLS]", "[SEP]", "[MASK]"}, "vocab.txt");

@@ -108,6 +108,12 @@ TEST_F(TaskFiles, ErrorsNameTheFileTheLineAndTheFix) {
                 .find("unknown.tsv:3: label 'maybe' is not one of [finetune] labels (no, yes)"),
             std::string::npos);
   EXPECT_NE(error(write("short.tsv", "sentence\tlabel\ncat\n"), f).find("short.tsv:2: 1 fields"), std::string::npos);
+  // A class number out of range, with the labels named: the names are what the config sets (it
+  // named num_labels, which it did not).
+  EXPECT_NE(error(write("range-named.jsonl", "{\"sentence\": \"cat\", \"label\": 2}\n"), f)
+                .find("label 2 is outside 0..1 (the 2 classes [finetune] labels names)"),
+            std::string::npos)
+      << error(write("range-named.jsonl", "{\"sentence\": \"cat\", \"label\": 2}\n"), f);
   f.label_names.clear();
   EXPECT_NE(error(write("range.tsv", "sentence\tlabel\ncat\t2\n"), f).find("label 2 is outside 0..1"), std::string::npos);
   EXPECT_NE(error(write("name.tsv", "sentence\tlabel\ncat\tyes\n"), f).find("[finetune] labels = "), std::string::npos);
