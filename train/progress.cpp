@@ -172,6 +172,22 @@ void keep_metrics_through(const std::filesystem::path& metrics, int64_t step, co
                                                   "{}): another run's metrics are not this run's to continue",
                                                   other_run, *run, step)),
                log);
+    // (Its own earlier lines, set aside when another run took the file: said where they are, so
+    // that its history is found whole.)
+    for (int n = 1; n < 10000; ++n) {
+      const std::filesystem::path earlier =
+          metrics.parent_path() / fmt::format("{}.earlier-{}{}", metrics.stem().string(), n,
+                                              metrics.has_extension() ? metrics.extension().string() : "");
+      std::ifstream lines(earlier);
+      if (!lines) break;
+      int64_t first = -1, last = -1;
+      for (std::string l; std::getline(lines, l);)
+        if (const MetricsLine m = check_metrics_line(l); m.intact && m.run == *run && m.step <= step)
+          first = first < 0 ? m.step : std::min(first, m.step), last = std::max(last, m.step);
+      if (first >= 0)
+        log << fmt::format("metrics: this run's own earlier lines, of steps {} to {}, are in {}\n", first, last,
+                           earlier.string());
+    }
     return;
   }
   // Steps the checkpoint trained whose lines are not in the file (a run that could not write them,
