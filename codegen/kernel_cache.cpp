@@ -103,30 +103,37 @@ std::optional<std::string> untrusted_way(const std::filesystem::path& folder, co
     return a.has_filename() || a == a.root_path() ? a : a.parent_path();  // ("/a/b/" is /a/b)
   };
   std::vector<std::string> faults;
-  std::filesystem::path outermost;
+  std::vector<std::filesystem::path> at_fault;
   // The path as written and the real one (links resolved: a link to a folder under one that others
   // may write leads there), each folder of either up to /.
   std::set<std::filesystem::path> seen;
   for (const std::filesystem::path& start : {plain(folder), std::filesystem::weakly_canonical(folder, ec)})
     for (std::filesystem::path p = start; !p.empty(); p = p.parent_path()) {
       if (seen.insert(p).second)
-        if (const auto why = untrusted(p, false)) faults.insert(faults.begin(), *why), outermost = p;
+        if (const auto why = untrusted(p, false)) faults.insert(faults.begin(), *why), at_fault.push_back(p);
       if (p == p.parent_path()) break;
     }
   if (faults.empty()) return std::nullopt;
-  // (One fix for all: removing the outermost folder at fault, when it is the cache's own or inside
-  // it, takes the rest with it; above the cache, the cache must go elsewhere.)
-  auto above_of = [&](const std::filesystem::path& root) {
-    const auto [at, rest] = std::mismatch(outermost.begin(), outermost.end(), root.begin(), root.end());
-    return at == outermost.end() && rest != root.end();
+  // (One fix for all: a folder at fault above the cache means the cache must go elsewhere; else
+  // removing the outermost at fault, the cache's own or inside it, takes the rest with it.)
+  auto above_of = [](const std::filesystem::path& p, const std::filesystem::path& root) {
+    const auto [at, rest] = std::mismatch(p.begin(), p.end(), root.begin(), root.end());
+    return at == p.end() && rest != root.end();
   };
-  const bool above = above_of(plain(cache)) || above_of(std::filesystem::weakly_canonical(cache, ec));
+  const std::filesystem::path root = plain(cache), real_root = std::filesystem::weakly_canonical(cache, ec);
+  const auto above = std::find_if(at_fault.begin(), at_fault.end(), [&](const std::filesystem::path& p) {
+    return above_of(p, root) || above_of(p, real_root);
+  });
+  const std::filesystem::path outermost = *std::min_element(
+      at_fault.begin(), at_fault.end(),
+      [](const auto& a, const auto& b) { return std::distance(a.begin(), a.end()) < std::distance(b.begin(), b.end()); });
   const std::string fix =
-      above ? fmt::format("{} is above the cache, and whoever may write it may replace the cache: a cache is code "
-                          "bertc loads, so set XDG_CACHE_HOME to a folder of your own, on a path only you and root may "
-                          "write (a cache shared read-only is one trusted user's, named in BERTC_CACHE_OWNER)",
-                          outermost.string())
-            : trust_fix(outermost);
+      above != at_fault.end()
+          ? fmt::format("{} is above the cache, and whoever may write it may replace the cache: a cache is code bertc "
+                        "loads, so set XDG_CACHE_HOME to a folder of your own, on a path only you and root may write "
+                        "(a cache shared read-only is one trusted user's, named in BERTC_CACHE_OWNER)",
+                        above->string())
+          : trust_fix(outermost);
   return fmt::format("{}: {}", fmt::join(faults, "; "), fix);
 }
 
