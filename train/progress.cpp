@@ -20,6 +20,7 @@
 #include "data/text_input.h"
 #include "support/atomic_file.h"
 #include "support/file_errors.h"
+#include "train/run_lock.h"
 #include "train/trainer.h"
 
 namespace bertc::train {
@@ -317,13 +318,7 @@ void start_metrics_afresh(const std::filesystem::path& metrics, std::ostream& lo
 }
 
 void refuse_metrics_in_use(const std::filesystem::path& path, const std::filesystem::path& given) {
-  // (a shared flock is refused only while a writer holds the exclusive one; O_NONBLOCK: a pipe in
-  // the file's place does not wait)
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return;  // (none yet)
-  const bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
-  ::close(fd);
-  if (held)
+  if (lock_holder(path))
     throw TrainError(fmt::format("{}: a running bertc is writing its metrics there now: name another file with "
                                  "--metrics, or wait for that run to end",
                                  given.string()));

@@ -47,13 +47,20 @@ TrainError folder_in_use(const std::filesystem::path& folder, const std::string&
 
 }  // namespace
 
-void refuse_run_folder_in_use(const std::filesystem::path& folder) {
-  const int fd = ::open((folder / ".bertc-lock").c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return;  // (no run ever locked it, or no folder yet)
+std::optional<std::string> lock_holder(const std::filesystem::path& file) {
+  // (A shared flock is refused only while someone holds the exclusive one; O_NONBLOCK: a pipe in
+  // the file's place does not wait.)
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return std::nullopt;  // (none yet)
   const bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
   const std::string content = held ? contents(fd) : "";
   ::close(fd);
-  if (held) throw folder_in_use(folder, content.substr(0, content.find('\n')));
+  if (!held) return std::nullopt;
+  return content.substr(0, content.find('\n'));
+}
+
+void refuse_run_folder_in_use(const std::filesystem::path& folder) {
+  if (const auto holder = lock_holder(folder / ".bertc-lock")) throw folder_in_use(folder, *holder);
 }
 
 RunFolderLock::RunFolderLock(const std::filesystem::path& folder, std::ostream& log) : folder_(folder) {

@@ -3,9 +3,15 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <ostream>
+#include <string>
 
 namespace bertc::train {
+
+// When a process holds `file`'s exclusive flock (a run folder's lock, a metrics file being
+// written): the first line of what the file holds ("" when nothing); else nullopt.
+std::optional<std::string> lock_holder(const std::filesystem::path& file);
 
 // Throws TrainError, as RunFolderLock would, when another run holds `folder`'s lock now; makes
 // and takes nothing: asked before the checks that come before the lock (--metrics: the metrics a
