@@ -522,11 +522,15 @@ std::string shard_image(const std::vector<Example>& examples, int64_t seq_len, i
   return image;
 }
 
-// `bytes` as the whole of a new file; throws DataError naming it and the system's error (a full
-// disk: "No space left on device").
+// `bytes` as the whole of a new file; throws ShardWriteFailed naming it and the system's error (a
+// full disk: "No space left on device").
 void write_whole(const std::filesystem::path& path, const std::string& bytes) {
   const int fd = ::open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644);
-  if (fd < 0) throw DataError(fmt::format("{}: cannot be created: {}", path.string(), std::strerror(errno)));
+  if (fd < 0) {
+    const int error = errno;
+    throw ShardWriteFailed(fmt::format("{}: cannot be created: {}", path.string(), std::strerror(error)), error,
+                           bytes.size());
+  }
   size_t done = 0;
   int error = 0;
   while (done < bytes.size() && error == 0) {
@@ -537,11 +541,9 @@ void write_whole(const std::filesystem::path& path, const std::string& bytes) {
   if (error == 0 && ::fsync(fd) != 0 && errno != EINVAL) error = errno;  // (EINVAL: a file system without fsync)
   if (::close(fd) != 0 && error == 0 && errno != EINTR) error = errno;
   if (error != 0)
-    throw DataError(fmt::format("{}: writing it failed after {} of {} bytes: {}{}", path.string(), done, bytes.size(),
-                                std::strerror(error),
-                                error == ENOSPC || error == EDQUOT || error == EFBIG
-                                    ? ": free space there (or raise the quota or file size limit), or write elsewhere"
-                                    : ""));
+    throw ShardWriteFailed(fmt::format("{}: writing it failed after {} of {} bytes: {}", path.string(), done,
+                                       bytes.size(), std::strerror(error)),
+                           error, bytes.size());
 }
 
 }  // namespace

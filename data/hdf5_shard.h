@@ -56,13 +56,22 @@ std::string shard_checksum(const std::filesystem::path& path);
 // Whether this bertc was built with HDF5 (BERTC_HDF5; the static GPU test build is not).
 bool hdf5_available();
 
+// A shard's file that could not be written out (write_shard): the system's error (ENOSPC, EDQUOT,
+// EFBIG, EACCES...) and the file's size, for a caller that can say what room its whole work needs.
+class ShardWriteFailed : public DataError {
+ public:
+  ShardWriteFailed(const std::string& what, int error, uint64_t bytes) : DataError(what), error(error), bytes(bytes) {}
+  int error;
+  uint64_t bytes;
+};
+
 // Writes `examples` (each at most seq_len tokens and `predictions` masked positions) as a shard,
 // atomically: a temporary beside `path`, renamed over it once complete. `pad_id` fills input_ids
 // after each example's tokens; beside it `path`.xxh3, its bytes' checksum; `record` (its
 // max_token_id found here) as attributes. The file is made in memory by libhdf5 and written out
 // by bertc, so that a write failure (a full disk) is bertc's to handle: libhdf5 never holds a file
-// it failed to flush (which crashed it at exit). Throws DataError on a write failure, naming the
-// file and the error, or an example that does not fit.
+// it failed to flush (which crashed it at exit). Throws ShardWriteFailed on a write failure, naming
+// the file and the error, and DataError for an example that does not fit.
 void write_shard(const std::filesystem::path& path, const std::vector<Example>& examples, int64_t seq_len,
                  int64_t predictions, int64_t pad_id, std::optional<ShardRecord> record = std::nullopt);
 

@@ -41,13 +41,48 @@ struct ScratchShard {
   int64_t chunks = 0;  // its documents' pieces of up to seq_len - 3 tokens: about the examples of one copy
 };
 
-DataError scratch_failure(const ScratchShard& s) {
-  const int error = errno;
-  // (by its errno: a file size limit is no full disk, and a permission is neither)
-  const std::string fix = error == EFBIG ? "raise the file size limit (ulimit -f), or use more --shards (smaller files)"
-                          : error == EACCES || error == EPERM || error == EROFS
-                              ? "make the --output folder writable, or choose another --output"
-                              : "free space there (or raise the quota), or choose another --output";
+// What a run takes on the --output file system at its peak, the scratch of pass 1 and the shards
+// pass 2 makes beside it, and what of it this run holds now (removed when it ends).
+struct Room {
+  uint64_t scratch = 0, shards = 0, held = 0;
+};
+
+// Bytes of the regular files under `folder`.
+uint64_t bytes_under(const std::filesystem::path& folder) {
+  uint64_t bytes = 0;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(folder, ec))
+    if (e.is_regular_file(ec)) bytes += e.file_size(ec);
+  return bytes;
+}
+
+// What works after a write into `output` failed with `error` (by its errno: a file size limit is
+// no full disk, and a permission is neither). A full disk or quota gets the room the whole run
+// needs against the room there once this run's files are gone, so that one change is enough.
+std::string write_fix(int error, const std::filesystem::path& output, const Room& room) {
+  if (error == EFBIG) return "raise the file size limit (ulimit -f), or use more --shards (smaller files)";
+  if (error == EACCES || error == EPERM || error == EROFS)
+    return "make the --output folder writable, or choose another --output";
+  if (error != ENOSPC && error != EDQUOT) return "choose another --output, or run the same command again";
+  auto mib = [](uint64_t bytes) { return static_cast<double>(bytes) / double(1 << 20); };
+  // (a tenth more, and a MiB: shards differ in size a little, and a file system rounds files up to
+  // its blocks)
+  const uint64_t need = ((room.scratch + room.shards) * 11 / 10 >> 20) + 1;
+  std::error_code ec;
+  const std::filesystem::space_info space = std::filesystem::space(output, ec);
+  const uint64_t free = ec ? 0 : (space.available + room.held) >> 20;
+  const std::string figures = fmt::format(
+      "this run needs about {} MiB free there at its peak (pass 1's scratch, {:.1f} MiB, and the shards pass 2 "
+      "makes beside it, about {:.1f} MiB), and {} MiB are free there once this run's files are removed",
+      need, mib(room.scratch), mib(room.shards), free);
+  if (ec || free >= need)
+    return fmt::format("{}: a quota may be what stops it (raise it), or choose an --output with {} MiB free", figures,
+                       need);
+  return fmt::format("{}: free {} MiB more there (or raise the quota), or choose an --output with {} MiB free", figures,
+                     need - free, need);
+}
+
+DataError scratch_failure(const ScratchShard& s, int error, const std::string& fix) {
   return DataError(fmt::format("{}: writing this run's scratch failed: {} (pass 1 keeps the text's token ids there, 4 "
                                "bytes a token, until the shards are made): {}",
                                s.path.string(), std::strerror(error), fix));
@@ -63,6 +98,7 @@ ScratchShard alone(const Document& doc, int64_t seq_len) {
   return s;
 }
 
+// (A failed write leaves s.out failed, errno saying why.)
 void append(ScratchShard& s, const Document& doc, int64_t seq_len) {
   auto u32 = [&](uint32_t v) { s.out.write(reinterpret_cast<const char*>(&v), 4); };
   u32(static_cast<uint32_t>(doc.size()));
@@ -79,7 +115,6 @@ void append(ScratchShard& s, const Document& doc, int64_t seq_len) {
   s.chunks += std::max<int64_t>(1, (tokens + seq_len - 4) / (seq_len - 3));
   s.sentences += static_cast<int64_t>(doc.size());
   ++s.documents;
-  if (!s.out) throw scratch_failure(s);
 }
 
 std::vector<Document> read_scratch(const std::filesystem::path& path) {
@@ -389,6 +424,24 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
   auto read_percent = [&] {
     return 100.0 * static_cast<double>(p.bytes_read) / static_cast<double>(std::max<uint64_t>(p.bytes_total, 1));
   };
+  // The room the whole run needs, from what pass 1 has read so far: the scratch, 4 bytes a token,
+  // a sentence and a document (read_scratch's layout), grows with the text; a shard takes at most
+  // about 4 bytes a token of each of the dupe_factor copies made of it (measured: 3.4 at seq_len
+  // 512 on the bundled corpus's short documents, 2.7 at 64; under 1 where examples fill their
+  // sequences, as 3.5 GB of shards for 31.9 M examples of 128 tokens).
+  // `unwritten`: tokens read but not yet in the scratch.
+  auto room_so_far = [&](const ScratchShard& unwritten) {
+    const double read = std::max(
+        1e-3, static_cast<double>(p.bytes_read) / static_cast<double>(std::max<uint64_t>(p.bytes_total, 1)));
+    uint64_t written = 4 * static_cast<uint64_t>(unwritten.tokens), tokens = static_cast<uint64_t>(unwritten.tokens);
+    for (const ScratchShard& s : shards) {
+      written += 4 * static_cast<uint64_t>(s.documents + s.sentences + s.tokens);
+      tokens += static_cast<uint64_t>(s.tokens);
+    }
+    const auto copies = static_cast<uint64_t>(o.examples.dupe_factor);
+    return Room{static_cast<uint64_t>(static_cast<double>(written) / read),
+                static_cast<uint64_t>(static_cast<double>(4 * copies * tokens) / read), bytes_under(scratch.path)};
+  };
   auto tokenizing = [&] { return fmt::format("while tokenizing ({:.0f}% of the text read)", read_percent()); };
   std::vector<std::vector<std::string>> texts(1);  // the round's documents, as lines
   uint64_t round_size = 0, document_size = 0, read_before = 0;
@@ -419,10 +472,18 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
       return fmt::format("while tokenizing a round of {} documents ({:.0f}% of the text read)", texts.size(),
                          read_percent());
     });
-    for (const Document& doc : docs) {
+    for (auto it = docs.begin(); it != docs.end(); ++it) {
+      const Document& doc = *it;
       if (doc.empty()) continue;
       ScratchShard& shard = shards[static_cast<size_t>(next_document % o.shards)];
       append(shard, doc, o.examples.max_seq_length);
+      if (!shard.out) {
+        const int error = errno;
+        ScratchShard unwritten;  // (the rest of the round: read, so counted in the share read)
+        for (auto rest = std::next(it); rest != docs.end(); ++rest)
+          for (const auto& sentence : *rest) unwritten.tokens += static_cast<int64_t>(sentence.size());
+        throw scratch_failure(shard, error, write_fix(error, o.output, room_so_far(unwritten)));
+      }
       // Found now, not after reading the rest of the corpus. A document is never split between
       // shards: one too large alone needs a larger bound, not more shards; so does a bound under
       // what any shard needs.
@@ -490,7 +551,10 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
   tell(true);
   for (ScratchShard& s : shards) {
     s.out.close();  // (its last buffer written now: a full disk shows here)
-    if (!s.out) throw scratch_failure(s);
+    if (!s.out) {
+      const int error = errno;
+      throw scratch_failure(s, error, write_fix(error, o.output, room_so_far({})));
+    }
   }
   texts.clear();
   texts.shrink_to_fit();
@@ -577,7 +641,15 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
     if ((stop_signal = stop_asked(callbacks.stop_requested))) stopping = true;
   }
   for (std::thread& t : pool) t.join();
-  if (failed) std::rethrow_exception(failed);  // (the shards made so far go with the scratch)
+  if (failed) {  // (the shards made so far go with the scratch)
+    try {
+      std::rethrow_exception(failed);
+    } catch (const ShardWriteFailed& e) {  // (shards differ little in size: this one's size times their count)
+      const Room whole = room_so_far({});
+      throw DataError(fmt::format("{}: {}", e.what(),
+                                  write_fix(e.error, o.output, {whole.scratch, e.bytes * o.shards, whole.held})));
+    }
+  }
   if (done == o.shards) stop_signal = 0;  // (every shard made as the signal came: they are kept, said below)
   if (stop_signal)
     throw Stopped(stop_signal, fmt::format("while writing shards ({} of {} made)", done.load(), o.shards));

@@ -271,11 +271,11 @@ PackedExamples ShardFiles::load(size_t shard) const {
   const std::vector<int32_t>& tokens = examples.all_tokens();
   for (size_t i = 0; i < tokens.size(); ++i)
     if (tokens[i] < 0 || tokens[i] >= vocab_size_)
-      throw DataError(outside_message(where, {"input_ids", examples.example_of_token(i), tokens[i]}));
+      throw DataError(outside_message(where, {"input_ids", static_cast<int64_t>(examples.example_of_token(i)), tokens[i]}));
   const std::vector<int8_t>& segments = examples.all_segments();
   for (size_t i = 0; i < segments.size(); ++i)
     if (segments[i] < 0 || segments[i] >= type_vocab_size_)
-      throw DataError(outside_message(where, {"segment_ids", examples.example_of_token(i), segments[i]}));
+      throw DataError(outside_message(where, {"segment_ids", static_cast<int64_t>(examples.example_of_token(i)), segments[i]}));
   const std::vector<int32_t>& labels = examples.all_labels();
   if (labels.empty())  // (MLM would learn nothing from it, and its loss would read 0)
     throw DataError(fmt::format("{}: no example of the shard has a masked prediction (masked_lm_positions all 0: "
@@ -284,7 +284,7 @@ PackedExamples ShardFiles::load(size_t shard) const {
                                 where));
   for (size_t i = 0; i < labels.size(); ++i)
     if (labels[i] < 0 || labels[i] >= vocab_size_)
-      throw DataError(outside_message(where, {"masked_lm_ids", examples.example_of_prediction(i), labels[i]}));
+      throw DataError(outside_message(where, {"masked_lm_ids", static_cast<int64_t>(examples.example_of_prediction(i)), labels[i]}));
   return examples;
 }
 

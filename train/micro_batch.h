@@ -6,26 +6,34 @@
 #include <cstdint>
 #include <ostream>
 
+#include "codegen/matrix_strategy.h"
 #include "frontend/model.h"
 #include "passes/pipeline.h"
 
 namespace bertc::train {
 
-// Bytes a device holds to train `program`: both graphs' arenas, inputs and constants, the params
-// and states once (the two graphs share them), the epilogue workspace of cuBLAS products (f32, the
-// largest product's result) and cuBLAS's own workspace, unless matmul is "generated".
-uint64_t planned_device_bytes(const passes::TrainingProgram& program, passes::MatmulPolicy matmul);
+// What a device holds to train `program` with kernels rendered for `target` (the device's: which
+// products run in cuBLAS is the renderer's choice, never re-decided here): both graphs' arenas,
+// inputs and constants, the params and states once (the two graphs share them), every kernel's own
+// scratch, each graph's epilogue workspace of cuBLAS products (its largest), and cuBLAS's own
+// workspace when any product runs in cuBLAS (a device without cuBLAS, or a program without library
+// products, never loads it).
+struct PlannedMemory {
+  uint64_t bytes = 0;
+  bool cublas = false;  // some product runs in cuBLAS: its workspace is counted
+};
+PlannedMemory planned_device_memory(const passes::TrainingProgram& program, const codegen::RenderTarget& target);
 
 struct MicroBatch {
   int64_t batch_size = 0, accumulation = 0;  // batch_size x accumulation = the configured global batch
-  uint64_t bytes = 0;                        // planned_device_bytes at that micro-batch
+  uint64_t bytes = 0;                        // planned_device_memory at that micro-batch
 };
 
 // Tries the divisors of the global batch from the largest down, compiling each, and keeps the
-// first whose plan fits `available` bytes less a reserve (5% and 256 MiB at most: allocator
-// rounding, the kernels' images, per-launch scratch). Logs every size tried. Throws
+// first whose plan for `target` fits `available` bytes less a reserve (5% and 256 MiB at most:
+// allocator rounding, the kernels' images and tables). Logs every size tried. Throws
 // std::runtime_error naming what to change when not even a micro-batch of 1 fits.
 MicroBatch choose_micro_batch(const frontend::ModelDefinition& model, const frontend::Config& config,
-                              uint64_t available, std::ostream& log);
+                              const codegen::RenderTarget& target, uint64_t available, std::ostream& log);
 
 }  // namespace bertc::train

@@ -94,6 +94,9 @@ std::atomic<bool> active{false};  // a StopOnSignal lives
       on_signal(sig);
       continue;
     }
+    // The CPU limit's repeat once the stop it asked for is made (the command is on its way out
+    // with 152): its default would dump a core and end what is left of a graceful exit.
+    if (sig == SIGXCPU && requested.load() == SIGXCPU) continue;
     support::end_children_now();  // (a compiler left running would finish for nothing)
     ::signal(sig, SIG_DFL);  // (its default: the process ends by the signal)
     sigset_t just;

@@ -92,6 +92,18 @@ std::shared_ptr<runtime::Device> open_training_device(const TrainOptions& o) {
   return runtime::open_device(*o.device, r);
 }
 
+// The kernels --batch-size auto plans for: the device's (on a device without cuBLAS no product
+// runs there). The reference runs no kernels and no cuBLAS: its plan is generated kernels for the
+// host emulation's arch. --autotune may move any product to cuBLAS after the plan is made, so it
+// plans for the most cuBLAS can take.
+codegen::RenderTarget planning_target(const TrainOptions& o, const runtime::Device* device) {
+  if (!device) return {0, passes::MatmulPolicy::Generated, {}, false};
+  const runtime::DeviceCapabilities caps = device->capabilities();
+  codegen::RenderTarget target = runtime::device_render_target(o.config.compile, caps, nullptr);
+  if (o.autotune && caps.no_library.empty()) target.matmul = passes::MatmulPolicy::Library;
+  return target;
+}
+
 // --batch-size auto: the micro-batch and accumulation that fit the device (of every rank: the
 // one with the least memory decides).
 void choose_batch(const frontend::ModelDefinition& model, TrainOptions& o, const runtime::Device* device,
@@ -112,9 +124,10 @@ void choose_batch(const frontend::ModelDefinition& model, TrainOptions& o, const
   }
   const std::vector<uint64_t> all = comm.all_gather(mine, "the start-up exchange of free memory (--batch-size auto)");
   const uint64_t available = *std::min_element(all.begin(), all.end());
+  const codegen::RenderTarget target = planning_target(o, device);  // (its errors are not of memory)
   const MicroBatch b = [&] {
     try {
-      return choose_micro_batch(model, o.config, available, log);
+      return choose_micro_batch(model, o.config, target, available, log);
     } catch (const std::runtime_error& e) {
       if (!o.device_memory) throw;
       throw TrainError(fmt::format("{} (or, if the device has more than the --device-memory {} given, raise it)",

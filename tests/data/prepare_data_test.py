@@ -167,19 +167,36 @@ p = subprocess.run([BERTC, "prepare-data", CONFIG, "-o", os.path.join(WORK, "uli
                    capture_output=True, text=True, timeout=600, preexec_fn=scratch_limit)
 if p.returncode != 0:
     fail(f"the advised --shards 4 failed under the same file size limit:\n{p.stderr[-1500:]}")
-tmpfs = os.path.join(WORK, "tmpfs")
-os.makedirs(tmpfs)
-mounted = subprocess.run(["unshare", "-m", "sh", "-c", f"mount -t tmpfs -o size=1200k tmpfs '{tmpfs}' && "
-                          f"'{BERTC}' prepare-data '{DUPE5}' -o '{tmpfs}/out' --shards 2; echo \"exit $?\"; ls -A '{tmpfs}'"],
-                         capture_output=True, text=True, timeout=600)
-if "exit " not in mounted.stdout:
-    print("small tmpfs: skipped (no mount namespace here:", mounted.stderr.strip()[:120], ")")
-else:
-    if mounted.stdout.strip() != "exit 1" or ".hdf5.tmp: writing it failed after" not in mounted.stderr or \
-            "No space left on device" not in mounted.stderr:
-        fail(f"prepare-data on a full tmpfs: expected exit 1, an ENOSPC error and nothing left:\n{mounted.stdout}\n"
-             f"{mounted.stderr[-1500:]}")
-    print("small tmpfs:", mounted.stderr.strip().splitlines()[-1][:200])
+# A full tmpfs, in pass 2 (a shard's file) and in pass 1 (the scratch, with dupe_factor 1 and one
+# shard): a clean error naming the room the whole run needs; a tmpfs of that size then holds it.
+
+
+def on_tmpfs(name, size, config, shards):
+    mount = os.path.join(WORK, name)
+    os.makedirs(mount)
+    return subprocess.run(["unshare", "-m", "sh", "-c", f"mount -t tmpfs -o size={size} tmpfs '{mount}' && "
+                           f"'{BERTC}' prepare-data '{config}' -o '{mount}/out' --shards {shards}; echo \"exit $?\"; "
+                           f"ls -A '{mount}'"], capture_output=True, text=True, timeout=600)
+
+
+for name, config, shards, cause in (("tmpfs", DUPE5, 2, ".hdf5.tmp: writing it failed after"),
+                                    ("tmpfs-scratch", CONFIG, 1, ".ids: writing this run's scratch failed")):
+    mounted = on_tmpfs(name, "300k" if shards == 1 else "1200k", config, shards)
+    if "exit " not in mounted.stdout:
+        print("small tmpfs: skipped (no mount namespace here:", mounted.stderr.strip()[:120], ")")
+        break
+    advised = re.search(r"this run needs about (\d+) MiB free there .* choose an --output with \1 MiB free",
+                        mounted.stderr)
+    if mounted.stdout.strip() != "exit 1" or cause not in mounted.stderr or \
+            "No space left on device" not in mounted.stderr or not advised:
+        fail(f"prepare-data on a full tmpfs: expected exit 1, an ENOSPC error ({cause}) naming the room it needs "
+             f"and nothing left:\n{mounted.stdout}\n{mounted.stderr[-1500:]}")
+    print("small tmpfs:", mounted.stderr.strip().splitlines()[-1][:400])
+    again = on_tmpfs(name + "-advised", f"{advised.group(1)}m", config, shards)
+    if again.stdout.splitlines()[:1] != ["exit 0"]:
+        fail(f"prepare-data on a tmpfs of the advised {advised.group(1)} MiB failed:\n{again.stdout}\n"
+             f"{again.stderr[-1500:]}")
+    print(f"  on the advised {advised.group(1)} MiB: prepared")
 
 # A signal stops prepare-data cleanly: it says so, exits 128 + the signal, leaves nothing. The
 # text is made large enough (20 copies) that the signal comes while it works.
