@@ -128,7 +128,7 @@ void write_atomically(const std::filesystem::path& path, std::string_view bytes,
   auto fail = [&](const std::string& step, int error = 0) {
     if (error == 0) error = errno;  // (kept in the exception: callers advise by it, room or permission)
     ::unlink(tmp.c_str());
-    throw FileError(error, path, "cannot write " + path.string() + ": " + step + " failed");
+    throw FileError(error, path, "cannot write " + path.string() + ": " + step + " failed", bytes.size());
   };
   const BeingWritten being_written(tmp);  // (a process ending at once removes it: remove_temporaries_being_written)
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, executable ? 0755 : 0644);

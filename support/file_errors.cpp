@@ -1,6 +1,7 @@
 // Advice for failed file operations by errno (see file_errors.h).
 #include "support/file_errors.h"
 
+#include <algorithm>
 #include <cerrno>
 
 #include <fmt/format.h>
@@ -31,21 +32,54 @@ std::string name_too_long(std::initializer_list<std::filesystem::path> paths) {
   return "a name in the path is too long for this file system (some allow fewer than 255 bytes): choose a shorter one";
 }
 
-std::string fix_for(int error, const std::filesystem::path& path, const std::filesystem::path& other);
+std::string size_text(uint64_t bytes) {
+  const double b = static_cast<double>(bytes);
+  if (bytes < (uint64_t{1} << 20)) return fmt::format("{:.0f} KiB", std::max(1.0, b / 1024));
+  if (bytes < (uint64_t{1} << 30)) return fmt::format("{:.1f} MiB", b / double(1 << 20));
+  return fmt::format("{:.2f} GiB", b / double(1 << 30));
+}
+
+// A full disk or quota, with the figures where the write's size is known: how much to make room for
+// (what is free is read after the failed write's temporary is gone).
+std::string room_fix(int error, const std::filesystem::path& path, uint64_t bytes) {
+  const std::string folder = folder_of(path);
+  // (a file system rounds each file up to its blocks, and keeps entries: a sixty-fourth more, and
+  // 64 KiB, so that room for this figure is enough)
+  const uint64_t needed = bytes ? bytes + bytes / 64 + (uint64_t{64} << 10) : 0;
+  if (needed == 0 || error == EFBIG)
+    return fmt::format("make room in {} (or raise the quota or file size limit){}", folder,
+                       needed ? fmt::format(": it needs {}", size_text(needed)) : "");
+  std::error_code ec;
+  const std::filesystem::path where = path.has_parent_path() ? path.parent_path() : ".";
+  const std::filesystem::space_info space = std::filesystem::space(where, ec);
+  if (ec) return fmt::format("make room for {} in {} (or raise the quota)", size_text(needed), folder);
+  if (space.available >= needed)
+    return fmt::format("it needs {} there and {} is free: a quota may be what stops it (raise it), or write it "
+                       "elsewhere",
+                       size_text(needed), size_text(space.available));
+  return fmt::format("it needs {} there and {} is free: make room for {} more in {} (or raise the quota), or write "
+                     "it elsewhere",
+                     size_text(needed), size_text(space.available), size_text(needed - space.available), folder);
+}
+
+std::string fix_for(int error, const std::filesystem::path& path, const std::filesystem::path& other,
+                    uint64_t needed = 0);
 
 }  // namespace
 
-std::string file_error_fix(int error, const std::filesystem::path& path) { return fix_for(error, path, {}); }
+std::string file_error_fix(int error, const std::filesystem::path& path, uint64_t needed) {
+  return fix_for(error, path, {}, needed);
+}
 
 namespace {
 
-std::string fix_for(int error, const std::filesystem::path& path, const std::filesystem::path& other) {
+std::string fix_for(int error, const std::filesystem::path& path, const std::filesystem::path& other,
+                    uint64_t needed) {
   switch (error) {
     case ENAMETOOLONG: return name_too_long({path, other});
     case ENOSPC:
     case EDQUOT:
-    case EFBIG:
-      return fmt::format("make room in {} (or raise the quota or file size limit)", folder_of(path));
+    case EFBIG: return room_fix(error, path, needed);
     case EACCES:
     case EPERM:
     case EROFS:

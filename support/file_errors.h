@@ -2,6 +2,7 @@
 // (checkpoints, shards, outputs) and the command line's last catch give.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <system_error>
@@ -9,18 +10,22 @@
 namespace bertc::support {
 
 // The fix for errno `error` met writing `path` (a file, or a folder to make), naming the part of
-// the path to change: "" where none is known beyond the error itself.
-std::string file_error_fix(int error, const std::filesystem::path& path);
+// the path to change: "" where none is known beyond the error itself. `needed`: the bytes the
+// write wanted (0: not known), so that a full disk or quota says how much room to make.
+std::string file_error_fix(int error, const std::filesystem::path& path, uint64_t needed = 0);
 
-// A file operation that failed with errno `error` on `path`: what() is "WHAT: MESSAGE".
+// A file operation that failed with errno `error` on `path`: what() is "WHAT: MESSAGE". `needed`:
+// the bytes it wanted to write (0: not known).
 class FileError : public std::system_error {
  public:
-  FileError(int error, std::filesystem::path path, const std::string& what)
-      : std::system_error(error, std::generic_category(), what), path_(std::move(path)) {}
+  FileError(int error, std::filesystem::path path, const std::string& what, uint64_t needed = 0)
+      : std::system_error(error, std::generic_category(), what), path_(std::move(path)), needed_(needed) {}
   const std::filesystem::path& path() const { return path_; }
+  uint64_t needed() const { return needed_; }
 
  private:
   std::filesystem::path path_;
+  uint64_t needed_ = 0;
 };
 
 // What `path` is when it is there and not a regular file: "a pipe", "a device", "a socket", "a

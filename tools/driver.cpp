@@ -973,7 +973,7 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
     std::cerr << fmt::format("{}: error: out of host memory: {}\n", program, memory_advice());
     return 1;
   } catch (const support::FileError& e) {  // (a write: its fix by errno)
-    const std::string fix = support::file_error_fix(e.code().value(), e.path());
+    const std::string fix = support::file_error_fix(e.code().value(), e.path(), e.needed());
     std::cerr << fmt::format("{}: error: {}{}\n", program, e.what(), fix.empty() ? "" : ": " + fix);
     return 1;
   } catch (const std::filesystem::filesystem_error& e) {  // (a folder made, a file moved: said without C++'s words)

@@ -142,7 +142,7 @@ void save_checkpoint(const std::filesystem::path& dir, int64_t step, const Tenso
     const auto kept = list_checkpoints(dir);
     // What to fix, by the write's errno: room, or the right to write there.
     const auto* failed = dynamic_cast<const support::FileError*>(&e);
-    std::string fix = failed ? support::file_error_fix(failed->code().value(), path) : "";
+    std::string fix = failed ? support::file_error_fix(failed->code().value(), path, failed->needed()) : "";
     if (fix.empty()) fix = "fix what the error above says";
     if (!again.empty()) throw std::runtime_error(fmt::format("{}: {}, then {}", e.what(), fix, again));
     throw std::runtime_error(

@@ -214,13 +214,17 @@ void export_hf_folder(const ExportOptions& options, std::ostream& log) {
                                    "it holds, and export again to a new folder if it is not what you want",
                                    o.output.string()));
   } catch (const support::FileError& e) {
+    uint64_t written = 0;  // (the room the export needs: the files before this one, and this one)
+    for (const auto& entry : std::filesystem::directory_iterator(staging, ec))
+      if (entry.is_regular_file(ec) && entry.path() != e.path()) written += entry.file_size(ec);
     std::filesystem::remove_all(staging, ec);
     support::remove_made_folders(missing);
     // Said of the folder asked for (its fix: room or permission where that goes), not of the
     // staging copy, which is gone.
     throw support::FileError(e.code().value(), o.output,
                              fmt::format("cannot write {} of {} (made beside it first, and removed)",
-                                         e.path().filename().string(), o.output.string()));
+                                         e.path().filename().string(), o.output.string()),
+                             e.needed() ? written + e.needed() : 0);
   } catch (...) {
     std::filesystem::remove_all(staging, ec);
     support::remove_made_folders(missing);

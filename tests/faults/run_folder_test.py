@@ -15,6 +15,7 @@ usage: run_folder_test.py BERTC SOURCE_DIR WORK_DIR
 """
 import hashlib
 import json
+import math
 import os
 import re
 import resource
@@ -347,11 +348,22 @@ full = subprocess.run(["unshare", "-m", "sh", "-c", f"mount -t tmpfs -o size=60k
                        f"echo \"exit $?\"; ls -A '{tmpfs}'"], capture_output=True, text=True, timeout=600)
 if "exit " not in full.stdout:
     print("export onto a full disk: skipped (no mount namespace here:", full.stderr.strip()[:120], ")")
-elif full.stdout.strip() != "exit 1" or f"No space left on device: make room in {tmpfs} (" not in full.stderr:
-    fail(f"export onto a full disk: expected exit 1, the fix naming {tmpfs} and nothing left:\n{full.stdout}\n"
-         f"{full.stderr[-1500:]}")
 else:
-    print("export onto a full disk:", full.stderr.strip().splitlines()[-1][:200])
+    # ... and how much room (the export's files; its model file was not cut short here): a disk of
+    # that size holds it.
+    needs = re.search(rf"No space left on device: it needs ([\d.]+) (KiB|MiB) there and [\d.]+ (KiB|MiB) is free: "
+                      rf"make room for [\d.]+ (KiB|MiB) more in {re.escape(tmpfs)} ", full.stderr)
+    if full.stdout.strip() != "exit 1" or not needs:
+        fail(f"export onto a full disk: expected exit 1, the fix naming {tmpfs} and the room needed, and nothing "
+             f"left:\n{full.stdout}\n{full.stderr[-1500:]}")
+    print("export onto a full disk:", full.stderr.strip().splitlines()[-1][:300])
+    room = f"{math.ceil(float(needs.group(1)))}{'k' if needs.group(2) == 'KiB' else 'm'}"
+    fits = subprocess.run(["unshare", "-m", "sh", "-c", f"mount -t tmpfs -o size={room} tmpfs '{tmpfs}' && '{BERTC}' "
+                           f"export '{os.path.join(folder('straight'), 'checkpoint-000040.safetensors')}' -o "
+                           f"'{tmpfs}/e'; echo \"exit $?\""], capture_output=True, text=True, timeout=600)
+    if fits.stdout.strip() != "exit 0":
+        fail(f"export onto a disk of the {room} the error named failed:\n{fits.stdout}\n{fits.stderr[-1500:]}")
+    print(f"  onto a disk of the {room} it named: exported")
 
 # Metrics onto a full disk: the run stops after the step whose line failed, with a checkpoint that
 # carries that line, and says so (exit 1); the file keeps its whole lines. Room made, --resume puts
