@@ -1,0 +1,106 @@
+// A PTX module as NVRTC emits it, read into entries of decoded instructions (issue 36's emulator
+// runs these): the module's variables, each kernel's parameters, registers, shared and local
+// variables, labels and instructions, every name resolved and every instruction decoded.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "ptx/opcode.h"
+
+namespace bertc::ptx {
+
+// What the reader (and later the emulator) says of PTX it cannot take: "MODULE:LINE: what".
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Where a variable lives (the PTX ISA's state spaces, less .reg, which registers are).
+enum class Space { Global, Shared, Const, Local, Param };
+
+// A .global / .const / .shared / .local variable: `bytes` of it, aligned to `align`, with its
+// initial bytes where it has an initializer (empty: zeros, or none for .shared/.local).
+struct Variable {
+  std::string name;
+  Space space = Space::Global;
+  int align = 1;
+  Type element = Type::B8;
+  uint64_t bytes = 0;
+  std::vector<uint8_t> init;
+  int line = 0;
+};
+
+// A kernel parameter (.param): its offset in the parameter buffer, as the ISA lays them out
+// (each at its alignment, in order).
+struct Param {
+  std::string name;
+  Type type = Type::B64;
+  uint64_t bytes = 0, offset = 0;
+  int align = 1;
+};
+
+struct Register {
+  std::string name;  // as declared ("%r12"; inline asm's locals get their scope's number: "a#3")
+  Type type = Type::B32;
+};
+
+// The special registers bertc's kernels read (the ISA's %tid, %ntid, %ctaid, %nctaid, %laneid,
+// %warpid...), component by component.
+enum class Special { TidX, TidY, TidZ, NtidX, NtidY, NtidZ, CtaidX, CtaidY, CtaidZ, NctaidX, NctaidY, NctaidZ, Laneid,
+                     Warpid, LanemaskLt, Clock, Clock64 };
+
+struct Operand {
+  enum class Kind { Register, Special, Immediate, Float, Address, Vector, Symbol, Label, Sink };
+  Kind kind = Kind::Sink;
+  int reg = -1;          // Register; Address: its base register (-1: a symbol or an absolute address)
+  Special special = Special::TidX;
+  int64_t value = 0;     // Immediate; Address: the byte offset; Float: the bits (f32 in the low 32)
+  bool f64 = false;      // Float: 0d (64 bits), else 0f
+  std::string symbol;    // Symbol (a variable or param name); Address: its base symbol
+  int label = -1;        // Label: the index of the instruction it names
+  std::vector<Operand> elements;  // Vector: its elements (registers or sinks)
+};
+
+struct Instruction {
+  Opcode opcode;
+  std::optional<int> guard;  // @%p: the predicate register
+  bool guard_negated = false;  // @!%p
+  std::vector<Operand> operands;
+  // shfl.sync d|p, and setp's second destination: the predicate after the '|'
+  std::optional<Operand> second_destination;
+  int line = 0;
+};
+
+struct Entry {
+  std::string name;
+  std::vector<Param> params;
+  std::vector<Register> registers;
+  std::vector<Variable> variables;  // its .shared and .local ones
+  std::vector<Instruction> body;
+  std::map<std::string, int> labels;  // name -> index in body
+  int maxntid[3] = {0, 0, 0};         // .maxntid (0: not given)
+  int minnctapersm = 0;
+  int line = 0;
+};
+
+struct Module {
+  std::string name;  // what errors name it by
+  std::string version;
+  int sm = 0;        // .target sm_NN
+  int address_size = 64;
+  std::vector<Variable> variables;  // module scope
+  std::vector<Entry> entries;
+  const Entry* entry(const std::string& name) const;
+};
+
+// Reads NVRTC's PTX. Throws ptx::Error ("NAME:LINE: what") for anything it does not read: a
+// directive, an instruction or modifier not in the decoder's table, an undeclared register or
+// label, a malformed operand — never skipping one.
+Module parse_module(const std::string& text, const std::string& name);
+
+}  // namespace bertc::ptx

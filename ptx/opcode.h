@@ -1,0 +1,55 @@
+// A PTX instruction's name decoded: its operation, its types in order, and its other modifiers,
+// checked against the table of what each operation may carry (opcode.def).
+#pragma once
+
+#include <bitset>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace bertc::ptx {
+
+// The ISA's fundamental types, and the packed and tensor-core ones bertc's kernels name.
+enum class Type { Pred, B8, B16, B32, B64, U8, U16, U32, U64, S8, S16, S32, S64, F16, F16x2, Bf16, Bf16x2, Tf32, F32,
+                  F64 };
+
+int type_bits(Type t);
+bool is_float(Type t);   // f16, bf16, tf32, f32, f64 (and the packed pairs)
+bool is_signed(Type t);  // s8..s64
+std::string type_name(Type t);  // "f32"
+// The type a suffix names ("f32" -> F32), or false where it names none.
+bool type_named(const std::string& suffix, Type& out);
+
+enum class Op {
+#define PTX_OP(e, name, modifiers, fewest, most, one_of) e,
+#include "ptx/opcode.def"
+#undef PTX_OP
+};
+
+// Every modifier a row of opcode.def may list (its spelling, less the dot; NaN as written).
+enum class Mod {
+  rn, rz, rm, rp, rni, rzi, rmi, rpi, rna, ftz, sat, cc, wide, lo, hi, approx, full, NaN, relu, satfinite,
+  eq, ne, lt, le, gt, ge, ls, hs, equ, neu, ltu, leu, gtu, geu, num, nan, And, Or, Xor,
+  to, global, shared, local, Const, param, Volatile, relaxed, acquire, release, acq_rel, sc, weak, cta, gpu, sys, gl,
+  ca, cg, cs, lu, cv, nc, wb, wt, v2, v4, add, inc, dec, min, max, exch, cas, sync, arrive, red, warp, popc, uni,
+  up, down, bfly, idx, all, any, ballot, aligned, m8n8, x1, x2, x4, trans, m8n8k4, m16n8k8, m16n8k16, row, col,
+  async, commit_group, wait_group, wait_all, f4e, b4e, rc8, ecl, ecr, rc16,
+  Count
+};
+
+std::string mod_name(Mod m);
+
+struct Opcode {
+  Op op = Op::Mov;
+  std::vector<Type> types;  // in the order written
+  std::bitset<static_cast<size_t>(Mod::Count)> mods;
+  std::string text;  // as written ("ld.global.v4.f32")
+  bool has(Mod m) const { return mods.test(static_cast<size_t>(m)); }
+  Type type(size_t i = 0) const { return types.at(i); }
+};
+
+// Decodes `text`; throws std::invalid_argument saying what is not known (an operation, a modifier
+// the operation does not take, a missing comparison or mode, the wrong number of types).
+Opcode decode_opcode(const std::string& text);
+
+}  // namespace bertc::ptx
