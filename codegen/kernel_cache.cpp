@@ -21,6 +21,7 @@
 #include <fmt/ranges.h>
 
 #include "support/atomic_file.h"
+#include "support/resolved_path.h"
 
 namespace bertc::codegen {
 namespace {
@@ -107,7 +108,7 @@ std::optional<std::string> untrusted_way(const std::filesystem::path& folder, co
   // The path as written and the real one (links resolved: a link to a folder under one that others
   // may write leads there), each folder of either up to /.
   std::set<std::filesystem::path> seen;
-  for (const std::filesystem::path& start : {plain(folder), std::filesystem::weakly_canonical(folder, ec)})
+  for (const std::filesystem::path& start : {plain(folder), support::resolved_path(folder)})
     for (std::filesystem::path p = start; !p.empty(); p = p.parent_path()) {
       if (seen.insert(p).second)
         if (const auto why = untrusted(p, false)) faults.insert(faults.begin(), *why), at_fault.push_back(p);
@@ -120,7 +121,7 @@ std::optional<std::string> untrusted_way(const std::filesystem::path& folder, co
     const auto [at, rest] = std::mismatch(p.begin(), p.end(), root.begin(), root.end());
     return at == p.end() && rest != root.end();
   };
-  const std::filesystem::path root = plain(cache), real_root = std::filesystem::weakly_canonical(cache, ec);
+  const std::filesystem::path root = plain(cache), real_root = support::resolved_path(cache);
   const auto above = std::find_if(at_fault.begin(), at_fault.end(), [&](const std::filesystem::path& p) {
     return above_of(p, root) || above_of(p, real_root);
   });

@@ -47,6 +47,13 @@ struct Room {
   uint64_t scratch = 0, shards = 0, held = 0;
 };
 
+// `path` absolute, links followed as far as it exists (weakly_canonical alone leaves "out" as it
+// is while "./out" becomes "/cwd/out": two spellings of one folder compared unequal).
+std::filesystem::path resolved(const std::filesystem::path& path) {
+  std::error_code ec;
+  return std::filesystem::weakly_canonical(std::filesystem::absolute(path, ec), ec);
+}
+
 // Bytes of the regular files under `folder`.
 uint64_t bytes_under(const std::filesystem::path& folder) {
   uint64_t bytes = 0;
@@ -303,7 +310,7 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
   if (std::filesystem::exists(o.output, is_file) && !std::filesystem::is_directory(o.output, is_file))
     throw DataError(fmt::format("{} is a file: --output names a folder for the shards", o.output.string()));
   if (std::filesystem::is_directory(o.input, is_file) &&
-      std::filesystem::weakly_canonical(o.input, is_file) == std::filesystem::weakly_canonical(o.output, is_file))
+      resolved(o.input) == resolved(o.output))
     throw DataError(fmt::format("{}: is the --input folder, and shards written among the text would make a folder that "
                                 "no run reads (a run reads shards or text, not both): choose another --output",
                                 o.output.string()));

@@ -38,10 +38,12 @@ void require_same_vocab(const VocabRecord& used, const VocabRecord& recorded, co
   if (used.xxh3 == recorded.xxh3) return;
   const bool same_size = recorded.tokens == used.tokens;
   // (One path, two hashes: the file was edited or replaced since, which is the thing to undo.)
-  std::error_code ec;
-  const bool same_file = !used.path.empty() && !recorded.path.empty() &&
-                         std::filesystem::weakly_canonical(used.path, ec) ==
-                             std::filesystem::weakly_canonical(recorded.path, ec);
+  // (absolute first: weakly_canonical leaves a relative path whose first part is missing as it is)
+  auto resolved = [](const std::filesystem::path& p) {
+    std::error_code ec;
+    return std::filesystem::weakly_canonical(std::filesystem::absolute(p, ec), ec);
+  };
+  const bool same_file = !used.path.empty() && !recorded.path.empty() && resolved(used.path) == resolved(recorded.path);
   throw DataError(fmt::format("the vocabulary {} is not the one {} was made with, {}{}{}: {}", used.describe(), holder,
                               recorded.describe(),
                               same_size ? " (the same size: the same tokens in another order, or others)" : "",

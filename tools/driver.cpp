@@ -51,6 +51,7 @@
 #include "tools/training_executable.h"
 #include "tools/report.h"
 #include "tools/cli_bounds.h"
+#include "support/resolved_path.h"
 
 namespace bertc::tools {
 namespace {
@@ -160,15 +161,19 @@ std::map<std::string, std::string> vocab_of_program(const frontend::Config& conf
   }
 }
 
+std::string lower_case(std::string name) {
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return name;
+}
 
-// The training data as an input --metrics must not be written onto: a file itself; of a folder
-// (read by name: .txt, .txt.gz, HDF5 shards), a metrics file of a name it reads, there now or not
-// (a new one would be read as training text by the next run on the folder).
+// The training data as an input --metrics (or --profile-out) must not be written onto: a file
+// itself; of a folder (read by name: .txt, .txt.gz, HDF5 shards), an output of a name it reads,
+// there now or not (a new one would be read as training text by the next run on the folder).
+
 std::string data_read_at(const std::filesystem::path& data, const std::filesystem::path& metrics) {
   std::error_code ec;
   if (!std::filesystem::is_directory(data, ec)) return data.string();
-  std::string name = metrics.filename().string();
-  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const std::string name = lower_case(metrics.filename().string());
   // (as the folder's reader takes them: whatever their case)
   const bool read = name.ends_with(".txt") || name.ends_with(".txt.gz") || name.ends_with(".hdf5") || name.ends_with(".h5");
   return read ? data.string() : std::string();
@@ -516,8 +521,8 @@ int train_rank(const TrainArgs& args, const CompileFlags& flags, const frontend:
   // (A run folder that is the data's folder, or inside it: its checkpoints among the shards or
   // text, left out of the next run's data with a note, or taken for a folder of data inside.)
   if (std::error_code ec; std::filesystem::is_directory(o.data, ec)) {
-    const std::filesystem::path data = std::filesystem::weakly_canonical(o.data, ec),
-                                run = std::filesystem::weakly_canonical(o.checkpoint_dir, ec);
+    const std::filesystem::path data = support::resolved_path(o.data),
+                                run = support::resolved_path(o.checkpoint_dir);
     if (!data.empty() && std::mismatch(data.begin(), data.end(), run.begin(), run.end()).first == data.end())
       throw std::invalid_argument(fmt::format("--checkpoint-dir {}: {} the folder of the training data ({}), and a run "
                                               "folder's checkpoints and metrics are no data: choose a folder outside "
@@ -582,6 +587,21 @@ int train_rank(const TrainArgs& args, const CompileFlags& flags, const frontend:
                                               "file, or remove this one first if it is yours to lose",
                                               o.profile_out.string()));
   }
+  if (!args.profile_out.empty()) {  // (the checks every other output gets)
+    o.profile_out = through_output_link(o.profile_out.string());
+    refuse_checkpoint_name(o.profile_out.string(), "--profile-out", "a profile");
+    refuse_output_onto_input(o.profile_out.string(), "--profile-out",
+                             {{data_read_at(o.data, o.profile_out), "the training data"}});
+    // (a name a folder's reader takes as text, among text: a run on that folder would read it)
+    if (!data_read_at(o.profile_out.parent_path().empty() ? "." : o.profile_out.parent_path(), o.profile_out).empty())
+      refuse_output_among_text(o.profile_out.has_parent_path() ? o.profile_out.parent_path().string() : ".",
+                               "--profile-out", lower_case(o.profile_out.filename().string()));
+    std::error_code ec;
+    if (support::resolved_path(o.profile_out) == support::resolved_path(o.metrics))
+      throw std::invalid_argument(fmt::format("--profile-out {}: is this run's metrics file ({}), whose lines the "
+                                              "profile would replace: name another file",
+                                              args.profile_out, o.metrics.string()));
+  }
   std::cerr << fmt::format("train: {} ({}), {} steps of {} x {} x {} tokens, {} optimizer, {} precision, checkpoints in {}\n",
                            o.config.name, model.name, t.steps, t.gradient_accumulation_steps, t.batch_size, t.seq_len,
                            passes::optimizer_name(t.optimizer), ir::enum_name(o.config.compile.precision),
@@ -614,8 +634,8 @@ int eval(const EvalArgs& args, const frontend::ModelDefinition& model) {
                                             args.config));
   // (Two outputs of one name: the second written would replace the first.)
   if (std::error_code ec; !args.dump_logits.empty() && !args.dump_grads.empty() &&
-                          (std::filesystem::weakly_canonical(args.dump_logits, ec) ==
-                               std::filesystem::weakly_canonical(args.dump_grads, ec) ||
+                          (support::resolved_path(args.dump_logits) ==
+                               support::resolved_path(args.dump_grads) ||
                            std::filesystem::equivalent(args.dump_logits, args.dump_grads, ec)))
     throw std::invalid_argument(fmt::format("--dump-logits {} and --dump-grads {} name the same file, and each writes "
                                             "one of its own (the second would replace the first): give two names",

@@ -15,6 +15,7 @@
 #include "support/safetensors.h"
 #include "tools/training_executable.h"
 #include "train/checkpoint.h"
+#include "support/resolved_path.h"
 
 namespace bertc::tools {
 
@@ -29,7 +30,7 @@ void write_output(const std::string& path, const std::string& text) {
   std::error_code ec;
   if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec) &&
       !std::filesystem::is_directory(path, ec)) {
-    if (std::filesystem::weakly_canonical(path, ec) != "/dev/null")
+    if (support::resolved_path(path) != "/dev/null")
       throw std::invalid_argument(fmt::format("-o {}: a pipe or a device, not a file: name a file (or - for the "
                                               "console, /dev/null for nothing)",
                                               path));
@@ -44,10 +45,10 @@ void refuse_output_onto_input(const std::string& output, const std::string& opti
                               std::initializer_list<std::pair<std::string, std::string>> inputs) {
   if (output.empty() || output == "-") return;
   std::error_code ec;
-  const std::filesystem::path out = std::filesystem::weakly_canonical(output, ec);
+  const std::filesystem::path out = support::resolved_path(output);
   for (const auto& [input, what] : inputs) {
     if (input.empty()) continue;
-    const std::filesystem::path in = std::filesystem::weakly_canonical(input, ec);
+    const std::filesystem::path in = support::resolved_path(input);
     const bool same = std::filesystem::equivalent(output, input, ec) || (!in.empty() && out == in);
     const bool inside = std::filesystem::is_directory(input, ec) && !in.empty() &&
                         std::mismatch(in.begin(), in.end(), out.begin(), out.end()).first == in.end();
@@ -65,7 +66,7 @@ void refuse_replacing_other_than_compile_output(const std::string& output, Compi
   if (ec || own.type() == std::filesystem::file_type::not_found) return;
   // (a device or a pipe, /dev/null say, is written into as a stream: write_output; a program is a
   // file, never a device's replacement)
-  if (kind == CompileOutput::Text && std::filesystem::weakly_canonical(output, ec) == "/dev/null") return;
+  if (kind == CompileOutput::Text && support::resolved_path(output) == "/dev/null") return;
   if (const auto type = std::filesystem::status(output, ec).type();
       type == std::filesystem::file_type::character || type == std::filesystem::file_type::fifo ||
       type == std::filesystem::file_type::block || type == std::filesystem::file_type::socket)
@@ -107,8 +108,8 @@ void refuse_output_among_text(const std::string& folder, const std::string& opti
 
 void refuse_metrics_in_another_run_folder(const std::filesystem::path& metrics, const std::filesystem::path& run_folder) {
   std::error_code ec;
-  const std::filesystem::path folder = std::filesystem::weakly_canonical(metrics, ec).parent_path();
-  if (folder == std::filesystem::weakly_canonical(run_folder, ec)) return;
+  const std::filesystem::path folder = support::resolved_path(metrics).parent_path();
+  if (folder == support::resolved_path(run_folder)) return;
   if (!std::filesystem::exists(folder / ".bertc-lock", ec)) return;
   throw std::invalid_argument(fmt::format("--metrics {}: in the run folder {} of another run (its .bertc-lock), whose "
                                           "own metrics there would be set aside and its history split between "

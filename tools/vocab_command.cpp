@@ -21,6 +21,7 @@
 #include "tools/output_file.h"
 #include "tools/cli_bounds.h"
 #include "train/stop_request.h"
+#include "support/resolved_path.h"
 
 namespace bertc::tools {
 
@@ -97,8 +98,8 @@ int train_vocab(const VocabArgs& given, const frontend::ModelDefinition& model, 
   const std::filesystem::path input = a.input.empty() ? config.resolve(config.train.data) : std::filesystem::path(a.input);
   // (A vocabulary written among the text it was made from would be read as text by the next run.)
   if (std::error_code ec; std::filesystem::is_directory(input, ec) &&
-                          std::filesystem::weakly_canonical(input, ec) ==
-                              std::filesystem::weakly_canonical(std::filesystem::path(a.output), ec).parent_path())
+                          support::resolved_path(input) ==
+                              support::resolved_path(std::filesystem::path(a.output)).parent_path())
     throw data::DataError(fmt::format("-o {}: in the folder of text it is made from ({}), where a run on the folder "
                                       "would read the vocabulary as a document: write it outside the folder",
                                       a.output, input.string()));

@@ -32,6 +32,7 @@
 #include "train/run_lock.h"
 #include "train/stop_request.h"
 #include "train/trainer.h"
+#include "support/resolved_path.h"
 
 namespace bertc::train {
 namespace {
@@ -271,7 +272,7 @@ class MetricsFile {
 void require_best_folder_usable(const std::filesystem::path& best, const std::filesystem::path& metrics,
                                 std::ostream& log) {
   std::error_code ec;
-  if (std::filesystem::weakly_canonical(metrics, ec) == std::filesystem::weakly_canonical(best, ec))
+  if (support::resolved_path(metrics) == support::resolved_path(best))
     throw TrainError(fmt::format("--metrics {}: is where fine-tuning keeps its best checkpoint (a folder): name "
                                  "another file",
                                  metrics.string()));

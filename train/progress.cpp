@@ -22,6 +22,7 @@
 #include "support/file_errors.h"
 #include "train/run_lock.h"
 #include "train/trainer.h"
+#include "support/resolved_path.h"
 
 namespace bertc::train {
 namespace {
@@ -251,8 +252,8 @@ std::filesystem::path check_metrics_path(const std::filesystem::path& metrics) {
     const std::filesystem::path target = std::filesystem::read_symlink(path, ec);
     // (relative to the link's folder as the kernel sees it: "..", through a linked folder, is its
     // real parent's)
-    const std::filesystem::path folder = std::filesystem::weakly_canonical(
-        path.has_parent_path() ? path.parent_path() : std::filesystem::path("."), ec);
+    const std::filesystem::path folder = support::resolved_path(
+        path.has_parent_path() ? path.parent_path() : std::filesystem::path("."));
     path = (target.is_absolute() ? target : folder / target).lexically_normal();
     refuse_stream(path);
   }
@@ -262,7 +263,7 @@ std::filesystem::path check_metrics_path(const std::filesystem::path& metrics) {
     throw TrainError(fmt::format("{}: a folder: --metrics names a file (such as {})", metrics.string(),
                                  (metrics / "metrics.jsonl").string()));
   if (!absent && status.type() != std::filesystem::file_type::regular &&
-      std::filesystem::weakly_canonical(path, ec) != "/dev/null")
+      support::resolved_path(path) != "/dev/null")
     throw TrainError(fmt::format("{}: the metrics file must be a regular file (or /dev/null): a pipe would hold the "
                                  "run until something reads it, a device could be read for ever: name a file with "
                                  "--metrics",

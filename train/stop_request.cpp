@@ -2,6 +2,7 @@
 #include "train/stop_request.h"
 
 #include <signal.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <array>
@@ -21,6 +22,19 @@ namespace {
 // follows, so the stop's checkpoint is the run's last chance.
 constexpr std::array<int, 7> kStopSignals = {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGXCPU, SIGPIPE};
 std::atomic<int> requested{0};
+std::atomic<int64_t> requested_at_ns{0};  // when the first stop signal came (CLOCK_MONOTONIC)
+
+// (clock_gettime is async-signal-safe)
+int64_t now_ns() {
+  timespec t{};
+  ::clock_gettime(CLOCK_MONOTONIC, &t);
+  return int64_t{t.tv_sec} * 1'000'000'000 + t.tv_nsec;
+}
+
+// The same signal again this soon is the same request, not a second one: timeout(1) and job
+// schedulers send it to the process and then to its process group, microseconds apart, and a
+// person asking twice takes longer than this.
+constexpr int64_t kSameRequestNs = 250'000'000;
 std::atomic<const char*> first_words{nullptr}, at_once_words{nullptr};
 std::array<struct sigaction, kStopSignals.size()> previous;
 struct sigaction previous_quit;
@@ -52,9 +66,11 @@ void on_signal(int sig) {
     return;
   }
   if (requested.compare_exchange_strong(none, sig) && first_words.load()) {
+    requested_at_ns = now_ns();
     say(first_words.load());
     return;
   }
+  if (sig == none && first_words.load() && now_ns() - requested_at_ns.load() < kSameRequestNs) return;
   // The kernel repeats SIGXCPU each CPU second past the soft limit: a repeat is not a second
   // request to end at once (the stop's checkpoint may take longer than a second).
   if (sig == SIGXCPU && none != 0 && first_words.load()) return;

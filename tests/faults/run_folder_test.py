@@ -425,7 +425,7 @@ while not os.path.exists(compiler_pids) or len(open(compiler_pids).read().split(
         fail(f"the host compiler was never started (exit {p.poll()}):\n{p.stderr.read()[-1500:]}")
     time.sleep(0.05)
 p.send_signal(signal.SIGINT)
-time.sleep(0.3)
+time.sleep(0.6)  # (apart by more than the 250 ms within which the same signal is one request)
 p.send_signal(signal.SIGINT)
 rest = p.communicate(timeout=60)[1]
 if p.returncode != 130 or "ended at once by a second signal" not in rest:

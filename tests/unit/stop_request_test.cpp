@@ -50,6 +50,35 @@ TEST(StopRequest, ARepeatedCpuLimitAfterTheStopEndsNothing) {
       << (WIFSIGNALED(status) ? "ended by signal " + std::to_string(WTERMSIG(status)) : "exit status " + std::to_string(status));
 }
 
+// timeout(1) (and job schedulers) send a signal to the process and then to its group: the same
+// signal twice at once is one request, whose stop (a checkpoint) is made; it ended the run at once.
+TEST(StopRequest, TheSameSignalTwiceAtOnceIsOneRequest) {
+  const int status = in_child([] {
+    take_stop_signals();
+    const StopOnSignal stop("stopping", "ended at once");
+    ::kill(::getpid(), SIGTERM);
+    wait_for_stop_request(SIGTERM);  // (taken: a second one pending would merge into it unseen)
+    ::kill(::getpid(), SIGTERM);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  });
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << (WIFSIGNALED(status) ? "ended by signal " + std::to_string(WTERMSIG(status)) : "exit status " + std::to_string(WEXITSTATUS(status)));
+}
+
+// ... while the same signal later is the second request, ending at once (128 + the signal).
+TEST(StopRequest, TheSameSignalLaterEndsAtOnce) {
+  const int status = in_child([] {
+    take_stop_signals();
+    const StopOnSignal stop("stopping", "ended at once");
+    ::kill(::getpid(), SIGTERM);
+    wait_for_stop_request(SIGTERM);
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    ::kill(::getpid(), SIGTERM);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2000));
+  });
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGTERM) << status;
+}
+
 // Without a stop asked for, SIGXCPU (and any stop signal) does what its default does.
 TEST(StopRequest, WithoutAStopASignalKeepsItsDefault) {
   const int status = in_child([] {
