@@ -43,11 +43,14 @@ class Matcher {
       if (!mul && (mul = producer(add->operands[side], OpKind::Mul))) c.bias = add->operands[1 - side];
     if (!mul) return std::nullopt;
     const ir::Op* qk = nullptr;
+    ir::ValueId scale_value = 0;
     for (int side : {0, 1}) {
       const ir::Op& scale = g_.producer(mul->operands[1 - side]);
       if (!qk && scale.kind == OpKind::Constant && g_.value(scale.result()).type.rank() == 0 &&
-          (qk = producer(mul->operands[side], OpKind::Matmul)))
+          (qk = producer(mul->operands[side], OpKind::Matmul))) {
         c.scale = scale.attr<double>("value");
+        scale_value = scale.result();
+      }
     }
     if (!qk || qk->attr<bool>("transpose_a") || !qk->attr<bool>("transpose_b")) return std::nullopt;
     c.q = qk->operands[0];
@@ -57,6 +60,9 @@ class Matcher {
     if (uses_[probs] != 1) return std::nullopt;
     std::vector<ir::OpId> ops = {g_.value(qk->result()).producer, g_.value(mul->result()).producer,
                                  g_.value(add->result()).producer, at};
+    // The scale constant goes with the chain when the chain is its only use (the op takes it as an
+    // attribute): left, it was a dead op that an unfused plan launched after the updates.
+    if (uses_[scale_value] == 1) ops.insert(ops.begin(), g_.value(scale_value).producer);
     const ir::Op* next = only_consumer(probs);
     if (!next) return std::nullopt;
     if (next->kind == OpKind::Dropout) {

@@ -3,7 +3,8 @@
 // Pre:  a verified forward graph (before autodiff).
 // Post: every chain matmul(q, k^T) -> mul by a scalar constant -> add a bias -> softmax ->
 //       [dropout] -> matmul(., v) whose intermediate values have no other use is one attention op
-//       with the same scale, bias, dropout probability and offset. The math and the dropout mask
+//       with the same scale, bias, dropout probability and offset (the scale constant is gone
+//       where the chain was its only use: no dead op is left). The math and the dropout mask
 //       are the same (the reference computes both bit for bit alike); autodiff then gives the
 //       attention its own backward (attention_grad) and no [B,h,S,S] tensor is kept for it.
 //       Where q, k, v are the three heads-first slices of one permuted [B,S,3,h,d] projection and

@@ -222,16 +222,22 @@ MemoryPlan plan_memory(const ir::Graph& g) {
   for (const ir::Op& op : g.ops())
     if (ir::is_view(op.kind)) planned[op.result()] = planned[op.operands[0]];
   // Alias classes: a reshape is a view of its operand; an in-place op reuses a dying operand.
+  // An operand's bytes are free at op i only when its whole class dies there: a reshape dying
+  // at i may view a value read later (or kept to the end: `bertc check` keeps every value).
   UnionFind alias(g.num_values());
+  std::vector<size_t> class_last = last;  // by class root: the last op that reads any of its values
   for (size_t i = 0; i < n; ++i) {
     const ir::Op& op = g.ops()[i];
     if (op.results.size() != 1 || !planned[op.result()]) continue;
     const int64_t bytes = g.value(op.result()).type.bytes();
     for (ir::ValueId v : op.operands) {
       const bool view = ir::is_view(op.kind);
-      const bool in_place = ir::may_run_in_place(op.kind) && last[v] == i && planned[v] && g.value(v).type.bytes() == bytes;
+      const bool in_place = ir::may_run_in_place(op.kind) && class_last[alias.find(v)] == i && planned[v] &&
+                            g.value(v).type.bytes() == bytes;
       if (planned[v] && (view || in_place)) {
+        const size_t joined = std::max(class_last[alias.find(v)], class_last[alias.find(op.result())]);
         alias.join(op.result(), v);
+        class_last[alias.find(v)] = joined;
         break;
       }
     }

@@ -73,8 +73,13 @@ size_t schedule_for_memory(ir::Graph& graph) {
     for (size_t e : after[i]) place(e);
   };
   for (size_t i = 0; i < ops.size(); ++i)
-    if (!floating[i] && !eager[i]) place(i);
-  for (size_t i = 0; i < ops.size(); ++i) place(i);  // floating ops nobody reads (outputs)
+    if (!floating[i] && !eager[i] && ops[i].kind != OpKind::Update) place(i);
+  // Floating ops nobody else reads (outputs), and those only updates read (the optimizer's zero
+  // fills of the accumulators): before every update, not between them.
+  for (size_t i = 0; i < ops.size(); ++i)
+    if (ops[i].kind != OpKind::Update) place(i);
+  // The updates last, in their order: the runtime applies them after the last launch.
+  for (size_t i = 0; i < ops.size(); ++i) place(i);
   size_t moved = 0;
   for (size_t i = 0; i < order.size(); ++i) moved += order[i] != i;
   if (moved == 0) return 0;

@@ -18,9 +18,10 @@ namespace bertc::train {
 // The error of `got` against `want`: the largest difference over the largest magnitude of
 // `want`, or over `floor` when that is larger; integers 0 when equal, else infinity; a NaN or
 // infinity where `want` is finite is infinity. check_graph sets the floor to a fraction of the
-// largest operand of the op (1e-6 at least): a result that cancels to rounding noise of its
-// operands (the key projection's bias gradient, mathematically zero: softmax ignores a constant
-// added to a row) is measured against its operands' scale, not against its own noise.
+// largest operand of the op, or to the floor of an operand that is itself below its floor (noise)
+// when larger (1e-6 at least): a result that cancels to rounding noise of its operands (the key
+// projection's bias gradient, mathematically zero: softmax ignores a constant added to a row),
+// and what is computed from that noise, is measured against its operands' scale, not its own.
 double check_error(const ir::HostTensor<float>& got, const ir::HostTensor<float>& want,
                    double floor = 1e-6);
 
