@@ -541,11 +541,12 @@ int train_rank(const TrainArgs& args, const CompileFlags& flags, const frontend:
                             {data_read_at(o.data, o.metrics), "the training data"},
                             {args.init, "--init"}});
   o.resume = args.resume;
-  if (o.resume && !args.init.empty())  // (it was ignored without a word: the folder's checkpoint won)
-    throw std::invalid_argument(fmt::format("--resume continues from the newest checkpoint in {}, and --init {} starts "
-                                            "from other weights: give one of them (--init starts a fresh run, in a "
-                                            "new --checkpoint-dir)",
-                                            o.checkpoint_dir.string(), args.init));
+  // (The same command and --resume continues a run that started from --init: its [model] came
+  // from there, and still does; the weights are the checkpoint's, said so.)
+  if (o.resume && !args.init.empty())
+    std::cerr << fmt::format("train: --resume continues from the newest checkpoint in {}: its weights, not --init "
+                             "{}'s, which gives [model] only (as when the run started)\n",
+                             o.checkpoint_dir.string(), args.init);
   o.eager = args.eager;
   o.autotune = args.autotune;
   if (o.autotune && o.config.compile.matmul != passes::MatmulPolicy::Auto)
