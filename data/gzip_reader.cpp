@@ -50,8 +50,9 @@ GzipReader::GzipReader(const std::filesystem::path& path, Note note) : path_(pat
       if (text.extension() != ".txt") text += ".txt";
       text = unused_name(text);
       throw DataError(fmt::format("{}: named .gz but holds {}-compressed data, and bertc reads text, plain or gzip'd: "
-                                  "decompress it ({} '{}' > '{}') and give the text",
-                                  path.string(), *how, tool, path.string(), text.string()));
+                                  "decompress it ({} '{}' > '{}'), then move '{}' aside (a folder's reader would meet "
+                                  "it again) and give the text",
+                                  path.string(), *how, tool, path.string(), text.string(), path.string()));
     }
     // (A zlib stream, gzip's data without its header, as zlib.compress writes: its 2-byte header is
     // CMF 0x78 with a check that makes the pair a multiple of 31.)
@@ -60,11 +61,13 @@ GzipReader::GzipReader(const std::filesystem::path& path, Note note) : path_(pat
       throw DataError(fmt::format(
           "{}: named .gz but holds a zlib stream (deflate without gzip's header, as Python's zlib.compress writes), "
           "and bertc reads text, plain or gzip'd: decompress it (python3 -c \"import sys, zlib; "
-          "sys.stdout.buffer.write(zlib.decompress(open(sys.argv[1], 'rb').read()))\" '{}' > '{}') and give the text",
-          path.string(), path.string(), unused_name(beside(".txt")).string()));
+          "sys.stdout.buffer.write(zlib.decompress(open(sys.argv[1], 'rb').read()))\" '{}' > '{}'), then move '{}' "
+          "aside (a folder's reader would meet it again) and give the text",
+          path.string(), path.string(), unused_name(beside(".txt")).string(), path.string()));
     throw DataError(fmt::format("{}: named .gz but its first bytes are not gzip's (1f 8b) nor those of another "
                                 "compressor bertc knows: if it is plain text, rename it without .gz; if something "
-                                "else compressed it, decompress it with that and give the text",
+                                "else compressed it, decompress it with that, then move the .gz aside (a folder's "
+                                "reader would meet it again) and give the text",
                                 path.string()));
   }
   if (compressed_ && inflateInit2(&z_, 15 + 16) != Z_OK) {  // (15 + 16: a gzip wrapper, its CRC checked)
