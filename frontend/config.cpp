@@ -311,6 +311,13 @@ std::optional<RelationIssue> check_relations(const Config& c) {
                                      m.max_position_embeddings)};
   if (c.finetune_section)
     if (auto issue = check_finetune(c.finetune, t)) return issue;
+  // (pretraining's examples are sentence pairs, segments 0 and 1, as next-sentence prediction
+  // needs: one token type failed at step 1, naming bertc's own examples as the data to fix)
+  if (!c.finetune_section && m.type_vocab_size < 2)
+    return RelationIssue{"model", "type_vocab_size",
+                         fmt::format("[model] type_vocab_size = {}, and pretraining's examples are sentence pairs "
+                                     "(token types 0 and 1, for next-sentence prediction): set 2, as BERT has",
+                                     m.type_vocab_size)};
   if (!c.finetune_section && t.max_predictions_per_seq > t.seq_len)  // (no masked predictions in fine-tuning)
     return RelationIssue{"train", "max_predictions_per_seq",
                          fmt::format("[train] max_predictions_per_seq = {} exceeds seq_len = {}",

@@ -111,6 +111,14 @@ TEST(Config, RefusesInconsistentShapes) {
             std::string::npos);
   EXPECT_NE(error_of("[train]\nseq_len = 16\nmax_predictions_per_seq = 20\n").find("exceeds seq_len = 16"),
             std::string::npos);
+  // Pretraining's examples are sentence pairs: one token type is refused here (it failed at step 1,
+  // blaming the data); a fine-tuning config of single sentences may have one.
+  EXPECT_NE(error_of("[model]\ntype_vocab_size = 1\n").find("type_vocab_size = 1, and pretraining's examples are "
+                                                         "sentence pairs"),
+            std::string::npos);
+  EXPECT_NO_THROW(parse_config("[model]\ntype_vocab_size = 1\n[finetune]\ntask = \"sequence-classification\"\n"
+                               "num_labels = 2\n",
+                               "test.toml", {}));
 }
 
 TEST(Config, SyntaxErrorsAreLocated) {
