@@ -253,6 +253,11 @@ void ShardFiles::read_unchecked(const std::vector<ShardShape>& shapes, size_t co
 }
 
 std::string ShardFiles::outside_message(const std::string& where, const ShardValue& v) const {
+  if (v.value < 0)  // (no model size fits a negative id: the shard is damaged, or not NVIDIA's layout)
+    return fmt::format("{}: dataset '{}', example {}: {} is negative, and ids and segments are 0 or more: the shard is "
+                       "damaged or made by a tool of another layout; move it out of the folder, or make it again "
+                       "(bertc prepare-data)",
+                       where, v.dataset, v.example, v.value);
   if (v.dataset == "segment_ids")
     return fmt::format("{}: dataset 'segment_ids', example {}: segment {} is not below [model] type_vocab_size {}: "
                        "the shard was made for another model; move it out of the folder (or make it again with "

@@ -255,11 +255,19 @@ void check_batch_ranges(const support::Environment& inputs, const frontend::Conf
     if (it == inputs.end()) continue;
     const std::vector<int64_t>& v = it->second.integer;
     const int64_t row = it->second.type.shape.size() < 2 ? 1 : it->second.type.shape[1];  // (one value a row: [B])
-    for (size_t i = 0; i < v.size(); ++i)
-      if (v[i] < 0 || v[i] >= r.end)
+    for (size_t i = 0; i < v.size(); ++i) {
+      // (a negative id no setting fits: Hugging Face's -100 "ignore" label is no id of bertc's
+      // batches, whose unmasked predictions are weighted 0)
+      if (v[i] < 0)
+        throw data::DataError(fmt::format("{}: {} of example {} holds {}, which is negative, and ids, positions and "
+                                          "labels are 0 or more: fix the data (a masked prediction left out has "
+                                          "position 0 and weight 0, not -100)",
+                                          what, r.input, static_cast<int64_t>(i) / row, v[i]));
+      if (v[i] >= r.end)
         throw data::DataError(fmt::format("{}: {} of example {} holds {}, which is not below {}: raise it, or fix the "
                                           "data",
                                           what, r.input, static_cast<int64_t>(i) / row, v[i], r.key));
+    }
   }
 }
 

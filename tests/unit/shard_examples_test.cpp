@@ -96,6 +96,13 @@ TEST(ShardedExamples, RefusesShardsThatDoNotFitTheConfig) {
   EXPECT_NE(label.find("dataset 'masked_lm_ids', example 0: token 40 is not below [model] vocab_size 11"),
             std::string::npos)
       << label;
+  // A negative label is named as negative (no vocab_size fits it; the shard is damaged).
+  e.masked_labels = {-100};
+  write_shard(files[0].parent_path() / "negative.hdf5", {e}, 8, 2, 0);
+  const std::string negative = refusal([&] { ShardFiles({files[0].parent_path() / "negative.hdf5"}, 8, 2, 11, 2); });
+  EXPECT_NE(negative.find("dataset 'masked_lm_ids', example 0: -100 is negative, and ids and segments are 0 or more"),
+            std::string::npos)
+      << negative;
   // The check hears a stop signal between its blocks.
   try {
     ShardFiles(files, 8, 2, 1000, 2, std::nullopt, {}, [] { return SIGTERM; });
