@@ -96,8 +96,11 @@ Survey survey(const std::filesystem::path& metrics) {
     const MetricsLine checked = check_metrics_line(line);
     if (!checked.intact) {
       // (a line a kill cut short, anywhere: bertc's lines are one-line JSON objects, keys sorted,
-      // "step" late among them; notes, programs and pretty-printed JSON start otherwise)
-      if (!line.starts_with("{\"")) s.metrics_like = false;
+      // "step" late among them; notes, programs and pretty-printed JSON start otherwise, and a
+      // whole JSON object without a step is someone else's record, not a cut or damaged line)
+      const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+      if (!line.starts_with("{\"") || (!j.is_discarded() && !(j.is_object() && j.contains("step"))))
+        s.metrics_like = false;
       continue;
     }
     s.first = s.lines++ == 0 ? checked.step : std::min(s.first, checked.step);
