@@ -148,7 +148,14 @@ void Progress::Window::add(const StepStats& s) {
 void keep_metrics_through(const std::filesystem::path& metrics, int64_t step, const std::optional<std::string>& run,
                           std::ostream& log, const std::string& unwritten) {
   std::ifstream in(metrics);
-  if (!in) return;
+  if (!in) {
+    // (a removed file: the checkpoint's steps have no lines, said as a shortened file's are)
+    if (std::error_code ec; step > 0 && !std::filesystem::exists(metrics, ec))
+      log << fmt::format("metrics: {} is not there: the lines of the checkpoint's {} steps are gone (removed, or "
+                         "written to another --metrics file); this run's lines start at step {}\n",
+                         metrics.string(), step, step + 1);
+    return;
+  }
   const MetricsLine carried = check_metrics_line(unwritten);
   std::string kept, line, other_run;
   int64_t later = 0, damaged = 0, intact = 0;
