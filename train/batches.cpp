@@ -109,6 +109,14 @@ data::BatchStream open_batch_stream(const frontend::Config& c, const std::filesy
   }
   auto source = std::make_shared<data::ShardedExamples>(shards, static_cast<uint64_t>(t.seed));
   log << fmt::format("data: {}, {} examples, a shard at a time\n", what, source->size());
+  // (a step larger than the data sees examples twice in one gradient: said, not refused)
+  if (const int64_t per_step = t.batch_size * t.gradient_accumulation_steps;
+      per_step > static_cast<int64_t>(source->size()))
+    log << fmt::format("data: warning: a step takes {} sequences ({} x {} accumulation steps, on each rank), more than "
+                       "the {} examples of the data: every step repeats examples ({:.1f} epochs a step); give more "
+                       "text, or a smaller [train] batch_size\n",
+                       per_step, t.batch_size, t.gradient_accumulation_steps, source->size(),
+                       static_cast<double>(per_step) / static_cast<double>(std::max<size_t>(source->size(), 1)));
   return data::BatchStream(std::move(source), t.batch_size, t.seq_len, t.max_predictions_per_seq, vocab.pad());
 }
 
