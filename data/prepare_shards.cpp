@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cctype>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <exception>
 #include <cerrno>
@@ -505,10 +506,28 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
                                     "blank line between them)",
                                     next_document + 1, doc.size(), alone(doc, o.examples.max_seq_length).tokens,
                                     bytes >> 20, o.memory_bytes >> 20, (bytes >> 20) + 1));
-      if (const uint64_t bytes = shard_bytes(shard, o.examples); bytes > o.memory_bytes)
-        throw DataError(fmt::format("shard {} alone would take over {} MiB while it is made (its {} documents so far), "
-                                    "more than the memory bound of {} MiB: use more --shards, or raise --memory-mb",
-                                    next_document % o.shards, bytes >> 20, shard.documents, o.memory_bytes >> 20));
+      if (const uint64_t bytes = shard_bytes(shard, o.examples); bytes > o.memory_bytes) {
+        // (the shard's documents grow with the text still to read: the figures are projected to all
+        // of it, so that one change of either option is enough, with half again for documents that
+        // differ in size along the text: the bundled corpus's later ones are longer)
+        const double left_in_round =
+            static_cast<double>(round_size) * static_cast<double>(docs.end() - it - 1) / static_cast<double>(docs.size());
+        const double read = std::max(0.01, (static_cast<double>(p.bytes_read) - left_in_round) /
+                                               static_cast<double>(std::max<uint64_t>(p.bytes_total, 1)));
+        const uint64_t fixed = shard_bytes(ScratchShard{}, o.examples);  // (the rows' block: not per document)
+        const double documents_part = static_cast<double>(bytes - fixed) / read * 1.5;  // (this shard's, at the end)
+        const auto whole = fixed + static_cast<uint64_t>(documents_part);
+        // (more shards split the documents' part; each keeps the fixed part)
+        const auto shards_needed = static_cast<int64_t>(std::ceil(documents_part * static_cast<double>(o.shards) /
+                                                                  static_cast<double>(o.memory_bytes - fixed)));
+        throw DataError(fmt::format(
+            "shard {} alone would take over {} MiB while it is made (its {} documents so far, {:.0f}% of the text "
+            "read), more than the memory bound of {} MiB: use about {} --shards, or raise --memory-mb to about {} "
+            "(projected from the text read so far{})",
+            next_document % o.shards, bytes >> 20, shard.documents, 100 * read, o.memory_bytes >> 20,
+            std::max<int64_t>(shards_needed, o.shards + 1), (whole >> 20) + 1,
+            read < 0.25 ? "; from this little, documents that differ along the text may need more" : ""));
+      }
       ++next_document;
       ++p.documents;
       for (const auto& sentence : doc) {

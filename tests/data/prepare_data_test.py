@@ -102,7 +102,7 @@ cases = [("fake", ["--input", os.path.join(WORK, "fake-gz")], "named .gz but its
          ("one-document", ["--input", os.path.join(WORK, "one-document.txt"), "--shards", "1"],
           "1 document: next-sentence prediction takes its random sentences from another document, and there is none"),
          ("tiny-bound", ["--shards", "1", "--memory-mb", "1"], "the memory bound of 1 MiB is less than any shard needs"),
-         ("small", ["--shards", "1", "--memory-mb", "6"], "more than the memory bound of 6 MiB: use more --shards"),
+         ("small", ["--shards", "1", "--memory-mb", "6"], "more than the memory bound of 6 MiB: use about "),
          ("none", ["--input", os.path.join(WORK, "absent")], "no such file or folder of training text"),
          ("cut", ["--input", os.path.join(WORK, "cut-gz", "corpus.txt.gz")], "the gzip stream ends early: the file is "
           f"cut short after {len(whole_gz) // 2} bytes"),
@@ -131,6 +131,17 @@ if p.returncode == 0 or not advised:
     fail(f"a document too large for the bound was not refused naming a larger bound (exit {p.returncode}):\n{p.stderr[-1500:]}")
 prepare("one-doc", "--input", one_doc, "--shards", "1", "--memory-mb", advised.group(1))
 print(f"one large document: refused at 8 MiB, prepared with the advised --memory-mb {advised.group(1)}")
+
+# A shard past the bound while the text is read: the advice names figures projected to the whole
+# text (it named none), and each of them, applied alone, works.
+p = subprocess.run([BERTC, "prepare-data", CONFIG, "-o", os.path.join(WORK, "bound"), "--shards", "2", "--memory-mb", "3"],
+                   capture_output=True, text=True, timeout=600)
+advice = re.search(r"use about (\d+) --shards, or raise --memory-mb to about (\d+)", p.stderr)
+if p.returncode == 0 or not advice:
+    fail(f"a shard past a 3 MiB bound was not refused with figures (exit {p.returncode}):\n{p.stderr[-1500:]}")
+prepare("bound-shards", "--shards", advice.group(1), "--memory-mb", "3")
+prepare("bound-memory", "--shards", "2", "--memory-mb", advice.group(2))
+print(f"shard past the bound: advised --shards {advice.group(1)} or --memory-mb {advice.group(2)}; both prepared")
 
 # A full disk while the shards are written (the file size limit here, which fails a write as a full
 # disk does, with EFBIG; and a small tmpfs where this machine lets a test mount one): an error
