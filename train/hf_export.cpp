@@ -73,6 +73,10 @@ ExportedVocab vocabulary(const ExportOptions& o, const std::map<std::string, std
                                  "wrote it): give the vocabulary with --vocab FILE",
                                  o.checkpoint.string()));
   const std::filesystem::path path = o.vocab ? *o.vocab : std::filesystem::path(recorded_path->second);
+  // (said here: the vocabulary loader's advice names [train] vocab, and export reads no config)
+  if (std::error_code ec; !std::filesystem::exists(path, ec))
+    throw TrainError(fmt::format("{}: no such vocabulary file{}: give the vocabulary with --vocab FILE", path.string(),
+                                 o.vocab ? "" : fmt::format(" (the one {} was trained with)", o.checkpoint.string())));
   data::Vocab vocab = [&] {
     try {
       return data::Vocab::load(path);
