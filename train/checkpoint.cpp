@@ -223,7 +223,8 @@ bool is_optimizer_state(const std::string& name) {
          name.starts_with(kExchangeStatePrefix);
 }
 
-std::vector<std::filesystem::path> hf_weight_files(const std::filesystem::path& folder) {
+std::vector<std::filesystem::path> hf_weight_files(const std::filesystem::path& folder,
+                                                   std::map<std::string, std::string>* weight_map) {
   std::error_code ec;
   if (std::filesystem::exists(folder / "model.safetensors", ec)) return {folder / "model.safetensors"};
   const std::filesystem::path index = folder / "model.safetensors.index.json";
@@ -250,6 +251,7 @@ std::vector<std::filesystem::path> hf_weight_files(const std::filesystem::path& 
                                                   index.string(), name, file.dump()));
     const std::filesystem::path path = folder / file.get<std::string>();
     if (std::find(files.begin(), files.end(), path) == files.end()) files.push_back(path);
+    if (weight_map) (*weight_map)[name] = file_name;
   }
   if (files.empty()) throw support::SafetensorsError(fmt::format("{}: the weight_map names no file", index.string()));
   return files;
@@ -269,8 +271,11 @@ std::string modern_name(const std::string& name) {
 PretrainedReport load_pretrained(const std::filesystem::path& path, const ir::Graph& graph, support::Environment& env,
                                  const std::vector<std::string>& fresh) {
   std::error_code ec;
-  const std::vector<std::filesystem::path> files =
-      std::filesystem::is_directory(path, ec) ? hf_weight_files(path) : std::vector<std::filesystem::path>{path};
+  std::map<std::string, std::string> weight_map;  // (an index's: tensor -> the shard it says holds it)
+  const std::vector<std::filesystem::path> files = std::filesystem::is_directory(path, ec)
+                                                       ? hf_weight_files(path, &weight_map)
+                                                       : std::vector<std::filesystem::path>{path};
+  std::map<std::string, std::string> held;  // tensor -> the shard that holds it
   PretrainedReport report;
   std::map<std::string, ir::TensorType> params;
   for (ir::ValueId p : graph.values_of(ir::OpKind::Param)) params[graph.value(p).name] = graph.value(p).type;
@@ -288,6 +293,7 @@ PretrainedReport load_pretrained(const std::filesystem::path& path, const ir::Gr
                                    file_path.string(), format->second.substr(6), format->second));
     if (file_path == files.front()) report.metadata = file.metadata;
     for (const auto& [stored_name, stored] : file.tensors) {
+      held[stored_name] = file_path.filename().string();
       const std::string file_name = modern_name(stored_name);
       // A BertModel file names its tensors without the "bert." of BertForPreTraining.
       const std::string name = !params.count(file_name) && params.count("bert." + file_name) ? "bert." + file_name
@@ -314,6 +320,21 @@ PretrainedReport load_pretrained(const std::filesystem::path& path, const ir::Gr
       check_finite(name, env[name], file_path.string());
       report.loaded.push_back(name);
     }
+  }
+  // The index is the folder's table of contents: an entry no shard bears out means it belongs to
+  // another save (shards replaced or lost), and what loads is not what was saved.
+  for (const auto& [name, shard] : weight_map) {
+    const auto it = held.find(name);
+    if (it == held.end())
+      throw support::SafetensorsError(fmt::format("{}: model.safetensors.index.json puts tensor '{}' in {}, and no "
+                                                  "shard of the folder holds it: the index and the shards are of "
+                                                  "different saves (save the model again, or copy the folder whole)",
+                                                  path.string(), name, shard));
+    if (it->second != shard)
+      throw support::SafetensorsError(fmt::format("{}: model.safetensors.index.json puts tensor '{}' in {}, and it is in "
+                                                  "{}: the index and the shards are of different saves (save the "
+                                                  "model again, or copy the folder whole)",
+                                                  path.string(), name, shard, it->second));
   }
   if (!misshaped.empty())
     throw support::SafetensorsError(fmt::format("{}: {} tensors have another shape than the model's: {} (does the config "

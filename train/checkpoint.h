@@ -69,9 +69,11 @@ struct PretrainedReport {
   std::map<std::string, std::string> metadata;  // the (first) file's: a bertc checkpoint's record of its run
 };
 // The safetensors files of a Hugging Face model folder: model.safetensors, or the shards its
-// model.safetensors.index.json maps tensors to. Throws SafetensorsError naming the folder and
-// the fix when it has neither (a pytorch_model.bin only, say).
-std::vector<std::filesystem::path> hf_weight_files(const std::filesystem::path& folder);
+// model.safetensors.index.json maps tensors to (`weight_map`, when given, gets that map: tensor ->
+// shard file name). Throws SafetensorsError naming the folder and the fix when it has neither (a
+// pytorch_model.bin only, say).
+std::vector<std::filesystem::path> hf_weight_files(const std::filesystem::path& folder,
+                                                   std::map<std::string, std::string>* weight_map = nullptr);
 
 // Loads params from a Hugging Face BertForPreTraining (or BertModel, BertFor...Classification)
 // safetensors file, a bertc checkpoint, or a Hugging Face model folder (hf_weight_files): tensors
