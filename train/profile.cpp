@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -130,9 +131,20 @@ Profile profile_from_json(const nlohmann::json& j) {
     p.step = j.at("step");
     p.device = j.at("device");
     p.gpu = j.at("gpu");
-    for (const nlohmann::json& r : j.at("launches"))
+    std::set<std::pair<std::string, size_t>> seen;
+    for (const nlohmann::json& r : j.at("launches")) {
+      // (indices as written, never a float cast to one: launch 1e30 read as launch 0)
+      for (const char* key : {"launch", "op"})
+        if (!r.at(key).is_number_unsigned())
+          throw std::runtime_error(fmt::format("a launch's \"{}\" is {}, not an index (a whole number, 0 or more)",
+                                               key, r.at(key).dump()));
       p.rows.push_back({r.at("graph"), r.at("launch"), r.at("op"), r.at("kernel"), r.at("family"), r.at("strategy"),
                         r.at("scope"), r.at("flops"), r.at("bytes"), r.at("seconds"), r.at("estimate_seconds")});
+      if (!seen.insert({p.rows.back().graph, p.rows.back().launch}).second)
+        throw std::runtime_error(fmt::format("launch {} of the {} graph is timed twice: a profile times each launch once",
+                                             p.rows.back().launch, p.rows.back().graph));
+    }
+    if (p.rows.empty()) throw std::runtime_error("it times no launch (\"launches\" is empty)");
     return p;
   } catch (const nlohmann::json::exception& e) {
     throw std::runtime_error(fmt::format("not a profile written by bertc train --profile: {}", e.what()));
