@@ -162,6 +162,9 @@ KernelHarness::KernelHarness(const ir::Graph& graph, codegen::GraphKernels kerne
       codegen::compile_for_host(codegen::host_source(all), cache, emulator_.api()));
 }
 
+KernelHarness::KernelHarness(const ir::Graph& graph, codegen::GraphKernels kernels, Launcher launcher)
+    : graph_(graph), kernels_(std::move(kernels)), launcher_(std::move(launcher)) {}
+
 std::vector<KernelCheck> KernelHarness::check_all(ir::Environment<float> env, codegen::ThreadOrder order) {
   std::vector<HostTensor<float>> values;
   reference::Executor<float>(graph_).run(env, {}, &values);
@@ -186,8 +189,10 @@ KernelCheck KernelHarness::check(const KernelSpec& kernel, const std::vector<Hos
     std::vector<unsigned char> before;  // inputs: their bytes, to check they are left alone
   };
   std::vector<Slot> slots;
+  std::vector<LaunchMemory> memory;
   auto make = [&](ir::ValueId v, bool written) {
     auto b = std::make_unique<Buffer>(graph_.value(v).type);
+    memory.push_back({b->data(), b->size()});
     const bool zeroed = std::find(kernel.zero_before.begin(), kernel.zero_before.end(), v) != kernel.zero_before.end();
     if (!written) b->write(values.at(v));
     else b->fill(zeroed ? 0x00 : 0xff);
@@ -208,15 +213,18 @@ KernelCheck KernelHarness::check(const KernelSpec& kernel, const std::vector<Hos
         tables.emplace_back();
         for (size_t i = 0; i < p.table.size(); ++i) tables.back().push_back(make(p.table[i], p.table_written[i]));
         args.push_back(tables.back().data());
+        memory.push_back({tables.back().data(), tables.back().size() * sizeof(void*)});
         break;
       }
       case ParamKind::Scratch:
         scratch.emplace_back(p.scratch_bytes, 0);
         args.push_back(scratch.back().data());
+        memory.push_back({scratch.back().data(), scratch.back().size()});
         break;
       case ParamKind::Workspace:
         workspace.assign(p.scratch_bytes / 4, std::nanf(""));
         args.push_back(workspace.data());
+        memory.push_back({workspace.data(), workspace.size() * sizeof(float)});
         break;
       case ParamKind::Integer: args.push_back(reinterpret_cast<void*>(static_cast<intptr_t>(p.integer))); break;
     }
@@ -236,7 +244,8 @@ KernelCheck KernelHarness::check(const KernelSpec& kernel, const std::vector<Hos
     }
   }
   try {
-    if (!kernel.source.empty())
+    if (!kernel.source.empty() && launcher_) launcher_(kernel, args, memory, order);
+    else if (!kernel.source.empty())
       emulator_.launch(kernel.name, library_->entry(kernel.name), args.data(),
                        {kernel.grid, kernel.block, kernel.cooperative, order});
   } catch (const std::exception& e) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -30,12 +31,24 @@ struct KernelCheck {
   std::string problem;   // the first failure, readably
 };
 
+// Memory a launch may read and write: a buffer's bytes (between its canaries), a table, scratch.
+struct LaunchMemory {
+  void* base;
+  size_t bytes;
+};
+// A launch run by other means than host emulation (the PTX emulator): the kernel, its arguments
+// as host emulation takes them (pointers, and integers as pointer-sized values), and its memory.
+using Launcher = std::function<void(const codegen::KernelSpec&, const std::vector<void*>& args,
+                                    const std::vector<LaunchMemory>& memory, codegen::ThreadOrder)>;
+
 class KernelHarness {
  public:
   // Renders `graph`'s kernels as for `target` and compiles them for the host (cached under `cache`).
   KernelHarness(const ir::Graph& graph, const std::filesystem::path& cache, codegen::RenderTarget target = {});
   // Takes `kernels` as given (a test may have broken one on purpose).
   KernelHarness(const ir::Graph& graph, codegen::GraphKernels kernels, const std::filesystem::path& cache);
+  // Runs `kernels` with `launcher` instead of host emulation (nothing is compiled for the host).
+  KernelHarness(const ir::Graph& graph, codegen::GraphKernels kernels, Launcher launcher);
 
   const codegen::GraphKernels& kernels() const { return kernels_; }
 
@@ -51,6 +64,7 @@ class KernelHarness {
   codegen::GraphKernels kernels_;
   codegen::HostEmulator emulator_;
   std::unique_ptr<codegen::HostKernelLibrary> library_;
+  Launcher launcher_;
 };
 
 }  // namespace bertc::testing

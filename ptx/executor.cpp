@@ -1,0 +1,487 @@
+// The PTX emulator's execution model (see executor.h): blocks one after another, threads one at a
+// time between the points where they meet; memory checked on every access.
+#include "ptx/executor.h"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "ptx/semantics.h"
+
+namespace bertc::ptx {
+namespace {
+
+// Generic-space windows of a block's shared memory and a thread's local memory: above every user
+// address of a 64-bit Linux process, so that no host pointer falls in them.
+constexpr uint64_t kSharedWindow = 0xffff800000000000, kLocalWindow = 0xffffc00000000000;
+constexpr uint64_t kWindowBytes = uint64_t{1} << 40;
+// A thread that runs this many instructions without meeting another is taken to loop for ever.
+constexpr uint64_t kStepBudget = uint64_t{1} << 32;
+
+uint64_t mask_of(int bits) { return bits >= 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1; }
+
+enum class Wait { None, Barrier, Warp, Done };
+
+struct Thread {
+  std::vector<uint64_t> regs;
+  size_t pc = 0;
+  Wait wait = Wait::None;
+  uint32_t tid[3] = {0, 0, 0};
+  uint32_t linear = 0;
+  std::vector<uint8_t> local;
+};
+
+size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+}  // namespace
+
+// One block's run: its shared memory, its threads, and the instructions' effects on them.
+struct BlockRun {
+  const Emulator& emu;
+  const Entry& entry;
+  const LaunchConfig& config;
+  const std::vector<uint8_t>& params;
+  uint32_t ctaid[3];
+  LaunchCounts& counts;
+  std::vector<uint8_t> shared;
+  std::map<std::string, uint64_t> shared_at, local_at;  // variables' addresses in their spaces
+  size_t local_bytes = 0;
+  std::vector<Thread> threads;
+
+  [[noreturn]] void fail(const Thread& t, const Instruction& in, const std::string& what) const {
+    throw Error(fmt::format("{}:{}: kernel {}, block ({},{},{}), thread ({},{},{}): {}: {}", emu.module().name, in.line,
+                            entry.name, ctaid[0], ctaid[1], ctaid[2], t.tid[0], t.tid[1], t.tid[2], in.opcode.text,
+                            what));
+  }
+
+  void lay_out_variables() {
+    size_t shared_bytes = 0;
+    auto place_shared = [&](const Variable& v) {
+      shared_bytes = align_up(shared_bytes, static_cast<size_t>(v.align));
+      shared_at[v.name] = shared_bytes;
+      shared_bytes += v.bytes == 0 ? config.dynamic_shared_bytes : v.bytes;  // ([]: sized at launch)
+    };
+    for (const Variable& v : emu.module().variables)
+      if (v.space == Space::Shared) place_shared(v);
+    for (const Variable& v : entry.variables) {
+      if (v.space == Space::Shared) place_shared(v);
+      if (v.space == Space::Local) {
+        local_bytes = align_up(local_bytes, static_cast<size_t>(v.align));
+        local_at[v.name] = local_bytes;
+        local_bytes += v.bytes;
+      }
+    }
+    shared.assign(shared_bytes, 0);
+  }
+
+  void make_threads() {
+    const Dim3 b = config.block;
+    threads.resize(b.count());
+    for (uint32_t z = 0, i = 0; z < b.z; ++z)
+      for (uint32_t y = 0; y < b.y; ++y)
+        for (uint32_t x = 0; x < b.x; ++x, ++i) {
+          Thread& t = threads[i];
+          t.regs.assign(entry.registers.size(), 0);
+          t.tid[0] = x, t.tid[1] = y, t.tid[2] = z;
+          t.linear = i;
+          t.local.assign(local_bytes, 0);
+        }
+  }
+
+  uint64_t special(const Thread& t, Special s) const {
+    switch (s) {
+      case Special::TidX: return t.tid[0];
+      case Special::TidY: return t.tid[1];
+      case Special::TidZ: return t.tid[2];
+      case Special::NtidX: return config.block.x;
+      case Special::NtidY: return config.block.y;
+      case Special::NtidZ: return config.block.z;
+      case Special::CtaidX: return ctaid[0];
+      case Special::CtaidY: return ctaid[1];
+      case Special::CtaidZ: return ctaid[2];
+      case Special::NctaidX: return config.grid.x;
+      case Special::NctaidY: return config.grid.y;
+      case Special::NctaidZ: return config.grid.z;
+      case Special::Laneid: return t.linear % 32;
+      case Special::Warpid: return t.linear / 32;
+      case Special::LanemaskLt: return (uint64_t{1} << (t.linear % 32)) - 1;
+      case Special::Clock:
+      case Special::Clock64: return counts.thread_instructions;
+    }
+    return 0;
+  }
+
+  // A variable's address in its own state space (what mov of its name gives).
+  uint64_t symbol_address(const Thread& t, const Instruction& in, const std::string& name) const {
+    if (const auto it = shared_at.find(name); it != shared_at.end()) return it->second;
+    if (const auto it = local_at.find(name); it != local_at.end()) return it->second;
+    if (const auto it = emu.addresses_.find(name); it != emu.addresses_.end()) return it->second;
+    for (const Param& p : entry.params)
+      if (p.name == name) return p.offset;
+    fail(t, in, fmt::format("{} names no variable", name));
+  }
+
+  uint64_t value(const Thread& t, const Instruction& in, const Operand& o, Type type) const {
+    switch (o.kind) {
+      case Operand::Kind::Register: return t.regs[static_cast<size_t>(o.reg)];
+      case Operand::Kind::Immediate: return static_cast<uint64_t>(o.value);
+      case Operand::Kind::Float: {
+        const uint64_t bits = static_cast<uint64_t>(o.value);
+        if (o.f64 && type == Type::F32) return std::bit_cast<uint32_t>(static_cast<float>(std::bit_cast<double>(bits)));
+        if (!o.f64 && type == Type::F64) return std::bit_cast<uint64_t>(static_cast<double>(std::bit_cast<float>(static_cast<uint32_t>(bits))));
+        return bits;
+      }
+      case Operand::Kind::Special: return special(t, o.special);
+      case Operand::Kind::Symbol: return symbol_address(t, in, o.symbol);
+      case Operand::Kind::Vector: {  // (packed into one value: mov.b32 %r, {%rs1, %rs2})
+        const int each = type_bits(type) / static_cast<int>(o.elements.size());
+        uint64_t packed = 0;
+        for (size_t i = 0; i < o.elements.size(); ++i)
+          packed |= (value(t, in, o.elements[i], type) & mask_of(each)) << (each * static_cast<int>(i));
+        return packed;
+      }
+      default: fail(t, in, "an operand that is not a value");
+    }
+  }
+
+  void write(Thread& t, const Instruction& in, const Operand& o, uint64_t v, Type type) {
+    if (o.kind == Operand::Kind::Sink) return;
+    if (o.kind == Operand::Kind::Vector) {  // (unpacked: mov.b64 {%r1, %r2}, %rd)
+      const int each = type_bits(type) / static_cast<int>(o.elements.size());
+      for (size_t i = 0; i < o.elements.size(); ++i)
+        write(t, in, o.elements[i], (v >> (each * static_cast<int>(i))) & mask_of(each), type);
+      return;
+    }
+    if (o.kind != Operand::Kind::Register) fail(t, in, "a destination that is not a register");
+    const Type rt = entry.registers[static_cast<size_t>(o.reg)].type;
+    t.regs[static_cast<size_t>(o.reg)] = v & mask_of(rt == Type::Pred ? 1 : type_bits(rt));
+  }
+
+  // The address an [address] operand names, in the space `space` reads it from.
+  uint64_t address(const Thread& t, const Instruction& in, const Operand& o) const {
+    if (o.kind != Operand::Kind::Address) fail(t, in, "expected an [address]");
+    uint64_t base = 0;
+    if (o.reg >= 0) base = t.regs[static_cast<size_t>(o.reg)];
+    else if (!o.symbol.empty()) base = symbol_address(t, in, o.symbol);
+    return base + static_cast<uint64_t>(o.value);
+  }
+
+  enum class Where { Param, Shared, Local, Global };
+
+  Where space_of(const Opcode& op) const {
+    if (op.has(Mod::param)) return Where::Param;
+    if (op.has(Mod::shared)) return Where::Shared;
+    if (op.has(Mod::local)) return Where::Local;
+    if (op.has(Mod::global) || op.has(Mod::Const)) return Where::Global;
+    return Where::Global;  // generic: resolved by window below
+  }
+
+  // The bytes at `address` of `space` (generic addresses resolved by window), checked: inside
+  // memory that exists for it and aligned to `bytes` (compute-sanitizer's memcheck).
+  uint8_t* memory(Thread& t, const Instruction& in, Where space, uint64_t addr, size_t bytes, bool write) {
+    const bool generic = !in.opcode.has(Mod::param) && !in.opcode.has(Mod::shared) && !in.opcode.has(Mod::local) &&
+                         !in.opcode.has(Mod::global) && !in.opcode.has(Mod::Const);
+    if (generic && addr >= kSharedWindow && addr < kSharedWindow + kWindowBytes) space = Where::Shared, addr -= kSharedWindow;
+    else if (generic && addr >= kLocalWindow && addr < kLocalWindow + kWindowBytes) space = Where::Local, addr -= kLocalWindow;
+    if (addr % bytes != 0)
+      fail(t, in, fmt::format("misaligned: {} bytes at {:#x} (an access must be aligned to its size)", bytes, addr));
+    auto inside = [&](std::vector<uint8_t>& v, const char* what) {
+      if (addr + bytes > v.size())
+        fail(t, in, fmt::format("{} bytes at {} of {} outside its {} bytes", bytes, addr, what, v.size()));
+      return v.data() + addr;
+    };
+    switch (space) {
+      case Where::Param:
+        if (write) fail(t, in, "a store to a kernel parameter");
+        if (addr + bytes > params.size())
+          fail(t, in, fmt::format("{} bytes at offset {} of the parameters, which have {}", bytes, addr, params.size()));
+        return const_cast<uint8_t*>(params.data()) + addr;
+      case Where::Shared: return inside(shared, "shared memory");
+      case Where::Local: return inside(t.local, "the thread's local memory");
+      case Where::Global: {
+        auto it = emu.globals_.upper_bound(addr);
+        if (it == emu.globals_.begin() || addr + bytes > std::prev(it)->first + std::prev(it)->second)
+          fail(t, in, fmt::format("{} bytes at {:#x}, outside every allocation the launch was given", bytes, addr));
+        return reinterpret_cast<uint8_t*>(addr);
+      }
+    }
+    return nullptr;
+  }
+
+  void load_store(Thread& t, const Instruction& in) {
+    const Opcode& op = in.opcode;
+    const Type type = op.type();
+    const size_t each = static_cast<size_t>(std::max(1, type_bits(type) / 8));
+    const bool store = op.op == Op::St;
+    const Operand& data = store ? in.operands.at(1) : in.operands.at(0);
+    const size_t n = data.kind == Operand::Kind::Vector ? data.elements.size() : 1;
+    uint8_t* at = memory(t, in, space_of(op), address(t, in, in.operands.at(store ? 0 : 1)), each * n, store);
+    for (size_t i = 0; i < n; ++i) {
+      const Operand& element = n == 1 ? data : data.elements[i];
+      if (store) {
+        const uint64_t v = value(t, in, element, type);
+        std::memcpy(at + i * each, &v, each);  // (little-endian: the low bytes)
+      } else {
+        uint64_t v = 0;
+        std::memcpy(&v, at + i * each, each);
+        if (is_signed(type) && each < 8) v = static_cast<uint64_t>(static_cast<int64_t>(v << (64 - 8 * each)) >> (64 - 8 * each));
+        write(t, in, element, v, type);
+      }
+    }
+  }
+
+  void atomic(Thread& t, const Instruction& in) {
+    const Opcode& op = in.opcode;
+    const Type type = op.type();
+    const size_t bytes = static_cast<size_t>(type_bits(type) / 8);
+    const bool red = op.op == Op::Red;
+    uint8_t* at = memory(t, in, space_of(op), address(t, in, in.operands.at(red ? 0 : 1)), bytes, true);
+    uint64_t old = 0;
+    std::memcpy(&old, at, bytes);
+    const uint64_t operand = value(t, in, in.operands.at(red ? 1 : 2), type);
+    uint64_t updated = 0;
+    if (op.has(Mod::add)) {
+      Opcode add = op;
+      add.op = Op::Add;
+      add.mods.reset();
+      const uint64_t both[] = {old, operand};
+      updated = compute(add, both).value;
+    } else if (op.has(Mod::exch)) {
+      updated = operand;
+    } else {
+      fail(t, in, "this atomic operation is not modelled");
+    }
+    std::memcpy(at, &updated, bytes);
+    if (!red) write(t, in, in.operands.at(0), old, type);
+  }
+
+  void convert_address(Thread& t, const Instruction& in) {
+    const Opcode& op = in.opcode;
+    const uint64_t a = value(t, in, in.operands.at(1), op.type());
+    const bool to = op.has(Mod::to);
+    uint64_t window = 0;
+    if (op.has(Mod::shared)) window = kSharedWindow;
+    if (op.has(Mod::local)) window = kLocalWindow;
+    if (window && to && (a < window || a >= window + kWindowBytes))
+      fail(t, in, fmt::format("{:#x} is no generic address of that space", a));
+    write(t, in, in.operands.at(0), window == 0 ? a : to ? a - window : a + window, op.type());
+  }
+
+  // Runs `t` until it meets others (a barrier, a warp collective) or ends.
+  void run(Thread& t) {
+    uint64_t steps = 0;
+    while (t.wait == Wait::None) {
+      if (t.pc >= entry.body.size()) {
+        t.wait = Wait::Done;
+        return;
+      }
+      const Instruction& in = entry.body[t.pc];
+      if (++steps > kStepBudget) fail(t, in, "ran 2^32 instructions without meeting another thread: an endless loop?");
+      ++counts.thread_instructions;
+      ++counts.by_op[in.opcode.op];
+      if (in.guard && ((t.regs[static_cast<size_t>(*in.guard)] & 1) != 0) == in.guard_negated) {
+        ++t.pc;
+        continue;
+      }
+      const Opcode& op = in.opcode;
+      switch (op.op) {
+        case Op::Bra: t.pc = static_cast<size_t>(in.operands.at(0).label); continue;
+        case Op::Ret:
+        case Op::Exit: t.wait = Wait::Done; return;
+        case Op::Bar:
+          if (!op.has(Mod::sync) || (!op.has(Mod::warp) && in.operands.size() > 1))
+            fail(t, in, "only bar.sync of the whole block (no thread count) and bar.warp.sync are modelled");
+          t.wait = op.has(Mod::warp) ? Wait::Warp : Wait::Barrier;
+          return;
+        case Op::Shfl: t.wait = Wait::Warp; return;
+        case Op::Membar:
+        case Op::Fence: break;  // (one thread at a time: every access is seen in order)
+        case Op::Ld:
+        case Op::St: load_store(t, in); break;
+        case Op::Atom:
+        case Op::Red: atomic(t, in); break;
+        case Op::Cvta: convert_address(t, in); break;
+        default: {
+          std::vector<uint64_t> sources;
+          const Type type = op.type(op.types.size() - 1);  // (cvt: the source's type; others have one)
+          for (size_t i = 1; i < in.operands.size(); ++i) sources.push_back(value(t, in, in.operands[i], type));
+          Computed c;
+          try {
+            c = compute(op, sources);
+          } catch (const std::exception& e) {
+            fail(t, in, e.what());
+          }
+          write(t, in, in.operands.at(0), c.value, op.type(0));
+          if (in.second_destination) write(t, in, *in.second_destination, c.second.value_or(0), Type::Pred);
+        }
+      }
+      ++t.pc;
+    }
+  }
+
+  // shfl.sync d[|p], a, b, c, membermask for the lanes of one warp waiting at it (ISA: shfl.sync's
+  // pseudocode: the source lane j from b and c by mode, clamped within the segment c says).
+  void shuffle(std::vector<Thread*>& lanes, const Instruction& in) {
+    const Opcode& op = in.opcode;
+    std::vector<uint64_t> a(32, 0);
+    std::vector<bool> present(32, false);
+    for (Thread* t : lanes) a[t->linear % 32] = value(*t, in, in.operands.at(1), Type::B32), present[t->linear % 32] = true;
+    for (Thread* t : lanes) {
+      const uint32_t lane = t->linear % 32;
+      const uint32_t b = static_cast<uint32_t>(value(*t, in, in.operands.at(2), Type::B32)) & 31;
+      const uint32_t c = static_cast<uint32_t>(value(*t, in, in.operands.at(3), Type::B32));
+      const uint32_t clamp = c & 31, segment = (c >> 8) & 31;
+      const uint32_t max_lane = (lane & segment) | (clamp & ~segment), min_lane = lane & segment;
+      uint32_t j = 0;
+      bool in_range = false;
+      if (op.has(Mod::up)) j = lane - b, in_range = static_cast<int32_t>(j) >= static_cast<int32_t>(max_lane);
+      if (op.has(Mod::down)) j = lane + b, in_range = j <= max_lane;
+      if (op.has(Mod::bfly)) j = lane ^ b, in_range = j <= max_lane;
+      if (op.has(Mod::idx)) j = min_lane | (b & ~segment), in_range = j <= max_lane;
+      if (!in_range) j = lane;
+      if (j >= 32 || !present[j]) fail(*t, in, fmt::format("lane {} reads lane {}, which is not in the shuffle", lane, j));
+      write(*t, in, in.operands.at(0), a[j], Type::B32);
+      if (in.second_destination) write(*t, in, *in.second_destination, in_range ? 1 : 0, Type::Pred);
+    }
+  }
+
+  // Lanes waiting at a warp collective: run it when every live lane its mask names is there.
+  bool resolve_warps() {
+    bool progressed = false;
+    const size_t warps = (threads.size() + 31) / 32;
+    for (size_t w = 0; w < warps; ++w) {
+      std::vector<Thread*> waiting;
+      for (size_t i = w * 32; i < std::min(threads.size(), w * 32 + 32); ++i)
+        if (threads[i].wait == Wait::Warp) waiting.push_back(&threads[i]);
+      if (waiting.empty()) continue;
+      const Instruction& in = entry.body[waiting.front()->pc];
+      const Operand& mask_operand = in.opcode.op == Op::Shfl ? in.operands.at(4) : in.operands.at(0);
+      const uint32_t member = static_cast<uint32_t>(value(*waiting.front(), in, mask_operand, Type::B32));
+      std::vector<Thread*> group;
+      bool complete = true;
+      for (uint32_t lane = 0; lane < 32; ++lane) {
+        if (!(member >> lane & 1)) continue;
+        const size_t i = w * 32 + lane;
+        if (i >= threads.size() || threads[i].wait == Wait::Done) continue;  // (exited, or no such thread)
+        if (threads[i].wait != Wait::Warp) complete = false;
+        else group.push_back(&threads[i]);
+      }
+      if (!complete) continue;
+      for (Thread* t : group) {
+        const Instruction& other = entry.body[t->pc];
+        if (other.opcode.text != in.opcode.text)
+          fail(*t, other, fmt::format("met {} of line {} in one warp collective", in.opcode.text, in.line));
+        if (static_cast<uint32_t>(value(*t, other, in.opcode.op == Op::Shfl ? other.operands.at(4) : other.operands.at(0),
+                                        Type::B32)) != member)
+          fail(*t, other, "lanes of one collective name different member masks");
+      }
+      if (std::find(group.begin(), group.end(), waiting.front()) == group.end())
+        fail(*waiting.front(), in, "a lane waits at a collective whose mask leaves it out");
+      if (in.opcode.op == Op::Shfl) shuffle(group, in);
+      for (Thread* t : group) t->wait = Wait::None, ++t->pc;
+      progressed = true;
+    }
+    return progressed;
+  }
+
+  bool resolve_barrier() {
+    size_t at = 0, live = 0;
+    for (const Thread& t : threads) live += t.wait != Wait::Done, at += t.wait == Wait::Barrier;
+    if (at == 0 || at != live) return false;
+    // (bar.sync names the whole block: a thread that ended without reaching it leaves the others
+    // waiting for a barrier that code of theirs skipped, what synccheck calls a divergent barrier)
+    if (live != threads.size())
+      for (const Thread& t : threads)
+        if (t.wait == Wait::Barrier)
+          fail(t, entry.body[t.pc], fmt::format("waits at a barrier that other threads of the block never reach ({} of "
+                                                "its {} threads ended before it: a barrier in divergent code)",
+                                                threads.size() - live, threads.size()));
+    for (Thread& t : threads)
+      if (t.wait == Wait::Barrier) t.wait = Wait::None, ++t.pc;
+    return true;
+  }
+
+  void run_block() {
+    lay_out_variables();
+    make_threads();
+    std::vector<size_t> order(threads.size());
+    std::iota(order.begin(), order.end(), 0);
+    if (config.seed) std::shuffle(order.begin(), order.end(), std::mt19937_64(config.seed ^ (ctaid[0] * 0x9e3779b97f4a7c15ULL)));
+    for (;;) {
+      bool progressed = false;
+      for (size_t i : order)
+        if (threads[i].wait == Wait::None) run(threads[i]), progressed = true;
+      progressed = resolve_warps() || progressed;
+      progressed = resolve_barrier() || progressed;
+      if (std::all_of(threads.begin(), threads.end(), [](const Thread& t) { return t.wait == Wait::Done; })) return;
+      if (!progressed) {
+        for (const Thread& t : threads)
+          if (t.wait != Wait::Done)
+            fail(t, entry.body[t.pc], t.wait == Wait::Barrier
+                                          ? "waits at a barrier that other threads of the block never reach (a barrier "
+                                            "in divergent code)"
+                                          : "waits at a warp collective that its mask's other lanes never reach");
+      }
+    }
+  }
+};
+
+Emulator::Emulator(Module module) : module_(std::move(module)) {
+  for (const Variable& v : module_.variables) {
+    if (v.space != Space::Global && v.space != Space::Const) continue;
+    storage_.emplace_back(v.init.empty() ? std::vector<uint8_t>(std::max<uint64_t>(v.bytes, 1), 0) : v.init);
+    const auto address = reinterpret_cast<uint64_t>(storage_.back().data());
+    addresses_[v.name] = address;
+  }
+  for (const auto& s : storage_) globals_[reinterpret_cast<uint64_t>(s.data())] = s.size();
+}
+
+void Emulator::add_global(const void* base, uint64_t bytes) { globals_[reinterpret_cast<uint64_t>(base)] = bytes; }
+
+void Emulator::clear_globals() {
+  globals_.clear();
+  for (const auto& s : storage_) globals_[reinterpret_cast<uint64_t>(s.data())] = s.size();
+}
+
+std::vector<uint8_t> Emulator::pack_params(const std::string& name, const std::vector<uint64_t>& values) const {
+  const Entry* e = module_.entry(name);
+  if (!e) throw Error(fmt::format("{}: no kernel {}", module_.name, name));
+  if (values.size() != e->params.size())
+    throw Error(fmt::format("{}: kernel {} takes {} parameters, given {}", module_.name, name, e->params.size(),
+                            values.size()));
+  std::vector<uint8_t> bytes(e->params.empty() ? 0 : e->params.back().offset + e->params.back().bytes, 0);
+  for (size_t i = 0; i < values.size(); ++i)
+    std::memcpy(bytes.data() + e->params[i].offset, &values[i], std::min<uint64_t>(8, e->params[i].bytes));
+  return bytes;
+}
+
+LaunchCounts Emulator::launch(const std::string& name, const std::vector<uint8_t>& params, const LaunchConfig& config) {
+  const Entry* e = module_.entry(name);
+  if (!e) throw Error(fmt::format("{}: no kernel {}", module_.name, name));
+  if (config.block.count() > 1024)
+    throw Error(fmt::format("kernel {}: {} threads a block, and a block holds 1024 at most", name, config.block.count()));
+  if (e->maxntid[0] > 0 && config.block.count() > uint64_t{static_cast<uint64_t>(e->maxntid[0])} *
+                                                    static_cast<uint64_t>(std::max(1, e->maxntid[1])) *
+                                                    static_cast<uint64_t>(std::max(1, e->maxntid[2])))
+    throw Error(fmt::format("kernel {}: {} threads a block, more than its .maxntid {}x{}x{}", name, config.block.count(),
+                            e->maxntid[0], e->maxntid[1], e->maxntid[2]));
+  LaunchCounts counts;
+  std::vector<std::array<uint32_t, 3>> blocks;
+  for (uint32_t z = 0; z < config.grid.z; ++z)
+    for (uint32_t y = 0; y < config.grid.y; ++y)
+      for (uint32_t x = 0; x < config.grid.x; ++x) blocks.push_back({x, y, z});
+  if (config.seed) std::shuffle(blocks.begin(), blocks.end(), std::mt19937_64(config.seed));
+  for (const auto& b : blocks) {
+    BlockRun run{*this, *e, config, params, {b[0], b[1], b[2]}, counts, {}, {}, {}, 0, {}};
+    run.run_block();
+  }
+  return counts;
+}
+
+}  // namespace bertc::ptx

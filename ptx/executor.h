@@ -1,0 +1,67 @@
+// Running a PTX kernel on the CPU: the grid's blocks one after another, each block's threads one
+// at a time between the points where threads meet (bar.sync for the block, shfl.sync and
+// bar.warp.sync for a warp's lanes), as sm_70's independent thread scheduling allows. The
+// instructions' meaning is semantics.cpp's, written from the PTX ISA document.
+//
+// Addresses: global memory is this process's own (a kernel's pointers are host pointers), and
+// every access must fall inside memory the caller registered (add_global) or the module's own
+// variables, aligned to its size: otherwise the launch fails naming the kernel, the PTX line, the
+// block, the thread and the address (compute-sanitizer's memcheck). Shared and local memory are
+// the block's and the thread's own, addressed from 0 in their state spaces, and through windows
+// of the generic space (cvta) that no host address falls in.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ptx/module.h"
+
+namespace bertc::ptx {
+
+struct Dim3 {
+  uint32_t x = 1, y = 1, z = 1;
+  uint64_t count() const { return uint64_t{x} * y * z; }
+};
+
+struct LaunchConfig {
+  Dim3 grid, block;
+  uint32_t dynamic_shared_bytes = 0;
+  uint64_t seed = 0;  // 0: threads and blocks in index order; else a shuffled order of each
+};
+
+// What a launch executed (the counters of issue 36's fifth item start here).
+struct LaunchCounts {
+  uint64_t thread_instructions = 0;
+  std::map<Op, uint64_t> by_op;
+};
+
+class Emulator {
+ public:
+  explicit Emulator(Module module);
+  const Module& module() const { return module_; }
+
+  // Memory at `base` a kernel may read and write (a buffer the caller made).
+  void add_global(const void* base, uint64_t bytes);
+  void clear_globals();
+
+  // Runs kernel `name` with its parameters' bytes laid out as the entry's .param list says
+  // (Entry::params: each at its offset). Throws ptx::Error naming what went wrong.
+  LaunchCounts launch(const std::string& name, const std::vector<uint8_t>& params, const LaunchConfig& config);
+
+  // The parameter bytes of `values` in the entry's order: a pointer or a whole number each,
+  // stored little-endian in the parameter's size.
+  std::vector<uint8_t> pack_params(const std::string& name, const std::vector<uint64_t>& values) const;
+
+ private:
+  Module module_;
+  std::map<uint64_t, uint64_t> globals_;  // base -> bytes
+  std::vector<std::vector<uint8_t>> storage_;  // the module's .global and .const variables
+  std::map<std::string, uint64_t> addresses_;  // their addresses
+  friend struct BlockRun;
+};
+
+}  // namespace bertc::ptx

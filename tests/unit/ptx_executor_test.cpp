@@ -1,0 +1,264 @@
+// ptx/: the executor and the instruction semantics on PTX written here, against facts of the PTX
+// ISA document and IEEE 754 (not against codegen's prelude), and the memory and synchronisation
+// checks each on a planted bug: a read past a buffer, a misaligned access, a barrier in divergent
+// code, a shuffle reading a lane outside its mask.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <vector>
+
+#include "ptx/executor.h"
+#include "ptx/semantics.h"
+
+namespace bertc::ptx {
+namespace {
+
+uint64_t f(float x) { return std::bit_cast<uint32_t>(x); }
+uint64_t run(const char* opcode, std::vector<uint64_t> sources) { return compute(decode_opcode(opcode), sources).value; }
+
+TEST(PtxSemantics, HalfPrecisionConversionsRoundAsIeeeSays) {
+  EXPECT_EQ(f32_to_f16(65504.0f), 0x7bffu);            // the largest half
+  EXPECT_EQ(f32_to_f16(65519.0f), 0x7bffu);            // below the midpoint to 65536: stays
+  EXPECT_EQ(f32_to_f16(65520.0f), 0x7c00u);            // the midpoint, ties to even: infinity
+  EXPECT_EQ(f32_to_f16(std::ldexp(1.0f, -24)), 0x0001u);  // the least subnormal
+  EXPECT_EQ(f32_to_f16(std::ldexp(1.0f, -25)), 0x0000u);  // half of it: ties to even, zero
+  EXPECT_EQ(f32_to_f16(std::ldexp(1.5f, -25)), 0x0001u);  // above half: up
+  EXPECT_EQ(f32_to_f16(1.0f + std::ldexp(1.0f, -11)), 0x3c00u);  // a tie at 1: to even (1.0)
+  EXPECT_EQ(f32_to_f16(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3c02u);  // a tie at 1+2^-10: to even (up)
+  EXPECT_EQ(f16_to_f32(0x3555), 0.333251953125f);
+  EXPECT_TRUE(std::isnan(f16_to_f32(f32_to_f16(NAN))));
+  EXPECT_EQ(f32_to_bf16(1.0f + std::ldexp(1.0f, -8)), 0x3f80u);  // a tie: to even
+  EXPECT_EQ(f32_to_bf16(1.0f + 3 * std::ldexp(1.0f, -8)), 0x3f82u);
+}
+
+TEST(PtxSemantics, ArithmeticAndConversionsFollowTheIsa) {
+  // cvt float to integer saturates, NaN to 0; .rzi truncates, .rni rounds to even.
+  EXPECT_EQ(run("cvt.rzi.s32.f32", {f(3.9e9f)}), 0x7fffffffu);
+  EXPECT_EQ(run("cvt.rzi.s32.f32", {f(-3.9e9f)}), 0x80000000u);
+  EXPECT_EQ(run("cvt.rzi.s32.f32", {f(NAN)}), 0u);
+  EXPECT_EQ(run("cvt.rzi.s32.f32", {f(-2.7f)}), static_cast<uint32_t>(-2));
+  EXPECT_EQ(run("cvt.rni.f32.f32", {f(2.5f)}), f(2.0f));
+  EXPECT_EQ(run("cvt.sat.f32.f32", {f(-0.5f)}), f(0.0f));
+  EXPECT_EQ(run("cvt.s64.s32", {0xffffffffu}), ~uint64_t{0});  // sign-extended
+  EXPECT_EQ(run("cvt.u64.u32", {0xffffffffu}), 0xffffffffu);
+  // cvt.rna.tf32.f32: 10 mantissa bits, a tie away from zero.
+  EXPECT_EQ(run("cvt.rna.tf32.f32", {f(1.0f + std::ldexp(1.0f, -11))}), f(1.0f + std::ldexp(1.0f, -10)));
+  // Directed roundings: 1 + 2^-30 is not a float; rm keeps 1, rp takes the next float up.
+  EXPECT_EQ(run("fma.rm.f32", {f(1.0f), f(1.0f), f(std::ldexp(1.0f, -30))}), f(1.0f));
+  EXPECT_EQ(run("fma.rp.f32", {f(1.0f), f(1.0f), f(std::ldexp(1.0f, -30))}), f(std::nextafter(1.0f, 2.0f)));
+  // ftz flushes a subnormal input to zero of its sign.
+  EXPECT_EQ(run("add.ftz.f32", {f(std::ldexp(1.0f, -140)), f(0.0f)}), f(0.0f));
+  EXPECT_EQ(run("add.f32", {f(std::ldexp(1.0f, -140)), f(0.0f)}), f(std::ldexp(1.0f, -140)));
+  // min/max: a NaN operand gives the other.
+  EXPECT_EQ(run("max.f32", {f(NAN), f(2.0f)}), f(2.0f));
+  EXPECT_EQ(run("min.f32", {f(-0.0f), f(0.0f)}), f(-0.0f));
+  // Integer: wide and high products, shifts past the width, signed shifts.
+  EXPECT_EQ(run("mul.wide.s32", {0xffffffffu, 4}), static_cast<uint64_t>(-4));
+  EXPECT_EQ(run("mul.hi.u32", {0x80000000u, 4}), 2u);
+  EXPECT_EQ(run("mul.hi.s64", {static_cast<uint64_t>(-2), 3}), ~uint64_t{0});
+  EXPECT_EQ(run("shl.b32", {1, 32}), 0u);
+  EXPECT_EQ(run("shr.s32", {0x80000000u, 40}), 0xffffffffu);
+  EXPECT_EQ(run("shr.u32", {0x80000000u, 31}), 1u);
+  // bfe: the field, sign-extended from its top bit for .s32; bfi writes a field.
+  EXPECT_EQ(run("bfe.u32", {0xf0u, 4, 4}), 0xfu);
+  EXPECT_EQ(run("bfe.s32", {0xf0u, 4, 4}), 0xffffffffu);
+  EXPECT_EQ(run("bfi.b32", {0x5u, 0xffff0000u, 4, 4}), 0xffff0050u);
+  // prmt: byte selectors from {b, a}; bit 3 of a selector replicates the byte's sign.
+  EXPECT_EQ(run("prmt.b32", {0x44332211u, 0x88776655u, 0x7654}), 0x88776655u);
+  EXPECT_EQ(run("prmt.b32", {0x000000f0u, 0, 0x8888}), 0xffffffffu);
+  // setp with unordered comparisons true on NaN, ordered false.
+  EXPECT_EQ(run("setp.ltu.f32", {f(NAN), f(1.0f)}), 1u);
+  EXPECT_EQ(run("setp.lt.f32", {f(NAN), f(1.0f)}), 0u);
+  EXPECT_EQ(run("setp.ne.f32", {f(NAN), f(1.0f)}), 0u);
+  EXPECT_EQ(run("setp.lt.u32", {0xffffffffu, 1}), 0u);
+  EXPECT_EQ(run("setp.lt.s32", {0xffffffffu, 1}), 1u);
+  EXPECT_THROW(run("div.u32", {1, 0}), std::domain_error);
+}
+
+// A kernel in NVRTC's forms: out[i] = in[i] * 2 for i < n, one element a thread; and a warp sum
+// by butterfly shuffles, written by lane 0 of each warp.
+constexpr const char* kKernels = R"(
+.version 8.8
+.target sm_61
+.address_size 64
+
+.visible .entry twice(
+	.param .u64 twice_param_0,
+	.param .u64 twice_param_1,
+	.param .u32 twice_param_2
+)
+.maxntid 64, 1, 1
+{
+	.reg .pred 	%p<2>;
+	.reg .f32 	%f<3>;
+	.reg .b32 	%r<5>;
+	.reg .b64 	%rd<8>;
+
+	ld.param.u64 	%rd1, [twice_param_0];
+	ld.param.u64 	%rd2, [twice_param_1];
+	ld.param.u32 	%r1, [twice_param_2];
+	mov.u32 	%r2, %ctaid.x;
+	mov.u32 	%r3, %ntid.x;
+	mov.u32 	%r4, %tid.x;
+	mad.lo.s32 	%r2, %r2, %r3, %r4;
+	setp.ge.s32 	%p1, %r2, %r1;
+	@%p1 bra 	$L__BB0_2;
+	cvta.to.global.u64 	%rd3, %rd1;
+	mul.wide.s32 	%rd4, %r2, 4;
+	add.s64 	%rd5, %rd3, %rd4;
+	ld.global.f32 	%f1, [%rd5];
+	add.f32 	%f2, %f1, %f1;
+	cvta.to.global.u64 	%rd6, %rd2;
+	add.s64 	%rd7, %rd6, %rd4;
+	st.global.f32 	[%rd7], %f2;
+$L__BB0_2:
+	ret;
+
+}
+
+.visible .entry warp_sum(
+	.param .u64 warp_sum_param_0,
+	.param .u64 warp_sum_param_1,
+	.param .u32 warp_sum_param_2
+)
+.maxntid 64, 1, 1
+{
+	.reg .pred 	%p<3>;
+	.reg .b32 	%r<12>;
+	.reg .b64 	%rd<8>;
+	.shared .align 4 .b8 _ZZ8warp_sumE4part[8];
+
+	ld.param.u64 	%rd1, [warp_sum_param_0];
+	ld.param.u64 	%rd2, [warp_sum_param_1];
+	ld.param.u32 	%r9, [warp_sum_param_2];
+	mov.u32 	%r1, %tid.x;
+	cvta.to.global.u64 	%rd3, %rd1;
+	mul.wide.u32 	%rd4, %r1, 4;
+	add.s64 	%rd5, %rd3, %rd4;
+	ld.global.u32 	%r2, [%rd5];
+	shfl.sync.bfly.b32	%r3|%p1, %r2, 16, 31, %r9;
+	add.s32 	%r4, %r3, %r2;
+	shfl.sync.bfly.b32	%r5|%p1, %r4, 8, 31, %r9;
+	add.s32 	%r6, %r5, %r4;
+	shfl.sync.bfly.b32	%r7|%p1, %r6, 4, 31, %r9;
+	add.s32 	%r8, %r7, %r6;
+	and.b32  	%r10, %r1, 31;
+	setp.ne.s32 	%p2, %r10, 0;
+	@%p2 bra 	$L__BB1_2;
+	shr.u32 	%r11, %r1, 5;
+	cvta.to.global.u64 	%rd6, %rd2;
+	mul.wide.u32 	%rd7, %r11, 4;
+	add.s64 	%rd6, %rd6, %rd7;
+	st.global.u32 	[%rd6], %r8;
+$L__BB1_2:
+	bar.sync 	0;
+	ret;
+
+}
+)";
+
+struct Fixture {
+  Emulator emulator{parse_module(kKernels, "test.ptx")};
+  LaunchCounts launch(const char* kernel, const std::vector<uint64_t>& params, uint32_t blocks, uint32_t threads,
+                      uint64_t seed = 0) {
+    return emulator.launch(kernel, emulator.pack_params(kernel, params), {{blocks, 1, 1}, {threads, 1, 1}, 0, seed});
+  }
+};
+
+std::string refusal(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(PtxExecutor, RunsAKernelOverAGrid) {
+  Fixture fx;
+  std::vector<float> in(100), out(100, -1);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>(i) * 0.5f;
+  fx.emulator.add_global(in.data(), in.size() * 4);
+  fx.emulator.add_global(out.data(), out.size() * 4);
+  const LaunchCounts counts =
+      fx.launch("twice", {reinterpret_cast<uint64_t>(in.data()), reinterpret_cast<uint64_t>(out.data()), 100}, 2, 64, 3);
+  for (size_t i = 0; i < in.size(); ++i) EXPECT_EQ(out[i], 2 * in[i]) << i;
+  // 100 threads run all 18 instructions (the branch not taken); the other 28 of the 2 x 64 branch
+  // to ret: 10 each.
+  EXPECT_EQ(counts.thread_instructions, 100u * 18 + 28u * 10);
+}
+
+TEST(PtxExecutor, ShufflesSumAWarpsLanes) {
+  Fixture fx;
+  std::vector<uint32_t> in(64), out(2, 0);
+  for (uint32_t i = 0; i < 64; ++i) in[i] = i;
+  fx.emulator.add_global(in.data(), 256);
+  fx.emulator.add_global(out.data(), 8);
+  // Butterflies of 16, 8 and 4: lane 0 ends with the sum over lanes 0 ^ {0, 4, ..., 28}, that is
+  // 0 + 4 + ... + 28 = 112; warp 1's lanes hold their index, 32 more each over 8 lanes.
+  fx.launch("warp_sum", {reinterpret_cast<uint64_t>(in.data()), reinterpret_cast<uint64_t>(out.data()), 0xffffffff},
+            1, 64, 5);
+  EXPECT_EQ(out[0], 112u);
+  EXPECT_EQ(out[1], 112u + 8 * 32);
+}
+
+TEST(PtxExecutor, ChecksCatchEachPlantedBug) {
+  std::vector<float> in(100), out(100);
+  {  // a read past the buffer: n = 101 for 100 floats
+    Fixture fx;
+    fx.emulator.add_global(in.data(), 400);
+    fx.emulator.add_global(out.data(), 400);
+    const std::string why = refusal([&] {
+      fx.launch("twice", {reinterpret_cast<uint64_t>(in.data()), reinterpret_cast<uint64_t>(out.data()), 101}, 2, 64);
+    });
+    EXPECT_NE(why.find("test.ptx:30: kernel twice, block (1,0,0), thread (36,0,0): ld.global.f32: 4 bytes at "),
+              std::string::npos)
+        << why;
+    EXPECT_NE(why.find("outside every allocation"), std::string::npos) << why;
+  }
+  {  // a misaligned pointer
+    Fixture fx;
+    fx.emulator.add_global(in.data(), 400);
+    fx.emulator.add_global(out.data(), 400);
+    const std::string why = refusal([&] {
+      fx.launch("twice", {reinterpret_cast<uint64_t>(in.data()) + 2, reinterpret_cast<uint64_t>(out.data()), 10}, 1, 64);
+    });
+    EXPECT_NE(why.find("misaligned: 4 bytes at"), std::string::npos) << why;
+  }
+  {  // a shuffle whose mask leaves out lanes it reads (mask 0xffff: lanes 16-31 not in it)
+    Fixture fx;
+    std::vector<uint32_t> words(64), sums(2);
+    fx.emulator.add_global(words.data(), 256);
+    fx.emulator.add_global(sums.data(), 8);
+    const std::string why = refusal([&] {
+      fx.launch("warp_sum", {reinterpret_cast<uint64_t>(words.data()), reinterpret_cast<uint64_t>(sums.data()), 0xffff},
+                1, 64);
+    });
+    EXPECT_NE(why.find("shfl.sync.bfly.b32: lane 0 reads lane 16, which is not in the shuffle"), std::string::npos) << why;
+  }
+  {  // a barrier in divergent code: only lane 0 of each warp reaches bar.sync
+    std::string text = kKernels;
+    const std::string from = "$L__BB1_2:\n\tbar.sync \t0;", to = "\tbar.sync \t0;\n$L__BB1_2:";
+    text.replace(text.find(from), from.size(), to);
+    Emulator emulator(parse_module(text, "diverged.ptx"));
+    std::vector<uint32_t> words(64), sums(2);
+    emulator.add_global(words.data(), 256);
+    emulator.add_global(sums.data(), 8);
+    const std::string why = refusal([&] {
+      emulator.launch("warp_sum",
+                      emulator.pack_params("warp_sum", {reinterpret_cast<uint64_t>(words.data()),
+                                                        reinterpret_cast<uint64_t>(sums.data()), 0xffffffff}),
+                      {{1, 1, 1}, {64, 1, 1}, 0, 0});
+    });
+    EXPECT_NE(why.find("waits at a barrier that other threads of the block never reach"), std::string::npos) << "[" << why << "]";
+  }
+  {  // a launch over the kernel's .maxntid
+    Fixture fx;
+    EXPECT_NE(refusal([&] { fx.launch("twice", {0, 0, 0}, 1, 128); }).find("more than its .maxntid 64x1x1"),
+              std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace bertc::ptx
