@@ -149,11 +149,19 @@ void keep_metrics_through(const std::filesystem::path& metrics, int64_t step, co
                           std::ostream& log, const std::string& unwritten) {
   std::ifstream in(metrics);
   if (!in) {
-    // (a removed file: the checkpoint's steps have no lines, said as a shortened file's are)
-    if (std::error_code ec; step > 0 && !std::filesystem::exists(metrics, ec))
-      log << fmt::format("metrics: {} is not there: the lines of the checkpoint's {} steps are gone (removed, or "
-                         "written to another --metrics file); this run's lines start at step {}\n",
-                         metrics.string(), step, step + 1);
+    // (a removed file: the checkpoint's steps have no lines, said as a shortened file's are; the
+    // line a stopped run could not write comes back from its checkpoint)
+    if (std::error_code ec; step > 0 && !std::filesystem::exists(metrics, ec)) {
+      const MetricsLine carried = check_metrics_line(unwritten);
+      const bool restore = carried.intact && carried.step == step;
+      if (restore) support::write_file_atomically(metrics, unwritten + "\n");
+      const int64_t lost = restore ? step - 1 : step;
+      log << fmt::format("metrics: {} is not there: {} gone (removed, or written to another --metrics file){}; this "
+                         "run's lines start at step {}\n",
+                         metrics.string(),
+                         lost == 1 ? std::string("step 1's line is") : fmt::format("the lines of steps 1 to {} are", lost),
+                         restore ? fmt::format(", and step {}'s is put back from the checkpoint", step) : "", step + 1);
+    }
     return;
   }
   const MetricsLine carried = check_metrics_line(unwritten);
@@ -380,6 +388,16 @@ void append_metrics_line(std::ofstream& out, const std::filesystem::path& path, 
   // (Its size, not tellp: an append stream's position is not the file's end until it writes. Every
   // line is flushed, so the size is the whole lines'.)
   std::error_code ec;
+  // (A file removed under the run, alone or with its run folder: every later line would go into
+  // the unlinked file, lost at exit while the run says where its metrics are. /dev/null and the
+  // like are no files to lose.)
+  if (out.is_open() && std::filesystem::status(path, ec).type() == std::filesystem::file_type::not_found) {
+    out.close();
+    throw TrainError(fmt::format("{}: removed while this run was writing it (its run folder too?): the lines of the "
+                                 "steps before step {} went with it, and the run stops rather than go on writing "
+                                 "into nothing; {}",
+                                 path.string(), step, then));
+  }
   const uintmax_t before = std::filesystem::file_size(path, ec);
   const bool sized = !ec;
   out << text << "\n" << std::flush;
