@@ -47,13 +47,14 @@ support::HostTensor weights_of(const data::Batch& b) {
 
 }  // namespace
 
-data::Vocab load_run_vocab(const frontend::Config& c, const std::filesystem::path& path, std::ostream& log) {
+data::Vocab load_run_vocab(const frontend::Config& c, const std::filesystem::path& path, std::ostream& log,
+                           bool vocab_flag) {
   data::Vocab vocab = data::Vocab::load(path);
   if (vocab.size() > c.model.vocab_size)
     throw data::DataError(fmt::format("{} has {} tokens but [model] vocab_size = {}: give the vocabulary the model was "
-                                      "made for (--vocab FILE or [train] vocab); for a new model, set [model] vocab_size "
-                                      "to {} or more",
-                                      path.string(), vocab.size(), c.model.vocab_size, vocab.size()));
+                                      "made for ({}[train] vocab); for a new model, set [model] vocab_size to {} or more",
+                                      path.string(), vocab.size(), c.model.vocab_size,
+                                      vocab_flag ? "--vocab FILE or " : "", vocab.size()));
   log << "vocab: " << vocab.describe() << "\n";
   return vocab;
 }

@@ -22,7 +22,9 @@ data::BatchStream open_batch_stream(const frontend::Config& config, const std::f
 
 // The run's vocabulary, loaded and said on `log` ("vocab: PATH (N tokens, xxh3 H)"), refused when
 // it has more tokens than [model] vocab_size.
-data::Vocab load_run_vocab(const frontend::Config& config, const std::filesystem::path& path, std::ostream& log);
+// `vocab_flag`: the command takes --vocab (finetune does not: its advice names [train] vocab only).
+data::Vocab load_run_vocab(const frontend::Config& config, const std::filesystem::path& path, std::ostream& log,
+                           bool vocab_flag = true);
 
 // A batch of random tokens of the config's shape (full sequences, two segments, random masked
 // positions and labels): what benchmarks and the step check run on, with no data files.

@@ -327,7 +327,7 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
   if (device && device->capabilities().gpu) log << fmt::format("device: {}\n", device->name());
 
   // The examples, cut to the longest compiled length.
-  const data::Vocab vocab = load_run_vocab(c, o.vocab, log);
+  const data::Vocab vocab = load_run_vocab(c, o.vocab, log, /*vocab_flag=*/false);
   const data::Tokenizer tokenizer(vocab, c.train.do_lower_case);
   const std::vector<int64_t> lengths = f.buckets(c.train.seq_len);
   const data::TaskFormat format = format_of(f, lengths.back());
@@ -336,6 +336,17 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
   if (o.dev_data) dev = data::read_task_file(*o.dev_data, format, tokenizer, vocab);
   for (const data::TaskData* d : std::initializer_list<const data::TaskData*>{&train_data, dev ? &*dev : nullptr})
     for (const std::string& note : d ? d->notes : std::vector<std::string>{}) log << "data: " << note << "\n";
+  // fp16's largest value is 65504, and a regression's squared errors start as the targets' squares:
+  // targets past about 255 overflow at step 1, which no learning rate helps.
+  if (format.kind == data::LabelKind::Real && c.compile.precision == passes::Precision::Fp16)
+    for (const data::TaskData* d : std::initializer_list<const data::TaskData*>{&train_data, dev ? &*dev : nullptr})
+      for (const data::TaskExample& e : d ? d->examples : std::vector<data::TaskExample>{})
+        if (std::abs(e.target) > 255)
+          throw TrainError(fmt::format("{} line {}: regression target {} in fp16, whose squared errors overflow past "
+                                       "65504 (targets beyond about 255): scale the targets down (divide them by {:g}), "
+                                       "or fine-tune in --precision bf16 or fp32",
+                                       d == &train_data ? o.train_data.string() : o.dev_data->string(), e.line,
+                                       e.target, std::pow(10.0, std::ceil(std::log10(std::abs(e.target) / 255.0)))));
   std::vector<int64_t> per_bucket(lengths.size());
   for (const data::TaskExample& e : train_data.examples)
     ++per_bucket[data::bucket_of(static_cast<int64_t>(e.ids.size()), lengths)];

@@ -161,10 +161,11 @@ void export_hf_folder(const ExportOptions& options, std::ostream& log) {
                                 o.checkpoint.string() + " (model_config)");
   const HfHead own = own_head(meta);
   const HfHead head = o.head.value_or(own);
+  // (--for base is offered only where it works: a token-classification model has no pooler)
   if (head != own && head != HfHead::Base)
-    throw TrainError(fmt::format("{} holds a {} model; --for {} needs that head's weights: export it --for {} or "
-                                 "--for base (the encoder only)",
-                                 o.checkpoint.string(), ir::enum_name(own), ir::enum_name(head), ir::enum_name(own)));
+    throw TrainError(fmt::format("{} holds a {} model; --for {} needs that head's weights: export it --for {}{}",
+                                 o.checkpoint.string(), ir::enum_name(own), ir::enum_name(head), ir::enum_name(own),
+                                 own == HfHead::TokenClassification ? "" : " or --for base (the encoder only)"));
   if (head == HfHead::Base && own == HfHead::TokenClassification)
     throw TrainError(fmt::format("{}: a token-classification model has no pooler, and a BertModel folder has one "
                                  "(transformers would make it up at random): export it --for token-classification",
