@@ -112,7 +112,8 @@ std::vector<CheckpointFile> list_checkpoints(const std::filesystem::path& dir) {
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) return out;
   for (const auto& entry : std::filesystem::directory_iterator(dir))
-    if (const auto step = checkpoint_step_of(entry.path().filename().string())) out.push_back({entry.path(), *step});
+    if (const auto step = checkpoint_step_of(entry.path().filename().string()); step && !entry.is_directory(ec))
+      out.push_back({entry.path(), *step});  // (a folder of that name is no checkpoint: its writer says so)
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.step < b.step; });
   return out;
 }
@@ -139,10 +140,16 @@ void save_checkpoint(const std::filesystem::path& dir, int64_t step, const Tenso
   try {
     support::write_safetensors(path, file);
   } catch (const std::runtime_error& e) {  // (a full disk, a file size limit: nothing half-written is left)
-    const auto kept = list_checkpoints(dir);
+    // (the checkpoints really kept: files, and not this step's name, which may be a folder in the way)
+    std::vector<CheckpointFile> kept;
+    for (const CheckpointFile& c : list_checkpoints(dir))
+      if (std::error_code ec; c.step != step && std::filesystem::is_regular_file(c.path, ec)) kept.push_back(c);
     // What to fix, by the write's errno: room, or the right to write there.
     const auto* failed = dynamic_cast<const support::FileError*>(&e);
     std::string fix = failed ? support::file_error_fix(failed->code().value(), path, failed->needed()) : "";
+    if (std::error_code ec; std::filesystem::is_directory(path, ec))
+      fix = fmt::format("a folder is where step {}'s checkpoint goes: move {} out of the run folder", step,
+                        path.string());
     if (fix.empty()) fix = "fix what the error above says";
     if (!again.empty()) throw std::runtime_error(fmt::format("{}: {}, then {}", e.what(), fix, again));
     throw std::runtime_error(
