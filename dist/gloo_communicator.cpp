@@ -52,6 +52,11 @@ std::string gloo_library_version() { return ""; }
 namespace bertc::dist {
 namespace {
 
+// The way on after a rank is gone (waiting cannot bring it back). dist/ does not know whether the
+// run has a checkpoint yet, so both ways are said.
+constexpr const char* kStartAgain =
+    "start every rank again with --resume (from the newest checkpoint), or, if the run made none yet, without it";
+
 using Clock = std::chrono::steady_clock;
 using Milliseconds = std::chrono::milliseconds;
 
@@ -333,9 +338,7 @@ class Gloo : public Communicator {
       }
       // (A rank that took part and then ended as the run did: its part may still be on the way.)
       if (someone_gone() && done.wait_for(Milliseconds(2000)) != std::future_status::ready)
-        stop(fmt::format("{} cannot finish: {}: stopping every rank; start every rank again with --resume (from the "
-                         "newest checkpoint)",
-                         what, who_is_missing()));
+        stop(fmt::format("{} cannot finish: {}: stopping every rank; {}", what, who_is_missing(), kStartAgain));
       if (Clock::now() > deadline)
         stop(fmt::format("{} did not finish within {:g} s: {}: stopping every rank", what,
                          static_cast<double>(limit.count()) / 1000, who_is_missing()));
@@ -349,7 +352,7 @@ class Gloo : public Communicator {
       // A rank gone is gone however long one waits: the way on is a resumed run.
       stop(fmt::format("{} failed: {} ({}{}): stopping every rank{}", what, who_is_missing(), e.what(),
                        someone_gone() ? "" : "; rank_timeout in [train] sets the wait",
-                       someone_gone() ? "; start every rank again with --resume (from the newest checkpoint)" : ""));
+                       someone_gone() ? std::string("; ") + kStartAgain : std::string()));
     }
   }
 

@@ -125,7 +125,8 @@ void NcclSums::watchdog() {
 }
 
 void NcclSums::stop_every_rank(const std::string& why) {
-  std::fprintf(stderr, "bertc: rank %d of %d: error: %s; the last checkpoint is intact: --resume from it\n",
+  std::fprintf(stderr, "bertc: rank %d of %d: error: %s; the last checkpoint is intact: --resume from it (without --resume if the "
+               "run made none yet)\n",
                comm_.rank(), comm_.size(), why.c_str());
   std::fflush(stderr);
   // Exiting without unwinding (sums in flight) with a failure status makes mpirun (or torchrun)
