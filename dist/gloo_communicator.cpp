@@ -48,6 +48,7 @@ std::string gloo_library_version() { return ""; }
 
 #include "dist/tcp_store.h"
 #include "ir/float16.h"
+#include "support/abrupt_exit.h"
 
 namespace bertc::dist {
 namespace {
@@ -235,7 +236,7 @@ class Gloo : public Communicator {
 
   [[noreturn]] void abort(int code) override {
     std::fflush(stderr);
-    std::_Exit(code);  // the others see this rank's connections close, and stop
+    support::abrupt_exit(code);  // the others see this rank's connections close, and stop
   }
 
  private:
@@ -380,7 +381,7 @@ class Gloo : public Communicator {
   [[noreturn]] void stop(const std::string& message) const {
     std::fprintf(stderr, "bertc: rank %d of %d: error: %s\n", launch_.rank, launch_.size, message.c_str());
     std::fflush(stderr);
-    std::_Exit(1);
+    support::abrupt_exit(1);
   }
 
   Launch launch_;

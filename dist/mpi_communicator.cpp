@@ -15,6 +15,7 @@
 #include <fmt/ranges.h>
 
 #include "ir/float16.h"
+#include "support/abrupt_exit.h"
 
 #ifdef BERTC_HAVE_MPI
 #include <mpi.h>
@@ -159,6 +160,7 @@ class Mpi : public Communicator {
   }
 
   [[noreturn]] void abort(int code) override {
+    support::empty_registered_files();  // (the run lock: MPI_Abort may end this process itself)
     MPI_Abort(MPI_COMM_WORLD, code);
     std::exit(code);
   }
@@ -197,8 +199,9 @@ class Mpi : public Communicator {
   [[noreturn]] void stop(const std::string& message) const {
     std::fprintf(stderr, "bertc: rank %d of %d: error: %s\n", rank_, size_, message.c_str());
     std::fflush(stderr);
+    support::empty_registered_files();  // (the run lock: MPI_Abort may end this process itself)
     MPI_Abort(MPI_COMM_WORLD, 1);
-    std::_Exit(1);
+    support::abrupt_exit(1);
   }
 
   std::string late(const std::string& what) const {

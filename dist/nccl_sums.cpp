@@ -1,5 +1,6 @@
 // NCCL sums and their watchdog (see nccl_sums.h).
 #include "dist/nccl_sums.h"
+#include "support/abrupt_exit.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -134,7 +135,7 @@ void NcclSums::stop_every_rank(const std::string& why) {
   // Not ncclCommAbort: it waits for every CUDA Graph holding the communicator's work to be
   // destroyed (NCCL's persistent references), which this rank's graphs never are — it would
   // hang here instead of stopping.
-  std::_Exit(1);
+  support::abrupt_exit(1);
 }
 
 }  // namespace bertc::dist

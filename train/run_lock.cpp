@@ -1,4 +1,5 @@
 // The run folder's lock and the sweep of temporaries (see run_lock.h).
+#include "support/abrupt_exit.h"
 #include "train/run_lock.h"
 
 #include "data/prepare_shards.h"
@@ -116,6 +117,7 @@ RunFolderLock::RunFolderLock(const std::filesystem::path& folder, std::ostream& 
   if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, me.data(), me.size(), 0) != static_cast<ssize_t>(me.size()))
     throw TrainError(fmt::format("{}: cannot be written ({}): is the disk full?", path.string(), std::strerror(errno)));
   if (made_) remove_on_hard_stop(path, folder);  // (until the run writes into it: writing())
+  support::empty_on_abrupt_exit(fd_);  // (a rank stopping every rank at once ends cleanly too)
 }
 
 void RunFolderLock::writing() const { forget_on_hard_stop(); }
@@ -123,6 +125,7 @@ void RunFolderLock::writing() const { forget_on_hard_stop(); }
 RunFolderLock::~RunFolderLock() {
   forget_on_hard_stop();
   if (fd_ < 0) return;
+  support::forget_on_abrupt_exit(fd_);
   (void)::ftruncate(fd_, 0);
   // A run refused before it wrote anything leaves no folder it made: the lock file is unlinked
   // while still held, then the folder removed if nothing else came into it.
