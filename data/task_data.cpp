@@ -95,7 +95,10 @@ class ExampleMaker {
     return static_cast<int32_t>(n);
   }
 
-  float real_of(int64_t line, const std::string& text) const {
+  float real_of(int64_t line, const std::string& cell) const {
+    // (spaces around a number are a spreadsheet's, not part of it)
+    const size_t first = cell.find_first_not_of(" \t"), last = cell.find_last_not_of(" \t");
+    const std::string text = first == std::string::npos ? cell : cell.substr(first, last - first + 1);
     double v = 0;
     const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
     if (ec == std::errc::result_out_of_range) return target(line, text, HUGE_VAL);
@@ -146,6 +149,11 @@ class ExampleMaker {
     bool cut = false;
     for (size_t w = 0; w < words.size(); ++w) {
       const std::vector<int64_t> pieces = tokenizer_.encode(words[w]);
+      // (its tag would go with it, and the line's tags no longer match its words, without a word)
+      if (pieces.empty())
+        fail(e.line, fmt::format("word {} ({}) makes no token (empty, spaces, or characters the tokenizer drops), "
+                                 "so its tag would be left out: remove the word and its tag, or correct the word",
+                                 w + 1, json(words[w]).dump()));
       for (size_t p = 0; p < pieces.size(); ++p) {
         if (e.ids.size() >= room) {
           cut = true;

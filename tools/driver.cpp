@@ -677,6 +677,11 @@ int batch(const BatchArgs& given, const frontend::ModelDefinition& model) {
   const train::StopOnSignal ends_at_once(nullptr, "batch ended by a signal: nothing was written (a file being "
                                                   "written is removed); run the same command again");
   const frontend::Config config = frontend::load_config(args.config, model.extra_keys);
+  if (config.finetune_section)  // (it read [train] data as pretraining text, and blamed that)
+    throw std::invalid_argument(fmt::format("{}: a [finetune] config, and bertc batch writes pretraining batches (the "
+                                            "input of eval): give a pretraining config; a fine-tuning run makes its "
+                                            "task batches itself (bertc finetune)",
+                                            args.config));
   args.output = through_output_link(args.output);  // (a link given to -o: the batch goes where it leads)
   refuse_output_onto_input(args.output, "-o",
                            {{args.config, "the config"},
@@ -686,6 +691,13 @@ int batch(const BatchArgs& given, const frontend::ModelDefinition& model) {
   const data::Vocab vocab = train::load_run_vocab(config, chosen_path(args.vocab, config, config.train.vocab), std::cerr);
   const data::BatchStream stream =
       train::open_batch_stream(config, chosen_path(args.data, config, config.train.data), vocab, std::cerr);
+  // (past the data's micro-batches the stream goes round again: said, as train says it)
+  if (const int64_t per_pass = std::max<int64_t>(1, stream.examples() / config.train.batch_size);
+      args.index >= per_pass)
+    std::cerr << fmt::format("batch: warning: the data holds {} micro-batches of {} (its {} examples), and micro-batch "
+                             "{} is from pass {} over them\n",
+                             per_pass, config.train.batch_size, stream.examples(), args.index,
+                             args.index / per_pass + 1);
   support::Safetensors file = train::batch_to_safetensors(stream.batch(args.index));
   data::VocabRecord record = data::record_of(vocab);
   std::error_code ec;  // (absolute, as checkpoints record it: the file named is the same from any folder)

@@ -82,6 +82,10 @@ TEST_F(TaskFiles, RegressionTargetsAndJsonLines) {
   const TaskData d = read(write("sts.jsonl", "{\"s\": \"the cat\", \"label\": 3.5}\n{\"s\": \"dog\", \"label\": -1}\n"), f);
   EXPECT_FLOAT_EQ(d.examples[0].target, 3.5f);
   EXPECT_FLOAT_EQ(d.examples[1].target, -1.0f);
+  // Spaces around a number in a TSV cell are a spreadsheet's: read as the number.
+  f.text_a = "sentence";
+  const TaskData t = read(write("sts.tsv", "sentence\tlabel\nthe cat\t 2.5 \n"), f);
+  EXPECT_FLOAT_EQ(t.examples[0].target, 2.5f);
 }
 
 TEST_F(TaskFiles, TagsGoToEachWordsFirstPiece) {
@@ -94,6 +98,10 @@ TEST_F(TaskFiles, TagsGoToEachWordsFirstPiece) {
   EXPECT_EQ(e.tag_weights, (std::vector<float>{0, 1, 1, 0, 1, 0}));
   EXPECT_NE(error(write("ner.tsv", "tokens\ttags\n"), f).find("reads .jsonl"), std::string::npos);
   EXPECT_NE(error(write("empty.jsonl", R"({"tokens": [], "tags": []})" "\n"), f).find("empty.jsonl:1: no word of the line makes a token"),
+            std::string::npos);
+  // A word that makes no token would take its tag with it, silently.
+  EXPECT_NE(error(write("blank.jsonl", R"({"tokens": ["The", "   "], "tags": ["O", "B-ANIMAL"]})" "\n"), f)
+                .find("blank.jsonl:1: word 2 (\"   \") makes no token"),
             std::string::npos);
 }
 
