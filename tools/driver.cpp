@@ -449,7 +449,13 @@ int train(const TrainArgs& args, const CompileFlags& flags, const frontend::Mode
   std::optional<LoadedProgram> compiled;
   if (args.config.empty() && embedded) compiled = load_compiled(*embedded, self, args, flags, model);
   else if (args.config.empty())
-    throw std::invalid_argument("train needs a config (or a .bertx): bertc train CONFIG");
+    throw std::invalid_argument(
+        std::filesystem::path(self).filename() == "bertc"
+            ? std::string("train needs a config (or a .bertx): bertc train CONFIG")
+            : fmt::format("train needs a config (or a .bertx): {0} train CONFIG; if {0} is a training executable "
+                          "(bertc compile --executable), the program it should carry is missing or damaged (cut "
+                          "short?): bertc info {0} says what it holds; make it again",
+                          self));
   else if (std::optional<codegen::CompiledProgram> p = compiled_program_in(args.config))
     compiled = load_compiled(std::move(*p), args.config, args, flags, model);
   frontend::Config config = compiled ? compiled->config : load_config_for(args.config, args.init, model);
@@ -830,7 +836,7 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
                                 : "TOML config, or a program compiled by bertc compile -o FILE.bertx (run as compiled: no "
                                   "NVRTC needed; its config's relative paths from the .bertx's folder)")
           ->check(CLI::ExistingFile);
-  if (!embedded) train_config->required();
+  (void)train_config;  // (not required: train() says what is missing, and names a damaged executable)
   train_cmd->add_option("--steps", train_args.steps, "Length of the run in optimizer steps (default: [train] steps)")
       ->check(kCount);
   train_cmd->add_option("--until", train_args.until, "Stop (with a checkpoint) after this step; --resume continues")
