@@ -347,6 +347,16 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
                                        "or fine-tune in --precision bf16 or fp32",
                                        d == &train_data ? o.train_data.string() : o.dev_data->string(), e.line,
                                        e.target, std::pow(10.0, std::ceil(std::log10(std::abs(e.target) / 255.0)))));
+  // A correlation over dev targets that are all one value is undefined (it read 0 every epoch, and
+  // the first epoch was kept as the best however the loss went).
+  if (const frontend::TaskMetric m = c.finetune.chosen_metric();
+      dev && format.kind == data::LabelKind::Real && !dev->examples.empty() &&
+      (m == frontend::TaskMetric::Pearson || m == frontend::TaskMetric::Spearman) &&
+      std::all_of(dev->examples.begin(), dev->examples.end(),
+                  [&](const data::TaskExample& e) { return e.target == dev->examples.front().target; }))
+    throw TrainError(fmt::format("{}: every dev target is {}, and {} (best_metric) is undefined over targets of one "
+                                 "value: no epoch could be told the best; give a dev file whose targets vary",
+                                 o.dev_data->string(), dev->examples.front().target, ir::enum_name(m)));
   std::vector<int64_t> per_bucket(lengths.size());
   for (const data::TaskExample& e : train_data.examples)
     ++per_bucket[data::bucket_of(static_cast<int64_t>(e.ids.size()), lengths)];
