@@ -120,7 +120,7 @@ std::vector<CheckpointFile> list_checkpoints(const std::filesystem::path& dir) {
 
 void save_checkpoint(const std::filesystem::path& dir, int64_t step, const TensorManifest& manifest,
                      const support::Environment& env, std::map<std::string, std::string> metadata, int64_t keep,
-                     const support::Environment& exchange, const std::string& again) {
+                     const support::Environment& exchange, const std::string& again, int64_t room_for) {
   std::filesystem::create_directories(dir);
   // A diverged run's weights are not saved: rotation would then delete the last good checkpoints.
   for (const auto& [name, type] : manifest)
@@ -146,7 +146,10 @@ void save_checkpoint(const std::filesystem::path& dir, int64_t step, const Tenso
       if (std::error_code ec; c.step != step && std::filesystem::is_regular_file(c.path, ec)) kept.push_back(c);
     // What to fix, by the write's errno: room, or the right to write there.
     const auto* failed = dynamic_cast<const support::FileError*>(&e);
-    std::string fix = failed ? support::file_error_fix(failed->code().value(), path, failed->needed()) : "";
+    std::string fix =
+        failed ? support::file_error_fix(failed->code().value(), path,
+                                         failed->needed() * static_cast<uint64_t>(std::max<int64_t>(1, room_for)))
+               : "";
     if (std::error_code ec; std::filesystem::is_directory(path, ec))
       fix = fmt::format("a folder is where step {}'s checkpoint goes: move {} out of the run folder", step,
                         path.string());

@@ -44,9 +44,11 @@ inline constexpr const char* kExchangeStatePrefix = "dist.";
 // back and checks it, then deletes all but the newest `keep` checkpoints of the folder. A failed
 // write throws naming its fix and then how the run goes on: `again` when given (a command that
 // does not resume: fine-tuning), else the same command, with --resume once a checkpoint is kept.
+// `room_for`: how many checkpoints of this size the way on (`again`) needs room for, which a full
+// disk's advice asks for (a fine-tuning run started again keeps several, and its best).
 void save_checkpoint(const std::filesystem::path& dir, int64_t step, const TensorManifest& manifest,
                      const support::Environment& env, std::map<std::string, std::string> metadata, int64_t keep,
-                     const support::Environment& exchange = {}, const std::string& again = "");
+                     const support::Environment& exchange = {}, const std::string& again = "", int64_t room_for = 1);
 
 struct CheckpointContents {
   int64_t step = 0;

@@ -456,9 +456,12 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
     const std::string again = fmt::format("fine-tune again into another --checkpoint-dir (fine-tuning does not "
                                           "resume; the checkpoints in {} are kept, each a starting point for --init)",
                                           o.checkpoint_dir.string());
-    save_checkpoint(o.checkpoint_dir, step, manifest, env, metadata, t.keep_checkpoints, {}, again);
+    // (a run started again keeps its newest checkpoints, one more while the oldest waits to go, and
+    // the best: the room a full disk's advice asks for)
+    const int64_t room = std::min(t.keep_checkpoints, f.epochs) + 2;
+    save_checkpoint(o.checkpoint_dir, step, manifest, env, metadata, t.keep_checkpoints, {}, again, room);
     if (result.best) {
-      save_checkpoint(o.checkpoint_dir / "best", step, manifest, env, metadata, 1, {}, again);
+      save_checkpoint(o.checkpoint_dir / "best", step, manifest, env, metadata, 1, {}, again, room);
       summary.best_checkpoint = checkpoint_path(o.checkpoint_dir / "best", step);
     }
     nlohmann::json line = {{"epoch", epoch}, {"step", step}, {"train_loss", result.train_loss}};

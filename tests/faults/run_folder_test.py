@@ -573,4 +573,34 @@ for attempt in range(6):
              f"the uninterrupted one (exit {resumed.returncode}):\n{resumed.stderr[-1500:]}")
     print(f"{sig.name} {delay:.2f} s after {'step 1' if attempt % 2 == 0 else 'the start'} (training {length:.2f} s): exit {p.returncode}, left {len(checkpoints)} checkpoint(s); "
           "resumed run equals the uninterrupted one")
+
+# Fine-tuning onto a full disk: the room named is the whole run's (its newest checkpoints, one more
+# while the oldest waits to go, and its best), so that a disk of that size holds a run started
+# again (the figure was one checkpoint's, and the run started again failed a step later).
+ft_disk = os.path.join(WORK, "small-finetune-disk")
+os.makedirs(ft_disk)
+sts = os.path.join(WORK, "sts.tsv")
+open(sts, "w").write("sentence1\tsentence2\tscore\nanna lives in york.\tanna lives in york.\t5.0\n"
+                     "ben has a cat.\tthe dog is old.\t0.5\nthe cat is red.\tthe cat is blue.\t2.5\n")
+sts_config = os.path.join(WORK, "sts3.toml")
+open(sts_config, "w").write(re.sub(r"(?m)^epochs = .*$", "epochs = 3",
+                                   open(os.path.join(SOURCE, "tests/lit/Inputs/finetune-sts.toml")).read())
+                            .replace('"../../../examples/', f'"{SOURCE}/examples/'))
+finetune = f"'{BERTC}' finetune '{sts_config}' --train-data '{sts}' --dev-data '{sts}' --device cpu"
+full = subprocess.run(["unshare", "-m", "sh", "-c", f"mount -t tmpfs -o size=200k tmpfs '{ft_disk}' && {finetune} "
+                       f"--checkpoint-dir '{ft_disk}/r'; echo \"exit $?\""], capture_output=True, text=True, timeout=600)
+if "exit " not in full.stdout:
+    print("fine-tuning onto a full disk: skipped (no mount namespace here)")
+else:
+    needs = re.search(r"it needs ([\d.]+) (KiB|MiB) there", full.stderr)
+    if full.stdout.strip() != "exit 1" or not needs:
+        fail(f"fine-tuning onto a full disk: expected exit 1 and the room needed:\n{full.stdout}\n{full.stderr[-1500:]}")
+    room = f"{math.ceil(float(needs.group(1)) * (1024 if needs.group(2) == 'MiB' else 1))}k"
+    fits = subprocess.run(["unshare", "-m", "sh", "-c", f"mount -t tmpfs -o size={room} tmpfs '{ft_disk}' && {finetune} "
+                           f"--checkpoint-dir '{ft_disk}/r2'; echo \"exit $?\""], capture_output=True, text=True,
+                          timeout=600)
+    if fits.stdout.strip() != "exit 0":
+        fail(f"fine-tuning onto a disk of the {room} named failed:\n{fits.stdout}\n{fits.stderr[-1500:]}")
+    print(f"fine-tuning onto a full disk: {needs.group(1)} {needs.group(2)} named; a disk of {room} held the run")
+
 print("PASS")
