@@ -19,6 +19,7 @@
 #include "codegen/matrix_strategy.h"
 #include "data/task_data.h"
 #include "data/vocab.h"
+#include "frontend/hf_config.h"
 #include "ir/value_names.h"
 #include "passes/pipeline.h"
 #include "runtime/device_registry.h"
@@ -382,6 +383,11 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
   r.buckets = compile_buckets(model, c);
   const passes::TrainingProgram& first = r.buckets.front().program;
   support::Environment env;
+  // (the folder's tokenizer decides the lower-casing unless the config does: said, as a choice)
+  if (o.init && frontend::is_hf_folder(*o.init) && !c.given.count("train.do_lower_case"))
+    log << fmt::format("init: do_lower_case = {}, as {}'s tokenizer_config.json says (set [train] do_lower_case to "
+                       "choose otherwise)\n",
+                       c.train.do_lower_case, o.init->string());
   if (o.init) load_init(*o.init, first.step, vocab, c.train.do_lower_case, env, log);
   else log << fmt::format("init: none: every param fresh from [train] seed {}\n", t.seed);
   fresh_state(c, first, env);  // (what --init did not set)
