@@ -179,6 +179,34 @@ class Parser {
     }
   }
 
+  // What a variable and a parameter declare alike: [.align N] .type name[N][M]... ([]: sized at
+  // launch, extern dynamic shared memory).
+  struct Declared {
+    int align = 1;
+    Type type = Type::B8;
+    std::string name;
+    uint64_t count = 1;
+  };
+  Declared declared() {
+    Declared d;
+    if (peek().text == ".align") {
+      next();
+      d.align = static_cast<int>(integer());
+    }
+    d.type = type_directive();
+    d.align = std::max(d.align, type_bits(d.type) / 8);
+    d.name = word();
+    while (accept("[")) {
+      if (accept("]")) {
+        d.count = 0;
+        continue;
+      }
+      d.count *= static_cast<uint64_t>(integer());
+      expect("]");
+    }
+    return d;
+  }
+
   Variable variable(const Token& space) {
     Variable v;
     v.line = space.line;
@@ -186,22 +214,9 @@ class Parser {
               : space.text == ".const"  ? Space::Const
               : space.text == ".shared" ? Space::Shared
                                         : Space::Local;
-    if (peek().text == ".align") {
-      next();
-      v.align = static_cast<int>(integer());
-    }
-    v.element = type_directive();
-    v.align = std::max(v.align, type_bits(v.element) / 8);
-    v.name = word();
-    uint64_t count = 1;
-    while (accept("[")) {
-      if (accept("]")) {  // (extern dynamic shared memory: sized at launch)
-        count = 0;
-        continue;
-      }
-      count *= static_cast<uint64_t>(integer());
-      expect("]");
-    }
+    const Declared d = declared();
+    v.align = d.align, v.element = d.type, v.name = d.name;
+    const uint64_t count = d.count;
     const uint64_t element_bytes = static_cast<uint64_t>(std::max(1, type_bits(v.element) / 8));
     v.bytes = count * element_bytes;
     if (accept("=")) {
@@ -242,19 +257,10 @@ class Parser {
         const Token p = next();
         if (p.text != ".param") fail(p, fmt::format("expected .param, found '{}'", p.text));
         Param param;
-        if (peek().text == ".align") {
-          next();
-          param.align = static_cast<int>(integer());
-        }
-        param.type = type_directive();
-        param.align = std::max(param.align, type_bits(param.type) / 8);
-        param.name = word();
-        uint64_t count = 1;
-        while (accept("[")) {
-          count *= static_cast<uint64_t>(integer());
-          expect("]");
-        }
-        param.bytes = count * static_cast<uint64_t>(std::max(1, type_bits(param.type) / 8));
+        const Declared d = declared();
+        if (d.count == 0) fail(p, fmt::format("parameter {} has no size ([])", d.name));
+        param.align = d.align, param.type = d.type, param.name = d.name;
+        param.bytes = d.count * static_cast<uint64_t>(std::max(1, type_bits(param.type) / 8));
         offset = (offset + static_cast<uint64_t>(param.align) - 1) / static_cast<uint64_t>(param.align) *
                  static_cast<uint64_t>(param.align);
         param.offset = offset;

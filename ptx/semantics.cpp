@@ -56,42 +56,35 @@ float saturate(float x) { return std::isnan(x) ? 0.0f : std::min(1.0f, std::max(
   throw std::invalid_argument(fmt::format("'{}': {} is not modelled", op.text, what));
 }
 
+// add, sub, mul, fma (and mad, fma.rn from sm_20 on), div of one float type, evaluated through
+// volatiles so that the compiler neither folds nor moves them out of with_rounding's setting.
+template <typename T>
+T float_op(const Opcode& op, T a, T b, T c) {
+  volatile T x = a, y = b, z = c;
+  switch (op.op) {
+    case Op::Add: return x + y;
+    case Op::Sub: return x - y;
+    case Op::Mul: return x * y;
+    case Op::Fma:
+    case Op::Mad: return std::fma(x, y, z);
+    case Op::Div: return x / y;  // (.rn: IEEE; .full and .approx: within their 2 ulp by this)
+    default: not_modelled(op, "this float form");
+  }
+}
+
 uint64_t float_arith(const Opcode& op, std::span<const uint64_t> s) {
   const Type t = op.type();
   const int mode = rounding_of(op);
+  auto operand = [&](size_t i, auto read) { return s.size() > i ? read(s[i]) : decltype(read(s[0])){0}; };
   if (t == Type::F64) {
-    const double a = f64(s[0]), b = s.size() > 1 ? f64(s[1]) : 0, c = s.size() > 2 ? f64(s[2]) : 0;
-    const double r = with_rounding(mode, [&] {
-      volatile double x = a, y = b, z = c;
-      switch (op.op) {
-        case Op::Add: return x + y;
-        case Op::Sub: return x - y;
-        case Op::Mul: return x * y;
-        case Op::Fma:
-        case Op::Mad: return std::fma(x, y, z);
-        case Op::Div: return x / y;
-        default: not_modelled(op, "this f64 form");
-      }
-    });
-    return bits_of(r);
+    const double a = f64(s[0]), b = operand(1, f64), c = operand(2, f64);
+    return bits_of(with_rounding(mode, [&] { return float_op<double>(op, a, b, c); }));
   }
   if (t != Type::F32) not_modelled(op, "arithmetic of this type");
   const bool ftz = op.has(Mod::ftz);
-  const float a = flush(f32(s[0]), ftz), b = s.size() > 1 ? flush(f32(s[1]), ftz) : 0.0f,
-              c = s.size() > 2 ? flush(f32(s[2]), ftz) : 0.0f;
-  float r = with_rounding(mode, [&] {
-    volatile float x = a, y = b, z = c;
-    switch (op.op) {
-      case Op::Add: return x + y;
-      case Op::Sub: return x - y;
-      case Op::Mul: return x * y;
-      case Op::Fma:
-      case Op::Mad: return std::fma(x, y, z);  // (mad.f32 is fma.rn.f32 from sm_20 on)
-      case Op::Div: return x / y;  // (.rn: IEEE; .full and .approx: within their 2 ulp by this)
-      default: not_modelled(op, "this f32 form");
-    }
-  });
-  r = flush(r, ftz);
+  auto read = [&](uint64_t bits) { return flush(f32(bits), ftz); };
+  const float a = read(s[0]), b = operand(1, read), c = operand(2, read);
+  const float r = flush(with_rounding(mode, [&] { return float_op<float>(op, a, b, c); }), ftz);
   return bits_of(op.has(Mod::sat) ? saturate(r) : r);
 }
 
