@@ -10,6 +10,7 @@
 
 #include "ptx/executor.h"
 #include "ptx/semantics.h"
+#include "refusal.h"
 
 namespace bertc::ptx {
 namespace {
@@ -166,14 +167,7 @@ struct Fixture {
   }
 };
 
-std::string refusal(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+std::string refusal(const std::function<void()>& f) { return testing::refusal<Error>(f); }
 
 TEST(PtxExecutor, RunsAKernelOverAGrid) {
   Fixture fx;
