@@ -28,6 +28,13 @@ uint64_t mask_of(int bits) { return bits >= 64 ? ~uint64_t{0} : (uint64_t{1} << 
 
 enum class Wait { None, Barrier, Warp, Done };
 
+// A cp.async's copy, made visible only when a cp.async.wait_group covers its group: its shared
+// destination and the bytes read from global memory when it was issued.
+struct AsyncCopy {
+  uint64_t shared_at = 0;
+  std::vector<uint8_t> bytes;
+};
+
 struct Thread {
   std::vector<uint64_t> regs;
   size_t pc = 0;
@@ -35,6 +42,8 @@ struct Thread {
   uint32_t tid[3] = {0, 0, 0};
   uint32_t linear = 0;
   std::vector<uint8_t> local;
+  std::vector<AsyncCopy> open_group;                 // issued since the last commit_group
+  std::vector<std::vector<AsyncCopy>> committed;     // oldest first
 };
 
 size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
@@ -273,6 +282,118 @@ struct BlockRun {
     write(t, in, in.operands.at(0), window == 0 ? a : to ? a - window : a + window, op.type());
   }
 
+  // cp.async.{ca,cg}.shared.global [dst], [src], cp-size[, src-size]: cp-size bytes, the ones past
+  // src-size zero; committed in groups (commit_group) and made visible by wait_group N (all but
+  // the newest N groups) or wait_all (ISA: "Asynchronous copy"; data visible only after the wait).
+  void async_copy(Thread& t, const Instruction& in) {
+    const Opcode& op = in.opcode;
+    auto apply = [&](std::vector<AsyncCopy>& group) {
+      for (const AsyncCopy& c : group) {
+        if (c.shared_at + c.bytes.size() > shared.size())
+          fail(t, in, fmt::format("an async copy of {} bytes to shared offset {} past its {} bytes", c.bytes.size(),
+                                  c.shared_at, shared.size()));
+        std::memcpy(shared.data() + c.shared_at, c.bytes.data(), c.bytes.size());
+      }
+    };
+    if (op.has(Mod::commit_group)) {
+      t.committed.push_back(std::move(t.open_group));
+      t.open_group.clear();
+      return;
+    }
+    if (op.has(Mod::wait_group) || op.has(Mod::wait_all)) {
+      const size_t keep = op.has(Mod::wait_all) ? 0 : static_cast<size_t>(value(t, in, in.operands.at(0), Type::U32));
+      while (t.committed.size() > keep) {
+        apply(t.committed.front());
+        t.committed.erase(t.committed.begin());
+      }
+      if (op.has(Mod::wait_all)) apply(t.open_group), t.open_group.clear();
+      return;
+    }
+    const uint64_t size = value(t, in, in.operands.at(2), Type::U32);
+    const uint64_t from = in.operands.size() > 3 ? std::min(size, value(t, in, in.operands.at(3), Type::U32)) : size;
+    if (size != 4 && size != 8 && size != 16) fail(t, in, fmt::format("a copy of {} bytes (4, 8 or 16)", size));
+    const uint64_t to = address(t, in, in.operands.at(0));
+    if (to % size != 0) fail(t, in, fmt::format("misaligned: {} bytes to shared offset {}", size, to));
+    AsyncCopy c{to, std::vector<uint8_t>(size, 0)};
+    if (from > 0) {
+      const uint8_t* src = memory(t, in, Where::Global, address(t, in, in.operands.at(1)), size, false);
+      std::memcpy(c.bytes.data(), src, from);
+    }
+    t.open_group.push_back(std::move(c));
+  }
+
+  // ldmatrix.sync.aligned.m8n8.{x1,x2,x4}[.trans].shared.b16 d, [p]: lanes 8i..8i+7 give the row
+  // addresses of matrix i (16 bytes each); lane l receives, of each matrix, the two b16 at row
+  // l/4, columns 2(l%4) and +1 (with .trans, those of the transposed matrix).
+  void ldmatrix(std::vector<Thread*>& lanes, const Instruction& in) {
+    const Opcode& op = in.opcode;
+    const int matrices = op.has(Mod::x4) ? 4 : op.has(Mod::x2) ? 2 : 1;
+    if (lanes.size() != 32) fail(*lanes.front(), in, "a warp of fewer than 32 lanes at ldmatrix");
+    std::vector<std::array<uint16_t, 64>> m(static_cast<size_t>(matrices));
+    for (int i = 0; i < matrices; ++i)
+      for (int row = 0; row < 8; ++row) {
+        Thread& t = *lanes[static_cast<size_t>(8 * i + row)];
+        const uint8_t* at = memory(t, in, Where::Shared, address(t, in, in.operands.at(1)), 16, false);
+        std::memcpy(&m[static_cast<size_t>(i)][static_cast<size_t>(8 * row)], at, 16);
+      }
+    for (Thread* t : lanes) {
+      const uint32_t l = t->linear % 32;
+      const Operand& d = in.operands.at(0);
+      for (int i = 0; i < matrices; ++i) {
+        const uint32_t r = l / 4, c = 2 * (l % 4);
+        const auto& x = m[static_cast<size_t>(i)];
+        const uint16_t lo = op.has(Mod::trans) ? x[c * 8 + r] : x[r * 8 + c];
+        const uint16_t hi = op.has(Mod::trans) ? x[(c + 1) * 8 + r] : x[r * 8 + c + 1];
+        write(*t, in, d.kind == Operand::Kind::Vector ? d.elements.at(static_cast<size_t>(i)) : d,
+              lo | (static_cast<uint64_t>(hi) << 16), Type::B32);
+      }
+    }
+  }
+
+  // mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}.{bf16,f16}.f32 d, a, b, c: D = A B + C over
+  // the warp, each lane holding the fragments of the ISA's tables ("Matrix fragments for
+  // mma.m16n8k16 with floating point type"): groupID = lane/4, t = lane%4; A a0..a7 at row groupID
+  // (+8 for a2, a3, a6, a7), column 2t + (i&1) (+8 for a4..a7); B b0..b3 at row 2t + (i&1) (+8 for
+  // b2, b3), column groupID; C and D c0..c3 at row groupID (+8 for c2, c3), column 2t + (i&1).
+  // Products summed in double and rounded once to f32.
+  void mma(std::vector<Thread*>& lanes, const Instruction& in) {
+    const Opcode& op = in.opcode;
+    if (!op.has(Mod::m16n8k16) || op.type(0) != Type::F32 || op.type(3) != Type::F32 ||
+        (op.type(1) != Type::Bf16 && op.type(1) != Type::F16) || op.type(2) != op.type(1))
+      fail(*lanes.front(), in, "only mma.m16n8k16 with f16 or bf16 inputs and f32 accumulators is modelled");
+    if (lanes.size() != 32) fail(*lanes.front(), in, "a warp of fewer than 32 lanes at mma");
+    const bool bf16 = op.type(1) == Type::Bf16;
+    auto half = [&](uint64_t bits) { return bf16 ? bf16_to_f32(static_cast<uint16_t>(bits)) : f16_to_f32(static_cast<uint16_t>(bits)); };
+    double a[16][16] = {}, b[16][8] = {}, c[16][8] = {};
+    for (Thread* t : lanes) {
+      const uint32_t l = t->linear % 32, group = l / 4, tig = l % 4;
+      const auto& av = in.operands.at(1).elements;
+      const auto& bv = in.operands.at(2).elements;
+      const auto& cv = in.operands.at(3).elements;
+      for (uint32_t i = 0; i < 8; ++i) {
+        const uint64_t reg = value(*t, in, av.at(i / 2), Type::B32);
+        const uint32_t row = group + ((i % 4) >= 2 ? 8 : 0), col = 2 * tig + (i & 1) + (i >= 4 ? 8 : 0);
+        a[row][col] = half(reg >> (16 * (i & 1)));
+      }
+      for (uint32_t i = 0; i < 4; ++i) {
+        const uint64_t reg = value(*t, in, bv.at(i / 2), Type::B32);
+        b[2 * tig + (i & 1) + (i >= 2 ? 8 : 0)][group] = half(reg >> (16 * (i & 1)));
+      }
+      for (uint32_t i = 0; i < 4; ++i)
+        c[group + (i >= 2 ? 8 : 0)][2 * tig + (i & 1)] =
+            std::bit_cast<float>(static_cast<uint32_t>(value(*t, in, cv.at(i), Type::F32)));
+    }
+    for (Thread* t : lanes) {
+      const uint32_t l = t->linear % 32, group = l / 4, tig = l % 4;
+      for (uint32_t i = 0; i < 4; ++i) {
+        const uint32_t row = group + (i >= 2 ? 8 : 0), col = 2 * tig + (i & 1);
+        double sum = c[row][col];
+        for (int k = 0; k < 16; ++k) sum += a[row][k] * b[k][col];
+        write(*t, in, in.operands.at(0).elements.at(i), std::bit_cast<uint32_t>(static_cast<float>(sum)), Type::F32);
+      }
+    }
+  }
+
   // Runs `t` until it meets others (a barrier, a warp collective) or ends.
   void run(Thread& t) {
     uint64_t steps = 0;
@@ -299,7 +420,10 @@ struct BlockRun {
             fail(t, in, "only bar.sync of the whole block (no thread count) and bar.warp.sync are modelled");
           t.wait = op.has(Mod::warp) ? Wait::Warp : Wait::Barrier;
           return;
-        case Op::Shfl: t.wait = Wait::Warp; return;
+        case Op::Shfl:
+        case Op::Mma:
+        case Op::Ldmatrix: t.wait = Wait::Warp; return;
+        case Op::Cp: async_copy(t, in); break;
         case Op::Membar:
         case Op::Fence: break;  // (one thread at a time: every access is seen in order)
         case Op::Ld:
@@ -351,6 +475,14 @@ struct BlockRun {
     }
   }
 
+  // The lanes a collective names: shfl.sync's and bar.warp.sync's mask; the whole warp for the
+  // .aligned ones (mma, ldmatrix), which every lane executes together.
+  uint32_t members(const Thread& t, const Instruction& in) const {
+    if (in.opcode.op == Op::Shfl) return static_cast<uint32_t>(value(t, in, in.operands.at(4), Type::B32));
+    if (in.opcode.op == Op::Bar) return static_cast<uint32_t>(value(t, in, in.operands.at(0), Type::B32));
+    return 0xffffffffu;
+  }
+
   // Lanes waiting at a warp collective: run it when every live lane its mask names is there.
   bool resolve_warps() {
     bool progressed = false;
@@ -361,8 +493,7 @@ struct BlockRun {
         if (threads[i].wait == Wait::Warp) waiting.push_back(&threads[i]);
       if (waiting.empty()) continue;
       const Instruction& in = entry.body[waiting.front()->pc];
-      const Operand& mask_operand = in.opcode.op == Op::Shfl ? in.operands.at(4) : in.operands.at(0);
-      const uint32_t member = static_cast<uint32_t>(value(*waiting.front(), in, mask_operand, Type::B32));
+      const uint32_t member = members(*waiting.front(), in);
       std::vector<Thread*> group;
       bool complete = true;
       for (uint32_t lane = 0; lane < 32; ++lane) {
@@ -377,13 +508,13 @@ struct BlockRun {
         const Instruction& other = entry.body[t->pc];
         if (other.opcode.text != in.opcode.text)
           fail(*t, other, fmt::format("met {} of line {} in one warp collective", in.opcode.text, in.line));
-        if (static_cast<uint32_t>(value(*t, other, in.opcode.op == Op::Shfl ? other.operands.at(4) : other.operands.at(0),
-                                        Type::B32)) != member)
-          fail(*t, other, "lanes of one collective name different member masks");
+        if (members(*t, other) != member) fail(*t, other, "lanes of one collective name different member masks");
       }
       if (std::find(group.begin(), group.end(), waiting.front()) == group.end())
         fail(*waiting.front(), in, "a lane waits at a collective whose mask leaves it out");
       if (in.opcode.op == Op::Shfl) shuffle(group, in);
+      if (in.opcode.op == Op::Ldmatrix) ldmatrix(group, in);
+      if (in.opcode.op == Op::Mma) mma(group, in);
       for (Thread* t : group) t->wait = Wait::None, ++t->pc;
       progressed = true;
     }

@@ -51,19 +51,20 @@ Launcher ptx_launcher(ptx::Emulator& emulator, uint64_t& instructions) {
   };
 }
 
-TEST(PtxEmulation, EveryKernelOfABertTinyStepOnSm61MatchesTheReference) {
+// Every launch of a bert-tiny step and optimizer step in `precision`, from NVRTC's PTX for `sm`.
+void expect_step_matches(int sm, passes::Precision precision) {
   frontend::Config c = frontend::load_config(BERTC_SOURCE_DIR "/examples/bert-tiny.toml");
   c.train.batch_size = 2;  // (small: every instruction of every thread is interpreted)
   c.train.seq_len = 32;
   c.train.max_predictions_per_seq = 4;
-  c.compile.arch = passes::Arch::parse("sm_61");
-  c.compile.precision = passes::Precision::Fp32;
+  c.compile.arch = passes::Arch::parse(fmt::format("sm_{}", sm));
+  c.compile.precision = precision;
   c.compile = passes::resolve_options(c.compile, passes::Arch::none());
   const passes::TrainingProgram p = passes::compile_training(frontend::build_bert_pretraining(c), c.compile, c.train);
-  const codegen::RenderTarget target{61, passes::MatmulPolicy::Generated, {}, false};
+  const codegen::RenderTarget target{sm, passes::MatmulPolicy::Generated, {}, false};
   codegen::GraphKernels step_kernels = codegen::render_graph(p.step, target);
   codegen::GraphKernels optimizer_kernels = codegen::render_graph(p.optimizer, target);
-  ptx::Emulator emulator(module_of({&step_kernels, &optimizer_kernels}, 61));
+  ptx::Emulator emulator(module_of({&step_kernels, &optimizer_kernels}, sm));
   uint64_t instructions = 0;
   KernelHarness step(p.step, std::move(step_kernels), ptx_launcher(emulator, instructions));
   KernelHarness optimizer(p.optimizer, std::move(optimizer_kernels), ptx_launcher(emulator, instructions));
@@ -83,9 +84,17 @@ TEST(PtxEmulation, EveryKernelOfABertTinyStepOnSm61MatchesTheReference) {
       ++checked;
     }
   }
-  EXPECT_GT(checked, 100u);  // (every launch of both graphs: 111 at these sizes)
-  std::cout << fmt::format("{} launches checked from NVRTC's sm_61 PTX; {} thread-instructions executed\n", checked,
-                           instructions);
+  EXPECT_GT(checked, 100u);  // (every launch of both graphs: 111 at these sizes in fp32)
+  std::cout << fmt::format("{} launches checked from NVRTC's sm_{} PTX ({}); {} thread-instructions executed\n",
+                           checked, sm, ir::enum_name(precision), instructions);
+}
+
+TEST(PtxEmulation, EveryKernelOfABertTinyStepOnSm61MatchesTheReference) { expect_step_matches(61, passes::Precision::Fp32); }
+
+// sm_80 in bf16: the matrix products and attention on tensor cores (mma.m16n8k16, ldmatrix,
+// cp.async), as an A100 would run them.
+TEST(PtxEmulation, EveryKernelOfABertTinyStepOnSm80InBf16MatchesTheReference) {
+  expect_step_matches(80, passes::Precision::Bf16);
 }
 
 }  // namespace

@@ -197,6 +197,51 @@ TEST(PtxExecutor, ShufflesSumAWarpsLanes) {
   EXPECT_EQ(out[1], 112u + 8 * 32);
 }
 
+// cp.async's data is visible only after the cp.async.wait_group that covers its group (ISA:
+// "Asynchronous copy"): read before it, shared memory holds what it held.
+TEST(PtxExecutor, AnAsyncCopyIsSeenOnlyAfterItsWait) {
+  Emulator emulator(parse_module(R"(
+.version 8.8
+.target sm_80
+.address_size 64
+.visible .entry async_copy(
+	.param .u64 async_copy_param_0,
+	.param .u64 async_copy_param_1
+)
+.maxntid 32, 1, 1
+{
+	.reg .b32 	%r<4>;
+	.reg .b64 	%rd<5>;
+	.shared .align 16 .b8 buf[16];
+	ld.param.u64 	%rd1, [async_copy_param_0];
+	ld.param.u64 	%rd2, [async_copy_param_1];
+	cvta.to.global.u64 	%rd3, %rd1;
+	cvta.to.global.u64 	%rd4, %rd2;
+	mov.u32 	%r1, buf;
+	cp.async.cg.shared.global [%r1], [%rd3], 16, 8;
+	cp.async.commit_group;
+	ld.shared.u32 	%r2, [%r1];
+	cp.async.wait_group 0;
+	ld.shared.u32 	%r3, [%r1];
+	st.global.u32 	[%rd4], %r2;
+	st.global.u32 	[%rd4+4], %r3;
+	ld.shared.u32 	%r3, [%r1+8];
+	st.global.u32 	[%rd4+8], %r3;
+	ret;
+}
+)", "async.ptx"));
+  alignas(16) uint32_t in[4] = {7, 8, 9, 10};
+  uint32_t out[3] = {99, 99, 99};
+  emulator.add_global(in, sizeof in);
+  emulator.add_global(out, sizeof out);
+  emulator.launch("async_copy",
+                  emulator.pack_params("async_copy", {reinterpret_cast<uint64_t>(in), reinterpret_cast<uint64_t>(out)}),
+                  {{1, 1, 1}, {1, 1, 1}, 0, 0});
+  EXPECT_EQ(out[0], 0u);  // before the wait: the zeros shared memory started with
+  EXPECT_EQ(out[1], 7u);  // after it: the copy
+  EXPECT_EQ(out[2], 0u);  // past src-size (8 of the 16 bytes): zero-filled, not the source's 9
+}
+
 TEST(PtxExecutor, ChecksCatchEachPlantedBug) {
   std::vector<float> in(100), out(100);
   {  // a read past the buffer: n = 101 for 100 floats
