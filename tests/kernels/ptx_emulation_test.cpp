@@ -97,5 +97,10 @@ TEST(PtxEmulation, EveryKernelOfABertTinyStepOnSm80InBf16MatchesTheReference) {
   expect_step_matches(80, passes::Precision::Bf16);
 }
 
+// sm_90 (H100, H200) in bf16: NVRTC 13's PTX, the same instructions as sm_80's.
+TEST(PtxEmulation, EveryKernelOfABertTinyStepOnSm90InBf16MatchesTheReference) {
+  expect_step_matches(90, passes::Precision::Bf16);
+}
+
 }  // namespace
 }  // namespace bertc::testing
