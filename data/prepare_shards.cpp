@@ -402,10 +402,8 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
   ScratchFolder scratch{o.output / ".prepare-scratch"};
   std::error_code stale;
   if (std::filesystem::exists(scratch.path, stale) && note) {  // (a run ended at once, or killed, left it)
-    uint64_t bytes = 0;
-    for (const auto& e : std::filesystem::recursive_directory_iterator(scratch.path, stale))
-      if (e.is_regular_file(stale)) bytes += e.file_size(stale);
-    note(fmt::format("removed the scratch a stopped run left in {} ({} MiB)", o.output.string(), bytes >> 20));
+    note(fmt::format("removed the scratch a stopped run left in {} ({} MiB)", o.output.string(),
+                     bytes_under(scratch.path) >> 20));
   }
   std::filesystem::remove_all(scratch.path, stale);
   std::filesystem::create_directories(scratch.path);

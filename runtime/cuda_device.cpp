@@ -25,10 +25,6 @@ using CUdeviceptr = unsigned long long;
 using Handle = void*;  // CUcontext, CUmodule, CUfunction, CUstream, cublasHandle_t
 
 using namespace abi;  // (the header values bertc passes, runtime/vendor_abi.h)
-// cuBLAS's workspace, set explicitly so that a captured product never allocates (32 MiB covers
-// the Hopper kernels' needs; the documented minimum for sm_90 is 32 MiB).
-constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;
-
 struct CudaDevice::Api {
   support::SharedLibrary cuda;
   CublasProbe cublas;  // found when the device opens (one the driver runs), created when first needed

@@ -600,9 +600,10 @@ int train_rank(const TrainArgs& args, const CompileFlags& flags, const frontend:
     refuse_output_onto_input(o.profile_out.string(), "--profile-out",
                              {{data_read_at(o.data, o.profile_out), "the training data"}});
     // (a name a folder's reader takes as text, among text: a run on that folder would read it)
-    if (!data_read_at(o.profile_out.parent_path().empty() ? "." : o.profile_out.parent_path(), o.profile_out).empty())
+    if (const std::string name = lower_case(o.profile_out.filename().string());
+        name.ends_with(".txt") || name.ends_with(".txt.gz"))
       refuse_output_among_text(o.profile_out.has_parent_path() ? o.profile_out.parent_path().string() : ".",
-                               "--profile-out", lower_case(o.profile_out.filename().string()));
+                               "--profile-out", name);
     std::error_code ec;
     if (support::resolved_path(o.profile_out) == support::resolved_path(o.metrics))
       throw std::invalid_argument(fmt::format("--profile-out {}: is this run's metrics file ({}), whose lines the "

@@ -9,11 +9,12 @@
 
 #include "codegen/render.h"
 #include "runtime/plan_layout.h"
+#include "runtime/vendor_abi.h"
 
 namespace bertc::train {
 namespace {
 
-constexpr uint64_t kCublasWorkspace = uint64_t{32} << 20;  // as the CUDA device sets it
+constexpr uint64_t kCublasWorkspace = runtime::abi::kCublasWorkspaceBytes;  // (what the CUDA device sets)
 
 double mib(uint64_t bytes) { return static_cast<double>(bytes) / double(uint64_t{1} << 20); }
 
