@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "ptx/fragments.h"
 #include "ptx/semantics.h"
 
 namespace bertc::ptx {
@@ -350,48 +351,53 @@ struct BlockRun {
     }
   }
 
-  // mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}.{bf16,f16}.f32 d, a, b, c: D = A B + C over
-  // the warp, each lane holding the fragments of the ISA's tables ("Matrix fragments for
-  // mma.m16n8k16 with floating point type"): groupID = lane/4, t = lane%4; A a0..a7 at row groupID
-  // (+8 for a2, a3, a6, a7), column 2t + (i&1) (+8 for a4..a7); B b0..b3 at row 2t + (i&1) (+8 for
-  // b2, b3), column groupID; C and D c0..c3 at row groupID (+8 for c2, c3), column 2t + (i&1).
-  // Products summed in double and rounded once to f32.
+  // mma.sync.aligned.{shape}.row.col.f32.{type}.{type}.f32 d, a, b, c: D = A B + C, the warp's
+  // lanes holding the fragments where the ISA's tables place them (fragments.h). Products summed
+  // in double and rounded once to f32 (the hardware's order and intermediate rounding are not
+  // specified: tolerances cover it). A .tf32 operand must hold what cvt.*.tf32.f32 makes (low 13
+  // bits zero): the ISA leaves the layout of other bits to the implementation.
   void mma(std::vector<Thread*>& lanes, const Instruction& in) {
-    const Opcode& op = in.opcode;
-    if (!op.has(Mod::m16n8k16) || op.type(0) != Type::F32 || op.type(3) != Type::F32 ||
-        (op.type(1) != Type::Bf16 && op.type(1) != Type::F16) || op.type(2) != op.type(1))
-      fail(*lanes.front(), in, "only mma.m16n8k16 with f16 or bf16 inputs and f32 accumulators is modelled");
+    MmaForm form;
+    std::string problem;
+    if (!mma_form(in.opcode, form, problem)) fail(*lanes.front(), in, problem);
     if (lanes.size() != 32) fail(*lanes.front(), in, "a warp of fewer than 32 lanes at mma");
-    const bool bf16 = op.type(1) == Type::Bf16;
-    auto half = [&](uint64_t bits) { return bf16 ? bf16_to_f32(static_cast<uint16_t>(bits)) : f16_to_f32(static_cast<uint16_t>(bits)); };
-    double a[16][16] = {}, b[16][8] = {}, c[16][8] = {};
+    const auto element = [&](const Thread& t, Fragment f, int i) {
+      const std::vector<Operand>& regs = in.operands.at(f == Fragment::A ? 1 : f == Fragment::B ? 2 : 3).elements;
+      const int per = form.per_register(f);
+      const uint64_t reg = value(t, in, regs.at(static_cast<size_t>(i / per)), Type::B32);
+      if (f == Fragment::C) return static_cast<double>(std::bit_cast<float>(static_cast<uint32_t>(reg)));
+      if (form.input == Type::Tf32) {
+        if ((reg & 0x1fff) != 0)
+          fail(t, in, fmt::format("a .tf32 operand ({:#010x}) that no cvt to tf32 made: its low 13 bits are set", reg));
+        return static_cast<double>(std::bit_cast<float>(static_cast<uint32_t>(reg)));
+      }
+      const auto bits = static_cast<uint16_t>(reg >> (16 * (i % per)));
+      return static_cast<double>(form.input == Type::Bf16 ? bf16_to_f32(bits) : f16_to_f32(bits));
+    };
+    // one computation's A (M x K), B (K x N) and C (M x N), row after row
+    std::vector<std::vector<double>> a(4, std::vector<double>(static_cast<size_t>(form.m * form.k))),
+        b(4, std::vector<double>(static_cast<size_t>(form.k * form.n))),
+        c(4, std::vector<double>(static_cast<size_t>(form.m * form.n)));
     for (Thread* t : lanes) {
-      const uint32_t l = t->linear % 32, group = l / 4, tig = l % 4;
-      const auto& av = in.operands.at(1).elements;
-      const auto& bv = in.operands.at(2).elements;
-      const auto& cv = in.operands.at(3).elements;
-      for (uint32_t i = 0; i < 8; ++i) {
-        const uint64_t reg = value(*t, in, av.at(i / 2), Type::B32);
-        const uint32_t row = group + ((i % 4) >= 2 ? 8 : 0), col = 2 * tig + (i & 1) + (i >= 4 ? 8 : 0);
-        a[row][col] = half(reg >> (16 * (i & 1)));
-      }
-      for (uint32_t i = 0; i < 4; ++i) {
-        const uint64_t reg = value(*t, in, bv.at(i / 2), Type::B32);
-        b[2 * tig + (i & 1) + (i >= 2 ? 8 : 0)][group] = half(reg >> (16 * (i & 1)));
-      }
-      for (uint32_t i = 0; i < 4; ++i)
-        c[group + (i >= 2 ? 8 : 0)][2 * tig + (i & 1)] =
-            std::bit_cast<float>(static_cast<uint32_t>(value(*t, in, cv.at(i), Type::F32)));
+      const uint32_t lane = t->linear % 32;
+      for (Fragment f : {Fragment::A, Fragment::B, Fragment::C})
+        for (int i = 0; i < form.count(f); ++i) {
+          const Place p = fragment_place(form, f, lane, i);
+          auto& matrix = f == Fragment::A ? a : f == Fragment::B ? b : c;
+          const int width = f == Fragment::A ? form.k : form.n;
+          matrix[static_cast<size_t>(p.computation)][static_cast<size_t>(p.row * width + p.col)] = element(*t, f, i);
+        }
     }
-    for (Thread* t : lanes) {
-      const uint32_t l = t->linear % 32, group = l / 4, tig = l % 4;
-      for (uint32_t i = 0; i < 4; ++i) {
-        const uint32_t row = group + (i >= 2 ? 8 : 0), col = 2 * tig + (i & 1);
-        double sum = c[row][col];
-        for (int k = 0; k < 16; ++k) sum += a[row][k] * b[k][col];
-        write(*t, in, in.operands.at(0).elements.at(i), std::bit_cast<uint32_t>(static_cast<float>(sum)), Type::F32);
+    for (Thread* t : lanes)
+      for (int i = 0; i < form.count(Fragment::C); ++i) {
+        const Place p = fragment_place(form, Fragment::C, t->linear % 32, i);
+        const auto q = static_cast<size_t>(p.computation);
+        double sum = c[q][static_cast<size_t>(p.row * form.n + p.col)];
+        for (int k = 0; k < form.k; ++k)
+          sum += a[q][static_cast<size_t>(p.row * form.k + k)] * b[q][static_cast<size_t>(k * form.n + p.col)];
+        write(*t, in, in.operands.at(0).elements.at(static_cast<size_t>(i)), std::bit_cast<uint32_t>(static_cast<float>(sum)),
+              Type::F32);
       }
-    }
   }
 
   // Runs `t` until it meets others (a barrier, a warp collective) or ends.

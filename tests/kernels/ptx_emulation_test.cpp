@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "bert_batch.h"
+#include "codegen/matrix_strategy.h"
 #include "codegen/nvrtc_compiler.h"
 #include "codegen/render.h"
 #include "frontend/bert.h"
@@ -35,7 +36,7 @@ ptx::Module module_of(const std::vector<const codegen::GraphKernels*>& graphs, i
 }
 
 // A launcher that runs the kernel's PTX, the launch's buffers its only global memory.
-Launcher ptx_launcher(ptx::Emulator& emulator, uint64_t& instructions) {
+Launcher ptx_launcher(ptx::Emulator& emulator, ptx::LaunchCounts& counts) {
   return [&](const codegen::KernelSpec& k, const std::vector<void*>& args, const std::vector<LaunchMemory>& memory,
              codegen::ThreadOrder order) {
     emulator.clear_globals();
@@ -47,7 +48,9 @@ Launcher ptx_launcher(ptx::Emulator& emulator, uint64_t& instructions) {
     };
     // (the reverse order runs threads and blocks shuffled: a kernel that is right gives the same)
     const ptx::LaunchConfig config{dim(k.grid), dim(k.block), 0, order == codegen::ThreadOrder::Reverse ? 7u : 0u};
-    instructions += emulator.launch(k.name, emulator.pack_params(k.name, values), config).thread_instructions;
+    const ptx::LaunchCounts launch = emulator.launch(k.name, emulator.pack_params(k.name, values), config);
+    counts.thread_instructions += launch.thread_instructions;
+    for (const auto& [op, n] : launch.by_op) counts.by_op[op] += n;
   };
 }
 
@@ -61,13 +64,14 @@ void expect_step_matches(int sm, passes::Precision precision) {
   c.compile.precision = precision;
   c.compile = passes::resolve_options(c.compile, passes::Arch::none());
   const passes::TrainingProgram p = passes::compile_training(frontend::build_bert_pretraining(c), c.compile, c.train);
-  const codegen::RenderTarget target{sm, passes::MatmulPolicy::Generated, {}, false};
+  c.compile.matmul = passes::MatmulPolicy::Generated;  // (every product a kernel of ours, none cuBLAS)
+  const codegen::RenderTarget target = codegen::render_target(c.compile);
   codegen::GraphKernels step_kernels = codegen::render_graph(p.step, target);
   codegen::GraphKernels optimizer_kernels = codegen::render_graph(p.optimizer, target);
   ptx::Emulator emulator(module_of({&step_kernels, &optimizer_kernels}, sm));
-  uint64_t instructions = 0;
-  KernelHarness step(p.step, std::move(step_kernels), ptx_launcher(emulator, instructions));
-  KernelHarness optimizer(p.optimizer, std::move(optimizer_kernels), ptx_launcher(emulator, instructions));
+  ptx::LaunchCounts counts;
+  KernelHarness step(p.step, std::move(step_kernels), ptx_launcher(emulator, counts));
+  KernelHarness optimizer(p.optimizer, std::move(optimizer_kernels), ptx_launcher(emulator, counts));
   ir::Environment<float> env = batch_environment(c, p);
   ir::Environment<float> after_step = env;
   reference::Executor<float>(p.step).run(after_step);
@@ -85,8 +89,13 @@ void expect_step_matches(int sm, passes::Precision precision) {
     }
   }
   EXPECT_GT(checked, 100u);  // (every launch of both graphs: 111 at these sizes in fp32)
-  std::cout << fmt::format("{} launches checked from NVRTC's sm_{} PTX ({}); {} thread-instructions executed\n",
-                           checked, sm, ir::enum_name(precision), instructions);
+  // (the products ran on tensor cores where the precision asks for them: a test that never
+  // reached mma would prove nothing about it)
+  const uint64_t mma = counts.by_op[ptx::Op::Mma];
+  if (precision == passes::Precision::Fp32) EXPECT_EQ(mma, 0u);
+  else EXPECT_GT(mma, 0u);
+  std::cout << fmt::format("{} launches checked from NVRTC's sm_{} PTX ({}); {} thread-instructions executed, {} of them mma\n",
+                           checked, sm, ir::enum_name(precision), counts.thread_instructions, mma);
 }
 
 TEST(PtxEmulation, EveryKernelOfABertTinyStepOnSm61MatchesTheReference) { expect_step_matches(61, passes::Precision::Fp32); }
@@ -95,6 +104,21 @@ TEST(PtxEmulation, EveryKernelOfABertTinyStepOnSm61MatchesTheReference) { expect
 // cp.async), as an A100 would run them.
 TEST(PtxEmulation, EveryKernelOfABertTinyStepOnSm80InBf16MatchesTheReference) {
   expect_step_matches(80, passes::Precision::Bf16);
+}
+
+// sm_70 (V100) in fp16: the products on mma.m8n8k4, four quad-pair computations per warp.
+TEST(PtxEmulation, EveryKernelOfABertTinyStepOnSm70InFp16MatchesTheReference) {
+  expect_step_matches(70, passes::Precision::Fp16);
+}
+
+// sm_75 (T4) in fp16: each m16n8k16 product as two mma.m16n8k8, without cp.async.
+TEST(PtxEmulation, EveryKernelOfABertTinyStepOnSm75InFp16MatchesTheReference) {
+  expect_step_matches(75, passes::Precision::Fp16);
+}
+
+// sm_80 in tf32: fp32 tensors, products on mma.m16n8k8 with operands rounded by cvt.rna.tf32.f32.
+TEST(PtxEmulation, EveryKernelOfABertTinyStepOnSm80InTf32MatchesTheReference) {
+  expect_step_matches(80, passes::Precision::Tf32);
 }
 
 // sm_90 (H100, H200) in bf16: NVRTC 13's PTX, the same instructions as sm_80's.

@@ -242,6 +242,56 @@ TEST(PtxExecutor, AnAsyncCopyIsSeenOnlyAfterItsWait) {
   EXPECT_EQ(out[2], 0u);  // past src-size (8 of the 16 bytes): zero-filled, not the source's 9
 }
 
+// mma.m16n8k8 with .tf32 operands: every element x, so each of D's elements is 8 x x (k = 8). An
+// operand cvt.rna.tf32.f32 did not make (low 13 bits set) is refused: the ISA leaves how such bits
+// are read to the implementation, so a kernel that skips the conversion is wrong on some GPU.
+TEST(PtxExecutor, Tf32ProductsTakeOnlyConvertedOperands) {
+  Emulator emulator(parse_module(R"(
+.version 8.8
+.target sm_80
+.address_size 64
+.visible .entry tf32_mma(
+	.param .u64 tf32_mma_param_0,
+	.param .u64 tf32_mma_param_1
+)
+.maxntid 32, 1, 1
+{
+	.reg .b32 	%r<4>;
+	.reg .f32 	%f<5>;
+	.reg .b64 	%rd<6>;
+	ld.param.u64 	%rd1, [tf32_mma_param_0];
+	ld.param.u64 	%rd2, [tf32_mma_param_1];
+	cvta.to.global.u64 	%rd3, %rd1;
+	cvta.to.global.u64 	%rd4, %rd2;
+	mov.u32 	%r1, %tid.x;
+	mul.wide.u32 	%rd5, %r1, 4;
+	add.s64 	%rd3, %rd3, %rd5;
+	ld.global.u32 	%r2, [%rd3];
+	mov.f32 	%f1, 0f00000000;
+	mov.f32 	%f2, 0f00000000;
+	mov.f32 	%f3, 0f00000000;
+	mov.f32 	%f4, 0f00000000;
+	mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%f1,%f2,%f3,%f4}, {%r2,%r2,%r2,%r2}, {%r2,%r2}, {%f1,%f2,%f3,%f4};
+	add.s64 	%rd4, %rd4, %rd5;
+	st.global.f32 	[%rd4], %f4;
+	ret;
+}
+)", "tf32.ptx"));
+  const auto run = [&](float x) {
+    std::vector<float> in(32, x), out(32, -1);
+    emulator.clear_globals();
+    emulator.add_global(in.data(), 128);
+    emulator.add_global(out.data(), 128);
+    emulator.launch("tf32_mma",
+                    emulator.pack_params("tf32_mma", {reinterpret_cast<uint64_t>(in.data()), reinterpret_cast<uint64_t>(out.data())}),
+                    {{1, 1, 1}, {32, 1, 1}, 0, 0});
+    return out;
+  };
+  for (float d : run(1.5f)) EXPECT_EQ(d, 8 * 1.5f * 1.5f);  // (1.5 is a TF32 value: its low bits are zero)
+  const std::string why = refusal([&] { run(1.0f + 0x1p-20f); });
+  EXPECT_NE(why.find("a .tf32 operand (0x3f800008) that no cvt to tf32 made"), std::string::npos) << why;
+}
+
 TEST(PtxExecutor, ChecksCatchEachPlantedBug) {
   std::vector<float> in(100), out(100);
   {  // a read past the buffer: n = 101 for 100 floats
