@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <cfenv>
 #include <cstring>
 #include <numeric>
 #include <random>
@@ -28,6 +29,12 @@ constexpr uint64_t kStepBudget = uint64_t{1} << 32;
 uint64_t mask_of(int bits) { return bits >= 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1; }
 
 enum class Wait { None, Barrier, Warp, Done };
+
+constexpr size_t kOps = 0
+#define PTX_OP(e, name, modifiers, fewest, most, one_of) +1
+#include "ptx/opcode.def"
+#undef PTX_OP
+    ;
 
 // A cp.async's copy, made visible only when a cp.async.wait_group covers its group: its shared
 // destination and the bytes read from global memory when it was issued.
@@ -63,6 +70,8 @@ struct BlockRun {
   std::map<std::string, uint64_t> shared_at, local_at;  // variables' addresses in their spaces
   size_t local_bytes = 0;
   std::vector<Thread> threads;
+  std::array<uint64_t, kOps> by_op{};  // (counted here, a map's lookup too slow per instruction)
+  std::vector<uint64_t> register_mask;  // per register: the bits its type holds
 
   [[noreturn]] void fail(const Thread& t, const Instruction& in, const std::string& what) const {
     throw Error(fmt::format("{}:{}: kernel {}, block ({},{},{}), thread ({},{},{}): {}: {}", emu.module().name, in.line,
@@ -91,6 +100,7 @@ struct BlockRun {
   }
 
   void make_threads() {
+    for (const Register& r : entry.registers) register_mask.push_back(mask_of(type_bits(r.type)));
     const Dim3 b = config.block;
     threads.resize(b.count());
     for (uint32_t z = 0, i = 0; z < b.z; ++z)
@@ -137,7 +147,14 @@ struct BlockRun {
     fail(t, in, fmt::format("{} names no variable", name));
   }
 
+  // (registers, most operands, inline; the rest in operand_value)
   uint64_t value(const Thread& t, const Instruction& in, const Operand& o, Type type) const {
+    if (o.kind == Operand::Kind::Register) [[likely]]
+      return t.regs[static_cast<size_t>(o.reg)];
+    return operand_value(t, in, o, type);
+  }
+
+  uint64_t operand_value(const Thread& t, const Instruction& in, const Operand& o, Type type) const {
     switch (o.kind) {
       case Operand::Kind::Register: return t.regs[static_cast<size_t>(o.reg)];
       case Operand::Kind::Immediate: return static_cast<uint64_t>(o.value);
@@ -160,7 +177,16 @@ struct BlockRun {
     }
   }
 
+  // (a register, nearly every destination, inline; vectors and sinks in write_other)
   void write(Thread& t, const Instruction& in, const Operand& o, uint64_t v, Type type) {
+    if (o.kind == Operand::Kind::Register) [[likely]] {
+      t.regs[static_cast<size_t>(o.reg)] = v & register_mask[static_cast<size_t>(o.reg)];
+      return;
+    }
+    write_other(t, in, o, v, type);
+  }
+
+  void write_other(Thread& t, const Instruction& in, const Operand& o, uint64_t v, Type type) {
     if (o.kind == Operand::Kind::Sink) return;
     if (o.kind == Operand::Kind::Vector) {  // (unpacked: mov.b64 {%r1, %r2}, %rd)
       const int each = type_bits(type) / static_cast<int>(o.elements.size());
@@ -169,8 +195,7 @@ struct BlockRun {
       return;
     }
     if (o.kind != Operand::Kind::Register) fail(t, in, "a destination that is not a register");
-    const Type rt = entry.registers[static_cast<size_t>(o.reg)].type;
-    t.regs[static_cast<size_t>(o.reg)] = v & mask_of(rt == Type::Pred ? 1 : type_bits(rt));
+    write(t, in, o, v, type);
   }
 
   // The address an [address] operand names, in the space `space` reads it from.
@@ -411,7 +436,7 @@ struct BlockRun {
       const Instruction& in = entry.body[t.pc];
       if (++steps > kStepBudget) fail(t, in, "ran 2^32 instructions without meeting another thread: an endless loop?");
       ++counts.thread_instructions;
-      ++counts.by_op[in.opcode.op];
+      ++by_op[static_cast<size_t>(in.opcode.op)];
       if (in.guard && ((t.regs[static_cast<size_t>(*in.guard)] & 1) != 0) == in.guard_negated) {
         ++t.pc;
         continue;
@@ -438,12 +463,14 @@ struct BlockRun {
         case Op::Red: atomic(t, in); break;
         case Op::Cvta: convert_address(t, in); break;
         default: {
-          std::vector<uint64_t> sources;
+          std::array<uint64_t, 4> sources{};
           const Type type = op.type(op.types.size() - 1);  // (cvt: the source's type; others have one)
-          for (size_t i = 1; i < in.operands.size(); ++i) sources.push_back(value(t, in, in.operands[i], type));
+          const size_t n = in.operands.size() - 1;
+          if (n > sources.size()) fail(t, in, "more than four source operands");
+          for (size_t i = 0; i < n; ++i) sources[i] = value(t, in, in.operands[i + 1], type);
           Computed c;
           try {
-            c = compute(op, sources);
+            c = compute(op, std::span<const uint64_t>(sources.data(), n));
           } catch (const std::exception& e) {
             fail(t, in, e.what());
           }
@@ -608,6 +635,8 @@ LaunchCounts Emulator::launch(const std::string& name, const std::vector<uint8_t
                                                     static_cast<uint64_t>(std::max(1, e->maxntid[2])))
     throw Error(fmt::format("kernel {}: {} threads a block, more than its .maxntid {}x{}x{}", name, config.block.count(),
                             e->maxntid[0], e->maxntid[1], e->maxntid[2]));
+  if (std::fegetround() != FE_TONEAREST)
+    throw Error(fmt::format("kernel {}: launched with the host rounding other than to nearest (see semantics.h)", name));
   LaunchCounts counts;
   std::vector<std::array<uint32_t, 3>> blocks;
   for (uint32_t z = 0; z < config.grid.z; ++z)
@@ -615,8 +644,10 @@ LaunchCounts Emulator::launch(const std::string& name, const std::vector<uint8_t
       for (uint32_t x = 0; x < config.grid.x; ++x) blocks.push_back({x, y, z});
   if (config.seed) std::shuffle(blocks.begin(), blocks.end(), std::mt19937_64(config.seed));
   for (const auto& b : blocks) {
-    BlockRun run{*this, *e, config, params, {b[0], b[1], b[2]}, counts, {}, {}, {}, 0, {}};
+    BlockRun run{*this, *e, config, params, {b[0], b[1], b[2]}, counts, {}, {}, {}, 0, {}, {}, {}};
     run.run_block();
+    for (size_t op = 0; op < kOps; ++op)
+      if (run.by_op[op]) counts.by_op[static_cast<Op>(op)] += run.by_op[op];
   }
   return counts;
 }

@@ -14,15 +14,14 @@ namespace {
 struct TypeFacts {
   Type type;
   const char* name;
-  int bits;
 };
-constexpr std::array<TypeFacts, 20> kTypes{{{Type::Pred, "pred", 1},   {Type::B8, "b8", 8},       {Type::B16, "b16", 16},
-                                            {Type::B32, "b32", 32},    {Type::B64, "b64", 64},    {Type::U8, "u8", 8},
-                                            {Type::U16, "u16", 16},    {Type::U32, "u32", 32},    {Type::U64, "u64", 64},
-                                            {Type::S8, "s8", 8},       {Type::S16, "s16", 16},    {Type::S32, "s32", 32},
-                                            {Type::S64, "s64", 64},    {Type::F16, "f16", 16},    {Type::F16x2, "f16x2", 32},
-                                            {Type::Bf16, "bf16", 16},  {Type::Bf16x2, "bf16x2", 32},
-                                            {Type::Tf32, "tf32", 32},  {Type::F32, "f32", 32},    {Type::F64, "f64", 64}}};
+constexpr std::array<TypeFacts, 20> kTypes{{{Type::Pred, "pred"}, {Type::B8, "b8"},       {Type::B16, "b16"},
+                                            {Type::B32, "b32"},   {Type::B64, "b64"},     {Type::U8, "u8"},
+                                            {Type::U16, "u16"},   {Type::U32, "u32"},     {Type::U64, "u64"},
+                                            {Type::S8, "s8"},     {Type::S16, "s16"},     {Type::S32, "s32"},
+                                            {Type::S64, "s64"},   {Type::F16, "f16"},     {Type::F16x2, "f16x2"},
+                                            {Type::Bf16, "bf16"}, {Type::Bf16x2, "bf16x2"}, {Type::Tf32, "tf32"},
+                                            {Type::F32, "f32"},   {Type::F64, "f64"}}};
 
 const TypeFacts& facts(Type t) { return kTypes.at(static_cast<size_t>(t)); }
 
@@ -82,7 +81,6 @@ const std::map<std::string, OpRow>& ops_by_name() {
 
 }  // namespace
 
-int type_bits(Type t) { return facts(t).bits; }
 bool is_float(Type t) {
   return t == Type::F16 || t == Type::F16x2 || t == Type::Bf16 || t == Type::Bf16x2 || t == Type::Tf32 ||
          t == Type::F32 || t == Type::F64;

@@ -13,7 +13,18 @@ namespace bertc::ptx {
 enum class Type { Pred, B8, B16, B32, B64, U8, U16, U32, U64, S8, S16, S32, S64, F16, F16x2, Bf16, Bf16x2, Tf32, F32,
                   F64 };
 
-int type_bits(Type t);
+// (inline: the executor asks it of nearly every operand)
+constexpr int type_bits(Type t) {
+  switch (t) {
+    case Type::Pred: return 1;
+    case Type::B8: case Type::U8: case Type::S8: return 8;
+    case Type::B16: case Type::U16: case Type::S16: case Type::F16: case Type::Bf16: return 16;
+    case Type::B64: case Type::U64: case Type::S64: case Type::F64: return 64;
+    case Type::B32: case Type::U32: case Type::S32: case Type::F32: case Type::Tf32: case Type::F16x2:
+    case Type::Bf16x2: return 32;
+  }
+  return 0;
+}
 bool is_float(Type t);   // f16, bf16, tf32, f32, f64 (and the packed pairs)
 bool is_signed(Type t);  // s8..s64
 std::string type_name(Type t);  // "f32"

@@ -25,6 +25,8 @@ struct Computed {
 // The result of `op` on `sources` (the operand bits after the destination, in order). Throws
 // std::domain_error for what the ISA leaves undefined and a kernel must not do (an integer
 // division by zero), and std::invalid_argument for an instruction or form not modelled yet.
+// Precondition: the host rounds to nearest (its default; Emulator::launch checks it), the mode
+// directed roundings (.rz .rm .rp) are set from and restored to.
 Computed compute(const Opcode& op, std::span<const uint64_t> sources);
 
 // IEEE binary16 and bfloat16 conversions, rounding to nearest even (NaN kept a NaN).

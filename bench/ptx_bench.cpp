@@ -1,0 +1,51 @@
+// Benchmark: the PTX emulator's speed. Runs every launch of a bert-tiny training step and optimizer
+// step from NVRTC's PTX on the emulator, and the same launches compiled for the host under host
+// emulation (the baseline, in the same run), and prints thread-instructions per second inside the
+// emulator and the ratio of the two runs' times. No pass/fail; one core (the emulator is serial).
+//
+//   bertc-bench-ptx [--targets sm_61:fp32,sm_80:bf16] [--cache DIR]
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "ir/enum_names.h"
+#include "ptx_step.h"
+
+using namespace bertc;
+
+int main(int argc, char** argv) {
+  CLI::App app{"The PTX emulator's speed on a bert-tiny step, against host emulation of the same kernels"};
+  std::vector<std::string> targets{"sm_61:fp32", "sm_80:bf16"};
+  std::string cache = "/tmp/bertc-bench-ptx-cache";
+  app.add_option("--targets", targets, "ARCH:PRECISION pairs (sm_61:fp32 sm_70:fp16 sm_80:tf32 ...)")->delimiter(',');
+  app.add_option("--cache", cache, "where compiled kernels are cached");
+  CLI11_PARSE(app, argc, argv);
+  fmt::print("{:<12} {:>9} {:>14} {:>11} {:>11} {:>11} {:>9}\n", "target", "launches", "thread-instr", "emulator s",
+             "M instr/s", "host-emu s", "ratio");
+  for (const std::string& t : targets) {
+    const size_t colon = t.find(':');
+    if (t.rfind("sm_", 0) != 0 || colon == std::string::npos) {
+      fmt::print(stderr, "--targets: '{}' is not ARCH:PRECISION (e.g. sm_80:bf16)\n", t);
+      return 2;
+    }
+    testing::PtxStep step;
+    step.sm = std::stoi(t.substr(3, colon - 3));
+    const auto precision = ir::enum_from_name<passes::Precision>(t.substr(colon + 1));
+    if (!precision) {
+      fmt::print(stderr, "--targets: '{}' names no precision\n", t.substr(colon + 1));
+      return 2;
+    }
+    step.precision = *precision;
+    const testing::PtxStepRun run = testing::run_step_on_ptx(step, cache);
+    const double host = testing::run_step_on_host(step, cache);
+    fmt::print("{:<12} {:>9} {:>14} {:>11.2f} {:>11.1f} {:>11.2f} {:>8.0f}x\n", t, run.step.size() + run.optimizer.size(),
+               run.counts.thread_instructions, run.emulator_seconds,
+               static_cast<double>(run.counts.thread_instructions) / run.emulator_seconds / 1e6, host,
+               run.checked_seconds / host);
+  }
+  fmt::print("(ratio: the seconds of every launch with the harness's set-up and comparisons, on the emulator over "
+             "under host emulation)\n");
+}

@@ -1,0 +1,107 @@
+// The PTX emulator's whole-step run (ptx_step.h).
+#include "ptx_step.h"
+
+#include <chrono>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "bert_batch.h"
+#include "codegen/matrix_strategy.h"
+#include "codegen/nvrtc_compiler.h"
+#include "codegen/render.h"
+#include "frontend/bert.h"
+#include "passes/pipeline.h"
+#include "passes/targets.h"
+
+namespace bertc::testing {
+namespace {
+
+struct Compiled {
+  frontend::Config config;
+  passes::TrainingProgram program;
+  codegen::RenderTarget target;
+};
+
+Compiled compile(const PtxStep& s) {
+  frontend::Config c = frontend::load_config(BERTC_SOURCE_DIR "/examples/bert-tiny.toml");
+  c.train.batch_size = s.batch;
+  c.train.seq_len = s.seq;
+  c.train.max_predictions_per_seq = s.predictions;
+  c.compile.arch = passes::Arch::parse(fmt::format("sm_{}", s.sm));
+  c.compile.precision = s.precision;
+  c.compile = passes::resolve_options(c.compile, passes::Arch::none());
+  c.compile.matmul = passes::MatmulPolicy::Generated;  // (every product a kernel of ours, none cuBLAS)
+  passes::TrainingProgram p = passes::compile_training(frontend::build_bert_pretraining(c), c.compile, c.train);
+  const codegen::RenderTarget target = codegen::render_target(c.compile);
+  return {std::move(c), std::move(p), target};
+}
+
+// One PTX module of every distinct kernel of `graphs`, as NVRTC makes it for `sm`.
+ptx::Module module_of(const std::vector<const codegen::GraphKernels*>& graphs, int sm,
+                      const std::filesystem::path& cache) {
+  const codegen::NvrtcCompiler nvrtc = codegen::NvrtcCompiler::ptx_for_arch(sm);
+  std::string source = "#include \"bx.h\"\n\n";
+  std::set<std::string> names;
+  for (const codegen::GraphKernels* g : graphs)
+    for (const codegen::KernelSpec& k : g->kernels)
+      if (!k.source.empty() && names.insert(k.name).second) source += k.source + "\n";
+  const codegen::GpuImage image = nvrtc.compile({"all", source}, cache / "failed");
+  return ptx::parse_module(image.image, fmt::format("bert-tiny sm_{}", sm));
+}
+
+// A launcher that runs the kernel's PTX, the launch's buffers its only global memory.
+Launcher ptx_launcher(ptx::Emulator& emulator, PtxStepRun& run) {
+  return [&](const codegen::KernelSpec& k, const std::vector<void*>& args, const std::vector<LaunchMemory>& memory,
+             codegen::ThreadOrder order) {
+    emulator.clear_globals();
+    for (const LaunchMemory& m : memory) emulator.add_global(m.base, m.bytes);
+    std::vector<uint64_t> values;
+    for (void* a : args) values.push_back(reinterpret_cast<uint64_t>(a));
+    const auto dim = [](const codegen::Dim3& d) {
+      return ptx::Dim3{static_cast<uint32_t>(d.x), static_cast<uint32_t>(d.y), static_cast<uint32_t>(d.z)};
+    };
+    // (the reverse order runs threads and blocks shuffled: a kernel that is right gives the same)
+    const ptx::LaunchConfig config{dim(k.grid), dim(k.block), 0, order == codegen::ThreadOrder::Reverse ? 7u : 0u};
+    const auto start = std::chrono::steady_clock::now();
+    const ptx::LaunchCounts launch = emulator.launch(k.name, emulator.pack_params(k.name, values), config);
+    run.emulator_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    run.counts.thread_instructions += launch.thread_instructions;
+    for (const auto& [op, n] : launch.by_op) run.counts.by_op[op] += n;
+  };
+}
+
+}  // namespace
+
+PtxStepRun run_step_on_ptx(const PtxStep& s, const std::filesystem::path& cache) {
+  const Compiled c = compile(s);
+  codegen::GraphKernels step_kernels = codegen::render_graph(c.program.step, c.target);
+  codegen::GraphKernels optimizer_kernels = codegen::render_graph(c.program.optimizer, c.target);
+  ptx::Emulator emulator(module_of({&step_kernels, &optimizer_kernels}, s.sm, cache));
+  PtxStepRun run;
+  KernelHarness step(c.program.step, std::move(step_kernels), ptx_launcher(emulator, run));
+  KernelHarness optimizer(c.program.optimizer, std::move(optimizer_kernels), ptx_launcher(emulator, run));
+  ir::Environment<float> env = batch_environment(c.config, c.program);
+  ir::Environment<float> after_step = env;
+  reference::Executor<float>(c.program.step).run(after_step);
+  const auto start = std::chrono::steady_clock::now();
+  run.step = step.check_all(env, s.order);
+  run.optimizer = optimizer.check_all(after_step, s.order);
+  run.checked_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return run;
+}
+
+double run_step_on_host(const PtxStep& s, const std::filesystem::path& cache) {
+  const Compiled c = compile(s);
+  KernelHarness step(c.program.step, cache, c.target);
+  KernelHarness optimizer(c.program.optimizer, cache, c.target);
+  ir::Environment<float> env = batch_environment(c.config, c.program);
+  ir::Environment<float> after_step = env;
+  reference::Executor<float>(c.program.step).run(after_step);
+  const auto start = std::chrono::steady_clock::now();
+  step.check_all(env, s.order);
+  optimizer.check_all(after_step, s.order);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace bertc::testing

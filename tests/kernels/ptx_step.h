@@ -1,0 +1,40 @@
+// A bert-tiny-like training step and optimizer step, every launch run from NVRTC's PTX on the PTX
+// emulator (ptx/) through the kernel harness, value by value against the reference executor; or
+// the same launches under host emulation (the baseline a benchmark compares against).
+#pragma once
+
+#include <filesystem>
+#include <vector>
+
+#include "harness.h"
+#include "passes/options.h"
+#include "ptx/executor.h"
+
+namespace bertc::testing {
+
+// The step's target and shape: examples/bert-tiny.toml's model, with these sizes of batch.
+struct PtxStep {
+  int sm = 61;
+  passes::Precision precision = passes::Precision::Fp32;
+  int64_t batch = 2, seq = 32, predictions = 4;  // (small: every thread's every instruction is interpreted)
+  codegen::ThreadOrder order = codegen::ThreadOrder::Reverse;  // (Reverse: threads and blocks shuffled)
+};
+
+struct PtxStepRun {
+  std::vector<KernelCheck> step, optimizer;  // one per launch, in launch order
+  ptx::LaunchCounts counts;                  // over every launch
+  double emulator_seconds = 0;               // inside the emulator's launches alone
+  double checked_seconds = 0;                // every launch with the harness's set-up and comparisons
+};
+
+// Renders `s`'s kernels (every product a generated kernel), compiles one PTX module of them with
+// NVRTC for sm_`s.sm`, and runs every launch of both graphs on the emulator. NVRTC failures are
+// kept under `cache`/failed.
+PtxStepRun run_step_on_ptx(const PtxStep& s, const std::filesystem::path& cache);
+
+// The same launches compiled for the host (cached under `cache`) and run under host emulation:
+// the seconds both graphs' launches took with the harness's set-up and comparisons (as
+// PtxStepRun::checked_seconds).
+double run_step_on_host(const PtxStep& s, const std::filesystem::path& cache);
+
+}  // namespace bertc::testing
