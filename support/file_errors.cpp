@@ -44,8 +44,8 @@ std::string size_text(uint64_t bytes) {
 std::string room_fix(int error, const std::filesystem::path& path, uint64_t bytes) {
   const std::string folder = folder_of(path);
   // (a file system rounds each file up to its blocks, and keeps entries: a sixty-fourth more, and
-  // 64 KiB, so that room for this figure is enough)
-  const uint64_t needed = bytes ? bytes + bytes / 64 + (uint64_t{64} << 10) : 0;
+  // 16 KiB, so that room for this figure is enough without asking much more than the file)
+  const uint64_t needed = bytes ? bytes + bytes / 64 + (uint64_t{16} << 10) : 0;
   if (needed == 0 || error == EFBIG)
     return fmt::format("make room in {} (or raise the quota or file size limit){}", folder,
                        needed ? fmt::format(": it needs {}", size_text(needed)) : "");

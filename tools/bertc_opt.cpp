@@ -13,6 +13,7 @@
 #include "ir/printer.h"
 #include "ir/verifier.h"
 #include "passes/registry.h"
+#include "support/checked_stdout.h"
 #include "tools/output_file.h"
 
 namespace {
@@ -61,6 +62,7 @@ int main(int argc, char** argv) {
   app.add_flag("--print-ir-after-all", print_after_all, "Print the IR to stderr after every pass");
   CLI11_PARSE(app, argc, argv);
 
+  support::CheckedStdout checked_stdout;
   const std::string file = input == "-" ? "<stdin>" : input;
   std::vector<passes::PassInvocation> invocations;
   try {
@@ -81,6 +83,8 @@ int main(int argc, char** argv) {
       if (print_after_all) std::cerr << "// after " << current_pass << "\n" << ir::print(graph);
     }
     bertc::tools::write_output(output, ir::print(graph));
+    // (IR to a full disk or a closed pipe: the command fails, not the next tool on a cut file)
+    if (const std::string lost = checked_stdout.finish(); !lost.empty()) throw std::runtime_error(lost);
   } catch (const ir::VerifyError& e) {
     report_verify(file, e, current_pass);
     return 1;

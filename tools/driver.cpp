@@ -34,6 +34,7 @@
 #include "train/evaluate.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/device_registry.h"
+#include "support/checked_stdout.h"
 #include "support/file_errors.h"
 #include "support/safetensors.h"
 #include "train/profile.h"
@@ -245,6 +246,7 @@ int compile(CompileArgs args, const CompileFlags& flags, const frontend::ModelDe
     text = ir::print(graph);
   } else if (emit == Emit::Plan) {
     if (args.output.empty()) throw std::runtime_error("--emit plan writes a .bertx file: give it with -o FILE.bertx");
+    refuse_console(args.output, "-o", args.executable ? "a training executable" : "a compiled program (.bertx)");
     report();
     // As training runs it (with the values it reads as outputs), so that bertc train FILE.bertx
     // runs it as compiled.
@@ -650,6 +652,7 @@ int eval(const EvalArgs& args, const frontend::ModelDefinition& model) {
                                             args.dump_logits, args.dump_grads));
   for (const auto& [output, option, format] : {std::tuple{args.dump_grads, "--dump-grads", "bertc-gradients"},
                                                std::tuple{args.dump_logits, "--dump-logits", "bertc-logits"}}) {
+    refuse_console(output, option, "a safetensors file");
     refuse_output_onto_input(output, option, {{args.init, "--init"}, {args.batch, "--batch"}, {args.config, "the config"}});
     refuse_replacing_another_kind(output, option, format);
   }
@@ -689,6 +692,7 @@ int batch(const BatchArgs& given, const frontend::ModelDefinition& model) {
                                             "input of eval): give a pretraining config; a fine-tuning run makes its "
                                             "task batches itself (bertc finetune)",
                                             args.config));
+  refuse_console(args.output, "-o", "a batch (a safetensors file)");
   args.output = through_output_link(args.output);  // (a link given to -o: the batch goes where it leads)
   refuse_output_onto_input(args.output, "-o",
                            {{args.config, "the config"},
@@ -779,6 +783,7 @@ std::string executable_description(const std::string& program, const codegen::Co
 
 int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
   train::take_stop_signals();  // (first: before any thread is started, by bertc or a library)
+  support::CheckedStdout checked_stdout;
   // A file size limit (ulimit -f, a batch system's) makes a write past it fail with EFBIG, which
   // every writer reports and cleans up after as it does a full disk, instead of killing the
   // process halfway through a file (SIGXFSZ's default).
@@ -982,47 +987,55 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
                           (!file.empty() && std::filesystem::is_regular_file(file, ec) && codegen::is_bertx(file));
     return less_memory(command, compiled);
   };
-  try {
-    if (!*train_cmd && !*info_cmd) refuse_several_ranks(*app.get_subcommands().front());
-    if (*compile_cmd) return compile(compile_args, compile_flags, model);
-    if (*train_cmd) return train(train_args, train_flags, model, embedded, self);
-    if (*eval_cmd) return eval(eval_args, model);
-    if (*batch_cmd) return batch(batch_args, model);
-    if (*check_cmd) {
-      // A check writes nothing but its report (kernel-cache entries are written whole or not at
-      // all): a signal ends it at once, saying so.
-      const train::StopOnSignal ends_at_once(nullptr, "check ended by a signal before its verdict: nothing was "
-                                                      "half-written (it writes only its report); run the same command "
-                                                      "again");
-      if (const std::optional<codegen::CompiledProgram> p = compiled_program_in(check_config))
-        return run_check(*p, compiled_config(*p, check_config, check_flags, model), check_options, std::cout);
-      frontend::Config config = frontend::load_config(check_config, model.extra_keys);
-      config.compile = resolve_here(check_flags.apply(config.compile));
-      return run_check(model, config, check_options, std::cout);
+  const int status = [&] {
+    try {
+      if (!*train_cmd && !*info_cmd) refuse_several_ranks(*app.get_subcommands().front());
+      if (*compile_cmd) return compile(compile_args, compile_flags, model);
+      if (*train_cmd) return train(train_args, train_flags, model, embedded, self);
+      if (*eval_cmd) return eval(eval_args, model);
+      if (*batch_cmd) return batch(batch_args, model);
+      if (*check_cmd) {
+        // A check writes nothing but its report (kernel-cache entries are written whole or not at
+        // all): a signal ends it at once, saying so.
+        const train::StopOnSignal ends_at_once(nullptr, "check ended by a signal before its verdict: nothing was "
+                                                        "half-written (it writes only its report); run the same command "
+                                                        "again");
+        if (const std::optional<codegen::CompiledProgram> p = compiled_program_in(check_config))
+          return run_check(*p, compiled_config(*p, check_config, check_flags, model), check_options, std::cout);
+        frontend::Config config = frontend::load_config(check_config, model.extra_keys);
+        config.compile = resolve_here(check_flags.apply(config.compile));
+        return run_check(model, config, check_options, std::cout);
+      }
+      if (*estimate_cmd) return estimate(estimate_args, estimate_flags, model, std::cout);
+      if (*prepare_cmd) return prepare_data(prepare_args, model, std::cerr);
+      if (*vocab_cmd) return train_vocab(vocab_args, model, std::cerr);
+      if (*finetune_cmd) return finetune(finetune_args, finetune_flags, model, std::cerr);
+      if (*export_cmd) return export_checkpoint(export_args, std::cerr);
+      return info(info_json_flag, info_file, model);
+    } catch (const ir::OutOfMemory& e) {
+      std::cerr << fmt::format("{}: error: {}: {}\n", program, e.what(), memory_advice());
+      return 1;
+    } catch (const std::bad_alloc&) {
+      std::cerr << fmt::format("{}: error: out of host memory: {}\n", program, memory_advice());
+      return 1;
+    } catch (const support::FileError& e) {  // (a write: its fix by errno)
+      const std::string fix = support::file_error_fix(e.code().value(), e.path(), e.needed());
+      std::cerr << fmt::format("{}: error: {}{}\n", program, e.what(), fix.empty() ? "" : ": " + fix);
+      return 1;
+    } catch (const std::filesystem::filesystem_error& e) {  // (a folder made, a file moved: said without C++'s words)
+      std::cerr << fmt::format("{}: error: {}\n", program, support::describe_file_error(e));
+      return 1;
+    } catch (const std::exception& e) {
+      std::cerr << fmt::format("{}: error: {}\n", program, e.what());
+      return 1;
     }
-    if (*estimate_cmd) return estimate(estimate_args, estimate_flags, model, std::cout);
-    if (*prepare_cmd) return prepare_data(prepare_args, model, std::cerr);
-    if (*vocab_cmd) return train_vocab(vocab_args, model, std::cerr);
-    if (*finetune_cmd) return finetune(finetune_args, finetune_flags, model, std::cerr);
-    if (*export_cmd) return export_checkpoint(export_args, std::cerr);
-    return info(info_json_flag, info_file, model);
-  } catch (const ir::OutOfMemory& e) {
-    std::cerr << fmt::format("{}: error: {}: {}\n", program, e.what(), memory_advice());
-    return 1;
-  } catch (const std::bad_alloc&) {
-    std::cerr << fmt::format("{}: error: out of host memory: {}\n", program, memory_advice());
-    return 1;
-  } catch (const support::FileError& e) {  // (a write: its fix by errno)
-    const std::string fix = support::file_error_fix(e.code().value(), e.path(), e.needed());
-    std::cerr << fmt::format("{}: error: {}{}\n", program, e.what(), fix.empty() ? "" : ": " + fix);
-    return 1;
-  } catch (const std::filesystem::filesystem_error& e) {  // (a folder made, a file moved: said without C++'s words)
-    std::cerr << fmt::format("{}: error: {}\n", program, support::describe_file_error(e));
-    return 1;
-  } catch (const std::exception& e) {
-    std::cerr << fmt::format("{}: error: {}\n", program, e.what());
+  }();
+  // (output to a full disk or a closed pipe fails the command, whatever it printed)
+  if (const std::string lost = checked_stdout.finish(); !lost.empty()) {
+    std::cerr << fmt::format("{}: error: {}\n", program, lost);
     return 1;
   }
+  return status;
 }
 
 }  // namespace bertc::tools

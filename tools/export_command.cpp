@@ -40,6 +40,7 @@ int export_checkpoint(const ExportArgs& args, std::ostream& log) {
   // followed, and the folder made where it leads, as every output is.)
   const std::string output =
       through_output_link(std::filesystem::path(args.output).lexically_normal().string());
+  refuse_console(output, "-o", "an exported folder");
   refuse_dangling_link(output, "-o");
   refuse_checkpoint_name(output, "-o", "an exported folder");
   o.output = output;

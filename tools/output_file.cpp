@@ -41,6 +41,13 @@ void write_output(const std::string& path, const std::string& text) {
   support::write_file_atomically(path, text);
 }
 
+void refuse_console(const std::string& output, const std::string& option, const std::string& what) {
+  if (output == "-")
+    throw std::invalid_argument(fmt::format("{} -: {} does not go to the console ('-' is the console only for text "
+                                            "outputs): name a file (./- for a file named '-')",
+                                            option, what));
+}
+
 void refuse_output_onto_input(const std::string& output, const std::string& option,
                               std::initializer_list<std::pair<std::string, std::string>> inputs) {
   if (output.empty() || output == "-") return;

@@ -11,6 +11,11 @@ namespace bertc::tools {
 // path "" or "-" means stdout. Throws std::runtime_error naming the file on failure.
 void write_output(const std::string& path, const std::string& text);
 
+// Throws std::invalid_argument when `output` is "-", which means the console for text outputs
+// (write_output) and which `what` (a .bertx, a batch: binary, or a folder) cannot go to: it would
+// be written as a file named "-".
+void refuse_console(const std::string& output, const std::string& option, const std::string& what);
+
 // Throws std::invalid_argument when `output` is one of `inputs` (the same file, through any path or
 // link) or inside one that is a folder: writing it would destroy what the command reads. Each
 // input is (path, what it is: "--init", "the config", ...); empty paths are skipped.

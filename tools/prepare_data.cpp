@@ -55,6 +55,7 @@ int prepare_data(const PrepareDataArgs& a, const frontend::ModelDefinition& mode
   const frontend::TrainConfig& t = config.train;
   data::PrepareOptions o;
   std::error_code ec;
+  refuse_console(a.output, "-o", "a folder of shards");
   refuse_dangling_link(a.output, "-o");
   const bool made_folder = !std::filesystem::exists(a.output, ec);
   o.input = a.input.empty() ? config.resolve(t.data) : std::filesystem::path(a.input);

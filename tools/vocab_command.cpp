@@ -79,6 +79,7 @@ int train_vocab(const VocabArgs& given, const frontend::ModelDefinition& model, 
   VocabArgs a = given;
   a.output = through_output_link(a.output);  // (a link given to -o: the new file goes where it leads)
   const frontend::Config config = frontend::load_config(a.config, model.extra_keys);
+  refuse_console(a.output, "-o", "a vocabulary (a new file)");
   refuse_dangling_link(a.output, "-o");
   refuse_checkpoint_name(a.output, "-o", "a vocabulary");
   if (std::filesystem::exists(a.output))
