@@ -141,7 +141,7 @@ class ExampleMaker {
 
   // Each word's pieces, its tag on the first piece; cut to max_len with [CLS] and [SEP].
   void set_words(TaskExample& e, const std::vector<std::string>& words, const std::vector<int32_t>& tags,
-                 int64_t& truncated) const {
+                 TaskData& data) const {
     e.ids = {static_cast<int32_t>(vocab_.cls())};
     e.tags = {0};
     e.tag_weights = {0};
@@ -154,8 +154,10 @@ class ExampleMaker {
         fail(e.line, fmt::format("word {} ({}) makes no token (empty, spaces, or characters the tokenizer drops), "
                                  "so its tag would be left out: remove the word and its tag, or correct the word",
                                  w + 1, json(words[w]).dump()));
+      ++data.words;
       for (size_t p = 0; p < pieces.size(); ++p) {
         if (e.ids.size() >= room) {
+          data.words_cut += p == 0;  // (its tag went with its first piece: never scored)
           cut = true;
           break;
         }
@@ -164,7 +166,7 @@ class ExampleMaker {
         e.tag_weights.push_back(p == 0 ? 1.0f : 0.0f);
       }
     }
-    truncated += cut;
+    data.truncated += cut;
     if (std::find(e.tag_weights.begin(), e.tag_weights.end(), 1.0f) == e.tag_weights.end())
       fail(e.line, "no word of the line makes a token (an empty word list?): it would count for nothing");
     e.ids.push_back(static_cast<int32_t>(vocab_.sep()));
@@ -319,7 +321,7 @@ TaskData read_jsonl(const std::filesystem::path& path, const TaskFormat& f, cons
         w.push_back(words[i].get<std::string>());
         t.push_back(class_member(tags[i], number, maker));
       }
-      maker.set_words(e, w, t, data.truncated);
+      maker.set_words(e, w, t, data);
     } else {
       const std::string a = text_member(object, f.text_a, "text_a", number, maker);
       const std::optional<std::string> b =

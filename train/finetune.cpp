@@ -363,9 +363,22 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
     ++per_bucket[data::bucket_of(static_cast<int64_t>(e.ids.size()), lengths)];
   std::vector<std::string> shares;
   for (size_t b = 0; b < lengths.size(); ++b) shares.push_back(fmt::format("{} at {}", per_bucket[b], lengths[b]));
-  log << fmt::format("data: {}: {} examples ({}; {} cut to {} tokens){}\n", o.train_data.string(),
-                     train_data.examples.size(), fmt::join(shares, ", "), train_data.truncated, lengths.back(),
-                     dev ? fmt::format("; dev {}: {} examples", o.dev_data->string(), dev->examples.size()) : "");
+  // (what was cut, train and dev alike: a dev word cut off is never scored, a train word never learnt)
+  const auto cuts = [&](const data::TaskData& d) {
+    return fmt::format("{} cut to {} tokens{}", d.truncated, lengths.back(),
+                       d.words_cut ? fmt::format(", {} of their {} words' tags with them", d.words_cut, d.words) : "");
+  };
+  log << fmt::format("data: {}: {} examples ({}; {}){}\n", o.train_data.string(), train_data.examples.size(),
+                     fmt::join(shares, ", "), cuts(train_data),
+                     dev ? fmt::format("; dev {}: {} examples ({})", o.dev_data->string(), dev->examples.size(), cuts(*dev))
+                         : "");
+  for (const data::TaskData* d : std::initializer_list<const data::TaskData*>{&train_data, dev ? &*dev : nullptr})
+    if (d && d->words_cut)
+      log << fmt::format("warning: {}: {} of its {} words ({:.0f}%) lie past {} tokens and are cut off with their "
+                         "tags: {}; raise [train] seq_len (or the last of seq_len_buckets) to keep them\n",
+                         d->path.string(), d->words_cut, d->words,
+                         100.0 * static_cast<double>(d->words_cut) / static_cast<double>(d->words), lengths.back(),
+                         d == &train_data ? "never trained on" : "the dev metrics leave them out");
 
   // The schedule: the run's steps follow from the epochs.
   frontend::TrainConfig& t = c.train;
