@@ -113,6 +113,12 @@ void check_same_run(std::map<std::string, std::string> saved, const std::map<std
                                    "differ): resume with --precision {} (or [compile] precision = \"{}\"), or start a "
                                    "fresh run from its weights in another --checkpoint-dir (--init {})",
                                    checkpoint.string(), it->second, value, it->second, it->second, checkpoint.string()));
+    if (key == "dropout")
+      throw TrainError(fmt::format("{}: trained with dropout {}, and this run's is {} (--dropout, [compile] dropout): "
+                                   "resume with --dropout {}, or start a fresh run from its weights in another "
+                                   "--checkpoint-dir (--init {})",
+                                   checkpoint.string(), it->second, value, it->second == "on" ? "true" : "false",
+                                   checkpoint.string()));
     throw TrainError(fmt::format("{}: trained with {} = {}, but this run has {}: resume with the same settings, or "
                                  "start a fresh run in another --checkpoint-dir",
                                  checkpoint.string(), key, it->second, value));
@@ -133,7 +139,9 @@ std::map<std::string, std::string> run_metadata(const frontend::ModelDefinition&
           {"max_predictions_per_seq", std::to_string(t.max_predictions_per_seq)},
           {"global_batch", std::to_string(ranks * t.batch_size * t.gradient_accumulation_steps)},
           // (its optimizer state differs: fp16 keeps a loss scale, the others none)
-          {"precision", std::string(ir::enum_name(c.compile.precision))}};
+          {"precision", std::string(ir::enum_name(c.compile.precision))},
+          // (a [compile] switch, unlike the rest of [compile], that changes what a step computes)
+          {"dropout", c.compile.dropout ? "on" : "off"}};
 }
 
 std::map<std::string, std::string> export_metadata(const frontend::Config& config, const data::Vocab& vocab) {

@@ -72,9 +72,10 @@ std::string compile_summary(const passes::CompileOptions& c, const passes::Train
   for (const ir::Graph* g : {&p.step, &p.optimizer})
     for (const ir::Op& op : g->ops()) launches += ir::launches_kernel(op.kind);
   return fmt::format("compile: precision {}, recompute {}, {} kernels per micro-batch and optimizer step (fusion {}, "
-                     "fused attention {}), planned activations {:.1f} MiB",
+                     "fused attention {}{}), planned activations {:.1f} MiB",
                      ir::enum_name(c.precision), p.recompute.policy, launches, c.fusion ? "on" : "off",
                      c.fused_attention ? "on" : "off",
+                     c.dropout ? "" : "; dropout off: no dropout ops, whatever [model] sets, as in evaluation",
                      static_cast<double>(passes::plan_memory(p.step).arena_bytes) / (1 << 20));
 }
 
