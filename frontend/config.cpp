@@ -282,14 +282,19 @@ std::optional<RelationIssue> check_finetune(const FinetuneConfig& f, const Train
   return std::nullopt;
 }
 
-std::optional<RelationIssue> check_relations(const Config& c) {
+// `model_from`: where [model] came from when not the config's text (a Hugging Face folder's
+// config.json), named in the messages and fixes for its keys; "" for the config's own [model].
+std::optional<RelationIssue> check_relations(const Config& c, const std::string& model_from = "") {
   const ModelConfig& m = c.model;
   const TrainConfig& t = c.train;
+  const bool folder = !model_from.empty();
+  // (a folder's model is not the user's to change key by key: its fix is the folder)
+  const std::string folder_fix = "correct the folder's config.json, or start from another folder";
   if (m.hidden_size % m.num_attention_heads != 0)
     return RelationIssue{"model", "num_attention_heads",
-                         fmt::format("[model] hidden_size = {} is not divisible by num_attention_heads = {}: pick a "
-                                     "head count that divides it (BERT uses hidden_size / 64)",
-                                     m.hidden_size, m.num_attention_heads)};
+                         fmt::format("{}hidden_size = {} is not divisible by num_attention_heads = {}: {}",
+                                     folder ? "" : "[model] ", m.hidden_size, m.num_attention_heads,
+                                     folder ? folder_fix : "pick a head count that divides it (BERT uses hidden_size / 64)")};
   // (each pass makes every document's examples anew and keeps them: a million passes of a small
   // text was hours of making examples, deaf to signals, and prepare-data blamed the documents)
   if (t.dupe_factor > 1000)
@@ -300,24 +305,31 @@ std::optional<RelationIssue> check_relations(const Config& c) {
                                      t.dupe_factor)};
   if (m.pad_token_id >= m.vocab_size)
     return RelationIssue{"model", "pad_token_id",
-                         fmt::format("[model] pad_token_id = {} is not below vocab_size = {}", m.pad_token_id,
-                                     m.vocab_size)};
+                         fmt::format("{}pad_token_id = {} is not below vocab_size = {}{}", folder ? "" : "[model] ",
+                                     m.pad_token_id, m.vocab_size, folder ? ": " + folder_fix : "")};
   if (c.compile.recompute == passes::RecomputePolicy::Auto && c.compile.memory_budget == 0)
     return RelationIssue{"compile", "recompute",
                          "[compile] recompute = \"auto\" needs memory_budget (bytes of activations to fit in)"};
   if (t.seq_len > m.max_position_embeddings)
     return RelationIssue{"train", "seq_len",
-                         fmt::format("[train] seq_len = {} exceeds [model] max_position_embeddings = {}", t.seq_len,
-                                     m.max_position_embeddings)};
+                         fmt::format("[train] seq_len = {} exceeds {} = {}{}", t.seq_len,
+                                     folder ? "max_position_embeddings" : "[model] max_position_embeddings",
+                                     m.max_position_embeddings,
+                                     folder ? fmt::format(" of {}: lower [train] seq_len to {} or fewer", model_from,
+                                                          m.max_position_embeddings)
+                                            : "")};
   if (c.finetune_section)
     if (auto issue = check_finetune(c.finetune, t)) return issue;
   // (pretraining's examples are sentence pairs, segments 0 and 1, as next-sentence prediction
   // needs: one token type failed at step 1, naming bertc's own examples as the data to fix)
   if (!c.finetune_section && m.type_vocab_size < 2)
     return RelationIssue{"model", "type_vocab_size",
-                         fmt::format("[model] type_vocab_size = {}, and pretraining's examples are sentence pairs "
-                                     "(token types 0 and 1, for next-sentence prediction): set 2, as BERT has",
-                                     m.type_vocab_size)};
+                         fmt::format("{}type_vocab_size = {}, and pretraining's examples are sentence pairs (token "
+                                     "types 0 and 1, for next-sentence prediction): {}",
+                                     folder ? "" : "[model] ", m.type_vocab_size,
+                                     folder ? "the folder's model cannot be pretrained: fine-tune it (bertc finetune), "
+                                              "or start from another folder"
+                                            : "set 2, as BERT has")};
   if (!c.finetune_section && t.max_predictions_per_seq > t.seq_len)  // (no masked predictions in fine-tuning)
     return RelationIssue{"train", "max_predictions_per_seq",
                          fmt::format("[train] max_predictions_per_seq = {} exceeds seq_len = {}",
@@ -406,8 +418,10 @@ void refuse_binary(std::string_view text, const std::string& source) {
 
 }  // namespace
 
-void validate(const Config& c) {
-  if (auto issue = check_relations(c)) throw ConfigError(fmt::format("{}: {}", c.source, issue->message));
+void validate(const Config& c, const std::string& model_from) {
+  if (auto issue = check_relations(c, model_from))
+    throw ConfigError(fmt::format("{}: {}", issue->section == "model" && !model_from.empty() ? model_from : c.source,
+                                  issue->message));
 }
 
 Config parse_config(std::string_view toml_text, const std::string& source, std::span<const ExtraKey> extra_keys,

@@ -128,7 +128,9 @@ Config parse_config(std::string_view toml_text, const std::string& source,
                     std::span<const ExtraKey> extra_keys = {}, bool check_without_model = true);
 
 // Checks relations between keys (hidden divisible by heads, sequence within positions, ...).
-void validate(const Config& config);
+// `model_from`: where config.model came from when not the config's text (a Hugging Face folder's
+// config.json), which a problem of the model's own keys then names, with a fix for the folder.
+void validate(const Config& config, const std::string& model_from = "");
 
 template <typename T>
 T Config::extra_value(const std::string& key) const {

@@ -169,7 +169,7 @@ void use_hf_model(Config& config, const std::filesystem::path& folder) {
   config.model = merged;
   config.model_section = true;
   use_hf_tokenizer(config, folder);
-  validate(config);
+  validate(config, (folder / "config.json").string());
 }
 
 void take_model_from(Config& config, const std::filesystem::path& init, const std::string& model_program) {
