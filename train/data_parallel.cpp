@@ -389,7 +389,9 @@ dist::ExchangeResult DataParallel::end_exchange(int64_t step, bool loss_scaling,
         step, result_.compressed ? " after compression" : "",
         exchange_->options().compression == dist::Compression::Fp16
             ? "use gradient_compression = \"bf16\" (fp32's range) or \"none\""
-            : "lower [train] learning_rate or raise warmup_steps"));
+            : step == 1 ? "at step 1 no update has been made: the starting weights give it (see [model] "
+                          "initializer_range, or the weights of --init)"
+                        : "lower [train] learning_rate or raise warmup_steps"));
   return result_;
 }
 

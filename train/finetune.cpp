@@ -436,9 +436,16 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
       env[std::string(names::kDropoutSeed)] = std::move(seed);
       const auto [out, optimized] = run_together(*bucket.step, *r.optimizer, env);
       const double loss = out.outputs.at(0).real.at(0);
-      if (!std::isfinite(loss))
-        throw TrainError(fmt::format("the loss is {} at step {} (epoch {}): lower [train] learning_rate", loss, step,
-                                     epoch));
+      if (!std::isfinite(loss))  // (at step 1, before any update: the starting weights, not the learning rate)
+        throw TrainError(fmt::format(
+            "the loss is {} at step {} (epoch {}): {}", loss, step, epoch,
+            step > 1 ? "lower [train] learning_rate"
+            : o.init ? fmt::format("before any update, from the weights of {}: they hold values too large or not "
+                                   "finite, or are not this model's; start from other weights",
+                                   o.init->string())
+                     : fmt::format("before any update, from freshly drawn weights: [model] initializer_range = {:g} "
+                                   "makes them too large (BERT's is 0.02); lower it",
+                                   c.model.initializer_range)));
       const double grad_norm = optimized.fetched.at(std::string(names::kGradNorm)).real.at(0);
       summary.losses.push_back(loss);
       result.train_loss += loss;

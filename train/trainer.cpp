@@ -219,6 +219,18 @@ std::string start_again(const TrainOptions& o) {
                      kept.empty() ? "" : fmt::format("; kept: {}", fmt::join(kept, ", ")));
 }
 
+// A loss not finite at step 1 was computed before any update: neither the learning rate nor
+// warmup made it, and there is no earlier checkpoint; the starting weights did.
+std::string starting_weights_advice(const TrainOptions& o) {
+  if (o.init)
+    return fmt::format(", before any update, from the weights of --init {}: they hold values too large or not finite "
+                       "(check them), or are not this model's; start from other weights, or fresh",
+                       o.init->string());
+  return fmt::format(", before any update, from freshly drawn weights: [model] initializer_range = {:g} makes them "
+                     "too large (BERT's is 0.02); lower it and train again",
+                     o.config.model.initializer_range);
+}
+
 // What every rank must agree on once compiled and reading data (the settings were compared at
 // start-up): the graphs and the data (machines may mount the corpus elsewhere; its examples are
 // counted instead).
@@ -386,8 +398,8 @@ StepStats train_step(int64_t s, const TrainOptions& o, Runners& r, BatchLoader& 
   dp.reduce(stats);
   // (With one micro-batch the optimizer step has run already; the state it left is never saved.)
   if (!std::isfinite(stats.loss))
-    throw Diverged(fmt::format("the loss is {} at step {}: lower [train] learning_rate or raise warmup_steps",
-                               stats.loss, s));
+    throw Diverged(fmt::format("the loss is {} at step {}{}", stats.loss, s,
+                               s == 1 ? starting_weights_advice(o) : ": lower [train] learning_rate or raise warmup_steps"));
   if (!optimized) {
     dp.before_optimizer(*r.optimizer, env, s);
     optimized = r.optimizer->run(env);
@@ -581,7 +593,8 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
       try {
         return train_step(s, o, runners, loader, env, dp, sample);
       } catch (const Diverged& e) {
-        throw TrainError(fmt::format("{}{}", e.what(), start_again(o)));
+        // (at step 1 the advice is whole: there is nothing to start again from)
+        throw TrainError(s == 1 ? std::string(e.what()) : fmt::format("{}{}", e.what(), start_again(o)));
       } catch (const data::DataError& e) {  // (a shard from elsewhere, checked as it is read)
         throw TrainError(fmt::format("{} (at step {}): {}", e.what(), s, data_failed_advice(o)));
       }
