@@ -101,7 +101,10 @@ class ExampleMaker {
     const std::string text = first == std::string::npos ? cell : cell.substr(first, last - first + 1);
     double v = 0;
     const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-    if (ec == std::errc::result_out_of_range) return target(line, text, HUGE_VAL);
+    // (out of a double's range either way: past it, too large; below its smallest, 0 — as a JSON
+    // reader takes 1e-400 — not "too large")
+    if (ec == std::errc::result_out_of_range)
+      return target(line, text, std::abs(std::strtod(text.c_str(), nullptr)) < 1 ? 0.0 : HUGE_VAL);
     if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(v))
       fail(line, fmt::format("regression target '{}' is not a finite number", text));
     return target(line, text, v);
@@ -304,6 +307,10 @@ TaskData read_jsonl(const std::filesystem::path& path, const TaskFormat& f, cons
       object = json::parse(line, note_keys);
     } catch (const json::parse_error& e) {
       maker.fail(number, fmt::format("not a JSON object: {}", e.what()));
+    } catch (const json::out_of_range& e) {  // (a number past a double's range, in any key: 1e999)
+      maker.fail(number, fmt::format("{}: a number beyond a double's range (about 1.8e308), which no key can hold: "
+                                     "correct it (or remove the key, if bertc does not read it)",
+                                     e.what()));
     }
     if (!twice.empty()) maker.fail(number, fmt::format("the key '{}' is there twice: keep one", twice));
     if (!object.is_object()) maker.fail(number, fmt::format("a line must be a JSON object, found {}", object.type_name()));

@@ -184,6 +184,15 @@ TEST_F(TaskFiles, TextAsEditorsSaveItAndSurprisesRefused) {
               std::string::npos)
         << target;
   EXPECT_EQ(read(write("fine.tsv", "sentence\tlabel\ncat\t1e15\n"), f).examples.at(0).target, 1e15f);
+  // Past a double's range: too large; below its smallest, 0 in both formats (TSV called it too large).
+  EXPECT_NE(error(write("huge.tsv", "sentence\tlabel\ncat\t1e999\n"), f).find("huge.tsv:2: regression target 1e999 is too large"),
+            std::string::npos);
+  EXPECT_EQ(read(write("tiny.tsv", "sentence\tlabel\ncat\t1e-400\n"), f).examples.at(0).target, 0.0f);
+  EXPECT_EQ(read(write("tiny.jsonl", "{\"sentence\": \"cat\", \"label\": 1e-400}\n"), f).examples.at(0).target, 0.0f);
+  // A number no double holds, in a key bertc does not even read: named with its file and line.
+  EXPECT_NE(error(write("overflow.jsonl", "{\"sentence\": \"cat\", \"label\": 1}\n{\"sentence\": \"cat\", \"label\": 1, \"x\": 1e999}\n"), f)
+                .find("overflow.jsonl:2: [json.exception.out_of_range.406] number overflow parsing '1e999': a number beyond"),
+            std::string::npos);
   EXPECT_NE(error(write("huge.jsonl", "{\"sentence\": \"cat\", \"label\": 1e39}\n"), f).find("is too large for training"),
             std::string::npos);
   // A key twice in one object (a parser keeps one of them): which label is meant is not guessed.
