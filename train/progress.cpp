@@ -313,6 +313,13 @@ std::filesystem::path check_metrics_path(const std::filesystem::path& metrics) {
                                    "would read the metrics as a document: name a .jsonl file with --metrics",
                                    metrics.string(), text->filename().string()));
   if (absent || status.type() != std::filesystem::file_type::regular) return path;
+  // A file its owner made read-only is not to be continued, nor replaced by a writable one (a
+  // resume's rewrite made it 0644, silently; a root run is let through any mode).
+  if ((status.permissions() & std::filesystem::perms::owner_write) == std::filesystem::perms::none)
+    throw TrainError(fmt::format("{}: read-only (mode {:04o}): a run appends its metrics there; make it writable "
+                                 "(chmod u+w {}) for this run to continue it, or name another file with --metrics",
+                                 metrics.string(), static_cast<unsigned>(status.permissions()) & 07777,
+                                 path.string()));
   const Survey held = survey(path);
   if (held.bytes > 0 && held.lines == 0 && !held.metrics_like)
     throw TrainError(fmt::format("{}: holds {} bytes and not one metrics line: it is not a metrics file, and a run "

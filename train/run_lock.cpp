@@ -113,6 +113,23 @@ RunFolderLock::RunFolderLock(const std::filesystem::path& folder, std::ostream& 
                        "over\n",
                        folder.string(), stale.substr(0, stale.find('\n')));
   }
+  // Checkpoints are new files in the folder: a folder whose existing lock and metrics are writable
+  // may still refuse new files (chmod 555, a read-only bind mount), found at the first checkpoint
+  // after every step since was trained. Tried now, with a name the sweep of temporaries knows.
+  const std::filesystem::path probe = folder / fmt::format(".bertc-write-probe.tmp.{}", ::getpid());
+  if (const int fd = ::open(probe.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600); fd < 0) {
+    const int why = errno;
+    ::close(fd_);
+    fd_ = -1;
+    // (the probe's path: the fix names the folder it is in, the run folder)
+    throw support::FileError(why, probe,
+                             fmt::format("{}: no file can be made in this run folder, and its checkpoints are new "
+                                         "files there",
+                                         folder.string()));
+  } else {
+    ::close(fd);
+    ::unlink(probe.c_str());
+  }
   const std::string me = fmt::format("{} on {}\n", ::getpid(), host_name());
   if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, me.data(), me.size(), 0) != static_cast<ssize_t>(me.size()))
     throw TrainError(fmt::format("{}: cannot be written ({}): is the disk full?", path.string(), std::strerror(errno)));
