@@ -581,6 +581,26 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
     summary.first_step = start + 1, summary.last_step = start;
     return summary;
   }
+  // The checkpoint of step `step` (the training state as it stands after it), written by rank 0
+  // with every rank taking part; `say`: noted on the console.
+  const auto write_checkpoint = [&](int64_t step, int stop, bool say) {
+    runners.optimizer->download_state(env);
+    dp.check_same_parameters(env, manifest_of(program), step);
+    const support::Environment exchange = dp.exchange_state();
+    if (!dp.leader()) return;
+    std::map<std::string, std::string> metadata = run_metadata(model, o.config, dp.ranks());
+    metadata["world_size"] = std::to_string(dp.ranks());
+    metadata["gradient_accumulation_steps"] = std::to_string(K);
+    metadata["schedule_steps"] = std::to_string(t.steps);  // (the total the learning rate was planned over)
+    metadata[kRunIdKey] = run_id;
+    if (stop == kStopForMetrics && progress) metadata[kMetricsUnwrittenKey] = progress->unwritten_line();
+    metadata.merge(data_metadata(stream));
+    metadata.merge(settings_metadata(o.config));
+    metadata.merge(export_metadata(o.config, vocab));
+    save_checkpoint(o.checkpoint_dir, step, manifest_of(program), env, std::move(metadata), t.keep_checkpoints,
+                    exchange);
+    if (say) progress->note(fmt::format("checkpoint: {}", checkpoint_path(o.checkpoint_dir, step).string()));
+  };
   for (int64_t s = start + 1; s <= last; ++s) {
     const auto began = Clock::now();
     // On a GPU the MLM logits (batch x predictions x vocabulary) come back only on the steps that
@@ -596,6 +616,11 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
         // (at step 1 the advice is whole: there is nothing to start again from)
         throw TrainError(s == 1 ? std::string(e.what()) : fmt::format("{}{}", e.what(), start_again(o)));
       } catch (const data::DataError& e) {  // (a shard from elsewhere, checked as it is read)
+        // The data failed before step s updated anything: the state after step s - 1 is whole, and
+        // kept (its steps were lost). One rank only: several would have to agree first.
+        const auto kept = list_checkpoints(o.checkpoint_dir);
+        if (comm.size() == 1 && s - 1 > start && (kept.empty() || kept.back().step != s - 1))
+          write_checkpoint(s - 1, 0, true);
         throw TrainError(fmt::format("{} (at step {}): {}", e.what(), s, data_failed_advice(o)));
       }
     }();
@@ -612,26 +637,7 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
       for (uint64_t v : comm.all_gather(static_cast<uint64_t>(stop), fmt::format("the agreement on stopping after step {}", s)))
         stop = std::max(stop, static_cast<int>(v));
     const bool checkpoint = (t.checkpoint_every > 0 && s % t.checkpoint_every == 0) || s == last || stop;
-    if (checkpoint) {
-      runners.optimizer->download_state(env);
-      dp.check_same_parameters(env, manifest_of(program), s);
-      const support::Environment exchange = dp.exchange_state();
-      if (dp.leader()) {
-        std::map<std::string, std::string> metadata = run_metadata(model, o.config, dp.ranks());
-        metadata["world_size"] = std::to_string(dp.ranks());
-        metadata["gradient_accumulation_steps"] = std::to_string(K);
-        metadata["schedule_steps"] = std::to_string(t.steps);  // (the total the learning rate was planned over)
-        metadata[kRunIdKey] = run_id;
-        if (stop == kStopForMetrics && progress) metadata[kMetricsUnwrittenKey] = progress->unwritten_line();
-        metadata.merge(data_metadata(stream));
-        metadata.merge(settings_metadata(o.config));
-        metadata.merge(export_metadata(o.config, vocab));
-        save_checkpoint(o.checkpoint_dir, s, manifest_of(program), env, std::move(metadata), t.keep_checkpoints,
-                        exchange);
-        if (s == last || stop || !o.live_progress)
-          progress->note(fmt::format("checkpoint: {}", checkpoint_path(o.checkpoint_dir, s).string()));
-      }
-    }
+    if (checkpoint) write_checkpoint(s, stop, s == last || stop || !o.live_progress);
     // A signal that came while the checkpoint was written: that checkpoint is the stop's (one rank:
     // ranks agree on stopping only after a step).
     if (!stop && checkpoint && comm.size() == 1) stop = stop_requested();
