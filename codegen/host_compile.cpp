@@ -159,6 +159,18 @@ void build_library(const std::string& source, const std::filesystem::path& folde
                                          end.failure.empty() ? fmt::format("exit {}", end.status) : end.failure,
                                          read_text(log)));
   }
+  // (a "compiler" that ends well without writing -o — /bin/true — is no compiler: said as such,
+  // not as the permissions of a file that is not there)
+  std::error_code made;
+  if (!std::filesystem::is_regular_file(partial, made) || std::filesystem::file_size(partial, made) == 0) {
+    std::filesystem::remove(partial, made);
+    throw KernelCompileError(fmt::format("the host compiler '{}'{} exited 0 but wrote no library (-o {}): it is not a "
+                                         "working C++ compiler: {}",
+                                         compiler, std::getenv("BERTC_HOST_CXX") ? " (BERTC_HOST_CXX)" : "",
+                                         partial.string(),
+                                         std::getenv("BERTC_HOST_CXX") ? "set BERTC_HOST_CXX to one (g++), or unset it"
+                                                                       : "install one (apt-get install g++)"));
+  }
   // Not writable by the group or others whatever the umask (002 leaves the compiler's output
   // group-writable): the cache would not trust it (kernel_cache.h).
   std::filesystem::permissions(partial, std::filesystem::perms::owner_all | std::filesystem::perms::group_read |
@@ -196,7 +208,13 @@ HostKernelLibrary compile_for_host(const std::string& source, const std::filesys
                                              "kernel library ({}): free some disk or set XDG_CACHE_HOME",
                                              folder.string(), e.what()));
       folder = private_folder;
-      build_library(source, folder, stem, compiler);
+      try {
+        build_library(source, folder, stem, compiler);
+      } catch (...) {  // (the private folder is this process's alone: nothing of it stays)
+        std::error_code ec;
+        std::filesystem::remove_all(folder, ec);
+        throw;
+      }
     }
   }
   const std::filesystem::path library = folder / (stem + ".so");
@@ -207,7 +225,20 @@ HostKernelLibrary compile_for_host(const std::string& source, const std::filesys
     std::error_code ec;
     std::filesystem::remove_all(folder, ec);
   }
-  if (!lib.loaded()) throw KernelCompileError(fmt::format("cannot load {}: {}", library.string(), error));
+  if (!lib.loaded()) {
+    // (a library the compiler made that does not load would fail every later run the same way
+    // from the cache: removed, so that a working compiler builds it anew)
+    if (folder == cache / "host") {
+      remove_cache_entry(library);
+      remove_cache_entry(folder / (stem + ".so.xxh3"));
+    }
+    throw KernelCompileError(fmt::format("cannot load {}, which the host compiler '{}'{} made: {}: it is not a working "
+                                         "C++ compiler for this machine (removed from the cache): {}",
+                                         library.string(), compiler,
+                                         std::getenv("BERTC_HOST_CXX") ? " (BERTC_HOST_CXX)" : "", error,
+                                         std::getenv("BERTC_HOST_CXX") ? "set BERTC_HOST_CXX to one (g++), or unset it"
+                                                                       : "install one (apt-get install g++)"));
+  }
   HostKernelLibrary loaded(std::move(lib), library);
   loaded.install(api);
   return loaded;
