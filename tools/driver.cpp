@@ -541,6 +541,7 @@ int train_rank(const TrainArgs& args, const CompileFlags& flags, const frontend:
   refuse_output_onto_input(o.config.compile.dump_ir, "--dump-ir", {{o.data.string(), "the training data"}});
   refuse_output_among_text(o.config.compile.dump_ir, "--dump-ir", "stages.txt");
   refuse_checkpoint_name(o.config.compile.dump_ir, "--dump-ir", "a folder of IR");
+  refuse_run_folder_in_init(o.checkpoint_dir, args.init);
   o.metrics = args.metrics.empty() ? o.checkpoint_dir / "metrics.jsonl" : std::filesystem::path(args.metrics);
   refuse_metrics_in_another_run_folder(o.metrics, o.checkpoint_dir);
   refuse_output_onto_input(o.metrics.string(), "--metrics",

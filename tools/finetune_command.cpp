@@ -82,6 +82,7 @@ int finetune(const FinetuneArgs& args, const CompileFlags& flags, const frontend
   o.checkpoint_dir = args.checkpoint_dir.empty() ? std::filesystem::path("checkpoints") / c.name
                                                  : std::filesystem::path(args.checkpoint_dir);
   refuse_dangling_link(o.checkpoint_dir.string(), "--checkpoint-dir");
+  refuse_run_folder_in_init(o.checkpoint_dir, o.init ? o.init->string() : "");
   o.metrics = args.metrics.empty() ? o.checkpoint_dir / "metrics.jsonl" : std::filesystem::path(args.metrics);
   refuse_metrics_in_another_run_folder(o.metrics, o.checkpoint_dir);
   refuse_output_onto_input(o.metrics.string(), "--metrics",

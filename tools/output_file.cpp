@@ -48,6 +48,19 @@ void refuse_console(const std::string& output, const std::string& option, const 
                                             option, what));
 }
 
+void refuse_run_folder_in_init(const std::filesystem::path& run_folder, const std::string& init) {
+  std::error_code ec;
+  if (init.empty() || !std::filesystem::is_directory(init, ec)) return;
+  const std::filesystem::path folder = support::resolved_path(init), run = support::resolved_path(run_folder);
+  if (folder.empty() || run.empty() ||
+      std::mismatch(folder.begin(), folder.end(), run.begin(), run.end()).first != folder.end())
+    return;
+  throw std::invalid_argument(fmt::format("--checkpoint-dir {}: {} --init {}, the model folder the run starts from: "
+                                          "its checkpoints and metrics would go among the model's files; choose "
+                                          "another --checkpoint-dir",
+                                          run_folder.string(), run == folder ? "is" : "is inside", init));
+}
+
 void refuse_output_onto_input(const std::string& output, const std::string& option,
                               std::initializer_list<std::pair<std::string, std::string>> inputs) {
   if (output.empty() || output == "-") return;

@@ -42,6 +42,11 @@ void refuse_replacing_other_than_compile_output(const std::string& output, Compi
 // what it writes would be read as text by a run on that folder.
 void refuse_output_among_text(const std::string& folder, const std::string& option, const std::string& own);
 
+// Throws std::invalid_argument when the run folder `run_folder` is the folder `init` (a Hugging
+// Face folder the run starts from) or inside it: the run's checkpoints and metrics would go among
+// the model's files (it was --metrics that was blamed, an option not given). "" passes.
+void refuse_run_folder_in_init(const std::filesystem::path& run_folder, const std::string& init);
+
 // Throws std::invalid_argument when `metrics` goes into another run's folder (one a bertc run has
 // locked: its .bertc-lock) than `run_folder`: that run's own metrics.jsonl there would be set aside
 // and its history split between files.
