@@ -278,6 +278,25 @@ void check_batch_ranges(const support::Environment& inputs, const frontend::Conf
                                           what, r.input, static_cast<int64_t>(i) / row, v[i], r.key));
     }
   }
+  // The mask and the prediction weights are no indices, but their values have meanings too: a mask
+  // is 1 or 0 (any other value read as padding, silently), a weight 0 or more and finite (NaN made
+  // the loss NaN). A hand-made eval batch may hold anything.
+  auto example_of = [](const support::HostTensor& t, size_t i) {
+    return static_cast<int64_t>(i) / (t.type.shape.size() < 2 ? 1 : t.type.shape[1]);
+  };
+  if (const auto mask = inputs.find("attention_mask"); mask != inputs.end())
+    for (size_t i = 0; i < mask->second.integer.size(); ++i)
+      if (const int64_t m = mask->second.integer[i]; m != 0 && m != 1)
+        throw data::DataError(fmt::format("{}: attention_mask of example {} holds {}, and a mask is 1 (a token) or 0 "
+                                          "(padding): fix the data",
+                                          what, example_of(mask->second, i), m));
+  if (const auto weights = inputs.find("masked_lm_weights"); weights != inputs.end())
+    for (size_t i = 0; i < weights->second.real.size(); ++i)
+      if (const double w = weights->second.real[i]; !std::isfinite(w) || w < 0)
+        throw data::DataError(fmt::format("{}: masked_lm_weights of example {} holds {}, and a weight is 0 (a "
+                                          "prediction left out) or more, and finite (1 for a masked token): fix the "
+                                          "data",
+                                          what, example_of(weights->second, i), w));
 }
 
 void check_indices_are_checked(const ir::Graph& program, const frontend::Config& config) {

@@ -41,7 +41,8 @@ void bind_batch(const data::Batch& batch, support::Environment& env);
 
 // Checks every index input of `inputs` (input_ids, token_type_ids, masked_lm_positions,
 // masked_lm_ids, next_sentence_labels) against the config's ranges, the same for every device,
-// before any runs it; throws data::DataError naming `what` (the batch), the row, and the config key.
+// before any runs it, and attention_mask (0 or 1) and masked_lm_weights (finite, 0 or more); throws
+// data::DataError naming `what` (the batch), the row, and the config key.
 void check_batch_ranges(const support::Environment& inputs, const frontend::Config& config, const std::string& what);
 
 // The proof that check_batch_ranges is enough: every index a program's kernels read a table,
