@@ -86,6 +86,15 @@ Launch detect_launch() {
 
 std::unique_ptr<Communicator> open_world(double timeout_seconds) {
   const Launch l = detect_launch();
+  // (a world of no ranks, or a rank number with no world: a launcher's mistake, not one process)
+  if (const auto size = env_int("WORLD_SIZE"); !l.mpi && size && *size < 1)
+    throw RankError(fmt::format("WORLD_SIZE={}: a world has 1 rank or more: set it to the number of ranks, or unset "
+                                "it to train as one process",
+                                *size));
+  if (const auto rank = env_int("RANK"); !l.mpi && !env_int("WORLD_SIZE") && rank && *rank != 0)
+    throw RankError(fmt::format("RANK={} is set, but WORLD_SIZE is not: set WORLD_SIZE to the number of ranks "
+                                "(torchrun sets both), or unset RANK to train as one process",
+                                *rank));
   if (l.mpi) {
     std::unique_ptr<Communicator> world = mpi_world(timeout_seconds);
     // Another MPI's launcher (MPICH's mpiexec for an Open MPI bertc) starts N worlds of one.

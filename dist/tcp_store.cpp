@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -369,8 +370,10 @@ int connect_within(const addrinfo& a, double seconds, std::string& why) {
 
 TcpStoreClient::TcpStoreClient(const std::string& host, int port, int rank, int ranks, double timeout_seconds)
     : where_(fmt::format("{}:{}", host, port)) {
-  const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_seconds);
+  const auto start = Clock::now();
+  const auto deadline = start + std::chrono::duration<double>(timeout_seconds);
   std::string last = "no answer";
+  bool said = false;
   // Until rank 0 listens (it may start later; its name may not resolve yet either).
   while (fd_ < 0) {
     addrinfo hints{};
@@ -390,6 +393,12 @@ TcpStoreClient::TcpStoreClient(const std::string& host, int port, int rank, int 
                                   "run on MASTER_ADDR (set it to rank 0's host name or address), and MASTER_PORT be "
                                   "open between the machines",
                                   rank, where_, timeout_seconds, last));
+    // (as rank 0 says whom it waits for: a rank started first is not silent for minutes)
+    if (!said && Clock::now() - start > std::chrono::seconds(2)) {
+      std::fprintf(stderr, "bertc: rank %d of %d waits for rank 0 at %s (up to %g s): %s\n", rank, ranks,
+                   where_.c_str(), timeout_seconds, last.c_str());
+      said = true;
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   const int on = 1;

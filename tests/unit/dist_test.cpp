@@ -258,6 +258,28 @@ TEST(Launch, RefusesAnIncompleteRankEnvironment) {
   EXPECT_NE(refusal().find("is not a port"), std::string::npos) << refusal();
 }
 
+// A world of no ranks, or a rank with no world: refused (both trained as one process, silently).
+TEST(Launch, RefusesAWorldOfNoRanksAndARankWithoutAWorld) {
+  auto refusal = [] {
+    try {
+      open_world(10);
+    } catch (const RankError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  {
+    testing::ScopedEnv size("WORLD_SIZE", "0"), rank("RANK", "0");
+    EXPECT_NE(refusal().find("WORLD_SIZE=0: a world has 1 rank or more"), std::string::npos) << refusal();
+  }
+  {
+    testing::ScopedEnv rank("RANK", "3");
+    EXPECT_NE(refusal().find("RANK=3 is set, but WORLD_SIZE is not"), std::string::npos) << refusal();
+  }
+  testing::ScopedEnv rank0("RANK", "0");  // (rank 0 of one process: nothing to refuse)
+  EXPECT_EQ(open_world(10)->size(), 1);
+}
+
 TEST(Launch, OneProcessWithoutALauncher) {
   testing::ScopedEnv one("WORLD_SIZE", "1");  // torchrun --nproc-per-node 1
   EXPECT_EQ(open_world(10)->size(), 1);
