@@ -471,7 +471,7 @@ Config parse_config(std::string_view toml_text, const std::string& source, std::
 
 std::filesystem::path Config::resolve(const std::string& path) const {
   const std::filesystem::path p(path);
-  if (p.is_absolute() || source.empty()) return p;
+  if (p.is_absolute() || source.empty() || from_stream) return p;
   return std::filesystem::path(source).parent_path() / p;
 }
 
@@ -489,6 +489,7 @@ Config load_config(const std::filesystem::path& path, std::span<const ExtraKey> 
   }
   refuse_binary(text, path.string());
   Config config = parse_config(text, path.string(), extra_keys, model_required);
+  config.from_stream = !std::filesystem::is_regular_file(path, ec);
   // Without one, every model key would take its default: a BERT-base nobody asked for.
   if (model_required && !config.model_section)
     throw ConfigError(fmt::format("{}: no [model] section: write the model's sizes under [model] (see "

@@ -99,11 +99,13 @@ struct Config {
   bool model_section = false;  // whether the text has a [model] table (load_config requires one)
   bool finetune_section = false;  // whether it has a [finetune] table: a fine-tuning config
   std::set<std::string> given;    // the "section.key"s the text sets (the rest are defaults)
+  bool from_stream = false;  // read from a pipe or a device (/dev/stdin), which has no folder of its own
 
   // A custom model's extra key; throws ConfigError when absent or of another type.
   template <typename T>
   T extra_value(const std::string& key) const;
-  // A path from the config, resolved against the config file's folder when relative.
+  // A path from the config, resolved against the config file's folder when relative (against the
+  // working directory for a config read from a stream: /dev/stdin's folder, /dev, is none of its).
   std::filesystem::path resolve(const std::string& path) const;
 };
 
