@@ -2,6 +2,7 @@
 #include "train/profile.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -138,6 +139,12 @@ Profile profile_from_json(const nlohmann::json& j) {
         if (!r.at(key).is_number_unsigned())
           throw std::runtime_error(fmt::format("a launch's \"{}\" is {}, not an index (a whole number, 0 or more)",
                                                key, r.at(key).dump()));
+      // (figures a measurement gives: finite and 0 or more; a negative time made the total negative)
+      for (const char* key : {"flops", "bytes", "seconds", "estimate_seconds"})
+        if (!r.at(key).is_number() || !std::isfinite(r.at(key).get<double>()) || r.at(key).get<double>() < 0)
+          throw std::runtime_error(fmt::format("launch {}'s \"{}\" is {}, not a measured figure (a finite number, 0 "
+                                               "or more)",
+                                               r.at("launch").dump(), key, r.at(key).dump()));
       p.rows.push_back({r.at("graph"), r.at("launch"), r.at("op"), r.at("kernel"), r.at("family"), r.at("strategy"),
                         r.at("scope"), r.at("flops"), r.at("bytes"), r.at("seconds"), r.at("estimate_seconds")});
       if (!seen.insert({p.rows.back().graph, p.rows.back().launch}).second)
