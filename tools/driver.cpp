@@ -228,6 +228,19 @@ int compile(CompileArgs args, const CompileFlags& flags, const frontend::ModelDe
                                             "and a .bertx holds one training program: fine-tune from the config "
                                             "(bertc finetune {}); its IR, kernels and report compile as usual",
                                             args.config, args.config));
+  // The forward graph as built (ir, params, stats in text) is what the compile flags shape only
+  // through dropout: the others, given, are said to change nothing here (a recompute budget no plan
+  // fits went unsaid, where step-ir and report refused it).
+  if (emit == Emit::Ir || emit == Emit::Params || (emit == Emit::Stats && !args.json)) {
+    std::vector<std::string> unused;
+    for (const std::string& f : flags.given())
+      if (f != "--dropout" && f != "--print-ir-after-all" && f != "--dump-ir") unused.push_back(f);
+    if (!unused.empty())
+      std::cerr << fmt::format("compile: note: {} shape{} the compiled step, and --emit {} shows the forward graph as "
+                               "built, which {} change: --emit step-ir or --report shows {} effect\n",
+                               fmt::join(unused, ", "), unused.size() == 1 ? "s" : "", args.emit_text,
+                               unused.size() == 1 ? "it does not" : "they do not", unused.size() == 1 ? "its" : "their");
+  }
   const ir::Graph graph = frontend::build_model(model, config);
   // The pipeline, run once when what is emitted needs it, and always for --dump-ir and
   // --print-ir-after-all (they show every stage whatever is emitted).
