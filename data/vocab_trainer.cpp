@@ -244,6 +244,7 @@ VocabTrainResult train_wordpiece(const std::map<std::string, int64_t>& word_coun
     }
   }
   r.distinct_words = static_cast<int64_t>(word_counts.size());
+  r.characters_seen = static_cast<int64_t>(frequency.size());
   std::vector<std::pair<std::string, int64_t>> ranked(frequency.begin(), frequency.end());
   std::stable_sort(ranked.begin(), ranked.end(), [](const auto& x, const auto& y) { return x.second > y.second; });
   if (static_cast<int64_t>(ranked.size()) > o.limit_alphabet) ranked.resize(static_cast<size_t>(o.limit_alphabet));
@@ -273,6 +274,7 @@ VocabTrainResult train_wordpiece(const std::map<std::string, int64_t>& word_coun
       if (known) symbols.push_back(it->second);
     }
     if (known) m.add_word(std::move(symbols), count);
+    else r.words_left_out += count;
   }
   r.merges = m.run(static_cast<size_t>(o.size), o.min_frequency, stop);
   r.tokens = m.tokens;

@@ -26,6 +26,8 @@ struct VocabTrainResult {
   std::vector<std::string> tokens;  // [PAD] [UNK] [CLS] [SEP] [MASK], the alphabet, the merges
   int64_t words = 0, distinct_words = 0, merges = 0;
   int64_t characters = 0, alphabet = 0;  // characters kept; their tokens (c, and ##c where seen inside a word)
+  int64_t characters_seen = 0;           // distinct characters of the text (limit_alphabet keeps `characters`)
+  int64_t words_left_out = 0;            // words (counted) holding a character outside the alphabet: not merged
   bool size_reached = false;        // false: the text ran out of pairs to merge first
 };
 

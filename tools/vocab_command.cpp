@@ -73,6 +73,16 @@ std::filesystem::path place_vocabulary(const std::filesystem::path& output, cons
                                     output.string(), stem, ext));
 }
 
+// Why a vocabulary fell short when the alphabet limit did it: the words with a character outside
+// the alphabet kept are never merged ("" when none were left out).
+std::string left_out_by_alphabet(const data::VocabTrainResult& r, int64_t limit) {
+  if (r.words_left_out == 0) return "";
+  return fmt::format("; {} of the {} words ({:.0f}%) hold a character outside the alphabet kept (--limit-alphabet {} "
+                     "of the text's {} characters) and were left out of the merges: raise --limit-alphabet",
+                     r.words_left_out, r.words, 100.0 * static_cast<double>(r.words_left_out) / static_cast<double>(r.words),
+                     limit, r.characters_seen);
+}
+
 }  // namespace
 
 int train_vocab(const VocabArgs& given, const frontend::ModelDefinition& model, std::ostream& log) {
@@ -145,8 +155,8 @@ int train_vocab(const VocabArgs& given, const frontend::ModelDefinition& model, 
                      r.tokens.size(), 5, r.alphabet, r.characters, r.merges, r.words, r.distinct_words, input.string(), seconds,
                      written.string(),
                      r.size_reached ? ""
-                                    : fmt::format(" (fewer than the {} asked: no pair left seen {} times or more)",
-                                                  a.size, a.min_frequency));
+                                    : fmt::format(" (fewer than the {} asked: no pair left seen {} times or more{})",
+                                                  a.size, a.min_frequency, left_out_by_alphabet(r, a.limit_alphabet)));
   return 0;
 }
 
