@@ -3,6 +3,7 @@
 
 #include "data/text_check.h"
 
+#include <cerrno>
 #include <memory>
 
 #include <xxhash.h>
@@ -71,9 +72,14 @@ Vocab Vocab::load(const std::filesystem::path& path) {
     throw DataError(fmt::format("{}: not a regular file (a pipe, a device or a socket): checkpoints and shards record "
                                 "the vocabulary's file, to be read again; write it to a file and give that",
                                 path.string()));
-  if (!std::filesystem::is_regular_file(path, ec))
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    if (ec.value() == ENAMETOOLONG)  // (there, maybe, but not by this path)
+      throw DataError(fmt::format("{}...: the vocabulary's path cannot be opened: it has {} bytes, more than a path "
+                                  "may have; give it by a shorter path (--vocab FILE, relative to a folder nearer it)",
+                                  path.string().substr(0, 60), path.string().size()));
     throw DataError(fmt::format("{}: no such vocabulary file: set [train] vocab to your vocab.txt (train, prepare-data and "
                                 "batch also take --vocab FILE)", path.string()));
+  }
   // Checkpoints, shards and exported folders record where the vocabulary was read, as text (JSON):
   // a name that is not UTF-8 would fail the first checkpoint's write, after the steps before it.
   TextFigures name;

@@ -74,9 +74,19 @@ ExportedVocab vocabulary(const ExportOptions& o, const std::map<std::string, std
                                  o.checkpoint.string()));
   const std::filesystem::path path = o.vocab ? *o.vocab : std::filesystem::path(recorded_path->second);
   // (said here: the vocabulary loader's advice names [train] vocab, and export reads no config)
-  if (std::error_code ec; !std::filesystem::exists(path, ec))
+  if (std::error_code ec; !std::filesystem::exists(path, ec)) {
+    // (a path too long to open is there all the same: recorded from a folder that deep, it is
+    // said so, and reached by a shorter path)
+    if (ec.value() == ENAMETOOLONG)
+      throw TrainError(fmt::format("{}...: the vocabulary's path{} cannot be opened: it has {} bytes, more than a "
+                                   "path may have; give the vocabulary with --vocab FILE by a shorter path (relative "
+                                   "to a folder nearer it)",
+                                   path.string().substr(0, 60),
+                                   o.vocab ? "" : fmt::format(" ({} records it)", o.checkpoint.string()),
+                                   path.string().size()));
     throw TrainError(fmt::format("{}: no such vocabulary file{}: give the vocabulary with --vocab FILE", path.string(),
                                  o.vocab ? "" : fmt::format(" (the one {} was trained with)", o.checkpoint.string())));
+  }
   data::Vocab vocab = [&] {
     try {
       return data::Vocab::load(path);
