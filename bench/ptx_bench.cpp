@@ -3,8 +3,10 @@
 // emulation (the baseline, in the same run), and prints thread-instructions per second inside the
 // emulator and the ratio of the two runs' times. No pass/fail; one core (the emulator is serial).
 //
-//   bertc-bench-ptx [--targets sm_61:fp32,sm_80:bf16] [--cache DIR]
+//   bertc-bench-ptx [--targets sm_61:fp32,sm_80:bf16] [--cache DIR] [--dump-ptx DIR]
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -22,6 +24,8 @@ int main(int argc, char** argv) {
   std::string cache = "/tmp/bertc-bench-ptx-cache";
   app.add_option("--targets", targets, "ARCH:PRECISION pairs (sm_61:fp32 sm_70:fp16 sm_80:tf32 ...)")->delimiter(',');
   app.add_option("--cache", cache, "where compiled kernels are cached");
+  std::string dump;
+  app.add_option("--dump-ptx", dump, "write each target's PTX module (as the emulator ran it) into this folder");
   CLI11_PARSE(app, argc, argv);
   fmt::print("{:<12} {:>9} {:>14} {:>11} {:>11} {:>11} {:>9}\n", "target", "launches", "thread-instr", "emulator s",
              "M instr/s", "host-emu s", "ratio");
@@ -39,6 +43,14 @@ int main(int argc, char** argv) {
       return 2;
     }
     step.precision = *precision;
+    if (!dump.empty())
+      step.mutate = [&](const std::string& ptx) {
+        std::filesystem::create_directories(dump);
+        std::ofstream(std::filesystem::path(dump) / fmt::format("bert-tiny-{}.ptx", t.substr(0, colon) + "-" +
+                                                                                       t.substr(colon + 1)))
+            << ptx;
+        return ptx;
+      };
     const testing::PtxStepRun run = testing::run_step_on_ptx(step, cache);
     const double host = testing::run_step_on_host(step, cache);
     fmt::print("{:<12} {:>9} {:>14} {:>11.2f} {:>11.1f} {:>11.2f} {:>8.0f}x\n", t, run.step.size() + run.optimizer.size(),

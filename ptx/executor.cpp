@@ -14,7 +14,9 @@
 #include <fmt/format.h>
 
 #include "ptx/fragments.h"
+#include "ptx/launch_limits.h"
 #include "ptx/semantics.h"
+#include "ptx/shared_checks.h"
 
 namespace bertc::ptx {
 namespace {
@@ -66,6 +68,7 @@ struct BlockRun {
   const std::vector<uint8_t>& params;
   uint32_t ctaid[3];
   LaunchCounts& counts;
+  SharedShadow& shadow;
   std::vector<uint8_t> shared;
   std::map<std::string, uint64_t> shared_at, local_at;  // variables' addresses in their spaces
   size_t local_bytes = 0;
@@ -80,23 +83,16 @@ struct BlockRun {
   }
 
   void lay_out_variables() {
-    size_t shared_bytes = 0;
-    auto place_shared = [&](const Variable& v) {
-      shared_bytes = align_up(shared_bytes, static_cast<size_t>(v.align));
-      shared_at[v.name] = shared_bytes;
-      shared_bytes += v.bytes == 0 ? config.dynamic_shared_bytes : v.bytes;  // ([]: sized at launch)
-    };
-    for (const Variable& v : emu.module().variables)
-      if (v.space == Space::Shared) place_shared(v);
+    const SharedLayout layout = lay_out_shared(emu.module(), entry, config.dynamic_shared_bytes);
+    shared_at = layout.offsets;
     for (const Variable& v : entry.variables) {
-      if (v.space == Space::Shared) place_shared(v);
       if (v.space == Space::Local) {
         local_bytes = align_up(local_bytes, static_cast<size_t>(v.align));
         local_at[v.name] = local_bytes;
         local_bytes += v.bytes;
       }
     }
-    shared.assign(shared_bytes, 0);
+    shared.assign(layout.total_bytes, 0);
   }
 
   void make_threads() {
@@ -217,15 +213,38 @@ struct BlockRun {
     return Where::Global;  // generic: resolved by window below
   }
 
+  // racecheck and initcheck of a shared access (shared_checks.h): a hazard fails the launch naming
+  // both accesses.
+  void check_shared(const Thread& t, const Instruction& in, uint64_t offset, size_t bytes, bool write) {
+    const auto hazard = write ? shadow.write(t.linear, static_cast<uint32_t>(t.pc), offset, bytes)
+                              : shadow.read(t.linear, static_cast<uint32_t>(t.pc), offset, bytes);
+    if (!hazard) return;
+    using Kind = SharedHazard::Kind;
+    if (hazard->kind == Kind::Uninitialised)
+      fail(t, in, fmt::format("initcheck: reads shared memory at offset {} that no thread of the block wrote",
+                              hazard->offset));
+    const Thread& other = threads.at(hazard->other_thread);
+    const char* what = hazard->kind == Kind::ReadAfterWrite ? "reads" : "writes";
+    const char* theirs = hazard->kind == Kind::WriteAfterRead ? "read" : "wrote";
+    fail(t, in, fmt::format("racecheck: {} shared memory at offset {}, which thread ({},{},{}) {} at line {} with no "
+                            "barrier between (a missing bar.sync, or __syncwarp between a warp's lanes)",
+                            what, hazard->offset, other.tid[0], other.tid[1], other.tid[2], theirs,
+                            entry.body.at(hazard->other_pc).line));
+  }
+
   // The bytes at `address` of `space` (generic addresses resolved by window), checked: inside
   // memory that exists for it and aligned to `bytes` (compute-sanitizer's memcheck).
-  uint8_t* memory(Thread& t, const Instruction& in, Where space, uint64_t addr, size_t bytes, bool write) {
+  // `atomic`: an atom/red, which no other access races with (racecheck leaves it out).
+  uint8_t* memory(Thread& t, const Instruction& in, Where space, uint64_t addr, size_t bytes, bool write,
+                  bool atomic = false) {
     const bool generic = !in.opcode.has(Mod::param) && !in.opcode.has(Mod::shared) && !in.opcode.has(Mod::local) &&
                          !in.opcode.has(Mod::global) && !in.opcode.has(Mod::Const);
     if (generic && addr >= kSharedWindow && addr < kSharedWindow + kWindowBytes) space = Where::Shared, addr -= kSharedWindow;
     else if (generic && addr >= kLocalWindow && addr < kLocalWindow + kWindowBytes) space = Where::Local, addr -= kLocalWindow;
     if (addr % bytes != 0)
-      fail(t, in, fmt::format("misaligned: {} bytes at {:#x} (an access must be aligned to its size)", bytes, addr));
+      fail(t, in, fmt::format("misaligned: {} bytes at {}{:#x} (an access must be aligned to its size)", bytes,
+                              space == Where::Shared ? "shared offset " : space == Where::Local ? "local offset " : "",
+                              addr));
     auto inside = [&](std::vector<uint8_t>& v, const char* what) {
       if (addr + bytes > v.size())
         fail(t, in, fmt::format("{} bytes at {} of {} outside its {} bytes", bytes, addr, what, v.size()));
@@ -237,7 +256,11 @@ struct BlockRun {
         if (addr + bytes > params.size())
           fail(t, in, fmt::format("{} bytes at offset {} of the parameters, which have {}", bytes, addr, params.size()));
         return const_cast<uint8_t*>(params.data()) + addr;
-      case Where::Shared: return inside(shared, "shared memory");
+      case Where::Shared: {
+        uint8_t* at = inside(shared, "shared memory");
+        if (!atomic) check_shared(t, in, addr, bytes, write);
+        return at;
+      }
       case Where::Local: return inside(t.local, "the thread's local memory");
       case Where::Global: {
         auto it = emu.globals_.upper_bound(addr);
@@ -276,7 +299,7 @@ struct BlockRun {
     const Type type = op.type();
     const size_t bytes = static_cast<size_t>(type_bits(type) / 8);
     const bool red = op.op == Op::Red;
-    uint8_t* at = memory(t, in, space_of(op), address(t, in, in.operands.at(red ? 0 : 1)), bytes, true);
+    uint8_t* at = memory(t, in, space_of(op), address(t, in, in.operands.at(red ? 0 : 1)), bytes, true, true);
     uint64_t old = 0;
     std::memcpy(&old, at, bytes);
     const uint64_t operand = value(t, in, in.operands.at(red ? 1 : 2), type);
@@ -318,6 +341,7 @@ struct BlockRun {
         if (c.shared_at + c.bytes.size() > shared.size())
           fail(t, in, fmt::format("an async copy of {} bytes to shared offset {} past its {} bytes", c.bytes.size(),
                                   c.shared_at, shared.size()));
+        check_shared(t, in, c.shared_at, c.bytes.size(), true);  // (written when the wait makes it visible)
         std::memcpy(shared.data() + c.shared_at, c.bytes.data(), c.bytes.size());
       }
     };
@@ -549,6 +573,7 @@ struct BlockRun {
       if (in.opcode.op == Op::Ldmatrix) ldmatrix(group, in);
       if (in.opcode.op == Op::Mma) mma(group, in);
       for (Thread* t : group) t->wait = Wait::None, ++t->pc;
+      shadow.warp_sync(static_cast<uint32_t>(w));
       progressed = true;
     }
     return progressed;
@@ -568,12 +593,14 @@ struct BlockRun {
                                                 threads.size() - live, threads.size()));
     for (Thread& t : threads)
       if (t.wait == Wait::Barrier) t.wait = Wait::None, ++t.pc;
+    shadow.barrier();
     return true;
   }
 
   void run_block() {
     lay_out_variables();
     make_threads();
+    shadow.begin_block(shared.size(), static_cast<uint32_t>((threads.size() + 31) / 32));
     std::vector<size_t> order(threads.size());
     std::iota(order.begin(), order.end(), 0);
     if (config.seed) std::shuffle(order.begin(), order.end(), std::mt19937_64(config.seed ^ (ctaid[0] * 0x9e3779b97f4a7c15ULL)));
@@ -596,7 +623,10 @@ struct BlockRun {
   }
 };
 
-Emulator::Emulator(Module module) : module_(std::move(module)) {
+Emulator::~Emulator() = default;
+Emulator::Emulator(Emulator&&) noexcept = default;
+
+Emulator::Emulator(Module module) : module_(std::move(module)), shadow_(std::make_unique<SharedShadow>()) {
   for (const Variable& v : module_.variables) {
     if (v.space != Space::Global && v.space != Space::Const) continue;
     storage_.emplace_back(v.init.empty() ? std::vector<uint8_t>(std::max<uint64_t>(v.bytes, 1), 0) : v.init);
@@ -628,8 +658,9 @@ std::vector<uint8_t> Emulator::pack_params(const std::string& name, const std::v
 LaunchCounts Emulator::launch(const std::string& name, const std::vector<uint8_t>& params, const LaunchConfig& config) {
   const Entry* e = module_.entry(name);
   if (!e) throw Error(fmt::format("{}: no kernel {}", module_.name, name));
-  if (config.block.count() > 1024)
-    throw Error(fmt::format("kernel {}: {} threads a block, and a block holds 1024 at most", name, config.block.count()));
+  const uint32_t block[3] = {config.block.x, config.block.y, config.block.z};
+  const uint32_t grid[3] = {config.grid.x, config.grid.y, config.grid.z};
+  check_launch_limits(*e, block, grid, lay_out_shared(module_, *e, config.dynamic_shared_bytes), config.limits);
   if (e->maxntid[0] > 0 && config.block.count() > uint64_t{static_cast<uint64_t>(e->maxntid[0])} *
                                                     static_cast<uint64_t>(std::max(1, e->maxntid[1])) *
                                                     static_cast<uint64_t>(std::max(1, e->maxntid[2])))
@@ -644,7 +675,7 @@ LaunchCounts Emulator::launch(const std::string& name, const std::vector<uint8_t
       for (uint32_t x = 0; x < config.grid.x; ++x) blocks.push_back({x, y, z});
   if (config.seed) std::shuffle(blocks.begin(), blocks.end(), std::mt19937_64(config.seed));
   for (const auto& b : blocks) {
-    BlockRun run{*this, *e, config, params, {b[0], b[1], b[2]}, counts, {}, {}, {}, 0, {}, {}, {}};
+    BlockRun run{*this, *e, config, params, {b[0], b[1], b[2]}, counts, *shadow_, {}, {}, {}, 0, {}, {}, {}};
     run.run_block();
     for (size_t op = 0; op < kOps; ++op)
       if (run.by_op[op]) counts.by_op[static_cast<Op>(op)] += run.by_op[op];

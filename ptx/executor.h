@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "ptx/launch_limits.h"
 #include "ptx/module.h"
 
 namespace bertc::ptx {
@@ -31,6 +32,7 @@ struct LaunchConfig {
   Dim3 grid, block;
   uint32_t dynamic_shared_bytes = 0;
   uint64_t seed = 0;  // 0: threads and blocks in index order; else a shuffled order of each
+  ArchLimits limits;  // the GPU's: a launch over them is refused as its driver refuses it
 };
 
 // What a launch executed (the counters of issue 36's fifth item start here).
@@ -39,9 +41,13 @@ struct LaunchCounts {
   std::map<Op, uint64_t> by_op;
 };
 
+class SharedShadow;
+
 class Emulator {
  public:
   explicit Emulator(Module module);
+  ~Emulator();
+  Emulator(Emulator&&) noexcept;
   const Module& module() const { return module_; }
 
   // Memory at `base` a kernel may read and write (a buffer the caller made).
@@ -61,6 +67,7 @@ class Emulator {
   std::map<uint64_t, uint64_t> globals_;  // base -> bytes
   std::vector<std::vector<uint8_t>> storage_;  // the module's .global and .const variables
   std::map<std::string, uint64_t> addresses_;  // their addresses
+  std::unique_ptr<SharedShadow> shadow_;       // racecheck's and initcheck's record of shared memory
   friend struct BlockRun;
 };
 

@@ -165,11 +165,13 @@ KernelHarness::KernelHarness(const ir::Graph& graph, codegen::GraphKernels kerne
 KernelHarness::KernelHarness(const ir::Graph& graph, codegen::GraphKernels kernels, Launcher launcher)
     : graph_(graph), kernels_(std::move(kernels)), launcher_(std::move(launcher)) {}
 
-std::vector<KernelCheck> KernelHarness::check_all(ir::Environment<float> env, codegen::ThreadOrder order) {
+std::vector<KernelCheck> KernelHarness::check_all(ir::Environment<float> env, codegen::ThreadOrder order,
+                                                  const std::function<bool(const KernelSpec&)>& only) {
   std::vector<HostTensor<float>> values;
   reference::Executor<float>(graph_).run(env, {}, &values);
   std::vector<KernelCheck> out;
-  for (const KernelSpec& k : kernels_.kernels) out.push_back(check(k, values, order));
+  for (const KernelSpec& k : kernels_.kernels)
+    if (!only || only(k)) out.push_back(check(k, values, order));
   return out;
 }
 

@@ -52,8 +52,10 @@ class KernelHarness {
 
   const codegen::GraphKernels& kernels() const { return kernels_; }
 
-  // Runs the reference on `env` (inputs, params, states) once, then every kernel in `order`.
-  std::vector<KernelCheck> check_all(ir::Environment<float> env, codegen::ThreadOrder order);
+  // Runs the reference on `env` (inputs, params, states) once, then every kernel in `order` (those
+  // `only` takes, when given).
+  std::vector<KernelCheck> check_all(ir::Environment<float> env, codegen::ThreadOrder order,
+                                     const std::function<bool(const codegen::KernelSpec&)>& only = {});
 
   // Runs one kernel on the reference values `values` (indexed by ValueId).
   KernelCheck check(const codegen::KernelSpec& kernel, const std::vector<ir::HostTensor<float>>& values,

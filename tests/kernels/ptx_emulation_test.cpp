@@ -6,7 +6,11 @@
 // compile of the kernels' source.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <iostream>
+#include <regex>
+#include <sstream>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -60,6 +64,158 @@ TEST(PtxEmulation, EveryKernelOfABertTinyStepOnSm80InTf32MatchesTheReference) {
 // sm_90 (H100, H200) in bf16: NVRTC 13's PTX, the same instructions as sm_80's.
 TEST(PtxEmulation, EveryKernelOfABertTinyStepOnSm90InBf16MatchesTheReference) {
   expect_step_matches(90, passes::Precision::Bf16);
+}
+
+}  // namespace
+}  // namespace bertc::testing
+
+namespace bertc::testing {
+namespace {
+
+// A planted bug: in the first kernel holding a line that matches `within` (any kernel when
+// empty), the `nth` line (from 0) matching `line` changed by `edit` (every later one too when
+// `every_match_in_kernel`); the kernel's name kept, so that only its launches run.
+struct Plant {
+  std::regex line;
+  std::function<std::string(const std::string&)> edit;
+  bool every_match_in_kernel = false;
+  std::string within;
+  int nth = 0;
+  std::string kernel;  // (set when applied)
+
+  std::string operator()(const std::string& ptx) {
+    std::vector<std::string> lines;
+    std::istringstream in(ptx.substr(0, ptx.find('\0')));  // (NVRTC's image ends in a NUL)
+    for (std::string text; std::getline(in, text);) lines.push_back(text);
+    // Each line's kernel, and the chosen one: the first holding `within` and `line`.
+    const std::regex entry_line(R"(^\.visible \.entry (\w+)\()");
+    std::vector<std::string> entry_of(lines.size());
+    std::map<std::string, std::pair<bool, bool>> holds;  // kernel -> (within, line)
+    std::vector<std::string> order;
+    std::string entry;
+    for (size_t i = 0; i < lines.size(); ++i) {
+      if (std::smatch m; std::regex_search(lines[i], m, entry_line)) entry = m[1], order.push_back(entry);
+      entry_of[i] = entry;
+      if (within.empty() || lines[i].find(within) != std::string::npos) holds[entry].first = true;
+      if (std::regex_search(lines[i], line)) holds[entry].second = true;
+    }
+    for (const std::string& k : order)
+      if (kernel.empty() && holds[k].first && holds[k].second) kernel = k;
+    if (kernel.empty()) throw std::logic_error("the planted bug's kernel is not in the PTX");
+    int seen = 0;
+    bool planted = false;
+    std::string out;
+    for (size_t i = 0; i < lines.size(); ++i) {
+      if (entry_of[i] == kernel && std::regex_search(lines[i], line) && seen++ >= nth &&
+          (!planted || every_match_in_kernel))
+        planted = true, lines[i] = edit(lines[i]);
+      out += lines[i] + "\n";
+    }
+    if (!planted) throw std::logic_error("the planted bug's line is not in its kernel");
+    return out;
+  }
+};
+
+// Runs the step's launches of the kernel `plant` changes (sm_`sm`, `precision`) and returns what
+// the first failing one says ("" when every one passed: the bug went unseen).
+std::string caught(int sm, passes::Precision precision, Plant plant, uint64_t shrink = 0) {
+  PtxStep s{sm, precision};
+  s.mutate = std::ref(plant);
+  s.only = [&](const codegen::KernelSpec& k) { return k.name == plant.kernel; };
+  s.shrink_buffers = shrink;
+  const PtxStepRun run = run_step_on_ptx(s, BERTC_TEST_CACHE);
+  EXPECT_FALSE(run.step.empty() && run.optimizer.empty()) << "no launch of " << plant.kernel << " ran";
+  for (const auto* checks : {&run.step, &run.optimizer})
+    for (const KernelCheck& k : *checks)
+      if (!k.ok) {
+        std::cout << fmt::format("planted in {} ({} launches): {}\n", plant.kernel, run.step.size() + run.optimizer.size(),
+                                 k.problem.substr(0, 240));
+        return k.problem;
+      }
+  return "";
+}
+
+std::string drop(const std::string&) { return ""; }
+
+// Issue 36's mutation set: one planted bug per class, each in the PTX NVRTC made for bertc's own
+// kernels, each caught by the checker for it (the same kernels unchanged pass: the tests above).
+TEST(PtxEmulation, EveryPlantedBugInBertcsKernelsIsCaught) {
+  using passes::Precision;
+  // A barrier removed before shared memory is used again (the first barrier after a kernel's first
+  // shared store: the matrix kernel's one barrier a tile, between a stage's stores and its reads
+  // and before the stage is filled again): racecheck, or initcheck where a thread reads its
+  // neighbours' part of the tile before anyone wrote it.
+  {
+    bool written = false, dropped = false;
+    Plant barrier{std::regex(R"(^\s*(st\.shared|bar\.sync))"), [&](const std::string& l) {
+                    if (l.find("st.shared") != std::string::npos) return (written = true), l;
+                    if (!written || dropped) return l;
+                    dropped = true;
+                    return std::string();
+                  },
+                  true};
+    const std::string why = caught(61, Precision::Fp32, barrier);
+    EXPECT_TRUE(why.find("racecheck: ") != std::string::npos || why.find("initcheck: ") != std::string::npos) << why;
+  }
+  // The fused attention's third barrier removed (between a warp's writes of the scores' row and
+  // other warps' reads of it): racecheck's read-after-write hazard, naming both threads.
+  {
+    const std::string why =
+        caught(61, Precision::Fp32, {std::regex(R"(^\s*bar\.sync)"), drop, false, "E2sf[", 2});
+    EXPECT_NE(why.find("racecheck: reads shared memory at offset"), std::string::npos) << why;
+    EXPECT_NE(why.find("with no barrier between"), std::string::npos) << why;
+  }
+  // An ldmatrix row address 2 bytes off its 16-byte alignment: memcheck's misaligned access.
+  EXPECT_NE(caught(80, Precision::Bf16, {std::regex(R"(ldmatrix\.sync)"),
+                                         [](const std::string& l) { return std::regex_replace(l, std::regex(R"(\[(%r\d+)\])"), "[$1+2]"); }})
+                .find("ldmatrix.sync.aligned.m8n8.x4.shared.b16: misaligned: 16 bytes at shared offset 0x2"),
+            std::string::npos);
+  // An out-of-bounds tail: every buffer 4 bytes shorter than the kernel's last element needs.
+  EXPECT_NE(caught(61, Precision::Fp32, {std::regex(R"(st\.global)"), [](const std::string& l) { return l; }}, 4)
+                .find("outside every allocation the launch was given"),
+            std::string::npos);
+  // Two registers of an mma's A fragment swapped (an asm string's operand order): the products
+  // come out wrong, caught by the values.
+  {
+    const std::string why =
+        caught(80, Precision::Bf16, {std::regex(R"(mma\.sync)"), [](const std::string& l) {
+                                       return std::regex_replace(l, std::regex(R"(\}, \{(%r\d+),(%r\d+),)"), "}, {$2,$1,",
+                                                                 std::regex_constants::format_first_only);
+                                     }});
+    EXPECT_NE(why.find("where the reference has"), std::string::npos) << why;
+  }
+  // cp.async's data read before its wait (every wait of the kernel removed): initcheck (nothing of
+  // the tile written yet when it is read).
+  {
+    Plant no_wait{std::regex(R"(cp\.async\.wait_group)"), drop, true};
+    const std::string why = caught(80, Precision::Bf16, no_wait);
+    EXPECT_NE(why.find("initcheck: reads shared memory"), std::string::npos) << why;
+  }
+  // A shuffle whose mask leaves out half the warp.
+  {
+    const std::string why =
+        caught(61, Precision::Fp32, {std::regex(R"(shfl\.sync\.bfly)"), [](const std::string& l) {
+                                       return std::regex_replace(l, std::regex(R"(, [^,]+;)"), ", 65535;");
+                                     }});
+    EXPECT_NE(why.find("shfl.sync.bfly.b32:"), std::string::npos) << why;
+    EXPECT_TRUE(why.find("which is not in the shuffle") != std::string::npos ||
+                why.find("whose mask leaves it out") != std::string::npos)
+        << why;
+  }
+  // A store to shared memory removed (the kernel's first): its readers read bytes never written.
+  {
+    const std::string why = caught(61, Precision::Fp32, {std::regex(R"(^\s*st\.shared)"), drop});
+    EXPECT_NE(why.find("initcheck: reads shared memory"), std::string::npos) << why;
+  }
+  // A block's shared memory past what the arch allows (a static array of 60 KiB on a P40).
+  {
+    const std::string why =
+        caught(61, Precision::Fp32, {std::regex(R"(^\s*\.shared \.align \d+ \.b8 \w+\[\d+\])"), [](const std::string& l) {
+                                       return std::regex_replace(l, std::regex(R"(\[\d+\])"), "[61440]");
+                                     }});
+    EXPECT_NE(why.find("a launch Tesla P40 (sm_61) refuses: 61440 bytes of static shared memory"), std::string::npos)
+        << why;
+  }
 }
 
 }  // namespace

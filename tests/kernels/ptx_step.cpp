@@ -2,6 +2,7 @@
 #include "ptx_step.h"
 
 #include <chrono>
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
@@ -37,32 +38,42 @@ Compiled compile(const PtxStep& s) {
   return {std::move(c), std::move(p), target};
 }
 
-// One PTX module of every distinct kernel of `graphs`, as NVRTC makes it for `sm`.
+// One PTX module of every distinct kernel of `graphs`, as NVRTC makes it for `sm` (once per
+// source in a process: the planted bugs' runs change the same module many times).
 ptx::Module module_of(const std::vector<const codegen::GraphKernels*>& graphs, int sm,
-                      const std::filesystem::path& cache) {
-  const codegen::NvrtcCompiler nvrtc = codegen::NvrtcCompiler::ptx_for_arch(sm);
+                      const std::filesystem::path& cache, const std::function<std::string(const std::string&)>& mutate) {
   std::string source = "#include \"bx.h\"\n\n";
   std::set<std::string> names;
   for (const codegen::GraphKernels* g : graphs)
     for (const codegen::KernelSpec& k : g->kernels)
       if (!k.source.empty() && names.insert(k.name).second) source += k.source + "\n";
-  const codegen::GpuImage image = nvrtc.compile({"all", source}, cache / "failed");
-  return ptx::parse_module(image.image, fmt::format("bert-tiny sm_{}", sm));
+  static std::map<std::pair<int, std::string>, std::string> made;
+  std::string& ptx = made[{sm, source}];
+  if (ptx.empty()) ptx = codegen::NvrtcCompiler::ptx_for_arch(sm).compile({"all", source}, cache / "failed").image;
+  return ptx::parse_module(mutate ? mutate(ptx) : ptx, fmt::format("bert-tiny sm_{}", sm));
 }
 
 // A launcher that runs the kernel's PTX, the launch's buffers its only global memory.
-Launcher ptx_launcher(ptx::Emulator& emulator, PtxStepRun& run) {
-  return [&](const codegen::KernelSpec& k, const std::vector<void*>& args, const std::vector<LaunchMemory>& memory,
-             codegen::ThreadOrder order) {
+// The launch limits of sm_`sm`'s GPU, from the GPU table.
+ptx::ArchLimits limits_of(int sm) {
+  const std::optional<passes::GpuSpec> gpu = passes::gpu_of_sm(sm);
+  if (!gpu) throw std::invalid_argument(fmt::format("no GPU of sm_{} in the GPU table", sm));
+  return {fmt::format("{} (sm_{})", gpu->title, sm), static_cast<uint64_t>(gpu->shared_kb_per_block * 1024), 64 << 10, 0};
+}
+
+Launcher ptx_launcher(ptx::Emulator& emulator, PtxStepRun& run, uint64_t shrink, const ptx::ArchLimits& limits) {
+  return [&, shrink](const codegen::KernelSpec& k, const std::vector<void*>& args,
+                     const std::vector<LaunchMemory>& memory, codegen::ThreadOrder order) {
     emulator.clear_globals();
-    for (const LaunchMemory& m : memory) emulator.add_global(m.base, m.bytes);
+    for (const LaunchMemory& m : memory) emulator.add_global(m.base, m.bytes - std::min<uint64_t>(shrink, m.bytes));
     std::vector<uint64_t> values;
     for (void* a : args) values.push_back(reinterpret_cast<uint64_t>(a));
     const auto dim = [](const codegen::Dim3& d) {
       return ptx::Dim3{static_cast<uint32_t>(d.x), static_cast<uint32_t>(d.y), static_cast<uint32_t>(d.z)};
     };
     // (the reverse order runs threads and blocks shuffled: a kernel that is right gives the same)
-    const ptx::LaunchConfig config{dim(k.grid), dim(k.block), 0, order == codegen::ThreadOrder::Reverse ? 7u : 0u};
+    const ptx::LaunchConfig config{dim(k.grid), dim(k.block), 0, order == codegen::ThreadOrder::Reverse ? 7u : 0u,
+                                   limits};
     const auto start = std::chrono::steady_clock::now();
     const ptx::LaunchCounts launch = emulator.launch(k.name, emulator.pack_params(k.name, values), config);
     run.emulator_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -77,16 +88,18 @@ PtxStepRun run_step_on_ptx(const PtxStep& s, const std::filesystem::path& cache)
   const Compiled c = compile(s);
   codegen::GraphKernels step_kernels = codegen::render_graph(c.program.step, c.target);
   codegen::GraphKernels optimizer_kernels = codegen::render_graph(c.program.optimizer, c.target);
-  ptx::Emulator emulator(module_of({&step_kernels, &optimizer_kernels}, s.sm, cache));
+  ptx::Emulator emulator(module_of({&step_kernels, &optimizer_kernels}, s.sm, cache, s.mutate));
   PtxStepRun run;
-  KernelHarness step(c.program.step, std::move(step_kernels), ptx_launcher(emulator, run));
-  KernelHarness optimizer(c.program.optimizer, std::move(optimizer_kernels), ptx_launcher(emulator, run));
+  const ptx::ArchLimits limits = limits_of(s.sm);
+  KernelHarness step(c.program.step, std::move(step_kernels), ptx_launcher(emulator, run, s.shrink_buffers, limits));
+  KernelHarness optimizer(c.program.optimizer, std::move(optimizer_kernels),
+                          ptx_launcher(emulator, run, s.shrink_buffers, limits));
   ir::Environment<float> env = batch_environment(c.config, c.program);
   ir::Environment<float> after_step = env;
   reference::Executor<float>(c.program.step).run(after_step);
   const auto start = std::chrono::steady_clock::now();
-  run.step = step.check_all(env, s.order);
-  run.optimizer = optimizer.check_all(after_step, s.order);
+  run.step = step.check_all(env, s.order, s.only);
+  run.optimizer = optimizer.check_all(after_step, s.order, s.only);
   run.checked_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return run;
 }

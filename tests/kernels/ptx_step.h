@@ -4,6 +4,8 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "harness.h"
@@ -18,6 +20,12 @@ struct PtxStep {
   passes::Precision precision = passes::Precision::Fp32;
   int64_t batch = 2, seq = 32, predictions = 4;  // (small: every thread's every instruction is interpreted)
   codegen::ThreadOrder order = codegen::ThreadOrder::Reverse;  // (Reverse: threads and blocks shuffled)
+  // A planted bug: the PTX as NVRTC made it, changed before the emulator reads it (identity when null).
+  std::function<std::string(const std::string&)> mutate;
+  // The launches to run (every one when null): a planted bug's test runs the kernels it touches.
+  std::function<bool(const codegen::KernelSpec&)> only;
+  // Bytes taken off the end of every buffer a launch is given (a planted out-of-bounds tail).
+  uint64_t shrink_buffers = 0;
 };
 
 struct PtxStepRun {

@@ -198,9 +198,9 @@ TEST(PtxExecutor, ShufflesSumAWarpsLanes) {
 }
 
 // cp.async's data is visible only after the cp.async.wait_group that covers its group (ISA:
-// "Asynchronous copy"): read before it, shared memory holds what it held.
-TEST(PtxExecutor, AnAsyncCopyIsSeenOnlyAfterItsWait) {
-  Emulator emulator(parse_module(R"(
+// "Asynchronous copy"): read before it, shared memory holds what it held (here the zeros the
+// thread wrote first; without them, the read is of memory never written: initcheck's finding).
+constexpr const char* kAsyncCopy = R"(
 .version 8.8
 .target sm_80
 .address_size 64
@@ -210,7 +210,7 @@ TEST(PtxExecutor, AnAsyncCopyIsSeenOnlyAfterItsWait) {
 )
 .maxntid 32, 1, 1
 {
-	.reg .b32 	%r<4>;
+	.reg .b32 	%r<5>;
 	.reg .b64 	%rd<5>;
 	.shared .align 16 .b8 buf[16];
 	ld.param.u64 	%rd1, [async_copy_param_0];
@@ -218,6 +218,8 @@ TEST(PtxExecutor, AnAsyncCopyIsSeenOnlyAfterItsWait) {
 	cvta.to.global.u64 	%rd3, %rd1;
 	cvta.to.global.u64 	%rd4, %rd2;
 	mov.u32 	%r1, buf;
+	mov.u32 	%r4, 0;
+	st.shared.v4.u32 	[%r1], {%r4, %r4, %r4, %r4};
 	cp.async.cg.shared.global [%r1], [%rd3], 16, 8;
 	cp.async.commit_group;
 	ld.shared.u32 	%r2, [%r1];
@@ -229,22 +231,33 @@ TEST(PtxExecutor, AnAsyncCopyIsSeenOnlyAfterItsWait) {
 	st.global.u32 	[%rd4+8], %r3;
 	ret;
 }
-)", "async.ptx"));
+)";
+
+TEST(PtxExecutor, AnAsyncCopyIsSeenOnlyAfterItsWait) {
   alignas(16) uint32_t in[4] = {7, 8, 9, 10};
   uint32_t out[3] = {99, 99, 99};
-  emulator.add_global(in, sizeof in);
-  emulator.add_global(out, sizeof out);
-  emulator.launch("async_copy",
-                  emulator.pack_params("async_copy", {reinterpret_cast<uint64_t>(in), reinterpret_cast<uint64_t>(out)}),
-                  {{1, 1, 1}, {1, 1, 1}, 0, 0});
-  EXPECT_EQ(out[0], 0u);  // before the wait: the zeros shared memory started with
+  const auto run = [&](const std::string& ptx) {
+    Emulator emulator(parse_module(ptx, "async.ptx"));
+    emulator.add_global(in, sizeof in);
+    emulator.add_global(out, sizeof out);
+    emulator.launch("async_copy",
+                    emulator.pack_params("async_copy", {reinterpret_cast<uint64_t>(in), reinterpret_cast<uint64_t>(out)}),
+                    {{1, 1, 1}, {1, 1, 1}, 0, 0});
+  };
+  run(kAsyncCopy);
+  EXPECT_EQ(out[0], 0u);  // before the wait: the zeros written first
   EXPECT_EQ(out[1], 7u);  // after it: the copy
   EXPECT_EQ(out[2], 0u);  // past src-size (8 of the 16 bytes): zero-filled, not the source's 9
+  std::string unzeroed = kAsyncCopy;
+  const std::string zeros = "\tst.shared.v4.u32 \t[%r1], {%r4, %r4, %r4, %r4};\n";
+  unzeroed.erase(unzeroed.find(zeros), zeros.size());
+  const std::string why = refusal([&] { run(unzeroed); });
+  EXPECT_NE(why.find("async.ptx:22: kernel async_copy, block (0,0,0), thread (0,0,0): ld.shared.u32: initcheck: reads "
+                     "shared memory at offset 0 that no thread of the block wrote"),
+            std::string::npos)
+      << why;
 }
 
-// mma.m16n8k8 with .tf32 operands: every element x, so each of D's elements is 8 x x (k = 8). An
-// operand cvt.rna.tf32.f32 did not make (low 13 bits set) is refused: the ISA leaves how such bits
-// are read to the implementation, so a kernel that skips the conversion is wrong on some GPU.
 TEST(PtxExecutor, Tf32ProductsTakeOnlyConvertedOperands) {
   Emulator emulator(parse_module(R"(
 .version 8.8
@@ -290,6 +303,101 @@ TEST(PtxExecutor, Tf32ProductsTakeOnlyConvertedOperands) {
   for (float d : run(1.5f)) EXPECT_EQ(d, 8 * 1.5f * 1.5f);  // (1.5 is a TF32 value: its low bits are zero)
   const std::string why = refusal([&] { run(1.0f + 0x1p-20f); });
   EXPECT_NE(why.find("a .tf32 operand (0x3f800008) that no cvt to tf32 made"), std::string::npos) << why;
+}
+
+// racecheck and initcheck of shared memory: each thread writes its word, then (with or without a
+// bar.sync, as the second parameter says) its neighbour's word is read; a thread reading a word
+// nobody wrote is caught as well.
+constexpr const char* kNeighbours = R"(
+.version 8.8
+.target sm_80
+.address_size 64
+.visible .entry neighbour(
+	.param .u64 neighbour_param_0,
+	.param .u32 neighbour_param_1,
+	.param .u32 neighbour_param_2
+)
+.maxntid 64, 1, 1
+{
+	.reg .pred 	%p<3>;
+	.reg .b32 	%r<10>;
+	.reg .b64 	%rd<5>;
+	.shared .align 4 .b8 buf[256];
+	ld.param.u64 	%rd1, [neighbour_param_0];
+	ld.param.u32 	%r5, [neighbour_param_1];
+	ld.param.u32 	%r8, [neighbour_param_2];
+	mov.u32 	%r1, %tid.x;
+	shl.b32 	%r2, %r1, 2;
+	mov.u32 	%r3, buf;
+	add.s32 	%r4, %r3, %r2;
+	setp.eq.s32 	%p2, %r8, 0;
+	@%p2 bra 	$L__no_first;
+	st.shared.u32 	[%r4], %r8;
+	bar.sync 	0;
+$L__no_first:
+	st.shared.u32 	[%r4], %r1;
+	setp.eq.s32 	%p1, %r5, 0;
+	@%p1 bra 	$L__skip;
+	bar.sync 	0;
+$L__skip:
+	add.s32 	%r6, %r1, 1;
+	and.b32 	%r6, %r6, 63;
+	shl.b32 	%r6, %r6, 2;
+	add.s32 	%r6, %r3, %r6;
+	ld.shared.u32 	%r7, [%r6];
+	cvta.to.global.u64 	%rd2, %rd1;
+	mul.wide.u32 	%rd3, %r1, 4;
+	add.s64 	%rd4, %rd2, %rd3;
+	st.global.u32 	[%rd4], %r7;
+	ret;
+}
+)";
+
+TEST(PtxExecutor, SharedMemoryRacesAndUninitialisedReadsAreCaught) {
+  Emulator emulator(parse_module(kNeighbours, "neighbours.ptx"));
+  std::vector<uint32_t> out(64);
+  emulator.add_global(out.data(), 256);
+  const auto run = [&](uint32_t barrier, uint32_t first, uint64_t seed) {
+    emulator.launch("neighbour",
+                    emulator.pack_params("neighbour", {reinterpret_cast<uint64_t>(out.data()), barrier, first}),
+                    {{2, 1, 1}, {64, 1, 1}, 0, seed});
+  };
+  for (uint64_t seed : {0u, 7u}) {
+    run(1, 0, seed);  // (the barrier between: right in any order)
+    for (uint32_t i = 0; i < 64; ++i) EXPECT_EQ(out[i], (i + 1) % 64);
+    // No barrier, every word written once before (a barrier after that): the neighbour's word is
+    // read and written by two threads with nothing between.
+    const std::string race = refusal([&] { run(0, 99, seed); });
+    EXPECT_NE(race.find("racecheck: "), std::string::npos) << race;
+    EXPECT_NE(race.find("with no barrier between"), std::string::npos) << race;
+    // No barrier and nothing written before: the first thread to run reads a word not yet written.
+    const std::string uninitialised = refusal([&] { run(0, 0, seed); });
+    EXPECT_NE(uninitialised.find("initcheck: reads shared memory at offset"), std::string::npos) << uninitialised;
+  }
+}
+
+// A launch over the GPU's limits is refused as its driver refuses it: shared memory past what a
+// block may use (a P40's 48 KiB, here a made-up 128 bytes), registers past a block's, a block or
+// grid of an impossible shape.
+TEST(PtxExecutor, LaunchesOverTheArchsLimitsAreRefused) {
+  Emulator emulator(parse_module(kNeighbours, "neighbours.ptx"));
+  std::vector<uint32_t> out(64);
+  emulator.add_global(out.data(), 256);
+  const std::vector<uint8_t> params =
+      emulator.pack_params("neighbour", {reinterpret_cast<uint64_t>(out.data()), 1, 0});
+  const auto launch = [&](Dim3 grid, Dim3 block, ArchLimits limits) {
+    return refusal([&] { emulator.launch("neighbour", params, {grid, block, 0, 0, limits}); });
+  };
+  EXPECT_EQ(launch({2, 1, 1}, {64, 1, 1}, {"Test GPU", 256, 64 << 10, 0}), "(accepted)");  // (at the limits: runs)
+  EXPECT_NE(launch({2, 1, 1}, {64, 1, 1}, {"Test GPU", 128, 64 << 10, 0})
+                .find("kernel neighbour: a launch Test GPU refuses: 256 bytes of shared memory a block, and a block "
+                      "on it may use 128 at most"),
+            std::string::npos);
+  EXPECT_NE(launch({2, 1, 1}, {64, 1, 1}, {"Test GPU", 48 << 10, 8192, 255})
+                .find("255 registers a thread x 64 threads = 16384 registers a block, more than its 8192"),
+            std::string::npos);
+  EXPECT_NE(launch({1, 70000, 1}, {64, 1, 1}, {}).find("a grid of 1x70000x1 blocks"), std::string::npos);
+  EXPECT_NE(launch({1, 1, 1}, {1, 1, 65}, {}).find("a block of 1x1x65 threads"), std::string::npos);
 }
 
 TEST(PtxExecutor, ChecksCatchEachPlantedBug) {

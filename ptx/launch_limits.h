@@ -1,0 +1,38 @@
+// What a CUDA driver refuses at launch, by the limits of the GPU's arch (threads and shape of a
+// block, the grid's shape, shared memory, registers), and the block's shared-memory layout the
+// limits are checked against. The caller gives the arch's figures (the GPU table is not this
+// folder's: passes/targets.h); an over-limit launch is refused as the driver would refuse it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "ptx/module.h"
+
+namespace bertc::ptx {
+
+struct ArchLimits {
+  std::string gpu = "a GPU";                 // for messages: "Tesla P40 (sm_61)"
+  uint64_t max_shared_bytes = 48 << 10;      // per block, static and dynamic together (opt-in maximum)
+  uint32_t registers_per_block = 64 << 10;   // a block's threads' registers together
+  uint32_t kernel_registers = 0;             // per thread, as ptxas allocated them (0: not known, not checked)
+};
+
+// A block's shared variables at their offsets (the module's, then the entry's, each at its
+// alignment; an unsized extern array takes the launch's dynamic bytes).
+struct SharedLayout {
+  std::map<std::string, uint64_t> offsets;
+  uint64_t static_bytes = 0, total_bytes = 0;
+};
+SharedLayout lay_out_shared(const Module& module, const Entry& entry, uint64_t dynamic_bytes);
+
+// Throws ptx::Error naming the kernel, the limit and the figures when a launch of `entry` with a
+// block of `threads` (`block_x` x `block_y` x `block_z`) in a grid of `grid_x` x `grid_y` x
+// `grid_z`, and `shared`, exceeds `limits`: what cuLaunchKernel answers with
+// CUDA_ERROR_INVALID_VALUE (shapes, shared memory) or CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES
+// (registers).
+void check_launch_limits(const Entry& entry, const uint32_t block[3], const uint32_t grid[3],
+                         const SharedLayout& shared, const ArchLimits& limits);
+
+}  // namespace bertc::ptx

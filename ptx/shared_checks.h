@@ -1,0 +1,54 @@
+// compute-sanitizer's racecheck and initcheck for shared memory: every byte of a block's shared
+// memory remembers its last write and its latest reads (which thread, which instruction, and the
+// synchronisation epoch they happened in), so that an access another thread made with no barrier
+// (bar.sync for the block, a warp collective for a warp's lanes) between them is a hazard, and a
+// read of a byte no thread of the block wrote is a read of uninitialised memory.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace bertc::ptx {
+
+struct SharedHazard {
+  enum class Kind { ReadAfterWrite, WriteAfterRead, WriteAfterWrite, Uninitialised };
+  Kind kind;
+  uint64_t offset = 0;          // the byte of shared memory
+  uint32_t other_thread = 0;    // the other access's thread (linear in the block) and instruction
+  uint32_t other_pc = 0;
+};
+
+class SharedShadow {
+ public:
+  // A block begins: `bytes` of shared memory, none written, threads of `warps` warps.
+  void begin_block(uint64_t bytes, uint32_t warps);
+  // bar.sync of the whole block: every access before it is ordered before every access after.
+  void barrier() { ++epoch_; }
+  // A warp collective (shfl.sync, bar.warp.sync, mma, ldmatrix): the accesses of warp `warp`'s
+  // lanes before it are ordered before theirs after it.
+  void warp_sync(uint32_t warp) { ++warp_epoch_.at(warp); }
+  // The bytes [offset, offset + n) read or written by `thread` (linear in the block) at
+  // instruction `pc`: the first hazard with an earlier access, or a read of a byte never written
+  // in this block; nothing when none. Recorded either way.
+  std::optional<SharedHazard> read(uint32_t thread, uint32_t pc, uint64_t offset, uint64_t n);
+  std::optional<SharedHazard> write(uint32_t thread, uint32_t pc, uint64_t offset, uint64_t n);
+
+ private:
+  // An access: its thread and instruction, the block epoch and its warp's epoch then. Epochs count
+  // up across blocks and launches, so that what an earlier block left is ordered before anything.
+  struct Stamp {
+    uint32_t thread = 0, pc = 0, epoch = 0, warp_epoch = 0;
+  };
+  struct Cell {
+    Stamp write, read, other_read;  // (two readers kept: a hazard with either is found)
+  };
+  bool ordered(const Stamp& earlier, uint32_t thread) const;
+  Stamp stamp(uint32_t thread, uint32_t pc) const;
+
+  std::vector<Cell> cells_;
+  std::vector<uint32_t> warp_epoch_;
+  uint32_t epoch_ = 1, block_start_ = 1;
+};
+
+}  // namespace bertc::ptx
