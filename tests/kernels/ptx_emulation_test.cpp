@@ -38,6 +38,30 @@ void expect_step_matches(int sm, passes::Precision precision) {
                            checked, sm, ir::enum_name(precision), run.counts.thread_instructions, mmas);
 }
 
+// Shapes no tile divides (sequence 37, hidden 96 in 3 heads of 32, feed-forward 384, vocabulary
+// 997): every kernel's edges, on the P40's SIMT kernels and the A100's tensor-core ones.
+void expect_odd_shapes_match(int sm, passes::Precision precision) {
+  PtxStep s{sm, precision};
+  s.seq = 37, s.predictions = 5, s.hidden = 96, s.heads = 3, s.intermediate = 384, s.vocab = 997;
+  const PtxStepRun run = run_step_on_ptx(s, BERTC_TEST_CACHE);
+  for (const KernelCheck& k : run.step)
+    EXPECT_TRUE(k.ok) << "step " << k.family << " kernel " << k.kernel << " (" << k.label << "): " << k.problem;
+  for (const KernelCheck& k : run.optimizer)
+    EXPECT_TRUE(k.ok) << "optimizer " << k.family << " kernel " << k.kernel << ": " << k.problem;
+  EXPECT_GT(run.step.size() + run.optimizer.size(), 100u);
+  std::cout << fmt::format("{} launches at seq 37, hidden 96, vocab 997 from NVRTC's sm_{} PTX ({}); {} thread-instructions\n",
+                           run.step.size() + run.optimizer.size(), sm, ir::enum_name(precision),
+                           run.counts.thread_instructions);
+}
+
+TEST(PtxEmulation, ShapesNoTileDividesOnSm61MatchTheReference) { expect_odd_shapes_match(61, passes::Precision::Fp32); }
+TEST(PtxEmulation, ShapesNoTileDividesOnSm80InBf16MatchTheReference) {
+  expect_odd_shapes_match(80, passes::Precision::Bf16);
+}
+TEST(PtxEmulation, ShapesNoTileDividesOnSm70InFp16MatchTheReference) {
+  expect_odd_shapes_match(70, passes::Precision::Fp16);
+}
+
 TEST(PtxEmulation, EveryKernelOfABertTinyStepOnSm61MatchesTheReference) { expect_step_matches(61, passes::Precision::Fp32); }
 
 // sm_80 in bf16: the matrix products and attention on tensor cores (mma.m16n8k16, ldmatrix,

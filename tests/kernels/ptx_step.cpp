@@ -29,6 +29,10 @@ Compiled compile(const PtxStep& s) {
   c.train.batch_size = s.batch;
   c.train.seq_len = s.seq;
   c.train.max_predictions_per_seq = s.predictions;
+  if (s.hidden) c.model.hidden_size = s.hidden;
+  if (s.heads) c.model.num_attention_heads = s.heads;
+  if (s.intermediate) c.model.intermediate_size = s.intermediate;
+  if (s.vocab) c.model.vocab_size = s.vocab;
   c.compile.arch = passes::Arch::parse(fmt::format("sm_{}", s.sm));
   c.compile.precision = s.precision;
   c.compile = passes::resolve_options(c.compile, passes::Arch::none());
