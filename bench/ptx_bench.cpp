@@ -12,6 +12,7 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "ir/enum_names.h"
 #include "ptx_step.h"
@@ -27,6 +28,7 @@ int main(int argc, char** argv) {
   std::string dump;
   app.add_option("--dump-ptx", dump, "write each target's PTX module (as the emulator ran it) into this folder");
   CLI11_PARSE(app, argc, argv);
+  std::vector<std::pair<std::string, ptx::LaunchCounts>> classes;
   fmt::print("{:<12} {:>9} {:>14} {:>11} {:>11} {:>11} {:>9}\n", "target", "launches", "thread-instr", "emulator s",
              "M instr/s", "host-emu s", "ratio");
   for (const std::string& t : targets) {
@@ -53,6 +55,7 @@ int main(int argc, char** argv) {
       };
     const testing::PtxStepRun run = testing::run_step_on_ptx(step, cache);
     const double host = testing::run_step_on_host(step, cache);
+    classes.emplace_back(t, run.counts);
     fmt::print("{:<12} {:>9} {:>14} {:>11.2f} {:>11.1f} {:>11.2f} {:>8.0f}x\n", t, run.step.size() + run.optimizer.size(),
                run.counts.thread_instructions, run.emulator_seconds,
                static_cast<double>(run.counts.thread_instructions) / run.emulator_seconds / 1e6, host,
@@ -60,4 +63,14 @@ int main(int argc, char** argv) {
   }
   fmt::print("(ratio: the seconds of every launch with the harness's set-up and comparisons, on the emulator over "
              "under host emulation)\n");
+  for (const auto& [target, counts] : classes) {
+    std::vector<std::string> parts;
+    for (size_t c = 0; c < ptx::kInstructionClasses; ++c)
+      if (counts.by_class[c])
+        parts.push_back(fmt::format("{} {:.1f}%", ptx::class_name(static_cast<ptx::InstructionClass>(c)),
+                                    100.0 * static_cast<double>(counts.by_class[c]) /
+                                        static_cast<double>(counts.thread_instructions)));
+    fmt::print("{}: {:.3g} GFLOP counted; thread-instructions by class: {}\n", target, counts.flops / 1e9,
+               fmt::join(parts, ", "));
+  }
 }

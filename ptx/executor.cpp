@@ -75,6 +75,10 @@ struct BlockRun {
   std::vector<Thread> threads;
   std::array<uint64_t, kOps> by_op{};  // (counted here, a map's lookup too slow per instruction)
   std::vector<uint64_t> register_mask;  // per register: the bits its type holds
+  std::vector<InstructionClass> classes;  // per instruction: its class and FLOPs (counters.h)
+  std::vector<double> flops_at;
+  std::array<uint64_t, kInstructionClasses> by_class{};
+  double flops = 0;
 
   [[noreturn]] void fail(const Thread& t, const Instruction& in, const std::string& what) const {
     throw Error(fmt::format("{}:{}: kernel {}, block ({},{},{}), thread ({},{},{}): {}: {}", emu.module().name, in.line,
@@ -97,6 +101,7 @@ struct BlockRun {
 
   void make_threads() {
     for (const Register& r : entry.registers) register_mask.push_back(mask_of(type_bits(r.type)));
+    for (const Instruction& in : entry.body) classes.push_back(class_of(in)), flops_at.push_back(flops_of(in));
     const Dim3 b = config.block;
     threads.resize(b.count());
     for (uint32_t z = 0, i = 0; z < b.z; ++z)
@@ -461,10 +466,12 @@ struct BlockRun {
       if (++steps > kStepBudget) fail(t, in, "ran 2^32 instructions without meeting another thread: an endless loop?");
       ++counts.thread_instructions;
       ++by_op[static_cast<size_t>(in.opcode.op)];
+      ++by_class[static_cast<size_t>(classes[t.pc])];
       if (in.guard && ((t.regs[static_cast<size_t>(*in.guard)] & 1) != 0) == in.guard_negated) {
         ++t.pc;
         continue;
       }
+      flops += flops_at[t.pc];
       const Opcode& op = in.opcode;
       switch (op.op) {
         case Op::Bra: t.pc = static_cast<size_t>(in.operands.at(0).label); continue;
@@ -623,6 +630,14 @@ struct BlockRun {
   }
 };
 
+LaunchCounts& LaunchCounts::operator+=(const LaunchCounts& other) {
+  thread_instructions += other.thread_instructions;
+  for (const auto& [op, n] : other.by_op) by_op[op] += n;
+  for (size_t c = 0; c < kInstructionClasses; ++c) by_class[c] += other.by_class[c];
+  flops += other.flops;
+  return *this;
+}
+
 Emulator::~Emulator() = default;
 Emulator::Emulator(Emulator&&) noexcept = default;
 
@@ -675,10 +690,12 @@ LaunchCounts Emulator::launch(const std::string& name, const std::vector<uint8_t
       for (uint32_t x = 0; x < config.grid.x; ++x) blocks.push_back({x, y, z});
   if (config.seed) std::shuffle(blocks.begin(), blocks.end(), std::mt19937_64(config.seed));
   for (const auto& b : blocks) {
-    BlockRun run{*this, *e, config, params, {b[0], b[1], b[2]}, counts, *shadow_, {}, {}, {}, 0, {}, {}, {}};
+    BlockRun run{*this, *e, config, params, {b[0], b[1], b[2]}, counts, *shadow_};  // (the rest: defaults)
     run.run_block();
     for (size_t op = 0; op < kOps; ++op)
       if (run.by_op[op]) counts.by_op[static_cast<Op>(op)] += run.by_op[op];
+    for (size_t c = 0; c < kInstructionClasses; ++c) counts.by_class[c] += run.by_class[c];
+    counts.flops += run.flops;
   }
   return counts;
 }

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "ptx/counters.h"
 #include "ptx/launch_limits.h"
 #include "ptx/module.h"
 
@@ -35,10 +36,14 @@ struct LaunchConfig {
   ArchLimits limits;  // the GPU's: a launch over them is refused as its driver refuses it
 };
 
-// What a launch executed (the counters of issue 36's fifth item start here).
+// What a launch executed: thread-instructions issued (predicated off or not), by operation and by
+// class, and the FLOPs of those executed (counters.h).
 struct LaunchCounts {
   uint64_t thread_instructions = 0;
   std::map<Op, uint64_t> by_op;
+  std::array<uint64_t, kInstructionClasses> by_class{};
+  double flops = 0;
+  LaunchCounts& operator+=(const LaunchCounts& other);
 };
 
 class SharedShadow;

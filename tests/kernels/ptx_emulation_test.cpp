@@ -36,6 +36,19 @@ void expect_step_matches(int sm, passes::Precision precision) {
   else EXPECT_GT(mmas, 0u);
   std::cout << fmt::format("{} launches checked from NVRTC's sm_{} PTX ({}); {} thread-instructions executed, {} of them mma\n",
                            checked, sm, ir::enum_name(precision), run.counts.thread_instructions, mmas);
+  // The matrix products' counted FLOPs beside the IR's: never fewer (a product that skipped work
+  // is wrong), the same where the tiles divide the shape (the counters count exactly), more where
+  // they do not (a kernel computes whole tiles: the padding's work, shown).
+  size_t exact = 0;
+  for (const PtxLaunch& l : run.launches)
+    if (l.family == ir::KernelFamily::Matmul) {
+      EXPECT_GE(l.counts.flops, static_cast<double>(l.ir_flops)) << "op " << l.op_index;
+      exact += l.counts.flops == static_cast<double>(l.ir_flops);
+      std::cout << fmt::format("  {} op {} ({}): {:.0f} FLOPs counted, {} in the IR ({:.2f}x)\n",
+                               l.optimizer ? "optimizer" : "step", l.op_index, l.strategy, l.counts.flops, l.ir_flops,
+                               l.ir_flops ? l.counts.flops / static_cast<double>(l.ir_flops) : 0.0);
+    }
+  EXPECT_GT(exact, 0u);
 }
 
 // Shapes no tile divides (sequence 37, hidden 96 in 3 heads of 32, feed-forward 384, vocabulary

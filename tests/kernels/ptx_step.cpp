@@ -12,6 +12,7 @@
 #include "codegen/nvrtc_compiler.h"
 #include "codegen/render.h"
 #include "frontend/bert.h"
+#include "ir/stats.h"
 #include "passes/pipeline.h"
 #include "passes/targets.h"
 
@@ -65,8 +66,9 @@ ptx::ArchLimits limits_of(int sm) {
   return {fmt::format("{} (sm_{})", gpu->title, sm), static_cast<uint64_t>(gpu->shared_kb_per_block * 1024), 64 << 10, 0};
 }
 
-Launcher ptx_launcher(ptx::Emulator& emulator, PtxStepRun& run, uint64_t shrink, const ptx::ArchLimits& limits) {
-  return [&, shrink](const codegen::KernelSpec& k, const std::vector<void*>& args,
+Launcher ptx_launcher(ptx::Emulator& emulator, PtxStepRun& run, uint64_t shrink, const ptx::ArchLimits& limits,
+                      const ir::Graph& graph, bool optimizer) {
+  return [&, shrink, optimizer](const codegen::KernelSpec& k, const std::vector<void*>& args,
                      const std::vector<LaunchMemory>& memory, codegen::ThreadOrder order) {
     emulator.clear_globals();
     for (const LaunchMemory& m : memory) emulator.add_global(m.base, m.bytes - std::min<uint64_t>(shrink, m.bytes));
@@ -81,8 +83,9 @@ Launcher ptx_launcher(ptx::Emulator& emulator, PtxStepRun& run, uint64_t shrink,
     const auto start = std::chrono::steady_clock::now();
     const ptx::LaunchCounts launch = emulator.launch(k.name, emulator.pack_params(k.name, values), config);
     run.emulator_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    run.counts.thread_instructions += launch.thread_instructions;
-    for (const auto& [op, n] : launch.by_op) run.counts.by_op[op] += n;
+    run.counts += launch;
+    run.launches.push_back(
+        {optimizer, k.op_index, k.family, k.strategy, ir::op_flops(graph, graph.ops().at(k.op_index)), launch});
   };
 }
 
@@ -95,9 +98,10 @@ PtxStepRun run_step_on_ptx(const PtxStep& s, const std::filesystem::path& cache)
   ptx::Emulator emulator(module_of({&step_kernels, &optimizer_kernels}, s.sm, cache, s.mutate));
   PtxStepRun run;
   const ptx::ArchLimits limits = limits_of(s.sm);
-  KernelHarness step(c.program.step, std::move(step_kernels), ptx_launcher(emulator, run, s.shrink_buffers, limits));
+  KernelHarness step(c.program.step, std::move(step_kernels),
+                     ptx_launcher(emulator, run, s.shrink_buffers, limits, c.program.step, false));
   KernelHarness optimizer(c.program.optimizer, std::move(optimizer_kernels),
-                          ptx_launcher(emulator, run, s.shrink_buffers, limits));
+                          ptx_launcher(emulator, run, s.shrink_buffers, limits, c.program.optimizer, true));
   ir::Environment<float> env = batch_environment(c.config, c.program);
   ir::Environment<float> after_step = env;
   reference::Executor<float>(c.program.step).run(after_step);

@@ -30,8 +30,19 @@ struct PtxStep {
   uint64_t shrink_buffers = 0;
 };
 
+// One launch's counts, with the op of its graph it runs.
+struct PtxLaunch {
+  bool optimizer = false;  // of the optimizer's graph (else the step's)
+  size_t op_index = 0;
+  ir::KernelFamily family = ir::KernelFamily::None;
+  std::string strategy;
+  int64_t ir_flops = 0;  // the op's FLOPs as the IR counts them (ir/stats.h)
+  ptx::LaunchCounts counts;
+};
+
 struct PtxStepRun {
   std::vector<KernelCheck> step, optimizer;  // one per launch, in launch order
+  std::vector<PtxLaunch> launches;           // in launch order, both graphs
   ptx::LaunchCounts counts;                  // over every launch
   double emulator_seconds = 0;               // inside the emulator's launches alone
   double checked_seconds = 0;                // every launch with the harness's set-up and comparisons

@@ -181,6 +181,12 @@ TEST(PtxExecutor, RunsAKernelOverAGrid) {
   // 100 threads run all 18 instructions (the branch not taken); the other 28 of the 2 x 64 branch
   // to ret: 10 each.
   EXPECT_EQ(counts.thread_instructions, 100u * 18 + 28u * 10);
+  // Counted by class (counters.h): each of the 100 threads in range adds once (1 FLOP) and stores
+  // once; every thread of the two blocks reads its three parameters.
+  EXPECT_EQ(counts.flops, 100.0);
+  EXPECT_EQ(counts.by_class[static_cast<size_t>(InstructionClass::FloatOther)], 100u);
+  EXPECT_EQ(counts.by_class[static_cast<size_t>(InstructionClass::GlobalStore)], 100u);
+  EXPECT_EQ(counts.by_class[static_cast<size_t>(InstructionClass::GlobalLoad)], 128u * 3 + 100u);
 }
 
 TEST(PtxExecutor, ShufflesSumAWarpsLanes) {
@@ -301,6 +307,18 @@ TEST(PtxExecutor, Tf32ProductsTakeOnlyConvertedOperands) {
     return out;
   };
   for (float d : run(1.5f)) EXPECT_EQ(d, 8 * 1.5f * 1.5f);  // (1.5 is a TF32 value: its low bits are zero)
+  // One m16n8k8 of the warp: 2 x 16 x 8 x 8 = 2048 FLOPs, counted over its 32 lanes.
+  {
+    std::vector<float> in(32, 1.5f), out(32);
+    emulator.clear_globals();
+    emulator.add_global(in.data(), 128);
+    emulator.add_global(out.data(), 128);
+    const LaunchCounts counts = emulator.launch(
+        "tf32_mma", emulator.pack_params("tf32_mma", {reinterpret_cast<uint64_t>(in.data()), reinterpret_cast<uint64_t>(out.data())}),
+        {{1, 1, 1}, {32, 1, 1}, 0, 0});
+    EXPECT_EQ(counts.flops, 2048.0);
+    EXPECT_EQ(counts.by_class[static_cast<size_t>(InstructionClass::Mma)], 32u);
+  }
   const std::string why = refusal([&] { run(1.0f + 0x1p-20f); });
   EXPECT_NE(why.find("a .tf32 operand (0x3f800008) that no cvt to tf32 made"), std::string::npos) << why;
 }
