@@ -11,6 +11,7 @@
 #include "dist/gradient_exchange.h"
 #include "dist/powersgd.h"
 #include "ir/float16.h"
+#include "refusal.h"
 #include "scoped_env.h"
 
 namespace bertc::dist {
@@ -238,16 +239,11 @@ TEST(Launch, ReadsMpirunAndTorchrunEnvironments) {
   }
 }
 
+// What opening the world refuses, said ("(accepted)" when it opens).
+std::string refusal() { return testing::refusal<RankError>([] { open_world(10); }); }
+
 // The refusals before any connection: each names the variable to fix.
 TEST(Launch, RefusesAnIncompleteRankEnvironment) {
-  auto refusal = [] {
-    try {
-      open_world(10);
-    } catch (const RankError& e) {
-      return std::string(e.what());
-    }
-    return std::string("accepted");
-  };
   testing::ScopedEnv size("WORLD_SIZE", "2"), port("MASTER_PORT", "29500");
   EXPECT_NE(refusal().find("RANK is not: give each rank its own RANK from 0 to 1"), std::string::npos) << refusal();
   testing::ScopedEnv rank("RANK", "2");
@@ -260,14 +256,6 @@ TEST(Launch, RefusesAnIncompleteRankEnvironment) {
 
 // A world of no ranks, or a rank with no world: refused (both trained as one process, silently).
 TEST(Launch, RefusesAWorldOfNoRanksAndARankWithoutAWorld) {
-  auto refusal = [] {
-    try {
-      open_world(10);
-    } catch (const RankError& e) {
-      return std::string(e.what());
-    }
-    return std::string("accepted");
-  };
   {
     testing::ScopedEnv size("WORLD_SIZE", "0"), rank("RANK", "0");
     EXPECT_NE(refusal().find("WORLD_SIZE=0: a world has 1 rank or more"), std::string::npos) << refusal();
