@@ -1,6 +1,8 @@
 // Text into HDF5 shards in two streaming passes (see prepare_shards.h).
 #include "data/prepare_shards.h"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cctype>
@@ -305,6 +307,20 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
     throw DataError("this bertc was built without HDF5 (BERTC_HDF5 off, as the static GPU test build is), which shards "
                     "are written with: build it with libhdf5-dev (scripts/setup.sh installs it)");
   if (o.shards < 1) throw DataError("--shards must be at least 1");
+  // Pass 1 keeps a file open per shard, with its stream's buffer: checked before any is made (ten
+  // million shards took 5.8 GB under --memory-mb 1, then met the open-file limit).
+  if (rlimit files{}; ::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY &&
+                      static_cast<uint64_t>(o.shards) + 64 > files.rlim_cur)
+    throw DataError(fmt::format("--shards {}: making them keeps a file open per shard, and the open-file limit is {} "
+                                "(ulimit -n): use --shards {} or fewer, or raise the limit (ulimit -n {})",
+                                o.shards, files.rlim_cur, std::max<int64_t>(1, static_cast<int64_t>(files.rlim_cur) - 64),
+                                o.shards + 64));
+  if (constexpr uint64_t kPerOpenShard = 16 << 10; static_cast<uint64_t>(o.shards) * kPerOpenShard > o.memory_bytes)
+    throw DataError(fmt::format("--shards {}: making them keeps a file open per shard, about {} MiB with their "
+                                "buffers, more than --memory-mb {}: use --shards {} or fewer, or raise --memory-mb to {}",
+                                o.shards, (static_cast<uint64_t>(o.shards) * kPerOpenShard) >> 20, o.memory_bytes >> 20,
+                                std::max<uint64_t>(1, o.memory_bytes / kPerOpenShard),
+                                ((static_cast<uint64_t>(o.shards) * kPerOpenShard) >> 20) + 1));
   if (o.examples.max_seq_length < 5) throw DataError("seq_len must leave room for [CLS] A [SEP] B [SEP] (5 at least)");
   const std::vector<std::filesystem::path> files = text_files(o.input, callbacks.note);
   std::error_code is_file;

@@ -2,6 +2,7 @@
 #include "data/task_data.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <fstream>
 #include <numeric>
@@ -98,7 +99,10 @@ class ExampleMaker {
   float real_of(int64_t line, const std::string& cell) const {
     // (spaces around a number are a spreadsheet's, not part of it)
     const size_t first = cell.find_first_not_of(" \t"), last = cell.find_last_not_of(" \t");
-    const std::string text = first == std::string::npos ? cell : cell.substr(first, last - first + 1);
+    std::string text = first == std::string::npos ? cell : cell.substr(first, last - first + 1);
+    // (a written plus sign, "+3", as a spreadsheet keeps it; from_chars takes none)
+    if (text.size() > 1 && text[0] == '+' && (std::isdigit(static_cast<unsigned char>(text[1])) || text[1] == '.'))
+      text.erase(0, 1);
     double v = 0;
     const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
     // (out of a double's range either way: past it, too large; below its smallest, 0 — as a JSON

@@ -34,6 +34,7 @@
 #include "train/evaluate.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/device_registry.h"
+#include "reference/blas.h"
 #include "support/checked_stdout.h"
 #include "support/file_errors.h"
 #include "support/safetensors.h"
@@ -113,7 +114,14 @@ train::Profile measured_against(const std::string& path, const passes::TrainingP
     const codegen::RenderTarget target = codegen::render_target(config.compile);
     const codegen::GraphKernels step = codegen::render_graph(program.step, target);
     const codegen::GraphKernels optimizer = codegen::render_graph(program.optimizer, target);
-    return train::estimate_for(train::profile_from_json(j),
+    train::Profile p = train::profile_from_json(j);
+    // (a profile bertc train --profile wrote times every launch: one with fewer was cut or edited,
+    // and its shares would be of a partial total)
+    if (const size_t launches = step.kernels.size() + optimizer.kernels.size(); p.rows.size() < launches)
+      throw std::runtime_error(fmt::format("it times {} of this program's {} launches, and bertc train --profile "
+                                           "times every one: a profile cut short or edited; profile the step again",
+                                           p.rows.size(), launches));
+    return train::estimate_for(std::move(p),
                                {{"step", &program.step, &step}, {"optimizer", &program.optimizer, &optimizer}},
                                config.compile.arch.gpu(), config.compile.precision);
   } catch (const std::runtime_error& e) {
@@ -389,6 +397,12 @@ frontend::Config compiled_config(const codegen::CompiledProgram& p, const std::s
   frontend::Config config = frontend::parse_config(p.config_text, source, model.extra_keys);
   config.name = p.model;
   config.compile = p.options;
+  // (the debug flags show the compile's stages, which a compiled program has behind it)
+  for (const std::string& f : flags.given())
+    if (f == "--dump-ir" || f == "--print-ir-after-all")
+      throw std::invalid_argument(fmt::format("{}: {} shows the stages of compiling, and {} is compiled already: "
+                                              "compile its config with it (bertc compile CONFIG {} ...)",
+                                              source, f, source, f == "--dump-ir" ? "--dump-ir DIR" : f));
   if (const std::vector<std::string> given = flags.given(); !given.empty())
     throw std::invalid_argument(fmt::format("{}: {} would change the compiled program ({} for {}, precision {}, recompute "
                                             "{}): compile it again with that setting (bertc compile CONFIG ... -o "
@@ -796,6 +810,7 @@ std::string executable_description(const std::string& program, const codegen::Co
 }  // namespace
 
 int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
+  reference::one_blas_thread_under_address_limit(argv);  // (may execute the program again, at once)
   train::take_stop_signals();  // (first: before any thread is started, by bertc or a library)
   support::CheckedStdout checked_stdout;
   // A file size limit (ulimit -f, a batch system's) makes a write past it fail with EFBIG, which

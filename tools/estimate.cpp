@@ -3,6 +3,8 @@
 // ring all-reduce over the slowest link (passes/scaling_estimate.h).
 #include "tools/estimate.h"
 
+#include <algorithm>
+
 #include <set>
 
 #include <fmt/format.h>
@@ -58,7 +60,10 @@ int estimate(const EstimateArgs& a, const CompileFlags& flags, const frontend::M
                                             a.config, a.config));
   setup.steps = a.steps > 0 ? a.steps : config.train.steps;
   std::vector<dist::Compression> kinds;
-  for (const std::string& c : a.compressions) kinds.push_back(ir::enum_named<dist::Compression>(c));
+  // (a choice given twice is one row, not two of the same)
+  for (const std::string& c : a.compressions)
+    if (const auto k = ir::enum_named<dist::Compression>(c); std::find(kinds.begin(), kinds.end(), k) == kinds.end())
+      kinds.push_back(k);
   if (kinds.empty()) kinds = {dist::Compression::None, dist::Compression::Fp16, dist::Compression::PowerSgd};
   // Figures past any machine room, or a global batch past 64 bits, are refused rather than
   // wrapped around into negative ones.
@@ -87,7 +92,10 @@ int estimate(const EstimateArgs& a, const CompileFlags& flags, const frontend::M
       setup.steps, per_gpu, global);
   text += fmt::format("{:<10} {:<10} {:>10} {:>10} {:>11} {:>9} {:>11} {:>8} {:>10} {:>9}\n", "gpu", "gradients", "MiB/step",
                       "compute", "all-reduce", "step", "overlapped", "days", "days (ovl)", "cost");
-  for (const std::string& name : a.gpus) {
+  std::vector<std::string> named;  // (a GPU named twice: one row)
+  for (const std::string& name : a.gpus)
+    if (std::find(named.begin(), named.end(), name) == named.end()) named.push_back(name);
+  for (const std::string& name : named) {
     frontend::Config c = config;
     c.compile.arch = passes::Arch::parse(name);
     if (!c.compile.arch.gpu()) throw std::invalid_argument(fmt::format("--gpu {}: name a GPU of the table (p40, v100, a100, ...)", name));

@@ -3,6 +3,8 @@
 
 #include <unistd.h>
 
+#include <csignal>
+
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -102,9 +104,13 @@ int prepare_data(const PrepareDataArgs& a, const frontend::ModelDefinition& mode
   } catch (const data::Stopped& stopped) {
     log << (live ? "\n" : "")
         << fmt::format("prepare-data: stopped by {} {}: no shard written, and nothing of this run left in {} (its "
-                       "scratch, its lock{}); run the same command again to prepare the shards\n",
+                       "scratch, its lock{}); {}run the same command again to prepare the shards\n",
                        train::signal_name(stopped.signal()), stopped.what(), o.output.string(),
-                       made_folder ? ", the folder it made unless something else was put there" : "");
+                       made_folder ? ", the folder it made unless something else was put there" : "",
+                       // (under the same CPU-time limit it would stop at the same place: it keeps nothing)
+                       stopped.signal() == SIGXCPU ? "raise the CPU-time limit (ulimit -t, or the batch system's time "
+                                                     "limit) and "
+                                                   : "");
     return 128 + stopped.signal();
   }
   if (live) log << "\n";

@@ -2,6 +2,7 @@
 #include "tools/vocab_command.h"
 
 #include <cerrno>
+#include <csignal>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -138,8 +139,10 @@ int train_vocab(const VocabArgs& given, const frontend::ModelDefinition& model, 
   // (Asked after the stop is given up: the request stays until the next StopOnSignal is made.)
   stop_on_signal.reset();
   if (const int stop = train::stop_requested()) {
-    log << fmt::format("vocab: stopped by {} as the merging ended: {} not written; run the same command again\n",
-                       train::signal_name(stop), a.output);
+    log << fmt::format("vocab: stopped by {} as the merging ended: {} not written; {}run the same command again\n",
+                       train::signal_name(stop), a.output,
+                       stop == SIGXCPU ? "raise the CPU-time limit (ulimit -t, or the batch system's time limit) and "
+                                       : "");
     return 128 + stop;
   }
   // The write is whole or nothing: a signal during it ends the command at once, the file being

@@ -397,10 +397,14 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
   const passes::TrainingProgram& first = r.buckets.front().program;
   support::Environment env;
   // (the folder's tokenizer decides the lower-casing unless the config does: said, as a choice)
-  if (o.init && frontend::is_hf_folder(*o.init) && !c.given.count("train.do_lower_case"))
-    log << fmt::format("init: do_lower_case = {}, as {}'s tokenizer_config.json says (set [train] do_lower_case to "
-                       "choose otherwise)\n",
-                       c.train.do_lower_case, o.init->string());
+  if (o.init && frontend::is_hf_folder(*o.init) && !c.given.count("train.do_lower_case")) {
+    std::error_code ec;
+    const bool said = std::filesystem::is_regular_file(*o.init / "tokenizer_config.json", ec);
+    log << fmt::format("init: do_lower_case = {}, {} (set [train] do_lower_case to choose otherwise)\n",
+                       c.train.do_lower_case,
+                       said ? fmt::format("as {}'s tokenizer_config.json says", o.init->string())
+                            : fmt::format("BERT's default: {} has no tokenizer_config.json to say", o.init->string()));
+  }
   if (o.init) load_init(*o.init, first.step, vocab, c.train.do_lower_case, env, log);
   else log << fmt::format("init: none: every param fresh from [train] seed {}\n", t.seed);
   fresh_state(c, first, env);  // (what --init did not set)

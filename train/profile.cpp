@@ -140,11 +140,14 @@ Profile profile_from_json(const nlohmann::json& j) {
           throw std::runtime_error(fmt::format("a launch's \"{}\" is {}, not an index (a whole number, 0 or more)",
                                                key, r.at(key).dump()));
       // (figures a measurement gives: finite and 0 or more; a negative time made the total negative)
+      // (and a time past an hour is no kernel launch's: 1e308 seconds made the total infinite)
       for (const char* key : {"flops", "bytes", "seconds", "estimate_seconds"})
-        if (!r.at(key).is_number() || !std::isfinite(r.at(key).get<double>()) || r.at(key).get<double>() < 0)
+        if (const nlohmann::json& v = r.at(key);
+            !v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0 ||
+            (std::string_view(key).ends_with("seconds") && v.get<double>() > 3600))
           throw std::runtime_error(fmt::format("launch {}'s \"{}\" is {}, not a measured figure (a finite number, 0 "
-                                               "or more)",
-                                               r.at("launch").dump(), key, r.at(key).dump()));
+                                               "or more; a time under an hour)",
+                                               r.at("launch").dump(), key, v.dump()));
       p.rows.push_back({r.at("graph"), r.at("launch"), r.at("op"), r.at("kernel"), r.at("family"), r.at("strategy"),
                         r.at("scope"), r.at("flops"), r.at("bytes"), r.at("seconds"), r.at("estimate_seconds")});
       if (!seen.insert({p.rows.back().graph, p.rows.back().launch}).second)

@@ -95,8 +95,10 @@ void check_same_settings(const std::map<std::string, std::string>& saved, const 
 }
 
 // Refuses a resume whose run figures (run_metadata's) differ from the checkpoint's, naming the first.
+// `compiled`: the run trains a compiled program (.bertx, a training executable), whose settings
+// are its compile's: the fix is to compile it again, not a flag it refuses.
 void check_same_run(std::map<std::string, std::string> saved, const std::map<std::string, std::string>& now, int ranks,
-                    const std::filesystem::path& checkpoint) {
+                    const std::filesystem::path& checkpoint, bool compiled) {
   // A checkpoint from before data parallelism: one rank, its global batch from its split.
   if (!saved.count("global_batch") && saved.count("batch_size") && saved.count("gradient_accumulation_steps"))
     saved["global_batch"] =
@@ -108,17 +110,26 @@ void check_same_run(std::map<std::string, std::string> saved, const std::map<std
     if (key == "batch_size" && world != saved.end() && world->second != std::to_string(ranks)) continue;
     auto it = saved.find(key);
     if (it == saved.end() || it->second == value) continue;
+    const std::string fresh = fmt::format("start a fresh run from its weights in another --checkpoint-dir (--init {})",
+                                          checkpoint.string());
     if (key == "precision")
-      throw TrainError(fmt::format("{}: trained with precision {}, and this run's is {} (their optimizer states "
-                                   "differ): resume with --precision {} (or [compile] precision = \"{}\"), or start a "
-                                   "fresh run from its weights in another --checkpoint-dir (--init {})",
-                                   checkpoint.string(), it->second, value, it->second, it->second, checkpoint.string()));
-    if (key == "dropout")
-      throw TrainError(fmt::format("{}: trained with dropout {}, and this run's is {} (--dropout, [compile] dropout): "
-                                   "resume with --dropout {}, or start a fresh run from its weights in another "
-                                   "--checkpoint-dir (--init {})",
-                                   checkpoint.string(), it->second, value, it->second == "on" ? "true" : "false",
-                                   checkpoint.string()));
+      throw TrainError(fmt::format(
+          "{}: trained with precision {}, and this run's is {} (their optimizer states differ): {}, or {}",
+          checkpoint.string(), it->second, value,
+          compiled ? fmt::format("compile the program again with --precision {} (bertc compile CONFIG --precision {} "
+                                 "-o FILE.bertx) and resume with that",
+                                 it->second, it->second)
+                   : fmt::format("resume with --precision {} (or [compile] precision = \"{}\")", it->second, it->second),
+          fresh));
+    if (key == "dropout") {
+      const std::string flag = it->second == "on" ? "true" : "false";
+      throw TrainError(fmt::format(
+          "{}: trained with dropout {}, and this run's is {} (--dropout, [compile] dropout): {}, or {}",
+          checkpoint.string(), it->second, value,
+          compiled ? fmt::format("compile the program again with --dropout {} and resume with that", flag)
+                   : fmt::format("resume with --dropout {}", flag),
+          fresh));
+    }
     throw TrainError(fmt::format("{}: trained with {} = {}, but this run has {}: resume with the same settings, or "
                                  "start a fresh run in another --checkpoint-dir",
                                  checkpoint.string(), key, it->second, value));
@@ -236,7 +247,8 @@ int64_t prepare_state(const frontend::ModelDefinition& model, const TrainOptions
         const auto format = saved.find("format");
         const bool checkpoint = format != saved.end() && format->second.starts_with("bertc-checkpoint-");
         if (checkpoint) {
-          check_same_run(saved, run_metadata(model, o.config, ranks), ranks, existing.back().path);
+          check_same_run(saved, run_metadata(model, o.config, ranks), ranks, existing.back().path,
+                         o.compiled != nullptr);
           check_same_settings(saved, o.config, existing.back().path, log);
         }
         // A file that is no checkpoint of this run's (damaged, cut short, or another output written
@@ -255,7 +267,8 @@ int64_t prepare_state(const frontend::ModelDefinition& model, const TrainOptions
             before));
       }
     }();
-    check_same_run(c.metadata, run_metadata(model, o.config, ranks), ranks, existing.back().path);
+    check_same_run(c.metadata, run_metadata(model, o.config, ranks), ranks, existing.back().path,
+                   o.compiled != nullptr);
     check_same_settings(c.metadata, o.config, existing.back().path, log);
     // The learning-rate schedule is planned over the run's total steps: another total (--steps, or
     // an --until run resumed without its --steps) changes every later rate, which is said.

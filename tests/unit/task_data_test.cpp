@@ -188,6 +188,10 @@ TEST_F(TaskFiles, TextAsEditorsSaveItAndSurprisesRefused) {
   EXPECT_NE(error(write("huge.tsv", "sentence\tlabel\ncat\t1e999\n"), f).find("huge.tsv:2: regression target 1e999 is too large"),
             std::string::npos);
   EXPECT_EQ(read(write("tiny.tsv", "sentence\tlabel\ncat\t1e-400\n"), f).examples.at(0).target, 0.0f);
+  // A written plus sign, as a spreadsheet keeps it, is the number (it was "not a finite number").
+  EXPECT_EQ(read(write("plus.tsv", "sentence\tlabel\ncat\t+3\n"), f).examples.at(0).target, 3.0f);
+  EXPECT_NE(error(write("plusminus.tsv", "sentence\tlabel\ncat\t+-3\n"), f).find("is not a finite number"),
+            std::string::npos);
   EXPECT_EQ(read(write("tiny.jsonl", "{\"sentence\": \"cat\", \"label\": 1e-400}\n"), f).examples.at(0).target, 0.0f);
   // A number no double holds, in a key bertc does not even read: named with its file and line.
   EXPECT_NE(error(write("overflow.jsonl", "{\"sentence\": \"cat\", \"label\": 1}\n{\"sentence\": \"cat\", \"label\": 1, \"x\": 1e999}\n"), f)
