@@ -4,10 +4,12 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <stdexcept>
 
 #include <fmt/format.h>
 
+#include "ir/out_of_memory.h"
 #include "support/tensor_io.h"
 
 namespace bertc::runtime {
@@ -270,6 +272,10 @@ void PlanExecutor::issue_all(bool eager) {
       launch(i);
       issue_hooks(i);
       if (check_each) device_.synchronize();
+    } catch (const std::bad_alloc&) {
+      throw;  // (out of host memory: said as such, with its advice, not as "std::bad_alloc" of a launch)
+    } catch (const ir::OutOfMemory&) {
+      throw;
     } catch (const std::exception& e) {
       throw std::runtime_error(fmt::format("launch {} ({} {} grid {}x{}x{} block {}x{}x{}, op {} {}): {}{}", i,
                                            ir::enum_name(k.family), k.name, k.grid.x, k.grid.y, k.grid.z, k.block.x,

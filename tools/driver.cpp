@@ -1,6 +1,7 @@
 // Command line of bertc and of model programs: parse arguments (CLI11), run a subcommand.
 #include "tools/driver.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -1038,7 +1039,13 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
       std::cerr << fmt::format("{}: error: {}: {}\n", program, e.what(), memory_advice());
       return 1;
     } catch (const std::bad_alloc&) {
-      std::cerr << fmt::format("{}: error: out of host memory: {}\n", program, memory_advice());
+      // (under an address-space limit, the limit is what ran out first: said, with its fix)
+      rlimit as{};
+      const bool limited = ::getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY;
+      std::cerr << fmt::format("{}: error: out of host memory{}: {}{}\n", program,
+                               limited ? fmt::format(" under the address-space limit (ulimit -v {} KiB)", as.rlim_cur / 1024)
+                                       : "",
+                               limited ? "raise or remove the limit (ulimit -v unlimited), or " : "", memory_advice());
       return 1;
     } catch (const support::FileError& e) {  // (a write: its fix by errno)
       const std::string fix = support::file_error_fix(e.code().value(), e.path(), e.needed());
