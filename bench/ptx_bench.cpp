@@ -70,7 +70,12 @@ int main(int argc, char** argv) {
         parts.push_back(fmt::format("{} {:.1f}%", ptx::class_name(static_cast<ptx::InstructionClass>(c)),
                                     100.0 * static_cast<double>(counts.by_class[c]) /
                                         static_cast<double>(counts.thread_instructions)));
-    fmt::print("{}: {:.3g} GFLOP counted; thread-instructions by class: {}\n", target, counts.flops / 1e9,
-               fmt::join(parts, ", "));
+    fmt::print("{}: {:.3g} GFLOP counted; thread-instructions by class: {}; shared memory: {} warp requests, {} "
+               "wavefronts where {} are conflict-free ({:.2f}x)\n",
+               target, counts.flops / 1e9, fmt::join(parts, ", "), counts.shared_requests, counts.shared_wavefronts,
+               counts.shared_ideal_wavefronts,
+               counts.shared_ideal_wavefronts ? static_cast<double>(counts.shared_wavefronts) /
+                                                    static_cast<double>(counts.shared_ideal_wavefronts)
+                                              : 0.0);
   }
 }

@@ -2,6 +2,7 @@
 #include "ptx/counters.h"
 
 #include <algorithm>
+#include <set>
 
 #include "ptx/fragments.h"
 
@@ -64,6 +65,49 @@ double flops_of(const Instruction& in) {
       (in.opcode.op == Op::Tanh || std::find(arithmetic.begin(), arithmetic.end(), in.opcode.op) != arithmetic.end()))
     return values;
   return 0;
+}
+
+namespace {
+
+// The lanes one phase serves: a warp for accesses of 4 bytes or fewer, a half-warp for 8, a
+// quarter-warp for 16.
+uint32_t lanes_a_phase(const std::vector<LaneAccess>& request) {
+  uint32_t widest = 4;
+  for (const LaneAccess& a : request) widest = std::max(widest, a.bytes);
+  return widest >= 16 ? 8 : widest >= 8 ? 16 : 32;
+}
+
+}  // namespace
+
+uint64_t shared_wavefronts(const std::vector<LaneAccess>& request) {
+  const uint32_t per_phase = lanes_a_phase(request);
+  // (phase, bank, word) of every word touched, sorted and made unique: then the longest run of
+  // one (phase, bank) is that phase's wavefronts. No map or set: this runs for every request.
+  std::vector<std::array<uint64_t, 3>> touched;
+  touched.reserve(request.size() * 4);
+  for (const LaneAccess& a : request)
+    for (uint64_t word = a.offset / 4; word <= (a.offset + std::max<uint32_t>(a.bytes, 1) - 1) / 4; ++word)
+      touched.push_back({a.lane / per_phase, word % 32, word});
+  std::sort(touched.begin(), touched.end());
+  touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+  std::array<uint64_t, 32> most{};  // per phase (at most 4; 32 for safety)
+  for (size_t i = 0; i < touched.size();) {
+    size_t j = i;
+    while (j < touched.size() && touched[j][0] == touched[i][0] && touched[j][1] == touched[i][1]) ++j;
+    uint64_t& phase = most.at(touched[i][0]);
+    phase = std::max<uint64_t>(phase, j - i);
+    i = j;
+  }
+  uint64_t wavefronts = 0;
+  for (uint64_t m : most) wavefronts += m;
+  return wavefronts;
+}
+
+uint64_t shared_phases(const std::vector<LaneAccess>& request) {
+  const uint32_t per_phase = lanes_a_phase(request);
+  std::set<uint32_t> phases;
+  for (const LaneAccess& a : request) phases.insert(a.lane / per_phase);
+  return phases.size();
 }
 
 }  // namespace bertc::ptx

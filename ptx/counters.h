@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 #include "ptx/module.h"
 
@@ -27,6 +28,22 @@ enum class InstructionClass {
 };
 inline constexpr size_t kInstructionClasses = 12;
 std::string_view class_name(InstructionClass c);  // "float fma", ...
+
+// One lane's part of a warp's shared-memory request (one ld.shared/st.shared the warp's lanes
+// execute together): its lane, the byte offset and the bytes it accesses.
+struct LaneAccess {
+  uint32_t lane = 0;
+  uint64_t offset = 0;
+  uint32_t bytes = 0;
+};
+
+// The wavefronts a request takes on the 32 banks of 4 bytes that every arch from sm_61 to sm_90
+// has: accesses of 8 bytes are served a half-warp at a time and of 16 bytes a quarter-warp at a
+// time; in each such phase, the most distinct 4-byte words that fall in one bank (lanes reading
+// one word share it). One wavefront a phase is conflict-free; 32 is a 32-way conflict.
+uint64_t shared_wavefronts(const std::vector<LaneAccess>& request);
+// The wavefronts the same request would take without conflicts: its phases.
+uint64_t shared_phases(const std::vector<LaneAccess>& request);
 
 // The class of `in`, and the FLOPs one thread's execution of it performs (an mma: its warp's
 // product over the 32 lanes that execute it together).

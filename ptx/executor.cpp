@@ -79,6 +79,12 @@ struct BlockRun {
   std::vector<double> flops_at;
   std::array<uint64_t, kInstructionClasses> by_class{};
   double flops = 0;
+  // Shared requests (counters.h): each ld/st's slot, each thread's count of executions a slot, and
+  // a warp's requests a slot, by that count (the k-th execution of its lanes is one request).
+  std::vector<int32_t> memory_slot;
+  size_t memory_slots = 0;
+  std::vector<uint32_t> executions;
+  std::vector<std::vector<std::vector<LaneAccess>>> shared_requests;
 
   [[noreturn]] void fail(const Thread& t, const Instruction& in, const std::string& what) const {
     throw Error(fmt::format("{}:{}: kernel {}, block ({},{},{}), thread ({},{},{}): {}: {}", emu.module().name, in.line,
@@ -101,7 +107,13 @@ struct BlockRun {
 
   void make_threads() {
     for (const Register& r : entry.registers) register_mask.push_back(mask_of(type_bits(r.type)));
-    for (const Instruction& in : entry.body) classes.push_back(class_of(in)), flops_at.push_back(flops_of(in));
+    for (const Instruction& in : entry.body) {
+      classes.push_back(class_of(in)), flops_at.push_back(flops_of(in));
+      // (ld/st.shared: what NVRTC emits for shared memory; a generic access that lands there is
+      // not counted as a request)
+      const bool memory = (in.opcode.op == Op::Ld || in.opcode.op == Op::St) && in.opcode.has(Mod::shared);
+      memory_slot.push_back(memory ? static_cast<int32_t>(memory_slots++) : -1);
+    }
     const Dim3 b = config.block;
     threads.resize(b.count());
     for (uint32_t z = 0, i = 0; z < b.z; ++z)
@@ -220,7 +232,30 @@ struct BlockRun {
 
   // racecheck and initcheck of a shared access (shared_checks.h): a hazard fails the launch naming
   // both accesses.
+  // A lane's part of its warp's shared request: the lanes of a warp that execute one ld/st.shared
+  // for the k-th time make one request (they run in step between the points where they meet).
+  // (indexed, not hashed: a map's lookup a shared access cost a quarter of the SIMT kernels' speed)
+  void note_shared_access(const Thread& t, uint64_t offset, size_t bytes) {
+    if (memory_slot.at(t.pc) < 0) return;
+    const auto slot = static_cast<size_t>(memory_slot.at(t.pc));
+    uint32_t& k = executions[t.linear * memory_slots + slot];
+    auto& requests = shared_requests[(t.linear / 32) * memory_slots + slot];
+    if (requests.size() <= k) requests.resize(k + 1), requests[k].reserve(32);
+    requests[k++].push_back({t.linear % 32, offset, static_cast<uint32_t>(bytes)});
+  }
+
+  void count_shared_requests() {
+    for (const auto& requests : shared_requests)
+      for (const std::vector<LaneAccess>& request : requests) {
+        if (request.empty()) continue;
+        ++counts.shared_requests;
+        counts.shared_wavefronts += shared_wavefronts(request);
+        counts.shared_ideal_wavefronts += shared_phases(request);
+      }
+  }
+
   void check_shared(const Thread& t, const Instruction& in, uint64_t offset, size_t bytes, bool write) {
+    if (in.opcode.op == Op::Ld || in.opcode.op == Op::St) note_shared_access(t, offset, bytes);
     const auto hazard = write ? shadow.write(t.linear, static_cast<uint32_t>(t.pc), offset, bytes)
                               : shadow.read(t.linear, static_cast<uint32_t>(t.pc), offset, bytes);
     if (!hazard) return;
@@ -608,6 +643,8 @@ struct BlockRun {
     lay_out_variables();
     make_threads();
     shadow.begin_block(shared.size(), static_cast<uint32_t>((threads.size() + 31) / 32));
+    executions.assign(threads.size() * memory_slots, 0);
+    shared_requests.assign((threads.size() + 31) / 32 * memory_slots, {});
     std::vector<size_t> order(threads.size());
     std::iota(order.begin(), order.end(), 0);
     if (config.seed) std::shuffle(order.begin(), order.end(), std::mt19937_64(config.seed ^ (ctaid[0] * 0x9e3779b97f4a7c15ULL)));
@@ -617,7 +654,10 @@ struct BlockRun {
         if (threads[i].wait == Wait::None) run(threads[i]), progressed = true;
       progressed = resolve_warps() || progressed;
       progressed = resolve_barrier() || progressed;
-      if (std::all_of(threads.begin(), threads.end(), [](const Thread& t) { return t.wait == Wait::Done; })) return;
+      if (std::all_of(threads.begin(), threads.end(), [](const Thread& t) { return t.wait == Wait::Done; })) {
+        count_shared_requests();
+        return;
+      }
       if (!progressed) {
         for (const Thread& t : threads)
           if (t.wait != Wait::Done)
@@ -635,6 +675,9 @@ LaunchCounts& LaunchCounts::operator+=(const LaunchCounts& other) {
   for (const auto& [op, n] : other.by_op) by_op[op] += n;
   for (size_t c = 0; c < kInstructionClasses; ++c) by_class[c] += other.by_class[c];
   flops += other.flops;
+  shared_requests += other.shared_requests;
+  shared_wavefronts += other.shared_wavefronts;
+  shared_ideal_wavefronts += other.shared_ideal_wavefronts;
   return *this;
 }
 

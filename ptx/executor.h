@@ -43,6 +43,9 @@ struct LaunchCounts {
   std::map<Op, uint64_t> by_op;
   std::array<uint64_t, kInstructionClasses> by_class{};
   double flops = 0;
+  // Warp requests of ld.shared/st.shared, the wavefronts they took on the banks, and the
+  // wavefronts they would take without conflicts (counters.h's shared_wavefronts).
+  uint64_t shared_requests = 0, shared_wavefronts = 0, shared_ideal_wavefronts = 0;
   LaunchCounts& operator+=(const LaunchCounts& other);
 };
 

@@ -418,6 +418,71 @@ TEST(PtxExecutor, LaunchesOverTheArchsLimitsAreRefused) {
   EXPECT_NE(launch({1, 1, 1}, {1, 1, 65}, {}).find("a block of 1x1x65 threads"), std::string::npos);
 }
 
+// Shared-memory bank conflicts counted on known patterns: a warp writes a 32 x 32 table row by row
+// (32 conflict-free requests), then each lane reads the word lane x stride: stride 1 is one
+// wavefront, stride 32 (every lane in bank 0) is a 32-way conflict, stride 2 a 2-way one.
+TEST(PtxExecutor, SharedBankConflictsAreCountedAsTheBanksServeThem) {
+  Emulator emulator(parse_module(R"(
+.version 8.8
+.target sm_80
+.address_size 64
+.visible .entry strided(
+	.param .u64 strided_param_0,
+	.param .u32 strided_param_1
+)
+.maxntid 32, 1, 1
+{
+	.reg .pred 	%p<2>;
+	.reg .b32 	%r<16>;
+	.reg .b64 	%rd<5>;
+	.shared .align 4 .b8 table[4096];
+	ld.param.u64 	%rd1, [strided_param_0];
+	ld.param.u32 	%r5, [strided_param_1];
+	mov.u32 	%r1, %tid.x;
+	mov.u32 	%r3, table;
+	shl.b32 	%r2, %r1, 2;
+	add.s32 	%r4, %r3, %r2;
+	mov.u32 	%r10, 0;
+$L__init:
+	shl.b32 	%r11, %r10, 7;
+	add.s32 	%r12, %r4, %r11;
+	st.shared.u32 	[%r12], %r1;
+	add.s32 	%r10, %r10, 1;
+	setp.lt.u32 	%p1, %r10, 32;
+	@%p1 bra 	$L__init;
+	bar.sync 	0;
+	mul.lo.s32 	%r13, %r1, %r5;
+	and.b32 	%r13, %r13, 1023;
+	shl.b32 	%r13, %r13, 2;
+	add.s32 	%r13, %r3, %r13;
+	ld.shared.u32 	%r14, [%r13];
+	cvta.to.global.u64 	%rd2, %rd1;
+	mul.wide.u32 	%rd3, %r1, 4;
+	add.s64 	%rd4, %rd2, %rd3;
+	st.global.u32 	[%rd4], %r14;
+	ret;
+}
+)", "strided.ptx"));
+  std::vector<uint32_t> out(32);
+  emulator.add_global(out.data(), 128);
+  const auto run = [&](uint32_t stride) {
+    return emulator.launch("strided", emulator.pack_params("strided", {reinterpret_cast<uint64_t>(out.data()), stride}),
+                           {{1, 1, 1}, {32, 1, 1}, 0, 7});
+  };
+  for (const auto& [stride, read_wavefronts] : {std::pair{1u, 1u}, {2u, 2u}, {32u, 32u}}) {
+    const LaunchCounts c = run(stride);
+    EXPECT_EQ(c.shared_requests, 33u) << stride;  // (32 rows written, one read)
+    EXPECT_EQ(c.shared_ideal_wavefronts, 33u) << stride;
+    EXPECT_EQ(c.shared_wavefronts, 32u + read_wavefronts) << stride;
+    for (uint32_t lane = 0; lane < 32; ++lane) EXPECT_EQ(out[lane], (lane * stride) % 32) << stride;
+  }
+  // Wider accesses are served in phases: 16 contiguous bytes a lane, a quarter-warp at a time (4).
+  std::vector<LaneAccess> wide;
+  for (uint32_t lane = 0; lane < 32; ++lane) wide.push_back({lane, lane * 16u, 16});
+  EXPECT_EQ(shared_wavefronts(wide), 4u);
+  EXPECT_EQ(shared_phases(wide), 4u);
+}
+
 TEST(PtxExecutor, ChecksCatchEachPlantedBug) {
   std::vector<float> in(100), out(100);
   {  // a read past the buffer: n = 101 for 100 floats
