@@ -56,7 +56,6 @@ struct Thread {
   std::vector<std::vector<AsyncCopy>> committed;     // oldest first
 };
 
-size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
 }  // namespace
 

@@ -5,11 +5,7 @@
 #include <fmt/format.h>
 
 namespace bertc::ptx {
-namespace {
-
 uint64_t align_up(uint64_t n, uint64_t a) { return (n + a - 1) / a * a; }
-
-}  // namespace
 
 SharedLayout lay_out_shared(const Module& module, const Entry& entry, uint64_t dynamic_bytes) {
   SharedLayout out;

@@ -12,6 +12,9 @@
 
 namespace bertc::ptx {
 
+// `n` rounded up to a multiple of `a` (a variable's offset at its alignment, registers per warp).
+uint64_t align_up(uint64_t n, uint64_t a);
+
 struct ArchLimits {
   std::string gpu = "a GPU";                 // for messages: "Tesla P40 (sm_61)"
   uint64_t max_shared_bytes = 48 << 10;      // per block, static and dynamic together (opt-in maximum)

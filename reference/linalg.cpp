@@ -18,9 +18,9 @@ namespace bertc::reference {
 namespace {
 
 // OpenBLAS retries an allocation of its buffers that fails, for ever: under an address-space limit
-// (ulimit -v) too tight for them a matrix product never returned, spinning (and exit joined the
-// spinning thread). Under such a limit it runs on one thread (one set of buffers), and before its
-// first product the room for them is tried: too little is refused, with the limit named.
+// (ulimit -v) too tight for them a matrix product never returned. Under such a limit it runs on one
+// thread (one_blas_thread_under_address_limit), and before its first product the room for its
+// buffer is tried: too little is refused, with the limit named.
 constexpr size_t kBlasRoom = size_t{136} << 20;  // (its buffer: 128 MiB in the Debian build, and a margin)
 std::atomic<bool> blas_ready{false};
 
@@ -28,9 +28,7 @@ void ensure_blas_room() {
   if (blas_ready.load(std::memory_order_relaxed)) return;
   static const rlim_t limit = [] {
     rlimit r{};
-    const rlim_t cur = ::getrlimit(RLIMIT_AS, &r) == 0 ? r.rlim_cur : RLIM_INFINITY;
-    if (cur != RLIM_INFINITY) openblas_set_num_threads(1);
-    return cur;
+    return ::getrlimit(RLIMIT_AS, &r) == 0 ? r.rlim_cur : RLIM_INFINITY;
   }();
   if (limit == RLIM_INFINITY) {
     blas_ready = true;
