@@ -64,6 +64,17 @@ Profile estimate_for(const Profile& p, const std::vector<NamedPlan>& plans, cons
     r.bytes = cost.bytes;
     r.estimate_seconds = cost.seconds;
   }
+  // (bertc train --profile times every launch of both graphs: a profile with fewer was cut or
+  // edited, and its shares would be of a partial total; checked after the kernels match, so a
+  // profile of another program is named as that)
+  for (const NamedPlan& plan : plans) {
+    const size_t timed = static_cast<size_t>(
+        std::count_if(out.rows.begin(), out.rows.end(), [&](const ProfileRow& r) { return r.graph == plan.graph; }));
+    if (timed < plan.kernels->kernels.size())
+      throw std::runtime_error(fmt::format("it times {} of the {} graph's {} launches, and bertc train --profile times every "
+                                           "one: a profile cut short or edited; profile the step again",
+                                           timed, plan.graph, plan.kernels->kernels.size()));
+  }
   return out;
 }
 

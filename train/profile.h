@@ -62,7 +62,8 @@ struct NamedPlan {
 };
 
 // `p` joined with a compile of the same program: every launch checked to run the kernel that
-// graph's launch has there (else std::runtime_error: the profile is of another program), its
+// graph's launch has there (else std::runtime_error: the profile is of another program) and every
+// launch timed (else std::runtime_error: a profile cut short), its
 // estimate recomputed for `gpu` (what `bertc compile --report --profile` shows).
 Profile estimate_for(const Profile& p, const std::vector<NamedPlan>& plans, const std::optional<passes::GpuSpec>& gpu,
                      passes::Precision precision);
