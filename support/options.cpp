@@ -90,8 +90,12 @@ std::string why_no_value(ValueKind kind, std::string_view text) {
     if (end == text.data() + text.size() && !text.empty() &&
         (error == std::errc::result_out_of_range || (kind == ValueKind::Int && error == std::errc() &&
                                                      text.find_first_of(".eE") == std::string_view::npos)))
-      return kind == ValueKind::Int ? fmt::format("'{}' is out of range: {} to {}", text,
-                                                  std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max())
+      // (the bound on the side it is past: a byte budget's range is not said as starting at -9.2e18)
+      return kind == ValueKind::Int ? (text.starts_with('-')
+                                           ? fmt::format("'{}' is below the smallest integer, {}", text,
+                                                         std::numeric_limits<int64_t>::min())
+                                           : fmt::format("'{}' is past the largest integer, {}", text,
+                                                         std::numeric_limits<int64_t>::max()))
                                     : fmt::format("'{}' is out of range of a double", text);
   }
   return fmt::format("must be {}, found '{}'", kind_description(kind), text);

@@ -137,7 +137,8 @@ std::optional<OptionValue> value_from_text(ValueKind kind, std::string_view text
 // "an integer", "a number", "true or false", "a string": what a value of `kind` is called.
 std::string_view kind_description(ValueKind kind);
 // Why `text` is no value of `kind` (value_from_text gave nullopt): "must be an integer, found
-// 'x'", or, for digits past 64 bits, "is out of range: 9223372036854775807 at most".
+// 'x'", or, for digits past 64 bits, "'99999999999999999999' is past the largest integer,
+// 9223372036854775807" (below the smallest, for a negative one).
 std::string why_no_value(ValueKind kind, std::string_view text);
 
 template <typename S>

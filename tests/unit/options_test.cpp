@@ -37,7 +37,9 @@ TEST(Options, TextValuesOfEachKind) {
   // Digits past 64 bits are said to be out of range, not "not an integer".
   EXPECT_FALSE(value_from_text(ValueKind::Int, "99999999999999999999"));
   EXPECT_EQ(why_no_value(ValueKind::Int, "99999999999999999999"),
-            "'99999999999999999999' is out of range: -9223372036854775808 to 9223372036854775807");
+            "'99999999999999999999' is past the largest integer, 9223372036854775807");
+  EXPECT_EQ(why_no_value(ValueKind::Int, "-99999999999999999999"),
+            "'-99999999999999999999' is below the smallest integer, -9223372036854775808");
   EXPECT_EQ(why_no_value(ValueKind::Int, "12x"), "must be an integer, found '12x'");
   EXPECT_EQ(value_from_text(ValueKind::Float, "1e-06"), OptionValue(1e-6));
   EXPECT_EQ(value_text(OptionValue(1e-6)), "1e-06");
