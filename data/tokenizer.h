@@ -3,6 +3,7 @@
 // tokenization.py and Hugging Face's BertTokenizer.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,9 @@ class Tokenizer {
 
   // Words after basic tokenization (UTF-8).
   std::vector<std::string> basic_tokens(const std::string& text) const;
+  // The same words, each given to `each` as it is found (its string may be moved from): memory
+  // for one word at a time, whatever the text's length.
+  void visit_basic_tokens(const std::string& text, const std::function<void(std::string&)>& each) const;
   const Vocab& vocab() const { return vocab_; }
   // WordPiece ids of the whole text; unknown words become [UNK].
   std::vector<int64_t> encode(const std::string& text) const;

@@ -178,7 +178,7 @@ std::map<std::string, int64_t> count_words(const std::filesystem::path& input, c
           for (size_t i = t * per; i < std::min(round.size(), (t + 1) * per) && !stop_signal.load(); ++i) {
             if (i % 1024 == 0)
               if (const int signal = stop_asked(stop)) stop_signal = signal;
-            for (std::string& w : tokenizer.basic_tokens(round[i])) ++partial[t][std::move(w)];
+            tokenizer.visit_basic_tokens(round[i], [&](std::string& w) { ++partial[t][std::move(w)]; });
           }
         } catch (...) {
           failed[t] = std::current_exception();
