@@ -102,7 +102,43 @@ std::vector<std::filesystem::path> missing_folders(const std::filesystem::path& 
   return missing;
 }
 
+std::filesystem::path staging_folder_for(const std::filesystem::path& to) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(to, ec)) return to / temporary_beside(to).filename();
+  return temporary_beside(to);
+}
+
+namespace {
+
+// `from`'s files moved up into `to` (its parent), never over a name; the moved ones put back when
+// one cannot go (another process made that name meanwhile): false then.
+bool move_files_up(const std::filesystem::path& from, const std::filesystem::path& to) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(to, ec))
+    if (entry.path().filename() != from.filename()) return false;
+  std::vector<std::string> moved;
+  for (const auto& entry : std::filesystem::directory_iterator(from)) {
+    const std::string name = entry.path().filename().string();
+    if (::renameat2(AT_FDCWD, entry.path().c_str(), AT_FDCWD, (to / name).c_str(), RENAME_NOREPLACE) == 0) {
+      moved.push_back(name);
+      continue;
+    }
+    const int error = errno;
+    for (const std::string& back : moved) ::rename((to / back).c_str(), (from / back).c_str());
+    if (error == EEXIST) return false;
+    throw FileError(error, to, fmt::format("cannot move {} into {}", name, to.string()));
+  }
+  if (::rmdir(from.c_str()) != 0) {
+    const int error = errno;
+    throw FileError(error, to, fmt::format("cannot remove the staging folder {}", from.string()));
+  }
+  return true;
+}
+
+}  // namespace
+
 bool place_folder(const std::filesystem::path& from, const std::filesystem::path& to) {
+  if (from.parent_path() == to) return move_files_up(from, to);
   if (::rename(from.c_str(), to.c_str()) == 0) return true;
   const int error = errno;
   if (error == ENOTEMPTY || error == EEXIST || error == ENOTDIR) return false;

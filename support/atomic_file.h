@@ -30,9 +30,14 @@ std::filesystem::path temporary_beside(const std::filesystem::path& path);
 // what a command that makes `folder` removes again when it fails (--output a/b/c with no a makes
 // a too).
 std::vector<std::filesystem::path> missing_folders(const std::filesystem::path& folder);
-// Renames the folder `from` (made whole beside its place) to `to`: true when placed, false when `to`
-// is there and not an empty folder (another process put something there meanwhile), which is kept
-// as it is (rename() replaces only an empty folder). Throws FileError naming `to` on any other failure.
+// Where a folder `to` is made whole before place_folder puts it there: beside it while `to` is not
+// there; inside it (hidden, ".NAME.tmp.PID") when `to` is a folder already, whose files then go
+// in: the user's folder is kept, with its mode, owner, ACLs, and a mount point's file system.
+std::filesystem::path staging_folder_for(const std::filesystem::path& to);
+// Puts the folder `from` (made by staging_folder_for(to)) in place as `to`: beside it, renamed
+// whole; inside it, its files moved up one by one, never over a name, and `from` removed. True when
+// placed; false when `to` is there and holds anything else (another process put something there
+// meanwhile), which is kept as it is, `from` too. Throws FileError naming `to` on any other failure.
 bool place_folder(const std::filesystem::path& from, const std::filesystem::path& to);
 
 // Removes those of `made` (missing_folders' list, innermost first) that are empty: a failed command

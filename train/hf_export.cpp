@@ -123,20 +123,23 @@ nlohmann::json tokenizer_config(bool lower_case, int64_t max_length) {
 
 namespace {
 
-// Removes the part-made copies (.NAME.tmp.PID) beside `output` of exports on this machine whose
-// process is gone (a second signal, a kill), saying so: nothing else would.
+// Removes the part-made copies (.NAME.tmp.PID) beside `output` and inside it of exports on this
+// machine whose process is gone (a second signal, a kill), saying so: nothing else would.
 void sweep_dead_staging(const std::filesystem::path& output, std::ostream& log) {
   const std::string prefix = support::temporary_beside(output).filename().string();
   const std::string stem = prefix.substr(0, prefix.rfind('.') + 1);  // ".NAME.tmp."
   std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(output.parent_path().empty() ? "." : output.parent_path(), ec)) {
-    const std::string name = e.path().filename().string();
-    if (!name.starts_with(stem) || !e.is_directory(ec)) continue;
-    char* end = nullptr;
-    const long pid = std::strtol(name.c_str() + stem.size(), &end, 10);
-    if (*end || pid <= 0 || ::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
-    std::filesystem::remove_all(e.path(), ec);
-    log << fmt::format("export: removed {}, the part-made copy of an export that ended at once\n", e.path().string());
+  const std::filesystem::path beside = output.parent_path().empty() ? "." : output.parent_path();
+  for (const std::filesystem::path& folder : {beside, output}) {
+    for (const auto& e : std::filesystem::directory_iterator(folder, ec)) {
+      const std::string name = e.path().filename().string();
+      if (!name.starts_with(stem) || !e.is_directory(ec)) continue;
+      char* end = nullptr;
+      const long pid = std::strtol(name.c_str() + stem.size(), &end, 10);
+      if (*end || pid <= 0 || ::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+      std::filesystem::remove_all(e.path(), ec);
+      log << fmt::format("export: removed {}, the part-made copy of an export that ended at once\n", e.path().string());
+    }
   }
 }
 
@@ -148,6 +151,7 @@ void export_hf_folder(const ExportOptions& options, std::ostream& log) {
   o.output = o.output.lexically_normal();
   if (o.output.filename().empty()) o.output = o.output.parent_path();
   std::error_code ec;
+  sweep_dead_staging(o.output, log);  // (one inside an empty folder given again would make it not empty)
   if (std::filesystem::exists(o.output, ec) &&
       (!std::filesystem::is_directory(o.output, ec) || !std::filesystem::is_empty(o.output, ec)))
     throw TrainError(fmt::format("{} exists and is not an empty folder: give a new folder (nothing is overwritten)",
@@ -196,10 +200,10 @@ void export_hf_folder(const ExportOptions& options, std::ostream& log) {
   params.metadata.merge(data::vocab_metadata(vocab.record));
   const bool lower = meta.count("do_lower_case") ? meta.at("do_lower_case") == "true" : true;
 
-  // The folder is made beside its place and renamed there whole: a failed export leaves nothing
-  // half-written under the name (rename replaces an empty folder).
-  const std::filesystem::path staging = support::temporary_beside(o.output);
-  sweep_dead_staging(o.output, log);
+  // The folder is made beside its place and renamed there whole, or, when the folder is there
+  // (empty), made inside it and its files moved up: a failed export leaves nothing half-written
+  // under the name, and the user's folder (its mode, owner, a mount point) is kept.
+  const std::filesystem::path staging = support::staging_folder_for(o.output);
   // The folders on the way that are not there yet: a failed export removes them too.
   const auto missing = support::missing_folders(staging.parent_path());
   auto stop_if_asked = [&] {
@@ -236,9 +240,11 @@ void export_hf_folder(const ExportOptions& options, std::ostream& log) {
     support::remove_made_folders(missing);
     // Said of the folder asked for (its fix: room or permission where that goes), not of the
     // staging copy, which is gone.
+    if (e.path() == o.output) throw;  // (placing the folder: already said of it)
     throw support::FileError(e.code().value(), o.output,
-                             fmt::format("cannot write {} of {} (made beside it first, and removed)",
-                                         e.path().filename().string(), o.output.string()),
+                             fmt::format("cannot write {} of {} (made {} first, and removed)",
+                                         e.path().filename().string(), o.output.string(),
+                                         staging.parent_path() == o.output ? "in a hidden folder inside it" : "beside it"),
                              e.needed() ? written + e.needed() : 0);
   } catch (...) {
     std::filesystem::remove_all(staging, ec);

@@ -366,6 +366,38 @@ else:
         fail(f"export onto a disk of the {room} the error named failed:\n{fits.stdout}\n{fits.stderr[-1500:]}")
     print(f"  onto a disk of the {room} it named: exported")
 
+# export into a folder that is there (empty) fills that folder, never replaces it: its inode and
+# mode stay (a private 0700 folder became a new 0755 one), and a mount point (a container's bind
+# mount) is filled, not refused as "busy". A part-made copy inside it, of an export whose process
+# is gone, is removed first (it would make the folder not empty).
+private = os.path.join(WORK, "private-export")
+os.makedirs(private)
+os.chmod(private, 0o700)
+before = os.stat(private)
+os.makedirs(os.path.join(private, ".private-export.tmp.99999999"))
+p = subprocess.run([BERTC, "export", os.path.join(folder("straight"), "checkpoint-000040.safetensors"), "-o", private],
+                   capture_output=True, text=True, timeout=600)
+after = os.stat(private)
+if (p.returncode != 0 or after.st_ino != before.st_ino or (after.st_mode & 0o777) != 0o700 or
+        sorted(os.listdir(private)) != ["config.json", "model.safetensors", "special_tokens_map.json",
+                                        "tokenizer_config.json", "vocab.txt"]):
+    fail(f"export into an empty 0700 folder: exit {p.returncode}, inode {before.st_ino} -> {after.st_ino}, mode "
+         f"{oct(after.st_mode & 0o777)}, holds {sorted(os.listdir(private))}:\n{p.stderr[-1000:]}")
+print("export into an empty 0700 folder: filled, inode and mode kept")
+mount_point = os.path.join(WORK, "mount-point")
+os.makedirs(mount_point)
+mounted = subprocess.run(["unshare", "-m", "sh", "-c", f"mount -t tmpfs -o size=10m tmpfs '{mount_point}' && '{BERTC}' "
+                          f"export '{os.path.join(folder('straight'), 'checkpoint-000040.safetensors')}' -o "
+                          f"'{mount_point}'; echo \"exit $?\"; ls -A '{mount_point}'"],
+                         capture_output=True, text=True, timeout=600)
+if "exit " not in mounted.stdout:
+    print("export onto a mount point: skipped (no mount namespace here:", mounted.stderr.strip()[:120], ")")
+elif mounted.stdout.split() != ["exit", "0", "config.json", "model.safetensors", "special_tokens_map.json",
+                                "tokenizer_config.json", "vocab.txt"]:
+    fail(f"export onto a mount point:\n{mounted.stdout}\n{mounted.stderr[-1500:]}")
+else:
+    print("export onto a mount point: filled")
+
 # Metrics onto a full disk: the run stops after the step whose line failed, with a checkpoint that
 # carries that line, and says so (exit 1); the file keeps its whole lines. Room made, --resume puts
 # the line back and goes on: the file then holds every step once, equal to the uninterrupted run.

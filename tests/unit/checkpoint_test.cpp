@@ -167,6 +167,38 @@ TEST(AtomicFile, AFolderIsPlacedOnlyOverNothingOrAnEmptyFolder) {
   EXPECT_TRUE(std::filesystem::exists(dir / "new" / "config.json"));
 }
 
+// A folder that is there already is filled, not replaced: the folder is made inside it and its
+// files moved up (the folder's inode, so its mode, owner and mount, stay); a name another process
+// made there meanwhile stops it, with the made files put back for their maker to remove.
+TEST(AtomicFile, AFolderThatIsThereIsFilledNotReplaced) {
+  const auto dir = scratch("fill-folder");
+  EXPECT_EQ(support::staging_folder_for(dir / "new").parent_path(), dir);
+  std::filesystem::create_directories(dir / "there");
+  const std::filesystem::path inside = support::staging_folder_for(dir / "there");
+  ASSERT_EQ(inside.parent_path(), dir / "there");
+  struct stat before {};
+  ASSERT_EQ(::stat((dir / "there").c_str(), &before), 0);
+  std::filesystem::create_directories(inside);
+  std::ofstream(inside / "config.json") << "{}";
+  std::ofstream(inside / "vocab.txt") << "[PAD]\n";
+  EXPECT_TRUE(support::place_folder(inside, dir / "there"));
+  struct stat after {};
+  ASSERT_EQ(::stat((dir / "there").c_str(), &after), 0);
+  EXPECT_EQ(after.st_ino, before.st_ino);
+  EXPECT_FALSE(std::filesystem::exists(inside));
+  EXPECT_TRUE(std::filesystem::exists(dir / "there" / "config.json"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "there" / "vocab.txt"));
+
+  std::filesystem::create_directories(dir / "taken");
+  const std::filesystem::path staged = support::staging_folder_for(dir / "taken");
+  std::filesystem::create_directories(staged);
+  std::ofstream(staged / "config.json") << "{}";
+  std::ofstream(dir / "taken" / "other.txt") << "another's";
+  EXPECT_FALSE(support::place_folder(staged, dir / "taken"));
+  EXPECT_TRUE(std::filesystem::exists(staged / "config.json"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "taken" / "config.json"));
+}
+
 // A failed command removes the folders it made only while they are empty: a file another process
 // put in one keeps that folder and those around it.
 TEST(AtomicFile, MadeFoldersGoOnlyWhenEmpty) {
