@@ -154,6 +154,9 @@ void save_checkpoint(const std::filesystem::path& dir, int64_t step, const Tenso
       fix = fmt::format("a folder is where step {}'s checkpoint goes: move {} out of the run folder", step,
                         path.string());
     if (fix.empty()) fix = "fix what the error above says";
+    // (said, or the figure reads as several times one checkpoint's size for no reason)
+    else if (failed && failed->needed() && room_for > 1)
+      fix += fmt::format(" (the room of {} checkpoints: the most the run holds at once)", room_for);
     if (!again.empty()) throw std::runtime_error(fmt::format("{}: {}, then {}", e.what(), fix, again));
     throw std::runtime_error(
         kept.empty() ? fmt::format("{}: no checkpoint of this run is written yet; {} and run the same command again",

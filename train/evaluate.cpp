@@ -45,6 +45,12 @@ EvalResult evaluate_batch(const frontend::ModelDefinition& model, frontend::Conf
         "{}: input_ids is [{}, {}], longer than the model's max_position_embeddings = {}: make the batch from a config "
         "with seq_len = {} or less (bertc batch CONFIG -o FILE)",
         source, ids[0], ids[1], config.model.max_position_embeddings, config.model.max_position_embeddings));
+  // (a loss over no example is 0, read as a perfect model)
+  if (ids[0] == 0 || ids[1] == 0)
+    throw support::SafetensorsError(fmt::format("{}: input_ids is {}: the batch holds {}, and a loss needs one at least: "
+                                                "make the batch again (bertc batch CONFIG -o FILE)",
+                                                source, ir::shape_string(ids),
+                                                ids[0] == 0 ? "no example" : "examples of no token"));
   config.train.batch_size = ids[0];
   config.train.seq_len = ids[1];
   if (!config.finetune_section) {  // (a fine-tuning graph has no masked predictions)

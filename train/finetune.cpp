@@ -486,8 +486,8 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
     const std::string again = fmt::format("fine-tune again into another --checkpoint-dir (fine-tuning does not "
                                           "resume; the checkpoints in {} are kept, each a starting point for --init)",
                                           o.checkpoint_dir.string());
-    // (a run started again keeps its newest checkpoints, one more while the oldest waits to go, and
-    // the best: the room a full disk's advice asks for)
+    // (the most a run holds at once: its newest checkpoints and the best, and one more while the
+    // oldest, or the old best, waits to go: the room a full disk's advice asks for)
     const int64_t room = std::min(t.keep_checkpoints, f.epochs) + 2;
     save_checkpoint(o.checkpoint_dir, step, manifest, env, metadata, t.keep_checkpoints, {}, again, room);
     if (result.best) {
