@@ -12,20 +12,33 @@ namespace bertc::passes {
 namespace {
 
 // Line rates per direction. PCIe: 0.985 GB/s per lane (gen 3), 1.97 (gen 4); NVLink: V100 SXM2's
-// six NVLink 2 links, 150 GB/s per direction; A100's NVLink 3, 300. A ring step's latency (order
-// of magnitude, not measured here): a few microseconds within a machine and over InfiniBand's
-// RDMA, tens over Ethernet's TCP sockets (NCCL's socket transport, a kernel's network stack).
+// six NVLink 2 links, 150 GB/s per direction; A100's NVLink 3, 300; H100's and H200's NVLink 4,
+// 450. A ring step's latency (order of magnitude, not measured here): a few microseconds within a
+// machine and over InfiniBand's RDMA, tens over Ethernet's TCP sockets (NCCL's socket transport,
+// a kernel's network stack).
+constexpr LinkReach kIn = LinkReach::WithinMachine, kOut = LinkReach::BetweenMachines;
 constexpr std::array kInterconnects{
-    Interconnect{"pcie3", "PCIe 3.0 x16", 15.75, 5},
-    Interconnect{"pcie4", "PCIe 4.0 x16", 31.5, 5},
-    Interconnect{"nvlink2", "NVLink 2 (V100 SXM2)", 150.0, 3},
-    Interconnect{"nvlink3", "NVLink 3 (A100 SXM4)", 300.0, 3},
-    Interconnect{"10gbe", "10 Gigabit Ethernet", 1.25, 30},
-    Interconnect{"25gbe", "25 Gigabit Ethernet", 3.125, 25},
-    Interconnect{"100gbe", "100 Gigabit Ethernet", 12.5, 20},
-    Interconnect{"ib-edr", "InfiniBand EDR (100 Gb/s)", 12.5, 3},
-    Interconnect{"ib-hdr", "InfiniBand HDR (200 Gb/s)", 25.0, 3},
+    Interconnect{"pcie3", "PCIe 3.0 x16", 15.75, 5, kIn, ""},
+    Interconnect{"pcie4", "PCIe 4.0 x16", 31.5, 5, kIn, ""},
+    Interconnect{"nvlink2", "NVLink 2 (V100 SXM2)", 150.0, 3, kIn, "v100"},
+    Interconnect{"nvlink3", "NVLink 3 (A100 SXM4)", 300.0, 3, kIn, "a100"},
+    Interconnect{"nvlink4", "NVLink 4 (H100/H200 SXM)", 450.0, 3, kIn, "h100 h200"},
+    Interconnect{"10gbe", "10 Gigabit Ethernet", 1.25, 30, kOut, ""},
+    Interconnect{"25gbe", "25 Gigabit Ethernet", 3.125, 25, kOut, ""},
+    Interconnect{"100gbe", "100 Gigabit Ethernet", 12.5, 20, kOut, ""},
+    Interconnect{"ib-edr", "InfiniBand EDR (100 Gb/s)", 12.5, 3, kOut, ""},
+    Interconnect{"ib-hdr", "InfiniBand HDR (200 Gb/s)", 25.0, 3, kOut, ""},
 };
+
+bool carries(const Interconnect& link, std::string_view gpu) {
+  if (link.gpus.empty()) return true;
+  for (size_t at = 0; at < link.gpus.size();) {
+    const size_t end = std::min(link.gpus.find(' ', at), link.gpus.size());
+    if (link.gpus.substr(at, end - at) == gpu) return true;
+    at = end + 1;
+  }
+  return false;
+}
 
 // On-demand prices per GPU-hour: AWS p3.2xlarge (one V100), Google Cloud's A100 40 GB GPU price.
 constexpr std::array kPrices{
@@ -37,12 +50,34 @@ constexpr std::array kPrices{
 
 std::span<const Interconnect> interconnects() { return kInterconnects; }
 
-const Interconnect& find_interconnect(std::string_view name) {
+std::vector<std::string> interconnect_names(LinkReach reach) {
+  std::vector<std::string> names;
   for (const Interconnect& i : kInterconnects)
-    if (i.name == name) return i;
-  std::vector<std::string_view> names;
-  for (const Interconnect& i : kInterconnects) names.push_back(i.name);
-  throw std::invalid_argument(fmt::format("unknown interconnect '{}': choose one of {}", name, fmt::join(names, ", ")));
+    if (i.reach == reach) names.emplace_back(i.name);
+  return names;
+}
+
+const Interconnect& find_interconnect(std::string_view name, LinkReach reach) {
+  const std::string_view where = reach == LinkReach::WithinMachine ? "between a machine's GPUs" : "between machines";
+  for (const Interconnect& i : kInterconnects) {
+    if (i.name != name) continue;
+    if (i.reach == reach) return i;
+    throw std::invalid_argument(fmt::format("'{}' ({}) joins {}, not {}: give one of {} (--within is the link inside a "
+                                            "machine, --between the network between machines)",
+                                            name, i.title, reach == LinkReach::WithinMachine ? "machines" : "a machine's GPUs",
+                                            where, fmt::join(interconnect_names(reach), ", ")));
+  }
+  throw std::invalid_argument(fmt::format("unknown link '{}' {}: choose one of {}", name, where,
+                                          fmt::join(interconnect_names(reach), ", ")));
+}
+
+void require_link_of(const Interconnect& link, std::string_view gpu) {
+  if (carries(link, gpu)) return;
+  std::vector<std::string_view> its;
+  for (const Interconnect& i : kInterconnects)
+    if (i.reach == link.reach && carries(i, gpu)) its.push_back(i.name);
+  throw std::invalid_argument(fmt::format("{} ({}) is a link of {} only, and --gpu {} has none: give {}", link.name,
+                                          link.title, link.gpus, gpu, fmt::join(its, " or ")));
 }
 
 std::span<const CloudPrice> cloud_prices() { return kPrices; }

@@ -8,20 +8,32 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "passes/targets.h"
 
 namespace bertc::passes {
+
+// Where a link joins GPUs: a bus or NVLink inside one machine, a network between machines.
+enum class LinkReach { WithinMachine, BetweenMachines };
 
 struct Interconnect {
   std::string_view name;   // "10gbe"
   std::string_view title;  // "10 Gigabit Ethernet"
   double gbs;              // line rate per direction, GB/s (an all-reduce reaches 70-90% of it)
   double hop_us;           // one ring step's latency over it, microseconds (a message sent and taken)
+  LinkReach reach;
+  std::string_view gpus;   // the GPUs of the table whose boards carry it ("v100"; "": any GPU)
 };
 std::span<const Interconnect> interconnects();
-// By name; throws std::invalid_argument listing the names for anything else.
-const Interconnect& find_interconnect(std::string_view name);
+// The names of the links of one reach (what --within and --between take).
+std::vector<std::string> interconnect_names(LinkReach reach);
+// By name, of `reach`; throws std::invalid_argument naming the links of that reach for anything
+// else (a network given --within, a bus given --between: a figure hundreds of times off).
+const Interconnect& find_interconnect(std::string_view name, LinkReach reach);
+// Throws std::invalid_argument when `link` is one `gpu` (a name of the GPU table) has not, naming
+// the links it may have instead (NVLink 3 on a P40).
+void require_link_of(const Interconnect& link, std::string_view gpu);
 
 // An hourly price per GPU for a few cloud offers (on demand, 2024), by GPU name; nullopt when none.
 struct CloudPrice {

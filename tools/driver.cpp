@@ -958,12 +958,15 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
   estimate_cmd->add_option("--gpus-per-machine", estimate_args.gpus_per_machine, "GPUs in each machine")
       ->check(kCount)->capture_default_str();
   estimate_cmd->add_option("--machines", estimate_args.machines, "Machines")->check(kCount)->capture_default_str();
-  std::vector<std::string> links;
-  for (const passes::Interconnect& i : passes::interconnects()) links.emplace_back(i.name);
-  estimate_cmd->add_option("--within", estimate_args.within, "The link between a machine's GPUs")
-      ->check(CLI::IsMember(links))->capture_default_str();
-  estimate_cmd->add_option("--between", estimate_args.between, "The link between machines")
-      ->check(CLI::IsMember(links))->capture_default_str();
+  // (each flag's own links: a network given --within is refused by name in estimate, with both lists)
+  estimate_cmd->add_option("--within", estimate_args.within,
+                           fmt::format("The link between a machine's GPUs ({})",
+                                       fmt::join(passes::interconnect_names(passes::LinkReach::WithinMachine), ", ")))
+      ->capture_default_str();
+  estimate_cmd->add_option("--between", estimate_args.between,
+                           fmt::format("The link between machines ({})",
+                                       fmt::join(passes::interconnect_names(passes::LinkReach::BetweenMachines), ", ")))
+      ->capture_default_str();
   estimate_cmd->add_option("--compression", estimate_args.compressions,
                            "Gradient compressions to compare (default: none, fp16, powersgd at [train] powersgd_rank)")
       ->check(CLI::IsMember(ir::enum_choices<dist::Compression>()));

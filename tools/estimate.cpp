@@ -45,8 +45,8 @@ int estimate(const EstimateArgs& a, const CompileFlags& flags, const frontend::M
   passes::ScalingSetup setup;
   setup.gpus_per_machine = a.gpus_per_machine;
   setup.machines = a.machines;
-  setup.within = &passes::find_interconnect(a.within);
-  setup.between = &passes::find_interconnect(a.between);
+  setup.within = &passes::find_interconnect(a.within, passes::LinkReach::WithinMachine);
+  setup.between = &passes::find_interconnect(a.between, passes::LinkReach::BetweenMachines);
   // A fine-tuning run is one process on one GPU, of [finetune] epochs x the batches of its data per
   // epoch (bertc finetune counts them at its start); [train] steps is not its length.
   if (config.finetune_section && int64_t{a.gpus_per_machine} * a.machines != 1)
@@ -108,6 +108,13 @@ int estimate(const EstimateArgs& a, const CompileFlags& flags, const frontend::M
     const passes::CompileReport report = passes::compile_report(frontend::build_model(model, c), c.compile, c.train,
                                                                 c.train.batch_size, &program);
     const passes::GpuSpec& gpu = *c.compile.arch.gpu();
+    if (a.gpus_per_machine > 1) {  // (the link inside a machine is used only where it holds several)
+      try {
+        passes::require_link_of(*setup.within, gpu.name);
+      } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(fmt::format("--within {}", e.what()));
+      }
+    }
     const std::string memory = memory_warning(report);
     if (!memory.empty()) notes.insert(fmt::format("warning: {}: {}", gpu.name, memory));
     const auto price = passes::cloud_price(gpu.name);

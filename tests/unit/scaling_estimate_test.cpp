@@ -11,7 +11,7 @@ TEST(ScalingEstimate, RingOverTheSlowestLinkThenOverlapDaysAndCost) {
   ScalingSetup s;
   s.gpus_per_machine = 1;
   s.machines = 2;
-  s.between = &find_interconnect("10gbe");  // 1.25 GB/s
+  s.between = &find_interconnect("10gbe", LinkReach::BetweenMachines);  // 1.25 GB/s
   s.compute_seconds = 0.3;
   s.bytes_per_step = 1.25e9;
   s.steps = 86400;
@@ -30,8 +30,8 @@ TEST(ScalingEstimate, TheSlowerOfTheTwoLinksAndOneGpuSendsNothing) {
   ScalingSetup s;
   s.gpus_per_machine = 4;
   s.machines = 3;
-  s.within = &find_interconnect("pcie3");  // 15.75 GB/s
-  s.between = &find_interconnect("ib-hdr");  // 25 GB/s: PCIe is the slower
+  s.within = &find_interconnect("pcie3", LinkReach::WithinMachine);  // 15.75 GB/s
+  s.between = &find_interconnect("ib-hdr", LinkReach::BetweenMachines);  // 25 GB/s: PCIe is the slower
   s.compute_seconds = 1;
   s.bytes_per_step = 12e9;
   const ScalingEstimate e = estimate_scaling(s);
@@ -52,19 +52,44 @@ TEST(ScalingEstimate, LatencyGrowsWithTheRing) {
   ScalingSetup s;
   s.gpus_per_machine = 1;
   s.machines = 1'000'000;
-  s.between = &find_interconnect("10gbe");
+  s.between = &find_interconnect("10gbe", LinkReach::BetweenMachines);
   s.bytes_per_step = 1;
   const ScalingEstimate e = estimate_scaling(s);
   EXPECT_NEAR(e.allreduce_seconds, 2 * 999'999 * 30e-6, 1e-3);  // 60 s of hops
 }
 
 TEST(ScalingEstimate, RefusesUnknownLinksAndMissingOnes) {
-  EXPECT_THROW(find_interconnect("carrier-pigeon"), std::invalid_argument);
+  EXPECT_THROW(find_interconnect("carrier-pigeon", LinkReach::BetweenMachines), std::invalid_argument);
   ScalingSetup s;
   s.machines = 2;
   EXPECT_THROW(estimate_scaling(s), std::invalid_argument);
   EXPECT_DOUBLE_EQ(cloud_price("v100")->dollars_per_hour, 3.06);
   EXPECT_FALSE(cloud_price("p40"));
+}
+
+// A link of the wrong reach (NVLink between machines, Ethernet inside one: --within and --between
+// swapped gave an all-reduce 350 times too fast, exit 0) or one the GPU has not (NVLink on a P40)
+// is refused, naming what to give.
+TEST(ScalingEstimate, RefusesLinksOfTheWrongReachOrGpu) {
+  EXPECT_EQ(find_interconnect("nvlink3", LinkReach::WithinMachine).gbs, 300.0);
+  auto message = [](auto f) {
+    try {
+      f();
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  EXPECT_EQ(message([] { find_interconnect("nvlink3", LinkReach::BetweenMachines); }),
+            "'nvlink3' (NVLink 3 (A100 SXM4)) joins a machine's GPUs, not between machines: give one of 10gbe, 25gbe, "
+            "100gbe, ib-edr, ib-hdr (--within is the link inside a machine, --between the network between machines)");
+  EXPECT_THROW(find_interconnect("10gbe", LinkReach::WithinMachine), std::invalid_argument);
+  EXPECT_THROW(find_interconnect("pcie4", LinkReach::BetweenMachines), std::invalid_argument);
+  EXPECT_EQ(message([] { require_link_of(find_interconnect("nvlink3", LinkReach::WithinMachine), "p40"); }),
+            "nvlink3 (NVLink 3 (A100 SXM4)) is a link of a100 only, and --gpu p40 has none: give pcie3 or pcie4");
+  EXPECT_NO_THROW(require_link_of(find_interconnect("nvlink4", LinkReach::WithinMachine), "h200"));
+  EXPECT_THROW(require_link_of(find_interconnect("nvlink4", LinkReach::WithinMachine), "h1"), std::invalid_argument);
+  EXPECT_NO_THROW(require_link_of(find_interconnect("pcie3", LinkReach::WithinMachine), "p40"));
 }
 
 }  // namespace
