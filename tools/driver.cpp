@@ -54,6 +54,7 @@
 #include "tools/training_executable.h"
 #include "tools/report.h"
 #include "tools/cli_bounds.h"
+#include "tools/memory_advice.h"
 #include "support/resolved_path.h"
 
 namespace bertc::tools {
@@ -131,27 +132,6 @@ passes::CompileReport report_of(const ir::Graph& graph, const frontend::Config& 
   optimizer.gradient_accumulation_steps = config.train.gradient_accumulation_steps * ranks;
   return passes::compile_report(graph, config.compile, optimizer, config.train.batch_size, program);
 }
-// What makes `command` need less memory, as its user types it: a compiled program's batch and
-// recompute are compiled in, eval's batch is a file, prepare-data has its own bound.
-std::string less_memory(const std::string& command, bool compiled) {
-  if (compiled)
-    return "its micro-batch and recompute are compiled in: compile it again with a lower [train] batch_size (raise "
-           "gradient_accumulation_steps to keep the global batch) or --recompute selective|full (bertc compile "
-           "CONFIG --arch sm_XX -o FILE.bertx), or train from the config with --batch-size auto";
-  if (command == "train")
-    return "lower [train] batch_size (--batch-size; raise gradient_accumulation_steps to keep the global batch), "
-           "recompute activations (--recompute selective or full), or let bertc choose the largest batch that fits "
-           "(--batch-size auto); for text data, make shards (bertc prepare-data) or more text shards ([train] "
-           "text_shards)";
-  if (command == "finetune" || command == "check")
-    return "lower [train] batch_size in the config, or recompute activations (--recompute selective or full)";
-  if (command == "eval") return "evaluate a smaller batch (bertc batch from a config with a lower [train] batch_size)";
-  if (command == "batch") return "make shards (bertc prepare-data) or more text shards ([train] text_shards)";
-  if (command == "prepare-data") return "lower --memory-mb (the bound the passes plan for) or --threads";
-  if (command == "vocab") return "count fewer words at once (--threads 1), or a part of the text (--input)";
-  return "the model is too large for this machine's memory: check the config's [model] sizes";
-}
-
 // The vocabulary a compiled program is for: the config's, which training it must use too; said.
 std::map<std::string, std::string> vocab_of_program(const frontend::Config& config) {
   try {
@@ -515,7 +495,7 @@ int train(const TrainArgs& args, const CompileFlags& flags, const frontend::Mode
   } catch (const std::exception& e) {
     const bool memory = dynamic_cast<const ir::OutOfMemory*>(&e);
     std::cerr << fmt::format("bertc: rank {} of {}: error: {}{}\n", world->rank(), world->size(), e.what(),
-                             memory ? ": " + less_memory("train", compiled.has_value()) : "")
+                             memory ? ": " + tools::memory_advice("train", args.config, compiled.has_value(), model).text : "")
               << std::flush;
     world->abort(1);
   }
@@ -1007,11 +987,14 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
   // The command that ran, and whether it runs a compiled program: what needs less memory.
   auto memory_advice = [&] {
     const std::string command = app.get_subcommands().empty() ? "" : app.get_subcommands().front()->get_name();
-    const std::string file = command == "train" ? train_args.config : command == "check" ? check_config : "";
+    const std::string file = command == "train"      ? train_args.config
+                             : command == "check"    ? check_config
+                             : command == "finetune" ? finetune_args.config
+                                                     : "";
     std::error_code ec;
     const bool compiled = (command == "train" && embedded && file.empty()) ||
                           (!file.empty() && std::filesystem::is_regular_file(file, ec) && codegen::is_bertx(file));
-    return less_memory(command, compiled);
+    return tools::memory_advice(command, file, compiled, model);
   };
   const int status = [&] {
     try {
@@ -1039,16 +1022,20 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
       if (*export_cmd) return export_checkpoint(export_args, std::cerr);
       return info(info_json_flag, info_file, model);
     } catch (const ir::OutOfMemory& e) {
-      std::cerr << fmt::format("{}: error: {}: {}\n", program, e.what(), memory_advice());
+      std::cerr << fmt::format("{}: error: {}: {}\n", program, e.what(), memory_advice().text);
       return 1;
     } catch (const std::bad_alloc&) {
       // (under an address-space limit, the limit is what ran out first: said, with its fix)
       rlimit as{};
       const bool limited = ::getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY;
-      std::cerr << fmt::format("{}: error: out of host memory{}: {}{}\n", program,
+      const MemoryAdvice advice = memory_advice();
+      const std::string limit = "raise or remove the limit (ulimit -v unlimited)";
+      std::cerr << fmt::format("{}: error: out of host memory{}: {}\n", program,
                                limited ? fmt::format(" under the address-space limit (ulimit -v {} KiB)", as.rlim_cur / 1024)
                                        : "",
-                               limited ? "raise or remove the limit (ulimit -v unlimited), or " : "", memory_advice());
+                               !limited                 ? advice.text
+                               : advice.model_too_large ? advice.text + ", or " + limit
+                                                        : limit + ", or " + advice.text);
       return 1;
     } catch (const support::FileError& e) {  // (a write: its fix by errno)
       const std::string fix = support::file_error_fix(e.code().value(), e.path(), e.needed());

@@ -49,6 +49,30 @@ PlannedMemory planned_device_memory(const passes::TrainingProgram& program, cons
   return planned;
 }
 
+uint64_t resident_bytes(const passes::TrainingProgram& program) {
+  uint64_t bytes = 0;
+  std::set<std::string> counted;
+  for (const ir::Graph* g : {&program.step, &program.optimizer})
+    for (const ir::Op& op : g->ops())
+      if (resident(op.kind))
+        for (ir::ValueId v : op.results)
+          if (counted.insert(g->value(v).name).second) bytes += static_cast<uint64_t>(g->value(v).type.bytes());
+  return bytes;
+}
+
+std::string weights_do_not_fit(const passes::TrainingProgram& program, uint64_t available,
+                               const std::string& available_what) {
+  const uint64_t resident = resident_bytes(program);
+  if (resident <= available) return "";
+  int64_t params = 0;
+  for (ir::ValueId p : program.step.values_of(ir::OpKind::Param)) params += program.step.value(p).type.numel();
+  return fmt::format("the model's weights and optimizer state alone take {:.2f} GiB ({} params), more than the {:.2f} "
+                     "GiB {}, whatever the batch: train a smaller [model] (hidden_size, intermediate_size, "
+                     "num_hidden_layers, vocab_size), or on a machine or device with more memory",
+                     static_cast<double>(resident) / double(uint64_t{1} << 30), params,
+                     static_cast<double>(available) / double(uint64_t{1} << 30), available_what);
+}
+
 MicroBatch choose_micro_batch(const frontend::ModelDefinition& model, const frontend::Config& config,
                               const codegen::RenderTarget& target, uint64_t available, std::ostream& log) {
   const frontend::TrainConfig& t = config.train;
@@ -63,6 +87,10 @@ MicroBatch choose_micro_batch(const frontend::ModelDefinition& model, const fron
     c.train.gradient_accumulation_steps = global / b;
     const passes::TrainingProgram p =
         passes::compile_training(frontend::build_model(model, c), c.compile, c.train);
+    // (before any kernel is rendered for the size: a model past the memory is said as that, not
+    // as a launch past a GPU's grid)
+    if (const std::string too_large = weights_do_not_fit(p, usable, "usable"); !too_large.empty())
+      throw std::runtime_error("batch-size auto: " + too_large);
     const PlannedMemory need = planned_device_memory(p, target);
     const bool fits = need.bytes <= usable;
     log << fmt::format("batch-size auto: micro-batch {} x {} needs {:.2f} MiB of {:.2f} MiB usable{}\n", b, global / b,

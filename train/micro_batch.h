@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <ostream>
+#include <string>
 
 #include "codegen/matrix_strategy.h"
 #include "frontend/model.h"
@@ -23,6 +24,14 @@ struct PlannedMemory {
   bool cublas = false;  // some product runs in cuBLAS: its workspace is counted
 };
 PlannedMemory planned_device_memory(const passes::TrainingProgram& program, const codegen::RenderTarget& target);
+
+// The bytes of `program`'s params and optimizer state (each once: the two graphs share them): what
+// training holds whatever its micro-batch, so that no batch size fits when they do not.
+uint64_t resident_bytes(const passes::TrainingProgram& program);
+// "the model's weights and optimizer state alone take 4.1 GiB (335,141,888 params), more than the
+// 2.9 GiB available: ..." when resident_bytes(program) passes `available`; "" when they fit.
+std::string weights_do_not_fit(const passes::TrainingProgram& program, uint64_t available,
+                               const std::string& available_what);
 
 struct MicroBatch {
   int64_t batch_size = 0, accumulation = 0;  // batch_size x accumulation = the configured global batch
