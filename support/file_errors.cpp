@@ -32,13 +32,6 @@ std::string name_too_long(std::initializer_list<std::filesystem::path> paths) {
   return "a name in the path is too long for this file system (some allow fewer than 255 bytes): choose a shorter one";
 }
 
-std::string size_text(uint64_t bytes) {
-  const double b = static_cast<double>(bytes);
-  if (bytes < (uint64_t{1} << 20)) return fmt::format("{:.0f} KiB", std::max(1.0, b / 1024));
-  if (bytes < (uint64_t{1} << 30)) return fmt::format("{:.1f} MiB", b / double(1 << 20));
-  return fmt::format("{:.2f} GiB", b / double(1 << 30));
-}
-
 // A full disk or quota, with the figures where the write's size is known: how much to make room for
 // (what is free is read after the failed write's temporary is gone).
 std::string room_fix(int error, const std::filesystem::path& path, uint64_t bytes) {
@@ -66,6 +59,13 @@ std::string fix_for(int error, const std::filesystem::path& path, const std::fil
                     uint64_t needed = 0);
 
 }  // namespace
+
+std::string size_text(uint64_t bytes) {
+  const double b = static_cast<double>(bytes);
+  if (bytes < (uint64_t{1} << 20)) return fmt::format("{:.0f} KiB", std::max(1.0, b / 1024));
+  if (bytes < (uint64_t{1} << 30)) return fmt::format("{:.1f} MiB", b / double(1 << 20));
+  return fmt::format("{:.2f} GiB", b / double(1 << 30));
+}
 
 std::string file_error_fix(int error, const std::filesystem::path& path, uint64_t needed) {
   return fix_for(error, path, {}, needed);

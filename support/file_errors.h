@@ -9,6 +9,9 @@
 
 namespace bertc::support {
 
+// A size as people read it: "412 KiB", "1.1 MiB", "2.35 GiB".
+std::string size_text(uint64_t bytes);
+
 // The fix for errno `error` met writing `path` (a file, or a folder to make), naming the part of
 // the path to change: "" where none is known beyond the error itself. `needed`: the bytes the
 // write wanted (0: not known), so that a full disk or quota says how much room to make.

@@ -1,6 +1,8 @@
 // Choosing the micro-batch from device memory (see micro_batch.h).
 #include "train/micro_batch.h"
 
+#include "support/file_errors.h"
+
 #include <algorithm>
 #include <set>
 #include <stdexcept>
@@ -66,11 +68,10 @@ std::string weights_do_not_fit(const passes::TrainingProgram& program, uint64_t 
   if (resident <= available) return "";
   int64_t params = 0;
   for (ir::ValueId p : program.step.values_of(ir::OpKind::Param)) params += program.step.value(p).type.numel();
-  return fmt::format("the model's weights and optimizer state alone take {:.2f} GiB ({} params), more than the {:.2f} "
-                     "GiB {}, whatever the batch: train a smaller [model] (hidden_size, intermediate_size, "
-                     "num_hidden_layers, vocab_size), or on a machine or device with more memory",
-                     static_cast<double>(resident) / double(uint64_t{1} << 30), params,
-                     static_cast<double>(available) / double(uint64_t{1} << 30), available_what);
+  return fmt::format("the model's weights and optimizer state alone take {} ({} params), more than the {} {}, "
+                     "whatever the batch: train a smaller [model] (hidden_size, intermediate_size, num_hidden_layers, "
+                     "vocab_size), or on a machine or device with more memory",
+                     support::size_text(resident), params, support::size_text(available), available_what);
 }
 
 MicroBatch choose_micro_batch(const frontend::ModelDefinition& model, const frontend::Config& config,
