@@ -87,9 +87,17 @@ EvalResult evaluate_batch(const frontend::ModelDefinition& model, frontend::Conf
                                            "FILE -o {})",
                                            source));
   }
-  if (!loaded.missing.empty())
-    throw support::SafetensorsError(fmt::format("{}: {} params are missing: {}", weights.string(), loaded.missing.size(),
-                                       fmt::join(loaded.missing, ", ")));
+  if (!loaded.missing.empty()) {
+    // (a fine-tuned model's heads are its task's: said, with the config that has them)
+    const auto task = loaded.metadata.find("finetune_task");
+    throw support::SafetensorsError(fmt::format(
+        "{}: {} params are missing: {}{}", weights.string(), loaded.missing.size(), fmt::join(loaded.missing, ", "),
+        task == loaded.metadata.end() || config.finetune_section
+            ? ""
+            : fmt::format(" (it holds a model fine-tuned for {}, whose head is not pretraining's: evaluate it with a "
+                          "config of that task's [finetune] section and a batch made from it)",
+                          task->second)));
+  }
   std::vector<std::string> losses;  // besides loss: the pretraining graph's two
   for (std::string_view name : {ir::names::kMlmLoss, ir::names::kNspLoss})
     if (graph.find(name)) losses.emplace_back(name);

@@ -99,6 +99,12 @@ void check_same_settings(const std::map<std::string, std::string>& saved, const 
 // are its compile's: the fix is to compile it again, not a flag it refuses.
 void check_same_run(std::map<std::string, std::string> saved, const std::map<std::string, std::string>& now, int ranks,
                     const std::filesystem::path& checkpoint, bool compiled) {
+  // (a fine-tuning run's folder: said as that, not as the first setting that differs)
+  if (const auto task = saved.find("finetune_task"); task != saved.end())
+    throw TrainError(fmt::format("{}: a checkpoint of fine-tuning ({}), and pretraining does not go on from a "
+                                 "fine-tuned head: pretrain in another --checkpoint-dir, or fine-tune from it (bertc "
+                                 "finetune CONFIG --init {})",
+                                 checkpoint.string(), task->second, checkpoint.string()));
   // A checkpoint from before data parallelism: one rank, its global batch from its split.
   if (!saved.count("global_batch") && saved.count("batch_size") && saved.count("gradient_accumulation_steps"))
     saved["global_batch"] =
