@@ -70,12 +70,13 @@ int main(int argc, char** argv) {
         parts.push_back(fmt::format("{} {:.1f}%", ptx::class_name(static_cast<ptx::InstructionClass>(c)),
                                     100.0 * static_cast<double>(counts.by_class[c]) /
                                         static_cast<double>(counts.thread_instructions)));
+    auto times = [](uint64_t got, uint64_t ideal) { return ideal ? static_cast<double>(got) / static_cast<double>(ideal) : 0.0; };
     fmt::print("{}: {:.3g} GFLOP counted; thread-instructions by class: {}; shared memory: {} warp requests, {} "
-               "wavefronts where {} are conflict-free ({:.2f}x)\n",
+               "wavefronts where {} are conflict-free ({:.2f}x); global memory: {} warp requests, {} sectors of 32 "
+               "bytes where {} hold their bytes ({:.2f}x)\n",
                target, counts.flops / 1e9, fmt::join(parts, ", "), counts.shared_requests, counts.shared_wavefronts,
-               counts.shared_ideal_wavefronts,
-               counts.shared_ideal_wavefronts ? static_cast<double>(counts.shared_wavefronts) /
-                                                    static_cast<double>(counts.shared_ideal_wavefronts)
-                                              : 0.0);
+               counts.shared_ideal_wavefronts, times(counts.shared_wavefronts, counts.shared_ideal_wavefronts),
+               counts.global_requests, counts.global_sectors, counts.global_ideal_sectors,
+               times(counts.global_sectors, counts.global_ideal_sectors));
   }
 }

@@ -103,6 +103,29 @@ uint64_t shared_wavefronts(const std::vector<LaneAccess>& request) {
   return wavefronts;
 }
 
+uint64_t global_sectors(const std::vector<LaneAccess>& request) {
+  std::vector<uint64_t> sectors;
+  sectors.reserve(request.size() * 2);
+  for (const LaneAccess& a : request)
+    for (uint64_t s = a.offset / 32; s <= (a.offset + std::max<uint32_t>(a.bytes, 1) - 1) / 32; ++s) sectors.push_back(s);
+  std::sort(sectors.begin(), sectors.end());
+  return static_cast<uint64_t>(std::unique(sectors.begin(), sectors.end()) - sectors.begin());
+}
+
+uint64_t global_ideal_sectors(const std::vector<LaneAccess>& request) {
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;  // [begin, end) of each lane's bytes
+  ranges.reserve(request.size());
+  for (const LaneAccess& a : request) ranges.emplace_back(a.offset, a.offset + std::max<uint32_t>(a.bytes, 1));
+  std::sort(ranges.begin(), ranges.end());
+  uint64_t distinct = 0, covered_to = 0;
+  for (const auto& [begin, end] : ranges) {
+    const uint64_t from = std::max(begin, covered_to);
+    if (end > from) distinct += end - from;
+    covered_to = std::max(covered_to, end);
+  }
+  return (distinct + 31) / 32;
+}
+
 uint64_t shared_phases(const std::vector<LaneAccess>& request) {
   const uint32_t per_phase = lanes_a_phase(request);
   std::set<uint32_t> phases;

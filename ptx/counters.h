@@ -45,6 +45,14 @@ uint64_t shared_wavefronts(const std::vector<LaneAccess>& request);
 // The wavefronts the same request would take without conflicts: its phases.
 uint64_t shared_phases(const std::vector<LaneAccess>& request);
 
+// The 32-byte sectors a warp's global request touches (a global ld/st, or a cp.async's read, that
+// the warp's lanes execute together): the unit global memory moves in on every arch from sm_61 to
+// sm_90, so 32 lanes loading consecutive 4-byte words take 4 sectors and lanes 128 bytes apart 32.
+uint64_t global_sectors(const std::vector<LaneAccess>& request);
+// The fewest sectors the request's distinct bytes could take, laid out side by side: what a
+// coalesced access would move (lanes reading one word share it).
+uint64_t global_ideal_sectors(const std::vector<LaneAccess>& request);
+
 // The class of `in`, and the FLOPs one thread's execution of it performs (an mma: its warp's
 // product over the 32 lanes that execute it together).
 InstructionClass class_of(const Instruction& in);

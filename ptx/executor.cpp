@@ -45,6 +45,36 @@ struct AsyncCopy {
   std::vector<uint8_t> bytes;
 };
 
+// Warp requests of one kind of memory access (counters.h): the lanes of a warp that execute one
+// such instruction for the k-th time make one request (they run in step between the points where
+// they meet). Indexed, not hashed: a map's lookup an access cost a quarter of the SIMT kernels' speed.
+struct RequestLog {
+  std::vector<int32_t> slot;  // per instruction: its slot, or -1 for an instruction not counted
+  size_t slots = 0;
+  std::vector<uint32_t> executions;  // per thread and slot
+  std::vector<std::vector<std::vector<LaneAccess>>> requests;  // per warp and slot: the k-th request
+
+  void add_instruction(bool counted) { slot.push_back(counted ? static_cast<int32_t>(slots++) : -1); }
+  void begin_block(size_t threads) {
+    executions.assign(threads * slots, 0);
+    requests.assign((threads + 31) / 32 * slots, {});
+  }
+  void note(size_t pc, uint32_t thread, uint64_t offset, size_t bytes) {
+    if (slot.at(pc) < 0) return;
+    const auto s = static_cast<size_t>(slot[pc]);
+    uint32_t& k = executions[thread * slots + s];
+    auto& of_slot = requests[(thread / 32) * slots + s];
+    if (of_slot.size() <= k) of_slot.resize(k + 1), of_slot[k].reserve(32);
+    of_slot[k++].push_back({thread % 32, offset, static_cast<uint32_t>(bytes)});
+  }
+  template <typename Count>
+  void count(Count each) const {
+    for (const auto& of_slot : requests)
+      for (const std::vector<LaneAccess>& request : of_slot)
+        if (!request.empty()) each(request);
+  }
+};
+
 struct Thread {
   std::vector<uint64_t> regs;
   size_t pc = 0;
@@ -78,12 +108,7 @@ struct BlockRun {
   std::vector<double> flops_at;
   std::array<uint64_t, kInstructionClasses> by_class{};
   double flops = 0;
-  // Shared requests (counters.h): each ld/st's slot, each thread's count of executions a slot, and
-  // a warp's requests a slot, by that count (the k-th execution of its lanes is one request).
-  std::vector<int32_t> memory_slot;
-  size_t memory_slots = 0;
-  std::vector<uint32_t> executions;
-  std::vector<std::vector<std::vector<LaneAccess>>> shared_requests;
+  RequestLog shared_requests, global_requests;  // (counters.h's bank conflicts and sectors)
 
   [[noreturn]] void fail(const Thread& t, const Instruction& in, const std::string& what) const {
     throw Error(fmt::format("{}:{}: kernel {}, block ({},{},{}), thread ({},{},{}): {}: {}", emu.module().name, in.line,
@@ -108,10 +133,15 @@ struct BlockRun {
     for (const Register& r : entry.registers) register_mask.push_back(mask_of(type_bits(r.type)));
     for (const Instruction& in : entry.body) {
       classes.push_back(class_of(in)), flops_at.push_back(flops_of(in));
-      // (ld/st.shared: what NVRTC emits for shared memory; a generic access that lands there is
-      // not counted as a request)
-      const bool memory = (in.opcode.op == Op::Ld || in.opcode.op == Op::St) && in.opcode.has(Mod::shared);
-      memory_slot.push_back(memory ? static_cast<int32_t>(memory_slots++) : -1);
+      // (ld/st.shared and ldmatrix: what NVRTC emits for shared memory; a generic access that
+      // lands there is not counted as a shared request. Global: ld/st of global or generic
+      // addresses, and cp.async's reads.)
+      const Op op = in.opcode.op;
+      const bool load_store = op == Op::Ld || op == Op::St;
+      const bool other_space = in.opcode.has(Mod::shared) || in.opcode.has(Mod::local) || in.opcode.has(Mod::param) ||
+                               in.opcode.has(Mod::Const);
+      shared_requests.add_instruction(((load_store || op == Op::Ldmatrix) && in.opcode.has(Mod::shared)));
+      global_requests.add_instruction((load_store && !other_space) || (op == Op::Cp && in.opcode.has(Mod::async)));
     }
     const Dim3 b = config.block;
     threads.resize(b.count());
@@ -229,32 +259,23 @@ struct BlockRun {
     return Where::Global;  // generic: resolved by window below
   }
 
+  void count_requests() {
+    shared_requests.count([&](const std::vector<LaneAccess>& request) {
+      ++counts.shared_requests;
+      counts.shared_wavefronts += shared_wavefronts(request);
+      counts.shared_ideal_wavefronts += shared_phases(request);
+    });
+    global_requests.count([&](const std::vector<LaneAccess>& request) {
+      ++counts.global_requests;
+      counts.global_sectors += global_sectors(request);
+      counts.global_ideal_sectors += global_ideal_sectors(request);
+    });
+  }
+
   // racecheck and initcheck of a shared access (shared_checks.h): a hazard fails the launch naming
   // both accesses.
-  // A lane's part of its warp's shared request: the lanes of a warp that execute one ld/st.shared
-  // for the k-th time make one request (they run in step between the points where they meet).
-  // (indexed, not hashed: a map's lookup a shared access cost a quarter of the SIMT kernels' speed)
-  void note_shared_access(const Thread& t, uint64_t offset, size_t bytes) {
-    if (memory_slot.at(t.pc) < 0) return;
-    const auto slot = static_cast<size_t>(memory_slot.at(t.pc));
-    uint32_t& k = executions[t.linear * memory_slots + slot];
-    auto& requests = shared_requests[(t.linear / 32) * memory_slots + slot];
-    if (requests.size() <= k) requests.resize(k + 1), requests[k].reserve(32);
-    requests[k++].push_back({t.linear % 32, offset, static_cast<uint32_t>(bytes)});
-  }
-
-  void count_shared_requests() {
-    for (const auto& requests : shared_requests)
-      for (const std::vector<LaneAccess>& request : requests) {
-        if (request.empty()) continue;
-        ++counts.shared_requests;
-        counts.shared_wavefronts += shared_wavefronts(request);
-        counts.shared_ideal_wavefronts += shared_phases(request);
-      }
-  }
-
   void check_shared(const Thread& t, const Instruction& in, uint64_t offset, size_t bytes, bool write) {
-    if (in.opcode.op == Op::Ld || in.opcode.op == Op::St) note_shared_access(t, offset, bytes);
+    shared_requests.note(t.pc, t.linear, offset, bytes);
     const auto hazard = write ? shadow.write(t.linear, static_cast<uint32_t>(t.pc), offset, bytes)
                               : shadow.read(t.linear, static_cast<uint32_t>(t.pc), offset, bytes);
     if (!hazard) return;
@@ -305,6 +326,7 @@ struct BlockRun {
         auto it = emu.globals_.upper_bound(addr);
         if (it == emu.globals_.begin() || addr + bytes > std::prev(it)->first + std::prev(it)->second)
           fail(t, in, fmt::format("{} bytes at {:#x}, outside every allocation the launch was given", bytes, addr));
+        if (!atomic) global_requests.note(t.pc, t.linear, addr, bytes);
         return reinterpret_cast<uint8_t*>(addr);
       }
     }
@@ -642,8 +664,8 @@ struct BlockRun {
     lay_out_variables();
     make_threads();
     shadow.begin_block(shared.size(), static_cast<uint32_t>((threads.size() + 31) / 32));
-    executions.assign(threads.size() * memory_slots, 0);
-    shared_requests.assign((threads.size() + 31) / 32 * memory_slots, {});
+    shared_requests.begin_block(threads.size());
+    global_requests.begin_block(threads.size());
     std::vector<size_t> order(threads.size());
     std::iota(order.begin(), order.end(), 0);
     if (config.seed) std::shuffle(order.begin(), order.end(), std::mt19937_64(config.seed ^ (ctaid[0] * 0x9e3779b97f4a7c15ULL)));
@@ -654,7 +676,7 @@ struct BlockRun {
       progressed = resolve_warps() || progressed;
       progressed = resolve_barrier() || progressed;
       if (std::all_of(threads.begin(), threads.end(), [](const Thread& t) { return t.wait == Wait::Done; })) {
-        count_shared_requests();
+        count_requests();
         return;
       }
       if (!progressed) {
@@ -677,6 +699,9 @@ LaunchCounts& LaunchCounts::operator+=(const LaunchCounts& other) {
   shared_requests += other.shared_requests;
   shared_wavefronts += other.shared_wavefronts;
   shared_ideal_wavefronts += other.shared_ideal_wavefronts;
+  global_requests += other.global_requests;
+  global_sectors += other.global_sectors;
+  global_ideal_sectors += other.global_ideal_sectors;
   return *this;
 }
 

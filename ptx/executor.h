@@ -46,6 +46,10 @@ struct LaunchCounts {
   // Warp requests of ld.shared/st.shared, the wavefronts they took on the banks, and the
   // wavefronts they would take without conflicts (counters.h's shared_wavefronts).
   uint64_t shared_requests = 0, shared_wavefronts = 0, shared_ideal_wavefronts = 0;
+  // Warp requests of global memory (ld/st of global or generic addresses that land there, and
+  // cp.async's reads), the 32-byte sectors they touched, and the fewest their bytes could take
+  // (counters.h's global_sectors).
+  uint64_t global_requests = 0, global_sectors = 0, global_ideal_sectors = 0;
   LaunchCounts& operator+=(const LaunchCounts& other);
 };
 

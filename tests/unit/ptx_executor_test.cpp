@@ -4,6 +4,7 @@
 // code, a shuffle reading a lane outside its mask.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <bit>
 #include <cmath>
 #include <vector>
@@ -481,6 +482,67 @@ $L__init:
   for (uint32_t lane = 0; lane < 32; ++lane) wide.push_back({lane, lane * 16u, 16});
   EXPECT_EQ(shared_wavefronts(wide), 4u);
   EXPECT_EQ(shared_phases(wide), 4u);
+}
+
+// Global sectors counted on known patterns: a warp reads word lane x stride of an array aligned to
+// 128 bytes and writes word lane of another (coalesced: 4 sectors of 32 bytes). Stride 1 reads 4
+// sectors, stride 2 reads 8, stride 8 and 32 read one sector a lane (32); the fewest sectors the
+// 128 distinct bytes could take is 4 every time.
+TEST(PtxExecutor, GlobalSectorsAreCountedAsMemoryMovesThem) {
+  Emulator emulator(parse_module(R"(
+.version 8.8
+.target sm_80
+.address_size 64
+.visible .entry gather(
+	.param .u64 gather_param_0,
+	.param .u64 gather_param_1,
+	.param .u32 gather_param_2
+)
+.maxntid 32, 1, 1
+{
+	.reg .b32 	%r<8>;
+	.reg .b64 	%rd<9>;
+	ld.param.u64 	%rd1, [gather_param_0];
+	ld.param.u64 	%rd2, [gather_param_1];
+	ld.param.u32 	%r1, [gather_param_2];
+	mov.u32 	%r2, %tid.x;
+	mul.lo.s32 	%r3, %r2, %r1;
+	cvta.to.global.u64 	%rd3, %rd1;
+	mul.wide.u32 	%rd4, %r3, 4;
+	add.s64 	%rd5, %rd3, %rd4;
+	ld.global.u32 	%r4, [%rd5];
+	cvta.to.global.u64 	%rd6, %rd2;
+	mul.wide.u32 	%rd7, %r2, 4;
+	add.s64 	%rd8, %rd6, %rd7;
+	st.global.u32 	[%rd8], %r4;
+	ret;
+}
+)", "gather.ptx"));
+  alignas(128) static std::array<uint32_t, 1024> in{};
+  alignas(128) static std::array<uint32_t, 32> out{};
+  for (uint32_t i = 0; i < in.size(); ++i) in[i] = i;
+  emulator.add_global(in.data(), sizeof(in));
+  emulator.add_global(out.data(), sizeof(out));
+  for (const auto& [stride, read_sectors] : {std::pair{1u, 4u}, {2u, 8u}, {8u, 32u}, {32u, 32u}}) {
+    const LaunchCounts c = emulator.launch(
+        "gather",
+        emulator.pack_params("gather", {reinterpret_cast<uint64_t>(in.data()), reinterpret_cast<uint64_t>(out.data()), stride}),
+        {{1, 1, 1}, {32, 1, 1}, 0, 5});
+    EXPECT_EQ(c.global_requests, 2u) << stride;  // (one load, one store: parameters are no global requests)
+    EXPECT_EQ(c.global_sectors, read_sectors + 4u) << stride;
+    EXPECT_EQ(c.global_ideal_sectors, 8u) << stride;
+    for (uint32_t lane = 0; lane < 32; ++lane) EXPECT_EQ(out[lane], lane * stride) << stride;
+  }
+  // Lanes reading one word share its sector; 16 bytes a lane, side by side, take 16 sectors; a
+  // request straddling a sector boundary takes both.
+  std::vector<LaneAccess> same, wide;
+  for (uint32_t lane = 0; lane < 32; ++lane) same.push_back({lane, 4096, 4}), wide.push_back({lane, 4096 + lane * 16u, 16});
+  EXPECT_EQ(global_sectors(same), 1u);
+  EXPECT_EQ(global_ideal_sectors(same), 1u);
+  EXPECT_EQ(global_sectors(wide), 16u);
+  EXPECT_EQ(global_ideal_sectors(wide), 16u);
+  EXPECT_EQ(global_sectors({{0, 30, 4}}), 2u);
+  EXPECT_EQ(global_ideal_sectors({{0, 30, 4}}), 1u);
 }
 
 TEST(PtxExecutor, ChecksCatchEachPlantedBug) {
