@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,7 @@ int main(int argc, char** argv) {
   app.add_option("--dump-ptx", dump, "write each target's PTX module (as the emulator ran it) into this folder");
   CLI11_PARSE(app, argc, argv);
   std::vector<std::pair<std::string, ptx::LaunchCounts>> classes;
+  std::vector<std::string> projections;  // per target and GPU of its arch: the step projected beside the roofline
   fmt::print("{:<12} {:>9} {:>14} {:>11} {:>11} {:>11} {:>9}\n", "target", "launches", "thread-instr", "emulator s",
              "M instr/s", "host-emu s", "ratio");
   for (const std::string& t : targets) {
@@ -56,6 +58,24 @@ int main(int argc, char** argv) {
     const testing::PtxStepRun run = testing::run_step_on_ptx(step, cache);
     const double host = testing::run_step_on_host(step, cache);
     classes.emplace_back(t, run.counts);
+    for (const passes::GpuSpec& gpu : passes::gpu_specs()) {
+      if (gpu.arch != step.sm) continue;
+      const ptx::GpuRates rates = testing::rates_of(gpu, step.precision);
+      double projected = 0, roofline = 0;
+      std::map<std::string, double> by_bound;
+      for (const testing::PtxLaunch& l : run.launches) {
+        const ptx::Projection p = ptx::project(l.counts, rates);
+        projected += p.seconds;
+        by_bound[std::string(ptx::bound_name(p.bound))] += p.seconds;
+        roofline += l.roofline_seconds.at(std::string(gpu.name));
+      }
+      std::vector<std::string> bounds;
+      for (const auto& [bound, seconds] : by_bound) bounds.push_back(fmt::format("{} {:.0f}%", bound, 100 * seconds / projected));
+      projections.push_back(fmt::format("{} on {}: projected {:.3f} ms a step (bound by {}), the compile report's "
+                                        "roofline {:.3f} ms ({:.2f}x)",
+                                        t, gpu.title, projected * 1e3, fmt::join(bounds, ", "), roofline * 1e3,
+                                        roofline > 0 ? projected / roofline : 0.0));
+    }
     fmt::print("{:<12} {:>9} {:>14} {:>11.2f} {:>11.1f} {:>11.2f} {:>8.0f}x\n", t, run.step.size() + run.optimizer.size(),
                run.counts.thread_instructions, run.emulator_seconds,
                static_cast<double>(run.counts.thread_instructions) / run.emulator_seconds / 1e6, host,
@@ -79,4 +99,7 @@ int main(int argc, char** argv) {
                counts.global_requests, counts.global_sectors, counts.global_ideal_sectors,
                times(counts.global_sectors, counts.global_ideal_sectors));
   }
+  fmt::print("(projections from the counts, each launch's slowest part at the GPU's datasheet rates with no cache "
+             "modelled: ptx/projection.h; not measurements)\n");
+  for (const std::string& line : projections) fmt::print("{}\n", line);
 }

@@ -25,6 +25,11 @@ constexpr GpuSpec kGpus[] = {
 
 }  // namespace
 
+double GpuSpec::clock_ghz() const {
+  const int lanes = arch == 61 || arch == 86 || arch == 89 || arch == 90 ? 128 : 64;
+  return fp32_tflops * 1e3 / (2.0 * lanes * multiprocessors);
+}
+
 std::span<const GpuSpec> gpu_specs() { return kGpus; }
 
 std::optional<GpuSpec> find_gpu(std::string_view arch_or_name) {

@@ -24,6 +24,10 @@ struct GpuSpec {
   double bandwidth_gbs;      // memory bandwidth, GB/s
   double memory_gb;
   double shared_kb_per_block;  // largest shared memory one block may use
+  // The boost clock the FP32 peak is at: the peak over 2 FLOPs an FMA, the FP32 lanes of a
+  // multiprocessor (its arch's: 128 on sm_61, sm_86 and sm_90, 64 on sm_60, sm_70, sm_75 and sm_80)
+  // and the multiprocessors.
+  double clock_ghz() const;
 };
 
 std::span<const GpuSpec> gpu_specs();

@@ -105,9 +105,9 @@ struct BlockRun {
   std::array<uint64_t, kOps> by_op{};  // (counted here, a map's lookup too slow per instruction)
   std::vector<uint64_t> register_mask;  // per register: the bits its type holds
   std::vector<InstructionClass> classes;  // per instruction: its class and FLOPs (counters.h)
-  std::vector<double> flops_at;
+  std::vector<double> flops_at, mma_flops_at;  // (an mma's FLOPs in both)
   std::array<uint64_t, kInstructionClasses> by_class{};
-  double flops = 0;
+  double flops = 0, mma_flops = 0;
   RequestLog shared_requests, global_requests;  // (counters.h's bank conflicts and sectors)
 
   [[noreturn]] void fail(const Thread& t, const Instruction& in, const std::string& what) const {
@@ -133,6 +133,7 @@ struct BlockRun {
     for (const Register& r : entry.registers) register_mask.push_back(mask_of(type_bits(r.type)));
     for (const Instruction& in : entry.body) {
       classes.push_back(class_of(in)), flops_at.push_back(flops_of(in));
+      mma_flops_at.push_back(classes.back() == InstructionClass::Mma ? flops_at.back() : 0.0);
       // (ld/st.shared and ldmatrix: what NVRTC emits for shared memory; a generic access that
       // lands there is not counted as a shared request. Global: ld/st of global or generic
       // addresses, and cp.async's reads.)
@@ -528,6 +529,7 @@ struct BlockRun {
         continue;
       }
       flops += flops_at[t.pc];
+      mma_flops += mma_flops_at[t.pc];
       const Opcode& op = in.opcode;
       switch (op.op) {
         case Op::Bra: t.pc = static_cast<size_t>(in.operands.at(0).label); continue;
@@ -702,6 +704,9 @@ LaunchCounts& LaunchCounts::operator+=(const LaunchCounts& other) {
   global_requests += other.global_requests;
   global_sectors += other.global_sectors;
   global_ideal_sectors += other.global_ideal_sectors;
+  blocks += other.blocks;
+  warps += other.warps;
+  mma_flops += other.mma_flops;
   return *this;
 }
 
@@ -763,7 +768,10 @@ LaunchCounts Emulator::launch(const std::string& name, const std::vector<uint8_t
       if (run.by_op[op]) counts.by_op[static_cast<Op>(op)] += run.by_op[op];
     for (size_t c = 0; c < kInstructionClasses; ++c) counts.by_class[c] += run.by_class[c];
     counts.flops += run.flops;
+    counts.mma_flops += run.mma_flops;
   }
+  counts.blocks = blocks.size();
+  counts.warps = blocks.size() * ((config.block.count() + 31) / 32);
   return counts;
 }
 

@@ -13,6 +13,7 @@
 #include "codegen/render.h"
 #include "frontend/bert.h"
 #include "ir/stats.h"
+#include "passes/cost_model.h"
 #include "passes/pipeline.h"
 #include "passes/targets.h"
 
@@ -66,8 +67,16 @@ ptx::ArchLimits limits_of(int sm) {
   return {fmt::format("{} (sm_{})", gpu->title, sm), static_cast<uint64_t>(gpu->shared_kb_per_block * 1024), 64 << 10, 0};
 }
 
+// The roofline of `graph`'s op on each GPU of sm_`sm` in the table, by name.
+std::map<std::string, double> rooflines(const ir::Graph& graph, size_t op, int sm, passes::Precision precision) {
+  std::map<std::string, double> out;
+  for (const passes::GpuSpec& gpu : passes::gpu_specs())
+    if (gpu.arch == sm) out[std::string(gpu.name)] = passes::launch_cost(graph, graph.ops().at(op), gpu, precision).seconds;
+  return out;
+}
+
 Launcher ptx_launcher(ptx::Emulator& emulator, PtxStepRun& run, uint64_t shrink, const ptx::ArchLimits& limits,
-                      const ir::Graph& graph, bool optimizer) {
+                      const ir::Graph& graph, bool optimizer, const PtxStep& s) {
   return [&, shrink, optimizer](const codegen::KernelSpec& k, const std::vector<void*>& args,
                      const std::vector<LaunchMemory>& memory, codegen::ThreadOrder order) {
     emulator.clear_globals();
@@ -84,12 +93,29 @@ Launcher ptx_launcher(ptx::Emulator& emulator, PtxStepRun& run, uint64_t shrink,
     const ptx::LaunchCounts launch = emulator.launch(k.name, emulator.pack_params(k.name, values), config);
     run.emulator_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     run.counts += launch;
-    run.launches.push_back(
-        {optimizer, k.op_index, k.family, k.strategy, ir::op_flops(graph, graph.ops().at(k.op_index)), launch});
+    run.launches.push_back({optimizer, k.op_index, k.family, k.strategy, ir::op_flops(graph, graph.ops().at(k.op_index)),
+                            launch, rooflines(graph, k.op_index, s.sm, s.precision)});
   };
 }
 
 }  // namespace
+
+ptx::GpuRates rates_of(const passes::GpuSpec& gpu, passes::Precision precision) {
+  using passes::Precision;
+  // (the products' input type under each precision; fp32 and fp32-fp16storage run no mma)
+  const bool tensor = precision == Precision::Fp16 || precision == Precision::Bf16 || precision == Precision::Tf32;
+  const ir::DType inputs = precision == Precision::Fp16   ? ir::DType::F16
+                           : precision == Precision::Bf16 ? ir::DType::BF16
+                                                          : ir::DType::F32;
+  return {std::string(gpu.title),
+          gpu.multiprocessors,
+          gpu.clock_ghz(),
+          4,
+          gpu.fp32_tflops,
+          tensor ? passes::matrix_peak(gpu, inputs, precision) : 0.0,
+          gpu.bandwidth_gbs,
+          passes::kLaunchSeconds};
+}
 
 PtxStepRun run_step_on_ptx(const PtxStep& s, const std::filesystem::path& cache) {
   const Compiled c = compile(s);
@@ -99,9 +125,9 @@ PtxStepRun run_step_on_ptx(const PtxStep& s, const std::filesystem::path& cache)
   PtxStepRun run;
   const ptx::ArchLimits limits = limits_of(s.sm);
   KernelHarness step(c.program.step, std::move(step_kernels),
-                     ptx_launcher(emulator, run, s.shrink_buffers, limits, c.program.step, false));
+                     ptx_launcher(emulator, run, s.shrink_buffers, limits, c.program.step, false, s));
   KernelHarness optimizer(c.program.optimizer, std::move(optimizer_kernels),
-                          ptx_launcher(emulator, run, s.shrink_buffers, limits, c.program.optimizer, true));
+                          ptx_launcher(emulator, run, s.shrink_buffers, limits, c.program.optimizer, true, s));
   ir::Environment<float> env = batch_environment(c.config, c.program);
   ir::Environment<float> after_step = env;
   reference::Executor<float>(c.program.step).run(after_step);

@@ -5,12 +5,15 @@
 
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "harness.h"
 #include "passes/options.h"
+#include "passes/targets.h"
 #include "ptx/executor.h"
+#include "ptx/projection.h"
 
 namespace bertc::testing {
 
@@ -38,6 +41,9 @@ struct PtxLaunch {
   std::string strategy;
   int64_t ir_flops = 0;  // the op's FLOPs as the IR counts them (ir/stats.h)
   ptx::LaunchCounts counts;
+  // The compile report's roofline for the op (passes/cost_model.h), on each GPU of the table of
+  // the step's arch, by its name ("p40"): what a projection is shown beside.
+  std::map<std::string, double> roofline_seconds;
 };
 
 struct PtxStepRun {
@@ -47,6 +53,11 @@ struct PtxStepRun {
   double emulator_seconds = 0;               // inside the emulator's launches alone
   double checked_seconds = 0;                // every launch with the harness's set-up and comparisons
 };
+
+// The rates of `gpu` for projections (ptx/projection.h) of kernels compiled in `precision`: its
+// tensor cores' peak for the precision's products (none for fp32 and fp32-fp16storage), its FP32
+// peak and clock, its bandwidth, the cost model's launch cost.
+ptx::GpuRates rates_of(const passes::GpuSpec& gpu, passes::Precision precision);
 
 // Renders `s`'s kernels (every product a generated kernel), compiles one PTX module of them with
 // NVRTC for sm_`s.sm`, and runs every launch of both graphs on the emulator. NVRTC failures are

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ptx/executor.h"
+#include "ptx/projection.h"
 #include "ptx/semantics.h"
 #include "refusal.h"
 
@@ -188,6 +189,9 @@ TEST(PtxExecutor, RunsAKernelOverAGrid) {
   EXPECT_EQ(counts.by_class[static_cast<size_t>(InstructionClass::FloatOther)], 100u);
   EXPECT_EQ(counts.by_class[static_cast<size_t>(InstructionClass::GlobalStore)], 100u);
   EXPECT_EQ(counts.by_class[static_cast<size_t>(InstructionClass::GlobalLoad)], 128u * 3 + 100u);
+  EXPECT_EQ(counts.blocks, 2u);
+  EXPECT_EQ(counts.warps, 4u);
+  EXPECT_EQ(counts.mma_flops, 0.0);
 }
 
 TEST(PtxExecutor, ShufflesSumAWarpsLanes) {
@@ -543,6 +547,40 @@ TEST(PtxExecutor, GlobalSectorsAreCountedAsMemoryMovesThem) {
   EXPECT_EQ(global_ideal_sectors(wide), 16u);
   EXPECT_EQ(global_sectors({{0, 30, 4}}), 2u);
   EXPECT_EQ(global_ideal_sectors({{0, 30, 4}}), 1u);
+}
+
+// Projections on known counts: each part at its rate, the slowest one setting the time, a grid of
+// fewer blocks than multiprocessors spread over those it has. (A GPU of round figures: 10
+// multiprocessors at 1 GHz issuing 4 warp-instructions a clock, 1 TFLOP/s SIMT, 8 on tensor cores,
+// 100 GB/s, 1 us a launch.)
+TEST(PtxProjection, TheSlowestPartOfTheCountedWorkSetsTheTime) {
+  const GpuRates gpu{"round", 10, 1.0, 4, 1.0, 8.0, 100.0, 1e-6};
+  LaunchCounts simt;
+  simt.thread_instructions = 32'000'000;  // 1 M warp-instructions: 25 us of issue
+  simt.flops = 2e9, simt.blocks = 100;    // 2 ms of FMAs
+  Projection p = project(simt, gpu);
+  EXPECT_DOUBLE_EQ(p.issue_seconds, 25e-6);
+  EXPECT_DOUBLE_EQ(p.simt_seconds, 2e-3);
+  EXPECT_EQ(p.bound, Bound::Simt);
+  EXPECT_DOUBLE_EQ(p.seconds, 2e-3 + 1e-6);
+  simt.blocks = 2;  // two of ten multiprocessors busy: five times as long
+  p = project(simt, gpu);
+  EXPECT_DOUBLE_EQ(p.fill, 0.2);
+  EXPECT_DOUBLE_EQ(p.seconds, 10e-3 + 1e-6);
+  LaunchCounts copy;
+  copy.global_sectors = 3'125'000, copy.blocks = 50;  // 100 MB at 100 GB/s
+  p = project(copy, gpu);
+  EXPECT_EQ(p.bound, Bound::Memory);
+  EXPECT_DOUBLE_EQ(p.memory_seconds, 1e-3);
+  LaunchCounts mma;
+  mma.flops = mma.mma_flops = 8e9, mma.blocks = 10;
+  p = project(mma, gpu);
+  EXPECT_EQ(p.bound, Bound::Mma);
+  EXPECT_DOUBLE_EQ(p.mma_seconds, 1e-3);
+  EXPECT_DOUBLE_EQ(p.simt_seconds, 0.0);
+  GpuRates no_tensor_cores = gpu;
+  no_tensor_cores.mma_tflops = 0;
+  EXPECT_THROW(project(mma, no_tensor_cores), std::invalid_argument);
 }
 
 TEST(PtxExecutor, ChecksCatchEachPlantedBug) {

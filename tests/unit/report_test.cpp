@@ -52,6 +52,16 @@ TEST(CostModel, MatmulFlopsBytesAndRoofline) {
   EXPECT_EQ(launch_cost(g, mm, std::nullopt, Precision::Fp32).seconds, 0.0);
 }
 
+// The boost clocks the FP32 peaks are at (datasheets: P40 1531 MHz, V100 SXM2 1530, A100 1410,
+// H100 SXM 1980), from the peak, the arch's FP32 lanes a multiprocessor and the multiprocessors;
+// within 5 MHz, as the table's peaks are rounded to three figures (15.7, 67: 0.3% at most).
+TEST(CostModel, ClocksFollowFromTheFp32Peaks) {
+  EXPECT_NEAR(find_gpu("p40")->clock_ghz(), 1.531, 0.005);
+  EXPECT_NEAR(find_gpu("v100")->clock_ghz(), 1.530, 0.005);
+  EXPECT_NEAR(find_gpu("a100")->clock_ghz(), 1.410, 0.005);
+  EXPECT_NEAR(find_gpu("h100")->clock_ghz(), 1.980, 0.005);
+}
+
 TEST(CostModel, GatherReadsOnlyTheGatheredRows) {
   const ir::Graph g = small_graph();
   const LaunchCost c = launch_cost(g, first(g, ir::OpKind::Gather), find_gpu("p40"), Precision::Fp32);

@@ -1,0 +1,46 @@
+// Projected launch times from the emulator's counts (see projection.h).
+#include "ptx/projection.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace bertc::ptx {
+
+std::string_view bound_name(Bound b) {
+  switch (b) {
+    case Bound::Issue: return "issue";
+    case Bound::Simt: return "simt";
+    case Bound::Mma: return "mma";
+    case Bound::Memory: return "memory";
+  }
+  return "?";
+}
+
+Projection project(const LaunchCounts& c, const GpuRates& gpu) {
+  if (gpu.multiprocessors <= 0 || gpu.clock_ghz <= 0 || gpu.simt_tflops <= 0 || gpu.bandwidth_gbs <= 0 ||
+      gpu.issue_per_clock <= 0)
+    throw std::invalid_argument(fmt::format("{}: rates must be positive to project on", gpu.name));
+  if (c.mma_flops > 0 && gpu.mma_tflops <= 0)
+    throw std::invalid_argument(fmt::format("{} has no tensor cores, and the launch ran mma", gpu.name));
+  Projection p;
+  const double sms = gpu.multiprocessors;
+  p.issue_seconds = static_cast<double>(c.thread_instructions) / 32 / (sms * gpu.issue_per_clock * gpu.clock_ghz * 1e9);
+  p.simt_seconds = (c.flops - c.mma_flops) / (gpu.simt_tflops * 1e12);
+  p.mma_seconds = c.mma_flops > 0 ? c.mma_flops / (gpu.mma_tflops * 1e12) : 0;
+  p.memory_seconds = static_cast<double>(c.global_sectors) * 32 / (gpu.bandwidth_gbs * 1e9);
+  // (a grid of fewer blocks than multiprocessors leaves the rest idle: its work runs on those it has)
+  p.fill = c.blocks == 0 ? 1 : std::min(1.0, static_cast<double>(c.blocks) / sms);
+  const std::pair<double, Bound> parts[] = {{p.issue_seconds, Bound::Issue},
+                                            {p.simt_seconds, Bound::Simt},
+                                            {p.mma_seconds, Bound::Mma},
+                                            {p.memory_seconds, Bound::Memory}};
+  const auto slowest = std::max_element(std::begin(parts), std::end(parts),
+                                        [](const auto& a, const auto& b) { return a.first < b.first; });
+  p.bound = slowest->second;
+  p.seconds = slowest->first / p.fill + gpu.launch_seconds;
+  return p;
+}
+
+}  // namespace bertc::ptx

@@ -1,0 +1,41 @@
+// A projected time for a launch the emulator counted, on a GPU it never ran on: each part of the
+// counted work at the GPU's datasheet rate, the slowest part setting the time. A projection from
+// counts, never a measurement; it models no cache (every sector is DRAM traffic: an upper bound on
+// memory time where tiles are re-read from L2), no latency beyond an idle multiprocessor, and
+// issue as thread-instructions / 32 (a lower bound under divergence).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "ptx/executor.h"
+
+namespace bertc::ptx {
+
+// The rates of one GPU (the caller fills them from its GPU table: ptx/ reads no table of its own).
+struct GpuRates {
+  std::string name;            // "Tesla P40"
+  int multiprocessors = 0;
+  double clock_ghz = 0;        // boost clock
+  int issue_per_clock = 4;     // warp-instructions a multiprocessor issues a clock (four schedulers, sm_61-sm_90)
+  double simt_tflops = 0;      // FP32 FMA peak; packed f16/bf16 SIMT math is counted at this rate
+  double mma_tflops = 0;       // tensor-core peak for the products' type (0: no tensor cores)
+  double bandwidth_gbs = 0;    // DRAM
+  double launch_seconds = 0;   // a launch's fixed cost (the cost model's)
+};
+
+enum class Bound { Issue, Simt, Mma, Memory };
+std::string_view bound_name(Bound b);  // "issue", "simt", "mma", "memory"
+
+struct Projection {
+  double issue_seconds = 0, simt_seconds = 0, mma_seconds = 0, memory_seconds = 0;
+  double fill = 1;      // the share of multiprocessors the grid's blocks can keep busy (1 from one block each)
+  double seconds = 0;   // the slowest part / fill + launch_seconds
+  Bound bound = Bound::Issue;
+};
+
+// Throws std::invalid_argument for counts with mma FLOPs on a GPU without tensor cores, or rates
+// that are not positive.
+Projection project(const LaunchCounts& counts, const GpuRates& gpu);
+
+}  // namespace bertc::ptx
