@@ -55,6 +55,13 @@ data::Vocab load_run_vocab(const frontend::Config& c, const std::filesystem::pat
                                       "made for ({}[train] vocab); for a new model, set [model] vocab_size to {} or more",
                                       path.string(), vocab.size(), c.model.vocab_size,
                                       vocab_flag ? "--vocab FILE or " : "", vocab.size()));
+  // (batches pad with the vocabulary's [PAD], the model keeps pad_token_id's row as padding: two
+  // ids for one token trained the padding as a word and left a word's row at zero, silently)
+  if (vocab.pad() != c.model.pad_token_id)
+    throw data::DataError(fmt::format("{}: its [PAD] is id {}, and [model] pad_token_id = {}: set pad_token_id = {}, or "
+                                      "give a vocabulary whose [PAD] is line {}",
+                                      path.string(), vocab.pad(), c.model.pad_token_id, vocab.pad(),
+                                      c.model.pad_token_id + 1));
   log << "vocab: " << vocab.describe() << "\n";
   return vocab;
 }

@@ -35,6 +35,7 @@ Compiled compile(const PtxStep& s) {
   if (s.heads) c.model.num_attention_heads = s.heads;
   if (s.intermediate) c.model.intermediate_size = s.intermediate;
   if (s.vocab) c.model.vocab_size = s.vocab;
+  c.train.optimizer = {s.optimizer};
   c.compile.arch = passes::Arch::parse(fmt::format("sm_{}", s.sm));
   c.compile.precision = s.precision;
   c.compile = passes::resolve_options(c.compile, passes::Arch::none());

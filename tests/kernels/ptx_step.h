@@ -24,6 +24,7 @@ struct PtxStep {
   int64_t batch = 2, seq = 32, predictions = 4;  // (small: every thread's every instruction is interpreted)
   // The model's sizes where not bert-tiny's (0: its own): shapes that are no tile's multiple.
   int64_t hidden = 0, heads = 0, intermediate = 0, vocab = 0;
+  ir::OpKind optimizer = ir::OpKind::Adamw;  // an optimizer op of ir/ops.def (adamw, lamb)
   codegen::ThreadOrder order = codegen::ThreadOrder::Reverse;  // (Reverse: threads and blocks shuffled)
   // A planted bug: the PTX as NVRTC made it, changed before the emulator reads it (identity when null).
   std::function<std::string(const std::string&)> mutate;
