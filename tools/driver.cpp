@@ -132,6 +132,23 @@ passes::CompileReport report_of(const ir::Graph& graph, const frontend::Config& 
   optimizer.gradient_accumulation_steps = config.train.gradient_accumulation_steps * ranks;
   return passes::compile_report(graph, config.compile, optimizer, config.train.batch_size, program);
 }
+// An option given an empty value (--data "" from an unset variable in a script), said: it read as
+// the option left out, and the config's default data, vocabulary or folder was used without a word.
+std::string empty_value_given(const CLI::App& app) {
+  std::vector<const CLI::App*> commands{&app};
+  for (const CLI::App* sub : app.get_subcommands()) commands.push_back(sub);
+  for (const CLI::App* command : commands)
+    for (const CLI::Option* option : command->get_options()) {
+      if (option->count() == 0 || option->get_expected_min() == 0) continue;  // (not given, or a flag)
+      for (const std::string& value : option->results())
+        if (value.empty())
+          return fmt::format("{} \"\": an empty value (an unset variable in a script?): give {} a value{}",
+                             option->get_name(), option->get_name(),
+                             option->get_required() ? "" : ", or leave it out for its default");
+    }
+  return "";
+}
+
 // The vocabulary a compiled program is for: the config's, which training it must use too; said.
 std::map<std::string, std::string> vocab_of_program(const frontend::Config& config) {
   try {
@@ -983,6 +1000,10 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
+  }
+  if (const std::string empty = empty_value_given(app); !empty.empty()) {
+    std::cerr << fmt::format("{}: error: {}\n", program, empty);
+    return 1;
   }
   // The command that ran, and whether it runs a compiled program: what needs less memory.
   auto memory_advice = [&] {

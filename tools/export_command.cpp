@@ -34,8 +34,6 @@ CLI::App* add_export_command(CLI::App& app, ExportArgs& args) {
 int export_checkpoint(const ExportArgs& args, std::ostream& log) {
   train::ExportOptions o;
   o.checkpoint = args.checkpoint;
-  if (args.output.empty())
-    throw std::invalid_argument("-o \"\": export writes a folder: give its path (a new or empty folder)");
   // (The folder is made beside its place and renamed there: a link in the name's place is
   // followed, and the folder made where it leads, as every output is.)
   const std::string output =
