@@ -42,6 +42,8 @@ struct CompileOptions {
 #include "passes/options.def"
 #undef BERTC_OPTIMIZER_OPTION
 #undef BERTC_COMPILE_OPTION
+  // (the same program: an arch is the same whether named by GPU or by sm_XX, Arch's ==)
+  bool operator==(const CompileOptions&) const = default;
 };
 
 // The optimizer step's settings ([train] keys; the optimizer pass's options).

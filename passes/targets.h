@@ -56,7 +56,11 @@ class Arch {
   // kernels, which the host emulation runs).
   int sm() const { return gpu_ ? gpu_->arch : 0; }
   const std::string& text() const { return text_; }  // as given: "auto", "none", "sm_80", "a100"
-  bool operator==(const Arch& other) const { return text_ == other.text_; }
+  // The same target: one GPU of the table, named by its name or its arch's ("p40", "sm_61"), or
+  // the same non-GPU choice (auto, none).
+  bool operator==(const Arch& other) const {
+    return gpu_ && other.gpu_ ? gpu_->name == other.gpu_->name : !gpu_ && !other.gpu_ && text_ == other.text_;
+  }
 
  private:
   std::string text_ = "auto";

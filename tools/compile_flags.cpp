@@ -35,6 +35,18 @@ passes::CompileOptions CompileFlags::apply(passes::CompileOptions o) const {
   return o;
 }
 
+std::vector<std::string> CompileFlags::changes(const passes::CompileOptions& options) const {
+  std::vector<std::string> changed;
+  for (const auto& spec : passes::compile_option_specs()) {
+    if (!given_.at(std::string(spec.key))) continue;
+    CompileFlags one;  // (this flag alone)
+    one.given_ = {{std::string(spec.key), given_.at(std::string(spec.key))}};
+    for (const auto& other : passes::compile_option_specs()) one.given_.try_emplace(std::string(other.key));
+    if (!(one.apply(options) == options)) changed.push_back(spec.flag());
+  }
+  return changed;
+}
+
 std::vector<std::string> CompileFlags::given() const {
   std::vector<std::string> flags;
   for (const auto& spec : passes::compile_option_specs())

@@ -24,6 +24,9 @@ class CompileFlags {
   passes::CompileOptions apply(passes::CompileOptions options) const;
   // The flags given on the command line ("--precision", ...), in declaration order.
   std::vector<std::string> given() const;
+  // Those of the given flags whose value is not already `options`'s (a compiled program's: giving
+  // its own arch or precision again changes nothing).
+  std::vector<std::string> changes(const passes::CompileOptions& options) const;
 
  private:
   std::map<std::string, std::optional<std::string>> given_;

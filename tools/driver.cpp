@@ -394,11 +394,13 @@ frontend::Config compiled_config(const codegen::CompiledProgram& p, const std::s
       throw std::invalid_argument(fmt::format("{}: {} shows the stages of compiling, and {} is compiled already: "
                                               "compile its config with it (bertc compile CONFIG {} ...)",
                                               source, f, source, f == "--dump-ir" ? "--dump-ir DIR" : f));
-  if (const std::vector<std::string> given = flags.given(); !given.empty())
+  // (a flag that gives the program's own setting again changes nothing: taken)
+  if (const std::vector<std::string> changed = flags.changes(p.options); !changed.empty())
     throw std::invalid_argument(fmt::format("{}: {} would change the compiled program ({} for {}, precision {}, recompute "
                                             "{}): compile it again with that setting (bertc compile CONFIG ... -o "
-                                            "FILE.bertx, or --executable -o NAME), or use the config",
-                                            source, fmt::join(given, ", "), p.model, p.options.arch.text(),
+                                            "FILE.bertx, or --executable -o NAME), or use the config; or leave the "
+                                            "flag out",
+                                            source, fmt::join(changed, ", "), p.model, p.options.arch.text(),
                                             ir::enum_name(p.options.precision), ir::enum_name(p.options.recompute)));
   return config;
 }
