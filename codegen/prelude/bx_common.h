@@ -1,5 +1,6 @@
 // The prelude's shared part, the same text on GPU and host: integer types, 16-bit float storage
-// (round to nearest even, bit-exact with the reference executor), typed loads and stores,
+// (round to nearest even, bit-exact with the reference executor; fp16's conversions are the GPU's
+// own instruction there, bx_device.h), typed loads and stores,
 // Philox dropout (ir/philox_core.h), warp and block reductions, and the scalar formulas of ops.
 #ifndef BX_COMMON_H
 #define BX_COMMON_H
@@ -20,6 +21,10 @@ struct bx_bf16 {
   bx_u16 bits;
 };
 
+#ifdef BX_NATIVE_F16_CONVERSIONS  // (the GPU's: one cvt each way, bx_device.h)
+BX_FN bx_u16 bx_f32_to_f16_bits(float f) { return bx_native_f32_to_f16_bits(f); }
+BX_FN float bx_f16_bits_to_f32(bx_u16 h) { return bx_native_f16_bits_to_f32(h); }
+#else
 // float -> IEEE half, round to nearest even; overflow to inf, subnormals kept.
 BX_FN bx_u16 bx_f32_to_f16_bits(float f) {
   const bx_u32 x = bx_float_bits(f);
@@ -52,6 +57,7 @@ BX_FN float bx_f16_bits_to_f32(bx_u16 h) {
   }
   return bx_bits_float(sign | ((exp + 112u) << 23) | (mant << 13));
 }
+#endif
 
 BX_FN bx_u16 bx_f32_to_bf16_bits(float f) {
   bx_u32 x = bx_float_bits(f);

@@ -34,7 +34,7 @@ TEST(PtxReaderOnKernels, ReadsEveryKernelOfATrainingStepForEachArch) {
   const std::vector<Case> cases = {
       {"sm_61", "fp32", ir::OpKind::Adamw, {Op::Fma, Op::Shfl, Op::Bar}},
       {"sm_61", "fp32", ir::OpKind::Lamb, {Op::Fma, Op::Shfl, Op::Bar}},
-      {"sm_61", "fp32-fp16storage", ir::OpKind::Adamw, {Op::Fma, Op::Prmt}},
+      {"sm_61", "fp32-fp16storage", ir::OpKind::Adamw, {Op::Fma, Op::Cvt}},  // (fp16 storage: cvt each way)
       {"sm_70", "fp16", ir::OpKind::Adamw, {Op::Mma}},
       {"sm_80", "bf16", ir::OpKind::Adamw, {Op::Mma, Op::Ldmatrix, Op::Cp}},
       {"sm_80", "tf32", ir::OpKind::Adamw, {Op::Mma, Op::Cp}},
