@@ -48,7 +48,9 @@ class Stages {
       const std::filesystem::path folder(options.dump_ir);
       std::error_code ec;
       if (std::filesystem::exists(folder, ec) && !std::filesystem::is_directory(folder, ec))
-        throw std::runtime_error(fmt::format("--dump-ir {}: is a file; give a folder for the stages", options.dump_ir));
+        throw std::runtime_error(fmt::format("--dump-ir {}: is {}, not a folder; give a folder for the stages",
+                                             options.dump_ir,
+                                             std::filesystem::is_regular_file(folder, ec) ? "a file" : "a device or a pipe"));
       std::filesystem::create_directories(folder, ec);
       if (ec) throw std::runtime_error(fmt::format("--dump-ir {}: cannot create the folder: {}", options.dump_ir, ec.message()));
       remove_earlier_dump(folder);

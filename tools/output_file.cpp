@@ -93,6 +93,16 @@ void refuse_replacing_other_than_compile_output(const std::string& output, Compi
     throw std::invalid_argument(fmt::format("-o {}: a pipe or a device, not a file: name a file (or - for the "
                                             "console, /dev/null for nothing)",
                                             output));
+  // (a folder said as one: "remove it first" of a working folder is no advice)
+  if (std::filesystem::is_directory(output, ec))
+    throw std::invalid_argument(fmt::format("-o {}: a folder, and -o names a file (such as {}): give a file's path",
+                                            output,
+                                            (std::filesystem::path(output) / (kind == CompileOutput::Program
+                                                                                   ? "model.bertx"
+                                                                                   : kind == CompileOutput::Executable
+                                                                                         ? "train-model"
+                                                                                         : "out.txt"))
+                                                .string()));
   if (std::filesystem::is_regular_file(output, ec)) {
     if (std::filesystem::file_size(output, ec) == 0) return;  // (an empty file: mktemp's, nothing to lose)
     if (kind == CompileOutput::Program && codegen::is_bertx(output)) return;
