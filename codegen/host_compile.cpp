@@ -148,16 +148,29 @@ void build_library(const std::string& source, const std::filesystem::path& folde
   if (end.status != 0 || !end.failure.empty()) {
     std::error_code ec;
     std::filesystem::remove(partial, ec);
+    const bool from_variable = std::getenv("BERTC_HOST_CXX") != nullptr;
     if (end.failure.starts_with("cannot be run"))
       throw KernelCompileError(fmt::format(
-          "the host C++ compiler '{}'{} {}: the Host device compiles its kernels with one (C++17): install one (apt-get "
-          "install g++), or set BERTC_HOST_CXX to its path{}",
-          compiler, std::getenv("BERTC_HOST_CXX") ? " (BERTC_HOST_CXX)" : "", end.failure,
-          std::getenv("BERTC_HOST_CXX") ? " (or unset it: c++ then)" : ""));
+          "the host C++ compiler '{}'{} {}: {}the Host device compiles its kernels with one (C++17): install one "
+          "(apt-get install g++), or set BERTC_HOST_CXX to its path{}",
+          compiler, from_variable ? " (BERTC_HOST_CXX)" : "", end.failure,
+          // (a command line in the variable is run as one program's name)
+          from_variable && compiler.find(' ') != std::string::npos
+              ? "BERTC_HOST_CXX takes one program's path, not a command line with flags (BERTC_HOST_CXX=g++); "
+              : "",
+          from_variable ? " (or unset it: c++ then)" : ""));
+    const std::string said = read_text(log);
+    // (a compiler that fails without a word, /bin/false, is no working compiler: said with the fix)
+    if (said.find_first_not_of(" \t\r\n") == std::string::npos)
+      throw KernelCompileError(fmt::format("the host compiler '{}'{} failed on {} ({}) and said nothing: it is not a "
+                                           "working C++ compiler: {}",
+                                           compiler, from_variable ? " (BERTC_HOST_CXX)" : "", source_path.string(),
+                                           end.failure.empty() ? fmt::format("exit {}", end.status) : end.failure,
+                                           from_variable ? "set BERTC_HOST_CXX to one (g++), or unset it"
+                                                         : "install one (apt-get install g++)"));
     throw KernelCompileError(fmt::format("the host compiler ({}) failed on {} ({}):\n{}", compiler,
                                          source_path.string(),
-                                         end.failure.empty() ? fmt::format("exit {}", end.status) : end.failure,
-                                         read_text(log)));
+                                         end.failure.empty() ? fmt::format("exit {}", end.status) : end.failure, said));
   }
   // (a "compiler" that ends well without writing -o — /bin/true — is no compiler: said as such,
   // not as the permissions of a file that is not there)
