@@ -637,6 +637,14 @@ int train_rank(const TrainArgs& args, const CompileFlags& flags, const frontend:
                            o.config.name, model.name, t.steps, t.gradient_accumulation_steps, t.batch_size, t.seq_len,
                            passes::optimizer_name(t.optimizer), ir::enum_name(o.config.compile.precision),
                            o.checkpoint_dir.string());
+  // (a warmup longer than the run never reaches the configured rate, and never decays: said, as
+  // a run shortened with --steps for a try keeps the full run's warmup)
+  if (t.warmup_steps > t.steps)
+    std::cerr << fmt::format("train: warning: [train] warmup_steps = {} is more than the run's {} steps: the learning "
+                             "rate rises to {:.3g} of learning_rate = {:g} and never decays; lower warmup_steps for a run "
+                             "this long\n",
+                             t.warmup_steps, t.steps, static_cast<double>(t.steps) / static_cast<double>(t.warmup_steps),
+                             t.learning_rate);
   const auto began = std::chrono::steady_clock::now();
   const train::TrainSummary s = train::train_model(model, o, std::cerr);
   if (!s.losses.empty())
