@@ -61,20 +61,23 @@ int main(int argc, char** argv) {
     for (const passes::GpuSpec& gpu : passes::gpu_specs()) {
       if (gpu.arch != step.sm) continue;
       const ptx::GpuRates rates = testing::rates_of(gpu, step.precision);
-      double projected = 0, roofline = 0;
+      double projected = 0, roofline = 0, occupied = 0;
       std::map<std::string, double> by_bound;
       for (const testing::PtxLaunch& l : run.launches) {
         const ptx::Projection p = ptx::project(l.counts, rates);
         projected += p.seconds;
         by_bound[std::string(ptx::bound_name(p.bound))] += p.seconds;
         roofline += l.roofline_seconds.at(std::string(gpu.name));
+        // (registers not known from PTX: the share threads and shared memory allow, at most)
+        occupied += p.seconds * ptx::occupancy(l.counts.block_threads, l.counts.block_shared_bytes, 0, rates).warps_share;
       }
       std::vector<std::string> bounds;
       for (const auto& [bound, seconds] : by_bound) bounds.push_back(fmt::format("{} {:.0f}%", bound, 100 * seconds / projected));
       projections.push_back(fmt::format("{} on {}: projected {:.3f} ms a step (bound by {}), the compile report's "
-                                        "roofline {:.3f} ms ({:.2f}x)",
+                                        "roofline {:.3f} ms ({:.2f}x); occupancy {:.0f}% of a multiprocessor's warps "
+                                        "at most, weighted by time",
                                         t, gpu.title, projected * 1e3, fmt::join(bounds, ", "), roofline * 1e3,
-                                        roofline > 0 ? projected / roofline : 0.0));
+                                        roofline > 0 ? projected / roofline : 0.0, 100 * occupied / projected));
     }
     fmt::print("{:<12} {:>9} {:>14} {:>11.2f} {:>11.1f} {:>11.2f} {:>8.0f}x\n", t, run.step.size() + run.optimizer.size(),
                run.counts.thread_instructions, run.emulator_seconds,

@@ -24,6 +24,10 @@ struct GpuSpec {
   double bandwidth_gbs;      // memory bandwidth, GB/s
   double memory_gb;
   double shared_kb_per_block;  // largest shared memory one block may use
+  // What one multiprocessor holds at once (the CUDA programming guide's table of compute
+  // capabilities): shared memory, warps and blocks; 64 K registers on every GPU here.
+  double shared_kb_per_sm;
+  int max_warps_per_sm, max_blocks_per_sm;
   // The boost clock the FP32 peak is at: the peak over 2 FLOPs an FMA, the FP32 lanes of a
   // multiprocessor (its arch's: 128 on sm_61, sm_86 and sm_90, 64 on sm_60, sm_70, sm_75 and sm_80)
   // and the multiprocessors.

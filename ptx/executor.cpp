@@ -707,6 +707,8 @@ LaunchCounts& LaunchCounts::operator+=(const LaunchCounts& other) {
   blocks += other.blocks;
   warps += other.warps;
   mma_flops += other.mma_flops;
+  block_threads = std::max(block_threads, other.block_threads);
+  block_shared_bytes = std::max(block_shared_bytes, other.block_shared_bytes);
   return *this;
 }
 
@@ -772,6 +774,8 @@ LaunchCounts Emulator::launch(const std::string& name, const std::vector<uint8_t
   }
   counts.blocks = blocks.size();
   counts.warps = blocks.size() * ((config.block.count() + 31) / 32);
+  counts.block_threads = config.block.count();
+  counts.block_shared_bytes = lay_out_shared(module_, *e, config.dynamic_shared_bytes).total_bytes;
   return counts;
 }
 

@@ -54,6 +54,9 @@ struct LaunchCounts {
   // (part of `flops`): what a projection (projection.h) spreads over a GPU.
   uint64_t blocks = 0, warps = 0;
   double mma_flops = 0;
+  // A block's threads and shared bytes (static and dynamic): of one launch; over several added
+  // together, the largest.
+  uint64_t block_threads = 0, block_shared_bytes = 0;
   LaunchCounts& operator+=(const LaunchCounts& other);
 };
 

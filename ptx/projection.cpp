@@ -18,6 +18,28 @@ std::string_view bound_name(Bound b) {
   return "?";
 }
 
+Occupancy occupancy(uint64_t block_threads, uint64_t block_shared_bytes, uint32_t registers_per_thread,
+                    const GpuRates& gpu) {
+  const uint64_t warps = std::max<uint64_t>(1, (block_threads + 31) / 32);
+  std::pair<uint64_t, std::string_view> bounds[] = {
+      {gpu.max_warps / warps, "warps"},
+      {gpu.max_blocks, "blocks"},
+      {block_shared_bytes ? gpu.shared_bytes / block_shared_bytes : gpu.max_blocks, "shared memory"},
+      {gpu.max_blocks, "registers"},
+  };
+  if (registers_per_thread > 0) {
+    const uint64_t per_warp = (uint64_t{registers_per_thread} * 32 + 255) / 256 * 256;  // (allocated 256 at a time)
+    bounds[3].first = gpu.registers / (per_warp * warps);
+  }
+  const auto least = std::min_element(std::begin(bounds), std::end(bounds),
+                                      [](const auto& a, const auto& b) { return a.first < b.first; });
+  Occupancy o;
+  o.blocks = static_cast<uint32_t>(least->first);
+  o.warps_share = static_cast<double>(o.blocks * warps) / gpu.max_warps;
+  o.limit = least->second;
+  return o;
+}
+
 Projection project(const LaunchCounts& c, const GpuRates& gpu) {
   if (gpu.multiprocessors <= 0 || gpu.clock_ghz <= 0 || gpu.simt_tflops <= 0 || gpu.bandwidth_gbs <= 0 ||
       gpu.issue_per_clock <= 0)

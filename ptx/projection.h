@@ -5,6 +5,7 @@
 // issue as thread-instructions / 32 (a lower bound under divergence).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -22,7 +23,22 @@ struct GpuRates {
   double mma_tflops = 0;       // tensor-core peak for the products' type (0: no tensor cores)
   double bandwidth_gbs = 0;    // DRAM
   double launch_seconds = 0;   // a launch's fixed cost (the cost model's)
+  // What a multiprocessor holds at once: warps, blocks, registers, shared bytes.
+  uint32_t max_warps = 64, max_blocks = 32, registers = 64 << 10;
+  uint64_t shared_bytes = 96 << 10;
 };
+
+// How many of a launch's blocks one multiprocessor holds at once, and the share of its warps they
+// fill, from the block's threads and shared bytes and, where known (not 0), its threads'
+// registers (ptxas's count, allocated 256 a warp at a time); `limit` names what bounds it
+// ("warps", "blocks", "shared memory", "registers"). A block that fits none is 0 blocks.
+struct Occupancy {
+  uint32_t blocks = 0;
+  double warps_share = 0;
+  std::string_view limit;
+};
+Occupancy occupancy(uint64_t block_threads, uint64_t block_shared_bytes, uint32_t registers_per_thread,
+                    const GpuRates& gpu);
 
 enum class Bound { Issue, Simt, Mma, Memory };
 std::string_view bound_name(Bound b);  // "issue", "simt", "mma", "memory"

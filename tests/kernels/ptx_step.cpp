@@ -115,7 +115,11 @@ ptx::GpuRates rates_of(const passes::GpuSpec& gpu, passes::Precision precision) 
           gpu.fp32_tflops,
           tensor ? passes::matrix_peak(gpu, inputs, precision) : 0.0,
           gpu.bandwidth_gbs,
-          passes::kLaunchSeconds};
+          passes::kLaunchSeconds,
+          static_cast<uint32_t>(gpu.max_warps_per_sm),
+          static_cast<uint32_t>(gpu.max_blocks_per_sm),
+          64 << 10,
+          static_cast<uint64_t>(gpu.shared_kb_per_sm * 1024)};
 }
 
 PtxStepRun run_step_on_ptx(const PtxStep& s, const std::filesystem::path& cache) {

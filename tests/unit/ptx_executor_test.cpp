@@ -583,6 +583,31 @@ TEST(PtxProjection, TheSlowestPartOfTheCountedWorkSetsTheTime) {
   EXPECT_THROW(project(mma, no_tensor_cores), std::invalid_argument);
 }
 
+// Occupancy on known shapes, a P40's multiprocessor (64 warps, 32 blocks, 64 K registers, 96 KiB
+// of shared memory): each limit in turn the one that binds.
+TEST(PtxProjection, OccupancyIsBoundByWhatRunsOutFirst) {
+  GpuRates p40{"p40", 30, 1.531, 4, 11.76, 0, 346, 1e-6, 64, 32, 64 << 10, 96 << 10};
+  Occupancy o = occupancy(256, 0, 0, p40);
+  EXPECT_EQ(o.blocks, 8u);
+  EXPECT_DOUBLE_EQ(o.warps_share, 1.0);
+  EXPECT_EQ(o.limit, "warps");
+  o = occupancy(32, 0, 0, p40);
+  EXPECT_EQ(o.blocks, 32u);
+  EXPECT_DOUBLE_EQ(o.warps_share, 0.5);
+  EXPECT_EQ(o.limit, "blocks");
+  o = occupancy(128, 40 << 10, 0, p40);
+  EXPECT_EQ(o.blocks, 2u);
+  EXPECT_DOUBLE_EQ(o.warps_share, 8.0 / 64);
+  EXPECT_EQ(o.limit, "shared memory");
+  o = occupancy(256, 0, 128, p40);  // (128 registers a thread: 4096 a warp, 32 K a block)
+  EXPECT_EQ(o.blocks, 2u);
+  EXPECT_DOUBLE_EQ(o.warps_share, 0.25);
+  EXPECT_EQ(o.limit, "registers");
+  o = occupancy(256, 0, 33, p40);  // (33 a thread: 1056 a warp, allocated as 1280)
+  EXPECT_EQ(o.blocks, 6u);
+  EXPECT_EQ(occupancy(64, 100 << 10, 0, p40).blocks, 0u);  // (more shared memory than it has)
+}
+
 TEST(PtxExecutor, ChecksCatchEachPlantedBug) {
   std::vector<float> in(100), out(100);
   {  // a read past the buffer: n = 101 for 100 floats
