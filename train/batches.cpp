@@ -297,13 +297,16 @@ void check_batch_ranges(const support::Environment& inputs, const frontend::Conf
         throw data::DataError(fmt::format("{}: attention_mask of example {} holds {}, and a mask is 1 (a token) or 0 "
                                           "(padding): fix the data",
                                           what, example_of(mask->second, i), m));
-  if (const auto weights = inputs.find("masked_lm_weights"); weights != inputs.end())
-    for (size_t i = 0; i < weights->second.real.size(); ++i)
-      if (const double w = weights->second.real[i]; !std::isfinite(w) || w < 0)
-        throw data::DataError(fmt::format("{}: masked_lm_weights of example {} holds {}, and a weight is 0 (a "
-                                          "prediction left out) or more, and finite (1 for a masked token): fix the "
-                                          "data",
-                                          what, example_of(weights->second, i), w));
+  // (fine-tuning's label_weights mean the same: 1 a real example or token, 0 padding)
+  for (const std::string_view name : {std::string_view("masked_lm_weights"), ir::names::kLabelWeights})
+    if (const auto weights = inputs.find(std::string(name)); weights != inputs.end())
+      for (size_t i = 0; i < weights->second.real.size(); ++i)
+        if (const double w = weights->second.real[i]; !std::isfinite(w) || w < 0)
+          throw data::DataError(fmt::format("{}: {} of example {} holds {}, and a weight is 0 ({}) or more, and finite "
+                                            "(1 for {}): fix the data",
+                                            what, name, example_of(weights->second, i), w,
+                                            name == ir::names::kLabelWeights ? "padding" : "a prediction left out",
+                                            name == ir::names::kLabelWeights ? "a real example or token" : "a masked token"));
 }
 
 void check_indices_are_checked(const ir::Graph& program, const frontend::Config& config) {
