@@ -224,9 +224,14 @@ TaskScores evaluate_dev(const frontend::Config& c, Runners& r, const data::TaskD
   return s;
 }
 
-nlohmann::json scores_json(const TaskScores& s) {
-  return {{"count", s.count}, {"loss", s.loss},   {"accuracy", s.accuracy}, {"f1", s.f1},
-          {"mcc", s.mcc},     {"pearson", s.pearson}, {"spearman", s.spearman}, {"mse", s.mse}};
+// The scores of the run's task (a regression's have no accuracy; a classification's no
+// correlations); an undefined one is null.
+nlohmann::json scores_json(const TaskScores& s, frontend::FinetuneTask task) {
+  auto value = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
+  if (task == frontend::FinetuneTask::Regression)
+    return {{"count", s.count}, {"loss", value(s.loss)}, {"pearson", value(s.pearson)},
+            {"spearman", value(s.spearman)}, {"mse", value(s.mse)}};
+  return {{"count", s.count}, {"loss", value(s.loss)}, {"accuracy", s.accuracy}, {"f1", s.f1}, {"mcc", s.mcc}};
 }
 
 // What a fine-tuning checkpoint records besides the run's facts: the task and, after an
@@ -238,7 +243,7 @@ std::map<std::string, std::string> task_metadata(const frontend::ModelDefinition
   m["num_labels"] = std::to_string(c.finetune.num_labels);
   m["labels"] = c.finetune.labels;
   m["epoch"] = std::to_string(epoch);
-  if (dev) m["dev_scores"] = scores_json(*dev).dump();
+  if (dev) m["dev_scores"] = scores_json(*dev, c.finetune.task).dump();
   return m;
 }
 
@@ -477,8 +482,14 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
     if (dev && !summary.stopped_by_signal) {
       result.dev = evaluate_dev(c, r, *dev, env);
       const double value = metric_value(*result.dev, chosen);
-      result.best = !best || value > *best;
+      // (an undefined score, a correlation of one predicted value for every example, is never
+      // the best: the model collapsed to a constant)
+      result.best = std::isfinite(value) && (!best || value > *best);
       if (result.best) best = value;
+      if (!std::isfinite(value))
+        log << fmt::format("finetune: warning: epoch {}: {} is undefined: the model predicts one value for every dev "
+                           "example (collapsed: a learning rate too high?); this epoch is not kept as the best\n",
+                           epoch, ir::enum_name(chosen));
     }
     std::map<std::string, std::string> metadata = task_metadata(model, c, epoch, result.dev);
     metadata.merge(export_metadata(c, vocab));
@@ -495,7 +506,7 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
       summary.best_checkpoint = checkpoint_path(o.checkpoint_dir / "best", step);
     }
     nlohmann::json line = {{"epoch", epoch}, {"step", step}, {"train_loss", result.train_loss}};
-    if (result.dev) line["dev"] = scores_json(*result.dev), line["best"] = result.best;
+    if (result.dev) line["dev"] = scores_json(*result.dev, f.task), line["best"] = result.best;
     metrics.write(line);
     log << fmt::format("epoch {}/{}: train loss {:.4f}{}; checkpoint {}\n", epoch, f.epochs, result.train_loss,
                        result.dev ? fmt::format("; dev {}{}", describe(*result.dev, f.task),

@@ -20,7 +20,9 @@ double pearson_of(const std::vector<double>& x, const std::vector<double>& y) {
     sxx += (x[i] - mx) * (x[i] - mx);
     syy += (y[i] - my) * (y[i] - my);
   }
-  return sxx == 0 || syy == 0 ? 0.0 : sxy / std::sqrt(sxx * syy);  // (a constant has no correlation)
+  // (a constant has no correlation: undefined, NaN as scipy says it; 0 read as a model no worse
+  // than chance, and a collapsed model was kept as the best)
+  return sxx == 0 || syy == 0 ? std::nan("") : sxy / std::sqrt(sxx * syy);
 }
 
 // 1-based ranks, ties given the mean of the ranks they span (as scipy's spearmanr).

@@ -44,6 +44,15 @@ TEST(TaskMetrics, Regression) {
   EXPECT_NEAR(s.mse, 0.75, 1e-12);
 }
 
+// A model that predicts one value for every example has no correlation with the truth: undefined
+// (NaN, as scipy gives), never 0, which read as chance and let a collapsed model be kept as the best.
+TEST(TaskMetrics, ConstantRegressionPredictionsHaveNoCorrelation) {
+  const TaskScores s = regression_scores({1, 2, 3, 4}, {1.3f, 1.3f, 1.3f, 1.3f});
+  EXPECT_TRUE(std::isnan(s.pearson));
+  EXPECT_TRUE(std::isnan(s.spearman));
+  EXPECT_NEAR(s.mse, (0.09 + 0.49 + 2.89 + 7.29) / 4, 1e-6);
+}
+
 TEST(TaskMetrics, SpearmanGivesTiesTheirMeanRank) {
   // truth ranks 1 2.5 2.5 4 (the tie shares ranks 2 and 3), predicted 1 2 3 4: sxy = 4.5 (dx
   // -1.5 0 0 1.5, dy -1.5 -0.5 0.5 1.5), sxx 4.5, syy 5: 4.5 / sqrt(22.5).
