@@ -315,12 +315,23 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
                                 "(ulimit -n): use --shards {} or fewer, or raise the limit (ulimit -n {})",
                                 o.shards, files.rlim_cur, std::max<int64_t>(1, static_cast<int64_t>(files.rlim_cur) - 64),
                                 o.shards + 64));
-  if (constexpr uint64_t kPerOpenShard = 16 << 10; static_cast<uint64_t>(o.shards) * kPerOpenShard > o.memory_bytes)
-    throw DataError(fmt::format("--shards {}: making them keeps a file open per shard, about {} MiB with their "
-                                "buffers, more than --memory-mb {}: use --shards {} or fewer, or raise --memory-mb to {}",
-                                o.shards, (static_cast<uint64_t>(o.shards) * kPerOpenShard) >> 20, o.memory_bytes >> 20,
-                                std::max<uint64_t>(1, o.memory_bytes / kPerOpenShard),
-                                ((static_cast<uint64_t>(o.shards) * kPerOpenShard) >> 20) + 1));
+  // The least the bound may be: a file open per shard with its buffer, and the block of rows a
+  // shard is written from. Said once, with one figure that is enough (the two were checked apart,
+  // each advising a bound the other then refused, and "fewer shards" of one shard).
+  if (constexpr uint64_t kPerOpenShard = 16 << 10;
+      static_cast<uint64_t>(o.shards) * kPerOpenShard + shard_bytes(ScratchShard{}, o.examples) > o.memory_bytes) {
+    const uint64_t open = static_cast<uint64_t>(o.shards) * kPerOpenShard, rows = shard_bytes(ScratchShard{}, o.examples);
+    const uint64_t fewest_mib = (open + rows + (uint64_t{1} << 20) - 1) >> 20;
+    const uint64_t shards_that_fit = o.memory_bytes > rows ? (o.memory_bytes - rows) / kPerOpenShard : 0;
+    throw DataError(fmt::format("--shards {} under --memory-mb {:g}: making them keeps a file open per shard, about {} "
+                                "KiB with their buffers, and a shard is written from a block of rows of about {} KiB: "
+                                "{}raise --memory-mb to {} or more",
+                                o.shards, static_cast<double>(o.memory_bytes) / double(1 << 20), open >> 10, rows >> 10,
+                                shards_that_fit >= 1 && shards_that_fit < static_cast<uint64_t>(o.shards)
+                                    ? fmt::format("use --shards {} or fewer, or ", shards_that_fit)
+                                    : "",
+                                fewest_mib));
+  }
   if (o.examples.max_seq_length < 5) throw DataError("seq_len must leave room for [CLS] A [SEP] B [SEP] (5 at least)");
   const std::vector<std::filesystem::path> files = text_files(o.input, callbacks.note);
   std::error_code is_file;

@@ -63,6 +63,10 @@ int prepare_data(const PrepareDataArgs& a, const frontend::ModelDefinition& mode
   o.input = a.input.empty() ? config.resolve(t.data) : std::filesystem::path(a.input);
   o.output = a.output;
   o.shards = a.shards;
+  // (past a petabyte the bound is no machine's, and its bytes wrapped past 64 bits into 0)
+  if (constexpr double kMostMib = 1e9; a.memory_mb > kMostMib)
+    throw std::invalid_argument(fmt::format("--memory-mb {:g}: give at most {:g} (the memory this machine has, in MiB)",
+                                            a.memory_mb, kMostMib));
   o.memory_bytes = static_cast<uint64_t>(a.memory_mb * double(1 << 20));
   o.threads = a.threads;
   o.examples = {t.seq_len, t.max_predictions_per_seq, t.masked_lm_prob, t.short_seq_prob, t.dupe_factor,
