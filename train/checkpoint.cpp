@@ -311,7 +311,10 @@ PretrainedReport load_pretrained(const std::filesystem::path& path, const ir::Gr
       // A BertModel file names its tensors without the "bert." of BertForPreTraining.
       const std::string name = !params.count(file_name) && params.count("bert." + file_name) ? "bert." + file_name
                                                                                              : file_name;
-      if (std::any_of(fresh.begin(), fresh.end(), [&](const std::string& p) { return name.starts_with(p); })) continue;
+      if (std::any_of(fresh.begin(), fresh.end(), [&](const std::string& p) { return name.starts_with(p); })) {
+        report.set_aside.push_back(name);
+        continue;
+      }
       auto it = params.find(name);
       if (it == params.end()) {
         // The tied decoder (same storage as the word embeddings and cls.predictions.bias) and the

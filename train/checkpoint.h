@@ -68,6 +68,7 @@ void check_finite(const std::string& name, const support::HostTensor& tensor, co
 
 struct PretrainedReport {
   std::vector<std::string> loaded, missing, unexpected;
+  std::vector<std::string> set_aside;  // the file's tensors under a `fresh` prefix: held, not loaded
   std::map<std::string, std::string> metadata;  // the (first) file's: a bertc checkpoint's record of its run
 };
 // The safetensors files of a Hugging Face model folder: model.safetensors, or the shards its
@@ -84,8 +85,8 @@ std::vector<std::filesystem::path> hf_weight_files(const std::filesystem::path& 
 // (cls.predictions.decoder.*, *.position_ids) are skipped; a param of another shape is an error
 // listing them all, a tensor in two shards an error. Missing params stay unset (to be initialized
 // fresh) and are reported, as are unexpected names.
-// Tensors whose names start with one of `fresh` are not loaded (reported missing): a fine-tuning
-// run's task head, made fresh whatever the file holds.
+// Tensors whose names start with one of `fresh` are not loaded (reported missing, and those the
+// file held as set aside): a fine-tuning run's task head, made fresh whatever the file holds.
 PretrainedReport load_pretrained(const std::filesystem::path& path, const ir::Graph& graph, support::Environment& env,
                                  const std::vector<std::string>& fresh = {});
 

@@ -131,9 +131,13 @@ void load_init(const std::filesystem::path& init, const ir::Graph& graph, const 
                                  "model, with the config's [model] sizes?",
                                  init.string(), encoder_missing.size(), name_list(encoder_missing)));
   // A bertc checkpoint holds the optimizer's state too: said apart from the unused params.
+  // (the file's own task head, set aside, among them: trained weights thrown away are said, not
+  // "no params")
   std::vector<std::string> unused_params;
   int64_t optimizer_state = 0;
-  for (const std::string& name : r.unexpected) {
+  std::vector<std::string> unused = r.set_aside;
+  unused.insert(unused.end(), r.unexpected.begin(), r.unexpected.end());
+  for (const std::string& name : unused) {
     if (is_optimizer_state(name)) ++optimizer_state;
     else unused_params.push_back(name);
   }
