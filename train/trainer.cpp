@@ -109,6 +109,30 @@ codegen::RenderTarget planning_target(const TrainOptions& o, const runtime::Devi
 // one with the least memory decides).
 void choose_batch(const frontend::ModelDefinition& model, TrainOptions& o, const runtime::Device* device,
                   dist::Communicator& comm, std::ostream& log) {
+  // A resumed run keeps the split its checkpoint was trained with (the micro-batch sets which
+  // examples share a dropout draw, and a resume refuses another): chosen again from the
+  // checkpoint, not from the memory free now, which differs from run to run.
+  if (o.resume) {
+    const std::vector<CheckpointFile> existing = list_checkpoints(o.checkpoint_dir);
+    std::map<std::string, std::string> saved;
+    try {
+      if (!existing.empty()) saved = support::read_safetensors_metadata(existing.back().path);
+    } catch (const std::exception&) {  // (an unreadable checkpoint is said by the resume itself)
+    }
+    const auto batch = saved.find("batch_size"), world = saved.find("world_size");
+    const int64_t per_rank = o.config.train.batch_size * o.config.train.gradient_accumulation_steps;
+    if (batch != saved.end() && (world == saved.end() || world->second == std::to_string(comm.size()))) {
+      const int64_t b = std::atoll(batch->second.c_str());
+      if (b > 0 && per_rank % b == 0) {
+        o.config.train.batch_size = b;
+        o.config.train.gradient_accumulation_steps = per_rank / b;
+        log << fmt::format("train: --batch-size auto on resume: micro-batch {} x {} accumulation steps, as {} was "
+                           "trained\n",
+                           b, per_rank / b, existing.back().path.filename().string());
+        return;
+      }
+    }
+  }
   uint64_t mine = o.device_memory ? *o.device_memory : (device ? device->free_bytes() : runtime::host_available_bytes());
   // NCCL allocates its buffers when it joins, after the micro-batch is chosen (and so do the
   // buffers of 16-bit shares it sums with fp16 / bf16 compression: 2 bytes a param).
