@@ -214,8 +214,12 @@ std::optional<std::string> cut_note(const ExampleFigures& f, int64_t seq_len) {
   return fmt::format("{} of the {} tokens put into sentence pairs ({:.1f}%) were cut to fit seq_len {} (pairs are "
                      "cut as BERT's create_pretraining_data cuts them){}",
                      f.tokens_cut, f.tokens, share, seq_len,
-                     share > 10 ? ": that much means lines longer than sentences; put one sentence a line (a blank line "
-                                  "between documents), or raise seq_len"
+                     // (a vocabulary of a few dozen tokens splits every word into pieces: the lines are
+                     // sentences, and only its size or seq_len helps; both causes are said)
+                     share > 10 ? ": that much means sentences longer than seq_len in tokens: lines that hold more "
+                                  "than a sentence (put one sentence a line, a blank line between documents), or a "
+                                  "vocabulary too small for the text, which splits words into many pieces (make a "
+                                  "larger one: bertc vocab --size); or raise seq_len"
                                 : "");
 }
 
