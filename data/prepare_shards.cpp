@@ -518,12 +518,8 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
         throw scratch_failure(shard, error, write_fix(error, o.output, room_so_far(unwritten)));
       }
       // Found now, not after reading the rest of the corpus. A document is never split between
-      // shards: one too large alone needs a larger bound, not more shards; so does a bound under
-      // what any shard needs.
-      if (const uint64_t fixed = shard_bytes(ScratchShard{}, o.examples); fixed > o.memory_bytes)
-        throw DataError(fmt::format("the memory bound of {} MiB is less than any shard needs while it is made (about {} "
-                                    "MiB: a block of rows of seq_len {} being written): raise --memory-mb to {} or more",
-                                    o.memory_bytes >> 20, fixed >> 20, o.examples.max_seq_length, (fixed >> 20) + 1));
+      // shards: one too large alone needs a larger bound, not more shards (a bound under what any
+      // shard needs was refused before pass 1).
       if (const uint64_t bytes = shard_bytes(alone(doc, o.examples.max_seq_length), o.examples); bytes > o.memory_bytes)
         throw DataError(fmt::format("document {} ({} sentences, {} tokens) alone needs about {} MiB while its shard is "
                                     "made, more than the memory bound of {} MiB, and a document is never split "

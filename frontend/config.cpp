@@ -489,7 +489,11 @@ Config load_config(const std::filesystem::path& path, std::span<const ExtraKey> 
   }
   refuse_binary(text, path.string());
   Config config = parse_config(text, path.string(), extra_keys, model_required);
-  config.from_stream = !std::filesystem::is_regular_file(path, ec);
+  // (/dev/stdin and /proc/self/fd/N name a descriptor, not a folder: a file redirected into one
+  // is read as a pipe is, its relative paths from the working directory; they were from /dev)
+  const std::string folder = std::filesystem::absolute(path, ec).lexically_normal().parent_path().string();
+  config.from_stream = !std::filesystem::is_regular_file(path, ec) || folder == "/dev" ||
+                       folder.starts_with("/dev/") || folder.starts_with("/proc/");
   // Without one, every model key would take its default: a BERT-base nobody asked for.
   if (model_required && !config.model_section)
     throw ConfigError(fmt::format("{}: no [model] section: write the model's sizes under [model] (see "

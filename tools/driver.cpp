@@ -748,16 +748,49 @@ int batch(const BatchArgs& given, const frontend::ModelDefinition& model) {
   return 0;
 }
 
+// What a checkpoint's record says, one line a fact (bertc info CHECKPOINT): where it stands, what
+// it was trained with, its vocabulary; --json gives the whole record.
+std::string checkpoint_text(const std::map<std::string, std::string>& meta, const std::string& path) {
+  auto of = [&](const char* key) {
+    const auto it = meta.find(key);
+    return it == meta.end() ? std::string("-") : it->second;
+  };
+  std::string out = fmt::format("checkpoint   {} ({})\n", path, of("format"));
+  out += fmt::format("step         {}\n", of("step"));
+  out += fmt::format("model        {} (config {})\n", of("model"), of("config"));
+  if (meta.count("finetune_task"))
+    out += fmt::format("fine-tuned   {}, {} labels{}, epoch {}\n", of("finetune_task"), of("num_labels"),
+                       of("labels") == "-" || of("labels").empty() ? "" : " (" + of("labels") + ")", of("epoch"));
+  out += fmt::format("trained      {} optimizer, {} precision, dropout {}, seed {}\n", of("optimizer"), of("precision"),
+                     of("dropout"), of("seed"));
+  out += fmt::format("batch        {} a micro-batch, global {}, seq_len {}\n", of("batch_size"), of("global_batch"),
+                     of("seq_len"));
+  out += fmt::format("vocab        {} ({} tokens, xxh3 {})\n", of("vocab"), of("vocab_tokens"), of("vocab_xxh3"));
+  return out + "(bertc info --json FILE: the whole record)\n";
+}
+
 int info(bool json, const std::string& bertx, const frontend::ModelDefinition& model) {
   if (!bertx.empty()) {
     if (const std::string kind = support::non_regular_kind(bertx); !kind.empty())
       throw std::invalid_argument(fmt::format("{}: {}, not a .bertx or a training executable: give the file itself",
                                               bertx, kind));
     const std::optional<codegen::CompiledProgram> p = compiled_program_in(bertx);
-    if (!p)
-      throw std::invalid_argument(fmt::format("{}: neither a .bertx nor a training executable (bertc compile -o "
-                                              "FILE.bertx, or --executable -o NAME)",
+    if (!p) {
+      // (a checkpoint: what its record says; it was "neither a .bertx nor ...", a dead end)
+      std::map<std::string, std::string> meta;
+      try {
+        meta = support::read_safetensors_metadata(bertx);
+      } catch (const std::exception&) {  // (not safetensors: said below)
+      }
+      if (const auto format = meta.find("format"); format != meta.end() && format->second.starts_with("bertc-checkpoint-")) {
+        std::cout << (json ? nlohmann::json(meta).dump(2) + "\n" : checkpoint_text(meta, bertx));
+        return 0;
+      }
+      throw std::invalid_argument(fmt::format("{}: neither a .bertx, a training executable nor a bertc checkpoint (bertc "
+                                              "compile -o FILE.bertx, or --executable -o NAME; checkpoints are a run "
+                                              "folder's checkpoint-NNNNNN.safetensors)",
                                               bertx));
+    }
     std::cout << (json ? bertx_json(*p).dump(2) + "\n" : bertx_text(*p, bertx));
     return 0;
   }

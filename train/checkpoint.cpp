@@ -158,12 +158,16 @@ void save_checkpoint(const std::filesystem::path& dir, int64_t step, const Tenso
     else if (failed && failed->needed() && room_for > 1)
       fix += fmt::format(" (the room of {} checkpoints: the most the run holds at once)", room_for);
     if (!again.empty()) throw std::runtime_error(fmt::format("{}: {}, then {}", e.what(), fix, again));
+    // (to write elsewhere is to move the run: "the same command with --resume" found no
+    // checkpoint in another folder)
     throw std::runtime_error(
-        kept.empty() ? fmt::format("{}: no checkpoint of this run is written yet; {} and run the same command again",
+        kept.empty() ? fmt::format("{}: no checkpoint of this run is written yet; {}: then run the same command again "
+                                   "(elsewhere: with another --checkpoint-dir)",
                                    e.what(), fix)
-                     : fmt::format("{}: the older checkpoints are kept (newest: step {}); {} and run the same command "
-                                   "with --resume",
-                                   e.what(), kept.back().step, fix));
+                     : fmt::format("{}: the older checkpoints are kept (newest: step {}); {}: then run the same "
+                                   "command with --resume (elsewhere: move {} whole to a disk with room and run it "
+                                   "with --checkpoint-dir THERE --resume)",
+                                   e.what(), kept.back().step, fix, dir.string()));
   }
   // Only once the new checkpoint is durable and reads back whole may older ones go, with
   // temporaries a killed run left behind (one training run writes to a folder at a time: the

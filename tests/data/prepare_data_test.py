@@ -101,7 +101,9 @@ cases = [("fake", ["--input", os.path.join(WORK, "fake-gz")], "named .gz but its
           "random next sentences to come from another document (use --shards 1500 or fewer)"),
          ("one-document", ["--input", os.path.join(WORK, "one-document.txt"), "--shards", "1"],
           "1 document: next-sentence prediction takes its random sentences from another document, and there is none"),
-         ("tiny-bound", ["--shards", "1", "--memory-mb", "1"], "the memory bound of 1 MiB is less than any shard needs"),
+         ("tiny-bound", ["--shards", "1", "--memory-mb", "1"], "--shards 1 under --memory-mb 1: making them keeps a "
+          "file open per shard, about 16 KiB with their buffers, and a shard is written from a block of rows of about "
+          "1536 KiB: raise --memory-mb to 2 or more"),
          ("small", ["--shards", "1", "--memory-mb", "6"], "more than the memory bound of 6 MiB: use about "),
          ("none", ["--input", os.path.join(WORK, "absent")], "no such file or folder of training text"),
          ("cut", ["--input", os.path.join(WORK, "cut-gz", "corpus.txt.gz")], "the gzip stream ends early: the file is "
