@@ -154,6 +154,9 @@ std::vector<Document> read_scratch(const std::filesystem::path& path) {
 // under seq_len + 8 x predictions bytes an example; 3.5 GB of shards held 31.9 M examples at seq
 // 128 and 20 predictions, 110 bytes each). Measured: 500 MiB resident for a shard of 1.9M tokens
 // on bert-tiny's settings, estimated 566 MiB before the file in memory (README, "Pretraining data").
+// A shard's file open in pass 1, with its stream's buffer.
+constexpr uint64_t kPerOpenShard = 16 << 10;
+
 uint64_t shard_bytes(const ScratchShard& s, const ExampleOptions& o) {
   const auto dupe = static_cast<uint64_t>(o.dupe_factor);
   const uint64_t examples = dupe * 2 * static_cast<uint64_t>(s.chunks);
@@ -318,8 +321,7 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
   // The least the bound may be: a file open per shard with its buffer, and the block of rows a
   // shard is written from. Said once, with one figure that is enough (the two were checked apart,
   // each advising a bound the other then refused, and "fewer shards" of one shard).
-  if (constexpr uint64_t kPerOpenShard = 16 << 10;
-      static_cast<uint64_t>(o.shards) * kPerOpenShard + shard_bytes(ScratchShard{}, o.examples) > o.memory_bytes) {
+  if (static_cast<uint64_t>(o.shards) * kPerOpenShard + shard_bytes(ScratchShard{}, o.examples) > o.memory_bytes) {
     const uint64_t open = static_cast<uint64_t>(o.shards) * kPerOpenShard, rows = shard_bytes(ScratchShard{}, o.examples);
     const uint64_t fewest_mib = (open + rows + (uint64_t{1} << 20) - 1) >> 20;
     const uint64_t shards_that_fit = o.memory_bytes > rows ? (o.memory_bytes - rows) / kPerOpenShard : 0;
@@ -537,16 +539,23 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
                                                static_cast<double>(std::max<uint64_t>(p.bytes_total, 1)));
         const uint64_t fixed = shard_bytes(ScratchShard{}, o.examples);  // (the rows' block: not per document)
         const double documents_part = static_cast<double>(bytes - fixed) / read * 1.5;  // (this shard's, at the end)
-        const auto whole = fixed + static_cast<uint64_t>(documents_part);
+        const uint64_t open = static_cast<uint64_t>(o.shards) * kPerOpenShard;  // (the open shards' buffers too)
+        const auto whole = fixed + open + static_cast<uint64_t>(documents_part);
         // (more shards split the documents' part; each keeps the fixed part)
-        const auto shards_needed = static_cast<int64_t>(std::ceil(documents_part * static_cast<double>(o.shards) /
-                                                                  static_cast<double>(o.memory_bytes - fixed)));
+        const auto shards_needed = std::max<int64_t>(
+            o.shards + 1, static_cast<int64_t>(std::ceil(documents_part * static_cast<double>(o.shards) /
+                                                         static_cast<double>(o.memory_bytes - fixed))));
+        // (more shards keep more files open: where their buffers would pass the bound, only a larger
+        // bound helps, and "more shards" sent the user back to the open-file check's "fewer")
+        const bool more_fit = static_cast<uint64_t>(shards_needed) * kPerOpenShard + fixed +
+                                  static_cast<uint64_t>(documents_part / static_cast<double>(shards_needed)) <=
+                              o.memory_bytes;
         throw DataError(fmt::format(
             "shard {} alone would take over {} MiB while it is made (its {} documents so far, {:.0f}% of the text "
-            "read), more than the memory bound of {} MiB: use about {} --shards, or raise --memory-mb to about {} "
-            "(projected from the text read so far{})",
+            "read), more than the memory bound of {} MiB: {}raise --memory-mb to about {} (projected from the text "
+            "read so far{})",
             next_document % o.shards, bytes >> 20, shard.documents, 100 * read, o.memory_bytes >> 20,
-            std::max<int64_t>(shards_needed, o.shards + 1), (whole >> 20) + 1,
+            more_fit ? fmt::format("use about {} --shards, or ", shards_needed) : "", (whole >> 20) + 1,
             read < 0.25 ? "; from this little, documents that differ along the text may need more" : ""));
       }
       ++next_document;

@@ -32,6 +32,7 @@
 #include "passes/targets.h"
 #include "train/batches.h"
 #include "train/data_parallel.h"
+#include "train/checkpoint.h"
 #include "train/evaluate.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/device_registry.h"
@@ -141,12 +142,28 @@ std::string empty_value_given(const CLI::App& app) {
     for (const CLI::Option* option : command->get_options()) {
       if (option->count() == 0 || option->get_expected_min() == 0) continue;  // (not given, or a flag)
       for (const std::string& value : option->results())
-        if (value.empty())
-          return fmt::format("{} \"\": an empty value (an unset variable in a script?): give {} a value{}",
-                             option->get_name(), option->get_name(),
+        if (value.find_first_not_of(" \t") == std::string::npos)  // (" " too: a folder named by a space)
+          return fmt::format("{} \"{}\": an empty value (an unset variable in a script?): give {} a value{}",
+                             option->get_name(), value, option->get_name(),
                              option->get_required() ? "" : ", or leave it out for its default");
     }
   return "";
+}
+
+// A compiled program reads its config's relative [train] data and vocab from its own folder when it
+// trains: said at compile time where they are not there (compile found them from the config's
+// folder, or the working directory for a config from a stream, and training then did not).
+void warn_paths_from_program_folder(const frontend::Config& config, const std::string& output) {
+  const std::filesystem::path folder = std::filesystem::path(output).parent_path();
+  for (const auto& [key, value] : {std::pair<std::string, std::string>{"data", config.train.data}, {"vocab", config.train.vocab}}) {
+    std::error_code ec;
+    if (value.empty() || std::filesystem::path(value).is_absolute() || std::filesystem::exists(folder / value, ec))
+      continue;
+    std::cerr << fmt::format("compile: warning: [train] {} = \"{}\" is relative, and the compiled program reads it "
+                             "from its own folder, as {}, which is not there: train it with --{} PATH, or put an "
+                             "absolute path in the config and compile again\n",
+                             key, value, (folder / value).string(), key);
+  }
 }
 
 // The vocabulary a compiled program is for: the config's, which training it must use too; said.
@@ -269,9 +286,11 @@ int compile(CompileArgs args, const CompileFlags& flags, const frontend::ModelDe
     if (!args.executable) {
       codegen::write_bertx(args.output, compiled);
       std::cerr << fmt::format("wrote {}\n", args.output);
+      warn_paths_from_program_folder(config, args.output);
       return 0;
     }
     write_training_executable(args.output, codegen::encode_bertx(compiled));
+    warn_paths_from_program_folder(config, args.output);
     std::cerr << fmt::format("wrote {}: a training executable of {} for {} ({:.1f} MiB); run {} train (--data, --vocab, "
                              "--device, ...), --help says what it holds\n",
                              args.output, config.name, config.compile.arch.text(),
@@ -776,16 +795,26 @@ int info(bool json, const std::string& bertx, const frontend::ModelDefinition& m
                                               bertx, kind));
     const std::optional<codegen::CompiledProgram> p = compiled_program_in(bertx);
     if (!p) {
-      // (a checkpoint: what its record says; it was "neither a .bertx nor ...", a dead end)
+      // (a checkpoint: what its record says, once its checksums hold; it was "neither a .bertx nor
+      // ...", a dead end)
+      const bool named_safetensors = bertx.ends_with(".safetensors");
       std::map<std::string, std::string> meta;
       try {
         meta = support::read_safetensors_metadata(bertx);
-      } catch (const std::exception&) {  // (not safetensors: said below)
+      } catch (const std::exception& e) {  // (a safetensors file by name, damaged: said as that)
+        if (named_safetensors) throw std::invalid_argument(e.what());
       }
-      if (const auto format = meta.find("format"); format != meta.end() && format->second.starts_with("bertc-checkpoint-")) {
+      const auto format = meta.find("format");
+      if (format != meta.end() && format->second.starts_with("bertc-checkpoint-")) {
+        train::verify_checksums(support::read_safetensors(bertx), bertx);  // (a damaged file is no record to show)
         std::cout << (json ? nlohmann::json(meta).dump(2) + "\n" : checkpoint_text(meta, bertx));
         return 0;
       }
+      if (named_safetensors || !meta.empty())
+        throw std::invalid_argument(fmt::format("{}: a safetensors file but no bertc checkpoint (a Hugging Face model's "
+                                                "weights, or a micro-batch of bertc batch: its format '{}'): info "
+                                                "describes .bertx files, training executables and checkpoints",
+                                                bertx, format == meta.end() ? "" : format->second));
       throw std::invalid_argument(fmt::format("{}: neither a .bertx, a training executable nor a bertc checkpoint (bertc "
                                               "compile -o FILE.bertx, or --executable -o NAME; checkpoints are a run "
                                               "folder's checkpoint-NNNNNN.safetensors)",
@@ -1039,6 +1068,22 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
       ->check(CLI::ExistingFile);
   info_cmd->add_flag("--json", info_json_flag, "Write JSON");
 
+  // (--vocab= is CLI11's "1 required TEXT missing": said as the empty value it is, before parsing)
+  for (int i = 1; i < argc; ++i)
+    if (const std::string_view arg = argv[i]; arg.starts_with("--") && arg.ends_with("=") && arg.size() > 3) {
+      const std::string name(arg.substr(0, arg.size() - 1));
+      std::cerr << fmt::format("{}: error: {}= (an empty value: an unset variable in a script?): give {} a value, or "
+                               "leave it out for its default\n",
+                               program, name, name);
+      return 1;
+    }
+  // (a working directory removed under the shell: every relative path fails, said as that)
+  if (std::error_code ec; std::filesystem::current_path(ec).empty() && ec) {
+    std::cerr << fmt::format("{}: error: the working directory no longer exists (removed while the shell was in it): "
+                             "cd to an existing folder\n",
+                             program);
+    return 1;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

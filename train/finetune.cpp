@@ -527,6 +527,11 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
                        checkpoint_path(o.checkpoint_dir, step).string());
   if (!summary.best_checkpoint.empty())
     log << fmt::format("best: {} {:.4f}: {}\n", ir::enum_name(chosen), *best, summary.best_checkpoint.string());
+  // (every dev score undefined: a script reading best/ finds nothing; said at the end, where it looks)
+  else if (dev && !summary.epochs.empty() && !summary.stopped_by_signal)
+    log << fmt::format("finetune: warning: no epoch was kept as the best (every dev {} undefined: the model collapsed "
+                       "to one prediction): {} holds nothing; lower learning_rate and fine-tune again\n",
+                       ir::enum_name(chosen), (o.checkpoint_dir / "best").string());
   return summary;
 }
 
