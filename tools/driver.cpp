@@ -1124,7 +1124,11 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
         config.compile = resolve_here(check_flags.apply(config.compile));
         return run_check(model, config, check_options, std::cout);
       }
-      if (*estimate_cmd) return estimate(estimate_args, estimate_flags, model, std::cout);
+      if (*estimate_cmd) {
+        estimate_args.within_given = estimate_cmd->count("--within") > 0;
+        estimate_args.between_given = estimate_cmd->count("--between") > 0;
+        return estimate(estimate_args, estimate_flags, model, std::cout);
+      }
       if (*prepare_cmd) return prepare_data(prepare_args, model, std::cerr);
       if (*vocab_cmd) return train_vocab(vocab_args, model, std::cerr);
       if (*finetune_cmd) return finetune(finetune_args, finetune_flags, model, std::cerr);

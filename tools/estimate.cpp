@@ -85,10 +85,19 @@ int estimate(const EstimateArgs& a, const CompileFlags& flags, const frontend::M
                                             config.train.gradient_accumulation_steps));
   nlohmann::json rows = nlohmann::json::array();
   std::set<std::string> notes;
+  // (a link given for a set-up that has none of it was printed as if used)
+  if (a.within_given && a.gpus_per_machine == 1)
+    notes.insert(fmt::format("note: --within {}: one GPU per machine uses no link within a machine (give "
+                             "--gpus-per-machine N to use it)",
+                             a.within));
+  if (a.between_given && a.machines == 1)
+    notes.insert(fmt::format("note: --between {}: one machine uses no link between machines (give --machines N to "
+                             "use it)",
+                             a.between));
   std::string text = fmt::format(
       "{}: {} GPU(s) per machine x {} machine(s), {} within, {} between; {} steps of {} sequences per GPU "
       "(global batch {})\n",
-      config.name, a.gpus_per_machine, a.machines, setup.within->title, a.machines > 1 ? setup.between->title : "nothing",
+      config.name, a.gpus_per_machine, a.machines, a.gpus_per_machine > 1 ? setup.within->title : "nothing", a.machines > 1 ? setup.between->title : "nothing",
       setup.steps, per_gpu, global);
   text += fmt::format("{:<10} {:<10} {:>10} {:>10} {:>11} {:>9} {:>11} {:>8} {:>10} {:>9}\n", "gpu", "gradients", "MiB/step",
                       "compute", "all-reduce", "step", "overlapped", "days", "days (ovl)", "cost");
@@ -137,9 +146,9 @@ int estimate(const EstimateArgs& a, const CompileFlags& flags, const frontend::M
                       {"allreduce_seconds", e.allreduce_seconds}, {"step_seconds", e.step_seconds},
                       {"overlapped_step_seconds", e.overlapped_step_seconds}, {"days", e.days},
                       {"overlapped_days", e.overlapped_days}, {"link_gbs", e.link_gbs}, {"gpus", e.gpus},
-                      {"dollars_per_gpu_hour", setup.dollars_per_gpu_hour},
+                      {"dollars_per_gpu_hour", priced ? nlohmann::json(setup.dollars_per_gpu_hour) : nlohmann::json(nullptr)},
                       {"device_bytes", report.device_bytes()}, {"fits_device_memory", memory.empty()},
-                      // (null without a price, as the table's "-": not a cost of 0)
+                      // (null without a price, as the table's "-": not a cost of 0, nor a price of 0)
                       {"cost_dollars", priced ? nlohmann::json(e.cost) : nlohmann::json(nullptr)}});
       text += fmt::format("{:<10} {:<10} {:>10.1f} {:>8.0f}ms {:>9.0f}ms {:>7.0f}ms {:>9.0f}ms {:>8.2f} {:>10.2f} {:>9}\n",
                           fmt::format("{} {}", gpu.name, ir::enum_name(c.compile.precision)), ir::enum_name(kind),

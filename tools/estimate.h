@@ -16,6 +16,7 @@ struct EstimateArgs {
   std::vector<std::string> gpus = {"p40"};          // names or archs of the GPU table
   int gpus_per_machine = 1, machines = 1;
   std::string within = "pcie3", between = "10gbe";  // interconnect names (passes/scaling_estimate.h)
+  bool within_given = false, between_given = false;  // named on the command line (unused ones are said)
   std::vector<std::string> compressions;            // empty: every one
   int64_t steps = 0;                                // 0: [train] steps
   double price = -1;                                // dollars per GPU-hour; < 0: the table's cloud price, if any

@@ -1,6 +1,7 @@
 // Starting a run: a checkpoint, --init weights or fresh ones (see resume.h).
 #include "train/resume.h"
 
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 #include <set>
@@ -94,6 +95,31 @@ void check_same_settings(const std::map<std::string, std::string>& saved, const 
                                model_changed ? "" : fmt::format(" from its weights (--init {})", checkpoint.string())));
 }
 
+// Where a run folder holds pretraining checkpoints older than its newest, a fine-tuning one: how
+// to resume them ("" when it holds none). The newest is what --resume takes, so the fine-tuning
+// ones newer than the pretraining one must leave the folder.
+std::string pretraining_beside(const std::filesystem::path& dir) {
+  const std::vector<CheckpointFile> all = list_checkpoints(dir);
+  std::vector<std::string> newer;  // the fine-tuning checkpoints after the newest pretraining one
+  for (auto it = all.rbegin(); it != all.rend(); ++it) {
+    std::map<std::string, std::string> meta;
+    try {
+      meta = support::read_safetensors_metadata(it->path);
+    } catch (const std::exception&) {  // (not one to resume: passed over, as it is not named)
+      continue;
+    }
+    if (meta.count("finetune_task")) {
+      newer.push_back(it->path.filename().string());
+      continue;
+    }
+    std::reverse(newer.begin(), newer.end());
+    return fmt::format("; to resume the pretraining checkpoint {} beside it, move the fine-tuning checkpoint{} {} out "
+                       "of {}",
+                       it->path.string(), newer.size() > 1 ? "s" : "", fmt::join(newer, " "), dir.string());
+  }
+  return "";
+}
+
 // Refuses a resume whose run figures (run_metadata's) differ from the checkpoint's, naming the first.
 // `compiled`: the run trains a compiled program (.bertx, a training executable), whose settings
 // are its compile's: the fix is to compile it again, not a flag it refuses.
@@ -103,8 +129,9 @@ void check_same_run(std::map<std::string, std::string> saved, const std::map<std
   if (const auto task = saved.find("finetune_task"); task != saved.end())
     throw TrainError(fmt::format("{}: a checkpoint of fine-tuning ({}), and pretraining does not go on from a "
                                  "fine-tuned head: pretrain in another --checkpoint-dir, or fine-tune from it (bertc "
-                                 "finetune CONFIG --init {})",
-                                 checkpoint.string(), task->second, checkpoint.string()));
+                                 "finetune CONFIG --init {}){}",
+                                 checkpoint.string(), task->second, checkpoint.string(),
+                                 pretraining_beside(checkpoint.parent_path())));
   // A checkpoint from before data parallelism: one rank, its global batch from its split.
   if (!saved.count("global_batch") && saved.count("batch_size") && saved.count("gradient_accumulation_steps"))
     saved["global_batch"] =
@@ -228,15 +255,19 @@ std::map<std::string, std::string> settings_metadata(const frontend::Config& con
   return {{"config_settings", text}, {"config_hash", fmt::format("{:016x}", XXH3_64bits(text.data(), text.size()))}};
 }
 
+std::vector<CheckpointFile> resumable_checkpoints(const std::filesystem::path& dir) {
+  std::vector<CheckpointFile> existing = list_checkpoints(dir);
+  if (existing.empty())
+    throw TrainError(fmt::format("--resume: no checkpoint in {} (run without --resume to start fresh)", dir.string()));
+  return existing;
+}
+
 int64_t prepare_state(const frontend::ModelDefinition& model, const TrainOptions& o,
                       const passes::TrainingProgram& program, const data::Vocab& vocab, support::Environment& env,
                       std::ostream& log, std::optional<ResumedFrom>& resumed) {
-  const auto existing = list_checkpoints(o.checkpoint_dir);
+  const auto existing = o.resume ? resumable_checkpoints(o.checkpoint_dir) : list_checkpoints(o.checkpoint_dir);
   int64_t start = 0;
   if (o.resume) {
-    if (existing.empty())
-      throw TrainError(fmt::format("--resume: no checkpoint in {} (run without --resume to start fresh)",
-                                   o.checkpoint_dir.string()));
     const int ranks = o.world ? o.world->size() : 1;
     const CheckpointContents c = [&] {
       try {

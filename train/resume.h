@@ -54,6 +54,10 @@ std::map<std::string, std::string> settings_metadata(const frontend::Config& con
 // Fresh params (from the seed) and zero states, as a run starting anew has.
 void fresh_state(const frontend::Config& config, const passes::TrainingProgram& program, support::Environment& env);
 
+// The checkpoints of --resume's run folder, oldest first. Throws TrainError for a folder without
+// one, saying how to start fresh.
+std::vector<CheckpointFile> resumable_checkpoints(const std::filesystem::path& dir);
+
 // The checkpoint a run resumes from, once its state is loaded.
 struct ResumedFrom {
   std::filesystem::path path;

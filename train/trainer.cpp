@@ -105,6 +105,27 @@ codegen::RenderTarget planning_target(const TrainOptions& o, const runtime::Devi
   return target;
 }
 
+// The micro-batch the newest checkpoint of --resume's folder was trained with, when it divides
+// this run's batch per rank (said on `log`), else 0. Throws TrainError for a folder without one:
+// a search of micro-batches first would take minutes before saying so.
+uint64_t resumed_micro_batch(const TrainOptions& o, int ranks, std::ostream& log) {
+  const std::vector<CheckpointFile> existing = resumable_checkpoints(o.checkpoint_dir);
+  std::map<std::string, std::string> saved;
+  try {
+    saved = support::read_safetensors_metadata(existing.back().path);
+  } catch (const std::exception&) {  // (an unreadable checkpoint is said by the resume itself)
+    return 0;
+  }
+  const auto batch = saved.find("batch_size"), world = saved.find("world_size");
+  const int64_t per_rank = o.config.train.batch_size * o.config.train.gradient_accumulation_steps;
+  if (batch == saved.end() || (world != saved.end() && world->second != std::to_string(ranks))) return 0;
+  const int64_t b = std::atoll(batch->second.c_str());
+  if (b <= 0 || per_rank % b != 0) return 0;
+  log << fmt::format("train: --batch-size auto on resume: micro-batch {} x {} accumulation steps, as {} was trained\n",
+                     b, per_rank / b, existing.back().path.filename().string());
+  return static_cast<uint64_t>(b);
+}
+
 // --batch-size auto: the micro-batch and accumulation that fit the device (of every rank: the
 // one with the least memory decides).
 void choose_batch(const frontend::ModelDefinition& model, TrainOptions& o, const runtime::Device* device,
@@ -113,24 +134,15 @@ void choose_batch(const frontend::ModelDefinition& model, TrainOptions& o, const
   // examples share a dropout draw, and a resume refuses another): chosen again from the
   // checkpoint, not from the memory free now, which differs from run to run.
   if (o.resume) {
-    const std::vector<CheckpointFile> existing = list_checkpoints(o.checkpoint_dir);
-    std::map<std::string, std::string> saved;
-    try {
-      if (!existing.empty()) saved = support::read_safetensors_metadata(existing.back().path);
-    } catch (const std::exception&) {  // (an unreadable checkpoint is said by the resume itself)
-    }
-    const auto batch = saved.find("batch_size"), world = saved.find("world_size");
-    const int64_t per_rank = o.config.train.batch_size * o.config.train.gradient_accumulation_steps;
-    if (batch != saved.end() && (world == saved.end() || world->second == std::to_string(comm.size()))) {
-      const int64_t b = std::atoll(batch->second.c_str());
-      if (b > 0 && per_rank % b == 0) {
-        o.config.train.batch_size = b;
-        o.config.train.gradient_accumulation_steps = per_rank / b;
-        log << fmt::format("train: --batch-size auto on resume: micro-batch {} x {} accumulation steps, as {} was "
-                           "trained\n",
-                           b, per_rank / b, existing.back().path.filename().string());
-        return;
-      }
+    // (rank 0 reads the run folder, as the resume itself does; the others take its choice)
+    uint64_t saved = 0;
+    if (comm.rank() == 0) saved = resumed_micro_batch(o, comm.size(), log);
+    const uint64_t b = comm.all_gather(saved, "the start-up exchange of the resumed micro-batch (--batch-size auto)")[0];
+    if (b > 0) {
+      const int64_t per_rank = o.config.train.batch_size * o.config.train.gradient_accumulation_steps;
+      o.config.train.batch_size = static_cast<int64_t>(b);
+      o.config.train.gradient_accumulation_steps = per_rank / static_cast<int64_t>(b);
+      return;
     }
   }
   uint64_t mine = o.device_memory ? *o.device_memory : (device ? device->free_bytes() : runtime::host_available_bytes());
