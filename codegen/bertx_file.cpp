@@ -25,7 +25,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr char kMagic[8] = {'B', 'E', 'R', 'T', 'C', 'X', '0', '1'};
+constexpr const char (&kMagic)[8] = support::kBertxMagic;
 // The header's layout: 2 since the kernel families have one set of names (matmul_epilogue is
 // matmul) and the options are written from their declarations; 3 since kernels take their
 // dropout offsets as integer parameters (a format-2 kernel has them in its source); 4 since each

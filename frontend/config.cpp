@@ -494,12 +494,17 @@ Config load_config(const std::filesystem::path& path, std::span<const ExtraKey> 
   const std::string folder = std::filesystem::absolute(path, ec).lexically_normal().parent_path().string();
   config.from_stream = !std::filesystem::is_regular_file(path, ec) || folder == "/dev" ||
                        folder.starts_with("/dev/") || folder.starts_with("/proc/");
+  if (model_required) require_model(config);
+  return config;
+}
+
+void require_model(const Config& config) {
   // Without one, every model key would take its default: a BERT-base nobody asked for.
-  if (model_required && !config.model_section)
+  if (!config.model_section)
     throw ConfigError(fmt::format("{}: no [model] section: write the model's sizes under [model] (see "
                                   "examples/bert-tiny.toml), or an empty [model] for BERT-base's defaults",
-                                  path.string()));
-  return config;
+                                  config.source));
+  validate(config);
 }
 
 }  // namespace bertc::frontend

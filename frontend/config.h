@@ -124,6 +124,10 @@ class ConfigError : public std::runtime_error {
 // checks the relations between keys that a config without [model] could not be checked for).
 Config load_config(const std::filesystem::path& path, std::span<const ExtraKey> extra_keys = {},
                    bool model_required = true);
+// Refuses a config loaded without requiring [model] that has none (what load_config does when it
+// requires one), then checks its relations: for a command that refuses some configs for another
+// reason first (bertc batch: a [finetune] config).
+void require_model(const Config& config);
 // The same from text; `source` is the name shown in messages. Relations between keys are checked
 // when the text has a [model] section or `check_without_model`.
 Config parse_config(std::string_view toml_text, const std::string& source,

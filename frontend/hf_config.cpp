@@ -1,8 +1,10 @@
 // config.json of Hugging Face BERT folders, in and out (see hf_config.h).
 #include "frontend/hf_config.h"
 #include "support/file_errors.h"
+#include "support/safetensors.h"
 
 #include <fstream>
+#include <map>
 #include <iterator>
 #include <optional>
 #include <set>
@@ -172,6 +174,38 @@ void use_hf_model(Config& config, const std::filesystem::path& folder) {
   validate(config, (folder / "config.json").string());
 }
 
+namespace {
+
+// The model a bertc checkpoint records ("model_config", as export writes config.json from it), for
+// a config without [model]: the checkpoint's own sizes, where [model] {} was BERT-base's and
+// every tensor then had another shape.
+void use_recorded_model(Config& config, const std::filesystem::path& checkpoint) {
+  std::map<std::string, std::string> meta;
+  try {
+    meta = support::read_safetensors_metadata(checkpoint);
+  } catch (const support::SafetensorsError& e) {
+    throw ConfigError(fmt::format("{} (given as --init, the model to start from)", e.what()));
+  }
+  const auto recorded = meta.find("model_config");
+  if (recorded == meta.end())
+    throw ConfigError(fmt::format("{}: no [model] section, and --init {} records no model (Hugging Face weights, or a "
+                                  "checkpoint of a bertc from before records): write the model's sizes under [model], "
+                                  "or start from a Hugging Face folder (--init DIR), whose config.json gives them",
+                                  config.source, checkpoint.string()));
+  const std::string source = fmt::format("{} (its model record)", checkpoint.string());
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(recorded->second);
+  } catch (const nlohmann::json::exception& e) {
+    throw ConfigError(fmt::format("{}: not JSON: {}", source, e.what()));
+  }
+  config.model = model_from_json(j, source);
+  config.model_section = true;
+  validate(config, source);
+}
+
+}  // namespace
+
 void take_model_from(Config& config, const std::filesystem::path& init, const std::string& model_program) {
   std::error_code ec;
   if (!init.empty() && std::filesystem::is_directory(init, ec) && !is_hf_folder(init))
@@ -186,11 +220,16 @@ void take_model_from(Config& config, const std::filesystem::path& init, const st
     use_hf_model(config, init);
     return;
   }
+  if (!config.model_section && !init.empty() && std::filesystem::is_regular_file(init, ec)) {
+    use_recorded_model(config, init);
+    return;
+  }
   if (!config.model_section)
     throw ConfigError(fmt::format("{}: no [model] section: write the model's sizes under [model] (see "
                                   "examples/bert-tiny.toml), or an empty [model] for BERT-base's defaults; or start "
-                                  "from a Hugging Face folder (--init DIR), whose config.json gives them (a run "
-                                  "started from one resumes with the same --init DIR)",
+                                  "from a Hugging Face folder (--init DIR), whose config.json gives them, or a bertc "
+                                  "checkpoint (--init FILE), whose record does (a run started from one resumes with "
+                                  "the same --init)",
                                   config.source));
   validate(config);
 }

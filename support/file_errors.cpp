@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cerrno>
 
+#include <fstream>
+
 #include <fmt/format.h>
 
 namespace bertc::support {
@@ -104,6 +106,21 @@ std::string non_regular_kind(const std::filesystem::path& path) {
     case std::filesystem::file_type::directory: return "a folder";
     default: return "";
   }
+}
+
+std::string content_kind(const std::filesystem::path& path) {
+  if (!non_regular_kind(path).empty()) return "";  // (a pipe's open would wait)
+  std::ifstream in(path, std::ios::binary);
+  char start[8] = {};
+  if (!in.read(start, sizeof start)) return "";
+  const std::string_view bytes(start, sizeof start);
+  if (bytes == std::string_view(kBertxMagic, sizeof kBertxMagic)) return "a compiled program (.bertx)";
+  if (bytes.starts_with("\x7f" "ELF")) return "an executable (a training executable of bertc compile --executable?)";
+  if (bytes == std::string_view("\x89HDF\r\n\x1a\n", 8))
+    return "an HDF5 file (a shard of bertc prepare-data, given as --data FOLDER?)";
+  if (bytes.starts_with("\x1f\x8b")) return "gzip-compressed data";
+  if (bytes.starts_with("PK\x03\x04")) return "a zip archive (a PyTorch .bin or .pt?)";
+  return "";
 }
 
 std::string describe_file_error(const std::filesystem::filesystem_error& e) {

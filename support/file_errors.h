@@ -37,6 +37,17 @@ class FileError : public std::system_error {
 // read without end.
 std::string non_regular_kind(const std::filesystem::path& path);
 
+// The bytes a .bertx starts with (codegen/bertx_file writes them; content_kind names a file by
+// them).
+inline constexpr char kBertxMagic[8] = {'B', 'E', 'R', 'T', 'C', 'X', '0', '1'};
+
+// What a regular file is by its first bytes, where it is one of the kinds bertc makes or meets
+// given where another is expected: "a compiled program (.bertx)", "an executable (a training
+// executable of bertc compile --executable?)", "an HDF5 file (a shard folder's file of bertc
+// prepare-data?)", "gzip-compressed data", "a zip archive (a PyTorch .bin?)"; "" for any other
+// (a reader's own message then says what is wrong with it).
+std::string content_kind(const std::filesystem::path& path);
+
 // A std::filesystem error said plainly: "PATH: MESSAGE (while OPERATION)", and its fix.
 std::string describe_file_error(const std::filesystem::filesystem_error& e);
 

@@ -31,6 +31,16 @@ const char* dtype_text(ir::DType t) {
 // Header lengths beyond this are not headers but garbage (the format's own limit is 100 MB).
 constexpr uint64_t kMaxHeader = 100'000'000;
 
+// A file that does not read as safetensors: what it is where its first bytes say (a .bertx, an
+// executable, an HDF5 shard: "truncated?" sent users looking for damage), else `what` is wrong.
+SafetensorsError not_safetensors(const std::filesystem::path& path, const std::string& what) {
+  if (const std::string kind = content_kind(path); !kind.empty())
+    return SafetensorsError(fmt::format("{}: {}, not a safetensors file (bertc's checkpoints and Hugging Face weights "
+                                        "are)",
+                                        path.string(), kind));
+  return SafetensorsError(fmt::format("{}: {} (truncated or not a safetensors file?)", path.string(), what));
+}
+
 }  // namespace
 
 std::string encode_safetensors(const Safetensors& file) {
@@ -165,7 +175,15 @@ Safetensors read_safetensors(const std::filesystem::path& path) {
   char block[1 << 16];
   while (bytes.size() < enough && (in.read(block, sizeof block) || in.gcount() > 0))
     bytes.append(block, static_cast<size_t>(in.gcount()));
-  return decode_safetensors(bytes, path.string());
+  // (a header longer than the file: said with the file's size, not the bytes read of it)
+  if (const auto size = std::filesystem::file_size(path, ec); !ec && bytes.size() >= 8 && n > size - 8 && n <= kMaxHeader)
+    throw not_safetensors(path, fmt::format("header length {} does not fit in the file's {} bytes", n, size));
+  try {
+    return decode_safetensors(bytes, path.string());
+  } catch (const SafetensorsError&) {
+    if (const std::string kind = content_kind(path); !kind.empty()) throw not_safetensors(path, "");
+    throw;
+  }
 }
 
 std::map<std::string, std::string> read_safetensors_metadata(const std::filesystem::path& path) {
@@ -177,16 +195,15 @@ std::map<std::string, std::string> read_safetensors_metadata(const std::filesyst
   in.read(length.data(), 8);
   uint64_t n = 0;
   for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<uint8_t>(length[i]);
-  if (!in || n > kMaxHeader)
-    throw SafetensorsError(fmt::format("{}: no valid header length (truncated or not a safetensors file?)", path.string()));
+  if (!in || n > kMaxHeader) throw not_safetensors(path, "no valid header length");
   std::string header(n, '\0');
   in.read(header.data(), static_cast<std::streamsize>(n));
-  if (!in) throw SafetensorsError(fmt::format("{}: header cut short (truncated or not a safetensors file?)", path.string()));
+  if (!in) throw not_safetensors(path, "header cut short");
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(header);
   } catch (const nlohmann::json::exception& e) {
-    throw SafetensorsError(fmt::format("{}: header is not valid JSON ({})", path.string(), e.what()));
+    throw not_safetensors(path, fmt::format("header is not valid JSON ({})", e.what()));
   }
   std::map<std::string, std::string> metadata;
   if (j.is_object() && j.contains("__metadata__") && j["__metadata__"].is_object())

@@ -51,6 +51,7 @@
 #include "tools/prepare_data.h"
 #include "tools/vocab_command.h"
 #include "tools/estimate.h"
+#include "tools/file_info.h"
 #include "tools/output_file.h"
 #include "tools/training_executable.h"
 #include "tools/report.h"
@@ -593,7 +594,7 @@ int train_rank(const TrainArgs& args, const CompileFlags& flags, const frontend:
   // from there, and still does; the weights are the checkpoint's, said so.)
   if (o.resume && !args.init.empty())
     std::cerr << fmt::format("train: --resume continues from the newest checkpoint in {}: its weights, not --init "
-                             "{}'s, which gives [model] only (as when the run started)\n",
+                             "{}'s, which gives only [model], to a config without one\n",
                              o.checkpoint_dir.string(), args.init);
   o.eager = args.eager;
   o.autotune = args.autotune;
@@ -666,13 +667,15 @@ int train_rank(const TrainArgs& args, const CompileFlags& flags, const frontend:
                              t.learning_rate);
   const auto began = std::chrono::steady_clock::now();
   const train::TrainSummary s = train::train_model(model, o, std::cerr);
-  if (!s.losses.empty())
-    std::cerr << fmt::format("train: steps {}-{}: mean loss {:.4f} over the first {} steps -> {:.4f} over the last; "
+  if (!s.losses.empty()) {
+    const size_t n = std::min<size_t>(static_cast<size_t>(o.config.train.log_every), s.losses.size());
+    const std::string span = n == 1 ? "step" : fmt::format("{} steps", n);  // ("the first 1 steps")
+    std::cerr << fmt::format("train: steps {}-{}: mean loss {:.4f} over the first {} -> {:.4f} over the last {}; "
                              "{:.1f} s; metrics in {}\n",
-                             s.first_step, s.last_step, s.first_loss,
-                             std::min<size_t>(static_cast<size_t>(o.config.train.log_every), s.losses.size()), s.last_loss,
+                             s.first_step, s.last_step, s.first_loss, span, s.last_loss, span,
                              std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count(),
                              o.metrics.string());
+  }
   return s.stopped_by_signal ? 128 + s.stopped_by_signal : 0;  // (130 for SIGINT, 143 for SIGTERM, 129 for SIGHUP, as shells say)
 }
 
@@ -734,12 +737,14 @@ int batch(const BatchArgs& given, const frontend::ModelDefinition& model) {
   BatchArgs args = given;
   const train::StopOnSignal ends_at_once(nullptr, "batch ended by a signal: nothing was written (a file being "
                                                   "written is removed); run the same command again");
-  const frontend::Config config = frontend::load_config(args.config, model.extra_keys);
-  if (config.finetune_section)  // (it read [train] data as pretraining text, and blamed that)
+  const frontend::Config config = frontend::load_config(args.config, model.extra_keys, /*model_required=*/false);
+  if (config.finetune_section)  // (it read [train] data as pretraining text, and blamed that; before [model]'s
+                                // absence, whose fix led here)
     throw std::invalid_argument(fmt::format("{}: a [finetune] config, and bertc batch writes pretraining batches (the "
                                             "input of eval): give a pretraining config; a fine-tuning run makes its "
                                             "task batches itself (bertc finetune)",
                                             args.config));
+  frontend::require_model(config);
   refuse_console(args.output, "-o", "a batch (a safetensors file)");
   args.output = through_output_link(args.output);  // (a link given to -o: the batch goes where it leads)
   refuse_output_onto_input(args.output, "-o",
@@ -767,58 +772,20 @@ int batch(const BatchArgs& given, const frontend::ModelDefinition& model) {
   return 0;
 }
 
-// What a checkpoint's record says, one line a fact (bertc info CHECKPOINT): where it stands, what
-// it was trained with, its vocabulary; --json gives the whole record.
-std::string checkpoint_text(const std::map<std::string, std::string>& meta, const std::string& path) {
-  auto of = [&](const char* key) {
-    const auto it = meta.find(key);
-    return it == meta.end() ? std::string("-") : it->second;
-  };
-  std::string out = fmt::format("checkpoint   {} ({})\n", path, of("format"));
-  out += fmt::format("step         {}\n", of("step"));
-  out += fmt::format("model        {} (config {})\n", of("model"), of("config"));
-  if (meta.count("finetune_task"))
-    out += fmt::format("fine-tuned   {}, {} labels{}, epoch {}\n", of("finetune_task"), of("num_labels"),
-                       of("labels") == "-" || of("labels").empty() ? "" : " (" + of("labels") + ")", of("epoch"));
-  out += fmt::format("trained      {} optimizer, {} precision, dropout {}, seed {}\n", of("optimizer"), of("precision"),
-                     of("dropout"), of("seed"));
-  out += fmt::format("batch        {} a micro-batch, global {}, seq_len {}\n", of("batch_size"), of("global_batch"),
-                     of("seq_len"));
-  out += fmt::format("vocab        {} ({} tokens, xxh3 {})\n", of("vocab"), of("vocab_tokens"), of("vocab_xxh3"));
-  return out + "(bertc info --json FILE: the whole record)\n";
-}
-
 int info(bool json, const std::string& bertx, const frontend::ModelDefinition& model) {
   if (!bertx.empty()) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(bertx, ec)) {
+      describe_folder(bertx, json, std::cout);
+      return 0;
+    }
     if (const std::string kind = support::non_regular_kind(bertx); !kind.empty())
       throw std::invalid_argument(fmt::format("{}: {}, not a .bertx or a training executable: give the file itself",
                                               bertx, kind));
     const std::optional<codegen::CompiledProgram> p = compiled_program_in(bertx);
     if (!p) {
-      // (a checkpoint: what its record says, once its checksums hold; it was "neither a .bertx nor
-      // ...", a dead end)
-      const bool named_safetensors = bertx.ends_with(".safetensors");
-      std::map<std::string, std::string> meta;
-      try {
-        meta = support::read_safetensors_metadata(bertx);
-      } catch (const std::exception& e) {  // (a safetensors file by name, damaged: said as that)
-        if (named_safetensors) throw std::invalid_argument(e.what());
-      }
-      const auto format = meta.find("format");
-      if (format != meta.end() && format->second.starts_with("bertc-checkpoint-")) {
-        train::verify_checksums(support::read_safetensors(bertx), bertx);  // (a damaged file is no record to show)
-        std::cout << (json ? nlohmann::json(meta).dump(2) + "\n" : checkpoint_text(meta, bertx));
-        return 0;
-      }
-      if (named_safetensors || !meta.empty())
-        throw std::invalid_argument(fmt::format("{}: a safetensors file but no bertc checkpoint (a Hugging Face model's "
-                                                "weights, or a micro-batch of bertc batch: its format '{}'): info "
-                                                "describes .bertx files, training executables and checkpoints",
-                                                bertx, format == meta.end() ? "" : format->second));
-      throw std::invalid_argument(fmt::format("{}: neither a .bertx, a training executable nor a bertc checkpoint (bertc "
-                                              "compile -o FILE.bertx, or --executable -o NAME; checkpoints are a run "
-                                              "folder's checkpoint-NNNNNN.safetensors)",
-                                              bertx));
+      describe_safetensors(bertx, json, std::cout);
+      return 0;
     }
     std::cout << (json ? bertx_json(*p).dump(2) + "\n" : bertx_text(*p, bertx));
     return 0;
@@ -939,7 +906,9 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
       ->check(kCount);
   train_cmd->add_option("--until", train_args.until, "Stop (with a checkpoint) after this step; --resume continues")
       ->check(kCount);
-  train_cmd->add_option("--data", train_args.data, "Text file or folder of .txt files (default: [train] data)");
+  train_cmd->add_option("--data", train_args.data,
+                        "Text file, folder of .txt and .txt.gz files, or folder of bertc prepare-data shards (default: "
+                        "[train] data)");
   train_cmd->add_option("--vocab", train_args.vocab, "WordPiece vocab.txt (default: [train] vocab)");
   train_cmd->add_option("--device", train_args.device,
                         "auto (a usable GPU, else the CPU), cpu (the reference executor, op by op), or a device "
@@ -996,7 +965,9 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
   batch_cmd->add_option("--index", batch_args.index, "Micro-batch number (step * accumulation + micro)")
       ->check(kCountOrNone);
   batch_cmd->add_option("-o,--output", batch_args.output, "Output .safetensors")->required();
-  batch_cmd->add_option("--data", batch_args.data, "Text file or folder (default: [train] data)");
+  batch_cmd->add_option("--data", batch_args.data,
+                        "Text file, folder of .txt and .txt.gz files, or folder of bertc prepare-data shards (default: "
+                        "[train] data)");
   batch_cmd->add_option("--vocab", batch_args.vocab, "vocab.txt (default: [train] vocab)");
 
   std::string check_config;
@@ -1063,9 +1034,11 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
   bool info_json_flag = false;
   std::string info_file;
   CLI::App* info_cmd = app.add_subcommand("info", "Show the CUDA driver, GPUs and NVRTC libraries found, or what a "
-                                                   ".bertx file holds");
-  info_cmd->add_option("file", info_file, "A compiled program to describe: a .bertx, or a training executable")
-      ->check(CLI::ExistingFile);
+                                                   "file or folder holds");
+  info_cmd->add_option("file", info_file,
+                       "What to describe: a compiled program (.bertx, a training executable), a checkpoint, a run "
+                       "folder, a Hugging Face model folder, or weights")
+      ->check(CLI::ExistingPath);
   info_cmd->add_flag("--json", info_json_flag, "Write JSON");
 
   // (--vocab= is CLI11's "1 required TEXT missing": said as the empty value it is, before parsing)

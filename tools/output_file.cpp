@@ -1,6 +1,8 @@
 // Tool output: stdout, or a file replaced atomically.
 #include "tools/output_file.h"
 
+#include "support/file_errors.h"
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -121,11 +123,12 @@ void refuse_replacing_other_than_compile_output(const std::string& output, Compi
   const char* what = kind == CompileOutput::Program ? "a compiled program (.bertx)"
                      : kind == CompileOutput::Executable ? "a training executable"
                                                          : "IR, a report, stats or kernels that bertc compile wrote";
-  throw std::invalid_argument(fmt::format("-o {}: exists, and is not {}: bertc compile replaces only its own output "
+  const std::string found = support::content_kind(output);  // (a .bertx given to a text output: said as that)
+  throw std::invalid_argument(fmt::format("-o {}: exists, and is {}not {}: bertc compile replaces only its own output "
                                           "(params and JSON listings are replaced by none: remove the file first); give "
                                           "a new file, or remove this one first if it is yours to lose (-o - writes to "
                                           "the console)",
-                                          output, what));
+                                          output, found.empty() ? "" : found + ", ", what));
 }
 
 void refuse_output_among_text(const std::string& folder, const std::string& option, const std::string& own) {

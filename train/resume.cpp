@@ -137,14 +137,25 @@ void check_same_run(std::map<std::string, std::string> saved, const std::map<std
     saved["global_batch"] =
         std::to_string(std::stoll(saved["batch_size"]) * std::stoll(saved["gradient_accumulation_steps"]));
   for (const auto& [key, value] : now) {
-    // On another number of ranks the micro-batch may change (keep_global_batch chooses it): the
-    // global batch it makes up is compared.
-    const auto world = saved.find("world_size");
-    if (key == "batch_size" && world != saved.end() && world->second != std::to_string(ranks)) continue;
+    // The micro-batch may change (on another number of ranks keep_global_batch chooses it; on less
+    // memory a user does): the global batch it makes up is compared, and the change said
+    // (say_allowed_changes).
+    // The config's name only picks the default run folder (a config copied to another file name
+    // is named by its stem): said too.
+    if (key == "batch_size" || key == "config") continue;
     auto it = saved.find(key);
     if (it == saved.end() || it->second == value) continue;
     const std::string fresh = fmt::format("start a fresh run from its weights in another --checkpoint-dir (--init {})",
                                           checkpoint.string());
+    if (key == "global_batch")
+      throw TrainError(fmt::format("{}: trained with a global batch of {} sequences a step, and this run's is {} "
+                                   "(batch_size x gradient_accumulation_steps x ranks): keep {} (its split may "
+                                   "change: batch_size {} x gradient_accumulation_steps {} on {} rank(s) was "
+                                   "trained), or {}",
+                                   checkpoint.string(), it->second, value, it->second, saved["batch_size"],
+                                   saved.count("gradient_accumulation_steps") ? saved["gradient_accumulation_steps"]
+                                                                              : "1",
+                                   saved.count("world_size") ? saved["world_size"] : "1", fresh));
     if (key == "precision")
       throw TrainError(fmt::format(
           "{}: trained with precision {}, and this run's is {} (their optimizer states differ): {}, or {}",
@@ -167,6 +178,28 @@ void check_same_run(std::map<std::string, std::string> saved, const std::map<std
                                  "start a fresh run in another --checkpoint-dir",
                                  checkpoint.string(), key, it->second, value));
   }
+}
+
+// What a resume changes that check_same_run lets change, said: another name of the config, and
+// another split of the global batch, as the steps after differ from an uninterrupted run's (the
+// loss is a mean per micro-batch, of its own masked tokens, and dropout is drawn per micro-batch).
+void say_allowed_changes(const std::map<std::string, std::string>& saved, const frontend::Config& c, int ranks,
+                         std::ostream& log) {
+  if (const auto name = saved.find("config"); name != saved.end() && name->second != c.name)
+    log << fmt::format("resume: the run was trained under the name '{}', and its config is named '{}' now: the name "
+                       "only picks the default run folder (checkpoints/NAME); checkpoints from here record '{}'\n",
+                       name->second, c.name, c.name);
+  const frontend::TrainConfig& t = c.train;
+  const auto batch = saved.find("batch_size");
+  if (batch == saved.end() || batch->second == std::to_string(t.batch_size)) return;
+  const auto accumulation = saved.find("gradient_accumulation_steps"), world = saved.find("world_size");
+  if (world != saved.end() && world->second != std::to_string(ranks)) return;  // (keep_global_batch said it)
+  log << fmt::format("resume: micro-batch {} x {} accumulation steps on {} rank(s), where the checkpoint was trained "
+                     "with {} x {} on {}: the same global batch and data; the loss is averaged and dropout drawn per "
+                     "micro-batch, so the steps from here differ slightly from an uninterrupted run's\n",
+                     t.batch_size, t.gradient_accumulation_steps, ranks, batch->second,
+                     accumulation == saved.end() ? "1" : accumulation->second,
+                     world == saved.end() ? "1" : world->second);
 }
 
 }  // namespace
@@ -307,6 +340,7 @@ int64_t prepare_state(const frontend::ModelDefinition& model, const TrainOptions
     check_same_run(c.metadata, run_metadata(model, o.config, ranks), ranks, existing.back().path,
                    o.compiled != nullptr);
     check_same_settings(c.metadata, o.config, existing.back().path, log);
+    say_allowed_changes(c.metadata, o.config, ranks, log);
     // The learning-rate schedule is planned over the run's total steps: another total (--steps, or
     // an --until run resumed without its --steps) changes every later rate, which is said.
     if (const auto planned = c.metadata.find("schedule_steps");

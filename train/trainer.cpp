@@ -131,8 +131,8 @@ uint64_t resumed_micro_batch(const TrainOptions& o, int ranks, std::ostream& log
 void choose_batch(const frontend::ModelDefinition& model, TrainOptions& o, const runtime::Device* device,
                   dist::Communicator& comm, std::ostream& log) {
   // A resumed run keeps the split its checkpoint was trained with (the micro-batch sets which
-  // examples share a dropout draw, and a resume refuses another): chosen again from the
-  // checkpoint, not from the memory free now, which differs from run to run.
+  // examples share a dropout draw: another split goes on differently from an uninterrupted run):
+  // chosen again from the checkpoint, not from the memory free now, which differs from run to run.
   if (o.resume) {
     // (rank 0 reads the run folder, as the resume itself does; the others take its choice)
     uint64_t saved = 0;
@@ -547,8 +547,13 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
   TrainSummary summary;
   int64_t last = std::min(o.stop_after, t.steps);
   if (start >= last) {
-    log << fmt::format("already at step {} of {}: nothing to do ({} to train on)\n", start, last,
-                       o.stop_after < t.steps ? "raise --until" : "raise --steps");
+    const char* flag = o.stop_after < t.steps ? "--until" : "--steps";
+    log << (start == last ? fmt::format("already at step {} of {}: nothing to do (raise {} to train on)\n", start, last,
+                                        flag)
+                          // ("already at step 4 of 2" read as a miscount)
+                          : fmt::format("the checkpoint is at step {}, past this run's last step {} ({} {}): nothing "
+                                        "to do (give {} past {} to train on)\n",
+                                        start, last, flag, last, flag, start));
     return summary;
   }
   if (o.profile_step && !device)

@@ -1,0 +1,161 @@
+// bertc info on checkpoints, run folders, Hugging Face folders and other safetensors (see file_info.h).
+#include "tools/file_info.h"
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <stdexcept>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "frontend/hf_config.h"
+#include "support/file_errors.h"
+#include "support/safetensors.h"
+#include "train/checkpoint.h"
+
+namespace bertc::tools {
+namespace {
+
+using Metadata = std::map<std::string, std::string>;
+
+std::string value_of(const Metadata& meta, const char* key) {
+  const auto it = meta.find(key);
+  return it == meta.end() ? std::string("-") : it->second;
+}
+
+std::string vocab_line(const Metadata& meta) {
+  return fmt::format("vocab        {} ({} tokens, xxh3 {})\n", value_of(meta, "vocab"), value_of(meta, "vocab_tokens"),
+                     value_of(meta, "vocab_xxh3"));
+}
+
+// What a checkpoint's record says, one line a fact: where it stands, what it was trained with,
+// its vocabulary.
+std::string checkpoint_text(const Metadata& meta, const std::string& path) {
+  auto of = [&](const char* key) { return value_of(meta, key); };
+  std::string out = fmt::format("checkpoint   {} ({})\n", path, of("format"));
+  out += fmt::format("step         {}\n", of("step"));
+  out += fmt::format("model        {} (config {})\n", of("model"), of("config"));
+  if (meta.count("finetune_task"))
+    out += fmt::format("fine-tuned   {}, {} labels{}, epoch {}\n", of("finetune_task"), of("num_labels"),
+                       of("labels") == "-" || of("labels").empty() ? "" : " (" + of("labels") + ")", of("epoch"));
+  out += fmt::format("trained      {} optimizer, {} precision, dropout {}, seed {}\n", of("optimizer"), of("precision"),
+                     of("dropout"), of("seed"));
+  out += fmt::format("batch        {} a micro-batch, global {}, seq_len {}\n", of("batch_size"), of("global_batch"),
+                     of("seq_len"));
+  return out + vocab_line(meta) + "(bertc info --json FILE: the whole record)\n";
+}
+
+bool is_checkpoint(const Metadata& meta) {
+  const auto format = meta.find("format");
+  return format != meta.end() && format->second.starts_with("bertc-checkpoint-");
+}
+
+// The record of checkpoint `path`, once its checksums hold.
+Metadata verified_record(const std::string& path) {
+  const support::Safetensors file = support::read_safetensors(path);
+  train::verify_checksums(file, path);
+  return file.metadata;
+}
+
+// What a safetensors file that is no checkpoint is, by its format ("pt": Hugging Face's; bertc's
+// own outputs say theirs).
+std::string other_kind(const Metadata& meta) {
+  const std::string format = value_of(meta, "format");
+  if (format == "bertc-batch") return "a micro-batch of bertc batch (the input of bertc eval --batch)";
+  if (format.starts_with("bertc-")) return fmt::format("an output of bertc eval ({})", format.substr(6));
+  if (meta.count("vocab_xxh3")) return "Hugging Face weights written by bertc export (a model folder's model.safetensors)";
+  return "weights with Hugging Face names, or another safetensors file (no bertc record)";
+}
+
+void describe_run_folder(const std::string& path, const std::vector<train::CheckpointFile>& kept, bool json,
+                         std::ostream& out) {
+  const std::string newest = kept.back().path.string();
+  const Metadata meta = verified_record(newest);
+  std::vector<int64_t> steps;
+  for (const train::CheckpointFile& c : kept) steps.push_back(c.step);
+  if (json) {
+    out << nlohmann::json({{"run_folder", path}, {"checkpoint_steps", steps}, {"newest", newest}, {"record", meta}}).dump(2)
+        << "\n";
+    return;
+  }
+  out << fmt::format("run folder   {}: {} checkpoint(s), of steps {}\n", path, kept.size(), fmt::join(steps, ", "));
+  out << checkpoint_text(meta, newest);
+}
+
+void describe_hf_folder(const std::string& path, bool json, std::ostream& out) {
+  const std::filesystem::path folder(path);
+  nlohmann::json config;
+  try {
+    std::ifstream in(folder / "config.json");
+    config = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw std::invalid_argument(fmt::format("{}: not JSON: {}", (folder / "config.json").string(), e.what()));
+  }
+  if (!config.is_object())
+    throw std::invalid_argument(fmt::format("{}: not a JSON object", (folder / "config.json").string()));
+  std::error_code ec;
+  const std::filesystem::path weights = folder / "model.safetensors";
+  const bool has_weights = std::filesystem::is_regular_file(weights, ec);
+  const Metadata meta = has_weights ? support::read_safetensors_metadata(weights) : Metadata{};
+  if (json) {
+    out << nlohmann::json({{"hf_folder", path}, {"config", config}, {"weights", has_weights ? weights.string() : ""},
+                           {"weights_metadata", meta}})
+               .dump(2)
+        << "\n";
+    return;
+  }
+  auto number = [&](const char* key) { return config.contains(key) ? config[key].dump() : std::string("-"); };
+  const std::string architecture =
+      config.contains("architectures") && config["architectures"].is_array() && !config["architectures"].empty()
+          ? config["architectures"][0].dump()
+          : std::string("-");
+  out << fmt::format("model folder {}: a Hugging Face model, {}\n", path, architecture);
+  out << fmt::format("sizes        hidden_size {}, num_hidden_layers {}, num_attention_heads {}, vocab_size {}\n",
+                     number("hidden_size"), number("num_hidden_layers"), number("num_attention_heads"),
+                     number("vocab_size"));
+  if (config.contains("id2label")) out << fmt::format("labels       {}\n", config["id2label"].dump());
+  out << fmt::format("weights      {}\n", has_weights ? weights.string() : "none (no model.safetensors)");
+  if (meta.count("vocab_xxh3")) out << vocab_line(meta);
+  out << "(bertc info --json DIR: config.json and the weights' record whole)\n";
+}
+
+}  // namespace
+
+void describe_folder(const std::string& path, bool json, std::ostream& out) {
+  if (frontend::is_hf_folder(path)) return describe_hf_folder(path, json, out);
+  const std::vector<train::CheckpointFile> kept = train::list_checkpoints(path);
+  if (!kept.empty()) return describe_run_folder(path, kept, json, out);
+  throw std::invalid_argument(fmt::format("{}: a folder with neither checkpoints (a run folder) nor config.json (a "
+                                          "Hugging Face model folder): give one of those, or a file (a .bertx, a "
+                                          "training executable, a checkpoint)",
+                                          path));
+}
+
+void describe_safetensors(const std::string& path, bool json, std::ostream& out) {
+  Metadata meta;
+  try {
+    meta = support::read_safetensors_metadata(path);
+  } catch (const std::exception& e) {
+    if (path.ends_with(".safetensors") || !support::content_kind(path).empty()) throw std::invalid_argument(e.what());
+    throw std::invalid_argument(fmt::format("{}: neither a .bertx, a training executable nor a safetensors file "
+                                            "(checkpoints are a run folder's checkpoint-NNNNNN.safetensors; bertc "
+                                            "compile -o FILE.bertx, or --executable -o NAME, makes programs)",
+                                            path));
+  }
+  if (is_checkpoint(meta)) {
+    const Metadata record = verified_record(path);
+    out << (json ? nlohmann::json(record).dump(2) + "\n" : checkpoint_text(record, path));
+    return;
+  }
+  if (json) {
+    out << nlohmann::json({{"safetensors", path}, {"kind", other_kind(meta)}, {"metadata", meta}}).dump(2) << "\n";
+    return;
+  }
+  out << fmt::format("safetensors  {}: {}, format '{}'; not a checkpoint (no training record)\n", path,
+                     other_kind(meta), value_of(meta, "format"));
+  if (meta.count("vocab_xxh3")) out << vocab_line(meta);
+}
+
+}  // namespace bertc::tools
