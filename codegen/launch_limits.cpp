@@ -3,9 +3,19 @@
 
 #include <fmt/format.h>
 
+#include "passes/targets.h"
+
 namespace bertc::codegen {
 
-LaunchLimits launch_limits(int) { return {}; }
+LaunchLimits launch_limits(int sm) {
+  LaunchLimits l;
+  const int arch = sm == 0 ? 61 : sm;
+  if (const std::optional<passes::GpuSpec> gpu = passes::gpu_of_sm(arch)) {
+    l.gpu = fmt::format("{} (sm_{})", gpu->title, arch);
+    l.shared_bytes_per_block = static_cast<int64_t>(gpu->shared_kb_per_block * 1024);
+  }
+  return l;
+}
 
 std::optional<std::string> launch_problem(const KernelSpec& k, int sm) {
   const LaunchLimits l = launch_limits(sm);

@@ -9,6 +9,7 @@
 #include "runtime/cuda_device.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/host_device.h"
+#include "runtime/ptx_device.h"
 
 namespace bertc::runtime {
 namespace {
@@ -23,6 +24,11 @@ const DeviceKind kDevices[] = {
     {"host", "the compiled plan's kernels under host emulation",
      "slow: it checks the GPU runtime's plan on the CPU", false,
      [](const DeviceRequest& r) -> std::shared_ptr<Device> { return std::make_shared<HostDevice>(r.kernel_cache, r.sm); },
+     nullptr},
+    {"ptx", "the compiled plan's kernels as NVRTC's PTX for the arch, run on the PTX emulator with compute-sanitizer's "
+            "checks",
+     "very slow: every thread's every instruction is interpreted; a check of the exact PTX, never a GPU figure", false,
+     [](const DeviceRequest& r) -> std::shared_ptr<Device> { return std::make_shared<PtxDevice>(r.kernel_cache, r.sm); },
      nullptr},
     {"cuda", "GPU 0 through the CUDA driver API and cuBLAS (both dlopen'ed), CUDA Graphs",
      "run on one H200 so far (tests/gpu/run.sh): not yet on a P40, a V100 or two GPUs", true,

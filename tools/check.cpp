@@ -9,6 +9,8 @@
 #include "train/batches.h"
 #include "runtime/device_registry.h"
 #include "runtime/device_target.h"
+#include "runtime/ptx_device.h"
+#include "tools/ptx_counts.h"
 #include "reference/executor.h"
 #include "train/step_check.h"
 
@@ -72,6 +74,9 @@ int check_program(const passes::TrainingProgram& program, const train::KernelsFo
   reference::Executor<float>(program.step).run(env);
   const bool optimizer_ok = report(
       "optimizer", train::check_graph(program.optimizer, optimizer_kernels, device, env, noise), tolerance, o.all, out);
+  if (const auto* emulated = dynamic_cast<const runtime::PtxDevice*>(&device))
+    out << ptx_counts_text(emulated->launches(), emulated->capabilities().sm, config.compile.precision,
+                           emulated->registers_known());
   return step_ok && optimizer_ok ? 0 : 1;
 }
 

@@ -101,27 +101,6 @@ Launcher ptx_launcher(ptx::Emulator& emulator, PtxStepRun& run, uint64_t shrink,
 
 }  // namespace
 
-ptx::GpuRates rates_of(const passes::GpuSpec& gpu, passes::Precision precision) {
-  using passes::Precision;
-  // (the products' input type under each precision; fp32 and fp32-fp16storage run no mma)
-  const bool tensor = precision == Precision::Fp16 || precision == Precision::Bf16 || precision == Precision::Tf32;
-  const ir::DType inputs = precision == Precision::Fp16   ? ir::DType::F16
-                           : precision == Precision::Bf16 ? ir::DType::BF16
-                                                          : ir::DType::F32;
-  return {std::string(gpu.title),
-          gpu.multiprocessors,
-          gpu.clock_ghz(),
-          4,
-          gpu.fp32_tflops,
-          tensor ? passes::matrix_peak(gpu, inputs, precision) : 0.0,
-          gpu.bandwidth_gbs,
-          passes::kLaunchSeconds,
-          static_cast<uint32_t>(gpu.max_warps_per_sm),
-          static_cast<uint32_t>(gpu.max_blocks_per_sm),
-          64 << 10,
-          static_cast<uint64_t>(gpu.shared_kb_per_sm * 1024)};
-}
-
 PtxStepRun run_step_on_ptx(const PtxStep& s, const std::filesystem::path& cache) {
   const Compiled c = compile(s);
   codegen::GraphKernels step_kernels = codegen::render_graph(c.program.step, c.target);

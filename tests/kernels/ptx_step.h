@@ -14,6 +14,7 @@
 #include "passes/targets.h"
 #include "ptx/executor.h"
 #include "ptx/projection.h"
+#include "tools/ptx_counts.h"
 
 namespace bertc::testing {
 
@@ -55,10 +56,7 @@ struct PtxStepRun {
   double checked_seconds = 0;                // every launch with the harness's set-up and comparisons
 };
 
-// The rates of `gpu` for projections (ptx/projection.h) of kernels compiled in `precision`: its
-// tensor cores' peak for the precision's products (none for fp32 and fp32-fp16storage), its FP32
-// peak and clock, its bandwidth, the cost model's launch cost.
-ptx::GpuRates rates_of(const passes::GpuSpec& gpu, passes::Precision precision);
+using tools::rates_of;  // (tools/ptx_counts.h: what bertc check --device ptx projects with)
 
 // Renders `s`'s kernels (every product a generated kernel), compiles one PTX module of them with
 // NVRTC for sm_`s.sm`, and runs every launch of both graphs on the emulator. NVRTC failures are

@@ -1,0 +1,128 @@
+// The PTX device (see ptx_device.h).
+#include "runtime/ptx_device.h"
+
+#include <set>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "codegen/launch_limits.h"
+#include "codegen/nvrtc_compiler.h"
+#include "ir/kernel_family.h"
+#include "ptx/module.h"
+
+namespace bertc::runtime {
+
+// The NVRTC compilers for the arch: PTX for the emulator, and cubins where one reaches the arch
+// (ptxas's register counts: the launch limit and occupancy the driver applies).
+struct PtxDevice::Compilers {
+  codegen::NvrtcCompiler ptx;
+  std::optional<codegen::NvrtcCompiler> cubin;
+};
+
+// A loaded kernel: its PTX in an emulator of its own, with every allocation registered.
+struct PtxDevice::Loaded {
+  ptx::Emulator emulator;
+  ptx::ArchLimits limits;
+};
+
+namespace {
+
+ptx::Dim3 dim3_of(const codegen::Dim3& d) {
+  return {static_cast<uint32_t>(d.x), static_cast<uint32_t>(d.y), static_cast<uint32_t>(d.z)};
+}
+
+// The driver's limits for sm_`sm` (its first GPU of the table), with the kernel's registers.
+ptx::ArchLimits arch_limits(int sm, uint32_t registers) {
+  const codegen::LaunchLimits l = codegen::launch_limits(sm);
+  return {l.gpu, static_cast<uint64_t>(l.shared_bytes_per_block), static_cast<uint32_t>(l.registers_per_block),
+          registers};
+}
+
+std::optional<codegen::NvrtcCompiler> cubin_compiler(int sm) {
+  try {
+    codegen::NvrtcCompiler c = codegen::NvrtcCompiler::for_arch(sm);
+    if (!c.ptx()) return c;
+  } catch (const std::runtime_error&) {  // (none reaches the arch as a cubin: registers not known, said)
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+PtxDevice::PtxDevice(std::filesystem::path cache, int sm)
+    : HostDevice(cache, sm),
+      sm_(sm == 0 ? 61 : sm),
+      cache_(std::move(cache)),
+      compilers_(std::make_unique<Compilers>(Compilers{codegen::NvrtcCompiler::ptx_for_arch(sm_), cubin_compiler(sm_)})) {
+  registers_known_ = compilers_->cubin.has_value();
+}
+
+PtxDevice::~PtxDevice() = default;
+
+std::string PtxDevice::name() const {
+  return fmt::format("PTX emulator (sm_{}, PTX of NVRTC {}; not a GPU)", sm_, compilers_->ptx.version());
+}
+
+DeviceCapabilities PtxDevice::capabilities() const {
+  return {false, sm_, "the PTX emulator runs bertc's own kernels, not cuBLAS's"};
+}
+
+void* PtxDevice::allocate(size_t bytes, std::string_view what) {
+  void* p = HostDevice::allocate(bytes, what);
+  memory_.emplace_back(p, bytes);
+  for (auto& [name, loaded] : loaded_) loaded->emulator.add_global(p, bytes);
+  return p;
+}
+
+void PtxDevice::use_images(std::map<std::string, codegen::GpuImage> /*images*/, const std::string& /*nvrtc_version*/) {}
+
+void PtxDevice::load(const std::vector<const codegen::KernelSpec*>& kernels) {
+  std::vector<codegen::KernelSource> sources;
+  std::set<std::string> seen;
+  for (const codegen::KernelSpec* k : kernels)
+    if (!k->source.empty() && !loaded_.count(k->name) && seen.insert(k->name).second)
+      sources.push_back({k->name, codegen::device_source(*k)});
+  if (sources.empty()) return;
+  std::map<std::string, uint32_t> registers;
+  if (compilers_->cubin)
+    for (const codegen::GpuImage& image : codegen::compile_all(*compilers_->cubin, sources, cache_))
+      registers[image.name] = static_cast<uint32_t>(image.ptxas.registers);
+  for (const codegen::GpuImage& image : codegen::compile_all(compilers_->ptx, sources, cache_)) {
+    auto loaded = std::make_unique<Loaded>(Loaded{ptx::Emulator(ptx::parse_module(image.image, image.name)),
+                                                  arch_limits(sm_, registers[image.name])});
+    for (const auto& [base, bytes] : memory_) loaded->emulator.add_global(base, bytes);
+    loaded_[image.name] = std::move(loaded);
+  }
+}
+
+void PtxDevice::launch(const codegen::KernelSpec& k, void** args) {
+  const auto it = loaded_.find(k.name);
+  if (it == loaded_.end()) throw std::logic_error("kernel " + k.name + " was not loaded");
+  Loaded* loaded = it->second.get();
+  // args[i] points at argument i, pointer-sized (as the Host device reads them); the entry's
+  // .param list says each one's size.
+  std::vector<uint64_t> values;
+  for (size_t i = 0; i < k.params.size(); ++i) values.push_back(reinterpret_cast<uint64_t>(*static_cast<void**>(args[i])));
+  issue(
+      [this, &k, loaded, values] {
+        // (blocks and threads shuffled, seed 1: a kernel that is right gives the same in any order)
+        const ptx::LaunchConfig config{dim3_of(k.grid), dim3_of(k.block), 0, 1, loaded->limits};
+        ptx::LaunchCounts counted;
+        try {
+          counted = loaded->emulator.launch(k.name, loaded->emulator.pack_params(k.name, values), config);
+        } catch (const ptx::Error& e) {
+          throw std::runtime_error(
+              fmt::format("kernel {} ({}) on the PTX emulator for sm_{}: {}", k.name, k.label, sm_, e.what()));
+        }
+        launches_.push_back({k.name, k.label, std::string(ir::enum_name(k.family)), loaded->limits.kernel_registers,
+                             std::move(counted)});
+      },
+      &GraphCensus::kernels);
+}
+
+void PtxDevice::gemm(const codegen::CublasGemmArgs&, const void*, const void*, void*) {
+  throw std::logic_error("a cuBLAS product on the PTX device, whose capabilities say it runs none");
+}
+
+}  // namespace bertc::runtime

@@ -1,0 +1,64 @@
+// The PTX device: the compiled plan's kernels as NVRTC compiles them to PTX for the arch, run on
+// the PTX emulator (ptx/) with its checkers on, memory and everything but the launches as the Host
+// device's. What would run on a GPU of the arch, short of the driver's own compilation of the PTX:
+// a check of the exact instructions, and counts of them (never a GPU measurement).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ptx/executor.h"
+#include "runtime/host_device.h"
+
+namespace bertc::runtime {
+
+// One launch on the PTX device and what it executed.
+struct PtxLaunchRecord {
+  std::string kernel;
+  std::string label;   // the op it runs (its scope)
+  std::string family;  // its kernel family ("matmul", "row", ...)
+  uint32_t registers = 0;  // per thread, as ptxas allocates them for the arch (0: not known)
+  ptx::LaunchCounts counts;
+};
+
+class PtxDevice : public HostDevice {
+ public:
+  // Compiles kernels for sm_`sm` with NVRTC (PTX, and cubins where an NVRTC reaches the arch: their
+  // register counts), cached under `cache`. Throws std::runtime_error naming the NVRTC libraries
+  // found when none makes PTX for the arch.
+  PtxDevice(std::filesystem::path cache, int sm);
+  ~PtxDevice() override;
+
+  std::string name() const override;
+  DeviceCapabilities capabilities() const override;
+  void* allocate(size_t bytes, std::string_view what) override;
+  void load(const std::vector<const codegen::KernelSpec*>& kernels) override;
+  // A .bertx's images are cubins for a GPU, or PTX of its NVRTC: the emulator runs the PTX NVRTC
+  // makes here from the kernels' sources (the same compiler options), whatever it is given.
+  void use_images(std::map<std::string, codegen::GpuImage> images, const std::string& nvrtc_version) override;
+  void launch(const codegen::KernelSpec& kernel, void** args) override;
+  // The emulator runs bertc's kernels only: plans for it use generated products (capabilities).
+  void gemm(const codegen::CublasGemmArgs& args, const void* first, const void* second, void* c) override;
+
+  // Every launch so far, in launch order.
+  const std::vector<PtxLaunchRecord>& launches() const { return launches_; }
+  // Whether the register counts are ptxas's (an NVRTC made cubins for the arch).
+  bool registers_known() const { return registers_known_; }
+
+ private:
+  struct Compilers;
+  struct Loaded;
+  int sm_;
+  std::filesystem::path cache_;
+  std::unique_ptr<Compilers> compilers_;
+  bool registers_known_ = false;
+  std::map<std::string, std::unique_ptr<Loaded>> loaded_;  // by kernel name
+  std::vector<std::pair<const void*, uint64_t>> memory_;   // every allocation, for each emulator
+  std::vector<PtxLaunchRecord> launches_;
+};
+
+}  // namespace bertc::runtime

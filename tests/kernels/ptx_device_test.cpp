@@ -1,0 +1,101 @@
+// The PTX device (runtime/ptx_device.h): the compiled plan run from NVRTC's PTX on the PTX
+// emulator, through the same plan executor as the Host and CUDA devices; its checkers fail a
+// launch that a GPU would run wrong.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "bert_batch.h"
+#include "frontend/bert.h"
+#include "passes/pipeline.h"
+#include "passes/targets.h"
+#include "runtime/host_device.h"
+#include "runtime/ptx_device.h"
+#include "train/graph_runner.h"
+
+namespace bertc::testing {
+namespace {
+
+// bert-tiny's config and program at fp32, every product a kernel of ours (the PTX device runs no
+// cuBLAS), batch 2 x 32 tokens (every thread's every instruction is interpreted).
+std::pair<frontend::Config, passes::TrainingProgram> small_bert_tiny() {
+  frontend::Config c = frontend::load_config(BERTC_SOURCE_DIR "/examples/bert-tiny.toml");
+  c.train.batch_size = 2;
+  c.train.seq_len = 32;
+  c.train.max_predictions_per_seq = 4;
+  c.compile = passes::resolve_options(c.compile, passes::Arch::none());
+  c.compile.matmul = passes::MatmulPolicy::Generated;
+  passes::TrainingProgram p = passes::compile_training(frontend::build_bert_pretraining(c), c.compile, c.train);
+  return {std::move(c), std::move(p)};
+}
+
+// The step's loss and the optimizer's gradient norm on `device`.
+std::pair<double, double> loss_and_norm(const frontend::Config& c, const passes::TrainingProgram& p,
+                                        std::shared_ptr<runtime::Device> device) {
+  const codegen::RenderTarget target{61, passes::MatmulPolicy::Generated, {}};
+  auto state = std::make_shared<runtime::ResidentState>(*device);
+  auto step = train::plan_runner(p.step, {}, target, device, state);
+  auto optimizer = train::plan_runner(p.optimizer, {"grad_norm"}, target, device, state);
+  ir::Environment<float> env = batch_environment(c, p);
+  const auto [stepped, optimized] = train::run_together(*step, *optimizer, env);
+  return {stepped.outputs.at(0).real.at(0), optimized.fetched.at("grad_norm").real.at(0)};  // (the loss: output 0)
+}
+
+// A training step and optimizer step of bert-tiny on the PTX device (sm_61's PTX, every checker
+// on) give the Host device's loss and gradient norm: the same kernels' source under host
+// emulation, which compiles without contracting a*b+c into FMAs as NVRTC does, so the figures
+// differ in rounding only: 1e-5 of them (fp32 sums of a few thousand terms; a wrong kernel moves
+// them by far more). Every launch was counted, with ptxas's registers where NVRTC makes cubins.
+TEST(PtxDevice, RunsABertTinyStepAsTheHostDeviceDoes) {
+  const auto [c, p] = small_bert_tiny();
+  auto emulated = std::make_shared<runtime::PtxDevice>(BERTC_TEST_CACHE, 61);
+  const auto [loss, norm] = loss_and_norm(c, p, emulated);
+  const auto [host_loss, host_norm] = loss_and_norm(c, p, std::make_shared<runtime::HostDevice>(BERTC_TEST_CACHE));
+  EXPECT_NEAR(loss, host_loss, 1e-5 * std::abs(host_loss));
+  EXPECT_NEAR(norm, host_norm, 1e-5 * std::abs(host_norm));
+  ASSERT_GT(emulated->launches().size(), 50u);
+  for (const runtime::PtxLaunchRecord& l : emulated->launches()) {
+    EXPECT_GT(l.counts.thread_instructions, 0u) << l.kernel;
+    if (emulated->registers_known()) EXPECT_GT(l.registers, 0u) << l.kernel;
+  }
+  EXPECT_EQ(emulated->capabilities().sm, 61);
+  EXPECT_FALSE(emulated->capabilities().no_library.empty());  // (plans for it use generated products)
+}
+
+// A kernel that writes one element past its buffer: the launch fails, naming the kernel and the
+// emulator (a GPU would have written the neighbour's memory silently); the same kernel bounded
+// right writes every element.
+TEST(PtxDevice, AnOutOfBoundsWriteFailsTheLaunch) {
+  auto kernel = [](const std::string& name, const char* bound) {
+    codegen::KernelSpec k;
+    k.name = name;
+    k.label = "a planted bug";
+    k.source = "BX_KERNEL void " + name + "(float* x, long long n) {\n  long long i = blockIdx.x * blockDim.x + "
+               "threadIdx.x;\n  if (i " + bound + " n) x[i] = 1.0f;\n}\n";
+    k.params = {{codegen::ParamKind::Buffer, "x", "float*"}, {codegen::ParamKind::Buffer, "n", "long long"}};
+    k.grid = {1, 1, 1};
+    k.block = {64, 1, 1};
+    return k;
+  };
+  const codegen::KernelSpec wrong = kernel("k_planted_off_by_one", "<="), right = kernel("k_planted_bounded", "<");
+  runtime::PtxDevice device(BERTC_TEST_CACHE, 61);
+  device.load({&wrong, &right});
+  void* x = device.allocate(32 * sizeof(float), "the test buffer");
+  long long n = 32;
+  void* args[] = {&x, &n};
+  try {
+    device.launch(wrong, args);
+    FAIL() << "the write past the buffer was not caught";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("kernel k_planted_off_by_one (a planted bug) on the PTX emulator for sm_61"),
+              std::string::npos)
+        << e.what();
+  }
+  device.launch(right, args);
+  float back[32] = {};
+  device.download(back, x, sizeof back);
+  for (float v : back) EXPECT_EQ(v, 1.0f);
+}
+
+}  // namespace
+}  // namespace bertc::testing

@@ -1,0 +1,138 @@
+// The PTX device's counts as text (see ptx_counts.h).
+#include "tools/ptx_counts.h"
+
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "passes/cost_model.h"
+
+namespace bertc::tools {
+namespace {
+
+double ratio(uint64_t got, uint64_t ideal) {
+  return ideal ? static_cast<double>(got) / static_cast<double>(ideal) : 1.0;
+}
+
+// "1.04x", or "-" for a kernel with no such requests.
+std::string ratio_text(uint64_t got, uint64_t ideal) {
+  return ideal ? fmt::format("{:.2f}x", ratio(got, ideal)) : std::string("-");
+}
+
+// One kernel's launches: their counts added, and their projected seconds on a GPU added (each
+// launch projected on its own: a launch's fill of the multiprocessors is its own grid's).
+struct KernelLine {
+  std::string kernel, label, family;
+  int64_t launches = 0;
+  uint32_t registers = 0;
+  ptx::LaunchCounts counts;
+  double seconds = 0, occupancy = 0;  // occupancy: the warps' share, weighted by time
+  std::map<std::string_view, double> by_bound;
+};
+
+std::string totals_text(const ptx::LaunchCounts& all, size_t launches) {
+  std::vector<std::string> parts;
+  for (size_t c = 0; c < ptx::kInstructionClasses; ++c)
+    if (all.by_class[c])
+      parts.push_back(fmt::format("{} {:.1f}%", ptx::class_name(static_cast<ptx::InstructionClass>(c)),
+                                  100.0 * static_cast<double>(all.by_class[c]) /
+                                      static_cast<double>(all.thread_instructions)));
+  return fmt::format("  {} launches, {:.1f} M thread-instructions, {:.3g} GFLOP; by class: {}\n"
+                     "  shared memory: {} warp requests in {:.2f}x their conflict-free wavefronts; global memory: {} "
+                     "warp requests in {:.2f}x the fewest 32-byte sectors their bytes need\n",
+                     launches, static_cast<double>(all.thread_instructions) / 1e6, all.flops / 1e9,
+                     fmt::join(parts, ", "), all.shared_requests,
+                     ratio(all.shared_wavefronts, all.shared_ideal_wavefronts), all.global_requests,
+                     ratio(all.global_sectors, all.global_ideal_sectors));
+}
+
+// The kernels of `launches` projected on `rates`, by kernel.
+std::vector<KernelLine> kernel_lines(const std::vector<runtime::PtxLaunchRecord>& launches, const ptx::GpuRates& rates) {
+  std::map<std::string, KernelLine> by_name;
+  for (const runtime::PtxLaunchRecord& l : launches) {
+    KernelLine& k = by_name[l.kernel];
+    k.kernel = l.kernel, k.label = l.label, k.family = l.family, k.registers = l.registers;
+    ++k.launches;
+    k.counts += l.counts;
+    const ptx::Projection p = ptx::project(l.counts, rates);
+    k.seconds += p.seconds;
+    k.by_bound[ptx::bound_name(p.bound)] += p.seconds;
+    k.occupancy +=
+        p.seconds * ptx::occupancy(l.counts.block_threads, l.counts.block_shared_bytes, l.registers, rates).warps_share;
+  }
+  std::vector<KernelLine> out;
+  for (auto& [name, k] : by_name) out.push_back(std::move(k));
+  std::sort(out.begin(), out.end(), [](const KernelLine& a, const KernelLine& b) { return a.seconds > b.seconds; });
+  return out;
+}
+
+std::string_view main_bound(const KernelLine& k) {
+  return std::max_element(k.by_bound.begin(), k.by_bound.end(),
+                          [](const auto& a, const auto& b) { return a.second < b.second; })
+      ->first;
+}
+
+}  // namespace
+
+ptx::GpuRates rates_of(const passes::GpuSpec& gpu, passes::Precision precision) {
+  using passes::Precision;
+  // (the products' input type under each precision; fp32 and fp32-fp16storage run no mma)
+  const bool tensor = precision == Precision::Fp16 || precision == Precision::Bf16 || precision == Precision::Tf32;
+  const ir::DType inputs = precision == Precision::Fp16   ? ir::DType::F16
+                           : precision == Precision::Bf16 ? ir::DType::BF16
+                                                          : ir::DType::F32;
+  return {std::string(gpu.title),
+          gpu.multiprocessors,
+          gpu.clock_ghz(),
+          4,
+          gpu.fp32_tflops,
+          tensor ? passes::matrix_peak(gpu, inputs, precision) : 0.0,
+          gpu.bandwidth_gbs,
+          passes::kLaunchSeconds,
+          static_cast<uint32_t>(gpu.max_warps_per_sm),
+          static_cast<uint32_t>(gpu.max_blocks_per_sm),
+          64 << 10,
+          static_cast<uint64_t>(gpu.shared_kb_per_sm * 1024)};
+}
+
+std::string ptx_counts_text(const std::vector<runtime::PtxLaunchRecord>& launches, int sm, passes::Precision precision,
+                            bool registers_known, size_t top) {
+  ptx::LaunchCounts all;
+  for (const runtime::PtxLaunchRecord& l : launches) all += l.counts;
+  std::string out = fmt::format("counted on the PTX emulator (counts, and projections from them: not GPU "
+                                "measurements; no cache modelled, ptx/projection.h):\n");
+  out += totals_text(all, launches.size());
+  out += registers_known ? fmt::format("  registers: ptxas's for sm_{} (NVRTC's cubins), in the occupancy\n", sm)
+                         : fmt::format("  registers: not known (no NVRTC here makes cubins for sm_{}): occupancy from "
+                                       "threads and shared memory, an upper bound\n",
+                                       sm);
+  bool first = true;
+  for (const passes::GpuSpec& gpu : passes::gpu_specs()) {
+    if (gpu.arch != sm) continue;
+    const std::vector<KernelLine> lines = kernel_lines(launches, rates_of(gpu, precision));
+    double seconds = 0;
+    for (const KernelLine& k : lines) seconds += k.seconds;
+    if (first) {  // (the table on the arch's first GPU; the others' totals after it)
+      out += fmt::format("  kernels by projected time on the {} ({} of {}):\n", gpu.title, std::min(top, lines.size()),
+                         lines.size());
+      out += fmt::format("    {:<20} {:<10} {:>8} {:>9} {:>7} {:>7} {:>5} {:>9} {:>10} {:<7} {}\n", "kernel", "family",
+                         "launches", "M instr", "shared", "sectors", "regs", "occupancy", "projected", "bound", "op");
+      for (size_t i = 0; i < std::min(top, lines.size()); ++i) {
+        const KernelLine& k = lines[i];
+        out += fmt::format("    {:<20} {:<10} {:>8} {:>9.2f} {:>7} {:>7} {:>5} {:>8.0f}% {:>7.3f} ms {:<7} {}\n",
+                           k.kernel.substr(0, 20), k.family, k.launches,
+                           static_cast<double>(k.counts.thread_instructions) / 1e6,
+                           ratio_text(k.counts.shared_wavefronts, k.counts.shared_ideal_wavefronts),
+                           ratio_text(k.counts.global_sectors, k.counts.global_ideal_sectors),
+                           k.registers ? std::to_string(k.registers) : "-",
+                           k.seconds > 0 ? 100 * k.occupancy / k.seconds : 0.0, k.seconds * 1e3, main_bound(k), k.label);
+      }
+      first = false;
+    }
+    out += fmt::format("  projected on the {}: {:.3f} ms for these {} launches\n", gpu.title, seconds * 1e3, launches.size());
+  }
+  return out;
+}
+
+}  // namespace bertc::tools

@@ -1,0 +1,28 @@
+// What the PTX device counted, as bertc check --device ptx prints it: the instruction mix, the
+// shared banks' and global sectors' efficiency, occupancy, and each launch's projected time on the
+// GPUs of the arch from the counts (ptx/projection.h) — projections, never GPU measurements.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "passes/options.h"
+#include "passes/targets.h"
+#include "ptx/projection.h"
+#include "runtime/ptx_device.h"
+
+namespace bertc::tools {
+
+// The rates of `gpu` for projections of kernels compiled in `precision`: its tensor cores' peak
+// for the precision's products (none for fp32 and fp32-fp16storage), its FP32 peak and clock, its
+// bandwidth, the cost model's launch cost, what a multiprocessor holds.
+ptx::GpuRates rates_of(const passes::GpuSpec& gpu, passes::Precision precision);
+
+// The counts of `launches` (kernels of sm_`sm` in `precision`): totals, the kernels that take the
+// longest projected on the arch's first GPU (`top` of them), and the projected time of all on every
+// GPU of the arch in the table. `registers_known`: the counts carry ptxas's registers (occupancy
+// then counts them; else it is an upper bound from threads and shared memory).
+std::string ptx_counts_text(const std::vector<runtime::PtxLaunchRecord>& launches, int sm, passes::Precision precision,
+                            bool registers_known, size_t top = 12);
+
+}  // namespace bertc::tools
