@@ -14,6 +14,7 @@
 #include <utf8proc.h>
 
 #include "support/bounded_read.h"
+#include "support/file_errors.h"
 
 namespace bertc::frontend {
 namespace {
@@ -159,6 +160,20 @@ class Loader {
     return text;
   }
 
+  // A string value of a key: never "" or spaces, whatever the key (an unset variable in a
+  // script: data = "" was found missing after the compile, init = "" fine-tuned fresh weights
+  // silently, dev_data = "" evaluated nothing); a key's empty meaning is had by leaving it out.
+  std::string named_text_of(const toml::node& node, const std::string& where, const std::string& default_text) const {
+    std::string text = text_of(node, where);
+    if (text.find_first_not_of(" \t") == std::string::npos) {
+      fail(node, fmt::format("{} = \"{}\": an empty value (an unset variable in a script?): give a value, or remove "
+                             "the key {}",
+                             where, text,
+                             default_text.empty() ? "to leave it unset" : fmt::format("for its default, \"{}\"", default_text)));
+    }
+    return text;
+  }
+
   void set_key(const std::string& section, const toml::key& toml_key, const toml::node& node) {
     const std::string key(toml_key.str());
     const std::string where = fmt::format("[{}] {}", section, key);
@@ -183,11 +198,13 @@ class Loader {
     if (spec.kind == ValueKind::Float && node.is_integer()) value = *node.value<int64_t>();
     if (spec.kind == ValueKind::Float && node.is_floating_point()) value = *node.value<double>();
     if (spec.kind == ValueKind::Bool && node.is_boolean()) value = *node.value<bool>();
-    if (spec.kind == ValueKind::String && node.is_string()) value = text_of(node, where);
+    if (spec.kind == ValueKind::String && node.is_string()) value = named_text_of(node, where, spec.default_text);
     if (!value)
       fail(node, fmt::format("{} must be {}, found {}", where, support::kind_description(spec.kind), describe(node)));
     if (auto problem = spec.set(c_, *value)) fail(node, fmt::format("{} {}", where, *problem));
     c_.given.insert(fmt::format("{}.{}", spec.section, spec.key));
+    c_.given_at[fmt::format("{}.{}", spec.section, spec.key)] =
+        fmt::format("{}:{}", node.source().begin.line, node.source().begin.column);
   }
 
   void assign_extra(const ExtraKey& k, const std::string& where, const toml::node& node) {
@@ -195,7 +212,8 @@ class Loader {
     if (std::holds_alternative<bool>(k.default_value) && node.is_boolean()) out = *node.value<bool>();
     else if (std::holds_alternative<int64_t>(k.default_value) && node.is_integer()) out = *node.value<int64_t>();
     else if (std::holds_alternative<double>(k.default_value) && node.is_number()) out = *node.value<double>();
-    else if (std::holds_alternative<std::string>(k.default_value) && node.is_string()) out = text_of(node, where);
+    else if (std::holds_alternative<std::string>(k.default_value) && node.is_string())
+      out = named_text_of(node, where, std::get<std::string>(k.default_value));
     else fail(node, fmt::format("{} has the wrong type ({}); {}", where, describe(node), k.doc));
   }
 
@@ -406,26 +424,30 @@ std::optional<std::string> name_problem(const std::string& name) {
 void refuse_binary(std::string_view text, const std::string& source) {
   const std::string_view head = text.substr(0, 4096);
   if (head.find('\0') == std::string_view::npos && !head.starts_with("\x7f" "ELF")) return;
+  const std::string kind = support::content_kind_of(head);
   throw ConfigError(fmt::format("{}: not a TOML config but a binary file{}: `bertc info {}` says what a compiled program "
                                 "holds (and the config it was compiled from), `bertc train {}` trains one; this "
                                 "command reads a config",
-                                source,
-                                head.starts_with("BERTCX") ? " (a compiled program, .bertx)"
-                                : head.starts_with("\x7f" "ELF") ? " (an executable: a training executable?)"
-                                                               : "",
-                                source, source));
+                                source, kind.empty() ? "" : ", " + kind, source, source));
 }
 
 }  // namespace
 
 void validate(const Config& c, const std::string& model_from) {
-  if (auto issue = check_relations(c, model_from))
-    throw ConfigError(fmt::format("{}: {}", issue->section == "model" && !model_from.empty() ? model_from : c.source,
-                                  issue->message));
+  const auto issue = check_relations(c, model_from);
+  if (!issue) return;
+  if (issue->section == "model" && !model_from.empty())
+    throw ConfigError(fmt::format("{}: {}", model_from, issue->message));
+  // Point at the key to change when the file sets it; the default is in force otherwise.
+  const auto at = c.given_at.find(fmt::format("{}.{}", issue->section, issue->key));
+  if (at == c.given_at.end())
+    throw ConfigError(fmt::format("{}: {} ([{}] {} is not set, so its default applies)", c.source, issue->message,
+                                  issue->section, issue->key));
+  throw ConfigError(fmt::format("{}:{}: {}", c.source, at->second, issue->message));
 }
 
 Config parse_config(std::string_view toml_text, const std::string& source, std::span<const ExtraKey> extra_keys,
-                    bool check_without_model) {
+                    bool check) {
   Config config;
   config.source = source;
   config.name = std::filesystem::path(source).stem().string();
@@ -447,7 +469,6 @@ Config parse_config(std::string_view toml_text, const std::string& source, std::
                                          "config (a name of visible characters: letters, digits, '-' and '_' suit every file system)",
                                          source, *problem));
   }
-  const bool check = config.model_section || check_without_model;
   // A fine-tuning run's length and warmup follow from its epochs and the examples.
   for (const char* key : {"steps", "warmup_steps"})
     if (const toml::node* node = root["train"][key].node(); node && config.finetune_section) {
@@ -457,15 +478,7 @@ Config parse_config(std::string_view toml_text, const std::string& source, std::
                                     "remove the key",
                                     source, b.line, b.column, key));
     }
-  if (auto issue = check ? check_relations(config) : std::nullopt) {
-    // Point at the key to change when the file sets it; the default is in force otherwise.
-    const toml::node* node = root[issue->section][issue->key].node();
-    if (!node)
-      throw ConfigError(fmt::format("{}: {} ([{}] {} is not set, so its default applies)", source, issue->message,
-                                    issue->section, issue->key));
-    const auto& b = node->source().begin;
-    throw ConfigError(fmt::format("{}:{}:{}: {}", source, b.line, b.column, issue->message));
-  }
+  if (check) validate(config);
   return config;
 }
 
@@ -494,17 +507,18 @@ Config load_config(const std::filesystem::path& path, std::span<const ExtraKey> 
   const std::string folder = std::filesystem::absolute(path, ec).lexically_normal().parent_path().string();
   config.from_stream = !std::filesystem::is_regular_file(path, ec) || folder == "/dev" ||
                        folder.starts_with("/dev/") || folder.starts_with("/proc/");
-  if (model_required) require_model(config);
+  // Without one, every model key would take its default: a BERT-base nobody asked for.
+  if (model_required && !config.model_section)
+    throw ConfigError(fmt::format("{}: no [model] section: write the model's sizes under [model] (see "
+                                  "examples/bert-tiny.toml), or an empty [model] for BERT-base's defaults",
+                                  path.string()));
   return config;
 }
 
-void require_model(const Config& config) {
-  // Without one, every model key would take its default: a BERT-base nobody asked for.
-  if (!config.model_section)
-    throw ConfigError(fmt::format("{}: no [model] section: write the model's sizes under [model] (see "
-                                  "examples/bert-tiny.toml), or an empty [model] for BERT-base's defaults",
-                                  config.source));
-  validate(config);
+Config load_data_config(const std::filesystem::path& path, std::span<const ExtraKey> extra_keys) {
+  Config config = load_config(path, extra_keys, /*model_required=*/false);
+  validate(config);  // (without [model]: [train]'s relations; the model's defaults bound nothing made here)
+  return config;
 }
 
 }  // namespace bertc::frontend

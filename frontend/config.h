@@ -99,6 +99,7 @@ struct Config {
   bool model_section = false;  // whether the text has a [model] table (load_config requires one)
   bool finetune_section = false;  // whether it has a [finetune] table: a fine-tuning config
   std::set<std::string> given;    // the "section.key"s the text sets (the rest are defaults)
+  std::map<std::string, std::string> given_at;  // where each is set: "section.key" -> "LINE:COLUMN"
   bool from_stream = false;  // read from a pipe or a device (/dev/stdin), which has no folder of its own
 
   // A custom model's extra key; throws ConfigError when absent or of another type.
@@ -124,18 +125,21 @@ class ConfigError : public std::runtime_error {
 // checks the relations between keys that a config without [model] could not be checked for).
 Config load_config(const std::filesystem::path& path, std::span<const ExtraKey> extra_keys = {},
                    bool model_required = true);
-// Refuses a config loaded without requiring [model] that has none (what load_config does when it
-// requires one), then checks its relations: for a command that refuses some configs for another
-// reason first (bertc batch: a [finetune] config).
-void require_model(const Config& config);
+// A config for a command that makes data and reads no [model] key (bertc batch, vocab,
+// prepare-data): one without [model] is taken (a fine-tuning config of a Hugging Face folder's or
+// a checkpoint's model has none), the relations of its other keys checked.
+Config load_data_config(const std::filesystem::path& path, std::span<const ExtraKey> extra_keys = {});
 // The same from text; `source` is the name shown in messages. Relations between keys are checked
-// when the text has a [model] section or `check_without_model`.
+// when `check_relations` (a config whose [model] may come from elsewhere is checked once it has
+// come: hf_config.h's take_model_from).
 Config parse_config(std::string_view toml_text, const std::string& source,
-                    std::span<const ExtraKey> extra_keys = {}, bool check_without_model = true);
+                    std::span<const ExtraKey> extra_keys = {}, bool check_relations = true);
 
-// Checks relations between keys (hidden divisible by heads, sequence within positions, ...).
+// Checks relations between keys (hidden divisible by heads, sequence within positions, ...),
+// naming the file, line and column of the key to change where the text sets it.
 // `model_from`: where config.model came from when not the config's text (a Hugging Face folder's
-// config.json), which a problem of the model's own keys then names, with a fix for the folder.
+// config.json, a checkpoint's record), which a problem of the model's own keys then names, with a
+// fix for the folder.
 void validate(const Config& config, const std::string& model_from = "");
 
 template <typename T>

@@ -81,6 +81,37 @@ void use_hf_tokenizer(Config& config, const std::filesystem::path& folder) {
   }
 }
 
+// config.model from `recorded` (a folder's config.json, a checkpoint's record: `source`, `what`
+// in the fix): keys the config's text sets must say what it says, but for those that do not shape
+// the network (dropout, the init of fresh weights), which the config's text overrides as
+// from_pretrained's keyword arguments do; the others are the record's (a [model] of a dropout key
+// alone took BERT-base's sizes).
+void merge_recorded_model(Config& config, const ModelConfig& recorded, const std::string& source,
+                          const std::string& what) {
+  Config recorded_config;
+  recorded_config.model = recorded;
+  const std::set<std::string_view> overridable = {"hidden_dropout_prob", "attention_probs_dropout_prob",
+                                                  "initializer_range"};
+  ModelConfig merged = recorded;
+  for (const auto& spec : config_keys()) {
+    if (spec.section != "model" || !config.given.count(fmt::format("model.{}", spec.key))) continue;
+    const OptionValue mine = spec.get(config), theirs = spec.get(recorded_config);
+    if (overridable.count(spec.key)) {
+      Config m;
+      m.model = merged;
+      (void)spec.set(m, mine);
+      merged = m.model;
+    } else if (mine != theirs) {
+      throw ConfigError(fmt::format("{}: [model] {} = {}, and {} says {}: remove the key from [model] ({} gives the "
+                                    "model) or make them agree",
+                                    config.source, spec.key, support::value_text(mine), source,
+                                    support::value_text(theirs), what));
+    }
+  }
+  config.model = merged;
+  config.model_section = true;
+}
+
 }  // namespace
 
 bool is_hf_folder(const std::filesystem::path& path) {
@@ -144,41 +175,27 @@ void use_hf_model(Config& config, const std::filesystem::path& folder) {
     throw ConfigError(fmt::format("{}: classifier_dropout is {}; bertc's task heads use hidden_dropout_prob before "
                                   "the classifier (Hugging Face's default, null): remove the key or set it to null",
                                   source, dropout->dump()));
-  const ModelConfig from_folder = model_from_json(j, source);
-  Config folder_config;
-  folder_config.model = from_folder;
-  // Keys the config's text sets must say what the folder says, but for those that do not shape
-  // the network (dropout, the init of fresh weights), which the config's text overrides as
-  // from_pretrained's keyword arguments do.
-  const std::set<std::string_view> overridable = {"hidden_dropout_prob", "attention_probs_dropout_prob",
-                                                  "initializer_range"};
-  ModelConfig merged = from_folder;
-  for (const auto& spec : config_keys()) {
-    if (spec.section != "model" || !config.given.count(fmt::format("model.{}", spec.key))) continue;
-    const OptionValue mine = spec.get(config), theirs = spec.get(folder_config);
-    if (overridable.count(spec.key)) {
-      Config m;
-      m.model = merged;
-      (void)spec.set(m, mine);
-      merged = m.model;
-    } else if (mine != theirs) {
-      throw ConfigError(fmt::format("{}: [model] {} = {}, and {} says {}: remove the key from [model] (the folder's "
-                                    "config.json gives the model) or make them agree",
-                                    config.source, spec.key, support::value_text(mine), source,
-                                    support::value_text(theirs)));
-    }
-  }
-  config.model = merged;
-  config.model_section = true;
+  merge_recorded_model(config, model_from_json(j, source), source, "the folder's config.json");
   use_hf_tokenizer(config, folder);
   validate(config, (folder / "config.json").string());
 }
 
 namespace {
 
-// The model a bertc checkpoint records ("model_config", as export writes config.json from it), for
-// a config without [model]: the checkpoint's own sizes, where [model] {} was BERT-base's and
-// every tensor then had another shape.
+// Whether `file` is a safetensors file that records its model (a bertc checkpoint's
+// "model_config"); false for one that does not read (its reader then says what it is).
+bool records_model(const std::filesystem::path& file) {
+  try {
+    return support::read_safetensors_metadata(file).count("model_config") > 0;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+// The model a bertc checkpoint records ("model_config", as export writes config.json from it),
+// merged with the config's [model] keys as a folder's config.json is: the checkpoint's own sizes,
+// where a config without [model] was refused and a [model] of some keys took BERT-base's for the
+// rest (every tensor then had another shape).
 void use_recorded_model(Config& config, const std::filesystem::path& checkpoint) {
   std::map<std::string, std::string> meta;
   try {
@@ -199,8 +216,7 @@ void use_recorded_model(Config& config, const std::filesystem::path& checkpoint)
   } catch (const nlohmann::json::exception& e) {
     throw ConfigError(fmt::format("{}: not JSON: {}", source, e.what()));
   }
-  config.model = model_from_json(j, source);
-  config.model_section = true;
+  merge_recorded_model(config, model_from_json(j, source), source, "the checkpoint's record");
   validate(config, source);
 }
 
@@ -220,7 +236,7 @@ void take_model_from(Config& config, const std::filesystem::path& init, const st
     use_hf_model(config, init);
     return;
   }
-  if (!config.model_section && !init.empty() && std::filesystem::is_regular_file(init, ec)) {
+  if (!init.empty() && std::filesystem::is_regular_file(init, ec) && (!config.model_section || records_model(init))) {
     use_recorded_model(config, init);
     return;
   }

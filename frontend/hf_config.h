@@ -26,8 +26,9 @@ bool is_hf_folder(const std::filesystem::path& path);
 void use_hf_model(Config& config, const std::filesystem::path& folder);
 
 // The model of a config loaded without requiring [model] (load_config(..., false)): a Hugging Face
-// folder's, when `init` is one (use_hf_model), else the config's own [model], else the model a
-// bertc checkpoint `init` records (refused without one, naming --init), its relations checked. A folder without config.json is refused, and a
+// folder's, when `init` is one (use_hf_model), or the model a bertc checkpoint `init` records
+// (the keys the config's [model] sets must agree with either, as use_hf_model says), else the
+// config's own [model] (refused without one, naming --init), its relations checked. A folder without config.json is refused, and a
 // folder for a model program other than bertc's BERT (`model_program`: its layers differ).
 void take_model_from(Config& config, const std::filesystem::path& init, const std::string& model_program);
 

@@ -113,10 +113,13 @@ std::string content_kind(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   char start[8] = {};
   if (!in.read(start, sizeof start)) return "";
-  const std::string_view bytes(start, sizeof start);
-  if (bytes == std::string_view(kBertxMagic, sizeof kBertxMagic)) return "a compiled program (.bertx)";
+  return content_kind_of(std::string_view(start, sizeof start));
+}
+
+std::string content_kind_of(std::string_view bytes) {
+  if (bytes.starts_with(std::string_view(kBertxMagic, sizeof kBertxMagic))) return "a compiled program (.bertx)";
   if (bytes.starts_with("\x7f" "ELF")) return "an executable (a training executable of bertc compile --executable?)";
-  if (bytes == std::string_view("\x89HDF\r\n\x1a\n", 8))
+  if (bytes.starts_with(std::string_view("\x89HDF\r\n\x1a\n", 8)))
     return "an HDF5 file (a shard of bertc prepare-data, given as --data FOLDER?)";
   if (bytes.starts_with("\x1f\x8b")) return "gzip-compressed data";
   if (bytes.starts_with("PK\x03\x04")) return "a zip archive (a PyTorch .bin or .pt?)";

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <system_error>
 
 namespace bertc::support {
@@ -47,6 +48,8 @@ inline constexpr char kBertxMagic[8] = {'B', 'E', 'R', 'T', 'C', 'X', '0', '1'};
 // prepare-data?)", "gzip-compressed data", "a zip archive (a PyTorch .bin?)"; "" for any other
 // (a reader's own message then says what is wrong with it).
 std::string content_kind(const std::filesystem::path& path);
+// The same of a file's first bytes (at least 8 of them for a kind to be named).
+std::string content_kind_of(std::string_view start);
 
 // A std::filesystem error said plainly: "PATH: MESSAGE (while OPERATION)", and its fix.
 std::string describe_file_error(const std::filesystem::filesystem_error& e);

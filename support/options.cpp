@@ -15,9 +15,6 @@ std::optional<std::string> check_problem(const OptionValue& value, Check check) 
     if (check == Check::Positive && *i <= 0) return fmt::format("must be positive, found {}", *i);
     if (check == Check::NonNegative && *i < 0) return fmt::format("must be >= 0, found {}", *i);
   }
-  if (const auto* text = std::get_if<std::string>(&value);
-      text && check == Check::NonEmpty && text->find_first_not_of(" \t") == std::string::npos)
-    return fmt::format("must not be empty, found \"{}\" (remove the key to use its default)", *text);
   if (check == Check::Probability || check == Check::PositiveFloat || check == Check::NonNegativeFloat ||
       check == Check::Seconds) {
     const double d = std::holds_alternative<int64_t>(value) ? static_cast<double>(std::get<int64_t>(value))

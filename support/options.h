@@ -22,9 +22,7 @@ enum class ValueKind { Bool, Int, Float, String };
 
 // What a numeric option accepts beyond its type.
 // Seconds: a deadline of at least a second (a shorter one stops ranks that are only busy).
-// NonEmpty: a string that names something (a file, a column): "" or spaces would be read as a
-// file of no name, found missing only after minutes of compiling.
-enum class Check { Any, Positive, NonNegative, Probability, PositiveFloat, NonNegativeFloat, Seconds, NonEmpty };
+enum class Check { Any, Positive, NonNegative, Probability, PositiveFloat, NonNegativeFloat, Seconds };
 
 // Where an option's value matters: Program options shape the compiled program (a .bertx keeps
 // them, reports show them); Debug options only change what is printed or dumped.
@@ -158,7 +156,6 @@ template <typename T>
 constexpr bool check_fits(Check check) {
   if (check == Check::Any) return true;
   if (check == Check::Positive || check == Check::NonNegative) return std::is_same_v<T, int64_t>;
-  if (check == Check::NonEmpty) return std::is_same_v<T, std::string>;
   return std::is_same_v<T, double>;
 }
 

@@ -479,6 +479,7 @@ std::string self_path(const char* argv0) {
 // A config for training from `init` (--init): a Hugging Face folder's config.json gives [model].
 frontend::Config load_config_for(const std::string& path, const std::string& init, const frontend::ModelDefinition& model) {
   frontend::Config config = frontend::load_config(path, model.extra_keys, /*model_required=*/false);
+  train::refuse_run_folder_as_weights(init, "--init");
   frontend::take_model_from(config, init, model.name);
   return config;
 }
@@ -653,10 +654,13 @@ int train_rank(const TrainArgs& args, const CompileFlags& flags, const frontend:
                                               "profile would replace: name another file",
                                               args.profile_out, o.metrics.string()));
   }
-  std::cerr << fmt::format("train: {} ({}), {} steps of {} x {} x {} tokens, {} optimizer, {} precision, checkpoints in {}\n",
-                           o.config.name, model.name, t.steps, t.gradient_accumulation_steps, t.batch_size, t.seq_len,
-                           passes::optimizer_name(t.optimizer), ir::enum_name(o.config.compile.precision),
-                           o.checkpoint_dir.string());
+  // (with --batch-size auto the split is chosen later, and said then: not this config's)
+  const std::string batch = o.auto_batch ? fmt::format("{} sequences (split as --batch-size auto chooses below)",
+                                                       t.gradient_accumulation_steps * t.batch_size)
+                                         : fmt::format("{} x {}", t.gradient_accumulation_steps, t.batch_size);
+  std::cerr << fmt::format("train: {} ({}), {} steps of {} x {} tokens, {} optimizer, {} precision, checkpoints in {}\n",
+                           o.config.name, model.name, t.steps, batch, t.seq_len, passes::optimizer_name(t.optimizer),
+                           ir::enum_name(o.config.compile.precision), o.checkpoint_dir.string());
   // (a warmup longer than the run never reaches the configured rate, and never decays: said, as
   // a run shortened with --steps for a try keeps the full run's warmup)
   if (t.warmup_steps > t.steps)
@@ -737,14 +741,13 @@ int batch(const BatchArgs& given, const frontend::ModelDefinition& model) {
   BatchArgs args = given;
   const train::StopOnSignal ends_at_once(nullptr, "batch ended by a signal: nothing was written (a file being "
                                                   "written is removed); run the same command again");
-  const frontend::Config config = frontend::load_config(args.config, model.extra_keys, /*model_required=*/false);
+  const frontend::Config config = frontend::load_data_config(args.config, model.extra_keys);
   if (config.finetune_section)  // (it read [train] data as pretraining text, and blamed that; before [model]'s
                                 // absence, whose fix led here)
     throw std::invalid_argument(fmt::format("{}: a [finetune] config, and bertc batch writes pretraining batches (the "
                                             "input of eval): give a pretraining config; a fine-tuning run makes its "
                                             "task batches itself (bertc finetune)",
                                             args.config));
-  frontend::require_model(config);
   refuse_console(args.output, "-o", "a batch (a safetensors file)");
   args.output = through_output_link(args.output);  // (a link given to -o: the batch goes where it leads)
   refuse_output_onto_input(args.output, "-o",

@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "train/checkpoint.h"
 #include "train/hf_export.h"
 #include "tools/output_file.h"
 #include "train/stop_request.h"
@@ -19,7 +20,7 @@ CLI::App* add_export_command(CLI::App& app, ExportArgs& args) {
                 "tokenizer config) that transformers' from_pretrained loads; no optimizer state");
   cmd->add_option("checkpoint", args.checkpoint, "A checkpoint of bertc train or bertc finetune")
       ->required()
-      ->check(CLI::ExistingFile);
+      ->check(CLI::ExistingPath);  // (a run folder is said as one: export_checkpoint)
   cmd->add_option("-o,--output", args.output, "The folder to write (new, or empty)")->required();
   cmd->add_option("--for", args.head,
                   "The architecture: the checkpoint's own by default (BertForPreTraining, or the fine-tuned "
@@ -33,6 +34,7 @@ CLI::App* add_export_command(CLI::App& app, ExportArgs& args) {
 
 int export_checkpoint(const ExportArgs& args, std::ostream& log) {
   train::ExportOptions o;
+  train::refuse_run_folder_as_weights(args.checkpoint, "export");
   o.checkpoint = args.checkpoint;
   // (The folder is made beside its place and renamed there: a link in the name's place is
   // followed, and the folder made where it leads, as every output is.)

@@ -69,19 +69,48 @@ std::string other_kind(const Metadata& meta) {
   return "weights with Hugging Face names, or another safetensors file (no bertc record)";
 }
 
+// The format a file named as a checkpoint says it is ("" when its header does not read).
+std::string format_of(const std::filesystem::path& file) {
+  try {
+    return value_of(support::read_safetensors_metadata(file), "format");
+  } catch (const std::exception&) {
+    return "";
+  }
+}
+
 void describe_run_folder(const std::string& path, const std::vector<train::CheckpointFile>& kept, bool json,
                          std::ostream& out) {
-  const std::string newest = kept.back().path.string();
-  const Metadata meta = verified_record(newest);
+  // The newest file that is a checkpoint (a batch or a dump named as one is said, not shown as a
+  // checkpoint of blank record: --resume refuses the folder while it is there).
+  std::vector<std::string> not_checkpoints;
+  const train::CheckpointFile* newest = nullptr;
+  for (auto it = kept.rbegin(); it != kept.rend() && !newest; ++it) {
+    const std::string format = format_of(it->path);
+    if (format.starts_with("bertc-checkpoint-")) newest = &*it;
+    else
+      not_checkpoints.push_back(fmt::format("{} ({})", it->path.filename().string(),
+                                            format.empty() ? "no safetensors header" : "format " + format));
+  }
   std::vector<int64_t> steps;
   for (const train::CheckpointFile& c : kept) steps.push_back(c.step);
+  const std::vector<train::CheckpointFile> best = train::list_checkpoints(std::filesystem::path(path) / "best");
+  const Metadata meta = newest ? verified_record(newest->path.string()) : Metadata{};
   if (json) {
-    out << nlohmann::json({{"run_folder", path}, {"checkpoint_steps", steps}, {"newest", newest}, {"record", meta}}).dump(2)
+    out << nlohmann::json({{"run_folder", path}, {"checkpoint_steps", steps},
+                           {"newest", newest ? newest->path.string() : ""}, {"record", meta},
+                           {"not_checkpoints", not_checkpoints},
+                           {"best", best.empty() ? "" : best.back().path.string()}})
+               .dump(2)
         << "\n";
     return;
   }
-  out << fmt::format("run folder   {}: {} checkpoint(s), of steps {}\n", path, kept.size(), fmt::join(steps, ", "));
-  out << checkpoint_text(meta, newest);
+  out << fmt::format("run folder   {}: {} file(s) named as checkpoints, of steps {}\n", path, kept.size(),
+                     fmt::join(steps, ", "));
+  for (const std::string& file : not_checkpoints)
+    out << fmt::format("not one      {}: not a checkpoint, and --resume refuses the folder until it is moved out\n",
+                       file);
+  if (!best.empty()) out << fmt::format("best         {} (the best epoch's, of fine-tuning)\n", best.back().path.string());
+  if (newest) out << checkpoint_text(meta, newest->path.string());
 }
 
 void describe_hf_folder(const std::string& path, bool json, std::ostream& out) {

@@ -16,6 +16,7 @@
 #include "tools/compile_flags.h"
 #include "tools/device_choice.h"
 #include "tools/output_file.h"
+#include "train/checkpoint.h"
 #include "train/finetune.h"
 
 namespace bertc::tools {
@@ -77,6 +78,7 @@ int finetune(const FinetuneArgs& args, const CompileFlags& flags, const frontend
   o.train_data = *train_data;
   o.dev_data = path_of(args.dev_data, c, c.finetune.dev_data);
   o.init = path_of(args.init, c, c.finetune.init);
+  train::refuse_run_folder_as_weights(o.init.value_or(std::filesystem::path()), "--init");
   frontend::take_model_from(c, o.init.value_or(std::filesystem::path()), model.name);  // (a Hugging Face folder's config.json)
   o.vocab = c.resolve(c.train.vocab);
   o.checkpoint_dir = args.checkpoint_dir.empty() ? std::filesystem::path("checkpoints") / c.name

@@ -53,7 +53,7 @@ CLI::App* add_prepare_data_command(CLI::App& app, PrepareDataArgs& a) {
 }
 
 int prepare_data(const PrepareDataArgs& a, const frontend::ModelDefinition& model, std::ostream& log) {
-  const frontend::Config config = frontend::load_config(a.config, model.extra_keys);
+  const frontend::Config config = frontend::load_data_config(a.config, model.extra_keys);
   const frontend::TrainConfig& t = config.train;
   data::PrepareOptions o;
   std::error_code ec;

@@ -107,6 +107,18 @@ std::optional<int64_t> checkpoint_step_of(const std::string& file_name) {
   return std::stoll(m[1]);
 }
 
+void refuse_run_folder_as_weights(const std::filesystem::path& path, const std::string& option) {
+  std::error_code ec;
+  if (path.empty() || std::filesystem::exists(path / "config.json", ec)) return;
+  const std::vector<CheckpointFile> kept = list_checkpoints(path), best = list_checkpoints(path / "best");
+  if (kept.empty() && best.empty()) return;
+  std::vector<std::string> give;
+  if (!best.empty()) give.push_back(fmt::format("{} (its best epoch's)", best.back().path.string()));
+  if (!kept.empty()) give.push_back(fmt::format("{} (its newest)", kept.back().path.string()));
+  throw std::invalid_argument(fmt::format("{} {}: a run folder, not weights: give one of its checkpoints, {}", option,
+                               path.string(), fmt::join(give, ", or ")));
+}
+
 std::vector<CheckpointFile> list_checkpoints(const std::filesystem::path& dir) {
   std::vector<CheckpointFile> out;
   std::error_code ec;

@@ -24,6 +24,11 @@ struct CheckpointFile {
 std::filesystem::path checkpoint_path(const std::filesystem::path& dir, int64_t step);
 // The checkpoints in `dir`, oldest first (half-written temporaries are not among them).
 std::vector<CheckpointFile> list_checkpoints(const std::filesystem::path& dir);
+// Throws std::invalid_argument when `path` is a run folder (checkpoints, no config.json) given where weights
+// are read (`option`: "--init", "export"), naming its newest checkpoint and its best/ one to give
+// instead (a run folder was said as "a folder without config.json", or CLI11's "File is actually
+// a directory").
+void refuse_run_folder_as_weights(const std::filesystem::path& path, const std::string& option);
 // The step a file name says it is a checkpoint of (checkpoint-NNNNNN.safetensors), or nullopt:
 // what list_checkpoints and --resume take for one.
 std::optional<int64_t> checkpoint_step_of(const std::string& file_name);

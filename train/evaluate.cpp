@@ -1,6 +1,8 @@
 // bertc eval: losses and gradients on one batch with the reference executor.
 #include "train/evaluate.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "data/vocab_identity.h"
@@ -89,14 +91,23 @@ EvalResult evaluate_batch(const frontend::ModelDefinition& model, frontend::Conf
   }
   if (!loaded.missing.empty()) {
     // (a fine-tuned model's heads are its task's: said, with the config that has them)
+    // (and a pretraining model's heads are not a task's: said, with how to make the task's)
     const auto task = loaded.metadata.find("finetune_task");
-    throw support::SafetensorsError(fmt::format(
-        "{}: {} params are missing: {}{}", weights.string(), loaded.missing.size(), fmt::join(loaded.missing, ", "),
-        task == loaded.metadata.end() || config.finetune_section
-            ? ""
-            : fmt::format(" (it holds a model fine-tuned for {}, whose head is not pretraining's: evaluate it with a "
-                          "config of that task's [finetune] section and a batch made from it)",
-                          task->second)));
+    const bool task_head_missing =
+        config.finetune_section && std::all_of(loaded.missing.begin(), loaded.missing.end(), [](const std::string& n) {
+          return n.starts_with("classifier.") || n.starts_with("bert.pooler.");
+        });
+    std::string why;
+    if (task != loaded.metadata.end() && !config.finetune_section)
+      why = fmt::format(" (it holds a model fine-tuned for {}, whose head is not pretraining's: evaluate it with a "
+                        "config of that task's [finetune] section and a batch made from it)",
+                        task->second);
+    else if (task == loaded.metadata.end() && task_head_missing)
+      why = fmt::format(" (it holds no {} head: a pretraining model's or a base model's weights; fine-tune them "
+                        "first, bertc finetune CONFIG --init {}, and evaluate the fine-tuned checkpoint)",
+                        ir::enum_name(config.finetune.task), weights.string());
+    throw support::SafetensorsError(fmt::format("{}: {} params are missing: {}{}", weights.string(),
+                                                loaded.missing.size(), fmt::join(loaded.missing, ", "), why));
   }
   std::vector<std::string> losses;  // besides loss: the pretraining graph's two
   for (std::string_view name : {ir::names::kMlmLoss, ir::names::kNspLoss})

@@ -147,15 +147,7 @@ void check_same_run(std::map<std::string, std::string> saved, const std::map<std
     if (it == saved.end() || it->second == value) continue;
     const std::string fresh = fmt::format("start a fresh run from its weights in another --checkpoint-dir (--init {})",
                                           checkpoint.string());
-    if (key == "global_batch")
-      throw TrainError(fmt::format("{}: trained with a global batch of {} sequences a step, and this run's is {} "
-                                   "(batch_size x gradient_accumulation_steps x ranks): keep {} (its split may "
-                                   "change: batch_size {} x gradient_accumulation_steps {} on {} rank(s) was "
-                                   "trained), or {}",
-                                   checkpoint.string(), it->second, value, it->second, saved["batch_size"],
-                                   saved.count("gradient_accumulation_steps") ? saved["gradient_accumulation_steps"]
-                                                                              : "1",
-                                   saved.count("world_size") ? saved["world_size"] : "1", fresh));
+    if (key == "global_batch") refuse_other_global_batch(saved, value, checkpoint);
     if (key == "precision")
       throw TrainError(fmt::format(
           "{}: trained with precision {}, and this run's is {} (their optimizer states differ): {}, or {}",
@@ -288,6 +280,25 @@ std::map<std::string, std::string> settings_metadata(const frontend::Config& con
   return {{"config_settings", text}, {"config_hash", fmt::format("{:016x}", XXH3_64bits(text.data(), text.size()))}};
 }
 
+void refuse_other_global_batch(const std::map<std::string, std::string>& saved, const std::string& now,
+                               const std::filesystem::path& checkpoint) {
+  auto of = [&](const char* key, const char* otherwise) {
+    const auto it = saved.find(key);
+    return it == saved.end() ? std::string(otherwise) : it->second;
+  };
+  const std::string then = saved.count("global_batch")
+                               ? saved.at("global_batch")
+                               : std::to_string(std::atoll(of("batch_size", "0").c_str()) *
+                                                std::atoll(of("gradient_accumulation_steps", "1").c_str()));
+  if (then == now) return;
+  throw TrainError(fmt::format("{}: trained with a global batch of {} sequences a step, and this run's is {} "
+                               "(batch_size x gradient_accumulation_steps x ranks): keep {} (its split may change: "
+                               "batch_size {} x gradient_accumulation_steps {} on {} rank(s) was trained), or start a "
+                               "fresh run from its weights in another --checkpoint-dir (--init {})",
+                               checkpoint.string(), then, now, then, of("batch_size", "-"),
+                               of("gradient_accumulation_steps", "1"), of("world_size", "1"), checkpoint.string()));
+}
+
 std::vector<CheckpointFile> resumable_checkpoints(const std::filesystem::path& dir) {
   std::vector<CheckpointFile> existing = list_checkpoints(dir);
   if (existing.empty())
@@ -367,6 +378,15 @@ int64_t prepare_state(const frontend::ModelDefinition& model, const TrainOptions
                                    o.checkpoint_dir.string(), existing.back().step));
     if (o.init) {
       const PretrainedReport r = load_pretrained(*o.init, program.step, env);
+      // (no param of the model in it: another architecture's weights, trained from scratch, exit 0)
+      if (r.loaded.empty())
+        throw TrainError(fmt::format("--init {}: none of its {} tensors is a param of this model (it holds {}; the "
+                                     "model's are named like '{}'): is it a checkpoint of this model? Give one (a bertc "
+                                     "checkpoint, or Hugging Face BertForPreTraining or BertModel weights), or train "
+                                     "without --init for fresh weights",
+                                     o.init->string(), r.unexpected.size(),
+                                     r.unexpected.empty() ? std::string("none") : "'" + r.unexpected.front() + "', ...",
+                                     r.missing.empty() ? std::string("-") : r.missing.front()));
       check_init_vocab(*o.init, r.metadata, vocab, o.config.train.do_lower_case, log, "--vocab FILE, or [train] vocab");
       log << fmt::format("init: {} params from {}\n", r.loaded.size(), o.init->string());
       // (A few names, then how many more: a checkpoint's whole optimizer state made one line of

@@ -54,6 +54,11 @@ std::map<std::string, std::string> settings_metadata(const frontend::Config& con
 // Fresh params (from the seed) and zero states, as a run starting anew has.
 void fresh_state(const frontend::Config& config, const passes::TrainingProgram& program, support::Environment& env);
 
+// Throws TrainError when a checkpoint's record `saved` holds another global batch than `now`
+// (batch_size x gradient_accumulation_steps x ranks), naming both and the split it was trained with.
+void refuse_other_global_batch(const std::map<std::string, std::string>& saved, const std::string& now,
+                               const std::filesystem::path& checkpoint);
+
 // The checkpoints of --resume's run folder, oldest first. Throws TrainError for a folder without
 // one, saying how to start fresh.
 std::vector<CheckpointFile> resumable_checkpoints(const std::filesystem::path& dir);

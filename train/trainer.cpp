@@ -119,6 +119,8 @@ uint64_t resumed_micro_batch(const TrainOptions& o, int ranks, std::ostream& log
   const auto batch = saved.find("batch_size"), world = saved.find("world_size");
   const int64_t per_rank = o.config.train.batch_size * o.config.train.gradient_accumulation_steps;
   if (batch == saved.end() || (world != saved.end() && world->second != std::to_string(ranks))) return 0;
+  // (another global batch is refused now, before a split is said or searched for)
+  refuse_other_global_batch(saved, std::to_string(per_rank * ranks), existing.back().path);
   const int64_t b = std::atoll(batch->second.c_str());
   if (b <= 0 || per_rank % b != 0) return 0;
   log << fmt::format("train: --batch-size auto on resume: micro-batch {} x {} accumulation steps, as {} was trained\n",
@@ -547,13 +549,15 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
   TrainSummary summary;
   int64_t last = std::min(o.stop_after, t.steps);
   if (start >= last) {
-    const char* flag = o.stop_after < t.steps ? "--until" : "--steps";
-    log << (start == last ? fmt::format("already at step {} of {}: nothing to do (raise {} to train on)\n", start, last,
-                                        flag)
-                          // ("already at step 4 of 2" read as a miscount)
-                          : fmt::format("the checkpoint is at step {}, past this run's last step {} ({} {}): nothing "
-                                        "to do (give {} past {} to train on)\n",
-                                        start, last, flag, last, flag, start));
+    // (the run's own end first: --until past it is refused, so "give --until past N" led nowhere)
+    log << (start >= t.steps
+                ? fmt::format("the checkpoint is at step {}, {} (--steps {}): nothing to do (give --steps past {} to "
+                              "train on)\n",
+                              start, start == t.steps ? "the run's last step" : fmt::format("past the run's last step {}", t.steps),
+                              t.steps, start)
+                : fmt::format("already at step {}, where --until {} stops: nothing to do (give --until past {}, up to "
+                              "--steps {})\n",
+                              start, o.stop_after, start, t.steps));
     return summary;
   }
   if (o.profile_step && !device)

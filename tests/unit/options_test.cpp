@@ -24,10 +24,6 @@ TEST(Options, ChecksSayWhatIsWrong) {
   EXPECT_EQ(check_problem(OptionValue(0.5), Check::Seconds),
             "must be at least 1 (seconds: a shorter wait stops ranks that are only busy), found 0.5");
   EXPECT_FALSE(check_problem(OptionValue(int64_t{5}), Check::Seconds));
-  EXPECT_EQ(check_problem(OptionValue(std::string("")), Check::NonEmpty),
-            "must not be empty, found \"\" (remove the key to use its default)");
-  EXPECT_TRUE(check_problem(OptionValue(std::string(" \t")), Check::NonEmpty));
-  EXPECT_FALSE(check_problem(OptionValue(std::string("a")), Check::NonEmpty));
   EXPECT_EQ(choice_problem("sgd", {"adamw", "lamb"}), "must be one of adamw, lamb, found \"sgd\"");
 }
 
