@@ -257,7 +257,7 @@ std::vector<std::string> split_list(const std::string& text) {
 }
 
 // The [finetune] keys against each other and [train].
-std::optional<RelationIssue> check_finetune(const FinetuneConfig& f, const TrainConfig& t) {
+std::optional<RelationIssue> check_finetune(const FinetuneConfig& f, const TrainConfig& t, bool num_labels_given) {
   auto issue = [](std::string key, std::string message) {
     return RelationIssue{"finetune", std::move(key), "[finetune] " + std::move(message)};
   };
@@ -271,9 +271,13 @@ std::optional<RelationIssue> check_finetune(const FinetuneConfig& f, const Train
                                            f.num_labels, ir::enum_name(f.task)));
   const std::vector<std::string> names = f.label_names();
   if (regression && !names.empty()) return issue("labels", "labels names classes; regression has none: remove it");
+  // (attributed to num_labels where the config leaves it out: its default of 2 was read as set)
   if (!names.empty() && static_cast<int64_t>(names.size()) != f.num_labels)
-    return issue("labels", fmt::format("labels names {} classes and num_labels is {}: make them agree", names.size(),
-                                       f.num_labels));
+    return num_labels_given ? issue("labels", fmt::format("labels names {} classes and num_labels is {}: make them agree",
+                                                          names.size(), f.num_labels))
+                            : issue("num_labels", fmt::format("labels names {} classes and num_labels is {}: set "
+                                                              "num_labels = {}",
+                                                              names.size(), f.num_labels, names.size()));
   for (size_t i = 0; i < names.size(); ++i) {
     if (names[i].empty()) return issue("labels", fmt::format("labels: name {} is empty", i + 1));
     if (std::find(names.begin(), names.begin() + i, names[i]) != names.begin() + i)
@@ -337,7 +341,7 @@ std::optional<RelationIssue> check_relations(const Config& c, const std::string&
                                                           m.max_position_embeddings)
                                             : "")};
   if (c.finetune_section)
-    if (auto issue = check_finetune(c.finetune, t)) return issue;
+    if (auto issue = check_finetune(c.finetune, t, c.given.count("finetune.num_labels") > 0)) return issue;
   // (pretraining's examples are sentence pairs, segments 0 and 1, as next-sentence prediction
   // needs: one token type failed at step 1, naming bertc's own examples as the data to fix)
   if (!c.finetune_section && m.type_vocab_size < 2)

@@ -12,8 +12,8 @@ codegen::RenderTarget device_render_target(const passes::CompileOptions& options
   codegen::RenderTarget target = codegen::render_target(options, caps.sm);
   if (caps.no_library.empty() || target.matmul == codegen::MatmulPolicy::Generated) return target;
   if (target.matmul == codegen::MatmulPolicy::Library)
-    throw std::runtime_error(fmt::format("[compile] matmul = \"library\" runs products in cuBLAS, and {}: or train "
-                                         "with --matmul generated (every product a generated kernel)",
+    throw std::runtime_error(fmt::format("matmul library (--matmul, or [compile] matmul) runs products in cuBLAS, "
+                                         "and {}: give --matmul generated (every product a generated kernel)",
                                          caps.no_library));
   target.matmul = codegen::MatmulPolicy::Generated;
   if (note)

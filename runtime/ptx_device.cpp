@@ -1,6 +1,7 @@
 // The PTX device (see ptx_device.h).
 #include "runtime/ptx_device.h"
 
+#include <algorithm>
 #include <set>
 #include <stdexcept>
 
@@ -78,6 +79,13 @@ void* PtxDevice::allocate(size_t bytes, std::string_view what) {
 void PtxDevice::use_images(std::map<std::string, codegen::GpuImage> /*images*/, const std::string& /*nvrtc_version*/) {}
 
 void PtxDevice::load(const std::vector<const codegen::KernelSpec*>& kernels) {
+  // (a compiled program's products in cuBLAS: refused before anything runs, as the CUDA device
+  // refuses them without a cuBLAS; a config's plans keep off cuBLAS here: device_render_target)
+  const auto library = std::count_if(kernels.begin(), kernels.end(), [](const codegen::KernelSpec* k) { return k->library.has_value(); });
+  if (library > 0)
+    throw std::runtime_error(fmt::format("the program runs {} matrix product(s) in cuBLAS, and {}: compile it again with "
+                                         "--matmul generated (bertc compile CONFIG --matmul generated -o FILE.bertx)",
+                                         library, capabilities().no_library));
   std::vector<codegen::KernelSource> sources;
   std::set<std::string> seen;
   for (const codegen::KernelSpec* k : kernels)

@@ -89,7 +89,7 @@ void describe_run_folder(const std::string& path, const std::vector<train::Check
     if (format.starts_with("bertc-checkpoint-")) newest = &*it;
     else
       not_checkpoints.push_back(fmt::format("{} ({})", it->path.filename().string(),
-                                            format.empty() ? "no safetensors header" : "format " + format));
+                                            format.empty() ? "unreadable as safetensors: cut short, or another kind of file" : "format " + format));
   }
   std::vector<int64_t> steps;
   for (const train::CheckpointFile& c : kept) steps.push_back(c.step);

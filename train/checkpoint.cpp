@@ -112,11 +112,32 @@ void refuse_run_folder_as_weights(const std::filesystem::path& path, const std::
   if (path.empty() || std::filesystem::exists(path / "config.json", ec)) return;
   const std::vector<CheckpointFile> kept = list_checkpoints(path), best = list_checkpoints(path / "best");
   if (kept.empty() && best.empty()) return;
+  // The newest that is a checkpoint (a file cut short, or another kind under a checkpoint's name,
+  // is said, not offered: it was, and the advice failed next).
+  std::vector<std::string> not_checkpoints;
+  auto newest_checkpoint = [&](const std::vector<CheckpointFile>& files) -> std::optional<std::filesystem::path> {
+    for (auto it = files.rbegin(); it != files.rend(); ++it) {
+      try {
+        const auto meta = support::read_safetensors_metadata(it->path);
+        if (const auto f = meta.find("format"); f != meta.end() && f->second.starts_with("bertc-checkpoint-"))
+          return it->path;
+      } catch (const std::exception&) {
+      }
+      not_checkpoints.push_back(it->path.filename().string());
+    }
+    return std::nullopt;
+  };
   std::vector<std::string> give;
-  if (!best.empty()) give.push_back(fmt::format("{} (its best epoch's)", best.back().path.string()));
-  if (!kept.empty()) give.push_back(fmt::format("{} (its newest)", kept.back().path.string()));
-  throw std::invalid_argument(fmt::format("{} {}: a run folder, not weights: give one of its checkpoints, {}", option,
-                               path.string(), fmt::join(give, ", or ")));
+  if (const auto b = newest_checkpoint(best)) give.push_back(fmt::format("{} (its best epoch's)", b->string()));
+  if (const auto k = newest_checkpoint(kept)) give.push_back(fmt::format("{} (its newest)", k->string()));
+  const std::string said = not_checkpoints.empty() ? "" : fmt::format(" (not a checkpoint, though named as one: {})",
+                                                                       fmt::join(not_checkpoints, ", "));
+  if (give.empty())
+    throw std::invalid_argument(fmt::format("{} {}: a run folder, not weights, and it holds no checkpoint{}: give a "
+                                            "checkpoint file",
+                                            option, path.string(), said));
+  throw std::invalid_argument(fmt::format("{} {}: a run folder, not weights: give one of its checkpoints, {}{}", option,
+                                          path.string(), fmt::join(give, ", or "), said));
 }
 
 std::vector<CheckpointFile> list_checkpoints(const std::filesystem::path& dir) {

@@ -26,6 +26,12 @@ namespace {
 using frontend::HfHead;
 
 std::string model_config_of(const std::map<std::string, std::string>& meta, const std::filesystem::path& checkpoint) {
+  const auto format = meta.find("format");
+  if (format == meta.end() || !format->second.starts_with("bertc-checkpoint-"))
+    throw TrainError(fmt::format("{}: not a bertc checkpoint (format '{}'{}): export takes a checkpoint of bertc train "
+                                 "or bertc finetune",
+                                 checkpoint.string(), format == meta.end() ? "" : format->second,
+                                 format != meta.end() && format->second == "pt" ? ": Hugging Face weights already" : ""));
   const auto it = meta.find("model_config");
   if (it == meta.end())
     throw TrainError(fmt::format("{}: the checkpoint does not record its model (a bertc from before export): export a "

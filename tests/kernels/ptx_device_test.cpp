@@ -97,5 +97,24 @@ TEST(PtxDevice, AnOutOfBoundsWriteFailsTheLaunch) {
   for (float v : back) EXPECT_EQ(v, 1.0f);
 }
 
+// A kernel with a cuBLAS product (a compiled program's, matmul library) is refused when it loads,
+// naming the fix (it failed at its launch, partway through a step, saying only that the device
+// runs no cuBLAS).
+TEST(PtxDevice, RefusesProductsInCublasWhenTheyLoad) {
+  codegen::KernelSpec k;
+  k.name = "k_library_product";
+  k.library = codegen::LibraryGemm{};
+  runtime::PtxDevice device(BERTC_TEST_CACHE, 80);
+  try {
+    device.load({&k});
+    FAIL() << "a cuBLAS product was loaded";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("runs 1 matrix product(s) in cuBLAS, and the PTX emulator runs bertc's own "
+                                         "kernels, not cuBLAS's: compile it again with --matmul generated"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace bertc::testing

@@ -27,8 +27,9 @@ TEST(DeviceRegistry, ListsTheDevicesByName) {
     EXPECT_FALSE(kind.description.empty()) << kind.name;
     EXPECT_NE(kind.open, nullptr) << kind.name;
   }
-  EXPECT_EQ(names, (std::vector<std::string_view>{"host", "cuda"}));
-  EXPECT_EQ(&device_kind("cuda"), &device_kinds()[1]);
+  EXPECT_EQ(names, (std::vector<std::string_view>{"host", "ptx", "cuda"}));
+  EXPECT_EQ(&device_kind("cuda"), &device_kinds()[2]);
+  EXPECT_FALSE(device_kind("ptx").chosen_automatically);  // (an emulator: --device auto never picks it)
 }
 
 TEST(DeviceRegistry, RefusesAnUnknownNameListingTheDevices) {
@@ -36,7 +37,7 @@ TEST(DeviceRegistry, RefusesAnUnknownNameListingTheDevices) {
     device_kind("tpu");
     FAIL() << "an unknown device was found";
   } catch (const std::invalid_argument& e) {
-    EXPECT_STREQ(e.what(), "no device 'tpu' (devices: host, cuda)");
+    EXPECT_STREQ(e.what(), "no device 'tpu' (devices: host, ptx, cuda)");
   }
 }
 
