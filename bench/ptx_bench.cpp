@@ -87,17 +87,11 @@ int main(int argc, char** argv) {
   fmt::print("(ratio: the seconds of every launch with the harness's set-up and comparisons, on the emulator over "
              "under host emulation)\n");
   for (const auto& [target, counts] : classes) {
-    std::vector<std::string> parts;
-    for (size_t c = 0; c < ptx::kInstructionClasses; ++c)
-      if (counts.by_class[c])
-        parts.push_back(fmt::format("{} {:.1f}%", ptx::class_name(static_cast<ptx::InstructionClass>(c)),
-                                    100.0 * static_cast<double>(counts.by_class[c]) /
-                                        static_cast<double>(counts.thread_instructions)));
     auto times = [](uint64_t got, uint64_t ideal) { return ideal ? static_cast<double>(got) / static_cast<double>(ideal) : 0.0; };
     fmt::print("{}: {:.3g} GFLOP counted; thread-instructions by class: {}; shared memory: {} warp requests, {} "
                "wavefronts where {} are conflict-free ({:.2f}x); global memory: {} warp requests, {} sectors of 32 "
                "bytes where {} hold their bytes ({:.2f}x)\n",
-               target, counts.flops / 1e9, fmt::join(parts, ", "), counts.shared_requests, counts.shared_wavefronts,
+               target, counts.flops / 1e9, tools::class_shares_text(counts), counts.shared_requests, counts.shared_wavefronts,
                counts.shared_ideal_wavefronts, times(counts.shared_wavefronts, counts.shared_ideal_wavefronts),
                counts.global_requests, counts.global_sectors, counts.global_ideal_sectors,
                times(counts.global_sectors, counts.global_ideal_sectors));

@@ -32,17 +32,11 @@ struct KernelLine {
 };
 
 std::string totals_text(const ptx::LaunchCounts& all, size_t launches) {
-  std::vector<std::string> parts;
-  for (size_t c = 0; c < ptx::kInstructionClasses; ++c)
-    if (all.by_class[c])
-      parts.push_back(fmt::format("{} {:.1f}%", ptx::class_name(static_cast<ptx::InstructionClass>(c)),
-                                  100.0 * static_cast<double>(all.by_class[c]) /
-                                      static_cast<double>(all.thread_instructions)));
   return fmt::format("  {} launches, {:.1f} M thread-instructions, {:.3g} GFLOP; by class: {}\n"
                      "  shared memory: {} warp requests in {:.2f}x their conflict-free wavefronts; global memory: {} "
                      "warp requests in {:.2f}x the fewest 32-byte sectors their bytes need\n",
                      launches, static_cast<double>(all.thread_instructions) / 1e6, all.flops / 1e9,
-                     fmt::join(parts, ", "), all.shared_requests,
+                     class_shares_text(all), all.shared_requests,
                      ratio(all.shared_wavefronts, all.shared_ideal_wavefronts), all.global_requests,
                      ratio(all.global_sectors, all.global_ideal_sectors));
 }
@@ -74,6 +68,16 @@ std::string_view main_bound(const KernelLine& k) {
 }
 
 }  // namespace
+
+std::string class_shares_text(const ptx::LaunchCounts& counts) {
+  std::vector<std::string> parts;
+  for (size_t c = 0; c < ptx::kInstructionClasses; ++c)
+    if (counts.by_class[c])
+      parts.push_back(fmt::format("{} {:.1f}%", ptx::class_name(static_cast<ptx::InstructionClass>(c)),
+                                  100.0 * static_cast<double>(counts.by_class[c]) /
+                                      static_cast<double>(counts.thread_instructions)));
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
 
 ptx::GpuRates rates_of(const passes::GpuSpec& gpu, passes::Precision precision) {
   using passes::Precision;

@@ -18,6 +18,9 @@ namespace bertc::tools {
 // bandwidth, the cost model's launch cost, what a multiprocessor holds.
 ptx::GpuRates rates_of(const passes::GpuSpec& gpu, passes::Precision precision);
 
+// The thread-instructions of `counts` by class, as shares: "float fma 41.0%, float other 4.2%, ...".
+std::string class_shares_text(const ptx::LaunchCounts& counts);
+
 // The counts of `launches` (kernels of sm_`sm` in `precision`): totals, the kernels that take the
 // longest projected on the arch's first GPU (`top` of them), and the projected time of all on every
 // GPU of the arch in the table. `registers_known`: the counts carry ptxas's registers (occupancy
