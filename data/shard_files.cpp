@@ -113,6 +113,19 @@ void refuse_incomplete_sets(const std::vector<std::filesystem::path>& files, con
     for (int64_t i = 0; i < set.count && missing.size() < 6; ++i)
       if (!set.present.count(i)) missing.push_back(missing.size() == 5 ? "..." : fmt::format("shard-{:05d}.hdf5", i));
     if (missing.empty()) continue;
+    // (one shard given of a set whose others sit beside it: the folder is what to give; "copy them
+    // back" sent the user looking for files that were there)
+    if (files.size() == 1) {
+      std::error_code ec;
+      int64_t beside = 0;
+      for (const auto& entry : std::filesystem::directory_iterator(files[0].parent_path(), ec))
+        beside += entry.path() != files[0] && entry.path().extension() == ".hdf5";
+      if (beside > 0)
+        throw DataError(fmt::format("{}: one shard of a set of {} that bertc prepare-data made, and {} more .hdf5 "
+                                    "file(s) are beside it: train on the set, --data {} (the folder)",
+                                    files[0].string(), set.count, beside,
+                                    files[0].parent_path().empty() ? "." : files[0].parent_path().string()));
+    }
     throw DataError(fmt::format(
         "{} of the {} shards that bertc prepare-data made with {} are not here ({}): their examples would be left "
         "out (a copy that did not finish? a name starting with '.', which is not read?). Copy them back beside the "

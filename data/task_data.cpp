@@ -281,7 +281,21 @@ std::string text_member(const json& object, const std::string& key, const std::s
   return v.get<std::string>();
 }
 
-int32_t class_member(const json& v, int64_t line, const ExampleMaker& maker) {
+int32_t class_member(const json& v, int64_t line, const ExampleMaker& maker, const std::vector<std::string>& names) {
+  // A whole number where the labels are named numerals ("1,0", as datasets' to_json writes a
+  // string label's numbers) is the label of that name, not the class at that position (JSON 1 was
+  // the class named "0", silently); one that names none of them is refused as ambiguous.
+  if (v.is_number_integer() && !names.empty()) {
+    const std::string text = std::to_string(v.get<int64_t>());
+    if (std::find(names.begin(), names.end(), text) != names.end()) return maker.class_of(line, text);
+    const bool numerals = std::any_of(names.begin(), names.end(), [](const std::string& n) {
+      return !n.empty() && std::all_of(n.begin(), n.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
+    });
+    if (numerals)
+      maker.fail(line, fmt::format("label {} is a number, and [finetune] labels names numerals ({}) but not {}: write "
+                                   "the label as one of those names",
+                                   text, fmt::join(names, ", "), text));
+  }
   if (v.is_number_integer()) return maker.class_number(line, v.get<int64_t>());
   if (v.is_string()) return maker.class_of(line, v.get<std::string>());
   // (A number that is not a whole one of 64 bits: 1.0, 1e3, 2^64; said as the number it is.)
@@ -330,7 +344,7 @@ TaskData read_jsonl(const std::filesystem::path& path, const TaskFormat& f, cons
       for (size_t i = 0; i < words.size(); ++i) {
         if (!words[i].is_string()) maker.fail(number, fmt::format("word {} of '{}' is not a string", i, f.text_a));
         w.push_back(words[i].get<std::string>());
-        t.push_back(class_member(tags[i], number, maker));
+        t.push_back(class_member(tags[i], number, maker, f.label_names));
       }
       maker.set_words(e, w, t, data);
     } else {
@@ -340,7 +354,7 @@ TaskData read_jsonl(const std::filesystem::path& path, const TaskFormat& f, cons
       maker.set_texts(e, a, b, data.truncated);
       const json& label = member(object, f.label, "label", number, maker);
       if (f.kind == LabelKind::Class) {
-        e.label = class_member(label, number, maker);
+        e.label = class_member(label, number, maker, f.label_names);
       } else {
         if (!label.is_number() || !std::isfinite(label.get<double>()))
           maker.fail(number, fmt::format("regression target '{}' must be a finite number", f.label));

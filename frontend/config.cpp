@@ -429,10 +429,14 @@ void refuse_binary(std::string_view text, const std::string& source) {
   const std::string_view head = text.substr(0, 4096);
   if (head.find('\0') == std::string_view::npos && !head.starts_with("\x7f" "ELF")) return;
   const std::string kind = support::content_kind_of(head);
-  throw ConfigError(fmt::format("{}: not a TOML config but a binary file{}: `bertc info {}` says what a compiled program "
-                                "holds (and the config it was compiled from), `bertc train {}` trains one; this "
-                                "command reads a config",
-                                source, kind.empty() ? "" : ", " + kind, source, source));
+  // (the advice of info and train only where it is a compiled program they read)
+  const bool program = head.starts_with("BERTCX") || head.starts_with("\x7f" "ELF");
+  throw ConfigError(fmt::format("{}: not a TOML config but a binary file{}{}; this command reads a config", source,
+                                kind.empty() ? "" : ", " + kind,
+                                program ? fmt::format(": `bertc info {}` says what a compiled program holds (and the "
+                                                      "config it was compiled from), `bertc train {}` trains one",
+                                                      source, source)
+                                        : ""));
 }
 
 }  // namespace
@@ -521,7 +525,7 @@ Config load_config(const std::filesystem::path& path, std::span<const ExtraKey> 
 
 Config load_data_config(const std::filesystem::path& path, std::span<const ExtraKey> extra_keys) {
   Config config = load_config(path, extra_keys, /*model_required=*/false);
-  validate(config);  // (without [model]: [train]'s relations; the model's defaults bound nothing made here)
+  validate(config);  // (without [model]: against BERT-base's, as load_data_config's comment says)
   return config;
 }
 

@@ -125,9 +125,10 @@ class ConfigError : public std::runtime_error {
 // checks the relations between keys that a config without [model] could not be checked for).
 Config load_config(const std::filesystem::path& path, std::span<const ExtraKey> extra_keys = {},
                    bool model_required = true);
-// A config for a command that makes data and reads no [model] key (bertc batch, vocab,
-// prepare-data): one without [model] is taken (a fine-tuning config of a Hugging Face folder's or
-// a checkpoint's model has none), the relations of its other keys checked.
+// A config for a command that makes data (bertc batch, vocab, prepare-data): one without [model]
+// is taken (a fine-tuning config of a Hugging Face folder's or a checkpoint's model has none), its
+// relations checked against BERT-base's [model] then, which bounds the vocabulary (30522 tokens,
+// [PAD] id 0) and seq_len (512): a larger model's config names its [model].
 Config load_data_config(const std::filesystem::path& path, std::span<const ExtraKey> extra_keys = {});
 // The same from text; `source` is the name shown in messages. Relations between keys are checked
 // when `check_relations` (a config whose [model] may come from elsewhere is checked once it has

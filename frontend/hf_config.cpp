@@ -196,13 +196,18 @@ bool records_model(const std::filesystem::path& file) {
 // merged with the config's [model] keys as a folder's config.json is: the checkpoint's own sizes,
 // where a config without [model] was refused and a [model] of some keys took BERT-base's for the
 // rest (every tensor then had another shape).
-void use_recorded_model(Config& config, const std::filesystem::path& checkpoint) {
+void use_recorded_model(Config& config, const std::filesystem::path& checkpoint, const std::string& model_program) {
   std::map<std::string, std::string> meta;
   try {
     meta = support::read_safetensors_metadata(checkpoint);
   } catch (const support::SafetensorsError& e) {
     throw ConfigError(fmt::format("{} (given as --init, the model to start from)", e.what()));
   }
+  // (another model program's checkpoint has other layers under the same names: it loaded silently)
+  if (const auto program = meta.find("model"); program != meta.end() && program->second != model_program)
+    throw ConfigError(fmt::format("--init {}: a checkpoint of model '{}', and this is model '{}', whose layers differ: "
+                                  "start it from a checkpoint of its own (or fresh)",
+                                  checkpoint.string(), program->second, model_program));
   const auto recorded = meta.find("model_config");
   if (recorded == meta.end())
     throw ConfigError(fmt::format("{}: no [model] section, and --init {} records no model (Hugging Face weights, or a "
@@ -237,7 +242,7 @@ void take_model_from(Config& config, const std::filesystem::path& init, const st
     return;
   }
   if (!init.empty() && std::filesystem::is_regular_file(init, ec) && (!config.model_section || records_model(init))) {
-    use_recorded_model(config, init);
+    use_recorded_model(config, init, model_program);
     return;
   }
   if (!config.model_section)

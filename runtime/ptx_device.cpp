@@ -81,7 +81,8 @@ void PtxDevice::use_images(std::map<std::string, codegen::GpuImage> /*images*/, 
 void PtxDevice::load(const std::vector<const codegen::KernelSpec*>& kernels) {
   // (a compiled program's products in cuBLAS: refused before anything runs, as the CUDA device
   // refuses them without a cuBLAS; a config's plans keep off cuBLAS here: device_render_target)
-  const auto library = std::count_if(kernels.begin(), kernels.end(), [](const codegen::KernelSpec* k) { return k->library.has_value(); });
+  const auto library =
+      std::count_if(kernels.begin(), kernels.end(), [](const codegen::KernelSpec* k) { return k->library.has_value(); });
   if (library > 0)
     throw std::runtime_error(fmt::format("the program runs {} matrix product(s) in cuBLAS, and {}: compile it again with "
                                          "--matmul generated (bertc compile CONFIG --matmul generated -o FILE.bertx)",
@@ -105,6 +106,9 @@ void PtxDevice::load(const std::vector<const codegen::KernelSpec*>& kernels) {
 }
 
 void PtxDevice::launch(const codegen::KernelSpec& k, void** args) {
+  // (said as the Host and CUDA devices say it; the emulator's own check is the driver's, by PTX)
+  if (const auto problem = codegen::launch_problem(k, sm_))
+    throw std::runtime_error(fmt::format("kernel {} ({}): a GPU would refuse its launch: {}", k.name, k.label, *problem));
   const auto it = loaded_.find(k.name);
   if (it == loaded_.end()) throw std::logic_error("kernel " + k.name + " was not loaded");
   Loaded* loaded = it->second.get();

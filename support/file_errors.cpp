@@ -117,7 +117,8 @@ std::string content_kind(const std::filesystem::path& path) {
 }
 
 std::string content_kind_of(std::string_view bytes) {
-  if (bytes.starts_with(std::string_view(kBertxMagic, sizeof kBertxMagic))) return "a compiled program (.bertx)";
+  // (its magic's first 6 bytes: a .bertx of another format version is one too)
+  if (bytes.starts_with(std::string_view(kBertxMagic, 6))) return "a compiled program (.bertx)";
   if (bytes.starts_with("\x7f" "ELF")) return "an executable (a training executable of bertc compile --executable?)";
   if (bytes.starts_with(std::string_view("\x89HDF\r\n\x1a\n", 8)))
     return "an HDF5 file (a shard of bertc prepare-data, given as --data FOLDER?)";

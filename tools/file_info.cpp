@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <stdexcept>
 #include <vector>
 
@@ -47,11 +48,6 @@ std::string checkpoint_text(const Metadata& meta, const std::string& path) {
   return out + vocab_line(meta) + "(bertc info --json FILE: the whole record)\n";
 }
 
-bool is_checkpoint(const Metadata& meta) {
-  const auto format = meta.find("format");
-  return format != meta.end() && format->second.starts_with("bertc-checkpoint-");
-}
-
 // The record of checkpoint `path`, once its checksums hold.
 Metadata verified_record(const std::string& path) {
   const support::Safetensors file = support::read_safetensors(path);
@@ -69,28 +65,12 @@ std::string other_kind(const Metadata& meta) {
   return "weights with Hugging Face names, or another safetensors file (no bertc record)";
 }
 
-// The format a file named as a checkpoint says it is ("" when its header does not read).
-std::string format_of(const std::filesystem::path& file) {
-  try {
-    return value_of(support::read_safetensors_metadata(file), "format");
-  } catch (const std::exception&) {
-    return "";
-  }
-}
-
 void describe_run_folder(const std::string& path, const std::vector<train::CheckpointFile>& kept, bool json,
                          std::ostream& out) {
   // The newest file that is a checkpoint (a batch or a dump named as one is said, not shown as a
   // checkpoint of blank record: --resume refuses the folder while it is there).
   std::vector<std::string> not_checkpoints;
-  const train::CheckpointFile* newest = nullptr;
-  for (auto it = kept.rbegin(); it != kept.rend() && !newest; ++it) {
-    const std::string format = format_of(it->path);
-    if (format.starts_with("bertc-checkpoint-")) newest = &*it;
-    else
-      not_checkpoints.push_back(fmt::format("{} ({})", it->path.filename().string(),
-                                            format.empty() ? "unreadable as safetensors: cut short, or another kind of file" : "format " + format));
-  }
+  const std::optional<train::CheckpointFile> newest = train::newest_checkpoint(kept, not_checkpoints);
   std::vector<int64_t> steps;
   for (const train::CheckpointFile& c : kept) steps.push_back(c.step);
   const std::vector<train::CheckpointFile> best = train::list_checkpoints(std::filesystem::path(path) / "best");
@@ -125,11 +105,28 @@ void describe_hf_folder(const std::string& path, bool json, std::ostream& out) {
   if (!config.is_object())
     throw std::invalid_argument(fmt::format("{}: not a JSON object", (folder / "config.json").string()));
   std::error_code ec;
-  const std::filesystem::path weights = folder / "model.safetensors";
+  std::filesystem::path weights = folder / "model.safetensors";
+  std::string weights_text = weights.string();
+  // (sharded weights: the index's files, the first one's record; bertc reads such folders too)
+  if (const std::filesystem::path index = folder / "model.safetensors.index.json";
+      !std::filesystem::exists(weights, ec) && std::filesystem::is_regular_file(index, ec)) {
+    std::set<std::string> shards;
+    try {
+      std::ifstream in(index);
+      const nlohmann::json j = nlohmann::json::parse(in);
+      for (const auto& [tensor, file] : j.at("weight_map").items()) shards.insert(file.get<std::string>());
+    } catch (const nlohmann::json::exception& e) {
+      throw std::invalid_argument(fmt::format("{}: not an index of shards: {}", index.string(), e.what()));
+    }
+    if (!shards.empty()) {
+      weights = folder / *shards.begin();
+      weights_text = fmt::format("{} ({} shard(s): {})", index.string(), shards.size(), fmt::join(shards, ", "));
+    }
+  }
   const bool has_weights = std::filesystem::is_regular_file(weights, ec);
   const Metadata meta = has_weights ? support::read_safetensors_metadata(weights) : Metadata{};
   if (json) {
-    out << nlohmann::json({{"hf_folder", path}, {"config", config}, {"weights", has_weights ? weights.string() : ""},
+    out << nlohmann::json({{"hf_folder", path}, {"config", config}, {"weights", has_weights ? weights_text : ""},
                            {"weights_metadata", meta}})
                .dump(2)
         << "\n";
@@ -145,7 +142,7 @@ void describe_hf_folder(const std::string& path, bool json, std::ostream& out) {
                      number("hidden_size"), number("num_hidden_layers"), number("num_attention_heads"),
                      number("vocab_size"));
   if (config.contains("id2label")) out << fmt::format("labels       {}\n", config["id2label"].dump());
-  out << fmt::format("weights      {}\n", has_weights ? weights.string() : "none (no model.safetensors)");
+  out << fmt::format("weights      {}\n", has_weights ? weights_text : "none (no model.safetensors)");
   if (meta.count("vocab_xxh3")) out << vocab_line(meta);
   out << "(bertc info --json DIR: config.json and the weights' record whole)\n";
 }
@@ -173,7 +170,7 @@ void describe_safetensors(const std::string& path, bool json, std::ostream& out)
                                             "compile -o FILE.bertx, or --executable -o NAME, makes programs)",
                                             path));
   }
-  if (is_checkpoint(meta)) {
+  if (train::is_checkpoint_record(meta)) {
     const Metadata record = verified_record(path);
     out << (json ? nlohmann::json(record).dump(2) + "\n" : checkpoint_text(record, path));
     return;

@@ -78,7 +78,10 @@ int finetune(const FinetuneArgs& args, const CompileFlags& flags, const frontend
   o.train_data = *train_data;
   o.dev_data = path_of(args.dev_data, c, c.finetune.dev_data);
   o.init = path_of(args.init, c, c.finetune.init);
-  train::refuse_run_folder_as_weights(o.init.value_or(std::filesystem::path()), "--init");
+  // (named as the user gave it: the config's key, whose paths are the config's folder's)
+  train::refuse_run_folder_as_weights(o.init.value_or(std::filesystem::path()),
+                                      args.init.empty() ? fmt::format("{}'s [finetune] init (as read from here)", args.config)
+                                                        : std::string("--init"));
   frontend::take_model_from(c, o.init.value_or(std::filesystem::path()), model.name);  // (a Hugging Face folder's config.json)
   o.vocab = c.resolve(c.train.vocab);
   o.checkpoint_dir = args.checkpoint_dir.empty() ? std::filesystem::path("checkpoints") / c.name

@@ -91,7 +91,7 @@ ptx::GpuRates rates_of(const passes::GpuSpec& gpu, passes::Precision precision) 
           gpu.clock_ghz(),
           4,
           gpu.fp32_tflops,
-          tensor ? passes::matrix_peak(gpu, inputs, precision) : 0.0,
+          tensor ? passes::matrix_peak(gpu, inputs, precision) / 1e12 : 0.0,  // (matrix_peak: FLOP/s)
           gpu.bandwidth_gbs,
           passes::kLaunchSeconds,
           static_cast<uint32_t>(gpu.max_warps_per_sm),

@@ -107,6 +107,27 @@ std::optional<int64_t> checkpoint_step_of(const std::string& file_name) {
   return std::stoll(m[1]);
 }
 
+bool is_checkpoint_record(const std::map<std::string, std::string>& metadata) {
+  const auto format = metadata.find("format");
+  return format != metadata.end() && format->second.starts_with("bertc-checkpoint-");
+}
+
+std::optional<CheckpointFile> newest_checkpoint(const std::vector<CheckpointFile>& files,
+                                                std::vector<std::string>& not_checkpoints) {
+  for (auto it = files.rbegin(); it != files.rend(); ++it) {
+    std::string why;
+    try {
+      const auto meta = support::read_safetensors_metadata(it->path);
+      if (is_checkpoint_record(meta)) return *it;
+      why = fmt::format("format {}", meta.count("format") ? meta.at("format") : "none");
+    } catch (const std::exception&) {
+      why = "unreadable as safetensors: cut short, or another kind of file";
+    }
+    not_checkpoints.push_back(fmt::format("{} ({})", it->path.filename().string(), why));
+  }
+  return std::nullopt;
+}
+
 void refuse_run_folder_as_weights(const std::filesystem::path& path, const std::string& option) {
   std::error_code ec;
   if (path.empty() || std::filesystem::exists(path / "config.json", ec)) return;
@@ -115,21 +136,11 @@ void refuse_run_folder_as_weights(const std::filesystem::path& path, const std::
   // The newest that is a checkpoint (a file cut short, or another kind under a checkpoint's name,
   // is said, not offered: it was, and the advice failed next).
   std::vector<std::string> not_checkpoints;
-  auto newest_checkpoint = [&](const std::vector<CheckpointFile>& files) -> std::optional<std::filesystem::path> {
-    for (auto it = files.rbegin(); it != files.rend(); ++it) {
-      try {
-        const auto meta = support::read_safetensors_metadata(it->path);
-        if (const auto f = meta.find("format"); f != meta.end() && f->second.starts_with("bertc-checkpoint-"))
-          return it->path;
-      } catch (const std::exception&) {
-      }
-      not_checkpoints.push_back(it->path.filename().string());
-    }
-    return std::nullopt;
-  };
   std::vector<std::string> give;
-  if (const auto b = newest_checkpoint(best)) give.push_back(fmt::format("{} (its best epoch's)", b->string()));
-  if (const auto k = newest_checkpoint(kept)) give.push_back(fmt::format("{} (its newest)", k->string()));
+  if (const auto b = newest_checkpoint(best, not_checkpoints))
+    give.push_back(fmt::format("{} (its best epoch's)", b->path.string()));
+  if (const auto k = newest_checkpoint(kept, not_checkpoints))
+    give.push_back(fmt::format("{} (its newest)", k->path.string()));
   const std::string said = not_checkpoints.empty() ? "" : fmt::format(" (not a checkpoint, though named as one: {})",
                                                                        fmt::join(not_checkpoints, ", "));
   if (give.empty())

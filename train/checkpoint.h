@@ -24,6 +24,14 @@ struct CheckpointFile {
 std::filesystem::path checkpoint_path(const std::filesystem::path& dir, int64_t step);
 // The checkpoints in `dir`, oldest first (half-written temporaries are not among them).
 std::vector<CheckpointFile> list_checkpoints(const std::filesystem::path& dir);
+// Whether a safetensors file's record is a bertc checkpoint's (its format "bertc-checkpoint-N").
+bool is_checkpoint_record(const std::map<std::string, std::string>& metadata);
+// The newest of `files` (list_checkpoints's, oldest first) whose record is a checkpoint's; each
+// newer one that is not (cut short, or another kind under a checkpoint's name) is added to
+// `not_checkpoints` as "NAME (format F)" or "NAME (unreadable as safetensors: ...)".
+std::optional<CheckpointFile> newest_checkpoint(const std::vector<CheckpointFile>& files,
+                                                std::vector<std::string>& not_checkpoints);
+
 // Throws std::invalid_argument when `path` is a run folder (checkpoints, no config.json) given where weights
 // are read (`option`: "--init", "export"), naming its newest checkpoint and its best/ one to give
 // instead (a run folder was said as "a folder without config.json", or CLI11's "File is actually

@@ -27,7 +27,7 @@ using frontend::HfHead;
 
 std::string model_config_of(const std::map<std::string, std::string>& meta, const std::filesystem::path& checkpoint) {
   const auto format = meta.find("format");
-  if (format == meta.end() || !format->second.starts_with("bertc-checkpoint-"))
+  if (!is_checkpoint_record(meta))
     throw TrainError(fmt::format("{}: not a bertc checkpoint (format '{}'{}): export takes a checkpoint of bertc train "
                                  "or bertc finetune",
                                  checkpoint.string(), format == meta.end() ? "" : format->second,
@@ -114,7 +114,11 @@ ExportedVocab vocabulary(const ExportOptions& o, const std::map<std::string, std
   }
   ExportedVocab out{"", data::record_of(vocab)};
   for (int64_t i = 0; i < vocab.size(); ++i) out.text += vocab.token(i) + "\n";
-  out.record.path = (o.output / "vocab.txt").string();
+  // (absolute, as checkpoints record theirs: from another folder a relative one named another file)
+  std::error_code ec;
+  const std::filesystem::path file = o.output / "vocab.txt";
+  const std::filesystem::path absolute = std::filesystem::absolute(file, ec);
+  out.record.path = (ec ? file : absolute.lexically_normal()).string();
   return out;
 }
 

@@ -100,22 +100,22 @@ void check_same_settings(const std::map<std::string, std::string>& saved, const 
 // ones newer than the pretraining one must leave the folder.
 std::string pretraining_beside(const std::filesystem::path& dir) {
   const std::vector<CheckpointFile> all = list_checkpoints(dir);
-  std::vector<std::string> newer;  // the fine-tuning checkpoints after the newest pretraining one
+  // Every file after the newest pretraining checkpoint must leave for --resume to take it: the
+  // fine-tuning checkpoints, and any file that is no checkpoint under a checkpoint's name.
+  std::vector<std::string> newer;
   for (auto it = all.rbegin(); it != all.rend(); ++it) {
     std::map<std::string, std::string> meta;
     try {
       meta = support::read_safetensors_metadata(it->path);
-    } catch (const std::exception&) {  // (not one to resume: passed over, as it is not named)
-      continue;
+    } catch (const std::exception&) {
     }
-    if (meta.count("finetune_task")) {
+    if (!is_checkpoint_record(meta) || meta.count("finetune_task")) {
       newer.push_back(it->path.filename().string());
       continue;
     }
     std::reverse(newer.begin(), newer.end());
-    return fmt::format("; to resume the pretraining checkpoint {} beside it, move the fine-tuning checkpoint{} {} out "
-                       "of {}",
-                       it->path.string(), newer.size() > 1 ? "s" : "", fmt::join(newer, " "), dir.string());
+    return fmt::format("; to resume the pretraining checkpoint {} beside it, move {} out of {}", it->path.string(),
+                       fmt::join(newer, " "), dir.string());
   }
   return "";
 }
@@ -123,7 +123,7 @@ std::string pretraining_beside(const std::filesystem::path& dir) {
 // Refuses a resume whose run figures (run_metadata's) differ from the checkpoint's, naming the first.
 // `compiled`: the run trains a compiled program (.bertx, a training executable), whose settings
 // are its compile's: the fix is to compile it again, not a flag it refuses.
-void check_same_run(std::map<std::string, std::string> saved, const std::map<std::string, std::string>& now, int ranks,
+void check_same_run(std::map<std::string, std::string> saved, const std::map<std::string, std::string>& now,
                     const std::filesystem::path& checkpoint, bool compiled) {
   // (a fine-tuning run's folder: said as that, not as the first setting that differs)
   if (const auto task = saved.find("finetune_task"); task != saved.end())
@@ -328,7 +328,7 @@ int64_t prepare_state(const frontend::ModelDefinition& model, const TrainOptions
         const auto format = saved.find("format");
         const bool checkpoint = format != saved.end() && format->second.starts_with("bertc-checkpoint-");
         if (checkpoint) {
-          check_same_run(saved, run_metadata(model, o.config, ranks), ranks, existing.back().path,
+          check_same_run(saved, run_metadata(model, o.config, ranks), existing.back().path,
                          o.compiled != nullptr);
           check_same_settings(saved, o.config, existing.back().path, log);
         }
@@ -348,7 +348,7 @@ int64_t prepare_state(const frontend::ModelDefinition& model, const TrainOptions
             before));
       }
     }();
-    check_same_run(c.metadata, run_metadata(model, o.config, ranks), ranks, existing.back().path,
+    check_same_run(c.metadata, run_metadata(model, o.config, ranks), existing.back().path,
                    o.compiled != nullptr);
     check_same_settings(c.metadata, o.config, existing.back().path, log);
     say_allowed_changes(c.metadata, o.config, ranks, log);

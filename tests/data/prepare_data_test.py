@@ -294,6 +294,12 @@ partial = train("partial-run", "--data", os.path.join(WORK, "partial"), check=Fa
 if partial.returncode != 1 or "1 of the 4 shards that bertc prepare-data made" not in partial.stderr or \
         "(shard-00002.hdf5)" not in partial.stderr or "step 1/" in partial.stderr:
     fail(f"a set missing a shard: exit {partial.returncode}:\n{partial.stderr[-1500:]}")
+# One shard given of a set whose others are beside it: the folder is named (it said the others were
+# not here, to be copied back); the advice trains (the set was trained above as "one").
+lone = train("lone-run", "--data", os.path.join(WORK, "one", "shard-00001.hdf5"), check=False)
+if lone.returncode != 1 or "shard-00001.hdf5: one shard of a set of 4 that bertc prepare-data made, and 3 more " \
+        ".hdf5 file(s) are beside it: train on the set, --data " + os.path.join(WORK, "one") not in lone.stderr:
+    fail(f"one shard of a set given: exit {lone.returncode}:\n{lone.stderr[-1500:]}")
 # Text trains as its shards do: text_shards = 4 makes in memory the examples prepare-data --shards 4
 # wrote, and the trainer reads them in the same order, so every loss and gradient norm is equal.
 as_text = re.sub(r'^data = .*$', f'data = "{CORPUS}"', text, flags=re.M).replace("[train]\n", "[train]\ntext_shards = 4\n", 1)

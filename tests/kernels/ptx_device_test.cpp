@@ -11,6 +11,7 @@
 #include "passes/targets.h"
 #include "runtime/host_device.h"
 #include "runtime/ptx_device.h"
+#include "tools/ptx_counts.h"
 #include "train/graph_runner.h"
 
 namespace bertc::testing {
@@ -90,11 +91,29 @@ TEST(PtxDevice, AnOutOfBoundsWriteFailsTheLaunch) {
     EXPECT_NE(std::string(e.what()).find("kernel k_planted_off_by_one (a planted bug) on the PTX emulator for sm_61"),
               std::string::npos)
         << e.what();
+    EXPECT_NE(std::string(e.what()).find("outside every allocation the launch was given"), std::string::npos)
+        << e.what();  // (memcheck's finding, not another failure of the launch)
   }
   device.launch(right, args);
   float back[32] = {};
   device.download(back, x, sizeof back);
   for (float v : back) EXPECT_EQ(v, 1.0f);
+}
+
+// The rates projections take are the GPU table's in TFLOPS (an A100's dense bf16 tensor-core peak
+// is 312; the cost model's matrix_peak is in FLOP/s, and passed as it was, every mma's time was
+// 1e12 times too small), and an mma-bound launch projects at that rate.
+TEST(PtxCounts, RatesAreTheDatasheetsInTflops) {
+  const passes::GpuSpec a100 = *passes::gpu_of_sm(80);
+  const ptx::GpuRates bf16 = tools::rates_of(a100, passes::Precision::Bf16);
+  EXPECT_NEAR(bf16.mma_tflops, a100.bf16_tensor_tflops, 1e-9);
+  EXPECT_GT(bf16.mma_tflops, 100);
+  EXPECT_EQ(tools::rates_of(a100, passes::Precision::Fp32).mma_tflops, 0);  // (fp32 runs no mma)
+  ptx::LaunchCounts c;
+  c.blocks = 10000, c.thread_instructions = 1, c.flops = c.mma_flops = 312e12 * 1e-3;  // a millisecond's worth
+  const ptx::Projection p = ptx::project(c, bf16);
+  EXPECT_NEAR(p.mma_seconds, 1e-3 * 312 / a100.bf16_tensor_tflops, 1e-9);
+  EXPECT_EQ(p.bound, ptx::Bound::Mma);
 }
 
 // A kernel with a cuBLAS product (a compiled program's, matmul library) is refused when it loads,

@@ -218,6 +218,27 @@ std::vector<TaskExample> examples_of_lengths(const std::vector<size_t>& lengths)
   return out;
 }
 
+// A JSON number where [finetune] labels names numerals ("1,0") is the label of that name, as its
+// string is (JSON 1 was the class at position 1, named "0": flipped, silently); a number naming
+// none of them is refused; with names that are no numerals a number is still a class position.
+TEST_F(TaskFiles, NumbersAreTheLabelsTheyNameWhereLabelsAreNumerals) {
+  TaskFormat f;
+  f.text_a = "s", f.label_names = {"1", "0"}, f.num_labels = 2;
+  const TaskData d = read(write("num.jsonl", "{\"s\": \"the cat\", \"label\": 1}\n{\"s\": \"dog\", \"label\": \"1\"}\n"
+                                             "{\"s\": \"dog\", \"label\": 0}\n"),
+                          f);
+  ASSERT_EQ(d.examples.size(), 3u);
+  EXPECT_EQ(d.examples[0].label, 0);  // (the class named "1")
+  EXPECT_EQ(d.examples[1].label, 0);
+  EXPECT_EQ(d.examples[2].label, 1);
+  f.label_names = {"1", "2", "3"}, f.num_labels = 3;
+  EXPECT_NE(error(write("zero.jsonl", "{\"s\": \"dog\", \"label\": 0}\n"), f)
+                .find("zero.jsonl:1: label 0 is a number, and [finetune] labels names numerals (1, 2, 3) but not 0"),
+            std::string::npos);
+  f.label_names = {"neg", "pos"}, f.num_labels = 2;
+  EXPECT_EQ(read(write("pos.jsonl", "{\"s\": \"dog\", \"label\": 1}\n"), f).examples[0].label, 1);
+}
+
 TEST(TaskBatches, EveryExampleOnceInTheShortestBucketThatHoldsIt) {
   const std::vector<int64_t> buckets = {4, 8, 16};
   const auto examples = examples_of_lengths({3, 4, 5, 8, 9, 16, 2, 7, 12, 3, 3});
