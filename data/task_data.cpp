@@ -288,13 +288,14 @@ int32_t class_member(const json& v, int64_t line, const ExampleMaker& maker, con
   if (v.is_number_integer() && !names.empty()) {
     const std::string text = std::to_string(v.get<int64_t>());
     if (std::find(names.begin(), names.end(), text) != names.end()) return maker.class_of(line, text);
-    const bool numerals = std::any_of(names.begin(), names.end(), [](const std::string& n) {
-      return !n.empty() && std::all_of(n.begin(), n.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
-    });
-    if (numerals)
+    std::vector<std::string> numerals;
+    for (const std::string& n : names)
+      if (!n.empty() && std::all_of(n.begin(), n.end(), [](unsigned char c) { return std::isdigit(c) != 0; }))
+        numerals.push_back(n);
+    if (!numerals.empty())
       maker.fail(line, fmt::format("label {} is a number, and [finetune] labels names numerals ({}) but not {}: write "
-                                   "the label as one of those names",
-                                   text, fmt::join(names, ", "), text));
+                                   "the label as one of its names ({})",
+                                   text, fmt::join(numerals, ", "), text, fmt::join(names, ", ")));
   }
   if (v.is_number_integer()) return maker.class_number(line, v.get<int64_t>());
   if (v.is_string()) return maker.class_of(line, v.get<std::string>());

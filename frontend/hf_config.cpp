@@ -222,6 +222,12 @@ void use_recorded_model(Config& config, const std::filesystem::path& checkpoint,
     throw ConfigError(fmt::format("{}: not JSON: {}", source, e.what()));
   }
   merge_recorded_model(config, model_from_json(j, source), source, "the checkpoint's record");
+  // The tokenizer too, where the config names none, as a folder's vocab.txt is taken: the file the
+  // checkpoint records (its tokens are checked against the record when the weights are read).
+  if (const auto vocab = meta.find("vocab"); vocab != meta.end() && !config.given.count("train.vocab"))
+    config.train.vocab = vocab->second;
+  if (const auto lower = meta.find("do_lower_case"); lower != meta.end() && !config.given.count("train.do_lower_case"))
+    config.train.do_lower_case = lower->second == "true";
   validate(config, source);
 }
 

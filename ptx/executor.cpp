@@ -100,6 +100,7 @@ struct BlockRun {
   SharedShadow& shadow;
   std::vector<uint8_t> shared;
   std::map<std::string, uint64_t> shared_at, local_at;  // variables' addresses in their spaces
+  std::vector<std::pair<uint64_t, uint64_t>> shared_extents;  // the shared variables' bytes (not their padding)
   size_t local_bytes = 0;
   std::vector<Thread> threads;
   std::array<uint64_t, kOps> by_op{};  // (counted here, a map's lookup too slow per instruction)
@@ -119,6 +120,7 @@ struct BlockRun {
   void lay_out_variables() {
     const SharedLayout layout = lay_out_shared(emu.module(), entry, config.dynamic_shared_bytes);
     shared_at = layout.offsets;
+    shared_extents = layout.extents;
     for (const Variable& v : entry.variables) {
       if (v.space == Space::Local) {
         local_bytes = align_up(local_bytes, static_cast<size_t>(v.align));
@@ -665,7 +667,7 @@ struct BlockRun {
   void run_block() {
     lay_out_variables();
     make_threads();
-    shadow.begin_block(shared.size(), static_cast<uint32_t>((threads.size() + 31) / 32));
+    shadow.begin_block(shared.size(), static_cast<uint32_t>((threads.size() + 31) / 32), shared_extents);
     shared_requests.begin_block(threads.size());
     global_requests.begin_block(threads.size());
     std::vector<size_t> order(threads.size());

@@ -13,6 +13,7 @@ SharedLayout lay_out_shared(const Module& module, const Entry& entry, uint64_t d
   auto place = [&](const Variable& v) {
     out.total_bytes = align_up(out.total_bytes, static_cast<uint64_t>(v.align));
     out.offsets[v.name] = out.total_bytes;
+    out.extents.emplace_back(out.total_bytes, out.total_bytes + (v.bytes == 0 ? dynamic_bytes : v.bytes));
     if (v.bytes == 0) dynamic = true;  // ([]: sized at launch)
     out.total_bytes += v.bytes == 0 ? dynamic_bytes : v.bytes;
     if (v.bytes != 0) out.static_bytes = out.total_bytes;

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "ptx/module.h"
 
@@ -27,6 +29,7 @@ struct ArchLimits {
 struct SharedLayout {
   std::map<std::string, uint64_t> offsets;
   uint64_t static_bytes = 0, total_bytes = 0;
+  std::vector<std::pair<uint64_t, uint64_t>> extents;  // each variable's [offset, offset + bytes): not its padding
 };
 SharedLayout lay_out_shared(const Module& module, const Entry& entry, uint64_t dynamic_bytes);
 

@@ -5,10 +5,15 @@
 
 namespace bertc::ptx {
 
-void SharedShadow::begin_block(uint64_t bytes, uint32_t warps) {
+void SharedShadow::begin_block(uint64_t bytes, uint32_t warps,
+                               const std::vector<std::pair<uint64_t, uint64_t>>& extents) {
   ++epoch_;
   block_start_ = epoch_;
   if (cells_.size() < bytes) cells_.resize(bytes);  // (older cells hold older epochs: never written here)
+  declared_.assign(cells_.size(), false);
+  for (const auto& [begin, end] : extents)
+    std::fill(declared_.begin() + static_cast<std::ptrdiff_t>(std::min<uint64_t>(begin, declared_.size())),
+              declared_.begin() + static_cast<std::ptrdiff_t>(std::min<uint64_t>(end, declared_.size())), true);
   if (warp_epoch_.size() < warps) warp_epoch_.resize(warps, 0);
 }
 
@@ -28,7 +33,7 @@ std::optional<SharedHazard> SharedShadow::read(uint32_t thread, uint32_t pc, uin
   const Stamp now = stamp(thread, pc);
   for (uint64_t b = offset; b < offset + n; ++b) {
     Cell& c = cells_[b];
-    if (!found && c.write.epoch < block_start_)
+    if (!found && c.write.epoch < block_start_ && declared_[b])
       found = SharedHazard{SharedHazard::Kind::Uninitialised, b, 0, 0};
     else if (!found && !ordered(c.write, thread))
       found = SharedHazard{SharedHazard::Kind::ReadAfterWrite, b, c.write.thread, c.write.pc};

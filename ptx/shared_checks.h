@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <utility>
 #include <vector>
 
 namespace bertc::ptx {
@@ -21,8 +22,11 @@ struct SharedHazard {
 
 class SharedShadow {
  public:
-  // A block begins: `bytes` of shared memory, none written, threads of `warps` warps.
-  void begin_block(uint64_t bytes, uint32_t warps);
+  // A block begins: `bytes` of shared memory, none written, threads of `warps` warps. `extents`:
+  // the variables' bytes ([begin, end)); the rest is alignment padding, which initcheck passes over:
+  // a compiler widens loads into it (three floats of a 16-byte-aligned array read as one ld.v4,
+  // the fourth unused), and no correct kernel keeps anything there.
+  void begin_block(uint64_t bytes, uint32_t warps, const std::vector<std::pair<uint64_t, uint64_t>>& extents);
   // bar.sync of the whole block: every access before it is ordered before every access after.
   void barrier() { ++epoch_; }
   // A warp collective (shfl.sync, bar.warp.sync, mma, ldmatrix): the accesses of warp `warp`'s
@@ -47,6 +51,7 @@ class SharedShadow {
   Stamp stamp(uint32_t thread, uint32_t pc) const;
 
   std::vector<Cell> cells_;
+  std::vector<bool> declared_;  // per byte: inside a variable (initcheck's domain)
   std::vector<uint32_t> warp_epoch_;
   uint32_t epoch_ = 1, block_start_ = 1;
 };

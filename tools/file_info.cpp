@@ -11,6 +11,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "data/vocab.h"
+#include "data/vocab_identity.h"
 #include "frontend/hf_config.h"
 #include "support/file_errors.h"
 #include "support/safetensors.h"
@@ -143,7 +145,18 @@ void describe_hf_folder(const std::string& path, bool json, std::ostream& out) {
                      number("vocab_size"));
   if (config.contains("id2label")) out << fmt::format("labels       {}\n", config["id2label"].dump());
   out << fmt::format("weights      {}\n", has_weights ? weights_text : "none (no model.safetensors)");
-  if (meta.count("vocab_xxh3")) out << vocab_line(meta);
+  // The folder's own vocab.txt (what training from the folder reads), checked against the one the
+  // weights record (it showed the record's path, of a folder since moved or edited, exit 0).
+  if (std::filesystem::is_regular_file(folder / "vocab.txt", ec)) {
+    const data::VocabRecord own = data::record_of(data::Vocab::load(folder / "vocab.txt"));
+    out << fmt::format("vocab        {}\n", own.describe());
+    if (const auto recorded = data::vocab_from_metadata(meta); recorded && recorded->xxh3 != own.xxh3)
+      out << fmt::format("warning      the weights were exported with another vocabulary, {}: training from this folder "
+                         "refuses its vocab.txt until the exported one is put back\n",
+                         recorded->describe());
+  } else if (meta.count("vocab_xxh3")) {
+    out << vocab_line(meta);
+  }
   out << "(bertc info --json DIR: config.json and the weights' record whole)\n";
 }
 

@@ -326,7 +326,7 @@ int64_t prepare_state(const frontend::ModelDefinition& model, const TrainOptions
         } catch (const support::SafetensorsError&) {  // (not even its header reads: said below)
         }
         const auto format = saved.find("format");
-        const bool checkpoint = format != saved.end() && format->second.starts_with("bertc-checkpoint-");
+        const bool checkpoint = is_checkpoint_record(saved);
         if (checkpoint) {
           check_same_run(saved, run_metadata(model, o.config, ranks), existing.back().path,
                          o.compiled != nullptr);
@@ -403,7 +403,7 @@ int64_t prepare_state(const frontend::ModelDefinition& model, const TrainOptions
       if (!r.unexpected.empty())
         log << fmt::format("init: {} tensors of the file are not params of this model, ignored{}: {}\n",
                            r.unexpected.size(),
-                           r.metadata.count("format") && r.metadata.at("format").starts_with("bertc-checkpoint-")
+                           is_checkpoint_record(r.metadata)
                                ? " (a checkpoint's optimizer state: --init takes its weights)"
                                : "",
                            some(r.unexpected));

@@ -399,6 +399,56 @@ TEST(PtxExecutor, SharedMemoryRacesAndUninitialisedReadsAreCaught) {
   }
 }
 
+// A load widened into a variable's alignment padding before the next variable (three floats of a
+// 16-byte-aligned array of three read as one ld.v4, as NVRTC makes of a multi-tensor kernel's
+// sums: bertc check --device ptx failed every token-classification config on it) is no read of
+// uninitialised memory: no correct kernel keeps anything there. The same load of a fourth element
+// the array declares but no thread wrote is.
+constexpr const char* kWidened = R"(
+.version 8.8
+.target sm_80
+.address_size 64
+.visible .entry widened(
+	.param .u64 widened_param_0
+)
+.maxntid 32, 1, 1
+{
+	.reg .b32 	%r<10>;
+	.reg .b64 	%rd<3>;
+	.shared .align 16 .b8 sums[BYTES];
+	.shared .align 16 .b8 after[16];
+	ld.param.u64 	%rd1, [widened_param_0];
+	mov.u32 	%r5, sums;
+	st.shared.u32 	[%r5], 1;
+	st.shared.u32 	[%r5+4], 2;
+	st.shared.u32 	[%r5+8], 3;
+	ld.shared.v4.u32 	{%r1, %r2, %r3, %r4}, [%r5];
+	add.s32 	%r6, %r1, %r2;
+	add.s32 	%r7, %r6, %r3;
+	cvta.to.global.u64 	%rd2, %rd1;
+	st.global.u32 	[%rd2], %r7;
+	ret;
+}
+)";
+
+TEST(PtxExecutor, InitcheckPassesOverAlignmentPaddingOnly) {
+  uint32_t out = 0;
+  auto run = [&](const std::string& bytes) {
+    std::string text = kWidened;
+    text.replace(text.find("BYTES"), 5, bytes);
+    Emulator emulator(parse_module(text, "widened.ptx"));
+    emulator.add_global(&out, sizeof out);
+    emulator.launch("widened", emulator.pack_params("widened", {reinterpret_cast<uint64_t>(&out)}),
+                    {{1, 1, 1}, {1, 1, 1}, 0, 0});
+  };
+  run("12");
+  EXPECT_EQ(out, 6u);
+  const std::string unwritten = refusal([&] { run("16"); });
+  EXPECT_NE(unwritten.find("initcheck: reads shared memory at offset 12 that no thread of the block wrote"),
+            std::string::npos)
+      << unwritten;
+}
+
 // A launch over the GPU's limits is refused as its driver refuses it: shared memory past what a
 // block may use (a P40's 48 KiB, here a made-up 128 bytes), registers past a block's, a block or
 // grid of an impossible shape.

@@ -233,7 +233,8 @@ TEST_F(TaskFiles, NumbersAreTheLabelsTheyNameWhereLabelsAreNumerals) {
   EXPECT_EQ(d.examples[2].label, 1);
   f.label_names = {"1", "2", "3"}, f.num_labels = 3;
   EXPECT_NE(error(write("zero.jsonl", "{\"s\": \"dog\", \"label\": 0}\n"), f)
-                .find("zero.jsonl:1: label 0 is a number, and [finetune] labels names numerals (1, 2, 3) but not 0"),
+                .find("zero.jsonl:1: label 0 is a number, and [finetune] labels names numerals (1, 2, 3) but not 0: write the "
+                      "label as one of its names (1, 2, 3)"),
             std::string::npos);
   f.label_names = {"neg", "pos"}, f.num_labels = 2;
   EXPECT_EQ(read(write("pos.jsonl", "{\"s\": \"dog\", \"label\": 1}\n"), f).examples[0].label, 1);
