@@ -742,8 +742,7 @@ int batch(const BatchArgs& given, const frontend::ModelDefinition& model) {
   const train::StopOnSignal ends_at_once(nullptr, "batch ended by a signal: nothing was written (a file being "
                                                   "written is removed); run the same command again");
   const frontend::Config config = frontend::load_data_config(args.config, model.extra_keys);
-  if (config.finetune_section)  // (it read [train] data as pretraining text, and blamed that; before [model]'s
-                                // absence, whose fix led here)
+  if (config.finetune_section)  // (it read [train] data as pretraining text, and blamed that)
     throw std::invalid_argument(fmt::format("{}: a [finetune] config, and bertc batch writes pretraining batches (the "
                                             "input of eval): give a pretraining config; a fine-tuning run makes its "
                                             "task batches itself (bertc finetune)",
