@@ -6,6 +6,7 @@
 #include <array>
 #include <bit>
 #include <cfenv>
+#include <cmath>
 #include <cstring>
 #include <numeric>
 #include <random>
@@ -695,6 +696,32 @@ struct BlockRun {
   }
 };
 
+namespace {
+
+// At most `most` of `blocks` (2 or more), spread evenly in index order, the first and last among them.
+std::vector<std::array<uint32_t, 3>> sampled(const std::vector<std::array<uint32_t, 3>>& blocks, uint32_t most) {
+  if (most < 2) throw Error(fmt::format("a sample of {} block(s) a launch: give 2 or more (the first and the last)", most));
+  if (blocks.size() <= most) return blocks;
+  std::vector<std::array<uint32_t, 3>> out;
+  for (uint64_t i = 0; i < most; ++i) out.push_back(blocks[i * (blocks.size() - 1) / (most - 1)]);
+  return out;
+}
+
+// The counts that add up over blocks, multiplied by `factor` (the grid's blocks over those run).
+void scale_per_block_counts(LaunchCounts& c, double factor) {
+  auto scaled = [factor](uint64_t& n) { n = static_cast<uint64_t>(std::llround(static_cast<double>(n) * factor)); };
+  scaled(c.thread_instructions);
+  for (auto& [op, n] : c.by_op) scaled(n);
+  for (uint64_t& n : c.by_class) scaled(n);
+  for (uint64_t* n : {&c.shared_requests, &c.shared_wavefronts, &c.shared_ideal_wavefronts, &c.global_requests,
+                      &c.global_sectors, &c.global_ideal_sectors})
+    scaled(*n);
+  c.flops *= factor;
+  c.mma_flops *= factor;
+}
+
+}  // namespace
+
 LaunchCounts& LaunchCounts::operator+=(const LaunchCounts& other) {
   thread_instructions += other.thread_instructions;
   for (const auto& [op, n] : other.by_op) by_op[op] += n;
@@ -709,6 +736,7 @@ LaunchCounts& LaunchCounts::operator+=(const LaunchCounts& other) {
   blocks += other.blocks;
   warps += other.warps;
   mma_flops += other.mma_flops;
+  executed_blocks += other.executed_blocks;
   block_threads = std::max(block_threads, other.block_threads);
   block_shared_bytes = std::max(block_shared_bytes, other.block_shared_bytes);
   return *this;
@@ -764,6 +792,8 @@ LaunchCounts Emulator::launch(const std::string& name, const std::vector<uint8_t
   for (uint32_t z = 0; z < config.grid.z; ++z)
     for (uint32_t y = 0; y < config.grid.y; ++y)
       for (uint32_t x = 0; x < config.grid.x; ++x) blocks.push_back({x, y, z});
+  const uint64_t grid_blocks = blocks.size();
+  if (config.sample_blocks > 0) blocks = sampled(blocks, config.sample_blocks);
   if (config.seed) std::shuffle(blocks.begin(), blocks.end(), std::mt19937_64(config.seed));
   for (const auto& b : blocks) {
     BlockRun run{*this, *e, config, params, {b[0], b[1], b[2]}, counts, *shadow_};  // (the rest: defaults)
@@ -774,8 +804,10 @@ LaunchCounts Emulator::launch(const std::string& name, const std::vector<uint8_t
     counts.flops += run.flops;
     counts.mma_flops += run.mma_flops;
   }
-  counts.blocks = blocks.size();
-  counts.warps = blocks.size() * ((config.block.count() + 31) / 32);
+  if (blocks.size() < grid_blocks) scale_per_block_counts(counts, static_cast<double>(grid_blocks) / blocks.size());
+  counts.executed_blocks = blocks.size();
+  counts.blocks = grid_blocks;
+  counts.warps = grid_blocks * ((config.block.count() + 31) / 32);
   counts.block_threads = config.block.count();
   counts.block_shared_bytes = lay_out_shared(module_, *e, config.dynamic_shared_bytes).total_bytes;
   return counts;

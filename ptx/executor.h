@@ -34,6 +34,11 @@ struct LaunchConfig {
   uint32_t dynamic_shared_bytes = 0;
   uint64_t seed = 0;  // 0: threads and blocks in index order; else a shuffled order of each
   ArchLimits limits;  // the GPU's: a launch over them is refused as its driver refuses it
+  // 0: every block runs. Else at most this many (2 or more), spread evenly over the grid's blocks
+  // in index order, the first and the last among them (a tail tile is the last block's), and the
+  // counts scaled to the whole grid: a projection's counts of a grid too large to emulate, where
+  // every block does the same work but the tails. The other blocks' results are never written.
+  uint32_t sample_blocks = 0;
 };
 
 // What a launch executed: thread-instructions issued (predicated off or not), by operation and by
@@ -54,6 +59,9 @@ struct LaunchCounts {
   // (part of `flops`): what a projection (projection.h) spreads over a GPU.
   uint64_t blocks = 0, warps = 0;
   double mma_flops = 0;
+  // The blocks executed: `blocks`, or fewer where the launch sampled them (sample_blocks), its
+  // per-block counts then scaled by blocks / executed_blocks.
+  uint64_t executed_blocks = 0;
   // A block's threads and shared bytes (static and dynamic): of one launch; over several added
   // together, the largest.
   uint64_t block_threads = 0, block_shared_bytes = 0;

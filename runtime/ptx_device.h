@@ -21,8 +21,12 @@ struct PtxLaunchRecord {
   std::string kernel;
   std::string label;   // the op it runs (its scope)
   std::string family;  // its kernel family ("matmul", "row", ...)
+  size_t op_index = 0;     // the op of its graph it runs (KernelSpec::op_index)
   uint32_t registers = 0;  // per thread, as ptxas allocates them for the arch (0: not known)
   ptx::LaunchCounts counts;
+  // Sampled launches only: the kernel ran before with this grid, and its counts are that launch's
+  // (the launch itself ran nothing). A kernel's name is its source's hash, shapes included.
+  bool repeat = false;
 };
 
 class PtxDevice : public HostDevice {
@@ -48,10 +52,18 @@ class PtxDevice : public HostDevice {
   const std::vector<PtxLaunchRecord>& launches() const { return launches_; }
   // Whether the register counts are ptxas's (an NVRTC made cubins for the arch).
   bool registers_known() const { return registers_known_; }
+  // Counting only, for projections of grids too large to emulate whole: every launch from now on
+  // runs at most `blocks` of its blocks (ptx::LaunchConfig::sample_blocks; 2 or more) and a
+  // kernel's repeats with the same grid take its first launch's counts without running. Results
+  // are then incomplete: no value of such a run may be read as the program's. 0: every block.
+  void sample_blocks(uint32_t blocks) { sample_blocks_ = blocks; }
+  uint32_t sampled_blocks() const { return sample_blocks_; }
 
  private:
   struct Compilers;
   struct Loaded;
+  // The first sampled launch of `k`'s kernel with its grid and block shape, if there was one.
+  const PtxLaunchRecord* counted_before(const codegen::KernelSpec& k) const;
   int sm_;
   std::filesystem::path cache_;
   std::unique_ptr<Compilers> compilers_;
@@ -59,6 +71,7 @@ class PtxDevice : public HostDevice {
   std::map<std::string, std::unique_ptr<Loaded>> loaded_;  // by kernel name
   std::vector<std::pair<const void*, uint64_t>> memory_;   // every allocation, for each emulator
   std::vector<PtxLaunchRecord> launches_;
+  uint32_t sample_blocks_ = 0;
 };
 
 }  // namespace bertc::runtime

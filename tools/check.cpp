@@ -5,7 +5,9 @@
 
 #include "codegen/host_compile.h"
 #include "codegen/render.h"
+#include "passes/cost_model.h"
 #include "passes/pipeline.h"
+#include "runtime/plan_executor.h"
 #include "train/batches.h"
 #include "runtime/device_registry.h"
 #include "runtime/device_target.h"
@@ -56,10 +58,54 @@ bool report(const std::string& graph, const train::GraphCheck& c, double toleran
 
 namespace {
 
+// The cost model's roofline of the PTX device's launches: the first `step_launches` of `program`'s
+// step, the rest of its optimizer step.
+RooflineOf roofline_of(const passes::TrainingProgram& program, const runtime::PtxDevice& device, size_t step_launches,
+                       passes::Precision precision) {
+  return [&program, &device, step_launches, precision](size_t i, const passes::GpuSpec& gpu) {
+    const ir::Graph& graph = i < step_launches ? program.step : program.optimizer;
+    return passes::launch_cost(graph, graph.ops().at(device.launches().at(i).op_index), gpu, precision).seconds;
+  };
+}
+
+// A projection's run (--sample-blocks): both graphs on the PTX device with their launches sampled,
+// and their counts. No value is compared: the blocks not run leave their results unwritten, and
+// the optimizer step reads zero gradients (its work does not depend on their values).
+int count_program(const passes::TrainingProgram& program, const train::KernelsFor& step_kernels,
+                  const train::KernelsFor& optimizer_kernels, runtime::PtxDevice& device, const frontend::Config& config,
+                  const CheckOptions& o, std::ostream& out) {
+  support::Environment env = train::synthetic_environment(config, program, static_cast<uint64_t>(config.train.seed));
+  device.sample_blocks(o.sample_blocks);
+  out << fmt::format("check: {} on {}, {} precision, matmul {}; counting only: at most {} blocks of each launch run "
+                     "(--sample-blocks), so no value is compared — the checkers run on the blocks that do\n",
+                     config.name, device.name(), ir::enum_name(config.compile.precision),
+                     ir::enum_name(config.compile.matmul), o.sample_blocks);
+  runtime::PlanExecutor(program.step, step_kernels(program.step), device).run(env);
+  const size_t step_launches = device.launches().size();
+  for (ir::ValueId v : program.optimizer.values_of(ir::OpKind::Input)) {
+    const ir::Value& value = program.optimizer.value(v);
+    if (!env.count(value.name)) env[value.name] = support::HostTensor::zeros(value.type);
+  }
+  runtime::PlanExecutor(program.optimizer, optimizer_kernels(program.optimizer), device).run(env);
+  out << fmt::format("step: {} launches, optimizer: {} launches, run without a checker's finding\n", step_launches,
+                     device.launches().size() - step_launches);
+  out << ptx_counts_text(device.launches(), device.capabilities().sm, config.compile.precision, device.registers_known(),
+                         roofline_of(program, device, step_launches, config.compile.precision));
+  return 0;
+}
+
 // Both graphs of `program` checked on `device`, the optimizer's from the reference's gradients.
 int check_program(const passes::TrainingProgram& program, const train::KernelsFor& step_kernels,
                   const train::KernelsFor& optimizer_kernels, runtime::Device& device, const frontend::Config& config,
                   const CheckOptions& o, std::ostream& out) {
+  auto* emulated = dynamic_cast<runtime::PtxDevice*>(&device);
+  if (o.sample_blocks > 0) {
+    if (!emulated)
+      throw std::invalid_argument(fmt::format("--sample-blocks samples the launches of the PTX emulator, and the "
+                                              "device is the {}: add --device ptx",
+                                              device.name()));
+    return count_program(program, step_kernels, optimizer_kernels, *emulated, config, o, out);
+  }
   support::Environment env = train::synthetic_environment(config, program, static_cast<uint64_t>(config.train.seed));
   const double tolerance = o.tolerance.value_or(default_tolerance(config.compile.precision));
   // The floor a result is measured against is the precision's rounding noise of its operands,
@@ -70,18 +116,24 @@ int check_program(const passes::TrainingProgram& program, const train::KernelsFo
   out << fmt::format("check: {} on {}, {} precision, sm_{} kernels, matmul {}\n", config.name, device.name(),
                      ir::enum_name(config.compile.precision), sm == 0 ? 61 : sm, ir::enum_name(config.compile.matmul));
   const bool step_ok = report("step", train::check_graph(program.step, step_kernels, device, env, noise), tolerance, o.all, out);
+  const size_t step_launches = emulated ? emulated->launches().size() : 0;
   // The optimizer step starts from the reference's gradients, so that its check is its own.
   reference::Executor<float>(program.step).run(env);
   const bool optimizer_ok = report(
       "optimizer", train::check_graph(program.optimizer, optimizer_kernels, device, env, noise), tolerance, o.all, out);
-  if (const auto* emulated = dynamic_cast<const runtime::PtxDevice*>(&device))
+  if (emulated)
     out << ptx_counts_text(emulated->launches(), emulated->capabilities().sm, config.compile.precision,
-                           emulated->registers_known());
+                           emulated->registers_known(),
+                           roofline_of(program, *emulated, step_launches, config.compile.precision));
   return step_ok && optimizer_ok ? 0 : 1;
 }
 
 // The device to check on, and what to do instead when it cannot be had.
 std::shared_ptr<runtime::Device> open_check_device(const frontend::Config& config, const CheckOptions& o, bool compiled) {
+  if (o.sample_blocks > 0 && o.device != "ptx")
+    throw std::invalid_argument(fmt::format("--sample-blocks samples the launches of the PTX emulator, and the device "
+                                            "is {}: add --device ptx",
+                                            o.device));
   runtime::DeviceRequest r{config.compile.arch.sm(), codegen::default_cache_folder()};
   r.instead = "check the kernels under emulation with --device host (check's default), or where a GPU is";
   r.older_gpu = compiled ? "compile it for this GPU (bertc compile CONFIG --arch sm_{} -o FILE.bertx)"

@@ -15,10 +15,14 @@ struct CheckOptions {
   std::string device = "host";       // host or cuda
   std::optional<double> tolerance;   // default: 1e-3 at fp32, 5e-2 at 16-bit precisions
   bool all = false;                  // print every value's error, not only those beyond
+  // The PTX device only: run at most this many blocks of each launch and project from their counts
+  // (runtime::PtxDevice::sample_blocks), comparing no value; 0: every block, every value compared.
+  uint32_t sample_blocks = 0;
 };
 
 // Returns 0 when every value is within tolerance, else 1 (after listing those beyond, the first
-// — the likely culprit — marked).
+// — the likely culprit — marked). Sampled (options.sample_blocks): 0 when every launch ran
+// without a checker's finding (a finding throws, as unsampled).
 int run_check(const frontend::ModelDefinition& model, const frontend::Config& config, const CheckOptions& options,
               std::ostream& out);
 // The same for a compiled program (a .bertx's, as bertc train FILE.bertx runs it): its graphs, its

@@ -986,7 +986,16 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
                         "Largest error allowed, relative to a value's largest magnitude (default 1e-3 at fp32, "
                         "5e-2 at 16-bit precisions)")
       ->check(kPositive);
-  check_cmd->add_flag("--all", check_options.all, "Print every value's error, not only those beyond tolerance");
+  CLI::Option* check_all =
+      check_cmd->add_flag("--all", check_options.all, "Print every value's error, not only those beyond tolerance");
+  check_cmd
+      ->add_option("--sample-blocks", check_options.sample_blocks,
+                   "With --device ptx: run at most N blocks of each launch (spread over its grid) and a repeated "
+                   "kernel once, and print the counts scaled to the grids and the projected step time beside the "
+                   "roofline, comparing no value (for models too large to emulate whole, e.g. bert-base)")
+      ->check(CLI::Range(2, 1 << 20))
+      ->excludes(check_all)
+      ->excludes("--tolerance");
   CompileFlags check_flags;
   check_flags.add_to(check_cmd);
 

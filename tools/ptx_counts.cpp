@@ -28,6 +28,7 @@ struct KernelLine {
   uint32_t registers = 0;
   ptx::LaunchCounts counts;
   double seconds = 0, occupancy = 0;  // occupancy: the warps' share, weighted by time
+  double roofline = 0;                // the cost model's seconds for the same launches
   std::map<std::string_view, double> by_bound;
 };
 
@@ -42,10 +43,13 @@ std::string totals_text(const ptx::LaunchCounts& all, size_t launches) {
 }
 
 // The kernels of `launches` projected on `rates`, by kernel.
-std::vector<KernelLine> kernel_lines(const std::vector<runtime::PtxLaunchRecord>& launches, const ptx::GpuRates& rates) {
+std::vector<KernelLine> kernel_lines(const std::vector<runtime::PtxLaunchRecord>& launches, const ptx::GpuRates& rates,
+                                     const passes::GpuSpec& gpu, const RooflineOf& roofline) {
   std::map<std::string, KernelLine> by_name;
-  for (const runtime::PtxLaunchRecord& l : launches) {
+  for (size_t i = 0; i < launches.size(); ++i) {
+    const runtime::PtxLaunchRecord& l = launches[i];
     KernelLine& k = by_name[l.kernel];
+    if (roofline) k.roofline += roofline(i, gpu);
     k.kernel = l.kernel, k.label = l.label, k.family = l.family, k.registers = l.registers;
     ++k.launches;
     k.counts += l.counts;
@@ -59,6 +63,24 @@ std::vector<KernelLine> kernel_lines(const std::vector<runtime::PtxLaunchRecord>
   for (auto& [name, k] : by_name) out.push_back(std::move(k));
   std::sort(out.begin(), out.end(), [](const KernelLine& a, const KernelLine& b) { return a.seconds > b.seconds; });
   return out;
+}
+
+// How the launches were run: whole, or sampled (PtxDevice::sample_blocks).
+std::string sampling_text(const std::vector<runtime::PtxLaunchRecord>& launches) {
+  uint64_t blocks = 0, executed = 0;
+  size_t repeats = 0, sampled = 0;
+  for (const runtime::PtxLaunchRecord& l : launches) {
+    repeats += l.repeat;
+    if (l.repeat) continue;
+    blocks += l.counts.blocks, executed += l.counts.executed_blocks;
+    sampled += l.counts.executed_blocks < l.counts.blocks;
+  }
+  if (repeats == 0 && sampled == 0) return "";
+  return fmt::format("  sampled: {} of {} launches ran {} of their {} blocks (spread over each grid, the first and last "
+                     "among them) and were scaled to their grids; {} repeats of a kernel and grid took its first "
+                     "launch's counts: figures of the whole launches where blocks do alike, the tail tiles' share "
+                     "aside\n",
+                     sampled, launches.size() - repeats, executed, blocks, repeats);
 }
 
 std::string_view main_bound(const KernelLine& k) {
@@ -101,12 +123,13 @@ ptx::GpuRates rates_of(const passes::GpuSpec& gpu, passes::Precision precision) 
 }
 
 std::string ptx_counts_text(const std::vector<runtime::PtxLaunchRecord>& launches, int sm, passes::Precision precision,
-                            bool registers_known, size_t top) {
+                            bool registers_known, const RooflineOf& roofline, size_t top) {
   ptx::LaunchCounts all;
   for (const runtime::PtxLaunchRecord& l : launches) all += l.counts;
   std::string out = fmt::format("counted on the PTX emulator (counts, and projections from them: not GPU "
                                 "measurements; no cache modelled, ptx/projection.h):\n");
   out += totals_text(all, launches.size());
+  out += sampling_text(launches);
   out += registers_known ? fmt::format("  registers: ptxas's for sm_{} (NVRTC's cubins), in the occupancy\n", sm)
                          : fmt::format("  registers: not known (no NVRTC here makes cubins for sm_{}): occupancy from "
                                        "threads and shared memory, an upper bound\n",
@@ -114,27 +137,32 @@ std::string ptx_counts_text(const std::vector<runtime::PtxLaunchRecord>& launche
   bool first = true;
   for (const passes::GpuSpec& gpu : passes::gpu_specs()) {
     if (gpu.arch != sm) continue;
-    const std::vector<KernelLine> lines = kernel_lines(launches, rates_of(gpu, precision));
-    double seconds = 0;
-    for (const KernelLine& k : lines) seconds += k.seconds;
+    const std::vector<KernelLine> lines = kernel_lines(launches, rates_of(gpu, precision), gpu, roofline);
+    double seconds = 0, roofline_seconds = 0;
+    for (const KernelLine& k : lines) seconds += k.seconds, roofline_seconds += k.roofline;
     if (first) {  // (the table on the arch's first GPU; the others' totals after it)
       out += fmt::format("  kernels by projected time on the {} ({} of {}):\n", gpu.title, std::min(top, lines.size()),
                          lines.size());
-      out += fmt::format("    {:<20} {:<10} {:>8} {:>9} {:>7} {:>7} {:>5} {:>9} {:>10} {:<7} {}\n", "kernel", "family",
-                         "launches", "M instr", "shared", "sectors", "regs", "occupancy", "projected", "bound", "op");
+      out += fmt::format("    {:<20} {:<10} {:>8} {:>9} {:>7} {:>7} {:>5} {:>9} {:>10} {:<7} {:>9} {}\n", "kernel",
+                         "family", "launches", "M instr", "shared", "sectors", "regs", "occupancy", "projected", "bound",
+                         roofline ? "roofline" : "", "op");
       for (size_t i = 0; i < std::min(top, lines.size()); ++i) {
         const KernelLine& k = lines[i];
-        out += fmt::format("    {:<20} {:<10} {:>8} {:>9.2f} {:>7} {:>7} {:>5} {:>8.0f}% {:>7.3f} ms {:<7} {}\n",
+        out += fmt::format("    {:<20} {:<10} {:>8} {:>9.2f} {:>7} {:>7} {:>5} {:>8.0f}% {:>7.3f} ms {:<7} {:>9} {}\n",
                            k.kernel.substr(0, 20), k.family, k.launches,
                            static_cast<double>(k.counts.thread_instructions) / 1e6,
                            ratio_text(k.counts.shared_wavefronts, k.counts.shared_ideal_wavefronts),
                            ratio_text(k.counts.global_sectors, k.counts.global_ideal_sectors),
                            k.registers ? std::to_string(k.registers) : "-",
-                           k.seconds > 0 ? 100 * k.occupancy / k.seconds : 0.0, k.seconds * 1e3, main_bound(k), k.label);
+                           k.seconds > 0 ? 100 * k.occupancy / k.seconds : 0.0, k.seconds * 1e3, main_bound(k),
+                           roofline ? fmt::format("{:.3f} ms", k.roofline * 1e3) : "", k.label);
       }
       first = false;
     }
-    out += fmt::format("  projected on the {}: {:.3f} ms for these {} launches\n", gpu.title, seconds * 1e3, launches.size());
+    out += fmt::format("  projected on the {}: {:.3f} ms for these {} launches", gpu.title, seconds * 1e3, launches.size());
+    out += roofline ? fmt::format(" (the compile report's roofline for them: {:.3f} ms; the projection is {:.1f}x it)\n", roofline_seconds * 1e3,
+                                  roofline_seconds > 0 ? seconds / roofline_seconds : 0.0)
+                    : "\n";
   }
   return out;
 }

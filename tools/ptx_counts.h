@@ -3,6 +3,7 @@
 // GPUs of the arch from the counts (ptx/projection.h) — projections, never GPU measurements.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -21,11 +22,15 @@ ptx::GpuRates rates_of(const passes::GpuSpec& gpu, passes::Precision precision);
 // The thread-instructions of `counts` by class, as shares: "float fma 41.0%, float other 4.2%, ...".
 std::string class_shares_text(const ptx::LaunchCounts& counts);
 
+// The cost model's roofline seconds of launch `index` (of the records given) on `gpu`.
+using RooflineOf = std::function<double(size_t index, const passes::GpuSpec& gpu)>;
+
 // The counts of `launches` (kernels of sm_`sm` in `precision`): totals, the kernels that take the
 // longest projected on the arch's first GPU (`top` of them), and the projected time of all on every
-// GPU of the arch in the table. `registers_known`: the counts carry ptxas's registers (occupancy
-// then counts them; else it is an upper bound from threads and shared memory).
+// GPU of the arch in the table, beside the roofline's where `roofline` is given. `registers_known`:
+// the counts carry ptxas's registers (occupancy then counts them; else it is an upper bound from
+// threads and shared memory). Sampled launches (PtxDevice::sample_blocks) are said as such.
 std::string ptx_counts_text(const std::vector<runtime::PtxLaunchRecord>& launches, int sm, passes::Precision precision,
-                            bool registers_known, size_t top = 12);
+                            bool registers_known, const RooflineOf& roofline = {}, size_t top = 12);
 
 }  // namespace bertc::tools

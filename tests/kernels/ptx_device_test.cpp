@@ -57,10 +57,43 @@ TEST(PtxDevice, RunsABertTinyStepAsTheHostDeviceDoes) {
   ASSERT_GT(emulated->launches().size(), 50u);
   for (const runtime::PtxLaunchRecord& l : emulated->launches()) {
     EXPECT_GT(l.counts.thread_instructions, 0u) << l.kernel;
-    if (emulated->registers_known()) EXPECT_GT(l.registers, 0u) << l.kernel;
+    if (emulated->registers_known()) {
+      EXPECT_GT(l.registers, 0u) << l.kernel;
+    }
   }
   EXPECT_EQ(emulated->capabilities().sm, 61);
   EXPECT_FALSE(emulated->capabilities().no_library.empty());  // (plans for it use generated products)
+}
+
+// Sampled (PtxDevice::sample_blocks, bertc check --sample-blocks): each launch runs at most 3
+// blocks, a repeated kernel and grid none, and the counts scaled to the grids come close to the
+// whole run's: within 10% in thread-instructions and FLOPs (the sample's last block is a tail tile,
+// over-weighted: 3% more instructions measured on test-tiny; counts left unscaled would be a
+// fraction of them, and repeats left out fewer still). Launch for launch the same grids.
+TEST(PtxDevice, SampledLaunchesCountCloseToTheWholeRun) {
+  const auto [c, p] = small_bert_tiny();
+  auto whole = std::make_shared<runtime::PtxDevice>(BERTC_TEST_CACHE, 61);
+  auto sampled = std::make_shared<runtime::PtxDevice>(BERTC_TEST_CACHE, 61);
+  sampled->sample_blocks(3);
+  loss_and_norm(c, p, whole);
+  loss_and_norm(c, p, sampled);
+  ASSERT_EQ(whole->launches().size(), sampled->launches().size());
+  ptx::LaunchCounts all, some;
+  size_t repeats = 0, cut = 0;
+  for (size_t i = 0; i < whole->launches().size(); ++i) {
+    const runtime::PtxLaunchRecord &w = whole->launches()[i], &s = sampled->launches()[i];
+    EXPECT_EQ(w.kernel, s.kernel);
+    EXPECT_EQ(w.counts.blocks, s.counts.blocks) << w.kernel;
+    EXPECT_EQ(w.counts.executed_blocks, w.counts.blocks) << w.kernel;
+    EXPECT_LE(s.counts.executed_blocks, 3u) << s.kernel;
+    repeats += s.repeat, cut += s.counts.executed_blocks < s.counts.blocks;
+    all += w.counts, some += s.counts;
+  }
+  EXPECT_GT(repeats, 0u);
+  EXPECT_GT(cut, 10u);
+  EXPECT_NEAR(static_cast<double>(some.thread_instructions), static_cast<double>(all.thread_instructions),
+              0.1 * static_cast<double>(all.thread_instructions));
+  EXPECT_NEAR(some.flops, all.flops, 0.1 * all.flops);
 }
 
 // A kernel that writes one element past its buffer: the launch fails, naming the kernel and the

@@ -194,6 +194,44 @@ TEST(PtxExecutor, RunsAKernelOverAGrid) {
   EXPECT_EQ(counts.mma_flops, 0.0);
 }
 
+// A sampled launch (LaunchConfig::sample_blocks) runs blocks spread over the grid, the first and
+// last among them, and scales their counts to the grid: where every block does the same work, the
+// counts of the whole launch exactly; the blocks not run write nothing.
+TEST(PtxExecutor, ASampledLaunchRunsSpreadBlocksAndScalesTheirCounts) {
+  Fixture fx;
+  // (aligned alike, so that the two runs' requests touch sectors alike)
+  alignas(128) std::array<float, 320> in, out, whole;
+  in.fill(1.5f), out.fill(-1), whole.fill(-1);
+  for (auto* v : {&in, &out, &whole}) fx.emulator.add_global(v->data(), v->size() * 4);
+  auto params = [&](std::array<float, 320>& o) {
+    return fx.emulator.pack_params("twice", {reinterpret_cast<uint64_t>(in.data()), reinterpret_cast<uint64_t>(o.data()), 320});
+  };
+  const LaunchCounts all = fx.emulator.launch("twice", params(whole), {{10, 1, 1}, {32, 1, 1}, 0, 0});
+  LaunchConfig sampled{{10, 1, 1}, {32, 1, 1}, 0, 5};
+  sampled.sample_blocks = 4;
+  const LaunchCounts some = fx.emulator.launch("twice", params(out), sampled);
+  // Blocks 0, 3, 6 and 9 (i x 9 / 3): theirs written, no other.
+  for (size_t i = 0; i < out.size(); ++i) {
+    const size_t block = i / 32;
+    EXPECT_EQ(out[i], block % 3 == 0 ? 3.0f : -1.0f) << i;
+  }
+  EXPECT_EQ(all.executed_blocks, 10u);
+  EXPECT_EQ(some.executed_blocks, 4u);
+  EXPECT_EQ(some.blocks, 10u);
+  EXPECT_EQ(some.warps, 10u);
+  EXPECT_EQ(some.thread_instructions, all.thread_instructions);
+  EXPECT_EQ(some.by_class, all.by_class);
+  EXPECT_EQ(some.by_op, all.by_op);
+  EXPECT_EQ(some.flops, all.flops);
+  EXPECT_EQ(some.global_requests, all.global_requests);
+  EXPECT_EQ(some.global_sectors, all.global_sectors);
+  // A sample as large as the grid is the grid; one block cannot be the first and the last.
+  sampled.sample_blocks = 10;
+  EXPECT_EQ(fx.emulator.launch("twice", params(out), sampled).executed_blocks, 10u);
+  sampled.sample_blocks = 1;
+  EXPECT_NE(refusal([&] { fx.emulator.launch("twice", params(out), sampled); }).find("give 2 or more"), std::string::npos);
+}
+
 TEST(PtxExecutor, ShufflesSumAWarpsLanes) {
   Fixture fx;
   std::vector<uint32_t> in(64), out(2, 0);
