@@ -44,27 +44,41 @@ ir::Graph single_op_body(const ir::Graph& g, const ir::Op& op) {
   return std::move(b).finish();
 }
 
-// Which renderer makes each family's kernels: a new family is a line here (docs/ARCHITECTURE.md).
-constexpr std::pair<ir::KernelFamily, KernelSpec (*)(const KernelInput&)> kRenderers[] = {
-    {ir::KernelFamily::Pointwise, render_pointwise},
-    {ir::KernelFamily::RowReduction, render_row},
-    {ir::KernelFamily::Reduction, render_reduction},
-    {ir::KernelFamily::ScatterAdd, render_scatter_add},
-    {ir::KernelFamily::Sort, render_sort},
-    {ir::KernelFamily::MultiTensorNorm, render_multi_tensor},
-    {ir::KernelFamily::MultiTensorUpdate, render_multi_tensor},
-    {ir::KernelFamily::Matmul, render_matmul},
-    {ir::KernelFamily::Attention, render_attention},
+// Which renderer makes each family's kernels, and whether the blocks of its launches do alike
+// work but the grid's tails (a sample of them counts the whole, blocks_do_alike_work): a new family
+// is a line here (docs/ARCHITECTURE.md).
+struct FamilyRenderer {
+  ir::KernelFamily family;
+  KernelSpec (*render)(const KernelInput&);
+  bool blocks_alike;
+};
+constexpr FamilyRenderer kRenderers[] = {
+    {ir::KernelFamily::Pointwise, render_pointwise, true},
+    {ir::KernelFamily::RowReduction, render_row, true},
+    {ir::KernelFamily::Reduction, render_reduction, true},
+    // (the head of each run of equal indices sums the run: its block's work is the data's)
+    {ir::KernelFamily::ScatterAdd, render_scatter_add, false},
+    {ir::KernelFamily::Sort, render_sort, true},  // (one block: a radix sort's passes, whatever the keys)
+    {ir::KernelFamily::MultiTensorNorm, render_multi_tensor, true},
+    {ir::KernelFamily::MultiTensorUpdate, render_multi_tensor, true},
+    {ir::KernelFamily::Matmul, render_matmul, true},
+    {ir::KernelFamily::Attention, render_attention, true},
 };
 
 KernelSpec render_one(const KernelInput& in, ir::KernelFamily family) {
-  for (const auto& [f, render] : kRenderers)
-    if (f == family) return render(in);
+  for (const FamilyRenderer& r : kRenderers)
+    if (r.family == family) return r.render(in);
   throw ir::Error(fmt::format("{} renders no kernel: the {} family has no renderer", in.op.info().name,
                               ir::enum_name(family)));
 }
 
 }  // namespace
+
+bool blocks_do_alike_work(ir::KernelFamily family) {
+  for (const FamilyRenderer& r : kRenderers)
+    if (r.family == family) return r.blocks_alike;
+  return true;  // (no kernel of ours: a library's)
+}
 
 std::vector<KernelParam> buffer_params(const KernelInput& in) {
   std::vector<KernelParam> params;

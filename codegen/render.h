@@ -18,4 +18,8 @@ GraphKernels render_graph(const ir::Graph& graph, const RenderTarget& target = {
 // The memory plan of `graph` as the runtime places values (what render_graph puts in GraphKernels).
 ArenaLayout arena_layout(const ir::Graph& graph);
 
+// Whether the blocks of a `family` kernel's launch do the same work but the grid's tails, whatever
+// the data: then a sample of its blocks counts the whole launch (the PTX device's sampling).
+bool blocks_do_alike_work(ir::KernelFamily family);
+
 }  // namespace bertc::codegen

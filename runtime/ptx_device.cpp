@@ -9,6 +9,7 @@
 
 #include "codegen/launch_limits.h"
 #include "codegen/nvrtc_compiler.h"
+#include "codegen/render.h"
 #include "ir/kernel_family.h"
 #include "ptx/module.h"
 
@@ -120,14 +121,17 @@ void PtxDevice::launch(const codegen::KernelSpec& k, void** args) {
       [this, &k, loaded, values] {
         PtxLaunchRecord record{k.name, k.label, std::string(ir::enum_name(k.family)), k.op_index,
                                loaded->limits.kernel_registers, {}, false};
-        if (const PtxLaunchRecord* first = sample_blocks_ ? counted_before(k) : nullptr) {
+        const bool sampled = sample_blocks_ > 0 && codegen::blocks_do_alike_work(k.family);
+        if (const PtxLaunchRecord* first = sampled ? counted_before(k) : nullptr) {
           record.counts = first->counts, record.repeat = true;
           launches_.push_back(std::move(record));
           return;
         }
         // (blocks and threads shuffled, seed 1: a kernel that is right gives the same in any order)
         ptx::LaunchConfig config{dim3_of(k.grid), dim3_of(k.block), 0, 1, loaded->limits};
-        config.sample_blocks = sample_blocks_;
+        // (a family whose blocks' work is the data's runs whole, every launch: a sample would count
+        // its heavy blocks as the grid's, e.g. scatter_add's heads of runs of 2048 equal token types)
+        if (sampled) config.sample_blocks = sample_blocks_;
         try {
           record.counts = loaded->emulator.launch(k.name, loaded->emulator.pack_params(k.name, values), config);
         } catch (const ptx::Error& e) {

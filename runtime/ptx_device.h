@@ -56,6 +56,7 @@ class PtxDevice : public HostDevice {
   // runs at most `blocks` of its blocks (ptx::LaunchConfig::sample_blocks; 2 or more) and a
   // kernel's repeats with the same grid take its first launch's counts without running. Results
   // are then incomplete: no value of such a run may be read as the program's. 0: every block.
+  // Kernels whose blocks' work follows the data (codegen::blocks_do_alike_work) run whole.
   void sample_blocks(uint32_t blocks) { sample_blocks_ = blocks; }
   uint32_t sampled_blocks() const { return sample_blocks_; }
 
