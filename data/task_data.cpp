@@ -174,6 +174,7 @@ class ExampleMaker {
       }
     }
     data.truncated += cut;
+    if (cut) data.words_in_cut += static_cast<int64_t>(words.size());
     if (std::find(e.tag_weights.begin(), e.tag_weights.end(), 1.0f) == e.tag_weights.end())
       fail(e.line, "no word of the line makes a token (an empty word list?): it would count for nothing");
     e.ids.push_back(static_cast<int32_t>(vocab_.sep()));

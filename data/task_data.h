@@ -40,6 +40,7 @@ struct TaskData {
   int64_t truncated = 0;  // examples cut to max_len
   std::vector<std::string> notes;  // what is worth saying of the file (bytes that are not text)
   int64_t words = 0, words_cut = 0;  // token tags: words (tags) read, and those cut off with their tags
+  int64_t words_in_cut = 0;          // token tags: the words of the examples cut (all of theirs)
 };
 
 // Reads a .tsv (columns by header name, or by 0-based number when tsv_header is false; fields

@@ -119,6 +119,16 @@ bool is_hf_folder(const std::filesystem::path& path) {
   return std::filesystem::is_directory(path, ec) && std::filesystem::exists(path / "config.json", ec);
 }
 
+std::string hf_architecture(const std::filesystem::path& weights) {
+  const std::filesystem::path folder = is_hf_folder(weights) ? weights : weights.parent_path();
+  std::ifstream in(folder / "config.json");
+  const nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("architectures") || !j["architectures"].is_array() || j["architectures"].empty() ||
+      !j["architectures"][0].is_string())
+    return "";
+  return j["architectures"][0].get<std::string>();
+}
+
 nlohmann::json model_json(const ModelConfig& model) {
   Config c;
   c.model = model;

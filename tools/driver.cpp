@@ -34,6 +34,7 @@
 #include "train/data_parallel.h"
 #include "train/checkpoint.h"
 #include "train/evaluate.h"
+#include "train/finetune.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/device_registry.h"
 #include "reference/blas.h"
@@ -736,17 +737,40 @@ struct BatchArgs {
   int64_t index = 0;
 };
 
-// Writes micro-batch `index` of the config's training stream, the input bertc eval reads.
+// Writes batch `index` of a [finetune] config's task examples (--data, else its dev_data), the
+// input bertc eval reads for a fine-tuned model.
+int task_batch(BatchArgs args, const frontend::Config& config) {
+  if (args.data.empty() && config.finetune.dev_data.empty())
+    throw std::invalid_argument(fmt::format("{}: a [finetune] config names no dev_data, and bertc batch writes a batch "
+                                            "of task examples from it: give --data FILE (.tsv or .jsonl)",
+                                            args.config));
+  const std::filesystem::path data = chosen_path(args.data, config, config.finetune.dev_data);
+  const std::filesystem::path vocab_path = chosen_path(args.vocab, config, config.train.vocab);
+  refuse_console(args.output, "-o", "a batch (a safetensors file)");
+  args.output = through_output_link(args.output);
+  refuse_output_onto_input(args.output, "-o",
+                           {{args.config, "the config"}, {vocab_path.string(), "the vocabulary"},
+                            {data.string(), "the task examples"}});
+  refuse_replacing_another_kind(args.output, "-o", "bertc-batch");
+  const data::Vocab vocab = train::load_run_vocab(config, vocab_path, std::cerr);
+  support::Safetensors file = train::task_batch_file(config, data, vocab, args.index, std::cerr);
+  data::VocabRecord record = data::record_of(vocab);
+  std::error_code ec;  // (absolute, as checkpoints record it: the file named is the same from any folder)
+  if (const auto absolute = std::filesystem::absolute(record.path, ec); !ec) record.path = absolute.lexically_normal().string();
+  file.metadata.merge(data::vocab_metadata(record));  // (eval checks it against the weights')
+  support::write_safetensors(args.output, file);
+  std::cerr << fmt::format("batch {} of {}'s task examples written to {}\n", args.index, data.string(), args.output);
+  return 0;
+}
+
+// Writes micro-batch `index` of the config's training stream, the input bertc eval reads (of a
+// [finetune] config: a batch of its task examples, task_batch).
 int batch(const BatchArgs& given, const frontend::ModelDefinition& model) {
   BatchArgs args = given;
   const train::StopOnSignal ends_at_once(nullptr, "batch ended by a signal: nothing was written (a file being "
                                                   "written is removed); run the same command again");
   const frontend::Config config = frontend::load_data_config(args.config, model.extra_keys);
-  if (config.finetune_section)  // (it read [train] data as pretraining text, and blamed that)
-    throw std::invalid_argument(fmt::format("{}: a [finetune] config, and bertc batch writes pretraining batches (the "
-                                            "input of eval): give a pretraining config; a fine-tuning run makes its "
-                                            "task batches itself (bertc finetune)",
-                                            args.config));
+  if (config.finetune_section) return task_batch(args, config);
   refuse_console(args.output, "-o", "a batch (a safetensors file)");
   args.output = through_output_link(args.output);  // (a link given to -o: the batch goes where it leads)
   refuse_output_onto_input(args.output, "-o",
@@ -910,7 +934,8 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
       ->check(kCount);
   train_cmd->add_option("--data", train_args.data,
                         "Text file, folder of .txt and .txt.gz files, or folder of bertc prepare-data shards (default: "
-                        "[train] data)");
+                        "[train] data); for a [finetune] config, task examples, .tsv or .jsonl (default: [finetune] "
+                        "dev_data)");
   train_cmd->add_option("--vocab", train_args.vocab, "WordPiece vocab.txt (default: [train] vocab)");
   train_cmd->add_option("--device", train_args.device,
                         "auto (a usable GPU, else the CPU), cpu (the reference executor, op by op), or a device "
@@ -962,14 +987,16 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
                        "Write the logits here (.safetensors: logits, or mlm_logits and nsp_logits)");
 
   BatchArgs batch_args;
-  CLI::App* batch_cmd = app.add_subcommand("batch", "Write one micro-batch of the training data (input of eval)");
+  CLI::App* batch_cmd = app.add_subcommand(
+      "batch", "Write one micro-batch of the training data, or of a [finetune] config's task examples (input of eval)");
   batch_cmd->add_option("config", batch_args.config, "TOML config")->required()->check(CLI::ExistingFile);
   batch_cmd->add_option("--index", batch_args.index, "Micro-batch number (step * accumulation + micro)")
       ->check(kCountOrNone);
   batch_cmd->add_option("-o,--output", batch_args.output, "Output .safetensors")->required();
   batch_cmd->add_option("--data", batch_args.data,
                         "Text file, folder of .txt and .txt.gz files, or folder of bertc prepare-data shards (default: "
-                        "[train] data)");
+                        "[train] data); for a [finetune] config, task examples, .tsv or .jsonl (default: [finetune] "
+                        "dev_data)");
   batch_cmd->add_option("--vocab", batch_args.vocab, "vocab.txt (default: [train] vocab)");
 
   std::string check_config;

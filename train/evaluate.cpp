@@ -100,8 +100,16 @@ EvalResult evaluate_batch(const frontend::ModelDefinition& model, frontend::Conf
     std::string why;
     if (task != loaded.metadata.end() && !config.finetune_section)
       why = fmt::format(" (it holds a model fine-tuned for {}, whose head is not pretraining's: evaluate it with a "
-                        "config of that task's [finetune] section and a batch made from it)",
+                        "config of that task's [finetune] section and a batch of its examples, bertc batch "
+                        "FINETUNE_CONFIG --data EXAMPLES -o BATCH.safetensors)",
                         task->second);
+    else if (const std::string architecture = frontend::hf_architecture(weights);
+             task == loaded.metadata.end() && !config.finetune_section &&
+             (architecture == "BertForSequenceClassification" || architecture == "BertForTokenClassification"))
+      why = fmt::format(" (its config.json names {}, whose head is not pretraining's: evaluate it with a config of "
+                        "that task's [finetune] section and a batch of its examples, bertc batch FINETUNE_CONFIG "
+                        "--data EXAMPLES -o BATCH.safetensors)",
+                        architecture);
     else if (task == loaded.metadata.end() && task_head_missing)
       why = fmt::format(" (it holds no {} head: a pretraining model's or a base model's weights; fine-tune them "
                         "first, bertc finetune CONFIG --init {}, and evaluate the fine-tuned checkpoint)",

@@ -313,6 +313,31 @@ void require_best_folder_usable(const std::filesystem::path& best, const std::fi
 
 }  // namespace
 
+support::Safetensors task_batch_file(const frontend::Config& c, const std::filesystem::path& path,
+                                     const data::Vocab& vocab, int64_t index, std::ostream& log) {
+  const frontend::FinetuneConfig& f = c.finetune;
+  const data::Tokenizer tokenizer(vocab, c.train.do_lower_case);
+  const std::vector<int64_t> lengths = f.buckets(c.train.seq_len);
+  const data::TaskData examples = data::read_task_file(path, format_of(f, lengths.back()), tokenizer, vocab);
+  for (const std::string& note : examples.notes) log << "data: " << note << "\n";
+  const std::vector<data::PlannedBatch> planned =
+      data::plan_batches(examples.examples, lengths, c.train.batch_size, 0, 0, false);
+  if (index < 0 || static_cast<size_t>(index) >= planned.size())
+    throw std::invalid_argument(fmt::format("{}: its {} examples make {} batch(es) of up to {} (as a dev pass makes "
+                                            "them), and --index {} is past them: give --index 0 to {}",
+                                            path.string(), examples.examples.size(), planned.size(),
+                                            c.train.batch_size, index, planned.size() - 1));
+  const data::PlannedBatch& chosen = planned[static_cast<size_t>(index)];
+  const data::TaskBatch batch = data::make_task_batch(examples_of(examples, chosen), label_kind(f.task),
+                                                      c.train.batch_size, lengths[chosen.bucket]);
+  support::Environment env;
+  bind_task_batch(batch, label_kind(f.task), env);
+  support::Safetensors file;
+  for (const auto& [name, tensor] : env) file.tensors[name] = support::to_stored(tensor);
+  file.metadata["format"] = "bertc-batch";
+  return file;
+}
+
 FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const FinetuneOptions& options, std::ostream& log) {
   FinetuneOptions o = options;
   frontend::Config& c = o.config;
@@ -375,7 +400,8 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
   // (what was cut, train and dev alike: a dev word cut off is never scored, a train word never learnt)
   const auto cuts = [&](const data::TaskData& d) {
     return fmt::format("{} cut to {} tokens{}", d.truncated, lengths.back(),
-                       d.words_cut ? fmt::format(", {} of their {} words' tags with them", d.words_cut, d.words) : "");
+                       d.words_cut ? fmt::format(", {} of their {} words' tags with them", d.words_cut, d.words_in_cut)
+                                   : "");
   };
   log << fmt::format("data: {}: {} examples ({}; {}){}\n", o.train_data.string(), train_data.examples.size(),
                      fmt::join(shares, ", "), cuts(train_data),

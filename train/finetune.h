@@ -9,7 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "data/vocab.h"
 #include "frontend/model.h"
+#include "support/safetensors.h"
 #include "train/task_metrics.h"
 
 namespace bertc::train {
@@ -45,5 +47,13 @@ struct FinetuneSummary {
 // SafetensorsError with the fix in the message. Refuses a checkpoint folder with a run in it
 // (fine-tuning starts afresh; its checkpoints are starting points for --init).
 FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const FinetuneOptions& options, std::ostream& log);
+
+// Batch `index` of the task examples in `path` for the [finetune] config `c`, as bertc batch writes
+// it (the input of bertc eval): the batches a dev pass makes (file order, each length bucket cut
+// into batches of [train] batch_size), the inputs and labels the fine-tuning graph reads, format
+// "bertc-batch". What the file's reading notes goes to `log`. Throws DataError for a bad file and
+// std::invalid_argument for an index past the batches (naming how many there are).
+support::Safetensors task_batch_file(const frontend::Config& c, const std::filesystem::path& path,
+                                     const data::Vocab& vocab, int64_t index, std::ostream& log);
 
 }  // namespace bertc::train
