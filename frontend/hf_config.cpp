@@ -119,14 +119,27 @@ bool is_hf_folder(const std::filesystem::path& path) {
   return std::filesystem::is_directory(path, ec) && std::filesystem::exists(path / "config.json", ec);
 }
 
-std::string hf_architecture(const std::filesystem::path& weights) {
+HfHeadRecord hf_head_record(const std::filesystem::path& weights) {
   const std::filesystem::path folder = is_hf_folder(weights) ? weights : weights.parent_path();
   std::ifstream in(folder / "config.json");
   const nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object() || !j.contains("architectures") || !j["architectures"].is_array() || j["architectures"].empty() ||
-      !j["architectures"][0].is_string())
-    return "";
-  return j["architectures"][0].get<std::string>();
+  HfHeadRecord r;
+  if (!j.is_object()) return r;
+  if (j.contains("architectures") && j["architectures"].is_array() && !j["architectures"].empty() &&
+      j["architectures"][0].is_string())
+    r.architecture = j["architectures"][0].get<std::string>();
+  if (j.contains("problem_type") && j["problem_type"].is_string()) r.problem_type = j["problem_type"].get<std::string>();
+  if (j.contains("id2label") && j["id2label"].is_object()) {
+    bool named = false;
+    for (size_t i = 0; i < j["id2label"].size(); ++i) {
+      const std::string key = std::to_string(i);
+      if (!j["id2label"].contains(key) || !j["id2label"][key].is_string()) return r;  // (not 0..n-1: no order read)
+      r.labels.push_back(j["id2label"][key].get<std::string>());
+      named = named || r.labels.back() != fmt::format("LABEL_{}", i);  // (transformers' default names)
+    }
+    if (!named) r.labels.clear();
+  }
+  return r;
 }
 
 nlohmann::json model_json(const ModelConfig& model) {

@@ -15,10 +15,15 @@ namespace bertc::frontend {
 
 // Whether `path` is a Hugging Face model folder: a directory with a config.json.
 bool is_hf_folder(const std::filesystem::path& path);
-// The architecture the config.json of Hugging Face weights names ("BertForSequenceClassification"):
-// of `weights`, a model folder or a .safetensors file in one; "" where there is none to read (a
-// hint for messages, never a check).
-std::string hf_architecture(const std::filesystem::path& weights);
+// What the config.json of Hugging Face weights says of their head: of `weights`, a model folder or
+// a .safetensors file in one; empty fields where there is nothing to read (no config.json, keys
+// absent or of another type).
+struct HfHeadRecord {
+  std::string architecture;         // "BertForSequenceClassification", ...
+  std::string problem_type;         // "regression", "single_label_classification"
+  std::vector<std::string> labels;  // id2label's names in class order; empty where they are LABEL_i
+};
+HfHeadRecord hf_head_record(const std::filesystem::path& weights);
 
 // Sets config.model from folder/config.json, and the tokenizer ([train] vocab, do_lower_case) from
 // the folder's vocab.txt and tokenizer_config.json unless the config sets them (a vocab.txt other

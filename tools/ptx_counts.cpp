@@ -71,16 +71,16 @@ std::string sampling_text(const std::vector<runtime::PtxLaunchRecord>& launches)
   size_t repeats = 0, sampled = 0;
   for (const runtime::PtxLaunchRecord& l : launches) {
     repeats += l.repeat;
-    if (l.repeat) continue;
+    if (l.repeat || l.counts.executed_blocks == l.counts.blocks) continue;  // (run whole)
     blocks += l.counts.blocks, executed += l.counts.executed_blocks;
-    sampled += l.counts.executed_blocks < l.counts.blocks;
+    ++sampled;
   }
   if (repeats == 0 && sampled == 0) return "";
   return fmt::format("  sampled: {} of {} launches ran {} of their {} blocks (spread over each grid, the first and last "
-                     "among them) and were scaled to their grids; {} repeats of a kernel and grid took its first "
-                     "launch's counts: figures of the whole launches where blocks do alike, the tail tiles' share "
-                     "aside\n",
-                     sampled, launches.size() - repeats, executed, blocks, repeats);
+                     "among them) and were scaled to their grids, {} ran whole (grids as small as the sample, or "
+                     "blocks whose work follows the data); {} repeats of a kernel and grid took its first launch's "
+                     "counts: figures of the whole launches where blocks do alike, the tail tiles' share aside\n",
+                     sampled, launches.size() - repeats, executed, blocks, launches.size() - repeats - sampled, repeats);
 }
 
 std::string_view main_bound(const KernelLine& k) {

@@ -31,12 +31,61 @@ const support::StoredTensor& batch_tensor(const support::Safetensors& file, cons
   return it->second;
 }
 
+// What fine-tuned weights or a task batch record of their task and classes (empty: nothing
+// recorded): a bertc checkpoint's or batch's finetune_task and labels, else a Hugging Face
+// folder's config.json (architecture, problem_type, id2label).
+struct TaskRecord {
+  std::string task;                 // "sequence-classification", "regression", "token-classification"
+  std::vector<std::string> labels;  // the class names in class order
+};
+
+TaskRecord recorded_task(const std::map<std::string, std::string>& metadata) {
+  TaskRecord r;
+  if (const auto t = metadata.find("finetune_task"); t != metadata.end()) r.task = t->second;
+  if (const auto l = metadata.find("labels"); l != metadata.end() && !l->second.empty()) {
+    frontend::FinetuneConfig f;
+    f.labels = l->second;
+    r.labels = f.label_names();
+  }
+  return r;
+}
+
+TaskRecord weights_task(const std::filesystem::path& weights, const std::map<std::string, std::string>& metadata) {
+  if (metadata.count("finetune_task")) return recorded_task(metadata);
+  const frontend::HfHeadRecord hf = frontend::hf_head_record(weights);
+  TaskRecord r;
+  using frontend::FinetuneTask;
+  if (hf.architecture == "BertForTokenClassification") r.task = ir::enum_name(FinetuneTask::TokenClassification);
+  if (hf.architecture == "BertForSequenceClassification")
+    r.task = ir::enum_name(hf.problem_type == "regression" ? FinetuneTask::Regression : FinetuneTask::SequenceClassification);
+  r.labels = hf.labels;
+  return r;
+}
+
+// A fine-tuning config's task and classes against what `what` records: another task's head, or
+// classes in another order, would be scored against targets they never meant (a loss, exit 0).
+void require_config_task(const frontend::Config& config, const TaskRecord& recorded, const std::string& what,
+                         const std::string& fix) {
+  const std::string task(ir::enum_name(config.finetune.task));
+  if (!recorded.task.empty() && recorded.task != task)
+    throw support::SafetensorsError(fmt::format("{} records the task {}, and the config's [finetune] task is {}: {}", what,
+                                                recorded.task, task, fix));
+  const std::vector<std::string> labels = config.finetune.label_names();
+  if (!labels.empty() && !recorded.labels.empty() && labels != recorded.labels)
+    throw support::SafetensorsError(fmt::format("{} has the classes \"{}\" in that order, and the config's [finetune] "
+                                                "labels are \"{}\": each class number would name another class; {}",
+                                                what, fmt::join(recorded.labels, ","), fmt::join(labels, ","), fix));
+}
+
 }  // namespace
 
 EvalResult evaluate_batch(const frontend::ModelDefinition& model, frontend::Config config,
                           const std::filesystem::path& weights, const std::filesystem::path& batch_path) {
   const support::Safetensors batch = support::read_safetensors(batch_path);
   const std::string source = batch_path.string();
+  if (config.finetune_section)  // (what its label numbers mean, where bertc batch recorded it)
+    require_config_task(config, recorded_task(batch.metadata), fmt::format("the batch {}", source),
+                        fmt::format("make the batch with this config (bertc batch CONFIG --data EXAMPLES -o {})", source));
   const ir::Shape ids = batch_tensor(batch, "input_ids", source).shape;
   if (ids.size() != 2)
     throw support::SafetensorsError(fmt::format("{}: input_ids must be [batch, seq], found {}", source,
@@ -79,6 +128,17 @@ EvalResult evaluate_batch(const frontend::ModelDefinition& model, frontend::Conf
   }
   check_batch_ranges(env, config, source);
   const PretrainedReport loaded = load_pretrained(weights, graph, env);
+  if (config.finetune_section) {  // (what the head's outputs mean, where the weights record it)
+    const TaskRecord weights_record = weights_task(weights, loaded.metadata);
+    require_config_task(config, weights_record, fmt::format("--init {}", weights.string()),
+                        fmt::format("evaluate it with a config of its task and classes{}{}, and a batch made with "
+                                    "that config (bertc batch CONFIG --data EXAMPLES -o BATCH.safetensors)",
+                                    weights_record.task.empty() ? "" : fmt::format(" (task = \"{}\"", weights_record.task),
+                                    weights_record.task.empty()     ? ""
+                                    : weights_record.labels.empty() ? ")"
+                                                                    : fmt::format(", labels = \"{}\")",
+                                                                                  fmt::join(weights_record.labels, ","))));
+  }
   // The batch's token ids are of the vocabulary it was made with: the weights' must be it.
   if (const auto made_with = data::vocab_from_metadata(batch.metadata)) {
     std::optional<data::VocabRecord> weights_vocab = data::vocab_from_metadata(loaded.metadata);
@@ -92,25 +152,19 @@ EvalResult evaluate_batch(const frontend::ModelDefinition& model, frontend::Conf
   if (!loaded.missing.empty()) {
     // (a fine-tuned model's heads are its task's: said, with the config that has them)
     // (and a pretraining model's heads are not a task's: said, with how to make the task's)
-    const auto task = loaded.metadata.find("finetune_task");
+    // (a checkpoint's record, or a Hugging Face folder's config.json: the folder exported from it)
+    const TaskRecord held = weights_task(weights, loaded.metadata);
     const bool task_head_missing =
         config.finetune_section && std::all_of(loaded.missing.begin(), loaded.missing.end(), [](const std::string& n) {
           return n.starts_with("classifier.") || n.starts_with("bert.pooler.");
         });
     std::string why;
-    if (task != loaded.metadata.end() && !config.finetune_section)
+    if (!held.task.empty() && !config.finetune_section)
       why = fmt::format(" (it holds a model fine-tuned for {}, whose head is not pretraining's: evaluate it with a "
                         "config of that task's [finetune] section and a batch of its examples, bertc batch "
                         "FINETUNE_CONFIG --data EXAMPLES -o BATCH.safetensors)",
-                        task->second);
-    else if (const std::string architecture = frontend::hf_architecture(weights);
-             task == loaded.metadata.end() && !config.finetune_section &&
-             (architecture == "BertForSequenceClassification" || architecture == "BertForTokenClassification"))
-      why = fmt::format(" (its config.json names {}, whose head is not pretraining's: evaluate it with a config of "
-                        "that task's [finetune] section and a batch of its examples, bertc batch FINETUNE_CONFIG "
-                        "--data EXAMPLES -o BATCH.safetensors)",
-                        architecture);
-    else if (task == loaded.metadata.end() && task_head_missing)
+                        held.task);
+    else if (held.task.empty() && task_head_missing)
       why = fmt::format(" (it holds no {} head: a pretraining model's or a base model's weights; fine-tune them "
                         "first, bertc finetune CONFIG --init {}, and evaluate the fine-tuned checkpoint)",
                         ir::enum_name(config.finetune.task), weights.string());

@@ -335,6 +335,9 @@ support::Safetensors task_batch_file(const frontend::Config& c, const std::files
   support::Safetensors file;
   for (const auto& [name, tensor] : env) file.tensors[name] = support::to_stored(tensor);
   file.metadata["format"] = "bertc-batch";
+  // (what its label numbers mean: eval checks them against the config's and the weights')
+  file.metadata["finetune_task"] = std::string(ir::enum_name(f.task));
+  file.metadata["labels"] = f.labels;
   return file;
 }
 
