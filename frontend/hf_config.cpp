@@ -120,25 +120,34 @@ bool is_hf_folder(const std::filesystem::path& path) {
 }
 
 HfHeadRecord hf_head_record(const std::filesystem::path& weights) {
-  const std::filesystem::path folder = is_hf_folder(weights) ? weights : weights.parent_path();
-  std::ifstream in(folder / "config.json");
-  const nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  const std::filesystem::path file = (is_hf_folder(weights) ? weights : weights.parent_path()) / "config.json";
   HfHeadRecord r;
-  if (!j.is_object()) return r;
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(file, ec)) return r;
+  std::ifstream in(file);
+  const nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object())
+    throw ConfigError(fmt::format("{}: not a JSON object: it says what the head of the weights beside it computes, "
+                                  "and what each class number means; restore it (bertc export writes it)",
+                                  file.string()));
   if (j.contains("architectures") && j["architectures"].is_array() && !j["architectures"].empty() &&
       j["architectures"][0].is_string())
     r.architecture = j["architectures"][0].get<std::string>();
   if (j.contains("problem_type") && j["problem_type"].is_string()) r.problem_type = j["problem_type"].get<std::string>();
-  if (j.contains("id2label") && j["id2label"].is_object()) {
-    bool named = false;
-    for (size_t i = 0; i < j["id2label"].size(); ++i) {
-      const std::string key = std::to_string(i);
-      if (!j["id2label"].contains(key) || !j["id2label"][key].is_string()) return r;  // (not 0..n-1: no order read)
-      r.labels.push_back(j["id2label"][key].get<std::string>());
-      named = named || r.labels.back() != fmt::format("LABEL_{}", i);  // (transformers' default names)
-    }
-    if (!named) r.labels.clear();
+  if (j.contains("num_labels") && j["num_labels"].is_number_integer()) r.classes = j["num_labels"].get<int64_t>();
+  if (!j.contains("id2label") || !j["id2label"].is_object()) return r;
+  bool named = false;
+  for (size_t i = 0; i < j["id2label"].size(); ++i) {
+    const std::string key = std::to_string(i);
+    if (!j["id2label"].contains(key) || !j["id2label"][key].is_string())
+      throw ConfigError(fmt::format("{}: id2label's keys are not the class numbers 0 to {} (no name of class {}), so "
+                                    "what a class number means is not known: give each class its name",
+                                    file.string(), j["id2label"].size() - 1, i));
+    r.labels.push_back(j["id2label"][key].get<std::string>());
+    named = named || r.labels.back() != fmt::format("LABEL_{}", i);  // (transformers' default names)
   }
+  r.classes = static_cast<int64_t>(r.labels.size());
+  if (!named) r.labels.clear();
   return r;
 }
 

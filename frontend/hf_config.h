@@ -16,11 +16,13 @@ namespace bertc::frontend {
 // Whether `path` is a Hugging Face model folder: a directory with a config.json.
 bool is_hf_folder(const std::filesystem::path& path);
 // What the config.json of Hugging Face weights says of their head: of `weights`, a model folder or
-// a .safetensors file in one; empty fields where there is nothing to read (no config.json, keys
-// absent or of another type).
+// a .safetensors file in one; empty fields where the file or a key is absent. Throws ConfigError
+// naming the file when it is there but not a JSON object, or its id2label's keys are not 0..N-1
+// (what a class number means would be a guess).
 struct HfHeadRecord {
   std::string architecture;         // "BertForSequenceClassification", ...
-  std::string problem_type;         // "regression", "single_label_classification"
+  std::string problem_type;         // "regression", "single_label_classification", ...
+  int64_t classes = 0;              // id2label's entries, else num_labels; 0 where neither is given
   std::vector<std::string> labels;  // id2label's names in class order; empty where they are LABEL_i
 };
 HfHeadRecord hf_head_record(const std::filesystem::path& weights);

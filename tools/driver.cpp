@@ -934,8 +934,7 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
       ->check(kCount);
   train_cmd->add_option("--data", train_args.data,
                         "Text file, folder of .txt and .txt.gz files, or folder of bertc prepare-data shards (default: "
-                        "[train] data); for a [finetune] config, task examples, .tsv or .jsonl (default: [finetune] "
-                        "dev_data)");
+                        "[train] data)");
   train_cmd->add_option("--vocab", train_args.vocab, "WordPiece vocab.txt (default: [train] vocab)");
   train_cmd->add_option("--device", train_args.device,
                         "auto (a usable GPU, else the CPU), cpu (the reference executor, op by op), or a device "

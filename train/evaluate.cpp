@@ -37,6 +37,8 @@ const support::StoredTensor& batch_tensor(const support::Safetensors& file, cons
 struct TaskRecord {
   std::string task;                 // "sequence-classification", "regression", "token-classification"
   std::vector<std::string> labels;  // the class names in class order
+  int64_t classes = 0;              // how many classes it says there are (0: not said)
+  std::string unsupported;          // a head no bertc task computes ("a BertForMultipleChoice")
 };
 
 TaskRecord recorded_task(const std::map<std::string, std::string>& metadata) {
@@ -46,6 +48,7 @@ TaskRecord recorded_task(const std::map<std::string, std::string>& metadata) {
     frontend::FinetuneConfig f;
     f.labels = l->second;
     r.labels = f.label_names();
+    r.classes = static_cast<int64_t>(r.labels.size());
   }
   return r;
 }
@@ -54,22 +57,43 @@ TaskRecord weights_task(const std::filesystem::path& weights, const std::map<std
   if (metadata.count("finetune_task")) return recorded_task(metadata);
   const frontend::HfHeadRecord hf = frontend::hf_head_record(weights);
   TaskRecord r;
+  r.labels = hf.labels, r.classes = hf.classes;
   using frontend::FinetuneTask;
-  if (hf.architecture == "BertForTokenClassification") r.task = ir::enum_name(FinetuneTask::TokenClassification);
-  if (hf.architecture == "BertForSequenceClassification")
-    r.task = ir::enum_name(hf.problem_type == "regression" ? FinetuneTask::Regression : FinetuneTask::SequenceClassification);
-  r.labels = hf.labels;
+  const std::string& problem = hf.problem_type;
+  if (hf.architecture == "BertForTokenClassification") {
+    r.task = ir::enum_name(FinetuneTask::TokenClassification);
+  } else if (hf.architecture == "BertForSequenceClassification") {
+    // (transformers' rule: without a problem_type, one label is a regression)
+    if (problem == "regression" || (problem.empty() && hf.classes == 1))
+      r.task = ir::enum_name(FinetuneTask::Regression);
+    else if ((problem.empty() || problem == "single_label_classification") && hf.classes != 1)
+      r.task = ir::enum_name(FinetuneTask::SequenceClassification);
+    else
+      r.unsupported = fmt::format("a {}-class BertForSequenceClassification of problem_type \"{}\"", hf.classes, problem);
+  } else if (!hf.architecture.empty() && hf.architecture != "BertForPreTraining" && hf.architecture != "BertModel") {
+    r.unsupported = fmt::format("a {}", hf.architecture);
+  }
   return r;
 }
 
 // A fine-tuning config's task and classes against what `what` records: another task's head, or
-// classes in another order, would be scored against targets they never meant (a loss, exit 0).
+// classes other than the config's, would be scored against targets they never meant (a loss, exit 0).
 void require_config_task(const frontend::Config& config, const TaskRecord& recorded, const std::string& what,
                          const std::string& fix) {
+  if (!recorded.unsupported.empty())
+    throw support::SafetensorsError(fmt::format("{} holds {} (its config.json), a head no bertc [finetune] task "
+                                                "computes (sequence-classification, regression, token-classification): "
+                                                "evaluate it with the library it was made for",
+                                                what, recorded.unsupported));
   const std::string task(ir::enum_name(config.finetune.task));
   if (!recorded.task.empty() && recorded.task != task)
     throw support::SafetensorsError(fmt::format("{} records the task {}, and the config's [finetune] task is {}: {}", what,
                                                 recorded.task, task, fix));
+  if (recorded.classes > 0 && recorded.classes != config.finetune.num_labels)
+    throw support::SafetensorsError(fmt::format("{} names {} classes{}, and the config {} ([finetune] num_labels): {}",
+                                                what, recorded.classes,
+                                                recorded.labels.empty() ? "" : fmt::format(" ({})", fmt::join(recorded.labels, ",")),
+                                                config.finetune.num_labels, fix));
   const std::vector<std::string> labels = config.finetune.label_names();
   if (!labels.empty() && !recorded.labels.empty() && labels != recorded.labels)
     throw support::SafetensorsError(fmt::format("{} has the classes \"{}\" in that order, and the config's [finetune] "
@@ -129,15 +153,29 @@ EvalResult evaluate_batch(const frontend::ModelDefinition& model, frontend::Conf
   check_batch_ranges(env, config, source);
   const PretrainedReport loaded = load_pretrained(weights, graph, env);
   if (config.finetune_section) {  // (what the head's outputs mean, where the weights record it)
-    const TaskRecord weights_record = weights_task(weights, loaded.metadata);
-    require_config_task(config, weights_record, fmt::format("--init {}", weights.string()),
+    const TaskRecord held = weights_task(weights, loaded.metadata);
+    const std::string init = fmt::format("--init {}", weights.string());
+    // (a loaded head has the config's num_labels rows: a config.json saying otherwise contradicts it)
+    if (held.classes > 0 && held.classes != config.finetune.num_labels && held.task == ir::enum_name(config.finetune.task))
+      throw support::SafetensorsError(fmt::format("{}: its config.json names {} classes, and its classifier has {}: the "
+                                                  "config.json contradicts the weights; correct its id2label (and "
+                                                  "num_labels)",
+                                                  init, held.classes, config.finetune.num_labels));
+    require_config_task(config, held, init,
                         fmt::format("evaluate it with a config of its task and classes{}{}, and a batch made with "
                                     "that config (bertc batch CONFIG --data EXAMPLES -o BATCH.safetensors)",
-                                    weights_record.task.empty() ? "" : fmt::format(" (task = \"{}\"", weights_record.task),
-                                    weights_record.task.empty()     ? ""
-                                    : weights_record.labels.empty() ? ")"
-                                                                    : fmt::format(", labels = \"{}\")",
-                                                                                  fmt::join(weights_record.labels, ","))));
+                                    held.task.empty() ? "" : fmt::format(" (task = \"{}\"", held.task),
+                                    held.task.empty()     ? ""
+                                    : held.labels.empty() ? ")"
+                                                          : fmt::format(", labels = \"{}\")", fmt::join(held.labels, ","))));
+    // (a config of class numbers checks neither against names: the two records, against each other)
+    const TaskRecord made = recorded_task(batch.metadata);
+    if (!held.labels.empty() && !made.labels.empty() && held.labels != made.labels)
+      throw support::SafetensorsError(fmt::format(
+          "the batch {} has the classes \"{}\" in that order, and {} the classes \"{}\": each class number would "
+          "name another class; make the batch with a config of labels = \"{}\" (bertc batch CONFIG --data EXAMPLES "
+          "-o {})",
+          source, fmt::join(made.labels, ","), init, fmt::join(held.labels, ","), fmt::join(held.labels, ","), source));
   }
   // The batch's token ids are of the vocabulary it was made with: the weights' must be it.
   if (const auto made_with = data::vocab_from_metadata(batch.metadata)) {
