@@ -4,12 +4,17 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
+
+#include <fmt/format.h>
 
 #include "bert_batch.h"
 #include "frontend/bert.h"
 #include "passes/pipeline.h"
 #include "passes/targets.h"
+#include "codegen/render.h"
 #include "runtime/host_device.h"
+#include "runtime/plan_executor.h"
 #include "runtime/ptx_device.h"
 #include "tools/ptx_counts.h"
 #include "train/graph_runner.h"
@@ -104,6 +109,62 @@ TEST(PtxDevice, SampledLaunchesCountCloseToTheWholeRun) {
               0.1 * static_cast<double>(all.thread_instructions));
   EXPECT_NEAR(some.flops, all.flops, 0.1 * all.flops);
 }
+
+// Every kernel of bert-base's training step and optimizer step (examples/bert-base.toml: hidden
+// 768, 12 heads, feed-forward 3072, vocabulary 30522, 12 layers; the batch shrunk to 2 x 16 tokens)
+// from NVRTC's PTX for each arch, launched under every checker: sampled (PtxDevice::sample_blocks,
+// 2 blocks of a grid, its first and last: the tails), each kernel once (its repeats in the other
+// layers counted, not run). A checker's finding or a launch the arch refuses throws.
+struct BertBaseTarget {
+  int sm;
+  passes::Precision precision;
+};
+
+class EveryBertBaseKernel : public ::testing::TestWithParam<BertBaseTarget> {};
+
+TEST_P(EveryBertBaseKernel, RunsUnderTheCheckers) {
+  const BertBaseTarget t = GetParam();
+  frontend::Config c = frontend::load_config(BERTC_SOURCE_DIR "/examples/bert-base.toml");
+  c.train.batch_size = 2, c.train.seq_len = 16, c.train.max_predictions_per_seq = 2;
+  c.compile.precision = t.precision;
+  c.compile.matmul = passes::MatmulPolicy::Generated;  // (the emulator runs bertc's kernels, no cuBLAS)
+  c.compile = passes::resolve_options(c.compile, passes::Arch::of_sm(t.sm));
+  const passes::TrainingProgram p = passes::compile_training(frontend::build_bert_pretraining(c), c.compile, c.train);
+  runtime::PtxDevice device(BERTC_TEST_CACHE, t.sm);
+  device.sample_blocks(2);
+  const codegen::RenderTarget target{t.sm, passes::MatmulPolicy::Generated, {}, t.precision == passes::Precision::Tf32};
+  ir::Environment<float> env = batch_environment(c, p);
+  std::set<std::string> kernels;
+  for (const ir::Graph* graph : {&p.step, &p.optimizer}) {
+    for (ir::ValueId v : graph->values_of(ir::OpKind::Input))  // (the gradients: zeros do as well for counting)
+      if (!env.count(graph->value(v).name)) env[graph->value(v).name] = ir::HostTensor<float>::zeros(graph->value(v).type);
+    codegen::GraphKernels launches = codegen::render_graph(*graph, target);
+    for (const codegen::KernelSpec& k : launches.kernels) kernels.insert(k.name);
+    runtime::PlanExecutor(*graph, std::move(launches), device).run(env);
+  }
+  std::set<std::string> run;
+  size_t sampled = 0;
+  for (const runtime::PtxLaunchRecord& l : device.launches()) {
+    if (l.repeat) continue;
+    run.insert(l.kernel);
+    EXPECT_GT(l.counts.executed_blocks, 0u) << l.kernel;
+    sampled += l.counts.executed_blocks < l.counts.blocks;
+  }
+  EXPECT_EQ(run, kernels);  // (each kernel ran at least once)
+  EXPECT_GT(kernels.size(), 40u);
+  EXPECT_GT(sampled, 20u);
+  EXPECT_EQ(device.launches().size(), 451u + (t.precision == passes::Precision::Fp32 ? 0u : 80u))
+      << "bert-base's launches (a 16-bit step also casts its gradients)";
+}
+
+INSTANTIATE_TEST_SUITE_P(PtxDevice, EveryBertBaseKernel,
+                         ::testing::Values(BertBaseTarget{61, passes::Precision::Fp32},
+                                           BertBaseTarget{70, passes::Precision::Fp16},
+                                           BertBaseTarget{80, passes::Precision::Bf16},
+                                           BertBaseTarget{90, passes::Precision::Bf16}),
+                         [](const ::testing::TestParamInfo<BertBaseTarget>& info) {
+                           return fmt::format("sm_{}_{}", info.param.sm, ir::enum_name(info.param.precision));
+                         });
 
 // A kernel that writes one element past its buffer: the launch fails, naming the kernel and the
 // emulator (a GPU would have written the neighbour's memory silently); the same kernel bounded
