@@ -137,14 +137,17 @@ struct BlockRun {
     for (const Instruction& in : entry.body) {
       classes.push_back(class_of(in)), flops_at.push_back(flops_of(in));
       mma_flops_at.push_back(classes.back() == InstructionClass::Mma ? flops_at.back() : 0.0);
-      // (ld/st.shared and ldmatrix: what NVRTC emits for shared memory; a generic access that
-      // lands there is not counted as a shared request. Global: ld/st of global or generic
-      // addresses, and cp.async's reads.)
+      // (ld/st.shared, ldmatrix and cp.async's writes: what NVRTC emits for shared memory; a
+      // generic access that lands there is not counted as a shared request. Global: ld/st of
+      // global or generic addresses, and cp.async's reads.)
       const Op op = in.opcode.op;
       const bool load_store = op == Op::Ld || op == Op::St;
       const bool other_space = in.opcode.has(Mod::shared) || in.opcode.has(Mod::local) || in.opcode.has(Mod::param) ||
                                in.opcode.has(Mod::Const);
-      shared_requests.add_instruction(((load_store || op == Op::Ldmatrix) && in.opcode.has(Mod::shared)));
+      // (cp.async's shared writes too: the copy's data lands on the banks as a store's would)
+      shared_requests.add_instruction(((load_store || op == Op::Ldmatrix) && in.opcode.has(Mod::shared)) ||
+                                      (op == Op::Cp && in.opcode.has(Mod::async) && !in.opcode.has(Mod::commit_group) &&
+                                       !in.opcode.has(Mod::wait_group) && !in.opcode.has(Mod::wait_all)));
       global_requests.add_instruction((load_store && !other_space) || (op == Op::Cp && in.opcode.has(Mod::async)));
     }
     const Dim3 b = config.block;
@@ -429,6 +432,7 @@ struct BlockRun {
     if (size != 4 && size != 8 && size != 16) fail(t, in, fmt::format("a copy of {} bytes (4, 8 or 16)", size));
     const uint64_t to = address(t, in, in.operands.at(0));
     if (to % size != 0) fail(t, in, fmt::format("misaligned: {} bytes to shared offset {}", size, to));
+    shared_requests.note(t.pc, t.linear, to, size);  // (its bank request; racecheck's write is at the wait)
     AsyncCopy c{to, std::vector<uint8_t>(size, 0)};
     if (from > 0) {
       const uint8_t* src = memory(t, in, Where::Global, address(t, in, in.operands.at(1)), size, false);

@@ -576,6 +576,66 @@ $L__init:
   EXPECT_EQ(shared_phases(wide), 4u);
 }
 
+// cp.async's shared writes are bank requests as stores are: each lane copies 16 bytes to shared
+// offset 16 x lane x stride, then reads the first word back. The copies, a quarter-warp a phase:
+// stride 1 conflict-free (4 wavefronts), stride 2 two lanes of a phase on each bank (8), stride 8
+// eight (32); the reads of words 4, 8 and 32 apart take 4, 8 and 32 of one wavefront's phase.
+TEST(PtxExecutor, AsyncCopiesWriteSharedMemoryThroughTheBanks) {
+  Emulator emulator(parse_module(R"(
+.version 8.8
+.target sm_80
+.address_size 64
+.visible .entry async_strided(
+	.param .u64 async_strided_param_0,
+	.param .u64 async_strided_param_1,
+	.param .u32 async_strided_param_2
+)
+.maxntid 32, 1, 1
+{
+	.reg .b32 	%r<16>;
+	.reg .b64 	%rd<8>;
+	.shared .align 16 .b8 table[4096];
+	ld.param.u64 	%rd1, [async_strided_param_0];
+	ld.param.u64 	%rd2, [async_strided_param_1];
+	ld.param.u32 	%r5, [async_strided_param_2];
+	mov.u32 	%r1, %tid.x;
+	mov.u32 	%r3, table;
+	mul.lo.s32 	%r6, %r1, %r5;
+	shl.b32 	%r6, %r6, 4;
+	add.s32 	%r7, %r3, %r6;
+	cvta.to.global.u64 	%rd3, %rd1;
+	mul.wide.u32 	%rd4, %r1, 16;
+	add.s64 	%rd5, %rd3, %rd4;
+	cp.async.cg.shared.global [%r7], [%rd5], 16;
+	cp.async.commit_group;
+	cp.async.wait_group 0;
+	bar.sync 	0;
+	ld.shared.u32 	%r8, [%r7];
+	cvta.to.global.u64 	%rd6, %rd2;
+	mul.wide.u32 	%rd7, %r1, 4;
+	add.s64 	%rd6, %rd6, %rd7;
+	st.global.u32 	[%rd6], %r8;
+	ret;
+}
+)", "async_strided.ptx"));
+  alignas(128) std::array<uint32_t, 128> in;
+  alignas(128) std::array<uint32_t, 32> out;
+  for (uint32_t i = 0; i < in.size(); ++i) in[i] = i;
+  emulator.add_global(in.data(), sizeof in);
+  emulator.add_global(out.data(), sizeof out);
+  for (const auto& [stride, wavefronts] : {std::pair{1u, 4u}, {2u, 8u}, {8u, 32u}}) {
+    out.fill(0);
+    const LaunchCounts c = emulator.launch(
+        "async_strided",
+        emulator.pack_params("async_strided", {reinterpret_cast<uint64_t>(in.data()), reinterpret_cast<uint64_t>(out.data()), stride}),
+        {{1, 1, 1}, {32, 1, 1}, 0, 3});
+    EXPECT_EQ(c.shared_requests, 2u) << stride;  // (the copy's writes, the read)
+    EXPECT_EQ(c.shared_ideal_wavefronts, 4u + 1u) << stride;
+    EXPECT_EQ(c.shared_wavefronts, 2 * wavefronts) << stride;
+    for (uint32_t lane = 0; lane < 32; ++lane) EXPECT_EQ(out[lane], 4 * lane) << stride;
+  }
+}
+
 // Global sectors counted on known patterns: a warp reads word lane x stride of an array aligned to
 // 128 bytes and writes word lane of another (coalesced: 4 sectors of 32 bytes). Stride 1 reads 4
 // sectors, stride 2 reads 8, stride 8 and 32 read one sector a lane (32); the fewest sectors the
