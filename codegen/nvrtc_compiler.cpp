@@ -157,8 +157,10 @@ NvrtcCompiler NvrtcCompiler::ptx_for_arch(int arch, int driver_version) {
 std::string NvrtcCompiler::version() const { return fmt::format("{}.{}", library_.major, library_.minor); }
 
 std::vector<std::string> NvrtcCompiler::options() const {
-  return {fmt::format("--gpu-architecture={}_{}", ptx_ ? "compute" : "sm", target_), "--std=c++17",
-          "--device-as-default-execution-space", "--ptxas-options=-v"};
+  std::vector<std::string> o = {fmt::format("--gpu-architecture={}_{}", ptx_ ? "compute" : "sm", target_),
+                                 "--std=c++17", "--device-as-default-execution-space", "--ptxas-options=-v"};
+  if (line_info_) o.push_back("--generate-line-info");
+  return o;
 }
 
 PtxasInfo parse_ptxas_log(const std::string& full_log, const std::string& kernel) {

@@ -58,6 +58,9 @@ class NvrtcCompiler {
   std::string version() const;       // "13.0"
   const std::string& library() const { return library_.library.path(); }
   std::vector<std::string> options() const;
+  // NVRTC's .loc directives in the PTX (-lineinfo): the source line of each instruction, what the
+  // PTX emulator names in its findings. The code is the same.
+  void add_line_info() { line_info_ = true; }
 
   // One kernel, no cache. Throws KernelCompileError with NVRTC's log and the path where the failing
   // source was written (under `failed_folder`).
@@ -70,6 +73,7 @@ class NvrtcCompiler {
   NvrtcLibrary library_;
   int arch_, target_;  // asked for, and compiled for (differ only for PTX)
   bool ptx_;
+  bool line_info_ = false;
 };
 
 struct CompileStats {

@@ -113,9 +113,15 @@ struct BlockRun {
   RequestLog shared_requests, global_requests;  // (counters.h's bank conflicts and sectors)
 
   [[noreturn]] void fail(const Thread& t, const Instruction& in, const std::string& what) const {
-    throw Error(fmt::format("{}:{}: kernel {}, block ({},{},{}), thread ({},{},{}): {}: {}", emu.module().name, in.line,
+    const std::string source =
+        in.source_line == 0 ? ""
+        : in.caller_line == 0
+            ? fmt::format(" (source line {})", in.source_line)
+            : fmt::format(" (source line {}, inlined at line {})", in.source_line, in.caller_line);
+    throw Error(fmt::format("{}:{}: kernel {}, block ({},{},{}), thread ({},{},{}): {}: {}{}", emu.module().name, in.line,
                             entry.name, ctaid[0], ctaid[1], ctaid[2], t.tid[0], t.tid[1], t.tid[2], in.opcode.text,
-                            what));
+                            what, source),
+                in.source_line, in.caller_line);
   }
 
   void lay_out_variables() {

@@ -18,6 +18,11 @@ namespace bertc::ptx {
 class Error : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+  // A finding at an instruction NVRTC gave a .loc (-lineinfo): the CUDA source's line, and the
+  // line it was inlined at (0: not given), for the caller to show the source's own text.
+  Error(const std::string& what, int source_line, int caller_line)
+      : std::runtime_error(what), source_line(source_line), caller_line(caller_line) {}
+  int source_line = 0, caller_line = 0;
 };
 
 // Where a variable lives (the PTX ISA's state spaces, less .reg, which registers are).
@@ -74,6 +79,9 @@ struct Instruction {
   // shfl.sync d|p, and setp's second destination: the predicate after the '|'
   std::optional<Operand> second_destination;
   int line = 0;
+  // NVRTC's .loc before it (-lineinfo): the CUDA source's line, and where an inlined function's
+  // line, the line it was inlined at (0: none given).
+  int source_line = 0, caller_line = 0;
 };
 
 struct Entry {

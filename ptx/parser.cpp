@@ -109,6 +109,7 @@ class Parser {
   size_t at_ = 0;
   Module module_;
   Entry* entry_ = nullptr;
+  int source_line_ = 0, caller_line_ = 0;  // the last .loc's (location())
   std::vector<std::map<std::string, int>> scopes_;  // register names, innermost last
   int scope_count_ = 0;
 
@@ -172,6 +173,18 @@ class Parser {
       module_.variables.push_back(variable(t));
     } else if (t.text == ".entry") {
       entry(t);
+    } else if (t.text == ".file") {  // (-lineinfo: the source's name; the lines are the .loc's)
+      integer();
+      if (next().kind != Token::Kind::String) fail(t, ".file without its file's name");
+      while (accept(",")) integer();  // (a timestamp and size, where given)
+    } else if (t.text == ".section") {  // (-lineinfo's .debug_str: inlined functions' names, unused)
+      next();
+      expect("{");
+      for (int depth = 1; depth > 0;) {
+        const Token s = next();
+        if (s.kind == Token::Kind::End) fail(t, "a .section that never ends");
+        depth += is(s, "{") ? 1 : is(s, "}") ? -1 : 0;
+      }
     } else {
       fail(t, fmt::format("the directive {} is not read here (a .func NVRTC left uninlined, debug sections: none in "
                           "bertc's kernels so far)",
@@ -344,6 +357,8 @@ class Parser {
         } else if (t.text == ".pragma") {
           next();
           expect(";");
+        } else if (t.text == ".loc") {
+          location();
         } else {
           fail(t, fmt::format("the directive {} is not read inside a kernel", t.text));
         }
@@ -430,9 +445,31 @@ class Parser {
     return -1;
   }
 
+  // .loc file line column [, function_name label] [, inlined_at file line column]: the source line
+  // of the instructions after it (NVRTC's -lineinfo).
+  void location() {
+    integer();
+    source_line_ = static_cast<int>(integer());
+    integer();
+    caller_line_ = 0;
+    while (accept(",")) {
+      const Token key = next();
+      if (key.text == "function_name") {
+        word();
+      } else if (key.text == "inlined_at") {
+        integer();
+        caller_line_ = static_cast<int>(integer());
+        integer();
+      } else {
+        fail(key, fmt::format("a .loc with '{}' (function_name and inlined_at are read)", key.text));
+      }
+    }
+  }
+
   void instruction() {
     Instruction in;
     in.line = peek().line;
+    in.source_line = source_line_, in.caller_line = caller_line_;
     if (accept("@")) {
       in.guard_negated = accept("!");
       const Token p = next();

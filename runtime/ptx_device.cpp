@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <set>
+#include <sstream>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -29,6 +30,24 @@ struct PtxDevice::Loaded {
 };
 
 namespace {
+
+// The kernel source's lines a finding names (ptx::Error's, from NVRTC's .loc), as they read: what
+// the user looks at (`bertc compile --emit cuda` prints the whole source).
+std::string source_lines_text(const codegen::KernelSpec& k, const ptx::Error& e) {
+  if (e.source_line == 0) return "";
+  const std::string source = codegen::device_source(k);
+  auto line = [&](int n) {
+    std::istringstream in(source);
+    std::string text;
+    for (int i = 0; i < n; ++i)
+      if (!std::getline(in, text)) return std::string("(past the source's end)");
+    text.erase(0, std::min(text.size(), text.find_first_not_of(" \t")));
+    return text;
+  };
+  std::string out = fmt::format("\n  source line {}: {}", e.source_line, line(e.source_line));
+  if (e.caller_line) out += fmt::format("\n  inlined at line {}: {}", e.caller_line, line(e.caller_line));
+  return out;
+}
 
 ptx::Dim3 dim3_of(const codegen::Dim3& d) {
   return {static_cast<uint32_t>(d.x), static_cast<uint32_t>(d.y), static_cast<uint32_t>(d.z)};
@@ -57,6 +76,7 @@ PtxDevice::PtxDevice(std::filesystem::path cache, int sm)
       sm_(sm == 0 ? 61 : sm),
       cache_(std::move(cache)),
       compilers_(std::make_unique<Compilers>(Compilers{codegen::NvrtcCompiler::ptx_for_arch(sm_), cubin_compiler(sm_)})) {
+  compilers_->ptx.add_line_info();  // (findings then name the kernel source's line)
   registers_known_ = compilers_->cubin.has_value();
 }
 
@@ -135,8 +155,8 @@ void PtxDevice::launch(const codegen::KernelSpec& k, void** args) {
         try {
           record.counts = loaded->emulator.launch(k.name, loaded->emulator.pack_params(k.name, values), config);
         } catch (const ptx::Error& e) {
-          throw std::runtime_error(
-              fmt::format("kernel {} ({}) on the PTX emulator for sm_{}: {}", k.name, k.label, sm_, e.what()));
+          throw std::runtime_error(fmt::format("kernel {} ({}) on the PTX emulator for sm_{}: {}{}", k.name, k.label,
+                                               sm_, e.what(), source_lines_text(k, e)));
         }
         launches_.push_back(std::move(record));
       },

@@ -196,6 +196,8 @@ TEST(PtxDevice, AnOutOfBoundsWriteFailsTheLaunch) {
         << e.what();
     EXPECT_NE(std::string(e.what()).find("outside every allocation the launch was given"), std::string::npos)
         << e.what();  // (memcheck's finding, not another failure of the launch)
+    // The kernel source's line of the store, from NVRTC's .loc (-lineinfo), as it reads.
+    EXPECT_NE(std::string(e.what()).find(": if (i <= n) x[i] = 1.0f;"), std::string::npos) << e.what();
   }
   device.launch(right, args);
   float back[32] = {};

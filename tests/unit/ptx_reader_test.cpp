@@ -123,7 +123,9 @@ TEST(PtxReader, RefusesWhatItDoesNotRead) {
       {"[scale_param_1]", "[scale_param_7]", "scale.ptx:25: scale_param_7 names no variable or parameter"},
       {".target sm_80", ".target compute_80", "target 'compute_80' is not sm_NN"},
       {".minnctapersm 2", ".minnctapersm 2\n.maxclusterrank 2", "expected '{', found '.maxclusterrank'"},
-      {".reg .pred", ".reg .pred \t%p<3>;\n\t.loc 1 2 3;\n.reg .pred", "scale.ptx:19: the directive .loc is not read inside a kernel"},
+      {".reg .pred", ".reg .pred \t%p<3>;\n\t.loc 1 2 3, discriminator 4\n.reg .pred",
+       "scale.ptx:19: a .loc with 'discriminator' (function_name and inlined_at are read)"},
+      {".reg .pred", ".reg .pred \t%p<3>;\n\t.section .debug_str\n.reg .pred", "the directive .section is not read inside a kernel"},
       {".visible .entry", ".func foo() {}\n.visible .entry", "the directive .func is not read here"},
       {"$L__BB0_3:\n", "$L__BB0_2:\n", "label $L__BB0_2 is defined twice"},
       {"ret;\n\n}", "ret;\n\n", "the body of scale never ends"},
@@ -140,6 +142,42 @@ TEST(PtxReader, RefusesWhatItDoesNotRead) {
       EXPECT_NE(std::string(e.what()).find(c.said), std::string::npos) << e.what();
     }
   }
+}
+
+// NVRTC's -lineinfo: .loc before instructions (an inlined function's with the line it was inlined
+// at), .file and the .debug_str section of the inlined functions' names after the kernels. Each
+// instruction carries the last .loc's source line (what a finding names).
+TEST(PtxReader, ReadsTheSourceLinesOfLineinfo) {
+  const Module m = parse_module(R"(.version 8.8
+.target sm_61
+.address_size 64
+.visible .entry k(
+	.param .u64 k_param_0
+)
+{
+	.reg .b64 	%rd<3>;
+	.loc	1 4 0
+	ld.param.u64 	%rd1, [k_param_0];
+	.loc	1 2 3, function_name $L__info_string0, inlined_at 1 6 3
+	cvta.to.global.u64 	%rd2, %rd1;
+	.loc	1 7 1
+	ret;
+}
+	.file	1 "/tmp/k.cu"
+	.section	.debug_str
+	{
+$L__info_string0:
+.b8 95,90,50,0
+	}
+)", "lines.ptx");
+  const Entry& k = m.entries.at(0);
+  ASSERT_EQ(k.body.size(), 3u);
+  EXPECT_EQ(k.body[0].source_line, 4);
+  EXPECT_EQ(k.body[0].caller_line, 0);
+  EXPECT_EQ(k.body[1].source_line, 2);
+  EXPECT_EQ(k.body[1].caller_line, 6);
+  EXPECT_EQ(k.body[2].source_line, 7);
+  EXPECT_EQ(k.body[2].caller_line, 0);
 }
 
 TEST(PtxReader, DecodesTypesAndModifiersInOrder) {
