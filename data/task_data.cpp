@@ -27,8 +27,9 @@ std::vector<std::pair<int64_t, std::string>> read_lines(const std::filesystem::p
                                                         std::vector<std::string>& notes) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec))
-    throw DataError(fmt::format("{}: {} (set [finetune] train_data / dev_data to the task file)", path.string(),
-                                std::filesystem::exists(path, ec) ? "not a file" : "no such task file"));
+    throw DataError(fmt::format("{}: {}: give the path of the task examples, a .tsv or .jsonl file (the flag that "
+                                "named it, or [finetune] train_data / dev_data)",
+                                path.string(), std::filesystem::exists(path, ec) ? "not a file" : "no such task file"));
   LineReader in(path, size_t{64} << 20, [&](const std::string& note) { notes.push_back(note); });
   std::vector<std::pair<int64_t, std::string>> lines;
   int64_t number = 0;

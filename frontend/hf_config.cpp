@@ -3,6 +3,7 @@
 #include "support/file_errors.h"
 #include "support/safetensors.h"
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <iterator>
@@ -135,7 +136,12 @@ HfHeadRecord hf_head_record(const std::filesystem::path& weights) {
     r.architecture = j["architectures"][0].get<std::string>();
   if (j.contains("problem_type") && j["problem_type"].is_string()) r.problem_type = j["problem_type"].get<std::string>();
   if (j.contains("num_labels") && j["num_labels"].is_number_integer()) r.classes = j["num_labels"].get<int64_t>();
-  if (!j.contains("id2label") || !j["id2label"].is_object()) return r;
+  if (!j.contains("id2label") || j["id2label"].is_null()) return r;
+  if (!j["id2label"].is_object())
+    throw ConfigError(fmt::format("{}: id2label is {}, not an object of class numbers and names ({{\"0\": \"NAME\", "
+                                  "...}}, as transformers writes it), so what a class number means is not known: write "
+                                  "it so",
+                                  file.string(), j["id2label"].type_name()));
   bool named = false;
   for (size_t i = 0; i < j["id2label"].size(); ++i) {
     const std::string key = std::to_string(i);
@@ -143,7 +149,12 @@ HfHeadRecord hf_head_record(const std::filesystem::path& weights) {
       throw ConfigError(fmt::format("{}: id2label's keys are not the class numbers 0 to {} (no name of class {}), so "
                                     "what a class number means is not known: give each class its name",
                                     file.string(), j["id2label"].size() - 1, i));
-    r.labels.push_back(j["id2label"][key].get<std::string>());
+    const std::string name = j["id2label"][key].get<std::string>();
+    if (std::find(r.labels.begin(), r.labels.end(), name) != r.labels.end())
+      throw ConfigError(fmt::format("{}: id2label names two classes \"{}\", so a prediction of it is not one class: "
+                                    "give each class its own name",
+                                    file.string(), name));
+    r.labels.push_back(name);
     named = named || r.labels.back() != fmt::format("LABEL_{}", i);  // (transformers' default names)
   }
   r.classes = static_cast<int64_t>(r.labels.size());

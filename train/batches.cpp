@@ -307,6 +307,14 @@ void check_batch_ranges(const support::Environment& inputs, const frontend::Conf
                                             what, name, example_of(weights->second, i), w,
                                             name == ir::names::kLabelWeights ? "padding" : "a prediction left out",
                                             name == ir::names::kLabelWeights ? "a real example or token" : "a masked token"));
+  // A regression's targets are reals: finite, as its data reader requires (a NaN target made the
+  // loss nan, exit 0).
+  if (const auto labels = inputs.find(std::string(ir::names::kLabels)); labels != inputs.end())
+    for (size_t i = 0; i < labels->second.real.size(); ++i)
+      if (const double y = labels->second.real[i]; !std::isfinite(y))
+        throw data::DataError(fmt::format("{}: labels of example {} holds {}, and a regression target is a finite "
+                                          "number: fix the data",
+                                          what, example_of(labels->second, i), y));
 }
 
 void check_indices_are_checked(const ir::Graph& program, const frontend::Config& config) {

@@ -53,9 +53,13 @@ TaskRecord recorded_task(const std::map<std::string, std::string>& metadata) {
   return r;
 }
 
-TaskRecord weights_task(const std::filesystem::path& weights, const std::map<std::string, std::string>& metadata) {
+// `loaded_classes`: the rows of the classifier the weights loaded with (0: not loaded yet), what a
+// config.json that says no number of classes is read with.
+TaskRecord weights_task(const std::filesystem::path& weights, const std::map<std::string, std::string>& metadata,
+                        int64_t loaded_classes) {
   if (metadata.count("finetune_task")) return recorded_task(metadata);
-  const frontend::HfHeadRecord hf = frontend::hf_head_record(weights);
+  frontend::HfHeadRecord hf = frontend::hf_head_record(weights);
+  if (hf.classes == 0) hf.classes = loaded_classes;
   TaskRecord r;
   r.labels = hf.labels, r.classes = hf.classes;
   using frontend::FinetuneTask;
@@ -64,10 +68,14 @@ TaskRecord weights_task(const std::filesystem::path& weights, const std::map<std
     r.task = ir::enum_name(FinetuneTask::TokenClassification);
   } else if (hf.architecture == "BertForSequenceClassification") {
     // (transformers' rule: without a problem_type, one label is a regression)
-    if (problem == "regression" || (problem.empty() && hf.classes == 1))
+    if ((problem == "regression" && hf.classes <= 1) || (problem.empty() && hf.classes == 1))
       r.task = ir::enum_name(FinetuneTask::Regression);
+    else if (problem.empty() && hf.classes == 0)
+      ;  // (no problem_type, no number of classes said: which it is, the classifier's rows tell)
     else if ((problem.empty() || problem == "single_label_classification") && hf.classes != 1)
       r.task = ir::enum_name(FinetuneTask::SequenceClassification);
+    else if (problem == "regression")
+      r.unsupported = fmt::format("a BertForSequenceClassification regressing {} numbers", hf.classes);
     else
       r.unsupported = fmt::format("a {}-class BertForSequenceClassification of problem_type \"{}\"", hf.classes, problem);
   } else if (!hf.architecture.empty() && hf.architecture != "BertForPreTraining" && hf.architecture != "BertModel") {
@@ -76,10 +84,10 @@ TaskRecord weights_task(const std::filesystem::path& weights, const std::map<std
   return r;
 }
 
-// A fine-tuning config's task and classes against what `what` records: another task's head, or
-// classes other than the config's, would be scored against targets they never meant (a loss, exit 0).
-void require_config_task(const frontend::Config& config, const TaskRecord& recorded, const std::string& what,
-                         const std::string& fix) {
+// A fine-tuning config's task against what `what` records: another task's head would be scored
+// against targets it never meant (a loss, exit 0).
+void require_same_task(const frontend::Config& config, const TaskRecord& recorded, const std::string& what,
+                       const std::string& fix) {
   if (!recorded.unsupported.empty())
     throw support::SafetensorsError(fmt::format("{} holds {} (its config.json), a head no bertc [finetune] task "
                                                 "computes (sequence-classification, regression, token-classification): "
@@ -89,6 +97,12 @@ void require_config_task(const frontend::Config& config, const TaskRecord& recor
   if (!recorded.task.empty() && recorded.task != task)
     throw support::SafetensorsError(fmt::format("{} records the task {}, and the config's [finetune] task is {}: {}", what,
                                                 recorded.task, task, fix));
+}
+
+// The same, then its classes: their number and, where both name them, their order.
+void require_config_task(const frontend::Config& config, const TaskRecord& recorded, const std::string& what,
+                         const std::string& fix) {
+  require_same_task(config, recorded, what, fix);
   if (recorded.classes > 0 && recorded.classes != config.finetune.num_labels)
     throw support::SafetensorsError(fmt::format("{} names {} classes{}, and the config {} ([finetune] num_labels): {}",
                                                 what, recorded.classes,
@@ -99,6 +113,51 @@ void require_config_task(const frontend::Config& config, const TaskRecord& recor
     throw support::SafetensorsError(fmt::format("{} has the classes \"{}\" in that order, and the config's [finetune] "
                                                 "labels are \"{}\": each class number would name another class; {}",
                                                 what, fmt::join(recorded.labels, ","), fmt::join(labels, ","), fix));
+}
+
+// What weights of another task or classes are told to do.
+std::string weights_fix(const TaskRecord& held) {
+  return fmt::format("evaluate it with a config of its task and classes{}{}, and a batch made with that config (bertc "
+                     "batch CONFIG --data EXAMPLES -o BATCH.safetensors)",
+                     held.task.empty() ? "" : fmt::format(" (task = \"{}\"", held.task),
+                     held.task.empty()     ? ""
+                     : held.labels.empty() ? ")"
+                                           : fmt::format(", labels = \"{}\")", fmt::join(held.labels, ",")));
+}
+
+// Before the weights load (their shapes' mismatch would be said instead): the task they record.
+void require_weights_task(const frontend::Config& config, const std::filesystem::path& weights) {
+  std::map<std::string, std::string> metadata;
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(weights, ec) && weights.extension() == ".safetensors") {
+    try {
+      metadata = support::read_safetensors_metadata(weights);
+    } catch (const std::exception&) {  // (a damaged file: its loading says what is wrong)
+    }
+  }
+  const TaskRecord held = weights_task(weights, metadata, 0);
+  require_same_task(config, held, fmt::format("--init {}", weights.string()), weights_fix(held));
+}
+
+// After: the classes of the weights loaded (the config's num_labels rows) against their record,
+// the config's and the batch's.
+void require_weights_classes(const frontend::Config& config, const std::filesystem::path& weights,
+                             const std::map<std::string, std::string>& metadata, const TaskRecord& made,
+                             const std::string& source) {
+  const TaskRecord held = weights_task(weights, metadata, config.finetune.num_labels);
+  const std::string init = fmt::format("--init {}", weights.string());
+  if (held.classes > 0 && held.classes != config.finetune.num_labels && held.task == ir::enum_name(config.finetune.task))
+    throw support::SafetensorsError(fmt::format("{}: its config.json names {} classes, and its classifier has {}: the "
+                                                "config.json contradicts the weights; correct its id2label (and "
+                                                "num_labels)",
+                                                init, held.classes, config.finetune.num_labels));
+  require_config_task(config, held, init, weights_fix(held));
+  // (a config of class numbers checks neither against names: the two records, against each other)
+  if (!held.labels.empty() && !made.labels.empty() && held.labels != made.labels)
+    throw support::SafetensorsError(fmt::format(
+        "the batch {} has the classes \"{}\" in that order, and {} the classes \"{}\": each class number would name "
+        "another class; make the batch with a config of labels = \"{}\" (bertc batch CONFIG --data EXAMPLES -o {})",
+        source, fmt::join(made.labels, ","), init, fmt::join(held.labels, ","), fmt::join(held.labels, ","), source));
 }
 
 }  // namespace
@@ -151,32 +210,10 @@ EvalResult evaluate_batch(const frontend::ModelDefinition& model, frontend::Conf
     env[input.name] = support::to_host(stored, input.type.dtype, fmt::format("{}: tensor '{}'", source, input.name));
   }
   check_batch_ranges(env, config, source);
+  if (config.finetune_section) require_weights_task(config, weights);
   const PretrainedReport loaded = load_pretrained(weights, graph, env);
-  if (config.finetune_section) {  // (what the head's outputs mean, where the weights record it)
-    const TaskRecord held = weights_task(weights, loaded.metadata);
-    const std::string init = fmt::format("--init {}", weights.string());
-    // (a loaded head has the config's num_labels rows: a config.json saying otherwise contradicts it)
-    if (held.classes > 0 && held.classes != config.finetune.num_labels && held.task == ir::enum_name(config.finetune.task))
-      throw support::SafetensorsError(fmt::format("{}: its config.json names {} classes, and its classifier has {}: the "
-                                                  "config.json contradicts the weights; correct its id2label (and "
-                                                  "num_labels)",
-                                                  init, held.classes, config.finetune.num_labels));
-    require_config_task(config, held, init,
-                        fmt::format("evaluate it with a config of its task and classes{}{}, and a batch made with "
-                                    "that config (bertc batch CONFIG --data EXAMPLES -o BATCH.safetensors)",
-                                    held.task.empty() ? "" : fmt::format(" (task = \"{}\"", held.task),
-                                    held.task.empty()     ? ""
-                                    : held.labels.empty() ? ")"
-                                                          : fmt::format(", labels = \"{}\")", fmt::join(held.labels, ","))));
-    // (a config of class numbers checks neither against names: the two records, against each other)
-    const TaskRecord made = recorded_task(batch.metadata);
-    if (!held.labels.empty() && !made.labels.empty() && held.labels != made.labels)
-      throw support::SafetensorsError(fmt::format(
-          "the batch {} has the classes \"{}\" in that order, and {} the classes \"{}\": each class number would "
-          "name another class; make the batch with a config of labels = \"{}\" (bertc batch CONFIG --data EXAMPLES "
-          "-o {})",
-          source, fmt::join(made.labels, ","), init, fmt::join(held.labels, ","), fmt::join(held.labels, ","), source));
-  }
+  if (config.finetune_section)  // (what the head's outputs mean, where the weights record it)
+    require_weights_classes(config, weights, loaded.metadata, recorded_task(batch.metadata), source);
   // The batch's token ids are of the vocabulary it was made with: the weights' must be it.
   if (const auto made_with = data::vocab_from_metadata(batch.metadata)) {
     std::optional<data::VocabRecord> weights_vocab = data::vocab_from_metadata(loaded.metadata);
@@ -191,7 +228,7 @@ EvalResult evaluate_batch(const frontend::ModelDefinition& model, frontend::Conf
     // (a fine-tuned model's heads are its task's: said, with the config that has them)
     // (and a pretraining model's heads are not a task's: said, with how to make the task's)
     // (a checkpoint's record, or a Hugging Face folder's config.json: the folder exported from it)
-    const TaskRecord held = weights_task(weights, loaded.metadata);
+    const TaskRecord held = weights_task(weights, loaded.metadata, 0);
     const bool task_head_missing =
         config.finetune_section && std::all_of(loaded.missing.begin(), loaded.missing.end(), [](const std::string& n) {
           return n.starts_with("classifier.") || n.starts_with("bert.pooler.");
