@@ -115,10 +115,9 @@ class ExampleMaker {
     return target(line, text, v);
   }
 
-  // A regression target the loss can take: the squared error is summed over a batch in float32,
-  // so a target must keep its square, times a batch, inside float32 (3.4e38): within 1e15.
+  // A regression target the loss can take (kLargestRegressionTarget).
   float target(int64_t line, const std::string& text, double v) const {
-    constexpr double kLargest = 1e15;
+    constexpr double kLargest = kLargestRegressionTarget;
     if (!(std::abs(v) <= kLargest))
       fail(line, fmt::format("regression target {} is too large for training: its squared error would overflow the "
                              "float32 loss (targets must lie within +-{:g}): scale the targets (divide them all by the "

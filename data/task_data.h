@@ -12,6 +12,11 @@
 
 namespace bertc::data {
 
+// The largest regression target the loss can take: the squared error is summed over a batch in
+// float32, so a target must keep its square, times a batch, inside float32 (3.4e38). The data
+// readers and eval's batch check hold targets to it.
+inline constexpr double kLargestRegressionTarget = 1e15;
+
 // What a label is: a class, a real number (regression) or a class per word (token tags).
 enum class LabelKind { Class, Real, Tags };
 

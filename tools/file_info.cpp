@@ -64,8 +64,9 @@ std::string other_kind(const Metadata& meta) {
   if (format == "bertc-batch" && meta.count("finetune_task"))  // (what eval checks its class numbers by)
     return fmt::format("a batch of task examples of bertc batch (the input of bertc eval --batch), {}{}",
                        value_of(meta, "finetune_task"),
-                       value_of(meta, "labels").empty() ? ", classes by number"
-                                                        : fmt::format(", classes {}", value_of(meta, "labels")));
+                       value_of(meta, "finetune_task") == "regression" ? ""  // (targets, no classes)
+                       : value_of(meta, "labels").empty()              ? ", classes by number"
+                                                           : fmt::format(", classes {}", value_of(meta, "labels")));
   if (format == "bertc-batch") return "a micro-batch of bertc batch (the input of bertc eval --batch)";
   if (format.starts_with("bertc-")) return fmt::format("an output of bertc eval ({})", format.substr(6));
   if (meta.count("vocab_xxh3")) return "Hugging Face weights written by bertc export (a model folder's model.safetensors)";

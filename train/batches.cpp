@@ -13,6 +13,7 @@
 #include "data/prepare_shards.h"
 #include "data/shard_examples.h"
 #include "data/shard_files.h"
+#include "data/task_data.h"
 #include "data/text_shards.h"
 #include "ir/index_reads.h"
 #include "ir/value_names.h"
@@ -276,9 +277,11 @@ void check_batch_ranges(const support::Environment& inputs, const frontend::Conf
       // batches, whose unmasked predictions are weighted 0)
       if (v[i] < 0)
         throw data::DataError(fmt::format("{}: {} of example {} holds {}, which is negative, and ids, positions and "
-                                          "labels are 0 or more: fix the data (a masked prediction left out has "
-                                          "position 0 and weight 0, not -100)",
-                                          what, r.input, static_cast<int64_t>(i) / row, v[i]));
+                                          "labels are 0 or more: fix the data ({}, not -100)",
+                                          what, r.input, static_cast<int64_t>(i) / row, v[i],
+                                          r.input == ir::names::kLabels
+                                              ? "an example or token left out has label 0 and label_weights 0"
+                                              : "a masked prediction left out has position 0 and weight 0"));
       if (v[i] >= r.end)
         throw data::DataError(fmt::format("{}: {} of example {} holds {}, which is not below {}: raise it, or fix the "
                                           "data",
@@ -307,14 +310,15 @@ void check_batch_ranges(const support::Environment& inputs, const frontend::Conf
                                             what, name, example_of(weights->second, i), w,
                                             name == ir::names::kLabelWeights ? "padding" : "a prediction left out",
                                             name == ir::names::kLabelWeights ? "a real example or token" : "a masked token"));
-  // A regression's targets are reals: finite, as its data reader requires (a NaN target made the
-  // loss nan, exit 0).
+  // A regression's targets are reals the loss can take, as its data reader requires (a NaN target
+  // made the loss nan, 1e20 inf, exit 0).
   if (const auto labels = inputs.find(std::string(ir::names::kLabels)); labels != inputs.end())
     for (size_t i = 0; i < labels->second.real.size(); ++i)
-      if (const double y = labels->second.real[i]; !std::isfinite(y))
-        throw data::DataError(fmt::format("{}: labels of example {} holds {}, and a regression target is a finite "
-                                          "number: fix the data",
-                                          what, example_of(labels->second, i), y));
+      if (const double y = labels->second.real[i]; !(std::abs(y) <= data::kLargestRegressionTarget))
+        throw data::DataError(fmt::format("{}: labels of example {} holds {:g}, and a regression target is a finite "
+                                          "number within +-{:g} (its squared error must fit the float32 loss): fix "
+                                          "the data, or scale the targets",
+                                          what, example_of(labels->second, i), y, data::kLargestRegressionTarget));
 }
 
 void check_indices_are_checked(const ir::Graph& program, const frontend::Config& config) {

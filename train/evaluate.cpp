@@ -53,34 +53,36 @@ TaskRecord recorded_task(const std::map<std::string, std::string>& metadata) {
   return r;
 }
 
-// `loaded_classes`: the rows of the classifier the weights loaded with (0: not loaded yet), what a
-// config.json that says no number of classes is read with.
+// `loaded_classes`: the rows of the classifier the weights loaded with (0: not loaded yet). What
+// the head computes follows from its outputs where config.json's problem_type leaves it open
+// (transformers' rule: one output and no problem_type is a regression); before loading, only what
+// does not hang on them is said. `classes` is what config.json claims (checked against the rows).
 TaskRecord weights_task(const std::filesystem::path& weights, const std::map<std::string, std::string>& metadata,
                         int64_t loaded_classes) {
   if (metadata.count("finetune_task")) return recorded_task(metadata);
-  frontend::HfHeadRecord hf = frontend::hf_head_record(weights);
-  if (hf.classes == 0) hf.classes = loaded_classes;
+  const frontend::HfHeadRecord hf = frontend::hf_head_record(weights);
   TaskRecord r;
   r.labels = hf.labels, r.classes = hf.classes;
   using frontend::FinetuneTask;
   const std::string& problem = hf.problem_type;
+  const int64_t outputs = loaded_classes;
   if (hf.architecture == "BertForTokenClassification") {
     r.task = ir::enum_name(FinetuneTask::TokenClassification);
   } else if (hf.architecture == "BertForSequenceClassification") {
-    // (transformers' rule: without a problem_type, one label is a regression)
-    if ((problem == "regression" && hf.classes <= 1) || (problem.empty() && hf.classes == 1))
-      r.task = ir::enum_name(FinetuneTask::Regression);
-    else if (problem.empty() && hf.classes == 0)
-      ;  // (no problem_type, no number of classes said: which it is, the classifier's rows tell)
-    else if ((problem.empty() || problem == "single_label_classification") && hf.classes != 1)
-      r.task = ir::enum_name(FinetuneTask::SequenceClassification);
-    else if (problem == "regression")
-      r.unsupported = fmt::format("a BertForSequenceClassification regressing {} numbers", hf.classes);
+    if (!problem.empty() && problem != "regression" && problem != "single_label_classification")
+      r.unsupported = fmt::format("a BertForSequenceClassification of problem_type \"{}\"", problem);
+    else if (outputs == 0)  // (before loading: which of them it is, its outputs say)
+      r.task = "";
+    else if (problem == "regression" && outputs > 1)
+      r.unsupported = fmt::format("a BertForSequenceClassification regressing {} numbers", outputs);
+    else if (problem == "single_label_classification" && outputs == 1)
+      r.unsupported = "a one-class BertForSequenceClassification";
     else
-      r.unsupported = fmt::format("a {}-class BertForSequenceClassification of problem_type \"{}\"", hf.classes, problem);
+      r.task = ir::enum_name(outputs == 1 ? FinetuneTask::Regression : FinetuneTask::SequenceClassification);
   } else if (!hf.architecture.empty() && hf.architecture != "BertForPreTraining" && hf.architecture != "BertModel") {
     r.unsupported = fmt::format("a {}", hf.architecture);
   }
+  if (r.task == ir::enum_name(FinetuneTask::Regression)) r.labels.clear();  // (its output's name is no class)
   return r;
 }
 
@@ -146,7 +148,7 @@ void require_weights_classes(const frontend::Config& config, const std::filesyst
                              const std::string& source) {
   const TaskRecord held = weights_task(weights, metadata, config.finetune.num_labels);
   const std::string init = fmt::format("--init {}", weights.string());
-  if (held.classes > 0 && held.classes != config.finetune.num_labels && held.task == ir::enum_name(config.finetune.task))
+  if (held.unsupported.empty() && held.classes > 0 && held.classes != config.finetune.num_labels)
     throw support::SafetensorsError(fmt::format("{}: its config.json names {} classes, and its classifier has {}: the "
                                                 "config.json contradicts the weights; correct its id2label (and "
                                                 "num_labels)",
@@ -229,17 +231,24 @@ EvalResult evaluate_batch(const frontend::ModelDefinition& model, frontend::Conf
     // (and a pretraining model's heads are not a task's: said, with how to make the task's)
     // (a checkpoint's record, or a Hugging Face folder's config.json: the folder exported from it)
     const TaskRecord held = weights_task(weights, loaded.metadata, 0);
+    // (a folder's task head by its architecture, where its outputs would tell which task it is)
+    const std::string architecture = held.task.empty() ? frontend::hf_head_record(weights).architecture : "";
+    const std::string head = !held.task.empty() ? fmt::format("a model fine-tuned for {}", held.task)
+                             : architecture == "BertForSequenceClassification" ||
+                                     architecture == "BertForTokenClassification"
+                                 ? fmt::format("a {}", architecture)
+                                 : "";
     const bool task_head_missing =
         config.finetune_section && std::all_of(loaded.missing.begin(), loaded.missing.end(), [](const std::string& n) {
           return n.starts_with("classifier.") || n.starts_with("bert.pooler.");
         });
     std::string why;
-    if (!held.task.empty() && !config.finetune_section)
-      why = fmt::format(" (it holds a model fine-tuned for {}, whose head is not pretraining's: evaluate it with a "
-                        "config of that task's [finetune] section and a batch of its examples, bertc batch "
-                        "FINETUNE_CONFIG --data EXAMPLES -o BATCH.safetensors)",
-                        held.task);
-    else if (held.task.empty() && task_head_missing)
+    if (!head.empty() && !config.finetune_section)
+      why = fmt::format(" (it holds {}, whose head is not pretraining's: evaluate it with a config of that task's "
+                        "[finetune] section and a batch of its examples, bertc batch FINETUNE_CONFIG --data EXAMPLES "
+                        "-o BATCH.safetensors)",
+                        head);
+    else if (head.empty() && task_head_missing)
       why = fmt::format(" (it holds no {} head: a pretraining model's or a base model's weights; fine-tune them "
                         "first, bertc finetune CONFIG --init {}, and evaluate the fine-tuned checkpoint)",
                         ir::enum_name(config.finetune.task), weights.string());
