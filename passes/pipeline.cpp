@@ -5,8 +5,12 @@
 #include <fstream>
 #include <iostream>
 #include <regex>
+#include <set>
+#include <vector>
+#include <algorithm>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "ir/printer.h"
 #include "ir/verifier.h"
@@ -15,27 +19,40 @@
 namespace bertc::passes {
 namespace {
 
-// The stages of an earlier dump into the same folder (NN-<stage>-<graph>.ir, stages.txt), which
-// would otherwise mix with this one's (a pipeline with other options has other stages). Files of
-// other names are the user's and stay.
+// The stages of an earlier dump into the same folder (the NN-<stage>-<graph>.ir its stages.txt
+// lists, and stages.txt), which would otherwise mix with this one's (a pipeline with other options
+// has other stages). Every other file is the user's and stays; one named as a stage that no
+// dump's list names (a hand-edited stage, say) is refused before anything is removed: this dump's
+// could write over it, and a sweep by name removed such files silently.
 void remove_earlier_dump(const std::filesystem::path& folder) {
   static const std::regex stage_file(R"(\d\d-[A-Za-z0-9_-]+\.ir)");
-  // A stages.txt that is not a dump's list (its first line names the first stage's file) is the
-  // user's: the folder is not a dump's, and nothing in it is removed or written over.
+  std::set<std::string> listed;
+  // A stages.txt that is not a dump's list (its lines name the stages' files) is the user's: the
+  // folder is not a dump's, and nothing in it is removed or written over.
   if (std::ifstream list(folder / "stages.txt"); list) {
-    std::string first;
-    std::getline(list, first);
-    // (empty: a dump whose compile was ended at once, before its list was written out)
-    if (!first.empty() && !std::regex_search(first, std::regex(R"(^\d\d-[A-Za-z0-9_-]+\.ir: )")))
-      throw std::runtime_error(fmt::format("--dump-ir {}: holds a stages.txt that is not a dump's (its first line: "
-                                           "'{}'): give an empty or new folder, or an earlier dump's",
-                                           folder.string(), first.substr(0, 60)));
+    for (std::string line; std::getline(list, line);) {
+      std::smatch m;
+      if (!std::regex_search(line, m, std::regex(R"(^(\d\d-[A-Za-z0-9_-]+\.ir): )")))
+        throw std::runtime_error(fmt::format("--dump-ir {}: holds a stages.txt that is not a dump's (a line of it: "
+                                             "'{}'): give an empty or new folder, or an earlier dump's",
+                                             folder.string(), line.substr(0, 60)));
+      listed.insert(m[1].str());
+    }
   }
+  std::vector<std::string> foreign;
   for (const auto& entry : std::filesystem::directory_iterator(folder)) {
     const std::string name = entry.path().filename().string();
-    if (entry.is_regular_file() && (name == "stages.txt" || std::regex_match(name, stage_file)))
-      std::filesystem::remove(entry.path());
+    if (std::regex_match(name, stage_file) && !listed.count(name)) foreign.push_back(name);
   }
+  std::sort(foreign.begin(), foreign.end());
+  if (!foreign.empty())
+    throw std::runtime_error(fmt::format("--dump-ir {}: holds {} named as a dump's stage, which no earlier dump's "
+                                         "stages.txt lists (yours?): nothing was removed; move {} out, or give an "
+                                         "empty or new folder",
+                                         folder.string(), fmt::join(foreign, ", "),
+                                         foreign.size() == 1 ? "it" : "them"));
+  for (const std::string& name : listed) std::filesystem::remove(folder / name);
+  std::filesystem::remove(folder / "stages.txt");
 }
 
 // What every stage goes through: the verifier, --print-ir-after-all, --dump-ir (the IR as
@@ -71,9 +88,12 @@ class Stages {
     const std::string file = fmt::format("{:02d}-{}-{}.ir", count_, stage, g.name());
     if (options_.print_ir_after_all) std::cerr << fmt::format("// after {} ({})\n", stage, g.name()) << ir::print(g);
     if (!options_.dump_ir.empty()) {
-      std::ofstream(std::filesystem::path(options_.dump_ir) / file) << ir::print(g);
+      // (listed before it is written, and flushed: the list names every stage file the dump made,
+      // so that the next dump into the folder removes them and only them)
       if (input.empty()) manifest_ << fmt::format("{}: the forward graph (bertc compile CONFIG --emit ir)\n", file);
       else manifest_ << fmt::format("{}: bertc-opt {} --passes='{}'\n", file, input, invocation);
+      manifest_.flush();
+      std::ofstream(std::filesystem::path(options_.dump_ir) / file) << ir::print(g);
     }
     if (after_) after_(stage, g);
     return file;

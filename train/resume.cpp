@@ -63,6 +63,14 @@ std::map<std::string, std::string> settings_map(const std::string& text) {
   return out;
 }
 
+// Whether the setting `key` ("[model] hidden_size") is bertc's default here, the config's text
+// not giving it.
+bool defaulted(const frontend::Config& config, const std::string& key) {
+  const size_t close = key.find("] ");
+  if (!key.starts_with("[") || close == std::string::npos) return false;
+  return !config.given.count(key.substr(1, close - 1) + "." + key.substr(close + 2));
+}
+
 // Refuses a resume whose fixed settings differ from the checkpoint's, naming each that does.
 void check_same_settings(const std::map<std::string, std::string>& saved, const frontend::Config& config,
                          const std::filesystem::path& checkpoint, std::ostream& log) {
@@ -81,7 +89,13 @@ void check_same_settings(const std::map<std::string, std::string>& saved, const 
   for (const auto& [key, value] : here) {
     const auto it = then.find(key);
     if (it == then.end()) changed.push_back(fmt::format("{} = {} (not in the checkpoint's settings)", key, value));
-    else if (it->second != value) changed.push_back(fmt::format("{} = {} then, {} now", key, it->second, value));
+    else if (it->second != value)
+      changed.push_back(fmt::format("{} = {} then, {} now{}", key, it->second, value,
+                                    defaulted(config, key) ? fmt::format(" (bertc's default: the config sets no {}; the "
+                                                                         "run had it from --init's model or its config "
+                                                                         "then: give the same --init, or set it)",
+                                                                         key)
+                                                           : ""));
   }
   for (const auto& [key, value] : then)
     if (!here.count(key)) changed.push_back(fmt::format("{} = {} then, not a setting now", key, value));
