@@ -308,8 +308,10 @@ struct BlockRun {
   // The bytes at `address` of `space` (generic addresses resolved by window), checked: inside
   // memory that exists for it and aligned to `bytes` (compute-sanitizer's memcheck).
   // `atomic`: an atom/red, which no other access races with (racecheck leaves it out).
+  // `read_bytes`: of a read (or an atomic's), the bytes it takes (cp.async's src-size), which
+  // initcheck checks; the rest of `bytes` is memcheck's alone.
   uint8_t* memory(Thread& t, const Instruction& in, Where space, uint64_t addr, size_t bytes, bool write,
-                  bool atomic = false) {
+                  bool atomic = false, size_t read_bytes = SIZE_MAX) {
     const bool generic = !in.opcode.has(Mod::param) && !in.opcode.has(Mod::shared) && !in.opcode.has(Mod::local) &&
                          !in.opcode.has(Mod::global) && !in.opcode.has(Mod::Const);
     if (generic && addr >= kSharedWindow && addr < kSharedWindow + kWindowBytes) space = Where::Shared, addr -= kSharedWindow;
@@ -340,6 +342,15 @@ struct BlockRun {
         if (it == emu.globals_.begin() || addr + bytes > std::prev(it)->first + std::prev(it)->second)
           fail(t, in, fmt::format("{} bytes at {:#x}, outside every allocation the launch was given", bytes, addr));
         if (!atomic) global_requests.note(t.pc, t.linear, addr, bytes);
+        if (GlobalShadow* shadow = config.global_initcheck ? emu.global_shadow_.get() : nullptr) {
+          if (!write || atomic)
+            if (const auto unwritten = shadow->first_unwritten(addr, std::min(bytes, read_bytes)))
+              fail(t, in, fmt::format("initcheck: reads global memory at {:#x}, byte {} of an allocation of {} at "
+                                      "{:#x}, which nothing wrote (no upload, fill, copy or store before it)",
+                                      unwritten->address, unwritten->address - unwritten->base, unwritten->bytes,
+                                      unwritten->base));
+          if (write) shadow->written(addr, bytes);
+        }
         return reinterpret_cast<uint8_t*>(addr);
       }
     }
@@ -441,7 +452,7 @@ struct BlockRun {
     shared_requests.note(t.pc, t.linear, to, size);  // (its bank request; racecheck's write is at the wait)
     AsyncCopy c{to, std::vector<uint8_t>(size, 0)};
     if (from > 0) {
-      const uint8_t* src = memory(t, in, Where::Global, address(t, in, in.operands.at(1)), size, false);
+      const uint8_t* src = memory(t, in, Where::Global, address(t, in, in.operands.at(1)), size, false, false, from);
       std::memcpy(c.bytes.data(), src, from);
     }
     t.open_group.push_back(std::move(c));

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "ptx/counters.h"
+#include "ptx/global_checks.h"
 #include "ptx/launch_limits.h"
 #include "ptx/module.h"
 
@@ -39,6 +40,9 @@ struct LaunchConfig {
   // counts scaled to the whole grid: a projection's counts of a grid too large to emulate, where
   // every block does the same work but the tails. The other blocks' results are never written.
   uint32_t sample_blocks = 0;
+  // initcheck of global memory, where the emulator has a GlobalShadow (check_global_initialization):
+  // off for a sampled launch's successors, whose inputs the blocks not run left unwritten.
+  bool global_initcheck = true;
 };
 
 // What a launch executed: thread-instructions issued (predicated off or not), by operation and by
@@ -80,6 +84,10 @@ class Emulator {
   // Memory at `base` a kernel may read and write (a buffer the caller made).
   void add_global(const void* base, uint64_t bytes);
   void clear_globals();
+  // initcheck of global memory: a kernel's read of a byte `shadow` says nothing wrote fails the
+  // launch; its stores and atomics mark what they write. One shadow for every emulator the
+  // caller's memory is shared by (the caller marks its own uploads, fills and copies).
+  void check_global_initialization(std::shared_ptr<GlobalShadow> shadow) { global_shadow_ = std::move(shadow); }
 
   // Runs kernel `name` with its parameters' bytes laid out as the entry's .param list says
   // (Entry::params: each at its offset). Throws ptx::Error naming what went wrong.
@@ -95,6 +103,7 @@ class Emulator {
   std::vector<std::vector<uint8_t>> storage_;  // the module's .global and .const variables
   std::map<std::string, uint64_t> addresses_;  // their addresses
   std::unique_ptr<SharedShadow> shadow_;       // racecheck's and initcheck's record of shared memory
+  std::shared_ptr<GlobalShadow> global_shadow_;  // initcheck's record of global memory (none: unchecked)
   friend struct BlockRun;
 };
 

@@ -94,7 +94,30 @@ void* PtxDevice::allocate(size_t bytes, std::string_view what) {
   void* p = HostDevice::allocate(bytes, what);
   memory_.emplace_back(p, bytes);
   for (auto& [name, loaded] : loaded_) loaded->emulator.add_global(p, bytes);
+  if (sample_blocks_ == 0) written_->track(reinterpret_cast<uint64_t>(p), bytes);
   return p;
+}
+
+void PtxDevice::upload(void* device, const void* host, size_t bytes) {
+  written_->written(reinterpret_cast<uint64_t>(device), bytes);
+  HostDevice::upload(device, host, bytes);
+}
+
+void PtxDevice::upload_async(void* device, const void* host, size_t bytes) {
+  written_->written(reinterpret_cast<uint64_t>(device), bytes);
+  HostDevice::upload_async(device, host, bytes);
+}
+
+// (marked when issued: the first run of a plan issues its work in order, eagerly, and replays
+// repeat it)
+void PtxDevice::fill(void* device, unsigned char byte, size_t bytes) {
+  written_->written(reinterpret_cast<uint64_t>(device), bytes);
+  HostDevice::fill(device, byte, bytes);
+}
+
+void PtxDevice::copy(void* to, const void* from, size_t bytes) {
+  written_->copied(reinterpret_cast<uint64_t>(to), reinterpret_cast<uint64_t>(from), bytes);
+  HostDevice::copy(to, from, bytes);
 }
 
 void PtxDevice::use_images(std::map<std::string, codegen::GpuImage> /*images*/, const std::string& /*nvrtc_version*/) {}
@@ -122,6 +145,7 @@ void PtxDevice::load(const std::vector<const codegen::KernelSpec*>& kernels) {
     auto loaded = std::make_unique<Loaded>(Loaded{ptx::Emulator(ptx::parse_module(image.image, image.name)),
                                                   arch_limits(sm_, registers[image.name])});
     for (const auto& [base, bytes] : memory_) loaded->emulator.add_global(base, bytes);
+    loaded->emulator.check_global_initialization(written_);
     loaded_[image.name] = std::move(loaded);
   }
 }
@@ -152,6 +176,7 @@ void PtxDevice::launch(const codegen::KernelSpec& k, void** args) {
         // (a family whose blocks' work is the data's runs whole, every launch: a sample would count
         // its heavy blocks as the grid's, e.g. scatter_add's heads of runs of 2048 equal token types)
         if (sampled) config.sample_blocks = sample_blocks_;
+        config.global_initcheck = sample_blocks_ == 0;
         try {
           record.counts = loaded->emulator.launch(k.name, loaded->emulator.pack_params(k.name, values), config);
         } catch (const ptx::Error& e) {

@@ -40,6 +40,11 @@ class PtxDevice : public HostDevice {
   std::string name() const override;
   DeviceCapabilities capabilities() const override;
   void* allocate(size_t bytes, std::string_view what) override;
+  // (what they write is marked for initcheck of global memory, then done as the Host device does)
+  void upload(void* device, const void* host, size_t bytes) override;
+  void upload_async(void* device, const void* host, size_t bytes) override;
+  void fill(void* device, unsigned char byte, size_t bytes) override;
+  void copy(void* to, const void* from, size_t bytes) override;
   void load(const std::vector<const codegen::KernelSpec*>& kernels) override;
   // A .bertx's images are cubins for a GPU, or PTX of its NVRTC: the emulator runs the PTX NVRTC
   // makes here from the kernels' sources (the same compiler options), whatever it is given.
@@ -56,7 +61,8 @@ class PtxDevice : public HostDevice {
   // runs at most `blocks` of its blocks (ptx::LaunchConfig::sample_blocks; 2 or more) and a
   // kernel's repeats with the same grid take its first launch's counts without running. Results
   // are then incomplete: no value of such a run may be read as the program's. 0: every block.
-  // Kernels whose blocks' work follows the data (codegen::blocks_do_alike_work) run whole.
+  // Kernels whose blocks' work follows the data (codegen::blocks_do_alike_work) run whole. Global
+  // memory's initcheck is off while sampling (the blocks not run write nothing).
   void sample_blocks(uint32_t blocks) { sample_blocks_ = blocks; }
   uint32_t sampled_blocks() const { return sample_blocks_; }
 
@@ -73,6 +79,9 @@ class PtxDevice : public HostDevice {
   std::vector<std::pair<const void*, uint64_t>> memory_;   // every allocation, for each emulator
   std::vector<PtxLaunchRecord> launches_;
   uint32_t sample_blocks_ = 0;
+  // Which bytes of the allocations something wrote (initcheck of global memory; allocations made
+  // while sampling are not tracked: sampled launches leave outputs unwritten).
+  std::shared_ptr<ptx::GlobalShadow> written_ = std::make_shared<ptx::GlobalShadow>();
 };
 
 }  // namespace bertc::runtime

@@ -205,6 +205,43 @@ TEST(PtxDevice, AnOutOfBoundsWriteFailsTheLaunch) {
   for (float v : back) EXPECT_EQ(v, 1.0f);
 }
 
+// initcheck of global memory: a kernel reading a buffer nothing wrote (a GPU's fresh allocation
+// holds whatever was there) fails the launch naming the byte and the source line; uploaded, fill
+// or copied from written bytes, it runs; and a kernel's own stores count as writes for the next.
+TEST(PtxDevice, AReadOfGlobalMemoryNothingWroteFailsTheLaunch) {
+  codegen::KernelSpec k;
+  k.name = "k_planted_uninitialised_read";
+  k.label = "a planted bug";
+  k.source = "BX_KERNEL void k_planted_uninitialised_read(const float* y, float* x) {\n  x[threadIdx.x] = "
+             "y[threadIdx.x] + 1.0f;\n}\n";
+  k.params = {{codegen::ParamKind::Buffer, "y", "const float*"}, {codegen::ParamKind::Buffer, "x", "float*"}};
+  k.grid = {1, 1, 1};
+  k.block = {32, 1, 1};
+  runtime::PtxDevice device(BERTC_TEST_CACHE, 61);
+  device.load({&k});
+  void* y = device.allocate(32 * sizeof(float), "the input");
+  void* x = device.allocate(32 * sizeof(float), "the output");
+  void* z = device.allocate(32 * sizeof(float), "a copy");
+  void* args[] = {&y, &x};
+  try {
+    device.launch(k, args);
+    FAIL() << "the read of memory nothing wrote was not caught";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("initcheck: reads global memory at"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("of an allocation of 128 at"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(": x[threadIdx.x] = y[threadIdx.x] + 1.0f;"), std::string::npos) << e.what();
+  }
+  device.fill(y, 0, 32 * sizeof(float));
+  device.launch(k, args);  // (filled: read)
+  void* from_output[] = {&x, &z};
+  device.launch(k, from_output);  // (the first launch's stores: read)
+  device.copy(y, z, 32 * sizeof(float));
+  device.launch(k, args);  // (copied from written bytes: read)
+  float back[32] = {};
+  device.download(back, x, sizeof back);
+  for (float v : back) EXPECT_EQ(v, 3.0f);  // (0 + 1, + 1, + 1)
+}
+
 // The rates projections take are the GPU table's in TFLOPS (an A100's dense bf16 tensor-core peak
 // is 312; the cost model's matrix_peak is in FLOP/s, and passed as it was, every mma's time was
 // 1e12 times too small), and an mma-bound launch projects at that rate.
