@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <xxhash.h>
 
 #include "data/hdf5_shard.h"
@@ -167,6 +168,29 @@ uint64_t shard_bytes(const ScratchShard& s, const ExampleOptions& o) {
 }
 
 // Removes the scratch folder however the run ends.
+// What a folder named as the scratch holds that a run never writes there (it writes shard files
+// only: shard-N.ids, shard-N.hdf5, their temporaries and checksums): a folder, a link, a file of
+// another name.
+std::vector<std::string> not_scratch_files(const std::filesystem::path& scratch) {
+  auto own = [](std::string_view name) {  // (.)shard-<digits>.ids or .hdf5, then any suffix
+    if (name.starts_with('.')) name.remove_prefix(1);
+    if (!name.starts_with("shard-")) return false;
+    name.remove_prefix(6);
+    const size_t digits = name.find_first_not_of("0123456789");
+    if (digits == 0 || digits == std::string_view::npos) return false;
+    name.remove_prefix(digits);
+    return name.starts_with(".ids") || name.starts_with(".hdf5");
+  };
+  std::vector<std::string> other;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(scratch, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (entry.is_symlink(ec) || !entry.is_regular_file(ec) || !own(name)) other.push_back(name);
+  }
+  std::sort(other.begin(), other.end());
+  return other;
+}
+
 struct ScratchFolder {
   std::filesystem::path path;
   ~ScratchFolder() {
@@ -428,13 +452,23 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
   // The scratch (a killed run's too) goes when the run ends; the shards are made in it and moved
   // into the folder together at the end, so that a killed run leaves no shards that would pass
   // for a smaller corpus.
-  ScratchFolder scratch{o.output / ".prepare-scratch"};
+  const std::filesystem::path scratch_path = o.output / ".prepare-scratch";
   std::error_code stale;
-  if (std::filesystem::exists(scratch.path, stale) && note) {  // (a run ended at once, or killed, left it)
-    note(fmt::format("removed the scratch a stopped run left in {} ({} MiB)", o.output.string(),
-                     bytes_under(scratch.path) >> 20));
+  if (std::filesystem::is_symlink(scratch_path, stale)) {
+    std::filesystem::remove(scratch_path, stale);  // (it makes no links: the link goes, never what it names)
+  } else if (std::filesystem::exists(scratch_path, stale)) {  // (a run ended at once, or killed, left it)
+    // (only a folder of what a run writes there: one holding anything else is not its scratch)
+    if (const std::vector<std::string> other = not_scratch_files(scratch_path); !other.empty())
+      throw std::runtime_error(fmt::format(
+          "{}: named as the scratch a stopped bertc prepare-data leaves, but it holds {}, which prepare-data never "
+          "writes there: nothing was removed; move {} (or the folder) out of the way",
+          scratch_path.string(), fmt::join(other, ", "), other.size() == 1 ? "it" : "them"));
+    if (note)
+      note(fmt::format("removed the scratch a stopped run left in {} ({} MiB)", o.output.string(),
+                       bytes_under(scratch_path) >> 20));
+    std::filesystem::remove_all(scratch_path, stale);
   }
-  std::filesystem::remove_all(scratch.path, stale);
+  ScratchFolder scratch{scratch_path};
   std::filesystem::create_directories(scratch.path);
   std::vector<ScratchShard> shards(static_cast<size_t>(o.shards));
   std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> text_hash(XXH3_createState(), XXH3_freeState);

@@ -7,6 +7,7 @@
 #include <stdio.h>  // (renameat2)
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -17,6 +18,7 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace bertc::support {
 namespace {
@@ -217,6 +219,28 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view b
 
 void write_new_file_atomically(const std::filesystem::path& path, std::string_view bytes) {
   write_atomically(path, bytes, false, Placing::never_replace);
+}
+
+uint64_t remove_left_folder(const std::filesystem::path& folder, const std::function<bool(const std::string&)>& own,
+                            const std::string& what) {
+  std::vector<std::string> foreign;
+  uint64_t bytes = 0;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(folder, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!entry.is_regular_file(ec) || entry.is_symlink(ec) || !own(name)) foreign.push_back(name);
+    else bytes += entry.file_size(ec);
+  }
+  if (ec) throw std::runtime_error(fmt::format("{}: cannot read the folder a stopped {} left: {}", folder.string(), what, ec.message()));
+  if (!foreign.empty()) {
+    std::sort(foreign.begin(), foreign.end());
+    throw std::runtime_error(fmt::format(
+        "{}: named as the folder a stopped {} leaves, but it holds {}, which {} never writes there: nothing was "
+        "removed; move {} (or the folder) out of the way",
+        folder.string(), what, fmt::join(foreign, ", "), what, foreign.size() == 1 ? "it" : "them"));
+  }
+  std::filesystem::remove_all(folder);
+  return bytes;
 }
 
 }  // namespace bertc::support

@@ -2,7 +2,10 @@
 // caches, checkpoints, outputs).
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
+#include <functional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -25,6 +28,14 @@ void write_new_file_atomically(const std::filesystem::path& path, std::string_vi
 // where the whole would pass the 255 bytes a file name may have: an output whose own name fits
 // must not fail for its temporary's.
 std::filesystem::path temporary_beside(const std::filesystem::path& path);
+
+// Removes `folder`, a staging or scratch folder of `what` (a command of bertc's) that a stopped run
+// left, when it holds only plain files whose names `own` accepts (what that command writes there);
+// returns the bytes it held. Anything else in it — a folder, a link, a file of another name — is
+// not bertc's: nothing is removed, and a std::runtime_error names what is there and the fix (move
+// it out).
+uint64_t remove_left_folder(const std::filesystem::path& folder, const std::function<bool(const std::string&)>& own,
+                            const std::string& what);
 
 // The folders on the way to `folder` (itself included) that are not there yet, innermost first:
 // what a command that makes `folder` removes again when it fails (--output a/b/c with no a makes

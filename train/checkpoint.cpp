@@ -227,7 +227,9 @@ void save_checkpoint(const std::filesystem::path& dir, int64_t step, const Tenso
   for (size_t i = 0; i + keep < all.size(); ++i) std::filesystem::remove(all[i].path);
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     const std::string file = entry.path().filename().string();
-    if (file.starts_with(".checkpoint-") && file.find(".safetensors.tmp.") != std::string::npos)
+    // (a file, as a checkpoint's temporary is: a folder of that name is not one, and stays)
+    if (file.starts_with(".checkpoint-") && file.find(".safetensors.tmp.") != std::string::npos &&
+        !entry.is_directory())
       std::filesystem::remove(entry.path());
   }
 }

@@ -101,7 +101,12 @@ std::vector<Bucket> compile_buckets(const frontend::ModelDefinition& model, cons
     shaped.train.seq_len = len;
     Bucket b;
     b.seq_len = len;
-    b.program = passes::compile_training(frontend::build_model(model, shaped), c.compile, c.train);
+    // (--dump-ir: each bucket's stages in a folder of its own, seq-N; in one folder each bucket's
+    // compile replaced the one before, leaving the last bucket's, which no example may have used)
+    passes::CompileOptions training = c.compile;
+    if (!training.dump_ir.empty())
+      training.dump_ir = (std::filesystem::path(training.dump_ir) / fmt::format("seq-{}", len)).string();
+    b.program = passes::compile_training(frontend::build_model(model, shaped), training, c.train);
     shaped.compile.dropout = false;
     b.evaluation = passes::compile_evaluation(frontend::build_model(model, shaped), shaped.compile);
     for (const ir::Graph* g : {&b.program.step, &b.evaluation}) require_checked_indices(*g, shaped);

@@ -133,6 +133,14 @@ nlohmann::json tokenizer_config(bool lower_case, int64_t max_length) {
 
 namespace {
 
+// A file an export writes into its folder, or the temporary of one (.NAME.tmp.PID).
+bool is_export_file(const std::string& name) {
+  for (const char* file : {"config.json", "model.safetensors", "vocab.txt", "tokenizer_config.json",
+                           "special_tokens_map.json"})
+    if (name == file || name.starts_with(fmt::format(".{}.tmp.", file))) return true;
+  return false;
+}
+
 // Removes the part-made copies (.NAME.tmp.PID) beside `output` and inside it of exports on this
 // machine whose process is gone (a second signal, a kill), saying so: nothing else would.
 void sweep_dead_staging(const std::filesystem::path& output, std::ostream& log) {
@@ -143,11 +151,12 @@ void sweep_dead_staging(const std::filesystem::path& output, std::ostream& log) 
   for (const std::filesystem::path& folder : {beside, output}) {
     for (const auto& e : std::filesystem::directory_iterator(folder, ec)) {
       const std::string name = e.path().filename().string();
-      if (!name.starts_with(stem) || !e.is_directory(ec)) continue;
+      if (!name.starts_with(stem) || e.is_symlink(ec) || !e.is_directory(ec)) continue;  // (it makes no links)
       char* end = nullptr;
       const long pid = std::strtol(name.c_str() + stem.size(), &end, 10);
       if (*end || pid <= 0 || ::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
-      std::filesystem::remove_all(e.path(), ec);
+      // (only a folder of what an export writes: one holding anything else is not its copy)
+      support::remove_left_folder(e.path(), is_export_file, "bertc export");
       log << fmt::format("export: removed {}, the part-made copy of an export that ended at once\n", e.path().string());
     }
   }
