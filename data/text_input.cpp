@@ -113,7 +113,8 @@ std::vector<std::filesystem::path> text_files(const std::filesystem::path& input
   // Every entry is read, refused or said: none is left out without a word.
   for (const auto& e : std::filesystem::directory_iterator(input)) {
     if (e.is_directory(ec) && !is_text(e.path())) {
-      if (text_file_in(e.path()))
+      // (an IR dump, --dump-ir, holds a stages.txt that is its list, no text: a folder like another)
+      if (text_file_in(e.path(), "stages.txt"))
         throw DataError(fmt::format("{}: a folder of text inside {}: only the folder given is read, so its files would "
                                     "be left out: give that folder instead, or move its files up into {} under names not taken there",
                                     e.path().string(), input.string(), input.string()));

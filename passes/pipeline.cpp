@@ -39,16 +39,27 @@ void remove_earlier_dump(const std::filesystem::path& folder) {
       listed.insert(m[1].str());
     }
   }
+  // (a listed file is the dump's while it holds IR as the printer writes it, or nothing yet: a
+  // file of other bytes under a stage's name is the user's, though the list names it)
+  auto holds_a_stage = [&](const std::filesystem::path& file) {
+    std::error_code ec;
+    if (std::filesystem::is_symlink(file, ec) || !std::filesystem::is_regular_file(file, ec)) return false;
+    std::ifstream in(file);
+    std::string start(7, '\0');
+    in.read(start.data(), 7);
+    return in.gcount() == 0 || start == "graph @";
+  };
   std::vector<std::string> foreign;
   for (const auto& entry : std::filesystem::directory_iterator(folder)) {
     const std::string name = entry.path().filename().string();
-    if (std::regex_match(name, stage_file) && !listed.count(name)) foreign.push_back(name);
+    if (std::regex_match(name, stage_file) && (!listed.count(name) || !holds_a_stage(entry.path())))
+      foreign.push_back(name);
   }
   std::sort(foreign.begin(), foreign.end());
   if (!foreign.empty())
-    throw std::runtime_error(fmt::format("--dump-ir {}: holds {} named as a dump's stage, which no earlier dump's "
-                                         "stages.txt lists (yours?): nothing was removed; move {} out, or give an "
-                                         "empty or new folder",
+    throw std::runtime_error(fmt::format("--dump-ir {}: holds {} named as a dump's stage, which no earlier dump "
+                                         "wrote (not in its stages.txt, or not IR: yours?): nothing was removed; move "
+                                         "{} out, or give an empty or new folder",
                                          folder.string(), fmt::join(foreign, ", "),
                                          foreign.size() == 1 ? "it" : "them"));
   for (const std::string& name : listed) std::filesystem::remove(folder / name);

@@ -212,4 +212,13 @@ std::map<std::string, std::string> read_safetensors_metadata(const std::filesyst
   return metadata;
 }
 
+bool could_be_cut_safetensors(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (std::filesystem::is_symlink(path, ec) || !std::filesystem::is_regular_file(path, ec)) return false;
+  std::ifstream in(path, std::ios::binary);
+  char head[9] = {};
+  in.read(head, sizeof head);
+  return in.gcount() < 9 || head[8] == '{';  // (shorter: cut inside the length, bytes no one else's name)
+}
+
 }  // namespace bertc::support

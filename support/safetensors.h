@@ -41,5 +41,9 @@ void write_safetensors(const std::filesystem::path& path, const Safetensors& fil
 Safetensors read_safetensors(const std::filesystem::path& path);
 // The __metadata__ of a file, reading its header only (the tensors are not checked).
 std::map<std::string, std::string> read_safetensors_metadata(const std::filesystem::path& path);
+// Whether `path` is a regular file that could be a safetensors file cut short (under 9 bytes, or its
+// header's length then '{'): what a write a stop interrupted leaves. A file of other bytes named
+// as such a temporary is someone else's.
+bool could_be_cut_safetensors(const std::filesystem::path& path);
 
 }  // namespace bertc::support

@@ -1,11 +1,11 @@
 // Checkpoint files: naming, listing, saving with pruning, strict loading, pretrained loading.
 #include "train/checkpoint.h"
+#include "train/run_lock.h"
 
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <fstream>
-#include <regex>
 #include <system_error>
 
 #include <fmt/format.h>
@@ -101,10 +101,13 @@ std::filesystem::path checkpoint_path(const std::filesystem::path& dir, int64_t 
 }
 
 std::optional<int64_t> checkpoint_step_of(const std::string& file_name) {
-  static const std::regex name(R"(checkpoint-(\d{1,15})\.safetensors)");  // (15 digits: no overflow)
-  std::smatch m;
-  if (!std::regex_match(file_name, m, name)) return std::nullopt;
-  return std::stoll(m[1]);
+  // checkpoint-<1 to 15 digits: no overflow>.safetensors
+  constexpr std::string_view prefix = "checkpoint-", suffix = ".safetensors";
+  if (!file_name.starts_with(prefix) || !file_name.ends_with(suffix)) return std::nullopt;
+  const std::string digits = file_name.substr(prefix.size(), file_name.size() - prefix.size() - suffix.size());
+  if (digits.empty() || digits.size() > 15 || digits.find_first_not_of("0123456789") != std::string::npos)
+    return std::nullopt;
+  return std::stoll(digits);
 }
 
 bool is_checkpoint_record(const std::map<std::string, std::string>& metadata) {
@@ -227,10 +230,9 @@ void save_checkpoint(const std::filesystem::path& dir, int64_t step, const Tenso
   for (size_t i = 0; i + keep < all.size(); ++i) std::filesystem::remove(all[i].path);
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     const std::string file = entry.path().filename().string();
-    // (a file, as a checkpoint's temporary is: a folder of that name is not one, and stays)
-    if (file.starts_with(".checkpoint-") && file.find(".safetensors.tmp.") != std::string::npos &&
-        !entry.is_directory())
-      std::filesystem::remove(entry.path());
+    // (a file cut short, as a checkpoint's temporary is: a folder or a file of other bytes under
+    // that name is not one, and stays)
+    if (file.starts_with(".checkpoint-") && is_run_temporary(entry)) std::filesystem::remove(entry.path());
   }
 }
 

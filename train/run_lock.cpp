@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <regex>
 #include <string>
 #include <vector>
@@ -19,6 +20,7 @@
 
 #include "support/atomic_file.h"
 #include "support/file_errors.h"
+#include "support/safetensors.h"
 
 #include "train/stop_request.h"
 #include "train/trainer.h"
@@ -155,14 +157,24 @@ RunFolderLock::~RunFolderLock() {
   ::close(fd_);  // (releases the flock)
 }
 
+bool is_run_temporary(const std::filesystem::directory_entry& entry) {
+  static const std::regex temporary(R"(\..+\.(safetensors|json|jsonl)\.tmp\.\d+)");
+  std::error_code ec;
+  const std::string name = entry.path().filename().string();
+  if (entry.is_symlink(ec) || !entry.is_regular_file(ec) || !std::regex_match(name, temporary)) return false;
+  if (name.find(".safetensors.tmp.") != std::string::npos) return support::could_be_cut_safetensors(entry.path());
+  // (a JSON or JSON-lines file cut short: empty, or an object's start)
+  std::ifstream in(entry.path());
+  const int first = in.get();
+  return first == EOF || first == '{';
+}
+
 void remove_leftover_temporaries(const std::filesystem::path& folder, std::ostream& log) {
-  static const std::regex temporary(R"(\..+\.tmp\.\d+)");
   std::vector<std::string> removed;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(folder, ec)) {
     const std::string name = entry.path().filename().string();
-    if (entry.is_regular_file() && std::regex_match(name, temporary) && std::filesystem::remove(entry.path(), ec))
-      removed.push_back(name);
+    if (is_run_temporary(entry) && std::filesystem::remove(entry.path(), ec)) removed.push_back(name);
   }
   if (!removed.empty())
     log << fmt::format("run folder: removed {} unfinished temporary file(s) of an interrupted run: {}\n",

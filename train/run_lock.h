@@ -42,5 +42,9 @@ class RunFolderLock {
 // Removes the folder's ".NAME.tmp.PID" files (atomic writes a killed run did not finish); says
 // which on `log`. Only the holder of the folder's lock may call it.
 void remove_leftover_temporaries(const std::filesystem::path& folder, std::ostream& log);
+// Whether `entry` is a temporary a run writes in its folder (.NAME.tmp.PID of a checkpoint, a
+// profile or metrics) cut short by a stop: its bytes checked, as a file of another's under such a
+// name is no temporary of a run (it was removed by its name alone).
+bool is_run_temporary(const std::filesystem::directory_entry& entry);
 
 }  // namespace bertc::train
