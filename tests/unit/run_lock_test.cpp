@@ -50,17 +50,28 @@ TEST(RunFolderLock, OneHolderAtATimeAndStaleLocksTakenOver) {
   EXPECT_THROW(RunFolderLock(dir / "a-file", log), TrainError);  // not a folder
 }
 
+// A run's temporaries cut short go (a checkpoint's header begun, a metrics file's first object);
+// files of other bytes under the same names are someone else's and stay, as do other names.
 TEST(RunFolderLock, SweepsUnfinishedTemporariesOnly) {
   const auto dir = scratch("sweep");
   std::filesystem::create_directories(dir);
-  for (const char* name : {".checkpoint-000006.safetensors.tmp.1234", ".metrics.jsonl.tmp.77", "checkpoint-000003.safetensors",
-                           ".bertc-lock", "notes.tmp.5", ".half.tmp.x"})
-    std::ofstream(dir / name) << "x";
+  const std::string cut_checkpoint = std::string("\x40\0\0\0\0\0\0\0", 8) + "{\"__metadata__\":";
+  const std::pair<const char*, std::string> files[] = {
+      {".checkpoint-000006.safetensors.tmp.1234", cut_checkpoint},
+      {".metrics.jsonl.tmp.77", "{\"step\": 1"},
+      {".checkpoint-000009.safetensors.tmp.99", "my notes, not a checkpoint\n"},
+      {".metrics.jsonl.tmp.88", "notes\n"},
+      {"checkpoint-000003.safetensors", "x"},
+      {".bertc-lock", "x"},
+      {"notes.tmp.5", "x"},
+      {".half.tmp.x", "x"}};
+  for (const auto& [name, bytes] : files) std::ofstream(dir / name, std::ios::binary) << bytes;
   std::ostringstream log;
   remove_leftover_temporaries(dir, log);
   EXPECT_FALSE(std::filesystem::exists(dir / ".checkpoint-000006.safetensors.tmp.1234"));
   EXPECT_FALSE(std::filesystem::exists(dir / ".metrics.jsonl.tmp.77"));
-  for (const char* kept : {"checkpoint-000003.safetensors", ".bertc-lock", "notes.tmp.5", ".half.tmp.x"})
+  for (const char* kept : {".checkpoint-000009.safetensors.tmp.99", ".metrics.jsonl.tmp.88", "checkpoint-000003.safetensors",
+                           ".bertc-lock", "notes.tmp.5", ".half.tmp.x"})
     EXPECT_TRUE(std::filesystem::exists(dir / kept)) << kept;
   EXPECT_NE(log.str().find("removed 2 unfinished temporary file(s)"), std::string::npos) << log.str();
 }
