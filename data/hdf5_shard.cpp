@@ -9,8 +9,30 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <xxhash.h>
+
+#include <fstream>
 
 #include "data/vocab.h"
+
+namespace bertc::data {
+
+// (with or without HDF5: a run's content identity reads the checksums of shards it cannot open)
+std::string shard_checksum(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw DataError(fmt::format("{}: cannot be read", path.string()));
+  std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> state(XXH3_createState(), XXH3_freeState);
+  XXH3_64bits_reset(state.get());
+  // Not zeroed: only the pages a read fills are touched (a small shard costs no 1 MiB memset).
+  constexpr std::streamsize kBlock = 1 << 20;
+  const auto block = std::make_unique_for_overwrite<char[]>(kBlock);
+  while (in.read(block.get(), kBlock) || in.gcount() > 0)
+    XXH3_64bits_update(state.get(), block.get(), static_cast<size_t>(in.gcount()));
+  if (in.bad()) throw DataError(fmt::format("{}: reading it failed", path.string()));
+  return fmt::format("{:016x}", XXH3_64bits_digest(state.get()));
+}
+
+}  // namespace bertc::data
 
 #ifndef BERTC_HAVE_HDF5
 
@@ -40,14 +62,12 @@ std::optional<ShardValue> first_value_outside(const std::filesystem::path& path,
 #else
 
 #include <hdf5.h>
-#include <xxhash.h>
 
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 
 namespace bertc::data {
 namespace {
@@ -59,20 +79,6 @@ namespace {
 std::filesystem::path checksum_path(const std::filesystem::path& shard) { return shard.string() + ".xxh3"; }
 
 }  // namespace
-
-std::string shard_checksum(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw DataError(fmt::format("{}: cannot be read", path.string()));
-  std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> state(XXH3_createState(), XXH3_freeState);
-  XXH3_64bits_reset(state.get());
-  // Not zeroed: only the pages a read fills are touched (a small shard costs no 1 MiB memset).
-  constexpr std::streamsize kBlock = 1 << 20;
-  const auto block = std::make_unique_for_overwrite<char[]>(kBlock);
-  while (in.read(block.get(), kBlock) || in.gcount() > 0)
-    XXH3_64bits_update(state.get(), block.get(), static_cast<size_t>(in.gcount()));
-  if (in.bad()) throw DataError(fmt::format("{}: reading it failed", path.string()));
-  return fmt::format("{:016x}", XXH3_64bits_digest(state.get()));
-}
 
 namespace {
 
