@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "ptx/fragments.h"
+#include "ptx/global_races.h"
 #include "ptx/launch_limits.h"
 #include "ptx/semantics.h"
 #include "ptx/shared_checks.h"
@@ -111,6 +112,7 @@ struct BlockRun {
   std::array<uint64_t, kInstructionClasses> by_class{};
   double flops = 0, mma_flops = 0;
   RequestLog shared_requests, global_requests;  // (counters.h's bank conflicts and sectors)
+  GlobalRaces* races = nullptr;  // racecheck of global memory (none: off for the launch)
 
   [[noreturn]] void fail(const Thread& t, const Instruction& in, const std::string& what) const {
     const std::string source =
@@ -305,6 +307,27 @@ struct BlockRun {
                             entry.body.at(hazard->other_pc).line));
   }
 
+  // racecheck of a global access (global_races.h): a hazard fails the launch naming both accesses.
+  void check_global_race(const Thread& t, const Instruction& in, uint64_t addr, size_t bytes, bool write) {
+    const auto hazard = write ? races->write(t.linear, static_cast<uint32_t>(t.pc), addr, bytes)
+                              : races->read(t.linear, static_cast<uint32_t>(t.pc), addr, bytes);
+    if (!hazard) return;
+    using Kind = GlobalHazard::Kind;
+    const uint64_t gx = config.grid.x, gy = config.grid.y, bx = config.block.x, by = config.block.y;
+    const uint64_t b = hazard->other_block, th = hazard->other_thread;
+    const bool same_block = b == ctaid[0] + gx * (ctaid[1] + gy * ctaid[2]);
+    fail(t, in, fmt::format("racecheck: {} global memory at {:#x}, which thread ({},{},{}) of {} {} at line {} in this "
+                            "launch with nothing ordering the two ({})",
+                            hazard->kind == Kind::ReadAfterWrite ? "reads" : "writes", hazard->address, th % bx,
+                            th / bx % by, th / (bx * by),
+                            same_block ? std::string("this block")
+                                       : fmt::format("block ({},{},{})", b % gx, b / gx % gy, b / (gx * gy)),
+                            hazard->kind == Kind::WriteAfterRead ? "read" : "wrote", entry.body.at(hazard->other_pc).line,
+                            same_block ? "a missing bar.sync, or bar.warp.sync between a warp's lanes"
+                                       : "blocks of one launch run in no set order: a result another block makes is "
+                                         "read after a fence of each and an atomic count, or in a later launch"));
+  }
+
   // The bytes at `address` of `space` (generic addresses resolved by window), checked: inside
   // memory that exists for it and aligned to `bytes` (compute-sanitizer's memcheck).
   // `atomic`: an atom/red, which no other access races with (racecheck leaves it out).
@@ -342,6 +365,7 @@ struct BlockRun {
         if (it == emu.globals_.begin() || addr + bytes > std::prev(it)->first + std::prev(it)->second)
           fail(t, in, fmt::format("{} bytes at {:#x}, outside every allocation the launch was given", bytes, addr));
         if (!atomic) global_requests.note(t.pc, t.linear, addr, bytes);
+        if (races && !atomic) check_global_race(t, in, addr, std::min(bytes, write ? bytes : read_bytes), write);
         if (GlobalShadow* shadow = config.global_initcheck ? emu.global_shadow_.get() : nullptr) {
           if (!write || atomic)
             if (const auto unwritten = shadow->first_unwritten(addr, std::min(bytes, read_bytes)))
@@ -569,7 +593,9 @@ struct BlockRun {
         case Op::Ldmatrix: t.wait = Wait::Warp; return;
         case Op::Cp: async_copy(t, in); break;
         case Op::Membar:
-        case Op::Fence: break;  // (one thread at a time: every access is seen in order)
+        case Op::Fence:  // (one thread at a time: every access is seen in order; racecheck orders blocks by them)
+          if (races && !op.has(Mod::cta)) races->fence();
+          break;
         case Op::Ld:
         case Op::St: load_store(t, in); break;
         case Op::Atom:
@@ -663,6 +689,7 @@ struct BlockRun {
       if (in.opcode.op == Op::Mma) mma(group, in);
       for (Thread* t : group) t->wait = Wait::None, ++t->pc;
       shadow.warp_sync(static_cast<uint32_t>(w));
+      if (races && in.opcode.op == Op::Bar) races->warp_sync(static_cast<uint32_t>(w));  // (a shuffle orders no memory)
       progressed = true;
     }
     return progressed;
@@ -683,6 +710,7 @@ struct BlockRun {
     for (Thread& t : threads)
       if (t.wait == Wait::Barrier) t.wait = Wait::None, ++t.pc;
     shadow.barrier();
+    if (races) races->barrier();
     return true;
   }
 
@@ -690,6 +718,9 @@ struct BlockRun {
     lay_out_variables();
     make_threads();
     shadow.begin_block(shared.size(), static_cast<uint32_t>((threads.size() + 31) / 32), shared_extents);
+    if (races)
+      races->begin_block(ctaid[0] + uint64_t{config.grid.x} * (ctaid[1] + uint64_t{config.grid.y} * ctaid[2]),
+                         static_cast<uint32_t>((threads.size() + 31) / 32));
     shared_requests.begin_block(threads.size());
     global_requests.begin_block(threads.size());
     std::vector<size_t> order(threads.size());
@@ -758,6 +789,7 @@ LaunchCounts& LaunchCounts::operator+=(const LaunchCounts& other) {
   warps += other.warps;
   mma_flops += other.mma_flops;
   executed_blocks += other.executed_blocks;
+  global_racecheck_partial += other.global_racecheck_partial;
   block_threads = std::max(block_threads, other.block_threads);
   block_shared_bytes = std::max(block_shared_bytes, other.block_shared_bytes);
   return *this;
@@ -766,7 +798,8 @@ LaunchCounts& LaunchCounts::operator+=(const LaunchCounts& other) {
 Emulator::~Emulator() = default;
 Emulator::Emulator(Emulator&&) noexcept = default;
 
-Emulator::Emulator(Module module) : module_(std::move(module)), shadow_(std::make_unique<SharedShadow>()) {
+Emulator::Emulator(Module module)
+    : module_(std::move(module)), shadow_(std::make_unique<SharedShadow>()), races_(std::make_unique<GlobalRaces>()) {
   for (const Variable& v : module_.variables) {
     if (v.space != Space::Global && v.space != Space::Const) continue;
     storage_.emplace_back(v.init.empty() ? std::vector<uint8_t>(std::max<uint64_t>(v.bytes, 1), 0) : v.init);
@@ -816,8 +849,16 @@ LaunchCounts Emulator::launch(const std::string& name, const std::vector<uint8_t
   const uint64_t grid_blocks = blocks.size();
   if (config.sample_blocks > 0) blocks = sampled(blocks, config.sample_blocks);
   if (config.seed) std::shuffle(blocks.begin(), blocks.end(), std::mt19937_64(config.seed));
+  const bool racecheck = config.global_racecheck && config.sample_blocks == 0;
+  if (racecheck) races_->begin_launch(config.block.count());
+  // (what racecheck remembered is let go when the launch ends, however it ends: one emulator a kernel)
+  struct Forget {
+    GlobalRaces& races;
+    ~Forget() { races.begin_launch(1); }
+  } forget{*races_};
   for (const auto& b : blocks) {
     BlockRun run{*this, *e, config, params, {b[0], b[1], b[2]}, counts, *shadow_};  // (the rest: defaults)
+    if (racecheck) run.races = races_.get();
     run.run_block();
     for (size_t op = 0; op < kOps; ++op)
       if (run.by_op[op]) counts.by_op[static_cast<Op>(op)] += run.by_op[op];
@@ -827,6 +868,7 @@ LaunchCounts Emulator::launch(const std::string& name, const std::vector<uint8_t
   }
   if (blocks.size() < grid_blocks) scale_per_block_counts(counts, static_cast<double>(grid_blocks) / blocks.size());
   counts.executed_blocks = blocks.size();
+  counts.global_racecheck_partial = racecheck && !races_->covered();
   counts.blocks = grid_blocks;
   counts.warps = grid_blocks * ((config.block.count() + 31) / 32);
   counts.block_threads = config.block.count();

@@ -43,6 +43,9 @@ struct LaunchConfig {
   // initcheck of global memory, where the emulator has a GlobalShadow (check_global_initialization):
   // off for a sampled launch's successors, whose inputs the blocks not run left unwritten.
   bool global_initcheck = true;
+  // racecheck of global memory within the launch (global_races.h): off for a sampled launch, whose
+  // blocks not run leave nothing to race with.
+  bool global_racecheck = true;
 };
 
 // What a launch executed: thread-instructions issued (predicated off or not), by operation and by
@@ -69,10 +72,14 @@ struct LaunchCounts {
   // A block's threads and shared bytes (static and dynamic): of one launch; over several added
   // together, the largest.
   uint64_t block_threads = 0, block_shared_bytes = 0;
+  // Launches whose global memory passed what racecheck remembers (GlobalRaces' most_bytes): their
+  // accesses beyond it went unchecked for races.
+  uint64_t global_racecheck_partial = 0;
   LaunchCounts& operator+=(const LaunchCounts& other);
 };
 
 class SharedShadow;
+class GlobalRaces;
 
 class Emulator {
  public:
@@ -104,6 +111,7 @@ class Emulator {
   std::map<std::string, uint64_t> addresses_;  // their addresses
   std::unique_ptr<SharedShadow> shadow_;       // racecheck's and initcheck's record of shared memory
   std::shared_ptr<GlobalShadow> global_shadow_;  // initcheck's record of global memory (none: unchecked)
+  std::unique_ptr<GlobalRaces> races_;           // racecheck's record of a launch's global memory
   friend struct BlockRun;
 };
 

@@ -130,6 +130,10 @@ std::string ptx_counts_text(const std::vector<runtime::PtxLaunchRecord>& launche
                                 "measurements; no cache modelled, ptx/projection.h):\n");
   out += totals_text(all, launches.size());
   out += sampling_text(launches);
+  if (all.global_racecheck_partial)
+    out += fmt::format("  racecheck of global memory: {} launches touched more memory than it remembers (64 MiB a "
+                       "launch); their accesses past it went unchecked for races\n",
+                       all.global_racecheck_partial);
   out += registers_known ? fmt::format("  registers: ptxas's for sm_{} (NVRTC's cubins), in the occupancy\n", sm)
                          : fmt::format("  registers: not known (no NVRTC here makes cubins for sm_{}): occupancy from "
                                        "threads and shared memory, an upper bound\n",

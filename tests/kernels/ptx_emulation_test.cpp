@@ -167,8 +167,9 @@ struct Plant {
 
 // Runs the step's launches of the kernel `plant` changes (sm_`sm`, `precision`) and returns what
 // the first failing one says ("" when every one passed: the bug went unseen).
-std::string caught(int sm, passes::Precision precision, Plant plant, uint64_t shrink = 0) {
+std::string caught(int sm, passes::Precision precision, Plant plant, uint64_t shrink = 0, int64_t batch = 2) {
   PtxStep s{sm, precision};
+  s.batch = batch;
   s.mutate = std::ref(plant);
   s.only = [&](const codegen::KernelSpec& k) { return k.name == plant.kernel; };
   s.shrink_buffers = shrink;
@@ -181,6 +182,9 @@ std::string caught(int sm, passes::Precision precision, Plant plant, uint64_t sh
                                  k.problem.substr(0, 240));
         return k.problem;
       }
+  for (const auto* checks : {&run.step, &run.optimizer})
+    for (const KernelCheck& k : *checks)
+      std::cout << fmt::format("planted in {} ({} {}): the launch passed\n", plant.kernel, k.family, k.label);
   return "";
 }
 
@@ -255,6 +259,19 @@ TEST(PtxEmulation, EveryPlantedBugInBertcsKernelsIsCaught) {
   {
     const std::string why = caught(61, Precision::Fp32, {std::regex(R"(^\s*st\.shared)"), drop});
     EXPECT_NE(why.find("initcheck: reads shared memory"), std::string::npos) << why;
+  }
+  // The fences of a reduction's last block removed (every block stores its sums, fences and counts
+  // itself with an atomic; the last one fences and reads them all): nothing orders the other
+  // blocks' stores before the last block's reads, racecheck of global memory. (The kernel is a
+  // loss's: a batch of 16 makes it several blocks of 4 rows, where 2 would make one.)
+  {
+    Plant no_fence{std::regex(R"(^\s*(membar\.gl|fence\.sc\.gpu|fence\.acq_rel\.gpu))"), drop, true};
+    // (the same kernel with its fences, at the same batch: its blocks' hand-over passes)
+    Plant unchanged{no_fence.line, [](const std::string& l) { return l; }, true};
+    EXPECT_EQ(caught(61, Precision::Fp32, unchanged, 0, 16), "");
+    const std::string why = caught(61, Precision::Fp32, no_fence, 0, 16);
+    EXPECT_NE(why.find("racecheck: reads global memory at"), std::string::npos) << why;
+    EXPECT_NE(why.find("blocks of one launch run in no set order"), std::string::npos) << why;
   }
   // A block's shared memory past what the arch allows (a static array of 60 KiB on a P40).
   {

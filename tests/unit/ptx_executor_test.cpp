@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ptx/executor.h"
+#include "ptx/global_races.h"
 #include "ptx/projection.h"
 #include "ptx/semantics.h"
 #include "refusal.h"
@@ -367,8 +368,8 @@ TEST(PtxExecutor, Tf32ProductsTakeOnlyConvertedOperands) {
 }
 
 // racecheck and initcheck of shared memory: each thread writes its word, then (with or without a
-// bar.sync, as the second parameter says) its neighbour's word is read; a thread reading a word
-// nobody wrote is caught as well.
+// bar.sync, as the second parameter says) its neighbour's word is read and stored in the block's
+// part of the output; a thread reading a word nobody wrote is caught as well.
 constexpr const char* kNeighbours = R"(
 .version 8.8
 .target sm_80
@@ -407,7 +408,10 @@ $L__skip:
 	add.s32 	%r6, %r3, %r6;
 	ld.shared.u32 	%r7, [%r6];
 	cvta.to.global.u64 	%rd2, %rd1;
-	mul.wide.u32 	%rd3, %r1, 4;
+	mov.u32 	%r9, %ctaid.x;
+	shl.b32 	%r9, %r9, 6;
+	add.s32 	%r9, %r9, %r1;
+	mul.wide.u32 	%rd3, %r9, 4;
 	add.s64 	%rd4, %rd2, %rd3;
 	st.global.u32 	[%rd4], %r7;
 	ret;
@@ -416,8 +420,8 @@ $L__skip:
 
 TEST(PtxExecutor, SharedMemoryRacesAndUninitialisedReadsAreCaught) {
   Emulator emulator(parse_module(kNeighbours, "neighbours.ptx"));
-  std::vector<uint32_t> out(64);
-  emulator.add_global(out.data(), 256);
+  std::vector<uint32_t> out(128);
+  emulator.add_global(out.data(), 512);
   const auto run = [&](uint32_t barrier, uint32_t first, uint64_t seed) {
     emulator.launch("neighbour",
                     emulator.pack_params("neighbour", {reinterpret_cast<uint64_t>(out.data()), barrier, first}),
@@ -425,7 +429,7 @@ TEST(PtxExecutor, SharedMemoryRacesAndUninitialisedReadsAreCaught) {
   };
   for (uint64_t seed : {0u, 7u}) {
     run(1, 0, seed);  // (the barrier between: right in any order)
-    for (uint32_t i = 0; i < 64; ++i) EXPECT_EQ(out[i], (i + 1) % 64);
+    for (uint32_t i = 0; i < 128; ++i) EXPECT_EQ(out[i], (i + 1) % 64);
     // No barrier, every word written once before (a barrier after that): the neighbour's word is
     // read and written by two threads with nothing between.
     const std::string race = refusal([&] { run(0, 99, seed); });
@@ -487,13 +491,182 @@ TEST(PtxExecutor, InitcheckPassesOverAlignmentPaddingOnly) {
       << unwritten;
 }
 
+// racecheck of global memory, across blocks: each block stores its word (every block the same
+// word when `collide`), fences (when `fenced`), counts itself with an atomic, fences again, and
+// the last block to count sums every block's word (the pattern of bertc's reductions' last block).
+// Without the fences the last block reads other blocks' words that nothing orders before its
+// reads; two blocks storing one word race whatever the fences.
+constexpr const char* kLastBlock = R"(
+.version 8.8
+.target sm_80
+.address_size 64
+.visible .entry last_block(
+	.param .u64 last_block_param_0,
+	.param .u64 last_block_param_1,
+	.param .u64 last_block_param_2,
+	.param .u32 last_block_param_3,
+	.param .u32 last_block_param_4
+)
+{
+	.reg .pred 	%p<5>;
+	.reg .b32 	%r<12>;
+	.reg .b64 	%rd<10>;
+	ld.param.u64 	%rd1, [last_block_param_0];
+	ld.param.u64 	%rd2, [last_block_param_1];
+	ld.param.u64 	%rd3, [last_block_param_2];
+	ld.param.u32 	%r1, [last_block_param_3];
+	ld.param.u32 	%r2, [last_block_param_4];
+	cvta.to.global.u64 	%rd4, %rd1;
+	cvta.to.global.u64 	%rd5, %rd2;
+	cvta.to.global.u64 	%rd6, %rd3;
+	mov.u32 	%r3, %ctaid.x;
+	mov.u32 	%r4, %nctaid.x;
+	setp.ne.s32 	%p1, %r2, 0;
+	selp.u32 	%r5, 0, %r3, %p1;
+	mul.wide.u32 	%rd7, %r5, 4;
+	add.s64 	%rd8, %rd4, %rd7;
+	add.s32 	%r6, %r3, 1;
+	st.global.u32 	[%rd8], %r6;
+	setp.ne.s32 	%p2, %r1, 0;
+	@%p2 membar.gl;
+	atom.global.add.u32 	%r7, [%rd5], 1;
+	@%p2 fence.sc.gpu;
+	add.s32 	%r8, %r4, -1;
+	setp.ne.s32 	%p3, %r7, %r8;
+	@%p3 bra 	$L__done;
+	mov.u32 	%r9, 0;
+	mov.u32 	%r10, 0;
+	mov.u64 	%rd9, %rd4;
+$L__loop:
+	ld.global.u32 	%r11, [%rd9];
+	add.s32 	%r9, %r9, %r11;
+	add.s64 	%rd9, %rd9, 4;
+	add.s32 	%r10, %r10, 1;
+	setp.lt.u32 	%p4, %r10, %r4;
+	@%p4 bra 	$L__loop;
+	st.global.u32 	[%rd6], %r9;
+$L__done:
+	ret;
+}
+)";
+
+// racecheck of global memory in a block: thread 0 stores a word that every other thread then
+// reads, with or without a bar.sync between (the second parameter).
+constexpr const char* kHandOff = R"(
+.version 8.8
+.target sm_80
+.address_size 64
+.visible .entry hand_off(
+	.param .u64 hand_off_param_0,
+	.param .u32 hand_off_param_1
+)
+{
+	.reg .pred 	%p<3>;
+	.reg .b32 	%r<5>;
+	.reg .b64 	%rd<5>;
+	ld.param.u64 	%rd1, [hand_off_param_0];
+	ld.param.u32 	%r1, [hand_off_param_1];
+	cvta.to.global.u64 	%rd2, %rd1;
+	mov.u32 	%r2, %tid.x;
+	setp.eq.s32 	%p1, %r2, 0;
+	@%p1 st.global.u32 	[%rd2], 42;
+	setp.eq.s32 	%p2, %r1, 0;
+	@%p2 bra 	$L__skip;
+	bar.sync 	0;
+$L__skip:
+	@%p1 bra 	$L__done;
+	ld.global.u32 	%r3, [%rd2];
+	mul.wide.u32 	%rd3, %r2, 4;
+	add.s64 	%rd4, %rd2, %rd3;
+	st.global.u32 	[%rd4], %r3;
+$L__done:
+	ret;
+}
+)";
+
+TEST(PtxExecutor, GlobalMemoryRacesAreCaughtWithinALaunch) {
+  for (uint64_t seed : {0u, 7u}) {
+    Emulator emulator(parse_module(kLastBlock, "last_block.ptx"));
+    std::vector<uint32_t> words(4, 0);
+    uint32_t counter = 0, sum = 0;
+    for (void* p : {static_cast<void*>(words.data()), static_cast<void*>(&counter), static_cast<void*>(&sum)})
+      emulator.add_global(p, p == words.data() ? 16 : 4);
+    const auto run = [&](uint32_t fenced, uint32_t collide) {
+      counter = 0, sum = 0;
+      emulator.launch("last_block",
+                      emulator.pack_params("last_block", {reinterpret_cast<uint64_t>(words.data()),
+                                                          reinterpret_cast<uint64_t>(&counter),
+                                                          reinterpret_cast<uint64_t>(&sum), fenced, collide}),
+                      {{4, 1, 1}, {1, 1, 1}, 0, seed});
+    };
+    run(1, 0);
+    EXPECT_EQ(sum, 1u + 2 + 3 + 4);
+    const std::string unfenced = refusal([&] { run(0, 0); });
+    EXPECT_NE(unfenced.find("ld.global.u32: racecheck: reads global memory at"), std::string::npos) << unfenced;
+    EXPECT_NE(unfenced.find("which thread (0,0,0) of block ("), std::string::npos) << unfenced;
+    EXPECT_NE(unfenced.find("wrote at line 31 in this launch with nothing ordering the two (blocks of one launch run in "
+                            "no set order"),
+              std::string::npos)
+        << unfenced;
+    const std::string collided = refusal([&] { run(1, 1); });
+    EXPECT_NE(collided.find("st.global.u32: racecheck: writes global memory at"), std::string::npos) << collided;
+    EXPECT_NE(collided.find("wrote at line 31"), std::string::npos) << collided;
+  }
+  for (uint64_t seed : {0u, 7u}) {
+    Emulator emulator(parse_module(kHandOff, "hand_off.ptx"));
+    std::vector<uint32_t> out(64, 0);
+    emulator.add_global(out.data(), out.size() * 4);
+    const auto run = [&](uint32_t barrier) {
+      emulator.launch("hand_off",
+                      emulator.pack_params("hand_off", {reinterpret_cast<uint64_t>(out.data()), barrier}),
+                      {{1, 1, 1}, {64, 1, 1}, 0, seed});
+    };
+    run(1);
+    for (uint32_t i = 0; i < 64; ++i) EXPECT_EQ(out[i], 42u) << i;
+    const std::string race = refusal([&] { run(0); });
+    EXPECT_NE(race.find("racecheck: "), std::string::npos) << race;
+    EXPECT_NE(race.find("global memory at"), std::string::npos) << race;
+    EXPECT_NE(race.find("of this block"), std::string::npos) << race;
+    EXPECT_NE(race.find("a missing bar.sync"), std::string::npos) << race;
+  }
+}
+
+// What racecheck remembers of a launch is bounded (GlobalRaces' most_bytes, a page of 4 KiB at a
+// time): a race on memory past it goes unseen and covered() says so; a race inside it is found.
+TEST(PtxExecutor, GlobalRacecheckSaysWhenALaunchOutgrewIt) {
+  GlobalRaces races(4096);
+  races.begin_launch(32);
+  races.begin_block(0, 1);
+  EXPECT_FALSE(races.write(0, 1, 4096 * 10, 4));
+  EXPECT_TRUE(races.covered());
+  EXPECT_FALSE(races.write(0, 1, 4096 * 20, 4));  // (a second page: not remembered)
+  EXPECT_FALSE(races.covered());
+  races.begin_block(1, 1);
+  EXPECT_FALSE(races.write(0, 2, 4096 * 20, 4));  // (another block's store to it: unseen)
+  const auto found = races.write(0, 2, 4096 * 10, 4);
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->kind, GlobalHazard::Kind::WriteAfterWrite);
+  EXPECT_EQ(found->address, 4096u * 10);
+  EXPECT_EQ(found->other_block, 0u);
+  EXPECT_EQ(found->other_pc, 1u);
+  // The emulator's launches start it afresh; racecheck off, the unsynchronised hand-off passes.
+  Emulator emulator(parse_module(kHandOff, "hand_off.ptx"));
+  std::vector<uint32_t> out(64, 0);
+  emulator.add_global(out.data(), out.size() * 4);
+  LaunchConfig config{{1, 1, 1}, {64, 1, 1}, 0, 0};
+  config.global_racecheck = false;
+  const LaunchCounts counts =
+      emulator.launch("hand_off", emulator.pack_params("hand_off", {reinterpret_cast<uint64_t>(out.data()), 0}), config);
+  EXPECT_EQ(counts.global_racecheck_partial, 0u);
+}
+
 // A launch over the GPU's limits is refused as its driver refuses it: shared memory past what a
 // block may use (a P40's 48 KiB, here a made-up 128 bytes), registers past a block's, a block or
 // grid of an impossible shape.
 TEST(PtxExecutor, LaunchesOverTheArchsLimitsAreRefused) {
   Emulator emulator(parse_module(kNeighbours, "neighbours.ptx"));
-  std::vector<uint32_t> out(64);
-  emulator.add_global(out.data(), 256);
+  std::vector<uint32_t> out(128);
+  emulator.add_global(out.data(), 512);
   const std::vector<uint8_t> params =
       emulator.pack_params("neighbour", {reinterpret_cast<uint64_t>(out.data()), 1, 0});
   const auto launch = [&](Dim3 grid, Dim3 block, ArchLimits limits) {
