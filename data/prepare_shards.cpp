@@ -19,6 +19,7 @@
 #include <thread>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/file.h>
 #include <unistd.h>
 
@@ -424,6 +425,15 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
     throw DataError(fmt::format("{}: another bertc prepare-data is writing into this folder (or it cannot be locked: "
                                 "{}): wait for it, or choose another --output",
                                 o.output.string(), std::strerror(errno)));
+  // (prepare-data's lock is an empty file: one holding bytes is someone else's, which the run's end
+  // would remove)
+  if (struct stat held; ::fstat(lock, &held) == 0 && held.st_size > 0) {
+    ::close(lock);
+    throw DataError(fmt::format("{}: holds {} bytes, and bertc prepare-data's lock is an empty file: it is not "
+                                "prepare-data's; move it out of the folder (prepare-data locks the folder under that "
+                                "name)",
+                                lock_path.string(), held.st_size));
+  }
   struct Unlock {
     int fd;
     std::filesystem::path path;

@@ -42,6 +42,13 @@ std::string host_name() {
   return name;
 }
 
+// A line a lock's holder wrote: "PID on HOST" (RunFolderLock's `me`).
+bool is_holder_line(const std::string& text) {
+  const size_t digits = text.find_first_not_of("0123456789");
+  return digits > 0 && digits != std::string::npos && text.compare(digits, 4, " on ") == 0 &&
+         text.find('\n') == std::string::npos;
+}
+
 TrainError folder_in_use(const std::filesystem::path& folder, const std::string& holder) {
   return TrainError(fmt::format("{} is in use by another bertc train ({}): wait for it to end, or choose another "
                                 "--checkpoint-dir",
@@ -110,7 +117,16 @@ RunFolderLock::RunFolderLock(const std::filesystem::path& folder, std::ostream& 
     throw TrainError(fmt::format("{}: cannot be locked ({}): the run folder's file system must support flock",
                                  path.string(), std::strerror(why)));
   }
-  if (const std::string stale = contents(fd_); !stale.empty()) {
+  // What a holder writes is "PID on HOST": anything else under the lock's name is someone's file,
+  // which taking the lock over would empty.
+  if (const std::string stale = contents(fd_); !stale.empty() && !is_holder_line(stale)) {
+    ::close(fd_);
+    fd_ = -1;
+    throw TrainError(fmt::format("{}: holds '{}', and bertc's run lock holds only the pid and host of the run that "
+                                 "holds it: it is not bertc's; move it out of the folder (bertc locks run folders "
+                                 "under that name)",
+                                 path.string(), stale.substr(0, 40)));
+  } else if (!stale.empty()) {
     log << fmt::format("run folder: {} was left locked by pid {}, which ended without unlocking it (killed?): taken "
                        "over\n",
                        folder.string(), stale.substr(0, stale.find('\n')));
