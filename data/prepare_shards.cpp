@@ -659,7 +659,7 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
   texts.clear();
   texts.shrink_to_fit();
   ::malloc_trim(0);  // pass 1's rounds back to the system: pass 2 has the whole bound
-  if (const auto said = unknown_note(unknown_tokens, p.tokens, vocab); said && note) note(*said);
+  if (const auto said = unknown_note(unknown_tokens, p.tokens, tokenizer); said && note) note(*said);
   if (next_document == 0)
     throw DataError(fmt::format("{}: no text: no document in it (empty, blank lines only, or nothing the tokenizer "
                                 "keeps). prepare-data reads UTF-8 text, one sentence a line, a blank line between "

@@ -145,7 +145,7 @@ std::vector<Document> load_documents(const std::filesystem::path& path, const To
   }
   docs.pop_back();
   if (docs.empty()) throw DataError(fmt::format("{}: no text found", path.string()));
-  if (const auto said = unknown_note(unknown, tokens, tokenizer.vocab()); said && progress) progress(*said);
+  if (const auto said = unknown_note(unknown, tokens, tokenizer); said && progress) progress(*said);
   return docs;
 }
 
@@ -199,13 +199,36 @@ int64_t count_examples(const std::vector<Document>& documents, const Vocab& voca
   return static_cast<int64_t>(counter.n);
 }
 
-std::optional<std::string> unknown_note(int64_t unknown, int64_t tokens, const Vocab& vocab) {
+namespace {
+
+// Whether the vocabulary holds no word with an upper-case letter (an uncased BERT's: its text is
+// lower-cased before WordPiece), special tokens ([CLS], [unused0]) aside.
+bool uncased_vocabulary(const Vocab& vocab) {
+  for (int64_t id = 0; id < vocab.size(); ++id) {
+    const std::string& t = vocab.token(id);
+    if (t.starts_with('[') && t.ends_with(']')) continue;
+    if (std::any_of(t.begin(), t.end(), [](char c) { return c >= 'A' && c <= 'Z'; })) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::optional<std::string> unknown_note(int64_t unknown, int64_t tokens, const Tokenizer& tokenizer, bool fine_tuning) {
   if (tokens == 0 || unknown * 20 <= tokens) return std::nullopt;
-  return fmt::format("{} of the {} tokens ({:.1f}%) are [UNK]: words the vocabulary {} does not hold (text in another "
-                     "language or script, or a vocabulary made for other text?); they teach the model nothing: make a "
-                     "vocabulary of this text (bertc vocab CONFIG -o vocab.txt) and train with it",
-                     unknown, tokens, 100.0 * static_cast<double>(unknown) / static_cast<double>(tokens),
-                     vocab.source());
+  const Vocab& vocab = tokenizer.vocab();
+  const std::string fix =
+      !tokenizer.lower_case() && uncased_vocabulary(vocab)
+          ? "the vocabulary holds no upper-case word and [train] do_lower_case is false, so every word with a capital "
+            "is [UNK]: set do_lower_case = true (an uncased vocabulary's text is lower-cased)"
+      : fine_tuning
+          ? "text in another language or script than the pretrained model's, or a vocabulary of another model? a "
+            "fine-tuned model reads only the words of the vocabulary its weights were pretrained with: fine-tune a "
+            "model pretrained on text like this"
+          : "text in another language or script, or a vocabulary made for other text? they teach the model nothing: "
+            "make a vocabulary of this text (bertc vocab CONFIG -o vocab.txt) and train with it";
+  return fmt::format("{} of the {} tokens ({:.1f}%) are [UNK]: words the vocabulary {} does not hold; {}", unknown,
+                     tokens, 100.0 * static_cast<double>(unknown) / static_cast<double>(tokens), vocab.source(), fix);
 }
 
 std::optional<std::string> cut_note(const ExampleFigures& f, int64_t seq_len) {

@@ -57,9 +57,12 @@ struct ExampleFigures {
 std::optional<std::string> cut_note(const ExampleFigures& figures, int64_t seq_len);
 
 // "N of the M tokens (x%) are [UNK] ...", with the fix, when more than 5% of a text's tokens are
-// words `vocab` does not hold (text in another language or script, or the vocabulary of another
-// model): trained on, they teach nothing. nullopt below that.
-std::optional<std::string> unknown_note(int64_t unknown, int64_t tokens, const Vocab& vocab);
+// words the tokenizer's vocabulary does not hold (text in another language or script, the
+// vocabulary of another model, or cased text for an uncased vocabulary without do_lower_case):
+// trained on, they teach nothing. nullopt below that. `fine_tuning`: the vocabulary is the
+// pretrained weights', which a new one would not fit.
+std::optional<std::string> unknown_note(int64_t unknown, int64_t tokens, const Tokenizer& tokenizer,
+                                        bool fine_tuning = false);
 
 // Deterministic for a seed on every platform (std::mt19937_64 with our own draws). `figures`, when
 // given, is added to.

@@ -393,6 +393,13 @@ TaskData read_task_file(const std::filesystem::path& path, const TaskFormat& for
                                 "gzip'd or not (.tsv.gz, .jsonl.gz); rename it to say which",
                                 path.string()));
   if (data.examples.empty()) throw DataError(fmt::format("{}: no examples in the file", path.string()));
+  // (the text's tokens: [CLS] and [SEP] aside)
+  int64_t tokens = 0, unknown = 0;
+  for (const TaskExample& e : data.examples)
+    for (const int32_t id : e.ids)
+      if (id != vocab.cls() && id != vocab.sep()) ++tokens, unknown += id == vocab.unk();
+  if (const auto said = unknown_note(unknown, tokens, tokenizer, /*fine_tuning=*/true))
+    data.notes.push_back(fmt::format("{}: {}", path.string(), *said));
   return data;
 }
 
