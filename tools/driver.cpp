@@ -738,13 +738,14 @@ struct BatchArgs {
 };
 
 // Writes a batch file (bertc batch's) with the vocabulary it was made with, recorded by its
-// absolute path as checkpoints record it (the file named is the same from any folder): eval checks
-// it against the weights'.
-void write_batch_file(support::Safetensors& file, const data::Vocab& vocab, const std::string& output) {
+// absolute path as checkpoints record it (the file named is the same from any folder), and its
+// text's lower-casing: eval checks both against the weights'.
+void write_batch_file(support::Safetensors& file, const data::Vocab& vocab, bool lower_case, const std::string& output) {
   data::VocabRecord record = data::record_of(vocab);
   std::error_code ec;
   if (const auto absolute = std::filesystem::absolute(record.path, ec); !ec) record.path = absolute.lexically_normal().string();
   file.metadata.merge(data::vocab_metadata(record));
+  file.metadata["do_lower_case"] = lower_case ? "true" : "false";
   support::write_safetensors(output, file);
 }
 
@@ -765,7 +766,7 @@ int task_batch(BatchArgs args, const frontend::Config& config) {
   refuse_replacing_another_kind(args.output, "-o", "bertc-batch");
   const data::Vocab vocab = train::load_run_vocab(config, vocab_path, std::cerr);
   support::Safetensors file = train::task_batch_file(config, data, vocab, args.index, std::cerr);
-  write_batch_file(file, vocab, args.output);
+  write_batch_file(file, vocab, config.train.do_lower_case, args.output);
   std::cerr << fmt::format("batch {} of {}'s task examples written to {}\n", args.index, data.string(), args.output);
   return 0;
 }
@@ -796,7 +797,7 @@ int batch(const BatchArgs& given, const frontend::ModelDefinition& model) {
                              per_pass, config.train.batch_size, stream.examples(), args.index,
                              args.index / per_pass + 1);
   support::Safetensors file = train::batch_to_safetensors(stream.batch(args.index));
-  write_batch_file(file, vocab, args.output);
+  write_batch_file(file, vocab, config.train.do_lower_case, args.output);
   std::cerr << fmt::format("micro-batch {} written to {}\n", args.index, args.output);
   return 0;
 }

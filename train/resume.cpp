@@ -237,11 +237,7 @@ std::map<std::string, std::string> export_metadata(const frontend::Config& confi
   return m;
 }
 
-namespace {
-
-// What the weights at `init` record of their lower-casing: a checkpoint's metadata, or a Hugging
-// Face folder's tokenizer_config.json.
-std::optional<bool> init_lower_case(const std::filesystem::path& init, const std::map<std::string, std::string>& m) {
+std::optional<bool> weights_lower_case(const std::filesystem::path& init, const std::map<std::string, std::string>& m) {
   if (const auto it = m.find("do_lower_case"); it != m.end()) return it->second == "true";
   if (!frontend::is_hf_folder(init)) return std::nullopt;
   std::ifstream in(init / "tokenizer_config.json");
@@ -249,8 +245,6 @@ std::optional<bool> init_lower_case(const std::filesystem::path& init, const std
   if (j.is_object() && j.contains("do_lower_case") && j["do_lower_case"].is_boolean()) return j["do_lower_case"].get<bool>();
   return std::nullopt;
 }
-
-}  // namespace
 
 data::Vocab hf_folder_vocab(const std::filesystem::path& folder, const std::map<std::string, std::string>& metadata) {
   const data::Vocab vocab = data::Vocab::load(folder / "vocab.txt");
@@ -264,7 +258,7 @@ data::Vocab hf_folder_vocab(const std::filesystem::path& folder, const std::map<
 
 void check_init_vocab(const std::filesystem::path& init, const std::map<std::string, std::string>& metadata,
                       const data::Vocab& vocab, bool lower_case, std::ostream& log, const std::string& choose) {
-  if (const std::optional<bool> then = init_lower_case(init, metadata); then && *then != lower_case)
+  if (const std::optional<bool> then = weights_lower_case(init, metadata); then && *then != lower_case)
     log << fmt::format("init: {} was trained with do_lower_case = {}, and this run's is {}: the same text makes other "
                        "tokens (set [train] do_lower_case = {} unless that is meant)\n",
                        init.string(), *then, lower_case, *then);

@@ -33,16 +33,20 @@ std::map<std::string, std::string> run_metadata(const frontend::ModelDefinition&
 // "do_lower_case".
 std::map<std::string, std::string> export_metadata(const frontend::Config& config, const data::Vocab& vocab);
 
+// A Hugging Face folder's vocab.txt, refused (require_same_vocab) when its weights record another
+// (bertc export records the vocabulary it wrote): the folder's file was edited since.
+data::Vocab hf_folder_vocab(const std::filesystem::path& folder, const std::map<std::string, std::string>& metadata);
+
+// What the weights at `init` record of their text's lower-casing: a checkpoint's metadata
+// (`metadata`), or a Hugging Face folder's tokenizer_config.json; nothing where neither says.
+std::optional<bool> weights_lower_case(const std::filesystem::path& init, const std::map<std::string, std::string>& metadata);
+
 // Refuses --init weights made with another vocabulary than the run's `vocab`: a Hugging Face
 // folder's vocab.txt, or what a bertc checkpoint records in `metadata`; says on `log` when the
 // file records none (a Hugging Face weights file alone).
 // `choose`: how the command's user chooses the vocabulary ("--vocab FILE, or [train] vocab"). Says
 // on `log` when the weights were trained with another do_lower_case than the run's `lower_case`
 // (the same vocabulary then makes other tokens of the same text).
-// A Hugging Face folder's vocab.txt, refused (require_same_vocab) when its weights record another
-// (bertc export records the vocabulary it wrote): the folder's file was edited since.
-data::Vocab hf_folder_vocab(const std::filesystem::path& folder, const std::map<std::string, std::string>& metadata);
-
 void check_init_vocab(const std::filesystem::path& init, const std::map<std::string, std::string>& metadata,
                       const data::Vocab& vocab, bool lower_case, std::ostream& log, const std::string& choose);
 
