@@ -197,6 +197,7 @@ TaskScores evaluate_dev(const frontend::Config& c, Runners& r, const data::TaskD
   std::vector<int64_t> lengths;
   for (const Bucket& b : r.buckets) lengths.push_back(b.seq_len);
   std::vector<int32_t> truth, predicted;
+  std::vector<std::vector<int32_t>> truth_sentences, predicted_sentences;  // (tags: for the entities)
   std::vector<float> targets, predictions;
   double loss = 0, weight = 0;
   for (const data::PlannedBatch& planned : data::plan_batches(dev.examples, lengths, c.train.batch_size, 0, 0, false)) {
@@ -222,13 +223,24 @@ TaskScores evaluate_dev(const frontend::Config& c, Runners& r, const data::TaskD
     }
     // Classes: one row of logits per example; tags: one per token, the counted ones.
     for (size_t row = 0; row < batch.weights.size(); ++row) {
+      if (kind == data::LabelKind::Tags && row % static_cast<size_t>(batch.seq_len) == 0 &&
+          row / static_cast<size_t>(batch.seq_len) < static_cast<size_t>(batch.examples))
+        truth_sentences.emplace_back(), predicted_sentences.emplace_back();
       if (batch.weights[row] == 0) continue;
       truth.push_back(batch.labels[row]);
       predicted.push_back(static_cast<int32_t>(argmax(logits.data() + row * static_cast<size_t>(L), L)));
+      if (kind == data::LabelKind::Tags) truth_sentences.back().push_back(truth.back()),
+                                          predicted_sentences.back().push_back(predicted.back());
     }
   }
+  const std::vector<std::string> names = c.finetune.label_names();
+  const auto outside = std::find(names.begin(), names.end(), "O");
+  const int32_t left_out = kind == data::LabelKind::Tags && outside != names.end()
+                               ? static_cast<int32_t>(outside - names.begin()) : -1;
   TaskScores s = kind == data::LabelKind::Real ? regression_scores(targets, predictions)
-                                               : classification_scores(truth, predicted, L);
+                                               : classification_scores(truth, predicted, L, left_out);
+  if (kind == data::LabelKind::Tags && train::tags_name_entities(names))
+    s.f1 = entity_f1(truth_sentences, predicted_sentences, names);
   s.loss = loss / weight;
   return s;
 }
@@ -434,6 +446,7 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
                      c.name, ir::enum_name(f.task), f.num_labels, device ? device->name() : "the CPU reference",
                      f.epochs, steps_per_epoch, t.steps, t.batch_size, t.warmup_steps, t.learning_rate,
                      passes::optimizer_name(t.optimizer), ir::enum_name(c.compile.precision), o.checkpoint_dir.string());
+  if (dev && f.task != frontend::FinetuneTask::Regression) log << "finetune: " << f1_meaning(f) << "\n";
 
   Runners r;
   r.buckets = compile_buckets(model, c);

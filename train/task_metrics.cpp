@@ -4,6 +4,9 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <optional>
+#include <set>
+#include <tuple>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -43,7 +46,7 @@ std::vector<double> ranks_of(const std::vector<float>& v) {
 }  // namespace
 
 TaskScores classification_scores(const std::vector<int32_t>& truth, const std::vector<int32_t>& predicted,
-                                 int64_t classes) {
+                                 int64_t classes, int32_t left_out) {
   if (truth.size() != predicted.size()) throw std::logic_error("classification_scores: sizes differ");
   TaskScores s;
   s.count = static_cast<int64_t>(truth.size());
@@ -68,8 +71,8 @@ TaskScores classification_scores(const std::vector<int32_t>& truth, const std::v
   } else {
     double sum = 0, present = 0;
     for (size_t c = 0; c < k; ++c)
-      if (true_count[c] + predicted_count[c] > 0) sum += f1_of(c), present += 1;
-    s.f1 = sum / present;
+      if (true_count[c] + predicted_count[c] > 0 && static_cast<int32_t>(c) != left_out) sum += f1_of(c), present += 1;
+    s.f1 = present == 0 ? 0.0 : sum / present;
   }
   // Gorodkin (2004): (c n - sum p_k t_k) / sqrt((n^2 - sum p_k^2)(n^2 - sum t_k^2)); with two
   // classes it is the usual (TP TN - FP FN) / sqrt(...).
@@ -82,6 +85,80 @@ TaskScores classification_scores(const std::vector<int32_t>& truth, const std::v
   const double denominator = std::sqrt((n * n - pp) * (n * n - tt));
   s.mcc = denominator == 0 ? 0.0 : (correct * n - pt) / denominator;
   return s;
+}
+
+namespace {
+
+// A tag's scheme prefix ('B', 'I', 'E', 'S'; 'O' for "O") and its entity type.
+struct Tag {
+  char prefix = 'O';
+  std::string type;
+};
+
+Tag tag_of(const std::string& name) {
+  if (name == "O") return {};
+  return {name[0], name.substr(2)};
+}
+
+// Entities of one sentence as (first word, last word, type), conlleval's chunks.
+std::set<std::tuple<size_t, size_t, std::string>> entities_of(const std::vector<int32_t>& tags,
+                                                              const std::vector<Tag>& named) {
+  std::set<std::tuple<size_t, size_t, std::string>> out;
+  std::optional<size_t> begun;
+  Tag previous;
+  for (size_t i = 0; i <= tags.size(); ++i) {
+    const Tag t = i < tags.size() ? named.at(static_cast<size_t>(tags[i])) : Tag{};
+    const bool ends = begun && (previous.prefix == 'E' || previous.prefix == 'S' || t.prefix == 'O' ||
+                                t.prefix == 'B' || t.prefix == 'S' || t.type != previous.type);
+    if (ends) out.emplace(*begun, i - 1, previous.type), begun.reset();
+    const bool begins = t.prefix == 'B' || t.prefix == 'S' ||
+                        ((t.prefix == 'I' || t.prefix == 'E') && !begun);
+    if (begins) begun = i;
+    previous = t;
+  }
+  return out;
+}
+
+}  // namespace
+
+bool tags_name_entities(const std::vector<std::string>& names) {
+  bool any = false;
+  for (const std::string& n : names) {
+    if (n == "O") continue;
+    if (n.size() < 3 || n[1] != '-' || std::string("BIES").find(n[0]) == std::string::npos) return false;
+    any = true;
+  }
+  return any;
+}
+
+double entity_f1(const std::vector<std::vector<int32_t>>& truth, const std::vector<std::vector<int32_t>>& predicted,
+                 const std::vector<std::string>& names) {
+  if (truth.size() != predicted.size()) throw std::logic_error("entity_f1: sentence counts differ");
+  std::vector<Tag> named;
+  for (const std::string& n : names) named.push_back(tag_of(n));
+  double found = 0, true_entities = 0, predicted_entities = 0;
+  for (size_t s = 0; s < truth.size(); ++s) {
+    const auto t = entities_of(truth[s], named), p = entities_of(predicted[s], named);
+    true_entities += static_cast<double>(t.size());
+    predicted_entities += static_cast<double>(p.size());
+    for (const auto& e : p) found += t.count(e);
+  }
+  return true_entities + predicted_entities == 0 ? 0.0 : 2 * found / (true_entities + predicted_entities);
+}
+
+std::string f1_meaning(const frontend::FinetuneConfig& f) {
+  const std::vector<std::string> names = f.label_names();
+  if (f.task == frontend::FinetuneTask::TokenClassification)
+    return tags_name_entities(names)
+               ? "f1 is of the entities the tags name (B-/I-/E-/S- spans of a type, each found where the prediction "
+                 "has the same span and type: seqeval's and conlleval's), over all of them"
+           : std::find(names.begin(), names.end(), "O") != names.end()
+               ? "f1 is the mean of each tag's F1 over the tagged words, O aside (the tags name no B-/I- entities)"
+               : "f1 is the mean of each tag's F1 over the tagged words (the tags name no B-/I- entities)";
+  if (f.num_labels == 2)
+    return fmt::format("f1 is of class 1{} as the positive class (as GLUE's MRPC and QQP count it)",
+                       names.size() == 2 ? fmt::format(" ({})", names[1]) : "");
+  return "f1 is the mean of each class's F1 (macro)";
 }
 
 TaskScores regression_scores(const std::vector<float>& truth, const std::vector<float>& predicted) {

@@ -27,6 +27,35 @@ TEST(TaskMetrics, MulticlassMacroF1AndGorodkinsMcc) {
   EXPECT_NEAR(s.mcc, 12.0 / std::sqrt(528.0), 1e-12);
 }
 
+// Token tags scored by entity (conlleval's chunks), worked out by hand: sentence 1's truth has PER
+// over words 0-1 and LOC at 3, the prediction PER at 0 alone (another span: not found) and LOC at
+// 3; sentence 2's LOC begins at an I- after O (IOB1) in the truth and at B- in the prediction, the
+// same span; sentence 3's I-PER then I-LOC are two entities (the type changes). Found 4 of 5 true
+// and 5 predicted: F1 = 2 * 4 / (5 + 5).
+TEST(TaskMetrics, EntityF1CountsWholeSpansOfOneType) {
+  const std::vector<std::string> names = {"O", "B-PER", "I-PER", "B-LOC", "I-LOC"};
+  EXPECT_TRUE(tags_name_entities(names));
+  const std::vector<std::vector<int32_t>> truth = {{1, 2, 0, 3}, {0, 4, 4}, {2, 4}};
+  const std::vector<std::vector<int32_t>> predicted = {{1, 0, 0, 3}, {0, 3, 4}, {2, 4}};
+  EXPECT_DOUBLE_EQ(entity_f1(truth, predicted, names), 0.8);
+  // IOBES: S- is an entity of one word, E- ends one: truth PER at 0 and LOC over 1-2, predicted
+  // B-PER (one word: the next tag begins another) and LOC over 1-2: both found.
+  const std::vector<std::string> iobes = {"O", "S-PER", "B-PER", "B-LOC", "I-LOC", "E-LOC"};
+  EXPECT_DOUBLE_EQ(entity_f1({{1, 3, 5}}, {{2, 3, 4}}, iobes), 1.0);
+  EXPECT_DOUBLE_EQ(entity_f1({{0, 0}}, {{0, 0}}, names), 0.0);  // (no entity on either side)
+  EXPECT_FALSE(tags_name_entities({"O", "PER", "LOC"}));
+  EXPECT_FALSE(tags_name_entities({"O"}));
+  EXPECT_FALSE(tags_name_entities({"O", "X-PER"}));
+}
+
+// Tags that name no entities: the mean F1 over the tags other than "O" (left out): truth 0 1 2 1,
+// predicted 0 1 1 1: tag 1's F1 2*2/(3+2) = 0.8, tag 2's 0 (predicted never): mean 0.4 (with O's
+// 1.0, 0.6: what the run reported before, O's easy hits lifting it).
+TEST(TaskMetrics, MacroF1CanLeaveOutAClass) {
+  EXPECT_NEAR(classification_scores({0, 1, 2, 1}, {0, 1, 1, 1}, 3, 0).f1, 0.4, 1e-12);
+  EXPECT_NEAR(classification_scores({0, 1, 2, 1}, {0, 1, 1, 1}, 3).f1, 0.6, 1e-12);
+}
+
 TEST(TaskMetrics, ConstantPredictionsHaveNoCorrelation) {
   // Always class 0: MCC's denominator is 0 (sklearn returns 0); F1 of class 1 is 0.
   const TaskScores s = classification_scores({0, 1, 1, 0}, {0, 0, 0, 0}, 2);
