@@ -210,9 +210,14 @@ void use_hf_model(Config& config, const std::filesystem::path& folder) {
   require(j, "position_embedding_type", "absolute", source, "relative position embeddings are not implemented");
   refuse_true(j, "is_decoder", source, "no causal masks");
   refuse_true(j, "add_cross_attention", source, "no cross-attention");
-  if (const auto tie = j.find("tie_word_embeddings"); tie != j.end() && tie->is_boolean() && !tie->get<bool>())
+  // (an untied MLM decoder matters to pretraining alone: fine-tuning and a task's evaluation leave
+  // the MLM head out, and a task model's folder holds none)
+  if (const auto tie = j.find("tie_word_embeddings");
+      tie != j.end() && tie->is_boolean() && !tie->get<bool>() && !config.finetune_section)
     throw ConfigError(fmt::format("{}: tie_word_embeddings is false; bertc's MLM decoder is the word embeddings "
-                                  "(BERT's tie), so an untied decoder's weights would be lost",
+                                  "(BERT's tie), so an untied decoder's weights would be lost in pretraining: "
+                                  "fine-tune from the folder instead (a [finetune] config leaves the MLM head out), "
+                                  "or, if its decoder's weights equal its embeddings, set tie_word_embeddings to true",
                                   source));
   if (const auto dropout = j.find("classifier_dropout"); dropout != j.end() && !dropout->is_null())
     throw ConfigError(fmt::format("{}: classifier_dropout is {}; bertc's task heads use hidden_dropout_prob before "
