@@ -74,6 +74,9 @@ class ExampleMaker {
         fail(line, fmt::format("label '{}' is the label '{}' with spaces around it: remove them from the line "
                                "(labels are matched as written)",
                                text, bare));
+      // (a whole number that names no class is a class number, as a JSON number is: said once,
+      // with the names it stands for, by read_task_file)
+      if (int64_t n = -1; it == f_.label_names.end() && whole_number(text, n)) return numbered_class(line, n);
       if (it == f_.label_names.end())
         fail(line, fmt::format("label '{}' is not one of [finetune] labels ({}): add it there, or fix the line", text,
                                fmt::join(f_.label_names, ", ")));
@@ -87,6 +90,18 @@ class ExampleMaker {
                              text));
     return class_number(line, n);
   }
+
+  static bool whole_number(const std::string& text, int64_t& n) {
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+    return ec == std::errc() && end == text.data() + text.size() && !text.empty();
+  }
+
+  // A class number where [finetune] labels names the classes: the class at that position.
+  int32_t numbered_class(int64_t line, int64_t n) const {
+    numbered_ = true;
+    return class_number(line, n);
+  }
+  bool numbered() const { return numbered_; }
 
   int32_t class_number(int64_t line, int64_t n) const {
     if (n < 0 || n >= f_.num_labels)
@@ -186,6 +201,7 @@ class ExampleMaker {
   const std::string path_;
   const TaskFormat& f_;
   const Tokenizer& tokenizer_;
+  mutable bool numbered_ = false;  // a label was a class number where labels names the classes
   const Vocab& vocab_;
 };
 
@@ -298,7 +314,8 @@ int32_t class_member(const json& v, int64_t line, const ExampleMaker& maker, con
                                    "the label as one of its names ({})",
                                    text, fmt::join(numerals, ", "), text, fmt::join(names, ", ")));
   }
-  if (v.is_number_integer()) return maker.class_number(line, v.get<int64_t>());
+  if (v.is_number_integer())
+    return names.empty() ? maker.class_number(line, v.get<int64_t>()) : maker.numbered_class(line, v.get<int64_t>());
   if (v.is_string()) return maker.class_of(line, v.get<std::string>());
   // (A number that is not a whole one of 64 bits: 1.0, 1e3, 2^64; said as the number it is.)
   if (v.is_number())
@@ -393,6 +410,13 @@ TaskData read_task_file(const std::filesystem::path& path, const TaskFormat& for
                                 "gzip'd or not (.tsv.gz, .jsonl.gz); rename it to say which",
                                 path.string()));
   if (data.examples.empty()) throw DataError(fmt::format("{}: no examples in the file", path.string()));
+  if (maker.numbered()) {
+    std::vector<std::string> meaning;
+    for (size_t i = 0; i < format.label_names.size(); ++i) meaning.push_back(fmt::format("{} = {}", i, format.label_names[i]));
+    data.notes.push_back(fmt::format("{}: labels written as class numbers are the classes at those positions in "
+                                     "[finetune] labels: {} (write the names to say it plainly)",
+                                     path.string(), fmt::join(meaning, ", ")));
+  }
   // (the text's tokens: [CLS] and [SEP] aside)
   int64_t tokens = 0, unknown = 0;
   for (const TaskExample& e : data.examples)
