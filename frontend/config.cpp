@@ -486,6 +486,13 @@ Config parse_config(std::string_view toml_text, const std::string& source, std::
                                     "remove the key",
                                     source, b.line, b.column, key));
     }
+  // num_labels follows from the task where the config leaves it out: one number for a regression,
+  // a class for each name of labels (its default of 2 was refused for both, with a fix to write).
+  if (config.finetune_section && !config.given.count("finetune.num_labels")) {
+    if (config.finetune.task == FinetuneTask::Regression) config.finetune.num_labels = 1;
+    else if (const auto names = config.finetune.label_names(); names.size() >= 2)
+      config.finetune.num_labels = static_cast<int64_t>(names.size());
+  }
   if (check) validate(config);
   return config;
 }
