@@ -71,8 +71,13 @@ TaskRecord weights_task(const std::filesystem::path& weights, const std::map<std
   } else if (hf.architecture == "BertForSequenceClassification") {
     if (!problem.empty() && problem != "regression" && problem != "single_label_classification")
       r.unsupported = fmt::format("a BertForSequenceClassification of problem_type \"{}\"", problem);
-    else if (outputs == 0)  // (before loading: which of them it is, its outputs say)
-      r.task = "";
+    else if (outputs == 0 && problem == "regression" && hf.classes > 1)
+      r.unsupported = fmt::format("a BertForSequenceClassification regressing {} numbers", hf.classes);
+    else if (outputs == 0)  // (before loading: the problem_type it declares; else its classifier's rows
+                            // will say, which its config.json's classes may contradict)
+      r.task = problem == "regression"                  ? ir::enum_name(FinetuneTask::Regression)
+               : problem == "single_label_classification" ? ir::enum_name(FinetuneTask::SequenceClassification)
+                                                          : "";
     else if (problem == "regression" && outputs > 1)
       r.unsupported = fmt::format("a BertForSequenceClassification regressing {} numbers", outputs);
     else if (problem == "single_label_classification" && outputs == 1)
@@ -127,7 +132,8 @@ std::string weights_fix(const TaskRecord& held) {
                                            : fmt::format(", labels = \"{}\")", fmt::join(held.labels, ",")));
 }
 
-// Before the weights load (their shapes' mismatch would be said instead): the task they record.
+// Before the weights load (their shapes' mismatch would be said instead): the task and classes they
+// record.
 void require_weights_task(const frontend::Config& config, const std::filesystem::path& weights) {
   std::map<std::string, std::string> metadata;
   std::error_code ec;
@@ -138,7 +144,12 @@ void require_weights_task(const frontend::Config& config, const std::filesystem:
     }
   }
   const TaskRecord held = weights_task(weights, metadata, 0);
-  require_same_task(config, held, fmt::format("--init {}", weights.string()), weights_fix(held));
+  // (and the classes a bertc checkpoint records beside its weights: a count that differs was said as
+  // the classifier's shapes; a folder's config.json may contradict its weights, checked after)
+  if (metadata.count("finetune_task"))
+    require_config_task(config, held, fmt::format("--init {}", weights.string()), weights_fix(held));
+  else
+    require_same_task(config, held, fmt::format("--init {}", weights.string()), weights_fix(held));
 }
 
 // After: the classes of the weights loaded (the config's num_labels rows) against their record,
@@ -240,8 +251,9 @@ EvalResult evaluate_batch(const frontend::ModelDefinition& model, frontend::Conf
     // (a checkpoint's record, or a Hugging Face folder's config.json: the folder exported from it)
     const TaskRecord held = weights_task(weights, loaded.metadata, 0);
     // (a folder's task head by its architecture, where its outputs would tell which task it is)
-    const std::string architecture = held.task.empty() ? frontend::hf_head_record(weights).architecture : "";
-    const std::string head = !held.task.empty() ? fmt::format("a model fine-tuned for {}", held.task)
+    const bool recorded = loaded.metadata.count("finetune_task") > 0;  // (bertc's fine-tuned checkpoint)
+    const std::string architecture = recorded ? "" : frontend::hf_head_record(weights).architecture;
+    const std::string head = recorded ? fmt::format("a model fine-tuned for {}", held.task)
                              : architecture == "BertForSequenceClassification" ||
                                      architecture == "BertForTokenClassification"
                                  ? fmt::format("a {}", architecture)
