@@ -76,8 +76,12 @@ void refuse_output_onto_input(const std::string& output, const std::string& opti
                         std::mismatch(in.begin(), in.end(), out.begin(), out.end()).first == in.end();
     if (same || inside)
       throw std::invalid_argument(fmt::format("{} {}: {} {} ({}), which this command reads: writing it would destroy "
-                                              "it; give another file",
-                                              option, output, same ? "is" : "is inside", what, input));
+                                              "it; give another {}",
+                                              option, output, same ? "is" : "is inside", what, input,
+                                              // (--dump-ir writes a folder of stages)
+                                              option == "--dump-ir" || std::filesystem::is_directory(output, ec)
+                                                  ? "folder"
+                                                  : "file"));
   }
 }
 

@@ -2,6 +2,7 @@
 #include "train/evaluate.h"
 
 #include <algorithm>
+#include <cctype>
 
 #include <fmt/format.h>
 
@@ -21,6 +22,16 @@ namespace {
 
 const support::StoredTensor& batch_tensor(const support::Safetensors& file, const std::string& name, const std::string& source) {
   auto it = file.tensors.find(name);
+  // (a pretraining batch under a [finetune] config, or a task batch under a pretraining one: said)
+  if (it == file.tensors.end() && name == "labels" && file.tensors.count("masked_lm_positions"))
+    throw support::SafetensorsError(fmt::format("{}: a pretraining batch (masked_lm_positions, next_sentence_labels), "
+                                                "and the config's [finetune] task reads a task batch: make one with "
+                                                "bertc batch FINETUNE_CONFIG --data EXAMPLES -o BATCH.safetensors",
+                                                source));
+  if (it == file.tensors.end() && name == "masked_lm_positions" && file.tensors.count("labels"))
+    throw support::SafetensorsError(fmt::format("{}: a task batch (labels), and the config has no [finetune] "
+                                                "section: evaluate it with the fine-tuning config it was made with",
+                                                source));
   if (it == file.tensors.end())
     throw support::SafetensorsError(fmt::format("{}: the batch has no tensor '{}' (the model reads input_ids, "
                                                 "token_type_ids, attention_mask and, for pretraining, "
@@ -106,6 +117,19 @@ void require_same_task(const frontend::Config& config, const TaskRecord& recorde
                                                 recorded.task, task, fix));
 }
 
+// Why two records' classes do not agree: another order or names, or names that differ in letter
+// case alone (matched as written: "Fits" is not "fits").
+std::string classes_differ(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  auto lower = [](std::string t) {
+    for (char& c : t) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return t;
+  };
+  bool case_only = a.size() == b.size();
+  for (size_t i = 0; case_only && i < a.size(); ++i) case_only = lower(a[i]) == lower(b[i]);
+  return case_only ? "the names differ in letter case alone, and labels are matched as written"
+                   : "each class number would name another class";
+}
+
 // The same, then its classes: their number and, where both name them, their order.
 void require_config_task(const frontend::Config& config, const TaskRecord& recorded, const std::string& what,
                          const std::string& fix) {
@@ -118,8 +142,9 @@ void require_config_task(const frontend::Config& config, const TaskRecord& recor
   const std::vector<std::string> labels = config.finetune.label_names();
   if (!labels.empty() && !recorded.labels.empty() && labels != recorded.labels)
     throw support::SafetensorsError(fmt::format("{} has the classes \"{}\" in that order, and the config's [finetune] "
-                                                "labels are \"{}\": each class number would name another class; {}",
-                                                what, fmt::join(recorded.labels, ","), fmt::join(labels, ","), fix));
+                                                "labels are \"{}\": {}; {}",
+                                                what, fmt::join(recorded.labels, ","), fmt::join(labels, ","),
+                                                classes_differ(recorded.labels, labels), fix));
 }
 
 // What weights of another task or classes are told to do.
@@ -168,9 +193,10 @@ void require_weights_classes(const frontend::Config& config, const std::filesyst
   // (a config of class numbers checks neither against names: the two records, against each other)
   if (!held.labels.empty() && !made.labels.empty() && held.labels != made.labels)
     throw support::SafetensorsError(fmt::format(
-        "the batch {} has the classes \"{}\" in that order, and {} the classes \"{}\": each class number would name "
-        "another class; make the batch with a config of labels = \"{}\" (bertc batch CONFIG --data EXAMPLES -o {})",
-        source, fmt::join(made.labels, ","), init, fmt::join(held.labels, ","), fmt::join(held.labels, ","), source));
+        "the batch {} has the classes \"{}\" in that order, and {} the classes \"{}\": {}; make the batch with a "
+        "config of labels = \"{}\" (bertc batch CONFIG --data EXAMPLES -o {})",
+        source, fmt::join(made.labels, ","), init, fmt::join(held.labels, ","), classes_differ(made.labels, held.labels),
+        fmt::join(held.labels, ","), source));
 }
 
 }  // namespace

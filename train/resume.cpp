@@ -408,13 +408,22 @@ int64_t prepare_state(const frontend::ModelDefinition& model, const TrainOptions
       if (!r.missing.empty())
         log << fmt::format("init: {} params not in the file, initialized fresh: {}\n", r.missing.size(),
                            some(r.missing));
-      if (!r.unexpected.empty())
-        log << fmt::format("init: {} tensors of the file are not params of this model, ignored{}: {}\n",
-                           r.unexpected.size(),
-                           is_checkpoint_record(r.metadata)
-                               ? " (a checkpoint's optimizer state: --init takes its weights)"
-                               : "",
-                           some(r.unexpected));
+      if (!r.unexpected.empty()) {
+        // (a fine-tuned checkpoint's task head is no optimizer state: said apart)
+        std::vector<std::string> head, rest;
+        for (const std::string& n : r.unexpected)
+          (n == "classifier.weight" || n == "classifier.bias" ? head : rest).push_back(n);
+        if (!head.empty())
+          log << fmt::format("init: {} tensors of the file are a task head this model has not ({}: a fine-tuned "
+                             "model's), ignored\n",
+                             head.size(), some(head));
+        if (!rest.empty())
+          log << fmt::format("init: {} tensors of the file are not params of this model, ignored{}: {}\n", rest.size(),
+                             is_checkpoint_record(r.metadata)
+                                 ? " (a checkpoint's optimizer state: --init takes its weights)"
+                                 : "",
+                             some(rest));
+      }
     }
   }
   fresh_state(o.config, program, env);
