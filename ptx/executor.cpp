@@ -850,11 +850,11 @@ LaunchCounts Emulator::launch(const std::string& name, const std::vector<uint8_t
   if (config.sample_blocks > 0) blocks = sampled(blocks, config.sample_blocks);
   if (config.seed) std::shuffle(blocks.begin(), blocks.end(), std::mt19937_64(config.seed));
   const bool racecheck = config.global_racecheck && config.sample_blocks == 0;
-  if (racecheck) races_->begin_launch(config.block.count());
+  if (racecheck) races_->begin_launch();
   // (what racecheck remembered is let go when the launch ends, however it ends: one emulator a kernel)
   struct Forget {
     GlobalRaces& races;
-    ~Forget() { races.begin_launch(1); }
+    ~Forget() { races.begin_launch(); }
   } forget{*races_};
   for (const auto& b : blocks) {
     BlockRun run{*this, *e, config, params, {b[0], b[1], b[2]}, counts, *shadow_};  // (the rest: defaults)

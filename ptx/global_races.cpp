@@ -3,18 +3,17 @@
 
 namespace bertc::ptx {
 
-void GlobalRaces::begin_launch(uint64_t block_threads) {
+void GlobalRaces::begin_launch() {
   pages_.clear();
   released_.clear();
   last_page_ = ~uint64_t{0};
   last_cells_ = nullptr;
-  block_threads_ = block_threads == 0 ? 1 : block_threads;
   clock_ = 1;  // (time 0 comes before everything: no access has it)
   covered_ = true;
 }
 
 void GlobalRaces::begin_block(uint64_t block, uint32_t warps) {
-  block_ = block;
+  block_ = static_cast<uint32_t>(block);
   block_barrier_ = ++clock_;
   acquired_ = 0;  // (no fence of its own yet: nothing another block did is ordered before it)
   warp_barrier_.assign(warps, clock_);
@@ -42,49 +41,61 @@ GlobalRaces::Cell* GlobalRaces::cell(uint64_t address) {
   return last_cells_ + address % kPage;
 }
 
-// Whether `earlier` happened before what thread `who` of the current block does now: the same
-// thread (program order); in the block, a bar.sync since, or a bar.warp.sync of their one warp
-// since; from another block, a fence of that block after the access and one of this block after
-// that (see the header).
-bool GlobalRaces::ordered(const Stamp& earlier, uint64_t who) const {
-  if (earlier.who == 0 || earlier.who == who) return true;
-  const uint64_t their_block = (earlier.who - 1) / block_threads_, my_block = (who - 1) / block_threads_;
-  if (their_block == my_block) {
+// Whether `earlier` happened before `now`, an access of the current block: the same thread
+// (program order); in the block, a bar.sync since, or a bar.warp.sync of their one warp since;
+// from another block, a fence of that block after the access and one of this block after that
+// (see the header).
+bool GlobalRaces::ordered(const Stamp& earlier, const Stamp& now) const {
+  if (earlier.thread == 0 || (earlier.thread == now.thread && earlier.block == now.block)) return true;
+  if (earlier.block == now.block) {
     if (earlier.time < block_barrier_) return true;
-    const uint64_t their_thread = (earlier.who - 1) % block_threads_, my_thread = (who - 1) % block_threads_;
-    return their_thread / 32 == my_thread / 32 && earlier.time < warp_barrier_.at(my_thread / 32);
+    return (earlier.thread - 1) / 32 == (now.thread - 1) / 32 && earlier.time < warp_barrier_.at((now.thread - 1) / 32);
   }
-  const auto released = released_.find(their_block);
+  const auto released = released_.find(earlier.block);
   return released != released_.end() && earlier.time < released->second && released->second <= acquired_;
 }
 
 GlobalHazard GlobalRaces::hazard(GlobalHazard::Kind kind, uint64_t address, const Stamp& other) const {
-  return {kind, address, (other.who - 1) / block_threads_, static_cast<uint32_t>((other.who - 1) % block_threads_),
-          other.pc};
+  return {kind, address, other.block, other.thread - 1, other.pc};
 }
 
+// Each byte's record is checked; a byte whose record equals the one before it (an access's bytes
+// are most often last touched together) has the same outcome, and is not checked again.
 std::optional<GlobalHazard> GlobalRaces::read(uint32_t thread, uint32_t pc, uint64_t at, uint64_t n) {
   std::optional<GlobalHazard> found;
-  const Stamp now{block_ * block_threads_ + thread + 1, pc, clock_};
+  const Stamp now{block_, thread + 1, pc, clock_};
+  Cell before;
+  bool checked = false;
   for (uint64_t a = at; a < at + n; ++a) {
     Cell* c = cell(a);
     if (!c) continue;
-    if (!found && !ordered(c->write, now.who)) found = hazard(GlobalHazard::Kind::ReadAfterWrite, a, c->write);
+    if (checked && c->write == before.write && c->read == before.read) {
+      c->read = now;  // (as the byte before: its kept read was replaced)
+      continue;
+    }
+    before = *c, checked = true;
+    if (!found && !ordered(c->write, now)) found = hazard(GlobalHazard::Kind::ReadAfterWrite, a, c->write);
     // (one read kept: a later read replaces it unless the kept one is another thread's that the
     // new one is not ordered after, which stays the witness for a write to come)
-    if (c->read.who == 0 || c->read.who == now.who || ordered(c->read, now.who)) c->read = now;
+    if (c->read.thread == 0 || ordered(c->read, now)) c->read = now;
+    else checked = false;  // (kept: the next byte's record is checked afresh)
   }
   return found;
 }
 
 std::optional<GlobalHazard> GlobalRaces::write(uint32_t thread, uint32_t pc, uint64_t at, uint64_t n) {
   std::optional<GlobalHazard> found;
-  const Stamp now{block_ * block_threads_ + thread + 1, pc, clock_};
+  const Stamp now{block_, thread + 1, pc, clock_};
+  Cell before;
+  bool checked = false;
   for (uint64_t a = at; a < at + n; ++a) {
     Cell* c = cell(a);
     if (!c) continue;
-    if (!found && !ordered(c->write, now.who)) found = hazard(GlobalHazard::Kind::WriteAfterWrite, a, c->write);
-    if (!found && !ordered(c->read, now.who)) found = hazard(GlobalHazard::Kind::WriteAfterRead, a, c->read);
+    if (!(checked && c->write == before.write && c->read == before.read)) {
+      before = *c, checked = true;
+      if (!found && !ordered(c->write, now)) found = hazard(GlobalHazard::Kind::WriteAfterWrite, a, c->write);
+      if (!found && !ordered(c->read, now)) found = hazard(GlobalHazard::Kind::WriteAfterRead, a, c->read);
+    }
     c->write = now;
   }
   return found;

@@ -34,8 +34,8 @@ class GlobalRaces {
   // 32 bytes of host memory); accesses beyond go unchecked and covered() says so.
   explicit GlobalRaces(uint64_t most_bytes = uint64_t{64} << 20) : most_pages_(most_bytes / kPage) {}
 
-  // A launch begins, its blocks of `block_threads` threads: every earlier access forgotten.
-  void begin_launch(uint64_t block_threads);
+  // A launch begins: every earlier access forgotten.
+  void begin_launch();
   // Block `block` (linear in the grid) of `warps` warps begins.
   void begin_block(uint64_t block, uint32_t warps);
   void barrier() { block_barrier_ = ++clock_; }                     // bar.sync of the block
@@ -53,18 +53,19 @@ class GlobalRaces {
  private:
   static constexpr uint64_t kPage = 4096;
   struct Stamp {
-    uint64_t who = 0;  // block * block_threads + thread + 1; 0: no access
+    uint32_t block = 0, thread = 0;  // the block (linear in the grid) and thread + 1; thread 0: no access
     uint32_t pc = 0, time = 0;
+    bool operator==(const Stamp&) const = default;
   };
   struct Cell {
     Stamp write, read;
   };
   Cell* cell(uint64_t address);
-  bool ordered(const Stamp& earlier, uint64_t who) const;
+  bool ordered(const Stamp& earlier, const Stamp& now) const;
   GlobalHazard hazard(GlobalHazard::Kind kind, uint64_t address, const Stamp& other) const;
 
   uint64_t most_pages_;
-  uint64_t block_threads_ = 1, block_ = 0;
+  uint32_t block_ = 0;
   uint32_t clock_ = 0, block_barrier_ = 0, acquired_ = 0;
   std::vector<uint32_t> warp_barrier_;
   std::unordered_map<uint64_t, uint32_t> released_;  // block -> the time of its last fence

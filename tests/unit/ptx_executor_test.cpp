@@ -635,7 +635,7 @@ TEST(PtxExecutor, GlobalMemoryRacesAreCaughtWithinALaunch) {
 // time): a race on memory past it goes unseen and covered() says so; a race inside it is found.
 TEST(PtxExecutor, GlobalRacecheckSaysWhenALaunchOutgrewIt) {
   GlobalRaces races(4096);
-  races.begin_launch(32);
+  races.begin_launch();
   races.begin_block(0, 1);
   EXPECT_FALSE(races.write(0, 1, 4096 * 10, 4));
   EXPECT_TRUE(races.covered());
