@@ -168,7 +168,7 @@ void PtxDevice::launch(const codegen::KernelSpec& k, void** args) {
         const bool sampled = sample_blocks_ > 0 && codegen::blocks_do_alike_work(k.family);
         if (const PtxLaunchRecord* first = sampled ? counted_before(k) : nullptr) {
           record.counts = first->counts, record.repeat = true;
-          launches_.push_back(std::move(record));
+          this->record(std::move(record));
           return;
         }
         // (blocks and threads shuffled, seed 1: a kernel that is right gives the same in any order)
@@ -183,9 +183,14 @@ void PtxDevice::launch(const codegen::KernelSpec& k, void** args) {
           throw std::runtime_error(fmt::format("kernel {} ({}) on the PTX emulator for sm_{}: {}{}", k.name, k.label,
                                                sm_, e.what(), source_lines_text(k, e)));
         }
-        launches_.push_back(std::move(record));
+        this->record(std::move(record));
       },
       &GraphCensus::kernels);
+}
+
+void PtxDevice::record(PtxLaunchRecord r) {
+  if (launches_.size() < kMaxLaunchRecords) launches_.push_back(std::move(r));
+  else ++unrecorded_;
 }
 
 const PtxLaunchRecord* PtxDevice::counted_before(const codegen::KernelSpec& k) const {

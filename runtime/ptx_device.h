@@ -53,8 +53,12 @@ class PtxDevice : public HostDevice {
   // The emulator runs bertc's kernels only: plans for it use generated products (capabilities).
   void gemm(const codegen::CublasGemmArgs& args, const void* first, const void* second, void* c) override;
 
-  // Every launch so far, in launch order.
+  // Every launch so far, in launch order: the first kMaxLaunchRecords of them (a long training run
+  // on the emulator made a record a launch for as long as it ran, read by nothing; bertc check's
+  // two steps make a few thousand at most), and how many more went unrecorded.
+  static constexpr size_t kMaxLaunchRecords = 1 << 16;
   const std::vector<PtxLaunchRecord>& launches() const { return launches_; }
+  uint64_t launches_unrecorded() const { return unrecorded_; }
   // Whether the register counts are ptxas's (an NVRTC made cubins for the arch).
   bool registers_known() const { return registers_known_; }
   // Counting only, for projections of grids too large to emulate whole: every launch from now on
@@ -78,6 +82,8 @@ class PtxDevice : public HostDevice {
   std::map<std::string, std::unique_ptr<Loaded>> loaded_;  // by kernel name
   std::vector<std::pair<const void*, uint64_t>> memory_;   // every allocation, for each emulator
   std::vector<PtxLaunchRecord> launches_;
+  uint64_t unrecorded_ = 0;
+  void record(PtxLaunchRecord record);
   uint32_t sample_blocks_ = 0;
   // Which bytes of the allocations something wrote (initcheck of global memory; allocations made
   // while sampling are not tracked: sampled launches leave outputs unwritten).
