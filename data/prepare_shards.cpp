@@ -421,6 +421,10 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
   // One run into a folder at a time: two would share the scratch and each other's shards.
   const std::filesystem::path lock_path = o.output / ".prepare-lock";
   const int lock = ::open(lock_path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
+  if (lock < 0 && errno == EISDIR)
+    throw DataError(fmt::format("{}: a folder, where bertc prepare-data keeps its lock file: it is not "
+                                "prepare-data's; move it out of the folder",
+                                lock_path.string()));
   if (lock < 0 || ::flock(lock, LOCK_EX | LOCK_NB) != 0)
     throw DataError(fmt::format("{}: another bertc prepare-data is writing into this folder (or it cannot be locked: "
                                 "{}): wait for it, or choose another --output",

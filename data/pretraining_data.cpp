@@ -201,15 +201,20 @@ int64_t count_examples(const std::vector<Document>& documents, const Vocab& voca
 
 namespace {
 
-// Whether the vocabulary holds no word with an upper-case letter (an uncased BERT's: its text is
-// lower-cased before WordPiece), special tokens ([CLS], [unused0]) aside.
-bool uncased_vocabulary(const Vocab& vocab) {
+// Which letter cases the vocabulary's words hold (special tokens like [CLS] and [unused0] aside):
+// an uncased BERT's none upper-case (its text is lower-cased before WordPiece); a vocabulary made
+// from upper-case text none lower-case.
+struct VocabularyCases {
+  bool upper = false, lower = false;
+};
+VocabularyCases cases_of(const Vocab& vocab) {
+  VocabularyCases c;
   for (int64_t id = 0; id < vocab.size(); ++id) {
     const std::string& t = vocab.token(id);
     if (t.starts_with('[') && t.ends_with(']')) continue;
-    if (std::any_of(t.begin(), t.end(), [](char c) { return c >= 'A' && c <= 'Z'; })) return false;
+    for (const char ch : t) c.upper |= ch >= 'A' && ch <= 'Z', c.lower |= ch >= 'a' && ch <= 'z';
   }
-  return true;
+  return c;
 }
 
 }  // namespace
@@ -217,10 +222,21 @@ bool uncased_vocabulary(const Vocab& vocab) {
 std::optional<std::string> unknown_note(int64_t unknown, int64_t tokens, const Tokenizer& tokenizer, bool fine_tuning) {
   if (tokens == 0 || unknown * 20 <= tokens) return std::nullopt;
   const Vocab& vocab = tokenizer.vocab();
+  const VocabularyCases cases = cases_of(vocab);
+  const double share = static_cast<double>(unknown) / static_cast<double>(tokens);
+  // (the letter case first: the fix then is one setting; a language or another vocabulary only
+  // where most words are unknown; below that, symbols and rare words, which no fix needs)
   const std::string fix =
-      !tokenizer.lower_case() && uncased_vocabulary(vocab)
+      !tokenizer.lower_case() && !cases.upper
           ? "the vocabulary holds no upper-case word and [train] do_lower_case is false, so every word with a capital "
             "is [UNK]: set do_lower_case = true (an uncased vocabulary's text is lower-cased)"
+      : tokenizer.lower_case() && cases.upper
+          ? fmt::format("the vocabulary holds upper-case words{} and [train] do_lower_case is true, so the text is "
+                        "lower-cased before it is looked up: if it is a cased vocabulary, set do_lower_case = false",
+                        cases.lower ? "" : " (and no lower-case one)")
+      : share < 0.3
+          ? "symbols, emoji or rare words the vocabulary lacks? the model reads each as [UNK], which is usual in small "
+            "amounts"
       : fine_tuning
           ? "text in another language or script than the pretrained model's, or a vocabulary of another model? a "
             "fine-tuned model reads only the words of the vocabulary its weights were pretrained with: fine-tune a "
@@ -228,7 +244,7 @@ std::optional<std::string> unknown_note(int64_t unknown, int64_t tokens, const T
           : "text in another language or script, or a vocabulary made for other text? they teach the model nothing: "
             "make a vocabulary of this text (bertc vocab CONFIG -o vocab.txt) and train with it";
   return fmt::format("{} of the {} tokens ({:.1f}%) are [UNK]: words the vocabulary {} does not hold; {}", unknown,
-                     tokens, 100.0 * static_cast<double>(unknown) / static_cast<double>(tokens), vocab.source(), fix);
+                     tokens, 100.0 * share, vocab.source(), fix);
 }
 
 std::optional<std::string> cut_note(const ExampleFigures& f, int64_t seq_len) {

@@ -75,8 +75,16 @@ class ExampleMaker {
                                "(labels are matched as written)",
                                text, bare));
       // (a whole number that names no class is a class number, as a JSON number is: said once,
-      // with the names it stands for, by read_task_file)
+      // with the names it stands for, by read_task_file; refused where the names are numerals)
       if (int64_t n = -1; it == f_.label_names.end() && whole_number(text, n)) return numbered_class(line, n);
+      // (a name in other letter case: adding it would make it another class)
+      if (const auto same = std::find_if(f_.label_names.begin(), f_.label_names.end(),
+                                         [&](const std::string& name) { return same_but_case(name, text); });
+          it == f_.label_names.end() && same != f_.label_names.end())
+        fail(line, fmt::format("label '{}' is the label '{}' in other letter case, and labels are matched as written: "
+                               "write it '{}' in the file (or, if the two are other classes, name both in "
+                               "[finetune] labels)",
+                               text, *same, *same));
       if (it == f_.label_names.end())
         fail(line, fmt::format("label '{}' is not one of [finetune] labels ({}): add it there, or fix the line", text,
                                fmt::join(f_.label_names, ", ")));
@@ -96,8 +104,23 @@ class ExampleMaker {
     return ec == std::errc() && end == text.data() + text.size() && !text.empty();
   }
 
-  // A class number where [finetune] labels names the classes: the class at that position.
+  static bool same_but_case(const std::string& a, const std::string& b) {
+    return a.size() == b.size() && a != b && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+             return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+           });
+  }
+
+  // A class number where [finetune] labels names the classes: the class at that position; refused
+  // where the names are numerals themselves (zero-based 0..4 under labels "1,2,3,4,5" took 1 as the
+  // name "1" and 0 as its position, two labels in one class).
   int32_t numbered_class(int64_t line, int64_t n) const {
+    std::vector<std::string> numerals;
+    for (const std::string& name : f_.label_names)
+      if (int64_t v = 0; whole_number(name, v)) numerals.push_back(name);
+    if (!numerals.empty())
+      fail(line, fmt::format("label {} is a number, and [finetune] labels names numerals ({}) but not {}: write the "
+                             "label as one of its names ({})",
+                             n, fmt::join(numerals, ", "), n, fmt::join(f_.label_names, ", ")));
     numbered_ = true;
     return class_number(line, n);
   }
@@ -106,9 +129,13 @@ class ExampleMaker {
   int32_t class_number(int64_t line, int64_t n) const {
     if (n < 0 || n >= f_.num_labels)
       fail(line, fmt::format("label {} is outside 0..{} ({})", n, f_.num_labels - 1,
-                             f_.label_names.empty()
-                                 ? fmt::format("[finetune] num_labels = {}", f_.num_labels)
-                                 : fmt::format("the {} classes [finetune] labels names", f_.label_names.size())));
+                             !f_.label_names.empty()
+                                 ? fmt::format("the {} classes [finetune] labels names", f_.label_names.size())
+                             : f_.num_labels_default
+                                 ? fmt::format("[finetune] num_labels is not set, so its default of {} applies: set it "
+                                               "to the number of classes, {} or more",
+                                               f_.num_labels, std::max<int64_t>(n + 1, 2))
+                                 : fmt::format("[finetune] num_labels = {}", f_.num_labels)));
     return static_cast<int32_t>(n);
   }
 
@@ -301,18 +328,11 @@ std::string text_member(const json& object, const std::string& key, const std::s
 int32_t class_member(const json& v, int64_t line, const ExampleMaker& maker, const std::vector<std::string>& names) {
   // A whole number where the labels are named numerals ("1,0", as datasets' to_json writes a
   // string label's numbers) is the label of that name, not the class at that position (JSON 1 was
-  // the class named "0", silently); one that names none of them is refused as ambiguous.
+  // the class named "0", silently); one that names none of them is refused as ambiguous
+  // (numbered_class).
   if (v.is_number_integer() && !names.empty()) {
     const std::string text = std::to_string(v.get<int64_t>());
     if (std::find(names.begin(), names.end(), text) != names.end()) return maker.class_of(line, text);
-    std::vector<std::string> numerals;
-    for (const std::string& n : names)
-      if (!n.empty() && std::all_of(n.begin(), n.end(), [](unsigned char c) { return std::isdigit(c) != 0; }))
-        numerals.push_back(n);
-    if (!numerals.empty())
-      maker.fail(line, fmt::format("label {} is a number, and [finetune] labels names numerals ({}) but not {}: write "
-                                   "the label as one of its names ({})",
-                                   text, fmt::join(numerals, ", "), text, fmt::join(names, ", ")));
   }
   if (v.is_number_integer())
     return names.empty() ? maker.class_number(line, v.get<int64_t>()) : maker.numbered_class(line, v.get<int64_t>());

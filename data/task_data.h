@@ -27,6 +27,7 @@ struct TaskFormat {
   bool tsv_header = true;
   std::vector<std::string> label_names;  // class order; empty: labels are class numbers
   int64_t num_labels = 2;
+  bool num_labels_default = false;       // num_labels is the default (the config sets none): said so
   int64_t max_len = 128;                 // tokens with [CLS] and [SEP]s; longer examples are cut
 };
 

@@ -271,6 +271,11 @@ std::optional<RelationIssue> check_finetune(const FinetuneConfig& f, const Train
                                            f.num_labels, ir::enum_name(f.task)));
   const std::vector<std::string> names = f.label_names();
   if (regression && !names.empty()) return issue("labels", "labels names classes; regression has none: remove it");
+  // (one name: its count of 1 is refused next, and the fix it gave was refused after that)
+  if (!regression && names.size() == 1)
+    return issue("labels", fmt::format("labels names one class ('{}'), and {} needs 2 at least: name every class "
+                                       "(labels = \"{},...\"), or predict a number with task = \"regression\"",
+                                       names[0], ir::enum_name(f.task), names[0]));
   // (attributed to num_labels where the config leaves it out: its default of 2 was read as set)
   if (!names.empty() && static_cast<int64_t>(names.size()) != f.num_labels)
     return num_labels_given ? issue("labels", fmt::format("labels names {} classes and num_labels is {}: make them agree",

@@ -2,6 +2,7 @@
 #include "train/finetune.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <chrono>
@@ -51,13 +52,17 @@ data::LabelKind label_kind(FinetuneTask task) {
   throw std::logic_error("label_kind: unknown task");
 }
 
-data::TaskFormat format_of(const frontend::FinetuneConfig& f, int64_t max_len) {
+data::TaskFormat format_of(const frontend::Config& c, int64_t max_len) {
+  const frontend::FinetuneConfig& f = c.finetune;
   data::TaskFormat format;
   format.kind = label_kind(f.task);
   format.text_a = f.text_a, format.text_b = f.text_b, format.label = f.label;
   format.tsv_header = f.tsv_header;
   format.label_names = f.label_names();
   format.num_labels = f.num_labels;
+  // (a count that follows from labels or the task is no default: check_finetune holds it to them)
+  format.num_labels_default = !c.given.count("finetune.num_labels") && format.label_names.empty() &&
+                              f.task != frontend::FinetuneTask::Regression;
   format.max_len = max_len;
   return format;
 }
@@ -138,18 +143,46 @@ void load_init(const std::filesystem::path& init, const ir::Graph& graph, const 
   // A bertc checkpoint holds the optimizer's state too: said apart from the unused params.
   // (the file's own task head, set aside, among them: trained weights thrown away are said, not
   // "no params")
-  std::vector<std::string> unused_params;
+  // (the file's own head set aside is said with the head made fresh, not as two lists of one name)
+  std::vector<std::string> unused_params, head_set_aside;
   int64_t optimizer_state = 0;
-  std::vector<std::string> unused = r.set_aside;
-  unused.insert(unused.end(), r.unexpected.begin(), r.unexpected.end());
-  for (const std::string& name : unused) {
+  for (const std::string& name : r.set_aside) {
+    if (is_optimizer_state(name)) ++optimizer_state;
+    else head_set_aside.push_back(name);
+  }
+  for (const std::string& name : r.unexpected) {
     if (is_optimizer_state(name)) ++optimizer_state;
     else unused_params.push_back(name);
   }
-  log << fmt::format("init: {} params from {}; made fresh: {}; not used: {}{}\n", r.loaded.size(), init.string(),
+  log << fmt::format("init: {} params from {}; made fresh: {}{}; not used: {}{}\n", r.loaded.size(), init.string(),
                      r.missing.empty() ? "none" : name_list(r.missing),
+                     head_set_aside.empty() ? "" : " (the file's own task head set aside: this task's is new)",
                      unused_params.empty() ? "no params" : name_list(unused_params),
                      optimizer_state ? fmt::format(" and {} optimizer states", optimizer_state) : "");
+}
+
+// The --init weights' tokenizer decides the lower-casing unless the config does (frontend's
+// take_model_from): said, as a choice, before the text is read with it.
+void say_lower_case_source(const frontend::Config& c, const std::optional<std::filesystem::path>& init,
+                           std::ostream& log) {
+  if (!init || c.given.count("train.do_lower_case")) return;
+  std::error_code ec;
+  std::string why;
+  if (frontend::is_hf_folder(*init)) {
+    why = std::filesystem::is_regular_file(*init / "tokenizer_config.json", ec)
+              ? fmt::format("as {}'s tokenizer_config.json says", init->string())
+              : fmt::format("BERT's default: {} has no tokenizer_config.json to say", init->string());
+  } else if (std::filesystem::is_regular_file(*init, ec)) {
+    std::map<std::string, std::string> metadata;
+    try {
+      metadata = support::read_safetensors_metadata(*init);
+    } catch (const std::exception&) {  // (a damaged file: its loading says what is wrong)
+    }
+    if (metadata.count("do_lower_case")) why = fmt::format("as {} was trained", init->string());
+  }
+  if (!why.empty())
+    log << fmt::format("init: do_lower_case = {}, {} (set [train] do_lower_case to choose otherwise)\n",
+                       c.train.do_lower_case, why);
 }
 
 struct Runners {
@@ -335,7 +368,7 @@ support::Safetensors task_batch_file(const frontend::Config& c, const std::files
   const frontend::FinetuneConfig& f = c.finetune;
   const data::Tokenizer tokenizer(vocab, c.train.do_lower_case);
   const std::vector<int64_t> lengths = f.buckets(c.train.seq_len);
-  const data::TaskData examples = data::read_task_file(path, format_of(f, lengths.back()), tokenizer, vocab);
+  const data::TaskData examples = data::read_task_file(path, format_of(c, lengths.back()), tokenizer, vocab);
   for (const std::string& note : examples.notes) log << "data: " << note << "\n";
   const std::vector<data::PlannedBatch> planned =
       data::plan_batches(examples.examples, lengths, c.train.batch_size, 0, 0, false);
@@ -383,9 +416,10 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
 
   // The examples, cut to the longest compiled length.
   const data::Vocab vocab = load_run_vocab(c, o.vocab, log, /*vocab_flag=*/false);
+  say_lower_case_source(c, o.init, log);
   const data::Tokenizer tokenizer(vocab, c.train.do_lower_case);
   const std::vector<int64_t> lengths = f.buckets(c.train.seq_len);
-  const data::TaskFormat format = format_of(f, lengths.back());
+  const data::TaskFormat format = format_of(c, lengths.back());
   const data::TaskData train_data = data::read_task_file(o.train_data, format, tokenizer, vocab);
   std::optional<data::TaskData> dev;
   if (o.dev_data) dev = data::read_task_file(*o.dev_data, format, tokenizer, vocab);
@@ -447,20 +481,23 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
                      f.epochs, steps_per_epoch, t.steps, t.batch_size, t.warmup_steps, t.learning_rate,
                      passes::optimizer_name(t.optimizer), ir::enum_name(c.compile.precision), o.checkpoint_dir.string());
   if (dev && f.task != frontend::FinetuneTask::Regression) log << "finetune: " << f1_meaning(f) << "\n";
+  // (labels are matched as written: two names in other letter case are two classes, said)
+  const std::vector<std::string> names = f.label_names();
+  for (size_t i = 0; i < names.size(); ++i)
+    for (size_t j = i + 1; j < names.size(); ++j)
+      if (names[i].size() == names[j].size() &&
+          std::equal(names[i].begin(), names[i].end(), names[j].begin(), [](char a, char b) {
+            return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
+          }))
+        log << fmt::format("finetune: warning: [finetune] labels names '{}' and '{}', which differ in letter case "
+                           "alone: two classes (labels are matched as written); if they are one, name it once and "
+                           "write it one way in the files\n",
+                           names[i], names[j]);
 
   Runners r;
   r.buckets = compile_buckets(model, c);
   const passes::TrainingProgram& first = r.buckets.front().program;
   support::Environment env;
-  // (the folder's tokenizer decides the lower-casing unless the config does: said, as a choice)
-  if (o.init && frontend::is_hf_folder(*o.init) && !c.given.count("train.do_lower_case")) {
-    std::error_code ec;
-    const bool said = std::filesystem::is_regular_file(*o.init / "tokenizer_config.json", ec);
-    log << fmt::format("init: do_lower_case = {}, {} (set [train] do_lower_case to choose otherwise)\n",
-                       c.train.do_lower_case,
-                       said ? fmt::format("as {}'s tokenizer_config.json says", o.init->string())
-                            : fmt::format("BERT's default: {} has no tokenizer_config.json to say", o.init->string()));
-  }
   if (o.init) load_init(*o.init, first.step, vocab, c.train.do_lower_case, env, log);
   else log << fmt::format("init: none: every param fresh from [train] seed {}\n", t.seed);
   fresh_state(c, first, env);  // (what --init did not set)

@@ -106,6 +106,10 @@ RunFolderLock::RunFolderLock(const std::filesystem::path& folder, std::ostream& 
   // The file stays (unlinking it would let a third run lock a new file while a second holds the
   // old one); what it holds says whether its last holder ended cleanly.
   fd_ = ::open(path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
+  if (fd_ < 0 && errno == EISDIR)
+    throw TrainError(fmt::format("{}: a folder, where bertc keeps the run's lock file: it is not bertc's; move it out "
+                                 "of the run folder",
+                                 path.string()));
   if (fd_ < 0)
     throw TrainError(fmt::format("{}: cannot be opened ({}): is the run folder writable?", path.string(),
                                  std::strerror(errno)));

@@ -153,8 +153,10 @@ std::string f1_meaning(const frontend::FinetuneConfig& f) {
                ? "f1 is of the entities the tags name (B-/I-/E-/S- spans of a type, each found where the prediction "
                  "has the same span and type: seqeval's and conlleval's), over all of them"
            : std::find(names.begin(), names.end(), "O") != names.end()
-               ? "f1 is the mean of each tag's F1 over the tagged words, O aside (the tags name no B-/I- entities)"
-               : "f1 is the mean of each tag's F1 over the tagged words (the tags name no B-/I- entities)";
+               ? "f1 is the mean of each tag's F1 over the tagged words, O aside (entities are read where every tag "
+                 "is O or B-, I-, E- or S- and a type; BILOU's L- and U- are not)"
+               : "f1 is the mean of each tag's F1 over the tagged words (entities are read where every tag is O or "
+                 "B-, I-, E- or S- and a type)";
   if (f.num_labels == 2)
     return fmt::format("f1 is of class 1{} as the positive class (as GLUE's MRPC and QQP count it)",
                        names.size() == 2 ? fmt::format(" ({})", names[1]) : "");
