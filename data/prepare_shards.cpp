@@ -530,8 +530,12 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
   uint64_t round_size = 0, document_size = 0, read_before = 0;
   int64_t next_document = 0;
   int64_t unknown_tokens = 0;
+  bool capitals = false;  // (whether the text has a capital: unknown_note's letter-case advice)
   auto flush_round = [&] {
     if (texts.back().empty()) texts.pop_back();
+    for (size_t d = 0; d < texts.size() && !capitals; ++d)
+      for (const std::string& line : texts[d])
+        if ((capitals = has_capital(line))) break;
     std::vector<Document> docs(texts.size());
     std::vector<std::thread> pool;
     std::exception_ptr failed;
@@ -663,7 +667,7 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
   texts.clear();
   texts.shrink_to_fit();
   ::malloc_trim(0);  // pass 1's rounds back to the system: pass 2 has the whole bound
-  if (const auto said = unknown_note(unknown_tokens, p.tokens, tokenizer); said && note) note(*said);
+  if (const auto said = unknown_note(unknown_tokens, p.tokens, tokenizer, capitals); said && note) note(*said);
   if (next_document == 0)
     throw DataError(fmt::format("{}: no text: no document in it (empty, blank lines only, or nothing the tokenizer "
                                 "keeps). prepare-data reads UTF-8 text, one sentence a line, a blank line between "

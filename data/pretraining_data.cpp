@@ -118,6 +118,7 @@ std::vector<Document> load_documents(const std::filesystem::path& path, const To
   auto last_report = std::chrono::steady_clock::now();
   FileTexts texts;
   int64_t tokens = 0, unknown = 0;
+  bool capitals = false;
   for (const auto& file : text_files(path, progress)) {
     LineReader in(file, size_t{64} << 20, progress);
     std::string line;
@@ -135,6 +136,7 @@ std::vector<Document> load_documents(const std::filesystem::path& path, const To
         if (!docs.back().empty()) docs.emplace_back();
         continue;
       }
+      capitals = capitals || has_capital(text);
       std::vector<int64_t> ids = tokenizer.encode(text);
       tokens += static_cast<int64_t>(ids.size());
       unknown += std::count(ids.begin(), ids.end(), tokenizer.vocab().unk());
@@ -145,7 +147,7 @@ std::vector<Document> load_documents(const std::filesystem::path& path, const To
   }
   docs.pop_back();
   if (docs.empty()) throw DataError(fmt::format("{}: no text found", path.string()));
-  if (const auto said = unknown_note(unknown, tokens, tokenizer); said && progress) progress(*said);
+  if (const auto said = unknown_note(unknown, tokens, tokenizer, capitals); said && progress) progress(*said);
   return docs;
 }
 
@@ -219,7 +221,12 @@ VocabularyCases cases_of(const Vocab& vocab) {
 
 }  // namespace
 
-std::optional<std::string> unknown_note(int64_t unknown, int64_t tokens, const Tokenizer& tokenizer, bool fine_tuning) {
+bool has_capital(std::string_view text) {
+  return std::any_of(text.begin(), text.end(), [](char c) { return c >= 'A' && c <= 'Z'; });
+}
+
+std::optional<std::string> unknown_note(int64_t unknown, int64_t tokens, const Tokenizer& tokenizer, bool capitals,
+                                        bool fine_tuning) {
   if (tokens == 0 || unknown * 20 <= tokens) return std::nullopt;
   const Vocab& vocab = tokenizer.vocab();
   const VocabularyCases cases = cases_of(vocab);
@@ -227,10 +234,10 @@ std::optional<std::string> unknown_note(int64_t unknown, int64_t tokens, const T
   // (the letter case first: the fix then is one setting; a language or another vocabulary only
   // where most words are unknown; below that, symbols and rare words, which no fix needs)
   const std::string fix =
-      !tokenizer.lower_case() && !cases.upper
+      capitals && !tokenizer.lower_case() && !cases.upper
           ? "the vocabulary holds no upper-case word and [train] do_lower_case is false, so every word with a capital "
             "is [UNK]: set do_lower_case = true (an uncased vocabulary's text is lower-cased)"
-      : tokenizer.lower_case() && cases.upper
+      : capitals && tokenizer.lower_case() && cases.upper
           ? fmt::format("the vocabulary holds upper-case words{} and [train] do_lower_case is true, so the text is "
                         "lower-cased before it is looked up: if it is a cased vocabulary, set do_lower_case = false",
                         cases.lower ? "" : " (and no lower-case one)")

@@ -11,6 +11,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "data/stop_check.h"
@@ -61,8 +62,10 @@ std::optional<std::string> cut_note(const ExampleFigures& figures, int64_t seq_l
 // vocabulary of another model, or cased text for an uncased vocabulary without do_lower_case):
 // trained on, they teach nothing. nullopt below that. `fine_tuning`: the vocabulary is the
 // pretrained weights', which a new one would not fit.
-std::optional<std::string> unknown_note(int64_t unknown, int64_t tokens, const Tokenizer& tokenizer,
+// `capitals`: whether the text holds a capital (A-Z, has_capital): letter case is the cause only then.
+std::optional<std::string> unknown_note(int64_t unknown, int64_t tokens, const Tokenizer& tokenizer, bool capitals,
                                         bool fine_tuning = false);
+bool has_capital(std::string_view text);
 
 // Deterministic for a seed on every platform (std::mt19937_64 with our own draws). `figures`, when
 // given, is added to.

@@ -75,8 +75,17 @@ class ExampleMaker {
                                "(labels are matched as written)",
                                text, bare));
       // (a whole number that names no class is a class number, as a JSON number is: said once,
-      // with the names it stands for, by read_task_file; refused where the names are numerals)
-      if (int64_t n = -1; it == f_.label_names.end() && whole_number(text, n)) return numbered_class(line, n);
+      // with the names it stands for, by read_task_file; refused where the names are numerals, and
+      // written other than plainly, "01" or "-0", which names nothing)
+      if (int64_t n = -1; it == f_.label_names.end() && whole_number(text, n)) {
+        if (text != std::to_string(n))
+          fail(line, fmt::format("label '{}' is the number {} written another way: write it {}{}", text, n, n,
+                                 std::find(f_.label_names.begin(), f_.label_names.end(), std::to_string(n)) !=
+                                         f_.label_names.end()
+                                     ? ", as [finetune] labels names it"
+                                     : " (a class number), or as one of [finetune] labels' names"));
+        return numbered_class(line, n);
+      }
       // (a name in other letter case: adding it would make it another class)
       if (const auto same = std::find_if(f_.label_names.begin(), f_.label_names.end(),
                                          [&](const std::string& name) { return same_but_case(name, text); });
@@ -85,6 +94,11 @@ class ExampleMaker {
                                "write it '{}' in the file (or, if the two are other classes, name both in "
                                "[finetune] labels)",
                                text, *same, *same));
+      // (a file's header read as an example: adding its column name made a class of it)
+      if (it == f_.label_names.end() && line == 1 && !f_.tsv_header)
+        fail(line, fmt::format("label '{}' is not one of [finetune] labels ({}), and [finetune] tsv_header is false: if "
+                               "line 1 is the file's header, set tsv_header = true and name the columns by it",
+                               text, fmt::join(f_.label_names, ", ")));
       if (it == f_.label_names.end())
         fail(line, fmt::format("label '{}' is not one of [finetune] labels ({}): add it there, or fix the line", text,
                                fmt::join(f_.label_names, ", ")));
@@ -93,9 +107,11 @@ class ExampleMaker {
     int64_t n = -1;
     const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
     if (ec != std::errc() || end != text.data() + text.size())
-      fail(line, fmt::format("label '{}' is not a class number: name the classes in order with [finetune] labels = "
-                             "\"a,b,...\"",
-                             text));
+      fail(line, fmt::format("label '{}' is not a class number: {}", text,
+                             line == 1 && !f_.tsv_header
+                                 ? "if line 1 is the file's header, set [finetune] tsv_header = true and name the "
+                                   "columns by it; else name the classes in order with [finetune] labels = \"a,b,...\""
+                                 : "name the classes in order with [finetune] labels = \"a,b,...\""));
     return class_number(line, n);
   }
 
@@ -125,6 +141,7 @@ class ExampleMaker {
     return class_number(line, n);
   }
   bool numbered() const { return numbered_; }
+  bool capitals() const { return capitals_; }
 
   int32_t class_number(int64_t line, int64_t n) const {
     if (n < 0 || n >= f_.num_labels)
@@ -170,6 +187,7 @@ class ExampleMaker {
 
   // [CLS] a [SEP] (b [SEP]), the pair cut longest-first to max_len.
   void set_texts(TaskExample& e, const std::string& a, const std::optional<std::string>& b, int64_t& truncated) const {
+    capitals_ = capitals_ || has_capital(a) || (b && has_capital(*b));
     std::vector<int64_t> ta = tokenizer_.encode(a), tb = b ? tokenizer_.encode(*b) : std::vector<int64_t>{};
     if (ta.empty() || (b && tb.empty()))  // (it would train on [CLS] [SEP] alone)
       fail(e.line, fmt::format("the text '{}' holds no words (it is empty, or holds only characters the tokenizer "
@@ -197,6 +215,7 @@ class ExampleMaker {
     const size_t room = static_cast<size_t>(f_.max_len) - 1;
     bool cut = false;
     for (size_t w = 0; w < words.size(); ++w) {
+      capitals_ = capitals_ || has_capital(words[w]);
       const std::vector<int64_t> pieces = tokenizer_.encode(words[w]);
       // (its tag would go with it, and the line's tags no longer match its words, without a word)
       if (pieces.empty())
@@ -229,6 +248,7 @@ class ExampleMaker {
   const TaskFormat& f_;
   const Tokenizer& tokenizer_;
   mutable bool numbered_ = false;  // a label was a class number where labels names the classes
+  mutable bool capitals_ = false;  // a text held a capital (unknown_note's letter-case advice)
   const Vocab& vocab_;
 };
 
@@ -254,6 +274,15 @@ size_t column_of(const std::string& key, const std::string& what, const std::vec
         throw DataError(fmt::format("{}:1: no column '{}' ([finetune] {}), but the header names '{}': spaces around "
                                     "the name; remove them from the header (or set [finetune] {} = \"{}\")",
                                     path, key, what, spaced, what, spaced));
+      // (a name in other letter case: the file has a header, and tsv_header = false would not help)
+      for (const std::string& name : header)
+        if (name.size() == key.size() && std::equal(name.begin(), name.end(), key.begin(), [](char a, char b) {
+              return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
+            }))
+          throw DataError(fmt::format("{}:1: no column '{}' ([finetune] {}), but the header names '{}', in other "
+                                      "letter case (column names are matched as written): set [finetune] {} = "
+                                      "\"{}\", or rename the column",
+                                      path, key, what, name, what, name));
       throw DataError(fmt::format("{}:1: no column '{}' ([finetune] {}); the header names: {} (set [finetune] "
                                   "tsv_header = false for a file without one)",
                                   path, key, what, fmt::join(quoted, ", ")));
@@ -442,7 +471,7 @@ TaskData read_task_file(const std::filesystem::path& path, const TaskFormat& for
   for (const TaskExample& e : data.examples)
     for (const int32_t id : e.ids)
       if (id != vocab.cls() && id != vocab.sep()) ++tokens, unknown += id == vocab.unk();
-  if (const auto said = unknown_note(unknown, tokens, tokenizer, /*fine_tuning=*/true))
+  if (const auto said = unknown_note(unknown, tokens, tokenizer, maker.capitals(), /*fine_tuning=*/true))
     data.notes.push_back(fmt::format("{}: {}", path.string(), *said));
   return data;
 }

@@ -28,9 +28,11 @@ std::string value_of(const Metadata& meta, const char* key) {
   return it == meta.end() ? std::string("-") : it->second;
 }
 
+// (with the text's lower-casing where the file records it: eval refuses weights and a batch that differ)
 std::string vocab_line(const Metadata& meta) {
-  return fmt::format("vocab        {} ({} tokens, xxh3 {})\n", value_of(meta, "vocab"), value_of(meta, "vocab_tokens"),
-                     value_of(meta, "vocab_xxh3"));
+  return fmt::format("vocab        {} ({} tokens, xxh3 {}){}\n", value_of(meta, "vocab"), value_of(meta, "vocab_tokens"),
+                     value_of(meta, "vocab_xxh3"),
+                     meta.count("do_lower_case") ? fmt::format(", do_lower_case = {}", meta.at("do_lower_case")) : "");
 }
 
 // What a checkpoint's record says, one line a fact: where it stands, what it was trained with,

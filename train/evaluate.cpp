@@ -269,7 +269,8 @@ EvalResult evaluate_batch(const frontend::ModelDefinition& model, frontend::Conf
         trained && *trained != (it->second == "true"))
       throw support::SafetensorsError(fmt::format(
           "{}: made with do_lower_case = {}, and the weights at {} were trained with do_lower_case = {}: the same text "
-          "makes other tokens; make the batch with [train] do_lower_case = {} in its config (bertc batch CONFIG -o {})",
+          "makes other tokens; make the batch with [train] do_lower_case = {} in its config (bertc batch CONFIG --data "
+          "EXAMPLES -o {})",
           source, it->second, weights.string(), *trained, *trained, source));
   if (!loaded.missing.empty()) {
     // (a fine-tuned model's heads are its task's: said, with the config that has them)

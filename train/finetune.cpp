@@ -161,30 +161,6 @@ void load_init(const std::filesystem::path& init, const ir::Graph& graph, const 
                      optimizer_state ? fmt::format(" and {} optimizer states", optimizer_state) : "");
 }
 
-// The --init weights' tokenizer decides the lower-casing unless the config does (frontend's
-// take_model_from): said, as a choice, before the text is read with it.
-void say_lower_case_source(const frontend::Config& c, const std::optional<std::filesystem::path>& init,
-                           std::ostream& log) {
-  if (!init || c.given.count("train.do_lower_case")) return;
-  std::error_code ec;
-  std::string why;
-  if (frontend::is_hf_folder(*init)) {
-    why = std::filesystem::is_regular_file(*init / "tokenizer_config.json", ec)
-              ? fmt::format("as {}'s tokenizer_config.json says", init->string())
-              : fmt::format("BERT's default: {} has no tokenizer_config.json to say", init->string());
-  } else if (std::filesystem::is_regular_file(*init, ec)) {
-    std::map<std::string, std::string> metadata;
-    try {
-      metadata = support::read_safetensors_metadata(*init);
-    } catch (const std::exception&) {  // (a damaged file: its loading says what is wrong)
-    }
-    if (metadata.count("do_lower_case")) why = fmt::format("as {} was trained", init->string());
-  }
-  if (!why.empty())
-    log << fmt::format("init: do_lower_case = {}, {} (set [train] do_lower_case to choose otherwise)\n",
-                       c.train.do_lower_case, why);
-}
-
 struct Runners {
   std::vector<Bucket> buckets;
   std::unique_ptr<GraphRunner> optimizer;
@@ -267,7 +243,7 @@ TaskScores evaluate_dev(const frontend::Config& c, Runners& r, const data::TaskD
     }
   }
   const std::vector<std::string> names = c.finetune.label_names();
-  const auto outside = std::find(names.begin(), names.end(), "O");
+  const auto outside = std::find_if(names.begin(), names.end(), is_outside);
   const int32_t left_out = kind == data::LabelKind::Tags && outside != names.end()
                                ? static_cast<int32_t>(outside - names.begin()) : -1;
   TaskScores s = kind == data::LabelKind::Real ? regression_scores(targets, predictions)
@@ -416,7 +392,7 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
 
   // The examples, cut to the longest compiled length.
   const data::Vocab vocab = load_run_vocab(c, o.vocab, log, /*vocab_flag=*/false);
-  say_lower_case_source(c, o.init, log);
+  say_init_lower_case(c, o.init, log);
   const data::Tokenizer tokenizer(vocab, c.train.do_lower_case);
   const std::vector<int64_t> lengths = f.buckets(c.train.seq_len);
   const data::TaskFormat format = format_of(c, lengths.back());

@@ -309,8 +309,9 @@ std::filesystem::path check_metrics_path(const std::filesystem::path& metrics) {
   std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   if (name.ends_with(".txt"))
     if (const auto text = data::text_file_in(path.has_parent_path() ? path.parent_path() : ".", name))
-      throw TrainError(fmt::format("{}: named as text in a folder of training text ({}), where a run on that folder "
-                                   "would read the metrics as a document: name a .jsonl file with --metrics",
+      throw TrainError(fmt::format("{}: named as text (.txt) in a folder of text files ({}), which a run given that "
+                                   "folder as --data reads as training text, the metrics with them: name a .jsonl "
+                                   "file with --metrics",
                                    metrics.string(), text->filename().string()));
   if (absent || status.type() != std::filesystem::file_type::regular) return path;
   // A file its owner made read-only is not to be continued, nor replaced by a writable one (a

@@ -246,6 +246,33 @@ std::optional<bool> weights_lower_case(const std::filesystem::path& init, const 
   return std::nullopt;
 }
 
+void say_init_lower_case(const frontend::Config& c, const std::optional<std::filesystem::path>& init,
+                         std::ostream& log) {
+  if (!init || c.given.count("train.do_lower_case")) return;
+  std::error_code ec;
+  std::string why;
+  if (frontend::is_hf_folder(*init)) {
+    const std::filesystem::path file = *init / "tokenizer_config.json";
+    std::ifstream in(file);
+    const nlohmann::json j = in ? nlohmann::json::parse(in, nullptr, false) : nlohmann::json();
+    why = !std::filesystem::is_regular_file(file, ec)
+              ? fmt::format("BERT's default: {} has no tokenizer_config.json to say", init->string())
+          : j.is_object() && j.contains("do_lower_case")
+              ? fmt::format("as {}'s tokenizer_config.json says", init->string())
+              : fmt::format("BERT's default: {}'s tokenizer_config.json does not set it", init->string());
+  } else if (std::filesystem::is_regular_file(*init, ec)) {
+    std::map<std::string, std::string> metadata;
+    try {
+      metadata = support::read_safetensors_metadata(*init);
+    } catch (const std::exception&) {  // (a damaged file: its loading says what is wrong)
+    }
+    if (metadata.count("do_lower_case")) why = fmt::format("as {} was trained", init->string());
+  }
+  if (!why.empty())
+    log << fmt::format("init: do_lower_case = {}, {} (set [train] do_lower_case to choose otherwise)\n",
+                       c.train.do_lower_case, why);
+}
+
 data::Vocab hf_folder_vocab(const std::filesystem::path& folder, const std::map<std::string, std::string>& metadata) {
   const data::Vocab vocab = data::Vocab::load(folder / "vocab.txt");
   if (const auto exported = data::vocab_from_metadata(metadata))  // (bertc export records it)

@@ -41,6 +41,12 @@ data::Vocab hf_folder_vocab(const std::filesystem::path& folder, const std::map<
 // (`metadata`), or a Hugging Face folder's tokenizer_config.json; nothing where neither says.
 std::optional<bool> weights_lower_case(const std::filesystem::path& init, const std::map<std::string, std::string>& metadata);
 
+// Says where the run's do_lower_case came from when --init's weights decided it (the config sets
+// none: a checkpoint's record, a Hugging Face folder's tokenizer_config.json or BERT's default),
+// before the text is read with it.
+void say_init_lower_case(const frontend::Config& c, const std::optional<std::filesystem::path>& init,
+                         std::ostream& log);
+
 // Refuses --init weights made with another vocabulary than the run's `vocab`: a Hugging Face
 // folder's vocab.txt, or what a bertc checkpoint records in `metadata`; says on `log` when the
 // file records none (a Hugging Face weights file alone).

@@ -2,6 +2,7 @@
 #include "train/task_metrics.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <numeric>
 #include <optional>
@@ -87,6 +88,9 @@ TaskScores classification_scores(const std::vector<int32_t>& truth, const std::v
   return s;
 }
 
+// (the outside tag and the scheme letters in either case: "o", "b-per" are tagged data's too)
+bool is_outside(const std::string& name) { return name == "O" || name == "o"; }
+
 namespace {
 
 // A tag's scheme prefix ('B', 'I', 'E', 'S'; 'O' for "O") and its entity type.
@@ -96,8 +100,8 @@ struct Tag {
 };
 
 Tag tag_of(const std::string& name) {
-  if (name == "O") return {};
-  return {name[0], name.substr(2)};
+  if (is_outside(name)) return {};
+  return {static_cast<char>(std::toupper(static_cast<unsigned char>(name[0]))), name.substr(2)};
 }
 
 // Entities of one sentence as (first word, last word, type), conlleval's chunks.
@@ -124,8 +128,10 @@ std::set<std::tuple<size_t, size_t, std::string>> entities_of(const std::vector<
 bool tags_name_entities(const std::vector<std::string>& names) {
   bool any = false;
   for (const std::string& n : names) {
-    if (n == "O") continue;
-    if (n.size() < 3 || n[1] != '-' || std::string("BIES").find(n[0]) == std::string::npos) return false;
+    if (is_outside(n)) continue;
+    if (n.size() < 3 || n[1] != '-' ||
+        std::string("BIES").find(static_cast<char>(std::toupper(static_cast<unsigned char>(n[0])))) == std::string::npos)
+      return false;
     any = true;
   }
   return any;
@@ -152,7 +158,7 @@ std::string f1_meaning(const frontend::FinetuneConfig& f) {
     return tags_name_entities(names)
                ? "f1 is of the entities the tags name (B-/I-/E-/S- spans of a type, each found where the prediction "
                  "has the same span and type: seqeval's and conlleval's), over all of them"
-           : std::find(names.begin(), names.end(), "O") != names.end()
+           : std::any_of(names.begin(), names.end(), is_outside)
                ? "f1 is the mean of each tag's F1 over the tagged words, O aside (entities are read where every tag "
                  "is O or B-, I-, E- or S- and a type; BILOU's L- and U- are not)"
                : "f1 is the mean of each tag's F1 over the tagged words (entities are read where every tag is O or "

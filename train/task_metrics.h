@@ -28,7 +28,8 @@ TaskScores classification_scores(const std::vector<int32_t>& truth, const std::v
                                  int64_t classes, int32_t left_out = -1);
 
 // Whether token tags named `names` name entities: every name "O" or "B-", "I-", "E-" or "S-" and a
-// type (IOB1, IOB2, IOBES), at least one of them not "O".
+// type (IOB1, IOB2, IOBES; the letters in either case), at least one of them not "O".
+bool is_outside(const std::string& name);  // "O" or "o": the tag of words in no entity
 bool tags_name_entities(const std::vector<std::string>& names);
 // The F1 of entities (conlleval's chunks: an entity begins at B-/S-, or at I-/E- after a tag of
 // another type or an O, E- or S-, and runs over the I-/E- of its type that follow; an entity counts

@@ -527,6 +527,7 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
   log << compile_summary(o.config.compile, program) << "\n";
   // The vocabulary, said at the start, and checked against everything recorded with another.
   const data::Vocab vocab = load_run_vocab(o.config, o.vocab, log);
+  if (comm.rank() == 0) say_init_lower_case(o.config, o.init, log);
   if (const auto compiled_with = o.compiled ? data::vocab_from_metadata(o.compiled->vocab) : std::nullopt)
     data::require_same_vocab(vocab, *compiled_with, "the compiled program",
                              "train it with the vocabulary its config named when it was compiled (--vocab FILE), or "
