@@ -186,7 +186,10 @@ Safetensors read_safetensors(const std::filesystem::path& path) {
   }
 }
 
-std::map<std::string, std::string> read_safetensors_metadata(const std::filesystem::path& path) {
+namespace {
+
+// A file's header as JSON, read alone (the tensors' bytes are not).
+nlohmann::json read_header(const std::filesystem::path& path) {
   if (const std::string kind = non_regular_kind(path); !kind.empty())
     throw SafetensorsError(fmt::format("{}: {}, not a safetensors file: give the file itself", path.string(), kind));
   std::ifstream in(path, std::ios::binary);
@@ -199,17 +202,35 @@ std::map<std::string, std::string> read_safetensors_metadata(const std::filesyst
   std::string header(n, '\0');
   in.read(header.data(), static_cast<std::streamsize>(n));
   if (!in) throw not_safetensors(path, "header cut short");
-  nlohmann::json j;
   try {
-    j = nlohmann::json::parse(header);
+    return nlohmann::json::parse(header);
   } catch (const nlohmann::json::exception& e) {
     throw not_safetensors(path, fmt::format("header is not valid JSON ({})", e.what()));
   }
+}
+
+}  // namespace
+
+std::map<std::string, std::string> read_safetensors_metadata(const std::filesystem::path& path) {
+  const nlohmann::json j = read_header(path);
   std::map<std::string, std::string> metadata;
   if (j.is_object() && j.contains("__metadata__") && j["__metadata__"].is_object())
     for (const auto& [k, v] : j["__metadata__"].items())
       if (v.is_string()) metadata[k] = v.get<std::string>();
   return metadata;
+}
+
+std::optional<std::vector<int64_t>> read_safetensors_shape(const std::filesystem::path& path, const std::string& name) {
+  const nlohmann::json j = read_header(path);
+  if (!j.is_object() || !j.contains(name) || !j[name].is_object() || !j[name].contains("shape") ||
+      !j[name]["shape"].is_array())
+    return std::nullopt;
+  std::vector<int64_t> shape;
+  for (const auto& d : j[name]["shape"]) {
+    if (!d.is_number_integer()) return std::nullopt;
+    shape.push_back(d.get<int64_t>());
+  }
+  return shape;
 }
 
 bool could_be_cut_safetensors(const std::filesystem::path& path) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -41,6 +42,9 @@ void write_safetensors(const std::filesystem::path& path, const Safetensors& fil
 Safetensors read_safetensors(const std::filesystem::path& path);
 // The __metadata__ of a file, reading its header only (the tensors are not checked).
 std::map<std::string, std::string> read_safetensors_metadata(const std::filesystem::path& path);
+// The shape of tensor `name` as the file's header gives it (its bytes not read or checked); none
+// where the header has no such tensor.
+std::optional<std::vector<int64_t>> read_safetensors_shape(const std::filesystem::path& path, const std::string& name);
 // Whether `path` is a regular file that could be a safetensors file cut short (under 9 bytes, or its
 // header's length then '{'): what a write a stop interrupted leaves. A file of other bytes named
 // as such a temporary is someone else's.

@@ -168,13 +168,33 @@ void require_weights_task(const frontend::Config& config, const std::filesystem:
     } catch (const std::exception&) {  // (a damaged file: its loading says what is wrong)
     }
   }
-  const TaskRecord held = weights_task(weights, metadata, 0);
+  const std::string init = fmt::format("--init {}", weights.string());
   // (and the classes a bertc checkpoint records beside its weights: a count that differs was said as
-  // the classifier's shapes; a folder's config.json may contradict its weights, checked after)
-  if (metadata.count("finetune_task"))
-    require_config_task(config, held, fmt::format("--init {}", weights.string()), weights_fix(held));
-  else
-    require_same_task(config, held, fmt::format("--init {}", weights.string()), weights_fix(held));
+  // the classifier's shapes)
+  if (metadata.count("finetune_task")) {
+    const TaskRecord recorded = weights_task(weights, metadata, 0);
+    require_config_task(config, recorded, init, weights_fix(recorded));
+    return;
+  }
+  // A folder's (or file's) classifier rows, read from the header: its classes and task as loading
+  // them would find them, before their shapes are said instead.
+  int64_t rows = 0;
+  try {
+    const std::vector<std::filesystem::path> files =
+        frontend::is_hf_folder(weights) ? hf_weight_files(weights) : std::vector<std::filesystem::path>{weights};
+    for (const std::filesystem::path& f : files)
+      if (const auto shape = support::read_safetensors_shape(f, "classifier.weight"); shape && !shape->empty())
+        rows = (*shape)[0];
+  } catch (const std::exception&) {  // (a damaged or missing file: its loading says what is wrong)
+  }
+  TaskRecord held = weights_task(weights, metadata, rows);
+  if (rows > 0 && held.unsupported.empty() && held.classes > 0 && held.classes != rows)
+    throw support::SafetensorsError(fmt::format("{}: its config.json names {} classes, and its classifier has {}: the "
+                                                "config.json contradicts the weights; correct its id2label (and "
+                                                "num_labels)",
+                                                init, held.classes, rows));
+  if (rows > 0 && held.classes == 0 && held.task != ir::enum_name(frontend::FinetuneTask::Regression)) held.classes = rows;
+  require_config_task(config, held, init, weights_fix(held));
 }
 
 // After: the classes of the weights loaded (the config's num_labels rows) against their record,
