@@ -144,7 +144,12 @@ class ExampleMaker {
   bool capitals() const { return capitals_; }
 
   int32_t class_number(int64_t line, int64_t n) const {
-    if (n < 0 || n >= f_.num_labels)
+    // (class numbers start at 0: a -1/1 file's classes want names, which no num_labels gives)
+    if (n < 0)
+      fail(line, fmt::format("label {} is negative, and class numbers run from 0: name the classes in order with "
+                             "[finetune] labels (e.g. labels = \"-1,1\" for a file of -1 and 1)",
+                             n));
+    if (n >= f_.num_labels)
       fail(line, fmt::format("label {} is outside 0..{} ({})", n, f_.num_labels - 1,
                              !f_.label_names.empty()
                                  ? fmt::format("the {} classes [finetune] labels names", f_.label_names.size())

@@ -109,6 +109,10 @@ struct BlockRun {
   std::vector<uint64_t> register_mask;  // per register: the bits its type holds
   std::vector<InstructionClass> classes;  // per instruction: its class and FLOPs (counters.h)
   std::vector<double> flops_at, mma_flops_at;  // (an mma's FLOPs in both)
+  // Per instruction: how often it was issued and how often its guard let it execute, folded into
+  // the counts by class, operation and FLOPs when the block ends (fold_counts: one increment an
+  // instruction where five were)
+  std::vector<uint64_t> issued, executed;
   std::array<uint64_t, kInstructionClasses> by_class{};
   double flops = 0, mma_flops = 0;
   RequestLog shared_requests, global_requests;  // (counters.h's bank conflicts and sectors)
@@ -142,6 +146,8 @@ struct BlockRun {
 
   void make_threads() {
     for (const Register& r : entry.registers) register_mask.push_back(mask_of(type_bits(r.type)));
+    issued.assign(entry.body.size(), 0);
+    executed.assign(entry.body.size(), 0);
     for (const Instruction& in : entry.body) {
       classes.push_back(class_of(in)), flops_at.push_back(flops_of(in));
       mma_flops_at.push_back(classes.back() == InstructionClass::Mma ? flops_at.back() : 0.0);
@@ -272,6 +278,15 @@ struct BlockRun {
     if (op.has(Mod::local)) return Where::Local;
     if (op.has(Mod::global) || op.has(Mod::Const)) return Where::Global;
     return Where::Global;  // generic: resolved by window below
+  }
+
+  void fold_counts() {
+    for (size_t pc = 0; pc < issued.size(); ++pc) {
+      by_op[static_cast<size_t>(entry.body[pc].opcode.op)] += issued[pc];
+      by_class[static_cast<size_t>(classes[pc])] += issued[pc];
+      flops += static_cast<double>(executed[pc]) * flops_at[pc];
+      mma_flops += static_cast<double>(executed[pc]) * mma_flops_at[pc];
+    }
   }
 
   void count_requests() {
@@ -569,15 +584,13 @@ struct BlockRun {
       }
       const Instruction& in = entry.body[t.pc];
       if (++steps > kStepBudget) fail(t, in, "ran 2^32 instructions without meeting another thread: an endless loop?");
-      ++counts.thread_instructions;
-      ++by_op[static_cast<size_t>(in.opcode.op)];
-      ++by_class[static_cast<size_t>(classes[t.pc])];
+      ++counts.thread_instructions;  // (%clock64 reads it)
+      ++issued[t.pc];
       if (in.guard && ((t.regs[static_cast<size_t>(*in.guard)] & 1) != 0) == in.guard_negated) {
         ++t.pc;
         continue;
       }
-      flops += flops_at[t.pc];
-      mma_flops += mma_flops_at[t.pc];
+      ++executed[t.pc];
       const Opcode& op = in.opcode;
       switch (op.op) {
         case Op::Bra: t.pc = static_cast<size_t>(in.operands.at(0).label); continue;
@@ -734,6 +747,7 @@ struct BlockRun {
       progressed = resolve_barrier() || progressed;
       if (std::all_of(threads.begin(), threads.end(), [](const Thread& t) { return t.wait == Wait::Done; })) {
         count_requests();
+        fold_counts();
         return;
       }
       if (!progressed) {

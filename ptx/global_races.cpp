@@ -59,45 +59,55 @@ GlobalHazard GlobalRaces::hazard(GlobalHazard::Kind kind, uint64_t address, cons
   return {kind, address, other.block, other.thread - 1, other.pc};
 }
 
-// Each byte's record is checked; a byte whose record equals the one before it (an access's bytes
-// are most often last touched together) has the same outcome, and is not checked again.
-std::optional<GlobalHazard> GlobalRaces::read(uint32_t thread, uint32_t pc, uint64_t at, uint64_t n) {
-  std::optional<GlobalHazard> found;
-  const Stamp now{block_, thread + 1, pc, clock_};
+// Each remembered byte of [at, at + n): `fresh(cell, address)` for one whose record differs from
+// the byte's before it (it returns whether a next byte holding the record this one held may skip
+// the checks: their outcome would be the same), `same(cell)` for one that may. An access's bytes
+// are most often last touched together: checked once, not once a byte.
+template <typename Fresh, typename Same>
+void GlobalRaces::each_byte(uint64_t at, uint64_t n, Fresh fresh, Same same) {
   Cell before;
-  bool checked = false;
+  bool may_skip = false;
   for (uint64_t a = at; a < at + n; ++a) {
     Cell* c = cell(a);
     if (!c) continue;
-    if (checked && c->write == before.write && c->read == before.read) {
-      c->read = now;  // (as the byte before: its kept read was replaced)
+    if (may_skip && c->write == before.write && c->read == before.read) {
+      same(*c);
       continue;
     }
-    before = *c, checked = true;
-    if (!found && !ordered(c->write, now)) found = hazard(GlobalHazard::Kind::ReadAfterWrite, a, c->write);
-    // (one read kept: a later read replaces it unless the kept one is another thread's that the
-    // new one is not ordered after, which stays the witness for a write to come)
-    if (c->read.thread == 0 || ordered(c->read, now)) c->read = now;
-    else checked = false;  // (kept: the next byte's record is checked afresh)
+    before = *c;
+    may_skip = fresh(*c, a);
   }
+}
+
+std::optional<GlobalHazard> GlobalRaces::read(uint32_t thread, uint32_t pc, uint64_t at, uint64_t n) {
+  std::optional<GlobalHazard> found;
+  const Stamp now{block_, thread + 1, pc, clock_};
+  each_byte(
+      at, n,
+      [&](Cell& c, uint64_t a) {
+        if (!found && !ordered(c.write, now)) found = hazard(GlobalHazard::Kind::ReadAfterWrite, a, c.write);
+        // (one read kept: a later read replaces it unless the kept one is another thread's that the
+        // new one is not ordered after, which stays the witness for a write to come)
+        if (c.read.thread != 0 && !ordered(c.read, now)) return false;
+        c.read = now;
+        return true;
+      },
+      [&](Cell& c) { c.read = now; });
   return found;
 }
 
 std::optional<GlobalHazard> GlobalRaces::write(uint32_t thread, uint32_t pc, uint64_t at, uint64_t n) {
   std::optional<GlobalHazard> found;
   const Stamp now{block_, thread + 1, pc, clock_};
-  Cell before;
-  bool checked = false;
-  for (uint64_t a = at; a < at + n; ++a) {
-    Cell* c = cell(a);
-    if (!c) continue;
-    if (!(checked && c->write == before.write && c->read == before.read)) {
-      before = *c, checked = true;
-      if (!found && !ordered(c->write, now)) found = hazard(GlobalHazard::Kind::WriteAfterWrite, a, c->write);
-      if (!found && !ordered(c->read, now)) found = hazard(GlobalHazard::Kind::WriteAfterRead, a, c->read);
-    }
-    c->write = now;
-  }
+  each_byte(
+      at, n,
+      [&](Cell& c, uint64_t a) {
+        if (!found && !ordered(c.write, now)) found = hazard(GlobalHazard::Kind::WriteAfterWrite, a, c.write);
+        if (!found && !ordered(c.read, now)) found = hazard(GlobalHazard::Kind::WriteAfterRead, a, c.read);
+        c.write = now;
+        return true;
+      },
+      [&](Cell& c) { c.write = now; });
   return found;
 }
 

@@ -61,6 +61,8 @@ class GlobalRaces {
     Stamp write, read;
   };
   Cell* cell(uint64_t address);
+  template <typename Fresh, typename Same>
+  void each_byte(uint64_t at, uint64_t n, Fresh fresh, Same same);
   bool ordered(const Stamp& earlier, const Stamp& now) const;
   GlobalHazard hazard(GlobalHazard::Kind kind, uint64_t address, const Stamp& other) const;
 

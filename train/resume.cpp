@@ -248,7 +248,7 @@ std::optional<bool> weights_lower_case(const std::filesystem::path& init, const 
 
 void say_init_lower_case(const frontend::Config& c, const std::optional<std::filesystem::path>& init,
                          std::ostream& log) {
-  if (!init || c.given.count("train.do_lower_case")) return;
+  if (!init) return;
   std::error_code ec;
   std::string why;
   if (frontend::is_hf_folder(*init)) {
@@ -260,6 +260,14 @@ void say_init_lower_case(const frontend::Config& c, const std::optional<std::fil
           : j.is_object() && j.contains("do_lower_case")
               ? fmt::format("as {}'s tokenizer_config.json says", init->string())
               : fmt::format("BERT's default: {}'s tokenizer_config.json does not set it", init->string());
+    // bertc's tokenizer strips accents where it lower-cases (BERT's uncased), as BertTokenizer does
+    // unless strip_accents says otherwise: a folder that keeps them is read otherwise, said.
+    if (j.is_object() && j.contains("strip_accents") && j["strip_accents"].is_boolean() &&
+        j["strip_accents"].get<bool>() != c.train.do_lower_case)
+      log << fmt::format("init: warning: {}'s tokenizer_config.json says strip_accents = {}, and bertc's tokenizer "
+                         "{} accents (it strips them exactly where it lower-cases): words with accents are tokenized "
+                         "otherwise than by the folder's own tokenizer\n",
+                         init->string(), j["strip_accents"].get<bool>(), c.train.do_lower_case ? "strips" : "keeps");
   } else if (std::filesystem::is_regular_file(*init, ec)) {
     std::map<std::string, std::string> metadata;
     try {
@@ -268,7 +276,7 @@ void say_init_lower_case(const frontend::Config& c, const std::optional<std::fil
     }
     if (metadata.count("do_lower_case")) why = fmt::format("as {} was trained", init->string());
   }
-  if (!why.empty())
+  if (!why.empty() && !c.given.count("train.do_lower_case"))
     log << fmt::format("init: do_lower_case = {}, {} (set [train] do_lower_case to choose otherwise)\n",
                        c.train.do_lower_case, why);
 }

@@ -43,7 +43,8 @@ std::optional<bool> weights_lower_case(const std::filesystem::path& init, const 
 
 // Says where the run's do_lower_case came from when --init's weights decided it (the config sets
 // none: a checkpoint's record, a Hugging Face folder's tokenizer_config.json or BERT's default),
-// before the text is read with it.
+// before the text is read with it; and warns where a folder's tokenizer_config.json keeps accents
+// that bertc's tokenizer strips, or the other way (it strips them exactly where it lower-cases).
 void say_init_lower_case(const frontend::Config& c, const std::optional<std::filesystem::path>& init,
                          std::ostream& log);
 
