@@ -50,11 +50,13 @@ struct TaskRecord {
   std::vector<std::string> labels;  // the class names in class order
   int64_t classes = 0;              // how many classes it says there are (0: not said)
   std::string unsupported;          // a head no bertc task computes ("a BertForMultipleChoice")
+  bool numbers_recorded = true;     // no labels means class numbers (a file before bertc recorded them: unknown)
 };
 
 TaskRecord recorded_task(const std::map<std::string, std::string>& metadata) {
   TaskRecord r;
   if (const auto t = metadata.find("finetune_task"); t != metadata.end()) r.task = t->second;
+  r.numbers_recorded = metadata.count("labels") > 0;
   if (const auto l = metadata.find("labels"); l != metadata.end() && !l->second.empty()) {
     frontend::FinetuneConfig f;
     f.labels = l->second;
@@ -130,6 +132,22 @@ std::string classes_differ(const std::vector<std::string>& a, const std::vector<
                    : "each class number would name another class";
 }
 
+// A side's class names to compare with the other's: a side that names none is read as class
+// numbers "0".."n-1" where the other names numerals, as class number k can then mean the numeral k
+// alone (labels "1,0" against plain class numbers scored every example against the other class,
+// without a word); against names that are words, class numbers are positions, unchecked.
+std::vector<std::string> compared_names(const std::vector<std::string>& names, bool numbers_recorded,
+                                        const std::vector<std::string>& other) {
+  const auto numeral = [](const std::string& n) {
+    return !n.empty() && std::all_of(n.begin(), n.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
+  };
+  if (!names.empty() || !numbers_recorded || other.empty() || !std::all_of(other.begin(), other.end(), numeral))
+    return names;
+  std::vector<std::string> numbers;
+  for (size_t k = 0; k < other.size(); ++k) numbers.push_back(std::to_string(k));
+  return numbers;
+}
+
 // The same, then its classes: their number and, where both name them, their order.
 void require_config_task(const frontend::Config& config, const TaskRecord& recorded, const std::string& what,
                          const std::string& fix) {
@@ -139,12 +157,15 @@ void require_config_task(const frontend::Config& config, const TaskRecord& recor
                                                 what, recorded.classes,
                                                 recorded.labels.empty() ? "" : fmt::format(" ({})", fmt::join(recorded.labels, ",")),
                                                 config.finetune.num_labels, fix));
-  const std::vector<std::string> labels = config.finetune.label_names();
-  if (!labels.empty() && !recorded.labels.empty() && labels != recorded.labels)
+  const std::vector<std::string> named = config.finetune.label_names();
+  const std::vector<std::string> labels = compared_names(named, true, recorded.labels);
+  const std::vector<std::string> theirs = compared_names(recorded.labels, recorded.numbers_recorded, named);
+  if (!labels.empty() && !theirs.empty() && labels != theirs)
     throw support::SafetensorsError(fmt::format("{} has the classes \"{}\" in that order, and the config's [finetune] "
-                                                "labels are \"{}\": {}; {}",
-                                                what, fmt::join(recorded.labels, ","), fmt::join(labels, ","),
-                                                classes_differ(recorded.labels, labels), fix));
+                                                "labels are \"{}\"{}: {}; {}",
+                                                what, fmt::join(theirs, ","), fmt::join(labels, ","),
+                                                named.empty() ? " (it names none: class numbers)" : "",
+                                                classes_differ(theirs, labels), fix));
 }
 
 // What weights of another task or classes are told to do.
@@ -211,12 +232,14 @@ void require_weights_classes(const frontend::Config& config, const std::filesyst
                                                 init, held.classes, config.finetune.num_labels));
   require_config_task(config, held, init, weights_fix(held));
   // (a config of class numbers checks neither against names: the two records, against each other)
-  if (!held.labels.empty() && !made.labels.empty() && held.labels != made.labels)
+  const std::vector<std::string> batch_names = compared_names(made.labels, made.numbers_recorded, held.labels);
+  const std::vector<std::string> weights_names = compared_names(held.labels, held.numbers_recorded, made.labels);
+  if (!weights_names.empty() && !batch_names.empty() && weights_names != batch_names)
     throw support::SafetensorsError(fmt::format(
         "the batch {} has the classes \"{}\" in that order, and {} the classes \"{}\": {}; make the batch with a "
         "config of labels = \"{}\" (bertc batch CONFIG --data EXAMPLES -o {})",
-        source, fmt::join(made.labels, ","), init, fmt::join(held.labels, ","), classes_differ(made.labels, held.labels),
-        fmt::join(held.labels, ","), source));
+        source, fmt::join(batch_names, ","), init, fmt::join(weights_names, ","),
+        classes_differ(batch_names, weights_names), fmt::join(weights_names, ","), source));
 }
 
 }  // namespace
