@@ -133,16 +133,19 @@ std::string classes_differ(const std::vector<std::string>& a, const std::vector<
 }
 
 // A side's class names to compare with the other's: a side that names none is read as class
-// numbers "0".."n-1" where the other names numerals, as class number k can then mean the numeral k
-// alone (labels "1,0" against plain class numbers scored every example against the other class,
+// numbers "0".."n-1" where the other names a numeral at another position than its number, as class
+// number k can then mean the numeral k alone (labels "1,0" against plain class numbers scored every example against the other class,
 // without a word); against names that are words, class numbers are positions, unchecked.
 std::vector<std::string> compared_names(const std::vector<std::string>& names, bool numbers_recorded,
                                         const std::vector<std::string>& other) {
   const auto numeral = [](const std::string& n) {
     return !n.empty() && std::all_of(n.begin(), n.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
   };
-  if (!names.empty() || !numbers_recorded || other.empty() || !std::all_of(other.begin(), other.end(), numeral))
-    return names;
+  // (only where a numeral of the other's sits elsewhere than at its own number: "1,0,neutral" as
+  // much as "1,0"; "0,1,neutral" agrees with class numbers wherever they can be compared)
+  bool misplaced = false;
+  for (size_t k = 0; k < other.size(); ++k) misplaced |= numeral(other[k]) && other[k] != std::to_string(k);
+  if (!names.empty() || !numbers_recorded || !misplaced) return names;
   std::vector<std::string> numbers;
   for (size_t k = 0; k < other.size(); ++k) numbers.push_back(std::to_string(k));
   return numbers;
@@ -168,6 +171,20 @@ void require_config_task(const frontend::Config& config, const TaskRecord& recor
                                                 classes_differ(theirs, labels), fix));
 }
 
+// `names` as a TOML basic string's text: a quote or backslash in a name escaped, so that the line
+// advised reads back as the names (a name "no\way" was advised raw, and refused as TOML).
+std::string toml_names(const std::vector<std::string>& names) {
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i) out += ',';
+    for (const char c : names[i]) {
+      if (c == '"' || c == '\\') out += '\\';
+      out += c;
+    }
+  }
+  return out;
+}
+
 // What weights of another task or classes are told to do.
 std::string weights_fix(const TaskRecord& held) {
   return fmt::format("evaluate it with a config of its task and classes{}{}, and a batch made with that config (bertc "
@@ -175,7 +192,7 @@ std::string weights_fix(const TaskRecord& held) {
                      held.task.empty() ? "" : fmt::format(" (task = \"{}\"", held.task),
                      held.task.empty()     ? ""
                      : held.labels.empty() ? ")"
-                                           : fmt::format(", labels = \"{}\")", fmt::join(held.labels, ",")));
+                                           : fmt::format(", labels = \"{}\")", toml_names(held.labels)));
 }
 
 // Before the weights load (their shapes' mismatch would be said instead): the task and classes they
@@ -239,7 +256,7 @@ void require_weights_classes(const frontend::Config& config, const std::filesyst
         "the batch {} has the classes \"{}\" in that order, and {} the classes \"{}\": {}; make the batch with a "
         "config of labels = \"{}\" (bertc batch CONFIG --data EXAMPLES -o {})",
         source, fmt::join(batch_names, ","), init, fmt::join(weights_names, ","),
-        classes_differ(batch_names, weights_names), fmt::join(weights_names, ","), source));
+        classes_differ(batch_names, weights_names), toml_names(weights_names), source));
 }
 
 }  // namespace
