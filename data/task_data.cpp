@@ -88,7 +88,7 @@ class ExampleMaker {
       }
       // (a name in other letter case: adding it would make it another class)
       if (const auto same = std::find_if(f_.label_names.begin(), f_.label_names.end(),
-                                         [&](const std::string& name) { return same_but_case(name, text); });
+                                         [&](const std::string& name) { return name != text && equal_ignoring_case(name, text); });
           it == f_.label_names.end() && same != f_.label_names.end())
         fail(line, fmt::format("label '{}' is the label '{}' in other letter case, and labels are matched as written: "
                                "write it '{}' in the file (or, if the two are other classes, name both in "
@@ -118,12 +118,6 @@ class ExampleMaker {
   static bool whole_number(const std::string& text, int64_t& n) {
     const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
     return ec == std::errc() && end == text.data() + text.size() && !text.empty();
-  }
-
-  static bool same_but_case(const std::string& a, const std::string& b) {
-    return a.size() == b.size() && a != b && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-             return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
-           });
   }
 
   // A class number where [finetune] labels names the classes: the class at that position; refused
@@ -281,9 +275,7 @@ size_t column_of(const std::string& key, const std::string& what, const std::vec
                                     path, key, what, spaced, what, spaced));
       // (a name in other letter case: the file has a header, and tsv_header = false would not help)
       for (const std::string& name : header)
-        if (name.size() == key.size() && std::equal(name.begin(), name.end(), key.begin(), [](char a, char b) {
-              return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
-            }))
+        if (equal_ignoring_case(name, key))
           throw DataError(fmt::format("{}:1: no column '{}' ([finetune] {}), but the header names '{}', in other "
                                       "letter case (column names are matched as written): set [finetune] {} = "
                                       "\"{}\", or rename the column",
@@ -440,6 +432,12 @@ TaskData read_jsonl(const std::filesystem::path& path, const TaskFormat& f, cons
 }
 
 }  // namespace
+
+bool equal_ignoring_case(const std::string& a, const std::string& b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+         });
+}
 
 TaskData read_task_file(const std::filesystem::path& path, const TaskFormat& format, const Tokenizer& tokenizer,
                         const Vocab& vocab) {

@@ -70,6 +70,10 @@ struct TaskBatch {
 TaskBatch make_task_batch(const std::vector<const TaskExample*>& examples, LabelKind kind, int64_t batch,
                           int64_t seq_len);
 
+// Whether `a` and `b` are the same text but for the letter case of A-Z (labels and column names
+// are matched as written: one that differs in case alone is said so, not taken).
+bool equal_ignoring_case(const std::string& a, const std::string& b);
+
 // The shortest bucket that holds `length` tokens (the last holds every example: they are cut to it).
 size_t bucket_of(int64_t length, const std::vector<int64_t>& buckets);
 

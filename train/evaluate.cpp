@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "data/task_data.h"
 #include "data/vocab_identity.h"
 #include "frontend/hf_config.h"
 
@@ -122,12 +123,8 @@ void require_same_task(const frontend::Config& config, const TaskRecord& recorde
 // Why two records' classes do not agree: another order or names, or names that differ in letter
 // case alone (matched as written: "Fits" is not "fits").
 std::string classes_differ(const std::vector<std::string>& a, const std::vector<std::string>& b) {
-  auto lower = [](std::string t) {
-    for (char& c : t) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return t;
-  };
   bool case_only = a.size() == b.size();
-  for (size_t i = 0; case_only && i < a.size(); ++i) case_only = lower(a[i]) == lower(b[i]);
+  for (size_t i = 0; case_only && i < a.size(); ++i) case_only = data::equal_ignoring_case(a[i], b[i]);
   return case_only ? "the names differ in letter case alone, and labels are matched as written"
                    : "each class number would name another class";
 }

@@ -2,7 +2,6 @@
 #include "train/finetune.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <chrono>
@@ -461,10 +460,7 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
   const std::vector<std::string> names = f.label_names();
   for (size_t i = 0; i < names.size(); ++i)
     for (size_t j = i + 1; j < names.size(); ++j)
-      if (names[i].size() == names[j].size() &&
-          std::equal(names[i].begin(), names[i].end(), names[j].begin(), [](char a, char b) {
-            return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
-          }))
+      if (data::equal_ignoring_case(names[i], names[j]))
         log << fmt::format("finetune: warning: [finetune] labels names '{}' and '{}', which differ in letter case "
                            "alone: two classes (labels are matched as written); if they are one, name it once and "
                            "write it one way in the files\n",
