@@ -18,7 +18,7 @@ bool shared_space(const Opcode& op) { return op.has(Mod::shared); }
 std::string_view class_name(InstructionClass c) {
   static constexpr std::array<std::string_view, kInstructionClasses> names = {
       "float fma", "float other", "mma", "shared load", "shared store", "global load",
-      "global store", "async copy", "barrier", "shuffle", "atomic", "other"};
+      "global store", "async copy", "barrier", "warp exchange", "atomic", "other"};
   return names.at(static_cast<size_t>(c));
 }
 
@@ -33,7 +33,9 @@ InstructionClass class_of(const Instruction& in) {
     case Op::Bar:
     case Op::Membar:
     case Op::Fence: return InstructionClass::Barrier;
-    case Op::Shfl: return InstructionClass::Shuffle;
+    case Op::Shfl:
+    case Op::Vote:
+    case Op::Match: return InstructionClass::WarpExchange;
     case Op::Atom:
     case Op::Red: return InstructionClass::Atomic;
     case Op::Fma:

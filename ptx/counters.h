@@ -1,6 +1,7 @@
 // What the emulator counts of a launch's instructions: each executed instruction's class (issue
 // 36's: float FMAs, tensor-core products, shared and global loads and stores, async copies,
-// barriers, shuffles, the rest) and the floating-point operations it performs.
+// barriers, warp exchanges (shuffles, votes, matches), the rest) and the floating-point
+// operations it performs.
 #pragma once
 
 #include <array>
@@ -21,8 +22,8 @@ enum class InstructionClass {
   GlobalLoad,   // ld of global, const or param memory, or a generic address
   GlobalStore,  // st of global memory, or a generic address
   AsyncCopy,    // cp.async and its commit and wait
-  Barrier,      // bar, membar, fence
-  Shuffle,      // shfl.sync
+  Barrier,      // bar (sync, arrive, red), membar, fence
+  WarpExchange, // shfl.sync, vote.sync, match.sync: a warp's lanes exchanging values
   Atomic,       // atom, red
   Other,        // integer arithmetic, addresses, comparisons, moves, control flow
 };

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <stdexcept>
 
@@ -86,6 +87,15 @@ struct Thread {
   std::vector<uint8_t> local;
   std::vector<AsyncCopy> open_group;                 // issued since the last commit_group
   std::vector<std::vector<AsyncCopy>> committed;     // oldest first
+  bool arrived = false;  // waiting at a barrier with its warp's arrival counted
+};
+
+// One of a block's sixteen named barriers while warps arrive at it (ISA: "bar, barrier").
+struct NamedBarrier {
+  uint32_t warps = 0;                  // arrived
+  std::optional<uint64_t> count;       // the thread count its arrivals named (none: the whole block)
+  bool red = false;                    // its arrivals are bar.red's
+  uint32_t popc = 0, threads = 0;      // bar.red: threads with the predicate true, of threads counted
 };
 
 
@@ -116,6 +126,7 @@ struct BlockRun {
   std::array<uint64_t, kInstructionClasses> by_class{};
   double flops = 0, mma_flops = 0;
   RequestLog shared_requests, global_requests;  // (counters.h's bank conflicts and sectors)
+  std::array<NamedBarrier, 16> barriers{};
   GlobalRaces* races = nullptr;  // racecheck of global memory (none: off for the launch)
 
   [[noreturn]] void fail(const Thread& t, const Instruction& in, const std::string& what) const {
@@ -220,6 +231,7 @@ struct BlockRun {
   uint64_t operand_value(const Thread& t, const Instruction& in, const Operand& o, Type type) const {
     switch (o.kind) {
       case Operand::Kind::Register: return t.regs[static_cast<size_t>(o.reg)];
+      case Operand::Kind::NegatedPredicate: return ~t.regs[static_cast<size_t>(o.reg)] & 1;
       case Operand::Kind::Immediate: return static_cast<uint64_t>(o.value);
       case Operand::Kind::Float: {
         const uint64_t bits = static_cast<uint64_t>(o.value);
@@ -597,10 +609,14 @@ struct BlockRun {
         case Op::Ret:
         case Op::Exit: t.wait = Wait::Done; return;
         case Op::Bar:
-          if (!op.has(Mod::sync) || (!op.has(Mod::warp) && in.operands.size() > 1))
-            fail(t, in, "only bar.sync of the whole block (no thread count) and bar.warp.sync are modelled");
+          if (op.has(Mod::sync) + op.has(Mod::arrive) + op.has(Mod::red) != 1)
+            fail(t, in, "a barrier is one of bar.sync, bar.arrive, bar.red and bar.warp.sync");
+          if (op.has(Mod::red) != (op.has(Mod::popc) + op.has(Mod::And) + op.has(Mod::Or) == 1))
+            fail(t, in, "bar.red takes one of .popc, .and and .or");
           t.wait = op.has(Mod::warp) ? Wait::Warp : Wait::Barrier;
           return;
+        case Op::Vote:
+        case Op::Match:
         case Op::Shfl:
         case Op::Mma:
         case Op::Ldmatrix: t.wait = Wait::Warp; return;
@@ -660,10 +676,48 @@ struct BlockRun {
     }
   }
 
+  // vote.sync.{all,any,uni}.pred d, {!}a, membermask and vote.sync.ballot.b32 d, {!}a, membermask
+  // (ISA: "vote.sync"), over the mask's lanes that have not exited: a true in all of them, in any,
+  // alike in all; ballot: the bits of the lanes whose a is true.
+  void vote(std::vector<Thread*>& lanes, const Instruction& in) {
+    const Opcode& op = in.opcode;
+    uint32_t ballot = 0, present = 0;
+    for (Thread* t : lanes) {
+      const uint32_t bit = 1u << (t->linear % 32);
+      present |= bit;
+      if (value(*t, in, in.operands.at(1), Type::Pred) & 1) ballot |= bit;
+    }
+    const uint64_t result = op.has(Mod::ballot) ? ballot
+                            : op.has(Mod::all)  ? ballot == present
+                            : op.has(Mod::any)  ? ballot != 0
+                                                : ballot == 0 || ballot == present;  // .uni
+    for (Thread* t : lanes) write(*t, in, in.operands.at(0), result, op.has(Mod::ballot) ? Type::B32 : Type::Pred);
+  }
+
+  // match.{any,all}.sync.{b32,b64} d[|p], a, membermask (ISA: "match.sync"), over the mask's lanes
+  // that have not exited: any: the lanes whose a equals this lane's; all: those lanes when every a
+  // is alike, else 0, and p whether they were.
+  void match(std::vector<Thread*>& lanes, const Instruction& in) {
+    const Opcode& op = in.opcode;
+    std::array<uint64_t, 32> a{};
+    uint32_t present = 0;
+    for (Thread* t : lanes) a[t->linear % 32] = value(*t, in, in.operands.at(1), op.type()), present |= 1u << (t->linear % 32);
+    for (Thread* t : lanes) {
+      uint32_t alike = 0;
+      for (Thread* u : lanes)
+        if (a[u->linear % 32] == a[t->linear % 32]) alike |= 1u << (u->linear % 32);
+      const bool all_alike = alike == present;
+      write(*t, in, in.operands.at(0), op.has(Mod::any) ? alike : all_alike ? present : 0, Type::B32);
+      if (in.second_destination) write(*t, in, *in.second_destination, all_alike, Type::Pred);
+    }
+  }
+
   // The lanes a collective names: shfl.sync's and bar.warp.sync's mask; the whole warp for the
   // .aligned ones (mma, ldmatrix), which every lane executes together.
   uint32_t members(const Thread& t, const Instruction& in) const {
     if (in.opcode.op == Op::Shfl) return static_cast<uint32_t>(value(t, in, in.operands.at(4), Type::B32));
+    if (in.opcode.op == Op::Vote || in.opcode.op == Op::Match)
+      return static_cast<uint32_t>(value(t, in, in.operands.at(2), Type::B32));
     if (in.opcode.op == Op::Bar) return static_cast<uint32_t>(value(t, in, in.operands.at(0), Type::B32));
     return 0xffffffffu;
   }
@@ -677,6 +731,9 @@ struct BlockRun {
       for (size_t i = w * 32; i < std::min(threads.size(), w * 32 + 32); ++i)
         if (threads[i].wait == Wait::Warp) waiting.push_back(&threads[i]);
       if (waiting.empty()) continue;
+      for (const Thread* t : waiting)  // (the ISA leaves a collective undefined for a lane its mask leaves out)
+        if (!(members(*t, entry.body[t->pc]) >> (t->linear % 32) & 1))
+          fail(*t, entry.body[t->pc], "a lane waits at a collective whose mask leaves it out");
       const Instruction& in = entry.body[waiting.front()->pc];
       const uint32_t member = members(*waiting.front(), in);
       std::vector<Thread*> group;
@@ -695,11 +752,11 @@ struct BlockRun {
           fail(*t, other, fmt::format("met {} of line {} in one warp collective", in.opcode.text, in.line));
         if (members(*t, other) != member) fail(*t, other, "lanes of one collective name different member masks");
       }
-      if (std::find(group.begin(), group.end(), waiting.front()) == group.end())
-        fail(*waiting.front(), in, "a lane waits at a collective whose mask leaves it out");
       if (in.opcode.op == Op::Shfl) shuffle(group, in);
       if (in.opcode.op == Op::Ldmatrix) ldmatrix(group, in);
       if (in.opcode.op == Op::Mma) mma(group, in);
+      if (in.opcode.op == Op::Vote) vote(group, in);
+      if (in.opcode.op == Op::Match) match(group, in);
       for (Thread* t : group) t->wait = Wait::None, ++t->pc;
       shadow.warp_sync(static_cast<uint32_t>(w));
       if (races && in.opcode.op == Op::Bar) races->warp_sync(static_cast<uint32_t>(w));  // (a shuffle orders no memory)
@@ -708,23 +765,96 @@ struct BlockRun {
     return progressed;
   }
 
-  bool resolve_barrier() {
-    size_t at = 0, live = 0;
-    for (const Thread& t : threads) live += t.wait != Wait::Done, at += t.wait == Wait::Barrier;
-    if (at == 0 || at != live) return false;
-    // (bar.sync names the whole block: a thread that ended without reaching it leaves the others
-    // waiting for a barrier that code of theirs skipped, what synccheck calls a divergent barrier)
-    if (live != threads.size())
-      for (const Thread& t : threads)
-        if (t.wait == Wait::Barrier)
-          fail(t, entry.body[t.pc], fmt::format("waits at a barrier that other threads of the block never reach ({} of "
-                                                "its {} threads ended before it: a barrier in divergent code)",
-                                                threads.size() - live, threads.size()));
-    for (Thread& t : threads)
-      if (t.wait == Wait::Barrier) t.wait = Wait::None, ++t.pc;
-    shadow.barrier();
-    if (races) races->barrier();
+  // A barrier instruction's name (a) and thread count (b, where given): bar.sync a{, b},
+  // bar.arrive a, b, bar.red.op d, a{, b}, {!}c.
+  std::pair<uint32_t, std::optional<uint64_t>> barrier_operands(const Thread& t, const Instruction& in) const {
+    const size_t first = in.opcode.has(Mod::red) ? 1 : 0;
+    const size_t given = in.operands.size() - first - (in.opcode.has(Mod::red) ? 1 : 0);
+    if (given < 1 || given > 2 || (in.opcode.has(Mod::arrive) && given != 2))
+      fail(t, in, "a barrier's operands are a name and a thread count (bar.arrive needs the count)");
+    const uint64_t name = value(t, in, in.operands[first], Type::U32);
+    if (name > 15) fail(t, in, fmt::format("barrier {}: a block has barriers 0 to 15", name));
+    if (given == 1) return {static_cast<uint32_t>(name), std::nullopt};
+    const uint64_t count = value(t, in, in.operands[first + 1], Type::U32);
+    if (count == 0 || count % 32 != 0)
+      fail(t, in, fmt::format("a barrier's thread count of {}: it must be a nonzero multiple of the warp size", count));
+    return {static_cast<uint32_t>(name), count};
+  }
+
+  // Warp `w`'s arrival at a barrier, where every lane of it that has not exited waits at the same
+  // barrier instruction, not yet counted (ISA: a barrier "marks warps' arrival"). bar.sync's and
+  // bar.red's lanes wait for the barrier to complete; so do bar.arrive's here, which the ISA lets go
+  // on at once: holding them is one schedule a GPU may take, and it lets racecheck order what
+  // they did before arriving before what the waiting threads do after.
+  bool arrive(size_t w) {
+    std::vector<Thread*> lanes;
+    for (size_t i = w * 32; i < std::min(threads.size(), w * 32 + 32); ++i) {
+      if (threads[i].wait == Wait::Done) continue;
+      if (threads[i].wait != Wait::Barrier || threads[i].arrived) return false;
+      lanes.push_back(&threads[i]);
+    }
+    if (lanes.empty()) return false;
+    const Instruction& in = entry.body[lanes.front()->pc];
+    for (Thread* t : lanes)
+      if (t->pc != lanes.front()->pc)
+        fail(*t, entry.body[t->pc], fmt::format("lanes of one warp wait at different barriers (this and line {}): a "
+                                                "bar instruction is .aligned, every lane of a warp executes it together",
+                                                in.line));
+    const auto [name, count] = barrier_operands(*lanes.front(), in);
+    NamedBarrier& b = barriers[name];
+    if (b.warps > 0 && b.count != count)
+      fail(*lanes.front(), in, fmt::format("barrier {} awaited with thread counts {} and {}", name,
+                                           b.count ? std::to_string(*b.count) : "of the whole block",
+                                           count ? std::to_string(*count) : "of the whole block"));
+    if (b.warps > 0 && b.red != in.opcode.has(Mod::red))
+      fail(*lanes.front(), in, fmt::format("barrier {} used by bar.red and another barrier instruction at once (the ISA "
+                                           "calls that unpredictable)", name));
+    ++b.warps, b.count = count, b.red = in.opcode.has(Mod::red);
+    for (Thread* t : lanes) {
+      if (b.red) b.popc += value(*t, in, in.operands.back(), Type::Pred) & 1, ++b.threads;
+      t->arrived = true;
+    }
     return true;
+  }
+
+  // Completes barrier `name` where the warps it expects have arrived: its thread count's, or every
+  // warp of the block. bar.red's lanes receive the reduction (popc: the threads whose predicate is
+  // true; and: all of them; or: any). A barrier of the whole block orders the block's accesses for
+  // racecheck (what bar.arrive's threads do after it as if they had waited: see arrive); one of
+  // some threads orders none there (not modelled: its hand-offs are reported as races, not missed).
+  bool complete(uint32_t name) {
+    NamedBarrier& b = barriers[name];
+    const uint64_t warps = (threads.size() + 31) / 32;
+    if (b.warps == 0 || b.warps < (b.count ? *b.count / 32 : warps)) return false;
+    const size_t live = static_cast<size_t>(
+        std::count_if(threads.begin(), threads.end(), [](const Thread& t) { return t.wait != Wait::Done; }));
+    for (Thread& t : threads) {
+      if (!t.arrived || barrier_operands(t, entry.body[t.pc]).first != name) continue;
+      const Instruction& in = entry.body[t.pc];
+      // (bar.sync of the whole block: a thread that ended without reaching it leaves the others
+      // waiting for a barrier that code of theirs skipped, what synccheck calls a divergent barrier)
+      if (!b.count && live != threads.size())
+        fail(t, in, fmt::format("waits at a barrier that other threads of the block never reach ({} of its {} threads "
+                                "ended before it: a barrier in divergent code)",
+                                threads.size() - live, threads.size()));
+      if (in.opcode.has(Mod::popc)) write(t, in, in.operands.at(0), b.popc, Type::U32);
+      if (in.opcode.has(Mod::And)) write(t, in, in.operands.at(0), b.popc == b.threads, Type::Pred);
+      if (in.opcode.has(Mod::Or)) write(t, in, in.operands.at(0), b.popc > 0, Type::Pred);
+      t.arrived = false, t.wait = Wait::None, ++t.pc;
+    }
+    if (!b.count || *b.count >= warps * 32) {
+      shadow.barrier();
+      if (races) races->barrier();
+    }
+    b = NamedBarrier{};
+    return true;
+  }
+
+  bool resolve_barrier() {
+    bool progressed = false;
+    for (size_t w = 0; w < (threads.size() + 31) / 32; ++w) progressed = arrive(w) || progressed;
+    for (uint32_t name = 0; name < barriers.size(); ++name) progressed = complete(name) || progressed;
+    return progressed;
   }
 
   void run_block() {

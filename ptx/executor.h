@@ -1,7 +1,8 @@
 // Running a PTX kernel on the CPU: the grid's blocks one after another, each block's threads one
-// at a time between the points where threads meet (bar.sync for the block, shfl.sync and
-// bar.warp.sync for a warp's lanes), as sm_70's independent thread scheduling allows. The
-// instructions' meaning is semantics.cpp's, written from the PTX ISA document.
+// at a time between the points where threads meet (the block's sixteen named barriers: bar.sync,
+// bar.arrive, bar.red; a warp's collectives: shfl.sync, vote.sync, match.sync, bar.warp.sync,
+// ldmatrix, mma), as sm_70's independent thread scheduling allows. The instructions' meaning is
+// semantics.cpp's, written from the PTX ISA document.
 //
 // Addresses: global memory is this process's own (a kernel's pointers are host pointers), and
 // every access must fall inside memory the caller registered (add_global) or the module's own

@@ -60,9 +60,11 @@ enum class Special { TidX, TidY, TidZ, NtidX, NtidY, NtidZ, CtaidX, CtaidY, Ctai
                      Warpid, LanemaskLt, Clock, Clock64 };
 
 struct Operand {
-  enum class Kind { Register, Special, Immediate, Float, Address, Vector, Symbol, Label, Sink };
+  // (NegatedPredicate: !%p, a predicate register read complemented, as vote.sync's and bar.red's
+  // source may be written)
+  enum class Kind { Register, NegatedPredicate, Special, Immediate, Float, Address, Vector, Symbol, Label, Sink };
   Kind kind = Kind::Sink;
-  int reg = -1;          // Register; Address: its base register (-1: a symbol or an absolute address)
+  int reg = -1;          // Register, NegatedPredicate; Address: its base register (-1: a symbol or an absolute address)
   Special special = Special::TidX;
   int64_t value = 0;     // Immediate; Address: the byte offset; Float: the bits (f32 in the low 32)
   bool f64 = false;      // Float: 0d (64 bits), else 0f

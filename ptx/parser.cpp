@@ -390,6 +390,12 @@ class Parser {
       expect("}");
       return o;
     }
+    if (accept("!")) {  // ({!}a of vote.sync and bar.red: a predicate complemented)
+      o = operand();
+      if (o.kind != Operand::Kind::Register) fail(t, "'!' before something other than a predicate register");
+      o.kind = Operand::Kind::NegatedPredicate;
+      return o;
+    }
     if (accept("[")) {
       o.kind = Operand::Kind::Address;
       if (peek().kind == Token::Kind::Number) {

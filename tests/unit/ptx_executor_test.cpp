@@ -929,6 +929,219 @@ TEST(PtxProjection, OccupancyIsBoundByWhatRunsOutFirst) {
   EXPECT_EQ(occupancy(64, 100 << 10, 0, p40).blocks, 0u);  // (more shared memory than it has)
 }
 
+// Warp votes, matches and the block's barrier reductions, as nvcc 13.0 emits them for sm_75 from
+// __ballot_sync, __all_sync, __any_sync (lanes 0-15 of each warp, mask 0xffff), __uni_sync,
+// __match_any_sync, __match_all_sync (of the value widened to 64 bits), __syncthreads_count,
+// __syncthreads_and and __syncthreads_or; each thread writes its 8 results.
+constexpr const char* kCollectives = R"(
+.version 9.0
+.target sm_75
+.address_size 64
+.visible .entry collectives(
+	.param .u64 collectives_param_0,
+	.param .u64 collectives_param_1
+)
+{
+	.reg .pred 	%p<11>;
+	.reg .b16 	%rs<2>;
+	.reg .b32 	%r<34>;
+	.reg .b64 	%rd<10>;
+	ld.param.u64 	%rd3, [collectives_param_0];
+	ld.param.u64 	%rd2, [collectives_param_1];
+	mov.u32 	%r1, %tid.x;
+	cvta.to.global.u64 	%rd4, %rd3;
+	mul.wide.s32 	%rd5, %r1, 4;
+	add.s64 	%rd6, %rd4, %rd5;
+	ld.global.s32 	%rd1, [%rd6];
+	setp.gt.s64 	%p3, %rd1, 0;
+	mov.u32 	%r7, -1;
+	vote.sync.ballot.b32 	%r2, %p3, %r7;
+	vote.sync.all.pred 	%p2, %p3, %r7;
+	shr.s32 	%r8, %r1, 31;
+	shr.u32 	%r9, %r8, 27;
+	add.s32 	%r10, %r1, %r9;
+	and.b32  	%r11, %r10, -32;
+	sub.s32 	%r12, %r1, %r11;
+	setp.gt.s32 	%p4, %r12, 15;
+	mov.u32 	%r33, 2;
+	@%p4 bra 	$L__BB0_2;
+	cvt.u32.u64 	%r13, %rd1;
+	setp.lt.s32 	%p5, %r13, 0;
+	mov.u32 	%r14, 65535;
+	vote.sync.any.pred 	%p6, %p5, %r14;
+	selp.u32 	%r33, 1, 0, %p6;
+$L__BB0_2:
+	cvt.u32.u64 	%r16, %rd1;
+	setp.gt.s32 	%p7, %r16, 0;
+	vote.sync.uni.pred 	%p8, %p7, %r7;
+	selp.u32 	%r19, 1, 0, %p8;
+	match.any.sync.b32 	%r20, %r16, %r7;
+	match.all.sync.b64 	%r21|%p9, %rd1, %r7;
+	selp.u32 	%r22, 1, 0, %p7;
+	{ 
+	.reg .pred 	%p1; 
+	setp.ne.u32 	%p1, %r22, 0; 
+	bar.red.popc.u32 	%r23, 0, %p1; 
+	}
+	{ 
+	.reg .pred 	%p1; 
+	.reg .pred 	%p2; 
+	setp.ne.u32 	%p1, %r22, 0; 
+	bar.red.and.pred 	%p2, 0, %p1; 
+	selp.u32 	%r24, 1, 0, %p2; 
+	}
+	setp.eq.s32 	%p10, %r16, 0;
+	selp.u32 	%r25, 1, 0, %p10;
+	{ 
+	.reg .pred 	%p1; 
+	.reg .pred 	%p2; 
+	setp.ne.u32 	%p1, %r25, 0; 
+	bar.red.or.pred 	%p2, 0, %p1; 
+	selp.u32 	%r26, 1, 0, %p2; 
+	}
+	shl.b32 	%r27, %r1, 3;
+	cvta.to.global.u64 	%rd7, %rd2;
+	mul.wide.s32 	%rd8, %r27, 4;
+	add.s64 	%rd9, %rd7, %rd8;
+	st.global.u32 	[%rd9], %r2;
+	selp.u32 	%r28, 1, 0, %p2;
+	st.global.u32 	[%rd9+4], %r28;
+	st.global.u32 	[%rd9+8], %r33;
+	st.global.u32 	[%rd9+12], %r19;
+	st.global.u32 	[%rd9+16], %r20;
+	st.global.u32 	[%rd9+20], %r21;
+	st.global.u32 	[%rd9+24], %r23;
+	shl.b32 	%r29, %r26, 1;
+	selp.u16 	%rs1, 1, 0, %p9;
+	mul.wide.u16 	%r30, %rs1, 4;
+	or.b32  	%r31, %r30, %r24;
+	or.b32  	%r32, %r31, %r29;
+	st.global.u32 	[%rd9+28], %r32;
+	ret;
+}
+)";
+
+// The results the ISA's definitions give ("vote.sync", "match.sync", "bar.red"), worked out here
+// from the inputs of a block of 64 threads: out[8t..8t+7] = ballot, all, any (2 where not asked),
+// uni, match.any, match.all, popc, and | or << 1 | match.all's predicate << 2.
+std::vector<uint32_t> collectives_by_definition(const std::vector<int32_t>& v) {
+  std::vector<uint32_t> out(v.size() * 8);
+  const auto lanes = [&](size_t t, auto keep) {  // the bits of t's warp's lanes for which keep(value, lane)
+    uint32_t bits = 0;
+    for (size_t l = 0; l < 32; ++l)
+      if (keep(v[t / 32 * 32 + l], l)) bits |= 1u << l;
+    return bits;
+  };
+  size_t positive = 0, zero = 0;
+  for (int32_t x : v) positive += x > 0, zero += x == 0;
+  for (size_t t = 0; t < v.size(); ++t) {
+    const uint32_t ballot = lanes(t, [](int32_t x, size_t) { return x > 0; });
+    const uint32_t alike = lanes(t, [&](int32_t x, size_t) { return x == v[t]; });
+    out[t * 8 + 0] = ballot;
+    out[t * 8 + 1] = ballot == 0xffffffffu;
+    out[t * 8 + 2] = t % 32 < 16 ? lanes(t, [](int32_t x, size_t l) { return l < 16 && x < 0; }) != 0 : 2;
+    out[t * 8 + 3] = ballot == 0 || ballot == 0xffffffffu;
+    out[t * 8 + 4] = alike;
+    out[t * 8 + 5] = alike == 0xffffffffu ? 0xffffffffu : 0;
+    out[t * 8 + 6] = static_cast<uint32_t>(positive);
+    out[t * 8 + 7] = (positive == v.size()) | (zero > 0) << 1 | (alike == 0xffffffffu) << 2;
+  }
+  return out;
+}
+
+TEST(PtxExecutor, VotesMatchesAndBarrierReductionsFollowTheIsa) {
+  Emulator emulator(parse_module(kCollectives, "collectives.ptx"));
+  // Mixed values (0, t, -t by t % 3: some lanes alike, some not) and all alike (every answer the
+  // other way); shuffled and in order.
+  std::vector<int32_t> mixed(64), alike(64, 5);
+  for (int32_t t = 0; t < 64; ++t) mixed[static_cast<size_t>(t)] = t % 3 == 0 ? 0 : t % 3 == 1 ? t : -t;
+  for (const auto& in : {mixed, alike})
+    for (uint64_t seed : {0, 11}) {
+      std::vector<uint32_t> out(64 * 8, 0xdeadbeef);
+      emulator.clear_globals();
+      emulator.add_global(in.data(), 256);
+      emulator.add_global(out.data(), out.size() * 4);
+      const LaunchCounts counts = emulator.launch(
+          "collectives",
+          emulator.pack_params("collectives", {reinterpret_cast<uint64_t>(in.data()), reinterpret_cast<uint64_t>(out.data())}),
+          {{1, 1, 1}, {64, 1, 1}, 0, seed});
+      EXPECT_EQ(out, collectives_by_definition(in)) << "seed " << seed;
+      // Counted as warp exchanges: 64 threads' ballot, all, uni and two matches, and 32 threads' any.
+      EXPECT_EQ(counts.by_class[static_cast<size_t>(InstructionClass::WarpExchange)], 64u * 5 + 32u);
+      EXPECT_EQ(counts.by_class[static_cast<size_t>(InstructionClass::Barrier)], 64u * 3);
+    }
+}
+
+// A hand-off between warps through a named barrier with a thread count (ISA: "bar, barrier"):
+// warp 0 writes shared memory and arrives at barrier 1 without waiting (bar.arrive); warp 1 waits
+// there (bar.sync) and then reads what warp 0 wrote, backwards.
+constexpr const char* kBarrierHandOff = R"(
+.version 8.8
+.target sm_70
+.address_size 64
+.visible .entry handoff(
+	.param .u64 handoff_param_0
+)
+{
+	.reg .pred 	%p<2>;
+	.reg .b32 	%r<8>;
+	.reg .b64 	%rd<4>;
+	.shared .align 4 .b8 buf[128];
+	ld.param.u64 	%rd1, [handoff_param_0];
+	cvta.to.global.u64 	%rd2, %rd1;
+	mov.u32 	%r1, %tid.x;
+	mov.u32 	%r2, buf;
+	setp.ge.u32 	%p1, %r1, 32;
+	@%p1 bra 	$L_consumer;
+	shl.b32 	%r3, %r1, 2;
+	add.s32 	%r4, %r2, %r3;
+	mul.lo.s32 	%r5, %r1, 7;
+	st.shared.u32 	[%r4], %r5;
+	bar.arrive 	1, 64;
+	bra.uni 	$L_done;
+$L_consumer:
+	bar.sync 	1, 64;
+	sub.s32 	%r3, 63, %r1;
+	shl.b32 	%r3, %r3, 2;
+	add.s32 	%r4, %r2, %r3;
+	ld.shared.u32 	%r5, [%r4];
+	sub.s32 	%r6, %r1, 32;
+	mul.wide.u32 	%rd3, %r6, 4;
+	add.s64 	%rd3, %rd2, %rd3;
+	st.global.u32 	[%rd3], %r5;
+$L_done:
+	ret;
+}
+)";
+
+TEST(PtxExecutor, NamedBarriersHandOffBetweenWarps) {
+  const auto run = [](const std::string& ptx, uint64_t seed) {
+    Emulator emulator(parse_module(ptx, "handoff.ptx"));
+    std::vector<uint32_t> out(32, 0);
+    emulator.add_global(out.data(), 128);
+    emulator.launch("handoff", emulator.pack_params("handoff", {reinterpret_cast<uint64_t>(out.data())}),
+                    {{1, 1, 1}, {64, 1, 1}, 0, seed});
+    return out;
+  };
+  for (uint64_t seed : {0, 3}) {
+    const std::vector<uint32_t> out = run(kBarrierHandOff, seed);
+    for (uint32_t i = 0; i < 32; ++i) EXPECT_EQ(out[i], (31 - i) * 7) << i << ", seed " << seed;
+  }
+  const auto edited = [](std::string text, const std::string& from, const std::string& to) {
+    text.replace(text.find(from), from.size(), to);
+    return text;
+  };
+  // Planted: the hand-off without its barrier (racecheck: warp 1 reads what warp 0 wrote with
+  // nothing between); the two sides naming different thread counts.
+  const std::string unordered =
+      edited(edited(kBarrierHandOff, "\tbar.arrive \t1, 64;\n", ""), "\tbar.sync \t1, 64;\n", "");
+  EXPECT_NE(refusal([&] { run(unordered, 0); }).find("racecheck: reads shared memory at offset 124, which thread (31,0,0)"),
+            std::string::npos);
+  const std::string miscounted = edited(kBarrierHandOff, "bar.arrive \t1, 64;", "bar.arrive \t1, 32;");
+  EXPECT_NE(refusal([&] { run(miscounted, 0); }).find("barrier 1 awaited with thread counts"), std::string::npos)
+      << refusal([&] { run(miscounted, 0); });
+}
+
 TEST(PtxExecutor, ChecksCatchEachPlantedBug) {
   std::vector<float> in(100), out(100);
   {  // a read past the buffer: n = 101 for 100 floats
@@ -952,16 +1165,42 @@ TEST(PtxExecutor, ChecksCatchEachPlantedBug) {
     });
     EXPECT_NE(why.find("misaligned: 4 bytes at"), std::string::npos) << why;
   }
-  {  // a shuffle whose mask leaves out lanes it reads (mask 0xffff: lanes 16-31 not in it)
+  {  // a shuffle reading lanes its mask leaves out (a block of 16 threads, mask 0xffff, lane 0 ^ 16)
     Fixture fx;
     std::vector<uint32_t> words(64), sums(2);
     fx.emulator.add_global(words.data(), 256);
     fx.emulator.add_global(sums.data(), 8);
     const std::string why = refusal([&] {
       fx.launch("warp_sum", {reinterpret_cast<uint64_t>(words.data()), reinterpret_cast<uint64_t>(sums.data()), 0xffff},
-                1, 64);
+                1, 16);
     });
     EXPECT_NE(why.find("shfl.sync.bfly.b32: lane 0 reads lane 16, which is not in the shuffle"), std::string::npos) << why;
+    // and executed by lanes its mask leaves out (64 threads, mask 0xffff: lanes 16-31 not in it)
+    const std::string outside = refusal([&] {
+      fx.launch("warp_sum", {reinterpret_cast<uint64_t>(words.data()), reinterpret_cast<uint64_t>(sums.data()), 0xffff},
+                1, 64);
+    });
+    EXPECT_NE(outside.find("thread (16,0,0): shfl.sync.bfly.b32: a lane waits at a collective whose mask leaves it out"),
+              std::string::npos)
+        << outside;
+  }
+  {  // a vote whose mask leaves out lanes that execute it (every lane at __any_sync(0xffff, ...))
+    std::string text = kCollectives;
+    const std::string branch = "\t@%p4 bra \t$L__BB0_2;\n";
+    text.erase(text.find(branch), branch.size());
+    Emulator emulator(parse_module(text, "vote.ptx"));
+    std::vector<int32_t> values(64, 1);
+    std::vector<uint32_t> results(64 * 8);
+    emulator.add_global(values.data(), 256);
+    emulator.add_global(results.data(), results.size() * 4);
+    const std::string why = refusal([&] {
+      emulator.launch("collectives",
+                      emulator.pack_params("collectives", {reinterpret_cast<uint64_t>(values.data()),
+                                                           reinterpret_cast<uint64_t>(results.data())}),
+                      {{1, 1, 1}, {64, 1, 1}, 0, 0});
+    });
+    EXPECT_NE(why.find("vote.sync.any.pred: a lane waits at a collective whose mask leaves it out"), std::string::npos)
+        << why;
   }
   {  // a barrier in divergent code: only lane 0 of each warp reaches bar.sync
     std::string text = kKernels;
