@@ -5,6 +5,7 @@
 #include <cctype>
 #include <charconv>
 #include <fstream>
+#include <limits>
 #include <numeric>
 #include <optional>
 #include <set>
@@ -356,10 +357,17 @@ int32_t class_member(const json& v, int64_t line, const ExampleMaker& maker, con
   // string label's numbers) is the label of that name, not the class at that position (JSON 1 was
   // the class named "0", silently); one that names none of them is refused as ambiguous
   // (numbered_class).
+  // (v.dump(): a whole number's own decimal; one of 2^63 or more, which JSON keeps unsigned, read as
+  // a signed one wrapped to a negative number: 2^64-1 became -1, the class "-1", silently)
   if (v.is_number_integer() && !names.empty()) {
-    const std::string text = std::to_string(v.get<int64_t>());
+    const std::string text = v.dump();
     if (std::find(names.begin(), names.end(), text) != names.end()) return maker.class_of(line, text);
   }
+  if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+    maker.fail(line, fmt::format("label {} is too large to be a class number: {}", v.dump(),
+                                 names.empty() ? "name the classes in order with [finetune] labels = \"a,b,...\""
+                                               : fmt::format("write it as one of [finetune] labels' names ({})",
+                                                             fmt::join(names, ", "))));
   if (v.is_number_integer())
     return names.empty() ? maker.class_number(line, v.get<int64_t>()) : maker.numbered_class(line, v.get<int64_t>());
   if (v.is_string()) return maker.class_of(line, v.get<std::string>());

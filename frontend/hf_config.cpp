@@ -1,6 +1,7 @@
 // config.json of Hugging Face BERT folders, in and out (see hf_config.h).
 #include "frontend/hf_config.h"
 #include "support/file_errors.h"
+#include "support/options_json.h"
 #include "support/safetensors.h"
 
 #include <algorithm>
@@ -17,15 +18,6 @@ namespace {
 
 using support::OptionValue;
 using support::ValueKind;
-
-// The JSON value as an option value of `kind` (an integer where a float is expected too).
-std::optional<OptionValue> option_value(const nlohmann::json& v, ValueKind kind) {
-  if (kind == ValueKind::Int && v.is_number_integer()) return OptionValue(v.get<int64_t>());
-  if (kind == ValueKind::Float && v.is_number()) return OptionValue(v.get<double>());
-  if (kind == ValueKind::Bool && v.is_boolean()) return OptionValue(v.get<bool>());
-  if (kind == ValueKind::String && v.is_string()) return OptionValue(v.get<std::string>());
-  return std::nullopt;
-}
 
 // A string key of config.json that must have one value (or be absent: its default).
 void require(const nlohmann::json& j, const std::string& key, const std::string& wanted, const std::string& source,
@@ -135,7 +127,8 @@ HfHeadRecord hf_head_record(const std::filesystem::path& weights) {
       j["architectures"][0].is_string())
     r.architecture = j["architectures"][0].get<std::string>();
   if (j.contains("problem_type") && j["problem_type"].is_string()) r.problem_type = j["problem_type"].get<std::string>();
-  if (j.contains("num_labels") && j["num_labels"].is_number_integer()) r.classes = j["num_labels"].get<int64_t>();
+  if (j.contains("num_labels"))
+    if (const auto n = support::value_from_json(ValueKind::Int, j["num_labels"])) r.classes = std::get<int64_t>(*n);
   if (!j.contains("id2label") || j["id2label"].is_null()) return r;
   if (!j["id2label"].is_object())
     throw ConfigError(fmt::format("{}: id2label is {}, not an object of class numbers and names ({{\"0\": \"NAME\", "
@@ -180,7 +173,7 @@ ModelConfig model_from_json(const nlohmann::json& j, const std::string& source) 
     if (spec.section != "model") continue;
     const auto it = j.find(std::string(spec.key));
     if (it == j.end()) continue;  // (Hugging Face's BertConfig defaults are bertc's: BERT-base)
-    const std::optional<OptionValue> value = option_value(*it, spec.kind);
+    const std::optional<OptionValue> value = support::value_from_json(spec.kind, *it);
     if (!value)
       throw ConfigError(fmt::format("{}: {} must be {}, found {}", source, spec.key, support::kind_description(spec.kind),
                                     it->dump()));

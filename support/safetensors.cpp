@@ -227,7 +227,7 @@ std::optional<std::vector<int64_t>> read_safetensors_shape(const std::filesystem
     return std::nullopt;
   std::vector<int64_t> shape;
   for (const auto& d : j[name]["shape"]) {
-    if (!d.is_number_integer()) return std::nullopt;
+    if (!d.is_number_integer() || (d.is_number_unsigned() && d.get<uint64_t>() > INT64_MAX)) return std::nullopt;
     shape.push_back(d.get<int64_t>());
   }
   return shape;
