@@ -79,7 +79,9 @@ struct RequestLog {
 };
 
 struct Thread {
-  std::vector<uint64_t> regs;
+  // Its registers in the block's register file, register r at regs[r * the block's threads]: a
+  // register's lanes side by side, as a warp-wide instruction reads them.
+  uint64_t* regs = nullptr;
   size_t pc = 0;
   Wait wait = Wait::None;
   uint32_t tid[3] = {0, 0, 0};
@@ -115,6 +117,7 @@ struct BlockRun {
   std::vector<std::pair<uint64_t, uint64_t>> shared_extents;  // the shared variables' bytes (not their padding)
   size_t local_bytes = 0;
   std::vector<Thread> threads;
+  std::vector<uint64_t> register_file;  // register r of thread i at r * threads + i (Thread::regs)
   std::array<uint64_t, kOps> by_op{};  // (counted here, a map's lookup too slow per instruction)
   std::vector<uint64_t> register_mask;  // per register: the bits its type holds
   std::vector<InstructionClass> classes;  // per instruction: its class and FLOPs (counters.h)
@@ -177,16 +180,19 @@ struct BlockRun {
     }
     const Dim3 b = config.block;
     threads.resize(b.count());
+    register_file.assign(entry.registers.size() * threads.size(), 0);
     for (uint32_t z = 0, i = 0; z < b.z; ++z)
       for (uint32_t y = 0; y < b.y; ++y)
         for (uint32_t x = 0; x < b.x; ++x, ++i) {
           Thread& t = threads[i];
-          t.regs.assign(entry.registers.size(), 0);
+          t.regs = register_file.data() + i;
           t.tid[0] = x, t.tid[1] = y, t.tid[2] = z;
           t.linear = i;
           t.local.assign(local_bytes, 0);
         }
   }
+
+  uint64_t& reg(const Thread& t, int r) const { return t.regs[static_cast<size_t>(r) * threads.size()]; }
 
   uint64_t special(const Thread& t, Special s) const {
     switch (s) {
@@ -224,14 +230,14 @@ struct BlockRun {
   // (registers, most operands, inline; the rest in operand_value)
   uint64_t value(const Thread& t, const Instruction& in, const Operand& o, Type type) const {
     if (o.kind == Operand::Kind::Register) [[likely]]
-      return t.regs[static_cast<size_t>(o.reg)];
+      return reg(t, o.reg);
     return operand_value(t, in, o, type);
   }
 
   uint64_t operand_value(const Thread& t, const Instruction& in, const Operand& o, Type type) const {
     switch (o.kind) {
-      case Operand::Kind::Register: return t.regs[static_cast<size_t>(o.reg)];
-      case Operand::Kind::NegatedPredicate: return ~t.regs[static_cast<size_t>(o.reg)] & 1;
+      case Operand::Kind::Register: return reg(t, o.reg);
+      case Operand::Kind::NegatedPredicate: return ~reg(t, o.reg) & 1;
       case Operand::Kind::Immediate: return static_cast<uint64_t>(o.value);
       case Operand::Kind::Float: {
         const uint64_t bits = static_cast<uint64_t>(o.value);
@@ -255,7 +261,7 @@ struct BlockRun {
   // (a register, nearly every destination, inline; vectors and sinks in write_other)
   void write(Thread& t, const Instruction& in, const Operand& o, uint64_t v, Type type) {
     if (o.kind == Operand::Kind::Register) [[likely]] {
-      t.regs[static_cast<size_t>(o.reg)] = v & register_mask[static_cast<size_t>(o.reg)];
+      reg(t, o.reg) = v & register_mask[static_cast<size_t>(o.reg)];
       return;
     }
     write_other(t, in, o, v, type);
@@ -277,7 +283,7 @@ struct BlockRun {
   uint64_t address(const Thread& t, const Instruction& in, const Operand& o) const {
     if (o.kind != Operand::Kind::Address) fail(t, in, "expected an [address]");
     uint64_t base = 0;
-    if (o.reg >= 0) base = t.regs[static_cast<size_t>(o.reg)];
+    if (o.reg >= 0) base = reg(t, o.reg);
     else if (!o.symbol.empty()) base = symbol_address(t, in, o.symbol);
     return base + static_cast<uint64_t>(o.value);
   }
@@ -586,68 +592,142 @@ struct BlockRun {
       }
   }
 
-  // Runs `t` until it meets others (a barrier, a warp collective) or ends.
-  void run(Thread& t) {
+  // Warp-wide execution: warp `w`'s lanes that wait for nothing run together, those at the lowest
+  // instruction as one group (run_group), until every lane waits or has ended. Lanes a branch
+  // parts run as groups of equal pc, the lowest first, so that they meet again where their paths
+  // join, as a GPU reconverges them (and sm_70's independent thread scheduling allows this order as
+  // any other). Whether any lane ran.
+  bool run_warp(size_t w) {
+    const size_t base = w * 32, lanes = std::min<size_t>(32, threads.size() - base);
+    bool ran = false;
+    for (;;) {
+      uint32_t group = 0;
+      size_t pc = SIZE_MAX;
+      for (size_t l = 0; l < lanes; ++l) {
+        const Thread& t = threads[base + l];
+        if (t.wait != Wait::None || t.pc > pc) continue;
+        if (t.pc < pc) pc = t.pc, group = 0;
+        group |= 1u << l;
+      }
+      if (group == 0) return ran;
+      run_group(base, group, pc);
+      ran = true;
+    }
+  }
+
+  // Calls f(thread) for the lanes of `mask` in warp base / 32, in lane order.
+  template <typename F>
+  void each_lane(size_t base, uint32_t mask, F f) {
+    for (uint32_t m = mask; m != 0; m &= m - 1) f(threads[base + static_cast<size_t>(std::countr_zero(m))]);
+  }
+
+  // Runs the lanes of `mask` (of the warp at thread `base`), all at instruction `pc`, one
+  // instruction for all of them at a time, decoded once for the group: its guard, its kind. Until
+  // they part (a branch some take), or each waits (a barrier, a warp collective) or ends.
+  void run_group(size_t base, uint32_t mask, size_t pc) {
     uint64_t steps = 0;
-    while (t.wait == Wait::None) {
-      if (t.pc >= entry.body.size()) {
-        t.wait = Wait::Done;
+    for (;;) {
+      if (pc >= entry.body.size()) {
+        each_lane(base, mask, [&](Thread& t) { t.pc = pc, t.wait = Wait::Done; });
         return;
       }
-      const Instruction& in = entry.body[t.pc];
-      if (++steps > kStepBudget) fail(t, in, "ran 2^32 instructions without meeting another thread: an endless loop?");
-      ++counts.thread_instructions;  // (%clock64 reads it)
-      ++issued[t.pc];
-      if (in.guard && ((t.regs[static_cast<size_t>(*in.guard)] & 1) != 0) == in.guard_negated) {
-        ++t.pc;
-        continue;
-      }
-      ++executed[t.pc];
-      const Opcode& op = in.opcode;
-      switch (op.op) {
-        case Op::Bra: t.pc = static_cast<size_t>(in.operands.at(0).label); continue;
-        case Op::Ret:
-        case Op::Exit: t.wait = Wait::Done; return;
-        case Op::Bar:
-          if (op.has(Mod::sync) + op.has(Mod::arrive) + op.has(Mod::red) != 1)
-            fail(t, in, "a barrier is one of bar.sync, bar.arrive, bar.red and bar.warp.sync");
-          if (op.has(Mod::red) != (op.has(Mod::popc) + op.has(Mod::And) + op.has(Mod::Or) == 1))
-            fail(t, in, "bar.red takes one of .popc, .and and .or");
-          t.wait = op.has(Mod::warp) ? Wait::Warp : Wait::Barrier;
-          return;
-        case Op::Vote:
-        case Op::Match:
-        case Op::Shfl:
-        case Op::Mma:
-        case Op::Ldmatrix: t.wait = Wait::Warp; return;
-        case Op::Cp: async_copy(t, in); break;
-        case Op::Membar:
-        case Op::Fence:  // (one thread at a time: every access is seen in order; racecheck orders blocks by them)
-          if (races && !op.has(Mod::cta)) races->fence();
-          break;
-        case Op::Ld:
-        case Op::St: load_store(t, in); break;
-        case Op::Atom:
-        case Op::Red: atomic(t, in); break;
-        case Op::Cvta: convert_address(t, in); break;
-        default: {
-          std::array<uint64_t, 4> sources{};
-          const Type type = op.type(op.types.size() - 1);  // (cvt: the source's type; others have one)
-          const size_t n = in.operands.size() - 1;
-          if (n > sources.size()) fail(t, in, "more than four source operands");
-          for (size_t i = 0; i < n; ++i) sources[i] = value(t, in, in.operands[i + 1], type);
-          Computed c;
-          try {
-            c = compute(op, std::span<const uint64_t>(sources.data(), n));
-          } catch (const std::exception& e) {
-            fail(t, in, e.what());
-          }
-          write(t, in, in.operands.at(0), c.value, op.type(0));
-          if (in.second_destination) write(t, in, *in.second_destination, c.second.value_or(0), Type::Pred);
+      const Instruction& in = entry.body[pc];
+      if (++steps > kStepBudget)
+        fail(threads[base + static_cast<size_t>(std::countr_zero(mask))], in,
+             "ran 2^32 instructions without meeting another thread: an endless loop?");
+      const auto lanes = static_cast<uint64_t>(std::popcount(mask));
+      counts.thread_instructions += lanes;  // (%clock64 reads it)
+      issued[pc] += lanes;
+      uint32_t active = mask;  // (the lanes its guard lets execute it)
+      if (in.guard) {
+        active = 0;
+        for (uint32_t m = mask; m != 0; m &= m - 1) {
+          const auto l = static_cast<size_t>(std::countr_zero(m));
+          if (((reg(threads[base + l], *in.guard) & 1) != 0) != in.guard_negated) active |= 1u << l;
         }
       }
-      ++t.pc;
+      executed[pc] += static_cast<uint64_t>(std::popcount(active));
+      each_lane(base, active, [&](Thread& t) { t.pc = pc; });
+      const Op op = in.opcode.op;
+      if (op == Op::Bra) {
+        if (active == mask || active == 0) {
+          pc = active == 0 ? pc + 1 : static_cast<size_t>(in.operands.at(0).label);
+          continue;
+        }
+        each_lane(base, mask, [&](Thread& t) {
+          t.pc = active >> (t.linear % 32) & 1 ? static_cast<size_t>(in.operands.at(0).label) : pc + 1;
+        });
+        return;  // (parted: run_warp takes the lowest group next)
+      }
+      if (active != 0) {
+        if (const Wait wait = waits_at(threads[base + static_cast<size_t>(std::countr_zero(active))], in);
+            wait != Wait::None) {
+          each_lane(base, active, [&](Thread& t) { t.wait = wait; });
+          mask &= ~active;
+          if (mask == 0) return;
+          ++pc;  // (the lanes its guard passes over go on)
+          continue;
+        }
+        execute(base, active, in);
+      }
+      ++pc;
     }
+  }
+
+  // What a lane executing `in` waits for: its end (ret, exit), the block's barrier, its warp's
+  // collective; None for every other instruction.
+  Wait waits_at(const Thread& t, const Instruction& in) const {
+    const Opcode& op = in.opcode;
+    switch (op.op) {
+      case Op::Ret:
+      case Op::Exit: return Wait::Done;
+      case Op::Bar:
+        if (op.has(Mod::sync) + op.has(Mod::arrive) + op.has(Mod::red) != 1)
+          fail(t, in, "a barrier is one of bar.sync, bar.arrive, bar.red and bar.warp.sync");
+        if (op.has(Mod::red) != (op.has(Mod::popc) + op.has(Mod::And) + op.has(Mod::Or) == 1))
+          fail(t, in, "bar.red takes one of .popc, .and and .or");
+        return op.has(Mod::warp) ? Wait::Warp : Wait::Barrier;
+      case Op::Vote:
+      case Op::Match:
+      case Op::Shfl:
+      case Op::Mma:
+      case Op::Ldmatrix: return Wait::Warp;
+      default: return Wait::None;
+    }
+  }
+
+  // `in` for the lanes of `active`, none of them waiting at it: decoded once, executed lane by lane.
+  void execute(size_t base, uint32_t active, const Instruction& in) {
+    const Opcode& op = in.opcode;
+    switch (op.op) {
+      case Op::Cp: each_lane(base, active, [&](Thread& t) { async_copy(t, in); }); return;
+      case Op::Membar:
+      case Op::Fence:  // (lanes one at a time: every access is seen in order; racecheck orders blocks by them)
+        if (races && !op.has(Mod::cta)) each_lane(base, active, [&](Thread&) { races->fence(); });
+        return;
+      case Op::Ld:
+      case Op::St: each_lane(base, active, [&](Thread& t) { load_store(t, in); }); return;
+      case Op::Atom:
+      case Op::Red: each_lane(base, active, [&](Thread& t) { atomic(t, in); }); return;
+      case Op::Cvta: each_lane(base, active, [&](Thread& t) { convert_address(t, in); }); return;
+      default: break;
+    }
+    const Type type = op.type(op.types.size() - 1);  // (cvt: the source's type; others have one)
+    const size_t n = in.operands.size() - 1;
+    std::array<uint64_t, 4> sources{};
+    if (n > sources.size()) fail(threads[base + static_cast<size_t>(std::countr_zero(active))], in, "more than four source operands");
+    const Type result = op.type(0);
+    each_lane(base, active, [&](Thread& t) {
+      for (size_t i = 0; i < n; ++i) sources[i] = value(t, in, in.operands[i + 1], type);
+      Computed c;
+      try {
+        c = compute(op, std::span<const uint64_t>(sources.data(), n));
+      } catch (const std::exception& e) {
+        fail(t, in, e.what());
+      }
+      write(t, in, in.operands[0], c.value, result);
+      if (in.second_destination) write(t, in, *in.second_destination, c.second.value_or(0), Type::Pred);
+    });
   }
 
   // shfl.sync d[|p], a, b, c, membermask for the lanes of one warp waiting at it (ISA: shfl.sync's
@@ -748,7 +828,7 @@ struct BlockRun {
       if (!complete) continue;
       for (Thread* t : group) {
         const Instruction& other = entry.body[t->pc];
-        if (other.opcode.text != in.opcode.text)
+        if (t->pc != waiting.front()->pc && other.opcode.text != in.opcode.text)
           fail(*t, other, fmt::format("met {} of line {} in one warp collective", in.opcode.text, in.line));
         if (members(*t, other) != member) fail(*t, other, "lanes of one collective name different member masks");
       }
@@ -866,13 +946,12 @@ struct BlockRun {
                          static_cast<uint32_t>((threads.size() + 31) / 32));
     shared_requests.begin_block(threads.size());
     global_requests.begin_block(threads.size());
-    std::vector<size_t> order(threads.size());
+    std::vector<size_t> order((threads.size() + 31) / 32);  // (the warps)
     std::iota(order.begin(), order.end(), 0);
     if (config.seed) std::shuffle(order.begin(), order.end(), std::mt19937_64(config.seed ^ (ctaid[0] * 0x9e3779b97f4a7c15ULL)));
     for (;;) {
       bool progressed = false;
-      for (size_t i : order)
-        if (threads[i].wait == Wait::None) run(threads[i]), progressed = true;
+      for (size_t w : order) progressed = run_warp(w) || progressed;
       progressed = resolve_warps() || progressed;
       progressed = resolve_barrier() || progressed;
       if (std::all_of(threads.begin(), threads.end(), [](const Thread& t) { return t.wait == Wait::Done; })) {

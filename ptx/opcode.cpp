@@ -81,11 +81,6 @@ const std::map<std::string, OpRow>& ops_by_name() {
 
 }  // namespace
 
-bool is_float(Type t) {
-  return t == Type::F16 || t == Type::F16x2 || t == Type::Bf16 || t == Type::Bf16x2 || t == Type::Tf32 ||
-         t == Type::F32 || t == Type::F64;
-}
-bool is_signed(Type t) { return t == Type::S8 || t == Type::S16 || t == Type::S32 || t == Type::S64; }
 std::string type_name(Type t) { return facts(t).name; }
 
 bool type_named(const std::string& suffix, Type& out) {

@@ -25,8 +25,12 @@ constexpr int type_bits(Type t) {
   }
   return 0;
 }
-bool is_float(Type t);   // f16, bf16, tf32, f32, f64 (and the packed pairs)
-bool is_signed(Type t);  // s8..s64
+// f16, bf16, tf32, f32, f64 (and the packed pairs); (inline, as type_bits)
+constexpr bool is_float(Type t) {
+  return t == Type::F16 || t == Type::F16x2 || t == Type::Bf16 || t == Type::Bf16x2 || t == Type::Tf32 ||
+         t == Type::F32 || t == Type::F64;
+}
+constexpr bool is_signed(Type t) { return t == Type::S8 || t == Type::S16 || t == Type::S32 || t == Type::S64; }  // s8..s64
 std::string type_name(Type t);  // "f32"
 // The type a suffix names ("f32" -> F32), or false where it names none.
 bool type_named(const std::string& suffix, Type& out);
