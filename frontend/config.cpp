@@ -311,6 +311,9 @@ std::optional<RelationIssue> check_finetune(const FinetuneConfig& f, const Train
 
 // `model_from`: where [model] came from when not the config's text (a Hugging Face folder's
 // config.json), named in the messages and fixes for its keys; "" for the config's own [model].
+// The most sequences one optimizer step may take (batch_size x gradient_accumulation_steps).
+constexpr int64_t kMostSequencesAStep = int64_t{1} << 31;
+
 std::optional<RelationIssue> check_relations(const Config& c, const std::string& model_from = "") {
   const ModelConfig& m = c.model;
   const TrainConfig& t = c.train;
@@ -322,6 +325,15 @@ std::optional<RelationIssue> check_relations(const Config& c, const std::string&
                          fmt::format("{}hidden_size = {} is not divisible by num_attention_heads = {}: {}",
                                      folder ? "" : "[model] ", m.hidden_size, m.num_attention_heads,
                                      folder ? folder_fix : "pick a head count that divides it (BERT uses hidden_size / 64)")};
+  // (the sequences of one optimizer step: a step of 10^12 micro-batches never ended, deaf to
+  // signals, which wait for a step's end, and a product past 2^64 wrapped into a loader's error)
+  if (t.gradient_accumulation_steps > kMostSequencesAStep / t.batch_size)
+    return RelationIssue{"train", "gradient_accumulation_steps",
+                         fmt::format("[train] batch_size = {} x gradient_accumulation_steps = {} is more than 2^31 "
+                                     "sequences a step (BERT's largest recipes take 65536): lower "
+                                     "gradient_accumulation_steps to {} or fewer",
+                                     t.batch_size, t.gradient_accumulation_steps,
+                                     std::max<int64_t>(1, kMostSequencesAStep / t.batch_size))};
   // (each pass makes every document's examples anew and keeps them: a million passes of a small
   // text was hours of making examples, deaf to signals, and prepare-data blamed the documents)
   if (t.dupe_factor > 1000)

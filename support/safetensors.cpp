@@ -114,6 +114,10 @@ Safetensors decode_safetensors(std::string_view bytes, const std::string& source
       if (entry["dtype"] == text) t.dtype = d, known = true;
     if (!known) throw bad(fmt::format("dtype {} is not one bertc reads", entry["dtype"].dump()));
     try {
+      // (a dimension read as another number, 2^64+8 as a float cut to -2^63, was said wrongly)
+      for (const auto& d : entry["shape"].is_array() ? entry["shape"] : nlohmann::json::array())
+        if (!d.is_number_unsigned() || d.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
+          throw bad(fmt::format("shape {} is not a list of whole numbers from 0 to 2^63-1", entry["shape"].dump()));
       t.shape = entry["shape"].get<ir::Shape>();
       const auto offsets = entry["data_offsets"].get<std::vector<uint64_t>>();
       if (offsets.size() != 2 || offsets[0] > offsets[1] || offsets[1] > data.size())

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <csignal>
 #include <cmath>
+#include <limits>
 #include <fstream>
 #include <memory>
 #include <numeric>
@@ -448,7 +449,12 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
   frontend::TrainConfig& t = c.train;
   const int64_t steps_per_epoch = static_cast<int64_t>(
       data::plan_batches(train_data.examples, lengths, t.batch_size, 0, 0, false).size());
-  t.steps = f.epochs * steps_per_epoch;
+  // (a product past 2^63 wrapped: 461168601842738791 epochs x 40 steps ran as 24 steps of schedule,
+  // then at learning rate 0 for ever, silently)
+  if (__builtin_mul_overflow(f.epochs, steps_per_epoch, &t.steps))
+    throw TrainError(fmt::format("[finetune] epochs = {} x {} steps an epoch is more steps than a run can count "
+                                 "(2^63): set [finetune] epochs (or --epochs) to {} or fewer",
+                                 f.epochs, steps_per_epoch, std::numeric_limits<int64_t>::max() / steps_per_epoch));
   t.warmup_steps = static_cast<int64_t>(std::ceil(f.warmup_ratio * static_cast<double>(t.steps)));  // (as HF's recipe)
   log << fmt::format("finetune: {} ({}, {} labels) on {}: {} epochs x {} steps = {} steps of {} examples, warmup {}, "
                      "learning rate {:g}, {} optimizer, precision {}; checkpoints in {}\n",

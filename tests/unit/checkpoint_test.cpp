@@ -91,6 +91,18 @@ TEST(Safetensors, RefusesDamagedFiles) {
   std::string wrong_shape = good;
   wrong_shape.replace(wrong_shape.find("[4]"), 3, "[5]");
   EXPECT_NE(refuse(wrong_shape).find("16 bytes stored for F32[5] which needs 20"), std::string::npos);
+  // A dimension no whole number of 64 bits holds (2^64+8, a float to JSON, was said as -2^63), or negative.
+  const auto file_of = [](const std::string& header) {
+    std::string bytes(8, '\0');
+    const uint64_t n = header.size();
+    std::memcpy(bytes.data(), &n, 8);
+    return bytes + header + std::string(4, '\0');
+  };
+  EXPECT_NE(refuse(file_of(R"({"w":{"dtype":"F32","shape":[18446744073709551624],"data_offsets":[0,4]}})"))
+                .find("tensor 'w': shape [1.8446744073709552e+19] is not a list of whole numbers from 0 to 2^63-1"),
+            std::string::npos);
+  EXPECT_NE(refuse(file_of(R"({"w":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})")).find("shape [-1] is not a list"),
+            std::string::npos);
   // A tensor named twice (JSON would keep the second), same length: "w" renamed in place.
   Safetensors two;
   two.tensors["v"] = to_stored(real({2}, {1, 2}));
