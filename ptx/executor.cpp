@@ -1,5 +1,5 @@
-// The PTX emulator's execution model (see executor.h): blocks one after another, threads one at a
-// time between the points where they meet; memory checked on every access.
+// The PTX emulator's execution model (see executor.h): blocks one after another, a block's warps
+// in turn, a warp's lanes together where they agree; memory checked on every access.
 #include "ptx/executor.h"
 
 #include <algorithm>
@@ -118,6 +118,7 @@ struct BlockRun {
   size_t local_bytes = 0;
   std::vector<Thread> threads;
   std::vector<uint64_t> register_file;  // register r of thread i at r * threads + i (Thread::regs)
+  int first_lane = 0;  // where each_lane begins a warp's lanes (seeded)
   std::array<uint64_t, kOps> by_op{};  // (counted here, a map's lookup too slow per instruction)
   std::vector<uint64_t> register_mask;  // per register: the bits its type holds
   std::vector<InstructionClass> classes;  // per instruction: its class and FLOPs (counters.h)
@@ -615,10 +616,13 @@ struct BlockRun {
     }
   }
 
-  // Calls f(thread) for the lanes of `mask` in warp base / 32, in lane order.
+  // Calls f(thread) for the lanes of `mask` in warp base / 32, in lane order from lane
+  // `first_lane` round (0 without a seed; with one, the block's own: the order of a warp's
+  // accesses within one instruction, atomics' among them, is the schedule's too).
   template <typename F>
   void each_lane(size_t base, uint32_t mask, F f) {
-    for (uint32_t m = mask; m != 0; m &= m - 1) f(threads[base + static_cast<size_t>(std::countr_zero(m))]);
+    for (uint32_t m = std::rotr(mask, first_lane); m != 0; m &= m - 1)
+      f(threads[base + (static_cast<size_t>(std::countr_zero(m)) + first_lane) % 32]);
   }
 
   // Runs the lanes of `mask` (of the warp at thread `base`), all at instruction `pc`, one
@@ -948,7 +952,11 @@ struct BlockRun {
     global_requests.begin_block(threads.size());
     std::vector<size_t> order((threads.size() + 31) / 32);  // (the warps)
     std::iota(order.begin(), order.end(), 0);
-    if (config.seed) std::shuffle(order.begin(), order.end(), std::mt19937_64(config.seed ^ (ctaid[0] * 0x9e3779b97f4a7c15ULL)));
+    if (config.seed) {
+      std::mt19937_64 random(config.seed ^ (ctaid[0] * 0x9e3779b97f4a7c15ULL));
+      std::shuffle(order.begin(), order.end(), random);
+      first_lane = static_cast<int>(random() % 32);
+    }
     for (;;) {
       bool progressed = false;
       for (size_t w : order) progressed = run_warp(w) || progressed;

@@ -1,7 +1,9 @@
-// Running a PTX kernel on the CPU: the grid's blocks one after another, each block's threads one
-// at a time between the points where threads meet (the block's sixteen named barriers: bar.sync,
-// bar.arrive, bar.red; a warp's collectives: shfl.sync, vote.sync, match.sync, bar.warp.sync,
-// ldmatrix, mma), as sm_70's independent thread scheduling allows. The instructions' meaning is
+// Running a PTX kernel on the CPU: the grid's blocks one after another, each block's warps in
+// turn, a warp's lanes at one instruction executing it together (lanes a branch parts as groups of
+// equal pc, the lowest first, that meet again where their paths join), each warp until its lanes
+// wait where threads meet (the block's sixteen named barriers: bar.sync, bar.arrive, bar.red; a
+// warp's collectives: shfl.sync, vote.sync, match.sync, bar.warp.sync, ldmatrix, mma), an order
+// sm_70's independent thread scheduling allows as any other. The instructions' meaning is
 // semantics.cpp's, written from the PTX ISA document.
 //
 // Addresses: global memory is this process's own (a kernel's pointers are host pointers), and
@@ -34,7 +36,7 @@ struct Dim3 {
 struct LaunchConfig {
   Dim3 grid, block;
   uint32_t dynamic_shared_bytes = 0;
-  uint64_t seed = 0;  // 0: threads and blocks in index order; else a shuffled order of each
+  uint64_t seed = 0;  // 0: blocks and a block's warps in index order; else a shuffled order of each
   ArchLimits limits;  // the GPU's: a launch over them is refused as its driver refuses it
   // 0: every block runs. Else at most this many (2 or more), spread evenly over the grid's blocks
   // in index order, the first and the last among them (a tail tile is the last block's), and the

@@ -171,7 +171,7 @@ void PtxDevice::launch(const codegen::KernelSpec& k, void** args) {
           this->record(std::move(record));
           return;
         }
-        // (blocks and threads shuffled, seed 1: a kernel that is right gives the same in any order)
+        // (blocks and warps shuffled, seed 1: a kernel that is right gives the same in any order)
         ptx::LaunchConfig config{dim3_of(k.grid), dim3_of(k.block), 0, 1, loaded->limits};
         // (a family whose blocks' work is the data's runs whole, every launch: a sample would count
         // its heavy blocks as the grid's, e.g. scatter_add's heads of runs of 2048 equal token types)
