@@ -321,6 +321,24 @@ std::vector<std::filesystem::path> shard_files(const std::filesystem::path& fold
   return files;
 }
 
+namespace {
+
+// How to let a process open `needed` files, beside fewer shards: the soft limit raised up to the
+// hard one by anyone, the hard one by root up to the kernel's ceiling (fs.nr_open); past that,
+// nothing (the advice of a limit no one could set was given).
+std::string raise_open_files_advice(uint64_t needed, const rlimit& files) {
+  uint64_t ceiling = 1 << 20;  // (Linux's default fs.nr_open, where the file cannot be read)
+  if (std::ifstream nr_open("/proc/sys/fs/nr_open"); nr_open) nr_open >> ceiling;
+  if (files.rlim_max == RLIM_INFINITY || needed <= files.rlim_max) return fmt::format(", or raise the limit (ulimit -n {})", needed);
+  if (needed <= ceiling)
+    return fmt::format(", or have the hard limit of {} raised to {} (root's ulimit -Hn, nofile in "
+                       "/etc/security/limits.conf, or a container's --ulimit nofile) and then the limit (ulimit -n {})",
+                       files.rlim_max, needed, needed);
+  return fmt::format(" (no process here may open {}: the system's most is {}, fs.nr_open)", needed, ceiling);
+}
+
+}  // namespace
+
 PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer, const Vocab& vocab,
                              const PrepareCallbacks& callbacks) {
   const auto& progress = callbacks.progress;
@@ -340,9 +358,9 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
   if (rlimit files{}; ::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY &&
                       static_cast<uint64_t>(o.shards) + 64 > files.rlim_cur)
     throw DataError(fmt::format("--shards {}: making them keeps a file open per shard, and the open-file limit is {} "
-                                "(ulimit -n): use --shards {} or fewer, or raise the limit (ulimit -n {})",
+                                "(ulimit -n): use --shards {} or fewer{}",
                                 o.shards, files.rlim_cur, std::max<int64_t>(1, static_cast<int64_t>(files.rlim_cur) - 64),
-                                o.shards + 64));
+                                raise_open_files_advice(static_cast<uint64_t>(o.shards) + 64, files)));
   // The least the bound may be: a file open per shard with its buffer, and the block of rows a
   // shard is written from. Said once, with one figure that is enough (the two were checked apart,
   // each advising a bound the other then refused, and "fewer shards" of one shard).

@@ -59,19 +59,7 @@ void use_hf_tokenizer(Config& config, const std::filesystem::path& folder) {
   // ends) are the same vocabulary.
   if (!config.given.count("train.vocab")) config.train.vocab = std::filesystem::absolute(vocab, ec).string();
   if (config.given.count("train.do_lower_case")) return;
-  if (const std::string kind = support::non_regular_kind(folder / "tokenizer_config.json"); !kind.empty())
-    throw ConfigError(fmt::format("{}: {}, not a file (opening a pipe would wait for ever): put the folder's "
-                                  "tokenizer_config.json back as a file",
-                                  (folder / "tokenizer_config.json").string(), kind));
-  std::ifstream in(folder / "tokenizer_config.json");
-  if (!in) return;
-  try {
-    const nlohmann::json t = nlohmann::json::parse(in);
-    if (t.is_object() && t.contains("do_lower_case") && t["do_lower_case"].is_boolean())
-      config.train.do_lower_case = t["do_lower_case"].get<bool>();
-  } catch (const nlohmann::json::exception& e) {
-    throw ConfigError(fmt::format("{}: not JSON: {}", (folder / "tokenizer_config.json").string(), e.what()));
-  }
+  if (const std::optional<bool> lower = hf_tokenizer_settings(folder).do_lower_case) config.train.do_lower_case = *lower;
 }
 
 // config.model from `recorded` (a folder's config.json, a checkpoint's record: `source`, `what`
@@ -327,6 +315,41 @@ nlohmann::json hf_config_json(const ModelConfig& model, HfHead head, int64_t num
       j["problem_type"] = regression ? "regression" : "single_label_classification";
   }
   return j;
+}
+
+HfTokenizerSettings hf_tokenizer_settings(const std::filesystem::path& folder) {
+  const std::filesystem::path file = folder / "tokenizer_config.json";
+  if (const std::string kind = support::non_regular_kind(file); !kind.empty())
+    throw ConfigError(fmt::format("{}: {}, not a file (opening a pipe would wait for ever): put the folder's "
+                                  "tokenizer_config.json back as a file",
+                                  file.string(), kind));
+  std::ifstream in(file);
+  HfTokenizerSettings s;
+  if (!in) return s;
+  s.file = true;
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw ConfigError(fmt::format("{}: not JSON: {}", file.string(), e.what()));
+  }
+  if (!j.is_object())
+    throw ConfigError(fmt::format("{}: not a JSON object of the tokenizer's settings: restore it (bertc export writes "
+                                  "one)",
+                                  file.string()));
+  // (a setting of another kind: transformers tests it for truth, 0 false and "false" true; which
+  // one the folder meant is not bertc's to guess)
+  const auto flag = [&](const char* key, bool null_allowed) -> std::optional<bool> {
+    const auto it = j.find(key);
+    if (it == j.end() || (null_allowed && it->is_null())) return std::nullopt;
+    if (!it->is_boolean())
+      throw ConfigError(fmt::format("{}: {} is {}, not true or false{}: write the one the tokenizer was trained with",
+                                    file.string(), key, it->dump(), null_allowed ? " (or null)" : ""));
+    return it->get<bool>();
+  };
+  s.do_lower_case = flag("do_lower_case", false);
+  s.strip_accents = flag("strip_accents", true);
+  return s;
 }
 
 }  // namespace bertc::frontend

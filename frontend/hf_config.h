@@ -4,6 +4,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,18 @@ HfHeadRecord hf_head_record(const std::filesystem::path& weights);
 // other than gelu, position_embedding_type other than absolute, a decoder, an untied decoder, a
 // classifier_dropout of its own), a value of the wrong type or range, or a disagreement.
 void use_hf_model(Config& config, const std::filesystem::path& folder);
+
+// What a Hugging Face folder's tokenizer_config.json says of BertTokenizer's text handling: the one
+// reader of the file. Absent keys (or file): none. Throws ConfigError naming the file for one that
+// is not a file, not JSON or not an object, and for a do_lower_case other than true or false or a
+// strip_accents other than true, false or null (transformers takes 0 as false and "false" as true:
+// bertc does not guess which the folder meant).
+struct HfTokenizerSettings {
+  bool file = false;                   // the folder has tokenizer_config.json
+  std::optional<bool> do_lower_case;
+  std::optional<bool> strip_accents;   // (null or absent: none, and BertTokenizer follows do_lower_case)
+};
+HfTokenizerSettings hf_tokenizer_settings(const std::filesystem::path& folder);
 
 // The model of a config loaded without requiring [model] (load_config(..., false)): a Hugging Face
 // folder's, when `init` is one (use_hf_model), or the model a bertc checkpoint `init` records

@@ -240,10 +240,7 @@ std::map<std::string, std::string> export_metadata(const frontend::Config& confi
 std::optional<bool> weights_lower_case(const std::filesystem::path& init, const std::map<std::string, std::string>& m) {
   if (const auto it = m.find("do_lower_case"); it != m.end()) return it->second == "true";
   if (!frontend::is_hf_folder(init)) return std::nullopt;
-  std::ifstream in(init / "tokenizer_config.json");
-  const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-  if (j.is_object() && j.contains("do_lower_case") && j["do_lower_case"].is_boolean()) return j["do_lower_case"].get<bool>();
-  return std::nullopt;
+  return frontend::hf_tokenizer_settings(init).do_lower_case;
 }
 
 void say_init_lower_case(const frontend::Config& c, const std::optional<std::filesystem::path>& init,
@@ -252,22 +249,17 @@ void say_init_lower_case(const frontend::Config& c, const std::optional<std::fil
   std::error_code ec;
   std::string why;
   if (frontend::is_hf_folder(*init)) {
-    const std::filesystem::path file = *init / "tokenizer_config.json";
-    std::ifstream in(file);
-    const nlohmann::json j = in ? nlohmann::json::parse(in, nullptr, false) : nlohmann::json();
-    why = !std::filesystem::is_regular_file(file, ec)
-              ? fmt::format("BERT's default: {} has no tokenizer_config.json to say", init->string())
-          : j.is_object() && j.contains("do_lower_case")
-              ? fmt::format("as {}'s tokenizer_config.json says", init->string())
-              : fmt::format("BERT's default: {}'s tokenizer_config.json does not set it", init->string());
+    const frontend::HfTokenizerSettings s = frontend::hf_tokenizer_settings(*init);
+    why = !s.file                ? fmt::format("BERT's default: {} has no tokenizer_config.json to say", init->string())
+          : s.do_lower_case      ? fmt::format("as {}'s tokenizer_config.json says", init->string())
+                                 : fmt::format("BERT's default: {}'s tokenizer_config.json does not set it", init->string());
     // bertc's tokenizer strips accents where it lower-cases (BERT's uncased), as BertTokenizer does
     // unless strip_accents says otherwise: a folder that keeps them is read otherwise, said.
-    if (j.is_object() && j.contains("strip_accents") && j["strip_accents"].is_boolean() &&
-        j["strip_accents"].get<bool>() != c.train.do_lower_case)
+    if (s.strip_accents && *s.strip_accents != c.train.do_lower_case)
       log << fmt::format("init: warning: {}'s tokenizer_config.json says strip_accents = {}, and bertc's tokenizer "
                          "{} accents (it strips them exactly where it lower-cases): words with accents are tokenized "
                          "otherwise than by the folder's own tokenizer\n",
-                         init->string(), j["strip_accents"].get<bool>(), c.train.do_lower_case ? "strips" : "keeps");
+                         init->string(), *s.strip_accents, c.train.do_lower_case ? "strips" : "keeps");
   } else if (std::filesystem::is_regular_file(*init, ec)) {
     std::map<std::string, std::string> metadata;
     try {
