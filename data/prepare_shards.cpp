@@ -329,7 +329,8 @@ namespace {
 std::string raise_open_files_advice(uint64_t needed, const rlimit& files) {
   uint64_t ceiling = 1 << 20;  // (Linux's default fs.nr_open, where the file cannot be read)
   if (std::ifstream nr_open("/proc/sys/fs/nr_open"); nr_open) nr_open >> ceiling;
-  if (files.rlim_max == RLIM_INFINITY || needed <= files.rlim_max) return fmt::format(", or raise the limit (ulimit -n {})", needed);
+  if (files.rlim_max == RLIM_INFINITY || needed <= files.rlim_max)
+    return fmt::format(", or raise the limit (ulimit -n {})", needed);
   if (needed <= ceiling)
     return fmt::format(", or have the hard limit of {} raised to {} (root's ulimit -Hn, nofile in "
                        "/etc/security/limits.conf, or a container's --ulimit nofile) and then the limit (ulimit -n {})",

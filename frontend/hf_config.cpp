@@ -59,7 +59,8 @@ void use_hf_tokenizer(Config& config, const std::filesystem::path& folder) {
   // ends) are the same vocabulary.
   if (!config.given.count("train.vocab")) config.train.vocab = std::filesystem::absolute(vocab, ec).string();
   if (config.given.count("train.do_lower_case")) return;
-  if (const std::optional<bool> lower = hf_tokenizer_settings(folder).do_lower_case) config.train.do_lower_case = *lower;
+  if (const std::optional<bool> lower = hf_tokenizer_settings(folder).do_lower_case)
+    config.train.do_lower_case = *lower;
 }
 
 // config.model from `recorded` (a folder's config.json, a checkpoint's record: `source`, `what`

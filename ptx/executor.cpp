@@ -719,7 +719,8 @@ struct BlockRun {
     const Type type = op.type(op.types.size() - 1);  // (cvt: the source's type; others have one)
     const size_t n = in.operands.size() - 1;
     std::array<uint64_t, 4> sources{};
-    if (n > sources.size()) fail(threads[base + static_cast<size_t>(std::countr_zero(active))], in, "more than four source operands");
+    if (n > sources.size())
+      fail(threads[base + static_cast<size_t>(std::countr_zero(active))], in, "more than four source operands");
     const Type result = op.type(0);
     each_lane(base, active, [&](Thread& t) {
       for (size_t i = 0; i < n; ++i) sources[i] = value(t, in, in.operands[i + 1], type);
@@ -785,7 +786,8 @@ struct BlockRun {
     const Opcode& op = in.opcode;
     std::array<uint64_t, 32> a{};
     uint32_t present = 0;
-    for (Thread* t : lanes) a[t->linear % 32] = value(*t, in, in.operands.at(1), op.type()), present |= 1u << (t->linear % 32);
+    for (Thread* t : lanes)
+      a[t->linear % 32] = value(*t, in, in.operands.at(1), op.type()), present |= 1u << (t->linear % 32);
     for (Thread* t : lanes) {
       uint32_t alike = 0;
       for (Thread* u : lanes)
@@ -881,9 +883,10 @@ struct BlockRun {
     const Instruction& in = entry.body[lanes.front()->pc];
     for (Thread* t : lanes)
       if (t->pc != lanes.front()->pc)
-        fail(*t, entry.body[t->pc], fmt::format("lanes of one warp wait at different barriers (this and line {}): a "
-                                                "bar instruction is .aligned, every lane of a warp executes it together",
-                                                in.line));
+        fail(*t, entry.body[t->pc],
+             fmt::format("lanes of one warp wait at different barriers (this and line {}): a bar instruction is "
+                         ".aligned, every lane of a warp executes it together",
+                         in.line));
     const auto [name, count] = barrier_operands(*lanes.front(), in);
     NamedBarrier& b = barriers[name];
     if (b.warps > 0 && b.count != count)
@@ -891,8 +894,10 @@ struct BlockRun {
                                            b.count ? std::to_string(*b.count) : "of the whole block",
                                            count ? std::to_string(*count) : "of the whole block"));
     if (b.warps > 0 && b.red != in.opcode.has(Mod::red))
-      fail(*lanes.front(), in, fmt::format("barrier {} used by bar.red and another barrier instruction at once (the ISA "
-                                           "calls that unpredictable)", name));
+      fail(*lanes.front(), in,
+           fmt::format("barrier {} used by bar.red and another barrier instruction at once (the ISA calls that "
+                       "unpredictable)",
+                       name));
     ++b.warps, b.count = count, b.red = in.opcode.has(Mod::red);
     for (Thread* t : lanes) {
       if (b.red) b.popc += value(*t, in, in.operands.back(), Type::Pred) & 1, ++b.threads;

@@ -30,7 +30,8 @@ constexpr bool is_float(Type t) {
   return t == Type::F16 || t == Type::F16x2 || t == Type::Bf16 || t == Type::Bf16x2 || t == Type::Tf32 ||
          t == Type::F32 || t == Type::F64;
 }
-constexpr bool is_signed(Type t) { return t == Type::S8 || t == Type::S16 || t == Type::S32 || t == Type::S64; }  // s8..s64
+// s8..s64
+constexpr bool is_signed(Type t) { return t == Type::S8 || t == Type::S16 || t == Type::S32 || t == Type::S64; }
 std::string type_name(Type t);  // "f32"
 // The type a suffix names ("f32" -> F32), or false where it names none.
 bool type_named(const std::string& suffix, Type& out);

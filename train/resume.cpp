@@ -250,9 +250,9 @@ void say_init_lower_case(const frontend::Config& c, const std::optional<std::fil
   std::string why;
   if (frontend::is_hf_folder(*init)) {
     const frontend::HfTokenizerSettings s = frontend::hf_tokenizer_settings(*init);
-    why = !s.file                ? fmt::format("BERT's default: {} has no tokenizer_config.json to say", init->string())
-          : s.do_lower_case      ? fmt::format("as {}'s tokenizer_config.json says", init->string())
-                                 : fmt::format("BERT's default: {}'s tokenizer_config.json does not set it", init->string());
+    why = !s.file           ? fmt::format("BERT's default: {} has no tokenizer_config.json to say", init->string())
+          : s.do_lower_case ? fmt::format("as {}'s tokenizer_config.json says", init->string())
+                            : fmt::format("BERT's default: {}'s tokenizer_config.json does not set it", init->string());
     // bertc's tokenizer strips accents where it lower-cases (BERT's uncased), as BertTokenizer does
     // unless strip_accents says otherwise: a folder that keeps them is read otherwise, said.
     if (s.strip_accents && *s.strip_accents != c.train.do_lower_case)

@@ -101,8 +101,9 @@ TEST(Safetensors, RefusesDamagedFiles) {
   EXPECT_NE(refuse(file_of(R"({"w":{"dtype":"F32","shape":[18446744073709551624],"data_offsets":[0,4]}})"))
                 .find("tensor 'w': shape [1.8446744073709552e+19] is not a list of whole numbers from 0 to 2^63-1"),
             std::string::npos);
-  EXPECT_NE(refuse(file_of(R"({"w":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})")).find("shape [-1] is not a list"),
-            std::string::npos);
+  EXPECT_NE(
+      refuse(file_of(R"({"w":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})")).find("shape [-1] is not a list"),
+      std::string::npos);
   // A tensor named twice (JSON would keep the second), same length: "w" renamed in place.
   Safetensors two;
   two.tensors["v"] = to_stored(real({2}, {1, 2}));

@@ -1070,7 +1070,8 @@ TEST(PtxExecutor, VotesMatchesAndBarrierReductionsFollowTheIsa) {
       emulator.add_global(out.data(), out.size() * 4);
       const LaunchCounts counts = emulator.launch(
           "collectives",
-          emulator.pack_params("collectives", {reinterpret_cast<uint64_t>(in.data()), reinterpret_cast<uint64_t>(out.data())}),
+          emulator.pack_params("collectives",
+                               {reinterpret_cast<uint64_t>(in.data()), reinterpret_cast<uint64_t>(out.data())}),
           {{1, 1, 1}, {64, 1, 1}, 0, seed});
       EXPECT_EQ(out, collectives_by_definition(in)) << "seed " << seed;
       // Counted as warp exchanges: 64 threads' ballot, all, uni and two matches, and 32 threads' any.
@@ -1142,8 +1143,9 @@ TEST(PtxExecutor, NamedBarriersHandOffBetweenWarps) {
   // nothing between); the two sides naming different thread counts.
   const std::string unordered =
       edited(edited(kBarrierHandOff, "\tbar.arrive \t1, 64;\n", ""), "\tbar.sync \t1, 64;\n", "");
-  EXPECT_NE(refusal([&] { run(unordered, 0); }).find("racecheck: reads shared memory at offset 124, which thread (31,0,0)"),
-            std::string::npos);
+  EXPECT_NE(
+      refusal([&] { run(unordered, 0); }).find("racecheck: reads shared memory at offset 124, which thread (31,0,0)"),
+      std::string::npos);
   const std::string miscounted = edited(kBarrierHandOff, "bar.arrive \t1, 64;", "bar.arrive \t1, 32;");
   EXPECT_NE(refusal([&] { run(miscounted, 0); }).find("barrier 1 awaited with thread counts"), std::string::npos)
       << refusal([&] { run(miscounted, 0); });
@@ -1187,8 +1189,9 @@ TEST(PtxExecutor, ChecksCatchEachPlantedBug) {
       fx.launch("warp_sum", {reinterpret_cast<uint64_t>(words.data()), reinterpret_cast<uint64_t>(sums.data()), 0xffff},
                 1, 64);
     });
-    EXPECT_NE(outside.find("thread (16,0,0): shfl.sync.bfly.b32: a lane waits at a collective whose mask leaves it out"),
-              std::string::npos)
+    EXPECT_NE(
+        outside.find("thread (16,0,0): shfl.sync.bfly.b32: a lane waits at a collective whose mask leaves it out"),
+        std::string::npos)
         << outside;
   }
   {  // a vote whose mask leaves out lanes that execute it (every lane at __any_sync(0xffff, ...))
