@@ -327,6 +327,13 @@ std::optional<RelationIssue> check_relations(const Config& c, const std::string&
                                      folder ? folder_fix : "pick a head count that divides it (BERT uses hidden_size / 64)")};
   // (the sequences of one optimizer step: a step of 10^12 micro-batches never ended, deaf to
   // signals, which wait for a step's end, and a product past 2^64 wrapped into a loader's error)
+  // (a batch of more alone is said as the batch's: lowering the accumulation, already 1, was advised)
+  if (t.batch_size > kMostSequencesAStep)
+    return RelationIssue{"train", "batch_size",
+                         fmt::format("[train] batch_size = {} is more than 2^31 sequences a step (BERT's largest "
+                                     "recipes take 65536): lower it, and reach a larger batch by "
+                                     "gradient_accumulation_steps or more ranks",
+                                     t.batch_size)};
   if (t.gradient_accumulation_steps > kMostSequencesAStep / t.batch_size)
     return RelationIssue{"train", "gradient_accumulation_steps",
                          fmt::format("[train] batch_size = {} x gradient_accumulation_steps = {} is more than 2^31 "

@@ -283,8 +283,10 @@ void check_batch_ranges(const support::Environment& inputs, const frontend::Conf
                                               ? "an example or token left out has label 0 and label_weights 0"
                                               : "a masked prediction left out has position 0 and weight 0"));
       if (v[i] >= r.end)
-        throw data::DataError(fmt::format("{}: {} of example {} holds {}, which is not below {}: raise it, or fix the "
-                                          "data",
+        // (raising the setting was advised, which the weights' shapes then refused)
+        throw data::DataError(fmt::format("{}: {} of example {} holds {}, which is not below {}: the batch is not of "
+                                          "this config's data; make it with bertc batch and the config of the weights, "
+                                          "or fix the data",
                                           what, r.input, static_cast<int64_t>(i) / row, v[i], r.key));
     }
   }

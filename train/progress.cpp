@@ -127,7 +127,11 @@ std::string what_it_holds(const std::filesystem::path& metrics, const std::strin
 
 MetricsLine check_metrics_line(const std::string& line) {
   const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-  if (j.is_discarded() || !j.is_object() || !j.contains("step") || !j["step"].is_number_integer()) return {};
+  // (a step is a whole number from 0: a negative one, or one of 2^63 or more read wrapped to a
+  // negative one, was kept as a step before the checkpoint on --resume, silently)
+  if (j.is_discarded() || !j.is_object() || !j.contains("step") || !j["step"].is_number_unsigned() ||
+      j["step"].get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
+    return {};
   const size_t at = line.rfind(kChecksumKey);
   if (at == std::string::npos) {
     if (j.contains("xxh3")) return {};
