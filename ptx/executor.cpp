@@ -131,6 +131,7 @@ struct BlockRun {
   double flops = 0, mma_flops = 0;
   RequestLog shared_requests, global_requests;  // (counters.h's bank conflicts and sectors)
   std::array<NamedBarrier, 16> barriers{};
+  std::vector<Thread*> waiting_lanes, group_lanes;  // (resolve_warps': kept, not made anew a warp)
   GlobalRaces* races = nullptr;  // racecheck of global memory (none: off for the launch)
 
   [[noreturn]] void fail(const Thread& t, const Instruction& in, const std::string& what) const {
@@ -567,27 +568,36 @@ struct BlockRun {
       const auto bits = static_cast<uint16_t>(reg >> (16 * (i % per)));
       return static_cast<double>(form.input == Type::Bf16 ? bf16_to_f32(bits) : f16_to_f32(bits));
     };
-    // one computation's A (M x K), B (K x N) and C (M x N), row after row
-    std::vector<std::vector<double>> a(4, std::vector<double>(static_cast<size_t>(form.m * form.k))),
-        b(4, std::vector<double>(static_cast<size_t>(form.k * form.n))),
-        c(4, std::vector<double>(static_cast<size_t>(form.m * form.n)));
+    // computation q's A (M x K), B (K x N) and C (M x N), row after row, from q times the largest
+    // shape's (m16n8k16: 256, 128, 128 elements; on the stack: a vector an mma was a third of the
+    // tensor-core kernels' allocations)
+    constexpr size_t kMostA = 16 * 16, kMostB = 16 * 8, kMostC = 16 * 8;
+    if (form.m * form.k > static_cast<int>(kMostA) || form.k * form.n > static_cast<int>(kMostB) ||
+        form.m * form.n > static_cast<int>(kMostC) || form.computations > 4)
+      fail(*lanes.front(), in, "an mma shape larger than m16n8k16");
+    std::array<double, 4 * kMostA> a{};
+    std::array<double, 4 * kMostB> b{};
+    std::array<double, 4 * kMostC> c{};
     for (Thread* t : lanes) {
       const uint32_t lane = t->linear % 32;
       for (Fragment f : {Fragment::A, Fragment::B, Fragment::C})
         for (int i = 0; i < form.count(f); ++i) {
           const Place p = fragment_place(form, f, lane, i);
-          auto& matrix = f == Fragment::A ? a : f == Fragment::B ? b : c;
+          double* matrix = f == Fragment::A ? a.data() : f == Fragment::B ? b.data() : c.data();
+          const size_t most = f == Fragment::A ? kMostA : f == Fragment::B ? kMostB : kMostC;
           const int width = f == Fragment::A ? form.k : form.n;
-          matrix[static_cast<size_t>(p.computation)][static_cast<size_t>(p.row * width + p.col)] = element(*t, f, i);
+          matrix[static_cast<size_t>(p.computation) * most + static_cast<size_t>(p.row * width + p.col)] =
+              element(*t, f, i);
         }
     }
     for (Thread* t : lanes)
       for (int i = 0; i < form.count(Fragment::C); ++i) {
         const Place p = fragment_place(form, Fragment::C, t->linear % 32, i);
         const auto q = static_cast<size_t>(p.computation);
-        double sum = c[q][static_cast<size_t>(p.row * form.n + p.col)];
+        double sum = c[q * kMostC + static_cast<size_t>(p.row * form.n + p.col)];
         for (int k = 0; k < form.k; ++k)
-          sum += a[q][static_cast<size_t>(p.row * form.k + k)] * b[q][static_cast<size_t>(k * form.n + p.col)];
+          sum += a[q * kMostA + static_cast<size_t>(p.row * form.k + k)] *
+                 b[q * kMostB + static_cast<size_t>(k * form.n + p.col)];
         write(*t, in, in.operands.at(0).elements.at(static_cast<size_t>(i)), std::bit_cast<uint32_t>(static_cast<float>(sum)),
               Type::F32);
       }
@@ -812,8 +822,10 @@ struct BlockRun {
   bool resolve_warps() {
     bool progressed = false;
     const size_t warps = (threads.size() + 31) / 32;
+    std::vector<Thread*>& waiting = waiting_lanes;
+    std::vector<Thread*>& group = group_lanes;
     for (size_t w = 0; w < warps; ++w) {
-      std::vector<Thread*> waiting;
+      waiting.clear();
       for (size_t i = w * 32; i < std::min(threads.size(), w * 32 + 32); ++i)
         if (threads[i].wait == Wait::Warp) waiting.push_back(&threads[i]);
       if (waiting.empty()) continue;
@@ -822,7 +834,7 @@ struct BlockRun {
           fail(*t, entry.body[t->pc], "a lane waits at a collective whose mask leaves it out");
       const Instruction& in = entry.body[waiting.front()->pc];
       const uint32_t member = members(*waiting.front(), in);
-      std::vector<Thread*> group;
+      group.clear();
       bool complete = true;
       for (uint32_t lane = 0; lane < 32; ++lane) {
         if (!(member >> lane & 1)) continue;
