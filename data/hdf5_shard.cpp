@@ -17,6 +17,12 @@
 
 namespace bertc::data {
 
+// The fix for a damaged shard of bertc's: its folder made again (a folder's shards are made
+// together, so one cannot be made alone).
+constexpr const char* kMakeShardsAgain =
+    "make the shards again with bertc prepare-data into a new folder (-o NEW: a folder's shards are made together, "
+    "so one cannot be made alone) and train on that";
+
 // (with or without HDF5: a run's content identity reads the checksums of shards it cannot open)
 std::string shard_checksum(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -99,10 +105,8 @@ void verify_checksum(const std::filesystem::path& shard) {
                                 shard.filename().string()));
   if (shard_checksum(shard) != stored)
     throw DataError(fmt::format("{}: does not match its checksum ({}): the shard is damaged or was changed; put back a "
-                                "good copy of it, or make the shards again with bertc prepare-data into a new folder "
-                                "(-o NEW: a folder's shards are made together, so one cannot be made alone) and "
-                                "train on that",
-                                shard.string(), checksum_path(shard).filename().string()));
+                                "good copy of it, or {}",
+                                shard.string(), checksum_path(shard).filename().string(), kMakeShardsAgain));
 }
 
 // An HDF5 identifier closed when it goes (files, datasets, dataspaces, types, property lists).
@@ -438,7 +442,9 @@ std::optional<ShardRecord> get_record(hid_t file, const std::string& where) {
   if (H5Aexists(file, "bertc_vocab_path") > 0) r.vocab_path = get_text(file, "bertc_vocab_path", 1 << 16, where);
   auto needed = [&](const char* name, hid_t memory_type, auto zero) {
     const auto v = get_attribute<decltype(zero)>(file, name, memory_type, where);
-    if (!v) throw DataError(fmt::format("{}: has bertc_vocab_xxh3 but no '{}' (a damaged shard: make it again)", where, name));
+    if (!v)
+      throw DataError(fmt::format("{}: has bertc_vocab_xxh3 but no '{}' (a damaged shard): {}", where, name,
+                                  kMakeShardsAgain));
     return *v;
   };
   r.vocab_tokens = needed("bertc_vocab_tokens", H5T_NATIVE_INT64, int64_t{});
@@ -447,9 +453,9 @@ std::optional<ShardRecord> get_record(hid_t file, const std::string& where) {
   const int64_t lower = needed("bertc_do_lower_case", H5T_NATIVE_INT64, int64_t{});
   // A record that contradicts itself is damaged, and no guide to which vocabulary the shard is of.
   auto damaged = [&](const std::string& what) {
-    return DataError(fmt::format("{}: its record is damaged ({}): make the shard again (bertc prepare-data), or remove "
-                                 "its bertc_* attributes to have it read as a shard from elsewhere",
-                                 where, what));
+    // (its attributes' removal was advised too, which needs an HDF5 tool, and then its checksum
+    // and the folder's other shards refuse it)
+    return DataError(fmt::format("{}: its record is damaged ({}): {}", where, what, kMakeShardsAgain));
   };
   if (lower != 0 && lower != 1) throw damaged(fmt::format("bertc_do_lower_case is {}, not 0 or 1", lower));
   if (r.vocab_tokens < 1 || r.max_token_id >= r.vocab_tokens)

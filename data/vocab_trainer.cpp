@@ -255,11 +255,16 @@ VocabTrainResult train_wordpiece(const std::map<std::string, int64_t>& word_coun
   }
   std::sort(alphabet.begin(), alphabet.end());
   const int64_t fixed = static_cast<int64_t>(std::size(kSpecials) + alphabet.size());
+  // (a lower --limit-alphabet is advised only where one exists that would fit: at 1 already, or
+  // with --size below the specials and one character, it was advised in vain)
+  const int64_t least = static_cast<int64_t>(std::size(kSpecials)) + 1 +
+                        (!ranked.empty() && inside.count(ranked.front().first) ? 1 : 0);
   if (o.size < fixed)
     throw DataError(fmt::format("a vocabulary of {} tokens cannot hold BERT's 5 special tokens and the text's {} "
                                 "alphabet tokens ({} characters, and ## forms of those seen inside words): give --size "
-                                "{} or more (or a lower --limit-alphabet)",
-                                o.size, alphabet.size(), ranked.size(), fixed));
+                                "{} or more{}",
+                                o.size, alphabet.size(), ranked.size(), fixed,
+                                o.limit_alphabet > 1 && o.size >= least ? " (or a lower --limit-alphabet)" : ""));
   Merger m;
   for (const char* s : kSpecials) m.symbol(s);
   for (const std::string& a : alphabet) m.symbol(a);
