@@ -569,8 +569,7 @@ struct BlockRun {
       return static_cast<double>(form.input == Type::Bf16 ? bf16_to_f32(bits) : f16_to_f32(bits));
     };
     // computation q's A (M x K), B (K x N) and C (M x N), row after row, from q times the largest
-    // shape's (m16n8k16: 256, 128, 128 elements; on the stack: a vector an mma was a third of the
-    // tensor-core kernels' allocations)
+    // shape's (m16n8k16: 256, 128, 128 elements; on the stack, where 15 vectors an mma were made)
     constexpr size_t kMostA = 16 * 16, kMostB = 16 * 8, kMostC = 16 * 8;
     if (form.m * form.k > static_cast<int>(kMostA) || form.k * form.n > static_cast<int>(kMostB) ||
         form.m * form.n > static_cast<int>(kMostC) || form.computations > 4)
