@@ -157,7 +157,10 @@ with open(big, "w") as out:
     for _ in range(30):
         out.write(corpus + "\n")
 p = start("signalled-reading", "--data", big)
-read_until(p, "data: tokenized", "the run ended before reading its text for 2 s")  # (the signal comes while it reads)
+# (the signal comes while it reads: the vocabulary's line is said just before the text is read, which
+# takes a second or more here; waiting for the reading's progress line, said after 2 s, failed on a
+# machine that read the text in less)
+read_until(p, "^vocab: ", "the run ended before reading its text")
 p.send_signal(signal.SIGTERM)
 rest = p.stderr.read()
 if p.wait() != 143 or not re.search(rf"stopped by SIGTERM while tokenizing {re.escape(big)} \(line \d+\), before the "
@@ -248,7 +251,7 @@ print("SIGHUP under nohup: ignored, the run trained to its end")
 p = subprocess.Popen([BERTC, "train", CONFIG, "--device", "cpu", "--checkpoint-dir", folder("quit"), "--data", big],
                      stderr=subprocess.PIPE, text=True,
                      preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_CORE, (0, 0)))  # (no core file)
-read_until(p, "data: tokenized", "the run ended before reading its text for 2 s")
+read_until(p, "^vocab: ", "the run ended before reading its text")
 p.send_signal(signal.SIGQUIT)
 p.communicate(timeout=60)
 if p.returncode != -signal.SIGQUIT or os.path.exists(folder("quit")):
