@@ -256,8 +256,9 @@ void use_recorded_model(Config& config, const std::filesystem::path& checkpoint,
   // checkpoint records (its tokens are checked against the record when the weights are read).
   if (const auto vocab = meta.find("vocab"); vocab != meta.end() && !config.given.count("train.vocab"))
     config.train.vocab = vocab->second;
-  if (const auto lower = meta.find("do_lower_case"); lower != meta.end() && !config.given.count("train.do_lower_case"))
-    config.train.do_lower_case = lower->second == "true";
+  if (const auto lower = support::metadata_flag(meta, "do_lower_case", source);
+      lower && !config.given.count("train.do_lower_case"))
+    config.train.do_lower_case = *lower;
   validate(config, source);
 }
 

@@ -246,4 +246,16 @@ bool could_be_cut_safetensors(const std::filesystem::path& path) {
   return in.gcount() < 9 || head[8] == '{';  // (shorter: cut inside the length, bytes no one else's name)
 }
 
+std::optional<bool> metadata_flag(const std::map<std::string, std::string>& metadata, const std::string& key,
+                                  const std::string& file) {
+  const auto it = metadata.find(key);
+  if (it == metadata.end()) return std::nullopt;
+  if (it->second != "true" && it->second != "false")
+    throw SafetensorsError(fmt::format("{}: its metadata says {} = '{}', neither true nor false (bertc writes one of "
+                                       "the two): the record was edited or damaged; write true or false, as the file "
+                                       "was made",
+                                       file, key, it->second));
+  return it->second == "true";
+}
+
 }  // namespace bertc::support

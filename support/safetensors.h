@@ -42,6 +42,11 @@ void write_safetensors(const std::filesystem::path& path, const Safetensors& fil
 Safetensors read_safetensors(const std::filesystem::path& path);
 // The __metadata__ of a file, reading its header only (the tensors are not checked).
 std::map<std::string, std::string> read_safetensors_metadata(const std::filesystem::path& path);
+// A yes-or-no fact a file of bertc's records in its metadata (do_lower_case: "true" or "false", as
+// bertc writes it); nullopt where the key is absent. Throws SafetensorsError naming `file` for any
+// other value (an edited record: "True" and "1" were read as false, silently).
+std::optional<bool> metadata_flag(const std::map<std::string, std::string>& metadata, const std::string& key,
+                                  const std::string& file);
 // The shape of tensor `name` as the file's header gives it (its bytes not read or checked); none
 // where the header has no such tensor.
 std::optional<std::vector<int64_t>> read_safetensors_shape(const std::filesystem::path& path, const std::string& name);

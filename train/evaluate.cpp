@@ -321,14 +321,13 @@ EvalResult evaluate_batch(const frontend::ModelDefinition& model, frontend::Conf
                                            source));
   }
   // ...and its text lower-cased as theirs was (else its words are other tokens, or [UNK]).
-  if (const auto it = batch.metadata.find("do_lower_case"); it != batch.metadata.end())
-    if (const std::optional<bool> trained = weights_lower_case(weights, loaded.metadata);
-        trained && *trained != (it->second == "true"))
+  if (const std::optional<bool> made = support::metadata_flag(batch.metadata, "do_lower_case", source))
+    if (const std::optional<bool> trained = weights_lower_case(weights, loaded.metadata); trained && *trained != *made)
       throw support::SafetensorsError(fmt::format(
           "{}: made with do_lower_case = {}, and the weights at {} were trained with do_lower_case = {}: the same text "
           "makes other tokens; make the batch with [train] do_lower_case = {} in its config (bertc batch CONFIG --data "
           "EXAMPLES -o {})",
-          source, it->second, weights.string(), *trained, *trained, source));
+          source, *made, weights.string(), *trained, *trained, source));
   if (!loaded.missing.empty()) {
     // (a fine-tuned model's heads are its task's: said, with the config that has them)
     // (and a pretraining model's heads are not a task's: said, with how to make the task's)

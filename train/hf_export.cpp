@@ -217,7 +217,7 @@ void export_hf_folder(const ExportOptions& options, std::ostream& log) {
   // The vocabulary the weights are of, in their metadata (transformers reads only "format"): an
   // --init of the folder checks its vocab.txt against it.
   params.metadata.merge(data::vocab_metadata(vocab.record));
-  const bool lower = meta.count("do_lower_case") ? meta.at("do_lower_case") == "true" : true;
+  const bool lower = support::metadata_flag(meta, "do_lower_case", o.checkpoint.string()).value_or(true);
 
   // The folder is made beside its place and renamed there whole, or, when the folder is there
   // (empty), made inside it and its files moved up: a failed export leaves nothing half-written
