@@ -238,7 +238,7 @@ std::map<std::string, std::string> export_metadata(const frontend::Config& confi
 }
 
 std::optional<bool> weights_lower_case(const std::filesystem::path& init, const std::map<std::string, std::string>& m) {
-  if (m.count("do_lower_case")) return support::metadata_flag(m, "do_lower_case", init.string());
+  if (const std::optional<bool> lower = support::metadata_flag(m, "do_lower_case", init.string())) return lower;
   if (!frontend::is_hf_folder(init)) return std::nullopt;
   return frontend::hf_tokenizer_settings(init).do_lower_case;
 }
