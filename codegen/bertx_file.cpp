@@ -5,6 +5,8 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <limits>
+#include <utility>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -59,6 +61,24 @@ ParamKind kind_of(const std::string& s) {
   throw Damaged("unknown parameter kind '" + s + "'");
 }
 
+// A whole number of the header as T, `what` naming it: nlohmann's own conversion takes 2.7 as 2 and
+// 18446744073709551615 as -1, so a value the encoder never writes (a hand-edited header with its
+// checksum refitted) would be used as another.
+template <typename T>
+T whole(const json& j, std::string_view what) {
+  const bool fits = j.is_number_unsigned() ? std::in_range<T>(j.get<uint64_t>())
+                                           : j.is_number_integer() && std::in_range<T>(j.get<int64_t>());
+  if (!fits)
+    throw Damaged(fmt::format("its header's {} is {}, not a whole number from {} to {}", what, j.dump(),
+                              std::numeric_limits<T>::min(), std::numeric_limits<T>::max()));
+  return static_cast<T>(j.is_number_unsigned() ? j.get<uint64_t>() : j.get<int64_t>());
+}
+// Sets `out` to object[key], read as whole() reads it.
+template <typename T>
+void read_whole(const json& object, const char* key, T& out) {
+  out = whole<T>(object.at(key), key);
+}
+
 // The bytes after the header: texts and images, each found by {offset, size, xxh3} in the header.
 class SectionWriter {
  public:
@@ -77,11 +97,12 @@ class SectionWriter {
 // each section's place, for tiled().
 std::string section(std::string_view blob, const json& ref, const std::string& what,
                     std::vector<std::pair<uint64_t, uint64_t>>& seen) {
-  const uint64_t offset = ref.at("offset"), n = ref.at("size");
+  const auto offset = whole<uint64_t>(ref.at("offset"), what + "'s offset"),
+             n = whole<uint64_t>(ref.at("size"), what + "'s size");
   seen.emplace_back(offset, n);
   if (offset > blob.size() || n > blob.size() - offset) throw Damaged(what + " runs past the end of the file");
   std::string bytes(blob.substr(offset, n));
-  if (XXH3_64bits(bytes.data(), bytes.size()) != ref.at("xxh3").get<uint64_t>())
+  if (XXH3_64bits(bytes.data(), bytes.size()) != whole<uint64_t>(ref.at("xxh3"), what + "'s xxh3"))
     throw Damaged(what + "'s checksum does not match");
   return bytes;
 }
@@ -99,7 +120,10 @@ bool tiled(std::vector<std::pair<uint64_t, uint64_t>> sections, uint64_t blob_si
 }
 
 json dim_json(const Dim3& d) { return json::array({d.x, d.y, d.z}); }
-Dim3 dim_of(const json& j) { return {j.at(0).get<int>(), j.at(1).get<int>(), j.at(2).get<int>()}; }
+Dim3 dim_of(const json& j, std::string_view what) {
+  if (!j.is_array() || j.size() != 3) throw Damaged(fmt::format("its header's {} is {}, not [x, y, z]", what, j.dump()));
+  return {whole<int>(j.at(0), what), whole<int>(j.at(1), what), whole<int>(j.at(2), what)};
+}
 
 json kernels_json(const GraphKernels& g, const std::vector<std::string>& labels) {
   json kernels = json::array();
@@ -153,10 +177,10 @@ GraphKernels kernels_of(const json& j, const ir::Graph& graph, const std::map<st
     k.family = *family;
     k.strategy = jk.at("strategy");
     k.label = jk.at("label");
-    k.op_index = jk.at("op_index");
+    read_whole(jk, "op_index", k.op_index);
     if (k.op_index >= graph.ops().size()) throw Damaged("kernel " + k.name + " runs an op the IR lacks");
-    k.grid = dim_of(jk.at("grid"));
-    k.block = dim_of(jk.at("block"));
+    k.grid = dim_of(jk.at("grid"), "grid of kernel " + k.name);
+    k.block = dim_of(jk.at("block"), "block of kernel " + k.name);
     k.cooperative = jk.at("cooperative");
     for (const json& z : jk.at("zero_before")) k.zero_before.push_back(value(z));
     for (const json& jp : jk.at("params")) {
@@ -166,8 +190,8 @@ GraphKernels kernels_of(const json& j, const ir::Graph& graph, const std::map<st
       p.c_type = jp.at("c_type");
       p.written = jp.at("written");
       if (p.kind == ParamKind::Buffer) p.value = value(jp.at("value"));
-      if (p.kind == ParamKind::Scratch || p.kind == ParamKind::Workspace) p.scratch_bytes = jp.at("scratch_bytes");
-      if (p.kind == ParamKind::Integer) p.integer = jp.at("integer");
+      if (p.kind == ParamKind::Scratch || p.kind == ParamKind::Workspace) read_whole(jp, "scratch_bytes", p.scratch_bytes);
+      if (p.kind == ParamKind::Integer) read_whole(jp, "integer", p.integer);
       if (p.kind == ParamKind::Table) {
         for (const json& t : jp.at("table")) p.table.push_back(value(t));
         p.table_written = jp.at("table_written").get<std::vector<bool>>();
@@ -178,9 +202,11 @@ GraphKernels kernels_of(const json& j, const ir::Graph& graph, const std::map<st
     if (const json& l = jk.at("library"); !l.is_null()) {
       LibraryGemm lib;
       lib.transpose_a = l.at("transpose_a"), lib.transpose_b = l.at("transpose_b");
-      lib.m = l.at("m"), lib.n = l.at("n"), lib.k = l.at("k"), lib.batch = l.at("batch");
-      lib.lda = l.at("lda"), lib.ldb = l.at("ldb"), lib.ldc = l.at("ldc");
-      lib.stride_a = l.at("stride_a"), lib.stride_b = l.at("stride_b"), lib.stride_c = l.at("stride_c");
+      for (const auto& [key, field] : {std::pair{"m", &lib.m}, {"n", &lib.n}, {"k", &lib.k}, {"batch", &lib.batch},
+                                       {"lda", &lib.lda}, {"ldb", &lib.ldb}, {"ldc", &lib.ldc},
+                                       {"stride_a", &lib.stride_a}, {"stride_b", &lib.stride_b},
+                                       {"stride_c", &lib.stride_c}})
+        read_whole(l, key, *field);
       lib.a = value(l.at("a")), lib.b = value(l.at("b"));
       lib.to_workspace = l.at("to_workspace");
       if (!lib.to_workspace) lib.c = value(l.at("c"));
@@ -267,7 +293,7 @@ CompiledProgram decode_bertx(std::string_view bytes, const std::string& source, 
     CompiledProgram p;
     p.model = h.at("model");
     p.model_program = h.at("model_program");
-    p.ranks = h.at("ranks");
+    read_whole(h, "ranks", p.ranks);
     if (p.ranks < 1) throw Damaged(fmt::format("it is compiled for {} ranks", p.ranks));
     try {
       p.options = support::options_from_json(passes::compile_option_specs(), h.at("options"));
@@ -295,9 +321,13 @@ CompiledProgram decode_bertx(std::string_view bytes, const std::string& source, 
       g.name = ji.at("name");
       g.image = section(blob, ji, "image " + g.name, seen);
       g.ptx = ji.at("ptx");
-      g.ptxas = {ji.at("registers"), ji.at("shared_bytes"), ji.at("stack_bytes"), ji.at("spill_store_bytes"),
-                 ji.at("spill_load_bytes")};
-      g.main_loop = {ji.at("main_loop_math"), ji.at("main_loop_shared_loads")};
+      for (const auto& [key, field] : {std::pair{"registers", &g.ptxas.registers}, {"shared_bytes", &g.ptxas.shared_bytes},
+                                       {"stack_bytes", &g.ptxas.stack_bytes},
+                                       {"spill_store_bytes", &g.ptxas.spill_store_bytes},
+                                       {"spill_load_bytes", &g.ptxas.spill_load_bytes},
+                                       {"main_loop_math", &g.main_loop.math},
+                                       {"main_loop_shared_loads", &g.main_loop.shared_loads}})
+        read_whole(ji, key, *field);
       const std::string name = g.name;
       if (!p.images.emplace(name, std::move(g)).second) throw Damaged("image " + name + " is there twice");
     }

@@ -65,6 +65,11 @@ std::map<std::string, std::string> settings_metadata(const frontend::Config& con
 // Fresh params (from the seed) and zero states, as a run starting anew has.
 void fresh_state(const frontend::Config& config, const passes::TrainingProgram& program, support::Environment& env);
 
+// Throws TrainError naming `checkpoint` when a value of its run record (run_metadata's keys, and
+// world_size, gradient_accumulation_steps, schedule_steps) is not in the form bertc writes: an
+// edited or damaged value compared as it is was advised back as a setting no flag takes.
+void check_run_metadata(const std::map<std::string, std::string>& saved, const std::filesystem::path& checkpoint);
+
 // Throws TrainError when a checkpoint's record `saved` holds another global batch than `now`
 // (batch_size x gradient_accumulation_steps x ranks), naming both and the split it was trained with.
 void refuse_other_global_batch(const std::map<std::string, std::string>& saved, const std::string& now,

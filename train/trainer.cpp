@@ -116,6 +116,7 @@ uint64_t resumed_micro_batch(const TrainOptions& o, int ranks, std::ostream& log
   } catch (const std::exception&) {  // (an unreadable checkpoint is said by the resume itself)
     return 0;
   }
+  check_run_metadata(saved, existing.back().path);
   const auto batch = saved.find("batch_size"), world = saved.find("world_size");
   const int64_t per_rank = o.config.train.batch_size * o.config.train.gradient_accumulation_steps;
   if (batch == saved.end() || (world != saved.end() && world->second != std::to_string(ranks))) return 0;
@@ -181,22 +182,11 @@ void choose_batch(const frontend::ModelDefinition& model, TrainOptions& o, const
                      static_cast<double>(b.bytes) / (1 << 20));
 }
 
-// A metadata count of a checkpoint (1 or more), or `otherwise` when it has none.
+// A metadata count of a checkpoint, or `otherwise` when it has none (check_run_metadata has
+// checked its form).
 int64_t metadata_number(const std::map<std::string, std::string>& meta, const std::string& key, int64_t otherwise) {
   const auto it = meta.find(key);
-  if (it == meta.end()) return otherwise;
-  int64_t v = 0;
-  try {
-    size_t used = 0;
-    v = std::stoll(it->second, &used);
-    if (used != it->second.size()) v = 0;
-  } catch (const std::exception&) {
-  }
-  if (v < 1)
-    throw TrainError(fmt::format("the newest checkpoint's metadata {} = '{}' is not a count (1 or more): the file is "
-                                 "damaged; move it aside to resume from the one before",
-                                 key, it->second));
-  return v;
+  return it == meta.end() ? otherwise : std::stoll(it->second);
 }
 
 // --resume on another number of ranks keeps the checkpoint's global batch by changing the
@@ -209,6 +199,7 @@ void keep_global_batch(TrainOptions& o, dist::Communicator& comm, std::ostream& 
     if (!existing.empty()) {
       try {
         const auto meta = support::read_safetensors_metadata(existing.back().path);
+        check_run_metadata(meta, existing.back().path);
         saved[0] = metadata_number(meta, "world_size", 1);
         saved[1] = metadata_number(meta, "global_batch", metadata_number(meta, "batch_size", 0) *
                                                              metadata_number(meta, "gradient_accumulation_steps", 1));
