@@ -28,6 +28,10 @@ namespace {
 // address of a 64-bit Linux process, so that no host pointer falls in them.
 constexpr uint64_t kSharedWindow = 0xffff800000000000, kLocalWindow = 0xffffc00000000000;
 constexpr uint64_t kWindowBytes = uint64_t{1} << 40;
+// Where a call's parameters (module.h: the .param variables declared around a call) begin in the
+// param state space, above any kernel's parameter buffer: they are the thread's own, kept after
+// its .local variables, and written as well as read.
+constexpr uint64_t kCallParameters = uint64_t{1} << 32;
 // A thread that runs this many instructions without meeting another is taken to loop for ever.
 constexpr uint64_t kStepBudget = uint64_t{1} << 32;
 
@@ -150,13 +154,13 @@ struct BlockRun {
     const SharedLayout layout = lay_out_shared(emu.module(), entry, config.dynamic_shared_bytes);
     shared_at = layout.offsets;
     shared_extents = layout.extents;
-    for (const Variable& v : entry.variables) {
-      if (v.space == Space::Local) {
+    for (const Space space : {Space::Local, Space::Param})
+      for (const Variable& v : entry.variables) {
+        if (v.space != space) continue;
         local_bytes = align_up(local_bytes, static_cast<size_t>(v.align));
-        local_at[v.name] = local_bytes;
+        local_at[v.name] = local_bytes + (space == Space::Param ? kCallParameters : 0);
         local_bytes += v.bytes;
       }
-    }
     shared.assign(layout.total_bytes, 0);
   }
 
@@ -385,6 +389,10 @@ struct BlockRun {
     };
     switch (space) {
       case Where::Param:
+        if (addr >= kCallParameters) {  // (a call's parameter)
+          addr -= kCallParameters;
+          return inside(t.local, "the thread's call parameters and local memory");
+        }
         if (write) fail(t, in, "a store to a kernel parameter");
         if (addr + bytes > params.size())
           fail(t, in, fmt::format("{} bytes at offset {} of the parameters, which have {}", bytes, addr, params.size()));
@@ -662,7 +670,11 @@ struct BlockRun {
       executed[pc] += static_cast<uint64_t>(std::popcount(active));
       each_lane(base, active, [&](Thread& t) { t.pc = pc; });
       const Op op = in.opcode.op;
-      if (op == Op::Bra) {
+      if (op == Op::Call) {  // (its function's body follows it, inlined: calls.h)
+        ++pc;
+        continue;
+      }
+      if (op == Op::Bra || (op == Op::Ret && !in.operands.empty())) {  // (an inlined function's ret: a branch)
         if (active == mask || active == 0) {
           pc = active == 0 ? pc + 1 : static_cast<size_t>(in.operands.at(0).label);
           continue;

@@ -25,7 +25,9 @@ class Error : public std::runtime_error {
   int source_line = 0, caller_line = 0;
 };
 
-// Where a variable lives (the PTX ISA's state spaces, less .reg, which registers are).
+// Where a variable lives (the PTX ISA's state spaces, less .reg, which registers are). An entry's
+// Param variables are a call's parameters, declared in the braces around it (callseq): each
+// thread has its own.
 enum class Space { Global, Shared, Const, Local, Param };
 
 // A .global / .const / .shared / .local variable: `bytes` of it, aligned to `align`, with its
@@ -73,6 +75,10 @@ struct Operand {
   std::vector<Operand> elements;  // Vector: its elements (registers or sinks)
 };
 
+// call{.uni} (r...), f, (a...): operands [Vector of the return parameters, Symbol f, Vector of the
+// arguments] (empty vectors where none), each parameter a Symbol naming a Param variable.
+// parse_module inlines every call (ptx/calls.h): the call stays as an instruction that does
+// nothing, and each ret of the body it is followed by has a Label operand, the instruction after it.
 struct Instruction {
   Opcode opcode;
   std::optional<int> guard;  // @%p: the predicate register
@@ -86,9 +92,12 @@ struct Instruction {
   int source_line = 0, caller_line = 0;
 };
 
+// A kernel (.entry) or a device function (.func).
 struct Entry {
   std::string name;
   std::vector<Param> params;
+  std::vector<Param> returns;  // a .func's return parameters (func_retval0...)
+  bool defined = true;         // false: an .extern .func's declaration (no body)
   std::vector<Register> registers;
   std::vector<Variable> variables;  // its .shared and .local ones
   std::vector<Instruction> body;
@@ -105,6 +114,7 @@ struct Module {
   int address_size = 64;
   std::vector<Variable> variables;  // module scope
   std::vector<Entry> entries;
+  std::vector<Entry> functions;  // as read (their calls in entries are inlined)
   const Entry* entry(const std::string& name) const;
 };
 

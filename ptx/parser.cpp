@@ -4,6 +4,9 @@
 // "Directives"), restricted to what NVRTC emits for bertc's kernels; the rest is refused.
 #include "ptx/module.h"
 
+#include "ptx/calls.h"
+
+#include <algorithm>
 #include <cctype>
 #include <cstring>
 #include <map>
@@ -101,6 +104,7 @@ class Parser {
   Module run() {
     while (peek().kind != Token::Kind::End) module_statement();
     if (module_.sm == 0) fail(peek(), "no .target directive");
+    inline_calls(module_);
     return std::move(module_);
   }
 
@@ -110,7 +114,12 @@ class Parser {
   Module module_;
   Entry* entry_ = nullptr;
   int source_line_ = 0, caller_line_ = 0;  // the last .loc's (location())
-  std::vector<std::map<std::string, int>> scopes_;  // register names, innermost last
+  // Names declared in braces: registers (their ids) and call parameters (their scoped names).
+  struct Scope {
+    std::map<std::string, int> registers;
+    std::map<std::string, std::string> symbols;
+  };
+  std::vector<Scope> scopes_;  // innermost last
   int scope_count_ = 0;
 
   const Token& peek(size_t k = 0) const { return tokens_[std::min(at_ + k, tokens_.size() - 1)]; }
@@ -171,8 +180,8 @@ class Parser {
       module_statement();  // (linkage: the next statement is what it qualifies)
     } else if (t.text == ".global" || t.text == ".const" || t.text == ".shared") {
       module_.variables.push_back(variable(t));
-    } else if (t.text == ".entry") {
-      entry(t);
+    } else if (t.text == ".entry" || t.text == ".func") {
+      routine(t, t.text == ".func");
     } else if (t.text == ".file") {  // (-lineinfo: the source's name; the lines are the .loc's)
       integer();
       if (next().kind != Token::Kind::String) fail(t, ".file without its file's name");
@@ -186,9 +195,7 @@ class Parser {
         depth += is(s, "{") ? 1 : is(s, "}") ? -1 : 0;
       }
     } else {
-      fail(t, fmt::format("the directive {} is not read here (a .func NVRTC left uninlined, debug sections: none in "
-                          "bertc's kernels so far)",
-                          t.text));
+      fail(t, fmt::format("the directive {} is not read at module scope", t.text));
     }
   }
 
@@ -226,6 +233,7 @@ class Parser {
     v.space = space.text == ".global"   ? Space::Global
               : space.text == ".const"  ? Space::Const
               : space.text == ".shared" ? Space::Shared
+              : space.text == ".param"  ? Space::Param
                                         : Space::Local;
     const Declared d = declared();
     v.align = d.align, v.element = d.type, v.name = d.name;
@@ -258,30 +266,41 @@ class Parser {
     return v;
   }
 
-  void entry(const Token& at) {
-    module_.entries.emplace_back();
-    entry_ = &module_.entries.back();
-    entry_->line = at.line;
-    entry_->name = word();
-    expect("(");
+  // A parameter list's declarations, after its '(' up to its ')', laid out as the ISA lays out a
+  // kernel's parameter buffer (each at its alignment, in order).
+  std::vector<Param> parameters() {
+    std::vector<Param> out;
     uint64_t offset = 0;
-    if (!accept(")")) {
-      do {
-        const Token p = next();
-        if (p.text != ".param") fail(p, fmt::format("expected .param, found '{}'", p.text));
-        Param param;
-        const Declared d = declared();
-        if (d.count == 0) fail(p, fmt::format("parameter {} has no size ([])", d.name));
-        param.align = d.align, param.type = d.type, param.name = d.name;
-        param.bytes = d.count * static_cast<uint64_t>(std::max(1, type_bits(param.type) / 8));
-        offset = (offset + static_cast<uint64_t>(param.align) - 1) / static_cast<uint64_t>(param.align) *
-                 static_cast<uint64_t>(param.align);
-        param.offset = offset;
-        offset += param.bytes;
-        entry_->params.push_back(param);
-      } while (accept(","));
-      expect(")");
-    }
+    if (accept(")")) return out;
+    do {
+      const Token p = next();
+      if (p.text != ".param") fail(p, fmt::format("expected .param, found '{}'", p.text));
+      Param param;
+      const Declared d = declared();
+      if (d.count == 0) fail(p, fmt::format("parameter {} has no size ([])", d.name));
+      param.align = d.align, param.type = d.type, param.name = d.name;
+      param.bytes = d.count * static_cast<uint64_t>(std::max(1, type_bits(param.type) / 8));
+      offset = (offset + static_cast<uint64_t>(param.align) - 1) / static_cast<uint64_t>(param.align) *
+               static_cast<uint64_t>(param.align);
+      param.offset = offset;
+      offset += param.bytes;
+      out.push_back(param);
+    } while (accept(","));
+    expect(")");
+    return out;
+  }
+
+  // .entry NAME(PARAMS) [directives] { BODY }, or .func [(RETURNS)] NAME[(PARAMS)] followed by
+  // { BODY } or, declared only (.extern), ';'.
+  void routine(const Token& at, bool function) {
+    std::vector<Entry>& list = function ? module_.functions : module_.entries;
+    list.emplace_back();
+    entry_ = &list.back();
+    entry_->line = at.line;
+    if (function && accept("(")) entry_->returns = parameters();
+    entry_->name = word();
+    if (accept("(")) entry_->params = parameters();
+    else if (!function) fail(peek(), fmt::format("expected '(' after .entry {}", entry_->name));
     for (;;) {  // performance directives
       const Token d = peek();
       if (d.text == ".maxntid" || d.text == ".reqntid") {
@@ -303,6 +322,11 @@ class Parser {
         break;
       }
     }
+    if (function && accept(";")) {
+      entry_->defined = false;
+      entry_ = nullptr;
+      return;
+    }
     expect("{");
     scopes_.assign(1, {});
     body();
@@ -311,10 +335,10 @@ class Parser {
   }
 
   int declare_register(const Token& at, const std::string& name, Type type) {
-    if (scopes_.back().count(name)) fail(at, fmt::format("register {} is declared twice", name));
+    if (scopes_.back().registers.count(name)) fail(at, fmt::format("register {} is declared twice", name));
     const int id = static_cast<int>(entry_->registers.size());
     entry_->registers.push_back({scopes_.size() > 1 ? fmt::format("{}#{}", name, scope_count_) : name, type});
-    scopes_.back()[name] = id;
+    scopes_.back().registers[name] = id;
     return id;
   }
 
@@ -350,9 +374,16 @@ class Parser {
         next();
         if (t.text == ".reg") {
           registers(t);
-        } else if (t.text == ".shared" || t.text == ".local") {
+        } else if (t.text == ".shared" || t.text == ".local" || t.text == ".param") {
           Variable v = variable(t);
-          if (t.text == ".local") v.space = Space::Local;
+          if (t.text == ".shared" && !module_.functions.empty() && entry_ == &module_.functions.back())
+            fail(t, fmt::format("a .shared variable declared in .func {}: the ISA declares them in kernels or the module",
+                                entry_->name));
+          if (t.text == ".param" && scopes_.size() > 1) {  // (a call's: param0 is declared around each call)
+            const std::string scoped = fmt::format("{}#{}", v.name, scope_count_);
+            scopes_.back().symbols[v.name] = scoped;
+            v.name = scoped;
+          }
           entry_->variables.push_back(std::move(v));
         } else if (t.text == ".pragma") {
           next();
@@ -376,7 +407,7 @@ class Parser {
 
   int register_named(const Token& t) const {
     for (auto scope = scopes_.rbegin(); scope != scopes_.rend(); ++scope)
-      if (const auto it = scope->find(t.text); it != scope->end()) return it->second;
+      if (const auto it = scope->registers.find(t.text); it != scope->registers.end()) return it->second;
     fail(t, fmt::format("register {} is not declared", t.text));
   }
 
@@ -405,7 +436,7 @@ class Parser {
         if (base.kind != Token::Kind::Word) fail(base, fmt::format("expected an address, found '{}'", base.text));
         if (base.text.starts_with("%")) o.reg = register_named(base);
         else if (find_register(base.text) >= 0) o.reg = find_register(base.text);
-        else o.symbol = base.text;
+        else o.symbol = scoped_symbol(base.text);
         if (is(peek(), "+") || is(peek(), "-")) {
           const bool minus = next().text == "-";
           const int64_t v = integer();
@@ -441,14 +472,21 @@ class Parser {
       return o;
     }
     o.kind = Operand::Kind::Symbol;  // a variable, a parameter, or a label (resolved after the body)
-    o.symbol = t.text;
+    o.symbol = scoped_symbol(t.text);
     return o;
   }
 
   int find_register(const std::string& name) const {
     for (auto scope = scopes_.rbegin(); scope != scopes_.rend(); ++scope)
-      if (const auto it = scope->find(name); it != scope->end()) return it->second;
+      if (const auto it = scope->registers.find(name); it != scope->registers.end()) return it->second;
     return -1;
+  }
+
+  // A symbol's name as declared in the innermost scope holding it (a call parameter's scoped name).
+  std::string scoped_symbol(const std::string& name) const {
+    for (auto scope = scopes_.rbegin(); scope != scopes_.rend(); ++scope)
+      if (const auto it = scope->symbols.find(name); it != scope->symbols.end()) return it->second;
+    return name;
   }
 
   // .loc file line column [, function_name label] [, inlined_at file line column]: the source line
@@ -488,7 +526,9 @@ class Parser {
     } catch (const std::invalid_argument& e) {
       fail(op, e.what());
     }
-    if (!accept(";")) {
+    if (in.opcode.op == Op::Call) {
+      call_operands(in);
+    } else if (!accept(";")) {
       do {
         in.operands.push_back(operand());
         if (accept("|")) in.second_destination = operand();
@@ -498,10 +538,38 @@ class Parser {
     entry_->body.push_back(std::move(in));
   }
 
+  // call{.uni} [(r...),] f[, (a...)]; as module.h lays out its operands.
+  void call_operands(Instruction& in) {
+    Operand returns, arguments;
+    returns.kind = arguments.kind = Operand::Kind::Vector;
+    auto list = [&](Operand& into) {
+      expect("(");
+      if (accept(")")) return;
+      do into.elements.push_back(operand());
+      while (accept(","));
+      expect(")");
+    };
+    if (is(peek(), "(")) {
+      list(returns);
+      expect(",");
+    }
+    const Token f = peek();
+    const Operand callee = operand();
+    if (callee.kind != Operand::Kind::Symbol)
+      fail(f, fmt::format("a call through {} (an indirect call): only calls of a .func by its name are run", f.text));
+    if (accept(",")) list(arguments);
+    expect(";");
+    in.operands = {returns, callee, arguments};
+  }
+
   // Branch targets become instruction indices; every other symbol must name a variable or a
   // parameter of the module or the entry.
   void resolve_labels() {
-    for (Instruction& in : entry_->body)
+    for (Instruction& in : entry_->body) {
+      if (in.opcode.op == Op::Call) {
+        check_call_parameters(in);
+        continue;
+      }
       for (Operand& o : in.operands) {
         if (o.kind != Operand::Kind::Symbol && !(o.kind == Operand::Kind::Address && !o.symbol.empty())) continue;
         const int line = in.line;
@@ -516,11 +584,28 @@ class Parser {
         if (!known_symbol(o.symbol))
           throw Error(fmt::format("{}:{}: {} names no variable or parameter", module_.name, line, o.symbol));
       }
+    }
+  }
+
+  // A call's return parameters and arguments: each a .param declared around the call.
+  void check_call_parameters(const Instruction& in) const {
+    for (const size_t list : {size_t{0}, size_t{2}})
+      for (const Operand& o : in.operands[list].elements) {
+        const bool declared = o.kind == Operand::Kind::Symbol &&
+                              std::any_of(entry_->variables.begin(), entry_->variables.end(), [&](const Variable& v) {
+                                return v.space == Space::Param && v.name == o.symbol;
+                              });
+        if (!declared)
+          throw Error(fmt::format("{}:{}: a call's {} must each be a .param declared around the call, and {} is not",
+                                  module_.name, in.line, list == 0 ? "return parameters" : "arguments",
+                                  o.kind == Operand::Kind::Symbol ? o.symbol : std::string("one")));
+      }
   }
 
   bool known_symbol(const std::string& name) const {
-    for (const Param& p : entry_->params)
-      if (p.name == name) return true;
+    for (const std::vector<Param>* list : {&entry_->params, &entry_->returns})
+      for (const Param& p : *list)
+        if (p.name == name) return true;
     for (const Variable& v : entry_->variables)
       if (v.name == name) return true;
     for (const Variable& v : module_.variables)

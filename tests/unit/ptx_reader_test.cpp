@@ -126,7 +126,9 @@ TEST(PtxReader, RefusesWhatItDoesNotRead) {
       {".reg .pred", ".reg .pred \t%p<3>;\n\t.loc 1 2 3, discriminator 4\n.reg .pred",
        "scale.ptx:19: a .loc with 'discriminator' (function_name and inlined_at are read)"},
       {".reg .pred", ".reg .pred \t%p<3>;\n\t.section .debug_str\n.reg .pred", "the directive .section is not read inside a kernel"},
-      {".visible .entry", ".func foo() {}\n.visible .entry", "the directive .func is not read here"},
+      {".visible .entry", ".func foo()\n{\n.shared .b32 s;\nret;\n}\n.visible .entry",
+       "a .shared variable declared in .func foo: the ISA declares them in kernels or the module"},
+      {".visible .entry", ".pragma \"nounroll\";\n.visible .entry", "the directive .pragma is not read at module scope"},
       {"$L__BB0_3:\n", "$L__BB0_2:\n", "label $L__BB0_2 is defined twice"},
       {"ret;\n\n}", "ret;\n\n", "the body of scale never ends"},
   };
