@@ -11,6 +11,7 @@
 
 #include "ir/enum_names.h"
 #include "passes/cost_model.h"
+#include "support/options_json.h"
 
 namespace bertc::train {
 
@@ -140,7 +141,11 @@ Profile profile_from_json(const nlohmann::json& j) {
     if (j.at("format") != "bertc-profile-1")
       throw std::runtime_error(fmt::format("format {} is not bertc-profile-1", j.at("format").dump()));
     Profile p;
-    p.step = j.at("step");
+    // (a count, as --profile takes it: nlohmann's own conversion took 2^63 as -2^63 and 2.5 as 2)
+    const auto step = support::value_from_json(support::ValueKind::Int, j.at("step"));
+    if (!step || std::get<int64_t>(*step) < 1)
+      throw std::runtime_error(fmt::format("its \"step\" is {}, not a step (a whole number, 1 or more)", j.at("step").dump()));
+    p.step = std::get<int64_t>(*step);
     p.device = j.at("device");
     p.gpu = j.at("gpu");
     std::set<std::pair<std::string, size_t>> seen;
