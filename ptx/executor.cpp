@@ -122,6 +122,7 @@ struct BlockRun {
   size_t local_bytes = 0;
   std::vector<Thread> threads;
   std::vector<uint64_t> register_file;  // register r of thread i at r * threads + i (Thread::regs)
+  size_t register_stride = 0;           // the block's threads (kept: reg() divided by sizeof(Thread) each time)
   int first_lane = 0;  // where each_lane begins a warp's lanes (seeded)
   std::array<uint64_t, kOps> by_op{};  // (counted here, a map's lookup too slow per instruction)
   std::vector<uint64_t> register_mask;  // per register: the bits its type holds
@@ -187,6 +188,7 @@ struct BlockRun {
     const Dim3 b = config.block;
     threads.resize(b.count());
     register_file.assign(entry.registers.size() * threads.size(), 0);
+    register_stride = threads.size();
     for (uint32_t z = 0, i = 0; z < b.z; ++z)
       for (uint32_t y = 0; y < b.y; ++y)
         for (uint32_t x = 0; x < b.x; ++x, ++i) {
@@ -198,7 +200,7 @@ struct BlockRun {
         }
   }
 
-  uint64_t& reg(const Thread& t, int r) const { return t.regs[static_cast<size_t>(r) * threads.size()]; }
+  uint64_t& reg(const Thread& t, int r) const { return t.regs[static_cast<size_t>(r) * register_stride]; }
 
   uint64_t special(const Thread& t, Special s) const {
     switch (s) {
@@ -234,13 +236,13 @@ struct BlockRun {
   }
 
   // (registers, most operands, inline; the rest in operand_value)
-  uint64_t value(const Thread& t, const Instruction& in, const Operand& o, Type type) const {
+  [[gnu::always_inline]] uint64_t value(const Thread& t, const Instruction& in, const Operand& o, Type type) const {
     if (o.kind == Operand::Kind::Register) [[likely]]
       return reg(t, o.reg);
     return operand_value(t, in, o, type);
   }
 
-  uint64_t operand_value(const Thread& t, const Instruction& in, const Operand& o, Type type) const {
+  [[gnu::noinline]] uint64_t operand_value(const Thread& t, const Instruction& in, const Operand& o, Type type) const {
     switch (o.kind) {
       case Operand::Kind::Register: return reg(t, o.reg);
       case Operand::Kind::NegatedPredicate: return ~reg(t, o.reg) & 1;
@@ -265,7 +267,7 @@ struct BlockRun {
   }
 
   // (a register, nearly every destination, inline; vectors and sinks in write_other)
-  void write(Thread& t, const Instruction& in, const Operand& o, uint64_t v, Type type) {
+  [[gnu::always_inline]] void write(Thread& t, const Instruction& in, const Operand& o, uint64_t v, Type type) {
     if (o.kind == Operand::Kind::Register) [[likely]] {
       reg(t, o.reg) = v & register_mask[static_cast<size_t>(o.reg)];
       return;
@@ -273,7 +275,7 @@ struct BlockRun {
     write_other(t, in, o, v, type);
   }
 
-  void write_other(Thread& t, const Instruction& in, const Operand& o, uint64_t v, Type type) {
+  [[gnu::noinline]] void write_other(Thread& t, const Instruction& in, const Operand& o, uint64_t v, Type type) {
     if (o.kind == Operand::Kind::Sink) return;
     if (o.kind == Operand::Kind::Vector) {  // (unpacked: mov.b64 {%r1, %r2}, %rd)
       const int each = type_bits(type) / static_cast<int>(o.elements.size());
