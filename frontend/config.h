@@ -97,6 +97,9 @@ struct Config {
   FinetuneConfig finetune;     // set by a [finetune] section (finetune_section)
   std::map<std::string, ConfigValue> extra;  // values of the model definition's ExtraKeys
   bool model_section = false;  // whether the text has a [model] table (load_config requires one)
+  // Where config.model came from when not the text (hf_config.h's take_model_from): a folder's
+  // config.json, or a checkpoint's model record ("PATH (its model record)"); empty: the text.
+  std::string model_from;
   bool finetune_section = false;  // whether it has a [finetune] table: a fine-tuning config
   std::set<std::string> given;    // the "section.key"s the text sets (the rest are defaults)
   std::map<std::string, std::string> given_at;  // where each is set: "section.key" -> "LINE:COLUMN"

@@ -92,6 +92,7 @@ void merge_recorded_model(Config& config, const ModelConfig& recorded, const std
   }
   config.model = merged;
   config.model_section = true;
+  config.model_from = source;
 }
 
 }  // namespace
