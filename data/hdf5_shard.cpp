@@ -406,6 +406,14 @@ std::optional<T> get_attribute(hid_t file, const char* name, hid_t memory_type, 
   if (H5Aexists(file, name) <= 0) return std::nullopt;
   Handle attribute(H5Aopen(file, name, H5P_DEFAULT), H5Aclose);
   Handle space(attribute.ok() ? H5Aget_space(attribute.get()) : -1, H5Sclose);
+  // (stored as bertc writes it, an integer or a float: libhdf5 converts 0.5 to the integer 0, which
+  // read a shard's do_lower_case 0.5 as false, silently)
+  Handle stored(attribute.ok() ? H5Aget_type(attribute.get()) : -1, H5Tclose);
+  if (stored.ok() && H5Tget_class(stored.get()) != H5Tget_class(memory_type))
+    throw DataError(fmt::format("{}: attribute '{}' is not stored as {} as bertc writes it (another tool's edit, or a "
+                                "damaged shard): {}",
+                                where, name, H5Tget_class(memory_type) == H5T_INTEGER ? "an integer" : "a float",
+                                kMakeShardsAgain));
   T value{};
   if (!space.ok() || H5Sget_simple_extent_npoints(space.get()) != 1 || H5Aread(attribute.get(), memory_type, &value) < 0)
     throw DataError(fmt::format("{}: attribute '{}' cannot be read (a damaged shard: make it again with bertc "
@@ -458,7 +466,7 @@ std::optional<ShardRecord> get_record(hid_t file, const std::string& where) {
     return DataError(fmt::format("{}: its record is damaged ({}): {}", where, what, kMakeShardsAgain));
   };
   if (lower != 0 && lower != 1) throw damaged(fmt::format("bertc_do_lower_case is {}, not 0 or 1", lower));
-  if (r.vocab_tokens < 1 || r.max_token_id >= r.vocab_tokens)
+  if (r.vocab_tokens < 1 || r.max_token_id < 0 || r.max_token_id >= r.vocab_tokens)
     throw damaged(fmt::format("bertc_max_token_id {} in a vocabulary of {} tokens", r.max_token_id, r.vocab_tokens));
   if (!(r.masked_lm_prob >= 0 && r.masked_lm_prob <= 1))
     throw damaged(fmt::format("bertc_masked_lm_prob is {}", r.masked_lm_prob));

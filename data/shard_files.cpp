@@ -34,8 +34,10 @@ void check_record(const std::filesystem::path& f, const ShardRecord& r, int64_t 
                                  "(--vocab)",
                                  expected->vocab.path, r.vocab_path.empty() ? "its path is not recorded" : r.vocab_path));
   if (r.masked_lm_prob != expected->masked_lm_prob)
-    throw DataError(fmt::format("{}: prepared with masked_lm_prob = {:g}, and [train] masked_lm_prob is {:g} (a shard's "
-                                "masks are made when it is prepared): set masked_lm_prob = {:g}, or {}",
+    // ({}: the shortest text that reads back as the same double; {:g}'s six digits said 0.15 for
+    // 0.1500001, and "set masked_lm_prob = 0.15" changed nothing)
+    throw DataError(fmt::format("{}: prepared with masked_lm_prob = {}, and [train] masked_lm_prob is {} (a shard's "
+                                "masks are made when it is prepared): set masked_lm_prob = {}, or {}",
                                 f.string(), r.masked_lm_prob, expected->masked_lm_prob, r.masked_lm_prob, again));
   if (r.do_lower_case != expected->do_lower_case)
     throw DataError(fmt::format("{}: prepared with do_lower_case = {}, and [train] do_lower_case is {}: set "

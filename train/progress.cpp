@@ -3,11 +3,12 @@
 
 #include <algorithm>
 #include <cctype>
-#include <fstream>
-#include <random>
-#include <set>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <map>
+#include <random>
+#include <set>
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -169,9 +170,12 @@ void keep_metrics_through(const std::filesystem::path& metrics, int64_t step, co
     return;
   }
   const MetricsLine carried = check_metrics_line(unwritten);
-  std::string kept, line, other_run;
-  int64_t later = 0, damaged = 0, intact = 0;
-  std::set<int64_t> kept_steps;
+  std::string line, other_run;
+  int64_t later = 0, damaged = 0, intact = 0, repeated = 0;
+  bool reordered = false;
+  // (by step, each step's first line: a step's line twice, or lines out of order, an edit's or a
+  // join's, would be read as two measurements of it, or a curve that runs backwards)
+  std::map<int64_t, std::string> kept_lines;
   while (std::getline(in, line)) {
     const MetricsLine checked = check_metrics_line(line);
     if (!checked.intact) {
@@ -184,12 +188,15 @@ void keep_metrics_through(const std::filesystem::path& metrics, int64_t step, co
       ++later;
       continue;
     }
-    kept += line + "\n";
-    kept_steps.insert(checked.step);
+    if (!kept_lines.empty() && checked.step < kept_lines.rbegin()->first) reordered = true;
+    if (!kept_lines.emplace(checked.step, line).second) ++repeated;
   }
   in.close();
-  const bool restore = carried.intact && carried.step == step && !kept_steps.count(step);
-  if (restore) kept += unwritten + "\n", kept_steps.insert(step);
+  const bool restore = carried.intact && carried.step == step && !kept_lines.count(step);
+  if (restore) kept_lines.emplace(step, unwritten);
+  std::string kept;
+  std::set<int64_t> kept_steps;
+  for (const auto& [kept_step, text] : kept_lines) kept += text + "\n", kept_steps.insert(kept_step);
   if (!other_run.empty()) {  // (--metrics named another run's file: adding to it would mix two runs)
     keep_aside(metrics,
                what_it_holds(metrics, fmt::format(" written by run {}, and this run is run {} (resumed from its step "
@@ -223,7 +230,7 @@ void keep_metrics_through(const std::filesystem::path& metrics, int64_t step, co
                                  "--metrics file, or were lost){}",
                                  step - missing, step,
                                  kept_steps.empty() ? "" : fmt::format(", its last is step {}", *kept_steps.rbegin()));
-  if (later == 0 && damaged == 0 && !restore) {
+  if (later == 0 && damaged == 0 && repeated == 0 && !reordered && !restore) {
     if (!lost.empty()) log << fmt::format("metrics: {} is kept{}\n", metrics.string(), lost);
     return;
   }
@@ -234,13 +241,16 @@ void keep_metrics_through(const std::filesystem::path& metrics, int64_t step, co
   // A damaged line is not this run's to delete (an edit, a disk's fault): the file as it was is
   // kept beside, and the run goes on from its intact lines.
   refuse_metrics_in_use(metrics, metrics);  // (again: a run may have started writing it since the check)
-  const std::filesystem::path whole = damaged ? link_aside(metrics) : std::filesystem::path();
+  const bool edited = damaged > 0 || repeated > 0 || reordered;
+  const std::filesystem::path whole = edited ? link_aside(metrics) : std::filesystem::path();
+  std::string edits;
+  if (damaged) edits += fmt::format(" and {} damaged line(s)", damaged);
+  if (repeated) edits += fmt::format(" and {} line(s) of a step it already had (its first kept)", repeated);
+  if (reordered) edits += ", its lines put back in step order";
+  if (edited) edits += fmt::format(" (the file as it was is kept as {})", whole.string());
   support::write_file_atomically(metrics, kept);
   log << fmt::format("metrics: {} kept through step {}; dropped {} line(s) of later steps (trained again now){}{}{}\n",
-                     metrics.string(), step, later,
-                     damaged ? fmt::format(" and {} damaged line(s) (the file as it was is kept as {})", damaged,
-                                           whole.string())
-                             : std::string(),
+                     metrics.string(), step, later, edits,
                      restore ? fmt::format("; step {}'s line, which the stopped run could not write, put back from "
                                            "its checkpoint",
                                            step)

@@ -1,11 +1,12 @@
 // Fuzz harness of the metrics file as a resume reads it back (train/progress.h): keep_metrics_through
-// never throws on content, keeps exactly the intact lines of steps up to the checkpoint's, in
-// order, and drops the rest (a damaged file whole is kept beside).
+// never throws on content, keeps exactly the intact lines of steps up to the checkpoint's, the
+// first of each step, in step order, and drops the rest (a file it changed is kept beside whole).
 #include "tests/fuzz/harness.h"
 #include "train/progress.h"
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <vector>
 
@@ -24,13 +25,19 @@ std::vector<std::string> lines_of(const std::string& text) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string bytes(reinterpret_cast<const char*>(data), size);
-  std::vector<std::string> expected;
+  std::map<int64_t, std::string> by_step;
   bool all_kept = true;
   for (const std::string& line : lines_of(bytes)) {
     const bertc::train::MetricsLine m = bertc::train::check_metrics_line(line);
-    if (m.intact && m.step <= kResumeStep) expected.push_back(line);
-    else all_kept = false;
+    if (!m.intact || m.step > kResumeStep) {
+      all_kept = false;
+      continue;
+    }
+    if ((!by_step.empty() && m.step <= by_step.rbegin()->first) || by_step.count(m.step)) all_kept = false;
+    by_step.emplace(m.step, line);
   }
+  std::vector<std::string> expected;
+  for (const auto& [step, line] : by_step) expected.push_back(line);
   const std::filesystem::path path = bertc::fuzz::scratch_file(bytes, "metrics.jsonl");
   std::ostringstream log;
   bertc::train::keep_metrics_through(path, kResumeStep, std::nullopt, log);  // (an exception ends the process: the failure)
@@ -43,7 +50,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (all_kept) {
     if (after != bytes) bertc::fuzz::fail("metrics", "a file with nothing to drop was rewritten");
   } else if (lines_of(after) != expected) {
-    bertc::fuzz::fail("metrics", "the file kept is not the intact lines through the step, in order");
+    bertc::fuzz::fail("metrics", "the file kept is not the intact lines through the step, a step's first, in step order");
   }
   if (!expected.empty()) ++bertc::fuzz::accepted_inputs;
   return 0;

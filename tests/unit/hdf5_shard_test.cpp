@@ -238,6 +238,31 @@ TEST(Hdf5Shard, ReadsARecordRewrittenByAnotherToolAndRefusesADamagedOne) {
                 .find("its record is damaged (bertc_max_token_id 50000 in a vocabulary of 30522 tokens)"),
             std::string::npos)
       << refusal([&] { read_shard_shape(path); });
+  rewrite([&](hid_t f) { set_int(f, "bertc_max_token_id", -1); });
+  EXPECT_NE(refusal([&] { read_shard_shape(path); }).find("its record is damaged (bertc_max_token_id -1"),
+            std::string::npos);
+  // An integer of the record stored as a float (libhdf5 converted 0.5 to 0: do_lower_case read as
+  // false), and the float stored as an integer: refused, naming the attribute.
+  auto as_type = [&](const char* name, hid_t type, const void* value) {
+    rewrite([&](hid_t f) {
+      H5Adelete(f, name);
+      const hid_t space = H5Screate(H5S_SCALAR);
+      const hid_t a = H5Acreate2(f, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
+      H5Awrite(a, type, value);
+      H5Aclose(a), H5Sclose(space);
+    });
+    return refusal([&] { read_shard_shape(path); });
+  };
+  const double half = 0.5;
+  const int64_t one = 1;
+  for (const char* name : {"bertc_do_lower_case", "bertc_vocab_tokens", "bertc_max_token_id"})
+    EXPECT_NE(as_type(name, H5T_NATIVE_DOUBLE, &half)
+                  .find(std::string("attribute '") + name + "' is not stored as an integer as bertc writes it"),
+              std::string::npos)
+        << name;
+  EXPECT_NE(as_type("bertc_masked_lm_prob", H5T_NATIVE_INT64, &one)
+                .find("attribute 'bertc_masked_lm_prob' is not stored as a float as bertc writes it"),
+            std::string::npos);
 }
 
 // A write that fails (a full disk; here the file size limit, which fails a write the same way
