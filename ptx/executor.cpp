@@ -448,6 +448,10 @@ struct BlockRun {
     }
   }
 
+  // atom{.op}.type d, [a], b{, c} and red{.op}.type [a], b: *a = op(*a, b), d the old value (ISA:
+  // "atom", "red": inc(r, s) = r >= s ? 0 : r+1, dec(r, s) = r == 0 || r > s ? s : r-1,
+  // exch(r, s) = s, cas(r, s, t) = r == s ? t : r); add, and, or, xor, min and max as the
+  // arithmetic instruction of the type computes them.
   void atomic(Thread& t, const Instruction& in) {
     const Opcode& op = in.opcode;
     const Type type = op.type();
@@ -456,19 +460,34 @@ struct BlockRun {
     uint8_t* at = memory(t, in, space_of(op), address(t, in, in.operands.at(red ? 0 : 1)), bytes, true, true);
     uint64_t old = 0;
     std::memcpy(&old, at, bytes);
-    const uint64_t operand = value(t, in, in.operands.at(red ? 1 : 2), type);
+    const uint64_t b = value(t, in, in.operands.at(red ? 1 : 2), type);
+    const uint64_t mask = mask_of(8 * static_cast<int>(bytes));
     uint64_t updated = 0;
-    if (op.has(Mod::add)) {
-      Opcode add = op;
-      add.op = Op::Add;
-      add.mods.reset();
-      const uint64_t both[] = {old, operand};
-      updated = compute(add, both).value;
-    } else if (op.has(Mod::exch)) {
-      updated = operand;
+    if (op.has(Mod::exch)) {
+      updated = b;
+    } else if (op.has(Mod::cas)) {
+      updated = (old & mask) == (b & mask) ? value(t, in, in.operands.at(3), type) : old;
+    } else if (op.has(Mod::inc)) {
+      updated = (old & mask) >= (b & mask) ? 0 : old + 1;
+    } else if (op.has(Mod::dec)) {
+      updated = (old & mask) == 0 || (old & mask) > (b & mask) ? b : old - 1;
     } else {
-      fail(t, in, "this atomic operation is not modelled");
+      Opcode arithmetic = op;
+      arithmetic.op = op.has(Mod::add) ? Op::Add
+                      : op.has(Mod::And) ? Op::And
+                      : op.has(Mod::Or)  ? Op::Or
+                      : op.has(Mod::Xor) ? Op::Xor
+                      : op.has(Mod::min) ? Op::Min
+                                         : Op::Max;  // (the decoder takes exactly one operation: opcode.def)
+      arithmetic.mods.reset();
+      const uint64_t both[] = {old, b};
+      try {
+        updated = compute(arithmetic, both).value;
+      } catch (const std::exception& e) {
+        fail(t, in, e.what());
+      }
     }
+    updated &= mask;
     std::memcpy(at, &updated, bytes);
     if (!red) write(t, in, in.operands.at(0), old, type);
   }

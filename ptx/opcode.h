@@ -49,7 +49,7 @@ enum class Mod {
   to, global, shared, local, Const, param, Volatile, relaxed, acquire, release, acq_rel, sc, weak, cta, gpu, sys, gl,
   ca, cg, cs, lu, cv, nc, wb, wt, v2, v4, add, inc, dec, min, max, exch, cas, sync, arrive, red, warp, popc, uni,
   up, down, bfly, idx, all, any, ballot, aligned, m8n8, x1, x2, x4, trans, m8n8k4, m16n8k8, m16n8k16, row, col,
-  async, commit_group, wait_group, wait_all, f4e, b4e, rc8, ecl, ecr, rc16,
+  async, commit_group, wait_group, wait_all, f4e, b4e, rc8, ecl, ecr, rc16, l, r, clamp, wrap,
   Count
 };
 

@@ -246,6 +246,17 @@ uint64_t shift(const Opcode& op, std::span<const uint64_t> s) {
   return n >= static_cast<uint64_t>(w) ? 0 : a >> n;
 }
 
+// shf.{l,r}.{clamp,wrap}.b32 d, a, b, c: the 64 bits b:a (b the high word) shifted by n, c
+// clamped to 32 or taken mod 32; shf.l keeps the high 32 bits, shf.r the low (ISA: "shf").
+uint64_t funnel_shift(const Opcode& op, std::span<const uint64_t> s) {
+  if (op.has(Mod::clamp) == op.has(Mod::wrap)) not_modelled(op, "shf without exactly one of .clamp and .wrap");
+  if (op.type() != Type::B32) not_modelled(op, "shf of this type");
+  const uint64_t c = s[2] & 0xffffffff;
+  const uint64_t n = op.has(Mod::clamp) ? std::min<uint64_t>(c, 32) : c & 0x1f;
+  const uint64_t both = (s[1] & 0xffffffff) << 32 | (s[0] & 0xffffffff);
+  return (op.has(Mod::l) ? (both << n) >> 32 : both >> n) & 0xffffffff;
+}
+
 // bfe.type d, a, pos, len: the field a[pos .. pos+len-1], sign-extended for .s types from its top
 // bit (ISA: bfe's pseudocode, pos and len taken from their low 8 bits).
 uint64_t bfe(const Opcode& op, std::span<const uint64_t> s) {
@@ -441,6 +452,7 @@ Computed compute(const Opcode& op, std::span<const uint64_t> s) {
     case Op::Shl:
     case Op::Shr: return {shift(op, s)};
     case Op::Bfe: return {bfe(op, s)};
+    case Op::Shf: return {funnel_shift(op, s)};
     case Op::Bfi: return {bfi(op, s)};
     case Op::Prmt: return {prmt(op, s)};
     case Op::And:
