@@ -17,6 +17,7 @@
 #include "support/file_errors.h"
 #include "support/safetensors.h"
 #include "train/checkpoint.h"
+#include "train/records.h"
 
 namespace bertc::tools {
 namespace {
@@ -56,6 +57,13 @@ std::string checkpoint_text(const Metadata& meta, const std::string& path) {
 Metadata verified_record(const std::string& path) {
   const support::Safetensors file = support::read_safetensors(path);
   train::verify_checksums(file, path);
+  // (and its records' forms: info showed an edited "dropout maybe" or "step -1" as a fact, where
+  // every command that reads the file refuses it)
+  const auto classifier = file.tensors.find("classifier.weight");
+  train::check_checkpoint_record(file.metadata,
+                                 classifier == file.tensors.end() ? std::nullopt
+                                                                  : std::optional<ir::Shape>(classifier->second.shape),
+                                 path);
   return file.metadata;
 }
 
@@ -196,6 +204,7 @@ void describe_safetensors(const std::string& path, bool json, std::ostream& out)
     out << (json ? nlohmann::json(record).dump(2) + "\n" : checkpoint_text(record, path));
     return;
   }
+  if (value_of(meta, "format") == "bertc-batch") train::check_batch_record(meta, path);
   if (json) {
     out << nlohmann::json({{"safetensors", path}, {"kind", other_kind(meta)}, {"metadata", meta}}).dump(2) << "\n";
     return;

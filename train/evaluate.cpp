@@ -14,6 +14,7 @@
 #include "passes/autodiff.h"
 #include "train/batches.h"
 #include "train/checkpoint.h"
+#include "train/records.h"
 #include "train/resume.h"
 #include "reference/executor.h"
 #include "support/safetensors.h"
@@ -207,6 +208,10 @@ void require_weights_task(const frontend::Config& config, const std::filesystem:
   // (and the classes a bertc checkpoint records beside its weights: a count that differs was said as
   // the classifier's shapes)
   if (metadata.count("finetune_task")) {
+    // (a record bertc never writes, a regression of 2 classes, was advised back as a config that
+    // every check then refused)
+    if (is_checkpoint_record(metadata))
+      check_checkpoint_record(metadata, support::read_safetensors_shape(weights, "classifier.weight"), weights.string());
     const TaskRecord recorded = weights_task(weights, metadata, 0);
     require_config_task(config, recorded, init, weights_fix(recorded));
     return;
@@ -262,6 +267,7 @@ EvalResult evaluate_batch(const frontend::ModelDefinition& model, frontend::Conf
                           const std::filesystem::path& weights, const std::filesystem::path& batch_path) {
   const support::Safetensors batch = support::read_safetensors(batch_path);
   const std::string source = batch_path.string();
+  if (batch.metadata.count("format") && batch.metadata.at("format") == "bertc-batch") check_batch_record(batch.metadata, source);
   if (config.finetune_section)  // (what its label numbers mean, where bertc batch recorded it)
     require_config_task(config, recorded_task(batch.metadata), fmt::format("the batch {}", source),
                         fmt::format("make the batch with this config (bertc batch CONFIG --data EXAMPLES -o {})", source));

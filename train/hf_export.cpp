@@ -18,6 +18,7 @@
 #include "support/file_errors.h"
 #include "support/safetensors.h"
 #include "train/checkpoint.h"
+#include "train/records.h"
 #include "train/trainer.h"
 
 namespace bertc::train {
@@ -47,59 +48,6 @@ HfHead own_head(const std::map<std::string, std::string>& meta) {
   return ir::enum_named<frontend::FinetuneTask>(task->second) == frontend::FinetuneTask::TokenClassification
              ? HfHead::TokenClassification
              : HfHead::SequenceClassification;
-}
-
-// A fine-tuned checkpoint's head as config.json gives it: the classes from the classifier's rows,
-// and the records of them (finetune_task, num_labels, labels) checked against those rows: export
-// wrote config.json from the records alone, and an edited one (num_labels 3 on a classifier of 2
-// rows) made a folder its own weights contradict, exit 0.
-struct ExportedHead {
-  bool regression = false;
-  int64_t num_labels = 2;           // (a pretraining checkpoint's: transformers' default)
-  std::vector<std::string> labels;  // their names in class order (none: LABEL_0...)
-};
-
-ExportedHead exported_head(const support::Safetensors& checkpoint, const std::filesystem::path& path) {
-  ExportedHead h;
-  const std::map<std::string, std::string>& meta = checkpoint.metadata;
-  const auto task = meta.find("finetune_task");
-  if (task == meta.end()) return h;
-  auto damaged = [&](const std::string& what, const std::string& restore) {
-    return TrainError(fmt::format("{}: {}: the record was edited or damaged; {}, as bertc finetune wrote it",
-                                  path.string(), what, restore));
-  };
-  using frontend::FinetuneTask;
-  const auto parsed = ir::enum_from_name<FinetuneTask>(task->second);
-  if (!parsed)
-    throw damaged(fmt::format("its metadata says finetune_task = '{}', which is not {}", task->second,
-                              ir::enum_choice_list<FinetuneTask>()),
-                  "write the task it was fine-tuned for");
-  const auto classifier = checkpoint.tensors.find("classifier.weight");
-  if (classifier == checkpoint.tensors.end() || classifier->second.shape.size() != 2)
-    throw TrainError(fmt::format("{}: its metadata says it is fine-tuned ({}), and it holds no classifier.weight of "
-                                 "[classes, hidden]: export a checkpoint bertc finetune wrote",
-                                 path.string(), task->second));
-  const int64_t rows = classifier->second.shape[0];
-  h.regression = *parsed == FinetuneTask::Regression;
-  h.num_labels = rows;
-  if (h.regression != (rows == 1))
-    throw damaged(fmt::format("its metadata says finetune_task = '{}', and its classifier has {} row(s) ({})",
-                              task->second, rows, h.regression ? "a regression predicts one number" : "one row is a regression's"),
-                  fmt::format("write finetune_task = {}", h.regression ? "sequence-classification or token-classification"
-                                                                       : "regression"));
-  if (const auto n = meta.find("num_labels"); n != meta.end() && n->second != std::to_string(rows))
-    throw damaged(fmt::format("its metadata says num_labels = '{}', and its classifier has {} rows", n->second, rows),
-                  fmt::format("write num_labels = {}", rows));
-  if (const auto l = meta.find("labels"); l != meta.end() && !l->second.empty()) {
-    frontend::FinetuneConfig f;
-    f.labels = l->second;
-    h.labels = f.label_names();
-    if (h.regression || static_cast<int64_t>(h.labels.size()) != rows)
-      throw damaged(fmt::format("its metadata's labels '{}' name {} classes, and its classifier has {} {}", l->second,
-                                h.labels.size(), rows, h.regression ? "row (a regression's, which names none)" : "rows"),
-                    h.regression ? std::string("write labels = \"\"") : fmt::format("name its {} classes in labels", rows));
-  }
-  return h;
 }
 
 // The params the folder holds under Hugging Face's names (a BertModel's without "bert.").
@@ -245,7 +193,12 @@ void export_hf_folder(const ExportOptions& options, std::ostream& log) {
   const frontend::ModelConfig model =
       frontend::model_from_json(nlohmann::json::parse(model_config_of(meta, o.checkpoint)),
                                 o.checkpoint.string() + " (model_config)");
-  const ExportedHead exported = exported_head(checkpoint, o.checkpoint);  // (its task checked before own_head reads it)
+  // (every record checked before own_head reads the task and config.json is written from the head)
+  const auto classifier = checkpoint.tensors.find("classifier.weight");
+  const std::optional<ir::Shape> classifier_shape =
+      classifier == checkpoint.tensors.end() ? std::nullopt : std::optional<ir::Shape>(classifier->second.shape);
+  check_checkpoint_record(meta, classifier_shape, o.checkpoint.string());
+  const FineTunedHead exported = fine_tuned_head(meta, classifier_shape, o.checkpoint.string());
   const HfHead own = own_head(meta);
   const HfHead head = o.head.value_or(own);
   // (--for base is offered only where it works: a token-classification model has no pooler)

@@ -2,7 +2,6 @@
 #include "train/resume.h"
 
 #include <algorithm>
-#include <charconv>
 #include <fstream>
 #include <iterator>
 #include <set>
@@ -212,62 +211,6 @@ void say_allowed_changes(const std::map<std::string, std::string>& saved, const 
 }
 
 }  // namespace
-
-namespace {
-
-// The forms run-record values take, as bertc writes them.
-enum class RecordForm { Text, Count, Whole, Switch, Optimizer, Precision };
-
-// Why `value` is not of `form`, or nullopt when it is.
-std::optional<std::string> form_problem(RecordForm form, const std::string& value) {
-  int64_t number = -1;
-  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), number);
-  const bool whole = ec == std::errc() && end == value.data() + value.size() && number >= 0;
-  switch (form) {
-    case RecordForm::Text:
-      if (!value.empty()) return std::nullopt;
-      return "a name";
-    case RecordForm::Count:
-      if (whole && number >= 1) return std::nullopt;
-      return "a count (1 or more)";
-    case RecordForm::Whole:
-      if (whole) return std::nullopt;
-      return "a whole number (0 or more)";
-    case RecordForm::Switch:
-      if (value == "on" || value == "off") return std::nullopt;
-      return "on or off";
-    case RecordForm::Optimizer: {
-      passes::OptimizerOp op;
-      if (!support::OptionType<passes::OptimizerOp>::from_value(value, op)) return std::nullopt;
-      return fmt::format("an optimizer ({})", fmt::join(support::OptionType<passes::OptimizerOp>::choices(), ", "));
-    }
-    case RecordForm::Precision: {
-      const auto p = ir::enum_from_name<passes::Precision>(value);
-      if (p && *p != passes::Precision::Auto) return std::nullopt;
-      return "a precision (fp32, bf16, ...)";
-    }
-  }
-  return "?";
-}
-
-}  // namespace
-
-void check_run_metadata(const std::map<std::string, std::string>& saved, const std::filesystem::path& checkpoint) {
-  static const std::map<std::string, RecordForm> forms = {
-      {"model", RecordForm::Text},        {"config", RecordForm::Text},
-      {"optimizer", RecordForm::Optimizer}, {"seed", RecordForm::Whole},
-      {"batch_size", RecordForm::Count},  {"seq_len", RecordForm::Count},
-      {"max_predictions_per_seq", RecordForm::Whole}, {"global_batch", RecordForm::Count},
-      {"precision", RecordForm::Precision}, {"dropout", RecordForm::Switch},
-      {"world_size", RecordForm::Count},  {"gradient_accumulation_steps", RecordForm::Count},
-      {"schedule_steps", RecordForm::Count}};
-  for (const auto& [key, form] : forms)
-    if (const auto it = saved.find(key); it != saved.end())
-      if (const auto problem = form_problem(form, it->second))
-        throw TrainError(fmt::format("{}: its metadata says {} = '{}', which is not {} as bertc writes it: the file is "
-                                     "damaged or was edited; move it aside to resume from the one before",
-                                     checkpoint.string(), key, it->second, *problem));
-}
 
 std::map<std::string, std::string> run_metadata(const frontend::ModelDefinition& model, const frontend::Config& c,
                                                 int ranks) {

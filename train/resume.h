@@ -15,6 +15,7 @@
 #include "passes/pipeline.h"
 #include "support/tensor_io.h"
 #include "train/checkpoint.h"
+#include "train/records.h"
 #include "train/trainer.h"
 
 namespace bertc::train {
@@ -64,11 +65,6 @@ std::map<std::string, std::string> settings_metadata(const frontend::Config& con
 
 // Fresh params (from the seed) and zero states, as a run starting anew has.
 void fresh_state(const frontend::Config& config, const passes::TrainingProgram& program, support::Environment& env);
-
-// Throws TrainError naming `checkpoint` when a value of its run record (run_metadata's keys, and
-// world_size, gradient_accumulation_steps, schedule_steps) is not in the form bertc writes: an
-// edited or damaged value compared as it is was advised back as a setting no flag takes.
-void check_run_metadata(const std::map<std::string, std::string>& saved, const std::filesystem::path& checkpoint);
 
 // Throws TrainError when a checkpoint's record `saved` holds another global batch than `now`
 // (batch_size x gradient_accumulation_steps x ranks), naming both and the split it was trained with.

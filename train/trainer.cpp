@@ -37,6 +37,7 @@
 #include "train/micro_batch.h"
 #include "train/profile.h"
 #include "train/progress.h"
+#include "train/records.h"
 #include "train/resume.h"
 #include "train/run_lock.h"
 #include "train/stop_request.h"
