@@ -58,12 +58,19 @@ class Inliner {
       moved[i] = static_cast<int>(body.size());
       own.push_back(body.size());
       body.push_back(e.body[i]);
-      if (e.body[i].opcode.op == Op::Call) append_call(e, e.body[i], site++, body);
+      if (e.body[i].opcode.op == Op::Call) {
+        append_call(e, e.body[i], site++, body);
+        Operand after;  // (where lanes its guard passes over go: calls.h)
+        after.kind = Operand::Kind::Label;
+        after.label = static_cast<int>(body.size());
+        body[own.back()].operands.push_back(after);
+      }
     }
     moved[e.body.size()] = static_cast<int>(body.size());
     for (const size_t at : own)
-      for (Operand& o : body[at].operands)
-        if (o.kind == Operand::Kind::Label) o.label = moved[static_cast<size_t>(o.label)];
+      if (body[at].opcode.op != Op::Call)  // (a call's label is already where its body ends)
+        for (Operand& o : body[at].operands)
+          if (o.kind == Operand::Kind::Label) o.label = moved[static_cast<size_t>(o.label)];
     for (auto& [name, index] : e.labels) index = moved[static_cast<size_t>(index)];
     e.body = std::move(body);
   }

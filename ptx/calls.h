@@ -9,7 +9,8 @@ namespace bertc::ptx {
 
 // Expands every call in `module`'s entries, functions' own calls first.
 // Pre: the module as the reader made it (labels resolved, call operands as module.h lays them out).
-// Post: each call instruction is followed by its function's body: the function's registers and
+// Post: each call instruction is followed by its function's body, and given a fourth operand, a
+// Label of the instruction after that body (where lanes its guard passes over go): the function's registers and
 // .local variables appended to the entry's under names "NAME@FUNCTION#SITE", its parameters
 // replaced by the call's arguments and its return parameters by the call's, and each of its ret
 // given the instruction after the body as a Label operand (the executor branches there); every

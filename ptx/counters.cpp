@@ -9,8 +9,6 @@
 namespace bertc::ptx {
 namespace {
 
-bool is_packed(Type t) { return t == Type::F16x2 || t == Type::Bf16x2; }
-
 bool shared_space(const Opcode& op) { return op.has(Mod::shared); }
 
 }  // namespace

@@ -457,10 +457,14 @@ struct BlockRun {
     const Type type = op.type();
     const size_t bytes = static_cast<size_t>(type_bits(type) / 8);
     const bool red = op.op == Op::Red;
-    uint8_t* at = memory(t, in, space_of(op), address(t, in, in.operands.at(red ? 0 : 1)), bytes, true, true);
+    const uint64_t addr = address(t, in, in.operands.at(red ? 0 : 1));
+    uint8_t* at = memory(t, in, space_of(op), addr, bytes, true, true);
     uint64_t old = 0;
     std::memcpy(&old, at, bytes);
     const uint64_t b = value(t, in, in.operands.at(red ? 1 : 2), type);
+    // (ISA "atom": add.f32 of global memory flushes subnormal inputs and results, of shared memory not)
+    const bool shared = op.has(Mod::shared) || (space_of(op) == Where::Global && !op.has(Mod::global) &&
+                                                addr >= kSharedWindow && addr < kSharedWindow + kWindowBytes);
     const uint64_t mask = mask_of(8 * static_cast<int>(bytes));
     uint64_t updated = 0;
     if (op.has(Mod::exch)) {
@@ -480,6 +484,7 @@ struct BlockRun {
                       : op.has(Mod::min) ? Op::Min
                                          : Op::Max;  // (the decoder takes exactly one operation: opcode.def)
       arithmetic.mods.reset();
+      if (arithmetic.op == Op::Add && type == Type::F32 && !shared) arithmetic.mods.set(static_cast<size_t>(Mod::ftz));
       const uint64_t both[] = {old, b};
       try {
         updated = compute(arithmetic, both).value;
@@ -691,9 +696,14 @@ struct BlockRun {
       executed[pc] += static_cast<uint64_t>(std::popcount(active));
       each_lane(base, active, [&](Thread& t) { t.pc = pc; });
       const Op op = in.opcode.op;
-      if (op == Op::Call) {  // (its function's body follows it, inlined: calls.h)
-        ++pc;
-        continue;
+      if (op == Op::Call) {  // (its function's body follows it, inlined: calls.h; lanes its guard passes over skip it)
+        const auto after = static_cast<size_t>(in.operands.at(3).label);
+        if (active == mask || active == 0) {
+          pc = active == 0 ? after : pc + 1;
+          continue;
+        }
+        each_lane(base, mask, [&](Thread& t) { t.pc = active >> (t.linear % 32) & 1 ? pc + 1 : after; });
+        return;
       }
       if (op == Op::Bra || (op == Op::Ret && !in.operands.empty())) {  // (an inlined function's ret: a branch)
         if (active == mask || active == 0) {
@@ -734,8 +744,11 @@ struct BlockRun {
           fail(t, in, "bar.red takes one of .popc, .and and .or");
         return op.has(Mod::warp) ? Wait::Warp : Wait::Barrier;
       case Op::Vote:
+      case Op::Shfl:  // (the forms without .sync, deprecated and gone from sm_70, name no member mask)
+        if (!op.has(Mod::sync)) fail(t, in, fmt::format("{} without .sync is not run: its lanes name no member mask",
+                                                        op.text));
+        return Wait::Warp;
       case Op::Match:
-      case Op::Shfl:
       case Op::Mma:
       case Op::Ldmatrix: return Wait::Warp;
       default: return Wait::None;
@@ -878,8 +891,12 @@ struct BlockRun {
       if (!complete) continue;
       for (Thread* t : group) {
         const Instruction& other = entry.body[t->pc];
-        if (t->pc != waiting.front()->pc && other.opcode.text != in.opcode.text)
-          fail(*t, other, fmt::format("met {} of line {} in one warp collective", in.opcode.text, in.line));
+        // (each lane's operands are its own instruction's: lanes at two instructions, even of one
+        // text, would take the first's registers; refused, not run wrong)
+        if (t->pc != waiting.front()->pc)
+          fail(*t, other, fmt::format("met {} of line {} in one warp collective: lanes at two instructions are not run "
+                                      "together",
+                                      in.opcode.text, in.line));
         if (members(*t, other) != member) fail(*t, other, "lanes of one collective name different member masks");
       }
       if (in.opcode.op == Op::Shfl) shuffle(group, in);

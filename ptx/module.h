@@ -78,7 +78,8 @@ struct Operand {
 // call{.uni} (r...), f, (a...): operands [Vector of the return parameters, Symbol f, Vector of the
 // arguments] (empty vectors where none), each parameter a Symbol naming a Param variable.
 // parse_module inlines every call (ptx/calls.h): the call stays as an instruction that does
-// nothing, and each ret of the body it is followed by has a Label operand, the instruction after it.
+// nothing but skip that body for lanes its guard passes over (a fourth operand, a Label of the
+// instruction after it), and each ret of the body has a Label operand, the instruction after it.
 struct Instruction {
   Opcode opcode;
   std::optional<int> guard;  // @%p: the predicate register

@@ -31,6 +31,7 @@ constexpr bool is_float(Type t) {
          t == Type::F32 || t == Type::F64;
 }
 // s8..s64
+constexpr bool is_packed(Type t) { return t == Type::F16x2 || t == Type::Bf16x2; }  // (two values a register)
 constexpr bool is_signed(Type t) { return t == Type::S8 || t == Type::S16 || t == Type::S32 || t == Type::S64; }
 std::string type_name(Type t);  // "f32"
 // The type a suffix names ("f32" -> F32), or false where it names none.

@@ -3,6 +3,7 @@
 // set around each operation.
 #include "ptx/semantics.h"
 
+#include <algorithm>
 #include <bit>
 #include <cfenv>
 #include <cmath>
@@ -120,6 +121,11 @@ uint64_t integer_arith(const Opcode& op, std::span<const uint64_t> s) {
       } else {
         r = static_cast<uint64_t>(product) & mask(w);  // .lo (and mul of no .lo/.hi: not for ints)
       }
+      if (op.op == Op::Mad && op.has(Mod::sat)) {  // (mad.hi.sat.s32: the high half plus c, clamped)
+        if (t != Type::S32 || !op.has(Mod::hi)) not_modelled(op, ".sat of a mad other than .hi.s32");
+        const int64_t sum = signed_value(r, 32) + signed_value(s[2], 32);
+        return static_cast<uint64_t>(std::clamp<int64_t>(sum, std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max())) & mask(32);
+      }
       if (op.op == Op::Mad) r = (r + s[2]) & mask(rw);
       return r;
     }
@@ -143,12 +149,35 @@ uint64_t integer_arith(const Opcode& op, std::span<const uint64_t> s) {
   }
 }
 
-// min and max of floats: a NaN operand gives the other; two NaNs the canonical NaN; -0 is below +0.
+// abs and neg of f64, f16, bf16 and their pairs: the sign bit of each value alone (ISA: "abs",
+// "neg" of those types; .ftz of the 16-bit ones flushes a subnormal to zero of its sign first).
+uint64_t float_sign(const Opcode& op, uint64_t x) {
+  const Type t = op.type();
+  if (t == Type::F64) {
+    if (op.has(Mod::ftz)) not_modelled(op, ".ftz of an f64");
+    return op.op == Op::Abs ? x & 0x7fffffffffffffff : x ^ 0x8000000000000000;
+  }
+  if (t != Type::F16 && t != Type::Bf16 && t != Type::F16x2 && t != Type::Bf16x2) not_modelled(op, "abs/neg of this type");
+  const int values = is_packed(t) ? 2 : 1;
+  const uint64_t exponent = t == Type::F16 || t == Type::F16x2 ? 0x7c00 : 0x7f80;
+  uint64_t out = 0;
+  for (int i = 0; i < values; ++i) {
+    uint64_t h = (x >> (16 * i)) & 0xffff;
+    if (op.has(Mod::ftz) && (h & exponent) == 0) h &= 0x8000;  // (a subnormal: zero of its sign)
+    h = op.op == Op::Abs ? h & 0x7fff : h ^ 0x8000;
+    out |= h << (16 * i);
+  }
+  return out;
+}
+
+// min and max of floats: a NaN operand gives the other (with .NaN, the canonical NaN); two NaNs the
+// canonical NaN; -0 is below +0.
 uint64_t float_min_max(const Opcode& op, std::span<const uint64_t> s) {
   if (op.type() != Type::F32) not_modelled(op, "min/max of this type");
   const bool ftz = op.has(Mod::ftz);
   const float a = flush(f32(s[0]), ftz), b = flush(f32(s[1]), ftz);
-  if (std::isnan(a) && std::isnan(b)) return 0x7fffffff;
+  // (.NaN: a NaN operand makes the result the canonical NaN; without it the other operand)
+  if ((std::isnan(a) && std::isnan(b)) || (op.has(Mod::NaN) && (std::isnan(a) || std::isnan(b)))) return 0x7fffffff;
   if (std::isnan(a)) return bits_of(b);
   if (std::isnan(b)) return bits_of(a);
   const bool max = op.op == Op::Max;
@@ -390,9 +419,19 @@ Computed convert(const Opcode& op, std::span<const uint64_t> s) {
     return {bits_of(f)};
   }
   if (to == Type::F16 || to == Type::Bf16) {
-    if (rounding_of(op) != FE_TONEAREST) not_modelled(op, "a conversion to 16 bits rounding other than .rn");
-    const float f = static_cast<float>(x);  // (x came from f32 or narrower: exact)
-    return {to == Type::F16 ? f32_to_f16(f) : f32_to_bf16(f)};
+    // (one rounding, f32's bits to 16: a wider source would round twice; the integral roundings,
+    // .rna and .sat are other conversions than these)
+    if (rounding_of(op) != FE_TONEAREST || op.has(Mod::rni) || op.has(Mod::rna) || op.has(Mod::sat))
+      not_modelled(op, "a conversion to 16 bits other than .rn (with .relu)");
+    if (from == Type::F64 || (!is_float(from) && std::abs(x) > 16777216.0))
+      not_modelled(op, "a conversion to 16 bits from a value f32 does not hold exactly");
+    const float f = static_cast<float>(x);  // (exact: checked above)
+    const uint16_t bits = to == Type::F16 ? f32_to_f16(f) : f32_to_bf16(f);
+    if (op.has(Mod::relu)) {  // (ISA "cvt": .relu clamps negative results to 0, a NaN to the canonical NaN)
+      if (std::isnan(f)) return {0x7fff};
+      if (bits & 0x8000) return {0};
+    }
+    return {bits};
   }
   if (to == Type::Tf32) {  // cvt.rna.tf32.f32: 10 mantissa bits, ties away from zero, in a .b32
     if (!op.has(Mod::rna)) not_modelled(op, "tf32 rounding other than .rna");
@@ -447,6 +486,11 @@ Computed compute(const Opcode& op, std::span<const uint64_t> s) {
   switch (op.op) {
     case Op::Mov: return {s[0]};
     case Op::Selp: return {(s[2] & 1) ? s[0] : s[1]};
+    case Op::Slct: {  // slct.dtype.{s32,f32} d, a, b, c: a where c >= 0, else b (ISA: "slct"; -0 is 0, a NaN c gives b)
+      if (op.type(1) == Type::S32) return {signed_value(s[2], 32) >= 0 ? s[0] : s[1]};
+      if (op.type(1) != Type::F32) not_modelled(op, "slct of this comparison type");
+      return {flush(f32(s[2]), op.has(Mod::ftz)) >= 0.0f ? s[0] : s[1]};
+    }
     case Op::Setp: return setp(op, s);
     case Op::Cvt: return convert(op, s);
     case Op::Shl:
@@ -485,6 +529,7 @@ Computed compute(const Opcode& op, std::span<const uint64_t> s) {
         const uint64_t x = bits_of(flush(f32(s[0]), op.has(Mod::ftz)));
         return {op.op == Op::Abs ? x & 0x7fffffff : x ^ 0x80000000};
       }
+      if (is_float(op.type())) return {float_sign(op, s[0])};
       return {integer_arith(op, s)};
     case Op::Add:
     case Op::Sub:

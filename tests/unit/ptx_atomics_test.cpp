@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
+#include <cmath>
 #include <vector>
 
 #include "ptx/executor.h"
@@ -149,6 +151,38 @@ TEST(PtxExecutor, AtomicsFollowTheIsasDefinitions) {
     EXPECT_EQ(word[7], 9u);                         // cas: 5 -> 9, then 9 kept
     EXPECT_EQ(word[8], 42u);                        // exch
   }
+}
+
+// atom.add.f32 of global memory flushes a subnormal operand and result to zero (ISA: "atom"; of
+// shared memory it keeps them).
+TEST(PtxExecutor, AFloatAtomicAddOfGlobalMemoryFlushesSubnormals) {
+  const char* text = R"(
+.version 9.0
+.target sm_75
+.address_size 64
+.visible .entry addf(.param .u64 addf_param_0, .param .f32 addf_param_1)
+{
+	.reg .f32 %f<3>;
+	.reg .b64 %rd<3>;
+	ld.param.u64 %rd1, [addf_param_0];
+	ld.param.f32 %f1, [addf_param_1];
+	cvta.to.global.u64 %rd2, %rd1;
+	atom.global.add.f32 %f2, [%rd2], %f1;
+	ret;
+}
+)";
+  Emulator emulator(parse_module(text, "addf.ptx"));
+  float word = 0.0f;
+  emulator.add_global(&word, 4);
+  const float subnormal = std::ldexp(1.0f, -140);
+  emulator.launch("addf",
+                  emulator.pack_params("addf", {reinterpret_cast<uint64_t>(&word), std::bit_cast<uint32_t>(subnormal)}),
+                  {{1, 1, 1}, {1, 1, 1}});
+  EXPECT_EQ(word, 0.0f);
+  const float normal = 1.5f;
+  emulator.launch("addf", emulator.pack_params("addf", {reinterpret_cast<uint64_t>(&word), std::bit_cast<uint32_t>(normal)}),
+                  {{1, 1, 1}, {1, 1, 1}});
+  EXPECT_EQ(word, 1.5f);
 }
 
 }  // namespace

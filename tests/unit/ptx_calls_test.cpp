@@ -364,6 +364,53 @@ TEST(PtxCalls, ANestedCallsEarlyReturnReconvergesTheWarp) {
   return ::testing::AssertionFailure() << "'" << message << "' does not say '" << part << "'";
 }
 
+// A call its guard passes over for some lanes: those skip the function (put's store), the others run it.
+constexpr const char* kGuardedCall = R"(
+.version 9.0
+.target sm_75
+.address_size 64
+
+.func put(.param .b64 at, .param .b32 v)
+{
+	.reg .b32 %r<2>;
+	.reg .b64 %rd<2>;
+	ld.param.u64 %rd1, [at];
+	ld.param.u32 %r1, [v];
+	st.global.u32 [%rd1], %r1;
+	ret;
+}
+.visible .entry guarded(.param .u64 guarded_param_0)
+{
+	.reg .pred %p<2>;
+	.reg .b32 %r<3>;
+	.reg .b64 %rd<4>;
+	ld.param.u64 %rd1, [guarded_param_0];
+	cvta.to.global.u64 %rd2, %rd1;
+	mov.u32 %r1, %tid.x;
+	add.s32 %r2, %r1, 100;
+	mul.wide.u32 %rd3, %r1, 4;
+	add.s64 %rd3, %rd2, %rd3;
+	setp.lt.u32 %p1, %r1, 16;
+	{
+	.param .b64 param0;
+	st.param.b64 [param0+0], %rd3;
+	.param .b32 param1;
+	st.param.b32 [param1+0], %r2;
+	@%p1 call.uni put, (param0, param1);
+	}
+	ret;
+}
+)";
+
+TEST(PtxCalls, LanesAGuardPassesOverSkipTheCall) {
+  Emulator emulator(parse_module(kGuardedCall, "guarded.ptx"));
+  std::vector<uint32_t> out(32, 0xdeadbeef);
+  emulator.add_global(out.data(), out.size() * 4);
+  emulator.launch("guarded", emulator.pack_params("guarded", {reinterpret_cast<uint64_t>(out.data())}),
+                  {{1, 1, 1}, {32, 1, 1}});
+  for (uint32_t t = 0; t < 32; ++t) EXPECT_EQ(out[t], t < 16 ? t + 100 : 0xdeadbeefu) << t;
+}
+
 std::string refusal(const std::string& text) {
   return testing::refusal<Error>([&] { parse_module(text, "bad.ptx"); });
 }

@@ -80,6 +80,35 @@ TEST(PtxSemantics, ArithmeticAndConversionsFollowTheIsa) {
   EXPECT_THROW(run("div.u32", {1, 0}), std::domain_error);
 }
 
+// The forms a review found the decoder took and the semantics got wrong or refused (ISA: "abs",
+// "neg", "min", "max", "slct", "mad", "cvt"): each against its definition.
+TEST(PtxSemantics, SignsSelectsSaturationsAndNarrowConversionsFollowTheIsa) {
+  const uint64_t d1 = std::bit_cast<uint64_t>(1.0), dm1 = std::bit_cast<uint64_t>(-1.0);
+  EXPECT_EQ(run("neg.f64", {d1}), dm1);  // (the sign bit alone: integer negation gave -4.0)
+  EXPECT_EQ(run("abs.f64", {dm1}), d1);
+  EXPECT_EQ(run("neg.f16", {0x3c00}), 0xbc00u);            // 1.0 -> -1.0
+  EXPECT_EQ(run("abs.bf16x2", {0xbf80bf80u}), 0x3f803f80u);  // (-1, -1) -> (1, 1)
+  EXPECT_EQ(run("abs.ftz.f16", {0x8001}), 0x0000u);          // a subnormal: flushed, then its sign cleared
+  // .NaN: a NaN operand gives the canonical NaN (without it, the other operand).
+  EXPECT_EQ(run("max.NaN.f32", {f(NAN), f(2.0f)}), 0x7fffffffu);
+  EXPECT_EQ(run("min.NaN.f32", {f(1.0f), f(NAN)}), 0x7fffffffu);
+  // slct: a where c >= 0 (-0 is 0), else b; a NaN c is not >= 0.
+  EXPECT_EQ(run("slct.u32.s32", {7, 9, 0}), 7u);
+  EXPECT_EQ(run("slct.u32.s32", {7, 9, 0xffffffffu}), 9u);
+  EXPECT_EQ(run("slct.u32.f32", {7, 9, f(-0.0f)}), 7u);
+  EXPECT_EQ(run("slct.u32.f32", {7, 9, f(NAN)}), 9u);
+  // mad.hi.sat.s32: the product's high word plus c, clamped: (2^30 x 2^30) >> 32 = 2^28.
+  EXPECT_EQ(run("mad.hi.sat.s32", {1u << 30, 1u << 30, 0x7fffffffu}), 0x7fffffffu);
+  EXPECT_EQ(run("mad.hi.sat.s32", {1u << 30, 1u << 30, 1}), (1u << 28) + 1);
+  // cvt to 16 bits: .relu clamps a negative result to 0 and a NaN to the canonical NaN; what is
+  // not modelled (an integral rounding, .sat, an f64 source rounding twice) is refused.
+  EXPECT_EQ(run("cvt.rn.relu.f16.f32", {f(-1.0f)}), 0u);
+  EXPECT_EQ(run("cvt.rn.relu.bf16.f32", {f(NAN)}), 0x7fffu);
+  EXPECT_EQ(run("cvt.rn.relu.f16.f32", {f(2.0f)}), 0x4000u);
+  EXPECT_ANY_THROW(run("cvt.rni.f16.f32", {f(2.5f)}));
+  EXPECT_ANY_THROW(run("cvt.rn.f16.f64", {d1}));
+}
+
 // A kernel in NVRTC's forms: out[i] = in[i] * 2 for i < n, one element a thread; and a warp sum
 // by butterfly shuffles, written by lane 0 of each warp.
 constexpr const char* kKernels = R"(
@@ -1233,6 +1262,43 @@ TEST(PtxExecutor, ChecksCatchEachPlantedBug) {
     EXPECT_NE(refusal([&] { fx.launch("twice", {0, 0, 0}, 1, 128); }).find("more than its .maxntid 64x1x1"),
               std::string::npos);
   }
+}
+
+// A warp's lanes at two shuffles (one a branch's side): each lane's operands are its own
+// instruction's, which the emulator does not run together: refused, never run with the first
+// lane's registers; and a shuffle without .sync (no member mask) refused with its line.
+TEST(PtxExecutor, CollectivesItCannotRunAreRefusedWithTheirLine) {
+  const std::string head = ".version 9.0\n.target sm_75\n.address_size 64\n";
+  const std::string two = head + R"(.visible .entry two()
+{
+	.reg .pred %p<2>;
+	.reg .b32 %r<3>;
+	mov.u32 %r1, %tid.x;
+	setp.lt.u32 %p1, %r1, 16;
+	@%p1 bra $L_low;
+	shfl.sync.idx.b32 %r2, %r1, 0, 31, -1;
+	bra.uni $L_end;
+$L_low:
+	shfl.sync.idx.b32 %r2, %r1, 1, 31, -1;
+$L_end:
+	ret;
+}
+)";
+  auto launch = [](const std::string& text) {
+    return refusal([&] {
+      Emulator emulator(parse_module(text, "two.ptx"));
+      emulator.launch("two", emulator.pack_params("two", {}), {{1, 1, 1}, {32, 1, 1}});
+    });
+  };
+  EXPECT_NE(launch(two).find("in one warp collective: lanes at two instructions are not run together"),
+            std::string::npos)
+      << launch(two);
+  std::string unsynced = two;
+  unsynced.replace(unsynced.find("shfl.sync.idx.b32 %r2, %r1, 0, 31, -1"), 37, "shfl.idx.b32 %r2, %r1, 0, 31");
+  EXPECT_NE(launch(unsynced).find("two.ptx:11: kernel two, block (0,0,0), thread (16,0,0): shfl.idx.b32: shfl.idx.b32 "
+                                  "without .sync is not run"),
+            std::string::npos)
+      << launch(unsynced);
 }
 
 }  // namespace
