@@ -28,9 +28,20 @@ void require(const nlohmann::json& j, const std::string& key, const std::string&
                                 why));
 }
 
-void refuse_true(const nlohmann::json& j, const std::string& key, const std::string& source, const std::string& why) {
+// A yes-or-no key of config.json; nullopt where absent or null. Another kind is refused:
+// transformers tests it for truth (1 true, 0 false, "false" true), and bertc read only true and
+// false (is_decoder 1 ran a decoder as an encoder; tie_word_embeddings 0 dropped an untied decoder).
+std::optional<bool> config_flag(const nlohmann::json& j, const std::string& key, const std::string& source) {
   const auto it = j.find(key);
-  if (it != j.end() && it->is_boolean() && it->get<bool>())
+  if (it == j.end() || it->is_null()) return std::nullopt;
+  if (!it->is_boolean())
+    throw ConfigError(fmt::format("{}: {} is {}, not true or false: write the one the model was made with", source, key,
+                                  it->dump()));
+  return it->get<bool>();
+}
+
+void refuse_true(const nlohmann::json& j, const std::string& key, const std::string& source, const std::string& why) {
+  if (config_flag(j, key, source).value_or(false))
     throw ConfigError(fmt::format("{}: {} is true; bertc runs BERT encoders only ({})", source, key, why));
 }
 
@@ -58,9 +69,10 @@ void use_hf_tokenizer(Config& config, const std::filesystem::path& folder) {
   // weights are read (train/resume.h check_init_vocab): the same tokens in other bytes (CRLF line
   // ends) are the same vocabulary.
   if (!config.given.count("train.vocab")) config.train.vocab = std::filesystem::absolute(vocab, ec).string();
+  // (read, and its settings checked, whether or not the config sets do_lower_case)
+  const HfTokenizerSettings settings = hf_tokenizer_settings(folder);
   if (config.given.count("train.do_lower_case")) return;
-  if (const std::optional<bool> lower = hf_tokenizer_settings(folder).do_lower_case)
-    config.train.do_lower_case = *lower;
+  if (settings.do_lower_case) config.train.do_lower_case = *settings.do_lower_case;
 }
 
 // config.model from `recorded` (a folder's config.json, a checkpoint's record: `source`, `what`
@@ -195,8 +207,7 @@ void use_hf_model(Config& config, const std::filesystem::path& folder) {
   refuse_true(j, "add_cross_attention", source, "no cross-attention");
   // (an untied MLM decoder matters to pretraining alone: fine-tuning and a task's evaluation leave
   // the MLM head out, and a task model's folder holds none)
-  if (const auto tie = j.find("tie_word_embeddings");
-      tie != j.end() && tie->is_boolean() && !tie->get<bool>() && !config.finetune_section)
+  if (!config_flag(j, "tie_word_embeddings", source).value_or(true) && !config.finetune_section)
     throw ConfigError(fmt::format("{}: tie_word_embeddings is false; bertc's MLM decoder is the word embeddings "
                                   "(BERT's tie), so an untied decoder's weights would be lost in pretraining: "
                                   "fine-tune from the folder instead (a [finetune] config leaves the MLM head out), "
@@ -320,6 +331,28 @@ nlohmann::json hf_config_json(const ModelConfig& model, HfHead head, int64_t num
   return j;
 }
 
+namespace {
+
+// A tokenizer file's special tokens (cls_token... as a string, or as transformers writes an added
+// token, {"content": ...}): BERT's own, which bertc's tokenizer uses; another is refused naming it.
+void special_tokens(const nlohmann::json& j, const std::filesystem::path& file) {
+  if (!j.is_object()) throw ConfigError(fmt::format("{}: not a JSON object", file.string()));
+  static const std::pair<const char*, const char*> roles[] = {
+      {"cls_token", "[CLS]"}, {"sep_token", "[SEP]"}, {"pad_token", "[PAD]"}, {"mask_token", "[MASK]"}, {"unk_token", "[UNK]"}};
+  for (const auto& [key, bert] : roles) {
+    const auto it = j.find(key);
+    if (it == j.end() || it->is_null()) continue;
+    const nlohmann::json& token = it->is_object() && it->contains("content") ? it->at("content") : *it;
+    if (!token.is_string() || token.get<std::string>() != bert)
+      throw ConfigError(fmt::format("{}: {} is {}, and bertc's tokenizer uses BERT's {} for it (and its id in "
+                                    "vocab.txt): use the model with the tokenizer it was made with, or write \"{}\" "
+                                    "if that is the token the model was trained with",
+                                    file.string(), key, token.dump(), bert, bert));
+  }
+}
+
+}  // namespace
+
 HfTokenizerSettings hf_tokenizer_settings(const std::filesystem::path& folder) {
   const std::filesystem::path file = folder / "tokenizer_config.json";
   if (const std::string kind = support::non_regular_kind(file); !kind.empty())
@@ -352,6 +385,33 @@ HfTokenizerSettings hf_tokenizer_settings(const std::filesystem::path& folder) {
   };
   s.do_lower_case = flag("do_lower_case", false);
   s.strip_accents = flag("strip_accents", true);
+  // Settings that make other tokens than bertc's tokenizer (BertTokenizer's defaults) makes: refused,
+  // never ignored (tokenize_chinese_chars false kept CJK runs whole there, split here).
+  const auto refuse = [&](const std::string& what, const std::string& fix) {
+    throw ConfigError(fmt::format("{}: {}, and bertc's tokenizer is BertTokenizer with its defaults (the same text "
+                                  "would make other tokens): {}",
+                                  file.string(), what, fix));
+  };
+  for (const char* key : {"tokenize_chinese_chars", "do_basic_tokenize"})
+    if (!flag(key, true).value_or(true))
+      refuse(fmt::format("{} is false", key), "use the model with the tokenizer it was made with, or set it to true if "
+                                              "the model was trained with BertTokenizer's defaults");
+  if (const auto never = j.find("never_split"); never != j.end() && !never->is_null() && !(never->is_array() && never->empty()))
+    refuse(fmt::format("never_split is {}", never->dump()), "remove it if the model was trained without it");
+  if (const auto kind = j.find("tokenizer_class"); kind != j.end() && !kind->is_null() &&
+                                                   *kind != "BertTokenizer" && *kind != "BertTokenizerFast")
+    refuse(fmt::format("tokenizer_class is {}", kind->dump()), "fine-tune a BERT model with a WordPiece vocabulary");
+  special_tokens(j, file);
+  if (const std::filesystem::path map = folder / "special_tokens_map.json"; support::non_regular_kind(map).empty())
+    if (std::ifstream map_in(map); map_in) {
+      nlohmann::json m;
+      try {
+        m = nlohmann::json::parse(map_in);
+      } catch (const nlohmann::json::exception& e) {
+        throw ConfigError(fmt::format("{}: not JSON: {}", map.string(), e.what()));
+      }
+      special_tokens(m, map);
+    }
   return s;
 }
 
