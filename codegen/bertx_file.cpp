@@ -122,7 +122,10 @@ bool tiled(std::vector<std::pair<uint64_t, uint64_t>> sections, uint64_t blob_si
 json dim_json(const Dim3& d) { return json::array({d.x, d.y, d.z}); }
 Dim3 dim_of(const json& j, std::string_view what) {
   if (!j.is_array() || j.size() != 3) throw Damaged(fmt::format("its header's {} is {}, not [x, y, z]", what, j.dump()));
-  return {whole<int>(j.at(0), what), whole<int>(j.at(1), what), whole<int>(j.at(2), what)};
+  const Dim3 d{whole<int>(j.at(0), what), whole<int>(j.at(1), what), whole<int>(j.at(2), what)};
+  if (d.x < 1 || d.y < 1 || d.z < 1)
+    throw Damaged(fmt::format("its header's {} is {}, not [x, y, z] of 1 or more each", what, j.dump()));
+  return d;
 }
 
 json kernels_json(const GraphKernels& g, const std::vector<std::string>& labels) {

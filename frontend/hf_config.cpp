@@ -351,6 +351,21 @@ void special_tokens(const nlohmann::json& j, const std::filesystem::path& file) 
   }
 }
 
+// special_tokens_map.json's tokens, where the folder has one, checked as special_tokens does.
+void special_tokens_map(const std::filesystem::path& folder) {
+  const std::filesystem::path map = folder / "special_tokens_map.json";
+  if (!support::non_regular_kind(map).empty()) return;
+  std::ifstream in(map);
+  if (!in) return;
+  nlohmann::json m;
+  try {
+    m = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw ConfigError(fmt::format("{}: not JSON: {}", map.string(), e.what()));
+  }
+  special_tokens(m, map);
+}
+
 }  // namespace
 
 HfTokenizerSettings hf_tokenizer_settings(const std::filesystem::path& folder) {
@@ -361,7 +376,10 @@ HfTokenizerSettings hf_tokenizer_settings(const std::filesystem::path& folder) {
                                   file.string(), kind));
   std::ifstream in(file);
   HfTokenizerSettings s;
-  if (!in) return s;
+  if (!in) {  // (the special tokens' own file, where the folder has it alone)
+    special_tokens_map(folder);
+    return s;
+  }
   s.file = true;
   nlohmann::json j;
   try {
@@ -402,16 +420,7 @@ HfTokenizerSettings hf_tokenizer_settings(const std::filesystem::path& folder) {
                                                    *kind != "BertTokenizer" && *kind != "BertTokenizerFast")
     refuse(fmt::format("tokenizer_class is {}", kind->dump()), "fine-tune a BERT model with a WordPiece vocabulary");
   special_tokens(j, file);
-  if (const std::filesystem::path map = folder / "special_tokens_map.json"; support::non_regular_kind(map).empty())
-    if (std::ifstream map_in(map); map_in) {
-      nlohmann::json m;
-      try {
-        m = nlohmann::json::parse(map_in);
-      } catch (const nlohmann::json::exception& e) {
-        throw ConfigError(fmt::format("{}: not JSON: {}", map.string(), e.what()));
-      }
-      special_tokens(m, map);
-    }
+  special_tokens_map(folder);
   return s;
 }
 

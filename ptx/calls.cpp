@@ -30,8 +30,12 @@ class Inliner {
   // Function `name` with its calls inlined, for a call at `at`.
   const Entry& function(const std::string& name, const Instruction& at) {
     if (const auto it = expanded_.find(name); it != expanded_.end()) return it->second;
-    const auto f = std::find_if(module_.functions.begin(), module_.functions.end(),
-                                [&](const Entry& e) { return e.name == name; });
+    // (its definition where the module has one: a prototype comes first where a caller does, as
+    // LLVM's PTX printer writes it, without .extern)
+    auto f = std::find_if(module_.functions.begin(), module_.functions.end(),
+                          [&](const Entry& e) { return e.name == name && e.defined; });
+    if (f == module_.functions.end())
+      f = std::find_if(module_.functions.begin(), module_.functions.end(), [&](const Entry& e) { return e.name == name; });
     if (f == module_.functions.end()) fail(at, fmt::format("calls {}, which the module does not declare", name));
     if (!f->defined)
       fail(at, fmt::format("calls {}, an .extern function the module does not define (a device library's, as "
@@ -53,13 +57,14 @@ class Inliner {
     std::vector<Instruction> body;
     std::vector<int> moved(e.body.size() + 1);  // old index -> new
     std::vector<size_t> own;                    // where e's own instructions went
+    std::map<std::string, int> inlined_labels;  // the inlined bodies' labels, at their new places
     int site = 0;
     for (size_t i = 0; i < e.body.size(); ++i) {
       moved[i] = static_cast<int>(body.size());
       own.push_back(body.size());
       body.push_back(e.body[i]);
       if (e.body[i].opcode.op == Op::Call) {
-        append_call(e, e.body[i], site++, body);
+        append_call(e, e.body[i], site++, body, inlined_labels);
         Operand after;  // (where lanes its guard passes over go: calls.h)
         after.kind = Operand::Kind::Label;
         after.label = static_cast<int>(body.size());
@@ -72,11 +77,14 @@ class Inliner {
         for (Operand& o : body[at].operands)
           if (o.kind == Operand::Kind::Label) o.label = moved[static_cast<size_t>(o.label)];
     for (auto& [name, index] : e.labels) index = moved[static_cast<size_t>(index)];
+    for (auto& [name, index] : inlined_labels) e.labels[name] = index;  // (already new positions)
     e.body = std::move(body);
   }
 
-  // The body of the function `call` names, made part of `e` and appended to `body`.
-  void append_call(Entry& e, const Instruction& call, int site, std::vector<Instruction>& body) {
+  // The body of the function `call` names, made part of `e` and appended to `body`; its labels, at
+  // their places there, into `inlined_labels`.
+  void append_call(Entry& e, const Instruction& call, int site, std::vector<Instruction>& body,
+                   std::map<std::string, int>& inlined_labels) {
     const Entry& f = function(call.operands.at(1).symbol, call);
     const std::vector<Operand>& returns = call.operands.at(0).elements;
     const std::vector<Operand>& arguments = call.operands.at(2).elements;
@@ -94,7 +102,7 @@ class Inliner {
     }
     const int start = static_cast<int>(body.size());
     const int after = start + static_cast<int>(f.body.size());
-    for (auto [name, index] : f.labels) e.labels.emplace(name + suffix, start + index);
+    for (auto [name, index] : f.labels) inlined_labels.emplace(name + suffix, start + index);
     for (Instruction in : f.body) {
       if (in.guard) *in.guard += register_base;
       for (Operand& o : in.operands) relocate(o, register_base, start, renamed);

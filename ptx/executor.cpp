@@ -107,6 +107,27 @@ struct NamedBarrier {
 
 }  // namespace
 
+// Whether two operands name the same registers, values and symbols.
+bool same_operand(const Operand& a, const Operand& b) {
+  if (a.kind != b.kind || a.reg != b.reg || a.special != b.special || a.value != b.value || a.f64 != b.f64 ||
+      a.symbol != b.symbol || a.label != b.label || a.elements.size() != b.elements.size())
+    return false;
+  for (size_t i = 0; i < a.elements.size(); ++i)
+    if (!same_operand(a.elements[i], b.elements[i])) return false;
+  return true;
+}
+
+// Whether two instructions (at two places) do the same: one opcode, one guard, the same operands.
+bool same_instruction(const Instruction& a, const Instruction& b) {
+  if (a.opcode.text != b.opcode.text || a.guard != b.guard || a.guard_negated != b.guard_negated ||
+      a.operands.size() != b.operands.size() || a.second_destination.has_value() != b.second_destination.has_value())
+    return false;
+  if (a.second_destination && !same_operand(*a.second_destination, *b.second_destination)) return false;
+  for (size_t i = 0; i < a.operands.size(); ++i)
+    if (!same_operand(a.operands[i], b.operands[i])) return false;
+  return true;
+}
+
 // One block's run: its shared memory, its threads, and the instructions' effects on them.
 struct BlockRun {
   const Emulator& emu;
@@ -891,11 +912,12 @@ struct BlockRun {
       if (!complete) continue;
       for (Thread* t : group) {
         const Instruction& other = entry.body[t->pc];
-        // (each lane's operands are its own instruction's: lanes at two instructions, even of one
-        // text, would take the first's registers; refused, not run wrong)
-        if (t->pc != waiting.front()->pc)
-          fail(*t, other, fmt::format("met {} of line {} in one warp collective: lanes at two instructions are not run "
-                                      "together",
+        // (lanes at two instructions of the same operands, __syncwarp() on both sides of a branch,
+        // run together as sm_70 lets them; of other operands, each lane's would be its own
+        // instruction's, which the collective does not take: refused, not run with the first's)
+        if (t->pc != waiting.front()->pc && !same_instruction(other, in))
+          fail(*t, other, fmt::format("met {} of line {} in one warp collective: lanes at two instructions of other "
+                                      "operands are not run together",
                                       in.opcode.text, in.line));
         if (members(*t, other) != member) fail(*t, other, "lanes of one collective name different member masks");
       }

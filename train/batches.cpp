@@ -58,9 +58,9 @@ data::Vocab load_run_vocab(const frontend::Config& c, const std::filesystem::pat
                                       vocab_flag ? "--vocab FILE or " : "", vocab.size()));
   // (batches pad with the vocabulary's [PAD], the model keeps pad_token_id's row as padding: two
   // ids for one token trained the padding as a word and left a word's row at zero, silently)
-  // (where the model came from a folder or a checkpoint, their own pad_token_id: setting it in the
-  // config was refused as contradicting them)
-  if (vocab.pad() != c.model.pad_token_id && !c.model_from.empty() && !c.given.count("model.pad_token_id"))
+  // (where the model came from a folder or a checkpoint, their own pad_token_id: the config's, when
+  // it sets one, says the same, and setting another was refused as contradicting them)
+  if (vocab.pad() != c.model.pad_token_id && !c.model_from.empty())
     throw data::DataError(fmt::format(
         "{}: its [PAD] is id {}, and {} says pad_token_id = {}: give the vocabulary the model was made with{}",
         path.string(), vocab.pad(), c.model_from, c.model.pad_token_id,

@@ -79,7 +79,8 @@ void check_run_metadata(const Record& saved, const std::filesystem::path& checkp
     if (const auto it = saved.find(key); it != saved.end())
       if (const auto problem = form_problem(form, it->second))
         throw TrainError(fmt::format("{}: its metadata says {} = '{}', which is not {} as bertc writes it: the file is "
-                                     "damaged or was edited; move it aside to resume from the one before",
+                                     "damaged or was edited (a run resuming from it goes on from the one before once "
+                                     "it is moved aside)",
                                      checkpoint.string(), key, it->second, *problem));
 }
 

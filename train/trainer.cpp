@@ -2,8 +2,9 @@
 #include "train/trainer.h"
 
 #include <chrono>
-#include <csignal>
 #include <cmath>
+#include <csignal>
+#include <exception>
 #include <numeric>
 #include <optional>
 #include <set>
@@ -194,7 +195,8 @@ int64_t metadata_number(const std::map<std::string, std::string>& meta, const st
 // accumulation steps (rank 0 reads the checkpoint; every rank gets its figures).
 void keep_global_batch(TrainOptions& o, dist::Communicator& comm, std::ostream& log) {
   if (!o.resume) return;
-  int64_t saved[2] = {0, 0};  // ranks and global batch of the newest checkpoint (0: none)
+  int64_t saved[2] = {0, 0};  // ranks and global batch of the newest checkpoint (0: none; -1: rank 0 refused it)
+  std::exception_ptr refused;
   if (comm.rank() == 0) {
     const auto existing = list_checkpoints(o.checkpoint_dir);
     if (!existing.empty()) {
@@ -206,10 +208,16 @@ void keep_global_batch(TrainOptions& o, dist::Communicator& comm, std::ostream& 
                                                              metadata_number(meta, "gradient_accumulation_steps", 1));
       } catch (const support::SafetensorsError&) {
         // (A newest file that does not read: loading it says what it is and the way on.)
+      } catch (const TrainError&) {  // (said after the broadcast: the other ranks would wait for it until their timeout)
+        refused = std::current_exception();
+        saved[0] = -1;
       }
     }
   }
   comm.broadcast(saved, sizeof saved, 0);
+  if (refused) std::rethrow_exception(refused);
+  if (saved[0] == -1)
+    throw TrainError("rank 0 refused the newest checkpoint's record (its error says why): this rank stops with it");
   frontend::TrainConfig& t = o.config.train;
   const int64_t ranks = comm.size();
   if (saved[1] == 0 || saved[0] == ranks || ranks * t.batch_size * t.gradient_accumulation_steps == saved[1]) return;

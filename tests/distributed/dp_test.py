@@ -383,6 +383,18 @@ def resume_other_ranks():
     if len(metrics("one-then-two")) != 20:
         fail("1 rank then 2: the resumed run did not train to step 20")
     compare(metrics("one-straight"), metrics("one-then-two"), "loss", 2e-2, "1 rank straight vs 1 rank then 2")
+    # A newest checkpoint whose record rank 0 refuses (edited, its checksum refitted): every rank
+    # stops with it at once (the others waited for rank 0's broadcast until their rank timeout).
+    train(cfg, "edited-record", extra=["--until", "10"])
+    subprocess.run([sys.executable, os.path.join(SOURCE, "tests", "lit", "Inputs", "set_metadata.py"),
+                    os.path.join(WORK, "edited-record", "checkpoint-000010.safetensors"), "precision", "bogus"], check=True)
+    began = time.time()
+    refused = train(cfg, "edited-record", ranks=2, extra=["--resume"], check=False)
+    took = time.time() - began
+    if refused.returncode == 0 or "its metadata says precision = 'bogus'" not in refused.stderr or took > 60:
+        fail(f"a record rank 0 refuses was not refused by every rank at once (exit {refused.returncode}, "
+             f"{took:.0f} s):\n" + refused.stderr[-2000:])
+    print(f"a record rank 0 refuses: every rank stopped in {took:.1f} s")
 
 
 def equal_compiled():

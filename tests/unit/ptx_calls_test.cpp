@@ -250,7 +250,15 @@ $L__BB4_2:
 )";
 
 TEST(PtxCalls, FunctionsNvccLeftUninlinedRunWithTheirArgumentsAndResults) {
-  Emulator emulator(parse_module(kNvccCalls, "calls.ptx"));
+  const Module module = parse_module(kNvccCalls, "calls.ptx");
+  // An inlined function's labels name its instructions where they landed: fact's loop head
+  // ($L__BB2_3, the second call of the kernel) is its mul.lo.
+  const Entry& k = *module.entry("k");
+  const int loop = k.labels.at("$L__BB2_3@_Z4facti#1");
+  ASSERT_LT(static_cast<size_t>(loop), k.body.size());
+  EXPECT_EQ(k.body[static_cast<size_t>(loop)].opcode.text, "mul.lo.s32");
+  for (const auto& [name, index] : k.labels) EXPECT_LE(static_cast<size_t>(index), k.body.size()) << name;
+  Emulator emulator(module);
   constexpr int n = 20;
   std::vector<float> out(4 * n, -1.0f);
   for (int i = 0; i < n; ++i) out[static_cast<size_t>(i)] = 0.25f * static_cast<float>(i) - 1.5f;
@@ -357,6 +365,25 @@ TEST(PtxCalls, ANestedCallsEarlyReturnReconvergesTheWarp) {
     for (uint32_t t = 0; t < 64; ++t) expected += 12 + 9 + (t < 16 ? 4 + 4 : t < 32 ? 7 + 4 : 7 + 7);
     EXPECT_EQ(counts.thread_instructions, expected) << "seed " << seed;
   }
+}
+
+// A function defined after the kernel that calls it: LLVM's printer declares it first (a
+// prototype, no .extern), and the call runs the definition.
+TEST(PtxCalls, AFunctionDefinedAfterItsCallerRuns) {
+  std::string text = kHalves;
+  const std::string entry = text.substr(text.find(".visible .entry"));
+  text.erase(text.find(".visible .entry"));
+  const std::string prototype = ".func (.param .b32 twice) halve_twice(.param .b32 x);\n";
+  text = text.substr(0, text.find(".func")) + prototype + entry + text.substr(text.find(".func"));
+  Emulator emulator(parse_module(text, "later.ptx"));
+  std::vector<uint32_t> out(32, 0);
+  emulator.add_global(out.data(), out.size() * 4);
+  emulator.launch("halves", emulator.pack_params("halves", {reinterpret_cast<uint64_t>(out.data())}), {{1, 1, 1}, {32, 1, 1}});
+  auto twice = [](uint32_t x) {
+    for (int i = 0; i < 2; ++i) x = x < 16 ? x : x >> 1;
+    return x;
+  };
+  for (uint32_t t = 0; t < 32; ++t) EXPECT_EQ(out[t], twice(t) + twice(t ^ 1)) << t;
 }
 
 ::testing::AssertionResult says(const std::string& message, const std::string& part) {

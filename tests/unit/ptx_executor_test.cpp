@@ -1290,9 +1290,17 @@ $L_end:
       emulator.launch("two", emulator.pack_params("two", {}), {{1, 1, 1}, {32, 1, 1}});
     });
   };
-  EXPECT_NE(launch(two).find("in one warp collective: lanes at two instructions are not run together"),
+  EXPECT_NE(launch(two).find("in one warp collective: lanes at two instructions of other operands are not run together"),
             std::string::npos)
       << launch(two);
+  // (two of the same operands, __syncwarp() on both sides of a branch, run together)
+  std::string synced = two;
+  for (int i = 0; i < 2; ++i) {
+    const size_t at = synced.find("shfl.sync.idx.b32");
+    synced.replace(at, synced.find(';', at) - at, "bar.warp.sync -1");
+  }
+  Emulator both_sides(parse_module(synced, "synced.ptx"));
+  EXPECT_NO_THROW(both_sides.launch("two", both_sides.pack_params("two", {}), {{1, 1, 1}, {32, 1, 1}}));
   std::string unsynced = two;
   unsynced.replace(unsynced.find("shfl.sync.idx.b32 %r2, %r1, 0, 31, -1"), 37, "shfl.idx.b32 %r2, %r1, 0, 31");
   EXPECT_NE(launch(unsynced).find("two.ptx:11: kernel two, block (0,0,0), thread (16,0,0): shfl.idx.b32: shfl.idx.b32 "
