@@ -239,7 +239,13 @@ struct BlockRun {
       case Special::NctaidZ: return config.grid.z;
       case Special::Laneid: return t.linear % 32;
       case Special::Warpid: return t.linear / 32;
+      // (ISA "Special Registers": a lane's own bit, and the bits below or above it, of 32)
+      case Special::LanemaskEq: return uint64_t{1} << (t.linear % 32);
+      case Special::LanemaskLe: return (uint64_t{2} << (t.linear % 32)) - 1;
       case Special::LanemaskLt: return (uint64_t{1} << (t.linear % 32)) - 1;
+      case Special::LanemaskGe: return ~((uint64_t{1} << (t.linear % 32)) - 1) & 0xffffffff;
+      case Special::LanemaskGt: return ~((uint64_t{2} << (t.linear % 32)) - 1) & 0xffffffff;
+      case Special::DynamicSmemSize: return config.dynamic_shared_bytes;
       case Special::Clock:
       case Special::Clock64: return counts.thread_instructions;
     }

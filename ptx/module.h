@@ -59,7 +59,8 @@ struct Register {
 // The special registers bertc's kernels read (the ISA's %tid, %ntid, %ctaid, %nctaid, %laneid,
 // %warpid...), component by component.
 enum class Special { TidX, TidY, TidZ, NtidX, NtidY, NtidZ, CtaidX, CtaidY, CtaidZ, NctaidX, NctaidY, NctaidZ, Laneid,
-                     Warpid, LanemaskLt, Clock, Clock64 };
+                     Warpid, LanemaskEq, LanemaskLe, LanemaskLt, LanemaskGe, LanemaskGt, DynamicSmemSize, Clock,
+                     Clock64 };
 
 struct Operand {
   // (NegatedPredicate: !%p, a predicate register read complemented, as vote.sync's and bar.red's

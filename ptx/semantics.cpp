@@ -4,6 +4,7 @@
 #include "ptx/semantics.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cfenv>
 #include <cmath>
@@ -313,17 +314,31 @@ uint64_t bfi(const Opcode& op, std::span<const uint64_t> s) {
   return d;
 }
 
-// prmt.b32 d, a, b, c (the generic form): byte i of d is byte c[4i+2:4i] of {b, a} (a the low
-// four), or, with c[4i+3] set, that byte's sign replicated.
+// prmt.b32{.mode} d, a, b, c: in the generic form byte i of d is byte c[4i+2:4i] of {b, a} (a the
+// low four), or, with c[4i+3] set, that byte's sign replicated; a mode takes its bytes from the
+// row c[1:0] of its table (ISA: "prmt").
 uint64_t prmt(const Opcode& op, std::span<const uint64_t> s) {
-  if (op.has(Mod::f4e) || op.has(Mod::b4e) || op.has(Mod::rc8) || op.has(Mod::ecl) || op.has(Mod::ecr) ||
-      op.has(Mod::rc16))
-    not_modelled(op, "this prmt mode");
   const uint64_t both = (s[0] & 0xffffffff) | ((s[1] & 0xffffffff) << 32);
+  auto byte_of = [&](uint64_t index) { return (both >> (8 * (index & 7))) & 0xff; };
+  // The modes: c[1:0] picks a row of the ISA's table, the source byte of d.b0 .. d.b3 each (no sign
+  // replication).
+  static constexpr std::pair<Mod, std::array<std::array<uint8_t, 4>, 4>> modes[] = {
+      {Mod::f4e, {{{0, 1, 2, 3}, {1, 2, 3, 4}, {2, 3, 4, 5}, {3, 4, 5, 6}}}},
+      {Mod::b4e, {{{0, 7, 6, 5}, {1, 0, 7, 6}, {2, 1, 0, 7}, {3, 2, 1, 0}}}},
+      {Mod::rc8, {{{0, 0, 0, 0}, {1, 1, 1, 1}, {2, 2, 2, 2}, {3, 3, 3, 3}}}},
+      {Mod::ecl, {{{0, 1, 2, 3}, {1, 1, 2, 3}, {2, 2, 2, 3}, {3, 3, 3, 3}}}},
+      {Mod::ecr, {{{0, 0, 0, 0}, {0, 1, 1, 1}, {0, 1, 2, 2}, {0, 1, 2, 3}}}},
+      {Mod::rc16, {{{0, 1, 0, 1}, {2, 3, 2, 3}, {0, 1, 0, 1}, {2, 3, 2, 3}}}}};
   uint64_t d = 0;
-  for (int i = 0; i < 4; ++i) {
+  for (const auto& [mode, rows] : modes)
+    if (op.has(mode)) {
+      const auto& row = rows[s[2] & 3];
+      for (int i = 0; i < 4; ++i) d |= byte_of(row[static_cast<size_t>(i)]) << (8 * i);
+      return d;
+    }
+  for (int i = 0; i < 4; ++i) {  // (the generic form: a selector a byte, its bit 3 replicating the byte's sign)
     const uint64_t selector = (s[2] >> (4 * i)) & 0xf;
-    uint64_t byte = (both >> (8 * (selector & 7))) & 0xff;
+    uint64_t byte = byte_of(selector & 7);
     if (selector & 8) byte = byte & 0x80 ? 0xff : 0;
     d |= byte << (8 * i);
   }

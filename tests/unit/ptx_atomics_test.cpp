@@ -1,7 +1,9 @@
 // ptx/: atom and red with every operation the ISA defines for them (and, or, xor, min, max of
-// signed and unsigned words, inc, dec, cas, exch), and shf's funnel shift, on the PTX nvcc 13.0
-// emits for CUDA's atomic functions; expected values from the ISA's definitions ("atom": inc(r, s)
-// = r >= s ? 0 : r+1, dec(r, s) = r == 0 || r > s ? s : r-1, cas(r, s, t) = r == s ? t : r; "shf").
+// signed and unsigned words, inc, dec, cas, exch), shf's funnel shift, prmt's modes and the lane
+// mask special registers, on the PTX nvcc 13.0 emits for CUDA's atomic functions and on PTX
+// written here; expected values from the ISA's definitions ("atom": inc(r, s) = r >= s ? 0 : r+1,
+// dec(r, s) = r == 0 || r > s ? s : r-1, cas(r, s, t) = r == s ? t : r; "shf"; "prmt"'s table;
+// "Special Registers").
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -183,6 +185,61 @@ TEST(PtxExecutor, AFloatAtomicAddOfGlobalMemoryFlushesSubnormals) {
   emulator.launch("addf", emulator.pack_params("addf", {reinterpret_cast<uint64_t>(&word), std::bit_cast<uint32_t>(normal)}),
                   {{1, 1, 1}, {1, 1, 1}});
   EXPECT_EQ(word, 1.5f);
+}
+
+// prmt's modes: c[1:0] picks a row of the ISA's table (bytes 0-3 of a, 4-7 of b; d.b0 first).
+TEST(PtxSemantics, PermuteModesTakeTheirRowOfTheIsasTable) {
+  const uint64_t a = 0x33221100, b = 0x77665544;  // (byte i is 0x11 * i)
+  EXPECT_EQ(run("prmt.b32.f4e", {a, b, 1}), 0x44332211u);  // bytes 1, 2, 3, 4
+  EXPECT_EQ(run("prmt.b32.b4e", {a, b, 1}), 0x66770011u);  // bytes 1, 0, 7, 6
+  EXPECT_EQ(run("prmt.b32.rc8", {a, b, 2}), 0x22222222u);
+  EXPECT_EQ(run("prmt.b32.ecl", {a, b, 2}), 0x33222222u);  // bytes 2, 2, 2, 3
+  EXPECT_EQ(run("prmt.b32.ecr", {a, b, 2}), 0x22221100u);  // bytes 0, 1, 2, 2
+  EXPECT_EQ(run("prmt.b32.rc16", {a, b, 1}), 0x33223322u);  // bytes 2, 3, 2, 3
+  EXPECT_EQ(run("prmt.b32.f4e", {a, b, 0xff00 | 3}), 0x66554433u);  // (only c[1:0] counts)
+}
+
+// The lane masks and the launch's dynamic shared memory size, lane by lane.
+TEST(PtxExecutor, LaneMaskRegistersHoldTheirLanesBits) {
+  const char* text = R"(
+.version 9.0
+.target sm_75
+.address_size 64
+.visible .entry masks(.param .u64 masks_param_0)
+{
+	.reg .b32 %r<7>;
+	.reg .b64 %rd<4>;
+	ld.param.u64 %rd1, [masks_param_0];
+	cvta.to.global.u64 %rd2, %rd1;
+	mov.u32 %r1, %tid.x;
+	mov.u32 %r2, %lanemask_eq;
+	mov.u32 %r3, %lanemask_le;
+	mov.u32 %r4, %lanemask_ge;
+	mov.u32 %r5, %lanemask_gt;
+	mov.u32 %r6, %dynamic_smem_size;
+	mul.wide.u32 %rd3, %r1, 20;
+	add.s64 %rd3, %rd2, %rd3;
+	st.global.u32 [%rd3], %r2;
+	st.global.u32 [%rd3+4], %r3;
+	st.global.u32 [%rd3+8], %r4;
+	st.global.u32 [%rd3+12], %r5;
+	st.global.u32 [%rd3+16], %r6;
+	ret;
+}
+)";
+  Emulator emulator(parse_module(text, "masks.ptx"));
+  std::vector<uint32_t> out(32 * 5, 0xdeadbeef);
+  emulator.add_global(out.data(), out.size() * 4);
+  emulator.launch("masks", emulator.pack_params("masks", {reinterpret_cast<uint64_t>(out.data())}),
+                  {{1, 1, 1}, {32, 1, 1}, 64});
+  for (uint32_t lane = 0; lane < 32; ++lane) {
+    const uint64_t bit = uint64_t{1} << lane;
+    EXPECT_EQ(out[5 * lane], bit) << lane;
+    EXPECT_EQ(out[5 * lane + 1], (2 * bit - 1) & 0xffffffff) << lane;       // this lane and those below
+    EXPECT_EQ(out[5 * lane + 2], ~(bit - 1) & 0xffffffff) << lane;          // this lane and those above
+    EXPECT_EQ(out[5 * lane + 3], ~(2 * bit - 1) & 0xffffffff) << lane;      // those above
+    EXPECT_EQ(out[5 * lane + 4], 64u) << lane;
+  }
 }
 
 }  // namespace
