@@ -1,8 +1,6 @@
 // The records bertc writes in its files' metadata, checked (see records.h).
 #include "train/records.h"
 
-#include <charconv>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -16,12 +14,12 @@
 namespace bertc::train {
 namespace {
 
-// A whole number of 0 or more written as bertc writes it (digits only), or nullopt.
+// A whole number of 0 or more written as bertc writes it, or nullopt (support's reading of an
+// integer option's text: the whole text, no sign but '-').
 std::optional<int64_t> whole_number(const std::string& text) {
-  int64_t n = -1;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
-  if (ec != std::errc() || end != text.data() + text.size() || n < 0) return std::nullopt;
-  return n;
+  const std::optional<support::OptionValue> v = support::value_from_text(support::ValueKind::Int, text);
+  if (!v || std::get<int64_t>(*v) < 0) return std::nullopt;
+  return std::get<int64_t>(*v);
 }
 
 [[noreturn]] void damaged(const std::string& path, const std::string& key, const std::string& value, const char* form) {
