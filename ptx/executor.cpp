@@ -159,6 +159,7 @@ struct BlockRun {
   std::array<NamedBarrier, 16> barriers{};
   std::vector<Thread*> waiting_lanes, group_lanes;  // (resolve_warps': kept, not made anew a warp)
   GlobalRaces* races = nullptr;  // racecheck of global memory (none: off for the launch)
+  const BufferBounds* bounds = nullptr;  // memcheck by buffer (none: by allocation only)
 
   [[noreturn]] void fail(const Thread& t, const Instruction& in, const std::string& what) const {
     const std::string source =
@@ -436,6 +437,8 @@ struct BlockRun {
         auto it = emu.globals_.upper_bound(addr);
         if (it == emu.globals_.begin() || addr + bytes > std::prev(it)->first + std::prev(it)->second)
           fail(t, in, fmt::format("{} bytes at {:#x}, outside every allocation the launch was given", bytes, addr));
+        if (bounds)
+          if (const auto problem = bounds->outside(addr, bytes)) fail(t, in, *problem);
         if (!atomic) global_requests.note(t.pc, t.linear, addr, bytes);
         if (races && !atomic) check_global_race(t, in, addr, std::min(bytes, write ? bytes : read_bytes), write);
         if (GlobalShadow* shadow = config.global_initcheck ? emu.global_shadow_.get() : nullptr) {
@@ -1181,9 +1184,17 @@ LaunchCounts Emulator::launch(const std::string& name, const std::vector<uint8_t
     GlobalRaces& races;
     ~Forget() { races.begin_launch(); }
   } forget{*races_};
+  std::optional<BufferBounds> bounds;
+  if (!config.buffers.empty()) {
+    std::vector<Buffer> buffers = config.buffers;  // (and the module's own variables)
+    for (const auto& s : storage_)
+      buffers.push_back({reinterpret_cast<uint64_t>(s.data()), s.size(), "a variable of the module"});
+    bounds.emplace(std::move(buffers));
+  }
   for (const auto& b : blocks) {
     BlockRun run{*this, *e, config, params, {b[0], b[1], b[2]}, counts, *shadow_};  // (the rest: defaults)
     if (racecheck) run.races = races_.get();
+    if (bounds) run.bounds = &*bounds;
     run.run_block();
     for (size_t op = 0; op < kOps; ++op)
       if (run.by_op[op]) counts.by_op[static_cast<Op>(op)] += run.by_op[op];

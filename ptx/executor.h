@@ -49,6 +49,10 @@ struct LaunchConfig {
   // racecheck of global memory within the launch (global_races.h): off for a sampled launch, whose
   // blocks not run leave nothing to race with.
   bool global_racecheck = true;
+  // memcheck by buffer (global_checks.h's BufferBounds): where not empty, the buffers the kernel's
+  // arguments name, and every global access must fall inside one of them or the module's own
+  // variables, not only inside an allocation (one allocation may hold many buffers).
+  std::vector<Buffer> buffers;
 };
 
 // What a launch executed: thread-instructions issued (predicated off or not), by operation and by

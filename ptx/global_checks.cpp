@@ -1,7 +1,9 @@
-// initcheck of global memory (see global_checks.h).
+// Checks of global memory (see global_checks.h).
 #include "ptx/global_checks.h"
 
 #include <algorithm>
+
+#include <fmt/format.h>
 
 namespace bertc::ptx {
 namespace {
@@ -19,7 +21,11 @@ auto holding(Map& allocations, uint64_t at) -> decltype(&*allocations.begin()) {
 
 void GlobalShadow::track(uint64_t base, uint64_t bytes) { allocations_[base].assign(bytes, false); }
 
-void GlobalShadow::written(uint64_t at, uint64_t bytes) {
+void GlobalShadow::written(uint64_t at, uint64_t bytes) { set(at, bytes, true); }
+
+void GlobalShadow::forget(uint64_t at, uint64_t bytes) { set(at, bytes, false); }
+
+void GlobalShadow::set(uint64_t at, uint64_t bytes, bool written) {
   for (uint64_t a = at; a < at + bytes;) {
     auto* held = holding(allocations_, a);
     if (!held) {
@@ -29,7 +35,7 @@ void GlobalShadow::written(uint64_t at, uint64_t bytes) {
     std::vector<bool>& flags = held->second;
     const uint64_t end = std::min<uint64_t>(at + bytes, held->first + flags.size());
     std::fill(flags.begin() + static_cast<std::ptrdiff_t>(a - held->first),
-              flags.begin() + static_cast<std::ptrdiff_t>(end - held->first), true);
+              flags.begin() + static_cast<std::ptrdiff_t>(end - held->first), written);
     a = end;
   }
 }
@@ -49,6 +55,44 @@ std::optional<GlobalShadow::Unwritten> GlobalShadow::first_unwritten(uint64_t at
     if (const auto* held = holding(allocations_, a); held && !held->second[a - held->first])
       return Unwritten{a, held->first, held->second.size()};
   return std::nullopt;
+}
+
+BufferBounds::BufferBounds(std::vector<Buffer> buffers) : buffers_(std::move(buffers)) {
+  std::sort(buffers_.begin(), buffers_.end(), [](const Buffer& a, const Buffer& b) { return a.base < b.base; });
+  for (const Buffer& b : buffers_) {
+    if (b.bytes == 0) continue;
+    const uint64_t end = b.base + b.bytes;
+    if (!spans_.empty() && b.base < std::prev(spans_.end())->second)  // (overlaps the last span: joins it)
+      std::prev(spans_.end())->second = std::max(std::prev(spans_.end())->second, end);
+    else
+      spans_[b.base] = end;
+  }
+}
+
+std::optional<std::string> BufferBounds::outside(uint64_t at, uint64_t bytes) const {
+  auto it = spans_.upper_bound(at);
+  if (it != spans_.begin() && at + bytes <= std::prev(it)->second) return std::nullopt;
+  // (the nearest: the buffer whose bytes are closest to the access's first byte)
+  const Buffer* nearest = nullptr;
+  uint64_t distance = UINT64_MAX;
+  for (const Buffer& b : buffers_) {
+    const uint64_t d = at < b.base ? b.base - at : at >= b.base + b.bytes ? at - (b.base + b.bytes) + 1 : 0;
+    if (d < distance) distance = d, nearest = &b;
+  }
+  std::string where = "no buffer";
+  if (nearest) {
+    if (at < nearest->base)
+      where = fmt::format("{} bytes before the start of {}", nearest->base - at, nearest->what);
+    else if (at < nearest->base + nearest->bytes)
+      where = fmt::format("byte {} of {}, which has {} bytes: its last {} go past its end", at - nearest->base,
+                          nearest->what, nearest->bytes, at + bytes - (nearest->base + nearest->bytes));
+    else
+      where = fmt::format("{} bytes past the end of {} ({} bytes)", at - (nearest->base + nearest->bytes),
+                          nearest->what, nearest->bytes);
+  }
+  return fmt::format("{} bytes at {:#x}, outside every buffer the kernel's arguments name: {} (its allocation holds "
+                     "other buffers there, a memory plan's arena)",
+                     bytes, at, where);
 }
 
 }  // namespace bertc::ptx

@@ -41,6 +41,21 @@ struct DeviceCapabilities {
   std::string no_library;  // why matrix products cannot run in cuBLAS here ("": they can)
 };
 
+// What one launch of a plan may touch, as the plan knows it and a device does not: a memory plan
+// puts many values in one allocation (its arena), where a device sees only the allocation.
+struct LaunchFootprint {
+  struct Buffer {
+    const void* base = nullptr;
+    size_t bytes = 0;
+    std::string what;  // how a finding names it: "'x' (f32[2,8])", "kernel k_..'s scratch"
+  };
+  std::vector<Buffer> buffers;  // every buffer its arguments name: values, tables and their entries, scratch, workspace
+  // Values this launch is the first of its step to write, in arena bytes other values held before:
+  // their old contents are dead (reading them before writing them is initcheck's finding). Not
+  // those the launch has zeroed first (zero_before), nor bytes a value it reads shares (in place).
+  std::vector<Buffer> fresh;
+};
+
 class Device {
  public:
   virtual ~Device() = default;
@@ -69,6 +84,11 @@ class Device {
   virtual void use_images(std::map<std::string, codegen::GpuImage> images, const std::string& nvrtc_version) = 0;
   // args[i] points at the value of parameter i (cuLaunchKernel's convention).
   virtual void launch(const codegen::KernelSpec& kernel, void** args) = 0;
+  // A launch with the buffers its arguments name (PlanExecutor's launches), for a device that
+  // checks kernels against them (the PTX device); the others launch as launch() does.
+  virtual void launch_within(const codegen::KernelSpec& kernel, void** args, const LaunchFootprint& /*footprint*/) {
+    launch(kernel, args);
+  }
   // A cuBLAS product: cublasGemmStridedBatchedEx with `args` (first = the IR's B).
   virtual void gemm(const codegen::CublasGemmArgs& args, const void* first, const void* second, void* c) = 0;
   // Device memory this device has allocated so far (buffers, not host staging).

@@ -141,6 +141,39 @@ PlanExecutor::PlanExecutor(const ir::Graph& graph, codegen::GraphKernels kernels
         tables_[i].push_back(table);
       }
     }
+  fresh_ = fresh_values();
+}
+
+// A value's bytes in the arena held other values before the launch that first writes it in a
+// step: the launch writes them before anything reads them, or the read is of a dead value (which a
+// GPU runs without a word). Left out: what it zeroes first, and bytes shared with a value it reads
+// (an op in place).
+std::vector<std::vector<ir::ValueId>> PlanExecutor::fresh_values() {
+  std::vector<std::vector<ir::ValueId>> fresh(kernels_.kernels.size());
+  std::vector<bool> written(graph_.num_values(), false);
+  auto bytes_of = [&](ir::ValueId v) { return static_cast<size_t>(graph_.value(v).type.bytes()); };
+  auto overlap = [&](ir::ValueId a, ir::ValueId b) {
+    const auto *pa = static_cast<unsigned char*>(address(a)), *pb = static_cast<unsigned char*>(address(b));
+    return pa < pb + bytes_of(b) && pb < pa + bytes_of(a);
+  };
+  for (size_t i = 0; i < kernels_.kernels.size(); ++i) {
+    const KernelSpec& k = kernels_.kernels[i];
+    std::vector<ir::ValueId> writes, reads;
+    for (const codegen::KernelParam& p : k.params) {
+      if (p.kind == ParamKind::Buffer) (p.written ? writes : reads).push_back(p.value);
+      if (p.kind == ParamKind::Table)
+        for (size_t e = 0; e < p.table.size(); ++e) (p.table_written.at(e) ? writes : reads).push_back(p.table[e]);
+    }
+    if (k.library && !k.library->to_workspace) writes.push_back(k.library->c);
+    for (ir::ValueId v : writes) {
+      if (written[v]) continue;
+      written[v] = true;
+      const bool zeroed = std::find(k.zero_before.begin(), k.zero_before.end(), v) != k.zero_before.end();
+      const bool in_place = std::any_of(reads.begin(), reads.end(), [&](ir::ValueId r) { return overlap(v, r); });
+      if (layout_.place(v).kind == ValuePlace::Arena && !zeroed && !in_place && !k.library) fresh[i].push_back(v);
+    }
+  }
+  return fresh;
 }
 
 void* PlanExecutor::address(ir::ValueId v) {
@@ -151,6 +184,38 @@ void* PlanExecutor::address(ir::ValueId v) {
 ir::HostTensor<float> PlanExecutor::read(ir::ValueId v) {
   return downloaded(device_, address(v), graph_.value(v).type, graph_.value(v).name);
 }
+
+namespace {
+
+// The buffers launch `k`'s arguments name, as `buffers` places them.
+LaunchFootprint footprint(const ir::Graph& graph, const KernelSpec& k, const LaunchBuffers& buffers) {
+  auto value = [&](ir::ValueId v) {
+    const ir::Value& value = graph.value(v);
+    return LaunchFootprint::Buffer{buffers.address(v), static_cast<size_t>(value.type.bytes()),
+                                   fmt::format("'{}' ({})", value.name, ir::to_string(value.type))};
+  };
+  LaunchFootprint f;
+  size_t table = 0;
+  for (const codegen::KernelParam& p : k.params) {
+    switch (p.kind) {
+      case ParamKind::Buffer: f.buffers.push_back(value(p.value)); break;
+      case ParamKind::Table:
+        f.buffers.push_back({buffers.tables.at(table++), p.table.size() * sizeof(void*),
+                             fmt::format("the table of {} buffers '{}'", p.table.size(), p.name)});
+        for (ir::ValueId v : p.table) f.buffers.push_back(value(v));
+        break;
+      case ParamKind::Scratch: f.buffers.push_back({buffers.scratch, p.scratch_bytes, fmt::format("its scratch '{}'", p.name)}); break;
+      case ParamKind::Workspace:
+        f.buffers.push_back({buffers.workspace, p.scratch_bytes, fmt::format("its workspace '{}'", p.name)});
+        break;
+      case ParamKind::Integer: break;
+    }
+  }
+  for (ir::ValueId v : buffers.fresh) f.fresh.push_back(value(v));
+  return f;
+}
+
+}  // namespace
 
 void issue_launch(Device& device, const ir::Graph& graph, const KernelSpec& k, const LaunchBuffers& buffers) {
   std::vector<void*> values;  // what each argument slot points at
@@ -171,12 +236,12 @@ void issue_launch(Device& device, const ir::Graph& graph, const KernelSpec& k, c
   if (const auto& g = k.library)
     device.gemm(codegen::cublas_args(*g), buffers.address(g->b), buffers.address(g->a),
                 g->to_workspace ? buffers.workspace : buffers.address(g->c));
-  if (!k.source.empty()) device.launch(k, args.data());
+  if (!k.source.empty()) device.launch_within(k, args.data(), footprint(graph, k, buffers));
 }
 
 void PlanExecutor::launch(size_t index) {
   issue_launch(device_, graph_, kernels_.kernels[index],
-               {[this](ir::ValueId v) { return address(v); }, tables_[index], scratch_[index], workspace_});
+               {[this](ir::ValueId v) { return address(v); }, tables_[index], scratch_[index], workspace_, fresh_[index]});
 }
 
 void PlanExecutor::stage_inputs(ir::Environment<float>& env) {

@@ -55,10 +55,14 @@ struct LaunchBuffers {
   std::vector<void*> tables;
   void* scratch = nullptr;
   void* workspace = nullptr;
+  // Values the launch is the first of its step to write, in bytes the arena gave others before
+  // (LaunchFootprint::fresh; PlanExecutor's fresh_values).
+  std::vector<ir::ValueId> fresh;
 };
 
 // Issues launch record `k` of `graph` on `device` as the plan runs it: its zero_before buffers
-// zeroed, its cuBLAS product (first = the IR's B), then its kernel with its arguments bound.
+// zeroed, its cuBLAS product (first = the IR's B), then its kernel with its arguments bound and
+// the buffers they name (Device::launch_within).
 void issue_launch(Device& device, const ir::Graph& graph, const codegen::KernelSpec& k, const LaunchBuffers& buffers);
 
 // Graph: the first run issues its launches eagerly (libraries set up, faults named), the second
@@ -167,6 +171,8 @@ class PlanExecutor {
   unsigned char* staging_ = nullptr;
   std::vector<void*> scratch_;  // per launch: its zeroed scratch, if any
   std::vector<std::vector<void*>> tables_;  // per launch: its pointer tables on the device
+  std::vector<std::vector<ir::ValueId>> fresh_;  // per launch: LaunchBuffers::fresh
+  std::vector<std::vector<ir::ValueId>> fresh_values();
   std::vector<LaunchTime>* profile_ = nullptr;  // the next run's launch times go here
   std::function<void()> prologue_;
   std::map<size_t, std::vector<std::function<void()>>> hooks_;  // by the launch they follow

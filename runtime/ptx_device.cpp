@@ -150,7 +150,13 @@ void PtxDevice::load(const std::vector<const codegen::KernelSpec*>& kernels) {
   }
 }
 
-void PtxDevice::launch(const codegen::KernelSpec& k, void** args) {
+void PtxDevice::launch(const codegen::KernelSpec& k, void** args) { issue_launch(k, args, nullptr); }
+
+void PtxDevice::launch_within(const codegen::KernelSpec& k, void** args, const LaunchFootprint& footprint) {
+  issue_launch(k, args, &footprint);
+}
+
+void PtxDevice::issue_launch(const codegen::KernelSpec& k, void** args, const LaunchFootprint* footprint) {
   // (said as the Host and CUDA devices say it; the emulator's own check is the driver's, by PTX)
   if (const auto problem = codegen::launch_problem(k, sm_))
     throw std::runtime_error(fmt::format("kernel {} ({}): a GPU would refuse its launch: {}", k.name, k.label, *problem));
@@ -161,8 +167,15 @@ void PtxDevice::launch(const codegen::KernelSpec& k, void** args) {
   // .param list says each one's size.
   std::vector<uint64_t> values;
   for (size_t i = 0; i < k.params.size(); ++i) values.push_back(reinterpret_cast<uint64_t>(*static_cast<void**>(args[i])));
+  std::vector<ptx::Buffer> buffers;
+  std::vector<std::pair<uint64_t, uint64_t>> fresh;
+  if (footprint) {
+    for (const LaunchFootprint::Buffer& b : footprint->buffers)
+      buffers.push_back({reinterpret_cast<uint64_t>(b.base), b.bytes, b.what});
+    for (const LaunchFootprint::Buffer& b : footprint->fresh) fresh.emplace_back(reinterpret_cast<uint64_t>(b.base), b.bytes);
+  }
   issue(
-      [this, &k, loaded, values] {
+      [this, &k, loaded, values, buffers = std::move(buffers), fresh = std::move(fresh)] {
         PtxLaunchRecord record{k.name, k.label, std::string(ir::enum_name(k.family)), k.op_index,
                                loaded->limits.kernel_registers, {}, false};
         const bool sampled = sample_blocks_ > 0 && codegen::blocks_do_alike_work(k.family);
@@ -177,6 +190,8 @@ void PtxDevice::launch(const codegen::KernelSpec& k, void** args) {
         // its heavy blocks as the grid's, e.g. scatter_add's heads of runs of 2048 equal token types)
         if (sampled) config.sample_blocks = sample_blocks_;
         config.global_initcheck = sample_blocks_ == 0;
+        config.buffers = buffers;
+        for (const auto& [base, bytes] : fresh) written_->forget(base, bytes);  // (each replay too)
         try {
           record.counts = loaded->emulator.launch(k.name, loaded->emulator.pack_params(k.name, values), config);
         } catch (const ptx::Error& e) {

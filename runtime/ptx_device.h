@@ -50,6 +50,9 @@ class PtxDevice : public HostDevice {
   // makes here from the kernels' sources (the same compiler options), whatever it is given.
   void use_images(std::map<std::string, codegen::GpuImage> images, const std::string& nvrtc_version) override;
   void launch(const codegen::KernelSpec& kernel, void** args) override;
+  // memcheck by buffer: each global access inside one of the footprint's buffers (not only in an
+  // allocation: an arena holds many values), and its fresh values' old bytes dead for initcheck.
+  void launch_within(const codegen::KernelSpec& kernel, void** args, const LaunchFootprint& footprint) override;
   // The emulator runs bertc's kernels only: plans for it use generated products (capabilities).
   void gemm(const codegen::CublasGemmArgs& args, const void* first, const void* second, void* c) override;
 
@@ -75,6 +78,7 @@ class PtxDevice : public HostDevice {
   struct Loaded;
   // The first sampled launch of `k`'s kernel with its grid and block shape, if there was one.
   const PtxLaunchRecord* counted_before(const codegen::KernelSpec& k) const;
+  void issue_launch(const codegen::KernelSpec& k, void** args, const LaunchFootprint* footprint);
   int sm_;
   std::filesystem::path cache_;
   std::unique_ptr<Compilers> compilers_;

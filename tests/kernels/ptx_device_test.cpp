@@ -242,6 +242,147 @@ TEST(PtxDevice, AReadOfGlobalMemoryNothingWroteFailsTheLaunch) {
   for (float v : back) EXPECT_EQ(v, 3.0f);  // (0 + 1, + 1, + 1)
 }
 
+// memcheck by buffer: where the launch says which buffers its arguments name (a plan's launches),
+// the kernel writing one element past its output fails the launch naming the buffer, though the
+// allocation (an arena holding two values) holds the byte, which a launch without them lets through.
+TEST(PtxDevice, AWritePastItsBufferInsideTheAllocationFailsTheLaunch) {
+  codegen::KernelSpec k;
+  k.name = "k_planted_past_its_value";
+  k.label = "a planted bug";
+  k.source = "BX_KERNEL void k_planted_past_its_value(float* x) {\n  x[threadIdx.x] = 1.0f;\n}\n";
+  k.params = {{codegen::ParamKind::Buffer, "x", "float*"}};
+  k.grid = {1, 1, 1};
+  k.block = {33, 1, 1};
+  runtime::PtxDevice device(BERTC_TEST_CACHE, 61);
+  device.load({&k});
+  void* arena = device.allocate(64 * sizeof(float), "an arena of two values");
+  void* args[] = {&arena};
+  runtime::LaunchFootprint footprint;
+  footprint.buffers = {{arena, 32 * sizeof(float), "'x' (f32[32])"}};
+  try {
+    device.launch_within(k, args, footprint);
+    FAIL() << "the write past the value was not caught";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("outside every buffer the kernel's arguments name: 0 bytes past the end of "
+                                         "'x' (f32[32]) (128 bytes)"),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("thread (32,0,0)"), std::string::npos) << e.what();  // (the 33rd alone)
+  }
+  device.launch(k, args);  // (by allocation alone: inside it)
+  footprint.buffers = {{arena, 33 * sizeof(float), "'x' (f32[33])"}};
+  device.launch_within(k, args, footprint);  // (the same kernel within its buffer)
+}
+
+// initcheck by value: a launch's fresh values (the first writes of their step, in arena bytes an
+// earlier value held) are unwritten until it writes them, so a kernel reading its output before
+// writing it fails, though an earlier value's stores wrote those bytes.
+TEST(PtxDevice, AReadOfAFreshValueBeforeItsStoreFailsTheLaunch) {
+  codegen::KernelSpec k;
+  k.name = "k_planted_reads_its_output";
+  k.label = "a planted bug";
+  k.source = "BX_KERNEL void k_planted_reads_its_output(float* x) {\n  x[threadIdx.x] = x[threadIdx.x] + 1.0f;\n}\n";
+  k.params = {{codegen::ParamKind::Buffer, "x", "float*"}};
+  k.grid = {1, 1, 1};
+  k.block = {32, 1, 1};
+  runtime::PtxDevice device(BERTC_TEST_CACHE, 61);
+  device.load({&k});
+  void* arena = device.allocate(32 * sizeof(float), "an arena");
+  device.fill(arena, 0, 32 * sizeof(float));  // (an earlier value's bytes)
+  void* args[] = {&arena};
+  runtime::LaunchFootprint footprint;
+  footprint.buffers = {{arena, 32 * sizeof(float), "'x' (f32[32])"}};
+  device.launch_within(k, args, footprint);  // (not fresh: its bytes' old contents are its own)
+  footprint.fresh = footprint.buffers;
+  try {
+    device.launch_within(k, args, footprint);
+    FAIL() << "the read of a dead value's bytes was not caught";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("initcheck: reads global memory at"), std::string::npos) << e.what();
+  }
+}
+
+// A bug planted in bert-tiny's training step, in the first of its pointwise kernels (one vector
+// store to out0) whose output `fits` in the arena: the kernel source with `store` (that store)
+// changed to `planted`, and renamed; the output's name, none if no kernel fits.
+struct PlantedStep {
+  codegen::GraphKernels launches;
+  std::optional<std::string> victim;
+};
+PlantedStep plant_in_step(const passes::TrainingProgram& p, const std::string& planted,
+                          const std::function<bool(const codegen::GraphKernels&, size_t, ir::ValueId)>& fits) {
+  PlantedStep out{codegen::render_graph(p.step, {61, passes::MatmulPolicy::Generated, {}}), std::nullopt};
+  const std::string store = "bx_stv<4>(out0, i0, vout0);";
+  for (size_t i = 0; i < out.launches.kernels.size(); ++i) {
+    codegen::KernelSpec& k = out.launches.kernels[i];
+    if (k.family != ir::KernelFamily::Pointwise || k.source.find(store) == std::string::npos) continue;
+    const auto o = std::find_if(k.params.begin(), k.params.end(), [](const codegen::KernelParam& q) { return q.name == "out0"; });
+    if (out.launches.arena.offset_of.at(o->value) < 0 || !fits(out.launches, i, o->value)) continue;
+    out.victim = p.step.value(o->value).name;
+    const std::string name = "k_planted_" + k.name.substr(2);
+    for (size_t at; (at = k.source.find(k.name)) != std::string::npos;) k.source.replace(at, k.name.size(), name);
+    k.source.replace(k.source.find(store), store.size(), planted);
+    k.name = name;
+    break;
+  }
+  return out;
+}
+
+// The error running `planted`'s step on the PTX device, or "" when it ran.
+std::string error_of_step(const frontend::Config& c, const passes::TrainingProgram& p, PlantedStep planted) {
+  runtime::PtxDevice device(BERTC_TEST_CACHE, 61);
+  ir::Environment<float> env = batch_environment(c, p);
+  try {
+    runtime::PlanExecutor(p.step, std::move(planted.launches), device).run(env);
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// The plan's launches are checked value by value, though the memory plan puts every per-step
+// value in one allocation: a pointwise kernel of bert-tiny's step storing each vector 4 elements
+// on (the last past its output, into arena bytes after it) fails naming that value.
+TEST(PtxDevice, APlanWritingPastAValueInItsArenaFails) {
+  const auto [c, p] = small_bert_tiny();
+  PlantedStep planted = plant_in_step(p, "bx_stv<4>(out0, i0 + 4, vout0);",
+                                      [&](const codegen::GraphKernels& l, size_t, ir::ValueId v) {
+                                        return l.arena.offset_of.at(v) + p.step.value(v).type.bytes() + 16 <= l.arena.bytes;
+                                      });
+  ASSERT_TRUE(planted.victim.has_value()) << "no pointwise kernel to plant the bug in";
+  const std::string victim = *planted.victim, error = error_of_step(c, p, std::move(planted));
+  EXPECT_NE(error.find("k_planted_"), std::string::npos) << error;
+  EXPECT_NE(error.find("outside every buffer the kernel's arguments name: 0 bytes past the end of '" + victim + "'"),
+            std::string::npos)
+      << error;
+}
+
+// And a pointwise kernel reading its output before it stores it, in arena bytes an earlier launch
+// of the step wrote for another value (so initcheck by allocation finds them written): the value
+// is fresh at that launch, its old bytes dead, and the read fails.
+TEST(PtxDevice, APlanReadingAValueBeforeWritingItFails) {
+  const auto [c, p] = small_bert_tiny();
+  auto reused = [&](const codegen::GraphKernels& l, size_t i, ir::ValueId v) {
+    const int64_t at = l.arena.offset_of.at(v), end = at + p.step.value(v).type.bytes();
+    auto overlaps = [&](ir::ValueId w) {
+      const int64_t b = l.arena.offset_of.at(w);
+      return w != v && b >= 0 && b < end && at < b + p.step.value(w).type.bytes();
+    };
+    bool earlier = false;  // (an earlier launch wrote another value there)
+    for (size_t j = 0; j < i; ++j)
+      for (const codegen::KernelParam& q : l.kernels[j].params) earlier |= q.written && overlaps(q.value);
+    for (const codegen::KernelParam& q : l.kernels[i].params)  // (not in place on one it reads)
+      if (!q.written && q.kind == codegen::ParamKind::Buffer && overlaps(q.value)) return false;
+    return earlier;
+  };
+  PlantedStep planted =
+      plant_in_step(p, "vout0[0] = out0[i0] == out0[i0] ? vout0[0] : 0.0f; bx_stv<4>(out0, i0, vout0);", reused);
+  ASSERT_TRUE(planted.victim.has_value()) << "no pointwise kernel to plant the bug in";
+  const std::string error = error_of_step(c, p, std::move(planted));
+  EXPECT_NE(error.find("k_planted_"), std::string::npos) << error;
+  EXPECT_NE(error.find("initcheck: reads global memory at"), std::string::npos) << error;
+}
+
 // The rates projections take are the GPU table's in TFLOPS (an A100's dense bf16 tensor-core peak
 // is 312; the cost model's matrix_peak is in FLOP/s, and passed as it was, every mma's time was
 // 1e12 times too small), and an mma-bound launch projects at that rate.
