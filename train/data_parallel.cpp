@@ -436,18 +436,27 @@ void check_same_start(dist::Communicator& comm, const frontend::Config& config, 
                                fmt::join(runs, ", rank "), fmt::join(which, ", "), which.size() == 1 ? "differs" : "differ"));
 }
 
-void DataParallel::check_same_run(const std::string& fingerprint, const std::string& device) {
+void DataParallel::check_same_run(const std::string& program, const std::string& data, const std::string& device) {
   if (ranks() == 1) return;
   const std::vector<int> devices = differing(comm_.all_gather(XXH3_64bits(device.data(), device.size()), "the start-up check of the ranks' devices"));
   if (!devices.empty())
     throw TrainError(fmt::format("rank {} trains on another device than rank 0 (this rank: {}): the ranks would "
                                  "compute other numbers and diverge; give every rank the same --device and GPU model",
                                  fmt::join(devices, ", rank "), device));
-  const std::vector<int> runs = differing(comm_.all_gather(XXH3_64bits(fingerprint.data(), fingerprint.size()),
-                                                               "the start-up check of the ranks' programs and data"));
+  // (the data first: another corpus of as many examples, or another vocabulary of as many
+  // tokens, compiles the same program and trains each rank on its own text, with no other sign)
+  const std::vector<int> readers = differing(comm_.all_gather(XXH3_64bits(data.data(), data.size()),
+                                                                  "the start-up check of the ranks' data"));
+  if (!readers.empty())
+    throw TrainError(fmt::format("rank {} reads other data than rank 0 (this rank: {}): each rank would train on "
+                                 "its own text; give every rank the same corpus or shards and vocabulary (their "
+                                 "place may differ from machine to machine, not their content)",
+                                 fmt::join(readers, ", rank "), data));
+  const std::vector<int> runs = differing(comm_.all_gather(XXH3_64bits(program.data(), program.size()),
+                                                               "the start-up check of the ranks' programs"));
   if (!runs.empty())
-    throw TrainError(fmt::format("rank {} compiled another program or read other data than rank 0 (the corpus or "
-                                 "vocabulary differ): give every rank the same data",
+    throw TrainError(fmt::format("rank {} compiled another program than rank 0 from the same settings and data: "
+                                 "give every rank the same bertc build and config",
                                  fmt::join(runs, ", rank ")));
 }
 

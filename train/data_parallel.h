@@ -90,8 +90,9 @@ class DataParallel {
 
   // Refuses, on every rank, a run whose ranks train on another device (`device`: its name, the
   // GPU model included; --device auto may pick another on another machine), compiled another
-  // program or read other data than rank 0 (`fingerprint`: the graphs and the data's size).
-  void check_same_run(const std::string& fingerprint, const std::string& device);
+  // `program` (its graphs' text) or read other `data` than rank 0 (what identifies it, said as is:
+  // its examples' count and content, the vocabulary's hash).
+  void check_same_run(const std::string& program, const std::string& data, const std::string& device);
 
   // Rank 0's `start` and every manifest tensor of its `env` to every rank: only rank 0 reads
   // checkpoints and --init files (the other machines need not see them).

@@ -269,11 +269,12 @@ std::string starting_weights_advice(const TrainOptions& o) {
                      o.config.model.initializer_range);
 }
 
-// What every rank must agree on once compiled and reading data (the settings were compared at
-// start-up): the graphs and the data (machines may mount the corpus elsewhere; its examples are
-// counted instead).
-std::string run_fingerprint(const passes::TrainingProgram& p, int64_t examples) {
-  return ir::print(p.step) + ir::print(p.optimizer) + fmt::format("examples={}\n", examples);
+// What every rank must agree on once it has read its data (the settings were compared at
+// start-up), said as a rank says it: the data's examples, parts and content (machines may mount
+// the corpus elsewhere: what it holds is compared, not its path) and the vocabulary.
+std::string data_identity(const data::BatchStream& stream, const data::Vocab& vocab) {
+  return fmt::format("{} examples in {} shard(s), content xxh3 {}, vocabulary xxh3 {}", stream.examples(),
+                     stream.shards(), stream.content(), vocab.xxh3());
 }
 
 // What training reads of its graphs besides their outputs: the step's losses (and its MLM
@@ -580,7 +581,8 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
   }
   const data::BatchStream& stream = *opened;
   if (resumed) check_same_data(*resumed, stream, log);
-  dp.check_same_run(run_fingerprint(program, stream.examples()), device ? device->name() : "the CPU reference");
+  dp.check_same_run(ir::print(program.step) + ir::print(program.optimizer), data_identity(stream, vocab),
+                    device ? device->name() : "the CPU reference");
   const std::string sums = dp.attach(*runners.step, *runners.optimizer, device.get());
   if (dp.exchanges())
     log << fmt::format("data parallel: {}; global batch {} ranks x {} x {} accumulation steps = {}; gradients {} "

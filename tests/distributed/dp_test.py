@@ -472,7 +472,27 @@ def refuse_mismatch():
         if os.path.exists(os.path.join(run, "metrics.jsonl")):
             fail("the refused run trained anyway")
         print(f"refused ({name}):", next(l for l in out.splitlines() if "other settings" in l)[:200])
+    refuse_other_text(a)
     refuse_other_binary()
+
+
+def refuse_other_text(cfg):
+    # Rank 1's copy of the corpus edited (one word for another, one token each: as many documents,
+    # tokens and examples), as a machine with another version of it at the same path would be:
+    # refused naming the data, before anything trains (each rank trained on its own text, exit 0).
+    text = open(os.path.join(DATA, "corpus.txt")).read()
+    edited = os.path.join(WORK, "corpus-edited.txt")
+    open(edited, "w").write(re.sub(r"\bthe\b", "a", text))
+    run = os.path.join(WORK, "m-text")
+    p = Ranks([[BERTC, "train", cfg, "--device", "cpu", "--checkpoint-dir", run],
+               [BERTC, "train", cfg, "--device", "cpu", "--checkpoint-dir", run, "--data", edited]], 2,
+              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out = "".join(p.communicate(timeout=300))
+    if p.returncode == 0 or "rank 1 reads other data than rank 0" not in out:
+        fail(f"a rank reading another text of as many examples was not refused (exit {p.returncode}):\n" + out[-2000:])
+    if os.path.exists(os.path.join(run, "metrics.jsonl")):
+        fail("the refused run trained anyway")
+    print("refused (text):", next(l for l in out.splitlines() if "other data" in l)[:200])
 
 
 def refuse_other_binary():
