@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <utf8proc.h>
 #include <xxhash.h>
 
 #include "data/prepare_shards.h"
@@ -72,10 +73,35 @@ std::optional<std::filesystem::path> text_file_in(const std::filesystem::path& f
   return std::nullopt;
 }
 
+namespace {
+
+// What Python's str.strip() strips, as BERT's create_pretraining_data.py strips each line before
+// it asks whether the line is blank: a character of category Zs or of bidirectional class WS, B
+// or S (str.isspace: no-break and ideographic spaces, form feeds, U+001C-U+001F, U+0085 ...).
+bool is_python_space(utf8proc_int32_t c) {
+  const utf8proc_property_t* p = utf8proc_get_property(c);
+  return p->category == UTF8PROC_CATEGORY_ZS || p->bidi_class == UTF8PROC_BIDI_CLASS_WS ||
+         p->bidi_class == UTF8PROC_BIDI_CLASS_B || p->bidi_class == UTF8PROC_BIDI_CLASS_S;
+}
+
+}  // namespace
+
 std::string trim_line(const std::string& s) {
-  const size_t b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos) return "";
-  return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
+  // (one pass over the code points: the first byte of the first that is not a space, and the
+  // end of the last; a byte that is not UTF-8 counts as text)
+  const auto* bytes = reinterpret_cast<const utf8proc_uint8_t*>(s.data());
+  size_t begin = std::string::npos, end = 0;
+  for (size_t at = 0; at < s.size();) {
+    utf8proc_int32_t c = -1;
+    const utf8proc_ssize_t n = utf8proc_iterate(bytes + at, static_cast<utf8proc_ssize_t>(s.size() - at), &c);
+    const size_t length = n > 0 ? static_cast<size_t>(n) : 1;
+    if (c < 0 || !is_python_space(c)) {
+      if (begin == std::string::npos) begin = at;
+      end = at + length;
+    }
+    at += length;
+  }
+  return begin == std::string::npos ? "" : s.substr(begin, end - begin);
 }
 
 std::vector<std::filesystem::path> text_files(const std::filesystem::path& input,

@@ -30,7 +30,9 @@ std::vector<std::filesystem::path> text_files(const std::filesystem::path& input
 // `except`: a file name (in lower case) not counted (a file of bertc's own there, stages.txt).
 std::optional<std::filesystem::path> text_file_in(const std::filesystem::path& folder, const std::string& except = "");
 
-// A line without its surrounding spaces, tabs and line ends ("" for a blank line: a document's end).
+// A line without the whitespace around it as Python's str.strip() takes it off (spaces, tabs, line
+// ends, no-break and ideographic spaces, form feeds...: what BERT's create_pretraining_data.py
+// strips before it takes an empty line as a document's end); "" for a blank line.
 std::string trim_line(const std::string& line);
 
 // Lines of a text file, plain or gzip, with how far into the file it is; a line ends at \n, \r\n
