@@ -50,9 +50,10 @@ struct LaunchFootprint {
     std::string what;  // how a finding names it: "'x' (f32[2,8])", "kernel k_..'s scratch"
   };
   std::vector<Buffer> buffers;  // every buffer its arguments name: values, tables and their entries, scratch, workspace
-  // Values this launch is the first of its step to write, in arena bytes other values held before:
-  // their old contents are dead (reading them before writing them is initcheck's finding). Not
-  // those the launch has zeroed first (zero_before), nor bytes a value it reads shares (in place).
+  // Values this launch is the first of its step to write, in arena bytes other values held before,
+  // and its workspace (shared by every launch): their old contents are dead (reading them before
+  // writing them is initcheck's finding). Not values the launch has zeroed first (zero_before), nor
+  // bytes a value it reads shares (in place), nor a workspace a cuBLAS product filled for it.
   std::vector<Buffer> fresh;
 };
 

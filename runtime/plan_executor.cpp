@@ -207,6 +207,9 @@ LaunchFootprint footprint(const ir::Graph& graph, const KernelSpec& k, const Lau
       case ParamKind::Scratch: f.buffers.push_back({buffers.scratch, p.scratch_bytes, fmt::format("its scratch '{}'", p.name)}); break;
       case ParamKind::Workspace:
         f.buffers.push_back({buffers.workspace, p.scratch_bytes, fmt::format("its workspace '{}'", p.name)});
+        // (every launch's to use afresh: what an earlier launch left there is dead, but for a
+        // cuBLAS product writing it for this launch's epilogue)
+        if (!(k.library && k.library->to_workspace)) f.fresh.push_back(f.buffers.back());
         break;
       case ParamKind::Integer: break;
     }

@@ -194,8 +194,8 @@ KernelCheck KernelHarness::check(const KernelSpec& kernel, const std::vector<Hos
   std::vector<LaunchMemory> memory;
   auto make = [&](ir::ValueId v, bool written) {
     auto b = std::make_unique<Buffer>(graph_.value(v).type);
-    memory.push_back({b->data(), b->size()});
     const bool zeroed = std::find(kernel.zero_before.begin(), kernel.zero_before.end(), v) != kernel.zero_before.end();
+    memory.push_back({b->data(), b->size(), !written || zeroed});
     if (!written) b->write(values.at(v));
     else b->fill(zeroed ? 0x00 : 0xff);
     slots.push_back({v, written, std::move(b), {}});
@@ -215,18 +215,18 @@ KernelCheck KernelHarness::check(const KernelSpec& kernel, const std::vector<Hos
         tables.emplace_back();
         for (size_t i = 0; i < p.table.size(); ++i) tables.back().push_back(make(p.table[i], p.table_written[i]));
         args.push_back(tables.back().data());
-        memory.push_back({tables.back().data(), tables.back().size() * sizeof(void*)});
+        memory.push_back({tables.back().data(), tables.back().size() * sizeof(void*), true});
         break;
       }
       case ParamKind::Scratch:
         scratch.emplace_back(p.scratch_bytes, 0);
         args.push_back(scratch.back().data());
-        memory.push_back({scratch.back().data(), scratch.back().size()});
+        memory.push_back({scratch.back().data(), scratch.back().size(), true});
         break;
       case ParamKind::Workspace:
         workspace.assign(p.scratch_bytes / 4, std::nanf(""));
         args.push_back(workspace.data());
-        memory.push_back({workspace.data(), workspace.size() * sizeof(float)});
+        memory.push_back({workspace.data(), workspace.size() * sizeof(float), false});
         break;
       case ParamKind::Integer: args.push_back(reinterpret_cast<void*>(static_cast<intptr_t>(p.integer))); break;
     }

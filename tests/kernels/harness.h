@@ -32,9 +32,12 @@ struct KernelCheck {
 };
 
 // Memory a launch may read and write: a buffer's bytes (between its canaries), a table, scratch.
+// `written`: the harness wrote it before the launch (an input's values, a buffer the launch expects
+// zeroed, a table, scratch); not a result's poison or the workspace's (a GPU's leftovers there).
 struct LaunchMemory {
   void* base;
   size_t bytes;
+  bool written;
 };
 // A launch run by other means than host emulation (the PTX emulator): the kernel, its arguments
 // as host emulation takes them (pointers, and integers as pointer-sized values), and its memory.

@@ -60,7 +60,6 @@ ptx::Module module_of(const std::vector<const codegen::GraphKernels*>& graphs, i
   return ptx::parse_module(mutate ? mutate(ptx) : ptx, fmt::format("bert-tiny sm_{}", sm));
 }
 
-// A launcher that runs the kernel's PTX, the launch's buffers its only global memory.
 // The launch limits of sm_`sm`'s GPU, from the GPU table.
 ptx::ArchLimits limits_of(int sm) {
   const std::optional<passes::GpuSpec> gpu = passes::gpu_of_sm(sm);
@@ -76,12 +75,22 @@ std::map<std::string, double> rooflines(const ir::Graph& graph, size_t op, int s
   return out;
 }
 
+// A launcher that runs the kernel's PTX, the launch's buffers its only global memory, under every
+// checker (initcheck of global memory included: results and the workspace start unwritten).
 Launcher ptx_launcher(ptx::Emulator& emulator, PtxStepRun& run, uint64_t shrink, const ptx::ArchLimits& limits,
                       const ir::Graph& graph, bool optimizer, const PtxStep& s) {
   return [&, shrink, optimizer](const codegen::KernelSpec& k, const std::vector<void*>& args,
                      const std::vector<LaunchMemory>& memory, codegen::ThreadOrder order) {
     emulator.clear_globals();
-    for (const LaunchMemory& m : memory) emulator.add_global(m.base, m.bytes - std::min<uint64_t>(shrink, m.bytes));
+    // (initcheck of global memory: what the harness wrote before the launch counts as written)
+    auto shadow = std::make_shared<ptx::GlobalShadow>();
+    for (const LaunchMemory& m : memory) {
+      const uint64_t bytes = m.bytes - std::min<uint64_t>(shrink, m.bytes);
+      emulator.add_global(m.base, bytes);
+      shadow->track(reinterpret_cast<uint64_t>(m.base), bytes);
+      if (m.written) shadow->written(reinterpret_cast<uint64_t>(m.base), bytes);
+    }
+    emulator.check_global_initialization(shadow);
     std::vector<uint64_t> values;
     for (void* a : args) values.push_back(reinterpret_cast<uint64_t>(a));
     const auto dim = [](const codegen::Dim3& d) {
