@@ -304,6 +304,18 @@ void take_model_from(Config& config, const std::filesystem::path& init, const st
   validate(config);
 }
 
+std::optional<ModelConfig> recorded_model(const std::filesystem::path& init, const std::string& model_program,
+                                          const Config& run) {
+  std::error_code ec;
+  if (!is_hf_folder(init) && !(std::filesystem::is_regular_file(init, ec) && records_model(init))) return std::nullopt;
+  Config probe = run;  // (no [model] of its own: the record gives every key)
+  probe.model = ModelConfig{};
+  probe.model_section = false;
+  std::erase_if(probe.given, [](const std::string& key) { return key.starts_with("model."); });
+  take_model_from(probe, init, model_program);
+  return probe.model;
+}
+
 nlohmann::json hf_config_json(const ModelConfig& model, HfHead head, int64_t num_labels, bool regression,
                               const std::vector<std::string>& labels) {
   nlohmann::json j = model_json(model);

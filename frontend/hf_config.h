@@ -56,6 +56,13 @@ HfTokenizerSettings hf_tokenizer_settings(const std::filesystem::path& folder);
 // folder for a model program other than bertc's BERT (`model_program`: its layers differ).
 void take_model_from(Config& config, const std::filesystem::path& init, const std::string& model_program);
 
+// The model `init` records — a Hugging Face folder's config.json, a bertc checkpoint's record —
+// read and checked as take_model_from reads it (another model_type, hidden_act... refused; with
+// `run`'s other sections, its [model] left out: seq_len against max_position_embeddings...);
+// none for weights that record no model. What a compiled program's --init is held against.
+std::optional<ModelConfig> recorded_model(const std::filesystem::path& init, const std::string& model_program,
+                                          const Config& run);
+
 // What a checkpoint's model is exported as (bertc export --for).
 enum class HfHead { Pretraining, Base, SequenceClassification, TokenClassification };
 BERTC_ENUM_NAMES(HfHead, {HfHead::Pretraining, "pretraining"}, {HfHead::Base, "base"},

@@ -12,6 +12,7 @@
 #include <iostream>
 #include <iterator>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include <CLI/CLI.hpp>
@@ -485,6 +486,31 @@ frontend::Config load_config_for(const std::string& path, const std::string& ini
   return config;
 }
 
+// A compiled program's --init must record the model it was compiled for, where it records one (a
+// folder's config.json, a checkpoint's model record), as a config's --init gives its [model]: the
+// weights of another model loaded where names and shapes allow (a deeper model's first layers,
+// another activation or layer-norm epsilon) and trained silently as this one.
+void refuse_init_of_another_model(const frontend::Config& compiled, const std::string& init,
+                                  const frontend::ModelDefinition& model, const std::string& source) {
+  train::refuse_run_folder_as_weights(init, "--init");
+  const std::optional<frontend::ModelConfig> recorded = frontend::recorded_model(init, model.name, compiled);
+  if (!recorded) return;  // (weights alone: their names and shapes are checked as they load)
+  frontend::Config theirs;
+  theirs.model = *recorded;
+  const std::set<std::string_view> overridable = {"hidden_dropout_prob", "attention_probs_dropout_prob",
+                                                  "initializer_range"};  // (not the network's shape: as a config's)
+  std::vector<std::string> differ;
+  for (const auto& spec : frontend::config_keys())
+    if (spec.section == "model" && !overridable.count(spec.key) && spec.get(compiled) != spec.get(theirs))
+      differ.push_back(fmt::format("{} = {} there, {} in the program", spec.key, support::value_text(spec.get(theirs)),
+                                   support::value_text(spec.get(compiled))));
+  if (differ.empty()) return;
+  throw std::invalid_argument(fmt::format(
+      "--init {}: {} describes another model than {} was compiled for ({}): start it from weights of the model it "
+      "was compiled for, or train that model from a config (bertc train CONFIG --init {}: its [model] comes from there)",
+      init, frontend::is_hf_folder(init) ? "its config.json" : "its model record", source, fmt::join(differ, "; "), init));
+}
+
 // A data-parallel rank's training: an error on any rank stops every rank (the others would wait
 // for it until rank_timeout), naming the rank that met it. `embedded`: the program this
 // executable carries (bertc compile --executable), trained when no config is given.
@@ -502,6 +528,8 @@ int train(const TrainArgs& args, const CompileFlags& flags, const frontend::Mode
                           self));
   else if (std::optional<codegen::CompiledProgram> p = compiled_program_in(args.config))
     compiled = load_compiled(std::move(*p), args.config, args, flags, model);
+  if (compiled && !args.init.empty())
+    refuse_init_of_another_model(compiled->config, args.init, model, args.config.empty() ? self : args.config);
   frontend::Config config = compiled ? compiled->config : load_config_for(args.config, args.init, model);
   if (config.finetune_section)
     throw std::invalid_argument(fmt::format("{}: a [finetune] config trains a task head: bertc finetune {}",
@@ -714,6 +742,7 @@ int eval(const EvalArgs& args, const frontend::ModelDefinition& model) {
   }
   const frontend::Config config = load_config_for(args.config, args.init, model);
   const train::EvalResult r = train::evaluate_batch(model, config, args.init, args.batch);
+  for (const std::string& note : r.notes) std::cerr << note << "\n";
   std::cerr << (r.vocab ? fmt::format("vocab: {} (the batch's; checked against the weights' where they record one)\n", r.vocab->describe())
                         : "vocab: the batch records none (an older bertc batch): nothing shows it is the weights'\n");
   for (const auto& [name, value] : r.losses) std::cout << fmt::format("{} {:.9g}\n", name, value);

@@ -6,9 +6,11 @@
 #include <cerrno>
 #include <cmath>
 #include <fstream>
+#include <regex>
 #include <system_error>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 #include <xxhash.h>
 
@@ -331,7 +333,65 @@ std::string modern_name(const std::string& name) {
   return name;
 }
 
+// Weights that record their model (a folder's config.json, a checkpoint's model record: what the
+// model was built from) and hold layers past it are of a deeper model than their record says (an
+// edited or replaced config.json): refused, where the layers past it were dropped without a word.
+// Weights without a record may be a deeper model's on purpose (its first layers to start from).
+void refuse_layers_past_the_record(const std::filesystem::path& path, const PretrainedReport& report,
+                                   const std::map<std::string, ir::TensorType>& params) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(path, ec) && !report.metadata.count("model_config")) return;
+  const std::regex layer(R"(^bert\.encoder\.layer\.(\d{1,9})\.)");
+  auto layer_of = [&](const std::string& name) -> std::optional<int64_t> {
+    std::smatch m;
+    if (!std::regex_search(name, m, layer)) return std::nullopt;
+    return std::stoll(m[1]);
+  };
+  int64_t layers = 0;
+  for (const auto& [name, type] : params)
+    if (const auto l = layer_of(name)) layers = std::max(layers, *l + 1);
+  std::vector<std::string> past;
+  int64_t deepest = 0;
+  for (const std::string& name : report.unexpected)
+    if (const auto l = layer_of(name); l && *l >= layers) past.push_back(name), deepest = std::max(deepest, *l);
+  if (past.empty()) return;
+  const bool folder = std::filesystem::is_directory(path, ec);
+  throw support::SafetensorsError(fmt::format(
+      "{}: holds {} tensors of layers past the {} layer(s) its {} gives the model (up to layer {}: '{}'...): the "
+      "record and the weights are of different models, and the layers past it would be dropped without a word; "
+      "restore {} (num_hidden_layers = {} for these weights)",
+      path.string(), past.size(), layers, folder ? "config.json" : "model record", deepest, past.front(),
+      folder ? "the folder's config.json" : "the checkpoint as it was written", deepest + 1));
+}
+
 }  // namespace
+
+std::vector<std::string> init_notes(const PretrainedReport& r) {
+  // (a few names, then how many more: a checkpoint's whole optimizer state made one line of
+  // dozens of names)
+  auto some = [](const std::vector<std::string>& names) {
+    constexpr size_t kShown = 6;
+    const std::vector<std::string> shown(names.begin(), names.begin() + std::min(names.size(), kShown));
+    return fmt::format("{}{}", fmt::join(shown, ", "),
+                       names.size() > kShown ? fmt::format(" and {} more", names.size() - kShown) : "");
+  };
+  std::vector<std::string> notes;
+  if (!r.missing.empty())
+    notes.push_back(fmt::format("init: {} params not in the file, initialized fresh: {}", r.missing.size(), some(r.missing)));
+  // (a fine-tuned checkpoint's task head is no optimizer state: said apart)
+  std::vector<std::string> head, rest;
+  for (const std::string& n : r.unexpected) (n == "classifier.weight" || n == "classifier.bias" ? head : rest).push_back(n);
+  if (!head.empty())
+    notes.push_back(fmt::format("init: {} tensors of the file are a task head this model has not ({}: a fine-tuned "
+                                "model's), ignored",
+                                head.size(), some(head)));
+  if (!rest.empty())
+    notes.push_back(fmt::format("init: {} tensors of the file are not params of this model, ignored{}: {}", rest.size(),
+                                is_checkpoint_record(r.metadata) ? " (a checkpoint's optimizer state: --init takes its weights)"
+                                                                 : "",
+                                some(rest)));
+  return notes;
+}
 
 PretrainedReport load_pretrained(const std::filesystem::path& path, const ir::Graph& graph, support::Environment& env,
                                  const std::vector<std::string>& fresh) {
@@ -410,6 +470,7 @@ PretrainedReport load_pretrained(const std::filesystem::path& path, const ir::Gr
                                        path.string(), misshaped.size(), fmt::join(misshaped, "; ")));
   for (const auto& [name, type] : params)
     if (!std::count(report.loaded.begin(), report.loaded.end(), name)) report.missing.push_back(name);
+  refuse_layers_past_the_record(path, report, params);
   return report;
 }
 

@@ -100,7 +100,13 @@ std::vector<std::filesystem::path> hf_weight_files(const std::filesystem::path& 
 // fresh) and are reported, as are unexpected names.
 // Tensors whose names start with one of `fresh` are not loaded (reported missing, and those the
 // file held as set aside): a fine-tuning run's task head, made fresh whatever the file holds.
+// A file's weights of a deeper model than the folder's config.json or the checkpoint's model record
+// says (layers past the model's) are refused as record and weights of different models.
 PretrainedReport load_pretrained(const std::filesystem::path& path, const ir::Graph& graph, support::Environment& env,
                                  const std::vector<std::string>& fresh = {});
+
+// What a run says of what --init left (lines "init: ..."): params it had not (initialized fresh),
+// a task head this model has not, and other tensors ignored (a checkpoint's optimizer state said so).
+std::vector<std::string> init_notes(const PretrainedReport& report);
 
 }  // namespace bertc::train

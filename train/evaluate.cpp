@@ -376,6 +376,7 @@ EvalResult evaluate_batch(const frontend::ModelDefinition& model, frontend::Conf
   const auto r = reference::Executor<float>(graph).run(env, fetch);
   EvalResult out;
   out.vocab = data::vocab_from_metadata(batch.metadata);
+  out.notes = init_notes(loaded);
   for (const std::string& name : losses) out.losses.emplace_back(name, r.fetched.at(name).real.at(0));
   out.losses.emplace_back(ir::names::kLoss, r.outputs.at(0).real.at(0));
   for (const std::string& name : logits) out.logits[name] = r.fetched.at(name);

@@ -25,6 +25,8 @@ struct EvalResult {
   std::map<std::string, support::HostTensor> logits;
   // The vocabulary the batch records (bertc batch writes it), checked against the weights'.
   std::optional<data::VocabRecord> vocab;
+  // What the weights held that the model has not (checkpoint.h's init_notes), to be said.
+  std::vector<std::string> notes;
 };
 
 // `config`'s batch shape is replaced by the batch file's (input_ids [B,S], and for pretraining

@@ -426,33 +426,7 @@ int64_t prepare_state(const frontend::ModelDefinition& model, const TrainOptions
                                      r.missing.empty() ? std::string("-") : r.missing.front()));
       check_init_vocab(*o.init, r.metadata, vocab, o.config.train.do_lower_case, log, "--vocab FILE, or [train] vocab");
       log << fmt::format("init: {} params from {}\n", r.loaded.size(), o.init->string());
-      // (A few names, then how many more: a checkpoint's whole optimizer state made one line of
-      // dozens of names.)
-      auto some = [](const std::vector<std::string>& names) {
-        constexpr size_t kShown = 6;
-        const std::vector<std::string> shown(names.begin(), names.begin() + std::min(names.size(), kShown));
-        return fmt::format("{}{}", fmt::join(shown, ", "),
-                           names.size() > kShown ? fmt::format(" and {} more", names.size() - kShown) : "");
-      };
-      if (!r.missing.empty())
-        log << fmt::format("init: {} params not in the file, initialized fresh: {}\n", r.missing.size(),
-                           some(r.missing));
-      if (!r.unexpected.empty()) {
-        // (a fine-tuned checkpoint's task head is no optimizer state: said apart)
-        std::vector<std::string> head, rest;
-        for (const std::string& n : r.unexpected)
-          (n == "classifier.weight" || n == "classifier.bias" ? head : rest).push_back(n);
-        if (!head.empty())
-          log << fmt::format("init: {} tensors of the file are a task head this model has not ({}: a fine-tuned "
-                             "model's), ignored\n",
-                             head.size(), some(head));
-        if (!rest.empty())
-          log << fmt::format("init: {} tensors of the file are not params of this model, ignored{}: {}\n", rest.size(),
-                             is_checkpoint_record(r.metadata)
-                                 ? " (a checkpoint's optimizer state: --init takes its weights)"
-                                 : "",
-                             some(rest));
-      }
+      for (const std::string& note : init_notes(r)) log << note << "\n";
     }
   }
   fresh_state(o.config, program, env);

@@ -4,6 +4,7 @@ format (8-byte header length, JSON header, data) directly.
   hf_folder.py inspect DIR             architectures, tensor count, optimizer-state count, format, labels
   hf_folder.py shard SRC DST           SRC's model.safetensors as two shards + model.safetensors.index.json
   hf_folder.py set DIR KEY JSON_VALUE  sets a key of DIR/config.json
+  hf_folder.py add DIR NAME            adds an F32 tensor NAME of shape [2] to DIR/model.safetensors
 """
 import json
 import os
@@ -66,3 +67,8 @@ elif cmd == "set":
     config = json.load(open(path))
     config[sys.argv[3]] = json.loads(sys.argv[4])
     json.dump(config, open(path, "w"))
+elif cmd == "add":
+    path = os.path.join(sys.argv[2], "model.safetensors")
+    tensors, meta = read(path)
+    tensors[sys.argv[3]] = ("F32", [2], struct.pack("<2f", 1.0, 2.0))
+    write(path, tensors, meta)
