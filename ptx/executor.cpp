@@ -52,6 +52,14 @@ struct AsyncCopy {
   std::vector<uint8_t> bytes;
 };
 
+// A shared byte an async copy is writing: from its cp.async until the wait that covers it, no
+// access of it is ordered with the copy (the data lands at some time in between).
+struct InFlight {
+  bool pending = false;
+  uint32_t thread = 0;  // the copy's (linear in the block)
+  uint32_t pc = 0;      // its cp.async
+};
+
 // Warp requests of one kind of memory access (counters.h): the lanes of a warp that execute one
 // such instruction for the k-th time make one request (they run in step between the points where
 // they meet). Indexed, not hashed: a map's lookup an access cost a quarter of the SIMT kernels' speed.
@@ -138,6 +146,8 @@ struct BlockRun {
   LaunchCounts& counts;
   SharedShadow& shadow;
   std::vector<uint8_t> shared;
+  std::vector<InFlight> in_flight;  // per shared byte (sized at the first cp.async)
+  size_t in_flight_bytes = 0;       // (none: nothing to look up on a shared access)
   std::map<std::string, uint64_t> shared_at, local_at;  // variables' addresses in their spaces
   std::vector<std::pair<uint64_t, uint64_t>> shared_extents;  // the shared variables' bytes (not their padding)
   size_t local_bytes = 0;
@@ -429,6 +439,7 @@ struct BlockRun {
         return const_cast<uint8_t*>(params.data()) + addr;
       case Where::Shared: {
         uint8_t* at = inside(shared, "shared memory");
+        if (in_flight_bytes > 0) check_in_flight(t, in, addr, bytes, write);
         if (!atomic) check_shared(t, in, addr, bytes, write);
         return at;
       }
@@ -539,6 +550,18 @@ struct BlockRun {
     write(t, in, in.operands.at(0), window == 0 ? a : to ? a - window : a + window, op.type());
   }
 
+  // An access of shared bytes an async copy is still writing: its data may land before or after
+  // (a read before the wait that covers the copy, a stage filled again before its last reader is
+  // done, or a copy whose thread never waits for it).
+  void check_in_flight(const Thread& t, const Instruction& in, uint64_t addr, size_t bytes, bool write) const {
+    for (uint64_t b = addr; b < addr + bytes; ++b)
+      if (const InFlight& f = in_flight[b]; f.pending)
+        fail(t, in, fmt::format("{} shared memory at offset {}, which an async copy of thread {} (line {}) is still "
+                                "writing: no cp.async.wait_group of that thread has covered it yet (and a barrier "
+                                "after that wait, for another thread)",
+                                write ? "writes" : "reads", b, f.thread, entry.body.at(f.pc).line));
+  }
+
   // cp.async.{ca,cg}.shared.global [dst], [src], cp-size[, src-size]: cp-size bytes, the ones past
   // src-size zero; committed in groups (commit_group) and made visible by wait_group N (all but
   // the newest N groups) or wait_all (ISA: "Asynchronous copy"; data visible only after the wait).
@@ -551,6 +574,8 @@ struct BlockRun {
                                   c.shared_at, shared.size()));
         check_shared(t, in, c.shared_at, c.bytes.size(), true);  // (written when the wait makes it visible)
         std::memcpy(shared.data() + c.shared_at, c.bytes.data(), c.bytes.size());
+        for (uint64_t b = c.shared_at; b < c.shared_at + c.bytes.size(); ++b) in_flight[b].pending = false;
+        in_flight_bytes -= c.bytes.size();
       }
     };
     if (op.has(Mod::commit_group)) {
@@ -572,6 +597,12 @@ struct BlockRun {
     if (size != 4 && size != 8 && size != 16) fail(t, in, fmt::format("a copy of {} bytes (4, 8 or 16)", size));
     const uint64_t to = address(t, in, in.operands.at(0));
     if (to % size != 0) fail(t, in, fmt::format("misaligned: {} bytes to shared offset {}", size, to));
+    if (to + size > shared.size())
+      fail(t, in, fmt::format("an async copy of {} bytes to shared offset {} past its {} bytes", size, to, shared.size()));
+    in_flight.resize(shared.size());
+    check_in_flight(t, in, to, size, true);  // (two copies in flight to one byte: either may land last)
+    for (uint64_t b = to; b < to + size; ++b) in_flight[b] = {true, t.linear, static_cast<uint32_t>(t.pc)};
+    in_flight_bytes += size;
     shared_requests.note(t.pc, t.linear, to, size);  // (its bank request; racecheck's write is at the wait)
     AsyncCopy c{to, std::vector<uint8_t>(size, 0)};
     if (from > 0) {

@@ -277,8 +277,9 @@ TEST(PtxExecutor, ShufflesSumAWarpsLanes) {
 }
 
 // cp.async's data is visible only after the cp.async.wait_group that covers its group (ISA:
-// "Asynchronous copy"): read before it, shared memory holds what it held (here the zeros the
-// thread wrote first; without them, the read is of memory never written: initcheck's finding).
+// "Asynchronous copy"): before it, the copy may have landed or not, so a read of its bytes then is
+// a finding (the emulator lands it at the wait: such a read saw what shared memory held before,
+// here the zeros the thread wrote first, without a word).
 constexpr const char* kAsyncCopy = R"(
 .version 8.8
 .target sm_80
@@ -323,18 +324,95 @@ TEST(PtxExecutor, AnAsyncCopyIsSeenOnlyAfterItsWait) {
                     emulator.pack_params("async_copy", {reinterpret_cast<uint64_t>(in), reinterpret_cast<uint64_t>(out)}),
                     {{1, 1, 1}, {1, 1, 1}, 0, 0});
   };
-  run(kAsyncCopy);
-  EXPECT_EQ(out[0], 0u);  // before the wait: the zeros written first
-  EXPECT_EQ(out[1], 7u);  // after it: the copy
-  EXPECT_EQ(out[2], 0u);  // past src-size (8 of the 16 bytes): zero-filled, not the source's 9
-  std::string unzeroed = kAsyncCopy;
-  const std::string zeros = "\tst.shared.v4.u32 \t[%r1], {%r4, %r4, %r4, %r4};\n";
-  unzeroed.erase(unzeroed.find(zeros), zeros.size());
-  const std::string why = refusal([&] { run(unzeroed); });
-  EXPECT_NE(why.find("async.ptx:22: kernel async_copy, block (0,0,0), thread (0,0,0): ld.shared.u32: initcheck: reads "
-                     "shared memory at offset 0 that no thread of the block wrote"),
+  const std::string early = refusal([&] { run(kAsyncCopy); });
+  EXPECT_NE(early.find("async.ptx:23: kernel async_copy, block (0,0,0), thread (0,0,0): ld.shared.u32: reads shared "
+                       "memory at offset 0, which an async copy of thread 0 (line 21) is still writing"),
+            std::string::npos)
+      << early;
+  // The read taken out: after the wait, the copy; past src-size (8 of the 16 bytes) zero-filled.
+  std::string waited = kAsyncCopy;
+  const std::string read_early = "\tld.shared.u32 \t%r2, [%r1];\n";
+  waited.replace(waited.find(read_early), read_early.size(), "\tmov.u32 \t%r2, 0;\n");
+  run(waited);
+  EXPECT_EQ(out[1], 7u);
+  EXPECT_EQ(out[2], 0u);  // (not the source's 9)
+}
+
+// A stage of shared memory filled twice (double buffering's pattern, in one thread) and read by
+// another thread after a barrier: right, each read after the wait of the copy it reads; a read of
+// the stage between its second copy and that copy's wait, and a second copy never waited for
+// before the barrier, are findings naming the copy (the emulator, landing a copy at its wait,
+// gave the first copy's data in both, without a word).
+constexpr const char* kStages = R"(
+.version 8.8
+.target sm_80
+.address_size 64
+.visible .entry stages(
+	.param .u64 stages_param_0,
+	.param .u64 stages_param_1
+)
+.maxntid 32, 1, 1
+{
+	.reg .pred 	%p<2>;
+	.reg .b32 	%r<8>;
+	.reg .b64 	%rd<8>;
+	.shared .align 16 .b8 buf[16];
+	ld.param.u64 	%rd1, [stages_param_0];
+	ld.param.u64 	%rd2, [stages_param_1];
+	cvta.to.global.u64 	%rd3, %rd1;
+	cvta.to.global.u64 	%rd4, %rd2;
+	mov.u32 	%r1, buf;
+	mov.u32 	%r5, %tid.x;
+	mul.wide.u32 	%rd5, %r5, 4;
+	add.s64 	%rd6, %rd4, %rd5;
+	setp.ne.u32 	%p1, %r5, 0;
+	@%p1 bra 	$L_reader;
+	cp.async.cg.shared.global [%r1], [%rd3], 16;
+	cp.async.commit_group;
+	cp.async.wait_group 0;
+	ld.shared.u32 	%r2, [%r1];
+	st.global.u32 	[%rd4+8], %r2;
+	cp.async.cg.shared.global [%r1], [%rd3+16], 16;
+	cp.async.commit_group;
+	cp.async.wait_group 0;
+$L_reader:
+	bar.sync 	0;
+	ld.shared.u32 	%r3, [%r1];
+	st.global.u32 	[%rd6], %r3;
+	ret;
+}
+)";
+
+TEST(PtxExecutor, AStageReadBeforeTheWaitOfItsNextCopyIsAFinding) {
+  alignas(16) uint32_t in[8] = {7, 8, 9, 10, 11, 12, 13, 14};
+  uint32_t out[3] = {99, 99, 99};
+  const auto run = [&](const std::string& ptx) {
+    Emulator emulator(parse_module(ptx, "stages.ptx"));
+    emulator.add_global(in, sizeof in);
+    emulator.add_global(out, sizeof out);
+    emulator.launch("stages", emulator.pack_params("stages", {reinterpret_cast<uint64_t>(in), reinterpret_cast<uint64_t>(out)}),
+                    {{1, 1, 1}, {2, 1, 1}, 0, 0});
+  };
+  run(kStages);
+  EXPECT_EQ(out[2], 7u);  // (thread 0, between the copies: the first)
+  EXPECT_EQ(out[0], 11u);  // (both threads after the barrier: the second)
+  EXPECT_EQ(out[1], 11u);
+  const std::string second_wait = "\tcp.async.commit_group;\n\tcp.async.wait_group 0;\n$L_reader:";
+  std::string early = kStages;  // (the stage read between its second copy and that copy's wait)
+  early.replace(early.find(second_wait), second_wait.size(),
+                "\tcp.async.commit_group;\n\tld.shared.u32 \t%r4, [%r1];\n\tcp.async.wait_group 0;\n$L_reader:");
+  const std::string why = refusal([&] { run(early); });
+  EXPECT_NE(why.find("thread (0,0,0): ld.shared.u32: reads shared memory at offset 0, which an async copy of thread 0 "
+                     "(line 30) is still writing"),
             std::string::npos)
       << why;
+  std::string never = kStages;  // (the second copy never waited for: the other thread reads it after the barrier)
+  never.replace(never.find(second_wait), second_wait.size(), "\tcp.async.commit_group;\n$L_reader:");
+  const std::string unwaited = refusal([&] { run(never); });
+  EXPECT_NE(unwaited.find("ld.shared.u32: reads shared memory at offset 0, which an async copy of thread 0 (line 30) is "
+                          "still writing"),
+            std::string::npos)
+      << unwaited;
 }
 
 TEST(PtxExecutor, Tf32ProductsTakeOnlyConvertedOperands) {
