@@ -2,6 +2,7 @@
 #include "tools/device_choice.h"
 
 #include <iostream>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -46,6 +47,16 @@ std::optional<std::string> choose_device(const std::string& requested) {
   }
   std::cerr << fmt::format("device: {}; training on the CPU reference executor\n", fmt::join(found, "; "));
   return std::nullopt;
+}
+
+void require_precision_computed(passes::Precision precision, const std::optional<std::string>& device,
+                                const std::string& command) {
+  if (precision != passes::Precision::Tf32 || device) return;
+  throw std::invalid_argument(fmt::format(
+      "precision tf32 rounds the matrix products' inputs to TF32 in the compiled kernels, and the CPU reference runs "
+      "the IR, whose products stay fp32: its numbers would be fp32's, said as tf32's; {} with --device host (the "
+      "kernels under emulation, TF32's rounding included) or a GPU of sm_80 or newer, or with --precision fp32",
+      command));
 }
 
 }  // namespace bertc::tools

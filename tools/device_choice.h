@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "passes/options.h"
+
 namespace bertc::tools {
 
 // The registry's device names after `first`, for --device's choices.
@@ -18,5 +20,11 @@ std::string devices_help();
 // that may be chosen automatically (run on real hardware), else the CPU reference; its caveat
 // (where it has not run yet) is said with it.
 std::optional<std::string> choose_device(const std::string& requested);
+
+// Refuses a precision the chosen device would not compute (nullopt: the CPU reference, which runs
+// the IR: tf32 is its products' inputs rounded in the compiled kernels, so its numbers would be
+// fp32's, said as tf32's), naming the devices that do. `command`: "train", "finetune".
+void require_precision_computed(passes::Precision precision, const std::optional<std::string>& device,
+                                const std::string& command);
 
 }  // namespace bertc::tools

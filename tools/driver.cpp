@@ -640,6 +640,7 @@ int train_rank(const TrainArgs& args, const CompileFlags& flags, const frontend:
   if (!args.init.empty()) o.init = args.init;
   o.live_progress = ::isatty(STDERR_FILENO) != 0;
   o.device = o.compiled ? choose_device_for_compiled(args.device, o.config.source) : choose_device(args.device);
+  require_precision_computed(o.config.compile.precision, o.device, "train");
   if (o.autotune && !o.device)
     throw std::invalid_argument("--autotune times kernels on a device, and the CPU reference runs none: train with "
                                 "--device cuda (or host, to check the mechanism)");

@@ -97,6 +97,7 @@ int finetune(const FinetuneArgs& args, const CompileFlags& flags, const frontend
                             {o.vocab.string(), "the vocabulary"},
                             {o.init ? o.init->string() : "", "--init"}});
   o.device = choose_device(args.device);
+  require_precision_computed(o.config.compile.precision, o.device, "fine-tune");
   o.eager = args.eager;
   if (o.eager && !o.device)
     throw std::invalid_argument("--eager issues a device's kernel launches one by one, and the CPU reference runs "

@@ -167,6 +167,24 @@ std::vector<CheckpointFile> list_checkpoints(const std::filesystem::path& dir) {
   return out;
 }
 
+namespace {
+
+// Whether the checkpoint at `path` is of the run `metadata` names (kRunIdKey), which rotation may
+// delete: every checkpoint when the run has no name; none whose header does not read.
+bool of_same_run(const std::filesystem::path& path, const std::map<std::string, std::string>& metadata) {
+  const auto run = metadata.find(kRunIdKey);
+  if (run == metadata.end()) return true;
+  try {
+    const std::map<std::string, std::string> theirs = support::read_safetensors_metadata(path);
+    const auto it = theirs.find(kRunIdKey);
+    return it != theirs.end() && it->second == run->second;
+  } catch (const support::SafetensorsError&) {
+    return false;
+  }
+}
+
+}  // namespace
+
 void save_checkpoint(const std::filesystem::path& dir, int64_t step, const TensorManifest& manifest,
                      const support::Environment& env, std::map<std::string, std::string> metadata, int64_t keep,
                      const support::Environment& exchange, const std::string& again, int64_t room_for) {
@@ -228,8 +246,10 @@ void save_checkpoint(const std::filesystem::path& dir, int64_t step, const Tenso
                                                 "the older checkpoints are kept)",
                                                 e.what()));
   }
-  auto all = list_checkpoints(dir);
-  for (size_t i = 0; i + keep < all.size(); ++i) std::filesystem::remove(all[i].path);
+  std::vector<CheckpointFile> of_run;
+  for (const CheckpointFile& c : list_checkpoints(dir))
+    if (c.path == path || of_same_run(c.path, file.metadata)) of_run.push_back(c);
+  for (size_t i = 0; i + keep < of_run.size(); ++i) std::filesystem::remove(of_run[i].path);
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     const std::string file = entry.path().filename().string();
     // (a file cut short, as a checkpoint's temporary is: a folder or a file of other bytes under

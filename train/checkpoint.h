@@ -15,6 +15,9 @@
 
 namespace bertc::train {
 
+// The checkpoint metadata key naming the run that wrote it (new_run_id, train/progress.h).
+inline constexpr const char* kRunIdKey = "run";
+
 struct CheckpointFile {
   std::filesystem::path path;
   int64_t step = 0;
@@ -54,7 +57,9 @@ inline constexpr const char* kExchangeStatePrefix = "dist.";
 
 // Saves the manifest's tensors from env, and `exchange` (named kExchangeStatePrefix...), with
 // `metadata` plus "step" and an xxh3 checksum of every tensor and of the metadata; reads the file
-// back and checks it, then deletes all but the newest `keep` checkpoints of the folder. A failed
+// back and checks it, then deletes all but the newest `keep` checkpoints of its run (those whose
+// kRunIdKey is `metadata`'s: another run's in the folder are its only weights, and stay; without
+// one, of the folder). A failed
 // write throws naming its fix and then how the run goes on: `again` when given (a command that
 // does not resume: fine-tuning), else the same command, with --resume once a checkpoint is kept.
 // `room_for`: how many checkpoints of this size the way on (`again`) needs room for, which a full

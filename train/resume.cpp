@@ -210,6 +210,29 @@ void say_allowed_changes(const std::map<std::string, std::string>& saved, const 
                      world == saved.end() ? "1" : world->second);
 }
 
+// The folder's checkpoints another run wrote than the one a resume continues (one copied in and
+// resumed from): kept, as rotation removes only this run's (save_checkpoint), and said.
+void say_other_runs(const std::filesystem::path& dir, const std::vector<CheckpointFile>& existing,
+                    const std::map<std::string, std::string>& resumed, std::ostream& log) {
+  const std::optional<std::string> mine = recorded_run_id(resumed);
+  if (!mine) return;
+  std::vector<std::string> others;
+  for (size_t i = 0; i + 1 < existing.size(); ++i) {
+    std::optional<std::string> theirs;
+    try {
+      theirs = recorded_run_id(support::read_safetensors_metadata(existing[i].path));
+    } catch (const support::SafetensorsError&) {  // (its header does not read: no run of its own shown)
+    }
+    if (theirs != mine)
+      others.push_back(fmt::format("step {} ({})", existing[i].step, theirs ? "run " + *theirs : "no run recorded"));
+  }
+  if (others.empty()) return;
+  log << fmt::format("resume: {} also holds checkpoints of other runs than run {}, which this resume continues: {}; "
+                     "they are kept (rotation removes only this run's checkpoints): move them to a folder of their "
+                     "own to keep the runs apart\n",
+                     dir.string(), *mine, fmt::join(others, ", "));
+}
+
 }  // namespace
 
 std::map<std::string, std::string> run_metadata(const frontend::ModelDefinition& model, const frontend::Config& c,
@@ -407,6 +430,7 @@ int64_t prepare_state(const frontend::ModelDefinition& model, const TrainOptions
                                    existing.back().path.string(), c.step, existing.back().step));
     start = c.step;
     resumed = ResumedFrom{existing.back().path, c.metadata};
+    say_other_runs(o.checkpoint_dir, existing, c.metadata, log);
     log << fmt::format("resuming from {} (step {})\n", existing.back().path.string(), start);
   } else {
     if (!existing.empty())

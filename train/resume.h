@@ -81,9 +81,8 @@ struct ResumedFrom {
   std::map<std::string, std::string> metadata;
 };
 
-// The checkpoint metadata key naming the run that wrote it (new_run_id, train/progress.h), and
-// the run a checkpoint's metadata names: nullopt for a checkpoint of a bertc before runs were named.
-inline constexpr const char* kRunIdKey = "run";
+// The run a checkpoint's metadata names (kRunIdKey): nullopt for a checkpoint of a bertc before
+// runs were named.
 std::optional<std::string> recorded_run_id(const std::map<std::string, std::string>& metadata);
 
 // Fills env with params and states (a checkpoint's, --init's, or fresh ones); returns the step
