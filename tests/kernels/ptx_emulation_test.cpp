@@ -60,8 +60,9 @@ void expect_step_matches(int sm, passes::Precision precision, ir::OpKind optimiz
 
 // Shapes no tile divides (sequence 37, hidden 96 in 3 heads of 32, feed-forward 384, vocabulary
 // 997): every kernel's edges, on the P40's SIMT kernels and the A100's tensor-core ones.
-void expect_odd_shapes_match(int sm, passes::Precision precision) {
+void expect_odd_shapes_match(int sm, passes::Precision precision, ir::OpKind optimizer = ir::OpKind::Adamw) {
   PtxStep s{sm, precision};
+  s.optimizer = optimizer;
   s.seq = 37, s.predictions = 5, s.hidden = 96, s.heads = 3, s.intermediate = 384, s.vocab = 997;
   const PtxStepRun run = run_step_on_ptx(s, BERTC_TEST_CACHE);
   for (const KernelCheck& k : run.step)
@@ -80,6 +81,17 @@ TEST(PtxEmulation, ShapesNoTileDividesOnSm80InBf16MatchTheReference) {
 }
 TEST(PtxEmulation, ShapesNoTileDividesOnSm70InFp16MatchTheReference) {
   expect_odd_shapes_match(70, passes::Precision::Fp16);
+}
+// The other targets' kernels at the same edges: fp16 storage with LAMB's multi-tensor kernels on
+// the P40, tf32's converted operands on sm_80, NVRTC 13's sm_90 PTX.
+TEST(PtxEmulation, ShapesNoTileDividesOnSm61InFp32Fp16StorageWithLambMatchTheReference) {
+  expect_odd_shapes_match(61, passes::Precision::Fp32Fp16Storage, ir::OpKind::Lamb);
+}
+TEST(PtxEmulation, ShapesNoTileDividesOnSm80InTf32MatchTheReference) {
+  expect_odd_shapes_match(80, passes::Precision::Tf32);
+}
+TEST(PtxEmulation, ShapesNoTileDividesOnSm90InBf16MatchTheReference) {
+  expect_odd_shapes_match(90, passes::Precision::Bf16);
 }
 
 TEST(PtxEmulation, EveryKernelOfABertTinyStepOnSm61MatchesTheReference) { expect_step_matches(61, passes::Precision::Fp32); }
