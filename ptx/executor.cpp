@@ -155,6 +155,9 @@ struct BlockRun {
   std::vector<uint64_t> register_file;  // register r of thread i at r * threads + i (Thread::regs)
   size_t register_stride = 0;           // the block's threads (kept: reg() divided by sizeof(Thread) each time)
   int first_lane = 0;  // where each_lane begins a warp's lanes (seeded)
+  bool interleave = false;        // (a seed: warps and their groups in a seeded order, for seeded quanta)
+  std::mt19937_64 schedule;       // (that order's draws)
+  std::vector<uint64_t> warp_steps;  // per warp: instructions since it last parted or met another thread
   std::array<uint64_t, kOps> by_op{};  // (counted here, a map's lookup too slow per instruction)
   std::vector<uint64_t> register_mask;  // per register: the bits its type holds
   std::vector<InstructionClass> classes;  // per instruction: its class and FLOPs (counters.h)
@@ -702,21 +705,38 @@ struct BlockRun {
   // parts run as groups of equal pc, the lowest first, so that they meet again where their paths
   // join, as a GPU reconverges them (and sm_70's independent thread scheduling allows this order as
   // any other). Whether any lane ran.
+  // Under a seed (interleave), a group is chosen at random instead, and runs at most a random
+  // quantum of instructions before the warp yields to the others (sm_70's independent thread
+  // scheduling interleaves warps, and a warp's parted groups, anywhere between the points where
+  // threads meet): a kernel whose result depends on one order shows it under another seed.
   bool run_warp(size_t w) {
     const size_t base = w * 32, lanes = std::min<size_t>(32, threads.size() - base);
     bool ran = false;
     for (;;) {
       uint32_t group = 0;
       size_t pc = SIZE_MAX;
-      for (size_t l = 0; l < lanes; ++l) {
-        const Thread& t = threads[base + l];
-        if (t.wait != Wait::None || t.pc > pc) continue;
-        if (t.pc < pc) pc = t.pc, group = 0;
-        group |= 1u << l;
+      if (interleave) {
+        std::array<size_t, 32> pcs{};
+        size_t n = 0;
+        for (size_t l = 0; l < lanes; ++l)
+          if (const Thread& t = threads[base + l];
+              t.wait == Wait::None && std::find(pcs.begin(), pcs.begin() + n, t.pc) == pcs.begin() + n)
+            pcs[n++] = t.pc;
+        if (n == 0) return ran;
+        pc = pcs[schedule() % n];
+        for (size_t l = 0; l < lanes; ++l)
+          if (threads[base + l].wait == Wait::None && threads[base + l].pc == pc) group |= 1u << l;
+      } else {
+        for (size_t l = 0; l < lanes; ++l) {
+          const Thread& t = threads[base + l];
+          if (t.wait != Wait::None || t.pc > pc) continue;
+          if (t.pc < pc) pc = t.pc, group = 0;
+          group |= 1u << l;
+        }
       }
       if (group == 0) return ran;
-      run_group(base, group, pc);
       ran = true;
+      if (run_group(base, group, pc, interleave ? 16 + schedule() % 241 : 0)) return ran;  // (its quantum spent)
     }
   }
 
@@ -731,13 +751,19 @@ struct BlockRun {
 
   // Runs the lanes of `mask` (of the warp at thread `base`), all at instruction `pc`, one
   // instruction for all of them at a time, decoded once for the group: its guard, its kind. Until
-  // they part (a branch some take), or each waits (a barrier, a warp collective) or ends.
-  void run_group(size_t base, uint32_t mask, size_t pc) {
-    uint64_t steps = 0;
+  // they part (a branch some take), or each waits (a barrier, a warp collective) or ends, or they
+  // have run `quantum` instructions (0: no limit): then they yield, and it returns true.
+  bool run_group(size_t base, uint32_t mask, size_t pc, uint64_t quantum) {
+    uint64_t& steps = warp_steps[base / 32];  // (since the warp last parted or met another thread)
+    uint64_t ran = 0;
     for (;;) {
       if (pc >= entry.body.size()) {
         each_lane(base, mask, [&](Thread& t) { t.pc = pc, t.wait = Wait::Done; });
-        return;
+        return steps = 0, false;
+      }
+      if (quantum && ran++ == quantum) {
+        each_lane(base, mask, [&](Thread& t) { t.pc = pc; });
+        return true;
       }
       const Instruction& in = entry.body[pc];
       if (++steps > kStepBudget)
@@ -764,7 +790,7 @@ struct BlockRun {
           continue;
         }
         each_lane(base, mask, [&](Thread& t) { t.pc = active >> (t.linear % 32) & 1 ? pc + 1 : after; });
-        return;
+        return steps = 0, false;
       }
       if (op == Op::Bra || (op == Op::Ret && !in.operands.empty())) {  // (an inlined function's ret: a branch)
         if (active == mask || active == 0) {
@@ -774,14 +800,14 @@ struct BlockRun {
         each_lane(base, mask, [&](Thread& t) {
           t.pc = active >> (t.linear % 32) & 1 ? static_cast<size_t>(in.operands.at(0).label) : pc + 1;
         });
-        return;  // (parted: run_warp takes the lowest group next)
+        return steps = 0, false;  // (parted: run_warp takes the lowest group next, or a seeded one)
       }
       if (active != 0) {
         if (const Wait wait = waits_at(threads[base + static_cast<size_t>(std::countr_zero(active))], in);
             wait != Wait::None) {
           each_lane(base, active, [&](Thread& t) { t.wait = wait; });
           mask &= ~active;
-          if (mask == 0) return;
+          if (mask == 0) return steps = 0, false;
           ++pc;  // (the lanes its guard passes over go on)
           continue;
         }
@@ -1080,13 +1106,17 @@ struct BlockRun {
     global_requests.begin_block(threads.size());
     std::vector<size_t> order((threads.size() + 31) / 32);  // (the warps)
     std::iota(order.begin(), order.end(), 0);
+    warp_steps.assign(order.size(), 0);
     if (config.seed) {
       std::mt19937_64 random(config.seed ^ (ctaid[0] * 0x9e3779b97f4a7c15ULL));
       std::shuffle(order.begin(), order.end(), random);
       first_lane = static_cast<int>(random() % 32);
+      interleave = true;
+      schedule.seed(random());
     }
     for (;;) {
       bool progressed = false;
+      if (interleave) std::shuffle(order.begin(), order.end(), schedule);
       for (size_t w : order) progressed = run_warp(w) || progressed;
       progressed = resolve_warps() || progressed;
       progressed = resolve_barrier() || progressed;

@@ -415,6 +415,87 @@ TEST(PtxExecutor, AStageReadBeforeTheWaitOfItsNextCopyIsAFinding) {
       << unwaited;
 }
 
+// The schedule (ISA, "Independent Thread Scheduling": sm_70's warps and a warp's parted lanes run
+// in any order between the points where threads meet), seen through atomic tickets: each thread
+// takes 40, odd and even lanes on two sides of a branch. Without a seed, warp by warp and the
+// lowest group first (even lanes' tickets before odd lanes' in each turn of the loop); under
+// seeds, warps interleave (a warp's tickets among another's) and a warp's odd lanes may go first.
+constexpr const char* kTickets = R"(
+.version 8.8
+.target sm_80
+.address_size 64
+.visible .entry tickets(
+	.param .u64 tickets_param_0,
+	.param .u64 tickets_param_1
+)
+{
+	.reg .pred 	%p<3>;
+	.reg .b32 	%r<8>;
+	.reg .b64 	%rd<8>;
+	ld.param.u64 	%rd1, [tickets_param_0];
+	ld.param.u64 	%rd2, [tickets_param_1];
+	cvta.to.global.u64 	%rd3, %rd1;
+	cvta.to.global.u64 	%rd4, %rd2;
+	mov.u32 	%r1, %tid.x;
+	and.b32 	%r2, %r1, 1;
+	setp.eq.u32 	%p1, %r2, 1;
+	mov.u32 	%r5, 0;
+	mul.wide.u32 	%rd5, %r1, 8;
+	add.s64 	%rd6, %rd4, %rd5;
+$L_loop:
+	@%p1 bra 	$L_odd;
+	atom.global.add.u32 	%r3, [%rd3], 1;
+	bra 	$L_next;
+$L_odd:
+	atom.global.add.u32 	%r3, [%rd3], 1;
+$L_next:
+	setp.ne.u32 	%p2, %r5, 0;
+	@%p2 bra 	$L_later;
+	st.global.u32 	[%rd6], %r3;
+$L_later:
+	st.global.u32 	[%rd6+4], %r3;
+	add.u32 	%r5, %r5, 1;
+	setp.lt.u32 	%p2, %r5, 40;
+	@%p2 bra 	$L_loop;
+	ret;
+}
+)";
+
+TEST(PtxExecutor, ASeedInterleavesWarpsAndAWarpsPartedLanes) {
+  Emulator emulator(parse_module(kTickets, "tickets.ptx"));
+  uint32_t counter = 0;
+  std::vector<uint32_t> out(2 * 64);  // (each thread's first and last ticket)
+  emulator.add_global(&counter, sizeof counter);
+  emulator.add_global(out.data(), out.size() * 4);
+  const auto run = [&](uint64_t seed) {
+    counter = 0;
+    emulator.launch("tickets",
+                    emulator.pack_params("tickets", {reinterpret_cast<uint64_t>(&counter), reinterpret_cast<uint64_t>(out.data())}),
+                    {{1, 1, 1}, {64, 1, 1}, 0, seed});
+    EXPECT_EQ(counter, 64u * 40);
+  };
+  auto first = [&](size_t t) { return out[2 * t]; };
+  auto last = [&](size_t t) { return out[2 * t + 1]; };
+  run(0);
+  EXPECT_EQ(first(0), 0u);        // (warp 0's even lanes: the lowest group, through the whole loop, as
+  EXPECT_EQ(first(1), 16u * 40);  // a group runs until it parts or waits; then its odd lanes)
+  EXPECT_EQ(first(32), 40u * 32);  // (warp 1 after the whole of warp 0)
+  bool interleaved = false, odd_first = false;
+  for (uint64_t seed = 1; seed <= 10; ++seed) {
+    run(seed);
+    uint32_t warp0_last = 0, warp1_first = UINT32_MAX, warp0_last_of_1 = 0, warp1_first_of_0 = UINT32_MAX;
+    for (size_t t = 0; t < 32; ++t) warp0_last = std::max(warp0_last, last(t)), warp1_first = std::min(warp1_first, first(32 + t));
+    for (size_t t = 32; t < 64; ++t) warp0_last_of_1 = std::max(warp0_last_of_1, last(t));
+    for (size_t t = 0; t < 32; ++t) warp1_first_of_0 = std::min(warp1_first_of_0, first(t));
+    // (a warp's tickets among the other's, whichever ran first)
+    interleaved |= (warp1_first < warp0_last && warp1_first > warp1_first_of_0) ||
+                   (warp1_first_of_0 < warp0_last_of_1 && warp1_first_of_0 > warp1_first);
+    odd_first |= first(1) < first(0);
+  }
+  EXPECT_TRUE(interleaved);
+  EXPECT_TRUE(odd_first);
+}
+
 TEST(PtxExecutor, Tf32ProductsTakeOnlyConvertedOperands) {
   Emulator emulator(parse_module(R"(
 .version 8.8
