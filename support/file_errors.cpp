@@ -83,9 +83,15 @@ std::string fix_for(int error, const std::filesystem::path& path, const std::fil
     case EDQUOT:
     case EFBIG: return room_fix(error, path, needed);
     case EACCES:
-    case EPERM:
     case EROFS:
       return fmt::format("make {} writable (its permissions, a read-only mount)", folder_of(path));
+    // (not the folder's permissions, which root passes and EACCES says: an attribute of the file or
+    // the folder, or a sticky folder's file of another user; "make it writable" did not help)
+    case EPERM:
+      return fmt::format("an immutable or append-only attribute on {0} or on {1} forbids it (lsattr -d {0} {1} shows "
+                         "an i or an a; chattr -i -a clears them), or {1} is sticky and another user owns the file "
+                         "(its owner, or root, can remove it)",
+                         path.string(), path.parent_path().empty() ? std::string(".") : path.parent_path().string());
     case ENOENT: return fmt::format("a folder on the way to {} does not exist: make it, or correct the path", path.string());
     case ENOTDIR: return fmt::format("a part of {} is a file, not a folder: correct the path", path.string());
     case EISDIR: return fmt::format("{} is a folder: name a file", path.string());

@@ -214,8 +214,7 @@ void say_allowed_changes(const std::map<std::string, std::string>& saved, const 
 // resumed from): kept, as rotation removes only this run's (save_checkpoint), and said.
 void say_other_runs(const std::filesystem::path& dir, const std::vector<CheckpointFile>& existing,
                     const std::map<std::string, std::string>& resumed, std::ostream& log) {
-  const std::optional<std::string> mine = recorded_run_id(resumed);
-  if (!mine) return;
+  const std::optional<std::string> mine = recorded_run_id(resumed);  // (none: an older bertc's, or edited)
   std::vector<std::string> others;
   for (size_t i = 0; i + 1 < existing.size(); ++i) {
     std::optional<std::string> theirs;
@@ -223,14 +222,14 @@ void say_other_runs(const std::filesystem::path& dir, const std::vector<Checkpoi
       theirs = recorded_run_id(support::read_safetensors_metadata(existing[i].path));
     } catch (const support::SafetensorsError&) {  // (its header does not read: no run of its own shown)
     }
-    if (theirs != mine)
+    if (theirs != mine && (mine || theirs))
       others.push_back(fmt::format("step {} ({})", existing[i].step, theirs ? "run " + *theirs : "no run recorded"));
   }
   if (others.empty()) return;
-  log << fmt::format("resume: {} also holds checkpoints of other runs than run {}, which this resume continues: {}; "
+  log << fmt::format("resume: {} also holds checkpoints of other runs than {}, which this resume continues: {}; "
                      "they are kept (rotation removes only this run's checkpoints): move them to a folder of their "
                      "own to keep the runs apart\n",
-                     dir.string(), *mine, fmt::join(others, ", "));
+                     dir.string(), mine ? "run " + *mine : "the newest (which records no run)", fmt::join(others, ", "));
 }
 
 }  // namespace

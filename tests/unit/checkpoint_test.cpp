@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 
@@ -148,6 +149,30 @@ TEST(AtomicFile, ANewFileIsNeverPlacedOverOneMadeMeanwhile) {
   std::string line;
   EXPECT_TRUE(std::getline(in, line) && line == "first") << line;
   EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir), {}), 1) << "a temporary was left";
+}
+
+// A file an immutable attribute keeps (EPERM, which root meets too: the folder is writable) is
+// said as such, with the command that clears it, and that command, followed, lets it go ("make the
+// folder writable" was said, and the folder was). Skipped where the file system has no attributes.
+TEST(FileErrors, AnImmutableFileIsSaidWithTheCommandThatClearsIt) {
+  const auto dir = scratch("immutable");
+  const std::filesystem::path file = dir / "checkpoint-000003.safetensors";
+  std::ofstream(file) << "old";
+  const std::string quoted = "'" + file.string() + "'";
+  if (std::system(("chattr +i " + quoted + " 2>/dev/null").c_str()) != 0) GTEST_SKIP() << "no chattr here";
+  struct Clear {
+    std::string quoted;
+    ~Clear() { (void)std::system(("chattr -i -a " + quoted + " 2>/dev/null").c_str()); }
+  } clear{quoted};
+  std::error_code ec;
+  ASSERT_FALSE(std::filesystem::remove(file, ec));
+  ASSERT_EQ(ec.value(), EPERM);
+  const std::string fix = support::file_error_fix(ec.value(), file);
+  EXPECT_NE(fix.find("an immutable or append-only attribute on " + file.string()), std::string::npos) << fix;
+  EXPECT_NE(fix.find("chattr -i -a clears them"), std::string::npos) << fix;
+  EXPECT_EQ(fix.find("writable"), std::string::npos) << fix;
+  ASSERT_EQ(std::system(("chattr -i -a " + quoted).c_str()), 0);  // (the fix, followed)
+  EXPECT_TRUE(std::filesystem::remove(file));
 }
 
 // A device or a pipe is never replaced by the atomic write's rename (as root, "-o /dev/null"

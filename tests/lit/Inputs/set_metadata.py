@@ -1,6 +1,7 @@
 """Sets metadata KEY of the safetensors file FILE to VALUE (a string), refitting the metadata's own
 checksum where the file has one (xxh3.__metadata__: XXH3-64 of "key=value\\n" for each other key,
-sorted, through libxxhash): a record another tool edited. usage: set_metadata.py FILE KEY VALUE"""
+sorted, through libxxhash): a record another tool edited. usage: set_metadata.py FILE KEY VALUE, or
+FILE KEY --remove to take the key out (a record of a bertc from before the key)"""
 import ctypes
 import json
 import struct
@@ -11,7 +12,10 @@ data = open(path, "rb").read()
 n = struct.unpack("<Q", data[:8])[0]
 header = json.loads(data[8:8 + n])
 meta = header.setdefault("__metadata__", {})
-meta[key] = value
+if value == "--remove":
+    meta.pop(key)
+else:
+    meta[key] = value
 if "xxh3.__metadata__" in meta:
     xxh = ctypes.CDLL("libxxhash.so.0")
     xxh.XXH3_64bits.restype = ctypes.c_uint64
