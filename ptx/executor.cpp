@@ -1228,6 +1228,14 @@ LaunchCounts Emulator::launch(const std::string& name, const std::vector<uint8_t
                                                     static_cast<uint64_t>(std::max(1, e->maxntid[2])))
     throw Error(fmt::format("kernel {}: {} threads a block, more than its .maxntid {}x{}x{}", name, config.block.count(),
                             e->maxntid[0], e->maxntid[1], e->maxntid[2]));
+  // (ISA: each dimension of every launch's block equal to .reqntid's, or the launch fails)
+  if (e->reqntid[0] > 0 && (config.block.x != static_cast<uint32_t>(e->reqntid[0]) ||
+                            config.block.y != static_cast<uint32_t>(e->reqntid[1]) ||
+                            config.block.z != static_cast<uint32_t>(e->reqntid[2])))
+    throw Error(fmt::format("kernel {}: a block of {}x{}x{} threads, and its .reqntid requires {}x{}x{} (a launch of "
+                            "another shape fails)",
+                            name, config.block.x, config.block.y, config.block.z, e->reqntid[0], e->reqntid[1],
+                            e->reqntid[2]));
   if (std::fegetround() != FE_TONEAREST)
     throw Error(fmt::format("kernel {}: launched with the host rounding other than to nearest (see semantics.h)", name));
   LaunchCounts counts;

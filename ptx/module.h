@@ -104,8 +104,10 @@ struct Entry {
   std::vector<Variable> variables;  // its .shared and .local ones
   std::vector<Instruction> body;
   std::map<std::string, int> labels;  // name -> index in body
-  int maxntid[3] = {0, 0, 0};         // .maxntid (0: not given)
+  int maxntid[3] = {0, 0, 0};         // .maxntid (0: not given): the block's threads at most their product
+  int reqntid[3] = {0, 0, 0};         // .reqntid (0: not given): the block's shape, each dimension
   int minnctapersm = 0;
+  int maxnreg = 0;                    // .maxnreg (0: not given): registers a thread at most
   int line = 0;
 };
 

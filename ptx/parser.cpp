@@ -308,19 +308,24 @@ class Parser {
       const Token d = peek();
       if (d.text == ".maxntid" || d.text == ".reqntid") {
         next();
+        int* dims = d.text == ".maxntid" ? entry_->maxntid : entry_->reqntid;
         for (int i = 0; i < 3; ++i) {
-          entry_->maxntid[i] = static_cast<int>(integer());
+          dims[i] = static_cast<int>(integer());
           if (!accept(",")) {
-            for (int j = i + 1; j < 3; ++j) entry_->maxntid[j] = 1;
+            for (int j = i + 1; j < 3; ++j) dims[j] = 1;
             break;
           }
         }
+        // (ISA, "Performance-Tuning Directives": .reqntid cannot be used with .maxntid)
+        if (entry_->maxntid[0] > 0 && entry_->reqntid[0] > 0)
+          fail(d, fmt::format("{} {} has both .maxntid and .reqntid, which the ISA does not allow together",
+                              function ? ".func" : ".entry", entry_->name));
       } else if (d.text == ".minnctapersm") {
         next();
         entry_->minnctapersm = static_cast<int>(integer());
       } else if (d.text == ".maxnreg") {
         next();
-        integer();
+        entry_->maxnreg = static_cast<int>(integer());
       } else {
         break;
       }

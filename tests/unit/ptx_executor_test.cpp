@@ -1421,6 +1421,28 @@ TEST(PtxExecutor, ChecksCatchEachPlantedBug) {
     EXPECT_NE(refusal([&] { fx.launch("twice", {0, 0, 0}, 1, 128); }).find("more than its .maxntid 64x1x1"),
               std::string::npos);
   }
+  {  // .reqntid (ISA: each dimension as it says, or the launch fails), and not with .maxntid; .maxnreg read
+    std::string required = kKernels;
+    required.replace(required.find(".maxntid 64, 1, 1"), 17, ".reqntid 64, 1, 1\n.maxnreg 32");
+    Emulator emulator(parse_module(required, "required.ptx"));
+    EXPECT_EQ(emulator.module().entry("twice")->reqntid[0], 64);
+    EXPECT_EQ(emulator.module().entry("twice")->maxnreg, 32);
+    std::vector<float> in(64), out(64);
+    emulator.add_global(in.data(), 256);
+    emulator.add_global(out.data(), 256);
+    const auto launch = [&](uint32_t threads) {
+      emulator.launch("twice",
+                      emulator.pack_params("twice", {reinterpret_cast<uint64_t>(in.data()),
+                                                     reinterpret_cast<uint64_t>(out.data()), 64}),
+                      {{1, 1, 1}, {threads, 1, 1}, 0, 0});
+    };
+    EXPECT_NE(refusal([&] { launch(32); }).find("a block of 32x1x1 threads, and its .reqntid requires 64x1x1"),
+              std::string::npos);  // (fewer threads: under .maxntid it ran)
+    launch(64);
+    std::string both = kKernels;
+    both.replace(both.find(".maxntid 64, 1, 1"), 17, ".maxntid 64, 1, 1\n.reqntid 64, 1, 1");
+    EXPECT_NE(refusal([&] { parse_module(both, "both.ptx"); }).find("has both .maxntid and .reqntid"), std::string::npos);
+  }
 }
 
 // A warp's lanes at two shuffles (one a branch's side): each lane's operands are its own
