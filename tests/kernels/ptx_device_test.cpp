@@ -245,14 +245,20 @@ TEST(PtxDevice, AReadOfGlobalMemoryNothingWroteFailsTheLaunch) {
 // memcheck by buffer: where the launch says which buffers its arguments name (a plan's launches),
 // the kernel writing one element past its output fails the launch naming the buffer, though the
 // allocation (an arena holding two values) holds the byte, which a launch without them lets through.
-TEST(PtxDevice, AWritePastItsBufferInsideTheAllocationFailsTheLaunch) {
+// A planted bug: kernel `name` of one block of `threads`, whose one argument is float* x, doing `body`.
+codegen::KernelSpec planted_on_x(const std::string& name, const std::string& body, int64_t threads) {
   codegen::KernelSpec k;
-  k.name = "k_planted_past_its_value";
+  k.name = name;
   k.label = "a planted bug";
-  k.source = "BX_KERNEL void k_planted_past_its_value(float* x) {\n  x[threadIdx.x] = 1.0f;\n}\n";
+  k.source = "BX_KERNEL void " + name + "(float* x) {\n  " + body + "\n}\n";
   k.params = {{codegen::ParamKind::Buffer, "x", "float*"}};
   k.grid = {1, 1, 1};
-  k.block = {33, 1, 1};
+  k.block = {threads, 1, 1};
+  return k;
+}
+
+TEST(PtxDevice, AWritePastItsBufferInsideTheAllocationFailsTheLaunch) {
+  const codegen::KernelSpec k = planted_on_x("k_planted_past_its_value", "x[threadIdx.x] = 1.0f;", 33);
   runtime::PtxDevice device(BERTC_TEST_CACHE, 61);
   device.load({&k});
   void* arena = device.allocate(64 * sizeof(float), "an arena of two values");
@@ -278,13 +284,8 @@ TEST(PtxDevice, AWritePastItsBufferInsideTheAllocationFailsTheLaunch) {
 // earlier value held) are unwritten until it writes them, so a kernel reading its output before
 // writing it fails, though an earlier value's stores wrote those bytes.
 TEST(PtxDevice, AReadOfAFreshValueBeforeItsStoreFailsTheLaunch) {
-  codegen::KernelSpec k;
-  k.name = "k_planted_reads_its_output";
-  k.label = "a planted bug";
-  k.source = "BX_KERNEL void k_planted_reads_its_output(float* x) {\n  x[threadIdx.x] = x[threadIdx.x] + 1.0f;\n}\n";
-  k.params = {{codegen::ParamKind::Buffer, "x", "float*"}};
-  k.grid = {1, 1, 1};
-  k.block = {32, 1, 1};
+  const codegen::KernelSpec k =
+      planted_on_x("k_planted_reads_its_output", "x[threadIdx.x] = x[threadIdx.x] + 1.0f;", 32);
   runtime::PtxDevice device(BERTC_TEST_CACHE, 61);
   device.load({&k});
   void* arena = device.allocate(32 * sizeof(float), "an arena");
