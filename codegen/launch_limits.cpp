@@ -13,6 +13,8 @@ LaunchLimits launch_limits(int sm) {
   if (const std::optional<passes::GpuSpec> gpu = passes::gpu_of_sm(arch)) {
     l.gpu = fmt::format("{} (sm_{})", gpu->title, arch);
     l.shared_bytes_per_block = static_cast<int64_t>(gpu->shared_kb_per_block * 1024);
+    l.multiprocessors = gpu->multiprocessors;
+    l.warps_per_multiprocessor = gpu->max_warps_per_sm;
   }
   return l;
 }

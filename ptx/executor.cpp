@@ -237,7 +237,14 @@ struct BlockRun {
 
   uint64_t& reg(const Thread& t, int r) const { return t.regs[static_cast<size_t>(r) * register_stride]; }
 
-  uint64_t special(const Thread& t, Special s) const {
+  // `value` of special register `name`, when the launch's GPU gives it.
+  uint64_t known(const Thread& t, const Instruction& in, uint32_t value, const char* name) const {
+    if (value == 0)
+      fail(t, in, fmt::format("reads {}, and the launch names no GPU whose multiprocessors give it a value", name));
+    return value;
+  }
+
+  uint64_t special(const Thread& t, const Instruction& in, Special s) const {
     switch (s) {
       case Special::TidX: return t.tid[0];
       case Special::TidY: return t.tid[1];
@@ -253,6 +260,13 @@ struct BlockRun {
       case Special::NctaidZ: return config.grid.z;
       case Special::Laneid: return t.linear % 32;
       case Special::Warpid: return t.linear / 32;
+      // (ISA: the SM a thread runs on, 0 to %nsmid - 1, and the most warp identifiers: a placement
+      // model of the GPU's figures, the block's index modulo its multiprocessors)
+      case Special::Nwarpid: return known(t, in, config.limits.warps_per_multiprocessor, "%nwarpid");
+      case Special::Smid:
+        return (ctaid[0] + uint64_t{config.grid.x} * (ctaid[1] + uint64_t{config.grid.y} * ctaid[2])) %
+               known(t, in, config.limits.multiprocessors, "%smid");
+      case Special::Nsmid: return known(t, in, config.limits.multiprocessors, "%nsmid");
       // (ISA "Special Registers": a lane's own bit, and the bits below or above it, of 32)
       case Special::LanemaskEq: return uint64_t{1} << (t.linear % 32);
       case Special::LanemaskLe: return (uint64_t{2} << (t.linear % 32)) - 1;
@@ -294,7 +308,7 @@ struct BlockRun {
         if (!o.f64 && type == Type::F64) return std::bit_cast<uint64_t>(static_cast<double>(std::bit_cast<float>(static_cast<uint32_t>(bits))));
         return bits;
       }
-      case Operand::Kind::Special: return special(t, o.special);
+      case Operand::Kind::Special: return special(t, in, o.special);
       case Operand::Kind::Symbol: return symbol_address(t, in, o.symbol);
       case Operand::Kind::Vector: {  // (packed into one value: mov.b32 %r, {%rs1, %rs2})
         const int each = type_bits(type) / static_cast<int>(o.elements.size());

@@ -22,6 +22,10 @@ struct ArchLimits {
   uint64_t max_shared_bytes = 48 << 10;      // per block, static and dynamic together (opt-in maximum)
   uint32_t registers_per_block = 64 << 10;   // a block's threads' registers together
   uint32_t kernel_registers = 0;             // per thread, as ptxas allocated them (0: not known, not checked)
+  // The GPU's multiprocessors and warps a multiprocessor holds: %nsmid, %smid (a block's on the
+  // multiprocessor its index modulo their number would take) and %nwarpid (0: not known, and a
+  // kernel reading them fails naming the register).
+  uint32_t multiprocessors = 0, warps_per_multiprocessor = 0;
 };
 
 // A block's shared variables at their offsets (the module's, then the entry's, each at its

@@ -59,7 +59,7 @@ struct Register {
 // The special registers bertc's kernels read (the ISA's %tid, %ntid, %ctaid, %nctaid, %laneid,
 // %warpid...), component by component.
 enum class Special { TidX, TidY, TidZ, NtidX, NtidY, NtidZ, CtaidX, CtaidY, CtaidZ, NctaidX, NctaidY, NctaidZ, Laneid,
-                     Warpid, LanemaskEq, LanemaskLe, LanemaskLt, LanemaskGe, LanemaskGt, DynamicSmemSize, Clock,
+                     Warpid, Nwarpid, Smid, Nsmid, LanemaskEq, LanemaskLe, LanemaskLt, LanemaskGe, LanemaskGt, DynamicSmemSize, Clock,
                      Clock64 };
 
 struct Operand {

@@ -93,6 +93,7 @@ const std::map<std::string, Special>& specials() {
       {"%ctaid.x", Special::CtaidX},   {"%ctaid.y", Special::CtaidY},   {"%ctaid.z", Special::CtaidZ},
       {"%nctaid.x", Special::NctaidX}, {"%nctaid.y", Special::NctaidY}, {"%nctaid.z", Special::NctaidZ},
       {"%laneid", Special::Laneid},    {"%warpid", Special::Warpid},    {"%lanemask_lt", Special::LanemaskLt},
+      {"%nwarpid", Special::Nwarpid},  {"%smid", Special::Smid},        {"%nsmid", Special::Nsmid},
       {"%lanemask_eq", Special::LanemaskEq}, {"%lanemask_le", Special::LanemaskLe},
       {"%lanemask_ge", Special::LanemaskGe}, {"%lanemask_gt", Special::LanemaskGt},
       {"%dynamic_smem_size", Special::DynamicSmemSize},

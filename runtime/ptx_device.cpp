@@ -57,7 +57,7 @@ ptx::Dim3 dim3_of(const codegen::Dim3& d) {
 ptx::ArchLimits arch_limits(int sm, uint32_t registers) {
   const codegen::LaunchLimits l = codegen::launch_limits(sm);
   return {l.gpu, static_cast<uint64_t>(l.shared_bytes_per_block), static_cast<uint32_t>(l.registers_per_block),
-          registers};
+          registers, static_cast<uint32_t>(l.multiprocessors), static_cast<uint32_t>(l.warps_per_multiprocessor)};
 }
 
 std::optional<codegen::NvrtcCompiler> cubin_compiler(int sm) {

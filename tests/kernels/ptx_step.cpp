@@ -64,7 +64,8 @@ ptx::Module module_of(const std::vector<const codegen::GraphKernels*>& graphs, i
 ptx::ArchLimits limits_of(int sm) {
   const std::optional<passes::GpuSpec> gpu = passes::gpu_of_sm(sm);
   if (!gpu) throw std::invalid_argument(fmt::format("no GPU of sm_{} in the GPU table", sm));
-  return {fmt::format("{} (sm_{})", gpu->title, sm), static_cast<uint64_t>(gpu->shared_kb_per_block * 1024), 64 << 10, 0};
+  return {fmt::format("{} (sm_{})", gpu->title, sm), static_cast<uint64_t>(gpu->shared_kb_per_block * 1024), 64 << 10, 0,
+          static_cast<uint32_t>(gpu->multiprocessors), static_cast<uint32_t>(gpu->max_warps_per_sm)};
 }
 
 // The roofline of `graph`'s op on each GPU of sm_`sm` in the table, by name.

@@ -496,6 +496,50 @@ TEST(PtxExecutor, ASeedInterleavesWarpsAndAWarpsPartedLanes) {
   EXPECT_TRUE(odd_first);
 }
 
+// %smid, %nsmid and %nwarpid (ISA, "Special Registers": the SM a thread runs on, 0 to %nsmid - 1;
+// the most SM and warp identifiers): the GPU's figures the launch gives, a block on the
+// multiprocessor its index modulo their number would take; a launch that names no GPU refuses them.
+TEST(PtxExecutor, MultiprocessorRegistersFollowTheLaunchsGpu) {
+  const std::string ptx = R"(
+.version 8.8
+.target sm_80
+.address_size 64
+.visible .entry where(
+	.param .u64 where_param_0
+)
+{
+	.reg .b32 	%r<6>;
+	.reg .b64 	%rd<5>;
+	ld.param.u64 	%rd1, [where_param_0];
+	cvta.to.global.u64 	%rd2, %rd1;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %smid;
+	mov.u32 	%r3, %nsmid;
+	mov.u32 	%r4, %nwarpid;
+	mul.wide.u32 	%rd3, %r1, 12;
+	add.s64 	%rd4, %rd2, %rd3;
+	st.global.u32 	[%rd4], %r2;
+	st.global.u32 	[%rd4+4], %r3;
+	st.global.u32 	[%rd4+8], %r4;
+	ret;
+}
+)";
+  Emulator emulator(parse_module(ptx, "where.ptx"));
+  std::vector<uint32_t> out(3 * 5, 99);
+  emulator.add_global(out.data(), out.size() * 4);
+  const std::vector<uint8_t> params = emulator.pack_params("where", {reinterpret_cast<uint64_t>(out.data())});
+  ArchLimits gpu{"a GPU of 3 multiprocessors", 48 << 10, 64 << 10, 0, 3, 48};
+  emulator.launch("where", params, {{5, 1, 1}, {1, 1, 1}, 0, 0, gpu});
+  for (uint32_t block = 0; block < 5; ++block) {
+    EXPECT_EQ(out[3 * block], block % 3) << block;  // %smid
+    EXPECT_EQ(out[3 * block + 1], 3u);              // %nsmid
+    EXPECT_EQ(out[3 * block + 2], 48u);             // %nwarpid
+  }
+  EXPECT_NE(refusal([&] { emulator.launch("where", params, {{5, 1, 1}, {1, 1, 1}, 0, 0, {}}); })
+                .find("mov.u32: reads %smid, and the launch names no GPU"),
+            std::string::npos);
+}
+
 TEST(PtxExecutor, Tf32ProductsTakeOnlyConvertedOperands) {
   Emulator emulator(parse_module(R"(
 .version 8.8
