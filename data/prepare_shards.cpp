@@ -379,7 +379,7 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
                                 fewest_mib));
   }
   if (o.examples.max_seq_length < 5) throw DataError("seq_len must leave room for [CLS] A [SEP] B [SEP] (5 at least)");
-  const std::vector<std::filesystem::path> files = text_files(o.input, callbacks.note);
+  const std::vector<std::filesystem::path> files = text_files(o.input, callbacks.note, "--input");
   std::error_code is_file;
   if (std::filesystem::exists(o.output, is_file) && !std::filesystem::is_directory(o.output, is_file))
     throw DataError(fmt::format("{} is a file: --output names a folder for the shards", o.output.string()));

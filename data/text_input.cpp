@@ -105,7 +105,8 @@ std::string trim_line(const std::string& s) {
 }
 
 std::vector<std::filesystem::path> text_files(const std::filesystem::path& input,
-                                              const std::function<void(const std::string&)>& note) {
+                                              const std::function<void(const std::string&)>& note,
+                                              std::string_view flag) {
   std::error_code ec;
   if (std::filesystem::is_regular_file(input, ec)) {
     refuse_vocabulary_as_text(input, {});
@@ -131,8 +132,9 @@ std::vector<std::filesystem::path> text_files(const std::filesystem::path& input
                                   loop ? "in a loop of links (each leads to the next, and back)"
                                        : fmt::format("to {}, which does not exist", p.string())));
     }
-    throw DataError(fmt::format("{}: no such file or folder of training text (set [train] data, --data or --input)",
-                                input.string()));
+    throw DataError(fmt::format("{}: no such file or folder of training text (set [train] data, or give its path "
+                                "with {})",
+                                input.string(), flag));
   }
   std::vector<std::filesystem::path> files;
   std::vector<std::string> left_out;

@@ -21,9 +21,12 @@ namespace bertc::data {
 // an entry of the folder named as text (.txt, .txt.gz) that is not a file (a folder, a broken
 // link), and for a compressed file bertc does not read, by its name or its first bytes (a .tgz, a
 // .gz.part, xz named .lzma): each would be left out without a word. Other files are left out and
-// said to `note` (may be empty), with how many and the first few names.
+// said to `note` (may be empty), with how many and the first few names. `flag`: the command's
+// flag that gives the path ("--data" of train and batch, "--input" of prepare-data and vocab),
+// which the refusal of a path that is not there names.
 std::vector<std::filesystem::path> text_files(const std::filesystem::path& input,
-                                              const std::function<void(const std::string&)>& note = {});
+                                              const std::function<void(const std::string&)>& note = {},
+                                              std::string_view flag = "--data");
 
 // A file of `folder` (one level) named as text (.txt, .txt.gz, in any case), or nullopt: a folder
 // of text inside the one given, or text where shards would go.

@@ -155,7 +155,7 @@ std::map<std::string, int64_t> count_words(const std::filesystem::path& input, c
                                            const std::function<void(const std::string&)>& note,
                                            const StopCheck& stop) {
   if (threads <= 0) threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  const std::vector<std::filesystem::path> files = text_files(input, note);
+  const std::vector<std::filesystem::path> files = text_files(input, note, "--input");
   uint64_t total = 0, before = 0;
   for (const auto& f : files) total += std::filesystem::file_size(f);
   std::map<std::string, int64_t> counts;

@@ -620,7 +620,10 @@ struct BlockRun {
     check_in_flight(t, in, to, size, true);  // (two copies in flight to one byte: either may land last)
     for (uint64_t b = to; b < to + size; ++b) in_flight[b] = {true, t.linear, static_cast<uint32_t>(t.pc)};
     in_flight_bytes += size;
-    shared_requests.note(t.pc, t.linear, to, size);  // (its bank request; racecheck's write is at the wait)
+    // (its data may land from now on: a write for racecheck here too, so that other threads' reads
+    // of the stage since the last barrier are hazards, and again at the wait that makes it visible;
+    // its bank request is this one's)
+    check_shared(t, in, to, size, true);
     AsyncCopy c{to, std::vector<uint8_t>(size, 0)};
     if (from > 0) {
       const uint8_t* src = memory(t, in, Where::Global, address(t, in, in.operands.at(1)), size, false, false, from);

@@ -89,7 +89,7 @@ std::string fix_for(int error, const std::filesystem::path& path, const std::fil
     // the folder, or a sticky folder's file of another user; "make it writable" did not help)
     case EPERM:
       return fmt::format("an immutable or append-only attribute on {0} or on {1} forbids it (lsattr -d {0} {1} shows "
-                         "an i or an a; chattr -i -a clears them), or {1} is sticky and another user owns the file "
+                         "an i or an a; root clears them: sudo chattr -i -a {0}), or {1} is sticky and another user owns the file "
                          "(its owner, or root, can remove it)",
                          path.string(), path.parent_path().empty() ? std::string(".") : path.parent_path().string());
     case ENOENT: return fmt::format("a folder on the way to {} does not exist: make it, or correct the path", path.string());

@@ -51,6 +51,18 @@ bool report(const std::string& graph, const train::GraphCheck& c, double toleran
   out << fmt::format("{}: {} values compared, largest error {:.2e} ({}), {} beyond {:g}\n", graph, c.values.size(),
                      c.values.empty() ? 0.0 : c.values[worst].error, c.values.empty() ? "-" : c.values[worst].what,
                      beyond, tolerance);
+  // (a reference of NaN compares as an error of 0: every value NaN passed, "largest error 0")
+  const auto diverged = std::find_if(c.values.begin(), c.values.end(), [](const train::ValueCheck& v) { return v.not_finite > 0; });
+  if (diverged != c.values.end()) {
+    const size_t values = static_cast<size_t>(
+        std::count_if(c.values.begin(), c.values.end(), [](const train::ValueCheck& v) { return v.not_finite > 0; }));
+    out << fmt::format("{}: {} of the values are NaN or infinite in the reference itself, first {} ({} elements): "
+                       "there nothing was compared, and the check does not pass; the config's numbers overflow "
+                       "before any kernel runs (bertc train --device cpu says why): check a config the reference "
+                       "trains\n",
+                       graph, values, diverged->what, diverged->not_finite);
+    return false;
+  }
   return beyond == 0;
 }
 

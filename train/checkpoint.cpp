@@ -361,7 +361,8 @@ void refuse_layers_past_the_record(const std::filesystem::path& path, const Pret
                                    const std::map<std::string, ir::TensorType>& params) {
   std::error_code ec;
   if (!std::filesystem::is_directory(path, ec) && !report.metadata.count("model_config")) return;
-  const std::regex layer(R"(^bert\.encoder\.layer\.(\d{1,9})\.)");
+  // (a BertModel file's names lack "bert.": those of layers the model has not keep it off)
+  const std::regex layer(R"(^(?:bert\.)?encoder\.layer\.(\d{1,9})\.)");
   auto layer_of = [&](const std::string& name) -> std::optional<int64_t> {
     std::smatch m;
     if (!std::regex_search(name, m, layer)) return std::nullopt;

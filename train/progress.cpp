@@ -170,7 +170,7 @@ void keep_metrics_through(const std::filesystem::path& metrics, int64_t step, co
     return;
   }
   const MetricsLine carried = check_metrics_line(unwritten);
-  std::string line, other_run, named_run;
+  std::string line, other_run;
   int64_t later = 0, damaged = 0, intact = 0, repeated = 0;
   bool reordered = false;
   // (by step, each step's first line: a step's line twice, or lines out of order, an edit's or a
@@ -184,7 +184,6 @@ void keep_metrics_through(const std::filesystem::path& metrics, int64_t step, co
     }
     ++intact;
     if (run && !checked.run.empty() && checked.run != *run && other_run.empty()) other_run = checked.run;
-    if (!run && !checked.run.empty() && named_run.empty()) named_run = checked.run;
     if (checked.step > step) {
       ++later;
       continue;
@@ -198,18 +197,6 @@ void keep_metrics_through(const std::filesystem::path& metrics, int64_t step, co
   std::string kept;
   std::set<int64_t> kept_steps;
   for (const auto& [kept_step, text] : kept_lines) kept += text + "\n", kept_steps.insert(kept_step);
-  // (a checkpoint that records no run, an older bertc's or one whose record was edited, resumed
-  // beside lines a named run wrote: whose they are is not known, and cutting them to its step
-  // deleted another run's later lines and joined two runs' curves in one file)
-  if (!named_run.empty()) {
-    keep_aside(metrics,
-               what_it_holds(metrics, fmt::format(" written by run {}, and the checkpoint resumed from (its step {}) "
-                                                  "records no run (an older bertc's, or its record edited): whether "
-                                                  "they are its run's is not known",
-                                                  named_run, step)),
-               log);
-    return;
-  }
   if (!other_run.empty()) {  // (--metrics named another run's file: adding to it would mix two runs)
     keep_aside(metrics,
                what_it_holds(metrics, fmt::format(" written by run {}, and this run is run {} (resumed from its step "

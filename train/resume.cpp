@@ -214,7 +214,7 @@ void say_allowed_changes(const std::map<std::string, std::string>& saved, const 
 // resumed from): kept, as rotation removes only this run's (save_checkpoint), and said.
 void say_other_runs(const std::filesystem::path& dir, const std::vector<CheckpointFile>& existing,
                     const std::map<std::string, std::string>& resumed, std::ostream& log) {
-  const std::optional<std::string> mine = recorded_run_id(resumed);  // (none: an older bertc's, or edited)
+  const std::string mine = resumed_run_id(resumed);
   std::vector<std::string> others;
   for (size_t i = 0; i + 1 < existing.size(); ++i) {
     std::optional<std::string> theirs;
@@ -222,14 +222,14 @@ void say_other_runs(const std::filesystem::path& dir, const std::vector<Checkpoi
       theirs = recorded_run_id(support::read_safetensors_metadata(existing[i].path));
     } catch (const support::SafetensorsError&) {  // (its header does not read: no run of its own shown)
     }
-    if (theirs != mine && (mine || theirs))
+    if (theirs != mine)
       others.push_back(fmt::format("step {} ({})", existing[i].step, theirs ? "run " + *theirs : "no run recorded"));
   }
   if (others.empty()) return;
-  log << fmt::format("resume: {} also holds checkpoints of other runs than {}, which this resume continues: {}; "
+  log << fmt::format("resume: {} also holds checkpoints of other runs than run {}, which this resume continues: {}; "
                      "they are kept (rotation removes only this run's checkpoints): move them to a folder of their "
                      "own to keep the runs apart\n",
-                     dir.string(), mine ? "run " + *mine : "the newest (which records no run)", fmt::join(others, ", "));
+                     dir.string(), mine, fmt::join(others, ", "));
 }
 
 }  // namespace
@@ -454,6 +454,13 @@ int64_t prepare_state(const frontend::ModelDefinition& model, const TrainOptions
   }
   fresh_state(o.config, program, env);
   return start;
+}
+
+std::string resumed_run_id(const std::map<std::string, std::string>& metadata) {
+  if (const std::optional<std::string> named = recorded_run_id(metadata)) return *named;
+  std::string record;
+  for (const auto& [key, value] : metadata) record += key + "=" + value + "\n";
+  return fmt::format("{:016x}", XXH3_64bits(record.data(), record.size()));
 }
 
 std::optional<std::string> recorded_run_id(const std::map<std::string, std::string>& metadata) {

@@ -84,6 +84,10 @@ struct ResumedFrom {
 // The run a checkpoint's metadata names (kRunIdKey): nullopt for a checkpoint of a bertc before
 // runs were named.
 std::optional<std::string> recorded_run_id(const std::map<std::string, std::string>& metadata);
+// The run a resume from a checkpoint continues: the one it names, else an id derived from its
+// record (16 hexadecimal digits of its xxh3), the same at every resume from it, so that the
+// lines and checkpoints written since are one run's and another run's are told apart from them.
+std::string resumed_run_id(const std::map<std::string, std::string>& metadata);
 
 // Fills env with params and states (a checkpoint's, --init's, or fresh ones); returns the step
 // training continues after, and sets `resumed` when it is a checkpoint's. Throws TrainError saying

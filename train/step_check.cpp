@@ -89,9 +89,13 @@ GraphCheck check_graph(const ir::Graph& graph, const KernelsFor& kernels_for, ru
   }
   GraphCheck result;
   const size_t first = graph.outputs().size();
-  for (size_t i = 0; i < checked.size(); ++i)
+  for (size_t i = 0; i < checked.size(); ++i) {
+    const ir::HostTensor<float>& reference = want.at(checked[i]);
     result.values.push_back({checked[i], describe(graph, checked[i]),
-                             check_error(got.at(first + i), want.at(checked[i]), std::max(1e-6, floor[checked[i]]))});
+                             check_error(got.at(first + i), reference, std::max(1e-6, floor[checked[i]])),
+                             static_cast<size_t>(std::count_if(reference.real.begin(), reference.real.end(),
+                                                               [](float w) { return !std::isfinite(w); }))});
+  }
   return result;
 }
 

@@ -29,6 +29,9 @@ struct ValueCheck {
   ir::ValueId value = 0;
   std::string what;  // "%name = op (scope)"
   double error = 0;
+  // Elements the reference made NaN or infinite: not compared (check_error passes over them), so
+  // nothing shows the device right or wrong there.
+  size_t not_finite = 0;
 };
 
 struct GraphCheck {

@@ -541,8 +541,10 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
   if (comm.rank() == 0) start = prepare_state(model, o, program, vocab, env, log, resumed);
   else fresh_state(o.config, program, env);
   // The run's name, in its checkpoints and its metrics lines: a resumed run keeps its own (and
-  // finds by it a metrics file of another run); a checkpoint of a bertc before names gets one.
-  const std::optional<std::string> recorded_run = resumed ? recorded_run_id(resumed->metadata) : std::nullopt;
+  // finds by it a metrics file of another run); a checkpoint that names none (an older bertc's, or
+  // edited) one derived from its record, the same at every resume from it.
+  const std::optional<std::string> recorded_run =
+      resumed ? std::optional<std::string>(resumed_run_id(resumed->metadata)) : std::nullopt;
   const std::string run_id = recorded_run.value_or(new_run_id());
   DataParallel dp(comm, program, t);
   dp.share_state(env, manifest_of(program), start);

@@ -169,7 +169,7 @@ TEST(FileErrors, AnImmutableFileIsSaidWithTheCommandThatClearsIt) {
   ASSERT_EQ(ec.value(), EPERM);
   const std::string fix = support::file_error_fix(ec.value(), file);
   EXPECT_NE(fix.find("an immutable or append-only attribute on " + file.string()), std::string::npos) << fix;
-  EXPECT_NE(fix.find("chattr -i -a clears them"), std::string::npos) << fix;
+  EXPECT_NE(fix.find("root clears them: sudo chattr -i -a " + file.string()), std::string::npos) << fix;
   EXPECT_EQ(fix.find("writable"), std::string::npos) << fix;
   ASSERT_EQ(std::system(("chattr -i -a " + quoted).c_str()), 0);  // (the fix, followed)
   EXPECT_TRUE(std::filesystem::remove(file));

@@ -408,11 +408,86 @@ TEST(PtxExecutor, AStageReadBeforeTheWaitOfItsNextCopyIsAFinding) {
       << why;
   std::string never = kStages;  // (the second copy never waited for: the other thread reads it after the barrier)
   never.replace(never.find(second_wait), second_wait.size(), "\tcp.async.commit_group;\n$L_reader:");
+  const std::string read_after = "\tbar.sync \t0;\n\tld.shared.u32";
+  never.replace(never.find(read_after), read_after.size(), "\tbar.sync \t0;\n\t@%p1 ld.shared.u32");  // (thread 1's alone)
   const std::string unwaited = refusal([&] { run(never); });
-  EXPECT_NE(unwaited.find("ld.shared.u32: reads shared memory at offset 0, which an async copy of thread 0 (line 30) is "
-                          "still writing"),
+  EXPECT_NE(unwaited.find("thread (1,0,0): ld.shared.u32: reads shared memory at offset 0, which an async copy of "
+                          "thread 0 (line 30) is still writing"),
             std::string::npos)
       << unwaited;
+}
+
+// A stage filled again while other threads may still read it: thread 0 issues the second copy
+// into the stage the block has just read, with no barrier after those reads (its wait comes after
+// one): the copy may land before thread 1's read, a finding at the cp.async (its write was seen
+// only at the wait, after the barrier, and the race went unseen); with the barrier, it runs.
+constexpr const char* kRefill = R"(
+.version 8.8
+.target sm_80
+.address_size 64
+.visible .entry refill(
+	.param .u64 refill_param_0,
+	.param .u64 refill_param_1
+)
+.maxntid 32, 1, 1
+{
+	.reg .pred 	%p<2>;
+	.reg .b32 	%r<8>;
+	.reg .b64 	%rd<8>;
+	.shared .align 16 .b8 buf[16];
+	ld.param.u64 	%rd1, [refill_param_0];
+	ld.param.u64 	%rd2, [refill_param_1];
+	cvta.to.global.u64 	%rd3, %rd1;
+	cvta.to.global.u64 	%rd4, %rd2;
+	mov.u32 	%r1, buf;
+	mov.u32 	%r5, %tid.x;
+	mul.wide.u32 	%rd5, %r5, 4;
+	add.s64 	%rd6, %rd4, %rd5;
+	setp.ne.u32 	%p1, %r5, 0;
+	@%p1 bra 	$L_first;
+	cp.async.cg.shared.global [%r1], [%rd3], 16;
+	cp.async.commit_group;
+	cp.async.wait_group 0;
+$L_first:
+	bar.sync 	0;
+	ld.shared.u32 	%r2, [%r1];
+	@%p1 bra 	$L_issued;
+	cp.async.cg.shared.global [%r1], [%rd3+16], 16;
+	cp.async.commit_group;
+$L_issued:
+	bar.sync 	0;
+	@%p1 bra 	$L_waited;
+	cp.async.wait_group 0;
+$L_waited:
+	bar.sync 	0;
+	ld.shared.u32 	%r3, [%r1];
+	add.u32 	%r4, %r2, %r3;
+	st.global.u32 	[%rd6], %r4;
+	ret;
+}
+)";
+
+TEST(PtxExecutor, AStageFilledAgainBeforeItsLastReaderIsAFinding) {
+  alignas(16) uint32_t in[8] = {7, 8, 9, 10, 11, 12, 13, 14};
+  uint32_t out[2] = {99, 99};
+  const auto run = [&](const std::string& ptx) {
+    Emulator emulator(parse_module(ptx, "refill.ptx"));
+    emulator.add_global(in, sizeof in);
+    emulator.add_global(out, sizeof out);
+    emulator.launch("refill", emulator.pack_params("refill", {reinterpret_cast<uint64_t>(in), reinterpret_cast<uint64_t>(out)}),
+                    {{1, 1, 1}, {2, 1, 1}, 0, 0});
+  };
+  const std::string why = refusal([&] { run(kRefill); });
+  EXPECT_NE(why.find("thread (0,0,0): cp.async.cg.shared.global: racecheck: writes shared memory at offset 0, which "
+                     "thread (1,0,0) read"),
+            std::string::npos)
+      << why;
+  std::string fenced = kRefill;  // (the reads ordered before the refill)
+  const std::string issue = "\t@%p1 bra \t$L_issued;";
+  fenced.replace(fenced.find(issue), issue.size(), "\tbar.sync \t0;\n" + issue);
+  run(fenced);
+  EXPECT_EQ(out[0], 7u + 11u);  // (the first tile, then the second)
+  EXPECT_EQ(out[1], 7u + 11u);
 }
 
 // The schedule (ISA, "Independent Thread Scheduling": sm_70's warps and a warp's parted lanes run

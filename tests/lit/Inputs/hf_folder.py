@@ -5,6 +5,7 @@ format (8-byte header length, JSON header, data) directly.
   hf_folder.py shard SRC DST           SRC's model.safetensors as two shards + model.safetensors.index.json
   hf_folder.py set DIR KEY JSON_VALUE  sets a key of DIR/config.json
   hf_folder.py add DIR NAME            adds an F32 tensor NAME of shape [2] to DIR/model.safetensors
+  hf_folder.py unprefix DIR PREFIX     takes PREFIX off the tensor names that have it (BertModel's names)
 """
 import json
 import os
@@ -72,3 +73,7 @@ elif cmd == "add":
     tensors, meta = read(path)
     tensors[sys.argv[3]] = ("F32", [2], struct.pack("<2f", 1.0, 2.0))
     write(path, tensors, meta)
+elif cmd == "unprefix":
+    path, prefix = os.path.join(sys.argv[2], "model.safetensors"), sys.argv[3]
+    tensors, meta = read(path)
+    write(path, {(n[len(prefix):] if n.startswith(prefix) else n): t for n, t in tensors.items()}, meta)
