@@ -8,9 +8,10 @@ struct DTypeInfo {
   std::string_view name;
   std::size_t bytes;
   bool is_float;
+  double largest;
 };
 constexpr DTypeInfo kDTypes[] = {
-#define BERTC_DTYPE_INFO(id, text, bytes, is_float) {DType::id, text, bytes, is_float},
+#define BERTC_DTYPE_INFO(id, text, bytes, is_float, largest) {DType::id, text, bytes, is_float, largest},
     BERTC_DTYPES(BERTC_DTYPE_INFO)
 #undef BERTC_DTYPE_INFO
 };
@@ -20,6 +21,11 @@ const DTypeInfo& info(DType t) { return kDTypes[static_cast<int>(t)]; }
 std::string_view dtype_name(DType t) { return info(t).name; }
 std::size_t dtype_bytes(DType t) { return info(t).bytes; }
 bool is_float(DType t) { return info(t).is_float; }
+FiniteRange finite_range(DType t) {
+  const double largest = info(t).largest;
+  if (t == DType::U8 || t == DType::Bool) return {0, largest};
+  return {t == DType::I32 ? -largest - 1 : -largest, largest};
+}
 
 std::optional<DType> dtype_from_name(std::string_view name) {
   for (const auto& d : kDTypes)

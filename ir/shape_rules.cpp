@@ -3,6 +3,7 @@
 #include "ir/shape_rules.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <numeric>
 
@@ -78,7 +79,18 @@ const TensorType& declared_with_operand_dtype(const InferContext& c) {
 std::vector<TensorType> Source(const InferContext& c) { return {c.declared()}; }
 
 std::vector<TensorType> Constant(const InferContext& c) {
-  if (c.declared().dtype == DType::Bool) c.fail("a constant must be numeric, found bool");
+  const DType dtype = c.declared().dtype;
+  if (dtype == DType::Bool) c.fail("a constant must be numeric, found bool");
+  // (a value its dtype cannot hold was taken as another: 3000000000 as an i32, 70000 as an f16's
+  // infinity, 2^53 + 1 as an i64 read through a double)
+  const double value = c.attr<double>("value");
+  const FiniteRange range = finite_range(dtype);
+  if (is_integer(dtype) && (value != std::trunc(value) || value < range.lowest || value > range.highest))
+    c.fail(fmt::format("value {} (as a double) is not a {} a constant can hold: a whole number from {:.0f} to {:.0f}", value,
+                       dtype_name(dtype), range.lowest, range.highest));
+  if (is_float(dtype) && std::isfinite(value) && (value < range.lowest || value > range.highest))
+    c.fail(fmt::format("value {} is beyond {}'s largest finite value {:g} (it would be infinite: write inf for that)",
+                       value, dtype_name(dtype), range.highest));
   return {c.declared()};
 }
 
