@@ -73,7 +73,10 @@ const PassInfo kPasses[] = {
     {"annotate-costs", "set each fused op's FLOPs, bytes and roofline time on the arch as attributes",
      PipelineGraphs::None, false, nullptr,
      [](ir::Graph& g, PassContext& c) {
-       refuse_if(!stage_of(g).fused, "annotate-costs", "the input has no fused ops to annotate; run fusion first");
+       // (fusion leaves a lone op alone: "run fusion first" was said of a graph fusion had run on)
+       refuse_if(!stage_of(g).fused, "annotate-costs",
+                 "the input has no fused ops to annotate: it annotates the kernels fusion makes of chains of ops "
+                 "(--passes=fusion,annotate-costs); a graph whose ops fusion leaves alone, a lone matmul, has none");
        annotate_costs(g, c.options.compile.arch.gpu(), c.options.compile.precision);
      }},
     // The training pipeline, in order.
