@@ -8,28 +8,33 @@
 namespace bertc::ir {
 
 int64_t op_flops(const Graph& graph, const Op& op) {
+  // (sizes up to 2^52 elements each: a product of two wrapped, 2^79 FLOPs printed as 0 + the rest)
+  const std::string what = fmt::format("the FLOPs of {}", op.info().name);
   if (op.kind == OpKind::Fused) {  // the ops of its region
     int64_t sum = 0;
-    for (const Op& inner : op.region.graph().ops()) sum += op_flops(op.region.graph(), inner);
+    for (const Op& inner : op.region.graph().ops()) sum = checked_sum(sum, op_flops(op.region.graph(), inner), what);
     return sum;
   }
   if (kernel_family(op) == KernelFamily::Attention) {
     // Per score: the q.k and p.v products (2 each per head dim) forward; the backward recomputes
     // the scores and forms dv, dp, dq and dk (10); plus softmax and dropout work per score.
     const AttentionLayout n = attention_layout(graph, op);
-    const int64_t scores = n.batch * n.heads * n.sq * n.sk;
-    return n.backward ? scores * (10 * n.d + 8) : scores * (4 * n.d + 5);
+    const int64_t scores =
+        checked_product(checked_product(checked_product(n.batch, n.heads, what), n.sq, what), n.sk, what);
+    return checked_product(scores, n.backward ? checked_sum(checked_product(10, n.d, what), 8, what)
+                                              : checked_sum(checked_product(4, n.d, what), 5, what),
+                           what);
   }
   if (op.kind == OpKind::Matmul) {
     const TensorType& out = graph.value(op.result()).type;
     const Shape& lhs = graph.value(op.operands[0]).type.shape;
     const int64_t k = lhs[lhs.size() - (op.attr<bool>("transpose_a") ? 2 : 1)];
-    return 2 * out.numel() * k;
+    return checked_product(checked_product(2, out.numel(), what), k, what);
   }
   int64_t largest = 0;
   for (ValueId v : op.operands) largest = std::max(largest, graph.value(v).type.numel());
   for (ValueId v : op.results) largest = std::max(largest, graph.value(v).type.numel());
-  return op.info().flops_per_element * largest;
+  return checked_product(op.info().flops_per_element, largest, what);
 }
 
 GraphStats graph_stats(const Graph& graph) {
@@ -41,12 +46,13 @@ GraphStats graph_stats(const Graph& graph) {
     const TensorType& t = graph.value(op.results[0]).type;
     if (op.kind == OpKind::Param) {
       ++s.parameter_tensors;
-      s.parameters += t.numel();
-      s.parameter_bytes += t.bytes();
+      s.parameters = checked_sum(s.parameters, t.numel(), "the graph's parameters");
+      s.parameter_bytes = checked_sum(s.parameter_bytes, t.bytes(), "the graph's parameter bytes");
     } else if (op.kind == OpKind::Input) {
-      s.input_bytes += t.bytes();
+      s.input_bytes = checked_sum(s.input_bytes, t.bytes(), "the graph's input bytes");
     }
-    (op.kind == OpKind::Matmul ? s.matmul_flops : s.other_flops) += op_flops(graph, op);
+    int64_t& flops = op.kind == OpKind::Matmul ? s.matmul_flops : s.other_flops;
+    flops = checked_sum(flops, op_flops(graph, op), "the graph's FLOPs");
   }
   return s;
 }

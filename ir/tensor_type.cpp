@@ -39,6 +39,20 @@ std::optional<Shape> broadcast_shapes(const Shape& a, const Shape& b) {
   return out;
 }
 
+int64_t checked_product(int64_t a, int64_t b, std::string_view what) {
+  int64_t out = 0;
+  if (__builtin_mul_overflow(a, b, &out))
+    throw Error(fmt::format("{} passes 2^63 - 1 ({} x {}): sizes that large have no count bertc can hold", what, a, b));
+  return out;
+}
+
+int64_t checked_sum(int64_t a, int64_t b, std::string_view what) {
+  int64_t out = 0;
+  if (__builtin_add_overflow(a, b, &out))
+    throw Error(fmt::format("{} passes 2^63 - 1 ({} + {}): sizes that large have no count bertc can hold", what, a, b));
+  return out;
+}
+
 bool broadcasts_to(const Shape& from, const Shape& to) {
   auto b = broadcast_shapes(from, to);
   return b && *b == to;

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
@@ -16,6 +17,11 @@ using Shape = std::vector<int64_t>;
 
 // Largest element count a tensor may have; keeps every byte size within int64.
 inline constexpr int64_t kMaxElements = int64_t{1} << 52;
+
+// a x b and a + b of counts (FLOPs, bytes) that each fit an int64, or ir::Error saying that
+// `what` passes 2^63 - 1 (a product of two tensors' sizes, or a sum over many, can: 2^52 x 2^52).
+int64_t checked_product(int64_t a, int64_t b, std::string_view what);
+int64_t checked_sum(int64_t a, int64_t b, std::string_view what);
 
 struct TensorType {
   DType dtype = DType::F32;

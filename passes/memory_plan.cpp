@@ -188,12 +188,19 @@ MemoryPlan plan_memory(const ir::Graph& g) {
   const size_t n = g.ops().size();
   std::vector<size_t> def(g.num_values(), 0), last(g.num_values(), 0);
   std::vector<bool> planned(g.num_values(), false);
+  int64_t all_bytes = 0;
   for (size_t i = 0; i < n; ++i) {
     const ir::Op& op = g.ops()[i];
     for (ir::ValueId v : op.operands) last[v] = std::max(last[v], i);
     for (ir::ValueId r : op.results) {
       def[r] = last[r] = i;
       const int64_t bytes = g.value(r).type.bytes();
+      // (every offset, arena top and live total below is at most this sum: it passing 2^62 wrapped
+      // them, a plan of negative total printed with success)
+      all_bytes = ir::checked_sum(all_bytes, bytes + kArenaAlignment, "the bytes of the graph's values together");
+      if (all_bytes > (int64_t{1} << 62))
+        throw ir::Error(fmt::format("the graph's values hold {} bytes together, past the 2^62 a memory plan can place",
+                                    all_bytes));
       switch (op.kind) {
         case OpKind::Param: plan.param_bytes += bytes; break;
         case OpKind::State: plan.state_bytes += bytes; break;

@@ -69,7 +69,10 @@ const PassInfo kPasses[] = {
     {"dce", "remove ops no output depends on", PipelineGraphs::None, false, nullptr,
      [](ir::Graph& g, PassContext&) { eliminate_dead_code(g); }},
     {"memory-plan", "print the arena plan (analysis; the graph is unchanged) to stderr", PipelineGraphs::None, false, nullptr,
-     [](ir::Graph& g, PassContext&) { std::cerr << "// memory plan: " << describe(plan_memory(g)) << "\n"; }},
+     [](ir::Graph& g, PassContext&) {
+       const std::string plan = describe(plan_memory(g));  // (planned before a word: a refusal reads whole)
+       std::cerr << "// memory plan: " << plan << "\n";
+     }},
     {"annotate-costs", "set each fused op's FLOPs, bytes and roofline time on the arch as attributes",
      PipelineGraphs::None, false, nullptr,
      [](ir::Graph& g, PassContext& c) {
