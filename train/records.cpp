@@ -1,6 +1,8 @@
 // The records bertc writes in its files' metadata, checked (see records.h).
 #include "train/records.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -119,6 +121,13 @@ FineTunedHead fine_tuned_head(const Record& meta, const std::optional<ir::Shape>
       throw damaged(fmt::format("its metadata's labels '{}' name {} classes, and its classifier has {} {}", l->second,
                                 h.labels.size(), rows, h.regression ? "row (a regression's, which names none)" : "rows"),
                     h.regression ? std::string("write labels = \"\"") : fmt::format("name its {} classes in labels", rows));
+    // (a name twice, or none, as bertc finetune refuses them: export wrote a label2id losing a class)
+    for (size_t i = 0; i < h.labels.size(); ++i)
+      if (h.labels[i].empty() || std::find(h.labels.begin(), h.labels.begin() + i, h.labels[i]) != h.labels.begin() + i)
+        throw damaged(fmt::format("its metadata's labels '{}' {}", l->second,
+                                  h.labels[i].empty() ? fmt::format("leave class {} unnamed", i)
+                                                      : fmt::format("name '{}' twice", h.labels[i])),
+                      fmt::format("name its {} classes in labels, each once", rows));
   }
   return h;
 }
