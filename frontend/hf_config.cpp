@@ -84,13 +84,11 @@ void merge_recorded_model(Config& config, const ModelConfig& recorded, const std
                           const std::string& what) {
   Config recorded_config;
   recorded_config.model = recorded;
-  const std::set<std::string_view> overridable = {"hidden_dropout_prob", "attention_probs_dropout_prob",
-                                                  "initializer_range"};
   ModelConfig merged = recorded;
   for (const auto& spec : config_keys()) {
     if (spec.section != "model" || !config.given.count(fmt::format("model.{}", spec.key))) continue;
     const OptionValue mine = spec.get(config), theirs = spec.get(recorded_config);
-    if (overridable.count(spec.key)) {
+    if (overrides_a_record(spec.key)) {
       Config m;
       m.model = merged;
       (void)spec.set(m, mine);
@@ -108,6 +106,10 @@ void merge_recorded_model(Config& config, const ModelConfig& recorded, const std
 }
 
 }  // namespace
+
+bool overrides_a_record(std::string_view key) {
+  return key == "hidden_dropout_prob" || key == "attention_probs_dropout_prob" || key == "initializer_range";
+}
 
 bool is_hf_folder(const std::filesystem::path& path) {
   std::error_code ec;

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -55,6 +56,10 @@ HfTokenizerSettings hf_tokenizer_settings(const std::filesystem::path& folder);
 // config's own [model] (refused without one, naming --init), its relations checked. A folder without config.json is refused, and a
 // folder for a model program other than bertc's BERT (`model_program`: its layers differ).
 void take_model_from(Config& config, const std::filesystem::path& init, const std::string& model_program);
+
+// Whether [model] key `key` leaves the network's shape alone (dropout, the init of fresh weights),
+// so a run may set it otherwise than the weights' record, as from_pretrained's keyword arguments do.
+bool overrides_a_record(std::string_view key);
 
 // The model `init` records — a Hugging Face folder's config.json, a bertc checkpoint's record —
 // read and checked as take_model_from reads it (another model_type, hidden_act... refused; with

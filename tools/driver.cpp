@@ -497,11 +497,9 @@ void refuse_init_of_another_model(const frontend::Config& compiled, const std::s
   if (!recorded) return;  // (weights alone: their names and shapes are checked as they load)
   frontend::Config theirs;
   theirs.model = *recorded;
-  const std::set<std::string_view> overridable = {"hidden_dropout_prob", "attention_probs_dropout_prob",
-                                                  "initializer_range"};  // (not the network's shape: as a config's)
   std::vector<std::string> differ;
   for (const auto& spec : frontend::config_keys())
-    if (spec.section == "model" && !overridable.count(spec.key) && spec.get(compiled) != spec.get(theirs))
+    if (spec.section == "model" && !frontend::overrides_a_record(spec.key) && spec.get(compiled) != spec.get(theirs))
       differ.push_back(fmt::format("{} = {} there, {} in the program", spec.key, support::value_text(spec.get(theirs)),
                                    support::value_text(spec.get(compiled))));
   if (differ.empty()) return;
