@@ -309,22 +309,33 @@ std::optional<RelationIssue> check_finetune(const FinetuneConfig& f, const Train
   return std::nullopt;
 }
 
-// `model_from`: where [model] came from when not the config's text (a Hugging Face folder's
-// config.json), named in the messages and fixes for its keys; "" for the config's own [model].
-// The most sequences one optimizer step may take (batch_size x gradient_accumulation_steps).
-constexpr int64_t kMostSequencesAStep = int64_t{1} << 31;
-
-std::optional<RelationIssue> check_relations(const Config& c, const std::string& model_from = "") {
-  const ModelConfig& m = c.model;
-  const TrainConfig& t = c.train;
-  const bool folder = !model_from.empty();
-  // (a folder's model is not the user's to change key by key: its fix is the folder)
-  const std::string folder_fix = "correct the folder's config.json, or start from another folder";
+// The relations among the model's own keys (a network that can be built), with `origin`'s fix
+// where the model is not the config's text.
+std::optional<RelationIssue> model_issue(const ModelConfig& m, const ModelOrigin& origin) {
+  const bool folder = !origin.source.empty();
   if (m.hidden_size % m.num_attention_heads != 0)
     return RelationIssue{"model", "num_attention_heads",
                          fmt::format("{}hidden_size = {} is not divisible by num_attention_heads = {}: {}",
                                      folder ? "" : "[model] ", m.hidden_size, m.num_attention_heads,
-                                     folder ? folder_fix : "pick a head count that divides it (BERT uses hidden_size / 64)")};
+                                     folder ? origin.fix : "pick a head count that divides it (BERT uses hidden_size / 64)")};
+  if (m.pad_token_id >= m.vocab_size)
+    return RelationIssue{"model", "pad_token_id",
+                         fmt::format("{}pad_token_id = {} is not below vocab_size = {}{}", folder ? "" : "[model] ",
+                                     m.pad_token_id, m.vocab_size, folder ? ": " + origin.fix : "")};
+  return std::nullopt;
+}
+
+// The most sequences one optimizer step may take (batch_size x gradient_accumulation_steps).
+constexpr int64_t kMostSequencesAStep = int64_t{1} << 31;
+
+// `origin`: where [model] came from when not the config's text (a Hugging Face folder's
+// config.json, a checkpoint's record), named in the messages with its fix; empty for the config's
+// own [model].
+std::optional<RelationIssue> check_relations(const Config& c, const ModelOrigin& origin = {}) {
+  const ModelConfig& m = c.model;
+  const TrainConfig& t = c.train;
+  const bool folder = !origin.source.empty();
+  if (auto issue = model_issue(m, origin)) return issue;
   // (the sequences of one optimizer step: a step of 10^12 micro-batches never ended, deaf to
   // signals, which wait for a step's end, and a product past 2^64 wrapped into a loader's error)
   // (a batch of more alone is said as the batch's: lowering the accumulation, already 1, was advised)
@@ -349,10 +360,6 @@ std::optional<RelationIssue> check_relations(const Config& c, const std::string&
                                      "BERT uses 5 to 10: set 1000 or fewer (more text, not more passes, if the "
                                      "corpus is small)",
                                      t.dupe_factor)};
-  if (m.pad_token_id >= m.vocab_size)
-    return RelationIssue{"model", "pad_token_id",
-                         fmt::format("{}pad_token_id = {} is not below vocab_size = {}{}", folder ? "" : "[model] ",
-                                     m.pad_token_id, m.vocab_size, folder ? ": " + folder_fix : "")};
   if (c.compile.recompute == passes::RecomputePolicy::Auto && c.compile.memory_budget == 0)
     return RelationIssue{"compile", "recompute",
                          "[compile] recompute = \"auto\" needs memory_budget (bytes of activations to fit in)"};
@@ -361,7 +368,7 @@ std::optional<RelationIssue> check_relations(const Config& c, const std::string&
                          fmt::format("[train] seq_len = {} exceeds {} = {}{}", t.seq_len,
                                      folder ? "max_position_embeddings" : "[model] max_position_embeddings",
                                      m.max_position_embeddings,
-                                     folder ? fmt::format(" of {}: lower [train] seq_len to {} or fewer", model_from,
+                                     folder ? fmt::format(" of {}: lower [train] seq_len to {} or fewer", origin.source,
                                                           m.max_position_embeddings)
                                             : "")};
   if (c.finetune_section)
@@ -373,8 +380,9 @@ std::optional<RelationIssue> check_relations(const Config& c, const std::string&
                          fmt::format("{}type_vocab_size = {}, and pretraining's examples are sentence pairs (token "
                                      "types 0 and 1, for next-sentence prediction): {}",
                                      folder ? "" : "[model] ", m.type_vocab_size,
-                                     folder ? "the folder's model cannot be pretrained: fine-tune it (bertc finetune), "
-                                              "or start from another folder"
+                                     folder ? fmt::format("{}'s model cannot be pretrained: fine-tune it (bertc "
+                                                          "finetune), or start from other weights",
+                                                          origin.source)
                                             : "set 2, as BERT has")};
   if (!c.finetune_section && t.max_predictions_per_seq > t.seq_len)  // (no masked predictions in fine-tuning)
     return RelationIssue{"train", "max_predictions_per_seq",
@@ -465,11 +473,15 @@ void refuse_binary(std::string_view text, const std::string& source) {
 
 }  // namespace
 
-void validate(const Config& c, const std::string& model_from) {
-  const auto issue = check_relations(c, model_from);
+void validate_model(const ModelConfig& model, const ModelOrigin& origin) {
+  if (const auto issue = model_issue(model, origin)) throw ConfigError(fmt::format("{}: {}", origin.source, issue->message));
+}
+
+void validate(const Config& c, const ModelOrigin& origin) {
+  const auto issue = check_relations(c, origin);
   if (!issue) return;
-  if (issue->section == "model" && !model_from.empty())
-    throw ConfigError(fmt::format("{}: {}", model_from, issue->message));
+  if (issue->section == "model" && !origin.source.empty())
+    throw ConfigError(fmt::format("{}: {}", origin.source, issue->message));
   // Point at the key to change when the file sets it; the default is in force otherwise.
   const auto at = c.given_at.find(fmt::format("{}.{}", issue->section, issue->key));
   if (at == c.given_at.end())

@@ -141,10 +141,17 @@ Config parse_config(std::string_view toml_text, const std::string& source,
 
 // Checks relations between keys (hidden divisible by heads, sequence within positions, ...),
 // naming the file, line and column of the key to change where the text sets it.
-// `model_from`: where config.model came from when not the config's text (a Hugging Face folder's
-// config.json, a checkpoint's record), which a problem of the model's own keys then names, with a
-// fix for the folder.
-void validate(const Config& config, const std::string& model_from = "");
+// `origin`: where config.model came from when not the config's text (a Hugging Face folder's
+// config.json, a checkpoint's record), which a problem of the model's own keys then names, with
+// its own fix (a folder is corrected, a checkpoint's record was damaged).
+struct ModelOrigin {
+  std::string source;  // "" for the config's own [model]
+  std::string fix;
+};
+void validate(const Config& config, const ModelOrigin& origin = {});
+// The model's own relations alone (hidden divisible by heads, pad_token_id within the vocabulary)
+// of a model read from `origin` (a checkpoint's record export turns into a config.json).
+void validate_model(const ModelConfig& model, const ModelOrigin& origin);
 
 template <typename T>
 T Config::extra_value(const std::string& key) const {

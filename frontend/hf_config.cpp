@@ -10,6 +10,7 @@
 #include <iterator>
 #include <optional>
 #include <set>
+#include <sstream>
 
 #include <fmt/format.h>
 
@@ -186,6 +187,86 @@ ModelConfig model_from_json(const nlohmann::json& j, const std::string& source) 
   return c.model;
 }
 
+namespace {
+
+// What to do with a checkpoint whose model record is not as bertc writes it (the record alone
+// cannot say which model the weights are of).
+constexpr const char* kRecordFix = "the record was edited or damaged: use another copy, or another checkpoint of the "
+                                   "run";
+
+// `text` as JSON, refusing an object that names a key twice (nlohmann, as Python's json, keeps
+// the last; bertc writes each once, so a second is an edit that one reader or another would miss).
+nlohmann::json parse_without_repeats(const std::string& text, const std::string& source) {
+  std::vector<std::set<std::string>> open_objects;
+  std::string repeated;
+  const nlohmann::json::parser_callback_t note = [&](int, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    using Event = nlohmann::json::parse_event_t;
+    if (event == Event::object_start) open_objects.emplace_back();
+    if (event == Event::object_end) open_objects.pop_back();
+    if (event == Event::key && !open_objects.back().insert(parsed.get<std::string>()).second && repeated.empty())
+      repeated = parsed.get<std::string>();
+    return true;
+  };
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text, note);
+  } catch (const nlohmann::json::exception& e) {
+    throw ConfigError(fmt::format("{}: not JSON ({}): {}", source, e.what(), kRecordFix));
+  }
+  if (!repeated.empty())
+    throw ConfigError(fmt::format("{}: it names {} twice, and bertc writes each key once: {}", source, repeated,
+                                  kRecordFix));
+  return j;
+}
+
+// The settings line "[model] KEY=" of a checkpoint's "config_settings" (resume's record of the
+// run's settings, train/resume.h), or nullopt where it has none.
+std::optional<std::string> settings_value(const std::string& settings, std::string_view key) {
+  const std::string start = fmt::format("[model] {}=", key);
+  std::istringstream lines(settings);
+  for (std::string line; std::getline(lines, line);)
+    if (line.starts_with(start)) return line.substr(start.size());
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<ModelConfig> model_of_record(const std::map<std::string, std::string>& meta, const std::string& source) {
+  const auto recorded = meta.find("model_config");
+  if (recorded == meta.end()) return std::nullopt;
+  const std::string where = fmt::format("{} (its model record)", source);
+  const nlohmann::json j = parse_without_repeats(recorded->second, where);
+  if (!j.is_object()) throw ConfigError(fmt::format("{}: not a JSON object: {}", where, kRecordFix));
+  std::set<std::string> known;
+  for (const auto& spec : config_keys())
+    if (spec.section == "model") {
+      known.insert(std::string(spec.key));
+      // (a missing key took BERT-base's value: config.json and the weights then disagreed)
+      if (!j.contains(std::string(spec.key)))
+        throw ConfigError(fmt::format("{}: it lacks {}, and bertc records every [model] key: {}", where, spec.key,
+                                      kRecordFix));
+    }
+  for (const auto& [key, value] : j.items())
+    if (!known.count(key))
+      throw ConfigError(fmt::format("{}: it holds {} = {}, which is no [model] key bertc records (it would be dropped "
+                                    "unread): {}",
+                                    where, key, value.dump(), kRecordFix));
+  const ModelConfig model = model_from_json(j, where);
+  validate_model(model, {where, kRecordFix});
+  const auto settings = meta.find("config_settings");
+  if (settings == meta.end()) return model;
+  Config c;
+  c.model = model;
+  for (const auto& spec : config_keys()) {
+    if (spec.section != "model") continue;
+    const std::optional<std::string> then = settings_value(settings->second, spec.key);
+    if (then && *then != support::value_text(spec.get(c)))
+      throw ConfigError(fmt::format("{}: it says {} = {}, and the run's settings in the same file say {}: {}", where,
+                                    spec.key, support::value_text(spec.get(c)), *then, kRecordFix));
+  }
+  return model;
+}
+
 void use_hf_model(Config& config, const std::filesystem::path& folder) {
   const std::filesystem::path file = folder / "config.json";
   const std::string source = file.string();
@@ -221,7 +302,7 @@ void use_hf_model(Config& config, const std::filesystem::path& folder) {
                                   source, dropout->dump()));
   merge_recorded_model(config, model_from_json(j, source), source, "the folder's config.json");
   use_hf_tokenizer(config, folder);
-  validate(config, (folder / "config.json").string());
+  validate(config, {(folder / "config.json").string(), "correct the folder's config.json, or start from another folder"});
 }
 
 namespace {
@@ -252,20 +333,14 @@ void use_recorded_model(Config& config, const std::filesystem::path& checkpoint,
     throw ConfigError(fmt::format("--init {}: a checkpoint of model '{}', and this is model '{}', whose layers differ: "
                                   "start it from a checkpoint of its own (or fresh)",
                                   checkpoint.string(), program->second, model_program));
-  const auto recorded = meta.find("model_config");
-  if (recorded == meta.end())
+  const std::optional<ModelConfig> recorded = model_of_record(meta, checkpoint.string());
+  if (!recorded)
     throw ConfigError(fmt::format("{}: no [model] section, and --init {} records no model (Hugging Face weights, or a "
                                   "checkpoint of a bertc from before records): write the model's sizes under [model], "
                                   "or start from a Hugging Face folder (--init DIR), whose config.json gives them",
                                   config.source, checkpoint.string()));
   const std::string source = fmt::format("{} (its model record)", checkpoint.string());
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(recorded->second);
-  } catch (const nlohmann::json::exception& e) {
-    throw ConfigError(fmt::format("{}: not JSON: {}", source, e.what()));
-  }
-  merge_recorded_model(config, model_from_json(j, source), source, "the checkpoint's record");
+  merge_recorded_model(config, *recorded, source, "the checkpoint's record");
   // The tokenizer too, where the config names none, as a folder's vocab.txt is taken: the file the
   // checkpoint records (its tokens are checked against the record when the weights are read).
   if (const auto vocab = meta.find("vocab"); vocab != meta.end() && !config.given.count("train.vocab"))
@@ -273,7 +348,7 @@ void use_recorded_model(Config& config, const std::filesystem::path& checkpoint,
   if (const auto lower = support::metadata_flag(meta, "do_lower_case", source);
       lower && !config.given.count("train.do_lower_case"))
     config.train.do_lower_case = *lower;
-  validate(config, source);
+  validate(config, {source, kRecordFix});
 }
 
 }  // namespace

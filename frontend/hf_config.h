@@ -4,6 +4,7 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -77,8 +78,15 @@ BERTC_ENUM_NAMES(HfHead, {HfHead::Pretraining, "pretraining"}, {HfHead::Base, "b
 // [model] keys in Hugging Face's names, as a JSON object (what a checkpoint records as
 // "model_config", and the core of config.json).
 nlohmann::json model_json(const ModelConfig& model);
-// The same read back, every key checked as a config's is; `source` names it in errors.
+// The same read back, every key checked as a config's is; `source` names it in errors. A key
+// missing takes BERT-base's value, as Hugging Face's BertConfig does (a folder's config.json).
 ModelConfig model_from_json(const nlohmann::json& j, const std::string& source);
+// The model a bertc checkpoint's metadata records ("model_config": every [model] key, as
+// model_json writes them), or nullopt where it records none. A record lacking a key, holding
+// another, naming one twice, or contradicting the run's settings recorded beside it
+// ("config_settings") is refused as damaged (ConfigError naming `source`): no BERT-base default
+// fills a bertc record.
+std::optional<ModelConfig> model_of_record(const std::map<std::string, std::string>& meta, const std::string& source);
 
 // A config.json transformers' from_pretrained reads: the model keys, the architecture of `head`,
 // and for classification num_labels (id2label, label2id from `labels`, else LABEL_i) and

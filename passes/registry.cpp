@@ -37,6 +37,9 @@ struct Stage {
   bool accumulators = false;  // accumulate has run: <param>.grad_acc states
   bool optimizer = false;     // the optimizer graph
   bool fused = false;         // fusion has run
+  // precision has run with a reduced mode: some value is stored in a float narrower than f32
+  // (the frontend makes every float f32; mode=fp32 changes nothing)
+  std::optional<ir::DType> reduced;
 };
 
 Stage stage_of(const ir::Graph& g) {
@@ -47,6 +50,8 @@ Stage stage_of(const ir::Graph& g) {
   s.optimizer = g.find(names::kOptimizerStep).has_value();
   s.fused = !g.values_of(ir::OpKind::Fused).empty();
   s.gradients |= s.accumulators && !s.optimizer;
+  for (size_t v = 0; v < g.num_values() && !s.reduced; ++v)
+    if (const ir::DType t = g.value(static_cast<ir::ValueId>(v)).type.dtype; ir::is_float(t) && ir::dtype_bytes(t) < 4) s.reduced = t;
   return s;
 }
 
@@ -97,6 +102,11 @@ const PassInfo kPasses[] = {
                                      "choice, made by bertc compile)",
                                      ir::enum_choice_list<Precision>()));
        require_forward(g, "precision");
+       // (a second mode cast the first's values again: a graph of f16 and bf16 at once, rounded twice)
+       if (const auto dtype = stage_of(g).reduced)
+         throw ir::Error(fmt::format("precision: the input stores values in {} already: precision has run; give it "
+                                     "the graph before precision (stage 02-attention)",
+                                     ir::dtype_name(*dtype)));
        apply_precision(g, c.options.compile.precision);
      }},
     {"autodiff", "append d loss / d param as outputs <param>.grad", PipelineGraphs::Step, false, nullptr,

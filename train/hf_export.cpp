@@ -26,19 +26,20 @@ namespace {
 
 using frontend::HfHead;
 
-std::string model_config_of(const std::map<std::string, std::string>& meta, const std::filesystem::path& checkpoint) {
+frontend::ModelConfig model_config_of(const std::map<std::string, std::string>& meta,
+                                      const std::filesystem::path& checkpoint) {
   const auto format = meta.find("format");
   if (!is_checkpoint_record(meta))
     throw TrainError(fmt::format("{}: not a bertc checkpoint (format '{}'{}): export takes a checkpoint of bertc train "
                                  "or bertc finetune",
                                  checkpoint.string(), format == meta.end() ? "" : format->second,
                                  format != meta.end() && format->second == "pt" ? ": Hugging Face weights already" : ""));
-  const auto it = meta.find("model_config");
-  if (it == meta.end())
+  const std::optional<frontend::ModelConfig> model = frontend::model_of_record(meta, checkpoint.string());
+  if (!model)
     throw TrainError(fmt::format("{}: the checkpoint does not record its model (a bertc from before export): export a "
                                  "checkpoint this bertc wrote (pretraining: resume for a step; fine-tuning: run again)",
                                  checkpoint.string()));
-  return it->second;
+  return *model;
 }
 
 // The head a checkpoint holds: a fine-tuned one's task, else pretraining's.
@@ -190,9 +191,7 @@ void export_hf_folder(const ExportOptions& options, std::ostream& log) {
     throw TrainError(fmt::format("{}: a checkpoint of model '{}', whose layers Hugging Face's BERT does not have: "
                                  "export writes BERT folders",
                                  o.checkpoint.string(), model->second));
-  const frontend::ModelConfig model =
-      frontend::model_from_json(nlohmann::json::parse(model_config_of(meta, o.checkpoint)),
-                                o.checkpoint.string() + " (model_config)");
+  const frontend::ModelConfig model = model_config_of(meta, o.checkpoint);
   // (every record checked before own_head reads the task and config.json is written from the head)
   const auto classifier = checkpoint.tensors.find("classifier.weight");
   const std::optional<ir::Shape> classifier_shape =

@@ -1,7 +1,8 @@
 """Sets metadata KEY of the safetensors file FILE to VALUE (a string), refitting the metadata's own
 checksum where the file has one (xxh3.__metadata__: XXH3-64 of "key=value\\n" for each other key,
 sorted, through libxxhash): a record another tool edited. usage: set_metadata.py FILE KEY VALUE, or
-FILE KEY --remove to take the key out (a record of a bertc from before the key)"""
+FILE KEY @TEXTFILE for the text of TEXTFILE (less its last newline), or FILE KEY --remove to take the
+key out (a record of a bertc from before the key)"""
 import ctypes
 import json
 import struct
@@ -12,6 +13,8 @@ data = open(path, "rb").read()
 n = struct.unpack("<Q", data[:8])[0]
 header = json.loads(data[8:8 + n])
 meta = header.setdefault("__metadata__", {})
+if value.startswith("@"):
+    value = open(value[1:]).read().removesuffix("\n")
 if value == "--remove":
     meta.pop(key)
 else:
