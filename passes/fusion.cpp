@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "passes/graph_copy.h"
+#include "passes/optimizer.h"
 #include "ir/value_names.h"
 
 namespace bertc::passes {
@@ -44,7 +45,7 @@ class Fuser {
 
   std::vector<std::vector<size_t>> groups() {
     // (The optimizer graph: its optimizer ops, or what lower_lamb made of them, and its step count.)
-    optimizer_ = g_.find(ir::names::kOptimizerStep).has_value() ||
+    optimizer_ = is_optimizer_graph(g_) ||
                  std::any_of(g_.ops().begin(), g_.ops().end(),
                              [](const ir::Op& op) { return ir::fusion_pattern(op) == FusionPattern::Optimizer; });
     if (optimizer_) {

@@ -108,4 +108,9 @@ ir::Graph build_optimizer_graph(const ir::Graph& step_graph, const OptimizerOpti
   return std::move(b).finish();
 }
 
+bool is_optimizer_graph(const ir::Graph& graph) {
+  const std::optional<ir::ValueId> step = graph.find(names::kOptimizerStep);
+  return step && graph.producer(*step).kind == ir::OpKind::State;
+}
+
 }  // namespace bertc::passes

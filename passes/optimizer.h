@@ -27,5 +27,8 @@ ir::Tensor sum_of_squares(ir::Builder& b, ir::Tensor x);
 bool exempt_from_weight_decay(const std::string& param_name);
 
 ir::Graph build_optimizer_graph(const ir::Graph& step_graph, const OptimizerOptions& options);
+// Whether `graph` is an optimizer graph: it holds the optimizer's step count, a state named
+// optimizer_step (a forward graph's param of that name is not one).
+bool is_optimizer_graph(const ir::Graph& graph);
 
 }  // namespace bertc::passes

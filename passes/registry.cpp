@@ -47,7 +47,7 @@ Stage stage_of(const ir::Graph& g) {
   for (ir::ValueId v : g.outputs()) s.gradients |= g.value(v).name.ends_with(names::kGradSuffix);
   for (ir::ValueId v : g.values_of(ir::OpKind::State))
     s.accumulators |= g.value(v).name.ends_with(names::kGradAccumulatorSuffix);
-  s.optimizer = g.find(names::kOptimizerStep).has_value();
+  s.optimizer = is_optimizer_graph(g);
   s.fused = !g.values_of(ir::OpKind::Fused).empty();
   s.gradients |= s.accumulators && !s.optimizer;
   for (size_t v = 0; v < g.num_values() && !s.reduced; ++v)
