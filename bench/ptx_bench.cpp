@@ -47,6 +47,7 @@ int main(int argc, char** argv) {
       return 2;
     }
     step.precision = *precision;
+    step.timed = true;  // (latency-aware projections below)
     if (!dump.empty())
       step.mutate = [&](const std::string& ptx) {
         std::filesystem::create_directories(dump);

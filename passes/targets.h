@@ -11,6 +11,13 @@
 
 namespace bertc::passes {
 
+// Cycles from an instruction's issue until a dependent one may issue, by kind, as microbenchmarks
+// of the arch measured them (sources, and which figures are assumed, in targets.cpp): what the
+// PTX emulator's timing model waits (ptx/timing.h), for a latency-aware projection.
+struct CycleLatencies {
+  int alu, special, shared, global, mma, barrier;
+};
+
 struct GpuSpec {
   std::string_view name;     // "p40"
   std::string_view title;    // "Tesla P40"
@@ -32,6 +39,7 @@ struct GpuSpec {
   // multiprocessor (its arch's: 128 on sm_61, sm_86 and sm_90, 64 on sm_60, sm_70, sm_75 and sm_80)
   // and the multiprocessors.
   double clock_ghz() const;
+  CycleLatencies latency;
 };
 
 std::span<const GpuSpec> gpu_specs();

@@ -102,6 +102,9 @@ struct Thread {
   std::vector<AsyncCopy> open_group;                 // issued since the last commit_group
   std::vector<std::vector<AsyncCopy>> committed;     // oldest first
   bool arrived = false;  // waiting at a barrier with its warp's arrival counted
+  // Seeded: at its loop's head, come round ahead of lanes of its warp still in the turn before,
+  // which it waits for there (run_warp runs it again when no other lane of the warp can run).
+  bool parked = false;
 };
 
 // One of a block's sixteen named barriers while warps arrive at it (ISA: "bar, barrier").
@@ -173,6 +176,7 @@ struct BlockRun {
   std::vector<Thread*> waiting_lanes, group_lanes;  // (resolve_warps': kept, not made anew a warp)
   GlobalRaces* races = nullptr;  // racecheck of global memory (none: off for the launch)
   const BufferBounds* bounds = nullptr;  // memcheck by buffer (none: by allocation only)
+  BlockTimer* timer = nullptr;           // the timing model (timing.h; none: not timed)
 
   [[noreturn]] void fail(const Thread& t, const Instruction& in, const std::string& what) const {
     const std::string source =
@@ -729,33 +733,62 @@ struct BlockRun {
   bool run_warp(size_t w) {
     const size_t base = w * 32, lanes = std::min<size_t>(32, threads.size() - base);
     bool ran = false;
+    // (seeded: the warp's turn, shared by its groups, which meet and part within it)
+    uint64_t quantum = interleave ? 16 + schedule() % 241 : 0;
     for (;;) {
       uint32_t group = 0;
       size_t pc = SIZE_MAX;
+      Meeting meet;
       if (interleave) {
         std::array<size_t, 32> pcs{};
-        size_t n = 0;
+        size_t n = 0, others = 0;
         for (size_t l = 0; l < lanes; ++l)
           if (const Thread& t = threads[base + l];
-              t.wait == Wait::None && std::find(pcs.begin(), pcs.begin() + n, t.pc) == pcs.begin() + n)
+              t.wait == Wait::None && !t.parked && std::find(pcs.begin(), pcs.begin() + n, t.pc) == pcs.begin() + n)
             pcs[n++] = t.pc;
-        if (n == 0) return ran;
+        if (n == 0) {  // (only lanes parked at a loop's head: none left to wait for)
+          bool parked = false;
+          for (size_t l = 0; l < lanes; ++l) parked |= std::exchange(threads[base + l].parked, false);
+          if (parked) continue;
+          return ran;
+        }
         pc = pcs[schedule() % n];
-        for (size_t l = 0; l < lanes; ++l)
-          if (threads[base + l].wait == Wait::None && threads[base + l].pc == pc) group |= 1u << l;
+        for (size_t l = 0; l < lanes; ++l) {
+          Thread& t = threads[base + l];
+          if (t.wait != Wait::None) continue;
+          if (t.pc == pc) group |= 1u << l, t.parked = false;  // (lanes parked there met)
+          else if (std::find(meet.pcs.begin(), meet.pcs.begin() + others, t.pc) == meet.pcs.begin() + others)
+            meet.pcs[others++] = t.pc;
+        }
+        meet.count = others;
       } else {
         for (size_t l = 0; l < lanes; ++l) {
           const Thread& t = threads[base + l];
           if (t.wait != Wait::None || t.pc > pc) continue;
-          if (t.pc < pc) pc = t.pc, group = 0;
+          if (t.pc < pc) meet.lowest = std::min(meet.lowest, pc), pc = t.pc, group = 0;
           group |= 1u << l;
         }
+        for (size_t l = 0; l < lanes; ++l)
+          if (const Thread& t = threads[base + l]; t.wait == Wait::None && t.pc > pc) meet.lowest = std::min(meet.lowest, t.pc);
       }
       if (group == 0) return ran;
       ran = true;
-      if (run_group(base, group, pc, interleave ? 16 + schedule() % 241 : 0)) return ran;  // (its quantum spent)
+      if (run_group(base, group, pc, interleave ? &quantum : nullptr, meet)) return ran;  // (its quantum spent)
     }
   }
+
+  // Where a running group of a warp's lanes stops to meet the warp's other lanes (those not
+  // waiting): lowest first, at the lowest pc of the others (the group then catches them up, or
+  // they it, and run on together: where their paths join, as a GPU reconverges its lanes); seeded,
+  // at any pc where others are.
+  struct Meeting {
+    size_t lowest = SIZE_MAX;
+    std::array<size_t, 32> pcs{};
+    size_t count = 0;
+    bool reached(size_t pc) const {
+      return pc >= lowest || (count > 0 && std::find(pcs.begin(), pcs.begin() + count, pc) != pcs.begin() + count);
+    }
+  };
 
   // Calls f(thread) for the lanes of `mask` in warp base / 32, in lane order from lane
   // `first_lane` round (0 without a seed; with one, the block's own: the order of a warp's
@@ -769,16 +802,21 @@ struct BlockRun {
   // Runs the lanes of `mask` (of the warp at thread `base`), all at instruction `pc`, one
   // instruction for all of them at a time, decoded once for the group: its guard, its kind. Until
   // they part (a branch some take), or each waits (a barrier, a warp collective) or ends, or they
-  // have run `quantum` instructions (0: no limit): then they yield, and it returns true.
-  bool run_group(size_t base, uint32_t mask, size_t pc, uint64_t quantum) {
+  // meet the warp's other lanes (`meet`; seeded, also at a loop's head they came round to first),
+  // or the warp's turn is spent (`quantum`, counted down; none: no limit): then they yield, and
+  // it returns true for the last alone.
+  bool run_group(size_t base, uint32_t mask, size_t pc, uint64_t* quantum, const Meeting& meet) {
     uint64_t& steps = warp_steps[base / 32];  // (since the warp last parted or met another thread)
-    uint64_t ran = 0;
     for (;;) {
       if (pc >= entry.body.size()) {
         each_lane(base, mask, [&](Thread& t) { t.pc = pc, t.wait = Wait::Done; });
         return steps = 0, false;
       }
-      if (quantum && ran++ == quantum) {
+      if (meet.reached(pc)) {  // (the warp's other lanes are here, or behind: they go on together)
+        each_lane(base, mask, [&](Thread& t) { t.pc = pc; });
+        return steps = 0, false;
+      }
+      if (quantum && (*quantum)-- == 0) {
         each_lane(base, mask, [&](Thread& t) { t.pc = pc; });
         return true;
       }
@@ -789,6 +827,7 @@ struct BlockRun {
       const auto lanes = static_cast<uint64_t>(std::popcount(mask));
       counts.thread_instructions += lanes;  // (%clock64 reads it)
       issued[pc] += lanes;
+      if (timer) timer->issue(base / 32, pc);
       uint32_t active = mask;  // (the lanes its guard lets execute it)
       if (in.guard) {
         active = 0;
@@ -811,7 +850,14 @@ struct BlockRun {
       }
       if (op == Op::Bra || (op == Op::Ret && !in.operands.empty())) {  // (an inlined function's ret: a branch)
         if (active == mask || active == 0) {
-          pc = active == 0 ? pc + 1 : static_cast<size_t>(in.operands.at(0).label);
+          const size_t to = active == 0 ? pc + 1 : static_cast<size_t>(in.operands.at(0).label);
+          // (seeded, a group that runs ahead of the warp's others waits at its loop's head for them,
+          // not a turn of the loop ahead: they meet there in the same turn, as a GPU reconverges)
+          if (to < pc && meet.count > 0) {
+            each_lane(base, mask, [&](Thread& t) { t.pc = to, t.parked = true; });
+            return steps = 0, false;
+          }
+          pc = to;
           continue;
         }
         each_lane(base, mask, [&](Thread& t) {
@@ -1083,8 +1129,10 @@ struct BlockRun {
     if (b.warps == 0 || b.warps < (b.count ? *b.count / 32 : warps)) return false;
     const size_t live = static_cast<size_t>(
         std::count_if(threads.begin(), threads.end(), [](const Thread& t) { return t.wait != Wait::Done; }));
+    std::vector<size_t> released;  // (their warps, for the timing model)
     for (Thread& t : threads) {
       if (!t.arrived || barrier_operands(t, entry.body[t.pc]).first != name) continue;
+      if (released.empty() || released.back() != t.linear / 32) released.push_back(t.linear / 32);
       const Instruction& in = entry.body[t.pc];
       // (bar.sync of the whole block: a thread that ended without reaching it leaves the others
       // waiting for a barrier that code of theirs skipped, what synccheck calls a divergent barrier)
@@ -1097,6 +1145,7 @@ struct BlockRun {
       if (in.opcode.has(Mod::Or)) write(t, in, in.operands.at(0), b.popc > 0, Type::Pred);
       t.arrived = false, t.wait = Wait::None, ++t.pc;
     }
+    if (timer) timer->release(released);
     if (!b.count || *b.count >= warps * 32) {
       shadow.barrier();
       if (races) races->barrier();
@@ -1140,6 +1189,7 @@ struct BlockRun {
       if (std::all_of(threads.begin(), threads.end(), [](const Thread& t) { return t.wait == Wait::Done; })) {
         count_requests();
         fold_counts();
+        if (timer) counts.block_cycles += timer->cycles();
         return;
       }
       if (!progressed) {
@@ -1172,7 +1222,7 @@ void scale_per_block_counts(LaunchCounts& c, double factor) {
   for (auto& [op, n] : c.by_op) scaled(n);
   for (uint64_t& n : c.by_class) scaled(n);
   for (uint64_t* n : {&c.shared_requests, &c.shared_wavefronts, &c.shared_ideal_wavefronts, &c.global_requests,
-                      &c.global_sectors, &c.global_ideal_sectors})
+                      &c.global_sectors, &c.global_ideal_sectors, &c.block_cycles})
     scaled(*n);
   c.flops *= factor;
   c.mma_flops *= factor;
@@ -1196,6 +1246,7 @@ LaunchCounts& LaunchCounts::operator+=(const LaunchCounts& other) {
   mma_flops += other.mma_flops;
   executed_blocks += other.executed_blocks;
   global_racecheck_partial += other.global_racecheck_partial;
+  block_cycles += other.block_cycles;
   block_threads = std::max(block_threads, other.block_threads);
   block_shared_bytes = std::max(block_shared_bytes, other.block_shared_bytes);
   return *this;
@@ -1277,10 +1328,12 @@ LaunchCounts Emulator::launch(const std::string& name, const std::vector<uint8_t
       buffers.push_back({reinterpret_cast<uint64_t>(s.data()), s.size(), "a variable of the module"});
     bounds.emplace(std::move(buffers));
   }
+  BlockTimer timer(*e, config.latencies, (config.block.count() + 31) / 32);
   for (const auto& b : blocks) {
     BlockRun run{*this, *e, config, params, {b[0], b[1], b[2]}, counts, *shadow_};  // (the rest: defaults)
     if (racecheck) run.races = races_.get();
     if (bounds) run.bounds = &*bounds;
+    if (timer.on()) timer.begin_block(), run.timer = &timer;
     run.run_block();
     for (size_t op = 0; op < kOps; ++op)
       if (run.by_op[op]) counts.by_op[static_cast<Op>(op)] += run.by_op[op];

@@ -25,6 +25,7 @@
 #include "ptx/global_checks.h"
 #include "ptx/launch_limits.h"
 #include "ptx/module.h"
+#include "ptx/timing.h"
 
 namespace bertc::ptx {
 
@@ -53,6 +54,9 @@ struct LaunchConfig {
   // arguments name, and every global access must fall inside one of them or the module's own
   // variables, not only inside an allocation (one allocation may hold many buffers).
   std::vector<Buffer> buffers;
+  // The GPU's latencies for the timing model (timing.h): each block's critical path in
+  // LaunchCounts::block_cycles (alu 0: not timed).
+  Latencies latencies;
 };
 
 // What a launch executed: thread-instructions issued (predicated off or not), by operation and by
@@ -82,6 +86,9 @@ struct LaunchCounts {
   // Launches whose global memory passed what racecheck remembers (GlobalRaces' most_bytes): their
   // accesses beyond it went unchecked for races.
   uint64_t global_racecheck_partial = 0;
+  // The blocks' critical paths in cycles, added (timing.h; scaled as the other per-block counts
+  // where the launch sampled its blocks); 0 where the launch was not timed.
+  uint64_t block_cycles = 0;
   LaunchCounts& operator+=(const LaunchCounts& other);
 };
 

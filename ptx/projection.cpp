@@ -2,6 +2,7 @@
 #include "ptx/projection.h"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -14,6 +15,7 @@ std::string_view bound_name(Bound b) {
     case Bound::Simt: return "simt";
     case Bound::Mma: return "mma";
     case Bound::Memory: return "memory";
+    case Bound::Latency: return "latency";
   }
   return "?";
 }
@@ -40,7 +42,7 @@ Occupancy occupancy(uint64_t block_threads, uint64_t block_shared_bytes, uint32_
   return o;
 }
 
-Projection project(const LaunchCounts& c, const GpuRates& gpu) {
+Projection project(const LaunchCounts& c, const GpuRates& gpu, uint32_t registers_per_thread) {
   if (gpu.multiprocessors <= 0 || gpu.clock_ghz <= 0 || gpu.simt_tflops <= 0 || gpu.bandwidth_gbs <= 0 ||
       gpu.issue_per_clock <= 0)
     throw std::invalid_argument(fmt::format("{}: rates must be positive to project on", gpu.name));
@@ -61,7 +63,18 @@ Projection project(const LaunchCounts& c, const GpuRates& gpu) {
   const auto slowest = std::max_element(std::begin(parts), std::end(parts),
                                         [](const auto& a, const auto& b) { return a.first < b.first; });
   p.bound = slowest->second;
-  p.seconds = slowest->first / p.fill + gpu.launch_seconds;
+  p.seconds = slowest->first / p.fill;
+  if (c.block_cycles > 0 && c.blocks > 0) {
+    // (a multiprocessor runs the blocks it holds side by side, each along its critical path: a grid
+    // takes as many such waves as its blocks fill; a block that fits none is counted as one)
+    const Occupancy o = occupancy(c.block_threads, c.block_shared_bytes, registers_per_thread, gpu);
+    const double at_once = sms * std::max<uint32_t>(1, o.blocks);
+    const double waves = std::ceil(static_cast<double>(c.blocks) / at_once);
+    const double mean_cycles = static_cast<double>(c.block_cycles) / static_cast<double>(c.blocks);
+    p.latency_seconds = waves * mean_cycles / (gpu.clock_ghz * 1e9);
+    if (p.latency_seconds > p.seconds) p.seconds = p.latency_seconds, p.bound = Bound::Latency;
+  }
+  p.seconds += gpu.launch_seconds;
   return p;
 }
 

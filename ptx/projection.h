@@ -1,8 +1,9 @@
 // A projected time for a launch the emulator counted, on a GPU it never ran on: each part of the
-// counted work at the GPU's datasheet rate, the slowest part setting the time. A projection from
-// counts, never a measurement; it models no cache (every sector is DRAM traffic: an upper bound on
-// memory time where tiles are re-read from L2), no latency beyond an idle multiprocessor, and
-// issue as thread-instructions / 32 (a lower bound under divergence).
+// counted work at the GPU's datasheet rate, and the blocks' critical paths (timing.h) in the waves
+// the multiprocessors hold them in, the slowest part setting the time. A projection from counts,
+// never a measurement; it models no cache (every sector is DRAM traffic: an upper bound on memory
+// time where tiles are re-read from L2, and every global load at DRAM latency), and issue as
+// thread-instructions / 32 (a lower bound under divergence).
 #pragma once
 
 #include <cstdint>
@@ -40,18 +41,23 @@ struct Occupancy {
 Occupancy occupancy(uint64_t block_threads, uint64_t block_shared_bytes, uint32_t registers_per_thread,
                     const GpuRates& gpu);
 
-enum class Bound { Issue, Simt, Mma, Memory };
-std::string_view bound_name(Bound b);  // "issue", "simt", "mma", "memory"
+enum class Bound { Issue, Simt, Mma, Memory, Latency };
+std::string_view bound_name(Bound b);  // "issue", "simt", "mma", "memory", "latency"
 
 struct Projection {
   double issue_seconds = 0, simt_seconds = 0, mma_seconds = 0, memory_seconds = 0;
+  // The blocks' mean critical path times the waves of blocks the multiprocessors hold at once
+  // (occupancy), at the clock: 0 where the launch was not timed (LaunchConfig::latencies).
+  double latency_seconds = 0;
   double fill = 1;      // the share of multiprocessors the grid's blocks can keep busy (1 from one block each)
-  double seconds = 0;   // the slowest part / fill + launch_seconds
+  // max(the slowest throughput part / fill, latency_seconds) + launch_seconds
+  double seconds = 0;
   Bound bound = Bound::Issue;
 };
 
+// `registers_per_thread`: ptxas's count where known (0: occupancy from threads and shared memory).
 // Throws std::invalid_argument for counts with mma FLOPs on a GPU without tensor cores, or rates
 // that are not positive.
-Projection project(const LaunchCounts& counts, const GpuRates& gpu);
+Projection project(const LaunchCounts& counts, const GpuRates& gpu, uint32_t registers_per_thread = 0);
 
 }  // namespace bertc::ptx

@@ -14,7 +14,14 @@
 #include "ptx/executor.h"
 #include "runtime/host_device.h"
 
+namespace bertc::passes {
+struct GpuSpec;
+}
+
 namespace bertc::runtime {
+
+// The GPU table's latencies of `gpu` for the PTX emulator's timing model (ptx/timing.h).
+ptx::Latencies ptx_latencies(const passes::GpuSpec& gpu);
 
 // One launch on the PTX device and what it executed.
 struct PtxLaunchRecord {

@@ -53,7 +53,7 @@ std::vector<KernelLine> kernel_lines(const std::vector<runtime::PtxLaunchRecord>
     k.kernel = l.kernel, k.label = l.label, k.family = l.family, k.registers = l.registers;
     ++k.launches;
     k.counts += l.counts;
-    const ptx::Projection p = ptx::project(l.counts, rates);
+    const ptx::Projection p = ptx::project(l.counts, rates, l.registers);
     k.seconds += p.seconds;
     k.by_bound[ptx::bound_name(p.bound)] += p.seconds;
     k.occupancy +=
@@ -81,6 +81,18 @@ std::string sampling_text(const std::vector<runtime::PtxLaunchRecord>& launches)
                      "blocks whose work follows the data); {} repeats of a kernel and grid took its first launch's "
                      "counts: figures of the whole launches where blocks do alike, the tail tiles' share aside\n",
                      sampled, launches.size() - repeats, executed, blocks, launches.size() - repeats - sampled, repeats);
+}
+
+// Each family's projected milliseconds, the largest first ("matmul 12.1 ms, reduction 4.2 ms"):
+// what a profile's per-family table (bertc train --profile) sets beside them.
+std::string family_totals_text(const std::vector<KernelLine>& lines) {
+  std::map<std::string, double> by_family;
+  for (const KernelLine& k : lines) by_family[k.family] += k.seconds;
+  std::vector<std::pair<std::string, double>> sorted(by_family.begin(), by_family.end());
+  std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::vector<std::string> parts;
+  for (const auto& [family, seconds] : sorted) parts.push_back(fmt::format("{} {:.2f} ms", family, seconds * 1e3));
+  return fmt::format("{}", fmt::join(parts, ", "));
 }
 
 std::string_view main_bound(const KernelLine& k) {
@@ -126,8 +138,13 @@ std::string ptx_counts_text(const std::vector<runtime::PtxLaunchRecord>& launche
                             bool registers_known, const RooflineOf& roofline, size_t top) {
   ptx::LaunchCounts all;
   for (const runtime::PtxLaunchRecord& l : launches) all += l.counts;
+  const std::optional<passes::GpuSpec> timed_on = passes::gpu_of_sm(sm);
   std::string out = fmt::format("counted on the PTX emulator (counts, and projections from them: not GPU "
-                                "measurements; no cache modelled, ptx/projection.h):\n");
+                                "measurements; no cache modelled, ptx/projection.h; {}):\n",
+                                timed_on ? fmt::format("each warp's dependences timed with the {}'s latencies, "
+                                                       "passes/targets.cpp, ptx/timing.h",
+                                                       timed_on->title)
+                                         : std::string("not timed: no GPU of the arch in the table"));
   out += totals_text(all, launches.size());
   out += sampling_text(launches);
   if (all.global_racecheck_partial)
@@ -167,6 +184,7 @@ std::string ptx_counts_text(const std::vector<runtime::PtxLaunchRecord>& launche
     out += roofline ? fmt::format(" (the compile report's roofline for them: {:.3f} ms; the projection is {:.1f}x it)\n", roofline_seconds * 1e3,
                                   roofline_seconds > 0 ? seconds / roofline_seconds : 0.0)
                     : "\n";
+    out += fmt::format("    by family: {}\n", family_totals_text(lines));
   }
   return out;
 }

@@ -16,6 +16,7 @@
 #include "passes/cost_model.h"
 #include "passes/pipeline.h"
 #include "passes/targets.h"
+#include "runtime/ptx_device.h"
 
 namespace bertc::testing {
 namespace {
@@ -98,8 +99,8 @@ Launcher ptx_launcher(ptx::Emulator& emulator, PtxStepRun& run, uint64_t shrink,
       return ptx::Dim3{static_cast<uint32_t>(d.x), static_cast<uint32_t>(d.y), static_cast<uint32_t>(d.z)};
     };
     // (the reverse order runs threads and blocks shuffled: a kernel that is right gives the same)
-    const ptx::LaunchConfig config{dim(k.grid), dim(k.block), 0, order == codegen::ThreadOrder::Reverse ? 7u : 0u,
-                                   limits};
+    ptx::LaunchConfig config{dim(k.grid), dim(k.block), 0, order == codegen::ThreadOrder::Reverse ? 7u : 0u, limits};
+    if (s.timed) config.latencies = runtime::ptx_latencies(*passes::gpu_of_sm(s.sm));
     const auto start = std::chrono::steady_clock::now();
     const ptx::LaunchCounts launch = emulator.launch(k.name, emulator.pack_params(k.name, values), config);
     run.emulator_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

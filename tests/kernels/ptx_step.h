@@ -33,6 +33,9 @@ struct PtxStep {
   std::function<bool(const codegen::KernelSpec&)> only;
   // Bytes taken off the end of every buffer a launch is given (a planted out-of-bounds tail).
   uint64_t shrink_buffers = 0;
+  // Launches timed with the arch's first GPU's latencies (ptx/timing.h), for a latency-aware
+  // projection: off where only results and checks matter (the timing model costs emulator time).
+  bool timed = false;
 };
 
 // One launch's counts, with the op of its graph it runs.

@@ -493,7 +493,8 @@ TEST(PtxExecutor, AStageFilledAgainBeforeItsLastReaderIsAFinding) {
 // The schedule (ISA, "Independent Thread Scheduling": sm_70's warps and a warp's parted lanes run
 // in any order between the points where threads meet), seen through atomic tickets: each thread
 // takes 40, odd and even lanes on two sides of a branch. Without a seed, warp by warp and the
-// lowest group first (even lanes' tickets before odd lanes' in each turn of the loop); under
+// lowest group first, the groups meeting where their paths join (even lanes' tickets before odd
+// lanes' in each turn of the loop); under
 // seeds, warps interleave (a warp's tickets among another's) and a warp's odd lanes may go first.
 constexpr const char* kTickets = R"(
 .version 8.8
@@ -552,8 +553,13 @@ TEST(PtxExecutor, ASeedInterleavesWarpsAndAWarpsPartedLanes) {
   auto first = [&](size_t t) { return out[2 * t]; };
   auto last = [&](size_t t) { return out[2 * t + 1]; };
   run(0);
-  EXPECT_EQ(first(0), 0u);        // (warp 0's even lanes: the lowest group, through the whole loop, as
-  EXPECT_EQ(first(1), 16u * 40);  // a group runs until it parts or waits; then its odd lanes)
+  // (warp 0's even lanes: the lowest group, then its odd lanes, meeting again where their paths
+  // join, each turn of the loop: a warp's 32 tickets a turn, as a GPU reconverges its lanes; a
+  // group that ran on to its loop's end took 40 turns' tickets first)
+  EXPECT_EQ(first(0), 0u);
+  EXPECT_EQ(first(1), 16u);
+  EXPECT_EQ(last(0), 39u * 32);
+  EXPECT_EQ(last(1), 39u * 32 + 16);
   EXPECT_EQ(first(32), 40u * 32);  // (warp 1 after the whole of warp 0)
   bool interleaved = false, odd_first = false;
   for (uint64_t seed = 1; seed <= 10; ++seed) {
