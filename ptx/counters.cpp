@@ -20,6 +20,25 @@ std::string_view class_name(InstructionClass c) {
   return names.at(static_cast<size_t>(c));
 }
 
+uint32_t access_bytes(const Instruction& in) {
+  const Opcode& op = in.opcode;
+  const InstructionClass c = class_of(in);
+  if (c != InstructionClass::SharedLoad && c != InstructionClass::SharedStore && c != InstructionClass::GlobalLoad &&
+      c != InstructionClass::GlobalStore)
+    return 0;
+  if (op.has(Mod::param) || op.has(Mod::Const)) return 0;  // (kernel parameters and constants: no memory traffic of the data's)
+  if (op.op == Op::Ldmatrix) return 4u * (op.has(Mod::x4) ? 4 : op.has(Mod::x2) ? 2 : 1);
+  if (op.types.empty()) return 0;
+  const uint32_t elements = op.has(Mod::v4) ? 4 : op.has(Mod::v2) ? 2 : 1;
+  return elements * std::max(1, type_bits(op.type(op.types.size() - 1)) / 8);
+}
+
+size_t access_width_index(uint32_t bytes) {
+  size_t i = 0;
+  while (i + 1 < kAccessWidths && kAccessWidthBytes[i] < bytes) ++i;
+  return i;
+}
+
 InstructionClass class_of(const Instruction& in) {
   const Opcode& op = in.opcode;
   switch (op.op) {

@@ -54,6 +54,17 @@ uint64_t global_sectors(const std::vector<LaneAccess>& request);
 // coalesced access would move (lanes reading one word share it).
 uint64_t global_ideal_sectors(const std::vector<LaneAccess>& request);
 
+// The widths a lane's access takes (issue 36's "loads and stores by width"): 1, 2, 4, 8 and 16
+// bytes, by index.
+inline constexpr size_t kAccessWidths = 5;
+inline constexpr uint32_t kAccessWidthBytes[kAccessWidths] = {1, 2, 4, 8, 16};
+// The bytes one lane of `in` loads or stores, for a shared or global load or store (ld, st,
+// ldmatrix: its matrices' 4 bytes each a lane; generic addresses counted as global); 0 for every
+// other instruction, and for loads of parameters and constants.
+uint32_t access_bytes(const Instruction& in);
+// The index in kAccessWidthBytes of `bytes` (a power of two from 1 to 16).
+size_t access_width_index(uint32_t bytes);
+
 // The class of `in`, and the FLOPs one thread's execution of it performs (an mma: its warp's
 // product over the 32 lanes that execute it together).
 InstructionClass class_of(const Instruction& in);

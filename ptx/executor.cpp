@@ -165,6 +165,8 @@ struct BlockRun {
   std::vector<uint64_t> register_mask;  // per register: the bits its type holds
   std::vector<InstructionClass> classes;  // per instruction: its class and FLOPs (counters.h)
   std::vector<double> flops_at, mma_flops_at;  // (an mma's FLOPs in both)
+  std::vector<uint32_t> access_at;             // the bytes a lane loads or stores (0: none)
+  std::array<std::array<uint64_t, kAccessWidths>, 4> by_width{};
   // Per instruction: how often it was issued and how often its guard let it execute, folded into
   // the counts by class, operation and FLOPs when the block ends (fold_counts: one increment an
   // instruction where five were)
@@ -209,7 +211,7 @@ struct BlockRun {
     issued.assign(entry.body.size(), 0);
     executed.assign(entry.body.size(), 0);
     for (const Instruction& in : entry.body) {
-      classes.push_back(class_of(in)), flops_at.push_back(flops_of(in));
+      classes.push_back(class_of(in)), flops_at.push_back(flops_of(in)), access_at.push_back(access_bytes(in));
       mma_flops_at.push_back(classes.back() == InstructionClass::Mma ? flops_at.back() : 0.0);
       // (ld/st.shared, ldmatrix and cp.async's writes: what NVRTC emits for shared memory; a
       // generic access that lands there is not counted as a shared request. Global: ld/st of
@@ -371,6 +373,9 @@ struct BlockRun {
       by_class[static_cast<size_t>(classes[pc])] += issued[pc];
       flops += static_cast<double>(executed[pc]) * flops_at[pc];
       mma_flops += static_cast<double>(executed[pc]) * mma_flops_at[pc];
+      if (access_at[pc])  // (the memory classes are by_class's 3 to 6: shared load to global store)
+        by_width[static_cast<size_t>(classes[pc]) - static_cast<size_t>(InstructionClass::SharedLoad)]
+                [access_width_index(access_at[pc])] += executed[pc];
     }
   }
 
@@ -1221,6 +1226,8 @@ void scale_per_block_counts(LaunchCounts& c, double factor) {
   scaled(c.thread_instructions);
   for (auto& [op, n] : c.by_op) scaled(n);
   for (uint64_t& n : c.by_class) scaled(n);
+  for (auto& widths : c.by_width)
+    for (uint64_t& n : widths) scaled(n);
   for (uint64_t* n : {&c.shared_requests, &c.shared_wavefronts, &c.shared_ideal_wavefronts, &c.global_requests,
                       &c.global_sectors, &c.global_ideal_sectors, &c.block_cycles})
     scaled(*n);
@@ -1234,6 +1241,8 @@ LaunchCounts& LaunchCounts::operator+=(const LaunchCounts& other) {
   thread_instructions += other.thread_instructions;
   for (const auto& [op, n] : other.by_op) by_op[op] += n;
   for (size_t c = 0; c < kInstructionClasses; ++c) by_class[c] += other.by_class[c];
+  for (size_t k = 0; k < by_width.size(); ++k)
+    for (size_t w = 0; w < kAccessWidths; ++w) by_width[k][w] += other.by_width[k][w];
   flops += other.flops;
   shared_requests += other.shared_requests;
   shared_wavefronts += other.shared_wavefronts;
@@ -1338,6 +1347,8 @@ LaunchCounts Emulator::launch(const std::string& name, const std::vector<uint8_t
     for (size_t op = 0; op < kOps; ++op)
       if (run.by_op[op]) counts.by_op[static_cast<Op>(op)] += run.by_op[op];
     for (size_t c = 0; c < kInstructionClasses; ++c) counts.by_class[c] += run.by_class[c];
+    for (size_t k = 0; k < run.by_width.size(); ++k)
+      for (size_t w = 0; w < kAccessWidths; ++w) counts.by_width[k][w] += run.by_width[k][w];
     counts.flops += run.flops;
     counts.mma_flops += run.mma_flops;
   }

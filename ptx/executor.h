@@ -73,6 +73,9 @@ struct LaunchCounts {
   // cp.async's reads), the 32-byte sectors they touched, and the fewest their bytes could take
   // (counters.h's global_sectors).
   uint64_t global_requests = 0, global_sectors = 0, global_ideal_sectors = 0;
+  // Thread-instructions executed of shared loads, shared stores, global loads and global stores
+  // (by_class's order), by the bytes a lane accesses (counters.h's kAccessWidthBytes).
+  std::array<std::array<uint64_t, kAccessWidths>, 4> by_width{};
   // The launch's blocks and warps (a block's threads in warps of 32), and the FLOPs of its mma
   // (part of `flops`): what a projection (projection.h) spreads over a GPU.
   uint64_t blocks = 0, warps = 0;

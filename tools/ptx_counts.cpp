@@ -32,6 +32,24 @@ struct KernelLine {
   std::map<std::string_view, double> by_bound;
 };
 
+// "shared loads 4 B 88%, 16 B 12%; ...": each kind of access by the bytes a lane moves.
+std::string widths_text(const ptx::LaunchCounts& all) {
+  static constexpr const char* kinds[] = {"shared loads", "shared stores", "global loads", "global stores"};
+  std::vector<std::string> parts;
+  for (size_t k = 0; k < all.by_width.size(); ++k) {
+    uint64_t total = 0;
+    for (uint64_t n : all.by_width[k]) total += n;
+    if (total == 0) continue;
+    std::vector<std::string> shares;
+    for (size_t w = 0; w < ptx::kAccessWidths; ++w)
+      if (all.by_width[k][w])
+        shares.push_back(fmt::format("{} B {:.0f}%", ptx::kAccessWidthBytes[w],
+                                     100.0 * static_cast<double>(all.by_width[k][w]) / static_cast<double>(total)));
+    parts.push_back(fmt::format("{} {}", kinds[k], fmt::join(shares, ", ")));
+  }
+  return fmt::format("{}", fmt::join(parts, "; "));
+}
+
 std::string totals_text(const ptx::LaunchCounts& all, size_t launches) {
   return fmt::format("  {} launches, {:.1f} M thread-instructions, {:.3g} GFLOP; by class: {}\n"
                      "  shared memory: {} warp requests in {:.2f}x their conflict-free wavefronts; global memory: {} "
@@ -39,7 +57,8 @@ std::string totals_text(const ptx::LaunchCounts& all, size_t launches) {
                      launches, static_cast<double>(all.thread_instructions) / 1e6, all.flops / 1e9,
                      class_shares_text(all), all.shared_requests,
                      ratio(all.shared_wavefronts, all.shared_ideal_wavefronts), all.global_requests,
-                     ratio(all.global_sectors, all.global_ideal_sectors));
+                     ratio(all.global_sectors, all.global_ideal_sectors)) +
+         fmt::format("  by the bytes a lane moves: {}\n", widths_text(all));
 }
 
 // The kernels of `launches` projected on `rates`, by kernel.

@@ -1177,7 +1177,25 @@ TEST(PtxExecutor, GlobalSectorsAreCountedAsMemoryMovesThem) {
     EXPECT_EQ(c.global_sectors, read_sectors + 4u) << stride;
     EXPECT_EQ(c.global_ideal_sectors, 8u) << stride;
     for (uint32_t lane = 0; lane < 32; ++lane) EXPECT_EQ(out[lane], lane * stride) << stride;
+    // By width: the load and the store, 4 bytes a lane, 32 lanes (the parameters' loads are no
+    // memory traffic of the data's).
+    const auto& global_loads = c.by_width[2];
+    EXPECT_EQ(global_loads[access_width_index(4)], 32u) << stride;
+    EXPECT_EQ(global_loads[access_width_index(8)], 0u) << stride;
+    EXPECT_EQ(global_loads[access_width_index(16)], 0u) << stride;
+    EXPECT_EQ(c.by_width[3][access_width_index(4)], 32u) << stride;
+    EXPECT_EQ(c.by_width[0], (std::array<uint64_t, kAccessWidths>{})) << stride;  // (no shared memory)
   }
+  // A lane's bytes: vectors of their elements, ldmatrix's 4 bytes a matrix; none for arithmetic.
+  const auto bytes = [](const char* opcode) { return access_bytes(Instruction{decode_opcode(opcode)}); };
+  EXPECT_EQ(bytes("ld.global.v4.f32"), 16u);
+  EXPECT_EQ(bytes("st.shared.v2.f32"), 8u);
+  EXPECT_EQ(bytes("ld.shared.u16"), 2u);
+  EXPECT_EQ(bytes("ldmatrix.sync.aligned.m8n8.x4.shared.b16"), 16u);
+  EXPECT_EQ(bytes("ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16"), 4u);
+  EXPECT_EQ(bytes("add.f32"), 0u);
+  EXPECT_EQ(bytes("ld.param.u64"), 0u);
+  EXPECT_EQ(access_width_index(16), 4u);
   // Lanes reading one word share its sector; 16 bytes a lane, side by side, take 16 sectors; a
   // request straddling a sector boundary takes both.
   std::vector<LaneAccess> same, wide;
