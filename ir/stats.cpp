@@ -7,6 +7,19 @@
 
 namespace bertc::ir {
 
+int64_t attention_product_flops(const Graph& graph, const Op& op) {
+  // Per score: the q.k and p.v products (2 each per head dim) forward. Backward, as bertc's
+  // kernels form it without atomics (codegen/prelude/bx_matrix.h): the key tiles' blocks recompute
+  // the scores and dp and form dv and dk, the query tiles' blocks recompute the scores and dp
+  // again and form dq: 7 products (14), where an algorithm adding dq atomically needs 5 (10); the
+  // PTX emulator's count of the mma's FLOPs holds the two equal (ptx_emulation_test).
+  const std::string what = fmt::format("the FLOPs of {}", op.info().name);
+  const AttentionLayout n = attention_layout(graph, op);
+  const int64_t scores =
+      checked_product(checked_product(checked_product(n.batch, n.heads, what), n.sq, what), n.sk, what);
+  return checked_product(scores, checked_product(n.backward ? 14 : 4, n.d, what), what);
+}
+
 int64_t op_flops(const Graph& graph, const Op& op) {
   // (sizes up to 2^52 elements each: a product of two wrapped, 2^79 FLOPs printed as 0 + the rest)
   const std::string what = fmt::format("the FLOPs of {}", op.info().name);
@@ -16,14 +29,11 @@ int64_t op_flops(const Graph& graph, const Op& op) {
     return sum;
   }
   if (kernel_family(op) == KernelFamily::Attention) {
-    // Per score: the q.k and p.v products (2 each per head dim) forward; the backward recomputes
-    // the scores and forms dv, dp, dq and dk (10); plus softmax and dropout work per score.
+    // (plus softmax and dropout work per score: 5 forward, 8 backward)
     const AttentionLayout n = attention_layout(graph, op);
     const int64_t scores =
         checked_product(checked_product(checked_product(n.batch, n.heads, what), n.sq, what), n.sk, what);
-    return checked_product(scores, n.backward ? checked_sum(checked_product(10, n.d, what), 8, what)
-                                              : checked_sum(checked_product(4, n.d, what), 5, what),
-                           what);
+    return checked_sum(attention_product_flops(graph, op), checked_product(scores, n.backward ? 8 : 5, what), what);
   }
   if (op.kind == OpKind::Matmul) {
     const TensorType& out = graph.value(op.result()).type;

@@ -13,6 +13,10 @@ namespace bertc::ir {
 // ops.def's flops_per_element times the element count of the op's largest tensor (a
 // transcendental counts as one FLOP).
 int64_t op_flops(const Graph& graph, const Op& op);
+// The FLOPs of an attention op's products alone (q.k and p.v forward; backward, the scores and dp
+// each formed twice, and dv, dk and dq, as bertc's kernels compute them: 4 and 14 per score per
+// head dimension): what a tensor core computes of it, the softmax's work aside.
+int64_t attention_product_flops(const Graph& graph, const Op& op);
 
 struct GraphStats {
   int64_t ops = 0;

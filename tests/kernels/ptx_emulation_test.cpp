@@ -20,6 +20,24 @@ namespace bertc::testing {
 namespace {
 
 // Every launch of a bert-tiny step and optimizer step in `precision`, from NVRTC's PTX for `sm`.
+// Attention's products on tensor cores beside the IR's (q.k and p.v forward, seven products
+// backward): the mma's FLOPs never fewer, and equal where `exact` (the heads' shapes whole tiles);
+// at bert-tiny's 32 tokens the forward's 64-row tiles compute twice its products. (A SIMT kernel's
+// FMAs mix with its softmax's, so the products are compared where mma runs them.)
+void expect_attention_products_counted(const PtxStepRun& run, bool exact) {
+  size_t attention = 0;
+  for (const PtxLaunch& l : run.launches)
+    if (l.family == ir::KernelFamily::Attention) {
+      ++attention;
+      if (exact) EXPECT_EQ(l.counts.mma_flops, static_cast<double>(l.ir_product_flops)) << "op " << l.op_index;
+      else EXPECT_GE(l.counts.mma_flops, static_cast<double>(l.ir_product_flops)) << "op " << l.op_index;
+      std::cout << fmt::format("  attention op {} ({}): {:.0f} mma FLOPs counted, {} of products in the IR ({:.2f}x)\n",
+                               l.op_index, l.strategy, l.counts.mma_flops, l.ir_product_flops,
+                               l.counts.mma_flops / static_cast<double>(l.ir_product_flops));
+    }
+  EXPECT_GT(attention, 0u);  // (forward and backward of each layer)
+}
+
 void expect_step_matches(int sm, passes::Precision precision, ir::OpKind optimizer = ir::OpKind::Adamw) {
   PtxStep s{sm, precision};
   s.optimizer = optimizer;
@@ -56,6 +74,7 @@ void expect_step_matches(int sm, passes::Precision precision, ir::OpKind optimiz
                                l.ir_flops ? l.counts.flops / static_cast<double>(l.ir_flops) : 0.0);
     }
   EXPECT_GT(exact, 0u);
+  if (!simt) expect_attention_products_counted(run, false);
 }
 
 // Shapes no tile divides (sequence 37, hidden 96 in 3 heads of 32, feed-forward 384, vocabulary
@@ -73,6 +92,13 @@ void expect_odd_shapes_match(int sm, passes::Precision precision, ir::OpKind opt
   std::cout << fmt::format("{} launches at seq 37, hidden 96, vocab 997 from NVRTC's sm_{} PTX ({}); {} thread-instructions\n",
                            run.step.size() + run.optimizer.size(), sm, ir::enum_name(precision),
                            run.counts.thread_instructions);
+}
+
+// Attention at 128 tokens a sequence, whole tiles: its products' counted FLOPs are the IR's.
+TEST(PtxEmulation, AttentionsProductsCountAsTheIrsWhereTheTilesDivide) {
+  PtxStep s{80, passes::Precision::Bf16};
+  s.batch = 1, s.seq = 128, s.predictions = 4;
+  expect_attention_products_counted(run_step_on_ptx(s, BERTC_TEST_CACHE), true);
 }
 
 TEST(PtxEmulation, ShapesNoTileDividesOnSm61MatchTheReference) { expect_odd_shapes_match(61, passes::Precision::Fp32); }

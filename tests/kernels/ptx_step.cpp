@@ -105,8 +105,10 @@ Launcher ptx_launcher(ptx::Emulator& emulator, PtxStepRun& run, uint64_t shrink,
     const ptx::LaunchCounts launch = emulator.launch(k.name, emulator.pack_params(k.name, values), config);
     run.emulator_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     run.counts += launch;
-    run.launches.push_back({optimizer, k.op_index, k.family, k.strategy, ir::op_flops(graph, graph.ops().at(k.op_index)),
-                            launch, rooflines(graph, k.op_index, s.sm, s.precision)});
+    const ir::Op& op = graph.ops().at(k.op_index);
+    run.launches.push_back({optimizer, k.op_index, k.family, k.strategy, ir::op_flops(graph, op),
+                            k.family == ir::KernelFamily::Attention ? ir::attention_product_flops(graph, op) : 0, launch,
+                            rooflines(graph, k.op_index, s.sm, s.precision)});
   };
 }
 

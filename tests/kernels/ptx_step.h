@@ -45,6 +45,7 @@ struct PtxLaunch {
   ir::KernelFamily family = ir::KernelFamily::None;
   std::string strategy;
   int64_t ir_flops = 0;  // the op's FLOPs as the IR counts them (ir/stats.h)
+  int64_t ir_product_flops = 0;  // an attention op's products' FLOPs alone (ir/stats.h; 0 for others)
   ptx::LaunchCounts counts;
   // The compile report's roofline for the op (passes/cost_model.h), on each GPU of the table of
   // the step's arch, by its name ("p40"): what a projection is shown beside.
