@@ -2,6 +2,8 @@
 // table of compute-capability limits: every arch from sm_61 to sm_90 has the same shape limits.
 #include "ptx/launch_limits.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace bertc::ptx {
@@ -57,6 +59,17 @@ void check_launch_limits(const Entry& entry, const uint32_t block[3], const uint
                          "resources)",
                          limits.kernel_registers, threads, needed, limits.registers_per_block));
   }
+}
+
+uint32_t launch_bounds_registers(const Entry& entry, uint32_t registers) {
+  if (entry.maxnreg > 0) return static_cast<uint32_t>(std::min(entry.maxnreg, 255));
+  const uint64_t threads = uint64_t{static_cast<uint32_t>(std::max(entry.maxntid[0], 0))} *
+                           static_cast<uint32_t>(std::max(entry.maxntid[1], 1)) *
+                           static_cast<uint32_t>(std::max(entry.maxntid[2], 1));
+  if (entry.maxntid[0] <= 0 || threads == 0) return 0;
+  const uint64_t blocks = static_cast<uint64_t>(std::max(entry.minnctapersm, 1));
+  const uint64_t per_thread = registers / (align_up(threads, 32) * blocks) / 8 * 8;
+  return static_cast<uint32_t>(std::min<uint64_t>(per_thread, 255));
 }
 
 }  // namespace bertc::ptx

@@ -37,6 +37,12 @@ struct SharedLayout {
 };
 SharedLayout lay_out_shared(const Module& module, const Entry& entry, uint64_t dynamic_bytes);
 
+// The most registers a thread of `entry` may have under its launch bounds, where no cubin gives
+// ptxas's count: .maxnreg, else what .maxntid's threads in .minnctapersm blocks (1 where not
+// given) leave of a multiprocessor's `registers` (allocated 8 a thread, 256 a warp; at most 255,
+// the ISA's most), the bound ptxas compiles under; 0 where the entry gives neither.
+uint32_t launch_bounds_registers(const Entry& entry, uint32_t registers);
+
 // Throws ptx::Error naming the kernel, the limit and the figures when a launch of `entry` with a
 // block of `threads` (`block_x` x `block_y` x `block_z`) in a grid of `grid_x` x `grid_y` x
 // `grid_z`, and `shared`, exceeds `limits`: what cuLaunchKernel answers with

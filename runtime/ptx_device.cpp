@@ -28,6 +28,7 @@ struct PtxDevice::Compilers {
 struct PtxDevice::Loaded {
   ptx::Emulator emulator;
   ptx::ArchLimits limits;
+  uint32_t register_bound = 0;  // (where no cubin gives ptxas's count: the launch bounds')
 };
 
 namespace {
@@ -151,6 +152,10 @@ void PtxDevice::load(const std::vector<const codegen::KernelSpec*>& kernels) {
   for (const codegen::GpuImage& image : codegen::compile_all(compilers_->ptx, sources, cache_)) {
     auto loaded = std::make_unique<Loaded>(Loaded{ptx::Emulator(ptx::parse_module(image.image, image.name)),
                                                   arch_limits(sm_, registers[image.name])});
+    if (!registers.count(image.name))
+      if (const ptx::Entry* entry = loaded->emulator.module().entry(image.name))
+        loaded->register_bound =  // (64 K: a block's most, a multiprocessor's too on every GPU here)
+            ptx::launch_bounds_registers(*entry, loaded->limits.registers_per_block);
     for (const auto& [base, bytes] : memory_) loaded->emulator.add_global(base, bytes);
     loaded->emulator.check_global_initialization(written_);
     loaded_[image.name] = std::move(loaded);
@@ -184,7 +189,7 @@ void PtxDevice::issue_launch(const codegen::KernelSpec& k, void** args, const La
   issue(
       [this, &k, loaded, values, buffers = std::move(buffers), fresh = std::move(fresh)] {
         PtxLaunchRecord record{k.name, k.label, std::string(ir::enum_name(k.family)), k.op_index,
-                               loaded->limits.kernel_registers, {}, false};
+                               loaded->limits.kernel_registers, loaded->register_bound, {}, false};
         const bool sampled = sample_blocks_ > 0 && codegen::blocks_do_alike_work(k.family);
         if (const PtxLaunchRecord* first = sampled ? counted_before(k) : nullptr) {
           record.counts = first->counts, record.repeat = true;

@@ -30,6 +30,9 @@ struct PtxLaunchRecord {
   std::string family;  // its kernel family ("matmul", "row", ...)
   size_t op_index = 0;     // the op of its graph it runs (KernelSpec::op_index)
   uint32_t registers = 0;  // per thread, as ptxas allocates them for the arch (0: not known)
+  // Where `registers` is not known: the most the kernel's launch bounds allow it (0: none given;
+  // ptx/launch_limits.h's launch_bounds_registers).
+  uint32_t register_bound = 0;
   ptx::LaunchCounts counts;
   // Sampled launches only: the kernel ran before with this grid, and its counts are that launch's
   // (the launch itself ran nothing). A kernel's name is its source's hash, shapes included.

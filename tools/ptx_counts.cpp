@@ -25,7 +25,7 @@ std::string ratio_text(uint64_t got, uint64_t ideal) {
 struct KernelLine {
   std::string kernel, label, family;
   int64_t launches = 0;
-  uint32_t registers = 0;
+  uint32_t registers = 0, register_bound = 0;
   ptx::LaunchCounts counts;
   double seconds = 0, occupancy = 0;  // occupancy: the warps' share, weighted by time
   double roofline = 0;                // the cost model's seconds for the same launches
@@ -70,6 +70,7 @@ std::vector<KernelLine> kernel_lines(const std::vector<runtime::PtxLaunchRecord>
     KernelLine& k = by_name[l.kernel];
     if (roofline) k.roofline += roofline(i, gpu);
     k.kernel = l.kernel, k.label = l.label, k.family = l.family, k.registers = l.registers;
+    k.register_bound = l.register_bound;
     ++k.launches;
     k.counts += l.counts;
     const ptx::Projection p = ptx::project(l.counts, rates, l.registers);
@@ -171,8 +172,9 @@ std::string ptx_counts_text(const std::vector<runtime::PtxLaunchRecord>& launche
                        "launch); their accesses past it went unchecked for races\n",
                        all.global_racecheck_partial);
   out += registers_known ? fmt::format("  registers: ptxas's for sm_{} (NVRTC's cubins), in the occupancy\n", sm)
-                         : fmt::format("  registers: not known (no NVRTC here makes cubins for sm_{}): occupancy from "
-                                       "threads and shared memory, an upper bound\n",
+                         : fmt::format("  registers: not known (no NVRTC here makes cubins for sm_{}): at most what each "
+                                       "kernel's launch bounds allow (.maxnreg, or .maxntid x .minnctapersm, shown "
+                                       "<=N); occupancy from threads and shared memory, an upper bound\n",
                                        sm);
   bool first = true;
   for (const passes::GpuSpec& gpu : passes::gpu_specs()) {
@@ -193,7 +195,9 @@ std::string ptx_counts_text(const std::vector<runtime::PtxLaunchRecord>& launche
                            static_cast<double>(k.counts.thread_instructions) / 1e6,
                            ratio_text(k.counts.shared_wavefronts, k.counts.shared_ideal_wavefronts),
                            ratio_text(k.counts.global_sectors, k.counts.global_ideal_sectors),
-                           k.registers ? std::to_string(k.registers) : "-",
+                           k.registers        ? std::to_string(k.registers)
+                           : k.register_bound ? fmt::format("<={}", k.register_bound)
+                                              : std::string("-"),
                            k.seconds > 0 ? 100 * k.occupancy / k.seconds : 0.0, k.seconds * 1e3, main_bound(k),
                            roofline ? fmt::format("{:.3f} ms", k.roofline * 1e3) : "", k.label);
       }

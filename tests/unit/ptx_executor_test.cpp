@@ -1586,6 +1586,20 @@ TEST(PtxExecutor, ChecksCatchEachPlantedBug) {
     both.replace(both.find(".maxntid 64, 1, 1"), 17, ".maxntid 64, 1, 1\n.reqntid 64, 1, 1");
     EXPECT_NE(refusal([&] { parse_module(both, "both.ptx"); }).find("has both .maxntid and .reqntid"), std::string::npos);
   }
+  {  // registers under the launch bounds, where no cubin gives ptxas's count (64 K a multiprocessor)
+    Entry e;
+    EXPECT_EQ(launch_bounds_registers(e, 64 << 10), 0u);  // (no bounds: not known)
+    e.maxntid[0] = 256;
+    EXPECT_EQ(launch_bounds_registers(e, 64 << 10), 255u);  // (256 a thread fit: the ISA's 255)
+    e.minnctapersm = 2;
+    EXPECT_EQ(launch_bounds_registers(e, 64 << 10), 128u);
+    e.maxntid[0] = 192, e.minnctapersm = 4;  // (65536 / 768 = 85.3: 80, allocated 8 a thread)
+    EXPECT_EQ(launch_bounds_registers(e, 64 << 10), 80u);
+    e.maxntid[0] = 100;  // (4 warps' threads: 128)
+    EXPECT_EQ(launch_bounds_registers(e, 64 << 10), 128u);
+    e.maxnreg = 32;  // (.maxnreg says it)
+    EXPECT_EQ(launch_bounds_registers(e, 64 << 10), 32u);
+  }
 }
 
 // A warp's lanes at two shuffles (one a branch's side): each lane's operands are its own
