@@ -220,8 +220,11 @@ struct BlockRun {
       const bool load_store = op == Op::Ld || op == Op::St;
       const bool other_space = in.opcode.has(Mod::shared) || in.opcode.has(Mod::local) || in.opcode.has(Mod::param) ||
                                in.opcode.has(Mod::Const);
-      // (cp.async's shared writes too: the copy's data lands on the banks as a store's would)
-      shared_requests.add_instruction(((load_store || op == Op::Ldmatrix) && in.opcode.has(Mod::shared)) ||
+      // (cp.async's shared writes too: the copy's data lands on the banks as a store's would; and
+      // atomics of shared memory, counted as a load's request: lanes adding into one word, which
+      // the hardware serialises, are one wavefront here)
+      const bool atomic = op == Op::Atom || op == Op::Red;
+      shared_requests.add_instruction(((load_store || op == Op::Ldmatrix || atomic) && in.opcode.has(Mod::shared)) ||
                                       (op == Op::Cp && in.opcode.has(Mod::async) && !in.opcode.has(Mod::commit_group) &&
                                        !in.opcode.has(Mod::wait_group) && !in.opcode.has(Mod::wait_all)));
       global_requests.add_instruction((load_store && !other_space) || (op == Op::Cp && in.opcode.has(Mod::async)));
@@ -394,10 +397,14 @@ struct BlockRun {
 
   // racecheck and initcheck of a shared access (shared_checks.h): a hazard fails the launch naming
   // both accesses.
-  void check_shared(const Thread& t, const Instruction& in, uint64_t offset, size_t bytes, bool write) {
+  // (`atomic`: an atom or red, which reads and writes; on the banks as any request)
+  void check_shared(const Thread& t, const Instruction& in, uint64_t offset, size_t bytes, bool write,
+                    bool atomic = false) {
     shared_requests.note(t.pc, t.linear, offset, bytes);
-    const auto hazard = write ? shadow.write(t.linear, static_cast<uint32_t>(t.pc), offset, bytes)
-                              : shadow.read(t.linear, static_cast<uint32_t>(t.pc), offset, bytes);
+    const auto pc = static_cast<uint32_t>(t.pc);
+    const auto hazard = atomic  ? shadow.atomic(t.linear, pc, offset, bytes)
+                        : write ? shadow.write(t.linear, pc, offset, bytes)
+                                : shadow.read(t.linear, pc, offset, bytes);
     if (!hazard) return;
     using Kind = SharedHazard::Kind;
     if (hazard->kind == Kind::Uninitialised)
@@ -466,7 +473,7 @@ struct BlockRun {
       case Where::Shared: {
         uint8_t* at = inside(shared, "shared memory");
         if (in_flight_bytes > 0) check_in_flight(t, in, addr, bytes, write);
-        if (!atomic) check_shared(t, in, addr, bytes, write);
+        check_shared(t, in, addr, bytes, write, atomic);
         return at;
       }
       case Where::Local: return inside(t.local, "the thread's local memory");

@@ -33,10 +33,10 @@ std::optional<SharedHazard> SharedShadow::read(uint32_t thread, uint32_t pc, uin
   const Stamp now = stamp(thread, pc);
   for (uint64_t b = offset; b < offset + n; ++b) {
     Cell& c = cells_[b];
-    if (!found && c.write.epoch < block_start_ && declared_[b])
+    if (!found && !written(c) && declared_[b])
       found = SharedHazard{SharedHazard::Kind::Uninitialised, b, 0, 0};
-    else if (!found && !ordered(c.write, thread))
-      found = SharedHazard{SharedHazard::Kind::ReadAfterWrite, b, c.write.thread, c.write.pc};
+    for (const Stamp* w : {&c.write, &c.atomic})
+      if (!found && !ordered(*w, thread)) found = SharedHazard{SharedHazard::Kind::ReadAfterWrite, b, w->thread, w->pc};
     if (c.read.thread != thread && !ordered(c.read, thread)) c.other_read = c.read;
     c.read = now;
   }
@@ -48,12 +48,30 @@ std::optional<SharedHazard> SharedShadow::write(uint32_t thread, uint32_t pc, ui
   const Stamp now = stamp(thread, pc);
   for (uint64_t b = offset; b < offset + n; ++b) {
     Cell& c = cells_[b];
-    if (!found && c.write.epoch >= block_start_ && !ordered(c.write, thread))
-      found = SharedHazard{SharedHazard::Kind::WriteAfterWrite, b, c.write.thread, c.write.pc};
+    for (const Stamp* w : {&c.write, &c.atomic})
+      if (!found && w->epoch >= block_start_ && !ordered(*w, thread))
+        found = SharedHazard{SharedHazard::Kind::WriteAfterWrite, b, w->thread, w->pc};
     for (const Stamp* r : {&c.read, &c.other_read})
       if (!found && r->epoch >= block_start_ && !ordered(*r, thread))
         found = SharedHazard{SharedHazard::Kind::WriteAfterRead, b, r->thread, r->pc};
     c.write = now;
+  }
+  return found;
+}
+
+std::optional<SharedHazard> SharedShadow::atomic(uint32_t thread, uint32_t pc, uint64_t offset, uint64_t n) {
+  std::optional<SharedHazard> found;
+  const Stamp now = stamp(thread, pc);
+  for (uint64_t b = offset; b < offset + n; ++b) {
+    Cell& c = cells_[b];
+    if (!found && !written(c) && declared_[b])
+      found = SharedHazard{SharedHazard::Kind::Uninitialised, b, 0, 0};
+    else if (!found && c.write.epoch >= block_start_ && !ordered(c.write, thread))
+      found = SharedHazard{SharedHazard::Kind::WriteAfterWrite, b, c.write.thread, c.write.pc};
+    for (const Stamp* r : {&c.read, &c.other_read})
+      if (!found && r->epoch >= block_start_ && !ordered(*r, thread))
+        found = SharedHazard{SharedHazard::Kind::WriteAfterRead, b, r->thread, r->pc};
+    c.atomic = now;
   }
   return found;
 }

@@ -37,6 +37,11 @@ class SharedShadow {
   // in this block; nothing when none. Recorded either way.
   std::optional<SharedHazard> read(uint32_t thread, uint32_t pc, uint64_t offset, uint64_t n);
   std::optional<SharedHazard> write(uint32_t thread, uint32_t pc, uint64_t offset, uint64_t n);
+  // An atomic's read and write of the bytes (atom, red): a byte never written in this block is
+  // initcheck's (an uninitialised counter), and a plain access of another thread that nothing
+  // orders is a hazard either way (the PTX memory model's data race between a strong and a weak
+  // access); other threads' atomics are not.
+  std::optional<SharedHazard> atomic(uint32_t thread, uint32_t pc, uint64_t offset, uint64_t n);
 
  private:
   // An access: its thread and instruction, the block epoch and its warp's epoch then. Epochs count
@@ -46,7 +51,10 @@ class SharedShadow {
   };
   struct Cell {
     Stamp write, read, other_read;  // (two readers kept: a hazard with either is found)
+    Stamp atomic;  // the last atomic's (with which other atomics do not race, plain accesses do)
   };
+  // Whether the byte of `c` was written in this block, by a store or an atomic.
+  bool written(const Cell& c) const { return c.write.epoch >= block_start_ || c.atomic.epoch >= block_start_; }
   bool ordered(const Stamp& earlier, uint32_t thread) const;
   Stamp stamp(uint32_t thread, uint32_t pc) const;
 

@@ -27,7 +27,7 @@ namespace {
 void expect_attention_products_counted(const PtxStepRun& run, bool exact) {
   size_t attention = 0;
   for (const PtxLaunch& l : run.launches)
-    if (l.family == ir::KernelFamily::Attention) {
+    if (l.family == ir::KernelFamily::Attention && l.strategy != "simt") {  // (tf32's backward: SIMT, its tiles too large)
       ++attention;
       if (exact) EXPECT_EQ(l.counts.mma_flops, static_cast<double>(l.ir_product_flops)) << "op " << l.op_index;
       else EXPECT_GE(l.counts.mma_flops, static_cast<double>(l.ir_product_flops)) << "op " << l.op_index;

@@ -1602,6 +1602,64 @@ TEST(PtxExecutor, ChecksCatchEachPlantedBug) {
   }
 }
 
+// Atomics of shared memory under the shared checks (ISA "atom": they read and write): a counter
+// no thread initialised is initcheck's; one thread's initialisation that no barrier orders before
+// the others' atomics is a race (a weak and a strong access, unordered); with the barrier, the
+// threads' atomics among themselves are not; each warp's atomics one request on the banks.
+TEST(PtxExecutor, SharedAtomicsAreCheckedAndCounted) {
+  const std::string kernel = R"(
+.version 8.8
+.target sm_80
+.address_size 64
+.visible .entry count(
+	.param .u64 count_param_0
+)
+{
+	.reg .pred 	%p<2>;
+	.reg .b32 	%r<6>;
+	.reg .b64 	%rd<3>;
+	.shared .align 4 .u32 counter;
+	ld.param.u64 	%rd1, [count_param_0];
+	cvta.to.global.u64 	%rd2, %rd1;
+	mov.u32 	%r1, %tid.x;
+	mov.u32 	%r2, counter;
+	setp.ne.u32 	%p1, %r1, 0;
+INIT
+	atom.shared.add.u32 	%r3, [%r2], 1;
+	bar.sync 	0;
+	@%p1 bra 	$L_done;
+	ld.shared.u32 	%r4, [%r2];
+	st.global.u32 	[%rd2], %r4;
+$L_done:
+	ret;
+}
+)";
+  const auto run = [&](const std::string& init, uint64_t seed = 3) {
+    std::string ptx = kernel;
+    ptx.replace(ptx.find("INIT"), 4, init);
+    Emulator emulator(parse_module(ptx, "count.ptx"));
+    uint32_t out = 0;
+    emulator.add_global(&out, sizeof out);
+    const LaunchCounts c = emulator.launch("count", emulator.pack_params("count", {reinterpret_cast<uint64_t>(&out)}),
+                                           {{1, 1, 1}, {64, 1, 1}, 0, seed});
+    EXPECT_EQ(out, 64u);
+    return c;
+  };
+  const std::string store = "\tmov.u32 \t%r5, 0;\n\t@!%p1 st.shared.u32 \t[%r2], %r5;\n";
+  EXPECT_NE(refusal([&] { run(""); }).find("initcheck: reads shared memory at offset 0 that no thread of the block wrote"),
+            std::string::npos);
+  // (in index order, thread 0 stores first: thread 1's atomic meets its store; shuffled, a thread's
+  // atomic may come first, before anything is written: initcheck's then)
+  const std::string unordered = refusal([&] { run(store, 0); });
+  EXPECT_NE(unordered.find("atom.shared.add.u32: racecheck: writes shared memory at offset 0, which thread (0,0,0) "
+                           "wrote"),
+            std::string::npos)
+      << unordered;
+  const LaunchCounts c = run(store + "\tbar.sync \t0;\n");
+  // (two warps' atomics, two requests; thread 0's store and load, one each)
+  EXPECT_EQ(c.shared_requests, 4u);
+}
+
 // A warp's lanes at two shuffles (one a branch's side): each lane's operands are its own
 // instruction's, which the emulator does not run together: refused, never run with the first
 // lane's registers; and a shuffle without .sync (no member mask) refused with its line.
