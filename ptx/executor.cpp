@@ -32,7 +32,8 @@ constexpr uint64_t kWindowBytes = uint64_t{1} << 40;
 // param state space, above any kernel's parameter buffer: they are the thread's own, kept after
 // its .local variables, and written as well as read.
 constexpr uint64_t kCallParameters = uint64_t{1} << 32;
-// A thread that runs this many instructions without meeting another is taken to loop for ever.
+// A warp that runs this many instructions without its lanes waiting (at a barrier or a warp
+// collective) or ending is taken to loop for ever.
 constexpr uint64_t kStepBudget = uint64_t{1} << 32;
 
 uint64_t mask_of(int bits) { return bits >= 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1; }
@@ -160,7 +161,7 @@ struct BlockRun {
   int first_lane = 0;  // where each_lane begins a warp's lanes (seeded)
   bool interleave = false;        // (a seed: warps and their groups in a seeded order, for seeded quanta)
   std::mt19937_64 schedule;       // (that order's draws)
-  std::vector<uint64_t> warp_steps;  // per warp: instructions since it last parted or met another thread
+  std::vector<uint64_t> warp_steps;  // per warp: instructions since its lanes last waited or ended
   std::array<uint64_t, kOps> by_op{};  // (counted here, a map's lookup too slow per instruction)
   std::vector<uint64_t> register_mask;  // per register: the bits its type holds
   std::vector<InstructionClass> classes;  // per instruction: its class and FLOPs (counters.h)
@@ -442,7 +443,8 @@ struct BlockRun {
 
   // The bytes at `address` of `space` (generic addresses resolved by window), checked: inside
   // memory that exists for it and aligned to `bytes` (compute-sanitizer's memcheck).
-  // `atomic`: an atom/red, which no other access races with (racecheck leaves it out).
+  // `atomic`: an atom/red: global racecheck leaves it out (atomics race with nothing there);
+  // shared memory's checks take it as an atomic (shared_checks.h: plain accesses race with it).
   // `read_bytes`: of a read (or an atomic's), the bytes it takes (cp.async's src-size), which
   // initcheck checks; the rest of `bytes` is memcheck's alone.
   uint8_t* memory(Thread& t, const Instruction& in, Where space, uint64_t addr, size_t bytes, bool write,
@@ -818,7 +820,9 @@ struct BlockRun {
   // or the warp's turn is spent (`quantum`, counted down; none: no limit): then they yield, and
   // it returns true for the last alone.
   bool run_group(size_t base, uint32_t mask, size_t pc, uint64_t* quantum, const Meeting& meet) {
-    uint64_t& steps = warp_steps[base / 32];  // (since the warp last parted or met another thread)
+    // (since the warp's lanes last waited or ended: not since they parted or met, which a loop
+    // with a divergent branch does every turn, for ever if it never ends)
+    uint64_t& steps = warp_steps[base / 32];
     for (;;) {
       if (pc >= entry.body.size()) {
         each_lane(base, mask, [&](Thread& t) { t.pc = pc, t.wait = Wait::Done; });
@@ -826,7 +830,7 @@ struct BlockRun {
       }
       if (meet.reached(pc)) {  // (the warp's other lanes are here, or behind: they go on together)
         each_lane(base, mask, [&](Thread& t) { t.pc = pc; });
-        return steps = 0, false;
+        return false;
       }
       if (quantum && (*quantum)-- == 0) {
         each_lane(base, mask, [&](Thread& t) { t.pc = pc; });
@@ -835,7 +839,7 @@ struct BlockRun {
       const Instruction& in = entry.body[pc];
       if (++steps > kStepBudget)
         fail(threads[base + static_cast<size_t>(std::countr_zero(mask))], in,
-             "ran 2^32 instructions without meeting another thread: an endless loop?");
+             "ran 2^32 instructions without waiting at a barrier or a warp collective: an endless loop?");
       const auto lanes = static_cast<uint64_t>(std::popcount(mask));
       counts.thread_instructions += lanes;  // (%clock64 reads it)
       issued[pc] += lanes;
@@ -858,7 +862,7 @@ struct BlockRun {
           continue;
         }
         each_lane(base, mask, [&](Thread& t) { t.pc = active >> (t.linear % 32) & 1 ? pc + 1 : after; });
-        return steps = 0, false;
+        return false;
       }
       if (op == Op::Bra || (op == Op::Ret && !in.operands.empty())) {  // (an inlined function's ret: a branch)
         if (active == mask || active == 0) {
@@ -867,7 +871,7 @@ struct BlockRun {
           // not a turn of the loop ahead: they meet there in the same turn, as a GPU reconverges)
           if (to < pc && meet.count > 0) {
             each_lane(base, mask, [&](Thread& t) { t.pc = to, t.parked = true; });
-            return steps = 0, false;
+            return false;
           }
           pc = to;
           continue;
@@ -875,7 +879,7 @@ struct BlockRun {
         each_lane(base, mask, [&](Thread& t) {
           t.pc = active >> (t.linear % 32) & 1 ? static_cast<size_t>(in.operands.at(0).label) : pc + 1;
         });
-        return steps = 0, false;  // (parted: run_warp takes the lowest group next, or a seeded one)
+        return false;  // (parted: run_warp takes the lowest group next, or a seeded one)
       }
       if (active != 0) {
         if (const Wait wait = waits_at(threads[base + static_cast<size_t>(std::countr_zero(active))], in);

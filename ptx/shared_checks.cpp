@@ -35,7 +35,7 @@ std::optional<SharedHazard> SharedShadow::read(uint32_t thread, uint32_t pc, uin
     Cell& c = cells_[b];
     if (!found && !written(c) && declared_[b])
       found = SharedHazard{SharedHazard::Kind::Uninitialised, b, 0, 0};
-    for (const Stamp* w : {&c.write, &c.atomic})
+    for (const Stamp* w : {&c.write, &c.atomic, &c.other_atomic})
       if (!found && !ordered(*w, thread)) found = SharedHazard{SharedHazard::Kind::ReadAfterWrite, b, w->thread, w->pc};
     if (c.read.thread != thread && !ordered(c.read, thread)) c.other_read = c.read;
     c.read = now;
@@ -48,7 +48,7 @@ std::optional<SharedHazard> SharedShadow::write(uint32_t thread, uint32_t pc, ui
   const Stamp now = stamp(thread, pc);
   for (uint64_t b = offset; b < offset + n; ++b) {
     Cell& c = cells_[b];
-    for (const Stamp* w : {&c.write, &c.atomic})
+    for (const Stamp* w : {&c.write, &c.atomic, &c.other_atomic})
       if (!found && w->epoch >= block_start_ && !ordered(*w, thread))
         found = SharedHazard{SharedHazard::Kind::WriteAfterWrite, b, w->thread, w->pc};
     for (const Stamp* r : {&c.read, &c.other_read})
@@ -71,6 +71,7 @@ std::optional<SharedHazard> SharedShadow::atomic(uint32_t thread, uint32_t pc, u
     for (const Stamp* r : {&c.read, &c.other_read})
       if (!found && r->epoch >= block_start_ && !ordered(*r, thread))
         found = SharedHazard{SharedHazard::Kind::WriteAfterRead, b, r->thread, r->pc};
+    if (c.atomic.thread != thread && !ordered(c.atomic, thread)) c.other_atomic = c.atomic;
     c.atomic = now;
   }
   return found;

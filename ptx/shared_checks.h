@@ -51,7 +51,9 @@ class SharedShadow {
   };
   struct Cell {
     Stamp write, read, other_read;  // (two readers kept: a hazard with either is found)
-    Stamp atomic;  // the last atomic's (with which other atomics do not race, plain accesses do)
+    // The last atomic's and another thread's before it, unordered with it (with which other
+    // atomics do not race, plain accesses do: kept two, as readers are)
+    Stamp atomic, other_atomic;
   };
   // Whether the byte of `c` was written in this block, by a store or an atomic.
   bool written(const Cell& c) const { return c.write.epoch >= block_start_ || c.atomic.epoch >= block_start_; }

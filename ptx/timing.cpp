@@ -129,11 +129,6 @@ void BlockTimer::issue(size_t warp, size_t pc) {
     for (size_t g = 0; g < waited; ++g) at = std::max(at, groups[g]);
     groups.erase(groups.begin(), groups.begin() + static_cast<std::ptrdiff_t>(waited));
     if (d.uncommitted_too) at = std::max(at, open_copies_[warp]), open_copies_[warp] = 0;
-  } else if (d.async == Decoded::Async::Copy) {
-    open_copies_[warp] = std::max(open_copies_[warp], at + d.latency);
-  } else if (d.async == Decoded::Async::Commit) {
-    committed_[warp].push_back(open_copies_[warp]);
-    open_copies_[warp] = 0;
   }
   // (the first cycle from `at` no other instruction of the block took: one issue a cycle)
   std::vector<bool>& busy = busy_[warp];
@@ -142,6 +137,12 @@ void BlockTimer::issue(size_t warp, size_t pc) {
   if (slot >= busy.size()) busy.resize(slot + 1, false);
   busy[slot] = true;
   at = floor_[warp] + slot;
+  if (d.async == Decoded::Async::Copy) {  // (its data lands a global latency after it issues)
+    open_copies_[warp] = std::max(open_copies_[warp], at + d.latency);
+  } else if (d.async == Decoded::Async::Commit) {
+    committed_[warp].push_back(open_copies_[warp]);
+    open_copies_[warp] = 0;
+  }
   for (uint32_t i = 0; i < d.results; ++i) ready[operands_[d.first_result + i]] = at + d.latency;
   end_[warp] = std::max(end_[warp], at + 1);
   if (d.ends_block) close_block(warp);

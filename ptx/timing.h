@@ -27,8 +27,8 @@ namespace bertc::ptx {
 struct Latencies {
   uint32_t alu = 0;      // integer and f32 arithmetic, moves, comparisons, conversions
   uint32_t special = 0;  // the special function unit: ex2, lg2, rcp, sqrt, rsqrt, sin, cos, tanh, div
-  uint32_t shared = 0;   // ld.shared, ldmatrix, shuffles and votes (the shared-memory pipe)
-  uint32_t global = 0;   // ld of global, const or generic memory, atomics, cp.async's data (DRAM: no cache)
+  uint32_t shared = 0;   // ld.shared, ldmatrix, shared atomics, shuffles and votes (the shared-memory pipe)
+  uint32_t global = 0;   // ld of global, const or generic memory, global atomics, cp.async's data (DRAM: no cache)
   uint32_t mma = 0;      // mma.sync
   uint32_t barrier = 0;  // bar.sync after the last warp arrives
 };
@@ -45,7 +45,8 @@ class BlockTimer {
   void issue(size_t warp, size_t pc);
   // The warps of `warps` leave a barrier they all waited at: at the latest arrival plus its cost.
   void release(std::span<const size_t> warps);
-  // The block's cycles: its slowest warp's last issue.
+  // The block's cycles: its slowest warp's last issue, or the last of its results to be ready if
+  // later (a load's before the kernel ends).
   uint64_t cycles() const;
 
  private:

@@ -150,9 +150,11 @@ void PtxDevice::load(const std::vector<const codegen::KernelSpec*>& kernels) {
     for (const codegen::GpuImage& image : codegen::compile_all(*compilers_->cubin, sources, cache_))
       registers[image.name] = static_cast<uint32_t>(image.ptxas.registers);
   for (const codegen::GpuImage& image : codegen::compile_all(compilers_->ptx, sources, cache_)) {
-    auto loaded = std::make_unique<Loaded>(Loaded{ptx::Emulator(ptx::parse_module(image.image, image.name)),
-                                                  arch_limits(sm_, registers[image.name])});
-    if (!registers.count(image.name))
+    const auto counted = registers.find(image.name);  // (none: no cubin, the launch bounds' cap below)
+    auto loaded = std::make_unique<Loaded>(
+        Loaded{ptx::Emulator(ptx::parse_module(image.image, image.name)),
+               arch_limits(sm_, counted == registers.end() ? 0 : counted->second)});
+    if (counted == registers.end())
       if (const ptx::Entry* entry = loaded->emulator.module().entry(image.name))
         loaded->register_bound =  // (64 K: a block's most, a multiprocessor's too on every GPU here)
             ptx::launch_bounds_registers(*entry, loaded->limits.registers_per_block);

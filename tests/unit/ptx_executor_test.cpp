@@ -13,6 +13,7 @@
 #include "ptx/global_races.h"
 #include "ptx/projection.h"
 #include "ptx/semantics.h"
+#include "ptx/shared_checks.h"
 #include "refusal.h"
 
 namespace bertc::ptx {
@@ -1658,6 +1659,18 @@ $L_done:
   const LaunchCounts c = run(store + "\tbar.sync \t0;\n");
   // (two warps' atomics, two requests; thread 0's store and load, one each)
   EXPECT_EQ(c.shared_requests, 4u);
+  // A plain read after other threads' atomics with no barrier between: a race, with whichever of
+  // the two last atomics it meets (thread 1's read after thread 0's and its own atomic).
+  SharedShadow shadow;
+  shadow.begin_block(4, 1, {{0, 4}});
+  ASSERT_FALSE(shadow.write(0, 1, 0, 4));
+  shadow.barrier();
+  ASSERT_FALSE(shadow.atomic(0, 2, 0, 4));
+  ASSERT_FALSE(shadow.atomic(1, 2, 0, 4));  // (atomics among themselves: no race)
+  const std::optional<SharedHazard> read = shadow.read(1, 3, 0, 4);
+  ASSERT_TRUE(read);
+  EXPECT_EQ(read->kind, SharedHazard::Kind::ReadAfterWrite);
+  EXPECT_EQ(read->other_thread, 0u);
 }
 
 // A warp's lanes at two shuffles (one a branch's side): each lane's operands are its own
