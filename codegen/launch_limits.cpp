@@ -15,6 +15,7 @@ LaunchLimits launch_limits(int sm) {
     l.shared_bytes_per_block = static_cast<int64_t>(gpu->shared_kb_per_block * 1024);
     l.multiprocessors = gpu->multiprocessors;
     l.warps_per_multiprocessor = gpu->max_warps_per_sm;
+    l.latency = gpu->latency;
   }
   return l;
 }

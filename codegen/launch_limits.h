@@ -9,6 +9,7 @@
 #include <string>
 
 #include "codegen/kernel.h"
+#include "passes/targets.h"
 
 namespace bertc::codegen {
 
@@ -21,6 +22,7 @@ struct LaunchLimits {
   std::string gpu = "a GPU";                   // "Tesla P40 (sm_61)", for messages
   int64_t shared_bytes_per_block = 48 << 10;  // static and dynamic together, the opt-in maximum
   int64_t multiprocessors = 0, warps_per_multiprocessor = 0;  // (0: no GPU of the arch in the table)
+  passes::CycleLatencies latency{};  // its latencies, for the PTX emulator's timing (0: none in the table)
 };
 
 // The limits of sm_`sm` (the shapes the same for every arch bertc targets; sm 0: the host

@@ -9,7 +9,6 @@
 #include <fmt/format.h>
 
 #include "codegen/launch_limits.h"
-#include "passes/targets.h"
 #include "codegen/nvrtc_compiler.h"
 #include "codegen/render.h"
 #include "ir/kernel_family.h"
@@ -73,8 +72,8 @@ std::optional<codegen::NvrtcCompiler> cubin_compiler(int sm) {
 
 }  // namespace
 
-ptx::Latencies ptx_latencies(const passes::GpuSpec& gpu) {
-  const passes::CycleLatencies& l = gpu.latency;
+ptx::Latencies ptx_latencies(int sm) {
+  const auto l = codegen::launch_limits(sm).latency;
   auto cycles = [](int n) { return static_cast<uint32_t>(n); };
   return {cycles(l.alu), cycles(l.special), cycles(l.shared), cycles(l.global), cycles(l.mma), cycles(l.barrier)};
 }
@@ -200,8 +199,7 @@ void PtxDevice::issue_launch(const codegen::KernelSpec& k, void** args, const La
         }
         // (blocks and warps shuffled, seed 1: a kernel that is right gives the same in any order)
         ptx::LaunchConfig config{dim3_of(k.grid), dim3_of(k.block), 0, 1, loaded->limits};
-        // (timed with the arch's first GPU's latencies: its projections are latency-aware)
-        if (const std::optional<passes::GpuSpec> gpu = passes::gpu_of_sm(sm_)) config.latencies = ptx_latencies(*gpu);
+        config.latencies = ptx_latencies(sm_);  // (the arch's first GPU's: its projections are latency-aware)
         // (a family whose blocks' work is the data's runs whole, every launch: a sample would count
         // its heavy blocks as the grid's, e.g. scatter_add's heads of runs of 2048 equal token types)
         if (sampled) config.sample_blocks = sample_blocks_;

@@ -14,14 +14,11 @@
 #include "ptx/executor.h"
 #include "runtime/host_device.h"
 
-namespace bertc::passes {
-struct GpuSpec;
-}
-
 namespace bertc::runtime {
 
-// The GPU table's latencies of `gpu` for the PTX emulator's timing model (ptx/timing.h).
-ptx::Latencies ptx_latencies(const passes::GpuSpec& gpu);
+// The latencies of sm_`sm`'s first GPU in the table (codegen/launch_limits.h) for the PTX
+// emulator's timing model (ptx/timing.h); all 0 where the table has none (not timed).
+ptx::Latencies ptx_latencies(int sm);
 
 // One launch on the PTX device and what it executed.
 struct PtxLaunchRecord {
