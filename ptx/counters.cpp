@@ -100,20 +100,22 @@ uint32_t lanes_a_phase(const std::vector<LaneAccess>& request) {
 
 uint64_t shared_wavefronts(const std::vector<LaneAccess>& request) {
   const uint32_t per_phase = lanes_a_phase(request);
-  // (phase, bank, word) of every word touched, sorted and made unique: then the longest run of
-  // one (phase, bank) is that phase's wavefronts. No map or set: this runs for every request.
-  std::vector<std::array<uint64_t, 3>> touched;
+  // (phase, bank, word) of every word touched, packed in one integer (a phase below 32, a bank
+  // below 32, a word of shared memory below 2^32), sorted and made unique: then the longest run of
+  // one (phase, bank) is that phase's wavefronts. No map or set, and integers rather than tuples
+  // to sort: this runs for every request.
+  std::vector<uint64_t> touched;
   touched.reserve(request.size() * 4);
   for (const LaneAccess& a : request)
     for (uint64_t word = a.offset / 4; word <= (a.offset + std::max<uint32_t>(a.bytes, 1) - 1) / 4; ++word)
-      touched.push_back({a.lane / per_phase, word % 32, word});
+      touched.push_back((uint64_t{a.lane / per_phase} << 37) | ((word % 32) << 32) | (word & 0xffffffffu));
   std::sort(touched.begin(), touched.end());
   touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
   std::array<uint64_t, 32> most{};  // per phase (at most 4; 32 for safety)
   for (size_t i = 0; i < touched.size();) {
     size_t j = i;
-    while (j < touched.size() && touched[j][0] == touched[i][0] && touched[j][1] == touched[i][1]) ++j;
-    uint64_t& phase = most.at(touched[i][0]);
+    while (j < touched.size() && touched[j] >> 32 == touched[i] >> 32) ++j;  // (one phase and bank)
+    uint64_t& phase = most.at(touched[i] >> 37);
     phase = std::max<uint64_t>(phase, j - i);
     i = j;
   }

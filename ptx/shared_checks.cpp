@@ -15,17 +15,11 @@ void SharedShadow::begin_block(uint64_t bytes, uint32_t warps,
     std::fill(declared_.begin() + static_cast<std::ptrdiff_t>(std::min<uint64_t>(begin, declared_.size())),
               declared_.begin() + static_cast<std::ptrdiff_t>(std::min<uint64_t>(end, declared_.size())), true);
   if (warp_epoch_.size() < warps) warp_epoch_.resize(warps, 0);
+  atomics_in_block_ = false;
 }
 
 SharedShadow::Stamp SharedShadow::stamp(uint32_t thread, uint32_t pc) const {
   return {thread, pc, epoch_, warp_epoch_.at(thread / 32)};
-}
-
-// Whether `earlier` happened before what `thread` does now: the same thread (program order), a
-// block barrier since, or a collective of their one warp since.
-bool SharedShadow::ordered(const Stamp& earlier, uint32_t thread) const {
-  if (earlier.epoch == 0 || earlier.thread == thread || earlier.epoch < epoch_) return true;
-  return earlier.thread / 32 == thread / 32 && earlier.warp_epoch < warp_epoch_.at(thread / 32);
 }
 
 std::optional<SharedHazard> SharedShadow::read(uint32_t thread, uint32_t pc, uint64_t offset, uint64_t n) {
@@ -33,10 +27,13 @@ std::optional<SharedHazard> SharedShadow::read(uint32_t thread, uint32_t pc, uin
   const Stamp now = stamp(thread, pc);
   for (uint64_t b = offset; b < offset + n; ++b) {
     Cell& c = cells_[b];
-    if (!found && !written(c) && declared_[b])
+    if (!found && !written(c, b) && declared_[b])
       found = SharedHazard{SharedHazard::Kind::Uninitialised, b, 0, 0};
-    for (const Stamp* w : {&c.write, &c.atomic, &c.other_atomic})
-      if (!found && !ordered(*w, thread)) found = SharedHazard{SharedHazard::Kind::ReadAfterWrite, b, w->thread, w->pc};
+    if (!found && !ordered(c.write, thread))
+      found = SharedHazard{SharedHazard::Kind::ReadAfterWrite, b, c.write.thread, c.write.pc};
+    if (atomics_in_block_)
+      for (const Stamp* w : {&atomic_cells_[b].atomic, &atomic_cells_[b].other_atomic})
+        if (!found && !ordered(*w, thread)) found = SharedHazard{SharedHazard::Kind::ReadAfterWrite, b, w->thread, w->pc};
     if (c.read.thread != thread && !ordered(c.read, thread)) c.other_read = c.read;
     c.read = now;
   }
@@ -48,9 +45,12 @@ std::optional<SharedHazard> SharedShadow::write(uint32_t thread, uint32_t pc, ui
   const Stamp now = stamp(thread, pc);
   for (uint64_t b = offset; b < offset + n; ++b) {
     Cell& c = cells_[b];
-    for (const Stamp* w : {&c.write, &c.atomic, &c.other_atomic})
-      if (!found && w->epoch >= block_start_ && !ordered(*w, thread))
-        found = SharedHazard{SharedHazard::Kind::WriteAfterWrite, b, w->thread, w->pc};
+    if (!found && c.write.epoch >= block_start_ && !ordered(c.write, thread))
+      found = SharedHazard{SharedHazard::Kind::WriteAfterWrite, b, c.write.thread, c.write.pc};
+    if (atomics_in_block_)
+      for (const Stamp* w : {&atomic_cells_[b].atomic, &atomic_cells_[b].other_atomic})
+        if (!found && w->epoch >= block_start_ && !ordered(*w, thread))
+          found = SharedHazard{SharedHazard::Kind::WriteAfterWrite, b, w->thread, w->pc};
     for (const Stamp* r : {&c.read, &c.other_read})
       if (!found && r->epoch >= block_start_ && !ordered(*r, thread))
         found = SharedHazard{SharedHazard::Kind::WriteAfterRead, b, r->thread, r->pc};
@@ -62,17 +62,22 @@ std::optional<SharedHazard> SharedShadow::write(uint32_t thread, uint32_t pc, ui
 std::optional<SharedHazard> SharedShadow::atomic(uint32_t thread, uint32_t pc, uint64_t offset, uint64_t n) {
   std::optional<SharedHazard> found;
   const Stamp now = stamp(thread, pc);
+  if (!atomics_in_block_) {
+    atomic_cells_.assign(cells_.size(), AtomicCell{});  // (older blocks' atomics are not this one's)
+    atomics_in_block_ = true;
+  }
   for (uint64_t b = offset; b < offset + n; ++b) {
     Cell& c = cells_[b];
-    if (!found && !written(c) && declared_[b])
+    AtomicCell& a = atomic_cells_[b];
+    if (!found && !written(c, b) && declared_[b])
       found = SharedHazard{SharedHazard::Kind::Uninitialised, b, 0, 0};
     else if (!found && c.write.epoch >= block_start_ && !ordered(c.write, thread))
       found = SharedHazard{SharedHazard::Kind::WriteAfterWrite, b, c.write.thread, c.write.pc};
     for (const Stamp* r : {&c.read, &c.other_read})
       if (!found && r->epoch >= block_start_ && !ordered(*r, thread))
         found = SharedHazard{SharedHazard::Kind::WriteAfterRead, b, r->thread, r->pc};
-    if (c.atomic.thread != thread && !ordered(c.atomic, thread)) c.other_atomic = c.atomic;
-    c.atomic = now;
+    if (a.atomic.thread != thread && !ordered(a.atomic, thread)) a.other_atomic = a.atomic;
+    a.atomic = now;
   }
   return found;
 }

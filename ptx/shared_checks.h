@@ -51,16 +51,29 @@ class SharedShadow {
   };
   struct Cell {
     Stamp write, read, other_read;  // (two readers kept: a hazard with either is found)
-    // The last atomic's and another thread's before it, unordered with it (with which other
-    // atomics do not race, plain accesses do: kept two, as readers are)
+  };
+  // The last atomic's and another thread's before it, unordered with it (with which other atomics
+  // do not race, plain accesses do: kept two, as readers are). Apart from Cell, and looked at only
+  // in a block that has run an atomic: most kernels have none, and every plain access of theirs
+  // would pay for them (a third more time in `bertc check` when they were in Cell).
+  struct AtomicCell {
     Stamp atomic, other_atomic;
   };
-  // Whether the byte of `c` was written in this block, by a store or an atomic.
-  bool written(const Cell& c) const { return c.write.epoch >= block_start_ || c.atomic.epoch >= block_start_; }
-  bool ordered(const Stamp& earlier, uint32_t thread) const;
+  // Whether byte `b` was written in this block, by a store or an atomic.
+  bool written(const Cell& c, uint64_t b) const {
+    return c.write.epoch >= block_start_ || (atomics_in_block_ && atomic_cells_[b].atomic.epoch >= block_start_);
+  }
+  // Whether `earlier` happened before what `thread` does now: the same thread (program order), a
+  // block barrier since, or a collective of their one warp since.
+  bool ordered(const Stamp& earlier, uint32_t thread) const {
+    if (earlier.epoch == 0 || earlier.thread == thread || earlier.epoch < epoch_) return true;
+    return earlier.thread / 32 == thread / 32 && earlier.warp_epoch < warp_epoch_[thread / 32];
+  }
   Stamp stamp(uint32_t thread, uint32_t pc) const;
 
   std::vector<Cell> cells_;
+  std::vector<AtomicCell> atomic_cells_;  // (sized at a block's first atomic)
+  bool atomics_in_block_ = false;
   std::vector<bool> declared_;  // per byte: inside a variable (initcheck's domain)
   std::vector<uint32_t> warp_epoch_;
   uint32_t epoch_ = 1, block_start_ = 1;
