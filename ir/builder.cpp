@@ -247,6 +247,7 @@ Tensor operator-(double s, Tensor a) { return a.builder().constant(s, a.dtype())
 Tensor operator*(Tensor a, double s) { return a * a.builder().constant(s, a.dtype()); }
 Tensor operator-(Tensor a) { return a.builder().op(OpKind::Neg, {a}); }
 Tensor exp(Tensor x) { return x.builder().op(OpKind::Exp, {x}); }
+Tensor expm1(Tensor x) { return x.builder().op(OpKind::Expm1, {x}); }
 Tensor log(Tensor x) { return x.builder().op(OpKind::Log, {x}); }
 Tensor sqrt(Tensor x) { return x.builder().op(OpKind::Sqrt, {x}); }
 Tensor rsqrt(Tensor x) { return x.builder().op(OpKind::Rsqrt, {x}); }

@@ -156,6 +156,7 @@ Tensor operator-(double s, Tensor a);
 Tensor operator*(Tensor a, double s);
 Tensor operator-(Tensor a);
 Tensor exp(Tensor x);
+Tensor expm1(Tensor x);
 Tensor log(Tensor x);
 Tensor sqrt(Tensor x);
 Tensor rsqrt(Tensor x);

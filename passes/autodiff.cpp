@@ -98,6 +98,7 @@ class Differentiator {
     switch (op.kind) {
       case OpKind::Neg: return accumulate(x, -dy);
       case OpKind::Exp: return accumulate(x, dy * result(op));
+      case OpKind::Expm1: return accumulate(x, dy * (result(op) + 1.0));  // (e^x = y + 1)
       case OpKind::Log: return accumulate(x, dy / operand(op, 0));
       case OpKind::Sqrt: return accumulate(x, (dy * 0.5) / result(op));
       case OpKind::Rsqrt: {

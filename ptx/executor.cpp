@@ -947,7 +947,7 @@ struct BlockRun {
       for (size_t i = 0; i < n; ++i) sources[i] = value(t, in, in.operands[i + 1], type);
       Computed c;
       try {
-        c = compute(op, std::span<const uint64_t>(sources.data(), n));
+        c = compute(op, std::span<const uint64_t>(sources.data(), n), {config.approx, config.seed});
       } catch (const std::exception& e) {
         fail(t, in, e.what());
       }

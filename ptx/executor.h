@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "ptx/counters.h"
+#include "ptx/approximations.h"
 #include "ptx/global_checks.h"
 #include "ptx/launch_limits.h"
 #include "ptx/module.h"
@@ -57,6 +58,10 @@ struct LaunchConfig {
   // The GPU's latencies for the timing model (timing.h): each block's critical path in
   // LaunchCounts::block_cycles (alu 0: not timed).
   Latencies latencies;
+  // The approximate instructions' results (approximations.h): correctly rounded, or each at the edge
+  // of the ISA's error bound in a direction the seed and its sources pick, so that a comparison with
+  // a reference proves its tolerances hold for any GPU's approximations.
+  ApproxResults approx = ApproxResults::CorrectlyRounded;
 };
 
 // What a launch executed: thread-instructions issued (predicated off or not), by operation and by

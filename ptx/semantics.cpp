@@ -87,6 +87,9 @@ uint64_t float_arith(const Opcode& op, std::span<const uint64_t> s) {
   const bool ftz = op.has(Mod::ftz);
   auto read = [&](uint64_t bits) { return flush(f32(bits), ftz); };
   const float a = read(s[0]), b = operand(1, read), c = operand(2, read);
+  // (div.approx is a * (1/b): for |b| in (2^126, 2^128) the ISA defines 0, or NaN where a is infinite)
+  if (op.op == Op::Div && op.has(Mod::approx) && std::isfinite(b) && std::fabs(b) > 0x1p126f)
+    return std::isinf(a) ? 0x7fffffff : bits_of(std::copysign(0.0f, a) * std::copysign(1.0f, b));  // (the canonical NaN)
   const float r = flush(with_rounding(mode, [&] { return float_op<float>(op, a, b, c); }), ftz);
   return bits_of(op.has(Mod::sat) ? saturate(r) : r);
 }
@@ -497,7 +500,9 @@ uint16_t f32_to_bf16(float f) {
 
 float bf16_to_f32(uint16_t b) { return std::bit_cast<float>(static_cast<uint32_t>(b) << 16); }
 
-Computed compute(const Opcode& op, std::span<const uint64_t> s) {
+namespace {
+
+Computed exact_compute(const Opcode& op, std::span<const uint64_t> s) {
   switch (op.op) {
     case Op::Mov: return {s[0]};
     case Op::Selp: return {(s[2] & 1) ? s[0] : s[1]};
@@ -557,6 +562,16 @@ Computed compute(const Opcode& op, std::span<const uint64_t> s) {
       return {integer_arith(op, s)};
     default: not_modelled(op, "this instruction outside the executor");
   }
+}
+
+}  // namespace
+
+Computed compute(const Opcode& op, std::span<const uint64_t> s, const Approximation& approximation) {
+  Computed c = exact_compute(op, s);
+  if (approximation.results == ApproxResults::WorstCase && is_approximate(op) && op.type() == Type::F32)
+    c.value = bits_of(flush(f32(worst_case_result(op, s, static_cast<uint32_t>(c.value), approximation.seed)),
+                            op.has(Mod::ftz)));
+  return c;
 }
 
 }  // namespace bertc::ptx

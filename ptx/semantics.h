@@ -5,14 +5,16 @@
 // Values travel as raw bits in 64-bit words: an operand of type T is its low type_bits(T) bits;
 // floats are IEEE bits (f16 and bf16 in the low 16). The approximate instructions (ex2, lg2, sin,
 // cos, rsqrt, tanh .approx; rcp and div .approx; sqrt .approx) return the correctly rounded result
-// of the exact function, which lies inside every maximum error the ISA states for them; a kernel
-// whose results depend on the hardware's particular approximation is outside what this checks.
+// of the exact function, which lies inside every maximum error the ISA states for them, or, asked
+// for, a worst case at the edge of that error (approximations.h); a kernel whose results depend on
+// the hardware's particular approximation is outside what this checks.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <span>
 
+#include "ptx/approximations.h"
 #include "ptx/opcode.h"
 
 namespace bertc::ptx {
@@ -27,7 +29,8 @@ struct Computed {
 // division by zero), and std::invalid_argument for an instruction or form not modelled yet.
 // Precondition: the host rounds to nearest (its default; Emulator::launch checks it), the mode
 // directed roundings (.rz .rm .rp) are set from and restored to.
-Computed compute(const Opcode& op, std::span<const uint64_t> sources);
+// `approximation`: how the approximate instructions' results are made (approximations.h).
+Computed compute(const Opcode& op, std::span<const uint64_t> sources, const Approximation& approximation = {});
 
 // IEEE binary16 and bfloat16 conversions, rounding to nearest even (NaN kept a NaN).
 uint16_t f32_to_f16(float f);

@@ -36,6 +36,7 @@ constexpr double kInvSqrt2Pi = 0.39894228040143267794;
 
 template <typename T> void eval_Neg(OpEval<T>& e) { unary(e, [](T x) { return -x; }); }
 template <typename T> void eval_Exp(OpEval<T>& e) { unary(e, [](T x) { return std::exp(x); }); }
+template <typename T> void eval_Expm1(OpEval<T>& e) { unary(e, [](T x) { return std::expm1(x); }); }
 template <typename T> void eval_Log(OpEval<T>& e) { unary(e, [](T x) { return std::log(x); }); }
 template <typename T> void eval_Sqrt(OpEval<T>& e) { unary(e, [](T x) { return std::sqrt(x); }); }
 template <typename T> void eval_Rsqrt(OpEval<T>& e) { unary(e, [](T x) { return T(1) / std::sqrt(x); }); }
@@ -106,6 +107,7 @@ void eval_Cast(OpEval<T>& e) {
 
 BERTC_INSTANTIATE_EVAL(eval_Neg)
 BERTC_INSTANTIATE_EVAL(eval_Exp)
+BERTC_INSTANTIATE_EVAL(eval_Expm1)
 BERTC_INSTANTIATE_EVAL(eval_Log)
 BERTC_INSTANTIATE_EVAL(eval_Sqrt)
 BERTC_INSTANTIATE_EVAL(eval_Rsqrt)

@@ -200,6 +200,7 @@ void PtxDevice::issue_launch(const codegen::KernelSpec& k, void** args, const La
         // (blocks and warps shuffled, seed 1: a kernel that is right gives the same in any order)
         ptx::LaunchConfig config{dim3_of(k.grid), dim3_of(k.block), 0, 1, loaded->limits};
         config.latencies = ptx_latencies(sm_);  // (the arch's first GPU's: its projections are latency-aware)
+        config.approx = approx_;
         // (a family whose blocks' work is the data's runs whole, every launch: a sample would count
         // its heavy blocks as the grid's, e.g. scatter_add's heads of runs of 2048 equal token types)
         if (sampled) config.sample_blocks = sample_blocks_;

@@ -79,6 +79,10 @@ class PtxDevice : public HostDevice {
   // memory's initcheck is off while sampling (the blocks not run write nothing).
   void sample_blocks(uint32_t blocks) { sample_blocks_ = blocks; }
   uint32_t sampled_blocks() const { return sample_blocks_; }
+  // How the approximate instructions' results are made from now on (ptx/approximations.h):
+  // correctly rounded (the default), or at the edge of the ISA's error bounds, so that values
+  // compared with a reference show whether any GPU's approximations would pass.
+  void approximations(ptx::ApproxResults results) { approx_ = results; }
 
  private:
   struct Compilers;
@@ -96,6 +100,7 @@ class PtxDevice : public HostDevice {
   uint64_t unrecorded_ = 0;
   void record(PtxLaunchRecord record);
   uint32_t sample_blocks_ = 0;
+  ptx::ApproxResults approx_ = ptx::ApproxResults::CorrectlyRounded;
   // Which bytes of the allocations something wrote (initcheck of global memory; allocations made
   // while sampling are not tracked: sampled launches leave outputs unwritten).
   std::shared_ptr<ptx::GlobalShadow> written_ = std::make_shared<ptx::GlobalShadow>();

@@ -111,6 +111,15 @@ int check_program(const passes::TrainingProgram& program, const train::KernelsFo
                   const train::KernelsFor& optimizer_kernels, runtime::Device& device, const frontend::Config& config,
                   const CheckOptions& o, std::ostream& out) {
   auto* emulated = dynamic_cast<runtime::PtxDevice*>(&device);
+  if (emulated) {
+    const ptx::ApproxResults approx = o.approx.value_or(ptx::ApproxResults::WorstCase);
+    emulated->approximations(approx);
+    out << (approx == ptx::ApproxResults::WorstCase
+                ? "approximate instructions (ex2, rsqrt, tanh, division, ...): each result at the edge of the PTX ISA's "
+                  "error bound, up or down (--approx worst; ptx/approximations.h)\n"
+                : "approximate instructions (ex2, rsqrt, tanh, division, ...): correctly rounded (--approx rounded; a "
+                  "GPU's may be off by up to the PTX ISA's bounds)\n");
+  }
   if (o.sample_blocks > 0) {
     if (!emulated)
       throw std::invalid_argument(fmt::format("--sample-blocks samples the launches of the PTX emulator, and the "
@@ -145,6 +154,10 @@ std::shared_ptr<runtime::Device> open_check_device(const frontend::Config& confi
   if (o.sample_blocks > 0 && o.device != "ptx")
     throw std::invalid_argument(fmt::format("--sample-blocks samples the launches of the PTX emulator, and the device "
                                             "is {}: add --device ptx",
+                                            o.device));
+  if (o.approx && o.device != "ptx")
+    throw std::invalid_argument(fmt::format("--approx sets how the PTX emulator makes the approximate instructions' "
+                                            "results, and the device is {}: add --device ptx",
                                             o.device));
   runtime::DeviceRequest r{config.compile.arch.sm(), codegen::default_cache_folder()};
   r.instead = "check the kernels under emulation with --device host (check's default), or where a GPU is";

@@ -8,6 +8,13 @@
 
 #include "codegen/program.h"
 #include "frontend/model.h"
+#include "ir/enum_names.h"
+#include "ptx/approximations.h"
+
+namespace bertc::ptx {
+// (the names `bertc check --approx` takes: here, as ptx/ may not include ir/'s table macro)
+BERTC_ENUM_NAMES(ApproxResults, {ApproxResults::WorstCase, "worst"}, {ApproxResults::CorrectlyRounded, "rounded"})
+}  // namespace bertc::ptx
 
 namespace bertc::tools {
 
@@ -18,6 +25,10 @@ struct CheckOptions {
   // The PTX device only: run at most this many blocks of each launch and project from their counts
   // (runtime::PtxDevice::sample_blocks), comparing no value; 0: every block, every value compared.
   uint32_t sample_blocks = 0;
+  // The PTX device only: the approximate instructions' results (ptx/approximations.h). Worst: each
+  // at the edge of the PTX ISA's error bound, so that a pass says any GPU's ex2, rsqrt, tanh and
+  // division would pass too; unset: worst on the PTX device, and refused on any other.
+  std::optional<ptx::ApproxResults> approx;
 };
 
 // Returns 0 when every value is within tolerance, else 1 (after listing those beyond, the first

@@ -1054,6 +1054,13 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
       ->check(CLI::Range(2, 1 << 20))
       ->excludes(check_all)
       ->excludes("--tolerance");
+  check_cmd
+      ->add_option_function<std::string>(
+          "--approx", [&](const std::string& name) { check_options.approx = ir::enum_named<ptx::ApproxResults>(name); },
+          "With --device ptx: the approximate instructions' results (ex2, lg2, rsqrt, tanh, sin, cos, "
+          "rcp/sqrt/div .approx): worst (default: each at the edge of the PTX ISA's error bound, so that a pass "
+          "holds for any GPU's) or rounded (correctly rounded)")
+      ->check(CLI::IsMember(ir::enum_choices<ptx::ApproxResults>()));
   CompileFlags check_flags;
   check_flags.add_to(check_cmd);
 

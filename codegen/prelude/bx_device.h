@@ -67,11 +67,11 @@ BX_FN unsigned int bx_float_bits(float f) { return __float_as_uint(f); }
 BX_FN float bx_bits_float(unsigned int u) { return __uint_as_float(u); }
 
 BX_FN float bx_exp(float x) { return expf(x); }
+BX_FN float bx_expm1(float x) { return expm1f(x); }
 BX_FN float bx_log(float x) { return logf(x); }
 BX_FN float bx_sqrt(float x) { return sqrtf(x); }
 BX_FN float bx_rsqrt(float x) { return rsqrtf(x); }
 BX_FN float bx_tanh(float x) { return tanhf(x); }
-BX_FN float bx_pow(float x, float y) { return powf(x, y); }
 BX_FN float bx_erf(float x) { return erff(x); }
 BX_FN bool bx_isfinite(float x) { return isfinite(x); }
 BX_FN float bx_fmax(float a, float b) { return fmaxf(a, b); }

@@ -78,11 +78,11 @@ BX_FN unsigned int bx_atomic_cas(unsigned int* p, unsigned int expected, unsigne
 BX_FN float bx_volatile_load(const float* p) { return *p; }
 
 BX_FN float bx_exp(float x) { return std::exp(x); }
+BX_FN float bx_expm1(float x) { return std::expm1(x); }
 BX_FN float bx_log(float x) { return std::log(x); }
 BX_FN float bx_sqrt(float x) { return std::sqrt(x); }
 BX_FN float bx_rsqrt(float x) { return 1.0f / std::sqrt(x); }
 BX_FN float bx_tanh(float x) { return std::tanh(x); }
-BX_FN float bx_pow(float x, float y) { return std::pow(x, y); }
 BX_FN float bx_erf(float x) { return std::erf(x); }
 BX_FN bool bx_isfinite(float x) { return std::isfinite(x); }
 BX_FN float bx_fmax(float a, float b) { return std::fmax(a, b); }

@@ -253,7 +253,7 @@ codegen::KernelSpec planted_on_x(const std::string& name, const std::string& bod
   k.source = "BX_KERNEL void " + name + "(float* x) {\n  " + body + "\n}\n";
   k.params = {{codegen::ParamKind::Buffer, "x", "float*"}};
   k.grid = {1, 1, 1};
-  k.block = {threads, 1, 1};
+  k.block = {static_cast<int>(threads), 1, 1};
   return k;
 }
 

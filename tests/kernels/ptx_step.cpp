@@ -101,6 +101,9 @@ Launcher ptx_launcher(ptx::Emulator& emulator, PtxStepRun& run, uint64_t shrink,
     // (the reverse order runs threads and blocks shuffled: a kernel that is right gives the same)
     ptx::LaunchConfig config{dim(k.grid), dim(k.block), 0, order == codegen::ThreadOrder::Reverse ? 7u : 0u, limits};
     if (s.timed) config.latencies = runtime::ptx_latencies(s.sm);
+    // (every approximate instruction at the edge of the ISA's error bound: the reference's
+    // tolerances must hold for any GPU's ex2, rsqrt, tanh and division, not only for exact ones)
+    config.approx = ptx::ApproxResults::WorstCase;
     const auto start = std::chrono::steady_clock::now();
     const ptx::LaunchCounts launch = emulator.launch(k.name, emulator.pack_params(k.name, values), config);
     run.emulator_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

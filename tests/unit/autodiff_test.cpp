@@ -59,6 +59,7 @@ TEST(Gradients, UnaryOps) {
   const ir::Shape s{2, 3};
   check_rule([&](Builder& b) { return -b.param("x", s); });
   check_rule([&](Builder& b) { return exp(b.param("x", s)); });
+  check_rule([&](Builder& b) { return expm1(b.param("x", s)); });
   check_rule([&](Builder& b) { return log(positive(b.param("x", s))); });
   check_rule([&](Builder& b) { return sqrt(positive(b.param("x", s))); });
   check_rule([&](Builder& b) { return rsqrt(positive(b.param("x", s))); });
