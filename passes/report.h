@@ -44,6 +44,10 @@ struct CompileReport {
   int64_t flops_per_step = 0, bytes_per_step = 0;
   double step_seconds = 0, sequences_per_second = 0;  // roofline estimate (0 without a GPU)
   double seconds_to_compile = 0;     // all passes and planning, measured here
+  // Where the plan does not fit its GPU and a caller could build the model again: the device bytes
+  // of the same model at batch_size 1 with recompute full, the least the memory warning's fixes
+  // reach (the model at another batch size is the frontend's to build, not the passes').
+  std::optional<int64_t> smallest_device_bytes;
 
   // The device memory the plan takes: the larger of the step's and the optimizer's arenas (they run
   // one after the other, in one arena), the parameters, the optimizer state and one batch.

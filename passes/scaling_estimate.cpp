@@ -106,7 +106,9 @@ ScalingEstimate estimate_scaling(const ScalingSetup& s) {
     e.allreduce_seconds = 2 * (n - 1) / n * s.bytes_per_step / (e.link_gbs * 1e9) + 2 * (n - 1) * hop_us * 1e-6;
   }
   e.step_seconds = s.compute_seconds + e.allreduce_seconds;
-  const double hidden = std::min(e.allreduce_seconds, s.backward_share * s.compute_seconds);
+  if (s.micro_batches < 1) throw std::invalid_argument("a step has at least one micro-batch");
+  const double hidden =
+      std::min(e.allreduce_seconds, s.backward_share * s.compute_seconds / static_cast<double>(s.micro_batches));
   e.overlapped_step_seconds = e.step_seconds - hidden;
   e.days = e.step_seconds * double(s.steps) / 86400;
   e.overlapped_days = e.overlapped_step_seconds * double(s.steps) / 86400;

@@ -49,7 +49,11 @@ struct ScalingSetup {
   const Interconnect* within = nullptr;   // between the GPUs of a machine
   const Interconnect* between = nullptr;  // between machines (needed when machines > 1)
   double compute_seconds = 0;             // one GPU's optimizer step (roofline), all micro-batches
-  double backward_share = 2.0 / 3.0;      // of compute_seconds: the backward, which an all-reduce may hide behind
+  double backward_share = 2.0 / 3.0;      // of a micro-batch's compute: the backward, which an all-reduce may hide behind
+  // The micro-batches of a step ([train] gradient_accumulation_steps): the gradients are summed
+  // across ranks during the last one's backward only (the earlier ones' are not final yet), so
+  // only that backward can hide the all-reduce.
+  int64_t micro_batches = 1;
   double bytes_per_step = 0;              // each GPU's all-reduce messages per optimizer step
   int64_t steps = 0;
   double dollars_per_gpu_hour = 0;        // 0: no cost
@@ -60,7 +64,7 @@ struct ScalingEstimate {
   double link_gbs = 0;          // the slowest link of the ring
   double allreduce_seconds = 0; // 2 (N-1)/N x bytes / link
   double step_seconds = 0;      // compute + all-reduce, one after the other (bertc today)
-  double overlapped_step_seconds = 0;  // the all-reduce behind the backward, as far as it reaches
+  double overlapped_step_seconds = 0;  // the all-reduce behind the last micro-batch's backward, as far as it reaches
   double days = 0, overlapped_days = 0;
   double cost = 0;              // dollars, at step_seconds
 };

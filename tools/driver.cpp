@@ -266,7 +266,10 @@ int compile(CompileArgs args, const CompileFlags& flags, const frontend::ModelDe
   passes::TrainingProgram program;
   std::optional<passes::CompileReport> compiled;
   auto report = [&]() -> const passes::CompileReport& {
-    if (!compiled) compiled = report_of(graph, config, &program, args.ranks);
+    if (!compiled) {
+      compiled = report_of(graph, config, &program, args.ranks);
+      note_smallest_plan(*compiled, model, config);
+    }
     return *compiled;
   };
   refuse_output_among_text(config.compile.dump_ir, "--dump-ir", "stages.txt");

@@ -114,8 +114,9 @@ int estimate(const EstimateArgs& a, const CompileFlags& flags, const frontend::M
                                               name));
     c.compile = passes::resolve_options(c.compile, c.compile.arch);
     passes::TrainingProgram program;
-    const passes::CompileReport report = passes::compile_report(frontend::build_model(model, c), c.compile, c.train,
-                                                                c.train.batch_size, &program);
+    passes::CompileReport report = passes::compile_report(frontend::build_model(model, c), c.compile, c.train,
+                                                          c.train.batch_size, &program);
+    note_smallest_plan(report, model, c);
     const passes::GpuSpec& gpu = *c.compile.arch.gpu();
     if (a.gpus_per_machine > 1) {  // (the link inside a machine is used only where it holds several)
       try {
@@ -128,6 +129,7 @@ int estimate(const EstimateArgs& a, const CompileFlags& flags, const frontend::M
     if (!memory.empty()) notes.insert(fmt::format("warning: {}: {}", gpu.name, memory));
     const auto price = passes::cloud_price(gpu.name);
     setup.compute_seconds = report.step_seconds;
+    setup.micro_batches = c.train.gradient_accumulation_steps;
     setup.dollars_per_gpu_hour = a.price >= 0 ? a.price : price ? price->dollars_per_hour : 0;
     const bool priced = a.price >= 0 || price.has_value();  // (--price 0: hardware of one's own, a cost of $0)
     for (dist::Compression kind : kinds) {
@@ -143,6 +145,7 @@ int estimate(const EstimateArgs& a, const CompileFlags& flags, const frontend::M
       const passes::ScalingEstimate e = passes::estimate_scaling(setup);
       rows.push_back({{"gpu", gpu.name}, {"precision", ir::enum_name(c.compile.precision)}, {"compression", ir::enum_name(kind)},
                       {"bytes_per_step", setup.bytes_per_step}, {"compute_seconds", setup.compute_seconds},
+                      {"micro_batches", setup.micro_batches},
                       {"allreduce_seconds", e.allreduce_seconds}, {"step_seconds", e.step_seconds},
                       {"overlapped_step_seconds", e.overlapped_step_seconds}, {"days", e.days},
                       {"overlapped_days", e.overlapped_days}, {"link_gbs", e.link_gbs}, {"gpus", e.gpus},
@@ -159,7 +162,7 @@ int estimate(const EstimateArgs& a, const CompileFlags& flags, const frontend::M
   }
   text += "compute: the compile report's roofline for one GPU's step; all-reduce: a ring, 2 (N-1)/N x the bytes over the "
           "slowest link at line rate, and 2 (N-1) hops of its latency; step: one after the other, as bertc runs today; overlapped: the all-reduce hidden "
-          "behind the backward (2/3 of compute), as far as it reaches; cost at the price per GPU-hour (--price, or the "
+          "behind the last micro-batch's backward (2/3 of its compute), as far as it reaches; cost at the price per GPU-hour (--price, or the "
           "cloud offers of passes/scaling_estimate.cpp), for the sequential step\n";
   for (const std::string& note : notes) text += note + "\n";
   if (a.json) out << rows.dump(1) << "\n";

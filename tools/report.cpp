@@ -6,6 +6,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "data/vocab_identity.h"
 #include "ir/stats.h"
@@ -143,14 +144,63 @@ nlohmann::json report_json(const passes::CompileReport& r) {
   return j;
 }
 
+namespace {
+bool does_not_fit(const passes::CompileReport& r) {
+  return r.gpu && static_cast<double>(r.device_bytes()) > r.gpu->memory_gb * 1e9;
+}
+// Bytes in GB to a tenth, or in MB below a tenth of a GB (a tiny plan's "0.0 GB" said nothing).
+std::string gigabytes(double bytes) {
+  return bytes >= 1e8 ? fmt::format("{:.1f} GB", bytes / 1e9) : fmt::format("{:.1f} MB", bytes / 1e6);
+}
+bool at_smallest(const passes::CompileReport& r) {
+  return r.sequences_per_step == r.micro_batches && r.options.recompute == passes::RecomputePolicy::Full;
+}
+}  // namespace
+
 std::string memory_warning(const passes::CompileReport& r) {
-  if (!r.gpu) return "";
-  const double has = r.gpu->memory_gb * 1e9, takes = static_cast<double>(r.device_bytes());
-  if (takes <= has) return "";
-  return fmt::format("the plan takes {:.1f} GB of device memory and a {} has {:g} GB: it does not fit; lower [train] "
-                     "batch_size (raising gradient_accumulation_steps keeps the global batch), or set [compile] "
-                     "recompute = \"full\" (activations recomputed in the backward)",
-                     takes / 1e9, r.gpu->title, r.gpu->memory_gb);
+  if (!does_not_fit(r)) return "";
+  const double has = r.gpu->memory_gb * 1e9;
+  const std::string head = fmt::format("the plan takes {:.1f} GB of device memory and a {} has {:g} GB: it does not fit",
+                                       static_cast<double>(r.device_bytes()) / 1e9, r.gpu->title, r.gpu->memory_gb);
+  const std::optional<double> smallest =
+      r.smallest_device_bytes ? std::optional(static_cast<double>(*r.smallest_device_bytes)) : std::nullopt;
+  if (at_smallest(r) || (smallest && *smallest > has)) {
+    // (the GPUs of the table it would fit at its smallest, the CUDA context's share aside)
+    const double least = smallest.value_or(static_cast<double>(r.device_bytes()));
+    std::vector<std::string> roomier;
+    for (const passes::GpuSpec& gpu : passes::gpu_specs())
+      if (gpu.memory_gb * 1e9 > least) roomier.push_back(fmt::format("{} ({:g} GB)", gpu.name, gpu.memory_gb));
+    return head +
+           fmt::format("{}: train this model on a GPU with more memory{}, or a smaller model (fewer or narrower layers, "
+                       "a shorter seq_len)",
+                       at_smallest(r) ? ", at batch_size 1 with recompute = \"full\" already"
+                                      : fmt::format(", nor would it at batch_size 1 with recompute = \"full\" ({})",
+                                                    gigabytes(least)),
+                       roomier.empty() ? " (none in bertc's GPU table has enough)"
+                                       : fmt::format(" ({} of bertc's GPU table)", fmt::join(roomier, ", ")));
+  }
+  std::vector<std::string> fixes;
+  if (r.sequences_per_step > r.micro_batches)
+    fixes.push_back("lower [train] batch_size (raising gradient_accumulation_steps keeps the global batch)");
+  if (r.options.recompute != passes::RecomputePolicy::Full)
+    fixes.push_back("set [compile] recompute = \"full\" (activations recomputed in the backward)");
+  return head + "; " + fmt::format("{}", fmt::join(fixes, ", or ")) +
+         (smallest ? fmt::format(" (at batch_size 1 with recompute = \"full\" it takes {})", gigabytes(*smallest)) : "");
+}
+
+void note_smallest_plan(passes::CompileReport& r, const frontend::ModelDefinition& model, const frontend::Config& config) {
+  if (!does_not_fit(r)) return;
+  if (at_smallest(r)) {
+    r.smallest_device_bytes = r.device_bytes();
+    return;
+  }
+  frontend::Config smallest = config;
+  smallest.train.batch_size = 1;
+  smallest.compile.recompute = passes::RecomputePolicy::Full;
+  passes::OptimizerOptions optimizer = smallest.train;
+  optimizer.gradient_accumulation_steps = r.micro_batches;  // (as the report's: the data-parallel ranks included)
+  r.smallest_device_bytes =
+      passes::compile_report(frontend::build_model(model, smallest), smallest.compile, optimizer, 1).device_bytes();
 }
 
 std::string report_text(const passes::CompileReport& r, const std::string& name) {

@@ -8,6 +8,7 @@
 #include "codegen/nvrtc_library.h"
 #include "codegen/program.h"
 #include "frontend/config.h"
+#include "frontend/model.h"
 #include "ir/graph.h"
 #include "passes/report.h"
 #include "runtime/cublas_library.h"
@@ -23,8 +24,14 @@ std::string params_text(const nlohmann::json& params);
 
 nlohmann::json report_json(const passes::CompileReport& report);
 // "" when the plan fits the report's GPU (or it has none); else what it takes, what the GPU has,
-// and the settings that make it smaller. (The CUDA context and kernels take some more.)
+// and the settings that make it smaller, those only that are not set already and, where the report
+// has its smallest_device_bytes, only when they can make it fit (else: a GPU with more memory).
+// (The CUDA context and kernels take some more.)
 std::string memory_warning(const passes::CompileReport& report);
+// Sets report.smallest_device_bytes where the plan does not fit its GPU: `model` compiled again
+// under `config` at batch_size 1 with recompute full (itself, where it is that already).
+void note_smallest_plan(passes::CompileReport& report, const frontend::ModelDefinition& model,
+                        const frontend::Config& config);
 std::string report_text(const passes::CompileReport& report, const std::string& name);
 
 // The compiled kernels: per family how many, their launches, registers, shared memory and

@@ -46,6 +46,21 @@ TEST(ScalingEstimate, TheSlowerOfTheTwoLinksAndOneGpuSendsNothing) {
   EXPECT_EQ(estimate_scaling(alone).step_seconds, 0.5);
 }
 
+// With gradient accumulation the sums run in the last micro-batch's backward only: 8 micro-batches
+// of a 0.8 s step hide at most 2/3 of 0.1 s (the whole step's 2/3 was counted before).
+TEST(ScalingEstimate, OnlyTheLastMicroBatchsBackwardHidesTheAllReduce) {
+  ScalingSetup s;
+  s.machines = 2;
+  s.between = &find_interconnect("10gbe", LinkReach::BetweenMachines);  // 1.25 GB/s
+  s.compute_seconds = 0.8;
+  s.bytes_per_step = 1.25e9;  // 1 s of all-reduce and 60 us of hops
+  s.micro_batches = 8;
+  const ScalingEstimate e = estimate_scaling(s);
+  EXPECT_NEAR(e.overlapped_step_seconds, 0.8 + 1.0 + 60e-6 - 0.1 * 2 / 3, 1e-12);
+  s.micro_batches = 0;
+  EXPECT_THROW(estimate_scaling(s), std::invalid_argument);
+}
+
 // A ring over a million GPUs pays 2 (N-1) hops' latency: seconds over Ethernet, whatever the bytes
 // (the bandwidth term alone gave 2 s for bert-large, as if latency were free).
 TEST(ScalingEstimate, LatencyGrowsWithTheRing) {
