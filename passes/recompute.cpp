@@ -241,11 +241,17 @@ RecomputeResult recompute(ir::Graph& graph, RecomputePolicy policy, int64_t memo
   if (fitting.empty())
     for (Plan p : {Plan::Full, Plan::SelectiveAndFull})
       if (auto t = fewest_layers(graph, p, layers, memory_budget, smallest)) fitting.push_back(std::move(*t));
-  if (fitting.empty())
-    throw ir::Error(fmt::format("recompute auto: no policy fits the memory budget of {} bytes; the smallest planned "
-                                "activation memory of any policy is {} bytes. Raise the budget ([compile] memory_budget, "
-                                "--memory-budget, or recompute{{budget=...}} in bertc-opt) or lower the batch size",
+  if (fitting.empty()) {
+    // (bisection sees some layer counts only: the least said is a plan's that exists, every
+    // layer's full plans tried too)
+    for (Plan p : {Plan::Full, Plan::SelectiveAndFull}) smallest = std::min(smallest, trial(graph, p, layers).arena);
+    throw ir::Error(fmt::format("recompute auto: no policy fits the memory budget of {} bytes; the least activation "
+                                "memory of any plan is {} bytes, as planned here, before fusion (the compile report's "
+                                "activations, planned after it, are fewer). Raise the budget to it or more ([compile] "
+                                "memory_budget, --memory-budget, or recompute{{budget=...}} in bertc-opt) or lower the "
+                                "batch size",
                                 memory_budget, smallest));
+  }
   Trial& best = *std::min_element(fitting.begin(), fitting.end(), [](const Trial& a, const Trial& b) {
     return a.result.recompute_flops < b.result.recompute_flops;
   });

@@ -30,7 +30,8 @@ struct RecomputeResult {
   int64_t recompute_flops = 0;    // FLOPs of the recomputing ops
 };
 
-// auto needs memory_budget > 0, in bytes of planned arena.
+// auto needs memory_budget > 0, in bytes of arena planned on the graph as recompute leaves it
+// (before fusion: the final plan's, which the compile report shows, is smaller).
 RecomputeResult recompute(ir::Graph& graph, RecomputePolicy policy, int64_t memory_budget = 0);
 
 }  // namespace bertc::passes

@@ -182,7 +182,10 @@ std::string memory_warning(const passes::CompileReport& r) {
   std::vector<std::string> fixes;
   if (r.sequences_per_step > r.micro_batches)
     fixes.push_back("lower [train] batch_size (raising gradient_accumulation_steps keeps the global batch)");
-  if (r.options.recompute != passes::RecomputePolicy::Full)
+  if (r.options.recompute == passes::RecomputePolicy::Auto)  // (recompute = "full" beside its budget is refused)
+    fixes.push_back("lower [compile] memory_budget (--memory-budget: recompute auto then recomputes more, up to every "
+                    "layer)");
+  else if (r.options.recompute != passes::RecomputePolicy::Full)
     fixes.push_back("set [compile] recompute = \"full\" (activations recomputed in the backward)");
   return head + "; " + fmt::format("{}", fmt::join(fixes, ", or ")) +
          (smallest ? fmt::format(" (at batch_size 1 with recompute = \"full\" it takes {})", gigabytes(*smallest)) : "");
@@ -197,6 +200,7 @@ void note_smallest_plan(passes::CompileReport& r, const frontend::ModelDefinitio
   frontend::Config smallest = config;
   smallest.train.batch_size = 1;
   smallest.compile.recompute = passes::RecomputePolicy::Full;
+  smallest.compile.memory_budget = 0;  // (read by recompute auto only, which refuses it otherwise)
   passes::OptimizerOptions optimizer = smallest.train;
   optimizer.gradient_accumulation_steps = r.micro_batches;  // (as the report's: the data-parallel ranks included)
   r.smallest_device_bytes =
