@@ -197,8 +197,8 @@ void PtxDevice::issue_launch(const codegen::KernelSpec& k, void** args, const La
           this->record(std::move(record));
           return;
         }
-        // (blocks and warps shuffled, seed 1: a kernel that is right gives the same in any order)
-        ptx::LaunchConfig config{dim3_of(k.grid), dim3_of(k.block), 0, 1, loaded->limits};
+        // (blocks and warps shuffled by the seed: a kernel that is right gives the same in any order)
+        ptx::LaunchConfig config{dim3_of(k.grid), dim3_of(k.block), 0, seed_, loaded->limits};
         config.latencies = ptx_latencies(sm_);  // (the arch's first GPU's: its projections are latency-aware)
         config.approx = approx_;
         // (a family whose blocks' work is the data's runs whole, every launch: a sample would count

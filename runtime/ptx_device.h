@@ -83,6 +83,10 @@ class PtxDevice : public HostDevice {
   // correctly rounded (the default), or at the edge of the ISA's error bounds, so that values
   // compared with a reference show whether any GPU's approximations would pass.
   void approximations(ptx::ApproxResults results) { approx_ = results; }
+  // The schedule's seed from now on (ptx::LaunchConfig::seed): 0 runs blocks and warps in index
+  // order, lanes lowest first; any other a shuffled order of each, warps interleaved (sm_70 on).
+  // A kernel that is right gives the same values under every seed. Default 1.
+  void schedule_seed(uint64_t seed) { seed_ = seed; }
 
  private:
   struct Compilers;
@@ -101,6 +105,7 @@ class PtxDevice : public HostDevice {
   void record(PtxLaunchRecord record);
   uint32_t sample_blocks_ = 0;
   ptx::ApproxResults approx_ = ptx::ApproxResults::CorrectlyRounded;
+  uint64_t seed_ = 1;
   // Which bytes of the allocations something wrote (initcheck of global memory; allocations made
   // while sampling are not tracked: sampled launches leave outputs unwritten).
   std::shared_ptr<ptx::GlobalShadow> written_ = std::make_shared<ptx::GlobalShadow>();

@@ -114,6 +114,11 @@ int check_program(const passes::TrainingProgram& program, const train::KernelsFo
   if (emulated) {
     const ptx::ApproxResults approx = o.approx.value_or(ptx::ApproxResults::WorstCase);
     emulated->approximations(approx);
+    emulated->schedule_seed(o.schedule_seed.value_or(1));
+    out << fmt::format("schedule: seed {} ({})\n", o.schedule_seed.value_or(1),
+                       o.schedule_seed.value_or(1) == 0 ? "blocks, warps and lanes in index order"
+                                                        : "blocks, warps and lanes in a shuffled order, warps "
+                                                          "interleaved from sm_70 on; --schedule-seed N for another");
     out << (approx == ptx::ApproxResults::WorstCase
                 ? "approximate instructions (ex2, rsqrt, tanh, division, ...): each result at the edge of the PTX ISA's "
                   "error bound, up or down (--approx worst; ptx/approximations.h)\n"
@@ -123,7 +128,7 @@ int check_program(const passes::TrainingProgram& program, const train::KernelsFo
   if (o.sample_blocks > 0) {
     if (!emulated)
       throw std::invalid_argument(fmt::format("--sample-blocks samples the launches of the PTX emulator, and the "
-                                              "device is the {}: add --device ptx",
+                                              "device is the {}: check with --device ptx (in place of the --device given, or host, check's default)",
                                               device.name()));
     return count_program(program, step_kernels, optimizer_kernels, *emulated, config, o, out);
   }
@@ -153,12 +158,16 @@ int check_program(const passes::TrainingProgram& program, const train::KernelsFo
 std::shared_ptr<runtime::Device> open_check_device(const frontend::Config& config, const CheckOptions& o, bool compiled) {
   if (o.sample_blocks > 0 && o.device != "ptx")
     throw std::invalid_argument(fmt::format("--sample-blocks samples the launches of the PTX emulator, and the device "
-                                            "is {}: add --device ptx",
-                                            o.device));
+                                            "is {}: check with --device ptx (in place of --device {})",
+                                            o.device, o.device));
+  if (o.schedule_seed && o.device != "ptx")
+    throw std::invalid_argument(fmt::format("--schedule-seed orders the PTX emulator's blocks, warps and lanes, and the "
+                                            "device is {}: check with --device ptx (in place of --device {})",
+                                            o.device, o.device));
   if (o.approx && o.device != "ptx")
     throw std::invalid_argument(fmt::format("--approx sets how the PTX emulator makes the approximate instructions' "
-                                            "results, and the device is {}: add --device ptx",
-                                            o.device));
+                                            "results, and the device is {}: check with --device ptx (in place of --device {})",
+                                            o.device, o.device));
   runtime::DeviceRequest r{config.compile.arch.sm(), codegen::default_cache_folder()};
   r.instead = "check the kernels under emulation with --device host (check's default), or where a GPU is";
   r.older_gpu = compiled ? "compile it for this GPU (bertc compile CONFIG --arch sm_{} -o FILE.bertx)"

@@ -29,6 +29,8 @@ struct CheckOptions {
   // at the edge of the PTX ISA's error bound, so that a pass says any GPU's ex2, rsqrt, tanh and
   // division would pass too; unset: worst on the PTX device, and refused on any other.
   std::optional<ptx::ApproxResults> approx;
+  // The PTX device only: the emulator's schedule (runtime::PtxDevice::schedule_seed); unset: 1.
+  std::optional<uint64_t> schedule_seed;
 };
 
 // Returns 0 when every value is within tolerance, else 1 (after listing those beyond, the first

@@ -1064,6 +1064,11 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
           "rcp/sqrt/div .approx): worst (default: each at the edge of the PTX ISA's error bound, so that a pass "
           "holds for any GPU's) or rounded (correctly rounded)")
       ->check(CLI::IsMember(ir::enum_choices<ptx::ApproxResults>()));
+  check_cmd->add_option("--schedule-seed", check_options.schedule_seed,
+                        "With --device ptx: the emulator's schedule: 0 runs blocks, warps and lanes in index order, "
+                        "any other number a shuffled order of each, warps interleaved from sm_70 on (default 1); a "
+                        "right kernel gives the same values under every seed")
+      ->check(kCountOrNone);  // (-1 read as an unsigned number wrapped to 2^64 - 1)
   CompileFlags check_flags;
   check_flags.add_to(check_cmd);
 

@@ -60,6 +60,12 @@ Profile estimate_for(const Profile& p, const std::vector<NamedPlan>& plans, cons
           r.launch, r.graph, r.kernel, r.op,
           r.launch < kernels.size() ? fmt::format("{} (op {})", kernels[r.launch].name, kernels[r.launch].op_index)
                                     : fmt::format("only {} launches", kernels.size())));
+    // (the compile's own family, strategy and scope of the kernel it matched, as its FLOPs and bytes
+    // below: the profile's are what it recorded, and an edit of them moved launches between the
+    // per-family totals unseen)
+    r.family = std::string(ir::enum_name(kernels[r.launch].family));
+    r.strategy = kernels[r.launch].strategy;
+    r.scope = kernels[r.launch].label;
     const passes::LaunchCost cost = passes::launch_cost(*plan->ops, plan->ops->ops().at(r.op), gpu, precision);
     r.flops = cost.flops;
     r.bytes = cost.bytes;
