@@ -325,9 +325,6 @@ std::optional<RelationIssue> model_issue(const ModelConfig& m, const ModelOrigin
   return std::nullopt;
 }
 
-// The most sequences one optimizer step may take (batch_size x gradient_accumulation_steps).
-constexpr int64_t kMostSequencesAStep = int64_t{1} << 31;
-
 // `origin`: where [model] came from when not the config's text (a Hugging Face folder's
 // config.json, a checkpoint's record), named in the messages with its fix; empty for the config's
 // own [model].

@@ -19,6 +19,10 @@
 
 namespace bertc::frontend {
 
+// The most sequences one optimizer step may take (batch_size x gradient_accumulation_steps, times
+// the data-parallel ranks of a compiled program).
+inline constexpr int64_t kMostSequencesAStep = int64_t{1} << 31;
+
 enum class LrDecay { Linear, Polynomial, Constant };
 BERTC_ENUM_NAMES(LrDecay, {LrDecay::Linear, "linear"}, {LrDecay::Polynomial, "polynomial"},
                  {LrDecay::Constant, "constant"})

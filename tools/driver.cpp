@@ -228,9 +228,20 @@ int compile(CompileArgs args, const CompileFlags& flags, const frontend::ModelDe
   refuse_replacing_other_than_compile_output(args.output, emit != Emit::Plan ? CompileOutput::Text
                                                           : args.executable ? CompileOutput::Executable
                                                                             : CompileOutput::Program);
+  // (ranks x the micro-batches' sequences is the optimizer's divisor: past 2^64 it wrapped, to 1 for
+  // --ranks 93876560171549881 at accumulation 393, and the program averaged over nothing)
+  const int64_t per_rank = config.train.batch_size * config.train.gradient_accumulation_steps;  // (<= 2^31: checked)
+  if (args.ranks > frontend::kMostSequencesAStep / per_rank)
+    throw std::invalid_argument(fmt::format("--ranks {} x [train] batch_size {} x gradient_accumulation_steps {} is more "
+                                            "than 2^31 sequences a step: give --ranks {} or fewer",
+                                            args.ranks, config.train.batch_size, config.train.gradient_accumulation_steps,
+                                            frontend::kMostSequencesAStep / per_rank));
   if (args.ranks != 1 && emit != Emit::Plan)
-    throw std::invalid_argument("--ranks compiles a program for data-parallel training: write it with -o FILE.bertx "
-                                "(or --executable -o NAME)");
+    throw std::invalid_argument(fmt::format(
+        "--ranks compiles a program for data-parallel training, written with -o FILE.bertx (or --executable -o NAME) "
+        "and no --emit {0} or --report: drop --ranks for the {0} (a rank's plan is the same, but for its optimizer "
+        "averaging over the ranks)",
+        args.emit_text));
   if (args.json && emit != Emit::Report && emit != Emit::Stats && emit != Emit::Params)
     throw std::invalid_argument(fmt::format("--json writes report, stats or params; --emit {} has no JSON form",
                                             args.emit_text));
