@@ -4,7 +4,7 @@
 // Pre:  a verified optimizer graph (build_optimizer_graph) with lamb ops.
 // Post: no lamb op; each is replaced, with the same results, by
 //         m' = b1 m + (1 - b1) g,  v' = b2 v + (1 - b2) g^2,
-//         u  = (m' / c1) / (sqrt(v' / c2) + eps) + wd p,   c_i = 1 - b_i^step (= 1 - exp(step ln b_i)),
+//         u  = (m' / c1) / (sqrt(v' / c2) + eps) + wd p,   c_i = 1 - b_i^step (= -expm1(step ln b_i)),
 //         trust = |p| / |u| (1 when either is 0),  p' = p - lr trust u,
 //       the sums of squares of p and u being scalar reductions; u is computed twice, once for its
 //       norm and once for the update, so that the fusion pass puts the norms in a kernel of their

@@ -242,9 +242,7 @@ RecomputeResult recompute(ir::Graph& graph, RecomputePolicy policy, int64_t memo
     for (Plan p : {Plan::Full, Plan::SelectiveAndFull})
       if (auto t = fewest_layers(graph, p, layers, memory_budget, smallest)) fitting.push_back(std::move(*t));
   if (fitting.empty()) {
-    // (bisection sees some layer counts only: the least said is a plan's that exists, every
-    // layer's full plans tried too)
-    for (Plan p : {Plan::Full, Plan::SelectiveAndFull}) smallest = std::min(smallest, trial(graph, p, layers).arena);
+    // (every trial failed, so each bisection went up to all layers: `smallest` is a plan's)
     throw ir::Error(fmt::format("recompute auto: no policy fits the memory budget of {} bytes; the least activation "
                                 "memory of any plan is {} bytes, as planned here, before fusion (the compile report's "
                                 "activations, planned after it, are fewer). Raise the budget to it or more ([compile] "

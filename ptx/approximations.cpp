@@ -62,10 +62,10 @@ ApproxBound approx_bound(const Opcode& op, std::span<const float> x) {
   using K = ApproxBound::Kind;
   constexpr double pi = std::numbers::pi;
   switch (op.op) {
-    case Op::Rcp: return {K::Ulps, 1};
+    case Op::Rcp: return {K::Ulps, 1};  // ("maximum ulp error is 1": of the exact quotient)
     case Op::Sqrt: return {K::Relative, std::exp2(-23.0)};
     case Op::Rsqrt: return {K::Relative, std::exp2(-22.9)};
-    case Op::Ex2: return {K::Ulps, 2};
+    case Op::Ex2: return {K::UlpsFromRounded, 2};  // ("2 ulp from correctly rounded result")
     case Op::Lg2:
       return x[0] > 0.5f && x[0] < 2.0f ? ApproxBound{K::Absolute, std::exp2(-22.0)} : ApproxBound{K::Relative, std::exp2(-22.0)};
     case Op::Sin:
@@ -73,13 +73,15 @@ ApproxBound approx_bound(const Opcode& op, std::span<const float> x) {
       if (std::fabs(x[0]) <= 2 * pi) return {K::Absolute, std::exp2(-20.5)};
       if (std::fabs(x[0]) <= 100 * pi) return {K::Absolute, std::exp2(-14.7)};
       throw std::invalid_argument(fmt::format("the PTX ISA states no error bound for {}.approx.f32 of {} (outside "
-                                              "[-100π, 100π]), so its worst case cannot be modelled",
+                                              "[-100π, 100π]), so its worst case cannot be modelled: run it with "
+                                              "correctly rounded results (bertc check --approx rounded)",
                                               op.op == Op::Sin ? "sin" : "cos", x[0]));
     case Op::Tanh: return {K::Relative, std::exp2(-11.0)};
     case Op::Div:
       if (op.has(Mod::approx) && x[1] != 0 && std::fabs(x[1]) < std::numeric_limits<float>::min())
         throw std::invalid_argument(fmt::format("the PTX ISA states no error bound for div.approx.f32 by the subnormal "
-                                                "{} (its bound holds for divisors in [2^-126, 2^126])",
+                                                "{} (its bound holds for divisors in [2^-126, 2^126]): run it with "
+                                                "correctly rounded results (bertc check --approx rounded)",
                                                 x[1]));
       return {K::Ulps, 2};
     default: throw std::logic_error("approx_bound: not an approximate instruction");
@@ -96,11 +98,12 @@ uint32_t worst_case_result(const Opcode& op, std::span<const uint64_t> sources, 
       if (std::fpclassify(v) == FP_SUBNORMAL) v = std::copysign(0.0f, v);
   for (size_t i = 0; i < n; ++i)
     if (!std::isfinite(x[i])) return correctly_rounded;  // (the ISA's special values: sin of ∞ is NaN, ...)
-  // The ISA's tables of special values give the functions of ±0 and subnormals exactly: ex2 and
-  // cos 1, sin and tanh a zero, lg2 -∞, rcp, rsqrt ±∞, sqrt a zero. (libdevice's expm1f leans on
-  // ex2(0) = 1: its e^x - 1 near 0 is a polynomial plus 2^0 - 1, and a 2^0 off by 2 ulp would
-  // put 1e-7 of error onto results as small as 1e-3.)
-  if (op.op != Op::Div && (x[0] == 0 || std::fpclassify(x[0]) == FP_SUBNORMAL)) return correctly_rounded;
+  // The ISA's tables of special values give the functions of ±0 exactly: ex2 and cos 1, sin and
+  // tanh a zero, lg2 -∞, rcp and rsqrt ±∞, sqrt a zero; tanh passes a subnormal through.
+  // (libdevice's expm1f leans on ex2(0) = 1: its e^x - 1 near 0 is a polynomial plus 2^0 - 1, and
+  // a 2^0 off by 2 ulp would put 1e-7 of error onto results as small as 1e-3.)
+  if (op.op != Op::Div && (x[0] == 0 || (op.op == Op::Tanh && std::fpclassify(x[0]) == FP_SUBNORMAL)))
+    return correctly_rounded;
   const ApproxBound bound = approx_bound(op, std::span<const float>(x, n));  // (refused where there is none)
   const float rounded = std::bit_cast<float>(correctly_rounded);
   if (!std::isfinite(rounded)) return correctly_rounded;
@@ -108,11 +111,15 @@ uint32_t worst_case_result(const Opcode& op, std::span<const uint64_t> sources, 
   uint64_t key[3] = {static_cast<uint64_t>(op.op), n > 0 ? sources[0] : 0, n > 1 ? sources[1] : 0};
   const bool up = XXH3_64bits_withSeed(key, sizeof key, seed) & 1;
   constexpr float inf = std::numeric_limits<float>::infinity();
-  if (bound.kind == ApproxBound::Kind::Ulps) {
-    if (rounded == 0) return correctly_rounded;
-    return std::bit_cast<uint32_t>(step(rounded, static_cast<int>(bound.amount), up ? inf : -inf));
-  }
   const double exact = exact_of(op, std::span<const float>(x, n));
+  if (bound.kind == ApproxBound::Kind::UlpsFromRounded || bound.kind == ApproxBound::Kind::Ulps) {
+    if (rounded == 0) return correctly_rounded;
+    // (of the exact value: moving away from it, the rounding's part of an ulp is spent already,
+    // so one step fewer; toward it or past it, all of them stay within)
+    const bool away = up ? double{rounded} > exact : double{rounded} < exact;
+    const int steps = static_cast<int>(bound.amount) - (bound.kind == ApproxBound::Kind::Ulps && away ? 1 : 0);
+    return std::bit_cast<uint32_t>(step(rounded, steps, up ? inf : -inf));
+  }
   if (bound.kind == ApproxBound::Kind::Relative && exact == 0) return correctly_rounded;
   const double reach = bound.kind == ApproxBound::Kind::Relative ? bound.amount * std::fabs(exact) : bound.amount;
   const double edge = up ? exact + reach : exact - reach;

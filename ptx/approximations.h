@@ -9,10 +9,11 @@
 //   lg2.approx.f32        absolute 2^-22 for x in (0.5, 2), relative 2^-22 elsewhere
 //   sin/cos.approx.f32    absolute 2^-20.5 for x in [-2π, 2π], 2^-14.7 in [-100π, 100π], none beyond
 //   tanh.approx.f32       relative 2^-11   div.approx.f32 and div.full.f32   2 ulp
-// An ulp bound counts representable floats from the correctly rounded result; a relative or absolute
-// one is measured from the exact value (the result stays on the exact value's side of its edge).
-// The ISA's tables of special values are exact: a function of ±0, a subnormal, ±∞ or NaN is what
-// the table says (ex2(0) = 1, cos(0) = 1, sin(±0) = ±0, lg2(0) = -∞, ...), never moved.
+// ex2's ulps are counted from the correctly rounded result (the ISA says so); rcp's and div's, and
+// the relative and absolute bounds, from the exact value (the result stays on the exact value's
+// side of its edge). The ISA's tables of special values are exact: a function of ±0, ±∞ or NaN is
+// what the table says (ex2(0) = 1, cos(0) = 1, sin(±0) = ±0, lg2(0) = -∞, ...), never moved, and
+// tanh passes a subnormal through.
 #pragma once
 
 #include <cstdint>
@@ -35,8 +36,8 @@ struct Approximation {
 };
 
 struct ApproxBound {
-  enum class Kind { Ulps, Relative, Absolute };
-  Kind kind = Kind::Ulps;
+  enum class Kind { UlpsFromRounded, Ulps, Relative, Absolute };  // (Ulps: of the exact value)
+  Kind kind = Kind::Relative;
   double amount = 0;
 };
 
@@ -55,6 +56,8 @@ ApproxBound approx_bound(const Opcode& op, std::span<const float> sources);
 // the same result). Infinities and NaNs are kept (the ISA's special values), zeros too under an ulp
 // or relative bound (where they are exact); a result never overflows, and crosses zero only
 // where an absolute bound reaches past it. Precondition: is_approximate(op).
+// (An instruction the ISA bounds nowhere on these sources is refused, std::invalid_argument: run it
+// with correctly rounded results, ApproxResults::CorrectlyRounded, bertc check's --approx rounded.)
 uint32_t worst_case_result(const Opcode& op, std::span<const uint64_t> sources, uint32_t correctly_rounded,
                            uint64_t seed);
 

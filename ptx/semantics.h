@@ -4,7 +4,7 @@
 //
 // Values travel as raw bits in 64-bit words: an operand of type T is its low type_bits(T) bits;
 // floats are IEEE bits (f16 and bf16 in the low 16). The approximate instructions (ex2, lg2, sin,
-// cos, rsqrt, tanh .approx; rcp and div .approx; sqrt .approx) return the correctly rounded result
+// cos, rsqrt, tanh .approx; rcp, sqrt and div .approx; div .full) return the correctly rounded result
 // of the exact function, which lies inside every maximum error the ISA states for them, or, asked
 // for, a worst case at the edge of that error (approximations.h); a kernel whose results depend on
 // the hardware's particular approximation is outside what this checks.

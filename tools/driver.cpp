@@ -285,6 +285,7 @@ int compile(CompileArgs args, const CompileFlags& flags, const frontend::ModelDe
   };
   refuse_output_among_text(config.compile.dump_ir, "--dump-ir", "stages.txt");
   refuse_checkpoint_name(config.compile.dump_ir, "--dump-ir", "a folder of IR");
+  refuse_output_in_dump(args.output, config.compile.dump_ir);
   if (!config.compile.dump_ir.empty() || config.compile.print_ir_after_all) report();
   const bool gpu_arch = config.compile.arch.sm() != 0;
   std::string text;

@@ -85,6 +85,15 @@ void refuse_output_onto_input(const std::string& output, const std::string& opti
   }
 }
 
+void refuse_output_in_dump(const std::string& output, const std::string& dump) {
+  if (output.empty() || output == "-" || dump.empty()) return;
+  const std::filesystem::path out = support::resolved_path(output), folder = support::resolved_path(dump);
+  if (folder.empty() || std::mismatch(folder.begin(), folder.end(), out.begin(), out.end()).first != folder.end()) return;
+  throw std::invalid_argument(fmt::format("-o {}: {} the --dump-ir folder {}, whose files are the dump's (each stage's "
+                                          "IR and stages.txt, written before -o): write -o outside that folder",
+                                          output, out == folder ? "is" : "is inside", dump));
+}
+
 void refuse_replacing_other_than_compile_output(const std::string& output, CompileOutput kind) {
   if (output.empty() || output == "-") return;
   std::error_code ec;

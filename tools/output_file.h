@@ -22,6 +22,11 @@ void refuse_console(const std::string& output, const std::string& option, const 
 void refuse_output_onto_input(const std::string& output, const std::string& option,
                               std::initializer_list<std::pair<std::string, std::string>> inputs);
 
+// Throws std::invalid_argument when `output` is inside the --dump-ir folder `dump` (existing yet or
+// not): the dump writes its stages and stages.txt there after the pipeline, and -o written after it
+// replaced one of them (a dump whose stages.txt no longer replays it, exit 0).
+void refuse_output_in_dump(const std::string& output, const std::string& dump);
+
 // Throws std::invalid_argument when `output` exists and is not a safetensors file whose metadata
 // "format" is `format` (what this command writes, and may write again): a slip of -o must not
 // replace a checkpoint, a model or anything else. "" and "-" pass.

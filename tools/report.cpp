@@ -201,6 +201,8 @@ void note_smallest_plan(passes::CompileReport& r, const frontend::ModelDefinitio
   smallest.train.batch_size = 1;
   smallest.compile.recompute = passes::RecomputePolicy::Full;
   smallest.compile.memory_budget = 0;  // (read by recompute auto only, which refuses it otherwise)
+  smallest.compile.dump_ir.clear();    // (its stages would replace the compile's own in the folder)
+  smallest.compile.print_ir_after_all = false;
   passes::OptimizerOptions optimizer = smallest.train;
   optimizer.gradient_accumulation_steps = r.micro_batches;  // (as the report's: the data-parallel ranks included)
   r.smallest_device_bytes =
