@@ -119,6 +119,19 @@ class Stages {
 
 }  // namespace
 
+void remove_other_bucket_dumps(const std::filesystem::path& folder, const std::set<int64_t>& kept) {
+  static const std::regex bucket(R"(seq-(\d{1,9}))");
+  std::error_code ec;
+  if (!std::filesystem::is_directory(folder, ec)) return;
+  for (const auto& entry : std::filesystem::directory_iterator(folder)) {
+    std::smatch m;
+    const std::string name = entry.path().filename().string();
+    if (!entry.is_directory() || !std::regex_match(name, m, bucket) || kept.count(std::stoll(m[1].str()))) continue;
+    remove_earlier_dump(entry.path());
+    std::filesystem::remove(entry.path(), ec);  // (only when nothing else is left in it)
+  }
+}
+
 TrainingProgram compile_training(ir::Graph forward, const CompileOptions& options, const OptimizerOptions& optimizer,
                                  const AfterStage& after_stage) {
   Stages stages(options, after_stage);

@@ -9,7 +9,9 @@
 // invocation on the stage before (--dump-ir writes each with the command that replays it).
 #pragma once
 
+#include <filesystem>
 #include <functional>
+#include <set>
 #include <string_view>
 
 #include "ir/graph.h"
@@ -36,5 +38,11 @@ TrainingProgram compile_training(ir::Graph forward, const CompileOptions& option
 // run on such a graph (PassInfo::on_evaluation_graph: attention, precision, fusion, schedule), in
 // its order, each verified. What a fine-tuning run's dev-set evaluation runs on a device.
 ir::Graph compile_evaluation(ir::Graph forward, const CompileOptions& options);
+
+// Fine-tuning's --dump-ir holds a dump per sequence bucket, in folders seq-N: those of an earlier
+// run's buckets that this run's (`kept`) are not lose their stages as a dump into them would (the
+// rest stays: a folder left empty goes), so that the folder describes the shapes this run compiled.
+// Throws std::runtime_error, removing nothing of that folder, where one holds a stage no dump wrote.
+void remove_other_bucket_dumps(const std::filesystem::path& folder, const std::set<int64_t>& kept);
 
 }  // namespace bertc::passes

@@ -101,7 +101,10 @@ struct Bucket {
 // kernels), both through the passes at the run's precision, on the reference as on a device.
 std::vector<Bucket> compile_buckets(const frontend::ModelDefinition& model, const frontend::Config& c) {
   std::vector<Bucket> out;
-  for (int64_t len : c.finetune.buckets(c.train.seq_len)) {
+  const std::vector<int64_t> lengths = c.finetune.buckets(c.train.seq_len);
+  if (!c.compile.dump_ir.empty())
+    passes::remove_other_bucket_dumps(c.compile.dump_ir, std::set<int64_t>(lengths.begin(), lengths.end()));
+  for (int64_t len : lengths) {
     frontend::Config shaped = c;
     shaped.train.seq_len = len;
     Bucket b;
