@@ -81,7 +81,9 @@ class Stages {
                                              std::filesystem::is_regular_file(folder, ec) ? "a file" : "a device or a pipe"));
       std::filesystem::create_directories(folder, ec);
       if (ec) throw std::runtime_error(fmt::format("--dump-ir {}: cannot create the folder: {}", options.dump_ir, ec.message()));
-      remove_earlier_dump(folder);
+      // (a whole program's dump: a fine-tuning run's bucket folders in it go too, else the folder
+      // mixed this compile's stages with another run's shapes)
+      remove_earlier_dumps(folder, {});
       manifest_.open(folder / "stages.txt");
       if (!manifest_) throw std::runtime_error(fmt::format("{}: cannot write stages.txt there", options.dump_ir));
     }
@@ -119,14 +121,16 @@ class Stages {
 
 }  // namespace
 
-void remove_other_bucket_dumps(const std::filesystem::path& folder, const std::set<int64_t>& kept) {
+void remove_earlier_dumps(const std::filesystem::path& folder, const std::set<int64_t>& kept_buckets) {
   static const std::regex bucket(R"(seq-(\d{1,9}))");
   std::error_code ec;
   if (!std::filesystem::is_directory(folder, ec)) return;
+  remove_earlier_dump(folder);
   for (const auto& entry : std::filesystem::directory_iterator(folder)) {
     std::smatch m;
     const std::string name = entry.path().filename().string();
-    if (!entry.is_directory() || !std::regex_match(name, m, bucket) || kept.count(std::stoll(m[1].str()))) continue;
+    if (!entry.is_directory() || !std::regex_match(name, m, bucket) || kept_buckets.count(std::stoll(m[1].str())))
+      continue;
     remove_earlier_dump(entry.path());
     std::filesystem::remove(entry.path(), ec);  // (only when nothing else is left in it)
   }

@@ -39,10 +39,12 @@ TrainingProgram compile_training(ir::Graph forward, const CompileOptions& option
 // its order, each verified. What a fine-tuning run's dev-set evaluation runs on a device.
 ir::Graph compile_evaluation(ir::Graph forward, const CompileOptions& options);
 
-// Fine-tuning's --dump-ir holds a dump per sequence bucket, in folders seq-N: those of an earlier
-// run's buckets that this run's (`kept`) are not lose their stages as a dump into them would (the
-// rest stays: a folder left empty goes), so that the folder describes the shapes this run compiled.
+// An earlier dump in --dump-ir `folder`, before a dump into it: a whole program's stages (at the top)
+// and the folders seq-N of fine-tuning's per-bucket dumps whose length is not in `kept_buckets`
+// lose their stages as a dump into them would (the rest stays: a bucket folder left empty goes),
+// so that the folder describes only what this run compiled. Fine-tuning keeps its own buckets'
+// folders (each bucket's dump then clears its own); a whole program's dump keeps none.
 // Throws std::runtime_error, removing nothing of that folder, where one holds a stage no dump wrote.
-void remove_other_bucket_dumps(const std::filesystem::path& folder, const std::set<int64_t>& kept);
+void remove_earlier_dumps(const std::filesystem::path& folder, const std::set<int64_t>& kept_buckets);
 
 }  // namespace bertc::passes

@@ -103,7 +103,7 @@ std::vector<Bucket> compile_buckets(const frontend::ModelDefinition& model, cons
   std::vector<Bucket> out;
   const std::vector<int64_t> lengths = c.finetune.buckets(c.train.seq_len);
   if (!c.compile.dump_ir.empty())
-    passes::remove_other_bucket_dumps(c.compile.dump_ir, std::set<int64_t>(lengths.begin(), lengths.end()));
+    passes::remove_earlier_dumps(c.compile.dump_ir, std::set<int64_t>(lengths.begin(), lengths.end()));
   for (int64_t len : lengths) {
     frontend::Config shaped = c;
     shaped.train.seq_len = len;
