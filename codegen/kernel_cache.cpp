@@ -118,8 +118,7 @@ std::optional<std::string> untrusted_way(const std::filesystem::path& folder, co
   // (One fix for all: a folder at fault above the cache means the cache must go elsewhere; else
   // removing the outermost at fault, the cache's own or inside it, takes the rest with it.)
   auto above_of = [](const std::filesystem::path& p, const std::filesystem::path& root) {
-    const auto [at, rest] = std::mismatch(p.begin(), p.end(), root.begin(), root.end());
-    return at == p.end() && rest != root.end();
+    return p != root && support::is_within(root, p);
   };
   const std::filesystem::path root = plain(cache), real_root = support::resolved_path(cache);
   const auto above = std::find_if(at_fault.begin(), at_fault.end(), [&](const std::filesystem::path& p) {

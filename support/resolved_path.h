@@ -11,4 +11,9 @@ namespace bertc::support {
 // "/cwd/out.x"), so that two spellings of one new file compared unequal.
 std::filesystem::path resolved_path(const std::filesystem::path& path);
 
+// Whether `path` is `folder` or lies inside it, component by component (so "/a/bc" is not inside
+// "/a/b"); both as given: resolve them first where spellings may differ. An empty folder holds
+// nothing.
+bool is_within(const std::filesystem::path& path, const std::filesystem::path& folder);
+
 }  // namespace bertc::support

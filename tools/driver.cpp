@@ -614,7 +614,7 @@ int train_rank(const TrainArgs& args, const CompileFlags& flags, const frontend:
   if (std::error_code ec; std::filesystem::is_directory(o.data, ec)) {
     const std::filesystem::path data = support::resolved_path(o.data),
                                 run = support::resolved_path(o.checkpoint_dir);
-    if (!data.empty() && std::mismatch(data.begin(), data.end(), run.begin(), run.end()).first == data.end())
+    if (support::is_within(run, data))
       throw std::invalid_argument(fmt::format("--checkpoint-dir {}: {} the folder of the training data ({}), and a run "
                                               "folder's checkpoints and metrics are no data: choose a folder outside "
                                               "it",

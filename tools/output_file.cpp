@@ -54,9 +54,7 @@ void refuse_run_folder_in_init(const std::filesystem::path& run_folder, const st
   std::error_code ec;
   if (init.empty() || !std::filesystem::is_directory(init, ec)) return;
   const std::filesystem::path folder = support::resolved_path(init), run = support::resolved_path(run_folder);
-  if (folder.empty() || run.empty() ||
-      std::mismatch(folder.begin(), folder.end(), run.begin(), run.end()).first != folder.end())
-    return;
+  if (run.empty() || !support::is_within(run, folder)) return;
   throw std::invalid_argument(fmt::format("--checkpoint-dir {}: {} --init {}, the model folder the run starts from: "
                                           "its checkpoints and metrics would go among the model's files; choose "
                                           "another --checkpoint-dir",
@@ -72,8 +70,7 @@ void refuse_output_onto_input(const std::string& output, const std::string& opti
     if (input.empty()) continue;
     const std::filesystem::path in = support::resolved_path(input);
     const bool same = std::filesystem::equivalent(output, input, ec) || (!in.empty() && out == in);
-    const bool inside = std::filesystem::is_directory(input, ec) && !in.empty() &&
-                        std::mismatch(in.begin(), in.end(), out.begin(), out.end()).first == in.end();
+    const bool inside = std::filesystem::is_directory(input, ec) && support::is_within(out, in);
     if (same || inside)
       throw std::invalid_argument(fmt::format("{} {}: {} {} ({}), which this command reads: writing it would destroy "
                                               "it; give another {}",
@@ -88,7 +85,7 @@ void refuse_output_onto_input(const std::string& output, const std::string& opti
 void refuse_output_in_dump(const std::string& output, const std::string& dump) {
   if (output.empty() || output == "-" || dump.empty()) return;
   const std::filesystem::path out = support::resolved_path(output), folder = support::resolved_path(dump);
-  if (folder.empty() || std::mismatch(folder.begin(), folder.end(), out.begin(), out.end()).first != folder.end()) return;
+  if (!support::is_within(out, folder)) return;
   throw std::invalid_argument(fmt::format("-o {}: {} the --dump-ir folder {}, whose files are the dump's (each stage's "
                                           "IR and stages.txt, written before -o): write -o outside that folder",
                                           output, out == folder ? "is" : "is inside", dump));
