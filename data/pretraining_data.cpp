@@ -281,6 +281,11 @@ BatchStream::BatchStream(std::shared_ptr<const ExampleSource> source, int64_t ba
 
 Batch BatchStream::batch(int64_t micro_batch) const {
   const int64_t B = batch_size_, S = seq_len_, P = predictions_;
+  // (micro_batch * B wrapped: micro-batch 2^58 of 64 examples was micro-batch 0's, exit 0)
+  if (micro_batch < 0 || micro_batch > last_micro_batch())
+    throw DataError(fmt::format("micro-batch {} of {} examples: its examples' numbers (micro-batch x {}) are past "
+                                "2^63, which a stream of batches does not number; the last micro-batch is {}",
+                                micro_batch, B, B, last_micro_batch()));
   Batch b{B, S, P, std::vector<int64_t>(B * S, pad_id_), std::vector<int64_t>(B * S, 0), std::vector<int64_t>(B * S, 0),
           std::vector<int64_t>(B * P, 0), std::vector<int64_t>(B * P, 0), std::vector<int64_t>(B, 0),
           std::vector<float>(B * P, 0.0f)};

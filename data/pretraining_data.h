@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <random>
@@ -113,7 +114,11 @@ class BatchStream {
  public:
   BatchStream(std::shared_ptr<const ExampleSource> source, int64_t batch_size, int64_t seq_len, int64_t predictions,
               int64_t pad_id);
+  // Throws DataError past last_micro_batch(), whose examples' numbers would wrap past 2^63.
   Batch batch(int64_t micro_batch) const;
+  // The largest micro-batch whose examples' numbers fit an int64 (the stream goes round the data
+  // again and again, each pass reshuffled, so a number names one example of one pass).
+  int64_t last_micro_batch() const { return (std::numeric_limits<int64_t>::max() - (batch_size_ - 1)) / batch_size_; }
   int64_t examples() const { return source_->size(); }
   int64_t shards() const { return source_->shards(); }
   std::string content() const { return source_->content(); }

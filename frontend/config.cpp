@@ -89,6 +89,23 @@ const std::vector<OptionSpec<Config>>& config_keys() {
   return keys;
 }
 
+std::string settings_text(const Config& c, const std::function<bool(std::string_view section, std::string_view key)>& kept) {
+  std::string text;
+  for (const auto& spec : config_keys())
+    if (kept(spec.section, spec.key))
+      text += fmt::format("[{}] {}={}\n", spec.section, spec.key, support::value_text(spec.get(c)));
+  for (const auto& [key, value] : c.extra) text += fmt::format("[model] {}={}\n", key, support::value_text(value));
+  return text;
+}
+
+std::map<std::string, std::string> settings_of_text(const std::string& text) {
+  std::map<std::string, std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (const size_t eq = line.find('='); eq != std::string::npos) out[line.substr(0, eq)] = line.substr(eq + 1);
+  return out;
+}
+
 namespace {
 
 constexpr std::string_view kSections[] = {"model", "train", "compile", "finetune"};

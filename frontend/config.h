@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <set>
 #include <span>
@@ -120,6 +121,13 @@ struct Config {
 // Every key a config may set: [model] and [train] (config.def), the optimizer's [train] keys and
 // [compile] (passes/options.def); what the loader accepts and documentation lists.
 const std::vector<support::OptionSpec<Config>>& config_keys();
+
+// A run's settings as a checkpoint records them ("config_settings"): a line "[section] key=value"
+// per key of config_keys() that `kept` selects, then the model's extra keys as [model] lines; and
+// such a text read back, keyed "[section] key". Resume compares them; a model record is checked
+// against its [model] lines.
+std::string settings_text(const Config& c, const std::function<bool(std::string_view section, std::string_view key)>& kept);
+std::map<std::string, std::string> settings_of_text(const std::string& text);
 
 class ConfigError : public std::runtime_error {
  public:

@@ -219,16 +219,6 @@ nlohmann::json parse_without_repeats(const std::string& text, const std::string&
   return j;
 }
 
-// The settings line "[model] KEY=" of a checkpoint's "config_settings" (resume's record of the
-// run's settings, train/resume.h), or nullopt where it has none.
-std::optional<std::string> settings_value(const std::string& settings, std::string_view key) {
-  const std::string start = fmt::format("[model] {}=", key);
-  std::istringstream lines(settings);
-  for (std::string line; std::getline(lines, line);)
-    if (line.starts_with(start)) return line.substr(start.size());
-  return std::nullopt;
-}
-
 }  // namespace
 
 std::optional<ModelConfig> model_of_record(const std::map<std::string, std::string>& meta, const std::string& source) {
@@ -257,12 +247,13 @@ std::optional<ModelConfig> model_of_record(const std::map<std::string, std::stri
   if (settings == meta.end()) return model;
   Config c;
   c.model = model;
+  const std::map<std::string, std::string> then = settings_of_text(settings->second);
   for (const auto& spec : config_keys()) {
     if (spec.section != "model") continue;
-    const std::optional<std::string> then = settings_value(settings->second, spec.key);
-    if (then && *then != support::value_text(spec.get(c)))
+    const auto it = then.find(fmt::format("[model] {}", spec.key));
+    if (it != then.end() && it->second != support::value_text(spec.get(c)))
       throw ConfigError(fmt::format("{}: it says {} = {}, and the run's settings in the same file say {}: {}", where,
-                                    spec.key, support::value_text(spec.get(c)), *then, kRecordFix));
+                                    spec.key, support::value_text(spec.get(c)), it->second, kRecordFix));
   }
   return model;
 }

@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "ptx/counters.h"
 #include "ptx/approximations.h"
+#include "ptx/counters.h"
 #include "ptx/global_checks.h"
 #include "ptx/launch_limits.h"
 #include "ptx/module.h"

@@ -832,6 +832,12 @@ int batch(const BatchArgs& given, const frontend::ModelDefinition& model) {
   const data::Vocab vocab = train::load_run_vocab(config, chosen_path(args.vocab, config, config.train.vocab), std::cerr);
   const data::BatchStream stream =
       train::open_batch_stream(config, chosen_path(args.data, config, config.train.data), vocab, std::cerr);
+  if (args.index > stream.last_micro_batch())
+    throw std::invalid_argument(fmt::format("--index {}: micro-batch {} of {} examples (batch_size) starts past example "
+                                            "2^63, which the stream of batches does not number: give --index {} or "
+                                            "less",
+                                            args.index, args.index, config.train.batch_size,
+                                            stream.last_micro_batch()));
   // (past the data's micro-batches the stream goes round again: said, as train says it)
   if (const int64_t per_pass = std::max<int64_t>(1, stream.examples() / config.train.batch_size);
       args.index >= per_pass)

@@ -45,23 +45,12 @@ bool may_change_on_resume(std::string_view section, std::string_view key) {
   return section == "compile" || section == "finetune" || keys.count(key);
 }
 
-// "[section] key=value" lines of every setting a resumed run must keep, the model's extra keys
-// included: what `config_hash` is the checksum of.
+// The settings a resumed run must keep, the model's extra keys included: what `config_hash` is
+// the checksum of.
 std::string fixed_settings(const frontend::Config& c) {
-  std::string text;
-  for (const auto& spec : frontend::config_keys())
-    if (!may_change_on_resume(spec.section, spec.key))
-      text += fmt::format("[{}] {}={}\n", spec.section, spec.key, support::value_text(spec.get(c)));
-  for (const auto& [key, value] : c.extra) text += fmt::format("[model] {}={}\n", key, support::value_text(value));
-  return text;
-}
-
-std::map<std::string, std::string> settings_map(const std::string& text) {
-  std::map<std::string, std::string> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);)
-    if (const size_t eq = line.find('='); eq != std::string::npos) out[line.substr(0, eq)] = line.substr(eq + 1);
-  return out;
+  return frontend::settings_text(c, [](std::string_view section, std::string_view key) {
+    return !may_change_on_resume(section, key);
+  });
 }
 
 // Whether the setting `key` ("[model] hidden_size") is bertc's default here, the config's text
@@ -85,7 +74,7 @@ void check_same_settings(const std::map<std::string, std::string>& saved, const 
   }
   const std::string now = fixed_settings(config);
   if (hash->second == fmt::format("{:016x}", XXH3_64bits(now.data(), now.size()))) return;
-  const auto then = settings_map(text->second), here = settings_map(now);
+  const auto then = frontend::settings_of_text(text->second), here = frontend::settings_of_text(now);
   std::vector<std::string> changed;
   for (const auto& [key, value] : here) {
     const auto it = then.find(key);

@@ -594,6 +594,13 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
                        static_cast<double>(dp.dense_bytes()) / (1 << 20), t.allreduce_bucket_mb, sums);
   if (dp.leader()) std::filesystem::create_directories(o.checkpoint_dir);
   const int64_t K = t.gradient_accumulation_steps;
+  // (step x K x ranks x batch_size, a sequence's number in the data's stream, wrapped past 2^63
+  // and a step far on trained on another step's sequences; K x ranks x batch_size is at most 2^31)
+  if (const int64_t most = (stream.last_micro_batch() + 1) / (K * dp.ranks()); last > most)
+    throw TrainError(fmt::format("steps {}: the sequences of a step past {} ({} a step: {} x {} accumulation steps x {} "
+                                 "rank(s)) are numbered past 2^63 in the data's stream: stop by step {} (--until {}, "
+                                 "or [train] steps)",
+                                 last, most, K * dp.ranks() * t.batch_size, t.batch_size, K, dp.ranks(), most, most));
   // The loader thread makes the next micro-batches while the current one trains.
   BatchLoader loader(
       [&](int64_t micro) {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <optional>
 #include <fstream>
+#include <limits>
 #include <filesystem>
 
 #include <set>
@@ -258,6 +259,13 @@ TEST(PretrainingData, DeterministicAndBatchedInEpochs) {
     }
   }
   EXPECT_EQ(static_cast<int64_t>(all.size()), stream.examples() - per_epoch * 4);
+  // The last micro-batch whose examples' numbers fit is read; past it (or below 0) refused, where
+  // k x 4 wrapped to another micro-batch's examples (2^62 was micro-batch 0's).
+  EXPECT_EQ(stream.last_micro_batch(), (std::numeric_limits<int64_t>::max() - 3) / 4);
+  EXPECT_EQ(stream.batch(stream.last_micro_batch()).input_ids.size(), 4u * 32);
+  EXPECT_THROW(stream.batch(stream.last_micro_batch() + 1), DataError);
+  EXPECT_THROW(stream.batch(int64_t{1} << 62), DataError);
+  EXPECT_THROW(stream.batch(-1), DataError);
 }
 
 TEST(PretrainingData, PackedExamplesAreTheExamplesInOrder) {
