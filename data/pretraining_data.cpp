@@ -254,7 +254,7 @@ std::optional<std::string> unknown_note(int64_t unknown, int64_t tokens, const T
                      tokens, 100.0 * share, vocab.source(), fix);
 }
 
-std::optional<std::string> cut_note(const ExampleFigures& f, int64_t seq_len) {
+std::optional<std::string> cut_note(const ExampleFigures& f, int64_t seq_len, int64_t max_positions) {
   if (f.tokens_cut == 0 || f.tokens == 0) return std::nullopt;
   const double share = 100.0 * static_cast<double>(f.tokens_cut) / static_cast<double>(f.tokens);
   return fmt::format("{} of the {} tokens put into sentence pairs ({:.1f}%) were cut to fit seq_len {} (pairs are "
@@ -265,7 +265,14 @@ std::optional<std::string> cut_note(const ExampleFigures& f, int64_t seq_len) {
                      share > 10 ? ": that much means sentences longer than seq_len in tokens: lines that hold more "
                                   "than a sentence (put one sentence a line, a blank line between documents), or a "
                                   "vocabulary too small for the text, which splits words into many pieces (make a "
-                                  "larger one: bertc vocab --size); or raise seq_len"
+                                  "larger one: bertc vocab --size)" +
+                                      // (at the model's positions, a longer seq_len is refused: not advised)
+                                      (seq_len < max_positions
+                                           ? fmt::format("; or raise seq_len (up to max_position_embeddings = {})",
+                                                         max_positions)
+                                           : fmt::format(" (seq_len is already the model's max_position_embeddings, "
+                                                         "{}: no longer one is possible)",
+                                                         max_positions))
                                 : "");
 }
 

@@ -54,9 +54,9 @@ struct ExampleFigures {
   int64_t tokens = 0, tokens_cut = 0;
 };
 
-// "N of the M tokens ... (x%) were cut to fit seq_len S", with advice when it is much; nullopt when
-// none were cut.
-std::optional<std::string> cut_note(const ExampleFigures& figures, int64_t seq_len);
+// "N of the M tokens ... (x%) were cut to fit seq_len S", with advice when it is much (raising
+// seq_len only below `max_positions`, the model's max_position_embeddings); nullopt when none were cut.
+std::optional<std::string> cut_note(const ExampleFigures& figures, int64_t seq_len, int64_t max_positions);
 
 // "N of the M tokens (x%) are [UNK] ...", with the fix, when more than 5% of a text's tokens are
 // words the tokenizer's vocabulary does not hold (text in another language or script, the

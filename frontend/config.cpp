@@ -274,7 +274,8 @@ std::vector<std::string> split_list(const std::string& text) {
 }
 
 // The [finetune] keys against each other and [train].
-std::optional<RelationIssue> check_finetune(const FinetuneConfig& f, const TrainConfig& t, bool num_labels_given) {
+std::optional<RelationIssue> check_finetune(const FinetuneConfig& f, const TrainConfig& t, int64_t max_positions,
+                                            bool num_labels_given) {
   auto issue = [](std::string key, std::string message) {
     return RelationIssue{"finetune", std::move(key), "[finetune] " + std::move(message)};
   };
@@ -314,7 +315,7 @@ std::optional<RelationIssue> check_finetune(const FinetuneConfig& f, const Train
                                             "spearman; classification: accuracy, f1 or mcc)",
                                             ir::enum_name(f.best_metric), ir::enum_name(f.task)));
   try {
-    (void)f.buckets(t.seq_len);
+    (void)f.buckets(t.seq_len, max_positions);
   } catch (const ConfigError& e) {
     return issue("seq_len_buckets", e.what());
   }
@@ -384,9 +385,12 @@ std::optional<RelationIssue> check_relations(const Config& c, const ModelOrigin&
                                      m.max_position_embeddings,
                                      folder ? fmt::format(" of {}: lower [train] seq_len to {} or fewer", origin.source,
                                                           m.max_position_embeddings)
-                                            : "")};
+                                            : fmt::format(": lower [train] seq_len to {} or fewer, or raise [model] "
+                                                          "max_position_embeddings (BERT's is 512; a model made "
+                                                          "from scratch may have more)",
+                                                          m.max_position_embeddings))};
   if (c.finetune_section)
-    if (auto issue = check_finetune(c.finetune, t, c.given.count("finetune.num_labels") > 0)) return issue;
+    if (auto issue = check_finetune(c.finetune, t, m.max_position_embeddings, c.given.count("finetune.num_labels") > 0)) return issue;
   // (pretraining's examples are sentence pairs, segments 0 and 1, as next-sentence prediction
   // needs: one token type failed at step 1, naming bertc's own examples as the data to fix)
   if (!c.finetune_section && m.type_vocab_size < 2)
@@ -409,7 +413,7 @@ std::optional<RelationIssue> check_relations(const Config& c, const ModelOrigin&
 
 std::vector<std::string> FinetuneConfig::label_names() const { return split_list(labels); }
 
-std::vector<int64_t> FinetuneConfig::buckets(int64_t seq_len) const {
+std::vector<int64_t> FinetuneConfig::buckets(int64_t seq_len, int64_t max_positions) const {
   std::vector<int64_t> out;
   for (const std::string& item : split_list(seq_len_buckets)) {
     int64_t n = 0;
@@ -420,10 +424,17 @@ std::vector<int64_t> FinetuneConfig::buckets(int64_t seq_len) const {
       throw ConfigError(fmt::format("seq_len_buckets: {} after {}: list the lengths rising", n, out.back()));
     out.push_back(n);
   }
+  // (max_positions, where given: raising seq_len past the model's positions is refused next)
+  if (!out.empty() && max_positions > 0 && out.back() > max_positions)
+    throw ConfigError(fmt::format("seq_len_buckets: {} exceeds max_position_embeddings = {}, the most positions the "
+                                  "model reads: drop the bucket (the longest may be {})",
+                                  out.back(), max_positions, std::min(seq_len, max_positions)));
   if (!out.empty() && out.back() > seq_len)
     throw ConfigError(fmt::format("seq_len_buckets: {} exceeds [train] seq_len = {}, the longest compiled length: "
-                                  "raise seq_len or drop the bucket",
-                                  out.back(), seq_len));
+                                  "raise seq_len{} or drop the bucket",
+                                  out.back(), seq_len,
+                                  max_positions > 0 ? fmt::format(" (up to max_position_embeddings = {})", max_positions)
+                                                    : ""));
   if (out.empty() || out.back() != seq_len) out.push_back(seq_len);
   return out;
 }

@@ -77,7 +77,7 @@ struct FinetuneConfig {
   // The label names in class order (`labels` split at commas; empty when labels are numbers).
   std::vector<std::string> label_names() const;
   // The compiled sequence lengths, rising; the last is `seq_len`.
-  std::vector<int64_t> buckets(int64_t seq_len) const;
+  std::vector<int64_t> buckets(int64_t seq_len, int64_t max_positions = 0) const;
   // `best_metric` with auto resolved for the task.
   TaskMetric chosen_metric() const;
 };

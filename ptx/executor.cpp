@@ -158,6 +158,8 @@ struct BlockRun {
   std::vector<Thread> threads;
   std::vector<uint64_t> register_file;  // register r of thread i at r * threads + i (Thread::regs)
   size_t register_stride = 0;           // the block's threads (kept: reg() divided by sizeof(Thread) each time)
+  uint64_t linear_block = 0;  // the block's index in the grid, x fastest
+  std::vector<size_t> order;  // the warps, in the order a round runs them
   int first_lane = 0;  // where each_lane begins a warp's lanes (seeded)
   bool interleave = false;        // (a seed: warps and their groups in a seeded order, for seeded quanta)
   std::mt19937_64 schedule;       // (that order's draws)
@@ -1177,16 +1179,16 @@ struct BlockRun {
     return progressed;
   }
 
-  void run_block() {
+  // The block's start: its variables laid out, its threads made, its warps' order drawn.
+  void start_block() {
     lay_out_variables();
     make_threads();
     shadow.begin_block(shared.size(), static_cast<uint32_t>((threads.size() + 31) / 32), shared_extents);
-    if (races)
-      races->begin_block(ctaid[0] + uint64_t{config.grid.x} * (ctaid[1] + uint64_t{config.grid.y} * ctaid[2]),
-                         static_cast<uint32_t>((threads.size() + 31) / 32));
+    linear_block = ctaid[0] + uint64_t{config.grid.x} * (ctaid[1] + uint64_t{config.grid.y} * ctaid[2]);
+    if (races) races->begin_block(linear_block, static_cast<uint32_t>((threads.size() + 31) / 32));
     shared_requests.begin_block(threads.size());
     global_requests.begin_block(threads.size());
-    std::vector<size_t> order((threads.size() + 31) / 32);  // (the warps)
+    order.resize((threads.size() + 31) / 32);  // (the warps)
     std::iota(order.begin(), order.end(), 0);
     warp_steps.assign(order.size(), 0);
     if (config.seed) {
@@ -1196,26 +1198,39 @@ struct BlockRun {
       interleave = true;
       schedule.seed(random());
     }
-    for (;;) {
-      bool progressed = false;
-      if (interleave) std::shuffle(order.begin(), order.end(), schedule);
-      for (size_t w : order) progressed = run_warp(w) || progressed;
-      progressed = resolve_warps() || progressed;
-      progressed = resolve_barrier() || progressed;
-      if (std::all_of(threads.begin(), threads.end(), [](const Thread& t) { return t.wait == Wait::Done; })) {
-        count_requests();
-        fold_counts();
-        if (timer) counts.block_cycles += timer->cycles();
-        return;
-      }
-      if (!progressed) {
-        for (const Thread& t : threads)
-          if (t.wait != Wait::Done)
-            fail(t, entry.body[t.pc], t.wait == Wait::Barrier
-                                          ? "waits at a barrier that other threads of the block never reach (a barrier "
-                                            "in divergent code)"
-                                          : "waits at a warp collective that its mask's other lanes never reach");
-      }
+  }
+
+  // One round: every warp runs until it waits (or, seeded, for a quantum), then barriers and
+  // collectives that all their threads reached resolve. Returns whether the block has ended (its
+  // counts then folded); a round in which nothing could move is a deadlock, refused.
+  bool run_round() {
+    if (races) races->resume_block(linear_block);  // (another block may have run since)
+    bool progressed = false;
+    if (interleave) std::shuffle(order.begin(), order.end(), schedule);
+    for (size_t w : order) progressed = run_warp(w) || progressed;
+    progressed = resolve_warps() || progressed;
+    progressed = resolve_barrier() || progressed;
+    if (std::all_of(threads.begin(), threads.end(), [](const Thread& t) { return t.wait == Wait::Done; })) {
+      count_requests();
+      fold_counts();
+      if (timer) counts.block_cycles += timer->cycles();
+      if (races) races->end_block(linear_block);
+      return true;
+    }
+    if (!progressed) {
+      for (const Thread& t : threads)
+        if (t.wait != Wait::Done)
+          fail(t, entry.body[t.pc], t.wait == Wait::Barrier
+                                        ? "waits at a barrier that other threads of the block never reach (a barrier "
+                                          "in divergent code)"
+                                        : "waits at a warp collective that its mask's other lanes never reach");
+    }
+    return false;
+  }
+
+  void run_block() {
+    start_block();
+    while (!run_round()) {
     }
   }
 };
@@ -1348,13 +1363,23 @@ LaunchCounts Emulator::launch(const std::string& name, const std::vector<uint8_t
       buffers.push_back({reinterpret_cast<uint64_t>(s.data()), s.size(), "a variable of the module"});
     bounds.emplace(std::move(buffers));
   }
-  BlockTimer timer(*e, config.latencies, (config.block.count() + 31) / 32);
-  for (const auto& b : blocks) {
-    BlockRun run{*this, *e, config, params, {b[0], b[1], b[2]}, counts, *shadow_};  // (the rest: defaults)
-    if (racecheck) run.races = races_.get();
-    if (bounds) run.bounds = &*bounds;
-    if (timer.on()) timer.begin_block(), run.timer = &timer;
-    run.run_block();
+  // A slot per resident block: its shared memory's shadow and its timer (one block at a time: the
+  // emulator's shadow, kept from launch to launch).
+  const size_t resident = config.seed && config.resident_blocks > 1 ? std::min<size_t>(config.resident_blocks, blocks.size()) : 1;
+  std::vector<std::unique_ptr<SharedShadow>> own_shadows;
+  std::vector<BlockTimer> timers(resident, BlockTimer(*e, config.latencies, (config.block.count() + 31) / 32));
+  std::vector<SharedShadow*> shadows{shadow_.get()};
+  while (shadows.size() < resident) shadows.push_back(own_shadows.emplace_back(std::make_unique<SharedShadow>()).get());
+  auto begin = [&](const std::array<uint32_t, 3>& b, size_t slot) {
+    auto run = std::unique_ptr<BlockRun>(
+        new BlockRun{*this, *e, config, params, {b[0], b[1], b[2]}, counts, *shadows[slot]});  // (the rest: defaults)
+    if (racecheck) run->races = races_.get();
+    if (bounds) run->bounds = &*bounds;
+    if (timers[slot].on()) timers[slot].begin_block(), run->timer = &timers[slot];
+    run->start_block();
+    return run;
+  };
+  auto fold = [&](const BlockRun& run) {
     for (size_t op = 0; op < kOps; ++op)
       if (run.by_op[op]) counts.by_op[static_cast<Op>(op)] += run.by_op[op];
     for (size_t c = 0; c < kInstructionClasses; ++c) counts.by_class[c] += run.by_class[c];
@@ -1362,6 +1387,30 @@ LaunchCounts Emulator::launch(const std::string& name, const std::vector<uint8_t
       for (size_t w = 0; w < kAccessWidths; ++w) counts.by_width[k][w] += run.by_width[k][w];
     counts.flops += run.flops;
     counts.mma_flops += run.mma_flops;
+  };
+  // (each round of the running blocks in a seeded order; a block that ends gives its slot to the
+  // next of the grid's order)
+  std::vector<std::pair<std::unique_ptr<BlockRun>, size_t>> running;  // a block and its slot
+  std::mt19937_64 turns(config.seed ^ 0x5bd1e995u);
+  size_t next = 0;
+  std::vector<size_t> free_slots(resident);
+  std::iota(free_slots.rbegin(), free_slots.rend(), 0);
+  while (next < blocks.size() || !running.empty()) {
+    while (!free_slots.empty() && next < blocks.size()) {
+      const size_t slot = free_slots.back();
+      free_slots.pop_back();
+      running.emplace_back(begin(blocks[next++], slot), slot);
+    }
+    if (running.size() > 1) std::shuffle(running.begin(), running.end(), turns);
+    for (size_t i = 0; i < running.size();) {
+      if (!running[i].first->run_round()) {
+        ++i;
+        continue;
+      }
+      fold(*running[i].first);
+      free_slots.push_back(running[i].second);
+      running.erase(running.begin() + static_cast<std::ptrdiff_t>(i));
+    }
   }
   if (blocks.size() < grid_blocks) scale_per_block_counts(counts, static_cast<double>(grid_blocks) / blocks.size());
   counts.executed_blocks = blocks.size();

@@ -62,6 +62,11 @@ struct LaunchConfig {
   // of the ISA's error bound in a direction the seed and its sources pick, so that a comparison with
   // a reference proves its tolerances hold for any GPU's approximations.
   ApproxResults approx = ApproxResults::CorrectlyRounded;
+  // How many blocks run at once: 1 (or 0), each to its end before the next begins; more, under a
+  // seed, that many at a time, their rounds (each warp's quantum) interleaved in a seeded order,
+  // as a GPU's multiprocessors run blocks side by side: a kernel whose blocks communicate through
+  // global memory then sees another block's work half done.
+  uint32_t resident_blocks = 1;
 };
 
 // What a launch executed: thread-instructions issued (predicated off or not), by operation and by

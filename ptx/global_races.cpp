@@ -1,11 +1,15 @@
 // racecheck over a launch's global memory (global_races.h).
 #include "ptx/global_races.h"
 
+#include <algorithm>
+
 namespace bertc::ptx {
 
 void GlobalRaces::begin_launch() {
   pages_.clear();
   released_.clear();
+  running_.clear();
+  current_ = nullptr;
   last_page_ = ~uint64_t{0};
   last_cells_ = nullptr;
   clock_ = 1;  // (time 0 comes before everything: no access has it)
@@ -14,14 +18,25 @@ void GlobalRaces::begin_launch() {
 
 void GlobalRaces::begin_block(uint64_t block, uint32_t warps) {
   block_ = static_cast<uint32_t>(block);
-  block_barrier_ = ++clock_;
-  acquired_ = 0;  // (no fence of its own yet: nothing another block did is ordered before it)
-  warp_barrier_.assign(warps, clock_);
+  current_ = &running_[block_];
+  current_->block_barrier = ++clock_;
+  current_->acquired = 0;  // (no fence of its own yet: nothing another block did is ordered before it)
+  current_->warp_barrier.assign(warps, clock_);
+}
+
+void GlobalRaces::resume_block(uint64_t block) {
+  block_ = static_cast<uint32_t>(block);
+  current_ = &running_.at(block_);
+}
+
+void GlobalRaces::end_block(uint64_t block) {
+  running_.erase(static_cast<uint32_t>(block));
+  if (block_ == static_cast<uint32_t>(block)) current_ = nullptr;
 }
 
 void GlobalRaces::fence() {
-  released_[block_] = ++clock_;
-  acquired_ = clock_;
+  released_[block_].push_back(++clock_);
+  current_->acquired = clock_;
 }
 
 GlobalRaces::Cell* GlobalRaces::cell(uint64_t address) {
@@ -44,15 +59,18 @@ GlobalRaces::Cell* GlobalRaces::cell(uint64_t address) {
 // Whether `earlier` happened before `now`, an access of the current block: the same thread
 // (program order); in the block, a bar.sync since, or a bar.warp.sync of their one warp since;
 // from another block, a fence of that block after the access and one of this block after that
-// (see the header).
+// (see the header: the first fence after the access, which comes before any later one).
 bool GlobalRaces::ordered(const Stamp& earlier, const Stamp& now) const {
   if (earlier.thread == 0 || (earlier.thread == now.thread && earlier.block == now.block)) return true;
   if (earlier.block == now.block) {
-    if (earlier.time < block_barrier_) return true;
-    return (earlier.thread - 1) / 32 == (now.thread - 1) / 32 && earlier.time < warp_barrier_.at((now.thread - 1) / 32);
+    if (earlier.time < current_->block_barrier) return true;
+    return (earlier.thread - 1) / 32 == (now.thread - 1) / 32 &&
+           earlier.time < current_->warp_barrier.at((now.thread - 1) / 32);
   }
   const auto released = released_.find(earlier.block);
-  return released != released_.end() && earlier.time < released->second && released->second <= acquired_;
+  if (released == released_.end()) return false;
+  const auto first_after = std::upper_bound(released->second.begin(), released->second.end(), earlier.time);
+  return first_after != released->second.end() && *first_after <= current_->acquired;
 }
 
 GlobalHazard GlobalRaces::hazard(GlobalHazard::Kind kind, uint64_t address, const Stamp& other) const {

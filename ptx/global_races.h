@@ -6,7 +6,9 @@
 // does, in this model: what a block did before a gpu-scope fence is ordered before what another
 // block does after a fence of its own that comes later (the "last block" pattern: each block
 // stores its sums, fences and counts itself with an atomic; the last one fences and reads them
-// all). The model is looser than the PTX memory model there — a fence alone orders nothing
+// all). Blocks may interleave (LaunchConfig::resident_blocks): each keeps its own barriers and
+// fences, and a block's access is ordered before another's by any fence of its block after the
+// access and before the other's latest fence. The model is looser than the PTX memory model there — a fence alone orders nothing
 // without the atomic that another block observes — so it catches a missing fence, not a missing
 // atomic flag. Launches are ordered by the stream: nothing is remembered from one to the next.
 #pragma once
@@ -36,10 +38,14 @@ class GlobalRaces {
 
   // A launch begins: every earlier access forgotten.
   void begin_launch();
-  // Block `block` (linear in the grid) of `warps` warps begins.
+  // Block `block` (linear in the grid) of `warps` warps begins; what follows is its, until another
+  // begins or resume_block names another running block.
   void begin_block(uint64_t block, uint32_t warps);
-  void barrier() { block_barrier_ = ++clock_; }                     // bar.sync of the block
-  void warp_sync(uint32_t warp) { warp_barrier_.at(warp) = ++clock_; }  // bar.warp.sync of a warp
+  void resume_block(uint64_t block);
+  // Block `block` ended: its barriers are let go (its fences stay: they order its accesses).
+  void end_block(uint64_t block);
+  void barrier() { current_->block_barrier = ++clock_; }                     // bar.sync of the block
+  void warp_sync(uint32_t warp) { current_->warp_barrier.at(warp) = ++clock_; }  // bar.warp.sync of a warp
   void fence();  // a gpu-scope (or wider) fence by a thread of the block
 
   // The bytes [at, at + n) read or written by `thread` (linear in the block) at instruction `pc`:
@@ -66,11 +72,19 @@ class GlobalRaces {
   bool ordered(const Stamp& earlier, const Stamp& now) const;
   GlobalHazard hazard(GlobalHazard::Kind kind, uint64_t address, const Stamp& other) const;
 
+  // A running block's: the time of its last bar.sync, of its last fence, of each warp's last
+  // bar.warp.sync.
+  struct Running {
+    uint32_t block_barrier = 0, acquired = 0;
+    std::vector<uint32_t> warp_barrier;
+  };
+
   uint64_t most_pages_;
   uint32_t block_ = 0;
-  uint32_t clock_ = 0, block_barrier_ = 0, acquired_ = 0;
-  std::vector<uint32_t> warp_barrier_;
-  std::unordered_map<uint64_t, uint32_t> released_;  // block -> the time of its last fence
+  uint32_t clock_ = 0;
+  std::unordered_map<uint32_t, Running> running_;  // (a node's address stays while others come and go)
+  Running* current_ = nullptr;
+  std::unordered_map<uint64_t, std::vector<uint32_t>> released_;  // block -> the times of its fences, rising
   std::unordered_map<uint64_t, std::unique_ptr<Cell[]>> pages_;
   uint64_t last_page_ = ~uint64_t{0};
   Cell* last_cells_ = nullptr;

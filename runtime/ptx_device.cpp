@@ -201,6 +201,7 @@ void PtxDevice::issue_launch(const codegen::KernelSpec& k, void** args, const La
         ptx::LaunchConfig config{dim3_of(k.grid), dim3_of(k.block), 0, seed_, loaded->limits};
         config.latencies = ptx_latencies(sm_);  // (the arch's first GPU's: its projections are latency-aware)
         config.approx = approx_;
+        config.resident_blocks = resident_blocks_;
         // (a family whose blocks' work is the data's runs whole, every launch: a sample would count
         // its heavy blocks as the grid's, e.g. scatter_add's heads of runs of 2048 equal token types)
         if (sampled) config.sample_blocks = sample_blocks_;

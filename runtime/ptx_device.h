@@ -87,6 +87,9 @@ class PtxDevice : public HostDevice {
   // order, lanes lowest first; any other a shuffled order of each, warps interleaved (sm_70 on).
   // A kernel that is right gives the same values under every seed. Default 1.
   void schedule_seed(uint64_t seed) { seed_ = seed; }
+  // How many blocks of a launch run side by side under a seed (ptx::LaunchConfig::resident_blocks;
+  // default 1, one block to its end before the next).
+  void resident_blocks(uint32_t blocks) { resident_blocks_ = blocks; }
 
  private:
   struct Compilers;
@@ -106,6 +109,7 @@ class PtxDevice : public HostDevice {
   uint32_t sample_blocks_ = 0;
   ptx::ApproxResults approx_ = ptx::ApproxResults::CorrectlyRounded;
   uint64_t seed_ = 1;
+  uint32_t resident_blocks_ = 1;
   // Which bytes of the allocations something wrote (initcheck of global memory; allocations made
   // while sampling are not tracked: sampled launches leave outputs unwritten).
   std::shared_ptr<ptx::GlobalShadow> written_ = std::make_shared<ptx::GlobalShadow>();

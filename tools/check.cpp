@@ -114,11 +114,17 @@ int check_program(const passes::TrainingProgram& program, const train::KernelsFo
   if (emulated) {
     const ptx::ApproxResults approx = o.approx.value_or(ptx::ApproxResults::WorstCase);
     emulated->approximations(approx);
-    emulated->schedule_seed(o.schedule_seed.value_or(1));
-    out << fmt::format("schedule: seed {} ({})\n", o.schedule_seed.value_or(1),
-                       o.schedule_seed.value_or(1) == 0 ? "blocks, warps and lanes in index order"
-                                                        : "blocks, warps and lanes in a shuffled order, warps "
-                                                          "interleaved from sm_70 on; --schedule-seed N for another");
+    const uint64_t seed = o.schedule_seed.value_or(1);
+    const uint32_t resident = o.resident_blocks.value_or(4);
+    emulated->schedule_seed(seed);
+    emulated->resident_blocks(resident);
+    out << fmt::format("schedule: seed {} ({})\n", seed,
+                       seed == 0 ? "blocks, warps and lanes in index order, a block at a time"
+                                 : fmt::format("blocks, warps and lanes in a shuffled order, {} side by side with "
+                                               "their warps' turns interleaved (--resident-blocks), warps interleaved "
+                                               "from sm_70 on; --schedule-seed N for another",
+                                               resident == 1 ? "one block at a time, not"
+                                                             : fmt::format("{} blocks", resident)));
     out << (approx == ptx::ApproxResults::WorstCase
                 ? "approximate instructions (ex2, rsqrt, tanh, division, ...): each result at the edge of the PTX ISA's "
                   "error bound, up or down (--approx worst; ptx/approximations.h)\n"
@@ -164,6 +170,14 @@ std::shared_ptr<runtime::Device> open_check_device(const frontend::Config& confi
     throw std::invalid_argument(fmt::format("--schedule-seed orders the PTX emulator's blocks, warps and lanes, and the "
                                             "device is {}: check with --device ptx (in place of --device {})",
                                             o.device, o.device));
+  if (o.resident_blocks && o.device != "ptx")
+    throw std::invalid_argument(fmt::format("--resident-blocks runs the PTX emulator's blocks side by side, and the "
+                                            "device is {}: check with --device ptx (in place of --device {})",
+                                            o.device, o.device));
+  if (o.resident_blocks && o.schedule_seed == 0u)
+    throw std::invalid_argument("--resident-blocks runs blocks side by side in a seeded order, and --schedule-seed 0 "
+                                "runs them in index order, one at a time: give a seed other than 0, or drop "
+                                "--resident-blocks");
   if (o.approx && o.device != "ptx")
     throw std::invalid_argument(fmt::format("--approx sets how the PTX emulator makes the approximate instructions' "
                                             "results, and the device is {}: check with --device ptx (in place of --device {})",

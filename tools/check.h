@@ -31,6 +31,9 @@ struct CheckOptions {
   std::optional<ptx::ApproxResults> approx;
   // The PTX device only: the emulator's schedule (runtime::PtxDevice::schedule_seed); unset: 1.
   std::optional<uint64_t> schedule_seed;
+  // The PTX device only: how many blocks of a launch run side by side under a seed other than 0
+  // (runtime::PtxDevice::resident_blocks); unset: 4.
+  std::optional<uint32_t> resident_blocks;
 };
 
 // Returns 0 when every value is within tolerance, else 1 (after listing those beyond, the first

@@ -10,16 +10,17 @@
 
 namespace bertc::tools {
 
-// A whole number of at least `least`, in plain decimal digits: what the option's integer is read
+// A whole number of at least `least` (and at most `most`, `why` said after the bound), in plain decimal digits: what the option's integer is read
 // as, whoever reads it (CLI11 reads "010" as octal, std::stoll "1e3" as 1: neither passes).
-inline CLI::Validator at_least(long long least) {
+inline CLI::Validator at_least(long long least, long long most = 999999999999999999, const std::string& why = "") {
   return CLI::Validator(
-      [least](std::string& text) -> std::string {
+      [least, most, why](std::string& text) -> std::string {
         const bool digits = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos &&
                             (text == "0" || text[0] != '0');
         if (!digits) return "'" + text + "' is not a whole number written in decimal digits (no sign, point or leading 0)";
         if (text.size() > 18) return text + " is too large: give a number below 10^18 (at most 18 digits)";
         if (std::stoll(text) < least) return text + " is not " + std::to_string(least) + " or more";
+        if (std::stoll(text) > most) return text + " is more than " + std::to_string(most) + why;
         return "";
       },
       ">= " + std::to_string(least));

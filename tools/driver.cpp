@@ -1087,6 +1087,10 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
                         "any other number a shuffled order of each, warps interleaved from sm_70 on (default 1); a "
                         "right kernel gives the same values under every seed")
       ->check(kCountOrNone);  // (-1 read as an unsigned number wrapped to 2^64 - 1)
+  check_cmd->add_option("--resident-blocks", check_options.resident_blocks,
+                        "With --device ptx and a seed other than 0: how many blocks of a launch run side by side, "
+                        "their warps' turns interleaved, as a GPU's multiprocessors run them (1 to 32; default 4)")
+      ->check(at_least(1, 32, ", the most blocks a multiprocessor of any GPU bertc targets runs at once"));
   CompileFlags check_flags;
   check_flags.add_to(check_cmd);
 

@@ -126,7 +126,7 @@ int prepare_data(const PrepareDataArgs& a, const frontend::ModelDefinition& mode
                      o.shards == 1 ? "" : "s", o.output.string(),
                      t.seq_len, t.max_predictions_per_seq, r.largest_shard_examples, duration(r.seconds),
                      at_once, at_once == 1 ? "" : "s", r.planned_peak_bytes >> 20, o.memory_bytes >> 20);
-  if (const auto cut = data::cut_note(r.figures, t.seq_len)) log << "prepare-data: " << *cut << "\n";
+  if (const auto cut = data::cut_note(r.figures, t.seq_len, config.model.max_position_embeddings)) log << "prepare-data: " << *cut << "\n";
   return 0;
 }
 

@@ -121,7 +121,7 @@ data::BatchStream open_batch_stream(const frontend::Config& c, const std::filesy
     if (documents > 100000) log << fmt::format("data: counting the examples of {} documents\n", documents);
     const auto text = std::make_shared<data::TextShards>(std::move(docs), vocab, options, count, data_path.string(),
                                                          "[train] text_shards", 0, stop_requested);
-    if (const auto cut = data::cut_note(text->figures(), t.seq_len)) log << "data: " << *cut << "\n";
+    if (const auto cut = data::cut_note(text->figures(), t.seq_len, c.model.max_position_embeddings)) log << "data: " << *cut << "\n";
     shards = text;
     what = fmt::format("{} documents from {} in {} text shard(s){} (dupe_factor {})", documents, data_path.string(),
                        count, t.text_shards > 0 ? "" : ", chosen by size", t.dupe_factor);

@@ -443,10 +443,18 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
   for (const data::TaskData* d : std::initializer_list<const data::TaskData*>{&train_data, dev ? &*dev : nullptr})
     if (d && d->words_cut)
       log << fmt::format("warning: {}: {} of its {} words ({:.0f}%) lie past {} tokens and are cut off with their "
-                         "tags: {}; raise [train] seq_len (or the last of seq_len_buckets) to keep them\n",
+                         "tags: {}; {}\n",
                          d->path.string(), d->words_cut, d->words,
                          100.0 * static_cast<double>(d->words_cut) / static_cast<double>(d->words), lengths.back(),
-                         d == &train_data ? "never trained on" : "the dev metrics leave them out");
+                         d == &train_data ? "never trained on" : "the dev metrics leave them out",
+                         // (at the model's positions a longer seq_len is refused: splitting is the fix)
+                         lengths.back() < c.model.max_position_embeddings
+                             ? fmt::format("raise [train] seq_len (up to the model's max_position_embeddings, {}) to "
+                                           "keep them, or split the long texts",
+                                           c.model.max_position_embeddings)
+                             : fmt::format("the model reads at most {} positions (its max_position_embeddings), so "
+                                           "split the long texts into pieces of fewer words to keep them",
+                                           c.model.max_position_embeddings));
 
   // The schedule: the run's steps follow from the epochs.
   frontend::TrainConfig& t = c.train;

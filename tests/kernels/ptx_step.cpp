@@ -98,8 +98,10 @@ Launcher ptx_launcher(ptx::Emulator& emulator, PtxStepRun& run, uint64_t shrink,
     const auto dim = [](const codegen::Dim3& d) {
       return ptx::Dim3{static_cast<uint32_t>(d.x), static_cast<uint32_t>(d.y), static_cast<uint32_t>(d.z)};
     };
-    // (the reverse order runs threads and blocks shuffled: a kernel that is right gives the same)
+    // (the reverse order runs threads and blocks shuffled, four blocks side by side, their warps'
+    // turns interleaved: a kernel that is right gives the same, its last blocks' sums included)
     ptx::LaunchConfig config{dim(k.grid), dim(k.block), 0, order == codegen::ThreadOrder::Reverse ? 7u : 0u, limits};
+    config.resident_blocks = 4;
     if (s.timed) config.latencies = runtime::ptx_latencies(s.sm);
     // (every approximate instruction at the edge of the ISA's error bound: the reference's
     // tolerances must hold for any GPU's ex2, rsqrt, tanh and division, not only for exact ones)

@@ -170,19 +170,25 @@ TEST(PretrainingData, TokensCutToFitAreCountedAndSaid) {
   const auto examples = create_examples(docs, v, o, &figures);
   EXPECT_EQ(figures.tokens, 103000);  // (one-sentence documents: each pair's B is another's, not counted)
   EXPECT_GE(figures.tokens_cut, 103000 - static_cast<int64_t>(examples.size()) * 29);  // (29: 32 less 3 marks)
-  const std::optional<std::string> said = cut_note(figures, 32);
+  const std::optional<std::string> said = cut_note(figures, 32, 512);
   ASSERT_TRUE(said);
   EXPECT_NE(said->find(fmt::format("{} of the 103000 tokens put into sentence pairs", figures.tokens_cut)),
             std::string::npos) << *said;
   EXPECT_NE(said->find("put one sentence a line"), std::string::npos) << *said;
+  EXPECT_NE(said->find("or raise seq_len (up to max_position_embeddings = 512)"), std::string::npos) << *said;
+  // At the model's positions a longer seq_len is refused: not advised.
+  const std::optional<std::string> at_most = cut_note(figures, 32, 32);
+  ASSERT_TRUE(at_most);
+  EXPECT_EQ(at_most->find("raise seq_len"), std::string::npos) << *at_most;
+  EXPECT_NE(at_most->find("seq_len is already the model's max_position_embeddings, 32"), std::string::npos) << *at_most;
   // Sentences of a few words, as text should be: a few tokens cut, said without the advice.
   ExampleFigures usual;
   create_examples(varied_documents(), v, short_examples(), &usual);
   EXPECT_GT(usual.tokens, 0);
   EXPECT_LT(usual.tokens_cut * 10, usual.tokens);
-  const auto usual_said = cut_note(usual, 32);
+  const auto usual_said = cut_note(usual, 32, 512);
   EXPECT_TRUE(!usual_said || usual_said->find("put one sentence a line") == std::string::npos);
-  EXPECT_FALSE(cut_note(ExampleFigures{100, 0}, 32));
+  EXPECT_FALSE(cut_note(ExampleFigures{100, 0}, 32, 512));
 }
 
 // A vocabulary whose path is not UTF-8 is refused when loaded: checkpoints record the path as

@@ -952,6 +952,82 @@ TEST(PtxExecutor, GlobalMemoryRacesAreCaughtWithinALaunch) {
   }
 }
 
+// Blocks of one grid counting into one word with a plain load, a wait of some 600 instructions and
+// a store (no atomic): run one at a time every increment lands; run side by side, blocks load the
+// word before others store it and increments are lost, as on a GPU.
+constexpr const char* kLostUpdate = R"(
+.version 8.8
+.target sm_80
+.address_size 64
+.visible .entry lost_update(
+	.param .u64 lost_update_param_0
+)
+{
+	.reg .pred 	%p<2>;
+	.reg .b32 	%r<4>;
+	.reg .b64 	%rd<3>;
+	ld.param.u64 	%rd1, [lost_update_param_0];
+	cvta.to.global.u64 	%rd2, %rd1;
+	ld.global.u32 	%r1, [%rd2];
+	mov.u32 	%r2, 0;
+$L__wait:
+	add.s32 	%r2, %r2, 1;
+	setp.lt.u32 	%p1, %r2, 300;
+	@%p1 bra 	$L__wait;
+	add.s32 	%r3, %r1, 1;
+	st.global.u32 	[%rd2], %r3;
+	ret;
+}
+)";
+
+TEST(PtxExecutor, ResidentBlocksInterleave) {
+  Emulator emulator(parse_module(kLostUpdate, "lost_update.ptx"));
+  uint32_t counter = 0;
+  emulator.add_global(&counter, 4);
+  const std::vector<uint8_t> params = emulator.pack_params("lost_update", {reinterpret_cast<uint64_t>(&counter)});
+  const auto count = [&](uint32_t resident, uint64_t seed, bool racecheck) {
+    counter = 0;
+    LaunchConfig config{{8, 1, 1}, {1, 1, 1}, 0, seed};
+    config.global_racecheck = racecheck;
+    config.resident_blocks = resident;
+    emulator.launch("lost_update", params, config);
+    return counter;
+  };
+  for (uint64_t seed : {1u, 7u, 99u}) {
+    EXPECT_EQ(count(1, seed, false), 8u) << seed;
+    EXPECT_LT(count(4, seed, false), 8u) << seed;  // (4 at once: at least one load before another's store)
+    // racecheck names the race whichever way the blocks run
+    for (uint32_t resident : {1u, 4u}) {
+      const std::string race = refusal([&] { count(resident, seed, true); });
+      EXPECT_NE(race.find("racecheck: "), std::string::npos) << race;
+      EXPECT_NE(race.find("global memory at"), std::string::npos) << race;
+    }
+  }
+  EXPECT_EQ(count(4, 0, false), 8u);  // (seed 0: index order, one block at a time)
+  // The last-block pattern holds side by side too, under racecheck, whichever block counts last
+  // (a block's second fence after the last one read its word is no race); unfenced it is one.
+  Emulator last(parse_module(kLastBlock, "last_block.ptx"));
+  std::vector<uint32_t> words(8, 0);
+  uint32_t block_count = 0, sum = 0;
+  for (void* p : {static_cast<void*>(words.data()), static_cast<void*>(&block_count), static_cast<void*>(&sum)})
+    last.add_global(p, p == words.data() ? 32 : 4);
+  const auto run = [&](uint32_t fenced, uint64_t seed) {
+    block_count = 0, sum = 0;
+    LaunchConfig config{{8, 1, 1}, {1, 1, 1}, 0, seed};
+    config.resident_blocks = 8;
+    last.launch("last_block",
+                last.pack_params("last_block", {reinterpret_cast<uint64_t>(words.data()),
+                                                reinterpret_cast<uint64_t>(&block_count),
+                                                reinterpret_cast<uint64_t>(&sum), fenced, 0}),
+                config);
+  };
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    run(1, seed);
+    EXPECT_EQ(sum, 36u) << seed;
+    EXPECT_NE(refusal([&] { run(0, seed); }).find("racecheck: reads global memory at"), std::string::npos) << seed;
+  }
+}
+
 // What racecheck remembers of a launch is bounded (GlobalRaces' most_bytes, a page of 4 KiB at a
 // time): a race on memory past it goes unseen and covered() says so; a race inside it is found.
 TEST(PtxExecutor, GlobalRacecheckSaysWhenALaunchOutgrewIt) {
