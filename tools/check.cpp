@@ -120,11 +120,12 @@ int check_program(const passes::TrainingProgram& program, const train::KernelsFo
     emulated->resident_blocks(resident);
     out << fmt::format("schedule: seed {} ({})\n", seed,
                        seed == 0 ? "blocks, warps and lanes in index order, a block at a time"
-                                 : fmt::format("blocks, warps and lanes in a shuffled order, {} side by side with "
-                                               "their warps' turns interleaved (--resident-blocks), warps interleaved "
-                                               "from sm_70 on; --schedule-seed N for another",
-                                               resident == 1 ? "one block at a time, not"
-                                                             : fmt::format("{} blocks", resident)));
+                                 : fmt::format("blocks, warps and lanes in a shuffled order, {} (--resident-blocks), "
+                                               "warps interleaved from sm_70 on; --schedule-seed N for another",
+                                               resident == 1 ? "one block at a time"
+                                                             : fmt::format("{} blocks side by side with their warps' "
+                                                                           "turns interleaved",
+                                                                           resident)));
     out << (approx == ptx::ApproxResults::WorstCase
                 ? "approximate instructions (ex2, rsqrt, tanh, division, ...): each result at the edge of the PTX ISA's "
                   "error bound, up or down (--approx worst; ptx/approximations.h)\n"
