@@ -5,6 +5,7 @@
 #include <set>
 
 #include "ptx/fragments.h"
+#include "ptx/operands.h"
 
 namespace bertc::ptx {
 namespace {
@@ -16,7 +17,7 @@ bool shared_space(const Opcode& op) { return op.has(Mod::shared); }
 std::string_view class_name(InstructionClass c) {
   static constexpr std::array<std::string_view, kInstructionClasses> names = {
       "float fma", "float other", "mma", "shared load", "shared store", "global load",
-      "global store", "async copy", "barrier", "warp exchange", "atomic", "other"};
+      "global store", "async copy", "barrier", "warp exchange", "atomic", "address", "other"};
   return names.at(static_cast<size_t>(c));
 }
 
@@ -152,6 +153,32 @@ uint64_t shared_phases(const std::vector<LaneAccess>& request) {
   std::set<uint32_t> phases;
   for (const LaneAccess& a : request) phases.insert(a.lane / per_phase);
   return phases.size();
+}
+
+std::vector<InstructionClass> classes_of(const Entry& entry) {
+  std::vector<InstructionClass> classes;
+  for (const Instruction& in : entry.body) classes.push_back(class_of(in));
+  std::vector<char> feeds(entry.registers.size(), 0);  // per register: an address is computed from it
+  for (const Instruction& in : entry.body)
+    for (const Operand& o : in.operands)
+      if (o.kind == Operand::Kind::Address && o.reg >= 0 && static_cast<size_t>(o.reg) < feeds.size()) feeds[o.reg] = 1;
+  // (backwards to a fixed point: each pass marks the writers of marked registers and their sources;
+  // registers are many writers' in loops, so every writer of one is marked)
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t i = 0; i < entry.body.size(); ++i) {
+      if (classes[i] != InstructionClass::Other) continue;
+      const std::vector<int> written = registers_written(entry.body[i]);
+      if (std::none_of(written.begin(), written.end(), [&](int r) { return feeds[static_cast<size_t>(r)] != 0; }))
+        continue;
+      classes[i] = InstructionClass::Address;
+      changed = true;
+      std::vector<int> read = registers_read(entry.body[i]);
+      if (entry.body[i].guard) read.erase(read.begin());  // (whether it runs, not what it computes)
+      for (int r : read) feeds[static_cast<size_t>(r)] = 1;
+    }
+  }
+  return classes;
 }
 
 }  // namespace bertc::ptx

@@ -25,9 +25,10 @@ enum class InstructionClass {
   Barrier,      // bar (sync, arrive, red), membar, fence
   WarpExchange, // shfl.sync, vote.sync, match.sync: a warp's lanes exchanging values
   Atomic,       // atom, red
-  Other,        // integer arithmetic, addresses, comparisons, moves, control flow
+  Address,      // integer work whose results feed a memory address (classes_of's analysis)
+  Other,        // other integer arithmetic, comparisons, moves, control flow
 };
-inline constexpr size_t kInstructionClasses = 12;
+inline constexpr size_t kInstructionClasses = 13;
 std::string_view class_name(InstructionClass c);  // "float fma", ...
 
 // One lane's part of a warp's shared-memory request (one ld.shared/st.shared the warp's lanes
@@ -66,8 +67,14 @@ uint32_t access_bytes(const Instruction& in);
 size_t access_width_index(uint32_t bytes);
 
 // The class of `in`, and the FLOPs one thread's execution of it performs (an mma: its warp's
-// product over the 32 lanes that execute it together).
+// product over the 32 lanes that execute it together). Address work is told by classes_of only.
 InstructionClass class_of(const Instruction& in);
+// Every instruction's class in `entry`, address work told from the rest of the integer work: an
+// instruction of class Other that writes a register an address is computed from — a memory
+// access's address base (ld, st, atom, red, cp.async, ldmatrix), or a source of another such
+// instruction, transitively (its guard aside). A register that feeds both an address and other work
+// (a loop counter that also indexes) counts as address work: what an index costs is the point.
 double flops_of(const Instruction& in);
+std::vector<InstructionClass> classes_of(const Entry& entry);
 
 }  // namespace bertc::ptx

@@ -166,6 +166,7 @@ struct BlockRun {
   std::vector<uint64_t> warp_steps;  // per warp: instructions since its lanes last waited or ended
   std::array<uint64_t, kOps> by_op{};  // (counted here, a map's lookup too slow per instruction)
   std::vector<uint64_t> register_mask;  // per register: the bits its type holds
+  const std::vector<InstructionClass>* entry_classes = nullptr;  // the entry's (classes_of: once a launch)
   std::vector<InstructionClass> classes;  // per instruction: its class and FLOPs (counters.h)
   std::vector<double> flops_at, mma_flops_at;  // (an mma's FLOPs in both)
   std::vector<uint32_t> access_at;             // the bytes a lane loads or stores (0: none)
@@ -213,9 +214,10 @@ struct BlockRun {
     for (const Register& r : entry.registers) register_mask.push_back(mask_of(type_bits(r.type)));
     issued.assign(entry.body.size(), 0);
     executed.assign(entry.body.size(), 0);
+    classes = *entry_classes;
     for (const Instruction& in : entry.body) {
-      classes.push_back(class_of(in)), flops_at.push_back(flops_of(in)), access_at.push_back(access_bytes(in));
-      mma_flops_at.push_back(classes.back() == InstructionClass::Mma ? flops_at.back() : 0.0);
+      flops_at.push_back(flops_of(in)), access_at.push_back(access_bytes(in));
+      mma_flops_at.push_back(classes[flops_at.size() - 1] == InstructionClass::Mma ? flops_at.back() : 0.0);
       // (ld/st.shared, ldmatrix and cp.async's writes: what NVRTC emits for shared memory; a
       // generic access that lands there is not counted as a shared request. Global: ld/st of
       // global or generic addresses, and cp.async's reads.)
@@ -1363,6 +1365,7 @@ LaunchCounts Emulator::launch(const std::string& name, const std::vector<uint8_t
       buffers.push_back({reinterpret_cast<uint64_t>(s.data()), s.size(), "a variable of the module"});
     bounds.emplace(std::move(buffers));
   }
+  const std::vector<InstructionClass> classes = classes_of(*e);  // (address work: a whole-kernel analysis)
   // A slot per resident block: its shared memory's shadow and its timer (one block at a time: the
   // emulator's shadow, kept from launch to launch).
   const size_t resident = config.seed && config.resident_blocks > 1 ? std::min<size_t>(config.resident_blocks, blocks.size()) : 1;
@@ -1375,6 +1378,7 @@ LaunchCounts Emulator::launch(const std::string& name, const std::vector<uint8_t
         new BlockRun{*this, *e, config, params, {b[0], b[1], b[2]}, counts, *shadows[slot]});  // (the rest: defaults)
     if (racecheck) run->races = races_.get();
     if (bounds) run->bounds = &*bounds;
+    run->entry_classes = &classes;
     if (timers[slot].on()) timers[slot].begin_block(), run->timer = &timers[slot];
     run->start_block();
     return run;

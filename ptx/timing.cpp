@@ -3,26 +3,10 @@
 
 #include <algorithm>
 
+#include "ptx/operands.h"
+
 namespace bertc::ptx {
 namespace {
-
-// Whether `in` writes its first operand (a destination register or vector) rather than reading it
-// (a store's or a copy's address) or having none.
-bool writes_first_operand(const Instruction& in) {
-  switch (in.opcode.op) {
-    case Op::St:
-    case Op::Red:
-    case Op::Cp:
-    case Op::Membar:
-    case Op::Fence:
-    case Op::Bra:
-    case Op::Ret:
-    case Op::Exit:
-    case Op::Call: return false;
-    case Op::Bar: return in.opcode.has(Mod::red);  // (bar.red's first operand is its result)
-    default: return !in.operands.empty();
-  }
-}
 
 bool shared_space(const Opcode& op) { return op.has(Mod::shared); }
 
@@ -50,15 +34,6 @@ uint32_t latency_of(const Instruction& in, const Latencies& l) {
   }
 }
 
-// The registers operand `o` names: itself, an address's base, a vector's elements.
-void registers_of(const Operand& o, std::vector<int>& out) {
-  using Kind = Operand::Kind;
-  if ((o.kind == Kind::Register || o.kind == Kind::NegatedPredicate || o.kind == Kind::Address) && o.reg >= 0)
-    out.push_back(o.reg);
-  if (o.kind == Kind::Vector)
-    for (const Operand& e : o.elements) registers_of(e, out);
-}
-
 }  // namespace
 
 BlockTimer::BlockTimer(const Entry& entry, const Latencies& latencies, size_t warps) {
@@ -69,15 +44,13 @@ BlockTimer::BlockTimer(const Entry& entry, const Latencies& latencies, size_t wa
   decoded_.reserve(entry.body.size());
   for (const Instruction& in : entry.body) {
     Decoded d;
-    const bool writes = writes_first_operand(in);
+    const std::vector<int> read = registers_read(in), written = registers_written(in);
     d.first_source = static_cast<uint32_t>(operands_.size());
-    if (in.guard) operands_.push_back(*in.guard);
-    for (size_t i = writes ? 1 : 0; i < in.operands.size(); ++i) registers_of(in.operands[i], operands_);
-    d.sources = static_cast<uint32_t>(operands_.size()) - d.first_source;
+    operands_.insert(operands_.end(), read.begin(), read.end());
+    d.sources = static_cast<uint32_t>(read.size());
     d.first_result = static_cast<uint32_t>(operands_.size());
-    if (writes) registers_of(in.operands[0], operands_);
-    if (in.second_destination) registers_of(*in.second_destination, operands_);
-    d.results = static_cast<uint32_t>(operands_.size()) - d.first_result;
+    operands_.insert(operands_.end(), written.begin(), written.end());
+    d.results = static_cast<uint32_t>(written.size());
     d.latency = latency_of(in, latencies);
     if (in.opcode.op == Op::Cp && in.opcode.has(Mod::async)) {
       d.async = in.opcode.has(Mod::commit_group) ? Decoded::Async::Commit

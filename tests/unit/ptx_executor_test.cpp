@@ -271,10 +271,15 @@ TEST(PtxExecutor, ShufflesSumAWarpsLanes) {
   fx.emulator.add_global(out.data(), 8);
   // Butterflies of 16, 8 and 4: lane 0 ends with the sum over lanes 0 ^ {0, 4, ..., 28}, that is
   // 0 + 4 + ... + 28 = 112; warp 1's lanes hold their index, 32 more each over 8 lanes.
-  fx.launch("warp_sum", {reinterpret_cast<uint64_t>(in.data()), reinterpret_cast<uint64_t>(out.data()), 0xffffffff},
-            1, 64, 5);
+  const LaunchCounts counts = fx.launch(
+      "warp_sum", {reinterpret_cast<uint64_t>(in.data()), reinterpret_cast<uint64_t>(out.data()), 0xffffffff}, 1, 64, 5);
   EXPECT_EQ(out[0], 112u);
   EXPECT_EQ(out[1], 112u + 8 * 32);
+  // Address work told from the rest (classes_of): every thread's mov of %tid.x, cvta, mul.wide and
+  // add make the load's address (4), the two lanes that store also shr, cvta, mul.wide and add (4
+  // more); the sums' adds, the lane test's and/setp/bra and ret are the other integer work (7).
+  EXPECT_EQ(counts.by_class[static_cast<size_t>(InstructionClass::Address)], 64u * 4 + 2u * 4);
+  EXPECT_EQ(counts.by_class[static_cast<size_t>(InstructionClass::Other)], 64u * 7);
 }
 
 // cp.async's data is visible only after the cp.async.wait_group that covers its group (ISA:
