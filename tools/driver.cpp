@@ -432,13 +432,24 @@ frontend::Config compiled_config(const codegen::CompiledProgram& p, const std::s
                                               "compile its config with it (bertc compile CONFIG {} ...)",
                                               source, f, source, f == "--dump-ir" ? "--dump-ir DIR" : f));
   // (a flag that gives the program's own setting again changes nothing: taken)
-  if (const std::vector<std::string> changed = flags.changes(p.options); !changed.empty())
+  if (const std::vector<std::string> changed = flags.changes(p.options); !changed.empty()) {
+    // (--arch none: no compiled program holds no kernels, so "compile it again" was refused; the
+    // program's own kernels run on the host device as they are)
+    // (--arch auto where no GPU is: none, as compile resolves it)
+    if (const passes::Arch& asked = flags.apply(p.options).arch; resolve_here(flags.apply(p.options)).arch.text() == "none")
+      throw std::invalid_argument(fmt::format(
+          "{}: --arch {} asks for no GPU's kernels{}, and a compiled program holds kernels built for one arch ({}'s, "
+          "which the host and PTX devices run as they are): leave --arch out, or give the config in place of the "
+          "file with --arch {}",
+          source, asked.text(), asked.is_auto() ? " (auto, and this machine has no GPU)" : "", p.options.arch.text(),
+          asked.text()));
     throw std::invalid_argument(fmt::format("{}: {} would change the compiled program ({} for {}, precision {}, recompute "
                                             "{}): compile it again with that setting (bertc compile CONFIG ... -o "
                                             "FILE.bertx, or --executable -o NAME), or use the config; or leave the "
                                             "flag out",
                                             source, fmt::join(changed, ", "), p.model, p.options.arch.text(),
                                             ir::enum_name(p.options.precision), ir::enum_name(p.options.recompute)));
+  }
   return config;
 }
 
