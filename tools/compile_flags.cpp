@@ -54,11 +54,14 @@ std::vector<std::string> CompileFlags::given() const {
   return flags;
 }
 
-passes::CompileOptions resolve_here(const passes::CompileOptions& options) {
-  if (!options.arch.is_auto()) return passes::resolve_options(options, options.arch);
+passes::Arch arch_here(const passes::Arch& asked) {
+  if (!asked.is_auto()) return asked;
   const runtime::CudaDriverProbe probe = runtime::probe_cuda_driver();
-  return passes::resolve_options(
-      options, probe.devices.empty() ? passes::Arch::none() : passes::Arch::of_sm(probe.devices[0].arch));
+  return probe.devices.empty() ? passes::Arch::none() : passes::Arch::of_sm(probe.devices[0].arch);
+}
+
+passes::CompileOptions resolve_here(const passes::CompileOptions& options) {
+  return passes::resolve_options(options, arch_here(options.arch));
 }
 
 }  // namespace bertc::tools

@@ -34,5 +34,7 @@ class CompileFlags {
 
 // Arch and precision made concrete for this machine: auto is the GPU the CUDA driver sees, else none.
 passes::CompileOptions resolve_here(const passes::CompileOptions& options);
+// The arch alone, as resolve_here makes it (none of the options' other checks).
+passes::Arch arch_here(const passes::Arch& asked);
 
 }  // namespace bertc::tools

@@ -436,7 +436,9 @@ frontend::Config compiled_config(const codegen::CompiledProgram& p, const std::s
     // (--arch none: no compiled program holds no kernels, so "compile it again" was refused; the
     // program's own kernels run on the host device as they are)
     // (--arch auto where no GPU is: none, as compile resolves it)
-    if (const passes::Arch& asked = flags.apply(p.options).arch; resolve_here(flags.apply(p.options)).arch.text() == "none")
+    // (the arch alone: resolving every option refused a budget with advice to add --recompute,
+    // which a compiled program refuses in turn)
+    if (const passes::Arch asked = flags.apply(p.options).arch; arch_here(asked).text() == "none")
       throw std::invalid_argument(fmt::format(
           "{}: --arch {} asks for no GPU's kernels{}, and a compiled program holds kernels built for one arch ({}'s, "
           "which the host and PTX devices run as they are): leave --arch out, or give the config in place of the "
