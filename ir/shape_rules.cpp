@@ -233,6 +233,11 @@ std::vector<TensorType> Gather(const InferContext& c) {
                                   shape_string(table), shape_string(idx)));
   if (c.attr<int64_t>("padding_idx") < -1)
     c.fail(fmt::format("padding_idx = {} must be a row index or -1 (none)", c.attr<int64_t>("padding_idx")));
+  // (past the rows no index reaches it: a padding row that is none, kept as written)
+  if (c.attr<int64_t>("padding_idx") >= table[static_cast<size_t>(batch_dims)])
+    c.fail(fmt::format("padding_idx = {} is past the table's {} rows: give a row index below {}, or -1 (none)",
+                       c.attr<int64_t>("padding_idx"), table[static_cast<size_t>(batch_dims)],
+                       table[static_cast<size_t>(batch_dims)]));
   Shape out(idx);
   out.insert(out.end(), table.begin() + batch_dims + 1, table.end());
   return {{c.operand(0).dtype, out}};

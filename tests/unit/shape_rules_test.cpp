@@ -90,6 +90,12 @@ TEST(Rules, GatherForEmbeddingsAndMaskedPositions) {
   refusal(OpKind::Gather, {f32({32, 128, 768}), i32({16, 20})}, {{"batch_dims", int64_t{1}}}, 1);
   refusal(OpKind::Gather, {f32({10, 4}), f32({3})}, {}, 1);
   refusal(OpKind::Gather, {f32({10}), i32({3})}, {{"batch_dims", int64_t{1}}}, -1);
+  // padding_idx: a row of the table (the last one included) or -1; past the rows it names none,
+  // and 2^32 read as 32 bits would be row 0
+  EXPECT_EQ(infer(OpKind::Gather, {f32({10, 4}), i32({3})}, {{"padding_idx", int64_t{9}}})[0], f32({3, 4}));
+  refusal(OpKind::Gather, {f32({10, 4}), i32({3})}, {{"padding_idx", int64_t{10}}}, -1);
+  refusal(OpKind::Gather, {f32({10, 4}), i32({3})}, {{"padding_idx", int64_t{1} << 32}}, -1);
+  refusal(OpKind::Gather, {f32({10, 4}), i32({3})}, {{"padding_idx", int64_t{-2}}}, -1);
 }
 
 TEST(Rules, CompositeOps) {
