@@ -384,12 +384,15 @@ std::map<std::string, FamilyFigures> by_family(const codegen::CompiledProgram& p
 
 }  // namespace
 
-nlohmann::json kernels_json(const codegen::CompiledProgram& p) {
+nlohmann::json kernels_json(const codegen::CompiledProgram& p, bool compiled_now) {
   nlohmann::json j;
   j["arch"] = p.options.arch.text();
   j["nvrtc"] = p.nvrtc_version;
-  j["compile_seconds"] = p.stats.seconds;
-  j["cache_hits"] = p.stats.cache_hits;
+  // (a loaded program's stats are zeros: said as figures, they read as a compile of 0 s)
+  if (compiled_now) {
+    j["compile_seconds"] = p.stats.seconds;
+    j["cache_hits"] = p.stats.cache_hits;
+  }
   j["distinct_kernels"] = p.images.size();
   j["matrix_ops"] = nlohmann::json::array();
   for (const codegen::KernelSpec& k : p.step.kernels)
@@ -443,7 +446,7 @@ std::string kernels_text(const codegen::CompiledProgram& p, bool compiled_now) {
 }
 
 nlohmann::json bertx_json(const codegen::CompiledProgram& p) {
-  nlohmann::json j = kernels_json(p);
+  nlohmann::json j = kernels_json(p, false);
   j["model"] = p.model;
   j["ranks"] = p.ranks;
   j["options"] = support::options_json(passes::compile_option_specs(), p.options);

@@ -35,8 +35,9 @@ void note_smallest_plan(passes::CompileReport& report, const frontend::ModelDefi
 std::string report_text(const passes::CompileReport& report, const std::string& name);
 
 // The compiled kernels: per family how many, their launches, registers, shared memory and
-// spills (ptxas), and the compile's time and cache hits.
-nlohmann::json kernels_json(const codegen::CompiledProgram& p);
+// spills (ptxas), and, `compiled_now`, the compile's time and cache hits (a .bertx records
+// neither: its program was compiled by another run).
+nlohmann::json kernels_json(const codegen::CompiledProgram& p, bool compiled_now = true);
 std::string kernels_text(const codegen::CompiledProgram& p, bool compiled_now = true);
 
 // What a .bertx file holds (bertc info FILE.bertx).
