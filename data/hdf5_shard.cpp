@@ -104,9 +104,11 @@ void verify_checksum(const std::filesystem::path& shard) {
                                 stored.empty() ? "it is empty" : fmt::format("'{}'", stored.substr(0, 40)),
                                 shard.filename().string()));
   if (shard_checksum(shard) != stored)
-    throw DataError(fmt::format("{}: does not match its checksum ({}): the shard is damaged or was changed; put back a "
-                                "good copy of it, or {}",
-                                shard.string(), checksum_path(shard).filename().string(), kMakeShardsAgain));
+    throw DataError(fmt::format("{}: does not match its checksum ({}): the shard is damaged or was changed, or the "
+                                "checksum file is another shard's; put back good copies of both, the shard and {} "
+                                "(prepare-data writes them side by side), or {}",
+                                shard.string(), checksum_path(shard).filename().string(),
+                                checksum_path(shard).filename().string(), kMakeShardsAgain));
 }
 
 // An HDF5 identifier closed when it goes (files, datasets, dataspaces, types, property lists).

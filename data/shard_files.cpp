@@ -60,12 +60,29 @@ void refuse_mixed(const std::vector<std::filesystem::path>& files, const std::ve
   std::map<std::string, std::vector<size_t>> kinds;
   for (size_t i = 0; i < shapes.size(); ++i) kinds[kind_of(shapes[i])].push_back(i);
   if (kinds.size() < 2) return;
-  std::vector<std::string> listed;
-  for (const auto& [kind, members] : kinds)
+  std::vector<std::string> listed, whole;
+  for (const auto& [kind, members] : kinds) {
     listed.push_back(fmt::format("{} shard(s) of {} (such as {})", members.size(), kind, files[members.front()].string()));
-  throw DataError(fmt::format("the shards are of {} kinds, prepared differently: {}. A run trains on shards of one "
-                              "kind: move the others out of the folder (or give --data the folder of one kind)",
-                              kinds.size(), fmt::join(listed, "; ")));
+    // (a kind whose sets prepare-data made are all here: moving the others out leaves a set that
+    // trains; a part of a set left alone is refused next as incomplete, so that fix is said only
+    // where it holds)
+    std::map<std::string, std::pair<int64_t, std::set<int64_t>>> sets;
+    for (size_t i : members)
+      if (const auto& r = shapes[i].record; r && !r->set.empty()) sets[r->set].first = r->count, sets[r->set].second.insert(r->index);
+    if (std::all_of(sets.begin(), sets.end(), [](const auto& set) {
+          return static_cast<int64_t>(set.second.second.size()) == set.second.first;
+        }))
+      whole.push_back(files[members.front()].string());
+  }
+  throw DataError(fmt::format(
+      "the shards are of {} kinds, prepared differently: {}. A run trains on shards of one kind: {}", kinds.size(),
+      fmt::join(listed, "; "),
+      whole.empty()
+          ? "no kind here is a whole set of prepare-data's, so give --data the folder prepare-data wrote one kind "
+            "into (its -o), or prepare the shards again (bertc prepare-data CONFIG --input TEXT -o NEW_DIR)"
+          : fmt::format("keep the kind of {} (a whole set) and move the others out of the folder, or give --data "
+                        "the folder prepare-data wrote one kind into (its -o)",
+                        fmt::join(whole, " or "))));
 }
 
 // Refuses one shard twice in a set (a copy under another name, a link to another shard): its

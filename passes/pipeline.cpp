@@ -24,7 +24,7 @@ namespace {
 // has other stages). Every other file is the user's and stays; one named as a stage that no
 // dump's list names (a hand-edited stage, say) is refused before anything is removed: this dump's
 // could write over it, and a sweep by name removed such files silently.
-void remove_earlier_dump(const std::filesystem::path& folder) {
+std::set<std::string> earlier_dump_stages(const std::filesystem::path& folder) {
   static const std::regex stage_file(R"(\d\d-[A-Za-z0-9_-]+\.ir)");
   std::set<std::string> listed;
   // A stages.txt that is not a dump's list (its lines name the stages' files) is the user's: the
@@ -62,6 +62,11 @@ void remove_earlier_dump(const std::filesystem::path& folder) {
                                          "{} out, or give an empty or new folder",
                                          folder.string(), fmt::join(foreign, ", "),
                                          foreign.size() == 1 ? "it" : "them"));
+  return listed;
+}
+
+// The stages an earlier dump listed, and its list, removed from `folder`.
+void remove_stages(const std::filesystem::path& folder, const std::set<std::string>& listed) {
   for (const std::string& name : listed) std::filesystem::remove(folder / name);
   std::filesystem::remove(folder / "stages.txt");
 }
@@ -125,15 +130,20 @@ void remove_earlier_dumps(const std::filesystem::path& folder, const std::set<in
   static const std::regex bucket(R"(seq-(\d{1,9}))");
   std::error_code ec;
   if (!std::filesystem::is_directory(folder, ec)) return;
-  remove_earlier_dump(folder);
+  // (every folder checked before any is touched: a refusal removes nothing)
+  std::vector<std::pair<std::filesystem::path, std::set<std::string>>> dumps{{folder, earlier_dump_stages(folder)}};
+  std::vector<std::filesystem::path> buckets;
   for (const auto& entry : std::filesystem::directory_iterator(folder)) {
     std::smatch m;
     const std::string name = entry.path().filename().string();
     if (!entry.is_directory() || !std::regex_match(name, m, bucket) || kept_buckets.count(std::stoll(m[1].str())))
       continue;
-    remove_earlier_dump(entry.path());
-    std::filesystem::remove(entry.path(), ec);  // (only when nothing else is left in it)
+    dumps.emplace_back(entry.path(), earlier_dump_stages(entry.path()));
+    // (a folder of that name with no dump's list in it is the user's, empty or not: kept)
+    if (std::filesystem::exists(entry.path() / "stages.txt", ec)) buckets.push_back(entry.path());
   }
+  for (const auto& [dump, listed] : dumps) remove_stages(dump, listed);
+  for (const auto& b : buckets) std::filesystem::remove(b, ec);  // (only when nothing else is left in it)
 }
 
 TrainingProgram compile_training(ir::Graph forward, const CompileOptions& options, const OptimizerOptions& optimizer,

@@ -162,20 +162,25 @@ std::vector<InstructionClass> classes_of(const Entry& entry) {
   for (const Instruction& in : entry.body)
     for (const Operand& o : in.operands)
       if (o.kind == Operand::Kind::Address && o.reg >= 0 && static_cast<size_t>(o.reg) < feeds.size()) feeds[o.reg] = 1;
-  // (backwards to a fixed point: each pass marks the writers of marked registers and their sources;
-  // registers are many writers' in loops, so every writer of one is marked)
+  // (backwards to a fixed point, last instruction first, as an address is computed before its
+  // access: each pass marks the writers of marked registers and their sources; registers are many
+  // writers' in loops, so every writer of one is marked)
+  std::vector<std::vector<int>> written(entry.body.size()), read(entry.body.size());
+  for (size_t i = 0; i < entry.body.size(); ++i) {
+    if (classes[i] != InstructionClass::Other) continue;
+    written[i] = registers_written(entry.body[i]);
+    read[i] = registers_read(entry.body[i]);
+    if (entry.body[i].guard) read[i].erase(read[i].begin());  // (whether it runs, not what it computes)
+  }
   for (bool changed = true; changed;) {
     changed = false;
-    for (size_t i = 0; i < entry.body.size(); ++i) {
-      if (classes[i] != InstructionClass::Other) continue;
-      const std::vector<int> written = registers_written(entry.body[i]);
-      if (std::none_of(written.begin(), written.end(), [&](int r) { return feeds[static_cast<size_t>(r)] != 0; }))
+    for (size_t i = entry.body.size(); i-- > 0;) {
+      if (classes[i] != InstructionClass::Other ||
+          std::none_of(written[i].begin(), written[i].end(), [&](int r) { return feeds[static_cast<size_t>(r)] != 0; }))
         continue;
       classes[i] = InstructionClass::Address;
       changed = true;
-      std::vector<int> read = registers_read(entry.body[i]);
-      if (entry.body[i].guard) read.erase(read.begin());  // (whether it runs, not what it computes)
-      for (int r : read) feeds[static_cast<size_t>(r)] = 1;
+      for (int r : read[i]) feeds[static_cast<size_t>(r)] = 1;
     }
   }
   return classes;

@@ -1229,12 +1229,6 @@ struct BlockRun {
     }
     return false;
   }
-
-  void run_block() {
-    start_block();
-    while (!run_round()) {
-    }
-  }
 };
 
 namespace {

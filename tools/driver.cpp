@@ -846,7 +846,7 @@ int batch(const BatchArgs& given, const frontend::ModelDefinition& model) {
   const data::BatchStream stream =
       train::open_batch_stream(config, chosen_path(args.data, config, config.train.data), vocab, std::cerr);
   if (args.index > stream.last_micro_batch())
-    throw std::invalid_argument(fmt::format("--index {}: micro-batch {} of {} examples (batch_size) starts past example "
+    throw std::invalid_argument(fmt::format("--index {}: micro-batch {} of {} examples (batch_size) reaches past example "
                                             "2^63, which the stream of batches does not number: give --index {} or "
                                             "less",
                                             args.index, args.index, config.train.batch_size,

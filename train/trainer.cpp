@@ -596,7 +596,12 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
   const int64_t K = t.gradient_accumulation_steps;
   // (step x K x ranks x batch_size, a sequence's number in the data's stream, wrapped past 2^63
   // and a step far on trained on another step's sequences; K x ranks x batch_size is at most 2^31)
-  if (const int64_t most = (stream.last_micro_batch() + 1) / (K * dp.ranks()); last > most)
+  // (unsigned: at batch_size 1 the last micro-batch is 2^63 - 1, and one more wrapped; every step
+  // a run can name is then within)
+  if (const auto most = static_cast<int64_t>(std::min<uint64_t>(
+          (static_cast<uint64_t>(stream.last_micro_batch()) + 1) / static_cast<uint64_t>(K * dp.ranks()),
+          std::numeric_limits<int64_t>::max()));
+      last > most)
     throw TrainError(fmt::format("steps {}: the sequences of a step past {} ({} a step: {} x {} accumulation steps x {} "
                                  "rank(s)) are numbered past 2^63 in the data's stream: stop by step {} (--until {}, "
                                  "or [train] steps)",

@@ -444,6 +444,34 @@ shutil.copytree(os.path.join(WORK, "one"), mixed)
 for suffix in ("", ".xxh3"):
     shutil.copy(os.path.join(WORK, "other-vocab", "shard-00000.hdf5" + suffix), os.path.join(mixed, "shard-00004.hdf5" + suffix))
 refused_before_training("mixed", mixed, r"the shards are of 2 kinds, prepared differently: 4 shard\(s\) of .*; 1 shard")
+# The fix said is one that holds: the whole set's kind is named to keep, and with the other moved out
+# the folder trains; where no kind is a whole set, moving one out is not advised (what is left was
+# refused next as an incomplete set), the folders prepare-data wrote are.
+refused_before_training("mixed-keep", mixed, r"keep the kind of .*mixed/shard-0000[0-3].hdf5 \(a whole set\) and move the "
+                        r"others out of the folder")
+for suffix in ("", ".xxh3"):
+    os.remove(os.path.join(mixed, "shard-00004.hdf5" + suffix))
+train("mixed-kept", "--data", mixed, "--steps", "1")
+halves = os.path.join(WORK, "mixed-halves")
+os.makedirs(halves)
+for i in range(2):
+    for suffix in ("", ".xxh3"):
+        shutil.copy(os.path.join(WORK, "one", f"shard-0000{i}.hdf5" + suffix), os.path.join(halves, f"shard-0000{i}.hdf5" + suffix))
+        shutil.copy(os.path.join(WORK, "other-vocab", "shard-00000.hdf5" + suffix) if i == 0 else
+                    os.path.join(WORK, "other-vocab", "shard-00001.hdf5" + suffix), os.path.join(halves, f"shard-0000{i + 2}.hdf5" + suffix))
+refused_before_training("mixed-halves", halves, r"no kind here is a whole set of prepare-data's, so give --data the "
+                        r"folder prepare-data wrote one kind into")
+# A checksum file of another shard beside a good shard: said as a possible cause, and putting back
+# both (the shard and its .xxh3) trains (putting back the shard alone, as advised, changed nothing).
+sums = os.path.join(WORK, "other-sum")
+shutil.copytree(os.path.join(WORK, "one"), sums)
+shutil.copy(os.path.join(sums, "shard-00000.hdf5.xxh3"), os.path.join(sums, "shard-00001.hdf5.xxh3"))
+refused_before_training("other-sum", sums, r"shard-00001.hdf5: does not match its checksum \(shard-00001.hdf5.xxh3\): the "
+                        r"shard is damaged or was changed, or the checksum file is another shard's; put back good "
+                        r"copies of both")
+for suffix in ("", ".xxh3"):
+    shutil.copy(os.path.join(WORK, "one", "shard-00001.hdf5" + suffix), os.path.join(sums, "shard-00001.hdf5" + suffix))
+train("other-sum-fixed", "--data", sums, "--steps", "1")
 refused_before_training("masking", os.path.join(WORK, "one"), r"prepared with masked_lm_prob = 0.15, and \[train\] "
                         r"masked_lm_prob is 0.2 \(a shard's masks are made when it is prepared\): set masked_lm_prob = 0.15",
                         lambda c: c.replace("[train]\n", "[train]\nmasked_lm_prob = 0.2\n", 1))

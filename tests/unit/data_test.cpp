@@ -272,6 +272,12 @@ TEST(PretrainingData, DeterministicAndBatchedInEpochs) {
   EXPECT_THROW(stream.batch(stream.last_micro_batch() + 1), DataError);
   EXPECT_THROW(stream.batch(int64_t{1} << 62), DataError);
   EXPECT_THROW(stream.batch(-1), DataError);
+  // At batch size 1 the last micro-batch is 2^63 - 1 itself (its one example's number).
+  const BatchStream single(std::make_shared<ShardedExamples>(
+                               std::make_shared<TextShards>(documents(), v, o, 1, "test-text", "text_shards"), 7),
+                           1, 32, 5, v.pad());
+  EXPECT_EQ(single.last_micro_batch(), std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(single.batch(single.last_micro_batch()).input_ids.size(), 32u);
 }
 
 TEST(PretrainingData, PackedExamplesAreTheExamplesInOrder) {
