@@ -1033,6 +1033,71 @@ TEST(PtxExecutor, ResidentBlocksInterleave) {
   }
 }
 
+// Blocks side by side keep their own barriers for racecheck: block `barrier_block` hands a word from
+// thread 0 to the others across a bar.sync, the other block without one, each reading after a wait
+// of some 900 instructions (rounds of the blocks in between). The other block's race is found under
+// every schedule, though the first block's barrier may come between its store and its reads (a
+// barrier shared by the running blocks ordered them, and the race went unseen).
+constexpr const char* kHandOffByBlock = R"(
+.version 8.8
+.target sm_80
+.address_size 64
+.visible .entry hand_off_by_block(
+	.param .u64 hand_off_by_block_param_0,
+	.param .u32 hand_off_by_block_param_1
+)
+{
+	.reg .pred 	%p<4>;
+	.reg .b32 	%r<6>;
+	.reg .b64 	%rd<7>;
+	ld.param.u64 	%rd1, [hand_off_by_block_param_0];
+	ld.param.u32 	%r1, [hand_off_by_block_param_1];
+	cvta.to.global.u64 	%rd2, %rd1;
+	mov.u32 	%r2, %tid.x;
+	mov.u32 	%r4, %ctaid.x;
+	mul.wide.u32 	%rd5, %r4, 256;
+	add.s64 	%rd6, %rd2, %rd5;
+	setp.eq.s32 	%p1, %r2, 0;
+	@%p1 st.global.u32 	[%rd6], 42;
+	setp.ne.s32 	%p2, %r4, %r1;
+	@%p2 bra 	$L__skip;
+	bar.sync 	0;
+$L__skip:
+	mov.u32 	%r5, 0;
+$L__wait:
+	add.s32 	%r5, %r5, 1;
+	setp.lt.u32 	%p3, %r5, 300;
+	@%p3 bra 	$L__wait;
+	@%p1 bra 	$L__done;
+	ld.global.u32 	%r3, [%rd6];
+	mul.wide.u32 	%rd3, %r2, 4;
+	add.s64 	%rd4, %rd6, %rd3;
+	st.global.u32 	[%rd4], %r3;
+$L__done:
+	ret;
+}
+)";
+
+TEST(PtxExecutor, ResidentBlocksKeepTheirOwnBarriersForRacecheck) {
+  Emulator emulator(parse_module(kHandOffByBlock, "hand_off_by_block.ptx"));
+  std::vector<uint32_t> out(128, 0);
+  emulator.add_global(out.data(), out.size() * 4);
+  const auto run = [&](uint32_t barrier_block, uint64_t seed) {
+    LaunchConfig config{{2, 1, 1}, {64, 1, 1}, 0, seed};
+    config.resident_blocks = 2;
+    emulator.launch("hand_off_by_block",
+                    emulator.pack_params("hand_off_by_block", {reinterpret_cast<uint64_t>(out.data()), barrier_block}),
+                    config);
+  };
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    for (uint32_t barrier_block : {0u, 1u}) {
+      const std::string race = refusal([&] { run(barrier_block, seed); });
+      EXPECT_NE(race.find("racecheck: "), std::string::npos) << seed << ": " << race;
+      EXPECT_NE(race.find("block (" + std::to_string(1 - barrier_block) + ",0,0)"), std::string::npos) << seed << ": " << race;
+    }
+  }
+}
+
 // What racecheck remembers of a launch is bounded (GlobalRaces' most_bytes, a page of 4 KiB at a
 // time): a race on memory past it goes unseen and covered() says so; a race inside it is found.
 TEST(PtxExecutor, GlobalRacecheckSaysWhenALaunchOutgrewIt) {
