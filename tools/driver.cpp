@@ -60,6 +60,7 @@
 #include "tools/cli_bounds.h"
 #include "tools/memory_advice.h"
 #include "support/resolved_path.h"
+#include "support/shell_word.h"
 
 namespace bertc::tools {
 namespace {
@@ -534,7 +535,8 @@ void refuse_init_of_another_model(const frontend::Config& compiled, const std::s
   throw std::invalid_argument(fmt::format(
       "--init {}: {} describes another model than {} was compiled for ({}): start it from weights of the model it "
       "was compiled for, or train that model from a config (bertc train CONFIG --init {}: its [model] comes from there)",
-      init, frontend::is_hf_folder(init) ? "its config.json" : "its model record", source, fmt::join(differ, "; "), init));
+      init, frontend::is_hf_folder(init) ? "its config.json" : "its model record", source, fmt::join(differ, "; "),
+      support::shell_word(init)));
 }
 
 // A data-parallel rank's training: an error on any rank stops every rank (the others would wait

@@ -18,6 +18,7 @@
 #include "train/resume.h"
 #include "reference/executor.h"
 #include "support/safetensors.h"
+#include "support/shell_word.h"
 
 namespace bertc::train {
 namespace {
@@ -360,7 +361,7 @@ EvalResult evaluate_batch(const frontend::ModelDefinition& model, frontend::Conf
     else if (head.empty() && task_head_missing)
       why = fmt::format(" (it holds no {} head: a pretraining model's or a base model's weights; fine-tune them "
                         "first, bertc finetune CONFIG --init {}, and evaluate the fine-tuned checkpoint)",
-                        ir::enum_name(config.finetune.task), weights.string());
+                        ir::enum_name(config.finetune.task), support::shell_word(weights.string()));
     throw support::SafetensorsError(fmt::format("{}: {} params are missing: {}{}", weights.string(),
                                                 loaded.missing.size(), fmt::join(loaded.missing, ", "), why));
   }

@@ -35,6 +35,7 @@
 #include "train/stop_request.h"
 #include "train/trainer.h"
 #include "support/resolved_path.h"
+#include "support/shell_word.h"
 
 namespace bertc::train {
 namespace {
@@ -597,7 +598,7 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
                        "again in another --checkpoint-dir, or from this checkpoint's encoder with --init {}, whose "
                        "task head starts fresh)\n",
                        signal_name(summary.stopped_by_signal), step, o.checkpoint_dir.string(),
-                       checkpoint_path(o.checkpoint_dir, step).string());
+                       support::shell_word(checkpoint_path(o.checkpoint_dir, step).string()));
   if (!summary.best_checkpoint.empty())
     log << fmt::format("best: {} {:.4f}: {}\n", ir::enum_name(chosen), *best, summary.best_checkpoint.string());
   // (every dev score undefined: a script reading best/ finds nothing; said at the end, where it looks)

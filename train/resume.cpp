@@ -16,6 +16,7 @@
 #include "frontend/hf_config.h"
 #include "ir/value_names.h"
 #include "train/initialize.h"
+#include "support/shell_word.h"
 
 namespace bertc::train {
 
@@ -96,7 +97,7 @@ void check_same_settings(const std::map<std::string, std::string>& saved, const 
   throw TrainError(fmt::format("{}: trained with other settings than this run's: {}; resume with the settings it was "
                                "trained with, or start a fresh run in another --checkpoint-dir{}",
                                checkpoint.string(), fmt::join(changed, "; "),
-                               model_changed ? "" : fmt::format(" from its weights (--init {})", checkpoint.string())));
+                               model_changed ? "" : fmt::format(" from its weights (--init {})", support::shell_word(checkpoint.string()))));
 }
 
 // Where a run folder holds pretraining checkpoints older than its newest, a fine-tuning one: how
@@ -134,7 +135,7 @@ void check_same_run(std::map<std::string, std::string> saved, const std::map<std
     throw TrainError(fmt::format("{}: a checkpoint of fine-tuning ({}), and pretraining does not go on from a "
                                  "fine-tuned head: pretrain in another --checkpoint-dir, or fine-tune from it (bertc "
                                  "finetune CONFIG --init {}){}",
-                                 checkpoint.string(), task->second, checkpoint.string(),
+                                 checkpoint.string(), task->second, support::shell_word(checkpoint.string()),
                                  pretraining_beside(checkpoint.parent_path())));
   check_run_metadata(saved, checkpoint);
   // A checkpoint from before data parallelism: one rank, its global batch from its split.
@@ -151,7 +152,7 @@ void check_same_run(std::map<std::string, std::string> saved, const std::map<std
     auto it = saved.find(key);
     if (it == saved.end() || it->second == value) continue;
     const std::string fresh = fmt::format("start a fresh run from its weights in another --checkpoint-dir (--init {})",
-                                          checkpoint.string());
+                                          support::shell_word(checkpoint.string()));
     if (key == "global_batch") refuse_other_global_batch(saved, value, checkpoint);
     if (key == "precision")
       throw TrainError(fmt::format(
@@ -344,7 +345,8 @@ void refuse_other_global_batch(const std::map<std::string, std::string>& saved, 
                                "batch_size {} x gradient_accumulation_steps {} on {} rank(s) was trained), or start a "
                                "fresh run from its weights in another --checkpoint-dir (--init {})",
                                checkpoint.string(), then, now, then, of("batch_size", "-"),
-                               of("gradient_accumulation_steps", "1"), of("world_size", "1"), checkpoint.string()));
+                               of("gradient_accumulation_steps", "1"), of("world_size", "1"),
+                               support::shell_word(checkpoint.string())));
 }
 
 std::vector<CheckpointFile> resumable_checkpoints(const std::filesystem::path& dir) {

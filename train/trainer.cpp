@@ -28,6 +28,7 @@
 #include "runtime/host_device.h"
 #include "support/atomic_file.h"
 #include "support/safetensors.h"
+#include "support/shell_word.h"
 #include "train/autotune.h"
 #include "train/batch_loader.h"
 #include "train/batches.h"
@@ -385,7 +386,7 @@ std::string data_failed_advice(const TrainOptions& o) {
   return fmt::format("the checkpoints are kept (newest: step {}). A resumed run must read the same data: restore it "
                      "(the same examples) and run the same command with --resume; or leave that data out and start "
                      "a fresh run from the weights trained so far (--init {} --checkpoint-dir NEW_DIR)",
-                     kept.back().step, kept.back().path.string());
+                     kept.back().step, support::shell_word(kept.back().path.string()));
 }
 
 // One optimizer step: its micro-batches, then the optimizer (with one micro-batch, both as one
