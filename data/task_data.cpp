@@ -100,6 +100,12 @@ class ExampleMaker {
         fail(line, fmt::format("label '{}' is not one of [finetune] labels ({}), and [finetune] tsv_header is false: if "
                                "line 1 is the file's header, set tsv_header = true and name the columns by it",
                                text, fmt::join(f_.label_names, ", ")));
+      // (a comma parts [finetune] labels' names: "add it there" made two classes of it)
+      if (it == f_.label_names.end() && text.find(',') != std::string::npos)
+        fail(line, fmt::format("label '{}' is not one of [finetune] labels ({}), and holds a comma, which parts the "
+                               "names there, so no class can be named so: rename it in the file (and name it so in "
+                               "labels)",
+                               text, fmt::join(f_.label_names, ", ")));
       if (it == f_.label_names.end())
         fail(line, fmt::format("label '{}' is not one of [finetune] labels ({}): add it there, or fix the line", text,
                                fmt::join(f_.label_names, ", ")));

@@ -186,6 +186,18 @@ std::string toml_names(const std::vector<std::string>& names) {
 
 // What weights of another task or classes are told to do.
 std::string weights_fix(const TaskRecord& held) {
+  // (a comma parts [finetune] labels' names: "labels = \"a,b,c\"" for the classes 'a,b' and 'c' was
+  // three classes, refused again with the same advice)
+  std::vector<std::string> with_comma;
+  for (const std::string& name : held.labels)
+    if (name.find(',') != std::string::npos) with_comma.push_back(fmt::format("'{}'", name));
+  if (!with_comma.empty())
+    return fmt::format("its class name{} {} hold{} a comma, which parts the names of [finetune] labels, so no config "
+                       "can name {}: rename {} in its config.json's id2label and label2id, then evaluate it with a "
+                       "config of its task and those classes",
+                       with_comma.size() == 1 ? "" : "s", fmt::join(with_comma, ", "),
+                       with_comma.size() == 1 ? "s" : "", with_comma.size() == 1 ? "it" : "them",
+                       with_comma.size() == 1 ? "it" : "them");
   return fmt::format("evaluate it with a config of its task and classes{}{}, and a batch made with that config (bertc "
                      "batch CONFIG --data EXAMPLES -o BATCH.safetensors)",
                      held.task.empty() ? "" : fmt::format(" (task = \"{}\"", held.task),

@@ -115,6 +115,13 @@ TEST_F(TaskFiles, ErrorsNameTheFileTheLineAndTheFix) {
   EXPECT_NE(error(write("unknown.tsv", "sentence\tlabel\ncat\tyes\ndog\tmaybe\n"), f)
                 .find("unknown.tsv:3: label 'maybe' is not one of [finetune] labels (no, yes)"),
             std::string::npos);
+  // A label with a comma: no [finetune] labels can name it (commas part the names), so "add it there"
+  // is not advised.
+  const std::string comma = error(write("comma.tsv", "sentence\tlabel\ncat\tyes,no\n"), f);
+  EXPECT_NE(comma.find("comma.tsv:2: label 'yes,no' is not one of [finetune] labels (no, yes), and holds a comma, which "
+                       "parts the names there, so no class can be named so: rename it in the file"),
+            std::string::npos) << comma;
+  EXPECT_EQ(comma.find("add it there"), std::string::npos) << comma;
   EXPECT_NE(error(write("short.tsv", "sentence\tlabel\ncat\n"), f).find("short.tsv:2: 1 fields"), std::string::npos);
   // A class number out of range, with the labels named: the names are what the config sets (it
   // named num_labels, which it did not).
