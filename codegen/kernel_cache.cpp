@@ -22,6 +22,7 @@
 
 #include "support/atomic_file.h"
 #include "support/resolved_path.h"
+#include "support/shell_word.h"
 
 namespace bertc::codegen {
 namespace {
@@ -47,9 +48,9 @@ std::string owner_name(uid_t owner) {
 // it yours), but to remove it: it is only a cache.
 std::string trust_fix(const std::filesystem::path& folder) {
   std::string fix = fmt::format("a cache is code bertc loads, and what others could write must not be: remove it "
-                                "(rm -rf '{}': it is only a cache, made again), or set XDG_CACHE_HOME to a folder of "
+                                "(rm -rf {}: it is only a cache, made again), or set XDG_CACHE_HOME to a folder of "
                                 "your own; a cache shared read-only is one trusted user's, named in BERTC_CACHE_OWNER",
-                                folder.string());
+                                support::shell_word(folder.string()));
   if (const char* named = std::getenv("BERTC_CACHE_OWNER"); named && *named && !::getpwnam(named)) {
     char* end = nullptr;
     std::strtoul(named, &end, 10);
@@ -161,11 +162,16 @@ std::optional<std::string> read_cache_entry(const std::filesystem::path& path) {
   if (ec || status.type() == std::filesystem::file_type::not_found) return std::nullopt;
   // The entry, then its folder, the cache's own and every folder above (whoever may write one may
   // replace what is below it), all said at once with the one fix that clears them.
-  std::optional<std::string> why;
-  if (const auto entry = untrusted(path, true)) why = fmt::format("{}: {}", *entry, trust_fix(path));
-  else why = untrusted_way(path.parent_path(), path.parent_path().parent_path());
-  if (why) {
-    warn_cache_unusable(path.parent_path(), *why);
+  if (const auto way = untrusted_way(path.parent_path(), path.parent_path().parent_path())) {
+    warn_cache_unusable(path.parent_path(), *way);
+    return std::nullopt;
+  }
+  // (Only the entry at fault, in a trusted folder: the entry compiled again replaces it where this
+  // user may write the folder; in a read-only one, another user's shared cache, it stays, unused.)
+  if (const auto entry = untrusted(path, true)) {
+    const bool writable = ::access(path.parent_path().c_str(), W_OK) == 0;
+    warn_cache_unusable(path.parent_path(), writable ? *entry : fmt::format("{}: {}", *entry, trust_fix(path)),
+                        writable ? CacheFault::entry_replaced : CacheFault::not_cached);
     return std::nullopt;
   }
   if (status.type() != std::filesystem::file_type::regular) {
@@ -197,12 +203,15 @@ void remove_cache_entry(const std::filesystem::path& path) {
   std::filesystem::remove_all(path, ec);
 }
 
-void warn_cache_unusable(const std::filesystem::path& folder, const std::string& why) {
+void warn_cache_unusable(const std::filesystem::path& folder, const std::string& why, CacheFault fault) {
   static std::mutex mutex;
-  static std::set<std::string> warned;
+  static std::set<std::pair<std::string, CacheFault>> warned;
   std::lock_guard lock(mutex);
-  if (!warned.insert(folder.string()).second) return;
-  std::cerr << fmt::format("bertc: warning: kernel cache {}: {}: compiling without caching\n", folder.string(), why);
+  if (!warned.insert({folder.string(), fault}).second) return;
+  std::cerr << fmt::format("bertc: warning: kernel cache {}: {}: {}\n", folder.string(), why,
+                           fault == CacheFault::entry_replaced ? "not used: compiling again, and what is compiled "
+                                                                 "replaces it"
+                                                               : "compiling without caching");
 }
 
 }  // namespace bertc::codegen

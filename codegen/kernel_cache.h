@@ -40,7 +40,13 @@ bool write_cache_entry(const std::filesystem::path& path, const std::string& byt
 // Drops an entry found corrupt (best effort: a cache that cannot be written keeps it, unused).
 void remove_cache_entry(const std::filesystem::path& path);
 
-// Prints "bertc: warning: kernel cache FOLDER: WHY: compiling without caching" once per folder.
-void warn_cache_unusable(const std::filesystem::path& folder, const std::string& why);
+// What a cache fault leaves: an entry not trusted is compiled again and written anew over it (its
+// folder is trusted, so the write takes it); anything else, compiling without caching.
+enum class CacheFault { entry_replaced, not_cached };
+
+// Prints "bertc: warning: kernel cache FOLDER: WHY: " and what `fault` leaves ("compiling without
+// caching"), once per folder and fault (a write that then fails after an entry's warning is said too).
+void warn_cache_unusable(const std::filesystem::path& folder, const std::string& why,
+                         CacheFault fault = CacheFault::not_cached);
 
 }  // namespace bertc::codegen

@@ -11,6 +11,7 @@
 
 #include "data/text_check.h"
 #include "data/vocab.h"
+#include "support/shell_word.h"
 
 namespace bertc::data {
 namespace {
@@ -50,9 +51,10 @@ GzipReader::GzipReader(const std::filesystem::path& path, Note note) : path_(pat
       if (text.extension() != ".txt") text += ".txt";
       text = unused_name(text);
       throw DataError(fmt::format("{}: named .gz but holds {}-compressed data, and bertc reads text, plain or gzip'd: "
-                                  "decompress it ({} '{}' > '{}'), then move '{}' aside (a folder's reader would meet "
+                                  "decompress it ({} {} > {}), then move {} aside (a folder's reader would meet "
                                   "it again) and give the text",
-                                  path.string(), *how, tool, path.string(), text.string(), path.string()));
+                                  path.string(), *how, tool, support::shell_word(path.string()), support::shell_word(text.string()),
+                                  support::shell_word(path.string())));
     }
     // (A zlib stream, gzip's data without its header, as zlib.compress writes: its 2-byte header is
     // CMF 0x78 with a check that makes the pair a multiple of 31.)
@@ -61,9 +63,9 @@ GzipReader::GzipReader(const std::filesystem::path& path, Note note) : path_(pat
       throw DataError(fmt::format(
           "{}: named .gz but holds a zlib stream (deflate without gzip's header, as Python's zlib.compress writes), "
           "and bertc reads text, plain or gzip'd: decompress it (python3 -c \"import sys, zlib; "
-          "sys.stdout.buffer.write(zlib.decompress(open(sys.argv[1], 'rb').read()))\" '{}' > '{}'), then move '{}' "
+          "sys.stdout.buffer.write(zlib.decompress(open(sys.argv[1], 'rb').read()))\" {} > {}), then move {} "
           "aside (a folder's reader would meet it again) and give the text",
-          path.string(), path.string(), unused_name(beside(".txt")).string(), path.string()));
+          path.string(), support::shell_word(path.string()), support::shell_word(unused_name(beside(".txt")).string()), support::shell_word(path.string())));
     throw DataError(fmt::format("{}: named .gz but its first bytes are not gzip's (1f 8b) nor those of another "
                                 "compressor bertc knows: if it is plain text, rename it without .gz; if something "
                                 "else compressed it, decompress it with that, then move the .gz aside (a folder's "
@@ -136,9 +138,9 @@ size_t GzipReader::inflate_some(char* out, size_t size) {
     }
     if (status != Z_OK && status != Z_BUF_ERROR)  // (Z_BUF_ERROR: no progress until more input)
       throw DataError(fmt::format("{}: the gzip data is damaged in member {}, {} bytes into the file ({}): get the "
-                                  "file again (gzip -t '{}' checks one)",
+                                  "file again (gzip -t {} checks one)",
                                   path_.string(), members_ + 1, consumed_, z_.msg ? z_.msg : "zlib error",
-                                  path_.string()));
+                                  support::shell_word(path_.string())));
     if (produced > 0) return produced;
   }
 }
@@ -166,11 +168,11 @@ DataError GzipReader::cut_short() const {
                        : extension_of(path_) == ".gz" ? beside(".txt") : beside(".part.txt"));
   return DataError(fmt::format(
       "{}: the gzip stream ends early: the file is cut short after {} bytes, inside member {} ({} bytes of text read "
-      "before; an interrupted download or copy?). Get the whole file again (gzip -t '{}' checks one), or keep the "
-      "part it holds knowingly: gzip -dc '{}' > '{}' (gzip says the same){}, then move '{}' aside",
-      path_.string(), file_read_, members_ + 1, text_bytes_ + (compressed_ ? z_.total_out : 0), path_.string(),
-      path_.string(), part.string(), task ? " and remove its last line, which the cut may have left half a row" : "",
-      path_.string()));
+      "before; an interrupted download or copy?). Get the whole file again (gzip -t {} checks one), or keep the "
+      "part it holds knowingly: gzip -dc {} > {} (gzip says the same){}, then move {} aside",
+      path_.string(), file_read_, members_ + 1, text_bytes_ + (compressed_ ? z_.total_out : 0),
+      support::shell_word(path_.string()), support::shell_word(path_.string()), support::shell_word(part.string()),
+      task ? " and remove its last line, which the cut may have left half a row" : "", support::shell_word(path_.string())));
 }
 
 void GzipReader::after_member() {
@@ -211,12 +213,13 @@ void GzipReader::after_member() {
   if (!zeros && (member_like || trailing > kFewBytes))
     throw DataError(fmt::format(
         "{}: {} bytes after its gzip stream ({} member(s) read and checked, ending at byte {}) are not gzip{}: a "
-        "member there whose header is damaged would be lost text. Get the file again (gzip -t '{}' checks one); if "
-        "those bytes are not text, keep what the members hold knowingly: gzip -dc '{}' > '{}' (gzip warns "
-        "\"trailing garbage ignored\"), then move '{}' aside",
+        "member there whose header is damaged would be lost text. Get the file again (gzip -t {} checks one); if "
+        "those bytes are not text, keep what the members hold knowingly: gzip -dc {} > {} (gzip warns "
+        "\"trailing garbage ignored\"), then move {} aside",
         path_.string(), trailing, members_, at,
-        member_like ? ", and they start like a gzip member whose first bytes are damaged" : "", path_.string(),
-        path_.string(), unused_name(beside(".members.txt")).string(), path_.string()));
+        member_like ? ", and they start like a gzip member whose first bytes are damaged" : "",
+        support::shell_word(path_.string()), support::shell_word(path_.string()), support::shell_word(unused_name(beside(".members.txt")).string()),
+        support::shell_word(path_.string())));
   if (note_)
     note_(fmt::format("{}: {} {} after its gzip stream ({} member(s), all read and checked) ignored, as gzip -d "
                       "ignores them",

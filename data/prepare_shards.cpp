@@ -31,6 +31,7 @@
 #include "data/text_input.h"
 #include "data/vocab.h"
 #include "data/text_shards.h"
+#include "support/shell_word.h"
 
 namespace bertc::data {
 namespace {
@@ -217,7 +218,7 @@ int thread_count(int asked) {
     throw DataError(fmt::format("{}; {} holds text ({}), and a run reads shards or text, not both: give the shard "
                                 "folder itself (--data {}) to train on its shards, or move it out of {} to train on "
                                 "the text",
-                                head, folder.string(), text.front().filename().string(), inner.string(),
+                                head, folder.string(), text.front().filename().string(), support::shell_word(inner.string()),
                                 folder.string()));
   if (!shards.empty())
     throw DataError(fmt::format("{}; {} holds shards of its own ({}): move the inner ones up beside them under names "
@@ -225,7 +226,7 @@ int thread_count(int asked) {
                                 "give each folder to a run of its own",
                                 head, folder.string(), shards.front().filename().string()));
   throw DataError(fmt::format("{}: give that folder instead (--data {}), or move its shards up into {}", head,
-                              inner.string(), folder.string()));
+                              support::shell_word(inner.string()), folder.string()));
 }
 
 // Whether a process holds `path`'s exclusive flock (a run's .bertc-lock, prepare-data's own). (data/
@@ -686,7 +687,7 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
   texts.clear();
   texts.shrink_to_fit();
   ::malloc_trim(0);  // pass 1's rounds back to the system: pass 2 has the whole bound
-  if (const auto said = unknown_note(unknown_tokens, p.tokens, tokenizer, capitals); said && note) note(*said);
+  if (const auto said = unknown_note(unknown_tokens, p.tokens, tokenizer, capitals, o.input); said && note) note(*said);
   if (next_document == 0)
     throw DataError(fmt::format("{}: no text: no document in it (empty, blank lines only, or nothing the tokenizer "
                                 "keeps). prepare-data reads UTF-8 text, one sentence a line, a blank line between "

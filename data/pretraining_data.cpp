@@ -11,6 +11,7 @@
 
 #include "data/packed_examples.h"
 #include "data/text_input.h"
+#include "support/shell_word.h"
 
 namespace bertc::data {
 namespace {
@@ -147,7 +148,7 @@ std::vector<Document> load_documents(const std::filesystem::path& path, const To
   }
   docs.pop_back();
   if (docs.empty()) throw DataError(fmt::format("{}: no text found", path.string()));
-  if (const auto said = unknown_note(unknown, tokens, tokenizer, capitals); said && progress) progress(*said);
+  if (const auto said = unknown_note(unknown, tokens, tokenizer, capitals, path); said && progress) progress(*said);
   return docs;
 }
 
@@ -226,7 +227,7 @@ bool has_capital(std::string_view text) {
 }
 
 std::optional<std::string> unknown_note(int64_t unknown, int64_t tokens, const Tokenizer& tokenizer, bool capitals,
-                                        bool fine_tuning) {
+                                        const std::optional<std::filesystem::path>& pretraining_text) {
   if (tokens == 0 || unknown * 20 <= tokens) return std::nullopt;
   const Vocab& vocab = tokenizer.vocab();
   const VocabularyCases cases = cases_of(vocab);
@@ -244,12 +245,16 @@ std::optional<std::string> unknown_note(int64_t unknown, int64_t tokens, const T
       : share < 0.3
           ? "symbols, emoji or rare words the vocabulary lacks? the model reads each as [UNK], which is usual in small "
             "amounts"
-      : fine_tuning
+      : !pretraining_text
           ? "text in another language or script than the pretrained model's, or a vocabulary of another model? a "
             "fine-tuned model reads only the words of the vocabulary its weights were pretrained with: fine-tune a "
             "model pretrained on text like this"
-          : "text in another language or script, or a vocabulary made for other text? they teach the model nothing: "
-            "make a vocabulary of this text (bertc vocab CONFIG -o vocab.txt) and train with it";
+          // (--input: without it bertc vocab reads the config's [train] data, which --data may not be;
+          // its size is the config's vocab_size, which the vocabulary then fits)
+          : fmt::format("text in another language or script, or a vocabulary made for other text? they teach the "
+                        "model nothing: make a vocabulary of this text (bertc vocab CONFIG --input {} -o "
+                        "NEW_VOCAB.txt) and train with it (--vocab NEW_VOCAB.txt)",
+                        support::shell_word(pretraining_text->string()));
   return fmt::format("{} of the {} tokens ({:.1f}%) are [UNK]: words the vocabulary {} does not hold; {}", unknown,
                      tokens, 100.0 * share, vocab.source(), fix);
 }

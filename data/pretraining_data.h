@@ -61,11 +61,12 @@ std::optional<std::string> cut_note(const ExampleFigures& figures, int64_t seq_l
 // "N of the M tokens (x%) are [UNK] ...", with the fix, when more than 5% of a text's tokens are
 // words the tokenizer's vocabulary does not hold (text in another language or script, the
 // vocabulary of another model, or cased text for an uncased vocabulary without do_lower_case):
-// trained on, they teach nothing. nullopt below that. `fine_tuning`: the vocabulary is the
-// pretrained weights', which a new one would not fit.
+// trained on, they teach nothing. nullopt below that. `pretraining_text`: the text or folder read
+// for pretraining, which the fix makes a vocabulary of; nullopt when fine-tuning, where the
+// vocabulary is the pretrained weights', which a new one would not fit.
 // `capitals`: whether the text holds a capital (A-Z, has_capital): letter case is the cause only then.
 std::optional<std::string> unknown_note(int64_t unknown, int64_t tokens, const Tokenizer& tokenizer, bool capitals,
-                                        bool fine_tuning = false);
+                                        const std::optional<std::filesystem::path>& pretraining_text);
 bool has_capital(std::string_view text);
 
 // Deterministic for a seed on every platform (std::mt19937_64 with our own draws). `figures`, when

@@ -11,6 +11,7 @@
 #include <xxhash.h>
 
 #include "data/hdf5_shard.h"
+#include "support/shell_word.h"
 
 namespace bertc::data {
 
@@ -30,9 +31,10 @@ void check_record(const std::filesystem::path& f, const ShardRecord& r, int64_t 
   // --vocab or a model it starts from.)
   require_same_vocab(expected->vocab, {r.vocab_xxh3, r.vocab_tokens, r.vocab_path}, "shard " + f.string(),
                      fmt::format("prepare the shards again with this run's vocabulary from the text they came from "
-                                 "(bertc prepare-data CONFIG --input TEXT --vocab '{}' -o NEW_DIR), or train with the shards' ({}) where the run may choose "
+                                 "(bertc prepare-data CONFIG --input TEXT --vocab {} -o NEW_DIR), or train with the "
+                                 "shards' ({}) where the run may choose "
                                  "(--vocab)",
-                                 expected->vocab.path, r.vocab_path.empty() ? "its path is not recorded" : r.vocab_path));
+                                 support::shell_word(expected->vocab.path), r.vocab_path.empty() ? "its path is not recorded" : r.vocab_path));
   if (r.masked_lm_prob != expected->masked_lm_prob)
     // ({}: the shortest text that reads back as the same double; {:g}'s six digits said 0.15 for
     // 0.1500001, and "set masked_lm_prob = 0.15" changed nothing)
@@ -143,7 +145,7 @@ void refuse_incomplete_sets(const std::vector<std::filesystem::path>& files, con
         throw DataError(fmt::format("{}: one shard of a set of {} that bertc prepare-data made, and {} more .hdf5 "
                                     "file(s) are beside it: train on the set, --data {} (the folder)",
                                     files[0].string(), set.count, beside,
-                                    files[0].parent_path().empty() ? "." : files[0].parent_path().string()));
+                                    support::shell_word(files[0].parent_path().empty() ? "." : files[0].parent_path().string())));
     }
     throw DataError(fmt::format(
         "{} of the {} shards that bertc prepare-data made with {} are not here ({}): their examples would be left "

@@ -488,7 +488,7 @@ TaskData read_task_file(const std::filesystem::path& path, const TaskFormat& for
   for (const TaskExample& e : data.examples)
     for (const int32_t id : e.ids)
       if (id != vocab.cls() && id != vocab.sep()) ++tokens, unknown += id == vocab.unk();
-  if (const auto said = unknown_note(unknown, tokens, tokenizer, maker.capitals(), /*fine_tuning=*/true))
+  if (const auto said = unknown_note(unknown, tokens, tokenizer, maker.capitals(), /*pretraining_text=*/std::nullopt))
     data.notes.push_back(fmt::format("{}: {}", path.string(), *said));
   return data;
 }

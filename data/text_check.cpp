@@ -7,6 +7,7 @@
 #include <utf8proc.h>
 
 #include "data/vocab.h"
+#include "support/shell_word.h"
 
 namespace bertc::data {
 namespace {
@@ -105,10 +106,11 @@ void refuse_not_text(const std::filesystem::path& path, std::string_view head, c
   const std::optional<OtherEncoding> encoding = other_encoding(head);
   if (!(encoding && encoding->marked) && !figures.mostly_not_text()) return;
   // The commands on the file's bytes, or (gzip) on what it decompresses to.
-  const std::string file = fmt::format("'{}'", path.string());
+  const std::string file = support::shell_word(path.string());
   auto convert = [&](const std::string& from) {
-    return compressed ? fmt::format("gzip -dc {} | iconv -f {} -t UTF-8 > '{}'", file, from, converted_name(path))
-                      : fmt::format("iconv -f {} -t UTF-8 {} > '{}'", from, file, converted_name(path));
+    const std::string out = support::shell_word(converted_name(path));
+    return compressed ? fmt::format("gzip -dc {} | iconv -f {} -t UTF-8 > {}", file, from, out)
+                      : fmt::format("iconv -f {} -t UTF-8 {} > {}", from, file, out);
   };
   if (!encoding && head.size() >= 16 && 10 * static_cast<size_t>(std::count(head.begin(), head.end(), '\0')) >=
                                             9 * head.size())
@@ -138,17 +140,17 @@ std::optional<std::string> not_text_note(const std::filesystem::path& path, cons
   // encoding lose their accented letters, and the way to convert is worth saying.)
   const bool many = figures.not_text * 100 > figures.bytes;
   const bool gz = path.extension() == ".gz";
-  const std::string file = fmt::format("'{}'", path.string());
+  const std::string file = support::shell_word(path.string());
   return fmt::format("{}: {} of its {} bytes ({}) are invalid UTF-8 or control characters, first on line {}: the "
                      "tokenizer drops them (is part of the file in another encoding?{})",
                      path.string(), figures.not_text, figures.bytes, share(figures.not_text, figures.bytes),
                      figures.first_bad_line,
-                     many ? fmt::format(" if so, find which ({}) and convert it ({}iconv -f ENCODING -t UTF-8 {}> '{}'), "
+                     many ? fmt::format(" if so, find which ({}) and convert it ({}iconv -f ENCODING -t UTF-8 {}> {}), "
                                         "then move this file out of its folder (a folder of text reads every .txt in "
                                         "it: the text would be read twice)",
                                         gz ? fmt::format("gzip -dc {} | file -i -", file) : fmt::format("file -i {}", file),
                                         gz ? fmt::format("gzip -dc {} | ", file) : "", gz ? "" : file + " ",
-                                        converted_name(path))
+                                        support::shell_word(converted_name(path)))
                           : "");
 }
 

@@ -25,6 +25,18 @@ std::optional<std::string> check_problem(const OptionValue& value, Check check) 
       return fmt::format("must be a probability in [0, 1), found {}", d);
     if (check == Check::PositiveFloat && !(d > 0)) return fmt::format("must be positive, found {}", d);
     if (check == Check::NonNegativeFloat && !(d >= 0)) return fmt::format("must be >= 0, found {}", d);
+    // (An f32 constant past the largest f32 is infinite, and one below its least step is 0: a
+    // max_grad_norm of 1e-50 would turn clipping off, an epsilon of 1e-300 would be the 0 refused.)
+    if (check == Check::PositiveFloat || check == Check::NonNegativeFloat) {
+      const float f = static_cast<float>(d);
+      if (std::isinf(f))
+        return fmt::format("must be at most {} (the largest f32, which bertc computes in), found {}",
+                           std::numeric_limits<float>::max(), d);
+      if (f == 0 && d != 0)
+        return fmt::format("is 0 in f32 (which bertc computes in; its least positive value is {}), found {}{}",
+                           std::numeric_limits<float>::denorm_min(), d,
+                           check == Check::NonNegativeFloat ? ": write 0 if 0 is meant" : "");
+    }
     if (check == Check::Seconds && !(d >= 1))
       return fmt::format("must be at least 1 (seconds: a shorter wait stops ranks that are only busy), found {}", d);
   }

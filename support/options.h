@@ -21,6 +21,8 @@ using OptionValue = std::variant<bool, int64_t, double, std::string>;
 enum class ValueKind { Bool, Int, Float, String };
 
 // What a numeric option accepts beyond its type.
+// PositiveFloat, NonNegativeFloat: also a value f32 holds as itself or near (the model, the
+// optimizer and the schedule compute in f32): none past f32's largest, none but 0 that f32 makes 0.
 // Seconds: a deadline of at least a second (a shorter one stops ranks that are only busy).
 enum class Check { Any, Positive, NonNegative, Probability, PositiveFloat, NonNegativeFloat, Seconds };
 

@@ -32,8 +32,10 @@ CLI::App* add_vocab_command(CLI::App& app, VocabArgs& a) {
   c->add_option("config", a.config, "TOML config")->required()->check(CLI::ExistingFile);
   c->add_option("-o,--output", a.output, "vocab.txt to write (a new file)")->required();
   c->add_option("--input", a.input, "Text file or folder of .txt and .txt.gz files (default: [train] data)");
-  c->add_option("--size", a.size, "Tokens in the vocabulary, special tokens included")
-      ->check(kCount)->capture_default_str();
+  c->add_option("--size", a.size,
+                "Tokens in the vocabulary, special tokens included (default: the config's [model] vocab_size, "
+                "30522 where it sets none)")
+      ->check(kCount);
   c->add_option("--min-frequency", a.min_frequency, "Pairs seen fewer times are not merged")
       ->check(kCount)->capture_default_str();
   c->add_option("--limit-alphabet", a.limit_alphabet, "Characters kept (the most frequent)")
@@ -108,6 +110,8 @@ int train_vocab(const VocabArgs& given, const frontend::ModelDefinition& model, 
                                       fix.empty() ? ": give -o a file in a writable folder" : ": " + fix));
   }
   const std::filesystem::path input = a.input.empty() ? config.resolve(config.train.data) : std::filesystem::path(a.input);
+  // (A vocabulary larger than [model] vocab_size is refused by every run of the config.)
+  if (a.size == 0) a.size = config.model.vocab_size;
   // (A vocabulary written among the text it was made from would be read as text by the next run.)
   if (std::error_code ec; std::filesystem::is_directory(input, ec) &&
                           support::resolved_path(input) ==

@@ -16,7 +16,8 @@ namespace bertc::tools {
 
 struct VocabArgs {
   std::string config, input, output;
-  int64_t size = 30522, min_frequency = 2, limit_alphabet = 1000;
+  int64_t size = 0;  // (0: the config's [model] vocab_size, which the vocabulary must fit)
+  int64_t min_frequency = 2, limit_alphabet = 1000;
   int threads = 0;
 };
 

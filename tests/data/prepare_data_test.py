@@ -436,7 +436,7 @@ def refused_before_training(name, folder_or_config, expected, edit=None):
 refused_before_training("other-vocab", os.path.join(WORK, "other-vocab"),
                         r"is not the one shard .*shard-00000.hdf5 was made with, .*swapped-vocab.txt \(317 tokens, "
                         r"xxh3 [0-9a-f]+\) \(the same size.*prepare the shards again with this run's vocabulary "
-                        r"from the text they came from \(bertc prepare-data CONFIG --input TEXT --vocab '.*vocab.txt' -o NEW_DIR\), "
+                        r"from the text they came from \(bertc prepare-data CONFIG --input TEXT --vocab .*vocab.txt -o NEW_DIR\), "
                         r"or train with the shards' "
                         r"\(.*swapped-vocab.txt\)")
 mixed = os.path.join(WORK, "mixed")

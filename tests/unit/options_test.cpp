@@ -21,6 +21,18 @@ TEST(Options, ChecksSayWhatIsWrong) {
   EXPECT_FALSE(check_problem(OptionValue(0.5), Check::Probability));
   EXPECT_EQ(check_problem(OptionValue(INFINITY), Check::PositiveFloat), "must be finite, found inf");
   EXPECT_EQ(check_problem(OptionValue(-INFINITY), Check::NonNegativeFloat), "must be finite, found -inf");
+  // Past f32, or a positive value f32 makes 0: what the f32 graph would compute with is not what
+  // was written (a max_grad_norm of 1e39 an infinite constant, of 1e-50 clipping off).
+  EXPECT_EQ(check_problem(OptionValue(1e39), Check::NonNegativeFloat),
+            "must be at most 3.4028235e+38 (the largest f32, which bertc computes in), found 1e+39");
+  EXPECT_EQ(check_problem(OptionValue(1e-300), Check::PositiveFloat),
+            "is 0 in f32 (which bertc computes in; its least positive value is 1e-45), found 1e-300");
+  EXPECT_EQ(check_problem(OptionValue(1e-50), Check::NonNegativeFloat),
+            "is 0 in f32 (which bertc computes in; its least positive value is 1e-45), found 1e-50: write 0 if 0 "
+            "is meant");
+  EXPECT_FALSE(check_problem(OptionValue(3.4e38), Check::PositiveFloat));
+  EXPECT_FALSE(check_problem(OptionValue(1e-45), Check::PositiveFloat));  // (f32's least: kept)
+  EXPECT_FALSE(check_problem(OptionValue(0.0), Check::NonNegativeFloat));
   EXPECT_EQ(check_problem(OptionValue(0.5), Check::Seconds),
             "must be at least 1 (seconds: a shorter wait stops ranks that are only busy), found 0.5");
   EXPECT_FALSE(check_problem(OptionValue(int64_t{5}), Check::Seconds));

@@ -16,11 +16,14 @@
 #include "data/vocab.h"
 #include "refusal.h"
 #include "scratch_folder.h"
+#include "support/shell_word.h"
 
 namespace bertc::data {
 namespace {
 
 std::filesystem::path scratch(const std::string& name) { return testing::scratch_in("bertc-text-input-test", name); }
+// A path as advice writes it in a command (quoted where the shell would part or change it).
+std::string word(const std::filesystem::path& path) { return support::shell_word(path.string()); }
 
 std::filesystem::path write(const std::string& name, const std::string& bytes) {
   const auto path = scratch(name);
@@ -96,7 +99,7 @@ TEST(Gzip, RefusesAStreamCutShortWhereverItIsCut) {
       << refusal([&] { read_all(one_byte); });
   // The part it holds is kept beside it, under its name without .gz (so a folder reads it too).
   EXPECT_NE(refusal([&] { read_all(second); })
-                .find("gzip -dc '" + second.string() + "' > '" + scratch("cut-second.txt").string() + "'"),
+                .find("gzip -dc " + word(second) + " > " + word(scratch("cut-second.txt"))),
             std::string::npos)
       << refusal([&] { read_all(second); });
 }
@@ -164,8 +167,8 @@ TEST(TextCheck, RefusesBinaryAndUtf16AndSaysAFewBadBytes) {
   for (size_t i = 3; i < latin1.size(); i += 20) latin1[i] = latin1[i] == '\n' ? '\n' : '\xe8';
   const Read accented = read_all(write("latin1.txt", latin1));
   ASSERT_EQ(accented.notes.size(), 1u);
-  EXPECT_NE(accented.notes[0].find("convert it (iconv -f ENCODING -t UTF-8 '" + scratch("latin1.txt").string() + "' > '" +
-                                   scratch("latin1.utf8.txt").string() + "')"),
+  EXPECT_NE(accented.notes[0].find("convert it (iconv -f ENCODING -t UTF-8 " + word(scratch("latin1.txt")) + " > " +
+                                   word(scratch("latin1.utf8.txt")) + ")"),
             std::string::npos)
       << accented.notes[0];
 }
@@ -177,16 +180,24 @@ TEST(TextCheck, AdviceNeverWritesOntoItsInput) {
   for (char c : std::string("some text\nmore text\n")) bare += std::string{c, '\0'};
   const auto converted = write("converted.txt", bare + bare);
   EXPECT_NE(refusal([&] { read_all(converted); })
-                .find("iconv -f UTF-16LE -t UTF-8 '" + converted.string() + "' > '" + scratch("converted.utf8.txt").string() + "'"),
+                .find("iconv -f UTF-16LE -t UTF-8 " + word(converted) + " > " + word(scratch("converted.utf8.txt"))),
             std::string::npos)
       << refusal([&] { read_all(converted); });
   // A gzip stream cut short in a file not named .gz: the part goes to another name.
   const std::string whole = gzip(prose());
   const auto cut = write("corpus.txt", whole.substr(0, whole.size() / 2));
   EXPECT_NE(refusal([&] { read_all(cut); })
-                .find("gzip -dc '" + cut.string() + "' > '" + scratch("corpus.part.txt").string() + "'"),
+                .find("gzip -dc " + word(cut) + " > " + word(scratch("corpus.part.txt"))),
             std::string::npos)
       << refusal([&] { read_all(cut); });
+  // A name the shell would split or end at its quote is quoted as one word (as pasted, the
+  // command reads the file named), the part's name too.
+  const auto quoted = write("it's cut.txt.gz", whole.substr(0, whole.size() / 2));
+  const std::string dir = scratch("x").parent_path().string() + "/";
+  EXPECT_NE(refusal([&] { read_all(quoted); })
+                .find("gzip -dc '" + dir + "it'\\''s cut.txt.gz' > '" + dir + "it'\\''s cut.txt'"),
+            std::string::npos)
+      << refusal([&] { read_all(quoted); });
 }
 
 // Compressed data given as text is named as such (its magic bytes), not advised as an encoding;
@@ -203,7 +214,7 @@ TEST(TextCheck, NamesCompressedDataAndRefusesAPipe) {
   const auto xz_gz = write("xz-named.txt.gz", std::string("\xfd" "7zXZ\0\x00\x04\xe6\xd6\xb4\x46", 12) + prose());
   EXPECT_NE(refusal([&] { read_all(xz_gz); })
                 .find("named .gz but holds xz-compressed data, and bertc reads text, plain or gzip'd: decompress it "
-                      "(xz -dc '" + xz_gz.string() + "' > '" + scratch("xz-named.txt").string() + "')"),
+                      "(xz -dc " + word(xz_gz) + " > " + word(scratch("xz-named.txt")) + ")"),
             std::string::npos)
       << refusal([&] { read_all(xz_gz); });
   const auto fifo = scratch("pipe.txt");
@@ -226,7 +237,7 @@ TEST(TextCheck, TheAdviceForAnotherCompressorsGzWorksInAFolder) {
   };
   const std::string why = refusal(read_folder);
   const std::string target = (folder / "b.txt").string();
-  ASSERT_NE(why.find("(xz -dc '" + xz.string() + "' > '" + target + "'), then move '" + xz.string() + "' aside"),
+  ASSERT_NE(why.find("(xz -dc " + word(xz) + " > " + word(target) + "), then move " + word(xz) + " aside"),
             std::string::npos)
       << why;
   std::ofstream(target) << prose();  // (what xz -dc would write)
