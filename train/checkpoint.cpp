@@ -3,6 +3,7 @@
 #include "train/run_lock.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cerrno>
 #include <cmath>
 #include <fstream>
@@ -103,13 +104,16 @@ std::filesystem::path checkpoint_path(const std::filesystem::path& dir, int64_t 
 }
 
 std::optional<int64_t> checkpoint_step_of(const std::string& file_name) {
-  // checkpoint-<1 to 15 digits: no overflow>.safetensors
+  // checkpoint-<digits of a step int64_t holds>.safetensors (every step a run may reach: one of
+  // 16 digits and more was passed over, so a resume began before it)
   constexpr std::string_view prefix = "checkpoint-", suffix = ".safetensors";
   if (!file_name.starts_with(prefix) || !file_name.ends_with(suffix)) return std::nullopt;
   const std::string digits = file_name.substr(prefix.size(), file_name.size() - prefix.size() - suffix.size());
-  if (digits.empty() || digits.size() > 15 || digits.find_first_not_of("0123456789") != std::string::npos)
-    return std::nullopt;
-  return std::stoll(digits);
+  if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+  int64_t step = 0;
+  const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), step);
+  if (error != std::errc() || end != digits.data() + digits.size()) return std::nullopt;
+  return step;
 }
 
 bool is_checkpoint_record(const std::map<std::string, std::string>& metadata) {

@@ -368,6 +368,18 @@ TEST(Checkpoint, ChecksumsCatchDamageAndFilesWithoutThemLoad) {
             std::string::npos);
 }
 
+// Every step a run may reach names a checkpoint that resume and info find (one of 16 digits and
+// more was passed over); names past int64_t, or not of digits, name none.
+TEST(Checkpoint, EveryStepsNameIsReadBack) {
+  EXPECT_EQ(checkpoint_step_of("checkpoint-000012.safetensors"), 12);
+  EXPECT_EQ(checkpoint_step_of("checkpoint-1000000000000000.safetensors"), int64_t{1000000000000000});
+  EXPECT_EQ(checkpoint_step_of("checkpoint-9223372036854775807.safetensors"), INT64_MAX);
+  EXPECT_EQ(checkpoint_step_of("checkpoint-9223372036854775808.safetensors"), std::nullopt);
+  EXPECT_EQ(checkpoint_step_of("checkpoint-+12.safetensors"), std::nullopt);
+  EXPECT_EQ(checkpoint_step_of("checkpoint-.safetensors"), std::nullopt);
+  EXPECT_EQ(checkpoint_step_of("checkpoint-12.safetensors.xxh3"), std::nullopt);
+}
+
 TEST(Checkpoint, RefusesAnotherModelsCheckpoint) {
   const auto dir = scratch("mismatch");
   save_checkpoint(dir, 1, {{"w", {ir::DType::F32, {2}}}}, {{"w", real({2}, {1, 2})}}, {}, 1);
