@@ -261,9 +261,9 @@ VocabTrainResult train_wordpiece(const std::map<std::string, int64_t>& word_coun
                         (!ranked.empty() && inside.count(ranked.front().first) ? 1 : 0);
   if (o.size < fixed)
     throw DataError(fmt::format("a vocabulary of {} tokens cannot hold BERT's 5 special tokens and the text's {} "
-                                "alphabet tokens ({} characters, and ## forms of those seen inside words): give --size "
+                                "alphabet tokens ({} characters, and ## forms of those seen inside words): {} "
                                 "{} or more{}",
-                                o.size, alphabet.size(), ranked.size(), fixed,
+                                o.size, alphabet.size(), ranked.size(), o.raise_size, fixed,
                                 o.limit_alphabet > 1 && o.size >= least ? " (or a lower --limit-alphabet)" : ""));
   Merger m;
   for (const char* s : kSpecials) m.symbol(s);

@@ -20,6 +20,9 @@ struct VocabTrainOptions {
   int64_t size = 30522;
   int64_t min_frequency = 2;     // a pair seen fewer times is not merged
   int64_t limit_alphabet = 1000; // the most frequent characters kept; words with others are left out
+  // How the size is raised, as a size too small for the specials and the alphabet says it ("give
+  // --size N or more"): where the size came from a config, its key is what to raise.
+  std::string raise_size = "give --size";
 };
 
 struct VocabTrainResult {

@@ -110,8 +110,10 @@ int train_vocab(const VocabArgs& given, const frontend::ModelDefinition& model, 
                                       fix.empty() ? ": give -o a file in a writable folder" : ": " + fix));
   }
   const std::filesystem::path input = a.input.empty() ? config.resolve(config.train.data) : std::filesystem::path(a.input);
-  // (A vocabulary larger than [model] vocab_size is refused by every run of the config.)
-  if (a.size == 0) a.size = config.model.vocab_size;
+  // (A vocabulary larger than [model] vocab_size is refused by every run of the config: by
+  // default the size is the config's, and a size past it is said with the vocabulary written.)
+  const bool size_of_config = a.size == 0;
+  if (size_of_config) a.size = config.model.vocab_size;
   // (A vocabulary written among the text it was made from would be read as text by the next run.)
   if (std::error_code ec; std::filesystem::is_directory(input, ec) &&
                           support::resolved_path(input) ==
@@ -133,7 +135,12 @@ int train_vocab(const VocabArgs& given, const frontend::ModelDefinition& model, 
     counts = data::count_words(input, tokenizer, a.threads, [&](uint64_t read, uint64_t total) {
       log << fmt::format("vocab: counting words {:5.1f}%\n", total ? 100.0 * double(read) / double(total) : 100.0);
     }, [&](const std::string& m) { log << "vocab: " << m << "\n"; }, train::stop_requested);
-    r = data::train_wordpiece(counts, {a.size, a.min_frequency, a.limit_alphabet}, train::stop_requested);
+    const std::string raise_size =
+        size_of_config ? fmt::format("set [model] vocab_size in {} (the size --size takes by default; a model of "
+                                     "more rows) to",
+                                     a.config)
+                       : "give --size";
+    r = data::train_wordpiece(counts, {a.size, a.min_frequency, a.limit_alphabet, raise_size}, train::stop_requested);
   } catch (const data::Stopped& stopped) {
     log << fmt::format("vocab: stopped by {} {}: {} not written; run the same command again\n",
                        train::signal_name(stopped.signal()), stopped.what(), a.output);
@@ -164,6 +171,10 @@ int train_vocab(const VocabArgs& given, const frontend::ModelDefinition& model, 
                      r.size_reached ? ""
                                     : fmt::format(" (fewer than the {} asked: no pair left seen {} times or more{})",
                                                   a.size, a.min_frequency, left_out_by_alphabet(r, a.limit_alphabet)));
+  if (static_cast<int64_t>(r.tokens.size()) > config.model.vocab_size)
+    log << fmt::format("vocab: note: its {} tokens are more than {}'s [model] vocab_size ({}), which a run of that "
+                       "config refuses: to train with it, set vocab_size to {} or more\n",
+                       r.tokens.size(), a.config, config.model.vocab_size, r.tokens.size());
   return 0;
 }
 
