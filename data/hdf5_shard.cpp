@@ -38,6 +38,14 @@ std::string shard_checksum(const std::filesystem::path& path) {
   return fmt::format("{:016x}", XXH3_64bits_digest(state.get()));
 }
 
+std::string repeated_position(const std::string& where, int64_t example, int64_t position) {
+  return fmt::format("{}: dataset 'masked_lm_positions', example {}: position {} is there twice, and BERT's "
+                     "create_pretraining_data and bertc prepare-data never repeat one (its token's loss would count "
+                     "twice): the shard is damaged or made wrong; move it out of the folder, or make it again (bertc "
+                     "prepare-data)",
+                     where, example, position);
+}
+
 }  // namespace bertc::data
 
 #ifndef BERTC_HAVE_HDF5
@@ -350,6 +358,8 @@ Example unpack(const Arrays& a, size_t e, const std::string& where) {
     if (p < 0 || static_cast<size_t>(p) >= length)
       throw DataError(fmt::format("{}: example {}: masked_lm_positions holds {}, outside its {} tokens", where, e, p,
                                   length));
+    if (std::find(ex.masked_positions.begin(), ex.masked_positions.end(), p) != ex.masked_positions.end())
+      throw DataError(repeated_position(where, static_cast<int64_t>(e), p));
     ex.masked_positions.push_back(p);
     ex.masked_labels.push_back(a.labels[prow + j]);
   }
@@ -668,9 +678,14 @@ std::optional<ShardValue> first_value_outside(const std::filesystem::path& path,
         if (ids[i] < 0 || ids[i] >= vocab_size) return ShardValue{"input_ids", example, ids[i]};
         if (segments[i] < 0 || segments[i] >= type_vocab_size) return ShardValue{"segment_ids", example, segments[i]};
       }
-      for (hsize_t j = 0; j < preds && positions[static_cast<size_t>(r * preds + j)] != 0; ++j)
+      for (hsize_t j = 0; j < preds && positions[static_cast<size_t>(r * preds + j)] != 0; ++j) {
         if (const int32_t t = labels[static_cast<size_t>(r * preds + j)]; t < 0 || t >= vocab_size)
           return ShardValue{"masked_lm_ids", example, t};
+        const auto row_start = positions.begin() + static_cast<ptrdiff_t>(r * preds);
+        const int32_t p = positions[static_cast<size_t>(r * preds + j)];
+        if (std::find(row_start, row_start + static_cast<ptrdiff_t>(j), p) != row_start + static_cast<ptrdiff_t>(j))
+          return ShardValue{"masked_lm_positions", example, p};
+      }
     }
   }
   return std::nullopt;

@@ -93,10 +93,15 @@ struct ShardValue {
   int64_t example = -1, value = 0;
 };
 
-// The first token id (input_ids, masked_lm_ids) outside [0, vocab_size), or segment (segment_ids)
-// outside [0, type_vocab_size), of the shard; nullopt when there is none. Reads those datasets a
+// The first token id (input_ids, masked_lm_ids) outside [0, vocab_size), segment (segment_ids)
+// outside [0, type_vocab_size), or masked position an example holds twice (masked_lm_positions),
+// of the shard; nullopt when there is none. Reads those datasets a
 // block of rows at a time (the memory of a block, not of the shard), asking `stop` between blocks
 // (Stopped). For shards that record no largest token id (NVIDIA's), checked before the first step.
+// The refusal of an example's masked position given twice (no BERT shard maker repeats one: its
+// token's loss would count twice).
+std::string repeated_position(const std::string& where, int64_t example, int64_t position);
+
 std::optional<ShardValue> first_value_outside(const std::filesystem::path& path, int64_t vocab_size,
                                               int64_t type_vocab_size, const StopCheck& stop = {});
 

@@ -1,6 +1,7 @@
 // HDF5 shards checked against the config, read whole when their turn comes (see shard_files.h).
 #include "data/shard_files.h"
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <map>
@@ -191,7 +192,11 @@ void refuse_one_text_twice(const std::vector<std::filesystem::path>& files, cons
 ShardFiles::ShardFiles(std::vector<std::filesystem::path> files, int64_t seq_len, int64_t predictions,
                        int64_t vocab_size, int64_t type_vocab_size, const std::optional<ShardExpectation>& expected,
                        const std::function<void(const std::string&)>& progress, const StopCheck& stop)
-    : files_(std::move(files)), vocab_size_(vocab_size), type_vocab_size_(type_vocab_size) {
+    : files_(std::move(files)), vocab_size_(vocab_size), type_vocab_size_(type_vocab_size), token_bound_(vocab_size) {
+  if (expected && expected->vocab.tokens > 0) {
+    run_vocab_ = expected->vocab;
+    token_bound_ = std::min(vocab_size, expected->vocab.tokens);
+  }
   if (files_.empty()) throw DataError("no shards to train on");
   std::vector<ShardShape> shapes;
   for (const auto& f : files_) shapes.push_back(read_shard_shape(f));
@@ -220,6 +225,7 @@ ShardFiles::ShardFiles(std::vector<std::filesystem::path> files, int64_t seq_len
     if (s.examples == 0) throw DataError(fmt::format("{}: the shard holds no examples", f.string()));
     if (s.record) check_record(f, *s.record, vocab_size, expected);
     else ++unrecorded;
+    recorded_max_.push_back(s.record ? std::optional<int64_t>(s.record->max_token_id) : std::nullopt);
     std::error_code ec;
     if (s.record && !std::filesystem::exists(f.string() + ".xxh3", ec)) ++unchecked;
     counts_.push_back(s.examples);
@@ -249,7 +255,7 @@ void ShardFiles::check_unrecorded(const std::vector<ShardShape>& shapes,
   auto last_said = began;
   for (size_t i = 0; i < files_.size(); ++i) {
     if (shapes[i].record) continue;
-    if (const auto outside = first_value_outside(files_[i], vocab_size_, type_vocab_size_, stop))
+    if (const auto outside = first_value_outside(files_[i], token_bound_, type_vocab_size_, stop))
       throw DataError(outside_message(files_[i].string(), *outside));
     ++done;
     if (progress && std::chrono::steady_clock::now() - last_said > std::chrono::seconds(2)) {
@@ -292,15 +298,35 @@ std::string ShardFiles::outside_message(const std::string& where, const ShardVal
                        "damaged or made by a tool of another layout; move it out of the folder, or make it again "
                        "(bertc prepare-data)",
                        where, v.dataset, v.example, v.value);
+  if (v.dataset == "masked_lm_positions") return repeated_position(where, v.example, v.value);
   if (v.dataset == "segment_ids")
     return fmt::format("{}: dataset 'segment_ids', example {}: segment {} is not below [model] type_vocab_size {}: "
                        "the shard was made for another model; move it out of the folder (or make it again with "
                        "bertc prepare-data)",
                        where, v.example, v.value, type_vocab_size_);
+  if (v.value < vocab_size_ && run_vocab_)  // (a vocab_size padded past the vocabulary: rows no token has)
+    return fmt::format("{}: dataset '{}', example {}: token {} is past the run's vocabulary {} (ids 0 to {}), though "
+                       "below [model] vocab_size {}: no token of it has that id, so the shard was made with another "
+                       "vocabulary (or is damaged); move it out of the folder, or make it again with this run's "
+                       "vocabulary (bertc prepare-data)",
+                       where, v.dataset, v.example, v.value, run_vocab_->describe(), run_vocab_->tokens - 1,
+                       vocab_size_);
   return fmt::format("{}: dataset '{}', example {}: token {} is not below [model] vocab_size {}: the shard was made "
                      "with another vocabulary (or is damaged); move it out of the folder, or make it again with this "
                      "run's vocabulary (bertc prepare-data)",
                      where, v.dataset, v.example, v.value, vocab_size_);
+}
+
+void ShardFiles::check_token(size_t shard, const char* dataset, int64_t example, int64_t token) const {
+  const std::string where = files_[shard].string();
+  // (A recorded shard holds what its record says: more means its data or its record was edited.)
+  if (recorded_max_[shard] && token > *recorded_max_[shard])
+    throw DataError(fmt::format("{}: dataset '{}', example {}: token {} is past the largest the shard records "
+                                "(bertc_max_token_id {}): the shard is damaged (its data or its record changed since "
+                                "bertc prepare-data made it); move it out of the folder, or make it again (bertc "
+                                "prepare-data)",
+                                where, dataset, example, token, *recorded_max_[shard]));
+  if (token < 0 || token >= token_bound_) throw DataError(outside_message(where, {dataset, example, token}));
 }
 
 PackedExamples ShardFiles::load(size_t shard) const {
@@ -309,8 +335,8 @@ PackedExamples ShardFiles::load(size_t shard) const {
   // Scanned flat; only a refusal looks for the example.
   const std::vector<int32_t>& tokens = examples.all_tokens();
   for (size_t i = 0; i < tokens.size(); ++i)
-    if (tokens[i] < 0 || tokens[i] >= vocab_size_)
-      throw DataError(outside_message(where, {"input_ids", static_cast<int64_t>(examples.example_of_token(i)), tokens[i]}));
+    if (tokens[i] < 0 || tokens[i] >= token_bound_ || (recorded_max_[shard] && tokens[i] > *recorded_max_[shard]))
+      check_token(shard, "input_ids", static_cast<int64_t>(examples.example_of_token(i)), tokens[i]);
   const std::vector<int8_t>& segments = examples.all_segments();
   for (size_t i = 0; i < segments.size(); ++i)
     if (segments[i] < 0 || segments[i] >= type_vocab_size_)
@@ -322,8 +348,8 @@ PackedExamples ShardFiles::load(size_t shard) const {
                                 "wrong; make it again (bertc prepare-data), or move it out of the folder",
                                 where));
   for (size_t i = 0; i < labels.size(); ++i)
-    if (labels[i] < 0 || labels[i] >= vocab_size_)
-      throw DataError(outside_message(where, {"masked_lm_ids", static_cast<int64_t>(examples.example_of_prediction(i)), labels[i]}));
+    if (labels[i] < 0 || labels[i] >= token_bound_ || (recorded_max_[shard] && labels[i] > *recorded_max_[shard]))
+      check_token(shard, "masked_lm_ids", static_cast<int64_t>(examples.example_of_prediction(i)), labels[i]);
   return examples;
 }
 

@@ -28,6 +28,9 @@ class ShardFiles : public ShardSet {
   // or the config key to change): readable, complete, of seq_len tokens and `predictions`
   // predictions, and — for a shard that records them — of the run's vocabulary (`expected`), its
   // largest token id below vocab_size, made with the config's masked_lm_prob and do_lower_case.
+  // Token ids are held below the run's vocabulary's size where `expected` gives it (an id past its
+  // last token, though below a padded vocab_size, is of another vocabulary's), and a recorded
+  // shard's ids at or below its recorded largest (more is a damaged shard: data or record edited).
   // A shard without a record (NVIDIA's) has its token ids and segments read and checked here, a
   // block at a time (minutes for a large set: `progress` hears how far it got, and `stop` is asked
   // between blocks: Stopped). Each shard is checked again when it is read.
@@ -54,10 +57,15 @@ class ShardFiles : public ShardSet {
   void check_unrecorded(const std::vector<ShardShape>& shapes, const std::function<void(const std::string&)>& progress,
                         const StopCheck& stop);
   std::string outside_message(const std::string& where, const ShardValue& value) const;
+  // DataError for a token id (input_ids or masked_lm_ids) shard `shard` may not hold.
+  void check_token(size_t shard, const char* dataset, int64_t example, int64_t token) const;
 
   std::vector<std::filesystem::path> files_;
   std::vector<int64_t> counts_;
   int64_t vocab_size_, type_vocab_size_;
+  int64_t token_bound_;                         // ids are below it: vocab_size, or the run's vocabulary's size
+  std::optional<VocabRecord> run_vocab_;        // the run's vocabulary, where known
+  std::vector<std::optional<int64_t>> recorded_max_;  // each shard's recorded largest token id
   std::vector<std::string> notes_;
   std::string content_;
 };

@@ -11,10 +11,10 @@ log() { printf 'setup: %s\n' "$*" >&2; }
 # Debian packages: compiler and build tools, the libraries bertc uses (OpenBLAS for the CPU
 # reference executor's matrix products, utf8proc for the tokenizer, Open MPI for data-parallel
 # ranks and mpirun, Gloo for ranks that torchrun starts, HDF5 for pretraining shards), LLVM's
-# lit/FileCheck.
+# lit/FileCheck; h5py, with which tests edit shards as other tools write them.
 packages=(g++ cmake ninja-build python3 libfmt-dev libtomlplusplus-dev libcli11-dev nlohmann-json3-dev
           libopenblas-dev libutf8proc-dev libxxhash-dev libboost-context-dev libgtest-dev llvm-14-tools
-          libopenmpi-dev openmpi-bin libgloo-dev libhdf5-dev zlib1g-dev)
+          libopenmpi-dev openmpi-bin libgloo-dev libhdf5-dev zlib1g-dev python3-h5py)
 python3 -m pip --version >/dev/null 2>&1 || packages+=(python3-pip)
 missing=()
 for p in "${packages[@]}"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p"); done

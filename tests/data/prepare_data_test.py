@@ -492,6 +492,50 @@ refused_before_training("missing", replaced, r"shard-00001.hdf5.xxh3: a shard's 
 # Nothing that looks like a shard, its checksum or text is left out without a word: a checksum
 # that is a folder, a folder of shards inside, text beside shards are refused; a shard named in
 # capitals is read (all 4 shards' examples).
+# Shards edited (h5py, as a user's script or another tool writes them): what no bertc or NVIDIA
+# shard holds is refused before the first step, where it trained on exit 0 — a token id past the
+# run's vocabulary though below a padded vocab_size (rows no token has), a token past the largest a
+# shard records (its data changed since it was made), a masked position given twice (its token's
+# loss counted twice). Debian's python3-h5py (scripts/setup.sh), run by the Python that has it.
+H5PY_PYTHON = next((p for p in (sys.executable, "/usr/bin/python3")
+                    if os.path.exists(p) and subprocess.run([p, "-c", "import h5py"], capture_output=True).returncode == 0),
+                   None)
+if H5PY_PYTHON is None:
+    fail("no Python here imports h5py: install python3-h5py (scripts/setup.sh does)")
+
+
+def edited(name, edit, keep_records=True):
+    """A copy of the set "one" without its checksums (as copied by hand), `edit` run on each shard's
+    h5py File f (first: whether it is shard 0), and its records removed unless `keep_records`."""
+    folder = os.path.join(WORK, name)
+    shutil.copytree(os.path.join(WORK, "one"), folder, ignore=shutil.ignore_patterns("*.xxh3"))
+    script = ("import h5py, sys\n"
+              "for i, path in enumerate(sorted(sys.argv[1:])):\n"
+              "    with h5py.File(path, 'r+') as f:\n"
+              "        first = i == 0\n"
+              + "".join(f"        {line}\n" for line in edit.splitlines())
+              + ("" if keep_records else "        [f.attrs.__delitem__(k) for k in list(f.attrs)]\n"))
+    subprocess.run([H5PY_PYTHON, "-c", script, *(os.path.join(folder, n) for n in os.listdir(folder))], check=True)
+    return folder
+
+
+# (input_ids[0, 1]: the first example's first token after [CLS], inside its mask; 319 is below the
+# config's vocab_size 320 and past the bundled vocabulary's 317 tokens)
+past_vocab = "if first:\n    a = f['input_ids'][:]; a[0, 1] = 319; f['input_ids'][...] = a"
+refused_before_training("past-record", edited("past-record", past_vocab),
+                        r"shard-00000.hdf5: dataset 'input_ids', example 0: token 319 is past the largest the shard "
+                        r"records \(bertc_max_token_id 316\): the shard is damaged")
+refused_before_training("past-vocabulary", edited("past-vocabulary", past_vocab, keep_records=False),
+                        r"shard-00000.hdf5: dataset 'input_ids', example 0: token 319 is past the run's vocabulary "
+                        r".*vocab.txt \(317 tokens, xxh3 [0-9a-f]+\) \(ids 0 to 316\), though below \[model\] vocab_size 320")
+repeat = ("if first:\n    p = f['masked_lm_positions'][:]; r = next(r for r in range(len(p)) if p[r, 1] != 0)\n"
+          "    p[r, 1] = p[r, 0]; f['masked_lm_positions'][...] = p")
+for records in (True, False):  # (read whole before the first step, or checked as NVIDIA's are)
+    name = "repeated" if records else "repeated-nvidia"
+    refused_before_training(name, edited(name, repeat, keep_records=records),
+                            r"shard-00000.hdf5: dataset 'masked_lm_positions', example [0-9]+: position [0-9]+ is "
+                            r"there twice, and BERT's create_pretraining_data and bertc prepare-data never repeat one")
+train("edited-control-run", "--steps", "1", "--data", edited("edited-control", "pass"))  # (the copy itself trains)
 odd = os.path.join(WORK, "odd")
 shutil.copytree(os.path.join(WORK, "one"), odd)
 os.remove(os.path.join(odd, "shard-00003.hdf5.xxh3"))
