@@ -2,6 +2,8 @@
 #include "data/hdf5_shard.h"
 
 #include <algorithm>
+#include <limits>
+#include <type_traits>
 #include <array>
 #include <memory>
 #include <mutex>
@@ -426,8 +428,24 @@ std::optional<T> get_attribute(hid_t file, const char* name, hid_t memory_type, 
                                 "damaged shard): {}",
                                 where, name, H5Tget_class(memory_type) == H5T_INTEGER ? "an integer" : "a float",
                                 kMakeShardsAgain));
+  if (!space.ok() || H5Sget_simple_extent_npoints(space.get()) != 1)
+    throw DataError(fmt::format("{}: attribute '{}' cannot be read (a damaged shard: make it again with bertc "
+                                "prepare-data)",
+                                where, name));
+  // (An unsigned 64-bit value past int64_t: libhdf5 would clamp it to int64_t's largest, which a
+  // refusal then said in its place; read as stored and refused as it is.)
+  if constexpr (std::is_same_v<T, int64_t>)
+    if (stored.ok() && H5Tget_sign(stored.get()) == H5T_SGN_NONE && H5Tget_size(stored.get()) == 8) {
+      uint64_t wide = 0;
+      if (H5Aread(attribute.get(), H5T_NATIVE_UINT64, &wide) >= 0 &&
+          wide > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+        throw DataError(fmt::format("{}: attribute '{}' holds {}, past what bertc reads it as (a signed 64-bit "
+                                    "integer) and past any record bertc writes (another tool's edit, or a damaged "
+                                    "shard): {}",
+                                    where, name, wide, kMakeShardsAgain));
+    }
   T value{};
-  if (!space.ok() || H5Sget_simple_extent_npoints(space.get()) != 1 || H5Aread(attribute.get(), memory_type, &value) < 0)
+  if (H5Aread(attribute.get(), memory_type, &value) < 0)
     throw DataError(fmt::format("{}: attribute '{}' cannot be read (a damaged shard: make it again with bertc "
                                 "prepare-data)",
                                 where, name));

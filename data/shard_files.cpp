@@ -125,7 +125,15 @@ void refuse_incomplete_sets(const std::vector<std::filesystem::path>& files, con
   std::map<std::string, Set> sets;
   for (size_t i = 0; i < shapes.size(); ++i)
     if (shapes[i].record && !shapes[i].record->set.empty()) {
+      const bool first = !sets.count(shapes[i].record->set);
       Set& set = sets[shapes[i].record->set];
+      // (One shard's count against its set's: the set is complete only by the count all agree on.)
+      if (!first && shapes[i].record->count != set.count)
+        throw DataError(fmt::format("{} and {}: shards of one set that bertc prepare-data made together, and their "
+                                    "records disagree on its size ({} and {} shards): one record is damaged (edited "
+                                    "since it was made); make the shards again from their text (bertc prepare-data "
+                                    "CONFIG --input TEXT -o NEW_DIR)",
+                                    set.example.string(), files[i].string(), set.count, shapes[i].record->count));
       set.count = shapes[i].record->count;
       set.present.insert(shapes[i].record->index);
       set.example = files[i];

@@ -535,6 +535,15 @@ for records in (True, False):  # (read whole before the first step, or checked a
     refused_before_training(name, edited(name, repeat, keep_records=records),
                             r"shard-00000.hdf5: dataset 'masked_lm_positions', example [0-9]+: position [0-9]+ is "
                             r"there twice, and BERT's create_pretraining_data and bertc prepare-data never repeat one")
+# A record edited: one shard of a set counting another size than the others (its set was taken
+# whole by the count of whichever was read last), an unsigned value past int64_t (said as the
+# 9223372036854775807 libhdf5 clamps it to).
+refused_before_training("count-disagrees", edited("count-disagrees", "if first:\n    f.attrs['bertc_shard_count'] = 5"),
+                        r"shard-0000[0-3].hdf5 and .*shard-0000[0-3].hdf5: shards of one set that bertc prepare-data "
+                        r"made together, and their records disagree on its size \([45] and [45] shards\)")
+refused_before_training("uint64-record", edited("uint64-record", "if first:\n    import numpy\n"
+                                                "    f.attrs['bertc_max_token_id'] = numpy.uint64(2**64 - 1)"),
+                        r"attribute 'bertc_max_token_id' holds 18446744073709551615, past what bertc reads it as")
 train("edited-control-run", "--steps", "1", "--data", edited("edited-control", "pass"))  # (the copy itself trains)
 odd = os.path.join(WORK, "odd")
 shutil.copytree(os.path.join(WORK, "one"), odd)
