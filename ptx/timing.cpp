@@ -80,6 +80,7 @@ void BlockTimer::begin_block() {
   floor_.assign(warps, 0);
   end_.assign(warps, 0);
   busy_.assign(warps, {});
+  first_free_.assign(warps, 0);
   open_copies_.assign(warps, 0);
   committed_.assign(warps, {});
 }
@@ -87,6 +88,7 @@ void BlockTimer::begin_block() {
 void BlockTimer::close_block(size_t warp) {
   floor_[warp] = end_[warp];
   busy_[warp].clear();
+  first_free_[warp] = 0;
 }
 
 void BlockTimer::issue(size_t warp, size_t pc) {
@@ -103,12 +105,15 @@ void BlockTimer::issue(size_t warp, size_t pc) {
     groups.erase(groups.begin(), groups.begin() + static_cast<std::ptrdiff_t>(waited));
     if (d.uncommitted_too) at = std::max(at, open_copies_[warp]), open_copies_[warp] = 0;
   }
-  // (the first cycle from `at` no other instruction of the block took: one issue a cycle)
+  // (the first cycle from `at` no other instruction of the block took: one issue a cycle; the
+  // search starts past the block's first cycles, all taken, which a long block of independent
+  // instructions would otherwise walk at each issue)
   std::vector<bool>& busy = busy_[warp];
-  size_t slot = static_cast<size_t>(at - floor_[warp]);
+  size_t slot = std::max(static_cast<size_t>(at - floor_[warp]), first_free_[warp]);
   while (slot < busy.size() && busy[slot]) ++slot;
-  if (slot >= busy.size()) busy.resize(slot + 1, false);
+  if (slot >= busy.size()) busy.resize(std::max(slot + 1, 2 * busy.size()), false);
   busy[slot] = true;
+  while (first_free_[warp] < busy.size() && busy[first_free_[warp]]) ++first_free_[warp];
   at = floor_[warp] + slot;
   if (d.async == Decoded::Async::Copy) {  // (its data lands a global latency after it issues)
     open_copies_[warp] = std::max(open_copies_[warp], at + d.latency);

@@ -70,6 +70,7 @@ class BlockTimer {
   std::vector<uint64_t> floor_;     // per warp: the cycle its basic block began at
   std::vector<uint64_t> end_;       // per warp: one past its latest issue
   std::vector<std::vector<bool>> busy_;  // per warp: the cycles of its block taken, from floor_
+  std::vector<size_t> first_free_;       // per warp: busy_'s first cycle not taken (all before it are)
   std::vector<uint64_t> open_copies_;  // per warp: when its uncommitted cp.async data lands
   std::vector<std::vector<uint64_t>> committed_;  // per warp: when each committed group's data lands
 };
