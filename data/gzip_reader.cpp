@@ -16,6 +16,9 @@
 namespace bertc::data {
 namespace {
 
+// A path as one word of a command the advice gives (quoted where the shell would part it).
+std::string word(const std::filesystem::path& path) { return support::shell_word(path.string()); }
+
 constexpr size_t kChunk = size_t{1} << 20;
 
 bool gzip_magic(const unsigned char* p, size_t n) { return n >= 2 && p[0] == 0x1f && p[1] == 0x8b; }
@@ -53,8 +56,8 @@ GzipReader::GzipReader(const std::filesystem::path& path, Note note) : path_(pat
       throw DataError(fmt::format("{}: named .gz but holds {}-compressed data, and bertc reads text, plain or gzip'd: "
                                   "decompress it ({} {} > {}), then move {} aside (a folder's reader would meet "
                                   "it again) and give the text",
-                                  path.string(), *how, tool, support::shell_word(path.string()), support::shell_word(text.string()),
-                                  support::shell_word(path.string())));
+                                  path.string(), *how, tool, word(path), word(text),
+                                  word(path)));
     }
     // (A zlib stream, gzip's data without its header, as zlib.compress writes: its 2-byte header is
     // CMF 0x78 with a check that makes the pair a multiple of 31.)
@@ -65,7 +68,7 @@ GzipReader::GzipReader(const std::filesystem::path& path, Note note) : path_(pat
           "and bertc reads text, plain or gzip'd: decompress it (python3 -c \"import sys, zlib; "
           "sys.stdout.buffer.write(zlib.decompress(open(sys.argv[1], 'rb').read()))\" {} > {}), then move {} "
           "aside (a folder's reader would meet it again) and give the text",
-          path.string(), support::shell_word(path.string()), support::shell_word(unused_name(beside(".txt")).string()), support::shell_word(path.string())));
+          path.string(), word(path), word(unused_name(beside(".txt"))), word(path)));
     throw DataError(fmt::format("{}: named .gz but its first bytes are not gzip's (1f 8b) nor those of another "
                                 "compressor bertc knows: if it is plain text, rename it without .gz; if something "
                                 "else compressed it, decompress it with that, then move the .gz aside (a folder's "
@@ -140,7 +143,7 @@ size_t GzipReader::inflate_some(char* out, size_t size) {
       throw DataError(fmt::format("{}: the gzip data is damaged in member {}, {} bytes into the file ({}): get the "
                                   "file again (gzip -t {} checks one)",
                                   path_.string(), members_ + 1, consumed_, z_.msg ? z_.msg : "zlib error",
-                                  support::shell_word(path_.string())));
+                                  word(path_)));
     if (produced > 0) return produced;
   }
 }
@@ -171,8 +174,8 @@ DataError GzipReader::cut_short() const {
       "before; an interrupted download or copy?). Get the whole file again (gzip -t {} checks one), or keep the "
       "part it holds knowingly: gzip -dc {} > {} (gzip says the same){}, then move {} aside",
       path_.string(), file_read_, members_ + 1, text_bytes_ + (compressed_ ? z_.total_out : 0),
-      support::shell_word(path_.string()), support::shell_word(path_.string()), support::shell_word(part.string()),
-      task ? " and remove its last line, which the cut may have left half a row" : "", support::shell_word(path_.string())));
+      word(path_), word(path_), word(part),
+      task ? " and remove its last line, which the cut may have left half a row" : "", word(path_)));
 }
 
 void GzipReader::after_member() {
@@ -218,8 +221,8 @@ void GzipReader::after_member() {
         "\"trailing garbage ignored\"), then move {} aside",
         path_.string(), trailing, members_, at,
         member_like ? ", and they start like a gzip member whose first bytes are damaged" : "",
-        support::shell_word(path_.string()), support::shell_word(path_.string()), support::shell_word(unused_name(beside(".members.txt")).string()),
-        support::shell_word(path_.string())));
+        word(path_), word(path_), word(unused_name(beside(".members.txt"))),
+        word(path_)));
   if (note_)
     note_(fmt::format("{}: {} {} after its gzip stream ({} member(s), all read and checked) ignored, as gzip -d "
                       "ignores them",

@@ -2,12 +2,12 @@
 #include "data/hdf5_shard.h"
 
 #include <algorithm>
-#include <limits>
-#include <type_traits>
 #include <array>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <type_traits>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

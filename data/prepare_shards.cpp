@@ -218,8 +218,8 @@ int thread_count(int asked) {
     throw DataError(fmt::format("{}; {} holds text ({}), and a run reads shards or text, not both: give the shard "
                                 "folder itself (--data {}) to train on its shards, or move it out of {} to train on "
                                 "the text",
-                                head, folder.string(), text.front().filename().string(), support::shell_word(inner.string()),
-                                folder.string()));
+                                head, folder.string(), text.front().filename().string(),
+                                support::shell_word(inner.string()), folder.string()));
   if (!shards.empty())
     throw DataError(fmt::format("{}; {} holds shards of its own ({}): move the inner ones up beside them under names "
                                 "not taken there (a set's shards are found by their record, not their names), or "

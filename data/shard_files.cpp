@@ -35,7 +35,8 @@ void check_record(const std::filesystem::path& f, const ShardRecord& r, int64_t 
                                  "(bertc prepare-data CONFIG --input TEXT --vocab {} -o NEW_DIR), or train with the "
                                  "shards' ({}) where the run may choose "
                                  "(--vocab)",
-                                 support::shell_word(expected->vocab.path), r.vocab_path.empty() ? "its path is not recorded" : r.vocab_path));
+                                 support::shell_word(expected->vocab.path),
+                                 r.vocab_path.empty() ? "its path is not recorded" : r.vocab_path));
   if (r.masked_lm_prob != expected->masked_lm_prob)
     // ({}: the shortest text that reads back as the same double; {:g}'s six digits said 0.15 for
     // 0.1500001, and "set masked_lm_prob = 0.15" changed nothing)
@@ -150,11 +151,11 @@ void refuse_incomplete_sets(const std::vector<std::filesystem::path>& files, con
       int64_t beside = 0;
       for (const auto& entry : std::filesystem::directory_iterator(files[0].parent_path(), ec))
         beside += entry.path() != files[0] && entry.path().extension() == ".hdf5";
+      const std::string folder = files[0].parent_path().empty() ? "." : files[0].parent_path().string();
       if (beside > 0)
         throw DataError(fmt::format("{}: one shard of a set of {} that bertc prepare-data made, and {} more .hdf5 "
                                     "file(s) are beside it: train on the set, --data {} (the folder)",
-                                    files[0].string(), set.count, beside,
-                                    support::shell_word(files[0].parent_path().empty() ? "." : files[0].parent_path().string())));
+                                    files[0].string(), set.count, beside, support::shell_word(folder)));
     }
     throw DataError(fmt::format(
         "{} of the {} shards that bertc prepare-data made with {} are not here ({}): their examples would be left "
