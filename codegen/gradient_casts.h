@@ -16,7 +16,7 @@ namespace bertc::codegen {
 //                              sum over the ranks stays within the range of the mean
 // unpack (from, to, n, ranks): to[i] = ranks * float(from[i])
 // Parameters: `from` and `to` buffers (float and the 16-bit type), `n` and `ranks` as bx_i64. The
-// same rounding as dist::GradientExchange's on the host (ir::f16_bits / bf16_bits: nearest even),
+// same rounding as distributed::GradientExchange's on the host (ir::f16_bits / bf16_bits: nearest even),
 // so a GPU's compressed sums are the host path's.
 struct GradientCasts {
   KernelSpec pack, unpack;

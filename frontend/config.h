@@ -14,7 +14,7 @@
 #include <variant>
 #include <vector>
 
-#include "dist/compression.h"
+#include "distributed/compression.h"
 #include "ir/enum_names.h"
 #include "passes/options.h"
 

@@ -22,9 +22,9 @@
 #include "codegen/bertx_file.h"
 #include "codegen/render.h"
 #include "data/vocab_identity.h"
-#include "dist/communicator.h"
-#include "dist/gloo_communicator.h"
-#include "dist/nccl_library.h"
+#include "distributed/communicator.h"
+#include "distributed/gloo_communicator.h"
+#include "distributed/nccl_library.h"
 #include "frontend/hf_config.h"
 #include "ir/out_of_memory.h"
 #include "ir/printer.h"
@@ -402,7 +402,7 @@ class QuietStderr {
 };
 
 int train_rank(const TrainArgs& args, const CompileFlags& flags, const frontend::ModelDefinition& model,
-               frontend::Config config, std::shared_ptr<dist::Communicator> world,
+               frontend::Config config, std::shared_ptr<distributed::Communicator> world,
                std::shared_ptr<const codegen::CompiledProgram> compiled);
 
 // A compiled program (bertc compile -o FILE.bertx) and the config it was compiled from, whose
@@ -562,7 +562,7 @@ int train(const TrainArgs& args, const CompileFlags& flags, const frontend::Mode
   if (config.finetune_section)
     throw std::invalid_argument(fmt::format("{}: a [finetune] config trains a task head: bertc finetune {}",
                                             args.config, args.config));
-  const std::shared_ptr<dist::Communicator> world = dist::open_world(config.train.rank_timeout);
+  const std::shared_ptr<distributed::Communicator> world = distributed::open_world(config.train.rank_timeout);
   // (Said, not silent: a config given to a training executable is trained in place of its own.)
   if (embedded && !args.config.empty() && world->rank() == 0)
     std::cerr << fmt::format("train: {} carries a compiled program of {}, and trains {} instead, as given (run it "
@@ -600,7 +600,7 @@ int train(const TrainArgs& args, const CompileFlags& flags, const frontend::Mode
 }
 
 int train_rank(const TrainArgs& args, const CompileFlags& flags, const frontend::ModelDefinition& model,
-               frontend::Config config, std::shared_ptr<dist::Communicator> world,
+               frontend::Config config, std::shared_ptr<distributed::Communicator> world,
                std::shared_ptr<const codegen::CompiledProgram> compiled) {
   const QuietStderr quiet(world->rank() != 0);
   train::TrainOptions o;
@@ -886,14 +886,14 @@ int info(bool json, const std::string& bertx, const frontend::ModelDefinition& m
   }
   const runtime::CudaDriverProbe driver = runtime::probe_cuda_driver();
   auto j = info_json(driver, codegen::probe_nvrtc_libraries(), runtime::find_cublas(driver.version));
-  const dist::Launch launch = dist::detect_launch();
-  j["mpi"] = {{"built", !dist::mpi_library_version().empty()}, {"version", dist::mpi_library_version()},
+  const distributed::Launch launch = distributed::detect_launch();
+  j["mpi"] = {{"built", !distributed::mpi_library_version().empty()}, {"version", distributed::mpi_library_version()},
               {"launcher", launch.launcher.empty() ? "none" : launch.launcher}, {"rank", launch.rank},
               {"ranks", launch.size}};
-  j["gloo"] = {{"built", !dist::gloo_library_version().empty()}, {"version", dist::gloo_library_version()}};
-  const dist::NcclProbe nccl = dist::find_nccl();
+  j["gloo"] = {{"built", !distributed::gloo_library_version().empty()}, {"version", distributed::gloo_library_version()}};
+  const distributed::NcclProbe nccl = distributed::find_nccl();
   j["nccl"] = {{"found", nccl.library.loaded()}, {"path", nccl.library.path()}, {"origin", nccl.origin},
-               {"version", nccl.library.loaded() ? dist::nccl_version_text(nccl.version) : ""}, {"tried", nccl.tried}};
+               {"version", nccl.library.loaded() ? distributed::nccl_version_text(nccl.version) : ""}, {"tried", nccl.tried}};
   j["model"] = model.name;
   std::cout << (json ? j.dump(2) + "\n" : fmt::format("model        {}: {}\n", model.name, model.description) + info_text(j));
   return 0;
@@ -903,7 +903,7 @@ int info(bool json, const std::string& bertx, const frontend::ModelDefinition& m
 // would run once per rank, each writing the same outputs (a fine-tuning run folder, shards, a
 // vocabulary): refused on every rank, before anything is read or written.
 void refuse_several_ranks(const CLI::App& command) {
-  const dist::Launch launch = dist::detect_launch();
+  const distributed::Launch launch = distributed::detect_launch();
   if (launch.size <= 1) return;
   const std::string name = command.get_name();
   // Variables left set in a shell (no launcher at all) are unset; a launcher's ranks run without it.
@@ -1130,7 +1130,7 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
       ->capture_default_str();
   estimate_cmd->add_option("--compression", estimate_args.compressions,
                            "Gradient compressions to compare (default: none, fp16, powersgd at [train] powersgd_rank)")
-      ->check(CLI::IsMember(ir::enum_choices<dist::Compression>()));
+      ->check(CLI::IsMember(ir::enum_choices<distributed::Compression>()));
   estimate_cmd->add_option("--steps", estimate_args.steps, "Optimizer steps to train (default: [train] steps)")
       ->check(kCount);
   estimate_cmd->add_option("--price", estimate_args.price,

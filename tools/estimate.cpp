@@ -1,5 +1,5 @@
 // bertc estimate (see estimate.h): the compile report's roofline per GPU, the gradient bytes of
-// each compression as the exchange sends them (dist::compressed_bytes_of), and the
+// each compression as the exchange sends them (distributed::compressed_bytes_of), and the
 // ring all-reduce over the slowest link (passes/scaling_estimate.h).
 #include "tools/estimate.h"
 
@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "dist/gradient_exchange.h"
+#include "distributed/gradient_exchange.h"
 #include "frontend/config.h"
 #include "passes/report.h"
 #include "passes/scaling_estimate.h"
@@ -22,10 +22,10 @@ namespace {
 
 // The bytes each GPU all-reduces per step under `compression` (after PowerSGD's warm-up), from the
 // gradients' shapes (no exchange state is made: a model of any size is estimated).
-uint64_t bytes_per_step(const ir::Graph& step, const frontend::TrainConfig& t, dist::Compression compression) {
-  dist::ExchangeOptions o = train::exchange_options(t);
+uint64_t bytes_per_step(const ir::Graph& step, const frontend::TrainConfig& t, distributed::Compression compression) {
+  distributed::ExchangeOptions o = train::exchange_options(t);
   o.compression = compression;
-  return dist::compressed_bytes_of(train::gradient_tensors(step), o);
+  return distributed::compressed_bytes_of(train::gradient_tensors(step), o);
 }
 
 std::string money(double dollars) {
@@ -59,12 +59,12 @@ int estimate(const EstimateArgs& a, const CompileFlags& flags, const frontend::M
                                             "'N epochs x M steps = S steps' as it starts)",
                                             a.config, a.config));
   setup.steps = a.steps > 0 ? a.steps : config.train.steps;
-  std::vector<dist::Compression> kinds;
+  std::vector<distributed::Compression> kinds;
   // (a choice given twice is one row, not two of the same)
   for (const std::string& c : a.compressions)
-    if (const auto k = ir::enum_named<dist::Compression>(c); std::find(kinds.begin(), kinds.end(), k) == kinds.end())
+    if (const auto k = ir::enum_named<distributed::Compression>(c); std::find(kinds.begin(), kinds.end(), k) == kinds.end())
       kinds.push_back(k);
-  if (kinds.empty()) kinds = {dist::Compression::None, dist::Compression::Fp16, dist::Compression::PowerSgd};
+  if (kinds.empty()) kinds = {distributed::Compression::None, distributed::Compression::Fp16, distributed::Compression::PowerSgd};
   // Figures past any machine room, or a global batch past 64 bits, are refused rather than
   // wrapped around into negative ones.
   constexpr int64_t kMostGpus = 1'000'000;
@@ -132,12 +132,12 @@ int estimate(const EstimateArgs& a, const CompileFlags& flags, const frontend::M
     setup.micro_batches = c.train.gradient_accumulation_steps;
     setup.dollars_per_gpu_hour = a.price >= 0 ? a.price : price ? price->dollars_per_hour : 0;
     const bool priced = a.price >= 0 || price.has_value();  // (--price 0: hardware of one's own, a cost of $0)
-    for (dist::Compression kind : kinds) {
+    for (distributed::Compression kind : kinds) {
       setup.bytes_per_step = static_cast<double>(bytes_per_step(program.step, c.train, kind));
-      if (kind == dist::Compression::PowerSgd) {
-        dist::ExchangeOptions o = train::exchange_options(c.train);
+      if (kind == distributed::Compression::PowerSgd) {
+        distributed::ExchangeOptions o = train::exchange_options(c.train);
         o.compression = kind;
-        if (dist::powersgd_split(train::gradient_tensors(program.step), o).compressed.empty())
+        if (distributed::powersgd_split(train::gradient_tensors(program.step), o).compressed.empty())
           notes.insert(fmt::format("note: powersgd_rank = {} compresses no gradient of this model: its powersgd rows "
                                    "send fp32's bytes, and training refuses it (lower powersgd_rank)",
                                    c.train.powersgd_rank));

@@ -19,7 +19,7 @@
 #include "ir/value_names.h"
 #include "train/initialize.h"
 #include "train/stop_request.h"
-#include "train/trainer.h"
+#include "train/train_error.h"
 
 namespace bertc::train {
 namespace {

@@ -17,7 +17,7 @@
 #include "frontend/config.h"
 #include "ir/value_names.h"
 #include "support/options.h"
-#include "train/trainer.h"
+#include "train/train_error.h"
 
 namespace bertc::train {
 namespace {
@@ -76,8 +76,8 @@ std::vector<ir::ValueId> next_values(const ir::Graph& step, const std::vector<st
 }
 
 // For the line that says where the sums are made: "rounded to fp16 on the device and " or "".
-std::string rounded_on_device(dist::Compression c) {
-  return c == dist::Compression::None ? "" : fmt::format("rounded to {} on the device and ", ir::enum_name(c));
+std::string rounded_on_device(distributed::Compression c) {
+  return c == distributed::Compression::None ? "" : fmt::format("rounded to {} on the device and ", ir::enum_name(c));
 }
 
 // The ranks whose value differs from rank 0's.
@@ -90,8 +90,8 @@ std::vector<int> differing(const std::vector<uint64_t>& values) {
 
 }  // namespace
 
-dist::ExchangeOptions exchange_options(const frontend::TrainConfig& t) {
-  dist::ExchangeOptions o;
+distributed::ExchangeOptions exchange_options(const frontend::TrainConfig& t) {
+  distributed::ExchangeOptions o;
   o.compression = t.gradient_compression;
   // Clamped below 2^62 bytes: a larger number of MiB means "one bucket", not an overflow.
   o.bucket_bytes = static_cast<int64_t>(std::min(t.allreduce_bucket_mb * double(1 << 20), 0x1p62));
@@ -101,9 +101,9 @@ dist::ExchangeOptions exchange_options(const frontend::TrainConfig& t) {
   return o;
 }
 
-std::optional<ir::DType> rounded_dtype(dist::Compression c) {
-  if (c == dist::Compression::Fp16) return ir::DType::F16;
-  if (c == dist::Compression::Bf16) return ir::DType::BF16;
+std::optional<ir::DType> rounded_dtype(distributed::Compression c) {
+  if (c == distributed::Compression::Fp16) return ir::DType::F16;
+  if (c == distributed::Compression::Bf16) return ir::DType::BF16;
   return std::nullopt;
 }
 
@@ -117,8 +117,8 @@ std::vector<codegen::KernelSpec> runtime_kernels(const ir::Graph& step, const fr
   return kernels;
 }
 
-std::vector<dist::GradientTensor> gradient_tensors(const ir::Graph& step) {
-  std::vector<dist::GradientTensor> tensors;
+std::vector<distributed::GradientTensor> gradient_tensors(const ir::Graph& step) {
+  std::vector<distributed::GradientTensor> tensors;
   const std::vector<ir::ValueId> params = step.values_of(ir::OpKind::Param);
   for (auto it = params.rbegin(); it != params.rend(); ++it) {
     const ir::Value& p = step.value(*it);
@@ -131,28 +131,28 @@ std::vector<dist::GradientTensor> gradient_tensors(const ir::Graph& step) {
 }
 
 uint64_t nccl_reserve_bytes(const frontend::TrainConfig& t, int ranks, bool gpu, int64_t param_elements) {
-  const bool nccl = gpu && (ranks > 1 || t.allreduce == dist::AllReduce::Nccl) && t.allreduce != dist::AllReduce::Host &&
-                    t.gradient_compression != dist::Compression::PowerSgd;
+  const bool nccl = gpu && (ranks > 1 || t.allreduce == distributed::AllReduce::Nccl) && t.allreduce != distributed::AllReduce::Host &&
+                    t.gradient_compression != distributed::Compression::PowerSgd;
   if (!nccl) return 0;
   const uint64_t shares = rounded_dtype(t.gradient_compression) ? 2 * static_cast<uint64_t>(param_elements) : 0;
   return (uint64_t{512} << 20) + shares;
 }
 
-DataParallel::DataParallel(dist::Communicator& comm, const passes::TrainingProgram& program, const frontend::TrainConfig& t)
+DataParallel::DataParallel(distributed::Communicator& comm, const passes::TrainingProgram& program, const frontend::TrainConfig& t)
     : comm_(comm), step_graph_(program.step), allreduce_(t.allreduce), timeout_(t.rank_timeout) {
   // One rank sums nothing, unless NCCL is asked for (the GPU check compares it with no exchange).
-  if (comm_.size() == 1 && allreduce_ != dist::AllReduce::Nccl) return;
-  if (t.gradient_compression == dist::Compression::PowerSgd && program.step.find(ir::names::kLossScale))
+  if (comm_.size() == 1 && allreduce_ != distributed::AllReduce::Nccl) return;
+  if (t.gradient_compression == distributed::Compression::PowerSgd && program.step.find(ir::names::kLossScale))
     throw TrainError("gradient_compression = \"powersgd\" with loss scaling (precision fp16) is not supported yet: "
                      "PowerSGD's error feedback would mix gradients of different loss scales; use precision bf16 "
                      "(sm_80 and newer) or fp32, or gradient_compression = \"fp16\"");
-  if (allreduce_ == dist::AllReduce::Nccl && t.gradient_compression == dist::Compression::PowerSgd)
+  if (allreduce_ == distributed::AllReduce::Nccl && t.gradient_compression == distributed::Compression::PowerSgd)
     throw TrainError("[train] allreduce = \"nccl\" sums fp32, fp16 or bf16 gradients on the GPU, and "
                      "gradient_compression = \"powersgd\" is made on the host: set allreduce = \"auto\" (or \"host\"), or "
                      "gradient_compression = \"fp16\", \"bf16\" or \"none\"");
   tensors_ = gradient_tensors(program.step);
-  for (const dist::GradientTensor& g : tensors_) accumulators_.push_back(g.name);
-  exchange_ = std::make_unique<dist::GradientExchange>(comm_, tensors_, exchange_options(t));
+  for (const distributed::GradientTensor& g : tensors_) accumulators_.push_back(g.name);
+  exchange_ = std::make_unique<distributed::GradientExchange>(comm_, tensors_, exchange_options(t));
   path_ = SumPath::Staged;
 }
 
@@ -165,13 +165,13 @@ std::string DataParallel::attach(GraphRunner& step, GraphRunner& optimizer, runt
 
 std::string DataParallel::attach_sums(GraphRunner& step, GraphRunner& optimizer, runtime::Device* device) {
   auto* gpu = dynamic_cast<runtime::CudaDevice*>(device);
-  if (allreduce_ == dist::AllReduce::Nccl && !gpu)
+  if (allreduce_ == distributed::AllReduce::Nccl && !gpu)
     throw TrainError(fmt::format("[train] allreduce = \"nccl\" sums a GPU's gradients, and this run trains on {}: "
                                  "train with --device cuda, or set allreduce = \"auto\"",
                                  device ? device->name() : "the CPU reference"));
   if (gpu) return attach_gpu(*gpu, step);
   auto* host = dynamic_cast<runtime::HostDevice*>(device);
-  if (exchange_->options().compression == dist::Compression::PowerSgd) {
+  if (exchange_->options().compression == distributed::Compression::PowerSgd) {
     if (!host) return "summed on the host between the step and the optimizer (PowerSGD needs every gradient at once)";
     // Every gradient at once, in the optimizer's graph, on the accumulators (host memory here).
     runtime::PlanExecutor& o = *optimizer.plan();
@@ -215,28 +215,28 @@ std::vector<float*> DataParallel::by_tensor(const std::vector<GraphRunner::Group
 }
 
 std::string DataParallel::attach_gpu(runtime::CudaDevice& gpu, GraphRunner& step) {
-  const dist::Compression compression = exchange_->options().compression;
-  if (allreduce_ == dist::AllReduce::Host)
+  const distributed::Compression compression = exchange_->options().compression;
+  if (allreduce_ == distributed::AllReduce::Host)
     return fmt::format("staged through host memory and summed over {} ([train] allreduce)", comm_.engine());
-  if (compression == dist::Compression::PowerSgd)
+  if (compression == distributed::Compression::PowerSgd)
     return fmt::format("powersgd-compressed on the host and summed over {} (PowerSGD's products run on the host)",
                        comm_.engine());
   // NCCL only if every rank has the same one: ranks that chose differently would wait for each
   // other forever, and NCCL's versions do not talk to each other.
-  const dist::NcclProbe probe = dist::find_nccl();
+  const distributed::NcclProbe probe = distributed::find_nccl();
   const std::vector<uint64_t> versions = comm_.all_gather(probe.library.loaded() ? static_cast<uint64_t>(probe.version) : 0,
                                                             "the start-up check of every rank's NCCL");
   std::vector<std::string> differ;
   for (size_t q = 0; q < versions.size(); ++q)
     if (versions[q] != versions[0] || versions[q] == 0)
       differ.push_back(versions[q] == 0 ? fmt::format("rank {} found no NCCL", q)
-                                        : fmt::format("rank {} has NCCL {}", q, dist::nccl_version_text(int(versions[q]))));
+                                        : fmt::format("rank {} has NCCL {}", q, distributed::nccl_version_text(int(versions[q]))));
   if (!differ.empty()) {
     const std::string why = fmt::format(
         "{}{}{}", fmt::join(differ, ", "),
-        versions[0] == 0 ? "" : fmt::format(" (rank 0 has NCCL {})", dist::nccl_version_text(int(versions[0]))),
+        versions[0] == 0 ? "" : fmt::format(" (rank 0 has NCCL {})", distributed::nccl_version_text(int(versions[0]))),
         probe.library.loaded() ? "" : fmt::format(" (tried {})", fmt::join(probe.tried, "; ")));
-    if (allreduce_ == dist::AllReduce::Nccl)
+    if (allreduce_ == distributed::AllReduce::Nccl)
       throw TrainError(fmt::format("[train] allreduce = \"nccl\", and {}: run scripts/setup.sh on every machine (or "
                                    "set BERTC_NCCL to the same libnccl.so.2 everywhere), or set allreduce = \"auto\"",
                                    why));
@@ -254,7 +254,7 @@ std::string DataParallel::attach_gpu(runtime::CudaDevice& gpu, GraphRunner& step
     const std::vector<uint64_t> loaded = comm_.all_gather(why.empty() ? 1 : 0, "the start-up check of the gradient casts' kernels");
     if (std::count(loaded.begin(), loaded.end(), 0) > 0) {
       if (why.empty()) why = "another rank could not load them";
-      if (allreduce_ == dist::AllReduce::Nccl)
+      if (allreduce_ == distributed::AllReduce::Nccl)
         throw TrainError(fmt::format("[train] allreduce = \"nccl\" with gradient_compression = \"{}\": the kernels that "
                                      "round the gradients on the GPU did not load ({}): compile the program again, or set "
                                      "allreduce = \"auto\"",
@@ -264,7 +264,7 @@ std::string DataParallel::attach_gpu(runtime::CudaDevice& gpu, GraphRunner& step
                          ir::enum_name(compression), comm_.engine(), why);
     }
   }
-  nccl_ = std::make_unique<dist::NcclSums>(comm_, timeout_);
+  nccl_ = std::make_unique<distributed::NcclSums>(comm_, timeout_);
   attach_device_sums(gpu, &gpu, step);
   return fmt::format("{}summed by {} on a second stream of the step's CUDA Graph, each of {} bucket(s) started once the "
                      "backward has written it",
@@ -283,7 +283,7 @@ void DataParallel::attach_device_sums(runtime::Device& device, runtime::CudaDevi
         // the launches so far have written them: on a GPU by NCCL on a second stream while the
         // main stream goes on with the backward; on the Host device in order with its launches.
         const DeviceBucket& bucket = device_buckets_[b];
-        std::vector<dist::NcclSums::Span> spans;
+        std::vector<distributed::NcclSums::Span> spans;
         for (size_t j = 0; j < d.size(); ++j) {
           if (bucket.packed) launch_cast(device, b, j, /*pack=*/true, d[j]);
           else spans.push_back({d[j], bucket.counts[j]});
@@ -294,7 +294,7 @@ void DataParallel::attach_device_sums(runtime::Device& device, runtime::CudaDevi
           nccl_->issue_sum(spans, bucket.element, gpu->side_stream());
         } else {
           host->issue([this, spans, element = bucket.element] {
-            for (const dist::NcclSums::Span& s : spans) in_flight_.push_back(comm_.start_sum(s.data, s.count, element));
+            for (const distributed::NcclSums::Span& s : spans) in_flight_.push_back(comm_.start_sum(s.data, s.count, element));
           });
         }
       },
@@ -305,7 +305,7 @@ void DataParallel::attach_device_sums(runtime::Device& device, runtime::CudaDevi
           gpu->join();
         } else {
           host->issue([this] {
-            for (std::unique_ptr<dist::PendingSum>& p : in_flight_) p->wait();
+            for (std::unique_ptr<distributed::PendingSum>& p : in_flight_) p->wait();
             in_flight_.clear();
           });
         }
@@ -315,13 +315,13 @@ void DataParallel::attach_device_sums(runtime::Device& device, runtime::CudaDevi
       });
 }
 
-std::vector<DataParallel::DeviceBucket> DataParallel::device_buckets(runtime::Device& device, dist::Compression compression) {
+std::vector<DataParallel::DeviceBucket> DataParallel::device_buckets(runtime::Device& device, distributed::Compression compression) {
   const std::optional<ir::DType> half = rounded_dtype(compression);
   if (half && casts_.empty()) load_casts(device, *half);
   std::vector<DeviceBucket> buckets;
   for (const std::vector<size_t>& tensors : exchange_->buckets()) {
     DeviceBucket& bucket = buckets.emplace_back();
-    bucket.element = dist::sum_element(compression);
+    bucket.element = distributed::sum_element(compression);
     for (size_t t : tensors) {
       const int64_t n = ir::TensorType{ir::DType::F32, tensors_[t].shape}.numel();
       bucket.counts.push_back(static_cast<size_t>(n));
@@ -356,7 +356,7 @@ void DataParallel::launch_cast(runtime::Device& device, size_t b, size_t j, bool
 }
 
 DataParallel::~DataParallel() {
-  for (std::unique_ptr<dist::PendingSum>& p : in_flight_) p->wait();
+  for (std::unique_ptr<distributed::PendingSum>& p : in_flight_) p->wait();
 }
 
 void DataParallel::before_micro_batch(GraphRunner& step_runner, int64_t step, bool last) {
@@ -366,7 +366,7 @@ void DataParallel::before_micro_batch(GraphRunner& step_runner, int64_t step, bo
   comm_.meet(fmt::format("the gradient all-reduce of step {}", step));
   step_ = step;
   if (path_ == SumPath::OnDevice)
-    result_ = {exchange_->compressed_bytes(), exchange_->options().compression != dist::Compression::None, true};
+    result_ = {exchange_->compressed_bytes(), exchange_->options().compression != distributed::Compression::None, true};
 }
 
 void DataParallel::before_optimizer(GraphRunner& optimizer, support::Environment& env, int64_t step) {
@@ -379,7 +379,7 @@ void DataParallel::before_optimizer(GraphRunner& optimizer, support::Environment
   optimizer.upload_state(accumulators_, env);
 }
 
-dist::ExchangeResult DataParallel::end_exchange(int64_t step, bool loss_scaling, double grad_norm) {
+distributed::ExchangeResult DataParallel::end_exchange(int64_t step, bool loss_scaling, double grad_norm) {
   if (path_ == SumPath::None) return {};
   // Sums in device memory stay there: the optimizer's gradient norm, of the summed gradients, tells.
   if (path_ == SumPath::OnDevice) result_.finite = std::isfinite(grad_norm);
@@ -387,7 +387,7 @@ dist::ExchangeResult DataParallel::end_exchange(int64_t step, bool loss_scaling,
     throw Diverged(fmt::format(
         "step {}: the gradients summed over the ranks hold inf or nan{}; without loss scaling no step is skipped: {}",
         step, result_.compressed ? " after compression" : "",
-        exchange_->options().compression == dist::Compression::Fp16
+        exchange_->options().compression == distributed::Compression::Fp16
             ? "use gradient_compression = \"bf16\" (fp32's range) or \"none\""
             : step == 1 ? "at step 1 no update has been made: the starting weights give it (see [model] "
                           "initializer_range, or the weights of --init)"
@@ -395,22 +395,22 @@ dist::ExchangeResult DataParallel::end_exchange(int64_t step, bool loss_scaling,
   return result_;
 }
 
-std::unique_ptr<dist::NcclSums::Watch> DataParallel::watch(int64_t step) {
+std::unique_ptr<distributed::NcclSums::Watch> DataParallel::watch(int64_t step) {
   if (!nccl_) return nullptr;
-  return std::make_unique<dist::NcclSums::Watch>(*nccl_, fmt::format("step {} (its NCCL sums)", step));
+  return std::make_unique<distributed::NcclSums::Watch>(*nccl_, fmt::format("step {} (its NCCL sums)", step));
 }
 
 void DataParallel::reduce(StepStats& s) {
   if (ranks() == 1) return;
   double sums[] = {s.loss, s.mlm_loss, s.nsp_loss, double(s.mlm_correct), double(s.mlm_counted), double(s.tokens)};
-  comm_.sum(sums, std::size(sums), dist::Element::F64);
+  comm_.sum(sums, std::size(sums), distributed::Element::F64);
   const double n = ranks();
   s.loss = sums[0] / n, s.mlm_loss = sums[1] / n, s.nsp_loss = sums[2] / n;
   s.mlm_correct = static_cast<int64_t>(sums[3]), s.mlm_counted = static_cast<int64_t>(sums[4]);
   s.tokens = static_cast<int64_t>(sums[5]);
 }
 
-void check_same_start(dist::Communicator& comm, const frontend::Config& config, const std::string& device) {
+void check_same_start(distributed::Communicator& comm, const frontend::Config& config, const std::string& device) {
   if (comm.size() == 1) return;
   const std::vector<int> binaries = differing(comm.all_gather(executable_hash(), "the start-up check that every rank runs the same bertc"));
   if (!binaries.empty())
@@ -471,7 +471,7 @@ void DataParallel::share_state(support::Environment& env, const TensorManifest& 
 }
 
 // A checkpoint keeps the exchange's state by its names' prefix.
-static_assert(std::string_view(dist::GradientExchange::kStatePrefix).starts_with(kExchangeStatePrefix));
+static_assert(std::string_view(distributed::GradientExchange::kStatePrefix).starts_with(kExchangeStatePrefix));
 
 support::Environment DataParallel::exchange_state() {
   return exchange_ ? exchange_->saved_state() : support::Environment{};
@@ -479,9 +479,9 @@ support::Environment DataParallel::exchange_state() {
 
 std::string DataParallel::restore_exchange_state(const support::Environment& env) {
   const bool saved = std::any_of(env.begin(), env.end(), [](const auto& entry) {
-    return entry.first.starts_with(dist::GradientExchange::kStatePrefix);
+    return entry.first.starts_with(distributed::GradientExchange::kStatePrefix);
   });
-  if (exchange_ && exchange_->options().compression == dist::Compression::PowerSgd)
+  if (exchange_ && exchange_->options().compression == distributed::Compression::PowerSgd)
     return exchange_->restore_state(env);
   return saved && leader() ? fmt::format("PowerSGD: the checkpoint's PowerSGD state is not used by this run ({}): "
                                          "dropped",

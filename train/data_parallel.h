@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "codegen/gradient_casts.h"
-#include "dist/communicator.h"
-#include "dist/gradient_exchange.h"
-#include "dist/nccl_sums.h"
+#include "distributed/communicator.h"
+#include "distributed/gradient_exchange.h"
+#include "distributed/nccl_sums.h"
 #include "frontend/config.h"
 #include "passes/pipeline.h"
 #include "support/tensor_io.h"
@@ -39,7 +39,7 @@ class DataParallel {
  public:
   // The exchange's tensors are the step graph's gradient accumulators, the last param's first
   // (the backward finishes the last layer first).
-  DataParallel(dist::Communicator& comm, const passes::TrainingProgram& program, const frontend::TrainConfig& t);
+  DataParallel(distributed::Communicator& comm, const passes::TrainingProgram& program, const frontend::TrainConfig& t);
   // Waits for the Host device's sums still in flight (an exception unwinding past started
   // buckets): MPI or Gloo write the device's buffers until then.
   ~DataParallel();
@@ -80,10 +80,10 @@ class DataParallel {
   void before_optimizer(GraphRunner& optimizer, support::Environment& env, int64_t step);
   // After the optimizer step ran (`grad_norm`: its norm of the summed gradients): what was sent.
   // Throws TrainError when the sums hold inf or nan and no loss scaling skips the step.
-  dist::ExchangeResult end_exchange(int64_t step, bool loss_scaling, double grad_norm);
+  distributed::ExchangeResult end_exchange(int64_t step, bool loss_scaling, double grad_norm);
   // While it lives, a wait on NCCL's sums is bounded by [train] rank_timeout (the watchdog);
   // nullptr without NCCL.
-  std::unique_ptr<dist::NcclSums::Watch> watch(int64_t step);
+  std::unique_ptr<distributed::NcclSums::Watch> watch(int64_t step);
 
   // Losses, accuracy counts and tokens of the whole global batch (every rank gets them).
   void reduce(StepStats& stats);
@@ -122,13 +122,13 @@ class DataParallel {
   // One bucket's sums on a device: of its gradients in place (f32), or of `packed`, a device
   // buffer of their 16-bit shares one after the other, which the casts' kernels fill and read back.
   struct DeviceBucket {
-    dist::Element element = dist::Element::F32;
+    distributed::Element element = distributed::Element::F32;
     std::vector<size_t> counts;                          // by tensor of the bucket
     size_t total = 0;
     void* packed = nullptr;                              // fp16 / bf16 only
     std::vector<const codegen::GradientCasts*> casts;    // by tensor, fp16 / bf16 only
   };
-  std::vector<DeviceBucket> device_buckets(runtime::Device& device, dist::Compression compression);
+  std::vector<DeviceBucket> device_buckets(runtime::Device& device, distributed::Compression compression);
   // Renders the gradient casts into casts_ and loads them on `device` (throws as Device::load does).
   void load_casts(runtime::Device& device, ir::DType half);
   // Launches the pack (gradient -> the bucket's 16-bit buffer) or unpack kernel of tensor j of bucket b.
@@ -138,40 +138,40 @@ class DataParallel {
   std::vector<std::vector<ir::ValueId>> bucket_values() const;
   std::vector<float*> by_tensor(const std::vector<GraphRunner::GroupData>& groups) const;
 
-  dist::Communicator& comm_;
+  distributed::Communicator& comm_;
   const ir::Graph& step_graph_;
-  dist::AllReduce allreduce_;
+  distributed::AllReduce allreduce_;
   double timeout_;
-  std::vector<dist::GradientTensor> tensors_;
+  std::vector<distributed::GradientTensor> tensors_;
   std::vector<std::string> accumulators_;
-  std::unique_ptr<dist::GradientExchange> exchange_;
+  std::unique_ptr<distributed::GradientExchange> exchange_;
   SumPath path_ = SumPath::None;
-  std::unique_ptr<dist::NcclSums> nccl_;
+  std::unique_ptr<distributed::NcclSums> nccl_;
   std::map<int64_t, codegen::GradientCasts> casts_;  // by element count (stable addresses: launches keep them)
   std::vector<DeviceBucket> device_buckets_;
-  std::vector<std::unique_ptr<dist::PendingSum>> in_flight_;  // the Host device's OnDevice sums
+  std::vector<std::unique_ptr<distributed::PendingSum>> in_flight_;  // the Host device's OnDevice sums
   int64_t step_ = 0;                 // the step the in-graph sums are made for
-  dist::ExchangeResult result_;      // of the last exchange
+  distributed::ExchangeResult result_;      // of the last exchange
 };
 
 // What the exchange sums: the step graph's gradient accumulators (named so), the last param's
 // first. Throws TrainError for a param that is not f32.
-std::vector<dist::GradientTensor> gradient_tensors(const ir::Graph& step);
+std::vector<distributed::GradientTensor> gradient_tensors(const ir::Graph& step);
 
 // The 16-bit type a device rounds gradients to before their sums (fp16, bf16), or nullopt.
-std::optional<ir::DType> rounded_dtype(dist::Compression c);
+std::optional<ir::DType> rounded_dtype(distributed::Compression c);
 
 // The kernels a data-parallel run launches beside the graphs' (the gradient casts of fp16 / bf16
 // compression), for a compiled program to carry their images; empty without them.
 std::vector<codegen::KernelSpec> runtime_kernels(const ir::Graph& step, const frontend::TrainConfig& t);
 
 // The settings of the exchange from [train].
-dist::ExchangeOptions exchange_options(const frontend::TrainConfig& t);
+distributed::ExchangeOptions exchange_options(const frontend::TrainConfig& t);
 
 // Before any other collective: refuses, on every rank, ranks whose bertc binary or settings
 // (config and flags, but the data's paths; `device`: the --device asked for) differ from rank
 // 0's, naming the settings — a rank of another model would otherwise exchange buffers of other
 // sizes.
-void check_same_start(dist::Communicator& comm, const frontend::Config& config, const std::string& device);
+void check_same_start(distributed::Communicator& comm, const frontend::Config& config, const std::string& device);
 
 }  // namespace bertc::train

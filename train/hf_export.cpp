@@ -19,7 +19,7 @@
 #include "support/safetensors.h"
 #include "train/checkpoint.h"
 #include "train/records.h"
-#include "train/trainer.h"
+#include "train/train_error.h"
 
 namespace bertc::train {
 namespace {

@@ -22,7 +22,7 @@
 #include "support/atomic_file.h"
 #include "support/file_errors.h"
 #include "train/run_lock.h"
-#include "train/trainer.h"
+#include "train/train_error.h"
 #include "support/resolved_path.h"
 
 namespace bertc::train {

@@ -11,7 +11,7 @@
 #include "passes/options.h"
 #include "support/options.h"
 #include "support/safetensors.h"
-#include "train/trainer.h"
+#include "train/train_error.h"
 
 namespace bertc::train {
 namespace {

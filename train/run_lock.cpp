@@ -23,7 +23,7 @@
 #include "support/safetensors.h"
 
 #include "train/stop_request.h"
-#include "train/trainer.h"
+#include "train/train_error.h"
 
 namespace bertc::train {
 namespace {

@@ -135,7 +135,7 @@ uint64_t resumed_micro_batch(const TrainOptions& o, int ranks, std::ostream& log
 // --batch-size auto: the micro-batch and accumulation that fit the device (of every rank: the
 // one with the least memory decides).
 void choose_batch(const frontend::ModelDefinition& model, TrainOptions& o, const runtime::Device* device,
-                  dist::Communicator& comm, std::ostream& log) {
+                  distributed::Communicator& comm, std::ostream& log) {
   // A resumed run keeps the split its checkpoint was trained with (the micro-batch sets which
   // examples share a dropout draw: another split goes on differently from an uninterrupted run):
   // chosen again from the checkpoint, not from the memory free now, which differs from run to run.
@@ -194,7 +194,7 @@ int64_t metadata_number(const std::map<std::string, std::string>& meta, const st
 
 // --resume on another number of ranks keeps the checkpoint's global batch by changing the
 // accumulation steps (rank 0 reads the checkpoint; every rank gets its figures).
-void keep_global_batch(TrainOptions& o, dist::Communicator& comm, std::ostream& log) {
+void keep_global_batch(TrainOptions& o, distributed::Communicator& comm, std::ostream& log) {
   if (!o.resume) return;
   int64_t saved[2] = {0, 0};  // ranks and global batch of the newest checkpoint (0: none; -1: rank 0 refused it)
   std::exception_ptr refused;
@@ -299,7 +299,7 @@ Fetches fetches_of(const ir::Graph& step, const ir::Graph& optimizer) {
 
 // A .bertx's graphs, for the number of ranks it was compiled for (bertc compile --ranks: its
 // optimizer step averages every rank's micro-batches).
-passes::TrainingProgram program_of(const codegen::CompiledProgram& compiled, const dist::Communicator& comm) {
+passes::TrainingProgram program_of(const codegen::CompiledProgram& compiled, const distributed::Communicator& comm) {
   if (comm.size() != compiled.ranks)
     throw TrainError(fmt::format("the compiled program is for {} data-parallel rank(s) (its optimizer step averages "
                                  "their micro-batches), and this run has {}: run it on {}, or compile it with --ranks {}",
@@ -405,7 +405,7 @@ StepStats train_step(int64_t s, const TrainOptions& o, Runners& r, BatchLoader& 
   // Nothing accumulates: on a device the step and the optimizer step (with the gradient sums when
   // they are in its graph) replay as one graph.
   const bool together = K == 1 && (!dp.exchanges() || dp.sums_in_runs());
-  std::unique_ptr<dist::NcclSums::Watch> watch;  // from the graph with the sums to the optimizer's end
+  std::unique_ptr<distributed::NcclSums::Watch> watch;  // from the graph with the sums to the optimizer's end
   for (int64_t k = 0; k < K; ++k) {
     const int64_t micro = (s - 1) * K + k;
     LoadedBatch loaded = loader.next();
@@ -446,7 +446,7 @@ StepStats train_step(int64_t s, const TrainOptions& o, Runners& r, BatchLoader& 
   }
   watch.reset();
   stats.grad_norm = optimized->fetched.at(std::string(names::kGradNorm)).real.at(0);
-  const dist::ExchangeResult sent = dp.end_exchange(s, r.fetch.scaling, stats.grad_norm);
+  const distributed::ExchangeResult sent = dp.end_exchange(s, r.fetch.scaling, stats.grad_norm);
   stats.allreduce_bytes = sent.bytes;
   stats.compressed = sent.compressed;
   if (r.fetch.scaling) {
@@ -499,8 +499,8 @@ passes::TrainingProgram runnable_program(passes::TrainingProgram program) {
 
 TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOptions& options, std::ostream& log) {
   TrainOptions o = options;
-  const std::shared_ptr<dist::Communicator> world = o.world ? o.world : dist::single_process();
-  dist::Communicator& comm = *world;
+  const std::shared_ptr<distributed::Communicator> world = o.world ? o.world : distributed::single_process();
+  distributed::Communicator& comm = *world;
   // The run folder is this run's before anything is read from or written to it (rank 0 writes it).
   std::optional<RunFolderLock> folder_lock;
   if (comm.rank() == 0) {

@@ -2,35 +2,22 @@
 // emulation or a GPU): the loop over steps and micro-batches. Its parts: progress.h (the progress
 // line and metrics), resume.h (where a run starts), checkpoint.h, lr_schedule.h, batches.h and
 // batch_loader.h (data), graph_runner.h (how a graph runs), micro_batch.h (--batch-size auto),
-// autotune.h, step_figures.h (MFU).
+// autotune.h, step_figures.h (MFU); train_error.h (what they throw).
 #pragma once
 
 #include <filesystem>
 #include <memory>
 #include <optional>
 #include <ostream>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "codegen/program.h"
-#include "dist/communicator.h"
+#include "distributed/communicator.h"
 #include "frontend/model.h"
+#include "train/train_error.h"
 
 namespace bertc::train {
-
-// A problem training met; the message says what to do about it.
-class TrainError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
-// The run diverged (a loss or summed gradients not finite): what to change is said by the thrower,
-// how to start again (which checkpoint, which folder) by the trainer, which knows the run folder.
-class Diverged : public TrainError {
- public:
-  using TrainError::TrainError;
-};
 
 struct TrainOptions {
   frontend::Config config;                    // compile options resolved
@@ -58,10 +45,10 @@ struct TrainOptions {
   // print the per-kernel table (profile.h) and write it as JSON to `profile_out`.
   std::optional<int64_t> profile_step;
   std::filesystem::path profile_out;
-  // The ranks of a data-parallel run (dist::open_world); null: this process alone. Rank 0 writes
+  // The ranks of a data-parallel run (distributed::open_world); null: this process alone. Rank 0 writes
   // checkpoints, metrics and the progress; every rank trains on its share of each global batch of
   // ranks x batch_size x gradient_accumulation_steps.
-  std::shared_ptr<dist::Communicator> world;
+  std::shared_ptr<distributed::Communicator> world;
   // A .bertx's program (bertc compile -o): its graphs and kernels run as compiled, on `device`
   // (no pass, no render; on CUDA its images, no NVRTC). Its options are config.compile.
   std::shared_ptr<const codegen::CompiledProgram> compiled;

@@ -13,14 +13,14 @@ TEST(NcclReserve, OnlyWhereNcclWillSum) {
   EXPECT_EQ(nccl_reserve_bytes(t, 2, true, 1000), reserve);
   EXPECT_EQ(nccl_reserve_bytes(t, 2, false, 1000), 0u);  // the CPU reference or the Host device: MPI or Gloo
   EXPECT_EQ(nccl_reserve_bytes(t, 1, true, 1000), 0u);   // one rank sums nothing
-  t.allreduce = dist::AllReduce::Nccl;
+  t.allreduce = distributed::AllReduce::Nccl;
   EXPECT_EQ(nccl_reserve_bytes(t, 1, true, 1000), reserve);  // ... unless NCCL is asked for
-  t.allreduce = dist::AllReduce::Host;
+  t.allreduce = distributed::AllReduce::Host;
   EXPECT_EQ(nccl_reserve_bytes(t, 2, true, 1000), 0u);
-  t.allreduce = dist::AllReduce::Auto;
-  t.gradient_compression = dist::Compression::PowerSgd;  // compressed on the host
+  t.allreduce = distributed::AllReduce::Auto;
+  t.gradient_compression = distributed::Compression::PowerSgd;  // compressed on the host
   EXPECT_EQ(nccl_reserve_bytes(t, 2, true, 1000), 0u);
-  for (dist::Compression c : {dist::Compression::Fp16, dist::Compression::Bf16}) {
+  for (distributed::Compression c : {distributed::Compression::Fp16, distributed::Compression::Bf16}) {
     t.gradient_compression = c;  // rounded on the GPU into buffers of 2 bytes a param, summed by NCCL
     EXPECT_EQ(nccl_reserve_bytes(t, 2, true, 1000), reserve + 2000);
   }

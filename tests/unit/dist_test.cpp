@@ -1,4 +1,4 @@
-// dist/: the launcher's environment, PowerSGD's algebra and error feedback, the gradient exchange's
+// distributed/: the launcher's environment, PowerSGD's algebra and error feedback, the gradient exchange's
 // buckets and 16-bit rounding — on one process (the sums over ranks are the identity there; the
 // 2-rank behaviour is tests/distributed/dp_test.py's, under mpirun).
 #include <cmath>
@@ -7,14 +7,14 @@
 
 #include <gtest/gtest.h>
 
-#include "dist/communicator.h"
-#include "dist/gradient_exchange.h"
-#include "dist/powersgd.h"
+#include "distributed/communicator.h"
+#include "distributed/gradient_exchange.h"
+#include "distributed/powersgd.h"
 #include "ir/float16.h"
 #include "refusal.h"
 #include "scoped_env.h"
 
-namespace bertc::dist {
+namespace bertc::distributed {
 namespace {
 
 std::vector<float> random_matrix(int64_t n, uint64_t seed) {
@@ -274,4 +274,4 @@ TEST(Launch, OneProcessWithoutALauncher) {
 }
 
 }  // namespace
-}  // namespace bertc::dist
+}  // namespace bertc::distributed

@@ -61,7 +61,7 @@ void expect_host_path_bits(ir::DType half, int64_t ranks, size_t n, int64_t rend
   const bool f16 = half == ir::DType::F16;
   size_t overflowed = 0;
   for (size_t i = 0; i < n; ++i) {
-    // What dist::GradientExchange packs and unpacks on the host.
+    // What distributed::GradientExchange packs and unpacks on the host.
     const float share = g[i] / static_cast<float>(ranks);
     const uint16_t bits = f16 ? ir::f16_bits(share) : ir::bf16_bits(share);
     const float sum = static_cast<float>(ranks) * (f16 ? ir::from_f16_bits(bits) : ir::from_bf16_bits(bits));

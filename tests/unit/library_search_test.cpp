@@ -10,7 +10,7 @@
 #include <map>
 
 #include "codegen/nvrtc_library.h"
-#include "dist/nccl_library.h"
+#include "distributed/nccl_library.h"
 #include "runtime/cublas_library.h"
 
 namespace bertc::support {
@@ -104,7 +104,7 @@ TEST(LibrarySearch, FindsTheCheckoutsDepsAboveAMovedBuild) {
   const fs::path deps = t.touch("moved-checkout/.deps/nccl-cu12/nvidia/nccl/lib/libnccl.so.2");
   SearchPlaces p = places({}, t.root / "moved-checkout/build/tools/bertc");
   p.built_deps = "/where/it/was/built/.deps";
-  const auto c = library_candidates(dist::nccl_layout(), p);
+  const auto c = library_candidates(distributed::nccl_layout(), p);
   EXPECT_EQ(paths(c), (std::vector<std::string>{"libnccl.so.2", deps.string()}));
   EXPECT_EQ(c[1].origin, ".deps/ above the running program (" + (t.root / "moved-checkout/build/tools").string() + ")");
 }

@@ -1,4 +1,4 @@
-// dist/tcp_store and dist/gloo_communicator: the rendezvous of ranks that torchrun starts, and the
+// distributed/tcp_store and distributed/gloo_communicator: the rendezvous of ranks that torchrun starts, and the
 // collectives over Gloo, with two ranks as two threads of this process on the loopback. (What a
 // dead or hung rank does to the others is tests/distributed/dp_test.py's, with processes.)
 #include <chrono>
@@ -11,12 +11,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "dist/gloo_communicator.h"
-#include "dist/tcp_store.h"
+#include "distributed/gloo_communicator.h"
+#include "distributed/tcp_store.h"
 #include "ir/float16.h"
 #include "refusal.h"
 
-namespace bertc::dist {
+namespace bertc::distributed {
 namespace {
 
 std::vector<char> bytes(const std::string& s) { return {s.begin(), s.end()}; }
@@ -197,4 +197,4 @@ TEST(GlooWorld, RankZeroNamesTheRanksThatNeverCame) {
 }
 
 }  // namespace
-}  // namespace bertc::dist
+}  // namespace bertc::distributed

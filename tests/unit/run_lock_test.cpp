@@ -9,7 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "train/run_lock.h"
-#include "train/trainer.h"
+#include "train/train_error.h"
 
 namespace bertc::train {
 namespace {

@@ -162,10 +162,10 @@ TEST_F(TaskFiles, TextAsEditorsSaveItAndSurprisesRefused) {
   // ... to a name the task reader takes (a .tsv stays a .tsv) and not taken (an earlier run's
   // conversion is not written over), which then reads.
   std::filesystem::remove(dir_ / "utf16.utf8.tsv");
-  EXPECT_NE(error(write("utf16.tsv", utf16), f).find("utf16.utf8.tsv'"), std::string::npos)
+  EXPECT_NE(error(write("utf16.tsv", utf16), f).find("utf16.utf8.tsv)"), std::string::npos)
       << error(write("utf16.tsv", utf16), f);
   EXPECT_EQ(read(write("utf16.utf8.tsv", "sentence\tlabel\ncat\t1\n"), f).examples.size(), 1u);
-  EXPECT_NE(error(write("utf16.tsv", utf16), f).find("utf16.utf8-1.tsv'"), std::string::npos)
+  EXPECT_NE(error(write("utf16.tsv", utf16), f).find("utf16.utf8-1.tsv)"), std::string::npos)
       << error(write("utf16.tsv", utf16), f);
   // A row with more fields than the header (a tab inside a text): refused, not the text cut at the tab.
   EXPECT_NE(error(write("tab.tsv", "label\tsentence\n1\tthe cat\n0\tthe\tdog ran\n"), f)

@@ -1,5 +1,5 @@
 // One process, the launcher's environment, and choosing the communicator (see communicator.h).
-#include "dist/communicator.h"
+#include "distributed/communicator.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -8,10 +8,10 @@
 
 #include <fmt/format.h>
 
-#include "dist/gloo_communicator.h"
-#include "dist/mpi_communicator.h"
+#include "distributed/gloo_communicator.h"
+#include "distributed/mpi_communicator.h"
 
-namespace bertc::dist {
+namespace bertc::distributed {
 namespace {
 
 class SingleProcess : public Communicator {
@@ -125,4 +125,4 @@ std::unique_ptr<Communicator> open_world(double timeout_seconds) {
   return single_process();
 }
 
-}  // namespace bertc::dist
+}  // namespace bertc::distributed

@@ -1,5 +1,5 @@
 // NCCL sums and their watchdog (see nccl_sums.h).
-#include "dist/nccl_sums.h"
+#include "distributed/nccl_sums.h"
 #include "support/abrupt_exit.h"
 
 #include <cstdio>
@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-namespace bertc::dist {
+namespace bertc::distributed {
 namespace {
 
 constexpr auto kPollEvery = std::chrono::milliseconds(200);
@@ -138,4 +138,4 @@ void NcclSums::stop_every_rank(const std::string& why) {
   support::abrupt_exit(1);
 }
 
-}  // namespace bertc::dist
+}  // namespace bertc::distributed

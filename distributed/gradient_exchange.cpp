@@ -1,5 +1,5 @@
 // Bucketed, compressed gradient sums over the ranks (see gradient_exchange.h).
-#include "dist/gradient_exchange.h"
+#include "distributed/gradient_exchange.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,7 +11,7 @@
 
 #include "ir/float16.h"
 
-namespace bertc::dist {
+namespace bertc::distributed {
 namespace {
 
 int64_t numel(const ir::Shape& s) { return std::accumulate(s.begin(), s.end(), int64_t{1}, std::multiplies<>()); }
@@ -227,9 +227,9 @@ ExchangeResult GradientExchange::exchange(const std::vector<float*>& data, int64
   return r;
 }
 
-}  // namespace bertc::dist
+}  // namespace bertc::distributed
 
-namespace bertc::dist {
+namespace bertc::distributed {
 namespace {
 
 ir::HostTensor<float> floats(std::vector<float> values, ir::Shape shape) {
@@ -308,4 +308,4 @@ std::string GradientExchange::restore_state(const ir::Environment<float>& state)
                      compressed_.size());
 }
 
-}  // namespace bertc::dist
+}  // namespace bertc::distributed

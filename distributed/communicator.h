@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-namespace bertc::dist {
+namespace bertc::distributed {
 
 // The launch cannot be joined, or the ranks disagree; the message names the rank(s) and what to
 // do. The run cannot go on: the caller stops every rank (Communicator::abort). (A wait past its
@@ -87,4 +87,4 @@ std::unique_ptr<Communicator> open_world(double timeout_seconds);
 // Whether this bertc was built with MPI, and its library's version ("" without).
 std::string mpi_library_version();
 
-}  // namespace bertc::dist
+}  // namespace bertc::distributed

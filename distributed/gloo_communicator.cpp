@@ -3,13 +3,13 @@
 // and the rank waits for it against a deadline. A failure (a rank's connection closed, or Gloo's
 // own timeout) stops this rank at once, naming the rank that is gone where rank 0's rendezvous
 // knows it, without unwinding: buffers of sums in flight must not be freed under Gloo's thread.
-#include "dist/gloo_communicator.h"
+#include "distributed/gloo_communicator.h"
 
 #include <fmt/format.h>
 
 #ifndef BERTC_HAVE_GLOO
 
-namespace bertc::dist {
+namespace bertc::distributed {
 
 std::unique_ptr<Communicator> gloo_world(const Launch& launch, double) {
   throw RankError(fmt::format(
@@ -21,7 +21,7 @@ std::unique_ptr<Communicator> gloo_world(const Launch& launch, double) {
 
 std::string gloo_library_version() { return ""; }
 
-}  // namespace bertc::dist
+}  // namespace bertc::distributed
 
 #else
 
@@ -46,14 +46,14 @@ std::string gloo_library_version() { return ""; }
 #include <gloo/rendezvous/store.h>
 #include <gloo/transport/tcp/device.h>
 
-#include "dist/tcp_store.h"
+#include "distributed/tcp_store.h"
 #include "ir/float16.h"
 #include "support/abrupt_exit.h"
 
-namespace bertc::dist {
+namespace bertc::distributed {
 namespace {
 
-// The way on after a rank is gone (waiting cannot bring it back). dist/ does not know whether the
+// The way on after a rank is gone (waiting cannot bring it back). distributed/ does not know whether the
 // run has a checkpoint yet, so both ways are said.
 constexpr const char* kStartAgain =
     "start every rank again with --resume (from the newest checkpoint), or, if the run made none yet, without it";
@@ -406,6 +406,6 @@ std::string gloo_library_version() {
   return fmt::format("Gloo {}.{}.{}", GLOO_VERSION_MAJOR, GLOO_VERSION_MINOR, GLOO_VERSION_PATCH);
 }
 
-}  // namespace bertc::dist
+}  // namespace bertc::distributed
 
 #endif

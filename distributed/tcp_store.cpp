@@ -3,7 +3,7 @@
 // Ops: 'H' join (the value: rank and world size; rank -1: a probe, refused, by a process that
 // found the port taken), 'S' set, 'G' get (status 'n': not set yet), 'P' ping (every request
 // tells the server its rank is alive).
-#include "dist/tcp_store.h"
+#include "distributed/tcp_store.h"
 
 #include <cerrno>
 #include <algorithm>
@@ -25,9 +25,9 @@
 
 #include <fmt/format.h>
 
-#include "dist/communicator.h"
+#include "distributed/communicator.h"
 
-namespace bertc::dist {
+namespace bertc::distributed {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -489,4 +489,4 @@ std::string TcpStoreClient::local_address() {
   return fd_ < 0 ? "" : local_address_of(fd_);
 }
 
-}  // namespace bertc::dist
+}  // namespace bertc::distributed

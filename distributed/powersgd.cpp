@@ -1,5 +1,5 @@
 // PowerSGD with error feedback and warm start (see powersgd.h).
-#include "dist/powersgd.h"
+#include "distributed/powersgd.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 #include <sstream>
 #include <stdexcept>
 
-namespace bertc::dist {
+namespace bertc::distributed {
 
 void orthonormalize_columns(float* p, int64_t rows, int64_t r) {
   auto norm_of = [&](int64_t j) {
@@ -152,4 +152,4 @@ uint64_t PowerSgd::exchange(Communicator& comm, const std::vector<float*>& data)
   return (ps.size() + qs.size()) * sizeof(float);
 }
 
-}  // namespace bertc::dist
+}  // namespace bertc::distributed

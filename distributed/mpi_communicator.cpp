@@ -1,7 +1,7 @@
 // Collectives over MPI (see mpi_communicator.h). Sums are non-blocking MPI calls polled with
 // MPI_Test against a deadline, sleeping between polls: on a machine with as many ranks as cores a
 // spinning wait would take the core another rank computes on.
-#include "dist/mpi_communicator.h"
+#include "distributed/mpi_communicator.h"
 
 #include <algorithm>
 #include <chrono>
@@ -21,7 +21,7 @@
 #include <mpi.h>
 #endif
 
-namespace bertc::dist {
+namespace bertc::distributed {
 
 #ifndef BERTC_HAVE_MPI
 
@@ -284,4 +284,4 @@ std::string mpi_library_version() {
 
 #endif
 
-}  // namespace bertc::dist
+}  // namespace bertc::distributed

@@ -9,9 +9,9 @@
 #include <random>
 #include <vector>
 
-#include "dist/communicator.h"
+#include "distributed/communicator.h"
 
-namespace bertc::dist {
+namespace bertc::distributed {
 
 struct Matrix {
   int64_t rows = 0, cols = 0;
@@ -54,4 +54,4 @@ class PowerSgd {
 // becomes zero (its factor then adds nothing), never NaN.
 void orthonormalize_columns(float* p, int64_t rows, int64_t r);
 
-}  // namespace bertc::dist
+}  // namespace bertc::distributed

@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-namespace bertc::dist {
+namespace bertc::distributed {
 
 // 127.x.x.x or ::1.
 bool is_loopback(const std::string& address);
@@ -88,4 +88,4 @@ class TcpStoreClient {
   std::string where_;  // "host:port", for messages
 };
 
-}  // namespace bertc::dist
+}  // namespace bertc::distributed

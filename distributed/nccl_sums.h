@@ -16,10 +16,10 @@
 #include <thread>
 #include <vector>
 
-#include "dist/communicator.h"
-#include "dist/nccl_library.h"
+#include "distributed/communicator.h"
+#include "distributed/nccl_library.h"
 
-namespace bertc::dist {
+namespace bertc::distributed {
 
 class NcclSums {
  public:
@@ -78,4 +78,4 @@ class NcclSums {
   std::thread watchdog_;
 };
 
-}  // namespace bertc::dist
+}  // namespace bertc::distributed

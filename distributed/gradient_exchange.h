@@ -9,13 +9,13 @@
 #include <string>
 #include <vector>
 
-#include "dist/communicator.h"
-#include "dist/compression.h"
-#include "dist/powersgd.h"
+#include "distributed/communicator.h"
+#include "distributed/compression.h"
+#include "distributed/powersgd.h"
 #include "ir/host_tensor.h"
 #include "ir/tensor_type.h"
 
-namespace bertc::dist {
+namespace bertc::distributed {
 
 struct GradientTensor {
   std::string name;
@@ -115,4 +115,4 @@ class GradientExchange {
   uint64_t started_bytes_ = 0;  // of start_bucket's buckets, since the last finish_buckets
 };
 
-}  // namespace bertc::dist
+}  // namespace bertc::distributed

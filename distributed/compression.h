@@ -6,7 +6,7 @@
 
 #include "ir/enum_names.h"
 
-namespace bertc::dist {
+namespace bertc::distributed {
 
 // none: fp32 sums; fp16 / bf16: each rank's gradients rounded to 16 bits, summed in 16 bits
 // (pre-divided by the rank count so that the sum stays in range); powersgd: rank-r factors with
@@ -34,4 +34,4 @@ struct ExchangeOptions {
   uint64_t seed = 0;                         // of PowerSGD's first Q (the same on every rank)
 };
 
-}  // namespace bertc::dist
+}  // namespace bertc::distributed
