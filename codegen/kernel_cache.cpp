@@ -169,8 +169,14 @@ std::optional<std::string> read_cache_entry(const std::filesystem::path& path) {
   // (Only the entry at fault, in a trusted folder: the entry compiled again replaces it where this
   // user may write the folder; in a read-only one, another user's shared cache, it stays, unused.)
   if (const auto entry = untrusted(path, true)) {
+    // (Removing it needs the folder's write permission this user lacks there: its owner's to do.)
     const bool writable = ::access(path.parent_path().c_str(), W_OK) == 0;
-    warn_cache_unusable(path.parent_path(), writable ? *entry : fmt::format("{}: {}", *entry, trust_fix(path)),
+    warn_cache_unusable(path.parent_path(),
+                        writable ? *entry
+                                 : fmt::format("{}: a cache is code bertc loads, and what others could write must not "
+                                               "be: ask the owner of {} to remove it, or set XDG_CACHE_HOME to a "
+                                               "folder of your own",
+                                               *entry, path.parent_path().string()),
                         writable ? CacheFault::entry_replaced : CacheFault::not_cached);
     return std::nullopt;
   }

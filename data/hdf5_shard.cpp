@@ -40,12 +40,14 @@ std::string shard_checksum(const std::filesystem::path& path) {
   return fmt::format("{:016x}", XXH3_64bits_digest(state.get()));
 }
 
-std::string repeated_position(const std::string& where, int64_t example, int64_t position) {
+std::string repeated_position(const std::string& where, int64_t example, int64_t position, bool recorded) {
   return fmt::format("{}: dataset 'masked_lm_positions', example {}: position {} is there twice, and BERT's "
                      "create_pretraining_data and bertc prepare-data never repeat one (its token's loss would count "
-                     "twice): the shard is damaged or made wrong; move it out of the folder, or make it again (bertc "
-                     "prepare-data)",
-                     where, example, position);
+                     "twice): the shard is damaged or made wrong; {}",
+                     where, example, position,
+                     recorded ? "put back a good copy of it (with its .xxh3), or make the set again from its text "
+                                "(bertc prepare-data CONFIG --input TEXT -o NEW_DIR) and train on that"
+                              : "move it out of the folder, or make it again (bertc prepare-data)");
 }
 
 }  // namespace bertc::data
@@ -361,7 +363,7 @@ Example unpack(const Arrays& a, size_t e, const std::string& where) {
       throw DataError(fmt::format("{}: example {}: masked_lm_positions holds {}, outside its {} tokens", where, e, p,
                                   length));
     if (std::find(ex.masked_positions.begin(), ex.masked_positions.end(), p) != ex.masked_positions.end())
-      throw DataError(repeated_position(where, static_cast<int64_t>(e), p));
+      throw DataError(repeated_position(where, static_cast<int64_t>(e), p, s.record.has_value()));
     ex.masked_positions.push_back(p);
     ex.masked_labels.push_back(a.labels[prow + j]);
   }

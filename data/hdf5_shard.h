@@ -99,8 +99,9 @@ struct ShardValue {
 // block of rows at a time (the memory of a block, not of the shard), asking `stop` between blocks
 // (Stopped). For shards that record no largest token id (NVIDIA's), checked before the first step.
 // The refusal of an example's masked position given twice (no BERT shard maker repeats one: its
-// token's loss would count twice).
-std::string repeated_position(const std::string& where, int64_t example, int64_t position);
+// token's loss would count twice). `recorded`: a shard of a set bertc prepare-data made, which
+// cannot be left out of its set (the rest would be refused as incomplete): put back or made again.
+std::string repeated_position(const std::string& where, int64_t example, int64_t position, bool recorded);
 
 std::optional<ShardValue> first_value_outside(const std::filesystem::path& path, int64_t vocab_size,
                                               int64_t type_vocab_size, const StopCheck& stop = {});

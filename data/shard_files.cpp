@@ -302,12 +302,13 @@ void ShardFiles::read_unchecked(const std::vector<ShardShape>& shapes, size_t co
 }
 
 std::string ShardFiles::outside_message(const std::string& where, const ShardValue& v) const {
+  // (first_value_outside reads only shards without a record: NVIDIA's, which may be moved out)
+  if (v.dataset == "masked_lm_positions") return repeated_position(where, v.example, v.value, /*recorded=*/false);
   if (v.value < 0)  // (no model size fits a negative id: the shard is damaged, or not NVIDIA's layout)
     return fmt::format("{}: dataset '{}', example {}: {} is negative, and ids and segments are 0 or more: the shard is "
                        "damaged or made by a tool of another layout; move it out of the folder, or make it again "
                        "(bertc prepare-data)",
                        where, v.dataset, v.example, v.value);
-  if (v.dataset == "masked_lm_positions") return repeated_position(where, v.example, v.value);
   if (v.dataset == "segment_ids")
     return fmt::format("{}: dataset 'segment_ids', example {}: segment {} is not below [model] type_vocab_size {}: "
                        "the shard was made for another model; move it out of the folder (or make it again with "
@@ -332,8 +333,9 @@ void ShardFiles::check_token(size_t shard, const char* dataset, int64_t example,
   if (recorded_max_[shard] && token > *recorded_max_[shard])
     throw DataError(fmt::format("{}: dataset '{}', example {}: token {} is past the largest the shard records "
                                 "(bertc_max_token_id {}): the shard is damaged (its data or its record changed since "
-                                "bertc prepare-data made it); move it out of the folder, or make it again (bertc "
-                                "prepare-data)",
+                                "bertc prepare-data made it); put back a good copy of it (with its .xxh3), or make the "
+                                "set again from its text (bertc prepare-data CONFIG --input TEXT -o NEW_DIR) and train "
+                                "on that (one shard moved out, the rest of its set is refused as incomplete)",
                                 where, dataset, example, token, *recorded_max_[shard]));
   if (token < 0 || token >= token_bound_) throw DataError(outside_message(where, {dataset, example, token}));
 }

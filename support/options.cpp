@@ -27,12 +27,12 @@ std::optional<std::string> check_problem(const OptionValue& value, Check check) 
     if (check == Check::NonNegativeFloat && !(d >= 0)) return fmt::format("must be >= 0, found {}", d);
     // (An f32 constant past the largest f32 is infinite, and one below its least step is 0: a
     // max_grad_norm of 1e-50 would turn clipping off, an epsilon of 1e-300 would be the 0 refused.)
+    // (Compared before the cast: a double past f32's range has no f32 to be cast to.)
     if (check == Check::PositiveFloat || check == Check::NonNegativeFloat) {
-      const float f = static_cast<float>(d);
-      if (std::isinf(f))
+      if (std::abs(d) > std::numeric_limits<float>::max())
         return fmt::format("must be at most {} (the largest f32, which bertc computes in), found {}",
                            std::numeric_limits<float>::max(), d);
-      if (f == 0 && d != 0)
+      if (static_cast<float>(d) == 0 && d != 0)
         return fmt::format("is 0 in f32 (which bertc computes in; its least positive value is {}), found {}{}",
                            std::numeric_limits<float>::denorm_min(), d,
                            check == Check::NonNegativeFloat ? ": write 0 if 0 is meant" : "");

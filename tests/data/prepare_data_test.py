@@ -524,17 +524,21 @@ def edited(name, edit, keep_records=True):
 past_vocab = "if first:\n    a = f['input_ids'][:]; a[0, 1] = 319; f['input_ids'][...] = a"
 refused_before_training("past-record", edited("past-record", past_vocab),
                         r"shard-00000.hdf5: dataset 'input_ids', example 0: token 319 is past the largest the shard "
-                        r"records \(bertc_max_token_id 316\): the shard is damaged")
+                        r"records \(bertc_max_token_id 316\): the shard is damaged.*put back a good copy of it "
+                        r"\(with its .xxh3\), or make the set again")
 refused_before_training("past-vocabulary", edited("past-vocabulary", past_vocab, keep_records=False),
                         r"shard-00000.hdf5: dataset 'input_ids', example 0: token 319 is past the run's vocabulary "
                         r".*vocab.txt \(317 tokens, xxh3 [0-9a-f]+\) \(ids 0 to 316\), though below \[model\] vocab_size 320")
 repeat = ("if first:\n    p = f['masked_lm_positions'][:]; r = next(r for r in range(len(p)) if p[r, 1] != 0)\n"
           "    p[r, 1] = p[r, 0]; f['masked_lm_positions'][...] = p")
-for records in (True, False):  # (read whole before the first step, or checked as NVIDIA's are)
+# (read whole before the first step, or checked as NVIDIA's are; one of a set is put back or the set
+# made again, as moving it out leaves the set incomplete, while NVIDIA's may be moved out)
+for records, fix in ((True, r"put back a good copy of it"), (False, r"move it out of the folder")):
     name = "repeated" if records else "repeated-nvidia"
     refused_before_training(name, edited(name, repeat, keep_records=records),
                             r"shard-00000.hdf5: dataset 'masked_lm_positions', example [0-9]+: position [0-9]+ is "
-                            r"there twice, and BERT's create_pretraining_data and bertc prepare-data never repeat one")
+                            r"there twice, and BERT's create_pretraining_data and bertc prepare-data never repeat "
+                            r"one.*" + fix)
 # A record edited: one shard of a set counting another size than the others (its set was taken
 # whole by the count of whichever was read last), an unsigned value past int64_t (said as the
 # 9223372036854775807 libhdf5 clamps it to).

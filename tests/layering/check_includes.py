@@ -37,11 +37,13 @@ def rules(root):
 
 def unlisted_folders(root, allowed, free):
     """The top-level folders holding sources that neither the table nor the use-any line names
-    (build outputs and hidden folders aside)."""
+    (hidden folders and build folders aside: build*, or any holding CMake's CMakeCache.txt)."""
     problems = []
     for name in sorted(os.listdir(root)):
         path = os.path.join(root, name)
         if name.startswith((".", "build")) or not os.path.isdir(path) or name in allowed or name in free:
+            continue
+        if os.path.exists(os.path.join(path, "CMakeCache.txt")):  # (a build folder of another name)
             continue
         if any(f.endswith(SOURCE) for _, _, files in os.walk(path) for f in files):
             problems.append(f"{name}/: holds sources but has no row in docs/ARCHITECTURE.md's folder table (what it "
