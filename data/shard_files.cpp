@@ -343,10 +343,12 @@ void ShardFiles::check_token(size_t shard, const char* dataset, int64_t example,
 PackedExamples ShardFiles::load(size_t shard) const {
   PackedExamples examples = read_shard(files_[shard]);
   const std::string where = files_[shard].string();
-  // Scanned flat; only a refusal looks for the example.
+  // Scanned flat against one limit (the run's, and a recorded shard's own); only a refusal looks
+  // for the example and which limit it passed.
+  const int64_t limit = recorded_max_[shard] ? std::min(token_bound_, *recorded_max_[shard] + 1) : token_bound_;
   const std::vector<int32_t>& tokens = examples.all_tokens();
   for (size_t i = 0; i < tokens.size(); ++i)
-    if (tokens[i] < 0 || tokens[i] >= token_bound_ || (recorded_max_[shard] && tokens[i] > *recorded_max_[shard]))
+    if (tokens[i] < 0 || tokens[i] >= limit)
       check_token(shard, "input_ids", static_cast<int64_t>(examples.example_of_token(i)), tokens[i]);
   const std::vector<int8_t>& segments = examples.all_segments();
   for (size_t i = 0; i < segments.size(); ++i)
@@ -359,7 +361,7 @@ PackedExamples ShardFiles::load(size_t shard) const {
                                 "wrong; make it again (bertc prepare-data), or move it out of the folder",
                                 where));
   for (size_t i = 0; i < labels.size(); ++i)
-    if (labels[i] < 0 || labels[i] >= token_bound_ || (recorded_max_[shard] && labels[i] > *recorded_max_[shard]))
+    if (labels[i] < 0 || labels[i] >= limit)
       check_token(shard, "masked_lm_ids", static_cast<int64_t>(examples.example_of_prediction(i)), labels[i]);
   return examples;
 }
