@@ -12,6 +12,7 @@
 #include "codegen/program.h"
 #include "frontend/bert.h"
 #include "passes/targets.h"
+#include "run_config/config.h"
 
 using namespace bertc;
 
@@ -29,7 +30,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const int repeats = argc > 3 ? std::stoi(argv[3]) : 3;
-  frontend::Config c = frontend::load_config(argv[1]);
+  run_config::Config c = run_config::load_config(argv[1]);
   c.compile.arch = passes::Arch::parse(argv[2]);
   c.compile = passes::resolve_options(c.compile, passes::Arch::none());
   const auto cache = std::filesystem::temp_directory_path() / "bertc-bench-compile-cache";
@@ -41,12 +42,12 @@ int main(int argc, char** argv) {
     s.cache = cache;
     // Cold: passes, rendering and NVRTC for every distinct kernel; what a first `bertc compile` pays.
     auto t = std::chrono::steady_clock::now();
-    const auto program = passes::compile_training(frontend::build_bert_pretraining(c), c.compile, c.train);
+    const auto program = passes::compile_training(frontend::build_bert_pretraining(c.model_settings()), c.compile, c.train);
     const codegen::CompiledProgram p = codegen::compile_program(program, c.compile, c.name, "", s);
     const double cold_run = seconds_since(t);
     // Warm: the same with every kernel in the cache.
     t = std::chrono::steady_clock::now();
-    const auto again = passes::compile_training(frontend::build_bert_pretraining(c), c.compile, c.train);
+    const auto again = passes::compile_training(frontend::build_bert_pretraining(c.model_settings()), c.compile, c.train);
     const codegen::CompiledProgram q = codegen::compile_program(again, c.compile, c.name, "", s);
     const double warm_run = seconds_since(t);
     if (q.stats.cache_hits != q.images.size()) std::fprintf(stderr, "warning: the warm run missed the cache\n");

@@ -16,6 +16,7 @@
 #include "codegen/host_compile.h"
 #include "frontend/bert.h"
 #include "passes/targets.h"
+#include "run_config/config.h"
 #include "train/batches.h"
 #include "train/graph_runner.h"
 #include "runtime/device_registry.h"
@@ -36,7 +37,7 @@ struct Args {
 
 int run(const Args& a) {
   const frontend::ModelDefinition model = frontend::bert_model_definition();
-  frontend::Config c = frontend::load_config(a.config, model.extra_keys);
+  run_config::Config c = run_config::load_config(a.config, model.extra_keys);
   if (a.batch_size > 0) c.train.batch_size = a.batch_size;
   if (a.seq_len > 0) c.train.seq_len = a.seq_len;
   c.train.gradient_accumulation_steps = 1;
@@ -47,7 +48,7 @@ int run(const Args& a) {
   const int sm = device->capabilities().sm == 0 ? 61 : device->capabilities().sm;
   c.compile.arch = passes::Arch::of_sm(sm);
   c.compile = passes::resolve_options(c.compile, c.compile.arch);
-  const passes::TrainingProgram program = passes::compile_training(frontend::build_model(model, c), c.compile, c.train);
+  const passes::TrainingProgram program = passes::compile_training(frontend::build_model(model, c.model_settings()), c.compile, c.train);
   support::Environment env = train::synthetic_environment(c, program, 1);
   const codegen::RenderTarget target = codegen::render_target(c.compile);
   const auto state = std::make_shared<runtime::ResidentState>(*device);

@@ -1,5 +1,5 @@
 // How gradients travel between ranks: the closed set of compression schemes and the exchange's
-// settings ([train] keys, frontend/config.def).
+// settings ([train] keys, run_config/config.def).
 #pragma once
 
 #include <cstdint>

@@ -7,7 +7,7 @@
 
 namespace bertc::frontend {
 
-BertInputs add_pretraining_inputs(Builder& b, const TrainConfig& t) {
+BertInputs add_pretraining_inputs(Builder& b, const BatchShape& t) {
   const int64_t B = t.batch_size, S = t.seq_len, P = t.max_predictions_per_seq;
   return {
       b.input("input_ids", DType::I32, {B, S}),
@@ -20,8 +20,8 @@ BertInputs add_pretraining_inputs(Builder& b, const TrainConfig& t) {
   };
 }
 
-double hidden_dropout(const Config& c) { return c.compile.dropout ? c.model.hidden_dropout_prob : 0.0; }
-double attention_dropout(const Config& c) { return c.compile.dropout ? c.model.attention_probs_dropout_prob : 0.0; }
+double hidden_dropout(const ModelSettings& c) { return c.dropout ? c.model.hidden_dropout_prob : 0.0; }
+double attention_dropout(const ModelSettings& c) { return c.dropout ? c.model.attention_probs_dropout_prob : 0.0; }
 
 Tensor dense(Builder& b, Tensor x, int64_t out_features, std::string_view name) {
   auto scope = b.scope(name);
@@ -38,11 +38,11 @@ Tensor layer_norm(Builder& b, Tensor x, std::string_view name, double eps) {
   return b.layer_norm(x, w, bias, eps);
 }
 
-Embeddings embeddings(Builder& b, const Config& c, const BertInputs& in) {
+Embeddings embeddings(Builder& b, const ModelSettings& c, const BertInputs& in) {
   return embeddings(b, c, in.input_ids, in.token_type_ids);
 }
 
-Embeddings embeddings(Builder& b, const Config& c, Tensor input_ids, Tensor token_type_ids) {
+Embeddings embeddings(Builder& b, const ModelSettings& c, Tensor input_ids, Tensor token_type_ids) {
   const ModelConfig& m = c.model;
   const int64_t S = input_ids.dim(1);
   auto scope = b.scope("bert.embeddings");
@@ -67,7 +67,7 @@ Tensor attention_bias(Builder& b, Tensor attention_mask) {
   return b.name((1.0 - mask) * -10000.0, "attention_bias");
 }
 
-Tensor self_attention(Builder& b, const Config& c, Tensor x, Tensor bias) {
+Tensor self_attention(Builder& b, const ModelSettings& c, Tensor x, Tensor bias) {
   const int64_t B = x.dim(0), S = x.dim(1), H = x.dim(2);
   const int64_t heads = c.model.num_attention_heads, dh = H / heads;
   Tensor wq, wk, wv, bq, bk, bv;
@@ -90,7 +90,7 @@ Tensor self_attention(Builder& b, const Config& c, Tensor x, Tensor bias) {
   return b.reshape(b.permute(context, {0, 2, 1, 3}), {B, S, H});
 }
 
-Tensor encoder_layer(Builder& b, const Config& c, Tensor x, Tensor bias) {
+Tensor encoder_layer(Builder& b, const ModelSettings& c, Tensor x, Tensor bias) {
   const ModelConfig& m = c.model;
   Tensor attention_out;
   {
@@ -110,7 +110,7 @@ Tensor pool(Builder& b, Tensor sequence_output) {
   return tanh(dense(b, first_token, H, "bert.pooler.dense"));
 }
 
-Tensor encode(Builder& b, const Config& c, const Encoder& encoder, Tensor x, Tensor attention_bias) {
+Tensor encode(Builder& b, const ModelSettings& c, const Encoder& encoder, Tensor x, Tensor attention_bias) {
   for (int64_t i = 0; i < c.model.num_hidden_layers; ++i) {
     auto scope = b.scope(fmt::format("bert.encoder.layer.{}", i));
     x = encoder.layer(b, c, x, attention_bias);
@@ -118,7 +118,7 @@ Tensor encode(Builder& b, const Config& c, const Encoder& encoder, Tensor x, Ten
   return encoder.after ? encoder.after(b, c, x) : x;
 }
 
-PretrainingLosses pretraining_heads(Builder& b, const Config& c, Tensor sequence_output, Tensor word_embeddings,
+PretrainingLosses pretraining_heads(Builder& b, const ModelSettings& c, Tensor sequence_output, Tensor word_embeddings,
                                     const BertInputs& in) {
   const ModelConfig& m = c.model;
   const int64_t B = sequence_output.dim(0), H = sequence_output.dim(2);
@@ -146,9 +146,9 @@ PretrainingLosses pretraining_heads(Builder& b, const Config& c, Tensor sequence
   return {mlm, nsp, mlm + nsp};
 }
 
-ir::Graph build_pretraining_graph(const Config& c, const EncoderLayer& layer, const AfterEncoder& after) {
+ir::Graph build_pretraining_graph(const ModelSettings& c, const EncoderLayer& layer, const AfterEncoder& after) {
   Builder b(graph_name_for(c.name));
-  const BertInputs in = add_pretraining_inputs(b, c.train);
+  const BertInputs in = add_pretraining_inputs(b, c.batch);
   const Embeddings emb = embeddings(b, c, in);
   const Tensor bias = attention_bias(b, in.attention_mask);
   const Tensor x = encode(b, c, Encoder{layer, after}, emb.output, bias);
@@ -159,7 +159,7 @@ ir::Graph build_pretraining_graph(const Config& c, const EncoderLayer& layer, co
   return std::move(b).finish();
 }
 
-ir::Graph build_bert_pretraining(const Config& c) { return build_pretraining_graph(c, encoder_layer); }
+ir::Graph build_bert_pretraining(const ModelSettings& c) { return build_pretraining_graph(c, encoder_layer); }
 
 ModelDefinition bert_model_definition() {
   return {"bert", "BERT for pretraining (MLM + NSP), as Hugging Face BertForPreTraining", build_bert_pretraining, {},

@@ -5,7 +5,7 @@
 #include <functional>
 
 #include "ir/builder.h"
-#include "frontend/config.h"
+#include "frontend/model_settings.h"
 #include "frontend/model.h"
 
 namespace bertc::frontend {
@@ -20,11 +20,11 @@ struct BertInputs {
   Tensor masked_lm_weights;     // f32[B,P]: 1 real prediction, 0 padding
   Tensor next_sentence_labels;  // i32[B]: 0 is-next, 1 random
 };
-BertInputs add_pretraining_inputs(Builder& b, const TrainConfig& train);
+BertInputs add_pretraining_inputs(Builder& b, const BatchShape& batch);
 
-// Dropout probabilities in effect ([compile] dropout = false turns them all off).
-double hidden_dropout(const Config& c);
-double attention_dropout(const Config& c);
+// Dropout probabilities in effect (settings.dropout = false, [compile] dropout = false, turns them all off).
+double hidden_dropout(const ModelSettings& c);
+double attention_dropout(const ModelSettings& c);
 
 // x @ weight^T + bias, with params "<name>.weight" [out, in] and "<name>.bias" [out].
 Tensor dense(Builder& b, Tensor x, int64_t out_features, std::string_view name);
@@ -37,8 +37,8 @@ struct Embeddings {
 };
 // word + token type + position embeddings, layer norm, dropout (params under bert.embeddings), of
 // input_ids and token_type_ids [B,S].
-Embeddings embeddings(Builder& b, const Config& c, Tensor input_ids, Tensor token_type_ids);
-Embeddings embeddings(Builder& b, const Config& c, const BertInputs& in);
+Embeddings embeddings(Builder& b, const ModelSettings& c, Tensor input_ids, Tensor token_type_ids);
+Embeddings embeddings(Builder& b, const ModelSettings& c, const BertInputs& in);
 
 // The additive attention bias [B,1,1,S]: 0 for real tokens, -10000 for padding.
 Tensor attention_bias(Builder& b, Tensor attention_mask);
@@ -46,10 +46,10 @@ Tensor attention_bias(Builder& b, Tensor attention_mask);
 // Scaled dot-product self-attention with the QKV projection fused into one matmul (query, key and
 // value keep their own parameters "self.query.*" ...); returns the merged heads [B,S,H] before the
 // output projection. Params are named relative to the current scope.
-Tensor self_attention(Builder& b, const Config& c, Tensor x, Tensor bias);
+Tensor self_attention(Builder& b, const ModelSettings& c, Tensor x, Tensor bias);
 
 // One post-layer-norm BERT encoder layer (in scope bert.encoder.layer.N).
-Tensor encoder_layer(Builder& b, const Config& c, Tensor x, Tensor bias);
+Tensor encoder_layer(Builder& b, const ModelSettings& c, Tensor x, Tensor bias);
 
 struct PretrainingLosses {
   Tensor mlm;    // mean cross-entropy over real masked positions
@@ -57,21 +57,21 @@ struct PretrainingLosses {
   Tensor total;  // mlm + nsp
 };
 // Pooler, MLM head (at masked positions only, decoder tied to the word embeddings) and NSP head.
-PretrainingLosses pretraining_heads(Builder& b, const Config& c, Tensor sequence_output, Tensor word_embeddings,
+PretrainingLosses pretraining_heads(Builder& b, const ModelSettings& c, Tensor sequence_output, Tensor word_embeddings,
                                     const BertInputs& in);
 
 // num_hidden_layers layers of `encoder` on x (in scopes bert.encoder.layer.N), then its `after`.
-Tensor encode(Builder& b, const Config& c, const Encoder& encoder, Tensor x, Tensor attention_bias);
+Tensor encode(Builder& b, const ModelSettings& c, const Encoder& encoder, Tensor x, Tensor attention_bias);
 
 // The pooler: tanh(dense) of the first token's vector ([B,S,H] -> [B,H], params bert.pooler.dense).
 Tensor pool(Builder& b, Tensor sequence_output);
 
 // Inputs, embeddings, num_hidden_layers encoder layers, pretraining heads; outputs loss,
 // mlm_loss and nsp_loss.
-ir::Graph build_pretraining_graph(const Config& c, const EncoderLayer& layer, const AfterEncoder& after = {});
+ir::Graph build_pretraining_graph(const ModelSettings& c, const EncoderLayer& layer, const AfterEncoder& after = {});
 
 // The whole BertForPreTraining graph (post-layer-norm encoder_layer).
-ir::Graph build_bert_pretraining(const Config& c);
+ir::Graph build_bert_pretraining(const ModelSettings& c);
 // bertc's own model: BERT (build_bert_pretraining, encoder_layer as its encoder).
 ModelDefinition bert_model_definition();
 

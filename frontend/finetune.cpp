@@ -19,13 +19,14 @@ Tensor weighted_mean(Builder& b, Tensor per_item, Tensor weights) {
 
 }  // namespace
 
-ir::Graph build_finetune_graph(const ModelDefinition& model, const Config& c) {
+ir::Graph build_finetune_graph(const ModelDefinition& model, const ModelSettings& c) {
   if (!model.encoder.layer)
     throw ConfigError(fmt::format("model '{}' names no encoder for fine-tuning: its ModelDefinition needs "
                                   "Encoder{{layer, after}} (see examples/prenorm_bert)",
                                   model.name));
-  const FinetuneConfig& f = c.finetune;
-  const int64_t B = c.train.batch_size, S = c.train.seq_len, L = f.num_labels;
+  if (!c.head) throw ConfigError(fmt::format("model '{}': a fine-tuning graph needs a task head", model.name));
+  const TaskHead& f = *c.head;
+  const int64_t B = c.batch.batch_size, S = c.batch.seq_len, L = f.num_labels;
   const bool tokens = f.task == FinetuneTask::TokenClassification;
   Builder b(graph_name_for(c.name));
   const Tensor input_ids = b.input("input_ids", DType::I32, {B, S});

@@ -9,8 +9,8 @@
 
 namespace bertc::frontend {
 
-ir::Graph build_model(const ModelDefinition& definition, const Config& config) {
-  ir::Graph graph = config.finetune_section ? build_finetune_graph(definition, config) : definition.build(config);
+ir::Graph build_model(const ModelDefinition& definition, const ModelSettings& settings) {
+  ir::Graph graph = settings.head ? build_finetune_graph(definition, settings) : definition.build(settings);
   ir::verify_or_throw(graph);
   auto loss = graph.find(ir::names::kLoss);
   bool is_output = loss && std::find(graph.outputs().begin(), graph.outputs().end(), *loss) != graph.outputs().end();

@@ -84,7 +84,7 @@ RooflineOf roofline_of(const passes::TrainingProgram& program, const runtime::Pt
 // and their counts. No value is compared: the blocks not run leave their results unwritten, and
 // the optimizer step reads zero gradients (its work does not depend on their values).
 int count_program(const passes::TrainingProgram& program, const train::KernelsFor& step_kernels,
-                  const train::KernelsFor& optimizer_kernels, runtime::PtxDevice& device, const frontend::Config& config,
+                  const train::KernelsFor& optimizer_kernels, runtime::PtxDevice& device, const run_config::Config& config,
                   const CheckOptions& o, std::ostream& out) {
   support::Environment env = train::synthetic_environment(config, program, static_cast<uint64_t>(config.train.seed));
   device.sample_blocks(o.sample_blocks);
@@ -108,7 +108,7 @@ int count_program(const passes::TrainingProgram& program, const train::KernelsFo
 
 // Both graphs of `program` checked on `device`, the optimizer's from the reference's gradients.
 int check_program(const passes::TrainingProgram& program, const train::KernelsFor& step_kernels,
-                  const train::KernelsFor& optimizer_kernels, runtime::Device& device, const frontend::Config& config,
+                  const train::KernelsFor& optimizer_kernels, runtime::Device& device, const run_config::Config& config,
                   const CheckOptions& o, std::ostream& out) {
   auto* emulated = dynamic_cast<runtime::PtxDevice*>(&device);
   if (emulated) {
@@ -162,7 +162,7 @@ int check_program(const passes::TrainingProgram& program, const train::KernelsFo
 }
 
 // The device to check on, and what to do instead when it cannot be had.
-std::shared_ptr<runtime::Device> open_check_device(const frontend::Config& config, const CheckOptions& o, bool compiled) {
+std::shared_ptr<runtime::Device> open_check_device(const run_config::Config& config, const CheckOptions& o, bool compiled) {
   if (o.sample_blocks > 0 && o.device != "ptx")
     throw std::invalid_argument(fmt::format("--sample-blocks samples the launches of the PTX emulator, and the device "
                                             "is {}: check with --device ptx (in place of --device {})",
@@ -192,11 +192,11 @@ std::shared_ptr<runtime::Device> open_check_device(const frontend::Config& confi
 
 }  // namespace
 
-int run_check(const frontend::ModelDefinition& model, const frontend::Config& config, const CheckOptions& o,
+int run_check(const frontend::ModelDefinition& model, const run_config::Config& config, const CheckOptions& o,
               std::ostream& out) {
   const std::shared_ptr<runtime::Device> device = open_check_device(config, o, false);
   const passes::TrainingProgram program =
-      passes::compile_training(frontend::build_model(model, config), config.compile, config.train);
+      passes::compile_training(frontend::build_model(model, config.model_settings()), config.compile, config.train);
   std::string note;
   const codegen::RenderTarget target = runtime::device_render_target(config.compile, device->capabilities(), &note);
   if (!note.empty()) out << note << "\n";
@@ -204,7 +204,7 @@ int run_check(const frontend::ModelDefinition& model, const frontend::Config& co
   return check_program(program, rendered, rendered, *device, config, o, out);
 }
 
-int run_check(const codegen::CompiledProgram& compiled, const frontend::Config& config, const CheckOptions& o,
+int run_check(const codegen::CompiledProgram& compiled, const run_config::Config& config, const CheckOptions& o,
               std::ostream& out) {
   const std::shared_ptr<runtime::Device> device = open_check_device(config, o, true);
   device->use_images(compiled.images, compiled.nvrtc_version);

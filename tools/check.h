@@ -10,6 +10,7 @@
 #include "frontend/model.h"
 #include "ir/enum_names.h"
 #include "ptx/approximations.h"
+#include "run_config/config.h"
 
 namespace bertc::ptx {
 // (the names `bertc check --approx` takes: here, as ptx/ may not include ir/'s table macro)
@@ -39,12 +40,12 @@ struct CheckOptions {
 // Returns 0 when every value is within tolerance, else 1 (after listing those beyond, the first
 // — the likely culprit — marked). Sampled (options.sample_blocks): 0 when every launch ran
 // without a checker's finding (a finding throws, as unsampled).
-int run_check(const frontend::ModelDefinition& model, const frontend::Config& config, const CheckOptions& options,
+int run_check(const frontend::ModelDefinition& model, const run_config::Config& config, const CheckOptions& options,
               std::ostream& out);
 // The same for a compiled program (a .bertx's, as bertc train FILE.bertx runs it): its graphs, its
 // kernels (on CUDA its images) against the reference executor on its graphs; `config` is the
 // program's.
-int run_check(const codegen::CompiledProgram& compiled, const frontend::Config& config, const CheckOptions& options,
+int run_check(const codegen::CompiledProgram& compiled, const run_config::Config& config, const CheckOptions& options,
               std::ostream& out);
 
 }  // namespace bertc::tools

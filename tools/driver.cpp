@@ -25,7 +25,7 @@
 #include "distributed/communicator.h"
 #include "distributed/gloo_communicator.h"
 #include "distributed/nccl_library.h"
-#include "frontend/hf_config.h"
+#include "run_config/hf_config.h"
 #include "ir/out_of_memory.h"
 #include "ir/printer.h"
 #include "passes/pipeline.h"
@@ -94,7 +94,7 @@ std::string read_text_file(const std::filesystem::path& path) {
 
 // Renders and compiles the program's kernels for the config's arch, with a line on stderr
 // before and after (a cold compile of BERT-base takes seconds).
-codegen::CompiledProgram compile_kernels(const passes::TrainingProgram& p, const frontend::Config& config) {
+codegen::CompiledProgram compile_kernels(const passes::TrainingProgram& p, const run_config::Config& config) {
   codegen::CompileSettings settings;
   settings.cache = codegen::default_cache_folder();
   settings.runtime_kernels = train::runtime_kernels(p.step, config.train);
@@ -108,7 +108,7 @@ codegen::CompiledProgram compile_kernels(const passes::TrainingProgram& p, const
 }
 
 // A profile `bertc train --profile` wrote, measured against this compile's estimates (same program).
-train::Profile measured_against(const std::string& path, const passes::TrainingProgram& program, const frontend::Config& config) {
+train::Profile measured_against(const std::string& path, const passes::TrainingProgram& program, const run_config::Config& config) {
   std::ifstream in(path);
   if (!in) throw std::runtime_error(fmt::format("--profile {}: cannot open it", path));
   nlohmann::json j;
@@ -131,7 +131,7 @@ train::Profile measured_against(const std::string& path, const passes::TrainingP
 
 // The compile report of `config` (and the compiled program, into `program`).
 // `ranks`: the data-parallel ranks whose micro-batches the optimizer step averages.
-passes::CompileReport report_of(const ir::Graph& graph, const frontend::Config& config,
+passes::CompileReport report_of(const ir::Graph& graph, const run_config::Config& config,
                                 passes::TrainingProgram* program = nullptr, int64_t ranks = 1) {
   passes::OptimizerOptions optimizer = config.train;
   optimizer.gradient_accumulation_steps = config.train.gradient_accumulation_steps * ranks;
@@ -157,7 +157,7 @@ std::string empty_value_given(const CLI::App& app) {
 // A compiled program reads its config's relative [train] data and vocab from its own folder when it
 // trains: said at compile time where they are not there (compile found them from the config's
 // folder, or the working directory for a config from a stream, and training then did not).
-void warn_paths_from_program_folder(const frontend::Config& config, const std::string& output) {
+void warn_paths_from_program_folder(const run_config::Config& config, const std::string& output) {
   const std::filesystem::path folder = std::filesystem::path(output).parent_path();
   for (const auto& [key, value] : {std::pair<std::string, std::string>{"data", config.train.data}, {"vocab", config.train.vocab}}) {
     std::error_code ec;
@@ -171,7 +171,7 @@ void warn_paths_from_program_folder(const frontend::Config& config, const std::s
 }
 
 // The vocabulary a compiled program is for: the config's, which training it must use too; said.
-std::map<std::string, std::string> vocab_of_program(const frontend::Config& config) {
+std::map<std::string, std::string> vocab_of_program(const run_config::Config& config) {
   try {
     const data::Vocab vocab = data::Vocab::load(config.resolve(config.train.vocab));
     std::cerr << "compile: vocab " << vocab.describe() << ": training the program checks it has this one\n";
@@ -206,7 +206,7 @@ int compile(CompileArgs args, const CompileFlags& flags, const frontend::ModelDe
   const train::StopOnSignal ends_at_once(nullptr, "compile ended by a signal: no output or kernel-cache entry was "
                                                   "half-written (each is written whole or not at all); run the same "
                                                   "command again");
-  frontend::Config config = frontend::load_config(args.config, model.extra_keys);
+  run_config::Config config = run_config::load_config(args.config, model.extra_keys);
   config.compile = resolve_here(flags.apply(config.compile));
   args.output = through_output_link(args.output);  // (a link given to -o: the output goes where it leads)
   refuse_checkpoint_name(args.output, "-o", "a compiler's output");
@@ -232,11 +232,11 @@ int compile(CompileArgs args, const CompileFlags& flags, const frontend::ModelDe
   // (ranks x the micro-batches' sequences is the optimizer's divisor: past 2^64 it wrapped, to 1 for
   // --ranks 93876560171549881 at accumulation 393, and the program averaged over nothing)
   const int64_t per_rank = config.train.batch_size * config.train.gradient_accumulation_steps;  // (<= 2^31: checked)
-  if (args.ranks > frontend::kMostSequencesAStep / per_rank)
+  if (args.ranks > run_config::kMostSequencesAStep / per_rank)
     throw std::invalid_argument(fmt::format("--ranks {} x [train] batch_size {} x gradient_accumulation_steps {} is more "
                                             "than 2^31 sequences a step: give --ranks {} or fewer",
                                             args.ranks, config.train.batch_size, config.train.gradient_accumulation_steps,
-                                            frontend::kMostSequencesAStep / per_rank));
+                                            run_config::kMostSequencesAStep / per_rank));
   if (args.ranks != 1 && emit != Emit::Plan)
     throw std::invalid_argument(fmt::format(
         "--ranks compiles a program for data-parallel training, written with -o FILE.bertx (or --executable -o NAME) "
@@ -272,7 +272,7 @@ int compile(CompileArgs args, const CompileFlags& flags, const frontend::ModelDe
                                fmt::join(unused, ", "), unused.size() == 1 ? "s" : "", args.emit_text,
                                unused.size() == 1 ? "it does not" : "they do not", unused.size() == 1 ? "its" : "their");
   }
-  const ir::Graph graph = frontend::build_model(model, config);
+  const ir::Graph graph = frontend::build_model(model, config.model_settings());
   // The pipeline, run once when what is emitted needs it, and always for --dump-ir and
   // --print-ir-after-all (they show every stage whatever is emitted).
   passes::TrainingProgram program;
@@ -356,7 +356,7 @@ int compile(CompileArgs args, const CompileFlags& flags, const frontend::ModelDe
 }
 
 // A path given on the command line, else the config's (relative to the config file).
-std::filesystem::path chosen_path(const std::string& flag, const frontend::Config& c, const std::string& from_config) {
+std::filesystem::path chosen_path(const std::string& flag, const run_config::Config& c, const std::string& from_config) {
   return flag.empty() ? c.resolve(from_config) : std::filesystem::path(flag);
 }
 
@@ -402,7 +402,7 @@ class QuietStderr {
 };
 
 int train_rank(const TrainArgs& args, const CompileFlags& flags, const frontend::ModelDefinition& model,
-               frontend::Config config, std::shared_ptr<distributed::Communicator> world,
+               run_config::Config config, std::shared_ptr<distributed::Communicator> world,
                std::shared_ptr<const codegen::CompiledProgram> compiled);
 
 // A compiled program (bertc compile -o FILE.bertx) and the config it was compiled from, whose
@@ -410,20 +410,20 @@ int train_rank(const TrainArgs& args, const CompileFlags& flags, const frontend:
 // refused: they need a compile.
 struct LoadedProgram {
   std::shared_ptr<const codegen::CompiledProgram> program;
-  frontend::Config config;
+  run_config::Config config;
 };
 
 // The config a compiled program was compiled from, with its options; `source` (the .bertx, or the
 // training executable carrying the program) names it in messages, and its folder is where the
 // config's relative paths start. Refuses another model program's, and compile flags.
-frontend::Config compiled_config(const codegen::CompiledProgram& p, const std::string& source, const CompileFlags& flags,
+run_config::Config compiled_config(const codegen::CompiledProgram& p, const std::string& source, const CompileFlags& flags,
                                  const frontend::ModelDefinition& model) {
   if (p.model_program != model.name)
     throw std::invalid_argument(fmt::format("{}: compiled by the model program of '{}', and this is '{}''s: run it "
                                             "with the program that compiled it (bertc for bert; a bertc_add_model "
                                             "program for its model)",
                                             source, p.model_program, model.name));
-  frontend::Config config = frontend::parse_config(p.config_text, source, model.extra_keys);
+  run_config::Config config = run_config::parse_config(p.config_text, source, model.extra_keys);
   config.name = p.model;
   config.compile = p.options;
   // (the debug flags show the compile's stages, which a compiled program has behind it)
@@ -508,10 +508,10 @@ std::string self_path(const char* argv0) {
 }
 
 // A config for training from `init` (--init): a Hugging Face folder's config.json gives [model].
-frontend::Config load_config_for(const std::string& path, const std::string& init, const frontend::ModelDefinition& model) {
-  frontend::Config config = frontend::load_config(path, model.extra_keys, /*model_required=*/false);
+run_config::Config load_config_for(const std::string& path, const std::string& init, const frontend::ModelDefinition& model) {
+  run_config::Config config = run_config::load_config(path, model.extra_keys, /*model_required=*/false);
   train::refuse_run_folder_as_weights(init, "--init");
-  frontend::take_model_from(config, init, model.name);
+  run_config::take_model_from(config, init, model.name);
   return config;
 }
 
@@ -519,23 +519,23 @@ frontend::Config load_config_for(const std::string& path, const std::string& ini
 // folder's config.json, a checkpoint's model record), as a config's --init gives its [model]: the
 // weights of another model loaded where names and shapes allow (a deeper model's first layers,
 // another activation or layer-norm epsilon) and trained silently as this one.
-void refuse_init_of_another_model(const frontend::Config& compiled, const std::string& init,
+void refuse_init_of_another_model(const run_config::Config& compiled, const std::string& init,
                                   const frontend::ModelDefinition& model, const std::string& source) {
   train::refuse_run_folder_as_weights(init, "--init");
-  const std::optional<frontend::ModelConfig> recorded = frontend::recorded_model(init, model.name, compiled);
+  const std::optional<frontend::ModelConfig> recorded = run_config::recorded_model(init, model.name, compiled);
   if (!recorded) return;  // (weights alone: their names and shapes are checked as they load)
-  frontend::Config theirs;
+  run_config::Config theirs;
   theirs.model = *recorded;
   std::vector<std::string> differ;
-  for (const auto& spec : frontend::config_keys())
-    if (spec.section == "model" && !frontend::overrides_a_record(spec.key) && spec.get(compiled) != spec.get(theirs))
+  for (const auto& spec : run_config::config_keys())
+    if (spec.section == "model" && !run_config::overrides_a_record(spec.key) && spec.get(compiled) != spec.get(theirs))
       differ.push_back(fmt::format("{} = {} there, {} in the program", spec.key, support::value_text(spec.get(theirs)),
                                    support::value_text(spec.get(compiled))));
   if (differ.empty()) return;
   throw std::invalid_argument(fmt::format(
       "--init {}: {} describes another model than {} was compiled for ({}): start it from weights of the model it "
       "was compiled for, or train that model from a config (bertc train CONFIG --init {}: its [model] comes from there)",
-      init, frontend::is_hf_folder(init) ? "its config.json" : "its model record", source, fmt::join(differ, "; "),
+      init, run_config::is_hf_folder(init) ? "its config.json" : "its model record", source, fmt::join(differ, "; "),
       support::shell_word(init)));
 }
 
@@ -558,7 +558,7 @@ int train(const TrainArgs& args, const CompileFlags& flags, const frontend::Mode
     compiled = load_compiled(std::move(*p), args.config, args, flags, model);
   if (compiled && !args.init.empty())
     refuse_init_of_another_model(compiled->config, args.init, model, args.config.empty() ? self : args.config);
-  frontend::Config config = compiled ? compiled->config : load_config_for(args.config, args.init, model);
+  run_config::Config config = compiled ? compiled->config : load_config_for(args.config, args.init, model);
   if (config.finetune_section)
     throw std::invalid_argument(fmt::format("{}: a [finetune] config trains a task head: bertc finetune {}",
                                             args.config, args.config));
@@ -600,7 +600,7 @@ int train(const TrainArgs& args, const CompileFlags& flags, const frontend::Mode
 }
 
 int train_rank(const TrainArgs& args, const CompileFlags& flags, const frontend::ModelDefinition& model,
-               frontend::Config config, std::shared_ptr<distributed::Communicator> world,
+               run_config::Config config, std::shared_ptr<distributed::Communicator> world,
                std::shared_ptr<const codegen::CompiledProgram> compiled) {
   const QuietStderr quiet(world->rank() != 0);
   train::TrainOptions o;
@@ -769,7 +769,7 @@ int eval(const EvalArgs& args, const frontend::ModelDefinition& model) {
     refuse_output_onto_input(output, option, {{args.init, "--init"}, {args.batch, "--batch"}, {args.config, "the config"}});
     refuse_replacing_another_kind(output, option, format);
   }
-  const frontend::Config config = load_config_for(args.config, args.init, model);
+  const run_config::Config config = load_config_for(args.config, args.init, model);
   const train::EvalResult r = train::evaluate_batch(model, config, args.init, args.batch);
   for (const std::string& note : r.notes) std::cerr << note << "\n";
   std::cerr << (r.vocab ? fmt::format("vocab: {} (the batch's; checked against the weights' where they record one)\n", r.vocab->describe())
@@ -809,7 +809,7 @@ void write_batch_file(support::Safetensors& file, const data::Vocab& vocab, bool
 
 // Writes batch `index` of a [finetune] config's task examples (--data, else its dev_data), the
 // input bertc eval reads for a fine-tuned model.
-int task_batch(BatchArgs args, const frontend::Config& config) {
+int task_batch(BatchArgs args, const run_config::Config& config) {
   if (args.data.empty() && config.finetune.dev_data.empty())
     throw std::invalid_argument(fmt::format("{}: a [finetune] config names no dev_data, and bertc batch writes a batch "
                                             "of task examples from it: give --data FILE (.tsv or .jsonl)",
@@ -835,7 +835,7 @@ int batch(const BatchArgs& given, const frontend::ModelDefinition& model) {
   BatchArgs args = given;
   const train::StopOnSignal ends_at_once(nullptr, "batch ended by a signal: nothing was written (a file being "
                                                   "written is removed); run the same command again");
-  const frontend::Config config = frontend::load_data_config(args.config, model.extra_keys);
+  const run_config::Config config = run_config::load_data_config(args.config, model.extra_keys);
   if (config.finetune_section) return task_batch(args, config);
   refuse_console(args.output, "-o", "a batch (a safetensors file)");
   args.output = through_output_link(args.output);  // (a link given to -o: the batch goes where it leads)
@@ -1214,7 +1214,7 @@ int run_driver(int argc, char** argv, const frontend::ModelDefinition& model) {
                                                         "again");
         if (const std::optional<codegen::CompiledProgram> p = compiled_program_in(check_config))
           return run_check(*p, compiled_config(*p, check_config, check_flags, model), check_options, std::cout);
-        frontend::Config config = frontend::load_config(check_config, model.extra_keys);
+        run_config::Config config = run_config::load_config(check_config, model.extra_keys);
         config.compile = resolve_here(check_flags.apply(config.compile));
         return run_check(model, config, check_options, std::cout);
       }

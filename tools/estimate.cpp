@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "distributed/gradient_exchange.h"
-#include "frontend/config.h"
+#include "run_config/config.h"
 #include "passes/report.h"
 #include "passes/scaling_estimate.h"
 #include "tools/report.h"
@@ -22,7 +22,7 @@ namespace {
 
 // The bytes each GPU all-reduces per step under `compression` (after PowerSGD's warm-up), from the
 // gradients' shapes (no exchange state is made: a model of any size is estimated).
-uint64_t bytes_per_step(const ir::Graph& step, const frontend::TrainConfig& t, distributed::Compression compression) {
+uint64_t bytes_per_step(const ir::Graph& step, const run_config::TrainConfig& t, distributed::Compression compression) {
   distributed::ExchangeOptions o = train::exchange_options(t);
   o.compression = compression;
   return distributed::compressed_bytes_of(train::gradient_tensors(step), o);
@@ -36,7 +36,7 @@ std::string money(double dollars) {
 }  // namespace
 
 int estimate(const EstimateArgs& a, const CompileFlags& flags, const frontend::ModelDefinition& model, std::ostream& out) {
-  frontend::Config config = frontend::load_config(a.config, model.extra_keys);
+  run_config::Config config = run_config::load_config(a.config, model.extra_keys);
   for (const std::string& f : flags.given())
     if (f == "--arch")
       throw std::invalid_argument("--arch: estimate compiles for each GPU --gpu names (--gpu p40 --gpu a100 ...): give "
@@ -105,7 +105,7 @@ int estimate(const EstimateArgs& a, const CompileFlags& flags, const frontend::M
   for (const std::string& name : a.gpus)
     if (std::find(named.begin(), named.end(), name) == named.end()) named.push_back(name);
   for (const std::string& name : named) {
-    frontend::Config c = config;
+    run_config::Config c = config;
     c.compile.arch = passes::Arch::parse(name);
     if (!c.compile.arch.gpu()) throw std::invalid_argument(fmt::format("--gpu {}: name a GPU of the table (p40, v100, a100, ...)", name));
     if (c.compile.precision == passes::Precision::Tf32 && c.compile.arch.sm() < 80)
@@ -114,7 +114,7 @@ int estimate(const EstimateArgs& a, const CompileFlags& flags, const frontend::M
                                               name));
     c.compile = passes::resolve_options(c.compile, c.compile.arch);
     passes::TrainingProgram program;
-    passes::CompileReport report = passes::compile_report(frontend::build_model(model, c), c.compile, c.train,
+    passes::CompileReport report = passes::compile_report(frontend::build_model(model, c.model_settings()), c.compile, c.train,
                                                           c.train.batch_size, &program);
     note_smallest_plan(report, model, c);
     const passes::GpuSpec& gpu = *c.compile.arch.gpu();

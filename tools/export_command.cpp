@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "run_config/config.h"
 #include "train/checkpoint.h"
 #include "train/hf_export.h"
 #include "tools/output_file.h"
@@ -25,7 +26,7 @@ CLI::App* add_export_command(CLI::App& app, ExportArgs& args) {
   cmd->add_option("--for", args.head,
                   "The architecture: the checkpoint's own by default (BertForPreTraining, or the fine-tuned "
                   "BertFor...Classification), or base (BertModel: the encoder and pooler)")
-      ->check(CLI::IsMember(ir::enum_choices<frontend::HfHead>()));
+      ->check(CLI::IsMember(ir::enum_choices<run_config::HfHead>()));
   cmd->add_option("--vocab", args.vocab,
                   "The vocabulary (default: the file the checkpoint was trained with, if unchanged)")
       ->check(CLI::ExistingFile);
@@ -44,7 +45,7 @@ int export_checkpoint(const ExportArgs& args, std::ostream& log) {
   refuse_dangling_link(output, "-o");
   refuse_checkpoint_name(output, "-o", "an exported folder");
   o.output = output;
-  if (!args.head.empty()) o.head = ir::enum_named<frontend::HfHead>(args.head);
+  if (!args.head.empty()) o.head = ir::enum_named<run_config::HfHead>(args.head);
   if (!args.vocab.empty()) o.vocab = args.vocab;
   // A signal stops it between files; the folder it was making goes (it is renamed in whole).
   const train::StopOnSignal stop_on_signal(

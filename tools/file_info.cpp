@@ -13,7 +13,7 @@
 
 #include "data/vocab.h"
 #include "data/vocab_identity.h"
-#include "frontend/hf_config.h"
+#include "run_config/hf_config.h"
 #include "support/file_errors.h"
 #include "support/safetensors.h"
 #include "train/checkpoint.h"
@@ -179,7 +179,7 @@ void describe_hf_folder(const std::string& path, bool json, std::ostream& out) {
 }  // namespace
 
 void describe_folder(const std::string& path, bool json, std::ostream& out) {
-  if (frontend::is_hf_folder(path)) return describe_hf_folder(path, json, out);
+  if (run_config::is_hf_folder(path)) return describe_hf_folder(path, json, out);
   const std::vector<train::CheckpointFile> kept = train::list_checkpoints(path);
   if (!kept.empty()) return describe_run_folder(path, kept, json, out);
   throw std::invalid_argument(fmt::format("{}: a folder with neither checkpoints (a run folder) nor config.json (a "

@@ -10,8 +10,8 @@
 #include <fmt/format.h>
 
 #include "codegen/host_compile.h"
-#include "frontend/config.h"
-#include "frontend/hf_config.h"
+#include "run_config/config.h"
+#include "run_config/hf_config.h"
 #include "tools/cli_bounds.h"
 #include "tools/compile_flags.h"
 #include "tools/device_choice.h"
@@ -24,7 +24,7 @@ namespace {
 
 // A path given on the command line (as it is), else the config's key (relative to the config),
 // else nothing.
-std::optional<std::filesystem::path> path_of(const std::string& flag, const frontend::Config& c, const std::string& key) {
+std::optional<std::filesystem::path> path_of(const std::string& flag, const run_config::Config& c, const std::string& key) {
   if (!flag.empty()) return std::filesystem::path(flag);
   if (!key.empty()) return c.resolve(key);
   return std::nullopt;
@@ -63,12 +63,12 @@ CLI::App* add_finetune_command(CLI::App& app, FinetuneArgs& args, CompileFlags& 
 int finetune(const FinetuneArgs& args, const CompileFlags& flags, const frontend::ModelDefinition& model,
              std::ostream& log) {
   train::FinetuneOptions o;
-  o.config = frontend::load_config(args.config, model.extra_keys, /*model_required=*/false);
+  o.config = run_config::load_config(args.config, model.extra_keys, /*model_required=*/false);
   if (!o.config.finetune_section)
     throw std::invalid_argument(fmt::format("{}: no [finetune] section: a fine-tuning config names its task and data "
                                             "there (see examples/finetune-tiny.toml); bertc train pretrains",
                                             args.config));
-  frontend::Config& c = o.config;
+  run_config::Config& c = o.config;
   c.compile = resolve_here(flags.apply(c.compile));
   if (args.epochs > 0) c.finetune.epochs = args.epochs;
   const std::optional<std::filesystem::path> train_data = path_of(args.train_data, c, c.finetune.train_data);
@@ -82,7 +82,7 @@ int finetune(const FinetuneArgs& args, const CompileFlags& flags, const frontend
   train::refuse_run_folder_as_weights(o.init.value_or(std::filesystem::path()),
                                       args.init.empty() ? fmt::format("{}'s [finetune] init (as read from here)", args.config)
                                                         : std::string("--init"));
-  frontend::take_model_from(c, o.init.value_or(std::filesystem::path()), model.name);  // (a Hugging Face folder's config.json)
+  run_config::take_model_from(c, o.init.value_or(std::filesystem::path()), model.name);  // (a Hugging Face folder's config.json)
   o.vocab = c.resolve(c.train.vocab);
   o.checkpoint_dir = args.checkpoint_dir.empty() ? std::filesystem::path("checkpoints") / c.name
                                                  : std::filesystem::path(args.checkpoint_dir);

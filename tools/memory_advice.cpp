@@ -7,6 +7,7 @@
 #include "runtime/host_device.h"
 #include "tools/compile_flags.h"
 #include "train/micro_batch.h"
+#include "run_config/config.h"
 
 namespace bertc::tools {
 
@@ -33,12 +34,12 @@ MemoryAdvice memory_advice(const std::string& command, const std::string& config
                            const frontend::ModelDefinition& model) {
   if (!compiled && !config.empty() && (command == "train" || command == "finetune" || command == "check")) {
     try {
-      frontend::Config c = frontend::load_config(config, model.extra_keys);
+      run_config::Config c = run_config::load_config(config, model.extra_keys);
       c.compile = resolve_here(c.compile);
       // (a second compile for the figure alone: it must not replace the run's --dump-ir)
       c.compile.dump_ir.clear();
       c.compile.print_ir_after_all = false;
-      const passes::TrainingProgram program = passes::compile_training(frontend::build_model(model, c), c.compile, c.train);
+      const passes::TrainingProgram program = passes::compile_training(frontend::build_model(model, c.model_settings()), c.compile, c.train);
       if (std::string too_large = train::weights_do_not_fit(program, runtime::host_available_bytes(), "free here");
           !too_large.empty())
         return {too_large, true};

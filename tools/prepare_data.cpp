@@ -10,7 +10,7 @@
 
 #include "data/prepare_shards.h"
 #include "data/vocab.h"
-#include "frontend/config.h"
+#include "run_config/config.h"
 #include "tools/cli_bounds.h"
 #include "tools/output_file.h"
 #include "train/stop_request.h"
@@ -53,8 +53,8 @@ CLI::App* add_prepare_data_command(CLI::App& app, PrepareDataArgs& a) {
 }
 
 int prepare_data(const PrepareDataArgs& a, const frontend::ModelDefinition& model, std::ostream& log) {
-  const frontend::Config config = frontend::load_data_config(a.config, model.extra_keys);
-  const frontend::TrainConfig& t = config.train;
+  const run_config::Config config = run_config::load_data_config(a.config, model.extra_keys);
+  const run_config::TrainConfig& t = config.train;
   data::PrepareOptions o;
   std::error_code ec;
   refuse_console(a.output, "-o", "a folder of shards");

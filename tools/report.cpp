@@ -30,7 +30,7 @@ std::string mib(double bytes) { return fmt::format("{:.1f} MiB", bytes / (1024.0
 
 }  // namespace
 
-nlohmann::json stats_json(const frontend::Config& config, const std::string& model_name, const ir::Graph& graph) {
+nlohmann::json stats_json(const run_config::Config& config, const std::string& model_name, const ir::Graph& graph) {
   const ir::GraphStats s = ir::graph_stats(graph);
   const auto& t = config.train;
   nlohmann::json j;
@@ -191,13 +191,13 @@ std::string memory_warning(const passes::CompileReport& r) {
          (smallest ? fmt::format(" (at batch_size 1 with recompute = \"full\" it takes {})", gigabytes(*smallest)) : "");
 }
 
-void note_smallest_plan(passes::CompileReport& r, const frontend::ModelDefinition& model, const frontend::Config& config) {
+void note_smallest_plan(passes::CompileReport& r, const frontend::ModelDefinition& model, const run_config::Config& config) {
   if (!does_not_fit(r)) return;
   if (at_smallest(r)) {
     r.smallest_device_bytes = r.device_bytes();
     return;
   }
-  frontend::Config smallest = config;
+  run_config::Config smallest = config;
   smallest.train.batch_size = 1;
   smallest.compile.recompute = passes::RecomputePolicy::Full;
   smallest.compile.memory_budget = 0;  // (read by recompute auto only, which refuses it otherwise)
@@ -206,7 +206,7 @@ void note_smallest_plan(passes::CompileReport& r, const frontend::ModelDefinitio
   passes::OptimizerOptions optimizer = smallest.train;
   optimizer.gradient_accumulation_steps = r.micro_batches;  // (as the report's: the data-parallel ranks included)
   r.smallest_device_bytes =
-      passes::compile_report(frontend::build_model(model, smallest), smallest.compile, optimizer, 1).device_bytes();
+      passes::compile_report(frontend::build_model(model, smallest.model_settings()), smallest.compile, optimizer, 1).device_bytes();
 }
 
 std::string report_text(const passes::CompileReport& r, const std::string& name) {

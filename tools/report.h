@@ -7,7 +7,7 @@
 
 #include "codegen/nvrtc_library.h"
 #include "codegen/program.h"
-#include "frontend/config.h"
+#include "run_config/config.h"
 #include "frontend/model.h"
 #include "ir/graph.h"
 #include "passes/report.h"
@@ -16,7 +16,7 @@
 
 namespace bertc::tools {
 
-nlohmann::json stats_json(const frontend::Config& config, const std::string& model_name, const ir::Graph& graph);
+nlohmann::json stats_json(const run_config::Config& config, const std::string& model_name, const ir::Graph& graph);
 std::string stats_text(const nlohmann::json& stats);
 
 nlohmann::json params_json(const ir::Graph& graph);
@@ -31,7 +31,7 @@ std::string memory_warning(const passes::CompileReport& report);
 // Sets report.smallest_device_bytes where the plan does not fit its GPU: `model` compiled again
 // under `config` at batch_size 1 with recompute full (itself, where it is that already).
 void note_smallest_plan(passes::CompileReport& report, const frontend::ModelDefinition& model,
-                        const frontend::Config& config);
+                        const run_config::Config& config);
 std::string report_text(const passes::CompileReport& report, const std::string& name);
 
 // The compiled kernels: per family how many, their launches, registers, shared memory and

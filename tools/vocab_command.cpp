@@ -16,7 +16,7 @@
 #include "data/tokenizer.h"
 #include "data/vocab.h"
 #include "data/vocab_trainer.h"
-#include "frontend/config.h"
+#include "run_config/config.h"
 #include "support/atomic_file.h"
 #include "support/file_errors.h"
 #include "tools/output_file.h"
@@ -91,7 +91,7 @@ std::string left_out_by_alphabet(const data::VocabTrainResult& r, int64_t limit)
 int train_vocab(const VocabArgs& given, const frontend::ModelDefinition& model, std::ostream& log) {
   VocabArgs a = given;
   a.output = through_output_link(a.output);  // (a link given to -o: the new file goes where it leads)
-  const frontend::Config config = frontend::load_data_config(a.config, model.extra_keys);
+  const run_config::Config config = run_config::load_data_config(a.config, model.extra_keys);
   refuse_console(a.output, "-o", "a vocabulary (a new file)");
   refuse_dangling_link(a.output, "-o");
   refuse_checkpoint_name(a.output, "-o", "a vocabulary");

@@ -48,7 +48,7 @@ support::HostTensor weights_of(const data::Batch& b) {
 
 }  // namespace
 
-data::Vocab load_run_vocab(const frontend::Config& c, const std::filesystem::path& path, std::ostream& log,
+data::Vocab load_run_vocab(const run_config::Config& c, const std::filesystem::path& path, std::ostream& log,
                            bool vocab_flag) {
   data::Vocab vocab = data::Vocab::load(path);
   if (vocab.size() > c.model.vocab_size)
@@ -77,9 +77,9 @@ data::Vocab load_run_vocab(const frontend::Config& c, const std::filesystem::pat
   return vocab;
 }
 
-data::BatchStream open_batch_stream(const frontend::Config& c, const std::filesystem::path& data_path,
+data::BatchStream open_batch_stream(const run_config::Config& c, const std::filesystem::path& data_path,
                                     const data::Vocab& vocab, std::ostream& log) {
-  const frontend::TrainConfig& t = c.train;
+  const run_config::TrainConfig& t = c.train;
   // Shards (a folder of them, or one): read a shard at a time.
   std::vector<std::string> left_out;
   data::refuse_folder_being_prepared(data_path);  // (its shards are not all there yet)
@@ -139,8 +139,8 @@ data::BatchStream open_batch_stream(const frontend::Config& c, const std::filesy
   return data::BatchStream(std::move(source), t.batch_size, t.seq_len, t.max_predictions_per_seq, vocab.pad());
 }
 
-data::Batch synthetic_batch(const frontend::Config& c, uint64_t seed) {
-  const frontend::TrainConfig& t = c.train;
+data::Batch synthetic_batch(const run_config::Config& c, uint64_t seed) {
+  const run_config::TrainConfig& t = c.train;
   data::Rng rng(seed);
   data::Batch b;
   b.batch_size = t.batch_size, b.seq_len = t.seq_len, b.predictions = t.max_predictions_per_seq;
@@ -158,7 +158,7 @@ data::Batch synthetic_batch(const frontend::Config& c, uint64_t seed) {
   return b;
 }
 
-support::Environment synthetic_environment(const frontend::Config& c, const passes::TrainingProgram& program, uint64_t seed) {
+support::Environment synthetic_environment(const run_config::Config& c, const passes::TrainingProgram& program, uint64_t seed) {
   support::Environment env;
   initialize_parameters(program.step, c.model.initializer_range, c.model.pad_token_id, seed, env);
   initialize_states(program.step, env);
@@ -199,7 +199,7 @@ struct Range {
 };
 
 // What check_batch_ranges checks: one list, which check_indices_are_checked proves enough.
-std::vector<Range> batch_ranges(const frontend::Config& c) {
+std::vector<Range> batch_ranges(const run_config::Config& c) {
   return {
       {"input_ids", c.model.vocab_size, fmt::format("[model] vocab_size = {}", c.model.vocab_size)},
       {"token_type_ids", c.model.type_vocab_size,
@@ -276,7 +276,7 @@ void check_region(const ir::Graph& g, const std::vector<IndexSource>* region_inp
 
 }  // namespace
 
-void check_batch_ranges(const support::Environment& inputs, const frontend::Config& c, const std::string& what) {
+void check_batch_ranges(const support::Environment& inputs, const run_config::Config& c, const std::string& what) {
   for (const Range& r : batch_ranges(c)) {
     const auto it = inputs.find(r.input);
     if (it == inputs.end()) continue;
@@ -333,11 +333,11 @@ void check_batch_ranges(const support::Environment& inputs, const frontend::Conf
                                           what, example_of(labels->second, i), y, data::kLargestRegressionTarget));
 }
 
-void check_indices_are_checked(const ir::Graph& program, const frontend::Config& config) {
+void check_indices_are_checked(const ir::Graph& program, const run_config::Config& config) {
   check_region(program, nullptr, batch_ranges(config));
 }
 
-void require_checked_indices(const ir::Graph& program, const frontend::Config& config) {
+void require_checked_indices(const ir::Graph& program, const run_config::Config& config) {
   try {
     check_indices_are_checked(program, config);
   } catch (const std::invalid_argument& e) {

@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <ostream>
 
-#include "frontend/config.h"
+#include "run_config/config.h"
 #include "passes/pipeline.h"
 #include "data/pretraining_data.h"
 #include "support/safetensors.h"
@@ -17,23 +17,23 @@ namespace bertc::train {
 // are checked against the config and `vocab` before it returns (data/shard_files.h). Throws
 // data::Stopped when a stop signal (train/stop_request.h) comes while text is read or counted, or
 // shards from elsewhere are checked.
-data::BatchStream open_batch_stream(const frontend::Config& config, const std::filesystem::path& data,
+data::BatchStream open_batch_stream(const run_config::Config& config, const std::filesystem::path& data,
                                     const data::Vocab& vocab, std::ostream& log);
 
 // The run's vocabulary, loaded and said on `log` ("vocab: PATH (N tokens, xxh3 H)"), refused when
 // it has more tokens than [model] vocab_size.
 // `vocab_flag`: the command takes --vocab (finetune does not: its advice names [train] vocab only).
-data::Vocab load_run_vocab(const frontend::Config& config, const std::filesystem::path& path, std::ostream& log,
+data::Vocab load_run_vocab(const run_config::Config& config, const std::filesystem::path& path, std::ostream& log,
                            bool vocab_flag = true);
 
 // A batch of random tokens of the config's shape (full sequences, two segments, random masked
 // positions and labels): what benchmarks and the step check run on, with no data files.
-data::Batch synthetic_batch(const frontend::Config& config, uint64_t seed);
+data::Batch synthetic_batch(const run_config::Config& config, uint64_t seed);
 
 // Everything one training step and optimizer step of `program` read, with no data files: fresh
 // params and states (seeded by `seed`), a synthetic batch, a dropout seed and the config's
 // learning rate. What benchmarks and bertc check run on.
-support::Environment synthetic_environment(const frontend::Config& config, const passes::TrainingProgram& program,
+support::Environment synthetic_environment(const run_config::Config& config, const passes::TrainingProgram& program,
                                   uint64_t seed);
 
 // The batch as the BERT graph's inputs (input_ids, ..., next_sentence_labels).
@@ -43,7 +43,7 @@ void bind_batch(const data::Batch& batch, support::Environment& env);
 // masked_lm_ids, next_sentence_labels) against the config's ranges, the same for every device,
 // before any runs it, and attention_mask (0 or 1) and masked_lm_weights (finite, 0 or more); throws
 // data::DataError naming `what` (the batch), the row, and the config key.
-void check_batch_ranges(const support::Environment& inputs, const frontend::Config& config, const std::string& what);
+void check_batch_ranges(const support::Environment& inputs, const run_config::Config& config, const std::string& what);
 
 // The proof that check_batch_ranges is enough: every index a program's kernels read a table,
 // sort or pick a label by — a gather's indices, an argsort's, a scatter-add's indices and order,
@@ -53,9 +53,9 @@ void check_batch_ranges(const support::Environment& inputs, const frontend::Conf
 // kernels do not check indices (an id out of range would read out of bounds on a device), so a
 // program where this does not hold is refused before it runs: throws std::invalid_argument
 // naming the op, where its indices come from, and the dimension.
-void check_indices_are_checked(const ir::Graph& program, const frontend::Config& config);
+void check_indices_are_checked(const ir::Graph& program, const run_config::Config& config);
 // The same, throwing TrainError (a custom model's graph is what it refuses).
-void require_checked_indices(const ir::Graph& program, const frontend::Config& config);
+void require_checked_indices(const ir::Graph& program, const run_config::Config& config);
 
 // The batch as tensors: integers as I64 (as PyTorch writes them), masked_lm_weights as F32.
 support::Safetensors batch_to_safetensors(const data::Batch& batch);

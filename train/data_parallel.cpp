@@ -14,7 +14,6 @@
 #include <fmt/ranges.h>
 #include <xxhash.h>
 
-#include "frontend/config.h"
 #include "ir/value_names.h"
 #include "support/options.h"
 #include "train/train_error.h"
@@ -90,7 +89,7 @@ std::vector<int> differing(const std::vector<uint64_t>& values) {
 
 }  // namespace
 
-distributed::ExchangeOptions exchange_options(const frontend::TrainConfig& t) {
+distributed::ExchangeOptions exchange_options(const run_config::TrainConfig& t) {
   distributed::ExchangeOptions o;
   o.compression = t.gradient_compression;
   // Clamped below 2^62 bytes: a larger number of MiB means "one bucket", not an overflow.
@@ -107,7 +106,7 @@ std::optional<ir::DType> rounded_dtype(distributed::Compression c) {
   return std::nullopt;
 }
 
-std::vector<codegen::KernelSpec> runtime_kernels(const ir::Graph& step, const frontend::TrainConfig& t) {
+std::vector<codegen::KernelSpec> runtime_kernels(const ir::Graph& step, const run_config::TrainConfig& t) {
   std::vector<codegen::KernelSpec> kernels;
   if (const std::optional<ir::DType> half = rounded_dtype(t.gradient_compression))
     for (auto& [n, casts] : codegen::gradient_casts_for(step, *half)) {
@@ -130,7 +129,7 @@ std::vector<distributed::GradientTensor> gradient_tensors(const ir::Graph& step)
   return tensors;
 }
 
-uint64_t nccl_reserve_bytes(const frontend::TrainConfig& t, int ranks, bool gpu, int64_t param_elements) {
+uint64_t nccl_reserve_bytes(const run_config::TrainConfig& t, int ranks, bool gpu, int64_t param_elements) {
   const bool nccl = gpu && (ranks > 1 || t.allreduce == distributed::AllReduce::Nccl) && t.allreduce != distributed::AllReduce::Host &&
                     t.gradient_compression != distributed::Compression::PowerSgd;
   if (!nccl) return 0;
@@ -138,7 +137,7 @@ uint64_t nccl_reserve_bytes(const frontend::TrainConfig& t, int ranks, bool gpu,
   return (uint64_t{512} << 20) + shares;
 }
 
-DataParallel::DataParallel(distributed::Communicator& comm, const passes::TrainingProgram& program, const frontend::TrainConfig& t)
+DataParallel::DataParallel(distributed::Communicator& comm, const passes::TrainingProgram& program, const run_config::TrainConfig& t)
     : comm_(comm), step_graph_(program.step), allreduce_(t.allreduce), timeout_(t.rank_timeout) {
   // One rank sums nothing, unless NCCL is asked for (the GPU check compares it with no exchange).
   if (comm_.size() == 1 && allreduce_ != distributed::AllReduce::Nccl) return;
@@ -410,7 +409,7 @@ void DataParallel::reduce(StepStats& s) {
   s.tokens = static_cast<int64_t>(sums[5]);
 }
 
-void check_same_start(distributed::Communicator& comm, const frontend::Config& config, const std::string& device) {
+void check_same_start(distributed::Communicator& comm, const run_config::Config& config, const std::string& device) {
   if (comm.size() == 1) return;
   const std::vector<int> binaries = differing(comm.all_gather(executable_hash(), "the start-up check that every rank runs the same bertc"));
   if (!binaries.empty())
@@ -418,7 +417,7 @@ void check_same_start(distributed::Communicator& comm, const frontend::Config& c
                                  "machine",
                                  fmt::join(binaries, ", rank ")));
   std::vector<std::pair<std::string, std::string>> settings;  // "[section] key" or "--flag", its value
-  for (const auto& spec : frontend::config_keys())
+  for (const auto& spec : run_config::config_keys())
     if (spec.key != "data" && spec.key != "vocab" && spec.key != "dump_ir")
       settings.emplace_back(fmt::format("[{}] {}", spec.section, spec.key), support::value_text(spec.get(config)));
   settings.emplace_back("--device", device);

@@ -14,7 +14,7 @@
 #include "distributed/communicator.h"
 #include "distributed/gradient_exchange.h"
 #include "distributed/nccl_sums.h"
-#include "frontend/config.h"
+#include "run_config/config.h"
 #include "passes/pipeline.h"
 #include "support/tensor_io.h"
 #include "train/checkpoint.h"
@@ -33,13 +33,13 @@ namespace bertc::train {
 // and ring neighbour: on the 2-16 channels of PCIe and NVLink machines, tens to a few hundred
 // MiB; 512 MiB covers that, under 3% of a P40's 24 GB), and with fp16 / bf16 compression the
 // buckets' buffers of 16-bit shares, 2 bytes for each of the model's `param_elements`.
-uint64_t nccl_reserve_bytes(const frontend::TrainConfig& t, int ranks, bool gpu, int64_t param_elements);
+uint64_t nccl_reserve_bytes(const run_config::TrainConfig& t, int ranks, bool gpu, int64_t param_elements);
 
 class DataParallel {
  public:
   // The exchange's tensors are the step graph's gradient accumulators, the last param's first
   // (the backward finishes the last layer first).
-  DataParallel(distributed::Communicator& comm, const passes::TrainingProgram& program, const frontend::TrainConfig& t);
+  DataParallel(distributed::Communicator& comm, const passes::TrainingProgram& program, const run_config::TrainConfig& t);
   // Waits for the Host device's sums still in flight (an exception unwinding past started
   // buckets): MPI or Gloo write the device's buffers until then.
   ~DataParallel();
@@ -163,15 +163,15 @@ std::optional<ir::DType> rounded_dtype(distributed::Compression c);
 
 // The kernels a data-parallel run launches beside the graphs' (the gradient casts of fp16 / bf16
 // compression), for a compiled program to carry their images; empty without them.
-std::vector<codegen::KernelSpec> runtime_kernels(const ir::Graph& step, const frontend::TrainConfig& t);
+std::vector<codegen::KernelSpec> runtime_kernels(const ir::Graph& step, const run_config::TrainConfig& t);
 
 // The settings of the exchange from [train].
-distributed::ExchangeOptions exchange_options(const frontend::TrainConfig& t);
+distributed::ExchangeOptions exchange_options(const run_config::TrainConfig& t);
 
 // Before any other collective: refuses, on every rank, ranks whose bertc binary or settings
 // (config and flags, but the data's paths; `device`: the --device asked for) differ from rank
 // 0's, naming the settings — a rank of another model would otherwise exchange buffers of other
 // sizes.
-void check_same_start(distributed::Communicator& comm, const frontend::Config& config, const std::string& device);
+void check_same_start(distributed::Communicator& comm, const run_config::Config& config, const std::string& device);
 
 }  // namespace bertc::train

@@ -8,7 +8,7 @@
 
 #include "data/task_data.h"
 #include "data/vocab_identity.h"
-#include "frontend/hf_config.h"
+#include "run_config/hf_config.h"
 
 #include "ir/value_names.h"
 #include "passes/autodiff.h"
@@ -61,7 +61,7 @@ TaskRecord recorded_task(const std::map<std::string, std::string>& metadata) {
   if (const auto t = metadata.find("finetune_task"); t != metadata.end()) r.task = t->second;
   r.numbers_recorded = metadata.count("labels") > 0;
   if (const auto l = metadata.find("labels"); l != metadata.end() && !l->second.empty()) {
-    frontend::FinetuneConfig f;
+    run_config::FinetuneConfig f;
     f.labels = l->second;
     r.labels = f.label_names();
     r.classes = static_cast<int64_t>(r.labels.size());
@@ -76,7 +76,7 @@ TaskRecord recorded_task(const std::map<std::string, std::string>& metadata) {
 TaskRecord weights_task(const std::filesystem::path& weights, const std::map<std::string, std::string>& metadata,
                         int64_t loaded_classes) {
   if (metadata.count("finetune_task")) return recorded_task(metadata);
-  const frontend::HfHeadRecord hf = frontend::hf_head_record(weights);
+  const run_config::HfHeadRecord hf = run_config::hf_head_record(weights);
   TaskRecord r;
   r.labels = hf.labels, r.classes = hf.classes;
   using frontend::FinetuneTask;
@@ -109,7 +109,7 @@ TaskRecord weights_task(const std::filesystem::path& weights, const std::map<std
 
 // A fine-tuning config's task against what `what` records: another task's head would be scored
 // against targets it never meant (a loss, exit 0).
-void require_same_task(const frontend::Config& config, const TaskRecord& recorded, const std::string& what,
+void require_same_task(const run_config::Config& config, const TaskRecord& recorded, const std::string& what,
                        const std::string& fix) {
   if (!recorded.unsupported.empty())
     throw support::SafetensorsError(fmt::format("{} holds {} (its config.json), a head no bertc [finetune] task "
@@ -151,7 +151,7 @@ std::vector<std::string> compared_names(const std::vector<std::string>& names, b
 }
 
 // The same, then its classes: their number and, where both name them, their order.
-void require_config_task(const frontend::Config& config, const TaskRecord& recorded, const std::string& what,
+void require_config_task(const run_config::Config& config, const TaskRecord& recorded, const std::string& what,
                          const std::string& fix) {
   require_same_task(config, recorded, what, fix);
   if (recorded.classes > 0 && recorded.classes != config.finetune.num_labels)
@@ -208,7 +208,7 @@ std::string weights_fix(const TaskRecord& held) {
 
 // Before the weights load (their shapes' mismatch would be said instead): the task and classes they
 // record.
-void require_weights_task(const frontend::Config& config, const std::filesystem::path& weights) {
+void require_weights_task(const run_config::Config& config, const std::filesystem::path& weights) {
   std::map<std::string, std::string> metadata;
   std::error_code ec;
   if (std::filesystem::is_regular_file(weights, ec) && weights.extension() == ".safetensors") {
@@ -234,7 +234,7 @@ void require_weights_task(const frontend::Config& config, const std::filesystem:
   int64_t rows = 0;
   try {
     const std::vector<std::filesystem::path> files =
-        frontend::is_hf_folder(weights) ? hf_weight_files(weights) : std::vector<std::filesystem::path>{weights};
+        run_config::is_hf_folder(weights) ? hf_weight_files(weights) : std::vector<std::filesystem::path>{weights};
     for (const std::filesystem::path& f : files)
       if (const auto shape = support::read_safetensors_shape(f, "classifier.weight"); shape && !shape->empty())
         rows = (*shape)[0];
@@ -252,7 +252,7 @@ void require_weights_task(const frontend::Config& config, const std::filesystem:
 
 // After: the classes of the weights loaded (the config's num_labels rows) against their record,
 // the config's and the batch's.
-void require_weights_classes(const frontend::Config& config, const std::filesystem::path& weights,
+void require_weights_classes(const run_config::Config& config, const std::filesystem::path& weights,
                              const std::map<std::string, std::string>& metadata, const TaskRecord& made,
                              const std::string& source) {
   const TaskRecord held = weights_task(weights, metadata, config.finetune.num_labels);
@@ -276,7 +276,7 @@ void require_weights_classes(const frontend::Config& config, const std::filesyst
 
 }  // namespace
 
-EvalResult evaluate_batch(const frontend::ModelDefinition& model, frontend::Config config,
+EvalResult evaluate_batch(const frontend::ModelDefinition& model, run_config::Config config,
                           const std::filesystem::path& weights, const std::filesystem::path& batch_path) {
   const support::Safetensors batch = support::read_safetensors(batch_path);
   const std::string source = batch_path.string();
@@ -311,9 +311,9 @@ EvalResult evaluate_batch(const frontend::ModelDefinition& model, frontend::Conf
   }
   config.compile.dropout = false;
   config.finetune.seq_len_buckets.clear();  // (the batch's length is the one compiled shape)
-  frontend::validate(config);
+  run_config::validate(config);
 
-  ir::Graph graph = frontend::build_model(model, config);
+  ir::Graph graph = frontend::build_model(model, config.model_settings());
   passes::differentiate(graph);
   support::Environment env;
   for (ir::ValueId v : graph.values_of(ir::OpKind::Input)) {
@@ -332,7 +332,7 @@ EvalResult evaluate_batch(const frontend::ModelDefinition& model, frontend::Conf
   // The batch's token ids are of the vocabulary it was made with: the weights' must be it.
   if (const auto made_with = data::vocab_from_metadata(batch.metadata)) {
     std::optional<data::VocabRecord> weights_vocab = data::vocab_from_metadata(loaded.metadata);
-    if (frontend::is_hf_folder(weights)) weights_vocab = data::record_of(hf_folder_vocab(weights, loaded.metadata));
+    if (run_config::is_hf_folder(weights)) weights_vocab = data::record_of(hf_folder_vocab(weights, loaded.metadata));
     if (weights_vocab)
       data::require_same_vocab(*made_with, *weights_vocab, fmt::format("--init {}", weights.string()),
                                fmt::format("make the batch with the weights' vocabulary (bertc batch CONFIG --vocab "
@@ -354,7 +354,7 @@ EvalResult evaluate_batch(const frontend::ModelDefinition& model, frontend::Conf
     const TaskRecord held = weights_task(weights, loaded.metadata, 0);
     // (a folder's task head by its architecture, where its outputs would tell which task it is)
     const bool recorded = loaded.metadata.count("finetune_task") > 0;  // (bertc's fine-tuned checkpoint)
-    const std::string architecture = recorded ? "" : frontend::hf_head_record(weights).architecture;
+    const std::string architecture = recorded ? "" : run_config::hf_head_record(weights).architecture;
     const std::string head = recorded ? fmt::format("a model fine-tuned for {}", held.task)
                              : architecture == "BertForSequenceClassification" ||
                                      architecture == "BertForTokenClassification"

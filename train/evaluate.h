@@ -11,6 +11,7 @@
 
 #include "data/vocab_identity.h"
 #include "frontend/model.h"
+#include "run_config/config.h"
 #include "support/tensor_io.h"
 
 namespace bertc::train {
@@ -36,7 +37,7 @@ struct EvalResult {
 // input_ids, token_type_ids, attention_mask and, for pretraining, masked_lm_positions,
 // masked_lm_ids, masked_lm_weights and next_sentence_labels, or for a [finetune] config labels and
 // label_weights; in any integer (weights, regression labels: any float) dtype.
-EvalResult evaluate_batch(const frontend::ModelDefinition& model, frontend::Config config,
+EvalResult evaluate_batch(const frontend::ModelDefinition& model, run_config::Config config,
                           const std::filesystem::path& weights, const std::filesystem::path& batch);
 
 }  // namespace bertc::train

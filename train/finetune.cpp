@@ -20,7 +20,7 @@
 #include "codegen/matrix_strategy.h"
 #include "data/task_data.h"
 #include "data/vocab.h"
-#include "frontend/hf_config.h"
+#include "run_config/hf_config.h"
 #include "ir/value_names.h"
 #include "passes/pipeline.h"
 #include "runtime/device_registry.h"
@@ -53,8 +53,8 @@ data::LabelKind label_kind(FinetuneTask task) {
   throw std::logic_error("label_kind: unknown task");
 }
 
-data::TaskFormat format_of(const frontend::Config& c, int64_t max_len) {
-  const frontend::FinetuneConfig& f = c.finetune;
+data::TaskFormat format_of(const run_config::Config& c, int64_t max_len) {
+  const run_config::FinetuneConfig& f = c.finetune;
   data::TaskFormat format;
   format.kind = label_kind(f.task);
   format.text_a = f.text_a, format.text_b = f.text_b, format.label = f.label;
@@ -100,13 +100,13 @@ struct Bucket {
 
 // The step and evaluation graphs of every bucket (each compiled once; a device caches its
 // kernels), both through the passes at the run's precision, on the reference as on a device.
-std::vector<Bucket> compile_buckets(const frontend::ModelDefinition& model, const frontend::Config& c) {
+std::vector<Bucket> compile_buckets(const frontend::ModelDefinition& model, const run_config::Config& c) {
   std::vector<Bucket> out;
   const std::vector<int64_t> lengths = c.finetune.buckets(c.train.seq_len);
   if (!c.compile.dump_ir.empty())
     passes::remove_earlier_dumps(c.compile.dump_ir, std::set<int64_t>(lengths.begin(), lengths.end()));
   for (int64_t len : lengths) {
-    frontend::Config shaped = c;
+    run_config::Config shaped = c;
     shaped.train.seq_len = len;
     Bucket b;
     b.seq_len = len;
@@ -115,9 +115,9 @@ std::vector<Bucket> compile_buckets(const frontend::ModelDefinition& model, cons
     passes::CompileOptions training = c.compile;
     if (!training.dump_ir.empty())
       training.dump_ir = (std::filesystem::path(training.dump_ir) / fmt::format("seq-{}", len)).string();
-    b.program = passes::compile_training(frontend::build_model(model, shaped), training, c.train);
+    b.program = passes::compile_training(frontend::build_model(model, shaped.model_settings()), training, c.train);
     shaped.compile.dropout = false;
-    b.evaluation = passes::compile_evaluation(frontend::build_model(model, shaped), shaped.compile);
+    b.evaluation = passes::compile_evaluation(frontend::build_model(model, shaped.model_settings()), shaped.compile);
     for (const ir::Graph* g : {&b.program.step, &b.evaluation}) require_checked_indices(*g, shaped);
     out.push_back(std::move(b));
   }
@@ -204,7 +204,7 @@ std::vector<const data::TaskExample*> examples_of(const data::TaskData& data, co
 size_t argmax(const float* row, int64_t n) { return static_cast<size_t>(std::max_element(row, row + n) - row); }
 
 // The dev set's scores with the current weights (dropout off).
-TaskScores evaluate_dev(const frontend::Config& c, Runners& r, const data::TaskData& dev, support::Environment& env) {
+TaskScores evaluate_dev(const run_config::Config& c, Runners& r, const data::TaskData& dev, support::Environment& env) {
   const data::LabelKind kind = label_kind(c.finetune.task);
   const int64_t L = c.finetune.num_labels;
   std::vector<int64_t> lengths;
@@ -270,7 +270,7 @@ nlohmann::json scores_json(const TaskScores& s, frontend::FinetuneTask task) {
 
 // What a fine-tuning checkpoint records besides the run's facts: the task and, after an
 // evaluation, its scores.
-std::map<std::string, std::string> task_metadata(const frontend::ModelDefinition& model, const frontend::Config& c,
+std::map<std::string, std::string> task_metadata(const frontend::ModelDefinition& model, const run_config::Config& c,
                                                  int64_t epoch, const std::optional<TaskScores>& dev) {
   std::map<std::string, std::string> m = run_metadata(model, c, 1);
   m["finetune_task"] = std::string(ir::enum_name(c.finetune.task));
@@ -343,9 +343,9 @@ void require_best_folder_usable(const std::filesystem::path& best, const std::fi
 
 }  // namespace
 
-support::Safetensors task_batch_file(const frontend::Config& c, const std::filesystem::path& path,
+support::Safetensors task_batch_file(const run_config::Config& c, const std::filesystem::path& path,
                                      const data::Vocab& vocab, int64_t index, std::ostream& log) {
-  const frontend::FinetuneConfig& f = c.finetune;
+  const run_config::FinetuneConfig& f = c.finetune;
   const data::Tokenizer tokenizer(vocab, c.train.do_lower_case);
   const std::vector<int64_t> lengths = f.buckets(c.train.seq_len);
   const data::TaskData examples = data::read_task_file(path, format_of(c, lengths.back()), tokenizer, vocab);
@@ -373,8 +373,8 @@ support::Safetensors task_batch_file(const frontend::Config& c, const std::files
 
 FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const FinetuneOptions& options, std::ostream& log) {
   FinetuneOptions o = options;
-  frontend::Config& c = o.config;
-  const frontend::FinetuneConfig& f = c.finetune;
+  run_config::Config& c = o.config;
+  const run_config::FinetuneConfig& f = c.finetune;
   refuse_run_folder_in_use(o.checkpoint_dir);  // (first: a running run's metrics would be blamed instead)
   o.metrics = check_metrics_path(o.metrics);  // (before anything is made: a slip of --metrics is refused first)
   const RunFolderLock folder_lock(o.checkpoint_dir, log);
@@ -418,9 +418,9 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
                                        e.target, std::pow(10.0, std::ceil(std::log10(std::abs(e.target) / 255.0)))));
   // A correlation over dev targets that are all one value is undefined (it read 0 every epoch, and
   // the first epoch was kept as the best however the loss went).
-  if (const frontend::TaskMetric m = c.finetune.chosen_metric();
+  if (const run_config::TaskMetric m = c.finetune.chosen_metric();
       dev && format.kind == data::LabelKind::Real && !dev->examples.empty() &&
-      (m == frontend::TaskMetric::Pearson || m == frontend::TaskMetric::Spearman) &&
+      (m == run_config::TaskMetric::Pearson || m == run_config::TaskMetric::Spearman) &&
       std::all_of(dev->examples.begin(), dev->examples.end(),
                   [&](const data::TaskExample& e) { return e.target == dev->examples.front().target; }))
     throw TrainError(fmt::format("{}: every dev target is {}, and {} (best_metric) is undefined over targets of one "
@@ -458,7 +458,7 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
                                            c.model.max_position_embeddings));
 
   // The schedule: the run's steps follow from the epochs.
-  frontend::TrainConfig& t = c.train;
+  run_config::TrainConfig& t = c.train;
   const int64_t steps_per_epoch = static_cast<int64_t>(
       data::plan_batches(train_data.examples, lengths, t.batch_size, 0, 0, false).size());
   // (a product past 2^63 wrapped: 461168601842738791 epochs x 40 steps ran as 24 steps of schedule,
@@ -498,7 +498,7 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
   start_metrics_afresh(o.metrics, log);
   MetricsFile metrics(o.metrics);
   FinetuneSummary summary;
-  const frontend::TaskMetric chosen = f.chosen_metric();
+  const run_config::TaskMetric chosen = f.chosen_metric();
   std::optional<double> best;
   const data::LabelKind kind = format.kind;
   int64_t step = 0;

@@ -11,13 +11,14 @@
 
 #include "data/vocab.h"
 #include "frontend/model.h"
+#include "run_config/config.h"
 #include "support/safetensors.h"
 #include "train/task_metrics.h"
 
 namespace bertc::train {
 
 struct FinetuneOptions {
-  frontend::Config config;                    // with a [finetune] section; compile options resolved
+  run_config::Config config;                    // with a [finetune] section; compile options resolved
   std::filesystem::path train_data, vocab;    // resolved paths
   std::optional<std::filesystem::path> dev_data;
   std::optional<std::filesystem::path> init;  // a bertc checkpoint or Hugging Face safetensors
@@ -53,7 +54,7 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
 // into batches of [train] batch_size), the inputs and labels the fine-tuning graph reads, format
 // "bertc-batch". What the file's reading notes goes to `log`. Throws DataError for a bad file and
 // std::invalid_argument for an index past the batches (naming how many there are).
-support::Safetensors task_batch_file(const frontend::Config& c, const std::filesystem::path& path,
+support::Safetensors task_batch_file(const run_config::Config& c, const std::filesystem::path& path,
                                      const data::Vocab& vocab, int64_t index, std::ostream& log);
 
 }  // namespace bertc::train

@@ -20,11 +20,12 @@
 #include "train/checkpoint.h"
 #include "train/records.h"
 #include "train/train_error.h"
+#include "run_config/config.h"
 
 namespace bertc::train {
 namespace {
 
-using frontend::HfHead;
+using run_config::HfHead;
 
 frontend::ModelConfig model_config_of(const std::map<std::string, std::string>& meta,
                                       const std::filesystem::path& checkpoint) {
@@ -34,7 +35,7 @@ frontend::ModelConfig model_config_of(const std::map<std::string, std::string>& 
                                  "or bertc finetune",
                                  checkpoint.string(), format == meta.end() ? "" : format->second,
                                  format != meta.end() && format->second == "pt" ? ": Hugging Face weights already" : ""));
-  const std::optional<frontend::ModelConfig> model = frontend::model_of_record(meta, checkpoint.string());
+  const std::optional<frontend::ModelConfig> model = run_config::model_of_record(meta, checkpoint.string());
   if (!model)
     throw TrainError(fmt::format("{}: the checkpoint does not record its model (a bertc from before export): export a "
                                  "checkpoint this bertc wrote (pretraining: resume for a step; fine-tuning: run again)",
@@ -234,7 +235,7 @@ void export_hf_folder(const ExportOptions& options, std::ostream& log) {
     support::write_safetensors(staging / "model.safetensors", params);
     stop_if_asked();
     support::write_file_atomically(staging / "config.json",
-                                   frontend::hf_config_json(model, head, num_labels, regression, labels).dump(2) + "\n");
+                                   run_config::hf_config_json(model, head, num_labels, regression, labels).dump(2) + "\n");
     stop_if_asked();
     support::write_file_atomically(staging / "vocab.txt", vocab.text);
     stop_if_asked();
@@ -272,7 +273,7 @@ void export_hf_folder(const ExportOptions& options, std::ostream& log) {
   }
   log << fmt::format("export: {} -> {}: {} ({} params, no optimizer state), config.json, vocab.txt ({} tokens, xxh3 "
                      "{}), tokenizer_config.json, special_tokens_map.json\n",
-                     o.checkpoint.string(), o.output.string(), frontend::hf_config_json(model, head, num_labels, regression,
+                     o.checkpoint.string(), o.output.string(), run_config::hf_config_json(model, head, num_labels, regression,
                                                                                     labels)["architectures"][0].get<std::string>(),
                      params.tensors.size(), vocab.record.tokens, vocab.record.xxh3);
 }

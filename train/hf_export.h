@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <ostream>
 
-#include "frontend/hf_config.h"
+#include "run_config/hf_config.h"
 
 namespace bertc::train {
 
@@ -17,7 +17,7 @@ struct ExportOptions {
   std::filesystem::path checkpoint, output;
   // The architecture to write; nullopt: the checkpoint's own (BertForPreTraining for pretraining,
   // BertFor...Classification for a fine-tuned one). Base: BertModel, the encoder and pooler only.
-  std::optional<frontend::HfHead> head;
+  std::optional<run_config::HfHead> head;
   // The vocabulary; nullopt: the file the checkpoint recorded (refused if changed since).
   std::optional<std::filesystem::path> vocab;
   // A signal that asks the export to stop (train/stop_request.h), or 0: checked between files.

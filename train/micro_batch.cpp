@@ -74,20 +74,20 @@ std::string weights_do_not_fit(const passes::TrainingProgram& program, uint64_t 
                      support::size_text(resident), params, support::size_text(available), available_what);
 }
 
-MicroBatch choose_micro_batch(const frontend::ModelDefinition& model, const frontend::Config& config,
+MicroBatch choose_micro_batch(const frontend::ModelDefinition& model, const run_config::Config& config,
                               const codegen::RenderTarget& target, uint64_t available, std::ostream& log) {
-  const frontend::TrainConfig& t = config.train;
+  const run_config::TrainConfig& t = config.train;
   const int64_t global = t.batch_size * t.gradient_accumulation_steps;
   const uint64_t reserve = std::min<uint64_t>(available / 20, uint64_t{256} << 20);
   const uint64_t usable = available - reserve;
   bool cublas = false;
   for (int64_t b = global; b >= 1; --b) {
     if (global % b != 0) continue;
-    frontend::Config c = config;
+    run_config::Config c = config;
     c.train.batch_size = b;
     c.train.gradient_accumulation_steps = global / b;
     const passes::TrainingProgram p =
-        passes::compile_training(frontend::build_model(model, c), c.compile, c.train);
+        passes::compile_training(frontend::build_model(model, c.model_settings()), c.compile, c.train);
     // (before any kernel is rendered for the size: a model past the memory is said as that, not
     // as a launch past a GPU's grid)
     if (const std::string too_large = weights_do_not_fit(p, usable, "usable"); !too_large.empty())

@@ -10,6 +10,7 @@
 #include "codegen/matrix_strategy.h"
 #include "frontend/model.h"
 #include "passes/pipeline.h"
+#include "run_config/config.h"
 
 namespace bertc::train {
 
@@ -42,7 +43,7 @@ struct MicroBatch {
 // first whose plan for `target` fits `available` bytes less a reserve (5% and 256 MiB at most:
 // allocator rounding, the kernels' images and tables). Logs every size tried. Throws
 // std::runtime_error naming what to change when not even a micro-batch of 1 fits.
-MicroBatch choose_micro_batch(const frontend::ModelDefinition& model, const frontend::Config& config,
+MicroBatch choose_micro_batch(const frontend::ModelDefinition& model, const run_config::Config& config,
                               const codegen::RenderTarget& target, uint64_t available, std::ostream& log);
 
 }  // namespace bertc::train

@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "frontend/config.h"
+#include "run_config/config.h"
 #include "ir/enum_names.h"
 #include "passes/options.h"
 #include "support/options.h"
@@ -114,7 +114,7 @@ FineTunedHead fine_tuned_head(const Record& meta, const std::optional<ir::Shape>
     throw damaged(fmt::format("its metadata says num_labels = '{}', and its classifier has {} rows", n->second, rows),
                   fmt::format("write num_labels = {}", rows));
   if (const auto l = meta.find("labels"); l != meta.end() && !l->second.empty()) {
-    frontend::FinetuneConfig f;
+    run_config::FinetuneConfig f;
     f.labels = l->second;
     h.labels = f.label_names();
     if (h.regression || static_cast<int64_t>(h.labels.size()) != rows)

@@ -13,7 +13,7 @@
 #include <xxhash.h>
 
 #include "data/vocab_identity.h"
-#include "frontend/hf_config.h"
+#include "run_config/hf_config.h"
 #include "ir/value_names.h"
 #include "train/initialize.h"
 #include "support/shell_word.h"
@@ -48,22 +48,22 @@ bool may_change_on_resume(std::string_view section, std::string_view key) {
 
 // The settings a resumed run must keep, the model's extra keys included: what `config_hash` is
 // the checksum of.
-std::string fixed_settings(const frontend::Config& c) {
-  return frontend::settings_text(c, [](std::string_view section, std::string_view key) {
+std::string fixed_settings(const run_config::Config& c) {
+  return run_config::settings_text(c, [](std::string_view section, std::string_view key) {
     return !may_change_on_resume(section, key);
   });
 }
 
 // Whether the setting `key` ("[model] hidden_size") is bertc's default here, the config's text
 // not giving it.
-bool defaulted(const frontend::Config& config, const std::string& key) {
+bool defaulted(const run_config::Config& config, const std::string& key) {
   const size_t close = key.find("] ");
   if (!key.starts_with("[") || close == std::string::npos) return false;
   return !config.given.count(key.substr(1, close - 1) + "." + key.substr(close + 2));
 }
 
 // Refuses a resume whose fixed settings differ from the checkpoint's, naming each that does.
-void check_same_settings(const std::map<std::string, std::string>& saved, const frontend::Config& config,
+void check_same_settings(const std::map<std::string, std::string>& saved, const run_config::Config& config,
                          const std::filesystem::path& checkpoint, std::ostream& log) {
   const auto hash = saved.find("config_hash");
   const auto text = saved.find("config_settings");
@@ -75,7 +75,7 @@ void check_same_settings(const std::map<std::string, std::string>& saved, const 
   }
   const std::string now = fixed_settings(config);
   if (hash->second == fmt::format("{:016x}", XXH3_64bits(now.data(), now.size()))) return;
-  const auto then = frontend::settings_of_text(text->second), here = frontend::settings_of_text(now);
+  const auto then = run_config::settings_of_text(text->second), here = run_config::settings_of_text(now);
   std::vector<std::string> changed;
   for (const auto& [key, value] : here) {
     const auto it = then.find(key);
@@ -181,13 +181,13 @@ void check_same_run(std::map<std::string, std::string> saved, const std::map<std
 // What a resume changes that check_same_run lets change, said: another name of the config, and
 // another split of the global batch, as the steps after differ from an uninterrupted run's (the
 // loss is a mean per micro-batch, of its own masked tokens, and dropout is drawn per micro-batch).
-void say_allowed_changes(const std::map<std::string, std::string>& saved, const frontend::Config& c, int ranks,
+void say_allowed_changes(const std::map<std::string, std::string>& saved, const run_config::Config& c, int ranks,
                          std::ostream& log) {
   if (const auto name = saved.find("config"); name != saved.end() && name->second != c.name)
     log << fmt::format("resume: the run was trained under the name '{}', and its config is named '{}' now: the name "
                        "only picks the default run folder (checkpoints/NAME); checkpoints from here record '{}'\n",
                        name->second, c.name, c.name);
-  const frontend::TrainConfig& t = c.train;
+  const run_config::TrainConfig& t = c.train;
   const auto batch = saved.find("batch_size");
   if (batch == saved.end() || batch->second == std::to_string(t.batch_size)) return;
   const auto accumulation = saved.find("gradient_accumulation_steps"), world = saved.find("world_size");
@@ -224,9 +224,9 @@ void say_other_runs(const std::filesystem::path& dir, const std::vector<Checkpoi
 
 }  // namespace
 
-std::map<std::string, std::string> run_metadata(const frontend::ModelDefinition& model, const frontend::Config& c,
+std::map<std::string, std::string> run_metadata(const frontend::ModelDefinition& model, const run_config::Config& c,
                                                 int ranks) {
-  const frontend::TrainConfig& t = c.train;
+  const run_config::TrainConfig& t = c.train;
   return {{"model", model.name},
           {"config", c.name},
           {"optimizer", std::string(passes::optimizer_name(t.optimizer))},
@@ -241,8 +241,8 @@ std::map<std::string, std::string> run_metadata(const frontend::ModelDefinition&
           {"dropout", c.compile.dropout ? "on" : "off"}};
 }
 
-std::map<std::string, std::string> export_metadata(const frontend::Config& config, const data::Vocab& vocab) {
-  std::map<std::string, std::string> m = {{"model_config", frontend::model_json(config.model).dump()},
+std::map<std::string, std::string> export_metadata(const run_config::Config& config, const data::Vocab& vocab) {
+  std::map<std::string, std::string> m = {{"model_config", run_config::model_json(config.model).dump()},
                                           {"do_lower_case", config.train.do_lower_case ? "true" : "false"}};
   data::VocabRecord record = data::record_of(vocab);
   std::error_code ec;
@@ -253,17 +253,17 @@ std::map<std::string, std::string> export_metadata(const frontend::Config& confi
 
 std::optional<bool> weights_lower_case(const std::filesystem::path& init, const std::map<std::string, std::string>& m) {
   if (const std::optional<bool> lower = support::metadata_flag(m, "do_lower_case", init.string())) return lower;
-  if (!frontend::is_hf_folder(init)) return std::nullopt;
-  return frontend::hf_tokenizer_settings(init).do_lower_case;
+  if (!run_config::is_hf_folder(init)) return std::nullopt;
+  return run_config::hf_tokenizer_settings(init).do_lower_case;
 }
 
-void say_init_lower_case(const frontend::Config& c, const std::optional<std::filesystem::path>& init,
+void say_init_lower_case(const run_config::Config& c, const std::optional<std::filesystem::path>& init,
                          std::ostream& log) {
   if (!init) return;
   std::error_code ec;
   std::string why;
-  if (frontend::is_hf_folder(*init)) {
-    const frontend::HfTokenizerSettings s = frontend::hf_tokenizer_settings(*init);
+  if (run_config::is_hf_folder(*init)) {
+    const run_config::HfTokenizerSettings s = run_config::hf_tokenizer_settings(*init);
     why = !s.file           ? fmt::format("BERT's default: {} has no tokenizer_config.json to say", init->string())
           : s.do_lower_case ? fmt::format("as {}'s tokenizer_config.json says", init->string())
                             : fmt::format("BERT's default: {}'s tokenizer_config.json does not set it", init->string());
@@ -303,7 +303,7 @@ void check_init_vocab(const std::filesystem::path& init, const std::map<std::str
     log << fmt::format("init: {} was trained with do_lower_case = {}, and this run's is {}: the same text makes other "
                        "tokens (set [train] do_lower_case = {} unless that is meant)\n",
                        init.string(), *then, lower_case, *then);
-  if (frontend::is_hf_folder(init)) {
+  if (run_config::is_hf_folder(init)) {
     const data::Vocab folder = hf_folder_vocab(init, metadata);
     if (!data::vocab_from_metadata(metadata))
       log << fmt::format("init: {} records no vocabulary in its weights (a folder bertc export did not write): its "
@@ -324,7 +324,7 @@ void check_init_vocab(const std::filesystem::path& init, const std::map<std::str
                      init.string(), vocab.source());
 }
 
-std::map<std::string, std::string> settings_metadata(const frontend::Config& config) {
+std::map<std::string, std::string> settings_metadata(const run_config::Config& config) {
   const std::string text = fixed_settings(config);
   return {{"config_settings", text}, {"config_hash", fmt::format("{:016x}", XXH3_64bits(text.data(), text.size()))}};
 }
@@ -493,7 +493,7 @@ void check_same_data(const ResumedFrom& resumed, const data::BatchStream& stream
                                  content->second, now.at("data_content")));
 }
 
-void fresh_state(const frontend::Config& config, const passes::TrainingProgram& program, support::Environment& env) {
+void fresh_state(const run_config::Config& config, const passes::TrainingProgram& program, support::Environment& env) {
   const frontend::ModelConfig& m = config.model;
   initialize_parameters(program.step, m.initializer_range, m.pad_token_id, static_cast<uint64_t>(config.train.seed), env);
   initialize_states(program.step, env);

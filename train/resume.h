@@ -13,6 +13,7 @@
 #include "data/vocab.h"
 #include "frontend/model.h"
 #include "passes/pipeline.h"
+#include "run_config/config.h"
 #include "support/tensor_io.h"
 #include "train/checkpoint.h"
 #include "train/records.h"
@@ -25,14 +26,14 @@ TensorManifest manifest_of(const passes::TrainingProgram& program);
 
 // The run facts a resumed run must share with its checkpoint to continue the same data stream:
 // the global batch (ranks x batch_size x gradient_accumulation_steps), not how it is split.
-std::map<std::string, std::string> run_metadata(const frontend::ModelDefinition& model, const frontend::Config& config,
+std::map<std::string, std::string> run_metadata(const frontend::ModelDefinition& model, const run_config::Config& config,
                                                 int ranks);
 
 // What bertc export needs to write a Hugging Face folder from a checkpoint alone: the model as
 // config.json keys ("model_config"), the vocabulary (data/vocab_identity.h: "vocab", its absolute
 // path, "vocab_xxh3", "vocab_tokens": export, resume and --init refuse another) and
 // "do_lower_case".
-std::map<std::string, std::string> export_metadata(const frontend::Config& config, const data::Vocab& vocab);
+std::map<std::string, std::string> export_metadata(const run_config::Config& config, const data::Vocab& vocab);
 
 // A Hugging Face folder's vocab.txt, refused (require_same_vocab) when its weights record another
 // (bertc export records the vocabulary it wrote): the folder's file was edited since.
@@ -46,7 +47,7 @@ std::optional<bool> weights_lower_case(const std::filesystem::path& init, const 
 // none: a checkpoint's record, a Hugging Face folder's tokenizer_config.json or BERT's default),
 // before the text is read with it; and warns where a folder's tokenizer_config.json keeps accents
 // that bertc's tokenizer strips, or the other way (it strips them exactly where it lower-cases).
-void say_init_lower_case(const frontend::Config& c, const std::optional<std::filesystem::path>& init,
+void say_init_lower_case(const run_config::Config& c, const std::optional<std::filesystem::path>& init,
                          std::ostream& log);
 
 // Refuses --init weights made with another vocabulary than the run's `vocab`: a Hugging Face
@@ -61,10 +62,10 @@ void check_init_vocab(const std::filesystem::path& init, const std::map<std::str
 // The settings a resumed run must keep (the model, the data's making, the schedule, the optimizer),
 // as "config_settings" (their text) and "config_hash" (its xxh3); prepare_state refuses a resume
 // whose settings differ, naming each key that does.
-std::map<std::string, std::string> settings_metadata(const frontend::Config& config);
+std::map<std::string, std::string> settings_metadata(const run_config::Config& config);
 
 // Fresh params (from the seed) and zero states, as a run starting anew has.
-void fresh_state(const frontend::Config& config, const passes::TrainingProgram& program, support::Environment& env);
+void fresh_state(const run_config::Config& config, const passes::TrainingProgram& program, support::Environment& env);
 
 // Throws TrainError when a checkpoint's record `saved` holds another global batch than `now`
 // (batch_size x gradient_accumulation_steps x ranks), naming both and the split it was trained with.

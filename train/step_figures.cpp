@@ -17,7 +17,7 @@ double peak_flops(int sm, passes::Precision precision) {
   return passes::matrix_peak(*gpu, passes::activation_dtype(precision), precision);
 }
 
-double model_flops_per_step(const frontend::ModelDefinition& model, const frontend::Config& config,
+double model_flops_per_step(const frontend::ModelDefinition& model, const run_config::Config& config,
                             const passes::TrainingProgram& program) {
   passes::TrainingProgram without_recompute;
   const passes::TrainingProgram* counted = &program;
@@ -27,7 +27,7 @@ double model_flops_per_step(const frontend::ModelDefinition& model, const fronte
     passes::CompileOptions options = config.compile;
     options.recompute = passes::RecomputePolicy::None;
     options.dump_ir.clear();
-    without_recompute = passes::compile_training(frontend::build_model(model, config), options, config.train);
+    without_recompute = passes::compile_training(frontend::build_model(model, config.model_settings()), options, config.train);
     counted = &without_recompute;
   }
   double flops = 0;

@@ -7,6 +7,7 @@
 
 #include "frontend/model.h"
 #include "passes/pipeline.h"
+#include "run_config/config.h"
 
 namespace bertc::train {
 
@@ -17,7 +18,7 @@ double peak_flops(int sm, passes::Precision precision);
 // FLOPs of one optimizer step's forward and backward passes over all its micro-batches, counted
 // without recompute (model FLOPs, as MFU is defined): from the cost model of `program`, or of the
 // same config compiled without recompute when `program` recomputes.
-double model_flops_per_step(const frontend::ModelDefinition& model, const frontend::Config& config,
+double model_flops_per_step(const frontend::ModelDefinition& model, const run_config::Config& config,
                             const passes::TrainingProgram& program);
 
 }  // namespace bertc::train

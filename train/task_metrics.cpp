@@ -152,7 +152,7 @@ double entity_f1(const std::vector<std::vector<int32_t>>& truth, const std::vect
   return true_entities + predicted_entities == 0 ? 0.0 : 2 * found / (true_entities + predicted_entities);
 }
 
-std::string f1_meaning(const frontend::FinetuneConfig& f) {
+std::string f1_meaning(const run_config::FinetuneConfig& f) {
   const std::vector<std::string> names = f.label_names();
   if (f.task == frontend::FinetuneTask::TokenClassification)
     return tags_name_entities(names)
@@ -182,14 +182,14 @@ TaskScores regression_scores(const std::vector<float>& truth, const std::vector<
   return s;
 }
 
-double metric_value(const TaskScores& s, frontend::TaskMetric metric) {
+double metric_value(const TaskScores& s, run_config::TaskMetric metric) {
   switch (metric) {
-    case frontend::TaskMetric::Accuracy: return s.accuracy;
-    case frontend::TaskMetric::F1: return s.f1;
-    case frontend::TaskMetric::Mcc: return s.mcc;
-    case frontend::TaskMetric::Pearson: return s.pearson;
-    case frontend::TaskMetric::Spearman: return s.spearman;
-    case frontend::TaskMetric::Auto: break;
+    case run_config::TaskMetric::Accuracy: return s.accuracy;
+    case run_config::TaskMetric::F1: return s.f1;
+    case run_config::TaskMetric::Mcc: return s.mcc;
+    case run_config::TaskMetric::Pearson: return s.pearson;
+    case run_config::TaskMetric::Spearman: return s.spearman;
+    case run_config::TaskMetric::Auto: break;
   }
   throw std::logic_error("metric_value: resolve auto first (FinetuneConfig::chosen_metric)");
 }

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "frontend/config.h"
+#include "run_config/config.h"
 
 namespace bertc::train {
 
@@ -39,11 +39,11 @@ bool tags_name_entities(const std::vector<std::string>& names);
 double entity_f1(const std::vector<std::vector<int32_t>>& truth, const std::vector<std::vector<int32_t>>& predicted,
                  const std::vector<std::string>& names);
 // What the run's f1 is, for its first lines: "f1 is ...".
-std::string f1_meaning(const frontend::FinetuneConfig& finetune);
+std::string f1_meaning(const run_config::FinetuneConfig& finetune);
 TaskScores regression_scores(const std::vector<float>& truth, const std::vector<float>& predicted);
 
 // The figure `metric` names (not Auto).
-double metric_value(const TaskScores& scores, frontend::TaskMetric metric);
+double metric_value(const TaskScores& scores, run_config::TaskMetric metric);
 
 // "accuracy 0.8125 f1 0.8000 mcc 0.6250" (or the regression figures) for progress lines.
 std::string describe(const TaskScores& scores, frontend::FinetuneTask task);

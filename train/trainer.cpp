@@ -16,7 +16,6 @@
 #include "data/pretraining_data.h"
 #include "data/stop_check.h"
 #include "data/vocab_identity.h"
-#include "frontend/config.h"
 #include "ir/philox.h"
 #include "ir/printer.h"
 #include "ir/value_names.h"
@@ -157,7 +156,7 @@ void choose_batch(const frontend::ModelDefinition& model, TrainOptions& o, const
   const bool gpu = device && device->capabilities().gpu;
   int64_t params = 0;
   if (nccl_reserve_bytes(o.config.train, comm.size(), gpu, 0) > 0) {
-    const ir::Graph forward = frontend::build_model(model, o.config);
+    const ir::Graph forward = frontend::build_model(model, o.config.model_settings());
     for (ir::ValueId p : forward.values_of(ir::OpKind::Param)) params += forward.value(p).type.numel();
   }
   const uint64_t nccl = nccl_reserve_bytes(o.config.train, comm.size(), gpu, params);
@@ -219,7 +218,7 @@ void keep_global_batch(TrainOptions& o, distributed::Communicator& comm, std::os
   if (refused) std::rethrow_exception(refused);
   if (saved[0] == -1)
     throw TrainError("rank 0 refused the newest checkpoint's record (its error says why): this rank stops with it");
-  frontend::TrainConfig& t = o.config.train;
+  run_config::TrainConfig& t = o.config.train;
   const int64_t ranks = comm.size();
   if (saved[1] == 0 || saved[0] == ranks || ranks * t.batch_size * t.gradient_accumulation_steps == saved[1]) return;
   if (o.compiled)  // its optimizer step averages the compiled number of micro-batches
@@ -393,7 +392,7 @@ std::string data_failed_advice(const TrainOptions& o) {
 // device graph). `sample` asks for the MLM accuracy.
 StepStats train_step(int64_t s, const TrainOptions& o, Runners& r, BatchLoader& loader, support::Environment& env,
                      DataParallel& dp, bool sample) {
-  const frontend::TrainConfig& t = o.config.train;
+  const run_config::TrainConfig& t = o.config.train;
   const int64_t K = t.gradient_accumulation_steps;
   StepStats stats;
   stats.step = s;
@@ -518,13 +517,13 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
   if (device && device->capabilities().gpu) log << fmt::format("device: {}\n", device->name());
   keep_global_batch(o, comm, log);
   if (o.auto_batch) choose_batch(model, o, device.get(), comm, log);
-  const frontend::TrainConfig& t = o.config.train;
+  const run_config::TrainConfig& t = o.config.train;
   // The optimizer averages the gradients of every rank's micro-batches.
   passes::OptimizerOptions optimizer = t;
   optimizer.gradient_accumulation_steps = t.gradient_accumulation_steps * comm.size();
   const passes::TrainingProgram program =
       o.compiled ? program_of(*o.compiled, comm)
-                 : passes::compile_training(frontend::build_model(model, o.config), o.config.compile, optimizer);
+                 : passes::compile_training(frontend::build_model(model, o.config.model_settings()), o.config.compile, optimizer);
   require_checked_indices(program.step, o.config);
   log << compile_summary(o.config.compile, program) << "\n";
   // The vocabulary, said at the start, and checked against everything recorded with another.

@@ -15,12 +15,13 @@
 #include "codegen/program.h"
 #include "distributed/communicator.h"
 #include "frontend/model.h"
+#include "run_config/config.h"
 #include "train/train_error.h"
 
 namespace bertc::train {
 
 struct TrainOptions {
-  frontend::Config config;                    // compile options resolved
+  run_config::Config config;                    // compile options resolved
   int64_t stop_after = 0;                     // last step to run in this call (the run is [train] steps long)
   std::filesystem::path data, vocab;          // resolved paths
   std::filesystem::path checkpoint_dir;

@@ -9,7 +9,7 @@ namespace {
 using namespace bertc::frontend;
 
 // x + dropout(W_o attention(LN(x))); then h + dropout(FFN(LN(h))).
-Tensor prenorm_layer(Builder& b, const Config& c, Tensor x, Tensor bias) {
+Tensor prenorm_layer(Builder& b, const ModelSettings& c, Tensor x, Tensor bias) {
   const ModelConfig& m = c.model;
   Tensor h;
   {
@@ -25,11 +25,11 @@ Tensor prenorm_layer(Builder& b, const Config& c, Tensor x, Tensor bias) {
 }
 
 // Pre-LN stacks need a final norm: the residual stream is never normalised otherwise.
-Tensor final_norm(Builder& b, const Config& c, Tensor x) {
+Tensor final_norm(Builder& b, const ModelSettings& c, Tensor x) {
   return layer_norm(b, x, "bert.encoder.final_layer_norm", c.model.layer_norm_eps);
 }
 
-bertc::ir::Graph build_prenorm_bert(const Config& c) { return build_pretraining_graph(c, prenorm_layer, final_norm); }
+bertc::ir::Graph build_prenorm_bert(const ModelSettings& c) { return build_pretraining_graph(c, prenorm_layer, final_norm); }
 
 }  // namespace
 

@@ -8,9 +8,9 @@ namespace {
 
 using namespace bertc::frontend;
 
-bertc::ir::Graph build_dense(const Config& c) {
+bertc::ir::Graph build_dense(const ModelSettings& c) {
   Builder b(graph_name_for(c.name));
-  const BertInputs in = add_pretraining_inputs(b, c.train);
+  const BertInputs in = add_pretraining_inputs(b, c.batch);
   const Tensor table = b.param("embeddings.weight", {c.model.vocab_size, c.model.hidden_size});
   const Tensor hidden = gelu(dense(b, b.gather(table, in.input_ids), c.model.hidden_size, "dense"));
   b.output(b.reduce_mean(hidden, {0, 1, 2}), "loss");

@@ -2,7 +2,7 @@
 // decoded with its checksums checked and every tensor converted, then read as a checkpoint of the
 // test config's model and optimizer (what --resume reads) and as weights to start from (--init).
 #include "frontend/bert.h"
-#include "frontend/config.h"
+#include "run_config/config.h"
 #include "passes/pipeline.h"
 #include "support/safetensors.h"
 #include "support/tensor_io.h"
@@ -19,10 +19,10 @@ struct TestModel {
   ir::Graph graph;
   train::TensorManifest manifest;
   TestModel() {
-    frontend::Config c = frontend::load_config(std::string(BERTC_SOURCE_DIR) + "/tests/lit/Inputs/test-tiny.toml");
+    run_config::Config c = run_config::load_config(std::string(BERTC_SOURCE_DIR) + "/tests/lit/Inputs/test-tiny.toml");
     c.compile = passes::resolve_options(c.compile, passes::Arch::none());
-    graph = frontend::build_bert_pretraining(c);
-    manifest = train::manifest_of(passes::compile_training(frontend::build_bert_pretraining(c), c.compile, c.train));
+    graph = frontend::build_bert_pretraining(c.model_settings());
+    manifest = train::manifest_of(passes::compile_training(frontend::build_bert_pretraining(c.model_settings()), c.compile, c.train));
   }
 };
 

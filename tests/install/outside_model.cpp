@@ -6,7 +6,7 @@ namespace {
 
 using namespace bertc::frontend;
 
-Tensor relu_layer(Builder& b, const Config& c, Tensor x, Tensor bias) {
+Tensor relu_layer(Builder& b, const ModelSettings& c, Tensor x, Tensor bias) {
   const ModelConfig& m = c.model;
   Tensor attention_out;
   {
@@ -19,7 +19,7 @@ Tensor relu_layer(Builder& b, const Config& c, Tensor x, Tensor bias) {
   return layer_norm(b, out + attention_out, "output.LayerNorm", m.layer_norm_eps);
 }
 
-bertc::ir::Graph build(const Config& c) { return build_pretraining_graph(c, relu_layer); }
+bertc::ir::Graph build(const ModelSettings& c) { return build_pretraining_graph(c, relu_layer); }
 
 }  // namespace
 

@@ -4,7 +4,7 @@
 
 #include <functional>
 
-#include "frontend/config.h"
+#include "run_config/config.h"
 #include "passes/pipeline.h"
 #include "train/initialize.h"
 #include "ir/host_tensor.h"
@@ -21,7 +21,7 @@ inline HostTensor<float> ints(const ir::Shape& s, const std::function<int64_t(in
 
 // Params and states as training starts, and one deterministic batch: padding at the end of every
 // other sequence, two segments, masked positions with one unused (weight 0).
-inline ir::Environment<float> batch_environment(const frontend::Config& c, const passes::TrainingProgram& p) {
+inline ir::Environment<float> batch_environment(const run_config::Config& c, const passes::TrainingProgram& p) {
   support::Environment env;
   train::initialize_parameters(p.step, c.model.initializer_range, c.model.pad_token_id, 7, env);
   train::initialize_states(p.step, env);

@@ -14,6 +14,7 @@
 #include "passes/fusion.h"
 #include "passes/pipeline.h"
 #include "passes/targets.h"
+#include "run_config/config.h"
 #include "train/initialize.h"
 
 namespace bertc::testing {
@@ -23,13 +24,13 @@ using ir::HostTensor;
 
 void expect_all_kernels_match(const std::string& precision, const std::string& recompute, int sm,
                               const std::set<std::string>& expected_strategies) {
-  frontend::Config c = frontend::load_config(BERTC_SOURCE_DIR "/examples/bert-tiny.toml");
+  run_config::Config c = run_config::load_config(BERTC_SOURCE_DIR "/examples/bert-tiny.toml");
   c.compile.arch = passes::Arch::parse("none");
   c.compile.precision = ir::enum_named<passes::Precision>(precision);
   c.compile.recompute = ir::enum_named<passes::RecomputePolicy>(recompute);
   c.compile = passes::resolve_options(c.compile, passes::Arch::none());
   const passes::TrainingProgram p =
-      passes::compile_training(frontend::build_bert_pretraining(c), c.compile, c.train);
+      passes::compile_training(frontend::build_bert_pretraining(c.model_settings()), c.compile, c.train);
   ir::Environment<float> env = batch_environment(c, p);
   if (precision == "fp16") env["loss_scale"].real[0] = 1024;  // 65536 overflows f16 in bert-tiny's gradients
   const std::string what = precision + ", recompute " + recompute + ", sm_" + std::to_string(sm);

@@ -15,6 +15,7 @@
 #include "frontend/bert.h"
 #include "ir/value_names.h"
 #include "passes/targets.h"
+#include "run_config/config.h"
 #include "train/graph_runner.h"
 #include "runtime/host_device.h"
 #include "runtime/host_runner.h"
@@ -26,15 +27,15 @@ namespace {
 
 // bert-tiny's config and training program at `precision`, compiled for no particular GPU (tf32:
 // for sm_80, the oldest arch that has it; it changes nothing in the program, only the kernels).
-std::pair<frontend::Config, passes::TrainingProgram> bert_tiny(const std::string& precision,
+std::pair<run_config::Config, passes::TrainingProgram> bert_tiny(const std::string& precision,
                                                               ir::OpKind optimizer = ir::OpKind::Adamw) {
-  frontend::Config c = frontend::load_config(BERTC_SOURCE_DIR "/examples/bert-tiny.toml");
+  run_config::Config c = run_config::load_config(BERTC_SOURCE_DIR "/examples/bert-tiny.toml");
   c.train.optimizer.kind = optimizer;
   c.compile.arch = passes::Arch::parse(precision == "tf32" ? "sm_80" : "none");
   c.compile.precision = ir::enum_named<passes::Precision>(precision);
   c.compile = passes::resolve_options(c.compile, passes::Arch::none());
   passes::TrainingProgram p =
-      passes::compile_training(frontend::build_bert_pretraining(c), c.compile, c.train);
+      passes::compile_training(frontend::build_bert_pretraining(c.model_settings()), c.compile, c.train);
   return {std::move(c), std::move(p)};
 }
 

@@ -20,6 +20,7 @@
 #include "ir/printer.h"
 #include "frontend/bert.h"
 #include "passes/targets.h"
+#include "run_config/config.h"
 #include "support/options_json.h"
 
 namespace bertc::codegen {
@@ -32,13 +33,13 @@ struct Compiled {
 
 Compiled compile_for(const std::string& config, const std::string& arch, const std::string& matmul = "auto",
                      const std::string& precision = "auto") {
-  frontend::Config c = frontend::load_config(std::string(BERTC_SOURCE_DIR) + "/examples/" + config);
+  run_config::Config c = run_config::load_config(std::string(BERTC_SOURCE_DIR) + "/examples/" + config);
   c.compile.arch = passes::Arch::parse(arch);
   c.compile.matmul = ir::enum_named<passes::MatmulPolicy>(matmul);
   c.compile.precision = ir::enum_named<passes::Precision>(precision);
   c.compile = passes::resolve_options(c.compile, passes::Arch::none());  // precision auto: what that arch trains in
   Compiled out;
-  out.program = passes::compile_training(frontend::build_bert_pretraining(c), c.compile, c.train);
+  out.program = passes::compile_training(frontend::build_bert_pretraining(c.model_settings()), c.compile, c.train);
   CompileSettings s;
   s.cache = std::filesystem::path(BERTC_TEST_CACHE);
   out.compiled = compile_program(out.program, c.compile, c.name, "", s);
@@ -84,11 +85,11 @@ TEST(CompiledProgram, BertBaseCompilesForEveryArchWithoutSpills) {
 // compiles (compiling them again here, from a cold cache beside that test, ran past CI's 15-minute limit).
 TEST(CompiledProgram, LambOptimizerStepCompilesForEveryArch) {
   for (const char* arch : {"sm_61", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90"}) {
-    frontend::Config c = frontend::load_config(std::string(BERTC_SOURCE_DIR) + "/examples/bert-base.toml");
+    run_config::Config c = run_config::load_config(std::string(BERTC_SOURCE_DIR) + "/examples/bert-base.toml");
     c.train.optimizer.kind = ir::OpKind::Lamb;
     c.compile.arch = passes::Arch::parse(arch);
     c.compile = passes::resolve_options(c.compile, passes::Arch::none());
-    const passes::TrainingProgram p = passes::compile_training(frontend::build_bert_pretraining(c), c.compile, c.train);
+    const passes::TrainingProgram p = passes::compile_training(frontend::build_bert_pretraining(c.model_settings()), c.compile, c.train);
     const GraphKernels optimizer = render_graph(p.optimizer, render_target(c.compile));
     const std::vector<KernelSpec>& k = optimizer.kernels;
     ASSERT_EQ(k.size(), 3u) << arch;
@@ -111,10 +112,10 @@ TEST(CompiledProgram, LambOptimizerStepCompilesForEveryArch) {
 // (forward, backward) 24 times, each launch with its own dropout offset as an integer parameter,
 // and the offsets of the 24 launches are all different (each layer's dropout draws its own mask).
 TEST(CompiledProgram, LayersShareKernelsThatTakeTheirDropoutOffsets) {
-  frontend::Config c = frontend::load_config(std::string(BERTC_SOURCE_DIR) + "/examples/bert-base.toml");
+  run_config::Config c = run_config::load_config(std::string(BERTC_SOURCE_DIR) + "/examples/bert-base.toml");
   c.compile.arch = passes::Arch::parse("sm_80");
   c.compile = passes::resolve_options(c.compile, passes::Arch::none());
-  const passes::TrainingProgram p = passes::compile_training(frontend::build_bert_pretraining(c), c.compile, c.train);
+  const passes::TrainingProgram p = passes::compile_training(frontend::build_bert_pretraining(c.model_settings()), c.compile, c.train);
   const GraphKernels step = render_graph(p.step, render_target(c.compile));
   std::set<std::string> attention_kernels, all_kernels;
   std::set<int64_t> attention_offsets;
@@ -155,12 +156,12 @@ TEST(CompiledProgram, MatrixKernelsUseTheirArchsInstructions) {
       {"sm_80", "tf32", {}, {"m8n8k4", "m16n8k16", "ldmatrix"}},
   };
   for (const Expect& e : cases) {
-    frontend::Config c = frontend::load_config(std::string(BERTC_SOURCE_DIR) + "/examples/bert-tiny.toml");
+    run_config::Config c = run_config::load_config(std::string(BERTC_SOURCE_DIR) + "/examples/bert-tiny.toml");
     c.compile.arch = passes::Arch::parse(e.arch);
     c.compile.precision = ir::enum_named<passes::Precision>(e.precision);
     c.compile = passes::resolve_options(c.compile, passes::Arch::none());
     const passes::TrainingProgram p =
-        passes::compile_training(frontend::build_bert_pretraining(c), c.compile, c.train);
+        passes::compile_training(frontend::build_bert_pretraining(c.model_settings()), c.compile, c.train);
     const NvrtcCompiler ptx = NvrtcCompiler::ptx_for_arch(std::stoi(std::string(e.arch).substr(3)));
     std::set<std::string> families;
     std::set<std::string> done;
@@ -292,10 +293,10 @@ TEST(CompiledProgram, BertxReadsBackTheSameProgram) {
 // A program for fp16/bf16 gradient compression carries its gradient casts' images (the trainer
 // launches them beside the graphs, on a GPU with NVRTC unreachable too), through a .bertx as well.
 TEST(CompiledProgram, CarriesTheImagesOfTheKernelsLaunchedBesideTheGraphs) {
-  frontend::Config c = frontend::load_config(std::string(BERTC_SOURCE_DIR) + "/examples/bert-tiny.toml");
+  run_config::Config c = run_config::load_config(std::string(BERTC_SOURCE_DIR) + "/examples/bert-tiny.toml");
   c.compile.arch = passes::Arch::parse("sm_80");
   c.compile = passes::resolve_options(c.compile, passes::Arch::none());
-  const passes::TrainingProgram program = passes::compile_training(frontend::build_bert_pretraining(c), c.compile, c.train);
+  const passes::TrainingProgram program = passes::compile_training(frontend::build_bert_pretraining(c.model_settings()), c.compile, c.train);
   CompileSettings s;
   s.cache = std::filesystem::path(BERTC_TEST_CACHE);
   std::set<std::string> casts;

@@ -13,6 +13,7 @@
 #include "passes/pipeline.h"
 #include "passes/targets.h"
 #include "codegen/render.h"
+#include "run_config/config.h"
 #include "runtime/host_device.h"
 #include "runtime/plan_executor.h"
 #include "runtime/ptx_device.h"
@@ -24,19 +25,19 @@ namespace {
 
 // bert-tiny's config and program at fp32, every product a kernel of ours (the PTX device runs no
 // cuBLAS), batch 2 x 32 tokens (every thread's every instruction is interpreted).
-std::pair<frontend::Config, passes::TrainingProgram> small_bert_tiny() {
-  frontend::Config c = frontend::load_config(BERTC_SOURCE_DIR "/examples/bert-tiny.toml");
+std::pair<run_config::Config, passes::TrainingProgram> small_bert_tiny() {
+  run_config::Config c = run_config::load_config(BERTC_SOURCE_DIR "/examples/bert-tiny.toml");
   c.train.batch_size = 2;
   c.train.seq_len = 32;
   c.train.max_predictions_per_seq = 4;
   c.compile = passes::resolve_options(c.compile, passes::Arch::none());
   c.compile.matmul = passes::MatmulPolicy::Generated;
-  passes::TrainingProgram p = passes::compile_training(frontend::build_bert_pretraining(c), c.compile, c.train);
+  passes::TrainingProgram p = passes::compile_training(frontend::build_bert_pretraining(c.model_settings()), c.compile, c.train);
   return {std::move(c), std::move(p)};
 }
 
 // The step's loss and the optimizer's gradient norm on `device`.
-std::pair<double, double> loss_and_norm(const frontend::Config& c, const passes::TrainingProgram& p,
+std::pair<double, double> loss_and_norm(const run_config::Config& c, const passes::TrainingProgram& p,
                                         std::shared_ptr<runtime::Device> device) {
   const codegen::RenderTarget target{61, passes::MatmulPolicy::Generated, {}};
   auto state = std::make_shared<runtime::ResidentState>(*device);
@@ -124,12 +125,12 @@ class EveryBertBaseKernel : public ::testing::TestWithParam<BertBaseTarget> {};
 
 TEST_P(EveryBertBaseKernel, RunsUnderTheCheckers) {
   const BertBaseTarget t = GetParam();
-  frontend::Config c = frontend::load_config(BERTC_SOURCE_DIR "/examples/bert-base.toml");
+  run_config::Config c = run_config::load_config(BERTC_SOURCE_DIR "/examples/bert-base.toml");
   c.train.batch_size = 2, c.train.seq_len = 16, c.train.max_predictions_per_seq = 2;
   c.compile.precision = t.precision;
   c.compile.matmul = passes::MatmulPolicy::Generated;  // (the emulator runs bertc's kernels, no cuBLAS)
   c.compile = passes::resolve_options(c.compile, passes::Arch::of_sm(t.sm));
-  const passes::TrainingProgram p = passes::compile_training(frontend::build_bert_pretraining(c), c.compile, c.train);
+  const passes::TrainingProgram p = passes::compile_training(frontend::build_bert_pretraining(c.model_settings()), c.compile, c.train);
   runtime::PtxDevice device(BERTC_TEST_CACHE, t.sm);
   device.sample_blocks(2);
   const codegen::RenderTarget target{t.sm, passes::MatmulPolicy::Generated, {}, t.precision == passes::Precision::Tf32};
@@ -330,7 +331,7 @@ PlantedStep plant_in_step(const passes::TrainingProgram& p, const std::string& p
 }
 
 // The error running `planted`'s step on the PTX device, or "" when it ran.
-std::string error_of_step(const frontend::Config& c, const passes::TrainingProgram& p, PlantedStep planted) {
+std::string error_of_step(const run_config::Config& c, const passes::TrainingProgram& p, PlantedStep planted) {
   runtime::PtxDevice device(BERTC_TEST_CACHE, 61);
   ir::Environment<float> env = batch_environment(c, p);
   try {

@@ -14,7 +14,7 @@
 #include "codegen/nvrtc_compiler.h"
 #include "codegen/render.h"
 #include "frontend/bert.h"
-#include "frontend/config.h"
+#include "run_config/config.h"
 #include "passes/pipeline.h"
 #include "passes/targets.h"
 #include "ptx/module.h"
@@ -41,12 +41,12 @@ TEST(PtxReaderOnKernels, ReadsEveryKernelOfATrainingStepForEachArch) {
       {"sm_90", "bf16", ir::OpKind::Adamw, {Op::Mma, Op::Ldmatrix, Op::Cp}},
   };
   for (const Case& e : cases) {
-    frontend::Config c = frontend::load_config(std::string(BERTC_SOURCE_DIR) + "/examples/bert-tiny.toml");
+    run_config::Config c = run_config::load_config(std::string(BERTC_SOURCE_DIR) + "/examples/bert-tiny.toml");
     c.compile.arch = passes::Arch::parse(e.arch);
     c.compile.precision = ir::enum_named<passes::Precision>(e.precision);
     c.train.optimizer.kind = e.optimizer;
     c.compile = passes::resolve_options(c.compile, passes::Arch::none());
-    const passes::TrainingProgram p = passes::compile_training(frontend::build_bert_pretraining(c), c.compile, c.train);
+    const passes::TrainingProgram p = passes::compile_training(frontend::build_bert_pretraining(c.model_settings()), c.compile, c.train);
     const NvrtcCompiler nvrtc = NvrtcCompiler::ptx_for_arch(std::stoi(std::string(e.arch).substr(3)));
     const RenderTarget target{nvrtc.arch(), passes::MatmulPolicy::Generated, {},
                               c.compile.precision == passes::Precision::Tf32};

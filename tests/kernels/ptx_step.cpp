@@ -16,19 +16,20 @@
 #include "passes/cost_model.h"
 #include "passes/pipeline.h"
 #include "passes/targets.h"
+#include "run_config/config.h"
 #include "runtime/ptx_device.h"
 
 namespace bertc::testing {
 namespace {
 
 struct Compiled {
-  frontend::Config config;
+  run_config::Config config;
   passes::TrainingProgram program;
   codegen::RenderTarget target;
 };
 
 Compiled compile(const PtxStep& s) {
-  frontend::Config c = frontend::load_config(BERTC_SOURCE_DIR "/examples/bert-tiny.toml");
+  run_config::Config c = run_config::load_config(BERTC_SOURCE_DIR "/examples/bert-tiny.toml");
   c.train.batch_size = s.batch;
   c.train.seq_len = s.seq;
   c.train.max_predictions_per_seq = s.predictions;
@@ -41,7 +42,7 @@ Compiled compile(const PtxStep& s) {
   c.compile.precision = s.precision;
   c.compile = passes::resolve_options(c.compile, passes::Arch::none());
   c.compile.matmul = passes::MatmulPolicy::Generated;  // (every product a kernel of ours, none cuBLAS)
-  passes::TrainingProgram p = passes::compile_training(frontend::build_bert_pretraining(c), c.compile, c.train);
+  passes::TrainingProgram p = passes::compile_training(frontend::build_bert_pretraining(c.model_settings()), c.compile, c.train);
   const codegen::RenderTarget target = codegen::render_target(c.compile);
   return {std::move(c), std::move(p), target};
 }

@@ -21,7 +21,8 @@ ALLOWED = {
     "reference/executor.cpp": "dispatch to each op's eval_<Id>, generated from ops.def",
 }
 CASE = re.compile(r"\bcase\s+(?:ir::)?OpKind::")
-FOLDERS = ["ir", "support", "reference", "data", "passes", "frontend", "codegen", "runtime", "train", "tools", "bench"]
+FOLDERS = ["ir", "support", "ptx", "reference", "data", "passes", "distributed", "frontend", "run_config", "codegen", "runtime",
+           "train", "tools", "bench"]
 
 
 def check(root):

@@ -14,6 +14,7 @@
 #include "gradient_check.h"
 #include "ir/verifier.h"
 #include "passes/autodiff.h"
+#include "run_config/config.h"
 
 namespace bertc::testing {
 namespace {
@@ -216,7 +217,7 @@ TEST(Gradients, OpsWithoutARuleAreNamed) {
 // gradient of every param tensor along a pseudo-random direction, and along one direction that
 // moves all params at once, against central differences.
 TEST(Gradients, WholeBertTinyLoss) {
-  frontend::Config c;
+  run_config::Config c;
   c.name = "fd";
   c.model.vocab_size = 40;
   c.model.hidden_size = 8;
@@ -227,7 +228,7 @@ TEST(Gradients, WholeBertTinyLoss) {
   c.train.batch_size = 2;
   c.train.seq_len = 6;
   c.train.max_predictions_per_seq = 2;
-  const ir::Graph g = frontend::build_bert_pretraining(c);
+  const ir::Graph g = frontend::build_bert_pretraining(c.model_settings());
   Env env;
   fill_params(g, env, [](const std::string& name, int64_t i) {
     const double w = 0.4 * wobble(name, i);

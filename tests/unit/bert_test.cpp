@@ -13,8 +13,8 @@
 namespace bertc::frontend {
 namespace {
 
-Config config_for(int64_t hidden, int64_t layers, int64_t heads, int64_t intermediate) {
-  Config c;
+ModelSettings config_for(int64_t hidden, int64_t layers, int64_t heads, int64_t intermediate) {
+  ModelSettings c;
   c.name = "test-bert";
   c.model.hidden_size = hidden;
   c.model.num_hidden_layers = layers;
@@ -22,8 +22,8 @@ Config config_for(int64_t hidden, int64_t layers, int64_t heads, int64_t interme
   c.model.intermediate_size = intermediate;
   return c;
 }
-Config base() { return config_for(768, 12, 12, 3072); }
-Config large() { return config_for(1024, 24, 16, 4096); }
+ModelSettings base() { return config_for(768, 12, 12, 3072); }
+ModelSettings large() { return config_for(1024, 24, 16, 4096); }
 
 int64_t parameter_count(const ir::Graph& g) { return ir::graph_stats(g).parameters; }
 
@@ -36,7 +36,7 @@ TEST(Bert, ParameterCountsMatchTheReferenceModels) {
 // Every parameter of Hugging Face BertForPreTraining (one layer shown; the decoder weight is the
 // tied word embedding and so no parameter of its own).
 TEST(Bert, ParameterNamesAndShapesAreHuggingFaces) {
-  Config c = config_for(64, 1, 2, 256);
+  ModelSettings c = config_for(64, 1, 2, 256);
   c.model.vocab_size = 100;
   std::map<std::string, ir::Shape> expected = {
       {"bert.embeddings.word_embeddings.weight", {100, 64}},
@@ -77,10 +77,10 @@ TEST(Bert, ParameterNamesAndShapesAreHuggingFaces) {
 }
 
 TEST(Bert, BatchInterfaceIsTheOriginalBertFormat) {
-  Config c = base();
-  c.train.batch_size = 4;
-  c.train.seq_len = 64;
-  c.train.max_predictions_per_seq = 10;
+  ModelSettings c = base();
+  c.batch.batch_size = 4;
+  c.batch.seq_len = 64;
+  c.batch.max_predictions_per_seq = 10;
   ir::Graph g = build_bert_pretraining(c);
   std::map<std::string, ir::TensorType> inputs;
   for (ir::ValueId v : g.values_of(ir::OpKind::Input)) inputs[g.value(v).name] = g.value(v).type;
@@ -101,11 +101,11 @@ TEST(Bert, BatchInterfaceIsTheOriginalBertFormat) {
 }
 
 TEST(Bert, DropoutOpsFollowTheConfig) {
-  Config c = config_for(128, 3, 2, 512);
+  ModelSettings c = config_for(128, 3, 2, 512);
   auto count = [](const ir::Graph& g, ir::OpKind k) { return g.values_of(k).size(); };
   ir::Graph with = build_bert_pretraining(c);
   EXPECT_EQ(count(with, ir::OpKind::Dropout), 1u + 3u * 3u);  // embeddings + 3 per layer
-  c.compile.dropout = false;
+  c.dropout = false;
   ir::Graph without = build_bert_pretraining(c);
   EXPECT_EQ(count(without, ir::OpKind::Dropout), 0u);
   EXPECT_FALSE(without.find("dropout_seed").has_value());
@@ -113,8 +113,8 @@ TEST(Bert, DropoutOpsFollowTheConfig) {
 
 // 2*M*N*K for every product of the forward pass, counted here from the architecture alone.
 TEST(Bert, MatmulFlopsFollowFromTheArchitecture) {
-  const Config c = base();
-  const double B = c.train.batch_size, S = c.train.seq_len, P = c.train.max_predictions_per_seq;
+  const ModelSettings c = base();
+  const double B = c.batch.batch_size, S = c.batch.seq_len, P = c.batch.max_predictions_per_seq;
   const double H = 768, I = 3072, L = 12, V = 30522;
   const double per_layer = 2 * B * S * H * (3 * H)  // fused QKV
                            + 2 * 2 * B * S * S * H   // QK^T and probs.V over all heads
@@ -128,7 +128,7 @@ TEST(Bert, MatmulFlopsFollowFromTheArchitecture) {
 }
 
 TEST(Bert, TextRoundTripsExactlyAndBuildsDeterministically) {
-  for (const Config& c : {config_for(128, 2, 2, 512), base(), large()}) {
+  for (const ModelSettings& c : {config_for(128, 2, 2, 512), base(), large()}) {
     const std::string text = ir::print(build_bert_pretraining(c));
     ir::Graph back = ir::parse(text);
     EXPECT_TRUE(ir::verify(back).empty());
@@ -138,14 +138,14 @@ TEST(Bert, TextRoundTripsExactlyAndBuildsDeterministically) {
 }
 
 TEST(Bert, ModelDefinitionChecksTheLossOutput) {
-  ModelDefinition no_loss{"broken", "outputs no loss", [](const Config&) {
+  ModelDefinition no_loss{"broken", "outputs no loss", [](const ModelSettings&) {
                             Builder b("g");
                             Tensor x = b.input("x", ir::DType::F32, {2});
                             b.output(x, "not_loss");
                             return std::move(b).finish();
                           }, {}};
   try {
-    build_model(no_loss, Config{});
+    build_model(no_loss, ModelSettings{});
     FAIL();
   } catch (const ir::Error& e) {
     EXPECT_STREQ(e.what(), "model 'broken' must output a scalar f32 value named 'loss' (Builder::output(x, \"loss\"))");

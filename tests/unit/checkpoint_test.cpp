@@ -11,6 +11,7 @@
 #include <fstream>
 
 #include "train/checkpoint.h"
+#include "run_config/config.h"
 #include "train/lr_schedule.h"
 #include "support/atomic_file.h"
 #include "support/file_errors.h"
@@ -436,7 +437,7 @@ TEST(Checkpoint, PretrainedFilesMatchByNameAndReportTheRest) {
 }
 
 TEST(LearningRate, WarmupThenDecay) {
-  frontend::TrainConfig t;
+  run_config::TrainConfig t;
   t.learning_rate = 1e-3;
   t.warmup_steps = 10;
   t.steps = 110;
@@ -445,10 +446,10 @@ TEST(LearningRate, WarmupThenDecay) {
   EXPECT_DOUBLE_EQ(learning_rate_at(t, 10), 1e-3);
   EXPECT_DOUBLE_EQ(learning_rate_at(t, 60), 5e-4);  // halfway through the decay
   EXPECT_DOUBLE_EQ(learning_rate_at(t, 110), 0.0);
-  t.lr_decay = frontend::LrDecay::Polynomial;
+  t.lr_decay = run_config::LrDecay::Polynomial;
   t.lr_decay_power = 2;
   EXPECT_DOUBLE_EQ(learning_rate_at(t, 60), 2.5e-4);
-  t.lr_decay = frontend::LrDecay::Constant;
+  t.lr_decay = run_config::LrDecay::Constant;
   EXPECT_DOUBLE_EQ(learning_rate_at(t, 100), 1e-3);
   t.warmup_steps = 0;
   EXPECT_DOUBLE_EQ(learning_rate_at(t, 1), 1e-3);

@@ -4,9 +4,9 @@
 
 #include <fmt/format.h>
 
-#include "frontend/config.h"
+#include "run_config/config.h"
 
-namespace bertc::frontend {
+namespace bertc::run_config {
 namespace {
 
 std::string error_of(const std::string& toml, std::span<const ExtraKey> extra = {}) {
@@ -130,10 +130,10 @@ TEST(Config, SyntaxErrorsAreLocated) {
 TEST(Config, ExtraKeysOfACustomModel) {
   const std::vector<ExtraKey> extra = {{"gated_ffn", true, "a bool"}, {"ffn_scale", 2.5, "a number"}};
   Config c = parse_config("[model]\ngated_ffn = false\n", "test.toml", extra);
-  EXPECT_FALSE(c.extra_value<bool>("gated_ffn"));
-  EXPECT_EQ(c.extra_value<double>("ffn_scale"), 2.5);  // default
-  EXPECT_THROW(c.extra_value<int64_t>("gated_ffn"), ConfigError);
-  EXPECT_THROW(c.extra_value<bool>("undeclared"), ConfigError);
+  EXPECT_FALSE(c.model_settings().extra_value<bool>("gated_ffn"));
+  EXPECT_EQ(c.model_settings().extra_value<double>("ffn_scale"), 2.5);  // default
+  EXPECT_THROW(c.model_settings().extra_value<int64_t>("gated_ffn"), ConfigError);
+  EXPECT_THROW(c.model_settings().extra_value<bool>("undeclared"), ConfigError);
   EXPECT_EQ(error_of("[model]\nffn_scale = \"big\"\n", extra),
             "test.toml:2:13: [model] ffn_scale has the wrong type (string 'big'); a number");
   EXPECT_EQ(error_of("[model]\ngated_fn = true\n", extra),
@@ -166,4 +166,4 @@ TEST(Config, MissingFile) {
 }
 
 }  // namespace
-}  // namespace bertc::frontend
+}  // namespace bertc::run_config

@@ -3,12 +3,13 @@
 #include <gtest/gtest.h>
 
 #include "train/data_parallel.h"
+#include "run_config/config.h"
 
 namespace bertc::train {
 namespace {
 
 TEST(NcclReserve, OnlyWhereNcclWillSum) {
-  frontend::TrainConfig t;  // allreduce auto, no compression
+  run_config::TrainConfig t;  // allreduce auto, no compression
   const uint64_t reserve = uint64_t{512} << 20;
   EXPECT_EQ(nccl_reserve_bytes(t, 2, true, 1000), reserve);
   EXPECT_EQ(nccl_reserve_bytes(t, 2, false, 1000), 0u);  // the CPU reference or the Host device: MPI or Gloo

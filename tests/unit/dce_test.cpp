@@ -6,6 +6,7 @@
 #include "ir/verifier.h"
 #include "passes/dce.h"
 #include "passes/registry.h"
+#include "run_config/config.h"
 
 namespace bertc::passes {
 namespace {
@@ -33,11 +34,11 @@ TEST(Dce, RemovesOnlyWhatNoOutputNeeds) {
 }
 
 TEST(Dce, TheBertGraphHasNoDeadCode) {
-  frontend::Config c;
+  run_config::Config c;
   c.model.hidden_size = 128;
   c.model.num_attention_heads = 2;
   c.model.num_hidden_layers = 2;
-  ir::Graph g = frontend::build_bert_pretraining(c);
+  ir::Graph g = frontend::build_bert_pretraining(c.model_settings());
   const std::string before = ir::print(g);
   EXPECT_EQ(eliminate_dead_code(g), 0u);
   EXPECT_EQ(ir::print(g), before);

@@ -10,14 +10,15 @@
 #include "gradient_check.h"
 #include "ir/value_names.h"
 #include "passes/pipeline.h"
+#include "run_config/config.h"
 
 namespace bertc::frontend {
 namespace {
 
 using testing::Env;
 
-Config tiny(FinetuneTask task, int64_t labels, int64_t batch = 3) {
-  Config c;
+run_config::Config tiny(FinetuneTask task, int64_t labels, int64_t batch = 3) {
+  run_config::Config c;
   c.name = "finetune-test";
   c.model.vocab_size = 13, c.model.hidden_size = 8, c.model.num_hidden_layers = 1, c.model.num_attention_heads = 2;
   c.model.intermediate_size = 12, c.model.max_position_embeddings = 16;
@@ -66,7 +67,7 @@ Env batch(FinetuneTask task, std::vector<double> weights = {1, 1, 1}) {
 
 TEST(Finetune, HeadsHaveHuggingFacesNamesAndShapes) {
   for (FinetuneTask task : {FinetuneTask::SequenceClassification, FinetuneTask::TokenClassification}) {
-    const ir::Graph g = build_finetune_graph(bert_model_definition(), tiny(task, 3));
+    const ir::Graph g = build_finetune_graph(bert_model_definition(), tiny(task, 3).model_settings());
     std::map<std::string, ir::Shape> params;
     for (ir::ValueId p : g.values_of(ir::OpKind::Param)) params[g.value(p).name] = g.value(p).type.shape;
     EXPECT_EQ(params.at("classifier.weight"), (ir::Shape{3, 8}));
@@ -78,7 +79,7 @@ TEST(Finetune, HeadsHaveHuggingFacesNamesAndShapes) {
     const ir::Value& logits = g.value(g.outputs()[1]);
     EXPECT_EQ(logits.type.shape, task == FinetuneTask::TokenClassification ? (ir::Shape{15, 3}) : (ir::Shape{3, 3}));
   }
-  const ir::Graph regression = build_finetune_graph(bert_model_definition(), tiny(FinetuneTask::Regression, 1));
+  const ir::Graph regression = build_finetune_graph(bert_model_definition(), tiny(FinetuneTask::Regression, 1).model_settings());
   EXPECT_EQ(regression.value(regression.outputs()[1]).type.shape, (ir::Shape{3}));
   EXPECT_EQ(regression.value(*regression.find(ir::names::kLabels)).type.dtype, ir::DType::F32);
 }
@@ -89,7 +90,7 @@ TEST(Finetune, AModelWithoutAnEncoderIsRefusedWithTheFix) {
   EXPECT_THROW(
       {
         try {
-          build_finetune_graph(no_encoder, tiny(FinetuneTask::SequenceClassification, 2));
+          build_finetune_graph(no_encoder, tiny(FinetuneTask::SequenceClassification, 2).model_settings());
         } catch (const ConfigError& e) {
           EXPECT_NE(std::string(e.what()).find("Encoder{layer, after}"), std::string::npos) << e.what();
           throw;
@@ -105,7 +106,7 @@ TEST(Finetune, GradientsMatchFiniteDifferences) {
                               std::pair{FinetuneTask::Regression, int64_t{1}},
                               std::pair{FinetuneTask::TokenClassification, int64_t{3}}}) {
     SCOPED_TRACE(std::string(ir::enum_name(task)));
-    const ir::Graph g = build_finetune_graph(bert_model_definition(), tiny(task, labels));
+    const ir::Graph g = build_finetune_graph(bert_model_definition(), tiny(task, labels).model_settings());
     Env env = batch(task, {1, 0.5, 1});
     testing::fill_params(g, env, wobble);
     testing::expect_gradients_match_fd(g, env, 1e-6, 1e-8, 1e-6);
@@ -119,7 +120,7 @@ TEST(Finetune, LossesAreTheTasksFormulasOfTheLogits) {
                               std::pair{FinetuneTask::Regression, int64_t{1}},
                               std::pair{FinetuneTask::TokenClassification, int64_t{3}}}) {
     SCOPED_TRACE(std::string(ir::enum_name(task)));
-    const ir::Graph g = build_finetune_graph(bert_model_definition(), tiny(task, labels));
+    const ir::Graph g = build_finetune_graph(bert_model_definition(), tiny(task, labels).model_settings());
     Env env = batch(task, {1, 0, 1});
     testing::fill_params(g, env, wobble);
     const auto r = reference::Executor<double>(g).run(env);
@@ -145,8 +146,8 @@ TEST(Finetune, LossesAreTheTasksFormulasOfTheLogits) {
 // A batch's last rows as padding (weight 0, as an epoch's short last batch): the loss and the
 // real rows' logits equal those of the batch without them, bit for bit up to summation order.
 TEST(Finetune, PaddingRowsChangeNothing) {
-  const ir::Graph three = build_finetune_graph(bert_model_definition(), tiny(FinetuneTask::SequenceClassification, 3));
-  const ir::Graph one = build_finetune_graph(bert_model_definition(), tiny(FinetuneTask::SequenceClassification, 3, 1));
+  const ir::Graph three = build_finetune_graph(bert_model_definition(), tiny(FinetuneTask::SequenceClassification, 3).model_settings());
+  const ir::Graph one = build_finetune_graph(bert_model_definition(), tiny(FinetuneTask::SequenceClassification, 3, 1).model_settings());
   Env padded = batch(FinetuneTask::SequenceClassification, {1, 0, 0});
   testing::fill_params(three, padded, wobble);
   Env alone;
@@ -172,14 +173,14 @@ TEST(Finetune, PaddingRowsChangeNothing) {
 // its autodiff once read a gather's table type through a reference that growing the graph left
 // dangling (an error about a rank-0 table, or worse).
 TEST(Finetune, TokenClassificationCompilesThroughThePipeline) {
-  Config c = tiny(FinetuneTask::TokenClassification, 3, 2);
+  run_config::Config c = tiny(FinetuneTask::TokenClassification, 3, 2);
   c.model.hidden_size = 32, c.model.intermediate_size = 64, c.model.max_position_embeddings = 64;
   c.train.seq_len = 16;
   c.compile.dropout = true;
   c.compile.fused_attention = true;
   c.compile.precision = passes::Precision::Fp32;
   const passes::TrainingProgram p =
-      passes::compile_training(build_finetune_graph(bert_model_definition(), c), c.compile, c.train);
+      passes::compile_training(build_finetune_graph(bert_model_definition(), c.model_settings()), c.compile, c.train);
   for (const char* param : {"bert.embeddings.word_embeddings.weight", "classifier.weight"})
     EXPECT_TRUE(p.step.find(ir::names::grad_accumulator_of(param)).has_value()) << param;
 }

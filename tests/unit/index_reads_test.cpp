@@ -9,7 +9,7 @@
 #include <string>
 
 #include "frontend/bert.h"
-#include "frontend/config.h"
+#include "run_config/config.h"
 #include "ir/builder.h"
 #include "ir/index_reads.h"
 #include "passes/fusion.h"
@@ -20,11 +20,11 @@
 namespace bertc {
 namespace {
 
-frontend::Config example(const std::string& name) {
-  return frontend::load_config(std::string(BERTC_SOURCE_DIR "/examples/") + name);
+run_config::Config example(const std::string& name) {
+  return run_config::load_config(std::string(BERTC_SOURCE_DIR "/examples/") + name);
 }
 
-std::string refusal(const ir::Graph& g, const frontend::Config& c) {
+std::string refusal(const ir::Graph& g, const run_config::Config& c) {
   try {
     train::check_indices_are_checked(g, c);
   } catch (const std::invalid_argument& e) {
@@ -53,21 +53,21 @@ void expect_every_index_accounted(const ir::Graph& g) {
   }
 }
 
-void expect_proven_on(frontend::Config c, const std::string& what) {
+void expect_proven_on(run_config::Config c, const std::string& what) {
   const passes::TrainingProgram p =
-      passes::compile_training(frontend::build_model(frontend::bert_model_definition(), c), c.compile, c.train);
+      passes::compile_training(frontend::build_model(frontend::bert_model_definition(), c.model_settings()), c.compile, c.train);
   EXPECT_EQ(refusal(p.step, c), "") << what;
   expect_every_index_accounted(p.step);
-  frontend::Config eval = c;
+  run_config::Config eval = c;
   eval.compile.dropout = false;
-  const ir::Graph e = passes::compile_evaluation(frontend::build_model(frontend::bert_model_definition(), eval), eval.compile);
+  const ir::Graph e = passes::compile_evaluation(frontend::build_model(frontend::bert_model_definition(), eval.model_settings()), eval.compile);
   EXPECT_EQ(refusal(e, eval), "") << what << " (evaluation)";
 }
 
 // On each arch's precision and kernels (fp32 on a P40, fp16 on a V100, bf16 on an H200).
-void expect_proven(const frontend::Config& config, const std::string& what) {
+void expect_proven(const run_config::Config& config, const std::string& what) {
   for (const char* gpu : {"p40", "v100", "h200"}) {
-    frontend::Config c = config;
+    run_config::Config c = config;
     c.compile.arch = passes::Arch::parse(gpu);
     c.compile = passes::resolve_options(c.compile, passes::Arch::none());
     expect_proven_on(c, what + " on " + gpu);
@@ -76,7 +76,7 @@ void expect_proven(const frontend::Config& config, const std::string& what) {
 
 TEST(IndexReads, EveryBundledModelIndexesByCheckedInputsOnly) {
   for (const char* name : {"bert-tiny.toml", "bert-base.toml", "bert-large.toml"}) {
-    frontend::Config c = example(name);
+    run_config::Config c = example(name);
     c.train.batch_size = 2;  // (the graph's shape, not its size, is what is checked)
     expect_proven(c, name);
     c.compile.fusion = false;  // unfused: the gathers outside regions
@@ -87,7 +87,7 @@ TEST(IndexReads, EveryBundledModelIndexesByCheckedInputsOnly) {
 TEST(IndexReads, EveryFineTuningHeadIndexesByCheckedInputsOnly) {
   for (const auto task : {frontend::FinetuneTask::SequenceClassification, frontend::FinetuneTask::Regression,
                           frontend::FinetuneTask::TokenClassification}) {
-    frontend::Config c = example("finetune-tiny.toml");
+    run_config::Config c = example("finetune-tiny.toml");
     c.finetune.task = task;
     c.finetune.num_labels = task == frontend::FinetuneTask::Regression ? 1 : 3;
     c.finetune.labels.clear();
@@ -97,7 +97,7 @@ TEST(IndexReads, EveryFineTuningHeadIndexesByCheckedInputsOnly) {
 
 // Planted: what the check must refuse.
 TEST(IndexReads, IndicesFromElsewhereAreRefused) {
-  frontend::Config c = example("bert-tiny.toml");
+  run_config::Config c = example("bert-tiny.toml");
   {
     ir::Builder b("made_ids");
     auto table = b.param("table", {c.model.vocab_size, 4});
@@ -139,7 +139,7 @@ TEST(IndexReads, IndicesFromElsewhereAreRefused) {
 // Planted through a fused region: the gather's indices reach it as the region's input, and the
 // walk must follow that input out to the unchecked value it is (and accept the checked one).
 TEST(IndexReads, AnIndexFromElsewhereIsRefusedInsideAFusedRegion) {
-  const frontend::Config c = example("bert-tiny.toml");
+  const run_config::Config c = example("bert-tiny.toml");
   for (const char* ids : {"input_ids", "my_ids"}) {
     ir::Builder b("fused_gather");
     auto table = b.param("table", {c.model.vocab_size, 4});

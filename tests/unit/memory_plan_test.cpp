@@ -16,6 +16,7 @@
 #include "passes/memory_plan.h"
 #include "passes/pipeline.h"
 #include "passes/targets.h"
+#include "run_config/config.h"
 
 namespace bertc::passes {
 namespace {
@@ -23,8 +24,8 @@ namespace {
 using ir::OpKind;
 using ir::ValueId;
 
-frontend::Config small() {
-  frontend::Config c;
+run_config::Config small() {
+  run_config::Config c;
   c.name = "plan";
   c.model.vocab_size = 64;
   c.model.hidden_size = 32;
@@ -126,14 +127,14 @@ TEST(MemoryPlan, NoLiveValuesShareBytes) {
   for (const char* precision : {"fp32", "bf16", "fp16"})
     for (const char* recompute : {"none", "selective", "full"})
       for (bool fusion : {false, true}) {
-        frontend::Config c = small();
+        run_config::Config c = small();
         c.compile.arch = passes::Arch::parse("none");
         c.compile.precision = ir::enum_named<passes::Precision>(precision);
         c.compile.recompute = ir::enum_named<passes::RecomputePolicy>(recompute);
         c.compile.fusion = fusion;
         c.compile = resolve_options(c.compile, passes::Arch::none());
         const TrainingProgram p =
-            compile_training(frontend::build_bert_pretraining(c), c.compile, c.train);
+            compile_training(frontend::build_bert_pretraining(c.model_settings()), c.compile, c.train);
         const std::string what = fmt::format("{} recompute {} fusion {}", precision, recompute, fusion);
         audit(p.step, what + " step");
         audit(p.optimizer, what + " optimizer");
@@ -149,9 +150,9 @@ TEST(MemoryPlan, NoLiveValuesShareBytes) {
 
 // The plan beats keeping every value: reuse is real.
 TEST(MemoryPlan, ReusesBuffers) {
-  frontend::Config c = small();
+  run_config::Config c = small();
   c.compile = resolve_options(c.compile, passes::Arch::none());
-  const TrainingProgram p = compile_training(frontend::build_bert_pretraining(c), c.compile, c.train);
+  const TrainingProgram p = compile_training(frontend::build_bert_pretraining(c.model_settings()), c.compile, c.train);
   const MemoryPlan plan = plan_memory(p.step);
   int64_t every_value = 0;
   for (const Buffer& b : plan.buffers) every_value += b.bytes;

@@ -5,13 +5,14 @@
 #include <sstream>
 
 #include "frontend/bert.h"
+#include "run_config/config.h"
 #include "train/micro_batch.h"
 
 namespace bertc::train {
 namespace {
 
-frontend::Config small_config() {
-  frontend::Config c;
+run_config::Config small_config() {
+  run_config::Config c;
   c.name = "micro-batch-test";
   c.model.hidden_size = 64;
   c.model.num_hidden_layers = 1;
@@ -25,8 +26,8 @@ frontend::Config small_config() {
   return c;
 }
 
-passes::TrainingProgram compiled(const frontend::Config& c) {
-  return passes::compile_training(frontend::build_model(frontend::bert_model_definition(), c), c.compile, c.train);
+passes::TrainingProgram compiled(const run_config::Config& c) {
+  return passes::compile_training(frontend::build_model(frontend::bert_model_definition(), c.model_settings()), c.compile, c.train);
 }
 
 constexpr uint64_t kMiB = uint64_t{1} << 20;
@@ -48,7 +49,7 @@ TEST(PlannedMemory, CountsCublasOnlyWhereAProductRunsThere) {
 }
 
 TEST(MicroBatch, NamesTheCublasFloorOnlyWhenCublasIsCounted) {
-  const frontend::Config c = small_config();
+  const run_config::Config c = small_config();
   const frontend::ModelDefinition bert = frontend::bert_model_definition();
   std::ostringstream log;
   const uint64_t available = 16 * kMiB;  // room for every plan without cuBLAS, not for its workspace

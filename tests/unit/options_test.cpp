@@ -1,4 +1,4 @@
-// Options declared once (support/options.h, passes/options.def, frontend/config.def): every key
+// Options declared once (support/options.h, passes/options.def, frontend/model_keys.def, run_config/config.def): every key
 // of a config is known once, values are checked the same way wherever they come from, and the
 // JSON a .bertx or a report holds reads back to the same options.
 #include <gtest/gtest.h>
@@ -6,7 +6,7 @@
 #include <cmath>
 #include <set>
 
-#include "frontend/config.h"
+#include "run_config/config.h"
 #include "passes/options.h"
 #include "support/options_json.h"
 
@@ -63,7 +63,7 @@ TEST(Options, TextValuesOfEachKind) {
 // Every key a config may set, once per section, documented; each compile option has one flag.
 TEST(Options, EveryKeyIsDeclaredOnceWithADoc) {
   std::set<std::string> keys, flags;
-  for (const auto& spec : frontend::config_keys()) {
+  for (const auto& spec : run_config::config_keys()) {
     EXPECT_TRUE(keys.insert(std::string(spec.section) + "." + std::string(spec.key)).second) << spec.key;
     EXPECT_FALSE(spec.doc.empty()) << spec.key;
   }

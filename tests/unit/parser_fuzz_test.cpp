@@ -12,12 +12,13 @@
 #include "ir/printer.h"
 #include "ir/stats.h"
 #include "ir/verifier.h"
+#include "run_config/config.h"
 
 namespace bertc::ir {
 namespace {
 
 std::string tiny_bert_text() {
-  frontend::Config c;
+  run_config::Config c;
   c.name = "fuzz";
   c.model.vocab_size = 64;
   c.model.hidden_size = 16;
@@ -27,7 +28,7 @@ std::string tiny_bert_text() {
   c.train.batch_size = 2;
   c.train.seq_len = 8;
   c.train.max_predictions_per_seq = 2;
-  return print(frontend::build_bert_pretraining(c));
+  return print(frontend::build_bert_pretraining(c.model_settings()));
 }
 
 std::string all_ops_text() {

@@ -24,6 +24,7 @@
 #include "passes/precision.h"
 #include "passes/recompute.h"
 #include "passes/schedule.h"
+#include "run_config/config.h"
 #include "train/initialize.h"
 #include "reference/executor.h"
 
@@ -34,8 +35,8 @@ using Env = ir::Environment<double>;
 using ir::DType;
 
 // Two layers, batch 2, sequences of 8.
-frontend::Config tiny() {
-  frontend::Config c;
+run_config::Config tiny() {
+  run_config::Config c;
   c.name = "eq";
   c.model.vocab_size = 50;
   c.model.hidden_size = 16;
@@ -51,8 +52,8 @@ frontend::Config tiny() {
 
 // Four layers of width 32 and sequences of 64: the layers' activations, not the param
 // gradients, are the bulk of the arena, as in real BERTs, so that recompute choices matter.
-frontend::Config activation_heavy() {
-  frontend::Config c = tiny();
+run_config::Config activation_heavy() {
+  run_config::Config c = tiny();
   c.model.hidden_size = 32;
   c.model.intermediate_size = 128;
   c.model.num_hidden_layers = 4;
@@ -95,8 +96,8 @@ Env environment(const ir::Graph& step) {
   return env;
 }
 
-ir::Graph step_graph(bool fused_attention, const frontend::Config& config = tiny()) {
-  ir::Graph g = frontend::build_bert_pretraining(config);
+ir::Graph step_graph(bool fused_attention, const run_config::Config& config = tiny()) {
+  ir::Graph g = frontend::build_bert_pretraining(config.model_settings());
   if (fused_attention) fuse_attention(g);
   differentiate(g);
   accumulate_gradients(g);
@@ -273,7 +274,7 @@ TEST(PassEquivalence, FusionOfAVeryLongChain) {
 // The loss has the same bound.
 void expect_close_to_f32(const std::string& precision, double tol) {
   const ir::Graph f32 = step_graph(true);
-  ir::Graph reduced = frontend::build_bert_pretraining(tiny());
+  ir::Graph reduced = frontend::build_bert_pretraining(tiny().model_settings());
   fuse_attention(reduced);
   apply_precision(reduced, ir::enum_named<Precision>(precision));
   differentiate(reduced);

@@ -7,7 +7,7 @@
 
 #include "frontend/bert.h"
 #include "ir/builder.h"
-#include "frontend/config.h"
+#include "run_config/config.h"
 #include "passes/cost_model.h"
 #include "passes/pipeline.h"
 #include "passes/report.h"
@@ -99,13 +99,13 @@ TEST(CostModel, TensorCoresRaiseTheMatmulPeak) {
 
 // BERT-base pretraining (examples/bert-base.toml: batch 32, seq 128, 20 predictions) for `recompute`.
 CompileReport bert_base(const std::string& recompute, int64_t budget = 0) {
-  frontend::Config config = frontend::load_config(BERTC_SOURCE_DIR "/examples/bert-base.toml");
+  run_config::Config config = run_config::load_config(BERTC_SOURCE_DIR "/examples/bert-base.toml");
   config.compile.arch = passes::Arch::parse("h200");
   config.compile.precision = ir::enum_named<passes::Precision>("fp32");
   config.compile.recompute = ir::enum_named<passes::RecomputePolicy>(recompute);
   config.compile.memory_budget = budget;
   config.compile = resolve_options(config.compile, passes::Arch::none());
-  return compile_report(frontend::build_bert_pretraining(config), config.compile, config.train,
+  return compile_report(frontend::build_bert_pretraining(config.model_settings()), config.compile, config.train,
                         config.train.batch_size);
 }
 
@@ -152,11 +152,11 @@ int count_ops(const ir::Graph& g, ir::OpKind kind) {
 // layer has one attention_qkv and one attention_qkv_grad. (Before: 3 permute
 // launches and the gradient's pad-and-add per layer, 96 launches and 5.1 GB a step in fp32.)
 TEST(CompileReport, BertBaseAttentionHasNoCopiesAroundIt) {
-  frontend::Config config = frontend::load_config(BERTC_SOURCE_DIR "/examples/bert-base.toml");
+  run_config::Config config = run_config::load_config(BERTC_SOURCE_DIR "/examples/bert-base.toml");
   config.compile.arch = passes::Arch::parse("h200");
   config.compile = resolve_options(config.compile, passes::Arch::none());
   const passes::TrainingProgram p =
-      passes::compile_training(frontend::build_bert_pretraining(config), config.compile, config.train);
+      passes::compile_training(frontend::build_bert_pretraining(config.model_settings()), config.compile, config.train);
   EXPECT_EQ(count_ops(p.step, ir::OpKind::AttentionQkv), 12);
   EXPECT_EQ(count_ops(p.step, ir::OpKind::AttentionQkvGrad), 12);
   EXPECT_EQ(count_ops(p.step, ir::OpKind::Attention), 0);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "train/task_metrics.h"
+#include "run_config/config.h"
 
 namespace bertc::train {
 namespace {
@@ -92,9 +93,9 @@ TEST(TaskMetrics, SpearmanGivesTiesTheirMeanRank) {
 TEST(TaskMetrics, TheChosenFigure) {
   TaskScores s;
   s.accuracy = 0.1, s.f1 = 0.2, s.mcc = 0.3, s.pearson = 0.4, s.spearman = 0.5;
-  EXPECT_EQ(metric_value(s, frontend::TaskMetric::F1), 0.2);
-  EXPECT_EQ(metric_value(s, frontend::TaskMetric::Spearman), 0.5);
-  EXPECT_THROW(metric_value(s, frontend::TaskMetric::Auto), std::logic_error);
+  EXPECT_EQ(metric_value(s, run_config::TaskMetric::F1), 0.2);
+  EXPECT_EQ(metric_value(s, run_config::TaskMetric::Spearman), 0.5);
+  EXPECT_THROW(metric_value(s, run_config::TaskMetric::Auto), std::logic_error);
 }
 
 }  // namespace

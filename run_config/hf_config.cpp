@@ -1,5 +1,5 @@
 // config.json of Hugging Face BERT folders, in and out (see hf_config.h).
-#include "frontend/hf_config.h"
+#include "run_config/hf_config.h"
 #include "support/file_errors.h"
 #include "support/options_json.h"
 #include "support/safetensors.h"
@@ -14,7 +14,7 @@
 
 #include <fmt/format.h>
 
-namespace bertc::frontend {
+namespace bertc::run_config {
 namespace {
 
 using support::OptionValue;
@@ -504,4 +504,4 @@ HfTokenizerSettings hf_tokenizer_settings(const std::filesystem::path& folder) {
   return s;
 }
 
-}  // namespace bertc::frontend
+}  // namespace bertc::run_config

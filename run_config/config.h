@@ -1,5 +1,6 @@
-// Model, training and compile settings, loaded from a TOML file ([model] [train] [compile]); every
-// key is declared once (config.def, passes/options.def).
+// A run's settings, loaded from a TOML file ([model] [train] [compile] [finetune]); every key is
+// declared once (frontend/model_keys.def, config.def, passes/options.def). The layer above the
+// model builders, the passes and the distributed code, whose settings it gathers.
 #pragma once
 
 #include <cstdint>
@@ -15,10 +16,18 @@
 #include <vector>
 
 #include "distributed/compression.h"
+#include "frontend/model.h"
+#include "frontend/model_settings.h"
 #include "ir/enum_names.h"
 #include "passes/options.h"
 
-namespace bertc::frontend {
+namespace bertc::run_config {
+
+using frontend::ConfigError;
+using frontend::ConfigValue;
+using frontend::ExtraKey;
+using frontend::FinetuneTask;
+using frontend::ModelConfig;
 
 // The most sequences one optimizer step may take (batch_size x gradient_accumulation_steps, times
 // the data-parallel ranks of a compiled program).
@@ -28,51 +37,29 @@ enum class LrDecay { Linear, Polynomial, Constant };
 BERTC_ENUM_NAMES(LrDecay, {LrDecay::Linear, "linear"}, {LrDecay::Polynomial, "polynomial"},
                  {LrDecay::Constant, "constant"})
 
-// What a fine-tuning head predicts (Hugging Face's BertFor<task>).
-enum class FinetuneTask { SequenceClassification, Regression, TokenClassification };
-BERTC_ENUM_NAMES(FinetuneTask, {FinetuneTask::SequenceClassification, "sequence-classification"},
-                 {FinetuneTask::Regression, "regression"}, {FinetuneTask::TokenClassification, "token-classification"})
-
 // The dev-set figures of a fine-tuning run, and which one picks its best checkpoint.
 enum class TaskMetric { Auto, Accuracy, F1, Mcc, Pearson, Spearman };
 BERTC_ENUM_NAMES(TaskMetric, {TaskMetric::Auto, "auto"}, {TaskMetric::Accuracy, "accuracy"}, {TaskMetric::F1, "f1"},
                  {TaskMetric::Mcc, "mcc"}, {TaskMetric::Pearson, "pearson"}, {TaskMetric::Spearman, "spearman"})
 
-// [model]: the network (config.def).
-struct ModelConfig {
-#define BERTC_MODEL_KEY(member, Type, default_value, ...) Type member = default_value;
-#define BERTC_TRAIN_KEY(...)
-#define BERTC_FINETUNE_KEY(...)
-#include "frontend/config.def"
-#undef BERTC_FINETUNE_KEY
-#undef BERTC_TRAIN_KEY
-#undef BERTC_MODEL_KEY
-
-  int64_t head_size() const { return hidden_size / num_attention_heads; }
-};
-
 // [train]: the batch, the optimizer (its keys are the optimizer pass's options) and its schedule,
 // checkpoints, and the data. One micro-batch is batch_size sequences; an optimizer step sums
 // gradient_accumulation_steps of them.
 struct TrainConfig : passes::OptimizerOptions {
-#define BERTC_MODEL_KEY(...)
 #define BERTC_TRAIN_KEY(member, Type, default_value, ...) Type member = default_value;
 #define BERTC_FINETUNE_KEY(...)
-#include "frontend/config.def"
+#include "run_config/config.def"
 #undef BERTC_FINETUNE_KEY
 #undef BERTC_TRAIN_KEY
-#undef BERTC_MODEL_KEY
 };
 
 // [finetune]: the task a fine-tuning run learns (bertc finetune), its data and its evaluation.
 struct FinetuneConfig {
-#define BERTC_MODEL_KEY(...)
 #define BERTC_TRAIN_KEY(...)
 #define BERTC_FINETUNE_KEY(member, Type, default_value, ...) Type member = default_value;
-#include "frontend/config.def"
+#include "run_config/config.def"
 #undef BERTC_FINETUNE_KEY
 #undef BERTC_TRAIN_KEY
-#undef BERTC_MODEL_KEY
 
   // The label names in class order (`labels` split at commas; empty when labels are numbers).
   std::vector<std::string> label_names() const;
@@ -83,15 +70,6 @@ struct FinetuneConfig {
 };
 
 using passes::CompileOptions;
-
-using ConfigValue = support::OptionValue;
-
-// A [model] key that a custom model definition adds (see model.h).
-struct ExtraKey {
-  std::string name;
-  ConfigValue default_value;  // also fixes the key's type
-  std::string doc;
-};
 
 struct Config {
   std::string source;  // file it came from, for messages
@@ -110,16 +88,16 @@ struct Config {
   std::map<std::string, std::string> given_at;  // where each is set: "section.key" -> "LINE:COLUMN"
   bool from_stream = false;  // read from a pipe or a device (/dev/stdin), which has no folder of its own
 
-  // A custom model's extra key; throws ConfigError when absent or of another type.
-  template <typename T>
-  T extra_value(const std::string& key) const;
+  // What the model builders read of it: [model], the extra keys, the batch shape, [compile]
+  // dropout, and the task head of a [finetune] config.
+  frontend::ModelSettings model_settings() const;
   // A path from the config, resolved against the config file's folder when relative (against the
   // working directory for a config read from a stream: /dev/stdin's folder, /dev, is none of its).
   std::filesystem::path resolve(const std::string& path) const;
 };
 
-// Every key a config may set: [model] and [train] (config.def), the optimizer's [train] keys and
-// [compile] (passes/options.def); what the loader accepts and documentation lists.
+// Every key a config may set: [model] (frontend/model_keys.def), [train] and [finetune]
+// (config.def), the optimizer's [train] keys and [compile] (passes/options.def); what the loader accepts and documentation lists.
 const std::vector<support::OptionSpec<Config>>& config_keys();
 
 // A run's settings as a checkpoint records them ("config_settings"): a line "[section] key=value"
@@ -128,11 +106,6 @@ const std::vector<support::OptionSpec<Config>>& config_keys();
 // against its [model] lines.
 std::string settings_text(const Config& c, const std::function<bool(std::string_view section, std::string_view key)>& kept);
 std::map<std::string, std::string> settings_of_text(const std::string& text);
-
-class ConfigError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 // Reads and checks a config file. Errors name the file, line and column, the key and the fix.
 // A config must have a [model] section unless `model_required` is false: its model may then come
@@ -165,12 +138,4 @@ void validate(const Config& config, const ModelOrigin& origin = {});
 // of a model read from `origin` (a checkpoint's record export turns into a config.json).
 void validate_model(const ModelConfig& model, const ModelOrigin& origin);
 
-template <typename T>
-T Config::extra_value(const std::string& key) const {
-  auto it = extra.find(key);
-  if (it == extra.end() || !std::holds_alternative<T>(it->second))
-    throw ConfigError("model definition asked for [model] " + key + ", which it did not declare with that type");
-  return std::get<T>(it->second);
-}
-
-}  // namespace bertc::frontend
+}  // namespace bertc::run_config

@@ -12,9 +12,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "frontend/config.h"
+#include "run_config/config.h"
 
-namespace bertc::frontend {
+namespace bertc::run_config {
 
 // Whether `path` is a Hugging Face model folder: a directory with a config.json.
 bool is_hf_folder(const std::filesystem::path& path);
@@ -94,4 +94,4 @@ std::optional<ModelConfig> model_of_record(const std::map<std::string, std::stri
 nlohmann::json hf_config_json(const ModelConfig& model, HfHead head, int64_t num_labels, bool regression,
                               const std::vector<std::string>& labels);
 
-}  // namespace bertc::frontend
+}  // namespace bertc::run_config

@@ -1,5 +1,5 @@
 // TOML config loading with toml++: every key known, typed and range-checked, errors located.
-#include "frontend/config.h"
+#include "run_config/config.h"
 
 #include <algorithm>
 #include <charconv>
@@ -16,7 +16,7 @@
 #include "support/bounded_read.h"
 #include "support/file_errors.h"
 
-namespace bertc::frontend {
+namespace bertc::run_config {
 namespace {
 
 using support::OptionSpec;
@@ -39,38 +39,30 @@ std::vector<OptionSpec<ModelConfig>> model_specs() {
   return {
 #define BERTC_MODEL_KEY(member, Type, default_value, check, doc) \
   BERTC_OPTION_SPEC(ModelConfig, "model", member, Type, default_value, check, Program, "", doc),
-#define BERTC_TRAIN_KEY(...)
-#define BERTC_FINETUNE_KEY(...)
-#include "frontend/config.def"
-#undef BERTC_FINETUNE_KEY
-#undef BERTC_TRAIN_KEY
+#include "frontend/model_keys.def"
 #undef BERTC_MODEL_KEY
   };
 }
 
 std::vector<OptionSpec<TrainConfig>> train_specs() {
   return {
-#define BERTC_MODEL_KEY(...)
 #define BERTC_TRAIN_KEY(member, Type, default_value, check, doc) \
   BERTC_OPTION_SPEC(TrainConfig, "train", member, Type, default_value, check, Program, "", doc),
 #define BERTC_FINETUNE_KEY(...)
-#include "frontend/config.def"
+#include "run_config/config.def"
 #undef BERTC_FINETUNE_KEY
 #undef BERTC_TRAIN_KEY
-#undef BERTC_MODEL_KEY
   };
 }
 
 std::vector<OptionSpec<FinetuneConfig>> finetune_specs() {
   return {
-#define BERTC_MODEL_KEY(...)
 #define BERTC_TRAIN_KEY(...)
 #define BERTC_FINETUNE_KEY(member, Type, default_value, check, doc) \
   BERTC_OPTION_SPEC(FinetuneConfig, "finetune", member, Type, default_value, check, Program, "", doc),
-#include "frontend/config.def"
+#include "run_config/config.def"
 #undef BERTC_FINETUNE_KEY
 #undef BERTC_TRAIN_KEY
-#undef BERTC_MODEL_KEY
   };
 }
 
@@ -558,6 +550,14 @@ Config parse_config(std::string_view toml_text, const std::string& source, std::
   return config;
 }
 
+frontend::ModelSettings Config::model_settings() const {
+  frontend::ModelSettings s{.name = name, .model = model, .extra = extra,
+                            .batch = {train.batch_size, train.seq_len, train.max_predictions_per_seq},
+                            .dropout = compile.dropout};
+  if (finetune_section) s.head = frontend::TaskHead{finetune.task, finetune.num_labels};
+  return s;
+}
+
 std::filesystem::path Config::resolve(const std::string& path) const {
   const std::filesystem::path p(path);
   if (p.is_absolute() || source.empty() || from_stream) return p;
@@ -597,4 +597,4 @@ Config load_data_config(const std::filesystem::path& path, std::span<const Extra
   return config;
 }
 
-}  // namespace bertc::frontend
+}  // namespace bertc::run_config
