@@ -29,7 +29,7 @@ std::vector<OperandSpec> operand_specs(std::string_view list) {
 
 #define REQ(n, k) AttrSpec{#n, AttrKind::k, std::nullopt},
 #define OPT(n, k, d) AttrSpec{#n, AttrKind::k, attr_default<AttrKind::k>(d)},
-#define TRAITS(pattern, family, flags) FusionPattern::pattern, KernelFamily::family, flags
+#define TRAITS(pattern, family, flags, gradient) FusionPattern::pattern, KernelFamily::family, flags, Gradient::gradient
 #define BERTC_OP(id, text, rule, results, operands, flops, attrs, traits, kernel, doc)    \
   OpInfo{OpKind::id, #text, &rules::rule, ResultTypes::results, operand_specs(operands), \
          flops, {attrs}, OpTraits{traits, kernel}, doc},

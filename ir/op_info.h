@@ -54,10 +54,15 @@ enum OpFlag : unsigned {
   Recompute = 1u << 1,  // cheap to make again in the backward (no weight matmul, no cross-row reduction)
 };
 
+// Whether autodiff has the op's chain rule (ops.def's TRAITS column; passes/autodiff.cpp does not
+// compile without a case for each Rule op, nor with one for a NoGradient op).
+enum class Gradient { Rule, NoGradient };
+
 struct OpTraits {
   FusionPattern pattern;
   KernelFamily family;  // renders the op as a kernel of its own (None: no kernel, or a fused op's attribute)
   unsigned flags;
+  Gradient gradient;
   std::string_view kernel;  // an elementwise op's kernel expression over {0}, {1}, ... ("" : custom)
 };
 
@@ -99,6 +104,7 @@ inline bool is_view(OpKind kind) { return op_info(kind).traits.pattern == Fusion
 bool launches_kernel(OpKind kind);
 inline bool may_run_in_place(OpKind kind) { return (op_info(kind).traits.flags & InPlace) != 0; }
 inline bool cheap_to_recompute(OpKind kind) { return (op_info(kind).traits.flags & Recompute) != 0; }
+inline bool has_gradient_rule(OpKind kind) { return op_info(kind).traits.gradient == Gradient::Rule; }
 
 struct Op;
 // The op's fusion pattern: its kind's, except that a gather along a batch dim (batch_dims > 0,

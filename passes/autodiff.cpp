@@ -10,6 +10,9 @@
 #include "ir/builder.h"
 #include "ir/value_names.h"
 
+// An OpKind without a case in apply_rule's switch is an error, not a warning: see the switch.
+#pragma GCC diagnostic error "-Wswitch"
+
 namespace bertc::passes {
 namespace {
 
@@ -149,10 +152,27 @@ class Differentiator {
           accumulate(op.operands[2], unbroadcast(b_.op(OpKind::Where, {operand(op, 0), zero, dy}), shape_of(op.operands[2])));
         return;
       }
-      default:
+      // The ops ops.def marks NoGradient, each a case of its own: a Rule op left without a case
+      // above is -Wswitch's error (made one below), and a NoGradient op given a rule above is a
+      // duplicate case. No default: the table, not this switch, says which ops have a gradient.
+#define BERTC_GRADIENT_CASE_Rule(id)
+#define BERTC_GRADIENT_CASE_NoGradient(id) case OpKind::id:
+#define BERTC_GRADIENT_CASE_OF(gradient, id) BERTC_GRADIENT_CASE_##gradient(id)
+#define BERTC_GRADIENT_CASE(gradient, id) BERTC_GRADIENT_CASE_OF(gradient, id)
+#define TRAITS(pattern, family, flags, gradient) gradient
+#define BERTC_OP(id, text, rule, results, operands, flops, attrs, traits, kernel, doc) BERTC_GRADIENT_CASE(traits, id)
+#include "ir/ops.def"
+#undef BERTC_OP
+#undef TRAITS
+#undef BERTC_GRADIENT_CASE
+#undef BERTC_GRADIENT_CASE_OF
+#undef BERTC_GRADIENT_CASE_NoGradient
+#undef BERTC_GRADIENT_CASE_Rule
         throw ir::Error(fmt::format("autodiff: {} has no gradient rule, but the loss depends on a param through it",
                                     op.info().name));
     }
+    // (every OpKind returns or throws above; a value outside the enum is not an op)
+    throw std::logic_error("autodiff: an op kind outside ops.def");
   }
 
   void binary_sum(const ir::Op& op, Tensor dy, bool subtract) {

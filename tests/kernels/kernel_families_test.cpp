@@ -82,6 +82,29 @@ graph @pw {
 )", /*fuse=*/false, {{"ids", 10}});
 }
 
+// The elementwise ops the graph above leaves out, each once (log and rsqrt of positive values),
+// so that every op with a kernel has a case (tests/layering/check_kernel_cases.py).
+TEST(KernelFamilies, TheOtherElementwiseOps) {
+  expect_kernels_match(R"(
+graph @elementwise {
+  %x = input : f32[5,7]
+  %y = input : f32[5,7]
+  %dy = input : f32[5,7]
+  %0 = neg(%x) : f32[5,7]
+  %1 = sub(%0, %y) : f32[5,7]
+  %2 = exp(%1) : f32[5,7]
+  %3 = log(%2) : f32[5,7]
+  %4 = rsqrt(%2) : f32[5,7]
+  %5 = relu(%x) : f32[5,7]
+  %6 = minimum(%3, %y) : f32[5,7]
+  %7 = maximum(%4, %5) : f32[5,7]
+  %8 = gelu_grad(%dy, %x) : f32[5,7]
+  %9 = relu_grad(%dy, %y) : f32[5,7]
+  return %6, %7, %8, %9
+}
+)", /*fuse=*/false);
+}
+
 // Rows of 32 (a warp each) and of 700 (a block each): softmax, layer norm with bias + dropout +
 // residual before it, and their gradients; the fusion pass makes the groups.
 TEST(KernelFamilies, RowOpsAndTheirGradients) {

@@ -7,11 +7,14 @@
 // (a missing term or wrong transpose is off by O(1)).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <set>
 
 #include "frontend/bert.h"
 #include "gradient_check.h"
+#include "ir/op_info.h"
 #include "ir/verifier.h"
 #include "passes/autodiff.h"
 #include "run_config/config.h"
@@ -38,7 +41,7 @@ ir::HostTensor<double> filled(ir::TensorType type, double scale = 1.0) {
 }
 
 // loss = sum(body * probe) over all elements (a fixed probe makes every output element count).
-void check_rule(const std::function<Tensor(Builder&)>& body, Env env = {}) {
+ir::Graph rule_graph(const std::function<Tensor(Builder&)>& body, Env& env) {
   Builder b("t");
   Tensor y = body(b);
   if (y.rank() > 0) {
@@ -51,81 +54,97 @@ void check_rule(const std::function<Tensor(Builder&)>& body, Env env = {}) {
   b.output(b.cast(y, DType::F32), "loss");
   ir::Graph g = std::move(b).finish();
   fill_params(g, env, wobble);
-  expect_gradients_match_fd(g, env, kEps, kAbsTol, kRelTol);
+  return g;
 }
+
+// What a group of rule cases does with each: checks it against finite differences (the groups'
+// tests), or lists the ops its graph holds (EveryOpWithARuleIsChecked).
+struct RuleCases {
+  std::function<void(const std::function<Tensor(Builder&)>&, Env)> each;
+  void operator()(const std::function<Tensor(Builder&)>& body, Env env = {}) const { each(body, std::move(env)); }
+};
+const RuleCases check_rule{[](const std::function<Tensor(Builder&)>& body, Env env) {
+  const ir::Graph g = rule_graph(body, env);
+  expect_gradients_match_fd(g, env, kEps, kAbsTol, kRelTol);
+}};
 
 Tensor positive(Tensor x) { return x * x + 0.5; }
 
-TEST(Gradients, UnaryOps) {
+void unary_ops(const RuleCases& check) {
   const ir::Shape s{2, 3};
-  check_rule([&](Builder& b) { return -b.param("x", s); });
-  check_rule([&](Builder& b) { return exp(b.param("x", s)); });
-  check_rule([&](Builder& b) { return expm1(b.param("x", s)); });
-  check_rule([&](Builder& b) { return log(positive(b.param("x", s))); });
-  check_rule([&](Builder& b) { return sqrt(positive(b.param("x", s))); });
-  check_rule([&](Builder& b) { return rsqrt(positive(b.param("x", s))); });
-  check_rule([&](Builder& b) { return tanh(b.param("x", s)); });
-  check_rule([&](Builder& b) { return gelu(b.param("x", s) * 3.0); });
-  check_rule([&](Builder& b) { return relu(b.param("x", s)); });
-  check_rule([&](Builder& b) { return b.op(ir::OpKind::Sigmoid, {b.param("x", s) * 3.0}); });
+  check([&](Builder& b) { return -b.param("x", s); });
+  check([&](Builder& b) { return exp(b.param("x", s)); });
+  check([&](Builder& b) { return expm1(b.param("x", s)); });
+  check([&](Builder& b) { return log(positive(b.param("x", s))); });
+  check([&](Builder& b) { return sqrt(positive(b.param("x", s))); });
+  check([&](Builder& b) { return rsqrt(positive(b.param("x", s))); });
+  check([&](Builder& b) { return tanh(b.param("x", s)); });
+  check([&](Builder& b) { return gelu(b.param("x", s) * 3.0); });
+  check([&](Builder& b) { return relu(b.param("x", s)); });
+  check([&](Builder& b) { return b.op(ir::OpKind::Sigmoid, {b.param("x", s) * 3.0}); });
 }
+TEST(Gradients, UnaryOps) { unary_ops(check_rule); }
 
-TEST(Gradients, BroadcastingBinaryOps) {
-  check_rule([](Builder& b) { return b.param("a", {2, 3}) + b.param("bias", {3}); });
-  check_rule([](Builder& b) { return b.param("a", {2, 1}) - b.param("b", {1, 3}); });
-  check_rule([](Builder& b) { return b.param("a", {2, 3}) * b.param("b", {3}); });
-  check_rule([](Builder& b) { return b.param("a", {2, 3}) / positive(b.param("b", {2, 1})); });
-  check_rule([](Builder& b) {
+void broadcasting_binary_ops(const RuleCases& check) {
+  check([](Builder& b) { return b.param("a", {2, 3}) + b.param("bias", {3}); });
+  check([](Builder& b) { return b.param("a", {2, 1}) - b.param("b", {1, 3}); });
+  check([](Builder& b) { return b.param("a", {2, 3}) * b.param("b", {3}); });
+  check([](Builder& b) { return b.param("a", {2, 3}) / positive(b.param("b", {2, 1})); });
+  check([](Builder& b) {
     Tensor a = b.param("a", {3});
     return a * a;  // one value reaching an op twice: contributions add up
   });
 }
+TEST(Gradients, BroadcastingBinaryOps) { broadcasting_binary_ops(check_rule); }
 
-TEST(Gradients, MatmulEveryTransposeAndBatchLayout) {
+void matmul_every_transpose_and_batch_layout(const RuleCases& check) {
   for (bool ta : {false, true})
     for (bool tb : {false, true})
-      check_rule([&](Builder& b) {
+      check([&](Builder& b) {
         Tensor a = b.param("a", ta ? ir::Shape{4, 3} : ir::Shape{3, 4});
         Tensor w = b.param("w", tb ? ir::Shape{5, 4} : ir::Shape{4, 5});
         return b.matmul(a, w, ta, tb);
       });
   // Batched activations against a shared weight (the folded path), both weight layouts.
   for (bool tb : {false, true})
-    check_rule([&](Builder& b) {
+    check([&](Builder& b) {
       return b.matmul(b.param("x", {2, 3, 4}), b.param("w", tb ? ir::Shape{5, 4} : ir::Shape{4, 5}), false, tb);
     });
   // Broadcast batch dims on both sides, and attention's q @ k^T.
-  check_rule([](Builder& b) { return b.matmul(b.param("a", {2, 1, 3, 4}), b.param("b", {3, 4, 2})); });
-  check_rule([](Builder& b) { return b.matmul(b.param("q", {2, 2, 3, 4}), b.param("k", {2, 2, 3, 4}), false, true); });
+  check([](Builder& b) { return b.matmul(b.param("a", {2, 1, 3, 4}), b.param("b", {3, 4, 2})); });
+  check([](Builder& b) { return b.matmul(b.param("q", {2, 2, 3, 4}), b.param("k", {2, 2, 3, 4}), false, true); });
 }
+TEST(Gradients, MatmulEveryTransposeAndBatchLayout) { matmul_every_transpose_and_batch_layout(check_rule); }
 
-TEST(Gradients, ReductionsAndLayout) {
-  check_rule([](Builder& b) { return b.reduce_sum(b.param("x", {2, 3, 4}), {0, 2}, true); });
-  check_rule([](Builder& b) { return b.reduce_mean(b.param("x", {2, 3, 4}), {1}); });
-  check_rule([](Builder& b) { return b.permute(b.reshape(b.param("x", {2, 6}), {2, 3, 2}), {2, 0, 1}); });
-  check_rule([](Builder& b) { return b.broadcast(b.param("x", {3, 1}), {2, 3, 4}); });
-  check_rule([](Builder& b) { return b.slice(b.param("x", {3, 5}), 1, 1, 4); });
-  check_rule([](Builder& b) {
+void reductions_and_layout(const RuleCases& check) {
+  check([](Builder& b) { return b.reduce_sum(b.param("x", {2, 3, 4}), {0, 2}, true); });
+  check([](Builder& b) { return b.reduce_mean(b.param("x", {2, 3, 4}), {1}); });
+  check([](Builder& b) { return b.permute(b.reshape(b.param("x", {2, 6}), {2, 3, 2}), {2, 0, 1}); });
+  check([](Builder& b) { return b.broadcast(b.param("x", {3, 1}), {2, 3, 4}); });
+  check([](Builder& b) { return b.slice(b.param("x", {3, 5}), 1, 1, 4); });
+  check([](Builder& b) {
     Tensor x = b.param("x", {2, 3});
     return b.concat({x, b.param("y", {2, 2}), x}, 1);
   });
-  check_rule([](Builder& b) {
+  check([](Builder& b) {
     return b.op(OpKind::Pad, {b.param("x", {2, 2})}, {{"axis", int64_t{0}}, {"before", int64_t{1}}, {"after", int64_t{2}}});
   });
-  check_rule([](Builder& b) { return b.cast(b.cast(b.param("x", {3}), DType::F64) * 2.0, DType::F32); });
+  check([](Builder& b) { return b.cast(b.cast(b.param("x", {3}), DType::F64) * 2.0, DType::F32); });
 }
+TEST(Gradients, ReductionsAndLayout) { reductions_and_layout(check_rule); }
 
-TEST(Gradients, Gather) {
+void gather(const RuleCases& check) {
   Env env;
   auto ids = ir::HostTensor<double>::zeros({DType::I32, {2, 3}});
   ids.integer = {4, 0, 4, 1, 2, 0};
   env["ids"] = ids;
-  check_rule([](Builder& b) { return b.gather(b.param("table", {5, 3}), b.input("ids", DType::I32, {2, 3})); }, env);
+  check([](Builder& b) { return b.gather(b.param("table", {5, 3}), b.input("ids", DType::I32, {2, 3})); }, env);
   auto pos = ir::HostTensor<double>::zeros({DType::I32, {2, 2}});
   pos.integer = {2, 0, 1, 1};
-  check_rule([](Builder& b) { return b.gather(b.param("x", {2, 3, 4}), b.input("pos", DType::I32, {2, 2}), 1); },
+  check([](Builder& b) { return b.gather(b.param("x", {2, 3, 4}), b.input("pos", DType::I32, {2, 2}), 1); },
              {{"pos", pos}});
 }
+TEST(Gradients, Gather) { gather(check_rule); }
 
 // padding_idx deliberately departs from the true gradient (as nn.Embedding's does): row 0 gets none.
 TEST(Gradients, GatherPaddingRowGetsNoGradient) {
@@ -143,30 +162,31 @@ TEST(Gradients, GatherPaddingRowGetsNoGradient) {
   EXPECT_EQ(gradients_of(graph, env).at("table"), (std::vector<double>{0, 0, 0, 0, 2, 2}));
 }
 
-TEST(Gradients, CompositeOps) {
-  check_rule([](Builder& b) { return b.softmax(b.param("x", {2, 5}) * 2.0); });
-  check_rule([](Builder& b) {
+void composite_ops(const RuleCases& check) {
+  check([](Builder& b) { return b.softmax(b.param("x", {2, 5}) * 2.0); });
+  check([](Builder& b) {
     return b.layer_norm(b.param("x", {3, 4}), b.param("w", {4}), b.param("bias", {4}), 1e-5);
   });
   Env seed{{"dropout_seed", ir::HostTensor<double>::scalar(DType::I64, 1234)}};
-  check_rule([](Builder& b) { return b.dropout(b.param("x", {4, 8}), 0.3); }, seed);
+  check([](Builder& b) { return b.dropout(b.param("x", {4, 8}), 0.3); }, seed);
   Env labels;
   auto y = ir::HostTensor<double>::zeros({DType::I32, {4}});
   y.integer = {2, 0, -100, 1};  // row 2 is ignored
   labels["y"] = y;
   labels["w"] = ir::HostTensor<double>::zeros({DType::F32, {4}});
   labels["w"].real = {1, 0.5, 1, 0};  // row 3 has weight 0
-  check_rule([](Builder& b) {
+  check([](Builder& b) {
     return b.cross_entropy(b.param("logits", {4, 3}) * 3.0, b.input("y", DType::I32, {4}), b.input("w", DType::F32, {4}));
   }, labels);
-  check_rule([](Builder& b) { return b.cross_entropy(b.param("logits", {4, 3}), b.input("y", DType::I32, {4})); }, labels);
+  check([](Builder& b) { return b.cross_entropy(b.param("logits", {4, 3}), b.input("y", DType::I32, {4})); }, labels);
 }
+TEST(Gradients, CompositeOps) { composite_ops(check_rule); }
 
-TEST(Gradients, FusedAttentionAndWhere) {
+void fused_attention_and_where(const RuleCases& check) {
   Env env{{"dropout_seed", ir::HostTensor<double>::scalar(DType::I64, 77)}};
   env["bias"] = filled({DType::F32, {2, 1, 1, 5}}, 2.0);
   for (double p : {0.0, 0.25})
-    check_rule([p](Builder& b) {
+    check([p](Builder& b) {
       std::vector<Tensor> in{b.param("q", {2, 2, 3, 4}), b.param("k", {2, 2, 5, 4}), b.param("v", {2, 2, 5, 4}),
                              b.input("bias", DType::F32, {2, 1, 1, 5})};
       if (p > 0) in.push_back(b.input("dropout_seed", DType::I64, {}));
@@ -176,15 +196,47 @@ TEST(Gradients, FusedAttentionAndWhere) {
   // is dq, dk, dv packed the same way.
   env["bias"] = filled({DType::F32, {2, 1, 1, 5}}, 2.0);
   for (double p : {0.0, 0.25})
-    check_rule([p](Builder& b) {
+    check([p](Builder& b) {
       std::vector<Tensor> in{b.param("qkv", {2, 5, 3, 2, 4}), b.input("bias", DType::F32, {2, 1, 1, 5})};
       if (p > 0) in.push_back(b.input("dropout_seed", DType::I64, {}));
       return b.ops(OpKind::AttentionQkv, in, {{"scale", 0.7}, {"p", p}, {"offset", int64_t{3}}})[0];
     }, env);
   Env cond{{"c", filled({DType::F32, {2, 3}})}};
-  check_rule([](Builder& b) {
+  check([](Builder& b) {
     return b.op(OpKind::Where, {b.input("c", DType::F32, {2, 3}), b.param("a", {2, 3}), b.param("bias", {3})});
   }, cond);
+}
+TEST(Gradients, FusedAttentionAndWhere) { fused_attention_and_where(check_rule); }
+
+// Every group of rule cases above.
+const std::vector<void (*)(const RuleCases&)> kRuleGroups = {
+    unary_ops, broadcasting_binary_ops, matmul_every_transpose_and_batch_layout, reductions_and_layout, gather,
+    composite_ops, fused_attention_and_where};
+
+// The ops ops.def gives a gradient rule (Rule) that no case of `groups` holds.
+std::vector<std::string> rules_without_a_case(const std::vector<void (*)(const RuleCases&)>& groups) {
+  std::set<OpKind> seen;
+  const RuleCases record{[&](const std::function<Tensor(Builder&)>& body, Env env) {
+    const ir::Graph g = rule_graph(body, env);
+    for (const ir::Op& op : g.ops()) seen.insert(op.kind);
+  }};
+  for (auto group : groups) group(record);
+  std::vector<std::string> missing;
+  for (const ir::OpInfo& info : ir::all_ops())
+    if (ir::has_gradient_rule(info.kind) && !seen.contains(info.kind)) missing.emplace_back(info.name);
+  return missing;
+}
+
+// A new op with a gradient rule (ops.def: Rule; autodiff will not compile without its case) gets
+// a finite-difference case here too.
+TEST(Gradients, EveryOpWithARuleIsChecked) {
+  EXPECT_EQ(rules_without_a_case(kRuleGroups), std::vector<std::string>{})
+      << "ops with a gradient rule (ir/ops.def: Rule) and no finite-difference case in this file: add one";
+  // The check itself, with a group left out (a planted gap): the unary ops go missing.
+  std::vector<void (*)(const RuleCases&)> fewer(kRuleGroups.begin() + 1, kRuleGroups.end());
+  const std::vector<std::string> gap = rules_without_a_case(fewer);
+  EXPECT_NE(std::find(gap.begin(), gap.end(), "exp"), gap.end());
+  EXPECT_NE(std::find(gap.begin(), gap.end(), "sigmoid"), gap.end());
 }
 
 TEST(Gradients, ParamsTheLossIgnoresGetZeros) {
