@@ -231,6 +231,24 @@ std::string Emitter::gathered(const ir::Op& op, const Coords& at) {
   return this->at(op.operands[0], table_at);
 }
 
+namespace {
+
+// An attribute as a kernel expression reads it ({name}): a float as f32 literal (the kernels
+// compute in float, as the reference's float run does), an integer or flag as a number.
+std::string attr_literal(const ir::Op& op, const ir::AttrSpec& spec) {
+  switch (spec.kind) {
+    case ir::AttrKind::Float: return float_literal(op.attr<double>(spec.name));
+    case ir::AttrKind::Int: return fmt::format("{}LL", op.attr<int64_t>(spec.name));
+    case ir::AttrKind::Bool: return op.attr<bool>(spec.name) ? "1" : "0";
+    case ir::AttrKind::Ints:
+    case ir::AttrKind::String: break;
+  }
+  throw ir::Error(fmt::format("ops.def: {}'s kernel expression may read its number attributes only, not '{}'",
+                              op.info().name, spec.name));
+}
+
+}  // namespace
+
 std::string Emitter::pointwise(const ir::Op& op, const Coords& at) {
   const DType dtype = body_.value(op.results.at(0)).type.dtype;
   auto x = [&](size_t i) { return operand_at(op, i, at); };
@@ -242,6 +260,10 @@ std::string Emitter::pointwise(const ir::Op& op, const Coords& at) {
     for (size_t i = operands.size(); i-- > 0;) operands[i] = x(i);
     fmt::dynamic_format_arg_store<fmt::format_context> args;
     for (const std::string& o : operands) args.push_back(o);
+    // Attributes by name ({slope}); the table's names are string literals, so they outlive args.
+    for (const ir::AttrSpec& a : op.info().attrs)
+      if (expression.find("{" + std::string(a.name) + "}") != std::string_view::npos)
+        args.push_back(fmt::arg(a.name.data(), attr_literal(op, a)));
     return rounded(dtype, fmt::vformat(expression, args));
   }
   std::string e;

@@ -254,5 +254,6 @@ Tensor rsqrt(Tensor x) { return x.builder().op(OpKind::Rsqrt, {x}); }
 Tensor tanh(Tensor x) { return x.builder().op(OpKind::Tanh, {x}); }
 Tensor gelu(Tensor x) { return x.builder().op(OpKind::Gelu, {x}); }
 Tensor relu(Tensor x) { return x.builder().op(OpKind::Relu, {x}); }
+Tensor leaky_relu(Tensor x, double slope) { return x.builder().op(OpKind::LeakyRelu, {x}, {{"slope", slope}}); }
 
 }  // namespace bertc::ir

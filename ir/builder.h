@@ -163,5 +163,6 @@ Tensor rsqrt(Tensor x);
 Tensor tanh(Tensor x);
 Tensor gelu(Tensor x);
 Tensor relu(Tensor x);
+Tensor leaky_relu(Tensor x, double slope = 0.01);
 
 }  // namespace bertc::ir

@@ -118,6 +118,10 @@ class Differentiator {
       }
       case OpKind::Gelu: return accumulate(x, b_.op(OpKind::GeluGrad, {dy, operand(op, 0)}));
       case OpKind::Relu: return accumulate(x, b_.op(OpKind::ReluGrad, {dy, operand(op, 0)}));
+      case OpKind::LeakyRelu: {  // dy where x > 0, else slope * dy: relu's gradient and the rest scaled
+        const double slope = op.attr<double>("slope");
+        return accumulate(x, b_.op(OpKind::ReluGrad, {dy, operand(op, 0)}) * (1.0 - slope) + dy * slope);
+      }
       case OpKind::Add:
       case OpKind::Sub: return binary_sum(op, dy, op.kind == OpKind::Sub);
       case OpKind::Mul: return binary_product(op, dy);

@@ -42,6 +42,11 @@ template <typename T> void eval_Sqrt(OpEval<T>& e) { unary(e, [](T x) { return s
 template <typename T> void eval_Rsqrt(OpEval<T>& e) { unary(e, [](T x) { return T(1) / std::sqrt(x); }); }
 template <typename T> void eval_Tanh(OpEval<T>& e) { unary(e, [](T x) { return std::tanh(x); }); }
 template <typename T> void eval_Relu(OpEval<T>& e) { unary(e, [](T x) { return x > 0 ? x : T(0); }); }
+template <typename T>
+void eval_LeakyRelu(OpEval<T>& e) {
+  const T slope = static_cast<T>(e.template attr<double>("slope"));  // (in T: the kernels multiply by an f32 literal)
+  unary(e, [slope](T x) { return x > 0 ? x : slope * x; });
+}
 template <typename T> void eval_Sigmoid(OpEval<T>& e) { unary(e, [](T x) { return T(1) / (T(1) + std::exp(-x)); }); }
 template <typename T>
 void eval_Gelu(OpEval<T>& e) {
@@ -113,6 +118,7 @@ BERTC_INSTANTIATE_EVAL(eval_Sqrt)
 BERTC_INSTANTIATE_EVAL(eval_Rsqrt)
 BERTC_INSTANTIATE_EVAL(eval_Tanh)
 BERTC_INSTANTIATE_EVAL(eval_Relu)
+BERTC_INSTANTIATE_EVAL(eval_LeakyRelu)
 BERTC_INSTANTIATE_EVAL(eval_Sigmoid)
 BERTC_INSTANTIATE_EVAL(eval_Gelu)
 BERTC_INSTANTIATE_EVAL(eval_Add)

@@ -82,7 +82,8 @@ graph @pw {
 )", /*fuse=*/false, {{"ids", 10}});
 }
 
-// The elementwise ops the graph above leaves out, each once (log and rsqrt of positive values),
+// The elementwise ops the graph above leaves out, each once (log and rsqrt of positive values;
+// leaky_relu's slope an attribute its kernel expression reads),
 // so that every op with a kernel has a case (tests/layering/check_kernel_cases.py).
 TEST(KernelFamilies, TheOtherElementwiseOps) {
   expect_kernels_match(R"(
@@ -100,7 +101,8 @@ graph @elementwise {
   %7 = maximum(%4, %5) : f32[5,7]
   %8 = gelu_grad(%dy, %x) : f32[5,7]
   %9 = relu_grad(%dy, %y) : f32[5,7]
-  return %6, %7, %8, %9
+  %10 = leaky_relu(%y) {slope = 0.2} : f32[5,7]
+  return %6, %7, %8, %9, %10
 }
 )", /*fuse=*/false);
 }

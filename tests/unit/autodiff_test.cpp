@@ -81,6 +81,7 @@ void unary_ops(const RuleCases& check) {
   check([&](Builder& b) { return tanh(b.param("x", s)); });
   check([&](Builder& b) { return gelu(b.param("x", s) * 3.0); });
   check([&](Builder& b) { return relu(b.param("x", s)); });
+  check([&](Builder& b) { return leaky_relu(b.param("x", s), 0.2); });
   check([&](Builder& b) { return b.op(ir::OpKind::Sigmoid, {b.param("x", s) * 3.0}); });
 }
 TEST(Gradients, UnaryOps) { unary_ops(check_rule); }
