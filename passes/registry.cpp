@@ -290,6 +290,45 @@ std::string invocation_text(const PassInfo& pass, const PassOptions& options) {
   return parts.empty() ? std::string(pass.name) : fmt::format("{}{{{}}}", pass.name, fmt::join(parts, " "));
 }
 
+namespace {
+
+// A table cell: '|' would end it, and <param> would be read as an HTML tag.
+std::string cell(std::string_view text) {
+  std::string out;
+  for (char c : text) out += c == '|' ? "\\|" : c == '<' ? "&lt;" : c == '>' ? "&gt;" : std::string(1, c);
+  return out;
+}
+
+std::string pass_table() {
+  std::string out = "| pass | graphs | what it does | options |\n| --- | --- | --- | --- |\n";
+  for (const PassInfo& p : kPasses) {
+    std::vector<std::string> keys;
+    for (const PassKey& k : keys_of(p)) keys.push_back(fmt::format("`{}`", k.key));
+    out += fmt::format("| `{}` | {} | {} | {} |\n", p.name, ir::enum_name(p.graphs), cell(p.summary), fmt::join(keys, ", "));
+  }
+  return out;
+}
+
+std::string compile_option_table() {
+  std::string out =
+      "| key | flag | values | default | what it sets | as a pass option |\n| --- | --- | --- | --- | --- | --- |\n";
+  for (const support::OptionSpec<CompileOptions>& s : compile_option_specs()) {
+    const std::string values = s.choices.empty() ? std::string(support::kind_description(s.kind))
+                                                 : fmt::format("{}", fmt::join(s.choices, ", "));
+    std::vector<std::string> readers;
+    for (const PassInfo& p : kPasses)
+      if (const auto name = s.key_in(p.name)) readers.push_back(fmt::format("`{}{{{}}}`", p.name, *name));
+    out += fmt::format("| `{}` | `{}` | {} | {} | {} | {} |\n", s.key, s.flag(), cell(values),
+                       s.default_text.empty() ? "none" : fmt::format("`{}`", s.default_text), cell(s.doc),
+                       readers.empty() ? "-" : fmt::format("{}", fmt::join(readers, ", ")));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string markdown_tables() { return pass_table() + "\n" + compile_option_table(); }
+
 std::string pass_options_help(const PassInfo& pass) {
   std::string out;
   const PassOptions defaults;

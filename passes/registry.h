@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ir/enum_names.h"
 #include "ir/graph.h"
 #include "passes/options.h"
 #include "passes/recompute.h"
@@ -35,6 +36,9 @@ enum class PipelineGraphs {
   StepAndOptimizer,  // the step graph, then the optimizer graph
   Optimizer,       // the optimizer graph
 };
+BERTC_ENUM_NAMES(PipelineGraphs, {PipelineGraphs::None, "bertc-opt only"}, {PipelineGraphs::Step, "step"},
+                 {PipelineGraphs::MakesOptimizer, "step -> optimizer"},
+                 {PipelineGraphs::StepAndOptimizer, "step, optimizer"}, {PipelineGraphs::Optimizer, "optimizer"})
 
 struct PassInfo {
   std::string_view name;
@@ -71,5 +75,11 @@ std::string invocation_text(const PassInfo& pass, const PassOptions& options);
 
 // The pass options of `pass`, one line each ("  mode  precision: fp32, fp16, ..."), for help.
 std::string pass_options_help(const PassInfo& pass);
+
+// The pass table (every registered pass: name, graphs, what it does, its options) and the
+// [compile] option table (key, flag, values, default, what it sets, the passes reading it) as
+// Markdown, as the docs show them: `bertc-opt --tables` prints them, and
+// tests/docs/check_generated_tables.py holds the docs to its output.
+std::string markdown_tables();
 
 }  // namespace bertc::passes

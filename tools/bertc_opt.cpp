@@ -55,12 +55,18 @@ std::string pass_list_help() {
 int main(int argc, char** argv) {
   CLI::App app("bertc-opt: run bertc graph passes on IR text and print the result");
   std::string input = "-", output, pipeline;
-  bool print_after_all = false;
+  bool print_after_all = false, tables = false;
   app.add_option("input", input, "IR file, or - for stdin")->capture_default_str();
   app.add_option("--passes", pipeline, pass_list_help());
   app.add_option("-o,--output", output, "Output file (written atomically); default stdout");
   app.add_flag("--print-ir-after-all", print_after_all, "Print the IR to stderr after every pass");
+  app.add_flag("--tables", tables,
+               "Print the pass table and the [compile] option table as Markdown (as the docs show them) and exit");
   CLI11_PARSE(app, argc, argv);
+  if (tables) {
+    std::cout << passes::markdown_tables();
+    return 0;
+  }
 
   support::CheckedStdout checked_stdout;
   const std::string file = input == "-" ? "<stdin>" : input;
