@@ -219,7 +219,8 @@ DeviceCapabilities CudaDevice::capabilities() const {
           a.cublas.library.loaded()
               ? ""
               : fmt::format("no cuBLAS that this driver runs was found (tried {}); set BERTC_CUBLAS to a libcublas.so",
-                            fmt::join(a.cublas.tried, "; "))};
+                            fmt::join(a.cublas.tried, "; ")),
+          InRunSums::SideQueue};
 }
 void* CudaDevice::stream() const { return api_->stream; }
 

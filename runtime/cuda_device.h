@@ -60,6 +60,11 @@ class CudaDevice : public Device {
   void* side_stream();
   void fork();
   void join();
+  void* fork_side_queue() override {
+    fork();
+    return side_stream();
+  }
+  void join_side_queue() override { join(); }
 
   struct Api;  // the dlopen'ed entry points
 

@@ -1,6 +1,7 @@
 // What every device shares (see device.h): the words for a recorded graph's census.
 #include "runtime/device.h"
 
+#include <stdexcept>
 #include <vector>
 
 #include <fmt/format.h>
@@ -20,6 +21,19 @@ std::string GraphCensus::describe() const {
   add(other, "other", "other");
   return fmt::format("{} node{}{}{}", nodes(), nodes() == 1 ? "" : "s", parts.empty() ? "" : ": ",
                      fmt::join(parts, ", "));
+}
+
+// A caller that asked capabilities().in_run_sums never reaches these on a device without them.
+void Device::issue_host_call(std::function<void()> /*work*/) {
+  throw std::logic_error(fmt::format("the {} device runs no host calls among its launches", name()));
+}
+
+void* Device::fork_side_queue() {
+  throw std::logic_error(fmt::format("the {} device has no second queue for a collective library", name()));
+}
+
+void Device::join_side_queue() {
+  throw std::logic_error(fmt::format("the {} device has no second queue for a collective library", name()));
 }
 
 }  // namespace bertc::runtime

@@ -34,11 +34,20 @@ class DeviceGraph {
   virtual GraphCensus census() const = 0;
 };
 
+// Where data-parallel gradient sums can run among a device's own launches (so inside its recorded
+// graph), and through which of Device's calls.
+enum class InRunSums {
+  None,       // nowhere: the sums go through host memory between the step's runs
+  HostCalls,  // host functions in order with the launches (issue_host_call): MPI or Gloo on the Host device
+  SideQueue,  // a collective library on a second queue (fork_side_queue, join_side_queue): NCCL on a GPU
+};
+
 // What callers may ask of a device instead of its name.
 struct DeviceCapabilities {
   bool gpu = false;  // real hardware: timings mean something, MFU is measured, copies back cost time
   int sm = 0;        // the arch its kernels are rendered for (0: sm_61's, which the host emulation runs)
   std::string no_library;  // why matrix products cannot run in cuBLAS here ("": they can)
+  InRunSums in_run_sums = InRunSums::None;
 };
 
 // What one launch of a plan may touch, as the plan knows it and a device does not: a memory plan
@@ -98,6 +107,16 @@ class Device {
   virtual size_t free_bytes() const = 0;
   // Waits for everything launched so far.
   virtual void synchronize() = 0;
+
+  // InRunSums::HostCalls: runs `work` on the host in order with the launches (recorded into a
+  // graph too). Other devices throw std::logic_error.
+  virtual void issue_host_call(std::function<void()> work);
+  // InRunSums::SideQueue: a second queue made to wait for everything issued so far, as the native
+  // handle a collective library enqueues its work on (a CUstream); join_side_queue() makes what is
+  // issued after it wait for that work. Recorded into a graph being captured as a fork and a join.
+  // Other devices throw std::logic_error.
+  virtual void* fork_side_queue();
+  virtual void join_side_queue();
 
   // Records the fills, copies, launches and products `body` issues, without running them, as one
   // graph that replay() runs again and again with the same arguments (kernel arguments are taken

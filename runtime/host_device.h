@@ -30,7 +30,7 @@ class HostDevice : public Device {
   ~HostDevice() override;
 
   std::string name() const override { return "host emulation"; }
-  DeviceCapabilities capabilities() const override { return {false, sm_}; }
+  DeviceCapabilities capabilities() const override { return {false, sm_, "", InRunSums::HostCalls}; }
   void* allocate(size_t bytes, std::string_view what) override;
   void upload(void* device, const void* host, size_t bytes) override;
   void download(void* host, const void* device, size_t bytes) override;
@@ -57,6 +57,7 @@ class HostDevice : public Device {
   // data-parallel gradient sums over MPI, on buffers that are host memory here); a recorded
   // graph's census counts it as `kind`.
   void issue(std::function<void()> work, int64_t GraphCensus::*kind = &GraphCensus::host_calls);
+  void issue_host_call(std::function<void()> work) override { issue(std::move(work)); }
 
  private:
   void* poisoned_block(size_t bytes, std::string_view what);

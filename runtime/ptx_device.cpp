@@ -94,7 +94,7 @@ std::string PtxDevice::name() const {
 }
 
 DeviceCapabilities PtxDevice::capabilities() const {
-  return {false, sm_, "the PTX emulator runs bertc's own kernels, not cuBLAS's"};
+  return {false, sm_, "the PTX emulator runs bertc's own kernels, not cuBLAS's", InRunSums::HostCalls};
 }
 
 void* PtxDevice::allocate(size_t bytes, std::string_view what) {

@@ -163,26 +163,27 @@ std::string DataParallel::attach(GraphRunner& step, GraphRunner& optimizer, runt
 }
 
 std::string DataParallel::attach_sums(GraphRunner& step, GraphRunner& optimizer, runtime::Device* device) {
-  auto* gpu = dynamic_cast<runtime::CudaDevice*>(device);
-  if (allreduce_ == distributed::AllReduce::Nccl && !gpu)
+  const runtime::InRunSums in_run = device ? device->capabilities().in_run_sums : runtime::InRunSums::None;
+  if (allreduce_ == distributed::AllReduce::Nccl && in_run != runtime::InRunSums::SideQueue)
     throw TrainError(fmt::format("[train] allreduce = \"nccl\" sums a GPU's gradients, and this run trains on {}: "
                                  "train with --device cuda, or set allreduce = \"auto\"",
                                  device ? device->name() : "the CPU reference"));
-  if (gpu) return attach_gpu(*gpu, step);
-  auto* host = dynamic_cast<runtime::HostDevice*>(device);
+  if (in_run == runtime::InRunSums::SideQueue) return attach_gpu(*device, step);
   if (exchange_->options().compression == distributed::Compression::PowerSgd) {
-    if (!host) return "summed on the host between the step and the optimizer (PowerSGD needs every gradient at once)";
+    if (in_run != runtime::InRunSums::HostCalls)
+      return "summed on the host between the step and the optimizer (PowerSGD needs every gradient at once)";
     // Every gradient at once, in the optimizer's graph, on the accumulators (host memory here).
     runtime::PlanExecutor& o = *optimizer.plan();
     std::vector<float*> data;
     for (const std::string& name : accumulators_) data.push_back(static_cast<float*>(o.value_address(*o.graph().find(name))));
-    o.set_prologue([this, host, data] { host->issue([this, data] { result_ = exchange_->exchange(data, step_); }); });
+    o.set_prologue(
+        [this, device, data] { device->issue_host_call([this, data] { result_ = exchange_->exchange(data, step_); }); });
     path_ = SumPath::InRuns;
     return fmt::format("summed over {} in the optimizer's device graph (PowerSGD needs every gradient at once)",
                        comm_.engine());
   }
-  if (host) {
-    attach_device_sums(*host, nullptr, step);
+  if (in_run == runtime::InRunSums::HostCalls) {
+    attach_device_sums(*device, step);
     return fmt::format("{}summed over {} among the step's launches on the Host device, each of {} bucket(s) started once "
                        "the backward has written it",
                        rounded_on_device(exchange_->options().compression), comm_.engine(), exchange_->buckets().size());
@@ -213,7 +214,7 @@ std::vector<float*> DataParallel::by_tensor(const std::vector<GraphRunner::Group
   return data;
 }
 
-std::string DataParallel::attach_gpu(runtime::CudaDevice& gpu, GraphRunner& step) {
+std::string DataParallel::attach_gpu(runtime::Device& gpu, GraphRunner& step) {
   const distributed::Compression compression = exchange_->options().compression;
   if (allreduce_ == distributed::AllReduce::Host)
     return fmt::format("staged through host memory and summed over {} ([train] allreduce)", comm_.engine());
@@ -264,20 +265,22 @@ std::string DataParallel::attach_gpu(runtime::CudaDevice& gpu, GraphRunner& step
     }
   }
   nccl_ = std::make_unique<distributed::NcclSums>(comm_, timeout_);
-  attach_device_sums(gpu, &gpu, step);
+  attach_device_sums(gpu, step);
   return fmt::format("{}summed by {} on a second stream of the step's CUDA Graph, each of {} bucket(s) started once the "
                      "backward has written it",
                      rounded_on_device(compression), nccl_->describe(), exchange_->buckets().size());
 }
 
-void DataParallel::attach_device_sums(runtime::Device& device, runtime::CudaDevice* gpu, GraphRunner& step) {
+void DataParallel::attach_device_sums(runtime::Device& device, GraphRunner& step) {
   device_buckets_ = device_buckets(device, exchange_->options().compression);
   path_ = SumPath::OnDevice;
-  auto* host = dynamic_cast<runtime::HostDevice*>(&device);
-  if (!gpu && !host) throw std::logic_error("sums in a device's runs need a GPU (NCCL) or the Host device");
+  const runtime::InRunSums in_run = device.capabilities().in_run_sums;
+  if (in_run == runtime::InRunSums::None)
+    throw std::logic_error("sums in a device's runs need a second queue (NCCL on a GPU) or host calls (the Host device)");
+  const bool gpu = in_run == runtime::InRunSums::SideQueue;
   step.add_value_hooks(
       bucket_values(),
-      [this, &device, gpu, host](size_t b, const GraphRunner::GroupData& d) {
+      [this, &device, gpu](size_t b, const GraphRunner::GroupData& d) {
         // The bucket's gradients, or their 16-bit shares rounded into its buffer, are summed once
         // the launches so far have written them: on a GPU by NCCL on a second stream while the
         // main stream goes on with the backward; on the Host device in order with its launches.
@@ -289,21 +292,20 @@ void DataParallel::attach_device_sums(runtime::Device& device, runtime::CudaDevi
         }
         if (bucket.packed) spans = {{bucket.packed, bucket.total}};
         if (gpu) {
-          gpu->fork();
-          nccl_->issue_sum(spans, bucket.element, gpu->side_stream());
+          nccl_->issue_sum(spans, bucket.element, device.fork_side_queue());
         } else {
-          host->issue([this, spans, element = bucket.element] {
+          device.issue_host_call([this, spans, element = bucket.element] {
             for (const distributed::NcclSums::Span& s : spans) in_flight_.push_back(comm_.start_sum(s.data, s.count, element));
           });
         }
       },
       // The updates (the summed gradients into the accumulators) wait for every sum, widened
       // back from 16 bits first when compressed.
-      [this, &device, gpu, host](const std::vector<GraphRunner::GroupData>& groups) {
+      [this, &device, gpu](const std::vector<GraphRunner::GroupData>& groups) {
         if (gpu) {
-          gpu->join();
+          device.join_side_queue();
         } else {
-          host->issue([this] {
+          device.issue_host_call([this] {
             for (std::unique_ptr<distributed::PendingSum>& p : in_flight_) p->wait();
             in_flight_.clear();
           });

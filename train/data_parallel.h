@@ -20,9 +20,7 @@
 #include "train/checkpoint.h"
 #include "train/graph_runner.h"
 #include "train/progress.h"
-#include "runtime/cuda_device.h"
 #include "runtime/device.h"
-#include "runtime/host_device.h"
 #include "runtime/plan_executor.h"
 
 namespace bertc::train {
@@ -116,9 +114,11 @@ class DataParallel {
   // in a GPU's CUDA Graph; MPI's or Gloo's issued among the Host device's launches).
   enum class SumPath { None, Staged, InRuns, OnDevice };
   std::string attach_sums(GraphRunner& step, GraphRunner& optimizer, runtime::Device* device);
-  std::string attach_gpu(runtime::CudaDevice& gpu, GraphRunner& step);
-  // The OnDevice sums' hooks in the step's run: `gpu` sums with NCCL, else `device` is the Host device.
-  void attach_device_sums(runtime::Device& device, runtime::CudaDevice* gpu, GraphRunner& step);
+  // A device whose sums run on a second queue (InRunSums::SideQueue: NCCL on a GPU).
+  std::string attach_gpu(runtime::Device& gpu, GraphRunner& step);
+  // The OnDevice sums' hooks in the step's run: NCCL on the device's second queue (SideQueue), or
+  // MPI's or Gloo's sums issued as host calls among its launches (HostCalls).
+  void attach_device_sums(runtime::Device& device, GraphRunner& step);
   // One bucket's sums on a device: of its gradients in place (f32), or of `packed`, a device
   // buffer of their 16-bit shares one after the other, which the casts' kernels fill and read back.
   struct DeviceBucket {

@@ -8,7 +8,6 @@
 #include <fmt/format.h>
 
 #include "codegen/render.h"
-#include "runtime/host_device.h"
 #include "runtime/plan_executor.h"
 
 namespace bertc::train {
