@@ -16,6 +16,8 @@
 
 namespace bertc::runtime {
 
+class EmulatorControls;  // runtime/emulator_controls.h
+
 // What a recorded device graph holds, by kind of node: a CUDA Graph's as the driver lists them
 // (cuGraphGetNodes, cuGraphNodeGetType), the Host device's as its work was issued. Said once a
 // run records its step, and what the GPU check reads to see NCCL's work inside the graph.
@@ -117,6 +119,10 @@ class Device {
   // Other devices throw std::logic_error.
   virtual void* fork_side_queue();
   virtual void join_side_queue();
+
+  // The emulator's settings and counts, for a device whose kernels run on the PTX emulator
+  // (bertc check's emulator flags); nullptr for the others.
+  virtual EmulatorControls* emulator_controls() { return nullptr; }
 
   // Records the fills, copies, launches and products `body` issues, without running them, as one
   // graph that replay() runs again and again with the same arguments (kernel arguments are taken

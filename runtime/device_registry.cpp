@@ -22,16 +22,17 @@ DeviceProbe probe_cuda() {
 
 const DeviceKind kDevices[] = {
     {"host", "the compiled plan's kernels under host emulation",
-     "slow: it checks the GPU runtime's plan on the CPU", false,
+     "slow: it checks the GPU runtime's plan on the CPU", false, false,
      [](const DeviceRequest& r) -> std::shared_ptr<Device> { return std::make_shared<HostDevice>(r.kernel_cache, r.sm); },
      nullptr},
     {"ptx", "the compiled plan's kernels as NVRTC's PTX for the arch, run on the PTX emulator with compute-sanitizer's "
             "checks",
      "very slow: every thread's every instruction is interpreted; a check of the exact PTX, never a GPU figure", false,
+     true,
      [](const DeviceRequest& r) -> std::shared_ptr<Device> { return std::make_shared<PtxDevice>(r.kernel_cache, r.sm); },
      nullptr},
     {"cuda", "GPU 0 through the CUDA driver API and cuBLAS (both dlopen'ed), CUDA Graphs",
-     "run on one H200 so far (tests/gpu/run.sh): not yet on a P40, a V100 or two GPUs", true,
+     "run on one H200 so far (tests/gpu/run.sh): not yet on a P40, a V100 or two GPUs", true, false,
      [](const DeviceRequest& r) -> std::shared_ptr<Device> { return std::make_shared<CudaDevice>(r); },
      probe_cuda},
 };

@@ -41,6 +41,9 @@ struct DeviceKind {
   std::string_view caveat;
   // --device auto may choose it when the probe finds it usable.
   bool chosen_automatically;
+  // Its devices offer EmulatorControls (emulator_controls()): bertc check's --sample-blocks,
+  // --schedule-seed, --resident-blocks and --approx apply to it.
+  bool emulator_controls;
   // Throws std::runtime_error saying why it is not usable and what to do instead.
   std::shared_ptr<Device> (*open)(const DeviceRequest& request);
   // Looks for it without opening it (never throws); null: always usable.

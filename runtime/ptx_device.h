@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ptx/executor.h"
+#include "runtime/emulator_controls.h"
 #include "runtime/host_device.h"
 
 namespace bertc::runtime {
@@ -20,23 +21,7 @@ namespace bertc::runtime {
 // emulator's timing model (ptx/timing.h); all 0 where the table has none (not timed).
 ptx::Latencies ptx_latencies(int sm);
 
-// One launch on the PTX device and what it executed.
-struct PtxLaunchRecord {
-  std::string kernel;
-  std::string label;   // the op it runs (its scope)
-  std::string family;  // its kernel family ("matmul", "row", ...)
-  size_t op_index = 0;     // the op of its graph it runs (KernelSpec::op_index)
-  uint32_t registers = 0;  // per thread, as ptxas allocates them for the arch (0: not known)
-  // Where `registers` is not known: the most the kernel's launch bounds allow it (0: none given;
-  // ptx/launch_limits.h's launch_bounds_registers).
-  uint32_t register_bound = 0;
-  ptx::LaunchCounts counts;
-  // Sampled launches only: the kernel ran before with this grid, and its counts are that launch's
-  // (the launch itself ran nothing). A kernel's name is its source's hash, shapes included.
-  bool repeat = false;
-};
-
-class PtxDevice : public HostDevice {
+class PtxDevice : public HostDevice, public EmulatorControls {
  public:
   // Compiles kernels for sm_`sm` with NVRTC (PTX, and cubins where an NVRTC reaches the arch: their
   // register counts), cached under `cache`. Throws std::runtime_error naming the NVRTC libraries
@@ -62,34 +47,35 @@ class PtxDevice : public HostDevice {
   void launch_within(const codegen::KernelSpec& kernel, void** args, const LaunchFootprint& footprint) override;
   // The emulator runs bertc's kernels only: plans for it use generated products (capabilities).
   void gemm(const codegen::CublasGemmArgs& args, const void* first, const void* second, void* c) override;
+  EmulatorControls* emulator_controls() override { return this; }
 
   // Every launch so far, in launch order: the first kMaxLaunchRecords of them (a long training run
   // on the emulator made a record a launch for as long as it ran, read by nothing; bertc check's
   // two steps make a few thousand at most), and how many more went unrecorded.
   static constexpr size_t kMaxLaunchRecords = 1 << 16;
-  const std::vector<PtxLaunchRecord>& launches() const { return launches_; }
+  const std::vector<PtxLaunchRecord>& launches() const override { return launches_; }
   uint64_t launches_unrecorded() const { return unrecorded_; }
   // Whether the register counts are ptxas's (an NVRTC made cubins for the arch).
-  bool registers_known() const { return registers_known_; }
+  bool registers_known() const override { return registers_known_; }
   // Counting only, for projections of grids too large to emulate whole: every launch from now on
   // runs at most `blocks` of its blocks (ptx::LaunchConfig::sample_blocks; 2 or more) and a
   // kernel's repeats with the same grid take its first launch's counts without running. Results
   // are then incomplete: no value of such a run may be read as the program's. 0: every block.
   // Kernels whose blocks' work follows the data (codegen::blocks_do_alike_work) run whole. Global
   // memory's initcheck is off while sampling (the blocks not run write nothing).
-  void sample_blocks(uint32_t blocks) { sample_blocks_ = blocks; }
+  void sample_blocks(uint32_t blocks) override { sample_blocks_ = blocks; }
   uint32_t sampled_blocks() const { return sample_blocks_; }
   // How the approximate instructions' results are made from now on (ptx/approximations.h):
   // correctly rounded (the default), or at the edge of the ISA's error bounds, so that values
   // compared with a reference show whether any GPU's approximations would pass.
-  void approximations(ptx::ApproxResults results) { approx_ = results; }
+  void approximations(ptx::ApproxResults results) override { approx_ = results; }
   // The schedule's seed from now on (ptx::LaunchConfig::seed): 0 runs blocks and warps in index
   // order, lanes lowest first; any other a shuffled order of each, warps interleaved (sm_70 on).
   // A kernel that is right gives the same values under every seed. Default 1.
-  void schedule_seed(uint64_t seed) { seed_ = seed; }
+  void schedule_seed(uint64_t seed) override { seed_ = seed; }
   // How many blocks of a launch run side by side under a seed (ptx::LaunchConfig::resident_blocks;
   // default 1, one block to its end before the next).
-  void resident_blocks(uint32_t blocks) { resident_blocks_ = blocks; }
+  void resident_blocks(uint32_t blocks) override { resident_blocks_ = blocks; }
 
  private:
   struct Compilers;

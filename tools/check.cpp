@@ -11,7 +11,7 @@
 #include "train/batches.h"
 #include "runtime/device_registry.h"
 #include "runtime/device_target.h"
-#include "runtime/ptx_device.h"
+#include "runtime/emulator_controls.h"
 #include "tools/ptx_counts.h"
 #include "reference/executor.h"
 #include "train/step_check.h"
@@ -70,13 +70,23 @@ bool report(const std::string& graph, const train::GraphCheck& c, double toleran
 
 namespace {
 
+// Whether check's emulator flags (--sample-blocks, --schedule-seed, --resident-blocks, --approx)
+// apply to device `name` (the device table says), and "--device ptx": the devices they apply to.
+bool emulator_flags_apply(const std::string& name) { return runtime::device_kind(name).emulator_controls; }
+std::string emulator_devices() {
+  std::vector<std::string> names;
+  for (const runtime::DeviceKind& kind : runtime::device_kinds())
+    if (kind.emulator_controls) names.push_back(fmt::format("--device {}", kind.name));
+  return fmt::format("{}", fmt::join(names, " or "));
+}
+
 // The cost model's roofline of the PTX device's launches: the first `step_launches` of `program`'s
 // step, the rest of its optimizer step.
-RooflineOf roofline_of(const passes::TrainingProgram& program, const runtime::PtxDevice& device, size_t step_launches,
-                       passes::Precision precision) {
-  return [&program, &device, step_launches, precision](size_t i, const passes::GpuSpec& gpu) {
+RooflineOf roofline_of(const passes::TrainingProgram& program, const runtime::EmulatorControls& emulator,
+                       size_t step_launches, passes::Precision precision) {
+  return [&program, &emulator, step_launches, precision](size_t i, const passes::GpuSpec& gpu) {
     const ir::Graph& graph = i < step_launches ? program.step : program.optimizer;
-    return passes::launch_cost(graph, graph.ops().at(device.launches().at(i).op_index), gpu, precision).seconds;
+    return passes::launch_cost(graph, graph.ops().at(emulator.launches().at(i).op_index), gpu, precision).seconds;
   };
 }
 
@@ -84,25 +94,25 @@ RooflineOf roofline_of(const passes::TrainingProgram& program, const runtime::Pt
 // and their counts. No value is compared: the blocks not run leave their results unwritten, and
 // the optimizer step reads zero gradients (its work does not depend on their values).
 int count_program(const passes::TrainingProgram& program, const train::KernelsFor& step_kernels,
-                  const train::KernelsFor& optimizer_kernels, runtime::PtxDevice& device, const run_config::Config& config,
-                  const CheckOptions& o, std::ostream& out) {
+                  const train::KernelsFor& optimizer_kernels, runtime::Device& device, runtime::EmulatorControls& emulator,
+                  const run_config::Config& config, const CheckOptions& o, std::ostream& out) {
   support::Environment env = train::synthetic_environment(config, program, static_cast<uint64_t>(config.train.seed));
-  device.sample_blocks(o.sample_blocks);
+  emulator.sample_blocks(o.sample_blocks);
   out << fmt::format("check: {} on {}, {} precision, matmul {}; counting only: at most {} blocks of each launch run "
                      "(--sample-blocks), so no value is compared — the checkers run on the blocks that do\n",
                      config.name, device.name(), ir::enum_name(config.compile.precision),
                      ir::enum_name(config.compile.matmul), o.sample_blocks);
   runtime::PlanExecutor(program.step, step_kernels(program.step), device).run(env);
-  const size_t step_launches = device.launches().size();
+  const size_t step_launches = emulator.launches().size();
   for (ir::ValueId v : program.optimizer.values_of(ir::OpKind::Input)) {
     const ir::Value& value = program.optimizer.value(v);
     if (!env.count(value.name)) env[value.name] = support::HostTensor::zeros(value.type);
   }
   runtime::PlanExecutor(program.optimizer, optimizer_kernels(program.optimizer), device).run(env);
   out << fmt::format("step: {} launches, optimizer: {} launches, run without a checker's finding\n", step_launches,
-                     device.launches().size() - step_launches);
-  out << ptx_counts_text(device.launches(), device.capabilities().sm, config.compile.precision, device.registers_known(),
-                         roofline_of(program, device, step_launches, config.compile.precision));
+                     emulator.launches().size() - step_launches);
+  out << ptx_counts_text(emulator.launches(), device.capabilities().sm, config.compile.precision, emulator.registers_known(),
+                         roofline_of(program, emulator, step_launches, config.compile.precision));
   return 0;
 }
 
@@ -110,7 +120,7 @@ int count_program(const passes::TrainingProgram& program, const train::KernelsFo
 int check_program(const passes::TrainingProgram& program, const train::KernelsFor& step_kernels,
                   const train::KernelsFor& optimizer_kernels, runtime::Device& device, const run_config::Config& config,
                   const CheckOptions& o, std::ostream& out) {
-  auto* emulated = dynamic_cast<runtime::PtxDevice*>(&device);
+  runtime::EmulatorControls* emulated = device.emulator_controls();
   if (emulated) {
     const ptx::ApproxResults approx = o.approx.value_or(ptx::ApproxResults::WorstCase);
     emulated->approximations(approx);
@@ -135,9 +145,9 @@ int check_program(const passes::TrainingProgram& program, const train::KernelsFo
   if (o.sample_blocks > 0) {
     if (!emulated)
       throw std::invalid_argument(fmt::format("--sample-blocks samples the launches of the PTX emulator, and the "
-                                              "device is the {}: check with --device ptx (in place of the --device given, or host, check's default)",
-                                              device.name()));
-    return count_program(program, step_kernels, optimizer_kernels, *emulated, config, o, out);
+                                              "device is the {}: check with {} (in place of the --device given, or host, check's default)",
+                                              device.name(), emulator_devices()));
+    return count_program(program, step_kernels, optimizer_kernels, device, *emulated, config, o, out);
   }
   support::Environment env = train::synthetic_environment(config, program, static_cast<uint64_t>(config.train.seed));
   const double tolerance = o.tolerance.value_or(default_tolerance(config.compile.precision));
@@ -155,7 +165,7 @@ int check_program(const passes::TrainingProgram& program, const train::KernelsFo
   const bool optimizer_ok = report(
       "optimizer", train::check_graph(program.optimizer, optimizer_kernels, device, env, noise), tolerance, o.all, out);
   if (emulated)
-    out << ptx_counts_text(emulated->launches(), emulated->capabilities().sm, config.compile.precision,
+    out << ptx_counts_text(emulated->launches(), device.capabilities().sm, config.compile.precision,
                            emulated->registers_known(),
                            roofline_of(program, *emulated, step_launches, config.compile.precision));
   return step_ok && optimizer_ok ? 0 : 1;
@@ -163,26 +173,26 @@ int check_program(const passes::TrainingProgram& program, const train::KernelsFo
 
 // The device to check on, and what to do instead when it cannot be had.
 std::shared_ptr<runtime::Device> open_check_device(const run_config::Config& config, const CheckOptions& o, bool compiled) {
-  if (o.sample_blocks > 0 && o.device != "ptx")
+  if (o.sample_blocks > 0 && !emulator_flags_apply(o.device))
     throw std::invalid_argument(fmt::format("--sample-blocks samples the launches of the PTX emulator, and the device "
-                                            "is {}: check with --device ptx (in place of --device {})",
-                                            o.device, o.device));
-  if (o.schedule_seed && o.device != "ptx")
+                                            "is {}: check with {} (in place of --device {})",
+                                            o.device, emulator_devices(), o.device));
+  if (o.schedule_seed && !emulator_flags_apply(o.device))
     throw std::invalid_argument(fmt::format("--schedule-seed orders the PTX emulator's blocks, warps and lanes, and the "
-                                            "device is {}: check with --device ptx (in place of --device {})",
-                                            o.device, o.device));
-  if (o.resident_blocks && o.device != "ptx")
+                                            "device is {}: check with {} (in place of --device {})",
+                                            o.device, emulator_devices(), o.device));
+  if (o.resident_blocks && !emulator_flags_apply(o.device))
     throw std::invalid_argument(fmt::format("--resident-blocks runs the PTX emulator's blocks side by side, and the "
-                                            "device is {}: check with --device ptx (in place of --device {})",
-                                            o.device, o.device));
+                                            "device is {}: check with {} (in place of --device {})",
+                                            o.device, emulator_devices(), o.device));
   if (o.resident_blocks && o.schedule_seed == 0u)
     throw std::invalid_argument("--resident-blocks runs blocks side by side in a seeded order, and --schedule-seed 0 "
                                 "runs them in index order, one at a time: give a seed other than 0, or drop "
                                 "--resident-blocks");
-  if (o.approx && o.device != "ptx")
+  if (o.approx && !emulator_flags_apply(o.device))
     throw std::invalid_argument(fmt::format("--approx sets how the PTX emulator makes the approximate instructions' "
-                                            "results, and the device is {}: check with --device ptx (in place of --device {})",
-                                            o.device, o.device));
+                                            "results, and the device is {}: check with {} (in place of --device {})",
+                                            o.device, emulator_devices(), o.device));
   runtime::DeviceRequest r{config.compile.arch.sm(), codegen::default_cache_folder()};
   r.instead = "check the kernels under emulation with --device host (check's default), or where a GPU is";
   r.older_gpu = compiled ? "compile it for this GPU (bertc compile CONFIG --arch sm_{} -o FILE.bertx)"

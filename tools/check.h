@@ -24,16 +24,16 @@ struct CheckOptions {
   std::optional<double> tolerance;   // default: 1e-3 at fp32, 5e-2 at 16-bit precisions
   bool all = false;                  // print every value's error, not only those beyond
   // The PTX device only: run at most this many blocks of each launch and project from their counts
-  // (runtime::PtxDevice::sample_blocks), comparing no value; 0: every block, every value compared.
+  // (runtime::EmulatorControls::sample_blocks), comparing no value; 0: every block, every value compared.
   uint32_t sample_blocks = 0;
   // The PTX device only: the approximate instructions' results (ptx/approximations.h). Worst: each
   // at the edge of the PTX ISA's error bound, so that a pass says any GPU's ex2, rsqrt, tanh and
   // division would pass too; unset: worst on the PTX device, and refused on any other.
   std::optional<ptx::ApproxResults> approx;
-  // The PTX device only: the emulator's schedule (runtime::PtxDevice::schedule_seed); unset: 1.
+  // The PTX device only: the emulator's schedule (runtime::EmulatorControls::schedule_seed); unset: 1.
   std::optional<uint64_t> schedule_seed;
   // The PTX device only: how many blocks of a launch run side by side under a seed other than 0
-  // (runtime::PtxDevice::resident_blocks); unset: 4.
+  // (runtime::EmulatorControls::resident_blocks); unset: 4.
   std::optional<uint32_t> resident_blocks;
 };
 

@@ -49,6 +49,24 @@ std::optional<std::string> choose_device(const std::string& requested) {
   return std::nullopt;
 }
 
+std::string choose_device_for_compiled(const std::string& requested, const std::string& source) {
+  if (requested != "auto") return *choose_device(requested);  // (cpu was refused before)
+  std::vector<std::string> found;
+  for (const runtime::DeviceKind& kind : runtime::device_kinds()) {
+    if (!kind.probe || !kind.chosen_automatically) continue;
+    const runtime::DeviceProbe probe = kind.probe();
+    if (probe.usable) {
+      std::cerr << fmt::format("device: {} (--device auto: {}, for a compiled program{}{})\n", probe.found, kind.name,
+                               kind.caveat.empty() ? "" : "; ", kind.caveat);
+      return std::string(kind.name);
+    }
+    found.push_back(probe.found);
+  }
+  throw std::invalid_argument(fmt::format("{}: a compiled program runs its kernels on a GPU, and there is none ({}): "
+                                          "run it where there is one, or give --device host (the emulation, slow)",
+                                          source, fmt::join(found, "; ")));
+}
+
 void require_precision_computed(passes::Precision precision, const std::optional<std::string>& device,
                                 const std::string& command) {
   if (precision != passes::Precision::Tf32 || device) return;

@@ -21,6 +21,11 @@ std::string devices_help();
 // (where it has not run yet) is said with it.
 std::optional<std::string> choose_device(const std::string& requested);
 
+// The device a compiled program runs on: auto is the first device of the registry that may be
+// chosen automatically and that its probe finds (a GPU: the program was compiled for one, and
+// there is no reference to fall back to), else an error naming `source` and what each probe found.
+std::string choose_device_for_compiled(const std::string& requested, const std::string& source);
+
 // Refuses a precision the chosen device would not compute (nullopt: the CPU reference, which runs
 // the IR: tf32 is its products' inputs rounded in the compiled kernels, so its numbers would be
 // fp32's, said as tf32's), naming the devices that do. `command`: "train", "finetune".

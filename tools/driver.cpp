@@ -369,20 +369,6 @@ struct TrainArgs {
   bool resume = false, eager = false, autotune = false;
 };
 
-// The device a compiled program runs on: auto is the GPU when the CUDA driver finds one (the
-// program was compiled for a GPU; there is no reference to fall back to), else an error.
-std::string choose_device_for_compiled(const std::string& requested, const std::string& source) {
-  if (requested != "auto") return *choose_device(requested);  // (cpu was refused before)
-  const runtime::DeviceKind& cuda = runtime::device_kind("cuda");
-  const runtime::DeviceProbe probe = cuda.probe();
-  if (!probe.usable)
-    throw std::invalid_argument(fmt::format("{}: a compiled program runs its kernels on a GPU, and there is none ({}): "
-                                            "run it where there is one, or give --device host (the emulation, slow)",
-                                            source, probe.found));
-  std::cerr << fmt::format("device: {} (--device auto: cuda, for a compiled program; {})\n", probe.found, cuda.caveat);
-  return "cuda";
-}
-
 // While it lives, std::cerr says nothing (a data-parallel rank other than 0: rank 0 reports for
 // all); errors are printed after it is gone.
 class QuietStderr {

@@ -85,7 +85,7 @@ std::vector<KernelLine> kernel_lines(const std::vector<runtime::PtxLaunchRecord>
   return out;
 }
 
-// How the launches were run: whole, or sampled (PtxDevice::sample_blocks).
+// How the launches were run: whole, or sampled (EmulatorControls::sample_blocks).
 std::string sampling_text(const std::vector<runtime::PtxLaunchRecord>& launches) {
   uint64_t blocks = 0, executed = 0;
   size_t repeats = 0, sampled = 0;

@@ -10,7 +10,7 @@
 #include "passes/options.h"
 #include "passes/targets.h"
 #include "ptx/projection.h"
-#include "runtime/ptx_device.h"
+#include "runtime/emulator_controls.h"
 
 namespace bertc::tools {
 
@@ -29,7 +29,7 @@ using RooflineOf = std::function<double(size_t index, const passes::GpuSpec& gpu
 // longest projected on the arch's first GPU (`top` of them), and the projected time of all on every
 // GPU of the arch in the table, beside the roofline's where `roofline` is given. `registers_known`:
 // the counts carry ptxas's registers (occupancy then counts them; else it is an upper bound from
-// threads and shared memory). Sampled launches (PtxDevice::sample_blocks) are said as such.
+// threads and shared memory). Sampled launches (EmulatorControls::sample_blocks) are said as such.
 std::string ptx_counts_text(const std::vector<runtime::PtxLaunchRecord>& launches, int sm, passes::Precision precision,
                             bool registers_known, const RooflineOf& roofline = {}, size_t top = 12);
 
