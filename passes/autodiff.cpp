@@ -118,9 +118,9 @@ class Differentiator {
       }
       case OpKind::Gelu: return accumulate(x, b_.op(OpKind::GeluGrad, {dy, operand(op, 0)}));
       case OpKind::Relu: return accumulate(x, b_.op(OpKind::ReluGrad, {dy, operand(op, 0)}));
-      case OpKind::LeakyRelu: {  // dy where x > 0, else slope * dy: relu's gradient and the rest scaled
-        const double slope = op.attr<double>("slope");
-        return accumulate(x, b_.op(OpKind::ReluGrad, {dy, operand(op, 0)}) * (1.0 - slope) + dy * slope);
+      case OpKind::LeakyRelu: {  // dy where x > 0 (exactly: g + 0), else slope * dy (0 + dy * slope)
+        const Tensor g = b_.op(OpKind::ReluGrad, {dy, operand(op, 0)});
+        return accumulate(x, g + (dy - g) * op.attr<double>("slope"));
       }
       case OpKind::Add:
       case OpKind::Sub: return binary_sum(op, dy, op.kind == OpKind::Sub);
@@ -157,7 +157,7 @@ class Differentiator {
         return;
       }
       // The ops ops.def marks NoGradient, each a case of its own: a Rule op left without a case
-      // above is -Wswitch's error (made one below), and a NoGradient op given a rule above is a
+      // above is -Wswitch's error (made one at the top of this file), and a NoGradient op given a rule above is a
       // duplicate case. No default: the table, not this switch, says which ops have a gradient.
 #define BERTC_GRADIENT_CASE_Rule(id)
 #define BERTC_GRADIENT_CASE_NoGradient(id) case OpKind::id:

@@ -61,14 +61,19 @@ int main(int argc, char** argv) {
   app.add_option("-o,--output", output, "Output file (written atomically); default stdout");
   app.add_flag("--print-ir-after-all", print_after_all, "Print the IR to stderr after every pass");
   app.add_flag("--tables", tables,
-               "Print the pass table and the [compile] option table as Markdown (as the docs show them) and exit");
+                "Print the pass table and the [compile] option table as Markdown (as the docs show them) and exit")
+      ->excludes("--passes", "--output", "--print-ir-after-all");
   CLI11_PARSE(app, argc, argv);
-  if (tables) {
-    std::cout << passes::markdown_tables();
-    return 0;
-  }
 
   support::CheckedStdout checked_stdout;
+  if (tables) {
+    std::cout << passes::markdown_tables();
+    if (const std::string lost = checked_stdout.finish(); !lost.empty()) {
+      std::cerr << "bertc-opt: error: " << lost << "\n";
+      return 1;
+    }
+    return 0;
+  }
   const std::string file = input == "-" ? "<stdin>" : input;
   std::vector<passes::PassInvocation> invocations;
   try {

@@ -142,6 +142,10 @@ int check_program(const passes::TrainingProgram& program, const train::KernelsFo
                 : "approximate instructions (ex2, rsqrt, tanh, division, ...): correctly rounded (--approx rounded; a "
                   "GPU's may be off by up to the PTX ISA's bounds)\n");
   }
+  if (!emulated && (o.schedule_seed || o.resident_blocks || o.approx))
+    throw std::logic_error(fmt::format("the device table offers the emulator's flags for --device {}, whose device "
+                                       "({}) has no emulator controls",
+                                       o.device, device.name()));
   if (o.sample_blocks > 0) {
     if (!emulated)
       throw std::invalid_argument(fmt::format("--sample-blocks samples the launches of the PTX emulator, and the "
