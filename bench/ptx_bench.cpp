@@ -92,7 +92,7 @@ int main(int argc, char** argv) {
     fmt::print("{}: {:.3g} GFLOP counted; thread-instructions by class: {}; shared memory: {} warp requests, {} "
                "wavefronts where {} are conflict-free ({:.2f}x); global memory: {} warp requests, {} sectors of 32 "
                "bytes where {} hold their bytes ({:.2f}x)\n",
-               target, counts.flops / 1e9, tools::class_shares_text(counts), counts.shared_requests, counts.shared_wavefronts,
+               target, counts.flops / 1e9, driver::class_shares_text(counts), counts.shared_requests, counts.shared_wavefronts,
                counts.shared_ideal_wavefronts, times(counts.shared_wavefronts, counts.shared_ideal_wavefronts),
                counts.global_requests, counts.global_sectors, counts.global_ideal_sectors,
                times(counts.global_sectors, counts.global_ideal_sectors));

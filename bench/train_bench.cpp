@@ -20,7 +20,8 @@
 #include "train/batches.h"
 #include "train/graph_runner.h"
 #include "runtime/device_registry.h"
-#include "tools/compile_flags.h"
+#include "driver/compile_flags.h"
+#include "tools/compile_flag_options.h"
 #include "train/step_figures.h"
 #include "tools/cli_bounds.h"
 
@@ -30,7 +31,7 @@ namespace {
 
 struct Args {
   std::string config, device = "cuda";
-  tools::CompileFlags flags;
+  driver::CompileFlags flags;
   int64_t batch_size = 0, seq_len = 0, steps = 20, warmup = 3;
   bool eager = false;
 };
@@ -98,7 +99,7 @@ int main(int argc, char** argv) {
   for (const runtime::DeviceKind& kind : runtime::device_kinds()) devices.emplace_back(kind.name);
   app.add_option("--device", a.device, "cuda, or host (the emulation: a check that the benchmark runs)")
       ->check(CLI::IsMember(devices));
-  a.flags.add_to(&app);
+  tools::add_compile_flags(&app, a.flags);
   app.add_option("--batch-size", a.batch_size, "Sequences per step (default: the config's)")->check(bertc::tools::kCount);
   app.add_option("--seq-len", a.seq_len, "Tokens per sequence (default: the config's)")->check(bertc::tools::kCount);
   app.add_option("--steps", a.steps, "Timed steps")->check(bertc::tools::kCount);

@@ -309,6 +309,19 @@ std::string Emitter::pointwise(const ir::Op& op, const Coords& at) {
       bind(op.results[2], at, local("float", rounded(body_.value(op.results[2]).type.dtype, v1)));
       return {};
     }
+    case OpKind::Lion: {
+      // p' = p - lr * (sign(beta1 m + (1 - beta1) g) + wd * p), m' = beta2 m + (1 - beta2) g.
+      const double b1 = op.attr<double>("beta1"), b2 = op.attr<double>("beta2");
+      const std::string p = x(0), g = x(1), m = x(2), lr = x(3);
+      const std::string c = local("float", fmt::format("{} * {} + {} * {}", float_literal(b1), m, float_literal(1 - b1), g));
+      const std::string sign = local("float", fmt::format("({0} > 0.0f ? 1.0f : ({0} < 0.0f ? -1.0f : 0.0f))", c));
+      const std::string u = local("float", fmt::format("{} + {} * {}", sign, float_literal(op.attr<double>("weight_decay")), p));
+      bind(op.results[0], at, local("float", rounded(dtype, fmt::format("{} - {} * {}", p, lr, u))));
+      bind(op.results[1], at,
+           local("float", rounded(body_.value(op.results[1]).type.dtype,
+                                  fmt::format("{} * {} + {} * {}", float_literal(b2), m, float_literal(1 - b2), g))));
+      return {};
+    }
     default:
       throw ir::Error(fmt::format("emitter: {} is not an elementwise op; its kernel family computes it",
                                   op.info().name));

@@ -140,4 +140,23 @@ std::vector<AttrValue> complete_attrs(const OpInfo& info, std::span<const NamedA
   return out;
 }
 
+std::vector<std::string> optimizer_states(OpKind kind) {
+  const OpInfo& info = op_info(kind);
+  if (info.traits.pattern != FusionPattern::Optimizer || info.operands.size() < 4)
+    throw Error(fmt::format("{} is not an optimizer op (param, grad, states..., lr, step)", info.name));
+  std::vector<std::string> states;
+  for (size_t i = 2; i + 2 < info.operands.size(); ++i) states.push_back(info.operands[i].name);
+  return states;
+}
+
+bool names_optimizer_state(std::string_view name) {
+  for (const OpInfo& op : table()) {
+    if (op.traits.pattern != FusionPattern::Optimizer) continue;
+    for (const std::string& state : optimizer_states(op.kind))
+      if (name.size() > state.size() + 1 && name.ends_with(state) && name[name.size() - state.size() - 1] == '.')
+        return true;
+  }
+  return false;
+}
+
 }  // namespace bertc::ir

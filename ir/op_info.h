@@ -93,6 +93,14 @@ struct OpInfo {
 };
 
 const OpInfo& op_info(OpKind kind);
+
+// The state an optimizer op (pattern Optimizer) keeps per param: the names of its operands between
+// grad and lr, in order ("exp_avg", "exp_avg_sq" for adamw). Its results are the param's next
+// value, then each state's. Throws ir::Error for an op of another pattern.
+std::vector<std::string> optimizer_states(OpKind kind);
+// Whether `name` is an optimizer state's value name, "<param>.<state>" for a state of any
+// optimizer op of the table.
+bool names_optimizer_state(std::string_view name);
 std::optional<OpKind> op_kind_from_name(std::string_view name);
 std::span<const OpInfo> all_ops();
 

@@ -1,6 +1,6 @@
 // Running out of memory, said in one place: what was being allocated and its size (every device
 // and the CPU reference throw this). What needs less depends on the command that ran (a compiled
-// program cannot change its batch, eval has none to lower): the driver says it (tools/driver.cpp).
+// program cannot change its batch, eval has none to lower): the command line says it (tools/command_line.cpp, from driver/memory_advice).
 #pragma once
 
 #include <cstddef>

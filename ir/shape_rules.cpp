@@ -379,21 +379,28 @@ std::vector<TensorType> Pad(const InferContext& c) {
 }
 
 std::vector<TensorType> Optimizer(const InferContext& c) {
+  // (param, grad, states..., lr, step): as many states as the op declares (ir::optimizer_states)
+  const size_t lr = c.num_operands() - 2, step = c.num_operands() - 1;
   c.require_float(0);
-  for (size_t i = 1; i < 4; ++i)
+  for (size_t i = 1; i < lr; ++i)
     if (c.operand(i).shape != c.operand(0).shape || !is_float(c.operand(i).dtype))
       c.fail_operand(i, fmt::format("expected a float tensor of the param's shape {}, found {}",
                                     shape_string(c.operand(0).shape), to_string(c.operand(i))));
-  if (c.operand(4) != TensorType{DType::F32, {}})
-    c.fail_operand(4, fmt::format("expected the learning rate as f32[], found {}", to_string(c.operand(4))));
-  if (c.operand(5) != TensorType{DType::I64, {}})
-    c.fail_operand(5, fmt::format("expected the step count as i64[], found {}", to_string(c.operand(5))));
+  if (c.operand(lr) != TensorType{DType::F32, {}})
+    c.fail_operand(lr, fmt::format("expected the learning rate as f32[], found {}", to_string(c.operand(lr))));
+  if (c.operand(step) != TensorType{DType::I64, {}})
+    c.fail_operand(step, fmt::format("expected the step count as i64[], found {}", to_string(c.operand(step))));
+  // (the hyperparameters the op declares, each checked where it is one)
   for (const char* beta : {"beta1", "beta2"})
-    if (double b = c.attr<double>(beta); !(b >= 0 && b < 1)) c.fail(fmt::format("{} = {} must be in [0, 1)", beta, b));
-  if (!(c.attr<double>("eps") > 0)) c.fail(fmt::format("eps = {} must be positive", c.attr<double>("eps")));
+    if (c.info().attr_index(beta))
+      if (double b = c.attr<double>(beta); !(b >= 0 && b < 1)) c.fail(fmt::format("{} = {} must be in [0, 1)", beta, b));
+  if (c.info().attr_index("eps") && !(c.attr<double>("eps") > 0))
+    c.fail(fmt::format("eps = {} must be positive", c.attr<double>("eps")));
   if (!(c.attr<double>("weight_decay") >= 0))
     c.fail(fmt::format("weight_decay = {} must be >= 0", c.attr<double>("weight_decay")));
-  return {c.operand(0), c.operand(2), c.operand(3)};
+  std::vector<TensorType> results{c.operand(0)};
+  for (size_t i = 2; i < lr; ++i) results.push_back(c.operand(i));
+  return results;
 }
 
 std::vector<TensorType> Where(const InferContext& c) {

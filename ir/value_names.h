@@ -29,11 +29,13 @@ inline constexpr std::string_view kLearningRate = "learning_rate";
 inline constexpr std::string_view kScaledLoss = "scaled_loss";
 inline constexpr std::string_view kLossScale = "loss_scale";
 
-// Per param p: its gradient (autodiff's outputs) and accumulator (a state); the optimizer's moments.
+// Per param p: its gradient (autodiff's outputs) and accumulator (a state); the optimizer's states,
+// "<p>.<state>" for each state its op declares (ir::optimizer_states: exp_avg, exp_avg_sq, ...).
 inline constexpr std::string_view kGradSuffix = ".grad";
 inline constexpr std::string_view kGradAccumulatorSuffix = ".grad_acc";
-inline constexpr std::string_view kFirstMomentSuffix = ".exp_avg";
-inline constexpr std::string_view kSecondMomentSuffix = ".exp_avg_sq";
+inline std::string optimizer_state_of(std::string_view param, std::string_view state) {
+  return std::string(param) + "." + std::string(state);
+}
 inline std::string grad_of(std::string_view param) { return std::string(param) + std::string(kGradSuffix); }
 inline std::string grad_accumulator_of(std::string_view param) {
   return std::string(param) + std::string(kGradAccumulatorSuffix);

@@ -1,11 +1,14 @@
 // Builds the optimizer graph: average, measure, clip, update, clear.
 #include "passes/optimizer.h"
 
+#include <map>
 #include <numeric>
+#include <string_view>
 
 #include <fmt/format.h>
 
 #include "ir/builder.h"
+#include "ir/op_info.h"
 #include "ir/value_names.h"
 
 namespace bertc::passes {
@@ -79,17 +82,29 @@ ir::Graph build_optimizer_graph(const ir::Graph& step_graph, const OptimizerOpti
   const Tensor count = done + 1.0;
   const Tensor step = b.cast(count, ir::DType::I64);
   const ir::OpKind kind = o.optimizer.kind;
+  // The state the optimizer declares (ir/ops.def: its operands between grad and lr), and the
+  // hyperparameters it declares, each from its [train] key.
+  const std::vector<std::string> state_names = ir::optimizer_states(kind);
+  const std::map<std::string_view, double> settings = {{"beta1", o.beta1}, {"beta2", o.beta2}, {"eps", o.epsilon}};
+  for (const ir::AttrSpec& a : ir::op_info(kind).attrs)
+    if (a.name != "weight_decay" && !settings.contains(a.name))
+      throw ir::Error(fmt::format("optimizer: {} takes '{}', which no [train] key gives: add it to passes/options.def "
+                                  "and here",
+                                  ir::op_info(kind).name, a.name));
   for (const Slot& s : slots) {
     const ir::TensorType type = s.param.type();
-    Tensor m = b.state(s.name + std::string(names::kFirstMomentSuffix), type);
-    Tensor v = b.state(s.name + std::string(names::kSecondMomentSuffix), type);
-    Tensor g = clip ? s.grad * *clip : s.grad;
-    const double decay = exempt_from_weight_decay(s.name) ? 0.0 : o.weight_decay;
-    auto next = b.ops(kind, {s.param, g, m, v, lr, step},
-                      {{"beta1", o.beta1}, {"beta2", o.beta2}, {"eps", o.epsilon}, {"weight_decay", decay}});
+    std::vector<Tensor> states;
+    for (const std::string& state : state_names) states.push_back(b.state(names::optimizer_state_of(s.name, state), type));
+    std::vector<Tensor> operands{s.param, clip ? s.grad * *clip : s.grad};
+    operands.insert(operands.end(), states.begin(), states.end());
+    operands.insert(operands.end(), {lr, step});
+    std::vector<ir::NamedAttr> attrs;
+    for (const ir::AttrSpec& a : ir::op_info(kind).attrs)
+      attrs.push_back({std::string(a.name), a.name == "weight_decay" ? (exempt_from_weight_decay(s.name) ? 0.0 : o.weight_decay)
+                                                                    : settings.at(a.name)});
+    auto next = b.ops(kind, operands, std::move(attrs));
     b.update(s.param, keep_if_overflow(next[0], s.param));
-    b.update(m, keep_if_overflow(next[1], m));
-    b.update(v, keep_if_overflow(next[2], v));
+    for (size_t i = 0; i < states.size(); ++i) b.update(states[i], keep_if_overflow(next[1 + i], states[i]));
     b.update(s.acc, b.broadcast(b.constant(0.0, type.dtype), type.shape));
   }
   b.update(done, keep_if_overflow(count, done));

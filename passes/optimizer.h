@@ -4,8 +4,9 @@
 // Post: returns a new graph reading the input learning_rate (f32[]) and, per param p: the mean
 //       gradient grad_acc / K (also / loss_scale when the step graph scales the loss); the global
 //       L2 norm of all of them (output grad_norm); clipping to max_grad_norm (when > 0) by the
-//       factor min(1, max_grad_norm / (norm + 1e-6)); one adamw or lamb op; updates of p and its
-//       moments "<p>.exp_avg", "<p>.exp_avg_sq"; and the accumulator set back to zero. The count of
+//       factor min(1, max_grad_norm / (norm + 1e-6)); one op of the optimizer (adamw, lamb, ...);
+//       updates of p and of each state the op declares (ir::optimizer_states: "<p>.exp_avg",
+//       "<p>.exp_avg_sq" for adamw); and the accumulator set back to zero. The count of
 //       updates is the state optimizer_step (bias correction). With loss scaling, a step whose
 //       gradients hold inf or nan changes no param, moment or count (output step_skipped = 1) and
 //       halves the state loss_scale; 2000 clean steps double it. Weight decay skips biases and

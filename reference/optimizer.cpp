@@ -1,4 +1,4 @@
-// AdamW and LAMB updates of one parameter, with bias correction; moments and norms in double.
+// AdamW and LAMB updates of one parameter, with bias correction, and Lion's; moments and norms in double.
 #include <cmath>
 
 #include "reference/kernels.h"
@@ -63,7 +63,23 @@ void eval_Lamb(OpEval<T>& e) {
   apply(e, u, h.lr * trust);
 }
 
+// Lion's sign of the interpolated momentum, sign(0) = 0 as torch.sign's; operands (param, grad,
+// exp_avg, lr, step).
+template <typename T>
+void eval_Lion(OpEval<T>& e) {
+  const double beta1 = e.template attr<double>("beta1"), beta2 = e.template attr<double>("beta2");
+  const double decay = e.template attr<double>("weight_decay"), lr = static_cast<double>(e.real(3)[0]);
+  const std::vector<T>&p = e.real(0), &g = e.real(1), &m = e.real(2);
+  for (size_t i = 0; i < p.size(); ++i) {
+    const double c = beta1 * m[i] + (1 - beta1) * g[i];
+    const double sign = c > 0 ? 1.0 : (c < 0 ? -1.0 : 0.0);
+    e.out[0].real[i] = static_cast<T>(p[i] - lr * (sign + decay * p[i]));
+    e.out[1].real[i] = static_cast<T>(beta2 * m[i] + (1 - beta2) * g[i]);
+  }
+}
+
 BERTC_INSTANTIATE_EVAL(eval_Adamw)
 BERTC_INSTANTIATE_EVAL(eval_Lamb)
+BERTC_INSTANTIATE_EVAL(eval_Lion)
 
 }  // namespace bertc::reference

@@ -67,7 +67,7 @@ void use_hf_tokenizer(Config& config, const std::filesystem::path& folder) {
                           folder.string(), folder.string())
             : ""));
   // A vocabulary the config names is kept, and checked against the folder's by its tokens when the
-  // weights are read (train/resume.h check_init_vocab): the same tokens in other bytes (CRLF line
+  // weights are read (run_folder/resume.h check_init_vocab): the same tokens in other bytes (CRLF line
   // ends) are the same vocabulary.
   if (!config.given.count("train.vocab")) config.train.vocab = std::filesystem::absolute(vocab, ec).string();
   // (read, and its settings checked, whether or not the config sets do_lower_case)

@@ -14,7 +14,7 @@
 #include "ir/verifier.h"
 #include "passes/registry.h"
 #include "support/checked_stdout.h"
-#include "tools/output_file.h"
+#include "driver/output_file.h"
 
 namespace {
 
@@ -93,7 +93,7 @@ int main(int argc, char** argv) {
       ir::verify_or_throw(graph);
       if (print_after_all) std::cerr << "// after " << current_pass << "\n" << ir::print(graph);
     }
-    bertc::tools::write_output(output, ir::print(graph));
+    bertc::driver::write_output(output, ir::print(graph));
     // (IR to a full disk or a closed pipe: the command fails, not the next tool on a cut file)
     if (const std::string lost = checked_stdout.finish(); !lost.empty()) throw std::runtime_error(lost);
   } catch (const ir::VerifyError& e) {

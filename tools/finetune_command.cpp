@@ -1,117 +1,62 @@
-// bertc finetune (see finetune_command.h).
-#include "tools/finetune_command.h"
+// `bertc finetune`: its options, and driver::finetune.
+#include "tools/subcommand.h"
 
-#include <unistd.h>
+#include <iostream>
 
-#include <algorithm>
-#include <chrono>
-
-#include <CLI/CLI.hpp>
-#include <fmt/format.h>
-
-#include "codegen/host_compile.h"
-#include "run_config/config.h"
-#include "run_config/hf_config.h"
+#include "driver/device_choice.h"
+#include "driver/finetune.h"
 #include "tools/cli_bounds.h"
-#include "tools/compile_flags.h"
-#include "tools/device_choice.h"
-#include "tools/output_file.h"
-#include "train/checkpoint.h"
-#include "train/finetune.h"
+#include "tools/compile_flag_options.h"
 
 namespace bertc::tools {
 namespace {
 
-// A path given on the command line (as it is), else the config's key (relative to the config),
-// else nothing.
-std::optional<std::filesystem::path> path_of(const std::string& flag, const run_config::Config& c, const std::string& key) {
-  if (!flag.empty()) return std::filesystem::path(flag);
-  if (!key.empty()) return c.resolve(key);
-  return std::nullopt;
-}
+class FinetuneCommand final : public Subcommand {
+ public:
+  using Subcommand::Subcommand;
+  int run() override { return driver::finetune(args_, flags_, context_.model, std::cerr); }
+  driver::MemoryAdvice memory_advice() const override { return advice_running(args_.config, false); }
 
-}  // namespace
-
-CLI::App* add_finetune_command(CLI::App& app, FinetuneArgs& args, CompileFlags& flags) {
-  CLI::App* cmd = app.add_subcommand(
-      "finetune", "Fine-tune on a task ([finetune] section: sequence or token classification, regression), "
-                  "evaluating a dev file after each epoch and keeping the best checkpoint");
-  cmd->add_option("config", args.config, "TOML config with [model], [train] and [finetune]")
-      ->required()
-      ->check(CLI::ExistingFile);
-  cmd->add_option("--init", args.init,
+ private:
+  CLI::App* add_to(CLI::App& app) override {
+    CLI::App* c =
+        app.add_subcommand("finetune",
+                           "Fine-tune on a task ([finetune] section: sequence or token classification, regression), "
+                           "evaluating a dev file after each epoch and keeping the best checkpoint");
+    c->add_option("config", args_.config, "TOML config with [model], [train] and [finetune]")
+        ->required()
+        ->check(CLI::ExistingFile);
+    c->add_option("--init", args_.init,
                   "Start from these weights: a bertc checkpoint, a Hugging Face .safetensors, or a Hugging Face model "
                   "folder (config.json + model.safetensors or its shards: config.json then gives [model]); the task "
                   "head is made fresh (default: [finetune] init, else fresh weights)")
-      ->check(CLI::ExistingPath);
-  cmd->add_option("--train-data", args.train_data, "Training examples, .tsv or .jsonl (default: [finetune] train_data)");
-  cmd->add_option("--dev-data", args.dev_data, "Dev examples evaluated each epoch (default: [finetune] dev_data)");
-  cmd->add_option("--epochs", args.epochs, "Passes over the training examples (default: [finetune] epochs)")
-      ->check(kCount);
-  cmd->add_option("--device", args.device,
+        ->check(CLI::ExistingPath);
+    c->add_option("--train-data", args_.train_data,
+                  "Training examples, .tsv or .jsonl (default: [finetune] train_data)");
+    c->add_option("--dev-data", args_.dev_data, "Dev examples evaluated each epoch (default: [finetune] dev_data)");
+    c->add_option("--epochs", args_.epochs, "Passes over the training examples (default: [finetune] epochs)")
+        ->check(kCount);
+    c->add_option("--device", args_.device,
                   "auto (a usable GPU, else the CPU), cpu (the reference executor), or a device running the "
-                  "compiled program: " + devices_help())
-      ->check(CLI::IsMember(device_names({"auto", "cpu"})));
-  cmd->add_option("--checkpoint-dir", args.checkpoint_dir,
+                  "compiled program: " +
+                      driver::devices_help())
+        ->check(CLI::IsMember(driver::device_names({"auto", "cpu"})));
+    c->add_option("--checkpoint-dir", args_.checkpoint_dir,
                   "Checkpoints (one per epoch, the best in best/) and metrics (default: checkpoints/NAME)");
-  cmd->add_option("--metrics", args.metrics, "JSON-lines metrics file (default: CHECKPOINT_DIR/metrics.jsonl)");
-  cmd->add_flag("--eager", args.eager, "On a device: issue each kernel launch instead of replaying a device graph");
-  flags.add_to(cmd);
-  return cmd;
-}
+    c->add_option("--metrics", args_.metrics, "JSON-lines metrics file (default: CHECKPOINT_DIR/metrics.jsonl)");
+    c->add_flag("--eager", args_.eager, "On a device: issue each kernel launch instead of replaying a device graph");
+    add_compile_flags(c, flags_);
+    return c;
+  }
 
-int finetune(const FinetuneArgs& args, const CompileFlags& flags, const frontend::ModelDefinition& model,
-             std::ostream& log) {
-  train::FinetuneOptions o;
-  o.config = run_config::load_config(args.config, model.extra_keys, /*model_required=*/false);
-  if (!o.config.finetune_section)
-    throw std::invalid_argument(fmt::format("{}: no [finetune] section: a fine-tuning config names its task and data "
-                                            "there (see examples/finetune-tiny.toml); bertc train pretrains",
-                                            args.config));
-  run_config::Config& c = o.config;
-  c.compile = resolve_here(flags.apply(c.compile));
-  if (args.epochs > 0) c.finetune.epochs = args.epochs;
-  const std::optional<std::filesystem::path> train_data = path_of(args.train_data, c, c.finetune.train_data);
-  if (!train_data)
-    throw std::invalid_argument(fmt::format("{}: no training examples: set [finetune] train_data or give --train-data",
-                                            args.config));
-  o.train_data = *train_data;
-  o.dev_data = path_of(args.dev_data, c, c.finetune.dev_data);
-  o.init = path_of(args.init, c, c.finetune.init);
-  // (named as the user gave it: the config's key, whose paths are the config's folder's)
-  train::refuse_run_folder_as_weights(o.init.value_or(std::filesystem::path()),
-                                      args.init.empty() ? fmt::format("{}'s [finetune] init (as read from here)", args.config)
-                                                        : std::string("--init"));
-  run_config::take_model_from(c, o.init.value_or(std::filesystem::path()), model.name);  // (a Hugging Face folder's config.json)
-  o.vocab = c.resolve(c.train.vocab);
-  o.checkpoint_dir = args.checkpoint_dir.empty() ? std::filesystem::path("checkpoints") / c.name
-                                                 : std::filesystem::path(args.checkpoint_dir);
-  refuse_dangling_link(o.checkpoint_dir.string(), "--checkpoint-dir");
-  refuse_run_folder_in_init(o.checkpoint_dir, o.init ? o.init->string() : "");
-  o.metrics = args.metrics.empty() ? o.checkpoint_dir / "metrics.jsonl" : std::filesystem::path(args.metrics);
-  refuse_metrics_in_another_run_folder(o.metrics, o.checkpoint_dir);
-  refuse_output_onto_input(o.metrics.string(), "--metrics",
-                           {{args.config, "the config"},
-                            {o.train_data.string(), "the training data"},
-                            {o.dev_data ? o.dev_data->string() : "", "the dev data"},
-                            {o.vocab.string(), "the vocabulary"},
-                            {o.init ? o.init->string() : "", "--init"}});
-  o.device = choose_device(args.device);
-  require_precision_computed(o.config.compile.precision, o.device, "fine-tune");
-  o.eager = args.eager;
-  if (o.eager && !o.device)
-    throw std::invalid_argument("--eager issues a device's kernel launches one by one, and the CPU reference runs "
-                                "none: fine-tune with --device cuda or host, or drop --eager");
-  o.kernel_cache = codegen::default_cache_folder();
-  const auto began = std::chrono::steady_clock::now();
-  const train::FinetuneSummary s = train::finetune_model(model, o, log);
-  // (a stop ends its epoch early: that one is not a whole epoch)
-  const size_t whole = static_cast<size_t>(std::count_if(s.epochs.begin(), s.epochs.end(), [](const auto& e) { return e.whole; }));
-  log << fmt::format("finetune: {} epochs{}, {} steps in {:.1f} s; metrics in {}\n", whole,
-                     whole < s.epochs.size() ? fmt::format(" and part of epoch {} (stopped)", s.epochs.size()) : "",
-                     s.losses.size(), std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count(),
-                     o.metrics.string());
-  return s.stopped_by_signal ? 128 + s.stopped_by_signal : 0;
+  driver::FinetuneArgs args_;
+  driver::CompileFlags flags_;
+};
+
+}  // namespace
+
+std::unique_ptr<Subcommand> finetune_command(const CommandContext& context) {
+  return std::make_unique<FinetuneCommand>(context);
 }
 
 }  // namespace bertc::tools

@@ -17,9 +17,9 @@
 #include "data/text_shards.h"
 #include "ir/index_reads.h"
 #include "ir/value_names.h"
-#include "train/initialize.h"
-#include "train/stop_request.h"
-#include "train/train_error.h"
+#include "run_folder/initialize.h"
+#include "run_folder/stop_request.h"
+#include "run_folder/train_error.h"
 
 namespace bertc::train {
 namespace {
@@ -104,7 +104,7 @@ data::BatchStream open_batch_stream(const run_config::Config& c, const std::file
     const auto set = std::make_shared<data::ShardFiles>(
         files, t.seq_len, t.max_predictions_per_seq, c.model.vocab_size, c.model.type_vocab_size,
         data::ShardExpectation{run_vocab, t.masked_lm_prob, t.do_lower_case},
-        [&](const std::string& m) { log << "data: " << m << "\n"; }, stop_requested);
+        [&](const std::string& m) { log << "data: " << m << "\n"; }, run_folder::stop_requested);
     for (const std::string& note : set->notes()) log << "data: " << note << "\n";
     shards = set;
     what = fmt::format("{} shard(s) in {}", files.size(), data_path.string());
@@ -113,14 +113,14 @@ data::BatchStream open_batch_stream(const run_config::Config& c, const std::file
     const data::Tokenizer tokenizer(vocab, t.do_lower_case);
     // (a signal is honoured while the text is read and its examples counted: minutes on a large corpus)
     auto docs = data::load_documents(
-        data_path, tokenizer, [&](const std::string& m) { log << "data: " << m << "\n"; }, stop_requested);
+        data_path, tokenizer, [&](const std::string& m) { log << "data: " << m << "\n"; }, run_folder::stop_requested);
     const size_t documents = docs.size();
     const int64_t count = t.text_shards > 0 ? t.text_shards : data::TextShards::automatic_shards(docs);
     const data::ExampleOptions options{t.seq_len,        t.max_predictions_per_seq, t.masked_lm_prob,
                                        t.short_seq_prob, t.dupe_factor,             static_cast<uint64_t>(t.seed)};
     if (documents > 100000) log << fmt::format("data: counting the examples of {} documents\n", documents);
     const auto text = std::make_shared<data::TextShards>(std::move(docs), vocab, options, count, data_path.string(),
-                                                         "[train] text_shards", 0, stop_requested);
+                                                         "[train] text_shards", 0, run_folder::stop_requested);
     if (const auto cut = data::cut_note(text->figures(), t.seq_len, c.model.max_position_embeddings)) log << "data: " << *cut << "\n";
     shards = text;
     what = fmt::format("{} documents from {} in {} text shard(s){} (dupe_factor {})", documents, data_path.string(),
@@ -160,9 +160,9 @@ data::Batch synthetic_batch(const run_config::Config& c, uint64_t seed) {
 
 support::Environment synthetic_environment(const run_config::Config& c, const passes::TrainingProgram& program, uint64_t seed) {
   support::Environment env;
-  initialize_parameters(program.step, c.model.initializer_range, c.model.pad_token_id, seed, env);
-  initialize_states(program.step, env);
-  initialize_states(program.optimizer, env);
+  run_folder::initialize_parameters(program.step, c.model.initializer_range, c.model.pad_token_id, seed, env);
+  run_folder::initialize_states(program.step, env);
+  run_folder::initialize_states(program.optimizer, env);
   bind_batch(synthetic_batch(c, seed), env);
   // A fine-tuning graph's task inputs: labels spread over the classes (or real targets), all
   // counted. (The pretraining inputs bound above it does not read.)
@@ -341,7 +341,7 @@ void require_checked_indices(const ir::Graph& program, const run_config::Config&
   try {
     check_indices_are_checked(program, config);
   } catch (const std::invalid_argument& e) {
-    throw TrainError(fmt::format("{}: the program {} is not run", e.what(), program.name()));
+    throw run_folder::TrainError(fmt::format("{}: the program {} is not run", e.what(), program.name()));
   }
 }
 

@@ -15,7 +15,7 @@ namespace bertc::train {
 
 // Tokenizes the text, makes the examples and returns their batch stream; reports to `log`. Shards
 // are checked against the config and `vocab` before it returns (data/shard_files.h). Throws
-// data::Stopped when a stop signal (train/stop_request.h) comes while text is read or counted, or
+// data::Stopped when a stop signal (run_folder/stop_request.h) comes while text is read or counted, or
 // shards from elsewhere are checked.
 data::BatchStream open_batch_stream(const run_config::Config& config, const std::filesystem::path& data,
                                     const data::Vocab& vocab, std::ostream& log);

@@ -16,7 +16,7 @@
 
 #include "ir/value_names.h"
 #include "support/options.h"
-#include "train/train_error.h"
+#include "run_folder/train_error.h"
 
 namespace bertc::train {
 namespace {
@@ -45,7 +45,7 @@ std::string program_file() {
   const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (path.empty() || (!ec && exe.string() == path)) return "/proc/self/exe";
   if (path.ends_with(" (deleted)"))
-    throw TrainError(fmt::format("this rank's program {} was replaced on disk after it started: start the ranks again",
+    throw run_folder::TrainError(fmt::format("this rank's program {} was replaced on disk after it started: start the ranks again",
                                  path.substr(0, path.size() - 10)));
   return path;
 }
@@ -122,7 +122,7 @@ std::vector<distributed::GradientTensor> gradient_tensors(const ir::Graph& step)
   for (auto it = params.rbegin(); it != params.rend(); ++it) {
     const ir::Value& p = step.value(*it);
     if (p.type.dtype != ir::DType::F32)
-      throw TrainError(fmt::format("data-parallel training sums f32 gradients, and param '{}' is {}", p.name,
+      throw run_folder::TrainError(fmt::format("data-parallel training sums f32 gradients, and param '{}' is {}", p.name,
                                    ir::to_string(p.type)));
     tensors.push_back({ir::names::grad_accumulator_of(p.name), p.type.shape});
   }
@@ -142,11 +142,11 @@ DataParallel::DataParallel(distributed::Communicator& comm, const passes::Traini
   // One rank sums nothing, unless NCCL is asked for (the GPU check compares it with no exchange).
   if (comm_.size() == 1 && allreduce_ != distributed::AllReduce::Nccl) return;
   if (t.gradient_compression == distributed::Compression::PowerSgd && program.step.find(ir::names::kLossScale))
-    throw TrainError("gradient_compression = \"powersgd\" with loss scaling (precision fp16) is not supported yet: "
+    throw run_folder::TrainError("gradient_compression = \"powersgd\" with loss scaling (precision fp16) is not supported yet: "
                      "PowerSGD's error feedback would mix gradients of different loss scales; use precision bf16 "
                      "(sm_80 and newer) or fp32, or gradient_compression = \"fp16\"");
   if (allreduce_ == distributed::AllReduce::Nccl && t.gradient_compression == distributed::Compression::PowerSgd)
-    throw TrainError("[train] allreduce = \"nccl\" sums fp32, fp16 or bf16 gradients on the GPU, and "
+    throw run_folder::TrainError("[train] allreduce = \"nccl\" sums fp32, fp16 or bf16 gradients on the GPU, and "
                      "gradient_compression = \"powersgd\" is made on the host: set allreduce = \"auto\" (or \"host\"), or "
                      "gradient_compression = \"fp16\", \"bf16\" or \"none\"");
   tensors_ = gradient_tensors(program.step);
@@ -165,7 +165,7 @@ std::string DataParallel::attach(GraphRunner& step, GraphRunner& optimizer, runt
 std::string DataParallel::attach_sums(GraphRunner& step, GraphRunner& optimizer, runtime::Device* device) {
   const runtime::InRunSums in_run = device ? device->capabilities().in_run_sums : runtime::InRunSums::None;
   if (allreduce_ == distributed::AllReduce::Nccl && in_run != runtime::InRunSums::SideQueue)
-    throw TrainError(fmt::format("[train] allreduce = \"nccl\" sums a GPU's gradients, and this run trains on {}: "
+    throw run_folder::TrainError(fmt::format("[train] allreduce = \"nccl\" sums a GPU's gradients, and this run trains on {}: "
                                  "train with --device cuda, or set allreduce = \"auto\"",
                                  device ? device->name() : "the CPU reference"));
   if (in_run == runtime::InRunSums::SideQueue) return attach_gpu(*device, step);
@@ -237,7 +237,7 @@ std::string DataParallel::attach_gpu(runtime::Device& gpu, GraphRunner& step) {
         versions[0] == 0 ? "" : fmt::format(" (rank 0 has NCCL {})", distributed::nccl_version_text(int(versions[0]))),
         probe.library.loaded() ? "" : fmt::format(" (tried {})", fmt::join(probe.tried, "; ")));
     if (allreduce_ == distributed::AllReduce::Nccl)
-      throw TrainError(fmt::format("[train] allreduce = \"nccl\", and {}: run scripts/setup.sh on every machine (or "
+      throw run_folder::TrainError(fmt::format("[train] allreduce = \"nccl\", and {}: run scripts/setup.sh on every machine (or "
                                    "set BERTC_NCCL to the same libnccl.so.2 everywhere), or set allreduce = \"auto\"",
                                    why));
     return fmt::format("staged through host memory and summed over {}: {}", comm_.engine(), why);
@@ -255,7 +255,7 @@ std::string DataParallel::attach_gpu(runtime::Device& gpu, GraphRunner& step) {
     if (std::count(loaded.begin(), loaded.end(), 0) > 0) {
       if (why.empty()) why = "another rank could not load them";
       if (allreduce_ == distributed::AllReduce::Nccl)
-        throw TrainError(fmt::format("[train] allreduce = \"nccl\" with gradient_compression = \"{}\": the kernels that "
+        throw run_folder::TrainError(fmt::format("[train] allreduce = \"nccl\" with gradient_compression = \"{}\": the kernels that "
                                      "round the gradients on the GPU did not load ({}): compile the program again, or set "
                                      "allreduce = \"auto\"",
                                      ir::enum_name(compression), why));
@@ -385,7 +385,7 @@ distributed::ExchangeResult DataParallel::end_exchange(int64_t step, bool loss_s
   // Sums in device memory stay there: the optimizer's gradient norm, of the summed gradients, tells.
   if (path_ == SumPath::OnDevice) result_.finite = std::isfinite(grad_norm);
   if (!result_.finite && !loss_scaling)
-    throw Diverged(fmt::format(
+    throw run_folder::Diverged(fmt::format(
         "step {}: the gradients summed over the ranks hold inf or nan{}; without loss scaling no step is skipped: {}",
         step, result_.compressed ? " after compression" : "",
         exchange_->options().compression == distributed::Compression::Fp16
@@ -401,7 +401,7 @@ std::unique_ptr<distributed::NcclSums::Watch> DataParallel::watch(int64_t step) 
   return std::make_unique<distributed::NcclSums::Watch>(*nccl_, fmt::format("step {} (its NCCL sums)", step));
 }
 
-void DataParallel::reduce(StepStats& s) {
+void DataParallel::reduce(run_folder::StepStats& s) {
   if (ranks() == 1) return;
   double sums[] = {s.loss, s.mlm_loss, s.nsp_loss, double(s.mlm_correct), double(s.mlm_counted), double(s.tokens)};
   comm_.sum(sums, std::size(sums), distributed::Element::F64);
@@ -415,7 +415,7 @@ void check_same_start(distributed::Communicator& comm, const run_config::Config&
   if (comm.size() == 1) return;
   const std::vector<int> binaries = differing(comm.all_gather(executable_hash(), "the start-up check that every rank runs the same bertc"));
   if (!binaries.empty())
-    throw TrainError(fmt::format("rank {} runs another bertc binary than rank 0: install the same build on every "
+    throw run_folder::TrainError(fmt::format("rank {} runs another bertc binary than rank 0: install the same build on every "
                                  "machine",
                                  fmt::join(binaries, ", rank ")));
   std::vector<std::pair<std::string, std::string>> settings;  // "[section] key" or "--flag", its value
@@ -432,7 +432,7 @@ void check_same_start(distributed::Communicator& comm, const run_config::Config&
   std::vector<std::string> which;
   for (const auto& [name, value] : settings)
     if (!differing(comm.all_gather(hash(value), "the start-up check that the ranks' settings agree")).empty()) which.push_back(fmt::format("{} (here {})", name, value));
-  throw TrainError(fmt::format("rank {} has other settings than rank 0 — {} {}: give every rank the same config and "
+  throw run_folder::TrainError(fmt::format("rank {} has other settings than rank 0 — {} {}: give every rank the same config and "
                                "flags",
                                fmt::join(runs, ", rank "), fmt::join(which, ", "), which.size() == 1 ? "differs" : "differ"));
 }
@@ -441,7 +441,7 @@ void DataParallel::check_same_run(const std::string& program, const std::string&
   if (ranks() == 1) return;
   const std::vector<int> devices = differing(comm_.all_gather(XXH3_64bits(device.data(), device.size()), "the start-up check of the ranks' devices"));
   if (!devices.empty())
-    throw TrainError(fmt::format("rank {} trains on another device than rank 0 (this rank: {}): the ranks would "
+    throw run_folder::TrainError(fmt::format("rank {} trains on another device than rank 0 (this rank: {}): the ranks would "
                                  "compute other numbers and diverge; give every rank the same --device and GPU model",
                                  fmt::join(devices, ", rank "), device));
   // (the data first: another corpus of as many examples, or another vocabulary of as many
@@ -449,19 +449,19 @@ void DataParallel::check_same_run(const std::string& program, const std::string&
   const std::vector<int> readers = differing(comm_.all_gather(XXH3_64bits(data.data(), data.size()),
                                                                   "the start-up check of the ranks' data"));
   if (!readers.empty())
-    throw TrainError(fmt::format("rank {} reads other data than rank 0 (this rank: {}): each rank would train on "
+    throw run_folder::TrainError(fmt::format("rank {} reads other data than rank 0 (this rank: {}): each rank would train on "
                                  "its own text; give every rank the same corpus or shards and vocabulary (their "
                                  "place may differ from machine to machine, not their content)",
                                  fmt::join(readers, ", rank "), data));
   const std::vector<int> runs = differing(comm_.all_gather(XXH3_64bits(program.data(), program.size()),
                                                                "the start-up check of the ranks' programs"));
   if (!runs.empty())
-    throw TrainError(fmt::format("rank {} compiled another program than rank 0 from the same settings and data: "
+    throw run_folder::TrainError(fmt::format("rank {} compiled another program than rank 0 from the same settings and data: "
                                  "give every rank the same bertc build and config",
                                  fmt::join(runs, ", rank ")));
 }
 
-void DataParallel::share_state(support::Environment& env, const TensorManifest& manifest, int64_t& start) {
+void DataParallel::share_state(support::Environment& env, const run_folder::TensorManifest& manifest, int64_t& start) {
   if (ranks() == 1) return;
   comm_.broadcast(&start, sizeof start, 0);
   for (const auto& [name, type] : manifest) {
@@ -472,7 +472,7 @@ void DataParallel::share_state(support::Environment& env, const TensorManifest& 
 }
 
 // A checkpoint keeps the exchange's state by its names' prefix.
-static_assert(std::string_view(distributed::GradientExchange::kStatePrefix).starts_with(kExchangeStatePrefix));
+static_assert(std::string_view(distributed::GradientExchange::kStatePrefix).starts_with(run_folder::kExchangeStatePrefix));
 
 support::Environment DataParallel::exchange_state() {
   return exchange_ ? exchange_->saved_state() : support::Environment{};
@@ -490,7 +490,7 @@ std::string DataParallel::restore_exchange_state(const support::Environment& env
                            : "";
 }
 
-void DataParallel::check_same_parameters(const support::Environment& env, const TensorManifest& manifest, int64_t step) {
+void DataParallel::check_same_parameters(const support::Environment& env, const run_folder::TensorManifest& manifest, int64_t step) {
   if (ranks() == 1) return;
   XXH3_state_t* state = XXH3_createState();
   XXH3_64bits_reset(state);
@@ -503,7 +503,7 @@ void DataParallel::check_same_parameters(const support::Environment& env, const 
   XXH3_freeState(state);
   const std::vector<int> diverged = differing(comm_.all_gather(mine, fmt::format("the check of the ranks' parameters at step {}", step)));
   if (!diverged.empty())
-    throw TrainError(fmt::format("step {}: the params and moments of rank {} differ from rank 0's: the ranks have "
+    throw run_folder::TrainError(fmt::format("step {}: the params and moments of rank {} differ from rank 0's: the ranks have "
                                  "diverged (a bug: please report it); --resume from the last checkpoint",
                                  step, fmt::join(diverged, ", rank ")));
 }

@@ -17,9 +17,9 @@
 #include "run_config/config.h"
 #include "passes/pipeline.h"
 #include "support/tensor_io.h"
-#include "train/checkpoint.h"
+#include "run_folder/checkpoint.h"
 #include "train/graph_runner.h"
-#include "train/progress.h"
+#include "run_folder/progress.h"
 #include "runtime/device.h"
 #include "runtime/plan_executor.h"
 
@@ -84,7 +84,7 @@ class DataParallel {
   std::unique_ptr<distributed::NcclSums::Watch> watch(int64_t step);
 
   // Losses, accuracy counts and tokens of the whole global batch (every rank gets them).
-  void reduce(StepStats& stats);
+  void reduce(run_folder::StepStats& stats);
 
   // Refuses, on every rank, a run whose ranks train on another device (`device`: its name, the
   // GPU model included; --device auto may pick another on another machine), compiled another
@@ -94,7 +94,7 @@ class DataParallel {
 
   // Rank 0's `start` and every manifest tensor of its `env` to every rank: only rank 0 reads
   // checkpoints and --init files (the other machines need not see them).
-  void share_state(support::Environment& env, const TensorManifest& manifest, int64_t& start);
+  void share_state(support::Environment& env, const run_folder::TensorManifest& manifest, int64_t& start);
 
   // At a checkpoint, on every rank: the gradient exchange's own state (PowerSGD's; a collective),
   // for rank 0 to save beside the params. Empty without PowerSGD.
@@ -105,7 +105,7 @@ class DataParallel {
 
   // At a checkpoint: every rank's params must hash alike; throws TrainError naming the ranks that
   // differ from rank 0.
-  void check_same_parameters(const support::Environment& env, const TensorManifest& manifest, int64_t step);
+  void check_same_parameters(const support::Environment& env, const run_folder::TensorManifest& manifest, int64_t step);
 
  private:
   // None: one rank; Staged: between the step and the optimizer, through env; InRuns: inside the

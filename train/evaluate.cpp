@@ -13,9 +13,9 @@
 #include "ir/value_names.h"
 #include "passes/autodiff.h"
 #include "train/batches.h"
-#include "train/checkpoint.h"
-#include "train/records.h"
-#include "train/resume.h"
+#include "run_folder/checkpoint.h"
+#include "run_folder/records.h"
+#include "run_folder/resume.h"
 #include "reference/executor.h"
 #include "support/safetensors.h"
 #include "support/shell_word.h"
@@ -223,8 +223,8 @@ void require_weights_task(const run_config::Config& config, const std::filesyste
   if (metadata.count("finetune_task")) {
     // (a record bertc never writes, a regression of 2 classes, was advised back as a config that
     // every check then refused)
-    if (is_checkpoint_record(metadata))
-      check_checkpoint_record(metadata, support::read_safetensors_shape(weights, "classifier.weight"), weights.string());
+    if (run_folder::is_checkpoint_record(metadata))
+      run_folder::check_checkpoint_record(metadata, support::read_safetensors_shape(weights, "classifier.weight"), weights.string());
     const TaskRecord recorded = weights_task(weights, metadata, 0);
     require_config_task(config, recorded, init, weights_fix(recorded));
     return;
@@ -234,7 +234,7 @@ void require_weights_task(const run_config::Config& config, const std::filesyste
   int64_t rows = 0;
   try {
     const std::vector<std::filesystem::path> files =
-        run_config::is_hf_folder(weights) ? hf_weight_files(weights) : std::vector<std::filesystem::path>{weights};
+        run_config::is_hf_folder(weights) ? run_folder::hf_weight_files(weights) : std::vector<std::filesystem::path>{weights};
     for (const std::filesystem::path& f : files)
       if (const auto shape = support::read_safetensors_shape(f, "classifier.weight"); shape && !shape->empty())
         rows = (*shape)[0];
@@ -280,7 +280,7 @@ EvalResult evaluate_batch(const frontend::ModelDefinition& model, run_config::Co
                           const std::filesystem::path& weights, const std::filesystem::path& batch_path) {
   const support::Safetensors batch = support::read_safetensors(batch_path);
   const std::string source = batch_path.string();
-  if (batch.metadata.count("format") && batch.metadata.at("format") == "bertc-batch") check_batch_record(batch.metadata, source);
+  if (batch.metadata.count("format") && batch.metadata.at("format") == "bertc-batch") run_folder::check_batch_record(batch.metadata, source);
   if (config.finetune_section)  // (what its label numbers mean, where bertc batch recorded it)
     require_config_task(config, recorded_task(batch.metadata), fmt::format("the batch {}", source),
                         fmt::format("make the batch with this config (bertc batch CONFIG --data EXAMPLES -o {})", source));
@@ -326,13 +326,13 @@ EvalResult evaluate_batch(const frontend::ModelDefinition& model, run_config::Co
   }
   check_batch_ranges(env, config, source);
   if (config.finetune_section) require_weights_task(config, weights);
-  const PretrainedReport loaded = load_pretrained(weights, graph, env);
+  const run_folder::PretrainedReport loaded = run_folder::load_pretrained(weights, graph, env);
   if (config.finetune_section)  // (what the head's outputs mean, where the weights record it)
     require_weights_classes(config, weights, loaded.metadata, recorded_task(batch.metadata), source);
   // The batch's token ids are of the vocabulary it was made with: the weights' must be it.
   if (const auto made_with = data::vocab_from_metadata(batch.metadata)) {
     std::optional<data::VocabRecord> weights_vocab = data::vocab_from_metadata(loaded.metadata);
-    if (run_config::is_hf_folder(weights)) weights_vocab = data::record_of(hf_folder_vocab(weights, loaded.metadata));
+    if (run_config::is_hf_folder(weights)) weights_vocab = data::record_of(run_folder::hf_folder_vocab(weights, loaded.metadata));
     if (weights_vocab)
       data::require_same_vocab(*made_with, *weights_vocab, fmt::format("--init {}", weights.string()),
                                fmt::format("make the batch with the weights' vocabulary (bertc batch CONFIG --vocab "
@@ -341,7 +341,7 @@ EvalResult evaluate_batch(const frontend::ModelDefinition& model, run_config::Co
   }
   // ...and its text lower-cased as theirs was (else its words are other tokens, or [UNK]).
   if (const std::optional<bool> made = support::metadata_flag(batch.metadata, "do_lower_case", source))
-    if (const std::optional<bool> trained = weights_lower_case(weights, loaded.metadata); trained && *trained != *made)
+    if (const std::optional<bool> trained = run_folder::weights_lower_case(weights, loaded.metadata); trained && *trained != *made)
       throw support::SafetensorsError(fmt::format(
           "{}: made with do_lower_case = {}, and the weights at {} were trained with do_lower_case = {}: the same text "
           "makes other tokens; make the batch with [train] do_lower_case = {} in its config (bertc batch CONFIG --data "
@@ -389,7 +389,7 @@ EvalResult evaluate_batch(const frontend::ModelDefinition& model, run_config::Co
   const auto r = reference::Executor<float>(graph).run(env, fetch);
   EvalResult out;
   out.vocab = data::vocab_from_metadata(batch.metadata);
-  out.notes = init_notes(loaded);
+  out.notes = run_folder::init_notes(loaded);
   for (const std::string& name : losses) out.losses.emplace_back(name, r.fetched.at(name).real.at(0));
   out.losses.emplace_back(ir::names::kLoss, r.outputs.at(0).real.at(0));
   for (const std::string& name : logits) out.logits[name] = r.fetched.at(name);

@@ -26,13 +26,13 @@
 #include "runtime/device_registry.h"
 #include "runtime/device_target.h"
 #include "train/batches.h"
-#include "train/checkpoint.h"
+#include "run_folder/checkpoint.h"
 #include "train/graph_runner.h"
 #include "train/lr_schedule.h"
-#include "train/resume.h"
-#include "train/progress.h"
-#include "train/run_lock.h"
-#include "train/stop_request.h"
+#include "run_folder/resume.h"
+#include "run_folder/progress.h"
+#include "run_folder/run_lock.h"
+#include "run_folder/stop_request.h"
 #include "train/trainer.h"
 #include "support/resolved_path.h"
 #include "support/shell_word.h"
@@ -135,13 +135,13 @@ std::string name_list(const std::vector<std::string>& names) {
 // a pooler a BertModel file may lack) may be missing.
 void load_init(const std::filesystem::path& init, const ir::Graph& graph, const data::Vocab& vocab, bool lower_case,
                support::Environment& env, std::ostream& log) {
-  const PretrainedReport r = load_pretrained(init, graph, env, {"classifier."});
-  check_init_vocab(init, r.metadata, vocab, lower_case, log, "[train] vocab in the config");
+  const run_folder::PretrainedReport r = run_folder::load_pretrained(init, graph, env, {"classifier."});
+  run_folder::check_init_vocab(init, r.metadata, vocab, lower_case, log, "[train] vocab in the config");
   std::vector<std::string> encoder_missing;
   for (const std::string& name : r.missing)
     if (!name.starts_with("classifier.") && !name.starts_with("bert.pooler.")) encoder_missing.push_back(name);
   if (!encoder_missing.empty())
-    throw TrainError(fmt::format("--init {}: it lacks {} of the model's params ({}): is it a checkpoint of this "
+    throw run_folder::TrainError(fmt::format("--init {}: it lacks {} of the model's params ({}): is it a checkpoint of this "
                                  "model, with the config's [model] sizes?",
                                  init.string(), encoder_missing.size(), name_list(encoder_missing)));
   // A bertc checkpoint holds the optimizer's state too: said apart from the unused params.
@@ -151,11 +151,11 @@ void load_init(const std::filesystem::path& init, const ir::Graph& graph, const 
   std::vector<std::string> unused_params, head_set_aside;
   int64_t optimizer_state = 0;
   for (const std::string& name : r.set_aside) {
-    if (is_optimizer_state(name)) ++optimizer_state;
+    if (run_folder::is_optimizer_state(name)) ++optimizer_state;
     else head_set_aside.push_back(name);
   }
   for (const std::string& name : r.unexpected) {
-    if (is_optimizer_state(name)) ++optimizer_state;
+    if (run_folder::is_optimizer_state(name)) ++optimizer_state;
     else unused_params.push_back(name);
   }
   log << fmt::format("init: {} params from {}; made fresh: {}{}; not used: {}{}\n", r.loaded.size(), init.string(),
@@ -224,7 +224,7 @@ TaskScores evaluate_dev(const run_config::Config& c, Runners& r, const data::Tas
     weight += w;
     const std::vector<float>& logits = out.outputs.at(1).real;  // (build_finetune_graph's second output)
     if (!std::all_of(logits.begin(), logits.end(), [](float x) { return std::isfinite(x); }))
-      throw TrainError(fmt::format("the dev set's logits are not finite (the weights diverged): lower [train] "
+      throw run_folder::TrainError(fmt::format("the dev set's logits are not finite (the weights diverged): lower [train] "
                                    "learning_rate and fine-tune again into a new --checkpoint-dir (the finished "
                                    "epochs' checkpoints stay where they are)"));
     if (kind == data::LabelKind::Real) {
@@ -272,7 +272,7 @@ nlohmann::json scores_json(const TaskScores& s, frontend::FinetuneTask task) {
 // evaluation, its scores.
 std::map<std::string, std::string> task_metadata(const frontend::ModelDefinition& model, const run_config::Config& c,
                                                  int64_t epoch, const std::optional<TaskScores>& dev) {
-  std::map<std::string, std::string> m = run_metadata(model, c, 1);
+  std::map<std::string, std::string> m = run_folder::run_metadata(model, c, 1);
   m["finetune_task"] = std::string(ir::enum_name(c.finetune.task));
   m["num_labels"] = std::to_string(c.finetune.num_labels);
   m["labels"] = c.finetune.labels;
@@ -287,7 +287,7 @@ class MetricsFile {
   explicit MetricsFile(const std::filesystem::path& path)
       : path_(path), out_(path, std::ios::trunc), in_use_(opened(path)) {}
   void write(const nlohmann::json& line) {
-    append_metrics_line(out_, path_, line.dump(), line.value("step", int64_t{0}),
+    run_folder::append_metrics_line(out_, path_, line.dump(), line.value("step", int64_t{0}),
                         "fine-tune again in another --checkpoint-dir (fine-tuning does not resume; the epochs' "
                         "checkpoints written so far are kept)");
   }
@@ -295,14 +295,14 @@ class MetricsFile {
  private:
   const std::filesystem::path& opened(const std::filesystem::path& path) const {
     if (!out_)
-      throw TrainError(fmt::format("{}: cannot open the metrics file for writing: {} (--metrics names a file in a "
+      throw run_folder::TrainError(fmt::format("{}: cannot open the metrics file for writing: {} (--metrics names a file in a "
                                    "folder that exists and is writable)",
                                    path.string(), std::strerror(errno)));
     return path;
   }
   std::filesystem::path path_;
   std::ofstream out_;
-  MetricsInUse in_use_;  // (after out_: the file exists when it is locked)
+  run_folder::MetricsInUse in_use_;  // (after out_: the file exists when it is locked)
 };
 
 // The best checkpoint's folder, checked before the first step (it was found unusable only when
@@ -313,12 +313,12 @@ void require_best_folder_usable(const std::filesystem::path& best, const std::fi
                                 std::ostream& log) {
   std::error_code ec;
   if (support::resolved_path(metrics) == support::resolved_path(best))
-    throw TrainError(fmt::format("--metrics {}: is where fine-tuning keeps its best checkpoint (a folder): name "
+    throw run_folder::TrainError(fmt::format("--metrics {}: is where fine-tuning keeps its best checkpoint (a folder): name "
                                  "another file",
                                  metrics.string()));
   const bool link = std::filesystem::is_symlink(best, ec);
   if ((link || std::filesystem::exists(best, ec)) && !std::filesystem::is_directory(best, ec))
-    throw TrainError(fmt::format("{}: {}, where fine-tuning keeps its best checkpoint (a folder): move it away, or "
+    throw run_folder::TrainError(fmt::format("{}: {}, where fine-tuning keeps its best checkpoint (a folder): move it away, or "
                                  "give another --checkpoint-dir",
                                  best.string(), link ? "a link to no folder (missing, or a loop)" : "a file"));
   // A link to a folder is followed (a best checkpoint kept on another disk), and said; one to the
@@ -326,7 +326,7 @@ void require_best_folder_usable(const std::filesystem::path& best, const std::fi
   if (link && std::filesystem::is_directory(best, ec)) {
     const std::filesystem::path target = std::filesystem::canonical(best, ec);
     if (target == std::filesystem::canonical(best.parent_path(), ec))
-      throw TrainError(fmt::format("{}: a link to the run folder itself, where fine-tuning keeps its best checkpoint "
+      throw run_folder::TrainError(fmt::format("{}: a link to the run folder itself, where fine-tuning keeps its best checkpoint "
                                    "apart from the epochs' (it would prune them as its own): remove the link, or "
                                    "point it to another folder",
                                    best.string()));
@@ -336,7 +336,7 @@ void require_best_folder_usable(const std::filesystem::path& best, const std::fi
   // (not made here: a run refused later leaves no folder it made; the run folder, where it goes,
   // is writable: its lock was written there)
   if (std::filesystem::is_directory(best, ec) && ::access(best.c_str(), W_OK | X_OK) != 0)
-    throw TrainError(fmt::format("{}: cannot be written ({}), and fine-tuning keeps its best checkpoint there: make it "
+    throw run_folder::TrainError(fmt::format("{}: cannot be written ({}), and fine-tuning keeps its best checkpoint there: make it "
                                  "writable, or give another --checkpoint-dir",
                                  best.string(), std::strerror(errno)));
 }
@@ -375,16 +375,16 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
   FinetuneOptions o = options;
   run_config::Config& c = o.config;
   const run_config::FinetuneConfig& f = c.finetune;
-  refuse_run_folder_in_use(o.checkpoint_dir);  // (first: a running run's metrics would be blamed instead)
-  o.metrics = check_metrics_path(o.metrics);  // (before anything is made: a slip of --metrics is refused first)
-  const RunFolderLock folder_lock(o.checkpoint_dir, log);
-  remove_leftover_temporaries(o.checkpoint_dir, log);
-  if (!list_checkpoints(o.checkpoint_dir).empty() || !list_checkpoints(o.checkpoint_dir / "best").empty())
-    throw TrainError(fmt::format("{} holds a run's checkpoints already, and fine-tuning starts afresh: give another "
+  run_folder::refuse_run_folder_in_use(o.checkpoint_dir);  // (first: a running run's metrics would be blamed instead)
+  o.metrics = run_folder::check_metrics_path(o.metrics);  // (before anything is made: a slip of --metrics is refused first)
+  const run_folder::RunFolderLock folder_lock(o.checkpoint_dir, log);
+  run_folder::remove_leftover_temporaries(o.checkpoint_dir, log);
+  if (!run_folder::list_checkpoints(o.checkpoint_dir).empty() || !run_folder::list_checkpoints(o.checkpoint_dir / "best").empty())
+    throw run_folder::TrainError(fmt::format("{} holds a run's checkpoints already, and fine-tuning starts afresh: give another "
                                  "--checkpoint-dir (a fine-tuned checkpoint is a starting point for --init)",
                                  o.checkpoint_dir.string()));
   require_best_folder_usable(o.checkpoint_dir / "best", o.metrics, log);
-  const StopOnSignal stop_on_signal(
+  const run_folder::StopOnSignal stop_on_signal(
       "stopping after this step, with a checkpoint; signal again to end at once",
       "ended at once by a second signal: the checkpoints written so far are kept, and fine-tuning does not resume: "
       "start again in another --checkpoint-dir, or from a kept checkpoint's encoder with --init");
@@ -396,7 +396,7 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
 
   // The examples, cut to the longest compiled length.
   const data::Vocab vocab = load_run_vocab(c, o.vocab, log, /*vocab_flag=*/false);
-  say_init_lower_case(c, o.init, log);
+  run_folder::say_init_lower_case(c, o.init, log);
   const data::Tokenizer tokenizer(vocab, c.train.do_lower_case);
   const std::vector<int64_t> lengths = f.buckets(c.train.seq_len);
   const data::TaskFormat format = format_of(c, lengths.back());
@@ -411,7 +411,7 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
     for (const data::TaskData* d : std::initializer_list<const data::TaskData*>{&train_data, dev ? &*dev : nullptr})
       for (const data::TaskExample& e : d ? d->examples : std::vector<data::TaskExample>{})
         if (std::abs(e.target) > 255)
-          throw TrainError(fmt::format("{} line {}: regression target {} in fp16, whose squared errors overflow past "
+          throw run_folder::TrainError(fmt::format("{} line {}: regression target {} in fp16, whose squared errors overflow past "
                                        "65504 (targets beyond about 255): scale the targets down (divide them by {:g}), "
                                        "or fine-tune in --precision bf16 or fp32",
                                        d == &train_data ? o.train_data.string() : o.dev_data->string(), e.line,
@@ -423,7 +423,7 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
       (m == run_config::TaskMetric::Pearson || m == run_config::TaskMetric::Spearman) &&
       std::all_of(dev->examples.begin(), dev->examples.end(),
                   [&](const data::TaskExample& e) { return e.target == dev->examples.front().target; }))
-    throw TrainError(fmt::format("{}: every dev target is {}, and {} (best_metric) is undefined over targets of one "
+    throw run_folder::TrainError(fmt::format("{}: every dev target is {}, and {} (best_metric) is undefined over targets of one "
                                  "value: no epoch could be told the best; give a dev file whose targets vary",
                                  o.dev_data->string(), dev->examples.front().target, ir::enum_name(m)));
   std::vector<int64_t> per_bucket(lengths.size());
@@ -464,7 +464,7 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
   // (a product past 2^63 wrapped: 461168601842738791 epochs x 40 steps ran as 24 steps of schedule,
   // then at learning rate 0 for ever, silently)
   if (__builtin_mul_overflow(f.epochs, steps_per_epoch, &t.steps))
-    throw TrainError(fmt::format("[finetune] epochs = {} x {} steps an epoch is more steps than a run can count "
+    throw run_folder::TrainError(fmt::format("[finetune] epochs = {} x {} steps an epoch is more steps than a run can count "
                                  "(2^63): set [finetune] epochs (or --epochs) to {} or fewer",
                                  f.epochs, steps_per_epoch, std::numeric_limits<int64_t>::max() / steps_per_epoch));
   t.warmup_steps = static_cast<int64_t>(std::ceil(f.warmup_ratio * static_cast<double>(t.steps)));  // (as HF's recipe)
@@ -490,12 +490,12 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
   support::Environment env;
   if (o.init) load_init(*o.init, first.step, vocab, c.train.do_lower_case, env, log);
   else log << fmt::format("init: none: every param fresh from [train] seed {}\n", t.seed);
-  fresh_state(c, first, env);  // (what --init did not set)
+  run_folder::fresh_state(c, first, env);  // (what --init did not set)
   make_runners(o, r, device, log);
-  const TensorManifest manifest = manifest_of(first);
+  const run_folder::TensorManifest manifest = run_folder::manifest_of(first);
 
   folder_lock.writing();  // (a hard stop from here on leaves the folder: it holds the run's files)
-  start_metrics_afresh(o.metrics, log);
+  run_folder::start_metrics_afresh(o.metrics, log);
   MetricsFile metrics(o.metrics);
   FinetuneSummary summary;
   const run_config::TaskMetric chosen = f.chosen_metric();
@@ -524,7 +524,7 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
       const auto [out, optimized] = run_together(*bucket.step, *r.optimizer, env);
       const double loss = out.outputs.at(0).real.at(0);
       if (!std::isfinite(loss))  // (at step 1, before any update: the starting weights, not the learning rate)
-        throw TrainError(fmt::format(
+        throw run_folder::TrainError(fmt::format(
             "the loss is {} at step {} (epoch {}): {}", loss, step, epoch,
             step > 1 ? "lower [train] learning_rate"
             : o.init ? fmt::format("before any update, from the weights of {}: they hold values too large or not "
@@ -547,7 +547,7 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
         window = 0, window_steps = 0, window_examples = 0;
         window_began = Clock::now();
       }
-      if (const int stop = stop_requested()) {
+      if (const int stop = run_folder::stop_requested()) {
         summary.stopped_by_signal = stop;
         break;
       }
@@ -570,7 +570,7 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
                            epoch, ir::enum_name(chosen));
     }
     std::map<std::string, std::string> metadata = task_metadata(model, c, epoch, result.dev);
-    metadata.merge(export_metadata(c, vocab));
+    metadata.merge(run_folder::export_metadata(c, vocab));
     // (Fine-tuning does not resume: a failed write's way on is another run.)
     const std::string again = fmt::format("fine-tune again into another --checkpoint-dir (fine-tuning does not "
                                           "resume; the checkpoints in {} are kept, each a starting point for --init)",
@@ -578,10 +578,10 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
     // (the most a run holds at once: its newest checkpoints and the best, and one more while the
     // oldest, or the old best, waits to go: the room a full disk's advice asks for)
     const int64_t room = std::min(t.keep_checkpoints, f.epochs) + 2;
-    save_checkpoint(o.checkpoint_dir, step, manifest, env, metadata, t.keep_checkpoints, {}, again, room);
+    run_folder::save_checkpoint(o.checkpoint_dir, step, manifest, env, metadata, t.keep_checkpoints, {}, again, room);
     if (result.best) {
-      save_checkpoint(o.checkpoint_dir / "best", step, manifest, env, metadata, 1, {}, again, room);
-      summary.best_checkpoint = checkpoint_path(o.checkpoint_dir / "best", step);
+      run_folder::save_checkpoint(o.checkpoint_dir / "best", step, manifest, env, metadata, 1, {}, again, room);
+      summary.best_checkpoint = run_folder::checkpoint_path(o.checkpoint_dir / "best", step);
     }
     nlohmann::json line = {{"epoch", epoch}, {"step", step}, {"train_loss", result.train_loss}};
     if (result.dev) line["dev"] = scores_json(*result.dev, f.task), line["best"] = result.best;
@@ -590,15 +590,15 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
                        result.dev ? fmt::format("; dev {}{}", describe(*result.dev, f.task),
                                                 result.best ? fmt::format(" (best {} so far)", ir::enum_name(chosen)) : "")
                                   : "",
-                       checkpoint_path(o.checkpoint_dir, step).string());
+                       run_folder::checkpoint_path(o.checkpoint_dir, step).string());
     summary.epochs.push_back(result);
   }
   if (summary.stopped_by_signal)
     log << fmt::format("stopped by {} after step {}: its checkpoint is saved in {} (fine-tuning does not resume: start "
                        "again in another --checkpoint-dir, or from this checkpoint's encoder with --init {}, whose "
                        "task head starts fresh)\n",
-                       signal_name(summary.stopped_by_signal), step, o.checkpoint_dir.string(),
-                       support::shell_word(checkpoint_path(o.checkpoint_dir, step).string()));
+                       run_folder::signal_name(summary.stopped_by_signal), step, o.checkpoint_dir.string(),
+                       support::shell_word(run_folder::checkpoint_path(o.checkpoint_dir, step).string()));
   if (!summary.best_checkpoint.empty())
     log << fmt::format("best: {} {:.4f}: {}\n", ir::enum_name(chosen), *best, summary.best_checkpoint.string());
   // (every dev score undefined: a script reading best/ finds nothing; said at the end, where it looks)

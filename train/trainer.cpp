@@ -31,17 +31,17 @@
 #include "train/autotune.h"
 #include "train/batch_loader.h"
 #include "train/batches.h"
-#include "train/checkpoint.h"
+#include "run_folder/checkpoint.h"
 #include "train/data_parallel.h"
 #include "train/graph_runner.h"
 #include "train/lr_schedule.h"
 #include "train/micro_batch.h"
 #include "train/profile.h"
-#include "train/progress.h"
-#include "train/records.h"
-#include "train/resume.h"
-#include "train/run_lock.h"
-#include "train/stop_request.h"
+#include "run_folder/progress.h"
+#include "run_folder/records.h"
+#include "run_folder/resume.h"
+#include "run_folder/run_lock.h"
+#include "run_folder/stop_request.h"
 #include "train/step_figures.h"
 
 namespace bertc::train {
@@ -111,19 +111,19 @@ codegen::RenderTarget planning_target(const TrainOptions& o, const runtime::Devi
 // this run's batch per rank (said on `log`), else 0. Throws TrainError for a folder without one:
 // a search of micro-batches first would take minutes before saying so.
 uint64_t resumed_micro_batch(const TrainOptions& o, int ranks, std::ostream& log) {
-  const std::vector<CheckpointFile> existing = resumable_checkpoints(o.checkpoint_dir);
+  const std::vector<run_folder::CheckpointFile> existing = run_folder::resumable_checkpoints(o.checkpoint_dir);
   std::map<std::string, std::string> saved;
   try {
     saved = support::read_safetensors_metadata(existing.back().path);
   } catch (const std::exception&) {  // (an unreadable checkpoint is said by the resume itself)
     return 0;
   }
-  check_run_metadata(saved, existing.back().path);
+  run_folder::check_run_metadata(saved, existing.back().path);
   const auto batch = saved.find("batch_size"), world = saved.find("world_size");
   const int64_t per_rank = o.config.train.batch_size * o.config.train.gradient_accumulation_steps;
   if (batch == saved.end() || (world != saved.end() && world->second != std::to_string(ranks))) return 0;
   // (another global batch is refused now, before a split is said or searched for)
-  refuse_other_global_batch(saved, std::to_string(per_rank * ranks), existing.back().path);
+  run_folder::refuse_other_global_batch(saved, std::to_string(per_rank * ranks), existing.back().path);
   const int64_t b = std::atoll(batch->second.c_str());
   if (b <= 0 || per_rank % b != 0) return 0;
   log << fmt::format("train: --batch-size auto on resume: micro-batch {} x {} accumulation steps, as {} was trained\n",
@@ -172,7 +172,7 @@ void choose_batch(const frontend::ModelDefinition& model, TrainOptions& o, const
       return choose_micro_batch(model, o.config, target, available, log);
     } catch (const std::runtime_error& e) {
       if (!o.device_memory) throw;
-      throw TrainError(fmt::format("{} (or, if the device has more than the --device-memory {} given, raise it)",
+      throw run_folder::TrainError(fmt::format("{} (or, if the device has more than the --device-memory {} given, raise it)",
                                    e.what(), *o.device_memory));
     }
   }();
@@ -198,17 +198,17 @@ void keep_global_batch(TrainOptions& o, distributed::Communicator& comm, std::os
   int64_t saved[2] = {0, 0};  // ranks and global batch of the newest checkpoint (0: none; -1: rank 0 refused it)
   std::exception_ptr refused;
   if (comm.rank() == 0) {
-    const auto existing = list_checkpoints(o.checkpoint_dir);
+    const auto existing = run_folder::list_checkpoints(o.checkpoint_dir);
     if (!existing.empty()) {
       try {
         const auto meta = support::read_safetensors_metadata(existing.back().path);
-        check_run_metadata(meta, existing.back().path);
+        run_folder::check_run_metadata(meta, existing.back().path);
         saved[0] = metadata_number(meta, "world_size", 1);
         saved[1] = metadata_number(meta, "global_batch", metadata_number(meta, "batch_size", 0) *
                                                              metadata_number(meta, "gradient_accumulation_steps", 1));
       } catch (const support::SafetensorsError&) {
         // (A newest file that does not read: loading it says what it is and the way on.)
-      } catch (const TrainError&) {  // (said after the broadcast: the other ranks would wait for it until their timeout)
+      } catch (const run_folder::TrainError&) {  // (said after the broadcast: the other ranks would wait for it until their timeout)
         refused = std::current_exception();
         saved[0] = -1;
       }
@@ -217,17 +217,17 @@ void keep_global_batch(TrainOptions& o, distributed::Communicator& comm, std::os
   comm.broadcast(saved, sizeof saved, 0);
   if (refused) std::rethrow_exception(refused);
   if (saved[0] == -1)
-    throw TrainError("rank 0 refused the newest checkpoint's record (its error says why): this rank stops with it");
+    throw run_folder::TrainError("rank 0 refused the newest checkpoint's record (its error says why): this rank stops with it");
   run_config::TrainConfig& t = o.config.train;
   const int64_t ranks = comm.size();
   if (saved[1] == 0 || saved[0] == ranks || ranks * t.batch_size * t.gradient_accumulation_steps == saved[1]) return;
   if (o.compiled)  // its optimizer step averages the compiled number of micro-batches
-    throw TrainError(fmt::format("the checkpoint trained on {} rank(s) with a global batch of {}, and this compiled "
+    throw run_folder::TrainError(fmt::format("the checkpoint trained on {} rank(s) with a global batch of {}, and this compiled "
                                  "program's optimizer step averages {} micro-batches of {}: resume from the config "
                                  "(bertc train CONFIG --resume), which compiles the accumulation that keeps it",
                                  saved[0], saved[1], t.gradient_accumulation_steps, t.batch_size));
   if (saved[1] % ranks != 0)
-    throw TrainError(fmt::format("the checkpoint trained with a global batch of {} on {} rank(s), and {} ranks cannot "
+    throw run_folder::TrainError(fmt::format("the checkpoint trained with a global batch of {} on {} rank(s), and {} ranks cannot "
                                  "share it equally: resume on a number of ranks that divides {}",
                                  saved[1], saved[0], ranks, saved[1]));
   // Each rank's share in micro-batches of at most the configured size: the largest that divides it.
@@ -250,7 +250,7 @@ void keep_global_batch(TrainOptions& o, distributed::Communicator& comm, std::os
 // checkpoint of before the loss rose (the newest may be as far gone as the run).
 std::string start_again(const TrainOptions& o) {
   std::vector<std::string> kept;
-  for (const auto& c : list_checkpoints(o.checkpoint_dir)) kept.push_back(c.path.string());
+  for (const auto& c : run_folder::list_checkpoints(o.checkpoint_dir)) kept.push_back(c.path.string());
   return fmt::format("{}, and train again in a new --checkpoint-dir (--resume keeps the settings the run started "
                      "with): fresh, or from a checkpoint of before the loss rose (--init CHECKPOINT{})",
                      o.compiled ? ", compile the program again with it" : "",
@@ -300,7 +300,7 @@ Fetches fetches_of(const ir::Graph& step, const ir::Graph& optimizer) {
 // optimizer step averages every rank's micro-batches).
 passes::TrainingProgram program_of(const codegen::CompiledProgram& compiled, const distributed::Communicator& comm) {
   if (comm.size() != compiled.ranks)
-    throw TrainError(fmt::format("the compiled program is for {} data-parallel rank(s) (its optimizer step averages "
+    throw run_folder::TrainError(fmt::format("the compiled program is for {} data-parallel rank(s) (its optimizer step averages "
                                  "their micro-batches), and this run has {}: run it on {}, or compile it with --ranks {}",
                                  compiled.ranks, comm.size(), compiled.ranks, comm.size()));
   return codegen::graphs_of(compiled);
@@ -311,12 +311,12 @@ struct Runners {
   Fetches fetch;
   bool on_gpu = false;  // copying values back costs the step time
   std::unique_ptr<GraphRunner> step, optimizer;
-  DeviceFigures figures;
+  run_folder::DeviceFigures figures;
 };
 
 // Says each device graph a step recorded (the first replayed step records it) and what it holds:
 // the kernels, copies and NCCL work replayed as one launch each step from then on.
-void say_recorded_graphs(const Runners& r, Progress* progress) {
+void say_recorded_graphs(const Runners& r, run_folder::Progress* progress) {
   for (GraphRunner* runner : {r.step.get(), r.optimizer.get()})
     if (runtime::PlanExecutor* plan = runner ? runner->plan() : nullptr)
       for (const runtime::GraphCensus& census : plan->take_recorded_census())
@@ -380,7 +380,7 @@ Runners make_runners(const frontend::ModelDefinition& model, const TrainOptions&
 // reads must be the same (data_content), so either the data is fixed with its examples as they
 // were, or a fresh run starts from the newest checkpoint's weights.
 std::string data_failed_advice(const TrainOptions& o) {
-  const auto kept = list_checkpoints(o.checkpoint_dir);
+  const auto kept = run_folder::list_checkpoints(o.checkpoint_dir);
   if (kept.empty()) return "no checkpoint of this run was written yet: fix or remove that data and run again";
   return fmt::format("the checkpoints are kept (newest: step {}). A resumed run must read the same data: restore it "
                      "(the same examples) and run the same command with --resume; or leave that data out and start "
@@ -390,11 +390,11 @@ std::string data_failed_advice(const TrainOptions& o) {
 
 // One optimizer step: its micro-batches, then the optimizer (with one micro-batch, both as one
 // device graph). `sample` asks for the MLM accuracy.
-StepStats train_step(int64_t s, const TrainOptions& o, Runners& r, BatchLoader& loader, support::Environment& env,
+run_folder::StepStats train_step(int64_t s, const TrainOptions& o, Runners& r, BatchLoader& loader, support::Environment& env,
                      DataParallel& dp, bool sample) {
   const run_config::TrainConfig& t = o.config.train;
   const int64_t K = t.gradient_accumulation_steps;
-  StepStats stats;
+  run_folder::StepStats stats;
   stats.step = s;
   stats.learning_rate = learning_rate_at(t, s);
   env[std::string(names::kLearningRate)] = support::HostTensor::scalar(ir::DType::F32, stats.learning_rate);
@@ -437,7 +437,7 @@ StepStats train_step(int64_t s, const TrainOptions& o, Runners& r, BatchLoader& 
   dp.reduce(stats);
   // (With one micro-batch the optimizer step has run already; the state it left is never saved.)
   if (!std::isfinite(stats.loss))
-    throw Diverged(fmt::format("the loss is {} at step {}{}", stats.loss, s,
+    throw run_folder::Diverged(fmt::format("the loss is {} at step {}{}", stats.loss, s,
                                s == 1 ? starting_weights_advice(o) : ": lower [train] learning_rate or raise warmup_steps"));
   if (!optimized) {
     dp.before_optimizer(*r.optimizer, env, s);
@@ -467,7 +467,7 @@ std::vector<TimedPlan> profile_next_step(Runners& r) {
 }
 
 void write_profile(int64_t step, const TrainOptions& o, const runtime::Device& device, const std::vector<TimedPlan>& timed,
-                   std::optional<Progress>& progress) {
+                   std::optional<run_folder::Progress>& progress) {
   if (!progress) return;  // (rank 0 writes it)
   const Profile p = make_profile(step, device.name(), timed, o.config.compile.arch.gpu(), o.config.compile.precision);
   support::write_file_atomically(o.profile_out, profile_json(p).dump(1) + "\n");
@@ -501,14 +501,14 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
   const std::shared_ptr<distributed::Communicator> world = o.world ? o.world : distributed::single_process();
   distributed::Communicator& comm = *world;
   // The run folder is this run's before anything is read from or written to it (rank 0 writes it).
-  std::optional<RunFolderLock> folder_lock;
+  std::optional<run_folder::RunFolderLock> folder_lock;
   if (comm.rank() == 0) {
-    refuse_run_folder_in_use(o.checkpoint_dir);  // (first: a running run's metrics would be blamed instead)
-    o.metrics = check_metrics_path(o.metrics);  // (before anything is made: a slip of --metrics is refused first)
+    run_folder::refuse_run_folder_in_use(o.checkpoint_dir);  // (first: a running run's metrics would be blamed instead)
+    o.metrics = run_folder::check_metrics_path(o.metrics);  // (before anything is made: a slip of --metrics is refused first)
     folder_lock.emplace(o.checkpoint_dir, log);
-    remove_leftover_temporaries(o.checkpoint_dir, log);
+    run_folder::remove_leftover_temporaries(o.checkpoint_dir, log);
   }
-  const StopOnSignal stop_on_signal;
+  const run_folder::StopOnSignal stop_on_signal;
   // Start-up waits allow for a rank compiling kernels the others found in their caches.
   comm.set_timeout(std::max(o.config.train.rank_timeout, 3600.0));
   check_same_start(comm, o.config, o.device.value_or("cpu"));
@@ -528,7 +528,7 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
   log << compile_summary(o.config.compile, program) << "\n";
   // The vocabulary, said at the start, and checked against everything recorded with another.
   const data::Vocab vocab = load_run_vocab(o.config, o.vocab, log);
-  if (comm.rank() == 0) say_init_lower_case(o.config, o.init, log);
+  if (comm.rank() == 0) run_folder::say_init_lower_case(o.config, o.init, log);
   if (const auto compiled_with = o.compiled ? data::vocab_from_metadata(o.compiled->vocab) : std::nullopt)
     data::require_same_vocab(vocab, *compiled_with, "the compiled program",
                              "train it with the vocabulary its config named when it was compiled (--vocab FILE), or "
@@ -537,19 +537,21 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
   // them (and --init's file); the others get its state.
   support::Environment env;
   int64_t start = 0;
-  std::optional<ResumedFrom> resumed;
-  if (comm.rank() == 0) start = prepare_state(model, o, program, vocab, env, log, resumed);
-  else fresh_state(o.config, program, env);
+  std::optional<run_folder::ResumedFrom> resumed;
+  if (comm.rank() == 0) start = run_folder::prepare_state(
+      model, {o.config, o.checkpoint_dir, o.resume, o.init, o.world ? o.world->size() : 1, o.compiled != nullptr},
+      program, vocab, env, log, resumed);
+  else run_folder::fresh_state(o.config, program, env);
   // The run's name, in its checkpoints and its metrics lines: a resumed run keeps its own (and
   // finds by it a metrics file of another run); a checkpoint that names none (an older bertc's, or
   // edited) one derived from its record, the same at every resume from it.
   const std::optional<std::string> recorded_run =
-      resumed ? std::optional<std::string>(resumed_run_id(resumed->metadata)) : std::nullopt;
-  const std::string run_id = recorded_run.value_or(new_run_id());
+      resumed ? std::optional<std::string>(run_folder::resumed_run_id(resumed->metadata)) : std::nullopt;
+  const std::string run_id = recorded_run.value_or(run_folder::new_run_id());
   DataParallel dp(comm, program, t);
-  dp.share_state(env, manifest_of(program), start);
+  dp.share_state(env, run_folder::manifest_of(program), start);
   if (const std::string said = dp.restore_exchange_state(env); !said.empty() && start > 0) log << said << "\n";
-  std::erase_if(env, [](const auto& entry) { return entry.first.starts_with(kExchangeStatePrefix); });  // (taken)
+  std::erase_if(env, [](const auto& entry) { return entry.first.starts_with(run_folder::kExchangeStatePrefix); });  // (taken)
   TrainSummary summary;
   int64_t last = std::min(o.stop_after, t.steps);
   if (start >= last) {
@@ -565,10 +567,10 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
     return summary;
   }
   if (o.profile_step && !device)
-    throw TrainError("--profile times the launches of a compiled program on a device, and the CPU reference runs none: "
+    throw run_folder::TrainError("--profile times the launches of a compiled program on a device, and the CPU reference runs none: "
                      "train with --device cuda (or host)");
   if (o.profile_step && (*o.profile_step <= start || *o.profile_step > last))
-    throw TrainError(fmt::format("--profile {} is not a step of this run (steps {} to {}): give one of those", *o.profile_step,
+    throw run_folder::TrainError(fmt::format("--profile {} is not a step of this run (steps {} to {}): give one of those", *o.profile_step,
                                  start + 1, last));
   Runners runners = make_runners(model, o, program, device, log);
   std::optional<data::BatchStream> opened;
@@ -576,13 +578,13 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
     opened.emplace(open_batch_stream(o.config, o.data, vocab, log));
   } catch (const data::Stopped& stopped) {  // (text being read: minutes on a large corpus)
     log << fmt::format("stopped by {} {}, before the first step: nothing to save; run the same command again\n",
-                       signal_name(stopped.signal()), stopped.what());
+                       run_folder::signal_name(stopped.signal()), stopped.what());
     summary.stopped_by_signal = stopped.signal();
     summary.first_step = start + 1, summary.last_step = start;
     return summary;
   }
   const data::BatchStream& stream = *opened;
-  if (resumed) check_same_data(*resumed, stream, log);
+  if (resumed) run_folder::check_same_data(*resumed, stream, log);
   dp.check_same_run(ir::print(program.step) + ir::print(program.optimizer), data_identity(stream, vocab),
                     device ? device->name() : "the CPU reference");
   const std::string sums = dp.attach(*runners.step, *runners.optimizer, device.get());
@@ -602,7 +604,7 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
           (static_cast<uint64_t>(stream.last_micro_batch()) + 1) / static_cast<uint64_t>(K * dp.ranks()),
           std::numeric_limits<int64_t>::max()));
       last > most)
-    throw TrainError(fmt::format("steps {}: the sequences of a step past {} ({} a step: {} x {} accumulation steps x {} "
+    throw run_folder::TrainError(fmt::format("steps {}: the sequences of a step past {} ({} a step: {} x {} accumulation steps x {} "
                                  "rank(s)) are numbered past 2^63 in the data's stream: stop by step {} (--until {}, "
                                  "or [train] steps)",
                                  last, most, K * dp.ranks() * t.batch_size, t.batch_size, K, dp.ranks(), most, most));
@@ -617,7 +619,7 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
       start * K, last * K);
   comm.set_timeout(t.rank_timeout);
   // Rank 0 reports; the others train quietly.
-  std::optional<Progress> progress;
+  std::optional<run_folder::Progress> progress;
   runners.figures.ranks = dp.ranks();
   runners.figures.compression = ir::enum_name(t.gradient_compression);
   if (folder_lock) folder_lock->writing();  // (a hard stop from here on leaves the folder: it holds the run's files)
@@ -628,17 +630,17 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
     if (start > 0) {
       std::string carried;
       if (resumed)
-        if (const auto it = resumed->metadata.find(kMetricsUnwrittenKey); it != resumed->metadata.end()) carried = it->second;
-      keep_metrics_through(o.metrics, start, recorded_run, log, carried);
+        if (const auto it = resumed->metadata.find(run_folder::kMetricsUnwrittenKey); it != resumed->metadata.end()) carried = it->second;
+      run_folder::keep_metrics_through(o.metrics, start, recorded_run, log, carried);
     }
-    else start_metrics_afresh(o.metrics, log);
+    else run_folder::start_metrics_afresh(o.metrics, log);
     progress.emplace(log, o.metrics, start + 1, last, t.log_every, o.live_progress, runners.figures, run_id);
   }
   summary.first_step = start + 1;
   // A signal while compiling or reading data: nothing trained, nothing to save.
-  if (int stop = stop_requested(); stop && comm.size() == 1) {
+  if (int stop = run_folder::stop_requested(); stop && comm.size() == 1) {
     log << fmt::format("stopped by {} before the first step: nothing to save; run the same command again\n",
-                       signal_name(stop));
+                       run_folder::signal_name(stop));
     summary.stopped_by_signal = stop;
     summary.first_step = start + 1, summary.last_step = start;
     return summary;
@@ -647,21 +649,21 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
   // with every rank taking part; `say`: noted on the console.
   const auto write_checkpoint = [&](int64_t step, int stop, bool say) {
     runners.optimizer->download_state(env);
-    dp.check_same_parameters(env, manifest_of(program), step);
+    dp.check_same_parameters(env, run_folder::manifest_of(program), step);
     const support::Environment exchange = dp.exchange_state();
     if (!dp.leader()) return;
-    std::map<std::string, std::string> metadata = run_metadata(model, o.config, dp.ranks());
+    std::map<std::string, std::string> metadata = run_folder::run_metadata(model, o.config, dp.ranks());
     metadata["world_size"] = std::to_string(dp.ranks());
     metadata["gradient_accumulation_steps"] = std::to_string(K);
     metadata["schedule_steps"] = std::to_string(t.steps);  // (the total the learning rate was planned over)
-    metadata[kRunIdKey] = run_id;
-    if (stop == kStopForMetrics && progress) metadata[kMetricsUnwrittenKey] = progress->unwritten_line();
-    metadata.merge(data_metadata(stream));
-    metadata.merge(settings_metadata(o.config));
-    metadata.merge(export_metadata(o.config, vocab));
-    save_checkpoint(o.checkpoint_dir, step, manifest_of(program), env, std::move(metadata), t.keep_checkpoints,
+    metadata[run_folder::kRunIdKey] = run_id;
+    if (stop == kStopForMetrics && progress) metadata[run_folder::kMetricsUnwrittenKey] = progress->unwritten_line();
+    metadata.merge(run_folder::data_metadata(stream));
+    metadata.merge(run_folder::settings_metadata(o.config));
+    metadata.merge(run_folder::export_metadata(o.config, vocab));
+    run_folder::save_checkpoint(o.checkpoint_dir, step, run_folder::manifest_of(program), env, std::move(metadata), t.keep_checkpoints,
                     exchange);
-    if (say) progress->note(fmt::format("checkpoint: {}", checkpoint_path(o.checkpoint_dir, step).string()));
+    if (say) progress->note(fmt::format("checkpoint: {}", run_folder::checkpoint_path(o.checkpoint_dir, step).string()));
   };
   for (int64_t s = start + 1; s <= last; ++s) {
     const auto began = Clock::now();
@@ -671,19 +673,19 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
     const bool sample = !runners.on_gpu || s % t.log_every == 0 || s == start + 1 || s == last;
     std::vector<TimedPlan> timed;
     if (o.profile_step == s) timed = profile_next_step(runners);
-    StepStats stats = [&] {
+    run_folder::StepStats stats = [&] {
       try {
         return train_step(s, o, runners, loader, env, dp, sample);
-      } catch (const Diverged& e) {
+      } catch (const run_folder::Diverged& e) {
         // (at step 1 the advice is whole: there is nothing to start again from)
-        throw TrainError(s == 1 ? std::string(e.what()) : fmt::format("{}{}", e.what(), start_again(o)));
+        throw run_folder::TrainError(s == 1 ? std::string(e.what()) : fmt::format("{}{}", e.what(), start_again(o)));
       } catch (const data::DataError& e) {  // (a shard from elsewhere, checked as it is read)
         // The data failed before step s updated anything: the state after step s - 1 is whole, and
         // kept (its steps were lost). One rank only: several would have to agree first.
-        const auto kept = list_checkpoints(o.checkpoint_dir);
+        const auto kept = run_folder::list_checkpoints(o.checkpoint_dir);
         if (comm.size() == 1 && s - 1 > start && (kept.empty() || kept.back().step != s - 1))
           write_checkpoint(s - 1, 0, true);
-        throw TrainError(fmt::format("{} (at step {}): {}", e.what(), s, data_failed_advice(o)));
+        throw run_folder::TrainError(fmt::format("{} (at step {}): {}", e.what(), s, data_failed_advice(o)));
       }
     }();
     stats.seconds = std::chrono::duration<double>(Clock::now() - began).count();
@@ -693,7 +695,7 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
     summary.losses.push_back(stats.loss);
     // A signal on any rank stops every rank after the same step; so does rank 0's metrics file
     // failing (a full disk), with a stop of its own (not a signal's: the run then ends in an error).
-    int stop = stop_requested();
+    int stop = run_folder::stop_requested();
     if (progress && !progress->metrics_failure().empty()) stop = std::max(stop, kStopForMetrics);
     if (comm.size() > 1)
       for (uint64_t v : comm.all_gather(static_cast<uint64_t>(stop), fmt::format("the agreement on stopping after step {}", s)))
@@ -702,10 +704,10 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
     if (checkpoint) write_checkpoint(s, stop, s == last || stop || !o.live_progress);
     // A signal that came while the checkpoint was written: that checkpoint is the stop's (one rank:
     // ranks agree on stopping only after a step).
-    if (!stop && checkpoint && comm.size() == 1) stop = stop_requested();
+    if (!stop && checkpoint && comm.size() == 1) stop = run_folder::stop_requested();
     if (stop == kStopForMetrics) {
       if (comm.size() > 1) comm.meet("the stop's checkpoint");
-      throw TrainError(fmt::format("{} (the run stopped after step {}, with its checkpoint)",
+      throw run_folder::TrainError(fmt::format("{} (the run stopped after step {}, with its checkpoint)",
                                    progress ? progress->metrics_failure() : "rank 0 could not write the metrics", s));
     }
     if (stop && s < last) {
@@ -716,7 +718,7 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
       last = s;
       if (progress)
         progress->note(fmt::format("stopped by {} after step {}: continue with the same command and --resume",
-                                   signal_name(stop),
+                                   run_folder::signal_name(stop),
                                    s));
       break;
     }

@@ -16,7 +16,7 @@
 #include "distributed/communicator.h"
 #include "frontend/model.h"
 #include "run_config/config.h"
-#include "train/train_error.h"
+#include "run_folder/train_error.h"
 
 namespace bertc::train {
 
@@ -59,7 +59,7 @@ struct TrainSummary {
   int64_t first_step = 0, last_step = 0;      // optimizer steps run in this call
   double first_loss = 0, last_loss = 0;       // mean loss of the first and of the last log_every steps
   std::vector<double> losses;                 // every step's loss, in order
-  int stopped_by_signal = 0;                  // the signal that ended the run early (checkpointed): train/stop_request.h
+  int stopped_by_signal = 0;                  // the signal that ended the run early (checkpointed): run_folder/stop_request.h
 };
 
 // Trains; progress goes to `log`. Throws TrainError and other std::runtime_error subclasses with

@@ -1,8 +1,8 @@
-// Fuzz harness of the metrics file as a resume reads it back (train/progress.h): keep_metrics_through
+// Fuzz harness of the metrics file as a resume reads it back (run_folder/progress.h): keep_metrics_through
 // never throws on content, keeps exactly the intact lines of steps up to the checkpoint's, the
 // first of each step, in step order, and drops the rest (a file it changed is kept beside whole).
 #include "tests/fuzz/harness.h"
-#include "train/progress.h"
+#include "run_folder/progress.h"
 
 #include <filesystem>
 #include <fstream>
@@ -28,7 +28,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::map<int64_t, std::string> by_step;
   bool all_kept = true;
   for (const std::string& line : lines_of(bytes)) {
-    const bertc::train::MetricsLine m = bertc::train::check_metrics_line(line);
+    const bertc::run_folder::MetricsLine m = bertc::run_folder::check_metrics_line(line);
     if (!m.intact || m.step > kResumeStep) {
       all_kept = false;
       continue;
@@ -40,7 +40,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const auto& [step, line] : by_step) expected.push_back(line);
   const std::filesystem::path path = bertc::fuzz::scratch_file(bytes, "metrics.jsonl");
   std::ostringstream log;
-  bertc::train::keep_metrics_through(path, kResumeStep, std::nullopt, log);  // (an exception ends the process: the failure)
+  bertc::run_folder::keep_metrics_through(path, kResumeStep, std::nullopt, log);  // (an exception ends the process: the failure)
   std::ifstream in(path, std::ios::binary);
   const std::string after{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
   // (a file with damaged lines, or none intact, is kept beside as metrics.earlier-N.jsonl: one

@@ -6,7 +6,7 @@
 
 #include "run_config/config.h"
 #include "passes/pipeline.h"
-#include "train/initialize.h"
+#include "run_folder/initialize.h"
 #include "ir/host_tensor.h"
 
 namespace bertc::testing {
@@ -23,9 +23,9 @@ inline HostTensor<float> ints(const ir::Shape& s, const std::function<int64_t(in
 // other sequence, two segments, masked positions with one unused (weight 0).
 inline ir::Environment<float> batch_environment(const run_config::Config& c, const passes::TrainingProgram& p) {
   support::Environment env;
-  train::initialize_parameters(p.step, c.model.initializer_range, c.model.pad_token_id, 7, env);
-  train::initialize_states(p.step, env);
-  train::initialize_states(p.optimizer, env);
+  run_folder::initialize_parameters(p.step, c.model.initializer_range, c.model.pad_token_id, 7, env);
+  run_folder::initialize_states(p.step, env);
+  run_folder::initialize_states(p.optimizer, env);
   const int64_t B = c.train.batch_size, S = c.train.seq_len, P = c.train.max_predictions_per_seq, V = c.model.vocab_size;
   auto padded = [&](int64_t i) { return (i / S) % 2 == 1 && i % S >= S * 3 / 4; };
   env["input_ids"] = ints({B, S}, [&](int64_t i) { return padded(i) ? 0 : 1 + (i * 37) % (V - 1); });

@@ -15,7 +15,7 @@
 #include "passes/pipeline.h"
 #include "passes/targets.h"
 #include "run_config/config.h"
-#include "train/initialize.h"
+#include "run_folder/initialize.h"
 
 namespace bertc::testing {
 namespace {

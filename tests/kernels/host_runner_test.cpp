@@ -122,6 +122,14 @@ TEST(HostRunner, LambStepMatchesTheReference) {
   expect_step_matches("fp32", 61, "generated", 1e-3, true, nullptr, ir::OpKind::Lamb);
 }
 
+// Lion's update kernel (the sign of the momentum's interpolation) against the reference on the
+// same gradients (`chain` false: a gradient element near zero whose rounding differs between the
+// kernels and the reference would flip its sign and move its param by 2 lr, a difference the
+// update itself makes, not a fault; from the same gradients both sides agree to float rounding).
+TEST(HostRunner, LionStepMatchesTheReference) {
+  expect_step_matches("fp32", 61, "generated", 1e-3, false, nullptr, ir::OpKind::Lion);
+}
+
 // bf16 with every product through cuBLAS records and workspaces: bf16 activations carry 2^-9 of
 // rounding per op, and a rounding flip in an early activation moves a gradient by a few bf16
 // ulps; 5e-2 of a tensor's scale allows that and still catches misplaced data.

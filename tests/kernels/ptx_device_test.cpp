@@ -17,7 +17,7 @@
 #include "runtime/host_device.h"
 #include "runtime/plan_executor.h"
 #include "runtime/ptx_device.h"
-#include "tools/ptx_counts.h"
+#include "driver/ptx_counts.h"
 #include "train/graph_runner.h"
 
 namespace bertc::testing {
@@ -399,10 +399,10 @@ TEST(PtxDevice, APlanReadingAValueBeforeWritingItFails) {
 // 1e12 times too small), and an mma-bound launch projects at that rate.
 TEST(PtxCounts, RatesAreTheDatasheetsInTflops) {
   const passes::GpuSpec a100 = *passes::gpu_of_sm(80);
-  const ptx::GpuRates bf16 = tools::rates_of(a100, passes::Precision::Bf16);
+  const ptx::GpuRates bf16 = driver::rates_of(a100, passes::Precision::Bf16);
   EXPECT_NEAR(bf16.mma_tflops, a100.bf16_tensor_tflops, 1e-9);
   EXPECT_GT(bf16.mma_tflops, 100);
-  EXPECT_EQ(tools::rates_of(a100, passes::Precision::Fp32).mma_tflops, 0);  // (fp32 runs no mma)
+  EXPECT_EQ(driver::rates_of(a100, passes::Precision::Fp32).mma_tflops, 0);  // (fp32 runs no mma)
   ptx::LaunchCounts c;
   c.blocks = 10000, c.thread_instructions = 1, c.flops = c.mma_flops = 312e12 * 1e-3;  // a millisecond's worth
   const ptx::Projection p = ptx::project(c, bf16);

@@ -14,7 +14,7 @@
 #include "passes/targets.h"
 #include "ptx/executor.h"
 #include "ptx/projection.h"
-#include "tools/ptx_counts.h"
+#include "driver/ptx_counts.h"
 
 namespace bertc::testing {
 
@@ -60,7 +60,7 @@ struct PtxStepRun {
   double checked_seconds = 0;                // every launch with the harness's set-up and comparisons
 };
 
-using tools::rates_of;  // (tools/ptx_counts.h: what bertc check --device ptx projects with)
+using driver::rates_of;  // (driver/ptx_counts.h: what bertc check --device ptx projects with)
 
 // Renders `s`'s kernels (every product a generated kernel), compiles one PTX module of them with
 // NVRTC for sm_`s.sm`, and runs every launch of both graphs on the emulator. NVRTC failures are

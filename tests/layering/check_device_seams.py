@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""train/ and tools/ ask a device what it can do (Device::capabilities(), emulator_controls()) and
+"""train/, driver/ and tools/ ask a device what it can do (Device::capabilities(), emulator_controls()) and
 the device table (runtime/device_registry.h) which kinds there are; they never name a device class,
 cast to one, include one's header, or look a device kind up by a name written in the code.
 
@@ -10,7 +10,7 @@ import os
 import re
 import sys
 
-FOLDERS = ["train", "tools"]
+FOLDERS = ["train", "driver", "tools"]
 RULES = [
     (re.compile(r"\b(?:Cuda|Host|Ptx)Device\b"), "names a device class: ask Device::capabilities() or emulator_controls()"),
     (re.compile(r'#include\s+"runtime/(?:cuda|host|ptx)_device\.h"'), "includes a device class's header"),

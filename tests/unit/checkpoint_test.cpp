@@ -10,14 +10,14 @@
 #include <cstring>
 #include <fstream>
 
-#include "train/checkpoint.h"
+#include "run_folder/checkpoint.h"
 #include "run_config/config.h"
 #include "train/lr_schedule.h"
 #include "support/atomic_file.h"
 #include "support/file_errors.h"
 #include "support/safetensors.h"
 
-namespace bertc::train {
+namespace bertc::run_folder {
 
 using namespace bertc::support;
 namespace {
@@ -442,18 +442,18 @@ TEST(LearningRate, WarmupThenDecay) {
   t.warmup_steps = 10;
   t.steps = 110;
   t.end_learning_rate = 0;
-  EXPECT_DOUBLE_EQ(learning_rate_at(t, 1), 1e-4);
-  EXPECT_DOUBLE_EQ(learning_rate_at(t, 10), 1e-3);
-  EXPECT_DOUBLE_EQ(learning_rate_at(t, 60), 5e-4);  // halfway through the decay
-  EXPECT_DOUBLE_EQ(learning_rate_at(t, 110), 0.0);
+  EXPECT_DOUBLE_EQ(train::learning_rate_at(t, 1), 1e-4);
+  EXPECT_DOUBLE_EQ(train::learning_rate_at(t, 10), 1e-3);
+  EXPECT_DOUBLE_EQ(train::learning_rate_at(t, 60), 5e-4);  // halfway through the decay
+  EXPECT_DOUBLE_EQ(train::learning_rate_at(t, 110), 0.0);
   t.lr_decay = run_config::LrDecay::Polynomial;
   t.lr_decay_power = 2;
-  EXPECT_DOUBLE_EQ(learning_rate_at(t, 60), 2.5e-4);
+  EXPECT_DOUBLE_EQ(train::learning_rate_at(t, 60), 2.5e-4);
   t.lr_decay = run_config::LrDecay::Constant;
-  EXPECT_DOUBLE_EQ(learning_rate_at(t, 100), 1e-3);
+  EXPECT_DOUBLE_EQ(train::learning_rate_at(t, 100), 1e-3);
   t.warmup_steps = 0;
-  EXPECT_DOUBLE_EQ(learning_rate_at(t, 1), 1e-3);
+  EXPECT_DOUBLE_EQ(train::learning_rate_at(t, 1), 1e-3);
 }
 
 }  // namespace
-}  // namespace bertc::train
+}  // namespace bertc::run_folder

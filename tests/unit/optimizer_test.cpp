@@ -1,10 +1,11 @@
 // The training passes after autodiff: accumulation over micro-batches and the optimizer graph,
-// against AdamW, LAMB and clipping written out independently here, in double precision.
+// against AdamW, LAMB, Lion and clipping written out independently here, in double precision.
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "ir/builder.h"
+#include "ir/op_info.h"
 #include "gradient_check.h"
 #include "passes/accumulate.h"
 #include "passes/autodiff.h"
@@ -55,6 +56,14 @@ struct Reference {  // the optimizer written out by hand
       mm.resize(p.size());
       vv.resize(p.size());
       const double decay = passes::exempt_from_weight_decay(n) ? 0 : wd;
+      if (kind == "lion") {  // Chen et al. 2023, Algorithm 2: the sign of the interpolation, then m
+        for (size_t i = 0; i < p.size(); ++i) {
+          const double g = grads[n][i] * factor, c = beta1 * mm[i] + (1 - beta1) * g;
+          p[i] -= lr * ((c > 0) - (c < 0) + decay * p[i]);
+          mm[i] = beta2 * mm[i] + (1 - beta2) * g;
+        }
+        continue;
+      }
       std::vector<double> u(p.size());
       double pn = 0, un = 0;
       for (size_t i = 0; i < p.size(); ++i) {
@@ -119,6 +128,40 @@ void train_and_compare(const std::string& kind, double max_norm) {
 TEST(Optimizer, AdamwWithAccumulation) { train_and_compare("adamw", 0.0); }
 TEST(Optimizer, AdamwWithClipping) { train_and_compare("adamw", 0.01); }  // small enough to clip every step
 TEST(Optimizer, LambWithClipping) { train_and_compare("lamb", 0.01); }
+TEST(Optimizer, LionWithClipping) { train_and_compare("lion", 0.01); }
+
+// The state of every optimizer op of the table is what its operands declare: the pass makes one
+// state "<param>.<name>" per param for each, of the param's type, and checkpoints count them as
+// optimizer state (not weights) by the same declaration.
+TEST(Optimizer, StatesAreWhatEachOptimizerDeclares) {
+  ir::Graph step = model();
+  passes::differentiate(step);
+  passes::accumulate_gradients(step);
+  const std::map<std::string, std::vector<std::string>> expected = {
+      {"adamw", {"exp_avg", "exp_avg_sq"}}, {"lamb", {"exp_avg", "exp_avg_sq"}}, {"lion", {"exp_avg"}}};
+  for (const auto& [name, states] : expected) {
+    const ir::OpKind kind = *ir::op_kind_from_name(name);
+    EXPECT_EQ(ir::optimizer_states(kind), states) << name;
+    passes::OptimizerOptions options;
+    options.optimizer.kind = kind;
+    const ir::Graph apply = passes::build_optimizer_graph(step, options);
+    for (ir::ValueId p : step.values_of(ir::OpKind::Param)) {
+      const ir::Value& param = step.value(p);
+      for (const std::string& state : states) {
+        const std::optional<ir::ValueId> v = apply.find(param.name + "." + state);
+        ASSERT_TRUE(v.has_value()) << name << ": no state " << param.name << "." << state;
+        EXPECT_EQ(apply.value(*v).type, param.type) << name;
+        EXPECT_TRUE(ir::names_optimizer_state(param.name + "." + state));
+      }
+    }
+    size_t state_count = apply.values_of(ir::OpKind::State).size();
+    // (each param's accumulator, its declared states, and the step count)
+    EXPECT_EQ(state_count, step.values_of(ir::OpKind::Param).size() * (1 + states.size()) + 1) << name;
+  }
+  EXPECT_FALSE(ir::names_optimizer_state("dense.weight"));
+  EXPECT_FALSE(ir::names_optimizer_state("exp_avg"));  // (a param's state has the param's name before it)
+  EXPECT_THROW(ir::optimizer_states(ir::OpKind::Add), ir::Error);
+}
 
 // Dynamic loss scaling (fp16): the optimizer divides the scale out, so a clean step equals the
 // unscaled f32 step; a step with inf or nan anywhere changes no param, moment or step count,

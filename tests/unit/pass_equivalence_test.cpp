@@ -25,7 +25,7 @@
 #include "passes/recompute.h"
 #include "passes/schedule.h"
 #include "run_config/config.h"
-#include "train/initialize.h"
+#include "run_folder/initialize.h"
 #include "reference/executor.h"
 
 namespace bertc::passes {
@@ -71,8 +71,8 @@ ir::HostTensor<double> ints(ir::Shape s, std::vector<int64_t> v, DType d = DType
 // two segments, unequal weights (one masked position unused), a dropout seed.
 Env environment(const ir::Graph& step) {
   support::Environment f32;
-  train::initialize_parameters(step, 0.2, 0, 7, f32);
-  train::initialize_states(step, f32);
+  run_folder::initialize_parameters(step, 0.2, 0, 7, f32);
+  run_folder::initialize_states(step, f32);
   Env env;
   for (auto& [name, t] : f32) env[name] = ir::convert<double>(t);
   const int64_t S = step.value(*step.find("input_ids")).type.shape[1];
@@ -197,7 +197,7 @@ TEST(PassEquivalence, LowerLamb) {
   Env start = environment(step);
   run(step, start);
   support::Environment moments;  // zero moments and step count
-  train::initialize_states(with_op, moments);
+  run_folder::initialize_states(with_op, moments);
   for (auto& [name, t] : moments)
     if (!start.count(name)) start[name] = ir::convert<double>(t);
   start["learning_rate"] = ir::HostTensor<double>::zeros({DType::F32, {}});
@@ -334,10 +334,10 @@ TEST(PassEquivalence, PrecisionFp16Storage) { expect_close_to_f32("fp32-fp16stor
 TEST(PassEquivalence, InitializationIgnoresOpOrder) {
   ir::Graph g = step_graph(true);
   support::Environment before, after;
-  train::initialize_parameters(g, 0.02, 0, 99, before);
+  run_folder::initialize_parameters(g, 0.02, 0, 99, before);
   fuse(g);
   schedule_for_memory(g);
-  train::initialize_parameters(g, 0.02, 0, 99, after);
+  run_folder::initialize_parameters(g, 0.02, 0, 99, after);
   ASSERT_EQ(before.size(), after.size());
   for (const auto& [name, t] : before) EXPECT_EQ(t.real, after.at(name).real) << name;
 }

@@ -1,4 +1,4 @@
-// train/run_lock: one holder of a run folder at a time, naming the holder to the refused one; a
+// run_folder/run_lock: one holder of a run folder at a time, naming the holder to the refused one; a
 // lock left by a process that ended without releasing it is taken over with a message; the sweep
 // removes unfinished temporaries and nothing else.
 #include <unistd.h>
@@ -8,10 +8,10 @@
 
 #include <gtest/gtest.h>
 
-#include "train/run_lock.h"
-#include "train/train_error.h"
+#include "run_folder/run_lock.h"
+#include "run_folder/train_error.h"
 
-namespace bertc::train {
+namespace bertc::run_folder {
 namespace {
 
 std::filesystem::path scratch(const std::string& name) {
@@ -77,4 +77,4 @@ TEST(RunFolderLock, SweepsUnfinishedTemporariesOnly) {
 }
 
 }  // namespace
-}  // namespace bertc::train
+}  // namespace bertc::run_folder

@@ -1,4 +1,4 @@
-// train/stop_request: a CPU-time limit's SIGXCPU, which the kernel repeats each CPU second past
+// run_folder/stop_request: a CPU-time limit's SIGXCPU, which the kernel repeats each CPU second past
 // the soft limit, ends nothing once a stop it asked for is made; elsewhere a signal keeps its default.
 #include <gtest/gtest.h>
 
@@ -10,9 +10,9 @@
 #include <chrono>
 #include <thread>
 
-#include "train/stop_request.h"
+#include "run_folder/stop_request.h"
 
-namespace bertc::train {
+namespace bertc::run_folder {
 namespace {
 
 // Runs `body` in a child process; returns its wait status.
@@ -90,4 +90,4 @@ TEST(StopRequest, WithoutAStopASignalKeepsItsDefault) {
 }
 
 }  // namespace
-}  // namespace bertc::train
+}  // namespace bertc::run_folder

@@ -1,0 +1,51 @@
+// What `compile --emit stats|params` and `info` print, as text for people and JSON for scripts.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "codegen/nvrtc_library.h"
+#include "codegen/program.h"
+#include "run_config/config.h"
+#include "frontend/model.h"
+#include "ir/graph.h"
+#include "passes/report.h"
+#include "runtime/cublas_library.h"
+#include "runtime/cuda_driver.h"
+
+namespace bertc::driver {
+
+nlohmann::json stats_json(const run_config::Config& config, const std::string& model_name, const ir::Graph& graph);
+std::string stats_text(const nlohmann::json& stats);
+
+nlohmann::json params_json(const ir::Graph& graph);
+std::string params_text(const nlohmann::json& params);
+
+nlohmann::json report_json(const passes::CompileReport& report);
+// "" when the plan fits the report's GPU (or it has none); else what it takes, what the GPU has,
+// and the settings that make it smaller, those only that are not set already and, where the report
+// has its smallest_device_bytes, only when they can make it fit (else: a GPU with more memory).
+// (The CUDA context and kernels take some more.)
+std::string memory_warning(const passes::CompileReport& report);
+// Sets report.smallest_device_bytes where the plan does not fit its GPU: `model` compiled again
+// under `config` at batch_size 1 with recompute full (itself, where it is that already).
+void note_smallest_plan(passes::CompileReport& report, const frontend::ModelDefinition& model,
+                        const run_config::Config& config);
+std::string report_text(const passes::CompileReport& report, const std::string& name);
+
+// The compiled kernels: per family how many, their launches, registers, shared memory and
+// spills (ptxas), and, `compiled_now`, the compile's time and cache hits (a .bertx records
+// neither: its program was compiled by another run).
+nlohmann::json kernels_json(const codegen::CompiledProgram& p, bool compiled_now = true);
+std::string kernels_text(const codegen::CompiledProgram& p, bool compiled_now = true);
+
+// What a .bertx file holds (bertc info FILE.bertx).
+nlohmann::json bertx_json(const codegen::CompiledProgram& p);
+std::string bertx_text(const codegen::CompiledProgram& p, const std::string& path);
+
+nlohmann::json info_json(const runtime::CudaDriverProbe& driver, const std::vector<codegen::NvrtcProbe>& nvrtc,
+                         const runtime::CublasProbe& cublas);
+std::string info_text(const nlohmann::json& info);
+
+}  // namespace bertc::driver
