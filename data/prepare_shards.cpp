@@ -156,7 +156,7 @@ std::vector<Document> read_scratch(const std::filesystem::path& path) {
 // rows being written, and the shard's file, made in memory before it is written out (gzip'd rows:
 // under seq_len + 8 x predictions bytes an example; 3.5 GB of shards held 31.9 M examples at seq
 // 128 and 20 predictions, 110 bytes each). Measured: 500 MiB resident for a shard of 1.9M tokens
-// on bert-tiny's settings, estimated 566 MiB before the file in memory (README, "Pretraining data").
+// on bert-tiny's settings, estimated 566 MiB before the file in memory (docs/data.md).
 // A shard's file open in pass 1, with its stream's buffer.
 constexpr uint64_t kPerOpenShard = 16 << 10;
 

@@ -2,6 +2,7 @@
 # Installs what bertc needs on a Debian 12 machine, then configures and builds it (incrementally
 # on later runs). Used by scripts/run.sh and scripts/test.sh; safe to run again at any time.
 #   BERTC_BUILD_DIR  build folder (default: build/ in the checkout)
+#   BERTC_CCACHE     0: compile without the compiler cache (ccache, used by default)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${BERTC_BUILD_DIR:-$root/build}
@@ -11,8 +12,10 @@ log() { printf 'setup: %s\n' "$*" >&2; }
 # Debian packages: compiler and build tools, the libraries bertc uses (OpenBLAS for the CPU
 # reference executor's matrix products, utf8proc for the tokenizer, Open MPI for data-parallel
 # ranks and mpirun, Gloo for ranks that torchrun starts, HDF5 for pretraining shards), LLVM's
-# lit/FileCheck; h5py, with which tests edit shards as other tools write them.
-packages=(g++ cmake ninja-build python3 libfmt-dev libtomlplusplus-dev libcli11-dev nlohmann-json3-dev
+# lit/FileCheck; h5py, with which tests edit shards as other tools write them; ccache, so that a
+# second build of the same sources (another clone at the same path, a CI rerun) compiles nothing
+# it compiled before.
+packages=(g++ cmake ninja-build ccache python3 libfmt-dev libtomlplusplus-dev libcli11-dev nlohmann-json3-dev
           libopenblas-dev libutf8proc-dev libxxhash-dev libboost-context-dev libgtest-dev llvm-14-tools
           libopenmpi-dev openmpi-bin libgloo-dev libhdf5-dev zlib1g-dev python3-h5py)
 python3 -m pip --version >/dev/null 2>&1 || packages+=(python3-pip)
@@ -49,9 +52,16 @@ wheel python tokenizers/__init__.py 'tokenizers==0.23.*' \
 wheel nccl-cu12 nvidia/nccl/lib/libnccl.so.2 'nvidia-nccl-cu12==2.*' \
   "data-parallel GPU ranks will sum over MPI on the host"
 
+launcher=()
+if [ "${BERTC_CCACHE:-1}" != 0 ] && command -v ccache >/dev/null; then
+  launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
 if [ ! -f "$build/build.ninja" ]; then
-  log "configuring $build"
-  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  log "configuring $build${launcher:+ (compiler cache: ccache, $(ccache --get-config cache_dir))}"
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" >/dev/null
 fi
 log "building (ninja, $(nproc) jobs)"
+began=$SECONDS
+((${#launcher[@]})) && ccache --zero-stats >/dev/null
 cmake --build "$build" -- -j"$(nproc)"
+log "built in $((SECONDS - began)) s${launcher:+; compiler cache: $(ccache --print-stats 2>/dev/null | awk -F'\t' '$1 == "direct_cache_hit" || $1 == "preprocessed_cache_hit" {h += $2} $1 == "cache_miss" {m = $2} END {printf "%d hits, %d misses", h, m}')}"

@@ -2,7 +2,7 @@
 // mutants of a shard bertc wrote. The first input (the seed: the shard as written) gives the
 // checksum kept beside every later input, so each mutant is a damaged bertc shard: refused by its
 // checksum before libhdf5 reads it. BERTC_FUZZ_HDF5_UNCHECKED=1 leaves the checksum file out, as
-// for a shard from elsewhere: libhdf5 1.10 then crashes on some mutants (see the README), which
+// for a shard from elsewhere: libhdf5 1.10 then crashes on some mutants (see docs/data.md), which
 // bertc cannot prevent for files it did not write.
 #include "data/hdf5_shard.h"
 #include "tests/fuzz/harness.h"

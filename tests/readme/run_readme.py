@@ -1,6 +1,7 @@
-"""Runs the README's commands, so that the documentation cannot drift from the program.
+"""Runs the commands of the README and of the guides it links (docs/*.md, in the order of its
+links), so that the documentation cannot drift from the program.
 
-Every command of a ```sh block runs, in README order, in a scratch folder where build/ and
+Every command of a ```sh block runs, in that order, in one scratch folder where build/ and
 examples/ lead to the real ones, except:
   - synopsis lines (they show options in brackets, "[--steps N]"), and
   - lines whose comment says "(not run: why)" (a GPU, several machines, a download).
@@ -15,6 +16,9 @@ To stay fast on a CPU the commands are made small, never changed in kind:
     becomes the newest checkpoint of its folder.
 Prints each command with its time and result; exits non-zero naming the first failure.
 
+A guide in docs/ with commands that the README does not link fails the run: its commands would
+go unchecked.
+
 Usage: run_readme.py README BUILD_DIR SOURCE_DIR WORK_DIR
 """
 import glob
@@ -27,7 +31,26 @@ import sys
 import time
 
 readme, build, source, work = sys.argv[1:5]
-text = open(readme).read()
+
+
+def guides_linked(readme_text, folder):
+    """The docs/*.md guides the README links, in the order of their first link."""
+    out = []
+    for target in re.findall(r"\]\((docs/[\w./-]+\.md)\)", readme_text):
+        if target not in out and os.path.exists(os.path.join(folder, target)):
+            out.append(target)
+    return out
+
+
+readme_text = open(readme).read()
+folder = os.path.dirname(os.path.abspath(readme))
+documents = [(os.path.basename(readme), readme_text)] + [
+    (g, open(os.path.join(folder, g)).read()) for g in guides_linked(readme_text, folder)]
+unlinked = [os.path.relpath(p, folder) for p in sorted(glob.glob(os.path.join(folder, "docs", "*.md")))
+            if "```sh" in open(p).read() and os.path.relpath(p, folder) not in dict(documents)]
+if unlinked:
+    sys.exit(f"{', '.join(unlinked)}: commands in a guide the README does not link: link it from the README's "
+             f"guides, where its commands run in order")
 shutil.rmtree(work, ignore_errors=True)  # (the test's own scratch folder: every run starts empty)
 os.makedirs(work)
 # The kernels the commands compile are cached in the scratch folder, not in the user's cache.
@@ -80,7 +103,7 @@ def comparable(line):
     return re.sub(r"\b\d+(\.\d+)? s\b", "N s", line.rstrip())
 
 
-def run(args, shown=None):
+def run(document, args, shown=None):
     began = time.time()
     r = subprocess.run(args, cwd=work, capture_output=True, text=True)
     seconds = time.time() - began
@@ -97,27 +120,29 @@ def run(args, shown=None):
             while at < len(lines) and lines[at] != comparable(want):
                 at += 1
             if at == len(lines):
-                problem = f"the README shows\n  {want}\nwhich the output lacks (in order):\n{output[-3000:]}"
+                problem = f"{document} shows\n  {want}\nwhich the output lacks (in order):\n{output[-3000:]}"
                 break
             at += 1
     print(f"{'ok  ' if not problem else 'FAIL'} {seconds:5.1f} s  {' '.join(args)}", flush=True)
     if problem:
-        sys.exit(f"README command failed: {' '.join(args)}\n{problem}")
+        sys.exit(f"{document}: command failed: {' '.join(args)}\n{problem}")
 
 
 ran = skipped = 0
-for lang, body in re.findall(r"^```(\w*)\n(.*?)^```", text, re.S | re.M):
-    if lang == "sh":
-        for code, comment in commands_of(body):
-            if "[--" in code or "(not run" in comment:
-                skipped += 1
-                continue
-            if code.startswith("scripts/"):
-                sys.exit(f"README command {code}: scripts/ lines must say (not run: ...) (they build and test everything)")
-            run(made_small(shlex.split(code)))
+for document, text in documents:
+    for lang, body in re.findall(r"^```(\w*)\n(.*?)^```", text, re.S | re.M):
+        if lang == "sh":
+            for code, comment in commands_of(body):
+                if "[--" in code or "(not run" in comment:
+                    skipped += 1
+                    continue
+                if code.startswith("scripts/"):
+                    sys.exit(f"{document}: {code}: scripts/ lines must say (not run: ...) (they build and test everything)")
+                run(document, made_small(shlex.split(code)))
+                ran += 1
+        elif lang == "" and body.startswith("$ "):
+            first, *shown = body.rstrip("\n").split("\n")
+            run(document, shlex.split(first[2:]), shown)
             ran += 1
-    elif lang == "" and body.startswith("$ "):
-        first, *shown = body.rstrip("\n").split("\n")
-        run(shlex.split(first[2:]), shown)
-        ran += 1
-print(f"README: {ran} commands ran, {skipped} not run (synopses and marked)")
+print(f"{len(documents)} documents ({', '.join(d for d, _ in documents)}): {ran} commands ran, {skipped} not run "
+      f"(synopses and marked)")
