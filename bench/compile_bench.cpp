@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "codegen/program.h"
+#include "cuda/compile_program.h"
 #include "frontend/bert.h"
 #include "passes/targets.h"
 #include "run_config/config.h"
@@ -38,17 +39,17 @@ int main(int argc, char** argv) {
   size_t kernels = 0;
   for (int r = 0; r < repeats; ++r) {
     std::filesystem::remove_all(cache);
-    codegen::CompileSettings s;
+    cuda::CompileSettings s;
     s.cache = cache;
     // Cold: passes, rendering and NVRTC for every distinct kernel; what a first `bertc compile` pays.
     auto t = std::chrono::steady_clock::now();
     const auto program = passes::compile_training(frontend::build_bert_pretraining(c.model_settings()), c.compile, c.train);
-    const codegen::CompiledProgram p = codegen::compile_program(program, c.compile, c.name, "", s);
+    const codegen::CompiledProgram p = cuda::compile_program(program, c.compile, c.name, "", s);
     const double cold_run = seconds_since(t);
     // Warm: the same with every kernel in the cache.
     t = std::chrono::steady_clock::now();
     const auto again = passes::compile_training(frontend::build_bert_pretraining(c.model_settings()), c.compile, c.train);
-    const codegen::CompiledProgram q = codegen::compile_program(again, c.compile, c.name, "", s);
+    const codegen::CompiledProgram q = cuda::compile_program(again, c.compile, c.name, "", s);
     const double warm_run = seconds_since(t);
     if (q.stats.cache_hits != q.images.size()) std::fprintf(stderr, "warning: the warm run missed the cache\n");
     cold = r == 0 ? cold_run : std::min(cold, cold_run);

@@ -19,7 +19,7 @@
 #include "run_config/config.h"
 #include "train/batches.h"
 #include "train/graph_runner.h"
-#include "runtime/device_registry.h"
+#include "devices/device_registry.h"
 #include "driver/compile_flags.h"
 #include "tools/compile_flag_options.h"
 #include "train/step_figures.h"
@@ -45,7 +45,7 @@ int run(const Args& a) {
   c.compile = a.flags.apply(c.compile);
   // The device's own arch (a GPU's), or the one asked for (the host emulation's; sm_61's by default).
   const std::shared_ptr<runtime::Device> device =
-      runtime::open_device(a.device, {c.compile.arch.sm(), codegen::default_cache_folder()});
+      devices::open_device(a.device, {c.compile.arch.sm(), codegen::default_cache_folder()});
   const int sm = device->capabilities().sm == 0 ? 61 : device->capabilities().sm;
   c.compile.arch = passes::Arch::of_sm(sm);
   c.compile = passes::resolve_options(c.compile, c.compile.arch);
@@ -96,7 +96,7 @@ int main(int argc, char** argv) {
   Args a;
   app.add_option("config", a.config, "TOML config")->required()->check(CLI::ExistingFile);
   std::vector<std::string> devices;
-  for (const runtime::DeviceKind& kind : runtime::device_kinds()) devices.emplace_back(kind.name);
+  for (const devices::DeviceKind& kind : devices::device_kinds()) devices.emplace_back(kind.name);
   app.add_option("--device", a.device, "cuda, or host (the emulation: a check that the benchmark runs)")
       ->check(CLI::IsMember(devices));
   tools::add_compile_flags(&app, a.flags);

@@ -13,13 +13,10 @@ namespace {
 
 using ir::OpKind;
 
-std::string cuda_type(ir::DType d) {
-  switch (d) {
-    case ir::DType::F32: return "CUDA_R_32F";
-    case ir::DType::F16: return "CUDA_R_16F";
-    case ir::DType::BF16: return "CUDA_R_16BF";
-    default: throw std::invalid_argument(fmt::format("cuBLAS takes no {} matrices", ir::dtype_name(d)));
-  }
+// A matrix library's types: f32, f16 and bf16 matrices.
+ir::DType library_type(ir::DType d) {
+  if (d == ir::DType::F32 || d == ir::DType::F16 || d == ir::DType::BF16) return d;
+  throw std::invalid_argument(fmt::format("a matrix library takes f32, f16 or bf16 matrices, not {}", ir::dtype_name(d)));
 }
 
 int64_t numel(const ir::Shape& s) {
@@ -41,8 +38,8 @@ std::string product_key(const LibraryGemm& g) {
                      g.tf32 ? " tf32" : "", g.to_workspace ? "epilogue" : "plain");
 }
 
-CublasGemmArgs cublas_args(const LibraryGemm& g) {
-  CublasGemmArgs a;
+LibraryProductArgs library_product_args(const LibraryGemm& g) {
+  LibraryProductArgs a;
   // Column-major views of the row-major buffers: B's is B^T (or B when stored transposed), so
   // C^T (n x m) = op(view of B) op(view of A), each transposed exactly when the IR's is.
   a.transpose_first = g.transpose_b;
@@ -51,18 +48,18 @@ CublasGemmArgs cublas_args(const LibraryGemm& g) {
   a.ld_first = g.ldb, a.ld_second = g.lda, a.ldc = g.ldc;
   a.stride_first = g.stride_b, a.stride_second = g.stride_a, a.stride_c = g.stride_c;
   a.batch = g.batch;
-  a.type_ab = cuda_type(g.ab_dtype);
-  a.type_c = cuda_type(g.to_workspace ? ir::DType::F32 : g.c_dtype);
+  a.operand_type = library_type(g.ab_dtype);
+  a.result_type = library_type(g.to_workspace ? ir::DType::F32 : g.c_dtype);
   a.tf32 = g.tf32;
   return a;
 }
 
 namespace {
 
-// The cuBLAS definition over element accessors: X = op(first) is m x k, Y = op(second) is k x n;
+// The BLAS definition over element accessors: X = op(first) is m x k, Y = op(second) is k x n;
 // element (i, j) of a column-major matrix with leading dimension ld is at i + j * ld.
 template <typename First, typename Second, typename Store>
-void column_major_gemm(const CublasGemmArgs& a, First first, Second second, Store store) {
+void column_major_gemm(const LibraryProductArgs& a, First first, Second second, Store store) {
   for (int64_t b = 0; b < a.batch; ++b)
     for (int64_t j = 0; j < a.n; ++j)
       for (int64_t i = 0; i < a.m; ++i) {
@@ -78,11 +75,11 @@ void column_major_gemm(const CublasGemmArgs& a, First first, Second second, Stor
 
 enum class Storage { F32, F16, BF16 };
 
-Storage storage_of(const std::string& type) {
-  if (type == "CUDA_R_32F") return Storage::F32;
-  if (type == "CUDA_R_16F") return Storage::F16;
-  if (type == "CUDA_R_16BF") return Storage::BF16;
-  throw std::invalid_argument("no host product for cuBLAS type " + type);
+Storage storage_of(ir::DType type) {
+  if (type == ir::DType::F32) return Storage::F32;
+  if (type == ir::DType::F16) return Storage::F16;
+  if (type == ir::DType::BF16) return Storage::BF16;
+  throw std::invalid_argument(fmt::format("no host product of {} matrices", ir::dtype_name(type)));
 }
 
 float load_typed(const void* p, int64_t i, Storage type) {
@@ -103,8 +100,8 @@ void store_typed(void* p, int64_t i, float v, Storage type) {
 
 }  // namespace
 
-void run_cublas_on_host(const CublasGemmArgs& a, const void* first, const void* second, void* c) {
-  const Storage ab = storage_of(a.type_ab), out = storage_of(a.type_c);
+void run_library_product_on_host(const LibraryProductArgs& a, const void* first, const void* second, void* c) {
+  const Storage ab = storage_of(a.operand_type), out = storage_of(a.result_type);
   auto load = [&](const void* p, int64_t i) {
     const float v = load_typed(p, i, ab);
     return a.tf32 ? ir::round_to_tf32(v) : v;

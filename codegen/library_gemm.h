@@ -32,30 +32,33 @@ struct LibraryGemm {
   size_t workspace_bytes() const { return to_workspace ? static_cast<size_t>(4 * batch * m * n) : 0; }
 };
 
-// cublasGemmStridedBatchedEx(handle, op_first, op_second, m, n, k, alpha, first, type_ab, ld_first,
-// stride_first, second, type_ab, ld_second, stride_second, beta = 0, c, type_c, ldc, stride_c,
-// batch, compute, CUBLAS_GEMM_DEFAULT). cuBLAS is column-major, so the row-major product runs as
-// C^T = op(B)^T op(A)^T: `first` is the IR's B and `second` its A.
-struct CublasGemmArgs {
-  bool transpose_first = false, transpose_second = false;  // CUBLAS_OP_T, else CUBLAS_OP_N
+// A product as a matrix library's strided-batch GEMM takes it, in device-neutral terms: for each of
+// `batch` matrices C = op(first) op(second), column-major (the BLAS convention), beta = 0. So the
+// row-major product runs as C^T = op(B)^T op(A)^T: `first` is the IR's B and `second` its A. A
+// device runs it with its library (Device::library_product: cuBLAS's cublasGemmStridedBatchedEx
+// on a GPU, whose types and compute modes the CUDA device maps these to) or on the host
+// (run_library_product_on_host).
+struct LibraryProductArgs {
+  bool transpose_first = false, transpose_second = false;
   int64_t m = 0, n = 0, k = 0;
   int64_t ld_first = 0, ld_second = 0, ldc = 0;
   int64_t stride_first = 0, stride_second = 0, stride_c = 0;
   int64_t batch = 1;
-  std::string type_ab, type_c;  // "CUDA_R_32F", "CUDA_R_16F", "CUDA_R_16BF"
-  bool tf32 = false;  // CUBLAS_COMPUTE_32F_FAST_TF32, else CUBLAS_COMPUTE_32F
+  ir::DType operand_type = ir::DType::F32, result_type = ir::DType::F32;  // f32, f16 or bf16 each
+  bool tf32 = false;  // f32 operands rounded to TF32 (a tensor-core product), else full f32
 };
 
-CublasGemmArgs cublas_args(const LibraryGemm& g);
+// Throws std::invalid_argument for a product of other types than f32, f16 and bf16.
+LibraryProductArgs library_product_args(const LibraryGemm& g);
 
 // What makes two products the same to time: shape, batch, layout, dtypes, and whether an
 // epilogue follows ("1024x4096x1024 b1 NT bf16->f32 epilogue").
 std::string product_key(const LibraryGemm& g);
 
-// C = op(first) op(second) for `args`, column-major as cuBLAS defines each argument, on host
+// C = op(first) op(second) for `args`, column-major as BLAS defines each argument, on host
 // buffers of the types `args` names (f32, f16, bf16; sums in double, C rounded to nearest even;
 // with tf32, inputs first rounded to TF32 as cvt.rna does).
-void run_cublas_on_host(const CublasGemmArgs& args, const void* first, const void* second, void* c);
+void run_library_product_on_host(const LibraryProductArgs& args, const void* first, const void* second, void* c);
 
 // The library form of the product in `body` (a region computing `op` of `graph`), or nullopt when
 // cuBLAS's strided batch cannot express its batch broadcasting.

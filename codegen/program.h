@@ -1,6 +1,6 @@
 // A training program compiled for one GPU arch: both graphs' kernels rendered, each distinct
-// kernel compiled by NVRTC (through the disk cache). bertx_file.h writes it to a file and reads it
-// back, so that compiling and training can be separate steps.
+// kernel compiled (by NVRTC: cuda/compile_program.h, through the disk cache). bertx_file.h writes
+// it to a file and reads it back, so that compiling and training can be separate steps.
 #pragma once
 
 #include <filesystem>
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "codegen/kernel.h"
-#include "codegen/nvrtc_compiler.h"
+#include "codegen/gpu_image.h"
 #include "passes/pipeline.h"
 
 namespace bertc::codegen {
@@ -31,22 +31,6 @@ struct CompiledProgram {
   // none could be read then); training it with another is refused.
   std::map<std::string, std::string> vocab;
 };
-
-struct CompileSettings {
-  std::optional<std::filesystem::path> cache;  // nullopt: no disk cache
-  unsigned threads = 0;                        // 0: all cores
-  // Called once before compiling with the number of distinct kernels; for progress output.
-  std::function<void(size_t kernels, const NvrtcCompiler&)> on_start;
-  // Kernels the runtime launches beside the graphs' (data parallelism's gradient casts): compiled
-  // into the program's images too, so that it needs no NVRTC for them either.
-  std::vector<KernelSpec> runtime_kernels;
-};
-
-// Renders and compiles `program` for options.arch (an "sm_XX"). Throws std::runtime_error when
-// the arch is none, no NVRTC reaches it, or a kernel fails to compile (KernelCompileError).
-CompiledProgram compile_program(const passes::TrainingProgram& program, const passes::CompileOptions& options,
-                                const std::string& model, const std::string& config_text,
-                                const CompileSettings& settings);
 
 // The program's two graphs parsed from its IR texts (its recompute policy named "as compiled":
 // the figures of the pass are not kept).

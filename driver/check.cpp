@@ -11,7 +11,7 @@
 #include "passes/pipeline.h"
 #include "reference/executor.h"
 #include "run_folder/stop_request.h"
-#include "runtime/device_registry.h"
+#include "devices/device_registry.h"
 #include "runtime/device_target.h"
 #include "runtime/emulator_controls.h"
 #include "runtime/plan_executor.h"
@@ -74,10 +74,10 @@ namespace {
 
 // Whether check's emulator flags (--sample-blocks, --schedule-seed, --resident-blocks, --approx)
 // apply to device `name` (the device table says), and "--device ptx": the devices they apply to.
-bool emulator_flags_apply(const std::string& name) { return runtime::device_kind(name).emulator_controls; }
+bool emulator_flags_apply(const std::string& name) { return devices::device_kind(name).emulator_controls; }
 std::string emulator_devices() {
   std::vector<std::string> names;
-  for (const runtime::DeviceKind& kind : runtime::device_kinds())
+  for (const devices::DeviceKind& kind : devices::device_kinds())
     if (kind.emulator_controls) names.push_back(fmt::format("--device {}", kind.name));
   return fmt::format("{}", fmt::join(names, " or "));
 }
@@ -203,7 +203,7 @@ std::shared_ptr<runtime::Device> open_check_device(const run_config::Config& con
   r.instead = "check the kernels under emulation with --device host (check's default), or where a GPU is";
   r.older_gpu = compiled ? "compile it for this GPU (bertc compile CONFIG --arch sm_{} -o FILE.bertx)"
                          : "check with --arch auto (or --arch sm_{})";
-  return runtime::open_device(o.device, r);
+  return devices::open_device(o.device, r);
 }
 
 }  // namespace

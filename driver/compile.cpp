@@ -14,6 +14,7 @@
 #include "codegen/bertx_file.h"
 #include "codegen/host_compile.h"
 #include "codegen/render.h"
+#include "cuda/compile_program.h"
 #include "data/vocab_identity.h"
 #include "driver/output_file.h"
 #include "driver/report.h"
@@ -38,14 +39,14 @@ std::string read_text_file(const std::filesystem::path& path) {
 // Renders and compiles the program's kernels for the config's arch, with a line on stderr
 // before and after (a cold compile of BERT-base takes seconds).
 codegen::CompiledProgram compile_kernels(const passes::TrainingProgram& p, const run_config::Config& config) {
-  codegen::CompileSettings settings;
+  cuda::CompileSettings settings;
   settings.cache = codegen::default_cache_folder();
   settings.runtime_kernels = train::runtime_kernels(p.step, config.train);
-  settings.on_start = [&](size_t kernels, const codegen::NvrtcCompiler& c) {
+  settings.on_start = [&](size_t kernels, const cuda::NvrtcCompiler& c) {
     std::cerr << fmt::format("kernels: compiling {} distinct kernels for {} with NVRTC {} ({}), cache {}\n", kernels,
                              config.compile.arch.text(), c.version(), c.library(), settings.cache->string());
   };
-  codegen::CompiledProgram out = codegen::compile_program(p, config.compile, config.name, read_text_file(config.source), settings);
+  codegen::CompiledProgram out = cuda::compile_program(p, config.compile, config.name, read_text_file(config.source), settings);
   std::cerr << fmt::format("kernels: done in {:.2f} s ({} from the cache)\n", out.stats.seconds, out.stats.cache_hits);
   return out;
 }

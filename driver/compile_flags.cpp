@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "runtime/cuda_driver.h"
+#include "cuda/cuda_driver.h"
 
 namespace bertc::driver {
 
@@ -47,7 +47,7 @@ std::vector<std::string> CompileFlags::given() const {
 
 passes::Arch arch_here(const passes::Arch& asked) {
   if (!asked.is_auto()) return asked;
-  const runtime::CudaDriverProbe probe = runtime::probe_cuda_driver();
+  const cuda::CudaDriverProbe probe = cuda::probe_cuda_driver();
   return probe.devices.empty() ? passes::Arch::none() : passes::Arch::of_sm(probe.devices[0].arch);
 }
 

@@ -6,18 +6,18 @@
 
 #include <fmt/format.h>
 
-#include "runtime/device_registry.h"
+#include "devices/device_registry.h"
 
 namespace bertc::driver {
 
 std::vector<std::string> device_names(std::vector<std::string> first) {
-  for (const runtime::DeviceKind& kind : runtime::device_kinds()) first.emplace_back(kind.name);
+  for (const devices::DeviceKind& kind : devices::device_kinds()) first.emplace_back(kind.name);
   return first;
 }
 
 std::string devices_help() {
   std::vector<std::string> parts;
-  for (const runtime::DeviceKind& kind : runtime::device_kinds())
+  for (const devices::DeviceKind& kind : devices::device_kinds())
     parts.push_back(fmt::format("{} ({})", kind.name, kind.description));
   return fmt::format("{}", fmt::join(parts, ", "));
 }
@@ -28,15 +28,15 @@ std::optional<std::string> choose_device(const std::string& requested) {
     return std::nullopt;
   }
   if (requested != "auto") {
-    const runtime::DeviceKind& kind = runtime::device_kind(requested);
+    const devices::DeviceKind& kind = devices::device_kind(requested);
     std::cerr << fmt::format("device: {} (--device {}{}{})\n", kind.description, kind.name,
                              kind.caveat.empty() ? "" : "; ", kind.caveat);
     return requested;
   }
   std::vector<std::string> found;
-  for (const runtime::DeviceKind& kind : runtime::device_kinds()) {
+  for (const devices::DeviceKind& kind : devices::device_kinds()) {
     if (!kind.probe) continue;  // always usable, never chosen for you (the host emulation)
-    const runtime::DeviceProbe probe = kind.probe();
+    const devices::DeviceProbe probe = kind.probe();
     if (probe.usable && kind.chosen_automatically) {
       std::cerr << fmt::format("device: {} (--device auto: {}{}{})\n", probe.found, kind.name,
                                kind.caveat.empty() ? "" : "; ", kind.caveat);
@@ -52,9 +52,9 @@ std::optional<std::string> choose_device(const std::string& requested) {
 std::string choose_device_for_compiled(const std::string& requested, const std::string& source) {
   if (requested != "auto") return *choose_device(requested);  // (cpu was refused before)
   std::vector<std::string> found;
-  for (const runtime::DeviceKind& kind : runtime::device_kinds()) {
+  for (const devices::DeviceKind& kind : devices::device_kinds()) {
     if (!kind.probe || !kind.chosen_automatically) continue;
-    const runtime::DeviceProbe probe = kind.probe();
+    const devices::DeviceProbe probe = kind.probe();
     if (probe.usable) {
       std::cerr << fmt::format("device: {} (--device auto: {}, for a compiled program{}{})\n", probe.found, kind.name,
                                kind.caveat.empty() ? "" : "; ", kind.caveat);

@@ -8,15 +8,15 @@
 
 #include <fmt/format.h>
 
-#include "codegen/nvrtc_library.h"
+#include "cuda/nvrtc_library.h"
 #include "distributed/communicator.h"
 #include "distributed/gloo_communicator.h"
-#include "distributed/nccl_library.h"
+#include "cuda/nccl_library.h"
 #include "driver/compiled_program.h"
 #include "driver/file_info.h"
 #include "driver/report.h"
-#include "runtime/cublas_library.h"
-#include "runtime/cuda_driver.h"
+#include "cuda/cublas_library.h"
+#include "cuda/cuda_driver.h"
 #include "support/file_errors.h"
 
 namespace bertc::driver {
@@ -39,16 +39,16 @@ int info(bool json, const std::string& path, const frontend::ModelDefinition& mo
     std::cout << (json ? bertx_json(*p).dump(2) + "\n" : bertx_text(*p, path));
     return 0;
   }
-  const runtime::CudaDriverProbe driver = runtime::probe_cuda_driver();
-  auto j = info_json(driver, codegen::probe_nvrtc_libraries(), runtime::find_cublas(driver.version));
+  const cuda::CudaDriverProbe driver = cuda::probe_cuda_driver();
+  auto j = info_json(driver, cuda::probe_nvrtc_libraries(), cuda::find_cublas(driver.version));
   const distributed::Launch launch = distributed::detect_launch();
   j["mpi"] = {{"built", !distributed::mpi_library_version().empty()}, {"version", distributed::mpi_library_version()},
               {"launcher", launch.launcher.empty() ? "none" : launch.launcher}, {"rank", launch.rank},
               {"ranks", launch.size}};
   j["gloo"] = {{"built", !distributed::gloo_library_version().empty()}, {"version", distributed::gloo_library_version()}};
-  const distributed::NcclProbe nccl = distributed::find_nccl();
+  const cuda::NcclProbe nccl = cuda::find_nccl();
   j["nccl"] = {{"found", nccl.library.loaded()}, {"path", nccl.library.path()}, {"origin", nccl.origin},
-               {"version", nccl.library.loaded() ? distributed::nccl_version_text(nccl.version) : ""}, {"tried", nccl.tried}};
+               {"version", nccl.library.loaded() ? cuda::nccl_version_text(nccl.version) : ""}, {"tried", nccl.tried}};
   j["model"] = model.name;
   std::cout << (json ? j.dump(2) + "\n" : fmt::format("model        {}: {}\n", model.name, model.description) + info_text(j));
   return 0;

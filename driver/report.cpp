@@ -248,8 +248,8 @@ std::string report_text(const passes::CompileReport& r, const std::string& name)
   return out;
 }
 
-nlohmann::json info_json(const runtime::CudaDriverProbe& driver, const std::vector<codegen::NvrtcProbe>& nvrtc,
-                         const runtime::CublasProbe& cublas) {
+nlohmann::json info_json(const cuda::CudaDriverProbe& driver, const std::vector<cuda::NvrtcProbe>& nvrtc,
+                         const cuda::CublasProbe& cublas) {
   nlohmann::json j;
   j["cublas"] = {{"found", cublas.library.loaded()}, {"path", cublas.library.path()}, {"origin", cublas.origin},
                  {"version", cublas.library.loaded() ? fmt::format("{}.{}", cublas.major, cublas.minor) : ""},

@@ -5,14 +5,14 @@
 
 #include <nlohmann/json.hpp>
 
-#include "codegen/nvrtc_library.h"
+#include "cuda/nvrtc_library.h"
 #include "codegen/program.h"
 #include "run_config/config.h"
 #include "frontend/model.h"
 #include "ir/graph.h"
 #include "passes/report.h"
-#include "runtime/cublas_library.h"
-#include "runtime/cuda_driver.h"
+#include "cuda/cublas_library.h"
+#include "cuda/cuda_driver.h"
 
 namespace bertc::driver {
 
@@ -44,8 +44,8 @@ std::string kernels_text(const codegen::CompiledProgram& p, bool compiled_now = 
 nlohmann::json bertx_json(const codegen::CompiledProgram& p);
 std::string bertx_text(const codegen::CompiledProgram& p, const std::string& path);
 
-nlohmann::json info_json(const runtime::CudaDriverProbe& driver, const std::vector<codegen::NvrtcProbe>& nvrtc,
-                         const runtime::CublasProbe& cublas);
+nlohmann::json info_json(const cuda::CudaDriverProbe& driver, const std::vector<cuda::NvrtcProbe>& nvrtc,
+                         const cuda::CublasProbe& cublas);
 std::string info_text(const nlohmann::json& info);
 
 }  // namespace bertc::driver

@@ -1,10 +1,11 @@
-// A device the compiled plan runs on: memory, the plan's kernels, cuBLAS products. The plan
+// A device the compiled plan runs on: memory, the plan's kernels, matrix-library products. The plan
 // executor (plan_executor.h) does everything else — where values live, what each launch gets, in
 // which order — the same way for every device, so the Host device's tests cover it for CUDA too.
 #pragma once
 
 #include <cstddef>
 #include <functional>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <string>
@@ -12,7 +13,7 @@
 #include <vector>
 
 #include "codegen/kernel.h"
-#include "codegen/nvrtc_compiler.h"
+#include "codegen/gpu_image.h"
 
 namespace bertc::runtime {
 
@@ -42,6 +43,21 @@ enum class InRunSums {
   None,       // nowhere: the sums go through host memory between the step's runs
   HostCalls,  // host functions in order with the launches (issue_host_call): MPI or Gloo on the Host device
   SideQueue,  // a collective library on a second queue (fork_side_queue, join_side_queue): NCCL on a GPU
+};
+
+// What opening a device needs.
+struct DeviceRequest {
+  // The arch whose kernels the device runs: for the Host device, any (0: sm_61's); for a GPU, its
+  // own (0) or an older one's, as PTX (--arch sm_61 on a newer GPU checks a P40's program there).
+  int sm = 0;
+  std::filesystem::path kernel_cache;  // where kernels compile
+  int ordinal = 0;                     // which GPU of the machine (a data-parallel rank's local rank)
+  // What the caller's user can do instead, said after the cause when the device cannot run the
+  // work: there is no such device here; or its GPU is older than the program's arch (a "{}" in it
+  // is the GPU's arch number). Each command knows its own ways (a .bertx cannot fall back to the
+  // CPU reference; a config can).
+  std::string instead = "run where that device is";
+  std::string older_gpu = "compile for this GPU (--arch sm_{})";
 };
 
 // What callers may ask of a device instead of its name.
@@ -88,12 +104,12 @@ class Device {
   virtual void copy(void* to, const void* from, size_t bytes) = 0;  // device to device, in order
   // Makes `kernels` launchable (the Host device compiles them; CUDA loads their images).
   virtual void load(const std::vector<const codegen::KernelSpec*>& kernels) = 0;
-  // Kernels compiled already (a .bertx's images, by kernel name, made by NVRTC `nvrtc_version`),
-  // for later load()s: CUDA loads these and compiles nothing (no NVRTC needed), refusing a kernel
-  // without an image, images of another arch than its GPU's, and images its driver is too old to
-  // load (driver_loads). The Host device runs no GPU image: it compiles the kernels' sources for
-  // the CPU whatever it is given.
-  virtual void use_images(std::map<std::string, codegen::GpuImage> images, const std::string& nvrtc_version) = 0;
+  // Kernels compiled already (a .bertx's images, by kernel name, made by the kernel compiler of
+  // version `compiler_version`: NVRTC's), for later load()s: a GPU device loads these and
+  // compiles nothing, refusing a kernel without an image, images of another arch than its GPU's,
+  // and images its driver is too old to load (driver_loads). The Host device runs no GPU image:
+  // it compiles the kernels' sources for the CPU whatever it is given.
+  virtual void use_images(std::map<std::string, codegen::GpuImage> images, const std::string& compiler_version) = 0;
   // args[i] points at the value of parameter i (cuLaunchKernel's convention).
   virtual void launch(const codegen::KernelSpec& kernel, void** args) = 0;
   // A launch with the buffers its arguments name (PlanExecutor's launches), for a device that
@@ -101,8 +117,11 @@ class Device {
   virtual void launch_within(const codegen::KernelSpec& kernel, void** args, const LaunchFootprint& /*footprint*/) {
     launch(kernel, args);
   }
-  // A cuBLAS product: cublasGemmStridedBatchedEx with `args` (first = the IR's B).
-  virtual void gemm(const codegen::CublasGemmArgs& args, const void* first, const void* second, void* c) = 0;
+  // A product by the device's matrix library (`args`: codegen/library_gemm.h; first = the IR's
+  // B): cuBLAS on a GPU, the host's column-major product on the Host device; a device with no
+  // library says why in DeviceCapabilities::no_library, and no plan for it holds one.
+  virtual void library_product(const codegen::LibraryProductArgs& args, const void* first, const void* second,
+                               void* c) = 0;
   // Device memory this device has allocated so far (buffers, not host staging).
   virtual size_t allocated_bytes() const = 0;
   // Device memory still free to allocate (the GPU's free memory; the host's available RAM).

@@ -152,7 +152,7 @@ void HostDevice::replay(DeviceGraph& graph) {
 }
 
 // The emulation runs each kernel's source compiled for the CPU; a GPU image is nothing it can run.
-void HostDevice::use_images(std::map<std::string, codegen::GpuImage> /*images*/, const std::string& /*nvrtc_version*/) {}
+void HostDevice::use_images(std::map<std::string, codegen::GpuImage> /*images*/, const std::string& /*compiler_version*/) {}
 
 void HostDevice::load(const std::vector<const codegen::KernelSpec*>& kernels) {
   std::vector<const codegen::KernelSpec*> fresh;
@@ -182,13 +182,13 @@ void HostDevice::launch(const codegen::KernelSpec& k, void** args) {
   }, &GraphCensus::kernels);
 }
 
-void HostDevice::gemm(const codegen::CublasGemmArgs& args, const void* first, const void* second, void* c) {
+void HostDevice::library_product(const codegen::LibraryProductArgs& args, const void* first, const void* second, void* c) {
   // cuBLAS sets itself up on its first product (kernels, heuristics), which a stream capture
   // cannot hold: a plan must have issued a product eagerly before it records one.
   if (recording_ && !products_issued_)
     throw std::logic_error("cuBLAS's first product inside a device graph capture: run the plan once eagerly first");
   if (!recording_) products_issued_ = true;
-  issue([=] { codegen::run_cublas_on_host(args, first, second, c); }, &GraphCensus::kernels);
+  issue([=] { codegen::run_library_product_on_host(args, first, second, c); }, &GraphCensus::kernels);
 }
 
 }  // namespace bertc::runtime

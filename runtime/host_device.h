@@ -39,9 +39,9 @@ class HostDevice : public Device {
   void fill(void* device, unsigned char byte, size_t bytes) override;
   void copy(void* to, const void* from, size_t bytes) override;
   void load(const std::vector<const codegen::KernelSpec*>& kernels) override;
-  void use_images(std::map<std::string, codegen::GpuImage> images, const std::string& nvrtc_version) override;
+  void use_images(std::map<std::string, codegen::GpuImage> images, const std::string& compiler_version) override;
   void launch(const codegen::KernelSpec& kernel, void** args) override;
-  void gemm(const codegen::CublasGemmArgs& args, const void* first, const void* second, void* c) override;
+  void library_product(const codegen::LibraryProductArgs& args, const void* first, const void* second, void* c) override;
   size_t allocated_bytes() const override { return allocated_; }
   size_t free_bytes() const override { return host_available_bytes(); }
   void synchronize() override {}

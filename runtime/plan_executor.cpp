@@ -237,7 +237,7 @@ void issue_launch(Device& device, const ir::Graph& graph, const KernelSpec& k, c
   for (ir::ValueId v : k.zero_before)
     device.fill(buffers.address(v), 0, static_cast<size_t>(graph.value(v).type.bytes()));
   if (const auto& g = k.library)
-    device.gemm(codegen::cublas_args(*g), buffers.address(g->b), buffers.address(g->a),
+    device.library_product(codegen::library_product_args(*g), buffers.address(g->b), buffers.address(g->a),
                 g->to_workspace ? buffers.workspace : buffers.address(g->c));
   if (!k.source.empty()) device.launch_within(k, args.data(), footprint(graph, k, buffers));
 }

@@ -54,6 +54,53 @@ std::string self_path(const char* argv0) {
   return ec ? std::string(argv0) : self.string();
 }
 
+// What is refused before CLI11 parses: "--vocab=" (CLI11's "1 required TEXT missing", said as the
+// empty value it is) and a working directory removed under the shell (every relative path fails,
+// said as that); "" when neither.
+std::string refused_before_parsing(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    if (const std::string_view arg = argv[i]; arg.starts_with("--") && arg.ends_with("=") && arg.size() > 3) {
+      const std::string name(arg.substr(0, arg.size() - 1));
+      return fmt::format("{}= (an empty value: an unset variable in a script?): give {} a value, or leave it out for "
+                         "its default",
+                         name, name);
+    }
+  if (std::error_code ec; std::filesystem::current_path(ec).empty() && ec)
+    return "the working directory no longer exists (removed while the shell was in it): cd to an existing folder";
+  return "";
+}
+
+// Runs the parsed subcommand `name`; an error is said on stderr after `program`'s name, with its
+// fix (less memory by the command's own advice, a write's by errno), and gives exit code 1.
+int run_saying_errors(Subcommand& chosen, const std::string& name, const std::string& program) {
+  try {
+    if (!chosen.runs_on_ranks()) driver::refuse_several_ranks(name);
+    return chosen.run();
+  } catch (const ir::OutOfMemory& e) {
+    std::cerr << fmt::format("{}: error: {}: {}\n", program, e.what(), chosen.memory_advice().text);
+  } catch (const std::bad_alloc&) {
+    // (under an address-space limit, the limit is what ran out first: said, with its fix)
+    rlimit as{};
+    const bool limited = ::getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY;
+    const driver::MemoryAdvice advice = chosen.memory_advice();
+    const std::string limit = "raise or remove the limit (ulimit -v unlimited)";
+    std::cerr << fmt::format("{}: error: out of host memory{}: {}\n", program,
+                             limited ? fmt::format(" under the address-space limit (ulimit -v {} KiB)", as.rlim_cur / 1024)
+                                     : "",
+                             !limited                 ? advice.text
+                             : advice.model_too_large ? advice.text + ", or " + limit
+                                                      : limit + ", or " + advice.text);
+  } catch (const support::FileError& e) {  // (a write: its fix by errno)
+    const std::string fix = support::file_error_fix(e.code().value(), e.path(), e.needed());
+    std::cerr << fmt::format("{}: error: {}{}\n", program, e.what(), fix.empty() ? "" : ": " + fix);
+  } catch (const std::filesystem::filesystem_error& e) {  // (a folder made, a file moved: said without C++'s words)
+    std::cerr << fmt::format("{}: error: {}\n", program, support::describe_file_error(e));
+  } catch (const std::exception& e) {
+    std::cerr << fmt::format("{}: error: {}\n", program, e.what());
+  }
+  return 1;
+}
+
 }  // namespace
 
 int run_command_line(int argc, char** argv, const frontend::ModelDefinition& model) {
@@ -69,8 +116,9 @@ int run_command_line(int argc, char** argv, const frontend::ModelDefinition& mod
     std::cerr << fmt::format("{}: error: {}\n", program, e.what());
     return 1;
   }
-  CLI::App app(context.embedded ? driver::executable_description(program, *context.embedded)
-                        : fmt::format("{}: {} (bertc, a JIT training compiler for BERT)", program, model.description),
+  CLI::App app(context.embedded
+                   ? driver::executable_description(program, *context.embedded)
+                   : fmt::format("{}: {} (bertc, a JIT training compiler for BERT)", program, model.description),
                program);
   app.set_version_flag("--version", std::string("bertc ") + driver::bertc_version());
   app.require_subcommand(1);
@@ -88,20 +136,8 @@ int run_command_line(int argc, char** argv, const frontend::ModelDefinition& mod
     commands.push_back({std::move(command), declared});
   }
 
-  // (--vocab= is CLI11's "1 required TEXT missing": said as the empty value it is, before parsing)
-  for (int i = 1; i < argc; ++i)
-    if (const std::string_view arg = argv[i]; arg.starts_with("--") && arg.ends_with("=") && arg.size() > 3) {
-      const std::string name(arg.substr(0, arg.size() - 1));
-      std::cerr << fmt::format("{}: error: {}= (an empty value: an unset variable in a script?): give {} a value, or "
-                               "leave it out for its default\n",
-                               program, name, name);
-      return 1;
-    }
-  // (a working directory removed under the shell: every relative path fails, said as that)
-  if (std::error_code ec; std::filesystem::current_path(ec).empty() && ec) {
-    std::cerr << fmt::format("{}: error: the working directory no longer exists (removed while the shell was in it): "
-                             "cd to an existing folder\n",
-                             program);
+  if (const std::string refused = refused_before_parsing(argc, argv); !refused.empty()) {
+    std::cerr << fmt::format("{}: error: {}\n", program, refused);
     return 1;
   }
   try {
@@ -116,38 +152,7 @@ int run_command_line(int argc, char** argv, const frontend::ModelDefinition& mod
   // (require_subcommand(1): exactly one was parsed)
   const Declared& parsed = *std::ranges::find_if(commands, [](const Declared& d) { return d.app->parsed(); });
   Subcommand& chosen = *parsed.command;
-  const int status = [&] {
-    try {
-      if (!chosen.runs_on_ranks()) driver::refuse_several_ranks(parsed.app->get_name());
-      return chosen.run();
-    } catch (const ir::OutOfMemory& e) {
-      std::cerr << fmt::format("{}: error: {}: {}\n", program, e.what(), chosen.memory_advice().text);
-      return 1;
-    } catch (const std::bad_alloc&) {
-      // (under an address-space limit, the limit is what ran out first: said, with its fix)
-      rlimit as{};
-      const bool limited = ::getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY;
-      const driver::MemoryAdvice advice = chosen.memory_advice();
-      const std::string limit = "raise or remove the limit (ulimit -v unlimited)";
-      std::cerr << fmt::format("{}: error: out of host memory{}: {}\n", program,
-                               limited ? fmt::format(" under the address-space limit (ulimit -v {} KiB)", as.rlim_cur / 1024)
-                                       : "",
-                               !limited                 ? advice.text
-                               : advice.model_too_large ? advice.text + ", or " + limit
-                                                        : limit + ", or " + advice.text);
-      return 1;
-    } catch (const support::FileError& e) {  // (a write: its fix by errno)
-      const std::string fix = support::file_error_fix(e.code().value(), e.path(), e.needed());
-      std::cerr << fmt::format("{}: error: {}{}\n", program, e.what(), fix.empty() ? "" : ": " + fix);
-      return 1;
-    } catch (const std::filesystem::filesystem_error& e) {  // (a folder made, a file moved: said without C++'s words)
-      std::cerr << fmt::format("{}: error: {}\n", program, support::describe_file_error(e));
-      return 1;
-    } catch (const std::exception& e) {
-      std::cerr << fmt::format("{}: error: {}\n", program, e.what());
-      return 1;
-    }
-  }();
+  const int status = run_saying_errors(chosen, parsed.app->get_name(), program);
   // (output to a full disk or a closed pipe fails the command, whatever it printed)
   if (const std::string lost = checked_stdout.finish(); !lost.empty()) {
     std::cerr << fmt::format("{}: error: {}\n", program, lost);

@@ -223,18 +223,18 @@ std::string DataParallel::attach_gpu(runtime::Device& gpu, GraphRunner& step) {
                        comm_.engine());
   // NCCL only if every rank has the same one: ranks that chose differently would wait for each
   // other forever, and NCCL's versions do not talk to each other.
-  const distributed::NcclProbe probe = distributed::find_nccl();
+  const cuda::NcclProbe probe = cuda::find_nccl();
   const std::vector<uint64_t> versions = comm_.all_gather(probe.library.loaded() ? static_cast<uint64_t>(probe.version) : 0,
                                                             "the start-up check of every rank's NCCL");
   std::vector<std::string> differ;
   for (size_t q = 0; q < versions.size(); ++q)
     if (versions[q] != versions[0] || versions[q] == 0)
       differ.push_back(versions[q] == 0 ? fmt::format("rank {} found no NCCL", q)
-                                        : fmt::format("rank {} has NCCL {}", q, distributed::nccl_version_text(int(versions[q]))));
+                                        : fmt::format("rank {} has NCCL {}", q, cuda::nccl_version_text(int(versions[q]))));
   if (!differ.empty()) {
     const std::string why = fmt::format(
         "{}{}{}", fmt::join(differ, ", "),
-        versions[0] == 0 ? "" : fmt::format(" (rank 0 has NCCL {})", distributed::nccl_version_text(int(versions[0]))),
+        versions[0] == 0 ? "" : fmt::format(" (rank 0 has NCCL {})", cuda::nccl_version_text(int(versions[0]))),
         probe.library.loaded() ? "" : fmt::format(" (tried {})", fmt::join(probe.tried, "; ")));
     if (allreduce_ == distributed::AllReduce::Nccl)
       throw run_folder::TrainError(fmt::format("[train] allreduce = \"nccl\", and {}: run scripts/setup.sh on every machine (or "
@@ -264,7 +264,7 @@ std::string DataParallel::attach_gpu(runtime::Device& gpu, GraphRunner& step) {
                          ir::enum_name(compression), comm_.engine(), why);
     }
   }
-  nccl_ = std::make_unique<distributed::NcclSums>(comm_, timeout_);
+  nccl_ = std::make_unique<cuda::NcclSums>(comm_, timeout_);
   attach_device_sums(gpu, step);
   return fmt::format("{}summed by {} on a second stream of the step's CUDA Graph, each of {} bucket(s) started once the "
                      "backward has written it",
@@ -285,7 +285,7 @@ void DataParallel::attach_device_sums(runtime::Device& device, GraphRunner& step
         // the launches so far have written them: on a GPU by NCCL on a second stream while the
         // main stream goes on with the backward; on the Host device in order with its launches.
         const DeviceBucket& bucket = device_buckets_[b];
-        std::vector<distributed::NcclSums::Span> spans;
+        std::vector<cuda::NcclSums::Span> spans;
         for (size_t j = 0; j < d.size(); ++j) {
           if (bucket.packed) launch_cast(device, b, j, /*pack=*/true, d[j]);
           else spans.push_back({d[j], bucket.counts[j]});
@@ -295,7 +295,7 @@ void DataParallel::attach_device_sums(runtime::Device& device, GraphRunner& step
           nccl_->issue_sum(spans, bucket.element, device.fork_side_queue());
         } else {
           device.issue_host_call([this, spans, element = bucket.element] {
-            for (const distributed::NcclSums::Span& s : spans) in_flight_.push_back(comm_.start_sum(s.data, s.count, element));
+            for (const cuda::NcclSums::Span& s : spans) in_flight_.push_back(comm_.start_sum(s.data, s.count, element));
           });
         }
       },
@@ -396,9 +396,9 @@ distributed::ExchangeResult DataParallel::end_exchange(int64_t step, bool loss_s
   return result_;
 }
 
-std::unique_ptr<distributed::NcclSums::Watch> DataParallel::watch(int64_t step) {
+std::unique_ptr<cuda::NcclSums::Watch> DataParallel::watch(int64_t step) {
   if (!nccl_) return nullptr;
-  return std::make_unique<distributed::NcclSums::Watch>(*nccl_, fmt::format("step {} (its NCCL sums)", step));
+  return std::make_unique<cuda::NcclSums::Watch>(*nccl_, fmt::format("step {} (its NCCL sums)", step));
 }
 
 void DataParallel::reduce(run_folder::StepStats& s) {

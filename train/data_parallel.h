@@ -13,7 +13,7 @@
 #include "codegen/gradient_casts.h"
 #include "distributed/communicator.h"
 #include "distributed/gradient_exchange.h"
-#include "distributed/nccl_sums.h"
+#include "cuda/nccl_sums.h"
 #include "run_config/config.h"
 #include "passes/pipeline.h"
 #include "support/tensor_io.h"
@@ -81,7 +81,7 @@ class DataParallel {
   distributed::ExchangeResult end_exchange(int64_t step, bool loss_scaling, double grad_norm);
   // While it lives, a wait on NCCL's sums is bounded by [train] rank_timeout (the watchdog);
   // nullptr without NCCL.
-  std::unique_ptr<distributed::NcclSums::Watch> watch(int64_t step);
+  std::unique_ptr<cuda::NcclSums::Watch> watch(int64_t step);
 
   // Losses, accuracy counts and tokens of the whole global batch (every rank gets them).
   void reduce(run_folder::StepStats& stats);
@@ -146,7 +146,7 @@ class DataParallel {
   std::vector<std::string> accumulators_;
   std::unique_ptr<distributed::GradientExchange> exchange_;
   SumPath path_ = SumPath::None;
-  std::unique_ptr<distributed::NcclSums> nccl_;
+  std::unique_ptr<cuda::NcclSums> nccl_;
   std::map<int64_t, codegen::GradientCasts> casts_;  // by element count (stable addresses: launches keep them)
   std::vector<DeviceBucket> device_buckets_;
   std::vector<std::unique_ptr<distributed::PendingSum>> in_flight_;  // the Host device's OnDevice sums

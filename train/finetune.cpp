@@ -23,7 +23,7 @@
 #include "run_config/hf_config.h"
 #include "ir/value_names.h"
 #include "passes/pipeline.h"
-#include "runtime/device_registry.h"
+#include "devices/device_registry.h"
 #include "runtime/device_target.h"
 #include "train/batches.h"
 #include "run_folder/checkpoint.h"
@@ -391,7 +391,7 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
   runtime::DeviceRequest request{c.compile.arch.sm(), o.kernel_cache, 0};
   request.instead = "fine-tune with --device cpu (the reference) or --device host (the emulation), or where a GPU is";
   request.older_gpu = "fine-tune with --arch auto (or --arch sm_{})";
-  const std::shared_ptr<runtime::Device> device = o.device ? runtime::open_device(*o.device, request) : nullptr;
+  const std::shared_ptr<runtime::Device> device = o.device ? devices::open_device(*o.device, request) : nullptr;
   if (device && device->capabilities().gpu) log << fmt::format("device: {}\n", device->name());
 
   // The examples, cut to the longest compiled length.

@@ -11,12 +11,12 @@
 
 #include "codegen/render.h"
 #include "runtime/plan_layout.h"
-#include "runtime/vendor_abi.h"
+#include "cuda/vendor_abi.h"
 
 namespace bertc::train {
 namespace {
 
-constexpr uint64_t kCublasWorkspace = runtime::abi::kCublasWorkspaceBytes;  // (what the CUDA device sets)
+constexpr uint64_t kCublasWorkspace = cuda::abi::kCublasWorkspaceBytes;  // (what the CUDA device sets)
 
 double mib(uint64_t bytes) { return static_cast<double>(bytes) / double(uint64_t{1} << 20); }
 

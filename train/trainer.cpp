@@ -22,7 +22,7 @@
 #include "passes/cost_model.h"
 #include "passes/memory_plan.h"
 #include "passes/pipeline.h"
-#include "runtime/device_registry.h"
+#include "devices/device_registry.h"
 #include "runtime/device_target.h"
 #include "runtime/host_device.h"
 #include "support/atomic_file.h"
@@ -92,7 +92,7 @@ std::shared_ptr<runtime::Device> open_training_device(const TrainOptions& o) {
     r.instead = "train with --device cpu (the reference) or --device host (the emulation), or where a GPU is";
     r.older_gpu = "train with --arch auto (or --arch sm_{})";
   }
-  return runtime::open_device(*o.device, r);
+  return devices::open_device(*o.device, r);
 }
 
 // The kernels --batch-size auto plans for: the device's (on a device without cuBLAS no product
@@ -404,7 +404,7 @@ run_folder::StepStats train_step(int64_t s, const TrainOptions& o, Runners& r, B
   // Nothing accumulates: on a device the step and the optimizer step (with the gradient sums when
   // they are in its graph) replay as one graph.
   const bool together = K == 1 && (!dp.exchanges() || dp.sums_in_runs());
-  std::unique_ptr<distributed::NcclSums::Watch> watch;  // from the graph with the sums to the optimizer's end
+  std::unique_ptr<cuda::NcclSums::Watch> watch;  // from the graph with the sums to the optimizer's end
   for (int64_t k = 0; k < K; ++k) {
     const int64_t micro = (s - 1) * K + k;
     LoadedBatch loaded = loader.next();

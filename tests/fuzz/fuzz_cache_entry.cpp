@@ -1,8 +1,8 @@
-// Fuzz harness of the NVRTC cache's entries (codegen/gpu_image_entry.h, kernel_cache.h): a damaged
+// Fuzz harness of the NVRTC cache's entries (cuda/gpu_image_entry.h, kernel_cache.h): a damaged
 // entry is "not cached" (nullopt), never an exception, and an entry that decodes encodes back to
 // the same bytes. Each input is tried as it is and re-signed (its size and checksum made to fit),
 // so that the fields behind the checksum are fuzzed too.
-#include "codegen/gpu_image_entry.h"
+#include "cuda/gpu_image_entry.h"
 #include "codegen/kernel_cache.h"
 #include "tests/fuzz/harness.h"
 
@@ -12,9 +12,9 @@ namespace {
 
 void decode(const std::string& bytes) {
   // (No try: an exception here ends the process, which is the failure it would be in compile_all.)
-  if (const auto image = bertc::codegen::decode_gpu_image_entry(bytes)) {
+  if (const auto image = bertc::cuda::decode_gpu_image_entry(bytes)) {
     ++bertc::fuzz::accepted_inputs;
-    if (bertc::codegen::encode_gpu_image_entry(*image) != bytes)
+    if (bertc::cuda::encode_gpu_image_entry(*image) != bytes)
       bertc::fuzz::fail("cache entry", "an entry that decodes does not encode back to its bytes");
   }
 }

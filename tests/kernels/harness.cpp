@@ -231,7 +231,7 @@ KernelCheck KernelHarness::check(const KernelSpec& kernel, const std::vector<Hos
       case ParamKind::Integer: args.push_back(reinterpret_cast<void*>(static_cast<intptr_t>(p.integer))); break;
     }
   }
-  if (kernel.library) {  // cuBLAS's part, as cublas_args() would have it run
+  if (kernel.library) {  // cuBLAS's part, as library_product_args() would have it run
     const codegen::LibraryGemm& g = *kernel.library;
     auto slot = [&](ir::ValueId v, bool written) -> Buffer& {
       for (Slot& s : slots)
@@ -241,7 +241,7 @@ KernelCheck KernelHarness::check(const KernelSpec& kernel, const std::vector<Hos
     if (g.to_workspace && workspace.size() != static_cast<size_t>(g.batch * g.m * g.n)) {
       fail("the workspace does not hold the product");
     } else {
-      codegen::run_cublas_on_host(codegen::cublas_args(g), slot(g.b, false).data(), slot(g.a, false).data(),
+      codegen::run_library_product_on_host(codegen::library_product_args(g), slot(g.b, false).data(), slot(g.a, false).data(),
                                   g.to_workspace ? static_cast<void*>(workspace.data()) : slot(g.c, true).data());
     }
   }

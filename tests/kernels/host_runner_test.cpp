@@ -351,21 +351,21 @@ TEST(HostDevice, RefusesCopiesToAndFromTheHostWhileRecording) {
 TEST(HostDevice, RefusesAFirstCublasProductInsideARecording) {
   runtime::HostDevice device(BERTC_TEST_CACHE);
   float a[4] = {1, 2, 3, 4}, b[4] = {1, 0, 0, 1}, c[4] = {};
-  codegen::CublasGemmArgs g{};
+  codegen::LibraryProductArgs g{};
   g.m = g.n = g.k = 2;
   g.ld_first = g.ld_second = g.ldc = 2;
   g.batch = 1;
-  g.type_ab = g.type_c = "CUDA_R_32F";
+  g.operand_type = g.result_type = ir::DType::F32;
   try {
-    device.record([&] { device.gemm(g, a, b, c); });
+    device.record([&] { device.library_product(g, a, b, c); });
     FAIL() << "a first cuBLAS product was recorded";
   } catch (const std::logic_error& e) {
     EXPECT_NE(std::string(e.what()).find("run the plan once eagerly first"), std::string::npos) << e.what();
   }
-  device.gemm(g, a, b, c);
+  device.library_product(g, a, b, c);
   EXPECT_EQ(c[1], 2.0f);  // column-major: c = a * identity
   std::fill(c, c + 4, 0.0f);
-  const auto graph = device.record([&] { device.gemm(g, b, a, c); });
+  const auto graph = device.record([&] { device.library_product(g, b, a, c); });
   EXPECT_EQ(c[1], 0.0f);  // recorded, not run
   device.replay(*graph);
   EXPECT_EQ(c[1], 2.0f);

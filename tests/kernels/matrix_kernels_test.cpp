@@ -132,7 +132,7 @@ graph @batches {{
   for (const Arch& a : archs_for(t)) expect_match(g, a.target(), {a.strategy}, a.tf32 ? tf32_exact : nullptr);
 }
 
-// The same products through cuBLAS (run on the host exactly as cublas_args() hands them to
+// The same products through cuBLAS (run on the host exactly as library_product_args() hands them to
 // cuBLAS, column-major): plain ones write their result, the others go through the workspace and
 // a generated epilogue kernel; the broadcast batch ([2,1] against [3]) is no strided batch and
 // stays generated.
@@ -173,7 +173,7 @@ graph @library {{
     for (const codegen::KernelSpec& k : h.kernels().kernels)
       if (k.library) {
         EXPECT_TRUE(k.library->tf32) << k.label;
-        EXPECT_TRUE(codegen::cublas_args(*k.library).tf32) << k.label;
+        EXPECT_TRUE(codegen::library_product_args(*k.library).tf32) << k.label;
       }
     expect_match(odd, {80, passes::MatmulPolicy::Library, {}, true}, {"cublas", "tf32"}, tf32_exact);
   }

@@ -16,6 +16,7 @@
 #include "codegen/bertx_file.h"
 #include "codegen/gradient_casts.h"
 #include "codegen/render.h"
+#include "cuda/compile_program.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "frontend/bert.h"
@@ -40,9 +41,9 @@ Compiled compile_for(const std::string& config, const std::string& arch, const s
   c.compile = passes::resolve_options(c.compile, passes::Arch::none());  // precision auto: what that arch trains in
   Compiled out;
   out.program = passes::compile_training(frontend::build_bert_pretraining(c.model_settings()), c.compile, c.train);
-  CompileSettings s;
+  cuda::CompileSettings s;
   s.cache = std::filesystem::path(BERTC_TEST_CACHE);
-  out.compiled = compile_program(out.program, c.compile, c.name, "", s);
+  out.compiled = cuda::compile_program(out.program, c.compile, c.name, "", s);
   return out;
 }
 
@@ -98,8 +99,8 @@ TEST(CompiledProgram, LambOptimizerStepCompilesForEveryArch) {
     EXPECT_EQ(k[2].family, ir::KernelFamily::MultiTensorUpdate) << arch;
     std::vector<KernelSource> sources;
     for (const KernelSpec& kernel : k) sources.push_back({kernel.name, device_source(kernel)});
-    const NvrtcCompiler compiler = NvrtcCompiler::for_arch(c.compile.arch.sm());
-    const std::vector<GpuImage> images = compile_all(compiler, sources, std::filesystem::path(BERTC_TEST_CACHE));
+    const cuda::NvrtcCompiler compiler = cuda::NvrtcCompiler::for_arch(c.compile.arch.sm());
+    const std::vector<GpuImage> images = cuda::compile_all(compiler, sources, std::filesystem::path(BERTC_TEST_CACHE));
     ASSERT_EQ(images.size(), 3u) << arch;
     for (const GpuImage& image : images) {
       EXPECT_GT(image.ptxas.registers, 0) << arch << " " << image.name;
@@ -162,7 +163,7 @@ TEST(CompiledProgram, MatrixKernelsUseTheirArchsInstructions) {
     c.compile = passes::resolve_options(c.compile, passes::Arch::none());
     const passes::TrainingProgram p =
         passes::compile_training(frontend::build_bert_pretraining(c.model_settings()), c.compile, c.train);
-    const NvrtcCompiler ptx = NvrtcCompiler::ptx_for_arch(std::stoi(std::string(e.arch).substr(3)));
+    const cuda::NvrtcCompiler ptx = cuda::NvrtcCompiler::ptx_for_arch(std::stoi(std::string(e.arch).substr(3)));
     std::set<std::string> families;
     std::set<std::string> done;
     int simt_gemms = 0, tf32_kernels = 0;
@@ -297,7 +298,7 @@ TEST(CompiledProgram, CarriesTheImagesOfTheKernelsLaunchedBesideTheGraphs) {
   c.compile.arch = passes::Arch::parse("sm_80");
   c.compile = passes::resolve_options(c.compile, passes::Arch::none());
   const passes::TrainingProgram program = passes::compile_training(frontend::build_bert_pretraining(c.model_settings()), c.compile, c.train);
-  CompileSettings s;
+  cuda::CompileSettings s;
   s.cache = std::filesystem::path(BERTC_TEST_CACHE);
   std::set<std::string> casts;
   for (auto& [n, pair] : gradient_casts_for(program.step, ir::DType::BF16)) {
@@ -308,7 +309,7 @@ TEST(CompiledProgram, CarriesTheImagesOfTheKernelsLaunchedBesideTheGraphs) {
   // Named by source, which holds the block size but not the grid: sizes of 256 and more share a
   // pair, smaller ones (bert-tiny's biases and norms are 128 wide) get their own.
   ASSERT_GE(casts.size(), 4u);
-  const CompiledProgram compiled = compile_program(program, c.compile, c.name, "", s);
+  const CompiledProgram compiled = cuda::compile_program(program, c.compile, c.name, "", s);
   const std::filesystem::path path = std::filesystem::path(BERTC_TEST_CACHE) / "tiny-casts.bertx";
   write_bertx(path, compiled);
   const CompiledProgram back = read_bertx(path);

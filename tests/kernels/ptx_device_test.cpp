@@ -1,4 +1,4 @@
-// The PTX device (runtime/ptx_device.h): the compiled plan run from NVRTC's PTX on the PTX
+// The PTX device (cuda/ptx_device.h): the compiled plan run from NVRTC's PTX on the PTX
 // emulator, through the same plan executor as the Host and CUDA devices; its checkers fail a
 // launch that a GPU would run wrong.
 #include <gtest/gtest.h>
@@ -16,7 +16,7 @@
 #include "run_config/config.h"
 #include "runtime/host_device.h"
 #include "runtime/plan_executor.h"
-#include "runtime/ptx_device.h"
+#include "cuda/ptx_device.h"
 #include "driver/ptx_counts.h"
 #include "train/graph_runner.h"
 
@@ -55,7 +55,7 @@ std::pair<double, double> loss_and_norm(const run_config::Config& c, const passe
 // them by far more). Every launch was counted, with ptxas's registers where NVRTC makes cubins.
 TEST(PtxDevice, RunsABertTinyStepAsTheHostDeviceDoes) {
   const auto [c, p] = small_bert_tiny();
-  auto emulated = std::make_shared<runtime::PtxDevice>(BERTC_TEST_CACHE, 61);
+  auto emulated = std::make_shared<cuda::PtxDevice>(BERTC_TEST_CACHE, 61);
   const auto [loss, norm] = loss_and_norm(c, p, emulated);
   const auto [host_loss, host_norm] = loss_and_norm(c, p, std::make_shared<runtime::HostDevice>(BERTC_TEST_CACHE));
   EXPECT_NEAR(loss, host_loss, 1e-5 * std::abs(host_loss));
@@ -79,8 +79,8 @@ TEST(PtxDevice, RunsABertTinyStepAsTheHostDeviceDoes) {
 // fraction of them, and repeats left out fewer still). Launch for launch the same grids.
 TEST(PtxDevice, SampledLaunchesCountCloseToTheWholeRun) {
   const auto [c, p] = small_bert_tiny();
-  auto whole = std::make_shared<runtime::PtxDevice>(BERTC_TEST_CACHE, 61);
-  auto sampled = std::make_shared<runtime::PtxDevice>(BERTC_TEST_CACHE, 61);
+  auto whole = std::make_shared<cuda::PtxDevice>(BERTC_TEST_CACHE, 61);
+  auto sampled = std::make_shared<cuda::PtxDevice>(BERTC_TEST_CACHE, 61);
   sampled->sample_blocks(3);
   loss_and_norm(c, p, whole);
   loss_and_norm(c, p, sampled);
@@ -131,7 +131,7 @@ TEST_P(EveryBertBaseKernel, RunsUnderTheCheckers) {
   c.compile.matmul = passes::MatmulPolicy::Generated;  // (the emulator runs bertc's kernels, no cuBLAS)
   c.compile = passes::resolve_options(c.compile, passes::Arch::of_sm(t.sm));
   const passes::TrainingProgram p = passes::compile_training(frontend::build_bert_pretraining(c.model_settings()), c.compile, c.train);
-  runtime::PtxDevice device(BERTC_TEST_CACHE, t.sm);
+  cuda::PtxDevice device(BERTC_TEST_CACHE, t.sm);
   device.sample_blocks(2);
   const codegen::RenderTarget target{t.sm, passes::MatmulPolicy::Generated, {}, t.precision == passes::Precision::Tf32};
   ir::Environment<float> env = batch_environment(c, p);
@@ -183,7 +183,7 @@ TEST(PtxDevice, AnOutOfBoundsWriteFailsTheLaunch) {
     return k;
   };
   const codegen::KernelSpec wrong = kernel("k_planted_off_by_one", "<="), right = kernel("k_planted_bounded", "<");
-  runtime::PtxDevice device(BERTC_TEST_CACHE, 61);
+  cuda::PtxDevice device(BERTC_TEST_CACHE, 61);
   device.load({&wrong, &right});
   void* x = device.allocate(32 * sizeof(float), "the test buffer");
   long long n = 32;
@@ -218,7 +218,7 @@ TEST(PtxDevice, AReadOfGlobalMemoryNothingWroteFailsTheLaunch) {
   k.params = {{codegen::ParamKind::Buffer, "y", "const float*"}, {codegen::ParamKind::Buffer, "x", "float*"}};
   k.grid = {1, 1, 1};
   k.block = {32, 1, 1};
-  runtime::PtxDevice device(BERTC_TEST_CACHE, 61);
+  cuda::PtxDevice device(BERTC_TEST_CACHE, 61);
   device.load({&k});
   void* y = device.allocate(32 * sizeof(float), "the input");
   void* x = device.allocate(32 * sizeof(float), "the output");
@@ -260,7 +260,7 @@ codegen::KernelSpec planted_on_x(const std::string& name, const std::string& bod
 
 TEST(PtxDevice, AWritePastItsBufferInsideTheAllocationFailsTheLaunch) {
   const codegen::KernelSpec k = planted_on_x("k_planted_past_its_value", "x[threadIdx.x] = 1.0f;", 33);
-  runtime::PtxDevice device(BERTC_TEST_CACHE, 61);
+  cuda::PtxDevice device(BERTC_TEST_CACHE, 61);
   device.load({&k});
   void* arena = device.allocate(64 * sizeof(float), "an arena of two values");
   void* args[] = {&arena};
@@ -287,7 +287,7 @@ TEST(PtxDevice, AWritePastItsBufferInsideTheAllocationFailsTheLaunch) {
 TEST(PtxDevice, AReadOfAFreshValueBeforeItsStoreFailsTheLaunch) {
   const codegen::KernelSpec k =
       planted_on_x("k_planted_reads_its_output", "x[threadIdx.x] = x[threadIdx.x] + 1.0f;", 32);
-  runtime::PtxDevice device(BERTC_TEST_CACHE, 61);
+  cuda::PtxDevice device(BERTC_TEST_CACHE, 61);
   device.load({&k});
   void* arena = device.allocate(32 * sizeof(float), "an arena");
   device.fill(arena, 0, 32 * sizeof(float));  // (an earlier value's bytes)
@@ -332,7 +332,7 @@ PlantedStep plant_in_step(const passes::TrainingProgram& p, const std::string& p
 
 // The error running `planted`'s step on the PTX device, or "" when it ran.
 std::string error_of_step(const run_config::Config& c, const passes::TrainingProgram& p, PlantedStep planted) {
-  runtime::PtxDevice device(BERTC_TEST_CACHE, 61);
+  cuda::PtxDevice device(BERTC_TEST_CACHE, 61);
   ir::Environment<float> env = batch_environment(c, p);
   try {
     runtime::PlanExecutor(p.step, std::move(planted.launches), device).run(env);
@@ -417,7 +417,7 @@ TEST(PtxDevice, RefusesProductsInCublasWhenTheyLoad) {
   codegen::KernelSpec k;
   k.name = "k_library_product";
   k.library = codegen::LibraryGemm{};
-  runtime::PtxDevice device(BERTC_TEST_CACHE, 80);
+  cuda::PtxDevice device(BERTC_TEST_CACHE, 80);
   try {
     device.load({&k});
     FAIL() << "a cuBLAS product was loaded";

@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-#include "codegen/nvrtc_compiler.h"
+#include "cuda/nvrtc_compiler.h"
 #include "codegen/render.h"
 #include "frontend/bert.h"
 #include "run_config/config.h"
@@ -47,7 +47,7 @@ TEST(PtxReaderOnKernels, ReadsEveryKernelOfATrainingStepForEachArch) {
     c.train.optimizer.kind = e.optimizer;
     c.compile = passes::resolve_options(c.compile, passes::Arch::none());
     const passes::TrainingProgram p = passes::compile_training(frontend::build_bert_pretraining(c.model_settings()), c.compile, c.train);
-    const NvrtcCompiler nvrtc = NvrtcCompiler::ptx_for_arch(std::stoi(std::string(e.arch).substr(3)));
+    const cuda::NvrtcCompiler nvrtc = cuda::NvrtcCompiler::ptx_for_arch(std::stoi(std::string(e.arch).substr(3)));
     const RenderTarget target{nvrtc.arch(), passes::MatmulPolicy::Generated, {},
                               c.compile.precision == passes::Precision::Tf32};
     // One translation unit of every distinct kernel: one NVRTC run, one module.

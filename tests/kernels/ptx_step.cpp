@@ -9,7 +9,7 @@
 
 #include "bert_batch.h"
 #include "codegen/matrix_strategy.h"
-#include "codegen/nvrtc_compiler.h"
+#include "cuda/nvrtc_compiler.h"
 #include "codegen/render.h"
 #include "frontend/bert.h"
 #include "ir/stats.h"
@@ -17,7 +17,7 @@
 #include "passes/pipeline.h"
 #include "passes/targets.h"
 #include "run_config/config.h"
-#include "runtime/ptx_device.h"
+#include "cuda/ptx_device.h"
 
 namespace bertc::testing {
 namespace {
@@ -58,7 +58,7 @@ ptx::Module module_of(const std::vector<const codegen::GraphKernels*>& graphs, i
       if (!k.source.empty() && names.insert(k.name).second) source += k.source + "\n";
   static std::map<std::pair<int, std::string>, std::string> made;
   std::string& ptx = made[{sm, source}];
-  if (ptx.empty()) ptx = codegen::NvrtcCompiler::ptx_for_arch(sm).compile({"all", source}, cache / "failed").image;
+  if (ptx.empty()) ptx = cuda::NvrtcCompiler::ptx_for_arch(sm).compile({"all", source}, cache / "failed").image;
   return ptx::parse_module(mutate ? mutate(ptx) : ptx, fmt::format("bert-tiny sm_{}", sm));
 }
 
@@ -103,7 +103,7 @@ Launcher ptx_launcher(ptx::Emulator& emulator, PtxStepRun& run, uint64_t shrink,
     // turns interleaved: a kernel that is right gives the same, its last blocks' sums included)
     ptx::LaunchConfig config{dim(k.grid), dim(k.block), 0, order == codegen::ThreadOrder::Reverse ? 7u : 0u, limits};
     config.resident_blocks = 4;
-    if (s.timed) config.latencies = runtime::ptx_latencies(s.sm);
+    if (s.timed) config.latencies = cuda::ptx_latencies(s.sm);
     // (every approximate instruction at the edge of the ISA's error bound: the reference's
     // tolerances must hold for any GPU's ex2, rsqrt, tanh and division, not only for exact ones)
     config.approx = ptx::ApproxResults::WorstCase;

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """train/, driver/ and tools/ ask a device what it can do (Device::capabilities(), emulator_controls()) and
-the device table (runtime/device_registry.h) which kinds there are; they never name a device class,
+the device table (devices/device_registry.h) which kinds there are; they never name a device class,
 cast to one, include one's header, or look a device kind up by a name written in the code.
 
   check_device_seams.py SOURCE_ROOT
@@ -13,9 +13,9 @@ import sys
 FOLDERS = ["train", "driver", "tools"]
 RULES = [
     (re.compile(r"\b(?:Cuda|Host|Ptx)Device\b"), "names a device class: ask Device::capabilities() or emulator_controls()"),
-    (re.compile(r'#include\s+"runtime/(?:cuda|host|ptx)_device\.h"'), "includes a device class's header"),
+    (re.compile(r'#include\s+"(?:runtime|cuda)/(?:cuda|host|ptx)_device\.h"'), "includes a device class's header"),
     (re.compile(r"dynamic_cast<[^>]*Device\b"), "casts to a device type: ask Device::capabilities()"),
-    (re.compile(r'device_kind\(\s*"'), "looks a device kind up by a name in the code: walk runtime::device_kinds()"),
+    (re.compile(r'device_kind\(\s*"'), "looks a device kind up by a name in the code: walk devices::device_kinds()"),
 ]
 # Free functions of a device's header that are not the device (the host's available memory).
 ALLOWED_INCLUDES = {"runtime/host_device.h": re.compile(r"\bhost_available_bytes\b")}
@@ -26,7 +26,7 @@ def problems_in(name, text):
     for number, line in enumerate(text.splitlines(), 1):
         for rule, why in RULES:
             if rule.search(line):
-                include = re.search(r'"(runtime/[a-z_]+\.h)"', line)
+                include = re.search(r'"((?:runtime|cuda)/[a-z_]+\.h)"', line)
                 if include and include.group(1) in ALLOWED_INCLUDES and ALLOWED_INCLUDES[include.group(1)].search(text):
                     continue
                 out.append(f"{name}:{number}: {why}: {line.strip()}")
@@ -34,8 +34,8 @@ def problems_in(name, text):
 
 
 def self_test():
-    planted = ('#include "runtime/cuda_device.h"\nauto* g = dynamic_cast<runtime::CudaDevice*>(d);\n'
-               'const auto& k = runtime::device_kind("cuda");\n')
+    planted = ('#include "cuda/cuda_device.h"\nauto* g = dynamic_cast<cuda::CudaDevice*>(d);\n'
+               'const auto& k = devices::device_kind("cuda");\n')
     found = problems_in("planted.cpp", planted)
     assert len(found) == 4, found
     allowed = '#include "runtime/host_device.h"\nsize_t n = runtime::host_available_bytes();\n'

@@ -22,7 +22,7 @@ ALLOWED = {
 }
 CASE = re.compile(r"\bcase\s+(?:ir::)?OpKind::")
 FOLDERS = ["ir", "support", "ptx", "reference", "data", "passes", "distributed", "frontend", "run_config", "codegen", "runtime",
-           "train", "driver", "tools", "bench"]
+           "cuda", "devices", "train", "driver", "tools", "bench"]
 
 
 def check(root):

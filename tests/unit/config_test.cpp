@@ -148,7 +148,7 @@ TEST(Config, TrainKeysWithChoicesAndPaths) {
   EXPECT_EQ(c.resolve(c.train.data), std::filesystem::path("configs/text"));  // beside the config file
   EXPECT_EQ(c.resolve(c.train.vocab), std::filesystem::path("/abs/vocab.txt"));
   EXPECT_EQ(error_of("[train]\noptimizer = \"sgd\"\n"),
-            "test.toml:2:13: [train] optimizer must be one of adamw, lamb, found \"sgd\"");
+            "test.toml:2:13: [train] optimizer must be one of adamw, lamb, lion, found \"sgd\"");
   EXPECT_EQ(error_of("[train]\nweight_decay = -1\n"), "test.toml:2:16: [train] weight_decay must be >= 0, found -1");
   EXPECT_EQ(error_of("[train]\ngradient_accumulation_steps = 0\n"),
             "test.toml:2:31: [train] gradient_accumulation_steps must be positive, found 0");

@@ -11,30 +11,30 @@
 
 #include "codegen/launch_limits.h"
 #include "ir/out_of_memory.h"
-#include "runtime/cublas_library.h"
+#include "cuda/cublas_library.h"
 #include "runtime/device_target.h"
-#include "runtime/device_registry.h"
+#include "devices/device_registry.h"
 #include "runtime/host_device.h"
-#include "runtime/module_loading.h"
+#include "cuda/module_loading.h"
 
 namespace bertc::runtime {
 namespace {
 
 TEST(DeviceRegistry, ListsTheDevicesByName) {
   std::vector<std::string_view> names;
-  for (const DeviceKind& kind : device_kinds()) {
+  for (const devices::DeviceKind& kind : devices::device_kinds()) {
     names.push_back(kind.name);
     EXPECT_FALSE(kind.description.empty()) << kind.name;
     EXPECT_NE(kind.open, nullptr) << kind.name;
   }
   EXPECT_EQ(names, (std::vector<std::string_view>{"host", "ptx", "cuda"}));
-  EXPECT_EQ(&device_kind("cuda"), &device_kinds()[2]);
-  EXPECT_FALSE(device_kind("ptx").chosen_automatically);  // (an emulator: --device auto never picks it)
+  EXPECT_EQ(&devices::device_kind("cuda"), &devices::device_kinds()[2]);
+  EXPECT_FALSE(devices::device_kind("ptx").chosen_automatically);  // (an emulator: --device auto never picks it)
 }
 
 TEST(DeviceRegistry, RefusesAnUnknownNameListingTheDevices) {
   try {
-    device_kind("tpu");
+    devices::device_kind("tpu");
     FAIL() << "an unknown device was found";
   } catch (const std::invalid_argument& e) {
     EXPECT_STREQ(e.what(), "no device 'tpu' (devices: host, ptx, cuda)");
@@ -45,7 +45,7 @@ TEST(DeviceRegistry, RefusesAnUnknownNameListingTheDevices) {
 // asking which device it is.
 TEST(DeviceRegistry, TheHostDeviceIsNoGpuAndRunsTheArchAskedFor) {
   for (int sm : {0, 80}) {
-    const std::shared_ptr<Device> host = open_device("host", {sm, std::filesystem::temp_directory_path()});
+    const std::shared_ptr<Device> host = devices::open_device("host", {sm, std::filesystem::temp_directory_path()});
     EXPECT_FALSE(host->capabilities().gpu);
     EXPECT_EQ(host->capabilities().sm, sm);
   }
@@ -72,7 +72,7 @@ TEST(DeviceRegistry, HostMemoryHeedsTheAddressSpaceLimit) {
 }
 
 TEST(DeviceRegistry, TheHostDeviceOutOfMemoryNamesTheBuffer) {
-  const std::shared_ptr<Device> device = open_device("host", {0, std::filesystem::temp_directory_path()});
+  const std::shared_ptr<Device> device = devices::open_device("host", {0, std::filesystem::temp_directory_path()});
   try {
     device->allocate(size_t{1} << 45, "the step graph's activations");
     FAIL() << "32 TiB were allocated";
@@ -85,10 +85,10 @@ TEST(DeviceRegistry, TheHostDeviceOutOfMemoryNamesTheBuffer) {
 
 // A probe never throws; what it found (a GPU, or why there is none) is text for the user.
 TEST(DeviceRegistry, ProbingTheGpuNeverThrowsAndSaysWhat) {
-  const DeviceProbe probe = device_kind("cuda").probe();
+  const devices::DeviceProbe probe = devices::device_kind("cuda").probe();
   EXPECT_FALSE(probe.found.empty());
   if (!probe.usable) {
-    EXPECT_THROW(open_device("cuda", {}), std::runtime_error);
+    EXPECT_THROW(devices::open_device("cuda", {}), std::runtime_error);
   }
 }
 
@@ -96,8 +96,8 @@ TEST(DeviceRegistry, ProbingTheGpuNeverThrowsAndSaysWhat) {
 // reported with the loader's reason, never thrown.
 TEST(CublasLibrary, AMissingFileIsReportedNotThrown) {
   ::setenv("BERTC_CUBLAS", "/nonexistent/libcublas.so.12", 1);
-  ASSERT_EQ(cublas_candidates().size(), 1u);
-  const CublasProbe probe = find_cublas();
+  ASSERT_EQ(cuda::cublas_candidates().size(), 1u);
+  const cuda::CublasProbe probe = cuda::find_cublas();
   EXPECT_FALSE(probe.library.loaded());
   ASSERT_EQ(probe.tried.size(), 1u);
   EXPECT_EQ(probe.tried[0].rfind("/nonexistent/libcublas.so.12 [$BERTC_CUBLAS]: ", 0), 0u) << probe.tried[0];
@@ -108,12 +108,12 @@ TEST(CublasLibrary, AMissingFileIsReportedNotThrown) {
 // with a bare status), and taken by a driver of its version. Needs a real cuBLAS (the toolkit's).
 TEST(CublasLibrary, TakesOnlyACublasTheDriverRuns) {
   ::unsetenv("BERTC_CUBLAS");
-  const CublasProbe any = find_cublas();
+  const cuda::CublasProbe any = cuda::find_cublas();
   if (!any.library.loaded()) GTEST_SKIP() << "no cuBLAS on this machine";
   ASSERT_GE(any.major, 12);
   ::setenv("BERTC_CUBLAS", any.library.path().c_str(), 1);
   const int older = (any.major - 1) * 1000 + 40;  // e.g. a CUDA 12.4 driver for a cuBLAS 13
-  const CublasProbe refused = find_cublas(older);
+  const cuda::CublasProbe refused = cuda::find_cublas(older);
   EXPECT_FALSE(refused.library.loaded());
   ASSERT_EQ(refused.tried.size(), 1u);
   EXPECT_NE(refused.tried[0].find(fmt::format("cuBLAS {}.{} needs a CUDA {} driver, and this driver supports CUDA {}.4",
@@ -121,9 +121,9 @@ TEST(CublasLibrary, TakesOnlyACublasTheDriverRuns) {
             std::string::npos)
       << refused.tried[0];
   EXPECT_NE(refused.tried[0].find(fmt::format("pip install nvidia-cublas-cu{}", any.major - 1)), std::string::npos);
-  EXPECT_TRUE(find_cublas(any.major * 1000).library.loaded());
+  EXPECT_TRUE(cuda::find_cublas(any.major * 1000).library.loaded());
   // Its statuses by their names, from cuBLAS itself (cublas_api.h: 7 is CUBLAS_STATUS_INVALID_VALUE).
-  EXPECT_EQ(cublas_status_text(any, 7).rfind("CUBLAS_STATUS_INVALID_VALUE (7)", 0), 0u) << cublas_status_text(any, 7);
+  EXPECT_EQ(cuda::cublas_status_text(any, 7).rfind("CUBLAS_STATUS_INVALID_VALUE (7)", 0), 0u) << cuda::cublas_status_text(any, 7);
   ::unsetenv("BERTC_CUBLAS");
 }
 
@@ -166,18 +166,18 @@ int refusing_jit(void** module, const void* image, unsigned n, int* options, voi
 
 TEST(ModuleLoading, AsksTheJitForItsLogAndSaysIt) {
   void* module = nullptr;
-  const ModuleLoad load = load_module(refusing_jit, &module, ".version 8.0\n.target sm_61\n");
+  const cuda::ModuleLoad load = cuda::load_module(refusing_jit, &module, ".version 8.0\n.target sm_61\n");
   EXPECT_EQ(load.result, 218);
   EXPECT_EQ(load.error_log, "ptxas fatal   : SM version specified by .target is higher than default");
-  EXPECT_EQ(jit_log_text(load), "; the driver's JIT said: " + load.error_log);
-  EXPECT_EQ(jit_log_text(ModuleLoad{}), "") << "a JIT that said nothing adds nothing";
+  EXPECT_EQ(cuda::jit_log_text(load), "; the driver's JIT said: " + load.error_log);
+  EXPECT_EQ(cuda::jit_log_text(cuda::ModuleLoad{}), "") << "a JIT that said nothing adds nothing";
 }
 
 // A launch a GPU would refuse (over 1024 threads a block, a grid's y past 65535, an empty
 // dimension) is refused by the Host device too, naming the kernel and the limit: the emulation
 // would run any shape.
 TEST(HostDevice, RefusesLaunchesAGpuWouldRefuse) {
-  const std::shared_ptr<Device> host = open_device("host", {80, std::filesystem::temp_directory_path()});
+  const std::shared_ptr<Device> host = devices::open_device("host", {80, std::filesystem::temp_directory_path()});
   codegen::KernelSpec k;
   k.name = "k_wide";
   k.label = "a test";

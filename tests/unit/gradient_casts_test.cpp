@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "codegen/gradient_casts.h"
-#include "codegen/nvrtc_compiler.h"
+#include "cuda/nvrtc_compiler.h"
 #include "ir/float16.h"
 #include "runtime/host_device.h"
 
@@ -100,8 +100,8 @@ TEST(GradientCasts, CompileForEveryArch) {
   for (ir::DType half : {ir::DType::F16, ir::DType::BF16}) {
     const GradientCasts casts = gradient_casts(half, 1 << 20);
     for (int arch : {61, 70, 80, 90}) {
-      const NvrtcCompiler compiler = NvrtcCompiler::for_arch(arch);
-      const std::vector<GpuImage> images = compile_all(
+      const cuda::NvrtcCompiler compiler = cuda::NvrtcCompiler::for_arch(arch);
+      const std::vector<GpuImage> images = cuda::compile_all(
           compiler, {{casts.pack.name, device_source(casts.pack)}, {casts.unpack.name, device_source(casts.unpack)}},
           std::nullopt);
       for (const GpuImage& g : images) {

@@ -19,7 +19,7 @@
 #include "codegen/kernel_cache.h"
 
 #include "codegen/host_compile.h"
-#include "codegen/nvrtc_compiler.h"
+#include "cuda/nvrtc_compiler.h"
 #include "prelude_kernels.h"
 
 namespace bertc::codegen {
@@ -143,21 +143,21 @@ TEST(KernelCache, TemporariesOfEndedWritesAreSweptOnceOld) {
 }
 
 TEST(KernelCache, NvrtcEntriesThatAreFoldersAreReplacedAndABlockedCacheIsSkipped) {
-  const NvrtcCompiler compiler = NvrtcCompiler::for_arch(80);
+  const cuda::NvrtcCompiler compiler = cuda::NvrtcCompiler::for_arch(80);
   std::vector<KernelSource> kernels;
   for (const char* name : testing::kPreludeKernelNames) kernels.push_back({name, testing::kPreludeKernels});
   const auto cache = fresh("nvrtc");
-  const auto first = compile_all(compiler, kernels, cache);
+  const auto first = cuda::compile_all(compiler, kernels, cache);
   std::vector<std::filesystem::path> entries;
   for (const auto& e : std::filesystem::directory_iterator(cache / "nvrtc")) entries.push_back(e.path());
   ASSERT_FALSE(entries.empty());
   std::filesystem::remove(entries[0]);
   std::filesystem::create_directories(entries[0] / "inside");  // a folder where an entry was
   CompileStats repaired, after;
-  compile_all(compiler, kernels, cache, &repaired);
+  cuda::compile_all(compiler, kernels, cache, &repaired);
   EXPECT_EQ(repaired.cache_hits, first.size() - 1);
   EXPECT_TRUE(std::filesystem::is_regular_file(entries[0]));  // not stuck: written anew
-  compile_all(compiler, kernels, cache, &after);
+  cuda::compile_all(compiler, kernels, cache, &after);
   EXPECT_EQ(after.cache_hits, first.size());
   // The cache folder is a file: every kernel compiles, none is cached, one warning.
   const auto blocked = fresh("nvrtc-blocked");
@@ -165,7 +165,7 @@ TEST(KernelCache, NvrtcEntriesThatAreFoldersAreReplacedAndABlockedCacheIsSkipped
   std::ofstream(blocked / "nvrtc") << "not a folder";
   CompileStats uncached;
   ::testing::internal::CaptureStderr();
-  const auto images = compile_all(compiler, kernels, blocked, &uncached);
+  const auto images = cuda::compile_all(compiler, kernels, blocked, &uncached);
   const std::string said = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(images.size(), kernels.size());
   EXPECT_EQ(uncached.unwritten_entries, kernels.size());
@@ -335,16 +335,16 @@ TEST(KernelCache, EveryFolderAtFaultIsSaidAtOnce) {
 }
 
 TEST(KernelCache, NvrtcEntriesOthersCouldWriteAreNotUsed) {
-  const NvrtcCompiler compiler = NvrtcCompiler::for_arch(80);
+  const cuda::NvrtcCompiler compiler = cuda::NvrtcCompiler::for_arch(80);
   std::vector<KernelSource> kernels;
   for (const char* name : testing::kPreludeKernelNames) kernels.push_back({name, testing::kPreludeKernels});
   const auto cache = fresh("nvrtc-untrusted");
-  compile_all(compiler, kernels, cache);
+  cuda::compile_all(compiler, kernels, cache);
   EXPECT_EQ(mode_of(cache / "nvrtc"), 0700u);
   chmod((cache / "nvrtc").c_str(), 0777);
   CompileStats stats;
   ::testing::internal::CaptureStderr();
-  compile_all(compiler, kernels, cache, &stats);
+  cuda::compile_all(compiler, kernels, cache, &stats);
   const std::string said = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(stats.cache_hits, 0u);
   EXPECT_NE(said.find("is writable by every user (mode 777)"), std::string::npos) << said;

@@ -9,9 +9,9 @@
 #include <fstream>
 #include <map>
 
-#include "codegen/nvrtc_library.h"
-#include "distributed/nccl_library.h"
-#include "runtime/cublas_library.h"
+#include "cuda/nvrtc_library.h"
+#include "cuda/nccl_library.h"
+#include "cuda/cublas_library.h"
 
 namespace bertc::support {
 namespace {
@@ -51,7 +51,7 @@ std::vector<std::string> paths(const std::vector<LibraryCandidate>& c) {
   return out;
 }
 
-const LibraryLayout kNvrtc = codegen::nvrtc_layout();
+const LibraryLayout kNvrtc = cuda::nvrtc_layout();
 
 TEST(LibrarySearch, AnOverrideIsTheOnlyCandidate) {
   const auto c = library_candidates(kNvrtc, places({{"BERTC_NVRTC", "/opt/x/libnvrtc.so"}}));
@@ -90,7 +90,7 @@ TEST(LibrarySearch, FindsToolkitsAndWhatTravelsWithTheProgram) {
   const fs::path bundle = t.touch("bundle/lib/libcublas.so.12");
   SearchPlaces p = places({{"CUDA_HOME", (t.root / "cuda-home").string()}}, t.root / "bundle/bertc");
   p.toolkits = {t.root / "cuda-13.0"};
-  const auto c = library_candidates(runtime::cublas_layout(), p);
+  const auto c = library_candidates(cuda::cublas_layout(), p);
   EXPECT_EQ(paths(c), (std::vector<std::string>{"libcublas.so.13", "libcublas.so.12", toolkit.string(), home.string(),
                                                 bundle.string()}));
   EXPECT_EQ(c[2].origin, "the CUDA toolkit " + (t.root / "cuda-13.0").string());
@@ -104,7 +104,7 @@ TEST(LibrarySearch, FindsTheCheckoutsDepsAboveAMovedBuild) {
   const fs::path deps = t.touch("moved-checkout/.deps/nccl-cu12/nvidia/nccl/lib/libnccl.so.2");
   SearchPlaces p = places({}, t.root / "moved-checkout/build/tools/bertc");
   p.built_deps = "/where/it/was/built/.deps";
-  const auto c = library_candidates(distributed::nccl_layout(), p);
+  const auto c = library_candidates(cuda::nccl_layout(), p);
   EXPECT_EQ(paths(c), (std::vector<std::string>{"libnccl.so.2", deps.string()}));
   EXPECT_EQ(c[1].origin, ".deps/ above the running program (" + (t.root / "moved-checkout/build/tools").string() + ")");
 }

@@ -10,8 +10,8 @@
 #include <string>
 
 #include "distributed/communicator.h"
-#include "distributed/nccl_library.h"
-#include "distributed/nccl_sums.h"
+#include "cuda/nccl_library.h"
+#include "cuda/nccl_sums.h"
 #include "scoped_env.h"
 
 namespace bertc {
@@ -23,9 +23,9 @@ bool contains(const std::string& text, const std::string& part) { return text.fi
 
 TEST(Nccl, ForcedPathIsTheOnlyCandidate) {
   ScopedEnv env("BERTC_NCCL", "/nonexistent/libnccl.so.2");
-  ASSERT_EQ(distributed::nccl_candidates().size(), 1u);
-  EXPECT_EQ(distributed::nccl_candidates()[0].path, "/nonexistent/libnccl.so.2");
-  const distributed::NcclProbe probe = distributed::find_nccl();
+  ASSERT_EQ(cuda::nccl_candidates().size(), 1u);
+  EXPECT_EQ(cuda::nccl_candidates()[0].path, "/nonexistent/libnccl.so.2");
+  const cuda::NcclProbe probe = cuda::find_nccl();
   EXPECT_FALSE(probe.library.loaded());
   ASSERT_EQ(probe.tried.size(), 1u);
   EXPECT_TRUE(contains(probe.tried[0], "/nonexistent/libnccl.so.2")) << probe.tried[0];
@@ -33,7 +33,7 @@ TEST(Nccl, ForcedPathIsTheOnlyCandidate) {
 
 TEST(Nccl, ALibraryThatIsNotNcclIsRefused) {
   ScopedEnv env("BERTC_NCCL", "libm.so.6");
-  const distributed::NcclProbe probe = distributed::find_nccl();
+  const cuda::NcclProbe probe = cuda::find_nccl();
   EXPECT_FALSE(probe.library.loaded());
   ASSERT_EQ(probe.tried.size(), 1u);
   EXPECT_TRUE(contains(probe.tried[0], "lacks ncclGetVersion")) << probe.tried[0];
@@ -41,7 +41,7 @@ TEST(Nccl, ALibraryThatIsNotNcclIsRefused) {
 
 TEST(Nccl, DefaultSearchStartsOnTheLoadersPathAndReachesTheWheelInDeps) {
   unsetenv("BERTC_NCCL");
-  const std::vector<support::LibraryCandidate> c = distributed::nccl_candidates();
+  const std::vector<support::LibraryCandidate> c = cuda::nccl_candidates();
   ASSERT_GE(c.size(), 2u);
   EXPECT_EQ(c[0].path, "libnccl.so.2");
   if (!std::filesystem::exists(BERTC_DEPS_DIR "/nccl-cu12/nvidia/nccl/lib/libnccl.so.2"))
@@ -52,29 +52,29 @@ TEST(Nccl, DefaultSearchStartsOnTheLoadersPathAndReachesTheWheelInDeps) {
 }
 
 TEST(Nccl, VersionCodesReadAsNcclWritesThem) {
-  EXPECT_EQ(distributed::nccl_version_text(23203), "2.32.3");  // NCCL_VERSION(2,32,3) since 2.9
-  EXPECT_EQ(distributed::nccl_version_text(21903), "2.19.3");
-  EXPECT_EQ(distributed::nccl_version_text(2804), "2.8.4");    // the older X*1000+Y*100+Z
+  EXPECT_EQ(cuda::nccl_version_text(23203), "2.32.3");  // NCCL_VERSION(2,32,3) since 2.9
+  EXPECT_EQ(cuda::nccl_version_text(21903), "2.19.3");
+  EXPECT_EQ(cuda::nccl_version_text(2804), "2.8.4");    // the older X*1000+Y*100+Z
 }
 
 // The wheel scripts/setup.sh installs: found, bound, and a 2.x version (it loads without a GPU).
 TEST(Nccl, TheWheelLoadsAndReportsItsVersion) {
   ScopedEnv env("BERTC_NCCL", BERTC_DEPS_DIR "/nccl-cu12/nvidia/nccl/lib/libnccl.so.2");
-  const distributed::NcclProbe probe = distributed::find_nccl();
+  const cuda::NcclProbe probe = cuda::find_nccl();
   if (!probe.library.loaded()) GTEST_SKIP() << "no NCCL wheel in .deps (run scripts/setup.sh): " << probe.tried.at(0);
   EXPECT_GE(probe.version, 20900);
-  EXPECT_EQ(distributed::nccl_version_text(probe.version).substr(0, 2), "2.");
+  EXPECT_EQ(cuda::nccl_version_text(probe.version).substr(0, 2), "2.");
 }
 
 // Joining NCCL where there is no GPU: a RankError naming ncclCommInitRank and the way out
 // (allreduce = "host"), not a crash, and the watchdog thread is stopped again.
 TEST(Nccl, JoiningWithoutAGpuIsRefusedWithTheFix) {
   ScopedEnv env("BERTC_NCCL", BERTC_DEPS_DIR "/nccl-cu12/nvidia/nccl/lib/libnccl.so.2");
-  if (!distributed::find_nccl().library.loaded()) GTEST_SKIP() << "no NCCL wheel in .deps (run scripts/setup.sh)";
+  if (!cuda::find_nccl().library.loaded()) GTEST_SKIP() << "no NCCL wheel in .deps (run scripts/setup.sh)";
   ScopedEnv no_gpu("CUDA_VISIBLE_DEVICES", "");  // no GPU, even on a GPU machine
   const auto one = distributed::single_process();
   try {
-    distributed::NcclSums sums(*one, 30);
+    cuda::NcclSums sums(*one, 30);
     FAIL() << "NCCL joined without a GPU";
   } catch (const distributed::RankError& e) {
     EXPECT_TRUE(contains(e.what(), "ncclCommInitRank failed")) << e.what();
@@ -86,12 +86,12 @@ TEST(Nccl, JoiningWithoutAGpuIsRefusedWithTheFix) {
 // rank goes on to the join (refused here for the missing GPU), and on two is refused before it.
 TEST(Nccl, OneRankWorkIsForOneRankOnly) {
   ScopedEnv env("BERTC_NCCL", BERTC_DEPS_DIR "/nccl-cu12/nvidia/nccl/lib/libnccl.so.2");
-  if (!distributed::find_nccl().library.loaded()) GTEST_SKIP() << "no NCCL wheel in .deps (run scripts/setup.sh)";
+  if (!cuda::find_nccl().library.loaded()) GTEST_SKIP() << "no NCCL wheel in .deps (run scripts/setup.sh)";
   ScopedEnv no_gpu("CUDA_VISIBLE_DEVICES", "");
   ScopedEnv work("BERTC_NCCL_ONE_RANK_WORK", "1");
   const auto one = distributed::single_process();
   try {
-    distributed::NcclSums sums(*one, 30);
+    cuda::NcclSums sums(*one, 30);
     FAIL() << "NCCL joined without a GPU";
   } catch (const distributed::RankError& e) {
     EXPECT_TRUE(contains(e.what(), "ncclCommInitRank failed")) << e.what();
@@ -111,7 +111,7 @@ TEST(Nccl, OneRankWorkIsForOneRankOnly) {
     [[noreturn]] void abort(int) override { std::abort(); }
   } two;
   try {
-    distributed::NcclSums sums(two, 30);
+    cuda::NcclSums sums(two, 30);
     FAIL() << "ncclAvg taken for a sum over two ranks";
   } catch (const distributed::RankError& e) {
     EXPECT_TRUE(contains(e.what(), "BERTC_NCCL_ONE_RANK_WORK=1 is for checks on one rank")) << e.what();
@@ -123,7 +123,7 @@ TEST(Nccl, NoLibraryIsRefusedWithWhereItLooked) {
   ScopedEnv env("BERTC_NCCL", "/nonexistent/libnccl.so.2");
   const auto one = distributed::single_process();
   try {
-    distributed::NcclSums sums(*one, 30);
+    cuda::NcclSums sums(*one, 30);
     FAIL() << "NCCL joined without a library";
   } catch (const distributed::RankError& e) {
     EXPECT_TRUE(contains(e.what(), "none was found (tried /nonexistent/libnccl.so.2")) << e.what();

@@ -5,7 +5,7 @@
 
 #include <fstream>
 
-#include "codegen/nvrtc_compiler.h"
+#include "cuda/nvrtc_compiler.h"
 #include "prelude_kernels.h"
 
 namespace bertc::codegen {
@@ -19,10 +19,10 @@ std::vector<KernelSource> prelude_kernels() {
 
 TEST(Nvrtc, PreludeKernelsCompileForEveryArchWithoutSpills) {
   for (int arch : {61, 70, 75, 80, 86, 89, 90}) {
-    const NvrtcCompiler compiler = NvrtcCompiler::for_arch(arch);
+    const cuda::NvrtcCompiler compiler = cuda::NvrtcCompiler::for_arch(arch);
     EXPECT_FALSE(compiler.ptx()) << "sm_" << arch << " should get a cubin";
     EXPECT_EQ(compiler.version().substr(0, 3), arch < 75 ? "12." : "13.") << compiler.library();
-    const std::vector<GpuImage> images = compile_all(compiler, prelude_kernels(), std::nullopt);
+    const std::vector<GpuImage> images = cuda::compile_all(compiler, prelude_kernels(), std::nullopt);
     for (const GpuImage& g : images) {
       EXPECT_GT(g.image.size(), 1000u) << g.name;
       EXPECT_EQ(g.image.substr(0, 4), "\x7f" "ELF") << g.name << ": a cubin is an ELF file";
@@ -38,12 +38,12 @@ TEST(Nvrtc, PreludeKernelsCompileForEveryArchWithoutSpills) {
 // NVRTC's cubins need a CUDA 13 driver; a CUDA 12.8 driver takes the 12.9 NVRTC's cubins (minor
 // version compatibility), and PTX only from an NVRTC no newer than itself.
 TEST(Nvrtc, ChoosesAnNvrtcWhoseOutputTheDriverLoads) {
-  EXPECT_EQ(NvrtcCompiler::for_arch(80, 13000).version(), "13.0");
-  const NvrtcCompiler on_12_8 = NvrtcCompiler::for_arch(80, 12080);
+  EXPECT_EQ(cuda::NvrtcCompiler::for_arch(80, 13000).version(), "13.0");
+  const cuda::NvrtcCompiler on_12_8 = cuda::NvrtcCompiler::for_arch(80, 12080);
   EXPECT_EQ(on_12_8.version().substr(0, 3), "12.") << on_12_8.library();
   EXPECT_FALSE(on_12_8.ptx());
   try {
-    NvrtcCompiler::for_arch(80, 11080);
+    cuda::NvrtcCompiler::for_arch(80, 11080);
     FAIL() << "an NVRTC newer than a CUDA 11.8 driver was chosen";
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("in a form the driver (CUDA 11.8) loads"), std::string::npos) << e.what();
@@ -53,23 +53,23 @@ TEST(Nvrtc, ChoosesAnNvrtcWhoseOutputTheDriverLoads) {
 // What a compiled program's images need of the driver that loads them (a .bertx carries the
 // NVRTC version): cubins within the driver's CUDA major version, PTX no newer than the driver.
 TEST(Nvrtc, ACompiledProgramsImagesAgainstTheDriver) {
-  EXPECT_TRUE(driver_loads("13.0", 13000, false));
-  EXPECT_TRUE(driver_loads("13.0", 13020, true));
-  EXPECT_FALSE(driver_loads("13.0", 12080, false));  // a CUDA 13 cubin on a CUDA 12.8 driver
-  EXPECT_TRUE(driver_loads("12.9", 12080, false));   // minor version compatibility
-  EXPECT_FALSE(driver_loads("12.9", 12080, true));   // ... which PTX does not have
-  EXPECT_TRUE(driver_loads("12.9", 0, true));        // no driver asked: the load says
-  EXPECT_TRUE(driver_loads("unknown", 12080, true));
+  EXPECT_TRUE(cuda::driver_loads("13.0", 13000, false));
+  EXPECT_TRUE(cuda::driver_loads("13.0", 13020, true));
+  EXPECT_FALSE(cuda::driver_loads("13.0", 12080, false));  // a CUDA 13 cubin on a CUDA 12.8 driver
+  EXPECT_TRUE(cuda::driver_loads("12.9", 12080, false));   // minor version compatibility
+  EXPECT_FALSE(cuda::driver_loads("12.9", 12080, true));   // ... which PTX does not have
+  EXPECT_TRUE(cuda::driver_loads("12.9", 0, true));        // no driver asked: the load says
+  EXPECT_TRUE(cuda::driver_loads("unknown", 12080, true));
 }
 
 TEST(Nvrtc, CacheHitsAndRebuildsCorruptEntries) {
   const std::filesystem::path cache = std::filesystem::path(BERTC_TEST_CACHE) / "nvrtc-cache-test";
   std::filesystem::remove_all(cache);
-  const NvrtcCompiler compiler = NvrtcCompiler::for_arch(80);
+  const cuda::NvrtcCompiler compiler = cuda::NvrtcCompiler::for_arch(80);
   CompileStats cold, warm, repaired;
-  const auto first = compile_all(compiler, prelude_kernels(), cache, &cold);
+  const auto first = cuda::compile_all(compiler, prelude_kernels(), cache, &cold);
   EXPECT_EQ(cold.cache_hits, 0u);
-  const auto second = compile_all(compiler, prelude_kernels(), cache, &warm);
+  const auto second = cuda::compile_all(compiler, prelude_kernels(), cache, &warm);
   EXPECT_EQ(warm.cache_hits, first.size());
   for (size_t i = 0; i < first.size(); ++i) {
     EXPECT_TRUE(second[i].from_cache);
@@ -86,7 +86,7 @@ TEST(Nvrtc, CacheHitsAndRebuildsCorruptEntries) {
     f.put('\x5a');
   }
   std::filesystem::resize_file(entries[1], 10);
-  const auto third = compile_all(compiler, prelude_kernels(), cache, &repaired);
+  const auto third = cuda::compile_all(compiler, prelude_kernels(), cache, &repaired);
   EXPECT_EQ(repaired.corrupt_entries, 2u);
   EXPECT_EQ(repaired.cache_hits, first.size() - 2);
   for (size_t i = 0; i < first.size(); ++i) EXPECT_EQ(third[i].image, first[i].image);
@@ -94,10 +94,10 @@ TEST(Nvrtc, CacheHitsAndRebuildsCorruptEntries) {
 
 TEST(Nvrtc, AFailedCompileCarriesTheLogAndTheSource) {
   const std::filesystem::path cache = std::filesystem::path(BERTC_TEST_CACHE) / "nvrtc-fail-test";
-  const NvrtcCompiler compiler = NvrtcCompiler::for_arch(75);
+  const cuda::NvrtcCompiler compiler = cuda::NvrtcCompiler::for_arch(75);
   const KernelSource broken{"broken", "#include \"bx.h\"\nBX_KERNEL void broken(float* x) { x[0] = undefined_name; }\n"};
   try {
-    compile_all(compiler, {broken}, cache);
+    cuda::compile_all(compiler, {broken}, cache);
     FAIL() << "no error";
   } catch (const KernelCompileError& e) {
     const std::string what = e.what();
@@ -115,14 +115,14 @@ TEST(Nvrtc, PtxasLogParsing) {
       "ptxas info    : Function properties for k\n"
       "ptxas         .     16 bytes stack frame, 8 bytes spill stores, 4 bytes spill loads\n"
       "ptxas info    : Used 40 registers, used 1 barriers, 512 bytes smem, 368 bytes cmem[0]\n";
-  const PtxasInfo i = parse_ptxas_log(log, "k");
+  const PtxasInfo i = cuda::parse_ptxas_log(log, "k");
   EXPECT_EQ(i.registers, 40);
   EXPECT_EQ(i.shared_bytes, 512);
   EXPECT_EQ(i.stack_bytes, 16);
   EXPECT_EQ(i.spill_store_bytes, 8);
   EXPECT_EQ(i.spill_load_bytes, 4);
-  EXPECT_EQ(parse_ptxas_log(log, "other").registers, 7);
-  EXPECT_EQ(parse_ptxas_log(log, "absent").registers, 0);
+  EXPECT_EQ(cuda::parse_ptxas_log(log, "other").registers, 7);
+  EXPECT_EQ(cuda::parse_ptxas_log(log, "absent").registers, 0);
 }
 
 // The main loop is the loop with the most math of its own: not a loop without math, not a forward

@@ -67,7 +67,7 @@ TEST(PassPipeline, MalformedPipelinesNameThePlaceAndTheFix) {
       {"recompute{budget=-1}", "column 18: recompute{budget} must be >= 0, found -1"},
       {"recompute{budget=12x}", "column 18: recompute{budget=...} must be an integer, found '12x'"},
       {"optimizer{beta1=1.5}", "column 17: optimizer{beta1} must be a probability in [0, 1), found 1.5"},
-      {"optimizer{kind=sgd}", "column 16: optimizer{kind} must be one of adamw, lamb, found \"sgd\""},
+      {"optimizer{kind=sgd}", "column 16: optimizer{kind} must be one of adamw, lamb, lion, found \"sgd\""},
       {"precision{mode=bf16", "column 20: '{' of precision is not closed by '}'"},
       {"precision{mode}", "column 15: expected '='"},
       {"fusion,,dce", "column 8: expected a pass name"},

@@ -1,12 +1,12 @@
-// The values bertc passes to the driver, cuBLAS and NCCL it dlopens (runtime/vendor_abi.h,
-// distributed/nccl_library.h: written down by hand, as no header is built against) against NVIDIA's own
+// The values bertc passes to the driver, cuBLAS and NCCL it dlopens (cuda/vendor_abi.h,
+// cuda/nccl_library.h: written down by hand, as no header is built against) against NVIDIA's own
 // headers: cuda.h, library_types.h and cublas_api.h of the CUDA toolkit, nccl.h of the NCCL wheel.
 // A wrong value (a capture mode of global, a JIT option of another kind) would be passed to a
 // driver without a word; here it is a failure. Skipped where the headers are not found.
 #include <gtest/gtest.h>
 
-#include "distributed/nccl_library.h"
-#include "runtime/vendor_abi.h"
+#include "cuda/nccl_library.h"
+#include "cuda/vendor_abi.h"
 
 #if __has_include(<cuda.h>) && __has_include(<cublas_api.h>) && __has_include(<library_types.h>)
 #include <cublas_api.h>
@@ -22,7 +22,7 @@
 namespace bertc {
 namespace {
 
-namespace abi = runtime::abi;
+namespace abi = cuda::abi;
 
 TEST(VendorAbi, DriverValuesAreCudaHs) {
 #ifndef BERTC_TEST_CUDA_HEADERS
@@ -65,13 +65,13 @@ TEST(VendorAbi, NcclValuesAreNcclHs) {
 #ifndef BERTC_TEST_NCCL_HEADER
   GTEST_SKIP() << "no nccl.h (the nvidia-nccl-cu12 wheel scripts/setup.sh installs) found at configure time";
 #else
-  EXPECT_EQ(distributed::NcclApi::kFloat16, ncclFloat16);
-  EXPECT_EQ(distributed::NcclApi::kFloat32, ncclFloat32);
-  EXPECT_EQ(distributed::NcclApi::kBfloat16, ncclBfloat16);
-  EXPECT_EQ(distributed::NcclApi::kSum, ncclSum);
-  EXPECT_EQ(distributed::NcclApi::kAvg, ncclAvg);
-  EXPECT_EQ(distributed::NcclApi::kInProgress, ncclInProgress);
-  EXPECT_EQ(sizeof(distributed::NcclApi::UniqueId), sizeof(ncclUniqueId));
+  EXPECT_EQ(cuda::NcclApi::kFloat16, ncclFloat16);
+  EXPECT_EQ(cuda::NcclApi::kFloat32, ncclFloat32);
+  EXPECT_EQ(cuda::NcclApi::kBfloat16, ncclBfloat16);
+  EXPECT_EQ(cuda::NcclApi::kSum, ncclSum);
+  EXPECT_EQ(cuda::NcclApi::kAvg, ncclAvg);
+  EXPECT_EQ(cuda::NcclApi::kInProgress, ncclInProgress);
+  EXPECT_EQ(sizeof(cuda::NcclApi::UniqueId), sizeof(ncclUniqueId));
 #endif
 }
 

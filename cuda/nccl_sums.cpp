@@ -1,5 +1,5 @@
 // NCCL sums and their watchdog (see nccl_sums.h).
-#include "distributed/nccl_sums.h"
+#include "cuda/nccl_sums.h"
 #include "support/abrupt_exit.h"
 
 #include <cstdio>
@@ -11,7 +11,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-namespace bertc::distributed {
+namespace bertc::cuda {
+
+using namespace bertc::distributed;  // (the distributed layer it implements a part of)
 namespace {
 
 constexpr auto kPollEvery = std::chrono::milliseconds(200);
@@ -138,4 +140,4 @@ void NcclSums::stop_every_rank(const std::string& why) {
   support::abrupt_exit(1);
 }
 
-}  // namespace bertc::distributed
+}  // namespace bertc::cuda

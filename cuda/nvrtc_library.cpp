@@ -1,12 +1,12 @@
 // Loads NVRTC libraries with dlopen and asks each for its version and target architectures.
-#include "codegen/nvrtc_library.h"
+#include "cuda/nvrtc_library.h"
 
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <set>
 
-namespace bertc::codegen {
+namespace bertc::cuda {
 
 bool NvrtcLibrary::supports(int arch) const { return std::find(archs.begin(), archs.end(), arch) != archs.end(); }
 
@@ -66,4 +66,4 @@ std::vector<NvrtcProbe> probe_nvrtc_libraries() {
   return probes;
 }
 
-}  // namespace bertc::codegen
+}  // namespace bertc::cuda

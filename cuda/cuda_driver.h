@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-namespace bertc::runtime {
+namespace bertc::cuda {
 
 struct CudaDeviceInfo {
   int ordinal = 0;
@@ -26,4 +26,4 @@ struct CudaDriverProbe {
 // Never throws: a machine without a driver or GPU gets loaded == false or no devices, and error says why.
 CudaDriverProbe probe_cuda_driver();
 
-}  // namespace bertc::runtime
+}  // namespace bertc::cuda

@@ -1,5 +1,6 @@
-// The devices a compiled program runs on, by the name users give them (--device host|cuda). A new
-// device is its file pair (a Device subclass) and one line in device_registry.cpp's table.
+// The devices a compiled program runs on, by the name users give them (--device host|ptx|cuda): the
+// one table of device kinds. A new device is its file pair (a runtime::Device subclass: runtime/'s
+// Host device, cuda/'s PTX and CUDA devices) and one line in device_registry.cpp's table.
 #pragma once
 
 #include <filesystem>
@@ -11,22 +12,10 @@
 
 #include "runtime/device.h"
 
-namespace bertc::runtime {
+namespace bertc::devices {
 
-// What opening a device needs.
-struct DeviceRequest {
-  // The arch whose kernels the device runs: for the Host device, any (0: sm_61's); for a GPU, its
-  // own (0) or an older one's, as PTX (--arch sm_61 on a newer GPU checks a P40's program there).
-  int sm = 0;
-  std::filesystem::path kernel_cache;  // where kernels compile
-  int ordinal = 0;                     // which GPU of the machine (a data-parallel rank's local rank)
-  // What the caller's user can do instead, said after the cause when the device cannot run the
-  // work: there is no such device here; or its GPU is older than the program's arch (a "{}" in it
-  // is the GPU's arch number). Each command knows its own ways (a .bertx cannot fall back to the
-  // CPU reference; a config can).
-  std::string instead = "run where that device is";
-  std::string older_gpu = "compile for this GPU (--arch sm_{})";
-};
+using runtime::Device;
+using runtime::DeviceRequest;
 
 // What probing finds of a device kind on this machine.
 struct DeviceProbe {
@@ -56,4 +45,4 @@ const DeviceKind& device_kind(std::string_view name);
 // Opens device `name` (device_kind(name).open).
 std::shared_ptr<Device> open_device(std::string_view name, const DeviceRequest& request);
 
-}  // namespace bertc::runtime
+}  // namespace bertc::devices

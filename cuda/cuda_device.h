@@ -14,11 +14,10 @@
 #include <vector>
 
 #include "runtime/device.h"
-#include "runtime/device_registry.h"
 
-namespace bertc::runtime {
+namespace bertc::cuda {
 
-class CudaDevice : public Device {
+class CudaDevice : public runtime::Device {
  public:
   // Opens GPU `ordinal`; throws std::runtime_error saying why there is no usable GPU (no driver,
   // no GPU, cuInit failing) and how to train without one. Kernels compile under `cache`.
@@ -27,11 +26,11 @@ class CudaDevice : public Device {
   // GPU. A newer arch than the GPU's is refused.
   // request: which GPU (ordinal), the kernel cache, the program's arch (sm), and what to say
   // instead when it cannot run it (DeviceRequest).
-  explicit CudaDevice(const DeviceRequest& request);
+  explicit CudaDevice(const runtime::DeviceRequest& request);
   ~CudaDevice() override;
 
   std::string name() const override;
-  DeviceCapabilities capabilities() const override;
+  runtime::DeviceCapabilities capabilities() const override;
   void* allocate(size_t bytes, std::string_view what) override;
   void upload(void* device, const void* host, size_t bytes) override;
   void download(void* host, const void* device, size_t bytes) override;
@@ -40,14 +39,14 @@ class CudaDevice : public Device {
   void fill(void* device, unsigned char byte, size_t bytes) override;
   void copy(void* to, const void* from, size_t bytes) override;
   void load(const std::vector<const codegen::KernelSpec*>& kernels) override;
-  void use_images(std::map<std::string, codegen::GpuImage> images, const std::string& nvrtc_version) override;
+  void use_images(std::map<std::string, codegen::GpuImage> images, const std::string& compiler_version) override;
   void launch(const codegen::KernelSpec& kernel, void** args) override;
-  void gemm(const codegen::CublasGemmArgs& args, const void* first, const void* second, void* c) override;
+  void library_product(const codegen::LibraryProductArgs& args, const void* first, const void* second, void* c) override;
   size_t allocated_bytes() const override;
   size_t free_bytes() const override;
   void synchronize() override;
-  std::unique_ptr<DeviceGraph> record(const std::function<void()>& body) override;
-  void replay(DeviceGraph& graph) override;
+  std::unique_ptr<runtime::DeviceGraph> record(const std::function<void()>& body) override;
+  void replay(runtime::DeviceGraph& graph) override;
   std::vector<double> time_each(const std::vector<std::function<void()>>& works) override;
 
   // The CUstream everything is issued on (and captured from): NCCL's sums go there too, in
@@ -72,4 +71,4 @@ class CudaDevice : public Device {
   std::unique_ptr<Api> api_;
 };
 
-}  // namespace bertc::runtime
+}  // namespace bertc::cuda

@@ -1,11 +1,13 @@
 // The NVRTC cache's entry format (see gpu_image_entry.h).
-#include "codegen/gpu_image_entry.h"
+#include "cuda/gpu_image_entry.h"
 
 #include <cstring>
 
 #include <xxhash.h>
 
-namespace bertc::codegen {
+namespace bertc::cuda {
+
+using namespace bertc::codegen;  // (the codegen layer it implements a part of)
 
 std::string encode_gpu_image_entry(const GpuImage& g) {
   std::string payload;
@@ -59,4 +61,4 @@ std::optional<GpuImage> decode_gpu_image_entry(std::string_view bytes) {
   return g;
 }
 
-}  // namespace bertc::codegen
+}  // namespace bertc::cuda

@@ -1,21 +1,21 @@
 // The table of devices (see device_registry.h).
-#include "runtime/device_registry.h"
+#include "devices/device_registry.h"
 
 #include <stdexcept>
 #include <vector>
 
 #include <fmt/format.h>
 
-#include "runtime/cuda_device.h"
-#include "runtime/cuda_driver.h"
+#include "cuda/cuda_device.h"
+#include "cuda/cuda_driver.h"
 #include "runtime/host_device.h"
-#include "runtime/ptx_device.h"
+#include "cuda/ptx_device.h"
 
-namespace bertc::runtime {
+namespace bertc::devices {
 namespace {
 
 DeviceProbe probe_cuda() {
-  const CudaDriverProbe p = probe_cuda_driver();
+  const cuda::CudaDriverProbe p = cuda::probe_cuda_driver();
   if (p.devices.empty()) return {false, p.error};
   return {true, fmt::format("{} (sm_{})", p.devices[0].name, p.devices[0].arch)};
 }
@@ -23,17 +23,17 @@ DeviceProbe probe_cuda() {
 const DeviceKind kDevices[] = {
     {"host", "the compiled plan's kernels under host emulation",
      "slow: it checks the GPU runtime's plan on the CPU", false, false,
-     [](const DeviceRequest& r) -> std::shared_ptr<Device> { return std::make_shared<HostDevice>(r.kernel_cache, r.sm); },
+     [](const DeviceRequest& r) -> std::shared_ptr<Device> { return std::make_shared<runtime::HostDevice>(r.kernel_cache, r.sm); },
      nullptr},
     {"ptx", "the compiled plan's kernels as NVRTC's PTX for the arch, run on the PTX emulator with compute-sanitizer's "
             "checks",
      "very slow: every thread's every instruction is interpreted; a check of the exact PTX, never a GPU figure", false,
      true,
-     [](const DeviceRequest& r) -> std::shared_ptr<Device> { return std::make_shared<PtxDevice>(r.kernel_cache, r.sm); },
+     [](const DeviceRequest& r) -> std::shared_ptr<Device> { return std::make_shared<cuda::PtxDevice>(r.kernel_cache, r.sm); },
      nullptr},
     {"cuda", "GPU 0 through the CUDA driver API and cuBLAS (both dlopen'ed), CUDA Graphs",
      "run on one H200 so far (tests/gpu/run.sh): not yet on a P40, a V100 or two GPUs", true, false,
-     [](const DeviceRequest& r) -> std::shared_ptr<Device> { return std::make_shared<CudaDevice>(r); },
+     [](const DeviceRequest& r) -> std::shared_ptr<Device> { return std::make_shared<cuda::CudaDevice>(r); },
      probe_cuda},
 };
 
@@ -54,4 +54,4 @@ std::shared_ptr<Device> open_device(std::string_view name, const DeviceRequest& 
   return device_kind(name).open(request);
 }
 
-}  // namespace bertc::runtime
+}  // namespace bertc::devices

@@ -15,13 +15,13 @@
 #include "runtime/emulator_controls.h"
 #include "runtime/host_device.h"
 
-namespace bertc::runtime {
+namespace bertc::cuda {
 
 // The latencies of sm_`sm`'s first GPU in the table (codegen/launch_limits.h) for the PTX
 // emulator's timing model (ptx/timing.h); all 0 where the table has none (not timed).
 ptx::Latencies ptx_latencies(int sm);
 
-class PtxDevice : public HostDevice, public EmulatorControls {
+class PtxDevice : public runtime::HostDevice, public runtime::EmulatorControls {
  public:
   // Compiles kernels for sm_`sm` with NVRTC (PTX, and cubins where an NVRTC reaches the arch: their
   // register counts), cached under `cache`. Throws std::runtime_error naming the NVRTC libraries
@@ -30,7 +30,7 @@ class PtxDevice : public HostDevice, public EmulatorControls {
   ~PtxDevice() override;
 
   std::string name() const override;
-  DeviceCapabilities capabilities() const override;
+  runtime::DeviceCapabilities capabilities() const override;
   void* allocate(size_t bytes, std::string_view what) override;
   // (what they write is marked for initcheck of global memory, then done as the Host device does)
   void upload(void* device, const void* host, size_t bytes) override;
@@ -40,20 +40,20 @@ class PtxDevice : public HostDevice, public EmulatorControls {
   void load(const std::vector<const codegen::KernelSpec*>& kernels) override;
   // A .bertx's images are cubins for a GPU, or PTX of its NVRTC: the emulator runs the PTX NVRTC
   // makes here from the kernels' sources (the same compiler options), whatever it is given.
-  void use_images(std::map<std::string, codegen::GpuImage> images, const std::string& nvrtc_version) override;
+  void use_images(std::map<std::string, codegen::GpuImage> images, const std::string& compiler_version) override;
   void launch(const codegen::KernelSpec& kernel, void** args) override;
   // memcheck by buffer: each global access inside one of the footprint's buffers (not only in an
   // allocation: an arena holds many values), and its fresh values' old bytes dead for initcheck.
-  void launch_within(const codegen::KernelSpec& kernel, void** args, const LaunchFootprint& footprint) override;
+  void launch_within(const codegen::KernelSpec& kernel, void** args, const runtime::LaunchFootprint& footprint) override;
   // The emulator runs bertc's kernels only: plans for it use generated products (capabilities).
-  void gemm(const codegen::CublasGemmArgs& args, const void* first, const void* second, void* c) override;
-  EmulatorControls* emulator_controls() override { return this; }
+  void library_product(const codegen::LibraryProductArgs& args, const void* first, const void* second, void* c) override;
+  runtime::EmulatorControls* emulator_controls() override { return this; }
 
   // Every launch so far, in launch order: the first kMaxLaunchRecords of them (a long training run
   // on the emulator made a record a launch for as long as it ran, read by nothing; bertc check's
   // two steps make a few thousand at most), and how many more went unrecorded.
   static constexpr size_t kMaxLaunchRecords = 1 << 16;
-  const std::vector<PtxLaunchRecord>& launches() const override { return launches_; }
+  const std::vector<runtime::PtxLaunchRecord>& launches() const override { return launches_; }
   uint64_t launches_unrecorded() const { return unrecorded_; }
   // Whether the register counts are ptxas's (an NVRTC made cubins for the arch).
   bool registers_known() const override { return registers_known_; }
@@ -81,17 +81,17 @@ class PtxDevice : public HostDevice, public EmulatorControls {
   struct Compilers;
   struct Loaded;
   // The first sampled launch of `k`'s kernel with its grid and block shape, if there was one.
-  const PtxLaunchRecord* counted_before(const codegen::KernelSpec& k) const;
-  void issue_launch(const codegen::KernelSpec& k, void** args, const LaunchFootprint* footprint);
+  const runtime::PtxLaunchRecord* counted_before(const codegen::KernelSpec& k) const;
+  void issue_launch(const codegen::KernelSpec& k, void** args, const runtime::LaunchFootprint* footprint);
   int sm_;
   std::filesystem::path cache_;
   std::unique_ptr<Compilers> compilers_;
   bool registers_known_ = false;
   std::map<std::string, std::unique_ptr<Loaded>> loaded_;  // by kernel name
   std::vector<std::pair<const void*, uint64_t>> memory_;   // every allocation, for each emulator
-  std::vector<PtxLaunchRecord> launches_;
+  std::vector<runtime::PtxLaunchRecord> launches_;
   uint64_t unrecorded_ = 0;
-  void record(PtxLaunchRecord record);
+  void record(runtime::PtxLaunchRecord record);
   uint32_t sample_blocks_ = 0;
   ptx::ApproxResults approx_ = ptx::ApproxResults::CorrectlyRounded;
   uint64_t seed_ = 1;
@@ -101,4 +101,4 @@ class PtxDevice : public HostDevice, public EmulatorControls {
   std::shared_ptr<ptx::GlobalShadow> written_ = std::make_shared<ptx::GlobalShadow>();
 };
 
-}  // namespace bertc::runtime
+}  // namespace bertc::cuda

@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "distributed/communicator.h"
-#include "distributed/nccl_library.h"
+#include "cuda/nccl_library.h"
 
-namespace bertc::distributed {
+namespace bertc::cuda {
 
 class NcclSums {
  public:
@@ -31,7 +31,7 @@ class NcclSums {
   // Joins the ranks of `comm` in one NCCL communicator on the GPU whose CUDA context is current on
   // the calling thread: rank 0's unique id reaches the others over `comm`. Throws RankError
   // naming the fix when NCCL is missing or the join fails (no GPU, a driver too old).
-  NcclSums(Communicator& comm, double timeout_seconds);
+  NcclSums(distributed::Communicator& comm, double timeout_seconds);
   ~NcclSums();
   NcclSums(const NcclSums&) = delete;
   NcclSums& operator=(const NcclSums&) = delete;
@@ -43,7 +43,7 @@ class NcclSums {
   // on more) the sums are ncclAvg, which NCCL runs on one rank as a kernel scaling by 1/1 —
   // exactly the identity — so real NCCL work is captured and replayed, and the run must equal
   // one without NCCL bit for bit.
-  void issue_sum(const std::vector<Span>& bucket, Element element, void* stream);
+  void issue_sum(const std::vector<Span>& bucket, distributed::Element element, void* stream);
   std::string describe() const;  // "NCCL 2.32.3 (/path/libnccl.so.2)"
 
   // While a Watch lives, the watchdog gives the wait `timeout_seconds`: past it this rank prints
@@ -65,7 +65,7 @@ class NcclSums {
   void stop_watchdog();
   [[noreturn]] void stop_every_rank(const std::string& why);
 
-  Communicator& comm_;
+  distributed::Communicator& comm_;
   double timeout_;
   NcclProbe nccl_;
   bool one_rank_work_ = false;  // BERTC_NCCL_ONE_RANK_WORK: ncclAvg on one rank (issue_sum)
@@ -78,4 +78,4 @@ class NcclSums {
   std::thread watchdog_;
 };
 
-}  // namespace bertc::distributed
+}  // namespace bertc::cuda

@@ -9,29 +9,16 @@
 #include <string>
 #include <vector>
 
+#include "codegen/gpu_image.h"
 #include "codegen/host_compile.h"
-#include "codegen/nvrtc_library.h"
-#include "codegen/ptx_loop.h"
+#include "cuda/nvrtc_library.h"
 
-namespace bertc::codegen {
+namespace bertc::cuda {
 
-struct PtxasInfo {  // what `ptxas -v` says of a kernel (cubin only)
-  int registers = 0, shared_bytes = 0, stack_bytes = 0, spill_store_bytes = 0, spill_load_bytes = 0;
-};
-
-struct GpuImage {
-  std::string name;      // the kernel
-  std::string image;     // cubin, or PTX text
-  bool ptx = false;
-  PtxasInfo ptxas;
-  LoopMix main_loop;  // of the kernel's PTX (NVRTC makes it on the way to a cubin)
-  bool from_cache = false;
-};
-
-struct KernelSource {
-  std::string name;    // the __global__ function
-  std::string source;  // a translation unit including "bx.h"
-};
+using codegen::CompileStats;
+using codegen::GpuImage;
+using codegen::KernelSource;
+using codegen::PtxasInfo;
 
 // Whether a driver of `driver_version` (cuDriverGetVersion's, 12080 for 12.8; 0: none to ask)
 // loads what NVRTC `nvrtc_version` ("13.0") made: cubins of the driver's CUDA major version or
@@ -76,12 +63,6 @@ class NvrtcCompiler {
   bool line_info_ = false;
 };
 
-struct CompileStats {
-  size_t kernels = 0, cache_hits = 0, corrupt_entries = 0;
-  size_t unwritten_entries = 0;  // compiled but not cached (the cache could not take them: warned)
-  double seconds = 0;
-};
-
 // Compiles every kernel on `threads` threads (0: all cores), reading and filling the cache under
 // `cache` (nullopt: no cache). Entries carry a checksum; a corrupt one is rebuilt and counted.
 std::vector<GpuImage> compile_all(const NvrtcCompiler& compiler, const std::vector<KernelSource>& kernels,
@@ -91,4 +72,4 @@ std::vector<GpuImage> compile_all(const NvrtcCompiler& compiler, const std::vect
 // Parses the ptxas -v lines of an NVRTC log for `kernel` (all of the log when empty).
 PtxasInfo parse_ptxas_log(const std::string& log, const std::string& kernel = {});
 
-}  // namespace bertc::codegen
+}  // namespace bertc::cuda

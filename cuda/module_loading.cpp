@@ -1,12 +1,13 @@
 // cuModuleLoadDataEx with the JIT's logs (see module_loading.h).
-#include "runtime/module_loading.h"
+#include "cuda/module_loading.h"
 
 #include <cstdint>
 #include <vector>
 
-#include "runtime/vendor_abi.h"
+#include "cuda/vendor_abi.h"
 
-namespace bertc::runtime {
+namespace bertc::cuda {
+
 namespace {
 
 constexpr size_t kLogBytes = 16384;
@@ -41,4 +42,4 @@ std::string jit_log_text(const ModuleLoad& load) {
   return "; the driver's JIT said: " + log;
 }
 
-}  // namespace bertc::runtime
+}  // namespace bertc::cuda

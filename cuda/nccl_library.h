@@ -8,7 +8,7 @@
 #include "support/library_search.h"
 #include "support/shared_library.h"
 
-namespace bertc::distributed {
+namespace bertc::cuda {
 
 // NCCL's C API as bertc calls it (nccl.h of 2.x; the enum values below are nccl.h's).
 struct NcclApi {
@@ -60,4 +60,4 @@ NcclProbe find_nccl();
 // "2.32.3" for 23203 (the codes of NCCL 2.9 and later; earlier ones were X*1000+Y*100+Z).
 std::string nccl_version_text(int code);
 
-}  // namespace bertc::distributed
+}  // namespace bertc::cuda

@@ -1,6 +1,6 @@
 // The CUDA device over the dlopen'ed driver API and cuBLAS (see cuda_device.h). The values of
-// cuda.h, library_types.h and cublas_api.h it passes are runtime/vendor_abi.h's.
-#include "runtime/cuda_device.h"
+// cuda.h, library_types.h and cublas_api.h it passes are cuda/vendor_abi.h's.
+#include "cuda/cuda_device.h"
 
 #include <algorithm>
 #include <set>
@@ -9,22 +9,24 @@
 #include <fmt/format.h>
 
 #include "codegen/launch_limits.h"
-#include "codegen/nvrtc_compiler.h"
+#include "cuda/nvrtc_compiler.h"
 #include "ir/out_of_memory.h"
 #include "support/shared_library.h"
-#include "runtime/cublas_library.h"
-#include "runtime/module_loading.h"
-#include "runtime/cuda_driver.h"
-#include "runtime/vendor_abi.h"
+#include "cuda/cublas_library.h"
+#include "cuda/module_loading.h"
+#include "cuda/cuda_driver.h"
+#include "cuda/vendor_abi.h"
 
-namespace bertc::runtime {
+namespace bertc::cuda {
+
+using namespace bertc::runtime;  // (the runtime layer it implements a part of)
 
 using CUresult = int;
 using CUdevice = int;
 using CUdeviceptr = unsigned long long;
 using Handle = void*;  // CUcontext, CUmodule, CUfunction, CUstream, cublasHandle_t
 
-using namespace abi;  // (the header values bertc passes, runtime/vendor_abi.h)
+using namespace abi;  // (the header values bertc passes, cuda/vendor_abi.h)
 struct CudaDevice::Api {
   support::SharedLibrary cuda;
   CublasProbe cublas;  // found when the device opens (one the driver runs), created when first needed
@@ -108,11 +110,12 @@ struct CudaDevice::Api {
 
 namespace {
 
-int cuda_type(const std::string& t) {
-  if (t == "CUDA_R_32F") return kCudaR32F;
-  if (t == "CUDA_R_16F") return kCudaR16F;
-  if (t == "CUDA_R_16BF") return kCudaR16BF;
-  throw std::invalid_argument("no cuBLAS data type " + t);
+// cuBLAS's cudaDataType of a matrix type (codegen::library_product_args allows these three).
+int cuda_type(ir::DType t) {
+  if (t == ir::DType::F32) return kCudaR32F;
+  if (t == ir::DType::F16) return kCudaR16F;
+  if (t == ir::DType::BF16) return kCudaR16BF;
+  throw std::invalid_argument(fmt::format("cuBLAS takes no {} matrices", ir::dtype_name(t)));
 }
 
 }  // namespace
@@ -318,7 +321,7 @@ void CudaDevice::use_images(std::map<std::string, codegen::GpuImage> images, con
   // Refused before anything loads: cuModuleLoadDataEx would fail kernel by kernel, saying only
   // CUDA_ERROR_UNSUPPORTED_PTX_VERSION or NO_BINARY_FOR_GPU.
   for (const auto& [name, image] : images)
-    if (!codegen::driver_loads(nvrtc_version, a.driver_version, image.ptx))
+    if (!cuda::driver_loads(nvrtc_version, a.driver_version, image.ptx))
       throw std::runtime_error(fmt::format(
           "the program's kernels were compiled by NVRTC {} (as {}), and this driver supports CUDA {}.{}, too old to load "
           "them: update the driver, or compile the program with an NVRTC no newer than the driver (BERTC_NVRTC=PATH "
@@ -328,10 +331,10 @@ void CudaDevice::use_images(std::map<std::string, codegen::GpuImage> images, con
 }
 
 std::vector<codegen::GpuImage> CudaDevice::Api::compile(const std::vector<codegen::KernelSource>& sources) const {
-  const codegen::NvrtcCompiler compiler = kernel_arch == info.arch
-                                              ? codegen::NvrtcCompiler::for_arch(info.arch, driver_version)
-                                              : codegen::NvrtcCompiler::ptx_for_arch(kernel_arch, driver_version);
-  return codegen::compile_all(compiler, sources, cache);
+  const cuda::NvrtcCompiler compiler = kernel_arch == info.arch
+                                              ? cuda::NvrtcCompiler::for_arch(info.arch, driver_version)
+                                              : cuda::NvrtcCompiler::ptx_for_arch(kernel_arch, driver_version);
+  return cuda::compile_all(compiler, sources, cache);
 }
 
 std::vector<codegen::GpuImage> CudaDevice::Api::images_of(const std::vector<codegen::KernelSource>& sources) const {
@@ -388,15 +391,15 @@ void CudaDevice::Api::ensure_blas() {
     throw std::runtime_error(fmt::format("cublasSetWorkspace failed: {}", cublas_status_text(cublas, s)));
 }
 
-void CudaDevice::gemm(const codegen::CublasGemmArgs& g, const void* first, const void* second, void* c) {
+void CudaDevice::library_product(const codegen::LibraryProductArgs& g, const void* first, const void* second, void* c) {
   Api& a = *api_;
   a.ensure_blas();
   const float one = 1.0f, zero = 0.0f;  // CUBLAS_COMPUTE_32F (and its FAST_TF32 form): float scalars
   const int rc = a.cublasGemmStridedBatchedEx(
       a.blas, g.transpose_first ? kCublasOpT : kCublasOpN, g.transpose_second ? kCublasOpT : kCublasOpN,
-      static_cast<int>(g.m), static_cast<int>(g.n), static_cast<int>(g.k), &one, first, cuda_type(g.type_ab),
-      static_cast<int>(g.ld_first), g.stride_first, second, cuda_type(g.type_ab), static_cast<int>(g.ld_second),
-      g.stride_second, &zero, c, cuda_type(g.type_c), static_cast<int>(g.ldc), g.stride_c, static_cast<int>(g.batch),
+      static_cast<int>(g.m), static_cast<int>(g.n), static_cast<int>(g.k), &one, first, cuda_type(g.operand_type),
+      static_cast<int>(g.ld_first), g.stride_first, second, cuda_type(g.operand_type), static_cast<int>(g.ld_second),
+      g.stride_second, &zero, c, cuda_type(g.result_type), static_cast<int>(g.ldc), g.stride_c, static_cast<int>(g.batch),
       g.tf32 ? kCublasCompute32FFastTf32 : kCublasCompute32F, kCublasGemmDefault);
   if (rc != 0)
     throw std::runtime_error(fmt::format("cublasGemmStridedBatchedEx of {} x {} x {} (batch {}) failed: {}", g.m, g.n,
@@ -492,4 +495,4 @@ void CudaDevice::replay(DeviceGraph& graph) {
   api_->check(api_->cuGraphLaunch(dynamic_cast<CudaGraph&>(graph).exec, api_->stream), "cuGraphLaunch");
 }
 
-}  // namespace bertc::runtime
+}  // namespace bertc::cuda

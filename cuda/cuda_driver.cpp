@@ -1,15 +1,16 @@
 // CUDA driver probe through dlopen; only the few entry points needed to list GPUs.
-#include "runtime/cuda_driver.h"
+#include "cuda/cuda_driver.h"
 
 #include <fmt/format.h>
 
-#include "runtime/vendor_abi.h"
+#include "cuda/vendor_abi.h"
 #include "support/shared_library.h"
 
-namespace bertc::runtime {
+namespace bertc::cuda {
+
 namespace {
 
-using namespace abi;  // (cuda.h's device attributes by number, runtime/vendor_abi.h)
+using namespace abi;  // (cuda.h's device attributes by number, cuda/vendor_abi.h)
 
 using InitFn = int (*)(unsigned);
 using IntOutFn = int (*)(int*);
@@ -70,4 +71,4 @@ CudaDriverProbe probe_cuda_driver() {
   return probe;
 }
 
-}  // namespace bertc::runtime
+}  // namespace bertc::cuda

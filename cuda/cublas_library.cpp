@@ -1,11 +1,11 @@
 // Finding and loading cuBLAS (see cublas_library.h).
-#include "runtime/cublas_library.h"
+#include "cuda/cublas_library.h"
 
 #include <fmt/format.h>
 
-#include "runtime/vendor_abi.h"
+#include "cuda/vendor_abi.h"
 
-namespace bertc::runtime {
+namespace bertc::cuda {
 
 support::LibraryLayout cublas_layout() {
   return {"BERTC_CUBLAS", {"libcublas.so.13", "libcublas.so.12"}, {"nvidia/cu13/lib", "nvidia/cublas/lib"}, ""};
@@ -61,4 +61,4 @@ std::string cublas_status_text(const CublasProbe& probe, int status) {
   return fmt::format("{} ({}){}", name ? name : "cuBLAS status", status, text ? fmt::format(": {}", text) : "");
 }
 
-}  // namespace bertc::runtime
+}  // namespace bertc::cuda

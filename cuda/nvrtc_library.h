@@ -10,7 +10,7 @@
 #include "support/library_search.h"
 #include "support/shared_library.h"
 
-namespace bertc::codegen {
+namespace bertc::cuda {
 
 struct NvrtcLibrary {
   support::SharedLibrary library;
@@ -37,4 +37,4 @@ std::vector<support::LibraryCandidate> nvrtc_candidates();
 // Tries every candidate; a library reached through two candidates is listed once.
 std::vector<NvrtcProbe> probe_nvrtc_libraries();
 
-}  // namespace bertc::codegen
+}  // namespace bertc::cuda

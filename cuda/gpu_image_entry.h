@@ -8,9 +8,9 @@
 #include <string>
 #include <string_view>
 
-#include "codegen/nvrtc_compiler.h"
+#include "cuda/nvrtc_compiler.h"
 
-namespace bertc::codegen {
+namespace bertc::cuda {
 
 inline constexpr std::string_view kGpuImageEntryMagic{"BXNVRTC2", 8};
 
@@ -18,4 +18,4 @@ std::string encode_gpu_image_entry(const GpuImage& image);
 // The image, or nothing when `bytes` is not a whole entry of this layout.
 std::optional<GpuImage> decode_gpu_image_entry(std::string_view bytes);
 
-}  // namespace bertc::codegen
+}  // namespace bertc::cuda

@@ -1,5 +1,5 @@
 // The PTX device (see ptx_device.h).
-#include "runtime/ptx_device.h"
+#include "cuda/ptx_device.h"
 
 #include <algorithm>
 #include <set>
@@ -9,18 +9,20 @@
 #include <fmt/format.h>
 
 #include "codegen/launch_limits.h"
-#include "codegen/nvrtc_compiler.h"
+#include "cuda/nvrtc_compiler.h"
 #include "codegen/render.h"
 #include "ir/kernel_family.h"
 #include "ptx/module.h"
 
-namespace bertc::runtime {
+namespace bertc::cuda {
+
+using namespace bertc::runtime;  // (the runtime layer it implements a part of)
 
 // The NVRTC compilers for the arch: PTX for the emulator, and cubins where one reaches the arch
 // (ptxas's register counts: the launch limit and occupancy the driver applies).
 struct PtxDevice::Compilers {
-  codegen::NvrtcCompiler ptx;
-  std::optional<codegen::NvrtcCompiler> cubin;
+  cuda::NvrtcCompiler ptx;
+  std::optional<cuda::NvrtcCompiler> cubin;
 };
 
 // A loaded kernel: its PTX in an emulator of its own, with every allocation registered.
@@ -61,9 +63,9 @@ ptx::ArchLimits arch_limits(int sm, uint32_t registers) {
           registers, static_cast<uint32_t>(l.multiprocessors), static_cast<uint32_t>(l.warps_per_multiprocessor)};
 }
 
-std::optional<codegen::NvrtcCompiler> cubin_compiler(int sm) {
+std::optional<cuda::NvrtcCompiler> cubin_compiler(int sm) {
   try {
-    codegen::NvrtcCompiler c = codegen::NvrtcCompiler::for_arch(sm);
+    cuda::NvrtcCompiler c = cuda::NvrtcCompiler::for_arch(sm);
     if (!c.ptx()) return c;
   } catch (const std::runtime_error&) {  // (none reaches the arch as a cubin: registers not known, said)
   }
@@ -82,7 +84,7 @@ PtxDevice::PtxDevice(std::filesystem::path cache, int sm)
     : HostDevice(cache, sm),
       sm_(sm == 0 ? 61 : sm),
       cache_(std::move(cache)),
-      compilers_(std::make_unique<Compilers>(Compilers{codegen::NvrtcCompiler::ptx_for_arch(sm_), cubin_compiler(sm_)})) {
+      compilers_(std::make_unique<Compilers>(Compilers{cuda::NvrtcCompiler::ptx_for_arch(sm_), cubin_compiler(sm_)})) {
   compilers_->ptx.add_line_info();  // (findings then name the kernel source's line)
   registers_known_ = compilers_->cubin.has_value();
 }
@@ -127,7 +129,7 @@ void PtxDevice::copy(void* to, const void* from, size_t bytes) {
   HostDevice::copy(to, from, bytes);
 }
 
-void PtxDevice::use_images(std::map<std::string, codegen::GpuImage> /*images*/, const std::string& /*nvrtc_version*/) {}
+void PtxDevice::use_images(std::map<std::string, codegen::GpuImage> /*images*/, const std::string& /*compiler_version*/) {}
 
 void PtxDevice::load(const std::vector<const codegen::KernelSpec*>& kernels) {
   // (a compiled program's products in cuBLAS: refused before anything runs, as the CUDA device
@@ -146,9 +148,9 @@ void PtxDevice::load(const std::vector<const codegen::KernelSpec*>& kernels) {
   if (sources.empty()) return;
   std::map<std::string, uint32_t> registers;
   if (compilers_->cubin)
-    for (const codegen::GpuImage& image : codegen::compile_all(*compilers_->cubin, sources, cache_))
+    for (const codegen::GpuImage& image : cuda::compile_all(*compilers_->cubin, sources, cache_))
       registers[image.name] = static_cast<uint32_t>(image.ptxas.registers);
-  for (const codegen::GpuImage& image : codegen::compile_all(compilers_->ptx, sources, cache_)) {
+  for (const codegen::GpuImage& image : cuda::compile_all(compilers_->ptx, sources, cache_)) {
     const auto counted = registers.find(image.name);  // (none: no cubin, the launch bounds' cap below)
     auto loaded = std::make_unique<Loaded>(
         Loaded{ptx::Emulator(ptx::parse_module(image.image, image.name)),
@@ -233,8 +235,8 @@ const PtxLaunchRecord* PtxDevice::counted_before(const codegen::KernelSpec& k) c
   return nullptr;
 }
 
-void PtxDevice::gemm(const codegen::CublasGemmArgs&, const void*, const void*, void*) {
+void PtxDevice::library_product(const codegen::LibraryProductArgs&, const void*, const void*, void*) {
   throw std::logic_error("a cuBLAS product on the PTX device, whose capabilities say it runs none");
 }
 
-}  // namespace bertc::runtime
+}  // namespace bertc::cuda

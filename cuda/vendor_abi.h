@@ -5,7 +5,7 @@
 
 #include <cstddef>
 
-namespace bertc::runtime::abi {
+namespace bertc::cuda::abi {
 
 // cuda.h
 constexpr int kCudaSuccess = 0;              // CUDA_SUCCESS
@@ -41,4 +41,4 @@ constexpr int kCublasGemmDefault = -1;                         // CUBLAS_GEMM_DE
 // Also what --batch-size auto plans for (train/micro_batch).
 constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;
 
-}  // namespace bertc::runtime::abi
+}  // namespace bertc::cuda::abi

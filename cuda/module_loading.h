@@ -5,7 +5,7 @@
 
 #include <string>
 
-namespace bertc::runtime {
+namespace bertc::cuda {
 
 // cuModuleLoadDataEx(CUmodule*, const void* image, unsigned n, CUjit_option* options, void** values).
 using LoadDataExFn = int (*)(void** module, const void* image, unsigned n, int* options, void** values);
@@ -23,4 +23,4 @@ ModuleLoad load_module(LoadDataExFn load, void** module, const void* image);
 // (a log may run long: 4000 bytes are kept); "" when the JIT said nothing.
 std::string jit_log_text(const ModuleLoad& load);
 
-}  // namespace bertc::runtime
+}  // namespace bertc::cuda

@@ -1,6 +1,6 @@
 // NVRTC through dlopen: program creation with the prelude as in-memory headers, compilation,
 // images and logs; the parallel driver and the checksummed disk cache.
-#include "codegen/nvrtc_compiler.h"
+#include "cuda/nvrtc_compiler.h"
 
 #include <cstdio>
 
@@ -20,13 +20,15 @@
 #include <fmt/ranges.h>
 #include <xxhash.h>
 
-#include "codegen/gpu_image_entry.h"
+#include "cuda/gpu_image_entry.h"
 #include "codegen/kernel_cache.h"
 
 #include "support/atomic_file.h"
 #include "codegen/prelude.h"
 
-namespace bertc::codegen {
+namespace bertc::cuda {
+
+using namespace bertc::codegen;  // (the codegen layer it implements a part of)
 namespace {
 
 using Program = void*;
@@ -299,4 +301,4 @@ std::vector<GpuImage> compile_all(const NvrtcCompiler& compiler, const std::vect
   return out;
 }
 
-}  // namespace bertc::codegen
+}  // namespace bertc::cuda

@@ -1,5 +1,5 @@
 // Finding and binding NCCL (see nccl_library.h).
-#include "distributed/nccl_library.h"
+#include "cuda/nccl_library.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -7,7 +7,8 @@
 
 #include <fmt/format.h>
 
-namespace bertc::distributed {
+namespace bertc::cuda {
+
 namespace {
 
 constexpr const char* kSoname = "libnccl.so.2";
@@ -80,4 +81,4 @@ std::string nccl_version_text(int code) {
   return fmt::format("{}.{}.{}", code / 1000, code / 100 % 10, code % 100);
 }
 
-}  // namespace bertc::distributed
+}  // namespace bertc::cuda

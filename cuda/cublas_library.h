@@ -8,7 +8,7 @@
 #include "support/library_search.h"
 #include "support/shared_library.h"
 
-namespace bertc::runtime {
+namespace bertc::cuda {
 
 // Where cuBLAS lives: libcublas.so.13, then .so.12 (the wheels' nvidia/cu13/lib and
 // nvidia/cublas/lib), $BERTC_CUBLAS overriding.
@@ -34,4 +34,4 @@ CublasProbe find_cublas(int driver_version = 0);
 // `probe`'s cuBLAS (its own cublasGetStatusName and cublasGetStatusString, else the number).
 std::string cublas_status_text(const CublasProbe& probe, int status);
 
-}  // namespace bertc::runtime
+}  // namespace bertc::cuda
