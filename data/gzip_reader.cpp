@@ -12,6 +12,7 @@
 #include "data/text_check.h"
 #include "data/vocab.h"
 #include "support/shell_word.h"
+#include "support/ascii_lower.h"
 
 namespace bertc::data {
 namespace {
@@ -25,9 +26,7 @@ bool gzip_magic(const unsigned char* p, size_t n) { return n >= 2 && p[0] == 0x1
 
 // A path's extension in lower case (".GZ" is ".gz": some tools write capitals).
 std::string extension_of(const std::filesystem::path& p) {
-  std::string ext = p.extension().string();
-  for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return ext;
+  return support::ascii_lower(p.extension().string());
 }
 
 }  // namespace

@@ -32,6 +32,7 @@
 #include "data/vocab.h"
 #include "data/text_shards.h"
 #include "support/shell_word.h"
+#include "support/ascii_lower.h"
 
 namespace bertc::data {
 namespace {
@@ -252,12 +253,8 @@ std::vector<std::filesystem::path> shard_files(const std::filesystem::path& fold
   std::vector<std::filesystem::path> files;
   std::error_code ec;
   if (!std::filesystem::is_directory(folder, ec)) return files;
-  auto lower = [](std::string s) {
-    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return s;
-  };
   auto is_shard = [&](const std::filesystem::path& p) {
-    const std::string ext = lower(p.extension().string());
+    const std::string ext = support::ascii_lower(p.extension().string());
     return ext == ".hdf5" || ext == ".h5";
   };
   // Every entry that looks like a shard, its checksum or text is read or refused: none is left out
@@ -265,14 +262,14 @@ std::vector<std::filesystem::path> shard_files(const std::filesystem::path& fold
   std::vector<std::filesystem::path> text;
   std::filesystem::path inner_shards;  // a folder of shards inside this one (the first found)
   for (const auto& e : std::filesystem::directory_iterator(folder)) {
-    const std::string name = e.path().filename().string(), ext = lower(e.path().extension().string());
+    const std::string name = e.path().filename().string(), ext = support::ascii_lower(e.path().extension().string());
     // bertc's own temporaries and a run's scratch (a killed run's too): never data
     if (name.starts_with(".") && (name.find(".tmp") != std::string::npos || name.starts_with(".prepare-"))) continue;
     if (name.starts_with(".")) {
       if (left_out) left_out->push_back(name + " (hidden)");
       continue;
     }
-    if (lower(name).ends_with(".txt") || lower(name).ends_with(".txt.gz")) text.push_back(e.path());
+    if (support::ascii_lower(name).ends_with(".txt") || support::ascii_lower(name).ends_with(".txt.gz")) text.push_back(e.path());
     if (e.is_directory(ec) && !is_shard(e.path()) && ext != ".xxh3") {
       for (const auto& inner : std::filesystem::directory_iterator(e.path(), ec))
         if (is_shard(inner.path()) && inner_shards.empty()) inner_shards = e.path();
@@ -297,7 +294,7 @@ std::vector<std::filesystem::path> shard_files(const std::filesystem::path& fold
       continue;
     }
     if (!is_shard(e.path())) {
-      if (left_out && !lower(name).ends_with(".txt") && !lower(name).ends_with(".txt.gz")) left_out->push_back(name);
+      if (left_out && !support::ascii_lower(name).ends_with(".txt") && !support::ascii_lower(name).ends_with(".txt.gz")) left_out->push_back(name);
       continue;
     }
     if (!e.is_regular_file(ec))

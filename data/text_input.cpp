@@ -16,24 +16,20 @@
 
 #include "data/prepare_shards.h"
 #include "data/vocab.h"
+#include "support/ascii_lower.h"
 
 namespace bertc::data {
 namespace {
 
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 bool is_text(const std::filesystem::path& p) {
-  const std::string name = lower(p.filename().string());
+  const std::string name = support::ascii_lower(p.filename().string());
   return name.ends_with(".txt") || name.ends_with(".txt.gz");
 }
 
 // Compressed, in a way bertc does not read as text (or gzip without .txt in its name), by its
 // name or by its first bytes (a .tgz, a .gz.part, a .lzma): refused, never left out.
 std::optional<std::string> compression_of(const std::filesystem::path& p) {
-  const std::string ext = lower(p.extension().string());
+  const std::string ext = support::ascii_lower(p.extension().string());
   for (const char* e : {".gz", ".bz2", ".xz", ".zst", ".zip", ".7z", ".lz4", ".lzma", ".tgz", ".tbz2", ".txz"})
     if (ext == e) return ext;
   std::ifstream in(p, std::ios::binary);
@@ -46,7 +42,7 @@ std::optional<std::string> compression_of(const std::filesystem::path& p) {
 // training text: a vocab.txt written into a folder of text (bertc vocab -o there) would be
 // trained on as a document, without a word. (.txt.gz files are not opened here.)
 void refuse_vocabulary_as_text(const std::filesystem::path& file, const std::filesystem::path& folder) {
-  if (lower(file.filename().string()).ends_with(".gz")) return;
+  if (support::ascii_lower(file.filename().string()).ends_with(".gz")) return;
   std::ifstream in(file, std::ios::binary);
   std::string first;
   std::getline(in, first);
@@ -69,7 +65,7 @@ void refuse_vocabulary_as_text(const std::filesystem::path& file, const std::fil
 std::optional<std::filesystem::path> text_file_in(const std::filesystem::path& folder, const std::string& except) {
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator(folder, ec))
-    if (is_text(e.path()) && lower(e.path().filename().string()) != except) return e.path();
+    if (is_text(e.path()) && support::ascii_lower(e.path().filename().string()) != except) return e.path();
   return std::nullopt;
 }
 

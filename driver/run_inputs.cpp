@@ -10,6 +10,7 @@
 #include "distributed/communicator.h"
 #include "run_config/hf_config.h"
 #include "run_folder/checkpoint.h"
+#include "support/ascii_lower.h"
 
 namespace bertc::driver {
 
@@ -24,15 +25,10 @@ run_config::Config load_config_for(const std::string& path, const std::string& i
   return config;
 }
 
-std::string lower_case(std::string name) {
-  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return name;
-}
-
 std::string data_read_at(const std::filesystem::path& data, const std::filesystem::path& output) {
   std::error_code ec;
   if (!std::filesystem::is_directory(data, ec)) return data.string();
-  const std::string name = lower_case(output.filename().string());
+  const std::string name = support::ascii_lower(output.filename().string());
   // (as the folder's reader takes them: whatever their case)
   const bool read = name.ends_with(".txt") || name.ends_with(".txt.gz") || name.ends_with(".hdf5") || name.ends_with(".h5");
   return read ? data.string() : std::string();

@@ -16,9 +16,6 @@ std::filesystem::path chosen_path(const std::string& flag, const run_config::Con
 // A config for running from `init` (--init): a Hugging Face folder's config.json gives [model].
 run_config::Config load_config_for(const std::string& path, const std::string& init, const frontend::ModelDefinition& model);
 
-// `name` in lower case (ASCII): file names as a folder's reader compares them.
-std::string lower_case(std::string name);
-
 // The training data as an input an output (--metrics, --profile-out) must not be written onto: a
 // file itself; of a folder (read by name: .txt, .txt.gz, HDF5 shards), an output of a name it
 // reads, there now or not (a new one would be read as training text by the next run on the

@@ -30,6 +30,7 @@
 #include "support/resolved_path.h"
 #include "support/shell_word.h"
 #include "train/trainer.h"
+#include "support/ascii_lower.h"
 
 namespace bertc::driver {
 namespace {
@@ -274,7 +275,7 @@ int train_rank(const TrainArgs& args, const CompileFlags& flags, const frontend:
     refuse_output_onto_input(o.profile_out.string(), "--profile-out",
                              {{data_read_at(o.data, o.profile_out), "the training data"}});
     // (a name a folder's reader takes as text, among text: a run on that folder would read it)
-    if (const std::string name = lower_case(o.profile_out.filename().string());
+    if (const std::string name = support::ascii_lower(o.profile_out.filename().string());
         name.ends_with(".txt") || name.ends_with(".txt.gz"))
       refuse_output_among_text(o.profile_out.has_parent_path() ? o.profile_out.parent_path().string() : ".",
                                "--profile-out", name);

@@ -24,6 +24,7 @@
 #include "run_folder/run_lock.h"
 #include "run_folder/train_error.h"
 #include "support/resolved_path.h"
+#include "support/ascii_lower.h"
 
 namespace bertc::run_folder {
 namespace {
@@ -305,8 +306,7 @@ std::filesystem::path check_metrics_path(const std::filesystem::path& metrics) {
                                  "file with --metrics",
                                  metrics.string(), path.string(), path.parent_path().string()));
   for (const std::filesystem::path& name : {metrics, path}) {
-    std::string ext = name.extension().string();
-    std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    const std::string ext = support::ascii_lower(name.extension().string());
     for (const char* other : {".safetensors", ".bertx", ".toml", ".h5", ".hdf5", ".gz", ".xxh3"})
       if (ext == other)
         throw TrainError(fmt::format("{}: a {} file is never a metrics file, and writing metrics there would destroy "
@@ -319,8 +319,7 @@ std::filesystem::path check_metrics_path(const std::filesystem::path& metrics) {
   }
   // A metrics file named as text among training text would be read as a document by a run on that
   // folder.
-  std::string name = path.filename().string();
-  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const std::string name = support::ascii_lower(path.filename().string());
   if (name.ends_with(".txt"))
     if (const auto text = data::text_file_in(path.has_parent_path() ? path.parent_path() : ".", name))
       throw TrainError(fmt::format("{}: named as text (.txt) in a folder of text files ({}), which a run given that "
