@@ -1,8 +1,6 @@
 // Paths, weights and launches the commands that run a model check (see run_inputs.h).
 #include "driver/run_inputs.h"
 
-#include <algorithm>
-#include <cctype>
 #include <stdexcept>
 
 #include <fmt/format.h>
