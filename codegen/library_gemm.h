@@ -18,6 +18,12 @@
 
 namespace bertc::codegen {
 
+// The workspace a device's matrix library is given (cuBLAS's, by cublasSetWorkspace), set
+// explicitly so that a captured product never allocates: 32 MiB covers the Hopper kernels' needs
+// (the documented minimum for sm_90 is 32 MiB). Also what --batch-size auto plans for
+// (train/micro_batch).
+constexpr uint64_t kLibraryWorkspaceBytes = uint64_t{32} << 20;
+
 // Row-major C[batch][m][n] = op(A) op(B) as the IR's matmul reads its operands.
 struct LibraryGemm {
   bool transpose_a = false, transpose_b = false;

@@ -9,11 +9,13 @@
 #include <fmt/format.h>
 
 #include "codegen/launch_limits.h"
+#include "codegen/library_gemm.h"
 #include "cuda/nvrtc_compiler.h"
 #include "ir/out_of_memory.h"
 #include "support/shared_library.h"
 #include "cuda/cublas_library.h"
 #include "cuda/module_loading.h"
+#include "cuda/nccl_sums.h"
 #include "cuda/cuda_driver.h"
 #include "cuda/vendor_abi.h"
 
@@ -223,7 +225,10 @@ DeviceCapabilities CudaDevice::capabilities() const {
               ? ""
               : fmt::format("no cuBLAS that this driver runs was found (tried {}); set BERTC_CUBLAS to a libcublas.so",
                             fmt::join(a.cublas.tried, "; ")),
-          InRunSums::SideQueue};
+          InRunSums::SideQueue, kNcclReserveBytes};
+}
+runtime::CollectiveOpening CudaDevice::open_collective(distributed::Communicator& comm, double timeout_seconds) {
+  return open_nccl_sums(*this, comm, timeout_seconds);
 }
 void* CudaDevice::stream() const { return api_->stream; }
 
@@ -384,10 +389,10 @@ void CudaDevice::Api::ensure_blas() {
   if (const int s = cublasSetStream(blas, stream); s != 0)
     throw std::runtime_error(fmt::format("cublasSetStream failed: {}", cublas_status_text(cublas, s)));
   CUdeviceptr workspace = 0;  // after cublasSetStream, which resets the workspace
-  check(cuMemAlloc(&workspace, kCublasWorkspaceBytes), "allocating cuBLAS's workspace");
+  check(cuMemAlloc(&workspace, codegen::kLibraryWorkspaceBytes), "allocating cuBLAS's workspace");
   allocations.push_back(workspace);
-  allocated += kCublasWorkspaceBytes;
-  if (const int s = cublasSetWorkspace(blas, reinterpret_cast<void*>(workspace), kCublasWorkspaceBytes); s != 0)
+  allocated += codegen::kLibraryWorkspaceBytes;
+  if (const int s = cublasSetWorkspace(blas, reinterpret_cast<void*>(workspace), codegen::kLibraryWorkspaceBytes); s != 0)
     throw std::runtime_error(fmt::format("cublasSetWorkspace failed: {}", cublas_status_text(cublas, s)));
 }
 

@@ -59,11 +59,8 @@ class CudaDevice : public runtime::Device {
   void* side_stream();
   void fork();
   void join();
-  void* fork_side_queue() override {
-    fork();
-    return side_stream();
-  }
-  void join_side_queue() override { join(); }
+  // NCCL's sums on the second stream (open_nccl_sums).
+  runtime::CollectiveOpening open_collective(distributed::Communicator& comm, double timeout_seconds) override;
 
   struct Api;  // the dlopen'ed entry points
 

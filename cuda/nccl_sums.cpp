@@ -1,5 +1,7 @@
 // NCCL sums and their watchdog (see nccl_sums.h).
 #include "cuda/nccl_sums.h"
+
+#include "cuda/cuda_device.h"
 #include "support/abrupt_exit.h"
 
 #include <cstdio>
@@ -18,7 +20,45 @@ namespace {
 
 constexpr auto kPollEvery = std::chrono::milliseconds(200);
 
+// The CUDA device's in-run sums: each bucket's on the second stream, forked from the main one.
+class NcclDeviceSums : public runtime::DeviceCollective {
+ public:
+  NcclDeviceSums(CudaDevice& gpu, Communicator& comm, double timeout_seconds) : gpu_(gpu), sums_(comm, timeout_seconds) {}
+  std::string describe() const override {
+    return fmt::format("summed by {} on a second stream of the step's CUDA Graph", sums_.describe());
+  }
+  void issue_sum(const std::vector<Span>& bucket, Element element) override {
+    gpu_.fork();
+    sums_.issue_sum(bucket, element, gpu_.side_stream());
+  }
+  void join() override { gpu_.join(); }
+  std::unique_ptr<Watch> watch(std::string what) override {
+    return std::make_unique<NcclSums::Watch>(sums_, std::move(what));
+  }
+
+ private:
+  CudaDevice& gpu_;
+  NcclSums sums_;
+};
+
 }  // namespace
+
+runtime::CollectiveOpening open_nccl_sums(CudaDevice& gpu, Communicator& comm, double timeout_seconds) {
+  const NcclProbe probe = find_nccl();
+  const std::vector<uint64_t> versions = comm.all_gather(probe.library.loaded() ? static_cast<uint64_t>(probe.version) : 0,
+                                                         "the start-up check of every rank's NCCL");
+  std::vector<std::string> differ;
+  for (size_t q = 0; q < versions.size(); ++q)
+    if (versions[q] != versions[0] || versions[q] == 0)
+      differ.push_back(versions[q] == 0 ? fmt::format("rank {} found no NCCL", q)
+                                        : fmt::format("rank {} has NCCL {}", q, nccl_version_text(int(versions[q]))));
+  if (differ.empty()) return {std::make_unique<NcclDeviceSums>(gpu, comm, timeout_seconds), "", ""};
+  return {nullptr,
+          fmt::format("{}{}{}", fmt::join(differ, ", "),
+                      versions[0] == 0 ? "" : fmt::format(" (rank 0 has NCCL {})", nccl_version_text(int(versions[0]))),
+                      probe.library.loaded() ? "" : fmt::format(" (tried {})", fmt::join(probe.tried, "; "))),
+          "run scripts/setup.sh on every machine (or set BERTC_NCCL to the same libnccl.so.2 everywhere)"};
+}
 
 NcclSums::NcclSums(Communicator& comm, double timeout_seconds)
     : comm_(comm), timeout_(timeout_seconds), nccl_(find_nccl()) {

@@ -36,9 +36,4 @@ constexpr int kCublasCompute32F = 68;                          // CUBLAS_COMPUTE
 constexpr int kCublasCompute32FFastTf32 = 77;                  // CUBLAS_COMPUTE_32F_FAST_TF32
 constexpr int kCublasGemmDefault = -1;                         // CUBLAS_GEMM_DEFAULT
 
-// cuBLAS's workspace (cublasSetWorkspace), set explicitly so that a captured product never
-// allocates (32 MiB covers the Hopper kernels' needs; the documented minimum for sm_90 is 32 MiB).
-// Also what --batch-size auto plans for (train/micro_batch).
-constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;
-
 }  // namespace bertc::cuda::abi

@@ -28,12 +28,8 @@ void Device::issue_host_call(std::function<void()> /*work*/) {
   throw std::logic_error(fmt::format("the {} device runs no host calls among its launches", name()));
 }
 
-void* Device::fork_side_queue() {
-  throw std::logic_error(fmt::format("the {} device has no second queue for a collective library", name()));
-}
-
-void Device::join_side_queue() {
-  throw std::logic_error(fmt::format("the {} device has no second queue for a collective library", name()));
+CollectiveOpening Device::open_collective(distributed::Communicator& /*comm*/, double /*timeout_seconds*/) {
+  throw std::logic_error(fmt::format("the {} device makes no sums among its launches", name()));
 }
 
 }  // namespace bertc::runtime

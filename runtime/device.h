@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <filesystem>
 #include <map>
@@ -14,6 +15,8 @@
 
 #include "codegen/kernel.h"
 #include "codegen/gpu_image.h"
+#include "distributed/communicator.h"
+#include "runtime/device_collective.h"
 
 namespace bertc::runtime {
 
@@ -38,11 +41,11 @@ class DeviceGraph {
 };
 
 // Where data-parallel gradient sums can run among a device's own launches (so inside its recorded
-// graph), and through which of Device's calls.
+// graph): the sums of open_collective(), and for HostCalls any host work (issue_host_call).
 enum class InRunSums {
   None,       // nowhere: the sums go through host memory between the step's runs
-  HostCalls,  // host functions in order with the launches (issue_host_call): MPI or Gloo on the Host device
-  SideQueue,  // a collective library on a second queue (fork_side_queue, join_side_queue): NCCL on a GPU
+  HostCalls,  // host functions in order with the launches: MPI or Gloo on the Host device
+  SideQueue,  // a collective library of the device's on a second queue: NCCL on a GPU
 };
 
 // What opening a device needs.
@@ -66,6 +69,9 @@ struct DeviceCapabilities {
   int sm = 0;        // the arch its kernels are rendered for (0: sm_61's, which the host emulation runs)
   std::string no_library;  // why matrix products cannot run in cuBLAS here ("": they can)
   InRunSums in_run_sums = InRunSums::None;
+  // Device memory the collective library of SideQueue sums takes when it joins, beyond the plan
+  // (for --batch-size auto to leave free): 0 for the others.
+  uint64_t collective_library_bytes = 0;
 };
 
 // What one launch of a plan may touch, as the plan knows it and a device does not: a memory plan
@@ -132,12 +138,12 @@ class Device {
   // InRunSums::HostCalls: runs `work` on the host in order with the launches (recorded into a
   // graph too). Other devices throw std::logic_error.
   virtual void issue_host_call(std::function<void()> work);
-  // InRunSums::SideQueue: a second queue made to wait for everything issued so far, as the native
-  // handle a collective library enqueues its work on (a CUstream); join_side_queue() makes what is
-  // issued after it wait for that work. Recorded into a graph being captured as a fork and a join.
-  // Other devices throw std::logic_error.
-  virtual void* fork_side_queue();
-  virtual void join_side_queue();
+  // Sums over the ranks of `comm` among this device's launches (capabilities().in_run_sums is not
+  // None), each wait bounded by `timeout_seconds`. Every rank calls it at once (it may exchange with
+  // the others, and join them in a library's communicator), and every rank gets the same answer:
+  // the sums, or why not and the fix (the ranks' collective libraries missing or differing). Throws
+  // distributed::RankError when joining fails; other devices throw std::logic_error.
+  virtual CollectiveOpening open_collective(distributed::Communicator& comm, double timeout_seconds);
 
   // The emulator's settings and counts, for a device whose kernels run on the PTX emulator
   // (bertc check's emulator flags); nullptr for the others.

@@ -58,6 +58,8 @@ class HostDevice : public Device {
   // graph's census counts it as `kind`.
   void issue(std::function<void()> work, int64_t GraphCensus::*kind = &GraphCensus::host_calls);
   void issue_host_call(std::function<void()> work) override { issue(std::move(work)); }
+  // MPI's or Gloo's sums in host calls (HostCallSums).
+  CollectiveOpening open_collective(distributed::Communicator& comm, double timeout_seconds) override;
 
  private:
   void* poisoned_block(size_t bytes, std::string_view what);

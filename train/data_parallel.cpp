@@ -129,12 +129,15 @@ std::vector<distributed::GradientTensor> gradient_tensors(const ir::Graph& step)
   return tensors;
 }
 
-uint64_t nccl_reserve_bytes(const run_config::TrainConfig& t, int ranks, bool gpu, int64_t param_elements) {
-  const bool nccl = gpu && (ranks > 1 || t.allreduce == distributed::AllReduce::Nccl) && t.allreduce != distributed::AllReduce::Host &&
-                    t.gradient_compression != distributed::Compression::PowerSgd;
-  if (!nccl) return 0;
+uint64_t collective_reserve_bytes(const run_config::TrainConfig& t, int ranks, const runtime::DeviceCapabilities& device,
+                                  int64_t param_elements) {
+  const bool library = device.in_run_sums == runtime::InRunSums::SideQueue &&
+                       (ranks > 1 || t.allreduce == distributed::AllReduce::Nccl) &&
+                       t.allreduce != distributed::AllReduce::Host &&
+                       t.gradient_compression != distributed::Compression::PowerSgd;
+  if (!library) return 0;
   const uint64_t shares = rounded_dtype(t.gradient_compression) ? 2 * static_cast<uint64_t>(param_elements) : 0;
-  return (uint64_t{512} << 20) + shares;
+  return device.collective_library_bytes + shares;
 }
 
 DataParallel::DataParallel(distributed::Communicator& comm, const passes::TrainingProgram& program, const run_config::TrainConfig& t)
@@ -168,7 +171,7 @@ std::string DataParallel::attach_sums(GraphRunner& step, GraphRunner& optimizer,
     throw run_folder::TrainError(fmt::format("[train] allreduce = \"nccl\" sums a GPU's gradients, and this run trains on {}: "
                                  "train with --device cuda, or set allreduce = \"auto\"",
                                  device ? device->name() : "the CPU reference"));
-  if (in_run == runtime::InRunSums::SideQueue) return attach_gpu(*device, step);
+  if (in_run == runtime::InRunSums::SideQueue) return attach_library_sums(*device, step);
   if (exchange_->options().compression == distributed::Compression::PowerSgd) {
     if (in_run != runtime::InRunSums::HostCalls)
       return "summed on the host between the step and the optimizer (PowerSGD needs every gradient at once)";
@@ -183,10 +186,10 @@ std::string DataParallel::attach_sums(GraphRunner& step, GraphRunner& optimizer,
                        comm_.engine());
   }
   if (in_run == runtime::InRunSums::HostCalls) {
-    attach_device_sums(*device, step);
-    return fmt::format("{}summed over {} among the step's launches on the Host device, each of {} bucket(s) started once "
-                       "the backward has written it",
-                       rounded_on_device(exchange_->options().compression), comm_.engine(), exchange_->buckets().size());
+    runtime::CollectiveOpening opened = device->open_collective(comm_, timeout_);
+    if (!opened.sums)  // (host calls run the communicator's own sums: nothing to be missing)
+      throw std::logic_error(fmt::format("{} runs host calls but opened no sums: {}", device->name(), opened.why_not));
+    return attach_device_sums(*device, step, std::move(opened.sums));
   }
   // Each bucket's sum starts as soon as the step has computed its gradients.
   step.add_value_hooks(
@@ -214,40 +217,26 @@ std::vector<float*> DataParallel::by_tensor(const std::vector<GraphRunner::Group
   return data;
 }
 
-std::string DataParallel::attach_gpu(runtime::Device& gpu, GraphRunner& step) {
+std::string DataParallel::attach_library_sums(runtime::Device& device, GraphRunner& step) {
   const distributed::Compression compression = exchange_->options().compression;
   if (allreduce_ == distributed::AllReduce::Host)
     return fmt::format("staged through host memory and summed over {} ([train] allreduce)", comm_.engine());
   if (compression == distributed::Compression::PowerSgd)
     return fmt::format("powersgd-compressed on the host and summed over {} (PowerSGD's products run on the host)",
                        comm_.engine());
-  // NCCL only if every rank has the same one: ranks that chose differently would wait for each
-  // other forever, and NCCL's versions do not talk to each other.
-  const cuda::NcclProbe probe = cuda::find_nccl();
-  const std::vector<uint64_t> versions = comm_.all_gather(probe.library.loaded() ? static_cast<uint64_t>(probe.version) : 0,
-                                                            "the start-up check of every rank's NCCL");
-  std::vector<std::string> differ;
-  for (size_t q = 0; q < versions.size(); ++q)
-    if (versions[q] != versions[0] || versions[q] == 0)
-      differ.push_back(versions[q] == 0 ? fmt::format("rank {} found no NCCL", q)
-                                        : fmt::format("rank {} has NCCL {}", q, cuda::nccl_version_text(int(versions[q]))));
-  if (!differ.empty()) {
-    const std::string why = fmt::format(
-        "{}{}{}", fmt::join(differ, ", "),
-        versions[0] == 0 ? "" : fmt::format(" (rank 0 has NCCL {})", cuda::nccl_version_text(int(versions[0]))),
-        probe.library.loaded() ? "" : fmt::format(" (tried {})", fmt::join(probe.tried, "; ")));
+  runtime::CollectiveOpening opened = device.open_collective(comm_, timeout_);
+  if (!opened.sums) {
     if (allreduce_ == distributed::AllReduce::Nccl)
-      throw run_folder::TrainError(fmt::format("[train] allreduce = \"nccl\", and {}: run scripts/setup.sh on every machine (or "
-                                   "set BERTC_NCCL to the same libnccl.so.2 everywhere), or set allreduce = \"auto\"",
-                                   why));
-    return fmt::format("staged through host memory and summed over {}: {}", comm_.engine(), why);
+      throw run_folder::TrainError(fmt::format("[train] allreduce = \"nccl\", and {}: {}, or set allreduce = \"auto\"",
+                                               opened.why_not, opened.fix));
+    return fmt::format("staged through host memory and summed over {}: {}", comm_.engine(), opened.why_not);
   }
   // The kernels that round the gradients, compiled now or taken from a compiled program's images
   // (one compiled before they existed has none): every rank must have them, else all stage.
   if (const std::optional<ir::DType> half = rounded_dtype(compression)) {
     std::string why;
     try {
-      load_casts(gpu, *half);
+      load_casts(device, *half);
     } catch (const std::runtime_error& e) {
       why = e.what();
     }
@@ -264,56 +253,40 @@ std::string DataParallel::attach_gpu(runtime::Device& gpu, GraphRunner& step) {
                          ir::enum_name(compression), comm_.engine(), why);
     }
   }
-  nccl_ = std::make_unique<cuda::NcclSums>(comm_, timeout_);
-  attach_device_sums(gpu, step);
-  return fmt::format("{}summed by {} on a second stream of the step's CUDA Graph, each of {} bucket(s) started once the "
-                     "backward has written it",
-                     rounded_on_device(compression), nccl_->describe(), exchange_->buckets().size());
+  return attach_device_sums(device, step, std::move(opened.sums));
 }
 
-void DataParallel::attach_device_sums(runtime::Device& device, GraphRunner& step) {
+std::string DataParallel::attach_device_sums(runtime::Device& device, GraphRunner& step,
+                                             std::unique_ptr<runtime::DeviceCollective> sums) {
+  device_sums_ = std::move(sums);
   device_buckets_ = device_buckets(device, exchange_->options().compression);
   path_ = SumPath::OnDevice;
-  const runtime::InRunSums in_run = device.capabilities().in_run_sums;
-  if (in_run == runtime::InRunSums::None)
-    throw std::logic_error("sums in a device's runs need a second queue (NCCL on a GPU) or host calls (the Host device)");
-  const bool gpu = in_run == runtime::InRunSums::SideQueue;
   step.add_value_hooks(
       bucket_values(),
-      [this, &device, gpu](size_t b, const GraphRunner::GroupData& d) {
+      [this, &device](size_t b, const GraphRunner::GroupData& d) {
         // The bucket's gradients, or their 16-bit shares rounded into its buffer, are summed once
-        // the launches so far have written them: on a GPU by NCCL on a second stream while the
-        // main stream goes on with the backward; on the Host device in order with its launches.
+        // the launches so far have written them, while the launches go on with the backward where
+        // the device can (NCCL on a GPU's second stream).
         const DeviceBucket& bucket = device_buckets_[b];
-        std::vector<cuda::NcclSums::Span> spans;
+        std::vector<runtime::DeviceCollective::Span> spans;
         for (size_t j = 0; j < d.size(); ++j) {
           if (bucket.packed) launch_cast(device, b, j, /*pack=*/true, d[j]);
           else spans.push_back({d[j], bucket.counts[j]});
         }
         if (bucket.packed) spans = {{bucket.packed, bucket.total}};
-        if (gpu) {
-          nccl_->issue_sum(spans, bucket.element, device.fork_side_queue());
-        } else {
-          device.issue_host_call([this, spans, element = bucket.element] {
-            for (const cuda::NcclSums::Span& s : spans) in_flight_.push_back(comm_.start_sum(s.data, s.count, element));
-          });
-        }
+        device_sums_->issue_sum(spans, bucket.element);
       },
       // The updates (the summed gradients into the accumulators) wait for every sum, widened
       // back from 16 bits first when compressed.
-      [this, &device, gpu](const std::vector<GraphRunner::GroupData>& groups) {
-        if (gpu) {
-          device.join_side_queue();
-        } else {
-          device.issue_host_call([this] {
-            for (std::unique_ptr<distributed::PendingSum>& p : in_flight_) p->wait();
-            in_flight_.clear();
-          });
-        }
+      [this, &device](const std::vector<GraphRunner::GroupData>& groups) {
+        device_sums_->join();
         for (size_t b = 0; b < groups.size(); ++b)
           if (device_buckets_[b].packed)
             for (size_t j = 0; j < groups[b].size(); ++j) launch_cast(device, b, j, /*pack=*/false, groups[b][j]);
       });
+  return fmt::format("{}{}, each of {} bucket(s) started once the backward has written it",
+                     rounded_on_device(exchange_->options().compression), device_sums_->describe(),
+                     exchange_->buckets().size());
 }
 
 std::vector<DataParallel::DeviceBucket> DataParallel::device_buckets(runtime::Device& device, distributed::Compression compression) {
@@ -356,10 +329,6 @@ void DataParallel::launch_cast(runtime::Device& device, size_t b, size_t j, bool
   device.launch(pack ? bucket.casts[j]->pack : bucket.casts[j]->unpack, args);
 }
 
-DataParallel::~DataParallel() {
-  for (std::unique_ptr<distributed::PendingSum>& p : in_flight_) p->wait();
-}
-
 void DataParallel::before_micro_batch(GraphRunner& step_runner, int64_t step, bool last) {
   if (!sums_in_runs()) return;
   step_runner.set_hooks(last);
@@ -396,9 +365,9 @@ distributed::ExchangeResult DataParallel::end_exchange(int64_t step, bool loss_s
   return result_;
 }
 
-std::unique_ptr<cuda::NcclSums::Watch> DataParallel::watch(int64_t step) {
-  if (!nccl_) return nullptr;
-  return std::make_unique<cuda::NcclSums::Watch>(*nccl_, fmt::format("step {} (its NCCL sums)", step));
+std::unique_ptr<runtime::DeviceCollective::Watch> DataParallel::watch(int64_t step) {
+  if (!device_sums_) return nullptr;
+  return device_sums_->watch(fmt::format("step {} (its gradient sums)", step));
 }
 
 void DataParallel::reduce(run_folder::StepStats& s) {

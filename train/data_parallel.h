@@ -13,7 +13,6 @@
 #include "codegen/gradient_casts.h"
 #include "distributed/communicator.h"
 #include "distributed/gradient_exchange.h"
-#include "cuda/nccl_sums.h"
 #include "run_config/config.h"
 #include "passes/pipeline.h"
 #include "support/tensor_io.h"
@@ -21,26 +20,24 @@
 #include "train/graph_runner.h"
 #include "run_folder/progress.h"
 #include "runtime/device.h"
+#include "runtime/device_collective.h"
 #include "runtime/plan_executor.h"
 
 namespace bertc::train {
 
-// The device memory NCCL's sums take beyond the plan on a GPU rank (0 where the sums will not be
-// NCCL's: one rank, allreduce = "host", PowerSGD, no GPU), for --batch-size auto to leave free:
-// NCCL's own buffers, sized by channels and peers (NCCL_BUFFSIZE, 4 MiB, per protocol, channel
-// and ring neighbour: on the 2-16 channels of PCIe and NVLink machines, tens to a few hundred
-// MiB; 512 MiB covers that, under 3% of a P40's 24 GB), and with fp16 / bf16 compression the
+// The device memory a device's collective library takes beyond the plan (0 where the sums will not
+// be its library's: one rank, allreduce = "host", PowerSGD, a device without one; the CPU
+// reference's `device` is DeviceCapabilities{}), for --batch-size auto to leave free: the library's
+// own buffers (collective_library_bytes: NCCL's on a GPU) and with fp16 / bf16 compression the
 // buckets' buffers of 16-bit shares, 2 bytes for each of the model's `param_elements`.
-uint64_t nccl_reserve_bytes(const run_config::TrainConfig& t, int ranks, bool gpu, int64_t param_elements);
+uint64_t collective_reserve_bytes(const run_config::TrainConfig& t, int ranks, const runtime::DeviceCapabilities& device,
+                                  int64_t param_elements);
 
 class DataParallel {
  public:
   // The exchange's tensors are the step graph's gradient accumulators, the last param's first
   // (the backward finishes the last layer first).
   DataParallel(distributed::Communicator& comm, const passes::TrainingProgram& program, const run_config::TrainConfig& t);
-  // Waits for the Host device's sums still in flight (an exception unwinding past started
-  // buckets): MPI or Gloo write the device's buffers until then.
-  ~DataParallel();
 
   int rank() const { return comm_.rank(); }
   int ranks() const { return comm_.size(); }
@@ -59,7 +56,7 @@ class DataParallel {
   // the step's last op or launch — over MPI or Gloo on the CPU reference and the Host device (in
   // its device graph), with NCCL on a second stream of a GPU's CUDA Graph ([train] allreduce auto
   // or nccl; fp16 / bf16 rounded by kernels of ours on the GPU before NCCL sums them, widened
-  // after). PowerSGD needs every gradient at once: in the Host device's optimizer graph, else
+  // after): the device's own sums (Device::open_collective). PowerSGD needs every gradient at once: in the Host device's optimizer graph, else
   // between the step and the optimizer. Staged through `env` between them: a GPU's PowerSGD or
   // allreduce = "host" gradients. Every rank chooses alike (NCCL only when every
   // rank has the same). Throws TrainError for an allreduce = "nccl" that cannot be.
@@ -79,9 +76,9 @@ class DataParallel {
   // After the optimizer step ran (`grad_norm`: its norm of the summed gradients): what was sent.
   // Throws TrainError when the sums hold inf or nan and no loss scaling skips the step.
   distributed::ExchangeResult end_exchange(int64_t step, bool loss_scaling, double grad_norm);
-  // While it lives, a wait on NCCL's sums is bounded by [train] rank_timeout (the watchdog);
-  // nullptr without NCCL.
-  std::unique_ptr<cuda::NcclSums::Watch> watch(int64_t step);
+  // While it lives, a wait on the device's sums is bounded by [train] rank_timeout (NCCL's
+  // watchdog); nullptr where the communicator's deadlines bound them, or there are none.
+  std::unique_ptr<runtime::DeviceCollective::Watch> watch(int64_t step);
 
   // Losses, accuracy counts and tokens of the whole global batch (every rank gets them).
   void reduce(run_folder::StepStats& stats);
@@ -114,11 +111,12 @@ class DataParallel {
   // in a GPU's CUDA Graph; MPI's or Gloo's issued among the Host device's launches).
   enum class SumPath { None, Staged, InRuns, OnDevice };
   std::string attach_sums(GraphRunner& step, GraphRunner& optimizer, runtime::Device* device);
-  // A device whose sums run on a second queue (InRunSums::SideQueue: NCCL on a GPU).
-  std::string attach_gpu(runtime::Device& gpu, GraphRunner& step);
-  // The OnDevice sums' hooks in the step's run: NCCL on the device's second queue (SideQueue), or
-  // MPI's or Gloo's sums issued as host calls among its launches (HostCalls).
-  void attach_device_sums(runtime::Device& device, GraphRunner& step);
+  // A device whose sums are a collective library's on a second queue (InRunSums::SideQueue: NCCL
+  // on a GPU), where staging through host memory is the way round it.
+  std::string attach_library_sums(runtime::Device& device, GraphRunner& step);
+  // The OnDevice sums' hooks in the step's run: the device's sums (`sums`, from open_collective)
+  // issued as the backward writes each bucket, and joined before the updates.
+  std::string attach_device_sums(runtime::Device& device, GraphRunner& step, std::unique_ptr<runtime::DeviceCollective> sums);
   // One bucket's sums on a device: of its gradients in place (f32), or of `packed`, a device
   // buffer of their 16-bit shares one after the other, which the casts' kernels fill and read back.
   struct DeviceBucket {
@@ -146,10 +144,9 @@ class DataParallel {
   std::vector<std::string> accumulators_;
   std::unique_ptr<distributed::GradientExchange> exchange_;
   SumPath path_ = SumPath::None;
-  std::unique_ptr<cuda::NcclSums> nccl_;
+  std::unique_ptr<runtime::DeviceCollective> device_sums_;  // OnDevice: the device's own sums
   std::map<int64_t, codegen::GradientCasts> casts_;  // by element count (stable addresses: launches keep them)
   std::vector<DeviceBucket> device_buckets_;
-  std::vector<std::unique_ptr<distributed::PendingSum>> in_flight_;  // the Host device's OnDevice sums
   int64_t step_ = 0;                 // the step the in-graph sums are made for
   distributed::ExchangeResult result_;      // of the last exchange
 };

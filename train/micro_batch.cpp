@@ -9,14 +9,12 @@
 
 #include <fmt/format.h>
 
+#include "codegen/library_gemm.h"
 #include "codegen/render.h"
 #include "runtime/plan_layout.h"
-#include "cuda/vendor_abi.h"
 
 namespace bertc::train {
 namespace {
-
-constexpr uint64_t kCublasWorkspace = cuda::abi::kCublasWorkspaceBytes;  // (what the CUDA device sets)
 
 double mib(uint64_t bytes) { return static_cast<double>(bytes) / double(uint64_t{1} << 20); }
 
@@ -47,7 +45,7 @@ PlannedMemory planned_device_memory(const passes::TrainingProgram& program, cons
     }
     planned.bytes += workspace;
   }
-  if (planned.cublas) planned.bytes += kCublasWorkspace;
+  if (planned.cublas) planned.bytes += codegen::kLibraryWorkspaceBytes;
   return planned;
 }
 
@@ -105,7 +103,7 @@ MicroBatch choose_micro_batch(const frontend::ModelDefinition& model, const run_
       mib(usable),
       cublas ? fmt::format("cuBLAS's workspace alone takes {:.0f} MiB, which --matmul generated (products by "
                             "generated kernels) leaves out; or ",
-                            mib(kCublasWorkspace))
+                            mib(codegen::kLibraryWorkspaceBytes))
               : "",
       config.compile.recompute != passes::RecomputePolicy::Full ? "use --recompute full, " : ""));
 }

@@ -151,18 +151,20 @@ void choose_batch(const frontend::ModelDefinition& model, TrainOptions& o, const
     }
   }
   uint64_t mine = o.device_memory ? *o.device_memory : (device ? device->free_bytes() : runtime::host_available_bytes());
-  // NCCL allocates its buffers when it joins, after the micro-batch is chosen (and so do the
-  // buffers of 16-bit shares it sums with fp16 / bf16 compression: 2 bytes a param).
-  const bool gpu = device && device->capabilities().gpu;
+  // A collective library (NCCL on a GPU) allocates its buffers when it joins, after the
+  // micro-batch is chosen (and so do the buffers of 16-bit shares it sums with fp16 / bf16
+  // compression: 2 bytes a param).
+  const runtime::DeviceCapabilities can = device ? device->capabilities() : runtime::DeviceCapabilities{};
   int64_t params = 0;
-  if (nccl_reserve_bytes(o.config.train, comm.size(), gpu, 0) > 0) {
+  if (collective_reserve_bytes(o.config.train, comm.size(), can, 0) > 0) {
     const ir::Graph forward = frontend::build_model(model, o.config.model_settings());
     for (ir::ValueId p : forward.values_of(ir::OpKind::Param)) params += forward.value(p).type.numel();
   }
-  const uint64_t nccl = nccl_reserve_bytes(o.config.train, comm.size(), gpu, params);
-  if (nccl > 0) {
-    log << fmt::format("train: --batch-size auto leaves {} MiB for NCCL's sums\n", nccl >> 20);
-    mine = mine > nccl ? mine - nccl : 0;
+  const uint64_t reserve = collective_reserve_bytes(o.config.train, comm.size(), can, params);
+  if (reserve > 0) {
+    log << fmt::format("train: --batch-size auto leaves {} MiB for the gradient sums' library ({})\n", reserve >> 20,
+                       device->name());
+    mine = mine > reserve ? mine - reserve : 0;
   }
   const std::vector<uint64_t> all = comm.all_gather(mine, "the start-up exchange of free memory (--batch-size auto)");
   const uint64_t available = *std::min_element(all.begin(), all.end());
@@ -404,7 +406,7 @@ run_folder::StepStats train_step(int64_t s, const TrainOptions& o, Runners& r, B
   // Nothing accumulates: on a device the step and the optimizer step (with the gradient sums when
   // they are in its graph) replay as one graph.
   const bool together = K == 1 && (!dp.exchanges() || dp.sums_in_runs());
-  std::unique_ptr<cuda::NcclSums::Watch> watch;  // from the graph with the sums to the optimizer's end
+  std::unique_ptr<runtime::DeviceCollective::Watch> watch;  // from the graph with the sums to the optimizer's end
   for (int64_t k = 0; k < K; ++k) {
     const int64_t micro = (s - 1) * K + k;
     LoadedBatch loaded = loader.next();
