@@ -1,6 +1,6 @@
 # bertc_stage_library(): one static library per folder, with its headers installed.
 #
-#   bertc_stage_library(ir DEPENDS fmt::fmt)
+#   bertc_stage_library(ir DEPENDS ${BERTC_FMT})
 # creates target bertc_ir (alias bertc::ir) from every .cpp of the folder (a new file pair needs
 # no edit here; CONFIGURE_DEPENDS re-globs at build time), or from SOURCES when given (a folder
 # holding several libraries); EXTRA_SOURCES adds generated files. Sources include each other as

@@ -2,6 +2,7 @@
 // sum the contributions each value receives.
 #include "passes/autodiff.h"
 
+#include <algorithm>
 #include <map>
 #include <numeric>
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Run on the build machine: builds what the GPU test machine needs (it has no network and none
 # of our Debian packages) with static libstdc++/libgcc into .gpu/ (git-ignored), to be carried
-# there with the working tree. fmt and toml++ are header-only in bertc, so nothing else is linked;
-# without MPI, Gloo and HDF5 (Debian has no static Open MPI or Gloo, and the GPU machine none of
+# there with the working tree. fmt (header-only under BERTC_STATIC_RUNTIME) and toml++ are compiled
+# in, so nothing else is linked; without MPI, Gloo and HDF5 (Debian has no static Open MPI or Gloo, and the GPU machine none of
 # them): one rank there, no shards.
 # Beside it, .gpu/dynamic.tar.xz: the regular build's bertc (Gloo, Open MPI and HDF5 linked as
 # shared libraries) with every library it loads, glibc and its loader included, run through that
