@@ -21,7 +21,11 @@
 
 namespace bertc::cuda {
 
-using namespace bertc::runtime;  // (the runtime layer it implements a part of)
+using runtime::DeviceCapabilities;
+using runtime::DeviceGraph;
+using runtime::DeviceRequest;
+using runtime::GraphCensus;
+using runtime::InRunSums;
 
 using CUresult = int;
 using CUdevice = int;

@@ -7,7 +7,7 @@
 
 namespace bertc::cuda {
 
-using namespace bertc::codegen;  // (the codegen layer it implements a part of)
+using codegen::GpuImage;
 
 std::string encode_gpu_image_entry(const GpuImage& g) {
   std::string payload;

@@ -15,7 +15,9 @@
 
 namespace bertc::cuda {
 
-using namespace bertc::distributed;  // (the distributed layer it implements a part of)
+using distributed::Communicator;
+using distributed::Element;
+using distributed::RankError;
 namespace {
 
 constexpr auto kPollEvery = std::chrono::milliseconds(200);

@@ -28,7 +28,16 @@
 
 namespace bertc::cuda {
 
-using namespace bertc::codegen;  // (the codegen layer it implements a part of)
+using codegen::CompileStats;
+using codegen::EmbeddedFile;
+using codegen::GpuImage;
+using codegen::KernelCompileError;
+using codegen::KernelSource;
+using codegen::PtxasInfo;
+using codegen::main_loop_mix;
+using codegen::prelude_files;
+using codegen::read_cache_entry;
+using codegen::write_cache_entry;
 namespace {
 
 using Program = void*;

@@ -16,7 +16,12 @@
 
 namespace bertc::cuda {
 
-using namespace bertc::runtime;  // (the runtime layer it implements a part of)
+using runtime::DeviceCapabilities;
+using runtime::GraphCensus;
+using runtime::HostDevice;
+using runtime::InRunSums;
+using runtime::LaunchFootprint;
+using runtime::PtxLaunchRecord;
 
 // The NVRTC compilers for the arch: PTX for the emulator, and cubins where one reaches the arch
 // (ptxas's register counts: the launch limit and occupancy the driver applies).

@@ -11,28 +11,38 @@
 
 namespace bertc::driver {
 
-std::string less_memory(const std::string& command, bool compiled) {
+std::string less_memory(Workload work, bool compiled) {
   if (compiled)
     return "its micro-batch and recompute are compiled in: compile it again with a lower [train] batch_size (raise "
            "gradient_accumulation_steps to keep the global batch) or --recompute selective|full (bertc compile "
            "CONFIG --arch sm_XX -o FILE.bertx), or train from the config with --batch-size auto";
-  if (command == "train")
-    return "lower [train] batch_size (--batch-size; raise gradient_accumulation_steps to keep the global batch), "
+  switch (work) {
+    case Workload::Train:
+      return "lower [train] batch_size (--batch-size; raise gradient_accumulation_steps to keep the global batch), "
            "recompute activations (--recompute selective or full), or let bertc choose the largest batch that fits "
            "(--batch-size auto); for text data, make shards (bertc prepare-data) or more text shards ([train] "
            "text_shards)";
-  if (command == "finetune" || command == "check")
-    return "lower [train] batch_size in the config, or recompute activations (--recompute selective or full)";
-  if (command == "eval") return "evaluate a smaller batch (bertc batch from a config with a lower [train] batch_size)";
-  if (command == "batch") return "make shards (bertc prepare-data) or more text shards ([train] text_shards)";
-  if (command == "prepare-data") return "lower --memory-mb (the bound the passes plan for) or --threads";
-  if (command == "vocab") return "count fewer words at once (--threads 1), or a part of the text (--input)";
+    case Workload::Finetune:
+    case Workload::Check:
+      return "lower [train] batch_size in the config, or recompute activations (--recompute selective or full)";
+    case Workload::Eval:
+      return "evaluate a smaller batch (bertc batch from a config with a lower [train] batch_size)";
+    case Workload::Batch:
+      return "make shards (bertc prepare-data) or more text shards ([train] text_shards)";
+    case Workload::PrepareData:
+      return "lower --memory-mb (the bound the passes plan for) or --threads";
+    case Workload::Vocab:
+      return "count fewer words at once (--threads 1), or a part of the text (--input)";
+    case Workload::Other:
+      break;
+  }
   return "the model is too large for this machine's memory: check the config's [model] sizes";
 }
 
-MemoryAdvice memory_advice(const std::string& command, const std::string& config, bool compiled,
+MemoryAdvice memory_advice(Workload work, const std::string& config, bool compiled,
                            const frontend::ModelDefinition& model) {
-  if (!compiled && !config.empty() && (command == "train" || command == "finetune" || command == "check")) {
+  const bool builds_the_model = work == Workload::Train || work == Workload::Finetune || work == Workload::Check;
+  if (!compiled && !config.empty() && builds_the_model) {
     try {
       run_config::Config c = run_config::load_config(config, model.extra_keys);
       c.compile = resolve_here(c.compile);
@@ -47,7 +57,7 @@ MemoryAdvice memory_advice(const std::string& command, const std::string& config
       // (the config was read once already; failing again here leaves the usual advice)
     }
   }
-  return {less_memory(command, compiled), false};
+  return {less_memory(work, compiled), false};
 }
 
 }  // namespace bertc::driver

@@ -163,7 +163,7 @@ int train(const TrainArgs& args, const CompileFlags& flags, const frontend::Mode
   } catch (const std::exception& e) {
     const bool memory = dynamic_cast<const ir::OutOfMemory*>(&e);
     std::cerr << fmt::format("bertc: rank {} of {}: error: {}{}\n", world->rank(), world->size(), e.what(),
-                             memory ? ": " + memory_advice("train", args.config, compiled.has_value(), model).text : "")
+                             memory ? ": " + memory_advice(Workload::Train, args.config, compiled.has_value(), model).text : "")
               << std::flush;
     world->abort(1);
   }

@@ -38,7 +38,8 @@ class ConfigError : public std::runtime_error {
 using ConfigValue = support::OptionValue;
 
 // The shape of one micro-batch: the graph's inputs are [batch_size, seq_len] tokens and
-// [batch_size, max_predictions_per_seq] masked positions.
+// [batch_size, max_predictions_per_seq] masked positions. Its defaults (BERT-base's) are the
+// [train] keys' too (run_config/config.def reads them here).
 struct BatchShape {
   int64_t batch_size = 32;
   int64_t seq_len = 128;

@@ -18,6 +18,27 @@ namespace names = ir::names;
 using ir::Builder;
 using ir::Tensor;
 
+namespace {
+
+using Settings = std::map<std::string_view, double>;
+void add_setting(Settings& out, std::string_view key, double value) { out.emplace(key, value); }
+template <class T>
+void add_setting(Settings&, std::string_view, const T&) {}  // not a float: no attribute takes it
+
+// Every float the optimizer options hold, by its [train] key: an optimizer op's attribute of the
+// same name takes it (passes/options.def's keys are the attributes' names: "eps", "beta1", ...).
+Settings settings_by_key(const OptimizerOptions& o) {
+  Settings out;
+#define BERTC_COMPILE_OPTION(...)
+#define BERTC_OPTIMIZER_OPTION(member, Type, default_value, check, key, doc) add_setting(out, key, o.member);
+#include "passes/options.def"
+#undef BERTC_OPTIMIZER_OPTION
+#undef BERTC_COMPILE_OPTION
+  return out;
+}
+
+}  // namespace
+
 bool exempt_from_weight_decay(const std::string& name) {
   for (const char* part : {"bias", "LayerNorm", "layer_norm"})
     if (name.find(part) != std::string::npos) return true;
@@ -83,14 +104,14 @@ ir::Graph build_optimizer_graph(const ir::Graph& step_graph, const OptimizerOpti
   const Tensor step = b.cast(count, ir::DType::I64);
   const ir::OpKind kind = o.optimizer.kind;
   // The state the optimizer declares (ir/ops.def: its operands between grad and lr), and the
-  // hyperparameters it declares, each from its [train] key.
+  // hyperparameters it declares, each from the [train] key of its name.
   const std::vector<std::string> state_names = ir::optimizer_states(kind);
-  const std::map<std::string_view, double> settings = {{"beta1", o.beta1}, {"beta2", o.beta2}, {"eps", o.epsilon}};
+  const Settings settings = settings_by_key(o);
   for (const ir::AttrSpec& a : ir::op_info(kind).attrs)
-    if (a.name != "weight_decay" && !settings.contains(a.name))
-      throw ir::Error(fmt::format("optimizer: {} takes '{}', which no [train] key gives: add it to passes/options.def "
-                                  "and here",
-                                  ir::op_info(kind).name, a.name));
+    if (!settings.contains(a.name))
+      throw ir::Error(fmt::format("optimizer: {} takes '{}', which no [train] key gives: add the key '{}' to "
+                                  "passes/options.def",
+                                  ir::op_info(kind).name, a.name, a.name));
   for (const Slot& s : slots) {
     const ir::TensorType type = s.param.type();
     std::vector<Tensor> states;

@@ -24,6 +24,9 @@ namespace {
 // children at once than slots run unlisted (and could outlive a hard stop); bertc runs one per
 // compiling thread.
 std::array<std::atomic<pid_t>, 64> running{};
+// Set by end_children_now: bertc is ending (a second signal's handler, an exit), and a child that
+// dies now was killed for it, not failed.
+std::atomic<bool> ending{false};
 
 void end_at_exit() { end_children_now(); }
 
@@ -82,12 +85,17 @@ ChildEnd run_child(const std::vector<std::string>& argv, const std::filesystem::
   while ((waited = ::waitpid(pid, &status, 0)) < 0 && errno == EINTR) {
   }
   if (waited < 0) return {-1, fmt::format("could not be waited for: {}", std::strerror(errno))};
+  // Killed because bertc is ending at once: whoever ended it ends the process in a moment, with its
+  // own words and exit status; reporting a failed child here would race that exit with another.
+  if (WIFSIGNALED(status) && ending.load())
+    for (;;) ::pause();
   if (WIFSIGNALED(status))
     return {-1, fmt::format("was killed by signal {} ({}; out of memory?)", WTERMSIG(status), strsignal(WTERMSIG(status)))};
   return {WEXITSTATUS(status), ""};
 }
 
 void end_children_now() {
+  ending.store(true);
   for (auto& s : running)
     if (const pid_t pid = s.load(); pid > 0) ::kill(-pid, SIGKILL);  // (the group: the driver and what it ran)
 }

@@ -20,7 +20,8 @@ struct ChildEnd {
 ChildEnd run_child(const std::vector<std::string>& argv, const std::filesystem::path& log);
 
 // Ends the process groups of every program run_child is waiting for, with SIGKILL. Async-signal-safe:
-// for a signal handler that is about to end bertc at once (and for an exit while one runs).
+// for a signal handler that is about to end bertc at once (and for an exit while one runs). The
+// run_child calls whose programs it ends then never return: the caller's exit ends the process.
 void end_children_now();
 
 // The processes run_child is waiting for now (the leaders of their groups); for tests.

@@ -10,6 +10,7 @@ namespace {
 class BatchCommand final : public Subcommand {
  public:
   using Subcommand::Subcommand;
+  driver::Workload workload() const override { return driver::Workload::Batch; }
   int run() override { return driver::batch(args_, context_.model); }
 
  private:

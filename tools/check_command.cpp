@@ -14,6 +14,7 @@ namespace {
 class CheckCommand final : public Subcommand {
  public:
   using Subcommand::Subcommand;
+  driver::Workload workload() const override { return driver::Workload::Check; }
   int run() override { return driver::check(file_, flags_, args_, context_.model, std::cout); }
   driver::MemoryAdvice memory_advice() const override { return advice_running(file_, false); }
 

@@ -9,6 +9,7 @@ namespace {
 class EvalCommand final : public Subcommand {
  public:
   using Subcommand::Subcommand;
+  driver::Workload workload() const override { return driver::Workload::Eval; }
   int run() override { return driver::eval(args_, context_.model); }
 
  private:

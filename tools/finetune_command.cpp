@@ -14,6 +14,7 @@ namespace {
 class FinetuneCommand final : public Subcommand {
  public:
   using Subcommand::Subcommand;
+  driver::Workload workload() const override { return driver::Workload::Finetune; }
   int run() override { return driver::finetune(args_, flags_, context_.model, std::cerr); }
   driver::MemoryAdvice memory_advice() const override { return advice_running(args_.config, false); }
 

@@ -12,6 +12,7 @@ namespace {
 class PrepareDataCommand final : public Subcommand {
  public:
   using Subcommand::Subcommand;
+  driver::Workload workload() const override { return driver::Workload::PrepareData; }
   int run() override { return driver::prepare_data(args_, context_.model, std::cerr); }
 
  private:

@@ -34,6 +34,8 @@ class Subcommand {
   // Runs it after a successful parse: the exit code. Throws what the driver throws; the command
   // line says it.
   virtual int run() = 0;
+  // What it runs, for what an out-of-memory error in it advises.
+  virtual driver::Workload workload() const { return driver::Workload::Other; }
   // What an out-of-memory error in it advises.
   virtual driver::MemoryAdvice memory_advice() const;
   // Whether it may run as one of several data-parallel ranks (any other is refused on every rank).

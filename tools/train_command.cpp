@@ -12,6 +12,7 @@ namespace {
 class TrainCommand final : public Subcommand {
  public:
   using Subcommand::Subcommand;
+  driver::Workload workload() const override { return driver::Workload::Train; }
   int run() override { return driver::train(args_, flags_, context_.model, context_.embedded, context_.self); }
   driver::MemoryAdvice memory_advice() const override {
     return advice_running(args_.config, context_.embedded && args_.config.empty());

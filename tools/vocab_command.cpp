@@ -12,6 +12,7 @@ namespace {
 class VocabCommand final : public Subcommand {
  public:
   using Subcommand::Subcommand;
+  driver::Workload workload() const override { return driver::Workload::Vocab; }
   int run() override { return driver::train_vocab(args_, context_.model, std::cerr); }
 
  private:
