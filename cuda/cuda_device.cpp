@@ -3,6 +3,7 @@
 #include "cuda/cuda_device.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <set>
 #include <stdexcept>
 
@@ -148,7 +149,7 @@ CudaDevice::CudaDevice(const DeviceRequest& request) : api_(std::make_unique<Api
                                          a.info.arch, fmt::format(fmt::runtime(request.older_gpu), a.info.arch)));
   a.kernel_arch = sm == 0 ? a.info.arch : sm;
   std::string error;
-  a.cuda = support::SharedLibrary::open("libcuda.so.1", &error, support::SharedLibrary::Lifetime::Process);
+  a.cuda = open_cuda_driver(&error);
   if (!a.cuda.loaded())
     throw std::runtime_error(fmt::format("--device cuda: no CUDA driver ({}): {}", error, request.instead));
   a.bind(a.cuInit, a.cuda, "cuInit");
@@ -339,8 +340,15 @@ void CudaDevice::use_images(std::map<std::string, codegen::GpuImage> images, con
   a.given_images = std::move(images);
 }
 
+// BERTC_CUDA_PTX=1: the driver is handed PTX to compile itself rather than NVRTC's cubins (its
+// JIT, as for a GPU newer than NVRTC knows; bertc's emulated driver runs PTX only).
+bool driver_compiles_ptx() {
+  const char* v = std::getenv("BERTC_CUDA_PTX");
+  return v && std::string(v) == "1";
+}
+
 std::vector<codegen::GpuImage> CudaDevice::Api::compile(const std::vector<codegen::KernelSource>& sources) const {
-  const cuda::NvrtcCompiler compiler = kernel_arch == info.arch
+  const cuda::NvrtcCompiler compiler = kernel_arch == info.arch && !driver_compiles_ptx()
                                               ? cuda::NvrtcCompiler::for_arch(info.arch, driver_version)
                                               : cuda::NvrtcCompiler::ptx_for_arch(kernel_arch, driver_version);
   return cuda::compile_all(compiler, sources, cache);

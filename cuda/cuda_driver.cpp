@@ -1,6 +1,8 @@
 // CUDA driver probe through dlopen; only the few entry points needed to list GPUs.
 #include "cuda/cuda_driver.h"
 
+#include <cstdlib>
+
 #include <fmt/format.h>
 
 #include "cuda/vendor_abi.h"
@@ -21,10 +23,17 @@ using TotalMemFn = int (*)(size_t*, int);
 
 }  // namespace
 
+support::SharedLibrary open_cuda_driver(std::string* error) {
+  const char* chosen = std::getenv("BERTC_CUDA_DRIVER");
+  const std::string path = chosen && *chosen ? chosen : "libcuda.so.1";
+  support::SharedLibrary lib = support::SharedLibrary::open(path, error, support::SharedLibrary::Lifetime::Process);
+  if (!lib.loaded() && chosen && *chosen) *error = fmt::format("BERTC_CUDA_DRIVER={}: {}", chosen, *error);
+  return lib;
+}
+
 CudaDriverProbe probe_cuda_driver() {
   CudaDriverProbe probe;
-  // Loaded for the process: cuInit below starts the driver, which must not be unloaded after.
-  auto lib = support::SharedLibrary::open("libcuda.so.1", &probe.error, support::SharedLibrary::Lifetime::Process);
+  auto lib = open_cuda_driver(&probe.error);
   if (!lib.loaded()) {
     probe.error = "no CUDA driver (" + probe.error + ")";
     return probe;

@@ -5,7 +5,15 @@
 #include <string>
 #include <vector>
 
+#include "support/shared_library.h"
+
 namespace bertc::cuda {
+
+// The CUDA driver bertc loads: libcuda.so.1 on the loader's path, or the file $BERTC_CUDA_DRIVER
+// names (another driver: bertc's emulated one, build/cuda_emulation/libcuda.so.1, is chosen only
+// so). Loaded for the process (cuInit starts the driver, which must not be unloaded after); not
+// loaded with `error` set when there is none.
+support::SharedLibrary open_cuda_driver(std::string* error);
 
 struct CudaDeviceInfo {
   int ordinal = 0;

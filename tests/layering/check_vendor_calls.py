@@ -3,6 +3,7 @@
 NVRTC's, cuBLAS's or NCCL's API (cuLaunchKernel(...), nvrtcCompileProgram(...), cublasCreate(...),
 ncclAllReduce(...)) or one of their library names ("libcuda.so.1", ...) in the sources of any other
 folder is reported; the others reach them through runtime::Device and the device table.
+cuda_emulation/ defines the driver API (bertc's emulated libcuda.so.1): it is NVIDIA's API there.
 
   check_vendor_calls.py SOURCE_ROOT
   check_vendor_calls.py --self-test     (planted calls must be reported)
@@ -13,6 +14,7 @@ import re
 import sys
 
 BACKEND = "cuda"
+EMULATION = "cuda_emulation"  # (defines the API it emulates)
 SKIPPED = {"tests", "bench", "examples", "build", "docs", "scripts", "cmake"}
 CALL = re.compile(r"\b(?:cu[A-Z][A-Za-z0-9_]*|nvrtc[A-Z][A-Za-z0-9_]*|cublas[A-Z][A-Za-z0-9_]*|nccl[A-Z][A-Za-z0-9_]*)\(")
 LIBRARY = re.compile(r'"lib(?:cuda|nvrtc|cublas|cublasLt|nccl)\b')
@@ -44,7 +46,7 @@ def main():
     root = sys.argv[1]
     problems, files = [], 0
     for folder in sorted(os.listdir(root)):
-        if folder in SKIPPED or folder == BACKEND or folder.startswith(".") or not os.path.isdir(os.path.join(root, folder)):
+        if folder in SKIPPED or folder in (BACKEND, EMULATION) or folder.startswith(".") or not os.path.isdir(os.path.join(root, folder)):
             continue
         for path in glob.glob(os.path.join(root, folder, "**", "*"), recursive=True):
             if path.endswith((".cpp", ".h")):
