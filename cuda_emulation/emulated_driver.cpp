@@ -541,6 +541,8 @@ CUresult Driver::stream_wait_event(CUstream hstream, CUevent event, unsigned fla
   CUresult rc;
   CUstream_st* s = stream_of(hstream, &rc);
   if (!s) return rc;
+  if (event->capture && !captures_.count(event->capture))
+    return CUDA_ERROR_CAPTURED_EVENT;  // (last recorded in a capture that has ended: no work to wait for)
   if (event->capture) {
     // A captured event: the stream joins its capture (or, in it already, depends on its nodes).
     if (s->capture && s->capture != event->capture) {

@@ -289,6 +289,11 @@ TEST_F(EmulatedDriver, AForkedStreamMustBeJoinedBeforeTheCaptureEnds) {
     EXPECT_EQ(end(stream, &graph), join ? CUDA_SUCCESS : CUDA_ERROR_STREAM_CAPTURE_UNJOINED) << join;
     EXPECT_EQ(graph != nullptr, join);
   }
+  // An event last recorded in a capture that has ended stands for no work: waiting for it is
+  // refused, not a way back into that capture; recorded outside a capture it orders again.
+  EXPECT_EQ(wait(side, forked, 0), CUDA_ERROR_CAPTURED_EVENT);
+  ASSERT_EQ(record(forked, stream), CUDA_SUCCESS);
+  EXPECT_EQ(wait(side, forked, 0), CUDA_SUCCESS);
 }
 
 // Last: a kernel's finding is a device fault, and every call after it fails (as on a GPU).
