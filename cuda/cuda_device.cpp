@@ -85,6 +85,7 @@ struct CudaDevice::Api {
   CudaDeviceInfo info;
   int driver_version = 0;  // cuDriverGetVersion's: which NVRTC's output this driver loads
   int kernel_arch = 0;     // the arch whose kernels run: the GPU's, or an older one's as PTX
+  bool timed = false;      // the driver times work (cuEventElapsedTime answers)
   CUdevice device = 0;
   Handle context = nullptr, stream = nullptr, blas = nullptr;
   Handle side = nullptr, forked = nullptr, joined = nullptr;  // the side stream and its two events
@@ -123,6 +124,22 @@ int cuda_type(ir::DType t) {
   if (t == ir::DType::F16) return kCudaR16F;
   if (t == ir::DType::BF16) return kCudaR16BF;
   throw std::invalid_argument(fmt::format("cuBLAS takes no {} matrices", ir::dtype_name(t)));
+}
+
+// Whether the driver times work: two events recorded on the stream and the time between them
+// asked for (a driver that keeps no time, as bertc's emulated one, refuses the question).
+bool driver_times_work(CudaDevice::Api& a) {
+  Handle first = nullptr, second = nullptr;
+  a.check(a.cuEventCreate(&first, 0), "cuEventCreate");
+  a.check(a.cuEventCreate(&second, 0), "cuEventCreate");
+  a.check(a.cuEventRecord(first, a.stream), "cuEventRecord");
+  a.check(a.cuEventRecord(second, a.stream), "cuEventRecord");
+  a.check(a.cuEventSynchronize(second), "cuEventSynchronize");
+  float ms = 0;
+  const bool timed = a.cuEventElapsedTime(&ms, first, second) == 0;
+  a.cuEventDestroy(first);
+  a.cuEventDestroy(second);
+  return timed;
 }
 
 }  // namespace
@@ -193,6 +210,7 @@ CudaDevice::CudaDevice(const DeviceRequest& request) : api_(std::make_unique<Api
   a.check(a.cuDevicePrimaryCtxRetain(&a.context, a.device), "cuDevicePrimaryCtxRetain");
   a.check(a.cuCtxSetCurrent(a.context), "cuCtxSetCurrent");
   a.check(a.cuStreamCreate(&a.stream, kStreamNonBlocking), "cuStreamCreate");
+  a.timed = driver_times_work(a);
   a.cublas = find_cublas(a.driver_version);
 }
 
@@ -230,7 +248,7 @@ DeviceCapabilities CudaDevice::capabilities() const {
               ? ""
               : fmt::format("no cuBLAS that this driver runs was found (tried {}); set BERTC_CUBLAS to a libcublas.so",
                             fmt::join(a.cublas.tried, "; ")),
-          InRunSums::SideQueue, kNcclReserveBytes};
+          InRunSums::SideQueue, kNcclReserveBytes, a.timed};
 }
 runtime::CollectiveOpening CudaDevice::open_collective(distributed::Communicator& comm, double timeout_seconds) {
   return open_nccl_sums(*this, comm, timeout_seconds);

@@ -72,6 +72,9 @@ struct DeviceCapabilities {
   // Device memory the collective library of SideQueue sums takes when it joins, beyond the plan
   // (for --batch-size auto to leave free): 0 for the others.
   uint64_t collective_library_bytes = 0;
+  // A GPU whose driver times its work (CUDA events): MFU and --profile read those times. False for
+  // a driver that keeps none (bertc's emulated driver: its figures are the emulator's, not a GPU's).
+  bool times_measured = false;
 };
 
 // What one launch of a plan may touch, as the plan knows it and a device does not: a memory plan

@@ -370,7 +370,7 @@ Runners make_runners(const frontend::ModelDefinition& model, const TrainOptions&
     make_plan_runners(o, program, device, state, launching, log, r);
   }
   r.figures.memory_bytes = device->allocated_bytes();
-  if (caps.gpu) {
+  if (caps.gpu && caps.times_measured) {  // (MFU: a GPU's time, not an emulated driver's wall clock)
     r.figures.peak_flops = peak_flops(caps.sm, o.config.compile.precision);
     r.figures.model_flops_per_step = model_flops_per_step(model, o.config, program);
   }
@@ -571,6 +571,11 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
   if (o.profile_step && !device)
     throw run_folder::TrainError("--profile times the launches of a compiled program on a device, and the CPU reference runs none: "
                      "train with --device cuda (or host)");
+  if (o.profile_step && device->capabilities().gpu && !device->capabilities().times_measured)
+    throw run_folder::TrainError(fmt::format("--profile times the launches with the GPU's events, and the driver of {} keeps "
+                                             "no time: profile on a GPU, or count the emulated kernels' work with bertc check "
+                                             "CONFIG --device ptx",
+                                             device->name()));
   if (o.profile_step && (*o.profile_step <= start || *o.profile_step > last))
     throw run_folder::TrainError(fmt::format("--profile {} is not a step of this run (steps {} to {}): give one of those", *o.profile_step,
                                  start + 1, last));

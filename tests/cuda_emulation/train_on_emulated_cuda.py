@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """bertc's CUDA device on bertc's emulated CUDA driver (cuda_emulation/, a P40 of 2 GiB): `bertc check
 --device cuda` compares every value of a step and an optimizer step with the reference, and `bertc train
---device cuda` (its step recorded as a CUDA Graph and replayed) gives the Host device's losses. The
-same CudaDevice code a GPU user runs, loaded through BERTC_CUDA_DRIVER and handed PTX (BERTC_CUDA_PTX=1).
+--device cuda` (its step recorded as a CUDA Graph and replayed) gives the Host device's losses, with
+no MFU printed and --profile refused, as the driver keeps no time. The same CudaDevice code a GPU
+user runs, loaded through BERTC_CUDA_DRIVER and handed PTX (BERTC_CUDA_PTX=1).
 
 usage: train_on_emulated_cuda.py BERTC LIBCUDA SOURCE_DIR WORK_DIR
 """
@@ -43,6 +44,8 @@ for device, env in (("cuda", emulated), ("host", dict(os.environ, XDG_CACHE_HOME
     said = run(["train", config, "--device", device, "--steps", "4", "--checkpoint-dir", folder], env, f"train --device {device}")
     if device == "cuda" and "graph: recorded one device graph" not in said:
         fail(f"training on the emulated driver recorded no CUDA Graph:\n{said}")
+    if device == "cuda" and "MFU" in said:  # (the emulator's wall clock against a P40's peak is no GPU figure)
+        fail(f"training on the emulated driver printed an MFU:\n{said}")
     losses[device] = [json.loads(line)["loss"] for line in open(os.path.join(folder, "metrics.jsonl")) if '"loss"' in line]
 # The PTX NVRTC emits and the host compiler's build of the same kernel sources may contract
 # multiply-adds into FMAs differently, so a loss may differ in its last bits (4.8e-7 of 6.48 was
@@ -53,3 +56,11 @@ for step, (a, b) in enumerate(zip(losses["cuda"], losses["host"]), 1):
     if abs(a - b) > 1e-5 * abs(b):
         fail(f"step {step}: loss {a} on the emulated CUDA driver, {b} on the Host device")
 print("train --device cuda on the emulated P40 (a CUDA Graph replayed) equals the Host device:", losses["cuda"])
+
+# A driver that keeps no time: --profile is refused, saying why, rather than printing times.
+p = subprocess.run([bertc, "train", config, "--device", "cuda", "--steps", "2", "--profile", "2", "--checkpoint-dir",
+                    os.path.join(work, "profile")], env=emulated, capture_output=True, text=True, timeout=900)
+if p.returncode == 0 or "keeps no time" not in p.stderr:
+    fail(f"--profile on the emulated driver: exit {p.returncode}, expected a refusal naming the driver's missing times:\n"
+         f"{p.stderr[-2000:]}")
+print("--profile on the emulated driver:", p.stderr.strip().splitlines()[-1])
