@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """bertc's CUDA device on bertc's emulated CUDA driver (cuda_emulation/, a P40 of 2 GiB): `bertc check
---device cuda` compares every value of a step and an optimizer step with the reference, and `bertc train
---device cuda` (its step recorded as a CUDA Graph and replayed) gives the Host device's losses, with
-no MFU printed and --profile refused, as the driver keeps no time. The same CudaDevice code a GPU
-user runs, loaded through BERTC_CUDA_DRIVER and handed PTX (BERTC_CUDA_PTX=1).
+--device cuda` compares every value of a step and an optimizer step with the reference (and on a
+V100, an A100 and an H200 in fp16 and bf16), and `bertc train --device cuda` (its step recorded as a
+CUDA Graph and replayed) gives the Host device's losses, with no MFU printed and --profile refused,
+as the driver keeps no time. The same CudaDevice code a GPU user runs, loaded through
+BERTC_CUDA_DRIVER and handed PTX (BERTC_CUDA_PTX=1).
 
 usage: train_on_emulated_cuda.py BERTC LIBCUDA SOURCE_DIR WORK_DIR
 """
@@ -37,6 +38,14 @@ said = run(["check", config, "--device", "cuda"], emulated, "bertc check --devic
 if "bertc's emulated driver" not in said or " 0 beyond " not in said:
     fail(f"the check did not run on the emulated P40 or found values beyond its tolerance:\n{said}")
 print("check --device cuda on the emulated P40:", [l for l in said.splitlines() if l.startswith(("step:", "optimizer:"))])
+# The other GPUs of the issue, each in its arch's precision (auto): V100 fp16 (mma.m8n8k4), A100 and
+# H200 bf16 (mma.m16n8k16, ldmatrix, cp.async), every value within bertc check's tolerances.
+for gpu, precision in (("v100", "fp16"), ("a100", "bf16"), ("h200", "bf16")):
+    said = run(["check", config, "--device", "cuda"], dict(emulated, BERTC_EMULATED_GPU=gpu), f"check on an emulated {gpu}")
+    if f"{precision} precision" not in said or " 0 beyond " not in said:
+        fail(f"the check on an emulated {gpu} did not run in {precision} or found values beyond its tolerance:\n{said}")
+    print(f"check --device cuda on an emulated {gpu} ({precision}):",
+          [l.split(" (")[0] for l in said.splitlines() if l.startswith(("step:", "optimizer:"))])
 
 losses = {}
 for device, env in (("cuda", emulated), ("host", dict(os.environ, XDG_CACHE_HOME=os.path.join(work, "cache")))):
