@@ -18,6 +18,14 @@ constexpr uint64_t kAlignment = 256;  // cuMemAlloc's alignment (the Programming
 // Which device pointers a launch's parameters may hold: the emulator sees every allocation.
 uint64_t address(const void* p) { return reinterpret_cast<uint64_t>(p); }
 
+// Whether [p, p + bytes) lies inside one of `allocations` (base -> bytes).
+bool within(const std::map<uint64_t, size_t>& allocations, uint64_t p, size_t bytes) {
+  auto it = allocations.upper_bound(p);
+  if (it == allocations.begin()) return false;
+  --it;
+  return p + bytes <= it->first + it->second;
+}
+
 bool legacy(CUstream s) { return s == nullptr || s == CU_STREAM_LEGACY; }
 
 uint64_t seed_from_environment() {
@@ -220,19 +228,9 @@ CUresult Driver::host_free(void* pointer) {
   return CUDA_SUCCESS;
 }
 
-bool Driver::pinned(const void* p, size_t bytes) const {
-  auto it = host_allocations_.upper_bound(address(p));
-  if (it == host_allocations_.begin()) return false;
-  --it;
-  return address(p) + bytes <= it->first + it->second;
-}
+bool Driver::pinned(const void* p, size_t bytes) const { return within(host_allocations_, address(p), bytes); }
 
-bool Driver::device_memory(CUdeviceptr p, size_t bytes) const {
-  auto it = device_allocations_.upper_bound(p);
-  if (it == device_allocations_.begin()) return false;
-  --it;
-  return p + bytes <= it->first + it->second;
-}
+bool Driver::device_memory(CUdeviceptr p, size_t bytes) const { return within(device_allocations_, p, bytes); }
 
 CUstream_st* Driver::stream_of(CUstream stream, CUresult* rc) {
   *rc = CUDA_SUCCESS;
