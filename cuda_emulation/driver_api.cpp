@@ -4,7 +4,10 @@
 // calling the Driver under its lock. Nothing else is exported (exports.map).
 #include <cuda.h>
 
+#include <memory>
 #include <mutex>
+#include <string>
+#include <vector>
 
 #include "cuda_emulation/emulated_driver.h"
 
@@ -202,6 +205,22 @@ CUresult CUDAAPI cuGraphGetNodes(CUgraph graph, CUgraphNode* nodes, size_t* coun
 }
 CUresult CUDAAPI cuGraphNodeGetType(CUgraphNode node, CUgraphNodeType* type) {
   return locked([&](Driver& d) { return d.node_type(node, type); });
+}
+
+// bertc's emulated libraries' kernels (library_kernels.h).
+CUresult bertcEmulatedLaunchLibraryKernel(CUstream stream, const char* what, const bertcEmulatedAccess* accesses,
+                                          size_t access_count, bertcEmulatedRun run, void* data, void (*release)(void*)) {
+  if (!what || (access_count && !accesses) || !run) return CUDA_ERROR_INVALID_VALUE;
+  std::shared_ptr<void> owned(data, [release](void* d) {
+    if (release) release(d);
+  });
+  auto work = [run, owned]() -> std::string {
+    char why[1024] = "";
+    return run(owned.get(), why, sizeof why) == 0 ? std::string() : std::string(why[0] ? why : "failed");
+  };
+  return locked([&](Driver& d) {
+    return d.library_kernel(stream, what, std::vector<bertcEmulatedAccess>(accesses, accesses + access_count), work);
+  });
 }
 
 // The older ABI of calls cuda.h renames, exported as libcuda.so.1 keeps them.

@@ -468,6 +468,40 @@ CUresult Driver::launch(CUfunction f, const ptx::Dim3& grid, const ptx::Dim3& bl
                    "kernel " + name});
 }
 
+CUresult Driver::library_kernel(CUstream hstream, std::string what, std::vector<bertcEmulatedAccess> accesses,
+                                std::function<std::string()> run) {
+  if (const CUresult rc = ready()) return rc;
+  CUresult rc;
+  CUstream_st* s = stream_of(hstream, &rc);
+  if (!s) return rc;
+  return issue(s, {CU_GRAPH_NODE_TYPE_KERNEL, [this, accesses, run] {
+                     for (const bertcEmulatedAccess& a : accesses) check_access(a, false);
+                     if (std::string why = run(); !why.empty()) throw std::runtime_error(why);
+                     for (const bertcEmulatedAccess& a : accesses) check_access(a, true);
+                     return CUDA_SUCCESS;
+                   },
+                   "kernel " + what});
+}
+
+void Driver::check_access(const bertcEmulatedAccess& access, bool after) {
+  for (uint64_t i = 0; i < access.count; ++i) {
+    const uint64_t at = access.base + i * access.stride;
+    if (after) {
+      if (access.writes) written_->written(at, access.bytes);
+      continue;
+    }
+    const char* verb = access.writes ? "writes" : "reads";
+    if (!device_memory(at, access.bytes))
+      throw std::runtime_error(fmt::format("{} {} bytes at {:#x}, outside every allocation (an illegal address)", verb,
+                                           access.bytes, at));
+    if (access.writes) continue;
+    if (const auto unwritten = written_->first_unwritten(at, access.bytes))
+      throw std::runtime_error(fmt::format("reads byte {:#x} ({} bytes into an allocation of {}), which nothing wrote "
+                                           "(an uninitialized read)",
+                                           unwritten->address, unwritten->address - unwritten->base, unwritten->bytes));
+  }
+}
+
 CUresult Driver::run_work(const Work& work) {
   try {
     return work.run();

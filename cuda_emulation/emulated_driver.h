@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "cuda_emulation/gpu_profile.h"
+#include "cuda_emulation/library_kernels.h"
 #include "ptx/executor.h"
 #include "ptx/global_checks.h"
 
@@ -126,6 +127,9 @@ class Driver {
   CUresult module_unload(CUmodule module);
   CUresult launch(CUfunction f, const ptx::Dim3& grid, const ptx::Dim3& block, unsigned shared_bytes, CUstream stream,
                   void** params, void** extra);
+  // An emulated library's kernel (library_kernels.h): `accesses` checked when it runs.
+  CUresult library_kernel(CUstream stream, std::string what, std::vector<bertcEmulatedAccess> accesses,
+                          std::function<std::string()> run);
   CUresult stream_create(CUstream* stream, unsigned flags);
   CUresult stream_destroy(CUstream stream);
   CUresult stream_synchronize(CUstream stream);
@@ -169,6 +173,9 @@ class Driver {
   CUresult run_work(const Work& work);
   bool pinned(const void* p, size_t bytes) const;
   bool device_memory(CUdeviceptr p, size_t bytes) const;
+  // Throws what memcheck and initcheck find in a library kernel's `access`, else marks what it
+  // writes written (after its run: `after`).
+  void check_access(const bertcEmulatedAccess& access, bool after);
   ptx::ArchLimits arch_limits() const;
 
   std::recursive_mutex mutex_;

@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
-"""bertc's CUDA device on bertc's emulated CUDA driver (cuda_emulation/, a P40 of 2 GiB): `bertc check
---device cuda` compares every value of a step and an optimizer step with the reference (and on a
-V100, an A100 and an H200 in fp16 and bf16), and `bertc train --device cuda` (its step recorded as a
-CUDA Graph and replayed) on a P40, a V100 and an A100 gives the Host device's losses for their kernels,
-with no MFU printed and --profile refused, as the driver keeps no time. The same CudaDevice code a GPU user runs, loaded through
-BERTC_CUDA_DRIVER and handed PTX (BERTC_CUDA_PTX=1).
+"""bertc's CUDA device on bertc's emulated CUDA driver and cuBLAS (cuda_emulation/, a P40 of 2 GiB):
+`bertc check --device cuda` compares every value of a step and an optimizer step with the reference
+(and on a V100, an A100 and an H200 in fp16 and bf16), and `bertc train --device cuda` (its step
+recorded as a CUDA Graph and replayed) in each GPU's precisions, with generated kernels and with
+cuBLAS, gives the Host device's losses for the same kernels; --eager gives the graph's losses; no
+MFU is printed and --profile is refused, as the driver keeps no time. The same CudaDevice code a GPU
+user runs, loaded through BERTC_CUDA_DRIVER and BERTC_CUBLAS and handed PTX (BERTC_CUDA_PTX=1).
 
-usage: train_on_emulated_cuda.py BERTC LIBCUDA SOURCE_DIR WORK_DIR
+usage: train_on_emulated_cuda.py BERTC LIBCUDA LIBCUBLAS SOURCE_DIR WORK_DIR
 """
 import json
 import os
@@ -14,11 +15,11 @@ import shutil
 import subprocess
 import sys
 
-bertc, libcuda, source, work = sys.argv[1:5]
+bertc, libcuda, libcublas, source, work = sys.argv[1:6]
 config = os.path.join(source, "tests", "lit", "Inputs", "test-tiny.toml")
 shutil.rmtree(work, ignore_errors=True)
 os.makedirs(work)
-emulated = dict(os.environ, BERTC_CUDA_DRIVER=libcuda, BERTC_EMULATED_GPU="p40", BERTC_EMULATED_GPU_MEMORY_MB="2048",
+emulated = dict(os.environ, BERTC_CUDA_DRIVER=libcuda, BERTC_CUBLAS=libcublas, BERTC_EMULATED_GPU="p40", BERTC_EMULATED_GPU_MEMORY_MB="2048",
                 BERTC_CUDA_PTX="1", XDG_CACHE_HOME=os.path.join(work, "cache"))
 
 
@@ -51,32 +52,61 @@ def losses_of(folder):
     return [json.loads(line)["loss"] for line in open(os.path.join(folder, "metrics.jsonl")) if '"loss"' in line]
 
 
+def train(device, env, folder, extra):
+    said = run(["train", config, "--device", device, "--steps", "4", "--checkpoint-dir", folder] + extra, env,
+               f"train --device {device} {' '.join(extra)}")
+    return said, losses_of(folder)
+
+
 # Each GPU's training on the emulated driver against the Host device running the same arch's
-# kernels: P40 fp32, V100 fp16 (loss scaling), A100 bf16. The PTX NVRTC emits and the host compiler's
-# build of the same kernel sources may contract multiply-adds into FMAs differently, so a loss may
-# differ in its last bits (4.8e-7 of 6.48 was seen at P40 fp32's step 1): 1e-5 relative in fp32, about
-# 100 ulps there; in fp16 and bf16 such a difference can flip one rounding of a 16-bit value
-# (2^-11 and 2^-8 relative), so 1e-3 there — far below what a wrong kernel moves.
+# kernels (and, with --matmul library, its host run of the same cuBLAS calls): P40 fp32 (also with
+# fp16 storage, and with every product in the emulated cuBLAS), V100 fp16 (loss scaling), A100 bf16
+# and tf32 (generated mma.m16n8k8 kernels, and cuBLAS's TF32 mode), H200 bf16. The PTX NVRTC emits
+# and the host compiler's build of the same kernel sources may contract multiply-adds into FMAs
+# differently, and the emulated cuBLAS sums in float where the Host device sums in double, so a loss
+# may differ in its last bits (4.8e-7 of 6.48 was seen at P40 fp32's step 1): 1e-5 relative in fp32,
+# about 100 ulps there; where values are stored in 16 bits or products take TF32 inputs, such a
+# difference can flip one rounding (2^-11 and 2^-8 relative), so 1e-3 there — far below what a
+# wrong kernel moves.
 host_env = dict(os.environ, XDG_CACHE_HOME=os.path.join(work, "cache"))
-for gpu, tolerance in (("p40", 1e-5), ("v100", 1e-3), ("a100", 1e-3)):
-    losses = {}
-    for device, env, extra in (("cuda", dict(emulated, BERTC_EMULATED_GPU=gpu), []), ("host", host_env, ["--arch", gpu])):
-        folder = os.path.join(work, f"{gpu}-{device}")
-        said = run(["train", config, "--device", device, "--steps", "4", "--checkpoint-dir", folder] + extra, env,
-                   f"train --device {device} ({gpu})")
-        if device == "cuda" and "graph: recorded one device graph" not in said:
-            fail(f"training on the emulated {gpu} recorded no CUDA Graph:\n{said}")
-        if device == "cuda" and "MFU" in said:  # (the emulator's wall clock against a GPU's peak is no GPU figure)
-            fail(f"training on the emulated {gpu} printed an MFU:\n{said}")
-        losses[device] = losses_of(folder)
-    if len(losses["cuda"]) != 4 or len(losses["host"]) != 4:
-        fail(f"{gpu}: expected 4 losses from each run: {losses}")
-    for step, (a, b) in enumerate(zip(losses["cuda"], losses["host"]), 1):
+scenarios = [("p40", "fp32", "generated", 1e-5), ("p40", "fp32-fp16storage", "generated", 1e-3),
+             ("p40", "fp32", "library", 1e-5), ("v100", "fp16", "generated", 1e-3),
+             ("a100", "bf16", "generated", 1e-3), ("a100", "tf32", "generated", 1e-3),
+             ("a100", "tf32", "library", 1e-3), ("h200", "bf16", "generated", 1e-3)]
+for gpu, precision, matmul, tolerance in scenarios:
+    extra = ["--precision", precision, "--matmul", matmul]
+    name = f"{gpu}-{precision}-{matmul}"
+    said, cuda = train("cuda", dict(emulated, BERTC_EMULATED_GPU=gpu), os.path.join(work, name + "-cuda"), extra)
+    if "graph: recorded one device graph" not in said:
+        fail(f"training on the emulated {gpu} ({precision}, {matmul}) recorded no CUDA Graph:\n{said}")
+    if "MFU" in said:  # (the emulator's wall clock against a GPU's peak is no GPU figure)
+        fail(f"training on the emulated {gpu} printed an MFU:\n{said}")
+    if matmul == "library" and "cuBLAS gemm" in said:
+        fail(f"the emulated cuBLAS said something while training:\n{said}")
+    _, host = train("host", host_env, os.path.join(work, name + "-host"), extra + ["--arch", gpu])
+    if len(cuda) != 4 or len(host) != 4:
+        fail(f"{name}: expected 4 losses from each run: cuda {cuda}, host {host}")
+    for step, (a, b) in enumerate(zip(cuda, host), 1):
         if abs(a - b) > tolerance * abs(b):
-            fail(f"{gpu} step {step}: loss {a} on the emulated CUDA driver, {b} on the Host device")
-    apart = max(abs(a - b) / abs(b) for a, b in zip(losses["cuda"], losses["host"]))
-    print(f"train --device cuda on an emulated {gpu} (a CUDA Graph replayed) equals the Host device "
-          f"(largest relative difference {apart:.1e}):", losses["cuda"])
+            fail(f"{name} step {step}: loss {a} on the emulated CUDA driver, {b} on the Host device")
+    apart = max(abs(a - b) / abs(b) for a, b in zip(cuda, host))
+    print(f"train --device cuda on an emulated {gpu}, {precision}, --matmul {matmul} (a CUDA Graph replayed) equals "
+          f"the Host device (largest relative difference {apart:.1e}):", cuda)
+
+# The library runs above went through the emulated cuBLAS: without it, the same run stops.
+p = subprocess.run([bertc, "train", config, "--device", "cuda", "--steps", "1", "--matmul", "library", "--checkpoint-dir",
+                    os.path.join(work, "no-cublas")], env=dict(emulated, BERTC_CUBLAS=os.path.join(work, "none.so")),
+                   capture_output=True, text=True, timeout=900)
+if p.returncode == 0 or "no cuBLAS" not in p.stderr:
+    fail(f"--matmul library with no cuBLAS to load: exit {p.returncode}, expected a refusal:\n{p.stderr[-2000:]}")
+
+# The step's CUDA Graph against the same launches issued one by one (--eager): the same kernels on
+# the same values, so the same losses, to the bit.
+_, eager = train("cuda", emulated, os.path.join(work, "p40-eager"), ["--eager"])
+graphed = losses_of(os.path.join(work, "p40-fp32-generated-cuda"))
+if eager != graphed:
+    fail(f"the P40's losses issued eagerly {eager} differ from those of its CUDA Graph {graphed}")
+print("--eager on the emulated P40 gives the CUDA Graph's losses to the bit:", eager)
 
 # A driver that keeps no time: --profile is refused, saying why, rather than printing times.
 p = subprocess.run([bertc, "train", config, "--device", "cuda", "--steps", "2", "--profile", "2", "--checkpoint-dir",

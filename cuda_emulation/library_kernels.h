@@ -1,0 +1,38 @@
+// The emulated driver's one export beyond the CUDA driver API: how the emulated libraries (cuBLAS,
+// NCCL) put their work on a stream — queued, or a kernel node of the capture's graph, as a real
+// library's own kernels go — naming the device memory it reads and writes, so that the driver
+// checks those accesses as its checkers check a PTX kernel's (inside an allocation; initcheck on
+// what is read) and keeps the written state that later kernels' initcheck reads. A plain C ABI:
+// the libraries find it with dlsym in the libcuda.so.1 the program loaded.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstddef>
+#include <cstdint>
+
+extern "C" {
+
+// `count` pieces of `bytes` bytes, `stride` bytes apart from `base` (a column-major matrix: one
+// piece a column).
+struct bertcEmulatedAccess {
+  uint64_t base;
+  uint64_t bytes;
+  uint64_t stride;
+  uint64_t count;
+  int writes;  // 0: read
+};
+
+// The kernel's work: 0 when done, else non-zero with why written to `why` (a finding: the driver
+// says it and fails every call after, as after a device fault).
+typedef int (*bertcEmulatedRun)(void* data, char* why, size_t why_bytes);
+
+// Issues `run(data)` on `stream` as kernel `what`; `release(data)` when no launch can run it any more
+// (the stream's work done, or the graph holding it destroyed). Returns the CUresult a launch would.
+CUresult bertcEmulatedLaunchLibraryKernel(CUstream stream, const char* what, const bertcEmulatedAccess* accesses,
+                                          size_t access_count, bertcEmulatedRun run, void* data,
+                                          void (*release)(void*));
+
+typedef CUresult (*bertcEmulatedLaunchLibraryKernelFn)(CUstream, const char*, const bertcEmulatedAccess*, size_t,
+                                                       bertcEmulatedRun, void*, void (*)(void*));
+}
