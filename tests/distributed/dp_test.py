@@ -6,7 +6,8 @@ and asserts on their metrics and messages. One case per ctest test:
 usage: dp_test.py CASE BERTC SOURCE_DIR WORK_DIR
 cases: equal_adamw equal_lamb equal_host equal_host_lamb equal_host_accumulating fp16_bf16 fp16_bf16_host powersgd kill hang resume_other_ranks refuse_mismatch
        refuse_nccl refuse_compiled_resume equal_compiled powersgd_resume equal_env equal_host_env kill_env hang_env refuse_env stop_env equal_torchrun
-       kill_torchrun; on a GPU (tests/gpu/run.sh): equal_cuda_env
+       kill_torchrun; on a GPU (tests/gpu/run.sh): equal_cuda_env; on bertc's emulated CUDA driver and NCCL:
+       equal_emulated fp16_bf16_emulated hang_emulated kill_emulated_env
 """
 import json
 import os
@@ -45,6 +46,9 @@ def config(name, base="tests/lit/Inputs/test-tiny.toml", **train):
             text = re.sub(rf"^{key} = .*$", f"{key} = {value}", text, flags=re.M)
         else:
             text = text.replace("[train]\n", f"[train]\n{key} = {value}\n", 1)
+    for key, value in EMULATED_KEYS.items():
+        if key not in train:
+            text = text.replace("[train]\n", f'[train]\n{key} = "{value}"\n', 1)
     path = os.path.join(WORK, name + ".toml")
     open(path, "w").write(text)
     return path
@@ -59,6 +63,12 @@ TORCH_PYTHON = os.environ.get("BERTC_TORCH_PYTHON", "python3")
 # train on it (LOCAL_RANK 0 for both, each its own context), their sums staged through host memory
 # over Gloo (NCCL refuses two ranks on one GPU).
 ONE_GPU = "_cuda" in CASE
+# The _emulated cases: every rank on bertc's emulated CUDA driver (a P40 each, a process each) with
+# its sums in the emulated NCCL inside the step's CUDA Graph (allreduce = "nccl"); ctest sets
+# BERTC_CUDA_DRIVER, BERTC_NCCL and the emulated GPU for them.
+EMULATED = "_emulated" in CASE
+DEVICE = "cuda" if EMULATED else "cpu"
+EMULATED_KEYS = {"allreduce": "nccl"} if EMULATED else {}
 
 
 def free_port():
@@ -124,7 +134,7 @@ def stopped(pid):
         return False
 
 
-def train(cfg, run, ranks=1, extra=(), check=True, device="cpu"):
+def train(cfg, run, ranks=1, extra=(), check=True, device=DEVICE):
     cmd = [BERTC, "train", cfg, "--device", device, "--checkpoint-dir", os.path.join(WORK, run), *extra]
     p = Ranks([cmd], ranks, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     p.stdout, p.stderr = p.communicate(timeout=900)
@@ -184,7 +194,9 @@ def equal(optimizer, device="cpu", steps=20, accumulation=1):
     where = {"host": rf"summed over {engine} among the step's launches on the Host device, each of ([2-9]|\d\d+) "
                      r"bucket\(s\) started",
              "cpu": rf"summed over {engine} among the step's ops, each of ([2-9]|\d\d+) bucket\(s\) started",
-             "cuda": rf"staged through host memory and summed over {engine} \(\[train\] allreduce\)"}
+             "cuda": r"summed by NCCL [\d.]+ \(.*\) on a second stream of the step's CUDA Graph, each of ([2-9]|\d\d+) "
+                     r"bucket\(s\) started" if EMULATED else
+                     rf"staged through host memory and summed over {engine} \(\[train\] allreduce\)"}
     if not re.search(where[device], log):
         fail(f"the 2-rank run on {device} did not say '{where[device]}':\n" + log[-2000:])
     if LAUNCHER == "torchrun" and f"(torchrun at 127.0.0.1:{two_ranks.master_port + 1})" not in log:
@@ -264,7 +276,7 @@ def rank_pids(marker):
 
 
 def start_and_wait_for_checkpoint(cfg, run):
-    cmd = [BERTC, "train", cfg, "--device", "cpu", "--checkpoint-dir", os.path.join(WORK, run)]
+    cmd = [BERTC, "train", cfg, "--device", DEVICE, "--checkpoint-dir", os.path.join(WORK, run)]
     p = Ranks([cmd], 2, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     first = os.path.join(WORK, run, "checkpoint-000010.safetensors")
     deadline = time.time() + 300
@@ -341,6 +353,18 @@ def kill():
     else:
         stopped_rank(signal.SIGKILL, 20, r"rank 0 of 2: error: .* rank 1 ended \(its connection to rank 0 closed.*"
                                          r"start every rank again with --resume")
+
+
+def emulated_stops(sig):
+    # On the emulated GPUs, rank 1 stopped (SIGSTOP) or killed inside or before a step: rank 0's NCCL
+    # sums wait as on a cluster, and its watchdog's deadline ([train] rank_timeout) or NCCL's report
+    # of the ended peer (the emulated NCCL sees its process gone, as a network would) stops every
+    # rank, naming the cause; a killed rank's closed connection (Gloo, without mpirun) may be seen first.
+    stopped_rank(sig, 5, r"step \d+ \(its gradient sums\) did not finish within 5 s|"
+                         r"NCCL reported .*rank 1 \(process \d+\) ended|"
+                         r"rank 1 did not reach the gradient all-reduce of step \d+ within 5 s|"
+                         r"within 5 s: rank 1 does not answer|rank 1 has not been heard from for over 3 s|"
+                         r"rank 1 ended \(its connection to rank 0 closed")
 
 
 def hang():
@@ -571,7 +595,11 @@ CASES = {"equal_adamw": lambda: equal("adamw"), "equal_lamb": lambda: equal("lam
          "equal_host_env": lambda: equal("adamw", device="host", steps=6), "kill_env": kill, "hang_env": hang,
          "refuse_env": refuse_env, "stop_env": stop, "refuse_compiled_resume": refuse_compiled_resume,
          "equal_compiled": equal_compiled, "equal_torchrun": lambda: equal("adamw"), "kill_torchrun": kill,
-         "equal_cuda_env": lambda: equal("adamw", device="cuda"), "fp16_bf16_host": lambda: fp16_bf16(device="host", steps=6)}
+         "equal_cuda_env": lambda: equal("adamw", device="cuda"),
+         "equal_emulated": lambda: equal("adamw", device="cuda", steps=6),
+         "fp16_bf16_emulated": lambda: fp16_bf16(device="cuda", steps=6),
+         "hang_emulated": lambda: emulated_stops(signal.SIGSTOP),
+         "kill_emulated_env": lambda: emulated_stops(signal.SIGKILL), "fp16_bf16_host": lambda: fp16_bf16(device="host", steps=6)}
 if LAUNCHER == "mpirun" and shutil.which("mpirun") is None:
     fail("no mpirun: scripts/setup.sh installs Open MPI (openmpi-bin)")
 if LAUNCHER == "torchrun" and subprocess.run([TORCH_PYTHON, "-c", "import torch.distributed.run"],
