@@ -46,7 +46,8 @@ codegen::CompiledProgram compile_program(const passes::TrainingProgram& program,
   p.optimizer_ir = ir::print(program.optimizer);
   p.step = codegen::render_graph(program.step, codegen::render_target(options));
   p.optimizer = codegen::render_graph(program.optimizer, codegen::render_target(options));
-  const NvrtcCompiler compiler = NvrtcCompiler::for_arch(arch);
+  const NvrtcCompiler compiler =
+      settings.images == ImageKind::Ptx ? NvrtcCompiler::ptx_for_arch(arch) : NvrtcCompiler::for_arch(arch);
   p.nvrtc_version = compiler.version();
   p.nvrtc_library = compiler.library();
   std::vector<KernelSource> sources = distinct_sources(p.step, p.optimizer);

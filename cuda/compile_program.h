@@ -10,11 +10,19 @@
 
 #include "codegen/program.h"
 #include "cuda/nvrtc_compiler.h"
+#include "ir/enum_names.h"
 #include "passes/pipeline.h"
 
 namespace bertc::cuda {
 
+// What a compiled program's kernel images are: machine code for its arch (loads at once, runs on
+// that arch alone), or PTX for it, which the driver compiles when it loads the program, for a GPU
+// of that arch or newer (and what bertc's emulated driver runs).
+enum class ImageKind { Cubin, Ptx };
+BERTC_ENUM_NAMES(ImageKind, {ImageKind::Cubin, "cubin"}, {ImageKind::Ptx, "ptx"})
+
 struct CompileSettings {
+  ImageKind images = ImageKind::Cubin;
   std::optional<std::filesystem::path> cache;  // nullopt: no disk cache
   unsigned threads = 0;                        // 0: all cores
   // Called once before compiling with the number of distinct kernels; for progress output.

@@ -335,6 +335,12 @@ void CudaDevice::load(const std::vector<const codegen::KernelSpec*>& kernels) {
   for (const codegen::GpuImage& image : a.given_images ? a.images_of(sources) : a.compile(sources)) {
     Handle module = nullptr, function = nullptr;
     const ModuleLoad loaded = load_module(a.cuModuleLoadDataEx, &module, image.image.c_str());
+    // A compiled program's cubins where the driver runs none (bertc's emulated driver runs PTX only).
+    if (loaded.result == kCudaErrorNoBinaryForGpu && a.given_images && !image.ptx)
+      throw std::runtime_error(fmt::format("this driver ({}) loads no cubin of the program's kernels (kernel {}{}): "
+                                           "compile the program with its kernels as PTX (bertc compile CONFIG --arch "
+                                           "sm_{} --images ptx -o FILE.bertx), which the driver compiles itself",
+                                           a.info.name, image.name, jit_log_text(loaded), a.kernel_arch));
     a.check(loaded.result, fmt::format("loading kernel {} ({} for sm_{}){}", image.name,
                                        image.ptx ? "PTX, compiled by the driver's JIT" : "a cubin", a.kernel_arch,
                                        jit_log_text(loaded)));

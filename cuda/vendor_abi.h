@@ -10,6 +10,7 @@ namespace bertc::cuda::abi {
 // cuda.h
 constexpr int kCudaSuccess = 0;              // CUDA_SUCCESS
 constexpr int kCudaErrorOutOfMemory = 2;     // CUDA_ERROR_OUT_OF_MEMORY
+constexpr int kCudaErrorNoBinaryForGpu = 209;  // CUDA_ERROR_NO_BINARY_FOR_GPU
 constexpr unsigned kStreamNonBlocking = 1;   // CU_STREAM_NON_BLOCKING: stream capture needs a non-legacy stream
 constexpr unsigned kEventDisableTiming = 2;  // CU_EVENT_DISABLE_TIMING
 // CU_STREAM_CAPTURE_MODE_THREAD_LOCAL: while our stream captures, only this thread's own

@@ -36,15 +36,18 @@ std::string read_text_file(const std::filesystem::path& path) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-// Renders and compiles the program's kernels for the config's arch, with a line on stderr
-// before and after (a cold compile of BERT-base takes seconds).
-codegen::CompiledProgram compile_kernels(const passes::TrainingProgram& p, const run_config::Config& config) {
+// Renders and compiles the program's kernels for the config's arch as `images`, with a line on
+// stderr before and after (a cold compile of BERT-base takes seconds).
+codegen::CompiledProgram compile_kernels(const passes::TrainingProgram& p, const run_config::Config& config,
+                                         cuda::ImageKind images = cuda::ImageKind::Cubin) {
   cuda::CompileSettings settings;
+  settings.images = images;
   settings.cache = codegen::default_cache_folder();
   settings.runtime_kernels = train::runtime_kernels(p.step, config.train);
   settings.on_start = [&](size_t kernels, const cuda::NvrtcCompiler& c) {
-    std::cerr << fmt::format("kernels: compiling {} distinct kernels for {} with NVRTC {} ({}), cache {}\n", kernels,
-                             config.compile.arch.text(), c.version(), c.library(), settings.cache->string());
+    std::cerr << fmt::format("kernels: compiling {} distinct kernels for {}{} with NVRTC {} ({}), cache {}\n", kernels,
+                             config.compile.arch.text(), c.ptx() ? " as PTX" : "", c.version(), c.library(),
+                             settings.cache->string());
   };
   codegen::CompiledProgram out = cuda::compile_program(p, config.compile, config.name, read_text_file(config.source), settings);
   std::cerr << fmt::format("kernels: done in {:.2f} s ({} from the cache)\n", out.stats.seconds, out.stats.cache_hits);
@@ -155,6 +158,10 @@ int compile(CompileArgs args, const CompileFlags& flags, const frontend::ModelDe
         "and no --emit {0} or --report: drop --ranks for the {0} (a rank's plan is the same, but for its optimizer "
         "averaging over the ranks)",
         args.emit_text));
+  if (args.images_given && emit != Emit::Plan)
+    throw std::invalid_argument(fmt::format("--images chooses the kernel images of a compiled program (-o FILE.bertx "
+                                            "or --executable), and --emit {} writes none: drop --images",
+                                            args.emit_text));
   if (args.json && emit != Emit::Report && emit != Emit::Stats && emit != Emit::Params)
     throw std::invalid_argument(fmt::format("--json writes report, stats or params; --emit {} has no JSON form",
                                             args.emit_text));
@@ -210,7 +217,7 @@ int compile(CompileArgs args, const CompileFlags& flags, const frontend::ModelDe
     report();
     // As training runs it (with the values it reads as outputs), so that bertc train FILE.bertx
     // runs it as compiled.
-    codegen::CompiledProgram compiled = compile_kernels(train::runnable_program(program), config);
+    codegen::CompiledProgram compiled = compile_kernels(train::runnable_program(program), config, args.images);
     compiled.model_program = model.name;
     compiled.ranks = args.ranks;
     compiled.vocab = vocab_of_program(config);

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "cuda/compile_program.h"
 #include "driver/compile_flags.h"
 #include "frontend/model.h"
 #include "ir/enum_names.h"
@@ -28,6 +29,8 @@ struct CompileArgs {
   std::string profile;  // --profile: a bertc train --profile JSON to show against the estimates
   bool executable = false;  // --executable: -o is a training executable with the program inside
   int64_t ranks = 1;        // --ranks: data-parallel ranks a compiled program trains on
+  cuda::ImageKind images = cuda::ImageKind::Cubin;  // --images: of a compiled program's kernels
+  bool images_given = false;
 };
 
 // Writes what `args` asks for to -o (atomically) or stdout, notes on stderr; returns the exit code.

@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """bertc's CUDA device on bertc's emulated CUDA driver and cuBLAS (cuda_emulation/, a P40 of 2 GiB):
 `bertc check --device cuda` compares every value of a step and an optimizer step with the reference
-(and on a V100, an A100 and an H200 in fp16 and bf16), and `bertc train --device cuda` (its step
+(and on a V100, an A100 and an H200 in fp16 and bf16); `bertc train --device cuda` (its step
 recorded as a CUDA Graph and replayed) in each GPU's precisions, with generated kernels and with
-cuBLAS, gives the Host device's losses for the same kernels; --eager gives the graph's losses; no
-MFU is printed and --profile is refused, as the driver keeps no time. The same CudaDevice code a GPU
-user runs, loaded through BERTC_CUDA_DRIVER and BERTC_CUBLAS and handed PTX (BERTC_CUDA_PTX=1).
+cuBLAS, gives the Host device's losses for the same kernels; --eager gives the graph's losses; an
+fp16 step skipped under loss scaling on a V100 as on the Host device; --batch-size auto against the
+GPU's memory; a compiled program of PTX images with no NVRTC; fine-tuning; no MFU is printed and
+--profile is refused, as the driver keeps no time. The same CudaDevice code a GPU user runs, loaded
+through BERTC_CUDA_DRIVER and BERTC_CUBLAS and handed PTX (BERTC_CUDA_PTX=1).
 
 usage: train_on_emulated_cuda.py BERTC LIBCUDA LIBCUBLAS SOURCE_DIR WORK_DIR
 """
@@ -107,6 +109,92 @@ graphed = losses_of(os.path.join(work, "p40-fp32-generated-cuda"))
 if eager != graphed:
     fail(f"the P40's losses issued eagerly {eager} differ from those of its CUDA Graph {graphed}")
 print("--eager on the emulated P40 gives the CUDA Graph's losses to the bit:", eager)
+
+def metrics_of(folder):
+    """The per-step records (not fine-tuning's epoch records)."""
+    return [m for m in map(json.loads, open(os.path.join(folder, "metrics.jsonl"))) if "loss" in m]
+
+
+def edited_config(name, **keys):
+    """test-tiny with [train] keys replaced, its data paths absolute."""
+    text = open(config).read().replace('"../../../examples', f'"{source}/examples')
+    for key, value in keys.items():
+        lines = [l for l in text.splitlines() if not l.startswith(f"{key} = ")]
+        text = "\n".join(lines).replace("[train]", f"[train]\n{key} = {value}", 1) + "\n"
+    path = os.path.join(work, name + ".toml")
+    open(path, "w").write(text)
+    return path
+
+
+# Loss scaling on the emulated V100: a learning rate hot enough to overflow fp16 (0.3) skips step 3
+# and halves the scale at step 4, the same trajectory, skip for skip, as the Host device's.
+hot = edited_config("hot", learning_rate=0.3)
+scales = {}
+for device, env, extra in (("cuda", dict(emulated, BERTC_EMULATED_GPU="v100"), []), ("host", host_env, ["--arch", "v100"])):
+    folder = os.path.join(work, f"hot-{device}")
+    run(["train", hot, "--device", device, "--steps", "4", "--precision", "fp16", "--checkpoint-dir", folder] + extra,
+        env, f"a hot fp16 run on {device}")
+    scales[device] = [(m["loss_scale"], m["step_skipped"]) for m in metrics_of(folder)]
+if scales["cuda"] != scales["host"] or sum(skipped for _, skipped in scales["cuda"]) != 1:
+    fail(f"loss scaling on the emulated V100 {scales['cuda']}, on the Host device {scales['host']}: expected the same, "
+         "with one step skipped")
+print("a skipped fp16 step on the emulated V100 (scale, skipped):", scales["cuda"])
+
+# --batch-size auto against the emulated GPU's memory (2 MiB): 16 sequences a step do not fit at
+# once, so it splits them (8 x 2) and trains; without it, the run stops out of memory, naming it.
+small = dict(emulated, BERTC_EMULATED_GPU_MEMORY_MB="2")
+b16 = edited_config("b16", batch_size=16)
+said = run(["train", b16, "--device", "cuda", "--steps", "1", "--batch-size", "auto", "--checkpoint-dir",
+            os.path.join(work, "auto")], small, "--batch-size auto on a 2 MiB GPU")
+if "micro-batch 8 x 2 needs" not in said or ": chosen" not in said or "step 1/1" not in said:
+    fail(f"--batch-size auto did not choose 8 x 2 on a 2 MiB GPU and train:\n{said}")
+p = subprocess.run([bertc, "train", b16, "--device", "cuda", "--steps", "1", "--checkpoint-dir", os.path.join(work, "oom")],
+                   env=small, capture_output=True, text=True, timeout=900)
+if p.returncode == 0 or "out of GPU memory" not in p.stderr or "--batch-size auto" not in p.stderr:
+    fail(f"16 sequences on a 2 MiB GPU: exit {p.returncode}, expected out of memory naming --batch-size auto:\n{p.stderr}")
+print("--batch-size auto on the emulated 2 MiB P40:", next(l for l in said.splitlines() if ": chosen" in l))
+
+# A compiled program (.bertx) with its kernels as PTX trains on the emulated driver with no NVRTC,
+# its losses those of training from the config there, bit for bit (the same kernels); one of
+# cubins is refused, naming --images ptx.
+program = os.path.join(work, "tiny.bertx")
+run(["compile", config, "--arch", "sm_61", "--images", "ptx", "-o", program], host_env, "bertc compile --images ptx")
+no_nvrtc = dict(emulated, BERTC_NVRTC=os.path.join(work, "no-nvrtc.so"))
+del no_nvrtc["BERTC_CUDA_PTX"]
+data = ["--data", os.path.join(source, "examples", "data", "corpus.txt"), "--vocab",
+        os.path.join(source, "examples", "data", "vocab.txt")]
+run(["train", program, "--device", "cuda", "--steps", "4", "--checkpoint-dir", os.path.join(work, "bertx")] + data,
+    no_nvrtc, "train FILE.bertx --device cuda")
+from_program = losses_of(os.path.join(work, "bertx"))
+if from_program != graphed:
+    fail(f"the .bertx's losses {from_program} differ from the config's {graphed} on the emulated P40")
+cubins = os.path.join(work, "cubins.bertx")
+run(["compile", config, "--arch", "sm_61", "-o", cubins], host_env, "bertc compile")
+p = subprocess.run([bertc, "train", cubins, "--device", "cuda", "--steps", "1", "--checkpoint-dir",
+                    os.path.join(work, "cubins")] + data, env=no_nvrtc, capture_output=True, text=True, timeout=900)
+if p.returncode == 0 or "--images ptx" not in p.stderr:
+    fail(f"a .bertx of cubins on the emulated driver: exit {p.returncode}, expected a refusal naming --images ptx:\n"
+         f"{p.stderr[-2000:]}")
+print("train FILE.bertx (PTX images) --device cuda with no NVRTC equals the config's losses:", from_program)
+
+# Fine-tuning on the emulated P40: each length bucket's program, dev evaluation without a backward,
+# the Host device's losses for the same kernels.
+task = os.path.join(source, "examples", "data", "task")
+tune = os.path.join(source, "tests", "lit", "Inputs", "finetune-test.toml")
+for name, lines in (("train", 41), ("dev", 13)):
+    with open(os.path.join(task, f"{name}.tsv")) as f, open(os.path.join(work, f"{name}.tsv"), "w") as out:
+        out.writelines(f.readlines()[:lines])
+tuned = {}
+for device, env in (("cuda", emulated), ("host", host_env)):
+    folder = os.path.join(work, f"finetune-{device}")
+    said = run(["finetune", tune, "--device", device, "--train-data", os.path.join(work, "train.tsv"), "--dev-data",
+                os.path.join(work, "dev.tsv"), "--checkpoint-dir", folder], env, f"finetune --device {device}")
+    tuned[device] = metrics_of(folder)
+if len(tuned["cuda"]) != len(tuned["host"]) or not tuned["cuda"] or any(
+        abs(a["loss"] - b["loss"]) > 1e-5 * abs(b["loss"]) for a, b in zip(tuned["cuda"], tuned["host"])):
+    fail(f"finetune on the emulated P40 {[m['loss'] for m in tuned['cuda']]} vs the Host device "
+         f"{[m['loss'] for m in tuned['host']]}")
+print(f"finetune --device cuda on the emulated P40 equals the Host device over {len(tuned['cuda'])} records")
 
 # A driver that keeps no time: --profile is refused, saying why, rather than printing times.
 p = subprocess.run([bertc, "train", config, "--device", "cuda", "--steps", "2", "--profile", "2", "--checkpoint-dir",

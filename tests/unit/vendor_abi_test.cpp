@@ -30,6 +30,7 @@ TEST(VendorAbi, DriverValuesAreCudaHs) {
 #else
   EXPECT_EQ(abi::kCudaSuccess, CUDA_SUCCESS);
   EXPECT_EQ(abi::kCudaErrorOutOfMemory, CUDA_ERROR_OUT_OF_MEMORY);
+  EXPECT_EQ(abi::kCudaErrorNoBinaryForGpu, CUDA_ERROR_NO_BINARY_FOR_GPU);
   EXPECT_EQ(abi::kStreamNonBlocking, static_cast<unsigned>(CU_STREAM_NON_BLOCKING));
   EXPECT_EQ(abi::kEventDisableTiming, static_cast<unsigned>(CU_EVENT_DISABLE_TIMING));
   EXPECT_EQ(abi::kCaptureModeThreadLocal, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
