@@ -15,6 +15,7 @@
 #include "ir/out_of_memory.h"
 #include "support/shared_library.h"
 #include "cuda/cublas_library.h"
+#include "cuda/driver_counts.h"
 #include "cuda/module_loading.h"
 #include "cuda/nccl_sums.h"
 #include "cuda/cuda_driver.h"
@@ -96,6 +97,7 @@ struct CudaDevice::Api {
   std::map<std::string, Handle> functions;
   std::optional<std::filesystem::path> cache;
   std::optional<std::map<std::string, codegen::GpuImage>> given_images;  // use_images(): no compiling
+  std::unique_ptr<DriverCounts> counts;  // where the driver gives its kernels' counts
 
   void check(CUresult rc, const std::string& what) const {
     if (rc == 0) return;
@@ -211,6 +213,7 @@ CudaDevice::CudaDevice(const DeviceRequest& request) : api_(std::make_unique<Api
   a.check(a.cuCtxSetCurrent(a.context), "cuCtxSetCurrent");
   a.check(a.cuStreamCreate(&a.stream, kStreamNonBlocking), "cuStreamCreate");
   a.timed = driver_times_work(a);
+  a.counts = DriverCounts::of_driver(a.cuda);
   a.cublas = find_cublas(a.driver_version);
 }
 
@@ -398,6 +401,7 @@ void CudaDevice::launch(const codegen::KernelSpec& k, void** args) {
   Api& a = *api_;
   const auto it = a.functions.find(k.name);
   if (it == a.functions.end()) throw std::logic_error("kernel " + k.name + " was not loaded");
+  if (a.counts) a.counts->note(k);
   if (const auto problem = codegen::launch_problem(k, a.kernel_arch))  // (the driver would say only INVALID_VALUE)
     throw std::runtime_error(fmt::format("kernel {} ({}): its launch is refused: {}", k.name, k.label, *problem));
   a.check(a.cuLaunchKernel(it->second, static_cast<unsigned>(k.grid.x), static_cast<unsigned>(k.grid.y),
@@ -448,6 +452,8 @@ void CudaDevice::library_product(const codegen::LibraryProductArgs& g, const voi
 }
 
 size_t CudaDevice::allocated_bytes() const { return api_->allocated; }
+
+runtime::CountedLaunches* CudaDevice::counted_launches() { return api_->counts.get(); }
 
 size_t CudaDevice::free_bytes() const {
   size_t free = 0, total = 0;

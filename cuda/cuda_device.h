@@ -61,6 +61,9 @@ class CudaDevice : public runtime::Device {
   void join();
   // NCCL's sums on the second stream (open_nccl_sums).
   runtime::CollectiveOpening open_collective(distributed::Communicator& comm, double timeout_seconds) override;
+  // The counts of what the kernels ran, where the driver gives them (driver_counts.h: bertc's
+  // emulated driver does); nullptr elsewhere.
+  runtime::CountedLaunches* counted_launches() override;
 
   struct Api;  // the dlopen'ed entry points
 

@@ -223,6 +223,10 @@ CUresult bertcEmulatedLaunchLibraryKernel(CUstream stream, const char* what, con
   });
 }
 
+CUresult bertcEmulatedTakeLaunchCounts(bertcEmulatedCountedLaunch each, void* user) {
+  return locked([&](Driver& d) { return d.take_launch_counts(each, user); });
+}
+
 // The older ABI of calls cuda.h renames, exported as libcuda.so.1 keeps them.
 #undef cuEventElapsedTime
 CUresult CUDAAPI cuEventElapsedTime(float* ms, CUevent start, CUevent end) { return cuEventElapsedTime_v2(ms, start, end); }

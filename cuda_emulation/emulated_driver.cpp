@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include "ptx/counts_words.h"
+
 namespace bertc::cuda_emulation {
 namespace {
 
@@ -461,11 +463,22 @@ CUresult Driver::launch(CUfunction f, const ptx::Dim3& grid, const ptx::Dim3& bl
   ptx::LaunchConfig config{grid, block, shared_bytes, launch_seed_, arch_limits()};
   const std::string name = entry.name;
   CUmod_st* module = f->module;
-  return issue(s, {CU_GRAPH_NODE_TYPE_KERNEL, [module, name, packed, config] {
-                     module->emulator.launch(name, packed, config);
+  return issue(s, {CU_GRAPH_NODE_TYPE_KERNEL, [this, module, name, packed, config] {
+                     const ptx::LaunchCounts counts = module->emulator.launch(name, packed, config);
+                     if (counting_) counted_.emplace_back(name, ptx::counts_to_words(counts));
                      return CUDA_SUCCESS;
                    },
                    "kernel " + name});
+}
+
+CUresult Driver::take_launch_counts(bertcEmulatedCountedLaunch each, void* user) {
+  if (const CUresult rc = ready()) return rc;
+  if (!each) return CUDA_ERROR_INVALID_VALUE;
+  run_all();
+  if (const CUresult rc = ready()) return rc;  // (a finding while running)
+  for (const auto& [kernel, words] : std::exchange(counted_, {})) each(user, kernel.c_str(), words.data(), words.size());
+  counting_ = true;
+  return CUDA_SUCCESS;
 }
 
 CUresult Driver::library_kernel(CUstream hstream, std::string what, std::vector<bertcEmulatedAccess> accesses,

@@ -127,6 +127,8 @@ class Driver {
   CUresult module_unload(CUmodule module);
   CUresult launch(CUfunction f, const ptx::Dim3& grid, const ptx::Dim3& block, unsigned shared_bytes, CUstream stream,
                   void** params, void** extra);
+  // The launches counted since the last call (library_kernels.h), after running what is queued.
+  CUresult take_launch_counts(bertcEmulatedCountedLaunch each, void* user);
   // An emulated library's kernel (library_kernels.h): `accesses` checked when it runs.
   CUresult library_kernel(CUstream stream, std::string what, std::vector<bertcEmulatedAccess> accesses,
                           std::function<std::string()> run);
@@ -195,6 +197,9 @@ class Driver {
   std::set<std::shared_ptr<Capture>> captures_;
   std::mt19937_64 order_{1};  // which ready stream runs next (BERTC_EMULATED_SEED)
   uint64_t launch_seed_ = 1;  // the PTX emulator's schedule of blocks and warps
+  // Counting (on once take_launch_counts was called): each launch run, its kernel and count words.
+  bool counting_ = false;
+  std::vector<std::pair<std::string, std::vector<uint64_t>>> counted_;
 };
 
 }  // namespace bertc::cuda_emulation

@@ -1,5 +1,6 @@
-// The emulated driver's one export beyond the CUDA driver API: how the emulated libraries (cuBLAS,
-// NCCL) put their work on a stream — queued, or a kernel node of the capture's graph, as a real
+// The emulated driver's exports beyond the CUDA driver API: the counts of what its kernels ran
+// (bertcEmulatedTakeLaunchCounts, which bertc's CUDA device asks for profiles where a driver
+// offers it), and how the emulated libraries (cuBLAS, NCCL) put their work on a stream — queued, or a kernel node of the capture's graph, as a real
 // library's own kernels go — naming the device memory it reads and writes, so that the driver
 // checks those accesses as its checkers check a PTX kernel's (inside an allocation; initcheck on
 // what is read) and keeps the written state that later kernels' initcheck reads. A plain C ABI:
@@ -32,6 +33,14 @@ typedef int (*bertcEmulatedRun)(void* data, char* why, size_t why_bytes);
 CUresult bertcEmulatedLaunchLibraryKernel(CUstream stream, const char* what, const bertcEmulatedAccess* accesses,
                                           size_t access_count, bertcEmulatedRun run, void* data,
                                           void (*release)(void*));
+
+// What the kernels ran: from the first call on, the driver counts each PTX kernel launch that runs
+// (the PTX emulator's counts, as words of ptx/counts_words.h's layout); each call hands `each` the
+// launches counted since the call before, in the order they ran (work queued is run first). The
+// libraries' kernels are not counted. For profiles: counts and projections, never times.
+typedef void (*bertcEmulatedCountedLaunch)(void* user, const char* kernel, const uint64_t* words, size_t word_count);
+CUresult bertcEmulatedTakeLaunchCounts(bertcEmulatedCountedLaunch each, void* user);
+typedef CUresult (*bertcEmulatedTakeLaunchCountsFn)(bertcEmulatedCountedLaunch, void*);
 
 typedef CUresult (*bertcEmulatedLaunchLibraryKernelFn)(CUstream, const char*, const bertcEmulatedAccess*, size_t,
                                                        bertcEmulatedRun, void*, void (*)(void*));

@@ -172,9 +172,10 @@ std::string ptx_counts_text(const std::vector<runtime::PtxLaunchRecord>& launche
                        "launch); their accesses past it went unchecked for races\n",
                        all.global_racecheck_partial);
   out += registers_known ? fmt::format("  registers: ptxas's for sm_{} (NVRTC's cubins), in the occupancy\n", sm)
-                         : fmt::format("  registers: not known (no NVRTC here makes cubins for sm_{}): at most what each "
-                                       "kernel's launch bounds allow (.maxnreg, or .maxntid x .minnctapersm, shown "
-                                       "<=N); occupancy from threads and shared memory, an upper bound\n",
+                         : fmt::format("  registers: not known (the kernels ran from PTX: no cubin gives ptxas's counts "
+                                       "for sm_{}): at most what each kernel's launch bounds allow (.maxnreg, or "
+                                       ".maxntid x .minnctapersm, shown <=N); occupancy from threads and shared "
+                                       "memory, an upper bound\n",
                                        sm);
   bool first = true;
   for (const passes::GpuSpec& gpu : passes::gpu_specs()) {

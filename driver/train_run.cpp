@@ -20,6 +20,7 @@
 #include "driver/device_choice.h"
 #include "driver/memory_advice.h"
 #include "driver/output_file.h"
+#include "driver/ptx_counts.h"
 #include "driver/run_inputs.h"
 #include "ir/enum_names.h"
 #include "ir/out_of_memory.h"
@@ -250,6 +251,8 @@ int train_rank(const TrainArgs& args, const CompileFlags& flags, const frontend:
                                 "none: train with --device cuda or host, or drop --eager");
   o.kernel_cache = codegen::default_cache_folder();
   o.profile_step = args.profile;
+  o.counted_profile = [](const std::vector<runtime::PtxLaunchRecord>& launches, int sm, passes::Precision precision,
+                         bool registers_known) { return ptx_counts_text(launches, sm, precision, registers_known); };
   o.profile_out = !args.profile_out.empty() ? std::filesystem::path(args.profile_out)
                   : args.profile ? o.checkpoint_dir / fmt::format("profile-step{}.json", *args.profile)
                                  : std::filesystem::path();

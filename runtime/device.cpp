@@ -1,4 +1,5 @@
-// What every device shares (see device.h): the words for a recorded graph's census.
+// What every device shares (see device.h): the words for a recorded graph's census, and where
+// its launches' counts are by default.
 #include "runtime/device.h"
 
 #include <stdexcept>
@@ -6,6 +7,8 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include "runtime/emulator_controls.h"
 
 namespace bertc::runtime {
 
@@ -31,5 +34,7 @@ void Device::issue_host_call(std::function<void()> /*work*/) {
 CollectiveOpening Device::open_collective(distributed::Communicator& /*comm*/, double /*timeout_seconds*/) {
   throw std::logic_error(fmt::format("the {} device makes no sums among its launches", name()));
 }
+
+CountedLaunches* Device::counted_launches() { return emulator_controls(); }
 
 }  // namespace bertc::runtime

@@ -20,6 +20,7 @@
 
 namespace bertc::runtime {
 
+class CountedLaunches;   // runtime/emulator_controls.h
 class EmulatorControls;  // runtime/emulator_controls.h
 
 // What a recorded device graph holds, by kind of node: a CUDA Graph's as the driver lists them
@@ -151,6 +152,9 @@ class Device {
   // The emulator's settings and counts, for a device whose kernels run on the PTX emulator
   // (bertc check's emulator flags); nullptr for the others.
   virtual EmulatorControls* emulator_controls() { return nullptr; }
+  // The counts of what the launches executed, where the device has them (the PTX device's, a
+  // driver's that counts: --profile prints them where no time is measured); nullptr elsewhere.
+  virtual CountedLaunches* counted_launches();
 
   // Records the fills, copies, launches and products `body` issues, without running them, as one
   // graph that replay() runs again and again with the same arguments (kernel arguments are taken

@@ -29,13 +29,20 @@ struct PtxLaunchRecord {
   bool repeat = false;
 };
 
-class EmulatorControls {
+// What a device's launches executed, counted by the PTX emulator: the PTX device's, or a driver's
+// that runs its kernels there (bertc's emulated CUDA driver, through the CUDA device).
+class CountedLaunches {
  public:
-  virtual ~EmulatorControls() = default;
-  // Every launch so far, in launch order (the first of them, a bounded number: PtxDevice's).
+  virtual ~CountedLaunches() = default;
+  // Every launch so far, in the order they ran (the PTX device's: the first of them, a bounded
+  // number; a driver's: those run since the first call).
   virtual const std::vector<PtxLaunchRecord>& launches() const = 0;
   // Whether the register counts are ptxas's (an NVRTC made cubins for the arch).
   virtual bool registers_known() const = 0;
+};
+
+class EmulatorControls : public CountedLaunches {
+ public:
   // Counting only: every launch from now on runs at most `blocks` of its blocks (0: every block).
   virtual void sample_blocks(uint32_t blocks) = 0;
   // How the approximate instructions' results are made from now on (ptx/approximations.h).

@@ -66,7 +66,9 @@ class TrainCommand final : public Subcommand {
         ->check(CLI::ExistingPath);
     c->add_option("--profile", args_.profile,
                   "Time each kernel launch of this step on the device (one wait per launch) and print the "
-                  "per-kernel table: time, TFLOP/s, GB/s and the ratio to the compile report's roofline estimate")
+                  "per-kernel table: time, TFLOP/s, GB/s and the ratio to the compile report's roofline estimate; "
+                  "on a driver that keeps no time but counts (bertc's emulated one), the step's counted "
+                  "instructions and the times projected from them instead (no --profile-out JSON)")
         ->check(kCount);
     c->add_option("--profile-out", args_.profile_out,
                   "Where --profile writes the table as JSON (default: CHECKPOINT_DIR/profile-stepSTEP.json; "

@@ -24,6 +24,7 @@
 #include "passes/pipeline.h"
 #include "devices/device_registry.h"
 #include "runtime/device_target.h"
+#include "runtime/emulator_controls.h"
 #include "runtime/host_device.h"
 #include "support/atomic_file.h"
 #include "support/safetensors.h"
@@ -476,6 +477,21 @@ void write_profile(int64_t step, const TrainOptions& o, const runtime::Device& d
   progress->note(profile_table(p) + fmt::format("profile: {}", o.profile_out.string()));
 }
 
+// --profile where the device counts instead of timing: the step's launches' counts, said as such.
+void note_counted_profile(int64_t step, const TrainOptions& o, runtime::Device& device, size_t before,
+                          std::optional<run_folder::Progress>& progress) {
+  const runtime::CountedLaunches& counted = *device.counted_launches();
+  const std::vector<runtime::PtxLaunchRecord>& all = counted.launches();
+  const std::vector<runtime::PtxLaunchRecord> launches(all.begin() + static_cast<std::ptrdiff_t>(before), all.end());
+  if (!progress) return;  // (rank 0 says it)
+  if (!o.counted_profile) throw std::logic_error("--profile on a counting device with no counted_profile to print");
+  progress->note(fmt::format("profile of step {}: the emulated GPU's counts of its {} kernel launches (the device keeps "
+                             "no time: counts and projections, not measurements; no {} written)\n{}",
+                             step, launches.size(), o.profile_out.filename().string(),
+                             o.counted_profile(launches, device.capabilities().sm, o.config.compile.precision,
+                                               counted.registers_known())));
+}
+
 }  // namespace
 
 int64_t dropout_seed(uint64_t seed, int64_t micro_batch) {
@@ -571,7 +587,9 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
   if (o.profile_step && !device)
     throw run_folder::TrainError("--profile times the launches of a compiled program on a device, and the CPU reference runs none: "
                      "train with --device cuda (or host)");
-  if (o.profile_step && device->capabilities().gpu && !device->capabilities().times_measured)
+  const bool counted_profile = o.profile_step && device->capabilities().gpu &&
+                               !device->capabilities().times_measured && device->counted_launches();
+  if (o.profile_step && device->capabilities().gpu && !device->capabilities().times_measured && !counted_profile)
     throw run_folder::TrainError(fmt::format("--profile times the launches with the GPU's events, and the driver of {} keeps "
                                              "no time: profile on a GPU, or count the emulated kernels' work with bertc check "
                                              "CONFIG --device ptx",
@@ -679,7 +697,9 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
     // cost the GPU a noticeable share of a step.
     const bool sample = !runners.on_gpu || s % t.log_every == 0 || s == start + 1 || s == last;
     std::vector<TimedPlan> timed;
-    if (o.profile_step == s) timed = profile_next_step(runners);
+    size_t counted_before = 0;  // (the device's counted launches before this step's)
+    if (o.profile_step == s && counted_profile) counted_before = device->counted_launches()->launches().size();
+    else if (o.profile_step == s) timed = profile_next_step(runners);
     run_folder::StepStats stats = [&] {
       try {
         return train_step(s, o, runners, loader, env, dp, sample);
@@ -699,6 +719,7 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
     if (progress) progress->record(stats);
     say_recorded_graphs(runners, progress ? &*progress : nullptr);
     if (!timed.empty()) write_profile(s, o, *device, timed, progress);
+    if (o.profile_step == s && counted_profile) note_counted_profile(s, o, *device, counted_before, progress);
     summary.losses.push_back(stats.loss);
     // A signal on any rank stops every rank after the same step; so does rank 0's metrics file
     // failing (a full disk), with a stop of its own (not a signal's: the run then ends in an error).

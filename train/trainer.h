@@ -6,6 +6,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -17,6 +18,7 @@
 #include "frontend/model.h"
 #include "run_config/config.h"
 #include "run_folder/train_error.h"
+#include "runtime/emulator_controls.h"
 
 namespace bertc::train {
 
@@ -46,6 +48,12 @@ struct TrainOptions {
   // print the per-kernel table (profile.h) and write it as JSON to `profile_out`.
   std::optional<int64_t> profile_step;
   std::filesystem::path profile_out;
+  // Where the device measures no time but counts what its launches executed (an emulated GPU:
+  // Device::counted_launches), --profile prints this of the step's launches instead: counts and
+  // projections, never times (driver/train_run.cpp gives ptx_counts_text).
+  std::function<std::string(const std::vector<runtime::PtxLaunchRecord>& launches, int sm, passes::Precision precision,
+                            bool registers_known)>
+      counted_profile;
   // The ranks of a data-parallel run (distributed::open_world); null: this process alone. Rank 0 writes
   // checkpoints, metrics and the progress; every rank trains on its share of each global batch of
   // ranks x batch_size x gradient_accumulation_steps.

@@ -8,10 +8,13 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <span>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
+
+#include "ptx/counts_words.h"
 
 namespace {
 
@@ -165,6 +168,37 @@ TEST_F(EmulatedDriver, AKernelOfPtxRunsOnTheDevicesMemory) {
   const std::vector<float> out = read(x, 100);
   for (size_t i = 0; i < out.size(); ++i) ASSERT_EQ(out[i], float(i) + 2) << i;
   EXPECT_EQ(free_(x), CUDA_SUCCESS);
+}
+
+// The counts of what its kernels ran (bertcEmulatedTakeLaunchCounts, for --profile): none before the
+// first call (it starts counting); then each launch run, in order, with the emulator's counts —
+// add_one over 100 floats in blocks of 32 is 4 blocks of one warp each, 100 lanes adding 1.0.
+TEST_F(EmulatedDriver, CountsWhatItsKernelsRan) {
+  using Each = void (*)(void*, const char*, const uint64_t*, size_t);
+  const auto take = api.get<CUresult (*)(Each, void*)>("bertcEmulatedTakeLaunchCounts");
+  struct Seen {
+    std::vector<std::string> kernels;
+    std::vector<bertc::ptx::LaunchCounts> counts;
+  } seen;
+  const Each each = [](void* user, const char* kernel, const uint64_t* words, size_t n) {
+    auto& s = *static_cast<Seen*>(user);
+    s.kernels.push_back(kernel);
+    s.counts.push_back(bertc::ptx::counts_from_words(std::span(words, n)));
+  };
+  const CUdeviceptr x = zeroed(100);
+  ASSERT_EQ(add(x, 100, stream), CUDA_SUCCESS);
+  ASSERT_EQ(take(each, &seen), CUDA_SUCCESS);
+  EXPECT_TRUE(seen.kernels.empty());  // (run before counting began)
+  ASSERT_EQ(add(x, 100, stream), CUDA_SUCCESS);
+  ASSERT_EQ(add(x, 64, stream), CUDA_SUCCESS);
+  ASSERT_EQ(take(each, &seen), CUDA_SUCCESS);
+  ASSERT_EQ(seen.kernels, (std::vector<std::string>{"add_one", "add_one"}));
+  EXPECT_EQ(seen.counts[0].blocks, 4u);
+  EXPECT_EQ(seen.counts[0].warps, 4u);
+  EXPECT_EQ(seen.counts[1].blocks, 2u);
+  EXPECT_EQ(seen.counts[0].flops, 100.0);  // (one add.f32 a lane in range)
+  EXPECT_EQ(seen.counts[1].flops, 64.0);
+  EXPECT_EQ(read(x, 100)[99], 2.0f);
 }
 
 TEST_F(EmulatedDriver, MemoryIsTheProfilesAndRunsOut) {

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <vector>
 
+#include "ptx/counts_words.h"
 #include "ptx/executor.h"
 #include "ptx/global_races.h"
 #include "ptx/projection.h"
@@ -1862,6 +1863,40 @@ $L_end:
                                   "without .sync is not run"),
             std::string::npos)
       << launch(unsynced);
+}
+
+// A launch's counts survive the words the emulated CUDA driver hands them over in; words of another
+// layout are refused rather than misread.
+TEST(PtxCounts, RoundTripThroughWords) {
+  LaunchCounts c;
+  c.thread_instructions = 123456789;
+  c.by_class[3] = 7;
+  c.by_class[12] = 9;
+  c.flops = 2.5e9;
+  c.shared_wavefronts = 11;
+  c.global_ideal_sectors = 13;
+  c.by_width[2][4] = 17;
+  c.mma_flops = 0.75;
+  c.block_cycles = 19;
+  c.by_op[static_cast<Op>(2)] = 23;
+  c.by_op[static_cast<Op>(5)] = 29;
+  const std::vector<uint64_t> words = counts_to_words(c);
+  const LaunchCounts back = counts_from_words(words);
+  EXPECT_EQ(back.thread_instructions, 123456789u);
+  EXPECT_EQ(back.by_class[3], 7u);
+  EXPECT_EQ(back.by_class[12], 9u);
+  EXPECT_EQ(back.flops, 2.5e9);
+  EXPECT_EQ(back.shared_wavefronts, 11u);
+  EXPECT_EQ(back.global_ideal_sectors, 13u);
+  EXPECT_EQ(back.by_width[2][4], 17u);
+  EXPECT_EQ(back.mma_flops, 0.75);
+  EXPECT_EQ(back.block_cycles, 19u);
+  EXPECT_EQ(back.by_op, c.by_op);
+  EXPECT_EQ(counts_to_words(back), words);
+  std::vector<uint64_t> other = words;
+  other[0] ^= 1;
+  EXPECT_THROW(counts_from_words(other), std::invalid_argument);
+  EXPECT_THROW(counts_from_words(std::span(words).first(5)), std::invalid_argument);
 }
 
 }  // namespace
