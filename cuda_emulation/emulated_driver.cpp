@@ -16,6 +16,7 @@ namespace bertc::cuda_emulation {
 namespace {
 
 constexpr uint64_t kAlignment = 256;  // cuMemAlloc's alignment (the Programming Guide's)
+constexpr size_t kMostCounted = 100000;  // launches' counts kept between two takes (about 50 MiB)
 
 // Which device pointers a launch's parameters may hold: the emulator sees every allocation.
 uint64_t address(const void* p) { return reinterpret_cast<uint64_t>(p); }
@@ -465,7 +466,9 @@ CUresult Driver::launch(CUfunction f, const ptx::Dim3& grid, const ptx::Dim3& bl
   CUmod_st* module = f->module;
   return issue(s, {CU_GRAPH_NODE_TYPE_KERNEL, [this, module, name, packed, config] {
                      const ptx::LaunchCounts counts = module->emulator.launch(name, packed, config);
-                     if (counting_) counted_.emplace_back(name, ptx::counts_to_words(counts));
+                     // (bounded: counting goes on after a profile's step, which nothing takes)
+                     if (counting_ && counted_.size() < kMostCounted)
+                       counted_.emplace_back(name, ptx::counts_to_words(counts));
                      return CUDA_SUCCESS;
                    },
                    "kernel " + name});

@@ -36,8 +36,8 @@ CUresult bertcEmulatedLaunchLibraryKernel(CUstream stream, const char* what, con
 
 // What the kernels ran: from the first call on, the driver counts each PTX kernel launch that runs
 // (the PTX emulator's counts, as words of ptx/counts_words.h's layout); each call hands `each` the
-// launches counted since the call before, in the order they ran (work queued is run first). The
-// libraries' kernels are not counted. For profiles: counts and projections, never times.
+// launches counted since the call before, in the order they ran (work queued is run first; the
+// first 100000 of them: the rest are dropped). The libraries' kernels are not counted. For profiles: counts and projections, never times.
 typedef void (*bertcEmulatedCountedLaunch)(void* user, const char* kernel, const uint64_t* words, size_t word_count);
 CUresult bertcEmulatedTakeLaunchCounts(bertcEmulatedCountedLaunch each, void* user);
 typedef CUresult (*bertcEmulatedTakeLaunchCountsFn)(bertcEmulatedCountedLaunch, void*);

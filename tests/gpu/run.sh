@@ -303,8 +303,13 @@ step train_cuda_bf16_cublas train_pair bf16 --precision bf16 --matmul library
 step train_p40_program_as_ptx train_pair p40 --arch sm_61 --precision fp32
 step compiled_program_runs_as_compiled compiled_program
 step finetune_cuda finetune_pair
-# 6. Optional, in what is left: Hugging Face parity, the rest of the checks and pairs, profiles,
+# 6. Optional, in what is left: the scenarios CI runs on bertc's emulated CUDA driver, here on this
+# GPU's driver and cuBLAS (tests/cuda_emulation/train_on_emulated_cuda.py: each emulated GPU's
+# kernels as PTX for its arch, against the CPU reference), so that the first GPU run compares
+# with what emulation gave; Hugging Face parity, the rest of the checks and pairs, profiles,
 # sanitizers, the benchmark (figures, not pass/fail).
+step emulation_scenarios_on_gpu python3 tests/cuda_emulation/train_on_emulated_cuda.py "$bin/bertc" system system . \
+  /tmp/bertc-gpu-emulation-scenarios
 step hf_parameter_parity python3 tests/parity/hf_param_parity.py "$bin/bertc" examples/bert-tiny.toml \
   examples/bert-base.toml examples/bert-large.toml
 step hf_eval_parity python3 tests/parity/hf_eval_parity.py "$bin/bertc" examples/bert-tiny.toml /tmp/bertc-parity --device cuda
