@@ -28,6 +28,7 @@ import subprocess
 import sys
 
 bertc, libcuda, libcublas, source, work = sys.argv[1:6]
+source = os.path.abspath(source)  # (the configs written under work name its data)
 REAL = libcuda == "system"  # NVIDIA's driver and cuBLAS on a GPU
 config = os.path.join(source, "tests", "lit", "Inputs", "test-tiny.toml")
 shutil.rmtree(work, ignore_errors=True)
