@@ -69,6 +69,8 @@ ONE_GPU = "_cuda" in CASE
 EMULATED = "_emulated" in CASE
 DEVICE = "cuda" if EMULATED else "cpu"
 EMULATED_KEYS = {"allreduce": "nccl"} if EMULATED else {}
+# The long runs' first checkpoint: step 10, or 4 on the emulated GPUs (a step there takes seconds).
+FIRST_CHECKPOINT = 4 if EMULATED else 10
 
 
 def free_port():
@@ -278,12 +280,12 @@ def rank_pids(marker):
 def start_and_wait_for_checkpoint(cfg, run):
     cmd = [BERTC, "train", cfg, "--device", DEVICE, "--checkpoint-dir", os.path.join(WORK, run)]
     p = Ranks([cmd], 2, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    first = os.path.join(WORK, run, "checkpoint-000010.safetensors")
+    first = os.path.join(WORK, run, f"checkpoint-{FIRST_CHECKPOINT:06d}.safetensors")
     deadline = time.time() + 300
     while not os.path.exists(first):
         if p.poll() is not None or time.time() > deadline:
             p.kill()
-            fail(f"{run}: no checkpoint at step 10:\n{p.communicate(30)[0][-2000:]}")
+            fail(f"{run}: no checkpoint at step {FIRST_CHECKPOINT}:\n{p.communicate(30)[0][-2000:]}")
         time.sleep(0.05)
     time.sleep(0.3)  # a few steps past it
     pids = {1: p.pid(1)} if LAUNCHER == "env" else rank_pids(os.path.join(WORK, run))
@@ -293,8 +295,9 @@ def start_and_wait_for_checkpoint(cfg, run):
 
 
 def stopped_rank(sig, timeout, expected):
-    # A long run (many steps), checkpoints every 10; rank 1 gets `sig` after the first.
-    cfg = config("long", steps=100000, batch_size=2, checkpoint_every=10, rank_timeout=timeout, log_every=10)
+    # A long run (many steps), checkpoints every FIRST_CHECKPOINT; rank 1 gets `sig` after the first.
+    cfg = config("long", steps=100000, batch_size=2, checkpoint_every=FIRST_CHECKPOINT, rank_timeout=timeout,
+                 log_every=FIRST_CHECKPOINT)
     p, pids = start_and_wait_for_checkpoint(cfg, "long")
     began = time.time()
     os.kill(pids[1], sig)

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -272,6 +273,33 @@ TEST_F(EmulatedDriver, ForbiddenCallsDuringCaptureInvalidateIt) {
   EXPECT_EQ(end(stream, &graph), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
   EXPECT_EQ(sync(stream), CUDA_SUCCESS);
   EXPECT_EQ(read(x, 64)[3], 1.0f);  // the one launch made outside the captures
+}
+
+// The three capture modes decide whose allocations a capture refuses (cuda.h,
+// cuThreadExchangeStreamCaptureMode; every thread here keeps the default mode, global): relaxed
+// refuses none; thread-local only the capturing thread's (tested above), not another thread's;
+// global another thread's too, which invalidates the capture. Planted in the emulation, either
+// mode's rule swapped for the other's fails here.
+TEST_F(EmulatedDriver, CaptureModesDecideWhoseAllocationsAreRefused) {
+  auto allocate_in_another_thread = [this] {
+    CUresult rc = CUDA_SUCCESS;
+    std::thread([&] {
+      CUdeviceptr p = 0;
+      rc = alloc(&p, 256);
+    }).join();
+    return rc;
+  };
+  CUgraph graph = nullptr;
+  CUdeviceptr mine = 0;
+  ASSERT_EQ(begin(stream, CU_STREAM_CAPTURE_MODE_RELAXED), CUDA_SUCCESS);
+  EXPECT_EQ(alloc(&mine, 256), CUDA_SUCCESS);
+  EXPECT_EQ(end(stream, &graph), CUDA_SUCCESS);
+  ASSERT_EQ(begin(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), CUDA_SUCCESS);
+  EXPECT_EQ(allocate_in_another_thread(), CUDA_SUCCESS);
+  EXPECT_EQ(end(stream, &graph), CUDA_SUCCESS);
+  ASSERT_EQ(begin(stream, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  EXPECT_EQ(allocate_in_another_thread(), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  EXPECT_EQ(end(stream, &graph), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
 }
 
 // Two streams ordered only by an event: the emulation runs ready streams in a seeded order, so
