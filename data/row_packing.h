@@ -1,0 +1,35 @@
+// Placing whole pretraining examples into rows of a fixed length (issue 39: train on tokens, not
+// padding): which examples share a row, decided by best fit in decreasing order of length. A
+// function of the examples' sizes alone — no seed, no rank — so the same shard gives the same rows
+// on every rank and in every run; the stream's order over rows stays the shuffle's business.
+// ("Rows", not "packed": data/packed_examples is the examples' compaction in memory.)
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace bertc::data {
+
+// What one example takes of a row.
+struct ExampleSize {
+  int64_t tokens = 0;       // [CLS] A [SEP] B [SEP]
+  int64_t predictions = 0;  // its masked positions
+};
+
+// What one row holds at most.
+struct RowCapacity {
+  int64_t tokens = 0;       // seq_len
+  int64_t predictions = 0;  // the masked positions a row's MLM inputs have room for
+  int64_t examples = 0;     // [train] packing_max_examples
+};
+
+// Rows of `sizes`' indices: every example in exactly one row, no row over `capacity` in tokens,
+// predictions or examples. Examples taken longest first (ties: lower index first), each into the
+// row it fills most closely among those it fits (ties: the row opened first), else a new row; each
+// row's indices ascending, rows ordered by their first index. Throws std::invalid_argument naming
+// an example that alone exceeds the capacity.
+std::vector<std::vector<size_t>> pack_rows(std::span<const ExampleSize> sizes, const RowCapacity& capacity);
+
+}  // namespace bertc::data
