@@ -77,8 +77,9 @@ data::Vocab load_run_vocab(const run_config::Config& c, const std::filesystem::p
   return vocab;
 }
 
-data::BatchStream open_batch_stream(const run_config::Config& c, const std::filesystem::path& data_path,
-                                    const data::Vocab& vocab, std::ostream& log) {
+std::shared_ptr<const data::ExampleSource> open_example_source(const run_config::Config& c,
+                                                               const std::filesystem::path& data_path,
+                                                               const data::Vocab& vocab, std::ostream& log) {
   const run_config::TrainConfig& t = c.train;
   // Shards (a folder of them, or one): read a shard at a time.
   std::vector<std::string> left_out;
@@ -136,7 +137,14 @@ data::BatchStream open_batch_stream(const run_config::Config& c, const std::file
                        "text, or a smaller [train] batch_size\n",
                        per_step, t.batch_size, t.gradient_accumulation_steps, source->size(),
                        static_cast<double>(per_step) / static_cast<double>(std::max<size_t>(source->size(), 1)));
-  return data::BatchStream(std::move(source), t.batch_size, t.seq_len, t.max_predictions_per_seq, vocab.pad());
+  return source;
+}
+
+data::BatchStream open_batch_stream(const run_config::Config& c, const std::filesystem::path& data_path,
+                                    const data::Vocab& vocab, std::ostream& log) {
+  const run_config::TrainConfig& t = c.train;
+  return data::BatchStream(open_example_source(c, data_path, vocab, log), t.batch_size, t.seq_len,
+                           t.max_predictions_per_seq, vocab.pad());
 }
 
 data::Batch synthetic_batch(const run_config::Config& c, uint64_t seed) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <filesystem>
+#include <memory>
 #include <ostream>
 
 #include "run_config/config.h"
@@ -19,6 +20,11 @@ namespace bertc::train {
 // shards from elsewhere are checked.
 data::BatchStream open_batch_stream(const run_config::Config& config, const std::filesystem::path& data,
                                     const data::Vocab& vocab, std::ostream& log);
+// The examples open_batch_stream batches (an epoch of them, reshuffled each epoch), said the same
+// way on `log`.
+std::shared_ptr<const data::ExampleSource> open_example_source(const run_config::Config& config,
+                                                               const std::filesystem::path& data,
+                                                               const data::Vocab& vocab, std::ostream& log);
 
 // The run's vocabulary, loaded and said on `log` ("vocab: PATH (N tokens, xxh3 H)"), refused when
 // it has more tokens than [model] vocab_size.
