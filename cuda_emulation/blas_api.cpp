@@ -81,13 +81,11 @@ const char* CUBLASWINAPI cublasGetStatusString(cublasStatus_t status) {
   return text ? text : "unknown status";
 }
 
-// Also sets the workspace back to the library's own pool, as the documentation says.
+// (cuBLAS sets the workspace back to its own pool here; the emulation's products use none)
 cublasStatus_t CUBLASWINAPI cublasSetStream_v2(cublasHandle_t handle, cudaStream_t stream) {
   BlasHandle* h = state(handle);
   if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
   h->stream = reinterpret_cast<CUstream>(stream);
-  h->workspace = nullptr;
-  h->workspace_bytes = 0;
   return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -99,14 +97,13 @@ cublasStatus_t CUBLASWINAPI cublasGetStream_v2(cublasHandle_t handle, cudaStream
   return CUBLAS_STATUS_SUCCESS;
 }
 
-// The workspace must be 256-byte aligned (the documentation); the emulation's products need none.
+// The workspace must be 256-byte aligned (the documentation); the emulation's products need none,
+// so it is checked and not kept.
 cublasStatus_t CUBLASWINAPI cublasSetWorkspace_v2(cublasHandle_t handle, void* workspace, size_t bytes) {
   BlasHandle* h = state(handle);
   if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
   if (reinterpret_cast<uintptr_t>(workspace) % 256 != 0 || (!workspace && bytes > 0))
     return CUBLAS_STATUS_INVALID_VALUE;
-  h->workspace = workspace;
-  h->workspace_bytes = bytes;
   return CUBLAS_STATUS_SUCCESS;
 }
 

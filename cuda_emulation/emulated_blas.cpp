@@ -4,8 +4,6 @@
 // the choice is said beside it.
 #include "cuda_emulation/emulated_blas.h"
 
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -183,13 +181,9 @@ std::string invalid_value(const GemmCall& g) {
 cublasStatus_t open_handle(BlasHandle* handle) {
   // The driver the program loaded (as cuBLAS uses the libcuda.so.1 of the process), which must be
   // bertc's emulated one: this library's kernels run only there.
-  void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-  handle->launch = driver ? reinterpret_cast<bertcEmulatedLaunchLibraryKernelFn>(
-                                dlsym(driver, "bertcEmulatedLaunchLibraryKernel"))
-                          : nullptr;
+  handle->launch = loaded_driver_symbol<bertcEmulatedLaunchLibraryKernelFn>("bertcEmulatedLaunchLibraryKernel");
   using AttributeFn = CUresult (*)(int*, CUdevice_attribute, CUdevice);
-  const auto attribute = driver ? reinterpret_cast<AttributeFn>(dlsym(driver, "cuDeviceGetAttribute")) : nullptr;
-  if (driver) dlclose(driver);  // (the program's reference keeps it loaded)
+  const auto attribute = loaded_driver_symbol<AttributeFn>("cuDeviceGetAttribute");
   if (!handle->launch || !attribute)
     return refused(CUBLAS_STATUS_NOT_INITIALIZED,
                    "bertc's emulated cuBLAS runs only on bertc's emulated CUDA driver, and the process has not loaded "

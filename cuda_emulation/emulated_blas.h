@@ -19,8 +19,6 @@ namespace bertc::cuda_emulation {
 // What a cublasHandle_t points to.
 struct BlasHandle {
   CUstream stream = nullptr;
-  void* workspace = nullptr;  // set by cublasSetWorkspace; none: the library's own pool
-  size_t workspace_bytes = 0;
   cublasPointerMode_t pointer_mode = CUBLAS_POINTER_MODE_HOST;
   cublasMath_t math_mode = CUBLAS_DEFAULT_MATH;
   bertcEmulatedLaunchLibraryKernelFn launch = nullptr;  // the driver's (library_kernels.h)

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cuda.h>
+#include <dlfcn.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -45,3 +46,19 @@ typedef CUresult (*bertcEmulatedTakeLaunchCountsFn)(bertcEmulatedCountedLaunch, 
 typedef CUresult (*bertcEmulatedLaunchLibraryKernelFn)(CUstream, const char*, const bertcEmulatedAccess*, size_t,
                                                        bertcEmulatedRun, void*, void (*)(void*));
 }
+
+namespace bertc::cuda_emulation {
+
+// `symbol` of the libcuda.so.1 the process loaded (as NVIDIA's libraries use the driver the program
+// loaded: never loading one themselves), or nullptr where none is loaded or it has no such symbol
+// (not bertc's emulated driver, for its own calls).
+template <typename Fn>
+Fn loaded_driver_symbol(const char* symbol) {
+  void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (!driver) return nullptr;
+  auto f = reinterpret_cast<Fn>(dlsym(driver, symbol));
+  dlclose(driver);  // (the program's reference keeps it loaded)
+  return f;
+}
+
+}  // namespace bertc::cuda_emulation

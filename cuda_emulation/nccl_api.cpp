@@ -1,7 +1,6 @@
 // The emulated NCCL's exports (libnccl.so.2): communicators, groups and ncclAllReduce as nccl.h
 // declares them, each argument checked (ncclInvalidArgument, ncclInvalidUsage with the reason in
 // ncclGetLastError), run by emulated_nccl. Nothing else is exported (nccl_exports.map).
-#include <dlfcn.h>
 #include <nccl.h>
 
 #include <map>
@@ -47,11 +46,8 @@ std::shared_ptr<NcclComm> comm_of(ncclComm_t comm) {
 // The emulated driver's call for the all-reduce kernels (library_kernels.h), from the
 // libcuda.so.1 the process loaded; none where that is not bertc's emulated driver.
 bertcEmulatedLaunchLibraryKernelFn driver_launch() {
-  void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-  if (!driver) return nullptr;
-  auto f = reinterpret_cast<bertcEmulatedLaunchLibraryKernelFn>(dlsym(driver, "bertcEmulatedLaunchLibraryKernel"));
-  dlclose(driver);  // (the program's reference keeps it loaded)
-  return f;
+  return bertc::cuda_emulation::loaded_driver_symbol<bertcEmulatedLaunchLibraryKernelFn>(
+      "bertcEmulatedLaunchLibraryKernel");
 }
 
 // An all-reduce called, not yet issued (ncclGroupEnd issues a group's).

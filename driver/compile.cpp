@@ -158,7 +158,7 @@ int compile(CompileArgs args, const CompileFlags& flags, const frontend::ModelDe
         "and no --emit {0} or --report: drop --ranks for the {0} (a rank's plan is the same, but for its optimizer "
         "averaging over the ranks)",
         args.emit_text));
-  if (args.images_given && emit != Emit::Plan)
+  if (args.images && emit != Emit::Plan)
     throw std::invalid_argument(fmt::format("--images chooses the kernel images of a compiled program (-o FILE.bertx "
                                             "or --executable), and --emit {} writes none: drop --images",
                                             args.emit_text));
@@ -217,7 +217,8 @@ int compile(CompileArgs args, const CompileFlags& flags, const frontend::ModelDe
     report();
     // As training runs it (with the values it reads as outputs), so that bertc train FILE.bertx
     // runs it as compiled.
-    codegen::CompiledProgram compiled = compile_kernels(train::runnable_program(program), config, args.images);
+    codegen::CompiledProgram compiled = compile_kernels(train::runnable_program(program), config,
+                                                         args.images.value_or(cuda::ImageKind::Cubin));
     compiled.model_program = model.name;
     compiled.ranks = args.ranks;
     compiled.vocab = vocab_of_program(config);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "cuda/compile_program.h"
@@ -29,8 +30,7 @@ struct CompileArgs {
   std::string profile;  // --profile: a bertc train --profile JSON to show against the estimates
   bool executable = false;  // --executable: -o is a training executable with the program inside
   int64_t ranks = 1;        // --ranks: data-parallel ranks a compiled program trains on
-  cuda::ImageKind images = cuda::ImageKind::Cubin;  // --images: of a compiled program's kernels
-  bool images_given = false;
+  std::optional<cuda::ImageKind> images;  // --images: of a compiled program's kernels (none: cubin)
 };
 
 // Writes what `args` asks for to -o (atomically) or stdout, notes on stderr; returns the exit code.

@@ -42,10 +42,7 @@ class CompileCommand final : public Subcommand {
                 "inside (NAME train runs it with no compiler, NVRTC or toolkit; --help says what it holds)");
     c->add_option_function<std::string>(
          "--images",
-         [&](const std::string& name) {
-           args_.images = ir::enum_named<cuda::ImageKind>(name);
-           args_.images_given = true;
-         },
+         [&](const std::string& name) { args_.images = ir::enum_named<cuda::ImageKind>(name); },
                   "The kernel images of -o FILE.bertx or --executable: cubin (machine code for --arch: loads at "
                   "once, runs on GPUs of that arch only) or ptx (the driver compiles it as the program loads, for "
                   "a GPU of --arch or newer; bertc's emulated CUDA driver runs only PTX) [default: cubin]")

@@ -587,9 +587,9 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
   if (o.profile_step && !device)
     throw run_folder::TrainError("--profile times the launches of a compiled program on a device, and the CPU reference runs none: "
                      "train with --device cuda (or host)");
-  const bool counted_profile = o.profile_step && device->capabilities().gpu &&
-                               !device->capabilities().times_measured && device->counted_launches();
-  if (o.profile_step && device->capabilities().gpu && !device->capabilities().times_measured && !counted_profile)
+  const bool untimed_gpu = o.profile_step && device->capabilities().gpu && !device->capabilities().times_measured;
+  const bool counted_profile = untimed_gpu && device->counted_launches();
+  if (untimed_gpu && !counted_profile)
     throw run_folder::TrainError(fmt::format("--profile times the launches with the GPU's events, and the driver of {} keeps "
                                              "no time: profile on a GPU, or count the emulated kernels' work with bertc check "
                                              "CONFIG --device ptx",

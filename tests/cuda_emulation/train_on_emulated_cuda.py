@@ -65,13 +65,13 @@ def reference(gpu):
     return ("cpu", host_env, []) if REAL else ("host", host_env, ["--arch", gpu])
 
 
-def losses_of(folder):
-    return [json.loads(line)["loss"] for line in open(os.path.join(folder, "metrics.jsonl")) if '"loss"' in line]
-
-
 def metrics_of(folder):
     """The per-step records (not fine-tuning's epoch records)."""
     return [m for m in map(json.loads, open(os.path.join(folder, "metrics.jsonl"))) if "loss" in m]
+
+
+def losses_of(folder):
+    return [m["loss"] for m in metrics_of(folder)]
 
 
 def train(device, env, folder, extra):
