@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "data/packed_examples.h"
+#include "data/row_batch.h"
 #include "data/text_input.h"
 #include "support/shell_word.h"
 
@@ -298,6 +299,16 @@ Batch BatchStream::batch(int64_t micro_batch) const {
     throw DataError(fmt::format("micro-batch {} of {} examples: its examples' numbers (micro-batch x {}) are past "
                                 "2^63, which a stream of batches does not number; the last micro-batch is {}",
                                 micro_batch, B, B, last_micro_batch()));
+  if (source_->examples_per_row() > 0) {  // rows of several examples each
+    std::vector<Example> examples;
+    std::vector<std::vector<size_t>> rows(static_cast<size_t>(B));
+    for (int64_t r = 0; r < B; ++r)
+      for (Example& ex : source_->row(micro_batch * B + r)) {
+        rows[static_cast<size_t>(r)].push_back(examples.size());
+        examples.push_back(std::move(ex));
+      }
+    return row_batch(examples, rows, S, P, source_->examples_per_row(), pad_id_);
+  }
   Batch b{B, S, P, std::vector<int64_t>(B * S, pad_id_), std::vector<int64_t>(B * S, 0), std::vector<int64_t>(B * S, 0),
           std::vector<int64_t>(B * P, 0), std::vector<int64_t>(B * P, 0), std::vector<int64_t>(B, 0),
           std::vector<float>(B * P, 0.0f)};

@@ -89,28 +89,41 @@ int64_t count_examples(const std::vector<Document>& documents, const Vocab& voca
 uint64_t shard_seed(uint64_t seed, int64_t shard);
 
 // One batch in the original BERT format, padded: [B,S] ids, types, mask; [B,P] positions, ids,
-// weights; [B] next-sentence labels (1 = random next).
+// weights; [B] next-sentence labels (1 = random next). A batch of rows that each hold up to K whole
+// examples side by side (examples_per_row = K > 0; data/row_batch.h) also says what keeps a row's
+// examples apart: each token's example (0..K-1, K for padding: rising along a row) and its position
+// within it, each example's [CLS] position and next-sentence weight (0 for an empty slot); its
+// next-sentence labels are [B,K] and its masked positions are numbered in the row.
 struct Batch {
   int64_t batch_size = 0, seq_len = 0, predictions = 0;
   std::vector<int64_t> input_ids, token_type_ids, attention_mask, masked_lm_positions, masked_lm_ids,
       next_sentence_labels;
   std::vector<float> masked_lm_weights;
+  int64_t examples_per_row = 0;              // K; 0: one example a row, and the four below empty
+  std::vector<int64_t> example_ids;          // [B,S]
+  std::vector<int64_t> position_ids;         // [B,S]: 0 for padding
+  std::vector<int64_t> cls_positions;        // [B,K]: 0 for an empty slot
+  std::vector<float> next_sentence_weights;  // [B,K]: 1 for an example, 0 for an empty slot
 };
 
-// Where a BatchStream's examples come from: an endless sequence of epochs of size() examples,
-// each epoch a fresh shuffle; example(i) is the i-th of that sequence. Called from one thread at a
-// time (the trainer's loader thread).
+// Where a BatchStream's examples come from: an endless sequence of epochs of size() rows, each
+// epoch a fresh shuffle; row(i) is the i-th of that sequence: one example (example(i)), or the
+// examples a source that places several in a row put there (examples_per_row() > 0, at most that
+// many each). Called from one thread at a time (the trainer's loader thread).
 class ExampleSource {
  public:
   virtual ~ExampleSource() = default;
   virtual int64_t size() const = 0;
   virtual int64_t shards() const = 0;  // the parts it is read in (recorded in checkpoints)
-  virtual Example example(int64_t index) const = 0;
+  virtual int64_t examples_per_row() const { return 0; }
+  virtual Example example(int64_t index) const = 0;  // (a source of one example a row)
+  virtual std::vector<Example> row(int64_t index) const { return {example(index)}; }
   virtual std::string content() const = 0;  // a hash of what the examples are made of (recorded in checkpoints)
 };
 
-// Batches of a source: micro-batch k holds its examples k*B .. k*B+B-1. Resuming at micro-batch k
-// continues exactly where an uninterrupted run would be.
+// Batches of a source: micro-batch k holds its rows k*B .. k*B+B-1 (`predictions` masked positions
+// a row; a source of several examples a row gives batches of rows, examples_per_row() each).
+// Resuming at micro-batch k continues exactly where an uninterrupted run would be.
 class BatchStream {
  public:
   BatchStream(std::shared_ptr<const ExampleSource> source, int64_t batch_size, int64_t seq_len, int64_t predictions,
@@ -120,7 +133,7 @@ class BatchStream {
   // The largest micro-batch whose examples' numbers fit an int64 (the stream goes round the data
   // again and again, each pass reshuffled, so a number names one example of one pass).
   int64_t last_micro_batch() const { return (std::numeric_limits<int64_t>::max() - (batch_size_ - 1)) / batch_size_; }
-  int64_t examples() const { return source_->size(); }
+  int64_t examples() const { return source_->size(); }  // (rows, for a source of several examples a row)
   int64_t shards() const { return source_->shards(); }
   std::string content() const { return source_->content(); }
 

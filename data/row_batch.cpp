@@ -5,20 +5,18 @@
 
 namespace bertc::data {
 
-RowBatch row_batch(std::span<const Example> examples, std::span<const std::vector<size_t>> rows, int64_t seq_len,
-                   int64_t predictions, int64_t per_row, int64_t pad_id) {
+Batch row_batch(std::span<const Example> examples, std::span<const std::vector<size_t>> rows, int64_t seq_len,
+                int64_t predictions, int64_t per_row, int64_t pad_id) {
   const auto B = static_cast<int64_t>(rows.size());
   const int64_t S = seq_len, P = predictions, K = per_row;
-  RowBatch out;
-  out.examples_per_row = K;
-  Batch& b = out.batch;
-  b = Batch{B, S, P, std::vector<int64_t>(B * S, pad_id), std::vector<int64_t>(B * S, 0), std::vector<int64_t>(B * S, 0),
-            std::vector<int64_t>(B * P, 0), std::vector<int64_t>(B * P, 0), std::vector<int64_t>(B * K, 0),
-            std::vector<float>(B * P, 0.0f)};
-  out.example_ids.assign(B * S, 0);
-  out.position_ids.assign(B * S, 0);
-  out.cls_positions.assign(B * K, 0);
-  out.next_sentence_weights.assign(B * K, 0.0f);
+  Batch b{B, S, P, std::vector<int64_t>(B * S, pad_id), std::vector<int64_t>(B * S, 0), std::vector<int64_t>(B * S, 0),
+          std::vector<int64_t>(B * P, 0), std::vector<int64_t>(B * P, 0), std::vector<int64_t>(B * K, 0),
+          std::vector<float>(B * P, 0.0f)};
+  b.examples_per_row = K;
+  b.example_ids.assign(B * S, K);  // (padding after the last example: ids rise along a row)
+  b.position_ids.assign(B * S, 0);
+  b.cls_positions.assign(B * K, 0);
+  b.next_sentence_weights.assign(B * K, 0.0f);
   for (int64_t r = 0; r < B; ++r) {
     const std::vector<size_t>& row = rows[r];
     if (static_cast<int64_t>(row.size()) > K)
@@ -37,8 +35,8 @@ RowBatch row_batch(std::span<const Example> examples, std::span<const std::vecto
         b.input_ids[at] = ex.tokens[i];
         b.token_type_ids[at] = ex.segment_ids[i];
         b.attention_mask[at] = 1;
-        out.example_ids[at] = static_cast<int64_t>(k) + 1;
-        out.position_ids[at] = i;
+        b.example_ids[at] = static_cast<int64_t>(k);
+        b.position_ids[at] = i;
       }
       for (int64_t i = 0; i < m; ++i) {
         const int64_t at = r * P + masked + i;
@@ -46,13 +44,13 @@ RowBatch row_batch(std::span<const Example> examples, std::span<const std::vecto
         b.masked_lm_ids[at] = ex.masked_labels[i];
         b.masked_lm_weights[at] = 1.0f;
       }
-      out.cls_positions[r * K + k] = start;
+      b.cls_positions[r * K + k] = start;
       b.next_sentence_labels[r * K + k] = ex.is_random_next ? 1 : 0;
-      out.next_sentence_weights[r * K + k] = 1.0f;
+      b.next_sentence_weights[r * K + k] = 1.0f;
       start += n, masked += m;
     }
   }
-  return out;
+  return b;
 }
 
 }  // namespace bertc::data

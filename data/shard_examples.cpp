@@ -2,6 +2,8 @@
 #include "data/shard_examples.h"
 
 #include <algorithm>
+#include <chrono>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -14,14 +16,40 @@ uint64_t mix(uint64_t seed, uint64_t a, uint64_t b) {
 
 }  // namespace
 
-ShardedExamples::ShardedExamples(std::shared_ptr<const ShardSet> shards, uint64_t seed)
-    : set_(std::move(shards)), seed_(seed) {
+ShardedExamples::ShardedExamples(std::shared_ptr<const ShardSet> shards, uint64_t seed, std::optional<RowCapacity> rows,
+                                 const std::function<void(const std::string&)>& progress, const StopCheck& stop)
+    : set_(std::move(shards)), seed_(seed), rows_(rows) {
   if (set_->shards() == 0) throw DataError("no shards to train on");
+  const auto started = std::chrono::steady_clock::now();
+  auto said = started;
   for (size_t s = 0; s < set_->shards(); ++s) {
     counts_.push_back(set_->examples(s));
+    if (rows_) {  // (a shard's rows follow from its examples' sizes: it is read to count them)
+      if (const int signal = stop_asked(stop))
+        throw Stopped(signal, fmt::format("while placing the examples of {} shards into rows ({} done)", set_->shards(), s));
+      const PackedExamples examples = set_->load(s);
+      counts_.back() = static_cast<int64_t>(rows_of(examples).size());
+      if (const auto now = std::chrono::steady_clock::now(); progress && now - said > std::chrono::seconds(10)) {
+        progress(fmt::format("placing examples into rows: {} of {} shards", s + 1, set_->shards()));
+        said = now;
+      }
+    }
     total_ += counts_.back();
   }
   if (total_ == 0) throw DataError("no training examples");
+}
+
+std::vector<std::vector<size_t>> ShardedExamples::rows_of(const PackedExamples& examples) const {
+  std::vector<ExampleSize> sizes(examples.size());
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    const Example e = examples[i];
+    sizes[i] = {static_cast<int64_t>(e.tokens.size()), static_cast<int64_t>(e.masked_positions.size())};
+  }
+  try {
+    return pack_rows(sizes, *rows_);
+  } catch (const std::invalid_argument& e) {
+    throw DataError(fmt::format("placing examples into rows: {}", e.what()));
+  }
 }
 
 ShardedExamples::~ShardedExamples() {
@@ -43,15 +71,31 @@ const ShardedExamples::Epoch& ShardedExamples::epoch(int64_t e) const {
 }
 
 ShardedExamples::Loaded ShardedExamples::load(size_t shard) const {
-  auto examples = std::make_shared<const PackedExamples>(set_->load(shard));
-  if (static_cast<int64_t>(examples->size()) != counts_[shard])
-    throw DataError(fmt::format("{}: held {} examples when training started and holds {} now: a shard changed under a "
+  Shard loaded{set_->load(shard), {}};
+  if (rows_) loaded.rows = rows_of(loaded.examples);
+  const int64_t units = static_cast<int64_t>(rows_ ? loaded.rows.size() : loaded.examples.size());
+  if (units != counts_[shard])
+    throw DataError(fmt::format("{}: held {} {} when training started and holds {} now: a shard changed under a "
                                 "run (restore it, or start a new run)",
-                                set_->name(shard), counts_[shard], examples->size()));
-  return examples;
+                                set_->name(shard), counts_[shard], rows_ ? "rows of examples" : "examples", units));
+  return std::make_shared<const Shard>(std::move(loaded));
 }
 
 Example ShardedExamples::example(int64_t index) const {
+  if (rows_) throw std::logic_error("ShardedExamples::example on a source of rows: ask row()");
+  const auto [data, unit] = locate(index);
+  return data->examples[unit];
+}
+
+std::vector<Example> ShardedExamples::row(int64_t index) const {
+  if (!rows_) return {example(index)};
+  const auto [data, unit] = locate(index);
+  std::vector<Example> out;
+  for (size_t i : data->rows[unit]) out.push_back(data->examples[i]);
+  return out;
+}
+
+std::pair<ShardedExamples::Loaded, size_t> ShardedExamples::locate(int64_t index) const {
   std::lock_guard lock(mutex_);
   const int64_t e = index / total_, at = index % total_;
   const Epoch& ep = epoch(e);
@@ -86,7 +130,7 @@ Example ShardedExamples::example(int64_t index) const {
       ahead_ = next;  // (only once the read is under way)
     }
   }
-  return (*current_data_)[current_order_[static_cast<size_t>(at - ep.starts[k])]];
+  return {current_data_, current_order_[static_cast<size_t>(at - ep.starts[k])]};
 }
 
 size_t ShardedExamples::shards_in_memory() const {

@@ -10,14 +10,19 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <future>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "data/packed_examples.h"
 #include "data/pretraining_data.h"
+#include "data/row_packing.h"
+#include "data/stop_check.h"
 
 namespace bertc::data {
 
@@ -37,20 +42,32 @@ class ShardSet {
   virtual std::string content() const = 0;
 };
 
+// With `rows`, a shard's examples are placed into rows by pack_rows (data/row_packing.h: by their
+// sizes alone, the same rows in every epoch and on every rank), and the rows, not the examples,
+// are what the epochs shuffle: size() counts rows. Counting them reads every shard once before
+// anything trains (`progress` hears how far it got; `stop` is asked between shards: Stopped).
 class ShardedExamples : public ExampleSource {
  public:
-  ShardedExamples(std::shared_ptr<const ShardSet> shards, uint64_t seed);
+  ShardedExamples(std::shared_ptr<const ShardSet> shards, uint64_t seed, std::optional<RowCapacity> rows = std::nullopt,
+                  const std::function<void(const std::string&)>& progress = {}, const StopCheck& stop = {});
   ~ShardedExamples() override;
   int64_t size() const override { return total_; }
   int64_t shards() const override { return static_cast<int64_t>(counts_.size()); }
+  int64_t examples_per_row() const override { return rows_ ? rows_->examples : 0; }
+  // Throws std::logic_error when the source places examples into rows: ask row().
   Example example(int64_t index) const override;
+  std::vector<Example> row(int64_t index) const override;
   std::string content() const override { return set_->content(); }
   // The shards in memory now, the one read ahead included (at most 2).
   size_t shards_in_memory() const;
   const ShardSet& shard_set() const { return *set_; }
 
  private:
-  using Loaded = std::shared_ptr<const PackedExamples>;
+  struct Shard {
+    PackedExamples examples;
+    std::vector<std::vector<size_t>> rows;  // (with rows_ only)
+  };
+  using Loaded = std::shared_ptr<const Shard>;
   struct Epoch {
     int64_t number = -1;
     std::vector<size_t> order;    // shard indices
@@ -58,11 +75,15 @@ class ShardedExamples : public ExampleSource {
   };
   const Epoch& epoch(int64_t e) const;
   Loaded load(size_t shard) const;
+  std::vector<std::vector<size_t>> rows_of(const PackedExamples& examples) const;
+  // The shard holding `index` of the sequence, in memory, and its unit (example or row) there.
+  std::pair<Loaded, size_t> locate(int64_t index) const;
 
   std::shared_ptr<const ShardSet> set_;
   std::vector<int64_t> counts_;
   int64_t total_ = 0;
   uint64_t seed_;
+  std::optional<RowCapacity> rows_;
   mutable std::mutex mutex_;
   mutable Epoch epochs_[2];  // the current epoch and the next (the read-ahead's), by parity
   mutable size_t current_ = SIZE_MAX;

@@ -17,6 +17,15 @@ ir::Graph build_model(const ModelDefinition& definition, const ModelSettings& se
   if (!is_output || graph.value(*loss).type != ir::TensorType{ir::DType::F32, {}})
     throw ir::Error(fmt::format("model '{}' must output a scalar f32 value named 'loss' (Builder::output(x, \"loss\"))",
                                 definition.name));
+  // (a model that builds its graph without the rows' inputs would let a row's examples attend to
+  // each other, silently: refused)
+  if (settings.batch.examples_per_row > 0 && !settings.head && !graph.find("example_ids"))
+    throw ir::Error(fmt::format("model '{}' builds its graph without the inputs of rows of several examples "
+                                "(example_ids, position_ids, cls_positions, next_sentence_weights: "
+                                "frontend::add_pretraining_inputs and attention_bias give them), and [train] packing "
+                                "= \"pack\" places several examples in a row: set packing = \"none\", or build "
+                                "the graph with them",
+                                definition.name));
   return graph;
 }
 

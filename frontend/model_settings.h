@@ -39,11 +39,14 @@ using ConfigValue = support::OptionValue;
 
 // The shape of one micro-batch: the graph's inputs are [batch_size, seq_len] tokens and
 // [batch_size, max_predictions_per_seq] masked positions. Its defaults (BERT-base's) are the
-// [train] keys' too (run_config/config.def reads them here).
+// [train] keys' too (run_config/config.def reads them here). With examples_per_row = K > 0, a row
+// holds up to K whole examples side by side (pretraining only), and the graph takes what keeps
+// them apart (frontend/bert.h: BertInputs); max_predictions_per_seq is then a row's.
 struct BatchShape {
   int64_t batch_size = 32;
   int64_t seq_len = 128;
   int64_t max_predictions_per_seq = 20;
+  int64_t examples_per_row = 0;  // 0: one example a row (the graph of Hugging Face's inputs)
 };
 
 // A fine-tuning graph's head (finetune.h).

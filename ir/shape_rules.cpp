@@ -413,6 +413,17 @@ std::vector<TensorType> Where(const InferContext& c) {
   return {{c.operand(1).dtype, *shape}};
 }
 
+std::vector<TensorType> BlockBias(const InferContext& c) {
+  for (size_t i = 0; i < 3; ++i) c.require_float(i);
+  require_same_dtype(c, 1, 2);
+  auto shape = broadcast_shapes(c.operand(1).shape, c.operand(2).shape);
+  if (shape) shape = broadcast_shapes(*shape, c.operand(0).shape);
+  if (!shape)
+    c.fail(fmt::format("shapes {}, {} and {} do not broadcast together", shape_string(c.operand(0).shape),
+                       shape_string(c.operand(1).shape), shape_string(c.operand(2).shape)));
+  return {{c.operand(0).dtype, *shape}};
+}
+
 std::vector<TensorType> AllFinite(const InferContext& c) {
   for (size_t i = 0; i < c.num_operands(); ++i) c.require_float(i);
   return {{DType::F32, {}}};

@@ -86,6 +86,20 @@ void eval_Where(OpEval<T>& e) {
                      });
 }
 
+// bias where the ids agree, else bias - 10000 (rounded to T as the kernel's float arithmetic is
+// rounded to the result's type).
+template <typename T>
+void eval_BlockBias(OpEval<T>& e) {
+  const ir::Shape& shape = e.out[0].type.shape;
+  const std::vector<T>&bias = e.real(0), &q = e.real(1), &k = e.real(2);
+  std::vector<T>& y = e.out[0].real;
+  for_each_offset<3>(shape, {broadcast_strides(e.shape(0), shape), broadcast_strides(e.shape(1), shape),
+                             broadcast_strides(e.shape(2), shape)},
+                     [&](int64_t i, const std::array<int64_t, 3>& o) {
+                       y[i] = q[o[1]] == k[o[2]] ? bias[o[0]] : static_cast<T>(bias[o[0]] - T(10000));
+                     });
+}
+
 template <typename T>
 void eval_AllFinite(OpEval<T>& e) {
   bool finite = true;
@@ -126,6 +140,7 @@ BERTC_INSTANTIATE_EVAL(eval_Sub)
 BERTC_INSTANTIATE_EVAL(eval_Mul)
 BERTC_INSTANTIATE_EVAL(eval_Div)
 BERTC_INSTANTIATE_EVAL(eval_Minimum)
+BERTC_INSTANTIATE_EVAL(eval_BlockBias)
 BERTC_INSTANTIATE_EVAL(eval_Maximum)
 BERTC_INSTANTIATE_EVAL(eval_GeluGrad)
 BERTC_INSTANTIATE_EVAL(eval_ReluGrad)

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <fstream>
 #include <cstdlib>
 #include <memory>
@@ -394,6 +395,17 @@ std::optional<RelationIssue> check_relations(const Config& c, const ModelOrigin&
                                                           "finetune), or start from other weights",
                                                           origin.source)
                                             : "set 2, as BERT has")};
+  // (fine-tuning's batches are its task's, bucketed by length: rows of pretraining examples are not theirs)
+  if (c.finetune_section && t.packing == Packing::Pack)
+    return RelationIssue{"train", "packing",
+                         "[train] packing = \"pack\" places pretraining examples into rows, and this config fine-tunes "
+                         "([finetune]), whose batches are bucketed by length ([finetune] seq_len_buckets): remove it"};
+  // ([CLS] a [SEP] b [SEP]: an example takes 5 tokens at least)
+  if (t.packing == Packing::Pack && t.packing_max_examples > t.seq_len / 5)
+    return RelationIssue{"train", "packing_max_examples",
+                         fmt::format("[train] packing_max_examples = {}, and an example takes 5 tokens at least: "
+                                     "seq_len = {} holds {} at most; set {} or fewer (3 is NVIDIA's choice at 512)",
+                                     t.packing_max_examples, t.seq_len, t.seq_len / 5, std::max<int64_t>(1, t.seq_len / 5))};
   if (!c.finetune_section && t.max_predictions_per_seq > t.seq_len)  // (no masked predictions in fine-tuning)
     return RelationIssue{"train", "max_predictions_per_seq",
                          fmt::format("[train] max_predictions_per_seq = {} exceeds seq_len = {}",
@@ -550,9 +562,20 @@ Config parse_config(std::string_view toml_text, const std::string& source, std::
   return config;
 }
 
+int64_t TrainConfig::row_predictions() const {
+  if (examples_per_row() == 0) return max_predictions_per_seq;
+  // BERT's masking (data/pretraining_data.cpp mask_tokens) predicts max(1, round(tokens x p)) of an
+  // example, at most max_predictions_per_seq: K examples sharing seq_len tokens get at most
+  // floor(seq_len x p) + K together, which is far below K x max_predictions_per_seq, and so is the
+  // MLM head's work (its decoder is [B x predictions, vocab]). A row of data masked otherwise is
+  // placed by the same capacity (pack_rows): nothing past it is ever laid out.
+  const auto shared = static_cast<int64_t>(std::floor(static_cast<double>(seq_len) * masked_lm_prob)) + examples_per_row();
+  return std::min(examples_per_row() * max_predictions_per_seq, std::max(max_predictions_per_seq, shared));
+}
+
 frontend::ModelSettings Config::model_settings() const {
   frontend::ModelSettings s{.name = name, .model = model, .extra = extra,
-                            .batch = {train.batch_size, train.seq_len, train.max_predictions_per_seq},
+                            .batch = {train.batch_size, train.seq_len, train.row_predictions(), train.examples_per_row()},
                             .dropout = compile.dropout};
   if (finetune_section) s.head = frontend::TaskHead{finetune.task, finetune.num_labels};
   return s;

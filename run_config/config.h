@@ -37,6 +37,11 @@ enum class LrDecay { Linear, Polynomial, Constant };
 BERTC_ENUM_NAMES(LrDecay, {LrDecay::Linear, "linear"}, {LrDecay::Polynomial, "polynomial"},
                  {LrDecay::Constant, "constant"})
 
+// Pretraining rows: one example each, padded to seq_len, or several whole examples side by side
+// (data/row_packing.h), each attending to itself alone.
+enum class Packing { None, Pack };
+BERTC_ENUM_NAMES(Packing, {Packing::None, "none"}, {Packing::Pack, "pack"})
+
 // The dev-set figures of a fine-tuning run, and which one picks its best checkpoint.
 enum class TaskMetric { Auto, Accuracy, F1, Mcc, Pearson, Spearman };
 BERTC_ENUM_NAMES(TaskMetric, {TaskMetric::Auto, "auto"}, {TaskMetric::Accuracy, "accuracy"}, {TaskMetric::F1, "f1"},
@@ -51,6 +56,11 @@ struct TrainConfig : passes::OptimizerOptions {
 #include "run_config/config.def"
 #undef BERTC_FINETUNE_KEY
 #undef BERTC_TRAIN_KEY
+  // Examples a row: packing_max_examples with packing = "pack", else 0 (one a row, unpacked).
+  int64_t examples_per_row() const { return packing == Packing::Pack ? packing_max_examples : 0; }
+  // Masked positions a row: max_predictions_per_seq, or, for rows of K examples, room for what
+  // BERT's masking gives K examples sharing seq_len (data/row_packing.h: row_predictions).
+  int64_t row_predictions() const;
 };
 
 // [finetune]: the task a fine-tuning run learns (bertc finetune), its data and its evaluation.

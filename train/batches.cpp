@@ -11,6 +11,7 @@
 #include <fmt/ranges.h>
 
 #include "data/prepare_shards.h"
+#include "data/row_batch.h"
 #include "data/shard_examples.h"
 #include "data/shard_files.h"
 #include "data/task_data.h"
@@ -31,19 +32,36 @@ struct NamedInts {
 };
 
 std::vector<NamedInts> integer_inputs(const data::Batch& b) {
-  const int64_t B = b.batch_size, S = b.seq_len, P = b.predictions;
-  return {{"input_ids", &b.input_ids, {B, S}},
-          {"token_type_ids", &b.token_type_ids, {B, S}},
-          {"attention_mask", &b.attention_mask, {B, S}},
-          {"masked_lm_positions", &b.masked_lm_positions, {B, P}},
-          {"masked_lm_ids", &b.masked_lm_ids, {B, P}},
-          {"next_sentence_labels", &b.next_sentence_labels, {B}}};
+  const int64_t B = b.batch_size, S = b.seq_len, P = b.predictions, K = b.examples_per_row;
+  std::vector<NamedInts> out{{"input_ids", &b.input_ids, {B, S}},
+                             {"token_type_ids", &b.token_type_ids, {B, S}},
+                             {"attention_mask", &b.attention_mask, {B, S}},
+                             {"masked_lm_positions", &b.masked_lm_positions, {B, P}},
+                             {"masked_lm_ids", &b.masked_lm_ids, {B, P}},
+                             {"next_sentence_labels", &b.next_sentence_labels, K > 0 ? ir::Shape{B, K} : ir::Shape{B}}};
+  if (K > 0) {  // (rows of several examples: frontend::RowInputs)
+    out.push_back({"position_ids", &b.position_ids, {B, S}});
+    out.push_back({"example_ids", &b.example_ids, {B, S}});
+    out.push_back({"cls_positions", &b.cls_positions, {B, K}});
+  }
+  return out;
 }
 
-support::HostTensor weights_of(const data::Batch& b) {
-  support::HostTensor w = support::HostTensor::zeros({ir::DType::F32, {b.batch_size, b.predictions}});
-  w.real = b.masked_lm_weights;
-  return w;
+struct NamedReals {
+  const char* name;
+  support::HostTensor values;
+};
+
+std::vector<NamedReals> real_inputs(const data::Batch& b) {
+  auto tensor = [](ir::Shape shape, const std::vector<float>& values) {
+    support::HostTensor t = support::HostTensor::zeros({ir::DType::F32, std::move(shape)});
+    t.real = values;
+    return t;
+  };
+  std::vector<NamedReals> out{{"masked_lm_weights", tensor({b.batch_size, b.predictions}, b.masked_lm_weights)}};
+  if (b.examples_per_row > 0)
+    out.push_back({"next_sentence_weights", tensor({b.batch_size, b.examples_per_row}, b.next_sentence_weights)});
+  return out;
 }
 
 }  // namespace
@@ -127,15 +145,27 @@ std::shared_ptr<const data::ExampleSource> open_example_source(const run_config:
     what = fmt::format("{} documents from {} in {} text shard(s){} (dupe_factor {})", documents, data_path.string(),
                        count, t.text_shards > 0 ? "" : ", chosen by size", t.dupe_factor);
   }
-  auto source = std::make_shared<data::ShardedExamples>(shards, static_cast<uint64_t>(t.seed));
-  log << fmt::format("data: {}, {} examples, a shard at a time\n", what, source->size());
+  std::optional<data::RowCapacity> rows;
+  if (t.examples_per_row() > 0) rows = data::RowCapacity{t.seq_len, t.row_predictions(), t.examples_per_row()};
+  auto source = std::make_shared<data::ShardedExamples>(
+      shards, static_cast<uint64_t>(t.seed), rows, [&](const std::string& m) { log << "data: " << m << "\n"; },
+      run_folder::stop_requested);
+  int64_t examples = 0;
+  for (size_t s = 0; s < shards->shards(); ++s) examples += shards->examples(s);
+  if (rows)
+    log << fmt::format("data: {}, {} examples in {} rows of up to {} ({:.2f} a row; {} masked positions a row), a "
+                       "shard at a time\n",
+                       what, examples, source->size(), rows->examples,
+                       static_cast<double>(examples) / static_cast<double>(source->size()), rows->predictions);
+  else
+    log << fmt::format("data: {}, {} examples, a shard at a time\n", what, source->size());
   // (a step larger than the data sees examples twice in one gradient: said, not refused)
   if (const int64_t per_step = t.batch_size * t.gradient_accumulation_steps;
       per_step > static_cast<int64_t>(source->size()))
     log << fmt::format("data: warning: a step takes {} sequences ({} x {} accumulation steps, on each rank), more than "
-                       "the {} examples of the data: every step repeats examples ({:.1f} epochs a step); give more "
+                       "the {} {} of the data: every step repeats examples ({:.1f} epochs a step); give more "
                        "text, or a smaller [train] batch_size\n",
-                       per_step, t.batch_size, t.gradient_accumulation_steps, source->size(),
+                       per_step, t.batch_size, t.gradient_accumulation_steps, source->size(), rows ? "rows" : "examples",
                        static_cast<double>(per_step) / static_cast<double>(std::max<size_t>(source->size(), 1)));
   return source;
 }
@@ -143,12 +173,42 @@ std::shared_ptr<const data::ExampleSource> open_example_source(const run_config:
 data::BatchStream open_batch_stream(const run_config::Config& c, const std::filesystem::path& data_path,
                                     const data::Vocab& vocab, std::ostream& log) {
   const run_config::TrainConfig& t = c.train;
-  return data::BatchStream(open_example_source(c, data_path, vocab, log), t.batch_size, t.seq_len,
-                           t.max_predictions_per_seq, vocab.pad());
+  return data::BatchStream(open_example_source(c, data_path, vocab, log), t.batch_size, t.seq_len, t.row_predictions(),
+                           vocab.pad());
 }
+
+namespace {
+
+// Rows of K synthetic examples, seq_len / K tokens and row_predictions / K masked positions each.
+data::Batch synthetic_rows(const run_config::Config& c, uint64_t seed) {
+  const run_config::TrainConfig& t = c.train;
+  const int64_t K = t.examples_per_row(), tokens = t.seq_len / K, masked = std::min(t.row_predictions() / K, tokens - 1);
+  data::Rng rng(seed);
+  std::vector<data::Example> examples;
+  std::vector<std::vector<size_t>> rows(static_cast<size_t>(t.batch_size));
+  for (auto& row : rows)
+    for (int64_t k = 0; k < K; ++k) {
+      data::Example e;
+      for (int64_t i = 0; i < tokens; ++i) {
+        e.tokens.push_back(rng.randint(1, c.model.vocab_size - 1));
+        e.segment_ids.push_back(i >= tokens / 2);
+      }
+      for (int64_t i = 0; i < masked; ++i) {
+        e.masked_positions.push_back(1 + i);
+        e.masked_labels.push_back(rng.randint(1, c.model.vocab_size - 1));
+      }
+      e.is_random_next = rng.randint(0, 1) == 1;
+      row.push_back(examples.size());
+      examples.push_back(std::move(e));
+    }
+  return data::row_batch(examples, rows, t.seq_len, t.row_predictions(), K, c.model.pad_token_id);
+}
+
+}  // namespace
 
 data::Batch synthetic_batch(const run_config::Config& c, uint64_t seed) {
   const run_config::TrainConfig& t = c.train;
+  if (t.examples_per_row() > 0 && !c.finetune_section) return synthetic_rows(c, seed);
   data::Rng rng(seed);
   data::Batch b;
   b.batch_size = t.batch_size, b.seq_len = t.seq_len, b.predictions = t.max_predictions_per_seq;
@@ -195,7 +255,7 @@ void bind_batch(const data::Batch& b, support::Environment& env) {
     t.integer = *in.values;
     env[in.name] = std::move(t);
   }
-  env["masked_lm_weights"] = weights_of(b);
+  for (NamedReals& in : real_inputs(b)) env[in.name] = std::move(in.values);
 }
 
 namespace {
@@ -215,6 +275,12 @@ std::vector<Range> batch_ranges(const run_config::Config& c) {
       {"masked_lm_positions", c.train.seq_len, fmt::format("[train] seq_len = {}", c.train.seq_len)},
       {"masked_lm_ids", c.model.vocab_size, fmt::format("[model] vocab_size = {}", c.model.vocab_size)},
       {"next_sentence_labels", 2, "2 (a next-sentence label is 0 or 1)"},
+      // (rows of several examples: positions within an example, and where each example's [CLS] is)
+      {"position_ids", c.train.seq_len, fmt::format("[train] seq_len = {}", c.train.seq_len)},
+      {"cls_positions", c.train.seq_len, fmt::format("[train] seq_len = {}", c.train.seq_len)},
+      {"example_ids", c.train.examples_per_row() + 1,
+       fmt::format("[train] packing_max_examples = {} (examples 0..{}, padding {})", c.train.examples_per_row(),
+                   c.train.examples_per_row() - 1, c.train.examples_per_row())},
       // (a regression's labels are numbers; class and tag labels are checked)
       {c.finetune.task == frontend::FinetuneTask::Regression ? "" : "labels", c.finetune.num_labels,
        fmt::format("[finetune] num_labels = {}", c.finetune.num_labels)},
@@ -321,15 +387,33 @@ void check_batch_ranges(const support::Environment& inputs, const run_config::Co
                                           "(padding): fix the data",
                                           what, example_of(mask->second, i), m));
   // (fine-tuning's label_weights mean the same: 1 a real example or token, 0 padding)
-  for (const std::string_view name : {std::string_view("masked_lm_weights"), ir::names::kLabelWeights})
+  for (const std::string_view name :
+       {std::string_view("masked_lm_weights"), std::string_view("next_sentence_weights"), ir::names::kLabelWeights})
     if (const auto weights = inputs.find(std::string(name)); weights != inputs.end())
       for (size_t i = 0; i < weights->second.real.size(); ++i)
         if (const double w = weights->second.real[i]; !std::isfinite(w) || w < 0)
-          throw data::DataError(fmt::format("{}: {} of example {} holds {}, and a weight is 0 ({}) or more, and finite "
+          throw data::DataError(fmt::format("{}: {} of {} {} holds {}, and a weight is 0 ({}) or more, and finite "
                                             "(1 for {}): fix the data",
-                                            what, name, example_of(weights->second, i), w,
-                                            name == ir::names::kLabelWeights ? "padding" : "a prediction left out",
-                                            name == ir::names::kLabelWeights ? "a real example or token" : "a masked token"));
+                                            what, name, name == "next_sentence_weights" ? "row" : "example",
+                                            example_of(weights->second, i), w,
+                                            name == ir::names::kLabelWeights ? "padding"
+                                            : name == "next_sentence_weights" ? "an empty slot"
+                                                                              : "a prediction left out",
+                                            name == ir::names::kLabelWeights ? "a real example or token"
+                                            : name == "next_sentence_weights" ? "an example"
+                                                                              : "a masked token"));
+  // A row's examples lie one after the other, padding last: its ids rise along the row (the
+  // attention kernels may skip the tiles between two examples by that order).
+  if (const auto ids = inputs.find("example_ids"); ids != inputs.end() && ids->second.type.shape.size() == 2) {
+    const int64_t S = ids->second.type.shape[1];
+    const std::vector<int64_t>& v = ids->second.integer;
+    for (size_t i = 1; i < v.size(); ++i)
+      if (static_cast<int64_t>(i) % S != 0 && v[i] < v[i - 1])
+        throw data::DataError(fmt::format("{}: example_ids of row {} fall from {} to {} at position {}, and a row's "
+                                          "examples lie one after the other, padding last (ids rise along the row): "
+                                          "fix the data",
+                                          what, static_cast<int64_t>(i) / S, v[i - 1], v[i], static_cast<int64_t>(i) % S));
+  }
   // A regression's targets are reals the loss can take, as its data reader requires (a NaN target
   // made the loss nan, 1e20 inf, exit 0).
   if (const auto labels = inputs.find(std::string(ir::names::kLabels)); labels != inputs.end())
@@ -360,7 +444,7 @@ support::Safetensors batch_to_safetensors(const data::Batch& b) {
     std::memcpy(s.bytes.data(), in.values->data(), s.bytes.size());
     file.tensors[in.name] = std::move(s);
   }
-  file.tensors["masked_lm_weights"] = support::to_stored(weights_of(b));
+  for (const NamedReals& in : real_inputs(b)) file.tensors[in.name] = support::to_stored(in.values);
   file.metadata["format"] = "bertc-batch";
   return file;
 }

@@ -308,12 +308,25 @@ EvalResult evaluate_batch(const frontend::ModelDefinition& model, run_config::Co
       throw support::SafetensorsError(fmt::format("{}: masked_lm_positions must be [batch, predictions], found {}",
                                                   source, ir::shape_string(positions)));
     config.train.max_predictions_per_seq = positions[1];
+    // A batch of rows of several examples (bertc batch of a config with packing = "pack") is
+    // evaluated as such, whatever the config's packing: the file says which it is.
+    config.train.packing = run_config::Packing::None;
+    if (batch.tensors.count("example_ids")) {
+      const ir::Shape cls = batch_tensor(batch, "cls_positions", source).shape;
+      if (cls.size() != 2 || cls[1] < 1)
+        throw support::SafetensorsError(fmt::format("{}: cls_positions must be [batch, examples a row], found {}",
+                                                    source, ir::shape_string(cls)));
+      config.train.packing = run_config::Packing::Pack;
+      config.train.packing_max_examples = cls[1];
+    }
   }
   config.compile.dropout = false;
   config.finetune.seq_len_buckets.clear();  // (the batch's length is the one compiled shape)
   run_config::validate(config);
 
-  ir::Graph graph = frontend::build_model(model, config.model_settings());
+  frontend::ModelSettings settings = config.model_settings();
+  settings.batch.max_predictions_per_seq = config.train.max_predictions_per_seq;  // (the file's, rows or not)
+  ir::Graph graph = frontend::build_model(model, settings);
   passes::differentiate(graph);
   support::Environment env;
   for (ir::ValueId v : graph.values_of(ir::OpKind::Input)) {

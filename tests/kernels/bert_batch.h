@@ -8,6 +8,7 @@
 #include "passes/pipeline.h"
 #include "run_folder/initialize.h"
 #include "ir/host_tensor.h"
+#include "train/batches.h"
 
 namespace bertc::testing {
 
@@ -39,6 +40,14 @@ inline ir::Environment<float> batch_environment(const run_config::Config& c, con
   env["dropout_seed"] = ints({}, [](int64_t) { return 20261130; }, ir::DType::I64);
   env["learning_rate"] = HostTensor<float>::zeros({ir::DType::F32, {}});
   env["learning_rate"].real[0] = 1e-3f;
+  return env;
+}
+
+// The same training state, and rows of [train] packing_max_examples examples each (a config with
+// packing = "pack"): the trainer's synthetic rows (train::synthetic_batch).
+inline ir::Environment<float> rows_environment(const run_config::Config& c, const passes::TrainingProgram& p) {
+  ir::Environment<float> env = batch_environment(c, p);
+  train::bind_batch(train::synthetic_batch(c, 7), env);
   return env;
 }
 

@@ -27,10 +27,13 @@ namespace {
 
 // bert-tiny's config and training program at `precision`, compiled for no particular GPU (tf32:
 // for sm_80, the oldest arch that has it; it changes nothing in the program, only the kernels).
+// `rows`: 2 rows of up to 3 examples each ([train] packing = "pack").
 std::pair<run_config::Config, passes::TrainingProgram> bert_tiny(const std::string& precision,
-                                                              ir::OpKind optimizer = ir::OpKind::Adamw) {
+                                                              ir::OpKind optimizer = ir::OpKind::Adamw,
+                                                              bool rows = false) {
   run_config::Config c = run_config::load_config(BERTC_SOURCE_DIR "/examples/bert-tiny.toml");
   c.train.optimizer.kind = optimizer;
+  if (rows) c.train.packing = run_config::Packing::Pack, c.train.batch_size = 2;  // (6 examples: time in CI)
   c.compile.arch = passes::Arch::parse(precision == "tf32" ? "sm_80" : "none");
   c.compile.precision = ir::enum_named<passes::Precision>(precision);
   c.compile = passes::resolve_options(c.compile, passes::Arch::none());
@@ -67,9 +70,9 @@ bool noise_only(const std::string& name) { return name.find("attention.self.key.
 // a 16-bit rounding difference of a near-zero gradient into a full step of the other sign).
 // `worst`, if given, gets the largest relative error of the step's outputs and gradients.
 void expect_step_matches(const std::string& precision, int sm, const std::string& matmul, double tolerance, bool chain,
-                         double* worst_out = nullptr, ir::OpKind optimizer_kind = ir::OpKind::Adamw) {
-  const auto [c, p] = bert_tiny(precision, optimizer_kind);
-  ir::Environment<float> want = batch_environment(c, p);
+                         double* worst_out = nullptr, ir::OpKind optimizer_kind = ir::OpKind::Adamw, bool rows = false) {
+  const auto [c, p] = bert_tiny(precision, optimizer_kind, rows);
+  ir::Environment<float> want = rows ? rows_environment(c, p) : batch_environment(c, p);
   if (precision == "fp16") want["loss_scale"].real[0] = 1024;
   ir::Environment<float> got = want;
   const codegen::RenderTarget target{sm, ir::enum_named<passes::MatmulPolicy>(matmul), {}, precision == "tf32"};
@@ -84,10 +87,12 @@ void expect_step_matches(const std::string& precision, int sm, const std::string
     worst = std::max(worst, relative_error(got_out[i], want_out[i]));
     EXPECT_LE(relative_error(got_out[i], want_out[i]), tolerance) << "step output " << i;
   }
+  // (fp16's accumulated gradients are loss-scaled, and so is their noise)
+  const double noise = 1e-6 * (precision == "fp16" ? want.at("loss_scale").real.at(0) : 1.0);
   for (const auto& [name, w] : want) {
     if (!w.is_real()) continue;
     if (noise_only(name)) {
-      EXPECT_LE(largest(got.at(name)), 1e-6) << name << " should vanish";
+      EXPECT_LE(largest(got.at(name)), noise) << precision << " sm_" << sm << ": " << name << " should vanish";
       continue;
     }
     worst = std::max(worst, relative_error(got.at(name), w));
@@ -150,6 +155,25 @@ TEST(HostRunner, Tf32StepMatchesTheFp32Reference) {
     expect_step_matches("tf32", 80, matmul, 1e-2, false, &worst);
     EXPECT_GT(worst, 1e-4) << matmul << ": no sign of TF32 rounding";
   }
+}
+
+// Rows of up to 3 examples each ([train] packing = "pack": the examples kept apart by the
+// block-diagonal attention bias, positions restarting at each example, each example's [CLS]
+// gathered for the pooler) on each strategy's kernels: simt (sm_61, fp32), m8n8k4 (sm_70, fp16),
+// m16n8k16 (sm_80, bf16) and m16n8k8 (sm_80, tf32). Tolerances as above, and for fp16 as bf16's
+// (its 2^-11 rounding is finer). That rows train as one example a row is
+// tests/unit/row_equivalence_test's: together, the kernels train rows as BERT trains examples.
+TEST(HostRunner, RowsOfSeveralExamplesFp32Simt) {
+  expect_step_matches("fp32", 61, "generated", 1e-3, true, nullptr, ir::OpKind::Adamw, true);
+}
+TEST(HostRunner, RowsOfSeveralExamplesFp16M8n8k4) {
+  expect_step_matches("fp16", 70, "generated", 5e-2, false, nullptr, ir::OpKind::Adamw, true);
+}
+TEST(HostRunner, RowsOfSeveralExamplesBf16M16n8k16) {
+  expect_step_matches("bf16", 80, "generated", 5e-2, false, nullptr, ir::OpKind::Adamw, true);
+}
+TEST(HostRunner, RowsOfSeveralExamplesTf32M16n8k8) {
+  expect_step_matches("tf32", 80, "generated", 1e-2, false, nullptr, ir::OpKind::Adamw, true);
 }
 
 bool same_bits(const HostTensor<float>& a, const HostTensor<float>& b) {

@@ -107,6 +107,22 @@ graph @elementwise {
 )", /*fuse=*/false);
 }
 
+// block_bias as a row of several examples uses it: [B,1,1,S] bias, ids of queries [B,1,S,1] and of
+// keys [B,1,1,S] to [B,1,S,S]. (relu makes about half the ids 0, so both branches are taken.)
+TEST(KernelFamilies, BlockBiasBroadcastsItsIds) {
+  expect_kernels_match(R"(
+graph @blocks {
+  %bias = input : f32[2,1,1,6]
+  %iq = input : f32[2,1,6,1]
+  %ik = input : f32[2,1,1,6]
+  %q = relu(%iq) : f32[2,1,6,1]
+  %k = relu(%ik) : f32[2,1,1,6]
+  %0 = block_bias(%bias, %q, %k) : f32[2,1,6,6]
+  return %0
+}
+)", /*fuse=*/false);
+}
+
 // Rows of 32 (a warp each) and of 700 (a block each): softmax, layer norm with bias + dropout +
 // residual before it, and their gradients; the fusion pass makes the groups.
 TEST(KernelFamilies, RowOpsAndTheirGradients) {

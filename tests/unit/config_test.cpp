@@ -121,6 +121,27 @@ TEST(Config, RefusesInconsistentShapes) {
                                "test.toml", {}));
 }
 
+// Rows of several examples ([train] packing): what they are given, and what is refused with its fix.
+TEST(Config, PackingRowsOfSeveralExamples) {
+  const Config c = parse_config("[train]\nseq_len = 128\npacking = \"pack\"\n", "test.toml", {});
+  EXPECT_EQ(c.train.examples_per_row(), 3);
+  // (BERT masks floor(128 x 0.15) + 3 = 22 of three examples sharing 128 tokens at most, below 3 x 20)
+  EXPECT_EQ(c.train.row_predictions(), 22);
+  EXPECT_EQ(c.model_settings().batch.examples_per_row, 3);
+  EXPECT_EQ(c.model_settings().batch.max_predictions_per_seq, 22);
+  const Config none = parse_config("[train]\nseq_len = 128\n", "test.toml", {});
+  EXPECT_EQ(none.train.examples_per_row(), 0);
+  EXPECT_EQ(none.train.row_predictions(), 20);
+  EXPECT_NE(error_of("[train]\npacking = \"yes\"\n").find("packing"), std::string::npos);
+  EXPECT_NE(error_of("[train]\nseq_len = 16\nmax_predictions_per_seq = 2\npacking = \"pack\"\n"
+                     "packing_max_examples = 4\n")
+                .find("seq_len = 16 holds 3 at most; set 3 or fewer"),
+            std::string::npos);
+  EXPECT_NE(error_of("[train]\npacking = \"pack\"\n[finetune]\ntask = \"sequence-classification\"\n")
+                .find("[train] packing = \"pack\" places pretraining examples into rows, and this config fine-tunes"),
+            std::string::npos);
+}
+
 TEST(Config, SyntaxErrorsAreLocated) {
   const std::string msg = error_of("[model]\nhidden_size = = 3\n");
   EXPECT_EQ(msg.rfind("test.toml:2:", 0), 0u) << msg;

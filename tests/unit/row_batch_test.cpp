@@ -21,26 +21,27 @@ std::vector<Example> three_examples() {
 TEST(RowBatch, ExamplesSideBySideWithTheirOwnPositions) {
   const std::vector<Example> examples = three_examples();
   const std::vector<std::vector<size_t>> rows{{0, 2}, {1}};
-  const RowBatch r = row_batch(examples, rows, 12, 4, 3, 0);
+  const Batch r = row_batch(examples, rows, 12, 4, 3, 0);
   using V = std::vector<int64_t>;
-  EXPECT_EQ(r.batch.input_ids, (V{101, 5, 102, 6, 102, 101, 13, 102, 14, 102, 0, 0,  //
+  EXPECT_EQ(r.input_ids, (V{101, 5, 102, 6, 102, 101, 13, 102, 14, 102, 0, 0,  //
                                   101, 8, 9, 102, 10, 102, 0, 0, 0, 0, 0, 0}));
-  EXPECT_EQ(r.batch.token_type_ids, (V{0, 0, 0, 1, 1, 0, 0, 0, 1, 1, 0, 0,  //
+  EXPECT_EQ(r.token_type_ids, (V{0, 0, 0, 1, 1, 0, 0, 0, 1, 1, 0, 0,  //
                                        0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0}));
-  EXPECT_EQ(r.batch.attention_mask, (V{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0,  //
+  EXPECT_EQ(r.attention_mask, (V{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0,  //
                                        1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0}));
-  EXPECT_EQ(r.example_ids, (V{1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 0, 0,  //
-                              1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0}));
+  // Examples 0..K-1, padding K (3): rising along each row.
+  EXPECT_EQ(r.example_ids, (V{0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 3, 3,  //
+                              0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 3, 3}));
   EXPECT_EQ(r.position_ids, (V{0, 1, 2, 3, 4, 0, 1, 2, 3, 4, 0, 0,  //
                                0, 1, 2, 3, 4, 5, 0, 0, 0, 0, 0, 0}));
   // Example 2's masked position 3 is the row's 5 + 3.
-  EXPECT_EQ(r.batch.masked_lm_positions, (V{1, 8, 0, 0, 2, 4, 0, 0}));
-  EXPECT_EQ(r.batch.masked_lm_ids, (V{7, 15, 0, 0, 11, 12, 0, 0}));
-  EXPECT_EQ(r.batch.masked_lm_weights, (std::vector<float>{1, 1, 0, 0, 1, 1, 0, 0}));
+  EXPECT_EQ(r.masked_lm_positions, (V{1, 8, 0, 0, 2, 4, 0, 0}));
+  EXPECT_EQ(r.masked_lm_ids, (V{7, 15, 0, 0, 11, 12, 0, 0}));
+  EXPECT_EQ(r.masked_lm_weights, (std::vector<float>{1, 1, 0, 0, 1, 1, 0, 0}));
   EXPECT_EQ(r.cls_positions, (V{0, 5, 0, 0, 0, 0}));
-  EXPECT_EQ(r.batch.next_sentence_labels, (V{0, 0, 0, 1, 0, 0}));
+  EXPECT_EQ(r.next_sentence_labels, (V{0, 0, 0, 1, 0, 0}));
   EXPECT_EQ(r.next_sentence_weights, (std::vector<float>{1, 1, 0, 1, 0, 0}));
-  EXPECT_EQ(r.batch.batch_size, 2);
+  EXPECT_EQ(r.batch_size, 2);
   EXPECT_EQ(r.examples_per_row, 3);
 }
 

@@ -71,6 +71,38 @@ TEST(ShardedExamples, EveryEpochIsEveryExampleOnceInASeededOrder) {
   EXPECT_EQ(resumed.example(29).tokens[1], seeded[29 - 24]);
 }
 
+// With rows (examples of 5 tokens, 3 a row in 16 tokens): every epoch is every example once, in
+// rows of 3 while a shard has 3 left (pack_rows), the rows shuffled by the seed and the epoch, a
+// jump (a resume) giving what reading through gave.
+TEST(ShardedExamples, RowsHoldEveryExampleOnceAnEpoch) {
+  const auto files = make_shards("rows", {5, 3, 4});
+  const auto set = std::make_shared<ShardFiles>(files, 8, 2, 1000, 2);
+  const RowCapacity capacity{16, 6, 3};
+  ShardedExamples a(set, 7, capacity), b(set, 7, capacity);
+  EXPECT_EQ(a.size(), 2 + 1 + 2);  // (5 = 3 + 2, 3, 4 = 3 + 1)
+  EXPECT_EQ(a.examples_per_row(), 3);
+  EXPECT_THROW(a.example(0), std::logic_error);  // (a source of rows is read by rows)
+  std::vector<std::vector<int64_t>> rows;
+  for (int64_t i = 0; i < 10; ++i) {
+    std::vector<int64_t> marks;
+    for (const Example& e : a.row(i)) marks.push_back(e.tokens[1]);
+    rows.push_back(marks);
+    std::vector<int64_t> again;
+    for (const Example& e : b.row(i)) again.push_back(e.tokens[1]);
+    EXPECT_EQ(again, marks);  // the same seed, the same rows in the same order
+  }
+  for (size_t epoch : {0u, 5u}) {
+    std::vector<int64_t> marks;
+    for (size_t r = epoch; r < epoch + 5; ++r) marks.insert(marks.end(), rows[r].begin(), rows[r].end());
+    std::sort(marks.begin(), marks.end());
+    for (int64_t k = 0; k < 12; ++k) EXPECT_EQ(marks.at(static_cast<size_t>(k)), 10 + k) << "epoch " << epoch / 5;
+  }
+  ShardedExamples resumed(set, 7, capacity);
+  std::vector<int64_t> jumped;
+  for (const Example& e : resumed.row(8)) jumped.push_back(e.tokens[1]);
+  EXPECT_EQ(jumped, rows[8]);
+}
+
 TEST(ShardedExamples, RefusesShardsThatDoNotFitTheConfig) {
   const auto files = make_shards("refusals", {2});
   EXPECT_NE(refusal([&] { ShardFiles(files, 16, 2, 1000, 2); }).find("[train] seq_len is 16: set seq_len = 8"),
