@@ -113,11 +113,14 @@ KernelSpec render_attention(const KernelInput& in) {
   const char* part = backward ? "BACKWARD" : "FORWARD";
   e.line(fmt::format("BX_SHARED({}, sh, attention::{}_H);", T, part));
   e.line(fmt::format("BX_SHARED(float, sf, attention::{}_F);", part));
-  e.line(fmt::format("const bx_attention_problem a = {{{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}u, {}}};",
+  // (rows of several examples: their ids end the problem; a kernel without them is written as
+  // before, ids 0)
+  const std::string ids = l.example_ids ? fmt::format(", in{}", *l.example_ids) : "";
+  e.line(fmt::format("const bx_attention_problem a = {{{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}u, {}{}}};",
                      batch * heads, heads, sq, sk, rows_literal(l.q_rows), rows_literal(l.k_rows), rows_literal(l.out_rows),
                      bs[0], bs[1], bs[2], bs[3], float_literal(in.op.attr<double>("scale")),
                      dropout ? "true" : "false", dropout_offset(in.op.attr<int64_t>("offset")), dropout ? ir::dropout_threshold(p) : 0,
-                     float_literal(keep_scale)));
+                     float_literal(keep_scale), ids));
   const std::string seed = has_seed ? fmt::format("in{}", *l.seed) : "(const bx_i64*)0";
   const std::string qkv = fmt::format("{}, {}, {}", at_rows("in", l.q, l.q_rows), at_rows("in", l.k, l.k_rows),
                                       at_rows("in", l.v, l.v_rows));
@@ -135,6 +138,7 @@ KernelSpec render_attention(const KernelInput& in) {
   const int64_t q_tiles = (sq + bq - 1) / bq, k_tiles = (sk + bkv - 1) / bkv;
   spec.grid = {static_cast<int>(batch * heads * (backward ? q_tiles + k_tiles : q_tiles))};
   spec.cooperative = true;
+  spec.work_follows_data = l.example_ids.has_value();  // (the tiles between examples skipped)
   spec.strategy = strategy_name(s);
   // 3 blocks of 128 threads an SM: at most 168 registers a thread (65536 / 384, in steps of 8),
   // which every attention kernel meets without spilling (bert-base: sm_61 simt 154, sm_70 m8n8k4

@@ -43,6 +43,9 @@ struct KernelSpec {
   std::vector<KernelParam> params;
   Dim3 grid, block;
   bool cooperative = false;              // uses barriers or warp shuffles
+  // Its blocks' work follows the data, beyond what its family's does (attention over rows of
+  // several examples skips the tiles between them): a sample of its blocks does not count the whole.
+  bool work_follows_data = false;
   // Blocks an SM should hold at once (the launch bounds' second number): ptxas keeps the kernel
   // within 65536 / (threads x this) registers.
   int min_blocks_per_sm = 1;

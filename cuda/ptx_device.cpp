@@ -198,7 +198,7 @@ void PtxDevice::issue_launch(const codegen::KernelSpec& k, void** args, const La
       [this, &k, loaded, values, buffers = std::move(buffers), fresh = std::move(fresh)] {
         PtxLaunchRecord record{k.name, k.label, std::string(ir::enum_name(k.family)), k.op_index,
                                loaded->limits.kernel_registers, loaded->register_bound, {}, false};
-        const bool sampled = sample_blocks_ > 0 && codegen::blocks_do_alike_work(k.family);
+        const bool sampled = sample_blocks_ > 0 && codegen::blocks_do_alike_work(k.family) && !k.work_follows_data;
         if (const PtxLaunchRecord* first = sampled ? counted_before(k) : nullptr) {
           record.counts = first->counts, record.repeat = true;
           this->record(std::move(record));

@@ -66,11 +66,11 @@ namespace {
 
 bool hdf5_available() { return false; }
 void write_shard(const std::filesystem::path& path, const std::vector<Example>&, int64_t, int64_t, int64_t,
-                 std::optional<ShardRecord>) {
+                 std::optional<ShardRecord>, const RowPlan*) {
   no_hdf5(path);
 }
 ShardShape read_shard_shape(const std::filesystem::path& path) { no_hdf5(path); }
-PackedExamples read_shard(const std::filesystem::path& path) { no_hdf5(path); }
+PackedExamples read_shard(const std::filesystem::path& path, RowPlan*) { no_hdf5(path); }
 std::optional<ShardValue> first_value_outside(const std::filesystem::path& path, int64_t, int64_t, const StopCheck&) {
   no_hdf5(path);
 }
@@ -163,6 +163,7 @@ constexpr std::array<DatasetSpec, 6> kDatasets = {{{"input_ids", Width::I32, 2},
                                                     {"masked_lm_positions", Width::I32, 2},
                                                     {"masked_lm_ids", Width::I32, 2},
                                                     {"next_sentence_labels", Width::I8, 1}}};
+constexpr const char* kRowsDataset = "example_rows";  // (rows of several examples: hdf5_shard.h)
 constexpr const char* kLayout =
     "an NVIDIA BERT shard holds input_ids, input_mask, segment_ids [n, seq], masked_lm_positions, masked_lm_ids "
     "[n, predictions] and next_sentence_labels [n], all integers";
@@ -174,6 +175,7 @@ struct Arrays {
   ShardShape shape;
   std::vector<int32_t> input_ids, positions, labels;
   std::vector<int8_t> input_mask, segment_ids, next_sentence;
+  std::vector<int32_t> example_rows;  // [rows, K], where the shard records rows of several examples
 
   void* data(size_t i) {
     switch (i) {
@@ -231,6 +233,7 @@ Arrays pack(const std::vector<Example>& examples, size_t begin, size_t end, int6
 }
 
 std::optional<ShardRecord> get_record(hid_t file, const std::string& where);
+std::optional<RowsPlaced> get_rows(hid_t file, const ShardShape& shape, const std::string& where);
 
 // The first value of a read that its memory type could not hold, as decimal text ("" while none).
 struct OutOfRange {
@@ -304,8 +307,9 @@ ShardShape inspect(const std::filesystem::path& path, Arrays* read) {
     dims[i].resize(static_cast<size_t>(rank));
     H5Sget_simple_extent_dims(space.get(), dims[i].data(), nullptr);
   }
-  const ShardShape shape{static_cast<int64_t>(dims[0][0]), static_cast<int64_t>(dims[0][1]),
-                         static_cast<int64_t>(dims[3][1]), get_record(file.get(), where)};
+  ShardShape shape{static_cast<int64_t>(dims[0][0]), static_cast<int64_t>(dims[0][1]),
+                   static_cast<int64_t>(dims[3][1]), get_record(file.get(), where), std::nullopt};
+  shape.rows = get_rows(file.get(), shape, where);
   // (HDF5 itself refuses a file shorter than its header says, truncated, when it opens it.)
   if (shape.seq_len > (1 << 20) || shape.predictions > shape.seq_len || shape.examples > (int64_t{1} << 32) ||
       shape.examples * shape.seq_len > (int64_t{1} << 36))
@@ -334,6 +338,16 @@ ShardShape inspect(const std::filesystem::path& path, Arrays* read) {
                                                        : past_range(where, kDatasets[i].name, out_of_range.value,
                                                                     INT8_MIN, INT8_MAX));
     }
+  }
+  if (shape.rows && shape.rows->count > 0) {
+    read->example_rows.assign(static_cast<size_t>(shape.rows->count * shape.rows->capacity.examples), -1);
+    Handle set(H5Dopen2(file.get(), kRowsDataset, H5P_DEFAULT), H5Dclose);
+    OutOfRange out_of_range;
+    Handle transfer(H5Pcreate(H5P_DATASET_XFER), H5Pclose);
+    H5Pset_type_conv_cb(transfer.get(), stop_out_of_range, &out_of_range);
+    if (H5Dread(set.get(), H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, transfer.get(), read->example_rows.data()) < 0)
+      throw DataError(out_of_range.value.empty() ? unreadable(where, kRowsDataset)
+                                                 : past_int32(where, kRowsDataset, out_of_range.value));
   }
   return shape;
 }
@@ -514,11 +528,106 @@ std::optional<ShardRecord> get_record(hid_t file, const std::string& where) {
   return r;
 }
 
+// The example_rows a shard records, its [rows, K] as the dataset's dimensions and its capacity as
+// the attributes say; nullopt where there is none. Throws DataError for a dataset or attributes
+// that are not rows' (a damaged shard).
+std::optional<RowsPlaced> get_rows(hid_t file, const ShardShape& shape, const std::string& where) {
+  if (H5Lexists(file, kRowsDataset, H5P_DEFAULT) <= 0) return std::nullopt;
+  Handle set(H5Dopen2(file, kRowsDataset, H5P_DEFAULT), H5Dclose);
+  Handle type(set.ok() ? H5Dget_type(set.get()) : -1, H5Tclose);
+  Handle space(set.ok() ? H5Dget_space(set.get()) : -1, H5Sclose);
+  auto damaged = [&](const std::string& what) {
+    return DataError(fmt::format("{}: its rows of several examples are damaged ({}): {}", where, what, kMakeShardsAgain));
+  };
+  if (!type.ok() || !space.ok() || H5Tget_class(type.get()) != H5T_INTEGER || H5Sget_simple_extent_ndims(space.get()) != 2)
+    throw damaged(fmt::format("'{}' is not a [rows, examples a row] dataset of integers", kRowsDataset));
+  hsize_t dims[2] = {0, 0};
+  H5Sget_simple_extent_dims(space.get(), dims, nullptr);
+  const auto tokens = get_attribute<int64_t>(file, "bertc_row_tokens", H5T_NATIVE_INT64, where);
+  const auto predictions = get_attribute<int64_t>(file, "bertc_row_predictions", H5T_NATIVE_INT64, where);
+  if (!tokens || !predictions) throw damaged("bertc_row_tokens or bertc_row_predictions missing");
+  RowsPlaced rows{static_cast<int64_t>(dims[0]), {*tokens, *predictions, static_cast<int64_t>(dims[1])}};
+  if (rows.count > shape.examples || (shape.examples > 0 && rows.count == 0) || rows.capacity.examples < 1 ||
+      rows.capacity.tokens != shape.seq_len || rows.capacity.predictions < shape.predictions ||
+      rows.capacity.predictions > rows.capacity.examples * shape.predictions)
+    throw damaged(fmt::format("{} rows of up to {} examples, {} tokens and {} predictions for {} examples of {} tokens "
+                              "and {} predictions",
+                              rows.count, rows.capacity.examples, rows.capacity.tokens, rows.capacity.predictions,
+                              shape.examples, shape.seq_len, shape.predictions));
+  return rows;
+}
+
+// The rows recorded in `slots` ([count, K] example numbers, then -1) of a shard's `examples`:
+// every example in one row exactly, no row empty or past its capacity; else DataError.
+std::vector<std::vector<size_t>> rows_of_slots(const std::vector<int32_t>& slots, const RowsPlaced& recorded,
+                                               const PackedExamples& examples, const std::string& where) {
+  auto damaged = [&](const std::string& what) {
+    return DataError(fmt::format("{}: its rows of several examples are damaged ({}): {}", where, what, kMakeShardsAgain));
+  };
+  const auto K = static_cast<size_t>(recorded.capacity.examples);
+  std::vector<std::vector<size_t>> rows(static_cast<size_t>(recorded.count));
+  std::vector<bool> placed(examples.size(), false);
+  for (size_t r = 0; r < rows.size(); ++r) {
+    int64_t tokens = 0, predictions = 0;
+    for (size_t k = 0; k < K; ++k) {
+      const int32_t e = slots[r * K + k];
+      if (e < 0) {
+        if (e != -1 || k == 0 || (k + 1 < K && slots[r * K + k + 1] != -1))
+          throw damaged(fmt::format("row {} holds {} in slot {}: a row's examples come first, then -1", r, e, k));
+        continue;
+      }
+      if (static_cast<size_t>(e) >= examples.size() || placed[static_cast<size_t>(e)])
+        throw damaged(fmt::format("row {} names example {}, {}", r, e,
+                                  static_cast<size_t>(e) >= examples.size() ? "past the shard's" : "which another row holds"));
+      placed[static_cast<size_t>(e)] = true;
+      const Example ex = examples[static_cast<size_t>(e)];
+      tokens += static_cast<int64_t>(ex.tokens.size()), predictions += static_cast<int64_t>(ex.masked_positions.size());
+      rows[r].push_back(static_cast<size_t>(e));
+    }
+    if (tokens > recorded.capacity.tokens || predictions > recorded.capacity.predictions)
+      throw damaged(fmt::format("row {} takes {} tokens and {} predictions, past its {} and {}", r, tokens, predictions,
+                                recorded.capacity.tokens, recorded.capacity.predictions));
+  }
+  if (const auto missing = std::find(placed.begin(), placed.end(), false); missing != placed.end())
+    throw damaged(fmt::format("example {} is in no row", missing - placed.begin()));
+  return rows;
+}
+
+
+// Rows of several examples as example_rows [rows, K] (gzip, as the examples) and their capacity as
+// attributes; every one of `examples` examples in one row (else std::invalid_argument: a caller's
+// bug).
+void put_rows(hid_t file, const RowPlan& plan, size_t examples, const std::string& where) {
+  const auto K = static_cast<size_t>(plan.capacity.examples);
+  std::vector<int32_t> slots(plan.rows.size() * K, -1);
+  size_t placed = 0;
+  for (size_t r = 0; r < plan.rows.size(); ++r) {
+    if (plan.rows[r].empty() || plan.rows[r].size() > K)
+      throw std::invalid_argument(fmt::format("{}: row {} holds {} examples of at most {}", where, r, plan.rows[r].size(), K));
+    for (size_t k = 0; k < plan.rows[r].size(); ++k) slots[r * K + k] = static_cast<int32_t>(plan.rows[r][k]);
+    placed += plan.rows[r].size();
+  }
+  if (placed != examples)
+    throw std::invalid_argument(fmt::format("{}: its rows hold {} examples of {}", where, placed, examples));
+  const hsize_t dims[2] = {static_cast<hsize_t>(plan.rows.size()), static_cast<hsize_t>(K)};
+  Handle space(H5Screate_simple(2, dims, nullptr), H5Sclose);
+  Handle properties(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
+  H5Pset_obj_track_times(properties.get(), false);
+  if (dims[0] > 0 && (H5Pset_chunk(properties.get(), 2, dims) < 0 || H5Pset_deflate(properties.get(), 4) < 0))
+    throw DataError(fmt::format("{}: HDF5 refused the compression of '{}'", where, kRowsDataset));
+  Handle set(H5Dcreate2(file, kRowsDataset, H5T_STD_I32LE, space.get(), H5P_DEFAULT, properties.get(), H5P_DEFAULT),
+             H5Dclose);
+  if (!set.ok() || (dims[0] > 0 && H5Dwrite(set.get(), H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, slots.data()) < 0))
+    throw DataError(fmt::format("{}: writing dataset '{}' failed (out of memory?)", where, kRowsDataset));
+  put_attribute(file, "bertc_row_tokens", H5T_NATIVE_INT64, &plan.capacity.tokens, where);
+  put_attribute(file, "bertc_row_predictions", H5T_NATIVE_INT64, &plan.capacity.predictions, where);
+}
+
 // The shard as an HDF5 file made in memory (libhdf5's core driver, no file behind it): its
 // datasets written a block of rows at a time (the chunks' rows: the padded arrays of a whole shard
 // would take as much memory again as its examples), its record as attributes.
 std::string shard_image(const std::vector<Example>& examples, int64_t seq_len, int64_t predictions, int64_t pad_id,
-                        const std::optional<ShardRecord>& record, const std::string& where) {
+                        const std::optional<ShardRecord>& record, const RowPlan* rows, const std::string& where) {
   constexpr size_t kRows = 4096;
   const ShardShape shape{static_cast<int64_t>(examples.size()), seq_len, predictions, std::nullopt};
   std::lock_guard lock(library_lock());
@@ -565,6 +674,7 @@ std::string shard_image(const std::vector<Example>& examples, int64_t seq_len, i
     }
   }
   if (record) put_record(file.get(), *record, where);
+  if (rows) put_rows(file.get(), *rows, examples.size(), where);
   sets.clear();  // (their chunks flushed into the image)
   if (H5Fflush(file.get(), H5F_SCOPE_GLOBAL) < 0) throw DataError(fmt::format("{}: libhdf5 cannot finish the shard", where));
   const ssize_t size = H5Fget_file_image(file.get(), nullptr, 0);
@@ -603,10 +713,10 @@ void write_whole(const std::filesystem::path& path, const std::string& bytes) {
 bool hdf5_available() { return true; }
 
 void write_shard(const std::filesystem::path& path, const std::vector<Example>& examples, int64_t seq_len,
-                 int64_t predictions, int64_t pad_id, std::optional<ShardRecord> record) {
+                 int64_t predictions, int64_t pad_id, std::optional<ShardRecord> record, const RowPlan* rows) {
   const std::filesystem::path temporary = path.parent_path() / ("." + path.filename().string() + ".tmp");
   if (record) record->max_token_id = largest_token(examples);
-  const std::string image = shard_image(examples, seq_len, predictions, pad_id, record, temporary.string());
+  const std::string image = shard_image(examples, seq_len, predictions, pad_id, record, rows, temporary.string());
   // A failed write leaves no temporary behind.
   struct Temporary {
     const std::filesystem::path& path;
@@ -637,7 +747,7 @@ void write_shard(const std::filesystem::path& path, const std::vector<Example>& 
 
 ShardShape read_shard_shape(const std::filesystem::path& path) { return inspect(path, nullptr); }
 
-PackedExamples read_shard(const std::filesystem::path& path) {
+PackedExamples read_shard(const std::filesystem::path& path, RowPlan* recorded) {
   Arrays a;
   inspect(path, &a);
   // Reserved exactly (the mask's 1s are the tokens; predictions up to a row's first 0 position), so
@@ -650,6 +760,13 @@ PackedExamples read_shard(const std::filesystem::path& path) {
   PackedExamples examples;
   examples.reserve(rows, tokens, predictions);
   for (size_t e = 0; e < rows; ++e) examples.push_back(unpack(a, e, path.string()));
+  if (recorded) {
+    *recorded = {};
+    if (a.shape.rows) {
+      recorded->capacity = a.shape.rows->capacity;
+      recorded->rows = rows_of_slots(a.example_rows, *a.shape.rows, examples, path.string());
+    }
+  }
   return examples;
 }
 

@@ -8,6 +8,13 @@
 //   masked_lm_ids        int32 [n, preds]  the original tokens at those positions, then 0
 //   next_sentence_labels int8  [n]         1 when B is a random sentence
 // each gzip-compressed. Any integer type reads (HDF5 converts); anything else is refused.
+// A shard bertc prepare-data made with [train] packing = "pack" also records the rows of several
+// examples it placed them in (data/row_packing.h), beside the examples, which stay one a row as
+// above (so NVIDIA's readers, and bertc with packing = "none", read it as any shard):
+//   example_rows         int32 [rows, K]   each row's examples by their number in the shard, in the
+//                                          order they are laid out, then -1 (K: examples a row at most)
+// with attributes bertc_row_tokens and bertc_row_predictions, the tokens and masked positions a
+// row was given.
 // bertc's shards also carry, as attributes of the file's root group, what makes them compatible
 // with a run beyond their shapes (ShardRecord): NVIDIA's readers ignore them.
 #pragma once
@@ -20,6 +27,7 @@
 
 #include "data/packed_examples.h"
 #include "data/pretraining_data.h"
+#include "data/row_packing.h"
 #include "data/stop_check.h"
 
 namespace bertc::data {
@@ -47,6 +55,7 @@ struct ShardRecord {
 struct ShardShape {
   int64_t examples = 0, seq_len = 0, predictions = 0;
   std::optional<ShardRecord> record;  // nullopt: a shard from elsewhere (NVIDIA's), or an older bertc's
+  std::optional<RowsPlaced> rows;      // nullopt: examples one a row only
 };
 
 // The xxh3 of the shard's bytes, as bertc writes it beside each shard in `path`.xxh3 (16 hex digits):
@@ -72,8 +81,10 @@ class ShardWriteFailed : public DataError {
 // by bertc, so that a write failure (a full disk) is bertc's to handle: libhdf5 never holds a file
 // it failed to flush (which crashed it at exit). Throws ShardWriteFailed on a write failure, naming
 // the file and the error, and DataError for an example that does not fit.
+// `rows`: the rows of several examples they were placed in, recorded beside them (example_rows).
 void write_shard(const std::filesystem::path& path, const std::vector<Example>& examples, int64_t seq_len,
-                 int64_t predictions, int64_t pad_id, std::optional<ShardRecord> record = std::nullopt);
+                 int64_t predictions, int64_t pad_id, std::optional<ShardRecord> record = std::nullopt,
+                 const RowPlan* rows = nullptr);
 
 // The shard's shape, from its datasets' shapes (their data is not read), and its record. Throws DataError naming
 // the file, and the dataset, when it is not a shard: its bytes not matching its .xxh3 file (where
@@ -85,7 +96,9 @@ ShardShape read_shard_shape(const std::filesystem::path& path);
 // Every example of the shard; the same refusals as read_shard_shape, and for a dataset whose data
 // cannot be read (a damaged file) or holds an impossible value (an input_mask that is not 1s then
 // 0s, a masked position outside the example). Reads and writes may come from several threads.
-PackedExamples read_shard(const std::filesystem::path& path);
+// `rows`, where given, gets the rows of several examples the shard records (none: its rows empty),
+// refused as damaged unless every example is in one row exactly and every row fits its capacity.
+PackedExamples read_shard(const std::filesystem::path& path, RowPlan* rows = nullptr);
 
 // A value of a shard that a run cannot take: its dataset, example (row) and value.
 struct ShardValue {

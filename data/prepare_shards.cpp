@@ -729,7 +729,7 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
                                                                 static_cast<uint64_t>(threads)));
   report.planned_peak_bytes = largest * static_cast<uint64_t>(report.shards_at_once);
   p.pass = 2;
-  std::atomic<int64_t> next_shard{0}, done{0}, examples{0}, largest_count{0}, tokens_put{0}, tokens_cut{0};
+  std::atomic<int64_t> next_shard{0}, done{0}, examples{0}, largest_count{0}, tokens_put{0}, tokens_cut{0}, rows{0};
   std::atomic<bool> stopping{false};
   std::exception_ptr failed;
   std::vector<std::thread> pool;
@@ -743,10 +743,19 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
           ExampleFigures figures;
           const std::vector<Example> made = create_examples(docs, vocab, eo, &figures);
           tokens_put += figures.tokens, tokens_cut += figures.tokens_cut;
+          std::optional<RowPlan> plan;
+          if (o.rows) {  // (the rows the trainer would place them in, recorded: data/shard_examples.h)
+            std::vector<ExampleSize> sizes;
+            for (const Example& e : made)
+              sizes.push_back({static_cast<int64_t>(e.tokens.size()), static_cast<int64_t>(e.masked_positions.size())});
+            plan = RowPlan{*o.rows, pack_rows(sizes, *o.rows)};
+            rows += static_cast<int64_t>(plan->rows.size());
+          }
           write_shard(scratch.path / fmt::format("shard-{:05d}.hdf5", s), made, eo.max_seq_length,
                       eo.max_predictions_per_seq, vocab.pad(),
                       ShardRecord{vocab.xxh3(), vocab.size(), -1, eo.masked_lm_prob, tokenizer.lower_case(),
-                                  absolute_vocab, set, s, o.shards, text_id});
+                                  absolute_vocab, set, s, o.shards, text_id},
+                      plan ? &*plan : nullptr);
           examples += static_cast<int64_t>(made.size());
           int64_t seen = largest_count;
           while (seen < static_cast<int64_t>(made.size()) &&
@@ -793,6 +802,7 @@ PrepareReport prepare_shards(const PrepareOptions& o, const Tokenizer& tokenizer
   report.tokens = p.tokens;
   for (const ScratchShard& s : shards) report.sentences += s.sentences;
   report.examples = examples;
+  report.rows = rows;
   report.largest_shard_examples = largest_count;
   report.seconds = seconds();
   return report;

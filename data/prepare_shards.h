@@ -15,6 +15,7 @@
 #include <string>
 
 #include "data/pretraining_data.h"
+#include "data/row_packing.h"
 #include "data/stop_check.h"
 #include "data/tokenizer.h"
 
@@ -26,6 +27,9 @@ struct PrepareOptions {
   ExampleOptions examples;
   uint64_t memory_bytes = uint64_t{1} << 30;
   int threads = 0;  // 0: every core
+  // Rows of several examples ([train] packing = "pack"): each shard's examples placed by
+  // pack_rows and the rows recorded beside them (data/hdf5_shard.h example_rows).
+  std::optional<RowCapacity> rows;
 };
 
 struct PrepareProgress {
@@ -38,6 +42,7 @@ struct PrepareProgress {
 
 struct PrepareReport {
   int64_t documents = 0, sentences = 0, tokens = 0, examples = 0;
+  int64_t rows = 0;  // rows of several examples the shards record (PrepareOptions::rows; else 0)
   int64_t largest_shard_examples = 0;
   ExampleFigures figures;  // tokens cut to fit seq_len
   uint64_t planned_peak_bytes = 0;  // the estimate the passes kept under memory_bytes

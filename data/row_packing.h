@@ -25,6 +25,26 @@ struct RowCapacity {
   int64_t examples = 0;     // [train] packing_max_examples
 };
 
+// Rows placed for a capacity: what pack_rows made, and what it was asked (a shard records both:
+// data/hdf5_shard.h).
+struct RowPlan {
+  RowCapacity capacity;
+  std::vector<std::vector<size_t>> rows;
+};
+
+// How many rows a set of examples was placed in, and for what capacity (what a shard records).
+struct RowsPlaced {
+  int64_t count = 0;
+  RowCapacity capacity;
+};
+
+// Whether rows placed for `placed` fit a run's `capacity` as they are (no more tokens,
+// predictions or examples a row).
+inline bool fits_within(const RowCapacity& placed, const RowCapacity& capacity) {
+  return placed.tokens <= capacity.tokens && placed.predictions <= capacity.predictions &&
+         placed.examples <= capacity.examples;
+}
+
 // Rows of `sizes`' indices: every example in exactly one row, no row over `capacity` in tokens,
 // predictions or examples. Examples taken longest first (ties: lower index first), each into the
 // row it fills most closely among those it fits (ties: the row opened first), else a new row; each

@@ -24,7 +24,9 @@ ShardedExamples::ShardedExamples(std::shared_ptr<const ShardSet> shards, uint64_
   auto said = started;
   for (size_t s = 0; s < set_->shards(); ++s) {
     counts_.push_back(set_->examples(s));
-    if (rows_) {  // (a shard's rows follow from its examples' sizes: it is read to count them)
+    if (const auto recorded = set_->recorded_rows(s); rows_ && recorded && fits_within(recorded->capacity, *rows_)) {
+      counts_.back() = recorded->count;  // (the rows prepare-data placed them in, as the shard records them)
+    } else if (rows_) {  // (else a shard's rows follow from its examples' sizes: it is read to count them)
       if (const int signal = stop_asked(stop))
         throw Stopped(signal, fmt::format("while placing the examples of {} shards into rows ({} done)", set_->shards(), s));
       const PackedExamples examples = set_->load(s);
@@ -71,8 +73,12 @@ const ShardedExamples::Epoch& ShardedExamples::epoch(int64_t e) const {
 }
 
 ShardedExamples::Loaded ShardedExamples::load(size_t shard) const {
-  Shard loaded{set_->load(shard), {}};
-  if (rows_) loaded.rows = rows_of(loaded.examples);
+  RowPlan recorded;
+  Shard loaded{rows_ ? set_->load_with_rows(shard, recorded) : set_->load(shard), {}};
+  if (rows_) {
+    const bool usable = !recorded.rows.empty() && fits_within(recorded.capacity, *rows_);
+    loaded.rows = usable ? std::move(recorded.rows) : rows_of(loaded.examples);
+  }
   const int64_t units = static_cast<int64_t>(rows_ ? loaded.rows.size() : loaded.examples.size());
   if (units != counts_[shard])
     throw DataError(fmt::format("{}: held {} {} when training started and holds {} now: a shard changed under a "

@@ -35,6 +35,14 @@ class ShardSet {
   virtual size_t shards() const = 0;
   virtual int64_t examples(size_t shard) const = 0;
   virtual PackedExamples load(size_t shard) const = 0;
+  // The rows of several examples shard s records (a shard bertc prepare-data made with [train]
+  // packing = "pack"), known before anything trains; nullopt where it records none.
+  virtual std::optional<RowsPlaced> recorded_rows(size_t) const { return std::nullopt; }
+  // load(s), with the rows it records in `rows` (its rows empty where none).
+  virtual PackedExamples load_with_rows(size_t shard, RowPlan& rows) const {
+    rows = {};
+    return load(shard);
+  }
   // The shard in messages: its file, or which part of which text.
   virtual std::string name(size_t shard) const = 0;
   // What the shards hold, as a hash (hex): a checkpoint records it and --resume compares it (the
@@ -43,9 +51,11 @@ class ShardSet {
 };
 
 // With `rows`, a shard's examples are placed into rows by pack_rows (data/row_packing.h: by their
-// sizes alone, the same rows in every epoch and on every rank), and the rows, not the examples,
-// are what the epochs shuffle: size() counts rows. Counting them reads every shard once before
-// anything trains (`progress` hears how far it got; `stop` is asked between shards: Stopped).
+// sizes alone, the same rows in every epoch and on every rank) — or, where the shard records rows
+// placed for a capacity within `rows`, into those — and the rows, not the examples, are what the
+// epochs shuffle: size() counts rows. Counting the rows of a shard that records none reads it
+// once before anything trains (`progress` hears how far it got; `stop` is asked between shards:
+// Stopped).
 class ShardedExamples : public ExampleSource {
  public:
   ShardedExamples(std::shared_ptr<const ShardSet> shards, uint64_t seed, std::optional<RowCapacity> rows = std::nullopt,

@@ -238,6 +238,7 @@ ShardFiles::ShardFiles(std::vector<std::filesystem::path> files, int64_t seq_len
     std::error_code ec;
     if (s.record && !std::filesystem::exists(f.string() + ".xxh3", ec)) ++unchecked;
     counts_.push_back(s.examples);
+    rows_.push_back(s.rows);
     content_ += content_key(f, s) + ";";
   }
   content_ = fmt::format("{:016x}", XXH3_64bits(content_.data(), content_.size()));
@@ -341,7 +342,12 @@ void ShardFiles::check_token(size_t shard, const char* dataset, int64_t example,
 }
 
 PackedExamples ShardFiles::load(size_t shard) const {
-  PackedExamples examples = read_shard(files_[shard]);
+  RowPlan rows;
+  return load_with_rows(shard, rows);
+}
+
+PackedExamples ShardFiles::load_with_rows(size_t shard, RowPlan& rows) const {
+  PackedExamples examples = read_shard(files_[shard], &rows);
   const std::string where = files_[shard].string();
   // Scanned flat against one limit (the run's, and a recorded shard's own); only a refusal looks
   // for the example and which limit it passed.

@@ -40,6 +40,8 @@ class ShardFiles : public ShardSet {
   size_t shards() const override { return files_.size(); }
   int64_t examples(size_t shard) const override { return counts_[shard]; }
   PackedExamples load(size_t shard) const override;
+  std::optional<RowsPlaced> recorded_rows(size_t shard) const override { return rows_[shard]; }
+  PackedExamples load_with_rows(size_t shard, RowPlan& rows) const override;
   std::string name(size_t shard) const override { return files_[shard].string(); }
   // Each shard's checksum (its .xxh3), or its size where it has none (hashing a whole set of
   // foreign shards would take minutes), in order.
@@ -62,6 +64,7 @@ class ShardFiles : public ShardSet {
 
   std::vector<std::filesystem::path> files_;
   std::vector<int64_t> counts_;
+  std::vector<std::optional<RowsPlaced>> rows_;  // each shard's rows of several examples, where it records them
   int64_t vocab_size_, type_vocab_size_;
   int64_t token_bound_;                         // ids are below it: vocab_size, or the run's vocabulary's size
   std::optional<VocabRecord> run_vocab_;        // the run's vocabulary, where known

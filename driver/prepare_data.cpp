@@ -54,6 +54,7 @@ int prepare_data(const PrepareDataArgs& a, const frontend::ModelDefinition& mode
   o.threads = a.threads;
   o.examples = {t.seq_len, t.max_predictions_per_seq, t.masked_lm_prob, t.short_seq_prob, t.dupe_factor,
                 static_cast<uint64_t>(t.seed)};
+  if (t.examples_per_row() > 0) o.rows = data::RowCapacity{t.seq_len, t.row_predictions(), t.examples_per_row()};
   const std::filesystem::path vocab_path = a.vocab.empty() ? config.resolve(t.vocab) : std::filesystem::path(a.vocab);
   const data::Vocab vocab = data::Vocab::load(vocab_path);
   log << "prepare-data: vocab " << vocab.describe() << " (recorded in every shard)\n";
@@ -109,6 +110,10 @@ int prepare_data(const PrepareDataArgs& a, const frontend::ModelDefinition& mode
                      o.shards == 1 ? "" : "s", o.output.string(),
                      t.seq_len, t.max_predictions_per_seq, r.largest_shard_examples, duration(r.seconds),
                      at_once, at_once == 1 ? "" : "s", r.planned_peak_bytes >> 20, o.memory_bytes >> 20);
+  if (o.rows)
+    log << fmt::format("prepare-data: the examples placed in {} rows of up to {} ({:.2f} a row; [train] packing = "
+                       "\"pack\"), recorded in the shards\n",
+                       r.rows, o.rows->examples, static_cast<double>(r.examples) / static_cast<double>(std::max<int64_t>(r.rows, 1)));
   if (const auto cut = data::cut_note(r.figures, t.seq_len, config.model.max_position_embeddings)) log << "prepare-data: " << *cut << "\n";
   return 0;
 }

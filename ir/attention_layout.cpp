@@ -8,7 +8,7 @@
 namespace bertc::ir {
 namespace {
 
-// Operand positions of each attention op, as ops.def lists them.
+// Operand positions of each attention op, as ops.def lists them (seed: where it is when given).
 struct Positions {
   OpKind kind;
   bool backward, packed;
@@ -31,7 +31,10 @@ AttentionLayout attention_layout(const Graph& graph, const Op& op) {
   AttentionLayout l;
   l.backward = p->backward, l.packed = p->packed;
   l.q = p->q, l.k = p->k, l.v = p->v, l.bias = p->bias, l.dout = p->dout, l.out = p->out, l.lse = p->lse;
-  if (op.operands.size() > p->seed) l.seed = p->seed;
+  // (example_ids, with blocks, is the last operand; the seed, where given, the one before it)
+  const bool blocks = op.attr<bool>("blocks");
+  if (blocks) l.example_ids = op.operands.size() - 1;
+  if (op.operands.size() - (blocks ? 1 : 0) > p->seed) l.seed = p->seed;
   const Shape& q = graph.value(op.operands[p->q]).type.shape;
   if (p->packed) {  // qkv [B,S,3,h,d], out [B,S,h,d]
     l.batch = q[0], l.sq = l.sk = q[1], l.heads = q[3], l.d = q[4];

@@ -25,6 +25,7 @@ struct AttentionLayout {
   // Operand indices; q, k and v are one operand when packed. dout, out and lse: backward only.
   size_t q = 0, k = 0, v = 0, bias = 0, dout = 0, out = 0, lse = 0;
   std::optional<size_t> seed;
+  std::optional<size_t> example_ids;  // with blocks = true: i32 [B,S], the last operand
   // The backward's results that hold dq, dk and dv (all result 0 when packed).
   size_t dq = 0, dk = 0, dv = 0;
   // Rows of q, k, v (and of dq, dk, dv, laid out as them) and of out (and dout).

@@ -440,11 +440,27 @@ void check_bias_and_dropout(const InferContext& c, size_t q_at, size_t bias_at, 
                                         shape_string(scores), shape_string(c.operand(bias_at).shape)));
   const double p = c.attr<double>("p");
   if (!(p >= 0 && p < 1)) c.fail(fmt::format("p = {} must be in [0, 1)", p));
-  const size_t seed_at = c.num_operands() - 1;
-  const bool has_seed = c.num_operands() == c.info().operands.size();
+  // (the operands end with seed?, example_ids?: example_ids is there exactly when blocks is set)
+  const bool blocks = c.attr<bool>("blocks");
+  // (without it the last operand is the seed, an i64[], or a fixed one)
+  if (blocks && (c.num_operands() < c.info().operands.size() - 1 ||
+                 c.operand(c.num_operands() - 1) == TensorType{DType::I64, {}}))
+    c.fail("blocks = true needs the example_ids operand (the last)");
+  if (!blocks && c.num_operands() == c.info().operands.size())
+    c.fail("an example_ids operand needs blocks = true");
+  const size_t without_ids = c.num_operands() - (blocks ? 1 : 0);
+  const size_t seed_at = without_ids - 1;
+  const bool has_seed = without_ids == c.info().operands.size() - 1;
   if (p > 0 && !has_seed) c.fail(fmt::format("p = {} needs the seed operand", p));
   if (has_seed && c.operand(seed_at) != TensorType{DType::I64, {}})
     c.fail_operand(seed_at, fmt::format("expected the seed as i64[], found {}", to_string(c.operand(seed_at))));
+  if (blocks) {
+    const size_t ids_at = c.num_operands() - 1;
+    if (scores[2] != scores[3]) c.fail(fmt::format("blocks = true needs self-attention (as many keys as queries), found {} and {}", scores[2], scores[3]));
+    if (c.operand(ids_at) != TensorType{DType::I32, {scores[0], scores[2]}})
+      c.fail_operand(ids_at, fmt::format("expected example_ids as i32[{}, {}], found {}", scores[0], scores[2],
+                                         to_string(c.operand(ids_at))));
+  }
 }
 
 // Checks attention's q, k, v [B,h,S,d] (k and v with their own S) and the rest; returns the

@@ -3,6 +3,7 @@
 
 #include <optional>
 
+#include "passes/dce.h"
 #include "passes/graph_copy.h"
 
 namespace bertc::passes {
@@ -138,6 +139,33 @@ class Matcher {
   std::vector<int64_t> consumer_;  // an op reading the value (the only one where uses == 1)
 };
 
+// Rows of several examples (frontend::attention_bias with example ids): a bias that block_bias
+// made of one i32 [B,S] value's ids, reshaped to queries [B,1,S,1] and keys [B,1,1,S] (through
+// casts and reshapes, which keep its order), is given to the attention op as block_bias's own
+// bias and those ids, with blocks = true: no [B,1,S,S] bias is made, and the kernels skip the
+// tiles between two examples.
+struct Blocks {
+  ir::ValueId bias, example_ids;
+};
+
+std::optional<Blocks> blocks_of(const ir::Graph& g, ir::ValueId bias) {
+  const ir::Op& op = g.producer(bias);
+  if (op.kind != OpKind::BlockBias) return std::nullopt;
+  auto source = [&](ir::ValueId v) {
+    for (const ir::Op* p = &g.producer(v); p->kind == OpKind::Reshape || p->kind == OpKind::Cast; p = &g.producer(v))
+      v = p->operands[0];
+    return v;
+  };
+  const ir::ValueId ids = source(op.operands[1]);
+  const ir::TensorType& type = g.value(ids).type;
+  if (ids != source(op.operands[2]) || type.dtype != ir::DType::I32 || type.rank() != 2) return std::nullopt;
+  const int64_t B = type.shape[0], S = type.shape[1];
+  if (g.value(op.operands[1]).type.shape != ir::Shape{B, 1, S, 1} ||
+      g.value(op.operands[2]).type.shape != ir::Shape{B, 1, 1, S})
+    return std::nullopt;
+  return Blocks{op.operands[0], ids};
+}
+
 }  // namespace
 
 size_t fuse_attention(ir::Graph& graph) {
@@ -156,6 +184,7 @@ size_t fuse_attention(ir::Graph& graph) {
   if (!found) return 0;
   ir::Builder b(graph.name());
   GraphCopy copy(graph, b);
+  bool leaves_dead_ops = false;
   for (ir::OpId i = 0; i < graph.ops().size(); ++i) {
     const ir::Op& op = graph.op(i);
     if (!in_chain[i]) {
@@ -164,22 +193,30 @@ size_t fuse_attention(ir::Graph& graph) {
     }
     if (!ending_at[i]) continue;  // an inner link: the attention op replaces it
     const Chain& c = *ending_at[i];
+    const std::optional<Blocks> blocks = blocks_of(graph, c.bias);
+    const ir::Tensor bias = copy[blocks ? blocks->bias : c.bias];
     std::vector<ir::Tensor> in;
     if (c.qkv) {
-      in = {copy[*c.qkv], copy[c.bias]};
+      in = {copy[*c.qkv], bias};
     } else {
-      in = {copy[c.q], copy[c.k], copy[c.v], copy[c.bias]};
+      in = {copy[c.q], copy[c.k], copy[c.v], bias};
     }
     if (c.seed) in.push_back(copy[*c.seed]);
+    std::vector<ir::NamedAttr> attrs{{"scale", c.scale}, {"p", c.p}, {"offset", c.offset}};
+    if (blocks) {
+      in.push_back(copy[blocks->example_ids]);
+      attrs.push_back({"blocks", true});
+      leaves_dead_ops = true;  // (the block_bias and its ids' reshapes, once no chain reads them)
+    }
     ir::Builder::OpScope scope(b, op.scope);
-    const auto out = b.ops(c.qkv ? OpKind::AttentionQkv : OpKind::Attention, in,
-                           {{"scale", c.scale}, {"p", c.p}, {"offset", c.offset}});
+    const auto out = b.ops(c.qkv ? OpKind::AttentionQkv : OpKind::Attention, in, attrs);
     const ir::ValueId replaced = c.out_permute ? *c.out_permute : op.result();
     copy.map(replaced, out[0]);
     if (!graph.value(replaced).name.empty()) b.name(out[0], graph.value(replaced).name);
   }
   copy.copy_outputs();
   graph = std::move(b).finish();
+  if (leaves_dead_ops) eliminate_dead_code(graph);
   return found;
 }
 

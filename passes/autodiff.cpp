@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "ir/attention_layout.h"
 #include "ir/builder.h"
 #include "ir/value_names.h"
 
@@ -286,7 +287,7 @@ class Differentiator {
     if (needs_[op.operands[3]]) throw ir::Error("autodiff: attention's bias (the mask) has no gradient rule");
     std::vector<Tensor> in{dout, operand(op, 0), operand(op, 1), operand(op, 2), operand(op, 3), result(op),
                            b_.value(op.results[1])};
-    if (op.operands.size() == 5) in.push_back(operand(op, 4));
+    add_seed_and_example_ids(op, in);
     auto g = b_.ops(OpKind::AttentionGrad, in, attention_attrs(op));
     for (size_t i = 0; i < 3; ++i) accumulate(op.operands[i], g[i]);
   }
@@ -295,12 +296,22 @@ class Differentiator {
   void attention_qkv(const ir::Op& op, Tensor dout) {
     if (needs_[op.operands[1]]) throw ir::Error("autodiff: attention's bias (the mask) has no gradient rule");
     std::vector<Tensor> in{dout, operand(op, 0), operand(op, 1), result(op), b_.value(op.results[1])};
-    if (op.operands.size() == 3) in.push_back(operand(op, 2));
+    add_seed_and_example_ids(op, in);
     accumulate(op.operands[0], b_.op(OpKind::AttentionQkvGrad, in, attention_attrs(op)));
   }
 
+  // The forward's seed and example ids, where it has them, end the backward's operands as well.
+  void add_seed_and_example_ids(const ir::Op& op, std::vector<Tensor>& in) {
+    const ir::AttentionLayout l = ir::attention_layout(b_.graph(), op);
+    if (l.seed) in.push_back(operand(op, *l.seed));
+    if (l.example_ids) in.push_back(operand(op, *l.example_ids));
+  }
+
   static std::vector<ir::NamedAttr> attention_attrs(const ir::Op& op) {
-    return {{"scale", op.attr<double>("scale")}, {"p", op.attr<double>("p")}, {"offset", op.attr<int64_t>("offset")}};
+    std::vector<ir::NamedAttr> attrs{
+        {"scale", op.attr<double>("scale")}, {"p", op.attr<double>("p")}, {"offset", op.attr<int64_t>("offset")}};
+    if (op.attr<bool>("blocks")) attrs.push_back({"blocks", true});
+    return attrs;
   }
 
   std::vector<ir::Op> forward_ops_;  // a copy: the graph's op list grows while we walk this one

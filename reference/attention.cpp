@@ -33,7 +33,9 @@ void scatter(std::vector<T>& data, const AttentionRows& r, int64_t rows, int64_t
     for (int64_t c = 0; c < d; ++c) data[r.at(b, h, i) + c] = x[i * d + c];
 }
 
-// The scores of one (b, h): q k^T * scale + bias, bias read through its broadcast strides.
+// The scores of one (b, h): q k^T * scale + bias, bias read through its broadcast strides; with
+// example ids, -inf between a query and a key of two examples (left out: probability exactly 0,
+// as block_bias's -10000 makes it beside the query's own example, whose keys include itself).
 template <typename T>
 std::vector<T> scores(const OpEval<T>& e, const std::vector<T>& q, const std::vector<T>& k, size_t bias_at,
                       const AttentionLayout& n, int64_t b, int64_t h) {
@@ -42,8 +44,10 @@ std::vector<T> scores(const OpEval<T>& e, const std::vector<T>& q, const std::ve
   const T scale = static_cast<T>(e.template attr<double>("scale"));
   const Strides bs = broadcast_strides(e.shape(bias_at), {n.batch, n.heads, n.sq, n.sk});
   const T* bias = e.real(bias_at).data() + b * bs[0] + h * bs[1];
+  const int64_t* ids = n.example_ids ? e.integer(*n.example_ids).data() + b * n.sq : nullptr;
   for (int64_t i = 0; i < n.sq; ++i)
-    for (int64_t j = 0; j < n.sk; ++j) s[i * n.sk + j] = s[i * n.sk + j] * scale + bias[i * bs[2] + j * bs[3]];
+    for (int64_t j = 0; j < n.sk; ++j)
+      s[i * n.sk + j] = ids && ids[i] != ids[j] ? T(-INFINITY) : s[i * n.sk + j] * scale + bias[i * bs[2] + j * bs[3]];
   return s;
 }
 
@@ -53,7 +57,7 @@ std::vector<T> dropout_factors(const OpEval<T>& e, const AttentionLayout& n, int
   const double p = e.template attr<double>("p");
   std::vector<T> f(n.sq * n.sk, T(1));
   if (p == 0) return f;
-  const auto seed = static_cast<uint64_t>(e.integer(e.in.size() - 1)[0]);
+  const auto seed = static_cast<uint64_t>(e.integer(*n.seed)[0]);
   const auto offset = static_cast<uint64_t>(e.template attr<int64_t>("offset"));
   const uint32_t threshold = ir::dropout_threshold(p);
   const T scale = T(1) / (T(1) - static_cast<T>(p));

@@ -335,6 +335,9 @@ struct bx_attention_problem {
   bx_i64 offset;       // the op's dropout offset
   bx_u32 threshold;    // keep when the Philox draw is below it
   float keep_scale;    // 1 / (1 - p)
+  // Rows of several examples: each token's example [batch][sq], rising along a row (sq = sk), a
+  // query attending to its own example's keys alone; 0: to every key.
+  const int* ids;
 };
 
 // D: head size; BQ x BKV: the query and key tiles; SG, OG, KG: warp rows of the score (BQ x BKV),
@@ -373,6 +376,20 @@ struct bx_attention {
   BX_STATIC float bias_at(const TB* bias, const bx_attention_problem& a, int bh, int i, int j) {
     return bx_ld(bias, (bh / a.heads) * a.bias_b + (bh % a.heads) * a.bias_h + i * a.bias_q + j * a.bias_k);
   }
+  // Whether queries [q0, q0 + BQ) and keys [k0, k0 + BKV) of head bh share an example: the ids
+  // rise along a row, so the two ranges of ids overlap exactly when some query and key share one.
+  // A tile pair that does not is skipped whole (the same answer in every thread of the block).
+  BX_STATIC bool tiles_meet(const bx_attention_problem& a, int bh, int q0, int k0) {
+    if (!a.ids) return true;
+    const int* row = a.ids + (bx_i64)(bh / a.heads) * a.sq;
+    const int q_last = q0 + BQ < a.sq ? q0 + BQ - 1 : a.sq - 1, k_last = k0 + BKV < a.sk ? k0 + BKV - 1 : a.sk - 1;
+    return row[q0] <= row[k_last] && row[k0] <= row[q_last];
+  }
+  BX_STATIC bool same_example(const bx_attention_problem& a, int bh, int i, int j) {
+    if (!a.ids) return true;
+    const int* row = a.ids + (bx_i64)(bh / a.heads) * a.sq;
+    return row[i] == row[j];
+  }
   BX_STATIC float keep(const bx_attention_problem& a, bx_i64 seed, int bh, int i, int j) {
     if (!a.dropout) return 1.0f;
     return bx_dropout_keep(seed, a.offset, ((bx_i64)bh * a.sq + i) * a.sk + j, a.threshold) ? a.keep_scale : 0.0f;
@@ -397,6 +414,7 @@ struct bx_attention {
     float o[query_side::ACC];
     query_side::zero(o);
     for (int k0 = 0; k0 < a.sk; k0 += BKV) {
+      if (!tiles_meet(a, bh, q0, k0)) continue;  // (every score of the tile left out)
       load<BKV>(Ks, k + base_k, a.kv.row, a.sk, k0);
       load<BKV>(Vs, v + base_k, a.kv.row, a.sk, k0);
       loads_done();
@@ -407,9 +425,12 @@ struct bx_attention {
       for (int i = 0; i < scores::ACC; ++i) {
         int r, c;
         scores::coord(i, r, c);
-        // (A padded query row of the last tile has no bias row: a [B,h,S,S] bias ends before it.)
-        Ss[r * LDS + c] = k0 + c < a.sk ? s[i] * a.scale + (q0 + r < a.sq ? bias_at(bias, a, bh, q0 + r, k0 + c) : 0.0f)
-                                         : -bx_inf();
+        // (A padded query row of the last tile has no bias row: a [B,h,S,S] bias ends before it.
+        // A key of another example than its query's is left out as a key past the end is.)
+        const bool row = q0 + r < a.sq;
+        Ss[r * LDS + c] = k0 + c < a.sk && (!row || same_example(a, bh, q0 + r, k0 + c))
+                              ? s[i] * a.scale + (row ? bias_at(bias, a, bh, q0 + r, k0 + c) : 0.0f)
+                              : -bx_inf();
       }
       bx_sync();
       // The running softmax, a warp per row: new maximum, rescale of what was summed, this tile's
@@ -501,7 +522,7 @@ struct bx_attention {
     for (int i = 0; i < scores::ACC; ++i) {
       int r, c;
       scores::coord(i, r, c);
-      const bool valid = q0 + r < a.sq && k0 + c < a.sk;
+      const bool valid = q0 + r < a.sq && k0 + c < a.sk && same_example(a, bh, q0 + r, k0 + c);
       t.Ss[r * LDS + c] = valid ? bx_exp(s[i] * a.scale + bias_at(bias, a, bh, q0 + r, k0 + c) - t.Lrow[r]) : 0.0f;
       t.dPs[r * LDS + c] = dp[i];
     }
@@ -530,6 +551,7 @@ struct bx_attention {
       key_side::zero(gk);
       key_side::zero(gv);
       for (int q0 = 0; q0 < a.sq; q0 += BQ) {
+        if (!tiles_meet(a, bh, q0, k0)) continue;  // (no query of the tile sees a key of this one)
         load_query_tile(t, dout, q, o, lse, a, bh, q0);
         loads_done();
         probabilities_and_gradients(t, bias, seed_value, a, bh, q0, k0);
@@ -553,6 +575,7 @@ struct bx_attention {
       float gq[query_side::ACC];
       query_side::zero(gq);
       for (int k0 = 0; k0 < a.sk; k0 += BKV) {
+        if (!tiles_meet(a, bh, q0, k0)) continue;
         load<BKV>(t.Ks, k + base_k, a.kv.row, a.sk, k0);
         load<BKV>(t.Vs, v + base_k, a.kv.row, a.sk, k0);
         loads_done();

@@ -325,6 +325,36 @@ for index in sorted({0, micro // 5, 2 * micro // 5, 3 * micro // 5, 4 * micro //
         outs.append(open(out, "rb").read())
     if outs[0] != outs[1]:
         fail(f"micro-batch {index} of {micro} differs between the text and its shards")
+# Rows of several examples: prepare-data with packing = "pack" records the rows it placed each
+# shard's examples in; training reads them as recorded, and its micro-batches are the text's with
+# the same packing, byte for byte. The same shards with packing = "none" read as one example a row:
+# the micro-batches of the shards made without rows.
+rows_text = re.sub(r'^data = .*$', f'data = "{CORPUS}"', open(CONFIG).read(), flags=re.M)
+rows_text = re.sub(r'^vocab = "[^"]*/([^/"]+)"', lambda m: f'vocab = "{SOURCE}/examples/data/{m.group(1)}"', rows_text,
+                   flags=re.M).replace("[train]\n", "[train]\npacking = \"pack\"\ntext_shards = 4\n", 1)
+open(os.path.join(WORK, "rows-text.toml"), "w").write(rows_text)
+made = subprocess.run([BERTC, "prepare-data", os.path.join(WORK, "rows-text.toml"), "-o", os.path.join(WORK, "rows"),
+                       "--shards", "4"], capture_output=True, text=True, timeout=600)
+if made.returncode != 0 or not re.search(r"placed in \d+ rows of up to 3 \(\d\.\d\d a row", made.stderr):
+    fail(f"prepare-data with packing = \"pack\" (exit {made.returncode}) did not say its rows:\n{made.stderr[-1500:]}")
+open(os.path.join(WORK, "rows-shards.toml"), "w").write(
+    re.sub(r'^data = .*$', f'data = "{os.path.join(WORK, "rows")}"', rows_text, flags=re.M))
+open(os.path.join(WORK, "rows-as-examples.toml"), "w").write(
+    re.sub(r'^data = .*$', f'data = "{os.path.join(WORK, "rows")}"', as_text, flags=re.M))
+for index in (0, 7, 40):
+    outs = []
+    for name in ("rows-text", "rows-shards", "rows-as-examples", "text"):
+        out = os.path.join(WORK, f"batch-{name}-{index}.safetensors")
+        subprocess.run([BERTC, "batch", os.path.join(WORK, name + ".toml"), "--index", str(index), "-o", out],
+                       check=True, capture_output=True, timeout=300)
+        outs.append(open(out, "rb").read())
+    if outs[0] != outs[1]:
+        fail(f"micro-batch {index} of rows differs between the text and its shards with rows")
+    if outs[2] != outs[3]:
+        fail(f"micro-batch {index}: shards with rows read with packing = \"none\" differ from the text's examples")
+    if outs[0] == outs[3]:
+        fail(f"micro-batch {index}: rows and one example a row gave the same batch")
+print("prepare-data with packing = \"pack\": rows recorded, trained as the text's rows; read one a row with none")
 # A resumed run reads the same data stream: another text_shards is refused, naming it.
 three = as_text.replace("text_shards = 4", "text_shards = 3")
 open(os.path.join(WORK, "text3.toml"), "w").write(three)

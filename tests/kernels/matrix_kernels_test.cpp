@@ -209,8 +209,12 @@ graph @choice {
 // Forward and backward of one attention; packed: attention_qkv over a [B,S,3,h,d] projection
 // (rows 3 h d apart, k and v at offsets h d and 2 h d) and its [B,S,h,d] output.
 // full_bias: a bias of its own per head and query row, [B,h,S,S] (BERT's is [B,1,1,S]).
-ir::Graph attention_graph(const std::string& t, int seq, int d, double p, bool packed, bool full_bias = false) {
+// blocks: rows of several examples, the ids [2,S] (set by example_ids below) ending the operands.
+ir::Graph attention_graph(const std::string& t, int seq, int d, double p, bool packed, bool full_bias = false,
+                          bool blocks = false) {
   const std::string bias = full_bias ? fmt::format("[2,2,{0},{0}]", seq) : fmt::format("[2,1,1,{}]", seq);
+  const std::string ids = blocks ? fmt::format("  %ids = input : i32[2,{}]\n", seq) : "";
+  const std::string ids_operand = blocks ? ", %ids" : "", blocks_attr = blocks ? ", blocks = true" : "";
   if (packed)
     return ir::parse(fmt::format(R"(
 graph @attention {{
@@ -218,12 +222,12 @@ graph @attention {{
   %bias = input : {0}{4}
   %dout = input : {0}[2,{1},2,{2}]
   %seed = input : i64[]
-  %o, %lse = attention_qkv(%qkv, %bias, %seed) {{scale = 0.125, p = {3}, offset = 7}} : {0}[2,{1},2,{2}], f32[2,2,{1}]
-  %dqkv = attention_qkv_grad(%dout, %qkv, %bias, %o, %lse, %seed) {{scale = 0.125, p = {3}, offset = 7}} : {0}[2,{1},3,2,{2}]
+{5}  %o, %lse = attention_qkv(%qkv, %bias, %seed{6}) {{scale = 0.125, p = {3}, offset = 7{7}}} : {0}[2,{1},2,{2}], f32[2,2,{1}]
+  %dqkv = attention_qkv_grad(%dout, %qkv, %bias, %o, %lse, %seed{6}) {{scale = 0.125, p = {3}, offset = 7{7}}} : {0}[2,{1},3,2,{2}]
   return %o, %lse, %dqkv
 }}
 )",
-                                 t, seq, d, p, bias));
+                                 t, seq, d, p, bias, ids, ids_operand, blocks_attr));
   return ir::parse(fmt::format(R"(
 graph @attention {{
   %q = input : {0}[2,2,{1},{2}]
@@ -232,12 +236,26 @@ graph @attention {{
   %bias = input : {0}{4}
   %dout = input : {0}[2,2,{1},{2}]
   %seed = input : i64[]
-  %o, %lse = attention(%q, %k, %v, %bias, %seed) {{scale = 0.125, p = {3}, offset = 7}} : {0}[2,2,{1},{2}], f32[2,2,{1}]
-  %dq, %dk, %dv = attention_grad(%dout, %q, %k, %v, %bias, %o, %lse, %seed) {{scale = 0.125, p = {3}, offset = 7}} : {0}[2,2,{1},{2}], {0}[2,2,{1},{2}], {0}[2,2,{1},{2}]
+{5}  %o, %lse = attention(%q, %k, %v, %bias, %seed{6}) {{scale = 0.125, p = {3}, offset = 7{7}}} : {0}[2,2,{1},{2}], f32[2,2,{1}]
+  %dq, %dk, %dv = attention_grad(%dout, %q, %k, %v, %bias, %o, %lse, %seed{6}) {{scale = 0.125, p = {3}, offset = 7{7}}} : {0}[2,2,{1},{2}], {0}[2,2,{1},{2}], {0}[2,2,{1},{2}]
   return %o, %lse, %dq, %dk, %dv
 }}
 )",
-                               t, seq, d, p, bias));
+                               t, seq, d, p, bias, ids, ids_operand, blocks_attr));
+}
+
+// Rows of several examples, rising ids: batch 0 holds three examples of a third of its S tokens
+// each (its 3 keys padded with -10000 in the last: a padding query of its own, whose every logit
+// sat near -10000, would have the ill-conditioned logsumexp quantize_and_mask explains); batch 1
+// examples of 5, 6 and the rest (every key of it masked by -30). At S = 100 and tiles of 16 to 64
+// rows, boundaries fall inside tiles and whole tile pairs are skipped.
+void example_ids(ir::Environment<float>& env) {
+  HostTensor<float>& ids = env.at("ids");
+  const int64_t seq = ids.type.shape[1];
+  for (int64_t i = 0; i < seq; ++i) {
+    ids.integer[static_cast<size_t>(i)] = std::min<int64_t>(2, i / std::max<int64_t>(1, seq / 3));
+    ids.integer[static_cast<size_t>(seq + i)] = i < 5 ? 0 : i < 11 ? 1 : 2;
+  }
 }
 
 // q and k on a grid of 1/16 in [-1, 1] (logits of order 1, as trained attention has): every score
@@ -279,6 +297,7 @@ struct AttentionCase {
   double p;
   bool packed = false;
   bool full_bias = false;
+  bool blocks = false;
 };
 
 void PrintTo(const AttentionCase& c, std::ostream* os) {
@@ -289,7 +308,7 @@ class Attention : public ::testing::TestWithParam<AttentionCase> {};
 
 TEST_P(Attention, MatchesReference) {
   const AttentionCase c = GetParam();
-  const ir::Graph g = attention_graph(c.dtype, c.seq, c.d, c.p, c.packed, c.full_bias);
+  const ir::Graph g = attention_graph(c.dtype, c.seq, c.d, c.p, c.packed, c.full_bias, c.blocks);
   for (const Arch& a : archs_for(c.dtype)) {
     // Under tf32 the backward of head size 64 runs simt: its 32 x 32 tiles of f32 would need 52 KB
     // of shared memory (head size 32: 36 KB, tf32).
@@ -298,6 +317,7 @@ TEST_P(Attention, MatchesReference) {
     expect_match(g, a.target(), strategies, [&](ir::Environment<float>& env) {
       if (a.tf32) tf32_exact(env);
       quantize_and_mask(env);
+      if (c.blocks) example_ids(env);
     });
   }
 }
@@ -310,11 +330,18 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Attention,
                                            // A full bias with S = 100, not a tile multiple: padded query rows
                                            // of the last tile must not read the bias past its rows.
                                            AttentionCase{"f32", 100, 32, 0.0, false, true},
-                                           AttentionCase{"f16", 100, 64, 0.1, false, true}),
+                                           AttentionCase{"f16", 100, 64, 0.1, false, true},
+                                           // Rows of several examples: tiles between examples skipped, a
+                                           // boundary inside a tile masked, on every strategy (f32: simt
+                                           // and tf32; f16: m8n8k4 and m16n8k16; bf16: m16n8k16).
+                                           AttentionCase{"f32", 100, 32, 0.1, false, false, true},
+                                           AttentionCase{"f16", 100, 64, 0.1, true, false, true},
+                                           AttentionCase{"bf16", 70, 64, 0.0, false, false, true}),
                          [](const auto& info) {
-                           return fmt::format("{}_seq{}_d{}_{}{}{}", info.param.dtype, info.param.seq, info.param.d,
+                           return fmt::format("{}_seq{}_d{}_{}{}{}{}", info.param.dtype, info.param.seq, info.param.d,
                                               info.param.p > 0 ? "dropout" : "nodropout", info.param.packed ? "_packed" : "",
-                                              info.param.full_bias ? "_full_bias" : "");
+                                              info.param.full_bias ? "_full_bias" : "",
+                                              info.param.blocks ? "_blocks" : "");
                          });
 
 }  // namespace

@@ -33,6 +33,7 @@ Compiled compile(const PtxStep& s) {
   c.train.batch_size = s.batch;
   c.train.seq_len = s.seq;
   c.train.max_predictions_per_seq = s.predictions;
+  if (s.rows) c.train.packing = run_config::Packing::Pack;
   if (s.hidden) c.model.hidden_size = s.hidden;
   if (s.heads) c.model.num_attention_heads = s.heads;
   if (s.intermediate) c.model.intermediate_size = s.intermediate;
@@ -131,7 +132,7 @@ PtxStepRun run_step_on_ptx(const PtxStep& s, const std::filesystem::path& cache)
                      ptx_launcher(emulator, run, s.shrink_buffers, limits, c.program.step, false, s));
   KernelHarness optimizer(c.program.optimizer, std::move(optimizer_kernels),
                           ptx_launcher(emulator, run, s.shrink_buffers, limits, c.program.optimizer, true, s));
-  ir::Environment<float> env = batch_environment(c.config, c.program);
+  ir::Environment<float> env = s.rows ? rows_environment(c.config, c.program) : batch_environment(c.config, c.program);
   ir::Environment<float> after_step = env;
   reference::Executor<float>(c.program.step).run(after_step);
   const auto start = std::chrono::steady_clock::now();
@@ -145,7 +146,7 @@ double run_step_on_host(const PtxStep& s, const std::filesystem::path& cache) {
   const Compiled c = compile(s);
   KernelHarness step(c.program.step, cache, c.target);
   KernelHarness optimizer(c.program.optimizer, cache, c.target);
-  ir::Environment<float> env = batch_environment(c.config, c.program);
+  ir::Environment<float> env = s.rows ? rows_environment(c.config, c.program) : batch_environment(c.config, c.program);
   ir::Environment<float> after_step = env;
   reference::Executor<float>(c.program.step).run(after_step);
   const auto start = std::chrono::steady_clock::now();

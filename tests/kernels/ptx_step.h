@@ -26,6 +26,7 @@ struct PtxStep {
   // The model's sizes where not bert-tiny's (0: its own): shapes that are no tile's multiple.
   int64_t hidden = 0, heads = 0, intermediate = 0, vocab = 0;
   ir::OpKind optimizer = ir::OpKind::Adamw;  // an optimizer op of ir/ops.def (adamw, lamb)
+  bool rows = false;  // rows of up to 3 examples each ([train] packing = "pack": attention skipping tiles)
   codegen::ThreadOrder order = codegen::ThreadOrder::Reverse;  // (Reverse: threads and blocks shuffled)
   // A planted bug: the PTX as NVRTC made it, changed before the emulator reads it (identity when null).
   std::function<std::string(const std::string&)> mutate;

@@ -101,6 +101,50 @@ TEST(Hdf5Shard, ReadsNvidiasLayout) {
   EXPECT_FALSE(e[0].is_random_next);
 }
 
+// Rows of several examples (prepare-data with [train] packing = "pack"): recorded beside the
+// examples, which read as any shard's; read back with their capacity; rows that name an example
+// twice, leave one out or overfill a row refused as damaged.
+TEST(Hdf5Shard, RecordsRowsOfSeveralExamples) {
+  std::vector<Example> three = some_examples();
+  three.push_back(some_examples()[0]);  // (6 + 8 + 6 tokens, 2 + 0 + 2 predictions)
+  const RowPlan plan{{16, 4, 3}, {{0, 2}, {1}}};
+  const auto path = scratch("rows-recorded.hdf5");
+  write_shard(path, three, 16, 3, 0, std::nullopt, &plan);
+  const ShardShape s = read_shard_shape(path);
+  ASSERT_TRUE(s.rows.has_value());
+  EXPECT_EQ(s.rows->count, 2);
+  EXPECT_EQ(s.rows->capacity.tokens, 16);
+  EXPECT_EQ(s.rows->capacity.predictions, 4);
+  EXPECT_EQ(s.rows->capacity.examples, 3);
+  RowPlan back;
+  const PackedExamples examples = read_shard(path, &back);
+  ASSERT_EQ(examples.size(), 3u);  // (the examples one a row, as NVIDIA's readers read them)
+  EXPECT_TRUE(same(examples[1], three[1]));
+  EXPECT_EQ(back.rows, plan.rows);
+  EXPECT_EQ(back.capacity.examples, 3);
+  // A shard without rows reads with none.
+  write_shard(scratch("no-rows.hdf5"), three, 16, 3, 0);
+  EXPECT_FALSE(read_shard_shape(scratch("no-rows.hdf5")).rows.has_value());
+  read_shard(scratch("no-rows.hdf5"), &back);
+  EXPECT_TRUE(back.rows.empty());
+  // Damaged rows, written with HDF5 directly (as a shard from elsewhere: no checksum).
+  auto damaged = [&](const std::string& name, std::vector<int32_t> slots, const std::string& what) {
+    const auto p = scratch(name);
+    write_shard(p, three, 16, 3, 0, std::nullopt, &plan);
+    std::filesystem::remove(p.string() + ".xxh3");
+    const hid_t f = H5Fopen(p.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    H5Ldelete(f, "example_rows", H5P_DEFAULT);
+    put(f, "example_rows", H5T_STD_I32LE, H5T_NATIVE_INT32, slots.data(), {2, 3});
+    H5Fclose(f);
+    RowPlan rows;
+    const std::string why = refusal([&] { read_shard(p, &rows); });
+    EXPECT_NE(why.find("its rows of several examples are damaged (" + what), std::string::npos) << why;
+  };
+  damaged("rows-twice.hdf5", {0, 2, -1, 2, -1, -1}, "row 1 names example 2, which another row holds");
+  damaged("rows-missing.hdf5", {0, 2, -1, -1, -1, -1}, "row 1 holds -1 in slot 0");
+  damaged("rows-past.hdf5", {0, 1, 2, -1, -1, -1}, "row 0 takes 20 tokens and 4 predictions, past its 16 and 4");
+}
+
 TEST(Hdf5Shard, RefusesDamagedShardsNamingTheDataset) {
   auto says = [](const std::filesystem::path& p, const std::string& what) {
     const std::string why = refusal([&] { read_shard(p); });

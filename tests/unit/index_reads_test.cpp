@@ -11,6 +11,7 @@
 #include "frontend/bert.h"
 #include "run_config/config.h"
 #include "ir/builder.h"
+#include "ir/attention_layout.h"
 #include "ir/index_reads.h"
 #include "passes/fusion.h"
 #include "passes/options.h"
@@ -48,7 +49,11 @@ void expect_every_index_accounted(const ir::Graph& g) {
       if (t.dtype != ir::DType::I32 || t.shape.empty() || ir::keeps_values(op.kind)) continue;
       const bool read = std::any_of(reads.begin(), reads.end(), [&](const ir::IndexRead& r) { return r.operand == i; });
       const bool order = op.kind == ir::OpKind::ScatterAdd && i == ir::kScatterAddOrder;
-      EXPECT_TRUE(read || order) << op.info().name << " operand " << i << " is an i32 tensor index_reads does not know";
+      // (an attention op's example ids are compared with each other, never an address)
+      const bool compared = op.info().traits.family == ir::KernelFamily::Attention &&
+                            ir::attention_layout(g, op).example_ids == std::optional<size_t>(i);
+      EXPECT_TRUE(read || order || compared)
+          << op.info().name << " operand " << i << " is an i32 tensor index_reads does not know";
     }
   }
 }
@@ -82,6 +87,17 @@ TEST(IndexReads, EveryBundledModelIndexesByCheckedInputsOnly) {
     c.compile.fusion = false;  // unfused: the gathers outside regions
     expect_proven(c, std::string(name) + " unfused");
   }
+}
+
+// Rows of several examples: position ids and [CLS] positions are checked indices, example ids
+// are compared only (block_bias unfused, the attention ops' example_ids fused).
+TEST(IndexReads, RowsOfSeveralExamplesIndexByCheckedInputsOnly) {
+  run_config::Config c = example("bert-tiny.toml");
+  c.train.batch_size = 2;
+  c.train.packing = run_config::Packing::Pack;
+  expect_proven(c, "bert-tiny rows");
+  c.compile.fused_attention = false;
+  expect_proven(c, "bert-tiny rows, attention unfused");
 }
 
 TEST(IndexReads, EveryFineTuningHeadIndexesByCheckedInputsOnly) {

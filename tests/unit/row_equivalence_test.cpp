@@ -17,6 +17,7 @@
 #include "data/row_packing.h"
 #include "frontend/bert.h"
 #include "ir/value_names.h"
+#include "passes/attention.h"
 #include "passes/autodiff.h"
 #include "reference/executor.h"
 #include "run_config/config.h"
@@ -116,11 +117,22 @@ struct Run {
   std::map<std::string, std::vector<T>> values;  // losses, logits and every "<param>.grad"
 };
 
+// `fused`: the attention fused first (passes::fuse_attention): for rows, each layer's attention
+// op then takes the example ids (blocks = true) and no block_bias is left.
 template <typename T>
-Run<T> run(bool rows, const data::Batch& batch) {
+Run<T> run(bool rows, const data::Batch& batch, bool fused) {
   const run_config::Config c = tiny(rows, batch.batch_size);
   ir::Graph g = frontend::build_bert_pretraining(c.model_settings());
   ir::Environment<T> env = environment_of<T>(batch, g);
+  if (fused) {
+    EXPECT_EQ(passes::fuse_attention(g), 2u);
+    size_t with_blocks = 0;
+    for (const ir::Op& op : g.ops()) {
+      EXPECT_NE(op.kind, ir::OpKind::BlockBias);
+      if (op.kind == ir::OpKind::AttentionQkv) with_blocks += op.attr<bool>("blocks");
+    }
+    EXPECT_EQ(with_blocks, rows ? 2u : 0u);
+  }
   passes::differentiate(g);
   std::vector<std::string> fetch{std::string(ir::names::kLoss), std::string(ir::names::kMlmLoss),
                                  std::string(ir::names::kNspLoss), std::string(ir::names::kMlmLogits),
@@ -144,7 +156,7 @@ double relative_difference(std::span<const T> a, std::span<const T> b) {
 }
 
 template <typename T>
-void expect_same_training(double tolerance) {
+void expect_same_training(double tolerance, bool fused = false) {
   const std::vector<data::Example> examples = seven_examples();
   // The rows pack_rows places them in (TheRowsAreThePackersRows): three, two and two.
   const std::vector<std::vector<size_t>> rows{{0, 1, 6}, {2, 4}, {3, 5}};
@@ -157,7 +169,7 @@ void expect_same_training(double tolerance) {
   EXPECT_LT(std::count(packed.attention_mask.begin(), packed.attention_mask.end(), 0),
             std::count(padded.attention_mask.begin(), padded.attention_mask.end(), 0));
 
-  const Run<T> a = run<T>(false, padded), b = run<T>(true, packed);
+  const Run<T> a = run<T>(false, padded, false), b = run<T>(true, packed, fused);
   for (std::string_view loss : {ir::names::kLoss, ir::names::kMlmLoss, ir::names::kNspLoss})
     EXPECT_LE(relative_difference<T>(a.values.at(std::string(loss)), b.values.at(std::string(loss))), tolerance) << loss;
 
@@ -214,6 +226,10 @@ TEST(RowEquivalence, SevenExamplesInThreeRowsTrainAsInSevenDouble) { expect_same
 // In float the same sums in other orders differ by a few units in the last place over a
 // two-layer step: 1e-6 of a tensor's scale (the bound), 20 float ulps.
 TEST(RowEquivalence, SevenExamplesInThreeRowsTrainAsInSevenFloat) { expect_same_training<float>(1e-6); }
+
+// The fused attention of rows (block_bias's ids given to the attention ops, whose kernels skip the
+// tiles between examples) against the unfused graph of one example a row: as above, in double.
+TEST(RowEquivalence, FusedAttentionOfRowsTrainsAsSevenUnfused) { expect_same_training<double>(1e-12, true); }
 
 // The rows above are what pack_rows makes of these examples' sizes, so the test trains the
 // loader's layout, not one of its own.

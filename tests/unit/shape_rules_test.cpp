@@ -112,6 +112,25 @@ TEST(Rules, CompositeOps) {
   refusal(OpKind::CrossEntropy, {f32({640}), i32({640})}, {}, 0);
 }
 
+// Rows of several examples: blocks = true takes example_ids i32 [B,S] last (after the seed, where
+// there is one), and only for self-attention; ids without blocks, or blocks without ids, refused.
+TEST(Rules, AttentionOfRowsTakesExampleIdsLast) {
+  const TensorType qkv = f32({2, 8, 3, 2, 4}), bias = f32({2, 1, 1, 8}), seed{DType::I64, {}}, ids = i32({2, 8});
+  const std::vector<NamedAttr> blocks{{"scale", 0.5}, {"p", 0.1}, {"blocks", true}};
+  EXPECT_EQ(infer(OpKind::AttentionQkv, {qkv, bias, seed, ids}, blocks)[0], f32({2, 8, 2, 4}));
+  EXPECT_EQ(infer(OpKind::AttentionQkv, {qkv, bias, ids}, {{"scale", 0.5}, {"blocks", true}})[0], f32({2, 8, 2, 4}));
+  refusal(OpKind::AttentionQkv, {qkv, bias, seed, i32({2, 7})}, blocks, 3);
+  refusal(OpKind::AttentionQkv, {qkv, bias, seed, f32({2, 8})}, blocks, 3);
+  EXPECT_NE(refusal(OpKind::AttentionQkv, {qkv, bias, seed}, blocks, -1).find("needs the example_ids operand"),
+            std::string::npos);
+  EXPECT_NE(refusal(OpKind::AttentionQkv, {qkv, bias, seed, ids}, {{"scale", 0.5}, {"p", 0.1}}, -1)
+                .find("an example_ids operand needs blocks = true"),
+            std::string::npos);
+  const TensorType q = f32({2, 2, 8, 4}), k = f32({2, 2, 6, 4});
+  EXPECT_NE(refusal(OpKind::Attention, {q, k, k, f32({2, 1, 1, 6}), seed, ids}, blocks, -1).find("self-attention"),
+            std::string::npos);
+}
+
 TEST(Rules, GradientOps) {
   EXPECT_EQ(infer(OpKind::GeluGrad, {f32({2, 3}), f32({2, 3})})[0], f32({2, 3}));
   refusal(OpKind::GeluGrad, {f32({2, 3}), f32({3, 2})}, {}, 1);

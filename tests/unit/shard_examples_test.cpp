@@ -4,6 +4,7 @@
 #include <csignal>
 #include <functional>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -101,6 +102,27 @@ TEST(ShardedExamples, RowsHoldEveryExampleOnceAnEpoch) {
   std::vector<int64_t> jumped;
   for (const Example& e : resumed.row(8)) jumped.push_back(e.tokens[1]);
   EXPECT_EQ(jumped, rows[8]);
+}
+
+// Rows a shard records (prepare-data with packing = "pack") are the rows trained, as recorded —
+// here two of one example and one of two, where pack_rows would make two rows of two — while they
+// fit the run's capacity; rows recorded for a larger one are placed again.
+TEST(ShardedExamples, RowsAShardRecordsAreTheRowsTrained) {
+  const auto dir = std::filesystem::temp_directory_path() / "bertc-shard-examples-recorded";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::vector<Example> examples;
+  for (int j = 0; j < 4; ++j) examples.push_back({{2, 10 + j, 3, 5, 3}, {0, 0, 0, 1, 1}, false, {1}, {10 + j}});
+  const RowPlan plan{{16, 6, 3}, {{0}, {1}, {2, 3}}};
+  write_shard(dir / "shard-00000.hdf5", examples, 16, 2, 0, std::nullopt, &plan);
+  const auto set = std::make_shared<ShardFiles>(std::vector<std::filesystem::path>{dir / "shard-00000.hdf5"}, 16, 2, 1000, 2);
+  ShardedExamples recorded(set, 7, RowCapacity{16, 6, 3});
+  EXPECT_EQ(recorded.size(), 3);
+  std::multiset<size_t> sizes;
+  for (int64_t i = 0; i < 3; ++i) sizes.insert(recorded.row(i).size());
+  EXPECT_EQ(sizes, (std::multiset<size_t>{1, 1, 2}));
+  ShardedExamples placed_again(set, 7, RowCapacity{16, 6, 2});  // (rows of 3 do not fit 2: pack_rows)
+  EXPECT_EQ(placed_again.size(), 2);
 }
 
 TEST(ShardedExamples, RefusesShardsThatDoNotFitTheConfig) {
