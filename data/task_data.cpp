@@ -550,4 +550,15 @@ std::vector<PlannedBatch> plan_batches(const std::vector<TaskExample>& examples,
   return out;
 }
 
+BatchFill batch_fill(const std::vector<TaskExample>& examples, const std::vector<int64_t>& buckets, int64_t batch) {
+  BatchFill f;
+  for (const PlannedBatch& b : plan_batches(examples, buckets, batch, 0, 0, false)) {
+    for (size_t i : b.examples) f.tokens += static_cast<int64_t>(examples[i].ids.size());
+    f.positions += batch * buckets[b.bucket];
+  }
+  const auto longest_batches = (static_cast<int64_t>(examples.size()) + batch - 1) / batch;
+  f.positions_longest_only = longest_batches * batch * buckets.back();
+  return f;
+}
+
 }  // namespace bertc::data

@@ -87,4 +87,12 @@ struct PlannedBatch {
 std::vector<PlannedBatch> plan_batches(const std::vector<TaskExample>& examples, const std::vector<int64_t>& buckets,
                                        int64_t batch, uint64_t seed, int64_t epoch, bool shuffle);
 
+// An epoch's tokens against the positions its batches compute (every batch `batch` rows of its
+// bucket's length, the last of a bucket padded with empty rows): with the buckets, and with the
+// longest length alone. (Issue 39: how much padding fine-tuning computes.)
+struct BatchFill {
+  int64_t tokens = 0, positions = 0, positions_longest_only = 0;
+};
+BatchFill batch_fill(const std::vector<TaskExample>& examples, const std::vector<int64_t>& buckets, int64_t batch);
+
 }  // namespace bertc::data

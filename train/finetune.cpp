@@ -441,6 +441,16 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
                      fmt::join(shares, ", "), cuts(train_data),
                      dev ? fmt::format("; dev {}: {} examples ({})", o.dev_data->string(), dev->examples.size(), cuts(*dev))
                          : "");
+  // (the padding the buckets leave: issue 39 measured it before packing fine-tuning's rows)
+  if (const data::BatchFill fill = data::batch_fill(train_data.examples, lengths, c.train.batch_size); fill.positions > 0)
+    log << fmt::format("data: an epoch's {} tokens fill {:.1f}% of the {} positions its batches compute{}\n", fill.tokens,
+                       100.0 * static_cast<double>(fill.tokens) / static_cast<double>(fill.positions), fill.positions,
+                       lengths.size() > 1
+                           ? fmt::format(" ({:.1f}% at seq_len {} alone)",
+                                         100.0 * static_cast<double>(fill.tokens) /
+                                             static_cast<double>(fill.positions_longest_only),
+                                         lengths.back())
+                           : "");
   for (const data::TaskData* d : std::initializer_list<const data::TaskData*>{&train_data, dev ? &*dev : nullptr})
     if (d && d->words_cut)
       log << fmt::format("warning: {}: {} of its {} words ({:.0f}%) lie past {} tokens and are cut off with their "

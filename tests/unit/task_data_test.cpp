@@ -279,6 +279,17 @@ TEST(TaskBatches, EveryExampleOnceInTheShortestBucketThatHoldsIt) {
   EXPECT_NE(order(1), order(2));
 }
 
+// The padding an epoch computes, worked out by hand: lengths 3 4 5 8 9 16 2 7 12 3 3 (72 tokens)
+// at batch 2 in buckets 4, 8, 16 are 3 batches of 4, 2 of 8 and 2 of 16 (2 rows each): 24 + 32 +
+// 64 = 120 positions; at 16 alone, 6 batches of 2 rows of 16: 192.
+TEST(TaskBatches, TheirFillIsCountedWithAndWithoutTheBuckets) {
+  const auto examples = examples_of_lengths({3, 4, 5, 8, 9, 16, 2, 7, 12, 3, 3});
+  const BatchFill f = batch_fill(examples, {4, 8, 16}, 2);
+  EXPECT_EQ(f.tokens, 72);
+  EXPECT_EQ(f.positions, 120);
+  EXPECT_EQ(f.positions_longest_only, 192);
+}
+
 TEST(TaskBatches, ShortBatchesArePaddedWithRowsOfWeightZero) {
   const auto examples = examples_of_lengths({3, 2});
   const TaskBatch b = make_task_batch({&examples[0], &examples[1]}, LabelKind::Class, 3, 4);
