@@ -16,6 +16,7 @@
 #include <xxhash.h>
 
 #include "codegen/render.h"
+#include "ir/attention_layout.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "support/atomic_file.h"
@@ -185,6 +186,9 @@ GraphKernels kernels_of(const json& j, const ir::Graph& graph, const std::map<st
     k.grid = dim_of(jk.at("grid"), "grid of kernel " + k.name);
     k.block = dim_of(jk.at("block"), "block of kernel " + k.name);
     k.cooperative = jk.at("cooperative");
+    // (as render_attention sets it: from the op, which the file's IR holds)
+    if (k.family == ir::KernelFamily::Attention)
+      k.work_follows_data = ir::attention_layout(graph, graph.op(k.op_index)).example_ids.has_value();
     for (const json& z : jk.at("zero_before")) k.zero_before.push_back(value(z));
     for (const json& jp : jk.at("params")) {
       KernelParam p;

@@ -61,9 +61,9 @@ class PtxDevice : public runtime::HostDevice, public runtime::EmulatorControls {
   // runs at most `blocks` of its blocks (ptx::LaunchConfig::sample_blocks; 2 or more) and a
   // kernel's repeats with the same grid take its first launch's counts without running. Results
   // are then incomplete: no value of such a run may be read as the program's. 0: every block.
-  // Kernels whose blocks' work follows the data (codegen::blocks_do_alike_work, KernelSpec::
-  // work_follows_data) run whole. Global
-  // memory's initcheck is off while sampling (the blocks not run write nothing).
+  // Kernels whose blocks' work follows the data (codegen::blocks_do_alike_work,
+  // KernelSpec::work_follows_data) run whole. Global memory's initcheck is off while sampling
+  // (the blocks not run write nothing).
   void sample_blocks(uint32_t blocks) override { sample_blocks_ = blocks; }
   uint32_t sampled_blocks() const { return sample_blocks_; }
   // How the approximate instructions' results are made from now on (ptx/approximations.h):

@@ -548,6 +548,7 @@ std::optional<RowsPlaced> get_rows(hid_t file, const ShardShape& shape, const st
   if (!tokens || !predictions) throw damaged("bertc_row_tokens or bertc_row_predictions missing");
   RowsPlaced rows{static_cast<int64_t>(dims[0]), {*tokens, *predictions, static_cast<int64_t>(dims[1])}};
   if (rows.count > shape.examples || (shape.examples > 0 && rows.count == 0) || rows.capacity.examples < 1 ||
+      rows.capacity.examples > shape.seq_len ||
       rows.capacity.tokens != shape.seq_len || rows.capacity.predictions < shape.predictions ||
       rows.capacity.predictions > rows.capacity.examples * shape.predictions)
     throw damaged(fmt::format("{} rows of up to {} examples, {} tokens and {} predictions for {} examples of {} tokens "

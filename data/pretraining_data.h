@@ -134,6 +134,7 @@ class BatchStream {
   // again and again, each pass reshuffled, so a number names one example of one pass).
   int64_t last_micro_batch() const { return (std::numeric_limits<int64_t>::max() - (batch_size_ - 1)) / batch_size_; }
   int64_t examples() const { return source_->size(); }  // (rows, for a source of several examples a row)
+  const char* units() const { return source_->examples_per_row() > 0 ? "rows" : "examples"; }  // what examples() counts
   int64_t shards() const { return source_->shards(); }
   std::string content() const { return source_->content(); }
 

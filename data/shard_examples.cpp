@@ -22,11 +22,19 @@ ShardedExamples::ShardedExamples(std::shared_ptr<const ShardSet> shards, uint64_
   if (set_->shards() == 0) throw DataError("no shards to train on");
   const auto started = std::chrono::steady_clock::now();
   auto said = started;
+  bool said_unfit = false;
   for (size_t s = 0; s < set_->shards(); ++s) {
     counts_.push_back(set_->examples(s));
     if (const auto recorded = set_->recorded_rows(s); rows_ && recorded && fits_within(recorded->capacity, *rows_)) {
       counts_.back() = recorded->count;  // (the rows prepare-data placed them in, as the shard records them)
     } else if (rows_) {  // (else a shard's rows follow from its examples' sizes: it is read to count them)
+      if (recorded && progress && !said_unfit) {
+        said_unfit = true;
+        progress(fmt::format("{} records rows of up to {} examples, {} tokens and {} predictions, which do not fit this "
+                             "run's {}, {} and {}: the examples are placed again (each shard read once now)",
+                             set_->name(s), recorded->capacity.examples, recorded->capacity.tokens,
+                             recorded->capacity.predictions, rows_->examples, rows_->tokens, rows_->predictions));
+      }
       if (const int signal = stop_asked(stop))
         throw Stopped(signal, fmt::format("while placing the examples of {} shards into rows ({} done)", set_->shards(), s));
       const PackedExamples examples = set_->load(s);

@@ -53,9 +53,9 @@ class ShardSet {
 // With `rows`, a shard's examples are placed into rows by pack_rows (data/row_packing.h: by their
 // sizes alone, the same rows in every epoch and on every rank) — or, where the shard records rows
 // placed for a capacity within `rows`, into those — and the rows, not the examples, are what the
-// epochs shuffle: size() counts rows. Counting the rows of a shard that records none reads it
-// once before anything trains (`progress` hears how far it got; `stop` is asked between shards:
-// Stopped).
+// epochs shuffle: size() counts rows. Counting the rows of a shard that records none, or rows for
+// a larger capacity, reads it once before anything trains (`progress` hears how far it got and
+// why; `stop` is asked between shards: Stopped).
 class ShardedExamples : public ExampleSource {
  public:
   ShardedExamples(std::shared_ptr<const ShardSet> shards, uint64_t seed, std::optional<RowCapacity> rows = std::nullopt,

@@ -83,9 +83,9 @@ int batch(const BatchArgs& given, const frontend::ModelDefinition& model) {
   // (past the data's micro-batches the stream goes round again: said, as train says it)
   if (const int64_t per_pass = std::max<int64_t>(1, stream.examples() / config.train.batch_size);
       args.index >= per_pass)
-    std::cerr << fmt::format("batch: warning: the data holds {} micro-batches of {} (its {} examples), and micro-batch "
+    std::cerr << fmt::format("batch: warning: the data holds {} micro-batches of {} (its {} {}), and micro-batch "
                              "{} is from pass {} over them\n",
-                             per_pass, config.train.batch_size, stream.examples(), args.index,
+                             per_pass, config.train.batch_size, stream.examples(), stream.units(), args.index,
                              args.index / per_pass + 1);
   support::Safetensors file = train::batch_to_safetensors(stream.batch(args.index));
   write_batch_file(file, vocab, config.train.do_lower_case, args.output);

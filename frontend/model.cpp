@@ -23,8 +23,8 @@ ir::Graph build_model(const ModelDefinition& definition, const ModelSettings& se
     throw ir::Error(fmt::format("model '{}' builds its graph without the inputs of rows of several examples "
                                 "(example_ids, position_ids, cls_positions, next_sentence_weights: "
                                 "frontend::add_pretraining_inputs and attention_bias give them), and [train] packing "
-                                "= \"pack\" places several examples in a row: set packing = \"none\", or build "
-                                "the graph with them",
+                                "= \"pack\" places several examples in a row: set packing = \"none\" (bertc eval: "
+                                "make the batch with packing = \"none\"), or build the graph with them",
                                 definition.name));
   return graph;
 }

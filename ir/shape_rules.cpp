@@ -403,25 +403,26 @@ std::vector<TensorType> Optimizer(const InferContext& c) {
   return results;
 }
 
-std::vector<TensorType> Where(const InferContext& c) {
+namespace {
+
+// The shape three operands broadcast to (NumPy's rules), operands 1 and 2 of one dtype.
+Shape broadcast_three(const InferContext& c) {
   require_same_dtype(c, 1, 2);
   auto shape = broadcast_shapes(c.operand(1).shape, c.operand(2).shape);
   if (shape) shape = broadcast_shapes(*shape, c.operand(0).shape);
   if (!shape)
     c.fail(fmt::format("shapes {}, {} and {} do not broadcast together", shape_string(c.operand(0).shape),
                        shape_string(c.operand(1).shape), shape_string(c.operand(2).shape)));
-  return {{c.operand(1).dtype, *shape}};
+  return *shape;
 }
+
+}  // namespace
+
+std::vector<TensorType> Where(const InferContext& c) { return {{c.operand(1).dtype, broadcast_three(c)}}; }
 
 std::vector<TensorType> BlockBias(const InferContext& c) {
   for (size_t i = 0; i < 3; ++i) c.require_float(i);
-  require_same_dtype(c, 1, 2);
-  auto shape = broadcast_shapes(c.operand(1).shape, c.operand(2).shape);
-  if (shape) shape = broadcast_shapes(*shape, c.operand(0).shape);
-  if (!shape)
-    c.fail(fmt::format("shapes {}, {} and {} do not broadcast together", shape_string(c.operand(0).shape),
-                       shape_string(c.operand(1).shape), shape_string(c.operand(2).shape)));
-  return {{c.operand(0).dtype, *shape}};
+  return {{c.operand(0).dtype, broadcast_three(c)}};
 }
 
 std::vector<TensorType> AllFinite(const InferContext& c) {
@@ -453,13 +454,15 @@ void check_bias_and_dropout(const InferContext& c, size_t q_at, size_t bias_at, 
   const bool has_seed = without_ids == c.info().operands.size() - 1;
   if (p > 0 && !has_seed) c.fail(fmt::format("p = {} needs the seed operand", p));
   if (has_seed && c.operand(seed_at) != TensorType{DType::I64, {}})
-    c.fail_operand(seed_at, fmt::format("expected the seed as i64[], found {}", to_string(c.operand(seed_at))));
+    c.fail_operand(seed_at, fmt::format("expected the seed as i64[], found {}{}", to_string(c.operand(seed_at)),
+                                        c.operand(seed_at).dtype == DType::I32 ? " (example ids need blocks = true)" : ""));
   if (blocks) {
     const size_t ids_at = c.num_operands() - 1;
     if (scores[2] != scores[3]) c.fail(fmt::format("blocks = true needs self-attention (as many keys as queries), found {} and {}", scores[2], scores[3]));
+    // (c.fail, not fail_operand: without a seed the ids sit where the operand list names the seed)
     if (c.operand(ids_at) != TensorType{DType::I32, {scores[0], scores[2]}})
-      c.fail_operand(ids_at, fmt::format("expected example_ids as i32[{}, {}], found {}", scores[0], scores[2],
-                                         to_string(c.operand(ids_at))));
+      c.fail(fmt::format("the last operand, example_ids, must be i32[{}, {}], found {}", scores[0], scores[2],
+                         to_string(c.operand(ids_at))));
   }
 }
 

@@ -12,7 +12,9 @@ int64_t attention_product_flops(const Graph& graph, const Op& op) {
   // kernels form it without atomics (codegen/prelude/bx_matrix.h): the key tiles' blocks recompute
   // the scores and dp and form dv and dk, the query tiles' blocks recompute the scores and dp
   // again and form dq: 7 products (14), where an algorithm adding dq atomically needs 5 (10); the
-  // PTX emulator's count of the mma's FLOPs holds the two equal (ptx_emulation_test).
+  // PTX emulator's count of the mma's FLOPs holds the two equal (ptx_emulation_test). With blocks
+  // (rows of several examples) the whole square is counted: the kernels compute less, as the
+  // data's examples allow.
   const std::string what = fmt::format("the FLOPs of {}", op.info().name);
   const AttentionLayout n = attention_layout(graph, op);
   const int64_t scores =

@@ -140,7 +140,7 @@ class Matcher {
 };
 
 // Rows of several examples (frontend::attention_bias with example ids): a bias that block_bias
-// made of one i32 [B,S] value's ids, reshaped to queries [B,1,S,1] and keys [B,1,1,S] (through
+// made of the i32 [B,S] input example_ids, reshaped to queries [B,1,S,1] and keys [B,1,1,S] (through
 // casts and reshapes, which keep its order), is given to the attention op as block_bias's own
 // bias and those ids, with blocks = true: no [B,1,S,S] bias is made, and the kernels skip the
 // tiles between two examples.
@@ -156,9 +156,13 @@ std::optional<Blocks> blocks_of(const ir::Graph& g, ir::ValueId bias) {
       v = p->operands[0];
     return v;
   };
+  // (only the batch input example_ids: the trainer checks that its ids rise along each row, which
+  // the kernels' tile skipping relies on; any other ids stay a block_bias, right in any order)
   const ir::ValueId ids = source(op.operands[1]);
   const ir::TensorType& type = g.value(ids).type;
-  if (ids != source(op.operands[2]) || type.dtype != ir::DType::I32 || type.rank() != 2) return std::nullopt;
+  if (ids != source(op.operands[2]) || g.producer(ids).kind != OpKind::Input || g.value(ids).name != "example_ids" ||
+      type.dtype != ir::DType::I32 || type.rank() != 2)
+    return std::nullopt;
   const int64_t B = type.shape[0], S = type.shape[1];
   if (g.value(op.operands[1]).type.shape != ir::Shape{B, 1, S, 1} ||
       g.value(op.operands[2]).type.shape != ir::Shape{B, 1, 1, S})

@@ -11,13 +11,14 @@
 //       the context is permuted back to [B,S,h,d] (BERT's self-attention), the op is
 //       attention_qkv of the projection itself, replacing the permutes and slices too: its kernels
 //       read q, k, v and write the context (and dqkv, backward) in the projection's layout.
-//       Where the bias is a block_bias of one i32 [B,S] value's ids as queries [B,1,S,1] and
-//       keys [B,1,1,S] (rows of several examples), the op takes block_bias's own bias, the ids
+//       Where the bias is a block_bias of the i32 [B,S] input example_ids as queries [B,1,S,1]
+//       and keys [B,1,1,S] (rows of several examples; the trainer checks that they rise along
+//       each row), the op takes block_bias's own bias, the ids
 //       and blocks = true: the same probabilities for every query of an example (block_bias's
 //       -10000 beside its own example and the op's leaving out both make them exactly 0; a
 //       padding query's row, which nothing reads, is spread over the padding alone), no
-//       [B,1,S,S] bias, and the
-//       block_bias with its ids' casts and reshapes removed once no chain reads them.
+//       [B,1,S,S] bias, and the block_bias with its ids' casts and reshapes removed once no
+//       chain reads them.
 // Order: first: before precision (which casts the scale constant) and before autodiff.
 #pragma once
 

@@ -477,20 +477,20 @@ void check_same_data(const ResumedFrom& resumed, const data::BatchStream& stream
   }
   const std::map<std::string, std::string> now = data_metadata(stream);
   if (saved.at("data_examples") != now.at("data_examples") || saved.at("data_shards") != now.at("data_shards"))
-    throw TrainError(fmt::format("{}: trained on {} examples in {} shard(s), and this run's data is {} examples in {}: "
+    throw TrainError(fmt::format("{}: trained on {} {} in {} shard(s), and this run's data is {} {} in {}: "
                                  "the data (or [train] text_shards) changed, so the run cannot continue its stream; "
                                  "resume with the same data and settings, or start a fresh run in another "
                                  "--checkpoint-dir",
-                                 resumed.path.string(), saved.at("data_examples"), saved.at("data_shards"),
-                                 now.at("data_examples"), now.at("data_shards")));
+                                 resumed.path.string(), saved.at("data_examples"), stream.units(), saved.at("data_shards"),
+                                 now.at("data_examples"), stream.units(), now.at("data_shards")));
   // The same counts of other examples (other text of as many documents, shards remade): the
   // stream continued would be another run's. (Absent in checkpoints of an older bertc.)
   if (const auto content = saved.find("data_content"); content != saved.end() && content->second != now.at("data_content"))
-    throw TrainError(fmt::format("{}: trained on other data than this run's: the same {} examples in {} shard(s), but "
+    throw TrainError(fmt::format("{}: trained on other data than this run's: the same {} {} in {} shard(s), but "
                                  "their content differs (xxh3 {} then, {} now: another text, or shards made again); "
                                  "resume with the data it was trained on (its place may change, not its content), or "
                                  "start a fresh run in another --checkpoint-dir (--init CHECKPOINT keeps its weights)",
-                                 resumed.path.string(), now.at("data_examples"), now.at("data_shards"),
+                                 resumed.path.string(), now.at("data_examples"), stream.units(), now.at("data_shards"),
                                  content->second, now.at("data_content")));
 }
 

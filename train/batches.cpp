@@ -351,6 +351,8 @@ void check_region(const ir::Graph& g, const std::vector<IndexSource>* region_inp
 }  // namespace
 
 void check_batch_ranges(const support::Environment& inputs, const run_config::Config& c, const std::string& what) {
+  // (a batch of rows of several examples is said by its rows)
+  const char* unit = inputs.count("example_ids") ? "row" : "example";
   for (const Range& r : batch_ranges(c)) {
     const auto it = inputs.find(r.input);
     if (it == inputs.end()) continue;
@@ -360,18 +362,20 @@ void check_batch_ranges(const support::Environment& inputs, const run_config::Co
       // (a negative id no setting fits: Hugging Face's -100 "ignore" label is no id of bertc's
       // batches, whose unmasked predictions are weighted 0)
       if (v[i] < 0)
-        throw data::DataError(fmt::format("{}: {} of example {} holds {}, which is negative, and ids, positions and "
-                                          "labels are 0 or more: fix the data ({}, not -100)",
-                                          what, r.input, static_cast<int64_t>(i) / row, v[i],
+        throw data::DataError(fmt::format("{}: {} of {} {} holds {}, which is negative, and ids, positions and "
+                                          "labels are 0 or more: fix the data{}",
+                                          what, r.input, unit, static_cast<int64_t>(i) / row, v[i],
                                           r.input == ir::names::kLabels
-                                              ? "an example or token left out has label 0 and label_weights 0"
-                                              : "a masked prediction left out has position 0 and weight 0"));
+                                              ? " (an example or token left out has label 0 and label_weights 0, not -100)"
+                                          : std::string_view(r.input).starts_with("masked_lm")
+                                              ? " (a masked prediction left out has position 0 and weight 0, not -100)"
+                                              : ""));
       if (v[i] >= r.end)
         // (raising the setting was advised, which the weights' shapes then refused)
-        throw data::DataError(fmt::format("{}: {} of example {} holds {}, which is not below {}: the batch is not of "
+        throw data::DataError(fmt::format("{}: {} of {} {} holds {}, which is not below {}: the batch is not of "
                                           "this config's data; make it with bertc batch and the config of the weights, "
                                           "or fix the data",
-                                          what, r.input, static_cast<int64_t>(i) / row, v[i], r.key));
+                                          what, r.input, unit, static_cast<int64_t>(i) / row, v[i], r.key));
     }
   }
   // The mask and the prediction weights are no indices, but their values have meanings too: a mask

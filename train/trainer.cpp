@@ -276,7 +276,7 @@ std::string starting_weights_advice(const TrainOptions& o) {
 // start-up), said as a rank says it: the data's examples, parts and content (machines may mount
 // the corpus elsewhere: what it holds is compared, not its path) and the vocabulary.
 std::string data_identity(const data::BatchStream& stream, const data::Vocab& vocab) {
-  return fmt::format("{} examples in {} shard(s), content xxh3 {}, vocabulary xxh3 {}", stream.examples(),
+  return fmt::format("{} {} in {} shard(s), content xxh3 {}, vocabulary xxh3 {}", stream.examples(), stream.units(),
                      stream.shards(), stream.content(), vocab.xxh3());
 }
 

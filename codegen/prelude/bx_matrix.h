@@ -376,9 +376,10 @@ struct bx_attention {
   BX_STATIC float bias_at(const TB* bias, const bx_attention_problem& a, int bh, int i, int j) {
     return bx_ld(bias, (bh / a.heads) * a.bias_b + (bh % a.heads) * a.bias_h + i * a.bias_q + j * a.bias_k);
   }
-  // Whether queries [q0, q0 + BQ) and keys [k0, k0 + BKV) of head bh share an example: the ids
-  // rise along a row, so the two ranges of ids overlap exactly when some query and key share one.
-  // A tile pair that does not is skipped whole (the same answer in every thread of the block).
+  // Whether queries [q0, q0 + BQ) and keys [k0, k0 + BKV) of head bh may share an example: the
+  // ids rise along a row, so a query and a key share one only where the tiles' ranges of ids
+  // overlap. A pair whose ranges do not is skipped whole (the same answer in every thread of the
+  // block); one that overlaps is computed, its scores between two examples left out.
   BX_STATIC bool tiles_meet(const bx_attention_problem& a, int bh, int q0, int k0) {
     if (!a.ids) return true;
     const int* row = a.ids + (bx_i64)(bh / a.heads) * a.sq;

@@ -119,8 +119,11 @@ TEST(Rules, AttentionOfRowsTakesExampleIdsLast) {
   const std::vector<NamedAttr> blocks{{"scale", 0.5}, {"p", 0.1}, {"blocks", true}};
   EXPECT_EQ(infer(OpKind::AttentionQkv, {qkv, bias, seed, ids}, blocks)[0], f32({2, 8, 2, 4}));
   EXPECT_EQ(infer(OpKind::AttentionQkv, {qkv, bias, ids}, {{"scale", 0.5}, {"blocks", true}})[0], f32({2, 8, 2, 4}));
-  refusal(OpKind::AttentionQkv, {qkv, bias, seed, i32({2, 7})}, blocks, 3);
-  refusal(OpKind::AttentionQkv, {qkv, bias, seed, f32({2, 8})}, blocks, 3);
+  EXPECT_NE(refusal(OpKind::AttentionQkv, {qkv, bias, seed, i32({2, 7})}, blocks, -1).find("example_ids, must be i32[2, 8]"),
+            std::string::npos);
+  refusal(OpKind::AttentionQkv, {qkv, bias, seed, f32({2, 8})}, blocks, -1);
+  EXPECT_NE(refusal(OpKind::AttentionQkv, {qkv, bias, ids}, {{"scale", 0.5}}, 2).find("example ids need blocks = true"),
+            std::string::npos);
   EXPECT_NE(refusal(OpKind::AttentionQkv, {qkv, bias, seed}, blocks, -1).find("needs the example_ids operand"),
             std::string::npos);
   EXPECT_NE(refusal(OpKind::AttentionQkv, {qkv, bias, seed, ids}, {{"scale", 0.5}, {"p", 0.1}}, -1)
