@@ -528,6 +528,11 @@ std::optional<ShardRecord> get_record(hid_t file, const std::string& where) {
   return r;
 }
 
+// A shard's rows of several examples refused as damaged, with what is wrong.
+DataError damaged_rows(const std::string& where, const std::string& what) {
+  return DataError(fmt::format("{}: its rows of several examples are damaged ({}): {}", where, what, kMakeShardsAgain));
+}
+
 // The example_rows a shard records, its [rows, K] as the dataset's dimensions and its capacity as
 // the attributes say; nullopt where there is none. Throws DataError for a dataset or attributes
 // that are not rows' (a damaged shard).
@@ -536,9 +541,7 @@ std::optional<RowsPlaced> get_rows(hid_t file, const ShardShape& shape, const st
   Handle set(H5Dopen2(file, kRowsDataset, H5P_DEFAULT), H5Dclose);
   Handle type(set.ok() ? H5Dget_type(set.get()) : -1, H5Tclose);
   Handle space(set.ok() ? H5Dget_space(set.get()) : -1, H5Sclose);
-  auto damaged = [&](const std::string& what) {
-    return DataError(fmt::format("{}: its rows of several examples are damaged ({}): {}", where, what, kMakeShardsAgain));
-  };
+  auto damaged = [&](const std::string& what) { return damaged_rows(where, what); };
   if (!type.ok() || !space.ok() || H5Tget_class(type.get()) != H5T_INTEGER || H5Sget_simple_extent_ndims(space.get()) != 2)
     throw damaged(fmt::format("'{}' is not a [rows, examples a row] dataset of integers", kRowsDataset));
   hsize_t dims[2] = {0, 0};
@@ -562,9 +565,7 @@ std::optional<RowsPlaced> get_rows(hid_t file, const ShardShape& shape, const st
 // every example in one row exactly, no row empty or past its capacity; else DataError.
 std::vector<std::vector<size_t>> rows_of_slots(const std::vector<int32_t>& slots, const RowsPlaced& recorded,
                                                const PackedExamples& examples, const std::string& where) {
-  auto damaged = [&](const std::string& what) {
-    return DataError(fmt::format("{}: its rows of several examples are damaged ({}): {}", where, what, kMakeShardsAgain));
-  };
+  auto damaged = [&](const std::string& what) { return damaged_rows(where, what); };
   const auto K = static_cast<size_t>(recorded.capacity.examples);
   std::vector<std::vector<size_t>> rows(static_cast<size_t>(recorded.count));
   std::vector<bool> placed(examples.size(), false);
