@@ -25,6 +25,7 @@ using bertc::data::ExampleSize;
 // The sizes of one epoch of `config`'s examples at `seq_len`.
 std::vector<ExampleSize> epoch_sizes(bertc::run_config::Config config, int64_t seq_len) {
   config.train.seq_len = seq_len;
+  config.train.packing = bertc::run_config::Packing::None;  // (the examples themselves: this places them)
   std::ostringstream quiet;  // (the data lines training prints)
   const bertc::data::Vocab vocab = bertc::train::load_run_vocab(config, config.resolve(config.train.vocab), quiet);
   const auto source = bertc::train::open_example_source(config, config.resolve(config.train.data), vocab, quiet);

@@ -137,6 +137,7 @@ class BatchStream {
   const char* units() const { return source_->examples_per_row() > 0 ? "rows" : "examples"; }  // what examples() counts
   int64_t shards() const { return source_->shards(); }
   std::string content() const { return source_->content(); }
+  const ExampleSource& source() const { return *source_; }
 
  private:
   std::shared_ptr<const ExampleSource> source_;

@@ -1,6 +1,8 @@
 // Rows of whole examples laid out as a batch (see row_batch.h).
 #include "data/row_batch.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace bertc::data {
@@ -51,6 +53,17 @@ Batch row_batch(std::span<const Example> examples, std::span<const std::vector<s
     }
   }
   return b;
+}
+
+RowWork sampled_row_work(const ExampleSource& source, int64_t seq_len, int64_t tile, int64_t most_rows) {
+  RowWork sum;
+  std::vector<int64_t> lengths;
+  for (int64_t i = 0; i < std::min(source.size(), most_rows); ++i) {
+    lengths.clear();
+    for (const Example& e : source.row(i)) lengths.push_back(static_cast<int64_t>(e.tokens.size()));
+    sum += row_work(lengths, seq_len, tile);
+  }
+  return sum;
 }
 
 }  // namespace bertc::data

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "data/pretraining_data.h"
+#include "data/row_packing.h"
 
 namespace bertc::data {
 
@@ -18,5 +19,10 @@ namespace bertc::data {
 // not fit.
 Batch row_batch(std::span<const Example> examples, std::span<const std::vector<size_t>> rows, int64_t seq_len,
                 int64_t predictions, int64_t per_row, int64_t pad_id);
+
+// The work (row_packing.h's RowWork, at `tile` x `tile` tiles) of the first `most_rows` rows of
+// `source`'s first epoch at `seq_len`: a sample of its rows as training takes them, the shards in
+// their shuffled order (a source of one example a row: each row that example).
+RowWork sampled_row_work(const ExampleSource& source, int64_t seq_len, int64_t tile, int64_t most_rows);
 
 }  // namespace bertc::data

@@ -64,4 +64,35 @@ std::vector<std::vector<size_t>> pack_rows(std::span<const ExampleSize> sizes, c
   return out;
 }
 
+RowWork& RowWork::operator+=(const RowWork& o) {
+  rows += o.rows;
+  examples += o.examples;
+  tokens += o.tokens;
+  example_scores += o.example_scores;
+  tile_scores += o.tile_scores;
+  return *this;
+}
+
+RowWork row_work(std::span<const int64_t> lengths, int64_t seq_len, int64_t tile) {
+  if (tile <= 0) throw std::invalid_argument(fmt::format("tiles of {} positions a side", tile));
+  RowWork w{1, static_cast<int64_t>(lengths.size()), 0, 0, 0};
+  std::vector<int64_t> ids(static_cast<size_t>(std::max<int64_t>(seq_len, 0)), static_cast<int64_t>(lengths.size()));
+  for (size_t k = 0; k < lengths.size(); ++k) {
+    if (lengths[k] < 0 || w.tokens + lengths[k] > seq_len)
+      throw std::invalid_argument(fmt::format("examples of {} tokens do not fit a row of {}", w.tokens + lengths[k], seq_len));
+    std::fill_n(ids.begin() + w.tokens, lengths[k], static_cast<int64_t>(k));
+    w.tokens += lengths[k];
+    w.example_scores += lengths[k] * lengths[k];
+  }
+  // (ids rise along the row: two tiles share an example iff their first-to-last id ranges overlap)
+  for (int64_t q0 = 0; q0 < seq_len; q0 += tile) {
+    const int64_t q1 = std::min(q0 + tile, seq_len) - 1;
+    for (int64_t k0 = 0; k0 < seq_len; k0 += tile) {
+      const int64_t k1 = std::min(k0 + tile, seq_len) - 1;
+      if (ids[q0] <= ids[k1] && ids[k0] <= ids[q1]) w.tile_scores += (q1 - q0 + 1) * (k1 - k0 + 1);
+    }
+  }
+  return w;
+}
+
 }  // namespace bertc::data

@@ -25,6 +25,7 @@
 #include "run_folder/stop_request.h"
 #include "train/data_parallel.h"
 #include "train/profile.h"
+#include "train/step_figures.h"
 #include "train/trainer.h"
 
 namespace bertc::driver {
@@ -55,7 +56,8 @@ codegen::CompiledProgram compile_kernels(const passes::TrainingProgram& p, const
 }
 
 // A profile `bertc train --profile` wrote, measured against this compile's estimates (same program).
-train::Profile measured_against(const std::string& path, const passes::TrainingProgram& program, const run_config::Config& config) {
+train::Profile measured_against(const std::string& path, const passes::TrainingProgram& program, const run_config::Config& config,
+                                const passes::RowFractions& rows) {
   std::ifstream in(path);
   if (!in) throw std::runtime_error(fmt::format("--profile {}: cannot open it", path));
   nlohmann::json j;
@@ -70,7 +72,7 @@ train::Profile measured_against(const std::string& path, const passes::TrainingP
     const codegen::GraphKernels optimizer = codegen::render_graph(program.optimizer, target);
     return train::estimate_for(train::profile_from_json(j),
                                {{"step", &program.step, &step}, {"optimizer", &program.optimizer, &optimizer}},
-                               config.compile.arch.gpu(), config.compile.precision);
+                               config.compile.arch.gpu(), config.compile.precision, rows);
   } catch (const std::runtime_error& e) {
     throw std::runtime_error(fmt::format("--profile {}: {}", path, e.what()));
   }
@@ -78,11 +80,12 @@ train::Profile measured_against(const std::string& path, const passes::TrainingP
 
 // The compile report of `config` (and the compiled program, into `program`).
 // `ranks`: the data-parallel ranks whose micro-batches the optimizer step averages.
+// `rows`: what the data's rows leave an attention over them (measured for a report of packing).
 passes::CompileReport report_of(const ir::Graph& graph, const run_config::Config& config,
-                                passes::TrainingProgram* program = nullptr, int64_t ranks = 1) {
+                                passes::TrainingProgram* program, int64_t ranks, const passes::RowFractions& rows) {
   passes::OptimizerOptions optimizer = config.train;
   optimizer.gradient_accumulation_steps = config.train.gradient_accumulation_steps * ranks;
-  return passes::compile_report(graph, config.compile, optimizer, config.train.batch_size, program);
+  return passes::compile_report(graph, config.compile, optimizer, config.train.batch_size, program, rows);
 }
 
 // A compiled program reads its config's relative [train] data and vocab from its own folder when it
@@ -196,9 +199,13 @@ int compile(CompileArgs args, const CompileFlags& flags, const frontend::ModelDe
   // --print-ir-after-all (they show every stage whatever is emitted).
   passes::TrainingProgram program;
   std::optional<passes::CompileReport> compiled;
+  // (the report's FLOPs of an attention over rows are the data's: measured where a report is shown)
+  const passes::RowFractions rows = emit == Emit::Report || (emit == Emit::Stats && args.json)
+                                        ? train::config_row_fractions(config, std::cerr)
+                                        : passes::RowFractions{};
   auto report = [&]() -> const passes::CompileReport& {
     if (!compiled) {
-      compiled = report_of(graph, config, &program, args.ranks);
+      compiled = report_of(graph, config, &program, args.ranks, rows);
       note_smallest_plan(*compiled, model, config);
     }
     return *compiled;
@@ -243,7 +250,7 @@ int compile(CompileArgs args, const CompileFlags& flags, const frontend::ModelDe
   } else if (emit == Emit::Report) {
     report();
     const std::optional<train::Profile> measured =
-        args.profile.empty() ? std::nullopt : std::optional(measured_against(args.profile, program, config));
+        args.profile.empty() ? std::nullopt : std::optional(measured_against(args.profile, program, config, rows));
     const std::optional<codegen::CompiledProgram> kernels =
         gpu_arch ? std::optional(compile_kernels(program, config)) : std::nullopt;
     if (args.json) {

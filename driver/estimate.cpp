@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include <iostream>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -16,6 +18,7 @@
 #include "passes/scaling_estimate.h"
 #include "driver/report.h"
 #include "train/data_parallel.h"
+#include "train/step_figures.h"
 
 namespace bertc::driver {
 namespace {
@@ -101,6 +104,10 @@ int estimate(const EstimateArgs& a, const CompileFlags& flags, const frontend::M
       setup.steps, per_gpu, global);
   text += fmt::format("{:<10} {:<10} {:>10} {:>10} {:>11} {:>9} {:>11} {:>8} {:>10} {:>9}\n", "gpu", "gradients", "MiB/step",
                       "compute", "all-reduce", "step", "overlapped", "days", "days (ovl)", "cost");
+  // (an attention over rows computes what the data's examples leave: measured once, for every GPU,
+  // once the first GPU named is known to be one)
+  std::optional<passes::RowFractions> packed;
+  std::string flops_note;  // (FLOPs per real token: the same on every GPU of one precision, said once)
   std::vector<std::string> named;  // (a GPU named twice: one row)
   for (const std::string& name : a.gpus)
     if (std::find(named.begin(), named.end(), name) == named.end()) named.push_back(name);
@@ -113,9 +120,10 @@ int estimate(const EstimateArgs& a, const CompileFlags& flags, const frontend::M
                                               "estimate it on --gpu a100 (or newer), or with --precision fp32",
                                               name));
     c.compile = passes::resolve_options(c.compile, c.compile.arch);
+    if (!packed) packed = train::config_row_fractions(config, std::cerr);
     passes::TrainingProgram program;
     passes::CompileReport report = passes::compile_report(frontend::build_model(model, c.model_settings()), c.compile, c.train,
-                                                          c.train.batch_size, &program);
+                                                          c.train.batch_size, &program, *packed);
     note_smallest_plan(report, model, c);
     const passes::GpuSpec& gpu = *c.compile.arch.gpu();
     if (a.gpus_per_machine > 1) {  // (the link inside a machine is used only where it holds several)
@@ -125,6 +133,10 @@ int estimate(const EstimateArgs& a, const CompileFlags& flags, const frontend::M
         throw std::invalid_argument(fmt::format("--within {}", e.what()));
       }
     }
+    if (packed->measured() && flops_note.empty())
+      flops_note = fmt::format("rows: a step's {} rows a GPU hold {:.1f} examples and {:.0f} real tokens; on {}:\n{}",
+                               per_gpu, static_cast<double>(per_gpu) * packed->examples, report.real_tokens_per_step(),
+                               c.compile.arch.text(), rows_text(report));
     const std::string memory = memory_warning(report);
     if (!memory.empty()) notes.insert(fmt::format("warning: {}: {}", gpu.name, memory));
     const auto price = passes::cloud_price(gpu.name);
@@ -150,7 +162,13 @@ int estimate(const EstimateArgs& a, const CompileFlags& flags, const frontend::M
                       {"overlapped_step_seconds", e.overlapped_step_seconds}, {"days", e.days},
                       {"overlapped_days", e.overlapped_days}, {"link_gbs", e.link_gbs}, {"gpus", e.gpus},
                       {"dollars_per_gpu_hour", priced ? nlohmann::json(setup.dollars_per_gpu_hour) : nlohmann::json(nullptr)},
-                      {"device_bytes", report.device_bytes()}, {"fits_device_memory", memory.empty()},
+                      {"device_bytes", report.device_bytes()}, {"flops_per_step", report.flops_per_step},
+                      {"real_token_flops_per_step", packed->measured() ? nlohmann::json(report.real_token_flops)
+                                                                      : nlohmann::json(nullptr)},
+                      {"real_tokens_per_step", packed->measured() ? nlohmann::json(report.real_tokens_per_step())
+                                                                  : nlohmann::json(nullptr)},
+                      {"real_token_flops_ratio", packed->measured() ? nlohmann::json(report.real_token_flops_ratio())
+                                                                    : nlohmann::json(nullptr)}, {"fits_device_memory", memory.empty()},
                       // (null without a price, as the table's "-": not a cost of 0, nor a price of 0)
                       {"cost_dollars", priced ? nlohmann::json(e.cost) : nlohmann::json(nullptr)}});
       text += fmt::format("{:<10} {:<10} {:>10.1f} {:>8.0f}ms {:>9.0f}ms {:>7.0f}ms {:>9.0f}ms {:>8.2f} {:>10.2f} {:>9}\n",
@@ -164,6 +182,7 @@ int estimate(const EstimateArgs& a, const CompileFlags& flags, const frontend::M
           "slowest link at line rate, and 2 (N-1) hops of its latency; step: one after the other, as bertc runs today; overlapped: the all-reduce hidden "
           "behind the last micro-batch's backward (2/3 of its compute), as far as it reaches; cost at the price per GPU-hour (--price, or the "
           "cloud offers of passes/scaling_estimate.cpp), for the sequential step\n";
+  text += flops_note;
   for (const std::string& note : notes) text += note + "\n";
   if (a.json) out << rows.dump(1) << "\n";
   else out << text;

@@ -111,7 +111,7 @@ nlohmann::json figures_json(const passes::GraphFigures& f) {
           {"fused_kernels", f.fused_kernels},
           {"launches", f.launches},
           {"flops", {{"forward", f.flops_forward}, {"backward", f.flops_backward}, {"recompute", f.flops_recompute},
-                     {"optimizer", f.flops_optimizer}}},
+                     {"optimizer", f.flops_optimizer}, {"attention_whole_square", f.flops_attention}}},
           {"bytes", f.bytes},
           {"seconds", f.seconds}};
 }
@@ -140,6 +140,15 @@ nlohmann::json report_json(const passes::CompileReport& r) {
                    {"launches_before_fusion", r.launches_before_fusion}, {"launches", r.launches_per_step},
                    {"flops", r.flops_per_step},              {"bytes", r.bytes_per_step},
                    {"estimated_seconds", r.step_seconds},    {"estimated_sequences_per_second", r.sequences_per_second}};
+  if (r.rows.measured())
+    j["rows"] = {{"seq_len", r.rows.seq_len},
+                 {"examples_per_row", r.rows.examples},
+                 {"token_fraction", r.rows.tokens},
+                 {"score_fraction", r.rows.scores},
+                 {"tile_fraction", r.rows.tiles},
+                 {"real_tokens", r.real_tokens_per_step()},
+                 {"real_token_flops", r.real_token_flops},
+                 {"real_token_flops_ratio", r.real_token_flops_ratio()}};
   j["compile_seconds"] = r.seconds_to_compile;
   return j;
 }
@@ -209,6 +218,17 @@ void note_smallest_plan(passes::CompileReport& r, const frontend::ModelDefinitio
       passes::compile_report(frontend::build_model(model, smallest.model_settings()), smallest.compile, optimizer, 1).device_bytes();
 }
 
+std::string rows_text(const passes::CompileReport& r) {
+  if (!r.rows.measured()) return "";
+  const auto step_flops = static_cast<double>(r.flops_per_step - r.optimizer.flops());
+  return fmt::format("  rows       {:.2f} examples a row; {:.1f}% of its {} positions are tokens; attention computes {:.1f}% of "
+                     "its square (the tiles that meet an example), {:.1f}% are scores within examples\n"
+                     "  per token  {:.2f} MFLOP a real token, {:.3f}x what the real tokens alone take (each example "
+                     "alone at its length, no padding; the optimizer aside)\n",
+                     r.rows.examples, 100 * r.rows.tokens, r.rows.seq_len, 100 * r.rows.tiles, 100 * r.rows.scores,
+                     step_flops / r.real_tokens_per_step() / 1e6, r.real_token_flops_ratio());
+}
+
 std::string report_text(const passes::CompileReport& r, const std::string& name) {
   const auto& o = r.options;
   std::string out = fmt::format(
@@ -232,6 +252,7 @@ std::string report_text(const passes::CompileReport& r, const std::string& name)
                      r.flops_per_step / 1e9, r.micro_batches * r.step.flops_forward / 1e9,
                      r.micro_batches * r.step.flops_backward / 1e9, r.micro_batches * r.step.flops_recompute / 1e9,
                      r.optimizer.flops_optimizer / 1e9);
+  out += rows_text(r);
   out += fmt::format("  bytes      {:.2f} GB read and written by kernels\n", r.bytes_per_step / 1e9);
   out += fmt::format("  memory     activations {} planned ({} live peak), params {}, optimizer state {}, inputs {}; "
                      "total {}\n",

@@ -33,6 +33,10 @@ std::string memory_warning(const passes::CompileReport& report);
 void note_smallest_plan(passes::CompileReport& report, const frontend::ModelDefinition& model,
                         const run_config::Config& config);
 std::string report_text(const passes::CompileReport& report, const std::string& name);
+// "" where the report's rows are not measured; else what they leave to compute and the FLOPs of a
+// real token: the step graphs' FLOPs over the real tokens a step holds, and against what the real
+// tokens alone take (CompileReport::real_token_flops). Lines of the report's "per optimizer step".
+std::string rows_text(const passes::CompileReport& report);
 
 // The compiled kernels: per family how many, their launches, registers, shared memory and
 // spills (ptxas), and, `compiled_now`, the compile's time and cache hits (a .bertx records

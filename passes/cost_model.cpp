@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <set>
 
+#include "ir/attention_layout.h"
 #include "ir/stats.h"
 
 namespace bertc::passes {
@@ -17,16 +18,15 @@ bool uses_matrix_units(OpKind k) {
   return f == ir::KernelFamily::Matmul || f == ir::KernelFamily::Attention;
 }
 
-// FLOPs of op, counting a fused op's region op by op; `matrix` tells whether matrix products are
-// among them (and their input dtype).
-int64_t flops_of(const ir::Graph& g, const ir::Op& op, std::optional<ir::DType>& matrix) {
+// The input dtype of the first matrix product op computes (a fused op's region searched), if any.
+std::optional<ir::DType> matrix_inputs(const ir::Graph& g, const ir::Op& op) {
   if (op.kind == OpKind::Fused) {
-    int64_t f = 0;
-    for (const ir::Op& inner : op.region.graph().ops()) f += flops_of(op.region.graph(), inner, matrix);
-    return f;
+    for (const ir::Op& inner : op.region.graph().ops())
+      if (const auto d = matrix_inputs(op.region.graph(), inner)) return d;
+    return std::nullopt;
   }
-  if (uses_matrix_units(op.kind) && !matrix) matrix = g.value(op.operands[0]).type.dtype;
-  return ir::op_flops(g, op);
+  if (uses_matrix_units(op.kind)) return g.value(op.operands[0]).type.dtype;
+  return std::nullopt;
 }
 
 // Bytes an op reads from operand i: the whole tensor, except a table a gather indexes, of which
@@ -49,6 +49,19 @@ int64_t bytes_read(const ir::Graph& g, const ir::Op& op, size_t i) {
 
 }  // namespace
 
+int64_t counted_flops(const ir::Graph& graph, const ir::Op& op, const RowFractions& rows, int64_t* attention) {
+  if (op.kind == OpKind::Fused) {
+    int64_t f = 0;
+    for (const ir::Op& inner : op.region.graph().ops()) f += counted_flops(op.region.graph(), inner, rows, attention);
+    return f;
+  }
+  const int64_t whole = ir::op_flops(graph, op);
+  if (ir::kernel_family(op) != ir::KernelFamily::Attention) return whole;
+  if (attention) *attention += whole;
+  // (the kernels skip the tiles between examples: what they compute is the data's, measured)
+  return ir::attention_layout(graph, op).example_ids ? static_cast<int64_t>(static_cast<double>(whole) * rows.tiles) : whole;
+}
+
 double matrix_peak(const GpuSpec& gpu, ir::DType dtype, Precision precision) {
   if (dtype == ir::DType::BF16 && gpu.bf16_tensor_tflops > 0) return gpu.bf16_tensor_tflops * 1e12;
   if (dtype == ir::DType::F32 && precision == Precision::Tf32 && gpu.tf32_tensor_tflops > 0)
@@ -59,12 +72,12 @@ double matrix_peak(const GpuSpec& gpu, ir::DType dtype, Precision precision) {
 }
 
 LaunchCost launch_cost(const ir::Graph& graph, const ir::Op& op, const std::optional<GpuSpec>& gpu,
-                       Precision precision) {
+                       Precision precision, const RowFractions& rows) {
   LaunchCost c;
   if (!ir::launches_kernel(op.kind)) return c;
   c.launch = true;
-  std::optional<ir::DType> matrix;
-  c.flops = flops_of(graph, op, matrix);
+  const std::optional<ir::DType> matrix = matrix_inputs(graph, op);
+  c.flops = counted_flops(graph, op, rows);
   std::set<ir::ValueId> seen;
   for (size_t i = 0; i < op.operands.size(); ++i)
     if (seen.insert(op.operands[i]).second && graph.producer(op.operands[i]).kind != OpKind::Constant)

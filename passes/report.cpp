@@ -18,34 +18,35 @@ int64_t& bucket(GraphFigures& f, const std::string& scope, bool optimizer_graph)
   return f.flops_forward;
 }
 
-void add_flops(const ir::Graph& g, const ir::Op& op, GraphFigures& f, bool optimizer_graph) {
+void add_flops(const ir::Graph& g, const ir::Op& op, GraphFigures& f, bool optimizer_graph, const RowFractions& rows) {
   if (op.kind == ir::OpKind::Fused) {
-    for (const ir::Op& inner : op.region.graph().ops()) add_flops(op.region.graph(), inner, f, optimizer_graph);
+    for (const ir::Op& inner : op.region.graph().ops()) add_flops(op.region.graph(), inner, f, optimizer_graph, rows);
     return;
   }
-  bucket(f, op.scope, optimizer_graph) += ir::op_flops(g, op);
+  bucket(f, op.scope, optimizer_graph) += counted_flops(g, op, rows, &f.flops_attention);
 }
 
 }  // namespace
 
-GraphFigures graph_figures(const ir::Graph& g, const std::optional<GpuSpec>& gpu, Precision precision) {
+GraphFigures graph_figures(const ir::Graph& g, const std::optional<GpuSpec>& gpu, Precision precision,
+                           const RowFractions& rows) {
   GraphFigures f;
   const bool optimizer_graph = g.name().ends_with("_optimizer");
   for (const ir::Op& op : g.ops()) {
     ++f.ops;
-    const LaunchCost c = launch_cost(g, op, gpu, precision);
+    const LaunchCost c = launch_cost(g, op, gpu, precision, rows);
     if (!c.launch) continue;
     ++f.launches;
     f.fused_kernels += op.kind == ir::OpKind::Fused;
     f.bytes += c.bytes;
     f.seconds += c.seconds;
-    add_flops(g, op, f, optimizer_graph);
+    add_flops(g, op, f, optimizer_graph, rows);
   }
   return f;
 }
 
 CompileReport compile_report(const ir::Graph& forward, const CompileOptions& options, const OptimizerOptions& optimizer,
-                             int64_t batch_size, TrainingProgram* program) {
+                             int64_t batch_size, TrainingProgram* program, const RowFractions& rows) {
   CompileReport r;
   r.options = options;
   r.gpu = options.arch.gpu();
@@ -56,7 +57,7 @@ CompileReport compile_report(const ir::Graph& forward, const CompileOptions& opt
   const auto started = std::chrono::steady_clock::now();
   TrainingProgram p = compile_training(forward, options, optimizer, [&](std::string_view pass, const ir::Graph& g) {
     const bool opt = g.name().ends_with("_optimizer");
-    StageFigures s{std::string(pass), opt ? "optimizer" : "step", graph_figures(g, r.gpu, precision)};
+    StageFigures s{std::string(pass), opt ? "optimizer" : "step", graph_figures(g, r.gpu, precision, rows)};
     // Launches before fusion: those of the last stage whose graph held no fused kernel yet.
     if (s.figures.fused_kernels == 0) (opt ? optimizer_before : step_before) = s.figures.launches;
     r.stages.push_back(std::move(s));
@@ -67,7 +68,7 @@ CompileReport compile_report(const ir::Graph& forward, const CompileOptions& opt
   r.step_memory = plan_memory(p.step);
   r.optimizer_memory = plan_memory(p.optimizer);
   r.seconds_to_compile = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  r.step = graph_figures(p.step, r.gpu, precision);
+  r.step = graph_figures(p.step, r.gpu, precision, rows);
   r.optimizer = graph_figures(p.optimizer, r.gpu, precision);
   const int64_t k = r.micro_batches;
   r.launches_before_fusion = k * step_before + optimizer_before;
@@ -75,6 +76,13 @@ CompileReport compile_report(const ir::Graph& forward, const CompileOptions& opt
   r.flops_per_step = k * r.step.flops() + r.optimizer.flops();
   r.bytes_per_step = k * r.step.bytes + r.optimizer.bytes;
   r.step_seconds = static_cast<double>(k) * r.step.seconds + r.optimizer.seconds;
+  r.rows = rows;
+  if (rows.measured()) {
+    const GraphFigures whole = graph_figures(p.step, std::nullopt, precision);  // (every square whole)
+    const auto attention = static_cast<double>(whole.flops_attention);
+    const double rest = static_cast<double>(whole.flops()) - attention;
+    r.real_token_flops = static_cast<double>(k) * (rest * rows.tokens + attention * rows.scores);
+  }
   if (r.step_seconds > 0) r.sequences_per_second = static_cast<double>(r.sequences_per_step) / r.step_seconds;
   if (program) *program = std::move(p);
   return r;

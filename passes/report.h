@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "passes/cost_model.h"
 #include "passes/memory_plan.h"
 #include "passes/pipeline.h"
 #include "passes/targets.h"
@@ -17,13 +18,15 @@ namespace bertc::passes {
 
 struct GraphFigures {
   int64_t ops = 0, fused_kernels = 0, launches = 0;
-  int64_t flops_forward = 0, flops_backward = 0, flops_recompute = 0, flops_optimizer = 0;
+  int64_t flops_forward = 0, flops_backward = 0, flops_recompute = 0, flops_optimizer = 0;  // as computed
+  int64_t flops_attention = 0;  // the attention ops' among them, over their whole square
   int64_t bytes = 0;       // read and written by all launches
   double seconds = 0;      // roofline time of all launches (0 without a GPU)
   int64_t flops() const { return flops_forward + flops_backward + flops_recompute + flops_optimizer; }
 };
 
-GraphFigures graph_figures(const ir::Graph& graph, const std::optional<GpuSpec>& gpu, Precision precision);
+GraphFigures graph_figures(const ir::Graph& graph, const std::optional<GpuSpec>& gpu, Precision precision,
+                           const RowFractions& rows = {});
 
 struct StageFigures {
   std::string pass;
@@ -44,6 +47,19 @@ struct CompileReport {
   int64_t flops_per_step = 0, bytes_per_step = 0;
   double step_seconds = 0, sequences_per_second = 0;  // roofline estimate (0 without a GPU)
   double seconds_to_compile = 0;     // all passes and planning, measured here
+  // What the data's rows leave to compute (measured: [train] packing = "pack"; else not), and the
+  // FLOPs of the step graphs' micro-batches had each example run alone at its own length: their
+  // attention ops at rows.scores of the square, the rest at rows.tokens of the positions (the
+  // optimizer's FLOPs aside: they do not scale with tokens); 0 where rows are not measured.
+  RowFractions rows;
+  double real_token_flops = 0;
+  double real_tokens_per_step() const {
+    return static_cast<double>(sequences_per_step * rows.seq_len) * rows.tokens;
+  }
+  // The step graphs' FLOPs (the optimizer's aside) over the real tokens' own: 1 computes no more.
+  double real_token_flops_ratio() const {
+    return static_cast<double>(flops_per_step - optimizer.flops()) / real_token_flops;
+  }
   // Where the plan does not fit its GPU and a caller could build the model again: the device bytes
   // of the same model at batch_size 1 with recompute full, the least the memory warning's fixes
   // reach (the model at another batch size is the frontend's to build, not the passes').
@@ -58,8 +74,9 @@ struct CompileReport {
 };
 
 // Compiles the training program (options resolved; micro-batches of `batch_size` sequences) and
-// reports on it; `program` receives the compiled graphs when given.
+// reports on it, an attention over rows counted at `rows` (cost_model.h); `program` receives the
+// compiled graphs when given.
 CompileReport compile_report(const ir::Graph& forward, const CompileOptions& options, const OptimizerOptions& optimizer,
-                             int64_t batch_size, TrainingProgram* program = nullptr);
+                             int64_t batch_size, TrainingProgram* program = nullptr, const RowFractions& rows = {});
 
 }  // namespace bertc::passes

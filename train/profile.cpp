@@ -28,7 +28,8 @@ double Profile::estimate_seconds() const {
 }
 
 Profile make_profile(int64_t step, const std::string& device, const std::vector<TimedPlan>& plans,
-                     const std::optional<passes::GpuSpec>& gpu, passes::Precision precision) {
+                     const std::optional<passes::GpuSpec>& gpu, passes::Precision precision,
+                     const passes::RowFractions& rows) {
   Profile p;
   p.step = step;
   p.device = device;
@@ -37,7 +38,7 @@ Profile make_profile(int64_t step, const std::string& device, const std::vector<
     for (const runtime::LaunchTime& time : t.times) {
       const codegen::KernelSpec& k = t.plan->kernels().kernels.at(time.launch);
       const ir::Op& op = t.plan->graph().ops().at(k.op_index);
-      const passes::LaunchCost cost = passes::launch_cost(t.plan->graph(), op, gpu, precision);
+      const passes::LaunchCost cost = passes::launch_cost(t.plan->graph(), op, gpu, precision, rows);
       p.rows.push_back({t.graph, time.launch, k.op_index, k.name, std::string(ir::enum_name(k.family)), k.strategy, k.label,
                         cost.flops, cost.bytes, time.seconds, cost.seconds});
     }
@@ -46,7 +47,7 @@ Profile make_profile(int64_t step, const std::string& device, const std::vector<
 }
 
 Profile estimate_for(const Profile& p, const std::vector<NamedPlan>& plans, const std::optional<passes::GpuSpec>& gpu,
-                     passes::Precision precision) {
+                     passes::Precision precision, const passes::RowFractions& rows) {
   Profile out = p;
   out.gpu = gpu ? std::string(gpu->title) : "";
   for (ProfileRow& r : out.rows) {
@@ -66,7 +67,7 @@ Profile estimate_for(const Profile& p, const std::vector<NamedPlan>& plans, cons
     r.family = std::string(ir::enum_name(kernels[r.launch].family));
     r.strategy = kernels[r.launch].strategy;
     r.scope = kernels[r.launch].label;
-    const passes::LaunchCost cost = passes::launch_cost(*plan->ops, plan->ops->ops().at(r.op), gpu, precision);
+    const passes::LaunchCost cost = passes::launch_cost(*plan->ops, plan->ops->ops().at(r.op), gpu, precision, rows);
     r.flops = cost.flops;
     r.bytes = cost.bytes;
     r.estimate_seconds = cost.seconds;

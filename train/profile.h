@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "passes/cost_model.h"
 #include "passes/options.h"
 #include "passes/targets.h"
 #include "runtime/plan_executor.h"
@@ -47,9 +48,11 @@ struct TimedPlan {
   std::vector<runtime::LaunchTime> times;
 };
 
-// The rows of `plans`, with estimates for `gpu` (none: no estimate) under `precision`, slowest first.
+// The rows of `plans`, with estimates for `gpu` (none: no estimate) under `precision`, an attention
+// over rows of several examples at `rows` (passes/cost_model.h), slowest first.
 Profile make_profile(int64_t step, const std::string& device, const std::vector<TimedPlan>& plans,
-                     const std::optional<passes::GpuSpec>& gpu, passes::Precision precision);
+                     const std::optional<passes::GpuSpec>& gpu, passes::Precision precision,
+                     const passes::RowFractions& rows);
 
 // The table: the `top` slowest launches, then the totals per family, then the step's total.
 std::string profile_table(const Profile& p, size_t top = 30);
@@ -64,9 +67,9 @@ struct NamedPlan {
 // `p` joined with a compile of the same program: every launch checked to run the kernel that
 // graph's launch has there (else std::runtime_error: the profile is of another program) and every
 // launch timed (else std::runtime_error: a profile cut short), its
-// estimate recomputed for `gpu` (what `bertc compile --report --profile` shows).
+// estimate recomputed for `gpu` and `rows` (what `bertc compile --report --profile` shows).
 Profile estimate_for(const Profile& p, const std::vector<NamedPlan>& plans, const std::optional<passes::GpuSpec>& gpu,
-                     passes::Precision precision);
+                     passes::Precision precision, const passes::RowFractions& rows);
 
 nlohmann::json profile_json(const Profile& p);
 // Reads what profile_json wrote; throws std::runtime_error naming what is missing or wrong.

@@ -8,6 +8,9 @@
 #include "passes/cost_model.h"
 #include "passes/precision.h"
 #include "passes/targets.h"
+#include "data/row_batch.h"
+#include "data/stop_check.h"
+#include "train/batches.h"
 
 namespace bertc::train {
 
@@ -18,7 +21,7 @@ double peak_flops(int sm, passes::Precision precision) {
 }
 
 double model_flops_per_step(const frontend::ModelDefinition& model, const run_config::Config& config,
-                            const passes::TrainingProgram& program) {
+                            const passes::TrainingProgram& program, const passes::RowFractions& rows) {
   passes::TrainingProgram without_recompute;
   const passes::TrainingProgram* counted = &program;
   // (A compiled program's figures are not in its file: its recompute option says whether it may
@@ -32,8 +35,50 @@ double model_flops_per_step(const frontend::ModelDefinition& model, const run_co
   }
   double flops = 0;
   for (const ir::Op& op : counted->step.ops())
-    flops += static_cast<double>(passes::launch_cost(counted->step, op, std::nullopt, config.compile.precision).flops);
+    flops += static_cast<double>(passes::launch_cost(counted->step, op, std::nullopt, config.compile.precision, rows).flops);
   return flops * static_cast<double>(config.train.gradient_accumulation_steps);
+}
+
+passes::RowFractions row_fractions(const run_config::Config& config, const data::ExampleSource& source) {
+  if (config.train.examples_per_row() == 0) return {};
+  const int64_t S = config.train.seq_len;
+  const data::RowWork w = data::sampled_row_work(source, S, kCountedTile, kSampledRows);
+  const auto positions = static_cast<double>(w.rows * S), square = positions * static_cast<double>(S);
+  return {S, static_cast<double>(w.tokens) / positions, static_cast<double>(w.example_scores) / square,
+          static_cast<double>(w.tile_scores) / square, static_cast<double>(w.examples) / static_cast<double>(w.rows)};
+}
+
+passes::RowFractions config_row_fractions(const run_config::Config& config, std::ostream& log) {
+  if (config.train.examples_per_row() == 0) return {};
+  const std::string unmeasured =
+      "an attention over rows is counted over its whole square (what one example a row computes: an upper bound) "
+      "and no figure of real tokens is given";
+  if (config.train.data.empty() || config.train.vocab.empty()) {
+    log << fmt::format("rows: not measured: [train] packing = \"pack\" and no [train] {} to measure the rows on: {}; "
+                       "set them in the config for the figures\n",
+                       config.train.data.empty() ? "data" : "vocab", unmeasured);
+    return {};
+  }
+  // (said first: what reading the data says next is then read as part of this measurement)
+  log << fmt::format("rows: [train] packing = \"pack\": an attention over rows computes what the examples leave, so "
+                     "its cost is measured on {} rows of [train] data\n",
+                     kSampledRows);
+  try {
+    const data::Vocab vocab = load_run_vocab(config, config.resolve(config.train.vocab), log);
+    const passes::RowFractions f =
+        row_fractions(config, *open_example_source(config, config.resolve(config.train.data), vocab, log));
+    log << fmt::format("rows: {:.1f}% of the positions are tokens; attention: {:.1f}% of the scores within examples, "
+                       "{:.1f}% in the {}x{} tiles computed\n",
+                       100 * f.tokens, 100 * f.scores, 100 * f.tiles, kCountedTile, kCountedTile);
+    return f;
+  } catch (const data::Stopped&) {
+    throw;  // (a signal: the command stops)
+  } catch (const std::exception& e) {
+    log << fmt::format("rows: not measured: {}: {}; for the figures, set [train] data and vocab in the config to the "
+                       "data the run will train on (compile and estimate read the config's, and take no --data)\n",
+                       e.what(), unmeasured);
+    return {};
+  }
 }
 
 }  // namespace bertc::train

@@ -5,7 +5,11 @@
 
 #include <string>
 
+#include <ostream>
+
+#include "data/pretraining_data.h"
 #include "frontend/model.h"
+#include "passes/cost_model.h"
 #include "passes/pipeline.h"
 #include "run_config/config.h"
 
@@ -17,8 +21,25 @@ double peak_flops(int sm, passes::Precision precision);
 
 // FLOPs of one optimizer step's forward and backward passes over all its micro-batches, counted
 // without recompute (model FLOPs, as MFU is defined): from the cost model of `program`, or of the
-// same config compiled without recompute when `program` recomputes.
+// same config compiled without recompute when `program` recomputes; an attention over rows at
+// `rows` of its square.
 double model_flops_per_step(const frontend::ModelDefinition& model, const run_config::Config& config,
-                            const passes::TrainingProgram& program);
+                            const passes::TrainingProgram& program, const passes::RowFractions& rows = {});
+
+// Rows measured for the cost figures: a sample of this many of the first epoch's rows, at tiles of
+// this many positions a side (codegen's attention kernels use 16 to 64; the forward's and the
+// tensor cores' backward's are 32 keys wide).
+inline constexpr int64_t kSampledRows = 4096, kCountedTile = 32;
+
+// What `source`'s rows leave to compute at the config's seq_len (data::sampled_row_work), as the
+// cost model's fractions; not measured (RowFractions{}) for a config of one example a row.
+passes::RowFractions row_fractions(const run_config::Config& config, const data::ExampleSource& source);
+
+// The same of the config's own [train] data and vocab, read as bertc train reads them (its "data:"
+// lines on `log`), for the compile report and bertc estimate of a config with packing = "pack";
+// not measured for one without. Data that is not given or cannot be read is said on `log` and not
+// measured either (the report then counts the whole square: an upper bound); a stop signal while
+// it is read throws data::Stopped.
+passes::RowFractions config_row_fractions(const run_config::Config& config, std::ostream& log);
 
 }  // namespace bertc::train

@@ -470,9 +470,9 @@ std::vector<TimedPlan> profile_next_step(Runners& r) {
 }
 
 void write_profile(int64_t step, const TrainOptions& o, const runtime::Device& device, const std::vector<TimedPlan>& timed,
-                   std::optional<run_folder::Progress>& progress) {
+                   const passes::RowFractions& rows, std::optional<run_folder::Progress>& progress) {
   if (!progress) return;  // (rank 0 writes it)
-  const Profile p = make_profile(step, device.name(), timed, o.config.compile.arch.gpu(), o.config.compile.precision);
+  const Profile p = make_profile(step, device.name(), timed, o.config.compile.arch.gpu(), o.config.compile.precision, rows);
   support::write_file_atomically(o.profile_out, profile_json(p).dump(1) + "\n");
   progress->note(profile_table(p) + fmt::format("profile: {}", o.profile_out.string()));
 }
@@ -609,6 +609,12 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
     return summary;
   }
   const data::BatchStream& stream = *opened;
+  // What the rows leave an attention over them, for MFU and a profile's estimates (read only where
+  // one of them is wanted: the sample loads a shard).
+  const passes::RowFractions rows = t.examples_per_row() > 0 && (runners.figures.model_flops_per_step > 0 || o.profile_step)
+                                        ? row_fractions(o.config, stream.source())
+                                        : passes::RowFractions{};
+  if (rows.measured()) runners.figures.model_flops_per_step = model_flops_per_step(model, o.config, program, rows);
   if (resumed) run_folder::check_same_data(*resumed, stream, log);
   dp.check_same_run(ir::print(program.step) + ir::print(program.optimizer), data_identity(stream, vocab),
                     device ? device->name() : "the CPU reference");
@@ -718,7 +724,7 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
     stats.seconds = std::chrono::duration<double>(Clock::now() - began).count();
     if (progress) progress->record(stats);
     say_recorded_graphs(runners, progress ? &*progress : nullptr);
-    if (!timed.empty()) write_profile(s, o, *device, timed, progress);
+    if (!timed.empty()) write_profile(s, o, *device, timed, rows, progress);
     if (o.profile_step == s && counted_profile) note_counted_profile(s, o, *device, counted_before, progress);
     summary.losses.push_back(stats.loss);
     // A signal on any rank stops every rank after the same step; so does rank 0's metrics file

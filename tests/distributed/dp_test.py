@@ -235,10 +235,11 @@ def fp16_bf16(device="cpu", steps=20):
 
 
 def powersgd():
-    # bert-tiny, 600 steps, global batch 8 on 2 ranks: PowerSGD rank 4 against fp32 sums.
+    # bert-tiny, 300 steps, global batch 8 on 2 ranks: PowerSGD rank 4 against fp32 sums (+0.61%
+    # at 300 steps, +0.75% at 600: 3% allowed; 300 since 2026-12-07, a serial minute of CI saved).
     runs = {}
     for kind in ("none", "powersgd"):
-        cfg = config(kind, base="examples/bert-tiny.toml", batch_size=4, gradient_compression=kind)
+        cfg = config(kind, base="examples/bert-tiny.toml", batch_size=4, steps=300, gradient_compression=kind)
         train(cfg, kind, ranks=2)
         runs[kind] = metrics(kind)
     final = {k: sum(m["loss"] for m in v[-20:]) / 20 for k, v in runs.items()}
@@ -315,10 +316,13 @@ def stopped_rank(sig, timeout, expected):
         fail(f"no message matching '{expected}':\n{out[-3000:]}")
     if sig == signal.SIGSTOP:
         os.kill(pids[1], signal.SIGKILL) if os.path.exists(f"/proc/{pids[1]}") else None
-    # The last checkpoint is intact: --resume continues from it (to a near step, then stops).
+    # The last checkpoint is intact: --resume continues from it (to a near step, then stops). (With
+    # the default rank_timeout: `timeout` is the stop's under test, and a resumed run's first step on
+    # a loaded machine — the emulated GPUs' kernels loaded again — can take longer than 5 s.)
     saved = sorted(f for f in os.listdir(os.path.join(WORK, "long")) if f.endswith(".safetensors"))
     last = int(saved[-1][len("checkpoint-"):-len(".safetensors")])
-    resumed = train(cfg, "long", ranks=2, extra=["--resume", "--until", str(last + 2)])
+    again = config("long-resumed", steps=100000, batch_size=2, checkpoint_every=FIRST_CHECKPOINT, log_every=FIRST_CHECKPOINT)
+    resumed = train(again, "long", ranks=2, extra=["--resume", "--until", str(last + 2)])
     if f"(step {last})" not in resumed.stderr or f"step {last + 2}/" not in resumed.stderr:
         fail(f"--resume did not continue from step {last}:\n{resumed.stderr[-2000:]}")
     # Rank 0 stopped itself (it was not killed): its run folder's lock says it ended cleanly (its

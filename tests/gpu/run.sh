@@ -117,6 +117,20 @@ train_pair() {  # train_pair NAME FLAGS...
 }
 export -f train_pair
 
+# Rows of several examples ([train] packing = "pack", issue 39) trained on the GPU against the
+# CPU reference as train_pair does: the attention kernels that skip the tiles between examples,
+# the pooler and NSP head on each example's [CLS], with this GPU's default precision.
+rows_pair() {
+  rm -rf /tmp/bertc-gpu-rows
+  sed 's/^\[train\]$/[train]\npacking = "pack"/' examples/bert-tiny.toml >"$out/bert-tiny-rows.toml" &&
+    for device in cuda cpu; do
+      "$bin/bertc" train "$out/bert-tiny-rows.toml" --data examples/data/corpus.txt --vocab examples/data/vocab.txt \
+        --steps 8 --device $device --checkpoint-dir "/tmp/bertc-gpu-rows/$device" || return 1
+    done &&
+    python3 tests/lit/Inputs/close_losses.py /tmp/bertc-gpu-rows/cuda/metrics.jsonl /tmp/bertc-gpu-rows/cpu/metrics.jsonl 1e-3
+}
+export -f rows_pair
+
 # The step replayed as a CUDA Graph equals kernel-by-kernel launches, loss for loss.
 graph_vs_eager() {
   rm -rf /tmp/bertc-gpu-graph
@@ -297,12 +311,17 @@ step check_fp16 "$bin/bertc" check examples/bert-tiny.toml --device cuda --preci
 step check_tf32 "$bin/bertc" check examples/bert-tiny.toml --device cuda --precision tf32 --matmul generated
 sed 's/optimizer = "adamw"/optimizer = "lamb"/' examples/bert-tiny.toml >"$out/bert-tiny-lamb.toml"
 step check_lamb "$bin/bertc" check "$out/bert-tiny-lamb.toml" --device cuda --precision fp32
+sed 's/^\[train\]$/[train]\npacking = "pack"/' examples/bert-tiny.toml >"$out/bert-tiny-rows-check.toml"
+step check_rows_bf16 "$bin/bertc" check "$out/bert-tiny-rows-check.toml" --device cuda --precision bf16 --matmul generated
+step check_rows_p40_program_as_ptx "$bin/bertc" check "$out/bert-tiny-rows-check.toml" --device cuda --arch sm_61 \
+  --precision fp32
 unset BERTC_SYNC_LAUNCHES
 # 5. Training on the GPU against the CPU reference; a compiled program; fine-tuning.
 step train_cuda_bf16_cublas train_pair bf16 --precision bf16 --matmul library
 step train_p40_program_as_ptx train_pair p40 --arch sm_61 --precision fp32
 step compiled_program_runs_as_compiled compiled_program
 step finetune_cuda finetune_pair
+step train_rows_pair rows_pair
 # 6. Optional, in what is left: the scenarios CI runs on bertc's emulated CUDA driver, here on this
 # GPU's driver and cuBLAS (tests/cuda_emulation/train_on_emulated_cuda.py: each emulated GPU's
 # kernels as PTX for its arch, against the CPU reference), so that the first GPU run compares

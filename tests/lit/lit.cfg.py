@@ -1,4 +1,4 @@
-# lit configuration for bertc's IR tests: %bertc, %bertc-opt, %prenorm-bert and %bench-train are
+# lit configuration for bertc's IR tests: %bertc, %bertc-opt, %prenorm-bert, %bench-train and %bench-rows are
 # the built tools (%examples-bin the built model programs, %bench the benchmark scripts); FileCheck, not and split-file come from LLVM 14
 # through PATH.
 import os
@@ -18,6 +18,7 @@ tools = {
     "%examples": os.path.join(config.bertc_source_dir, "examples"),
     "%examples-bin": os.path.join(config.bertc_bin_dir, "examples"),
     "%bench-train": os.path.join(config.bertc_bin_dir, "bench", "bertc-bench-train"),
+    "%bench-rows": os.path.join(config.bertc_bin_dir, "bench", "bertc-bench-rows"),
     "%bench": os.path.join(config.bertc_source_dir, "bench"),
 }
 # Longest first, so %bertc-opt is not read as %bertc followed by "-opt".

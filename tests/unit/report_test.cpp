@@ -212,5 +212,42 @@ TEST(CompileReport, AutoFitsTheBudget) {
   EXPECT_EQ(bert_base("auto", 2 * none).recompute, "auto: none");
 }
 
+// bert-tiny ([train] packing as given) compiled and reported with its rows counted at `rows`.
+CompileReport bert_tiny_rows(run_config::Packing packing, const RowFractions& rows) {
+  run_config::Config config = run_config::load_config(BERTC_SOURCE_DIR "/examples/bert-tiny.toml");
+  config.train.packing = packing;
+  config.compile.arch = passes::Arch::parse("p40");
+  config.compile = resolve_options(config.compile, passes::Arch::none());
+  return compile_report(frontend::build_bert_pretraining(config.model_settings()), config.compile, config.train,
+                        config.train.batch_size, nullptr, rows);
+}
+
+// Rows of several examples: the attention over them is counted at the fraction of its square the
+// data's rows leave its tiles (measured: data::RowWork), everything else whole; the real tokens'
+// own FLOPs take the tokens' share of the rest and the examples' scores of the attention. One
+// example a row has no attention over rows: the fractions change nothing.
+TEST(CompileReport, AttentionOverRowsCountsTheTilesTheDataLeaves) {
+  const RowFractions measured{128, 0.9, 0.5, 0.75, 2.0};
+  const CompileReport whole = bert_tiny_rows(run_config::Packing::Pack, {});
+  const CompileReport rows = bert_tiny_rows(run_config::Packing::Pack, measured);
+  const auto attention = static_cast<double>(whole.step.flops_attention);
+  ASSERT_GT(attention, 0.1 * static_cast<double>(whole.step.flops()));  // (bert-tiny's attention is a large share)
+  EXPECT_EQ(rows.step.flops_attention, whole.step.flops_attention);  // (over the whole square, both)
+  // (each attention op's count is rounded down to a FLOP: 8 ops, off by less than 8)
+  const auto k = static_cast<double>(whole.micro_batches);
+  EXPECT_NEAR(static_cast<double>(whole.flops_per_step - rows.flops_per_step), k * 0.25 * attention, 8 * k);
+  const double rest = static_cast<double>(whole.step.flops()) - attention;
+  EXPECT_NEAR(rows.real_token_flops, k * (0.9 * rest + 0.5 * attention), 1);
+  EXPECT_GT(whole.step_seconds, 0);
+  EXPECT_LE(rows.step_seconds, whole.step_seconds);
+  EXPECT_EQ(whole.real_token_flops, 0);  // (not measured: no real-token figure)
+  // Measured fractions of one, as a row of one example computes: the real tokens' FLOPs are the step's.
+  const CompileReport full = bert_tiny_rows(run_config::Packing::Pack, {128, 1, 1, 1, 1});
+  EXPECT_EQ(full.flops_per_step, whole.flops_per_step);
+  EXPECT_NEAR(full.real_token_flops, k * static_cast<double>(whole.step.flops()), 1);
+  const CompileReport unpacked = bert_tiny_rows(run_config::Packing::None, measured);
+  EXPECT_EQ(unpacked.flops_per_step, bert_tiny_rows(run_config::Packing::None, {}).flops_per_step);
+}
+
 }  // namespace
 }  // namespace bertc::passes

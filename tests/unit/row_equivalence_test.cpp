@@ -22,6 +22,7 @@
 #include "reference/executor.h"
 #include "run_config/config.h"
 #include "train/batches.h"
+#include "train/step_figures.h"
 
 namespace bertc {
 namespace {
@@ -239,6 +240,27 @@ TEST(RowEquivalence, TheRowsAreThePackersRows) {
     sizes.push_back({static_cast<int64_t>(e.tokens.size()), static_cast<int64_t>(e.masked_positions.size())});
   const auto rows = data::pack_rows(sizes, {kSeqLen, tiny(true, 3).train.row_predictions(), kPerRow});
   EXPECT_EQ(rows, (std::vector<std::vector<size_t>>{{0, 1, 6}, {2, 4}, {3, 5}}));
+}
+
+// What the rows leave to compute, as the compile report and MFU count it (train::row_fractions):
+// the seven examples' tokens, the squares of their lengths, and at 24 positions one 32-wide tile
+// pair a row, computed whole; a config of one example a row is not measured.
+TEST(RowEquivalence, FractionsOfTheRowsAreTheirExamplesShare) {
+  const std::vector<data::Example> examples = seven_examples();
+  const Examples several(examples, {{0, 1, 6}, {2, 4}, {3, 5}});
+  double tokens = 0, squares = 0;
+  for (const data::Example& e : examples) {
+    const auto n = static_cast<double>(e.tokens.size());
+    tokens += n, squares += n * n;
+  }
+  const passes::RowFractions f = train::row_fractions(tiny(true, 3), several);
+  ASSERT_TRUE(f.measured());
+  EXPECT_EQ(f.seq_len, kSeqLen);
+  EXPECT_DOUBLE_EQ(f.tokens, tokens / (3 * kSeqLen));
+  EXPECT_DOUBLE_EQ(f.scores, squares / (3 * kSeqLen * kSeqLen));
+  EXPECT_DOUBLE_EQ(f.tiles, 1.0);
+  EXPECT_DOUBLE_EQ(f.examples, 7.0 / 3);
+  EXPECT_FALSE(train::row_fractions(tiny(false, 7), Examples(examples)).measured());
 }
 
 }  // namespace
