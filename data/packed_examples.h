@@ -20,6 +20,9 @@ class PackedExamples {
   void reserve(size_t examples, size_t tokens, size_t predictions);
   size_t size() const { return random_next_.size(); }
   Example operator[](size_t index) const;
+  // Example `index`'s tokens and masked positions, counted without making the example.
+  size_t tokens_of(size_t index) const { return token_starts_[index + 1] - token_starts_[index]; }
+  size_t predictions_of(size_t index) const { return prediction_starts_[index + 1] - prediction_starts_[index]; }
   // Example order[i] of this set as example i.
   PackedExamples reordered(const std::vector<size_t>& order) const;
   // Every example's tokens, segments and masked labels one after another, and the example that

@@ -20,41 +20,40 @@ ShardedExamples::ShardedExamples(std::shared_ptr<const ShardSet> shards, uint64_
                                  const std::function<void(const std::string&)>& progress, const StopCheck& stop)
     : set_(std::move(shards)), seed_(seed), rows_(rows) {
   if (set_->shards() == 0) throw DataError("no shards to train on");
-  const auto started = std::chrono::steady_clock::now();
-  auto said = started;
+  auto said = std::chrono::steady_clock::now();
   bool said_unfit = false;
   for (size_t s = 0; s < set_->shards(); ++s) {
-    counts_.push_back(set_->examples(s));
-    if (const auto recorded = set_->recorded_rows(s); rows_ && recorded && fits_within(recorded->capacity, *rows_)) {
-      counts_.back() = recorded->count;  // (the rows prepare-data placed them in, as the shard records them)
-    } else if (rows_) {  // (else a shard's rows follow from its examples' sizes: it is read to count them)
-      if (recorded && progress && !said_unfit) {
-        said_unfit = true;
-        progress(fmt::format("{} records rows of up to {} examples, {} tokens and {} predictions, which do not fit this "
-                             "run's {}, {} and {}: the examples are placed again (each shard read once now)",
-                             set_->name(s), recorded->capacity.examples, recorded->capacity.tokens,
-                             recorded->capacity.predictions, rows_->examples, rows_->tokens, rows_->predictions));
-      }
-      if (const int signal = stop_asked(stop))
-        throw Stopped(signal, fmt::format("while placing the examples of {} shards into rows ({} done)", set_->shards(), s));
-      const PackedExamples examples = set_->load(s);
-      counts_.back() = static_cast<int64_t>(rows_of(examples).size());
-      if (const auto now = std::chrono::steady_clock::now(); progress && now - said > std::chrono::seconds(10)) {
-        progress(fmt::format("placing examples into rows: {} of {} shards", s + 1, set_->shards()));
-        said = now;
-      }
-    }
+    counts_.push_back(rows_ ? count_rows(s, said_unfit, progress, stop) : set_->examples(s));
     total_ += counts_.back();
+    if (const auto now = std::chrono::steady_clock::now(); rows_ && progress && now - said > std::chrono::seconds(10)) {
+      progress(fmt::format("placing examples into rows: {} of {} shards", s + 1, set_->shards()));
+      said = now;
+    }
   }
   if (total_ == 0) throw DataError("no training examples");
 }
 
+int64_t ShardedExamples::count_rows(size_t shard, bool& said_unfit, const std::function<void(const std::string&)>& progress,
+                                    const StopCheck& stop) const {
+  const auto recorded = set_->recorded_rows(shard);
+  if (recorded && fits_within(recorded->capacity, *rows_)) return recorded->count;  // (as prepare-data placed them)
+  // (else a shard's rows follow from its examples' sizes: it is read to count them)
+  if (recorded && progress && !said_unfit) {
+    said_unfit = true;
+    progress(fmt::format("{} records rows of up to {} examples, {} tokens and {} predictions, which do not fit this "
+                         "run's {}, {} and {}: the examples are placed again (each shard read once now)",
+                         set_->name(shard), recorded->capacity.examples, recorded->capacity.tokens,
+                         recorded->capacity.predictions, rows_->examples, rows_->tokens, rows_->predictions));
+  }
+  if (const int signal = stop_asked(stop))
+    throw Stopped(signal, fmt::format("while placing the examples of {} shards into rows ({} done)", set_->shards(), shard));
+  return static_cast<int64_t>(rows_of(set_->load(shard)).size());
+}
+
 std::vector<std::vector<size_t>> ShardedExamples::rows_of(const PackedExamples& examples) const {
   std::vector<ExampleSize> sizes(examples.size());
-  for (size_t i = 0; i < sizes.size(); ++i) {
-    const Example e = examples[i];
-    sizes[i] = {static_cast<int64_t>(e.tokens.size()), static_cast<int64_t>(e.masked_positions.size())};
-  }
+  for (size_t i = 0; i < sizes.size(); ++i)
+    sizes[i] = {static_cast<int64_t>(examples.tokens_of(i)), static_cast<int64_t>(examples.predictions_of(i))};
   try {
     return pack_rows(sizes, *rows_);
   } catch (const std::invalid_argument& e) {

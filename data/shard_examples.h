@@ -86,6 +86,10 @@ class ShardedExamples : public ExampleSource {
   const Epoch& epoch(int64_t e) const;
   Loaded load(size_t shard) const;
   std::vector<std::vector<size_t>> rows_of(const PackedExamples& examples) const;
+  // The rows of shard `shard` (with rows_): as it records them where they fit, else counted by
+  // reading it (`said_unfit`: whether the records that do not fit were said already).
+  int64_t count_rows(size_t shard, bool& said_unfit, const std::function<void(const std::string&)>& progress,
+                     const StopCheck& stop) const;
   // The shard holding `index` of the sequence, in memory, and its unit (example or row) there.
   std::pair<Loaded, size_t> locate(int64_t index) const;
 
