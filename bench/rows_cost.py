@@ -16,6 +16,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import tomllib
 
 import rows_speed
 
@@ -69,7 +70,8 @@ def main():
         unpacked, packed = estimate(a.bertc, none, gpus), estimate(a.bertc, pack, gpus)
         for gpu in gpus:
             u, p = unpacked[gpu], packed[gpu]
-            u_rate = fill * 32 * seq / u["compute_seconds"]  # (bert-base.toml: 32 rows a step)
+            rows = tomllib.load(open(none, "rb"))["train"]["batch_size"] * u["micro_batches"]  # (a GPU's step)
+            u_rate = fill * rows * seq / u["compute_seconds"]
             p_rate = p["real_tokens_per_step"] / p["compute_seconds"]
             print(f"| {seq} | {most} | {gpu} {p['precision']} | {u['compute_seconds'] * 1e3:.1f} ms | "
                   f"{p['compute_seconds'] * 1e3:.1f} ms | {u_rate:,.0f} | {p_rate:,.0f} | {p_rate / u_rate:.2f}x | "

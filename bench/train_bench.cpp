@@ -66,7 +66,8 @@ int run(const Args& a) {
   const auto timed = std::chrono::steady_clock::now();
   for (int64_t i = 0; i < a.steps; ++i) train_step();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - timed).count();
-  const double flops = train::model_flops_per_step(model, c, program);
+  // (a config of rows: its synthetic rows' tiles, as the run computed them)
+  const double flops = train::model_flops_per_step(model, c, program, train::row_fractions(train::synthetic_batch(c, 1)));
   const double peak = device->capabilities().gpu ? train::peak_flops(sm, c.compile.precision) : 0;
   const double steps_per_s = static_cast<double>(a.steps) / seconds;
   nlohmann::json j{{"impl", a.eager ? "bertc-eager" : "bertc"},

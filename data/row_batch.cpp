@@ -55,15 +55,14 @@ Batch row_batch(std::span<const Example> examples, std::span<const std::vector<s
   return b;
 }
 
-RowWork sampled_row_work(const ExampleSource& source, int64_t seq_len, int64_t tile, int64_t most_rows) {
-  RowWork sum;
-  std::vector<int64_t> lengths;
+std::vector<std::vector<ExampleSize>> sampled_rows(const ExampleSource& source, int64_t most_rows) {
+  std::vector<std::vector<ExampleSize>> out;
   for (int64_t i = 0; i < std::min(source.size(), most_rows); ++i) {
-    lengths.clear();
-    for (const Example& e : source.row(i)) lengths.push_back(static_cast<int64_t>(e.tokens.size()));
-    sum += row_work(lengths, seq_len, tile);
+    std::vector<ExampleSize>& row = out.emplace_back();
+    for (const Example& e : source.row(i))
+      row.push_back({static_cast<int64_t>(e.tokens.size()), static_cast<int64_t>(e.masked_positions.size())});
   }
-  return sum;
+  return out;
 }
 
 }  // namespace bertc::data

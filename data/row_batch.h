@@ -20,9 +20,9 @@ namespace bertc::data {
 Batch row_batch(std::span<const Example> examples, std::span<const std::vector<size_t>> rows, int64_t seq_len,
                 int64_t predictions, int64_t per_row, int64_t pad_id);
 
-// The work (row_packing.h's RowWork, at `tile` x `tile` tiles) of the first `most_rows` rows of
-// `source`'s first epoch at `seq_len`: a sample of its rows as training takes them, the shards in
-// their shuffled order (a source of one example a row: each row that example).
-RowWork sampled_row_work(const ExampleSource& source, int64_t seq_len, int64_t tile, int64_t most_rows);
+// The sizes of the examples of the first `most_rows` rows of `source`'s first epoch, row by row in
+// layout order: a sample of its rows as training takes them, the shards in their shuffled order (a
+// source of one example a row: each row that example).
+std::vector<std::vector<ExampleSize>> sampled_rows(const ExampleSource& source, int64_t most_rows);
 
 }  // namespace bertc::data

@@ -73,8 +73,9 @@ RowWork& RowWork::operator+=(const RowWork& o) {
   return *this;
 }
 
-RowWork row_work(std::span<const int64_t> lengths, int64_t seq_len, int64_t tile) {
-  if (tile <= 0) throw std::invalid_argument(fmt::format("tiles of {} positions a side", tile));
+RowWork row_work(std::span<const int64_t> lengths, int64_t seq_len, int64_t tile_q, int64_t tile_k) {
+  if (tile_q <= 0 || tile_k <= 0)
+    throw std::invalid_argument(fmt::format("tiles of {} queries and {} keys", tile_q, tile_k));
   RowWork w{1, static_cast<int64_t>(lengths.size()), 0, 0, 0};
   std::vector<int64_t> ids(static_cast<size_t>(std::max<int64_t>(seq_len, 0)), static_cast<int64_t>(lengths.size()));
   for (size_t k = 0; k < lengths.size(); ++k) {
@@ -85,10 +86,10 @@ RowWork row_work(std::span<const int64_t> lengths, int64_t seq_len, int64_t tile
     w.example_scores += lengths[k] * lengths[k];
   }
   // (ids rise along the row: two tiles share an example iff their first-to-last id ranges overlap)
-  for (int64_t q0 = 0; q0 < seq_len; q0 += tile) {
-    const int64_t q1 = std::min(q0 + tile, seq_len) - 1;
-    for (int64_t k0 = 0; k0 < seq_len; k0 += tile) {
-      const int64_t k1 = std::min(k0 + tile, seq_len) - 1;
+  for (int64_t q0 = 0; q0 < seq_len; q0 += tile_q) {
+    const int64_t q1 = std::min(q0 + tile_q, seq_len) - 1;
+    for (int64_t k0 = 0; k0 < seq_len; k0 += tile_k) {
+      const int64_t k1 = std::min(k0 + tile_k, seq_len) - 1;
       if (ids[q0] <= ids[k1] && ids[k0] <= ids[q1]) w.tile_scores += (q1 - q0 + 1) * (k1 - k0 + 1);
     }
   }

@@ -49,16 +49,17 @@ inline bool fits_within(const RowCapacity& placed, const RowCapacity& capacity) 
 // bertc estimate and MFU count these, passes/cost_model.h's RowFractions), summed over rows of
 // `seq_len` positions: the examples' tokens; the scores whose query and key are tokens of one
 // example (the sum of each example's length squared: what the examples need); and the scores of the
-// pairs of `tile` x `tile` tiles a kernel computes (a pair is skipped only where the tiles' example
-// ids do not overlap: codegen's tiles_meet; padding counts as one more example, after the last).
+// pairs of query and key tiles (`tile_q` and `tile_k` positions) a kernel computes: a pair is
+// skipped only where the tiles' example ids do not overlap (codegen's tiles_meet; padding counts as
+// one more example, after the last, so padding's tiles meet each other).
 struct RowWork {
   int64_t rows = 0, examples = 0, tokens = 0, example_scores = 0, tile_scores = 0;
   RowWork& operator+=(const RowWork& o);
 };
 
 // The work of one row holding examples of `lengths` tokens, in layout order. Throws
-// std::invalid_argument when they do not fit `seq_len` or `tile` is not positive.
-RowWork row_work(std::span<const int64_t> lengths, int64_t seq_len, int64_t tile);
+// std::invalid_argument when they do not fit `seq_len` or a tile is not positive.
+RowWork row_work(std::span<const int64_t> lengths, int64_t seq_len, int64_t tile_q, int64_t tile_k);
 
 // Rows of `sizes`' indices: every example in exactly one row, no row over `capacity` in tokens,
 // predictions or examples. Examples taken longest first (ties: lower index first), each into the

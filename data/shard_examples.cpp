@@ -14,7 +14,39 @@ uint64_t mix(uint64_t seed, uint64_t a, uint64_t b) {
   return seed ^ (0x9E3779B97F4A7C15ull * (a + 1)) ^ (0xC2B2AE3D27D4EB4Full * (b + 1));
 }
 
+ExampleSize size_of(const PackedExamples& examples, size_t i) {
+  return {static_cast<int64_t>(examples.tokens_of(i)), static_cast<int64_t>(examples.predictions_of(i))};
+}
+
 }  // namespace
+
+std::vector<std::vector<size_t>> shard_rows(const PackedExamples& examples, RowPlan recorded, const RowCapacity& capacity) {
+  if (!recorded.rows.empty() && fits_within(recorded.capacity, capacity)) return std::move(recorded.rows);
+  std::vector<ExampleSize> sizes(examples.size());
+  for (size_t i = 0; i < sizes.size(); ++i) sizes[i] = size_of(examples, i);
+  try {
+    return pack_rows(sizes, capacity);
+  } catch (const std::invalid_argument& e) {
+    throw DataError(fmt::format("placing examples into rows: {}", e.what()));
+  }
+}
+
+std::vector<std::vector<ExampleSize>> first_shard_rows(const ShardSet& set, const RowCapacity& capacity,
+                                                       int64_t most_rows) {
+  if (set.shards() == 0) throw DataError("no shards to measure rows on");
+  RowPlan recorded;
+  const PackedExamples examples = set.load_with_rows(0, recorded);
+  const std::vector<std::vector<size_t>> rows = shard_rows(examples, std::move(recorded), capacity);
+  // (rows spread evenly over the shard's: its rows come in the order of their first example, and
+  // the fullest, of the longest examples, are not the first)
+  const auto n = static_cast<int64_t>(rows.size()), taken = std::min(n, most_rows);
+  std::vector<std::vector<ExampleSize>> out;
+  for (int64_t k = 0; k < taken; ++k) {
+    std::vector<ExampleSize>& sizes = out.emplace_back();
+    for (size_t i : rows[static_cast<size_t>(k * n / taken)]) sizes.push_back(size_of(examples, i));
+  }
+  return out;
+}
 
 ShardedExamples::ShardedExamples(std::shared_ptr<const ShardSet> shards, uint64_t seed, std::optional<RowCapacity> rows,
                                  const std::function<void(const std::string&)>& progress, const StopCheck& stop)
@@ -47,18 +79,7 @@ int64_t ShardedExamples::count_rows(size_t shard, bool& said_unfit, const std::f
   }
   if (const int signal = stop_asked(stop))
     throw Stopped(signal, fmt::format("while placing the examples of {} shards into rows ({} done)", set_->shards(), shard));
-  return static_cast<int64_t>(rows_of(set_->load(shard)).size());
-}
-
-std::vector<std::vector<size_t>> ShardedExamples::rows_of(const PackedExamples& examples) const {
-  std::vector<ExampleSize> sizes(examples.size());
-  for (size_t i = 0; i < sizes.size(); ++i)
-    sizes[i] = {static_cast<int64_t>(examples.tokens_of(i)), static_cast<int64_t>(examples.predictions_of(i))};
-  try {
-    return pack_rows(sizes, *rows_);
-  } catch (const std::invalid_argument& e) {
-    throw DataError(fmt::format("placing examples into rows: {}", e.what()));
-  }
+  return static_cast<int64_t>(shard_rows(set_->load(shard), {}, *rows_).size());
 }
 
 ShardedExamples::~ShardedExamples() {
@@ -82,10 +103,7 @@ const ShardedExamples::Epoch& ShardedExamples::epoch(int64_t e) const {
 ShardedExamples::Loaded ShardedExamples::load(size_t shard) const {
   RowPlan recorded;
   Shard loaded{rows_ ? set_->load_with_rows(shard, recorded) : set_->load(shard), {}};
-  if (rows_) {
-    const bool usable = !recorded.rows.empty() && fits_within(recorded.capacity, *rows_);
-    loaded.rows = usable ? std::move(recorded.rows) : rows_of(loaded.examples);
-  }
+  if (rows_) loaded.rows = shard_rows(loaded.examples, std::move(recorded), *rows_);
   const int64_t units = static_cast<int64_t>(rows_ ? loaded.rows.size() : loaded.examples.size());
   if (units != counts_[shard])
     throw DataError(fmt::format("{}: held {} {} when training started and holds {} now: a shard changed under a "

@@ -50,6 +50,18 @@ class ShardSet {
   virtual std::string content() const = 0;
 };
 
+// The rows of a shard's `examples` for `capacity`: those the shard records (`recorded`, from
+// ShardSet::load_with_rows) where they fit it, else placed by pack_rows. Throws DataError for an
+// example that alone does not fit.
+std::vector<std::vector<size_t>> shard_rows(const PackedExamples& examples, RowPlan recorded, const RowCapacity& capacity);
+
+// The sizes of the examples of up to `most_rows` rows of `set`'s first shard (in the set's order),
+// spread evenly over its rows, row by row in layout order, placed for `capacity` as training
+// places them: a sample read from one shard (what the cost figures of rows measure, without
+// reading the rest).
+std::vector<std::vector<ExampleSize>> first_shard_rows(const ShardSet& set, const RowCapacity& capacity,
+                                                       int64_t most_rows);
+
 // With `rows`, a shard's examples are placed into rows by pack_rows (data/row_packing.h: by their
 // sizes alone, the same rows in every epoch and on every rank) — or, where the shard records rows
 // placed for a capacity within `rows`, into those — and the rows, not the examples, are what the
@@ -85,7 +97,6 @@ class ShardedExamples : public ExampleSource {
   };
   const Epoch& epoch(int64_t e) const;
   Loaded load(size_t shard) const;
-  std::vector<std::vector<size_t>> rows_of(const PackedExamples& examples) const;
   // The rows of shard `shard` (with rows_): as it records them where they fit, else counted by
   // reading it (`said_unfit`: whether the records that do not fit were said already).
   int64_t count_rows(size_t shard, bool& said_unfit, const std::function<void(const std::string&)>& progress,

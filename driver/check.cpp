@@ -17,6 +17,7 @@
 #include "runtime/plan_executor.h"
 #include "train/batches.h"
 #include "train/step_check.h"
+#include "train/step_figures.h"
 
 namespace bertc::driver {
 namespace {
@@ -83,13 +84,19 @@ std::string emulator_devices() {
 }
 
 // The cost model's roofline of the PTX device's launches: the first `step_launches` of `program`'s
-// step, the rest of its optimizer step.
+// step, the rest of its optimizer step; an attention over rows at `rows` (the batch's).
 RooflineOf roofline_of(const passes::TrainingProgram& program, const runtime::EmulatorControls& emulator,
-                       size_t step_launches, passes::Precision precision) {
-  return [&program, &emulator, step_launches, precision](size_t i, const passes::GpuSpec& gpu) {
+                       size_t step_launches, passes::Precision precision, const passes::RowFractions& rows) {
+  return [&program, &emulator, step_launches, precision, rows](size_t i, const passes::GpuSpec& gpu) {
     const ir::Graph& graph = i < step_launches ? program.step : program.optimizer;
-    return passes::launch_cost(graph, graph.ops().at(emulator.launches().at(i).op_index), gpu, precision).seconds;
+    return passes::launch_cost(graph, graph.ops().at(emulator.launches().at(i).op_index), gpu, precision, rows).seconds;
   };
+}
+
+// What the synthetic batch check runs on (synthetic_environment's, of the config's seed) leaves an
+// attention over rows to compute.
+passes::RowFractions batch_rows(const run_config::Config& config) {
+  return train::row_fractions(train::synthetic_batch(config, static_cast<uint64_t>(config.train.seed)));
 }
 
 // A projection's run (--sample-blocks): both graphs on the PTX device with their launches sampled,
@@ -114,7 +121,7 @@ int count_program(const passes::TrainingProgram& program, const train::KernelsFo
   out << fmt::format("step: {} launches, optimizer: {} launches, run without a checker's finding\n", step_launches,
                      emulator.launches().size() - step_launches);
   out << ptx_counts_text(emulator.launches(), device.capabilities().sm, config.compile.precision, emulator.registers_known(),
-                         roofline_of(program, emulator, step_launches, config.compile.precision));
+                         roofline_of(program, emulator, step_launches, config.compile.precision, batch_rows(config)));
   return 0;
 }
 
@@ -173,7 +180,7 @@ int check_program(const passes::TrainingProgram& program, const train::KernelsFo
   if (emulated)
     out << ptx_counts_text(emulated->launches(), device.capabilities().sm, config.compile.precision,
                            emulated->registers_known(),
-                           roofline_of(program, *emulated, step_launches, config.compile.precision));
+                           roofline_of(program, *emulated, step_launches, config.compile.precision, batch_rows(config)));
   return step_ok && optimizer_ok ? 0 : 1;
 }
 

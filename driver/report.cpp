@@ -111,7 +111,7 @@ nlohmann::json figures_json(const passes::GraphFigures& f) {
           {"fused_kernels", f.fused_kernels},
           {"launches", f.launches},
           {"flops", {{"forward", f.flops_forward}, {"backward", f.flops_backward}, {"recompute", f.flops_recompute},
-                     {"optimizer", f.flops_optimizer}, {"attention_whole_square", f.flops_attention}}},
+                     {"optimizer", f.flops_optimizer}, {"attention_over_rows", f.flops_attention_over_rows}}},
           {"bytes", f.bytes},
           {"seconds", f.seconds}};
 }
@@ -142,7 +142,7 @@ nlohmann::json report_json(const passes::CompileReport& r) {
                    {"estimated_seconds", r.step_seconds},    {"estimated_sequences_per_second", r.sequences_per_second}};
   if (r.rows.measured())
     j["rows"] = {{"seq_len", r.rows.seq_len},
-                 {"examples_per_row", r.rows.examples},
+                 {"mean_examples_per_row", r.rows.examples},
                  {"token_fraction", r.rows.tokens},
                  {"score_fraction", r.rows.scores},
                  {"tile_fraction", r.rows.tiles},
@@ -222,7 +222,8 @@ std::string rows_text(const passes::CompileReport& r) {
   if (!r.rows.measured()) return "";
   const auto step_flops = static_cast<double>(r.flops_per_step - r.optimizer.flops());
   return fmt::format("  rows       {:.2f} examples a row; {:.1f}% of its {} positions are tokens; attention computes {:.1f}% of "
-                     "its square (the tiles that meet an example), {:.1f}% are scores within examples\n"
+                     "its square (the tile pairs whose example ids meet, padding's among them), {:.1f}% are scores "
+                     "within examples\n"
                      "  per token  {:.2f} MFLOP a real token, {:.3f}x what the real tokens alone take (each example "
                      "alone at its length, no padding; the optimizer aside)\n",
                      r.rows.examples, 100 * r.rows.tokens, r.rows.seq_len, 100 * r.rows.tiles, 100 * r.rows.scores,

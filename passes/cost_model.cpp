@@ -49,17 +49,17 @@ int64_t bytes_read(const ir::Graph& g, const ir::Op& op, size_t i) {
 
 }  // namespace
 
-int64_t counted_flops(const ir::Graph& graph, const ir::Op& op, const RowFractions& rows, int64_t* attention) {
+int64_t counted_flops(const ir::Graph& graph, const ir::Op& op, const RowFractions& rows, int64_t* over_rows) {
   if (op.kind == OpKind::Fused) {
     int64_t f = 0;
-    for (const ir::Op& inner : op.region.graph().ops()) f += counted_flops(op.region.graph(), inner, rows, attention);
+    for (const ir::Op& inner : op.region.graph().ops()) f += counted_flops(op.region.graph(), inner, rows, over_rows);
     return f;
   }
   const int64_t whole = ir::op_flops(graph, op);
-  if (ir::kernel_family(op) != ir::KernelFamily::Attention) return whole;
-  if (attention) *attention += whole;
+  if (ir::kernel_family(op) != ir::KernelFamily::Attention || !ir::attention_layout(graph, op).example_ids) return whole;
+  if (over_rows) *over_rows += whole;
   // (the kernels skip the tiles between examples: what they compute is the data's, measured)
-  return ir::attention_layout(graph, op).example_ids ? static_cast<int64_t>(static_cast<double>(whole) * rows.tiles) : whole;
+  return static_cast<int64_t>(static_cast<double>(whole) * rows.tiles);
 }
 
 double matrix_peak(const GpuSpec& gpu, ir::DType dtype, Precision precision) {

@@ -37,8 +37,8 @@ struct RowFractions {
 };
 
 // The FLOPs of op as the kernels compute them (ir::op_flops; an attention over rows at rows.tiles of
-// its square); `attention` receives the FLOPs of its attention ops over the whole square.
-int64_t counted_flops(const ir::Graph& graph, const ir::Op& op, const RowFractions& rows, int64_t* attention = nullptr);
+// its square); `over_rows` gains the FLOPs of its attentions over rows, over their whole square.
+int64_t counted_flops(const ir::Graph& graph, const ir::Op& op, const RowFractions& rows, int64_t* over_rows = nullptr);
 
 // Peak FLOP/s of matrix products with `dtype` inputs on `gpu` under `precision`: BF16 or FP16
 // tensor cores where the GPU has them (FP16 SIMT where not), TF32 tensor cores for f32 under

@@ -23,7 +23,7 @@ void add_flops(const ir::Graph& g, const ir::Op& op, GraphFigures& f, bool optim
     for (const ir::Op& inner : op.region.graph().ops()) add_flops(op.region.graph(), inner, f, optimizer_graph, rows);
     return;
   }
-  bucket(f, op.scope, optimizer_graph) += counted_flops(g, op, rows, &f.flops_attention);
+  bucket(f, op.scope, optimizer_graph) += counted_flops(g, op, rows, &f.flops_attention_over_rows);
 }
 
 }  // namespace
@@ -76,10 +76,12 @@ CompileReport compile_report(const ir::Graph& forward, const CompileOptions& opt
   r.flops_per_step = k * r.step.flops() + r.optimizer.flops();
   r.bytes_per_step = k * r.step.bytes + r.optimizer.bytes;
   r.step_seconds = static_cast<double>(k) * r.step.seconds + r.optimizer.seconds;
-  r.rows = rows;
-  if (rows.measured()) {
+  // (rows measured of a step without an attention over rows — fused attention off — count nothing:
+  // its attention is a product over the whole square, and the report says no rows figure)
+  if (rows.measured() && r.step.flops_attention_over_rows > 0) {
+    r.rows = rows;
     const GraphFigures whole = graph_figures(p.step, std::nullopt, precision);  // (every square whole)
-    const auto attention = static_cast<double>(whole.flops_attention);
+    const auto attention = static_cast<double>(whole.flops_attention_over_rows);
     const double rest = static_cast<double>(whole.flops()) - attention;
     r.real_token_flops = static_cast<double>(k) * (rest * rows.tokens + attention * rows.scores);
   }

@@ -19,7 +19,7 @@ namespace bertc::passes {
 struct GraphFigures {
   int64_t ops = 0, fused_kernels = 0, launches = 0;
   int64_t flops_forward = 0, flops_backward = 0, flops_recompute = 0, flops_optimizer = 0;  // as computed
-  int64_t flops_attention = 0;  // the attention ops' among them, over their whole square
+  int64_t flops_attention_over_rows = 0;  // the attentions over rows among them (blocks), over their whole square
   int64_t bytes = 0;       // read and written by all launches
   double seconds = 0;      // roofline time of all launches (0 without a GPU)
   int64_t flops() const { return flops_forward + flops_backward + flops_recompute + flops_optimizer; }
@@ -47,10 +47,12 @@ struct CompileReport {
   int64_t flops_per_step = 0, bytes_per_step = 0;
   double step_seconds = 0, sequences_per_second = 0;  // roofline estimate (0 without a GPU)
   double seconds_to_compile = 0;     // all passes and planning, measured here
-  // What the data's rows leave to compute (measured: [train] packing = "pack"; else not), and the
-  // FLOPs of the step graphs' micro-batches had each example run alone at its own length: their
-  // attention ops at rows.scores of the square, the rest at rows.tokens of the positions (the
-  // optimizer's FLOPs aside: they do not scale with tokens); 0 where rows are not measured.
+  // What the data's rows leave to compute (measured: [train] packing = "pack", the attention fused
+  // over rows; else not), and the FLOPs of the step graphs' micro-batches had each example run
+  // alone at its own length: their attentions over rows at rows.scores of the square, the rest at
+  // rows.tokens of the positions (the optimizer's FLOPs aside: they do not scale with tokens; nor
+  // do the MLM head's, over a row's fixed masked positions, which this counts as scaling: the ratio
+  // is a little low for it); 0 where rows are not measured.
   RowFractions rows;
   double real_token_flops = 0;
   double real_tokens_per_step() const {
@@ -58,7 +60,7 @@ struct CompileReport {
   }
   // The step graphs' FLOPs (the optimizer's aside) over the real tokens' own: 1 computes no more.
   double real_token_flops_ratio() const {
-    return static_cast<double>(flops_per_step - optimizer.flops()) / real_token_flops;
+    return real_token_flops > 0 ? static_cast<double>(flops_per_step - optimizer.flops()) / real_token_flops : 0;
   }
   // Where the plan does not fit its GPU and a caller could build the model again: the device bytes
   // of the same model at batch_size 1 with recompute full, the least the memory warning's fixes

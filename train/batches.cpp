@@ -95,9 +95,8 @@ data::Vocab load_run_vocab(const run_config::Config& c, const std::filesystem::p
   return vocab;
 }
 
-std::shared_ptr<const data::ExampleSource> open_example_source(const run_config::Config& c,
-                                                               const std::filesystem::path& data_path,
-                                                               const data::Vocab& vocab, std::ostream& log) {
+OpenedShards open_shard_set(const run_config::Config& c, const std::filesystem::path& data_path, const data::Vocab& vocab,
+                            std::ostream& log) {
   const run_config::TrainConfig& t = c.train;
   // Shards (a folder of them, or one): read a shard at a time.
   std::vector<std::string> left_out;
@@ -145,8 +144,21 @@ std::shared_ptr<const data::ExampleSource> open_example_source(const run_config:
     what = fmt::format("{} documents from {} in {} text shard(s){} (dupe_factor {})", documents, data_path.string(),
                        count, t.text_shards > 0 ? "" : ", chosen by size", t.dupe_factor);
   }
-  std::optional<data::RowCapacity> rows;
-  if (t.examples_per_row() > 0) rows = data::RowCapacity{t.seq_len, t.row_predictions(), t.examples_per_row()};
+  return {shards, what};
+}
+
+std::optional<data::RowCapacity> row_capacity(const run_config::Config& c) {
+  const run_config::TrainConfig& t = c.train;
+  if (t.examples_per_row() == 0) return std::nullopt;
+  return data::RowCapacity{t.seq_len, t.row_predictions(), t.examples_per_row()};
+}
+
+std::shared_ptr<const data::ExampleSource> open_example_source(const run_config::Config& c,
+                                                               const std::filesystem::path& data_path,
+                                                               const data::Vocab& vocab, std::ostream& log) {
+  const run_config::TrainConfig& t = c.train;
+  const auto [shards, what] = open_shard_set(c, data_path, vocab, log);
+  const std::optional<data::RowCapacity> rows = row_capacity(c);
   auto source = std::make_shared<data::ShardedExamples>(
       shards, static_cast<uint64_t>(t.seed), rows, [&](const std::string& m) { log << "data: " << m << "\n"; },
       run_folder::stop_requested);

@@ -4,11 +4,14 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <ostream>
+#include <string>
 
 #include "run_config/config.h"
 #include "passes/pipeline.h"
 #include "data/pretraining_data.h"
+#include "data/shard_examples.h"
 #include "support/safetensors.h"
 #include "support/tensor_io.h"
 
@@ -20,6 +23,17 @@ namespace bertc::train {
 // shards from elsewhere are checked.
 data::BatchStream open_batch_stream(const run_config::Config& config, const std::filesystem::path& data,
                                     const data::Vocab& vocab, std::ostream& log);
+// The shard set of [train] data at `data` (HDF5 shards checked against the config and `vocab`, or
+// text made into examples a shard at a time), what it is in words, said on `log` as
+// open_batch_stream says it. Throws as open_batch_stream.
+struct OpenedShards {
+  std::shared_ptr<const data::ShardSet> set;
+  std::string what;
+};
+OpenedShards open_shard_set(const run_config::Config& config, const std::filesystem::path& data,
+                            const data::Vocab& vocab, std::ostream& log);
+// What a row holds at most under the config's [train] packing (nullopt: one example a row).
+std::optional<data::RowCapacity> row_capacity(const run_config::Config& config);
 // The examples open_batch_stream batches (an epoch of them, reshuffled each epoch), said the same
 // way on `log`.
 std::shared_ptr<const data::ExampleSource> open_example_source(const run_config::Config& config,

@@ -609,12 +609,14 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
     return summary;
   }
   const data::BatchStream& stream = *opened;
-  // What the rows leave an attention over them, for MFU and a profile's estimates (read only where
-  // one of them is wanted: the sample loads a shard).
-  const passes::RowFractions rows = t.examples_per_row() > 0 && (runners.figures.model_flops_per_step > 0 || o.profile_step)
-                                        ? row_fractions(o.config, stream.source())
-                                        : passes::RowFractions{};
-  if (rows.measured()) runners.figures.model_flops_per_step = model_flops_per_step(model, o.config, program, rows);
+  // What the rows leave an attention over them, for MFU (on a GPU) and a profile's estimates (for
+  // the config's GPU): measured only where one of them is wanted (the sample loads a shard).
+  const bool mfu = runners.figures.model_flops_per_step > 0;
+  const passes::RowFractions rows =
+      t.examples_per_row() > 0 && (mfu || (o.profile_step && o.config.compile.arch.gpu()))
+          ? row_fractions(o.config, stream.source())
+          : passes::RowFractions{};
+  if (mfu && rows.measured()) runners.figures.model_flops_per_step = model_flops_per_step(model, o.config, program, rows);
   if (resumed) run_folder::check_same_data(*resumed, stream, log);
   dp.check_same_run(ir::print(program.step) + ir::print(program.optimizer), data_identity(stream, vocab),
                     device ? device->name() : "the CPU reference");

@@ -213,40 +213,64 @@ TEST(CompileReport, AutoFitsTheBudget) {
 }
 
 // bert-tiny ([train] packing as given) compiled and reported with its rows counted at `rows`.
-CompileReport bert_tiny_rows(run_config::Packing packing, const RowFractions& rows) {
+CompileReport bert_tiny_rows(run_config::Packing packing, const RowFractions& rows, TrainingProgram* program = nullptr,
+                             bool fused_attention = true) {
   run_config::Config config = run_config::load_config(BERTC_SOURCE_DIR "/examples/bert-tiny.toml");
   config.train.packing = packing;
   config.compile.arch = passes::Arch::parse("p40");
+  config.compile.fused_attention = fused_attention;
   config.compile = resolve_options(config.compile, passes::Arch::none());
   return compile_report(frontend::build_bert_pretraining(config.model_settings()), config.compile, config.train,
-                        config.train.batch_size, nullptr, rows);
+                        config.train.batch_size, program, rows);
 }
 
-// Rows of several examples: the attention over them is counted at the fraction of its square the
+// Rows of several examples: each attention over them is counted at the fraction of its square the
 // data's rows leave its tiles (measured: data::RowWork), everything else whole; the real tokens'
 // own FLOPs take the tokens' share of the rest and the examples' scores of the attention. One
-// example a row has no attention over rows: the fractions change nothing.
+// example a row, or an attention left unfused (products over the whole square), has no attention
+// over rows: the fractions change nothing and no rows figure is given.
 TEST(CompileReport, AttentionOverRowsCountsTheTilesTheDataLeaves) {
   const RowFractions measured{128, 0.9, 0.5, 0.75, 2.0};
-  const CompileReport whole = bert_tiny_rows(run_config::Packing::Pack, {});
+  TrainingProgram program;
+  const CompileReport whole = bert_tiny_rows(run_config::Packing::Pack, {}, &program);
   const CompileReport rows = bert_tiny_rows(run_config::Packing::Pack, measured);
-  const auto attention = static_cast<double>(whole.step.flops_attention);
+  const auto attention = static_cast<double>(whole.step.flops_attention_over_rows);
   ASSERT_GT(attention, 0.1 * static_cast<double>(whole.step.flops()));  // (bert-tiny's attention is a large share)
-  EXPECT_EQ(rows.step.flops_attention, whole.step.flops_attention);  // (over the whole square, both)
-  // (each attention op's count is rounded down to a FLOP: 8 ops, off by less than 8)
+  EXPECT_EQ(rows.step.flops_attention_over_rows, whole.step.flops_attention_over_rows);  // (whole squares, both)
+  // Each launch of an attention over rows costs 0.75 of its square; its count is rounded down to a
+  // FLOP (bert-tiny: 2 layers' forward and backward, 4 launches, so less than 4 FLOPs off).
+  double launched = 0, launched_whole = 0;
+  int attentions = 0;
+  for (const ir::Op& op : program.step.ops()) {
+    if (ir::kernel_family(op) != ir::KernelFamily::Attention) continue;
+    ++attentions;
+    launched += static_cast<double>(launch_cost(program.step, op, std::nullopt, Precision::Fp32, measured).flops);
+    launched_whole += static_cast<double>(launch_cost(program.step, op, std::nullopt, Precision::Fp32).flops);
+  }
+  EXPECT_EQ(attentions, 4);
+  EXPECT_NEAR(launched, 0.75 * launched_whole, attentions);
+  EXPECT_NEAR(launched_whole, attention, 0);
   const auto k = static_cast<double>(whole.micro_batches);
-  EXPECT_NEAR(static_cast<double>(whole.flops_per_step - rows.flops_per_step), k * 0.25 * attention, 8 * k);
+  EXPECT_NEAR(static_cast<double>(whole.flops_per_step - rows.flops_per_step), k * 0.25 * attention, attentions * k);
   const double rest = static_cast<double>(whole.step.flops()) - attention;
   EXPECT_NEAR(rows.real_token_flops, k * (0.9 * rest + 0.5 * attention), 1);
-  EXPECT_GT(whole.step_seconds, 0);
-  EXPECT_LE(rows.step_seconds, whole.step_seconds);
   EXPECT_EQ(whole.real_token_flops, 0);  // (not measured: no real-token figure)
+  EXPECT_EQ(whole.real_token_flops_ratio(), 0);
+  // Every share at one half: the real tokens' own FLOPs are half the step's whole (the FLOPs scale
+  // with the tokens and the scores alike).
+  const CompileReport half = bert_tiny_rows(run_config::Packing::Pack, {128, 0.5, 0.5, 0.5, 2.0});
+  EXPECT_NEAR(half.real_token_flops, 0.5 * k * static_cast<double>(whole.step.flops()), 1);
   // Measured fractions of one, as a row of one example computes: the real tokens' FLOPs are the step's.
   const CompileReport full = bert_tiny_rows(run_config::Packing::Pack, {128, 1, 1, 1, 1});
   EXPECT_EQ(full.flops_per_step, whole.flops_per_step);
-  EXPECT_NEAR(full.real_token_flops, k * static_cast<double>(whole.step.flops()), 1);
+  EXPECT_NEAR(full.real_token_flops_ratio(), 1, 1e-12);
   const CompileReport unpacked = bert_tiny_rows(run_config::Packing::None, measured);
   EXPECT_EQ(unpacked.flops_per_step, bert_tiny_rows(run_config::Packing::None, {}).flops_per_step);
+  EXPECT_FALSE(unpacked.rows.measured());
+  const CompileReport unfused = bert_tiny_rows(run_config::Packing::Pack, measured, nullptr, false);
+  EXPECT_EQ(unfused.step.flops_attention_over_rows, 0);
+  EXPECT_FALSE(unfused.rows.measured());
+  EXPECT_EQ(unfused.real_token_flops, 0);
 }
 
 }  // namespace

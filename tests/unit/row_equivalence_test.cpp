@@ -261,6 +261,20 @@ TEST(RowEquivalence, FractionsOfTheRowsAreTheirExamplesShare) {
   EXPECT_DOUBLE_EQ(f.tiles, 1.0);
   EXPECT_DOUBLE_EQ(f.examples, 7.0 / 3);
   EXPECT_FALSE(train::row_fractions(tiny(false, 7), Examples(examples)).measured());
+  // Two examples of 32 tokens in a row of 64: the 32-wide tiles between them are skipped, half the
+  // square, as many scores as the examples' own.
+  data::Example half;
+  half.tokens.assign(32, 5);
+  half.segment_ids.assign(32, 0);
+  half.masked_positions = {1};
+  half.masked_labels = {6};
+  run_config::Config wide = tiny(true, 1);
+  wide.train.seq_len = 64;
+  const passes::RowFractions h = train::row_fractions(wide, Examples({half, half}, {{0, 1}}));
+  EXPECT_DOUBLE_EQ(h.tokens, 1.0);
+  EXPECT_DOUBLE_EQ(h.scores, 0.5);
+  EXPECT_DOUBLE_EQ(h.tiles, 0.5);
+  EXPECT_DOUBLE_EQ(h.examples, 2.0);
 }
 
 }  // namespace

@@ -87,7 +87,7 @@ TEST(RowPacking, ManyExamplesEachPlacedOnceWithinTheCapacity) {
 // A row's work by hand: ids 0000 11 22 (padding, id 2, after the example of 2) in 8 positions.
 TEST(RowWork, CountsTokensScoresAndTheTilesThatMeetAnExample) {
   const std::vector<int64_t> two{4, 2};
-  const RowWork w = row_work(two, 8, 4);
+  const RowWork w = row_work(two, 8, 4, 4);
   EXPECT_EQ(w.rows, 1);
   EXPECT_EQ(w.examples, 2);
   EXPECT_EQ(w.tokens, 6);
@@ -96,20 +96,25 @@ TEST(RowWork, CountsTokensScoresAndTheTilesThatMeetAnExample) {
   // across are skipped, the diagonal's 2 x 16 computed)
   EXPECT_EQ(w.tile_scores, 32);
   // Tiles of 1 compute exactly the scores within examples, the padding's square among them.
-  EXPECT_EQ(row_work(two, 8, 1).tile_scores, 16 + 4 + 4);
+  EXPECT_EQ(row_work(two, 8, 1, 1).tile_scores, 16 + 4 + 4);
   // Tiles as wide as the row skip nothing; a last tile cut by the row counts what it holds.
-  EXPECT_EQ(row_work(two, 8, 8).tile_scores, 64);
+  EXPECT_EQ(row_work(two, 8, 8, 8).tile_scores, 64);
   const std::vector<int64_t> one{4};
-  EXPECT_EQ(row_work(one, 6, 4).tile_scores, 16 + 4);  // ([0,4) and [4,6): example and padding)
+  EXPECT_EQ(row_work(one, 6, 4, 4).tile_scores, 16 + 4);  // ([0,4) and [4,6): example and padding)
   // Examples that meet inside a tile make the pairs across them computed: 0 0 0 1 | 1 1 2 2.
   const std::vector<int64_t> straddling{3, 3};
-  EXPECT_EQ(row_work(straddling, 8, 4).tile_scores, 64);
+  EXPECT_EQ(row_work(straddling, 8, 4, 4).tile_scores, 64);
   RowWork sum = w;
-  sum += row_work(one, 8, 4);
+  sum += row_work(one, 8, 4, 4);
   EXPECT_EQ(sum.rows, 2);
   EXPECT_EQ(sum.tokens, 10);
-  EXPECT_THROW(row_work(std::vector<int64_t>{6, 3}, 8, 4), std::invalid_argument);
-  EXPECT_THROW(row_work(two, 8, 0), std::invalid_argument);
+  // Tiles of other shapes: 4 queries by 2 keys over 0000 1111 compute the two examples' squares.
+  const std::vector<int64_t> halves{4, 4};
+  EXPECT_EQ(row_work(halves, 8, 4, 2).tile_scores, 32);
+  EXPECT_EQ(row_work(two, 8, 8, 4).tile_scores, 64);  // (one query tile holds every id)
+  EXPECT_THROW(row_work(std::vector<int64_t>{6, 3}, 8, 4, 4), std::invalid_argument);
+  EXPECT_THROW(row_work(two, 8, 0, 4), std::invalid_argument);
+  EXPECT_THROW(row_work(two, 8, 4, 0), std::invalid_argument);
 }
 
 }  // namespace
