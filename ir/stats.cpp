@@ -14,7 +14,7 @@ int64_t attention_product_flops(const Graph& graph, const Op& op) {
   // again and form dq: 7 products (14), where an algorithm adding dq atomically needs 5 (10); the
   // PTX emulator's count of the mma's FLOPs holds the two equal (ptx_emulation_test). With blocks
   // (rows of several examples) the whole square is counted: the kernels compute less, as the
-  // data's examples allow.
+  // data's examples allow (passes::counted_flops counts them at the share the data leaves).
   const std::string what = fmt::format("the FLOPs of {}", op.info().name);
   const AttentionLayout n = attention_layout(graph, op);
   const int64_t scores =
