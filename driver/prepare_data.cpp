@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "train/batches.h"
 #include "data/prepare_shards.h"
 #include "data/vocab.h"
 #include "run_config/config.h"
@@ -54,7 +55,7 @@ int prepare_data(const PrepareDataArgs& a, const frontend::ModelDefinition& mode
   o.threads = a.threads;
   o.examples = {t.seq_len, t.max_predictions_per_seq, t.masked_lm_prob, t.short_seq_prob, t.dupe_factor,
                 static_cast<uint64_t>(t.seed)};
-  if (t.examples_per_row() > 0) o.rows = data::RowCapacity{t.seq_len, t.row_predictions(), t.examples_per_row()};
+  o.rows = train::row_capacity(config);
   const std::filesystem::path vocab_path = a.vocab.empty() ? config.resolve(t.vocab) : std::filesystem::path(a.vocab);
   const data::Vocab vocab = data::Vocab::load(vocab_path);
   log << "prepare-data: vocab " << vocab.describe() << " (recorded in every shard)\n";

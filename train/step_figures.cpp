@@ -76,14 +76,14 @@ passes::RowFractions fractions_of(const SampledRows& rows, int64_t S) {
 // The share of the positions the sampled rows' examples would fill in rows of up to `most`
 // examples (placed afresh by data::pack_rows, each row's masked positions as [train] gives `most`).
 double fill_with(const run_config::Config& config, const SampledRows& rows, int64_t most) {
-  run_config::TrainConfig t = config.train;
-  t.packing_max_examples = most;
+  run_config::Config more = config;
+  more.train.packing_max_examples = most;
   std::vector<data::ExampleSize> sizes;
   int64_t tokens = 0;
   for (const auto& row : rows)
     for (const data::ExampleSize& e : row) sizes.push_back(e), tokens += e.tokens;
-  const auto placed = static_cast<int64_t>(data::pack_rows(sizes, {t.seq_len, t.row_predictions(), most}).size());
-  return share(tokens, placed, t.seq_len);
+  const auto placed = static_cast<int64_t>(data::pack_rows(sizes, *row_capacity(more)).size());
+  return share(tokens, placed, config.train.seq_len);
 }
 
 // A line advising more examples a row where that fills the rows' padding (2 points or more of the
