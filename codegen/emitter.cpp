@@ -292,15 +292,24 @@ std::string Emitter::pointwise(const ir::Op& op, const Coords& at) {
     case OpKind::Adamw: {
       // p' = p - lr * (m^ / (sqrt(v^) + eps) + wd * p), m^ and v^ bias-corrected by the step count.
       const double b1 = op.attr<double>("beta1"), b2 = op.attr<double>("beta2");
-      const std::string p = x(0), g = x(1), m = x(2), v = x(3), lr = x(4), step = x(5);
-      const std::string m1 = local("float", fmt::format("{} * {} + {} * {}", float_literal(b1), m, float_literal(1 - b1), g));
-      const std::string v1 =
-          local("float", fmt::format("{} * {} + {} * {} * {}", float_literal(b2), v, float_literal(1 - b2), g, g));
+      const std::string p = x(0), g = x(1), m = x(2), v = x(3), lr = x(4);
+      std::string m1 = local("float", fmt::format("{} * {} + {} * {}", float_literal(b1), m, float_literal(1 - b1), g));
+      std::string v1 = local("float", fmt::format("{} * {} + {} * {} * {}", float_literal(b2), v, float_literal(1 - b2), g, g));
+      const std::string step = x(5);
+      std::string variance_step = step;
+      // 1-bit Adam past freeze_step: exp_avg is already the step's momentum, exp_avg_sq is frozen
+      // and bias-corrected as at freeze_step (ir/ops.def).
+      if (const double freeze = op.attr<double>("freeze_step"); freeze > 0) {
+        const std::string frozen = local("bool", fmt::format("(float){} > {}", step, float_literal(freeze)));
+        m1 = local("float", fmt::format("{} ? {} : {}", frozen, m, m1));
+        v1 = local("float", fmt::format("{} ? {} : {}", frozen, v, v1));
+        variance_step = local("float", fmt::format("{} ? {} : (float){}", frozen, float_literal(freeze), step));
+      }
       // (1 - beta^t as -(e^(t ln beta) - 1), ln beta in double here: 1.0f - powf(beta, t) keeps
       // only the digits powf gets right past 1 - beta^t's leading ones, 1000 times its error at
       // beta2 = 0.999 and t = 1; lower_lamb.cpp says the same of LAMB's)
       const std::string c1 = local("float", fmt::format("-bx_expm1((float){} * {})", step, float_literal(std::log(b1))));
-      const std::string c2 = local("float", fmt::format("-bx_expm1((float){} * {})", step, float_literal(std::log(b2))));
+      const std::string c2 = local("float", fmt::format("-bx_expm1((float){} * {})", variance_step, float_literal(std::log(b2))));
       const std::string u = local(
           "float", fmt::format("({} / {}) / (bx_sqrt({} / {}) + {}) + {} * {}", m1, c1, v1, c2,
                                float_literal(op.attr<double>("eps")), float_literal(op.attr<double>("weight_decay")), p));

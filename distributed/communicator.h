@@ -56,6 +56,12 @@ class Communicator {
   // agreement on stopping after step 12").
   virtual std::vector<uint64_t> all_gather(uint64_t value, const std::string& what) = 0;
   virtual void broadcast(void* data, size_t bytes, int root) = 0;
+  // Byte blocks between the ranks, waited for (`what` names the exchange in a late or dead rank's
+  // error): all_to_all sends block q of `send` (bytes_each bytes, ranks x bytes_each in all) to
+  // rank q, which receives it as block r of `recv` from this rank r; all_gather_bytes gives every
+  // rank every rank's `send` block, by rank. 1-bit compression's reduce-scatter and all-gather.
+  virtual void all_to_all(const void* send, void* recv, size_t bytes_each, const std::string& what) = 0;
+  virtual void all_gather_bytes(const void* send, void* recv, size_t bytes_each, const std::string& what) = 0;
   // Waits until every rank has called it with `what` (e.g. "the gradient all-reduce of step 12");
   // past the deadline rank 0 names the ranks that did not come and stops every rank.
   virtual void meet(const std::string& what) = 0;

@@ -10,10 +10,13 @@ namespace bertc::distributed {
 
 // none: fp32 sums; fp16 / bf16: each rank's gradients rounded to 16 bits, summed in 16 bits
 // (pre-divided by the rank count so that the sum stays in range); powersgd: rank-r factors with
-// error feedback (Vogels et al., 2019).
-enum class Compression { None, Fp16, Bf16, PowerSgd };
+// error feedback (Vogels et al., 2019); onebit: 1-bit Adam (Tang et al., 2021) — fp32 sums for
+// the optimizer's onebit_warmup_steps, then the optimizer's momentum instead of the gradients,
+// averaged as signs and a scale per block with error feedback on every rank and on the part each
+// rank averages (distributed/onebit.h), the variance frozen (ir/ops.def adamw's freeze_step).
+enum class Compression { None, Fp16, Bf16, PowerSgd, OneBit };
 BERTC_ENUM_NAMES(Compression, {Compression::None, "none"}, {Compression::Fp16, "fp16"}, {Compression::Bf16, "bf16"},
-                 {Compression::PowerSgd, "powersgd"})
+                 {Compression::PowerSgd, "powersgd"}, {Compression::OneBit, "onebit"})
 
 // Where the sums of a device's gradients are made. auto: NCCL inside the step's CUDA Graph on a
 // GPU when NCCL is found and the gradients go uncompressed, fp16 or bf16 (rounded on the GPU), else
@@ -32,6 +35,9 @@ struct ExchangeOptions {
   // (smaller tensors gain little: they go uncompressed, in one bucket).
   double powersgd_max_share = 0.5;
   uint64_t seed = 0;                         // of PowerSGD's first Q (the same on every rank)
+  int64_t onebit_warmup_steps = 0;           // onebit: optimizer steps all-reduced in fp32 first
+  double beta1 = 0.9, beta2 = 0.999;         // onebit: the optimizer's decays
+  double epsilon = 1e-6;                     // onebit: the optimizer's eps (the update's denominator)
 };
 
 }  // namespace bertc::distributed

@@ -40,6 +40,7 @@ std::string gloo_library_version() { return ""; }
 #include <fmt/ranges.h>
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>
+#include <gloo/alltoall.h>
 #include <gloo/broadcast.h>
 #include <gloo/config.h>
 #include <gloo/rendezvous/context.h>
@@ -191,6 +192,29 @@ class Gloo : public Communicator {
       opts.setOutput(static_cast<uint8_t*>(data), bytes);
       gloo::broadcast(opts);
     }, "a broadcast of rank 0's state");
+  }
+
+  void all_to_all(const void* send, void* recv, size_t bytes_each, const std::string& what) override {
+    const Milliseconds limit = op_timeout();
+    const size_t all = bytes_each * static_cast<size_t>(launch_.size);
+    run([&] {
+      gloo::AlltoallOptions opts(context_);
+      opts.setTimeout(limit);
+      opts.setInput(static_cast<uint8_t*>(const_cast<void*>(send)), all);  // (Gloo's input is not const; it only reads)
+      opts.setOutput(static_cast<uint8_t*>(recv), all);
+      gloo::alltoall(opts);
+    }, what);
+  }
+
+  void all_gather_bytes(const void* send, void* recv, size_t bytes_each, const std::string& what) override {
+    const Milliseconds limit = op_timeout();
+    run([&] {
+      gloo::AllgatherOptions opts(context_);
+      opts.setTimeout(limit);
+      opts.setInput(static_cast<uint8_t*>(const_cast<void*>(send)), bytes_each);
+      opts.setOutput(static_cast<uint8_t*>(recv), bytes_each * static_cast<size_t>(launch_.size));
+      gloo::allgather(opts);
+    }, what);
   }
 
   // Rank 0 receives a token from every other rank, then lets them all go: it knows which ranks

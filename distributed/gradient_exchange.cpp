@@ -46,10 +46,12 @@ PowerSgdSplit powersgd_split(const std::vector<GradientTensor>& tensors, const E
   return split;
 }
 
-uint64_t compressed_bytes_of(const std::vector<GradientTensor>& tensors, const ExchangeOptions& options) {
+uint64_t compressed_bytes_of(const std::vector<GradientTensor>& tensors, const ExchangeOptions& options, int ranks) {
   uint64_t dense = 0;
   for (const GradientTensor& t : tensors) dense += static_cast<uint64_t>(numel(t.shape)) * 4;
   switch (options.compression) {
+    case Compression::OneBit:
+      return static_cast<uint64_t>(ranks) * onebit_bytes(onebit_part(static_cast<size_t>(dense / 4), ranks));
     case Compression::None: return dense;
     case Compression::Fp16: case Compression::Bf16: return dense / 2;
     case Compression::PowerSgd: {
@@ -67,6 +69,13 @@ GradientExchange::GradientExchange(Communicator& comm, std::vector<GradientTenso
   std::vector<size_t> all(tensors_.size());
   std::iota(all.begin(), all.end(), size_t{0});
   buckets_ = make_buckets(tensors_, all, options_.bucket_bytes);
+  for (const GradientTensor& t : tensors_) elements_ += static_cast<size_t>(numel(t.shape));
+  if (options_.compression == Compression::OneBit) {
+    // (the frozen variance's bias correction 1 - beta2^warmup is 0 without a warm-up step)
+    if (options_.onebit_warmup_steps < 1)
+      throw std::invalid_argument("1-bit compression needs a warm-up step at least: [train] onebit_warmup_steps >= 1");
+    onebit_ = std::make_unique<OneBitAverage>(elements_, comm_.size());
+  }
   if (options_.compression != Compression::PowerSgd) return;
   PowerSgdSplit split = powersgd_split(tensors_, options_);
   if (split.compressed.empty()) {
@@ -186,8 +195,8 @@ uint64_t GradientExchange::sum_in_buckets(const std::vector<float*>& data, const
 }
 
 void GradientExchange::start_bucket(size_t bucket, const std::vector<float*>& bucket_data) {
-  if (options_.compression == Compression::PowerSgd)
-    throw std::logic_error("PowerSGD compresses every gradient at once: exchange(), not start_bucket()");
+  if (options_.compression == Compression::PowerSgd || options_.compression == Compression::OneBit)
+    throw std::logic_error("PowerSGD and 1-bit compress every gradient at once: exchange(), not start_bucket()");
   started_bytes_ += start(bucket_data, buckets_.at(bucket), options_.compression);
 }
 
@@ -204,7 +213,10 @@ ExchangeResult GradientExchange::finish_buckets(const std::vector<float*>& data)
 
 ExchangeResult GradientExchange::exchange(const std::vector<float*>& data, int64_t step) {
   ExchangeResult r;
-  if (options_.compression != Compression::PowerSgd) {
+  if (options_.compression == Compression::OneBit) {
+    if (exchanges_momentum(step)) throw std::logic_error("past 1-bit's warm-up the momentum travels: exchange_momentum()");
+    r.bytes = sum_in_buckets(data, buckets_, Compression::None);
+  } else if (options_.compression != Compression::PowerSgd) {
     r.bytes = sum_in_buckets(data, buckets_, options_.compression);
     r.compressed = options_.compression != Compression::None;
   } else {
@@ -227,6 +239,47 @@ ExchangeResult GradientExchange::exchange(const std::vector<float*>& data, int64
   return r;
 }
 
+bool GradientExchange::exchanges_momentum(int64_t step) const {
+  return options_.compression == Compression::OneBit && step > options_.onebit_warmup_steps;
+}
+
+ExchangeResult GradientExchange::exchange_momentum(const std::vector<float*>& grads, const std::vector<float*>& momenta,
+                                                   const std::vector<const float*>& variances, double grad_scale,
+                                                   int64_t step) {
+  if (!exchanges_momentum(step)) throw std::logic_error("exchange_momentum() before 1-bit's warm-up ended");
+  const double beta1 = options_.beta1;
+  // The momentum travels in the update's units, m / (sqrt(v / c2) + eps) with the frozen v and its
+  // bias correction c2 (the same on every rank, so that averaging commutes with it): what the
+  // compression loses is then bounded in update units everywhere. Compressed as it is, an element
+  // whose v is ~0 (a rare token's embedding) gets +-scale / eps: the run diverged so.
+  const double c2 = -std::expm1(static_cast<double>(options_.onebit_warmup_steps) * std::log(options_.beta2));
+  std::vector<float> flat(elements_), divisor(elements_);
+  size_t at = 0;
+  for (size_t t = 0; t < tensors_.size(); ++t) {
+    const int64_t n = numel(tensors_[t].shape);
+    for (int64_t i = 0; i < n; ++i, ++at) {
+      divisor[at] = static_cast<float>(std::sqrt(variances[t][i] / c2) + options_.epsilon);
+      flat[at] = static_cast<float>((beta1 * momenta[t][i] + (1 - beta1) * grad_scale * grads[t][i]) / divisor[at]);
+    }
+  }
+  ExchangeResult r;
+  r.bytes = onebit_->average(comm_, flat.data());
+  r.compressed = true;
+  // The gradients' sum over the ranks that the averaged momentum implies (ranks x K x their mean).
+  const double to_sum = static_cast<double>(comm_.size()) / grad_scale / (1 - beta1);
+  at = 0;
+  for (size_t t = 0; t < tensors_.size(); ++t) {
+    const int64_t n = numel(tensors_[t].shape);
+    for (int64_t i = 0; i < n; ++i, ++at) {
+      const float m = flat[at] * divisor[at];
+      grads[t][i] = static_cast<float>(to_sum * (m - beta1 * momenta[t][i]));
+      momenta[t][i] = m;
+    }
+  }
+  r.finite = all_finite(momenta, tensors_);
+  return r;
+}
+
 }  // namespace bertc::distributed
 
 namespace bertc::distributed {
@@ -239,6 +292,7 @@ ir::HostTensor<float> floats(std::vector<float> values, ir::Shape shape) {
 }  // namespace
 
 ir::Environment<float> GradientExchange::saved_state() {
+  if (onebit_) return onebit_state();
   ir::Environment<float> state;
   if (!powersgd_) return state;
   for (size_t i = 0; i < compressed_.size(); ++i) {
@@ -259,6 +313,7 @@ ir::Environment<float> GradientExchange::saved_state() {
 }
 
 std::string GradientExchange::restore_state(const ir::Environment<float>& state) {
+  if (onebit_) return restore_onebit(state);
   if (!powersgd_) return "";
   // Rank 0 judges its checkpoint's state: 0 none, 1 usable, 2 of another shape.
   int64_t verdict = 0;
@@ -306,6 +361,93 @@ std::string GradientExchange::restore_state(const ir::Environment<float>& state)
   return fmt::format("PowerSGD: error feedback and Q of {} tensors from the checkpoint (the error summed over the "
                      "ranks that saved it, taken up by rank 0)",
                      compressed_.size());
+}
+
+}  // namespace bertc::distributed
+
+namespace bertc::distributed {
+namespace {
+
+std::string onebit_name(const std::string& what) { return GradientExchange::kOneBitPrefix + what; }
+
+}  // namespace
+
+ir::Environment<float> GradientExchange::onebit_state() {
+  ir::Environment<float> state;
+  const size_t part = onebit_->part(), all = part * static_cast<size_t>(comm_.size());
+  // Each rank's worker error in turn, to every rank (rank 0 keeps them): one vector's memory at a time.
+  for (int q = 0; q < comm_.size(); ++q) {
+    std::vector<float> error = comm_.rank() == q ? onebit_->worker_error() : std::vector<float>(all);
+    comm_.broadcast(error.data(), error.size() * sizeof(float), q);
+    state[onebit_name(fmt::format("worker_error.{}", q))] = floats(std::move(error), {static_cast<int64_t>(all)});
+  }
+  std::vector<float> server(all);
+  comm_.all_gather_bytes(onebit_->server_error().data(), server.data(), part * sizeof(float),
+                         "the gathering of 1-bit's error feedback for a checkpoint");
+  state[onebit_name("server_error")] = floats(std::move(server), {static_cast<int64_t>(all)});
+  ir::HostTensor<float> elements{ir::TensorType{ir::DType::I64, {1}}, {}, {static_cast<int64_t>(elements_)}};
+  state[onebit_name("elements")] = std::move(elements);
+  return state;
+}
+
+std::string GradientExchange::restore_onebit(const ir::Environment<float>& state) {
+  const int ranks = comm_.size();
+  const size_t part = onebit_->part(), all = part * static_cast<size_t>(ranks);
+  // Rank 0 judges its checkpoint's state: 0 none, 1 saved by as many ranks, 2 by another number, 3 unusable.
+  int64_t verdict = 0, saved_ranks = 0, saved_elements = 0;
+  if (comm_.rank() == 0 && state.count(onebit_name("server_error"))) {
+    while (state.count(onebit_name(fmt::format("worker_error.{}", saved_ranks)))) ++saved_ranks;
+    const auto elements = state.find(onebit_name("elements"));
+    saved_elements = elements == state.end() || elements->second.integer.size() != 1 ? -1 : elements->second.integer[0];
+    const size_t size = state.at(onebit_name("server_error")).real.size();
+    bool sizes_agree = saved_ranks > 0 && size >= elements_;
+    for (int64_t q = 0; q < saved_ranks && sizes_agree; ++q)
+      sizes_agree = state.at(onebit_name(fmt::format("worker_error.{}", q))).real.size() == size;
+    verdict = saved_elements != static_cast<int64_t>(elements_) || !sizes_agree ? 3 : saved_ranks == ranks && size == all ? 1 : 2;
+  }
+  int64_t said[] = {verdict, saved_ranks, saved_elements};
+  comm_.broadcast(said, sizeof said, 0);
+  verdict = said[0], saved_ranks = said[1], saved_elements = said[2];
+  if (verdict == 0) return "1-bit: the checkpoint holds no 1-bit error feedback (saved without it): it starts at zero";
+  if (verdict == 3)
+    return fmt::format("1-bit: the checkpoint's error feedback is of another model ({} elements, this one {}): it starts "
+                       "at zero",
+                       saved_elements, elements_);
+  // Saved by as many ranks: the vectors as they were. Else in element order (element i at i in
+  // both layouts), the padding's errors dropped, each rank's worker error the saved ones' mean.
+  auto padded = [&](const std::vector<float>& saved) {
+    std::vector<float> out(all, 0.0f);
+    std::copy_n(saved.begin(), elements_, out.begin());
+    return out;
+  };
+  std::vector<float> server(all), worker(all);
+  if (comm_.rank() == 0) {
+    const std::vector<float>& saved = state.at(onebit_name("server_error")).real;
+    server = verdict == 1 ? saved : padded(saved);
+  }
+  comm_.broadcast(server.data(), all * sizeof(float), 0);
+  if (verdict == 1) {
+    for (int q = 0; q < ranks; ++q) {
+      std::vector<float> error(all);
+      if (comm_.rank() == 0) error = state.at(onebit_name(fmt::format("worker_error.{}", q))).real;
+      comm_.broadcast(error.data(), all * sizeof(float), 0);
+      if (comm_.rank() == q) worker = std::move(error);
+    }
+  } else {
+    if (comm_.rank() == 0) {
+      for (int64_t q = 0; q < saved_ranks; ++q) {
+        const std::vector<float>& e = state.at(onebit_name(fmt::format("worker_error.{}", q))).real;
+        for (size_t i = 0; i < elements_; ++i) worker[i] += e[i] / static_cast<float>(saved_ranks);
+      }
+    }
+    comm_.broadcast(worker.data(), all * sizeof(float), 0);
+  }
+  const auto mine = server.begin() + static_cast<std::ptrdiff_t>(part * static_cast<size_t>(comm_.rank()));
+  onebit_->restore(std::move(worker), std::vector<float>(mine, mine + static_cast<std::ptrdiff_t>(part)));
+  if (verdict == 1) return fmt::format("1-bit: error feedback of {} rank(s) from the checkpoint", ranks);
+  return fmt::format("1-bit: the checkpoint's error feedback was saved by {} rank(s): each of these {} takes their mean "
+                     "worker error, and the server error is cut into {} parts",
+                     saved_ranks, ranks, ranks);
 }
 
 }  // namespace bertc::distributed

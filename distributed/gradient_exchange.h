@@ -11,6 +11,7 @@
 
 #include "distributed/communicator.h"
 #include "distributed/compression.h"
+#include "distributed/onebit.h"
 #include "distributed/powersgd.h"
 #include "ir/host_tensor.h"
 #include "ir/tensor_type.h"
@@ -41,9 +42,10 @@ struct PowerSgdSplit {
 };
 PowerSgdSplit powersgd_split(const std::vector<GradientTensor>& tensors, const ExchangeOptions& options);
 
-// The bytes of one step once compression is on (after PowerSGD's warm-up), from the shapes alone:
-// what GradientExchange::exchange() sends then, with no state made (bertc estimate of any model).
-uint64_t compressed_bytes_of(const std::vector<GradientTensor>& tensors, const ExchangeOptions& options);
+// The bytes of one step once compression is on (after PowerSGD's or 1-bit's warm-up) on `ranks`
+// ranks, from the shapes alone: what GradientExchange sends then, with no state made (bertc
+// estimate of any model).
+uint64_t compressed_bytes_of(const std::vector<GradientTensor>& tensors, const ExchangeOptions& options, int ranks);
 
 class GradientExchange {
  public:
@@ -64,11 +66,24 @@ class GradientExchange {
   // `bucket_data`: the bucket's tensors' data, in the bucket's order; `data` by tensor.
   void start_bucket(size_t bucket, const std::vector<float*>& bucket_data);
   ExchangeResult finish_buckets(const std::vector<float*>& data);
+  // 1-bit Adam (Compression::OneBit): whether step `step` exchanges the momentum (past the
+  // warm-up) rather than the gradients' fp32 sums (exchange()).
+  bool exchanges_momentum(int64_t step) const;
+  // That exchange. grads[i]: tensor i's gradient summed over this rank's micro-batches (its mean
+  // is grads x grad_scale); momenta[i] and variances[i]: the optimizer's exp_avg and frozen
+  // exp_avg_sq of it, the same on every rank. Each rank's momentum beta1 m + (1 - beta1) g,
+  // divided by the update's denominator sqrt(v / c2) + eps, is averaged over the ranks by
+  // OneBitAverage and multiplied back into momenta (the optimizer takes it as the step's:
+  // ir/ops.def adamw's freeze_step), and grads become the sums over the ranks that this average
+  // implies, ranks / grad_scale x (m' - beta1 m) / (1 - beta1), for the optimizer's gradient norm
+  // (the update does not read them).
+  ExchangeResult exchange_momentum(const std::vector<float*>& grads, const std::vector<float*>& momenta,
+                                   const std::vector<const float*>& variances, double grad_scale, int64_t step);
   // The fp32 bytes of every gradient: what `none` all-reduces per step.
   uint64_t dense_bytes() const;
   // The bytes of one step once compression is on (after PowerSGD's warm-up): what exchange()
   // returns then, computed without sending anything (bertc estimate).
-  uint64_t compressed_bytes() const { return compressed_bytes_of(tensors_, options_); }
+  uint64_t compressed_bytes() const { return compressed_bytes_of(tensors_, options_, comm_.size()); }
   // With PowerSGD: how many gradients it compresses and how many go in fp32 ("" otherwise).
   std::string compression_summary() const;
   const std::vector<std::vector<size_t>>& buckets() const { return buckets_; }
@@ -84,8 +99,13 @@ class GradientExchange {
   // is not read): Q on every rank, the error sum on rank 0 and zero on the others. Returns what it
   // did, for the log: restored, or why PowerSGD starts anew (nothing saved, or saved for another
   // powersgd_rank or model).
+  // With 1-bit compression: every rank's worker error (".worker_error.<rank>", rank 0 gathers
+  // them) and the server error of every rank's part (".server_error", in element order), under
+  // kOneBitPrefix; restored exactly on as many ranks, else each rank's worker error becomes their
+  // mean (the server's average sees the same first-order error) and the parts are cut anew.
   std::string restore_state(const ir::Environment<float>& state);
   static constexpr const char* kStatePrefix = "dist.powersgd.";
+  static constexpr const char* kOneBitPrefix = "dist.onebit.";
 
  private:
   using Buckets = std::vector<std::vector<size_t>>;
@@ -111,6 +131,10 @@ class GradientExchange {
   Buckets dense_buckets_;                    // PowerSGD: of the tensors it leaves uncompressed
   std::vector<size_t> dense_, compressed_;   // PowerSGD: the tensors it leaves and takes
   std::unique_ptr<PowerSgd> powersgd_;
+  std::unique_ptr<OneBitAverage> onebit_;
+  size_t elements_ = 0;                      // of every tensor
+  ir::Environment<float> onebit_state();
+  std::string restore_onebit(const ir::Environment<float>& state);
   std::vector<InFlight> in_flight_;
   uint64_t started_bytes_ = 0;  // of start_bucket's buckets, since the last finish_buckets
 };

@@ -54,6 +54,12 @@ void check(int rc, const char* what) {
   throw RankError(fmt::format("{} failed: {}", what, std::string(text, static_cast<size_t>(n))));
 }
 
+// A byte count as MPI's int; larger blocks than an int counts are refused, not cut.
+int int_count(size_t bytes) {
+  if (bytes > static_cast<size_t>(INT_MAX)) throw RankError(fmt::format("a block of {} bytes exceeds what one MPI call moves", bytes));
+  return static_cast<int>(bytes);
+}
+
 constexpr int kArrived = 7101, kGo = 7102, kProbe = 7103, kAlive = 7104;
 
 class Mpi : public Communicator {
@@ -125,6 +131,23 @@ class Mpi : public Communicator {
       done += n;
     }
     wait(r, [&] { return late("a broadcast of rank 0's state"); }, true);
+  }
+
+  // (MPI counts are ints: 1-bit compression's blocks of BERT-large are ~5 MB, far below)
+  void all_to_all(const void* send, void* recv, size_t bytes_each, const std::string& what) override {
+    std::vector<MPI_Request> r(1);
+    check(MPI_Ialltoall(send, int_count(bytes_each), MPI_BYTE, recv, int_count(bytes_each), MPI_BYTE, MPI_COMM_WORLD,
+                        &r[0]),
+          "MPI_Ialltoall");
+    wait(r, [&] { return late(what); }, true);
+  }
+
+  void all_gather_bytes(const void* send, void* recv, size_t bytes_each, const std::string& what) override {
+    std::vector<MPI_Request> r(1);
+    check(MPI_Iallgather(send, int_count(bytes_each), MPI_BYTE, recv, int_count(bytes_each), MPI_BYTE, MPI_COMM_WORLD,
+                         &r[0]),
+          "MPI_Iallgather");
+    wait(r, [&] { return late(what); }, true);
   }
 
   void meet(const std::string& what) override {

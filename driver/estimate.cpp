@@ -25,10 +25,11 @@ namespace {
 
 // The bytes each GPU all-reduces per step under `compression` (after PowerSGD's warm-up), from the
 // gradients' shapes (no exchange state is made: a model of any size is estimated).
-uint64_t bytes_per_step(const ir::Graph& step, const run_config::TrainConfig& t, distributed::Compression compression) {
+uint64_t bytes_per_step(const ir::Graph& step, const run_config::TrainConfig& t, distributed::Compression compression,
+                        int gpus) {
   distributed::ExchangeOptions o = train::exchange_options(t);
   o.compression = compression;
-  return distributed::compressed_bytes_of(train::gradient_tensors(step), o);
+  return distributed::compressed_bytes_of(train::gradient_tensors(step), o, gpus);
 }
 
 std::string money(double dollars) {
@@ -145,7 +146,7 @@ int estimate(const EstimateArgs& a, const CompileFlags& flags, const frontend::M
     setup.dollars_per_gpu_hour = a.price >= 0 ? a.price : price ? price->dollars_per_hour : 0;
     const bool priced = a.price >= 0 || price.has_value();  // (--price 0: hardware of one's own, a cost of $0)
     for (distributed::Compression kind : kinds) {
-      setup.bytes_per_step = static_cast<double>(bytes_per_step(program.step, c.train, kind));
+      setup.bytes_per_step = static_cast<double>(bytes_per_step(program.step, c.train, kind, setup.gpus_per_machine * setup.machines));
       if (kind == distributed::Compression::PowerSgd) {
         distributed::ExchangeOptions o = train::exchange_options(c.train);
         o.compression = kind;

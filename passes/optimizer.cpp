@@ -22,6 +22,7 @@ namespace {
 
 using Settings = std::map<std::string_view, double>;
 void add_setting(Settings& out, std::string_view key, double value) { out.emplace(key, value); }
+void add_setting(Settings& out, std::string_view key, int64_t value) { out.emplace(key, static_cast<double>(value)); }
 template <class T>
 void add_setting(Settings&, std::string_view, const T&) {}  // not a float: no attribute takes it
 

@@ -8,6 +8,7 @@ namespace {
 
 struct Hyper {
   double beta1, beta2, eps, weight_decay, lr, correction1, correction2;
+  bool frozen = false;  // adamw past its freeze_step: exp_avg is the step's momentum, exp_avg_sq stays
 };
 
 template <typename T>
@@ -15,8 +16,10 @@ Hyper hyper(const OpEval<T>& e) {
   Hyper h{e.template attr<double>("beta1"), e.template attr<double>("beta2"), e.template attr<double>("eps"),
           e.template attr<double>("weight_decay"), static_cast<double>(e.real(4)[0]), 0, 0};
   const auto step = static_cast<double>(e.integer(5)[0]);
+  const double freeze = e.op.kind == ir::OpKind::Adamw ? e.template attr<double>("freeze_step") : 0.0;
+  h.frozen = freeze > 0 && step > freeze;
   h.correction1 = 1 - std::pow(h.beta1, step);
-  h.correction2 = 1 - std::pow(h.beta2, step);
+  h.correction2 = 1 - std::pow(h.beta2, h.frozen ? freeze : step);
   return h;
 }
 
@@ -26,8 +29,8 @@ std::vector<double> adam_direction(OpEval<T>& e, const Hyper& h) {
   const std::vector<T>&p = e.real(0), &g = e.real(1), &m = e.real(2), &v = e.real(3);
   std::vector<double> u(p.size());
   for (size_t i = 0; i < p.size(); ++i) {
-    const double m1 = h.beta1 * m[i] + (1 - h.beta1) * g[i];
-    const double v1 = h.beta2 * v[i] + (1 - h.beta2) * double(g[i]) * g[i];
+    const double m1 = h.frozen ? double(m[i]) : h.beta1 * m[i] + (1 - h.beta1) * g[i];
+    const double v1 = h.frozen ? double(v[i]) : h.beta2 * v[i] + (1 - h.beta2) * double(g[i]) * g[i];
     e.out[1].real[i] = static_cast<T>(m1);
     e.out[2].real[i] = static_cast<T>(v1);
     u[i] = (m1 / h.correction1) / (std::sqrt(v1 / h.correction2) + h.eps) + h.weight_decay * p[i];

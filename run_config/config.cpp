@@ -339,6 +339,34 @@ std::optional<RelationIssue> model_issue(const ModelConfig& m, const ModelOrigin
 // `origin`: where [model] came from when not the config's text (a Hugging Face folder's
 // config.json, a checkpoint's record), named in the messages with its fix; empty for the config's
 // own [model].
+// 1-bit Adam's settings together: its warm-up set, with AdamW, and the warm-up not without it.
+std::optional<RelationIssue> onebit_issue(const TrainConfig& t) {
+  const bool onebit = t.gradient_compression == distributed::Compression::OneBit;
+  if (!onebit && t.onebit_warmup_steps > 0)
+    return RelationIssue{"train", "onebit_warmup_steps",
+                         fmt::format("[train] onebit_warmup_steps = {} is 1-bit Adam's warm-up, and gradient_compression "
+                                     "is \"{}\": set gradient_compression = \"onebit\", or remove it",
+                                     t.onebit_warmup_steps, ir::enum_name(t.gradient_compression))};
+  if (!onebit) return std::nullopt;
+  if (t.optimizer.kind != ir::OpKind::Adamw)
+    return RelationIssue{"train", "gradient_compression",
+                         fmt::format("[train] gradient_compression = \"onebit\" is 1-bit Adam, and the optimizer is {}: "
+                                     "set optimizer = \"adamw\" (1-bit LAMB is not built yet), or another "
+                                     "gradient_compression (\"powersgd\", \"fp16\")",
+                                     ir::op_info(t.optimizer.kind).name)};
+  if (t.onebit_warmup_steps < 1)
+    return RelationIssue{"train", "onebit_warmup_steps",
+                         fmt::format("[train] gradient_compression = \"onebit\" needs onebit_warmup_steps: the first "
+                                     "steps, plain AdamW with fp32 sums, before the variance freezes (the paper: 15-25% "
+                                     "of the run): set onebit_warmup_steps = {}",
+                                     std::max<int64_t>(1, t.steps / 5))};
+  if (t.beta1 >= 1)
+    return RelationIssue{"train", "beta1",
+                         "[train] gradient_compression = \"onebit\" sends the momentum, and beta1 = 1 never lets a "
+                         "gradient into it: set beta1 = 0.9"};
+  return std::nullopt;
+}
+
 std::optional<RelationIssue> check_relations(const Config& c, const ModelOrigin& origin = {}) {
   const ModelConfig& m = c.model;
   const TrainConfig& t = c.train;
@@ -406,6 +434,7 @@ std::optional<RelationIssue> check_relations(const Config& c, const ModelOrigin&
                          fmt::format("[train] packing_max_examples = {}, and an example takes 5 tokens at least: "
                                      "seq_len = {} holds {} at most; set {} or fewer (3 is NVIDIA's choice at 512)",
                                      t.packing_max_examples, t.seq_len, t.seq_len / 5, std::max<int64_t>(1, t.seq_len / 5))};
+  if (const auto issue = onebit_issue(t)) return issue;
   if (!c.finetune_section && t.max_predictions_per_seq > t.seq_len)  // (no masked predictions in fine-tuning)
     return RelationIssue{"train", "max_predictions_per_seq",
                          fmt::format("[train] max_predictions_per_seq = {} exceeds seq_len = {}",

@@ -79,6 +79,18 @@ std::string rounded_on_device(distributed::Compression c) {
   return c == distributed::Compression::None ? "" : fmt::format("rounded to {} on the device and ", ir::enum_name(c));
 }
 
+// Compressions made on the host alone (their error feedback and products): never NCCL's sums.
+bool on_host_only(distributed::Compression c) {
+  return c == distributed::Compression::PowerSgd || c == distributed::Compression::OneBit;
+}
+
+// The step graph's params in gradient_tensors' order (the last first).
+std::vector<ir::ValueId> momentum_params(const ir::Graph& step) {
+  std::vector<ir::ValueId> params = step.values_of(ir::OpKind::Param);
+  std::reverse(params.begin(), params.end());
+  return params;
+}
+
 // The ranks whose value differs from rank 0's.
 std::vector<int> differing(const std::vector<uint64_t>& values) {
   std::vector<int> out;
@@ -97,6 +109,10 @@ distributed::ExchangeOptions exchange_options(const run_config::TrainConfig& t) 
   o.powersgd_rank = t.powersgd_rank;
   o.powersgd_warmup_steps = t.powersgd_warmup_steps;
   o.seed = static_cast<uint64_t>(t.seed);
+  o.onebit_warmup_steps = t.onebit_warmup_steps;
+  o.beta1 = t.beta1;
+  o.beta2 = t.beta2;
+  o.epsilon = t.epsilon;
   return o;
 }
 
@@ -133,27 +149,40 @@ uint64_t collective_reserve_bytes(const run_config::TrainConfig& t, int ranks, c
                                   int64_t param_elements) {
   const bool library = device.in_run_sums == runtime::InRunSums::SideQueue &&
                        (ranks > 1 || t.allreduce == distributed::AllReduce::Nccl) &&
-                       t.allreduce != distributed::AllReduce::Host &&
-                       t.gradient_compression != distributed::Compression::PowerSgd;
+                       t.allreduce != distributed::AllReduce::Host && !on_host_only(t.gradient_compression);
   if (!library) return 0;
   const uint64_t shares = rounded_dtype(t.gradient_compression) ? 2 * static_cast<uint64_t>(param_elements) : 0;
   return device.collective_library_bytes + shares;
 }
 
 DataParallel::DataParallel(distributed::Communicator& comm, const passes::TrainingProgram& program, const run_config::TrainConfig& t)
-    : comm_(comm), step_graph_(program.step), allreduce_(t.allreduce), timeout_(t.rank_timeout) {
-  // One rank sums nothing, unless NCCL is asked for (the GPU check compares it with no exchange).
-  if (comm_.size() == 1 && allreduce_ != distributed::AllReduce::Nccl) return;
-  if (t.gradient_compression == distributed::Compression::PowerSgd && program.step.find(ir::names::kLossScale))
-    throw run_folder::TrainError("gradient_compression = \"powersgd\" with loss scaling (precision fp16) is not supported yet: "
-                     "PowerSGD's error feedback would mix gradients of different loss scales; use precision bf16 "
-                     "(sm_80 and newer) or fp32, or gradient_compression = \"fp16\"");
-  if (allreduce_ == distributed::AllReduce::Nccl && t.gradient_compression == distributed::Compression::PowerSgd)
-    throw run_folder::TrainError("[train] allreduce = \"nccl\" sums fp32, fp16 or bf16 gradients on the GPU, and "
-                     "gradient_compression = \"powersgd\" is made on the host: set allreduce = \"auto\" (or \"host\"), or "
-                     "gradient_compression = \"fp16\", \"bf16\" or \"none\"");
+    : comm_(comm), step_graph_(program.step), allreduce_(t.allreduce), timeout_(t.rank_timeout),
+      accumulation_(t.gradient_accumulation_steps) {
+  // One rank sums nothing, unless NCCL is asked for (the GPU check compares it with no exchange);
+  // 1-bit Adam compresses its momentum on one rank too (its optimizer takes the momentum the
+  // exchange makes).
+  const bool onebit = t.gradient_compression == distributed::Compression::OneBit;
+  if (comm_.size() == 1 && allreduce_ != distributed::AllReduce::Nccl && !onebit) return;
+  const std::string compression(ir::enum_name(t.gradient_compression));
+  if (on_host_only(t.gradient_compression) && program.step.find(ir::names::kLossScale))
+    throw run_folder::TrainError(fmt::format("gradient_compression = \"{}\" with loss scaling (precision fp16) is not "
+                                             "supported yet: its error feedback would mix gradients of different loss "
+                                             "scales; use precision bf16 (sm_80 and newer) or fp32, or "
+                                             "gradient_compression = \"fp16\"",
+                                             compression));
+  if (allreduce_ == distributed::AllReduce::Nccl && on_host_only(t.gradient_compression))
+    throw run_folder::TrainError(fmt::format("[train] allreduce = \"nccl\" sums fp32, fp16 or bf16 gradients on the GPU, "
+                                             "and gradient_compression = \"{}\" is made on the host: set allreduce = "
+                                             "\"auto\" (or \"host\"), or gradient_compression = \"fp16\", \"bf16\" or "
+                                             "\"none\"",
+                                             compression));
   tensors_ = gradient_tensors(program.step);
   for (const distributed::GradientTensor& g : tensors_) accumulators_.push_back(g.name);
+  if (onebit)
+    for (ir::ValueId p : momentum_params(program.step)) {
+      momenta_.push_back(ir::names::optimizer_state_of(program.step.value(p).name, "exp_avg"));
+      variances_.push_back(ir::names::optimizer_state_of(program.step.value(p).name, "exp_avg_sq"));
+    }
   exchange_ = std::make_unique<distributed::GradientExchange>(comm_, tensors_, exchange_options(t));
   path_ = SumPath::Staged;
 }
@@ -171,6 +200,10 @@ std::string DataParallel::attach_sums(GraphRunner& step, GraphRunner& optimizer,
     throw run_folder::TrainError(fmt::format("[train] allreduce = \"nccl\" sums a GPU's gradients, and this run trains on {}: "
                                  "train with --device cuda, or set allreduce = \"auto\"",
                                  device ? device->name() : "the CPU reference"));
+  if (exchange_->options().compression == distributed::Compression::OneBit)
+    return fmt::format("1-bit Adam: fp32 sums over {} for {} step(s), then the optimizer's momentum as signs, between "
+                       "the step and the optimizer (staged through host memory)",
+                       comm_.engine(), exchange_->options().onebit_warmup_steps);
   if (in_run == runtime::InRunSums::SideQueue) return attach_library_sums(*device, step);
   if (exchange_->options().compression == distributed::Compression::PowerSgd) {
     if (in_run != runtime::InRunSums::HostCalls)
@@ -345,8 +378,25 @@ void DataParallel::before_optimizer(GraphRunner& optimizer, support::Environment
   optimizer.download_state(accumulators_, env);
   std::vector<float*> data;
   for (const std::string& name : accumulators_) data.push_back(env.at(name).real.data());
-  result_ = exchange_->exchange(data, step);
+  if (!exchange_->exchanges_momentum(step)) {
+    result_ = exchange_->exchange(data, step);
+    optimizer.upload_state(accumulators_, env);
+    return;
+  }
+  // 1-bit Adam past its warm-up: the momentum travels, and the optimizer takes it as the step's.
+  // The variance is frozen: read once a run (or again after a resume).
+  optimizer.download_state(momenta_, env);
+  if (frozen_variances_.empty()) {
+    optimizer.download_state(variances_, env);
+    for (const std::string& name : variances_) frozen_variances_.push_back(env.at(name).real);
+  }
+  std::vector<float*> momenta;
+  for (const std::string& name : momenta_) momenta.push_back(env.at(name).real.data());
+  std::vector<const float*> variances;
+  for (const std::vector<float>& v : frozen_variances_) variances.push_back(v.data());
+  result_ = exchange_->exchange_momentum(data, momenta, variances, 1.0 / static_cast<double>(accumulation_), step);
   optimizer.upload_state(accumulators_, env);
+  optimizer.upload_state(momenta_, env);
 }
 
 distributed::ExchangeResult DataParallel::end_exchange(int64_t step, bool loss_scaling, double grad_norm) {
@@ -448,15 +498,19 @@ support::Environment DataParallel::exchange_state() {
 }
 
 std::string DataParallel::restore_exchange_state(const support::Environment& env) {
-  const bool saved = std::any_of(env.begin(), env.end(), [](const auto& entry) {
-    return entry.first.starts_with(distributed::GradientExchange::kStatePrefix);
-  });
-  if (exchange_ && exchange_->options().compression == distributed::Compression::PowerSgd)
-    return exchange_->restore_state(env);
-  return saved && leader() ? fmt::format("PowerSGD: the checkpoint's PowerSGD state is not used by this run ({}): "
-                                         "dropped",
-                                         ranks() == 1 ? "one rank sums nothing" : "gradient_compression is not powersgd")
-                           : "";
+  auto saved = [&](const char* prefix) {
+    return std::any_of(env.begin(), env.end(), [&](const auto& entry) { return entry.first.starts_with(prefix); });
+  };
+  const distributed::Compression mine = exchange_ ? exchange_->options().compression : distributed::Compression::None;
+  if (mine == distributed::Compression::PowerSgd || mine == distributed::Compression::OneBit) return exchange_->restore_state(env);
+  if (!leader()) return "";
+  if (saved(distributed::GradientExchange::kStatePrefix))
+    return fmt::format("PowerSGD: the checkpoint's PowerSGD state is not used by this run ({}): dropped",
+                       ranks() == 1 ? "one rank sums nothing" : "gradient_compression is not powersgd");
+  if (saved(distributed::GradientExchange::kOneBitPrefix))
+    return "1-bit: the checkpoint's 1-bit error feedback is not used by this run (gradient_compression is not onebit): "
+           "dropped";
+  return "";
 }
 
 void DataParallel::check_same_parameters(const support::Environment& env, const run_folder::TensorManifest& manifest, int64_t step) {

@@ -142,6 +142,9 @@ class DataParallel {
   double timeout_;
   std::vector<distributed::GradientTensor> tensors_;
   std::vector<std::string> accumulators_;
+  std::vector<std::string> momenta_, variances_;  // 1-bit: the optimizer's exp_avg and exp_avg_sq, by accumulator
+  std::vector<std::vector<float>> frozen_variances_;  // 1-bit: exp_avg_sq past the warm-up (it no longer changes)
+  int64_t accumulation_ = 1;           // this rank's micro-batches a step
   std::unique_ptr<distributed::GradientExchange> exchange_;
   SumPath path_ = SumPath::None;
   std::unique_ptr<runtime::DeviceCollective> device_sums_;  // OnDevice: the device's own sums

@@ -143,7 +143,7 @@ TEST(GradientExchange, PowerSgdWarmsUpUncompressedAndLeavesSmallTensors) {
   EXPECT_TRUE(after.compressed);
   EXPECT_EQ(after.bytes, 4u + 32 * 4 + (64 + 32) * 1 * 4);
   EXPECT_EQ(e.compressed_bytes(), after.bytes);  // what bertc estimate counts
-  EXPECT_EQ(compressed_bytes_of({{"w", {64, 32}}, {"b", {32}}}, o), after.bytes);  // (from the shapes alone)
+  EXPECT_EQ(compressed_bytes_of({{"w", {64, 32}}, {"b", {32}}}, o, 1), after.bytes);  // (from the shapes alone)
   EXPECT_NE(e.compression_summary().find("PowerSGD rank 1 compresses 1 of the 2 gradients; 1"), std::string::npos)
       << e.compression_summary();
 }

@@ -40,6 +40,7 @@ Tensor64 batch(double shift) {
 struct Reference {  // the optimizer written out by hand
   std::string kind;
   double lr, beta1 = 0.9, beta2 = 0.999, eps = 1e-6, wd = 0.01, max_norm;
+  int freeze = 0;  // 1-bit Adam: past this step m is given (the exchange's), v stays, c2 is freeze's
   std::map<std::string, std::vector<double>> m, v;
 
   void step(std::map<std::string, std::vector<double>>& params, std::map<std::string, std::vector<double>> grads, int t,
@@ -68,9 +69,11 @@ struct Reference {  // the optimizer written out by hand
       double pn = 0, un = 0;
       for (size_t i = 0; i < p.size(); ++i) {
         const double g = grads[n][i] * factor;
-        mm[i] = beta1 * mm[i] + (1 - beta1) * g;
-        vv[i] = beta2 * vv[i] + (1 - beta2) * g * g;
-        u[i] = (mm[i] / (1 - std::pow(beta1, t))) / (std::sqrt(vv[i] / (1 - std::pow(beta2, t))) + eps) + decay * p[i];
+        const bool frozen = freeze > 0 && t > freeze;
+        if (!frozen) mm[i] = beta1 * mm[i] + (1 - beta1) * g;
+        if (!frozen) vv[i] = beta2 * vv[i] + (1 - beta2) * g * g;
+        const double c2 = 1 - std::pow(beta2, frozen ? freeze : t);
+        u[i] = (mm[i] / (1 - std::pow(beta1, t))) / (std::sqrt(vv[i] / c2) + eps) + decay * p[i];
         pn += p[i] * p[i];
         un += u[i] * u[i];
       }
@@ -80,11 +83,12 @@ struct Reference {  // the optimizer written out by hand
   }
 };
 
-void train_and_compare(const std::string& kind, double max_norm) {
+void train_and_compare(const std::string& kind, double max_norm, int freeze = 0) {
   const ir::Graph forward = model();
   passes::OptimizerOptions options;
   options.optimizer.kind = *ir::op_kind_from_name(kind);
   options.max_grad_norm = max_norm;
+  options.onebit_warmup_steps = freeze;
   options.gradient_accumulation_steps = 2;
   ir::Graph step = forward;
   passes::differentiate(step);
@@ -100,8 +104,17 @@ void train_and_compare(const std::string& kind, double max_norm) {
   for (ir::ValueId p : forward.values_of(ir::OpKind::Param)) params[forward.value(p).name] = env[forward.value(p).name].real;
   Reference ref{kind, 0.05};
   ref.max_norm = max_norm;
+  ref.freeze = freeze;
 
-  for (int t = 1; t <= 3; ++t) {
+  for (int t = 1; t <= (freeze ? freeze + 2 : 3); ++t) {
+    // Past the freeze, the momentum the 1-bit exchange would have made: any vector, here the
+    // last one halved and shifted (the optimizer must take it as it is).
+    if (freeze && t > freeze)
+      for (auto& [n, m] : ref.m)
+        for (size_t i = 0; i < m.size(); ++i) {
+          m[i] = 0.5 * m[i] + 0.01 * std::sin(double(i) + t);
+          env[n + ".exp_avg"].real[i] = m[i];
+        }
     std::map<std::string, std::vector<double>> mean_grad;
     for (int micro = 0; micro < 2; ++micro) {
       env["x"] = batch(10 * t + micro);
@@ -128,6 +141,10 @@ void train_and_compare(const std::string& kind, double max_norm) {
 TEST(Optimizer, AdamwWithAccumulation) { train_and_compare("adamw", 0.0); }
 TEST(Optimizer, AdamwWithClipping) { train_and_compare("adamw", 0.01); }  // small enough to clip every step
 TEST(Optimizer, LambWithClipping) { train_and_compare("lamb", 0.01); }
+// 1-bit Adam's AdamW: plain for 2 steps, then the exchange's momentum taken and the variance kept
+// (bias-corrected as at step 2) for 2 more; clipping too (it scales a gradient the update no
+// longer reads).
+TEST(Optimizer, AdamwPastItsFreezeStep) { train_and_compare("adamw", 0.01, 2); }
 TEST(Optimizer, LionWithClipping) { train_and_compare("lion", 0.01); }
 
 // The state of every optimizer op of the table is what its operands declare: the pass makes one
