@@ -292,10 +292,9 @@ std::string Emitter::pointwise(const ir::Op& op, const Coords& at) {
     case OpKind::Adamw: {
       // p' = p - lr * (m^ / (sqrt(v^) + eps) + wd * p), m^ and v^ bias-corrected by the step count.
       const double b1 = op.attr<double>("beta1"), b2 = op.attr<double>("beta2");
-      const std::string p = x(0), g = x(1), m = x(2), v = x(3), lr = x(4);
+      const std::string p = x(0), g = x(1), m = x(2), v = x(3), lr = x(4), step = x(5);
       std::string m1 = local("float", fmt::format("{} * {} + {} * {}", float_literal(b1), m, float_literal(1 - b1), g));
       std::string v1 = local("float", fmt::format("{} * {} + {} * {} * {}", float_literal(b2), v, float_literal(1 - b2), g, g));
-      const std::string step = x(5);
       std::string variance_step = step;
       // 1-bit Adam past freeze_step: exp_avg is already the step's momentum, exp_avg_sq is frozen
       // and bias-corrected as at freeze_step (ir/ops.def).

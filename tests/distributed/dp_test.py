@@ -4,8 +4,8 @@ MASTER_ADDR, MASTER_PORT: the cases ending in _env): each case runs `bertc train
 and asserts on their metrics and messages. One case per ctest test:
 
 usage: dp_test.py CASE BERTC SOURCE_DIR WORK_DIR
-cases: equal_adamw equal_lamb equal_host equal_host_lamb equal_host_accumulating fp16_bf16 fp16_bf16_host powersgd kill hang resume_other_ranks refuse_mismatch
-       refuse_nccl refuse_compiled_resume equal_compiled powersgd_resume equal_env equal_host_env kill_env hang_env refuse_env stop_env equal_torchrun
+cases: equal_adamw equal_lamb equal_host equal_host_lamb equal_host_accumulating fp16_bf16 fp16_bf16_host compressions kill hang resume_other_ranks refuse_mismatch
+       refuse_nccl refuse_compiled_resume equal_compiled powersgd_resume onebit_resume equal_env equal_host_env kill_env hang_env refuse_env stop_env equal_torchrun
        kill_torchrun; on a GPU (tests/gpu/run.sh): equal_cuda_env; on bertc's emulated CUDA driver and NCCL:
        equal_emulated fp16_bf16_emulated hang_emulated kill_emulated_env
 """
@@ -234,29 +234,42 @@ def fp16_bf16(device="cpu", steps=20):
             fail(f"{kind} should all-reduce half the bytes of fp32")
 
 
-def powersgd():
-    # bert-tiny, 300 steps, global batch 8 on 2 ranks: PowerSGD rank 4 against fp32 sums (+0.61%
-    # at 300 steps, +0.75% at 600: 3% allowed; 300 since 2026-12-07, a serial minute of CI saved).
-    runs = {}
-    for kind in ("none", "powersgd"):
-        cfg = config(kind, base="examples/bert-tiny.toml", batch_size=4, steps=300, gradient_compression=kind)
-        train(cfg, kind, ranks=2)
+def compressions():
+    # bert-tiny, 300 steps, global batch 8 on 2 ranks: PowerSGD rank 4 and 1-bit Adam against fp32
+    # sums. PowerSGD: +0.61% at 300 steps, +0.75% at 600 (3% allowed; 300 since 2026-12-07, a
+    # serial minute of CI saved). 1-bit Adam with 40% of the run in warm-up: +0.87% at 300 steps,
+    # +0.66% at 600 (2% allowed, the issue's bound); with 20% it ends 17% above at 600 steps (the
+    # variance frozen before it settles: docs/distributed.md).
+    runs, logs = {}, {}
+    for kind, extra in (("none", {}), ("powersgd", {}), ("onebit", {"onebit_warmup_steps": 120})):
+        cfg = config(kind, base="examples/bert-tiny.toml", batch_size=4, steps=300, gradient_compression=kind, **extra)
+        logs[kind] = train(cfg, kind, ranks=2).stderr
         runs[kind] = metrics(kind)
+    if "1-bit Adam: fp32 sums over MPI for 120 step(s), then the optimizer's momentum as signs" not in logs["onebit"]:
+        fail("the 1-bit run did not say how its exchange goes:\n" + logs["onebit"][-2000:])
     final = {k: sum(m["loss"] for m in v[-20:]) / 20 for k, v in runs.items()}
     sent = {k: sum(m["allreduce_bytes"] for m in v) / len(v) for k, v in runs.items()}
-    ratio = sent["none"] / sent["powersgd"]
-    gap = final["powersgd"] / final["none"] - 1
-    print(f"final loss (mean of the last 20 steps): none {final['none']:.4f}, powersgd {final['powersgd']:.4f} "
-          f"({100 * gap:+.2f}%); bytes per step: none {sent['none']:.0f}, powersgd {sent['powersgd']:.0f} "
-          f"({ratio:.1f}x fewer)")
-    json.dump({"final_loss": final, "bytes_per_step": sent, "losses": {k: [m["loss"] for m in v] for k, v in runs.items()}},
-              open(os.path.join(WORK, "powersgd.json"), "w"))
-    if gap > 0.03:
-        fail(f"PowerSGD's final loss is {100 * gap:.2f}% above fp32 sums' (3% allowed)")
-    if ratio < 4:
-        fail(f"PowerSGD sends only {ratio:.1f}x fewer bytes (4x wanted)")
-    if not any(m["allreduce_compressed"] for m in runs["powersgd"]) or runs["powersgd"][0]["allreduce_compressed"]:
-        fail("PowerSGD should send fp32 during its warm-up and compress after it")
+    after = {k: v[-1]["allreduce_bytes"] for k, v in runs.items()}
+    print(f"final loss (mean of the last 20 steps): " + ", ".join(f"{k} {final[k]:.4f} ({100 * (final[k] / final['none'] - 1):+.2f}%)"
+                                                             for k in runs) +
+          "; bytes per step (mean): " + ", ".join(f"{k} {sent[k]:.0f}" for k in runs) +
+          "; after the warm-ups: " + ", ".join(f"{k} {after[k]:.0f}" for k in runs))
+    json.dump({"final_loss": final, "bytes_per_step": sent, "bytes_after_warmup": after,
+               "losses": {k: [m["loss"] for m in v] for k, v in runs.items()}},
+              open(os.path.join(WORK, "compressions.json"), "w"))
+    for kind, bound in (("powersgd", 0.03), ("onebit", 0.02)):
+        gap = final[kind] / final["none"] - 1
+        if gap > bound:
+            fail(f"{kind}'s final loss is {100 * gap:.2f}% above fp32 sums' ({100 * bound:.0f}% allowed)")
+        m = runs[kind]
+        if not any(x["allreduce_compressed"] for x in m) or m[0]["allreduce_compressed"]:
+            fail(f"{kind} should send fp32 during its warm-up and compress after it")
+    if sent["none"] / sent["powersgd"] < 4:
+        fail(f"PowerSGD sends only {sent['none'] / sent['powersgd']:.1f}x fewer bytes (4x wanted)")
+    # 1-bit: a sign a weight and a 4-byte scale per 2048, against 4 bytes a weight: 31.5x (the
+    # padding of each rank's part to whole blocks aside).
+    if after["none"] / after["onebit"] < 30:
+        fail(f"1-bit sends only {after['none'] / after['onebit']:.1f}x fewer bytes than fp32 after its warm-up (30x wanted)")
 
 
 def rank_pids(marker):
@@ -479,6 +492,26 @@ def powersgd_resume():
         fail("resuming PowerSGD's checkpoint on 1 rank did not say its state is dropped:\n" + one[-2000:])
 
 
+def onebit_resume():
+    # 1-bit's error feedback (every rank's worker error, the server errors) is in the checkpoint:
+    # 2 ranks to step 10, then resumed, train as 2 ranks straight through; on 1 rank the worker
+    # errors are spread (their mean), saying so. The Host device runs the same exchange.
+    cfg = config("onebit", steps=20, batch_size=2, checkpoint_every=10, gradient_compression="onebit",
+                 onebit_warmup_steps=4)
+    straight_then_split(cfg, 2, "1-bit: error feedback of 2 rank(s) from the checkpoint",
+                        "1-bit 2 ranks straight vs resumed at step 10")
+    one = train(cfg, "split", ranks=1, extra=["--resume", "--steps", "22"]).stderr
+    if "1-bit: the checkpoint's error feedback was saved by 2 rank(s): each of these 1 takes their mean" not in one:
+        fail("resuming 1-bit's checkpoint on 1 rank did not say how its state is spread:\n" + one[-2000:])
+    # The Host device: its kernels' AdamW past the freeze (ir/ops.def's freeze_step) against the
+    # reference's, on the same compressed exchange. Sign decisions of elements near zero may flip
+    # with float rounding; over 20 steps of test-tiny the losses were seen within 1.8e-5, 1e-4 allowed.
+    host = train(cfg, "onebit_host", ranks=2, device="host").stderr
+    if "1-bit Adam: fp32 sums over" not in host:
+        fail("the Host device's 1-bit run did not say how its exchange goes:\n" + host[-2000:])
+    compare(metrics("straight"), metrics("onebit_host"), "loss", 1e-4, "1-bit on the Host device vs the reference")
+
+
 def refuse_mismatch():
     # Another learning rate, another model (whose state broadcast would not even fit), another
     # --device: refused before anything trains, naming what differs.
@@ -596,7 +629,7 @@ def refuse_env():
 CASES = {"equal_adamw": lambda: equal("adamw"), "equal_lamb": lambda: equal("lamb", accumulation=2),
          "equal_host": lambda: equal("adamw", device="host", steps=6),
          "equal_host_lamb": lambda: equal("lamb", device="host", steps=6),
-         "equal_host_accumulating": lambda: equal("adamw", device="host", steps=6, accumulation=2), "fp16_bf16": fp16_bf16, "powersgd": powersgd,
+         "equal_host_accumulating": lambda: equal("adamw", device="host", steps=6, accumulation=2), "fp16_bf16": fp16_bf16, "compressions": compressions, "onebit_resume": onebit_resume,
          "kill": kill, "hang": hang, "resume_other_ranks": resume_other_ranks, "refuse_mismatch": refuse_mismatch,
          "refuse_nccl": refuse_nccl, "powersgd_resume": powersgd_resume, "equal_env": lambda: equal("adamw"),
          "equal_host_env": lambda: equal("adamw", device="host", steps=6), "kill_env": kill, "hang_env": hang,
