@@ -23,6 +23,7 @@ constexpr std::array kInterconnects{
     Interconnect{"nvlink2", "NVLink 2 (V100 SXM2)", 150.0, 3, kIn, "v100"},
     Interconnect{"nvlink3", "NVLink 3 (A100 SXM4)", 300.0, 3, kIn, "a100"},
     Interconnect{"nvlink4", "NVLink 4 (H100/H200 SXM)", 450.0, 3, kIn, "h100 h200"},
+    Interconnect{"1gbe", "Gigabit Ethernet", 0.125, 50, kOut, ""},
     Interconnect{"10gbe", "10 Gigabit Ethernet", 1.25, 30, kOut, ""},
     Interconnect{"25gbe", "25 Gigabit Ethernet", 3.125, 25, kOut, ""},
     Interconnect{"100gbe", "100 Gigabit Ethernet", 12.5, 20, kOut, ""},

@@ -14,10 +14,10 @@ log() { printf 'setup: %s\n' "$*" >&2; }
 # ranks and mpirun, Gloo for ranks that torchrun starts, HDF5 for pretraining shards), LLVM's
 # lit/FileCheck; h5py, with which tests edit shards as other tools write them; ccache, so that a
 # second build of the same sources (another clone at the same path, a CI rerun) compiles nothing
-# it compiled before.
+# it compiled before; iproute2 (ip, tc) for the slow-link test's namespace and rate limit.
 packages=(g++ cmake ninja-build ccache python3 libfmt-dev libtomlplusplus-dev libcli11-dev nlohmann-json3-dev
           libopenblas-dev libutf8proc-dev libxxhash-dev libboost-context-dev libgtest-dev llvm-14-tools
-          libopenmpi-dev openmpi-bin libgloo-dev libhdf5-dev zlib1g-dev python3-h5py)
+          libopenmpi-dev openmpi-bin libgloo-dev libhdf5-dev zlib1g-dev python3-h5py iproute2)
 python3 -m pip --version >/dev/null 2>&1 || packages+=(python3-pip)
 missing=()
 for p in "${packages[@]}"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p"); done

@@ -96,7 +96,7 @@ TEST(ScalingEstimate, RefusesLinksOfTheWrongReachOrGpu) {
     return std::string("(no error)");
   };
   EXPECT_EQ(message([] { find_interconnect("nvlink3", LinkReach::BetweenMachines); }),
-            "'nvlink3' (NVLink 3 (A100 SXM4)) joins a machine's GPUs, not between machines: give one of 10gbe, 25gbe, "
+            "'nvlink3' (NVLink 3 (A100 SXM4)) joins a machine's GPUs, not between machines: give one of 1gbe, 10gbe, 25gbe, "
             "100gbe, ib-edr, ib-hdr (--within is the link inside a machine, --between the network between machines)");
   EXPECT_THROW(find_interconnect("10gbe", LinkReach::WithinMachine), std::invalid_argument);
   EXPECT_THROW(find_interconnect("pcie4", LinkReach::BetweenMachines), std::invalid_argument);

@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""The bytes each compression puts on the wire, counted by the kernel (issue 40).
+
+2 ranks of bert-tiny over Gloo (torchrun's variables, MASTER_ADDR=127.0.0.1) in a network
+namespace of their own (bench/slow_link.py makes it), whose loopback's qdisc counts every byte
+both ranks send. A run of 20 steps less one of 4 is 16 steps' traffic (the start's broadcast of the
+state and the last checkpoint's exchanges cancel): per step it must be what bertc reports, twice
+(each rank sends 2 (N-1)/N x its all-reduce bytes, N = 2, for a ring sum as for 1-bit's
+all-to-all and all-gather), for fp32, fp16, PowerSGD and 1-bit after their warm-ups. Then the
+same 20 steps of fp32 sums through a tbf limited to 1 Gbit/s: the kernel shaped and counted the
+same traffic. Step times are printed, not judged (bench/slow_link.py is where they are figures).
+
+Needs root (or user namespaces), unshare, ip and tc with pfifo and tbf: where any is missing it
+prints why and exits 77 (ctest's skip).
+
+usage: slow_link_test.py BERTC SOURCE_DIR WORK_DIR
+"""
+import os
+import shutil
+import sys
+
+BERTC, SOURCE, WORK = sys.argv[1:4]
+sys.path.insert(0, os.path.join(SOURCE, "bench"))
+import slow_link  # noqa: E402
+
+# Per step beyond the all-reduce: TCP/IP headers (52 bytes a segment of up to 64 KiB on the
+# loopback, and the ACKs), Gloo's framing of each sum, the ranks' meeting tokens and the
+# statistics' sum. Seen (2026-12-07, 16 steps): fp32 +0.24%, fp16 +0.6% (up to +1.6%), PowerSGD
+# +6.4% (15 KiB a step: its ~26 small sums' framing), 1-bit +5.0% (7 KiB). 3% and 16 KiB a step
+# allow for that; a compression that sent twice what it reports fails, and fp32 or fp16 off by 5%.
+RELATIVE, FIXED = 0.03, 16384
+# Runs of 4 and LONG steps: the difference's steps share out what varies with a run's length
+# alone (rendezvous pings while a rank waits: tens of KiB a run).
+LONG = 20
+
+
+def fail(message):
+    print("FAIL: " + message)
+    sys.exit(1)
+
+
+def main():
+    missing = slow_link.capable()
+    if missing:
+        print(f"SKIP: a rate-limited link cannot be made here: {missing}")
+        sys.exit(slow_link.SKIP)
+    shutil.rmtree(WORK, ignore_errors=True)
+    os.makedirs(WORK)
+    per_step = {}
+    for compression in os.environ.get("KINDS", "none fp16 powersgd onebit").split():
+        wire = {}
+        for steps in (4, LONG):
+            cfg = slow_link.config(SOURCE, WORK, f"{compression}-{steps}", "tiny", steps, compression)
+            wire[steps] = slow_link.run_ranks(BERTC, cfg, os.path.join(WORK, f"{compression}-{steps}"), "none")
+        run = os.path.join(WORK, f"{compression}-{LONG}")
+        reported = [m["allreduce_bytes"] for m in slow_link.metrics(run)][4:]
+        if len(set(reported)) != 1:
+            fail(f"{compression}: steps 5-{LONG} report different all-reduce bytes {reported}")
+        counted = (wire[LONG] - wire[4]) / (LONG - 4)
+        expected = 2 * reported[0]
+        seconds, _ = slow_link.median_step(run, 4)
+        print(f"{compression}: bertc reports {reported[0]:,} bytes a rank's step; the kernel counted {counted:,.0f} a "
+              f"step for both ranks (expected {expected:,}: {100 * (counted / expected - 1):+.2f}%); step "
+              f"{seconds * 1e3:.0f} ms unlimited")
+        if abs(counted - expected) > RELATIVE * expected + FIXED:
+            fail(f"{compression}: the wire carried {counted:,.0f} bytes a step where bertc reports {expected:,}")
+        per_step[compression] = counted
+    if not per_step["onebit"] * 25 < per_step["none"]:
+        fail(f"1-bit put {per_step['onebit']:,.0f} bytes a step on the wire, not 25x fewer than fp32's "
+             f"{per_step['none']:,.0f}")
+    cfg = slow_link.config(SOURCE, WORK, "none-limited", "tiny", LONG, "none")
+    limited = slow_link.run_ranks(BERTC, cfg, os.path.join(WORK, "none-limited"), "1gbit")
+    unlimited = os.path.join(WORK, f"none-{LONG}")
+    base = open(unlimited + ".bytes").read()
+    if abs(limited - int(base)) > RELATIVE * int(base) + FIXED:
+        fail(f"through the 1 Gbit/s tbf the run sent {limited:,} bytes, unlimited {int(base):,}: the shaped link missed "
+             f"traffic")
+    seconds, _ = slow_link.median_step(os.path.join(WORK, "none-limited"), 4)
+    print(f"fp32 sums through tbf at 1 Gbit/s: {limited:,} bytes in the run (unlimited {int(base):,}); step "
+          f"{seconds * 1e3:.0f} ms")
+
+
+if __name__ == "__main__":
+    main()
