@@ -168,7 +168,7 @@ def main():
     skip = WARMUP + 1
     print(f"2 ranks (Gloo over 127.0.0.1, CPU reference), {a.model} model, {a.steps} steps (median after {skip}); "
           f"the loopback of a namespace limited by tbf (half-duplex: both ranks share it)")
-    print("| compression | rate | bytes a step (bertc) | on the wire a step (kernel) | step measured | "
+    print("| compression | rate | bytes a step (bertc) | on the wire, the run's / steps (kernel) | step measured | "
           "step predicted | predicted / measured |")
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
     figures = []

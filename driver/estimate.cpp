@@ -103,7 +103,7 @@ int estimate(const EstimateArgs& a, const CompileFlags& flags, const frontend::M
       "(global batch {})\n",
       config.name, a.gpus_per_machine, a.machines, a.gpus_per_machine > 1 ? setup.within->title : "nothing", a.machines > 1 ? setup.between->title : "nothing",
       setup.steps, per_gpu, global);
-  text += fmt::format("{:<10} {:<10} {:>10} {:>10} {:>11} {:>9} {:>11} {:>8} {:>10} {:>9}\n", "gpu", "gradients", "MiB/step",
+  text += fmt::format("{:<10} {:<10} {:>10} {:>10} {:>11} {:>10} {:>12} {:>8} {:>10} {:>9}\n", "gpu", "gradients", "MiB/step",
                       "compute", "all-reduce", "step", "overlapped", "days", "days (ovl)", "cost");
   // (an attention over rows computes what the data's examples leave: measured once, for every GPU,
   // once the first GPU named is known to be one)
@@ -161,6 +161,7 @@ int estimate(const EstimateArgs& a, const CompileFlags& flags, const frontend::M
                       {"micro_batches", setup.micro_batches},
                       {"allreduce_seconds", e.allreduce_seconds}, {"step_seconds", e.step_seconds},
                       {"overlapped_step_seconds", e.overlapped_step_seconds}, {"days", e.days},
+                      {"bertc_step_seconds", train::sums_overlap_backward(kind) ? e.overlapped_step_seconds : e.step_seconds},
                       {"overlapped_days", e.overlapped_days}, {"link_gbs", e.link_gbs}, {"gpus", e.gpus},
                       {"dollars_per_gpu_hour", priced ? nlohmann::json(setup.dollars_per_gpu_hour) : nlohmann::json(nullptr)},
                       {"device_bytes", report.device_bytes()}, {"flops_per_step", report.flops_per_step},
@@ -172,17 +173,27 @@ int estimate(const EstimateArgs& a, const CompileFlags& flags, const frontend::M
                                                                     : nlohmann::json(nullptr)}, {"fits_device_memory", memory.empty()},
                       // (null without a price, as the table's "-": not a cost of 0, nor a price of 0)
                       {"cost_dollars", priced ? nlohmann::json(e.cost) : nlohmann::json(nullptr)}});
-      text += fmt::format("{:<10} {:<10} {:>10.1f} {:>8.0f}ms {:>9.0f}ms {:>7.0f}ms {:>9.0f}ms {:>8.2f} {:>10.2f} {:>9}\n",
+      // (bertc's column marked: its sums in the backward, or after it)
+      const bool overlaps = train::sums_overlap_backward(kind);
+      if (!overlaps)
+        notes.insert(fmt::format("note: the {} row counts the link alone: its compression runs on the host, a GPU's "
+                                 "gradients{} copied over PCIe each step, and neither is counted (measured on CPU ranks: "
+                                 "docs/distributed.md, \"A slow link, measured\")",
+                                 ir::enum_name(kind), kind == distributed::Compression::OneBit ? " and momentum" : ""));
+      auto cell = [](double seconds, bool bertcs) { return fmt::format("{:.0f}ms{}", seconds * 1e3, bertcs ? "*" : " "); };
+      text += fmt::format("{:<10} {:<10} {:>10.1f} {:>8.0f}ms {:>9.0f}ms {:>10} {:>12} {:>8.2f} {:>10.2f} {:>9}\n",
                           fmt::format("{} {}", gpu.name, ir::enum_name(c.compile.precision)), ir::enum_name(kind),
                           setup.bytes_per_step / (1 << 20), setup.compute_seconds * 1e3, e.allreduce_seconds * 1e3,
-                          e.step_seconds * 1e3, e.overlapped_step_seconds * 1e3, e.days, e.overlapped_days,
+                          cell(e.step_seconds, !overlaps), cell(e.overlapped_step_seconds, overlaps), e.days, e.overlapped_days,
                           priced ? money(e.cost) : "-");
     }
   }
   text += "compute: the compile report's roofline for one GPU's step; all-reduce: a ring, 2 (N-1)/N x the bytes over the "
-          "slowest link at line rate, and 2 (N-1) hops of its latency; step: one after the other, as bertc runs today; overlapped: the all-reduce hidden "
-          "behind the last micro-batch's backward (2/3 of its compute), as far as it reaches; cost at the price per GPU-hour (--price, or the "
-          "cloud offers of passes/scaling_estimate.cpp), for the sequential step\n";
+          "slowest link at line rate, and 2 (N-1) hops of its latency; step: the all-reduce after the compute; overlapped: "
+          "the all-reduce hidden behind the last micro-batch's backward (2/3 of its compute), as far as it reaches; * marks "
+          "bertc's: on a GPU its none, fp16 and bf16 sums are NCCL's, started in that backward bucket by bucket, and "
+          "PowerSGD's and 1-bit's are made on the host after it; cost at the price per GPU-hour (--price, or the cloud "
+          "offers of passes/scaling_estimate.cpp), for the sequential step\n";
   text += flops_note;
   for (const std::string& note : notes) text += note + "\n";
   if (a.json) out << rows.dump(1) << "\n";

@@ -165,6 +165,11 @@ std::optional<ir::DType> rounded_dtype(distributed::Compression c);
 // compression), for a compiled program to carry their images; empty without them.
 std::vector<codegen::KernelSpec> runtime_kernels(const ir::Graph& step, const run_config::TrainConfig& t);
 
+// Whether a GPU's sums under `c` run inside the last micro-batch's backward (NCCL's bucketed fp32,
+// fp16 and bf16 sums, [train] allreduce auto) rather than after it on the host (PowerSGD and 1-bit
+// need every gradient at once): which of bertc estimate's step columns is bertc's.
+bool sums_overlap_backward(distributed::Compression c);
+
 // The settings of the exchange from [train].
 distributed::ExchangeOptions exchange_options(const run_config::TrainConfig& t);
 
