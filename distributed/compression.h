@@ -38,6 +38,7 @@ struct ExchangeOptions {
   int64_t onebit_warmup_steps = 0;           // onebit: optimizer steps all-reduced in fp32 first
   double beta1 = 0.9, beta2 = 0.999;         // onebit: the optimizer's decays
   double epsilon = 1e-6;                     // onebit: the optimizer's eps (the update's denominator)
+  double max_grad_norm = 0;                  // onebit: the optimizer's clipping, applied past the warm-up here
 };
 
 }  // namespace bertc::distributed

@@ -50,8 +50,9 @@ uint64_t compressed_bytes_of(const std::vector<GradientTensor>& tensors, const E
   uint64_t dense = 0;
   for (const GradientTensor& t : tensors) dense += static_cast<uint64_t>(numel(t.shape)) * 4;
   switch (options.compression) {
-    case Compression::OneBit:
-      return static_cast<uint64_t>(ranks) * onebit_bytes(onebit_part(static_cast<size_t>(dense / 4), ranks));
+    case Compression::OneBit:  // (and the clipping's one number summed)
+      return static_cast<uint64_t>(ranks) * onebit_bytes(onebit_part(static_cast<size_t>(dense / 4), ranks)) +
+             (options.max_grad_norm > 0 ? 8 : 0);
     case Compression::None: return dense;
     case Compression::Fp16: case Compression::Bf16: return dense / 2;
     case Compression::PowerSgd: {
@@ -253,17 +254,30 @@ ExchangeResult GradientExchange::exchange_momentum(const std::vector<float*>& gr
   // compression loses is then bounded in update units everywhere. Compressed as it is, an element
   // whose v is ~0 (a rare token's embedding) gets +-scale / eps: the run diverged so.
   const double c2 = -std::expm1(static_cast<double>(options_.onebit_warmup_steps) * std::log(options_.beta2));
+  // Clipping (max_grad_norm) where the optimizer's cannot reach: its clip scales a gradient the
+  // frozen update no longer reads. The mean gradient's norm is not known without sending it; the
+  // root mean square of the ranks' own norms (one number summed) bounds it, so this clips at
+  // least where the optimizer would have.
+  double clip = 1;
+  if (options_.max_grad_norm > 0) {
+    double squares = 0;
+    for (size_t t = 0; t < tensors_.size(); ++t)
+      for (int64_t i = 0, n = numel(tensors_[t].shape); i < n; ++i) squares += double(grads[t][i]) * grads[t][i];
+    squares *= grad_scale * grad_scale;
+    comm_.sum(&squares, 1, Element::F64);
+    clip = std::min(1.0, options_.max_grad_norm / (std::sqrt(squares / comm_.size()) + 1e-6));
+  }
   std::vector<float> flat(elements_), divisor(elements_);
   size_t at = 0;
   for (size_t t = 0; t < tensors_.size(); ++t) {
     const int64_t n = numel(tensors_[t].shape);
     for (int64_t i = 0; i < n; ++i, ++at) {
       divisor[at] = static_cast<float>(std::sqrt(variances[t][i] / c2) + options_.epsilon);
-      flat[at] = static_cast<float>((beta1 * momenta[t][i] + (1 - beta1) * grad_scale * grads[t][i]) / divisor[at]);
+      flat[at] = static_cast<float>((beta1 * momenta[t][i] + (1 - beta1) * clip * grad_scale * grads[t][i]) / divisor[at]);
     }
   }
   ExchangeResult r;
-  r.bytes = onebit_->average(comm_, flat.data());
+  r.bytes = onebit_->average(comm_, flat.data()) + (options_.max_grad_norm > 0 ? 8 : 0);
   r.compressed = true;
   // The gradients' sum over the ranks that the averaged momentum implies (ranks x K x their mean).
   const double to_sum = static_cast<double>(comm_.size()) / grad_scale / (1 - beta1);
@@ -379,7 +393,8 @@ ir::Environment<float> GradientExchange::onebit_state() {
   for (int q = 0; q < comm_.size(); ++q) {
     std::vector<float> error = comm_.rank() == q ? onebit_->worker_error() : std::vector<float>(all);
     comm_.broadcast(error.data(), error.size() * sizeof(float), q);
-    state[onebit_name(fmt::format("worker_error.{}", q))] = floats(std::move(error), {static_cast<int64_t>(all)});
+    if (comm_.rank() == 0)
+      state[onebit_name(fmt::format("worker_error.{}", q))] = floats(std::move(error), {static_cast<int64_t>(all)});
   }
   std::vector<float> server(all);
   comm_.all_gather_bytes(onebit_->server_error().data(), server.data(), part * sizeof(float),
@@ -410,9 +425,11 @@ std::string GradientExchange::restore_onebit(const ir::Environment<float>& state
   verdict = said[0], saved_ranks = said[1], saved_elements = said[2];
   if (verdict == 0) return "1-bit: the checkpoint holds no 1-bit error feedback (saved without it): it starts at zero";
   if (verdict == 3)
-    return fmt::format("1-bit: the checkpoint's error feedback is of another model ({} elements, this one {}): it starts "
-                       "at zero",
-                       saved_elements, elements_);
+    return saved_elements == static_cast<int64_t>(elements_)
+               ? "1-bit: the checkpoint's error feedback is malformed (its vectors' sizes disagree): it starts at zero"
+               : fmt::format("1-bit: the checkpoint's error feedback is of another model ({} elements, this one {}): it "
+                             "starts at zero",
+                             saved_elements, elements_);
   // Saved by as many ranks: the vectors as they were. Else in element order (element i at i in
   // both layouts), the padding's errors dropped, each rank's worker error the saved ones' mean.
   auto padded = [&](const std::vector<float>& saved) {

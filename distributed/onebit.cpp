@@ -19,7 +19,7 @@ size_t onebit_part(size_t elements, int ranks) {
 
 // Layout of a compressed vector: n / 8 bytes of signs (element i: bit i % 8 of byte i / 8), then
 // one float scale per block.
-void onebit_compress(const float* x, float* error, size_t n, uint8_t* out) {
+void onebit_compress(const float* x, float* error, size_t n, uint8_t* out, size_t real) {
   if (n % kOneBitBlock != 0) throw std::invalid_argument(fmt::format("onebit_compress: {} elements is not whole blocks", n));
   uint8_t* signs = out;
   float* scales = reinterpret_cast<float*>(out + n / 8);  // (n / 8 is a multiple of 256: aligned)
@@ -31,7 +31,8 @@ void onebit_compress(const float* x, float* error, size_t n, uint8_t* out) {
       error[i] += x[i];  // (error now holds the vector to compress)
       magnitude += std::fabs(error[i]);
     }
-    const float scale = static_cast<float>(magnitude / kOneBitBlock);
+    const size_t counted = std::min(kOneBitBlock, real > from ? real - from : 0);
+    const float scale = counted ? static_cast<float>(magnitude / static_cast<double>(counted)) : 0.0f;
     scales[b] = scale;
     for (size_t i = from; i < from + kOneBitBlock; ++i) {
       const bool negative = error[i] < 0;
@@ -70,8 +71,10 @@ uint64_t OneBitAverage::average(Communicator& comm, float* values) {
   // padding carried before (a run resumed from a checkpoint goes on exactly as it would have).
   std::copy(values, values + elements_, padded_.begin());
   std::fill(padded_.begin() + static_cast<std::ptrdiff_t>(elements_), padded_.end(), 0.0f);
+  auto real_in = [&](size_t first) { return elements_ > first ? elements_ - first : 0; };  // (of a part from `first`)
   for (int q = 0; q < ranks_; ++q)
-    onebit_compress(padded_.data() + q * part_, worker_error_.data() + q * part_, part_, send_.data() + q * part_bytes);
+    onebit_compress(padded_.data() + q * part_, worker_error_.data() + q * part_, part_, send_.data() + q * part_bytes,
+                    real_in(q * part_));
   std::fill(worker_error_.begin() + static_cast<std::ptrdiff_t>(elements_), worker_error_.end(), 0.0f);
   comm.all_to_all(send_.data(), received_.data(), part_bytes, "the 1-bit momentum exchange (its reduce-scatter)");
   std::fill(average_.begin(), average_.end(), 0.0f);
@@ -80,7 +83,7 @@ uint64_t OneBitAverage::average(Communicator& comm, float* values) {
   const size_t first = part_ * static_cast<size_t>(comm.rank());  // this rank's part's first element
   for (size_t i = first; i < first + part_; ++i)
     if (i >= elements_) average_[i - first] = 0.0f;
-  onebit_compress(average_.data(), server_error_.data(), part_, mine_.data());
+  onebit_compress(average_.data(), server_error_.data(), part_, mine_.data(), real_in(first));
   for (size_t i = std::max(first, elements_); i < first + part_; ++i) server_error_[i - first] = 0.0f;
   comm.all_gather_bytes(mine_.data(), gathered_.data(), part_bytes, "the 1-bit momentum exchange (its all-gather)");
   std::fill(padded_.begin(), padded_.end(), 0.0f);

@@ -25,8 +25,9 @@ size_t onebit_bytes(size_t n);
 // Compresses x + error (n elements, a multiple of kOneBitBlock) into `out` (onebit_bytes(n)):
 // per block the signs (bit set: negative; 0 counts as positive) and the scale mean |x + error|,
 // the one that leaves the least squared error for a vector of its signs; `error` becomes what the
-// compression lost, x + error - decompressed.
-void onebit_compress(const float* x, float* error, size_t n, uint8_t* out);
+// compression lost, x + error - decompressed. Elements from `real` on are padding (zero, with no
+// error): left out of the blocks' means, so that a block's real elements keep their size.
+void onebit_compress(const float* x, float* error, size_t n, uint8_t* out, size_t real);
 
 // Adds weight x the decompressed vector of `in` (n elements) to out.
 void onebit_decompress_add(const uint8_t* in, size_t n, float weight, float* out);

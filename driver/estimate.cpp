@@ -180,6 +180,10 @@ int estimate(const EstimateArgs& a, const CompileFlags& flags, const frontend::M
                                  "gradients{} copied over PCIe each step, and neither is counted (measured on CPU ranks: "
                                  "docs/distributed.md, \"A slow link, measured\")",
                                  ir::enum_name(kind), kind == distributed::Compression::OneBit ? " and momentum" : ""));
+      if (kind == distributed::Compression::OneBit)
+        notes.insert(fmt::format("note: the onebit row prices every step compressed; its first onebit_warmup_steps "
+                                 "({}) send fp32's bytes, as the none row",
+                                 c.train.onebit_warmup_steps));
       auto cell = [](double seconds, bool bertcs) { return fmt::format("{:.0f}ms{}", seconds * 1e3, bertcs ? "*" : " "); };
       text += fmt::format("{:<10} {:<10} {:>10.1f} {:>8.0f}ms {:>9.0f}ms {:>10} {:>12} {:>8.2f} {:>10.2f} {:>9}\n",
                           fmt::format("{} {}", gpu.name, ir::enum_name(c.compile.precision)), ir::enum_name(kind),

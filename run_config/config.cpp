@@ -340,7 +340,8 @@ std::optional<RelationIssue> model_issue(const ModelConfig& m, const ModelOrigin
 // config.json, a checkpoint's record), named in the messages with its fix; empty for the config's
 // own [model].
 // 1-bit Adam's settings together: its warm-up set, with AdamW, and the warm-up not without it.
-std::optional<RelationIssue> onebit_issue(const TrainConfig& t) {
+std::optional<RelationIssue> onebit_issue(const Config& c) {
+  const TrainConfig& t = c.train;
   const bool onebit = t.gradient_compression == distributed::Compression::OneBit;
   if (!onebit && t.onebit_warmup_steps > 0)
     return RelationIssue{"train", "onebit_warmup_steps",
@@ -354,6 +355,16 @@ std::optional<RelationIssue> onebit_issue(const TrainConfig& t) {
                                      "set optimizer = \"adamw\" (1-bit LAMB is not built yet), or another "
                                      "gradient_compression (\"powersgd\", \"fp16\")",
                                      ir::op_info(t.optimizer.kind).name)};
+  // (fine-tuning trains on one process, and its optimizer would take a momentum nothing makes)
+  if (c.finetune_section)
+    return RelationIssue{"train", "gradient_compression",
+                         "[train] gradient_compression = \"onebit\" compresses data-parallel pretraining's momentum, "
+                         "and this config fine-tunes ([finetune]) on one process: remove it"};
+  if (c.compile.precision == passes::Precision::Fp16)
+    return RelationIssue{"train", "gradient_compression",
+                         "[train] gradient_compression = \"onebit\" with [compile] precision = \"fp16\" (loss scaling) "
+                         "is not supported yet: its error feedback would mix gradients of different loss scales; use "
+                         "precision = \"bf16\" (sm_80 and newer) or \"fp32\""};
   if (t.onebit_warmup_steps < 1)
     return RelationIssue{"train", "onebit_warmup_steps",
                          fmt::format("[train] gradient_compression = \"onebit\" needs onebit_warmup_steps: the first "
@@ -434,7 +445,7 @@ std::optional<RelationIssue> check_relations(const Config& c, const ModelOrigin&
                          fmt::format("[train] packing_max_examples = {}, and an example takes 5 tokens at least: "
                                      "seq_len = {} holds {} at most; set {} or fewer (3 is NVIDIA's choice at 512)",
                                      t.packing_max_examples, t.seq_len, t.seq_len / 5, std::max<int64_t>(1, t.seq_len / 5))};
-  if (const auto issue = onebit_issue(t)) return issue;
+  if (const auto issue = onebit_issue(c)) return issue;
   if (!c.finetune_section && t.max_predictions_per_seq > t.seq_len)  // (no masked predictions in fine-tuning)
     return RelationIssue{"train", "max_predictions_per_seq",
                          fmt::format("[train] max_predictions_per_seq = {} exceeds seq_len = {}",

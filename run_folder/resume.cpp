@@ -77,10 +77,12 @@ void check_same_settings(const std::map<std::string, std::string>& saved, const 
   const std::string now = fixed_settings(config);
   if (hash->second == fmt::format("{:016x}", XXH3_64bits(now.data(), now.size()))) return;
   const auto then = run_config::settings_of_text(text->second), here = run_config::settings_of_text(now);
-  std::vector<std::string> changed;
+  std::vector<std::string> changed, newer;
   for (const auto& [key, value] : here) {
     const auto it = then.find(key);
-    if (it == then.end()) changed.push_back(fmt::format("{} = {} (not in the checkpoint's settings)", key, value));
+    // A setting bertc gained since the checkpoint, left at its default: the run had that behaviour.
+    if (it == then.end() && defaulted(config, key)) newer.push_back(key);
+    else if (it == then.end()) changed.push_back(fmt::format("{} = {} (not in the checkpoint's settings)", key, value));
     else if (it->second != value)
       changed.push_back(fmt::format("{} = {} then, {} now{}", key, it->second, value,
                                     defaulted(config, key) ? fmt::format(" (bertc's default: the config sets no {}; the "
@@ -91,6 +93,11 @@ void check_same_settings(const std::map<std::string, std::string>& saved, const 
   }
   for (const auto& [key, value] : then)
     if (!here.count(key)) changed.push_back(fmt::format("{} = {} then, not a setting now", key, value));
+  if (changed.empty() && !newer.empty()) {
+    log << fmt::format("resume: {} was written by a bertc without {}: the default applies, as it did then\n",
+                       checkpoint.string(), fmt::join(newer, ", "));
+    return;
+  }
   if (changed.empty()) changed.push_back("its settings record does not match its hash");
   // (Its weights fit only the [model] they were trained with: --init is no way to another.)
   const bool model_changed =

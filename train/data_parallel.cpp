@@ -115,6 +115,7 @@ distributed::ExchangeOptions exchange_options(const run_config::TrainConfig& t) 
   o.beta1 = t.beta1;
   o.beta2 = t.beta2;
   o.epsilon = t.epsilon;
+  o.max_grad_norm = t.max_grad_norm;
   return o;
 }
 

@@ -34,7 +34,8 @@ REAL = libcuda == "system"  # NVIDIA's driver and cuBLAS on a GPU
 config = os.path.join(source, "tests", "lit", "Inputs", "test-tiny.toml")
 shutil.rmtree(work, ignore_errors=True)
 os.makedirs(work)
-host_env = dict(os.environ, XDG_CACHE_HOME=os.path.join(work, "cache"))
+# (BERTC_TEST_XDG_CACHE: the kernel cache ctest's tests share; else one in the scratch folder)
+host_env = dict(os.environ, XDG_CACHE_HOME=os.environ.get("BERTC_TEST_XDG_CACHE") or os.path.join(work, "cache"))
 emulated = host_env if REAL else dict(host_env, BERTC_CUDA_DRIVER=libcuda, BERTC_CUBLAS=libcublas,
                                       BERTC_EMULATED_GPU="p40", BERTC_EMULATED_GPU_MEMORY_MB="2048", BERTC_CUDA_PTX="1")
 WHERE = "the GPU" if REAL else "the emulated driver"

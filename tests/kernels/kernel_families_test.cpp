@@ -254,8 +254,8 @@ TEST(KernelFamilies, MultiTensorOptimizer) {
   expect_kernels_match(kOptimizerGraph, /*fuse=*/true, {}, 2);
 }
 
-// 1-bit Adam's adamw (freeze_step = 3): at step 2 an ordinary AdamW step, at step 7 exp_avg taken
-// as the step's momentum and exp_avg_sq kept, bias-corrected as at step 3 (ir/ops.def); the
+// 1-bit Adam's adamw (freeze_step = 3): at steps 2 and 3 an ordinary AdamW step, at step 7 exp_avg
+// taken as the step's momentum and exp_avg_sq kept, bias-corrected as at step 3 (ir/ops.def); the
 // emitter's selects against the reference's branch.
 TEST(KernelFamilies, AdamwPastFreezeStep) {
   expect_kernels_match(R"(
@@ -269,9 +269,12 @@ graph @frozen {
   %seven = constant {value = 7} : f32[]
   %early = cast(%two) : i64[]
   %late = cast(%seven) : i64[]
+  %three = constant {value = 3} : f32[]
+  %at = cast(%three) : i64[]
   %0, %1, %2 = adamw(%w, %g, %w.m, %w.v, %lr, %early) {beta1 = 0.9, beta2 = 0.999, eps = 1e-6, weight_decay = 0.01, freeze_step = 3} : f32[5,9], f32[5,9], f32[5,9]
   %3, %4, %5 = adamw(%w, %g, %w.m, %w.v, %lr, %late) {beta1 = 0.9, beta2 = 0.999, eps = 1e-6, weight_decay = 0.01, freeze_step = 3} : f32[5,9], f32[5,9], f32[5,9]
-  return %0, %1, %2, %3, %4, %5
+  %6, %7, %8 = adamw(%w, %g, %w.m, %w.v, %lr, %at) {beta1 = 0.9, beta2 = 0.999, eps = 1e-6, weight_decay = 0.01, freeze_step = 3} : f32[5,9], f32[5,9], f32[5,9]
+  return %0, %1, %2, %3, %4, %5, %6, %7, %8
 }
 )", /*fuse=*/false);
 }

@@ -11,7 +11,9 @@ durations such as "0.07 s" aside; a line "..." stands for lines left out; output
 error may come with a non-zero exit). build/, examples/ and tests/ of the checkout are at hand.
 To stay fast on a CPU the commands are made small, never changed in kind:
   - examples/bert-base.toml and bert-large.toml become bert-tiny.toml (not for shown output);
-  - bertc train gets --steps 2, bertc finetune --epochs 1, bertc vocab --size 400;
+  - bertc train gets --steps 2, bertc finetune --epochs 1 over the first 256 training and 64 dev
+    examples of its config's task files (given as --train-data and --dev-data), bertc vocab
+    --size 400;
   - a checkpoint path that does not exist (checkpoint-000600 of a 600-step run shortened to 2)
     becomes the newest checkpoint of its folder.
 Prints each command with its time and result; exits non-zero naming the first failure.
@@ -53,8 +55,11 @@ if unlinked:
              f"guides, where its commands run in order")
 shutil.rmtree(work, ignore_errors=True)  # (the test's own scratch folder: every run starts empty)
 os.makedirs(work)
-# The kernels the commands compile are cached in the scratch folder, not in the user's cache.
-os.environ["XDG_CACHE_HOME"] = os.path.join(os.path.abspath(work), "cache")
+# The kernels the commands compile are cached in the scratch folder, not in the user's cache; or
+# where BERTC_TEST_XDG_CACHE names one, there (ctest: the cache lit's and the emulated driver's
+# tests share, so that a kernel one compiled is not compiled again; entries are keyed by source
+# and options and checksummed, and written atomically, so sharing changes no result).
+os.environ["XDG_CACHE_HOME"] = os.environ.get("BERTC_TEST_XDG_CACHE") or os.path.join(os.path.abspath(work), "cache")
 for name, target in (("build", build), ("examples", os.path.join(source, "examples")), ("tests", os.path.join(source, "tests"))):
     link = os.path.join(work, name)
     if not os.path.lexists(link):
@@ -84,6 +89,34 @@ def newest_checkpoint(path):
     return os.path.relpath(found[-1], work) if found else path
 
 
+def task_slice(config):
+    """--train-data and --dev-data flags naming the first 256 and 64 examples of a fine-tuning
+    config's task files (a header line kept where one is: one example more where there is none)."""
+    import tomllib
+    path = os.path.join(work, config)
+    try:
+        section = tomllib.load(open(path, "rb")).get("finetune", {})
+    except (OSError, tomllib.TOMLDecodeError):
+        return []  # (a config the command itself will refuse, as the guide shows)
+    flags = []
+    for key, flag, rows in (("train_data", "--train-data", 256), ("dev_data", "--dev-data", 64)):
+        if key not in section:
+            continue
+        source_file = os.path.join(os.path.dirname(path), section[key])
+        if not os.path.exists(source_file):
+            return []
+        target = os.path.join(work, "task-slices", os.path.basename(os.path.dirname(config)) + "-" + key +
+                              os.path.splitext(source_file)[1])
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with open(source_file) as src, open(target, "w") as out:
+            for i, line in enumerate(src):
+                if i > rows:
+                    break
+                out.write(line)
+        flags += [flag, os.path.relpath(target, work)]
+    return flags
+
+
 def made_small(args):
     args = [a.replace("examples/bert-base.toml", "examples/bert-tiny.toml").replace("examples/bert-large.toml",
                                                                                     "examples/bert-tiny.toml")
@@ -93,6 +126,9 @@ def made_small(args):
         args += ["--steps", "2"]
     if "finetune" in args and "--epochs" not in args:
         args += ["--epochs", "1"]
+    if "finetune" in args and "--train-data" not in args and "--dev-data" not in args:
+        config = next((a for a in args if a.endswith(".toml")), None)
+        args += task_slice(config) if config else []
     if "vocab" in args and "--size" in args:
         args[args.index("--size") + 1] = "400"
     return args

@@ -142,6 +142,27 @@ TEST(Config, PackingRowsOfSeveralExamples) {
             std::string::npos);
 }
 
+// 1-bit Adam's settings together: its warm-up with it and not without, AdamW, pretraining, no
+// fp16 loss scaling; each refusal names the key to change.
+TEST(Config, OneBitAdamsSettings) {
+  const Config c = parse_config("[train]\ngradient_compression = \"onebit\"\nonebit_warmup_steps = 40\n", "test.toml", {});
+  EXPECT_EQ(c.train.gradient_compression, distributed::Compression::OneBit);
+  EXPECT_EQ(c.train.onebit_warmup_steps, 40);
+  auto has = [](const std::string& message, const std::string& part) {
+    EXPECT_NE(message.find(part), std::string::npos) << message;
+  };
+  has(error_of("[train]\nsteps = 100\ngradient_compression = \"onebit\"\n"), "needs onebit_warmup_steps");
+  has(error_of("[train]\nsteps = 100\ngradient_compression = \"onebit\"\n"), "set onebit_warmup_steps = 20");
+  has(error_of("[train]\nonebit_warmup_steps = 5\n"), "is 1-bit Adam's warm-up, and gradient_compression is \"none\"");
+  has(error_of("[train]\noptimizer = \"lamb\"\ngradient_compression = \"onebit\"\nonebit_warmup_steps = 5\n"),
+      "set optimizer = \"adamw\" (1-bit LAMB is not built yet)");
+  has(error_of("[train]\ngradient_compression = \"onebit\"\nonebit_warmup_steps = 5\n[compile]\nprecision = \"fp16\"\n"),
+      "with [compile] precision = \"fp16\" (loss scaling) is not supported yet");
+  has(error_of("[train]\ngradient_compression = \"onebit\"\nonebit_warmup_steps = 5\n"
+               "[finetune]\ntask = \"sequence-classification\"\n"),
+      "and this config fine-tunes ([finetune]) on one process: remove it");
+}
+
 TEST(Config, SyntaxErrorsAreLocated) {
   const std::string msg = error_of("[model]\nhidden_size = = 3\n");
   EXPECT_EQ(msg.rfind("test.toml:2:", 0), 0u) << msg;

@@ -33,7 +33,7 @@ TEST(OneBit, ABlockTravelsAsItsSignsAndMeanMagnitude) {
   for (size_t i = 0; i < x.size(); ++i) x[i] = i % 2 ? -1.0f : 3.0f;
   std::vector<uint8_t> packed(onebit_bytes(kOneBitBlock));
   EXPECT_EQ(packed.size(), kOneBitBlock / 8 + 4);
-  onebit_compress(x.data(), error.data(), kOneBitBlock, packed.data());
+  onebit_compress(x.data(), error.data(), kOneBitBlock, packed.data(), kOneBitBlock);
   onebit_decompress_add(packed.data(), kOneBitBlock, 1.0f, out.data());
   for (size_t i = 0; i < x.size(); ++i) {
     ASSERT_EQ(out[i], i % 2 ? -2.0f : 2.0f) << i;
@@ -42,11 +42,20 @@ TEST(OneBit, ABlockTravelsAsItsSignsAndMeanMagnitude) {
   // The error goes into the next vector: x again is compressed as x + 1 (4 and 0: mean 2, and
   // 0 counts as positive).
   std::fill(out.begin(), out.end(), 0.0f);
-  onebit_compress(x.data(), error.data(), kOneBitBlock, packed.data());
+  onebit_compress(x.data(), error.data(), kOneBitBlock, packed.data(), kOneBitBlock);
   onebit_decompress_add(packed.data(), kOneBitBlock, 1.0f, out.data());
   EXPECT_EQ(out[0], 2.0f);
   EXPECT_EQ(out[1], 2.0f);
-  EXPECT_THROW(onebit_compress(x.data(), error.data(), kOneBitBlock - 1, packed.data()), std::invalid_argument);
+  EXPECT_THROW(onebit_compress(x.data(), error.data(), kOneBitBlock - 1, packed.data(), kOneBitBlock - 1),
+               std::invalid_argument);
+  // Padding (here all but the first 8 elements) is left out of the mean: the real ones keep their size.
+  std::vector<float> few(kOneBitBlock, 0.0f), none(kOneBitBlock, 0.0f);
+  for (size_t i = 0; i < 8; ++i) few[i] = 5.0f;
+  std::fill(out.begin(), out.end(), 0.0f);
+  onebit_compress(few.data(), none.data(), kOneBitBlock, packed.data(), 8);
+  onebit_decompress_add(packed.data(), kOneBitBlock, 1.0f, out.data());
+  EXPECT_EQ(out[0], 5.0f);
+  EXPECT_EQ(none[0], 0.0f);
 }
 
 // Error feedback's promise: what was sent over T rounds plus the error left equals what was given
@@ -61,7 +70,7 @@ TEST(OneBit, ErrorFeedbackLosesNothing) {
     for (int t = 0; t < rounds; ++t) {
       const std::vector<float> x = random_vector(n, 1000 + t);
       if (!feedback) std::fill(error.begin(), error.end(), 0.0f);
-      onebit_compress(x.data(), error.data(), n, packed.data());
+      onebit_compress(x.data(), error.data(), n, packed.data(), n);
       std::fill(sent.begin(), sent.end(), 0.0f);
       onebit_decompress_add(packed.data(), n, 1.0f, sent.data());
       for (size_t i = 0; i < n; ++i) given[i] += x[i], total[i] += sent[i];
@@ -265,10 +274,18 @@ TEST(GradientExchange, OneBitStateResumesExactlyOnAsManyRanks) {
   });
   EXPECT_EQ(said, "1-bit: error feedback of 3 rank(s) from the checkpoint");
   for (int s = 0; s < 3; ++s) { for (size_t i = 0; i < second[s].size(); ++i) if (second[s][i] != straight[3 + s][i]) { ADD_FAILURE() << "step " << 4 + s << " element " << i << ": " << second[s][i] << " vs " << straight[3 + s][i]; break; } }
-  // Without the state the next step differs (else the test above shows nothing).
+  // Steps 4-6 without the state differ (else the test above shows nothing).
   std::vector<std::vector<float>> fresh;
-  run(3, nullptr, 1, &fresh, nullptr, nullptr, tensors);
-  EXPECT_NE(fresh[0], straight[3]);
+  on_ranks(3, [&](Communicator& comm) {
+    GradientExchange e(comm, tensors, onebit(1));
+    for (int s = 4; s <= 6; ++s) {
+      std::vector<float> w = random_vector(3000, 10 * s + comm.rank()), b = random_vector(100, 10 * s + 5 + comm.rank());
+      std::vector<float> mw(3000, 0.1f), mb(100, -0.1f);
+      e.exchange_momentum({w.data(), b.data()}, {mw.data(), mb.data()}, {vw.data(), vb.data()}, 1.0, s + 1);
+      if (comm.rank() == 0) fresh.push_back(mw);
+    }
+  });
+  for (int s = 0; s < 3; ++s) EXPECT_NE(fresh[s], straight[3 + s]) << "step " << 4 + s;
   run(2, &at3, 1, nullptr, nullptr, &said, tensors);
   EXPECT_EQ(said, "1-bit: the checkpoint's error feedback was saved by 3 rank(s): each of these 2 takes their mean "
                   "worker error, and the server error is cut into 2 parts");
