@@ -392,6 +392,12 @@ void DataParallel::before_optimizer(GraphRunner& optimizer, support::Environment
   if (frozen_variances_.empty()) {
     optimizer.download_state(variances_, env);
     for (const std::string& name : variances_) frozen_variances_.push_back(env.at(name).real);
+    // The exchange's warm-up counts the trainer's steps, the optimizer's freeze its own updates:
+    // they agree while no step is skipped (loss scaling, which 1-bit refuses). Checked once a run.
+    const std::string count(ir::names::kOptimizerStep);
+    optimizer.download_state({count}, env);
+    if (env.at(count).real.at(0) != static_cast<float>(step - 1))
+      throw std::logic_error(fmt::format("1-bit: the optimizer has made {} updates before step {}", env.at(count).real.at(0), step));
   }
   std::vector<float*> momenta;
   for (const std::string& name : momenta_) momenta.push_back(env.at(name).real.data());

@@ -237,9 +237,8 @@ def fp16_bf16(device="cpu", steps=20):
 def compressions():
     # bert-tiny, 300 steps, global batch 8 on 2 ranks: PowerSGD rank 4 and 1-bit Adam against fp32
     # sums. PowerSGD: +0.61% at 300 steps, +0.75% at 600 (3% allowed; 300 since 2026-12-07, a
-    # serial minute of CI saved). 1-bit Adam with 40% of the run in warm-up: +0.87% at 300 steps,
-    # +0.66% at 600 (2% allowed, the bound); with 20% it ends 17% above at 600 steps (the
-    # variance frozen before it settles: docs/distributed.md).
+    # serial minute of CI saved). 1-bit Adam with 40% of the run in warm-up: +1.28% at 300 steps,
+    # +1.35% at 600 (2% allowed, the bound); with 20% +3.2% at 600 (docs/distributed.md).
     runs, logs = {}, {}
     for kind, extra in (("none", {}), ("powersgd", {}), ("onebit", {"onebit_warmup_steps": 120})):
         cfg = config(kind, base="examples/bert-tiny.toml", batch_size=4, steps=300, gradient_compression=kind, **extra)
