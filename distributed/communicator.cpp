@@ -30,7 +30,8 @@ class SingleProcess : public Communicator {
     return std::make_unique<Done>();
   }
   std::vector<uint64_t> all_gather(uint64_t value, const std::string&) override { return {value}; }
-  void broadcast(void*, size_t, int) override {}
+  void broadcast(void*, size_t, int, const std::string&) override {}
+  void reduce_to(float*, size_t, int, const std::string&) override {}
   void all_to_all(const void* send, void* recv, size_t bytes_each, const std::string&) override {
     std::memmove(recv, send, bytes_each);
   }

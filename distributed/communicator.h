@@ -55,7 +55,14 @@ class Communicator {
   // Every rank's `value`, by rank; `what` names the exchange in a late or dead rank's error ("the
   // agreement on stopping after step 12").
   virtual std::vector<uint64_t> all_gather(uint64_t value, const std::string& what) = 0;
-  virtual void broadcast(void* data, size_t bytes, int root) = 0;
+  // `bytes` at `data` from rank `root` to every rank, waited for (`what` names it in a late or dead
+  // rank's error: "a broadcast of rank 0's state").
+  virtual void broadcast(void* data, size_t bytes, int root, const std::string& what) = 0;
+  void broadcast(void* data, size_t bytes, int root) { broadcast(data, bytes, root, "a broadcast of rank 0's state"); }
+  // The sum over the ranks of `count` f32 elements at `data` into rank `root`'s `data`, waited for
+  // (the other ranks' buffers are scratch afterwards): ZeRO stage 1's gradients of a shard summed
+  // on the rank that updates it.
+  virtual void reduce_to(float* data, size_t count, int root, const std::string& what) = 0;
   // Byte blocks between the ranks, waited for (`what` names the exchange in a late or dead rank's
   // error): all_to_all sends block q of `send` (bytes_each bytes, ranks x bytes_each in all) to
   // rank q, which receives it as block r of `recv` from this rank r; all_gather_bytes gives every

@@ -42,6 +42,7 @@ std::string gloo_library_version() { return ""; }
 #include <gloo/allreduce.h>
 #include <gloo/alltoall.h>
 #include <gloo/broadcast.h>
+#include <gloo/reduce.h>
 #include <gloo/config.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/store.h>
@@ -183,7 +184,7 @@ class Gloo : public Communicator {
     return all;
   }
 
-  void broadcast(void* data, size_t bytes, int root) override {
+  void broadcast(void* data, size_t bytes, int root, const std::string& what) override {
     const Milliseconds limit = op_timeout();
     run([&] {
       gloo::BroadcastOptions opts(context_);
@@ -191,7 +192,19 @@ class Gloo : public Communicator {
       opts.setRoot(root);
       opts.setOutput(static_cast<uint8_t*>(data), bytes);
       gloo::broadcast(opts);
-    }, "a broadcast of rank 0's state");
+    }, what);
+  }
+
+  void reduce_to(float* data, size_t count, int root, const std::string& what) override {
+    const Milliseconds limit = op_timeout();
+    run([&] {
+      gloo::ReduceOptions opts(context_);
+      opts.setTimeout(limit);
+      opts.setRoot(root);
+      opts.setOutput(data, count);
+      opts.setReduceFunction(&add<float>);
+      gloo::reduce(opts);
+    }, what);
   }
 
   void all_to_all(const void* send, void* recv, size_t bytes_each, const std::string& what) override {

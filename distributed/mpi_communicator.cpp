@@ -121,7 +121,7 @@ class Mpi : public Communicator {
     return all;
   }
 
-  void broadcast(void* data, size_t bytes, int root) override {
+  void broadcast(void* data, size_t bytes, int root, const std::string& what) override {
     std::vector<MPI_Request> r;
     auto* at = static_cast<char*>(data);
     for (size_t done = 0; done < bytes;) {  // (MPI counts are ints)
@@ -130,7 +130,21 @@ class Mpi : public Communicator {
       check(MPI_Ibcast(at + done, static_cast<int>(n), MPI_BYTE, root, MPI_COMM_WORLD, &r.back()), "MPI_Ibcast");
       done += n;
     }
-    wait(r, [&] { return late("a broadcast of rank 0's state"); }, true);
+    wait(r, [&] { return late(what); }, true);
+  }
+
+  void reduce_to(float* data, size_t count, int root, const std::string& what) override {
+    std::vector<MPI_Request> r;
+    for (size_t done = 0; done < count;) {  // (MPI counts are ints)
+      const size_t n = std::min<size_t>(count - done, INT_MAX / 2);
+      r.emplace_back();
+      // (MPI_IN_PLACE is the root's send buffer alone: the others send theirs)
+      check(MPI_Ireduce(rank_ == root ? MPI_IN_PLACE : data + done, data + done, static_cast<int>(n), MPI_FLOAT, MPI_SUM,
+                        root, MPI_COMM_WORLD, &r.back()),
+            "MPI_Ireduce");
+      done += n;
+    }
+    wait(r, [&] { return late(what); }, true);
   }
 
   // (MPI counts are ints: 1-bit compression's blocks of BERT-large are ~5 MB, far below)

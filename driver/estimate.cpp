@@ -140,6 +140,9 @@ int estimate(const EstimateArgs& a, const CompileFlags& flags, const frontend::M
                                c.compile.arch.text(), rows_text(report));
     const std::string memory = memory_warning(report);
     if (!memory.empty()) notes.insert(fmt::format("warning: {}: {}", gpu.name, memory));
+    const int gpus = a.gpus_per_machine * a.machines;
+    const int64_t sharded = report.device_bytes_with_zero1(gpus);
+    notes.insert(zero1_memory_line(report, gpus));
     const auto price = passes::cloud_price(gpu.name);
     setup.compute_seconds = report.step_seconds;
     setup.micro_batches = c.train.gradient_accumulation_steps;
@@ -164,7 +167,8 @@ int estimate(const EstimateArgs& a, const CompileFlags& flags, const frontend::M
                       {"bertc_step_seconds", train::sums_overlap_backward(kind) ? e.overlapped_step_seconds : e.step_seconds},
                       {"overlapped_days", e.overlapped_days}, {"link_gbs", e.link_gbs}, {"gpus", e.gpus},
                       {"dollars_per_gpu_hour", priced ? nlohmann::json(setup.dollars_per_gpu_hour) : nlohmann::json(nullptr)},
-                      {"device_bytes", report.device_bytes()}, {"flops_per_step", report.flops_per_step},
+                      {"device_bytes", report.device_bytes()}, {"device_bytes_zero1", sharded},
+                      {"flops_per_step", report.flops_per_step},
                       {"real_token_flops_per_step", packed->measured() ? nlohmann::json(report.real_token_flops)
                                                                       : nlohmann::json(nullptr)},
                       {"real_tokens_per_step", packed->measured() ? nlohmann::json(report.real_tokens_per_step())

@@ -135,7 +135,9 @@ nlohmann::json report_json(const passes::CompileReport& r) {
   j["optimizer_graph"] = figures_json(r.optimizer);
   j["memory"] = {{"step", memory_json(r.step_memory)}, {"optimizer", memory_json(r.optimizer_memory)},
                  {"activation_bytes", r.step_memory.arena_bytes},
-                 {"total_bytes", r.device_bytes()}};
+                 {"total_bytes", r.device_bytes()},
+                 {"total_bytes_zero1", {{"2", r.device_bytes_with_zero1(2)}, {"4", r.device_bytes_with_zero1(4)},
+                                        {"8", r.device_bytes_with_zero1(8)}}}};
   j["per_step"] = {{"micro_batches", r.micro_batches},       {"sequences", r.sequences_per_step},
                    {"launches_before_fusion", r.launches_before_fusion}, {"launches", r.launches_per_step},
                    {"flops", r.flops_per_step},              {"bytes", r.bytes_per_step},
@@ -165,6 +167,18 @@ bool at_smallest(const passes::CompileReport& r) {
   return r.sequences_per_step == r.micro_batches && r.options.recompute == passes::RecomputePolicy::Full;
 }
 }  // namespace
+
+std::string zero1_memory_line(const passes::CompileReport& r, int ranks) {
+  const auto whole = static_cast<double>(r.device_bytes()), sharded = static_cast<double>(r.device_bytes_with_zero1(ranks));
+  std::string line = fmt::format("memory: {} a GPU{}", gigabytes(whole), r.gpu ? fmt::format(" of a {}", r.gpu->name) : "");
+  if (ranks > 1) line += fmt::format(", {} with [train] zero_stage = 1 over {} ranks (the optimizer state split)", gigabytes(sharded), ranks);
+  if (!r.gpu) return line;
+  const double has = r.gpu->memory_gb * 1e9;
+  const char* verdict = whole <= has ? "fits"
+                        : ranks > 1 && sharded <= has ? "fits with zero_stage = 1 only"
+                                                      : ranks > 1 ? "does not fit, with zero_stage = 1 or without" : "does not fit";
+  return line + fmt::format("; it has {:g} GB: {}", r.gpu->memory_gb, verdict);
+}
 
 std::string memory_warning(const passes::CompileReport& r) {
   if (!does_not_fit(r)) return "";
@@ -260,6 +274,16 @@ std::string report_text(const passes::CompileReport& r, const std::string& name)
                      mib(r.step_memory.arena_bytes), mib(r.step_memory.live_peak_bytes), mib(r.step_memory.param_bytes),
                      mib(r.optimizer_memory.state_bytes), mib(r.step_memory.input_bytes), mib(total));
   if (const std::string warning = memory_warning(r); !warning.empty()) out += "  warning    " + warning + "\n";
+  {
+    // (ZeRO stage 1 splits the optimizer state by whole tensors: the rank with the most keeps a
+    // little more than its fraction)
+    int64_t kept = 0;
+    for (int64_t b : r.param_state_bytes) kept += b;
+    std::vector<std::string> per_rank;
+    for (int ranks : {2, 4, 8}) per_rank.push_back(fmt::format("{} ranks {}", ranks, mib(r.device_bytes_with_zero1(ranks))));
+    out += fmt::format("  per rank   total with [train] zero_stage = 1, the {} of per-param optimizer state split: {}\n",
+                       mib(kept), fmt::join(per_rank, ", "));
+  }
   if (r.gpu)
     out += fmt::format("  estimate   {:.2f} ms per step, {:.0f} sequences/s on {} (roofline per launch: max(FLOPs / peak, "
                        "bytes / bandwidth) + 1 us)\n",

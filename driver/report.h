@@ -28,6 +28,10 @@ nlohmann::json report_json(const passes::CompileReport& report);
 // has its smallest_device_bytes, only when they can make it fit (else: a GPU with more memory).
 // (The CUDA context and kernels take some more.)
 std::string memory_warning(const passes::CompileReport& report);
+// "memory: 5.2 GB a GPU of a p40, 3.1 GB with [train] zero_stage = 1 over 8 ranks (...); it has 24 GB:
+// fits": the device memory a rank takes with the whole optimizer state and with ZeRO stage 1's share
+// of it (CompileReport::device_bytes_with_zero1), and whether each fits the report's GPU.
+std::string zero1_memory_line(const passes::CompileReport& report, int ranks);
 // Sets report.smallest_device_bytes where the plan does not fit its GPU: `model` compiled again
 // under `config` at batch_size 1 with recompute full (itself, where it is that already).
 void note_smallest_plan(passes::CompileReport& report, const frontend::ModelDefinition& model,

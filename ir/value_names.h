@@ -47,5 +47,9 @@ inline constexpr std::string_view kLossScaleGoodSteps = "loss_scale_good_steps";
 inline constexpr std::string_view kGradNorm = "grad_norm";                  // before clipping
 inline constexpr std::string_view kStepSkipped = "step_skipped";            // 1 when an overflow skipped it
 inline constexpr std::string_view kLossScaleUsed = "loss_scale_used";       // the scale of this step
+// A ZeRO shard's optimizer graph (an input): the sum over every param's gradient accumulator of its
+// squared elements, the accumulators summed over the ranks — the global gradient norm's measure,
+// which no shard holds alone.
+inline constexpr std::string_view kAccumulatorSumOfSquares = "grad_acc_sum_of_squares";
 
 }  // namespace bertc::ir::names

@@ -10,6 +10,7 @@
 #include "ir/builder.h"
 #include "ir/op_info.h"
 #include "ir/value_names.h"
+#include "passes/optimizer_shards.h"
 
 namespace bertc::passes {
 
@@ -60,18 +61,30 @@ ir::Graph build_optimizer_graph(const ir::Graph& step_graph, const OptimizerOpti
   // Updates done so far, a state so that a skipped step needs no word from the host.
   Tensor done = b.state(std::string(names::kOptimizerStep), {ir::DType::F32, {}});
   const bool scaling = step_graph.find(names::kLossScale).has_value();
+  const bool sharded = o.shards > 1;
+  if (o.shard < 0 || o.shard >= o.shards)
+    throw ir::Error(fmt::format("optimizer: shard {} of {} does not exist", o.shard, o.shards));
+  // (an overflow in a shard no other rank sees would skip the update on one rank alone)
+  if (sharded && scaling)
+    throw ir::Error("optimizer: a ZeRO shard's step with loss scaling is not built: train in fp32 or bf16, or with "
+                    "zero_stage = 0");
   Tensor loss_scale = scaling ? b.state(std::string(names::kLossScale), {ir::DType::F32, {}}, 65536.0) : Tensor{};
 
   struct Slot {
     std::string name;
     Tensor param, acc, grad;
+    bool updated = true;  // by this shard (every param without ZeRO)
   };
   std::vector<Slot> slots;
+  const std::vector<int> owners = param_owners(step_graph, o.shards);
   for (ir::ValueId p : step_graph.values_of(ir::OpKind::Param)) {
     const ir::Value& v = step_graph.value(p);
     if (!step_graph.find(names::grad_accumulator_of(v.name)))
       throw ir::Error(fmt::format("optimizer: param %{} has no gradient accumulator; run accumulate first", v.name));
-    slots.push_back({v.name, b.param(v.name, v.type.shape, v.type.dtype), b.state(names::grad_accumulator_of(v.name), v.type), {}});
+    const bool updated = owners[slots.size()] == o.shard;
+    // (another shard's param is not this graph's: its memory and state are that rank's)
+    slots.push_back({v.name, updated ? b.param(v.name, v.type.shape, v.type.dtype) : Tensor{},
+                     b.state(names::grad_accumulator_of(v.name), v.type), {}, updated});
   }
   if (slots.empty()) throw ir::Error("optimizer: the step graph has no params");
   // Mean gradient: the accumulated sum over K micro-batches, unscaled.
@@ -82,9 +95,17 @@ ir::Graph build_optimizer_graph(const ir::Graph& step_graph, const OptimizerOpti
   Tensor total_sq;
   for (size_t i = 0; i < slots.size(); ++i) {
     Slot& s = slots[i];
+    if (!s.updated) continue;  // (another shard's: read by nothing here but its zeroing)
     s.grad = unscale ? s.acc * *unscale : s.acc;
+    if (sharded) continue;
     const Tensor sq = sum_of_squares(b, s.grad);
     total_sq = i == 0 ? sq : total_sq + sq;
+  }
+  if (sharded) {
+    // A shard holds the sums of its own params' gradients alone: the ranks add their squares up
+    // on the host (distributed/'s exchange), and the norm is the same on every rank.
+    total_sq = b.input(std::string(names::kAccumulatorSumOfSquares), ir::DType::F32, {});
+    if (unscale) total_sq = total_sq * (*unscale * *unscale);
   }
   const Tensor norm = b.name(sqrt(total_sq), std::string(names::kGradNorm));
   std::optional<Tensor> clip;
@@ -114,6 +135,10 @@ ir::Graph build_optimizer_graph(const ir::Graph& step_graph, const OptimizerOpti
                                   "passes/options.def",
                                   ir::op_info(kind).name, a.name, a.name));
   for (const Slot& s : slots) {
+    if (!s.updated) {
+      b.update(s.acc, b.broadcast(b.constant(0.0, s.acc.type().dtype), s.acc.type().shape));
+      continue;
+    }
     const ir::TensorType type = s.param.type();
     std::vector<Tensor> states;
     for (const std::string& state : state_names) states.push_back(b.state(names::optimizer_state_of(s.name, state), type));

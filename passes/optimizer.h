@@ -11,6 +11,10 @@
 //       gradients hold inf or nan changes no param, moment or count (output step_skipped = 1) and
 //       halves the state loss_scale; 2000 clean steps double it. Weight decay skips biases and
 //       layer-norm params (names containing "bias", "LayerNorm" or "layer_norm"), as in BERT.
+//       ZeRO stage 1 (options.shards > 1): only the params of shard options.shard
+//       (optimizer_shards.h) are the graph's, with their states and updates; every accumulator is
+//       still set back to zero; the norm is of the input grad_acc_sum_of_squares (the ranks' sum
+//       of every accumulator's squares) unscaled as the gradients are. Loss scaling is refused.
 #pragma once
 
 #include <string>

@@ -53,6 +53,10 @@ struct OptimizerOptions {
 #include "passes/options.def"
 #undef BERTC_OPTIMIZER_OPTION
 #undef BERTC_COMPILE_OPTION
+  // ZeRO stage 1 ([train] zero_stage = 1 on several ranks): this rank's shard of the params, of
+  // `shards` (passes/optimizer_shards.h). The trainer sets them from its ranks: they are no [train]
+  // key, since a config is every rank's. 1 shard: the whole model.
+  int shard = 0, shards = 1;
 };
 
 const std::vector<support::OptionSpec<CompileOptions>>& compile_option_specs();

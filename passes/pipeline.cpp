@@ -177,6 +177,28 @@ TrainingProgram compile_training(ir::Graph forward, const CompileOptions& option
   return program;
 }
 
+ir::Graph compile_optimizer(const ir::Graph& step, const CompileOptions& options, const OptimizerOptions& optimizer) {
+  PassContext context{{options, optimizer}, {}};
+  ir::Graph graph;
+  bool made = false;
+  for (const PassInfo& pass : registered_passes()) {
+    if (pass.enabled && !pass.enabled(context.options)) continue;
+    if (pass.graphs == PipelineGraphs::MakesOptimizer) {
+      graph = step;
+      made = true;
+    } else if (!made || (pass.graphs != PipelineGraphs::Optimizer && pass.graphs != PipelineGraphs::StepAndOptimizer)) {
+      continue;
+    }
+    pass.run(graph, context);
+    try {
+      ir::verify_or_throw(graph);
+    } catch (const ir::VerifyError& e) {
+      throw ir::Error(fmt::format("after pass {} (optimizer graph): {}", pass.name, e.what()));
+    }
+  }
+  return graph;
+}
+
 ir::Graph compile_evaluation(ir::Graph forward, const CompileOptions& options) {
   PassContext context{{options, {}}, {}};
   for (const PassInfo& pass : registered_passes()) {

@@ -34,6 +34,12 @@ using AfterStage = std::function<void(std::string_view stage, const ir::Graph& g
 TrainingProgram compile_training(ir::Graph forward, const CompileOptions& options, const OptimizerOptions& optimizer,
                                  const AfterStage& after_stage = {});
 
+// The optimizer graph alone, made from a compiled step graph (compile_training's `step`: its params
+// and accumulators are those the optimizer pass reads before the step's later passes) with the
+// optimizer's passes after it, each verified: a ZeRO shard's (optimizer.shard of .shards), whose
+// step graph is every rank's.
+ir::Graph compile_optimizer(const ir::Graph& step, const CompileOptions& options, const OptimizerOptions& optimizer);
+
 // A forward graph compiled for evaluation (no backward, no optimizer): the pipeline's passes that
 // run on such a graph (PassInfo::on_evaluation_graph: attention, precision, fusion, schedule), in
 // its order, each verified. What a fine-tuning run's dev-set evaluation runs on a device.

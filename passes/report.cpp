@@ -1,11 +1,14 @@
 // Gathering the compile report while the pipeline runs.
 #include "passes/report.h"
 
+#include <algorithm>
 #include <chrono>
+#include <map>
 
 #include "ir/stats.h"
 #include "passes/annotate_costs.h"
 #include "passes/cost_model.h"
+#include "passes/optimizer_shards.h"
 
 namespace bertc::passes {
 namespace {
@@ -86,8 +89,25 @@ CompileReport compile_report(const ir::Graph& forward, const CompileOptions& opt
     r.real_token_flops = static_cast<double>(k) * (rest * rows.tokens + attention * rows.scores);
   }
   if (r.step_seconds > 0) r.sequences_per_second = static_cast<double>(r.sequences_per_step) / r.step_seconds;
+  for (ir::ValueId v : p.step.values_of(ir::OpKind::Param)) {
+    r.param_elements.push_back(p.step.value(v).type.numel());
+    r.param_state_bytes.push_back(0);
+  }
+  for (const auto& [name, param] : state_params(p.step, p.optimizer))
+    r.param_state_bytes[param] += p.optimizer.value(*p.optimizer.find(name)).type.bytes();
   if (program) *program = std::move(p);
   return r;
+}
+
+int64_t CompileReport::device_bytes_with_zero1(int ranks) const {
+  const std::vector<int> owners = shard_owners(param_elements, ranks);
+  std::vector<int64_t> kept(static_cast<size_t>(ranks), 0);
+  int64_t all = 0;
+  for (size_t i = 0; i < owners.size(); ++i) {
+    kept[static_cast<size_t>(owners[i])] += param_state_bytes[i];
+    all += param_state_bytes[i];
+  }
+  return device_bytes() - all + *std::max_element(kept.begin(), kept.end());
 }
 
 }  // namespace bertc::passes

@@ -73,6 +73,13 @@ struct CompileReport {
     return std::max(step_memory.arena_bytes, optimizer_memory.arena_bytes) + step_memory.param_bytes +
            optimizer_memory.state_bytes + step_memory.input_bytes;
   }
+  // Per param of the step graph (its order): elements, and the bytes of its optimizer state
+  // (optimizer_shards.h's state_owners): what [train] zero_stage = 1 splits.
+  std::vector<int64_t> param_elements, param_state_bytes;
+  // device_bytes() on the rank keeping the most optimizer state when zero_stage = 1 splits it over
+  // `ranks` ranks (every rank keeps the params, the gradient accumulators and its arena; an
+  // optimizer arena that would shrink with its shard is counted whole).
+  int64_t device_bytes_with_zero1(int ranks) const;
 };
 
 // Compiles the training program (options resolved; micro-batches of `batch_size` sequences) and

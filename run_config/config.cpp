@@ -378,6 +378,38 @@ std::optional<RelationIssue> onebit_issue(const Config& c) {
   return std::nullopt;
 }
 
+// ZeRO stage 1's shards are updated from the summed fp32 gradients on the host (the staged path).
+std::optional<RelationIssue> zero_issue(const Config& c) {
+  const TrainConfig& t = c.train;
+  if (t.zero_stage == 0) return std::nullopt;
+  if (t.zero_stage > 1)
+    return RelationIssue{"train", "zero_stage",
+                         fmt::format("[train] zero_stage = {}: ZeRO stages 2 and 3 (gradients and params sharded too) "
+                                     "are not built: set zero_stage = 1 (the optimizer state sharded) or 0",
+                                     t.zero_stage)};
+  if (t.gradient_compression != distributed::Compression::None)
+    return RelationIssue{"train", "zero_stage",
+                         fmt::format("[train] zero_stage = 1 with gradient_compression = \"{}\" is not built: each "
+                                     "rank's share of the gradients is summed in fp32; set gradient_compression = "
+                                     "\"none\", or zero_stage = 0",
+                                     ir::enum_name(t.gradient_compression))};
+  if (t.allreduce == distributed::AllReduce::Nccl)
+    return RelationIssue{"train", "zero_stage",
+                         "[train] zero_stage = 1 sums each rank's share of the gradients over MPI or Gloo through "
+                         "host memory, and allreduce = \"nccl\" asks for NCCL's sums on the GPU: set allreduce = "
+                         "\"auto\", or zero_stage = 0"};
+  if (c.compile.precision == passes::Precision::Fp16)
+    return RelationIssue{"train", "zero_stage",
+                         "[train] zero_stage = 1 with [compile] precision = \"fp16\" (loss scaling) is not built: an "
+                         "overflow in one rank's shard would skip the update on that rank alone; use precision = "
+                         "\"bf16\" (sm_80 and newer) or \"fp32\", or zero_stage = 0"};
+  if (c.finetune_section)
+    return RelationIssue{"train", "zero_stage",
+                         "[train] zero_stage = 1 shards data-parallel pretraining's optimizer step, and this config "
+                         "fine-tunes ([finetune]) on one process: remove it"};
+  return std::nullopt;
+}
+
 std::optional<RelationIssue> check_relations(const Config& c, const ModelOrigin& origin = {}) {
   const ModelConfig& m = c.model;
   const TrainConfig& t = c.train;
@@ -446,6 +478,7 @@ std::optional<RelationIssue> check_relations(const Config& c, const ModelOrigin&
                                      "seq_len = {} holds {} at most; set {} or fewer (3 is NVIDIA's choice at 512)",
                                      t.packing_max_examples, t.seq_len, t.seq_len / 5, std::max<int64_t>(1, t.seq_len / 5))};
   if (const auto issue = onebit_issue(c)) return issue;
+  if (const auto issue = zero_issue(c)) return issue;
   if (!c.finetune_section && t.max_predictions_per_seq > t.seq_len)  // (no masked predictions in fine-tuning)
     return RelationIssue{"train", "max_predictions_per_seq",
                          fmt::format("[train] max_predictions_per_seq = {} exceeds seq_len = {}",

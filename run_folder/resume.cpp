@@ -36,14 +36,15 @@ namespace {
 // (steps, log_every, ...); how the global batch is split (batch_size, gradient_accumulation_steps:
 // `global_batch` is checked instead, so that a resume on another number of ranks works); where
 // data comes from and how it is sharded (`data_examples` and `data_shards` check the stream, with
-// a message naming both streams); [compile], which says how a step is computed on a device,
+// a message naming both streams); zero_stage (a checkpoint holds the whole model's optimizer state
+// either way); [compile], which says how a step is computed on a device,
 // not what (a run may move to another GPU); and [finetune], which pretraining does not read (and
 // fine-tuning does not resume): checkpoints from before it existed resume as they did.
 bool may_change_on_resume(std::string_view section, std::string_view key) {
   static const std::set<std::string_view> keys{"steps",      "log_every", "checkpoint_every",
                                                "keep_checkpoints", "rank_timeout", "batch_size",
                                                "gradient_accumulation_steps", "data", "vocab",
-                                               "text_shards", "allreduce", "allreduce_bucket_mb"};
+                                               "text_shards", "allreduce", "allreduce_bucket_mb", "zero_stage"};
   return section == "compile" || section == "finetune" || keys.count(key);
 }
 

@@ -15,6 +15,7 @@
 #include <xxhash.h>
 
 #include "ir/value_names.h"
+#include "passes/optimizer_shards.h"
 #include "support/options.h"
 #include "run_folder/train_error.h"
 
@@ -181,6 +182,7 @@ DataParallel::DataParallel(distributed::Communicator& comm, const passes::Traini
                                              compression));
   tensors_ = gradient_tensors(program.step);
   for (const distributed::GradientTensor& g : tensors_) accumulators_.push_back(g.name);
+  if (t.zero_stage == 1) shard_optimizer(program);
   if (onebit)
     for (ir::ValueId p : momentum_params(program.step)) {
       momenta_.push_back(ir::names::optimizer_state_of(program.step.value(p).name, "exp_avg"));
@@ -188,6 +190,95 @@ DataParallel::DataParallel(distributed::Communicator& comm, const passes::Traini
     }
   exchange_ = std::make_unique<distributed::GradientExchange>(comm_, tensors_, exchange_options(t));
   path_ = SumPath::Staged;
+}
+
+void DataParallel::shard_optimizer(const passes::TrainingProgram& program) {
+  if (program.step.find(ir::names::kLossScale))
+    throw run_folder::TrainError("[train] zero_stage = 1 with loss scaling (precision fp16, which auto takes on sm_70 and "
+                                 "sm_75) is not built: an overflow in one rank's shard would skip the update on that "
+                                 "rank alone; set [compile] precision = \"fp32\" (or \"bf16\" on sm_80 and newer), or "
+                                 "zero_stage = 0");
+  const std::vector<ir::ValueId> params = program.step.values_of(ir::OpKind::Param);
+  const std::vector<int> owners = passes::param_owners(program.step, comm_.size());
+  for (size_t i = 0; i < params.size(); ++i) param_owner_[program.step.value(params[i]).name] = owners[i];
+  for (ir::ValueId p : momentum_params(program.step)) {
+    params_.push_back(program.step.value(p).name);
+    tensor_owner_.push_back(param_owner_.at(params_.back()));
+  }
+  sharded_state_owner_ = passes::state_owners(program.step, program.optimizer, comm_.size());
+}
+
+std::vector<std::string> DataParallel::owned_by(const std::vector<std::string>& names, int owner) const {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < names.size(); ++i)
+    if (tensor_owner_[i] == owner) out.push_back(names[i]);
+  return out;
+}
+
+void DataParallel::move_shard(support::Environment& env, const std::vector<std::string>& names, int owner, ShardMove move,
+                              const std::string& what) {
+  size_t total = 0;
+  for (const std::string& name : names) total += env.at(name).real.size();
+  if (total == 0) return;  // (the same on every rank: a shard of no params)
+  std::vector<float> packed;
+  packed.reserve(total);
+  if (move == ShardMove::Reduce || rank() == owner)
+    for (const std::string& name : names) packed.insert(packed.end(), env.at(name).real.begin(), env.at(name).real.end());
+  else packed.resize(total);
+  if (move == ShardMove::Reduce) comm_.reduce_to(packed.data(), total, owner, what);
+  else comm_.broadcast(packed.data(), total * sizeof(float), owner, what);
+  if ((move == ShardMove::Reduce) != (rank() == owner)) return;  // (the owner's own params, or another's sums: kept)
+  size_t at = 0;
+  for (const std::string& name : names) {
+    std::vector<float>& data = env.at(name).real;
+    std::copy_n(packed.begin() + static_cast<std::ptrdiff_t>(at), data.size(), data.begin());
+    at += data.size();
+  }
+}
+
+void DataParallel::after_optimizer(GraphRunner& optimizer, GraphRunner& step, support::Environment& env, int64_t step_number) {
+  if (!shards_optimizer()) return;
+  optimizer.download_state(owned_by(params_, rank()), env);
+  std::vector<std::string> others;
+  for (int q = 0; q < ranks(); ++q) {
+    const std::vector<std::string> names = owned_by(params_, q);
+    move_shard(env, names, q, ShardMove::Broadcast, fmt::format("the params rank {} updated at step {}", q, step_number));
+    if (q != rank()) others.insert(others.end(), names.begin(), names.end());
+  }
+  step.upload_state(others, env);
+}
+
+void DataParallel::drop_others_state(support::Environment& env) const {
+  for (const auto& [name, owner] : sharded_state_owner_)
+    if (owner != rank()) env.erase(name);
+}
+
+void DataParallel::gather_sharded_state(support::Environment& env, const run_folder::TensorManifest& manifest) {
+  if (!shards_optimizer()) return;
+  for (int q = 1; q < ranks(); ++q) {
+    std::vector<std::string> names;  // (sorted by name: the same order on every rank)
+    size_t total = 0;
+    for (const auto& [name, owner] : sharded_state_owner_)
+      if (owner == q) {
+        names.push_back(name);
+        total += static_cast<size_t>(manifest.at(name).numel());
+      }
+    if (total == 0) continue;
+    std::vector<float> packed;
+    packed.reserve(total);
+    if (rank() == q)
+      for (const std::string& name : names) packed.insert(packed.end(), env.at(name).real.begin(), env.at(name).real.end());
+    else packed.resize(total);
+    comm_.broadcast(packed.data(), total * sizeof(float), q, fmt::format("rank {}'s optimizer state for a checkpoint", q));
+    if (!leader()) continue;
+    size_t at = 0;
+    for (const std::string& name : names) {
+      support::HostTensor t = support::HostTensor::zeros(manifest.at(name));
+      std::copy_n(packed.begin() + static_cast<std::ptrdiff_t>(at), t.real.size(), t.real.begin());
+      at += t.real.size();
+      env[name] = std::move(t);
+    }
+  }
 }
 
 std::string DataParallel::attach(GraphRunner& step, GraphRunner& optimizer, runtime::Device* device) {
@@ -203,6 +294,11 @@ std::string DataParallel::attach_sums(GraphRunner& step, GraphRunner& optimizer,
     throw run_folder::TrainError(fmt::format("[train] allreduce = \"nccl\" sums a GPU's gradients, and this run trains on {}: "
                                  "train with --device cuda, or set allreduce = \"auto\"",
                                  device ? device->name() : "the CPU reference"));
+  if (shards_optimizer())
+    return fmt::format("ZeRO stage 1: each rank's share of the gradients summed onto it over {} between the step and "
+                       "the optimizer (staged through host memory), the optimizer state of {} of {} params kept here, "
+                       "the updated params sent to every rank",
+                       comm_.engine(), owned_by(params_, rank()).size(), params_.size());
   if (exchange_->options().compression == distributed::Compression::OneBit)
     return fmt::format("1-bit Adam: fp32 sums over {} for {} step(s), then the optimizer's momentum as signs, between "
                        "the step and the optimizer (staged through host memory)",
@@ -379,6 +475,22 @@ void DataParallel::before_optimizer(GraphRunner& optimizer, support::Environment
   if (path_ != SumPath::Staged) return;  // none, or in the graphs
   comm_.meet(fmt::format("the gradient all-reduce of step {}", step));
   optimizer.download_state(accumulators_, env);
+  if (shards_optimizer()) {
+    for (int q = 0; q < ranks(); ++q)
+      move_shard(env, owned_by(accumulators_, q), q, ShardMove::Reduce,
+                 fmt::format("the sums of rank {}'s gradients at step {}", q, step));
+    // The global norm's measure: each rank's own sums' squares, added up (in double: one number).
+    const std::vector<std::string> mine = owned_by(accumulators_, rank());
+    double squares = 0;
+    for (const std::string& name : mine)
+      for (float x : env.at(name).real) squares += static_cast<double>(x) * x;
+    comm_.sum(&squares, 1, distributed::Element::F64);
+    env[std::string(ir::names::kAccumulatorSumOfSquares)] = support::HostTensor::scalar(ir::DType::F32, squares);
+    optimizer.upload_state(mine, env);
+    // (a reduce then a broadcast of every gradient's share: the bytes a ring all-reduce's halves send)
+    result_ = {exchange_->dense_bytes(), false, std::isfinite(squares)};
+    return;
+  }
   std::vector<float*> data;
   for (const std::string& name : accumulators_) data.push_back(env.at(name).real.data());
   if (!exchange_->exchanges_momentum(step)) {
@@ -527,6 +639,7 @@ void DataParallel::check_same_parameters(const support::Environment& env, const 
   XXH3_state_t* state = XXH3_createState();
   XXH3_64bits_reset(state);
   for (const auto& [name, type] : manifest) {
+    if (sharded_state_owner_.contains(name)) continue;  // (ZeRO: only its owner keeps it)
     const auto& t = env.at(name);
     XXH3_64bits_update(state, t.real.data(), t.real.size() * sizeof(float));
     XXH3_64bits_update(state, t.integer.data(), t.integer.size() * sizeof(int64_t));

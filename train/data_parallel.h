@@ -100,8 +100,27 @@ class DataParallel {
   // tensors named dist.*). Returns a line for the log, "" when there is nothing to say.
   std::string restore_exchange_state(const support::Environment& env);
 
+  // ZeRO stage 1 ([train] zero_stage = 1 on several ranks): each rank runs the optimizer graph of its
+  // shard of the params (passes/optimizer_shards.h; passes::compile_optimizer) and keeps only their
+  // optimizer state. Before its step (before_optimizer) every gradient is summed on the rank that
+  // updates it (a reduce per rank of that rank's gradients, packed) and the ranks' sums of squares
+  // are added up for the global norm (the input grad_acc_sum_of_squares); after it
+  // (after_optimizer) each rank's updated params go to every rank (a broadcast per rank).
+  bool shards_optimizer() const { return !param_owner_.empty(); }
+  // After the optimizer step: the params of every rank's shard into every rank's `env` (read from
+  // `optimizer`'s device, written onto `step`'s). Nothing without ZeRO.
+  void after_optimizer(GraphRunner& optimizer, GraphRunner& step, support::Environment& env, int64_t step_number);
+  // ZeRO: the optimizer state that other ranks keep, out of `env` (after share_state: rank 0 read a
+  // checkpoint of the whole model's, or every rank made it afresh).
+  void drop_others_state(support::Environment& env) const;
+  // ZeRO, at a checkpoint (a collective): every rank's optimizer state into rank 0's `env` (by the
+  // names of `manifest`, the whole program's), for it to save the whole model's — a checkpoint that
+  // resumes on any number of ranks, with or without ZeRO. The others' env is unchanged.
+  void gather_sharded_state(support::Environment& env, const run_folder::TensorManifest& manifest);
+
   // At a checkpoint: every rank's params must hash alike; throws TrainError naming the ranks that
-  // differ from rank 0.
+  // differ from rank 0 (with ZeRO, the optimizer state each rank keeps of its own params is not
+  // compared).
   void check_same_parameters(const support::Environment& env, const run_folder::TensorManifest& manifest, int64_t step);
 
  private:
@@ -111,6 +130,8 @@ class DataParallel {
   // in a GPU's CUDA Graph; MPI's or Gloo's issued among the Host device's launches).
   enum class SumPath { None, Staged, InRuns, OnDevice };
   std::string attach_sums(GraphRunner& step, GraphRunner& optimizer, runtime::Device* device);
+  // ZeRO stage 1: who updates each param, from the whole `program` (its optimizer graph's states).
+  void shard_optimizer(const passes::TrainingProgram& program);
   // A device whose sums are a collective library's on a second queue (InRunSums::SideQueue: NCCL
   // on a GPU), where staging through host memory is the way round it.
   std::string attach_library_sums(runtime::Device& device, GraphRunner& step);
@@ -151,6 +172,19 @@ class DataParallel {
   std::map<int64_t, codegen::GradientCasts> casts_;  // by element count (stable addresses: launches keep them)
   std::vector<DeviceBucket> device_buckets_;
   int64_t step_ = 0;                 // the step the in-graph sums are made for
+  // ZeRO: the rank updating each param (by name), each tensor's (tensors_' order), and the
+  // optimizer states that are a param's (by name: its owner).
+  std::map<std::string, int> param_owner_;
+  std::vector<int> tensor_owner_;
+  std::map<std::string, int> sharded_state_owner_;
+  std::vector<std::string> params_;  // by tensor (tensors_' order)
+  // ZeRO: the f32 tensors of `names` owned by rank `owner`, packed, sent from it to every rank
+  // (broadcast) or summed onto it (reduce), and unpacked; `what` for a late rank's error.
+  enum class ShardMove { Broadcast, Reduce };
+  void move_shard(support::Environment& env, const std::vector<std::string>& names, int owner, ShardMove move,
+                  const std::string& what);
+  // ZeRO: the names of tensors_' entries (accumulators_ or params_) that rank `owner` updates.
+  std::vector<std::string> owned_by(const std::vector<std::string>& names, int owner) const;
   distributed::ExchangeResult result_;      // of the last exchange
 };
 

@@ -309,6 +309,28 @@ passes::TrainingProgram program_of(const codegen::CompiledProgram& compiled, con
   return codegen::graphs_of(compiled);
 }
 
+// The graphs this rank runs: `program`, or with [train] zero_stage = 1 on several ranks its step
+// graph and the optimizer graph of this rank's shard of the params (passes::compile_optimizer), the
+// program itself still what the ranks compare and checkpoints hold.
+passes::TrainingProgram sharded_program(const passes::TrainingProgram& program, const TrainOptions& o,
+                                        passes::OptimizerOptions optimizer, const distributed::Communicator& comm,
+                                        std::ostream& log) {
+  if (o.config.train.zero_stage == 0) return program;
+  if (comm.size() == 1) {
+    log << "ZeRO: zero_stage = 1 on one rank: nothing to shard, the optimizer step is the whole model's\n";
+    return program;
+  }
+  if (o.compiled)
+    throw run_folder::TrainError("[train] zero_stage = 1 runs each rank's own optimizer graph, compiled as the run starts, "
+                                 "and a compiled program holds the whole model's: train from the config (bertc train "
+                                 "CONFIG), or set zero_stage = 0");
+  optimizer.shard = comm.rank();
+  optimizer.shards = comm.size();
+  passes::TrainingProgram running = program;
+  running.optimizer = passes::compile_optimizer(program.step, o.config.compile, optimizer);
+  return running;
+}
+
 // What the trainer reads of its graphs, and how it runs them.
 struct Runners {
   Fetches fetch;
@@ -445,6 +467,7 @@ run_folder::StepStats train_step(int64_t s, const TrainOptions& o, Runners& r, B
   if (!optimized) {
     dp.before_optimizer(*r.optimizer, env, s);
     optimized = r.optimizer->run(env);
+    dp.after_optimizer(*r.optimizer, *r.step, env, s);
   }
   watch.reset();
   stats.grad_norm = optimized->fetched.at(std::string(names::kGradNorm)).real.at(0);
@@ -544,6 +567,8 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
                  : passes::compile_training(frontend::build_model(model, o.config.model_settings()), o.config.compile, optimizer);
   require_checked_indices(program.step, o.config);
   log << compile_summary(o.config.compile, program) << "\n";
+  // What this rank runs: the program, or with ZeRO stage 1 the optimizer graph of its shard.
+  const passes::TrainingProgram running = sharded_program(program, o, optimizer, comm, log);
   // The vocabulary, said at the start, and checked against everything recorded with another.
   const data::Vocab vocab = load_run_vocab(o.config, o.vocab, log);
   if (comm.rank() == 0) run_folder::say_init_lower_case(o.config, o.init, log);
@@ -568,6 +593,7 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
   const std::string run_id = recorded_run.value_or(run_folder::new_run_id());
   DataParallel dp(comm, program, t);
   dp.share_state(env, run_folder::manifest_of(program), start);
+  dp.drop_others_state(env);
   if (const std::string said = dp.restore_exchange_state(env); !said.empty() && start > 0) log << said << "\n";
   std::erase_if(env, [](const auto& entry) { return entry.first.starts_with(run_folder::kExchangeStatePrefix); });  // (taken)
   TrainSummary summary;
@@ -597,7 +623,7 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
   if (o.profile_step && (*o.profile_step <= start || *o.profile_step > last))
     throw run_folder::TrainError(fmt::format("--profile {} is not a step of this run (steps {} to {}): give one of those", *o.profile_step,
                                  start + 1, last));
-  Runners runners = make_runners(model, o, program, device, log);
+  Runners runners = make_runners(model, o, running, device, log);
   std::optional<data::BatchStream> opened;
   try {
     opened.emplace(open_batch_stream(o.config, o.data, vocab, log));
@@ -684,6 +710,7 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
     runners.optimizer->download_state(env);
     dp.check_same_parameters(env, run_folder::manifest_of(program), step);
     const support::Environment exchange = dp.exchange_state();
+    dp.gather_sharded_state(env, run_folder::manifest_of(program));
     if (!dp.leader()) return;
     std::map<std::string, std::string> metadata = run_folder::run_metadata(model, o.config, dp.ranks());
     metadata["world_size"] = std::to_string(dp.ranks());
@@ -696,6 +723,7 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
     metadata.merge(run_folder::export_metadata(o.config, vocab));
     run_folder::save_checkpoint(o.checkpoint_dir, step, run_folder::manifest_of(program), env, std::move(metadata), t.keep_checkpoints,
                     exchange);
+    dp.drop_others_state(env);  // (ZeRO: the other ranks' state, gathered for the file)
     if (say) progress->note(fmt::format("checkpoint: {}", run_folder::checkpoint_path(o.checkpoint_dir, step).string()));
   };
   for (int64_t s = start + 1; s <= last; ++s) {

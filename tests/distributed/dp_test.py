@@ -15,6 +15,7 @@ import re
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import time
@@ -513,6 +514,53 @@ def onebit_resume():
     compare(metrics("straight"), metrics("onebit_host"), "loss", 1e-4, "1-bit on the Host device vs the reference")
 
 
+def checkpoint_names(path):
+    """The tensor names of a checkpoint (a safetensors file: 8 bytes of header length, the header)."""
+    with open(path, "rb") as f:
+        length = struct.unpack("<Q", f.read(8))[0]
+        return set(json.loads(f.read(length))) - {"__metadata__"}
+
+
+def zero():
+    # ZeRO stage 1: 2 ranks, each updating its shard of the params (and keeping only their
+    # optimizer state), train as 2 ranks of plain data parallelism do: the same sums, in another
+    # order only where the global norm's squares are added (EQUAL, as in `equal`).
+    plain = config("plain", steps=20, batch_size=2, checkpoint_every=10)
+    cfg = config("zero", steps=20, batch_size=2, checkpoint_every=10, zero_stage=1)
+    train(plain, "plain", ranks=2)
+    # Its checkpoint holds every rank's optimizer state: resumed on 1 rank (another world size,
+    # nothing to shard), the run goes on as the straight one (a rank's moments lost would move the
+    # loss far past EQUAL by step 20).
+    straight_then_split(cfg, 1, "on 1 rank(s) 2 accumulation step(s) of 2 keep it", "ZeRO-1: 2 ranks straight vs 2 then 1")
+    log = open(os.path.join(WORK, "straight.log")).read()
+    kept = re.search(r"ZeRO stage 1: each rank's share of the gradients summed onto it over MPI .* the optimizer state "
+                     r"of (\d+) of (\d+) params kept here", log)
+    if not kept or not 0 < int(kept.group(1)) < int(kept.group(2)):
+        fail("the ZeRO run did not say it keeps part of the optimizer state:\n" + log[-2000:])
+    compare(metrics("plain"), metrics("straight"), "loss", EQUAL, "ZeRO-1 vs plain data parallelism, 2 ranks")
+    compare(metrics("plain"), metrics("straight"), "grad_norm", EQUAL, "ZeRO-1 vs plain data parallelism, 2 ranks")
+    names = [checkpoint_names(os.path.join(WORK, run, "checkpoint-000020.safetensors")) for run in ("plain", "straight")]
+    if names[0] != names[1]:
+        fail(f"the ZeRO checkpoint's tensors differ from plain data parallelism's: {sorted(names[0] ^ names[1])[:8]}")
+    # Resumed without ZeRO (zero_stage may change on resume): the same run again.
+    train(cfg, "to-plain", ranks=2, extra=["--until", "10"])
+    train(plain, "to-plain", ranks=2, extra=["--resume"])
+    compare(metrics("straight"), metrics("to-plain"), "loss", EQUAL, "ZeRO-1 then plain vs ZeRO-1 straight")
+    # The Host device (its kernels, the shards' params and accumulators copied between its memory
+    # and the host's), with LAMB (a per-tensor trust ratio: whole tensors in a shard).
+    host_plain = config("host-plain", steps=4, batch_size=2, optimizer="lamb")
+    host_zero = config("host-zero", steps=4, batch_size=2, optimizer="lamb", zero_stage=1)
+    train(host_plain, "host-plain", ranks=2, device="host")
+    train(host_zero, "host-zero", ranks=2, device="host")
+    compare(metrics("host-plain"), metrics("host-zero"), "loss", EQUAL, "ZeRO-1 vs plain, LAMB on the Host device")
+    compare(metrics("host-plain"), metrics("host-zero"), "grad_norm", EQUAL, "ZeRO-1 vs plain, LAMB on the Host device")
+    # What is not built is refused before anything runs, with the fix.
+    refused = train(config("zero-psgd", steps=2, zero_stage=1, gradient_compression="powersgd"), "zero-psgd", ranks=2,
+                    check=False)
+    if refused.returncode == 0 or 'set gradient_compression = "none", or zero_stage = 0' not in refused.stderr:
+        fail("zero_stage = 1 with PowerSGD was not refused with its fix:\n" + refused.stderr[-2000:])
+
+
 def refuse_mismatch():
     # Another learning rate, another model (whose state broadcast would not even fit), another
     # --device: refused before anything trains, naming what differs.
@@ -630,7 +678,7 @@ def refuse_env():
 CASES = {"equal_adamw": lambda: equal("adamw"), "equal_lamb": lambda: equal("lamb", accumulation=2),
          "equal_host": lambda: equal("adamw", device="host", steps=6),
          "equal_host_lamb": lambda: equal("lamb", device="host", steps=6),
-         "equal_host_accumulating": lambda: equal("adamw", device="host", steps=6, accumulation=2), "fp16_bf16": fp16_bf16, "compressions": compressions, "onebit_resume": onebit_resume,
+         "equal_host_accumulating": lambda: equal("adamw", device="host", steps=6, accumulation=2), "fp16_bf16": fp16_bf16, "compressions": compressions, "zero": zero, "onebit_resume": onebit_resume,
          "kill": kill, "hang": hang, "resume_other_ranks": resume_other_ranks, "refuse_mismatch": refuse_mismatch,
          "refuse_nccl": refuse_nccl, "powersgd_resume": powersgd_resume, "equal_env": lambda: equal("adamw"),
          "equal_host_env": lambda: equal("adamw", device="host", steps=6), "kill_env": kill, "hang_env": hang,

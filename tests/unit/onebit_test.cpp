@@ -106,10 +106,19 @@ class ThreadRank : public Communicator {
   std::vector<uint64_t> all_gather(uint64_t, const std::string&) override { throw std::logic_error("no gather here"); }
   void meet(const std::string&) override { g_.sync.arrive_and_wait(); }
   [[noreturn]] void abort(int) override { std::abort(); }
-  void broadcast(void* data, size_t bytes, int root) override {
+  void broadcast(void* data, size_t bytes, int root, const std::string&) override {
     exchange(data, [&] {
       if (rank_ != root) std::memcpy(data, g_.sends[static_cast<size_t>(root)], bytes);
     });
+  }
+  void reduce_to(float* data, size_t count, int root, const std::string&) override {
+    std::vector<float> sum(count, 0.0f);
+    exchange(data, [&] {
+      if (rank_ != root) return;
+      for (int r = 0; r < g_.size; ++r)
+        for (size_t i = 0; i < count; ++i) sum[i] += static_cast<const float*>(g_.sends[static_cast<size_t>(r)])[i];
+    });
+    if (rank_ == root) std::memcpy(data, sum.data(), count * sizeof(float));  // (after every rank has read)
   }
   void all_to_all(const void* send, void* recv, size_t bytes_each, const std::string&) override {
     exchange(send, [&] {

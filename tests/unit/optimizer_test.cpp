@@ -2,7 +2,10 @@
 // against AdamW, LAMB, Lion and clipping written out independently here, in double precision.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <numeric>
+#include <set>
 
 #include "ir/builder.h"
 #include "ir/op_info.h"
@@ -10,6 +13,7 @@
 #include "passes/accumulate.h"
 #include "passes/autodiff.h"
 #include "passes/optimizer.h"
+#include "passes/optimizer_shards.h"
 #include "passes/precision.h"
 
 namespace bertc::testing {
@@ -83,7 +87,10 @@ struct Reference {  // the optimizer written out by hand
   }
 };
 
-void train_and_compare(const std::string& kind, double max_norm, int freeze = 0) {
+// With `shards` > 1 (ZeRO stage 1): each shard's graph runs on its own copy of the state, given
+// the accumulators' sum of squares as the exchange gives it, and what it updates is taken back:
+// the shards together must train as the reference does (and each hold its own params alone).
+void train_and_compare(const std::string& kind, double max_norm, int freeze = 0, int shards = 1) {
   const ir::Graph forward = model();
   passes::OptimizerOptions options;
   options.optimizer.kind = *ir::op_kind_from_name(kind);
@@ -94,6 +101,26 @@ void train_and_compare(const std::string& kind, double max_norm, int freeze = 0)
   passes::differentiate(step);
   passes::accumulate_gradients(step);
   const ir::Graph apply = passes::build_optimizer_graph(step, options);
+  std::vector<ir::Graph> shard_graphs;
+  const std::vector<int> owners = passes::param_owners(step, shards);
+  for (int q = 0; q < shards && shards > 1; ++q) {
+    passes::OptimizerOptions o = options;
+    o.shard = q;
+    o.shards = shards;
+    shard_graphs.push_back(passes::build_optimizer_graph(step, o));
+    // Its params are its shard's, and it keeps no other param's state.
+    std::set<std::string> want, got;
+    const std::vector<ir::ValueId> params = step.values_of(ir::OpKind::Param);
+    for (size_t i = 0; i < params.size(); ++i)
+      if (owners[i] == q) want.insert(step.value(params[i]).name);
+    for (ir::ValueId p : shard_graphs.back().values_of(ir::OpKind::Param)) got.insert(shard_graphs.back().value(p).name);
+    EXPECT_EQ(got, want) << "shard " << q;
+    for (ir::ValueId v : shard_graphs.back().values_of(ir::OpKind::State)) {
+      const std::string& name = shard_graphs.back().value(v).name;
+      const std::string param = name.substr(0, name.rfind('.'));
+      if (!name.ends_with(".grad_acc") && step.find(param)) EXPECT_TRUE(want.contains(param)) << name << " in shard " << q;
+    }
+  }
 
   Env env;
   fill_params(forward, env, [](const std::string& n, int64_t i) { return 0.5 * std::cos(i + n.size()); });
@@ -127,7 +154,26 @@ void train_and_compare(const std::string& kind, double max_norm, int freeze = 0)
     }
     env["learning_rate"] = Tensor64::scalar(DType::F32, 0.05);
     env["step"] = Tensor64::scalar(DType::I64, t);
-    const double norm = reference::Executor<double>(apply).run(env).outputs.at(0).real.at(0);
+    double norm = 0;
+    if (shards == 1) {
+      norm = reference::Executor<double>(apply).run(env).outputs.at(0).real.at(0);
+    } else {
+      double squares = 0;
+      for (const auto& [n, p] : params)
+        for (double a : env[n + ".grad_acc"].real) squares += a * a;
+      env["grad_acc_sum_of_squares"] = Tensor64::scalar(DType::F32, squares);
+      const Env before = env;
+      for (int q = 0; q < shards; ++q) {
+        Env mine = before;
+        const ir::Graph& g = shard_graphs[static_cast<size_t>(q)];
+        const double shard_norm = reference::Executor<double>(g).run(mine).outputs.at(0).real.at(0);
+        if (q > 0) EXPECT_EQ(shard_norm, norm) << "the shards' norms differ";
+        norm = shard_norm;
+        // What this shard updated: its params, their state, the count, the accumulators (zeroed).
+        for (ir::OpKind kind : {ir::OpKind::Param, ir::OpKind::State})
+          for (ir::ValueId v : g.values_of(kind)) env[g.value(v).name] = mine[g.value(v).name];
+      }
+    }
     double want_norm = 0;
     ref.step(params, mean_grad, t, &want_norm);
     EXPECT_NEAR(norm, want_norm, 1e-12) << kind << " step " << t;
@@ -146,6 +192,34 @@ TEST(Optimizer, LambWithClipping) { train_and_compare("lamb", 0.01); }
 // longer reads).
 TEST(Optimizer, AdamwPastItsFreezeStep) { train_and_compare("adamw", 0.01, 2); }
 TEST(Optimizer, LionWithClipping) { train_and_compare("lion", 0.01); }
+// ZeRO stage 1: the optimizer step split over 2 and 3 shards of whole tensors trains as one
+// (clipping by the global norm each shard is given; LAMB's per-tensor trust ratio whole). The
+// model's 3 params: 3 shards hold one each.
+TEST(Optimizer, AdamwInShards) { train_and_compare("adamw", 0.01, 0, 2); }
+TEST(Optimizer, LambInThreeShards) { train_and_compare("lamb", 0.01, 0, 3); }
+
+TEST(OptimizerShards, LargestFirstToTheLeastLoaded) {
+  // 10 -> 0; 7 -> 1; 5 (index 2) -> 1 (7 < 10); 5 (index 3) -> 0 (10 < 12); 3 -> 1 (12 < 15).
+  EXPECT_EQ(passes::shard_owners({10, 7, 5, 5, 3}, 2), (std::vector<int>{0, 1, 1, 0, 1}));
+  EXPECT_EQ(passes::shard_owners({4, 4, 4}, 1), (std::vector<int>{0, 0, 0}));
+  // More shards than tensors: the later shards hold nothing.
+  EXPECT_EQ(passes::shard_owners({1, 2}, 4), (std::vector<int>{1, 0}));
+  EXPECT_THROW(passes::shard_owners({1}, 0), std::invalid_argument);
+}
+
+TEST(OptimizerShards, NoShardHoldsMoreThanTheMeanAndTheLargestTensor) {
+  std::vector<int64_t> sizes;
+  for (int i = 0; i < 200; ++i) sizes.push_back(1 + (i * 7919) % 1000 + (i % 13 == 0 ? 30000 : 0));
+  const int64_t total = std::accumulate(sizes.begin(), sizes.end(), int64_t{0});
+  const int64_t largest = *std::max_element(sizes.begin(), sizes.end());
+  for (int shards : {2, 3, 8}) {
+    const std::vector<int> owners = passes::shard_owners(sizes, shards);
+    std::vector<int64_t> load(static_cast<size_t>(shards), 0);
+    for (size_t i = 0; i < sizes.size(); ++i) load[static_cast<size_t>(owners[i])] += sizes[i];
+    for (int64_t l : load) EXPECT_LE(l, total / shards + largest) << shards << " shards";
+    EXPECT_EQ(std::accumulate(load.begin(), load.end(), int64_t{0}), total);
+  }
+}
 
 // The state of every optimizer op of the table is what its operands declare: the pass makes one
 // state "<param>.<name>" per param for each, of the param's type, and checkpoints count them as

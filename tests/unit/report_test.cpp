@@ -3,10 +3,13 @@
 // launches, less planned activation memory, little extra work). No timing is asserted.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <set>
 #include <stdexcept>
 
 #include "frontend/bert.h"
 #include "ir/builder.h"
+#include "ir/printer.h"
 #include "run_config/config.h"
 #include "passes/cost_model.h"
 #include "passes/pipeline.h"
@@ -118,6 +121,47 @@ double bert_base_matmul_flops() {
   const double heads = 2 * B * P * H * H + 2 * B * P * H * V     // MLM transform and decoder
                        + 2 * B * H * H + 2 * B * H * 2;          // pooler, NSP classifier
   return L * per_layer + heads;
+}
+
+// ZeRO stage 1's memory: AdamW keeps two fp32 moments per param element, and a shard of whole
+// tensors keeps at least its fraction of them and at most that and the largest tensor's.
+TEST(CompileReport, ZeroStageOneSplitsTheMoments) {
+  run_config::Config config = run_config::load_config(BERTC_SOURCE_DIR "/examples/bert-base.toml");
+  config.compile.arch = passes::Arch::parse("p40");
+  config.compile = resolve_options(config.compile, passes::Arch::none());
+  TrainingProgram program;
+  const CompileReport r = compile_report(frontend::build_bert_pretraining(config.model_settings()), config.compile,
+                                         config.train, config.train.batch_size, &program);
+  int64_t elements = 0, largest = 0;
+  for (ir::ValueId p : program.step.values_of(ir::OpKind::Param)) {
+    elements += program.step.value(p).type.numel();
+    largest = std::max(largest, program.step.value(p).type.numel());
+  }
+  const int64_t moments = 2 * 4 * elements;
+  int64_t counted = 0;
+  for (int64_t b : r.param_state_bytes) counted += b;
+  EXPECT_EQ(counted, moments);
+  EXPECT_EQ(r.device_bytes_with_zero1(1), r.device_bytes());
+  for (int ranks : {2, 4, 8}) {
+    const int64_t kept = moments - (r.device_bytes() - r.device_bytes_with_zero1(ranks));
+    EXPECT_GE(kept, moments / ranks) << ranks;
+    EXPECT_LE(kept, moments / ranks + 2 * 4 * largest) << ranks;
+  }
+  // The optimizer graph compile_optimizer makes from the compiled step graph is the pipeline's:
+  // the same params, states and inputs and as many ops (the schedule pass reorders the step
+  // graph's params, so the optimizer's slots come in another order); a shard's holds fewer.
+  auto sources = [](const ir::Graph& g) {
+    std::multiset<std::string> out;
+    for (ir::OpKind kind : {ir::OpKind::Param, ir::OpKind::State, ir::OpKind::Input})
+      for (ir::ValueId v : g.values_of(kind)) out.insert(g.value(v).name + ": " + ir::to_string(g.value(v).type));
+    return out;
+  };
+  OptimizerOptions whole = config.train;
+  const ir::Graph again = compile_optimizer(program.step, config.compile, whole);
+  EXPECT_EQ(sources(again), sources(program.optimizer));
+  EXPECT_EQ(again.ops().size(), program.optimizer.ops().size());
+  whole.shards = 2;
+  EXPECT_LT(sources(compile_optimizer(program.step, config.compile, whole)).size(), sources(program.optimizer).size());
 }
 
 TEST(CompileReport, BertBaseFlopsMatchTheShapes) {
