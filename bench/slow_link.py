@@ -22,7 +22,8 @@ is missing it says which and exits 77 (a skip). Latency is not added: netem is n
 machine's kernel (the loopback's own is microseconds).
 
 usage: bench/slow_link.py BERTC SOURCE_DIR WORK_DIR [--model mid|tiny] [--rates 1gbit,10gbit] [--steps 10]
-                          [--compressions none,fp16,powersgd,onebit] [--json FILE]
+                          [--compressions none,fp16,powersgd,onebit,zero] [--json FILE]
+("zero": fp32 sums with [train] zero_stage = 1, the optimizer step sharded: ZeRO-1 on against none's off)
 """
 import argparse
 import json
@@ -86,7 +87,12 @@ def config(source, work, name, model, steps, compression, batch_size=None):
         text = re.sub(r"\[model\]\n.*?\n\n", MID_MODEL + "\n", text, flags=re.S)
     text = re.sub(r'^(data|vocab) = "([^"]*)"', lambda m: f'{m.group(1)} = "{os.path.join(source, "examples", m.group(2))}"',
                   text, flags=re.M)
-    extra = f'gradient_compression = "{compression}"\npowersgd_warmup_steps = {WARMUP}\n'
+    # "zero": fp32 sums with ZeRO stage 1 (each rank's share of the gradients reduced onto it, the
+    # params it updated broadcast back): the bytes of a ring all-reduce, in other collectives.
+    sums = "none" if compression == "zero" else compression
+    extra = f'gradient_compression = "{sums}"\npowersgd_warmup_steps = {WARMUP}\n'
+    if compression == "zero":
+        extra += "zero_stage = 1\n"
     if compression == "onebit":
         extra += f"onebit_warmup_steps = {WARMUP}\n"
     text = text.replace("[train]\n", "[train]\n" + extra, 1)
@@ -138,7 +144,7 @@ def median_step(run, skip):
 def predicted_allreduce(bertc, cfg, compression, link):
     """bertc estimate's ring all-reduce for 2 GPUs on 2 machines joined by `link` (seconds)."""
     out = subprocess.run([bertc, "estimate", cfg, "--gpu", "p40", "--machines", "2", "--gpus-per-machine", "1",
-                          "--between", link, "--compression", compression, "--json"],
+                          "--between", link, "--compression", "none" if compression == "zero" else compression, "--json"],
                          capture_output=True, text=True, check=True).stdout
     rows = json.loads(out)
     rows = rows["rows"] if isinstance(rows, dict) else rows
@@ -155,7 +161,7 @@ def main():
     parser.add_argument("--model", choices=("mid", "tiny"), default="mid")
     parser.add_argument("--rates", default="1gbit,10gbit")
     parser.add_argument("--steps", type=int, default=10)
-    parser.add_argument("--compressions", default="none,fp16,powersgd,onebit")
+    parser.add_argument("--compressions", default="none,fp16,powersgd,onebit,zero")
     parser.add_argument("--json", help="write the figures here too")
     a = parser.parse_args()
     missing = capable()

@@ -31,7 +31,8 @@ class SingleProcess : public Communicator {
   }
   std::vector<uint64_t> all_gather(uint64_t value, const std::string&) override { return {value}; }
   void broadcast(void*, size_t, int, const std::string&) override {}
-  void reduce_to(float*, size_t, int, const std::string&) override {}
+  void reduce_scatter(float*, const std::vector<size_t>&, const std::string&) override {}
+  void all_gather_shares(float*, const std::vector<size_t>&, const std::string&) override {}
   void all_to_all(const void* send, void* recv, size_t bytes_each, const std::string&) override {
     std::memmove(recv, send, bytes_each);
   }

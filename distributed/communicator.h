@@ -59,10 +59,13 @@ class Communicator {
   // rank's error: "a broadcast of rank 0's state").
   virtual void broadcast(void* data, size_t bytes, int root, const std::string& what) = 0;
   void broadcast(void* data, size_t bytes, int root) { broadcast(data, bytes, root, "a broadcast of rank 0's state"); }
-  // The sum over the ranks of `count` f32 elements at `data` into rank `root`'s `data`, waited for
-  // (the other ranks' buffers are scratch afterwards): ZeRO stage 1's gradients of a shard summed
-  // on the rank that updates it.
-  virtual void reduce_to(float* data, size_t count, int root, const std::string& what) = 0;
+  // ZeRO stage 1's collectives over `data`, every rank's share one after the other (counts[q] f32
+  // elements of rank q's; the same counts on every rank), waited for: reduce_scatter sums the
+  // ranks' `data` and leaves this rank's share of the sum in its share (the other shares are
+  // scratch afterwards) — the gradients a rank updates, summed onto it; all_gather_shares gives
+  // every rank every rank's share of `data` — the params each rank updated.
+  virtual void reduce_scatter(float* data, const std::vector<size_t>& counts, const std::string& what) = 0;
+  virtual void all_gather_shares(float* data, const std::vector<size_t>& counts, const std::string& what) = 0;
   // Byte blocks between the ranks, waited for (`what` names the exchange in a late or dead rank's
   // error): all_to_all sends block q of `send` (bytes_each bytes, ranks x bytes_each in all) to
   // rank q, which receives it as block r of `recv` from this rank r; all_gather_bytes gives every

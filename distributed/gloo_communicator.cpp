@@ -33,6 +33,7 @@ std::string gloo_library_version() { return ""; }
 #include <deque>
 #include <functional>
 #include <future>
+#include <numeric>
 #include <thread>
 
 #include <csignal>
@@ -42,7 +43,8 @@ std::string gloo_library_version() { return ""; }
 #include <gloo/allreduce.h>
 #include <gloo/alltoall.h>
 #include <gloo/broadcast.h>
-#include <gloo/reduce.h>
+#include <gloo/allgatherv.h>
+#include <gloo/alltoallv.h>
 #include <gloo/config.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/store.h>
@@ -195,15 +197,38 @@ class Gloo : public Communicator {
     }, what);
   }
 
-  void reduce_to(float* data, size_t count, int root, const std::string& what) override {
+  // A reduce-scatter as an all-to-all of the shares (rank q receives every rank's copy of its own
+  // share: the bytes of a ring's reduce-scatter), summed here in rank order.
+  void reduce_scatter(float* data, const std::vector<size_t>& counts, const std::string& what) override {
     const Milliseconds limit = op_timeout();
+    const size_t ranks = counts.size(), me = static_cast<size_t>(launch_.rank), mine = counts[me];
+    std::vector<float> copies(mine * ranks);
     run([&] {
-      gloo::ReduceOptions opts(context_);
+      gloo::AlltoallvOptions opts(context_);
       opts.setTimeout(limit);
-      opts.setRoot(root);
-      opts.setOutput(data, count);
-      opts.setReduceFunction(&add<float>);
-      gloo::reduce(opts);
+      opts.setInput(data, std::vector<int64_t>(counts.begin(), counts.end()));
+      opts.setOutput(copies.data(), std::vector<int64_t>(ranks, static_cast<int64_t>(mine)));
+      gloo::alltoallv(opts);
+    }, what);
+    float* share = data + std::accumulate(counts.begin(), counts.begin() + static_cast<std::ptrdiff_t>(me), size_t{0});
+    for (size_t i = 0; i < mine; ++i) {
+      float sum = 0;
+      for (size_t q = 0; q < ranks; ++q) sum += copies[q * mine + i];
+      share[i] = sum;
+    }
+  }
+
+  void all_gather_shares(float* data, const std::vector<size_t>& counts, const std::string& what) override {
+    const Milliseconds limit = op_timeout();
+    const size_t me = static_cast<size_t>(launch_.rank);
+    const float* share = data + std::accumulate(counts.begin(), counts.begin() + static_cast<std::ptrdiff_t>(me), size_t{0});
+    std::vector<float> mine(share, share + counts[me]);  // (Gloo's input apart from its output)
+    run([&] {
+      gloo::AllgathervOptions opts(context_);
+      opts.setTimeout(limit);
+      opts.setInput(mine.data(), mine.size());
+      opts.setOutput(data, counts);
+      gloo::allgatherv(opts);
     }, what);
   }
 

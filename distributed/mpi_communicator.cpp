@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <numeric>
 #include <thread>
 
 #include <fmt/format.h>
@@ -133,17 +134,28 @@ class Mpi : public Communicator {
     wait(r, [&] { return late(what); }, true);
   }
 
-  void reduce_to(float* data, size_t count, int root, const std::string& what) override {
-    std::vector<MPI_Request> r;
-    for (size_t done = 0; done < count;) {  // (MPI counts are ints)
-      const size_t n = std::min<size_t>(count - done, INT_MAX / 2);
-      r.emplace_back();
-      // (MPI_IN_PLACE is the root's send buffer alone: the others send theirs)
-      check(MPI_Ireduce(rank_ == root ? MPI_IN_PLACE : data + done, data + done, static_cast<int>(n), MPI_FLOAT, MPI_SUM,
-                        root, MPI_COMM_WORLD, &r.back()),
-            "MPI_Ireduce");
-      done += n;
+  // (MPI counts are ints: a rank's share of BERT-large's gradients is at most 336M elements)
+  void reduce_scatter(float* data, const std::vector<size_t>& counts, const std::string& what) override {
+    std::vector<int> n;
+    for (size_t c : counts) n.push_back(int_count(c));
+    std::vector<float> mine(counts[static_cast<size_t>(rank_)]);
+    std::vector<MPI_Request> r(1);
+    check(MPI_Ireduce_scatter(data, mine.data(), n.data(), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &r[0]), "MPI_Ireduce_scatter");
+    wait(r, [&] { return late(what); }, true);
+    std::copy(mine.begin(), mine.end(), data + std::accumulate(counts.begin(), counts.begin() + rank_, size_t{0}));
+  }
+
+  void all_gather_shares(float* data, const std::vector<size_t>& counts, const std::string& what) override {
+    std::vector<int> n, at;
+    for (size_t c : counts) {
+      at.push_back(at.empty() ? 0 : at.back() + n.back());
+      n.push_back(int_count(c));
     }
+    int_count(std::accumulate(counts.begin(), counts.end(), size_t{0}));  // (displacements are ints too: refused past)
+    std::vector<MPI_Request> r(1);
+    // (in place: each rank's own share is where the others' land)
+    check(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, n.data(), at.data(), MPI_FLOAT, MPI_COMM_WORLD, &r[0]),
+          "MPI_Iallgatherv");
     wait(r, [&] { return late(what); }, true);
   }
 

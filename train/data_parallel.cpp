@@ -205,6 +205,13 @@ void DataParallel::shard_optimizer(const passes::TrainingProgram& program) {
     params_.push_back(program.step.value(p).name);
     tensor_owner_.push_back(param_owner_.at(params_.back()));
   }
+  shard_counts_.assign(static_cast<size_t>(comm_.size()), 0);
+  for (int q = 0; q < comm_.size(); ++q)
+    for (size_t t = 0; t < tensors_.size(); ++t)
+      if (tensor_owner_[t] == q) {
+        shard_order_.push_back(t);
+        shard_counts_[static_cast<size_t>(q)] += static_cast<size_t>(ir::TensorType{ir::DType::F32, tensors_[t].shape}.numel());
+      }
   sharded_state_owner_ = passes::state_owners(program.step, program.optimizer, comm_.size());
 }
 
@@ -215,23 +222,25 @@ std::vector<std::string> DataParallel::owned_by(const std::vector<std::string>& 
   return out;
 }
 
-void DataParallel::move_shard(support::Environment& env, const std::vector<std::string>& names, int owner, ShardMove move,
-                              const std::string& what) {
-  size_t total = 0;
-  for (const std::string& name : names) total += env.at(name).real.size();
-  if (total == 0) return;  // (the same on every rank: a shard of no params)
+std::vector<float> DataParallel::pack_shares(const support::Environment& env, const std::vector<std::string>& names,
+                                             bool all) const {
   std::vector<float> packed;
-  packed.reserve(total);
-  if (move == ShardMove::Reduce || rank() == owner)
-    for (const std::string& name : names) packed.insert(packed.end(), env.at(name).real.begin(), env.at(name).real.end());
-  else packed.resize(total);
-  if (move == ShardMove::Reduce) comm_.reduce_to(packed.data(), total, owner, what);
-  else comm_.broadcast(packed.data(), total * sizeof(float), owner, what);
-  if ((move == ShardMove::Reduce) != (rank() == owner)) return;  // (the owner's own params, or another's sums: kept)
+  packed.reserve(std::accumulate(shard_counts_.begin(), shard_counts_.end(), size_t{0}));
+  for (size_t t : shard_order_) {
+    const std::vector<float>& data = env.at(names[t]).real;
+    if (all || tensor_owner_[t] == rank()) packed.insert(packed.end(), data.begin(), data.end());
+    else packed.resize(packed.size() + data.size(), 0.0f);
+  }
+  return packed;
+}
+
+void DataParallel::unpack_shares(const std::vector<float>& packed, support::Environment& env,
+                                 const std::vector<std::string>& names, bool mine) const {
   size_t at = 0;
-  for (const std::string& name : names) {
-    std::vector<float>& data = env.at(name).real;
-    std::copy_n(packed.begin() + static_cast<std::ptrdiff_t>(at), data.size(), data.begin());
+  for (size_t t : shard_order_) {
+    std::vector<float>& data = env.at(names[t]).real;
+    if ((tensor_owner_[t] == rank()) == mine)
+      std::copy_n(packed.begin() + static_cast<std::ptrdiff_t>(at), data.size(), data.begin());
     at += data.size();
   }
 }
@@ -239,12 +248,13 @@ void DataParallel::move_shard(support::Environment& env, const std::vector<std::
 void DataParallel::after_optimizer(GraphRunner& optimizer, GraphRunner& step, support::Environment& env, int64_t step_number) {
   if (!shards_optimizer()) return;
   optimizer.download_state(owned_by(params_, rank()), env);
+  std::vector<float> packed = pack_shares(env, params_, /*all=*/false);
+  comm_.all_gather_shares(packed.data(), shard_counts_, fmt::format("the params the ranks updated at step {}", step_number));
+  unpack_shares(packed, env, params_, /*mine=*/false);
   std::vector<std::string> others;
-  for (int q = 0; q < ranks(); ++q) {
-    const std::vector<std::string> names = owned_by(params_, q);
-    move_shard(env, names, q, ShardMove::Broadcast, fmt::format("the params rank {} updated at step {}", q, step_number));
-    if (q != rank()) others.insert(others.end(), names.begin(), names.end());
-  }
+  for (int q = 0; q < ranks(); ++q)
+    if (q != rank())
+      for (std::string& name : owned_by(params_, q)) others.push_back(std::move(name));
   step.upload_state(others, env);
 }
 
@@ -295,9 +305,9 @@ std::string DataParallel::attach_sums(GraphRunner& step, GraphRunner& optimizer,
                                  "train with --device cuda, or set allreduce = \"auto\"",
                                  device ? device->name() : "the CPU reference"));
   if (shards_optimizer())
-    return fmt::format("ZeRO stage 1: each rank's share of the gradients summed onto it over {} between the step and "
-                       "the optimizer (staged through host memory), the optimizer state of {} of {} params kept here, "
-                       "the updated params sent to every rank",
+    return fmt::format("ZeRO stage 1: each rank's share of the gradients summed onto it over {} (a reduce-scatter) "
+                       "between the step and the optimizer (staged through host memory), the optimizer state of {} of "
+                       "{} params kept here, the updated params to every rank (an all-gather)",
                        comm_.engine(), owned_by(params_, rank()).size(), params_.size());
   if (exchange_->options().compression == distributed::Compression::OneBit)
     return fmt::format("1-bit Adam: fp32 sums over {} for {} step(s), then the optimizer's momentum as signs, between "
@@ -476,9 +486,9 @@ void DataParallel::before_optimizer(GraphRunner& optimizer, support::Environment
   comm_.meet(fmt::format("the gradient all-reduce of step {}", step));
   optimizer.download_state(accumulators_, env);
   if (shards_optimizer()) {
-    for (int q = 0; q < ranks(); ++q)
-      move_shard(env, owned_by(accumulators_, q), q, ShardMove::Reduce,
-                 fmt::format("the sums of rank {}'s gradients at step {}", q, step));
+    std::vector<float> packed = pack_shares(env, accumulators_, /*all=*/true);
+    comm_.reduce_scatter(packed.data(), shard_counts_, fmt::format("the gradient sums of step {}", step));
+    unpack_shares(packed, env, accumulators_, /*mine=*/true);
     // The global norm's measure: each rank's own sums' squares, added up (in double: one number).
     const std::vector<std::string> mine = owned_by(accumulators_, rank());
     double squares = 0;

@@ -103,9 +103,9 @@ class DataParallel {
   // ZeRO stage 1 ([train] zero_stage = 1 on several ranks): each rank runs the optimizer graph of its
   // shard of the params (passes/optimizer_shards.h; passes::compile_optimizer) and keeps only their
   // optimizer state. Before its step (before_optimizer) every gradient is summed on the rank that
-  // updates it (a reduce per rank of that rank's gradients, packed) and the ranks' sums of squares
+  // updates it (one reduce-scatter of the gradients packed by shard) and the ranks' sums of squares
   // are added up for the global norm (the input grad_acc_sum_of_squares); after it
-  // (after_optimizer) each rank's updated params go to every rank (a broadcast per rank).
+  // (after_optimizer) each rank's updated params go to every rank (one all-gather).
   bool shards_optimizer() const { return !param_owner_.empty(); }
   // After the optimizer step: the params of every rank's shard into every rank's `env` (read from
   // `optimizer`'s device, written onto `step`'s). Nothing without ZeRO.
@@ -178,11 +178,14 @@ class DataParallel {
   std::vector<int> tensor_owner_;
   std::map<std::string, int> sharded_state_owner_;
   std::vector<std::string> params_;  // by tensor (tensors_' order)
-  // ZeRO: the f32 tensors of `names` owned by rank `owner`, packed, sent from it to every rank
-  // (broadcast) or summed onto it (reduce), and unpacked; `what` for a late rank's error.
-  enum class ShardMove { Broadcast, Reduce };
-  void move_shard(support::Environment& env, const std::vector<std::string>& names, int owner, ShardMove move,
-                  const std::string& what);
+  std::vector<size_t> shard_order_;  // ZeRO: tensors_' indices, rank 0's shard first, then rank 1's, ...
+  std::vector<size_t> shard_counts_; // ZeRO: each rank's elements
+  // ZeRO: tensors named `names` (by tensor: accumulators_ or params_) packed in shard_order_, as
+  // the communicator's shares are laid out: every rank's (`all`), or this rank's alone (the rest 0).
+  std::vector<float> pack_shares(const support::Environment& env, const std::vector<std::string>& names, bool all) const;
+  // The other way: this rank's share (`mine`) or every other rank's back into `env`.
+  void unpack_shares(const std::vector<float>& packed, support::Environment& env, const std::vector<std::string>& names,
+                     bool mine) const;
   // ZeRO: the names of tensors_' entries (accumulators_ or params_) that rank `owner` updates.
   std::vector<std::string> owned_by(const std::vector<std::string>& names, int owner) const;
   distributed::ExchangeResult result_;      // of the last exchange

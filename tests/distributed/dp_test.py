@@ -561,6 +561,19 @@ def zero():
         fail("zero_stage = 1 with PowerSGD was not refused with its fix:\n" + refused.stderr[-2000:])
 
 
+def zero_gloo():
+    # ZeRO stage 1 over Gloo (ranks as torchrun starts them): its reduce-scatter is an all-to-all of
+    # the shares, each rank adding up the copies of its own; against plain sums over Gloo.
+    plain = config("plain", steps=20, batch_size=2)
+    cfg = config("zero", steps=20, batch_size=2, zero_stage=1)
+    train(plain, "plain", ranks=2)
+    log = train(cfg, "zero", ranks=2).stderr
+    if "summed onto it over Gloo (a reduce-scatter)" not in log:
+        fail("the ZeRO run over Gloo did not say so:\n" + log[-2000:])
+    compare(metrics("plain"), metrics("zero"), "loss", EQUAL, "ZeRO-1 vs plain over Gloo, 2 ranks")
+    compare(metrics("plain"), metrics("zero"), "grad_norm", EQUAL, "ZeRO-1 vs plain over Gloo, 2 ranks")
+
+
 def refuse_mismatch():
     # Another learning rate, another model (whose state broadcast would not even fit), another
     # --device: refused before anything trains, naming what differs.
@@ -678,7 +691,7 @@ def refuse_env():
 CASES = {"equal_adamw": lambda: equal("adamw"), "equal_lamb": lambda: equal("lamb", accumulation=2),
          "equal_host": lambda: equal("adamw", device="host", steps=6),
          "equal_host_lamb": lambda: equal("lamb", device="host", steps=6),
-         "equal_host_accumulating": lambda: equal("adamw", device="host", steps=6, accumulation=2), "fp16_bf16": fp16_bf16, "compressions": compressions, "zero": zero, "onebit_resume": onebit_resume,
+         "equal_host_accumulating": lambda: equal("adamw", device="host", steps=6, accumulation=2), "fp16_bf16": fp16_bf16, "compressions": compressions, "zero": zero, "zero_env": zero_gloo, "onebit_resume": onebit_resume,
          "kill": kill, "hang": hang, "resume_other_ranks": resume_other_ranks, "refuse_mismatch": refuse_mismatch,
          "refuse_nccl": refuse_nccl, "powersgd_resume": powersgd_resume, "equal_env": lambda: equal("adamw"),
          "equal_host_env": lambda: equal("adamw", device="host", steps=6), "kill_env": kill, "hang_env": hang,

@@ -47,7 +47,7 @@ def main():
     shutil.rmtree(WORK, ignore_errors=True)
     os.makedirs(WORK)
     per_step = {}
-    for compression in os.environ.get("KINDS", "none fp16 powersgd onebit").split():
+    for compression in os.environ.get("KINDS", "none fp16 powersgd onebit zero").split():
         wire = {}
         for steps in (4, LONG):
             cfg = slow_link.config(SOURCE, WORK, f"{compression}-{steps}", "tiny", steps, compression)
@@ -65,6 +65,10 @@ def main():
         if abs(counted - expected) > RELATIVE * expected + FIXED:
             fail(f"{compression}: the wire carried {counted:,.0f} bytes a step where bertc reports {expected:,}")
         per_step[compression] = counted
+    # ZeRO-1's reduce of each rank's share and broadcast of the params it updated carry what the
+    # ring all-reduce's two halves do (bertc reports the same bytes for both: checked above).
+    if abs(per_step["zero"] - per_step["none"]) > RELATIVE * per_step["none"] + FIXED:
+        fail(f"ZeRO-1 put {per_step['zero']:,.0f} bytes a step on the wire, fp32 sums {per_step['none']:,.0f}")
     if not per_step["onebit"] * 25 < per_step["none"]:
         fail(f"1-bit put {per_step['onebit']:,.0f} bytes a step on the wire, not 25x fewer than fp32's "
              f"{per_step['none']:,.0f}")

@@ -107,7 +107,8 @@ TEST(Nccl, OneRankWorkIsForOneRankOnly) {
     std::unique_ptr<distributed::PendingSum> start_sum(void*, size_t, distributed::Element) override { throw std::logic_error("sum"); }
     std::vector<uint64_t> all_gather(uint64_t, const std::string&) override { throw std::logic_error("gather"); }
     void broadcast(void*, size_t, int, const std::string&) override { throw std::logic_error("broadcast before the refusal"); }
-    void reduce_to(float*, size_t, int, const std::string&) override { throw std::logic_error("reduce before the refusal"); }
+    void reduce_scatter(float*, const std::vector<size_t>&, const std::string&) override { throw std::logic_error("sums before the refusal"); }
+    void all_gather_shares(float*, const std::vector<size_t>&, const std::string&) override { throw std::logic_error("gather before the refusal"); }
     void all_to_all(const void*, void*, size_t, const std::string&) override { throw std::logic_error("all_to_all"); }
     void all_gather_bytes(const void*, void*, size_t, const std::string&) override { throw std::logic_error("gather"); }
     void meet(const std::string&) override { throw std::logic_error("meet"); }

@@ -111,15 +111,8 @@ class ThreadRank : public Communicator {
       if (rank_ != root) std::memcpy(data, g_.sends[static_cast<size_t>(root)], bytes);
     });
   }
-  void reduce_to(float* data, size_t count, int root, const std::string&) override {
-    std::vector<float> sum(count, 0.0f);
-    exchange(data, [&] {
-      if (rank_ != root) return;
-      for (int r = 0; r < g_.size; ++r)
-        for (size_t i = 0; i < count; ++i) sum[i] += static_cast<const float*>(g_.sends[static_cast<size_t>(r)])[i];
-    });
-    if (rank_ == root) std::memcpy(data, sum.data(), count * sizeof(float));  // (after every rank has read)
-  }
+  void reduce_scatter(float*, const std::vector<size_t>&, const std::string&) override { throw std::logic_error("no ZeRO here"); }
+  void all_gather_shares(float*, const std::vector<size_t>&, const std::string&) override { throw std::logic_error("no ZeRO here"); }
   void all_to_all(const void* send, void* recv, size_t bytes_each, const std::string&) override {
     exchange(send, [&] {
       for (int r = 0; r < g_.size; ++r)
