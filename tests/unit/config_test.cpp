@@ -163,6 +163,22 @@ TEST(Config, OneBitAdamsSettings) {
       "and this config fine-tunes ([finetune]) on one process: remove it");
 }
 
+// ZeRO stage 1: 0 or 1; only with fp32 sums over MPI or Gloo, without loss scaling, for pretraining.
+TEST(Config, ZeroStageSettings) {
+  EXPECT_EQ(parse_config("[train]\nzero_stage = 1\n", "test.toml", {}).train.zero_stage, 1);
+  auto has = [](const std::string& message, const std::string& part) {
+    EXPECT_NE(message.find(part), std::string::npos) << message;
+  };
+  has(error_of("[train]\nzero_stage = 2\n"), "ZeRO stages 2 and 3 (gradients and params sharded too) are not built");
+  has(error_of("[train]\nzero_stage = 1\ngradient_compression = \"fp16\"\n"),
+      "set gradient_compression = \"none\", or zero_stage = 0");
+  has(error_of("[train]\nzero_stage = 1\nallreduce = \"nccl\"\n"), "set allreduce = \"auto\", or zero_stage = 0");
+  has(error_of("[train]\nzero_stage = 1\n[compile]\nprecision = \"fp16\"\n"),
+      "with [compile] precision = \"fp16\" (loss scaling) is not built");
+  has(error_of("[train]\nzero_stage = 1\n[finetune]\ntask = \"sequence-classification\"\n"),
+      "fine-tunes ([finetune]) on one process: remove it");
+}
+
 TEST(Config, SyntaxErrorsAreLocated) {
   const std::string msg = error_of("[model]\nhidden_size = = 3\n");
   EXPECT_EQ(msg.rfind("test.toml:2:", 0), 0u) << msg;
