@@ -87,8 +87,9 @@ def config(source, work, name, model, steps, compression, batch_size=None):
         text = re.sub(r"\[model\]\n.*?\n\n", MID_MODEL + "\n", text, flags=re.S)
     text = re.sub(r'^(data|vocab) = "([^"]*)"', lambda m: f'{m.group(1)} = "{os.path.join(source, "examples", m.group(2))}"',
                   text, flags=re.M)
-    # "zero": fp32 sums with ZeRO stage 1 (each rank's share of the gradients reduced onto it, the
-    # params it updated broadcast back): the bytes of a ring all-reduce, in other collectives.
+    # "zero": fp32 sums with ZeRO stage 1 (a reduce-scatter of the gradients by share, an
+    # all-gather of the params each rank updated): the bytes of a ring all-reduce, in other
+    # collectives.
     sums = "none" if compression == "zero" else compression
     extra = f'gradient_compression = "{sums}"\npowersgd_warmup_steps = {WARMUP}\n'
     if compression == "zero":

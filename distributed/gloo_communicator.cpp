@@ -25,6 +25,7 @@ std::string gloo_library_version() { return ""; }
 
 #else
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -202,7 +203,7 @@ class Gloo : public Communicator {
   void reduce_scatter(float* data, const std::vector<size_t>& counts, const std::string& what) override {
     const Milliseconds limit = op_timeout();
     const size_t ranks = counts.size(), me = static_cast<size_t>(launch_.rank), mine = counts[me];
-    std::vector<float> copies(mine * ranks);
+    std::vector<float> copies(std::max<size_t>(1, mine * ranks));  // (a share of none: still a real buffer)
     run([&] {
       gloo::AlltoallvOptions opts(context_);
       opts.setTimeout(limit);
@@ -223,10 +224,11 @@ class Gloo : public Communicator {
     const size_t me = static_cast<size_t>(launch_.rank);
     const float* share = data + std::accumulate(counts.begin(), counts.begin() + static_cast<std::ptrdiff_t>(me), size_t{0});
     std::vector<float> mine(share, share + counts[me]);  // (Gloo's input apart from its output)
+    if (mine.empty()) mine.push_back(0);  // (a share of none: a real buffer, none of it sent)
     run([&] {
       gloo::AllgathervOptions opts(context_);
       opts.setTimeout(limit);
-      opts.setInput(mine.data(), mine.size());
+      opts.setInput(mine.data(), counts[me]);
       opts.setOutput(data, counts);
       gloo::allgatherv(opts);
     }, what);

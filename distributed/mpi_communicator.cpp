@@ -55,10 +55,11 @@ void check(int rc, const char* what) {
   throw RankError(fmt::format("{} failed: {}", what, std::string(text, static_cast<size_t>(n))));
 }
 
-// A byte count as MPI's int; larger blocks than an int counts are refused, not cut.
-int int_count(size_t bytes) {
-  if (bytes > static_cast<size_t>(INT_MAX)) throw RankError(fmt::format("a block of {} bytes exceeds what one MPI call moves", bytes));
-  return static_cast<int>(bytes);
+// A count (bytes or elements) as MPI's int; larger blocks than an int counts are refused, not cut.
+int int_count(size_t count) {
+  if (count > static_cast<size_t>(INT_MAX))
+    throw RankError(fmt::format("a block of {} exceeds what one MPI call moves (an int's count)", count));
+  return static_cast<int>(count);
 }
 
 constexpr int kArrived = 7101, kGo = 7102, kProbe = 7103, kAlive = 7104;
@@ -134,24 +135,27 @@ class Mpi : public Communicator {
     wait(r, [&] { return late(what); }, true);
   }
 
-  // (MPI counts are ints: a rank's share of BERT-large's gradients is at most 336M elements)
+  // (MPI counts and displacements are ints: every gradient's elements together must fit one, as
+  // BERT-large's 336M do; Open MPI adds the counts up in an int)
   void reduce_scatter(float* data, const std::vector<size_t>& counts, const std::string& what) override {
+    int_count(std::accumulate(counts.begin(), counts.end(), size_t{0}));
     std::vector<int> n;
     for (size_t c : counts) n.push_back(int_count(c));
-    std::vector<float> mine(counts[static_cast<size_t>(rank_)]);
+    std::vector<float> mine(std::max<size_t>(1, counts[static_cast<size_t>(rank_)]));  // (a share of none: a real buffer)
     std::vector<MPI_Request> r(1);
     check(MPI_Ireduce_scatter(data, mine.data(), n.data(), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &r[0]), "MPI_Ireduce_scatter");
     wait(r, [&] { return late(what); }, true);
-    std::copy(mine.begin(), mine.end(), data + std::accumulate(counts.begin(), counts.begin() + rank_, size_t{0}));
+    std::copy_n(mine.begin(), counts[static_cast<size_t>(rank_)],
+                data + std::accumulate(counts.begin(), counts.begin() + rank_, size_t{0}));
   }
 
   void all_gather_shares(float* data, const std::vector<size_t>& counts, const std::string& what) override {
+    int_count(std::accumulate(counts.begin(), counts.end(), size_t{0}));  // (the displacements below fit then)
     std::vector<int> n, at;
     for (size_t c : counts) {
       at.push_back(at.empty() ? 0 : at.back() + n.back());
       n.push_back(int_count(c));
     }
-    int_count(std::accumulate(counts.begin(), counts.end(), size_t{0}));  // (displacements are ints too: refused past)
     std::vector<MPI_Request> r(1);
     // (in place: each rank's own share is where the others' land)
     check(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, n.data(), at.data(), MPI_FLOAT, MPI_COMM_WORLD, &r[0]),

@@ -171,12 +171,17 @@ bool at_smallest(const passes::CompileReport& r) {
 std::string zero1_memory_line(const passes::CompileReport& r, int ranks) {
   const auto whole = static_cast<double>(r.device_bytes()), sharded = static_cast<double>(r.device_bytes_with_zero1(ranks));
   std::string line = fmt::format("memory: {} a GPU{}", gigabytes(whole), r.gpu ? fmt::format(" of a {}", r.gpu->name) : "");
-  if (ranks > 1) line += fmt::format(", {} with [train] zero_stage = 1 over {} ranks (the optimizer state split)", gigabytes(sharded), ranks);
+  if (ranks > 1)
+    line += fmt::format(", {} with [train] zero_stage = 1 over {} ranks (the optimizer state split)", gigabytes(sharded), ranks);
+  if (ranks > 1 && r.options.precision == passes::Precision::Fp16)
+    line += " — but zero_stage = 1 is not built for fp16 loss scaling (fp32, or bf16 on sm_80 and newer)";
   if (!r.gpu) return line;
   const double has = r.gpu->memory_gb * 1e9;
-  const char* verdict = whole <= has ? "fits"
-                        : ranks > 1 && sharded <= has ? "fits with zero_stage = 1 only"
-                                                      : ranks > 1 ? "does not fit, with zero_stage = 1 or without" : "does not fit";
+  const bool zero = ranks > 1 && r.options.precision != passes::Precision::Fp16;
+  const char* verdict = whole <= has                ? "fits"
+                        : zero && sharded <= has ? "fits with zero_stage = 1 only"
+                        : zero                   ? "does not fit, with zero_stage = 1 or without"
+                                                 : "does not fit";
   return line + fmt::format("; it has {:g} GB: {}", r.gpu->memory_gb, verdict);
 }
 

@@ -181,6 +181,7 @@ int train_rank(const TrainArgs& args, const CompileFlags& flags, const frontend:
   o.world = world;
   o.config = std::move(config);
   if (!compiled) o.config.compile = resolve_here(flags.apply(o.config.compile));
+  if (const std::string why = run_config::zero_stage_issue(o.config); !why.empty()) throw std::invalid_argument(why);
   o.compiled = std::move(compiled);
   if (args.steps > 0) o.config.train.steps = args.steps;  // the schedule decays over the run's length
   if (args.batch_size == "auto") o.auto_batch = true;

@@ -177,6 +177,20 @@ TrainingProgram compile_training(ir::Graph forward, const CompileOptions& option
   return program;
 }
 
+namespace {
+
+// One pass on a graph outside compile_training's stages (no dump), verified after it.
+void run_verified(const PassInfo& pass, ir::Graph& graph, PassContext& context, std::string_view which) {
+  pass.run(graph, context);
+  try {
+    ir::verify_or_throw(graph);
+  } catch (const ir::VerifyError& e) {
+    throw ir::Error(fmt::format("after pass {} ({}): {}", pass.name, which, e.what()));
+  }
+}
+
+}  // namespace
+
 ir::Graph compile_optimizer(const ir::Graph& step, const CompileOptions& options, const OptimizerOptions& optimizer) {
   PassContext context{{options, optimizer}, {}};
   ir::Graph graph;
@@ -189,12 +203,7 @@ ir::Graph compile_optimizer(const ir::Graph& step, const CompileOptions& options
     } else if (!made || (pass.graphs != PipelineGraphs::Optimizer && pass.graphs != PipelineGraphs::StepAndOptimizer)) {
       continue;
     }
-    pass.run(graph, context);
-    try {
-      ir::verify_or_throw(graph);
-    } catch (const ir::VerifyError& e) {
-      throw ir::Error(fmt::format("after pass {} (optimizer graph): {}", pass.name, e.what()));
-    }
+    run_verified(pass, graph, context, "optimizer graph");
   }
   return graph;
 }
@@ -203,12 +212,7 @@ ir::Graph compile_evaluation(ir::Graph forward, const CompileOptions& options) {
   PassContext context{{options, {}}, {}};
   for (const PassInfo& pass : registered_passes()) {
     if (!pass.on_evaluation_graph || (pass.enabled && !pass.enabled(context.options))) continue;
-    pass.run(forward, context);
-    try {
-      ir::verify_or_throw(forward);
-    } catch (const ir::VerifyError& e) {
-      throw ir::Error(fmt::format("after pass {} (evaluation graph): {}", pass.name, e.what()));
-    }
+    run_verified(pass, forward, context, "evaluation graph");
   }
   return forward;
 }

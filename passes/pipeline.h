@@ -37,7 +37,8 @@ TrainingProgram compile_training(ir::Graph forward, const CompileOptions& option
 // The optimizer graph alone, made from a compiled step graph (compile_training's `step`: its params
 // and accumulators are those the optimizer pass reads before the step's later passes) with the
 // optimizer's passes after it, each verified: a ZeRO shard's (optimizer.shard of .shards), whose
-// step graph is every rank's.
+// step graph is every rank's. Not a stage of --dump-ir or print_ir_after_all (those show the whole
+// program's optimizer graph, of which a shard's is the part named in optimizer_shards.h).
 ir::Graph compile_optimizer(const ir::Graph& step, const CompileOptions& options, const OptimizerOptions& optimizer);
 
 // A forward graph compiled for evaluation (no backward, no optimizer): the pipeline's passes that

@@ -400,15 +400,25 @@ std::optional<RelationIssue> zero_issue(const Config& c) {
                          "\"auto\", or zero_stage = 0"};
   if (c.compile.precision == passes::Precision::Fp16)
     return RelationIssue{"train", "zero_stage",
-                         "[train] zero_stage = 1 with [compile] precision = \"fp16\" (loss scaling) is not built: an "
-                         "overflow in one rank's shard would skip the update on that rank alone; use precision = "
-                         "\"bf16\" (sm_80 and newer) or \"fp32\", or zero_stage = 0"};
+                         "[train] zero_stage = 1 with precision fp16 (loss scaling; what precision = \"auto\" takes on "
+                         "sm_70 and sm_75) is not built: an overflow in one rank's shard would skip the update on that "
+                         "rank alone; set [compile] precision = \"fp32\" (or \"bf16\" on sm_80 and newer), or "
+                         "zero_stage = 0"};
   if (c.finetune_section)
     return RelationIssue{"train", "zero_stage",
                          "[train] zero_stage = 1 shards data-parallel pretraining's optimizer step, and this config "
                          "fine-tunes ([finetune]) on one process: remove it"};
   return std::nullopt;
 }
+
+}  // namespace
+
+std::string zero_stage_issue(const Config& config) {
+  const std::optional<RelationIssue> issue = zero_issue(config);
+  return issue ? issue->message : "";
+}
+
+namespace {
 
 std::optional<RelationIssue> check_relations(const Config& c, const ModelOrigin& origin = {}) {
   const ModelConfig& m = c.model;

@@ -144,6 +144,10 @@ struct ModelOrigin {
   std::string fix;
 };
 void validate(const Config& config, const ModelOrigin& origin = {});
+// Why [train] zero_stage cannot be as `config` sets it ("" where it can): validate() says it of the
+// config as written, and a run asks again once precision "auto" is resolved for its GPU (fp16 on
+// sm_70 and sm_75, which ZeRO stage 1 refuses).
+std::string zero_stage_issue(const Config& config);
 // The model's own relations alone (hidden divisible by heads, pad_token_id within the vocabulary)
 // of a model read from `origin` (a checkpoint's record export turns into a config.json).
 void validate_model(const ModelConfig& model, const ModelOrigin& origin);

@@ -100,6 +100,8 @@ std::vector<int> differing(const std::vector<uint64_t>& values) {
 
 }  // namespace
 
+bool shards_optimizer(const run_config::TrainConfig& t, int ranks) { return t.zero_stage == 1 && ranks > 1; }
+
 bool sums_overlap_backward(distributed::Compression c) {
   return c != distributed::Compression::PowerSgd && c != distributed::Compression::OneBit;
 }
@@ -151,7 +153,7 @@ std::vector<distributed::GradientTensor> gradient_tensors(const ir::Graph& step)
 
 uint64_t collective_reserve_bytes(const run_config::TrainConfig& t, int ranks, const runtime::DeviceCapabilities& device,
                                   int64_t param_elements) {
-  const bool library = device.in_run_sums == runtime::InRunSums::SideQueue &&
+  const bool library = device.in_run_sums == runtime::InRunSums::SideQueue && !train::shards_optimizer(t, ranks) &&
                        (ranks > 1 || t.allreduce == distributed::AllReduce::Nccl) &&
                        t.allreduce != distributed::AllReduce::Host && !on_host_only(t.gradient_compression);
   if (!library) return 0;
@@ -182,7 +184,7 @@ DataParallel::DataParallel(distributed::Communicator& comm, const passes::Traini
                                              compression));
   tensors_ = gradient_tensors(program.step);
   for (const distributed::GradientTensor& g : tensors_) accumulators_.push_back(g.name);
-  if (t.zero_stage == 1) shard_optimizer(program);
+  if (train::shards_optimizer(t, comm_.size())) shard_optimizer(program);
   if (onebit)
     for (ir::ValueId p : momentum_params(program.step)) {
       momenta_.push_back(ir::names::optimizer_state_of(program.step.value(p).name, "exp_avg"));
@@ -193,11 +195,6 @@ DataParallel::DataParallel(distributed::Communicator& comm, const passes::Traini
 }
 
 void DataParallel::shard_optimizer(const passes::TrainingProgram& program) {
-  if (program.step.find(ir::names::kLossScale))
-    throw run_folder::TrainError("[train] zero_stage = 1 with loss scaling (precision fp16, which auto takes on sm_70 and "
-                                 "sm_75) is not built: an overflow in one rank's shard would skip the update on that "
-                                 "rank alone; set [compile] precision = \"fp32\" (or \"bf16\" on sm_80 and newer), or "
-                                 "zero_stage = 0");
   const std::vector<ir::ValueId> params = program.step.values_of(ir::OpKind::Param);
   const std::vector<int> owners = passes::param_owners(program.step, comm_.size());
   for (size_t i = 0; i < params.size(); ++i) param_owner_[program.step.value(params[i]).name] = owners[i];

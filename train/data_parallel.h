@@ -207,6 +207,10 @@ std::vector<codegen::KernelSpec> runtime_kernels(const ir::Graph& step, const ru
 // need every gradient at once): which of bertc estimate's step columns is bertc's.
 bool sums_overlap_backward(distributed::Compression c);
 
+// Whether a run of `ranks` ranks shards its optimizer step ([train] zero_stage = 1 on several
+// ranks: ZeRO stage 1); one rank has nothing to shard.
+bool shards_optimizer(const run_config::TrainConfig& t, int ranks);
+
 // The settings of the exchange from [train].
 distributed::ExchangeOptions exchange_options(const run_config::TrainConfig& t);
 

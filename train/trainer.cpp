@@ -315,9 +315,9 @@ passes::TrainingProgram program_of(const codegen::CompiledProgram& compiled, con
 passes::TrainingProgram sharded_program(const passes::TrainingProgram& program, const TrainOptions& o,
                                         passes::OptimizerOptions optimizer, const distributed::Communicator& comm,
                                         std::ostream& log) {
-  if (o.config.train.zero_stage == 0) return program;
-  if (comm.size() == 1) {
-    log << "ZeRO: zero_stage = 1 on one rank: nothing to shard, the optimizer step is the whole model's\n";
+  if (!shards_optimizer(o.config.train, comm.size())) {
+    if (o.config.train.zero_stage == 1)
+      log << "ZeRO: zero_stage = 1 on one rank: nothing to shard, the optimizer step is the whole model's\n";
     return program;
   }
   if (o.compiled)

@@ -174,7 +174,7 @@ TEST(Config, ZeroStageSettings) {
       "set gradient_compression = \"none\", or zero_stage = 0");
   has(error_of("[train]\nzero_stage = 1\nallreduce = \"nccl\"\n"), "set allreduce = \"auto\", or zero_stage = 0");
   has(error_of("[train]\nzero_stage = 1\n[compile]\nprecision = \"fp16\"\n"),
-      "with [compile] precision = \"fp16\" (loss scaling) is not built");
+      "with precision fp16 (loss scaling; what precision = \"auto\" takes on sm_70 and sm_75) is not built");
   has(error_of("[train]\nzero_stage = 1\n[finetune]\ntask = \"sequence-classification\"\n"),
       "fine-tunes ([finetune]) on one process: remove it");
 }

@@ -197,6 +197,8 @@ TEST(Optimizer, LionWithClipping) { train_and_compare("lion", 0.01); }
 // model's 3 params: 3 shards hold one each.
 TEST(Optimizer, AdamwInShards) { train_and_compare("adamw", 0.01, 0, 2); }
 TEST(Optimizer, LambInThreeShards) { train_and_compare("lamb", 0.01, 0, 3); }
+// More shards than params: the fourth updates nothing (it only clears the accumulators).
+TEST(Optimizer, AShardOfNoParams) { train_and_compare("adamw", 0.01, 0, 4); }
 
 TEST(OptimizerShards, LargestFirstToTheLeastLoaded) {
   // 10 -> 0; 7 -> 1; 5 (index 2) -> 1 (7 < 10); 5 (index 3) -> 0 (10 < 12); 3 -> 1 (12 < 15).
