@@ -494,7 +494,7 @@ void DataParallel::before_optimizer(GraphRunner& optimizer, support::Environment
     comm_.sum(&squares, 1, distributed::Element::F64);
     env[std::string(ir::names::kAccumulatorSumOfSquares)] = support::HostTensor::scalar(ir::DType::F32, squares);
     optimizer.upload_state(mine, env);
-    // (a reduce then a broadcast of every gradient's share: the bytes a ring all-reduce's halves send)
+    // (a reduce-scatter of the gradients and an all-gather of the params: a ring all-reduce's two halves' bytes)
     result_ = {exchange_->dense_bytes(), false, std::isfinite(squares)};
     return;
   }
