@@ -32,10 +32,8 @@ struct Compiled {
   CompiledProgram compiled;
 };
 
-// The kernels are compiled through `cache`: the test's own (BERTC_TEST_CACHE) unless given.
 Compiled compile_for(const std::string& config, const std::string& arch, const std::string& matmul = "auto",
-                     const std::string& precision = "auto",
-                     const std::filesystem::path& cache = std::filesystem::path(BERTC_TEST_CACHE)) {
+                     const std::string& precision = "auto") {
   run_config::Config c = run_config::load_config(std::string(BERTC_SOURCE_DIR) + "/examples/" + config);
   c.compile.arch = passes::Arch::parse(arch);
   c.compile.matmul = ir::enum_named<passes::MatmulPolicy>(matmul);
@@ -44,23 +42,17 @@ Compiled compile_for(const std::string& config, const std::string& arch, const s
   Compiled out;
   out.program = passes::compile_training(frontend::build_bert_pretraining(c.model_settings()), c.compile, c.train);
   cuda::CompileSettings s;
-  s.cache = cache;
+  s.cache = std::filesystem::path(BERTC_TEST_CACHE);
   out.compiled = cuda::compile_program(out.program, c.compile, c.name, "", s);
   return out;
 }
 
-// Through the kernel cache lit's tests fill (BERTC_TEST_SHARED_CACHE, tests/CMakeLists.txt):
-// tests/lit/examples.test compiles bert-base for sm_61, sm_70, sm_80 and sm_90 at their precision
-// (bertc compile --report --arch ...), the same sources with the same NVRTC options, so in a ctest
-// run those come from the cache (the line below says how many); the others, and any kernel that
-// changed, are compiled here. Either way every image is NVRTC's for that source, options and
-// version (the cache's key), checksummed, so the checks below hold it as they would a fresh one.
 TEST(CompiledProgram, BertBaseCompilesForEveryArchWithoutSpills) {
   const std::vector<std::pair<const char*, const char*>> cases = {
       {"sm_61", "auto"}, {"sm_70", "auto"}, {"sm_75", "auto"}, {"sm_80", "auto"},
       {"sm_86", "auto"}, {"sm_90", "auto"}, {"sm_80", "tf32"}, {"sm_90", "tf32"}};
   for (const auto& [arch, precision] : cases) {
-    const Compiled c = compile_for("bert-base.toml", arch, "auto", precision, BERTC_TEST_SHARED_CACHE);
+    const Compiled c = compile_for("bert-base.toml", arch, "auto", precision);
     const CompiledProgram& p = c.compiled;
     std::set<std::string> names;
     for (const GraphKernels* g : {&p.step, &p.optimizer})
