@@ -195,13 +195,10 @@ DataParallel::DataParallel(distributed::Communicator& comm, const passes::Traini
 }
 
 void DataParallel::shard_optimizer(const passes::TrainingProgram& program) {
-  const std::vector<ir::ValueId> params = program.step.values_of(ir::OpKind::Param);
-  const std::vector<int> owners = passes::param_owners(program.step, comm_.size());
-  for (size_t i = 0; i < params.size(); ++i) param_owner_[program.step.value(params[i]).name] = owners[i];
-  for (ir::ValueId p : momentum_params(program.step)) {
-    params_.push_back(program.step.value(p).name);
-    tensor_owner_.push_back(param_owner_.at(params_.back()));
-  }
+  // (param_owners is in values_of(Param) order; tensors_ the reverse: the last param's first)
+  std::vector<int> owners = passes::param_owners(program.step, comm_.size());
+  tensor_owner_.assign(owners.rbegin(), owners.rend());
+  for (ir::ValueId p : momentum_params(program.step)) params_.push_back(program.step.value(p).name);
   shard_counts_.assign(static_cast<size_t>(comm_.size()), 0);
   for (int q = 0; q < comm_.size(); ++q)
     for (size_t t = 0; t < tensors_.size(); ++t)

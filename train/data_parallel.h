@@ -106,7 +106,7 @@ class DataParallel {
   // updates it (one reduce-scatter of the gradients packed by shard) and the ranks' sums of squares
   // are added up for the global norm (the input grad_acc_sum_of_squares); after it
   // (after_optimizer) each rank's updated params go to every rank (one all-gather).
-  bool shards_optimizer() const { return !param_owner_.empty(); }
+  bool shards_optimizer() const { return !tensor_owner_.empty(); }
   // After the optimizer step: the params of every rank's shard into every rank's `env` (read from
   // `optimizer`'s device, written onto `step`'s). Nothing without ZeRO.
   void after_optimizer(GraphRunner& optimizer, GraphRunner& step, support::Environment& env, int64_t step_number);
@@ -172,9 +172,8 @@ class DataParallel {
   std::map<int64_t, codegen::GradientCasts> casts_;  // by element count (stable addresses: launches keep them)
   std::vector<DeviceBucket> device_buckets_;
   int64_t step_ = 0;                 // the step the in-graph sums are made for
-  // ZeRO: the rank updating each param (by name), each tensor's (tensors_' order), and the
-  // optimizer states that are a param's (by name: its owner).
-  std::map<std::string, int> param_owner_;
+  // ZeRO: the rank updating each tensor (tensors_' order), and the optimizer states that are a
+  // param's (by name: its owner).
   std::vector<int> tensor_owner_;
   std::map<std::string, int> sharded_state_owner_;
   std::vector<std::string> params_;  // by tensor (tensors_' order)
