@@ -8,10 +8,12 @@
 #include <limits>
 #include <numeric>
 #include <optional>
+#include <memory>
 #include <set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <xxhash.h>
 
 #include "data/pretraining_data.h"
 #include "data/text_input.h"
@@ -529,6 +531,23 @@ size_t bucket_of(int64_t length, const std::vector<int64_t>& buckets) {
   for (size_t b = 0; b < buckets.size(); ++b)
     if (length <= buckets[b]) return b;
   return buckets.size() - 1;
+}
+
+std::string task_examples_xxh3(const std::vector<TaskExample>& examples) {
+  std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> state(XXH3_createState(), XXH3_freeState);
+  XXH3_64bits_reset(state.get());
+  // (each part led by its length: two examples whose parts split alike cannot hash alike by shifting)
+  const auto add = [&](const auto& values) {
+    const uint64_t n = values.size();
+    XXH3_64bits_update(state.get(), &n, sizeof n);
+    XXH3_64bits_update(state.get(), values.data(), values.size() * sizeof(values[0]));
+  };
+  for (const TaskExample& e : examples) {
+    add(e.ids), add(e.types), add(e.tags), add(e.tag_weights);
+    XXH3_64bits_update(state.get(), &e.label, sizeof e.label);
+    XXH3_64bits_update(state.get(), &e.target, sizeof e.target);
+  }
+  return fmt::format("{:016x}", XXH3_64bits_digest(state.get()));
 }
 
 std::vector<PlannedBatch> plan_batches(const std::vector<TaskExample>& examples, const std::vector<int64_t>& buckets,

@@ -58,6 +58,10 @@ struct TaskData {
 TaskData read_task_file(const std::filesystem::path& path, const TaskFormat& format, const Tokenizer& tokenizer,
                         const Vocab& vocab);
 
+// Which examples these are, whatever file held them: the xxh3 of every example's tokens, segments,
+// label or target and tags, in order (data-parallel ranks compare it: each reads its own copy).
+std::string task_examples_xxh3(const std::vector<TaskExample>& examples);
+
 // One padded batch at sequence length `seq_len`: rows past the examples are padding (all zero,
 // weight 0). Row-major [batch, seq_len] (labels/weights [batch] unless Tags).
 struct TaskBatch {

@@ -13,6 +13,9 @@
 #include "run_config/hf_config.h"
 #include "driver/compile_flags.h"
 #include "driver/device_choice.h"
+#include "driver/memory_advice.h"
+#include "driver/ranks.h"
+#include "ir/out_of_memory.h"
 #include "driver/output_file.h"
 #include "run_folder/checkpoint.h"
 #include "train/finetune.h"
@@ -28,6 +31,9 @@ std::optional<std::filesystem::path> path_of(const std::string& flag, const run_
   return std::nullopt;
 }
 
+int finetune_rank(const FinetuneArgs& args, const CompileFlags& flags, const frontend::ModelDefinition& model,
+                  train::FinetuneOptions& o, std::ostream& log);
+
 }  // namespace
 
 int finetune(const FinetuneArgs& args, const CompileFlags& flags, const frontend::ModelDefinition& model,
@@ -38,6 +44,26 @@ int finetune(const FinetuneArgs& args, const CompileFlags& flags, const frontend
     throw std::invalid_argument(fmt::format("{}: no [finetune] section: a fine-tuning config names its task and data "
                                             "there (see examples/finetune-tiny.toml); bertc train pretrains",
                                             args.config));
+  // Rank 0 reports for all; an error on any rank ends every rank.
+  const std::shared_ptr<distributed::Communicator> world = distributed::open_world(o.config.train.rank_timeout);
+  o.world = world;
+  return run_as_rank(
+      *world,
+      [&] {
+        const QuietStderr quiet(world->rank() != 0);
+        return finetune_rank(args, flags, model, o, log);
+      },
+      [&](const std::exception& e) {
+        return dynamic_cast<const ir::OutOfMemory*>(&e)
+                   ? ": " + memory_advice(Workload::Finetune, args.config, false, model).text
+                   : std::string();
+      });
+}
+
+namespace {
+
+int finetune_rank(const FinetuneArgs& args, const CompileFlags& flags, const frontend::ModelDefinition& model,
+                  train::FinetuneOptions& o, std::ostream& log) {
   run_config::Config& c = o.config;
   c.compile = resolve_here(flags.apply(c.compile));
   if (args.epochs > 0) c.finetune.epochs = args.epochs;
@@ -83,5 +109,7 @@ int finetune(const FinetuneArgs& args, const CompileFlags& flags, const frontend
                      o.metrics.string());
   return s.stopped_by_signal ? 128 + s.stopped_by_signal : 0;
 }
+
+}  // namespace
 
 }  // namespace bertc::driver

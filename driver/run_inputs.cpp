@@ -43,9 +43,9 @@ void refuse_several_ranks(const std::string& command) {
                                             launch.size, name)
                               : "run it without the launcher";
   throw std::invalid_argument(fmt::format(
-      "bertc {} runs as one process, and this is rank {} of {} ({}){}: {} (only bertc train trains on several ranks)",
-      name, launch.rank, launch.size, launch.launcher,
-      name == "finetune" ? "; fine-tuning on several ranks is not supported yet" : "", fix));
+      "bertc {} runs as one process, and this is rank {} of {} ({}): {} (only bertc train and bertc finetune train "
+      "on several ranks)",
+      name, launch.rank, launch.size, launch.launcher, fix));
 }
 
 }  // namespace bertc::driver

@@ -30,29 +30,12 @@
 #include "run_folder/checkpoint.h"
 #include "support/resolved_path.h"
 #include "support/shell_word.h"
+#include "driver/ranks.h"
 #include "train/trainer.h"
 #include "support/ascii_lower.h"
 
 namespace bertc::driver {
 namespace {
-
-// While it lives, std::cerr says nothing (a data-parallel rank other than 0: rank 0 reports for
-// all); errors are printed after it is gone.
-class QuietStderr {
- public:
-  explicit QuietStderr(bool quiet) : saved_(quiet ? std::cerr.rdbuf(&null_) : nullptr) {}
-  ~QuietStderr() {
-    if (saved_) std::cerr.rdbuf(saved_);
-  }
-  QuietStderr(const QuietStderr&) = delete;
-  QuietStderr& operator=(const QuietStderr&) = delete;
-
- private:
-  struct Null : std::streambuf {
-    int overflow(int c) override { return c; }
-  } null_;
-  std::streambuf* saved_;
-};
 
 int train_rank(const TrainArgs& args, const CompileFlags& flags, const frontend::ModelDefinition& model,
                run_config::Config config, std::shared_ptr<distributed::Communicator> world,
@@ -158,17 +141,11 @@ int train(const TrainArgs& args, const CompileFlags& flags, const frontend::Mode
                                            compiled->program->options.arch.text()));
     }
   };
-  if (world->size() == 1) return run();
-  try {
-    return run();
-  } catch (const std::exception& e) {
-    const bool memory = dynamic_cast<const ir::OutOfMemory*>(&e);
-    std::cerr << fmt::format("bertc: rank {} of {}: error: {}{}\n", world->rank(), world->size(), e.what(),
-                             memory ? ": " + memory_advice(Workload::Train, args.config, compiled.has_value(), model).text : "")
-              << std::flush;
-    world->abort(1);
-  }
-  return 1;  // not reached: abort() stops the process
+  return run_as_rank(*world, run, [&](const std::exception& e) {
+    return dynamic_cast<const ir::OutOfMemory*>(&e)
+               ? ": " + memory_advice(Workload::Train, args.config, compiled.has_value(), model).text
+               : std::string();
+  });
 }
 
 namespace {

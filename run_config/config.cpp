@@ -312,11 +312,13 @@ std::optional<RelationIssue> check_finetune(const FinetuneConfig& f, const Train
   } catch (const ConfigError& e) {
     return issue("seq_len_buckets", e.what());
   }
-  if (t.gradient_accumulation_steps != 1)
-    return RelationIssue{"train", "gradient_accumulation_steps",
-                         fmt::format("[train] gradient_accumulation_steps = {}: fine-tuning takes one micro-batch per "
-                                     "step (an epoch's last batch would be scaled wrong); raise batch_size instead",
-                                     t.gradient_accumulation_steps)};
+  // (its several ranks' sums are staged through host memory: NCCL's inside the step's graph are
+  // pretraining's trainer's alone)
+  if (t.allreduce == distributed::AllReduce::Nccl)
+    return RelationIssue{"train", "allreduce",
+                         "[train] allreduce = \"nccl\" sums pretraining's gradients inside the step's CUDA Graph, and "
+                         "fine-tuning on several ranks sums them over MPI or Gloo through host memory: set allreduce "
+                         "= \"auto\""};
   return std::nullopt;
 }
 
@@ -355,11 +357,12 @@ std::optional<RelationIssue> onebit_issue(const Config& c) {
                                      "set optimizer = \"adamw\" (1-bit LAMB is not built yet), or another "
                                      "gradient_compression (\"powersgd\", \"fp16\")",
                                      ir::op_info(t.optimizer.kind).name)};
-  // (fine-tuning trains on one process, and its optimizer would take a momentum nothing makes)
+  // (fine-tuning's schedule follows from its epochs, and its exchange is not 1-bit Adam's)
   if (c.finetune_section)
     return RelationIssue{"train", "gradient_compression",
-                         "[train] gradient_compression = \"onebit\" compresses data-parallel pretraining's momentum, "
-                         "and this config fine-tunes ([finetune]) on one process: remove it"};
+                         "[train] gradient_compression = \"onebit\" (1-bit Adam) is built for pretraining, and this "
+                         "config fine-tunes ([finetune]): use gradient_compression = \"none\", \"fp16\", \"bf16\" "
+                         "or \"powersgd\""};
   if (c.compile.precision == passes::Precision::Fp16)
     return RelationIssue{"train", "gradient_compression",
                          "[train] gradient_compression = \"onebit\" with [compile] precision = \"fp16\" (loss scaling) "
@@ -406,8 +409,8 @@ std::optional<RelationIssue> zero_issue(const Config& c) {
                          "zero_stage = 0"};
   if (c.finetune_section)
     return RelationIssue{"train", "zero_stage",
-                         "[train] zero_stage = 1 shards data-parallel pretraining's optimizer step, and this config "
-                         "fine-tunes ([finetune]) on one process: remove it"};
+                         "[train] zero_stage = 1 shards pretraining's optimizer step, and this config fine-tunes "
+                         "([finetune]), whose ranks each keep the whole optimizer state: set zero_stage = 0"};
   return std::nullopt;
 }
 

@@ -17,6 +17,7 @@ class FinetuneCommand final : public Subcommand {
   driver::Workload workload() const override { return driver::Workload::Finetune; }
   int run() override { return driver::finetune(args_, flags_, context_.model, std::cerr); }
   driver::MemoryAdvice memory_advice() const override { return advice_running(args_.config, false); }
+  bool runs_on_ranks() const override { return true; }
 
  private:
   CLI::App* add_to(CLI::App& app) override {

@@ -594,8 +594,9 @@ void DataParallel::check_same_run(const std::string& program, const std::string&
                                                                   "the start-up check of the ranks' data"));
   if (!readers.empty())
     throw run_folder::TrainError(fmt::format("rank {} reads other data than rank 0 (this rank: {}): each rank would train on "
-                                 "its own text; give every rank the same corpus or shards and vocabulary (their "
-                                 "place may differ from machine to machine, not their content)",
+                                 "its own text; give every rank the same data and vocabulary (pretraining's "
+                                 "corpus or shards, fine-tuning's task files: their place may differ from machine "
+                                 "to machine, not their content)",
                                  fmt::join(readers, ", rank "), data));
   const std::vector<int> runs = differing(comm_.all_gather(XXH3_64bits(program.data(), program.size()),
                                                                "the start-up check of the ranks' programs"));

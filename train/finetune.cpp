@@ -26,6 +26,8 @@
 #include "devices/device_registry.h"
 #include "runtime/device_target.h"
 #include "train/batches.h"
+#include "train/data_parallel.h"
+#include "ir/printer.h"
 #include "run_folder/checkpoint.h"
 #include "train/graph_runner.h"
 #include "train/lr_schedule.h"
@@ -100,7 +102,9 @@ struct Bucket {
 
 // The step and evaluation graphs of every bucket (each compiled once; a device caches its
 // kernels), both through the passes at the run's precision, on the reference as on a device.
-std::vector<Bucket> compile_buckets(const frontend::ModelDefinition& model, const run_config::Config& c) {
+// `optimizer`: [train]'s, averaging the gradients of every rank's micro-batches.
+std::vector<Bucket> compile_buckets(const frontend::ModelDefinition& model, const run_config::Config& c,
+                                    const passes::OptimizerOptions& optimizer) {
   std::vector<Bucket> out;
   const std::vector<int64_t> lengths = c.finetune.buckets(c.train.seq_len);
   if (!c.compile.dump_ir.empty())
@@ -115,7 +119,7 @@ std::vector<Bucket> compile_buckets(const frontend::ModelDefinition& model, cons
     passes::CompileOptions training = c.compile;
     if (!training.dump_ir.empty())
       training.dump_ir = (std::filesystem::path(training.dump_ir) / fmt::format("seq-{}", len)).string();
-    b.program = passes::compile_training(frontend::build_model(model, shaped.model_settings()), training, c.train);
+    b.program = passes::compile_training(frontend::build_model(model, shaped.model_settings()), training, optimizer);
     shaped.compile.dropout = false;
     b.evaluation = passes::compile_evaluation(frontend::build_model(model, shaped.model_settings()), shaped.compile);
     for (const ir::Graph* g : {&b.program.step, &b.evaluation}) require_checked_indices(*g, shaped);
@@ -269,10 +273,10 @@ nlohmann::json scores_json(const TaskScores& s, frontend::FinetuneTask task) {
 }
 
 // What a fine-tuning checkpoint records besides the run's facts: the task and, after an
-// evaluation, its scores.
+// evaluation, its scores; `ranks`: the run's.
 std::map<std::string, std::string> task_metadata(const frontend::ModelDefinition& model, const run_config::Config& c,
-                                                 int64_t epoch, const std::optional<TaskScores>& dev) {
-  std::map<std::string, std::string> m = run_folder::run_metadata(model, c, 1);
+                                                 int ranks, int64_t epoch, const std::optional<TaskScores>& dev) {
+  std::map<std::string, std::string> m = run_folder::run_metadata(model, c, ranks);
   m["finetune_task"] = std::string(ir::enum_name(c.finetune.task));
   m["num_labels"] = std::to_string(c.finetune.num_labels);
   m["labels"] = c.finetune.labels;
@@ -375,20 +379,32 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
   FinetuneOptions o = options;
   run_config::Config& c = o.config;
   const run_config::FinetuneConfig& f = c.finetune;
-  run_folder::refuse_run_folder_in_use(o.checkpoint_dir);  // (first: a running run's metrics would be blamed instead)
-  o.metrics = run_folder::check_metrics_path(o.metrics);  // (before anything is made: a slip of --metrics is refused first)
-  const run_folder::RunFolderLock folder_lock(o.checkpoint_dir, log);
-  run_folder::remove_leftover_temporaries(o.checkpoint_dir, log);
-  if (!run_folder::list_checkpoints(o.checkpoint_dir).empty() || !run_folder::list_checkpoints(o.checkpoint_dir / "best").empty())
-    throw run_folder::TrainError(fmt::format("{} holds a run's checkpoints already, and fine-tuning starts afresh: give another "
-                                 "--checkpoint-dir (a fine-tuned checkpoint is a starting point for --init)",
-                                 o.checkpoint_dir.string()));
-  require_best_folder_usable(o.checkpoint_dir / "best", o.metrics, log);
+  const std::shared_ptr<distributed::Communicator> world = o.world ? o.world : distributed::single_process();
+  distributed::Communicator& comm = *world;
+  const bool leader = comm.rank() == 0;
+  // The run folder is this run's before anything is read from or written to it (rank 0 writes it).
+  std::optional<run_folder::RunFolderLock> folder_lock;
+  if (leader) {
+    run_folder::refuse_run_folder_in_use(o.checkpoint_dir);  // (first: a running run's metrics would be blamed instead)
+    o.metrics = run_folder::check_metrics_path(o.metrics);  // (before anything is made: a slip of --metrics is refused first)
+    folder_lock.emplace(o.checkpoint_dir, log);
+    run_folder::remove_leftover_temporaries(o.checkpoint_dir, log);
+    if (!run_folder::list_checkpoints(o.checkpoint_dir).empty() ||
+        !run_folder::list_checkpoints(o.checkpoint_dir / "best").empty())
+      throw run_folder::TrainError(fmt::format("{} holds a run's checkpoints already, and fine-tuning starts afresh: give "
+                                               "another --checkpoint-dir (a fine-tuned checkpoint is a starting point "
+                                               "for --init)",
+                                               o.checkpoint_dir.string()));
+    require_best_folder_usable(o.checkpoint_dir / "best", o.metrics, log);
+  }
   const run_folder::StopOnSignal stop_on_signal(
       "stopping after this step, with a checkpoint; signal again to end at once",
       "ended at once by a second signal: the checkpoints written so far are kept, and fine-tuning does not resume: "
       "start again in another --checkpoint-dir, or from a kept checkpoint's encoder with --init");
-  runtime::DeviceRequest request{c.compile.arch.sm(), o.kernel_cache, 0};
+  // Start-up waits allow for a rank compiling kernels the others found in their caches.
+  comm.set_timeout(std::max(c.train.rank_timeout, 3600.0));
+  check_same_start(comm, c, o.device.value_or("cpu"));
+  runtime::DeviceRequest request{c.compile.arch.sm(), o.kernel_cache, comm.local_rank()};
   request.instead = "fine-tune with --device cpu (the reference) or --device host (the emulation), or where a GPU is";
   request.older_gpu = "fine-tune with --arch auto (or --arch sm_{})";
   const std::shared_ptr<runtime::Device> device = o.device ? devices::open_device(*o.device, request) : nullptr;
@@ -469,20 +485,34 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
 
   // The schedule: the run's steps follow from the epochs.
   run_config::TrainConfig& t = c.train;
-  const int64_t steps_per_epoch = static_cast<int64_t>(
+  // A step's micro-batches: K on each of R ranks (R x K x batch_size examples a step).
+  const int64_t R = comm.size(), K = t.gradient_accumulation_steps, per_step = R * K;
+  const int64_t batches_per_epoch = static_cast<int64_t>(
       data::plan_batches(train_data.examples, lengths, t.batch_size, 0, 0, false).size());
+  const int64_t steps_per_epoch = (batches_per_epoch + per_step - 1) / per_step;
   // (a product past 2^63 wrapped: 461168601842738791 epochs x 40 steps ran as 24 steps of schedule,
-  // then at learning rate 0 for ever, silently)
-  if (__builtin_mul_overflow(f.epochs, steps_per_epoch, &t.steps))
+  // then at learning rate 0 for ever, silently; a micro-batch's number, steps x R x K, as well)
+  if (int64_t micro_batches = 0; __builtin_mul_overflow(f.epochs, steps_per_epoch, &t.steps) ||
+                                 __builtin_mul_overflow(t.steps, per_step, &micro_batches))
     throw run_folder::TrainError(fmt::format("[finetune] epochs = {} x {} steps an epoch is more steps than a run can count "
                                  "(2^63): set [finetune] epochs (or --epochs) to {} or fewer",
                                  f.epochs, steps_per_epoch, std::numeric_limits<int64_t>::max() / steps_per_epoch));
   t.warmup_steps = static_cast<int64_t>(std::ceil(f.warmup_ratio * static_cast<double>(t.steps)));  // (as HF's recipe)
+  const std::string step_examples =
+      per_step == 1 ? std::to_string(t.batch_size)
+                    : fmt::format("{} ({} rank(s) x {} x {} accumulation steps)", per_step * t.batch_size, R,
+                                  t.batch_size, K);
   log << fmt::format("finetune: {} ({}, {} labels) on {}: {} epochs x {} steps = {} steps of {} examples, warmup {}, "
                      "learning rate {:g}, {} optimizer, precision {}; checkpoints in {}\n",
                      c.name, ir::enum_name(f.task), f.num_labels, device ? device->name() : "the CPU reference",
-                     f.epochs, steps_per_epoch, t.steps, t.batch_size, t.warmup_steps, t.learning_rate,
+                     f.epochs, steps_per_epoch, t.steps, step_examples, t.warmup_steps, t.learning_rate,
                      passes::optimizer_name(t.optimizer), ir::enum_name(c.compile.precision), o.checkpoint_dir.string());
+  // (every step's gradient is the mean of R x K batches: an epoch's last step short of them takes
+  // the epoch's first batches again, as PyTorch's DistributedSampler pads a rank's share)
+  if (const int64_t again = steps_per_epoch * per_step - batches_per_epoch; again > 0)
+    log << fmt::format("finetune: an epoch's {} batches fill {} steps of {} micro-batches; its last step trains on {} "
+                       "of the epoch's first batches again, so that every step averages {}\n",
+                       batches_per_epoch, steps_per_epoch, per_step, again, per_step);
   if (dev && f.task != frontend::FinetuneTask::Regression) log << "finetune: " << f1_meaning(f) << "\n";
   // (labels are matched as written: two names in other letter case are two classes, said)
   const std::vector<std::string> names = f.label_names();
@@ -494,23 +524,51 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
                            "write it one way in the files\n",
                            names[i], names[j]);
 
+  // The optimizer averages the gradients of every rank's micro-batches.
+  passes::OptimizerOptions optimizer = t;
+  optimizer.gradient_accumulation_steps = per_step;
   Runners r;
-  r.buckets = compile_buckets(model, c);
+  r.buckets = compile_buckets(model, c, optimizer);
   const passes::TrainingProgram& first = r.buckets.front().program;
   support::Environment env;
-  if (o.init) load_init(*o.init, first.step, vocab, c.train.do_lower_case, env, log);
-  else log << fmt::format("init: none: every param fresh from [train] seed {}\n", t.seed);
+  // Rank 0 reads --init; the other ranks get its weights.
+  if (leader && o.init) load_init(*o.init, first.step, vocab, c.train.do_lower_case, env, log);
+  else if (!o.init) log << fmt::format("init: none: every param fresh from [train] seed {}\n", t.seed);
   run_folder::fresh_state(c, first, env);  // (what --init did not set)
-  make_runners(o, r, device, log);
   const run_folder::TensorManifest manifest = run_folder::manifest_of(first);
+  DataParallel dp(comm, first, t);
+  int64_t start = 0;  // (fine-tuning does not resume)
+  dp.share_state(env, manifest, start);
+  make_runners(o, r, device, log);
+  std::string programs;
+  const std::vector<data::TaskExample> no_examples;
+  for (const Bucket& b : r.buckets) programs += ir::print(b.program.step) + ir::print(b.program.optimizer);
+  dp.check_same_run(programs,
+                    fmt::format("{} training examples, xxh3 {}; {} dev examples, xxh3 {}; vocabulary xxh3 {}",
+                                train_data.examples.size(), data::task_examples_xxh3(train_data.examples),
+                                dev ? dev->examples.size() : 0, data::task_examples_xxh3(dev ? dev->examples : no_examples),
+                                vocab.xxh3()),
+                    device ? device->name() : "the CPU reference");
+  // (the sums between each step's last micro-batch and the optimizer, through host memory: the
+  // buckets' step graphs share the accumulators, and no one graph holds the sums)
+  if (dp.exchanges())
+    log << fmt::format("data parallel: {}; gradients {} ({:.1f} MiB fp32 per step), summed over {} between the step and "
+                       "the optimizer (staged through host memory); the dev set scored whole on every rank\n",
+                       comm.describe(), ir::enum_name(t.gradient_compression),
+                       static_cast<double>(dp.dense_bytes()) / (1 << 20), comm.engine());
+  comm.set_timeout(t.rank_timeout);
 
-  folder_lock.writing();  // (a hard stop from here on leaves the folder: it holds the run's files)
-  run_folder::start_metrics_afresh(o.metrics, log);
-  MetricsFile metrics(o.metrics);
+  std::optional<MetricsFile> metrics;  // (rank 0's)
+  if (leader) {
+    folder_lock->writing();  // (a hard stop from here on leaves the folder: it holds the run's files)
+    run_folder::start_metrics_afresh(o.metrics, log);
+    metrics.emplace(o.metrics);
+  }
   FinetuneSummary summary;
   const run_config::TaskMetric chosen = f.chosen_metric();
   std::optional<double> best;
   const data::LabelKind kind = format.kind;
+  const bool scaling = first.step.find(names::kLossScale).has_value();
   int64_t step = 0;
   for (int64_t epoch = 1; epoch <= f.epochs && !summary.stopped_by_signal; ++epoch) {
     EpochResult result;
@@ -518,21 +576,48 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
     double window = 0;
     int64_t window_steps = 0, window_examples = 0;
     auto window_began = Clock::now();
-    for (const data::PlannedBatch& planned :
-         data::plan_batches(train_data.examples, lengths, t.batch_size, static_cast<uint64_t>(t.seed), epoch, true)) {
+    const std::vector<data::PlannedBatch> plan =
+        data::plan_batches(train_data.examples, lengths, t.batch_size, static_cast<uint64_t>(t.seed), epoch, true);
+    for (int64_t s = 0; s < steps_per_epoch; ++s) {
       ++step;
-      Bucket& bucket = r.buckets[planned.bucket];
-      const data::TaskBatch batch =
-          data::make_task_batch(examples_of(train_data, planned), kind, t.batch_size, bucket.seq_len);
-      bind_task_batch(batch, kind, env);
-      check_batch_ranges(env, c, fmt::format("{} line {}", o.train_data.string(), train_data.examples[planned.examples[0]].line));
       const double lr = learning_rate_at(t, step);
       env[std::string(names::kLearningRate)] = support::HostTensor::scalar(ir::DType::F32, lr);
-      support::HostTensor seed = support::HostTensor::zeros({ir::DType::I64, {}});
-      seed.integer[0] = dropout_seed(static_cast<uint64_t>(t.seed), step - 1);
-      env[std::string(names::kDropoutSeed)] = std::move(seed);
-      const auto [out, optimized] = run_together(*bucket.step, *r.optimizer, env);
-      const double loss = out.outputs.at(0).real.at(0);
+      double loss = 0;  // the mean of this rank's micro-batches' losses, then of every rank's
+      int64_t examples = 0, longest = 0;
+      std::optional<reference::RunResult<float>> optimized;
+      for (int64_t k = 0; k < K; ++k) {
+        // The epoch's micro-batches dealt round the ranks, as pretraining deals them: R ranks of K
+        // train on the batches (and dropout masks) one rank of R x K does, in the same steps.
+        const int64_t dealt = (s * K + k) * R + comm.rank();
+        const data::PlannedBatch& planned = plan[static_cast<size_t>(dealt % batches_per_epoch)];
+        Bucket& bucket = r.buckets[planned.bucket];
+        const data::TaskBatch batch =
+            data::make_task_batch(examples_of(train_data, planned), kind, t.batch_size, bucket.seq_len);
+        bind_task_batch(batch, kind, env);
+        check_batch_ranges(env, c, fmt::format("{} line {}", o.train_data.string(), train_data.examples[planned.examples[0]].line));
+        support::HostTensor seed = support::HostTensor::zeros({ir::DType::I64, {}});
+        seed.integer[0] = dropout_seed(static_cast<uint64_t>(t.seed), (epoch - 1) * steps_per_epoch * per_step + dealt);
+        env[std::string(names::kDropoutSeed)] = std::move(seed);
+        reference::RunResult<float> out;
+        // (one micro-batch and no sums between: on a device the step and the update as one graph)
+        if (k == K - 1 && !dp.exchanges()) {
+          auto both = run_together(*bucket.step, *r.optimizer, env);
+          out = std::move(both.first);
+          optimized = std::move(both.second);
+        } else {
+          out = bucket.step->run(env);
+        }
+        loss += out.outputs.at(0).real.at(0) / double(K);
+        examples += batch.examples;
+        longest = std::max(longest, bucket.seq_len);
+      }
+      if (R > 1) {  // (the step's figures are every rank's: the mean loss, the examples, the longest batch)
+        double global[2] = {loss / double(R), static_cast<double>(examples)};
+        comm.sum(global, 2, distributed::Element::F64);
+        loss = global[0], examples = static_cast<int64_t>(global[1]);
+        for (uint64_t v : comm.all_gather(static_cast<uint64_t>(longest), fmt::format("the batches of step {}", step)))
+          longest = std::max(longest, static_cast<int64_t>(v));
+      }
       if (!std::isfinite(loss))  // (at step 1, before any update: the starting weights, not the learning rate)
         throw run_folder::TrainError(fmt::format(
             "the loss is {} at step {} (epoch {}): {}", loss, step, epoch,
@@ -543,12 +628,19 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
                      : fmt::format("before any update, from freshly drawn weights: [model] initializer_range = {:g} "
                                    "makes them too large (BERT's is 0.02); lower it",
                                    c.model.initializer_range)));
-      const double grad_norm = optimized.fetched.at(std::string(names::kGradNorm)).real.at(0);
+      if (!optimized) {
+        dp.before_optimizer(*r.optimizer, env, step);
+        optimized = r.optimizer->run(env);
+      }
+      const double grad_norm = optimized->fetched.at(std::string(names::kGradNorm)).real.at(0);
+      const distributed::ExchangeResult sent = dp.end_exchange(step, scaling, grad_norm);
       summary.losses.push_back(loss);
       result.train_loss += loss;
-      window += loss, ++window_steps, window_examples += batch.examples;
-      metrics.write({{"step", step}, {"epoch", epoch}, {"loss", loss}, {"learning_rate", lr}, {"grad_norm", grad_norm},
-                     {"seq_len", bucket.seq_len}});
+      window += loss, ++window_steps, window_examples += examples;
+      nlohmann::json line = {{"step", step},         {"epoch", epoch},         {"loss", loss},
+                             {"learning_rate", lr},  {"grad_norm", grad_norm}, {"seq_len", longest}};
+      if (R > 1) line["ranks"] = R, line["allreduce_bytes"] = sent.bytes;
+      if (metrics) metrics->write(line);
       if (step % t.log_every == 0 || step == t.steps) {
         const double seconds = std::chrono::duration<double>(Clock::now() - window_began).count();
         log << fmt::format("step {}/{} (epoch {}): loss {:.4f}, lr {:.2e}, grad norm {:.3f}, {:.1f} examples/s\n", step,
@@ -557,7 +649,12 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
         window = 0, window_steps = 0, window_examples = 0;
         window_began = Clock::now();
       }
-      if (const int stop = run_folder::stop_requested()) {
+      // A signal on any rank stops every rank after the same step.
+      int stop = run_folder::stop_requested();
+      if (R > 1)
+        for (uint64_t v : comm.all_gather(static_cast<uint64_t>(stop), fmt::format("the agreement on stopping after step {}", step)))
+          stop = std::max(stop, static_cast<int>(v));
+      if (stop) {
         summary.stopped_by_signal = stop;
         break;
       }
@@ -567,6 +664,8 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
     result.last_step = step;
     result.whole = steps_done == steps_per_epoch;
     r.optimizer->download_state(env);
+    dp.check_same_parameters(env, manifest, step);
+    // (every rank scores the whole dev set, and the same weights give every rank the same scores)
     if (dev && !summary.stopped_by_signal) {
       result.dev = evaluate_dev(c, r, *dev, env);
       const double value = metric_value(*result.dev, chosen);
@@ -579,7 +678,7 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
                            "example (collapsed: a learning rate too high?); this epoch is not kept as the best\n",
                            epoch, ir::enum_name(chosen));
     }
-    std::map<std::string, std::string> metadata = task_metadata(model, c, epoch, result.dev);
+    std::map<std::string, std::string> metadata = task_metadata(model, c, comm.size(), epoch, result.dev);
     metadata.merge(run_folder::export_metadata(c, vocab));
     // (Fine-tuning does not resume: a failed write's way on is another run.)
     const std::string again = fmt::format("fine-tune again into another --checkpoint-dir (fine-tuning does not "
@@ -588,14 +687,14 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
     // (the most a run holds at once: its newest checkpoints and the best, and one more while the
     // oldest, or the old best, waits to go: the room a full disk's advice asks for)
     const int64_t room = std::min(t.keep_checkpoints, f.epochs) + 2;
-    run_folder::save_checkpoint(o.checkpoint_dir, step, manifest, env, metadata, t.keep_checkpoints, {}, again, room);
+    if (leader) run_folder::save_checkpoint(o.checkpoint_dir, step, manifest, env, metadata, t.keep_checkpoints, {}, again, room);
     if (result.best) {
-      run_folder::save_checkpoint(o.checkpoint_dir / "best", step, manifest, env, metadata, 1, {}, again, room);
+      if (leader) run_folder::save_checkpoint(o.checkpoint_dir / "best", step, manifest, env, metadata, 1, {}, again, room);
       summary.best_checkpoint = run_folder::checkpoint_path(o.checkpoint_dir / "best", step);
     }
     nlohmann::json line = {{"epoch", epoch}, {"step", step}, {"train_loss", result.train_loss}};
     if (result.dev) line["dev"] = scores_json(*result.dev, f.task), line["best"] = result.best;
-    metrics.write(line);
+    if (metrics) metrics->write(line);
     log << fmt::format("epoch {}/{}: train loss {:.4f}{}; checkpoint {}\n", epoch, f.epochs, result.train_loss,
                        result.dev ? fmt::format("; dev {}{}", describe(*result.dev, f.task),
                                                 result.best ? fmt::format(" (best {} so far)", ir::enum_name(chosen)) : "")
@@ -603,6 +702,9 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
                        run_folder::checkpoint_path(o.checkpoint_dir, step).string());
     summary.epochs.push_back(result);
   }
+  // Every rank waits for rank 0's last checkpoint: a rank that ended first (exit 130/143) would get
+  // a launcher (torchrun, srun) to kill the rest, rank 0 amid its write.
+  if (R > 1) comm.meet("the last checkpoint");
   if (summary.stopped_by_signal)
     log << fmt::format("stopped by {} after step {}: its checkpoint is saved in {} (fine-tuning does not resume: start "
                        "again in another --checkpoint-dir, or from this checkpoint's encoder with --init {}, whose "

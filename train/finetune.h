@@ -4,12 +4,14 @@
 #pragma once
 
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "data/vocab.h"
+#include "distributed/communicator.h"
 #include "frontend/model.h"
 #include "run_config/config.h"
 #include "support/safetensors.h"
@@ -27,6 +29,10 @@ struct FinetuneOptions {
   std::optional<std::string> device;          // as TrainOptions::device; nullopt: the CPU reference
   std::filesystem::path kernel_cache;
   bool eager = false;                         // on a device: launch kernel by kernel
+  // The ranks of a data-parallel fine-tuning (distributed::open_world); null: this process alone.
+  // Each step's micro-batches are dealt round the ranks (each rank reads the task files itself);
+  // rank 0 writes the checkpoints and the metrics.
+  std::shared_ptr<distributed::Communicator> world;
 };
 
 struct EpochResult {

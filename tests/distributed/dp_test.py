@@ -4,7 +4,7 @@ MASTER_ADDR, MASTER_PORT: the cases ending in _env): each case runs `bertc train
 and asserts on their metrics and messages. One case per ctest test:
 
 usage: dp_test.py CASE BERTC SOURCE_DIR WORK_DIR
-cases: equal_adamw equal_lamb equal_host equal_host_lamb equal_host_accumulating fp16_bf16 fp16_bf16_host compressions kill hang resume_other_ranks refuse_mismatch
+cases: equal_adamw equal_lamb equal_host equal_host_lamb equal_host_accumulating fp16_bf16 fp16_bf16_host compressions zero zero_env finetune finetune_env kill hang resume_other_ranks refuse_mismatch
        refuse_nccl refuse_compiled_resume equal_compiled powersgd_resume onebit_resume equal_env equal_host_env kill_env hang_env refuse_env stop_env equal_torchrun
        kill_torchrun; on a GPU (tests/gpu/run.sh): equal_cuda_env; on bertc's emulated CUDA driver and NCCL:
        equal_emulated fp16_bf16_emulated hang_emulated kill_emulated_env
@@ -601,6 +601,90 @@ def zero_gloo():
     compare(metrics("plain"), metrics("zero"), "grad_norm", EQUAL, "ZeRO-1 vs plain over Gloo, 2 ranks")
 
 
+def finetune_config(name, **train):
+    """examples/finetune-tiny.toml at batch 16 on the first 189 training examples (13 batches: 7
+    steps an epoch on 2 ranks) and 100 dev examples, with [train] keys replaced or added."""
+    for part, lines in (("train", 190), ("dev", 101)):
+        path = os.path.join(WORK, f"{part}.tsv")
+        if not os.path.exists(path):
+            with open(os.path.join(DATA, "task", f"{part}.tsv")) as f:
+                open(path, "w").write("".join(f.readlines()[:lines]))
+    text = open(os.path.join(SOURCE, "examples", "finetune-tiny.toml")).read()
+    text = text.replace('"data/task/', f'"{WORK}/').replace('"data/', f'"{DATA}/')
+    text = re.sub(r"^batch_size = .*$", "batch_size = 16", text, flags=re.M)
+    for key, value in train.items():
+        value = f'"{value}"' if isinstance(value, str) else str(value)
+        text = text.replace("[train]\n", f"[train]\n{key} = {value}\n", 1)
+    path = os.path.join(WORK, name + ".toml")
+    open(path, "w").write(text)
+    return path
+
+
+def finetuned(cfg, run, ranks=1, device="cpu", epochs=2, commands=None, check=True):
+    cmd = [BERTC, "finetune", cfg, "--device", device, "--epochs", str(epochs), "--checkpoint-dir", os.path.join(WORK, run)]
+    p = Ranks(commands or [cmd], ranks, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p.stdout, p.stderr = p.communicate(timeout=900)
+    open(os.path.join(WORK, run + ".log"), "w").write(p.stdout + p.stderr)
+    if check and p.returncode != 0:
+        fail(f"{' '.join(cmd)} ({LAUNCHER}, {ranks} rank(s)) exited {p.returncode}:\n{p.stderr[-3000:]}")
+    return p
+
+
+def finetune(devices=("cpu", "host"), bf16=True):
+    # Fine-tuning on 2 ranks trains on the batches (and dropout masks) that 1 rank of 2
+    # accumulation steps does, in the same steps (EQUAL, as in `equal`): 13 batches an epoch, so
+    # each epoch's last step takes its first batch again. A wrong deal, seed or mean moves the
+    # loss by far more at step 1. The best epoch's dev scores and the weights agree too.
+    engine = "Open MPI" if LAUNCHER == "mpirun" else "Gloo"
+    for device in devices:
+        one, two = f"ft-one-{device}", f"ft-two-{device}"
+        finetuned(finetune_config(one, gradient_accumulation_steps=2), one, device=device)
+        log = finetuned(finetune_config(two), two, ranks=2, device=device).stderr
+        if f"data parallel: {engine}" not in log or "summed over" not in log or \
+                "= 14 steps of 32 (2 rank(s) x 16 x 1 accumulation steps) examples" not in log or \
+                "its last step trains on 1 of the epoch's first batches again" not in log:
+            fail(f"the 2-rank fine-tuning did not say its ranks, sums and steps:\n{log[-2000:]}")
+        a, b = metrics(one), metrics(two)
+        what = f"fine-tuning on {device}, 1 rank x 2 accumulation vs 2 ranks"
+        steps_a, steps_b = [m for m in a if "loss" in m], [m for m in b if "loss" in m]
+        if len(steps_a) != 14:
+            fail(f"{what}: {len(steps_a)} steps, not 2 epochs of 7")
+        compare(steps_a, steps_b, "loss", EQUAL, what)
+        compare(steps_a, steps_b, "grad_norm", EQUAL, what)
+        if [m["seq_len"] for m in steps_a] != [m["seq_len"] for m in steps_b] or any(m["ranks"] != 2 for m in steps_b):
+            fail(f"{what}: the steps' longest batches or ranks differ")
+        epochs = [(m["dev"], m["best"]) for m in a if "dev" in m], [(m["dev"], m["best"]) for m in b if "dev" in m]
+        for (x, best_x), (y, best_y) in zip(*epochs):
+            if best_x != best_y or x["count"] != 100 or x["accuracy"] != y["accuracy"] or abs(x["loss"] - y["loss"]) > EQUAL * abs(x["loss"]):
+                fail(f"{what}: the dev scores differ: {epochs}")
+        weights = [checkpoint_tensors(os.path.join(WORK, run, "checkpoint-000014.safetensors"), ".weight")
+                   for run in (one, two)]
+        if not weights[0] or weights[0].keys() != weights[1].keys():
+            fail(f"{what}: the checkpoints hold other tensors")
+        for name, values in weights[0].items():
+            if max(abs(x - y) for x, y in zip(values, weights[1][name])) > 1e-5 * max(abs(v) for v in values):
+                fail(f"{what}: the checkpoints' {name} differ")
+    # bf16 sums put half the bytes on the wire; the run trains (its losses within 1% of fp32's:
+    # the gradients rounded to 8 bits of mantissa, and AdamW's normalised step hiding their scale).
+    if bf16:
+        finetuned(finetune_config("ft-bf16", gradient_compression="bf16"), "ft-bf16", ranks=2)
+        plain, rounded = [m for m in metrics("ft-two-cpu") if "loss" in m], [m for m in metrics("ft-bf16") if "loss" in m]
+        if any(2 * y["allreduce_bytes"] > x["allreduce_bytes"] + 64 for x, y in zip(plain, rounded)):
+            fail("bf16 fine-tuning sent more than half of fp32's bytes")
+        compare(plain, rounded, "loss", 1e-2, "fine-tuning, bf16 sums vs fp32")
+    # Ranks that read other examples are refused before the first step, naming the data.
+    other = os.path.join(WORK, "other.tsv")
+    lines = open(os.path.join(WORK, "train.tsv")).readlines()
+    open(other, "w").write("".join(lines[:1] + lines[2:]))
+    cfg = finetune_config("ft-other", rank_timeout=30)
+    cmd = [BERTC, "finetune", cfg, "--device", "cpu", "--checkpoint-dir", os.path.join(WORK, "ft-other")]
+    refused = finetuned(cfg, "ft-other", ranks=2, commands=[cmd, cmd + ["--train-data", other]], check=False)
+    said = refused.stdout + refused.stderr
+    if refused.returncode == 0 or "188 training examples" not in said or "189 training examples" not in said:
+        fail(f"ranks fine-tuning on other examples were not refused, naming them:\n{said[-3000:]}")
+    print("refused (other data):", next(l for l in said.splitlines() if "188 training examples" in l)[:300])
+
+
 def refuse_mismatch():
     # Another learning rate, another model (whose state broadcast would not even fit), another
     # --device: refused before anything trains, naming what differs.
@@ -718,7 +802,9 @@ def refuse_env():
 CASES = {"equal_adamw": lambda: equal("adamw"), "equal_lamb": lambda: equal("lamb", accumulation=2),
          "equal_host": lambda: equal("adamw", device="host", steps=6),
          "equal_host_lamb": lambda: equal("lamb", device="host", steps=6),
-         "equal_host_accumulating": lambda: equal("adamw", device="host", steps=6, accumulation=2), "fp16_bf16": fp16_bf16, "compressions": compressions, "zero": zero, "zero_env": zero_gloo, "onebit_resume": onebit_resume,
+         "equal_host_accumulating": lambda: equal("adamw", device="host", steps=6, accumulation=2), "fp16_bf16": fp16_bf16, "compressions": compressions, "zero": zero, "zero_env": zero_gloo,
+         "finetune": finetune,
+         "finetune_env": lambda: finetune(devices=("cpu",), bf16=False), "onebit_resume": onebit_resume,
          "kill": kill, "hang": hang, "resume_other_ranks": resume_other_ranks, "refuse_mismatch": refuse_mismatch,
          "refuse_nccl": refuse_nccl, "powersgd_resume": powersgd_resume, "equal_env": lambda: equal("adamw"),
          "equal_host_env": lambda: equal("adamw", device="host", steps=6), "kill_env": kill, "hang_env": hang,
