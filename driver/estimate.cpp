@@ -51,12 +51,8 @@ int estimate(const EstimateArgs& a, const CompileFlags& flags, const frontend::M
   setup.machines = a.machines;
   setup.within = &passes::find_interconnect(a.within, passes::LinkReach::WithinMachine);
   setup.between = &passes::find_interconnect(a.between, passes::LinkReach::BetweenMachines);
-  // A fine-tuning run is one process on one GPU, of [finetune] epochs x the batches of its data per
-  // epoch (bertc finetune counts them at its start); [train] steps is not its length.
-  if (config.finetune_section && int64_t{a.gpus_per_machine} * a.machines != 1)
-    throw std::invalid_argument(fmt::format("{}: a fine-tuning config, and bertc finetune runs on one GPU: estimate it "
-                                            "with --gpus-per-machine 1 --machines 1",
-                                            a.config));
+  // A fine-tuning run is [finetune] epochs x the batches of its data per epoch (bertc finetune
+  // counts them at its start); [train] steps is not its length.
   if (config.finetune_section && a.steps <= 0)
     throw std::invalid_argument(fmt::format("{}: a fine-tuning run's steps are [finetune] epochs x its batches per "
                                             "epoch, which depend on its data: give --steps (bertc finetune {} prints "
@@ -140,9 +136,10 @@ int estimate(const EstimateArgs& a, const CompileFlags& flags, const frontend::M
                                c.compile.arch.text(), rows_text(report));
     const std::string memory = memory_warning(report);
     if (!memory.empty()) notes.insert(fmt::format("warning: {}: {}", gpu.name, memory));
-    const int gpus = a.gpus_per_machine * a.machines;
-    const int64_t sharded = report.device_bytes_with_zero1(gpus);
-    notes.insert(zero1_memory_line(report, gpus));
+    // (ZeRO is pretraining's: fine-tuning's ranks each keep the whole optimizer state)
+    const int shards = c.finetune_section ? 1 : a.gpus_per_machine * a.machines;
+    const int64_t sharded = report.device_bytes_with_zero1(shards);
+    notes.insert(zero1_memory_line(report, shards));
     const auto price = passes::cloud_price(gpu.name);
     setup.compute_seconds = report.step_seconds;
     setup.micro_batches = c.train.gradient_accumulation_steps;
@@ -164,7 +161,7 @@ int estimate(const EstimateArgs& a, const CompileFlags& flags, const frontend::M
                       {"micro_batches", setup.micro_batches},
                       {"allreduce_seconds", e.allreduce_seconds}, {"step_seconds", e.step_seconds},
                       {"overlapped_step_seconds", e.overlapped_step_seconds}, {"days", e.days},
-                      {"bertc_step_seconds", train::sums_overlap_backward(kind) ? e.overlapped_step_seconds : e.step_seconds},
+                      {"bertc_step_seconds", train::sums_overlap_backward(kind, c.finetune_section) ? e.overlapped_step_seconds : e.step_seconds},
                       {"overlapped_days", e.overlapped_days}, {"link_gbs", e.link_gbs}, {"gpus", e.gpus},
                       {"dollars_per_gpu_hour", priced ? nlohmann::json(setup.dollars_per_gpu_hour) : nlohmann::json(nullptr)},
                       {"device_bytes", report.device_bytes()}, {"device_bytes_zero1", sharded},
@@ -178,8 +175,12 @@ int estimate(const EstimateArgs& a, const CompileFlags& flags, const frontend::M
                       // (null without a price, as the table's "-": not a cost of 0, nor a price of 0)
                       {"cost_dollars", priced ? nlohmann::json(e.cost) : nlohmann::json(nullptr)}});
       // (bertc's column marked: its sums in the backward, or after it)
-      const bool overlaps = train::sums_overlap_backward(kind);
-      if (!overlaps)
+      const bool overlaps = train::sums_overlap_backward(kind, c.finetune_section);
+      if (c.finetune_section && setup.gpus_per_machine * setup.machines > 1)
+        notes.insert("note: fine-tuning sums its gradients after each step, staged through host memory (bertc "
+                     "finetune): its * is the sequential step, whatever the compression; a GPU's gradients copied "
+                     "over PCIe each step are not counted");
+      else if (!overlaps)
         notes.insert(fmt::format("note: the {} row counts the link alone: its compression runs on the host, a GPU's "
                                  "gradients{} copied over PCIe each step, and neither is counted (measured on CPU ranks: "
                                  "docs/distributed.md, \"A slow link, measured\")",

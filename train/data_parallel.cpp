@@ -81,7 +81,7 @@ std::string rounded_on_device(distributed::Compression c) {
 }
 
 // Compressions made on the host alone (their error feedback and products): never NCCL's sums.
-bool on_host_only(distributed::Compression c) { return !sums_overlap_backward(c); }
+bool on_host_only(distributed::Compression c) { return !sums_overlap_backward(c, /*finetune=*/false); }
 
 // The step graph's params in gradient_tensors' order (the last first).
 std::vector<ir::ValueId> momentum_params(const ir::Graph& step) {
@@ -102,8 +102,8 @@ std::vector<int> differing(const std::vector<uint64_t>& values) {
 
 bool shards_optimizer(const run_config::TrainConfig& t, int ranks) { return t.zero_stage == 1 && ranks > 1; }
 
-bool sums_overlap_backward(distributed::Compression c) {
-  return c != distributed::Compression::PowerSgd && c != distributed::Compression::OneBit;
+bool sums_overlap_backward(distributed::Compression c, bool finetune) {
+  return !finetune && c != distributed::Compression::PowerSgd && c != distributed::Compression::OneBit;
 }
 
 distributed::ExchangeOptions exchange_options(const run_config::TrainConfig& t) {

@@ -203,8 +203,10 @@ std::vector<codegen::KernelSpec> runtime_kernels(const ir::Graph& step, const ru
 
 // Whether a GPU's sums under `c` run inside the last micro-batch's backward (NCCL's bucketed fp32,
 // fp16 and bf16 sums, [train] allreduce auto) rather than after it on the host (PowerSGD and 1-bit
-// need every gradient at once): which of bertc estimate's step columns is bertc's.
-bool sums_overlap_backward(distributed::Compression c);
+// need every gradient at once): which of bertc estimate's step columns is bertc's. Fine-tuning's
+// (`finetune`) never do: its length buckets' step graphs share the accumulators, and its sums are
+// staged through host memory between the step and the optimizer (train/finetune.cpp).
+bool sums_overlap_backward(distributed::Compression c, bool finetune);
 
 // Whether a run of `ranks` ranks shards its optimizer step ([train] zero_stage = 1 on several
 // ranks: ZeRO stage 1); one rank has nothing to shard.

@@ -160,7 +160,7 @@ TEST(Config, OneBitAdamsSettings) {
       "with [compile] precision = \"fp16\" (loss scaling) is not supported yet");
   has(error_of("[train]\ngradient_compression = \"onebit\"\nonebit_warmup_steps = 5\n"
                "[finetune]\ntask = \"sequence-classification\"\n"),
-      "and this config fine-tunes ([finetune]) on one process: remove it");
+      "is built for pretraining, and this config fine-tunes ([finetune]): use gradient_compression = \"none\"");
 }
 
 // ZeRO stage 1: 0 or 1; only with fp32 sums over MPI or Gloo, without loss scaling, for pretraining.
@@ -176,7 +176,7 @@ TEST(Config, ZeroStageSettings) {
   has(error_of("[train]\nzero_stage = 1\n[compile]\nprecision = \"fp16\"\n"),
       "with precision fp16 (loss scaling; what precision = \"auto\" takes on sm_70 and sm_75) is not built");
   has(error_of("[train]\nzero_stage = 1\n[finetune]\ntask = \"sequence-classification\"\n"),
-      "fine-tunes ([finetune]) on one process: remove it");
+      "whose ranks each keep the whole optimizer state: set zero_stage = 0");
 }
 
 TEST(Config, SyntaxErrorsAreLocated) {
