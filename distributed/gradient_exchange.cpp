@@ -65,6 +65,22 @@ uint64_t compressed_bytes_of(const std::vector<GradientTensor>& tensors, const E
   return 0;
 }
 
+uint64_t latency_hops_of(const std::vector<GradientTensor>& tensors, const ExchangeOptions& options, int ranks) {
+  const uint64_t sum = 2 * static_cast<uint64_t>(ranks - 1), half = static_cast<uint64_t>(ranks - 1);
+  std::vector<size_t> all(tensors.size());
+  std::iota(all.begin(), all.end(), size_t{0});
+  switch (options.compression) {
+    case Compression::OneBit: return 2 * half + (options.max_grad_norm > 0 ? sum : 0);
+    case Compression::None: case Compression::Fp16: case Compression::Bf16:
+      return sum * GradientExchange::make_buckets(tensors, all, options.bucket_bytes).size();
+    case Compression::PowerSgd: {
+      const PowerSgdSplit split = powersgd_split(tensors, options);
+      return sum * (3 + GradientExchange::make_buckets(tensors, split.dense, options.bucket_bytes).size());
+    }
+  }
+  return 0;
+}
+
 GradientExchange::GradientExchange(Communicator& comm, std::vector<GradientTensor> tensors, ExchangeOptions options)
     : comm_(comm), tensors_(std::move(tensors)), options_(options) {
   std::vector<size_t> all(tensors_.size());

@@ -47,6 +47,11 @@ PowerSgdSplit powersgd_split(const std::vector<GradientTensor>& tensors, const E
 // estimate of any model).
 uint64_t compressed_bytes_of(const std::vector<GradientTensor>& tensors, const ExchangeOptions& options, int ranks);
 
+// The ring steps (each paying a link's latency once) of that step's collectives on `ranks` ranks:
+// 2 (N-1) for each sum (a bucket's, PowerSGD's flag and its two factors, the clipping's number),
+// N-1 each for 1-bit's all-to-all and all-gather (bertc estimate's latency term).
+uint64_t latency_hops_of(const std::vector<GradientTensor>& tensors, const ExchangeOptions& options, int ranks);
+
 class GradientExchange {
  public:
   // `tensors` in the order the backward finishes them (the last layer's first); they are bucketed
@@ -107,8 +112,13 @@ class GradientExchange {
   static constexpr const char* kStatePrefix = "dist.powersgd.";
   static constexpr const char* kOneBitPrefix = "dist.onebit.";
 
- private:
+  // The tensors `which` (indices into `tensors`, in order) cut into buckets of at most
+  // `bucket_bytes` of fp32 (a larger tensor a bucket of its own).
   using Buckets = std::vector<std::vector<size_t>>;
+  static Buckets make_buckets(const std::vector<GradientTensor>& tensors, const std::vector<size_t>& which,
+                              int64_t bucket_bytes);
+
+ private:
   // The buckets' tensors (fp32 or 16-bit elements), started together and then unpacked.
   uint64_t sum_in_buckets(const std::vector<float*>& data, const Buckets& buckets, Compression compression);
   // One bucket packed (16-bit: each rank's share rounded) and its sum started; finish() waits for
@@ -121,8 +131,6 @@ class GradientExchange {
   };
   uint64_t start(const std::vector<float*>& bucket_data, const std::vector<size_t>& bucket, Compression compression);
   void finish(const std::vector<float*>& data, Compression compression);
-  static Buckets make_buckets(const std::vector<GradientTensor>& tensors, const std::vector<size_t>& which,
-                              int64_t bucket_bytes);
 
   Communicator& comm_;
   std::vector<GradientTensor> tensors_;

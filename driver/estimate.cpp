@@ -32,6 +32,14 @@ uint64_t bytes_per_step(const ir::Graph& step, const run_config::TrainConfig& t,
   return distributed::compressed_bytes_of(train::gradient_tensors(step), o, gpus);
 }
 
+// Their collectives' ring steps, each paying a hop's latency.
+double latency_hops(const ir::Graph& step, const run_config::TrainConfig& t, distributed::Compression compression,
+                    int gpus) {
+  distributed::ExchangeOptions o = train::exchange_options(t);
+  o.compression = compression;
+  return static_cast<double>(distributed::latency_hops_of(train::gradient_tensors(step), o, gpus));
+}
+
 std::string money(double dollars) {
   if (dollars >= 1e9) return fmt::format("${:.2g}", dollars);  // (not a row of digits)
   return dollars >= 1e4 ? fmt::format("${:.0f}k", dollars / 1e3) : fmt::format("${:.0f}", dollars);
@@ -50,7 +58,10 @@ int estimate(const EstimateArgs& a, const CompileFlags& flags, const frontend::M
   setup.gpus_per_machine = a.gpus_per_machine;
   setup.machines = a.machines;
   setup.within = &passes::find_interconnect(a.within, passes::LinkReach::WithinMachine);
-  setup.between = &passes::find_interconnect(a.between, passes::LinkReach::BetweenMachines);
+  // (a copy: --latency-us sets its hop's latency)
+  passes::Interconnect between = passes::find_interconnect(a.between, passes::LinkReach::BetweenMachines);
+  if (a.latency_us >= 0) between.hop_us = a.latency_us;
+  setup.between = &between;
   // A fine-tuning run is [finetune] epochs x the batches of its data per epoch (bertc finetune
   // counts them at its start); [train] steps is not its length.
   if (config.finetune_section && a.steps <= 0)
@@ -90,15 +101,20 @@ int estimate(const EstimateArgs& a, const CompileFlags& flags, const frontend::M
     notes.insert(fmt::format("note: --within {}: one GPU per machine uses no link within a machine (give "
                              "--gpus-per-machine N to use it)",
                              a.within));
+  if (a.latency_us >= 0 && a.machines == 1)
+    notes.insert(fmt::format("note: --latency-us {:g}: one machine uses no link between machines (give --machines N "
+                             "to use it)",
+                             a.latency_us));
   if (a.between_given && a.machines == 1)
     notes.insert(fmt::format("note: --between {}: one machine uses no link between machines (give --machines N to "
                              "use it)",
                              a.between));
+  const std::string latency = a.latency_us >= 0 ? fmt::format(" ({:g} us a hop)", a.latency_us) : "";
   std::string text = fmt::format(
       "{}: {} GPU(s) per machine x {} machine(s), {} within, {} between; {} steps of {} sequences per GPU "
       "(global batch {})\n",
-      config.name, a.gpus_per_machine, a.machines, a.gpus_per_machine > 1 ? setup.within->title : "nothing", a.machines > 1 ? setup.between->title : "nothing",
-      setup.steps, per_gpu, global);
+      config.name, a.gpus_per_machine, a.machines, a.gpus_per_machine > 1 ? setup.within->title : "nothing",
+      a.machines > 1 ? fmt::format("{}{}", setup.between->title, latency) : "nothing", setup.steps, per_gpu, global);
   text += fmt::format("{:<10} {:<10} {:>10} {:>10} {:>11} {:>10} {:>12} {:>8} {:>10} {:>9}\n", "gpu", "gradients", "MiB/step",
                       "compute", "all-reduce", "step", "overlapped", "days", "days (ovl)", "cost");
   // (an attention over rows computes what the data's examples leave: measured once, for every GPU,
@@ -147,6 +163,7 @@ int estimate(const EstimateArgs& a, const CompileFlags& flags, const frontend::M
     const bool priced = a.price >= 0 || price.has_value();  // (--price 0: hardware of one's own, a cost of $0)
     for (distributed::Compression kind : kinds) {
       setup.bytes_per_step = static_cast<double>(bytes_per_step(program.step, c.train, kind, setup.gpus_per_machine * setup.machines));
+      setup.latency_hops = latency_hops(program.step, c.train, kind, setup.gpus_per_machine * setup.machines);
       if (kind == distributed::Compression::PowerSgd) {
         distributed::ExchangeOptions o = train::exchange_options(c.train);
         o.compression = kind;
@@ -159,7 +176,8 @@ int estimate(const EstimateArgs& a, const CompileFlags& flags, const frontend::M
       rows.push_back({{"gpu", gpu.name}, {"precision", ir::enum_name(c.compile.precision)}, {"compression", ir::enum_name(kind)},
                       {"bytes_per_step", setup.bytes_per_step}, {"compute_seconds", setup.compute_seconds},
                       {"micro_batches", setup.micro_batches},
-                      {"allreduce_seconds", e.allreduce_seconds}, {"step_seconds", e.step_seconds},
+                      {"allreduce_seconds", e.allreduce_seconds}, {"latency_seconds", e.latency_seconds},
+                      {"step_seconds", e.step_seconds},
                       {"overlapped_step_seconds", e.overlapped_step_seconds}, {"days", e.days},
                       {"bertc_step_seconds", train::sums_overlap_backward(kind, c.finetune_section) ? e.overlapped_step_seconds : e.step_seconds},
                       {"overlapped_days", e.overlapped_days}, {"link_gbs", e.link_gbs}, {"gpus", e.gpus},
@@ -198,7 +216,8 @@ int estimate(const EstimateArgs& a, const CompileFlags& flags, const frontend::M
     }
   }
   text += "compute: the compile report's roofline for one GPU's step; all-reduce: a ring, 2 (N-1)/N x the bytes over the "
-          "slowest link at line rate, and 2 (N-1) hops of its latency; step: the all-reduce after the compute; overlapped: "
+          "slowest link at line rate, and a hop of its latency for each ring step of the step's collectives (2 (N-1) "
+          "a bucket's sum); step: the all-reduce after the compute; overlapped: "
           "the all-reduce hidden behind the last micro-batch's backward (2/3 of its compute), as far as it reaches; * marks "
           "bertc's: on a GPU its none, fp16 and bf16 sums are NCCL's, started in that backward bucket by bucket, and "
           "PowerSGD's and 1-bit's are made on the host after it; cost at the price per GPU-hour (--price, or the cloud "

@@ -20,6 +20,7 @@ struct EstimateArgs {
   std::vector<std::string> compressions;            // empty: every one
   int64_t steps = 0;                                // 0: [train] steps
   double price = -1;                                // dollars per GPU-hour; < 0: the table's cloud price, if any
+  double latency_us = -1;                           // a hop's latency between machines; < 0: the link's own
   bool json = false;
 };
 

@@ -104,7 +104,8 @@ ScalingEstimate estimate_scaling(const ScalingSetup& s) {
     const double hop_us = std::max(s.machines > 1 ? s.between->hop_us : 0.0,
                                    s.gpus_per_machine > 1 ? s.within->hop_us : 0.0);
     const double n = e.gpus;
-    e.allreduce_seconds = 2 * (n - 1) / n * s.bytes_per_step / (e.link_gbs * 1e9) + 2 * (n - 1) * hop_us * 1e-6;
+    e.latency_seconds = s.latency_hops.value_or(2 * (n - 1)) * hop_us * 1e-6;
+    e.allreduce_seconds = 2 * (n - 1) / n * s.bytes_per_step / (e.link_gbs * 1e9) + e.latency_seconds;
   }
   e.step_seconds = s.compute_seconds + e.allreduce_seconds;
   if (s.micro_batches < 1) throw std::invalid_argument("a step has at least one micro-batch");

@@ -55,6 +55,9 @@ struct ScalingSetup {
   // only that backward can hide the all-reduce.
   int64_t micro_batches = 1;
   double bytes_per_step = 0;              // each GPU's all-reduce messages per optimizer step
+  // The ring steps of a step's collectives, each paying a hop's latency (distributed::
+  // latency_hops_of: 2 (N-1) a bucket's sum); nullopt: one all-reduce's 2 (N-1).
+  std::optional<double> latency_hops;
   int64_t steps = 0;
   double dollars_per_gpu_hour = 0;        // 0: no cost
 };
@@ -62,7 +65,8 @@ struct ScalingSetup {
 struct ScalingEstimate {
   int gpus = 1;
   double link_gbs = 0;          // the slowest link of the ring
-  double allreduce_seconds = 0; // 2 (N-1)/N x bytes / link
+  double allreduce_seconds = 0; // 2 (N-1)/N x bytes / link, and the latencies
+  double latency_seconds = 0;   // of allreduce_seconds: the hops' latencies
   double step_seconds = 0;      // compute + all-reduce, one after the other (bertc today)
   double overlapped_step_seconds = 0;  // the all-reduce behind the last micro-batch's backward, as far as it reaches
   double days = 0, overlapped_days = 0;

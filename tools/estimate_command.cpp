@@ -45,6 +45,10 @@ class EstimateCommand final : public Subcommand {
                   fmt::format("The link between machines ({})",
                               fmt::join(passes::interconnect_names(passes::LinkReach::BetweenMachines), ", ")))
         ->capture_default_str();
+    c->add_option("--latency-us", args_.latency_us,
+                  "A hop's latency between machines, microseconds (a message sent and taken; default: the "
+                  "--between link's own: 50 for 1gbe, 30 for 10gbe)")
+        ->check(kNonNegative);
     c->add_option("--compression", args_.compressions,
                   "Gradient compressions to compare (default: none, fp16, powersgd at [train] powersgd_rank)")
         ->check(CLI::IsMember(ir::enum_choices<distributed::Compression>()));

@@ -148,6 +148,27 @@ TEST(GradientExchange, PowerSgdWarmsUpUncompressedAndLeavesSmallTensors) {
       << e.compression_summary();
 }
 
+// bertc estimate's latency term: each collective's ring steps on 4 ranks, worked by hand. Buckets
+// of 1 KiB over tensors of 1024, 512, 512 and 256 bytes: [1024], [512, 512], [256].
+TEST(GradientExchange, LatencyHopsCountEveryCollectiveOfAStep) {
+  const std::vector<GradientTensor> tensors = {{"w", {64, 4}}, {"a", {128}}, {"b", {128}}, {"c", {64}}};
+  ExchangeOptions o;
+  o.bucket_bytes = 1024;
+  EXPECT_EQ(latency_hops_of(tensors, o, 4), 3u * 6);  // three buckets' sums, 2 (N-1) = 6 steps each
+  o.compression = Compression::Bf16;
+  EXPECT_EQ(latency_hops_of(tensors, o, 4), 3u * 6);  // (the same buckets, of 16-bit shares)
+  o.compression = Compression::OneBit;
+  EXPECT_EQ(latency_hops_of(tensors, o, 4), 2u * 3);  // an all-to-all and an all-gather, N-1 = 3 each
+  o.max_grad_norm = 1;
+  EXPECT_EQ(latency_hops_of(tensors, o, 4), 2u * 3 + 6);  // and the clipping's one number summed
+  // PowerSGD at rank 1 compresses w (factors 64 + 4 floats: 68 <= 0.5 x 256); the vectors stay
+  // dense in two buckets ([a, b] then [c]); the flag's sum and the two factors' sums besides.
+  o = powersgd(1, 2);
+  o.bucket_bytes = 1024;
+  EXPECT_EQ(latency_hops_of(tensors, o, 4), (3u + 2) * 6);
+  EXPECT_EQ(latency_hops_of(tensors, o, 1), 0u);  // one rank sends nothing
+}
+
 // A rank too large for every matrix would send everything in fp32 while the run says powersgd:
 // refused, naming the largest rank that compresses one.
 TEST(GradientExchange, PowerSgdThatCompressesNothingIsRefused) {

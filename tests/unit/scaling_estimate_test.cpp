@@ -73,6 +73,23 @@ TEST(ScalingEstimate, LatencyGrowsWithTheRing) {
   EXPECT_NEAR(e.allreduce_seconds, 2 * 999'999 * 30e-6, 1e-3);  // 60 s of hops
 }
 
+// A step of several collectives pays a hop's latency for each of their ring steps (latency_hops),
+// counted apart (latency_seconds) and in the all-reduce.
+TEST(ScalingEstimate, LatencyOfEveryCollectivesRingSteps) {
+  ScalingSetup s;
+  s.machines = 2;
+  Interconnect slow = find_interconnect("1gbe", LinkReach::BetweenMachines);
+  slow.hop_us = 1000;  // (bertc estimate --latency-us 1000)
+  s.between = &slow;
+  s.bytes_per_step = 125e6;  // 1 s at 1 Gbit/s, and 2 (N-1)/N = 1
+  s.latency_hops = 10;
+  const ScalingEstimate e = estimate_scaling(s);
+  EXPECT_NEAR(e.latency_seconds, 10 * 1e-3, 1e-12);
+  EXPECT_NEAR(e.allreduce_seconds, 1.0 + 10 * 1e-3, 1e-9);
+  s.latency_hops.reset();  // one all-reduce's 2 (N-1) = 2 steps
+  EXPECT_NEAR(estimate_scaling(s).latency_seconds, 2 * 1e-3, 1e-12);
+}
+
 TEST(ScalingEstimate, RefusesUnknownLinksAndMissingOnes) {
   EXPECT_THROW(find_interconnect("carrier-pigeon", LinkReach::BetweenMachines), std::invalid_argument);
   ScalingSetup s;
