@@ -26,9 +26,17 @@ LambResults lowered(ir::Builder& b, const std::vector<Tensor>& in, const ir::Op&
   // exp within its 2 ulp leaves 1 - beta2 wrong by 1e-4 relative: 1000 times the exp's error);
   // expm1 keeps float's precision. (ln beta in double, once, here.)
   const Tensor inv_c1 = b.constant(-1.0) / expm1(count * std::log(b1));
-  const Tensor inv_c2 = b.constant(-1.0) / expm1(count * std::log(b2));
-  const Tensor m1 = m * b1 + g * (1 - b1);
-  const Tensor v1 = v * b2 + g * g * (1 - b2);
+  Tensor inv_c2 = b.constant(-1.0) / expm1(count * std::log(b2));
+  Tensor m1 = m * b1 + g * (1 - b1);
+  Tensor v1 = v * b2 + g * g * (1 - b2);
+  // 1-bit LAMB past freeze_step: exp_avg is the step's momentum, exp_avg_sq is kept, bias-corrected
+  // as at freeze_step (ir/ops.def). (step - freeze_step > 0 exactly when past it: whole numbers.)
+  if (const double freeze = op.attr<double>("freeze_step"); freeze > 0) {
+    const Tensor past = b.op(ir::OpKind::Maximum, {count - b.constant(freeze), b.constant(0.0)});
+    m1 = b.op(ir::OpKind::Where, {past, m, m1});
+    v1 = b.op(ir::OpKind::Where, {past, v, v1});
+    inv_c2 = b.op(ir::OpKind::Where, {past, b.constant(-1.0 / std::expm1(freeze * std::log(b2))), inv_c2});
+  }
   auto direction = [&] {
     const Tensor adam = (m1 * inv_c1) / (sqrt(v1 * inv_c2) + eps);
     return wd != 0 ? adam + p * wd : adam;

@@ -8,7 +8,7 @@ namespace {
 
 struct Hyper {
   double beta1, beta2, eps, weight_decay, lr, correction1, correction2;
-  bool frozen = false;  // adamw past its freeze_step: exp_avg is the step's momentum, exp_avg_sq stays
+  bool frozen = false;  // adamw or lamb past freeze_step: exp_avg is the step's momentum, exp_avg_sq stays
 };
 
 template <typename T>
@@ -16,7 +16,7 @@ Hyper hyper(const OpEval<T>& e) {
   Hyper h{e.template attr<double>("beta1"), e.template attr<double>("beta2"), e.template attr<double>("eps"),
           e.template attr<double>("weight_decay"), static_cast<double>(e.real(4)[0]), 0, 0};
   const auto step = static_cast<double>(e.integer(5)[0]);
-  const double freeze = e.op.kind == ir::OpKind::Adamw ? e.template attr<double>("freeze_step") : 0.0;
+  const double freeze = e.template attr<double>("freeze_step");
   h.frozen = freeze > 0 && step > freeze;
   h.correction1 = 1 - std::pow(h.beta1, step);
   h.correction2 = 1 - std::pow(h.beta2, h.frozen ? freeze : step);

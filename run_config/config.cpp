@@ -341,20 +341,22 @@ std::optional<RelationIssue> model_issue(const ModelConfig& m, const ModelOrigin
 // `origin`: where [model] came from when not the config's text (a Hugging Face folder's
 // config.json, a checkpoint's record), named in the messages with its fix; empty for the config's
 // own [model].
-// 1-bit Adam's settings together: its warm-up set, with AdamW, and the warm-up not without it.
+// 1-bit Adam's and LAMB's settings together: its warm-up set, with AdamW or LAMB, and the warm-up
+// not without it.
 std::optional<RelationIssue> onebit_issue(const Config& c) {
   const TrainConfig& t = c.train;
   const bool onebit = t.gradient_compression == distributed::Compression::OneBit;
   if (!onebit && t.onebit_warmup_steps > 0)
     return RelationIssue{"train", "onebit_warmup_steps",
-                         fmt::format("[train] onebit_warmup_steps = {} is 1-bit Adam's warm-up, and gradient_compression "
+                         fmt::format("[train] onebit_warmup_steps = {} is 1-bit Adam's (and LAMB's) warm-up, and gradient_compression "
                                      "is \"{}\": set gradient_compression = \"onebit\", or remove it",
                                      t.onebit_warmup_steps, ir::enum_name(t.gradient_compression))};
   if (!onebit) return std::nullopt;
-  if (t.optimizer.kind != ir::OpKind::Adamw)
+  // (the optimizers whose update is Adam's direction: the momentum travels in its units)
+  if (t.optimizer.kind != ir::OpKind::Adamw && t.optimizer.kind != ir::OpKind::Lamb)
     return RelationIssue{"train", "gradient_compression",
-                         fmt::format("[train] gradient_compression = \"onebit\" is 1-bit Adam, and the optimizer is {}: "
-                                     "set optimizer = \"adamw\" (1-bit LAMB is not built yet), or another "
+                         fmt::format("[train] gradient_compression = \"onebit\" is 1-bit Adam and 1-bit LAMB, and the "
+                                     "optimizer is {}: set optimizer = \"adamw\" or \"lamb\", or another "
                                      "gradient_compression (\"powersgd\", \"fp16\")",
                                      ir::op_info(t.optimizer.kind).name)};
   // (fine-tuning's schedule follows from its epochs, and its exchange is not 1-bit Adam's)

@@ -185,6 +185,7 @@ DataParallel::DataParallel(distributed::Communicator& comm, const passes::Traini
   tensors_ = gradient_tensors(program.step);
   for (const distributed::GradientTensor& g : tensors_) accumulators_.push_back(g.name);
   if (train::shards_optimizer(t, comm_.size())) shard_optimizer(program);
+  onebit_name_ = t.optimizer.kind == ir::OpKind::Lamb ? "1-bit LAMB" : "1-bit Adam";
   if (onebit)
     for (ir::ValueId p : momentum_params(program.step)) {
       momenta_.push_back(ir::names::optimizer_state_of(program.step.value(p).name, "exp_avg"));
@@ -304,9 +305,9 @@ std::string DataParallel::attach_sums(GraphRunner& step, GraphRunner& optimizer,
                        "{} params kept here, the updated params to every rank (an all-gather)",
                        comm_.engine(), owned_by(params_, rank()).size(), params_.size());
   if (exchange_->options().compression == distributed::Compression::OneBit)
-    return fmt::format("1-bit Adam: fp32 sums over {} for {} step(s), then the optimizer's momentum as signs, between "
+    return fmt::format("{}: fp32 sums over {} for {} step(s), then the optimizer's momentum as signs, between "
                        "the step and the optimizer (staged through host memory)",
-                       comm_.engine(), exchange_->options().onebit_warmup_steps);
+                       onebit_name_, comm_.engine(), exchange_->options().onebit_warmup_steps);
   if (in_run == runtime::InRunSums::SideQueue) return attach_library_sums(*device, step);
   if (exchange_->options().compression == distributed::Compression::PowerSgd) {
     if (in_run != runtime::InRunSums::HostCalls)
@@ -502,7 +503,7 @@ void DataParallel::before_optimizer(GraphRunner& optimizer, support::Environment
     optimizer.upload_state(accumulators_, env);
     return;
   }
-  // 1-bit Adam past its warm-up: the momentum travels, and the optimizer takes it as the step's.
+  // 1-bit Adam or LAMB past its warm-up: the momentum travels, and the optimizer takes it as the step's.
   // The variance is frozen: read once a run (or again after a resume).
   optimizer.download_state(momenta_, env);
   if (frozen_variances_.empty()) {

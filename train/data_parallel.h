@@ -165,6 +165,7 @@ class DataParallel {
   std::vector<std::string> accumulators_;
   std::vector<std::string> momenta_, variances_;  // 1-bit: the optimizer's exp_avg and exp_avg_sq, by accumulator
   std::vector<std::vector<float>> frozen_variances_;  // 1-bit: exp_avg_sq past the warm-up (it no longer changes)
+  std::string onebit_name_;  // "1-bit Adam" or "1-bit LAMB": the optimizer's, for the log
   int64_t accumulation_ = 1;           // this rank's micro-batches a step
   std::unique_ptr<distributed::GradientExchange> exchange_;
   SumPath path_ = SumPath::None;

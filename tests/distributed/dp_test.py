@@ -4,7 +4,7 @@ MASTER_ADDR, MASTER_PORT: the cases ending in _env): each case runs `bertc train
 and asserts on their metrics and messages. One case per ctest test:
 
 usage: dp_test.py CASE BERTC SOURCE_DIR WORK_DIR
-cases: equal_adamw equal_lamb equal_host equal_host_lamb equal_host_accumulating fp16_bf16 fp16_bf16_host compressions zero zero_env finetune finetune_env kill hang resume_other_ranks refuse_mismatch
+cases: equal_adamw equal_lamb equal_host equal_host_lamb equal_host_accumulating fp16_bf16 fp16_bf16_host compressions onebit_lamb zero zero_env finetune finetune_env kill hang resume_other_ranks refuse_mismatch
        refuse_nccl refuse_compiled_resume equal_compiled powersgd_resume onebit_resume equal_env equal_host_env kill_env hang_env refuse_env stop_env equal_torchrun
        kill_torchrun; on a GPU (tests/gpu/run.sh): equal_cuda_env; on bertc's emulated CUDA driver and NCCL:
        equal_emulated fp16_bf16_emulated hang_emulated kill_emulated_env
@@ -270,6 +270,39 @@ def compressions():
     # padding of each rank's part to whole blocks aside).
     if after["none"] / after["onebit"] < 30:
         fail(f"1-bit sends only {after['none'] / after['onebit']:.1f}x fewer bytes than fp32 after its warm-up (30x wanted)")
+
+
+def onebit_lamb():
+    # 1-bit LAMB: bert-tiny, 300 steps, global batch 8 on 2 ranks, LAMB with fp32 sums against
+    # 1-bit LAMB with 40% of the run in warm-up (as `compressions` holds 1-bit Adam): the final
+    # loss within 2% (the issue's bound), fp32 sent in the warm-up and 30x fewer bytes after it.
+    runs, logs = {}, {}
+    for kind, extra in (("none", {}), ("onebit", {"onebit_warmup_steps": 120})):
+        cfg = config(f"lamb-{kind}", base="examples/bert-tiny.toml", batch_size=4, steps=300, optimizer="lamb",
+                     gradient_compression=kind, **extra)
+        logs[kind] = train(cfg, f"lamb-{kind}", ranks=2).stderr
+        runs[kind] = metrics(f"lamb-{kind}")
+    if "1-bit LAMB: fp32 sums over MPI for 120 step(s), then the optimizer's momentum as signs" not in logs["onebit"]:
+        fail("the 1-bit LAMB run did not say how its exchange goes:\n" + logs["onebit"][-2000:])
+    final = {k: sum(m["loss"] for m in v[-20:]) / 20 for k, v in runs.items()}
+    gap = final["onebit"] / final["none"] - 1
+    after = {k: v[-1]["allreduce_bytes"] for k, v in runs.items()}
+    print(f"LAMB final loss (mean of the last 20 steps): fp32 sums {final['none']:.4f}, 1-bit {final['onebit']:.4f} "
+          f"({100 * gap:+.2f}%); bytes a step after the warm-up: {after['none']} and {after['onebit']}")
+    json.dump({"final_loss": final, "losses": {k: [m["loss"] for m in v] for k, v in runs.items()}},
+              open(os.path.join(WORK, "onebit_lamb.json"), "w"))
+    if gap > 0.02:
+        fail(f"1-bit LAMB's final loss is {100 * gap:.2f}% above fp32 sums' (2% allowed)")
+    m = runs["onebit"]
+    if m[0]["allreduce_compressed"] or not m[-1]["allreduce_compressed"] or after["none"] / after["onebit"] < 30:
+        fail("1-bit LAMB should send fp32 in its warm-up and 30x fewer bytes after it")
+    # The Host device's kernels (the lowered LAMB's selects past the freeze) against the reference
+    # on the same exchange: within 1e-4 over 20 steps, as 1-bit Adam's (`onebit_resume`).
+    cfg = config("lamb-small", steps=20, batch_size=2, optimizer="lamb", gradient_compression="onebit",
+                 onebit_warmup_steps=4)
+    train(cfg, "lamb-small", ranks=2)
+    train(cfg, "lamb-small-host", ranks=2, device="host")
+    compare(metrics("lamb-small"), metrics("lamb-small-host"), "loss", 1e-4, "1-bit LAMB on the Host device vs the reference")
 
 
 def rank_pids(marker):
@@ -803,7 +836,7 @@ CASES = {"equal_adamw": lambda: equal("adamw"), "equal_lamb": lambda: equal("lam
          "equal_host": lambda: equal("adamw", device="host", steps=6),
          "equal_host_lamb": lambda: equal("lamb", device="host", steps=6),
          "equal_host_accumulating": lambda: equal("adamw", device="host", steps=6, accumulation=2), "fp16_bf16": fp16_bf16, "compressions": compressions, "zero": zero, "zero_env": zero_gloo,
-         "finetune": finetune,
+         "finetune": finetune, "onebit_lamb": onebit_lamb,
          "finetune_env": lambda: finetune(devices=("cpu",), bf16=False), "onebit_resume": onebit_resume,
          "kill": kill, "hang": hang, "resume_other_ranks": resume_other_ranks, "refuse_mismatch": refuse_mismatch,
          "refuse_nccl": refuse_nccl, "powersgd_resume": powersgd_resume, "equal_env": lambda: equal("adamw"),

@@ -10,8 +10,14 @@ all-to-all and all-gather), for fp32, fp16, PowerSGD and 1-bit after their warm-
 same 12 steps of fp32 sums through a tbf limited to 1 Gbit/s: the kernel shaped and counted the
 same traffic. Step times are printed, not judged (bench/slow_link.py is where they are figures).
 
-Needs root (or user namespaces), unshare, ip and tc with pfifo and tbf: where any is missing it
-prints why and exits 77 (ctest's skip).
+Then the harness's preloaded shim (bench/send_shim.c), which adds latency (this kernel has no
+netem) and limits the rate where tc cannot: 2 ranks whose sends it limits to 10 MB/s each must
+take a step longer by at least the time their bytes need at that rate, and with 50 ms a hop
+added, longer by at least the gradient sum's 2 ring steps' latency. (Without the shim both
+fail: it is what slows them.)
+
+The kernel's counts need root (or user namespaces), unshare, ip and tc with pfifo and tbf; the
+shim a C compiler. Each part says why it did not run; with neither it exits 77 (ctest's skip).
 
 usage: slow_link_test.py BERTC SOURCE_DIR WORK_DIR
 """
@@ -43,19 +49,18 @@ def fail(message):
     sys.exit(1)
 
 
-def main():
+def kernel_counts():
+    """The bytes on the wire, by tc's counts in a namespace; returns why not, or ''."""
     missing = slow_link.capable()
     if missing:
-        print(f"SKIP: a rate-limited link cannot be made here: {missing}")
-        sys.exit(slow_link.SKIP)
-    shutil.rmtree(WORK, ignore_errors=True)
-    os.makedirs(WORK)
+        return missing
     per_step = {}
     for compression in os.environ.get("KINDS", "none fp16 powersgd onebit zero").split():
         wire = {}
         for steps in (4, LONG):
             cfg = slow_link.config(SOURCE, WORK, f"{compression}-{steps}", "tiny", steps, compression)
-            wire[steps] = slow_link.run_ranks(BERTC, cfg, os.path.join(WORK, f"{compression}-{steps}"), "none")
+            wire[steps] = slow_link.run_ranks(BERTC, cfg, os.path.join(WORK, f"{compression}-{steps}"), "none", 2, "tc", 0,
+                                                None)
         run = os.path.join(WORK, f"{compression}-{LONG}")
         reported = [m["allreduce_bytes"] for m in slow_link.metrics(run)][4:]
         if len(set(reported)) != 1:
@@ -78,7 +83,7 @@ def main():
         fail(f"1-bit put {per_step['onebit']:,.0f} bytes a step on the wire, not 25x fewer than fp32's "
              f"{per_step['none']:,.0f}")
     cfg = slow_link.config(SOURCE, WORK, "none-limited", "tiny", LONG, "none")
-    limited = slow_link.run_ranks(BERTC, cfg, os.path.join(WORK, "none-limited"), "1gbit")
+    limited = slow_link.run_ranks(BERTC, cfg, os.path.join(WORK, "none-limited"), "1gbit", 2, "tc", 0, None)
     unlimited = os.path.join(WORK, f"none-{LONG}")
     base = open(unlimited + ".bytes").read()
     if abs(limited - int(base)) > RELATIVE * int(base) + FIXED:
@@ -87,6 +92,45 @@ def main():
     seconds, _ = slow_link.median_step(os.path.join(WORK, "none-limited"), 4)
     print(f"fp32 sums through tbf at 1 Gbit/s: {limited:,} bytes in the run (unlimited {int(base):,}); step "
           f"{seconds * 1e3:.0f} ms")
+    return ""
+
+
+def shim_shapes():
+    """The shim's rate and latency slow the ranks as much as they must; returns why not run, or ''."""
+    shim, missing = slow_link.build_shim(SOURCE, WORK)
+    if not shim:
+        return missing
+    cfg = slow_link.config(SOURCE, WORK, "shim", "tiny", 8, "none")
+    steps = {}
+    # (rate 'none': no shaping; 80mbit: 10 MB/s a rank; 10gbit with 50 ms: the latency alone)
+    for name, rate, latency_us in (("free", "none", 0), ("rate", "80mbit", 0), ("latency", "10gbit", 50000)):
+        run = os.path.join(WORK, f"shim-{name}")
+        slow_link.run_ranks(BERTC, cfg, run, rate, 2, "shim", latency_us, shim)
+        steps[name] = slow_link.median_step(run, 3)
+    (free, sent), (rate, _), (latency, _) = steps["free"], steps["rate"], steps["latency"]
+    # Each of 2 ranks sends 2 (N-1)/N = 1 times its all-reduce bytes a step; at 10 MB/s that takes
+    # sent / 1e7 s (0.21 s for bert-tiny), which nothing overlaps on the CPU reference (one bucket,
+    # summed after the whole backward). 0.7 of it leaves room for the unlimited step's noise.
+    need = sent / 1e7
+    print(f"shim: step {free * 1e3:.0f} ms unlimited, {rate * 1e3:.0f} ms at 10 MB/s a rank (its {sent:,} bytes need "
+          f"{need * 1e3:.0f} ms), {latency * 1e3:.0f} ms with 50 ms a hop")
+    if rate - free < 0.7 * need:
+        fail(f"the shim's 10 MB/s made a step {(rate - free) * 1e3:.0f} ms longer, and its bytes need {need * 1e3:.0f}")
+    # The gradient sum's 2 ring steps at least pay the latency (the step's other collectives more).
+    if latency - free < 0.7 * 2 * 0.05:
+        fail(f"the shim's 50 ms a hop made a step {(latency - free) * 1e3:.0f} ms longer, less than 2 hops")
+    return ""
+
+
+def main():
+    shutil.rmtree(WORK, ignore_errors=True)
+    os.makedirs(WORK)
+    skipped = {part: why for part, why in (("the kernel's byte counts", kernel_counts()),
+                                           ("the shim's shaping", shim_shapes())) if why}
+    for part, why in skipped.items():
+        print(f"SKIP: {part}: {why}")
+    if len(skipped) == 2:
+        sys.exit(slow_link.SKIP)
 
 
 if __name__ == "__main__":

@@ -142,7 +142,7 @@ TEST(Config, PackingRowsOfSeveralExamples) {
             std::string::npos);
 }
 
-// 1-bit Adam's settings together: its warm-up with it and not without, AdamW, pretraining, no
+// 1-bit Adam's and LAMB's settings together: its warm-up with it and not without, AdamW or LAMB, pretraining, no
 // fp16 loss scaling; each refusal names the key to change.
 TEST(Config, OneBitAdamsSettings) {
   const Config c = parse_config("[train]\ngradient_compression = \"onebit\"\nonebit_warmup_steps = 40\n", "test.toml", {});
@@ -153,9 +153,13 @@ TEST(Config, OneBitAdamsSettings) {
   };
   has(error_of("[train]\nsteps = 100\ngradient_compression = \"onebit\"\n"), "needs onebit_warmup_steps");
   has(error_of("[train]\nsteps = 100\ngradient_compression = \"onebit\"\n"), "set onebit_warmup_steps = 20");
-  has(error_of("[train]\nonebit_warmup_steps = 5\n"), "is 1-bit Adam's warm-up, and gradient_compression is \"none\"");
-  has(error_of("[train]\noptimizer = \"lamb\"\ngradient_compression = \"onebit\"\nonebit_warmup_steps = 5\n"),
-      "set optimizer = \"adamw\" (1-bit LAMB is not built yet)");
+  has(error_of("[train]\nonebit_warmup_steps = 5\n"), "is 1-bit Adam's (and LAMB's) warm-up, and gradient_compression is \"none\"");
+  // (1-bit LAMB: LAMB's direction is Adam's; Lion's is not)
+  EXPECT_EQ(parse_config("[train]\noptimizer = \"lamb\"\ngradient_compression = \"onebit\"\nonebit_warmup_steps = 5\n",
+                         "test.toml", {}).train.optimizer.kind,
+            ir::OpKind::Lamb);
+  has(error_of("[train]\noptimizer = \"lion\"\ngradient_compression = \"onebit\"\nonebit_warmup_steps = 5\n"),
+      "is 1-bit Adam and 1-bit LAMB, and the optimizer is lion: set optimizer = \"adamw\" or \"lamb\"");
   has(error_of("[train]\ngradient_compression = \"onebit\"\nonebit_warmup_steps = 5\n[compile]\nprecision = \"fp16\"\n"),
       "with [compile] precision = \"fp16\" (loss scaling) is not supported yet");
   has(error_of("[train]\ngradient_compression = \"onebit\"\nonebit_warmup_steps = 5\n"

@@ -180,45 +180,55 @@ TEST(PassEquivalence, AnnotateCosts) {
 }
 
 // LAMB lowered to reductions and elementwise ops updates params and moments as the lamb op does:
-// two optimizer steps (bias corrections of steps 1 and 2) after a micro-step's gradients, in
+// three optimizer steps (bias corrections of steps 1 to 3) after a micro-step's gradients, in
 // double, where the only difference is exp(step ln b) for pow(b, step) (1e-15 relative); 1e-12
 // allows that. Also after fusing and scheduling the lowered graph (three kernels' regions).
+// And 1-bit LAMB's (freeze_step = 1): steps 2 and 3 take exp_avg as the momentum and keep exp_avg_sq
+// (bias-corrected as at step 1), the lowered graph's selects against the op's branch.
 TEST(PassEquivalence, LowerLamb) {
-  const ir::Graph step = step_graph(true);
-  OptimizerOptions o;
-  o.optimizer.kind = ir::OpKind::Lamb;
-  const ir::Graph with_op = build_optimizer_graph(step, o);
-  ir::Graph lowered = with_op;
-  EXPECT_EQ(lower_lamb(lowered), step.values_of(ir::OpKind::Param).size());
-  for (const ir::Op& op : lowered.ops()) ASSERT_NE(op.kind, ir::OpKind::Lamb);
-  ir::Graph fused = lowered;
-  fuse(fused);
-  schedule_for_memory(fused);
-  Env start = environment(step);
-  run(step, start);
-  support::Environment moments;  // zero moments and step count
-  run_folder::initialize_states(with_op, moments);
-  for (auto& [name, t] : moments)
-    if (!start.count(name)) start[name] = ir::convert<double>(t);
-  start["learning_rate"] = ir::HostTensor<double>::zeros({DType::F32, {}});
-  start["learning_rate"].real[0] = 1e-2;
-  for (const ir::Graph* g : {&lowered, &fused}) {
-    Env a = start, b = start;
-    for (int s = 0; s < 2; ++s) {
-      reference::Executor<double>(with_op).run(a, {});
-      reference::Executor<double>(*g).run(b, {});
+  for (const int64_t freeze : {0, 1}) {
+    SCOPED_TRACE(freeze ? "1-bit LAMB, freeze_step = 1" : "LAMB");
+    const ir::Graph step = step_graph(true);
+    OptimizerOptions o;
+    o.optimizer.kind = ir::OpKind::Lamb;
+    o.onebit_warmup_steps = freeze;  // (the lamb ops' freeze_step)
+    const ir::Graph with_op = build_optimizer_graph(step, o);
+    ir::Graph lowered = with_op;
+    EXPECT_EQ(lower_lamb(lowered), step.values_of(ir::OpKind::Param).size());
+    for (const ir::Op& op : lowered.ops()) ASSERT_NE(op.kind, ir::OpKind::Lamb);
+    ir::Graph fused = lowered;
+    fuse(fused);
+    schedule_for_memory(fused);
+    Env start = environment(step);
+    run(step, start);
+    support::Environment moments;  // zero moments and step count
+    run_folder::initialize_states(with_op, moments);
+    for (auto& [name, t] : moments)
+      if (!start.count(name)) start[name] = ir::convert<double>(t);
+    start["learning_rate"] = ir::HostTensor<double>::zeros({DType::F32, {}});
+    start["learning_rate"].real[0] = 1e-2;
+    for (const ir::Graph* g : {&lowered, &fused}) {
+      Env a = start, b = start;
+      std::vector<double> first_variance;
+      for (int s = 0; s < 3; ++s) {
+        reference::Executor<double>(with_op).run(a, {});
+        reference::Executor<double>(*g).run(b, {});
+        if (s == 0) first_variance = a.at("bert.pooler.dense.weight.exp_avg_sq").real;
+      }
+      // (frozen: the variance of step 1 kept; else it moved on with steps 2 and 3' gradients)
+      EXPECT_EQ(a.at("bert.pooler.dense.weight.exp_avg_sq").real == first_variance, freeze > 0);
+      size_t compared = 0;
+      for (const auto& [name, t] : a) {
+        if (!t.is_real()) continue;
+        double largest = 0;
+        for (double x : t.real) largest = std::max(largest, std::abs(x));
+        for (size_t i = 0; i < t.real.size(); ++i)
+          ASSERT_NEAR(t.real[i], b[name].real[i], 1e-12 * largest + 1e-300) << name << "[" << i << "]";
+        compared += name.ends_with(".exp_avg_sq");
+      }
+      EXPECT_EQ(compared, step.values_of(ir::OpKind::Param).size());
+      EXPECT_NE(a.at("bert.pooler.dense.weight").real, start.at("bert.pooler.dense.weight").real);  // it did step
     }
-    size_t compared = 0;
-    for (const auto& [name, t] : a) {
-      if (!t.is_real()) continue;
-      double largest = 0;
-      for (double x : t.real) largest = std::max(largest, std::abs(x));
-      for (size_t i = 0; i < t.real.size(); ++i)
-        ASSERT_NEAR(t.real[i], b[name].real[i], 1e-12 * largest + 1e-300) << name << "[" << i << "]";
-      compared += name.ends_with(".exp_avg_sq");
-    }
-    EXPECT_EQ(compared, step.values_of(ir::OpKind::Param).size());
-    EXPECT_NE(a.at("bert.pooler.dense.weight").real, start.at("bert.pooler.dense.weight").real);  // it did step
   }
 }
 
