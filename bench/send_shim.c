@@ -3,9 +3,10 @@
 // control cannot: latency where the kernel has no netem qdisc, a rate where it has no tc at all.
 // Nothing in bertc is throttled; the harness preloads this into the ranks it starts.
 //
-//   BERTC_SHIM_DELAY_US  a message's latency: each send call waits this long first (the sender
-//                        waits where a link would only delay the arrival; a message the kernel
-//                        takes in several calls pays it for each)
+//   BERTC_SHIM_DELAY_US  a message's latency: a send call that starts a message (the socket's
+//                        last call took all it was given) waits this long first; one that goes
+//                        on with a message the kernel took in part, or refused for now, does not.
+//                        (The sender waits, where a link would only delay the arrival.)
 //   BERTC_SHIM_RATE_BPS  bytes a second this process may send (0: unlimited): each send waits
 //                        until the link would have carried the bytes sent before it
 //
@@ -25,6 +26,8 @@
 static double delay_seconds, rate_bytes;
 static pthread_mutex_t link_lock = PTHREAD_MUTEX_INITIALIZER;
 static double link_free;              // when the shaped link has carried every byte given to it
+enum { kMostFds = 65536 };
+static char in_message[kMostFds];     // per socket: its last send left part of a message to send
 
 static double now(void) {
   struct timespec t;
@@ -56,13 +59,14 @@ static int shaped(int fd) {
   return ntohl(peer.sin_addr.s_addr) == INADDR_LOOPBACK;
 }
 
-// Before a shaped send: its latency.
-static void before(void) {
-  if (delay_seconds > 0) sleep_until(now() + delay_seconds);
+// Before a shaped send: a new message's latency.
+static void before(int fd) {
+  if (delay_seconds > 0 && !(fd < kMostFds && in_message[fd])) sleep_until(now() + delay_seconds);
 }
 
 // After it: the time its `sent` bytes take at the rate (sends queue behind each other).
-static void after(ssize_t sent) {
+static void after(int fd, ssize_t sent, size_t asked) {
+  if (fd < kMostFds) in_message[fd] = sent < 0 ? (errno == EAGAIN || errno == EWOULDBLOCK) : (size_t)sent < asked;
   if (rate_bytes > 0 && sent > 0) {
     pthread_mutex_lock(&link_lock);
     const double start = link_free > now() ? link_free : now();
@@ -73,45 +77,51 @@ static void after(ssize_t sent) {
   }
 }
 
+static size_t bytes_of(const struct iovec* parts, int count) {
+  size_t n = 0;
+  for (int i = 0; i < count; ++i) n += parts[i].iov_len;
+  return n;
+}
+
 #define REAL(name, type) ((type)dlsym(RTLD_NEXT, name))
 
 ssize_t send(int fd, const void* data, size_t n, int flags) {
   const int shape = shaped(fd);
-  if (shape) before();
+  if (shape) before(fd);
   const ssize_t sent = REAL("send", ssize_t(*)(int, const void*, size_t, int))(fd, data, n, flags);
-  if (shape) after(sent);
+  if (shape) after(fd, sent, n);
   return sent;
 }
 
 ssize_t sendto(int fd, const void* data, size_t n, int flags, const struct sockaddr* to, socklen_t length) {
   const int shape = shaped(fd);
-  if (shape) before();
+  if (shape) before(fd);
   const ssize_t sent = REAL("sendto", ssize_t(*)(int, const void*, size_t, int, const struct sockaddr*, socklen_t))(
       fd, data, n, flags, to, length);
-  if (shape) after(sent);
+  if (shape) after(fd, sent, n);
   return sent;
 }
 
 ssize_t sendmsg(int fd, const struct msghdr* message, int flags) {
   const int shape = shaped(fd);
-  if (shape) before();
+  if (shape) before(fd);
   const ssize_t sent = REAL("sendmsg", ssize_t(*)(int, const struct msghdr*, int))(fd, message, flags);
-  if (shape) after(sent);
+  if (shape) after(fd, sent, bytes_of(message->msg_iov, (int)message->msg_iovlen));
   return sent;
 }
 
 ssize_t write(int fd, const void* data, size_t n) {
   const int shape = shaped(fd);
-  if (shape) before();
+  if (shape) before(fd);
   const ssize_t sent = REAL("write", ssize_t(*)(int, const void*, size_t))(fd, data, n);
-  if (shape) after(sent);
+  if (shape) after(fd, sent, n);
   return sent;
 }
 
 ssize_t writev(int fd, const struct iovec* parts, int count) {
   const int shape = shaped(fd);
-  if (shape) before();
+  if (shape) before(fd);
   const ssize_t sent = REAL("writev", ssize_t(*)(int, const struct iovec*, int))(fd, parts, count);
-  if (shape) after(sent);
+  if (shape) after(fd, sent, bytes_of(parts, count));
   return sent;
 }

@@ -10,10 +10,12 @@ namespace bertc::distributed {
 
 // none: fp32 sums; fp16 / bf16: each rank's gradients rounded to 16 bits, summed in 16 bits
 // (pre-divided by the rank count so that the sum stays in range); powersgd: rank-r factors with
-// error feedback (Vogels et al., 2019); onebit: 1-bit Adam (Tang et al., 2021) — fp32 sums for
+// error feedback (Vogels et al., 2019); onebit: 1-bit Adam (Tang et al., 2021) or 1-bit LAMB (Li
+// et al., 2021, with the optimizer lamb) — fp32 sums for
 // the optimizer's onebit_warmup_steps, then the optimizer's momentum instead of the gradients,
 // averaged as signs and a scale per block with error feedback on every rank and on the part each
-// rank averages (distributed/onebit.h), the variance frozen (ir/ops.def adamw's freeze_step).
+// rank averages (distributed/onebit.h), the variance frozen (ir/ops.def adamw's and lamb's
+// freeze_step).
 enum class Compression { None, Fp16, Bf16, PowerSgd, OneBit };
 BERTC_ENUM_NAMES(Compression, {Compression::None, "none"}, {Compression::Fp16, "fp16"}, {Compression::Bf16, "bf16"},
                  {Compression::PowerSgd, "powersgd"}, {Compression::OneBit, "onebit"})

@@ -31,6 +31,7 @@ std::optional<std::filesystem::path> path_of(const std::string& flag, const run_
   return std::nullopt;
 }
 
+// The rest of bertc finetune, on this rank of `o.world`.
 int finetune_rank(const FinetuneArgs& args, const CompileFlags& flags, const frontend::ModelDefinition& model,
                   train::FinetuneOptions& o, std::ostream& log);
 

@@ -348,8 +348,9 @@ std::optional<RelationIssue> onebit_issue(const Config& c) {
   const bool onebit = t.gradient_compression == distributed::Compression::OneBit;
   if (!onebit && t.onebit_warmup_steps > 0)
     return RelationIssue{"train", "onebit_warmup_steps",
-                         fmt::format("[train] onebit_warmup_steps = {} is 1-bit Adam's (and LAMB's) warm-up, and gradient_compression "
-                                     "is \"{}\": set gradient_compression = \"onebit\", or remove it",
+                         fmt::format("[train] onebit_warmup_steps = {} is 1-bit Adam's (and LAMB's) warm-up, and "
+                                     "gradient_compression is \"{}\": set gradient_compression = \"onebit\", or "
+                                     "remove it",
                                      t.onebit_warmup_steps, ir::enum_name(t.gradient_compression))};
   if (!onebit) return std::nullopt;
   // (the optimizers whose update is Adam's direction: the momentum travels in its units)
@@ -362,9 +363,9 @@ std::optional<RelationIssue> onebit_issue(const Config& c) {
   // (fine-tuning's schedule follows from its epochs, and its exchange is not 1-bit Adam's)
   if (c.finetune_section)
     return RelationIssue{"train", "gradient_compression",
-                         "[train] gradient_compression = \"onebit\" (1-bit Adam) is built for pretraining, and this "
-                         "config fine-tunes ([finetune]): use gradient_compression = \"none\", \"fp16\", \"bf16\" "
-                         "or \"powersgd\""};
+                         "[train] gradient_compression = \"onebit\" (1-bit Adam and LAMB) is built for pretraining, "
+                         "and this config fine-tunes ([finetune]): use gradient_compression = \"none\", \"fp16\", "
+                         "\"bf16\" or \"powersgd\""};
   if (c.compile.precision == passes::Precision::Fp16)
     return RelationIssue{"train", "gradient_compression",
                          "[train] gradient_compression = \"onebit\" with [compile] precision = \"fp16\" (loss scaling) "

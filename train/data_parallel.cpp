@@ -165,7 +165,7 @@ DataParallel::DataParallel(distributed::Communicator& comm, const passes::Traini
     : comm_(comm), step_graph_(program.step), allreduce_(t.allreduce), timeout_(t.rank_timeout),
       accumulation_(t.gradient_accumulation_steps) {
   // One rank sums nothing, unless NCCL is asked for (the GPU check compares it with no exchange);
-  // 1-bit Adam compresses its momentum on one rank too (its optimizer takes the momentum the
+  // 1-bit Adam and LAMB compress the momentum on one rank too (its optimizer takes the momentum the
   // exchange makes).
   const bool onebit = t.gradient_compression == distributed::Compression::OneBit;
   if (comm_.size() == 1 && allreduce_ != distributed::AllReduce::Nccl && !onebit) return;
