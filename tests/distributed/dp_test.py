@@ -663,6 +663,31 @@ def finetuned(cfg, run, ranks=1, device="cpu", epochs=2, commands=None, check=Tr
     return p
 
 
+def finetune_stop():
+    # SIGTERM to rank 1 alone: both ranks stop after the same step (their agreement after each
+    # step), rank 0 writes that step's checkpoint, and each exits 143.
+    cfg = finetune_config("ft-stop")
+    cmd = [BERTC, "finetune", cfg, "--device", "cpu", "--epochs", "10000", "--checkpoint-dir", os.path.join(WORK, "ft-stop")]
+    p = Ranks([cmd], 2, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines = os.path.join(WORK, "ft-stop", "metrics.jsonl")
+    deadline = time.time() + 300
+    while not os.path.exists(lines) or len(open(lines).readlines()) < 10:
+        if p.poll() is not None or time.time() > deadline:
+            p.kill()
+            fail(f"the 2-rank fine-tuning did not reach step 10:\n{p.communicate(30)[0][-2000:]}")
+        time.sleep(0.05)
+    os.kill(p.pid(1), signal.SIGTERM)
+    out, _ = p.communicate(timeout=120)
+    codes = [q.returncode for q in p.procs]
+    m = re.search(r"stopped by SIGTERM after step (\d+): its checkpoint is saved in", out)
+    if codes != [143, 143] or not m:
+        fail(f"after rank 1's SIGTERM the fine-tuning ranks exited {codes}, expected 143 each with the stop said:\n"
+             f"{out[-2000:]}")
+    if not os.path.exists(os.path.join(WORK, "ft-stop", f"checkpoint-{int(m.group(1)):06d}.safetensors")):
+        fail(f"no checkpoint of the stop's step {m.group(1)}")
+    print(f"rank 1's SIGTERM: both fine-tuning ranks stopped after step {m.group(1)} (exit 143), its checkpoint written")
+
+
 def finetune(devices=("cpu", "host"), bf16=True):
     # Fine-tuning on 2 ranks trains on the batches (and dropout masks) that 1 rank of 2
     # accumulation steps does, in the same steps (EQUAL, as in `equal`): 13 batches an epoch, so
@@ -837,7 +862,7 @@ CASES = {"equal_adamw": lambda: equal("adamw"), "equal_lamb": lambda: equal("lam
          "equal_host_lamb": lambda: equal("lamb", device="host", steps=6),
          "equal_host_accumulating": lambda: equal("adamw", device="host", steps=6, accumulation=2), "fp16_bf16": fp16_bf16, "compressions": compressions, "zero": zero, "zero_env": zero_gloo,
          "finetune": finetune, "onebit_lamb": onebit_lamb,
-         "finetune_env": lambda: finetune(devices=("cpu",), bf16=False), "onebit_resume": onebit_resume,
+         "finetune_env": lambda: (finetune(devices=("cpu",), bf16=False), finetune_stop()), "onebit_resume": onebit_resume,
          "kill": kill, "hang": hang, "resume_other_ranks": resume_other_ranks, "refuse_mismatch": refuse_mismatch,
          "refuse_nccl": refuse_nccl, "powersgd_resume": powersgd_resume, "equal_env": lambda: equal("adamw"),
          "equal_host_env": lambda: equal("adamw", device="host", steps=6), "kill_env": kill, "hang_env": hang,
