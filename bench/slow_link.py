@@ -9,14 +9,17 @@ counted) for the baseline. --latency-us adds a hop's latency to the limited runs
 shim (bench/send_shim.c, built here with cc): this kernel has no netem qdisc. Where the kernel's
 traffic control cannot be had at all (no tc, no namespaces; or --shaper shim), the shim limits
 the rate too, each rank's sends at the rate (a NIC each, full duplex), on the machine's own
-loopback; the bytes on the wire are then not counted. Per compression and rate it reports the median step after the warm-ups, the bytes a
-step bertc says it all-reduced, the bytes the qdisc passed a step (the kernel's count: every
-byte of both ranks, TCP/IP headers and the control messages included), and the step `bertc
-estimate` predicts: the unlimited run's step plus its ring model's all-reduce at the rate
+loopback; the bytes on the wire are then not counted.
+
+Per compression and rate it reports the median step after the warm-ups, the bytes a step bertc
+says it all-reduced, the bytes the qdisc passed a step (the kernel's count: every byte of every
+rank, TCP/IP headers and the control messages included), and the step `bertc estimate`
+predicts: the unlimited run's step plus its ring model's all-reduce at the rate
 (`--between 1gbe` / `10gbe`, whose line rates the qdisc enforces; `--latency-us` as added), its
 transfer times the ranks under tc: the loopback is one device, every rank's sends share its one
 qdisc (a half-duplex link, where a NIC carries the rate each way). Nothing in bertc is
-throttled: the kernel, or the shim in the harness, shapes the traffic. Figures, not a test; tests/distributed/slow_link_test.py asserts the bytes.
+throttled: the kernel, or the shim in the harness, shapes the traffic. Figures, not a test;
+tests/distributed/slow_link_test.py asserts the bytes and the shim's shaping.
 
 The "mid" model (4 layers, hidden 512: 13.3M params, 53 MB of fp32 gradients a step) makes the
 link matter at 1 and 10 Gbit/s next to 2 CPU ranks' compute; "tiny" is bert-tiny (2.1 MB).
@@ -221,6 +224,10 @@ def main():
         print(f"SKIP: {'the kernel cannot shape a link here (' + missing + '), and ' if missing else ''}{no_shim}")
         sys.exit(SKIP)
     rates = a.rates.split(",")
+    for rate in rates:  # (the prediction is bertc estimate's for a link of the same line rate)
+        if rate not in LINKS:
+            sys.exit(f"--rates {rate}: bertc estimate has no link of that rate to predict it; give "
+                     f"{' or '.join(LINKS)}")
     skip = WARMUP + 1
     shaped_by = ("the loopback of a namespace limited by tbf (half-duplex: every rank's sends share it)" if shaper == "tc"
                  else f"each rank's sends limited by the preloaded shim (a NIC each; no tc here: {missing})")
@@ -245,7 +252,7 @@ def main():
                 base = seconds
                 predicted = None
             else:
-                transfer, latencies = predicted_allreduce(a.bertc, cfg, compression, LINKS.get(rate, rate), a.ranks,
+                transfer, latencies = predicted_allreduce(a.bertc, cfg, compression, LINKS[rate], a.ranks,
                                                           a.latency_us)
                 # (under tc every rank's sends queue on the one loopback: N times a rank's transfer)
                 predicted = base + (a.ranks if shaper == "tc" else 1) * transfer + latencies
