@@ -546,6 +546,13 @@ std::unique_ptr<runtime::DeviceCollective::Watch> DataParallel::watch(int64_t st
   return device_sums_->watch(fmt::format("step {} (its gradient sums)", step));
 }
 
+int DataParallel::agreed_stop(int stop, int64_t step) {
+  if (ranks() == 1) return stop;
+  for (uint64_t v : comm_.all_gather(static_cast<uint64_t>(stop), fmt::format("the agreement on stopping after step {}", step)))
+    stop = std::max(stop, static_cast<int>(v));
+  return stop;
+}
+
 void DataParallel::reduce(run_folder::StepStats& s) {
   if (ranks() == 1) return;
   double sums[] = {s.loss, s.mlm_loss, s.nsp_loss, double(s.mlm_correct), double(s.mlm_counted), double(s.tokens)};

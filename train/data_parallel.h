@@ -82,6 +82,9 @@ class DataParallel {
 
   // Losses, accuracy counts and tokens of the whole global batch (every rank gets them).
   void reduce(run_folder::StepStats& stats);
+  // After step `step` (a collective): the largest of the ranks' `stop` (0: go on; a signal's
+  // number; a stop of the trainer's own), so that every rank stops after the same step.
+  int agreed_stop(int stop, int64_t step);
 
   // Refuses, on every rank, a run whose ranks train on another device (`device`: its name, the
   // GPU model included; --device auto may pick another on another machine), compiled another

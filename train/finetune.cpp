@@ -650,11 +650,7 @@ FinetuneSummary finetune_model(const frontend::ModelDefinition& model, const Fin
         window_began = Clock::now();
       }
       // A signal on any rank stops every rank after the same step.
-      int stop = run_folder::stop_requested();
-      if (R > 1)
-        for (uint64_t v : comm.all_gather(static_cast<uint64_t>(stop), fmt::format("the agreement on stopping after step {}", step)))
-          stop = std::max(stop, static_cast<int>(v));
-      if (stop) {
+      if (const int stop = dp.agreed_stop(run_folder::stop_requested(), step)) {
         summary.stopped_by_signal = stop;
         break;
       }

@@ -761,9 +761,7 @@ TrainSummary train_model(const frontend::ModelDefinition& model, const TrainOpti
     // failing (a full disk), with a stop of its own (not a signal's: the run then ends in an error).
     int stop = run_folder::stop_requested();
     if (progress && !progress->metrics_failure().empty()) stop = std::max(stop, kStopForMetrics);
-    if (comm.size() > 1)
-      for (uint64_t v : comm.all_gather(static_cast<uint64_t>(stop), fmt::format("the agreement on stopping after step {}", s)))
-        stop = std::max(stop, static_cast<int>(v));
+    stop = dp.agreed_stop(stop, s);
     const bool checkpoint = (t.checkpoint_every > 0 && s % t.checkpoint_every == 0) || s == last || stop;
     if (checkpoint) write_checkpoint(s, stop, s == last || stop || !o.live_progress);
     // A signal that came while the checkpoint was written: that checkpoint is the stop's (one rank:
